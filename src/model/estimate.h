@@ -1,0 +1,29 @@
+// What the estimator predicts for one job on one GPU (per GPU when sharded).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace oomdoc {
+
+struct MemoryComponent {
+  std::string name;       // stable id: weights, master_weights, gradients, optimizer_state,
+                          // activations, logits, temporary, kv_cache, cuda_context, workspace,
+                          // allocator_slack, ...
+  uint64_t bytes = 0;
+  std::string detail;     // one line: how it was computed
+};
+
+struct Estimate {
+  std::vector<MemoryComponent> components;  // what is live at the peak, per GPU
+  uint64_t peak_allocated_bytes = 0;        // torch.cuda.max_memory_allocated()
+  uint64_t peak_reserved_bytes = 0;         // torch.cuda.max_memory_reserved()
+  uint64_t device_used_bytes = 0;           // nvidia-smi: reserved + CUDA context and libraries
+  std::string peak_phase;                   // forward, backward, optimizer_step, generation, load
+  std::string dominant_component;
+  double uncertainty_fraction = 0;          // +- band on device_used_bytes from what inputs leave open
+  std::vector<std::string> assumptions;     // every default the estimator chose
+};
+
+}  // namespace oomdoc

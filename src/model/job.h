@@ -1,0 +1,51 @@
+// A training or inference job, as flags, a job file (--job FILE.json) or a training config
+// (Axolotl / LLaMA-Factory YAML, TrainingArguments JSON) describe it. Field names match the job
+// file keys one to one (docs/estimate.md). Unset fields are nullopt: the estimator records every
+// default it picks in Estimate::assumptions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oomdoc {
+
+struct LoraSettings {
+  uint64_t r = 16;
+  double alpha = 32;
+  std::vector<std::string> target_modules;   // module names; empty with all_linear = true
+  bool all_linear = false;
+};
+
+struct Job {
+  std::string model;                                // id, alias, path; resolved by readers
+  std::optional<std::string> task;                  // train_full, train_lora, train_qlora, train_freeze, inference, load
+  std::optional<std::string> precision;             // fp32, fp16_mixed, bf16_mixed, bf16, fp16
+  std::optional<std::string> weight_quantization;   // nf4, fp4, int8, int4, fp8, gptq4, awq4
+  std::optional<bool> double_quant;
+  std::optional<uint64_t> group_size;
+  std::optional<std::string> optimizer;             // adamw, adamw_8bit, paged_adamw_8bit, adafactor, sgd, sgd_momentum, lion
+  std::optional<bool> fused_backward;
+  std::optional<uint64_t> micro_batch_size;
+  std::optional<uint64_t> grad_accum_steps;
+  std::optional<uint64_t> seq_len;
+  std::optional<bool> padding_free;
+  std::optional<std::string> gradient_checkpointing;  // none, full, selective
+  std::optional<std::string> attention_impl;          // eager, sdpa, flash
+  std::optional<LoraSettings> lora;
+  std::optional<uint64_t> num_gpus;
+  std::optional<std::string> parallelism;   // ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op, hybrid_shard
+  std::optional<uint64_t> tp;
+  std::optional<uint64_t> pp;
+  std::optional<uint64_t> cp;
+  std::vector<std::string> offload;         // optimizer, params, activations
+  std::optional<std::string> loss_impl;     // standard, chunked, fused_linear
+  // Inference.
+  std::optional<uint64_t> batch_size;
+  std::optional<uint64_t> prompt_len;
+  std::optional<uint64_t> max_new_tokens;   // 0 = prefill only
+  std::optional<std::string> kv_cache_dtype;
+};
+
+}  // namespace oomdoc

@@ -1,0 +1,67 @@
+// A model's architecture as the estimators need it, whatever it was read from (config.json,
+// safetensors headers, a bundled preset, or --params). Filled by readers/model_*.cpp.
+// Owned by the estimate work (issue 3); serve and fit read it. Extend, don't rename.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oomdoc {
+
+enum class AttentionKind {
+  kMultiHead,      // MHA / GQA / MQA: K and V per kv head
+  kMultiLatent,    // DeepSeek MLA: one compressed latent (kv_lora_rank + qk_rope_head_dim) per token
+};
+
+struct ModelSpec {
+  std::string id;             // e.g. "meta-llama/Llama-2-7b-hf", or "custom" for --params
+  std::string model_type;     // config.json "model_type": llama, mistral, gpt2, t5, ...
+  std::string source;         // where it came from: a path, "preset:<file>", "hf-cache:<path>", "--params"
+
+  // Transformer shape (decoder; for encoder-decoder models, see num_encoder_layers).
+  uint64_t vocab_size = 0;
+  uint64_t hidden_size = 0;
+  uint64_t num_layers = 0;            // decoder layers (or encoder layers for encoder-only models)
+  uint64_t num_encoder_layers = 0;    // encoder-decoder models only
+  uint64_t num_attention_heads = 0;
+  uint64_t num_kv_heads = 0;          // = num_attention_heads for MHA
+  uint64_t head_dim = 0;              // explicit when config gives it; not always hidden/heads
+  uint64_t intermediate_size = 0;
+  uint64_t max_position_embeddings = 0;
+  bool tie_word_embeddings = false;
+  bool is_encoder_only = false;
+  bool is_encoder_decoder = false;
+
+  // Mixture of experts.
+  uint64_t num_experts = 0;           // routed experts; 0 for dense models
+  uint64_t experts_per_token = 0;
+  uint64_t moe_intermediate_size = 0;
+  uint64_t num_shared_experts = 0;
+  uint64_t first_dense_layers = 0;    // DeepSeek first_k_dense_replace
+
+  // Attention kind and its parameters.
+  AttentionKind attention = AttentionKind::kMultiHead;
+  uint64_t kv_lora_rank = 0;          // MLA
+  uint64_t q_lora_rank = 0;           // MLA
+  uint64_t qk_rope_head_dim = 0;      // MLA
+  uint64_t qk_nope_head_dim = 0;      // MLA
+  uint64_t v_head_dim = 0;            // MLA
+  std::optional<uint64_t> sliding_window;   // tokens; applies to the layers listed below
+  std::vector<bool> layer_is_sliding;       // per layer when the model mixes full and sliding layers
+
+  // Parameters. total_params is exact when read from safetensors or computed from a full config.
+  uint64_t total_params = 0;
+  uint64_t embedding_params = 0;      // input embeddings (and output head when untied, separately)
+  uint64_t lm_head_params = 0;        // 0 when tied
+  std::map<std::string, uint64_t> params_by_dtype;   // from safetensors headers: "BF16" -> count
+  uint64_t checkpoint_bytes = 0;      // sum of tensor bytes in safetensors, when read
+
+  std::string torch_dtype;            // "bfloat16", "float16", "float32"; empty if unknown
+  std::string quantization;           // quantization_config.quant_method: gptq, awq, bitsandbytes, fp8
+  uint64_t quantization_bits = 0;
+};
+
+}  // namespace oomdoc

@@ -1,0 +1,28 @@
+// Helpers shared by the test suites: paths to fixtures and corpora, running the CLI.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace oomdoc::testing {
+
+// <source>/tests/fixtures/<relative>
+std::string fixture_path(const std::string& relative);
+// Reads a whole file (fails the current test if it cannot).
+std::string read_file(const std::string& path);
+
+#ifdef OOMDOC_CORPUS_DIR
+// <corpus>/<relative>; the corpus tests fail when it is missing.
+std::string corpus_path(const std::string& relative);
+#endif
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+// Runs the built oomdoc binary with args (and optional stdin text); captures stdout and stderr.
+CommandResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text = "",
+                      const std::vector<std::string>& env = {});
+
+}  // namespace oomdoc::testing
