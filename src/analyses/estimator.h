@@ -1,0 +1,15 @@
+// Predicts a job's peak GPU memory, per GPU, by component. Every formula lives in estimator.cpp
+// with its source, and docs/estimator.md explains each. Implemented by the estimate work (issue 3).
+#pragma once
+
+#include "core/result.h"
+#include "model/estimate.h"
+#include "model/job.h"
+#include "model/model_spec.h"
+
+namespace oomdoc {
+
+// Fails (with a message naming the field) when the job is contradictory or cannot be expressed.
+Result<Estimate> estimate_memory(const ModelSpec& model, const Job& job);
+
+}  // namespace oomdoc

@@ -1,0 +1,25 @@
+// One GPU model from the catalog (data/gpus.json): memory as nvidia-smi (or rocm-smi) reports it,
+// not the marketing figure.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace oomdoc {
+
+struct GpuSpec {
+  std::string name;                  // canonical, e.g. "H100 SXM 80GB"
+  std::vector<std::string> aliases;  // "h100", "h100-80", "h100 sxm"
+  std::string vendor;                // nvidia, amd, apple
+  std::string architecture;          // Turing, Ampere, Ada, Hopper, Blackwell, CDNA3, Apple M
+  uint64_t total_bytes = 0;          // as nvidia-smi reports it
+  bool bf16 = false;
+  bool fp8 = false;
+  bool fp4 = false;
+  bool nvlink = false;
+  std::string interconnect;          // notes: "NVLink 900 GB/s", "PCIe Gen4 only"
+  std::string source;                // where total_bytes comes from
+};
+
+}  // namespace oomdoc

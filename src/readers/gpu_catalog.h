@@ -1,0 +1,21 @@
+// The bundled GPU catalog (data/gpus.json) and fuzzy lookup by name ("4090", "h100-80", "a100 40gb").
+// Implemented by the serve/catalog work (issue 4/5).
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "model/gpu.h"
+
+namespace oomdoc {
+
+// Usable share of a GPU's memory unless the user says otherwise (vLLM's default budget).
+inline constexpr double kDefaultMemoryBudget = 0.92;
+
+const std::vector<GpuSpec>& gpu_catalog();
+
+// Finds a GPU by a fuzzy name; the error names the closest catalog entries.
+Result<GpuSpec> find_gpu(std::string_view name);
+
+}  // namespace oomdoc
