@@ -73,10 +73,14 @@ bool strip_compose_prefix(std::string_view& s) {
       return false;
     }
   }
-  // The service name itself has no inner spaces; padding spaces come only at its end.
+  // The container name has no inner spaces, ends in its replica number ("vllm-1", "app_web_1"),
+  // and is padded with spaces before the bar.
   std::string_view name = s.substr(0, bar);
   while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
   if (name.empty() || name.find(' ') != std::string_view::npos) return false;
+  size_t digits = name.size();
+  while (digits > 0 && std::isdigit(static_cast<unsigned char>(name[digits - 1]))) --digits;
+  if (digits == name.size() || digits < 2 || (name[digits - 1] != '-' && name[digits - 1] != '_')) return false;
   s = s.substr(bar + 3);
   return true;
 }

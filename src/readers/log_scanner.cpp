@@ -52,6 +52,21 @@ std::optional<std::vector<std::string>> decode_json_line(std::string_view line) 
   return out;
 }
 
+// Two events carry the same numbers: the same message printed twice (logged, then raised).
+bool same_figures(const OomEvent& a, const OomEvent& b) {
+  if (a.quantities.size() != b.quantities.size() || a.fields.size() != b.fields.size() ||
+      a.other_processes.size() != b.other_processes.size() || a.device != b.device) {
+    return false;
+  }
+  for (size_t i = 0; i < a.quantities.size(); ++i) {
+    if (a.quantities[i].first != b.quantities[i].first || a.quantities[i].second.bytes != b.quantities[i].second.bytes) return false;
+  }
+  for (size_t i = 0; i < a.fields.size(); ++i) {
+    if (a.fields[i] != b.fields[i]) return false;
+  }
+  return true;
+}
+
 std::string join_lines(const std::vector<std::string>& lines, size_t count) {
   std::string out;
   for (size_t i = 0; i < count && i < lines.size(); ++i) {
@@ -98,7 +113,7 @@ void LogScanner::State::add_event(OomEvent event) {
   auto& events = result.events;
   for (auto it = events.rbegin(); it != events.rend(); ++it) {
     if (event.line > it->line + kDuplicateDistance) break;
-    if (it->format == event.format && it->message == event.message && it->rank == event.rank) {
+    if (it->format == event.format && it->rank == event.rank && same_figures(*it, event)) {
       // The same message again (logged, then raised): count it on the first event.
       int64_t repeats = it->int_field("repeats").value_or(1) + 1;
       it->set_field("repeats", repeats);
@@ -175,10 +190,23 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   bool rank_is_worker = false;
   std::string_view first_raw(buf.data() + first.start, first.end - first.start);
   size_t physical_lines_used = 0;
+  std::vector<std::string> json_above;  // decoded lines before the keyword (a traceback)
   if (auto decoded = decode_json_line(first_raw)) {
-    // A JSON-lines record: its strings form the window, all on this one physical line.
-    for (auto& l : *decoded) {
-      CleanLine c = clean_line(l);
+    // A JSON-lines record: its strings form the window, all on this one physical line, starting
+    // at the string line that holds the keyword.
+    size_t start = decoded->size();
+    for (size_t i = 0; i < decoded->size(); ++i) {
+      if (KeywordFilter::standard().find((*decoded)[i], 0) != std::string::npos) {
+        start = i;
+        break;
+      }
+    }
+    for (size_t i = 0; i < decoded->size(); ++i) {
+      CleanLine c = clean_line((*decoded)[i]);
+      if (i < start) {
+        json_above.push_back(std::move(c.text));
+        continue;
+      }
       lines.push_back(std::move(c.text));
       line_numbers.push_back(line_number);
       if (!rank) rank = c.rank;
@@ -239,6 +267,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       if (!rank || !c.rank || c.rank == rank) above.push_back(std::move(c.text));
       s = e + 1;
     }
+    for (auto& l : json_above) above.push_back(std::move(l));
     if (auto tb = parse_traceback(above)) event.traceback = std::move(*tb);
 
     const Segment& last = segments[std::min(physical_lines_used, segments.size()) - 1];

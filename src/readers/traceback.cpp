@@ -34,13 +34,13 @@ std::string classify_operation(const std::vector<TracebackFrame>& frames) {
     }
   }
   for (const auto& f : frames) {
+    if (contains(f.function, "generate") || contains(f.code, ".generate(")) return "generation";
+  }
+  for (const auto& f : frames) {
     if (contains(f.function, "evaluat") || contains(f.function, "prediction_step") ||
         contains(f.function, "validation") || contains(f.function, "eval_loop") || contains(f.code, "evaluate(")) {
       return "evaluation";
     }
-  }
-  for (const auto& f : frames) {
-    if (contains(f.function, "generate") || contains(f.code, ".generate(")) return "generation";
   }
   for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
     const auto& f = *it;
