@@ -118,7 +118,6 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
     d.fixes.push_back(make_fix("expandable_segments", fmt::format(
         "Lets the {} of reserved-but-unallocated memory be reused for the {} request.", format_bytes(ru),
         format_bytes(requested))));
-    d.fixes.push_back(make_fix("release_references", "Tensors kept alive between steps pin cached blocks."));
     add_training_ladder(d, e, m, e.traceback ? e.traceback->operation : "");
     return;
   }

@@ -128,7 +128,7 @@ void LogScanner::State::add_event(OomEvent event) {
 }
 
 void LogScanner::State::add_reading(const std::string& line, uint64_t line_number, std::optional<int64_t> rank) {
-  static const RE2 reading("(?i)((?:max[_ ]?)?(?:gpu[_ ]?|cuda[_ ]?)?mem(?:ory)?(?:[_ ](?:allocated|reserved|usage|used|alloc))?)\\s*[:=]\\s*(" +
+  static const RE2 reading("(?i)((?:max[_ ]?)?(?:gpu[_ ]?|cuda[_ ]?)?mem(?:ory)?(?:[_ ](?:allocated|reserved|usage|used|alloc))?)['\"]?\\s*[:=]\\s*['\"]?(" +
                            std::string(kSizePattern) + ")");
   auto g = regex_search(reading, line);
   if (!g) return;
