@@ -53,6 +53,15 @@ std::optional<std::vector<std::string>> decode_json_line(std::string_view line) 
   return out;
 }
 
+bool any_format_triggered(const std::string& line) {
+  for (const MessageFormat& format : message_formats()) {
+    for (const auto& trigger : format.triggers) {
+      if (line.find(trigger) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
 // Two events carry the same numbers: the same message printed twice (logged, then raised).
 bool same_figures(const OomEvent& a, const OomEvent& b) {
   if (a.quantities.size() != b.quantities.size() || a.fields.size() != b.fields.size() ||
@@ -183,10 +192,32 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   size_t ls = hit;
   const size_t back_limit = hit > kMaxLine ? hit - kMaxLine : 0;
   while (ls > back_limit && !is_break(buf[ls - 1])) --ls;
-  // ... over the lines a message can wrap onto.
   struct Segment {
     size_t start, end;
   };
+  // Most candidates are ordinary lines that mention memory: look at the candidate line alone first,
+  // and gather the following lines only when a message format is triggered.
+  {
+    size_t end = ls;
+    const size_t cap = std::min(buf.size(), ls + kMaxLine);
+    while (end < cap && !is_break(buf[end])) ++end;
+    if (end == buf.size() && !eof) return false;  // the line is not complete yet
+    if (base + ls < consumed_until) {
+      *resume = end;
+      return true;
+    }
+    std::string_view raw(buf.data() + ls, end - ls);
+    const bool maybe_json = raw.find('{') != std::string_view::npos;
+    if (!maybe_json) {
+      CleanLine c = clean_line(raw);
+      if (!any_format_triggered(c.text)) {
+        add_reading(c.text, line_at(ls), c.rank);
+        *resume = end;
+        return true;
+      }
+    }
+  }
+  // ... over the lines a message can wrap onto.
   std::vector<Segment> segments;
   size_t pos = ls;
   bool complete = false;
@@ -381,7 +412,9 @@ ScanResult LogScanner::take_result() { return std::move(state_->result); }
 
 ScanResult scan_text(std::string_view text, ScanOptions options) {
   LogScanner scanner(options);
-  scanner.feed(text);
+  // In pieces, so the scan buffer stays small and cache-resident.
+  constexpr size_t kPiece = 1u << 20;
+  for (size_t at = 0; at < text.size(); at += kPiece) scanner.feed(text.substr(at, kPiece));
   scanner.finish();
   return scanner.take_result();
 }
