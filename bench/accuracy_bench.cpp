@@ -13,6 +13,8 @@
 int main(int argc, char** argv) {
   using namespace oomdoc;
   std::string path = argc > 1 ? argv[1] : "../shared/data/measured-memory/dev.jsonl";
+  // --show ID prints how record ID was read, then its breakdown via `oomdoc estimate`.
+  int64_t show = argc > 3 && std::string(argv[2]) == "--show" ? std::stoll(argv[3]) : -1;
   std::ifstream in(path);
   if (!in) {
     std::cerr << path << ": cannot open\n";
@@ -28,6 +30,18 @@ int main(int argc, char** argv) {
     if (!rec) {
       std::cout << "NOT EXPRESSED " << rec.error().message << "\n";
       continue;
+    }
+    if (rec->id == show) {
+      const Job& j = rec->job;
+      fmt::print("record {}: model {} task {} precision {} quant {} optimizer {} mb {} seq {} gc {} attn {} gpus {} par {} loss {} batch {} prompt {} new {}\n",
+                 rec->id, j.model, j.task.value_or("-"), j.precision.value_or("-"), j.weight_quantization.value_or("-"),
+                 j.optimizer.value_or("-"), j.micro_batch_size.value_or(0), j.seq_len.value_or(0),
+                 j.gradient_checkpointing.value_or("-"), j.attention_impl.value_or("-"), j.num_gpus.value_or(0),
+                 j.parallelism.value_or("-"), j.loss_impl.value_or("-"), j.batch_size.value_or(0), j.prompt_len.value_or(0),
+                 j.max_new_tokens.value_or(0));
+      for (const auto& m : rec->mapping) fmt::print("  {}\n", m);
+      for (const auto& o : j.offload) fmt::print("  offload {}\n", o);
+      fmt::print("  fused_backward {}\n", j.fused_backward.value_or(false));
     }
     records.push_back(*rec);
   }

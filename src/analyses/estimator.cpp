@@ -517,8 +517,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     }
     LayerActivations dec = block_activations(m, p, m.is_encoder_decoder ? decoder_linears : linears, m.is_encoder_decoder);
     double per_layer = tokens * (dec.per_token + dec.attention_scores * s_kv);
-    // Tensor parallel splits what lies inside attention and MLP (Korthikanti: 24/t of 34).
-    if (p.tp > 1) per_layer = per_layer * (10.0 / 34 + 24.0 / 34 / p.tp);
+    // Tensor parallel with sequence parallelism (Megatron --sequence-parallel, torchtitan):
+    // every saved activation is split across the tp ranks (Korthikanti Table 2: sbh/t (34 + 5as/h)).
+    per_layer /= static_cast<double>(p.tp);
     double layers = static_cast<double>(m.num_layers);
     if (p.task == "train_freeze") layers = std::min<double>(kFreezeTrainableLayers, layers);
     double stack = per_layer * layers;
@@ -527,16 +528,26 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       stack += tokens * (enc.per_token + enc.attention_scores * s_kv) * m.num_encoder_layers;
     }
     const double residual = p.amp ? 4 : p.act_bytes;
-    const double layer_input = tokens * residual * m.hidden_size;
+    const double layer_input = tokens * residual * m.hidden_size / static_cast<double>(p.tp);
     if (p.checkpointing == "full") {
       // Only each block's input is kept; backward recomputes one block at a time.
       layer_working = per_layer;
       activations = layer_input * (layers + (m.is_encoder_decoder ? m.num_encoder_layers : 0));
       act_detail = "block inputs only (full checkpointing) + one block recomputed";
     } else if (p.checkpointing == "selective") {
-      // Korthikanti selective recompute: the attention core (s^2 terms) is recomputed.
-      activations = stack - tokens * dec.attention_scores * s_kv * layers;
-      act_detail = "per block, attention core recomputed (selective)";
+      // Selective (op-level) recompute: each block keeps its input, the attention kernel's output
+      // and logsumexp, and every second matmul output; elementwise ops, norms and the s^2
+      // attention core are recomputed (torchtitan activation_checkpoint "op" policy, which also
+      // drops what Korthikanti et al. 2022 recompute).
+      double saved = residual * m.hidden_size + p.act_bytes * m.num_attention_heads * m.head_dim + 4 * m.num_attention_heads;
+      uint64_t mm = 0;
+      for (const auto& l : linears) {
+        if (l.expert || l.layers != m.num_layers) continue;
+        if (++mm % 2 == 1) saved += p.act_bytes * static_cast<double>(l.out_features);
+      }
+      activations = tokens * saved / static_cast<double>(p.tp) * layers;
+      layer_working = per_layer;
+      act_detail = "block input, attention output and every second matmul output (selective)";
     } else {
       activations = stack;
       act_detail = fmt::format("{} blocks x {} per block", layers, format_bytes(static_cast<uint64_t>(per_layer)));

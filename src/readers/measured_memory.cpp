@@ -120,7 +120,9 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
       job.optimizer = "none";
       note("optimizer null -> none (forward and backward only)");
     }
-    if (has(opt, "in_bwd=true") || has(opt, "in backward") || has(opt, "into backward")) job.fused_backward = true;
+    if ((has(opt, "in_bwd") || has(opt, "in backward") || has(opt, "into backward")) && !has(opt, "not in backward")) {
+      job.fused_backward = true;
+    }
     if (job.optimizer) note(fmt::format("optimizer '{}' -> {}", opt, *job.optimizer));
     job.micro_batch_size = count(r, "micro_batch_size");
     job.grad_accum_steps = count(r, "grad_accum_steps");
@@ -198,7 +200,8 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
     if (job.prompt_len && *job.prompt_len == 0) job.prompt_len.reset();
   }
   std::string attn = str(r, "attention_impl");
-  if (has(attn, "flash")) job.attention_impl = "flash";
+  if (lower(attn).rfind("eager", 0) == 0) job.attention_impl = "eager";
+  else if (has(attn, "flash")) job.attention_impl = "flash";
   else if (has(attn, "sdpa")) job.attention_impl = "sdpa";
   else if (has(attn, "eager") || has(attn, "ggml")) job.attention_impl = "eager";
 
@@ -219,8 +222,9 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
   }
   std::string off = r.contains("offload") && r["offload"].is_string() ? r["offload"].get<std::string>() : "";
   if (training && !off.empty()) {
-    if (has(off, "optimizer")) job.offload.push_back("optimizer");
-    if (has(off, "param")) job.offload.push_back("params");
+    // FSDP's cpu_offload moves parameters, gradients and optimizer state to the CPU.
+    if (has(off, "optimizer") || has(off, "cpu_offload")) job.offload.push_back("optimizer");
+    if (has(off, "param") || has(off, "cpu_offload")) job.offload.push_back("params");
     if (has(off, "activation") && std::find(job.offload.begin(), job.offload.end(), "activations") == job.offload.end()) {
       job.offload.push_back("activations");
     }
