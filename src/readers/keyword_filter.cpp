@@ -110,6 +110,22 @@ bool KeywordFilter::verify(std::string_view text, size_t pair_pos, unsigned pair
   return false;
 }
 
+// Verifies the candidate positions block_start + (set bits of mask) against the needles.
+size_t KeywordFilter::check_candidates(std::string_view text, size_t block_start, unsigned mask, size_t from) const {
+  const auto* data = reinterpret_cast<const unsigned char*>(text.data());
+  while (mask != 0) {
+    const size_t pos = block_start + static_cast<unsigned>(__builtin_ctz(mask));
+    for (unsigned p = 0; p < first_.size(); ++p) {
+      size_t start;
+      if (data[pos] == first_[p] && data[pos + 1] == second_[p] && verify(text, pos, p, &start) && start >= from) {
+        return start;
+      }
+    }
+    mask &= mask - 1;
+  }
+  return std::string_view::npos;
+}
+
 size_t KeywordFilter::find(std::string_view text, size_t from) const {
 #ifdef OOMDOC_X86
   if (use_avx2_) return find_avx2(text, from);
@@ -148,17 +164,9 @@ size_t KeywordFilter::find_sse2(std::string_view text, size_t from) const {
       any = _mm_or_si128(any, hit);
     }
     unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(any));
-    while (mask != 0) {
-      unsigned bit = static_cast<unsigned>(__builtin_ctz(mask));
-      size_t pos = i + bit;
-      for (unsigned p = 0; p < pairs; ++p) {
-        size_t start;
-        if (static_cast<unsigned char>(data[pos]) == first_[p] &&
-            static_cast<unsigned char>(data[pos + 1]) == second_[p] && verify(text, pos, p, &start)) {
-          if (start >= from) return start;
-        }
-      }
-      mask &= mask - 1;
+    if (mask != 0) {
+      size_t found = check_candidates(text, i, mask, from);
+      if (found != std::string_view::npos) return found;
     }
     i += 16;
   }
@@ -179,7 +187,6 @@ __attribute__((target("avx2"))) size_t KeywordFilter::find_avx2(std::string_view
   const __m256i hi1 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(teddy_hi1_)));
   const __m256i nibble = _mm256_set1_epi8(0x0f);
   const __m256i zero = _mm256_setzero_si256();
-  const size_t pairs = first_.size();
   while (i + 33 <= n) {
     __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i));
     __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i + 1));
@@ -189,17 +196,9 @@ __attribute__((target("avx2"))) size_t KeywordFilter::find_avx2(std::string_view
                                   _mm256_shuffle_epi8(hi1, _mm256_and_si256(_mm256_srli_epi16(b, 4), nibble)));
     __m256i m = _mm256_and_si256(m0, m1);
     unsigned mask = ~static_cast<unsigned>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero)));
-    while (mask != 0) {
-      unsigned bit = static_cast<unsigned>(__builtin_ctz(mask));
-      size_t pos = i + bit;
-      for (unsigned p = 0; p < pairs; ++p) {
-        size_t start;
-        if (static_cast<unsigned char>(data[pos]) == first_[p] &&
-            static_cast<unsigned char>(data[pos + 1]) == second_[p] && verify(text, pos, p, &start)) {
-          if (start >= from) return start;
-        }
-      }
-      mask &= mask - 1;
+    if (mask != 0) {
+      size_t found = check_candidates(text, i, mask, from);
+      if (found != std::string_view::npos) return found;
     }
     i += 32;
   }

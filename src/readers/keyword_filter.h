@@ -30,6 +30,7 @@ class KeywordFilter {
   const std::vector<Needle>& needles() const { return needles_; }
 
  private:
+  size_t check_candidates(std::string_view text, size_t block_start, unsigned mask, size_t from) const;
   bool verify(std::string_view text, size_t pair_pos, unsigned pair_index, size_t* start) const;
   size_t find_scalar(std::string_view text, size_t from, size_t min_start) const;
   size_t find_sse2(std::string_view text, size_t from) const;
