@@ -55,7 +55,7 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
   }
   format.method = method;
   uint64_t bits = model.quantization_bits;
-  const uint64_t group = 128;
+  const uint64_t group = model.quantization_group_size ? model.quantization_group_size : 128;
   if (method == "awq" || method == "awq_marlin" || method == "gptq" || method == "gptq_marlin" ||
       method == "auto_round" || method == "marlin" || method == "gptq_bitblas" ||
       method == "compressed-tensors" || method == "compressed_tensors") {
@@ -147,6 +147,19 @@ uint64_t cuda_graph_bytes(const ModelSpec& model, const PipelineStage& stage, ui
   uint64_t kv_dim = std::max<uint64_t>(1, kv_heads / tp) * head_dim;
   uint64_t per_token_per_layer = q_dim + 2 * kv_dim + 2 * model.hidden_size;
   return 2 * stage.layers * capture * per_token_per_layer * act_bytes;
+}
+
+std::optional<std::string> quantization_from_name(std::string_view name) {
+  std::string n = lower(std::string(name));
+  auto has = [&](const char* word) { return n.find(word) != std::string::npos; };
+  if (has("awq")) return "awq";
+  if (has("gptq") || has("int4") || has("autoround") || has("auto-round")) return "gptq";
+  if (has("nvfp4") || has("-fp4")) return "modelopt_fp4";
+  if (has("mxfp4")) return "mxfp4";
+  if (has("bnb-4bit") || has("bnb_4bit")) return "bitsandbytes";
+  if (has("fp8")) return "fp8";
+  if (has("w8a8") || has("int8")) return "w8a8";
+  return std::nullopt;
 }
 
 }  // namespace oomdoc

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "analyses/vllm_kv_cache.h"
 #include "core/result.h"
@@ -33,6 +34,10 @@ struct WeightFormat {
 Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<std::string>& dtype_flag,
                                    const std::optional<std::string>& quantization_flag,
                                    bool gpu_has_bf16);
+
+// A quantized checkpoint's usual name suffix ("-AWQ", "-FP8", "-GPTQ-Int4", "-w8a8", "-bnb-4bit"),
+// for names that resolve to the unquantized base model's config.
+std::optional<std::string> quantization_from_name(std::string_view name);
 
 // "Model loading took X GiB" on the GPU holding `stage`.
 uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,

@@ -149,7 +149,16 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   s.block_size = c.block_size.value_or(kVllmDefaultBlockSize);
   s.kv_cache_dtype = c.kv_cache_dtype.value_or("auto");
   s.enforce_eager = c.enforce_eager;
-  auto format = weight_format(model, c.dtype, c.quantization, in.target.bf16);
+  std::optional<std::string> quantization = c.quantization;
+  if (!quantization && model.quantization.empty()) {
+    quantization = quantization_from_name(c.model);
+    if (quantization) {
+      p.assumptions.push_back(fmt::format(
+          "'{}' names a {} checkpoint but its config has no quantization_config: assumed {} weights",
+          c.model, *quantization, *quantization));
+    }
+  }
+  auto format = weight_format(model, c.dtype, quantization, in.target.bf16);
   if (!format) return format.error();
   s.weights = format.value();
   apply_scheduler_defaults(in, b, s);
