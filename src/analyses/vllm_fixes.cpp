@@ -29,6 +29,9 @@ ServeFix fix_from(std::string flag, std::string cost, const ServePrediction& p) 
 }
 
 // A round number a person would type: multiples of 1024 above 8K, of 256 above 1K.
+// Below this a shortened context is no longer a useful answer on its own.
+constexpr uint64_t kMinUsefulLength = 2048;
+
 uint64_t round_length_down(uint64_t len) {
   if (len >= 8192) return len / 1024 * 1024;
   if (len >= 1024) return len / 256 * 256;
@@ -40,9 +43,21 @@ uint64_t round_length_down(uint64_t len) {
 std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePrediction& base) {
   std::vector<ServeFix> fixes;
   const ServeSettings& s = base.settings;
+  // When no single change is enough, a candidate that loads the weights but cannot hold one
+  // full-length request is combined with the longest --max-model-len it can hold.
+  bool combine_with_length = false;
   auto add_if_fits = [&](ServeInputs changed, std::string flag, std::string cost,
                          std::string note = "") -> bool {
     auto p = try_predict(changed);
+    if (p && !p->fits && combine_with_length && p->error && p->error->kind == "max_len_too_long" &&
+        p->max_model_len_that_fits >= kMinUsefulLength) {
+      uint64_t len = round_length_down(p->max_model_len_that_fits);
+      changed.config.max_model_len = len;
+      changed.config.max_model_len_auto = false;
+      flag += fmt::format(" --max-model-len {}", len);
+      cost += fmt::format("; requests longer than {} tokens are refused", len);
+      p = try_predict(changed);
+    }
     if (!p || !p->fits) return false;
     ServeFix fix = fix_from(std::move(flag), std::move(cost), *p);
     fix.note = std::move(note);
@@ -117,6 +132,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
       }
     }
   }
+  auto more_hardware = [&]() {
   // 6. More GPUs: tensor parallel over NVLink, pipeline parallel without it.
   for (bool pipeline : {false, true}) {
     for (uint64_t factor : {2ull, 4ull, 8ull}) {
@@ -173,6 +189,12 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
       changed.target = serve_target(*gpu);
       if (add_if_fits(changed, fmt::format("--gpu \"{}\"", gpu->name), "a bigger GPU")) break;
     }
+  }
+  };
+  more_hardware();
+  if (fixes.empty()) {
+    combine_with_length = true;
+    more_hardware();
   }
   return fixes;
 }

@@ -395,6 +395,7 @@ std::optional<uint64_t> parse_vllm_token_count(std::string_view text) {
     }
     if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
   }
+  if (digits.size() > 24) return std::nullopt;  // far beyond any token count; stod would throw
   double value = std::stod(std::string(digits));
   double scaled = value * static_cast<double>(multiplier);
   if (scaled >= 1.8e19) return std::nullopt;
