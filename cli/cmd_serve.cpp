@@ -9,7 +9,7 @@
 #include "core/exit_codes.h"
 #include "core/units.h"
 #include "readers/gpu_catalog.h"
-#include "readers/model_resolver.h"
+#include "readers/served_model.h"
 #include "readers/vllm_args.h"
 #include "report/serve_report.h"
 
@@ -72,9 +72,10 @@ int run_serve(const ServeOptions& o) {
     f.into = size.value();
   }
 
-  auto model = resolve_model(inputs.config.model);
+  auto model = resolve_served_model(inputs.config.model);
   if (!model) return fail("serve: " + model.error().message);
-  inputs.model = std::move(model.value());
+  inputs.model = std::move(model->spec);
+  inputs.model_note = model->note;
 
   auto report = analyze_serve(inputs);
   if (!report) return fail("serve: " + report.error().message);

@@ -95,6 +95,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   p.behavior = vllm_behavior(in.version, env("VLLM_USE_V1"), env("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"));
   const VllmBehavior& b = p.behavior;
   p.assumptions = b.notes;
+  if (!in.model_note.empty()) p.assumptions.push_back(in.model_note);
   ServeSettings& s = p.settings;
 
   if (model.num_layers == 0 || model.hidden_size == 0) {

@@ -47,6 +47,7 @@ struct ServeInputs {
   ServeTarget target;
   VllmVersion version;
   ServeOverrides overrides;
+  std::string model_note;   // how the model was resolved, when not directly (readers/served_model.h)
 };
 
 // Settings as vLLM will run them, with where each came from.
