@@ -236,15 +236,16 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   p.max_model_len_that_fits = max_model_len_that_fits(
       p.kv, p.available_kv_bytes, s.max_num_batched_tokens, model.sliding_window,
       b.hybrid_kv_groups, std::max<uint64_t>(s.max_model_len, s.model_context));
+  std::string auto_fit_line;
   if (c.max_model_len_auto && b.v1_engine) {
     uint64_t fitted = std::min(s.model_context, p.max_model_len_that_fits);
     if (fitted > 0 && fitted != s.max_model_len) {
-      p.log_lines.push_back(fmt::format(
+      auto_fit_line = (fmt::format(
           "Auto-fit max_model_len: reduced from {} to {} to fit in available GPU memory ({:.2f} GiB "
           "available for KV cache)", s.max_model_len, fitted, gib(p.available_kv_bytes)));
       s.max_model_len = fitted;
     } else if (fitted == s.max_model_len) {
-      p.log_lines.push_back(fmt::format(
+      auto_fit_line = (fmt::format(
           "Auto-fit max_model_len: full model context length {} fits in available GPU memory", fitted));
     }
     p.capacity = kv_capacity(p.kv, p.available_kv_bytes, s.max_model_len, s.max_num_batched_tokens,
@@ -322,7 +323,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // --- The lines vLLM logs, in this version's format.
   uint64_t tokens = p.capacity.num_blocks * s.block_size;
   if (!b.v1_engine) {
-    p.log_lines.insert(p.log_lines.begin(), {
+    p.log_lines = {
         fmt::format("Loading model weights took {:.4f} GB", gib(p.weights.bytes)),
         fmt::format("the current vLLM instance can use total_gpu_memory ({:.2f}GiB) x "
                     "gpu_memory_utilization ({:.2f}) = {:.2f}GiB", gib(p.total_bytes),
@@ -336,17 +337,18 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                         ? 4 * kGiB / (p.kv.page_bytes * (p.kv.full_layers + p.kv.sliding_layers))
                         : 0),
         fmt::format("Maximum concurrency for {} tokens per request: {:.2f}x", s.max_model_len,
-                    static_cast<double>(tokens) / static_cast<double>(s.max_model_len))});
+                    static_cast<double>(tokens) / static_cast<double>(s.max_model_len))};
   } else {
     std::vector<std::string> lines = {fmt::format("Model loading took {:.4f} GiB", gib(p.weights.bytes))};
     if (p.graphs_in_budget) lines.push_back(graph_line(p.cuda_graphs.bytes));
     lines.push_back(fmt::format("Available KV cache memory: {:.2f} GiB", gib(p.available_kv_bytes)));
+    if (!auto_fit_line.empty()) lines.push_back(auto_fit_line);
     if (p.capacity.num_blocks > 0) {
       lines.push_back(fmt::format("GPU KV cache size: {} tokens", with_commas(p.capacity.tokens)));
       lines.push_back(fmt::format("Maximum concurrency for {} tokens per request: {:.2f}x",
                                   with_commas(s.max_model_len), p.capacity.max_concurrency));
     }
-    p.log_lines.insert(p.log_lines.begin(), lines.begin(), lines.end());
+    p.log_lines = lines;
   }
   if (tp > 1 || s.pipeline_parallel_size > 1) {
     p.assumptions.push_back(fmt::format(
