@@ -99,6 +99,8 @@ struct Row {
   std::optional<uint64_t> tokens_with_log, tokens_estimated;
   std::optional<int64_t> kv_with_log, kv_estimated;
   std::string log_figures;  // which figures the log supplied
+  bool logged_failure = false;              // the thread shows the startup failed
+  std::string outcome_with_log, outcome_estimated;  // "fits" or the predicted error kind
 };
 
 double relative_error(double predicted, double expected) {
@@ -164,7 +166,9 @@ std::vector<Row> replay_corpus() {
     auto gpu = gpu_for(r);
     std::optional<uint64_t> logged_total = int_field(e, "total_gpu_memory_bytes");
 
-    auto run = [&](const ServeInputs& in, std::optional<uint64_t>& tokens, std::optional<int64_t>& kv) {
+    row.logged_failure = e.value("startup_fails", false);
+    auto run = [&](const ServeInputs& in, std::optional<uint64_t>& tokens, std::optional<int64_t>& kv,
+                   std::string& outcome) {
       auto p = predict_vllm_startup(in);
       if (!p) {
         row.status = p.error().message.substr(0, 60);
@@ -172,12 +176,13 @@ std::vector<Row> replay_corpus() {
       }
       tokens = p->behavior.v1_engine ? p->capacity.tokens : p->capacity.num_blocks * p->settings.block_size;
       kv = p->available_kv_bytes;
+      outcome = p->error ? p->error->kind : "fits";
     };
     // From oomdoc's estimates: the GPU from the catalog.
     if (gpu) {
       ServeInputs in = base;
       in.target = serve_target(*gpu);
-      run(in, row.tokens_estimated, row.kv_estimated);
+      run(in, row.tokens_estimated, row.kv_estimated, row.outcome_estimated);
     }
     // With the log's own figures.
     ServeInputs in = base;
@@ -203,7 +208,7 @@ std::vector<Row> replay_corpus() {
       in.overrides.cuda_graph_bytes = g;
       row.log_figures += "graphs ";
     }
-    if (in.target.total_bytes) run(in, row.tokens_with_log, row.kv_with_log);
+    if (in.target.total_bytes) run(in, row.tokens_with_log, row.kv_with_log, row.outcome_with_log);
     if (row.status.empty()) {
       row.status = !in.target.total_bytes ? "GPU not stated" : gpu ? "compared" : "compared (GPU not in catalog)";
     }
@@ -234,10 +239,10 @@ TEST(ServeCorpus, PrintsThePerLogErrorTable) {
     if (!p || !e) return std::string("-");
     return fmt::format("{:+.1f}%", static_cast<double>(*p - *e) / std::fabs(static_cast<double>(*e)) * 100);
   };
-  std::string table = "| id | model | GPU | version | logged tokens | with log figures | err | estimated | err | logged KV GiB | with log | err | estimated | err | status |\n"
-                      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  std::string table = "| id | model | GPU | version | logged tokens | with log figures | err | estimated | err | logged KV GiB | with log | err | estimated | err | logged outcome | predicted (log figures / estimated) | status |\n"
+                      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const Row& r : rows) {
-    table += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.id,
+    table += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.id,
                          r.model.substr(0, 40), r.gpu, r.version.empty() ? "current" : r.version,
                          r.expected_tokens ? std::to_string(*r.expected_tokens) : "-",
                          r.tokens_with_log ? std::to_string(*r.tokens_with_log) : "-",
@@ -245,7 +250,12 @@ TEST(ServeCorpus, PrintsThePerLogErrorTable) {
                          r.tokens_estimated ? std::to_string(*r.tokens_estimated) : "-",
                          percent(r.tokens_estimated, r.expected_tokens), gib(r.expected_kv),
                          gib(r.kv_with_log), kv_err(r.kv_with_log, r.expected_kv), gib(r.kv_estimated),
-                         kv_err(r.kv_estimated, r.expected_kv), r.status);
+                         kv_err(r.kv_estimated, r.expected_kv), r.logged_failure ? "fails" : "-",
+                         r.outcome_with_log.empty() && r.outcome_estimated.empty()
+                             ? std::string("-")
+                             : (r.outcome_with_log.empty() ? "-" : r.outcome_with_log) + " / " +
+                                   (r.outcome_estimated.empty() ? "-" : r.outcome_estimated),
+                         r.status);
   }
   std::cout << table;
 }
@@ -268,6 +278,21 @@ TEST(ServeCorpus, WithTheLoggedProfileKvIsWithinTwoPercent) {
     }
   }
   EXPECT_GE(compared, 5);
+}
+
+// Where the thread shows the startup failed, serve should predict a startup error. Two of the
+// five are missed today (docs/serve.md: a graph-capture OOM at 0.98 on a Ray cluster, and a T4
+// log with 3.8 GiB more in use than the model explains); this guards the three it predicts.
+TEST(ServeCorpus, PredictsMostLoggedStartupFailures) {
+  int failures = 0, predicted = 0;
+  for (const Row& r : corpus_rows()) {
+    if (!r.logged_failure || r.outcome_with_log.empty()) continue;
+    ++failures;
+    if (r.outcome_with_log != "fits") ++predicted;
+  }
+  std::cout << fmt::format("logged startup failures predicted: {} of {}\n", predicted, failures);
+  EXPECT_EQ(failures, 5);
+  EXPECT_GE(predicted, 3);
 }
 
 // From oomdoc's own estimates (catalog GPU, computed weights and activations): the target
