@@ -366,8 +366,11 @@ Result<ServeReport> analyze_serve(const ServeInputs& inputs) {
   auto prediction = predict_vllm_startup(inputs);
   if (!prediction) return prediction.error();
   ServeReport report;
-  report.model_id = inputs.model.id;
-  report.model_source = inputs.model.source;
+  // The name as the user typed it; the source says which config stood behind it.
+  report.model_id = inputs.config.model.empty() ? inputs.model.id : inputs.config.model;
+  report.model_source = inputs.model.id == report.model_id
+                            ? inputs.model.source
+                            : inputs.model.id + " (" + inputs.model.source + ")";
   report.launcher = inputs.config.launcher;
   report.target = inputs.target;
   report.prediction = std::move(prediction.value());

@@ -35,6 +35,7 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
   out += fmt::format("{} {} on {}{} ({}, {} engine)\n", st.bold("oomdoc serve:"), r.model_id,
                      gpus > 1 ? fmt::format("{} x ", gpus) : "", r.target.name, version_name(p.behavior),
                      engine_name(p.behavior));
+  out += fmt::format("  model config: {}\n", r.model_source);
   out += fmt::format("  max_model_len {} ({}), max_num_seqs {}, max_num_batched_tokens {}, KV dtype {}, "
                      "weights {}{}\n",
                      s.max_model_len, s.max_model_len_source, s.max_num_seqs, s.max_num_batched_tokens,
