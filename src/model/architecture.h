@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/job.h"
 #include "model/model_spec.h"
 
 namespace oomdoc {
@@ -19,6 +20,9 @@ struct LinearShape {
   uint64_t copies = 1;       // routed experts: one Linear per expert
   uint64_t layers = 0;       // how many blocks hold it
   bool expert = false;       // part of a routed expert (only experts_per_token of them run per token)
+  // What the layer does, whatever the family calls it: q, k, v, qkv (fused), o, gate, up,
+  // gate_up (fused), down (MLP output), fc_in (plain MLP input). LoRA targets match it too.
+  std::string role;
 
   uint64_t params() const {
     return (in_features * out_features + (bias ? out_features : 0)) * copies * layers;
@@ -44,5 +48,13 @@ ParamCount count_parameters(const ModelSpec& model);
 void fill_parameter_counts(ModelSpec& model);
 
 uint64_t norm_params(const ModelSpec& model, uint64_t width);
+
+// Whether LoRA settings target a Linear: by its module name (or a dotted path ending in it), by
+// the framework names of its role (query/value in LitGPT, output_proj/w1 in torchtune, q/o in
+// Unsloth), or every Linear for all_linear. No targets means PEFT's default: q and v.
+bool lora_matches(const LinearShape& linear, const LoraSettings& lora);
+
+// Trainable LoRA parameters: r * (in + out) per targeted Linear (per expert copy, per layer).
+uint64_t lora_parameter_count(const ModelSpec& model, const LoraSettings& lora);
 
 }  // namespace oomdoc
