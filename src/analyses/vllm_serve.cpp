@@ -101,7 +101,37 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   if (model.num_layers == 0 || model.hidden_size == 0) {
     return Error{fmt::format("{}: the model's config gives no layer count or hidden size", model.id)};
   }
+  // Bounds well above any real model keep every product below 2^64 (configs can be hostile).
+  struct Bound {
+    const char* field;
+    uint64_t value;
+    uint64_t limit;
+  };
+  for (const Bound& bound : {Bound{"num_hidden_layers", model.num_layers, 10000},
+                             Bound{"hidden_size", model.hidden_size, 1u << 20},
+                             Bound{"intermediate_size", model.intermediate_size, 1u << 22},
+                             Bound{"moe_intermediate_size", model.moe_intermediate_size, 1u << 22},
+                             Bound{"vocab_size", model.vocab_size, 1u << 24},
+                             Bound{"num_attention_heads", model.num_attention_heads, 1u << 16},
+                             Bound{"num_key_value_heads", model.num_kv_heads, 1u << 16},
+                             Bound{"head_dim", model.head_dim, 1u << 16},
+                             Bound{"kv_lora_rank", model.kv_lora_rank + model.qk_rope_head_dim, 1u << 16},
+                             Bound{"num_experts_per_tok", model.experts_per_token, 1u << 12},
+                             Bound{"max_position_embeddings", model.max_position_embeddings, 1ull << 32},
+                             Bound{"sliding_window", model.sliding_window.value_or(0), 1ull << 32}}) {
+    if (bound.value > bound.limit) {
+      return Error{fmt::format("{}: {} = {} is beyond any real model (at most {})", model.id, bound.field,
+                               bound.value, bound.limit)};
+    }
+  }
   if (in.target.total_bytes == 0) return Error{"no GPU memory given: pass --gpu NAME or --memory SIZE"};
+  if (in.target.total_bytes > (1ull << 50)) {
+    return Error{fmt::format("GPU memory of {} bytes is beyond any GPU (1 PiB at most)", in.target.total_bytes)};
+  }
+  for (const auto& o : {in.overrides.weights_bytes, in.overrides.activation_bytes,
+                        in.overrides.non_torch_bytes, in.overrides.cuda_graph_bytes}) {
+    if (o && *o > (1ull << 50)) return Error{"a size override is beyond any GPU (1 PiB at most)"};
+  }
 
   // --- Parallelism checks vLLM makes before anything is loaded.
   s.tensor_parallel_size = c.tensor_parallel_size;

@@ -59,11 +59,18 @@ bool looks_like_env_assignment(std::string_view word) {
   });
 }
 
-Result<uint64_t> positive_count(const std::string& flag, const std::string& value) {
+// Limits far beyond any real launch keep the arithmetic downstream inside 64 bits.
+constexpr uint64_t kMaxCount = 1ull << 32;        // tokens, sequences, blocks
+constexpr uint64_t kMaxParallel = 4096;           // GPUs in one dimension
+constexpr uint64_t kMaxKvBytes = 1ull << 50;      // 1 PiB
+
+Result<uint64_t> positive_count(const std::string& flag, const std::string& value,
+                                uint64_t limit = kMaxCount) {
   auto count = parse_vllm_token_count(value);
   if (!count || *count == 0) {
     return Error{fmt::format("--{}: '{}' is not a positive whole number", flag, value)};
   }
+  if (*count > limit) return Error{fmt::format("--{}: {} is beyond any real launch (at most {})", flag, value, limit)};
   return *count;
 }
 
@@ -176,8 +183,10 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
              name == "num-speculative-tokens") {
     auto v = need();
     if (!v) return v.error();
-    auto n = positive_count(name, *v);
+    bool parallel = name.find("parallel") != std::string::npos;
+    auto n = positive_count(name, *v, parallel ? kMaxParallel : kMaxCount);
     if (!n) return n.error();
+    if (name == "block-size" && *n > 4096) return Error{fmt::format("--block-size: {} tokens per block is beyond vLLM's sizes", *n)};
     if (name == "max-num-seqs") config.max_num_seqs = *n;
     else if (name == "max-num-batched-tokens") config.max_num_batched_tokens = *n;
     else if (name == "block-size") config.block_size = *n;
@@ -221,12 +230,12 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
     if (!v) return v.error();
     auto gb = number(name, *v);
     if (!gb) return gb.error();
-    if (*gb < 0) return Error{fmt::format("--cpu-offload-gb: {} is negative", *v)};
+    if (*gb < 0 || *gb > 1e6) return Error{fmt::format("--cpu-offload-gb: {} is outside 0 to 1000000", *v)};
     config.cpu_offload_gb = *gb;
   } else if (name == "kv-cache-memory-bytes") {
     auto v = need();
     if (!v) return v.error();
-    auto n = positive_count(name, *v);
+    auto n = positive_count(name, *v, kMaxKvBytes);
     if (!n) return n.error();
     config.kv_cache_memory_bytes = *n;
   } else if (name == "limit-mm-per-prompt") {
@@ -248,8 +257,13 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
     if (doc.is_discarded() || !doc.is_object()) {
       return Error{fmt::format("--hf-overrides: '{}' is not a JSON object", *v)};
     }
-    if (doc.contains("max_position_embeddings") && doc["max_position_embeddings"].is_number_unsigned())
-      config.max_position_override = doc["max_position_embeddings"].get<uint64_t>();
+    if (doc.contains("max_position_embeddings") && doc["max_position_embeddings"].is_number_unsigned()) {
+      uint64_t positions = doc["max_position_embeddings"].get<uint64_t>();
+      if (positions == 0 || positions > kMaxCount) {
+        return Error{fmt::format("--hf-overrides: max_position_embeddings {} is outside 1 to {}", positions, kMaxCount)};
+      }
+      config.max_position_override = positions;
+    }
     if (doc.contains("rope_scaling")) config.not_modeled.push_back(original);
   } else if (unmodeled_flags().count(name)) {
     if (name == "enable-lora") config.enable_lora = bool_value();
