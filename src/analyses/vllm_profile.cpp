@@ -112,28 +112,24 @@ uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, 
 }
 
 uint64_t profile_activation_bytes(const ModelSpec& model, uint64_t batched_tokens,
-                                  uint64_t num_seqs, uint64_t tp, uint64_t act_bytes) {
+                                  uint64_t num_seqs, uint64_t tp, uint64_t act_bytes,
+                                  uint64_t sampler_bytes_per_logit) {
   tp = std::max<uint64_t>(tp, 1);
   const uint64_t h = model.hidden_size;
-  // Residual, normed input and attention/MLP output (3h), fused gate_up (2I) and its product (I).
   uint64_t dense_per_token = 3 * h + 3 * (model.intermediate_size / tp);
-  uint64_t per_token = dense_per_token;
-  uint64_t moe_tokens = batched_tokens;
+  uint64_t forward = dense_per_token * batched_tokens;
   if (model.num_experts > 0 && model.experts_per_token > 0) {
     uint64_t moe_inter = model.moe_intermediate_size ? model.moe_intermediate_size : model.intermediate_size;
-    // fused_moe: intermediate_cache1 (topk x 2I), cache2 (topk x I), cache3 (topk x h), in
-    // chunks of at most VLLM_FUSED_MOE_CHUNK_SIZE (32768) tokens.
+    // fused_moe: intermediate_cache1 (top-k x 2N), cache2 (top-k x N) and cache3 (top-k x hidden)
+    // for chunks of at most VLLM_FUSED_MOE_CHUNK_SIZE (32768) tokens; dense layers before the
+    // first MoE layer (DeepSeek's first_k_dense_replace) may peak higher.
     uint64_t moe_per_token = 3 * h + model.experts_per_token * (3 * (moe_inter / tp) + h);
-    moe_tokens = std::min<uint64_t>(batched_tokens, 32768);
-    uint64_t dense_total = model.first_dense_layers ? dense_per_token * batched_tokens : 0;
-    uint64_t moe_total = moe_per_token * moe_tokens + 3 * h * (batched_tokens - moe_tokens);
-    uint64_t elements = std::max(dense_total, moe_total);
-    uint64_t logits = std::min(num_seqs, batched_tokens) * model.vocab_size * 4 * 2;
-    return elements * act_bytes + logits;
+    uint64_t moe_tokens = std::min<uint64_t>(batched_tokens, 32768);
+    uint64_t moe = moe_per_token * moe_tokens + 3 * h * (batched_tokens - moe_tokens);
+    forward = std::max(model.first_dense_layers ? forward : 0, moe);
   }
-  // The dummy sampler's fp32 logits for every sequence, and one working copy.
-  uint64_t logits = std::min(num_seqs, batched_tokens) * model.vocab_size * 4 * 2;
-  return per_token * batched_tokens * act_bytes + logits;
+  uint64_t sampler = std::min(num_seqs, batched_tokens) * model.vocab_size * sampler_bytes_per_logit;
+  return std::max(forward * act_bytes, sampler);
 }
 
 uint64_t cuda_graph_bytes(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,

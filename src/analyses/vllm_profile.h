@@ -43,11 +43,24 @@ std::optional<std::string> quantization_from_name(std::string_view name);
 uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
                             uint64_t pp, const WeightFormat& format);
 
-// PyTorch's peak increase during the profile run: one layer's live tensors for
-// max_num_batched_tokens tokens (the MLP's gate/up and activation outputs dominate; MoE adds
-// the fused-MoE caches of every routed expert slot), plus fp32 logits for the dummy sampler.
+// PyTorch's peak increase during the profile run. The forward pass and the sampler run one after
+// the other, so the peak is the larger of the two:
+// - forward: one layer's live tensors for max_num_batched_tokens tokens (residual, normed input
+//   and output: 3 x hidden; fused gate/up and its product: 3 x intermediate / TP; MoE: the
+//   fused-MoE caches of every routed slot);
+// - sampler: min(max_num_seqs, tokens) rows of vocabulary logits at `sampler_bytes_per_logit`.
 uint64_t profile_activation_bytes(const ModelSpec& model, uint64_t batched_tokens,
-                                  uint64_t num_seqs, uint64_t tp, uint64_t act_bytes);
+                                  uint64_t num_seqs, uint64_t tp, uint64_t act_bytes,
+                                  uint64_t sampler_bytes_per_logit);
+
+// Bytes per vocabulary logit at the sampler's peak. V0's profile samples with top_k = vocab - 1
+// and top_p < 1 (vllm/worker/model_runner.py profile_run): the model-dtype logits (2), their fp32
+// copy (4), sorted values (4) and int64 indices (8), softmax (4), cumulative sum (4), the top-p
+// mask (1), the scatter back (4), masked probabilities (4) and the final softmax (4): 39, so 40.
+// V1's dummy sampler run skips top-k/top-p ("the sampler may skip top_k, top_p, and logprobs"):
+// logits in model dtype and fp32, probabilities and a working copy: 16.
+inline constexpr uint64_t kV0SamplerBytesPerLogit = 40;
+inline constexpr uint64_t kV1SamplerBytesPerLogit = 16;
 
 // CUDA-graph pool estimate: each captured piece keeps its outputs for the largest capture size
 // (min(2 x max_num_seqs, 512) tokens), for piecewise and full graphs.

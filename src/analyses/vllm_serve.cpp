@@ -208,7 +208,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   auto stages = pipeline_stages(model, s.pipeline_parallel_size);
   uint64_t offload = static_cast<uint64_t>(c.cpu_offload_gb * static_cast<double>(kGiB));
   p.activation.bytes = in.overrides.activation_bytes.value_or(profile_activation_bytes(
-      model, s.max_num_batched_tokens, s.max_num_seqs, s.tensor_parallel_size, act_bytes));
+      model, s.max_num_batched_tokens, s.max_num_seqs, s.tensor_parallel_size, act_bytes,
+      b.v1_engine ? kV1SamplerBytesPerLogit : kV0SamplerBytesPerLogit));
   p.activation.from_log = in.overrides.activation_bytes.has_value();
   p.activation.detail = p.activation.from_log
       ? "from the log"

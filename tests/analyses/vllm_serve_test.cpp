@@ -163,8 +163,11 @@ TEST(VllmServe, AutoFitMaxModelLen) {
   EXPECT_LT(p.settings.max_model_len, 131072u);
   ASSERT_GE(p.log_lines.size(), 4u);
   EXPECT_EQ(p.log_lines[2].rfind("Available KV cache memory: ", 0), 0u);
+  // Every block for one request: floor(available / 2 MiB) blocks of 16 tokens.
+  EXPECT_EQ(p.settings.max_model_len, static_cast<uint64_t>(p.available_kv_bytes) / (2 * kMiB) * 16);
   EXPECT_EQ(p.log_lines[3], fmt::format("Auto-fit max_model_len: reduced from 131072 to {} to fit in available GPU "
-                                        "memory (5.50 GiB available for KV cache)", p.settings.max_model_len));
+                                        "memory ({:.2f} GiB available for KV cache)", p.settings.max_model_len,
+                                        static_cast<double>(p.available_kv_bytes) / kGiB));
 }
 
 TEST(VllmServe, ContradictoryInputIsAnError) {

@@ -299,7 +299,7 @@ TEST(ServeCorpus, PredictsMostLoggedStartupFailures) {
 // is 10%. docs/serve.md lists each log's error and, for the misses, what the log shows that the
 // model does not know (LMCache buffers, an NCCL accounting change in a dev build, logs whose
 // own figures disagree). This guards against regressions: the logs within 10% stay within it.
-TEST(ServeCorpus, EstimatesWithoutLogFiguresAreWithinTenPercentForHalfTheLogs) {
+TEST(ServeCorpus, EstimatesWithoutLogFiguresAreWithinTenPercentForMostLogs) {
   int compared = 0, within = 0;
   for (const Row& r : corpus_rows()) {
     std::optional<double> error;
@@ -314,7 +314,7 @@ TEST(ServeCorpus, EstimatesWithoutLogFiguresAreWithinTenPercentForHalfTheLogs) {
   }
   std::cout << fmt::format("estimates within 10%: {} of {} compared logs\n", within, compared);
   EXPECT_GE(compared, 14);
-  EXPECT_GE(within, 7);   // 7 of 14 today (docs/serve.md); raise it as the model improves
+  EXPECT_GE(within, 10);   // 10 of 14 today (docs/serve.md); raise it as the model improves
 }
 
 }  // namespace
