@@ -64,6 +64,7 @@ ServeTarget serve_target(const GpuSpec& gpu) {
   t.fp8 = gpu.fp8;
   t.nvlink = gpu.nvlink;
   t.from_catalog = true;
+  t.vendor = gpu.vendor;
   if (gpu.cuda_total_bytes) {
     t.total_bytes = *gpu.cuda_total_bytes;
     t.total_source = "catalog: total as CUDA reports it (" + gpu.cuda_total_source + ")";
@@ -164,6 +165,10 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     if (s.model_context == 0) {
       return Error{fmt::format("{}: the config gives no context length (max_position_embeddings); "
                                "pass --max-model-len", model.id)};
+    }
+    if (c.max_model_len_auto && !b.v1_engine) {
+      return Error{"--max-model-len -1 (auto-fit) is a V1 engine feature; this vLLM version runs V0: "
+                   "give a length"};
     }
     s.max_model_len = s.model_context;
     s.max_model_len_source = c.max_model_len_auto ? "auto-fit" : "model context";
@@ -386,6 +391,25 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         "figures are per GPU ({} GPUs: TP {} x PP {}){}", tp * s.pipeline_parallel_size, tp,
         s.pipeline_parallel_size,
         s.pipeline_parallel_size > 1 ? fmt::format(", for pipeline stage {} which holds the fewest blocks", p.binding_stage) : ""));
+  }
+  if (in.target.vendor == "apple") {
+    p.warnings.push_back("vLLM's CUDA engine does not run on Apple GPUs (unified memory, no CUDA); "
+                         "these figures size a CUDA-like budget of the same memory");
+  }
+  if (c.num_speculative_tokens || c.speculative_method) {
+    p.assumptions.push_back(fmt::format(
+        "speculative decoding ({}{}) is read but not sized: its draft weights and KV cache come on top",
+        c.speculative_method.value_or("draft"),
+        c.num_speculative_tokens ? fmt::format(", {} tokens", *c.num_speculative_tokens) : ""));
+  }
+  bool multimodal = std::any_of(c.limit_mm_per_prompt.begin(), c.limit_mm_per_prompt.end(),
+                                [](const auto& item) { return item.second > 0; });
+  if (multimodal) {
+    p.assumptions.push_back("--limit-mm-per-prompt is read but the vision/audio encoder's profile run is not sized");
+  }
+  if (c.data_parallel_size > 1) {
+    p.assumptions.push_back(fmt::format("--data-parallel-size {}: each replica is sized alone (same figures per GPU)",
+                                        c.data_parallel_size));
   }
   if (model.sliding_window && !b.hybrid_kv_groups) {
     p.assumptions.push_back("sliding-window layers are sized as full attention (V0 and V1 before v0.10)");

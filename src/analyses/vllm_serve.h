@@ -27,6 +27,7 @@ struct ServeTarget {
   bool fp8 = true;
   bool nvlink = false;
   bool from_catalog = false;
+  std::string vendor = "nvidia";
 };
 // From a catalog entry: its CUDA-visible total when known, else nvidia-smi's total.
 ServeTarget serve_target(const GpuSpec& gpu);
