@@ -180,7 +180,10 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
   {
     std::vector<const GpuSpec*> gpus;
     for (const GpuSpec& gpu : gpu_catalog()) {
-      if (gpu.vendor == "nvidia" && gpu.total_bytes > inputs.target.total_bytes) gpus.push_back(&gpu);
+      // vLLM needs compute capability 7.0+: Pascal cards are no answer.
+      if (gpu.vendor == "nvidia" && gpu.architecture != "Pascal" && gpu.total_bytes > inputs.target.total_bytes) {
+        gpus.push_back(&gpu);
+      }
     }
     std::stable_sort(gpus.begin(), gpus.end(),
                      [](const GpuSpec* a, const GpuSpec* b) { return a->total_bytes < b->total_bytes; });
