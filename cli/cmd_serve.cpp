@@ -105,7 +105,20 @@ void setup(CLI::App& app, int* exit_code) {
   cmd->add_option("--non-torch", options->non_torch, "Use this non-torch memory (from a log)");
   cmd->add_option("--cuda-graph", options->cuda_graph, "Use this CUDA graph memory (from a log)");
   cmd->add_flag("--json", options->json, "One JSON document on stdout (docs/json.md)");
-  cmd->callback([options, exit_code]() { *exit_code = run_serve(*options); });
+  // vLLM flags typed without `--` would otherwise be a generic "not expected" error.
+  cmd->allow_extras();
+  cmd->callback([options, exit_code, cmd]() {
+    std::vector<std::string> extras = cmd->remaining();
+    if (!extras.empty() && extras.front() == "--") {
+      // With extras allowed, CLI11 hands back everything after `--` here.
+      options->command.insert(options->command.end(), extras.begin() + 1, extras.end());
+    } else if (!extras.empty()) {
+      *exit_code = fail("serve: put the vLLM command after `--` (read '" + extras.front() +
+                        "' as an oomdoc option): oomdoc serve --gpu NAME -- vllm serve MODEL ...");
+      return;
+    }
+    *exit_code = run_serve(*options);
+  });
 }
 
 CommandRegistration reg{40, "serve", setup};

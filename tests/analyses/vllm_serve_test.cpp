@@ -194,5 +194,21 @@ TEST(VllmServe, PipelineStagesBindOnTheFewestBlocks) {
   EXPECT_TRUE(p.fits);
 }
 
+TEST(VllmServe, SlidingWindowLayersGetTheirOwnGroupsFromV010) {
+  auto command = std::vector<std::string>{"vllm", "serve", "gemma-2-9b"};
+  ServePrediction now = predict(inputs(command, 48 * kGiB));
+  EXPECT_EQ(now.kv.sliding_layers, 21u);
+  EXPECT_EQ(now.capacity.num_groups, 2u);
+  // Full groups need cdiv(8192, 16) = 512 blocks per request, sliding ones
+  // cdiv(min(4095 + 2048, 8192), 16) + 1 = 385.
+  EXPECT_EQ(now.capacity.blocks_per_request, 512u + 385u);
+  ServePrediction v0 = predict(inputs(command, 48 * kGiB, "0.6.3"));
+  EXPECT_EQ(v0.capacity.num_groups, 1u);
+  EXPECT_EQ(v0.capacity.blocks_per_request, 512u);
+  bool said = false;
+  for (const auto& a : v0.assumptions) said |= a.find("sliding-window layers are sized as full attention") == 0;
+  EXPECT_TRUE(said);
+}
+
 }  // namespace
 }  // namespace oomdoc

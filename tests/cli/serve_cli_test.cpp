@@ -72,6 +72,8 @@ TEST(ServeCli, BadInputIsOneLineAndExitTwo) {
            {{"serve", "--gpu", "h300", "--", "vllm", "serve", "llama-3-8b"}, "oomdoc: serve: --gpu: unknown GPU 'h300'; closest catalog entries: "},
            {{"serve", "--", "vllm", "serve", "llama-3-8b"}, "oomdoc: serve: which GPU? pass --gpu NAME"},
            {{"serve", "--gpu", "4090"}, "oomdoc: serve: give the vLLM command after `--`"},
+           {{"serve", "--gpu", "4090", "vllm", "serve", "llama-3-8b", "--max-model-len", "4096"},
+            "oomdoc: serve: put the vLLM command after `--` (read '--max-model-len' as an oomdoc option)"},
            {{"serve", "--memory", "lots", "--", "vllm", "serve", "llama-3-8b"}, "oomdoc: serve: --memory: 'lots' is not a size"},
            {{"serve", "--gpu", "4090", "--vllm-version", "new", "--", "vllm", "serve", "llama-3-8b"}, "oomdoc: serve: --vllm-version: 'new' is not a version"},
            {{"serve", "--gpu", "4090", "--", "vllm", "serve", "llama-3-8b", "--max-model-len", "32768"},
