@@ -156,8 +156,9 @@ TEST(Estimator, CheckpointingAndFlashShrinkActivations) {
   auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
   EXPECT_GT(act(*eager), 2 * act(*flash));
   // Full checkpointing keeps each block's input (2 bytes x 4 x 2048 x 4096 x 32 blocks) and
-  // the final RMSNorm's fp32 input and normalised output (4 + 2 bytes per element).
-  EXPECT_EQ(act(*full), 2ull * 4 * 2048 * 4096 * 32 + 6ull * 4 * 2048 * 4096);
+  // the final RMSNorm's fp32 input and normalised output (4 + 2 bytes per element) and its
+  // fp32 rsqrt per token.
+  EXPECT_EQ(act(*full), 2ull * 4 * 2048 * 4096 * 32 + 6ull * 4 * 2048 * 4096 + 4ull * 4 * 2048);
 }
 
 TEST(Estimator, DefaultsAreListedAsAssumptions) {
