@@ -397,6 +397,35 @@ def step_peak_cpu(family, batch, seq, dtype):
         return None
 
 
+def measure_cuda_plain(family, batch, seq):
+    """The plain-PyTorch families above on the GPU in bf16: the allocator's own peak counters for
+    two training steps (the second holds optimizer state), and the saved-tensor bytes."""
+    cls, config = FAMILIES[family]
+    torch.manual_seed(0)
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    model = cls(config).to("cuda", torch.bfloat16)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, config["vocab_size"], (batch, seq), device="cuda")
+    for _ in range(2):
+        out = model(ids)
+        if family == "bert":
+            loss = F.cross_entropy(out.float(), torch.zeros(batch, dtype=torch.long, device="cuda"))
+        else:
+            labels = F.pad(ids, (0, 1), value=-100)[:, 1:]
+            loss = F.cross_entropy(out.float().view(-1, out.size(-1)), labels.reshape(-1), ignore_index=-100)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    return {"family": family, "config": config,
+            "job": {"task": "train_full", "precision": "bf16", "optimizer": "adamw", "micro_batch_size": batch,
+                    "seq_len": seq, "gradient_checkpointing": "none", "attention_impl": "eager"},
+            "measured": {"max_memory_allocated": torch.cuda.max_memory_allocated(),
+                         "max_memory_reserved": torch.cuda.max_memory_reserved(),
+                         "torch": torch.__version__}}
+
+
 def measure_cuda(model_id_configs):
     """Real Hugging Face models from config on a GPU (needs transformers)."""
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -430,9 +459,15 @@ def main():
     if args.cuda:
         if not torch.cuda.is_available():
             sys.exit("calibrate.py: --cuda given but torch.cuda.is_available() is False")
-        configs = [(dict(FAMILIES["llama"][1], vocab_size=32000, hidden_size=2048, intermediate_size=5632,
-                         num_hidden_layers=4, num_attention_heads=16, num_key_value_heads=4), 2, 1024)]
-        results = measure_cuda(configs)
+        results = [measure_cuda_plain(family, batch, seq) for family in FAMILIES for batch, seq in ((1, 64), (8, 256))]
+        try:
+            import transformers  # noqa: F401
+        except ImportError:
+            print("transformers not installed: only the plain-PyTorch families were measured", file=sys.stderr)
+        else:
+            configs = [(dict(FAMILIES["llama"][1], vocab_size=32000, hidden_size=2048, intermediate_size=5632,
+                             num_hidden_layers=4, num_attention_heads=16, num_key_value_heads=4), 2, 1024)]
+            results += measure_cuda(configs)
     else:
         results = []
         for family in FAMILIES:

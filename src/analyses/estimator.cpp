@@ -483,14 +483,12 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (p.training) {
     const double tokens = static_cast<double>(p.micro_batch * p.seq) / static_cast<double>(p.cp);
     const double s_kv = static_cast<double>(p.seq) / p.cp;
+    // Encoder-decoder models (T5): linear_layers() lists the encoder block's Linears first
+    // (self-attention 4 + MLP 2 or 3), then the decoder's.
     std::vector<LinearShape> decoder_linears, encoder_linears;
-    for (const auto& l : linears) (l.layers == m.num_layers ? decoder_linears : encoder_linears).push_back(l);
     if (m.is_encoder_decoder) {
-      decoder_linears.clear();
-      encoder_linears.clear();
-      for (const auto& l : linears) {
-        (encoder_linears.size() < (m.gated_mlp ? 7u : 6u) ? encoder_linears : decoder_linears).push_back(l);
-      }
+      const size_t encoder_count = 4 + (m.gated_mlp ? 3 : 2);
+      for (size_t i = 0; i < linears.size(); ++i) (i < encoder_count ? encoder_linears : decoder_linears).push_back(linears[i]);
     }
     LayerActivations dec = block_activations(m, p, m.is_encoder_decoder ? decoder_linears : linears, m.is_encoder_decoder);
     double per_layer = tokens * (dec.per_token + dec.attention_scores * s_kv);
@@ -534,7 +532,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       activations = std::min(activations, 2 * std::max(per_layer, layer_input));
       act_detail = "offloaded to CPU (two blocks resident)";
     }
-    // Pipeline parallel 1F1B: the first stage holds pp micro-batches of L/pp blocks.
+    // Pipeline parallel (1F1B): the first stage holds pp micro-batches of L/pp blocks, i.e. L
+    // blocks' worth, so the stack above stands (Korthikanti et al. 2022, section 4.2.3).
     // Embedding output: its LayerNorm's saved input (BERT, BLOOM) and dropout mask.
     activations += tokens * (m.hidden_dropout > 0 ? 1 : 0) * m.hidden_size;
     if (m.embedding_norm) activations += tokens * (residual * m.hidden_size + 8);

@@ -194,3 +194,29 @@ TEST(Estimator, ContradictionsAreErrors) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+TEST(Estimator, PreQuantizedCheckpointUsesItsTensorBytes) {
+  ModelSpec gptq = find_preset("meta-llama/Llama-2-7b-hf")->value();
+  gptq.quantization = "gptq";
+  gptq.quantization_bits = 4;
+  gptq.quantization_group_size = 128;
+  gptq.checkpoint_bytes = 3'900'000'000;  // what the safetensors headers summed to
+  Job job;
+  job.task = "inference";
+  job.batch_size = 1;
+  job.prompt_len = 16;
+  job.max_new_tokens = 16;
+  auto e = estimate_memory(gptq, job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(e->components[0].name, "weights");
+  EXPECT_EQ(e->components[0].bytes, 3'900'000'000u);
+  bool noted = false;
+  for (const auto& a : e->assumptions) noted = noted || a == "weight_quantization: gptq4 (the checkpoint's quantization_config)";
+  EXPECT_TRUE(noted);
+}
+
+}  // namespace
+}  // namespace oomdoc
