@@ -116,7 +116,9 @@ uint64_t profile_activation_bytes(const ModelSpec& model, uint64_t batched_token
                                   uint64_t sampler_bytes_per_logit) {
   tp = std::max<uint64_t>(tp, 1);
   const uint64_t h = model.hidden_size;
-  uint64_t dense_per_token = 3 * h + 3 * (model.intermediate_size / tp);
+  // Gated MLPs hold the fused gate/up output (2I) and its product (I); plain ones fc1's output
+  // and its activation (2I).
+  uint64_t dense_per_token = 3 * h + (model.gated_mlp ? 3 : 2) * (model.intermediate_size / tp);
   uint64_t forward = dense_per_token * batched_tokens;
   if (model.num_experts > 0 && model.experts_per_token > 0) {
     uint64_t moe_inter = model.moe_intermediate_size ? model.moe_intermediate_size : model.intermediate_size;

@@ -229,10 +229,24 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   }
   p.graphs_in_budget = b.graph_memory_in_budget && !s.enforce_eager;
 
+  // A pre-quantized checkpoint read from disk gives its exact size: scale the format's estimate to it.
+  double checkpoint_scale = 1.0;
+  if (!s.weights.method.empty() && model.checkpoint_bytes > 0 && model.quantization == s.weights.method) {
+    PipelineStage whole;
+    whole.layers = model.num_layers;
+    whole.first = whole.last = true;
+    uint64_t estimated = stage_weight_bytes(model, whole, 1, 1, s.weights);
+    if (estimated > 0) {
+      checkpoint_scale = static_cast<double>(model.checkpoint_bytes) / static_cast<double>(estimated);
+      s.weights.description += fmt::format(", scaled to the checkpoint's {:.2f} GiB", gib(model.checkpoint_bytes));
+    }
+  }
   bool first = true;
   for (size_t i = 0; i < stages.size(); ++i) {
     const PipelineStage& stage = stages[i];
-    uint64_t weights = stage_weight_bytes(model, stage, s.tensor_parallel_size, s.pipeline_parallel_size, s.weights);
+    uint64_t weights = static_cast<uint64_t>(
+        checkpoint_scale * static_cast<double>(stage_weight_bytes(model, stage, s.tensor_parallel_size,
+                                                                  s.pipeline_parallel_size, s.weights)));
     weights = weights > offload ? weights - offload : 0;
     if (in.overrides.weights_bytes) weights = *in.overrides.weights_bytes;
     uint64_t graphs = in.overrides.cuda_graph_bytes.value_or(

@@ -69,6 +69,20 @@ TEST(VllmServe, WeightsFollowTheFormat) {
   EXPECT_EQ(off.weights.bytes, 2 * 8030261248ull - 4 * kGiB);
 }
 
+TEST(VllmServe, PreQuantizedCheckpointOnDiskGivesTheExactSize) {
+  ServeInputs in = inputs({"vllm", "serve", "qwen2.5-7b", "--max-model-len", "4096"}, 80 * kGiB);
+  in.model.quantization = "awq";
+  in.model.quantization_bits = 4;
+  in.model.quantization_group_size = 128;
+  in.model.checkpoint_bytes = 5580000000;   // what the safetensors headers would sum to
+  ServePrediction p = predict(in);
+  EXPECT_NEAR(static_cast<double>(p.weights.bytes), 5580000000.0, 2.0);
+  // Two GPUs: half each, the embedding and head split like the rest.
+  in.config.tensor_parallel_size = 2;
+  ServePrediction tp = predict(in);
+  EXPECT_NEAR(static_cast<double>(tp.weights.bytes), 5580000000.0 / 2, 0.002 * 5580000000.0);
+}
+
 TEST(VllmServe, DefaultUtilizationDependsOnTheVersionAndIsSaid) {
   ServePrediction now = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192"}, 80 * kGiB));
   EXPECT_DOUBLE_EQ(now.settings.gpu_memory_utilization, 0.92);
