@@ -574,7 +574,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     double per_token_layer;
     if (m.attention == AttentionKind::kMultiLatent) {
       // HF DeepSeek modeling caches full per-head k and v; vLLM caches the latent. We follow HF here.
-      per_token_layer = static_cast<double>(m.num_attention_heads) * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) * p.kv_bytes;
+      per_token_layer = static_cast<double>(m.num_attention_heads) / p.tp *
+                        (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) * p.kv_bytes;
     } else {
       per_token_layer = 2.0 * std::max<double>(1, static_cast<double>(m.num_kv_heads) / p.tp) * m.head_dim * p.kv_bytes;
     }
