@@ -510,7 +510,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       // Only each block's input is kept; backward recomputes one block at a time.
       layer_working = per_layer;
       activations = layer_input * (layers + (m.is_encoder_decoder ? m.num_encoder_layers : 0));
-      act_detail = "block inputs only (full checkpointing) + one block recomputed";
+      act_detail = "each block's input (full checkpointing)";
     } else if (p.checkpointing == "selective") {
       // Selective (op-level) recompute: each block keeps its input, the attention kernel's output
       // and logsumexp, and every second matmul output; elementwise ops, norms and the s^2
