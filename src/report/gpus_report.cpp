@@ -1,0 +1,167 @@
+#include "report/gpus_report.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+
+namespace oomdoc {
+
+std::string format_duration(double seconds) {
+  const uint64_t s = static_cast<uint64_t>(std::max(0.0, std::floor(seconds)));
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  if (s < 86400) return fmt::format("{}h{:02}m", s / 3600, (s % 3600) / 60);
+  return fmt::format("{}d{:02}h", s / 86400, (s % 86400) / 3600);
+}
+
+namespace {
+
+std::string opt_bytes(const std::optional<uint64_t>& b) { return b ? format_bytes(*b) : "?"; }
+
+std::string shorten(const std::string& s, size_t width) {
+  if (s.size() <= width) return s;
+  return s.substr(0, width - 3) + "...";
+}
+
+std::string command_of(const ProcessFinding& f) {
+  switch (f.details.visibility) {
+    case ProcessVisibility::kGone: return f.has(ProcessFlag::kHostPid) ? "(host pid)" : "(no such process)";
+    case ProcessVisibility::kNoPermission: return "(no permission)";
+    case ProcessVisibility::kVisible: break;
+  }
+  if (f.details.command_line.empty()) return f.details.state == 'Z' ? "(zombie)" : "(no command line)";
+  return f.details.command_line;
+}
+
+void render_device(const DeviceFindings& df, const Style& style, std::string* out) {
+  const GpuDevice& d = df.device;
+  std::string title = fmt::format("GPU {}  {}", d.index, d.name.empty() ? "(unknown)" : d.name);
+  if (d.utilization_percent) title += fmt::format("  util {}%", *d.utilization_percent);
+  *out += style.bold(title) + "\n";
+  if (d.memory_error) {
+    *out += fmt::format("  memory: unavailable: {}\n", *d.memory_error);
+  } else if (d.unified_memory) {
+    *out += "  memory: shared with the system (unified memory): see `free -h`\n";
+  } else {
+    std::string line = fmt::format("  memory: {} total, {} used", opt_bytes(d.total_bytes), opt_bytes(d.used_bytes));
+    if (d.reserved_bytes) line += fmt::format(", {} reserved by the driver", format_bytes(*d.reserved_bytes));
+    line += fmt::format(", {} free", opt_bytes(d.free_bytes));
+    if (!d.reserved_bytes) line += " (used includes the driver's reserve)";
+    *out += line + "\n";
+  }
+  if (d.process_error) {
+    *out += fmt::format("  processes: unavailable: {}\n", *d.process_error);
+    return;
+  }
+  if (df.processes.empty()) {
+    *out += "  no process holds memory on this GPU\n";
+    return;
+  }
+  *out += style.dim(fmt::format("  {:<8} {:<10} {:>11} {:>7} {:<4} {}", "PID", "USER", "GPU MEM", "TIME",
+                                "TYPE", "COMMAND")) + "\n";
+  for (const auto& f : df.processes) {
+    const auto& p = f.details;
+    std::string row = fmt::format(
+        "  {:<8} {:<10} {:>11} {:>7} {:<4} {}", f.gpu.pid, shorten(p.user.empty() ? "?" : p.user, 10),
+        opt_bytes(f.gpu.used_bytes), p.elapsed_seconds ? format_duration(*p.elapsed_seconds) : "?",
+        f.gpu.kind_label(), shorten(command_of(f), 72));
+    *out += (f.stale ? style.yellow(row) : row) + "\n";
+    if (!f.explanation.empty()) {
+      *out += fmt::format("  {:<8} {} {}\n", "", f.stale ? style.yellow("^ stale:") : style.dim("^"),
+                          f.explanation);
+    }
+    for (const auto& s : f.suggestions) *out += fmt::format("  {:<8}   - {}\n", "", s);
+  }
+  if (df.unattributed_bytes && *df.unattributed_bytes > 0)
+    *out += fmt::format("  {} of used memory is not attributed to any listed process\n",
+                        format_bytes(*df.unattributed_bytes));
+  if (df.stale_bytes > 0)
+    *out += style.yellow(fmt::format("  {} is held by stale processes\n", format_bytes(df.stale_bytes)));
+}
+
+}  // namespace
+
+std::string render_gpus_text(const GpuProcessReport& report, const Style& style) {
+  std::string out;
+  const DeviceState& s = report.state;
+  out += fmt::format("NVIDIA driver {}", s.driver_version.value_or("(unknown version)"));
+  if (s.cuda_version) out += fmt::format(", CUDA {}", *s.cuda_version);
+  out += "\n";
+  for (const auto& w : s.warnings) out += style.yellow("warning: " + w) + "\n";
+  for (const auto& df : report.devices) {
+    out += "\n";
+    render_device(df, style, &out);
+  }
+  for (const auto& n : report.notes) {
+    out += '\n';
+    out += style.yellow("note: ");
+    out += n;
+    out += '\n';
+  }
+  return out;
+}
+
+Json gpus_json(const GpuProcessReport& report) {
+  Json doc = json_document_header("gpus");
+  const DeviceState& s = report.state;
+  doc["library"] = s.library;
+  doc["driver_version"] = json_optional(s.driver_version);
+  doc["cuda_version"] = json_optional(s.cuda_version);
+  doc["warnings"] = s.warnings;
+  doc["notes"] = report.notes;
+  Json devices = Json::array();
+  for (const auto& df : report.devices) {
+    const GpuDevice& d = df.device;
+    Json dj;
+    dj["index"] = d.index;
+    dj["name"] = d.name;
+    dj["uuid"] = d.uuid;
+    dj["total_bytes"] = json_bytes(d.total_bytes);
+    dj["used_bytes"] = json_bytes(d.used_bytes);
+    dj["reserved_bytes"] = json_bytes(d.reserved_bytes);
+    dj["free_bytes"] = json_bytes(d.free_bytes);
+    dj["utilization_percent"] = json_optional(d.utilization_percent);
+    dj["unified_memory"] = d.unified_memory;
+    dj["memory_api"] = d.memory_api.empty() ? Json(nullptr) : Json(d.memory_api);
+    dj["memory_error"] = json_optional(d.memory_error);
+    dj["process_api"] = d.process_api.empty() ? Json(nullptr) : Json(d.process_api);
+    dj["process_error"] = json_optional(d.process_error);
+    dj["unattributed_bytes"] = json_bytes(df.unattributed_bytes);
+    dj["stale_bytes"] = df.stale_bytes;
+    Json processes = Json::array();
+    for (const auto& f : df.processes) {
+      const ProcessDetails& p = f.details;
+      Json pj;
+      pj["pid"] = f.gpu.pid;
+      pj["used_bytes"] = json_bytes(f.gpu.used_bytes);
+      pj["type"] = f.gpu.kind_label();
+      pj["gpu_instance_id"] = json_optional(f.gpu.gpu_instance_id);
+      pj["compute_instance_id"] = json_optional(f.gpu.compute_instance_id);
+      const bool visible = p.visibility == ProcessVisibility::kVisible;
+      pj["visible"] = visible;
+      pj["user"] = visible && !p.user.empty() ? Json(p.user) : Json(nullptr);
+      pj["uid"] = json_optional(p.uid);
+      pj["command"] = visible ? Json(p.command_line) : Json(nullptr);
+      pj["state"] = p.state ? Json(std::string(1, *p.state)) : Json(nullptr);
+      pj["parent_pid"] = json_optional(p.parent_pid);
+      pj["elapsed_seconds"] = json_optional(p.elapsed_seconds);
+      pj["cpu_percent"] = json_optional(p.recent_cpu_percent);
+      pj["container_id"] = p.container_id.empty() ? Json(nullptr) : Json(p.container_id);
+      Json flags = Json::array();
+      for (auto flag : f.flags) flags.push_back(std::string(flag_name(flag)));
+      pj["flags"] = flags;
+      pj["stale"] = f.stale;
+      pj["explanation"] = f.explanation.empty() ? Json(nullptr) : Json(f.explanation);
+      pj["suggestions"] = f.suggestions;
+      processes.push_back(pj);
+    }
+    dj["processes"] = processes;
+    devices.push_back(dj);
+  }
+  doc["devices"] = devices;
+  return doc;
+}
+
+}  // namespace oomdoc
