@@ -46,7 +46,6 @@ struct FakeDevice {
 };
 
 struct Script {
-  bool loaded = false;
   std::string driver = "550.54.15";
   int cuda = 12040;
   Return init_error = kSuccess;
@@ -76,10 +75,9 @@ std::vector<std::string> tokenize(const std::string& line) {
   return out;
 }
 
+// Re-read at every nvmlInit, so one process can load several scripts in turn.
 void load_script() {
-  if (g_script.loaded) return;
   g_script = Script{};
-  g_script.loaded = true;
   const char* path = std::getenv("OOMDOC_FAKE_NVML_SCRIPT");
   if (!path) return;
   std::ifstream in(path);
