@@ -8,6 +8,7 @@
 #include "command.h"
 #include "analyses/stale_processes.h"
 #include "core/exit_codes.h"
+#include "readers/gpu_catalog.h"
 #include "readers/nvml_backend.h"
 #include "readers/process_table.h"
 #include "report/gpus_report.h"
@@ -18,9 +19,18 @@ namespace {
 struct GpusOptions {
   bool json = false;
   double watch_seconds = 0;
+  bool catalog = false;
 };
 
 int run_gpus(const GpusOptions& options) {
+  if (options.catalog) {
+    if (options.json) {
+      std::cout << dump_json(catalog_json(gpu_catalog()));
+    } else {
+      std::cout << render_catalog_text(gpu_catalog(), Style::for_fd(1));
+    }
+    return kExitOk;
+  }
   auto backend = open_nvml_backend();
   if (!backend) return fail(backend.error().message);
   LinuxProcessTable table;
@@ -68,6 +78,9 @@ void setup(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", options->json, "Print one JSON document (JSON Lines under --watch)");
   cmd->add_option("--watch", options->watch_seconds, "Refresh every SECONDS (in place on a terminal)")
       ->check(CLI::Range(0.1, 86400.0));
+  cmd->add_flag("--catalog", options->catalog,
+                "List the bundled GPU catalog (names and aliases that --gpu options accept)")
+      ->excludes("--watch");
   cmd->callback([options, exit_code]() { *exit_code = run_gpus(*options); });
 }
 

@@ -164,4 +164,45 @@ Json gpus_json(const GpuProcessReport& report) {
   return doc;
 }
 
+std::string render_catalog_text(const std::vector<GpuSpec>& catalog, const Style& style) {
+  std::string out = style.dim(fmt::format("{:<28} {:<7} {:<12} {:>11} {:<13} {}", "GPU", "VENDOR",
+                                          "ARCH", "MEMORY", "FORMATS", "ALIASES")) + "\n";
+  for (const auto& g : catalog) {
+    std::string formats = "fp16";
+    if (g.bf16) formats += " bf16";
+    if (g.fp8) formats += " fp8";
+    if (g.fp4) formats += " fp4";
+    std::string aliases;
+    for (const auto& a : g.aliases) aliases += (aliases.empty() ? "" : ", ") + a;
+    out += fmt::format("{:<28} {:<7} {:<12} {:>11} {:<13} {}\n", g.name, g.vendor, g.architecture,
+                       format_bytes(g.total_bytes), formats, aliases);
+  }
+  out += fmt::format("{} GPUs. Memory is the total nvidia-smi / rocm-smi reports; `--json` adds sources.\n",
+                     catalog.size());
+  return out;
+}
+
+Json catalog_json(const std::vector<GpuSpec>& catalog) {
+  Json doc = json_document_header("gpus");
+  Json gpus = Json::array();
+  for (const auto& g : catalog) {
+    Json j;
+    j["name"] = g.name;
+    j["aliases"] = g.aliases;
+    j["vendor"] = g.vendor;
+    j["architecture"] = g.architecture;
+    j["total_bytes"] = g.total_bytes;
+    j["cuda_total_bytes"] = json_bytes(g.cuda_total_bytes);
+    j["bf16"] = g.bf16;
+    j["fp8"] = g.fp8;
+    j["fp4"] = g.fp4;
+    j["nvlink"] = g.nvlink;
+    j["interconnect"] = g.interconnect;
+    j["source"] = g.source;
+    gpus.push_back(j);
+  }
+  doc["catalog"] = gpus;
+  return doc;
+}
+
 }  // namespace oomdoc

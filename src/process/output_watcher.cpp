@@ -1,0 +1,77 @@
+#include "process/output_watcher.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace oomdoc {
+
+OutputWatcher::OutputWatcher(size_t tail_bytes) : tail_bytes_(std::max<size_t>(tail_bytes, 1)) {
+  buffer_.reserve(2 * tail_bytes_);
+}
+
+void OutputWatcher::feed(std::string_view chunk) {
+  total_bytes_ += chunk.size();
+  if (chunk.size() >= tail_bytes_) {
+    buffer_.assign(chunk.substr(chunk.size() - tail_bytes_));
+    return;
+  }
+  // Amortised O(1) per byte: drop the front only when the buffer reaches twice the tail.
+  if (buffer_.size() + chunk.size() > 2 * tail_bytes_) buffer_.erase(0, buffer_.size() + chunk.size() - tail_bytes_);
+  buffer_.append(chunk);
+}
+
+std::string_view OutputWatcher::tail() const {
+  std::string_view view(buffer_);
+  if (view.size() > tail_bytes_) view.remove_prefix(view.size() - tail_bytes_);
+  if (total_bytes_ > view.size()) {
+    auto newline = view.find('\n');
+    if (newline != std::string_view::npos) view.remove_prefix(newline + 1);
+  }
+  return view;
+}
+
+namespace {
+
+bool contains_case_insensitive(std::string_view haystack, std::string_view needle) {
+  auto it = std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(),
+                        [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+  return it != haystack.end();
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  return s;
+}
+
+}  // namespace
+
+std::optional<ChildOomReport> explain_child_output(std::string_view tail) {
+  // Lower-case needles: the framework-independent part of GPU OOM messages.
+  static constexpr std::array<std::string_view, 4> kNeedles = {
+      "out of memory", "outofmemoryerror", "cublas_status_alloc_failed", "cudnn_status_alloc_failed"};
+  std::optional<std::string_view> last;
+  size_t start = 0;
+  while (start < tail.size()) {
+    size_t end = tail.find('\n', start);
+    if (end == std::string_view::npos) end = tail.size();
+    std::string_view line = tail.substr(start, end - start);
+    for (auto needle : kNeedles) {
+      if (contains_case_insensitive(line, needle)) {
+        last = line;
+        break;
+      }
+    }
+    start = end + 1;
+  }
+  if (!last) return std::nullopt;
+  ChildOomReport report;
+  report.headline = std::string(trim(*last));
+  report.lines.push_back("the command ran out of memory:");
+  report.lines.push_back("  " + report.headline);
+  report.lines.push_back("save its output and run `oomdoc explain FILE` for the cause and the fixes");
+  return report;
+}
+
+}  // namespace oomdoc
