@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 
 #include "command.h"
@@ -12,6 +13,7 @@
 #include "process/child_process.h"
 #include "process/output_watcher.h"
 #include "process/python_hook.h"
+#include "report/json_output.h"
 #include "report/style.h"
 
 namespace oomdoc::cli {
@@ -21,8 +23,35 @@ struct RunOptions {
   std::string snapshot_dir;
   uint64_t snapshot_entries = kDefaultSnapshotMaxEntries;
   std::string alloc_conf;
+  std::string json_report;
   std::vector<std::string> command;
 };
+
+// --json-report FILE: stdout belongs to the child, so the machine-readable verdict goes to a file.
+Status write_json_report(const std::string& path, const ChildOutcome& outcome,
+                         const std::optional<ChildOomReport>& oom, const std::optional<HookOutcome>& hook) {
+  Json doc = json_document_header("run");
+  doc["exit_code"] = outcome.exit_code;
+  doc["signal"] = json_optional(outcome.signal);
+  if (oom) {
+    doc["oom"] = {{"headline", oom->headline}, {"explanation", oom->lines}};
+  } else {
+    doc["oom"] = nullptr;
+  }
+  doc["snapshots"] = hook ? Json(hook->snapshots) : Json::array();
+  doc["snapshot_hook"] = nullptr;
+  if (hook) {
+    auto summary = hook->summary();
+    doc["snapshot_hook"] = {{"python_processes", hook->processes},
+                            {"recorded", hook->recorded},
+                            {"message", summary ? Json(*summary) : Json(nullptr)}};
+  }
+  std::ofstream out(path, std::ios::binary);
+  out << dump_json(doc);
+  out.close();
+  if (!out) return make_error(path + ": cannot write the JSON report");
+  return Ok{};
+}
 
 void say(const Style& style, const std::string& line) {
   std::cerr << style.bold("oomdoc: ") << line << "\n";
@@ -79,16 +108,17 @@ int run_command(const RunOptions& options) {
   }
 
   const Style style = Style::for_fd(2);
-  bool said_oom = false;
-  if (outcome->exit_code != 0) {
-    if (auto report = explain_child_output(watcher.tail())) {
-      std::cerr << "\n";
-      for (const auto& line : report->lines) say(style, line);
-      said_oom = true;
-    }
+  std::optional<ChildOomReport> oom;
+  if (outcome->exit_code != 0) oom = explain_child_output(watcher.tail());
+  const bool said_oom = oom.has_value();
+  if (oom) {
+    std::cerr << "\n";
+    for (const auto& line : oom->lines) say(style, line);
   }
+  std::optional<HookOutcome> hook_result;
   if (hook) {
-    HookOutcome hook_outcome = read_hook_outcome(hook->hook_dir());
+    hook_result = read_hook_outcome(hook->hook_dir());
+    const HookOutcome& hook_outcome = *hook_result;
     for (const auto& path : hook_outcome.snapshots)
       for (const auto& line : snapshot_verdict(path)) say(style, line);
     if (said_oom && hook_outcome.recorded && hook_outcome.snapshots.empty())
@@ -99,6 +129,10 @@ int run_command(const RunOptions& options) {
   if (outcome->signal == SIGKILL && !said_oom)
     say(style, "the command was killed (SIGKILL): if nobody sent it, the Linux OOM killer may have "
                "ended it for using too much host memory; check `dmesg | grep -i 'killed process'`");
+  if (!options.json_report.empty()) {
+    Status written = write_json_report(options.json_report, *outcome, oom, hook_result);
+    if (!written) say(style, written.error().message);
+  }
   if (outcome->signal) {
     hook.reset();  // remove the temporary directory before dying
     die_like_child(*outcome->signal, outcome->exit_code);
@@ -123,6 +157,9 @@ void setup(CLI::App& app, int* exit_code) {
                   "PyTorch allocator settings, e.g. expandable_segments:True (sets "
                   "PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF)")
       ->type_name("SETTINGS");
+  cmd->add_option("--json-report", options->json_report,
+                  "Also write the verdict as one JSON document to FILE (stdout is the child's)")
+      ->type_name("FILE");
   cmd->add_option("command", options->command, "The command and its arguments, after --")
       ->expected(-1);
   cmd->positionals_at_end();

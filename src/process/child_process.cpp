@@ -192,7 +192,11 @@ Result<ChildOutcome> run_child(const ChildSpec& spec, const OutputObserver& obse
   if (out_pipe[0] >= 0) streams.push_back({out_pipe[0], spec.stdout_fd, false, false});
   if (err_pipe[0] >= 0) streams.push_back({err_pipe[0], spec.stderr_fd, true, false});
 
-  std::vector<char> buffer(1 << 16);
+  // Larger pipes and reads: fewer wake-ups for a child that prints fast (the kernel caps the pipe
+  // size at /proc/sys/fs/pipe-max-size; failure just keeps the default 64 KiB).
+  for (const auto& s : streams)
+    if (!s.is_pty) fcntl(s.read_fd, F_SETPIPE_SZ, 1 << 20);
+  std::vector<char> buffer(1 << 18);
   int status = 0;
   bool exited = false;
   std::chrono::steady_clock::time_point exited_at;

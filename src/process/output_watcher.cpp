@@ -33,12 +33,6 @@ std::string_view OutputWatcher::tail() const {
 
 namespace {
 
-bool contains_case_insensitive(std::string_view haystack, std::string_view needle) {
-  auto it = std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(),
-                        [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
-  return it != haystack.end();
-}
-
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -51,19 +45,21 @@ std::optional<ChildOomReport> explain_child_output(std::string_view tail) {
   // Lower-case needles: the framework-independent part of GPU OOM messages.
   static constexpr std::array<std::string_view, 4> kNeedles = {
       "out of memory", "outofmemoryerror", "cublas_status_alloc_failed", "cudnn_status_alloc_failed"};
+  // One lower-cased copy, then a fast rfind per needle: the last OOM line is what matters.
+  std::string lower(tail);
+  for (char& c : lower)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  size_t found = std::string::npos;
+  for (auto needle : kNeedles) {
+    size_t at = lower.rfind(needle);
+    if (at != std::string::npos && (found == std::string::npos || at > found)) found = at;
+  }
   std::optional<std::string_view> last;
-  size_t start = 0;
-  while (start < tail.size()) {
-    size_t end = tail.find('\n', start);
-    if (end == std::string_view::npos) end = tail.size();
-    std::string_view line = tail.substr(start, end - start);
-    for (auto needle : kNeedles) {
-      if (contains_case_insensitive(line, needle)) {
-        last = line;
-        break;
-      }
-    }
-    start = end + 1;
+  if (found != std::string::npos) {
+    size_t begin = tail.rfind('\n', found);
+    begin = begin == std::string_view::npos ? 0 : begin + 1;
+    size_t end = tail.find('\n', found);
+    last = tail.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin);
   }
   if (!last) return std::nullopt;
   ChildOomReport report;

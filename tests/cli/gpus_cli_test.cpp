@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "readers/gpu_catalog.h"
 #include "support/spawned_cli.h"
 #include "support/test_support.h"
 
@@ -105,6 +106,21 @@ TEST(GpusCli, NoGpuIsExit2WithOneLine) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, "oomdoc: no NVIDIA GPU: the driver (550.54.15) sees no device\n");
+}
+
+TEST(GpusCli, CatalogListsTheBundledGpus) {
+  auto r = run_cli({"gpus", "--catalog", "--json"}, "", {"OOMDOC_NVML_LIBRARY=/nonexistent"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;  // needs no driver
+  auto doc = nlohmann::json::parse(r.out);
+  const auto& catalog = gpu_catalog();
+  ASSERT_EQ(doc["catalog"].size(), catalog.size());
+  ASSERT_FALSE(catalog.empty());
+  EXPECT_EQ(doc["catalog"][0]["name"], catalog[0].name);
+  EXPECT_EQ(doc["catalog"][0]["total_bytes"], catalog[0].total_bytes);
+  auto text = run_cli({"gpus", "--catalog"}, "", {"NO_COLOR=1"});
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_EQ(std::count(text.out.begin(), text.out.end(), '\n'), static_cast<long>(catalog.size()) + 2);
+  EXPECT_NE(text.out.find(catalog[0].name), std::string::npos);
 }
 
 TEST(GpusCli, WatchWithJsonPrintsOneDocumentPerLine) {

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "support/spawned_cli.h"
 #include "support/test_support.h"
@@ -118,6 +119,22 @@ TEST(RunCli, AllocConfReachesTheChild) {
                     "echo \"$PYTORCH_CUDA_ALLOC_CONF|$PYTORCH_ALLOC_CONF\""});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "expandable_segments:True|expandable_segments:True\n");
+}
+
+TEST(RunCli, JsonReportGoesToAFile) {
+  char path[] = "/tmp/oomdoc-run-report-XXXXXX";
+  close(mkstemp(path));
+  auto r = run_cli({"run", "--json-report", path, "--", "sh", "-c",
+                    "echo 'RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB' >&2; exit 1"});
+  EXPECT_EQ(r.exit_code, 1);
+  auto doc = nlohmann::json::parse(testing::read_file(path));
+  unlink(path);
+  EXPECT_EQ(doc["command"], "run");
+  EXPECT_EQ(doc["exit_code"], 1);
+  EXPECT_EQ(doc["signal"], nullptr);
+  EXPECT_EQ(doc["oom"]["headline"], "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB");
+  EXPECT_EQ(doc["snapshots"], nlohmann::json::array());
+  EXPECT_EQ(doc["snapshot_hook"], nullptr);
 }
 
 // ---- --snapshot-on-oom ----
