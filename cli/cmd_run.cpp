@@ -13,6 +13,8 @@
 #include "process/child_process.h"
 #include "process/output_watcher.h"
 #include "process/python_hook.h"
+#include "report/explain_json.h"
+#include "report/explain_terminal.h"
 #include "report/json_output.h"
 #include "report/style.h"
 
@@ -29,15 +31,12 @@ struct RunOptions {
 
 // --json-report FILE: stdout belongs to the child, so the machine-readable verdict goes to a file.
 Status write_json_report(const std::string& path, const ChildOutcome& outcome,
-                         const std::optional<ChildOomReport>& oom, const std::optional<HookOutcome>& hook) {
+                         const std::optional<ExplainReport>& oom, const std::optional<HookOutcome>& hook) {
   Json doc = json_document_header("run");
   doc["exit_code"] = outcome.exit_code;
   doc["signal"] = json_optional(outcome.signal);
-  if (oom) {
-    doc["oom"] = {{"headline", oom->headline}, {"explanation", oom->lines}};
-  } else {
-    doc["oom"] = nullptr;
-  }
+  // The same document `oomdoc explain --json` prints, for the child's output.
+  doc["explain"] = oom ? explain_to_json(*oom) : Json(nullptr);
   doc["snapshots"] = hook ? Json(hook->snapshots) : Json::array();
   doc["snapshot_hook"] = nullptr;
   if (hook) {
@@ -101,19 +100,25 @@ int run_command(const RunOptions& options) {
   }
 
   OutputWatcher watcher;
-  auto outcome = run_child(spec, [&](std::string_view chunk, bool) { watcher.feed(chunk); });
+  auto outcome = run_child(spec, [&](std::string_view chunk, bool from_stderr) {
+    watcher.feed(chunk, from_stderr);
+  });
   if (!outcome) {
     fail("run: " + outcome.error().message);
     return kExitCommandNotExecutable;
   }
 
   const Style style = Style::for_fd(2);
-  std::optional<ChildOomReport> oom;
-  if (outcome->exit_code != 0) oom = explain_child_output(watcher.tail());
+  // Explained only when the child failed: a run that caught its OOM and went on is not news.
+  std::optional<ExplainReport> oom;
+  if (outcome->exit_code != 0) {
+    ExplainReport report = watcher.finish();
+    if (report.error_count() > 0) oom = std::move(report);
+  }
   const bool said_oom = oom.has_value();
   if (oom) {
-    std::cerr << "\n";
-    for (const auto& line : oom->lines) say(style, line);
+    std::cerr << "\n" << style.bold("oomdoc: the command ran out of memory") << "\n\n"
+              << render_explain(*oom, style);
   }
   std::optional<HookOutcome> hook_result;
   if (hook) {

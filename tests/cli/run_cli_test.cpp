@@ -27,11 +27,15 @@ TEST(RunCli, OomChildKeepsExitCodeAndGetsAnExplanation) {
   const std::string child_err = testing::read_file(log);
   ASSERT_EQ(r.err.substr(0, child_err.size()), child_err);  // the child's stderr first, unchanged
   const std::string ours = r.err.substr(child_err.size());
-  EXPECT_EQ(ours.rfind("\noomdoc: the command ran out of memory:\n"
-                       "oomdoc:   torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", 0),
-            0u)
-      << ours;
-  // TODO(explain): once explain_child_output() uses the scanner, check the diagnosis here.
+  // The explanation `oomdoc explain` gives for the same text, after a headline.
+  auto explain = run_cli({"explain", log}, "", {"NO_COLOR=1"});
+  ASSERT_EQ(explain.exit_code, 0);
+  std::string expected = explain.out;
+  const std::string file_prefix = log + ":";
+  ASSERT_EQ(expected.rfind(file_prefix, 0), 0u);
+  expected.replace(0, file_prefix.size(), "stderr:");
+  EXPECT_EQ(ours, "\noomdoc: the command ran out of memory\n\n" + expected);
+  EXPECT_NE(ours.find("stderr:5  PyTorch out of memory on GPU 0\n"), std::string::npos) << ours;
 }
 
 TEST(RunCli, SuccessfulChildIsSilent) {
@@ -125,14 +129,17 @@ TEST(RunCli, JsonReportGoesToAFile) {
   char path[] = "/tmp/oomdoc-run-report-XXXXXX";
   close(mkstemp(path));
   auto r = run_cli({"run", "--json-report", path, "--", "sh", "-c",
-                    "echo 'RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB' >&2; exit 1"});
+                    "echo 'RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total "
+                    "capacity; 14.56 GiB already allocated; 3.44 MiB free; 14.71 GiB reserved in total by "
+                    "PyTorch)' >&2; exit 1"});
   EXPECT_EQ(r.exit_code, 1);
   auto doc = nlohmann::json::parse(testing::read_file(path));
   unlink(path);
   EXPECT_EQ(doc["command"], "run");
   EXPECT_EQ(doc["exit_code"], 1);
   EXPECT_EQ(doc["signal"], nullptr);
-  EXPECT_EQ(doc["oom"]["headline"], "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB");
+  ASSERT_EQ(doc["explain"]["events"].size(), 1u);
+  EXPECT_EQ(doc["explain"]["events"][0]["requested_bytes"], 20971520);
   EXPECT_EQ(doc["snapshots"], nlohmann::json::array());
   EXPECT_EQ(doc["snapshot_hook"], nullptr);
 }
@@ -187,7 +194,7 @@ TEST(RunCli, SnapshotHookRecordsAndDumpsOnOom) {
     ASSERT_EQ(files.size(), 1u) << variant << r.err;
     EXPECT_EQ(files[0].filename().string().rfind("oom-snapshot-", 0), 0u);
     EXPECT_NE(r.err.find("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."), std::string::npos);
-    EXPECT_NE(r.err.find("oomdoc: the command ran out of memory:\n"), std::string::npos) << variant << r.err;
+    EXPECT_NE(r.err.find("oomdoc: the command ran out of memory\n"), std::string::npos) << variant << r.err;
     EXPECT_NE(r.err.find("oomdoc: memory snapshot at the out-of-memory error: " + files[0].string() + "\n"),
               std::string::npos) << variant << r.err;
     // The recording was bounded by --snapshot-entries, through the signature of that torch version.
