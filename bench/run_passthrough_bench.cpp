@@ -56,6 +56,21 @@ void BM_ChildThroughRunChild(benchmark::State& state) {
 }
 BENCHMARK(BM_ChildThroughRunChild)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The copy alone, without the scanner: separates the cost of watching from the cost of relaying.
+void BM_ChildThroughRunChildNoWatcher(benchmark::State& state) {
+  int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  for (auto _ : state) {
+    oomdoc::ChildSpec spec;
+    spec.argv = {"sh", "-c", kChild};
+    spec.stdout_fd = null_fd;
+    spec.stderr_fd = null_fd;
+    benchmark::DoNotOptimize(oomdoc::run_child(spec, nullptr));
+  }
+  close(null_fd);
+  state.SetBytesProcessed(state.iterations() * kBytes);
+}
+BENCHMARK(BM_ChildThroughRunChildNoWatcher)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();
