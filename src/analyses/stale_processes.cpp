@@ -75,7 +75,9 @@ void classify(ProcessFinding* f, const StaleRules& rules, double cpu_window_seco
   if (d.visibility == ProcessVisibility::kNoPermission) {
     f->flags.push_back(ProcessFlag::kNoPermission);
     f->explanation = fmt::format(
-        "/proc/{} cannot be read (hidepid or another user's process); run as root to see it", pid);
+        "/proc/{} cannot be read (/proc is mounted with hidepid, or it is another user's "
+        "process); run as root to see it",
+        pid);
     return;
   }
 

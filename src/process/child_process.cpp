@@ -92,9 +92,8 @@ Result<std::string> find_executable(const std::string& name) {
   while (start <= path.size()) {
     size_t end = path.find(':', start);
     if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    std::string candidate = dir + "/" + name;
+    // An empty PATH entry means the current directory.
+    const std::string candidate = (end == start ? std::string(".") : path.substr(start, end - start)) + "/" + name;
     if (is_executable_file(candidate)) return candidate;
     if (access(candidate.c_str(), F_OK) == 0) found_not_executable = true;
     start = end + 1;

@@ -107,6 +107,24 @@ std::string container_id_from_cgroup(const std::string& cgroup_text) {
   return "";
 }
 
+bool proc_hides_pids(const std::string& mounts_text, const std::string& proc_root) {
+  std::istringstream in(mounts_text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string device, mount_point, type, options;
+    if (!(fields >> device >> mount_point >> type >> options) || type != "proc" || mount_point != proc_root)
+      continue;
+    std::istringstream opts(options);
+    std::string option;
+    while (std::getline(opts, option, ','))
+      if (option == "hidepid=1" || option == "hidepid=2" || option == "hidepid=noaccess" ||
+          option == "hidepid=invisible")
+        return true;
+  }
+  return false;
+}
+
 LinuxProcessTable::LinuxProcessTable(std::string proc_root, std::chrono::milliseconds cpu_window)
     : proc_root_(std::move(proc_root)), cpu_window_(cpu_window) {}
 
@@ -114,6 +132,8 @@ std::vector<ProcessDetails> LinuxProcessTable::describe(const std::vector<uint32
   const double ticks_per_second = static_cast<double>(sysconf(_SC_CLK_TCK));
   const auto uptime = uptime_seconds(proc_root_);
   const auto own_namespace = read_link(proc_root_ + "/self/ns/pid");
+  const auto mounts = read_text(proc_root_ + "/self/mounts");
+  const bool hidden_pids = mounts && proc_hides_pids(*mounts, proc_root_);
   std::vector<ProcessDetails> out;
   std::map<size_t, uint64_t> first_cpu_ticks;  // index in out -> utime+stime at the first reading
   for (uint32_t pid : pids) {
@@ -122,7 +142,8 @@ std::vector<ProcessDetails> LinuxProcessTable::describe(const std::vector<uint32
     const std::string dir = proc_root_ + "/" + std::to_string(pid);
     struct stat st {};
     if (::stat(dir.c_str(), &st) != 0) {
-      d.visibility = errno == EACCES ? ProcessVisibility::kNoPermission : ProcessVisibility::kGone;
+      d.visibility = errno == EACCES || hidden_pids ? ProcessVisibility::kNoPermission
+                                                    : ProcessVisibility::kGone;
       out.push_back(std::move(d));
       continue;
     }

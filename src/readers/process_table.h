@@ -55,6 +55,10 @@ class LinuxProcessTable final : public ProcessTable {
   std::chrono::milliseconds cpu_window_;
 };
 
+// True when the mount table text mounts `proc_root` with hidepid=1/2/noaccess/invisible: other
+// users' processes are then hidden, and a missing /proc/<pid> does not mean the process is gone.
+bool proc_hides_pids(const std::string& mounts_text, const std::string& proc_root);
+
 // The container id in one /proc/<pid>/cgroup text (a 64-hex-digit id in a docker, containerd,
 // podman or kubepods path), shortened to 12 digits like `docker ps`; empty when none.
 std::string container_id_from_cgroup(const std::string& cgroup_text);

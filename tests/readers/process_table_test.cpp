@@ -21,6 +21,14 @@ TEST(ProcessTable, ContainerIdFromCgroupPaths) {
   EXPECT_EQ(container_id_from_cgroup("0::/x/" + id + "0\n"), "");  // 65 digits: not an id
 }
 
+TEST(ProcessTable, HidepidMountsHideOtherUsersProcesses) {
+  EXPECT_TRUE(proc_hides_pids("proc /proc proc rw,nosuid,nodev,noexec,relatime,hidepid=2 0 0\n", "/proc"));
+  EXPECT_TRUE(proc_hides_pids("proc /proc proc rw,relatime,hidepid=invisible 0 0\n", "/proc"));
+  EXPECT_FALSE(proc_hides_pids("proc /proc proc rw,relatime 0 0\n", "/proc"));
+  EXPECT_FALSE(proc_hides_pids("proc /other proc rw,hidepid=2 0 0\n", "/proc"));
+  EXPECT_FALSE(proc_hides_pids("tmpfs /proc tmpfs rw,hidepid=2 0 0\n", "/proc"));
+}
+
 // A hand-made /proc tree: a comm with spaces and parentheses, NUL-separated argv, a zombie.
 TEST(ProcessTable, ParsesAFakeProcTree) {
   fs::path root = fs::temp_directory_path() / ("oomdoc-proc-" + std::to_string(getpid()));
