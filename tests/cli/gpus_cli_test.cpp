@@ -136,5 +136,19 @@ TEST(GpusCli, WatchWithJsonPrintsOneDocumentPerLine) {
   EXPECT_EQ(doc["devices"][0]["total_bytes"], 1000);
 }
 
+TEST(GpusCli, WatchOnATerminalRefreshesInPlace) {
+  std::string script = write_temp("device name=G uuid=U total=1073741824 used=0\n");
+  testing::SpawnedCli cli({"gpus", "--watch", "0.1"}, fake_env(script), /*use_pty=*/true);
+  // Two frames: each starts at the top-left corner; the first also clears the screen.
+  ASSERT_TRUE(cli.wait_for_output("\x1b[J", std::chrono::seconds(20)));
+  ASSERT_TRUE(cli.wait_for_output("\x1b[J\x1b[H", std::chrono::seconds(20))) << cli.output();
+  cli.send_signal(SIGINT);
+  cli.wait();
+  unlink(script.c_str());
+  const std::string& out = cli.output();
+  EXPECT_EQ(out.rfind("\x1b[H\x1b[2JNVIDIA driver 550.54.15, CUDA 12.4\x1b[K\r\n", 0), 0u) << out;
+  EXPECT_NE(out.find("GPU 0  G  util 0%\x1b[K\r\n"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -97,6 +97,12 @@ TEST(RunCli, TerminalStaysATerminal) {
   EXPECT_EQ(cli.output(), "stdout-is-a-tty\r\na\r\nb\r\n");
 }
 
+TEST(RunCli, OptionsAfterTheCommandBelongToTheCommand) {
+  auto r = run_cli({"run", "sh", "-c", "echo \"$0 $1\"", "--json-report", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "--json-report --help\n");
+}
+
 TEST(RunCli, MissingCommandIsUsageError) {
   auto r = run_cli({"run"});
   EXPECT_EQ(r.exit_code, 2);
