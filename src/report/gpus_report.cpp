@@ -20,6 +20,18 @@ namespace {
 
 std::string opt_bytes(const std::optional<uint64_t>& b) { return b ? format_bytes(*b) : "?"; }
 
+// Command lines are arbitrary bytes: newlines would break the table and escape sequences could
+// drive the terminal, so control characters are shown as spaces (whitespace) or '?'.
+std::string printable(const std::string& s) {
+  std::string out = s;
+  for (char& c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n' || c == '\t' || c == '\r') c = ' ';
+    else if (u < 0x20 || u == 0x7f) c = '?';
+  }
+  return out;
+}
+
 std::string shorten(const std::string& s, size_t width) {
   if (s.size() <= width) return s;
   return s.substr(0, width - 3) + "...";
@@ -32,7 +44,7 @@ std::string command_of(const ProcessFinding& f) {
     case ProcessVisibility::kVisible: break;
   }
   if (f.details.command_line.empty()) return f.details.state == 'Z' ? "(zombie)" : "(no command line)";
-  return f.details.command_line;
+  return printable(f.details.command_line);
 }
 
 void render_device(const DeviceFindings& df, const Style& style, std::string* out) {
@@ -64,13 +76,13 @@ void render_device(const DeviceFindings& df, const Style& style, std::string* ou
   for (const auto& f : df.processes) {
     const auto& p = f.details;
     std::string row = fmt::format(
-        "  {:<8} {:<10} {:>11} {:>7} {:<4} {}", f.gpu.pid, shorten(p.user.empty() ? "?" : p.user, 10),
+        "  {:<8} {:<10} {:>11} {:>7} {:<4} {}", f.gpu.pid, shorten(p.user.empty() ? "?" : printable(p.user), 10),
         opt_bytes(f.gpu.used_bytes), p.elapsed_seconds ? format_duration(*p.elapsed_seconds) : "?",
         f.gpu.kind_label(), shorten(command_of(f), 72));
     *out += (f.stale ? style.yellow(row) : row) + "\n";
     if (!f.explanation.empty()) {
       *out += fmt::format("  {:<8} {} {}\n", "", f.stale ? style.yellow("^ stale:") : style.dim("^"),
-                          f.explanation);
+                          printable(f.explanation));  // it may quote the parent's command line
     }
     for (const auto& s : f.suggestions) *out += fmt::format("  {:<8}   - {}\n", "", s);
   }
