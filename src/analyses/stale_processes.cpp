@@ -55,7 +55,8 @@ std::vector<std::string> terminate_suggestions(uint32_t pid, const ProcessDetail
   return out;
 }
 
-void classify(ProcessFinding* f, const StaleRules& rules, double cpu_window_seconds) {
+// device_busy: the device's utilisation is above 0, for when per-process samples are absent.
+void classify(ProcessFinding* f, const StaleRules& rules, double cpu_window_seconds, bool device_busy) {
   const ProcessDetails& d = f->details;
   const uint32_t pid = f->gpu.pid;
   if (d.visibility == ProcessVisibility::kGone) {
@@ -81,7 +82,15 @@ void classify(ProcessFinding* f, const StaleRules& rules, double cpu_window_seco
     return;
   }
 
-  const bool idle = d.recent_cpu_percent && *d.recent_cpu_percent < rules.idle_cpu_percent;
+  // Idle = no CPU use and no GPU kernels. A job can wait on the GPU with its CPU asleep (blocking
+  // sync, CUDA graphs), so without a per-process GPU sample a busy device vetoes "idle".
+  const bool cpu_idle = d.recent_cpu_percent && *d.recent_cpu_percent < rules.idle_cpu_percent;
+  const bool gpu_idle = f->gpu.sm_percent ? *f->gpu.sm_percent == 0 : !device_busy;
+  const bool idle = cpu_idle && gpu_idle;
+  const std::string idle_words =
+      f->gpu.sm_percent ? fmt::format("no CPU use in the last {:.1f} s, no GPU kernel in the last second",
+                                      cpu_window_seconds)
+                        : fmt::format("no CPU use in the last {:.1f} s", cpu_window_seconds);
   const bool old_enough = d.elapsed_seconds && *d.elapsed_seconds >= rules.finished_min_age_seconds;
   const bool parent_gone = d.parent_pid && *d.parent_pid == 1 && pid != 1 && d.session_id &&
                            *d.session_id != pid;  // session leaders (daemons) are re-parented by design
@@ -124,9 +133,9 @@ void classify(ProcessFinding* f, const StaleRules& rules, double cpu_window_seco
       f->flags.push_back(ProcessFlag::kIdleJupyterKernel);
       f->stale = true;
       f->explanation = fmt::format(
-          "an idle Jupyter kernel (no CPU use in the last {:.1f} s) holding {}: a notebook keeps "
-          "its tensors and PyTorch's cache until the kernel is shut down",
-          cpu_window_seconds, holding(f->gpu));
+          "an idle Jupyter kernel ({}) holding {}: a notebook keeps its tensors and PyTorch's "
+          "cache until the kernel is shut down",
+          idle_words, holding(f->gpu));
       f->suggestions = {"shut the kernel down from Jupyter (Kernel > Shut Down Kernel), or free "
                         "memory in the notebook: `del` the tensors, then `torch.cuda.empty_cache()`"};
       f->suggestions.push_back(fmt::format("from a shell (the notebook loses its state): `{}kill -TERM {}`",
@@ -142,8 +151,7 @@ void classify(ProcessFinding* f, const StaleRules& rules, double cpu_window_seco
             ? fmt::format("idle and orphaned (its parent exited) while holding {}: probably a "
                           "leftover worker of a finished job",
                           holding(f->gpu))
-            : fmt::format("looks finished: no CPU use in the last {:.1f} s while holding {}",
-                          cpu_window_seconds, holding(f->gpu));
+            : fmt::format("looks finished: {} while holding {}", idle_words, holding(f->gpu));
     f->suggestions = terminate_suggestions(pid, d, rules);
     return;
   }
@@ -190,7 +198,7 @@ GpuProcessReport find_stale_processes(const DeviceState& state, ProcessTable& ta
         f.flags.push_back(ProcessFlag::kHostPid);
         f.explanation = "a host PID, not visible from this container";
       } else {
-        classify(&f, rules, window);
+        classify(&f, rules, window, device.utilization_percent.value_or(0) > 0);
       }
       if (gpu.used_bytes) {
         attributed += *gpu.used_bytes;

@@ -18,6 +18,9 @@ struct GpuProcess {
   bool mps = false;
   std::optional<uint32_t> gpu_instance_id;      // MIG only
   std::optional<uint32_t> compute_instance_id;  // MIG only
+  // Share of the last second the GPU's SMs ran this process's kernels (NVML process samples);
+  // absent when the driver keeps no samples (MIG, old drivers).
+  std::optional<unsigned> sm_percent;
 
   // "C", "G", "C+G", "MPS" (nvitop's type column).
   std::string kind_label() const {

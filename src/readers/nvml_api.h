@@ -116,6 +116,16 @@ inline constexpr unsigned kProcessModeCompute = 0;
 inline constexpr unsigned kProcessModeGraphics = 1;
 inline constexpr unsigned kProcessModeMps = 2;
 
+struct ProcessUtilizationSample {  // nvmlProcessUtilizationSample_t
+  unsigned pid;
+  unsigned long long timeStamp;  // microseconds since the epoch
+  unsigned smUtil;
+  unsigned memUtil;
+  unsigned encUtil;
+  unsigned decUtil;
+};
+static_assert(sizeof(ProcessUtilizationSample) == 32);
+
 struct Utilization {  // nvmlUtilization_t
   unsigned gpu;
   unsigned memory;
@@ -139,6 +149,8 @@ using DeviceGetUtilizationRatesFn = Return (*)(Device device, Utilization* utili
 using DeviceGetRunningProcessDetailListFn = Return (*)(Device device, ProcessDetailListV1* list);
 // Cast to a common void* signature; the entry size depends on which version was found.
 using DeviceGetRunningProcessesFn = Return (*)(Device device, unsigned* count, void* infos);
+using DeviceGetProcessUtilizationFn = Return (*)(Device device, ProcessUtilizationSample* samples,
+                                                 unsigned* count, unsigned long long last_seen_us);
 using DeviceGetConfComputeMemSizeInfoFn = Return (*)(Device device, void* info);
 }
 

@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -158,6 +160,7 @@ class NvmlBackend final : public GpuBackend {
   void read_processes(Device device, GpuDevice* out) const;
   void read_processes_detail_list(Device device, GpuDevice* out) const;
   void read_processes_legacy(Device device, GpuDevice* out) const;
+  void read_process_utilization(Device device, GpuDevice* out) const;
 
   void* handle_;
   std::string library_;
@@ -175,6 +178,7 @@ class NvmlBackend final : public GpuBackend {
   DeviceGetMemoryInfoFn memory_v1_ = nullptr;
   DeviceGetUtilizationRatesFn utilization_ = nullptr;
   DeviceGetRunningProcessDetailListFn detail_list_ = nullptr;
+  DeviceGetProcessUtilizationFn process_utilization_ = nullptr;
   ProcessQuery compute_, graphics_, mps_;
 };
 
@@ -215,6 +219,8 @@ Status NvmlBackend::load_and_init() {
   utilization_ = first_symbol<DeviceGetUtilizationRatesFn>(handle_, {"nvmlDeviceGetUtilizationRates"});
   detail_list_ = first_symbol<DeviceGetRunningProcessDetailListFn>(
       handle_, {"nvmlDeviceGetRunningProcessDetailList"});
+  process_utilization_ =
+      first_symbol<DeviceGetProcessUtilizationFn>(handle_, {"nvmlDeviceGetProcessUtilization"});
   const bool r535_layout =
       dlsym(handle_, "nvmlDeviceGetConfComputeMemSizeInfo") != nullptr && detail_list_ == nullptr;
   compute_ = choose_process_query(handle_, "Compute", r535_layout);
@@ -375,6 +381,32 @@ void NvmlBackend::read_processes_legacy(Device device, GpuDevice* out) const {
   for (auto& [pid, p] : merged) out->processes.push_back(p);
 }
 
+// Samples from the last second ("the timestamp 1 second ago to ensure the record buffer is not
+// empty", nvitop api/device.py). A process without a sample ran no kernel in that second: 0 %.
+// Failure (NOT_FOUND: no samples at all, NOT_SUPPORTED: MIG) leaves every sm_percent absent.
+void NvmlBackend::read_process_utilization(Device device, GpuDevice* out) const {
+  if (!process_utilization_) return;
+  const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch()).count();
+  const unsigned long long since = static_cast<unsigned long long>(now_us) - 1000000ull;
+  unsigned count = 0;
+  Return r = process_utilization_(device, nullptr, &count, since);
+  std::vector<ProcessUtilizationSample> samples;
+  for (int attempt = 0; attempt < 5 && r == kErrorInsufficientSize; ++attempt) {
+    samples.assign(count * 2 + 5, ProcessUtilizationSample{});
+    count = static_cast<unsigned>(samples.size());
+    r = process_utilization_(device, samples.data(), &count, since);
+  }
+  if (r != kSuccess) return;
+  samples.resize(std::min<size_t>(count, samples.size()));
+  for (auto& p : out->processes) {
+    unsigned sm = 0;
+    for (const auto& s : samples)
+      if (s.pid == p.pid && s.smUtil <= 100) sm = std::max(sm, s.smUtil);
+    p.sm_percent = sm;
+  }
+}
+
 // gpustat warns about 535.43 <= driver < 535.86: "these are buggy, gives wrong process information".
 std::optional<std::string> driver_warning(const std::string& version) {
   unsigned major = 0, minor = 0;
@@ -429,6 +461,7 @@ Result<DeviceState> NvmlBackend::read_state() {
       if (utilization_(device, &u) == kSuccess) gpu.utilization_percent = u.gpu;
     }
     read_processes(device, &gpu);
+    if (!gpu.processes.empty()) read_process_utilization(device, &gpu);
     state.devices.push_back(std::move(gpu));
   }
   return state;

@@ -71,13 +71,14 @@ void render_device(const DeviceFindings& df, const Style& style, std::string* ou
     *out += "  no process holds memory on this GPU\n";
     return;
   }
-  *out += style.dim(fmt::format("  {:<8} {:<10} {:>11} {:>7} {:<4} {}", "PID", "USER", "GPU MEM", "TIME",
-                                "TYPE", "COMMAND")) + "\n";
+  *out += style.dim(fmt::format("  {:<8} {:<10} {:>11} {:>4} {:>7} {:<4} {}", "PID", "USER", "GPU MEM",
+                                "SM%", "TIME", "TYPE", "COMMAND")) + "\n";
   for (const auto& f : df.processes) {
     const auto& p = f.details;
     std::string row = fmt::format(
-        "  {:<8} {:<10} {:>11} {:>7} {:<4} {}", f.gpu.pid, shorten(p.user.empty() ? "?" : printable(p.user), 10),
-        opt_bytes(f.gpu.used_bytes), p.elapsed_seconds ? format_duration(*p.elapsed_seconds) : "?",
+        "  {:<8} {:<10} {:>11} {:>4} {:>7} {:<4} {}", f.gpu.pid,
+        shorten(p.user.empty() ? "?" : printable(p.user), 10), opt_bytes(f.gpu.used_bytes),
+        f.gpu.sm_percent ? std::to_string(*f.gpu.sm_percent) : "-", p.elapsed_seconds ? format_duration(*p.elapsed_seconds) : "?",
         f.gpu.kind_label(), shorten(command_of(f), 72));
     *out += (f.stale ? style.yellow(row) : row) + "\n";
     if (!f.explanation.empty()) {
@@ -149,6 +150,7 @@ Json gpus_json(const GpuProcessReport& report) {
       pj["pid"] = f.gpu.pid;
       pj["used_bytes"] = json_bytes(f.gpu.used_bytes);
       pj["type"] = f.gpu.kind_label();
+      pj["sm_percent"] = json_optional(f.gpu.sm_percent);
       pj["gpu_instance_id"] = json_optional(f.gpu.gpu_instance_id);
       pj["compute_instance_id"] = json_optional(f.gpu.compute_instance_id);
       const bool visible = p.visibility == ProcessVisibility::kVisible;

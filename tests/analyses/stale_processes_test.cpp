@@ -160,6 +160,33 @@ TEST(StaleProcesses, FinishedLookingRunNeedsAge) {
   EXPECT_EQ(r.devices[0].processes[0].gpu.pid, 106u);
 }
 
+TEST(StaleProcesses, GpuSamplesDecideIdleness) {
+  FakeProcessTable table;
+  // Both CPUs idle; one runs kernels (a blocking-sync training loop), one does not.
+  table.processes[120] = running("python train.py", 0.0, 3600);
+  table.processes[121] = running("python old_eval.py", 0.0, 3600);
+  DeviceState s = one_device({{120, 30 * kGiB}, {121, 8 * kGiB}});
+  s.devices[0].processes[0].sm_percent = 45;
+  s.devices[0].processes[1].sm_percent = 0;
+  auto r = find_stale_processes(s, table);
+  EXPECT_FALSE(finding(r, 120).stale);
+  EXPECT_TRUE(finding(r, 121).stale);
+  EXPECT_EQ(finding(r, 121).explanation,
+            "looks finished: no CPU use in the last 0.3 s, no GPU kernel in the last second while "
+            "holding 8.00 GiB");
+}
+
+TEST(StaleProcesses, BusyDeviceWithoutSamplesVetoesIdle) {
+  FakeProcessTable table;
+  table.processes[122] = running("python train.py", 0.0, 3600);
+  table.processes[123] = running("python -m ipykernel_launcher -f k.json", 0.0, 3600);
+  DeviceState s = one_device({{122, 30 * kGiB}, {123, kGiB}});
+  s.devices[0].utilization_percent = 98;
+  auto r = find_stale_processes(s, table);
+  EXPECT_FALSE(finding(r, 122).stale);
+  EXPECT_FALSE(finding(r, 123).stale);
+}
+
 TEST(StaleProcesses, StoppedJobSuggestsResumeOrEnd) {
   FakeProcessTable table;
   auto d = running("python train.py", 0, 100);

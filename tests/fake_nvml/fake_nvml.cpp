@@ -15,7 +15,8 @@
 //   init_error 9                         nvmlInit returns this code
 //   device name="NVIDIA H100 80GB HBM3" uuid=GPU-1 total=N reserved=N used=N util=37
 //          [memory_error=4] [process_error=4]
-//   process device=0 pid=123 used=N|na kind=compute|graphics|mps
+//   process device=0 pid=123 used=N|na kind=compute|graphics|mps [sm=37]
+//          (sm: a utilisation sample; with no sample on a device, the samples call says NOT_FOUND)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +36,7 @@ struct FakeProcess {
   unsigned pid = 0;
   unsigned long long used = kValueNotAvailable;
   unsigned mode = kProcessModeCompute;
+  int sm = -1;  // SM utilisation sample; -1: no sample
 };
 
 struct FakeDevice {
@@ -117,6 +119,7 @@ void load_script() {
         if (key == "pid") p.pid = static_cast<unsigned>(std::strtoul(value.c_str(), nullptr, 10));
         if (key == "used")
           p.used = value == "na" ? kValueNotAvailable : std::strtoull(value.c_str(), nullptr, 10);
+        if (key == "sm") p.sm = std::atoi(value.c_str());
         if (key == "kind")
           p.mode = value == "graphics" ? kProcessModeGraphics
                    : value == "mps"    ? kProcessModeMps
@@ -275,6 +278,26 @@ FAKE_EXPORT Return nvmlDeviceGetGraphicsRunningProcesses_v3(Device device, unsig
 }
 FAKE_EXPORT Return nvmlDeviceGetMPSComputeRunningProcesses_v3(Device device, unsigned* count, void* infos) {
   return list_processes(device, kProcessModeMps, count, infos, kV3Entry);
+}
+
+FAKE_EXPORT Return nvmlDeviceGetProcessUtilization(Device device, ProcessUtilizationSample* samples,
+                                                   unsigned* count, unsigned long long) {
+  std::vector<ProcessUtilizationSample> found;
+  for (const auto& p : g_script.processes) {
+    if (p.device != index_of(device) || p.sm < 0) continue;
+    ProcessUtilizationSample s{};
+    s.pid = p.pid;
+    s.smUtil = static_cast<unsigned>(p.sm);
+    found.push_back(s);
+  }
+  if (found.empty()) return kErrorNotFound;
+  if (!samples || *count < found.size()) {
+    *count = static_cast<unsigned>(found.size());
+    return kErrorInsufficientSize;
+  }
+  *count = static_cast<unsigned>(found.size());
+  for (size_t i = 0; i < found.size(); ++i) samples[i] = found[i];
+  return kSuccess;
 }
 
 #if defined(FAKE_R535)

@@ -118,6 +118,22 @@ TEST(NvmlBackend, LegacyDriverWithoutV2SymbolsFallsBackToV1) {
   expect_two_processes(d);
 }
 
+TEST(NvmlBackend, ProcessUtilizationSamples) {
+  const char* script =
+      "device name=G uuid=U total=85520809984 used=1000 util=40\n"
+      "process device=0 pid=4242 used=10 kind=compute sm=37\n"
+      "process device=0 pid=4243 used=10 kind=compute\n";
+  DeviceState s = read_with(OOMDOC_FAKE_NVML_MODERN, script);
+  ASSERT_EQ(s.devices.at(0).processes.size(), 2u);
+  EXPECT_EQ(s.devices[0].processes[0].sm_percent, 37u);
+  EXPECT_EQ(s.devices[0].processes[1].sm_percent, 0u);  // no sample in the last second
+  // No sample on the device at all (NOT_FOUND), or no such entry point: unknown, not 0.
+  DeviceState none = read_with(OOMDOC_FAKE_NVML_MODERN, kTwoProcesses);
+  EXPECT_EQ(none.devices.at(0).processes.at(0).sm_percent, std::nullopt);
+  DeviceState legacy = read_with(OOMDOC_FAKE_NVML_LEGACY, script);
+  EXPECT_EQ(legacy.devices.at(0).processes.at(0).sm_percent, std::nullopt);
+}
+
 TEST(NvmlBackend, ManyProcessesGrowTheBuffer) {
   std::string script = "device name=G uuid=U total=85520809984 reserved=0 used=1000\n";
   for (int i = 1; i <= 300; ++i)

@@ -26,6 +26,7 @@ GpuProcessReport one_process(const std::string& command) {
   f.gpu.pid = 77;
   f.gpu.used_bytes = 1u << 30;
   f.gpu.compute = true;
+  f.gpu.sm_percent = 12;
   f.details.pid = 77;
   f.details.visibility = ProcessVisibility::kVisible;
   f.details.user = "alice";
@@ -43,8 +44,8 @@ TEST(GpusReport, TextTable) {
             "\n"
             "GPU 0  NVIDIA L4\n"
             "  memory: 22.49 GiB total, 1.00 GiB used, 0 B reserved by the driver, 21.49 GiB free\n"
-            "  PID      USER           GPU MEM    TIME TYPE COMMAND\n"
-            "  77       alice         1.00 GiB   2m05s C    python train.py\n");
+            "  PID      USER           GPU MEM  SM%    TIME TYPE COMMAND\n"
+            "  77       alice         1.00 GiB   12   2m05s C    python train.py\n");
 }
 
 TEST(GpusReport, ControlCharactersInCommandLinesCannotReachTheTerminal) {
