@@ -9,6 +9,35 @@
 
 namespace oomdoc {
 
+#ifdef OOMDOC_X86
+__attribute__((target("avx2"))) static uint64_t count_newlines_avx2(const char* data, size_t size) {
+  uint64_t count = 0;
+  size_t i = 0;
+  const __m256i newline = _mm256_set1_epi8('\n');
+  for (; i + 32 <= size; i += 32) {
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i));
+    count += static_cast<uint64_t>(__builtin_popcount(static_cast<unsigned>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, newline)))));
+  }
+  for (; i < size; ++i) count += data[i] == '\n';
+  return count;
+}
+#endif
+
+uint64_t count_newlines(const char* data, size_t size) {
+#ifdef OOMDOC_X86
+  static const bool avx2 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  if (avx2) return count_newlines_avx2(data, size);
+#endif
+  uint64_t count = 0;
+  for (const char* p = data; (p = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(data + size - p)))) != nullptr; ++p) {
+    ++count;
+  }
+  return count;
+}
+
 const KeywordFilter& KeywordFilter::standard() {
   // Pairs are chosen to be rare in ordinary training output ("em" of memory is the busiest).
   static const KeywordFilter filter({
@@ -55,6 +84,13 @@ KeywordFilter::KeywordFilter(std::vector<Needle> needles) : needles_(std::move(n
     unsigned bigram = (unsigned(a) << 8) | b;
     bigram_bits_[bigram >> 3] |= static_cast<unsigned char>(1u << (bigram & 7));
   }
+  for (size_t p = 0; p < first_.size(); ++p) {
+    const unsigned char bucket = static_cast<unsigned char>(1u << (p % 8));
+    teddy_lo0_[first_[p] & 0x0f] |= bucket;
+    teddy_hi0_[first_[p] >> 4] |= bucket;
+    teddy_lo1_[second_[p] & 0x0f] |= bucket;
+    teddy_hi1_[second_[p] >> 4] |= bucket;
+  }
 #ifdef OOMDOC_X86
   __builtin_cpu_init();
   use_avx2_ = __builtin_cpu_supports("avx2");
@@ -72,6 +108,22 @@ bool KeywordFilter::verify(std::string_view text, size_t pair_pos, unsigned pair
     }
   }
   return false;
+}
+
+// Verifies the candidate positions block_start + (set bits of mask) against the needles.
+size_t KeywordFilter::check_candidates(std::string_view text, size_t block_start, unsigned mask, size_t from) const {
+  const auto* data = reinterpret_cast<const unsigned char*>(text.data());
+  while (mask != 0) {
+    const size_t pos = block_start + static_cast<unsigned>(__builtin_ctz(mask));
+    for (unsigned p = 0; p < first_.size(); ++p) {
+      size_t start;
+      if (data[pos] == first_[p] && data[pos + 1] == second_[p] && verify(text, pos, p, &start) && start >= from) {
+        return start;
+      }
+    }
+    mask &= mask - 1;
+  }
+  return std::string_view::npos;
 }
 
 size_t KeywordFilter::find(std::string_view text, size_t from) const {
@@ -112,54 +164,41 @@ size_t KeywordFilter::find_sse2(std::string_view text, size_t from) const {
       any = _mm_or_si128(any, hit);
     }
     unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(any));
-    while (mask != 0) {
-      unsigned bit = static_cast<unsigned>(__builtin_ctz(mask));
-      size_t pos = i + bit;
-      for (unsigned p = 0; p < pairs; ++p) {
-        size_t start;
-        if (static_cast<unsigned char>(data[pos]) == first_[p] &&
-            static_cast<unsigned char>(data[pos + 1]) == second_[p] && verify(text, pos, p, &start)) {
-          if (start >= from) return start;
-        }
-      }
-      mask &= mask - 1;
+    if (mask != 0) {
+      size_t found = check_candidates(text, i, mask, from);
+      if (found != std::string_view::npos) return found;
     }
     i += 16;
   }
   return find_scalar(text, i, from);
 }
 
+// Teddy-style filter (as in Hyperscan and Rust's aho-corasick): pairs are spread over 8 buckets;
+// two nibble lookups (pshufb) per byte give, for each position, the buckets whose first byte could
+// be here, and likewise for the next byte. Positions where both agree on a bucket are candidates.
+// The cost per 32 bytes does not grow with the number of needles.
 __attribute__((target("avx2"))) size_t KeywordFilter::find_avx2(std::string_view text, size_t from) const {
   const char* data = text.data();
   const size_t n = text.size();
   size_t i = from;
-  const size_t pairs = first_.size();
-  // Broadcast the pair bytes once; the compiler keeps most of them in registers.
-  __m256i firsts[32], seconds[32];
-  for (size_t p = 0; p < pairs && p < 32; ++p) {
-    firsts[p] = _mm256_set1_epi8(static_cast<char>(first_[p]));
-    seconds[p] = _mm256_set1_epi8(static_cast<char>(second_[p]));
-  }
-  if (pairs > 32) return find_sse2(text, from);
+  const __m256i lo0 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(teddy_lo0_)));
+  const __m256i hi0 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(teddy_hi0_)));
+  const __m256i lo1 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(teddy_lo1_)));
+  const __m256i hi1 = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(teddy_hi1_)));
+  const __m256i nibble = _mm256_set1_epi8(0x0f);
+  const __m256i zero = _mm256_setzero_si256();
   while (i + 33 <= n) {
     __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i));
     __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i + 1));
-    __m256i any = _mm256_setzero_si256();
-    for (size_t p = 0; p < pairs; ++p) {
-      any = _mm256_or_si256(any, _mm256_and_si256(_mm256_cmpeq_epi8(a, firsts[p]), _mm256_cmpeq_epi8(b, seconds[p])));
-    }
-    unsigned mask = static_cast<unsigned>(_mm256_movemask_epi8(any));
-    while (mask != 0) {
-      unsigned bit = static_cast<unsigned>(__builtin_ctz(mask));
-      size_t pos = i + bit;
-      for (unsigned p = 0; p < pairs; ++p) {
-        size_t start;
-        if (static_cast<unsigned char>(data[pos]) == first_[p] &&
-            static_cast<unsigned char>(data[pos + 1]) == second_[p] && verify(text, pos, p, &start)) {
-          if (start >= from) return start;
-        }
-      }
-      mask &= mask - 1;
+    __m256i m0 = _mm256_and_si256(_mm256_shuffle_epi8(lo0, _mm256_and_si256(a, nibble)),
+                                  _mm256_shuffle_epi8(hi0, _mm256_and_si256(_mm256_srli_epi16(a, 4), nibble)));
+    __m256i m1 = _mm256_and_si256(_mm256_shuffle_epi8(lo1, _mm256_and_si256(b, nibble)),
+                                  _mm256_shuffle_epi8(hi1, _mm256_and_si256(_mm256_srli_epi16(b, 4), nibble)));
+    __m256i m = _mm256_and_si256(m0, m1);
+    unsigned mask = ~static_cast<unsigned>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(m, zero)));
+    if (mask != 0) {
+      size_t found = check_candidates(text, i, mask, from);
+      if (found != std::string_view::npos) return found;
     }
     i += 32;
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "core/file_input.h"
 #include "readers/formats/message_format.h"
@@ -20,7 +21,7 @@ constexpr size_t kWindowLines = 16;        // a message wraps over at most this 
 constexpr size_t kWindowBytes = 32 << 10;
 constexpr size_t kMaxLine = 16 << 10;      // longer lines are cut around the keyword
 constexpr size_t kBackContext = 48 << 10;  // traceback above an event
-constexpr size_t kCompactAt = 4 << 20;     // buffered bytes before old text is dropped
+constexpr size_t kCompactAt = 4 << 20;  // buffered bytes before old text is dropped  // buffered bytes before old text is dropped  // buffered bytes before old text is dropped  // buffered bytes before old text is dropped  // buffered bytes before old text is dropped  // buffered bytes before old text is dropped     // buffered bytes before old text is dropped
 constexpr size_t kDuplicateDistance = 200; // lines: the same message again is a repeat, not an event
 
 bool is_break(char c) { return c == '\n' || c == '\r'; }
@@ -52,6 +53,15 @@ std::optional<std::vector<std::string>> decode_json_line(std::string_view line) 
   return out;
 }
 
+bool any_format_triggered(const std::string& line) {
+  for (const MessageFormat& format : message_formats()) {
+    for (const auto& trigger : format.triggers) {
+      if (line.find(trigger) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
 // Two events carry the same numbers: the same message printed twice (logged, then raised).
 bool same_figures(const OomEvent& a, const OomEvent& b) {
   if (a.quantities.size() != b.quantities.size() || a.fields.size() != b.fields.size() ||
@@ -78,11 +88,46 @@ std::string join_lines(const std::vector<std::string>& lines, size_t count) {
   return out;
 }
 
+// A growable byte buffer that, unlike std::string, can be read into without zero-filling first.
+class ByteBuffer {
+ public:
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const char* data() const { return data_.get(); }
+  char operator[](size_t i) const { return data_[i]; }
+  char back() const { return data_[size_ - 1]; }
+  operator std::string_view() const { return {data_.get(), size_}; }
+  void append(const char* p, size_t n) {
+    std::memcpy(tail(n), p, n);
+    size_ += n;
+  }
+  // Room for n more bytes at the end; commit() what was written there.
+  char* tail(size_t n) {
+    if (size_ + n > capacity_) {
+      size_t capacity = std::max(capacity_ * 2, size_ + n);
+      auto grown = std::make_unique_for_overwrite<char[]>(capacity);
+      if (size_ > 0) std::memcpy(grown.get(), data_.get(), size_);
+      data_ = std::move(grown);
+      capacity_ = capacity;
+    }
+    return data_.get() + size_;
+  }
+  void commit(size_t n) { size_ += n; }
+  void erase_front(size_t n) {
+    std::memmove(data_.get(), data_.get() + n, size_ - n);
+    size_ -= n;
+  }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0, capacity_ = 0;
+};
+
 }  // namespace
 
 struct LogScanner::State {
   ScanOptions options;
-  std::string buf;               // pending text; buf[0] is absolute offset `base`
+  ByteBuffer buf;                // pending text; buf[0] is absolute offset `base`
   uint64_t base = 0;
   size_t scan_pos = 0;           // buf offsets below this have been searched
   size_t counted_pos = 0;        // buf offset whose line number is counted_line
@@ -92,11 +137,9 @@ struct LogScanner::State {
 
   uint64_t line_at(size_t pos) {
     if (pos >= counted_pos) {
-      counted_line += static_cast<uint64_t>(std::count(buf.begin() + static_cast<long>(counted_pos),
-                                                       buf.begin() + static_cast<long>(pos), '\n'));
+      counted_line += count_newlines(buf.data() + counted_pos, pos - counted_pos);
     } else {
-      counted_line -= static_cast<uint64_t>(std::count(buf.begin() + static_cast<long>(pos),
-                                                       buf.begin() + static_cast<long>(counted_pos), '\n'));
+      counted_line -= count_newlines(buf.data() + pos, counted_pos - pos);
     }
     counted_pos = pos;
     return counted_line;
@@ -149,10 +192,32 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   size_t ls = hit;
   const size_t back_limit = hit > kMaxLine ? hit - kMaxLine : 0;
   while (ls > back_limit && !is_break(buf[ls - 1])) --ls;
-  // ... over the lines a message can wrap onto.
   struct Segment {
     size_t start, end;
   };
+  // Most candidates are ordinary lines that mention memory: look at the candidate line alone first,
+  // and gather the following lines only when a message format is triggered.
+  {
+    size_t end = ls;
+    const size_t cap = std::min(buf.size(), ls + kMaxLine);
+    while (end < cap && !is_break(buf[end])) ++end;
+    if (end == buf.size() && !eof) return false;  // the line is not complete yet
+    if (base + ls < consumed_until) {
+      *resume = end;
+      return true;
+    }
+    std::string_view raw(buf.data() + ls, end - ls);
+    const bool maybe_json = raw.find('{') != std::string_view::npos;
+    if (!maybe_json) {
+      CleanLine c = clean_line(raw);
+      if (!any_format_triggered(c.text)) {
+        add_reading(c.text, line_at(ls), c.rank);
+        *resume = end;
+        return true;
+      }
+    }
+  }
+  // ... over the lines a message can wrap onto.
   std::vector<Segment> segments;
   size_t pos = ls;
   bool complete = false;
@@ -216,8 +281,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     uint64_t n = line_number;
     for (size_t i = 0; i < segments.size(); ++i) {
       if (i > 0) {
-        n += static_cast<uint64_t>(std::count(buf.begin() + static_cast<long>(segments[i - 1].end),
-                                              buf.begin() + static_cast<long>(segments[i].start), '\n'));
+        n += count_newlines(buf.data() + segments[i - 1].end, segments[i].start - segments[i - 1].end);
       }
       CleanLine c = clean_line(std::string_view(buf.data() + segments[i].start, segments[i].end - segments[i].start));
       if (i == 0) {
@@ -307,7 +371,7 @@ void LogScanner::State::compact() {
   size_t keep_from = scan_pos > kBackContext ? scan_pos - kBackContext : 0;
   if (keep_from == 0) return;
   line_at(keep_from);
-  buf.erase(0, keep_from);
+  buf.erase_front(keep_from);
   base += keep_from;
   scan_pos -= keep_from;
   counted_pos -= keep_from;
@@ -320,6 +384,19 @@ void LogScanner::feed(std::string_view chunk) {
   state_->buf.append(chunk.data(), chunk.size());
   state_->result.bytes_scanned += chunk.size();
   if (state_->buf.size() - state_->scan_pos >= (256u << 10)) state_->process(false);
+}
+
+size_t LogScanner::feed_from(InputFile& input, size_t max_bytes) {
+  char* tail = state_->buf.tail(max_bytes);
+  size_t n = input.read(tail, max_bytes);
+  state_->buf.commit(n);
+  state_->result.bytes_scanned += n;
+  if (n > 0) state_->process(false);
+  return n;
+}
+
+std::string_view LogScanner::head(size_t max_bytes) const {
+  return std::string_view(state_->buf).substr(0, max_bytes);
 }
 
 void LogScanner::finish() {
@@ -335,7 +412,9 @@ ScanResult LogScanner::take_result() { return std::move(state_->result); }
 
 ScanResult scan_text(std::string_view text, ScanOptions options) {
   LogScanner scanner(options);
-  scanner.feed(text);
+  // In pieces, so the scan buffer stays small and cache-resident.
+  constexpr size_t kPiece = 1u << 20;
+  for (size_t at = 0; at < text.size(); at += kPiece) scanner.feed(text.substr(at, kPiece));
   scanner.finish();
   return scanner.take_result();
 }
@@ -344,14 +423,13 @@ Result<ScanResult> scan_file(const std::string& path, ScanOptions options) {
   auto input = InputFile::open(path);
   if (!input) return input.error();
   LogScanner scanner(options);
-  std::vector<char> chunk(1 << 20);
   bool first = true;
   while (true) {
-    size_t n = (*input)->read(chunk.data(), chunk.size());
+    size_t n = scanner.feed_from(**input, 1u << 20);
     if (n == 0) break;
     if (first) {
       first = false;
-      std::string_view head(chunk.data(), std::min<size_t>(n, 8192));
+      std::string_view head = scanner.head(8192);
       if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5) {
         return make_error(fmt::format("{}: a Python pickle, not a log (a PyTorch memory snapshot? try 'oomdoc snapshot {}')",
                                       (*input)->display_name(), path));
@@ -360,7 +438,6 @@ Result<ScanResult> scan_file(const std::string& path, ScanOptions options) {
         return make_error(fmt::format("{}: binary file, not a text log", (*input)->display_name()));
       }
     }
-    scanner.feed(std::string_view(chunk.data(), n));
   }
   if ((*input)->failed()) return make_error((*input)->error_message());
   scanner.finish();

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/file_input.h"
 #include "core/result.h"
 #include "model/oom_event.h"
 
@@ -49,6 +50,11 @@ class LogScanner {
   LogScanner& operator=(const LogScanner&) = delete;
 
   void feed(std::string_view chunk);
+  // Reads up to max_bytes from input straight into the scanner's buffer (no extra copy) and
+  // processes them; returns the bytes read, 0 at the end of input.
+  size_t feed_from(InputFile& input, size_t max_bytes);
+  // The first bytes fed (for format sniffing), as long as they are still buffered.
+  std::string_view head(size_t max_bytes) const;
   // Ends the input: processes what is buffered. Call once.
   void finish();
   // Events found so far (complete ones only: a message at the end of the buffer waits for more input).

@@ -26,10 +26,13 @@ void put_quantity(Json& out, const std::string& name, const Quantity* q) {
   out[name + "_text"] = q->text;
 }
 
-Json derived_to_json(const MemoryBreakdown& m) {
+// Figures computed from the printed ones (never a printed figure again).
+Json derived_to_json(const OomEvent& e, const MemoryBreakdown& m) {
   Json d = Json::object();
-  if (m.pytorch_reserved) d["reserved_total_bytes_derived"] = *m.pytorch_reserved;
-  if (m.reserved_unallocated) d["reserved_unallocated_bytes_derived"] = *m.reserved_unallocated;
+  if (m.pytorch_reserved && !e.quantity("reserved_total")) d["reserved_total_bytes_derived"] = *m.pytorch_reserved;
+  if (m.reserved_unallocated && !e.quantity("reserved_unallocated")) {
+    d["reserved_unallocated_bytes_derived"] = *m.reserved_unallocated;
+  }
   if (m.other_processes > 0) d["other_processes_total_bytes_derived"] = m.other_processes;
   if (m.non_pytorch_in_process) d["non_pytorch_in_process_bytes_derived"] = *m.non_pytorch_in_process;
   if (m.unattributed) d["unattributed_bytes_derived"] = *m.unattributed;
@@ -88,7 +91,7 @@ Json event_to_json(const ExplainedEvent& item) {
   for (const auto& [name, value] : e.fields) {
     if (!out.contains(name)) out[name] = field_to_json(value);
   }
-  out["derived"] = derived_to_json(breakdown(e));
+  out["derived"] = derived_to_json(e, breakdown(e));
   out["message"] = e.message;
   out["traceback"] = e.traceback ? traceback_to_json(*e.traceback) : Json(nullptr);
   const Diagnosis& d = item.diagnosis;

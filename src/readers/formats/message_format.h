@@ -64,4 +64,10 @@ std::optional<Quantity> parse_printed_size(std::string_view text,
 // Span of a regex submatch inside the window's flat text.
 size_t offset_in(const MessageWindow& window, std::string_view submatch);
 
+// How many window lines a match spans, from lines[0] through the line where `match` ends.
+size_t lines_through(const MessageWindow& window, std::string_view match);
+
+// A match of `framework`'s message `format` (is_error false for informational lines).
+FormatMatch new_match(const char* framework, const char* format, bool is_error = true);
+
 }  // namespace oomdoc

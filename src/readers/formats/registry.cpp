@@ -24,6 +24,18 @@ size_t offset_in(const MessageWindow& window, std::string_view submatch) {
   return static_cast<size_t>(submatch.data() - window.flat.data());
 }
 
+size_t lines_through(const MessageWindow& window, std::string_view match) {
+  return window.line_of(offset_in(window, match) + (match.empty() ? 0 : match.size() - 1)) + 1;
+}
+
+FormatMatch new_match(const char* framework, const char* format, bool is_error) {
+  FormatMatch m;
+  m.event.framework = framework;
+  m.event.format = format;
+  m.event.is_error = is_error;
+  return m;
+}
+
 std::optional<Quantity> parse_printed_size(std::string_view text, LabelMeaning meaning) {
   if (auto q = parse_quantity(text, meaning)) return q;
   return parse_quantity(text, meaning, /*decimal_comma=*/true);

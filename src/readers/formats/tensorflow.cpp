@@ -12,16 +12,7 @@ namespace {
 
 const std::string kSize(kSizePattern);
 
-FormatMatch tf_event(const char* format) {
-  FormatMatch m;
-  m.event.framework = "tensorflow";
-  m.event.format = format;
-  return m;
-}
 
-size_t lines_through(const MessageWindow& w, std::string_view whole) {
-  return w.line_of(offset_in(w, whole) + (whole.empty() ? 0 : whole.size() - 1)) + 1;
-}
 
 // Bytes per element of TensorFlow dtype names as the message prints them.
 std::optional<uint64_t> dtype_size(std::string_view dtype) {
@@ -47,7 +38,7 @@ std::optional<FormatMatch> match_oom_tensor(const MessageWindow& w) {
   static const RE2 re(R"(OOM when allocating tensor (?:with|of) shape\s*\[([\d,\s]*)\](?:\s*and type (\w+))?(?:\s*on (/job:\S+?/device:\w+:\d+|/device:\w+:\d+))?(?:\s*by allocator (\w+))?)");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
-  auto m = tf_event("tf_oom_tensor");
+  auto m = new_match("tensorflow", "tf_oom_tensor");
   OomEvent& e = m.event;
   std::vector<int64_t> shape;
   uint64_t elements = 1;
@@ -93,7 +84,7 @@ std::optional<FormatMatch> match_bfc_oom(const MessageWindow& w) {
                       ")(?:\\s*\\(rounded to (\\d+)\\))?(?:\\s*requested by op (\\S+))?");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
-  auto m = tf_event("tf_bfc_oom");
+  auto m = new_match("tensorflow", "tf_bfc_oom");
   OomEvent& e = m.event;
   std::string allocator((*g)[1]);
   e.set_field("allocator", allocator);
@@ -129,7 +120,7 @@ std::optional<FormatMatch> match_bfc_stats(const MessageWindow& w) {
   static const RE2 chunks("Sum Total of in-use chunks: (" + kSize + ")");
   auto g = regex_search(chunks, w.lines[0]);
   if (!g) return std::nullopt;
-  auto m = tf_event("tf_bfc_stats");
+  auto m = new_match("tensorflow", "tf_bfc_stats");
   m.event.is_error = false;
   m.event.set_quantity("in_use_chunks", *parse_printed_size((*g)[1], LabelMeaning::kBinary));
   static const RE2 limit(R"(memory_limit_: (\d+))");
@@ -145,7 +136,7 @@ std::optional<FormatMatch> match_driver_alloc(const MessageWindow& w) {
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
   const bool rocm = (*g)[3].substr(0, 3) == "hip";
-  auto m = tf_event(rocm ? "tf_rocm_driver_alloc" : "tf_cuda_driver_alloc");
+  auto m = new_match("tensorflow", rocm ? "tf_rocm_driver_alloc" : "tf_cuda_driver_alloc");
   OomEvent& e = m.event;
   auto printed = *parse_printed_size((*g)[1], LabelMeaning::kBinary);
   if (matched((*g)[2])) {
@@ -165,7 +156,7 @@ std::optional<FormatMatch> match_host_alloc(const MessageWindow& w) {
   static const RE2 re(R"(failed to alloc (\d+) bytes (on host|unified memory))");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
-  auto m = tf_event("host_or_unified_alloc");
+  auto m = new_match("tensorflow", "host_or_unified_alloc");
   Quantity q = *parse_quantity(std::string((*g)[1]) + " bytes");
   q.text = std::string((*g)[1]);
   m.event.set_quantity("requested", q);
@@ -181,7 +172,7 @@ std::optional<FormatMatch> match_device_info(const MessageWindow& w) {
   static const RE2 re("totalMemory: (" + kSize + ") freeMemory: (" + kSize + ")");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
-  auto m = tf_event("tf_device_info");
+  auto m = new_match("tensorflow", "tf_device_info");
   m.event.is_error = false;
   m.event.set_quantity("total", *parse_printed_size((*g)[1], LabelMeaning::kBinary));
   m.event.set_quantity("free", *parse_printed_size((*g)[2], LabelMeaning::kBinary));
@@ -195,7 +186,7 @@ std::optional<FormatMatch> match_device_info(const MessageWindow& w) {
 
 std::optional<FormatMatch> match_dst_tensor(const MessageWindow& w) {
   if (w.lines[0].find("Dst tensor is not initialized") == std::string::npos) return std::nullopt;
-  return tf_event("tf_dst_tensor_not_initialized");
+  return new_match("tensorflow", "tf_dst_tensor_not_initialized");
 }
 
 }  // namespace

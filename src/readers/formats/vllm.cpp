@@ -22,23 +22,13 @@ int64_t to_int(std::string_view digits) {
 
 double to_double(std::string_view text) { return std::strtod(std::string(text).c_str(), nullptr); }
 
-FormatMatch vllm_event(const char* format, bool is_error = true) {
-  FormatMatch m;
-  m.event.framework = "vllm";
-  m.event.format = format;
-  m.event.is_error = is_error;
-  return m;
-}
 
-size_t lines_through(const MessageWindow& w, std::string_view whole) {
-  return w.line_of(offset_in(w, whole) + (whole.empty() ? 0 : whole.size() - 1)) + 1;
-}
 
 std::optional<FormatMatch> match_max_seq_len(const MessageWindow& w) {
   static const RE2 re(R"(max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\))");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
-  auto m = vllm_event("vllm_max_seq_len_gt_kv_tokens");
+  auto m = new_match("vllm", "vllm_max_seq_len_gt_kv_tokens");
   m.event.set_field("max_model_len", to_int((*g)[1]));
   m.event.set_field("kv_cache_tokens", to_int((*g)[2]));
   return m;
@@ -50,7 +40,7 @@ std::optional<FormatMatch> match_kv_needed(const MessageWindow& w) {
                       ")\\)\\.?(?:\\s*Based on the available memory,\\s*the estimated maximum model length is (\\d+))?");
   auto g = regex_search(re, w.flat);
   if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
-  auto m = vllm_event("vllm_kv_needed_gt_available");
+  auto m = new_match("vllm", "vllm_kv_needed_gt_available");
   OomEvent& e = m.event;
   e.set_field("max_model_len", to_int((*g)[1]));
   e.set_quantity("kv_needed", *parse_printed_size((*g)[2], LabelMeaning::kBinary));
@@ -65,14 +55,14 @@ std::optional<FormatMatch> match_kv_needed(const MessageWindow& w) {
 
 std::optional<FormatMatch> match_no_cache_blocks(const MessageWindow& w) {
   if (w.lines[0].find("No available memory for the cache blocks") == std::string::npos) return std::nullopt;
-  return vllm_event("vllm_no_cache_blocks");
+  return new_match("vllm", "vllm_no_cache_blocks");
 }
 
 std::optional<FormatMatch> match_sampler_warmup(const MessageWindow& w) {
   static const RE2 re(R"(out of memory occurred when warming up sampler with (\d+) dummy requests)");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
-  auto m = vllm_event("vllm_sampler_warmup_oom");
+  auto m = new_match("vllm", "vllm_sampler_warmup_oom");
   m.event.set_field("dummy_requests", to_int((*g)[1]));
   return m;
 }
@@ -87,7 +77,7 @@ std::optional<FormatMatch> match_startup_free_memory(const MessageWindow& w) {
   auto g = regex_search(re, w.flat);
   if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
   const bool is_error = (*g)[3].find("less than") != std::string_view::npos;
-  auto m = vllm_event("vllm_startup_free_memory", is_error);
+  auto m = new_match("vllm", "vllm_startup_free_memory", is_error);
   OomEvent& e = m.event;
   auto total = *parse_printed_size((*g)[2], LabelMeaning::kBinary);
   // The free figure shares the total's unit: "(110.37/121.69 GiB)".
@@ -125,7 +115,7 @@ std::optional<FormatMatch> match_memory_profiling_error(const MessageWindow& w) 
                       ")?[^,]*,\\s*current free memory (" + kSize + ")?");
   auto g = regex_search(re, w.flat);
   if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
-  auto m = vllm_event("vllm_memory_profiling_error");
+  auto m = new_match("vllm", "vllm_memory_profiling_error");
   if (matched((*g)[1])) m.event.set_quantity("initial_free", *parse_printed_size((*g)[1], LabelMeaning::kBinary));
   if (matched((*g)[2])) m.event.set_quantity("current_free", *parse_printed_size((*g)[2], LabelMeaning::kBinary));
   m.lines_used = lines_through(w, (*g)[0]);
@@ -187,7 +177,7 @@ std::optional<FormatMatch> match_info(const MessageWindow& w) {
   for (size_t i = 0; i < compiled.size(); ++i) {
     auto g = regex_search(*compiled[i], line);
     if (!g) continue;
-    if (!result) result = vllm_event("vllm_memory_info", /*is_error=*/false);
+    if (!result) result = new_match("vllm", "vllm_memory_info", /*is_error=*/false);
     OomEvent& e = result->event;
     const auto& targets = info_patterns()[i].targets;
     for (size_t t = 0; t < targets.size(); ++t) {

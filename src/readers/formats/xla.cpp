@@ -8,18 +8,12 @@ namespace {
 
 const std::string kSize(kSizePattern);
 
-FormatMatch xla_event(const char* format) {
-  FormatMatch m;
-  m.event.framework = "jax";
-  m.event.format = format;
-  return m;
-}
 
 std::optional<FormatMatch> match_oom_bytes(const MessageWindow& w) {
   static const RE2 re(R"((?:RESOURCE_EXHAUSTED|Resource exhausted):\s*Out\s+of\s+memory while trying to allocate (\d+) bytes)");
   auto g = regex_search(re, w.flat);
   if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
-  auto m = xla_event("xla_oom_bytes");
+  auto m = new_match("jax", "xla_oom_bytes");
   OomEvent& e = m.event;
   Quantity q = *parse_quantity(std::string((*g)[1]) + " bytes");
   q.text = std::string((*g)[1]) + " bytes";
@@ -50,7 +44,7 @@ std::optional<FormatMatch> match_failed_request(const MessageWindow& w) {
   static const RE2 re("Failed to allocate request for (" + kSize + ")(?: \\((\\d+)B\\))? on device ordinal (\\d+)");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
-  auto m = xla_event("xla_failed_request");
+  auto m = new_match("jax", "xla_failed_request");
   auto q = *parse_printed_size((*g)[1], LabelMeaning::kBinary);
   if (matched((*g)[2])) {
     m.event.set_field("requested_bytes_from_text", static_cast<int64_t>(q.bytes));
@@ -66,7 +60,7 @@ std::optional<FormatMatch> match_tpu_compile(const MessageWindow& w) {
   static const RE2 re(R"(Ran out of memory in memory space (\w+))");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
-  auto m = xla_event("xla_tpu_vmem_compile");
+  auto m = new_match("jax", "xla_tpu_vmem_compile");
   m.event.set_field("memory_space", std::string((*g)[1]));
   return m;
 }
