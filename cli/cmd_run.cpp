@@ -1,0 +1,177 @@
+// `oomdoc run [options] -- COMMAND [ARGS...]`: runs a command unchanged, and when it dies of an
+// out-of-memory error says why (and where the memory snapshot is, with --snapshot-on-oom).
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "command.h"
+#include "core/exit_codes.h"
+#include "process/child_process.h"
+#include "process/output_watcher.h"
+#include "process/python_hook.h"
+#include "report/explain_json.h"
+#include "report/explain_terminal.h"
+#include "report/json_output.h"
+#include "report/style.h"
+
+namespace oomdoc::cli {
+namespace {
+
+struct RunOptions {
+  std::string snapshot_dir;
+  uint64_t snapshot_entries = kDefaultSnapshotMaxEntries;
+  std::string alloc_conf;
+  std::string json_report;
+  std::vector<std::string> command;
+};
+
+// --json-report FILE: stdout belongs to the child, so the machine-readable verdict goes to a file.
+Status write_json_report(const std::string& path, const ChildOutcome& outcome,
+                         const std::optional<ExplainReport>& oom, const std::optional<HookOutcome>& hook) {
+  Json doc = json_document_header("run");
+  doc["exit_code"] = outcome.exit_code;
+  doc["signal"] = json_optional(outcome.signal);
+  // The same document `oomdoc explain --json` prints, for the child's output.
+  doc["explain"] = oom ? explain_to_json(*oom) : Json(nullptr);
+  doc["snapshots"] = hook ? Json(hook->snapshots) : Json::array();
+  doc["snapshot_hook"] = nullptr;
+  if (hook) {
+    auto summary = hook->summary();
+    doc["snapshot_hook"] = {{"python_processes", hook->processes},
+                            {"recorded", hook->recorded},
+                            {"message", summary ? Json(*summary) : Json(nullptr)}};
+  }
+  std::ofstream out(path, std::ios::binary);
+  out << dump_json(doc);
+  out.close();
+  if (!out) return make_error(path + ": cannot write the JSON report");
+  return Ok{};
+}
+
+void say(const Style& style, const std::string& line) {
+  std::cerr << style.bold("oomdoc: ") << line << "\n";
+}
+
+// Ends oomdoc with the child's signal, so the caller (a shell, a scheduler) sees what it would
+// have seen without oomdoc in between.
+[[noreturn]] void die_like_child(int sig, int fallback_code) {
+  std::cout.flush();
+  std::cerr.flush();
+  rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);  // the child already dumped core if it was going to
+  signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  raise(sig);
+  std::_Exit(fallback_code);  // signals whose default is to be ignored
+}
+
+int run_command(const RunOptions& options) {
+  if (options.command.empty())
+    return fail("run: no command given; usage: oomdoc run [options] -- COMMAND [ARGS...]");
+  auto executable = find_executable(options.command[0]);
+  if (!executable) {
+    fail("run: " + executable.error().message);
+    const bool missing = executable.error().message.find("not found") != std::string::npos ||
+                         executable.error().message.find("no such file") != std::string::npos;
+    return missing ? kExitCommandNotFound : kExitCommandNotExecutable;
+  }
+
+  ChildSpec spec;
+  spec.argv = options.command;
+  spec.stdout_is_terminal = isatty(1) == 1;
+  spec.stderr_is_terminal = isatty(2) == 1;
+  if (!options.alloc_conf.empty()) {
+    for (auto& kv : alloc_conf_environment(options.alloc_conf)) spec.set_env.push_back(kv);
+  }
+  std::optional<SnapshotHook> hook;
+  if (!options.snapshot_dir.empty()) {
+    auto prepared = SnapshotHook::prepare(options.snapshot_dir, options.snapshot_entries,
+                                          std::getenv("PYTHONPATH"));
+    if (!prepared) return fail(prepared.error().message);
+    hook.emplace(std::move(prepared).value());
+    for (auto& kv : hook->environment()) spec.set_env.push_back(kv);
+  }
+
+  OutputWatcher watcher;
+  auto outcome = run_child(spec, [&](std::string_view chunk, bool from_stderr) {
+    watcher.feed(chunk, from_stderr);
+  });
+  if (!outcome) {
+    fail("run: " + outcome.error().message);
+    return kExitCommandNotExecutable;
+  }
+
+  const Style style = Style::for_fd(2);
+  // Explained only when the child failed: a run that caught its OOM and went on is not news.
+  std::optional<ExplainReport> oom;
+  if (outcome->exit_code != 0) {
+    ExplainReport report = watcher.finish();
+    if (report.error_count() > 0) oom = std::move(report);
+  }
+  const bool said_oom = oom.has_value();
+  if (oom) {
+    std::cerr << "\n" << style.bold("oomdoc: the command ran out of memory") << "\n\n"
+              << render_explain(*oom, style);
+  }
+  std::optional<HookOutcome> hook_result;
+  if (hook) {
+    hook_result = read_hook_outcome(hook->hook_dir());
+    const HookOutcome& hook_outcome = *hook_result;
+    for (const auto& path : hook_outcome.snapshots)
+      for (const auto& line : snapshot_verdict(path)) say(style, line);
+    if (said_oom && hook_outcome.recorded && hook_outcome.snapshots.empty())
+      say(style, "--snapshot-on-oom: the out-of-memory error left no snapshot (the error was not "
+                 "raised by PyTorch's CUDA allocator?)");
+    if (auto summary = hook_outcome.summary()) say(style, *summary);
+  }
+  if (outcome->signal == SIGKILL && !said_oom)
+    say(style, "the command was killed (SIGKILL): if nobody sent it, the Linux OOM killer may have "
+               "ended it for using too much host memory; check `dmesg | grep -i 'killed process'`");
+  if (!options.json_report.empty()) {
+    Status written = write_json_report(options.json_report, *outcome, oom, hook_result);
+    if (!written) say(style, written.error().message);
+  }
+  if (outcome->signal) {
+    hook.reset();  // remove the temporary directory before dying
+    die_like_child(*outcome->signal, outcome->exit_code);
+  }
+  return outcome->exit_code;
+}
+
+void setup(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Run a command; when it dies of an out-of-memory error, explain it");
+  cmd->footer("Usage: oomdoc run [OPTIONS] -- COMMAND [ARGS...]");
+  cmd->add_option("--snapshot-on-oom", options->snapshot_dir,
+                  "For a PyTorch program: record CUDA memory history and write a snapshot into DIR "
+                  "at the out-of-memory error")
+      ->type_name("DIR");
+  cmd->add_option("--snapshot-entries", options->snapshot_entries,
+                  "Allocator events kept for the snapshot (bounds the recording's memory)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{100000000}))
+      ->capture_default_str();
+  cmd->add_option("--alloc-conf", options->alloc_conf,
+                  "PyTorch allocator settings, e.g. expandable_segments:True (sets "
+                  "PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF)")
+      ->type_name("SETTINGS");
+  cmd->add_option("--json-report", options->json_report,
+                  "Also write the verdict as one JSON document to FILE (stdout is the child's)")
+      ->type_name("FILE");
+  cmd->add_option("command", options->command, "The command and its arguments, after --")
+      ->expected(-1);
+  cmd->positionals_at_end();
+  cmd->callback([options, exit_code]() { *exit_code = run_command(*options); });
+}
+
+CommandRegistration reg{70, "run", setup};
+
+}  // namespace
+}  // namespace oomdoc::cli

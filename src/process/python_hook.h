@@ -1,0 +1,66 @@
+// The Python side of `oomdoc run`: the injected sitecustomize for --snapshot-on-oom
+// (data/python/oomdoc_sitecustomize.py), and the environment for --alloc-conf.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.h"
+
+namespace oomdoc {
+
+using EnvironmentChanges = std::vector<std::pair<std::string, std::string>>;
+
+inline constexpr uint64_t kDefaultSnapshotMaxEntries = 100000;
+
+// A temporary directory holding the hook as sitecustomize.py, removed by the destructor.
+class SnapshotHook {
+ public:
+  // Creates snapshot_dir when missing; the error names it. existing_pythonpath: $PYTHONPATH now.
+  static Result<SnapshotHook> prepare(const std::string& snapshot_dir, uint64_t max_entries,
+                                      const char* existing_pythonpath);
+  SnapshotHook(SnapshotHook&& other) noexcept;
+  SnapshotHook& operator=(SnapshotHook&&) = delete;
+  SnapshotHook(const SnapshotHook&) = delete;
+  ~SnapshotHook();
+
+  const EnvironmentChanges& environment() const { return environment_; }
+  const std::string& hook_dir() const { return hook_dir_; }
+  const std::string& snapshot_dir() const { return snapshot_dir_; }
+
+ private:
+  SnapshotHook() = default;
+  std::string hook_dir_;
+  std::string snapshot_dir_;
+  EnvironmentChanges environment_;
+};
+
+// What the hook reported from every Python process of the run (status files in the hook dir).
+struct HookOutcome {
+  int processes = 0;                   // Python processes that loaded the hook
+  std::vector<std::string> snapshots;  // snapshot files written
+  bool recorded = false;               // some process recorded CUDA memory history
+  std::optional<std::string> torch_without_cuda;  // torch version whose build has no CUDA
+  std::optional<std::string> cuda_unused;         // torch version whose program never used CUDA
+  bool torch_imported = false;
+  std::vector<std::string> errors;
+
+  // The one line to say after the run, or nullopt when recording worked and there is nothing
+  // to add (the snapshots are reported separately).
+  std::optional<std::string> summary() const;
+};
+
+HookOutcome read_hook_outcome(const std::string& hook_dir);
+
+// Lines to print about a snapshot the hook wrote (the verdict of `oomdoc snapshot` once wired).
+std::vector<std::string> snapshot_verdict(const std::string& snapshot_path);
+
+// --alloc-conf VALUE: PyTorch reads PYTORCH_CUDA_ALLOC_CONF (every version) and, from 2.8 on,
+// PYTORCH_ALLOC_CONF, warning that the CUDA name is deprecated; but 2.9.1 ignores the new name
+// for expandable_segments (pytorch/pytorch#183387). Setting both works on every version.
+EnvironmentChanges alloc_conf_environment(const std::string& value);
+
+}  // namespace oomdoc
