@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,10 @@ struct GpuSpec {
   bool nvlink = false;
   std::string interconnect;          // notes: "NVLink 900 GB/s", "PCIe Gen4 only"
   std::string source;                // where total_bytes comes from
+  // The smaller total that CUDA itself reports (torch.cuda.mem_get_info, vLLM's total_gpu_memory),
+  // which vLLM multiplies by gpu_memory_utilization. Absent when no reliable figure is known.
+  std::optional<uint64_t> cuda_total_bytes;
+  std::string cuda_total_source;
 };
 
 }  // namespace oomdoc

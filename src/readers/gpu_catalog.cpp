@@ -1,0 +1,194 @@
+// Reads the bundled GPU catalog (data/gpus.json) once, and finds entries by the names users type:
+// "4090", "h100-80", "a100 40gb", or nvidia-smi's own "NVIDIA A100-SXM4-80GB".
+#include "readers/gpu_catalog.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+#include <set>
+
+#include "core/embedded.h"
+#include "core/units.h"
+
+namespace oomdoc {
+namespace {
+
+struct LoadedCatalog {
+  std::vector<GpuSpec> gpus;
+  std::string error;  // non-empty when the embedded file is broken (a build bug; tests catch it)
+};
+
+Result<GpuSpec> parse_entry(const nlohmann::json& entry) {
+  GpuSpec gpu;
+  gpu.name = entry.at("name").get<std::string>();
+  gpu.aliases = entry.value("aliases", std::vector<std::string>{});
+  gpu.vendor = entry.at("vendor").get<std::string>();
+  gpu.architecture = entry.at("architecture").get<std::string>();
+  gpu.total_bytes = entry.at("memory_mib").get<uint64_t>() * kMiB;
+  gpu.source = entry.at("memory_source").get<std::string>();
+  gpu.bf16 = entry.at("bf16").get<bool>();
+  gpu.fp8 = entry.at("fp8").get<bool>();
+  gpu.fp4 = entry.at("fp4").get<bool>();
+  gpu.nvlink = entry.at("nvlink").get<bool>();
+  gpu.interconnect = entry.at("interconnect").get<std::string>();
+  if (entry.contains("cuda_total_gib")) {
+    auto quantity = parse_quantity(entry["cuda_total_gib"].get<std::string>() + " GiB");
+    if (!quantity) return Error{"gpus.json: " + gpu.name + ": cuda_total_gib is not a number"};
+    gpu.cuda_total_bytes = quantity->bytes;
+    gpu.cuda_total_source = entry.at("cuda_total_source").get<std::string>();
+  }
+  if (gpu.total_bytes == 0) return Error{"gpus.json: " + gpu.name + ": memory_mib is 0"};
+  return gpu;
+}
+
+LoadedCatalog load_catalog() {
+  LoadedCatalog catalog;
+  auto text = embedded("gpus.json");
+  if (!text) {
+    catalog.error = "the GPU catalog (data/gpus.json) is not compiled in";
+    return catalog;
+  }
+  try {
+    auto doc = nlohmann::json::parse(text->begin(), text->end());
+    for (const auto& entry : doc.at("gpus")) {
+      auto gpu = parse_entry(entry);
+      if (!gpu) {
+        catalog.error = gpu.error().message;
+        catalog.gpus.clear();
+        return catalog;
+      }
+      catalog.gpus.push_back(std::move(gpu.value()));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    catalog.error = std::string("gpus.json: ") + e.what();
+    catalog.gpus.clear();
+  }
+  return catalog;
+}
+
+const LoadedCatalog& loaded() {
+  static const LoadedCatalog catalog = load_catalog();
+  return catalog;
+}
+
+// Vendor words and memory units carry no information for telling catalog entries apart.
+bool is_noise(const std::string& token) {
+  static const std::set<std::string> kNoise = {"nvidia", "geforce", "tesla", "amd", "instinct",
+                                               "radeon", "gb", "gib", "the"};
+  return kNoise.count(token) > 0;
+}
+
+// "NVIDIA A100-SXM4-80GB" -> {a, 100, sxm, 4, 80}: lower-case runs of letters or of digits, so
+// that "rtx4090" and "rtx 4090", "a100-80" and "a100 80gb" compare equal.
+std::vector<std::string> name_tokens(std::string_view text) {
+  std::vector<std::string> tokens;
+  std::string current;
+  auto flush = [&]() {
+    if (!current.empty() && !is_noise(current)) tokens.push_back(current);
+    current.clear();
+  };
+  for (char raw : text) {
+    auto c = static_cast<unsigned char>(raw);
+    if (!std::isalnum(c)) {
+      flush();
+      continue;
+    }
+    char lower = static_cast<char>(std::tolower(c));
+    if (!current.empty() && (std::isdigit(static_cast<unsigned char>(current.back())) != 0) !=
+                                (std::isdigit(c) != 0)) {
+      flush();
+    }
+    current.push_back(lower);
+  }
+  flush();
+  return tokens;
+}
+
+std::string joined(const std::vector<std::string>& tokens) {
+  std::string out;
+  for (const auto& token : tokens) {
+    if (!out.empty()) out.push_back(' ');
+    out += token;
+  }
+  return out;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::vector<std::vector<std::string>> candidate_tokens(const GpuSpec& gpu) {
+  std::vector<std::vector<std::string>> out;
+  out.push_back(name_tokens(gpu.name));
+  for (const auto& alias : gpu.aliases) out.push_back(name_tokens(alias));
+  return out;
+}
+
+}  // namespace
+
+const std::vector<GpuSpec>& gpu_catalog() { return loaded().gpus; }
+
+Result<GpuSpec> find_gpu(std::string_view name) {
+  const LoadedCatalog& catalog = loaded();
+  if (!catalog.error.empty()) return Error{catalog.error};
+  std::vector<std::string> query = name_tokens(name);
+  if (query.empty()) return Error{fmt::format("GPU name '{}' names no GPU", name)};
+
+  // A catalog name or alias matches when it contains every word of the query; the tightest one
+  // (fewest words the user did not type) wins, and the file's order breaks ties, so the common
+  // variant listed first ("H100 SXM 80GB") is what a bare "h100" means.
+  const GpuSpec* best = nullptr;
+  size_t best_extra = std::numeric_limits<size_t>::max();
+  for (const GpuSpec& gpu : catalog.gpus) {
+    for (const auto& tokens : candidate_tokens(gpu)) {
+      std::set<std::string> have(tokens.begin(), tokens.end());
+      bool all = std::all_of(query.begin(), query.end(),
+                             [&](const std::string& t) { return have.count(t) > 0; });
+      if (!all) continue;
+      size_t extra = tokens.size() - std::min(tokens.size(), query.size());
+      if (extra < best_extra) {
+        best = &gpu;
+        best_extra = extra;
+      }
+    }
+  }
+  if (best) return *best;
+
+  // No match: name the closest entries by edit distance over the normalized words.
+  std::string wanted = joined(query);
+  std::vector<std::pair<size_t, const GpuSpec*>> ranked;
+  for (const GpuSpec& gpu : catalog.gpus) {
+    size_t distance = std::numeric_limits<size_t>::max();
+    for (const auto& tokens : candidate_tokens(gpu)) {
+      distance = std::min(distance, edit_distance(wanted, joined(tokens)));
+    }
+    ranked.emplace_back(distance, &gpu);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::string closest;
+  for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
+    if (i) closest += ", ";
+    closest += ranked[i].second->name;
+  }
+  return Error{fmt::format(
+      "unknown GPU '{}'; closest catalog entries: {} (`oomdoc gpus --catalog` lists all, or give "
+      "--memory SIZE)",
+      name, closest)};
+}
+
+}  // namespace oomdoc

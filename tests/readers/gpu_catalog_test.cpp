@@ -1,0 +1,117 @@
+#include "readers/gpu_catalog.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/units.h"
+
+namespace oomdoc {
+namespace {
+
+TEST(GpuCatalog, HasTheGpusUsersRentAndOwn) {
+  const auto& catalog = gpu_catalog();
+  EXPECT_GE(catalog.size(), 30u);
+  std::set<std::string> names;
+  for (const auto& gpu : catalog) {
+    EXPECT_TRUE(names.insert(gpu.name).second) << "duplicate " << gpu.name;
+    EXPECT_GT(gpu.total_bytes, 4 * kGiB) << gpu.name;
+    EXPECT_FALSE(gpu.source.empty()) << gpu.name;
+    EXPECT_FALSE(gpu.architecture.empty()) << gpu.name;
+    EXPECT_FALSE(gpu.interconnect.empty()) << gpu.name;
+    EXPECT_TRUE(gpu.vendor == "nvidia" || gpu.vendor == "amd" || gpu.vendor == "apple") << gpu.name;
+    if (gpu.cuda_total_bytes) {
+      // CUDA sees less than nvidia-smi's total, but never less than ~95% of it.
+      EXPECT_LT(*gpu.cuda_total_bytes, gpu.total_bytes) << gpu.name;
+      EXPECT_GT(*gpu.cuda_total_bytes, gpu.total_bytes / 100 * 95) << gpu.name;
+      EXPECT_FALSE(gpu.cuda_total_source.empty()) << gpu.name;
+    }
+    if (gpu.fp4) {
+      EXPECT_TRUE(gpu.fp8) << gpu.name;
+    }
+    if (gpu.fp8) {
+      EXPECT_TRUE(gpu.bf16) << gpu.name;
+    }
+  }
+}
+
+TEST(GpuCatalog, MemoryIsWhatNvidiaSmiReportsNotTheMarketingNumber) {
+  EXPECT_EQ(find_gpu("t4")->total_bytes, 15360 * kMiB);
+  EXPECT_EQ(find_gpu("4090")->total_bytes, 24564 * kMiB);
+  EXPECT_EQ(find_gpu("3090")->total_bytes, 24576 * kMiB);
+  EXPECT_EQ(find_gpu("h100")->total_bytes, 81559 * kMiB);
+  EXPECT_EQ(find_gpu("a100 40gb")->total_bytes, 40960 * kMiB);
+  EXPECT_EQ(find_gpu("l40s")->total_bytes, 46068 * kMiB);
+  EXPECT_EQ(find_gpu("a10g")->total_bytes, 23028 * kMiB);
+  EXPECT_EQ(find_gpu("l4")->total_bytes, 23034 * kMiB);
+  // PyTorch's "total capacity" is smaller: 14.75 GiB on a T4.
+  EXPECT_EQ(find_gpu("t4")->cuda_total_bytes, parse_quantity("14.75 GiB")->bytes);
+}
+
+TEST(GpuCatalog, CapabilitiesFollowTheArchitecture) {
+  auto t4 = find_gpu("t4");
+  EXPECT_FALSE(t4->bf16);
+  auto a100 = find_gpu("a100");
+  EXPECT_TRUE(a100->bf16);
+  EXPECT_FALSE(a100->fp8);
+  auto h100 = find_gpu("h100");
+  EXPECT_TRUE(h100->fp8);
+  EXPECT_FALSE(h100->fp4);
+  EXPECT_TRUE(find_gpu("b200")->fp4);
+  EXPECT_TRUE(find_gpu("5090")->fp4);
+  EXPECT_FALSE(find_gpu("4090")->nvlink);
+  EXPECT_TRUE(find_gpu("h100 sxm")->nvlink);
+}
+
+struct FuzzyCase {
+  const char* query;
+  const char* expected;
+};
+
+class FindGpuFuzzy : public ::testing::TestWithParam<FuzzyCase> {};
+
+TEST_P(FindGpuFuzzy, ResolvesWhatUsersType) {
+  auto gpu = find_gpu(GetParam().query);
+  ASSERT_TRUE(gpu.ok()) << gpu.error().message;
+  EXPECT_EQ(gpu->name, GetParam().expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Names, FindGpuFuzzy,
+    ::testing::Values(FuzzyCase{"4090", "GeForce RTX 4090 24GB"},
+                      FuzzyCase{"RTX4090", "GeForce RTX 4090 24GB"},
+                      FuzzyCase{"NVIDIA GeForce RTX 4090", "GeForce RTX 4090 24GB"},
+                      FuzzyCase{"h100-80", "H100 SXM 80GB"},
+                      FuzzyCase{"H100", "H100 SXM 80GB"},
+                      FuzzyCase{"h100 pcie", "H100 PCIe 80GB"},
+                      FuzzyCase{"h100 nvl", "H100 NVL 94GB"},
+                      FuzzyCase{"NVIDIA H100 80GB HBM3", "H100 SXM 80GB"},
+                      FuzzyCase{"a100 40gb", "A100 SXM4 40GB"},
+                      FuzzyCase{"A100-40", "A100 SXM4 40GB"},
+                      FuzzyCase{"a100", "A100 SXM4 80GB"},
+                      FuzzyCase{"NVIDIA A100-SXM4-80GB", "A100 SXM4 80GB"},
+                      FuzzyCase{"a10", "A10 24GB"},
+                      FuzzyCase{"a10g", "A10G 24GB"},
+                      FuzzyCase{"L40", "L40 48GB"},
+                      FuzzyCase{"l40s", "L40S 48GB"},
+                      FuzzyCase{"Tesla T4", "Tesla T4 16GB"},
+                      FuzzyCase{"v100 32gb", "Tesla V100 SXM2 32GB"},
+                      FuzzyCase{"mi300x", "Instinct MI300X 192GB"},
+                      FuzzyCase{"rtx 6000 ada", "RTX 6000 Ada 48GB"},
+                      FuzzyCase{"rtx pro 6000", "RTX PRO 6000 Blackwell 96GB"},
+                      FuzzyCase{"m2 ultra", "Apple M-series 192GB"},
+                      FuzzyCase{"mac 64gb", "Apple M-series 64GB"},
+                      FuzzyCase{"gh200", "GH200 96GB"}));
+
+TEST(FindGpu, UnknownNameNamesTheClosestEntries) {
+  auto gpu = find_gpu("h300");
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_NE(gpu.error().message.find("unknown GPU 'h300'"), std::string::npos);
+  EXPECT_NE(gpu.error().message.find("H100"), std::string::npos) << gpu.error().message;
+  auto empty = find_gpu("  --  ");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().message.find("names no GPU"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace oomdoc
