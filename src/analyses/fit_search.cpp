@@ -29,8 +29,8 @@ struct Step {
   Generator generate;
 };
 
-std::optional<PredictedTotals> predict(const ModelSpec& model, const Job& job) {
-  auto estimate = estimate_memory(model, job);
+std::optional<PredictedTotals> predict(const EstimateFn& est, const ModelSpec& model, const Job& job) {
+  auto estimate = est(model, job);
   if (!estimate) return std::nullopt;
   return PredictedTotals{estimate->peak_allocated_bytes, estimate->peak_reserved_bytes,
                          estimate->device_used_bytes};
@@ -360,9 +360,10 @@ std::vector<Candidate> offload_candidates(const Job& job) {
 
 // Host memory an offload needs: what left the GPU (the estimator's components before and after),
 // times DeepSpeed's buffer factor.
-uint64_t host_bytes_moved(const ModelSpec& model, const Job& before, const Job& after) {
-  auto a = estimate_memory(model, before);
-  auto b = estimate_memory(model, after);
+uint64_t host_bytes_moved(const EstimateFn& est, const ModelSpec& model, const Job& before,
+                          const Job& after) {
+  auto a = est(model, before);
+  auto b = est(model, after);
   if (!a || !b) return 0;
   uint64_t moved = 0;
   for (const auto& ca : a->components) {
@@ -398,13 +399,15 @@ Job sharded_over(const Job& job, uint64_t n) {
 }
 
 struct Search {
+  const EstimateFn& est;
   const ModelSpec& model;
   const Job& original;
   const FitOptions& options;
   std::optional<LengthAnalysis> lengths;
   std::vector<Step> steps;
 
-  Search(const ModelSpec& m, const Job& j, const FitOptions& o) : model(m), original(j), options(o) {}
+  Search(const EstimateFn& e, const ModelSpec& m, const Job& j, const FitOptions& o)
+      : est(e), model(m), original(j), options(o) {}
 
   void build_steps() {
     const bool bf16 = options.gpu_has_bf16;
@@ -459,7 +462,7 @@ struct Search {
     for (auto& c : step.generate(base)) {
       Job j = base;
       c.apply(j);
-      auto p = predict(model, j);
+      auto p = predict(est, model, j);
       if (!p) continue;
       if (p->device_used_bytes <= limit) return Pick{c, *p, true};
       if (p->device_used_bytes < base_used &&
@@ -473,7 +476,7 @@ struct Search {
   std::optional<std::vector<Applied>> run(uint64_t limit) const {
     std::vector<Applied> applied;
     Job current = original;
-    auto current_pred = predict(model, current);
+    auto current_pred = predict(est, model, current);
     if (!current_pred) return std::nullopt;
     bool fits = current_pred->device_used_bytes <= limit;
     for (size_t s = 0; s < steps.size() && !fits; ++s) {
@@ -490,7 +493,7 @@ struct Search {
     for (size_t i = applied.size(); i-- > 1;) {
       const size_t k = i - 1;
       Job without = rebuild(applied, k);
-      auto p = predict(model, without);
+      auto p = predict(est, model, without);
       if (p && p->device_used_bytes <= limit) {
         applied.erase(applied.begin() + static_cast<long>(k));
         continue;
@@ -506,7 +509,7 @@ struct Search {
     if (!applied.empty()) {
       const size_t k = applied.size() - 1;
       Job without = rebuild(applied, k);
-      auto p = predict(model, without);
+      auto p = predict(est, model, without);
       if (p) {
         if (auto better = pick(steps[applied[k].step_index], without, p->device_used_bytes, limit);
             better && better->fits) {
@@ -524,16 +527,16 @@ struct Search {
       Job before = j;
       a.candidate.apply(j);
       FitChange change = a.candidate.change;
-      change.predicted = predict(model, j);
+      change.predicted = predict(est, model, j);
       if (change.id.rfind("offload", 0) == 0) {
         change.host_ram_bytes = static_cast<uint64_t>(
-            std::llround(host_bytes_moved(model, before, j) * kHostBufferFactor));
+            std::llround(host_bytes_moved(est, model, before, j) * kHostBufferFactor));
       }
       plan.changes.push_back(std::move(change));
     }
     plan.job = j;
     plan.num_gpus = options.num_gpus;
-    if (auto p = predict(model, j)) plan.predicted = *p;
+    if (auto p = predict(est, model, j)) plan.predicted = *p;
     return plan;
   }
 };
@@ -546,11 +549,11 @@ uint64_t share_of(uint64_t total, double fraction) {
 
 std::optional<uint64_t> solve_largest(const ModelSpec& model, const Job& job,
                                       std::optional<uint64_t> Job::*field, uint64_t limit_bytes,
-                                      uint64_t upper) {
+                                      uint64_t upper, const EstimateFn& est) {
   auto fits = [&](uint64_t v) {
     Job j = job;
     j.*field = v;
-    auto p = predict(model, j);
+    auto p = predict(est, model, j);
     return p && p->device_used_bytes <= limit_bytes;
   };
   if (upper == 0 || !fits(1)) return std::nullopt;
@@ -613,7 +616,8 @@ Result<std::map<std::string, double>> parse_prices(std::string_view text,
   return prices;
 }
 
-Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptions& options) {
+Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptions& options,
+                          const EstimateFn& est) {
   if (!(options.budget > 0 && options.budget <= 1)) {
     return make_error(fmt::format("--budget {} is outside (0, 1]: it is the share of the GPU's "
                                   "memory the job may use", options.budget));
@@ -626,7 +630,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
 
   Job given = job;
   if (options.num_gpus > 1 && !given.num_gpus) given.num_gpus = options.num_gpus;
-  auto estimate = estimate_memory(model, given);
+  auto estimate = est(model, given);
   if (!estimate) return estimate.error();
 
   FitReport report;
@@ -666,14 +670,14 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     report.free_advice.push_back(r);
   }
 
-  Search search(model, given, options);
+  Search search(est, model, given, options);
   if (options.lengths) {
     const bool training = is_training(given);
     auto peak_at = [&](uint64_t len) -> std::optional<uint64_t> {
       Job j = given;
       if (training) j.seq_len = len;
       else j.prompt_len = len;
-      auto p = predict(model, j);
+      auto p = predict(est, model, j);
       if (!p) return std::nullopt;
       return p->device_used_bytes;
     };
@@ -689,11 +693,11 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   std::optional<uint64_t> Job::*length_field = is_training(given) ? &Job::seq_len : &Job::prompt_len;
   if (options.solve_max_batch) {
     report.max_micro_batch = solve_largest(model, given, batch_field,
-                                           report.usable_bytes, 1u << 16);
+                                           report.usable_bytes, 1u << 16, est);
   }
   if (options.solve_max_seq) {
     report.max_seq_len = solve_largest(model, given, length_field,
-                                       report.usable_bytes, 1u << 23);
+                                       report.usable_bytes, 1u << 23, est);
   }
 
   // Hardware, shared by the plan (step 9) and the alternatives. The estimator's prediction does
@@ -702,7 +706,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   auto predicted_on = [&](uint64_t n) {
     auto it = by_count.find(n);
     if (it != by_count.end()) return it->second;
-    auto p = predict(model, n == options.num_gpus ? given : sharded_over(given, n));
+    auto p = predict(est, model, n == options.num_gpus ? given : sharded_over(given, n));
     by_count[n] = p;
     return p;
   };
@@ -851,11 +855,11 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     }
     // Without --lengths the plan never cuts the length; say which length would fit.
     if (!options.lengths && is_training(given) && given.seq_len) {
-      auto longest = solve_largest(model, given, &Job::seq_len, report.usable_bytes, *given.seq_len);
+      auto longest = solve_largest(model, given, &Job::seq_len, report.usable_bytes, *given.seq_len, est);
       if (longest && *longest < *given.seq_len) {
         Job cut = given;
         cut.seq_len = *longest;
-        if (auto p = predict(model, cut)) {
+        if (auto p = predict(est, model, cut)) {
           FitAlternative a;
           a.change.id = "seq_len";
           a.change.step = 3;

@@ -7,11 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "analyses/estimator.h"
 #include "analyses/length_analysis.h"
 #include "core/result.h"
 #include "model/estimate.h"
@@ -111,15 +113,19 @@ struct FitReport {
   std::vector<std::string> notes;
 };
 
+// The prediction the search uses: estimate_memory, or a stand-in in tests of the search itself.
+using EstimateFn = std::function<Result<Estimate>(const ModelSpec&, const Job&)>;
+
 // Fails when the job cannot be estimated as given (the estimator's message) or options are out of
 // range (budget/target outside (0,1], no memory size).
-Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptions& options);
+Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptions& options,
+                          const EstimateFn& estimator = estimate_memory);
 
 // Largest value of one job field that fits `limit_bytes` (device used), searching 1..upper.
 // nullopt when even 1 does not fit. Used by --max-batch and --max-seq.
 std::optional<uint64_t> solve_largest(const ModelSpec& model, const Job& job,
                                       std::optional<uint64_t> Job::*field, uint64_t limit_bytes,
-                                      uint64_t upper);
+                                      uint64_t upper, const EstimateFn& estimator = estimate_memory);
 
 // GPU-hour prices: "NAME,PRICE" or "NAME PRICE" per line (# comments), names matched with
 // find_gpu. Errors name the file and line.
