@@ -11,6 +11,11 @@
 
 namespace oomdoc {
 
+enum class NormKind {
+  kRmsNorm,     // weight only (Llama, T5, Qwen, Gemma)
+  kLayerNorm,   // weight and bias (GPT-2, BERT, Falcon, OPT, BLOOM, Phi-1/2, GPT-NeoX)
+};
+
 enum class AttentionKind {
   kMultiHead,      // MHA / GQA / MQA: K and V per kv head
   kMultiLatent,    // DeepSeek MLA: one compressed latent (kv_lora_rank + qk_rope_head_dim) per token
@@ -59,9 +64,42 @@ struct ModelSpec {
   std::map<std::string, uint64_t> params_by_dtype;   // from safetensors headers: "BF16" -> count
   uint64_t checkpoint_bytes = 0;      // sum of tensor bytes in safetensors, when read
 
+  // Layout details that the parameter count (model/architecture.cpp) and the activation formulas
+  // need; readers/model_config.cpp sets them per family from the Hugging Face implementation.
+  NormKind norm = NormKind::kRmsNorm;
+  uint64_t norms_per_layer = 2;       // 1: one shared pre-norm (GPT-J, Falcon-7B, Phi-2); 4: Gemma 2/3
+  bool qk_norm = false;               // per-head RMSNorm on q and k (Qwen3, Gemma 3)
+  bool parallel_attention = false;    // attention and MLP read the same normed input (GPT-J, Falcon)
+  bool gated_mlp = true;              // gate, up and down projections (SwiGLU / GeGLU)
+  bool qkv_bias = false;
+  bool attn_out_bias = false;
+  bool mlp_bias = false;
+  bool lm_head_bias = false;
+  bool final_norm = true;
+  bool embedding_norm = false;        // LayerNorm right after the embeddings (BLOOM, BERT)
+  uint64_t position_embeddings = 0;   // rows of a learned absolute position table; 0 for RoPE/ALiBi
+  uint64_t token_type_embeddings = 0; // BERT segment embeddings
+  uint64_t embedding_dim = 0;         // OPT word_embed_proj_dim (projected to hidden); 0 = hidden
+  uint64_t shared_expert_intermediate_size = 0;  // Qwen2-MoE shared expert width (DeepSeek: n * moe)
+  bool shared_expert_gate = false;    // Qwen2-MoE sigmoid gate on the shared expert
+  bool router_score_bias = false;     // DeepSeek-V3 e_score_correction_bias
+  uint64_t relative_attention_buckets = 0;  // T5 relative position bias (first layer of each stack)
+  uint64_t extra_params = 0;          // outside the transformer stack: pooler, patch embedding, conv
+  std::string hidden_act;             // config hidden_act / activation_function, as written
+  double attention_dropout = 0;       // dropout probabilities the training-mode forward applies
+  double hidden_dropout = 0;
+  uint64_t image_size = 0;            // ViT: tokens = (image/patch)^2 + 1
+  uint64_t patch_size = 0;
+  uint64_t largest_layer_params = 0;  // biggest transformer block (ZeRO-3 / FSDP gather unit)
+
   std::string torch_dtype;            // "bfloat16", "float16", "float32"; empty if unknown
   std::string quantization;           // quantization_config.quant_method: gptq, awq, bitsandbytes, fp8
   uint64_t quantization_bits = 0;
+  uint64_t quantization_group_size = 0;
+
+  // Published parameter count the bundled preset records (with its source), for checks only.
+  std::optional<uint64_t> reference_params;
+  std::vector<std::string> notes;     // what the reader assumed (missing fields, defaults)
 };
 
 }  // namespace oomdoc

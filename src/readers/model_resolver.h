@@ -3,6 +3,8 @@
 // Implemented by the estimate work (issue 3).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/result.h"
@@ -10,6 +12,27 @@
 
 namespace oomdoc {
 
+// Order: an existing path (config.json file, or a folder with config.json and optional
+// *.safetensors), a repo id in the Hugging Face cache (HF_HUB_CACHE, HF_HOME/hub,
+// ~/.cache/huggingface/hub), then a bundled preset.
 Result<ModelSpec> resolve_model(const std::string& name);
+
+// A folder holding config.json (and possibly *.safetensors, whose headers give exact counts).
+Result<ModelSpec> model_from_folder(const std::string& folder);
+
+// Where the Hugging Face cache keeps a repo's snapshot, if it is there.
+std::optional<std::string> find_in_hf_cache(const std::string& repo_id);
+
+// --params 7B with optional shape flags: a Llama-shaped model of that size. The shape is picked
+// from the size (Llama-2 family widths) unless given; total_params stays exactly `params`.
+struct ShapeHints {
+  std::optional<uint64_t> hidden_size;
+  std::optional<uint64_t> num_layers;
+  std::optional<uint64_t> num_attention_heads;
+  std::optional<uint64_t> num_kv_heads;
+  std::optional<uint64_t> vocab_size;
+  std::optional<uint64_t> intermediate_size;
+};
+Result<ModelSpec> model_from_param_count(uint64_t params, const ShapeHints& hints = {});
 
 }  // namespace oomdoc

@@ -1,0 +1,222 @@
+#include "model/architecture.h"
+
+#include <algorithm>
+
+namespace oomdoc {
+namespace {
+
+bool is_one_of(const std::string& value, std::initializer_list<const char*> options) {
+  for (const char* option : options) {
+    if (value == option) return true;
+  }
+  return false;
+}
+
+uint64_t head_dim_of(const ModelSpec& m) {
+  if (m.head_dim) return m.head_dim;
+  return m.num_attention_heads ? m.hidden_size / m.num_attention_heads : 0;
+}
+
+// Attention projections of one block, named as the family's HF module names them.
+std::vector<LinearShape> attention_linears(const ModelSpec& m, uint64_t layers) {
+  const uint64_t h = m.hidden_size;
+  const uint64_t hd = head_dim_of(m);
+  const uint64_t q = m.num_attention_heads * hd;
+  const uint64_t kv = m.num_kv_heads * hd;
+  const bool qb = m.qkv_bias;
+  const bool ob = m.attn_out_bias;
+  const std::string& t = m.model_type;
+  auto lin = [&](const char* name, uint64_t in, uint64_t out, bool bias) {
+    return LinearShape{name, in, out, bias, 1, layers, false};
+  };
+  if (m.attention == AttentionKind::kMultiLatent) {
+    // DeepSeek-V2/V3 (modeling_deepseek.py DeepseekV3Attention): q through a low-rank pair
+    // (or one q_proj when q_lora_rank is null), one down-projection to the latent plus the
+    // shared rope key, and the up-projection of the latent to per-head k_nope and v.
+    const uint64_t qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim;
+    std::vector<LinearShape> out;
+    if (m.q_lora_rank) {
+      out.push_back(lin("q_a_proj", h, m.q_lora_rank, qb));
+      out.push_back(lin("q_b_proj", m.q_lora_rank, m.num_attention_heads * qk_head, false));
+    } else {
+      out.push_back(lin("q_proj", h, m.num_attention_heads * qk_head, false));
+    }
+    out.push_back(lin("kv_a_proj_with_mqa", h, m.kv_lora_rank + m.qk_rope_head_dim, qb));
+    out.push_back(lin("kv_b_proj", m.kv_lora_rank,
+                      m.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim), false));
+    out.push_back(lin("o_proj", m.num_attention_heads * m.v_head_dim, h, ob));
+    return out;
+  }
+  if (is_one_of(t, {"gpt2", "gpt_bigcode"})) {
+    return {lin("c_attn", h, q + 2 * kv, qb), lin("c_proj", q, h, ob)};
+  }
+  if (is_one_of(t, {"gpt_neox", "falcon", "bloom"})) {
+    return {lin("query_key_value", h, q + 2 * kv, qb), lin("dense", q, h, ob)};
+  }
+  if (t == "phi3") return {lin("qkv_proj", h, q + 2 * kv, qb), lin("o_proj", q, h, ob)};
+  if (is_one_of(t, {"bert", "roberta", "vit"})) {
+    return {lin("query", h, q, qb), lin("key", h, kv, qb), lin("value", h, kv, qb),
+            lin("dense", q, h, ob)};
+  }
+  if (t == "deberta-v2") {
+    return {lin("query_proj", h, q, qb), lin("key_proj", h, kv, qb), lin("value_proj", h, kv, qb),
+            lin("dense", q, h, ob)};
+  }
+  if (is_one_of(t, {"t5", "mt5"})) {
+    return {lin("q", h, q, false), lin("k", h, kv, false), lin("v", h, kv, false),
+            lin("o", q, h, false)};
+  }
+  const char* out_name = is_one_of(t, {"gptj", "opt"}) ? "out_proj" : (t == "phi" ? "dense" : "o_proj");
+  return {lin("q_proj", h, q, qb), lin("k_proj", h, kv, qb), lin("v_proj", h, kv, qb),
+          lin(out_name, q, h, ob)};
+}
+
+// Dense MLP of one block with width `inter`.
+std::vector<LinearShape> mlp_linears(const ModelSpec& m, uint64_t inter, uint64_t layers,
+                                     uint64_t copies, bool expert) {
+  const uint64_t h = m.hidden_size;
+  const bool b = m.mlp_bias;
+  const std::string& t = m.model_type;
+  auto lin = [&](const char* name, uint64_t in, uint64_t out) {
+    return LinearShape{name, in, out, b, copies, layers, expert};
+  };
+  if (m.gated_mlp) {
+    if (t == "phi3") return {lin("gate_up_proj", h, 2 * inter), lin("down_proj", inter, h)};
+    if (t == "mixtral" && expert) return {lin("w1", h, inter), lin("w3", h, inter), lin("w2", inter, h)};
+    if (is_one_of(t, {"t5", "mt5"})) return {lin("wi_0", h, inter), lin("wi_1", h, inter), lin("wo", inter, h)};
+    return {lin("gate_proj", h, inter), lin("up_proj", h, inter), lin("down_proj", inter, h)};
+  }
+  if (is_one_of(t, {"gpt2", "gpt_bigcode"})) return {lin("c_fc", h, inter), lin("c_proj", inter, h)};
+  if (is_one_of(t, {"gpt_neox", "falcon", "bloom"})) {
+    return {lin("dense_h_to_4h", h, inter), lin("dense_4h_to_h", inter, h)};
+  }
+  if (t == "gptj") return {lin("fc_in", h, inter), lin("fc_out", inter, h)};
+  if (is_one_of(t, {"opt", "phi"})) return {lin("fc1", h, inter), lin("fc2", inter, h)};
+  if (is_one_of(t, {"t5", "mt5"})) return {lin("wi", h, inter), lin("wo", inter, h)};
+  if (is_one_of(t, {"bert", "roberta", "vit", "deberta-v2"})) {
+    return {lin("intermediate.dense", h, inter), lin("output.dense", inter, h)};
+  }
+  return {lin("up_proj", h, inter), lin("down_proj", inter, h)};
+}
+
+bool is_t5(const ModelSpec& m) { return is_one_of(m.model_type, {"t5", "mt5"}); }
+
+uint64_t moe_layer_count(const ModelSpec& m) {
+  if (!m.num_experts) return 0;
+  return m.num_layers > m.first_dense_layers ? m.num_layers - m.first_dense_layers : 0;
+}
+
+}  // namespace
+
+uint64_t norm_params(const ModelSpec& m, uint64_t width) {
+  return m.norm == NormKind::kLayerNorm ? 2 * width : width;
+}
+
+std::vector<LinearShape> linear_layers(const ModelSpec& m) {
+  std::vector<LinearShape> out;
+  auto append = [&](std::vector<LinearShape> more) {
+    for (auto& l : more) {
+      if (l.layers) out.push_back(std::move(l));
+    }
+  };
+  if (is_t5(m)) {
+    // T5: encoder blocks (self-attention, MLP), decoder blocks (self-attention, cross-attention
+    // over the encoder output, MLP); modeling_t5.py T5Block.
+    append(attention_linears(m, m.num_encoder_layers));
+    append(mlp_linears(m, m.intermediate_size, m.num_encoder_layers, 1, false));
+    append(attention_linears(m, m.num_layers));
+    append(attention_linears(m, m.num_layers));  // EncDecAttention
+    append(mlp_linears(m, m.intermediate_size, m.num_layers, 1, false));
+    return out;
+  }
+  append(attention_linears(m, m.num_layers));
+  const uint64_t moe_layers = moe_layer_count(m);
+  const uint64_t dense_layers = m.num_layers - moe_layers;
+  append(mlp_linears(m, m.intermediate_size, dense_layers, 1, false));
+  if (moe_layers) {
+    append(mlp_linears(m, m.moe_intermediate_size, moe_layers, m.num_experts, true));
+    uint64_t shared = m.shared_expert_intermediate_size
+                          ? m.shared_expert_intermediate_size
+                          : m.num_shared_experts * m.moe_intermediate_size;
+    if (shared) {
+      auto shared_mlp = mlp_linears(m, shared, moe_layers, 1, false);
+      for (auto& l : shared_mlp) l.name = "shared_expert." + l.name;
+      append(std::move(shared_mlp));
+    }
+  }
+  return out;
+}
+
+ParamCount count_parameters(const ModelSpec& m) {
+  ParamCount c;
+  const uint64_t h = m.hidden_size;
+  const uint64_t hd = head_dim_of(m);
+  const uint64_t emb_dim = m.embedding_dim ? m.embedding_dim : h;
+
+  // Embeddings (and OPT's projection between word_embed_proj_dim and hidden).
+  c.embeddings = m.vocab_size * emb_dim + m.position_embeddings * h + m.token_type_embeddings * h;
+  if (m.embedding_norm) c.embeddings += norm_params(m, h);
+  if (emb_dim != h) c.embeddings += 2 * emb_dim * h;  // project_in, project_out (no bias)
+  if (!m.tie_word_embeddings && !m.is_encoder_only && m.vocab_size) {
+    c.lm_head = m.vocab_size * emb_dim + (m.lm_head_bias ? m.vocab_size : 0);
+  }
+
+  std::vector<LinearShape> linears = linear_layers(m);
+  for (const LinearShape& l : linears) c.linear += l.params();
+
+  // Norms of each block, plus q/k norms and MLA's latent norms.
+  uint64_t per_layer_norms = m.norms_per_layer * norm_params(m, h);
+  if (m.qk_norm) per_layer_norms += 2 * hd;
+  if (m.attention == AttentionKind::kMultiLatent) {
+    per_layer_norms += m.kv_lora_rank + (m.q_lora_rank ? m.q_lora_rank : 0);
+  }
+  if (is_t5(m)) {
+    // Encoder blocks: 2 norms; decoder blocks: 3; a final norm per stack.
+    c.norms = m.num_encoder_layers * 2 * h + m.num_layers * 3 * h + 2 * h;
+    c.other = 2 * m.relative_attention_buckets * m.num_attention_heads;
+  } else {
+    c.norms = m.num_layers * per_layer_norms + (m.final_norm ? norm_params(m, h) : 0);
+  }
+
+  // Routers: a bias-free Linear(hidden, experts) per MoE layer (+ Qwen2-MoE's shared-expert gate,
+  // DeepSeek-V3's score correction bias).
+  const uint64_t moe_layers = moe_layer_count(m);
+  uint64_t router = h * m.num_experts;
+  if (m.shared_expert_gate) router += h;
+  if (m.router_score_bias) router += m.num_experts;
+  c.other += moe_layers * router + m.extra_params;
+
+  c.total = c.embeddings + c.lm_head + c.linear + c.norms + c.other;
+
+  // Largest block: the unit FSDP / ZeRO-3 gathers at once.
+  uint64_t dense_block = per_layer_norms, moe_block = per_layer_norms + router;
+  for (const LinearShape& l : linears) {
+    uint64_t one = l.params() / std::max<uint64_t>(l.layers, 1);
+    bool in_moe_only = l.expert || l.name.rfind("shared_expert.", 0) == 0;
+    if (!in_moe_only) {
+      // Attention projections sit in every block; dense MLPs only in dense blocks.
+      bool is_mlp = l.layers != m.num_layers || moe_layers == 0;
+      if (moe_layers && l.layers == m.num_layers) {
+        moe_block += one;
+        dense_block += one;
+      } else if (is_mlp) {
+        dense_block += one;
+      }
+    } else {
+      moe_block += one;
+    }
+  }
+  c.largest_layer = std::max(moe_layers ? moe_block : 0, m.num_layers > moe_layers ? dense_block : 0);
+  c.largest_layer = std::max({c.largest_layer, c.embeddings, c.lm_head});
+  return c;
+}
+
+void fill_parameter_counts(ModelSpec& m) {
+  ParamCount c = count_parameters(m);
+  m.total_params = c.total;
+  m.embedding_params = c.embeddings;
+  m.lm_head_params = c.lm_head;
+  m.largest_layer_params = c.largest_layer;
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,48 @@
+// The module structure of a transformer as its Hugging Face implementation builds it: every
+// Linear layer (named as in the implementation, so LoRA target_modules match) and the exact
+// parameter count. The one place that knows how a config's numbers turn into parameters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_spec.h"
+
+namespace oomdoc {
+
+struct LinearShape {
+  std::string name;          // module name in the HF implementation: q_proj, c_attn, wi_0, ...
+  uint64_t in_features = 0;
+  uint64_t out_features = 0;
+  bool bias = false;
+  uint64_t copies = 1;       // routed experts: one Linear per expert
+  uint64_t layers = 0;       // how many blocks hold it
+  bool expert = false;       // part of a routed expert (only experts_per_token of them run per token)
+
+  uint64_t params() const {
+    return (in_features * out_features + (bias ? out_features : 0)) * copies * layers;
+  }
+};
+
+// Every Linear of the transformer blocks (not the embeddings or the output head).
+std::vector<LinearShape> linear_layers(const ModelSpec& model);
+
+struct ParamCount {
+  uint64_t embeddings = 0;   // token, position and type embeddings, their norm and projections
+  uint64_t lm_head = 0;      // 0 when tied to the input embedding
+  uint64_t linear = 0;       // sum over linear_layers()
+  uint64_t norms = 0;        // every norm weight (and bias)
+  uint64_t other = 0;        // routers, relative position biases, extra_params
+  uint64_t total = 0;
+  uint64_t largest_layer = 0;
+};
+
+ParamCount count_parameters(const ModelSpec& model);
+
+// Sets total_params, embedding_params, lm_head_params and largest_layer_params from the shape.
+void fill_parameter_counts(ModelSpec& model);
+
+uint64_t norm_params(const ModelSpec& model, uint64_t width);
+
+}  // namespace oomdoc

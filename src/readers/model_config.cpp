@@ -1,0 +1,563 @@
+#include "readers/model_config.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "model/architecture.h"
+
+namespace oomdoc {
+namespace {
+
+using nlohmann::json;
+
+// Typed access to optional config keys; a present key of the wrong type is an error, not a default.
+class ConfigView {
+ public:
+  ConfigView(const json& j, const std::string& source) : j_(j), source_(source) {}
+
+  bool has(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+
+  Result<uint64_t> count(const char* key, std::optional<uint64_t> fallback = std::nullopt) const {
+    if (!has(key)) {
+      if (fallback) return *fallback;
+      return make_error(fmt::format("{}: missing \"{}\"", source_, key));
+    }
+    const json& v = j_.at(key);
+    if (v.is_number_unsigned()) return v.get<uint64_t>();
+    if (v.is_number_integer()) {
+      int64_t i = v.get<int64_t>();
+      if (i >= 0) return static_cast<uint64_t>(i);
+    }
+    if (v.is_number_float()) {
+      double d = v.get<double>();
+      if (d >= 0 && d == static_cast<double>(static_cast<uint64_t>(d))) return static_cast<uint64_t>(d);
+    }
+    return make_error(fmt::format("{}: \"{}\" must be a non-negative integer, got {}", source_, key,
+                                  v.dump()));
+  }
+  // First present key among several spellings (GPT-2's n_embd vs hidden_size).
+  Result<uint64_t> count_any(std::initializer_list<const char*> keys,
+                             std::optional<uint64_t> fallback = std::nullopt) const {
+    for (const char* key : keys) {
+      if (has(key)) return count(key);
+    }
+    if (fallback) return *fallback;
+    return make_error(fmt::format("{}: missing \"{}\"", source_, *keys.begin()));
+  }
+  bool flag(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = j_.at(key);
+    return v.is_boolean() ? v.get<bool>() : fallback;
+  }
+  double number(const char* key, double fallback) const {
+    if (!has(key) || !j_.at(key).is_number()) return fallback;
+    return j_.at(key).get<double>();
+  }
+  std::string text(const char* key, const std::string& fallback = "") const {
+    if (!has(key) || !j_.at(key).is_string()) return fallback;
+    return j_.at(key).get<std::string>();
+  }
+  const json& raw() const { return j_; }
+
+ private:
+  const json& j_;
+  const std::string& source_;
+};
+
+#define TRY_ASSIGN(target, expr)            \
+  do {                                      \
+    auto _r = (expr);                       \
+    if (!_r) return _r.error();             \
+    target = *_r;                           \
+  } while (0)
+
+const std::vector<std::string> kModelTypes = {
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
+    "deepseek_v3", "gemma", "gemma2", "gemma3", "gemma3_text", "phi", "phi3", "gpt2", "gptj",
+    "gpt_neox", "falcon", "opt", "bloom", "gpt_bigcode", "stablelm", "bert", "roberta",
+    "deberta-v2", "t5", "mt5", "vit"};
+
+// Llama-style decoders: RMSNorm, gated MLP, RoPE, q/k/v/o projections.
+Status read_llama_like(const ConfigView& c, ModelSpec& m) {
+  TRY_ASSIGN(m.vocab_size, c.count("vocab_size"));
+  TRY_ASSIGN(m.hidden_size, c.count("hidden_size"));
+  TRY_ASSIGN(m.num_layers, c.count("num_hidden_layers"));
+  TRY_ASSIGN(m.num_attention_heads, c.count("num_attention_heads"));
+  TRY_ASSIGN(m.num_kv_heads, c.count("num_key_value_heads", m.num_attention_heads));
+  TRY_ASSIGN(m.head_dim, c.count("head_dim", 0));
+  TRY_ASSIGN(m.intermediate_size, c.count("intermediate_size", 0));
+  TRY_ASSIGN(m.max_position_embeddings, c.count("max_position_embeddings", 0));
+  m.qkv_bias = c.flag("attention_bias", false);
+  m.attn_out_bias = m.qkv_bias;
+  m.mlp_bias = c.flag("mlp_bias", false);
+  m.hidden_act = c.text("hidden_act", c.text("hidden_activation", "silu"));
+  m.attention_dropout = c.number("attention_dropout", 0);
+  return Ok{};
+}
+
+Status read_sliding_window(const ConfigView& c, ModelSpec& m) {
+  if (c.has("sliding_window") && c.flag("use_sliding_window", true)) {
+    uint64_t w = 0;
+    TRY_ASSIGN(w, c.count("sliding_window"));
+    if (w) m.sliding_window = w;
+  }
+  return Ok{};
+}
+
+Status read_family(const ConfigView& c, ModelSpec& m) {
+  const std::string& t = m.model_type;
+  if (t == "llama" || t == "mistral" || t == "mixtral" || t == "qwen2" || t == "qwen2_moe" ||
+      t == "qwen3" || t == "qwen3_moe" || t == "stablelm") {
+    if (auto s = read_llama_like(c, m); !s) return s;
+    m.tie_word_embeddings = c.flag("tie_word_embeddings", false);
+    if (t == "mistral" || t == "mixtral" || t == "qwen2" || t == "qwen2_moe" || t == "qwen3" ||
+        t == "qwen3_moe") {
+      if (auto s = read_sliding_window(c, m); !s) return s;
+    }
+    if (t == "qwen2" || t == "qwen2_moe") {
+      m.qkv_bias = true;  // Qwen2Attention: q/k/v with bias, o_proj without
+      m.attn_out_bias = false;
+    }
+    if (t == "qwen3" || t == "qwen3_moe") {
+      m.qk_norm = true;
+      m.qkv_bias = c.flag("attention_bias", false);
+      m.attn_out_bias = m.qkv_bias;
+    }
+    if (t == "stablelm") {
+      m.norm = NormKind::kLayerNorm;
+      m.qkv_bias = c.flag("use_qkv_bias", false);
+      m.attn_out_bias = false;
+      if (c.flag("qk_layernorm", false)) {
+        return make_error(fmt::format("{}: stablelm with qk_layernorm is not supported", m.source));
+      }
+      if (c.flag("use_parallel_residual", false)) m.norms_per_layer = 1;
+      m.hidden_dropout = c.number("hidden_dropout", 0);
+    }
+    if (t == "mixtral") {
+      TRY_ASSIGN(m.num_experts, c.count("num_local_experts"));
+      TRY_ASSIGN(m.experts_per_token, c.count("num_experts_per_tok"));
+      m.moe_intermediate_size = m.intermediate_size;
+    }
+    if (t == "qwen2_moe" || t == "qwen3_moe") {
+      TRY_ASSIGN(m.num_experts, c.count("num_experts"));
+      TRY_ASSIGN(m.experts_per_token, c.count("num_experts_per_tok"));
+      TRY_ASSIGN(m.moe_intermediate_size, c.count("moe_intermediate_size"));
+      uint64_t step = 1;
+      TRY_ASSIGN(step, c.count("decoder_sparse_step", 1));
+      bool dense_layers = c.has("mlp_only_layers") && c.raw().at("mlp_only_layers").is_array() &&
+                          !c.raw().at("mlp_only_layers").empty();
+      if (step != 1 || dense_layers) {
+        return make_error(fmt::format(
+            "{}: MoE layers that are not every layer (decoder_sparse_step, mlp_only_layers) are not supported",
+            m.source));
+      }
+      if (t == "qwen2_moe") {
+        TRY_ASSIGN(m.shared_expert_intermediate_size, c.count("shared_expert_intermediate_size"));
+        m.shared_expert_gate = true;
+      }
+    }
+    return Ok{};
+  }
+  if (t == "deepseek_v2" || t == "deepseek_v3") {
+    if (auto s = read_llama_like(c, m); !s) return s;
+    m.tie_word_embeddings = c.flag("tie_word_embeddings", false);
+    m.attention = AttentionKind::kMultiLatent;
+    TRY_ASSIGN(m.q_lora_rank, c.count("q_lora_rank", 0));
+    TRY_ASSIGN(m.kv_lora_rank, c.count("kv_lora_rank"));
+    TRY_ASSIGN(m.qk_rope_head_dim, c.count("qk_rope_head_dim"));
+    TRY_ASSIGN(m.qk_nope_head_dim, c.count("qk_nope_head_dim"));
+    TRY_ASSIGN(m.v_head_dim, c.count("v_head_dim"));
+    TRY_ASSIGN(m.num_experts, c.count("n_routed_experts", 0));
+    TRY_ASSIGN(m.num_shared_experts, c.count("n_shared_experts", 0));
+    TRY_ASSIGN(m.experts_per_token, c.count("num_experts_per_tok", 0));
+    TRY_ASSIGN(m.moe_intermediate_size, c.count("moe_intermediate_size", 0));
+    TRY_ASSIGN(m.first_dense_layers, c.count("first_k_dense_replace", 0));
+    uint64_t freq = 1;
+    TRY_ASSIGN(freq, c.count("moe_layer_freq", 1));
+    if (freq != 1) {
+      return make_error(fmt::format("{}: moe_layer_freq {} is not supported (only 1)", m.source, freq));
+    }
+    m.router_score_bias = c.text("topk_method") == "noaux_tc";
+    m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+    return Ok{};
+  }
+  if (t == "gemma" || t == "gemma2" || t == "gemma3_text") {
+    if (auto s = read_llama_like(c, m); !s) return s;
+    m.tie_word_embeddings = c.flag("tie_word_embeddings", true);
+    m.hidden_act = c.text("hidden_activation", c.text("hidden_act", "gelu_pytorch_tanh"));
+    if (t != "gemma") {
+      m.norms_per_layer = 4;  // input, post_attention, pre_feedforward, post_feedforward
+      if (auto s = read_sliding_window(c, m); !s) return s;
+      m.layer_is_sliding.assign(m.num_layers, false);
+      if (c.has("layer_types") && c.raw().at("layer_types").is_array()) {
+        const json& types = c.raw().at("layer_types");
+        for (size_t i = 0; i < types.size() && i < m.num_layers; ++i) {
+          m.layer_is_sliding[i] = types[i].is_string() && types[i].get<std::string>() == "sliding_attention";
+        }
+      } else if (t == "gemma2") {
+        for (uint64_t i = 0; i < m.num_layers; ++i) m.layer_is_sliding[i] = i % 2 == 0;
+      } else {
+        uint64_t pattern = 6;
+        TRY_ASSIGN(pattern, c.count("sliding_window_pattern", 6));
+        for (uint64_t i = 0; i < m.num_layers; ++i) m.layer_is_sliding[i] = pattern && (i + 1) % pattern != 0;
+      }
+    }
+    if (t == "gemma3_text") m.qk_norm = true;
+    return Ok{};
+  }
+  if (t == "phi") {
+    if (auto s = read_llama_like(c, m); !s) return s;
+    m.norm = NormKind::kLayerNorm;
+    m.norms_per_layer = 1;
+    m.parallel_attention = true;
+    m.gated_mlp = false;
+    m.qkv_bias = m.attn_out_bias = m.mlp_bias = true;
+    m.lm_head_bias = true;
+    m.tie_word_embeddings = c.flag("tie_word_embeddings", false);
+    m.hidden_act = c.text("hidden_act", "gelu_new");
+    m.hidden_dropout = c.number("resid_pdrop", 0);
+    if (c.flag("qk_layernorm", false)) {
+      return make_error(fmt::format("{}: phi with qk_layernorm is not supported", m.source));
+    }
+    return Ok{};
+  }
+  if (t == "phi3") {
+    if (auto s = read_llama_like(c, m); !s) return s;
+    m.tie_word_embeddings = c.flag("tie_word_embeddings", false);
+    if (auto s = read_sliding_window(c, m); !s) return s;
+    m.hidden_dropout = c.number("resid_pdrop", 0);
+    return Ok{};
+  }
+  if (t == "gpt2" || t == "gpt_bigcode" || t == "gptj") {
+    TRY_ASSIGN(m.vocab_size, c.count("vocab_size"));
+    TRY_ASSIGN(m.hidden_size, c.count_any({"n_embd", "hidden_size"}));
+    TRY_ASSIGN(m.num_layers, c.count_any({"n_layer", "num_hidden_layers"}));
+    TRY_ASSIGN(m.num_attention_heads, c.count_any({"n_head", "num_attention_heads"}));
+    TRY_ASSIGN(m.intermediate_size, c.count("n_inner", 4 * m.hidden_size));
+    TRY_ASSIGN(m.max_position_embeddings, c.count_any({"n_positions", "max_position_embeddings"}, 0));
+    m.num_kv_heads = m.num_attention_heads;
+    m.norm = NormKind::kLayerNorm;
+    m.gated_mlp = false;
+    m.mlp_bias = true;
+    m.hidden_act = c.text("activation_function", "gelu_new");
+    m.attention_dropout = c.number("attn_pdrop", 0.1);
+    m.hidden_dropout = c.number("resid_pdrop", 0.1);
+    if (t == "gptj") {
+      m.parallel_attention = true;
+      m.norms_per_layer = 1;
+      m.lm_head_bias = true;
+      m.tie_word_embeddings = c.flag("tie_word_embeddings", false);
+      m.attention_dropout = c.number("attn_pdrop", 0);
+      m.hidden_dropout = c.number("resid_pdrop", 0);
+    } else {
+      m.qkv_bias = m.attn_out_bias = true;
+      m.position_embeddings = m.max_position_embeddings;
+      m.tie_word_embeddings = c.flag("tie_word_embeddings", true);
+      if (t == "gpt_bigcode" && c.flag("multi_query", true)) m.num_kv_heads = 1;
+    }
+    return Ok{};
+  }
+  if (t == "gpt_neox") {
+    TRY_ASSIGN(m.vocab_size, c.count("vocab_size"));
+    TRY_ASSIGN(m.hidden_size, c.count("hidden_size"));
+    TRY_ASSIGN(m.num_layers, c.count("num_hidden_layers"));
+    TRY_ASSIGN(m.num_attention_heads, c.count("num_attention_heads"));
+    TRY_ASSIGN(m.intermediate_size, c.count("intermediate_size", 4 * m.hidden_size));
+    TRY_ASSIGN(m.max_position_embeddings, c.count("max_position_embeddings", 0));
+    m.num_kv_heads = m.num_attention_heads;
+    m.norm = NormKind::kLayerNorm;
+    m.gated_mlp = false;
+    m.qkv_bias = m.attn_out_bias = c.flag("attention_bias", true);
+    m.mlp_bias = true;
+    m.tie_word_embeddings = c.flag("tie_word_embeddings", false);
+    m.hidden_act = c.text("hidden_act", "gelu");
+    m.parallel_attention = c.flag("use_parallel_residual", true);
+    m.attention_dropout = c.number("attention_dropout", 0);
+    m.hidden_dropout = c.number("hidden_dropout", 0);
+    return Ok{};
+  }
+  if (t == "falcon" || t == "RefinedWeb" || t == "RefinedWebModel") {
+    m.model_type = "falcon";
+    TRY_ASSIGN(m.vocab_size, c.count("vocab_size"));
+    TRY_ASSIGN(m.hidden_size, c.count_any({"hidden_size", "n_embed"}));
+    TRY_ASSIGN(m.num_layers, c.count_any({"num_hidden_layers", "n_layer"}));
+    TRY_ASSIGN(m.num_attention_heads, c.count_any({"num_attention_heads", "n_head"}));
+    TRY_ASSIGN(m.intermediate_size, c.count("ffn_hidden_size", 4 * m.hidden_size));
+    TRY_ASSIGN(m.max_position_embeddings, c.count("max_position_embeddings", 2048));
+    const bool new_arch = c.flag("new_decoder_architecture", t == "RefinedWeb");
+    if (new_arch) {
+      TRY_ASSIGN(m.num_kv_heads, c.count_any({"num_kv_heads", "n_head_kv"}, m.num_attention_heads));
+      uint64_t ln = 2;
+      TRY_ASSIGN(ln, c.count("num_ln_in_parallel_attn", 2));
+      m.norms_per_layer = ln;
+      m.parallel_attention = true;
+    } else {
+      m.num_kv_heads = c.flag("multi_query", true) ? 1 : m.num_attention_heads;
+      m.parallel_attention = c.flag("parallel_attn", true);
+      m.norms_per_layer = m.parallel_attention ? 1 : 2;
+    }
+    if (c.flag("alibi", false)) {
+      // ALiBi has no parameters; only the attention kernel choice changes.
+      m.notes.push_back("alibi attention (no positional parameters)");
+    }
+    m.norm = NormKind::kLayerNorm;
+    m.gated_mlp = false;
+    m.qkv_bias = m.attn_out_bias = m.mlp_bias = c.flag("bias", false);
+    m.tie_word_embeddings = c.flag("tie_word_embeddings", true);
+    m.hidden_act = c.text("activation", "gelu");
+    m.attention_dropout = c.number("attention_dropout", 0);
+    m.hidden_dropout = c.number("hidden_dropout", 0);
+    return Ok{};
+  }
+  if (t == "opt") {
+    TRY_ASSIGN(m.vocab_size, c.count("vocab_size"));
+    TRY_ASSIGN(m.hidden_size, c.count("hidden_size"));
+    TRY_ASSIGN(m.num_layers, c.count("num_hidden_layers"));
+    TRY_ASSIGN(m.num_attention_heads, c.count("num_attention_heads"));
+    TRY_ASSIGN(m.intermediate_size, c.count("ffn_dim"));
+    TRY_ASSIGN(m.max_position_embeddings, c.count("max_position_embeddings"));
+    TRY_ASSIGN(m.embedding_dim, c.count("word_embed_proj_dim", m.hidden_size));
+    m.num_kv_heads = m.num_attention_heads;
+    m.position_embeddings = m.max_position_embeddings + 2;  // OPTLearnedPositionalEmbedding offset 2
+    m.norm = NormKind::kLayerNorm;
+    m.gated_mlp = false;
+    const bool bias = c.flag("enable_bias", true);
+    m.qkv_bias = m.attn_out_bias = m.mlp_bias = bias;
+    m.tie_word_embeddings = c.flag("tie_word_embeddings", true);
+    m.final_norm = c.flag("do_layer_norm_before", true) && !c.flag("_remove_final_layer_norm", false);
+    m.hidden_act = c.text("activation_function", "relu");
+    m.attention_dropout = c.number("attention_dropout", 0);
+    m.hidden_dropout = c.number("dropout", 0.1);
+    return Ok{};
+  }
+  if (t == "bloom") {
+    TRY_ASSIGN(m.vocab_size, c.count("vocab_size"));
+    TRY_ASSIGN(m.hidden_size, c.count_any({"hidden_size", "n_embed"}));
+    TRY_ASSIGN(m.num_layers, c.count_any({"n_layer", "num_hidden_layers"}));
+    TRY_ASSIGN(m.num_attention_heads, c.count_any({"n_head", "num_attention_heads"}));
+    m.num_kv_heads = m.num_attention_heads;
+    m.intermediate_size = 4 * m.hidden_size;
+    m.norm = NormKind::kLayerNorm;
+    m.gated_mlp = false;
+    m.qkv_bias = m.attn_out_bias = m.mlp_bias = true;
+    m.embedding_norm = true;
+    m.tie_word_embeddings = c.flag("tie_word_embeddings", true);
+    m.hidden_act = "bloom_gelu";
+    m.attention_dropout = c.number("attention_dropout", 0);
+    m.hidden_dropout = c.number("hidden_dropout", 0);
+    return Ok{};
+  }
+  if (t == "bert" || t == "roberta" || t == "deberta-v2" || t == "vit") {
+    TRY_ASSIGN(m.hidden_size, c.count("hidden_size"));
+    TRY_ASSIGN(m.num_layers, c.count("num_hidden_layers"));
+    TRY_ASSIGN(m.num_attention_heads, c.count("num_attention_heads"));
+    TRY_ASSIGN(m.intermediate_size, c.count("intermediate_size"));
+    m.num_kv_heads = m.num_attention_heads;
+    m.is_encoder_only = true;
+    m.tie_word_embeddings = true;  // the base model has no output head
+    m.norm = NormKind::kLayerNorm;
+    m.gated_mlp = false;
+    m.qkv_bias = m.attn_out_bias = m.mlp_bias = true;
+    m.hidden_act = c.text("hidden_act", "gelu");
+    m.attention_dropout = c.number("attention_probs_dropout_prob", 0.1);
+    m.hidden_dropout = c.number("hidden_dropout_prob", 0.1);
+    const uint64_t h = m.hidden_size;
+    if (t == "vit") {
+      TRY_ASSIGN(m.image_size, c.count("image_size", 224));
+      TRY_ASSIGN(m.patch_size, c.count("patch_size", 16));
+      uint64_t channels = 3;
+      TRY_ASSIGN(channels, c.count("num_channels", 3));
+      if (m.patch_size == 0 || m.image_size % m.patch_size) {
+        return make_error(fmt::format("{}: image_size {} is not a multiple of patch_size {}",
+                                      m.source, m.image_size, m.patch_size));
+      }
+      const uint64_t patches = (m.image_size / m.patch_size) * (m.image_size / m.patch_size);
+      m.max_position_embeddings = patches + 1;
+      m.qkv_bias = c.flag("qkv_bias", true);
+      m.hidden_dropout = c.number("hidden_dropout_prob", 0);
+      m.attention_dropout = c.number("attention_probs_dropout_prob", 0);
+      // ViTModel: cls token, position table, patch Conv2d, final layernorm, pooler (dense h->h).
+      m.extra_params = h + (patches + 1) * h + (channels * m.patch_size * m.patch_size * h + h) + (h * h + h);
+      return Ok{};
+    }
+    TRY_ASSIGN(m.vocab_size, c.count("vocab_size"));
+    TRY_ASSIGN(m.max_position_embeddings, c.count("max_position_embeddings", 512));
+    TRY_ASSIGN(m.token_type_embeddings, c.count("type_vocab_size", t == "deberta-v2" ? 0 : 2));
+    m.embedding_norm = true;
+    m.final_norm = false;
+    if (t == "deberta-v2") {
+      if (c.flag("position_biased_input", true)) m.position_embeddings = m.max_position_embeddings;
+      uint64_t emb = 0;
+      TRY_ASSIGN(emb, c.count("embedding_size", h));
+      if (emb != h) {
+        return make_error(fmt::format("{}: embedding_size {} different from hidden_size is not supported",
+                                      m.source, emb));
+      }
+      // DebertaV2Encoder: relative position embeddings (2 * buckets rows), their LayerNorm and
+      // the convolution layer of the first block (modeling_deberta_v2.py).
+      if (c.flag("relative_attention", false)) {
+        int64_t max_rel = c.has("max_relative_positions") ? c.raw().at("max_relative_positions").get<int64_t>() : -1;
+        uint64_t buckets = 0;
+        TRY_ASSIGN(buckets, c.count("position_buckets", 0));
+        uint64_t span = buckets ? buckets : (max_rel < 1 ? m.max_position_embeddings : static_cast<uint64_t>(max_rel));
+        m.extra_params += 2 * span * h;
+        if (c.text("norm_rel_ebd").find("layer_norm") != std::string::npos) m.extra_params += 2 * h;
+        if (c.has("pos_att_type") && !c.flag("share_att_key", false)) {
+          return make_error(fmt::format("{}: deberta-v2 with share_att_key false is not supported", m.source));
+        }
+      }
+      uint64_t kernel = 0;
+      TRY_ASSIGN(kernel, c.count("conv_kernel_size", 0));
+      if (kernel) m.extra_params += h * h * kernel + h + 2 * h;
+    } else {
+      m.position_embeddings = m.max_position_embeddings;
+      m.extra_params = h * h + h;  // BertPooler / RobertaPooler dense layer
+    }
+    return Ok{};
+  }
+  if (t == "t5" || t == "mt5") {
+    TRY_ASSIGN(m.vocab_size, c.count("vocab_size"));
+    TRY_ASSIGN(m.hidden_size, c.count("d_model"));
+    TRY_ASSIGN(m.num_encoder_layers, c.count("num_layers"));
+    TRY_ASSIGN(m.num_layers, c.count("num_decoder_layers", m.num_encoder_layers));
+    TRY_ASSIGN(m.num_attention_heads, c.count("num_heads"));
+    TRY_ASSIGN(m.head_dim, c.count("d_kv"));
+    TRY_ASSIGN(m.intermediate_size, c.count("d_ff"));
+    TRY_ASSIGN(m.relative_attention_buckets, c.count("relative_attention_num_buckets", 32));
+    m.num_kv_heads = m.num_attention_heads;
+    m.is_encoder_decoder = true;
+    m.norm = NormKind::kRmsNorm;
+    std::string ff = c.text("feed_forward_proj", "relu");
+    m.gated_mlp = ff.rfind("gated-", 0) == 0;
+    m.hidden_act = m.gated_mlp ? ff.substr(6) : ff;
+    if (m.hidden_act == "gelu") m.hidden_act = "gelu_new";  // T5Config maps gated-gelu to gelu_new
+    m.tie_word_embeddings = c.flag("tie_word_embeddings", t == "t5");
+    m.attention_dropout = m.hidden_dropout = c.number("dropout_rate", 0.1);
+    return Ok{};
+  }
+  std::string known;
+  for (const auto& k : kModelTypes) known += (known.empty() ? "" : ", ") + k;
+  return make_error(fmt::format(
+      "{}: unknown model_type \"{}\" (known: {}); pass --params N (with --hidden-size/--layers) to "
+      "estimate from a parameter count instead",
+      m.source, t, known));
+}
+
+Status validate(ModelSpec& m) {
+  auto fail = [&](const std::string& what) { return make_error(fmt::format("{}: {}", m.source, what)); };
+  if (m.hidden_size == 0) return fail("hidden_size is 0");
+  if (m.num_layers == 0) return fail("number of layers is 0");
+  if (m.num_attention_heads == 0) return fail("num_attention_heads is 0");
+  if (m.num_kv_heads == 0) return fail("num_key_value_heads is 0");
+  if (m.attention == AttentionKind::kMultiHead) {
+    if (m.num_attention_heads % m.num_kv_heads) {
+      return fail(fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}",
+                              m.num_attention_heads, m.num_kv_heads));
+    }
+    if (m.num_kv_heads > m.num_attention_heads) {
+      return fail(fmt::format("num_key_value_heads {} is larger than num_attention_heads {}",
+                              m.num_kv_heads, m.num_attention_heads));
+    }
+    if (m.head_dim == 0) {
+      if (m.hidden_size % m.num_attention_heads) {
+        return fail(fmt::format("hidden_size {} is not a multiple of num_attention_heads {} and no head_dim is given",
+                                m.hidden_size, m.num_attention_heads));
+      }
+      m.head_dim = m.hidden_size / m.num_attention_heads;
+    }
+  }
+  if (!m.is_encoder_only && m.vocab_size == 0) return fail("vocab_size is 0");
+  const bool has_dense_mlp = m.num_experts == 0 || m.first_dense_layers > 0;
+  if (has_dense_mlp && m.intermediate_size == 0) return fail("intermediate_size is missing or 0");
+  if (m.num_experts) {
+    if (m.experts_per_token == 0 || m.experts_per_token > m.num_experts) {
+      return fail(fmt::format("num_experts_per_tok {} must be between 1 and the {} experts",
+                              m.experts_per_token, m.num_experts));
+    }
+    if (m.moe_intermediate_size == 0) return fail("moe_intermediate_size is 0");
+    if (m.first_dense_layers > m.num_layers) {
+      return fail(fmt::format("first_k_dense_replace {} is more than the {} layers", m.first_dense_layers,
+                              m.num_layers));
+    }
+  }
+  if (m.attention == AttentionKind::kMultiLatent && (m.kv_lora_rank == 0 || m.qk_rope_head_dim == 0)) {
+    return fail("multi-latent attention needs kv_lora_rank and qk_rope_head_dim");
+  }
+  if (m.sliding_window && m.max_position_embeddings && *m.sliding_window > m.max_position_embeddings) {
+    m.notes.push_back(fmt::format("sliding_window {} exceeds max_position_embeddings {}: every layer attends fully",
+                                  *m.sliding_window, m.max_position_embeddings));
+  }
+  return Ok{};
+}
+
+void read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
+  m.torch_dtype = c.text("torch_dtype", c.text("dtype"));
+  if (!c.has("quantization_config") || !c.raw().at("quantization_config").is_object()) return;
+  const json& q = c.raw().at("quantization_config");
+  ConfigView qc(q, m.source);
+  m.quantization = qc.text("quant_method");
+  auto bits = qc.count("bits", 0);
+  if (bits) m.quantization_bits = *bits;
+  auto group = qc.count("group_size", 0);
+  if (group) m.quantization_group_size = *group;
+  if (m.quantization == "bitsandbytes") {
+    if (qc.flag("load_in_4bit", false)) m.quantization_bits = 4;
+    else if (qc.flag("load_in_8bit", false)) m.quantization_bits = 8;
+  } else if (m.quantization == "fp8" || m.quantization == "fbgemm_fp8") {
+    m.quantization_bits = 8;
+  } else if (m.quantization == "compressed-tensors" && m.quantization_bits == 0) {
+    // compressed-tensors nests bits per config group; take the first weights entry.
+    if (q.contains("config_groups") && q.at("config_groups").is_object()) {
+      for (const auto& [name, group_cfg] : q.at("config_groups").items()) {
+        if (group_cfg.contains("weights") && group_cfg.at("weights").is_object()) {
+          ConfigView w(group_cfg.at("weights"), m.source);
+          auto b = w.count("num_bits", 0);
+          if (b) m.quantization_bits = *b;
+          auto g = w.count("group_size", 0);
+          if (g) m.quantization_group_size = *g;
+          break;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& supported_model_types() { return kModelTypes; }
+
+Result<ModelSpec> parse_model_config(std::string_view text, const std::string& source) {
+  json root = json::parse(text.begin(), text.end(), nullptr, false);
+  if (root.is_discarded()) return make_error(fmt::format("{}: not valid JSON", source));
+  if (!root.is_object()) return make_error(fmt::format("{}: expected a JSON object", source));
+  // Multimodal wrappers (Gemma 3, Llava-style) keep the language model in text_config.
+  json config = root;
+  if (root.contains("text_config") && root.at("text_config").is_object()) {
+    config = root.at("text_config");
+    for (const char* key : {"torch_dtype", "dtype", "quantization_config", "tie_word_embeddings"}) {
+      if (!config.contains(key) && root.contains(key)) config[key] = root.at(key);
+    }
+    if (!config.contains("model_type") && root.value("model_type", "") == "gemma3") {
+      config["model_type"] = "gemma3_text";
+    }
+  }
+  ModelSpec m;
+  m.source = source;
+  ConfigView c(config, source);
+  m.model_type = c.text("model_type");
+  if (m.model_type.empty()) {
+    return make_error(fmt::format("{}: no \"model_type\"; not a Hugging Face model config", source));
+  }
+  if (m.model_type == "gemma3") m.model_type = "gemma3_text";
+  m.id = c.text("_name_or_path");
+  if (auto s = read_family(c, m); !s) return s.error();
+  if (auto s = validate(m); !s) return s.error();
+  read_dtype_and_quantization(c, m);
+  fill_parameter_counts(m);
+  return m;
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,135 @@
+#include "readers/model_presets.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "core/embedded.h"
+#include "readers/model_config.h"
+
+namespace oomdoc {
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Name without organisation, lower case, instruct/chat/-hf suffixes removed: the key that lets
+// "meta-llama/Llama-2-7b-chat-hf" and "llama-2-7b" find the same architecture.
+std::string variant_key(const std::string& name) {
+  std::string s = lower(name);
+  if (auto slash = s.rfind('/'); slash != std::string::npos) s = s.substr(slash + 1);
+  static const char* kSuffixes[] = {"-hf", "-instruct", "-chat", "-it", "-base", "-pt"};
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (const char* suffix : kSuffixes) {
+      std::string_view sv(suffix);
+      if (s.size() > sv.size() && s.compare(s.size() - sv.size(), sv.size(), sv) == 0) {
+        s.resize(s.size() - sv.size());
+        changed = true;
+      }
+    }
+  }
+  return s;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+const PresetInfo* match(const std::string& name) {
+  const auto& index = preset_index();
+  const std::string wanted = lower(name);
+  for (const auto& p : index) {
+    if (lower(p.id) == wanted) return &p;
+  }
+  for (const auto& p : index) {
+    for (const auto& a : p.aliases) {
+      if (lower(a) == wanted) return &p;
+    }
+  }
+  const std::string key = variant_key(name);
+  for (const auto& p : index) {
+    if (variant_key(p.id) == key) return &p;
+    for (const auto& a : p.aliases) {
+      if (variant_key(a) == key) return &p;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const std::vector<PresetInfo>& preset_index() {
+  static const std::vector<PresetInfo> index = [] {
+    std::vector<PresetInfo> out;
+    for (const EmbeddedFile& file : embedded_under("presets/")) {
+      auto j = nlohmann::json::parse(file.content.begin(), file.content.end(), nullptr, false);
+      if (j.is_discarded() || !j.is_object()) continue;  // tests check every preset parses
+      PresetInfo p;
+      p.file = std::string(file.path);
+      p.id = j.value("id", "");
+      if (j.contains("aliases") && j["aliases"].is_array()) {
+        for (const auto& a : j["aliases"]) {
+          if (a.is_string()) p.aliases.push_back(a.get<std::string>());
+        }
+      }
+      p.source = j.value("source", "");
+      if (j.contains("reference_params") && j["reference_params"].is_number_unsigned()) {
+        p.reference_params = j["reference_params"].get<uint64_t>();
+      }
+      if (j.contains("reference_params_source") && j["reference_params_source"].is_string()) {
+        p.reference_params_source = j["reference_params_source"].get<std::string>();
+      }
+      out.push_back(std::move(p));
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.file < b.file; });
+    return out;
+  }();
+  return index;
+}
+
+std::optional<Result<ModelSpec>> find_preset(const std::string& name) {
+  const PresetInfo* p = match(name);
+  if (!p) return std::nullopt;
+  auto content = embedded(p->file);
+  auto j = nlohmann::json::parse(content->begin(), content->end(), nullptr, false);
+  if (j.is_discarded() || !j.contains("config")) {
+    return Result<ModelSpec>(make_error(fmt::format("preset {}: no config object", p->file)));
+  }
+  std::string config = j["config"].dump();
+  auto spec = parse_model_config(config, "preset:" + p->file);
+  if (!spec) return spec;
+  spec->id = p->id;
+  spec->reference_params = p->reference_params;
+  return spec;
+}
+
+std::vector<std::string> closest_presets(const std::string& name, size_t limit) {
+  std::vector<std::pair<size_t, std::string>> scored;
+  const std::string key = variant_key(name);
+  for (const auto& p : preset_index()) {
+    size_t best = edit_distance(key, variant_key(p.id));
+    for (const auto& a : p.aliases) best = std::min(best, edit_distance(key, variant_key(a)));
+    scored.emplace_back(best, p.id);
+  }
+  std::sort(scored.begin(), scored.end());
+  std::vector<std::string> out;
+  for (size_t i = 0; i < scored.size() && i < limit; ++i) out.push_back(scored[i].second);
+  return out;
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,31 @@
+// Bundled model presets (data/presets/*.json): the real config.json of popular models with its
+// source, found by exact Hugging Face id (case-insensitive), short alias, or instruct/chat variant.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "model/model_spec.h"
+
+namespace oomdoc {
+
+struct PresetInfo {
+  std::string file;                       // "presets/llama-2-7b.json"
+  std::string id;                         // "meta-llama/Llama-2-7b-hf"
+  std::vector<std::string> aliases;
+  std::string source;                     // URL of the config.json
+  std::optional<uint64_t> reference_params;
+  std::string reference_params_source;
+};
+
+const std::vector<PresetInfo>& preset_index();
+
+// The preset matching name, parsed into a ModelSpec (source "preset:<file>"); nullopt if none.
+std::optional<Result<ModelSpec>> find_preset(const std::string& name);
+
+// Up to `limit` preset ids that look like name (for "did you mean" errors).
+std::vector<std::string> closest_presets(const std::string& name, size_t limit = 3);
+
+}  // namespace oomdoc

@@ -1,0 +1,172 @@
+#include "readers/model_resolver.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/file_input.h"
+#include "core/units.h"
+#include "model/architecture.h"
+#include "readers/model_config.h"
+#include "readers/model_presets.h"
+#include "readers/safetensors_header.h"
+
+namespace oomdoc {
+namespace fs = std::filesystem;
+
+Result<ModelSpec> model_from_folder(const std::string& folder) {
+  fs::path config = fs::path(folder) / "config.json";
+  if (!fs::exists(config)) {
+    // Headers alone give the count but not the shape the activation formulas need.
+    auto headers = read_safetensors_folder(folder);
+    if (headers) {
+      return make_error(fmt::format(
+          "{}: no config.json; the safetensors headers hold {} parameters but not the model's shape "
+          "(pass --params {} with --hidden-size and --layers)",
+          folder, format_exact_count(headers->total_elements), headers->total_elements));
+    }
+    return make_error(fmt::format("{}: no config.json and no *.safetensors", folder));
+  }
+  auto text = read_small_file(config.string());
+  if (!text) return text.error();
+  auto spec = parse_model_config(*text, config.string());
+  if (!spec) return spec;
+  spec->source = folder;
+  bool has_weights = false;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    if (entry.path().extension() == ".safetensors") has_weights = true;
+  }
+  if (!has_weights) return spec;
+  auto headers = read_safetensors_folder(folder);
+  if (!headers) return headers.error();
+  spec->params_by_dtype = headers->elements_by_dtype;
+  spec->checkpoint_bytes = headers->total_bytes;
+  if (spec->quantization.empty()) {
+    // Unquantized: the headers count every parameter exactly (tied weights are stored once).
+    if (headers->total_elements != spec->total_params) {
+      spec->notes.push_back(fmt::format("config implies {} parameters, safetensors headers hold {}; using the headers",
+                                        format_exact_count(spec->total_params),
+                                        format_exact_count(headers->total_elements)));
+    }
+    spec->total_params = headers->total_elements;
+  } else {
+    spec->notes.push_back(fmt::format("pre-quantized checkpoint ({}): {} bytes of tensors on disk",
+                                      spec->quantization, headers->total_bytes));
+  }
+  return spec;
+}
+
+std::optional<std::string> find_in_hf_cache(const std::string& repo_id) {
+  auto slash = repo_id.find('/');
+  if (slash == std::string::npos || repo_id.find('/', slash + 1) != std::string::npos) return std::nullopt;
+  std::vector<fs::path> roots;
+  if (const char* hub = std::getenv("HF_HUB_CACHE"); hub && *hub) roots.emplace_back(hub);
+  if (const char* home = std::getenv("HF_HOME"); home && *home) roots.push_back(fs::path(home) / "hub");
+  if (const char* user = std::getenv("HOME"); user && *user) {
+    roots.push_back(fs::path(user) / ".cache" / "huggingface" / "hub");
+  }
+  const std::string dir = "models--" + repo_id.substr(0, slash) + "--" + repo_id.substr(slash + 1);
+  std::error_code ec;
+  for (const fs::path& root : roots) {
+    fs::path repo = root / dir;
+    if (!fs::is_directory(repo, ec)) continue;
+    // refs/main names the snapshot the hub client would use; otherwise any snapshot with a config.
+    std::string ref;
+    if (auto text = read_small_file((repo / "refs" / "main").string(), 1024)) {
+      ref = *text;
+      while (!ref.empty() && std::isspace(static_cast<unsigned char>(ref.back()))) ref.pop_back();
+    }
+    if (!ref.empty() && fs::exists(repo / "snapshots" / ref / "config.json", ec)) {
+      return (repo / "snapshots" / ref).string();
+    }
+    std::vector<fs::path> snapshots;
+    for (const auto& entry : fs::directory_iterator(repo / "snapshots", ec)) {
+      if (fs::exists(entry.path() / "config.json", ec)) snapshots.push_back(entry.path());
+    }
+    if (!snapshots.empty()) {
+      std::sort(snapshots.begin(), snapshots.end());
+      return snapshots.back().string();
+    }
+  }
+  return std::nullopt;
+}
+
+Result<ModelSpec> resolve_model(const std::string& name) {
+  if (name.empty()) return make_error("no model given (--model NAME, a path, or --params)");
+  std::error_code ec;
+  if (fs::exists(name, ec)) {
+    if (fs::is_directory(name, ec)) return model_from_folder(name);
+    if (name.size() > 12 && name.substr(name.size() - 12) == ".safetensors") {
+      return model_from_folder(fs::path(name).parent_path().string().empty() ? "." : fs::path(name).parent_path().string());
+    }
+    auto text = read_small_file(name);
+    if (!text) return text.error();
+    return parse_model_config(*text, name);
+  }
+  if (auto snapshot = find_in_hf_cache(name)) {
+    auto spec = model_from_folder(*snapshot);
+    if (spec) {
+      spec->id = name;
+      spec->source = "hf-cache:" + *snapshot;
+    }
+    return spec;
+  }
+  if (auto preset = find_preset(name)) return *preset;
+  std::string hint;
+  for (const auto& id : closest_presets(name)) hint += (hint.empty() ? "" : ", ") + id;
+  return make_error(fmt::format(
+      "{}: not a file or folder, not in the Hugging Face cache, and not a bundled preset (closest: {}); "
+      "or pass --params N for a quick estimate",
+      name, hint));
+}
+
+Result<ModelSpec> model_from_param_count(uint64_t params, const ShapeHints& hints) {
+  if (params == 0) return make_error("--params: must be a positive count such as 7B");
+  // Widths and depths of the Llama-2 / Llama-3 family by size (published configs); the layer
+  // count then follows from ~12*h^2 parameters per layer unless given.
+  struct Bucket { uint64_t max_params, hidden, heads, kv_heads; };
+  static const Bucket kBuckets[] = {
+      {600'000'000, 1024, 16, 16},  {2'000'000'000, 2048, 32, 8},  {5'000'000'000, 3072, 24, 8},
+      {10'000'000'000, 4096, 32, 8}, {20'000'000'000, 5120, 40, 8}, {45'000'000'000, 6656, 52, 8},
+      {150'000'000'000, 8192, 64, 8}, {UINT64_MAX, 16384, 128, 8}};
+  const Bucket* b = &kBuckets[0];
+  for (const auto& bucket : kBuckets) {
+    if (params <= bucket.max_params) { b = &bucket; break; }
+  }
+  ModelSpec m;
+  m.id = "custom";
+  m.model_type = "llama";
+  m.source = "--params";
+  m.hidden_size = hints.hidden_size.value_or(b->hidden);
+  m.num_attention_heads = hints.num_attention_heads.value_or(hints.hidden_size ? std::max<uint64_t>(1, m.hidden_size / 128) : b->heads);
+  m.num_kv_heads = hints.num_kv_heads.value_or(std::min(b->kv_heads, m.num_attention_heads));
+  m.vocab_size = hints.vocab_size.value_or(32000);
+  m.intermediate_size = hints.intermediate_size.value_or(static_cast<uint64_t>(std::llround(m.hidden_size * 8.0 / 3 / 256)) * 256);
+  if (m.hidden_size % m.num_attention_heads || m.num_attention_heads % m.num_kv_heads) {
+    return make_error(fmt::format("--params: hidden size {} / {} heads / {} kv heads do not divide evenly",
+                                  m.hidden_size, m.num_attention_heads, m.num_kv_heads));
+  }
+  m.head_dim = m.hidden_size / m.num_attention_heads;
+  if (hints.num_layers) {
+    m.num_layers = *hints.num_layers;
+  } else {
+    m.num_layers = 1;
+    ModelSpec one = m;
+    ParamCount c1 = count_parameters(one);
+    uint64_t per_layer = c1.linear + (c1.norms - m.hidden_size);
+    uint64_t outside = c1.total - per_layer;
+    m.num_layers = params > outside ? std::max<uint64_t>(1, (params - outside + per_layer / 2) / per_layer) : 1;
+  }
+  fill_parameter_counts(m);
+  m.notes.push_back(fmt::format("shape from --params: hidden {}, {} layers, {} heads ({} kv), vocab {}, MLP {}; "
+                                "the shape gives {} parameters, the estimate uses the {} given",
+                                m.hidden_size, m.num_layers, m.num_attention_heads, m.num_kv_heads, m.vocab_size,
+                                m.intermediate_size, format_exact_count(m.total_params), format_exact_count(params)));
+  m.total_params = params;
+  return m;
+}
+
+}  // namespace oomdoc
