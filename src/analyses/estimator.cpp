@@ -1,0 +1,686 @@
+// Every memory formula of oomdoc lives in this file, each with its source; docs/estimator.md
+// explains them in prose. Units: bytes per GPU. "Per token" means per (micro-batch x sequence)
+// position.
+#include "analyses/estimator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "core/units.h"
+#include "model/architecture.h"
+
+namespace oomdoc {
+namespace {
+
+// ---- constants, each with its source ------------------------------------------------------
+
+// CUDA context + kernels of PyTorch/cuBLAS/cuDNN with lazy module loading (CUDA >= 11.7, the
+// default in PyTorch 2.x): 300 MiB-2 GiB per the calculators in docs/estimators.md (asmirnov:
+// "between 300 MiB and 2 GiB"; 1343 MiB measured with eager loading on CUDA 11.2).
+constexpr uint64_t kCudaContextBytes = 512 * kMiB;
+// cuBLAS workspaces PyTorch allocates through its caching allocator (CUBLAS_WORKSPACE_CONFIG
+// default ":4096:2:16:8" = 2 x 4 MiB + 8 x 16 KiB; aten/src/ATen/cuda/CublasHandlePool.cpp).
+constexpr uint64_t kCublasWorkspaceBytes = 8 * kMiB + 128 * kKiB;
+// NCCL communicator buffers on multi-GPU jobs (NCCL_BUFFSIZE 4 MiB per channel and peer;
+// a few hundred MiB in practice). Outside the PyTorch allocator.
+constexpr uint64_t kNcclBytes = 256 * kMiB;
+// Caching-allocator slack: reserved minus allocated at the peak. The allocator rounds blocks to
+// 512 B / 2 MiB and keeps freed blocks cached (c10/cuda/CUDACachingAllocator.cpp); Megatron's
+// theoretical_memory_usage applies a 1.05 overhead factor. We take 5% of the peak allocated.
+constexpr double kAllocatorSlack = 0.05;
+// bitsandbytes 4-bit: blocksize 64, one fp32 absmax per block; double quantization stores the
+// absmax in 8 bits with one fp32 constant per 256 blocks (QLoRA paper, Dettmers et al. 2023, 3).
+constexpr double kNf4BytesPerParam = 0.5 + 4.0 / 64;
+constexpr double kNf4DoubleQuantBytesPerParam = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
+// PEFT's default targets when none are given: the query and value projections
+// (peft/utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
+// Defaults for jobs that leave sizes open.
+constexpr uint64_t kDefaultSeqLen = 2048;
+constexpr uint64_t kDefaultPromptLen = 512;
+constexpr uint64_t kDefaultNewTokens = 256;
+// LLaMA-Factory's freeze tuning trains the last freeze_trainable_layers (default 2) blocks.
+constexpr uint64_t kFreezeTrainableLayers = 2;
+// torchtune's CEWithChunkedOutputLoss splits the logits into 8 chunks.
+constexpr double kLossChunks = 8;
+
+// ---- the job with every default filled in ---------------------------------------------------
+
+struct Plan {
+  std::string task, precision, optimizer, checkpointing, attention, parallelism, loss_impl;
+  std::optional<std::string> quantization;
+  bool double_quant = false;
+  uint64_t group_size = 128;
+  bool fused_backward = false;
+  uint64_t micro_batch = 1, accum = 1, seq = 0;
+  uint64_t num_gpus = 1, tp = 1, pp = 1, cp = 1, dp = 1;
+  bool offload_optimizer = false, offload_params = false, offload_activations = false;
+  LoraSettings lora;
+  bool use_lora = false;
+  uint64_t batch = 1, prompt = 0, new_tokens = 0;
+  double kv_bytes = 2;
+  bool training = false, inference = false;
+
+  double param_bytes = 2;      // storage dtype of the (16/32-bit) weights
+  double act_bytes = 2;        // activation dtype
+  bool amp = false;            // autocast over fp32 parameters
+  double grad_bytes = 2;
+  double state_bytes = 4;      // optimizer state dtype for 32/16-bit optimizers
+};
+
+bool is_training_task(const std::string& task) { return task.rfind("train_", 0) == 0; }
+
+
+Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::string>& assumptions) {
+  Plan p;
+  auto assume = [&](const std::string& text) { assumptions.push_back(text); };
+  if (job.task) {
+    p.task = *job.task;
+  } else if (job.batch_size || job.prompt_len || job.max_new_tokens) {
+    p.task = "inference";
+    assume("task: inference (inference fields given)");
+  } else if (job.lora) {
+    p.task = job.weight_quantization ? "train_qlora" : "train_lora";
+    assume("task: " + p.task + " (lora settings given)");
+  } else {
+    p.task = "train_full";
+    assume("task: train_full (not given)");
+  }
+  p.training = is_training_task(p.task);
+  p.inference = !p.training;
+
+  if (job.precision) {
+    p.precision = *job.precision;
+  } else if (p.training) {
+    p.precision = p.task == "train_qlora" || p.task == "train_lora" ? "bf16" : "bf16_mixed";
+    assume("precision: " + p.precision + " (not given)");
+  } else {
+    p.precision = m.torch_dtype == "float16" ? "fp16" : "bf16";
+    assume("precision: " + p.precision + " (not given; from the model's torch_dtype or bf16)");
+  }
+  p.amp = p.precision == "fp16_mixed" || p.precision == "bf16_mixed";
+  p.param_bytes = p.precision == "fp32" || p.amp ? 4 : 2;
+  p.act_bytes = p.precision == "fp32" ? 4 : 2;
+  p.grad_bytes = p.param_bytes;
+  p.state_bytes = p.param_bytes;  // torch optimizers keep state in the parameter's dtype
+
+  p.quantization = job.weight_quantization;
+  if (!p.quantization && p.task == "train_qlora") {
+    p.quantization = "nf4";
+    assume("weight_quantization: nf4 (train_qlora without a format)");
+  }
+  if (!p.quantization && !m.quantization.empty() && m.quantization_bits) {
+    // A pre-quantized checkpoint keeps its format.
+    if (m.quantization == "gptq") p.quantization = "gptq4";
+    else if (m.quantization == "awq") p.quantization = "awq4";
+    else if (m.quantization == "fp8" || m.quantization_bits == 8) p.quantization = m.quantization == "bitsandbytes" ? "int8" : "fp8";
+    else if (m.quantization_bits == 4) p.quantization = m.quantization == "bitsandbytes" ? "nf4" : "int4";
+    if (p.quantization) assume("weight_quantization: " + *p.quantization + " (the checkpoint's quantization_config)");
+  }
+  if (p.task == "train_full" && p.quantization) {
+    return make_error(fmt::format("{}: is quantized ({}); full fine-tuning needs unquantized weights (use train_qlora)",
+                                  m.id.empty() ? m.source : m.id, *p.quantization));
+  }
+  p.double_quant = job.double_quant.value_or(false);
+  if (p.quantization && (*p.quantization == "nf4" || *p.quantization == "fp4") && !job.double_quant) {
+    assume("double_quant: false (bitsandbytes default)");
+  }
+  p.group_size = job.group_size.value_or(m.quantization_group_size ? m.quantization_group_size : 128);
+
+  if (p.training) {
+    p.optimizer = job.optimizer.value_or("adamw");
+    if (!job.optimizer) assume("optimizer: adamw (not given)");
+    p.fused_backward = job.fused_backward.value_or(false);
+    p.micro_batch = job.micro_batch_size.value_or(1);
+    if (!job.micro_batch_size) assume("micro_batch_size: 1 (not given)");
+    p.accum = job.grad_accum_steps.value_or(1);
+    uint64_t max_pos = m.max_position_embeddings ? m.max_position_embeddings : kDefaultSeqLen;
+    p.seq = job.seq_len.value_or(std::min(kDefaultSeqLen, max_pos));
+    if (!job.seq_len) assume(fmt::format("seq_len: {} (not given)", p.seq));
+    p.checkpointing = job.gradient_checkpointing.value_or("none");
+    if (!job.gradient_checkpointing) assume("gradient_checkpointing: none (not given)");
+  } else {
+    p.batch = job.batch_size.value_or(1);
+    if (!job.batch_size) assume("batch_size: 1 (not given)");
+    p.prompt = job.prompt_len.value_or(p.task == "load" ? 0 : kDefaultPromptLen);
+    if (!job.prompt_len && p.task != "load") assume(fmt::format("prompt_len: {} (not given)", p.prompt));
+    p.new_tokens = job.max_new_tokens.value_or(p.task == "load" ? 0 : kDefaultNewTokens);
+    if (!job.max_new_tokens && p.task != "load") assume(fmt::format("max_new_tokens: {} (not given)", p.new_tokens));
+    p.seq = p.prompt + p.new_tokens;
+    std::string kv = job.kv_cache_dtype.value_or("auto");
+    p.kv_bytes = kv == "fp32" ? 4 : (kv == "fp8" || kv == "int8") ? 1 : (kv == "auto" ? p.act_bytes : 2);
+    if (!job.kv_cache_dtype && p.task == "inference") assume("kv_cache_dtype: the activation dtype (not given)");
+  }
+  p.attention = job.attention_impl.value_or("sdpa");
+  if (!job.attention_impl) assume("attention_impl: sdpa (not given; the transformers default)");
+  p.loss_impl = job.loss_impl.value_or("standard");
+  if (!job.loss_impl && p.training && !m.is_encoder_only) assume("loss_impl: standard (logits upcast to fp32)");
+
+  p.tp = job.tp.value_or(1);
+  p.pp = job.pp.value_or(1);
+  p.cp = job.cp.value_or(1);
+  p.num_gpus = job.num_gpus.value_or(p.tp * p.pp * p.cp);
+  if (p.num_gpus % (p.tp * p.pp * p.cp)) {
+    return make_error(fmt::format("num_gpus {} is not a multiple of tp*pp*cp = {}", p.num_gpus, p.tp * p.pp * p.cp));
+  }
+  p.dp = p.num_gpus / (p.tp * p.pp * p.cp);
+  p.parallelism = job.parallelism.value_or("ddp");
+  if (!job.parallelism && p.dp > 1) assume("parallelism: ddp (not given)");
+  for (const auto& o : job.offload) {
+    if (o == "optimizer") p.offload_optimizer = true;
+    if (o == "params") p.offload_params = true;
+    if (o == "activations") p.offload_activations = true;
+  }
+  p.use_lora = p.task == "train_lora" || p.task == "train_qlora";
+  if (p.use_lora) {
+    if (job.lora) {
+      p.lora = *job.lora;
+    } else {
+      assume("lora: r 16, alpha 32, the query and value projections (PEFT defaults)");
+    }
+  }
+  if (p.micro_batch == 0 || (p.training && p.seq == 0)) return make_error("micro_batch_size and seq_len must be at least 1");
+  return p;
+}
+
+// ---- which Linear layers train ----------------------------------------------------------
+
+bool is_query_or_value(const std::string& name) {
+  static const std::set<std::string> kQv = {"q_proj", "v_proj", "query", "value", "c_attn", "query_key_value",
+                                            "qkv_proj", "q", "v", "q_b_proj", "q_a_proj", "kv_b_proj"};
+  return kQv.count(name) > 0;
+}
+
+bool lora_targets(const Plan& p, const LinearShape& l) {
+  if (!p.use_lora) return false;
+  if (p.lora.all_linear) return true;
+  if (p.lora.target_modules.empty()) return is_query_or_value(l.name);
+  for (const auto& t : p.lora.target_modules) {
+    // A target matches the module's own name or a dotted suffix of it (PEFT matching).
+    if (t == l.name) return true;
+    if (l.name.size() > t.size() && l.name.compare(l.name.size() - t.size(), t.size(), t) == 0 &&
+        l.name[l.name.size() - t.size() - 1] == '.')
+      return true;
+    if (t.size() > l.name.size() && t.compare(t.size() - l.name.size(), l.name.size(), l.name) == 0 &&
+        t[t.size() - l.name.size() - 1] == '.')
+      return true;
+  }
+  return false;
+}
+
+// ---- activation formulas -------------------------------------------------------------------
+
+// Bytes the activation function saves per element of the MLP hidden width, in activation-dtype
+// units, beyond its output (which the down projection saves as its input).
+// Sources: torch autograd derivatives (relu saves its result; gelu/silu save their input) and
+// transformers/activations.py (NewGELUActivation is a Python composite: pow saves x, tanh saves
+// its output, the final mul saves both 0.5*x and 1+tanh).
+double activation_saved_units(const std::string& act) {
+  if (act == "relu") return 0;  // relu's saved result is the tensor the next Linear saves anyway
+  if (act == "gelu_new" || act == "gelu_fast" || act == "gelu_python") return 4;
+  return 1;  // silu, gelu, gelu_pytorch_tanh, bloom_gelu (custom autograd saving its input)
+}
+
+// Families whose eager attention computes softmax in fp32 and casts back (LlamaAttention,
+// OPT, T5, GPT-NeoX, Falcon, GPT-BigCode "attention_softmax_in_fp32"); BERT-style and GPT-2 keep
+// the activation dtype.
+bool upcasts_softmax(const ModelSpec& m) {
+  static const std::set<std::string> kNoUpcast = {"bert", "roberta", "deberta-v2", "vit", "gpt2"};
+  return !kNoUpcast.count(m.model_type);
+}
+
+struct LayerActivations {
+  double per_token = 0;          // bytes saved per token by one block (excluding s^2 terms)
+  double attention_scores = 0;   // bytes per token per key position (eager attention only)
+};
+
+// Saved-for-backward bytes of one transformer block (Korthikanti et al. 2022, Table 2 style
+// accounting, generalised to GQA, gated MLPs, fp32 norms and frozen weights).
+LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std::vector<LinearShape>& linears,
+                                   bool cross_attention) {
+  const double e = p.act_bytes;
+  const double h = static_cast<double>(m.hidden_size);
+  const double hd = static_cast<double>(m.head_dim);
+  const double nh = static_cast<double>(m.num_attention_heads);
+  const double nkv = m.attention == AttentionKind::kMultiLatent ? nh : static_cast<double>(m.num_kv_heads);
+  const bool frozen_base = p.use_lora || p.task == "train_freeze";
+  // The residual stream is fp32 under autocast (fp32 embeddings plus bf16 Linear outputs).
+  const double residual = p.amp ? 4 : e;
+  LayerActivations a;
+
+  // Norms: HF RMSNorm upcasts to fp32 (LlamaRMSNorm.forward) and saves the fp32 input and the
+  // normalised tensor; LayerNorm saves its input (plus per-row mean/rstd).
+  double norm_bytes = m.norm == NormKind::kRmsNorm ? 4 + (p.amp ? 4 : e) : residual + 8 / h;
+  uint64_t norms = std::min<uint64_t>(m.norms_per_layer, 2) + (m.norms_per_layer > 2 ? 2 : 0);
+  a.per_token += norms * norm_bytes * h;
+  if (m.qk_norm) a.per_token += (4 + e) * (nh + nkv) * hd;
+
+  // Linear inputs: a trainable Linear saves its input; a frozen one does not (autograd saves
+  // `self` of mm only when the weight needs a gradient). LoRA's branch saves the input cast to
+  // the adapter's dtype (PEFT casts x to lora_A.weight.dtype: fp32 adapters by default).
+  std::set<std::string> saved_inputs;
+  const double adapter_bytes = p.amp ? e : 4;
+  for (const LinearShape& l : linears) {
+    if (l.expert) continue;  // experts see only their routed tokens; handled below
+    double in = static_cast<double>(l.in_features);
+    bool lora = lora_targets(p, l);
+    if (!frozen_base) {
+      // Linears sharing an input (q/k/v, gate/up) save it once.
+      std::string key = fmt::format("{}", l.in_features) + (l.name == "o_proj" || l.name == "dense" ? "o" : "");
+      if (l.name.find("down") != std::string::npos || l.name == "fc2" || l.name == "c_proj" || l.name == "wo" ||
+          l.name == "dense_4h_to_h" || l.name == "fc_out" || l.name == "output.dense" || l.name == "w2")
+        key = "mlp_out:" + l.name;
+      if (saved_inputs.insert(key).second) a.per_token += e * in;
+    } else if (lora) {
+      a.per_token += (adapter_bytes == e ? 0 : adapter_bytes) * in + (adapter_bytes == e ? e * in : 0);
+    }
+  }
+
+  // Attention core: q, k, v kept for the attention backward (all kernels); eager attention also
+  // keeps the s x s probabilities (fp32 + cast copy where the family upcasts), dropout masks.
+  a.per_token += e * (nh * hd + 2 * nkv * hd) * (cross_attention ? 2 : 1);
+  if (m.attention == AttentionKind::kMultiLatent) {
+    a.per_token += e * (m.kv_lora_rank + m.qk_rope_head_dim + m.q_lora_rank);
+  }
+  if (p.attention == "eager") {
+    double probs = (upcasts_softmax(m) || p.amp) && e < 4 ? 4 + e : e;
+    if (m.attention_dropout > 0) probs += 1 + e;
+    a.attention_scores = nh * probs * (cross_attention ? 2 : 1);
+  } else {
+    a.per_token += 4 * nh * (cross_attention ? 2 : 1);  // fp32 logsumexp per head
+  }
+  // Attention output feeds o_proj (saved above when trainable); with frozen o_proj the
+  // attention kernel still keeps its output for its own backward.
+  if (frozen_base && p.attention != "eager") a.per_token += e * nh * (m.attention == AttentionKind::kMultiLatent ? m.v_head_dim : hd);
+
+  // MLP elementwise tensors: gated = act(gate) * up keeps gate out, up out, act out;
+  // plain keeps what the activation saves. Down/fc2 input counted with the Linears.
+  const double inter = static_cast<double>(m.num_experts && m.first_dense_layers == 0 ? 0 : m.intermediate_size);
+  double act_units = activation_saved_units(m.hidden_act);
+  if (m.gated_mlp) {
+    a.per_token += e * inter * (act_units + 2);
+  } else {
+    a.per_token += e * inter * act_units;
+    if (frozen_base && m.hidden_act != "relu") a.per_token += 0;  // act output not saved by a frozen fc2
+    if (frozen_base && m.hidden_act == "relu") a.per_token += e * inter;  // relu keeps its result
+  }
+  if (m.num_experts) {
+    // Each token runs experts_per_token experts of moe_intermediate_size (+ shared experts).
+    double moe = static_cast<double>(m.moe_intermediate_size);
+    double k = static_cast<double>(m.experts_per_token);
+    double shared = static_cast<double>(m.shared_expert_intermediate_size ? m.shared_expert_intermediate_size
+                                                                          : m.num_shared_experts * m.moe_intermediate_size);
+    a.per_token += e * k * (h + moe * (act_units + 3)) + e * (h + shared * (act_units + 3)) + 4 * m.num_experts;
+  }
+  // Dropout masks (1 byte per element) after attention and MLP when the config trains with them.
+  if (m.hidden_dropout > 0) a.per_token += 2 * h;
+  return a;
+}
+
+// ---- the estimate ----------------------------------------------------------------------------
+
+struct Builder {
+  std::vector<MemoryComponent> components;
+  void add(const std::string& name, double bytes, const std::string& detail) {
+    if (bytes <= 0) return;
+    components.push_back({name, static_cast<uint64_t>(std::llround(bytes)), detail});
+  }
+};
+
+double weight_bytes_per_param(const std::string& q, bool double_quant, uint64_t group_size) {
+  if (q == "nf4" || q == "fp4") return double_quant ? kNf4DoubleQuantBytesPerParam : kNf4BytesPerParam;
+  // GPTQ/AWQ: packed 4-bit weights + per group fp16 scale and packed 4-bit zero point
+  // (auto-gptq / autoawq QuantLinear layouts).
+  if (q == "gptq4" || q == "awq4") return 0.5 + 2.5 / group_size;
+  // torchao int4 weight-only: packed 4-bit + bf16 scale and zero per group (tinygemm layout).
+  if (q == "int4") return 0.5 + 4.0 / group_size;
+  // LLM.int8 / int8 weight-only: 1 byte + one fp32 scale per output row (negligible).
+  if (q == "int8") return 1.0;
+  if (q == "fp8") return 1.0;
+  return 2.0;
+}
+
+}  // namespace
+
+Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
+  Estimate est;
+  auto planned = make_plan(m, job, est.assumptions);
+  if (!planned) return planned.error();
+  const Plan& p = *planned;
+  for (const auto& note : m.notes) est.assumptions.push_back("model: " + note);
+
+  const std::vector<LinearShape> linears = linear_layers(m);
+  const ParamCount counts = count_parameters(m);
+  // When total_params was given (--params or safetensors), scale the structural split to it.
+  const double total = static_cast<double>(m.total_params ? m.total_params : counts.total);
+  const double scale = counts.total ? total / static_cast<double>(counts.total) : 1;
+  const double linear_params = static_cast<double>(counts.linear) * scale;
+  const double other_params = total - linear_params;
+  const double shard_mp = static_cast<double>(p.tp * p.pp);  // weights split by tensor and pipeline parallel
+
+  const bool shard_params = p.dp > 1 && (p.parallelism == "zero3" || p.parallelism == "fsdp_full_shard" ||
+                                         p.parallelism == "hybrid_shard");
+  const bool shard_grads = p.dp > 1 && (shard_params || p.parallelism == "zero2" || p.parallelism == "fsdp_shard_grad_op");
+  const bool shard_states = p.dp > 1 && (shard_grads || p.parallelism == "zero1");
+  // hybrid_shard shards within a node of 8 GPUs and replicates across nodes (FSDP HYBRID_SHARD).
+  const double param_shards = shard_params ? (p.parallelism == "hybrid_shard" ? std::min<double>(p.dp, 8) : p.dp) : 1;
+  const double grad_shards = shard_grads ? (p.parallelism == "hybrid_shard" ? std::min<double>(p.dp, 8) : p.dp) : 1;
+  const double state_shards = shard_states ? (p.parallelism == "hybrid_shard" ? std::min<double>(p.dp, 8) : p.dp) : 1;
+  const bool deepspeed = p.parallelism.rfind("zero", 0) == 0;
+
+  Builder b;
+  // ---- weights ----
+  double weights = 0;
+  std::string weights_detail;
+  if (p.quantization) {
+    double per = weight_bytes_per_param(*p.quantization, p.double_quant, p.group_size);
+    double rest_bytes = p.precision == "fp32" ? 4 : 2;  // embeddings, norms, lm_head stay unquantized
+    weights = linear_params * per + other_params * rest_bytes;
+    weights_detail = fmt::format("{} linear weights x {:.4f} B ({}{}) + {} other x {} B", format_count(linear_params), per,
+                                 *p.quantization, p.double_quant ? ", double quant" : "", format_count(other_params),
+                                 rest_bytes);
+    if (m.checkpoint_bytes && !m.quantization.empty()) {
+      weights = static_cast<double>(m.checkpoint_bytes);
+      weights_detail = "tensor bytes of the pre-quantized safetensors checkpoint";
+    }
+  } else {
+    weights = total * p.param_bytes;
+    weights_detail = fmt::format("{} params x {} B", format_count(total), p.param_bytes);
+    if (m.checkpoint_bytes && m.quantization.empty() && p.param_bytes == 2 && p.inference &&
+        m.torch_dtype != "float32") {
+      weights = static_cast<double>(m.checkpoint_bytes);
+      weights_detail = "tensor bytes of the safetensors checkpoint";
+    }
+  }
+  weights /= shard_mp;
+  if (p.offload_params) {
+    weights = 0;
+    weights_detail = "offloaded to CPU";
+  } else if (shard_params) {
+    weights /= param_shards;
+    weights_detail += fmt::format(", sharded over {}", param_shards);
+  }
+  b.add("weights", weights, weights_detail);
+
+  Builder transient;  // live at the peak of forward/backward only
+  double trainable = 0, trainable_linear = 0;
+  if (p.training) {
+    if (p.task == "train_full") {
+      trainable = total;
+      trainable_linear = linear_params;
+    } else if (p.task == "train_freeze") {
+      uint64_t layers = std::min(kFreezeTrainableLayers, m.num_layers);
+      trainable_linear = linear_params * layers / std::max<uint64_t>(m.num_layers, 1);
+      trainable = trainable_linear;
+      est.assumptions.push_back(fmt::format("train_freeze: the last {} blocks train", layers));
+    } else {
+      for (const LinearShape& l : linears) {
+        if (lora_targets(p, l)) trainable += static_cast<double>(p.lora.r * (l.in_features + l.out_features) * l.copies * l.layers);
+      }
+      if (trainable == 0) {
+        return make_error(fmt::format("lora.target_modules matches no Linear layer of {} (its layers: {})",
+                                      m.id.empty() ? m.source : m.id, [&] {
+                                        std::set<std::string> names;
+                                        for (const auto& l : linears) names.insert(l.name);
+                                        std::string s;
+                                        for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+                                        return s;
+                                      }()));
+      }
+      trainable_linear = trainable;
+    }
+  }
+  // LoRA adapters live in fp32 (PEFT autocast_adapter_dtype=True) next to the frozen base.
+  if (p.use_lora) b.add("adapter_weights", trainable * 4 / shard_mp, fmt::format("{} LoRA params x 4 B (fp32)", format_count(trainable)));
+
+  // ---- master weights (16-bit params with an fp32 copy: DeepSpeed / FSDP mixed precision) ----
+  if (p.training && p.amp && deepspeed) {
+    // DeepSpeed keeps 16-bit params for compute and fp32 master + fp32 gradient partitions
+    // (stage_1_and_2.py estimate_zero2_model_states_mem_needs: 2 + 18/N bytes per param).
+    b.components.back().bytes = static_cast<uint64_t>(std::llround(total * 2 / shard_mp / param_shards));
+    b.components.back().detail = fmt::format("{} params x 2 B (16-bit copy)", format_count(total));
+    if (!p.offload_optimizer) b.add("master_weights", trainable * 4 / shard_mp / state_shards, "fp32 master copy (ZeRO)");
+  }
+
+  // ---- gradients ----
+  double grad_bytes = trainable * (p.use_lora ? 4 : p.grad_bytes) / shard_mp;
+  if (p.training && p.amp && deepspeed) grad_bytes = trainable * (2.0 / grad_shards + 4.0 / state_shards) / shard_mp;
+  else grad_bytes /= grad_shards;
+  if (p.offload_optimizer && deepspeed) grad_bytes = trainable * 2 / shard_mp / grad_shards;
+  if (p.fused_backward) {
+    // Optimizer-in-backward frees each gradient right after its update: one tensor at a time,
+    // the largest being the embedding (torchtune optimizer_in_bwd).
+    grad_bytes = std::min(grad_bytes, static_cast<double>(std::max(m.embedding_params, m.lm_head_params)) * p.grad_bytes);
+  }
+
+  // ---- optimizer state ----
+  double state_per_param = 0;
+  std::string state_detail;
+  const std::string& opt = p.optimizer;
+  if (opt == "adamw") { state_per_param = 2 * (p.use_lora ? 4 : p.state_bytes); state_detail = "exp_avg + exp_avg_sq"; }
+  else if (opt == "adamw_8bit" || opt == "paged_adamw_8bit") { state_per_param = 2 + 2 * 4.0 / 256; state_detail = "two 8-bit states + fp32 absmax per 256 (bitsandbytes blockwise)"; }
+  else if (opt == "adamw_4bit") { state_per_param = 1 + 2 * 4.0 / 128; state_detail = "two 4-bit states + fp32 scale per 128 (torchao)"; }
+  else if (opt == "sgd_momentum" || opt == "lion") { state_per_param = p.use_lora ? 4 : p.state_bytes; state_detail = "one momentum buffer"; }
+  else if (opt == "adafactor") {
+    // Factored second moment: rows + columns per matrix (Shazeer & Stern 2018); no first moment
+    // (transformers Adafactor beta1=None).
+    double factored = 0;
+    for (const LinearShape& l : linears) factored += static_cast<double>((l.in_features + l.out_features) * l.copies * l.layers);
+    factored += static_cast<double>(m.vocab_size + m.hidden_size);
+    state_per_param = trainable > 0 ? factored * 4 / total : 0;
+    state_detail = "factored second moment (rows + columns)";
+  } else { state_per_param = 0; state_detail = "none"; }
+  double optimizer_state = trainable * state_per_param / shard_mp / state_shards;
+  bool paged = opt == "paged_adamw_8bit";
+  if (p.offload_optimizer) optimizer_state = 0;
+
+  // AMP without DeepSpeed: fp32 params are the master; autocast caches a 16-bit copy of every
+  // trainable weight for the step (torch autocast weight cast cache).
+  double amp_casts = p.training && p.amp && !deepspeed && !p.use_lora ? trainable_linear * 2 / shard_mp / param_shards : 0;
+
+  // ---- activations ----
+  double activations = 0, logits = 0, layer_working = 0, temporary = 0;
+  std::string act_detail;
+  if (p.training) {
+    const double tokens = static_cast<double>(p.micro_batch * p.seq) / static_cast<double>(p.cp);
+    const double s_kv = static_cast<double>(p.seq) / p.cp;
+    std::vector<LinearShape> decoder_linears, encoder_linears;
+    for (const auto& l : linears) (l.layers == m.num_layers ? decoder_linears : encoder_linears).push_back(l);
+    if (m.is_encoder_decoder) {
+      decoder_linears.clear();
+      encoder_linears.clear();
+      for (const auto& l : linears) {
+        (encoder_linears.size() < (m.gated_mlp ? 7u : 6u) ? encoder_linears : decoder_linears).push_back(l);
+      }
+    }
+    LayerActivations dec = block_activations(m, p, m.is_encoder_decoder ? decoder_linears : linears, m.is_encoder_decoder);
+    double per_layer = tokens * (dec.per_token + dec.attention_scores * s_kv);
+    // Tensor parallel splits what lies inside attention and MLP (Korthikanti: 24/t of 34).
+    if (p.tp > 1) per_layer = per_layer * (10.0 / 34 + 24.0 / 34 / p.tp);
+    double layers = static_cast<double>(m.num_layers);
+    if (p.task == "train_freeze") layers = std::min<double>(kFreezeTrainableLayers, layers);
+    double stack = per_layer * layers;
+    if (m.is_encoder_decoder) {
+      LayerActivations enc = block_activations(m, p, encoder_linears, false);
+      stack += tokens * (enc.per_token + enc.attention_scores * s_kv) * m.num_encoder_layers;
+    }
+    const double residual = p.amp ? 4 : p.act_bytes;
+    const double layer_input = tokens * residual * m.hidden_size;
+    if (p.checkpointing == "full") {
+      // Only each block's input is kept; backward recomputes one block at a time.
+      layer_working = per_layer;
+      activations = layer_input * (layers + (m.is_encoder_decoder ? m.num_encoder_layers : 0));
+      act_detail = "block inputs only (full checkpointing) + one block recomputed";
+    } else if (p.checkpointing == "selective") {
+      // Korthikanti selective recompute: the attention core (s^2 terms) is recomputed.
+      activations = stack - tokens * dec.attention_scores * s_kv * layers;
+      act_detail = "per block, attention core recomputed (selective)";
+    } else {
+      activations = stack;
+      act_detail = fmt::format("{} blocks x {} per block", layers, format_bytes(static_cast<uint64_t>(per_layer)));
+    }
+    if (p.offload_activations) {
+      // Saved tensors go to CPU as they are produced; about two blocks' worth stay on the GPU.
+      activations = std::min(activations, 2 * std::max(per_layer, layer_input));
+      act_detail = "offloaded to CPU (two blocks resident)";
+    }
+    // Pipeline parallel 1F1B: the first stage holds pp micro-batches of L/pp blocks.
+    // Embedding output (and its dropout mask).
+    activations += tokens * (m.hidden_dropout > 0 ? 1 : 0) * m.hidden_size;
+    // Final norm and output head input.
+    if (!m.is_encoder_only) {
+      activations += tokens * (m.norm == NormKind::kRmsNorm ? 4 + p.act_bytes : residual) * m.hidden_size;
+      if (!p.use_lora) activations += tokens * p.act_bytes * m.hidden_size;
+      // Logits and cross-entropy: logits (activation dtype), upcast to fp32, log-softmax output
+      // and its gradient: 12 bytes per vocabulary entry per token at the start of backward
+      // (transformers ForCausalLMLoss: logits.float(); torch log_softmax/nll_loss backward).
+      const double v = static_cast<double>(m.vocab_size) / p.tp;
+      if (p.loss_impl == "chunked") logits = tokens * v * (p.act_bytes + 12.0 / kLossChunks);
+      else if (p.loss_impl == "fused_linear") logits = tokens * m.hidden_size * (4 + p.act_bytes);
+      else logits = tokens * v * 12;
+      if (p.pp > 1) logits = 0;  // the first (most loaded) stage holds no output head
+    } else {
+      // Encoders: a small task head; the classifier logits are negligible.
+      logits = 0;
+    }
+  } else {
+    // Inference: no saved activations; the peak transient is one block's widest moment during
+    // the prefill plus the last position's logits in fp32.
+    const double tokens = static_cast<double>(p.batch * std::max<uint64_t>(p.prompt, 1));
+    const double e = p.act_bytes;
+    double attn = p.attention == "eager" ? m.num_attention_heads * (4 + e) * static_cast<double>(std::max<uint64_t>(p.prompt, 1)) : 0;
+    double inter = static_cast<double>(m.num_experts ? m.moe_intermediate_size * m.experts_per_token : m.intermediate_size);
+    double mlp = e * inter * (m.gated_mlp ? 3 : 2);
+    double qkv = e * (m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim;
+    layer_working = p.task == "load" ? 0 : tokens * (2 * e * m.hidden_size + std::max(qkv + attn, mlp)) / p.tp;
+    logits = p.task == "load" ? 0 : static_cast<double>(p.batch) * m.vocab_size * (e + 4);
+  }
+
+  // ---- KV cache (generation) ----
+  double kv_cache = 0;
+  if (p.task == "inference" && !m.is_encoder_only) {
+    double per_token_layer;
+    if (m.attention == AttentionKind::kMultiLatent) {
+      // HF DeepSeek modeling caches full per-head k and v; vLLM caches the latent. We follow HF here.
+      per_token_layer = static_cast<double>(m.num_attention_heads) * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) * p.kv_bytes;
+    } else {
+      per_token_layer = 2.0 * std::max<double>(1, static_cast<double>(m.num_kv_heads) / p.tp) * m.head_dim * p.kv_bytes;
+    }
+    // Sliding-window layers cache at most `window` tokens (when the implementation trims).
+    double cached_layers = 0;
+    for (uint64_t i = 0; i < m.num_layers; ++i) {
+      bool sliding = m.sliding_window && (m.layer_is_sliding.empty() || m.layer_is_sliding[i]);
+      cached_layers += sliding ? std::min<double>(1, static_cast<double>(*m.sliding_window) / std::max<uint64_t>(p.seq, 1)) : 1;
+    }
+    kv_cache = per_token_layer * cached_layers / p.pp * p.batch * p.seq;
+  }
+
+  // ---- sharded-parameter gather buffers (ZeRO-3 / FSDP) ----
+  double gather = 0;
+  if (shard_params || p.offload_params) {
+    // The current and the prefetched block unsharded in 16-bit, plus one block's gradients
+    // (DeepSpeed estimate_zero3: largest_layer_memory = 4 * largest_layer_params).
+    gather = static_cast<double>(m.largest_layer_params) * (p.use_lora || !p.training ? 4 : 6) / shard_mp;
+  }
+  // DDP keeps gradient buckets as a separate copy of the gradients
+  // (torch DistributedDataParallel gradient_as_bucket_view=False, the default).
+  double ddp_buckets = p.training && p.dp > 1 && p.parallelism == "ddp" ? trainable * p.grad_bytes / shard_mp : 0;
+  // Quantized layers are dequantized to 16 bits one at a time (bitsandbytes dequantize_4bit).
+  if (p.quantization && p.task != "load") {
+    double largest = 0;
+    for (const auto& l : linears) largest = std::max(largest, static_cast<double>(l.in_features * l.out_features));
+    temporary = largest * 2;
+  }
+  // Optimizer step: torch foreach AdamW allocates sqrt(exp_avg_sq) for all params at once
+  // (torch/optim/adamw.py _multi_tensor_adamw: torch._foreach_sqrt).
+  double step_temp = 0;
+  if (p.training && opt == "adamw" && !p.fused_backward && !p.offload_optimizer) {
+    step_temp = trainable * (p.use_lora ? 4 : p.state_bytes) / shard_mp / state_shards;
+  }
+
+  // ---- peak moment ----
+  double base = 0;
+  for (const auto& c : b.components) base += static_cast<double>(c.bytes);
+  if (!paged) base += optimizer_state;
+  base += kCublasWorkspaceBytes;
+  const bool grads_live_in_forward = p.accum > 1 && !p.fused_backward;
+  double backward_start = base + (grads_live_in_forward ? grad_bytes : 0) + amp_casts + activations + layer_working +
+                          logits + gather + temporary;
+  double backward_end = base + grad_bytes + ddp_buckets + gather + layer_working;
+  double step = base + grad_bytes + step_temp;
+  double inference_peak = base + kv_cache + layer_working + logits + temporary;
+
+  std::string phase;
+  double peak;
+  if (p.training) {
+    peak = backward_start;
+    phase = "backward";
+    if (backward_end > peak) { peak = backward_end; phase = "backward"; }
+    if (step > peak) { peak = step; phase = "optimizer_step"; }
+    if (peak == backward_start && activations + logits < layer_working) phase = "forward";
+  } else {
+    peak = inference_peak;
+    phase = p.task == "load" ? "load" : "generation";
+  }
+
+  // Components live at the peak.
+  auto add_if = [&](const char* name, double bytes, const std::string& detail) { b.add(name, bytes, detail); };
+  if (p.training) {
+    add_if("optimizer_state", paged ? 0 : optimizer_state,
+           fmt::format("{} trainable x {:.3f} B ({}){}", format_count(trainable), state_per_param, state_detail,
+                       state_shards > 1 ? fmt::format(", sharded over {}", state_shards) : ""));
+    bool grads_now = phase == "optimizer_step" || peak == backward_end || grads_live_in_forward;
+    if (grads_now) add_if("gradients", grad_bytes, fmt::format("{} trainable x {} B", format_count(trainable), p.use_lora ? 4.0 : p.grad_bytes));
+    if (phase == "backward" && peak == backward_start) {
+      add_if("weight_casts", amp_casts, "16-bit copies of trainable weights cached by autocast");
+      add_if("activations", activations, act_detail);
+      add_if("recompute", layer_working, "one block recomputed in backward");
+      add_if("logits", logits, fmt::format("{} loss: logits, fp32 upcast, log-softmax and its gradient", p.loss_impl));
+      add_if("temporary", temporary, "largest dequantized weight");
+    }
+    if (peak == backward_end && phase != "optimizer_step") add_if("gradient_buckets", ddp_buckets, "DDP all-reduce buckets");
+    if (gather > 0) add_if("gathered_params", gather, "unsharded blocks being used and prefetched");
+    if (phase == "optimizer_step") add_if("temporary", step_temp, "foreach AdamW sqrt(exp_avg_sq) buffer");
+  } else {
+    add_if("kv_cache", kv_cache, fmt::format("{} tokens x {} sequences", p.seq, p.batch));
+    add_if("activations", layer_working, "widest moment of one block in the prefill (no grad)");
+    add_if("logits", logits, "last position's logits, fp32");
+    add_if("temporary", temporary, "largest dequantized weight");
+  }
+  b.add("workspace", kCublasWorkspaceBytes, "cuBLAS workspaces");
+
+  uint64_t allocated = 0;
+  for (const auto& c : b.components) allocated += c.bytes;
+  const uint64_t slack = static_cast<uint64_t>(std::llround(allocated * kAllocatorSlack));
+  b.add("allocator_slack", static_cast<double>(slack), "caching allocator: cached and fragmented blocks (5%)");
+  if (paged && optimizer_state > 0) b.add("paged_optimizer_state", optimizer_state, "bitsandbytes paged state in CUDA unified memory (not in PyTorch's counters)");
+  b.add("cuda_context", static_cast<double>(kCudaContextBytes), "CUDA context and kernels (lazy loading)");
+  if (p.num_gpus > 1) b.add("nccl", static_cast<double>(kNcclBytes), "NCCL communicator buffers");
+
+  est.components = b.components;
+  est.peak_allocated_bytes = allocated;
+  est.peak_reserved_bytes = allocated + slack;
+  est.device_used_bytes = est.peak_reserved_bytes + kCudaContextBytes + (p.num_gpus > 1 ? kNcclBytes : 0) +
+                          (paged ? static_cast<uint64_t>(std::llround(optimizer_state)) : 0);
+  est.peak_phase = phase;
+  uint64_t best = 0;
+  for (const auto& c : est.components) {
+    if (c.bytes > best) { best = c.bytes; est.dominant_component = c.name; }
+  }
+  // Uncertainty: allocator and context always; more for each size the job left open.
+  double band = 0.05;
+  for (const auto& a : est.assumptions) {
+    if (a.rfind("seq_len", 0) == 0 || a.rfind("micro_batch_size", 0) == 0 || a.rfind("prompt_len", 0) == 0 ||
+        a.rfind("max_new_tokens", 0) == 0 || a.rfind("batch_size", 0) == 0)
+      band += 0.10;
+    else if (a.rfind("attention_impl", 0) == 0 && p.training) band += 0.05;
+  }
+  if (m.source == "--params") band += 0.10;
+  est.uncertainty_fraction = std::min(band, 0.5);
+  est.assumptions.push_back("CUDA context 512 MiB, allocator slack 5% of allocated");
+  return est;
+}
+
+}  // namespace oomdoc

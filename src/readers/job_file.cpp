@@ -1,0 +1,217 @@
+#include "readers/job_file.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <set>
+
+namespace oomdoc {
+namespace {
+
+using nlohmann::json;
+
+const std::set<std::string> kTasks = {"train_full", "train_lora", "train_qlora", "train_freeze", "inference", "load"};
+const std::set<std::string> kPrecisions = {"fp32", "fp16_mixed", "bf16_mixed", "bf16", "fp16"};
+const std::set<std::string> kQuantizations = {"nf4", "fp4", "int8", "int4", "fp8", "gptq4", "awq4"};
+const std::set<std::string> kOptimizers = {"adamw", "adamw_8bit", "paged_adamw_8bit", "adamw_4bit", "adafactor",
+                                           "sgd", "sgd_momentum", "lion"};
+const std::set<std::string> kCheckpointing = {"none", "full", "selective"};
+const std::set<std::string> kAttention = {"eager", "sdpa", "flash"};
+const std::set<std::string> kParallelism = {"ddp", "zero1", "zero2", "zero3", "fsdp_full_shard",
+                                            "fsdp_shard_grad_op", "hybrid_shard"};
+const std::set<std::string> kOffload = {"optimizer", "params", "activations"};
+const std::set<std::string> kLossImpl = {"standard", "chunked", "fused_linear"};
+const std::set<std::string> kKvDtypes = {"auto", "fp32", "bf16", "fp16", "fp8", "int8"};
+const std::set<std::string> kKeys = {
+    "model", "task", "precision", "weight_quantization", "double_quant", "group_size", "optimizer",
+    "fused_backward", "micro_batch_size", "grad_accum_steps", "seq_len", "padding_free",
+    "gradient_checkpointing", "attention_impl", "lora", "num_gpus", "parallelism", "tp", "pp", "cp",
+    "offload", "loss_impl", "batch_size", "prompt_len", "max_new_tokens", "kv_cache_dtype"};
+
+std::string join(const std::set<std::string>& values) {
+  std::string out;
+  for (const auto& v : values) out += (out.empty() ? "" : ", ") + v;
+  return out;
+}
+
+class Reader {
+ public:
+  Reader(const json& j, const std::string& source) : j_(j), source_(source) {}
+
+  Status text(const char* key, std::optional<std::string>& out, const std::set<std::string>* allowed) {
+    if (!present(key)) return Ok{};
+    const json& v = j_.at(key);
+    if (!v.is_string()) return error(key, "must be a string, got " + v.dump());
+    std::string s = v.get<std::string>();
+    if (allowed && !allowed->count(s)) {
+      return error(key, fmt::format("\"{}\" is not one of: {}", s, join(*allowed)));
+    }
+    out = s;
+    return Ok{};
+  }
+  Status count(const char* key, std::optional<uint64_t>& out, bool allow_zero = false) {
+    if (!present(key)) return Ok{};
+    const json& v = j_.at(key);
+    if (!v.is_number_integer() || (v.is_number_integer() && v.get<int64_t>() < 0)) {
+      return error(key, "must be a non-negative integer, got " + v.dump());
+    }
+    uint64_t n = v.get<uint64_t>();
+    if (n == 0 && !allow_zero) return error(key, "must be at least 1");
+    out = n;
+    return Ok{};
+  }
+  Status flag(const char* key, std::optional<bool>& out) {
+    if (!present(key)) return Ok{};
+    const json& v = j_.at(key);
+    if (!v.is_boolean()) return error(key, "must be true or false, got " + v.dump());
+    out = v.get<bool>();
+    return Ok{};
+  }
+  bool present(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  Error error(const std::string& key, const std::string& what) const {
+    return make_error(fmt::format("{}: {}: {}", source_, key, what));
+  }
+
+ private:
+  const json& j_;
+  const std::string& source_;
+};
+
+#define TRY(expr)                 \
+  do {                            \
+    auto _s = (expr);             \
+    if (!_s) return _s.error();   \
+  } while (0)
+
+}  // namespace
+
+Result<Job> parse_job_json(std::string_view text, const std::string& source) {
+  json j = json::parse(text.begin(), text.end(), nullptr, false);
+  if (j.is_discarded()) return make_error(fmt::format("{}: not valid JSON", source));
+  if (!j.is_object()) return make_error(fmt::format("{}: a job file is one JSON object", source));
+  for (const auto& [key, value] : j.items()) {
+    if (!kKeys.count(key)) {
+      return make_error(fmt::format("{}: unknown key \"{}\" (keys: {})", source, key, join(kKeys)));
+    }
+  }
+  Reader r(j, source);
+  Job job;
+  if (r.present("model")) {
+    if (!j["model"].is_string()) return r.error("model", "must be a string");
+    job.model = j["model"].get<std::string>();
+  }
+  TRY(r.text("task", job.task, &kTasks));
+  TRY(r.text("precision", job.precision, &kPrecisions));
+  TRY(r.text("weight_quantization", job.weight_quantization, &kQuantizations));
+  TRY(r.flag("double_quant", job.double_quant));
+  TRY(r.count("group_size", job.group_size));
+  TRY(r.text("optimizer", job.optimizer, &kOptimizers));
+  TRY(r.flag("fused_backward", job.fused_backward));
+  TRY(r.count("micro_batch_size", job.micro_batch_size));
+  TRY(r.count("grad_accum_steps", job.grad_accum_steps));
+  TRY(r.count("seq_len", job.seq_len));
+  TRY(r.flag("padding_free", job.padding_free));
+  TRY(r.text("gradient_checkpointing", job.gradient_checkpointing, &kCheckpointing));
+  TRY(r.text("attention_impl", job.attention_impl, &kAttention));
+  TRY(r.count("num_gpus", job.num_gpus));
+  TRY(r.text("parallelism", job.parallelism, &kParallelism));
+  TRY(r.count("tp", job.tp));
+  TRY(r.count("pp", job.pp));
+  TRY(r.count("cp", job.cp));
+  TRY(r.text("loss_impl", job.loss_impl, &kLossImpl));
+  TRY(r.count("batch_size", job.batch_size));
+  TRY(r.count("prompt_len", job.prompt_len));
+  TRY(r.count("max_new_tokens", job.max_new_tokens, /*allow_zero=*/true));
+  TRY(r.text("kv_cache_dtype", job.kv_cache_dtype, &kKvDtypes));
+  if (r.present("offload")) {
+    const json& v = j["offload"];
+    if (!v.is_array()) return r.error("offload", "must be a list such as [\"optimizer\"]");
+    for (const auto& item : v) {
+      if (!item.is_string() || !kOffload.count(item.get<std::string>())) {
+        return r.error("offload", fmt::format("{} is not one of: {}", item.dump(), join(kOffload)));
+      }
+      job.offload.push_back(item.get<std::string>());
+    }
+  }
+  if (r.present("lora")) {
+    const json& v = j["lora"];
+    if (!v.is_object()) return r.error("lora", "must be an object such as {\"r\": 16, \"alpha\": 32}");
+    LoraSettings lora;
+    for (const auto& [key, value] : v.items()) {
+      if (key == "r") {
+        if (!value.is_number_integer() || value.get<int64_t>() <= 0) return r.error("lora.r", "must be a positive integer");
+        lora.r = value.get<uint64_t>();
+      } else if (key == "alpha") {
+        if (!value.is_number()) return r.error("lora.alpha", "must be a number");
+        lora.alpha = value.get<double>();
+      } else if (key == "target_modules") {
+        if (value.is_string() && value.get<std::string>() == "all_linear") {
+          lora.all_linear = true;
+        } else if (value.is_array() && !value.empty()) {
+          for (const auto& m : value) {
+            if (!m.is_string()) return r.error("lora.target_modules", "must list module names");
+            lora.target_modules.push_back(m.get<std::string>());
+          }
+        } else {
+          return r.error("lora.target_modules", "must be \"all_linear\" or a non-empty list of module names");
+        }
+      } else {
+        return r.error("lora", fmt::format("unknown key \"{}\" (r, alpha, target_modules)", key));
+      }
+    }
+    job.lora = lora;
+  }
+  TRY(validate_job(job, source));
+  return job;
+}
+
+Status validate_job(const Job& job, const std::string& source) {
+  auto fail = [&](const std::string& field, const std::string& what) {
+    return make_error(fmt::format("{}: {}: {}", source, field, what));
+  };
+  const std::string task = job.task.value_or("");
+  const bool training = task.rfind("train_", 0) == 0;
+  const bool inference = task == "inference" || task == "load";
+  if (task == "train_qlora" && job.weight_quantization &&
+      !(*job.weight_quantization == "nf4" || *job.weight_quantization == "fp4" ||
+        *job.weight_quantization == "int8" || *job.weight_quantization == "int4" ||
+        *job.weight_quantization == "gptq4" || *job.weight_quantization == "awq4")) {
+    return fail("weight_quantization", fmt::format("{} is not a QLoRA base format", *job.weight_quantization));
+  }
+  if (task == "train_full" && job.weight_quantization) {
+    return fail("weight_quantization", "full fine-tuning cannot train quantized weights (use train_qlora)");
+  }
+  if (job.lora && !(task == "train_lora" || task == "train_qlora" || task.empty())) {
+    return fail("lora", fmt::format("LoRA settings given for task {}", task));
+  }
+  if (inference && (job.optimizer || job.micro_batch_size || job.grad_accum_steps || job.gradient_checkpointing)) {
+    return fail("task", fmt::format("{} takes no optimizer, micro_batch_size, grad_accum_steps or gradient_checkpointing", task));
+  }
+  if (training && (job.batch_size || job.max_new_tokens || job.prompt_len)) {
+    return fail("task", fmt::format("{} takes micro_batch_size and seq_len, not batch_size/prompt_len/max_new_tokens", task));
+  }
+  if (job.double_quant && *job.double_quant && job.weight_quantization &&
+      *job.weight_quantization != "nf4" && *job.weight_quantization != "fp4") {
+    return fail("double_quant", "applies to bitsandbytes nf4/fp4 only");
+  }
+  const uint64_t model_parallel = job.tp.value_or(1) * job.pp.value_or(1) * job.cp.value_or(1);
+  const uint64_t gpus = job.num_gpus.value_or(model_parallel);
+  if (gpus % model_parallel) {
+    return fail("num_gpus", fmt::format("{} GPUs is not a multiple of tp*pp*cp = {}", gpus, model_parallel));
+  }
+  if (job.parallelism && gpus / model_parallel == 1 && *job.parallelism != "ddp") {
+    // Sharding over one data-parallel rank is legal (it changes nothing); no error.
+  }
+  for (const auto& o : job.offload) {
+    if (o == "params" && !(job.parallelism && (*job.parallelism == "zero3" || *job.parallelism == "fsdp_full_shard" ||
+                                               *job.parallelism == "hybrid_shard"))) {
+      return fail("offload", "params offload needs parameter sharding (zero3, fsdp_full_shard or hybrid_shard)");
+    }
+    if (o == "optimizer" && inference) return fail("offload", "optimizer offload in an inference job");
+  }
+  return Ok{};
+}
+
+}  // namespace oomdoc

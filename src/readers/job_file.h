@@ -1,0 +1,21 @@
+// Reads a job file (--job FILE.json): flat JSON whose keys are the Job field names
+// (docs/estimate.md). The CLI builds the same JSON object from its flags, so flags and files go
+// through one parser and one validation.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+#include "model/job.h"
+
+namespace oomdoc {
+
+// `source` names the input in errors ("job.json", "--flags").
+Result<Job> parse_job_json(std::string_view text, const std::string& source);
+
+// Checks values and combinations (unknown names, zero sizes, tp*pp*cp not dividing num_gpus,
+// quantization without a task that allows it, ...). The message names the field.
+Status validate_job(const Job& job, const std::string& source);
+
+}  // namespace oomdoc

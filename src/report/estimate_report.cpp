@@ -1,0 +1,63 @@
+#include "report/estimate_report.h"
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+
+namespace oomdoc {
+
+std::string render_estimate_text(const ModelSpec& model, const Estimate& est, const Style& style) {
+  std::string out;
+  out += style.bold(fmt::format("{}", model.id.empty() ? model.source : model.id));
+  out += fmt::format(" ({} params, {})\n", format_count(model.total_params), model.source);
+  out += fmt::format("Peak per GPU during {}: {}\n\n", est.peak_phase, style.bold(format_bytes(est.device_used_bytes)));
+  size_t width = 10;
+  for (const auto& c : est.components) width = std::max(width, c.name.size());
+  for (const auto& c : est.components) {
+    std::string line = fmt::format("  {:<{}}  {:>11}  ", c.name, width, format_bytes(c.bytes));
+    out += (c.name == est.dominant_component ? style.bold(line) : line) + style.dim(c.detail) + "\n";
+  }
+  double band = est.uncertainty_fraction;
+  out += "\n";
+  out += fmt::format("  {:<{}}  {:>11}  torch.cuda.max_memory_allocated()\n", "allocated", width, format_bytes(est.peak_allocated_bytes));
+  out += fmt::format("  {:<{}}  {:>11}  torch.cuda.max_memory_reserved()\n", "reserved", width, format_bytes(est.peak_reserved_bytes));
+  out += fmt::format("  {:<{}}  {:>11}  nvidia-smi, +-{:.0f}% ({} to {})\n", "device", width, format_bytes(est.device_used_bytes),
+                     band * 100, format_bytes(static_cast<uint64_t>(est.device_used_bytes * (1 - band))),
+                     format_bytes(static_cast<uint64_t>(est.device_used_bytes * (1 + band))));
+  if (!est.assumptions.empty()) {
+    out += "\nAssumed:\n";
+    for (const auto& a : est.assumptions) out += "  - " + a + "\n";
+  }
+  return out;
+}
+
+Json estimate_to_json(const ModelSpec& model, const Job& job, const Estimate& est) {
+  Json doc = json_document_header("estimate");
+  Json m;
+  m["id"] = model.id;
+  m["model_type"] = model.model_type;
+  m["source"] = model.source;
+  m["total_params"] = model.total_params;
+  m["num_layers"] = model.num_layers;
+  m["hidden_size"] = model.hidden_size;
+  m["vocab_size"] = model.vocab_size;
+  doc["model"] = m;
+  Json components = Json::array();
+  for (const auto& c : est.components) {
+    components.push_back(Json{{"name", c.name}, {"bytes", c.bytes}, {"detail", c.detail}});
+  }
+  doc["components"] = components;
+  doc["peak_allocated_bytes"] = est.peak_allocated_bytes;
+  doc["peak_reserved_bytes"] = est.peak_reserved_bytes;
+  doc["device_used_bytes"] = est.device_used_bytes;
+  doc["peak_phase"] = est.peak_phase;
+  doc["dominant_component"] = est.dominant_component;
+  doc["uncertainty_fraction"] = est.uncertainty_fraction;
+  doc["device_used_low_bytes"] = static_cast<uint64_t>(est.device_used_bytes * (1 - est.uncertainty_fraction));
+  doc["device_used_high_bytes"] = static_cast<uint64_t>(est.device_used_bytes * (1 + est.uncertainty_fraction));
+  doc["assumptions"] = est.assumptions;
+  (void)job;
+  return doc;
+}
+
+}  // namespace oomdoc
