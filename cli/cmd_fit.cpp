@@ -1,7 +1,12 @@
 // oomdoc fit: does the job fit the GPU, and what is the cheapest change that makes it fit.
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include "analyses/fit_search.h"
@@ -10,6 +15,7 @@
 #include "core/file_input.h"
 #include "core/units.h"
 #include "readers/gpu_catalog.h"
+#include "readers/job_file.h"
 #include "readers/length_file.h"
 #include "readers/model_resolver.h"
 #include "readers/training_config.h"
@@ -19,7 +25,8 @@ namespace oomdoc::cli {
 namespace {
 
 struct FitArgs {
-  std::string config_path;
+  std::string input;       // a training config, a job file, or a model name
+  std::string job_file;
   std::string model;
   std::string gpu;
   std::string memory;
@@ -31,29 +38,90 @@ struct FitArgs {
   std::string lengths_path;
   std::string prices_path;
   bool json = false;
-  // Job fields, named as the job file keys (docs/estimate.md).
-  std::string task, precision, weight_quantization, optimizer, gradient_checkpointing,
-      attention_impl, parallelism, loss_impl;
-  std::optional<uint64_t> micro_batch_size, grad_accum_steps, seq_len, lora_r;
+  // Job keys as flags, the same names as `oomdoc estimate` and the job file (docs/estimate.md).
+  std::map<std::string, std::string> text;
+  std::map<std::string, uint64_t> counts;
+  std::map<std::string, bool> flags;
+  std::vector<std::string> offload, targets;
+  std::optional<uint64_t> lora_r;
+  std::optional<double> lora_alpha;
+  CLI::App* app = nullptr;
 };
 
-void apply_overrides(const FitArgs& a, Job& job) {
-  if (!a.model.empty()) job.model = a.model;
-  if (!a.task.empty()) job.task = a.task;
-  if (!a.precision.empty()) job.precision = a.precision;
-  if (!a.weight_quantization.empty()) job.weight_quantization = a.weight_quantization;
-  if (!a.optimizer.empty()) job.optimizer = a.optimizer;
-  if (!a.gradient_checkpointing.empty()) job.gradient_checkpointing = a.gradient_checkpointing;
-  if (!a.attention_impl.empty()) job.attention_impl = a.attention_impl;
-  if (!a.parallelism.empty()) job.parallelism = a.parallelism;
-  if (!a.loss_impl.empty()) job.loss_impl = a.loss_impl;
-  if (a.micro_batch_size) job.micro_batch_size = a.micro_batch_size;
-  if (a.grad_accum_steps) job.grad_accum_steps = a.grad_accum_steps;
-  if (a.seq_len) job.seq_len = a.seq_len;
-  if (a.lora_r) {
-    if (!job.lora) job.lora = LoraSettings{};
-    job.lora->r = *a.lora_r;
+constexpr const char* kTextKeys[] = {"task", "precision", "weight_quantization", "optimizer",
+                                     "gradient_checkpointing", "attention_impl", "parallelism",
+                                     "loss_impl", "kv_cache_dtype"};
+constexpr const char* kCountKeys[] = {"group_size", "micro_batch_size", "grad_accum_steps",
+                                      "seq_len", "tp", "pp", "cp", "batch_size", "prompt_len",
+                                      "max_new_tokens"};
+constexpr const char* kFlagKeys[] = {"double_quant", "fused_backward", "padding_free"};
+
+std::string flag_name(std::string key) {
+  for (char& c : key) if (c == '_') c = '-';
+  return "--" + key;
+}
+
+// The flags given, as a job-file object: parsed and checked by the same reader as --job files.
+nlohmann::json flags_as_job_json(const FitArgs& a) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!a.model.empty()) j["model"] = a.model;
+  for (const auto& [k, v] : a.text) if (a.app->count(flag_name(k))) j[k] = v;
+  for (const auto& [k, v] : a.counts) if (a.app->count(flag_name(k))) j[k] = v;
+  for (const auto& [k, v] : a.flags) if (a.app->count(flag_name(k))) j[k] = v;
+  if (!a.offload.empty()) j["offload"] = a.offload;
+  if (a.lora_r || a.lora_alpha || !a.targets.empty()) {
+    nlohmann::json lora = nlohmann::json::object();
+    if (a.lora_r) lora["r"] = *a.lora_r;
+    if (a.lora_alpha) lora["alpha"] = *a.lora_alpha;
+    if (a.targets.size() == 1 && a.targets[0] == "all_linear") lora["target_modules"] = "all_linear";
+    else if (!a.targets.empty()) lora["target_modules"] = a.targets;
+    j["lora"] = lora;
   }
+  return j;
+}
+
+// Fields set in `over` replace those of `base`.
+void overlay(Job& base, const Job& over) {
+  if (!over.model.empty()) base.model = over.model;
+  auto take = [](auto& to, const auto& from) {
+    if (from) to = from;
+  };
+  take(base.task, over.task);
+  take(base.precision, over.precision);
+  take(base.weight_quantization, over.weight_quantization);
+  take(base.double_quant, over.double_quant);
+  take(base.group_size, over.group_size);
+  take(base.optimizer, over.optimizer);
+  take(base.fused_backward, over.fused_backward);
+  take(base.micro_batch_size, over.micro_batch_size);
+  take(base.grad_accum_steps, over.grad_accum_steps);
+  take(base.seq_len, over.seq_len);
+  take(base.padding_free, over.padding_free);
+  take(base.gradient_checkpointing, over.gradient_checkpointing);
+  take(base.attention_impl, over.attention_impl);
+  take(base.lora, over.lora);
+  take(base.num_gpus, over.num_gpus);
+  take(base.parallelism, over.parallelism);
+  take(base.tp, over.tp);
+  take(base.pp, over.pp);
+  take(base.cp, over.cp);
+  if (!over.offload.empty()) base.offload = over.offload;
+  take(base.loss_impl, over.loss_impl);
+  take(base.batch_size, over.batch_size);
+  take(base.prompt_len, over.prompt_len);
+  take(base.max_new_tokens, over.max_new_tokens);
+  take(base.kv_cache_dtype, over.kv_cache_dtype);
+}
+
+bool is_regular_file(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// A job file is a JSON object with a "model" key; training configs never have one.
+bool looks_like_job_file(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  return !j.is_discarded() && j.is_object() && j.contains("model");
 }
 
 int run_fit(const FitArgs& a) {
@@ -68,20 +136,45 @@ int run_fit(const FitArgs& a) {
 
   std::optional<TrainingConfig> config;
   Job job;
-  if (!a.config_path.empty()) {
-    auto read = read_training_config(a.config_path);
-    if (!read) return fail(read.error().message);
-    config = std::move(*read);
-    job = config->job;
+  std::string source = "command line";
+  std::string job_file = a.job_file;
+  if (!a.input.empty()) {
+    if (!is_regular_file(a.input)) {
+      if (!a.model.empty()) return fail(a.input + ": no such file (and --model is given)");
+      job.model = a.input;  // `oomdoc fit llama-2-7b --gpu 4090`, as for estimate
+    } else {
+      auto text = read_small_file(a.input, 4ull << 20);
+      if (!text) return fail(text.error().message);
+      if (looks_like_job_file(*text)) {
+        if (!job_file.empty()) return fail("give one job file, not " + a.input + " and --job");
+        job_file = a.input;
+      } else {
+        auto read = read_training_config(a.input);
+        if (!read) return fail(read.error().message);
+        config = std::move(*read);
+        job = config->job;
+        source = a.input;
+      }
+    }
   }
-  apply_overrides(a, job);
+  if (!job_file.empty()) {
+    auto text = read_small_file(job_file);
+    if (!text) return fail(text.error().message);
+    auto parsed = parse_job_json(*text, job_file);
+    if (!parsed) return fail(parsed.error().message);
+    overlay(job, *parsed);
+    source = job_file;
+  }
+  auto flags = parse_job_json(flags_as_job_json(a).dump(), "command line");
+  if (!flags) return fail(flags.error().message);
+  overlay(job, *flags);
+  if (a.gpus > 1 && !job.num_gpus) job.num_gpus = a.gpus;
+  if (auto valid = validate_job(job, source); !valid) return fail(valid.error().message);
   if (job.model.empty()) {
-    return fail(a.config_path.empty()
-                    ? "no job: give a training config (Axolotl/LLaMA-Factory YAML, "
-                      "TrainingArguments JSON) or --model"
-                    : a.config_path + ": names no model; add --model NAME");
+    return fail(config ? a.input + ": names no model; add --model NAME"
+                       : "no job: give a training config (Axolotl/LLaMA-Factory YAML, "
+                         "TrainingArguments JSON), a job file, or a model name");
   }
-  if (a.gpus > 1) job.num_gpus = a.gpus;
 
   FitOptions options;
   options.num_gpus = a.gpus;
@@ -143,9 +236,11 @@ void setup(CLI::App& app, int* exit_code) {
       "  oomdoc fit axolotl.yml --gpu 4090\n"
       "  oomdoc fit --model meta-llama/Llama-2-7b-hf --task train_full --micro-batch-size 4 \\\n"
       "             --seq-len 2048 --gpu a100-80 --gpus 2 --json");
-  sub->add_option("config", args->config_path,
-                  "Training config: Axolotl or LLaMA-Factory YAML, TrainingArguments/TRL JSON or YAML");
+  sub->add_option("input", args->input,
+                  "Training config (Axolotl or LLaMA-Factory YAML, TrainingArguments/TRL JSON or "
+                  "YAML), a job file, or a model name");
   sub->add_option("--model", args->model, "Model id, alias, config.json or folder (overrides the config's)");
+  sub->add_option("--job", args->job_file, "Job file (flat JSON, the keys of `oomdoc estimate`)");
   sub->add_option("--gpu", args->gpu, "GPU by name, fuzzy: 4090, h100-80, 'a100 40gb'");
   sub->add_option("--memory", args->memory, "GPU memory instead of a name: 24GiB, 80GB");
   sub->add_option("--gpus", args->gpus, "Number of GPUs the job may use (default 1)");
@@ -157,18 +252,23 @@ void setup(CLI::App& app, int* exit_code) {
                   "Token lengths of the data: one per line, or JSON lines with length/num_tokens/input_ids");
   sub->add_option("--prices", args->prices_path, "GPU-hour prices: 'GPU NAME, PRICE' per line");
   sub->add_flag("--json", args->json, "One JSON document on stdout (docs/json.md)");
-  sub->add_option("--task", args->task, "train_full, train_lora, train_qlora, train_freeze, inference");
-  sub->add_option("--precision", args->precision, "fp32, fp16_mixed, bf16_mixed, bf16, fp16");
-  sub->add_option("--weight-quantization", args->weight_quantization, "nf4, fp4, int8, ...");
-  sub->add_option("--optimizer", args->optimizer, "adamw, adamw_8bit, paged_adamw_8bit, adafactor, sgd, lion");
-  sub->add_option("--micro-batch-size", args->micro_batch_size, "Per-GPU micro-batch");
-  sub->add_option("--grad-accum-steps", args->grad_accum_steps, "Gradient accumulation steps");
-  sub->add_option("--seq-len", args->seq_len, "Sequence length (tokens)");
-  sub->add_option("--gradient-checkpointing", args->gradient_checkpointing, "none, full, selective");
-  sub->add_option("--attention-impl", args->attention_impl, "eager, sdpa, flash");
-  sub->add_option("--parallelism", args->parallelism, "ddp, zero1, zero2, zero3, fsdp_full_shard, ...");
-  sub->add_option("--loss-impl", args->loss_impl, "standard, chunked, fused_linear");
+  for (const char* key : kTextKeys) {
+    args->text[key] = "";
+    sub->add_option(flag_name(key), args->text[key], std::string("Job key ") + key);
+  }
+  for (const char* key : kCountKeys) {
+    args->counts[key] = 0;
+    sub->add_option(flag_name(key), args->counts[key], std::string("Job key ") + key);
+  }
+  for (const char* key : kFlagKeys) {
+    args->flags[key] = false;
+    sub->add_flag(flag_name(key), args->flags[key], std::string("Job key ") + key);
+  }
+  sub->add_option("--offload", args->offload, "optimizer, params, activations (repeatable)");
   sub->add_option("--lora-r", args->lora_r, "LoRA rank");
+  sub->add_option("--lora-alpha", args->lora_alpha, "LoRA alpha");
+  sub->add_option("--lora-target-modules", args->targets, "Module names, or all_linear");
+  args->app = sub;
   sub->callback([args, exit_code]() { *exit_code = run_fit(*args); });
 }
 

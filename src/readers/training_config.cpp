@@ -35,6 +35,9 @@ struct Reader {
   std::optional<std::string> quant_type;  // nf4, fp4
   bool disable_checkpointing_llamafactory = false;
   bool checkpointing_given = false;
+  std::optional<std::string> autocast;       // bf16 / fp16 from the bf16/fp16 flags
+  std::optional<std::string> pure;           // pure 16-bit training asked for explicitly
+  std::optional<std::string> weights_dtype;  // torch_dtype the model is loaded in
 
   std::string where(const YAML::Node& node, std::string_view key) const {
     return fmt::format("{}: line {}: {}", display_name, node.Mark().line + 1, key);
@@ -124,27 +127,28 @@ Status set_optimizer(const YAML::Node& n, std::string_view key, Reader& r) {
   return Ok{};
 }
 
-// bf16 / fp16 flags of TrainingArguments and Axolotl turn on autocast: mixed precision. Axolotl's
-// "auto" picks bf16 where supported and "full" only adds bf16_full_eval; pure 16-bit training is
-// Axolotl's bfloat16/float16 and LLaMA-Factory's pure_bf16.
-Handler set_half_flag(std::string mixed) {
-  return [mixed](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
+// bf16 / fp16 flags of TrainingArguments and Axolotl turn on autocast. Whether that is "mixed"
+// (fp32 weights kept) or 16-bit weights depends on the dtype the model is loaded in: resolve().
+// Axolotl's "auto" picks bf16 where supported and "full" only adds bf16_full_eval.
+Handler set_half_flag(std::string half) {
+  return [half](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
     if (n.IsScalar() && (lower(n.Scalar()) == "auto" || lower(n.Scalar()) == "full")) {
-      r.out.job.precision = mixed;
+      r.autocast = half;
       return Ok{};
     }
     auto v = as_bool(n, key, r);
     if (!v) return v.error();
-    if (*v) r.out.job.precision = mixed;
+    if (*v) r.autocast = half;
     return Ok{};
   };
 }
 
+// Pure 16-bit training: Axolotl's bfloat16/float16, LLaMA-Factory's pure_bf16.
 Handler set_pure(std::string pure) {
   return [pure](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
     auto v = as_bool(n, key, r);
     if (!v) return v.error();
-    if (*v) r.out.job.precision = pure;
+    if (*v) r.pure = pure;
     return Ok{};
   };
 }
@@ -497,11 +501,9 @@ Status set_fsdp_config(const YAML::Node& n, std::string_view key, Reader& r) {
 // TRL ModelConfig / SFTConfig.model_init_kwargs: torch_dtype and attn_implementation.
 Status set_torch_dtype(const YAML::Node& n, std::string_view key, Reader& r) {
   const std::string v = n.IsScalar() ? lower(n.Scalar()) : "";
-  // The weights' dtype decides pure vs mixed only together with bf16/fp16 flags; record pure
-  // 16-bit weights when no flag says otherwise.
-  if (v == "bfloat16" && !r.out.job.precision) r.out.job.precision = "bf16";
-  else if (v == "float16" && !r.out.job.precision) r.out.job.precision = "fp16";
-  else if (v == "float32" && !r.out.job.precision) r.out.job.precision = "fp32";
+  if (v == "bfloat16" || v == "bf16") r.weights_dtype = "bf16";
+  else if (v == "float16" || v == "fp16") r.weights_dtype = "fp16";
+  else if (v == "float32" || v == "fp32") r.weights_dtype = "fp32";
   return Ok{};
 }
 
@@ -524,8 +526,8 @@ using Table = std::map<std::string, Handler>;
 void add_hf_keys(Table& t) {
   t["per_device_train_batch_size"] = set_count(&Job::micro_batch_size);
   t["gradient_accumulation_steps"] = set_count(&Job::grad_accum_steps);
-  t["bf16"] = set_half_flag("bf16_mixed");
-  t["fp16"] = set_half_flag("fp16_mixed");
+  t["bf16"] = set_half_flag("bf16");
+  t["fp16"] = set_half_flag("fp16");
   t["optim"] = set_optimizer;
   t["gradient_checkpointing"] = set_gradient_checkpointing;
   t["deepspeed"] = set_deepspeed;
@@ -568,8 +570,8 @@ Table axolotl_table() {
   t["gradient_accumulation_steps"] = set_count(&Job::grad_accum_steps);
   t["gradient_checkpointing"] = set_gradient_checkpointing;
   t["optimizer"] = set_optimizer;
-  t["bf16"] = set_half_flag("bf16_mixed");
-  t["fp16"] = set_half_flag("fp16_mixed");
+  t["bf16"] = set_half_flag("bf16");
+  t["fp16"] = set_half_flag("fp16");
   t["bfloat16"] = set_pure("bf16");
   t["float16"] = set_pure("fp16");
   t["flash_attention"] = set_attention_flag("flash");
@@ -739,6 +741,28 @@ void resolve(Reader& r) {
                          "read as QLoRA", r.display_name));
       job.task = "train_qlora";
     }
+  }
+  // Precision. The frameworks load the model in the autocast dtype, except where a recipe keeps
+  // fp32 trainable weights: LLaMA-Factory upcasts them for full and freeze tuning
+  // (cast_trainable_params_to_fp32 unless pure_bf16), and DeepSpeed / FSDP mixed precision keep an
+  // fp32 master copy. A TrainingArguments dump loads in fp32 unless torch_dtype says otherwise.
+  if (r.pure) {
+    job.precision = *r.pure;
+  } else if (r.autocast) {
+    bool weights_16bit = false;
+    const bool sharded_amp = job.parallelism.has_value();
+    switch (r.out.format) {
+      case TrainingConfigFormat::kAxolotl: weights_16bit = !sharded_amp; break;
+      case TrainingConfigFormat::kLlamaFactory:
+        weights_16bit = !sharded_amp && (job.task == "train_lora" || job.task == "train_qlora");
+        break;
+      case TrainingConfigFormat::kHfTrainingArguments:
+        weights_16bit = !sharded_amp && r.weights_dtype && *r.weights_dtype != "fp32";
+        break;
+    }
+    job.precision = weights_16bit ? *r.autocast : *r.autocast + "_mixed";
+  } else if (r.weights_dtype) {
+    job.precision = *r.weights_dtype;
   }
   if (job.task != "train_lora" && job.task != "train_qlora") job.lora.reset();
   else if (!job.lora) job.lora = LoraSettings{};

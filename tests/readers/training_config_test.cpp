@@ -31,7 +31,7 @@ TEST(TrainingConfig, AxolotlQloraExample) {
   EXPECT_EQ(job.micro_batch_size, 1u);
   EXPECT_EQ(job.grad_accum_steps, 4u);
   EXPECT_EQ(job.optimizer, "paged_adamw_8bit");
-  EXPECT_EQ(job.precision, "bf16_mixed");
+  EXPECT_EQ(job.precision, "bf16");  // Axolotl loads the model in the autocast dtype
   EXPECT_EQ(job.gradient_checkpointing, "full");
   EXPECT_EQ(job.attention_impl, "flash");
   EXPECT_FALSE(job.parallelism.has_value());
@@ -57,6 +57,7 @@ TEST(TrainingConfig, AxolotlFullFineTuneWithDeepSpeedNameAndUnknownKey) {
   EXPECT_EQ(job.optimizer, "adamw");
   EXPECT_EQ(job.seq_len, 8192u);
   EXPECT_EQ(job.loss_impl, "fused_linear");
+  EXPECT_EQ(job.precision, "bf16_mixed");  // DeepSpeed bf16 keeps fp32 master weights
   // The DeepSpeed file is not next to the config: stage and offload come from its name.
   EXPECT_EQ(job.parallelism, "zero3");
   EXPECT_THAT(job.offload, ElementsAre("optimizer", "params"));
@@ -79,7 +80,7 @@ TEST(TrainingConfig, LlamaFactoryLoraExample) {
   EXPECT_EQ(job.seq_len, 2048u);
   EXPECT_EQ(job.micro_batch_size, 1u);
   EXPECT_EQ(job.grad_accum_steps, 8u);
-  EXPECT_EQ(job.precision, "bf16_mixed");
+  EXPECT_EQ(job.precision, "bf16");  // LoRA: the frozen base is loaded in bf16
   // LLaMA-Factory checkpoints unless disable_gradient_checkpointing is set.
   EXPECT_EQ(job.gradient_checkpointing, "full");
   EXPECT_THAT(config->unknown_keys, IsEmpty());
@@ -112,7 +113,7 @@ TEST(TrainingConfig, TrainingArgumentsJsonDump) {
   EXPECT_EQ(job.task, "train_full");
   EXPECT_EQ(job.micro_batch_size, 4u);
   EXPECT_EQ(job.grad_accum_steps, 2u);
-  EXPECT_EQ(job.precision, "bf16_mixed");
+  EXPECT_EQ(job.precision, "bf16");  // model_init_kwargs torch_dtype bfloat16 + bf16 autocast
   EXPECT_EQ(job.optimizer, "adamw");
   EXPECT_EQ(job.gradient_checkpointing, "full");
   EXPECT_EQ(job.seq_len, 2048u);
@@ -139,6 +140,7 @@ TEST(TrainingConfig, TrlCliYamlWithModelConfigKeys) {
   EXPECT_EQ(job.micro_batch_size, 8u);
   EXPECT_EQ(job.optimizer, "paged_adamw_8bit");
   EXPECT_EQ(job.attention_impl, "flash");
+  EXPECT_EQ(job.precision, "bf16_mixed");  // no torch_dtype: loaded in fp32, bf16 autocast
 }
 
 TEST(TrainingConfig, InvalidYamlNamesFileAndLine) {
