@@ -473,13 +473,16 @@ struct Search {
     return best;
   }
 
-  std::optional<std::vector<Applied>> run(uint64_t limit) const {
+  // skip: step ids left out (e.g. the method changes, for the "same method" alternative).
+  std::optional<std::vector<Applied>> run(uint64_t limit,
+                                          const std::vector<std::string>& skip = {}) const {
     std::vector<Applied> applied;
     Job current = original;
     auto current_pred = predict(est, model, current);
     if (!current_pred) return std::nullopt;
     bool fits = current_pred->device_used_bytes <= limit;
     for (size_t s = 0; s < steps.size() && !fits; ++s) {
+      if (std::find(skip.begin(), skip.end(), steps[s].id) != skip.end()) continue;
       auto p = pick(steps[s], current, current_pred->device_used_bytes, limit);
       if (!p) continue;
       p->candidate.apply(current);
@@ -842,7 +845,9 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     }
     const bool plan_is_single = report.plan && report.plan->changes.size() == 1;
     for (const auto& step : search.steps) {
-      auto p = search.pick(step, given, estimate->device_used_bytes, report.usable_bytes);
+      // The cheapest option of the step that reaches the target alone, else the budget.
+      auto p = search.pick(step, given, estimate->device_used_bytes, report.target_bytes);
+      if (!p || !p->fits) p = search.pick(step, given, estimate->device_used_bytes, report.usable_bytes);
       if (!p || !p->fits) continue;
       if (plan_is_single && p->candidate.change.id == plan_ids[0]) continue;
       FitAlternative a;
@@ -852,6 +857,34 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       a.fits_target = p->predicted.device_used_bytes <= report.target_bytes;
       a.description = fmt::format("fits with only: {}", a.change.title);
       report.alternatives.push_back(std::move(a));
+    }
+    // When the plan changes the method (LoRA, QLoRA), the cheapest way that keeps it, if any.
+    const bool plan_changes_method =
+        report.plan && std::any_of(report.plan->changes.begin(), report.plan->changes.end(),
+                                   [](const FitChange& c) { return c.step == 6; });
+    if (plan_changes_method) {
+      for (uint64_t limit : {report.target_bytes, report.usable_bytes}) {
+        auto same = search.run(limit, {"lora", "qlora"});
+        if (!same) continue;
+        FitPlan kept = search.to_plan(*same);
+        FitAlternative a;
+        a.change.id = "same_method";
+        a.change.step = kept.changes.empty() ? 0 : kept.changes.back().step;
+        std::vector<std::string> titles;
+        for (const auto& c : kept.changes) {
+          titles.push_back(c.title);
+          a.change.settings.insert(a.change.settings.end(), c.settings.begin(), c.settings.end());
+          a.change.host_ram_bytes = c.host_ram_bytes ? c.host_ram_bytes : a.change.host_ram_bytes;
+        }
+        a.change.title = fmt::format("{}", fmt::join(titles, "; "));
+        a.change.cost = kept.changes.empty() ? "" : kept.changes.back().cost;
+        a.change.predicted = kept.predicted;
+        a.predicted = kept.predicted;
+        a.fits_target = kept.predicted.device_used_bytes <= report.target_bytes;
+        a.description = "without changing the training method: " + a.change.title;
+        report.alternatives.push_back(std::move(a));
+        break;
+      }
     }
     // Without --lengths the plan never cuts the length; say which length would fit.
     if (!options.lengths && is_training(given) && given.seq_len) {

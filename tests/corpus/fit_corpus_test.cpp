@@ -19,6 +19,7 @@
 #include "analyses/estimator.h"
 #include "analyses/fit_search.h"
 #include "core/units.h"
+#include "readers/gpu_catalog.h"
 #include "readers/model_resolver.h"
 #include "support/test_support.h"
 
