@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "core/units.h"
@@ -66,6 +67,7 @@ struct Plan {
   double param_bytes = 2;      // storage dtype of the (16/32-bit) weights
   double act_bytes = 2;        // activation dtype
   bool amp = false;            // autocast over fp32 parameters
+  bool mixed = false;          // fp16_mixed / bf16_mixed: fp32 masters, 16-bit compute
   double grad_bytes = 2;
   double state_bytes = 4;      // optimizer state dtype for 32/16-bit optimizers
 };
@@ -100,8 +102,14 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     p.precision = m.torch_dtype == "float16" ? "fp16" : "bf16";
     assume("precision: " + p.precision + " (not given; from the model's torch_dtype or bf16)");
   }
-  p.amp = p.precision == "fp16_mixed" || p.precision == "bf16_mixed";
-  p.param_bytes = p.precision == "fp32" || p.amp ? 4 : 2;
+  p.mixed = p.precision == "fp16_mixed" || p.precision == "bf16_mixed";
+  p.parallelism = job.parallelism.value_or("ddp");
+  const bool sharded = p.parallelism != "ddp" && job.num_gpus.value_or(1) > 1;
+  // Mixed precision is autocast over fp32 parameters on one GPU or DDP; sharded engines
+  // (FSDP MixedPrecision, DeepSpeed bf16/fp16) compute on 16-bit copies of the parameters, so
+  // activations are plain 16-bit there while fp32 masters stay sharded.
+  p.amp = p.mixed && !sharded;
+  p.param_bytes = p.precision == "fp32" || p.mixed ? 4 : 2;
   p.act_bytes = p.precision == "fp32" ? 4 : 2;
   p.grad_bytes = p.param_bytes;
   p.state_bytes = p.param_bytes;  // torch optimizers keep state in the parameter's dtype
@@ -166,7 +174,6 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     return make_error(fmt::format("num_gpus {} is not a multiple of tp*pp*cp = {}", p.num_gpus, p.tp * p.pp * p.cp));
   }
   p.dp = p.num_gpus / (p.tp * p.pp * p.cp);
-  p.parallelism = job.parallelism.value_or("ddp");
   if (!job.parallelism && p.dp > 1) assume("parallelism: ddp (not given)");
   for (const auto& o : job.offload) {
     if (o == "optimizer") p.offload_optimizer = true;
@@ -187,25 +194,35 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
 
 // ---- which Linear layers train ----------------------------------------------------------
 
-bool is_query_or_value(const std::string& name) {
-  static const std::set<std::string> kQv = {"q_proj", "v_proj", "query", "value", "c_attn", "query_key_value",
-                                            "qkv_proj", "q", "v", "q_b_proj", "q_a_proj", "kv_b_proj"};
-  return kQv.count(name) > 0;
+// Names users and frameworks give LoRA targets, mapped to layer roles (model/architecture.h):
+// PEFT/HF (q_proj), LitGPT (query, projection, mlp), torchtune (output_proj, w1..w3), Unsloth (q).
+std::set<std::string> roles_for_target(const std::string& target) {
+  static const std::map<std::string, std::set<std::string>> kAliases = {
+      {"q", {"q", "qkv"}},       {"query", {"q", "qkv"}},   {"wq", {"q", "qkv"}},
+      {"k", {"k", "qkv"}},       {"key", {"k", "qkv"}},     {"wk", {"k", "qkv"}},
+      {"v", {"v", "qkv"}},       {"value", {"v", "qkv"}},   {"wv", {"v", "qkv"}},
+      {"o", {"o"}},              {"output_proj", {"o"}},    {"projection", {"o"}},
+      {"out_proj", {"o"}},       {"attention", {"q", "k", "v", "qkv", "o"}},
+      {"gate", {"gate", "gate_up"}}, {"w1", {"gate", "gate_up", "fc_in"}},
+      {"up", {"up", "gate_up"}}, {"w3", {"up", "gate_up"}},
+      {"down", {"down"}},        {"w2", {"down"}},
+      {"mlp", {"gate", "up", "gate_up", "fc_in", "down"}},
+  };
+  auto it = kAliases.find(target);
+  return it == kAliases.end() ? std::set<std::string>{} : it->second;
 }
 
 bool lora_targets(const Plan& p, const LinearShape& l) {
   if (!p.use_lora) return false;
   if (p.lora.all_linear) return true;
-  if (p.lora.target_modules.empty()) return is_query_or_value(l.name);
+  if (p.lora.target_modules.empty()) return l.role == "q" || l.role == "v" || l.role == "qkv";
   for (const auto& t : p.lora.target_modules) {
-    // A target matches the module's own name or a dotted suffix of it (PEFT matching).
+    // The module's own name (PEFT matches a name or a dotted suffix of it), or a role alias.
     if (t == l.name) return true;
-    if (l.name.size() > t.size() && l.name.compare(l.name.size() - t.size(), t.size(), t) == 0 &&
-        l.name[l.name.size() - t.size() - 1] == '.')
-      return true;
     if (t.size() > l.name.size() && t.compare(t.size() - l.name.size(), l.name.size(), l.name) == 0 &&
         t[t.size() - l.name.size() - 1] == '.')
       return true;
+    if (roles_for_target(t).count(l.role)) return true;
   }
   return false;
 }
@@ -268,10 +285,9 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
     bool lora = lora_targets(p, l);
     if (!frozen_base) {
       // Linears sharing an input (q/k/v, gate/up) save it once.
-      std::string key = fmt::format("{}", l.in_features) + (l.name == "o_proj" || l.name == "dense" ? "o" : "");
-      if (l.name.find("down") != std::string::npos || l.name == "fc2" || l.name == "c_proj" || l.name == "wo" ||
-          l.name == "dense_4h_to_h" || l.name == "fc_out" || l.name == "output.dense" || l.name == "w2")
-        key = "mlp_out:" + l.name;
+      std::string key = l.role == "o" ? "o" : l.role == "down" ? "down" :
+                        (l.role == "gate" || l.role == "up" || l.role == "gate_up" || l.role == "fc_in") ? "mlp" : "attn";
+      if (m.parallel_attention && key == "mlp") key = "attn";  // one normed input feeds both
       if (saved_inputs.insert(key).second) a.per_token += e * in;
     } else if (lora) {
       a.per_token += (adapter_bytes == e ? 0 : adapter_bytes) * in + (adapter_bytes == e ? e * in : 0);
@@ -344,6 +360,8 @@ double weight_bytes_per_param(const std::string& q, bool double_quant, uint64_t 
 
 }  // namespace
 
+uint64_t cuda_context_bytes() { return kCudaContextBytes; }
+
 Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   Estimate est;
   auto planned = make_plan(m, job, est.assumptions);
@@ -394,6 +412,12 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       weights_detail = "tensor bytes of the safetensors checkpoint";
     }
   }
+  if (p.training && p.mixed && deepspeed && !p.quantization) {
+    // DeepSpeed keeps 16-bit params for compute and fp32 master + fp32 gradient partitions
+    // (stage_1_and_2.py estimate_zero2_model_states_mem_needs: 2 + 18/N bytes per param).
+    weights = total * 2;
+    weights_detail = fmt::format("{} params x 2 B (16-bit copy)", format_count(total));
+  }
   weights /= shard_mp;
   if (p.offload_params) {
     weights = 0;
@@ -436,17 +460,13 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (p.use_lora) b.add("adapter_weights", trainable * 4 / shard_mp, fmt::format("{} LoRA params x 4 B (fp32)", format_count(trainable)));
 
   // ---- master weights (16-bit params with an fp32 copy: DeepSpeed / FSDP mixed precision) ----
-  if (p.training && p.amp && deepspeed) {
-    // DeepSpeed keeps 16-bit params for compute and fp32 master + fp32 gradient partitions
-    // (stage_1_and_2.py estimate_zero2_model_states_mem_needs: 2 + 18/N bytes per param).
-    b.components.back().bytes = static_cast<uint64_t>(std::llround(total * 2 / shard_mp / param_shards));
-    b.components.back().detail = fmt::format("{} params x 2 B (16-bit copy)", format_count(total));
-    if (!p.offload_optimizer) b.add("master_weights", trainable * 4 / shard_mp / state_shards, "fp32 master copy (ZeRO)");
+  if (p.training && p.mixed && deepspeed && !p.offload_optimizer) {
+    b.add("master_weights", trainable * 4 / shard_mp / state_shards, "fp32 master copy (ZeRO)");
   }
 
   // ---- gradients ----
   double grad_bytes = trainable * (p.use_lora ? 4 : p.grad_bytes) / shard_mp;
-  if (p.training && p.amp && deepspeed) grad_bytes = trainable * (2.0 / grad_shards + 4.0 / state_shards) / shard_mp;
+  if (p.training && p.mixed && deepspeed) grad_bytes = trainable * (2.0 / grad_shards + 4.0 / state_shards) / shard_mp;
   else grad_bytes /= grad_shards;
   if (p.offload_optimizer && deepspeed) grad_bytes = trainable * 2 / shard_mp / grad_shards;
   if (p.fused_backward) {
@@ -497,8 +517,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     }
     LayerActivations dec = block_activations(m, p, m.is_encoder_decoder ? decoder_linears : linears, m.is_encoder_decoder);
     double per_layer = tokens * (dec.per_token + dec.attention_scores * s_kv);
-    // Tensor parallel splits what lies inside attention and MLP (Korthikanti: 24/t of 34).
-    if (p.tp > 1) per_layer = per_layer * (10.0 / 34 + 24.0 / 34 / p.tp);
+    // Tensor parallel with sequence parallelism (Megatron --sequence-parallel, torchtitan):
+    // every saved activation is split across the tp ranks (Korthikanti Table 2: sbh/t (34 + 5as/h)).
+    per_layer /= static_cast<double>(p.tp);
     double layers = static_cast<double>(m.num_layers);
     if (p.task == "train_freeze") layers = std::min<double>(kFreezeTrainableLayers, layers);
     double stack = per_layer * layers;
@@ -507,16 +528,26 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       stack += tokens * (enc.per_token + enc.attention_scores * s_kv) * m.num_encoder_layers;
     }
     const double residual = p.amp ? 4 : p.act_bytes;
-    const double layer_input = tokens * residual * m.hidden_size;
+    const double layer_input = tokens * residual * m.hidden_size / static_cast<double>(p.tp);
     if (p.checkpointing == "full") {
       // Only each block's input is kept; backward recomputes one block at a time.
       layer_working = per_layer;
       activations = layer_input * (layers + (m.is_encoder_decoder ? m.num_encoder_layers : 0));
       act_detail = "block inputs only (full checkpointing) + one block recomputed";
     } else if (p.checkpointing == "selective") {
-      // Korthikanti selective recompute: the attention core (s^2 terms) is recomputed.
-      activations = stack - tokens * dec.attention_scores * s_kv * layers;
-      act_detail = "per block, attention core recomputed (selective)";
+      // Selective (op-level) recompute: each block keeps its input, the attention kernel's output
+      // and logsumexp, and every second matmul output; elementwise ops, norms and the s^2
+      // attention core are recomputed (torchtitan activation_checkpoint "op" policy, which also
+      // drops what Korthikanti et al. 2022 recompute).
+      double saved = residual * m.hidden_size + p.act_bytes * m.num_attention_heads * m.head_dim + 4 * m.num_attention_heads;
+      uint64_t mm = 0;
+      for (const auto& l : linears) {
+        if (l.expert || l.layers != m.num_layers) continue;
+        if (++mm % 2 == 1) saved += p.act_bytes * static_cast<double>(l.out_features);
+      }
+      activations = tokens * saved / static_cast<double>(p.tp) * layers;
+      layer_working = per_layer;
+      act_detail = "block input, attention output and every second matmul output (selective)";
     } else {
       activations = stack;
       act_detail = fmt::format("{} blocks x {} per block", layers, format_bytes(static_cast<uint64_t>(per_layer)));

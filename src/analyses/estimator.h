@@ -12,4 +12,7 @@ namespace oomdoc {
 // Fails (with a message naming the field) when the job is contradictory or cannot be expressed.
 Result<Estimate> estimate_memory(const ModelSpec& model, const Job& job);
 
+// The CUDA context the estimate assumes per GPU (what nvidia-smi shows before any tensor).
+uint64_t cuda_context_bytes();
+
 }  // namespace oomdoc

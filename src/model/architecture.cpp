@@ -27,7 +27,13 @@ std::vector<LinearShape> attention_linears(const ModelSpec& m, uint64_t layers) 
   const bool ob = m.attn_out_bias;
   const std::string& t = m.model_type;
   auto lin = [&](const char* name, uint64_t in, uint64_t out, bool bias) {
-    return LinearShape{name, in, out, bias, 1, layers, false};
+    LinearShape l{name, in, out, bias, 1, layers, false, ""};
+    return l;
+  };
+  auto with_roles = [](std::vector<LinearShape> v, std::initializer_list<const char*> roles) {
+    size_t i = 0;
+    for (const char* r : roles) v[i++].role = r;
+    return v;
   };
   if (m.attention == AttentionKind::kMultiLatent) {
     // DeepSeek-V2/V3 (modeling_deepseek.py DeepseekV3Attention): q through a low-rank pair
@@ -37,38 +43,44 @@ std::vector<LinearShape> attention_linears(const ModelSpec& m, uint64_t layers) 
     std::vector<LinearShape> out;
     if (m.q_lora_rank) {
       out.push_back(lin("q_a_proj", h, m.q_lora_rank, qb));
+      out.back().role = "q";
       out.push_back(lin("q_b_proj", m.q_lora_rank, m.num_attention_heads * qk_head, false));
+      out.back().role = "q";
     } else {
       out.push_back(lin("q_proj", h, m.num_attention_heads * qk_head, false));
+      out.back().role = "q";
     }
     out.push_back(lin("kv_a_proj_with_mqa", h, m.kv_lora_rank + m.qk_rope_head_dim, qb));
+    out.back().role = "k";
     out.push_back(lin("kv_b_proj", m.kv_lora_rank,
                       m.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim), false));
+    out.back().role = "v";
     out.push_back(lin("o_proj", m.num_attention_heads * m.v_head_dim, h, ob));
+    out.back().role = "o";
     return out;
   }
   if (is_one_of(t, {"gpt2", "gpt_bigcode"})) {
-    return {lin("c_attn", h, q + 2 * kv, qb), lin("c_proj", q, h, ob)};
+    return with_roles({lin("c_attn", h, q + 2 * kv, qb), lin("c_proj", q, h, ob)}, {"qkv", "o"});
   }
   if (is_one_of(t, {"gpt_neox", "falcon", "bloom"})) {
-    return {lin("query_key_value", h, q + 2 * kv, qb), lin("dense", q, h, ob)};
+    return with_roles({lin("query_key_value", h, q + 2 * kv, qb), lin("dense", q, h, ob)}, {"qkv", "o"});
   }
-  if (t == "phi3") return {lin("qkv_proj", h, q + 2 * kv, qb), lin("o_proj", q, h, ob)};
+  if (t == "phi3") return with_roles({lin("qkv_proj", h, q + 2 * kv, qb), lin("o_proj", q, h, ob)}, {"qkv", "o"});
   if (is_one_of(t, {"bert", "roberta", "vit"})) {
-    return {lin("query", h, q, qb), lin("key", h, kv, qb), lin("value", h, kv, qb),
-            lin("dense", q, h, ob)};
+    return with_roles({lin("query", h, q, qb), lin("key", h, kv, qb), lin("value", h, kv, qb),
+                       lin("dense", q, h, ob)}, {"q", "k", "v", "o"});
   }
   if (t == "deberta-v2") {
-    return {lin("query_proj", h, q, qb), lin("key_proj", h, kv, qb), lin("value_proj", h, kv, qb),
-            lin("dense", q, h, ob)};
+    return with_roles({lin("query_proj", h, q, qb), lin("key_proj", h, kv, qb), lin("value_proj", h, kv, qb),
+                       lin("dense", q, h, ob)}, {"q", "k", "v", "o"});
   }
   if (is_one_of(t, {"t5", "mt5"})) {
-    return {lin("q", h, q, false), lin("k", h, kv, false), lin("v", h, kv, false),
-            lin("o", q, h, false)};
+    return with_roles({lin("q", h, q, false), lin("k", h, kv, false), lin("v", h, kv, false),
+                       lin("o", q, h, false)}, {"q", "k", "v", "o"});
   }
   const char* out_name = is_one_of(t, {"gptj", "opt"}) ? "out_proj" : (t == "phi" ? "dense" : "o_proj");
-  return {lin("q_proj", h, q, qb), lin("k_proj", h, kv, qb), lin("v_proj", h, kv, qb),
-          lin(out_name, q, h, ob)};
+  return with_roles({lin("q_proj", h, q, qb), lin("k_proj", h, kv, qb), lin("v_proj", h, kv, qb),
+                     lin(out_name, q, h, ob)}, {"q", "k", "v", "o"});
 }
 
 // Dense MLP of one block with width `inter`.
@@ -78,25 +90,32 @@ std::vector<LinearShape> mlp_linears(const ModelSpec& m, uint64_t inter, uint64_
   const bool b = m.mlp_bias;
   const std::string& t = m.model_type;
   auto lin = [&](const char* name, uint64_t in, uint64_t out) {
-    return LinearShape{name, in, out, b, copies, layers, expert};
+    LinearShape l{name, in, out, b, copies, layers, expert, ""};
+    return l;
+  };
+  // Roles follow the order of the returned layers: gated = gate, up, down; plain = fc_in, down.
+  auto roles = [](std::vector<LinearShape> v) {
+    if (v.size() == 3) { v[0].role = "gate"; v[1].role = "up"; v[2].role = "down"; }
+    else if (v.size() == 2) { v[0].role = v[0].name == "gate_up_proj" ? "gate_up" : "fc_in"; v[1].role = "down"; }
+    return v;
   };
   if (m.gated_mlp) {
-    if (t == "phi3") return {lin("gate_up_proj", h, 2 * inter), lin("down_proj", inter, h)};
-    if (t == "mixtral" && expert) return {lin("w1", h, inter), lin("w3", h, inter), lin("w2", inter, h)};
-    if (is_one_of(t, {"t5", "mt5"})) return {lin("wi_0", h, inter), lin("wi_1", h, inter), lin("wo", inter, h)};
-    return {lin("gate_proj", h, inter), lin("up_proj", h, inter), lin("down_proj", inter, h)};
+    if (t == "phi3") return roles({lin("gate_up_proj", h, 2 * inter), lin("down_proj", inter, h)});
+    if (t == "mixtral" && expert) return roles({lin("w1", h, inter), lin("w3", h, inter), lin("w2", inter, h)});
+    if (is_one_of(t, {"t5", "mt5"})) return roles({lin("wi_0", h, inter), lin("wi_1", h, inter), lin("wo", inter, h)});
+    return roles({lin("gate_proj", h, inter), lin("up_proj", h, inter), lin("down_proj", inter, h)});
   }
-  if (is_one_of(t, {"gpt2", "gpt_bigcode"})) return {lin("c_fc", h, inter), lin("c_proj", inter, h)};
+  if (is_one_of(t, {"gpt2", "gpt_bigcode"})) return roles({lin("c_fc", h, inter), lin("c_proj", inter, h)});
   if (is_one_of(t, {"gpt_neox", "falcon", "bloom"})) {
-    return {lin("dense_h_to_4h", h, inter), lin("dense_4h_to_h", inter, h)};
+    return roles({lin("dense_h_to_4h", h, inter), lin("dense_4h_to_h", inter, h)});
   }
-  if (t == "gptj") return {lin("fc_in", h, inter), lin("fc_out", inter, h)};
-  if (is_one_of(t, {"opt", "phi"})) return {lin("fc1", h, inter), lin("fc2", inter, h)};
-  if (is_one_of(t, {"t5", "mt5"})) return {lin("wi", h, inter), lin("wo", inter, h)};
+  if (t == "gptj") return roles({lin("fc_in", h, inter), lin("fc_out", inter, h)});
+  if (is_one_of(t, {"opt", "phi"})) return roles({lin("fc1", h, inter), lin("fc2", inter, h)});
+  if (is_one_of(t, {"t5", "mt5"})) return roles({lin("wi", h, inter), lin("wo", inter, h)});
   if (is_one_of(t, {"bert", "roberta", "vit", "deberta-v2"})) {
-    return {lin("intermediate.dense", h, inter), lin("output.dense", inter, h)};
+    return roles({lin("intermediate.dense", h, inter), lin("output.dense", inter, h)});
   }
-  return {lin("up_proj", h, inter), lin("down_proj", inter, h)};
+  return roles({lin("up_proj", h, inter), lin("down_proj", inter, h)});
 }
 
 bool is_t5(const ModelSpec& m) { return is_one_of(m.model_type, {"t5", "mt5"}); }

@@ -19,6 +19,9 @@ struct LinearShape {
   uint64_t copies = 1;       // routed experts: one Linear per expert
   uint64_t layers = 0;       // how many blocks hold it
   bool expert = false;       // part of a routed expert (only experts_per_token of them run per token)
+  // What the layer does, whatever the family calls it: q, k, v, qkv (fused), o, gate, up,
+  // gate_up (fused), down (MLP output), fc_in (plain MLP input). LoRA targets match it too.
+  std::string role;
 
   uint64_t params() const {
     return (in_features * out_features + (bias ? out_features : 0)) * copies * layers;

@@ -16,7 +16,7 @@ const std::set<std::string> kTasks = {"train_full", "train_lora", "train_qlora",
 const std::set<std::string> kPrecisions = {"fp32", "fp16_mixed", "bf16_mixed", "bf16", "fp16"};
 const std::set<std::string> kQuantizations = {"nf4", "fp4", "int8", "int4", "fp8", "gptq4", "awq4"};
 const std::set<std::string> kOptimizers = {"adamw", "adamw_8bit", "paged_adamw_8bit", "adamw_4bit", "adafactor",
-                                           "sgd", "sgd_momentum", "lion"};
+                                           "sgd", "sgd_momentum", "lion", "none"};
 const std::set<std::string> kCheckpointing = {"none", "full", "selective"};
 const std::set<std::string> kAttention = {"eager", "sdpa", "flash"};
 const std::set<std::string> kParallelism = {"ddp", "zero1", "zero2", "zero3", "fsdp_full_shard",
