@@ -194,38 +194,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
 
 // ---- which Linear layers train ----------------------------------------------------------
 
-// Names users and frameworks give LoRA targets, mapped to layer roles (model/architecture.h):
-// PEFT/HF (q_proj), LitGPT (query, projection, mlp), torchtune (output_proj, w1..w3), Unsloth (q).
-std::set<std::string> roles_for_target(const std::string& target) {
-  static const std::map<std::string, std::set<std::string>> kAliases = {
-      {"q", {"q", "qkv"}},       {"query", {"q", "qkv"}},   {"wq", {"q", "qkv"}},
-      {"k", {"k", "qkv"}},       {"key", {"k", "qkv"}},     {"wk", {"k", "qkv"}},
-      {"v", {"v", "qkv"}},       {"value", {"v", "qkv"}},   {"wv", {"v", "qkv"}},
-      {"o", {"o"}},              {"output_proj", {"o"}},    {"projection", {"o"}},
-      {"out_proj", {"o"}},       {"attention", {"q", "k", "v", "qkv", "o"}},
-      {"gate", {"gate", "gate_up"}}, {"w1", {"gate", "gate_up", "fc_in"}},
-      {"up", {"up", "gate_up"}}, {"w3", {"up", "gate_up"}},
-      {"down", {"down"}},        {"w2", {"down"}},
-      {"mlp", {"gate", "up", "gate_up", "fc_in", "down"}},
-  };
-  auto it = kAliases.find(target);
-  return it == kAliases.end() ? std::set<std::string>{} : it->second;
-}
-
-bool lora_targets(const Plan& p, const LinearShape& l) {
-  if (!p.use_lora) return false;
-  if (p.lora.all_linear) return true;
-  if (p.lora.target_modules.empty()) return l.role == "q" || l.role == "v" || l.role == "qkv";
-  for (const auto& t : p.lora.target_modules) {
-    // The module's own name (PEFT matches a name or a dotted suffix of it), or a role alias.
-    if (t == l.name) return true;
-    if (t.size() > l.name.size() && t.compare(t.size() - l.name.size(), l.name.size(), l.name) == 0 &&
-        t[t.size() - l.name.size() - 1] == '.')
-      return true;
-    if (roles_for_target(t).count(l.role)) return true;
-  }
-  return false;
-}
+bool lora_targets(const Plan& p, const LinearShape& l) { return p.use_lora && lora_matches(l, p.lora); }
 
 // ---- activation formulas -------------------------------------------------------------------
 
@@ -440,9 +409,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       trainable = trainable_linear;
       est.assumptions.push_back(fmt::format("train_freeze: the last {} blocks train", layers));
     } else {
-      for (const LinearShape& l : linears) {
-        if (lora_targets(p, l)) trainable += static_cast<double>(p.lora.r * (l.in_features + l.out_features) * l.copies * l.layers);
-      }
+      trainable = static_cast<double>(lora_parameter_count(m, p.lora));
       if (trainable == 0) {
         return make_error(fmt::format("lora.target_modules matches no Linear layer of {} (its layers: {})",
                                       m.id.empty() ? m.source : m.id, [&] {

@@ -1,6 +1,8 @@
 #include "model/architecture.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 namespace oomdoc {
 namespace {
@@ -159,7 +161,7 @@ std::vector<LinearShape> linear_layers(const ModelSpec& m) {
                           : m.num_shared_experts * m.moe_intermediate_size;
     if (shared) {
       auto shared_mlp = mlp_linears(m, shared, moe_layers, 1, false);
-      for (auto& l : shared_mlp) l.name = "shared_expert." + l.name;
+      for (auto& l : shared_mlp) l.name.insert(0, "shared_expert.");
       append(std::move(shared_mlp));
     }
   }
@@ -228,6 +230,47 @@ ParamCount count_parameters(const ModelSpec& m) {
   c.largest_layer = std::max(moe_layers ? moe_block : 0, m.num_layers > moe_layers ? dense_block : 0);
   c.largest_layer = std::max({c.largest_layer, c.embeddings, c.lm_head});
   return c;
+}
+
+namespace {
+
+std::set<std::string> roles_for_target(const std::string& target) {
+  static const std::map<std::string, std::set<std::string>> kAliases = {
+      {"q", {"q", "qkv"}},       {"query", {"q", "qkv"}},   {"wq", {"q", "qkv"}},
+      {"k", {"k", "qkv"}},       {"key", {"k", "qkv"}},     {"wk", {"k", "qkv"}},
+      {"v", {"v", "qkv"}},       {"value", {"v", "qkv"}},   {"wv", {"v", "qkv"}},
+      {"o", {"o"}},              {"output_proj", {"o"}},    {"projection", {"o"}},
+      {"out_proj", {"o"}},       {"attention", {"q", "k", "v", "qkv", "o"}},
+      {"gate", {"gate", "gate_up"}}, {"w1", {"gate", "gate_up", "fc_in"}},
+      {"up", {"up", "gate_up"}}, {"w3", {"up", "gate_up"}},
+      {"down", {"down"}},        {"w2", {"down"}},
+      {"mlp", {"gate", "up", "gate_up", "fc_in", "down"}},
+  };
+  auto it = kAliases.find(target);
+  return it == kAliases.end() ? std::set<std::string>{} : it->second;
+}
+
+}  // namespace
+
+bool lora_matches(const LinearShape& l, const LoraSettings& lora) {
+  if (lora.all_linear) return true;
+  if (lora.target_modules.empty()) return l.role == "q" || l.role == "v" || l.role == "qkv";
+  for (const auto& t : lora.target_modules) {
+    if (t == l.name) return true;
+    if (t.size() > l.name.size() && t.compare(t.size() - l.name.size(), l.name.size(), l.name) == 0 &&
+        t[t.size() - l.name.size() - 1] == '.')
+      return true;
+    if (roles_for_target(t).count(l.role)) return true;
+  }
+  return false;
+}
+
+uint64_t lora_parameter_count(const ModelSpec& m, const LoraSettings& lora) {
+  uint64_t total = 0;
+  for (const LinearShape& l : linear_layers(m)) {
+    if (lora_matches(l, lora)) total += lora.r * (l.in_features + l.out_features) * l.copies * l.layers;
+  }
+  return total;
 }
 
 void fill_parameter_counts(ModelSpec& m) {

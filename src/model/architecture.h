@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/job.h"
 #include "model/model_spec.h"
 
 namespace oomdoc {
@@ -47,5 +48,13 @@ ParamCount count_parameters(const ModelSpec& model);
 void fill_parameter_counts(ModelSpec& model);
 
 uint64_t norm_params(const ModelSpec& model, uint64_t width);
+
+// Whether LoRA settings target a Linear: by its module name (or a dotted path ending in it), by
+// the framework names of its role (query/value in LitGPT, output_proj/w1 in torchtune, q/o in
+// Unsloth), or every Linear for all_linear. No targets means PEFT's default: q and v.
+bool lora_matches(const LinearShape& linear, const LoraSettings& lora);
+
+// Trainable LoRA parameters: r * (in + out) per targeted Linear (per expert copy, per layer).
+uint64_t lora_parameter_count(const ModelSpec& model, const LoraSettings& lora);
 
 }  // namespace oomdoc

@@ -1,0 +1,62 @@
+// Throughput of the explain scanner on an in-memory training log (no I/O): bytes per second of
+// LogScanner over realistic output with a few OOM tracebacks. bench/explain_vs_grep.sh compares the
+// whole command with grep on a 1 GiB file.
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "analyses/explain.h"
+#include "readers/keyword_filter.h"
+#include "readers/log_scanner.h"
+
+namespace {
+
+std::string make_log(size_t bytes) {
+  std::string out;
+  size_t step = 0;
+  const std::string oom =
+      "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 1 has a total capacity of "
+      "23.65 GiB of which 1.08 GiB is free. Including non-PyTorch memory, this process has 22.56 GiB memory in use. Of "
+      "the allocated memory 20.14 GiB is allocated by PyTorch, and 1.97 GiB is reserved by PyTorch but unallocated.\n";
+  while (out.size() < bytes) {
+    out += " 42%|####      | " + std::to_string(step) + "/100000 [01:02<12:00:00, 2.31it/s]\r";
+    out += "[rank0]: {'loss': 1.2345, 'grad_norm': 0.912, 'learning_rate': 2.000e-05, 'epoch': 0.42}\n";
+    if (step % 50 == 0) out += "[rank0]: step " + std::to_string(step) + " | gpu mem: 17.42 GiB | tokens/s 10234\n";
+    if (step % 100000 == 99999) out += oom;
+    ++step;
+  }
+  return out;
+}
+
+const std::string& log_64mb() {
+  static const std::string log = make_log(64u << 20);
+  return log;
+}
+
+void BM_KeywordFilter(benchmark::State& state) {
+  const std::string& log = log_64mb();
+  const auto& filter = oomdoc::KeywordFilter::standard();
+  for (auto _ : state) {
+    size_t hits = 0;
+    for (size_t pos = filter.find(log, 0); pos != std::string::npos; pos = filter.find(log, pos + 1)) ++hits;
+    benchmark::DoNotOptimize(hits);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * log.size()));
+}
+BENCHMARK(BM_KeywordFilter)->Unit(benchmark::kMillisecond);
+
+void BM_ScanAndDiagnose(benchmark::State& state) {
+  const std::string& log = log_64mb();
+  for (auto _ : state) {
+    oomdoc::ScanResult scan = oomdoc::scan_text(log);
+    oomdoc::ExplainReport report;
+    oomdoc::add_to_report(report, scan);
+    benchmark::DoNotOptimize(report.events.size());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * log.size()));
+}
+BENCHMARK(BM_ScanAndDiagnose)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Times `oomdoc explain` on a generated training log against `grep -c 'out of memory'` on the same
+# file, in one run, and prints MB/s, the ratio and peak memory. Usage: bench/explain_vs_grep.sh [MB]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mb=${1:-1024}
+dir=${OOMDOC_BENCH_DIR:-/tmp/oomdoc-bench}
+mkdir -p "$dir"
+log="$dir/train-${mb}m.log"
+[ -f "$log" ] || python3 bench/gen_training_log.py --mb "$mb" --out "$log"
+bin=${OOMDOC:-build/oomdoc}
+bytes=$(stat -c %s "$log")
+cat "$log" > /dev/null  # both read from the page cache
+
+seconds() { local s e; s=$(date +%s.%N); "$@" > /dev/null || true; e=$(date +%s.%N); echo "$e - $s" | bc -l; }
+best() { local b=999999 t; for _ in 1 2 3; do t=$(seconds "$@"); b=$(echo "if ($t < $b) $t else $b" | bc -l); done; echo "$b"; }
+
+t_oomdoc=$(best "$bin" explain --json "$log")
+t_grep=$(best grep -c 'out of memory' "$log")
+rss_kb=$( { /usr/bin/time -f '%M' "$bin" explain --json "$log" > /dev/null; } 2>&1 | tail -1)
+events=$("$bin" explain --json "$log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["error_count"])')
+
+printf 'log: %s (%d MiB), %s OOM events found\n' "$log" $((bytes >> 20)) "$events"
+printf 'oomdoc explain: %.3f s  %.0f MB/s  peak RSS %d MiB\n' "$t_oomdoc" "$(echo "$bytes / $t_oomdoc / 1000000" | bc -l)" $((rss_kb / 1024))
+printf 'grep -c:        %.3f s  %.0f MB/s\n' "$t_grep" "$(echo "$bytes / $t_grep / 1000000" | bc -l)"
+printf 'ratio oomdoc/grep time: %.2f\n' "$(echo "$t_oomdoc / $t_grep" | bc -l)"

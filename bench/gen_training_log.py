@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Writes a realistic training log of a given size for benchmarks: torchrun rank prefixes, tqdm
+progress bars redrawn with carriage returns, Trainer loss dicts, periodic GPU memory readings,
+warnings, and a few CUDA out-of-memory tracebacks spread through the file."""
+import argparse
+import random
+
+
+def block(rng, step):
+    lines = []
+    bar = "".join("\r %3d%%|%-10s| %d/100000 [%02d:%02d<12:00:00, 2.31it/s]" % (
+        (step + i) % 100, "#" * ((step + i) % 10), step + i, (step // 60) % 60, step % 60) for i in range(8))
+    lines.append(bar)
+    for r in range(4):
+        lines.append("[rank%d]: {'loss': %.4f, 'grad_norm': %.3f, 'learning_rate': %.3e, 'epoch': %.2f}" % (
+            r, 2.5 - step * 1e-6, rng.random() * 2, 2e-5, step / 50000))
+    if step % 50 == 0:
+        lines.append("[rank0]: step %d | gpu mem: %.2f GiB | tokens/s %d" % (step, 17 + rng.random(), rng.randint(9000, 11000)))
+    if step % 400 == 0:
+        lines.append("W1130 09:12:%02d.442000 2210 torch/utils/checkpoint.py:92] None of the inputs have requires_grad=True. Gradients will be None" % (step % 60))
+    return lines
+
+
+OOM = [
+    "[rank{r}]: Traceback (most recent call last):",
+    "[rank{r}]:   File \"/home/ana/finetune/train.py\", line 142, in <module>",
+    "[rank{r}]:     trainer.train()",
+    "[rank{r}]:   File \"/usr/lib/python3/dist-packages/torch/_tensor.py\", line 581, in backward",
+    "[rank{r}]:     torch.autograd.backward(",
+    "[rank{r}]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU {r} has a total capacity of "
+    "23.65 GiB of which 1.08 GiB is free. Including non-PyTorch memory, this process has 22.56 GiB memory in use. Of the "
+    "allocated memory 20.14 GiB is allocated by PyTorch, and 1.97 GiB is reserved by PyTorch but unallocated.",
+]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mb", type=int, default=1024)
+    parser.add_argument("--ooms", type=int, default=5)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    rng = random.Random(7)
+    target = args.mb << 20
+    oom_at = {target * (i + 1) // (args.ooms + 1) for i in range(args.ooms)}
+    written, step = 0, 0
+    pending = sorted(oom_at)
+    with open(args.out, "w") as out:
+        while written < target:
+            chunk = []
+            for _ in range(200):
+                chunk.extend(block(rng, step))
+                step += 1
+            text = "\n".join(chunk) + "\n"
+            if pending and written + len(text) >= pending[0]:
+                text += "\n".join(l.format(r=len(pending) % 4) for l in OOM) + "\n"
+                pending.pop(0)
+            out.write(text)
+            written += len(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+// oomdoc explain [FILE...]: find every out-of-memory error in logs and say why and what to do.
+#include <unistd.h>
+
+#include <iostream>
+
+#include "analyses/explain.h"
+#include "command.h"
+#include "core/exit_codes.h"
+#include "report/explain_json.h"
+#include "report/explain_terminal.h"
+
+namespace oomdoc::cli {
+namespace {
+
+struct ExplainFlags {
+  std::vector<std::string> files;
+  bool json = false;
+  bool all = false;
+};
+
+int run_explain(const ExplainFlags& flags) {
+  std::vector<std::string> files = flags.files;
+  if (files.empty()) files.push_back("-");
+  ExplainReport report;
+  for (const auto& file : files) {
+    auto scan = scan_file(file);
+    if (!scan) return fail(scan.error().message);
+    add_to_report(report, *scan);
+  }
+  if (flags.json) {
+    std::cout << dump_json(explain_to_json(report));
+  } else {
+    ExplainTerminalOptions options;
+    options.show_info = flags.all;
+    std::cout << render_explain(report, Style::for_fd(STDOUT_FILENO), options);
+  }
+  return report.error_count() > 0 ? kExitOk : kExitNothingFound;
+}
+
+CommandRegistration registration(10, "explain", [](CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<ExplainFlags>();
+  CLI::App* cmd = app.add_subcommand("explain", "Find every out-of-memory error in logs and say why and what to do");
+  cmd->add_option("files", flags->files, "Log files (stdin when none or '-')");
+  cmd->add_flag("--json", flags->json, "Print one JSON document (docs/json.md)");
+  cmd->add_flag("--all", flags->all, "Also list informational memory lines (vLLM accounting, TF banners)");
+  cmd->footer("Exit status: 0 an error was found, 1 none found, 2 unreadable input.");
+  cmd->callback([flags, exit_code]() { *exit_code = run_explain(*flags); });
+});
+
+}  // namespace
+}  // namespace oomdoc::cli

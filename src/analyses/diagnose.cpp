@@ -1,0 +1,566 @@
+#include "analyses/diagnose.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/units.h"
+
+namespace oomdoc {
+namespace {
+
+std::string pct(uint64_t part, uint64_t whole) {
+  if (whole == 0) return "?";
+  return fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+bool has_format(const OomEvent& e, std::string_view f) { return e.format == f; }
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+// Numbers printed elsewhere in the log by vLLM's startup accounting (informational events).
+struct VllmContext {
+  std::optional<uint64_t> total_gpu_memory, usable_budget, weights, non_torch, activation_peak, kv_cache;
+  std::optional<double> gpu_memory_utilization;
+  std::optional<int64_t> kv_cache_tokens;
+};
+
+VllmContext vllm_context(const LogContext& context, const OomEvent& event) {
+  VllmContext v;
+  if (context.events == nullptr) return v;
+  for (const OomEvent& e : *context.events) {
+    if (e.framework != "vllm" || e.line > event.line) continue;
+    if (auto b = e.bytes("total_gpu_memory")) v.total_gpu_memory = b;
+    if (auto b = e.bytes("total"); b && e.format == "vllm_startup_free_memory") v.total_gpu_memory = b;
+    if (auto b = e.bytes("usable_budget")) v.usable_budget = b;
+    if (auto b = e.bytes("weights")) v.weights = b;
+    if (auto b = e.bytes("model_loading"); b && !v.weights) v.weights = b;
+    if (auto b = e.bytes("non_torch")) v.non_torch = b;
+    if (auto b = e.bytes("activation_peak")) v.activation_peak = b;
+    if (auto b = e.bytes("kv_cache")) v.kv_cache = b;
+    if (auto t = e.int_field("kv_cache_tokens")) v.kv_cache_tokens = t;
+    if (const FieldValue* u = e.field("gpu_memory_utilization"); u && std::holds_alternative<double>(*u)) {
+      v.gpu_memory_utilization = std::get<double>(*u);
+    }
+  }
+  return v;
+}
+
+// Utilization rounded down to two decimals, the way users type it.
+std::string utilization_text(double u) { return fmt::format("{:.2f}", std::floor(u * 100.0) / 100.0); }
+std::string utilization_up(double u) { return fmt::format("{:.2f}", std::ceil(u * 100.0) / 100.0); }
+
+bool is_pytorch_numeric(const OomEvent& e) {
+  return starts_with(e.format, "pytorch_new") || starts_with(e.format, "pytorch_old") ||
+         e.format == "xpu_4gb_block_limit" || e.format == "pytorch_cudamallocasync";
+}
+
+void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m, const std::string& operation) {
+  const bool inference = operation == "generation" || operation == "evaluation";
+  std::string shortfall;
+  if (m.requested && m.free && *m.requested > *m.free) {
+    shortfall = fmt::format("The failed request is {} with {} free: the peak must drop by at least {}. ",
+                            format_bytes(*m.requested), format_bytes(*m.free),
+                            format_bytes(*m.requested - *m.free));
+  }
+  d.fixes.push_back(make_fix("smaller_batch",
+                             shortfall + "Activations scale with the micro-batch; halve it and double "
+                                         "gradient_accumulation_steps to keep the effective batch."));
+  d.fixes.push_back(make_fix("shorter_sequence", "Activations and logits grow with sequence length (logits with "
+                                                 "batch x seq x vocab); cut max_seq_length or pack without padding."));
+  if (!inference) {
+    d.fixes.push_back(make_fix("mixed_precision", "Halves activation memory relative to fp32."));
+    d.fixes.push_back(make_fix("eight_bit_optimizer", "AdamW keeps 8 bytes per parameter in fp32; 8-bit keeps 2."));
+    d.fixes.push_back(make_fix("gradient_checkpointing", "Keeps one activation per layer instead of all of them."));
+    d.fixes.push_back(make_fix("lora", "Only the adapters get gradients and optimizer state."));
+    d.fixes.push_back(make_fix("offload", "Moves optimizer state (and parameters) to host memory."));
+  } else {
+    d.fixes.push_back(make_fix("quantize_model", "Weights take half (8-bit) or a quarter (4-bit) of bf16."));
+  }
+  d.fixes.push_back(make_fix("bigger_gpu", "Run `oomdoc fit` with the job to find the smallest GPU that fits."));
+}
+
+void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) {
+  const uint64_t total = m.total.value_or(0);
+  const uint64_t requested = m.requested.value_or(0);
+  if (m.requested && m.total && requested > total) {
+    d.cause = "request_exceeds_total_capacity";
+    d.evidence.push_back(fmt::format("One allocation of {} is larger than the whole card ({}).",
+                                     format_bytes(requested), format_bytes(total)));
+    d.fixes.push_back(make_fix("smaller_input",
+                               fmt::format("A single {} tensor cannot fit on a {} card at any batch: check its shape "
+                                           "(batch x seq x vocab for logits, image size for vision).",
+                                           format_bytes(requested), format_bytes(total))));
+    d.fixes.push_back(make_fix("shorter_sequence", "Logits and attention scores grow with sequence length."));
+    d.fixes.push_back(make_fix("bigger_gpu", "Only if the shape is intended."));
+    return;
+  }
+  if (m.requested && m.free && m.total && *m.free >= requested + std::max<uint64_t>(64 * kMiB, total / 50)) {
+    d.cause = "free_exceeds_request_yet_failed";
+    d.evidence.push_back(fmt::format("{} was free, more than the {} requested, yet the allocation failed.",
+                                     format_bytes(*m.free), format_bytes(requested)));
+    d.fixes.push_back(make_fix("check_device_and_limits",
+                               "Free memory covers the request: the failure is on another device, under a "
+                               "per-process memory fraction, or the free figure changed between the attempt and the report."));
+    if (e.string_field("backend") == "XPU") {
+      d.fixes.push_back(make_fix("smaller_input", "Intel XPU drivers limit a single allocation (4 GB on many "
+                                                  "platforms): split the tensor or shrink the batch."));
+    }
+    return;
+  }
+  const uint64_t ru = m.reserved_unallocated.value_or(0);
+  if (m.reserved_unallocated && m.requested && ru >= requested && m.total && ru >= total / 20) {
+    d.cause = "fragmentation";
+    d.evidence.push_back(fmt::format(
+        "{} is reserved by PyTorch but unallocated, {} the {} request, yet no cached block fits it: the cache is "
+        "fragmented.", format_bytes(ru), ru >= 2 * requested ? "far more than" : "more than", format_bytes(requested)));
+    d.fixes.push_back(make_fix("expandable_segments", fmt::format(
+        "Lets the {} of reserved-but-unallocated memory be reused for the {} request.", format_bytes(ru),
+        format_bytes(requested))));
+    add_training_ladder(d, e, m, e.traceback ? e.traceback->operation : "");
+    return;
+  }
+  if (m.reserved_unallocated && m.requested && ru >= requested) {
+    d.secondary_causes.push_back("fragmentation_minor");
+    d.fixes.push_back(make_fix("expandable_segments", fmt::format(
+        "{} is reserved but unallocated, as much as the {} request: expandable segments let it be reused.",
+        format_bytes(ru), format_bytes(requested))));
+  }
+
+  std::vector<std::pair<std::string, uint64_t>> outside;
+  if (m.total && m.other_processes * 10 > total) outside.emplace_back("other_processes", m.other_processes);
+  if (m.total && m.unattributed && *m.unattributed > 0 && static_cast<uint64_t>(*m.unattributed) * 100 > total * 15) {
+    outside.emplace_back("memory_outside_allocator", static_cast<uint64_t>(*m.unattributed));
+  }
+  if (m.total && m.non_pytorch_in_process && *m.non_pytorch_in_process > 0 &&
+      static_cast<uint64_t>(*m.non_pytorch_in_process) * 100 > total * 15) {
+    outside.emplace_back("non_pytorch_memory_in_process", static_cast<uint64_t>(*m.non_pytorch_in_process));
+  }
+  if (!outside.empty()) {
+    d.cause = outside.front().first;
+    for (size_t i = 1; i < outside.size(); ++i) d.secondary_causes.push_back(outside[i].first);
+    for (const auto& [cause, bytes] : outside) {
+      if (cause == "other_processes") {
+        std::string list;
+        for (const auto& p : e.other_processes) {
+          if (m.likely_self_pid && p.pid == *m.likely_self_pid) continue;
+          list += fmt::format("{}pid {} holds {}", list.empty() ? "" : ", ", p.pid, format_bytes(p.memory.bytes));
+        }
+        d.evidence.push_back(fmt::format("Other processes hold {} ({} of the card): {}.", format_bytes(bytes),
+                                         pct(bytes, total), list));
+        d.fixes.push_back(make_fix("end_other_processes", "Stale notebooks and finished runs often keep the card: "
+                                                          "check the listed pids with nvidia-smi, end the stale ones."));
+      } else if (cause == "memory_outside_allocator") {
+        d.evidence.push_back(fmt::format(
+            "{} ({} of the card) is held neither by this process's PyTorch allocator nor by a listed process: "
+            "another container's processes, the display, or other CUDA contexts.", format_bytes(bytes), pct(bytes, total)));
+        d.fixes.push_back(make_fix("end_other_processes", "nvidia-smi on the host shows processes a container cannot "
+                                                          "see; a desktop session also holds memory on small cards."));
+      } else {
+        d.evidence.push_back(fmt::format(
+            "This process holds {} outside PyTorch's allocator ({} of the card): NCCL buffers, cuBLAS/cuDNN "
+            "workspaces, CUDA graphs.", format_bytes(bytes), pct(bytes, total)));
+        d.fixes.push_back(make_fix("library_workspace", "Workspaces and communication buffers count against the card."));
+        if (e.bytes("private_pools")) {
+          d.fixes.push_back(make_fix("vllm_enforce_eager", fmt::format("{} sit in CUDA-graph private pools.",
+                                                                       format_bytes(*e.bytes("private_pools")))));
+        }
+      }
+    }
+    add_training_ladder(d, e, m, e.traceback ? e.traceback->operation : "");
+    return;
+  }
+  d.cause = "capacity_exhausted";
+  if (m.total && (m.this_process || m.pytorch_reserved)) {
+    uint64_t held = m.this_process.value_or(m.pytorch_reserved.value_or(0));
+    d.evidence.push_back(fmt::format("This process holds {} of {} ({}); the {} request is the last straw.",
+                                     format_bytes(held), format_bytes(total), pct(held, total), format_bytes(requested)));
+  } else if (m.requested) {
+    d.evidence.push_back(fmt::format("The card could not provide {}.", format_bytes(requested)));
+  }
+  add_training_ladder(d, e, m, e.traceback ? e.traceback->operation : "");
+}
+
+void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
+  const VllmContext v = vllm_context(context, e);
+  auto common_tail = [&](void) {
+    d.fixes.push_back(make_fix("vllm_enforce_eager", "CUDA graphs take memory outside the KV cache (often 0.5-2 GiB)."));
+    d.fixes.push_back(make_fix("vllm_tensor_parallel", "Each GPU holds 1/N of the weights, leaving more for the KV cache."));
+    d.fixes.push_back(make_fix("quantize_model", "An AWQ/GPTQ/FP8 checkpoint halves or quarters the weights."));
+    d.fixes.push_back(make_fix("vllm_cpu_offload", "Moves part of the weights to host memory."));
+  };
+  if (e.format == "vllm_max_seq_len_gt_kv_tokens" || e.format == "vllm_kv_needed_gt_available") {
+    d.cause = "kv_cache_insufficient";
+    auto max_len = e.int_field("max_model_len");
+    if (auto tokens = e.int_field("kv_cache_tokens")) {
+      d.evidence.push_back(fmt::format("The KV cache holds {} tokens, less than one request of max_model_len {}.",
+                                       *tokens, max_len.value_or(0)));
+      d.fixes.push_back(make_fix("vllm_max_model_len", fmt::format("The largest length that fits the KV cache is {} tokens.", *tokens),
+                                 fmt::format("--max-model-len {}", *tokens)));
+      if (max_len && *tokens * 2 >= *max_len) {
+        d.fixes.push_back(make_fix("vllm_kv_cache_dtype", fmt::format(
+            "fp8 halves the bytes per token: about {} tokens, enough for {}.", *tokens * 2, *max_len)));
+      } else {
+        d.fixes.push_back(make_fix("vllm_kv_cache_dtype", "fp8 halves the bytes per token (about twice the tokens)."));
+      }
+      if (v.gpu_memory_utilization && v.total_gpu_memory && v.kv_cache && max_len && *tokens > 0) {
+        const double per_token = static_cast<double>(*v.kv_cache) / static_cast<double>(*tokens);
+        const double missing = per_token * static_cast<double>(*max_len - *tokens);
+        const double u = *v.gpu_memory_utilization + missing / static_cast<double>(*v.total_gpu_memory);
+        if (u <= 0.98) {
+          d.fixes.push_back(make_fix("vllm_gpu_memory_utilization",
+                                     fmt::format("About {} more KV cache is needed; only if nothing else uses the card.",
+                                                 format_bytes(static_cast<uint64_t>(missing))),
+                                     "--gpu-memory-utilization " + utilization_up(u)));
+        }
+      }
+    }
+    if (auto needed = e.bytes("kv_needed")) {
+      auto available = e.bytes("kv_available");
+      d.evidence.push_back(fmt::format("One request of {} tokens needs {} of KV cache; {} is available.",
+                                       max_len.value_or(0), format_bytes(*needed),
+                                       available ? format_bytes(*available) : std::string("none")));
+      if (auto estimated = e.int_field("estimated_max_model_len")) {
+        d.fixes.push_back(make_fix("vllm_max_model_len", fmt::format("vLLM's own estimate of the longest length that fits is {}.", *estimated),
+                                   fmt::format("--max-model-len {}", *estimated)));
+      }
+      if (available && *available * 2 >= *needed) {
+        d.fixes.push_back(make_fix("vllm_kv_cache_dtype", fmt::format("fp8 needs about {}, which the {} available covers.",
+                                                                      format_bytes(*needed / 2), format_bytes(*available))));
+      } else {
+        d.fixes.push_back(make_fix("vllm_kv_cache_dtype", "fp8 halves the KV cache per token."));
+      }
+      if (available && v.gpu_memory_utilization && v.total_gpu_memory) {
+        const double u = *v.gpu_memory_utilization +
+                         static_cast<double>(*needed - std::min(*needed, *available)) / static_cast<double>(*v.total_gpu_memory);
+        if (u <= 0.98) {
+          d.fixes.push_back(make_fix("vllm_gpu_memory_utilization", "Only if nothing else uses the card.",
+                                     "--gpu-memory-utilization " + utilization_up(u)));
+        }
+      }
+    }
+    d.fixes.push_back(make_fix("vllm_gpu_memory_utilization", "Raise it only if nothing else uses the card."));
+    common_tail();
+  } else if (e.format == "vllm_no_cache_blocks") {
+    d.cause = "no_kv_cache_memory";
+    if (v.usable_budget && v.weights) {
+      uint64_t used = *v.weights + v.non_torch.value_or(0) + v.activation_peak.value_or(0);
+      d.evidence.push_back(fmt::format("Weights {} + non-torch {} + activations {} = {} of a {} budget leave nothing for the KV cache.",
+                                       format_bytes(*v.weights), format_bytes(v.non_torch.value_or(0)),
+                                       format_bytes(v.activation_peak.value_or(0)), format_bytes(used),
+                                       format_bytes(*v.usable_budget)));
+      if (v.total_gpu_memory) {
+        // Room for at least a little cache: 1 GiB more than what is used.
+        const double u = static_cast<double>(used + kGiB) / static_cast<double>(*v.total_gpu_memory);
+        if (u <= 0.98) {
+          d.fixes.push_back(make_fix("vllm_gpu_memory_utilization", "Leaves about 1 GiB for the KV cache; only if nothing else uses the card.",
+                                     "--gpu-memory-utilization " + utilization_up(u)));
+        }
+      }
+    } else {
+      d.evidence.push_back("After weights and the profiling run, the memory budget left nothing for KV cache blocks.");
+    }
+    d.fixes.push_back(make_fix("vllm_gpu_memory_utilization", "A larger share of the card for this instance."));
+    d.fixes.push_back(make_fix("vllm_max_num_seqs", "Fewer sequences and a smaller --max-num-batched-tokens shrink the profiling run's activation peak."));
+    common_tail();
+  } else if (e.format == "vllm_sampler_warmup_oom") {
+    d.cause = "sampler_warmup_oom";
+    auto n = e.int_field("dummy_requests").value_or(0);
+    d.evidence.push_back(fmt::format("The sampler warm-up with {} dummy requests ran out of memory after the KV cache was allocated.", n));
+    d.fixes.push_back(make_fix("vllm_max_num_seqs", "The warm-up samples max_num_seqs requests at once.",
+                               fmt::format("--max-num-seqs {}", std::max<int64_t>(1, n / 2))));
+    d.fixes.push_back(make_fix("vllm_gpu_memory_utilization",
+                               v.gpu_memory_utilization
+                                   ? "Lower, to leave room outside the KV cache for the sampler."
+                                   : "Lower it by about 0.05, to leave room outside the KV cache for the sampler.",
+                               v.gpu_memory_utilization ? "--gpu-memory-utilization " + utilization_text(*v.gpu_memory_utilization - 0.05)
+                                                        : std::string()));
+  } else if (e.format == "vllm_startup_free_memory") {
+    auto free = e.bytes("free");
+    auto total = e.bytes("total");
+    auto desired = e.bytes("requested");
+    if (!e.is_error) {
+      d.cause = "not_an_error";
+      if (free && desired) {
+        d.evidence.push_back(fmt::format("{} free at startup covers the {} budget.", format_bytes(*free), format_bytes(*desired)));
+      }
+      return;
+    }
+    d.cause = "startup_free_memory_below_budget";
+    if (free && total && desired) {
+      d.evidence.push_back(fmt::format("Only {} of {} was free at startup, less than the {} budget: something else holds {}.",
+                                       format_bytes(*free), format_bytes(*total), format_bytes(*desired),
+                                       format_bytes(*total - std::min(*total, *free))));
+      const double u = static_cast<double>(*free) / static_cast<double>(*total) - 0.01;
+      d.fixes.push_back(make_fix("end_other_processes", "Another vLLM instance or a stale process holds the rest."));
+      d.fixes.push_back(make_fix("vllm_gpu_memory_utilization", "Fits what is free now (a per-instance fraction of the total).",
+                                 "--gpu-memory-utilization " + utilization_text(u)));
+    }
+  } else if (e.format == "vllm_memory_profiling_error") {
+    d.cause = "other_processes";
+    d.evidence.push_back("Free memory changed during vLLM's profiling: another process allocated or freed memory on the card.");
+    d.fixes.push_back(make_fix("end_other_processes", "Start vLLM on a card nothing else is using."));
+  } else {
+    d.cause = "not_an_error";
+  }
+}
+
+}  // namespace
+
+MemoryBreakdown breakdown(const OomEvent& e) {
+  MemoryBreakdown m;
+  m.total = e.bytes("total");
+  m.free = e.bytes("free");
+  m.requested = e.bytes("requested");
+  auto allocated = e.bytes("allocated");
+  auto reserved_total = e.bytes("reserved_total");
+  m.reserved_unallocated = e.bytes("reserved_unallocated");
+  if (!m.reserved_unallocated && reserved_total && allocated && *reserved_total >= *allocated) {
+    m.reserved_unallocated = *reserved_total - *allocated;
+  }
+  if (reserved_total) {
+    m.pytorch_reserved = reserved_total;
+  } else if (allocated) {
+    m.pytorch_reserved = *allocated + m.reserved_unallocated.value_or(0);
+  }
+  m.this_process = e.bytes("process");
+  // One "Process P has M" line, no "this process" line, and M at least PyTorch's reserve: that is
+  // this process under its host PID (containers).
+  if (!m.this_process && e.other_processes.size() == 1 &&
+      (!m.pytorch_reserved || e.other_processes[0].memory.bytes >= *m.pytorch_reserved)) {
+    m.likely_self_pid = e.other_processes[0].pid;
+    m.this_process = e.other_processes[0].memory.bytes;
+  }
+  for (const auto& p : e.other_processes) {
+    if (m.likely_self_pid && p.pid == *m.likely_self_pid) continue;
+    m.other_processes += p.memory.bytes;
+  }
+  if (m.total && m.free) {
+    const uint64_t held = m.this_process.value_or(m.pytorch_reserved.value_or(0));
+    m.unattributed = static_cast<int64_t>(*m.total) - static_cast<int64_t>(*m.free) - static_cast<int64_t>(held) -
+                     static_cast<int64_t>(m.other_processes);
+  }
+  if (m.this_process && m.pytorch_reserved) {
+    m.non_pytorch_in_process = static_cast<int64_t>(*m.this_process) - static_cast<int64_t>(*m.pytorch_reserved);
+  }
+  return m;
+}
+
+ClimbFinding find_climbing(const std::vector<OomEvent>& events, const std::vector<MemoryReading>& readings) {
+  ClimbFinding f;
+  // Several OOMs on one device whose allocated memory grows each time.
+  std::map<std::pair<int64_t, int64_t>, std::vector<const OomEvent*>> by_device;
+  for (const auto& e : events) {
+    if (e.is_error && e.bytes("allocated")) by_device[{e.device.value_or(-1), e.rank.value_or(-1)}].push_back(&e);
+  }
+  for (const auto& [key, series] : by_device) {
+    if (series.size() < 2) continue;
+    bool rising = true;
+    for (size_t i = 1; i < series.size(); ++i) {
+      if (*series[i]->bytes("allocated") < *series[i - 1]->bytes("allocated")) rising = false;
+    }
+    uint64_t first = *series.front()->bytes("allocated"), last = *series.back()->bytes("allocated");
+    if (rising && last > first + first / 10) {
+      f = {true, first, last, series.front()->line, series.back()->line, series.size(), "events"};
+      return f;
+    }
+  }
+  // Memory figures printed step after step: compare the first and last quarter of the series.
+  std::map<std::pair<std::string, int64_t>, std::vector<const MemoryReading*>> by_label;
+  for (const auto& r : readings) by_label[{r.label, r.rank.value_or(-1)}].push_back(&r);
+  for (const auto& [key, series] : by_label) {
+    if (series.size() < 5) continue;
+    size_t q = std::max<size_t>(1, series.size() / 4);
+    auto median = [&](size_t from, size_t to) {
+      std::vector<uint64_t> v;
+      for (size_t i = from; i < to; ++i) v.push_back(series[i]->bytes);
+      std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+      return v[v.size() / 2];
+    };
+    uint64_t head = median(0, q), tail = median(series.size() - q, series.size());
+    size_t non_decreasing = 0;
+    for (size_t i = 1; i < series.size(); ++i) non_decreasing += series[i]->bytes >= series[i - 1]->bytes;
+    if (tail > head + head / 10 && non_decreasing * 10 >= (series.size() - 1) * 7) {
+      f = {true, series.front()->bytes, series.back()->bytes, series.front()->line, series.back()->line, series.size(),
+           "readings"};
+      return f;
+    }
+  }
+  return f;
+}
+
+Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
+  Diagnosis d;
+  const MemoryBreakdown m = breakdown(e);
+  const std::string operation = e.traceback ? e.traceback->operation : "";
+
+  if (e.framework == "vllm" && !is_pytorch_numeric(e)) {
+    diagnose_vllm(d, e, context);
+  } else if (e.format == "mps") {
+    d.cause = "mps_high_watermark_exceeded";
+    auto a = e.bytes("mps_allocated").value_or(0), o = e.bytes("other_allocations").value_or(0),
+         mx = e.bytes("max_allowed").value_or(0), r = e.bytes("requested").value_or(0);
+    d.evidence.push_back(fmt::format("MPS holds {} and other allocations {}; with the {} request that passes the {} limit{}.",
+                                     format_bytes(a), format_bytes(o), format_bytes(r), format_bytes(mx),
+                                     a + o + r > mx ? " by " + format_bytes(a + o + r - mx) : ""));
+    add_training_ladder(d, e, m, operation);
+    d.fixes.push_back(make_fix("mps_watermark", "The limit protects the rest of the system's unified memory."));
+  } else if (e.format == "xpu_4gb_block_limit") {
+    d.cause = "allocation_size_limit";
+    d.evidence.push_back(fmt::format("The platform cannot allocate one block over {}; {} was requested.",
+                                     e.string_field("allocation_limit_text").value_or("4GB"), format_bytes(m.requested.value_or(0))));
+    d.fixes.push_back(make_fix("smaller_input", "Split the tensor or shrink the batch so no single allocation passes the limit."));
+  } else if (e.format == "pytorch_old_reserved" && e.string_field("backend") == "XPU" && m.pytorch_reserved == 0u &&
+             m.requested && m.total && *m.requested < *m.total) {
+    d.cause = "allocation_size_limit";
+    d.evidence.push_back("Nothing was allocated and the request is below the card's size: the XPU runtime limits single allocations.");
+    d.fixes.push_back(make_fix("smaller_input", "Split the tensor or shrink the batch so no single allocation passes the limit."));
+  } else if (is_pytorch_numeric(e) && (m.total || m.free)) {
+    diagnose_pytorch_numbers(d, e, m);
+  } else if (e.format == "pytorch_new_truncated") {
+    d.cause = "insufficient_information";
+    if (m.requested) d.evidence.push_back(fmt::format("The message was cut after the request ({}).", format_bytes(*m.requested)));
+    add_training_ladder(d, e, m, operation);
+  } else if (e.format == "pytorch_cudamallocasync_short") {
+    d.cause = "generic_no_details";
+    d.evidence.push_back("The allocation failed on the device; the message gives no figures.");
+    add_training_ladder(d, e, m, operation);
+  } else if (e.format == "pytorch_garbage_size") {
+    d.cause = "garbage_request_size";
+    d.evidence.push_back(fmt::format("A request of {} is not a real tensor size: an overflow, a negative dimension or a "
+                                     "corrupted shape upstream.", e.string_field("requested_text").value_or("?")));
+    d.fixes.push_back(make_fix("find_failing_shape", "The failing operation's inputs show where the size comes from."));
+  } else if (e.format == "library_status") {
+    d.cause = "library_workspace_alloc";
+    d.evidence.push_back(fmt::format("{}: cuBLAS/cuDNN could not allocate its handle or workspace, which happens when the card is "
+                                     "(nearly) full.", e.string_field("status").value_or("")));
+    d.fixes.push_back(make_fix("library_workspace", "Handles and workspaces are created lazily at the first matmul or convolution."));
+    d.fixes.push_back(make_fix("end_other_processes", "Another process may hold the memory the library needs."));
+    add_training_ladder(d, e, m, operation);
+  } else if (e.format == "nccl_cuda_oom") {
+    d.cause = "nccl_buffer_alloc";
+    d.evidence.push_back("NCCL could not allocate its communication buffers.");
+    d.fixes.push_back(make_fix("nccl_buffers", "Each channel and peer gets its own buffer."));
+    add_training_ladder(d, e, m, operation);
+  } else if (e.format == "cuda_error_oom" || e.format == "pytorch_thc_cuda_runtime_oom" || e.format == "cuda_driver_oom" ||
+             e.format == "cuda_driver_ctx_create") {
+    d.cause = "driver_oom_no_details";
+    d.evidence.push_back(e.format == "cuda_driver_ctx_create"
+                             ? "Creating the CUDA context failed: the card was already full when the program started."
+                             : "The CUDA runtime reported out of memory without figures (outside PyTorch's caching allocator, "
+                               "often at context creation or in a library).");
+    d.fixes.push_back(make_fix("end_other_processes", "A full card at startup means other processes hold it."));
+    add_training_ladder(d, e, m, operation);
+  } else if (e.format == "torch_th_host_oom" || e.format == "host_or_unified_alloc" || e.format == "ggml_pinned_host" ||
+             (e.format == "tf_oom_tensor" && e.string_field("device_kind") == "CPU")) {
+    d.cause = "host_memory";
+    d.evidence.push_back(fmt::format("Host (CPU) memory ran out{}.",
+                                     m.requested ? " allocating " + format_bytes(*m.requested) : std::string()));
+    d.fixes.push_back(make_fix("host_memory", "This is system RAM, not GPU memory."));
+  } else if (e.format == "tf_bfc_oom" && !e.is_error) {
+    d.cause = "warning_non_fatal";
+    d.evidence.push_back("TensorFlow says this is not a failure: it retried with less memory.");
+  } else if (e.format == "tf_device_info") {
+    d.cause = "not_an_error";
+  } else if (e.format == "tf_bfc_stats") {
+    auto in_use = e.bytes("in_use_chunks");
+    auto limit = e.int_field("memory_limit_bytes");
+    d.cause = (in_use && limit && *in_use * 10 >= static_cast<uint64_t>(*limit) * 9) ? "capacity_exhausted" : "not_an_error";
+    if (in_use && limit) {
+      d.evidence.push_back(fmt::format("The BFC allocator uses {} of its {} limit ({}).", format_bytes(*in_use),
+                                       format_bytes(static_cast<uint64_t>(*limit)), pct(*in_use, static_cast<uint64_t>(*limit))));
+    }
+  } else if (e.format == "tf_cuda_driver_alloc" || e.format == "tf_rocm_driver_alloc") {
+    d.cause = "framework_preallocation";
+    d.evidence.push_back(fmt::format("TensorFlow could not reserve {} from the driver: it grabs most of the card at startup, "
+                                     "so a second process or session finds it full.", format_bytes(m.requested.value_or(0))));
+    d.fixes.push_back(make_fix("tf_memory_growth", "Allocate as needed instead of reserving the card."));
+    d.fixes.push_back(make_fix("end_other_processes", "Another TensorFlow process may already hold the card."));
+  } else if (e.framework == "tensorflow") {
+    d.cause = "capacity_exhausted";
+    if (auto shape = e.field("shape")) {
+      (void)shape;
+      d.evidence.push_back(fmt::format("A tensor of {} could not be allocated.", m.requested ? format_bytes(*m.requested) : "unknown size"));
+    } else if (m.requested) {
+      d.evidence.push_back(fmt::format("The allocator could not provide {}.", format_bytes(*m.requested)));
+    }
+    d.fixes.push_back(make_fix("smaller_input", "The first dimension of the shape is usually the batch."));
+    if (e.field("hint")) d.fixes.push_back(make_fix("tf_async_allocator", "TensorFlow suggests it against BFC fragmentation."));
+    d.fixes.push_back(make_fix("mixed_precision", "tf.keras.mixed_precision.set_global_policy('mixed_float16') halves activations.",
+                               "tf.keras.mixed_precision.set_global_policy('mixed_float16')"));
+  } else if (e.format == "xla_tpu_vmem_compile") {
+    d.cause = "compile_time_oom";
+    d.evidence.push_back(fmt::format("The XLA compiler ran out of {} while compiling: the program's tiles do not fit the "
+                                     "on-chip memory.", e.string_field("memory_space").value_or("on-chip memory")));
+    d.fixes.push_back(make_fix("smaller_input", "Smaller per-device batch or sequence shrinks the compiled buffers."));
+  } else if (e.framework == "jax") {
+    d.cause = "capacity_exhausted";
+    if (m.requested) {
+      std::string total;
+      if (auto t = e.bytes("xla_total_allocation")) total = fmt::format(" on top of {} the program already assigned", format_bytes(*t));
+      d.evidence.push_back(fmt::format("XLA could not allocate {}{}.", format_bytes(*m.requested), total));
+    }
+    d.fixes.push_back(make_fix("xla_preallocation", "By default JAX takes 75% of the card at startup."));
+    d.fixes.push_back(make_fix("smaller_input", "Smaller per-device batch."));
+    d.fixes.push_back(make_fix("gradient_checkpointing", "jax.checkpoint (remat) recomputes activations.", "jax.checkpoint / nn.remat"));
+  } else if (e.framework == "llama.cpp") {
+    if (m.requested && *m.requested >= 256 * kGiB) {
+      d.cause = "garbage_request_size";
+      d.evidence.push_back(fmt::format("A {} buffer is larger than any single GPU: the context or batch size is far larger than intended.",
+                                       format_bytes(*m.requested)));
+    } else {
+      d.cause = "capacity_exhausted";
+      d.evidence.push_back(fmt::format("The device could not provide a {} buffer{}.", format_bytes(m.requested.value_or(0)),
+                                       e.device ? fmt::format(" on device {}", *e.device) : ""));
+    }
+    d.fixes.push_back(make_fix("ggml_fewer_layers", "The compute buffer grows with context (-c) and micro-batch (-ub)."));
+    d.fixes.push_back(make_fix("quantize_model", "A smaller quantization (Q4_K_M) leaves room for layers and context.",
+                               "a lower-bit GGUF (e.g. Q4_K_M), or -ctk q8_0 -ctv q8_0 for the KV cache"));
+  } else if (e.format == "ollama_runner") {
+    d.cause = "generic_no_details";
+    d.evidence.push_back("The runner exited; Ollama suspects memory but prints no figures.");
+    d.fixes.push_back(make_fix("ggml_fewer_layers", "Set num_gpu lower or num_ctx smaller in the Modelfile.", "PARAMETER num_gpu N / PARAMETER num_ctx N"));
+    d.fixes.push_back(make_fix("quantize_model", "Pick a smaller quantization of the model.", "ollama pull <model>:<smaller-quant>"));
+  } else if (e.format == "sglang_not_enough_memory") {
+    d.cause = "mem_fraction_static_too_low";
+    d.evidence.push_back("SGLang's static pool (weights + KV cache) is too small for the model.");
+    d.fixes.push_back(make_fix("sglang_mem_fraction", "Gives the static pool a larger share of the card."));
+    d.fixes.push_back(make_fix("vllm_tensor_parallel", "Split the model over more GPUs.", "--tp N"));
+  } else {
+    d.cause = "generic_no_details";
+    add_training_ladder(d, e, m, operation);
+  }
+
+  // Context from the traceback and the rest of the log.
+  if (e.is_error && e.framework != "vllm") {
+    if (operation == "evaluation" || operation == "generation") {
+      d.secondary_causes.push_back("evaluation_with_grad");
+      d.evidence.push_back(fmt::format("It failed during {} (traceback), where no gradients are needed.", operation));
+      d.fixes.push_back(make_fix("no_grad_for_eval", "Without autograd, activations are freed layer by layer."));
+      if (d.cause == "capacity_exhausted") std::swap(d.cause, d.secondary_causes.back());
+    } else if (operation == "model_loading") {
+      d.secondary_causes.push_back("model_does_not_fit");
+      d.evidence.push_back("It failed while loading the model: the weights alone do not fit.");
+      d.fixes.push_back(make_fix("quantize_model", "4-bit weights take a quarter of bf16."));
+      d.fixes.push_back(make_fix("offload", "device_map=\"auto\" with max_memory spills layers to CPU memory."));
+      if (d.cause == "capacity_exhausted") std::swap(d.cause, d.secondary_causes.back());
+    }
+  }
+  if (e.is_error && context.events != nullptr && context.readings != nullptr) {
+    ClimbFinding climb = find_climbing(*context.events, *context.readings);
+    if (climb.climbing && climb.last_line <= e.end_line + 1) {
+      d.secondary_causes.push_back("memory_climbing");
+      d.evidence.push_back(fmt::format("Memory climbed from {} (line {}) to {} (line {}) over {} {}: something is kept alive "
+                                       "from step to step.", format_bytes(climb.first_bytes), climb.first_line,
+                                       format_bytes(climb.last_bytes), climb.last_line, climb.samples,
+                                       climb.source == "events" ? "errors" : "readings"));
+      d.fixes.push_back(make_fix("release_references", "Accumulating loss tensors or outputs keeps every step's graph alive."));
+    }
+  }
+  if (e.framework == "vllm" && operation == "cuda_graph_capture") d.cause = "cuda_graph_capture_oom";
+  order_fixes(d.fixes);
+  return d;
+}
+
+}  // namespace oomdoc

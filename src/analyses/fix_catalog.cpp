@@ -1,0 +1,109 @@
+#include "analyses/fix_catalog.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <set>
+
+namespace oomdoc {
+
+const std::vector<FixInfo>& fix_catalog() {
+  static const std::vector<FixInfo> catalog = {
+      // ---- free: change nothing about the model or the data ----
+      {"release_references", "Stop keeping tensors (and their graphs) alive across steps",
+       "total_loss += loss.item()   # not loss; preds.append(out.detach().cpu())", 0, "free"},
+      {"no_grad_for_eval", "Run evaluation and generation without autograd",
+       "with torch.inference_mode():  # model.eval() alone still records gradients", 0, "free"},
+      {"end_other_processes", "Free the card from other processes",
+       "nvidia-smi --query-compute-apps=pid,process_name,used_gpu_memory --format=csv; kill <pid>", 1,
+       "free (if those processes are stale)"},
+      {"check_device_and_limits", "Check which device failed and any per-process memory limit",
+       "CUDA_VISIBLE_DEVICES, torch.cuda.set_per_process_memory_fraction(), the tensor's .device", 1, "free"},
+      {"expandable_segments", "Let the allocator grow segments instead of fragmenting",
+       "export PYTORCH_ALLOC_CONF=expandable_segments:True  # older releases read PYTORCH_CUDA_ALLOC_CONF; without expandable segments use max_split_size_mb:128",
+       2, "free"},
+      {"tf_memory_growth", "Stop TensorFlow from reserving the whole card up front",
+       "tf.config.experimental.set_memory_growth(gpu, True)  # or TF_FORCE_GPU_ALLOW_GROWTH=true", 2, "free"},
+      {"tf_async_allocator", "Use the CUDA async allocator against BFC fragmentation",
+       "export TF_GPU_ALLOCATOR=cuda_malloc_async", 2, "free"},
+      {"xla_preallocation", "Stop JAX/XLA from preallocating 75% of the card",
+       "export XLA_PYTHON_CLIENT_PREALLOCATE=false  # or XLA_PYTHON_CLIENT_MEM_FRACTION=.90", 2, "free"},
+      {"mps_watermark", "Raise the MPS high-watermark limit (with care: the system can swap or hang)",
+       "export PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0", 3, "free, risks system stability"},
+      {"nccl_buffers", "Shrink NCCL's communication buffers", "export NCCL_BUFFSIZE=1048576  # default 4 MiB per channel", 3,
+       "free, slightly slower collectives"},
+      {"find_failing_shape", "Find the operation with the impossible size",
+       "CUDA_LAUNCH_BLOCKING=1 python train.py; print the shapes going into the failing op", 1, "free"},
+      {"library_workspace", "Leave room for cuBLAS/cuDNN workspaces and handles",
+       "torch.backends.cudnn.benchmark = False; export CUBLAS_WORKSPACE_CONFIG=:4096:8", 3, "free"},
+      // ---- vLLM and serving engines: flags ----
+      {"vllm_max_model_len", "Serve a shorter context", "--max-model-len N", 4, "longest request shrinks"},
+      {"vllm_gpu_memory_utilization", "Give vLLM a budget that matches the card",
+       "--gpu-memory-utilization U", 4, "free if nothing else needs the card"},
+      {"vllm_kv_cache_dtype", "Store the KV cache in fp8 (about twice the tokens)",
+       "--kv-cache-dtype fp8  # uncalibrated scales can cost some accuracy", 5, "small accuracy risk"},
+      {"vllm_max_num_seqs", "Run fewer sequences at once", "--max-num-seqs N", 5, "lower peak throughput"},
+      {"vllm_enforce_eager", "Skip CUDA graph capture and its memory", "--enforce-eager", 6, "slower decoding"},
+      {"vllm_tensor_parallel", "Split the model over more GPUs",
+       "--tensor-parallel-size N  # --pipeline-parallel-size on cards without NVLink", 9, "more GPUs"},
+      {"vllm_cpu_offload", "Keep part of the weights in CPU memory", "--cpu-offload-gb N", 10, "much slower"},
+      {"sglang_mem_fraction", "Give SGLang's static pool a larger share", "--mem-fraction-static 0.9", 4, "free"},
+      // ---- training and inference recipe, cheapest first ----
+      {"smaller_batch", "Smaller micro-batch, same effective batch through accumulation",
+       "per_device_train_batch_size=B/2, gradient_accumulation_steps=2*A", 5, "some throughput"},
+      {"shorter_sequence", "Shorter sequences (truncate, or pack without padding)",
+       "max_seq_length=L  # or padding_free=True / group_by_length=True", 6, "truncated examples"},
+      {"smaller_input", "Smaller inputs per step (batch, image size, sequence length)",
+       "batch_size=B/2  # check the shape: batch x seq x vocab, image size", 5, "some throughput"},
+      {"mixed_precision", "bf16 mixed precision instead of fp32", "bf16=True  # TrainingArguments", 7, "small"},
+      {"eight_bit_optimizer", "8-bit (paged) optimizer states", "optim=\"paged_adamw_8bit\"  # bitsandbytes", 7,
+       "small"},
+      {"gradient_checkpointing", "Recompute activations in backward instead of keeping them",
+       "gradient_checkpointing=True  # model.gradient_checkpointing_enable()", 8, "about 20-33% more compute"},
+      {"lora", "Train LoRA adapters, or QLoRA on a 4-bit base",
+       "peft.LoraConfig(r=16, target_modules=\"all-linear\"); BitsAndBytesConfig(load_in_4bit=True)", 9,
+       "quality and method change"},
+      {"quantize_model", "Load the model quantized (4-bit or 8-bit) or pick a quantized checkpoint",
+       "from_pretrained(..., quantization_config=BitsAndBytesConfig(load_in_4bit=True))", 9, "some quality"},
+      {"ggml_fewer_layers", "Offload fewer layers to the GPU or use a smaller context",
+       "-ngl N (fewer layers), -c N (smaller context), -ub 256 (smaller compute buffer)", 6, "slower"},
+      {"offload", "Offload optimizer states or parameters to CPU memory",
+       "DeepSpeed ZeRO offload_optimizer/offload_param, or device_map=\"auto\" with max_memory", 10, "much slower"},
+      {"host_memory", "Free or add host (CPU) memory; avoid large pinned buffers",
+       "pin_memory=False; fewer DataLoader workers; smaller prefetch", 4, "slower data loading"},
+      {"bigger_gpu", "A GPU with more memory, or more GPUs",
+       "oomdoc fit <job> --gpu <name>  # finds the smallest that fits", 11, "hardware"},
+  };
+  return catalog;
+}
+
+const FixInfo& fix_info(std::string_view id) {
+  for (const auto& fix : fix_catalog()) {
+    if (fix.id == id) return fix;
+  }
+  std::cerr << "oomdoc: internal error: unknown fix id " << id << "\n";
+  std::abort();
+}
+
+Fix make_fix(std::string_view id, std::string detail, std::string snippet_override) {
+  const FixInfo& info = fix_info(id);
+  Fix fix;
+  fix.id = std::string(info.id);
+  fix.title = std::string(info.title);
+  fix.detail = std::move(detail);
+  fix.snippet = snippet_override.empty() ? std::string(info.snippet) : std::move(snippet_override);
+  fix.cost_rank = info.cost_rank;
+  return fix;
+}
+
+void order_fixes(std::vector<Fix>& fixes) {
+  std::stable_sort(fixes.begin(), fixes.end(), [](const Fix& a, const Fix& b) { return a.cost_rank < b.cost_rank; });
+  std::set<std::string> seen;
+  std::vector<Fix> unique;
+  for (auto& fix : fixes) {
+    if (seen.insert(fix.id).second) unique.push_back(std::move(fix));
+  }
+  fixes = std::move(unique);
+}
+
+}  // namespace oomdoc

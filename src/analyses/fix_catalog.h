@@ -1,0 +1,38 @@
+// The one catalogue of fixes that explain, fit and snapshot draw from: each fix's id, title, the
+// snippet that applies it, and its cost rank (lower = cheaper to try: free settings first, then
+// throughput, then quality or method changes, then hardware).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace oomdoc {
+
+struct FixInfo {
+  std::string_view id;
+  std::string_view title;
+  std::string_view snippet;   // what to write or run
+  int cost_rank;              // order of the ladder; ties keep catalogue order
+  std::string_view cost;      // what it costs the user, in a few words
+};
+
+const std::vector<FixInfo>& fix_catalog();
+// The entry for id; aborts on an unknown id (a programming error, caught by tests).
+const FixInfo& fix_info(std::string_view id);
+
+// A fix chosen for one situation, with the numbers that situation gives.
+struct Fix {
+  std::string id;
+  std::string title;
+  std::string detail;    // one line: why and the concrete value ("--max-model-len 81536")
+  std::string snippet;
+  int cost_rank = 0;
+};
+
+Fix make_fix(std::string_view id, std::string detail, std::string snippet_override = "");
+
+// Sorts by cost rank (stable) and drops repeated ids.
+void order_fixes(std::vector<Fix>& fixes);
+
+}  // namespace oomdoc

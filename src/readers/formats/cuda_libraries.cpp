@@ -1,0 +1,52 @@
+// CUDA runtime/driver and library failures that mean (or usually hide) an allocation failure:
+// cuBLAS/cuDNN status codes, the driver's CUDA_ERROR_OUT_OF_MEMORY and cudaErrorMemoryAllocation.
+#include "readers/formats/message_format.h"
+#include "readers/formats/regex_search.h"
+
+namespace oomdoc {
+namespace {
+
+std::optional<FormatMatch> match_library_status(const MessageWindow& w) {
+  // CUDNN_STATUS_INTERNAL_ERROR and *_NOT_INITIALIZED are listed because cuDNN and cuBLAS report
+  // a failed workspace or handle allocation with them when the device is full.
+  static const RE2 re(R"((CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|CUDNN_STATUS_NOT_ALLOCATED|CUDNN_STATUS_INTERNAL_ERROR|CUDNN_STATUS_NOT_INITIALIZED|CUBLAS_STATUS_NOT_INITIALIZED))");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m;
+  OomEvent& e = m.event;
+  std::string status((*g)[1]);
+  const bool cublas = status.rfind("CUBLAS", 0) == 0;
+  e.framework = w.lines[0].find("RuntimeError") != std::string::npos ? "pytorch" : (cublas ? "cublas" : "cudnn");
+  e.format = "library_status";
+  e.set_field("status", status);
+  static const RE2 gpu(R"(GPU=(\d+))");
+  if (auto d = regex_search(gpu, w.lines[0])) e.device = std::stoll(std::string((*d)[1]));
+  return m;
+}
+
+std::optional<FormatMatch> match_driver_oom(const MessageWindow& w) {
+  static const RE2 re(R"((CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|hipErrorOutOfMemory))");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m;
+  m.event.framework = "cuda";
+  m.event.format = "cuda_driver_oom";
+  m.event.set_field("status", std::string((*g)[1]));
+  // Java/JCuda and others print the failing driver call a few lines below.
+  size_t ctx = w.flat.find("cuCtxCreate");
+  if (ctx != std::string::npos && w.line_of(ctx) <= 6) {
+    m.event.format = "cuda_driver_ctx_create";
+    m.lines_used = w.line_of(ctx) + 1;
+  }
+  return m;
+}
+
+}  // namespace
+
+void add_cuda_library_formats(std::vector<MessageFormat>& out) {
+  out.push_back({"library_status", {"CUBLAS_STATUS_", "CUDNN_STATUS_"}, match_library_status});
+  out.push_back({"cuda_driver_oom", {"CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation", "hipErrorOutOfMemory"},
+                 match_driver_oom});
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,65 @@
+// llama.cpp / ggml and Ollama: cudaMalloc failures with the MiB asked for, followed by the exact
+// buffer size, pinned host buffers, and Ollama's runner exit.
+#include "readers/formats/message_format.h"
+#include "readers/formats/regex_search.h"
+
+namespace oomdoc {
+namespace {
+
+const std::string kSize(kSizePattern);
+
+std::optional<FormatMatch> match_cuda_alloc(const MessageWindow& w) {
+  static const RE2 re("allocating (" + kSize + ") on device (\\d+): (?:cudaMalloc|hipMalloc) failed: out of memory");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m;
+  OomEvent& e = m.event;
+  e.framework = "llama.cpp";
+  e.format = "ggml_cuda_alloc";
+  e.device = std::stoll(std::string((*g)[2]));
+  auto q = *parse_printed_size((*g)[1], LabelMeaning::kBinary);
+  // The next line usually repeats the request exactly: "failed to allocate CUDA0 buffer of size N".
+  static const RE2 exact(R"(failed to allocate (\w+) buffer of size (\d+))");
+  if (auto x = regex_search(exact, w.flat); x && w.line_of(offset_in(w, (*x)[0])) <= 2) {
+    e.set_field("requested_bytes_from_text", static_cast<int64_t>(q.bytes));
+    q.bytes = std::stoull(std::string((*x)[2]));
+    q.tolerance_bytes = 0;
+    e.set_field("buffer_backend", std::string((*x)[1]));
+    m.lines_used = w.line_of(offset_in(w, (*x)[0])) + 1;
+  }
+  e.set_quantity("requested", q);
+  return m;
+}
+
+std::optional<FormatMatch> match_pinned_host(const MessageWindow& w) {
+  static const RE2 re("failed to allocate (" + kSize + ") of pinned memory");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m;
+  m.event.framework = "llama.cpp";
+  m.event.format = "ggml_pinned_host";
+  m.event.set_field("memory_kind", std::string("pinned host"));
+  m.event.set_quantity("requested", *parse_printed_size((*g)[1], LabelMeaning::kBinary));
+  if ((*g)[1].find(',') != std::string_view::npos) m.event.set_field("decimal_separator", std::string(","));
+  return m;
+}
+
+std::optional<FormatMatch> match_ollama(const MessageWindow& w) {
+  if (w.lines[0].find("you may not have enough available memory to run this model") == std::string::npos) {
+    return std::nullopt;
+  }
+  FormatMatch m;
+  m.event.framework = "ollama";
+  m.event.format = "ollama_runner";
+  return m;
+}
+
+}  // namespace
+
+void add_ggml_formats(std::vector<MessageFormat>& out) {
+  out.push_back({"ggml_cuda_alloc", {"Malloc failed: out of memory"}, match_cuda_alloc});
+  out.push_back({"ggml_pinned_host", {"of pinned memory"}, match_pinned_host});
+  out.push_back({"ollama_runner", {"enough available memory"}, match_ollama});
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,67 @@
+// The contract between the log scanner and the per-framework message formats. Each framework's
+// formats live in one file (pytorch.cpp, vllm.cpp, tensorflow.cpp, xla.cpp, ggml.cpp,
+// cuda_libraries.cpp, others.cpp) with their patterns and field mapping; registry.cpp lists them.
+// Adding a framework's message = one matcher in its file + a line in registry.cpp + a test.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/units.h"
+#include "model/oom_event.h"
+
+namespace oomdoc {
+
+// The cleaned candidate line and the lines after it (a message can wrap over several lines).
+struct MessageWindow {
+  std::vector<std::string> lines;       // lines[0] holds the anchor that triggered matching
+  std::string flat;                     // lines joined by '\n'
+  std::vector<size_t> line_starts;      // offset of each line in flat
+
+  static MessageWindow from_lines(std::vector<std::string> lines);
+  // Index of the line that holds flat offset `offset`.
+  size_t line_of(size_t offset) const;
+};
+
+struct FormatMatch {
+  OomEvent event;        // line numbers are filled in by the scanner
+  size_t lines_used = 1; // how many window lines the message spans
+};
+
+struct MessageFormat {
+  std::string name;                       // format tag, e.g. "pytorch_new"
+  // Cheap literal test on lines[0]; only then is `match` run.
+  std::vector<std::string> triggers;
+  std::function<std::optional<FormatMatch>(const MessageWindow&)> match;
+};
+
+// All formats, most specific first (the first that matches a candidate line wins).
+const std::vector<MessageFormat>& message_formats();
+
+// Per-framework registration (one per file).
+void add_pytorch_formats(std::vector<MessageFormat>& out);
+void add_vllm_formats(std::vector<MessageFormat>& out);
+void add_tensorflow_formats(std::vector<MessageFormat>& out);
+void add_xla_formats(std::vector<MessageFormat>& out);
+void add_ggml_formats(std::vector<MessageFormat>& out);
+void add_cuda_library_formats(std::vector<MessageFormat>& out);
+void add_other_formats(std::vector<MessageFormat>& out);
+
+// ---- helpers shared by the format files ----
+
+// Regex fragment for a printed size: "12.50 MiB", "16160MiB", "0 bytes", "1.97G", "6727663616B".
+// Decimal commas ("1900,00 MiB") are accepted; parse with parse_printed_size.
+inline constexpr std::string_view kSizePattern =
+    R"(\d+(?:[.,]\d+)?\s?(?:[KMGTP]i?B|bytes|B|[KMGT])\b)";
+
+// Parses a size captured with kSizePattern; handles the decimal comma some locales print.
+std::optional<Quantity> parse_printed_size(std::string_view text,
+                                           LabelMeaning meaning = LabelMeaning::kAsPrinted);
+
+// Span of a regex submatch inside the window's flat text.
+size_t offset_in(const MessageWindow& window, std::string_view submatch);
+
+}  // namespace oomdoc

@@ -1,0 +1,288 @@
+// PyTorch's allocator messages (CUDA, ROCm/HIP, XPU, Ascend NPU, MPS), as printed by
+// c10/cuda/CUDACachingAllocator.cpp and its ports across releases:
+//  - new (2.x): "CUDA out of memory. Tried to allocate X. GPU N has a total capacity of T of which F
+//    is free. [Process P has M memory in use.] [Including non-PyTorch memory, this process has M
+//    memory in use.] Of the allocated memory A is allocated by PyTorch, [with P allocated in private
+//    pools (e.g., CUDA Graphs),] and R is reserved by PyTorch but unallocated."
+//  - old (<= 1.x): "CUDA out of memory. Tried to allocate X (GPU N; T total capacity; A already
+//    allocated; F free; R reserved in total by PyTorch)" — or "R cached" before 1.5, where the
+//    figure is reserved minus allocated.
+//  - cudaMallocAsync backend, MPS, the 1EB garbage-size message, THC and TH (CPU) errors.
+#include <fmt/format.h>
+
+#include "readers/formats/message_format.h"
+#include "readers/formats/regex_search.h"
+
+namespace oomdoc {
+namespace {
+
+const std::string kSize(kSizePattern);
+
+std::string framework_for_backend(std::string_view backend) {
+  if (backend == "HIP") return "pytorch-rocm";
+  if (backend == "XPU") return "pytorch-xpu";
+  if (backend == "NPU") return "pytorch-npu";
+  if (backend == "MPS") return "pytorch-mps";
+  return "pytorch";
+}
+
+bool set_size(OomEvent& event, const std::string& name, std::string_view text,
+              LabelMeaning meaning = LabelMeaning::kAsPrinted) {
+  if (!matched(text)) return false;
+  auto q = parse_printed_size(text, meaning);
+  if (!q) return false;
+  event.set_quantity(name, *q);
+  return true;
+}
+
+// The part of the window a message may extend over: up to the next "out of memory" (another
+// message) or 3000 characters.
+size_t message_limit(const MessageWindow& w, size_t from) {
+  size_t next = w.flat.find("out of memory", from);
+  size_t limit = std::min(w.flat.size(), from + 3000);
+  return next == std::string::npos ? limit : std::min(limit, next);
+}
+
+// The allocator's fragmentation hint, as the message words it.
+void read_hint(OomEvent& event, std::string_view text) {
+  static const RE2 conf(R"((PYTORCH_\w*ALLOC_CONF=expandable_segments:True))");
+  if (auto g = regex_search(conf, text)) {
+    event.set_field("hint", std::string((*g)[1]));
+  } else if (text.find("max_split_size_mb") != std::string_view::npos) {
+    event.set_field("hint", std::string("max_split_size_mb"));
+  } else if (text.find("empty_cache") != std::string_view::npos) {
+    event.set_field("hint", std::string("empty_cache"));
+  }
+}
+
+// Backend named before "out of memory" on the candidate line ("CUDA", "HIP", "XPU", "NPU").
+std::optional<std::string> backend_before(std::string_view line) {
+  static const RE2 re(R"((CUDA|HIP|XPU|NPU|MTIA)\s*out of memory)");
+  if (auto g = regex_search(re, line)) return std::string((*g)[1]);
+  return std::nullopt;
+}
+
+std::optional<FormatMatch> match_new(const MessageWindow& w) {
+  static const RE2 head("out of memory\\.\\s*Tried to allocate (" + kSize +
+                        ")\\.(?:\\s*(GPU|NPU|XPU)\\s+(\\d+)\\s+has a total (capacity|capacty) of (" + kSize +
+                        ")\\s+of which (" + kSize + ")\\s+is free\\.)?");
+  auto g = regex_search(head, w.flat);
+  if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
+  FormatMatch m;
+  OomEvent& e = m.event;
+  std::string backend = backend_before(w.lines[0]).value_or("CUDA");
+  e.framework = framework_for_backend(backend);
+  e.set_field("backend", backend);
+  set_size(e, "requested", (*g)[1]);
+  size_t end = offset_in(w, (*g)[0]) + (*g)[0].size();
+  if (matched((*g)[2])) {
+    e.format = "pytorch_new";
+    e.device = std::stoll(std::string((*g)[3]));
+    e.set_field("device_kind", std::string((*g)[2]));
+    e.set_field("capacity_spelling", std::string((*g)[4]));
+    set_size(e, "total", (*g)[5]);
+    set_size(e, "free", (*g)[6]);
+  } else {
+    e.format = "pytorch_new_truncated";
+  }
+  const size_t limit = message_limit(w, end);
+  std::string_view rest(w.flat.data() + end, limit - end);
+
+  static const RE2 other("Process (\\d+) has (" + kSize + ") memory in use");
+  size_t from = 0;
+  while (auto p = regex_search(other, rest, from)) {
+    OtherProcess proc;
+    proc.pid = std::stoull(std::string((*p)[1]));
+    proc.memory = *parse_printed_size((*p)[2]);
+    e.other_processes.push_back(proc);
+    from = static_cast<size_t>((*p)[0].data() - rest.data()) + (*p)[0].size();
+    end = std::max(end, offset_in(w, (*p)[0]) + (*p)[0].size());
+  }
+  static const RE2 self("this process has (" + kSize + ") memory in use");
+  if (auto p = regex_search(self, rest)) {
+    set_size(e, "process", (*p)[1]);
+    end = std::max(end, offset_in(w, (*p)[0]) + (*p)[0].size());
+  }
+  static const RE2 allocated("Of the allocated memory (" + kSize +
+                             ") is allocated by PyTorch,(?:\\s*with (" + kSize +
+                             ") allocated in private pools \\(e\\.g\\., CUDA Graphs\\),)?\\s*and (" + kSize +
+                             ") is reserved by PyTorch but unallocated");
+  if (auto p = regex_search(allocated, rest)) {
+    set_size(e, "allocated", (*p)[1]);
+    set_size(e, "private_pools", (*p)[2]);
+    set_size(e, "reserved_unallocated", (*p)[3]);
+    end = std::max(end, offset_in(w, (*p)[0]) + (*p)[0].size());
+    // The hint sentence follows the figures.
+    size_t hint_end = std::min(limit, end + 400);
+    std::string_view hint_text(w.flat.data() + end, hint_end - end);
+    read_hint(e, hint_text);
+    if (e.field("hint") != nullptr) {
+      size_t period = w.flat.find("avoid fragmentation", end);
+      if (period != std::string::npos && period < hint_end) end = period;
+    }
+  }
+  m.lines_used = w.line_of(end == 0 ? 0 : end - 1) + 1;
+  return m;
+}
+
+std::optional<FormatMatch> match_old(const MessageWindow& w) {
+  static const RE2 re("Tried to allocate (" + kSize + ")\\s*\\(\\s*(GPU|NPU|XPU)\\s+(\\d+)\\s*;\\s*(" + kSize +
+                      ") total capacity\\s*;\\s*(" + kSize + ") already allocated\\s*;(?:\\s*(" + kSize +
+                      ") current active\\s*;)?(?:\\s*(" + kSize + ") free\\s*;)?\\s*(" + kSize +
+                      ") (reserved in total by PyTorch|cached)\\s*\\)");
+  auto g = regex_search(re, w.flat);
+  if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
+  FormatMatch m;
+  OomEvent& e = m.event;
+  const bool cached = (*g)[9] == "cached";
+  e.format = cached ? "pytorch_old_cached" : "pytorch_old_reserved";
+  auto backend = backend_before(w.lines[0]);
+  std::string kind((*g)[2]);
+  if (!backend && kind == "NPU") backend = "NPU";
+  e.framework = framework_for_backend(backend.value_or(kind == "XPU" ? "XPU" : "CUDA"));
+  if (backend) e.set_field("backend", *backend);
+  e.set_field("device_kind", kind);
+  e.device = std::stoll(std::string((*g)[3]));
+  set_size(e, "requested", (*g)[1]);
+  set_size(e, "total", (*g)[4]);
+  set_size(e, "allocated", (*g)[5]);
+  set_size(e, "active", (*g)[6]);
+  set_size(e, "free", (*g)[7]);
+  // Before PyTorch 1.5 "cached" printed reserved minus allocated; later "reserved in total" is the total.
+  set_size(e, cached ? "reserved_unallocated" : "reserved_total", (*g)[8]);
+  size_t end = offset_in(w, (*g)[0]) + (*g)[0].size();
+  static const RE2 limit_re(R"(larger than (\d+\s?[KMGT]B)!)");
+  if (auto l = regex_search(limit_re, w.lines[0])) {
+    e.format = "xpu_4gb_block_limit";
+    e.set_field("allocation_limit_text", std::string((*l)[1]));
+  }
+  const size_t limit = message_limit(w, end);
+  std::string_view rest(w.flat.data() + end, std::min(limit, end + 300) - end);
+  read_hint(e, rest);
+  if (e.field("hint") != nullptr) {
+    size_t hint_at = w.flat.find("max_split_size_mb", end);
+    if (hint_at != std::string::npos && hint_at < limit) end = hint_at;
+  }
+  m.lines_used = w.line_of(end == 0 ? 0 : end - 1) + 1;
+  return m;
+}
+
+std::optional<FormatMatch> match_cuda_malloc_async(const MessageWindow& w) {
+  static const RE2 full("Allocation on device (\\d+) would exceed allowed memory\\.\\s*\\(out of memory\\)"
+                        "(?:\\s*Currently allocated\\s*:\\s*(" + kSize + "))?"
+                        "(?:\\s*Requested\\s*:\\s*(" + kSize + "))?"
+                        "(?:\\s*Device limit\\s*:\\s*(" + kSize + "))?"
+                        "(?:\\s*Free \\(according to CUDA\\)\\s*:\\s*(" + kSize + "))?"
+                        "(?:\\s*PyTorch limit \\(set by user-supplied memory fraction\\)\\s*:\\s*(" + kSize + "))?");
+  FormatMatch m;
+  OomEvent& e = m.event;
+  e.framework = "pytorch";
+  e.set_field("backend", std::string("CUDA"));
+  auto g = regex_search(full, w.flat);
+  if (g && w.line_of(offset_in(w, (*g)[0])) == 0) {
+    e.format = "pytorch_cudamallocasync";
+    e.device = std::stoll(std::string((*g)[1]));
+    set_size(e, "allocated", (*g)[2]);
+    set_size(e, "requested", (*g)[3]);
+    set_size(e, "total", (*g)[4]);
+    set_size(e, "free", (*g)[5]);
+    if (set_size(e, "pytorch_limit", (*g)[6]) && e.quantity("pytorch_limit")->overflow) {
+      e.set_field("pytorch_limit_is_unlimited", true);
+    }
+    m.lines_used = w.line_of(offset_in(w, (*g)[0]) + (*g)[0].size() - 1) + 1;
+    return m;
+  }
+  // ComfyUI shortens the exception to "Allocation on device" with nothing after it.
+  if (w.lines[0].find("Allocation on device") == std::string::npos) return std::nullopt;
+  e.format = "pytorch_cudamallocasync_short";
+  return m;
+}
+
+std::optional<FormatMatch> match_mps(const MessageWindow& w) {
+  // MPS prints "GB"/"MB" but means GiB/MiB (aten/src/ATen/mps/MPSAllocator.mm uses format_size).
+  static const RE2 re("MPS backend out of memory \\(MPS allocated: (" + kSize + "), other allocations: (" + kSize +
+                      "), max allowed: (" + kSize + ")\\)\\.?(?:\\s*Tried to allocate (" + kSize +
+                      ") on (private|shared) pool)?");
+  auto g = regex_search(re, w.flat);
+  if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
+  FormatMatch m;
+  OomEvent& e = m.event;
+  e.framework = "pytorch-mps";
+  e.format = "mps";
+  e.set_field("backend", std::string("MPS"));
+  set_size(e, "mps_allocated", (*g)[1], LabelMeaning::kBinary);
+  set_size(e, "other_allocations", (*g)[2], LabelMeaning::kBinary);
+  set_size(e, "max_allowed", (*g)[3], LabelMeaning::kBinary);
+  set_size(e, "requested", (*g)[4], LabelMeaning::kBinary);
+  if (matched((*g)[5])) e.set_field("pool", std::string((*g)[5]));
+  m.lines_used = w.line_of(offset_in(w, (*g)[0]) + (*g)[0].size() - 1) + 1;
+  return m;
+}
+
+std::optional<FormatMatch> match_garbage_size(const MessageWindow& w) {
+  static const RE2 re(R"(Tried to allocate (more than (\d+)(EB|PB)) memory)");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m;
+  OomEvent& e = m.event;
+  e.framework = framework_for_backend(backend_before(w.lines[0]).value_or("CUDA"));
+  e.format = "pytorch_garbage_size";
+  e.set_field("backend", backend_before(w.lines[0]).value_or("CUDA"));
+  e.set_field("requested_text", std::string((*g)[1]));
+  e.set_field("requested_unit", std::string((*g)[3]));
+  const int64_t count = std::stoll(std::string((*g)[2]));
+  const int shift = (*g)[3] == "EB" ? 60 : 50;
+  e.set_field("requested_lower_bound_bytes", static_cast<int64_t>(count << shift));
+  return m;
+}
+
+std::optional<FormatMatch> match_thc(const MessageWindow& w) {
+  static const RE2 re(R"(cuda runtime err(?:or)?\s*\(?(\d+)\)?\s*:\s*out of memory)");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m;
+  m.event.framework = "pytorch";
+  m.event.format = "pytorch_thc_cuda_runtime_oom";
+  m.event.set_field("cuda_error_code", static_cast<int64_t>(std::stoll(std::string((*g)[1]))));
+  return m;
+}
+
+std::optional<FormatMatch> match_th_host(const MessageWindow& w) {
+  // Lua Torch / early PyTorch TH: "$ Torch: not enough memory: you tried to allocate 72GB. Buy new RAM!"
+  // THGeneral.c prints the size divided by 2^30 with a "GB" label.
+  static const RE2 re(R"(not enough memory: you tried to allocate (\d+(?:\.\d+)?\s?[KMGT]B))");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m;
+  m.event.framework = "pytorch";
+  m.event.format = "torch_th_host_oom";
+  m.event.set_field("device_kind", std::string("CPU"));
+  set_size(m.event, "requested", (*g)[1], LabelMeaning::kBinary);
+  return m;
+}
+
+std::optional<FormatMatch> match_cuda_error(const MessageWindow& w) {
+  static const RE2 re(R"((CUDA|HIP) error:\s*out of memory)");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m;
+  m.event.framework = (*g)[1] == "HIP" ? "pytorch-rocm" : "pytorch";
+  m.event.format = "cuda_error_oom";
+  m.event.set_field("backend", std::string((*g)[1]));
+  return m;
+}
+
+}  // namespace
+
+void add_pytorch_formats(std::vector<MessageFormat>& out) {
+  out.push_back({"pytorch_garbage_size", {"more than"}, match_garbage_size});
+  out.push_back({"pytorch_old", {"Tried to allocate"}, match_old});
+  out.push_back({"pytorch_new", {"out of memory"}, match_new});
+  out.push_back({"pytorch_cudamallocasync", {"Allocation on device"}, match_cuda_malloc_async});
+  out.push_back({"mps", {"MPS backend out of memory"}, match_mps});
+  out.push_back({"pytorch_thc_cuda_runtime_oom", {"out of memory"}, match_thc});
+  out.push_back({"torch_th_host_oom", {"not enough memory"}, match_th_host});
+  out.push_back({"cuda_error_oom", {"out of memory"}, match_cuda_error});
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,213 @@
+// TensorFlow's memory messages: the OOM-when-allocating-tensor error (core/framework/op_kernel.cc),
+// the BFC allocator's warnings and stats (tsl/framework/bfc_allocator.cc), the stream executor's
+// driver failures (stream_executor/cuda/cuda_driver.cc), host allocations and the device banner.
+// TensorFlow's "M"/"G"/"MiB" sizes are binary (strings::HumanReadableNumBytes).
+#include <fmt/format.h>
+
+#include "readers/formats/message_format.h"
+#include "readers/formats/regex_search.h"
+
+namespace oomdoc {
+namespace {
+
+const std::string kSize(kSizePattern);
+
+FormatMatch tf_event(const char* format) {
+  FormatMatch m;
+  m.event.framework = "tensorflow";
+  m.event.format = format;
+  return m;
+}
+
+size_t lines_through(const MessageWindow& w, std::string_view whole) {
+  return w.line_of(offset_in(w, whole) + (whole.empty() ? 0 : whole.size() - 1)) + 1;
+}
+
+// Bytes per element of TensorFlow dtype names as the message prints them.
+std::optional<uint64_t> dtype_size(std::string_view dtype) {
+  if (dtype == "float" || dtype == "int32" || dtype == "uint32" || dtype == "qint32") return 4;
+  if (dtype == "double" || dtype == "int64" || dtype == "uint64" || dtype == "complex64") return 8;
+  if (dtype == "half" || dtype == "bfloat16" || dtype == "int16" || dtype == "uint16") return 2;
+  if (dtype == "int8" || dtype == "uint8" || dtype == "bool" || dtype == "qint8" || dtype == "quint8") return 1;
+  if (dtype == "complex128") return 16;
+  return std::nullopt;
+}
+
+// "/job:localhost/replica:0/task:0/device:GPU:1" -> ("GPU", 1)
+void read_device_string(OomEvent& e, std::string_view device) {
+  static const RE2 re(R"(device:(\w+):(\d+))");
+  e.set_field("device_string", std::string(device));
+  if (auto g = regex_search(re, device)) {
+    e.set_field("device_kind", std::string((*g)[1]));
+    e.device = std::stoll(std::string((*g)[2]));
+  }
+}
+
+std::optional<FormatMatch> match_oom_tensor(const MessageWindow& w) {
+  static const RE2 re(R"(OOM when allocating tensor (?:with|of) shape\s*\[([\d,\s]*)\](?:\s*and type (\w+))?(?:\s*on (/job:\S+?/device:\w+:\d+|/device:\w+:\d+))?(?:\s*by allocator (\w+))?)");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  auto m = tf_event("tf_oom_tensor");
+  OomEvent& e = m.event;
+  std::vector<int64_t> shape;
+  uint64_t elements = 1;
+  bool overflow = false;
+  std::string dims((*g)[1]);
+  size_t pos = 0;
+  while (pos < dims.size()) {
+    size_t comma = dims.find(',', pos);
+    std::string part = dims.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    part.erase(0, part.find_first_not_of(' '));
+    if (!part.empty()) {
+      int64_t dim = std::stoll(part);
+      shape.push_back(dim);
+      if (dim != 0 && elements > UINT64_MAX / static_cast<uint64_t>(dim)) overflow = true;
+      elements *= static_cast<uint64_t>(dim);
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  e.set_field("shape", shape);
+  if (matched((*g)[2])) {
+    std::string dtype((*g)[2]);
+    e.set_field("dtype", dtype);
+    if (auto size = dtype_size(dtype); size && !overflow) {
+      Quantity q;
+      q.bytes = elements * *size;
+      q.value = static_cast<double>(q.bytes);
+      q.unit = "bytes (shape x dtype)";
+      q.text = fmt::format("shape[{}] x {}", dims, dtype);
+      e.set_quantity("requested", q);
+    }
+  } else if (!overflow) {
+    // No dtype printed: say what it would be as float32 rather than guess the request.
+    e.set_field("requested_bytes_if_float32", static_cast<int64_t>(elements * 4));
+  }
+  if (matched((*g)[3])) read_device_string(e, (*g)[3]);
+  if (matched((*g)[4])) e.set_field("allocator", std::string((*g)[4]));
+  return m;
+}
+
+std::optional<FormatMatch> match_bfc_oom(const MessageWindow& w) {
+  static const RE2 re("Allocator \\((\\w+)\\) ran out of memory trying to allocate (" + kSize +
+                      ")(?:\\s*\\(rounded to (\\d+)\\))?(?:\\s*requested by op (\\S+))?");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  auto m = tf_event("tf_bfc_oom");
+  OomEvent& e = m.event;
+  std::string allocator((*g)[1]);
+  e.set_field("allocator", allocator);
+  static const RE2 device_re(R"(^(GPU|CPU|TPU|XPU)_(\d+)_bfc$)");
+  if (auto d = regex_search(device_re, allocator)) e.device = std::stoll(std::string((*d)[2]));
+  e.set_quantity("requested", *parse_printed_size((*g)[2], LabelMeaning::kBinary));
+  if (matched((*g)[3])) e.set_field("requested_rounded_bytes", static_cast<int64_t>(std::stoll(std::string((*g)[3]))));
+  if (matched((*g)[4])) e.set_field("op", std::string((*g)[4]));
+  // "The caller indicates that this is not a failure" marks a retryable, non-fatal warning; the
+  // allocation summary dump is printed when the allocation really failed.
+  size_t used = 1;
+  if (w.flat.find("not a failure") != std::string::npos &&
+      w.line_of(w.flat.find("not a failure")) == 0) {
+    e.set_field("fatal", false);
+    e.is_error = false;
+  } else {
+    size_t summary = w.flat.find("Current allocation summary follows");
+    if (summary != std::string::npos && w.line_of(summary) <= 3) {
+      e.set_field("fatal", true);
+      used = w.line_of(summary) + 1;
+    }
+  }
+  size_t hint = w.flat.find("If the cause is memory fragmentation");
+  if (hint != std::string::npos && w.line_of(hint) <= 2) {
+    e.set_field("hint", std::string("TF_GPU_ALLOCATOR=cuda_malloc_async"));
+    used = std::max(used, w.line_of(hint) + 1);
+  }
+  m.lines_used = used;
+  return m;
+}
+
+std::optional<FormatMatch> match_bfc_stats(const MessageWindow& w) {
+  static const RE2 chunks("Sum Total of in-use chunks: (" + kSize + ")");
+  auto g = regex_search(chunks, w.lines[0]);
+  if (!g) return std::nullopt;
+  auto m = tf_event("tf_bfc_stats");
+  m.event.is_error = false;
+  m.event.set_quantity("in_use_chunks", *parse_printed_size((*g)[1], LabelMeaning::kBinary));
+  static const RE2 limit(R"(memory_limit_: (\d+))");
+  if (auto l = regex_search(limit, w.flat); l && w.line_of(offset_in(w, (*l)[0])) <= 2) {
+    m.event.set_field("memory_limit_bytes", static_cast<int64_t>(std::stoll(std::string((*l)[1]))));
+    m.lines_used = lines_through(w, (*l)[0]);
+  }
+  return m;
+}
+
+std::optional<FormatMatch> match_driver_alloc(const MessageWindow& w) {
+  static const RE2 re("failed to allocate (" + kSize + ")(?: \\((\\d+) bytes\\))? from device: (CUDA_ERROR_OUT_OF_MEMORY|hipError_t\\(\\d+\\))");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  const bool rocm = (*g)[3].substr(0, 3) == "hip";
+  auto m = tf_event(rocm ? "tf_rocm_driver_alloc" : "tf_cuda_driver_alloc");
+  OomEvent& e = m.event;
+  auto printed = *parse_printed_size((*g)[1], LabelMeaning::kBinary);
+  if (matched((*g)[2])) {
+    // An exact byte count is printed beside the rounded one: the exact one is the request.
+    e.set_field("requested_bytes_from_text", static_cast<int64_t>(printed.bytes));
+    printed.bytes = std::stoull(std::string((*g)[2]));
+    printed.tolerance_bytes = 0;
+  } else {
+    e.set_field("requested_bytes_from_text", static_cast<int64_t>(printed.bytes));
+  }
+  e.set_quantity("requested", printed);
+  if (rocm) e.set_field("status", std::string((*g)[3]));
+  return m;
+}
+
+std::optional<FormatMatch> match_host_alloc(const MessageWindow& w) {
+  static const RE2 re(R"(failed to alloc (\d+) bytes (on host|unified memory))");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  auto m = tf_event("host_or_unified_alloc");
+  Quantity q = *parse_quantity(std::string((*g)[1]) + " bytes");
+  q.text = std::string((*g)[1]);
+  m.event.set_quantity("requested", q);
+  m.event.set_field("memory_kind", std::string((*g)[2]));
+  // The pinned-host warning that follows repeats the same request.
+  if (w.lines.size() > 1 && w.lines[1].find("could not allocate pinned host memory") != std::string::npos) {
+    m.lines_used = 2;
+  }
+  return m;
+}
+
+std::optional<FormatMatch> match_device_info(const MessageWindow& w) {
+  static const RE2 re("totalMemory: (" + kSize + ") freeMemory: (" + kSize + ")");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  auto m = tf_event("tf_device_info");
+  m.event.is_error = false;
+  m.event.set_quantity("total", *parse_printed_size((*g)[1], LabelMeaning::kBinary));
+  m.event.set_quantity("free", *parse_printed_size((*g)[2], LabelMeaning::kBinary));
+  static const RE2 created(R"(Created TensorFlow device \((\S+) with (\d+ MB) memory\))");
+  if (auto c = regex_search(created, w.flat); c && w.line_of(offset_in(w, (*c)[0])) <= 3) {
+    m.event.set_quantity("tf_device_memory_limit", *parse_printed_size((*c)[2], LabelMeaning::kBinary));
+    m.lines_used = lines_through(w, (*c)[0]);
+  }
+  return m;
+}
+
+std::optional<FormatMatch> match_dst_tensor(const MessageWindow& w) {
+  if (w.lines[0].find("Dst tensor is not initialized") == std::string::npos) return std::nullopt;
+  return tf_event("tf_dst_tensor_not_initialized");
+}
+
+}  // namespace
+
+void add_tensorflow_formats(std::vector<MessageFormat>& out) {
+  out.push_back({"tf_oom_tensor", {"OOM when allocating tensor"}, match_oom_tensor});
+  out.push_back({"tf_bfc_oom", {"ran out of memory trying to allocate"}, match_bfc_oom});
+  out.push_back({"tf_bfc_stats", {"Sum Total of in-use chunks"}, match_bfc_stats});
+  out.push_back({"tf_driver_alloc", {"failed to allocate"}, match_driver_alloc});
+  out.push_back({"host_or_unified_alloc", {"failed to alloc "}, match_host_alloc});
+  out.push_back({"tf_device_info", {"totalMemory:"}, match_device_info});
+  out.push_back({"tf_dst_tensor_not_initialized", {"Dst tensor is not initialized"}, match_dst_tensor});
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,82 @@
+// XLA (JAX, PyTorch/XLA) RESOURCE_EXHAUSTED errors, with the BufferAssignment statistics that
+// follow them (xla/service/buffer_assignment.cc) and the device allocator's failed requests.
+#include "readers/formats/message_format.h"
+#include "readers/formats/regex_search.h"
+
+namespace oomdoc {
+namespace {
+
+const std::string kSize(kSizePattern);
+
+FormatMatch xla_event(const char* format) {
+  FormatMatch m;
+  m.event.framework = "jax";
+  m.event.format = format;
+  return m;
+}
+
+std::optional<FormatMatch> match_oom_bytes(const MessageWindow& w) {
+  static const RE2 re(R"((?:RESOURCE_EXHAUSTED|Resource exhausted):\s*Out\s+of\s+memory while trying to allocate (\d+) bytes)");
+  auto g = regex_search(re, w.flat);
+  if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
+  auto m = xla_event("xla_oom_bytes");
+  OomEvent& e = m.event;
+  Quantity q = *parse_quantity(std::string((*g)[1]) + " bytes");
+  q.text = std::string((*g)[1]) + " bytes";
+  e.set_quantity("requested", q);
+  size_t end = offset_in(w, (*g)[0]) + (*g)[0].size();
+  // "BufferAssignment stats:" lines: each "<kind> allocation: <size>" and the total.
+  static const RE2 stat("\\n\\s*(parameter|constant|maybe_live_out|preallocated temp|total) allocation:\\s*(" + kSize + ")");
+  size_t from = end;
+  while (auto s = regex_search(stat, w.flat, from)) {
+    std::string kind((*s)[1]);
+    for (char& c : kind) if (c == ' ') c = '_';
+    e.set_quantity("xla_" + kind + "_allocation", *parse_printed_size((*s)[2], LabelMeaning::kBinary));
+    from = offset_in(w, (*s)[0]) + (*s)[0].size();
+    end = from;
+  }
+  static const RE2 frag("\\n\\s*total fragmentation:\\s*(" + kSize + ")");
+  if (auto f = regex_search(frag, w.flat, end)) {
+    if (w.line_of(offset_in(w, (*f)[0]) + 1) <= w.line_of(end) + 1) {
+      e.set_quantity("xla_total_fragmentation", *parse_printed_size((*f)[1], LabelMeaning::kBinary));
+      end = offset_in(w, (*f)[0]) + (*f)[0].size();
+    }
+  }
+  m.lines_used = w.line_of(end - 1) + 1;
+  return m;
+}
+
+std::optional<FormatMatch> match_failed_request(const MessageWindow& w) {
+  static const RE2 re("Failed to allocate request for (" + kSize + ")(?: \\((\\d+)B\\))? on device ordinal (\\d+)");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  auto m = xla_event("xla_failed_request");
+  auto q = *parse_printed_size((*g)[1], LabelMeaning::kBinary);
+  if (matched((*g)[2])) {
+    m.event.set_field("requested_bytes_from_text", static_cast<int64_t>(q.bytes));
+    q.bytes = std::stoull(std::string((*g)[2]));
+    q.tolerance_bytes = 0;
+  }
+  m.event.set_quantity("requested", q);
+  m.event.device = std::stoll(std::string((*g)[3]));
+  return m;
+}
+
+std::optional<FormatMatch> match_tpu_compile(const MessageWindow& w) {
+  static const RE2 re(R"(Ran out of memory in memory space (\w+))");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  auto m = xla_event("xla_tpu_vmem_compile");
+  m.event.set_field("memory_space", std::string((*g)[1]));
+  return m;
+}
+
+}  // namespace
+
+void add_xla_formats(std::vector<MessageFormat>& out) {
+  out.push_back({"xla_oom_bytes", {"xhausted", "XHAUSTED"}, match_oom_bytes});
+  out.push_back({"xla_failed_request", {"Failed to allocate request for"}, match_failed_request});
+  out.push_back({"xla_tpu_vmem_compile", {"Ran out of memory in memory space"}, match_tpu_compile});
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,135 @@
+#include "readers/log_line.h"
+
+#include <cctype>
+#include <cstdlib>
+
+namespace oomdoc {
+namespace {
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+std::string_view trim_left(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  return s;
+}
+
+// Reads digits at s[i...]; returns the value and advances i, or nullopt.
+std::optional<int64_t> read_int(std::string_view s, size_t& i) {
+  size_t start = i;
+  int64_t v = 0;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) && i - start < 12) {
+    v = v * 10 + (s[i] - '0');
+    ++i;
+  }
+  if (i == start) return std::nullopt;
+  return v;
+}
+
+// "[rank3]:" / "[rank3]: " / "[default0]:" (torchrun --tee / elastic prefixes).
+bool strip_bracket_rank(std::string_view& s, std::optional<int64_t>& rank) {
+  for (std::string_view tag : {std::string_view("[rank"), std::string_view("[default")}) {
+    if (!starts_with(s, tag)) continue;
+    size_t i = tag.size();
+    auto value = read_int(s, i);
+    if (!value || i >= s.size() || s[i] != ']') return false;
+    ++i;
+    if (i < s.size() && s[i] == ':') ++i;
+    rank = *value;
+    s = trim_left(s.substr(i));
+    return true;
+  }
+  return false;
+}
+
+// "(VllmWorker rank=1 pid=123) ", "(EngineCore_DP0 pid=1094) ", "(RayWorkerWrapper pid=77, ip=...) ",
+// "(VllmWorkerProcess pid=4731) ": a parenthesised process tag ending in ") ".
+bool strip_process_tag(std::string_view& s, std::optional<int64_t>& rank, bool& is_worker) {
+  if (s.empty() || s.front() != '(') return false;
+  size_t close = s.find(')');
+  if (close == std::string_view::npos || close > 120) return false;
+  std::string_view inside = s.substr(1, close - 1);
+  if (inside.find("pid=") == std::string_view::npos) return false;
+  size_t r = inside.find("rank=");
+  if (r != std::string_view::npos) {
+    size_t i = r + 5;
+    if (auto value = read_int(inside, i)) {
+      rank = *value;
+      is_worker = true;
+    }
+  }
+  s = trim_left(s.substr(close + 1));
+  return true;
+}
+
+// docker compose: "vllm-1  | ", "deep-seek-1  | ".
+bool strip_compose_prefix(std::string_view& s) {
+  size_t bar = s.find(" | ");
+  if (bar == std::string_view::npos || bar == 0 || bar > 64) return false;
+  for (size_t i = 0; i < bar; ++i) {
+    char c = s[i];
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == ' ')) {
+      return false;
+    }
+  }
+  // The container name has no inner spaces, ends in its replica number ("vllm-1", "app_web_1"),
+  // and is padded with spaces before the bar.
+  std::string_view name = s.substr(0, bar);
+  while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+  if (name.empty() || name.find(' ') != std::string_view::npos) return false;
+  size_t digits = name.size();
+  while (digits > 0 && std::isdigit(static_cast<unsigned char>(name[digits - 1]))) --digits;
+  if (digits == name.size() || digits < 2 || (name[digits - 1] != '-' && name[digits - 1] != '_')) return false;
+  s = s.substr(bar + 3);
+  return true;
+}
+
+}  // namespace
+
+std::string strip_ansi(std::string_view line) {
+  std::string out;
+  out.reserve(line.size());
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (c == '\x1b' && i + 1 < line.size()) {
+      if (line[i + 1] == '[') {  // CSI: ESC [ params final-byte(0x40-0x7e)
+        size_t j = i + 2;
+        while (j < line.size() && !(line[j] >= 0x40 && line[j] <= 0x7e)) ++j;
+        i = j;
+        continue;
+      }
+      if (line[i + 1] == ']') {  // OSC: ESC ] ... BEL or ESC backslash
+        size_t j = i + 2;
+        while (j < line.size() && line[j] != '\x07' && !(line[j] == '\x1b' && j + 1 < line.size() && line[j + 1] == '\\')) ++j;
+        i = (j < line.size() && line[j] == '\x1b') ? j + 1 : j;
+        continue;
+      }
+      ++i;  // two-byte escape
+      continue;
+    }
+    out += c;
+  }
+  while (!out.empty() && (out.back() == '\r' || out.back() == '\n')) out.pop_back();
+  return out;
+}
+
+CleanLine clean_line(std::string_view raw) {
+  CleanLine result;
+  std::string no_ansi = strip_ansi(raw);
+  std::string_view s = no_ansi;
+  // Prefixes can stack ("vllm-1  | (VllmWorker rank=1 pid=2) [rank1]: ..."): strip until none applies.
+  for (int guard = 0; guard < 4; ++guard) {
+    std::string_view before = s;
+    s = trim_left(s);
+    if (strip_bracket_rank(s, result.rank)) continue;
+    if (strip_process_tag(s, result.rank, result.rank_is_worker)) continue;
+    if (strip_compose_prefix(s)) continue;
+    s = before;
+    break;
+  }
+  result.text = std::string(s);
+  return result;
+}
+
+}  // namespace oomdoc

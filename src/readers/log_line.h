@@ -1,0 +1,24 @@
+// Cleaning one log line before format matching: ANSI colour codes, and the prefixes that launchers
+// put in front of every line ([rank3]:, [default0]:, (VllmWorker rank=1 pid=123), docker-compose
+// "name-1  | "), remembering the rank a prefix names.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace oomdoc {
+
+struct CleanLine {
+  std::string text;               // the line without colour codes and launcher prefixes
+  std::optional<int64_t> rank;    // from [rankN]: / (VllmWorker rank=N ...) / [defaultN]:
+  bool rank_is_worker = false;    // the rank came from a vLLM worker tag "(VllmWorker rank=N pid=P)"
+};
+
+// Removes ANSI escape sequences (CSI and OSC) and trailing '\r'.
+std::string strip_ansi(std::string_view line);
+
+CleanLine clean_line(std::string_view raw);
+
+}  // namespace oomdoc

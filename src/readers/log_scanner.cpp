@@ -1,0 +1,449 @@
+#include "readers/log_scanner.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "core/file_input.h"
+#include "readers/formats/message_format.h"
+#include "readers/formats/regex_search.h"
+#include "readers/keyword_filter.h"
+#include "readers/log_line.h"
+#include "readers/traceback.h"
+
+namespace oomdoc {
+namespace {
+
+constexpr size_t kWindowLines = 16;        // a message wraps over at most this many lines
+constexpr size_t kWindowBytes = 32 << 10;
+constexpr size_t kMaxLine = 16 << 10;      // longer lines are cut around the keyword
+constexpr size_t kBackContext = 48 << 10;  // traceback above an event
+constexpr size_t kCompactAt = 4 << 20;  // buffered bytes before old text is dropped  // buffered bytes before old text is dropped  // buffered bytes before old text is dropped  // buffered bytes before old text is dropped  // buffered bytes before old text is dropped  // buffered bytes before old text is dropped     // buffered bytes before old text is dropped
+constexpr size_t kDuplicateDistance = 200; // lines: the same message again is a repeat, not an event
+
+bool is_break(char c) { return c == '\n' || c == '\r'; }
+
+// Lines of a JSON-lines record: its string values in order (message, traceback, ...), split on newlines.
+std::optional<std::vector<std::string>> decode_json_line(std::string_view line) {
+  size_t first = line.find_first_not_of(" \t");
+  size_t last = line.find_last_not_of(" \t");
+  if (first == std::string_view::npos || line[first] != '{' || line[last] != '}') return std::nullopt;
+  nlohmann::json doc = nlohmann::json::parse(line.substr(first, last - first + 1), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return std::nullopt;
+  std::vector<std::string> out;
+  std::function<void(const nlohmann::json&, int)> collect = [&](const nlohmann::json& v, int depth) {
+    if (depth > 4) return;
+    if (v.is_string()) {
+      const std::string& s = v.get_ref<const std::string&>();
+      size_t start = 0;
+      while (start <= s.size()) {
+        size_t nl = s.find('\n', start);
+        out.push_back(s.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+        if (nl == std::string::npos) break;
+        start = nl + 1;
+      }
+    } else if (v.is_object() || v.is_array()) {
+      for (const auto& item : v) collect(item, depth + 1);
+    }
+  };
+  collect(doc, 0);
+  return out;
+}
+
+bool any_format_triggered(const std::string& line) {
+  for (const MessageFormat& format : message_formats()) {
+    for (const auto& trigger : format.triggers) {
+      if (line.find(trigger) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
+// Two events carry the same numbers: the same message printed twice (logged, then raised).
+bool same_figures(const OomEvent& a, const OomEvent& b) {
+  if (a.quantities.size() != b.quantities.size() || a.fields.size() != b.fields.size() ||
+      a.other_processes.size() != b.other_processes.size() || a.device != b.device) {
+    return false;
+  }
+  for (size_t i = 0; i < a.quantities.size(); ++i) {
+    if (a.quantities[i].first != b.quantities[i].first || a.quantities[i].second.bytes != b.quantities[i].second.bytes) return false;
+  }
+  for (size_t i = 0; i < a.fields.size(); ++i) {
+    if (a.fields[i] != b.fields[i]) return false;
+  }
+  return true;
+}
+
+std::string join_lines(const std::vector<std::string>& lines, size_t count) {
+  std::string out;
+  for (size_t i = 0; i < count && i < lines.size(); ++i) {
+    if (i > 0) out += ' ';
+    out += lines[i];
+    if (out.size() > 4096) break;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+// A growable byte buffer that, unlike std::string, can be read into without zero-filling first.
+class ByteBuffer {
+ public:
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const char* data() const { return data_.get(); }
+  char operator[](size_t i) const { return data_[i]; }
+  char back() const { return data_[size_ - 1]; }
+  operator std::string_view() const { return {data_.get(), size_}; }
+  void append(const char* p, size_t n) {
+    std::memcpy(tail(n), p, n);
+    size_ += n;
+  }
+  // Room for n more bytes at the end; commit() what was written there.
+  char* tail(size_t n) {
+    if (size_ + n > capacity_) {
+      size_t capacity = std::max(capacity_ * 2, size_ + n);
+      auto grown = std::make_unique_for_overwrite<char[]>(capacity);
+      if (size_ > 0) std::memcpy(grown.get(), data_.get(), size_);
+      data_ = std::move(grown);
+      capacity_ = capacity;
+    }
+    return data_.get() + size_;
+  }
+  void commit(size_t n) { size_ += n; }
+  void erase_front(size_t n) {
+    std::memmove(data_.get(), data_.get() + n, size_ - n);
+    size_ -= n;
+  }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0, capacity_ = 0;
+};
+
+}  // namespace
+
+struct LogScanner::State {
+  ScanOptions options;
+  ByteBuffer buf;                // pending text; buf[0] is absolute offset `base`
+  uint64_t base = 0;
+  size_t scan_pos = 0;           // buf offsets below this have been searched
+  size_t counted_pos = 0;        // buf offset whose line number is counted_line
+  uint64_t counted_line = 1;
+  uint64_t consumed_until = 0;   // absolute offset: text before it belongs to earlier events
+  ScanResult result;
+
+  uint64_t line_at(size_t pos) {
+    if (pos >= counted_pos) {
+      counted_line += count_newlines(buf.data() + counted_pos, pos - counted_pos);
+    } else {
+      counted_line -= count_newlines(buf.data() + pos, counted_pos - pos);
+    }
+    counted_pos = pos;
+    return counted_line;
+  }
+
+  void process(bool eof);
+  bool process_candidate(size_t hit, bool eof, size_t* resume);
+  void add_event(OomEvent event);
+  void add_reading(const std::string& line, uint64_t line_number, std::optional<int64_t> rank);
+  void compact();
+};
+
+void LogScanner::State::add_event(OomEvent event) {
+  auto& events = result.events;
+  for (auto it = events.rbegin(); it != events.rend(); ++it) {
+    if (event.line > it->line + kDuplicateDistance) break;
+    if (it->format == event.format && it->rank == event.rank && same_figures(*it, event)) {
+      // The same message again (logged, then raised): count it on the first event.
+      int64_t repeats = it->int_field("repeats").value_or(1) + 1;
+      it->set_field("repeats", repeats);
+      return;
+    }
+  }
+  if (events.size() >= options.max_events) {
+    result.events_truncated = true;
+    return;
+  }
+  events.push_back(std::move(event));
+}
+
+void LogScanner::State::add_reading(const std::string& line, uint64_t line_number, std::optional<int64_t> rank) {
+  static const RE2 reading("(?i)((?:max[_ ]?)?(?:gpu[_ ]?|cuda[_ ]?)?mem(?:ory)?(?:[_ ](?:allocated|reserved|usage|used|alloc))?)['\"]?\\s*[:=]\\s*['\"]?(" +
+                           std::string(kSizePattern) + ")");
+  auto g = regex_search(reading, line);
+  if (!g) return;
+  auto q = parse_printed_size((*g)[2], LabelMeaning::kBinary);
+  if (!q) return;
+  if (result.readings.size() >= options.max_readings) {
+    // Keep the series' shape within a bounded size: drop every other reading.
+    std::vector<MemoryReading> kept;
+    for (size_t i = 0; i < result.readings.size(); i += 2) kept.push_back(result.readings[i]);
+    result.readings = std::move(kept);
+  }
+  result.readings.push_back({line_number, rank, std::string((*g)[1]), q->bytes});
+}
+
+// Reads the message at the candidate `hit`. Returns false when more input is needed first.
+bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) {
+  // The candidate line: from the last line break before the hit (also '\r': tqdm redraws) ...
+  size_t ls = hit;
+  const size_t back_limit = hit > kMaxLine ? hit - kMaxLine : 0;
+  while (ls > back_limit && !is_break(buf[ls - 1])) --ls;
+  struct Segment {
+    size_t start, end;
+  };
+  // Most candidates are ordinary lines that mention memory: look at the candidate line alone first,
+  // and gather the following lines only when a message format is triggered.
+  {
+    size_t end = ls;
+    const size_t cap = std::min(buf.size(), ls + kMaxLine);
+    while (end < cap && !is_break(buf[end])) ++end;
+    if (end == buf.size() && !eof) return false;  // the line is not complete yet
+    if (base + ls < consumed_until) {
+      *resume = end;
+      return true;
+    }
+    std::string_view raw(buf.data() + ls, end - ls);
+    const bool maybe_json = raw.find('{') != std::string_view::npos;
+    if (!maybe_json) {
+      CleanLine c = clean_line(raw);
+      if (!any_format_triggered(c.text)) {
+        add_reading(c.text, line_at(ls), c.rank);
+        *resume = end;
+        return true;
+      }
+    }
+  }
+  // ... over the lines a message can wrap onto.
+  std::vector<Segment> segments;
+  size_t pos = ls;
+  bool complete = false;
+  while (segments.size() < kWindowLines) {
+    size_t end = pos;
+    const size_t cap = std::min(buf.size(), pos + kMaxLine);
+    while (end < cap && !is_break(buf[end])) ++end;
+    if (end == buf.size() && !eof) return false;  // the line is not complete yet
+    segments.push_back({pos, end});
+    if (end >= buf.size()) {
+      complete = true;
+      break;
+    }
+    size_t next = end;
+    if (next < buf.size() && is_break(buf[next])) {
+      if (buf[next] == '\r' && next + 1 < buf.size() && buf[next + 1] == '\n') ++next;
+      ++next;
+    }
+    pos = next;
+    if (pos - ls > kWindowBytes) {
+      complete = true;
+      break;
+    }
+  }
+  if (!complete && segments.size() < kWindowLines && !eof) return false;
+
+  const Segment first = segments.front();
+  *resume = first.end;
+  if (base + first.start < consumed_until) return true;  // part of an earlier message
+
+  const uint64_t line_number = line_at(first.start);
+  std::vector<std::string> lines;
+  std::vector<uint64_t> line_numbers;
+  std::optional<int64_t> rank;
+  bool rank_is_worker = false;
+  std::string_view first_raw(buf.data() + first.start, first.end - first.start);
+  size_t physical_lines_used = 0;
+  std::vector<std::string> json_above;  // decoded lines before the keyword (a traceback)
+  if (auto decoded = decode_json_line(first_raw)) {
+    // A JSON-lines record: its strings form the window, all on this one physical line, starting
+    // at the string line that holds the keyword.
+    size_t start = decoded->size();
+    for (size_t i = 0; i < decoded->size(); ++i) {
+      if (KeywordFilter::standard().find((*decoded)[i], 0) != std::string::npos) {
+        start = i;
+        break;
+      }
+    }
+    for (size_t i = 0; i < decoded->size(); ++i) {
+      CleanLine c = clean_line((*decoded)[i]);
+      if (i < start) {
+        json_above.push_back(std::move(c.text));
+        continue;
+      }
+      lines.push_back(std::move(c.text));
+      line_numbers.push_back(line_number);
+      if (!rank) rank = c.rank;
+    }
+    physical_lines_used = 1;
+  } else {
+    uint64_t n = line_number;
+    for (size_t i = 0; i < segments.size(); ++i) {
+      if (i > 0) {
+        n += count_newlines(buf.data() + segments[i - 1].end, segments[i].start - segments[i - 1].end);
+      }
+      CleanLine c = clean_line(std::string_view(buf.data() + segments[i].start, segments[i].end - segments[i].start));
+      if (i == 0) {
+        rank = c.rank;
+        rank_is_worker = c.rank_is_worker;
+      }
+      lines.push_back(std::move(c.text));
+      line_numbers.push_back(n);
+    }
+  }
+  if (lines.empty()) return true;
+
+  MessageWindow window = MessageWindow::from_lines(lines);
+  for (const MessageFormat& format : message_formats()) {
+    bool triggered = false;
+    for (const auto& trigger : format.triggers) {
+      if (window.lines[0].find(trigger) != std::string::npos) {
+        triggered = true;
+        break;
+      }
+    }
+    if (!triggered) continue;
+    std::optional<FormatMatch> match = format.match(window);
+    if (!match) continue;
+    OomEvent& event = match->event;
+    const size_t used = std::clamp<size_t>(match->lines_used, 1, lines.size());
+    event.line = line_numbers[0];
+    event.end_line = line_numbers[used - 1];
+    if (!event.rank) event.rank = rank;
+    if (rank_is_worker && rank && !event.field("worker_rank")) event.set_field("worker_rank", *rank);
+    if (auto worker = event.int_field("worker_rank"); worker && !event.rank) event.rank = worker;
+    event.message = join_lines(lines, used);
+    if (physical_lines_used == 0) physical_lines_used = used;
+
+    // The Python traceback above the exception line (same rank only when ranks interleave).
+    const size_t back_start = first.start > kBackContext ? first.start - kBackContext : 0;
+    std::vector<std::string> above;
+    size_t s = back_start;
+    if (back_start > 0) {
+      while (s < first.start && buf[s] != '\n') ++s;
+      ++s;
+    }
+    while (s < first.start) {
+      size_t e = s;
+      while (e < first.start && buf[e] != '\n') ++e;
+      CleanLine c = clean_line(std::string_view(buf.data() + s, e - s));
+      if (!rank || !c.rank || c.rank == rank) above.push_back(std::move(c.text));
+      s = e + 1;
+    }
+    for (auto& l : json_above) above.push_back(std::move(l));
+    if (auto tb = parse_traceback(above)) event.traceback = std::move(*tb);
+
+    const Segment& last = segments[std::min(physical_lines_used, segments.size()) - 1];
+    consumed_until = base + last.end;
+    *resume = last.end;
+    add_event(std::move(event));
+    return true;
+  }
+  add_reading(lines[0], line_numbers[0], rank);
+  return true;
+}
+
+void LogScanner::State::process(bool eof) {
+  const KeywordFilter& filter = KeywordFilter::standard();
+  while (true) {
+    size_t hit = filter.find(buf, scan_pos);
+    if (hit == std::string::npos) {
+      // Keep the tail: a keyword may straddle this chunk and the next.
+      scan_pos = eof ? buf.size() : std::max(scan_pos, buf.size() > 32 ? buf.size() - 32 : size_t{0});
+      break;
+    }
+    size_t resume = hit + 1;
+    if (!process_candidate(hit, eof, &resume)) {
+      // Wait for the rest of the message.
+      size_t ls = hit;
+      while (ls > scan_pos && !is_break(buf[ls - 1])) --ls;
+      scan_pos = ls;
+      break;
+    }
+    scan_pos = std::max(resume, hit + 1);
+  }
+  if (buf.size() > kCompactAt) compact();
+}
+
+void LogScanner::State::compact() {
+  // Keep enough text above the scan position for the next event's traceback.
+  size_t keep_from = scan_pos > kBackContext ? scan_pos - kBackContext : 0;
+  if (keep_from == 0) return;
+  line_at(keep_from);
+  buf.erase_front(keep_from);
+  base += keep_from;
+  scan_pos -= keep_from;
+  counted_pos -= keep_from;
+}
+
+LogScanner::LogScanner(ScanOptions options) : state_(new State) { state_->options = options; }
+LogScanner::~LogScanner() { delete state_; }
+
+void LogScanner::feed(std::string_view chunk) {
+  state_->buf.append(chunk.data(), chunk.size());
+  state_->result.bytes_scanned += chunk.size();
+  if (state_->buf.size() - state_->scan_pos >= (256u << 10)) state_->process(false);
+}
+
+size_t LogScanner::feed_from(InputFile& input, size_t max_bytes) {
+  char* tail = state_->buf.tail(max_bytes);
+  size_t n = input.read(tail, max_bytes);
+  state_->buf.commit(n);
+  state_->result.bytes_scanned += n;
+  if (n > 0) state_->process(false);
+  return n;
+}
+
+std::string_view LogScanner::head(size_t max_bytes) const {
+  return std::string_view(state_->buf).substr(0, max_bytes);
+}
+
+void LogScanner::finish() {
+  state_->process(true);
+  state_->line_at(state_->buf.size());
+  uint64_t lines = state_->counted_line - 1;
+  if (!state_->buf.empty() && state_->buf.back() != '\n') ++lines;
+  state_->result.lines = lines;
+}
+
+const ScanResult& LogScanner::result() const { return state_->result; }
+ScanResult LogScanner::take_result() { return std::move(state_->result); }
+
+ScanResult scan_text(std::string_view text, ScanOptions options) {
+  LogScanner scanner(options);
+  // In pieces, so the scan buffer stays small and cache-resident.
+  constexpr size_t kPiece = 1u << 20;
+  for (size_t at = 0; at < text.size(); at += kPiece) scanner.feed(text.substr(at, kPiece));
+  scanner.finish();
+  return scanner.take_result();
+}
+
+Result<ScanResult> scan_file(const std::string& path, ScanOptions options) {
+  auto input = InputFile::open(path);
+  if (!input) return input.error();
+  LogScanner scanner(options);
+  bool first = true;
+  while (true) {
+    size_t n = scanner.feed_from(**input, 1u << 20);
+    if (n == 0) break;
+    if (first) {
+      first = false;
+      std::string_view head = scanner.head(8192);
+      if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5) {
+        return make_error(fmt::format("{}: a Python pickle, not a log (a PyTorch memory snapshot? try 'oomdoc snapshot {}')",
+                                      (*input)->display_name(), path));
+      }
+      if (head.find('\0') != std::string_view::npos) {
+        return make_error(fmt::format("{}: binary file, not a text log", (*input)->display_name()));
+      }
+    }
+  }
+  if ((*input)->failed()) return make_error((*input)->error_message());
+  scanner.finish();
+  ScanResult result = scanner.take_result();
+  result.input = (*input)->display_name();
+  return result;
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,105 @@
+#include "readers/traceback.h"
+
+#include "readers/formats/regex_search.h"
+
+namespace oomdoc {
+namespace {
+
+bool is_library_file(const std::string& file) {
+  for (const char* marker : {"site-packages/", "dist-packages/", "/lib/python", "<frozen", "\\lib\\",
+                             "site-packages\\", "/torch/", "/transformers/", "/accelerate/", "/vllm/",
+                             "/deepspeed/", "/peft/", "/trl/"}) {
+    if (file.find(marker) != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool contains(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
+
+}  // namespace
+
+std::string classify_operation(const std::vector<TracebackFrame>& frames) {
+  // Innermost first: the nearest recognisable step wins, except that loading and evaluation
+  // context anywhere in the stack explains the whole failure.
+  for (const auto& f : frames) {
+    if (contains(f.function, "from_pretrained") || contains(f.function, "load_state_dict") ||
+        contains(f.function, "load_model") || contains(f.function, "load_weights") ||
+        contains(f.code, "from_pretrained(") || contains(f.code, "load_state_dict(")) {
+      return "model_loading";
+    }
+  }
+  for (const auto& f : frames) {
+    if (contains(f.function, "capture") && (contains(f.file, "cuda_graph") || contains(f.function, "graph"))) {
+      return "cuda_graph_capture";
+    }
+  }
+  for (const auto& f : frames) {
+    if (contains(f.function, "generate") || contains(f.code, ".generate(")) return "generation";
+  }
+  for (const auto& f : frames) {
+    if (contains(f.function, "evaluat") || contains(f.function, "prediction_step") ||
+        contains(f.function, "validation") || contains(f.function, "eval_loop") || contains(f.code, "evaluate(")) {
+      return "evaluation";
+    }
+  }
+  for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+    const auto& f = *it;
+    if (contains(f.code, ".backward(") || contains(f.function, "backward") || contains(f.code, "accelerator.backward(")) {
+      return "backward";
+    }
+    if (contains(f.code, "optimizer.step(") || contains(f.code, ".step()") && contains(f.file, "optim") ||
+        (f.function == "step" && contains(f.file, "optim"))) {
+      return "optimizer_step";
+    }
+    if (contains(f.code, ".to(") || contains(f.code, ".cuda(")) return "moving_to_device";
+    if (f.function == "forward" || contains(f.code, "model(") || contains(f.function, "_call_impl")) return "forward";
+  }
+  return "";
+}
+
+std::optional<Traceback> parse_traceback(const std::vector<std::string>& lines) {
+  // Find the last traceback header; frames follow it until the exception line.
+  size_t header = lines.size();
+  for (size_t i = lines.size(); i-- > 0;) {
+    if (lines[i].find("Traceback (most recent call last)") != std::string::npos) {
+      header = i;
+      break;
+    }
+  }
+  if (header == lines.size()) return std::nullopt;
+  static const RE2 frame_re(R"re(^\s*File "([^"]+)", line (\d+), in (.+?)\s*$)re");
+  Traceback tb;
+  size_t last_frame_line = 0;
+  for (size_t i = header + 1; i < lines.size(); ++i) {
+    if (auto g = regex_search(frame_re, lines[i])) {
+      last_frame_line = i;
+      TracebackFrame frame;
+      frame.file = std::string((*g)[1]);
+      frame.line = std::stoull(std::string((*g)[2]));
+      frame.function = std::string((*g)[3]);
+      // The source line follows, indented, unless Python could not read the file.
+      if (i + 1 < lines.size() && !regex_search(frame_re, lines[i + 1])) {
+        std::string code = lines[i + 1];
+        size_t start = code.find_first_not_of(" \t");
+        if (start != std::string::npos && code.find("^^^") == std::string::npos) {
+          frame.code = code.substr(start);
+        }
+      }
+      tb.frames.push_back(std::move(frame));
+    }
+  }
+  if (tb.frames.empty()) return std::nullopt;
+  // The block must end right above the exception line, not be an older traceback.
+  if (last_frame_line + 8 < lines.size()) return std::nullopt;
+  for (auto it = tb.frames.rbegin(); it != tb.frames.rend(); ++it) {
+    if (!is_library_file(it->file)) {
+      tb.innermost_user_frame = *it;
+      break;
+    }
+  }
+  std::vector<TracebackFrame> innermost_first(tb.frames.rbegin(), tb.frames.rend());
+  tb.operation = classify_operation(innermost_first);
+  return tb;
+}
+
+}  // namespace oomdoc

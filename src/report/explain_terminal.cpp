@@ -1,0 +1,140 @@
+#include "report/explain_terminal.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "core/units.h"
+
+namespace oomdoc {
+namespace {
+
+std::string framework_title(const OomEvent& e) {
+  static const std::map<std::string, std::string> names = {
+      {"pytorch", "PyTorch"}, {"pytorch-rocm", "PyTorch (ROCm)"}, {"pytorch-xpu", "PyTorch (XPU)"},
+      {"pytorch-npu", "PyTorch (NPU)"}, {"pytorch-mps", "PyTorch (MPS)"}, {"vllm", "vLLM"},
+      {"tensorflow", "TensorFlow"}, {"jax", "JAX/XLA"}, {"llama.cpp", "llama.cpp"}, {"ollama", "Ollama"},
+      {"sglang", "SGLang"}, {"nccl", "NCCL"}, {"cuda", "CUDA"}, {"cublas", "cuBLAS"}, {"cudnn", "cuDNN"}};
+  auto it = names.find(e.framework);
+  return it == names.end() ? e.framework : it->second;
+}
+
+// The numbers the message printed, in a compact line.
+std::string numbers_line(const OomEvent& e) {
+  static const std::vector<std::pair<const char*, const char*>> shown = {
+      {"requested", "requested"}, {"total", "total"}, {"free", "free"}, {"process", "this process"},
+      {"allocated", "allocated by PyTorch"}, {"reserved_total", "reserved by PyTorch"},
+      {"reserved_unallocated", "reserved but unallocated"}, {"private_pools", "in CUDA-graph pools"},
+      {"mps_allocated", "MPS allocated"}, {"other_allocations", "other allocations"}, {"max_allowed", "max allowed"},
+      {"kv_needed", "KV needed"}, {"kv_available", "KV available"}, {"in_use_chunks", "in use"}};
+  std::string out;
+  for (const auto& [name, label] : shown) {
+    const Quantity* q = e.quantity(name);
+    if (q == nullptr) continue;
+    out += fmt::format("{}{} {}", out.empty() ? "" : " · ", label, q->overflow ? "unlimited" : format_bytes(q->bytes));
+  }
+  for (const auto& p : e.other_processes) {
+    out += fmt::format("{}pid {} {}", out.empty() ? "" : " · ", p.pid, format_bytes(p.memory.bytes));
+  }
+  if (auto v = e.int_field("max_model_len")) out += fmt::format("{}max_model_len {}", out.empty() ? "" : " · ", *v);
+  if (auto v = e.int_field("kv_cache_tokens")) out += fmt::format("{}KV cache {} tokens", out.empty() ? "" : " · ", *v);
+  return out;
+}
+
+}  // namespace
+
+std::string cause_title(const std::string& cause) {
+  static const std::map<std::string, std::string> titles = {
+      {"capacity_exhausted", "the process filled the card (close to the limit)"},
+      {"request_exceeds_total_capacity", "one allocation is larger than the whole card (a shape far too large)"},
+      {"free_exceeds_request_yet_failed", "enough memory was free, yet the allocation failed"},
+      {"fragmentation", "fragmentation: reserved memory exists but no block fits"},
+      {"other_processes", "other processes hold the card"},
+      {"memory_outside_allocator", "memory held outside PyTorch (other containers, display, CUDA contexts)"},
+      {"non_pytorch_memory_in_process", "this process holds memory outside PyTorch's allocator"},
+      {"mps_high_watermark_exceeded", "the MPS high-watermark limit"},
+      {"allocation_size_limit", "a per-allocation size limit"},
+      {"driver_oom_no_details", "the CUDA driver ran out of memory (no figures)"},
+      {"library_workspace_alloc", "cuBLAS/cuDNN could not get a workspace"},
+      {"nccl_buffer_alloc", "NCCL could not allocate buffers"},
+      {"garbage_request_size", "an impossible allocation size (a bug upstream)"},
+      {"host_memory", "host (CPU) memory ran out"},
+      {"framework_preallocation", "the framework reserves the card up front"},
+      {"kv_cache_insufficient", "the KV cache cannot hold one request of max_model_len"},
+      {"no_kv_cache_memory", "no memory is left for the KV cache"},
+      {"gpu_memory_utilization_too_low", "gpu_memory_utilization is too low"},
+      {"startup_free_memory_below_budget", "less memory is free than vLLM's budget"},
+      {"cuda_graph_capture_oom", "out of memory while capturing CUDA graphs"},
+      {"sampler_warmup_oom", "out of memory while warming up vLLM's sampler"},
+      {"mem_fraction_static_too_low", "SGLang's mem_fraction_static is too low"},
+      {"compile_time_oom", "the compiler ran out of on-chip memory"},
+      {"warning_non_fatal", "a warning, not a failure"},
+      {"not_an_error", "informational, not an error"},
+      {"generic_no_details", "out of memory (the message gives no figures)"},
+      {"insufficient_information", "the message is cut short"},
+      {"evaluation_with_grad", "evaluation or generation recorded gradients it does not need"},
+      {"model_does_not_fit", "the model itself does not fit"},
+      {"memory_climbing", "memory climbs step after step (tensors kept alive)"},
+      {"fragmentation_minor", "some fragmentation"}};
+  auto it = titles.find(cause);
+  return it == titles.end() ? cause : it->second;
+}
+
+std::string render_explain(const ExplainReport& report, const Style& style, const ExplainTerminalOptions& options) {
+  std::string out;
+  size_t info_count = 0;
+  size_t shown = 0;
+  for (const auto& item : report.events) {
+    const OomEvent& e = item.event;
+    if (!e.is_error && !options.show_info) {
+      ++info_count;
+      continue;
+    }
+    if (shown++ > 0) out += "\n";
+    std::string where = fmt::format("{}:{}", item.input, e.line);
+    std::string device;
+    if (e.device) device += fmt::format(" on {} {}", e.string_field("device_kind").value_or("device"), *e.device);
+    if (e.rank) device += fmt::format(" (rank {})", *e.rank);
+    std::string headline = e.is_error ? fmt::format("{} out of memory{}", framework_title(e), device)
+                                      : fmt::format("{} memory report{}", framework_title(e), device);
+    out += fmt::format("{}  {}\n", style.dim(where), style.bold(e.is_error ? style.red(headline) : headline));
+    std::string numbers = numbers_line(e);
+    if (!numbers.empty()) out += fmt::format("  {}\n", numbers);
+    if (e.traceback) {
+      const Traceback& tb = *e.traceback;
+      if (tb.innermost_user_frame) {
+        const auto& f = *tb.innermost_user_frame;
+        out += fmt::format("  at {}:{} in {}{}\n", f.file, f.line, f.function, f.code.empty() ? "" : ": " + f.code);
+      }
+      if (!tb.operation.empty()) out += fmt::format("  during: {}\n", tb.operation);
+    }
+    if (auto repeats = e.int_field("repeats")) out += fmt::format("  (printed {} times)\n", *repeats);
+    const Diagnosis& d = item.diagnosis;
+    out += fmt::format("\n  {} {}\n", style.bold("Cause:"), style.yellow(cause_title(d.cause)));
+    for (const auto& s : d.secondary_causes) out += fmt::format("    also: {}\n", cause_title(s));
+    for (const auto& ev : d.evidence) out += fmt::format("    {}\n", ev);
+    if (!d.fixes.empty()) {
+      out += fmt::format("\n  {}\n", style.bold("Fixes, cheapest first:"));
+      size_t n = 0;
+      for (const auto& fix : d.fixes) {
+        if (n++ >= options.max_fixes) break;
+        out += fmt::format("    {}. {}\n", n, style.green(fix.title));
+        if (!fix.detail.empty()) out += fmt::format("       {}\n", fix.detail);
+        if (!fix.snippet.empty()) out += fmt::format("       {}\n", style.cyan(fix.snippet));
+      }
+    }
+  }
+  if (shown == 0) {
+    out += "No out-of-memory error found";
+    if (report.inputs.size() == 1) out += " in " + report.inputs.front();
+    out += fmt::format(" ({} lines).\n", report.lines);
+  }
+  if (info_count > 0) {
+    out += fmt::format("\n{}\n", style.dim(fmt::format("{} informational memory line{} (vLLM accounting, TensorFlow banners) not shown; "
+                                                       "--all lists them.", info_count, info_count == 1 ? "" : "s")));
+  }
+  if (report.truncated) out += style.yellow("Only the first events are listed: the input holds more.\n");
+  return out;
+}
+
+}  // namespace oomdoc

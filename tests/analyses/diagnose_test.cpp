@@ -1,0 +1,240 @@
+// One test per diagnosis rule, on messages written for the rule.
+#include "analyses/diagnose.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "analyses/explain.h"
+
+namespace oomdoc {
+namespace {
+
+ExplainReport explain_text(const std::string& text) {
+  ExplainReport report;
+  ScanResult scan = scan_text(text);
+  scan.input = "test.log";
+  add_to_report(report, scan);
+  return report;
+}
+
+Diagnosis first_error(const std::string& text) {
+  ExplainReport report = explain_text(text);
+  for (const auto& e : report.events) {
+    if (e.event.is_error) return e.diagnosis;
+  }
+  ADD_FAILURE() << "no error event";
+  return {};
+}
+
+bool has_fix(const Diagnosis& d, const std::string& id) {
+  for (const auto& f : d.fixes) {
+    if (f.id == id) return true;
+  }
+  return false;
+}
+
+const Fix* fix(const Diagnosis& d, const std::string& id) {
+  for (const auto& f : d.fixes) {
+    if (f.id == id) return &f;
+  }
+  return nullptr;
+}
+
+std::string new_format(const std::string& req, const std::string& total, const std::string& free,
+                       const std::string& process_part, const std::string& alloc, const std::string& unalloc) {
+  return "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate " + req + ". GPU 0 has a total capacity of " +
+         total + " of which " + free + " is free. " + process_part + "Of the allocated memory " + alloc +
+         " is allocated by PyTorch, and " + unalloc + " is reserved by PyTorch but unallocated.\n";
+}
+
+TEST(Diagnose, RequestLargerThanTheCard) {
+  Diagnosis d = first_error(new_format("30.00 GiB", "23.65 GiB", "20.00 GiB", "", "1.00 GiB", "0 bytes"));
+  EXPECT_EQ(d.cause, "request_exceeds_total_capacity");
+  EXPECT_TRUE(has_fix(d, "smaller_input"));
+}
+
+TEST(Diagnose, CloseToTheLimitGivesTheShortfall) {
+  Diagnosis d = first_error(new_format("1.00 GiB", "23.65 GiB", "200.00 MiB",
+                                       "Including non-PyTorch memory, this process has 23.30 GiB memory in use. ",
+                                       "22.80 GiB", "100.00 MiB"));
+  EXPECT_EQ(d.cause, "capacity_exhausted");
+  const Fix* batch = fix(d, "smaller_batch");
+  ASSERT_NE(batch, nullptr);
+  EXPECT_NE(batch->detail.find("must drop by at least 824.00 MiB"), std::string::npos) << batch->detail;
+  // Cheapest first: the batch comes before checkpointing, which comes before a bigger GPU.
+  size_t batch_at = 0, ckpt_at = 0, gpu_at = 0;
+  for (size_t i = 0; i < d.fixes.size(); ++i) {
+    if (d.fixes[i].id == "smaller_batch") batch_at = i;
+    if (d.fixes[i].id == "gradient_checkpointing") ckpt_at = i;
+    if (d.fixes[i].id == "bigger_gpu") gpu_at = i;
+  }
+  EXPECT_LT(batch_at, ckpt_at);
+  EXPECT_LT(ckpt_at, gpu_at);
+}
+
+TEST(Diagnose, FragmentationSuggestsExpandableSegmentsFirst) {
+  Diagnosis d = first_error(new_format("2.00 GiB", "23.65 GiB", "50.00 MiB",
+                                       "Including non-PyTorch memory, this process has 23.40 GiB memory in use. ",
+                                       "18.00 GiB", "5.00 GiB"));
+  EXPECT_EQ(d.cause, "fragmentation");
+  ASSERT_FALSE(d.fixes.empty());
+  EXPECT_EQ(d.fixes.front().id, "expandable_segments");
+  EXPECT_NE(d.fixes.front().snippet.find("PYTORCH_ALLOC_CONF=expandable_segments:True"), std::string::npos);
+  EXPECT_NE(d.fixes.front().snippet.find("PYTORCH_CUDA_ALLOC_CONF"), std::string::npos);
+}
+
+TEST(Diagnose, AnotherProcessHoldsTheCard) {
+  Diagnosis d = first_error(new_format("500.00 MiB", "23.65 GiB", "100.00 MiB",
+                                       "Process 111 has 12.00 GiB memory in use. Including non-PyTorch memory, this "
+                                       "process has 11.40 GiB memory in use. ",
+                                       "10.50 GiB", "400.00 MiB"));
+  EXPECT_EQ(d.cause, "other_processes");
+  ASSERT_FALSE(d.evidence.empty());
+  EXPECT_NE(d.evidence[0].find("pid 111 holds 12.00 GiB"), std::string::npos) << d.evidence[0];
+  EXPECT_TRUE(has_fix(d, "end_other_processes"));
+}
+
+TEST(Diagnose, SingleProcessLineIsThisProcessInAContainer) {
+  ExplainReport r = explain_text(new_format("500.00 MiB", "14.75 GiB", "100.00 MiB",
+                                            "Process 20398 has 14.50 GiB memory in use. ", "13.80 GiB", "300.00 MiB"));
+  MemoryBreakdown m = breakdown(r.events[0].event);
+  EXPECT_EQ(m.likely_self_pid, 20398u);
+  EXPECT_EQ(m.other_processes, 0u);
+  EXPECT_EQ(r.events[0].diagnosis.cause, "capacity_exhausted");
+}
+
+TEST(Diagnose, FreeCoversTheRequestYetItFailed) {
+  Diagnosis d = first_error(
+      "RuntimeError: CUDA out of memory. Tried to allocate 50.00 MiB (GPU 0; 6.00 GiB total capacity; 600.00 MiB "
+      "already allocated; 4.00 GiB free; 20.00 MiB cached)\n");
+  EXPECT_EQ(d.cause, "free_exceeds_request_yet_failed");
+  EXPECT_TRUE(has_fix(d, "check_device_and_limits"));
+}
+
+TEST(Diagnose, MemoryOutsideTheAllocator) {
+  Diagnosis d = first_error(
+      "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 5.80 GiB total capacity; 3.00 GiB already "
+      "allocated; 6.00 MiB free; 3.10 GiB reserved in total by PyTorch)\n");
+  EXPECT_EQ(d.cause, "memory_outside_allocator");
+}
+
+TEST(Diagnose, EvaluationWithoutNoGradComesFirst) {
+  Diagnosis d = first_error(
+      "Traceback (most recent call last):\n"
+      "  File \"/home/me/train.py\", line 40, in evaluate\n"
+      "    logits = model(batch)\n" +
+      new_format("1.00 GiB", "23.65 GiB", "200.00 MiB",
+                 "Including non-PyTorch memory, this process has 23.30 GiB memory in use. ", "22.80 GiB", "100.00 MiB"));
+  EXPECT_EQ(d.cause, "evaluation_with_grad");
+  ASSERT_FALSE(d.fixes.empty());
+  EXPECT_EQ(d.fixes.front().id, "no_grad_for_eval");
+}
+
+TEST(Diagnose, LoadingTheModelMeansItDoesNotFit) {
+  Diagnosis d = first_error(
+      "Traceback (most recent call last):\n"
+      "  File \"/home/me/serve.py\", line 3, in <module>\n"
+      "    model = AutoModelForCausalLM.from_pretrained(name).cuda()\n" +
+      new_format("1.00 GiB", "23.65 GiB", "200.00 MiB",
+                 "Including non-PyTorch memory, this process has 23.30 GiB memory in use. ", "22.80 GiB", "100.00 MiB"));
+  EXPECT_EQ(d.cause, "model_does_not_fit");
+  EXPECT_TRUE(has_fix(d, "quantize_model"));
+}
+
+TEST(Diagnose, MemoryClimbingAcrossReadings) {
+  std::string log;
+  for (int i = 0; i < 12; ++i) log += "step " + std::to_string(i) + " max_memory_allocated=" + std::to_string(10 + i) + ".00 GiB\n";
+  log += new_format("1.00 GiB", "23.65 GiB", "200.00 MiB",
+                    "Including non-PyTorch memory, this process has 23.30 GiB memory in use. ", "22.80 GiB", "100.00 MiB");
+  ExplainReport r = explain_text(log);
+  ASSERT_EQ(r.climbing.size(), 1u);
+  EXPECT_EQ(r.climbing[0].first_bytes, 10 * kGiB);
+  EXPECT_EQ(r.climbing[0].last_bytes, 21 * kGiB);
+  const Diagnosis& d = r.events.back().diagnosis;
+  EXPECT_NE(std::find(d.secondary_causes.begin(), d.secondary_causes.end(), "memory_climbing"), d.secondary_causes.end());
+  EXPECT_EQ(d.fixes.front().id, "release_references");
+}
+
+TEST(Diagnose, MemoryClimbingAcrossSeveralErrors) {
+  std::string log;
+  for (const char* alloc : {"10.00 GiB", "12.00 GiB", "14.00 GiB"}) {
+    log += new_format("1.00 GiB", "15.00 GiB", "200.00 MiB", "", alloc, "100.00 MiB") + "retrying\n";
+  }
+  ExplainReport r = explain_text(log);
+  ASSERT_EQ(r.climbing.size(), 1u);
+  EXPECT_EQ(r.climbing[0].source, "events");
+  EXPECT_EQ(r.climbing[0].samples, 3u);
+}
+
+TEST(Diagnose, VllmMaxModelLenFromTheKvTokens) {
+  Diagnosis d = first_error(
+      "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV "
+      "cache (20480). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n");
+  EXPECT_EQ(d.cause, "kv_cache_insufficient");
+  const Fix* len = fix(d, "vllm_max_model_len");
+  ASSERT_NE(len, nullptr);
+  EXPECT_EQ(len->snippet, "--max-model-len 20480");
+  const Fix* fp8 = fix(d, "vllm_kv_cache_dtype");
+  ASSERT_NE(fp8, nullptr);
+  EXPECT_NE(fp8->detail.find("about 40960 tokens, enough for 32768"), std::string::npos) << fp8->detail;
+}
+
+TEST(Diagnose, VllmUtilizationComputedFromTheLoggedBudget) {
+  Diagnosis d = first_error(
+      "INFO worker.py:1] the current vLLM instance can use total_gpu_memory (23.58GiB) x gpu_memory_utilization (0.90) = 21.22GiB\n"
+      "INFO worker.py:1] model weights take 14.99GiB; non_torch_memory takes 0.35GiB; PyTorch activation peak memory takes "
+      "2.99GiB; the rest of the memory reserved for KV Cache is 2.89GiB.\n"
+      "ValueError: The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV "
+      "cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n");
+  const Fix* util = fix(d, "vllm_gpu_memory_utilization");
+  ASSERT_NE(util, nullptr);
+  // 2.89 GiB for 23648 tokens -> 5352 more tokens need 0.654 GiB: 0.90 + 0.654/23.58 = 0.928 -> 0.93.
+  EXPECT_EQ(util->snippet, "--gpu-memory-utilization 0.93");
+}
+
+TEST(Diagnose, VllmStartupFreeMemory) {
+  Diagnosis d = first_error(
+      "ValueError: Free memory on device (30.50/79.19 GiB) on startup is less than desired GPU memory utilization (0.9, "
+      "71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n");
+  EXPECT_EQ(d.cause, "startup_free_memory_below_budget");
+  const Fix* util = fix(d, "vllm_gpu_memory_utilization");
+  ASSERT_NE(util, nullptr);
+  EXPECT_EQ(util->snippet, "--gpu-memory-utilization 0.37");  // 30.50/79.19 = 0.385 - 0.01 margin
+}
+
+TEST(Diagnose, VllmSamplerWarmupHalvesMaxNumSeqs) {
+  Diagnosis d = first_error(
+      "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try lowering "
+      "`max_num_seqs` or `gpu_memory_utilization` when initializing the engine.\n");
+  EXPECT_EQ(d.cause, "sampler_warmup_oom");
+  EXPECT_EQ(fix(d, "vllm_max_num_seqs")->snippet, "--max-num-seqs 512");
+}
+
+TEST(Diagnose, OtherFrameworks) {
+  EXPECT_EQ(first_error("MPS backend out of memory (MPS allocated: 8.00 GB, other allocations: 2.00 GB, max allowed: "
+                        "10.00 GB). Tried to allocate 512.00 MB on private pool.\n").cause,
+            "mps_high_watermark_exceeded");
+  EXPECT_EQ(first_error("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n").cause,
+            "library_workspace_alloc");
+  EXPECT_EQ(first_error("failed to allocate 3.77G (4046333952 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY\n").cause,
+            "framework_preallocation");
+  EXPECT_EQ(first_error("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1073741824 bytes.\n").cause,
+            "capacity_exhausted");
+  EXPECT_EQ(first_error("RuntimeError: CUDA error: out of memory\n").cause, "driver_oom_no_details");
+  EXPECT_EQ(first_error("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 300000.00 MiB on device 0: cudaMalloc "
+                        "failed: out of memory\n").cause,
+            "garbage_request_size");
+}
+
+TEST(FixCatalog, EveryIdIsUniqueAndRanked) {
+  std::set<std::string_view> ids;
+  for (const auto& f : fix_catalog()) {
+    EXPECT_TRUE(ids.insert(f.id).second) << f.id;
+    EXPECT_FALSE(f.title.empty());
+    EXPECT_FALSE(f.snippet.empty());
+  }
+}
+
+}  // namespace
+}  // namespace oomdoc

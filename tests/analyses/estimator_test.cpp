@@ -1,0 +1,195 @@
+#include "analyses/estimator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "readers/model_presets.h"
+
+namespace oomdoc {
+namespace {
+
+ModelSpec llama2_7b() { return find_preset("meta-llama/Llama-2-7b-hf")->value(); }
+
+std::optional<uint64_t> component(const Estimate& e, const std::string& name) {
+  for (const auto& c : e.components) {
+    if (c.name == name) return c.bytes;
+  }
+  return std::nullopt;
+}
+
+bool assumed(const Estimate& e, const std::string& prefix) {
+  return std::any_of(e.assumptions.begin(), e.assumptions.end(),
+                     [&](const std::string& a) { return a.rfind(prefix, 0) == 0; });
+}
+
+TEST(Estimator, InferenceWeightsAndKvCacheExactly) {
+  Job job;
+  job.task = "inference";
+  job.precision = "bf16";
+  job.batch_size = 2;
+  job.prompt_len = 100;
+  job.max_new_tokens = 28;
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(*component(*e, "weights"), 6738415616ull * 2);
+  // K and V: 2 x 32 heads x 128 x 2 bytes per token per layer, 32 layers, 2 x 128 tokens.
+  EXPECT_EQ(*component(*e, "kv_cache"), 2ull * 32 * 128 * 2 * 32 * 2 * 128);
+  EXPECT_EQ(e->peak_phase, "generation");
+  EXPECT_EQ(e->dominant_component, "weights");
+  EXPECT_GT(e->peak_reserved_bytes, e->peak_allocated_bytes);
+  EXPECT_EQ(e->device_used_bytes, e->peak_reserved_bytes + cuda_context_bytes());
+}
+
+TEST(Estimator, KvCacheDtypeAndGqa) {
+  Job job;
+  job.task = "inference";
+  job.batch_size = 1;
+  job.prompt_len = 1000;
+  job.max_new_tokens = 24;
+  job.kv_cache_dtype = "fp8";
+  auto e = estimate_memory(find_preset("meta-llama/Meta-Llama-3-8B")->value(), job);
+  ASSERT_TRUE(e);
+  // 8 kv heads x 128 x 2 (K,V) x 1 byte x 32 layers x 1024 tokens.
+  EXPECT_EQ(*component(*e, "kv_cache"), 8ull * 128 * 2 * 32 * 1024);
+}
+
+TEST(Estimator, QloraWeightsCountQuantizationConstants) {
+  Job job;
+  job.task = "train_qlora";
+  job.weight_quantization = "nf4";
+  job.double_quant = true;
+  job.micro_batch_size = 1;
+  job.seq_len = 512;
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e) << e.error().message;
+  // 6,476,005,376 linear weights x (0.5 + 1/64 + 4/(64*256)) B + 262,410,240 others x 2 B.
+  EXPECT_EQ(*component(*e, "weights"), 3865591808u);
+  job.double_quant = false;
+  // Without double quantization: one fp32 absmax per 64 weights.
+  EXPECT_EQ(*component(*estimate_memory(llama2_7b(), job), "weights"), 4167573504u);
+  // LoRA defaults (r 16 on q and v): 16 * 8192 * 2 * 32 fp32 parameters.
+  EXPECT_EQ(*component(*e, "adapter_weights"), 16ull * 8192 * 2 * 32 * 4);
+  EXPECT_TRUE(assumed(*e, "lora: r 16"));
+}
+
+TEST(Estimator, ZeroThreeShardsEveryModelState) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16_mixed";
+  job.optimizer = "adamw";
+  job.micro_batch_size = 1;
+  job.seq_len = 256;
+  job.num_gpus = 8;
+  job.parallelism = "zero3";
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e) << e.error().message;
+  const uint64_t n = 6738415616ull;
+  EXPECT_EQ(*component(*e, "weights"), n * 2 / 8);
+  EXPECT_EQ(*component(*e, "master_weights"), n * 4 / 8);
+  EXPECT_EQ(*component(*e, "optimizer_state"), n * 8 / 8);
+  EXPECT_TRUE(component(*e, "gathered_params").has_value());
+  EXPECT_TRUE(component(*e, "nccl").has_value());
+}
+
+TEST(Estimator, FullFineTuneFp32PeaksAtTheOptimizerStep) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "fp32";
+  job.optimizer = "adamw";
+  job.micro_batch_size = 1;
+  job.seq_len = 64;
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e);
+  const uint64_t n = 6738415616ull;
+  EXPECT_EQ(e->peak_phase, "optimizer_step");
+  EXPECT_EQ(*component(*e, "weights"), n * 4);
+  EXPECT_EQ(*component(*e, "gradients"), n * 4);
+  EXPECT_EQ(*component(*e, "optimizer_state"), n * 8);
+  EXPECT_EQ(*component(*e, "temporary"), n * 4);  // foreach sqrt(exp_avg_sq)
+}
+
+TEST(Estimator, PagedOptimizerStateIsOutsidePytorchCounters) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16";
+  job.optimizer = "paged_adamw_8bit";
+  job.micro_batch_size = 1;
+  job.seq_len = 64;
+  auto paged = estimate_memory(llama2_7b(), job);
+  job.optimizer = "adamw_8bit";
+  auto plain = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(paged && plain);
+  EXPECT_LT(paged->peak_allocated_bytes, plain->peak_allocated_bytes);
+  EXPECT_TRUE(component(*paged, "paged_optimizer_state").has_value());
+}
+
+TEST(Estimator, OptimizerInBackwardKeepsOneGradient) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16";
+  job.optimizer = "adamw";
+  job.fused_backward = true;
+  job.micro_batch_size = 1;
+  job.seq_len = 64;
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e);
+  auto grads = component(*e, "gradients");
+  if (grads) EXPECT_EQ(*grads, 32000ull * 4096 * 2);  // the embedding's gradient
+  EXPECT_FALSE(component(*e, "temporary").has_value() && e->peak_phase == "optimizer_step");
+}
+
+TEST(Estimator, CheckpointingAndFlashShrinkActivations) {
+  Job job;
+  job.task = "train_lora";  // a frozen base: the peak is at the start of backward
+  job.precision = "bf16";
+  job.micro_batch_size = 4;
+  job.seq_len = 2048;
+  job.attention_impl = "eager";
+  job.gradient_checkpointing = "none";
+  auto eager = estimate_memory(llama2_7b(), job);
+  job.attention_impl = "flash";
+  auto flash = estimate_memory(llama2_7b(), job);
+  job.gradient_checkpointing = "full";
+  auto full = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(eager && flash && full);
+  auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
+  EXPECT_GT(act(*eager), 2 * act(*flash));
+  // Full checkpointing keeps each block's input (2 bytes x 4 x 2048 x 4096 x 32 blocks) and
+  // the final RMSNorm's fp32 input and normalised output (4 + 2 bytes per element).
+  EXPECT_EQ(act(*full), 2ull * 4 * 2048 * 4096 * 32 + 6ull * 4 * 2048 * 4096);
+}
+
+TEST(Estimator, DefaultsAreListedAsAssumptions) {
+  Job job;
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(assumed(*e, "task: train_full"));
+  EXPECT_TRUE(assumed(*e, "precision: bf16_mixed"));
+  EXPECT_TRUE(assumed(*e, "optimizer: adamw"));
+  EXPECT_TRUE(assumed(*e, "micro_batch_size: 1"));
+  EXPECT_TRUE(assumed(*e, "seq_len: 2048"));
+  EXPECT_GT(e->uncertainty_fraction, 0.2);
+}
+
+TEST(Estimator, ContradictionsAreErrors) {
+  ModelSpec quantized = llama2_7b();
+  quantized.quantization = "gptq";
+  quantized.quantization_bits = 4;
+  Job job;
+  job.task = "train_full";
+  auto e = estimate_memory(quantized, job);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().message,
+            "meta-llama/Llama-2-7b-hf: is quantized (gptq4); full fine-tuning needs unquantized weights (use train_qlora)");
+  Job lora;
+  lora.task = "train_lora";
+  lora.lora = LoraSettings{};
+  lora.lora->target_modules = {"not_a_layer"};
+  auto none = estimate_memory(llama2_7b(), lora);
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("matches no Linear layer"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace oomdoc

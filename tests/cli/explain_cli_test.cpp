@@ -1,0 +1,111 @@
+// End-to-end: the oomdoc binary's explain command, its exit codes, JSON and errors.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "support/test_support.h"
+
+namespace oomdoc {
+namespace {
+
+using testing::run_cli;
+
+const std::string kOom =
+    "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.80 GiB total capacity; 6.90 GiB already "
+    "allocated; 10.19 MiB free; 7.02 GiB reserved in total by PyTorch)\n";
+
+std::string temp_file(const std::string& name, const std::string& content) {
+  std::string path = std::string(OOMDOC_BINARY_DIR) + "/" + name;
+  std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
+TEST(ExplainCli, ExampleLogExplainsAndExitsZero) {
+  auto r = run_cli({"explain", std::string(OOMDOC_SOURCE_DIR) + "/examples/train-oom.log"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Cause: fragmentation"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expandable_segments:True"), std::string::npos);
+  EXPECT_EQ(r.out.find("\x1b["), std::string::npos) << "no colour when stdout is not a terminal";
+}
+
+TEST(ExplainCli, JsonUsesCorpusFieldNames) {
+  auto r = run_cli({"explain", "--json"}, kOom);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["events"].size(), 1u);
+  const auto& e = doc["events"][0];
+  EXPECT_EQ(e["requested_bytes"], 20971520);
+  EXPECT_EQ(e["requested_unit"], "MiB");
+  EXPECT_EQ(e["requested_text"], "20.00 MiB");
+  EXPECT_EQ(e["total_bytes"], 8375186227);
+  EXPECT_EQ(e["reserved_total_bytes"], 7537667604);
+  EXPECT_TRUE(e["process_bytes"].is_null());
+  EXPECT_TRUE(e["max_model_len"].is_null());
+  EXPECT_EQ(e["line"], 1);
+  EXPECT_EQ(e["device"], 0);
+  EXPECT_EQ(e["is_error"], true);
+  EXPECT_EQ(e["format"], "pytorch_old_reserved");
+  EXPECT_EQ(e["cause"], "capacity_exhausted");
+  ASSERT_FALSE(e["fixes"].empty());
+  EXPECT_TRUE(e["fixes"][0].contains("id"));
+  EXPECT_TRUE(e["fixes"][0].contains("title"));
+  EXPECT_TRUE(e["fixes"][0].contains("detail"));
+}
+
+TEST(ExplainCli, NothingFoundExitsOne) {
+  auto r = run_cli({"explain"}, "all good\nloss 0.1\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("No out-of-memory error found"), std::string::npos);
+  auto empty = run_cli({"explain", "--json"}, "");
+  EXPECT_EQ(empty.exit_code, 1);
+  EXPECT_EQ(nlohmann::json::parse(empty.out)["events"].size(), 0u);
+}
+
+TEST(ExplainCli, BadInputsGiveOneLineErrorsAndExitTwo) {
+  auto missing = run_cli({"explain", "/nonexistent/train.log"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err, "oomdoc: /nonexistent/train.log: no such file\n");
+  EXPECT_TRUE(missing.out.empty()) << "no partial output";
+
+  auto dir = run_cli({"explain", OOMDOC_SOURCE_DIR});
+  EXPECT_EQ(dir.exit_code, 2);
+  EXPECT_NE(dir.err.find("is a directory"), std::string::npos);
+
+  std::string binary = temp_file("binary.bin", std::string("\x7f" "ELF\0\0\0\x01", 8) + std::string(100, '\0'));
+  auto bin = run_cli({"explain", binary});
+  EXPECT_EQ(bin.exit_code, 2);
+  EXPECT_NE(bin.err.find("binary file"), std::string::npos);
+
+  std::string pickle = temp_file("snap.pickle", std::string("\x80\x04\x95\x10\0\0\0\0\0\0\0}", 12));
+  auto pk = run_cli({"explain", pickle});
+  EXPECT_EQ(pk.exit_code, 2);
+  EXPECT_NE(pk.err.find("oomdoc snapshot"), std::string::npos);
+
+  auto usage = run_cli({"explain", "--no-such-flag"});
+  EXPECT_EQ(usage.exit_code, 2);
+}
+
+TEST(ExplainCli, SeveralFilesAndStdinDash) {
+  std::string a = temp_file("a.log", kOom);
+  auto r = run_cli({"explain", "--json", a, "-"}, "nothing\n" + kOom);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["events"].size(), 2u);
+  EXPECT_EQ(doc["events"][1]["input"], "<stdin>");
+  EXPECT_EQ(doc["events"][1]["line"], 2);
+}
+
+TEST(Cli, VersionAndHelp) {
+  auto v = run_cli({"--version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_EQ(v.out.rfind("oomdoc ", 0), 0u);
+  auto h = run_cli({"help", "explain"});
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("--json"), std::string::npos);
+  auto bad = run_cli({"help", "nosuch"});
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -1,0 +1,95 @@
+#include "model/architecture.h"
+
+#include <gtest/gtest.h>
+
+#include "readers/model_presets.h"
+
+namespace oomdoc {
+namespace {
+
+ModelSpec preset(const std::string& id) {
+  auto spec = find_preset(id);
+  EXPECT_TRUE(spec && spec->ok()) << id;
+  return spec->value();
+}
+
+std::vector<std::string> names(const ModelSpec& m) {
+  std::vector<std::string> out;
+  for (const auto& l : linear_layers(m)) out.push_back(l.name);
+  return out;
+}
+
+TEST(Architecture, LinearNamesFollowTheHuggingFaceModules) {
+  EXPECT_EQ(names(preset("meta-llama/Llama-2-7b-hf")),
+            (std::vector<std::string>{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}));
+  EXPECT_EQ(names(preset("gpt2")), (std::vector<std::string>{"c_attn", "c_proj", "c_fc", "c_proj"}));
+  EXPECT_EQ(names(preset("EleutherAI/gpt-neox-20b")),
+            (std::vector<std::string>{"query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h"}));
+  EXPECT_EQ(names(preset("microsoft/Phi-3-mini-4k-instruct")),
+            (std::vector<std::string>{"qkv_proj", "o_proj", "gate_up_proj", "down_proj"}));
+  EXPECT_EQ(names(preset("mixtral-8x7b")),
+            (std::vector<std::string>{"q_proj", "k_proj", "v_proj", "o_proj", "w1", "w3", "w2"}));
+}
+
+TEST(Architecture, GqaShapes) {
+  // Llama-3-8B: 32 query heads, 8 kv heads of 128.
+  auto linears = linear_layers(preset("meta-llama/Meta-Llama-3-8B"));
+  EXPECT_EQ(linears[1].name, "k_proj");
+  EXPECT_EQ(linears[1].in_features, 4096u);
+  EXPECT_EQ(linears[1].out_features, 1024u);
+  EXPECT_EQ(linears[1].layers, 32u);
+}
+
+TEST(Architecture, MixtureOfExpertsCountsEveryExpert) {
+  ModelSpec m = preset("Qwen/Qwen3-30B-A3B");
+  uint64_t experts = 0;
+  for (const auto& l : linear_layers(m)) {
+    if (l.expert) experts += l.params();
+  }
+  EXPECT_EQ(experts, 128ull * 3 * 2048 * 768 * 48);
+}
+
+TEST(Architecture, DeepSeekV3LargestBlockIsAMoeBlock) {
+  ModelSpec m = preset("deepseek-ai/DeepSeek-V3");
+  // Attention 187,107,328 + norms 16,384... the MoE block is ~11.5B parameters.
+  EXPECT_GT(m.largest_layer_params, 11'000'000'000u);
+  EXPECT_LT(m.largest_layer_params, 12'000'000'000u);
+}
+
+// LoRA counts against the trainable-parameter figures the sources printed (PEFT's
+// MetaMathQA benchmark, LitGPT's lora.py), quoted in ../shared/data/measured-memory/dev.jsonl.
+TEST(Architecture, LoraParameterCountsMatchPublishedTrainableCounts) {
+  LoraSettings qv;
+  qv.r = 32;
+  qv.target_modules = {"q_proj", "v_proj"};
+  EXPECT_EQ(lora_parameter_count(preset("meta-llama/Llama-3.2-3B"), qv), 9175040u);
+  qv.r = 64;
+  EXPECT_EQ(lora_parameter_count(preset("meta-llama/Llama-3.2-3B"), qv), 18350080u);
+  LoraSettings mlp;
+  mlp.r = 10;
+  mlp.target_modules = {"gate_proj", "up_proj", "down_proj"};
+  EXPECT_EQ(lora_parameter_count(preset("meta-llama/Llama-3.2-3B"), mlp), 9461760u);
+  LoraSettings litgpt;  // LitGPT names: query, value
+  litgpt.r = 8;
+  litgpt.target_modules = {"query", "value"};
+  EXPECT_EQ(lora_parameter_count(preset("meta-llama/Llama-2-7b-hf"), litgpt), 4194304u);
+  EXPECT_EQ(lora_parameter_count(preset("meta-llama/Llama-2-13b-hf"), litgpt), 6553600u);
+  EXPECT_EQ(lora_parameter_count(preset("microsoft/phi-1_5"), litgpt), 1572864u);
+  EXPECT_EQ(lora_parameter_count(preset("stabilityai/stablelm-base-alpha-3b"), litgpt), 2097152u);
+}
+
+TEST(Architecture, LoraDefaultsToQueryAndValue) {
+  LoraSettings defaults;
+  defaults.r = 8;
+  // Llama-2-7B: q and v are 4096x4096: 8 * 8192 * 2 * 32 layers.
+  EXPECT_EQ(lora_parameter_count(preset("meta-llama/Llama-2-7b-hf"), defaults), 4194304u);
+  LoraSettings all;
+  all.r = 8;
+  all.all_linear = true;
+  // Every Linear of the blocks: 8 * (in + out) summed over q,k,v,o,gate,up,down, 32 layers.
+  const uint64_t per_layer = 8 * ((4096 + 4096) * 4 + (4096 + 11008) * 3);
+  EXPECT_EQ(lora_parameter_count(preset("meta-llama/Llama-2-7b-hf"), all), per_layer * 32);
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -1,0 +1,63 @@
+#include "readers/job_file.h"
+
+#include <gtest/gtest.h>
+
+namespace oomdoc {
+namespace {
+
+TEST(JobFile, TheIssueExampleParses) {
+  auto job = parse_job_json(R"({"model": "meta-llama/Llama-2-70b-hf", "task": "train_qlora", "precision": "bf16",
+    "weight_quantization": "nf4", "double_quant": true, "optimizer": "paged_adamw_8bit", "micro_batch_size": 2,
+    "grad_accum_steps": 4, "seq_len": 2048, "gradient_checkpointing": "full", "attention_impl": "flash",
+    "lora": {"r": 16, "alpha": 32, "target_modules": "all_linear"}, "num_gpus": 2, "parallelism": "fsdp_full_shard",
+    "tp": 1, "pp": 1, "offload": ["params"]})", "job.json");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_EQ(job->model, "meta-llama/Llama-2-70b-hf");
+  EXPECT_EQ(*job->task, "train_qlora");
+  EXPECT_EQ(*job->weight_quantization, "nf4");
+  EXPECT_TRUE(*job->double_quant);
+  EXPECT_EQ(*job->micro_batch_size, 2u);
+  EXPECT_EQ(*job->grad_accum_steps, 4u);
+  ASSERT_TRUE(job->lora);
+  EXPECT_EQ(job->lora->r, 16u);
+  EXPECT_TRUE(job->lora->all_linear);
+  EXPECT_EQ(job->offload, std::vector<std::string>{"params"});
+  EXPECT_EQ(*job->num_gpus, 2u);
+}
+
+TEST(JobFile, InferenceJob) {
+  auto job = parse_job_json(R"({"model": "llama-3.1-8b", "task": "inference", "batch_size": 4, "prompt_len": 1000,
+                                "max_new_tokens": 0, "kv_cache_dtype": "fp8"})", "job.json");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_EQ(*job->max_new_tokens, 0u);
+  EXPECT_EQ(*job->kv_cache_dtype, "fp8");
+}
+
+TEST(JobFile, ErrorsNameTheField) {
+  auto expect_error = [](const std::string& text, const std::string& message) {
+    auto job = parse_job_json(text, "job.json");
+    ASSERT_FALSE(job) << text;
+    EXPECT_EQ(job.error().message, message);
+  };
+  expect_error("{", "job.json: not valid JSON");
+  expect_error("[]", "job.json: a job file is one JSON object");
+  expect_error(R"({"modle": "x"})", "job.json: unknown key \"modle\" (keys: attention_impl, batch_size, cp, double_quant, "
+               "fused_backward, grad_accum_steps, gradient_checkpointing, group_size, kv_cache_dtype, lora, loss_impl, "
+               "max_new_tokens, micro_batch_size, model, num_gpus, offload, optimizer, padding_free, parallelism, pp, "
+               "precision, prompt_len, seq_len, task, tp, weight_quantization)");
+  expect_error(R"({"task": "finetune"})",
+               "job.json: task: \"finetune\" is not one of: inference, load, train_freeze, train_full, train_lora, train_qlora");
+  expect_error(R"({"micro_batch_size": 0})", "job.json: micro_batch_size: must be at least 1");
+  expect_error(R"({"seq_len": "2048"})", "job.json: seq_len: must be a non-negative integer, got \"2048\"");
+  expect_error(R"({"num_gpus": 6, "tp": 4})", "job.json: num_gpus: 6 GPUs is not a multiple of tp*pp*cp = 4");
+  expect_error(R"({"task": "train_full", "weight_quantization": "nf4"})",
+               "job.json: weight_quantization: full fine-tuning cannot train quantized weights (use train_qlora)");
+  expect_error(R"({"task": "inference", "optimizer": "adamw"})",
+               "job.json: task: inference takes no optimizer, micro_batch_size, grad_accum_steps or gradient_checkpointing");
+  expect_error(R"({"lora": {"r": 0}})", "job.json: lora.r: must be a positive integer");
+  expect_error(R"({"offload": ["params"]})",
+               "job.json: offload: params offload needs parameter sharding (zero3, fsdp_full_shard or hybrid_shard)");
+}
+
+}  // namespace
+}  // namespace oomdoc

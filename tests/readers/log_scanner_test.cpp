@@ -1,0 +1,155 @@
+#include "readers/log_scanner.h"
+
+#include <gtest/gtest.h>
+
+#include "readers/keyword_filter.h"
+#include "readers/log_line.h"
+
+namespace oomdoc {
+namespace {
+
+const std::string kNewOom =
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 23.65 GiB of "
+    "which 100.00 MiB is free. Including non-PyTorch memory, this process has 23.50 GiB memory in use. Of the allocated "
+    "memory 22.00 GiB is allocated by PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated.";
+
+std::string training_noise(int lines) {
+  std::string out;
+  for (int i = 0; i < lines; ++i) out += "step " + std::to_string(i) + " loss 1.234 lr 0.0003 grad_norm 0.9\n";
+  return out;
+}
+
+TEST(LogLine, StripsColoursAndLauncherPrefixes) {
+  EXPECT_EQ(strip_ansi("\x1b[31mERROR\x1b[0m done\r"), "ERROR done");
+  CleanLine a = clean_line("[rank3]: RuntimeError: boom");
+  EXPECT_EQ(a.text, "RuntimeError: boom");
+  EXPECT_EQ(a.rank, 3);
+  CleanLine b = clean_line("(VllmWorker rank=1 pid=123) ERROR x");
+  EXPECT_EQ(b.text, "ERROR x");
+  EXPECT_EQ(b.rank, 1);
+  EXPECT_TRUE(b.rank_is_worker);
+  CleanLine c = clean_line("vllm-1  | (EngineCore_DP0 pid=9) ValueError: y");
+  EXPECT_EQ(c.text, "ValueError: y");
+  EXPECT_FALSE(c.rank);
+  CleanLine d = clean_line("[default2]:torch.OutOfMemoryError: z");
+  EXPECT_EQ(d.rank, 2);
+  EXPECT_EQ(clean_line("a | b").text, "a | b");  // not a compose prefix: the name has no padding
+}
+
+TEST(KeywordFilter, FindsEveryNeedleAtEveryAlignment) {
+  const KeywordFilter& filter = KeywordFilter::standard();
+  for (const auto& needle : filter.needles()) {
+    for (size_t pad = 0; pad < 70; pad += 7) {
+      std::string text(pad, 'x');
+      text += needle.text;
+      text += std::string(40, 'y');
+      EXPECT_EQ(filter.find(text, 0), pad) << needle.text << " at " << pad;
+    }
+  }
+  EXPECT_EQ(filter.find(std::string(1000, 'a'), 0), std::string::npos);
+  // A needle cut at the end of the text is not reported.
+  EXPECT_EQ(filter.find("xxxxOutOfMem", 0), std::string::npos);
+}
+
+TEST(LogScanner, LineNumbersCrlfAndTqdmCarriageReturns) {
+  std::string log = training_noise(5);
+  for (auto& c : log) if (c == '\n') c = '\n';
+  std::string crlf;
+  for (char c : training_noise(3)) {
+    if (c == '\n') crlf += "\r\n"; else crlf += c;
+  }
+  std::string text = crlf + " 10%|#         | 10/100 [00:01<00:09]\r 20%|##        | 20/100\r" + kNewOom + "\r\nmore\n";
+  auto scan = scan_text(text);
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].line, 4u);
+  EXPECT_EQ(scan.events[0].bytes("requested"), kGiB);
+  EXPECT_EQ(scan.lines, 5u);
+}
+
+TEST(LogScanner, SameResultWhateverTheChunking) {
+  std::string text = training_noise(3000) + "\x1b[31m" + kNewOom + "\x1b[0m\n" + training_noise(3000) + "[rank1]: " + kNewOom + "\n";
+  auto whole = scan_text(text);
+  ASSERT_EQ(whole.events.size(), 2u);
+  EXPECT_EQ(whole.events[0].line, 3001u);
+  EXPECT_EQ(whole.events[1].line, 6002u);
+  EXPECT_EQ(whole.events[1].rank, 1);
+  for (size_t chunk : {1u, 7u, 4096u, 65537u}) {
+    LogScanner scanner;
+    for (size_t i = 0; i < text.size(); i += chunk) scanner.feed(std::string_view(text).substr(i, chunk));
+    scanner.finish();
+    const auto& r = scanner.result();
+    ASSERT_EQ(r.events.size(), 2u) << "chunk " << chunk;
+    EXPECT_EQ(r.events[0].line, 3001u);
+    EXPECT_EQ(r.events[1].line, 6002u);
+    EXPECT_EQ(r.events[1].bytes("free"), 100 * kMiB);
+  }
+}
+
+TEST(LogScanner, InterleavedRanksAreSeparateEventsWithTheirTracebacks) {
+  std::string text =
+      "[rank0]: Traceback (most recent call last):\n"
+      "[rank1]: Traceback (most recent call last):\n"
+      "[rank0]:   File \"/home/me/train.py\", line 88, in train_step\n"
+      "[rank0]:     loss.backward()\n"
+      "[rank1]:   File \"/home/me/train.py\", line 120, in evaluate\n"
+      "[rank1]:     out = model.generate(**batch)\n"
+      "[rank0]:   File \"/usr/lib/python3/dist-packages/torch/_tensor.py\", line 522, in backward\n"
+      "[rank0]:     torch.autograd.backward(\n"
+      "[rank0]: " + kNewOom + "\n"
+      "[rank1]: " + kNewOom + "\n";
+  auto scan = scan_text(text);
+  ASSERT_EQ(scan.events.size(), 2u);
+  ASSERT_TRUE(scan.events[0].traceback);
+  EXPECT_EQ(scan.events[0].rank, 0);
+  EXPECT_EQ(scan.events[0].traceback->operation, "backward");
+  ASSERT_TRUE(scan.events[0].traceback->innermost_user_frame);
+  EXPECT_EQ(scan.events[0].traceback->innermost_user_frame->line, 88u);
+  ASSERT_TRUE(scan.events[1].traceback);
+  EXPECT_EQ(scan.events[1].traceback->operation, "generation");  // generate() inside evaluate()
+}
+
+TEST(LogScanner, RepeatedMessageIsOneEventWithACount) {
+  auto scan = scan_text("ERROR " + kNewOom + "\nTraceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n" + kNewOom + "\n");
+  // Different prefixes make different message texts only when the message itself differs.
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].int_field("repeats"), 2);
+}
+
+TEST(LogScanner, JsonLinesRecordsAreDecoded) {
+  std::string record = R"({"ts": "2026-01-01T00:00:00", "level": "ERROR", "msg": "step failed", "exc": "Traceback (most recent call last):\n  File \"train.py\", line 5, in <module>\n    loss.backward()\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total capacity of 7.79 GiB of which 1.00 MiB is free."})";
+  auto scan = scan_text("{\"ts\": 1, \"msg\": \"ok\"}\n" + record + "\n");
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].line, 2u);
+  EXPECT_EQ(scan.events[0].bytes("requested"), 2 * kMiB);
+}
+
+TEST(LogScanner, MemoryReadingsAreCollected) {
+  std::string text;
+  for (int i = 0; i < 10; ++i) text += "step " + std::to_string(i) + " loss 1.0 mem: " + std::to_string(10 + i) + ".00 GiB\n";
+  auto scan = scan_text(text);
+  EXPECT_TRUE(scan.events.empty());
+  ASSERT_EQ(scan.readings.size(), 10u);
+  EXPECT_EQ(scan.readings[0].bytes, 10 * kGiB);
+  EXPECT_EQ(scan.readings[9].line, 10u);
+}
+
+TEST(LogScanner, HugeSingleLineAndCutMessagesAreSafe) {
+  std::string line(50u << 20, 'a');
+  auto scan = scan_text(line);
+  EXPECT_TRUE(scan.events.empty());
+  EXPECT_EQ(scan.lines, 1u);
+  // A message cut in the middle: what is printed is read, nothing is made up.
+  auto cut = scan_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU ");
+  ASSERT_EQ(cut.events.size(), 1u);
+  EXPECT_EQ(cut.events[0].format, "pytorch_new_truncated");
+  EXPECT_EQ(cut.events[0].bytes("requested"), 512 * kMiB);
+  EXPECT_FALSE(cut.events[0].bytes("total"));
+}
+
+TEST(LogScanner, InvalidUtf8DoesNotMatter) {
+  auto scan = scan_text(std::string("\xff\xfe garbage \xc3\x28\n") + kNewOom + "\n");
+  ASSERT_EQ(scan.events.size(), 1u);
+}
+
+}  // namespace
+}  // namespace oomdoc

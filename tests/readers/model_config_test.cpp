@@ -1,0 +1,118 @@
+#include "readers/model_config.h"
+
+#include <gtest/gtest.h>
+
+namespace oomdoc {
+namespace {
+
+Result<ModelSpec> parse(const std::string& json) { return parse_model_config(json, "config.json"); }
+
+TEST(ModelConfig, LlamaWithExplicitHeadDim) {
+  // Qwen3-style: head_dim 128 although hidden/heads = 64.
+  auto m = parse(R"({"model_type": "qwen3", "vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 2,
+                     "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 128,
+                     "intermediate_size": 512, "tie_word_embeddings": true, "torch_dtype": "bfloat16"})");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->head_dim, 128u);
+  EXPECT_TRUE(m->qk_norm);
+  // q 256x512, k,v 256x256, o 512x256, MLP 3x256x512, norms 2x256 + q/k norm 2x128, final 256,
+  // embeddings 1000x256 tied.
+  const uint64_t layer = 256 * 512 + 2 * 256 * 256 + 512 * 256 + 3 * 256 * 512 + 2 * 256 + 2 * 128;
+  EXPECT_EQ(m->total_params, 2 * layer + 256 + 1000 * 256);
+  EXPECT_EQ(m->torch_dtype, "bfloat16");
+}
+
+TEST(ModelConfig, GemmaTwoAlternatesSlidingLayers) {
+  auto m = parse(R"({"model_type": "gemma2", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 4,
+                     "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32,
+                     "intermediate_size": 128, "sliding_window": 4096})");
+  ASSERT_TRUE(m) << m.error().message;
+  ASSERT_TRUE(m->sliding_window);
+  EXPECT_EQ(*m->sliding_window, 4096u);
+  EXPECT_EQ(m->layer_is_sliding, (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(m->norms_per_layer, 4u);
+}
+
+TEST(ModelConfig, MultimodalTextConfigIsRead) {
+  auto m = parse(R"({"model_type": "gemma3", "torch_dtype": "bfloat16",
+                     "text_config": {"vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 6,
+                     "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32,
+                     "intermediate_size": 128, "sliding_window": 512, "sliding_window_pattern": 6}})");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->model_type, "gemma3_text");
+  EXPECT_EQ(m->layer_is_sliding, (std::vector<bool>{true, true, true, true, true, false}));
+  EXPECT_EQ(m->torch_dtype, "bfloat16");
+}
+
+TEST(ModelConfig, DeepSeekMultiLatentAttention) {
+  auto m = parse(R"({"model_type": "deepseek_v2", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 2,
+                     "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 128,
+                     "q_lora_rank": null, "kv_lora_rank": 32, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16,
+                     "v_head_dim": 16, "n_routed_experts": 4, "n_shared_experts": 1, "num_experts_per_tok": 2,
+                     "moe_intermediate_size": 32, "first_k_dense_replace": 1})");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->attention, AttentionKind::kMultiLatent);
+  EXPECT_EQ(m->kv_lora_rank, 32u);
+  EXPECT_EQ(m->num_experts, 4u);
+  // Attention: q_proj 64x(4*24), kv_a 64x40, kv_b 32x(4*32), o 64x64; norms 2x64 + kv norm 32.
+  const uint64_t attn = 64 * 96 + 64 * 40 + 32 * 128 + 64 * 64 + 2 * 64 + 32;
+  const uint64_t dense_mlp = 3 * 64 * 128;
+  const uint64_t moe = 4 * 3 * 64 * 32 + 3 * 64 * 32 + 64 * 4;  // experts + shared + router
+  EXPECT_EQ(m->total_params, 2 * attn + dense_mlp + moe + 64 + 2 * 100 * 64);
+}
+
+TEST(ModelConfig, QuantizationConfig) {
+  auto m = parse(R"({"model_type": "llama", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 1,
+                     "num_attention_heads": 2, "intermediate_size": 128,
+                     "quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128}})");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->quantization, "gptq");
+  EXPECT_EQ(m->quantization_bits, 4u);
+  EXPECT_EQ(m->quantization_group_size, 128u);
+  auto bnb = parse(R"({"model_type": "llama", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 1,
+                       "num_attention_heads": 2, "intermediate_size": 128,
+                       "quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": true}})");
+  ASSERT_TRUE(bnb);
+  EXPECT_EQ(bnb->quantization_bits, 4u);
+}
+
+TEST(ModelConfig, UnknownArchitectureSaysWhatToDo) {
+  auto m = parse(R"({"model_type": "mamba2", "hidden_size": 64})");
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message.find("config.json: unknown model_type \"mamba2\""), std::string::npos);
+  EXPECT_NE(m.error().message.find("--params"), std::string::npos);
+}
+
+TEST(ModelConfig, ContradictoryAndMissingFieldsAreErrors) {
+  auto heads = parse(R"({"model_type": "llama", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 1,
+                         "num_attention_heads": 6, "num_key_value_heads": 4, "intermediate_size": 128})");
+  ASSERT_FALSE(heads);
+  EXPECT_EQ(heads.error().message, "config.json: num_attention_heads 6 is not a multiple of num_key_value_heads 4");
+  auto width = parse(R"({"model_type": "llama", "vocab_size": 100, "hidden_size": 100, "num_hidden_layers": 1,
+                         "num_attention_heads": 3, "intermediate_size": 128})");
+  ASSERT_FALSE(width);
+  EXPECT_EQ(width.error().message,
+            "config.json: hidden_size 100 is not a multiple of num_attention_heads 3 and no head_dim is given");
+  auto experts = parse(R"({"model_type": "mixtral", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 1,
+                           "num_attention_heads": 2, "intermediate_size": 128, "num_local_experts": 2,
+                           "num_experts_per_tok": 3})");
+  ASSERT_FALSE(experts);
+  EXPECT_EQ(experts.error().message, "config.json: num_experts_per_tok 3 must be between 1 and the 2 experts");
+  auto missing = parse(R"({"model_type": "llama", "vocab_size": 100, "num_hidden_layers": 1})");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message, "config.json: missing \"hidden_size\"");
+  auto negative = parse(R"({"model_type": "llama", "vocab_size": -5, "hidden_size": 64, "num_hidden_layers": 1,
+                            "num_attention_heads": 2, "intermediate_size": 128})");
+  ASSERT_FALSE(negative);
+  EXPECT_EQ(negative.error().message, "config.json: \"vocab_size\" must be a non-negative integer, got -5");
+  EXPECT_EQ(parse("{not json").error().message, "config.json: not valid JSON");
+  EXPECT_EQ(parse("[1]").error().message, "config.json: expected a JSON object");
+  EXPECT_EQ(parse("{}").error().message, "config.json: no \"model_type\"; not a Hugging Face model config");
+}
+
+TEST(ModelConfig, EveryListedModelTypeIsKnown) {
+  EXPECT_GE(supported_model_types().size(), 29u);
+}
+
+}  // namespace
+}  // namespace oomdoc

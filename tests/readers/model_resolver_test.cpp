@@ -1,0 +1,107 @@
+#include "readers/model_resolver.h"
+
+#include <gtest/gtest.h>
+
+#include "model/architecture.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace oomdoc {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ResolverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("oomdoc_resolver_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    // An empty cache so the bundled presets answer.
+    setenv("HF_HUB_CACHE", (dir_ / "hub").c_str(), 1);
+    unsetenv("HF_HOME");
+    setenv("HOME", dir_.c_str(), 1);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+constexpr const char* kTinyLlama = R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8,
+  "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 16, "tie_word_embeddings": true})";
+// 10*8 + q,k,v,o 4*64 + mlp 3*8*16 + 2 norms*8 + final 8 = 80 + 256 + 384 + 16 + 8 = 744
+
+TEST_F(ResolverTest, PresetsByIdCaseInsensitiveAliasAndVariant) {
+  auto exact = resolve_model("meta-llama/Llama-2-7b-hf");
+  ASSERT_TRUE(exact) << exact.error().message;
+  EXPECT_EQ(exact->total_params, 6738415616u);
+  EXPECT_EQ(exact->source, "preset:presets/llama-2-7b.json");
+  EXPECT_EQ(resolve_model("META-LLAMA/llama-2-7B-HF")->id, "meta-llama/Llama-2-7b-hf");
+  EXPECT_EQ(resolve_model("llama-2-7b")->id, "meta-llama/Llama-2-7b-hf");
+  EXPECT_EQ(resolve_model("google-bert/bert-large-uncased")->total_params, 335141888u);
+  EXPECT_EQ(resolve_model("EleutherAI/gpt-j-6b")->total_params, 6050882784u);
+  // Instruct / chat variants share the architecture.
+  EXPECT_EQ(resolve_model("Qwen/Qwen2.5-7B-Instruct")->id, "Qwen/Qwen2.5-7B");
+  EXPECT_EQ(resolve_model("google/gemma-2-9b-it")->id, "google/gemma-2-9b");
+  EXPECT_EQ(resolve_model("mistralai/Mixtral-8x7B-Instruct-v0.1")->id, "mistralai/Mixtral-8x7B-v0.1");
+}
+
+TEST_F(ResolverTest, UnknownNameSuggestsPresets) {
+  auto m = resolve_model("meta-llama/Llama-2-7b-hf-typo-xyz");
+  ASSERT_FALSE(m);
+  EXPECT_NE(m.error().message.find("not a bundled preset (closest: "), std::string::npos);
+  EXPECT_NE(m.error().message.find("--params"), std::string::npos);
+}
+
+TEST_F(ResolverTest, ConfigFileAndFolderWithSafetensors) {
+  fs::path folder = dir_ / "model";
+  fs::create_directories(folder);
+  std::ofstream(folder / "config.json") << kTinyLlama;
+  auto from_file = resolve_model((folder / "config.json").string());
+  ASSERT_TRUE(from_file) << from_file.error().message;
+  EXPECT_EQ(from_file->total_params, 744u);
+  // A checkpoint whose headers hold 750 elements wins over the config's count.
+  std::string header = R"({"w": {"dtype": "BF16", "shape": [750], "data_offsets": [0, 1500]}})";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  std::ofstream(folder / "model.safetensors", std::ios::binary) << bytes << header << std::string(1500, '\0');
+  auto from_folder = resolve_model(folder.string());
+  ASSERT_TRUE(from_folder) << from_folder.error().message;
+  EXPECT_EQ(from_folder->total_params, 750u);
+  EXPECT_EQ(from_folder->checkpoint_bytes, 1500u);
+  EXPECT_EQ(from_folder->params_by_dtype.at("BF16"), 750u);
+}
+
+TEST_F(ResolverTest, HuggingFaceCacheSnapshot) {
+  fs::path repo = dir_ / "hub" / "models--acme--tiny";
+  fs::create_directories(repo / "snapshots" / "abc123");
+  fs::create_directories(repo / "refs");
+  std::ofstream(repo / "refs" / "main") << "abc123\n";
+  std::ofstream(repo / "snapshots" / "abc123" / "config.json") << kTinyLlama;
+  auto m = resolve_model("acme/tiny");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->total_params, 744u);
+  EXPECT_EQ(m->source, "hf-cache:" + (repo / "snapshots" / "abc123").string());
+}
+
+TEST_F(ResolverTest, ParamCountGivesALlamaShape) {
+  auto m = model_from_param_count(7'000'000'000);
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->total_params, 7'000'000'000u);
+  EXPECT_EQ(m->hidden_size, 4096u);
+  // The picked depth makes the shape's own count land within one layer of the given count.
+  ParamCount shape = count_parameters(*m);
+  EXPECT_NEAR(static_cast<double>(shape.total), 7e9, 0.2e9);
+  ShapeHints hints;
+  hints.hidden_size = 5120;
+  hints.num_layers = 40;
+  auto shaped = model_from_param_count(13'000'000'000, hints);
+  ASSERT_TRUE(shaped);
+  EXPECT_EQ(shaped->num_layers, 40u);
+  EXPECT_EQ(shaped->num_attention_heads, 40u);
+  EXPECT_FALSE(model_from_param_count(0));
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -1,0 +1,91 @@
+#include "readers/safetensors_header.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace oomdoc {
+namespace {
+
+std::string with_length(const std::string& header, uint64_t length) {
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((length >> (8 * i)) & 0xff);
+  return out + header;
+}
+std::string file_bytes(const std::string& header, size_t data_bytes) {
+  return with_length(header, header.size()) + std::string(data_bytes, '\0');
+}
+
+TEST(SafetensorsHeader, CountsElementsAndBytesPerDtype) {
+  std::string header = R"({"__metadata__": {"format": "pt"},
+    "a": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]},
+    "b": {"dtype": "F32", "shape": [4], "data_offsets": [12, 28]},
+    "q": {"dtype": "I32", "shape": [2, 2], "data_offsets": [28, 44]}})";
+  std::string bytes = file_bytes(header, 44);
+  auto s = parse_safetensors_header(bytes, bytes.size(), "model.safetensors");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->total_elements, 14u);
+  EXPECT_EQ(s->total_bytes, 44u);
+  EXPECT_EQ(s->elements_by_dtype.at("BF16"), 6u);
+  EXPECT_EQ(s->elements_by_dtype.at("F32"), 4u);
+  EXPECT_EQ(s->tensors.size(), 3u);
+}
+
+TEST(SafetensorsHeader, HeaderLongerThanTheFile) {
+  std::string bytes = with_length("{}", 9000000000000000000ull);
+  auto s = parse_safetensors_header(bytes, 123, "model.safetensors");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message, "model.safetensors: header length 9000000000000000000 is larger than the file (123 bytes)");
+}
+
+TEST(SafetensorsHeader, MalformedHeadersAreClearErrors) {
+  auto check = [](const std::string& header, size_t data, const std::string& expected) {
+    std::string bytes = file_bytes(header, data);
+    auto s = parse_safetensors_header(bytes, bytes.size(), "m.safetensors");
+    ASSERT_FALSE(s) << header;
+    EXPECT_EQ(s.error().message, expected);
+  };
+  check("{not json", 0, "m.safetensors: header is not valid JSON");
+  check("[1, 2]", 0, "m.safetensors: header is not a JSON object");
+  check(R"({"w": {"dtype": "F32", "shape": [-2, 3], "data_offsets": [0, 24]}})", 24,
+        "m.safetensors: tensor \"w\": invalid shape [-2,3]");
+  check(R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 20]}})", 24,
+        "m.safetensors: tensor \"w\": 6 elements of F32 need 24 bytes, data_offsets give 20");
+  check(R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}})", 10,
+        "m.safetensors: tensor \"w\": data_offsets [0, 24] outside the 10 data bytes");
+  check(R"({"w": {"shape": [1], "data_offsets": [0, 4]}})", 4, "m.safetensors: tensor \"w\": missing dtype");
+  check(R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296, 16], "data_offsets": [0, 4]}})", 4,
+        "m.safetensors: tensor \"w\": shape overflows");
+  auto tiny = parse_safetensors_header("abc", 3, "m.safetensors");
+  ASSERT_FALSE(tiny);
+  EXPECT_EQ(tiny.error().message, "m.safetensors: too short for a safetensors file (3 bytes)");
+}
+
+TEST(SafetensorsHeader, FolderWithIndexReadsEveryShard) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / "oomdoc_safetensors_index_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& content) {
+    std::ofstream(dir / name, std::ios::binary) << content;
+  };
+  write("model-00001-of-00002.safetensors",
+        file_bytes(R"({"a": {"dtype": "BF16", "shape": [8], "data_offsets": [0, 16]}})", 16));
+  write("model-00002-of-00002.safetensors",
+        file_bytes(R"({"b": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [0, 8]}})", 8));
+  write("model.safetensors.index.json",
+        R"({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})");
+  auto s = read_safetensors_folder(dir.string());
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->total_elements, 12u);
+  EXPECT_EQ(s->total_bytes, 24u);
+  write("model.safetensors.index.json", R"({"weight_map": {"a": "../etc/passwd"}})");
+  auto escape = read_safetensors_folder(dir.string());
+  ASSERT_FALSE(escape);
+  EXPECT_NE(escape.error().message.find("outside the folder"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace oomdoc
