@@ -9,6 +9,7 @@
 #include <map>
 
 #include "analyses/estimator.h"
+#include "analyses/fix_catalog.h"
 #include "core/units.h"
 #include "readers/gpu_catalog.h"
 
@@ -59,6 +60,7 @@ std::vector<Candidate> micro_batch_candidates(const Job& job) {
     for (uint64_t b = batch / 2; b >= 1 && batch > 1; b /= 2) {
       Candidate c;
       c.change.id = "batch_size";
+      c.change.fix_id = "smaller_batch";
       c.change.step = 2;
       c.change.title = fmt::format("batch {} -> {}", batch, b);
       c.change.cost = "fewer sequences at once: lower throughput";
@@ -77,6 +79,7 @@ std::vector<Candidate> micro_batch_candidates(const Job& job) {
     const uint64_t a = effective / m;
     Candidate c;
     c.change.id = "micro_batch";
+    c.change.fix_id = "smaller_batch";
     c.change.step = 2;
     c.change.title = fmt::format("micro-batch {} -> {} with gradient accumulation {} -> {} "
                                  "(effective batch {} kept)", micro, m, accum, a, effective);
@@ -97,6 +100,7 @@ std::vector<Candidate> padding_free_candidates(const Job& job) {
   if (!is_training(job) || job.padding_free.value_or(false)) return {};
   Candidate c;
   c.change.id = "padding_free";
+  c.change.fix_id = "shorter_sequence";
   c.change.step = 3;
   c.change.title = "padding-free batches (examples concatenated, no pad tokens)";
   c.change.cost = "none on results; needs FlashAttention-2 (variable-length kernels)";
@@ -121,6 +125,7 @@ std::vector<Candidate> seq_len_candidates(const Job& job, const std::optional<Le
     const uint64_t len = cut.seq_len;
     Candidate c;
     c.change.id = "seq_len";
+    c.change.fix_id = "shorter_sequence";
     c.change.step = 3;
     c.change.title = fmt::format("max sequence length {} -> {}", *job.seq_len, len);
     c.change.cost = fmt::format("truncates {} of {} examples ({:.2f}%)", cut.truncated,
@@ -139,6 +144,7 @@ std::vector<Candidate> precision_candidates(const Job& job, bool bf16) {
   const std::string mixed = precision_mixed(bf16);
   Candidate c;
   c.change.id = "mixed_precision";
+  c.change.fix_id = "mixed_precision";
   c.change.step = 4;
   c.change.title = fmt::format("{} mixed precision", bf16 ? "bf16" : "fp16");
   c.change.cost = bf16 ? "small: activations in bf16, fp32 master weights keep the updates exact"
@@ -155,6 +161,7 @@ std::vector<Candidate> optimizer_candidates(const Job& job) {
   if (o == "adamw") {
     Candidate c;
     c.change.id = "optimizer_8bit";
+    c.change.fix_id = "eight_bit_optimizer";
     c.change.step = 4;
     c.change.title = "8-bit AdamW (bitsandbytes)";
     c.change.cost = "small: block-wise 8-bit states track 32-bit Adam closely (Dettmers et al. "
@@ -166,6 +173,7 @@ std::vector<Candidate> optimizer_candidates(const Job& job) {
   if (o == "adamw" || o == "adamw_8bit") {
     Candidate c;
     c.change.id = "paged_optimizer";
+    c.change.fix_id = "eight_bit_optimizer";
     c.change.step = 4;
     c.change.title = "paged 8-bit AdamW (bitsandbytes)";
     c.change.cost = "small: as 8-bit AdamW; states page to host memory under pressure instead of "
@@ -206,6 +214,7 @@ std::vector<Candidate> checkpointing_candidates(const Job& job) {
   if (!is_training(job) || job.gradient_checkpointing.value_or("none") == "full") return {};
   Candidate c;
   c.change.id = "gradient_checkpointing";
+  c.change.fix_id = "gradient_checkpointing";
   c.change.step = 5;
   c.change.title = "gradient checkpointing (keep only each layer's input, recompute the rest)";
   c.change.cost = fmt::format(
@@ -225,6 +234,7 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
   if (task == "train_full" || task == "train_freeze") {
     Candidate c;
     c.change.id = "lora";
+    c.change.fix_id = "lora";
     c.change.step = 6;
     c.change.title = "LoRA adapters (r=16 on every linear layer) instead of full fine-tuning";
     c.change.cost = "method change: only adapters train; quality can trail full fine-tuning on "
@@ -246,6 +256,7 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
   if (task == "train_full" || task == "train_freeze" || task == "train_lora") {
     Candidate c;
     c.change.id = "qlora";
+    c.change.fix_id = "lora";
     c.change.step = 6;
     c.change.title = "QLoRA: LoRA on a 4-bit NF4 base (double quantization)";
     c.change.cost = "quality and method change: the frozen base is 4-bit; a small quality loss "
@@ -323,6 +334,7 @@ std::vector<Candidate> offload_candidates(const Job& job) {
   if (!has_offload(job, "optimizer")) {
     Candidate c;
     c.change.id = "offload_optimizer";
+    c.change.fix_id = "offload";
     c.change.step = 8;
     c.change.title = "offload the optimizer state to CPU memory (DeepSpeed ZeRO-Offload)";
     c.change.cost = "much slower: the optimizer step runs on the CPU and state crosses PCIe "
@@ -341,6 +353,7 @@ std::vector<Candidate> offload_candidates(const Job& job) {
   if (!has_offload(job, "params")) {
     Candidate c;
     c.change.id = "offload_params";
+    c.change.fix_id = "offload";
     c.change.step = 8;
     c.change.title = "offload the optimizer state and parameters to CPU memory (ZeRO-3 Offload)";
     c.change.cost = "much slower still: every layer's parameters cross PCIe in forward and "
@@ -582,6 +595,7 @@ Result<std::map<std::string, double>> parse_prices(std::string_view text,
                                                    const std::string& display_name) {
   std::map<std::string, double> prices;
   size_t start = 0, line_number = 0;
+  bool seen_line = false;   // a non-comment line before this one
   while (start < text.size()) {
     size_t end = text.find('\n', start);
     if (end == std::string_view::npos) end = text.size();
@@ -606,11 +620,15 @@ Result<std::map<std::string, double>> parse_prices(std::string_view text,
     auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), price);
     if (ec != std::errc() || ptr != number.data() + number.size() || !(price >= 0) ||
         !std::isfinite(price)) {
-      // A header line ("gpu,price") is allowed first.
-      if (prices.empty() && line_number == 1) continue;
+      // A header line ("gpu,price") is allowed before the first price.
+      if (!seen_line) {
+        seen_line = true;
+        continue;
+      }
       return make_error(fmt::format("{}: line {}: '{}' is not a price", display_name, line_number,
                                     number));
     }
+    seen_line = true;
     auto gpu = find_gpu(name);
     if (!gpu) return make_error(fmt::format("{}: line {}: {}", display_name, line_number,
                                             gpu.error().message));
@@ -658,17 +676,20 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   {
     FitChange c;
     c.id = "expandable_segments";
+    c.fix_id = "expandable_segments";
     c.step = 1;
-    c.title = "let the caching allocator grow segments instead of leaving fragmented holes";
-    c.cost = "none";
+    c.title = std::string(fix_info(c.fix_id).title);
+    c.cost = std::string(fix_info(c.fix_id).cost);
     c.settings = {{"environment", "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}};
     c.advice_only = true;
     report.free_advice.push_back(c);
     FitChange r;
     r.id = "drop_references";
+    r.fix_id = "release_references";
     r.step = 1;
-    r.title = "keep no tensors alive between steps (log loss.item(), not loss; del outputs)";
-    r.cost = "none";
+    r.title = std::string(fix_info(r.fix_id).title) +
+              " (log loss.item(), not loss; del outputs before the next step)";
+    r.cost = std::string(fix_info(r.fix_id).cost);
     r.advice_only = true;
     report.free_advice.push_back(r);
   }
@@ -735,6 +756,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       a.description = fmt::format("fits unchanged on {}{}", options.num_gpus > 1
                                       ? fmt::format("{} x ", options.num_gpus) : "", best->name);
       a.change.id = "bigger_gpu";
+      a.change.fix_id = "bigger_gpu";
       a.change.step = 9;
       a.change.title = fmt::format("move to {} ({})", best->name, format_bytes(best->total_bytes));
       a.change.cost = "hardware: a larger card";
@@ -761,6 +783,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
                                   sharded.parallelism && sharded.parallelism != given.parallelism
                                       ? fmt::format(" with {}", *sharded.parallelism) : "");
       a.change.id = "more_gpus";
+      a.change.fix_id = "bigger_gpu";
       a.change.step = 9;
       a.change.title = fmt::format("{} GPUs instead of {}", n, options.num_gpus);
       a.change.cost = "hardware: more cards, and sharding's communication";
@@ -791,6 +814,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
           a.price_per_hour = cost;
           a.description = fmt::format("cheapest that fits: {} x {} at {:.2f}/hour", n, gpu.name, cost);
           a.change.id = "cheapest_gpu";
+          a.change.fix_id = "bigger_gpu";
           a.change.step = 9;
           a.change.title = fmt::format("{} x {}", n, gpu.name);
           a.change.cost = fmt::format("{:.2f} per hour", cost);
@@ -895,6 +919,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
         if (auto p = predict(est, model, cut)) {
           FitAlternative a;
           a.change.id = "seq_len";
+          a.change.fix_id = "shorter_sequence";
           a.change.step = 3;
           a.change.title = fmt::format("max sequence length {} -> {}", *given.seq_len, *longest);
           a.change.cost = "truncates every example longer than this (give --lengths to see how many)";

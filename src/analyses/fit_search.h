@@ -62,6 +62,7 @@ struct PredictedTotals {
 
 struct FitChange {
   std::string id;          // stable: expandable_segments, micro_batch, padding_free, seq_len, ...
+  std::string fix_id;      // the fix catalogue entry it belongs to (analyses/fix_catalog.h), or ""
   int step = 0;            // position in the cost order (1 = free ... 9 = hardware)
   std::string title;       // what changes: "micro-batch 8 -> 2, accumulation 1 -> 4"
   std::string cost;        // what it costs

@@ -47,6 +47,7 @@ void add_totals(Json& j, const PredictedTotals& t) {
 Json change_json(const FitChange& c) {
   Json j;
   j["id"] = c.id;
+  j["fix_id"] = c.fix_id.empty() ? Json(nullptr) : Json(c.fix_id);
   j["step"] = c.step;
   j["title"] = c.title;
   j["cost"] = c.cost;
