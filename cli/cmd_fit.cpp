@@ -189,6 +189,7 @@ int run_fit(const FitArgs& a) {
     options.gpu_name = gpu->name;
     options.total_bytes = gpu->total_bytes;
     options.gpu_has_bf16 = gpu->bf16;
+    options.gpu_vendor = gpu->vendor;
   } else if (!a.memory.empty()) {
     auto bytes = parse_user_size(a.memory);
     if (!bytes || *bytes == 0) {

@@ -395,9 +395,11 @@ uint64_t host_bytes_moved(const EstimateFn& est, const ModelSpec& model, const J
 
 // ---- GPUs from the catalog ----
 
-bool usable_for(const GpuSpec& gpu, const Job& job) {
-  // Training recipes here (bitsandbytes, FlashAttention, DeepSpeed) need CUDA or ROCm.
-  if (gpu.vendor == "apple" && is_training(job)) return false;
+// Catalog GPUs a recommendation may name: the user's platform (Apple unified memory only for
+// someone already on Apple: the CUDA/ROCm recipes here do not run there), and bf16 where the job
+// computes in bf16.
+bool usable_for(const GpuSpec& gpu, const Job& job, const std::string& user_vendor) {
+  if ((gpu.vendor == "apple") != (user_vendor == "apple")) return false;
   const std::string p = job.precision.value_or("");
   if ((p == "bf16" || p == "bf16_mixed") && !gpu.bf16) return false;
   return true;
@@ -552,6 +554,7 @@ struct Search {
     }
     plan.job = j;
     plan.num_gpus = options.num_gpus;
+    plan.total_bytes = options.total_bytes;
     if (auto p = predict(est, model, j)) plan.predicted = *p;
     return plan;
   }
@@ -744,12 +747,13 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     if (smallest_gpu) break;
     const GpuSpec* best = nullptr;
     for (const auto& gpu : gpu_catalog()) {
-      if (!usable_for(gpu, given) || !fits_card(gpu, options.num_gpus, fraction)) continue;
+      if (!usable_for(gpu, given, options.gpu_vendor) || !fits_card(gpu, options.num_gpus, fraction)) continue;
       if (!best || gpu.total_bytes < best->total_bytes) best = &gpu;
     }
     if (best && best->total_bytes > options.total_bytes) {
       FitAlternative a;
       a.gpu_name = best->name;
+      a.gpu_total_bytes = best->total_bytes;
       a.num_gpus = options.num_gpus;
       a.predicted = *predicted_on(options.num_gpus);
       a.fits_target = a.predicted.device_used_bytes <= share_of(best->total_bytes, report.target);
@@ -775,6 +779,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       if (!p || p->device_used_bytes > share_of(options.total_bytes, fraction)) continue;
       FitAlternative a;
       a.gpu_name = options.gpu_name;
+      a.gpu_total_bytes = options.total_bytes;
       a.num_gpus = n;
       a.predicted = *p;
       a.fits_target = p->device_used_bytes <= report.target_bytes;
@@ -801,13 +806,14 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   if (!options.prices.empty()) {
     for (const auto& gpu : gpu_catalog()) {
       auto price = options.prices.find(gpu.name);
-      if (price == options.prices.end() || !usable_for(gpu, given)) continue;
+      if (price == options.prices.end() || !usable_for(gpu, given, options.gpu_vendor)) continue;
       for (uint64_t n : kCounts) {
         if (n < options.num_gpus || !fits_card(gpu, n, report.target)) continue;
         const double cost = price->second * static_cast<double>(n);
         if (!cheapest || cost < *cheapest->price_per_hour) {
           FitAlternative a;
           a.gpu_name = gpu.name;
+          a.gpu_total_bytes = gpu.total_bytes;
           a.num_gpus = n;
           a.predicted = *predicted_on(n);
           a.fits_target = true;
@@ -844,6 +850,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
         plan.changes.push_back(hw->change);
         plan.predicted = hw->predicted;
         plan.gpu_name = hw->gpu_name;
+        plan.total_bytes = hw->gpu_total_bytes.value_or(options.total_bytes);
         plan.num_gpus = hw->num_gpus.value_or(options.num_gpus);
         plan.job = hw->change.id == "more_gpus" ? sharded_over(given, plan.num_gpus) : given;
         plan.fits_target = hw->fits_target;

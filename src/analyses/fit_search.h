@@ -39,6 +39,7 @@ struct FitOptions {
   std::string gpu_name;            // for messages; "24.00 GiB card" with --memory
   uint64_t total_bytes = 0;        // per GPU, as nvidia-smi reports it
   bool gpu_has_bf16 = true;        // decides bf16 vs fp16 mixed precision
+  std::string gpu_vendor;          // nvidia, amd, apple; "" with --memory (other GPUs: nvidia, amd)
   uint64_t num_gpus = 1;
   double budget = 0.92;            // fits: device_used <= budget x total
   double target = kDefaultFitTarget;
@@ -79,6 +80,7 @@ struct FitPlan {
   bool fits_target = false;
   Job job;                          // the job with every change applied
   std::optional<std::string> gpu_name;   // when the plan moves to another GPU
+  uint64_t total_bytes = 0;              // per GPU, of the GPU the plan runs on
   uint64_t num_gpus = 1;
 };
 
@@ -88,6 +90,7 @@ struct FitAlternative {
   PredictedTotals predicted;
   bool fits_target = false;
   std::optional<std::string> gpu_name;
+  std::optional<uint64_t> gpu_total_bytes;  // per GPU, for hardware alternatives
   std::optional<uint64_t> num_gpus;
   std::optional<double> price_per_hour;   // count x price per GPU-hour, with --prices
 };

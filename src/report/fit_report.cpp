@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/units.h"
@@ -106,6 +108,7 @@ Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
     plan["fits_target"] = r.plan->fits_target;
     plan["gpu"] = r.plan->gpu_name ? Json(*r.plan->gpu_name) : Json(r.gpu_name);
     plan["num_gpus"] = r.plan->num_gpus;
+    plan["total_bytes"] = r.plan->total_bytes;
     add_totals(plan, r.plan->predicted);
     Json changes = Json::array();
     for (const auto& c : r.plan->changes) changes.push_back(change_json(c));
@@ -229,8 +232,12 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
     const auto& p = *r.plan;
     line("");
     line(style.bold("Plan") +
-         fmt::format(": {} device used, {} of the card{}", format_bytes(p.predicted.device_used_bytes),
-                     percent_of(p.predicted.device_used_bytes, r.total_bytes),
+         fmt::format(": {} device used, {} of the card, {} under the budget{}",
+                     format_bytes(p.predicted.device_used_bytes),
+                     percent_of(p.predicted.device_used_bytes, p.total_bytes),
+                     format_bytes(static_cast<uint64_t>(std::max<double>(
+                         0, std::floor(static_cast<double>(p.total_bytes) * r.budget) -
+                                static_cast<double>(p.predicted.device_used_bytes)))),
                      p.fits_target ? ", under the target"
                                    : style.yellow(", fits the budget but NOT the target")));
     int n = 1;
