@@ -20,6 +20,13 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Parser messages can quote the offending bytes; keep the one-line error printable.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text.substr(0, 200)) out += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?';
+  return out;
+}
+
 bool is_null(const YAML::Node& node) {
   return !node || node.IsNull() || (node.IsScalar() && (node.Scalar() == "~" || node.Scalar().empty()));
 }
@@ -423,7 +430,7 @@ Status set_deepspeed(const YAML::Node& n, std::string_view key, Reader& r) {
       apply_deepspeed_json(YAML::Load(*text), r);
       return Ok{};
     } catch (const YAML::Exception& e) {
-      return make_error(fmt::format("{}: line {}: {}", candidate, e.mark.line + 1, e.msg));
+      return make_error(fmt::format("{}: line {}: {}", candidate, e.mark.line + 1, printable(e.msg)));
     }
   }
   apply_deepspeed_name(path, r);
@@ -795,7 +802,7 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     return make_error(fmt::format("{}: line {}, column {}: invalid YAML: {}", display_name,
-                                  e.mark.line + 1, e.mark.column + 1, e.msg));
+                                  e.mark.line + 1, e.mark.column + 1, printable(e.msg)));
   }
   if (!root.IsMap()) {
     return make_error(fmt::format("{}: not a training config (expected a map of settings at the "
@@ -838,7 +845,7 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
       }
     }
   } catch (const YAML::Exception& e) {
-    return make_error(fmt::format("{}: line {}: {}", display_name, e.mark.line + 1, e.msg));
+    return make_error(fmt::format("{}: line {}: {}", display_name, e.mark.line + 1, printable(e.msg)));
   }
   resolve(r);
   return std::move(r.out);

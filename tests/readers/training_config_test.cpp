@@ -186,3 +186,29 @@ TEST(TrainingConfig, GradientCheckpointingOffloadMovesActivationsToHost) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+TEST(TrainingConfigHostile, DeepNestingBinaryAndHugeNumbersAreErrors) {
+  std::string deep = "base_model: x\nfoo: " + std::string(100000, '[') + std::string(100000, ']') + "\n";
+  auto nested = parse_training_config(deep, "deep.yml");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.error().message.rfind("deep.yml: line 2", 0), 0u) << nested.error().message;
+  std::string binary = "base_model: \"\\\xff\xfe\"\n";
+  auto bytes = parse_training_config(binary, "bin.yml");
+  ASSERT_FALSE(bytes.ok());
+  for (unsigned char c : bytes.error().message) EXPECT_TRUE(c >= 0x20 && c < 0x7f);
+  auto huge = parse_training_config("base_model: x\nmicro_batch_size: 99999999999999999999\n", "big.yml");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.error().message,
+            "big.yml: line 2: micro_batch_size: expected a whole number, got '99999999999999999999'");
+  // Aliases are shared nodes in yaml-cpp, not copies: no exponential blow-up.
+  auto alias = parse_training_config("a: &a [1,2]\nb: &b [*a,*a,*a,*a]\nc: [*b,*b,*b,*b]\nbase_model: x\n",
+                                     "alias.yml");
+  ASSERT_TRUE(alias.ok());
+  EXPECT_EQ(alias->unknown_keys.size(), 3u);
+}
+
+}  // namespace
+}  // namespace oomdoc
