@@ -238,9 +238,13 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
 
   // Norms: HF RMSNorm upcasts to fp32 (LlamaRMSNorm.forward) and saves the fp32 input and the
   // normalised tensor; LayerNorm saves its input (plus per-row mean/rstd).
-  double norm_bytes = m.norm == NormKind::kRmsNorm ? 4 + (p.amp ? 4 : e) : residual + 8 / h;
+  // (per element, plus per-row statistics: rsqrt for RMSNorm, mean and rstd for LayerNorm.)
+  double norm_bytes = m.norm == NormKind::kRmsNorm ? 4 + (p.amp ? 4 : e) + 4 / h : residual + 8 / h;
   uint64_t norms = std::min<uint64_t>(m.norms_per_layer, 2) + (m.norms_per_layer > 2 ? 2 : 0);
   a.per_token += norms * norm_bytes * h;
+  // Parallel-residual blocks with two LayerNorms (GPT-NeoX) normalise the same input twice: the
+  // input is saved once.
+  if (m.parallel_attention && m.norms_per_layer == 2 && m.norm == NormKind::kLayerNorm) a.per_token -= residual * h;
   if (m.qk_norm) a.per_token += (4 + e) * (nh + nkv) * hd;
 
   // Linear inputs: a trainable Linear saves its input; a frozen one does not (autograd saves
@@ -256,7 +260,7 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
       // Linears sharing an input (q/k/v, gate/up) save it once.
       std::string key = l.role == "o" ? "o" : l.role == "down" ? "down" :
                         (l.role == "gate" || l.role == "up" || l.role == "gate_up" || l.role == "fc_in") ? "mlp" : "attn";
-      if (m.parallel_attention && key == "mlp") key = "attn";  // one normed input feeds both
+      if (m.parallel_attention && m.norms_per_layer == 1 && key == "mlp") key = "attn";  // one normed input feeds both
       if (saved_inputs.insert(key).second) a.per_token += e * in;
     } else if (lora) {
       a.per_token += (adapter_bytes == e ? 0 : adapter_bytes) * in + (adapter_bytes == e ? e * in : 0);
@@ -265,7 +269,13 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
 
   // Attention core: q, k, v kept for the attention backward (all kernels); eager attention also
   // keeps the s x s probabilities (fp32 + cast copy where the family upcasts), dropout masks.
-  a.per_token += e * (nh * hd + 2 * nkv * hd) * (cross_attention ? 2 : 1);
+  // Llama-family eager and SDPA paths expand grouped k/v to every query head before the kernel
+  // (transformers repeat_kv: expand + reshape copies), so those copies are what is saved;
+  // flash-attention kernels take the grouped k/v as they are.
+  static const std::set<std::string> kRepeatKv = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
+                                                  "qwen3_moe", "gemma", "gemma2", "gemma3_text", "phi3", "stablelm"};
+  const double kv_heads_saved = p.attention != "flash" && kRepeatKv.count(m.model_type) ? nh : nkv;
+  a.per_token += e * (nh * hd + 2 * kv_heads_saved * hd) * (cross_attention ? 2 : 1);
   if (m.attention == AttentionKind::kMultiLatent) {
     a.per_token += e * (m.kv_lora_rank + m.qk_rope_head_dim + m.q_lora_rank);
   }
@@ -473,14 +483,12 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (p.training) {
     const double tokens = static_cast<double>(p.micro_batch * p.seq) / static_cast<double>(p.cp);
     const double s_kv = static_cast<double>(p.seq) / p.cp;
+    // Encoder-decoder models (T5): linear_layers() lists the encoder block's Linears first
+    // (self-attention 4 + MLP 2 or 3), then the decoder's.
     std::vector<LinearShape> decoder_linears, encoder_linears;
-    for (const auto& l : linears) (l.layers == m.num_layers ? decoder_linears : encoder_linears).push_back(l);
     if (m.is_encoder_decoder) {
-      decoder_linears.clear();
-      encoder_linears.clear();
-      for (const auto& l : linears) {
-        (encoder_linears.size() < (m.gated_mlp ? 7u : 6u) ? encoder_linears : decoder_linears).push_back(l);
-      }
+      const size_t encoder_count = 4 + (m.gated_mlp ? 3 : 2);
+      for (size_t i = 0; i < linears.size(); ++i) (i < encoder_count ? encoder_linears : decoder_linears).push_back(linears[i]);
     }
     LayerActivations dec = block_activations(m, p, m.is_encoder_decoder ? decoder_linears : linears, m.is_encoder_decoder);
     double per_layer = tokens * (dec.per_token + dec.attention_scores * s_kv);
@@ -524,12 +532,16 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       activations = std::min(activations, 2 * std::max(per_layer, layer_input));
       act_detail = "offloaded to CPU (two blocks resident)";
     }
-    // Pipeline parallel 1F1B: the first stage holds pp micro-batches of L/pp blocks.
-    // Embedding output (and its dropout mask).
+    // Pipeline parallel (1F1B): the first stage holds pp micro-batches of L/pp blocks, i.e. L
+    // blocks' worth, so the stack above stands (Korthikanti et al. 2022, section 4.2.3).
+    // Embedding output: its LayerNorm's saved input (BERT, BLOOM) and dropout mask.
     activations += tokens * (m.hidden_dropout > 0 ? 1 : 0) * m.hidden_size;
+    if (m.embedding_norm) activations += tokens * (residual * m.hidden_size + 8);
+    // Encoder heads (pooler on the first token) keep the last hidden state's storage alive.
+    if (m.is_encoder_only) activations += tokens * residual * m.hidden_size;
     // Final norm and output head input.
     if (!m.is_encoder_only) {
-      activations += tokens * (m.norm == NormKind::kRmsNorm ? 4 + p.act_bytes : residual) * m.hidden_size;
+      activations += tokens * (m.norm == NormKind::kRmsNorm ? (4 + p.act_bytes) * m.hidden_size + 4 : residual * m.hidden_size + 8);
       if (!p.use_lora) activations += tokens * p.act_bytes * m.hidden_size;
       // Logits and cross-entropy: logits (activation dtype), upcast to fp32, log-softmax output
       // and its gradient: 12 bytes per vocabulary entry per token at the start of backward
@@ -658,6 +670,23 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (p.num_gpus > 1) b.add("nccl", static_cast<double>(kNcclBytes), "NCCL communicator buffers");
 
   est.components = b.components;
+  {
+    Builder all;
+    for (const auto& c : est.components) {
+      if (c.name == "weights" || c.name == "adapter_weights" || c.name == "master_weights") all.components.push_back(c);
+    }
+    all.add("gradients", grad_bytes, "all trainable gradients");
+    all.add("optimizer_state", optimizer_state, state_detail);
+    all.add("weight_casts", amp_casts, "autocast weight copies");
+    all.add("activations", activations, act_detail);
+    all.add("recompute", layer_working, "one block's working set");
+    all.add("logits", logits, "loss region peak");
+    all.add("kv_cache", kv_cache, "KV cache");
+    all.add("gathered_params", gather, "unsharded blocks");
+    all.add("gradient_buckets", ddp_buckets, "DDP buckets");
+    all.add("temporary", std::max(temporary, step_temp), "largest temporary");
+    est.breakdown = all.components;
+  }
   est.peak_allocated_bytes = allocated;
   est.peak_reserved_bytes = allocated + slack;
   est.device_used_bytes = est.peak_reserved_bytes + kCudaContextBytes + (p.num_gpus > 1 ? kNcclBytes : 0) +

@@ -56,6 +56,7 @@ struct ModelSpec {
   uint64_t v_head_dim = 0;            // MLA
   std::optional<uint64_t> sliding_window;   // tokens; applies to the layers listed below
   std::vector<bool> layer_is_sliding;       // per layer when the model mixes full and sliding layers
+                                            // (Gemma 2/3); empty with sliding_window set = every layer
 
   // Parameters. total_params is exact when read from safetensors or computed from a full config.
   uint64_t total_params = 0;

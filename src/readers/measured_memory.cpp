@@ -86,7 +86,7 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
   const bool training = job.task->rfind("train_", 0) == 0;
   const std::string lp = lower(precision);
   if (lp.rfind("fp32", 0) == 0 || lp.rfind("32-true", 0) == 0) job.precision = "fp32";
-  else if ((has(precision, "amp") && !has(precision, "use_amp=false")) || has(precision, "mixed")) job.precision = has(precision, "fp16") ? "fp16_mixed" : "bf16_mixed";
+  else if ((has(precision, "amp") && !has(precision, "use_amp=false") && !has(precision, "no amp")) || has(precision, "mixed")) job.precision = has(precision, "fp16") ? "fp16_mixed" : "bf16_mixed";
   else if (has(precision, "bf16")) job.precision = "bf16";
   else if (has(precision, "fp16") || has(precision, "16-true") || has(precision, "f16")) job.precision = "fp16";
   else if (has(precision, "fp32")) job.precision = "fp32";

@@ -47,6 +47,11 @@ Json estimate_to_json(const ModelSpec& model, const Job& job, const Estimate& es
     components.push_back(Json{{"name", c.name}, {"bytes", c.bytes}, {"detail", c.detail}});
   }
   doc["components"] = components;
+  Json breakdown = Json::array();
+  for (const auto& c : est.breakdown) {
+    breakdown.push_back(Json{{"name", c.name}, {"bytes", c.bytes}, {"detail", c.detail}});
+  }
+  doc["breakdown"] = breakdown;
   doc["peak_allocated_bytes"] = est.peak_allocated_bytes;
   doc["peak_reserved_bytes"] = est.peak_reserved_bytes;
   doc["device_used_bytes"] = est.device_used_bytes;

@@ -156,8 +156,9 @@ TEST(Estimator, CheckpointingAndFlashShrinkActivations) {
   auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
   EXPECT_GT(act(*eager), 2 * act(*flash));
   // Full checkpointing keeps each block's input (2 bytes x 4 x 2048 x 4096 x 32 blocks) and
-  // the final RMSNorm's fp32 input and normalised output (4 + 2 bytes per element).
-  EXPECT_EQ(act(*full), 2ull * 4 * 2048 * 4096 * 32 + 6ull * 4 * 2048 * 4096);
+  // the final RMSNorm's fp32 input and normalised output (4 + 2 bytes per element) and its
+  // fp32 rsqrt per token.
+  EXPECT_EQ(act(*full), 2ull * 4 * 2048 * 4096 * 32 + 6ull * 4 * 2048 * 4096 + 4ull * 4 * 2048);
 }
 
 TEST(Estimator, DefaultsAreListedAsAssumptions) {
@@ -189,6 +190,32 @@ TEST(Estimator, ContradictionsAreErrors) {
   auto none = estimate_memory(llama2_7b(), lora);
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().message.find("matches no Linear layer"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+TEST(Estimator, PreQuantizedCheckpointUsesItsTensorBytes) {
+  ModelSpec gptq = find_preset("meta-llama/Llama-2-7b-hf")->value();
+  gptq.quantization = "gptq";
+  gptq.quantization_bits = 4;
+  gptq.quantization_group_size = 128;
+  gptq.checkpoint_bytes = 3'900'000'000;  // what the safetensors headers summed to
+  Job job;
+  job.task = "inference";
+  job.batch_size = 1;
+  job.prompt_len = 16;
+  job.max_new_tokens = 16;
+  auto e = estimate_memory(gptq, job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(e->components[0].name, "weights");
+  EXPECT_EQ(e->components[0].bytes, 3'900'000'000u);
+  bool noted = false;
+  for (const auto& a : e->assumptions) noted = noted || a == "weight_quantization: gptq4 (the checkpoint's quantization_config)";
+  EXPECT_TRUE(noted);
 }
 
 }  // namespace

@@ -1,0 +1,484 @@
+#!/usr/bin/env python3
+"""Calibrates oomdoc's estimator against real PyTorch.
+
+Runs small transformer configurations of several families (Llama, GPT-2, GPT-NeoX, BERT) through
+one training step and measures, with PyTorch's own accounting:
+  - parameter, gradient and optimizer-state bytes (AdamW, foreach off),
+  - the bytes of tensors saved for backward (torch.autograd.graph.saved_tensors_hooks,
+    de-duplicated by storage, parameters and buffers excluded),
+  - the step's peak (profiler memory events on CPU; torch.cuda.max_memory_allocated/reserved on
+    CUDA).
+Each model is written here in plain PyTorch following the Hugging Face implementation
+(modeling_llama.py, modeling_gpt2.py, modeling_gpt_neox.py, modeling_bert.py) op for op, so the
+CPU run needs only torch (Debian's python3-torch). Results go to a JSON fixture with the
+model's config.json, which tests/analyses/calibration_test.cpp feeds to the estimator.
+
+  /usr/bin/python3 tools/calibrate.py --out tests/fixtures/estimate/calibration_cpu.json
+
+On a CUDA machine, --cuda also builds real Hugging Face models from the same configs
+(transformers AutoModelForCausalLM.from_config, random weights) and records
+max_memory_allocated / max_memory_reserved for a training step:
+
+  python3 tools/calibrate.py --cuda --out tests/fixtures/estimate/calibration_cuda.json
+"""
+import argparse
+import json
+import math
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+# ---------------------------------------------------------------- models (HF op order) -----
+
+class Dropout(nn.Module):  # noqa: the one dropout used below
+    """nn.Dropout as it runs on CUDA: F.dropout dispatches to the fused native_dropout there,
+    which saves a 1-byte bool mask; the CPU fallback saves a mask in the input's dtype, which is
+    not what a GPU job holds."""
+
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        if not self.training or self.p == 0:
+            return x
+        return torch.native_dropout(x, self.p, True)[0]
+
+
+class LlamaRMSNorm(nn.Module):
+    def __init__(self, h, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(h))
+        self.eps = eps
+
+    def forward(self, x):
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        variance = x.pow(2).mean(-1, keepdim=True)
+        x = x * torch.rsqrt(variance + self.eps)
+        return self.weight * x.to(dtype)
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rope(seq, dim, dtype):
+    inv = 1.0 / (10000 ** (torch.arange(0, dim, 2).float() / dim))
+    t = torch.arange(seq).float()
+    freqs = torch.outer(t, inv)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def repeat_kv(x, n_rep):
+    b, h, s, d = x.shape
+    if n_rep == 1:
+        return x
+    x = x[:, :, None, :, :].expand(b, h, n_rep, s, d)
+    return x.reshape(b, h * n_rep, s, d)
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h, nh, nkv = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"]
+        self.hd = h // nh
+        self.nh, self.nkv = nh, nkv
+        self.q_proj = nn.Linear(h, nh * self.hd, bias=False)
+        self.k_proj = nn.Linear(h, nkv * self.hd, bias=False)
+        self.v_proj = nn.Linear(h, nkv * self.hd, bias=False)
+        self.o_proj = nn.Linear(nh * self.hd, h, bias=False)
+        self.gate_proj = nn.Linear(h, c["intermediate_size"], bias=False)
+        self.up_proj = nn.Linear(h, c["intermediate_size"], bias=False)
+        self.down_proj = nn.Linear(c["intermediate_size"], h, bias=False)
+        self.input_layernorm = LlamaRMSNorm(h)
+        self.post_attention_layernorm = LlamaRMSNorm(h)
+
+    def forward(self, x, cos, sin, mask):
+        b, s, h = x.shape
+        residual = x
+        x = self.input_layernorm(x)
+        q = self.q_proj(x).view(b, s, self.nh, self.hd).transpose(1, 2)
+        k = self.k_proj(x).view(b, s, self.nkv, self.hd).transpose(1, 2)
+        v = self.v_proj(x).view(b, s, self.nkv, self.hd).transpose(1, 2)
+        q = (q * cos) + (rotate_half(q) * sin)
+        k = (k * cos) + (rotate_half(k) * sin)
+        k = repeat_kv(k, self.nh // self.nkv)
+        v = repeat_kv(v, self.nh // self.nkv)
+        w = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.hd)
+        w = w + mask
+        w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+        out = torch.matmul(w, v).transpose(1, 2).contiguous().reshape(b, s, h)
+        x = residual + self.o_proj(out)
+        residual = x
+        x = self.post_attention_layernorm(x)
+        x = self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        return residual + x
+
+
+class LlamaLM(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c = c
+        self.embed_tokens = nn.Embedding(c["vocab_size"], c["hidden_size"])
+        self.layers = nn.ModuleList([LlamaBlock(c) for _ in range(c["num_hidden_layers"])])
+        self.norm = LlamaRMSNorm(c["hidden_size"])
+        self.lm_head = nn.Linear(c["hidden_size"], c["vocab_size"], bias=False)
+
+    def forward(self, ids):
+        b, s = ids.shape
+        x = self.embed_tokens(ids)
+        cos, sin = rope(s, self.c["hidden_size"] // self.c["num_attention_heads"], x.dtype)
+        mask = torch.full((s, s), torch.finfo(x.dtype).min, dtype=x.dtype).triu(1)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        return self.lm_head(self.norm(x))
+
+
+def gelu_new(x):
+    # transformers.activations.NewGELUActivation
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h = c["n_embd"]
+        self.nh = c["n_head"]
+        self.ln_1 = nn.LayerNorm(h)
+        self.c_attn = nn.Linear(h, 3 * h)
+        self.c_proj = nn.Linear(h, h)
+        self.ln_2 = nn.LayerNorm(h)
+        self.c_fc = nn.Linear(h, 4 * h)
+        self.mlp_proj = nn.Linear(4 * h, h)
+        self.attn_dropout = Dropout(c["attn_pdrop"])
+        self.resid_dropout = Dropout(c["resid_pdrop"])
+        self.mlp_dropout = Dropout(c["resid_pdrop"])
+
+    def forward(self, x, causal):
+        b, s, h = x.shape
+        hd = h // self.nh
+        residual = x
+        q, k, v = self.c_attn(self.ln_1(x)).split(h, dim=2)
+        q = q.view(b, s, self.nh, hd).permute(0, 2, 1, 3)
+        k = k.view(b, s, self.nh, hd).permute(0, 2, 1, 3)
+        v = v.view(b, s, self.nh, hd).permute(0, 2, 1, 3)
+        w = torch.matmul(q, k.transpose(-1, -2))
+        w = w / torch.full([], v.size(-1) ** 0.5, dtype=w.dtype)
+        w = torch.where(causal, w, torch.full([], torch.finfo(w.dtype).min, dtype=w.dtype))
+        w = F.softmax(w, dim=-1).type(v.dtype)
+        w = self.attn_dropout(w)
+        out = torch.matmul(w, v).permute(0, 2, 1, 3).contiguous().view(b, s, h)
+        x = residual + self.resid_dropout(self.c_proj(out))
+        residual = x
+        x = self.mlp_dropout(self.mlp_proj(gelu_new(self.c_fc(self.ln_2(x)))))
+        return residual + x
+
+
+class GPT2LM(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h = c["n_embd"]
+        self.wte = nn.Embedding(c["vocab_size"], h)
+        self.wpe = nn.Embedding(c["n_positions"], h)
+        self.drop = Dropout(c["embd_pdrop"])
+        self.h = nn.ModuleList([GPT2Block(c) for _ in range(c["n_layer"])])
+        self.ln_f = nn.LayerNorm(h)
+        n = c["n_positions"]
+        self.register_buffer("bias", torch.tril(torch.ones((n, n), dtype=torch.bool)).view(1, 1, n, n))
+
+    def forward(self, ids):
+        b, s = ids.shape
+        x = self.drop(self.wte(ids) + self.wpe(torch.arange(s)))
+        causal = self.bias[:, :, :s, :s]
+        for block in self.h:
+            x = block(x, causal)
+        return F.linear(self.ln_f(x), self.wte.weight)  # lm_head tied to wte
+
+
+class NeoXBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h = c["hidden_size"]
+        self.nh = c["num_attention_heads"]
+        self.input_layernorm = nn.LayerNorm(h)
+        self.post_attention_layernorm = nn.LayerNorm(h)
+        self.query_key_value = nn.Linear(h, 3 * h)
+        self.dense = nn.Linear(h, h)
+        self.dense_h_to_4h = nn.Linear(h, c["intermediate_size"])
+        self.dense_4h_to_h = nn.Linear(c["intermediate_size"], h)
+
+    def forward(self, x, mask):
+        b, s, h = x.shape
+        hd = h // self.nh
+        qkv = self.query_key_value(self.input_layernorm(x)).view(b, s, self.nh, 3 * hd).permute(0, 2, 1, 3)
+        q, k, v = qkv[..., :hd], qkv[..., hd:2 * hd], qkv[..., 2 * hd:]
+        w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(hd)
+        w = w + mask
+        w = F.softmax(w, dim=-1, dtype=torch.float32).to(v.dtype)
+        out = torch.matmul(w, v).permute(0, 2, 1, 3).contiguous().view(b, s, h)
+        attn = self.dense(out)
+        mlp = self.dense_4h_to_h(F.gelu(self.dense_h_to_4h(self.post_attention_layernorm(x))))
+        return mlp + attn + x  # use_parallel_residual
+
+
+class NeoXLM(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h = c["hidden_size"]
+        self.embed_in = nn.Embedding(c["vocab_size"], h)
+        self.layers = nn.ModuleList([NeoXBlock(c) for _ in range(c["num_hidden_layers"])])
+        self.final_layer_norm = nn.LayerNorm(h)
+        self.embed_out = nn.Linear(h, c["vocab_size"], bias=False)
+
+    def forward(self, ids):
+        b, s = ids.shape
+        x = self.embed_in(ids)
+        mask = torch.full((s, s), torch.finfo(x.dtype).min, dtype=x.dtype).triu(1)
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.embed_out(self.final_layer_norm(x))
+
+
+class BertLayer(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h = c["hidden_size"]
+        self.nh = c["num_attention_heads"]
+        self.query, self.key, self.value = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
+        self.attn_dense = nn.Linear(h, h)
+        self.attn_norm = nn.LayerNorm(h)
+        self.intermediate = nn.Linear(h, c["intermediate_size"])
+        self.output = nn.Linear(c["intermediate_size"], h)
+        self.out_norm = nn.LayerNorm(h)
+        self.attn_drop = Dropout(c["attention_probs_dropout_prob"])
+        self.hidden_drop1 = Dropout(c["hidden_dropout_prob"])
+        self.hidden_drop2 = Dropout(c["hidden_dropout_prob"])
+
+    def forward(self, x):
+        b, s, h = x.shape
+        hd = h // self.nh
+        split = lambda t: t.view(b, s, self.nh, hd).permute(0, 2, 1, 3)
+        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(hd)
+        w = self.attn_drop(F.softmax(w, dim=-1))
+        ctx = torch.matmul(w, v).permute(0, 2, 1, 3).contiguous().view(b, s, h)
+        x = self.attn_norm(self.hidden_drop1(self.attn_dense(ctx)) + x)
+        y = self.hidden_drop2(self.output(F.gelu(self.intermediate(x))))
+        return self.out_norm(y + x)
+
+
+class BertClassifier(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h = c["hidden_size"]
+        self.word = nn.Embedding(c["vocab_size"], h)
+        self.position = nn.Embedding(c["max_position_embeddings"], h)
+        self.token_type = nn.Embedding(c["type_vocab_size"], h)
+        self.norm = nn.LayerNorm(h)
+        self.drop = Dropout(c["hidden_dropout_prob"])
+        self.layers = nn.ModuleList([BertLayer(c) for _ in range(c["num_hidden_layers"])])
+        self.pooler = nn.Linear(h, h)
+        self.classifier = nn.Linear(h, 2)
+
+    def forward(self, ids):
+        b, s = ids.shape
+        x = self.word(ids) + self.position(torch.arange(s)) + self.token_type(torch.zeros_like(ids))
+        x = self.drop(self.norm(x))
+        for layer in self.layers:
+            x = layer(x)
+        return self.classifier(torch.tanh(self.pooler(x[:, 0])))
+
+
+FAMILIES = {
+    "llama": (LlamaLM, {"model_type": "llama", "vocab_size": 512, "hidden_size": 128, "num_hidden_layers": 2,
+                        "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 344,
+                        "tie_word_embeddings": False, "max_position_embeddings": 256}),
+    "gpt2": (GPT2LM, {"model_type": "gpt2", "vocab_size": 512, "n_embd": 128, "n_layer": 2, "n_head": 4,
+                      "n_positions": 256, "activation_function": "gelu_new", "resid_pdrop": 0.1,
+                      "embd_pdrop": 0.1, "attn_pdrop": 0.1}),
+    "gpt_neox": (NeoXLM, {"model_type": "gpt_neox", "vocab_size": 512, "hidden_size": 128, "num_hidden_layers": 2,
+                          "num_attention_heads": 4, "intermediate_size": 512, "hidden_act": "gelu",
+                          "use_parallel_residual": True, "tie_word_embeddings": False,
+                          "attention_dropout": 0.0, "hidden_dropout": 0.0}),
+    "bert": (BertClassifier, {"model_type": "bert", "vocab_size": 512, "hidden_size": 128, "num_hidden_layers": 2,
+                              "num_attention_heads": 4, "intermediate_size": 512, "max_position_embeddings": 256,
+                              "type_vocab_size": 2, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+                              "attention_probs_dropout_prob": 0.1}),
+}
+
+
+# ---------------------------------------------------------------- measurement --------------
+
+def storage_key(t):
+    s = t.storage()
+    return s.data_ptr(), s.size() * t.element_size()
+
+
+def measure(family, batch, seq, dtype):
+    cls, config = FAMILIES[family]
+    torch.manual_seed(0)
+    model = cls(config).to(dtype)
+    model.train()
+    param_ptrs = {p.storage().data_ptr() for p in model.parameters()}
+    param_ptrs |= {b.storage().data_ptr() for b in model.buffers()}
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    ids = torch.randint(0, config["vocab_size"], (batch, seq))
+
+    saved = {}
+
+    def pack(t):
+        if t.is_floating_point() or t.dtype == torch.bool:
+            ptr, nbytes = storage_key(t)
+            if ptr not in param_ptrs and nbytes > 0:
+                saved[ptr] = max(saved.get(ptr, 0), nbytes)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = model(ids)
+        if family == "bert":
+            loss = F.cross_entropy(out.float(), torch.zeros(batch, dtype=torch.long))
+        else:
+            # transformers ForCausalLMLoss: upcast, shift the labels (not the logits).
+            labels = F.pad(ids, (0, 1), value=-100)[:, 1:]
+            loss = F.cross_entropy(out.float().view(-1, out.size(-1)), labels.reshape(-1), ignore_index=-100)
+    loss.backward()
+    grads = sum(p.grad.numel() * p.grad.element_size() for p in model.parameters() if p.grad is not None)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
+    opt.step()
+    state = sum(v.numel() * v.element_size() for s in opt.state.values() for v in s.values()
+                if torch.is_tensor(v) and v.dim() > 0)
+    return {
+        "family": family,
+        "config": config,
+        "job": {"task": "train_full", "precision": "fp32" if dtype == torch.float32 else "bf16",
+                "optimizer": "adamw", "micro_batch_size": batch, "seq_len": seq,
+                "gradient_checkpointing": "none", "attention_impl": "eager"},
+        "measured": {
+            "param_bytes": params,
+            "grad_bytes": grads,
+            "optimizer_state_bytes": state,
+            "saved_activation_bytes": sum(saved.values()),
+            "step_peak_bytes": step_peak_cpu(family, batch, seq, dtype),
+        },
+    }
+
+
+def step_peak_cpu(family, batch, seq, dtype):
+    """Peak of the step from the profiler's CPU memory events (allocation +, free -)."""
+    cls, config = FAMILIES[family]
+    torch.manual_seed(0)
+    try:
+        from torch.profiler import profile, ProfilerActivity
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            model = cls(config).to(dtype)
+            ids = torch.randint(0, config["vocab_size"], (batch, seq))
+            out = model(ids)
+            target = torch.zeros(batch, dtype=torch.long) if family == "bert" else F.pad(ids, (0, 1), value=-100)[:, 1:].reshape(-1)
+            logits = out.float() if family == "bert" else out.float().view(-1, out.size(-1))
+            F.cross_entropy(logits, target, ignore_index=-100).backward()
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
+            opt.step()
+        events = sorted((e.start_us(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                        if e.name() == "[memory]")
+        live = peak = 0
+        for _, nbytes in events:
+            live += nbytes
+            peak = max(peak, live)
+        return peak
+    except Exception as error:  # profiler internals differ across versions
+        print(f"step peak not measured: {error}", file=sys.stderr)
+        return None
+
+
+def measure_cuda_plain(family, batch, seq):
+    """The plain-PyTorch families above on the GPU in bf16: the allocator's own peak counters for
+    two training steps (the second holds optimizer state), and the saved-tensor bytes."""
+    cls, config = FAMILIES[family]
+    torch.manual_seed(0)
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    model = cls(config).to("cuda", torch.bfloat16)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, config["vocab_size"], (batch, seq), device="cuda")
+    for _ in range(2):
+        out = model(ids)
+        if family == "bert":
+            loss = F.cross_entropy(out.float(), torch.zeros(batch, dtype=torch.long, device="cuda"))
+        else:
+            labels = F.pad(ids, (0, 1), value=-100)[:, 1:]
+            loss = F.cross_entropy(out.float().view(-1, out.size(-1)), labels.reshape(-1), ignore_index=-100)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    return {"family": family, "config": config,
+            "job": {"task": "train_full", "precision": "bf16", "optimizer": "adamw", "micro_batch_size": batch,
+                    "seq_len": seq, "gradient_checkpointing": "none", "attention_impl": "eager"},
+            "measured": {"max_memory_allocated": torch.cuda.max_memory_allocated(),
+                         "max_memory_reserved": torch.cuda.max_memory_reserved(),
+                         "torch": torch.__version__}}
+
+
+def measure_cuda(model_id_configs):
+    """Real Hugging Face models from config on a GPU (needs transformers)."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+    results = []
+    for config_dict, batch, seq in model_id_configs:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        config = AutoConfig.for_model(**config_dict)
+        model = AutoModelForCausalLM.from_config(config, torch_dtype=torch.bfloat16).cuda()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        ids = torch.randint(0, config.vocab_size, (batch, seq), device="cuda")
+        for _ in range(2):  # the second step holds optimizer state
+            model(input_ids=ids, labels=ids).loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        results.append({"config": config_dict,
+                        "job": {"task": "train_full", "precision": "bf16", "optimizer": "adamw",
+                                "micro_batch_size": batch, "seq_len": seq, "attention_impl": "sdpa"},
+                        "measured": {"max_memory_allocated": torch.cuda.max_memory_allocated(),
+                                     "max_memory_reserved": torch.cuda.max_memory_reserved(),
+                                     "torch": torch.__version__}})
+        del model, opt
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--cuda", action="store_true", help="run real HF models on the GPU (needs transformers)")
+    args = parser.parse_args()
+    if args.cuda:
+        if not torch.cuda.is_available():
+            sys.exit("calibrate.py: --cuda given but torch.cuda.is_available() is False")
+        results = [measure_cuda_plain(family, batch, seq) for family in FAMILIES for batch, seq in ((1, 64), (8, 256))]
+        try:
+            import transformers  # noqa: F401
+        except ImportError:
+            print("transformers not installed: only the plain-PyTorch families were measured", file=sys.stderr)
+        else:
+            configs = [(dict(FAMILIES["llama"][1], vocab_size=32000, hidden_size=2048, intermediate_size=5632,
+                             num_hidden_layers=4, num_attention_heads=16, num_key_value_heads=4), 2, 1024)]
+            results += measure_cuda(configs)
+    else:
+        results = []
+        for family in FAMILIES:
+            for batch, seq in ((1, 64), (2, 128)):
+                results.append(measure(family, batch, seq, torch.float32))
+    with open(args.out, "w") as f:
+        json.dump({"tool": "tools/calibrate.py", "torch": torch.__version__, "device": "cuda" if args.cuda else "cpu",
+                   "results": results}, f, indent=1)
+        f.write("\n")
+    print(f"wrote {len(results)} measurements to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
