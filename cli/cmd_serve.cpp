@@ -1,0 +1,114 @@
+// oomdoc serve [--gpu NAME | --memory SIZE] [--vllm-version V] [overrides] [--json] -- VLLM COMMAND
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "analyses/vllm_serve.h"
+#include "command.h"
+#include "core/exit_codes.h"
+#include "core/units.h"
+#include "readers/gpu_catalog.h"
+#include "readers/served_model.h"
+#include "readers/vllm_args.h"
+#include "report/serve_report.h"
+
+namespace oomdoc::cli {
+namespace {
+
+struct ServeOptions {
+  std::vector<std::string> command;
+  std::string gpu;
+  std::string memory;
+  std::string vllm_version;
+  std::string weights, activation, non_torch, cuda_graph;
+  bool json = false;
+};
+
+Result<std::optional<uint64_t>> size_option(const std::string& flag, const std::string& text) {
+  if (text.empty()) return std::optional<uint64_t>{};
+  auto bytes = parse_user_size(text);
+  if (!bytes) return Error{fmt::format("{}: '{}' is not a size (e.g. 14.96GiB)", flag, text)};
+  return std::optional<uint64_t>{*bytes};
+}
+
+int run_serve(const ServeOptions& o) {
+  if (o.command.empty()) {
+    return fail("serve: give the vLLM command after `--`, e.g. oomdoc serve --gpu 4090 -- vllm serve "
+                "meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768");
+  }
+  auto config = parse_vllm_command_line(o.command);
+  if (!config) return fail("serve: " + config.error().message);
+
+  ServeInputs inputs;
+  inputs.config = config.value();
+  if (!o.gpu.empty() && !o.memory.empty()) return fail("serve: give --gpu or --memory, not both");
+  if (!o.memory.empty()) {
+    auto bytes = parse_user_size(o.memory);
+    if (!bytes || *bytes == 0) return fail("serve: --memory: '" + o.memory + "' is not a size (e.g. 24GiB)");
+    inputs.target = serve_target_memory(*bytes);
+  } else if (!o.gpu.empty()) {
+    auto gpu = find_gpu(o.gpu);
+    if (!gpu) return fail("serve: --gpu: " + gpu.error().message);
+    inputs.target = serve_target(gpu.value());
+  } else {
+    return fail("serve: which GPU? pass --gpu NAME (e.g. --gpu h100) or --memory SIZE");
+  }
+  auto version = parse_vllm_version(o.vllm_version);
+  if (!version) return fail("serve: " + version.error().message);
+  inputs.version = version.value();
+
+  struct SizeFlag {
+    const char* flag;
+    const std::string& text;
+    std::optional<uint64_t>& into;
+  };
+  for (SizeFlag f : {SizeFlag{"--weights", o.weights, inputs.overrides.weights_bytes},
+                     SizeFlag{"--activation", o.activation, inputs.overrides.activation_bytes},
+                     SizeFlag{"--non-torch", o.non_torch, inputs.overrides.non_torch_bytes},
+                     SizeFlag{"--cuda-graph", o.cuda_graph, inputs.overrides.cuda_graph_bytes}}) {
+    auto size = size_option(f.flag, f.text);
+    if (!size) return fail("serve: " + size.error().message);
+    f.into = size.value();
+  }
+
+  auto model = resolve_served_model(inputs.config.model);
+  if (!model) return fail("serve: " + model.error().message);
+  inputs.model = std::move(model->spec);
+  inputs.model_note = model->note;
+
+  auto report = analyze_serve(inputs);
+  if (!report) return fail("serve: " + report.error().message);
+  if (o.json) {
+    std::cout << dump_json(serve_json(report.value()));
+  } else {
+    std::cout << render_serve_text(report.value(), Style::for_fd(STDOUT_FILENO));
+  }
+  return report->prediction.fits ? kExitOk : kExitNothingFound;
+}
+
+void setup(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Size a vLLM launch before it fails: KV cache tokens, vLLM's log lines and errors, fixes");
+  cmd->footer(
+      "Example: oomdoc serve --gpu 4090 -- vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768\n"
+      "Also: python -m vllm.entrypoints.openai.api_server --model M ..., or 'LLM(model=\"M\", ...)'.\n"
+      "Exit status: 0 it fits, 1 vLLM would fail at startup, 2 bad input. See docs/serve.md.");
+  cmd->add_option("command", options->command, "The vLLM command line, after `--`");
+  cmd->add_option("--gpu", options->gpu, "GPU from the catalog (fuzzy: 4090, h100-80, a100 40gb)");
+  cmd->add_option("--memory", options->memory, "GPU memory as CUDA reports it instead of --gpu (e.g. 23.58GiB)");
+  cmd->add_option("--vllm-version", options->vllm_version,
+                  "vLLM version whose accounting to mirror (default: current)");
+  cmd->add_option("--weights", options->weights, "Use this weight size per GPU (from a log's \"Model loading took\")");
+  cmd->add_option("--activation", options->activation, "Use this activation peak (from a log)");
+  cmd->add_option("--non-torch", options->non_torch, "Use this non-torch memory (from a log)");
+  cmd->add_option("--cuda-graph", options->cuda_graph, "Use this CUDA graph memory (from a log)");
+  cmd->add_flag("--json", options->json, "One JSON document on stdout (docs/json.md)");
+  cmd->callback([options, exit_code]() { *exit_code = run_serve(*options); });
+}
+
+CommandRegistration reg{40, "serve", setup};
+
+}  // namespace
+}  // namespace oomdoc::cli

@@ -1,0 +1,205 @@
+// The flags that make a vLLM launch fit, cheapest first. Every candidate is re-predicted with
+// predict_vllm_startup, so a fix's numbers are the analysis's, never a rule of thumb.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "analyses/vllm_serve.h"
+#include "readers/gpu_catalog.h"
+
+namespace oomdoc {
+namespace {
+
+std::optional<ServePrediction> try_predict(const ServeInputs& inputs) {
+  auto p = predict_vllm_startup(inputs);
+  if (!p) return std::nullopt;
+  return std::move(p.value());
+}
+
+ServeFix fix_from(std::string flag, std::string cost, const ServePrediction& p) {
+  ServeFix fix;
+  fix.flag = std::move(flag);
+  fix.cost = std::move(cost);
+  fix.fits = p.fits;
+  fix.kv_tokens = p.capacity.tokens;
+  fix.max_concurrency = p.capacity.max_concurrency;
+  fix.max_model_len = p.settings.max_model_len;
+  return fix;
+}
+
+// A round number a person would type: multiples of 1024 above 8K, of 256 above 1K.
+// Below this a shortened context is no longer a useful answer on its own.
+constexpr uint64_t kMinUsefulLength = 2048;
+
+uint64_t round_length_down(uint64_t len) {
+  if (len >= 8192) return len / 1024 * 1024;
+  if (len >= 1024) return len / 256 * 256;
+  return len / 16 * 16;
+}
+
+}  // namespace
+
+std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePrediction& base) {
+  std::vector<ServeFix> fixes;
+  const ServeSettings& s = base.settings;
+  // When no single change is enough, a candidate that loads the weights but cannot hold one
+  // full-length request is combined with the longest --max-model-len it can hold.
+  bool combine_with_length = false;
+  auto add_if_fits = [&](ServeInputs changed, std::string flag, std::string cost,
+                         std::string note = "") -> bool {
+    auto p = try_predict(changed);
+    if (p && !p->fits && combine_with_length && p->error && p->error->kind == "max_len_too_long" &&
+        p->max_model_len_that_fits >= kMinUsefulLength) {
+      uint64_t len = round_length_down(p->max_model_len_that_fits);
+      changed.config.max_model_len = len;
+      changed.config.max_model_len_auto = false;
+      flag += fmt::format(" --max-model-len {}", len);
+      cost += fmt::format("; requests longer than {} tokens are refused", len);
+      p = try_predict(changed);
+    }
+    if (!p || !p->fits) return false;
+    ServeFix fix = fix_from(std::move(flag), std::move(cost), *p);
+    fix.note = std::move(note);
+    fixes.push_back(std::move(fix));
+    return true;
+  };
+
+  // 1. A shorter --max-model-len, when the weights fit and only one long request does not.
+  if (base.available_kv_bytes > 0 && base.max_model_len_that_fits > 0 &&
+      base.max_model_len_that_fits < s.max_model_len) {
+    uint64_t len = base.max_model_len_that_fits;
+    for (uint64_t candidate : {round_length_down(len), len}) {
+      ServeInputs changed = inputs;
+      changed.config.max_model_len = candidate;
+      changed.config.max_model_len_auto = false;
+      if (add_if_fits(changed, fmt::format("--max-model-len {}", candidate),
+                      fmt::format("requests longer than {} tokens are refused", candidate))) {
+        break;
+      }
+    }
+  }
+  // 2. An 8-bit KV cache halves the bytes per token.
+  if (base.kv.dtype_bytes >= 2) {
+    ServeInputs changed = inputs;
+    changed.config.kv_cache_dtype = "fp8";
+    add_if_fits(changed, "--kv-cache-dtype fp8",
+                "small accuracy risk: without calibrated scales vLLM uses a scale of 1.0 "
+                "(use a checkpoint with KV scales or --calculate-kv-scales)",
+                inputs.target.fp8 ? "" : "this GPU has no fp8 tensor cores: vLLM stores fp8 and converts, slower attention");
+  }
+  // 3. A smaller profile run: fewer batched tokens, then fewer sequences.
+  for (uint64_t batched : {4096ull, 2048ull, 1024ull, 512ull}) {
+    if (batched >= s.max_num_batched_tokens || !s.chunked_prefill) continue;
+    ServeInputs changed = inputs;
+    changed.config.max_num_batched_tokens = batched;
+    if (add_if_fits(changed, fmt::format("--max-num-batched-tokens {}", batched),
+                    "long prompts are prefilled in smaller chunks (slower time to first token)")) {
+      break;
+    }
+  }
+  for (uint64_t seqs : {128ull, 64ull, 32ull, 16ull, 8ull, 4ull, 1ull}) {
+    if (seqs >= s.max_num_seqs) continue;
+    ServeInputs changed = inputs;
+    changed.config.max_num_seqs = seqs;
+    if (add_if_fits(changed, fmt::format("--max-num-seqs {}", seqs),
+                    fmt::format("at most {} requests run at once", seqs))) {
+      break;
+    }
+  }
+  // 4. No CUDA graphs: frees their memory (or avoids the capture OOM before v0.21).
+  if (!s.enforce_eager) {
+    ServeInputs changed = inputs;
+    changed.config.enforce_eager = true;
+    add_if_fits(changed, "--enforce-eager", "slower decoding without CUDA graphs");
+  }
+  // 5. A larger share of the card, up to what the CUDA context leaves (and the graphs need,
+  //    before v0.21), with a 0.25 GiB margin.
+  {
+    uint64_t reserve = base.context_bytes + kGiB / 4 + (base.graphs_in_budget ? 0 : base.cuda_graphs.bytes);
+    if (base.total_bytes > reserve) {
+      double highest = std::floor(static_cast<double>(base.total_bytes - reserve) /
+                                  static_cast<double>(base.total_bytes) * 100) / 100;
+      if (highest > s.gpu_memory_utilization + 0.005) {
+        for (double u = std::ceil(s.gpu_memory_utilization * 100 + 0.5) / 100; u <= highest + 1e-9; u += 0.01) {
+          ServeInputs changed = inputs;
+          changed.config.gpu_memory_utilization = std::round(u * 100) / 100;
+          if (add_if_fits(changed, fmt::format("--gpu-memory-utilization {:.2f}", *changed.config.gpu_memory_utilization),
+                          "only when no other process uses this GPU")) {
+            break;
+          }
+        }
+      }
+    }
+  }
+  auto more_hardware = [&]() {
+  // 6. More GPUs: tensor parallel over NVLink, pipeline parallel without it.
+  for (bool pipeline : {false, true}) {
+    for (uint64_t factor : {2ull, 4ull, 8ull}) {
+      ServeInputs changed = inputs;
+      std::string flag;
+      if (pipeline) {
+        changed.config.pipeline_parallel_size = s.pipeline_parallel_size * factor;
+        flag = fmt::format("--pipeline-parallel-size {}", changed.config.pipeline_parallel_size);
+      } else {
+        changed.config.tensor_parallel_size = s.tensor_parallel_size * factor;
+        flag = fmt::format("--tensor-parallel-size {}", changed.config.tensor_parallel_size);
+      }
+      uint64_t gpus = changed.config.tensor_parallel_size * changed.config.pipeline_parallel_size;
+      std::string cost = pipeline
+          ? fmt::format("{} GPUs; pipeline stages pass only activations, the choice for GPUs without NVLink", gpus)
+          : fmt::format("{} GPUs{}", gpus, inputs.target.nvlink ? " over NVLink"
+                                           : "; without NVLink every layer's all-reduce crosses PCIe");
+      if (add_if_fits(changed, flag, cost)) break;
+    }
+  }
+  // 7. Smaller weights: fp8 online quantization where the GPU has fp8, else a 4-bit checkpoint.
+  if (s.weights.method.empty()) {
+    if (inputs.target.fp8) {
+      ServeInputs changed = inputs;
+      changed.config.quantization = "fp8";
+      add_if_fits(changed, "--quantization fp8", "weights quantized to fp8 at load time: small accuracy loss");
+    }
+    ServeInputs changed = inputs;
+    changed.config.quantization = "awq";
+    add_if_fits(changed, "an AWQ or GPTQ 4-bit checkpoint of the model (--quantization awq_marlin)",
+                "a different checkpoint; some accuracy loss");
+  }
+  // 8. CPU offload of weights: as many GiB as the shortfall.
+  {
+    int64_t need = static_cast<int64_t>(base.capacity.bytes_per_request) - base.available_kv_bytes;
+    if (need > 0) {
+      double gb = std::ceil(static_cast<double>(need) / static_cast<double>(kGiB) + 0.5);
+      ServeInputs changed = inputs;
+      changed.config.cpu_offload_gb = inputs.config.cpu_offload_gb + gb;
+      add_if_fits(changed, fmt::format("--cpu-offload-gb {:g}", changed.config.cpu_offload_gb),
+                  "much slower: offloaded weights cross PCIe on every forward pass; needs that much pinned host RAM per GPU");
+    }
+  }
+  // 9. The smallest catalog GPU on which the launch fits unchanged.
+  {
+    std::vector<const GpuSpec*> gpus;
+    for (const GpuSpec& gpu : gpu_catalog()) {
+      // vLLM needs compute capability 7.0+: Pascal cards are no answer.
+      if (gpu.vendor == "nvidia" && gpu.architecture != "Pascal" && gpu.total_bytes > inputs.target.total_bytes) {
+        gpus.push_back(&gpu);
+      }
+    }
+    std::stable_sort(gpus.begin(), gpus.end(),
+                     [](const GpuSpec* a, const GpuSpec* b) { return a->total_bytes < b->total_bytes; });
+    for (const GpuSpec* gpu : gpus) {
+      ServeInputs changed = inputs;
+      changed.target = serve_target(*gpu);
+      if (add_if_fits(changed, fmt::format("--gpu \"{}\"", gpu->name), "a bigger GPU")) break;
+    }
+  }
+  };
+  more_hardware();
+  if (fixes.empty()) {
+    combine_with_length = true;
+    more_hardware();
+  }
+  return fixes;
+}
+
+}  // namespace oomdoc

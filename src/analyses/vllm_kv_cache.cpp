@@ -1,0 +1,163 @@
+#include "analyses/vllm_kv_cache.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace oomdoc {
+namespace {
+
+uint64_t cdiv(uint64_t a, uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
+
+bool layer_is_sliding(const ModelSpec& model, uint64_t layer) {
+  if (!model.sliding_window) return false;
+  if (model.layer_is_sliding.empty()) return true;  // one window for every layer (Mistral v0.1)
+  return layer < model.layer_is_sliding.size() && model.layer_is_sliding[layer];
+}
+
+// KV cache groups of the hybrid manager: layers of each kind are cut into groups of the size of
+// the smaller kind (vLLM pads uneven counts with empty layers).
+struct Groups {
+  uint64_t group_size = 0;
+  uint64_t full_groups = 0;
+  uint64_t sliding_groups = 0;
+};
+
+Groups hybrid_groups_of(const KvLayout& layout, bool hybrid) {
+  Groups g;
+  uint64_t full = layout.full_layers;
+  uint64_t sliding = layout.sliding_layers;
+  if (!hybrid || sliding == 0) {
+    g.group_size = full + sliding;
+    g.full_groups = 1;
+    return g;
+  }
+  if (full == 0) {
+    g.group_size = sliding;
+    g.sliding_groups = 1;
+    return g;
+  }
+  g.group_size = std::min(full, sliding);
+  g.full_groups = cdiv(full, g.group_size);
+  g.sliding_groups = cdiv(sliding, g.group_size);
+  return g;
+}
+
+uint64_t sliding_blocks_per_request(uint64_t window, uint64_t max_model_len, uint64_t batched,
+                                    uint64_t block_size) {
+  // SlidingWindowSpec.max_memory_usage_bytes: the window plus one prefill chunk, plus a block.
+  uint64_t tokens = std::min(window - 1 + batched, max_model_len);
+  return cdiv(tokens, block_size) + 1;
+}
+
+}  // namespace
+
+std::vector<PipelineStage> pipeline_stages(const ModelSpec& model, uint64_t pp) {
+  pp = std::max<uint64_t>(pp, 1);
+  std::vector<uint64_t> sizes(pp, model.num_layers / pp);
+  uint64_t remaining = model.num_layers % pp;
+  for (uint64_t i = 2; i < remaining + 2 && i <= pp; ++i) sizes[pp - i] += 1;
+  std::vector<PipelineStage> stages;
+  uint64_t next = 0;
+  for (uint64_t i = 0; i < pp; ++i) {
+    PipelineStage stage;
+    stage.first_layer = next;
+    stage.layers = sizes[i];
+    for (uint64_t layer = next; layer < next + sizes[i]; ++layer) {
+      if (layer_is_sliding(model, layer)) ++stage.sliding_layers;
+    }
+    stage.first = i == 0;
+    stage.last = i + 1 == pp;
+    next += sizes[i];
+    stages.push_back(stage);
+  }
+  return stages;
+}
+
+uint64_t kv_dtype_bytes(const std::string& kv_cache_dtype, uint64_t model_dtype_bytes) {
+  if (kv_cache_dtype.rfind("fp8", 0) == 0 || kv_cache_dtype == "int8_per_token_head") return 1;
+  if (kv_cache_dtype == "bfloat16" || kv_cache_dtype == "float16" || kv_cache_dtype == "half") return 2;
+  return model_dtype_bytes;  // auto
+}
+
+KvLayout kv_layout(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
+                   uint64_t dtype_bytes, uint64_t block_size) {
+  KvLayout layout;
+  layout.block_size = block_size;
+  layout.dtype_bytes = dtype_bytes;
+  layout.full_layers = stage.layers - stage.sliding_layers;
+  layout.sliding_layers = stage.sliding_layers;
+  uint64_t layers = stage.layers;
+  if (model.attention == AttentionKind::kMultiLatent) {
+    // MLAAttentionSpec: no factor 2 (one latent serves as K and V), one "head", every rank keeps
+    // the whole latent.
+    layout.latent = true;
+    layout.kv_heads_per_gpu = 1;
+    layout.head_size = model.kv_lora_rank + model.qk_rope_head_dim;
+    layout.bytes_per_token_per_layer = layout.head_size * dtype_bytes;
+    layout.formula = fmt::format("{} layers x 1 latent x ({} + {}) x {} B", layers,
+                                 model.kv_lora_rank, model.qk_rope_head_dim, dtype_bytes);
+  } else {
+    uint64_t kv_heads = model.num_kv_heads ? model.num_kv_heads : model.num_attention_heads;
+    uint64_t head_dim = model.head_dim ? model.head_dim
+                                       : (model.num_attention_heads ? model.hidden_size / model.num_attention_heads : 0);
+    // ModelConfig.get_num_kv_heads: heads are split across TP ranks, replicated when TP > heads.
+    layout.kv_heads_per_gpu = std::max<uint64_t>(1, kv_heads / std::max<uint64_t>(tp, 1));
+    layout.head_size = head_dim;
+    layout.bytes_per_token_per_layer = 2 * layout.kv_heads_per_gpu * head_dim * dtype_bytes;
+    layout.formula = fmt::format("2 x {} layers x {} KV head{} x {} x {} B", layers,
+                                 layout.kv_heads_per_gpu, layout.kv_heads_per_gpu == 1 ? "" : "s",
+                                 head_dim, dtype_bytes);
+  }
+  layout.page_bytes = layout.bytes_per_token_per_layer * block_size;
+  layout.bytes_per_token = layout.bytes_per_token_per_layer * layers;
+  return layout;
+}
+
+KvCapacity kv_capacity(const KvLayout& layout, int64_t available_bytes, uint64_t max_model_len,
+                       uint64_t max_num_batched_tokens, std::optional<uint64_t> sliding_window,
+                       bool hybrid) {
+  KvCapacity capacity;
+  Groups groups = hybrid_groups_of(layout, hybrid && sliding_window.has_value());
+  capacity.num_groups = groups.full_groups + groups.sliding_groups;
+  uint64_t bytes_per_block_all_groups = layout.page_bytes * groups.group_size;
+  if (available_bytes > 0 && bytes_per_block_all_groups > 0) {
+    // kv_cache_utils: num_blocks = available_memory // page_size // num_layers (per group).
+    capacity.num_blocks = static_cast<uint64_t>(available_bytes) / bytes_per_block_all_groups;
+  }
+  capacity.tokens = capacity.num_blocks / std::max<uint64_t>(capacity.num_groups, 1) * layout.block_size;
+
+  uint64_t full_blocks = cdiv(max_model_len, layout.block_size);
+  uint64_t per_request = groups.full_groups * full_blocks;
+  if (groups.sliding_groups) {
+    per_request += groups.sliding_groups *
+                   sliding_blocks_per_request(*sliding_window, max_model_len, max_num_batched_tokens,
+                                              layout.block_size);
+  }
+  capacity.blocks_per_request = per_request;
+  capacity.bytes_per_request = per_request * bytes_per_block_all_groups;
+  capacity.max_concurrency =
+      per_request ? static_cast<double>(capacity.num_blocks) / static_cast<double>(per_request) : 0;
+  return capacity;
+}
+
+uint64_t max_model_len_that_fits(const KvLayout& layout, int64_t available_bytes,
+                                 uint64_t max_num_batched_tokens,
+                                 std::optional<uint64_t> sliding_window, bool hybrid,
+                                 uint64_t upper_bound) {
+  // Binary search like vLLM's estimate_max_model_len: the largest length whose one request fits.
+  auto fits = [&](uint64_t len) {
+    KvCapacity c = kv_capacity(layout, available_bytes, len, max_num_batched_tokens, sliding_window, hybrid);
+    return c.num_blocks > 0 && c.blocks_per_request <= c.num_blocks;
+  };
+  if (upper_bound == 0 || !fits(1)) return 0;
+  uint64_t lo = 1, hi = upper_bound;
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+}  // namespace oomdoc

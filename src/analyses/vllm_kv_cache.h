@@ -1,0 +1,72 @@
+// vLLM's paged KV cache, per GPU: bytes per token, pages of block_size tokens, how many blocks
+// the available memory holds, and what vLLM logs from them ("GPU KV cache size: N tokens",
+// "Maximum concurrency for L tokens per request: X x"). Mirrors vllm/v1/kv_cache_interface.py
+// (page sizes) and vllm/v1/core/kv_cache_utils.py (block counts, concurrency, max length).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/model_spec.h"
+
+namespace oomdoc {
+
+inline constexpr uint64_t kVllmDefaultBlockSize = 16;  // vllm/config/cache.py DEFAULT_BLOCK_SIZE
+
+// The decoder layers one pipeline stage holds (vLLM's get_pp_indices: the remainder goes to the
+// stages just before the last).
+struct PipelineStage {
+  uint64_t first_layer = 0;
+  uint64_t layers = 0;
+  uint64_t sliding_layers = 0;   // of which sliding-window
+  bool first = false;            // holds the input embedding
+  bool last = false;             // holds the output head
+};
+std::vector<PipelineStage> pipeline_stages(const ModelSpec& model, uint64_t pipeline_parallel_size);
+
+struct KvLayout {
+  uint64_t block_size = kVllmDefaultBlockSize;
+  uint64_t dtype_bytes = 2;
+  bool latent = false;                 // MLA: one latent per token, replicated on every TP rank
+  uint64_t kv_heads_per_gpu = 0;       // max(1, kv_heads / tp); 1 for MLA
+  uint64_t head_size = 0;              // head_dim; kv_lora_rank + qk_rope_head_dim for MLA
+  uint64_t bytes_per_token_per_layer = 0;
+  uint64_t page_bytes = 0;             // one block of one layer
+  uint64_t full_layers = 0;            // on this GPU
+  uint64_t sliding_layers = 0;
+  uint64_t bytes_per_token = 0;        // all layers on this GPU
+  std::string formula;                 // "2 x 32 layers x 8 KV heads x 128 x 2 B"
+};
+
+// layers: those of one pipeline stage. tp: tensor-parallel size.
+KvLayout kv_layout(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
+                   uint64_t dtype_bytes, uint64_t block_size);
+
+struct KvCapacity {
+  uint64_t num_blocks = 0;
+  uint64_t tokens = 0;                 // as "GPU KV cache size: N tokens" prints it
+  uint64_t blocks_per_request = 0;     // for one request of max_model_len
+  uint64_t bytes_per_request = 0;
+  double max_concurrency = 0;          // as "Maximum concurrency for L tokens per request" prints it
+  uint64_t num_groups = 1;             // KV cache groups (hybrid models)
+};
+
+// hybrid_groups: V1's hybrid manager (sliding layers in their own groups, requests charged only
+// for the window); otherwise every layer is sized as full attention (V0, older V1).
+KvCapacity kv_capacity(const KvLayout& layout, int64_t available_bytes, uint64_t max_model_len,
+                       uint64_t max_num_batched_tokens, std::optional<uint64_t> sliding_window,
+                       bool hybrid_groups);
+
+// The longest request that fits in the available KV memory (vLLM's "estimated maximum model
+// length"), 0 when not even one block fits.
+uint64_t max_model_len_that_fits(const KvLayout& layout, int64_t available_bytes,
+                                 uint64_t max_num_batched_tokens,
+                                 std::optional<uint64_t> sliding_window, bool hybrid_groups,
+                                 uint64_t upper_bound);
+
+// Bytes of one KV element for a --kv-cache-dtype given the model dtype ("auto" follows it).
+uint64_t kv_dtype_bytes(const std::string& kv_cache_dtype, uint64_t model_dtype_bytes);
+
+}  // namespace oomdoc

@@ -1,0 +1,161 @@
+#include "analyses/vllm_profile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace oomdoc {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+uint64_t embedding_params(const ModelSpec& model) {
+  return model.embedding_params ? model.embedding_params : model.vocab_size * model.hidden_size;
+}
+
+uint64_t lm_head_params(const ModelSpec& model) {
+  if (model.tie_word_embeddings) return 0;
+  return model.lm_head_params ? model.lm_head_params : model.vocab_size * model.hidden_size;
+}
+
+// Norm weights stay in the serving dtype and are replicated (two per layer and a final one).
+uint64_t norm_params_per_layer(const ModelSpec& model) { return 2 * model.hidden_size; }
+
+}  // namespace
+
+Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<std::string>& dtype_flag,
+                                   const std::optional<std::string>& quantization_flag,
+                                   bool gpu_has_bf16) {
+  WeightFormat format;
+  std::string dtype = lower(dtype_flag.value_or("auto"));
+  std::string config_dtype = lower(model.torch_dtype);
+  if (dtype == "auto") {
+    // vLLM "auto": the checkpoint's dtype, except float32 checkpoints, which are served in 16 bits.
+    dtype = config_dtype == "float16" ? "float16" : "bfloat16";
+    if (config_dtype == "float32" || config_dtype.empty()) dtype = "float16";
+    if (config_dtype == "bfloat16" || config_dtype.empty()) dtype = "bfloat16";
+  }
+  if (dtype == "half" || dtype == "fp16") dtype = "float16";
+  if (dtype == "bf16") dtype = "bfloat16";
+  if (dtype == "float") dtype = "float32";
+  if (dtype == "bfloat16" && !gpu_has_bf16) dtype = "float16";
+  format.dtype = dtype;
+  format.dense_bytes = dtype == "float32" ? 4 : 2;
+  format.linear_bytes = static_cast<double>(format.dense_bytes);
+
+  std::string method = lower(quantization_flag.value_or(model.quantization));
+  if (method.empty() || method == "none") {
+    format.description = fmt::format("{}: {} B per parameter", dtype, format.dense_bytes);
+    return format;
+  }
+  format.method = method;
+  uint64_t bits = model.quantization_bits;
+  const uint64_t group = model.quantization_group_size ? model.quantization_group_size : 128;
+  if (method == "awq" || method == "awq_marlin" || method == "gptq" || method == "gptq_marlin" ||
+      method == "auto_round" || method == "marlin" || method == "gptq_bitblas" ||
+      method == "compressed-tensors" || method == "compressed_tensors") {
+    if (bits == 0) bits = (method.rfind("compressed", 0) == 0) ? 8 : 4;
+    // Packed integers plus an fp16 scale and a packed zero point per group of 128 weights.
+    format.linear_bytes = static_cast<double>(bits) / 8 + (16.0 + static_cast<double>(bits)) / group / 8;
+    format.description = fmt::format("{} {}-bit, group {}: {:.3f} B per linear weight", method, bits,
+                                      group, format.linear_bytes);
+  } else if (method == "fp8" || method == "fbgemm_fp8" || method == "modelopt" ||
+             method == "w8a8" || method == "int8" || method == "experts_int8" || method == "ptpc_fp8") {
+    format.linear_bytes = 1;
+    format.description = fmt::format("{}: 1 B per linear weight", method);
+  } else if (method == "bitsandbytes") {
+    if (bits == 0) bits = 4;
+    // NF4 with an fp32 absmax per 64 weights (8-bit: one scale per row, negligible).
+    format.linear_bytes = bits == 8 ? 1.0 : 0.5 + 4.0 / 64;
+    format.description = fmt::format("bitsandbytes {}-bit: {:.4f} B per linear weight", bits, format.linear_bytes);
+  } else if (method == "modelopt_fp4" || method == "nvfp4" || method == "fp4") {
+    format.linear_bytes = 0.5 + 1.0 / 16;   // an fp8 scale per 16 values
+    format.description = fmt::format("{}: {:.4f} B per linear weight", method, format.linear_bytes);
+  } else if (method == "mxfp4") {
+    format.linear_bytes = 0.5 + 1.0 / 32;   // an e8m0 scale per 32 values
+    format.description = fmt::format("mxfp4: {:.5f} B per linear weight", format.linear_bytes);
+  } else {
+    return Error{fmt::format("--quantization {}: oomdoc does not know this format's size; pass "
+                             "--weights SIZE (\"Model loading took\" from a log)", method)};
+  }
+  return format;
+}
+
+uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
+                            uint64_t pp, const WeightFormat& format) {
+  tp = std::max<uint64_t>(tp, 1);
+  uint64_t embed = embedding_params(model);
+  uint64_t head = lm_head_params(model);
+  uint64_t final_norm = model.hidden_size;
+  uint64_t layer_total =
+      model.total_params > embed + head + final_norm ? model.total_params - embed - head - final_norm : 0;
+  uint64_t norms = norm_params_per_layer(model) * model.num_layers;
+  uint64_t linear = layer_total > norms ? layer_total - norms : 0;
+  double share = model.num_layers ? static_cast<double>(stage.layers) / static_cast<double>(model.num_layers) : 0;
+
+  double bytes = share * static_cast<double>(linear) * format.linear_bytes / static_cast<double>(tp);
+  bytes += share * static_cast<double>(norms) * static_cast<double>(format.dense_bytes);
+  // VocabParallelEmbedding / ParallelLMHead shard the vocabulary across TP ranks.
+  if (stage.first) bytes += static_cast<double>(embed * format.dense_bytes) / static_cast<double>(tp);
+  if (stage.last) {
+    // A tied head is the embedding itself, unless another pipeline stage holds the embedding.
+    uint64_t last_head = head ? head : (pp > 1 ? embed : 0);
+    bytes += static_cast<double>(last_head * format.dense_bytes) / static_cast<double>(tp);
+    bytes += static_cast<double>(final_norm * format.dense_bytes);
+  }
+  return static_cast<uint64_t>(bytes);
+}
+
+uint64_t profile_activation_bytes(const ModelSpec& model, uint64_t batched_tokens,
+                                  uint64_t num_seqs, uint64_t tp, uint64_t act_bytes,
+                                  uint64_t sampler_bytes_per_logit) {
+  tp = std::max<uint64_t>(tp, 1);
+  const uint64_t h = model.hidden_size;
+  uint64_t dense_per_token = 3 * h + 3 * (model.intermediate_size / tp);
+  uint64_t forward = dense_per_token * batched_tokens;
+  if (model.num_experts > 0 && model.experts_per_token > 0) {
+    uint64_t moe_inter = model.moe_intermediate_size ? model.moe_intermediate_size : model.intermediate_size;
+    // fused_moe: intermediate_cache1 (top-k x 2N), cache2 (top-k x N) and cache3 (top-k x hidden)
+    // for chunks of at most VLLM_FUSED_MOE_CHUNK_SIZE (32768) tokens; dense layers before the
+    // first MoE layer (DeepSeek's first_k_dense_replace) may peak higher.
+    uint64_t moe_per_token = 3 * h + model.experts_per_token * (3 * (moe_inter / tp) + h);
+    uint64_t moe_tokens = std::min<uint64_t>(batched_tokens, 32768);
+    uint64_t moe = moe_per_token * moe_tokens + 3 * h * (batched_tokens - moe_tokens);
+    forward = std::max(model.first_dense_layers ? forward : 0, moe);
+  }
+  uint64_t sampler = std::min(num_seqs, batched_tokens) * model.vocab_size * sampler_bytes_per_logit;
+  return std::max(forward * act_bytes, sampler);
+}
+
+uint64_t cuda_graph_bytes(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
+                          uint64_t max_num_seqs, uint64_t act_bytes) {
+  tp = std::max<uint64_t>(tp, 1);
+  uint64_t capture = std::min<uint64_t>(2 * max_num_seqs, 512);
+  uint64_t head_dim = model.head_dim ? model.head_dim
+                                     : (model.num_attention_heads ? model.hidden_size / model.num_attention_heads : 0);
+  uint64_t kv_heads = model.num_kv_heads ? model.num_kv_heads : model.num_attention_heads;
+  uint64_t q_dim = model.num_attention_heads * head_dim / tp;
+  uint64_t kv_dim = std::max<uint64_t>(1, kv_heads / tp) * head_dim;
+  uint64_t per_token_per_layer = q_dim + 2 * kv_dim + 2 * model.hidden_size;
+  return 2 * stage.layers * capture * per_token_per_layer * act_bytes;
+}
+
+std::optional<std::string> quantization_from_name(std::string_view name) {
+  std::string n = lower(std::string(name));
+  auto has = [&](const char* word) { return n.find(word) != std::string::npos; };
+  if (has("awq")) return "awq";
+  if (has("gptq") || has("int4") || has("autoround") || has("auto-round")) return "gptq";
+  if (has("nvfp4") || has("-fp4")) return "modelopt_fp4";
+  if (has("mxfp4")) return "mxfp4";
+  if (has("bnb-4bit") || has("bnb_4bit")) return "bitsandbytes";
+  if (has("fp8")) return "fp8";
+  if (has("w8a8") || has("int8")) return "w8a8";
+  return std::nullopt;
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,438 @@
+// vLLM's startup sequence, step by step (vllm/v1/worker/gpu_worker.py, vllm/utils/mem_utils.py,
+// vllm/v1/core/kv_cache_utils.py; V0: vllm/worker/worker.py). docs/serve.md explains each step.
+#include "analyses/vllm_serve.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace oomdoc {
+namespace {
+
+double gib(int64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(kGiB); }
+double gib(uint64_t bytes) { return static_cast<double>(bytes) / static_cast<double>(kGiB); }
+
+// vLLM prints token counts with thousands separators ({:,}).
+std::string with_commas(uint64_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+const char* kConservingMemoryUrl = "https://docs.vllm.ai/en/latest/configuration/conserving_memory/";
+
+// EngineArgs defaults for the scheduler, which size the profile run.
+void apply_scheduler_defaults(const ServeInputs& in, const VllmBehavior& b, ServeSettings& s) {
+  const auto& c = in.config;
+  bool big_gpu = in.target.total_bytes >= 70 * kGiB &&
+                 in.target.name.find("A100") == std::string::npos;
+  bool llm_class = c.launcher == "LLM(...)";
+  if (b.v1_engine) {
+    // arg_utils._set_default_args (v0.9+): larger defaults on >= 70 GiB GPUs other than A100.
+    bool sized_by_gpu = b.version.at_least(0, 9, 0) && big_gpu;
+    s.max_num_seqs = c.max_num_seqs.value_or(sized_by_gpu ? 1024 : 256);
+    uint64_t batched = llm_class ? (sized_by_gpu ? 16384 : 8192) : (sized_by_gpu ? 8192 : 2048);
+    s.chunked_prefill = c.enable_chunked_prefill.value_or(true);
+    if (!s.chunked_prefill) batched = std::max<uint64_t>(s.max_model_len, batched);
+    s.max_num_batched_tokens = c.max_num_batched_tokens.value_or(batched);
+    return;
+  }
+  s.max_num_seqs = c.max_num_seqs.value_or(256);
+  // V0 chunks prefills by itself above 32K of context unless LoRA or speculative decoding is on.
+  bool auto_chunk = s.max_model_len > 32768 && !c.enable_lora && !c.num_speculative_tokens &&
+                    !c.speculative_method;
+  s.chunked_prefill = c.enable_chunked_prefill.value_or(auto_chunk);
+  uint64_t batched = s.chunked_prefill ? 512 : std::max<uint64_t>(s.max_model_len, 2048);
+  s.max_num_batched_tokens = c.max_num_batched_tokens.value_or(batched);
+}
+
+std::string graph_line(uint64_t bytes) {
+  return fmt::format("Estimated CUDA graph memory: {:.2f} GiB total", gib(bytes));
+}
+
+}  // namespace
+
+ServeTarget serve_target(const GpuSpec& gpu) {
+  ServeTarget t;
+  t.name = gpu.name;
+  t.bf16 = gpu.bf16;
+  t.fp8 = gpu.fp8;
+  t.nvlink = gpu.nvlink;
+  t.from_catalog = true;
+  t.vendor = gpu.vendor;
+  if (gpu.cuda_total_bytes) {
+    t.total_bytes = *gpu.cuda_total_bytes;
+    t.total_source = "catalog: total as CUDA reports it (" + gpu.cuda_total_source + ")";
+  } else {
+    t.total_bytes = gpu.total_bytes;
+    t.total_source = "catalog: nvidia-smi total; CUDA usually reports 0.3-0.9 GiB less, so the "
+                     "budget may be slightly smaller than shown";
+  }
+  return t;
+}
+
+ServeTarget serve_target_memory(uint64_t total_bytes) {
+  ServeTarget t;
+  t.name = "custom";
+  t.total_bytes = total_bytes;
+  t.total_source = "--memory (taken as the total CUDA reports, vLLM's total_gpu_memory)";
+  return t;
+}
+
+Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
+  const ModelSpec& model = in.model;
+  const ServeConfig& c = in.config;
+  ServePrediction p;
+  auto env = [&](const char* name) -> std::optional<std::string> {
+    auto it = c.env.find(name);
+    if (it == c.env.end()) return std::nullopt;
+    return it->second;
+  };
+  p.behavior = vllm_behavior(in.version, env("VLLM_USE_V1"), env("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"));
+  const VllmBehavior& b = p.behavior;
+  p.assumptions = b.notes;
+  if (!in.model_note.empty()) p.assumptions.push_back(in.model_note);
+  ServeSettings& s = p.settings;
+
+  if (model.num_layers == 0 || model.hidden_size == 0) {
+    return Error{fmt::format("{}: the model's config gives no layer count or hidden size", model.id)};
+  }
+  // Bounds well above any real model keep every product below 2^64 (configs can be hostile).
+  struct Bound {
+    const char* field;
+    uint64_t value;
+    uint64_t limit;
+  };
+  for (const Bound& bound : {Bound{"num_hidden_layers", model.num_layers, 10000},
+                             Bound{"hidden_size", model.hidden_size, 1u << 20},
+                             Bound{"intermediate_size", model.intermediate_size, 1u << 22},
+                             Bound{"moe_intermediate_size", model.moe_intermediate_size, 1u << 22},
+                             Bound{"vocab_size", model.vocab_size, 1u << 24},
+                             Bound{"num_attention_heads", model.num_attention_heads, 1u << 16},
+                             Bound{"num_key_value_heads", model.num_kv_heads, 1u << 16},
+                             Bound{"head_dim", model.head_dim, 1u << 16},
+                             Bound{"kv_lora_rank", model.kv_lora_rank + model.qk_rope_head_dim, 1u << 16},
+                             Bound{"num_experts_per_tok", model.experts_per_token, 1u << 12},
+                             Bound{"max_position_embeddings", model.max_position_embeddings, 1ull << 32},
+                             Bound{"sliding_window", model.sliding_window.value_or(0), 1ull << 32}}) {
+    if (bound.value > bound.limit) {
+      return Error{fmt::format("{}: {} = {} is beyond any real model (at most {})", model.id, bound.field,
+                               bound.value, bound.limit)};
+    }
+  }
+  if (in.target.total_bytes == 0) return Error{"no GPU memory given: pass --gpu NAME or --memory SIZE"};
+  if (in.target.total_bytes > (1ull << 50)) {
+    return Error{fmt::format("GPU memory of {} bytes is beyond any GPU (1 PiB at most)", in.target.total_bytes)};
+  }
+  for (const auto& o : {in.overrides.weights_bytes, in.overrides.activation_bytes,
+                        in.overrides.non_torch_bytes, in.overrides.cuda_graph_bytes}) {
+    if (o && *o > (1ull << 50)) return Error{"a size override is beyond any GPU (1 PiB at most)"};
+  }
+
+  // --- Parallelism checks vLLM makes before anything is loaded.
+  s.tensor_parallel_size = c.tensor_parallel_size;
+  s.pipeline_parallel_size = c.pipeline_parallel_size;
+  if (model.num_attention_heads && model.num_attention_heads % s.tensor_parallel_size != 0) {
+    return Error{fmt::format("Total number of attention heads ({}) must be divisible by tensor "
+                             "parallel size ({}).", model.num_attention_heads, s.tensor_parallel_size)};
+  }
+  if (s.pipeline_parallel_size > model.num_layers) {
+    return Error{fmt::format("--pipeline-parallel-size {} is larger than the model's {} layers",
+                             s.pipeline_parallel_size, model.num_layers)};
+  }
+
+  // --- max_model_len: the model's derived context unless the user overrides it.
+  s.model_context = c.max_position_override.value_or(model.max_position_embeddings);
+  if (c.max_model_len) {
+    s.max_model_len = *c.max_model_len;
+    s.max_model_len_source = "--max-model-len";
+    if (s.model_context && s.max_model_len > s.model_context &&
+        env("VLLM_ALLOW_LONG_MAX_MODEL_LEN").value_or("0") != "1") {
+      return Error{fmt::format(
+          "--max-model-len {} is above {}'s context of {} tokens; vLLM refuses it: \"User-specified "
+          "max_model_len ({}) is greater than the derived max_model_len (max_position_embeddings={} "
+          "or model_max_length=None in model's config.json). This may lead to incorrect model "
+          "outputs or CUDA errors. To allow overriding this maximum, set the env var "
+          "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1\"",
+          s.max_model_len, model.id, s.model_context, s.max_model_len, s.model_context)};
+    }
+  } else {
+    if (s.model_context == 0) {
+      return Error{fmt::format("{}: the config gives no context length (max_position_embeddings); "
+                               "pass --max-model-len", model.id)};
+    }
+    if (c.max_model_len_auto && !b.v1_engine) {
+      return Error{"--max-model-len -1 (auto-fit) is a V1 engine feature; this vLLM version runs V0: "
+                   "give a length"};
+    }
+    s.max_model_len = s.model_context;
+    s.max_model_len_source = c.max_model_len_auto ? "auto-fit" : "model context";
+  }
+
+  // --- Settings and their defaults for this version.
+  s.utilization_is_default = !c.gpu_memory_utilization.has_value();
+  s.gpu_memory_utilization = c.gpu_memory_utilization.value_or(b.default_gpu_memory_utilization);
+  if (s.utilization_is_default) {
+    p.assumptions.push_back(fmt::format(
+        "gpu_memory_utilization {:.2f}: the default of {} (0.92 from v0.21, 0.9 before)",
+        s.gpu_memory_utilization, b.version.given ? "vLLM " + b.version.text : "current vLLM"));
+  }
+  s.block_size = c.block_size.value_or(kVllmDefaultBlockSize);
+  s.kv_cache_dtype = c.kv_cache_dtype.value_or("auto");
+  s.enforce_eager = c.enforce_eager;
+  std::optional<std::string> quantization = c.quantization;
+  if (!quantization && model.quantization.empty()) {
+    quantization = quantization_from_name(c.model);
+    if (quantization) {
+      p.assumptions.push_back(fmt::format(
+          "'{}' names a {} checkpoint but its config has no quantization_config: assumed {} weights",
+          c.model, *quantization, *quantization));
+    }
+  }
+  auto format = weight_format(model, c.dtype, quantization, in.target.bf16);
+  if (!format) return format.error();
+  s.weights = format.value();
+  apply_scheduler_defaults(in, b, s);
+  uint64_t act_bytes = s.weights.dense_bytes;
+  uint64_t kv_bytes = kv_dtype_bytes(s.kv_cache_dtype, s.weights.dense_bytes);
+
+  // --- Budget: a share of the total CUDA reports, measured after the CUDA context exists.
+  p.total_bytes = in.target.total_bytes;
+  p.budget_bytes = static_cast<uint64_t>(static_cast<double>(p.total_bytes) * s.gpu_memory_utilization);
+  p.context_bytes = kCudaContextBytes;
+  p.free_at_startup_bytes = p.total_bytes > p.context_bytes ? p.total_bytes - p.context_bytes : 0;
+  p.assumptions.push_back(fmt::format(
+      "CUDA context {:.2f} GiB per GPU and nothing else running on it", gib(p.context_bytes)));
+
+  // --- Per pipeline stage: weights, KV layout, blocks; the stage with the fewest blocks binds.
+  auto stages = pipeline_stages(model, s.pipeline_parallel_size);
+  uint64_t offload = static_cast<uint64_t>(c.cpu_offload_gb * static_cast<double>(kGiB));
+  p.activation.bytes = in.overrides.activation_bytes.value_or(profile_activation_bytes(
+      model, s.max_num_batched_tokens, s.max_num_seqs, s.tensor_parallel_size, act_bytes,
+      b.v1_engine ? kV1SamplerBytesPerLogit : kV0SamplerBytesPerLogit));
+  p.activation.from_log = in.overrides.activation_bytes.has_value();
+  p.activation.detail = p.activation.from_log
+      ? "from the log"
+      : fmt::format("profile run of {} tokens and {} sequences", s.max_num_batched_tokens,
+                    std::min(s.max_num_seqs, s.max_num_batched_tokens));
+  p.non_torch.bytes = in.overrides.non_torch_bytes.value_or(kVllmNonTorchBytes);
+  p.non_torch.from_log = in.overrides.non_torch_bytes.has_value();
+  p.non_torch.detail = p.non_torch.from_log ? "from the log"
+                                            : "typical 0.03-0.4 GiB in real logs (cuBLAS, attention, NCCL)";
+  if (b.context_counts_against_budget) {
+    p.assumptions.push_back("vLLM 0.8 V1 counts the CUDA context as non-torch memory inside the budget");
+  }
+  p.graphs_in_budget = b.graph_memory_in_budget && !s.enforce_eager;
+
+  bool first = true;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    const PipelineStage& stage = stages[i];
+    uint64_t weights = stage_weight_bytes(model, stage, s.tensor_parallel_size, s.pipeline_parallel_size, s.weights);
+    weights = weights > offload ? weights - offload : 0;
+    if (in.overrides.weights_bytes) weights = *in.overrides.weights_bytes;
+    uint64_t graphs = in.overrides.cuda_graph_bytes.value_or(
+        s.enforce_eager ? 0 : cuda_graph_bytes(model, stage, s.tensor_parallel_size, s.max_num_seqs, act_bytes));
+    KvLayout layout = kv_layout(model, stage, s.tensor_parallel_size, kv_bytes, s.block_size);
+    int64_t available;
+    if (c.kv_cache_memory_bytes) {
+      available = static_cast<int64_t>(*c.kv_cache_memory_bytes);
+    } else {
+      available = static_cast<int64_t>(p.budget_bytes) - static_cast<int64_t>(weights) -
+                  static_cast<int64_t>(p.activation.bytes) - static_cast<int64_t>(p.non_torch.bytes);
+      if (b.context_counts_against_budget) available -= static_cast<int64_t>(p.context_bytes);
+      if (p.graphs_in_budget) available -= static_cast<int64_t>(graphs);
+    }
+    uint64_t len_for_capacity = s.max_model_len;
+    KvCapacity capacity = kv_capacity(layout, available, len_for_capacity, s.max_num_batched_tokens,
+                                      model.sliding_window, b.hybrid_kv_groups);
+    if (c.num_gpu_blocks_override) capacity.num_blocks = *c.num_gpu_blocks_override;
+    if (first || capacity.num_blocks < p.capacity.num_blocks) {
+      first = false;
+      p.binding_stage = i;
+      p.weights.bytes = weights;
+      p.cuda_graphs.bytes = graphs;
+      p.kv = layout;
+      p.capacity = capacity;
+      p.available_kv_bytes = available;
+    }
+  }
+  p.weights.from_log = in.overrides.weights_bytes.has_value();
+  p.weights.detail = p.weights.from_log ? "from the log" : s.weights.description;
+  if (offload && !p.weights.from_log) p.weights.detail += fmt::format(", {} GiB offloaded to CPU", c.cpu_offload_gb);
+  p.cuda_graphs.from_log = in.overrides.cuda_graph_bytes.has_value();
+  p.cuda_graphs.detail = s.enforce_eager ? "--enforce-eager: no CUDA graphs"
+                         : p.cuda_graphs.from_log ? "from the log"
+                         : "estimate; real logs show 0.1-5 GiB depending on model and capture sizes";
+
+  p.max_model_len_that_fits = max_model_len_that_fits(
+      p.kv, p.available_kv_bytes, s.max_num_batched_tokens, model.sliding_window,
+      b.hybrid_kv_groups, std::max<uint64_t>(s.max_model_len, s.model_context));
+  std::string auto_fit_line;
+  if (c.max_model_len_auto && b.v1_engine) {
+    uint64_t fitted = std::min(s.model_context, p.max_model_len_that_fits);
+    if (fitted > 0 && fitted != s.max_model_len) {
+      auto_fit_line = (fmt::format(
+          "Auto-fit max_model_len: reduced from {} to {} to fit in available GPU memory ({:.2f} GiB "
+          "available for KV cache)", s.max_model_len, fitted, gib(p.available_kv_bytes)));
+      s.max_model_len = fitted;
+    } else if (fitted == s.max_model_len) {
+      auto_fit_line = (fmt::format(
+          "Auto-fit max_model_len: full model context length {} fits in available GPU memory", fitted));
+    }
+    p.capacity = kv_capacity(p.kv, p.available_kv_bytes, s.max_model_len, s.max_num_batched_tokens,
+                             model.sliding_window, b.hybrid_kv_groups);
+  }
+
+  // --- The startup sequence and the first error vLLM would raise.
+  const uint64_t tp = s.tensor_parallel_size;
+  auto set_error = [&](std::string kind, std::string message) {
+    if (!p.error) p.error = VllmStartupError{std::move(kind), std::move(message)};
+  };
+  if (b.startup_free_memory_check && p.free_at_startup_bytes < p.budget_bytes) {
+    set_error("free_memory", fmt::format(
+        "Free memory on device ({:.2f}/{:.2f} GiB) on startup is less than desired GPU memory "
+        "utilization ({}, {:.2f} GiB). Decrease GPU memory utilization or reduce GPU memory used "
+        "by other processes.", gib(p.free_at_startup_bytes), gib(p.total_bytes),
+        s.gpu_memory_utilization, gib(p.budget_bytes)));
+  }
+  if (p.weights.bytes + p.context_bytes > p.total_bytes) {
+    set_error("weights_oom", b.version.at_least(0, 11, 0)
+        ? std::string("Failed to load model - not enough GPU memory. Try lowering "
+                      "--gpu-memory-utilization to free memory for weights, increasing "
+                      "--tensor-parallel-size, or using --quantization. See ") + kConservingMemoryUrl +
+              " for more tips. (original error: CUDA out of memory)"
+        : std::string("torch.OutOfMemoryError: CUDA out of memory while loading the weights"));
+  }
+  if (p.capacity.num_blocks == 0) {
+    if (c.max_model_len_auto && b.v1_engine) {
+      set_error("auto_fit_failed", "Cannot auto-fit max_model_len: not enough GPU memory available "
+                                   "to serve even a single token. Try increasing `gpu_memory_utilization`.");
+    }
+    set_error("no_cache_blocks", b.v1_engine
+        ? std::string("No available memory for the cache blocks. Try increasing "
+                      "`gpu_memory_utilization` when initializing the engine. See ") +
+              kConservingMemoryUrl + " for more details."
+        : std::string("No available memory for the cache blocks. Try increasing "
+                      "`gpu_memory_utilization` when initializing the engine."));
+  } else if (p.capacity.blocks_per_request > p.capacity.num_blocks) {
+    if (b.v1_engine) {
+      std::string estimate = p.max_model_len_that_fits > 0
+          ? fmt::format("Based on the available memory, the estimated maximum model length is {}. ",
+                        p.max_model_len_that_fits)
+          : "";
+      set_error("max_len_too_long", fmt::format(
+          "To serve at least one request with the models's max seq len ({}), ({:.2f} GiB KV cache "
+          "is needed, which is larger than the available KV cache memory ({:.2f} GiB). {}Try "
+          "increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing "
+          "the engine. See {} for more details.",
+          s.max_model_len, gib(p.capacity.bytes_per_request), gib(p.available_kv_bytes), estimate,
+          kConservingMemoryUrl));
+    } else {
+      set_error("max_len_too_long", fmt::format(
+          "The model's max seq len ({}) is larger than the maximum number of tokens that can be "
+          "stored in KV cache ({}). Try increasing `gpu_memory_utilization` or decreasing "
+          "`max_model_len` when initializing the engine.",
+          s.max_model_len, p.capacity.num_blocks * s.block_size));
+    }
+  }
+  // Before v0.21 the graphs were captured after the KV cache took the budget: they need what is
+  // left of the card after the context, the budget and the activation memory given back.
+  if (!p.graphs_in_budget && !s.enforce_eager) {
+    uint64_t in_use = p.context_bytes + p.budget_bytes - std::min(p.budget_bytes, p.activation.bytes);
+    if (in_use + p.cuda_graphs.bytes > p.total_bytes) {
+      set_error("graph_capture_oom", fmt::format(
+          "torch.OutOfMemoryError: CUDA out of memory while capturing CUDA graphs (the KV cache "
+          "already holds the budget; {:.2f} GiB of graphs need more than the {:.2f} GiB left)",
+          gib(p.cuda_graphs.bytes), gib(p.total_bytes > in_use ? p.total_bytes - in_use : 0)));
+    } else if (in_use + p.cuda_graphs.bytes + kGiB / 4 > p.total_bytes) {
+      p.warnings.push_back("CUDA graphs are captured after the KV cache is sized, and less than "
+                           "0.25 GiB would be left afterwards: a capture OOM is likely");
+    }
+  }
+  p.fits = !p.error.has_value();
+
+  // --- The lines vLLM logs, in this version's format.
+  uint64_t tokens = p.capacity.num_blocks * s.block_size;
+  if (!b.v1_engine) {
+    p.log_lines = {
+        fmt::format("Loading model weights took {:.4f} GB", gib(p.weights.bytes)),
+        fmt::format("the current vLLM instance can use total_gpu_memory ({:.2f}GiB) x "
+                    "gpu_memory_utilization ({:.2f}) = {:.2f}GiB", gib(p.total_bytes),
+                    s.gpu_memory_utilization, gib(p.budget_bytes)),
+        fmt::format("model weights take {:.2f}GiB; non_torch_memory takes {:.2f}GiB; PyTorch "
+                    "activation peak memory takes {:.2f}GiB; the rest of the memory reserved for "
+                    "KV Cache is {:.2f}GiB.", gib(p.weights.bytes), gib(p.non_torch.bytes),
+                    gib(p.activation.bytes), gib(p.available_kv_bytes)),
+        fmt::format("# GPU blocks: {}, # CPU blocks: {}", p.capacity.num_blocks,
+                    p.kv.page_bytes && p.kv.full_layers + p.kv.sliding_layers
+                        ? 4 * kGiB / (p.kv.page_bytes * (p.kv.full_layers + p.kv.sliding_layers))
+                        : 0),
+        fmt::format("Maximum concurrency for {} tokens per request: {:.2f}x", s.max_model_len,
+                    static_cast<double>(tokens) / static_cast<double>(s.max_model_len))};
+  } else {
+    std::vector<std::string> lines = {fmt::format("Model loading took {:.4f} GiB", gib(p.weights.bytes))};
+    if (p.graphs_in_budget) lines.push_back(graph_line(p.cuda_graphs.bytes));
+    lines.push_back(fmt::format("Available KV cache memory: {:.2f} GiB", gib(p.available_kv_bytes)));
+    if (!auto_fit_line.empty()) lines.push_back(auto_fit_line);
+    if (p.capacity.num_blocks > 0) {
+      lines.push_back(fmt::format("GPU KV cache size: {} tokens", with_commas(p.capacity.tokens)));
+      lines.push_back(fmt::format("Maximum concurrency for {} tokens per request: {:.2f}x",
+                                  with_commas(s.max_model_len), p.capacity.max_concurrency));
+    }
+    p.log_lines = lines;
+  }
+  if (tp > 1 || s.pipeline_parallel_size > 1) {
+    p.assumptions.push_back(fmt::format(
+        "figures are per GPU ({} GPUs: TP {} x PP {}){}", tp * s.pipeline_parallel_size, tp,
+        s.pipeline_parallel_size,
+        s.pipeline_parallel_size > 1 ? fmt::format(", for pipeline stage {} which holds the fewest blocks", p.binding_stage) : ""));
+  }
+  if (in.target.vendor == "apple") {
+    p.warnings.push_back("vLLM's CUDA engine does not run on Apple GPUs (unified memory, no CUDA); "
+                         "these figures size a CUDA-like budget of the same memory");
+  }
+  if (c.num_speculative_tokens || c.speculative_method) {
+    p.assumptions.push_back(fmt::format(
+        "speculative decoding ({}{}) is read but not sized: its draft weights and KV cache come on top",
+        c.speculative_method.value_or("draft"),
+        c.num_speculative_tokens ? fmt::format(", {} tokens", *c.num_speculative_tokens) : ""));
+  }
+  bool multimodal = std::any_of(c.limit_mm_per_prompt.begin(), c.limit_mm_per_prompt.end(),
+                                [](const auto& item) { return item.second > 0; });
+  if (multimodal) {
+    p.assumptions.push_back("--limit-mm-per-prompt is read but the vision/audio encoder's profile run is not sized");
+  }
+  if (c.data_parallel_size > 1) {
+    p.assumptions.push_back(fmt::format("--data-parallel-size {}: each replica is sized alone (same figures per GPU)",
+                                        c.data_parallel_size));
+  }
+  if (model.sliding_window && !b.hybrid_kv_groups) {
+    p.assumptions.push_back("sliding-window layers are sized as full attention (V0 and V1 before v0.10)");
+  }
+  return p;
+}
+
+Result<ServeReport> analyze_serve(const ServeInputs& inputs) {
+  auto prediction = predict_vllm_startup(inputs);
+  if (!prediction) return prediction.error();
+  ServeReport report;
+  // The name as the user typed it; the source says which config stood behind it.
+  report.model_id = inputs.config.model.empty() ? inputs.model.id : inputs.config.model;
+  report.model_source = inputs.model.id == report.model_id
+                            ? inputs.model.source
+                            : inputs.model.id + " (" + inputs.model.source + ")";
+  report.launcher = inputs.config.launcher;
+  report.target = inputs.target;
+  report.prediction = std::move(prediction.value());
+  report.ignored_flags = inputs.config.ignored;
+  report.not_modeled_flags = inputs.config.not_modeled;
+  if (!report.prediction.fits) report.fixes = serve_fixes(inputs, report.prediction);
+  return report;
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,139 @@
+// `oomdoc serve`: vLLM's startup memory accounting, offline. Given a model, a vLLM command line
+// and a GPU, predicts each figure vLLM logs at startup, which startup error (if any) it raises, in
+// vLLM's words, and the flags that make it fit, cheapest first, each re-predicted.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyses/vllm_kv_cache.h"
+#include "analyses/vllm_profile.h"
+#include "analyses/vllm_version.h"
+#include "core/result.h"
+#include "model/gpu.h"
+#include "model/model_spec.h"
+#include "model/serve_config.h"
+
+namespace oomdoc {
+
+// The GPU vLLM runs on: total memory as CUDA reports it (vLLM's total_gpu_memory).
+struct ServeTarget {
+  std::string name = "custom";
+  uint64_t total_bytes = 0;
+  std::string total_source;
+  bool bf16 = true;
+  bool fp8 = true;
+  bool nvlink = false;
+  bool from_catalog = false;
+  std::string vendor = "nvidia";
+};
+// From a catalog entry: its CUDA-visible total when known, else nvidia-smi's total.
+ServeTarget serve_target(const GpuSpec& gpu);
+// From --memory SIZE (taken as CUDA's total, as vLLM logs it).
+ServeTarget serve_target_memory(uint64_t total_bytes);
+
+// Figures a user can copy from a real startup log to replace oomdoc's estimates.
+struct ServeOverrides {
+  std::optional<uint64_t> weights_bytes;       // "Model loading took" / "model weights take"
+  std::optional<uint64_t> activation_bytes;    // "PyTorch activation peak memory takes"
+  std::optional<uint64_t> non_torch_bytes;     // "non_torch_memory takes"
+  std::optional<uint64_t> cuda_graph_bytes;    // "Estimated CUDA graph memory"
+};
+
+struct ServeInputs {
+  ModelSpec model;
+  ServeConfig config;
+  ServeTarget target;
+  VllmVersion version;
+  ServeOverrides overrides;
+  std::string model_note;   // how the model was resolved, when not directly (readers/served_model.h)
+};
+
+// Settings as vLLM will run them, with where each came from.
+struct ServeSettings {
+  double gpu_memory_utilization = 0.92;
+  bool utilization_is_default = true;
+  uint64_t max_model_len = 0;
+  std::string max_model_len_source;     // "--max-model-len", "model context", "auto-fit"
+  uint64_t model_context = 0;           // the model's derived max_model_len
+  uint64_t max_num_seqs = 256;
+  uint64_t max_num_batched_tokens = 2048;
+  bool chunked_prefill = true;
+  uint64_t block_size = kVllmDefaultBlockSize;
+  std::string kv_cache_dtype = "auto";
+  WeightFormat weights;
+  uint64_t tensor_parallel_size = 1;
+  uint64_t pipeline_parallel_size = 1;
+  bool enforce_eager = false;
+};
+
+struct VllmStartupError {
+  std::string kind;     // free_memory, weights_oom, no_cache_blocks, max_len_too_long,
+                        // auto_fit_failed, graph_capture_oom
+  std::string message;  // as vLLM (or PyTorch) words it
+};
+
+struct ServeComponent {
+  uint64_t bytes = 0;
+  bool from_log = false;   // an override replaced oomdoc's estimate
+  std::string detail;
+};
+
+struct ServePrediction {
+  VllmBehavior behavior;
+  ServeSettings settings;
+  uint64_t total_bytes = 0;
+  uint64_t budget_bytes = 0;          // total x gpu_memory_utilization (or --kv-cache-memory-bytes path)
+  uint64_t context_bytes = 0;         // CUDA context, outside the budget except in early V1
+  uint64_t free_at_startup_bytes = 0; // total - context (nothing else on the GPU assumed)
+  ServeComponent weights;
+  ServeComponent activation;
+  ServeComponent non_torch;
+  ServeComponent cuda_graphs;
+  bool graphs_in_budget = false;      // charged before sizing the KV cache (v0.21+)
+  int64_t available_kv_bytes = 0;     // can be negative, as vLLM logs it
+  uint64_t binding_stage = 0;         // pipeline stage with the fewest blocks
+  KvLayout kv;
+  KvCapacity capacity;
+  uint64_t max_model_len_that_fits = 0;
+  std::vector<std::string> log_lines; // what vLLM would log
+  std::optional<VllmStartupError> error;
+  std::vector<std::string> warnings;
+  std::vector<std::string> assumptions;
+  bool fits = false;
+};
+
+struct ServeFix {
+  std::string flag;          // "--max-model-len 20480"
+  std::string cost;          // what it costs
+  bool fits = false;
+  uint64_t kv_tokens = 0;
+  double max_concurrency = 0;
+  uint64_t max_model_len = 0;
+  std::string note;
+};
+
+struct ServeReport {
+  std::string model_id;
+  std::string model_source;
+  std::string launcher;
+  ServeTarget target;
+  ServePrediction prediction;
+  std::vector<ServeFix> fixes;       // only when it does not fit; cheapest first
+  std::vector<std::string> ignored_flags;
+  std::vector<std::string> not_modeled_flags;
+};
+
+// Fails (exit 2) on contradictory input: max_model_len above the model's context without
+// VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, TP not dividing the heads, a model without a layer count.
+Result<ServePrediction> predict_vllm_startup(const ServeInputs& inputs);
+
+// The prediction plus fixes when it does not fit.
+Result<ServeReport> analyze_serve(const ServeInputs& inputs);
+
+// The changes that make it fit, cheapest first, each re-predicted (analyses/vllm_fixes.cpp).
+std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePrediction& base);
+
+}  // namespace oomdoc

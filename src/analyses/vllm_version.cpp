@@ -1,0 +1,77 @@
+#include "analyses/vllm_version.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <tuple>
+
+namespace oomdoc {
+
+bool VllmVersion::at_least(int ma, int mi, int pa) const {
+  if (!given) return true;  // "current" is newer than every threshold we know
+  return std::tie(major, minor, patch) >= std::tie(ma, mi, pa);
+}
+
+Result<VllmVersion> parse_vllm_version(std::string_view text) {
+  VllmVersion version;
+  version.text = std::string(text);
+  if (text.empty() || text == "current" || text == "latest") {
+    version.text = "current";
+    return version;
+  }
+  size_t i = 0;
+  if (text[0] == 'v' || text[0] == 'V') ++i;
+  int parts[3] = {0, 0, 0};
+  int count = 0;
+  while (count < 3 && i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    int value = 0;
+    size_t digits = 0;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && digits < 6) {
+      value = value * 10 + (text[i] - '0');
+      ++i;
+      ++digits;
+    }
+    parts[count++] = value;
+    if (i < text.size() && text[i] == '.') ++i;
+    else break;
+  }
+  if (count < 2) {
+    return Error{fmt::format("--vllm-version: '{}' is not a version like 0.8.5 or 0.21.0", text)};
+  }
+  version.major = parts[0];
+  version.minor = parts[1];
+  version.patch = parts[2];
+  version.given = true;
+  return version;
+}
+
+VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string> use_v1_env,
+                           std::optional<std::string> estimate_graphs_env) {
+  VllmBehavior b;
+  b.version = version;
+  if (!version.given) {
+    b.notes.push_back("no --vllm-version: assumed a current vLLM (v0.21 or newer)");
+  }
+  // V1 became the default engine in v0.8.0; VLLM_USE_V1 switched between them until V0 was removed.
+  b.v1_engine = version.at_least(0, 8, 0);
+  if (use_v1_env && !version.at_least(0, 10, 0)) {
+    b.v1_engine = *use_v1_env != "0";
+    b.notes.push_back(fmt::format("VLLM_USE_V1={} selects the {} engine", *use_v1_env,
+                                  b.v1_engine ? "V1" : "V0"));
+  }
+  // vllm/config/cache.py defaults to 0.92 in current releases; older docs and releases say 0.9.
+  // The change is assumed to come with v0.21's CUDA-graph accounting (see docs/serve.md).
+  b.default_gpu_memory_utilization = version.at_least(0, 21, 0) ? 0.92 : 0.90;
+  b.graph_memory_in_budget = version.at_least(0, 21, 0);
+  if (estimate_graphs_env && *estimate_graphs_env == "0") {
+    b.graph_memory_in_budget = false;
+    b.notes.push_back("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0: CUDA graphs are not charged to the budget");
+  }
+  b.context_counts_against_budget = b.v1_engine && !version.at_least(0, 9, 0);
+  b.hybrid_kv_groups = b.v1_engine && version.at_least(0, 10, 0);
+  b.startup_free_memory_check = b.v1_engine && version.at_least(0, 9, 0);
+  b.always_chunked_prefill = b.v1_engine;
+  return b;
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,57 @@
+// What changes in vLLM's memory accounting from one version to the next, in one place: the
+// default gpu_memory_utilization, the engine (V0 / V1), whether the CUDA context counts against
+// the budget, whether CUDA-graph memory is estimated before the KV cache is sized, and the
+// scheduler defaults the profile run uses. Sources are in docs/serve.md ("Version table").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace oomdoc {
+
+struct VllmVersion {
+  int major = 0;
+  int minor = 0;
+  int patch = 0;
+  bool given = false;    // false: "current" (the newest behaviour oomdoc knows)
+  std::string text;      // as the user gave it
+
+  bool at_least(int ma, int mi, int pa = 0) const;
+};
+
+// "0.6.4.post1", "v0.8.3rc2.dev224+g49c0d11ec", "0.24", "current" / "" (newest).
+Result<VllmVersion> parse_vllm_version(std::string_view text);
+
+struct VllmBehavior {
+  VllmVersion version;
+  bool v1_engine = true;
+  double default_gpu_memory_utilization = 0.92;
+  // 0.8-0.8.x V1 workers added every non-torch byte on the device (CUDA context included) to the
+  // profiled peak; V0 and later V1 measure from a snapshot taken after the context exists.
+  bool context_counts_against_budget = false;
+  // From v0.21.0 vLLM estimates CUDA-graph memory before sizing the KV cache; before, the
+  // graphs were captured afterwards, on top of the budget.
+  bool graph_memory_in_budget = true;
+  // V1's hybrid KV cache manager (v0.10+) gives sliding-window layers their own block groups;
+  // before it (and in V0), every layer is sized as full attention.
+  bool hybrid_kv_groups = true;
+  // The "Free memory on device ... on startup is less than desired GPU memory utilization"
+  // check (V1 workers with the startup memory snapshot, v0.9+).
+  bool startup_free_memory_check = true;
+  // V0 turned chunked prefill on by itself above 32K tokens of context (without LoRA or
+  // speculative decoding); V1 always chunks.
+  bool always_chunked_prefill = true;
+  std::vector<std::string> notes;   // what was assumed about the version
+};
+
+// env: VLLM_USE_V1 and VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS change the engine and the graph
+// accounting regardless of version.
+VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string> use_v1_env,
+                           std::optional<std::string> estimate_graphs_env);
+
+}  // namespace oomdoc

@@ -1,0 +1,512 @@
+// vLLM command-line reader. The flag names and their meaning are vLLM's (vllm/engine/arg_utils.py,
+// vllm/config/*.py); what each does to memory lives in analyses/vllm_*.cpp, not here.
+#include "readers/vllm_args.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <set>
+
+namespace oomdoc {
+namespace {
+
+// Flags that take no value. Knowing them keeps `--trust-remote-code MODEL` from eating MODEL.
+const std::set<std::string>& boolean_flags() {
+  static const std::set<std::string> kFlags = {
+      "enforce-eager", "enable-prefix-caching", "no-enable-prefix-caching",
+      "enable-chunked-prefill", "no-enable-chunked-prefill", "enable-lora", "fully-sharded-loras",
+      "trust-remote-code", "disable-log-requests", "disable-log-stats", "enable-log-requests",
+      "disable-custom-all-reduce", "enable-auto-tool-choice", "enable-expert-parallel",
+      "disable-sliding-window", "disable-cascade-attn", "skip-tokenizer-init", "enable-sleep-mode",
+      "calculate-kv-scales", "disable-frontend-multiprocessing", "enable-reasoning",
+      "enable-prompt-tokens-details", "enable-server-load-tracking", "async-scheduling",
+      "headless", "enable-eplb", "no-enable-log-requests", "enable-force-include-usage",
+      "use-v2-block-manager", "disable-fastapi-docs", "return-tokens-as-token-ids"};
+  return kFlags;
+}
+
+// Flags whose value changes memory in a way oomdoc does not model; listed back to the user.
+const std::set<std::string>& unmodeled_flags() {
+  static const std::set<std::string> kFlags = {
+      "enable-lora", "max-loras", "max-lora-rank", "max-cpu-loras", "fully-sharded-loras",
+      "lora-modules", "max-seq-len-to-capture", "compilation-config", "cuda-graph-sizes",
+      "kv-transfer-config", "rope-scaling", "rope-theta", "swap-space", "enable-expert-parallel",
+      "mm-processor-kwargs", "long-lora-scaling-factors", "calculate-kv-scales",
+      "disable-sliding-window", "enable-sleep-mode", "max-parallel-loading-workers",
+      "kv-offloading-size", "mamba-ssm-cache-dtype", "async-scheduling"};
+  return kFlags;
+}
+
+std::string normalize_flag(std::string_view flag) {
+  std::string name(flag);
+  std::replace(name.begin(), name.end(), '_', '-');
+  static const std::map<std::string, std::string> kShort = {
+      {"tp", "tensor-parallel-size"}, {"pp", "pipeline-parallel-size"},
+      {"dp", "data-parallel-size"},   {"q", "quantization"},
+      {"O", "compilation-config"},    {"kv-cache-memory", "kv-cache-memory-bytes"}};
+  auto it = kShort.find(name);
+  return it == kShort.end() ? name : it->second;
+}
+
+bool looks_like_env_assignment(std::string_view word) {
+  auto eq = word.find('=');
+  if (eq == std::string_view::npos || eq == 0) return false;
+  return std::all_of(word.begin(), word.begin() + eq, [](char c) {
+    return std::isupper(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+// Limits far beyond any real launch keep the arithmetic downstream inside 64 bits.
+constexpr uint64_t kMaxCount = 1ull << 32;        // tokens, sequences, blocks
+constexpr uint64_t kMaxParallel = 4096;           // GPUs in one dimension
+constexpr uint64_t kMaxKvBytes = 1ull << 50;      // 1 PiB
+
+Result<uint64_t> positive_count(const std::string& flag, const std::string& value,
+                                uint64_t limit = kMaxCount) {
+  auto count = parse_vllm_token_count(value);
+  if (!count || *count == 0) {
+    return Error{fmt::format("--{}: '{}' is not a positive whole number", flag, value)};
+  }
+  if (*count > limit) return Error{fmt::format("--{}: {} is beyond any real launch (at most {})", flag, value, limit)};
+  return *count;
+}
+
+Result<double> number(const std::string& flag, const std::string& value) {
+  try {
+    size_t used = 0;
+    double parsed = std::stod(value, &used);
+    if (used != value.size() || !std::isfinite(parsed)) throw std::invalid_argument(value);
+    return parsed;
+  } catch (const std::exception&) {
+    return Error{fmt::format("--{}: '{}' is not a number", flag, value)};
+  }
+}
+
+bool truthy(const std::string& value) {
+  std::string lower = value;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return !(lower == "false" || lower == "0" || lower == "no" || lower == "none");
+}
+
+std::string unquote(std::string value) {
+  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+      value.back() == value.front()) {
+    return value.substr(1, value.size() - 2);
+  }
+  return value;
+}
+
+// --limit-mm-per-prompt: JSON '{"image": 2}' (current) or 'image=2,audio=0' (older).
+Status read_mm_limits(const std::string& value, ServeConfig& config) {
+  if (!value.empty() && value.front() == '{') {
+    auto doc = nlohmann::json::parse(value, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) {
+      return Error{fmt::format("--limit-mm-per-prompt: '{}' is not a JSON object", value)};
+    }
+    for (const auto& [modality, count] : doc.items()) {
+      if (count.is_number_unsigned()) config.limit_mm_per_prompt[modality] = count.get<uint64_t>();
+      else if (count.is_object() && count.contains("count") && count["count"].is_number_unsigned())
+        config.limit_mm_per_prompt[modality] = count["count"].get<uint64_t>();
+    }
+    return Ok{};
+  }
+  size_t start = 0;
+  while (start < value.size()) {
+    size_t end = value.find(',', start);
+    if (end == std::string::npos) end = value.size();
+    std::string item = value.substr(start, end - start);
+    auto eq = item.find('=');
+    auto count = eq == std::string::npos ? std::nullopt : parse_vllm_token_count(item.substr(eq + 1));
+    if (!count) return Error{fmt::format("--limit-mm-per-prompt: '{}' is not MODALITY=COUNT", item)};
+    config.limit_mm_per_prompt[item.substr(0, eq)] = *count;
+    start = end + 1;
+  }
+  return Ok{};
+}
+
+// --speculative-config '{"method": "mtp", "num_speculative_tokens": 3}' (or "model": "...").
+Status read_speculative_config(const std::string& value, ServeConfig& config) {
+  auto doc = nlohmann::json::parse(value, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return Error{fmt::format("--speculative-config: '{}' is not a JSON object", value)};
+  }
+  if (doc.contains("num_speculative_tokens") && doc["num_speculative_tokens"].is_number_unsigned())
+    config.num_speculative_tokens = doc["num_speculative_tokens"].get<uint64_t>();
+  for (const char* key : {"method", "model"}) {
+    if (doc.contains(key) && doc[key].is_string()) {
+      config.speculative_method = doc[key].get<std::string>();
+      break;
+    }
+  }
+  return Ok{};
+}
+
+// Applies one flag. `value` is empty for boolean flags; `original` is the text for reports.
+Status apply_flag(const std::string& name, const std::optional<std::string>& value,
+                  const std::string& original, ServeConfig& config) {
+  auto need = [&]() -> Result<std::string> {
+    if (!value) return Error{fmt::format("--{} needs a value", name)};
+    return unquote(*value);
+  };
+  auto bool_value = [&]() { return !value || truthy(*value); };
+
+  if (name == "model") {
+    auto v = need();
+    if (!v) return v.error();
+    config.model = *v;
+  } else if (name == "gpu-memory-utilization") {
+    auto v = need();
+    if (!v) return v.error();
+    auto u = number(name, *v);
+    if (!u) return u.error();
+    if (!(*u > 0 && *u <= 1)) {
+      return Error{fmt::format("--gpu-memory-utilization: {} is outside (0, 1]", *v)};
+    }
+    config.gpu_memory_utilization = *u;
+  } else if (name == "max-model-len") {
+    auto v = need();
+    if (!v) return v.error();
+    if (*v == "-1" || *v == "auto") {
+      config.max_model_len_auto = true;
+    } else {
+      auto n = positive_count(name, *v);
+      if (!n) return n.error();
+      config.max_model_len = *n;
+    }
+  } else if (name == "max-num-seqs" || name == "max-num-batched-tokens" || name == "block-size" ||
+             name == "tensor-parallel-size" || name == "pipeline-parallel-size" ||
+             name == "data-parallel-size" || name == "num-gpu-blocks-override" ||
+             name == "num-speculative-tokens") {
+    auto v = need();
+    if (!v) return v.error();
+    bool parallel = name.find("parallel") != std::string::npos;
+    auto n = positive_count(name, *v, parallel ? kMaxParallel : kMaxCount);
+    if (!n) return n.error();
+    if (name == "block-size" && *n > 4096) return Error{fmt::format("--block-size: {} tokens per block is beyond vLLM's sizes", *n)};
+    if (name == "max-num-seqs") config.max_num_seqs = *n;
+    else if (name == "max-num-batched-tokens") config.max_num_batched_tokens = *n;
+    else if (name == "block-size") config.block_size = *n;
+    else if (name == "tensor-parallel-size") config.tensor_parallel_size = *n;
+    else if (name == "pipeline-parallel-size") config.pipeline_parallel_size = *n;
+    else if (name == "data-parallel-size") config.data_parallel_size = *n;
+    else if (name == "num-gpu-blocks-override") config.num_gpu_blocks_override = *n;
+    else config.num_speculative_tokens = *n;
+  } else if (name == "kv-cache-dtype") {
+    auto v = need();
+    if (!v) return v.error();
+    static const std::set<std::string> kKnown = {"auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
+                                                 "fp8_ds_mla", "bfloat16", "float16", "half",
+                                                 "int8_per_token_head", "nvfp4"};
+    if (!kKnown.count(*v)) {
+      return Error{fmt::format("--kv-cache-dtype: '{}' is not one of vLLM's KV cache dtypes "
+                               "(auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16)", *v)};
+    }
+    config.kv_cache_dtype = *v;
+  } else if (name == "dtype") {
+    auto v = need();
+    if (!v) return v.error();
+    static const std::set<std::string> kKnown = {"auto", "half", "float16", "bfloat16", "float",
+                                                 "float32", "fp16", "bf16"};
+    if (!kKnown.count(*v)) {
+      return Error{fmt::format("--dtype: '{}' is not one of auto, half, float16, bfloat16, float, float32", *v)};
+    }
+    config.dtype = *v;
+  } else if (name == "quantization") {
+    auto v = need();
+    if (!v) return v.error();
+    config.quantization = *v;
+  } else if (name == "enforce-eager") {
+    config.enforce_eager = bool_value();
+  } else if (name == "enable-prefix-caching" || name == "no-enable-prefix-caching") {
+    config.enable_prefix_caching = (name == "enable-prefix-caching") && bool_value();
+  } else if (name == "enable-chunked-prefill" || name == "no-enable-chunked-prefill") {
+    config.enable_chunked_prefill = (name == "enable-chunked-prefill") && bool_value();
+  } else if (name == "cpu-offload-gb") {
+    auto v = need();
+    if (!v) return v.error();
+    auto gb = number(name, *v);
+    if (!gb) return gb.error();
+    if (*gb < 0 || *gb > 1e6) return Error{fmt::format("--cpu-offload-gb: {} is outside 0 to 1000000", *v)};
+    config.cpu_offload_gb = *gb;
+  } else if (name == "kv-cache-memory-bytes") {
+    auto v = need();
+    if (!v) return v.error();
+    auto n = positive_count(name, *v, kMaxKvBytes);
+    if (!n) return n.error();
+    config.kv_cache_memory_bytes = *n;
+  } else if (name == "limit-mm-per-prompt") {
+    auto v = need();
+    if (!v) return v.error();
+    return read_mm_limits(*v, config);
+  } else if (name == "speculative-config") {
+    auto v = need();
+    if (!v) return v.error();
+    return read_speculative_config(*v, config);
+  } else if (name == "speculative-model") {
+    auto v = need();
+    if (!v) return v.error();
+    config.speculative_method = *v;
+  } else if (name == "hf-overrides") {
+    auto v = need();
+    if (!v) return v.error();
+    auto doc = nlohmann::json::parse(*v, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) {
+      return Error{fmt::format("--hf-overrides: '{}' is not a JSON object", *v)};
+    }
+    if (doc.contains("max_position_embeddings") && doc["max_position_embeddings"].is_number_unsigned()) {
+      uint64_t positions = doc["max_position_embeddings"].get<uint64_t>();
+      if (positions == 0 || positions > kMaxCount) {
+        return Error{fmt::format("--hf-overrides: max_position_embeddings {} is outside 1 to {}", positions, kMaxCount)};
+      }
+      config.max_position_override = positions;
+    }
+    if (doc.contains("rope_scaling")) config.not_modeled.push_back(original);
+  } else if (unmodeled_flags().count(name)) {
+    if (name == "enable-lora") config.enable_lora = bool_value();
+    config.not_modeled.push_back(original);
+  } else {
+    config.ignored.push_back(original);
+  }
+  return Ok{};
+}
+
+std::string describe(const std::string& flag, const std::optional<std::string>& value) {
+  return value ? fmt::format("--{} {}", flag, *value) : "--" + flag;
+}
+
+// Flags and one positional model from words[start...].
+Status read_flags(const std::vector<std::string>& words, size_t start, bool model_positional,
+                  ServeConfig& config) {
+  for (size_t i = start; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    if (word.size() < 2 || word[0] != '-') {
+      if (model_positional && config.model.empty()) {
+        config.model = word;
+        continue;
+      }
+      config.ignored.push_back(word);
+      continue;
+    }
+    std::string body = word.substr(word[1] == '-' ? 2 : 1);
+    std::optional<std::string> value;
+    auto eq = body.find('=');
+    if (eq != std::string::npos) {
+      value = body.substr(eq + 1);
+      body = body.substr(0, eq);
+    }
+    std::string name = normalize_flag(body);
+    if (!value && !boolean_flags().count(name) && i + 1 < words.size()) {
+      const std::string& next = words[i + 1];
+      // A value may itself start with '-' only as a number (--max-model-len -1).
+      bool next_is_value = next.empty() || next[0] != '-' ||
+                           (next.size() > 1 && std::isdigit(static_cast<unsigned char>(next[1])));
+      if (next_is_value) value = words[++i];
+    }
+    auto status = apply_flag(name, value, describe(body, value), config);
+    if (!status) return status;
+  }
+  return Ok{};
+}
+
+// LLM(model="...", tensor_parallel_size=2, ...): split the argument list at top-level commas.
+Status read_llm_call(std::string_view text, ServeConfig& config) {
+  auto open = text.find("LLM(");
+  auto close = text.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
+    return Error{"LLM(...): no closing parenthesis"};
+  }
+  std::string_view args = text.substr(open + 4, close - open - 4);
+  std::vector<std::string> parts;
+  std::string current;
+  int depth = 0;
+  char quote = 0;
+  for (char c : args) {
+    if (quote) {
+      current.push_back(c);
+      if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '"' || c == '\'') quote = c;
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    if (c == ')' || c == ']' || c == '}') --depth;
+    if (c == ',' && depth == 0) {
+      parts.push_back(current);
+      current.clear();
+      continue;
+    }
+    current.push_back(c);
+  }
+  if (quote || depth != 0) return Error{"LLM(...): unbalanced quotes or brackets"};
+  parts.push_back(current);
+  auto trim = [](std::string s) {
+    auto not_space = [](unsigned char c) { return !std::isspace(c); };
+    s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
+    s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
+    return s;
+  };
+  for (auto& raw : parts) {
+    std::string part = trim(raw);
+    if (part.empty()) continue;
+    auto eq = part.find('=');
+    if (eq == std::string::npos) {
+      if (!config.model.empty()) return Error{fmt::format("LLM(...): unexpected argument '{}'", part)};
+      config.model = unquote(part);
+      continue;
+    }
+    std::string key = trim(part.substr(0, eq));
+    std::string value = unquote(trim(part.substr(eq + 1)));
+    std::string name = normalize_flag(key);
+    if (value == "True") {
+      auto status = apply_flag(name, std::nullopt, key + "=True", config);
+      if (!status) return status;
+      continue;
+    }
+    if (value == "False" && (boolean_flags().count(name))) {
+      if (name == "enforce-eager") config.enforce_eager = false;
+      else if (name == "enable-prefix-caching") config.enable_prefix_caching = false;
+      else if (name == "enable-chunked-prefill") config.enable_chunked_prefill = false;
+      else config.ignored.push_back(key + "=False");
+      continue;
+    }
+    if (value == "None") continue;
+    // Python dict literals use single quotes; JSON needs double quotes.
+    if (!value.empty() && value.front() == '{') std::replace(value.begin(), value.end(), '\'', '"');
+    auto status = apply_flag(name, value, key + "=" + value, config);
+    if (!status) return status;
+  }
+  return Ok{};
+}
+
+bool is_python(std::string_view word) {
+  auto slash = word.rfind('/');
+  std::string_view base = slash == std::string_view::npos ? word : word.substr(slash + 1);
+  return base.substr(0, 6) == "python";
+}
+
+}  // namespace
+
+std::optional<uint64_t> parse_vllm_token_count(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  uint64_t multiplier = 1;
+  char last = text.back();
+  if (last == 'k') multiplier = 1000;
+  else if (last == 'K') multiplier = 1024;
+  else if (last == 'm') multiplier = 1000000;
+  else if (last == 'M') multiplier = 1ull << 20;
+  else if (last == 'g') multiplier = 1000000000;
+  else if (last == 'G') multiplier = 1ull << 30;
+  std::string_view digits = multiplier == 1 ? text : text.substr(0, text.size() - 1);
+  if (digits.empty()) return std::nullopt;
+  bool dot = false;
+  for (char c : digits) {
+    if (c == '.' && !dot && multiplier != 1) {
+      dot = true;
+      continue;
+    }
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+  }
+  if (digits.size() > 24) return std::nullopt;  // far beyond any token count; stod would throw
+  double value = std::stod(std::string(digits));
+  double scaled = value * static_cast<double>(multiplier);
+  if (scaled >= 1.8e19) return std::nullopt;
+  return static_cast<uint64_t>(std::llround(scaled));
+}
+
+Result<std::vector<std::string>> split_shell_words(std::string_view line) {
+  std::vector<std::string> words;
+  std::string current;
+  bool in_word = false;
+  char quote = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (quote) {
+      if (c == quote) {
+        quote = 0;
+      } else if (c == '\\' && quote == '"' && i + 1 < line.size()) {
+        current.push_back(line[++i]);
+      } else {
+        current.push_back(c);
+      }
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < line.size()) {
+      if (line[i + 1] != '\n') current.push_back(line[i + 1]), in_word = true;
+      ++i;
+    } else if (std::isspace(static_cast<unsigned char>(c))) {
+      if (in_word) words.push_back(current);
+      current.clear();
+      in_word = false;
+    } else {
+      current.push_back(c);
+      in_word = true;
+    }
+  }
+  if (quote) return Error{fmt::format("unterminated {} quote in the command line", quote)};
+  if (in_word) words.push_back(current);
+  return words;
+}
+
+Result<ServeConfig> parse_vllm_command_line(const std::vector<std::string>& input) {
+  std::vector<std::string> words = input;
+  if (words.size() == 1) {
+    if (words[0].find("LLM(") == std::string::npos) {
+      auto split = split_shell_words(words[0]);
+      if (!split) return split.error();
+      words = std::move(split.value());
+    }
+  }
+  ServeConfig config;
+  size_t i = 0;
+  while (i < words.size() && looks_like_env_assignment(words[i])) {
+    auto eq = words[i].find('=');
+    config.env[words[i].substr(0, eq)] = words[i].substr(eq + 1);
+    ++i;
+  }
+  if (i >= words.size()) {
+    return Error{"no vLLM command line given: expected `vllm serve MODEL [flags]`"};
+  }
+  std::string rest;
+  for (size_t j = i; j < words.size(); ++j) rest += (j > i ? " " : "") + words[j];
+
+  Status status = Ok{};
+  if (rest.find("LLM(") != std::string::npos) {
+    config.launcher = "LLM(...)";
+    status = read_llm_call(rest, config);
+  } else if (words[i] == "vllm" && i + 1 < words.size() && words[i + 1] == "serve") {
+    config.launcher = "vllm serve";
+    status = read_flags(words, i + 2, /*model_positional=*/true, config);
+  } else if (is_python(words[i]) && i + 2 < words.size() && words[i + 1] == "-m" &&
+             words[i + 2].rfind("vllm.entrypoints.", 0) == 0 &&
+             words[i + 2].find("api_server") != std::string::npos) {
+    config.launcher = "python -m " + words[i + 2];
+    status = read_flags(words, i + 3, /*model_positional=*/false, config);
+  } else if (words[i] == "docker") {
+    // `docker run ... vllm/vllm-openai[:tag] [api_server flags]`
+    size_t image = i;
+    while (image < words.size() && words[image].find("vllm-openai") == std::string::npos) ++image;
+    if (image == words.size()) {
+      return Error{"not a vLLM command line: a docker command without the vllm/vllm-openai image"};
+    }
+    config.launcher = "docker " + words[image];
+    status = read_flags(words, image + 1, /*model_positional=*/true, config);
+  } else {
+    return Error{fmt::format(
+        "not a vLLM command line: '{}'; expected `vllm serve MODEL [flags]`, `python -m "
+        "vllm.entrypoints.openai.api_server --model MODEL [flags]` or `LLM(model=..., ...)`",
+        rest.size() > 80 ? rest.substr(0, 77) + "..." : rest)};
+  }
+  if (!status) return status.error();
+  if (config.model.empty()) {
+    return Error{fmt::format("{}: no model given (the MODEL argument or --model)", config.launcher)};
+  }
+  return config;
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,178 @@
+#include "report/serve_report.h"
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+
+namespace oomdoc {
+namespace {
+
+std::string signed_gib(int64_t bytes) {
+  return bytes < 0 ? "-" + format_bytes(static_cast<uint64_t>(-bytes)) : format_bytes(static_cast<uint64_t>(bytes));
+}
+
+std::string engine_name(const VllmBehavior& b) { return b.v1_engine ? "V1" : "V0"; }
+
+std::string version_name(const VllmBehavior& b) {
+  return b.version.given ? "vLLM " + b.version.text : "current vLLM";
+}
+
+Json component_json(const ServeComponent& c) {
+  Json j;
+  j["bytes"] = c.bytes;
+  j["from_log"] = c.from_log;
+  j["detail"] = c.detail;
+  return j;
+}
+
+}  // namespace
+
+std::string render_serve_text(const ServeReport& r, const Style& st) {
+  const ServePrediction& p = r.prediction;
+  const ServeSettings& s = p.settings;
+  std::string out;
+  uint64_t gpus = s.tensor_parallel_size * s.pipeline_parallel_size;
+  out += fmt::format("{} {} on {}{} ({}, {} engine)\n", st.bold("oomdoc serve:"), r.model_id,
+                     gpus > 1 ? fmt::format("{} x ", gpus) : "", r.target.name, version_name(p.behavior),
+                     engine_name(p.behavior));
+  out += fmt::format("  model config: {}\n", r.model_source);
+  out += fmt::format("  max_model_len {} ({}), max_num_seqs {}, max_num_batched_tokens {}, KV dtype {}, "
+                     "weights {}{}\n",
+                     s.max_model_len, s.max_model_len_source, s.max_num_seqs, s.max_num_batched_tokens,
+                     s.kv_cache_dtype, s.weights.method.empty() ? s.weights.dtype : s.weights.method,
+                     gpus > 1 ? fmt::format(", TP {} x PP {}", s.tensor_parallel_size, s.pipeline_parallel_size) : "");
+  out += "\n";
+  out += fmt::format("{}  {} total x {:.2f}{} = {}\n", st.bold("Budget per GPU"), format_bytes(p.total_bytes),
+                     s.gpu_memory_utilization,
+                     s.utilization_is_default ? fmt::format(" (default of {})", version_name(p.behavior)) : "",
+                     format_bytes(p.budget_bytes));
+  auto row = [&](const char* name, const ServeComponent& c, const char* suffix = "") {
+    out += fmt::format("  {:<18} {:>11}  {}{}{}\n", name, format_bytes(c.bytes), c.detail,
+                       c.from_log ? "" : "", suffix);
+  };
+  row("weights", p.weights);
+  row("activation peak", p.activation);
+  row("non-torch", p.non_torch);
+  if (!s.enforce_eager) {
+    row("CUDA graphs", p.cuda_graphs, p.graphs_in_budget ? "" : " (captured after the KV cache, outside the budget)");
+  }
+  out += fmt::format("  {:<18} {:>11}  = {} tokens of {} ({})\n", "KV cache", signed_gib(p.available_kv_bytes),
+                     format_exact_count(p.capacity.tokens), format_bytes(p.kv.bytes_per_token), p.kv.formula);
+  out += "\n" + st.bold("vLLM would log") + "\n";
+  for (const auto& line : p.log_lines) out += "  " + line + "\n";
+  out += "\n";
+  if (p.fits) {
+    out += st.green("Fits") + fmt::format(": {} tokens of KV cache, {:.2f} requests of {} tokens at once.\n",
+                                          format_exact_count(p.capacity.tokens), p.capacity.max_concurrency,
+                                          s.max_model_len);
+  } else {
+    out += st.red("Does not fit") + ": vLLM stops at startup with\n  " + p.error->message + "\n";
+  }
+  for (const auto& w : p.warnings) out += st.yellow("warning: ") + w + "\n";
+  if (!r.fixes.empty()) {
+    out += "\n" + st.bold("Fixes, cheapest first") + " (each re-predicted)\n";
+    for (const auto& f : r.fixes) {
+      out += fmt::format("  {:<34} {} tokens, {:.2f}x at {} tokens; {}{}\n", f.flag, format_exact_count(f.kv_tokens),
+                         f.max_concurrency, f.max_model_len, f.cost, f.note.empty() ? "" : " (" + f.note + ")");
+    }
+  } else if (!p.fits) {
+    out += "\nNo single change found that makes it fit.\n";
+  }
+  if (!p.assumptions.empty()) {
+    out += "\n" + st.dim("Assumed:") + "\n";
+    for (const auto& a : p.assumptions) out += st.dim("  - " + a) + "\n";
+  }
+  if (!r.not_modeled_flags.empty()) {
+    std::string list;
+    for (const auto& f : r.not_modeled_flags) list += (list.empty() ? "" : ", ") + f;
+    out += st.dim("Not modeled (they change memory): " + list) + "\n";
+  }
+  if (!r.ignored_flags.empty()) {
+    std::string list;
+    for (const auto& f : r.ignored_flags) list += (list.empty() ? "" : ", ") + f;
+    out += st.dim("Ignored (no effect on GPU memory): " + list) + "\n";
+  }
+  return out;
+}
+
+Json serve_json(const ServeReport& r) {
+  const ServePrediction& p = r.prediction;
+  const ServeSettings& s = p.settings;
+  Json doc = json_document_header("serve");
+  doc["model"] = {{"id", r.model_id}, {"source", r.model_source}};
+  doc["launcher"] = r.launcher;
+  doc["gpu"] = {{"name", r.target.name},
+                {"total_bytes", p.total_bytes},
+                {"total_source", r.target.total_source},
+                {"count", s.tensor_parallel_size * s.pipeline_parallel_size}};
+  doc["vllm"] = {{"version", p.behavior.version.given ? Json(p.behavior.version.text) : Json(nullptr)},
+                 {"engine", engine_name(p.behavior)},
+                 {"default_gpu_memory_utilization", p.behavior.default_gpu_memory_utilization},
+                 {"graph_memory_in_budget", p.graphs_in_budget},
+                 {"hybrid_kv_groups", p.behavior.hybrid_kv_groups}};
+  doc["settings"] = {{"gpu_memory_utilization", s.gpu_memory_utilization},
+                     {"gpu_memory_utilization_is_default", s.utilization_is_default},
+                     {"max_model_len", s.max_model_len},
+                     {"max_model_len_source", s.max_model_len_source},
+                     {"model_context", s.model_context},
+                     {"max_num_seqs", s.max_num_seqs},
+                     {"max_num_batched_tokens", s.max_num_batched_tokens},
+                     {"chunked_prefill", s.chunked_prefill},
+                     {"block_size", s.block_size},
+                     {"kv_cache_dtype", s.kv_cache_dtype},
+                     {"dtype", s.weights.dtype},
+                     {"quantization", s.weights.method.empty() ? Json(nullptr) : Json(s.weights.method)},
+                     {"tensor_parallel_size", s.tensor_parallel_size},
+                     {"pipeline_parallel_size", s.pipeline_parallel_size},
+                     {"enforce_eager", s.enforce_eager}};
+  doc["budget_bytes"] = p.budget_bytes;
+  doc["cuda_context_bytes"] = p.context_bytes;
+  doc["free_at_startup_bytes"] = p.free_at_startup_bytes;
+  Json components;
+  components["weights"] = component_json(p.weights);
+  components["activation_peak"] = component_json(p.activation);
+  components["non_torch"] = component_json(p.non_torch);
+  components["cuda_graphs"] = component_json(p.cuda_graphs);
+  components["cuda_graphs"]["in_budget"] = p.graphs_in_budget;
+  doc["components"] = components;
+  doc["available_kv_cache_bytes"] = p.available_kv_bytes;
+  doc["kv_cache"] = {{"bytes_per_token", p.kv.bytes_per_token},
+                     {"formula", p.kv.formula},
+                     {"dtype_bytes", p.kv.dtype_bytes},
+                     {"latent", p.kv.latent},
+                     {"kv_heads_per_gpu", p.kv.kv_heads_per_gpu},
+                     {"head_size", p.kv.head_size},
+                     {"full_layers", p.kv.full_layers},
+                     {"sliding_layers", p.kv.sliding_layers},
+                     {"block_size", p.kv.block_size},
+                     {"page_bytes", p.kv.page_bytes},
+                     {"num_blocks", p.capacity.num_blocks},
+                     {"num_groups", p.capacity.num_groups},
+                     {"tokens", p.capacity.tokens},
+                     {"blocks_per_request", p.capacity.blocks_per_request},
+                     {"bytes_per_request", p.capacity.bytes_per_request},
+                     {"max_concurrency", p.capacity.max_concurrency},
+                     {"binding_pipeline_stage", p.binding_stage}};
+  doc["max_model_len_that_fits"] = p.max_model_len_that_fits;
+  doc["fits"] = p.fits;
+  doc["error"] = p.error ? Json{{"kind", p.error->kind}, {"message", p.error->message}} : Json(nullptr);
+  doc["log_lines"] = p.log_lines;
+  Json fixes = Json::array();
+  for (const auto& f : r.fixes) {
+    fixes.push_back({{"flag", f.flag},
+                     {"cost", f.cost},
+                     {"fits", f.fits},
+                     {"kv_tokens", f.kv_tokens},
+                     {"max_concurrency", f.max_concurrency},
+                     {"max_model_len", f.max_model_len},
+                     {"note", f.note.empty() ? Json(nullptr) : Json(f.note)}});
+  }
+  doc["fixes"] = fixes;
+  doc["warnings"] = p.warnings;
+  doc["assumptions"] = p.assumptions;
+  doc["ignored_flags"] = r.ignored_flags;
+  doc["not_modeled_flags"] = r.not_modeled_flags;
+  return doc;
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,121 @@
+// KV bytes per token against hand-computed values from the models' real config.json (bundled
+// presets): 2 x layers x max(1, kv_heads / tp) x head_dim x dtype bytes; MLA: layers x
+// (kv_lora_rank + qk_rope_head_dim) x dtype bytes, the same on every TP rank.
+#include "analyses/vllm_kv_cache.h"
+
+#include <gtest/gtest.h>
+
+#include "core/units.h"
+#include "readers/model_resolver.h"
+
+namespace oomdoc {
+namespace {
+
+ModelSpec model(const std::string& name) {
+  auto m = resolve_model(name);
+  EXPECT_TRUE(m.ok()) << m.error().message;
+  return m.ok() ? m.value() : ModelSpec{};
+}
+
+uint64_t bytes_per_token(const std::string& name, uint64_t tp = 1, uint64_t pp = 1,
+                         uint64_t dtype_bytes = 2) {
+  ModelSpec m = model(name);
+  uint64_t worst = 0;
+  for (const auto& stage : pipeline_stages(m, pp)) {
+    worst = std::max(worst, kv_layout(m, stage, tp, dtype_bytes, 16).bytes_per_token);
+  }
+  return worst;
+}
+
+TEST(VllmKvBytesPerToken, GroupedQueryAttention) {
+  EXPECT_EQ(bytes_per_token("llama-3-8b"), 128 * kKiB);       // 2 x 32 x 8 x 128 x 2
+  EXPECT_EQ(bytes_per_token("qwen2.5-7b"), 56 * kKiB);        // 2 x 28 x 4 x 128 x 2
+  EXPECT_EQ(bytes_per_token("llama-2-70b"), 320 * kKiB);      // 2 x 80 x 8 x 128 x 2
+}
+
+TEST(VllmKvBytesPerToken, MultiHeadAttention) {
+  EXPECT_EQ(bytes_per_token("llama-2-7b"), 512 * kKiB);       // 2 x 32 x 32 x 128 x 2
+}
+
+TEST(VllmKvBytesPerToken, MultiLatentAttentionIsReplicatedAcrossTensorParallel) {
+  EXPECT_EQ(bytes_per_token("deepseek-v3"), 61u * 576 * 2);   // 70,272 B = 68.6 KiB
+  EXPECT_EQ(bytes_per_token("deepseek-v3", 8), 61u * 576 * 2);
+  EXPECT_EQ(bytes_per_token("deepseek-v3", 8, 1, 1), 61u * 576);
+  auto m = model("deepseek-v3");
+  auto layout = kv_layout(m, pipeline_stages(m, 1)[0], 8, 2, 16);
+  EXPECT_TRUE(layout.latent);
+  EXPECT_EQ(layout.page_bytes, 16u * 576 * 2);
+  EXPECT_EQ(layout.formula, "61 layers x 1 latent x (512 + 64) x 2 B");
+}
+
+TEST(VllmKvBytesPerToken, TensorParallelSplitsHeadsAndReplicatesPastTheirCount) {
+  EXPECT_EQ(bytes_per_token("llama-3-8b", 2), 64 * kKiB);
+  EXPECT_EQ(bytes_per_token("llama-3-8b", 8), 16 * kKiB);     // one KV head per rank
+  EXPECT_EQ(bytes_per_token("llama-3-8b", 16), 16 * kKiB);    // still one: replicated
+  EXPECT_EQ(bytes_per_token("gemma-2-9b", 8), 42 * kKiB);     // 2 x 42 x 1 x 256 x 2
+  EXPECT_EQ(bytes_per_token("qwen3-235b-a22b", 4), 47 * kKiB);  // 2 x 94 x 1 x 128 x 2
+}
+
+TEST(VllmKvBytesPerToken, Fp8HalvesAndPipelineSplitsLayers) {
+  EXPECT_EQ(bytes_per_token("llama-3-8b", 1, 1, 1), 64 * kKiB);
+  EXPECT_EQ(bytes_per_token("llama-3-8b", 1, 2), 64 * kKiB);
+  // 61 layers over 4 stages: get_pp_indices gives 15, 15, 16, 15.
+  auto stages = pipeline_stages(model("deepseek-v3"), 4);
+  ASSERT_EQ(stages.size(), 4u);
+  EXPECT_EQ(stages[0].layers, 15u);
+  EXPECT_EQ(stages[1].layers, 15u);
+  EXPECT_EQ(stages[2].layers, 16u);
+  EXPECT_EQ(stages[3].layers, 15u);
+  EXPECT_TRUE(stages[0].first);
+  EXPECT_TRUE(stages[3].last);
+  EXPECT_EQ(stages[2].first_layer, 30u);
+}
+
+TEST(VllmKvDtype, FollowsTheFlag) {
+  EXPECT_EQ(kv_dtype_bytes("auto", 2), 2u);
+  EXPECT_EQ(kv_dtype_bytes("auto", 4), 4u);
+  EXPECT_EQ(kv_dtype_bytes("fp8", 2), 1u);
+  EXPECT_EQ(kv_dtype_bytes("fp8_e5m2", 2), 1u);
+  EXPECT_EQ(kv_dtype_bytes("bfloat16", 4), 2u);
+}
+
+TEST(VllmKvCapacity, BlocksTokensAndConcurrency) {
+  auto m = model("llama-3.1-8b");
+  auto layout = kv_layout(m, pipeline_stages(m, 1)[0], 1, 2, 16);
+  EXPECT_EQ(layout.page_bytes, 64 * kKiB);
+  // 3.81 GiB as a V0 log prints it; one block of all 32 layers is 2 MiB.
+  KvCapacity c = kv_capacity(layout, 4090956349, 20000, 20000, std::nullopt, false);
+  EXPECT_EQ(c.num_blocks, 1950u);          // floor(4090956349 / 2097152)
+  EXPECT_EQ(c.tokens, 31200u);
+  EXPECT_EQ(c.blocks_per_request, 1250u);  // cdiv(20000, 16)
+  EXPECT_NEAR(c.max_concurrency, 1.56, 1e-9);
+  EXPECT_EQ(c.bytes_per_request, 1250u * 2 * kMiB);
+  EXPECT_EQ(kv_capacity(layout, -5, 20000, 20000, std::nullopt, false).num_blocks, 0u);
+  // The longest request 1950 blocks hold.
+  EXPECT_EQ(max_model_len_that_fits(layout, 4090956349, 2048, std::nullopt, false, 131072), 31200u);
+  EXPECT_EQ(max_model_len_that_fits(layout, 1000, 2048, std::nullopt, false, 131072), 0u);
+}
+
+TEST(VllmKvCapacity, HybridManagerGivesSlidingLayersTheirOwnGroups) {
+  auto m = model("gemma-2-9b");
+  auto stage = pipeline_stages(m, 1)[0];
+  EXPECT_EQ(stage.sliding_layers, 21u);
+  auto layout = kv_layout(m, stage, 1, 2, 16);
+  EXPECT_EQ(layout.page_bytes, 16u * 2 * 8 * 256 * 2);   // 131,072 B per layer per block
+  // Hybrid (V1 >= 0.10): groups of 21 layers; a block of every group is 21 pages.
+  KvCapacity hybrid = kv_capacity(layout, 10 * kGiB, 8192, 2048, m.sliding_window, true);
+  EXPECT_EQ(hybrid.num_groups, 2u);
+  EXPECT_EQ(hybrid.num_blocks, 3900u);      // floor(10 GiB / (21 x 131072))
+  EXPECT_EQ(hybrid.tokens, 31200u);         // 3900 // 2 groups x 16
+  // Full layers: cdiv(8192, 16) = 512; sliding: cdiv(min(4095 + 2048, 8192), 16) + 1 = 385.
+  EXPECT_EQ(hybrid.blocks_per_request, 897u);
+  EXPECT_NEAR(hybrid.max_concurrency, 3900.0 / 897.0, 1e-12);
+  // Without the hybrid manager every layer is full attention.
+  KvCapacity uniform = kv_capacity(layout, 10 * kGiB, 8192, 2048, m.sliding_window, false);
+  EXPECT_EQ(uniform.num_blocks, 1950u);
+  EXPECT_EQ(uniform.tokens, 31200u);
+  EXPECT_NEAR(uniform.max_concurrency, 1950.0 / 512.0, 1e-12);
+}
+
+}  // namespace
+}  // namespace oomdoc

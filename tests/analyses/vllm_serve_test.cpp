@@ -1,0 +1,198 @@
+#include "analyses/vllm_serve.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/units.h"
+#include "readers/model_resolver.h"
+#include "readers/vllm_args.h"
+
+namespace oomdoc {
+namespace {
+
+ServeInputs inputs(const std::vector<std::string>& command, uint64_t memory, const std::string& version = "") {
+  ServeInputs in;
+  auto config = parse_vllm_command_line(command);
+  EXPECT_TRUE(config.ok()) << config.error().message;
+  in.config = config.value();
+  auto model = resolve_model(in.config.model);
+  EXPECT_TRUE(model.ok()) << model.error().message;
+  in.model = model.value();
+  in.target = serve_target_memory(memory);
+  in.version = parse_vllm_version(version).value();
+  return in;
+}
+
+ServePrediction predict(const ServeInputs& in) {
+  auto p = predict_vllm_startup(in);
+  EXPECT_TRUE(p.ok()) << p.error().message;
+  return p.ok() ? p.value() : ServePrediction{};
+}
+
+TEST(VllmServe, V0AccountingWithLoggedFigures) {
+  ServeInputs in = inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "20000",
+                           "--gpu-memory-utilization", "0.9"}, 24 * kGiB, "0.6.3");
+  in.overrides.weights_bytes = 15 * kGiB;
+  in.overrides.activation_bytes = 2 * kGiB;
+  in.overrides.non_torch_bytes = kGiB / 2;
+  ServePrediction p = predict(in);
+  EXPECT_FALSE(p.behavior.v1_engine);
+  EXPECT_EQ(p.budget_bytes, 23192823398u);              // floor(24 GiB x 0.9)
+  EXPECT_EQ(p.available_kv_bytes, 4402341478);          // budget - 15 - 2 - 0.5 GiB
+  EXPECT_EQ(p.capacity.num_blocks, 2099u);              // / 2 MiB per block of 32 layers
+  EXPECT_TRUE(p.fits);
+  ASSERT_EQ(p.log_lines.size(), 5u);
+  EXPECT_EQ(p.log_lines[0], "Loading model weights took 15.0000 GB");
+  EXPECT_EQ(p.log_lines[1], "the current vLLM instance can use total_gpu_memory (24.00GiB) x "
+                            "gpu_memory_utilization (0.90) = 21.60GiB");
+  EXPECT_EQ(p.log_lines[2], "model weights take 15.00GiB; non_torch_memory takes 0.50GiB; PyTorch activation "
+                            "peak memory takes 2.00GiB; the rest of the memory reserved for KV Cache is 4.10GiB.");
+  EXPECT_EQ(p.log_lines[3], "# GPU blocks: 2099, # CPU blocks: 2048");
+  EXPECT_EQ(p.log_lines[4], "Maximum concurrency for 20000 tokens per request: 1.68x");
+}
+
+TEST(VllmServe, WeightsFollowTheFormat) {
+  // bf16: exactly 2 bytes per parameter on one GPU.
+  ServePrediction p = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "4096"}, 80 * kGiB));
+  EXPECT_EQ(p.weights.bytes, 2 * 8030261248ull);
+  EXPECT_EQ(p.log_lines[0], "Model loading took 14.9575 GiB");
+  // AWQ 4-bit (named checkpoint, base config): Qwen/Qwen2.5-7B-Instruct-AWQ's safetensors hold
+  // 5.58 GB (5.20 GiB); embeddings and head stay in fp16.
+  ServeInputs awq = inputs({"vllm", "serve", "qwen2.5-7b", "--quantization", "awq", "--max-model-len", "4096"}, 80 * kGiB);
+  ServePrediction q = predict(awq);
+  EXPECT_NEAR(static_cast<double>(q.weights.bytes), 5.58e9, 0.01 * 5.58e9);
+  // Tensor parallel halves each GPU's share.
+  ServePrediction tp = predict(inputs({"vllm", "serve", "llama-3.1-8b", "-tp", "2", "--max-model-len", "4096"}, 80 * kGiB));
+  EXPECT_NEAR(static_cast<double>(tp.weights.bytes), 8030261248.0, 1e6);
+  // --cpu-offload-gb takes its GiB off each GPU.
+  ServePrediction off = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--cpu-offload-gb", "4", "--max-model-len", "4096"}, 80 * kGiB));
+  EXPECT_EQ(off.weights.bytes, 2 * 8030261248ull - 4 * kGiB);
+}
+
+TEST(VllmServe, DefaultUtilizationDependsOnTheVersionAndIsSaid) {
+  ServePrediction now = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192"}, 80 * kGiB));
+  EXPECT_DOUBLE_EQ(now.settings.gpu_memory_utilization, 0.92);
+  EXPECT_TRUE(now.settings.utilization_is_default);
+  ServePrediction old = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192"}, 80 * kGiB, "0.8.5"));
+  EXPECT_DOUBLE_EQ(old.settings.gpu_memory_utilization, 0.90);
+  bool said = false;
+  for (const auto& a : old.assumptions) said |= a.find("gpu_memory_utilization 0.90: the default of vLLM 0.8.5") == 0;
+  EXPECT_TRUE(said);
+}
+
+TEST(VllmServe, CudaGraphsAreChargedFromV021AndEnforceEagerFreesThem) {
+  auto command = std::vector<std::string>{"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192"};
+  ServePrediction graphs = predict(inputs(command, 80 * kGiB, "0.21.0"));
+  EXPECT_TRUE(graphs.graphs_in_budget);
+  EXPECT_GT(graphs.cuda_graphs.bytes, 0u);
+  command.push_back("--enforce-eager");
+  ServePrediction eager = predict(inputs(command, 80 * kGiB, "0.21.0"));
+  EXPECT_EQ(eager.available_kv_bytes - graphs.available_kv_bytes, static_cast<int64_t>(graphs.cuda_graphs.bytes));
+  ServePrediction before = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192",
+                                           "--gpu-memory-utilization", "0.92"}, 80 * kGiB, "0.20.1"));
+  EXPECT_FALSE(before.graphs_in_budget);
+  EXPECT_EQ(before.available_kv_bytes - graphs.available_kv_bytes, static_cast<int64_t>(graphs.cuda_graphs.bytes));
+}
+
+TEST(VllmServe, KvCacheMemoryBytesSkipsProfiling) {
+  ServePrediction p = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192",
+                                      "--kv-cache-memory-bytes", "4G"}, 80 * kGiB));
+  EXPECT_EQ(p.available_kv_bytes, static_cast<int64_t>(4 * kGiB));
+  EXPECT_EQ(p.capacity.tokens, 32768u);   // 4 GiB / 128 KiB
+}
+
+TEST(VllmServe, TooLongForOneRequestInVllmsWords) {
+  ServeInputs in = inputs({"vllm", "serve", "llama-3.1-8b"}, 24 * kGiB);
+  auto report = analyze_serve(in);
+  ASSERT_TRUE(report.ok());
+  const ServePrediction& p = report->prediction;
+  EXPECT_EQ(p.settings.max_model_len, 131072u);
+  EXPECT_EQ(p.settings.max_model_len_source, "model context");
+  ASSERT_TRUE(p.error);
+  EXPECT_EQ(p.error->kind, "max_len_too_long");
+  EXPECT_EQ(p.error->message.rfind("To serve at least one request with the models's max seq len (131072), "
+                                   "(16.00 GiB KV cache is needed, which is larger than the available KV cache memory (", 0), 0u)
+      << p.error->message;
+  EXPECT_NE(p.error->message.find(fmt::format("the estimated maximum model length is {}. ", p.max_model_len_that_fits)),
+            std::string::npos);
+  EXPECT_EQ(p.max_model_len_that_fits, p.capacity.tokens);   // every block for one request
+  // Fixes: the shorter context comes first, and every listed fix fits.
+  ASSERT_FALSE(report->fixes.empty());
+  EXPECT_EQ(report->fixes[0].flag.rfind("--max-model-len ", 0), 0u);
+  EXPECT_LE(report->fixes[0].max_model_len, p.max_model_len_that_fits);
+  EXPECT_EQ(report->fixes[0].max_model_len % 1024, 0u);
+  for (const auto& fix : report->fixes) EXPECT_TRUE(fix.fits) << fix.flag;
+
+  // V0 says it differently.
+  ServePrediction v0 = predict(inputs({"vllm", "serve", "llama-3.1-8b"}, 24 * kGiB, "0.6.3"));
+  ASSERT_TRUE(v0.error);
+  EXPECT_EQ(v0.error->message,
+            fmt::format("The model's max seq len (131072) is larger than the maximum number of tokens that can be "
+                        "stored in KV cache ({}). Try increasing `gpu_memory_utilization` or decreasing "
+                        "`max_model_len` when initializing the engine.", v0.capacity.num_blocks * 16));
+}
+
+TEST(VllmServe, OtherStartupErrors) {
+  ServePrediction weights = predict(inputs({"vllm", "serve", "llama-3.1-70b", "--max-model-len", "4096"}, 24 * kGiB));
+  ASSERT_TRUE(weights.error);
+  EXPECT_EQ(weights.error->kind, "weights_oom");
+  EXPECT_EQ(weights.error->message.rfind("Failed to load model - not enough GPU memory.", 0), 0u);
+
+  ServePrediction free = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "4096",
+                                         "--gpu-memory-utilization", "0.99"}, 24 * kGiB));
+  ASSERT_TRUE(free.error);
+  EXPECT_EQ(free.error->message,
+            "Free memory on device (23.50/24.00 GiB) on startup is less than desired GPU memory utilization "
+            "(0.99, 23.76 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.");
+
+  ServeInputs none = inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "4096"}, 24 * kGiB);
+  none.overrides.weights_bytes = 22 * kGiB;
+  ServePrediction p = predict(none);
+  ASSERT_TRUE(p.error);
+  EXPECT_EQ(p.error->kind, "no_cache_blocks");
+  EXPECT_EQ(p.error->message, "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+                              "when initializing the engine. See https://docs.vllm.ai/en/latest/configuration/"
+                              "conserving_memory/ for more details.");
+  EXPECT_LT(p.available_kv_bytes, 0);
+}
+
+TEST(VllmServe, AutoFitMaxModelLen) {
+  ServePrediction p = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "-1"}, 24 * kGiB));
+  EXPECT_TRUE(p.fits);
+  EXPECT_EQ(p.settings.max_model_len, p.max_model_len_that_fits);
+  EXPECT_LT(p.settings.max_model_len, 131072u);
+  ASSERT_GE(p.log_lines.size(), 4u);
+  EXPECT_EQ(p.log_lines[2].rfind("Available KV cache memory: ", 0), 0u);
+  // Every block for one request: floor(available / 2 MiB) blocks of 16 tokens.
+  EXPECT_EQ(p.settings.max_model_len, static_cast<uint64_t>(p.available_kv_bytes) / (2 * kMiB) * 16);
+  EXPECT_EQ(p.log_lines[3], fmt::format("Auto-fit max_model_len: reduced from 131072 to {} to fit in available GPU "
+                                        "memory ({:.2f} GiB available for KV cache)", p.settings.max_model_len,
+                                        static_cast<double>(p.available_kv_bytes) / kGiB));
+}
+
+TEST(VllmServe, ContradictoryInputIsAnError) {
+  auto too_long = predict_vllm_startup(inputs({"vllm", "serve", "llama-3-8b", "--max-model-len", "16384"}, 80 * kGiB));
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_EQ(too_long.error().message.rfind("--max-model-len 16384 is above meta-llama/Meta-Llama-3-8B's context of 8192 tokens; "
+                                           "vLLM refuses it: \"User-specified max_model_len (16384) is greater than the derived "
+                                           "max_model_len (max_position_embeddings=8192", 0), 0u)
+      << too_long.error().message;
+  auto allowed = predict_vllm_startup(inputs({"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", "vllm", "serve", "llama-3-8b",
+                                              "--max-model-len", "16384"}, 80 * kGiB));
+  EXPECT_TRUE(allowed.ok());
+  auto tp = predict_vllm_startup(inputs({"vllm", "serve", "llama-3-8b", "-tp", "3"}, 80 * kGiB));
+  ASSERT_FALSE(tp.ok());
+  EXPECT_EQ(tp.error().message, "Total number of attention heads (32) must be divisible by tensor parallel size (3).");
+}
+
+TEST(VllmServe, PipelineStagesBindOnTheFewestBlocks) {
+  ServePrediction p = predict(inputs({"vllm", "serve", "llama-3.1-8b", "-pp", "2", "--max-model-len", "8192"}, 24 * kGiB));
+  EXPECT_EQ(p.kv.bytes_per_token, 64 * kKiB);
+  // Stage 0 holds the embedding, stage 1 the (untied) head of the same size: equal weights, so
+  // the first stage binds.
+  EXPECT_EQ(p.binding_stage, 0u);
+  EXPECT_TRUE(p.fits);
+}
+
+}  // namespace
+}  // namespace oomdoc

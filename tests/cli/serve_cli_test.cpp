@@ -1,0 +1,89 @@
+// End-to-end: the oomdoc binary with real command lines; exit status 0 fits, 1 does not, 2 bad input.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
+
+namespace oomdoc {
+namespace {
+
+using testing::run_cli;
+
+TEST(ServeCli, FitsExitsZeroAndPrintsVllmsLines) {
+  auto r = run_cli({"serve", "--gpu", "h100", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                    "--max-model-len", "32768", "--port", "8000"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("on H100 SXM 80GB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GPU KV cache size: "), std::string::npos);
+  EXPECT_NE(r.out.find("Maximum concurrency for 32,768 tokens per request: "), std::string::npos);
+  EXPECT_NE(r.out.find("Ignored (no effect on GPU memory): --port 8000"), std::string::npos);
+  EXPECT_EQ(r.out.find("\x1b["), std::string::npos);  // no colour when not a terminal
+}
+
+TEST(ServeCli, DoesNotFitExitsOneWithTheErrorAndFixes) {
+  auto r = run_cli({"serve", "--gpu", "4090", "--vllm-version", "0.8.5", "--",
+                    "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 131072"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("To serve at least one request with the models's max seq len (131072)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Fixes, cheapest first"), std::string::npos);
+  EXPECT_NE(r.out.find("--max-model-len "), std::string::npos);
+  EXPECT_NE(r.out.find("gpu_memory_utilization 0.90: the default of vLLM 0.8.5"), std::string::npos);
+}
+
+TEST(ServeCli, JsonDocument) {
+  auto r = run_cli({"serve", "--memory", "24GiB", "--json", "--", "python", "-m", "vllm.entrypoints.openai.api_server",
+                    "--model", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192", "--kv-cache-dtype", "fp8"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["command"], "serve");
+  EXPECT_EQ(doc["launcher"], "python -m vllm.entrypoints.openai.api_server");
+  EXPECT_EQ(doc["gpu"]["total_bytes"], 24ull << 30);
+  EXPECT_EQ(doc["kv_cache"]["bytes_per_token"], 28 * 1024);   // 2 x 28 x 4 x 128 x 1 B (fp8)
+  EXPECT_EQ(doc["settings"]["kv_cache_dtype"], "fp8");
+  EXPECT_EQ(doc["fits"], true);
+  EXPECT_TRUE(doc["error"].is_null());
+  EXPECT_TRUE(doc["components"]["weights"]["bytes"].is_number_unsigned());
+  EXPECT_EQ(doc["kv_cache"]["tokens"].get<uint64_t>() % 16, 0u);
+  EXPECT_TRUE(doc["vllm"]["version"].is_null());
+  EXPECT_TRUE(doc["fixes"].is_array());
+}
+
+TEST(ServeCli, WeightAndActivationOverridesFromALog) {
+  auto r = run_cli({"serve", "--memory", "23.58GiB", "--vllm-version", "0.6.3", "--weights", "14.99GiB",
+                    "--activation", "2.07GiB", "--non-torch", "0.35GiB", "--json", "--",
+                    "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "20000",
+                    "--gpu-memory-utilization", "0.9"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["components"]["weights"]["from_log"], true);
+  // 23.58 GiB x 0.9 - 14.99 - 2.07 - 0.35 GiB = 3.812 GiB = 1951 blocks of 2 MiB.
+  EXPECT_EQ(doc["kv_cache"]["num_blocks"], 1951);
+  EXPECT_EQ(doc["log_lines"][3], "# GPU blocks: 1951, # CPU blocks: 2048");
+}
+
+TEST(ServeCli, BadInputIsOneLineAndExitTwo) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"serve", "--gpu", "4090", "--", "python", "train.py"}, "oomdoc: serve: not a vLLM command line: 'python train.py'"},
+           {{"serve", "--gpu", "4090", "--", "vllm", "serve", "acme/no-such-model-7b"}, "oomdoc: serve: acme/no-such-model-7b: "},
+           {{"serve", "--gpu", "h300", "--", "vllm", "serve", "llama-3-8b"}, "oomdoc: serve: --gpu: unknown GPU 'h300'; closest catalog entries: "},
+           {{"serve", "--", "vllm", "serve", "llama-3-8b"}, "oomdoc: serve: which GPU? pass --gpu NAME"},
+           {{"serve", "--gpu", "4090"}, "oomdoc: serve: give the vLLM command after `--`"},
+           {{"serve", "--memory", "lots", "--", "vllm", "serve", "llama-3-8b"}, "oomdoc: serve: --memory: 'lots' is not a size"},
+           {{"serve", "--gpu", "4090", "--vllm-version", "new", "--", "vllm", "serve", "llama-3-8b"}, "oomdoc: serve: --vllm-version: 'new' is not a version"},
+           {{"serve", "--gpu", "4090", "--", "vllm", "serve", "llama-3-8b", "--max-model-len", "32768"},
+            "oomdoc: serve: --max-model-len 32768 is above meta-llama/Meta-Llama-3-8B's context of 8192 tokens"},
+       }) {
+    auto r = run_cli(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.message;
+    EXPECT_EQ(r.err.rfind(c.message, 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -1,0 +1,142 @@
+#include "readers/vllm_args.h"
+
+#include <gtest/gtest.h>
+
+namespace oomdoc {
+namespace {
+
+ServeConfig parse_ok(const std::vector<std::string>& words) {
+  auto config = parse_vllm_command_line(words);
+  EXPECT_TRUE(config.ok()) << config.error().message;
+  return config.ok() ? config.value() : ServeConfig{};
+}
+
+TEST(VllmArgs, VllmServeWithEveryMemoryFlag) {
+  ServeConfig c = parse_ok({"vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "32768",
+                            "--kv-cache-dtype", "fp8", "--tensor-parallel-size", "2",
+                            "--gpu-memory-utilization=0.85", "--max_num_seqs", "64",
+                            "--max-num-batched-tokens", "4096", "--block-size", "32", "--dtype",
+                            "half", "-q", "awq", "-pp", "2", "--enforce-eager", "--cpu-offload-gb",
+                            "4", "--enable-prefix-caching", "--limit-mm-per-prompt",
+                            "{\"image\": 2, \"audio\": 0}", "--port", "8000"});
+  EXPECT_EQ(c.launcher, "vllm serve");
+  EXPECT_EQ(c.model, "Qwen/Qwen3-8B");
+  EXPECT_EQ(c.max_model_len, 32768u);
+  EXPECT_EQ(c.kv_cache_dtype, "fp8");
+  EXPECT_EQ(c.tensor_parallel_size, 2u);
+  EXPECT_EQ(c.pipeline_parallel_size, 2u);
+  EXPECT_DOUBLE_EQ(*c.gpu_memory_utilization, 0.85);
+  EXPECT_EQ(c.max_num_seqs, 64u);
+  EXPECT_EQ(c.max_num_batched_tokens, 4096u);
+  EXPECT_EQ(c.block_size, 32u);
+  EXPECT_EQ(c.dtype, "half");
+  EXPECT_EQ(c.quantization, "awq");
+  EXPECT_TRUE(c.enforce_eager);
+  EXPECT_DOUBLE_EQ(c.cpu_offload_gb, 4);
+  EXPECT_EQ(c.enable_prefix_caching, true);
+  EXPECT_EQ(c.limit_mm_per_prompt.at("image"), 2u);
+  EXPECT_EQ(c.limit_mm_per_prompt.at("audio"), 0u);
+  ASSERT_EQ(c.ignored.size(), 1u);
+  EXPECT_EQ(c.ignored[0], "--port 8000");
+}
+
+TEST(VllmArgs, BooleanFlagBeforeTheModelDoesNotEatIt) {
+  ServeConfig c = parse_ok({"vllm", "serve", "--trust-remote-code", "--tensor_parallel_size", "2",
+                            "--gpu_memory_utilization=0.98", "/models/DeepSeek-R1-Distill-Qwen-14B"});
+  EXPECT_EQ(c.model, "/models/DeepSeek-R1-Distill-Qwen-14B");
+  EXPECT_EQ(c.tensor_parallel_size, 2u);
+  EXPECT_DOUBLE_EQ(*c.gpu_memory_utilization, 0.98);
+}
+
+TEST(VllmArgs, PythonModuleFormAndEnvironment) {
+  ServeConfig c = parse_ok({"CUDA_VISIBLE_DEVICES=0,1", "VLLM_USE_V1=0", "python3", "-m",
+                            "vllm.entrypoints.openai.api_server", "--model=/cm/deepseek-coder-6.7b-instruct/",
+                            "--tensor-parallel-size=2", "--dtype=float16", "--max-model-len", "-1"});
+  EXPECT_EQ(c.launcher, "python -m vllm.entrypoints.openai.api_server");
+  EXPECT_EQ(c.model, "/cm/deepseek-coder-6.7b-instruct/");
+  EXPECT_EQ(c.env.at("VLLM_USE_V1"), "0");
+  EXPECT_EQ(c.env.at("CUDA_VISIBLE_DEVICES"), "0,1");
+  EXPECT_TRUE(c.max_model_len_auto);
+  EXPECT_FALSE(c.max_model_len);
+}
+
+TEST(VllmArgs, WholeCommandInOneQuotedWord) {
+  ServeConfig c = parse_ok({"vllm serve 'meta-llama/Llama-3.1-8B' --max-model-len 32k --kv-cache-memory-bytes 8G "
+                            "--speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}'"});
+  EXPECT_EQ(c.model, "meta-llama/Llama-3.1-8B");
+  EXPECT_EQ(c.max_model_len, 32000u);  // vLLM: lower-case k is 1000
+  EXPECT_EQ(c.kv_cache_memory_bytes, 8ull << 30);
+  EXPECT_EQ(c.num_speculative_tokens, 3u);
+  EXPECT_EQ(c.speculative_method, "mtp");
+}
+
+TEST(VllmArgs, LlmKeywordArguments) {
+  ServeConfig c = parse_ok({"LLM(model=\"Qwen/Qwen2.5-7B-Instruct\", tensor_parallel_size=2, "
+                            "gpu_memory_utilization=0.8, enforce_eager=True, max_model_len=8192, "
+                            "limit_mm_per_prompt={'image': 1}, seed=0)"});
+  EXPECT_EQ(c.launcher, "LLM(...)");
+  EXPECT_EQ(c.model, "Qwen/Qwen2.5-7B-Instruct");
+  EXPECT_EQ(c.tensor_parallel_size, 2u);
+  EXPECT_DOUBLE_EQ(*c.gpu_memory_utilization, 0.8);
+  EXPECT_TRUE(c.enforce_eager);
+  EXPECT_EQ(c.max_model_len, 8192u);
+  EXPECT_EQ(c.limit_mm_per_prompt.at("image"), 1u);
+  ASSERT_EQ(c.ignored.size(), 1u);
+  EXPECT_EQ(c.ignored[0], "seed=0");
+}
+
+TEST(VllmArgs, UnmodeledFlagsAreListedApart) {
+  ServeConfig c = parse_ok({"vllm", "serve", "m", "--enable-lora", "--max-lora-rank", "16",
+                            "--swap-space", "8", "--served-model-name", "x"});
+  EXPECT_TRUE(c.enable_lora);
+  EXPECT_EQ(c.not_modeled, (std::vector<std::string>{"--enable-lora", "--max-lora-rank 16", "--swap-space 8"}));
+  EXPECT_EQ(c.ignored, (std::vector<std::string>{"--served-model-name x"}));
+}
+
+TEST(VllmArgs, BadInputGivesOneClearError) {
+  auto not_vllm = parse_vllm_command_line({"python", "train.py", "--lr", "1e-4"});
+  ASSERT_FALSE(not_vllm.ok());
+  EXPECT_NE(not_vllm.error().message.find("not a vLLM command line: 'python train.py --lr 1e-4'"), std::string::npos);
+
+  auto no_model = parse_vllm_command_line({"vllm", "serve", "--port", "8000"});
+  ASSERT_FALSE(no_model.ok());
+  EXPECT_EQ(no_model.error().message, "vllm serve: no model given (the MODEL argument or --model)");
+
+  auto util = parse_vllm_command_line({"vllm", "serve", "m", "--gpu-memory-utilization", "1.5"});
+  ASSERT_FALSE(util.ok());
+  EXPECT_EQ(util.error().message, "--gpu-memory-utilization: 1.5 is outside (0, 1]");
+
+  auto len = parse_vllm_command_line({"vllm", "serve", "m", "--max-model-len", "lots"});
+  ASSERT_FALSE(len.ok());
+  EXPECT_EQ(len.error().message, "--max-model-len: 'lots' is not a positive whole number");
+
+  auto kv = parse_vllm_command_line({"vllm", "serve", "m", "--kv-cache-dtype", "int3"});
+  ASSERT_FALSE(kv.ok());
+  EXPECT_NE(kv.error().message.find("--kv-cache-dtype: 'int3'"), std::string::npos);
+
+  auto missing = parse_vllm_command_line({"vllm", "serve", "m", "--max-model-len"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().message, "--max-model-len needs a value");
+
+  auto quote = parse_vllm_command_line({"vllm serve 'm --port 1"});
+  ASSERT_FALSE(quote.ok());
+  EXPECT_EQ(quote.error().message, "unterminated ' quote in the command line");
+
+  auto llm = parse_vllm_command_line({"LLM(model='m', max_model_len=(1"});
+  ASSERT_FALSE(llm.ok());
+}
+
+TEST(VllmTokenCount, HumanReadableLikeVllm) {
+  EXPECT_EQ(parse_vllm_token_count("32768"), 32768u);
+  EXPECT_EQ(parse_vllm_token_count("1k"), 1000u);
+  EXPECT_EQ(parse_vllm_token_count("1K"), 1024u);
+  EXPECT_EQ(parse_vllm_token_count("25.6k"), 25600u);
+  EXPECT_EQ(parse_vllm_token_count("1M"), 1048576u);
+  EXPECT_FALSE(parse_vllm_token_count("1.5"));
+  EXPECT_FALSE(parse_vllm_token_count("k"));
+  EXPECT_FALSE(parse_vllm_token_count("-5"));
+  EXPECT_FALSE(parse_vllm_token_count("99999999999999999999G"));
+}
+
+}  // namespace
+}  // namespace oomdoc
