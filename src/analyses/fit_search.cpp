@@ -433,7 +433,18 @@ struct Search {
         {"seq_len", [this](const Job& j) { return seq_len_candidates(j, lengths); }},
         {"mixed_precision", [bf16](const Job& j) { return precision_candidates(j, bf16); }},
         {"optimizer", optimizer_candidates},
-        {"kernels", kernel_candidates},
+        {"attention_kernel", [](const Job& j) {
+           auto all = kernel_candidates(j);
+           std::vector<Candidate> out;
+           for (auto& c : all) if (c.change.id == "attention_kernel") out.push_back(std::move(c));
+           return out;
+         }},
+        {"fused_loss", [](const Job& j) {
+           auto all = kernel_candidates(j);
+           std::vector<Candidate> out;
+           for (auto& c : all) if (c.change.id == "fused_loss") out.push_back(std::move(c));
+           return out;
+         }},
         {"gradient_checkpointing", checkpointing_candidates},
         {"lora", [bf16](const Job& j) {
            auto all = lora_candidates(j, bf16);
@@ -496,16 +507,36 @@ struct Search {
     auto current_pred = predict(est, model, current);
     if (!current_pred) return std::nullopt;
     bool fits = current_pred->device_used_bytes <= limit;
-    for (size_t s = 0; s < steps.size() && !fits; ++s) {
-      if (std::find(skip.begin(), skip.end(), steps[s].id) != skip.end()) continue;
-      auto p = pick(steps[s], current, current_pred->device_used_bytes, limit);
-      if (!p) continue;
-      p->candidate.apply(current);
-      current_pred = p->predicted;
-      fits = p->fits;
-      applied.push_back({s, std::move(p->candidate)});
+    // Widen the allowed steps one at a time, cheapest first. At each width, go over the allowed
+    // steps until none lowers the prediction: a change can start to help only after a later one
+    // (checkpointing does nothing while the optimizer step is the peak, and a lot once LoRA has
+    // removed the optimizer state), so one pass is not enough. Each application strictly lowers
+    // the prediction, so this ends.
+    for (size_t width = 0; width < steps.size() && !fits; ++width) {
+      if (std::find(skip.begin(), skip.end(), steps[width].id) != skip.end()) continue;
+      bool changed = true;
+      while (changed && !fits) {
+        changed = false;
+        for (size_t s = 0; s <= width && !fits; ++s) {
+          if (std::find(skip.begin(), skip.end(), steps[s].id) != skip.end()) continue;
+          auto p = pick(steps[s], current, current_pred->device_used_bytes, limit);
+          if (!p) continue;
+          p->candidate.apply(current);
+          current_pred = p->predicted;
+          fits = p->fits;
+          changed = true;
+          // A step's candidates set absolute values (micro-batch 1, not "smaller"), so a second
+          // pick of the same step replaces the first.
+          auto same = std::find_if(applied.begin(), applied.end(),
+                                   [&](const Applied& a) { return a.step_index == s; });
+          if (same != applied.end()) same->candidate = std::move(p->candidate);
+          else applied.push_back({s, std::move(p->candidate)});
+        }
+      }
     }
     if (!fits) return std::nullopt;
+    std::stable_sort(applied.begin(), applied.end(),
+                     [](const Applied& a, const Applied& b) { return a.step_index < b.step_index; });
     // Drop what the combination does not need, most expensive first (keeping the last step, which
     // made it fit), and re-pick the cheapest option of each step that stays.
     for (size_t i = applied.size(); i-- > 1;) {

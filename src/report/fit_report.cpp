@@ -266,6 +266,9 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
                                      a.fits_target ? "" : ", above the target");
       if (a.price_per_hour) tail += fmt::format(", {:.2f}/hour", *a.price_per_hour);
       line(fmt::format("  - {} ({})", a.description, tail));
+      if (a.change.host_ram_bytes) {
+        line(fmt::format("      host RAM: about {}", format_bytes(*a.change.host_ram_bytes)));
+      }
       for (const auto& s : settings_lines(a.change.settings)) line("      " + style.cyan(s));
     }
   }
