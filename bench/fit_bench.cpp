@@ -1,0 +1,100 @@
+// The full fit search (plan, alternatives, catalog GPUs, --max-batch, --max-seq) for a job that
+// does not fit, against the obvious alternative: a grid search that estimates every combination
+// of the same knobs and keeps the cheapest that fits. Run: build/bench/fit_bench
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "analyses/estimator.h"
+#include "analyses/fit_search.h"
+#include "core/units.h"
+#include "readers/model_resolver.h"
+
+namespace {
+
+using namespace oomdoc;
+
+const ModelSpec& llama() {
+  static ModelSpec model = [] {
+    auto m = resolve_model("meta-llama/Llama-2-7b-hf");
+    if (!m) {
+      std::cerr << m.error().message << "\n";
+      std::exit(2);
+    }
+    return *m;
+  }();
+  return model;
+}
+
+Job full_fine_tune() {
+  Job job;
+  job.model = "meta-llama/Llama-2-7b-hf";
+  job.task = "train_full";
+  job.precision = "bf16_mixed";
+  job.optimizer = "adamw";
+  job.micro_batch_size = 8;
+  job.grad_accum_steps = 2;
+  job.seq_len = 2048;
+  job.gradient_checkpointing = "none";
+  job.attention_impl = "sdpa";
+  return job;
+}
+
+FitOptions rtx4090() {
+  FitOptions o;
+  o.gpu_name = "GeForce RTX 4090 24GB";
+  o.total_bytes = 24564ull * kMiB;
+  o.solve_max_batch = true;
+  o.solve_max_seq = true;
+  return o;
+}
+
+void BM_FitSearch(benchmark::State& state) {
+  const Job job = full_fine_tune();
+  const FitOptions options = rtx4090();
+  for (auto _ : state) {
+    auto report = fit_job(llama(), job, options);
+    if (!report) state.SkipWithError(report.error().message.c_str());
+    benchmark::DoNotOptimize(report);
+  }
+}
+BENCHMARK(BM_FitSearch)->Unit(benchmark::kMillisecond);
+
+// Every combination: micro-batch 1..8, 2 precisions, 3 optimizers, checkpointing on/off,
+// full/LoRA/QLoRA, no offload / optimizer / optimizer+params.
+void BM_GridSearch(benchmark::State& state) {
+  const Job base = full_fine_tune();
+  const uint64_t usable = static_cast<uint64_t>(24564.0 * kMiB * 0.80);
+  for (auto _ : state) {
+    int fitting = 0;
+    for (uint64_t mb = 1; mb <= 8; ++mb)
+      for (const char* precision : {"bf16_mixed", "bf16"})
+        for (const char* optimizer : {"adamw", "adamw_8bit", "paged_adamw_8bit"})
+          for (const char* checkpointing : {"none", "full"})
+            for (const char* task : {"train_full", "train_lora", "train_qlora"})
+              for (int offload = 0; offload < 3; ++offload) {
+                Job j = base;
+                j.micro_batch_size = mb;
+                j.precision = precision;
+                j.optimizer = optimizer;
+                j.gradient_checkpointing = checkpointing;
+                j.task = task;
+                if (std::string(task) != "train_full") j.lora = LoraSettings{};
+                if (std::string(task) == "train_qlora") j.weight_quantization = "nf4";
+                if (offload > 0) {
+                  j.parallelism = "zero3";
+                  j.offload = offload == 1 ? std::vector<std::string>{"optimizer"}
+                                           : std::vector<std::string>{"optimizer", "params"};
+                }
+                auto e = estimate_memory(llama(), j);
+                fitting += e && e->device_used_bytes <= usable;
+              }
+    benchmark::DoNotOptimize(fitting);
+  }
+}
+BENCHMARK(BM_GridSearch)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

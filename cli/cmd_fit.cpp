@@ -1,0 +1,279 @@
+// oomdoc fit: does the job fit the GPU, and what is the cheapest change that makes it fit.
+#include <fmt/format.h>
+
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <map>
+#include <optional>
+
+#include "analyses/fit_search.h"
+#include "command.h"
+#include "core/exit_codes.h"
+#include "core/file_input.h"
+#include "core/units.h"
+#include "readers/gpu_catalog.h"
+#include "readers/job_file.h"
+#include "readers/length_file.h"
+#include "readers/model_resolver.h"
+#include "readers/training_config.h"
+#include "report/fit_report.h"
+
+namespace oomdoc::cli {
+namespace {
+
+struct FitArgs {
+  std::string input;       // a training config, a job file, or a model name
+  std::string job_file;
+  std::string model;
+  std::string gpu;
+  std::string memory;
+  uint64_t gpus = 1;
+  double budget = kDefaultMemoryBudget;
+  double target = kDefaultFitTarget;
+  bool max_batch = false;
+  bool max_seq = false;
+  std::string lengths_path;
+  std::string prices_path;
+  bool json = false;
+  // Job keys as flags, the same names as `oomdoc estimate` and the job file (docs/estimate.md).
+  std::map<std::string, std::string> text;
+  std::map<std::string, uint64_t> counts;
+  std::map<std::string, bool> flags;
+  std::vector<std::string> offload, targets;
+  std::optional<uint64_t> lora_r;
+  std::optional<double> lora_alpha;
+  CLI::App* app = nullptr;
+};
+
+constexpr const char* kTextKeys[] = {"task", "precision", "weight_quantization", "optimizer",
+                                     "gradient_checkpointing", "attention_impl", "parallelism",
+                                     "loss_impl", "kv_cache_dtype"};
+constexpr const char* kCountKeys[] = {"group_size", "micro_batch_size", "grad_accum_steps",
+                                      "seq_len", "tp", "pp", "cp", "batch_size", "prompt_len",
+                                      "max_new_tokens"};
+constexpr const char* kFlagKeys[] = {"double_quant", "fused_backward", "padding_free"};
+
+std::string flag_name(std::string key) {
+  for (char& c : key) if (c == '_') c = '-';
+  return "--" + key;
+}
+
+// The flags given, as a job-file object: parsed and checked by the same reader as --job files.
+nlohmann::json flags_as_job_json(const FitArgs& a) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!a.model.empty()) j["model"] = a.model;
+  for (const auto& [k, v] : a.text) if (a.app->count(flag_name(k))) j[k] = v;
+  for (const auto& [k, v] : a.counts) if (a.app->count(flag_name(k))) j[k] = v;
+  for (const auto& [k, v] : a.flags) if (a.app->count(flag_name(k))) j[k] = v;
+  if (!a.offload.empty()) j["offload"] = a.offload;
+  if (a.lora_r || a.lora_alpha || !a.targets.empty()) {
+    nlohmann::json lora = nlohmann::json::object();
+    if (a.lora_r) lora["r"] = *a.lora_r;
+    if (a.lora_alpha) lora["alpha"] = *a.lora_alpha;
+    if (a.targets.size() == 1 && a.targets[0] == "all_linear") lora["target_modules"] = "all_linear";
+    else if (!a.targets.empty()) lora["target_modules"] = a.targets;
+    j["lora"] = lora;
+  }
+  return j;
+}
+
+// Fields set in `over` replace those of `base`.
+void overlay(Job& base, const Job& over) {
+  if (!over.model.empty()) base.model = over.model;
+  auto take = [](auto& to, const auto& from) {
+    if (from) to = from;
+  };
+  take(base.task, over.task);
+  take(base.precision, over.precision);
+  take(base.weight_quantization, over.weight_quantization);
+  take(base.double_quant, over.double_quant);
+  take(base.group_size, over.group_size);
+  take(base.optimizer, over.optimizer);
+  take(base.fused_backward, over.fused_backward);
+  take(base.micro_batch_size, over.micro_batch_size);
+  take(base.grad_accum_steps, over.grad_accum_steps);
+  take(base.seq_len, over.seq_len);
+  take(base.padding_free, over.padding_free);
+  take(base.gradient_checkpointing, over.gradient_checkpointing);
+  take(base.attention_impl, over.attention_impl);
+  take(base.lora, over.lora);
+  take(base.num_gpus, over.num_gpus);
+  take(base.parallelism, over.parallelism);
+  take(base.tp, over.tp);
+  take(base.pp, over.pp);
+  take(base.cp, over.cp);
+  if (!over.offload.empty()) base.offload = over.offload;
+  take(base.loss_impl, over.loss_impl);
+  take(base.batch_size, over.batch_size);
+  take(base.prompt_len, over.prompt_len);
+  take(base.max_new_tokens, over.max_new_tokens);
+  take(base.kv_cache_dtype, over.kv_cache_dtype);
+}
+
+bool is_regular_file(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// A job file is a JSON object with a "model" key; training configs never have one.
+bool looks_like_job_file(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  return !j.is_discarded() && j.is_object() && j.contains("model");
+}
+
+int run_fit(const FitArgs& a) {
+  if (!(a.budget > 0 && a.budget <= 1)) {
+    return fail(fmt::format("--budget {} is outside (0, 1]: it is the share of the GPU's memory "
+                            "the job may use (0.92 = 92%)", a.budget));
+  }
+  if (!(a.target > 0 && a.target <= 1)) {
+    return fail(fmt::format("--target {} is outside (0, 1]", a.target));
+  }
+  if (a.gpus == 0) return fail("--gpus must be at least 1");
+
+  std::optional<TrainingConfig> config;
+  Job job;
+  std::string source = "command line";
+  std::string job_file = a.job_file;
+  if (!a.input.empty()) {
+    if (!is_regular_file(a.input)) {
+      if (!a.model.empty()) return fail(a.input + ": no such file (and --model is given)");
+      job.model = a.input;  // `oomdoc fit llama-2-7b --gpu 4090`, as for estimate
+    } else {
+      auto text = read_small_file(a.input, 4ull << 20);
+      if (!text) return fail(text.error().message);
+      if (looks_like_job_file(*text)) {
+        if (!job_file.empty()) return fail("give one job file, not " + a.input + " and --job");
+        job_file = a.input;
+      } else {
+        auto read = read_training_config(a.input);
+        if (!read) return fail(read.error().message);
+        config = std::move(*read);
+        job = config->job;
+        source = a.input;
+      }
+    }
+  }
+  if (!job_file.empty()) {
+    auto text = read_small_file(job_file);
+    if (!text) return fail(text.error().message);
+    auto parsed = parse_job_json(*text, job_file);
+    if (!parsed) return fail(parsed.error().message);
+    overlay(job, *parsed);
+    source = job_file;
+  }
+  auto flags = parse_job_json(flags_as_job_json(a).dump(), "command line");
+  if (!flags) return fail(flags.error().message);
+  overlay(job, *flags);
+  if (a.gpus > 1 && !job.num_gpus) job.num_gpus = a.gpus;
+  if (auto valid = validate_job(job, source); !valid) return fail(valid.error().message);
+  if (job.model.empty()) {
+    return fail(config ? a.input + ": names no model; add --model NAME"
+                       : "no job: give a training config (Axolotl/LLaMA-Factory YAML, "
+                         "TrainingArguments JSON), a job file, or a model name");
+  }
+
+  FitOptions options;
+  options.num_gpus = a.gpus;
+  options.budget = a.budget;
+  options.target = a.target;
+  options.solve_max_batch = a.max_batch;
+  options.solve_max_seq = a.max_seq;
+  if (!a.gpu.empty() && !a.memory.empty()) return fail("give --gpu or --memory, not both");
+  if (!a.gpu.empty()) {
+    auto gpu = find_gpu(a.gpu);
+    if (!gpu) return fail(gpu.error().message);
+    options.gpu_name = gpu->name;
+    options.total_bytes = gpu->total_bytes;
+    options.gpu_has_bf16 = gpu->bf16;
+    options.gpu_vendor = gpu->vendor;
+  } else if (!a.memory.empty()) {
+    auto bytes = parse_user_size(a.memory);
+    if (!bytes || *bytes == 0) {
+      return fail(fmt::format("--memory '{}': expected a size such as 24GiB or 80GB", a.memory));
+    }
+    options.total_bytes = *bytes;
+    options.gpu_name = format_bytes(*bytes) + " GPU";
+  } else {
+    return fail("which GPU? give --gpu NAME (e.g. 4090, a100-80, h100) or --memory SIZE");
+  }
+  if (!a.lengths_path.empty()) {
+    auto lengths = read_lengths(a.lengths_path);
+    if (!lengths) return fail(lengths.error().message);
+    options.lengths = std::move(*lengths);
+  }
+  if (!a.prices_path.empty()) {
+    auto text = read_small_file(a.prices_path, 1 << 20);
+    if (!text) return fail(text.error().message);
+    auto prices = parse_prices(*text, a.prices_path);
+    if (!prices) return fail(prices.error().message);
+    options.prices = std::move(*prices);
+  }
+
+  auto model = resolve_model(job.model);
+  if (!model) return fail(model.error().message);
+  auto report = fit_job(*model, job, options);
+  if (!report) return fail(report.error().message);
+
+  const TrainingConfig* cfg = config ? &*config : nullptr;
+  if (a.json) {
+    std::cout << dump_json(fit_report_json(*report, cfg));
+  } else {
+    std::cout << render_fit_text(*report, cfg, Style::for_fd(1));
+  }
+  return report->fits ? kExitOk : kExitNothingFound;
+}
+
+void setup(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<FitArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "fit", "Does a training job fit a GPU? If not, the cheapest change that makes it fit");
+  sub->footer(
+      "Exit status: 0 the job fits as given, 1 it does not (a plan is printed), 2 bad input.\n"
+      "Examples:\n"
+      "  oomdoc fit axolotl.yml --gpu 4090\n"
+      "  oomdoc fit --model meta-llama/Llama-2-7b-hf --task train_full --micro-batch-size 4 \\\n"
+      "             --seq-len 2048 --gpu a100-80 --gpus 2 --json");
+  sub->add_option("input", args->input,
+                  "Training config (Axolotl or LLaMA-Factory YAML, TrainingArguments/TRL JSON or "
+                  "YAML), a job file, or a model name");
+  sub->add_option("--model", args->model, "Model id, alias, config.json or folder (overrides the config's)");
+  sub->add_option("--job", args->job_file, "Job file (flat JSON, the keys of `oomdoc estimate`)");
+  sub->add_option("--gpu", args->gpu, "GPU by name, fuzzy: 4090, h100-80, 'a100 40gb'");
+  sub->add_option("--memory", args->memory, "GPU memory instead of a name: 24GiB, 80GB");
+  sub->add_option("--gpus", args->gpus, "Number of GPUs the job may use (default 1)");
+  sub->add_option("--budget", args->budget, "Usable share of GPU memory, in (0,1] (default 0.92)");
+  sub->add_option("--target", args->target, "Share a plan aims at, in (0,1] (default 0.80)");
+  sub->add_flag("--max-batch", args->max_batch, "Solve for the largest micro-batch that fits");
+  sub->add_flag("--max-seq", args->max_seq, "Solve for the longest sequence that fits");
+  sub->add_option("--lengths", args->lengths_path,
+                  "Token lengths of the data: one per line, or JSON lines with length/num_tokens/input_ids");
+  sub->add_option("--prices", args->prices_path, "GPU-hour prices: 'GPU NAME, PRICE' per line");
+  sub->add_flag("--json", args->json, "One JSON document on stdout (docs/json.md)");
+  for (const char* key : kTextKeys) {
+    args->text[key] = "";
+    sub->add_option(flag_name(key), args->text[key], std::string("Job key ") + key);
+  }
+  for (const char* key : kCountKeys) {
+    args->counts[key] = 0;
+    sub->add_option(flag_name(key), args->counts[key], std::string("Job key ") + key);
+  }
+  for (const char* key : kFlagKeys) {
+    args->flags[key] = false;
+    sub->add_flag(flag_name(key), args->flags[key], std::string("Job key ") + key);
+  }
+  sub->add_option("--offload", args->offload, "optimizer, params, activations (repeatable)");
+  sub->add_option("--lora-r", args->lora_r, "LoRA rank");
+  sub->add_option("--lora-alpha", args->lora_alpha, "LoRA alpha");
+  sub->add_option("--lora-target-modules", args->targets, "Module names, or all_linear");
+  args->app = sub;
+  sub->callback([args, exit_code]() { *exit_code = run_fit(*args); });
+}
+
+CommandRegistration reg{30, "fit", setup};
+
+}  // namespace
+}  // namespace oomdoc::cli

@@ -1,0 +1,988 @@
+#include "analyses/fit_search.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "analyses/estimator.h"
+#include "analyses/fix_catalog.h"
+#include "core/units.h"
+#include "readers/gpu_catalog.h"
+
+namespace oomdoc {
+namespace {
+
+// One way to make a change: what it does to a job, and how it reads in the plan.
+struct Candidate {
+  FitChange change;
+  std::function<void(Job&)> apply;
+};
+
+// A step of the cost order produces its candidates for a job, cheapest first.
+using Generator = std::function<std::vector<Candidate>(const Job&)>;
+
+struct Step {
+  std::string id;
+  Generator generate;
+};
+
+std::optional<PredictedTotals> predict(const EstimateFn& est, const ModelSpec& model, const Job& job) {
+  auto estimate = est(model, job);
+  if (!estimate) return std::nullopt;
+  return PredictedTotals{estimate->peak_allocated_bytes, estimate->peak_reserved_bytes,
+                         estimate->device_used_bytes};
+}
+
+bool is_training(const Job& job) {
+  return !job.task || job.task->rfind("train", 0) == 0;
+}
+
+bool has_offload(const Job& job, const std::string& what) {
+  return std::find(job.offload.begin(), job.offload.end(), what) != job.offload.end();
+}
+
+bool is_sharded(const Job& job) {
+  return job.parallelism && *job.parallelism != "ddp";
+}
+
+std::string precision_mixed(bool bf16) { return bf16 ? "bf16_mixed" : "fp16_mixed"; }
+
+// ---- the steps, in cost order (docs/fit.md explains the order and each cost) ----
+
+std::vector<Candidate> micro_batch_candidates(const Job& job) {
+  std::vector<Candidate> out;
+  if (!is_training(job)) {
+    const uint64_t batch = job.batch_size.value_or(1);
+    for (uint64_t b = batch / 2; b >= 1 && batch > 1; b /= 2) {
+      Candidate c;
+      c.change.id = "batch_size";
+      c.change.fix_id = "smaller_batch";
+      c.change.step = 2;
+      c.change.title = fmt::format("batch {} -> {}", batch, b);
+      c.change.cost = "fewer sequences at once: lower throughput";
+      c.change.settings = {{"generate / engine", "batch_size", std::to_string(b)}};
+      c.apply = [b](Job& j) { j.batch_size = b; };
+      out.push_back(std::move(c));
+      if (b == 1) break;
+    }
+    return out;
+  }
+  const uint64_t micro = job.micro_batch_size.value_or(1);
+  const uint64_t accum = job.grad_accum_steps.value_or(1);
+  const uint64_t effective = micro * accum;
+  for (uint64_t m = micro - (micro > 0 ? 1 : 0); m >= 1 && micro > 1; --m) {
+    if (effective % m != 0) continue;  // keep the effective batch exactly
+    const uint64_t a = effective / m;
+    Candidate c;
+    c.change.id = "micro_batch";
+    c.change.fix_id = "smaller_batch";
+    c.change.step = 2;
+    c.change.title = fmt::format("micro-batch {} -> {} with gradient accumulation {} -> {} "
+                                 "(effective batch {} kept)", micro, m, accum, a, effective);
+    c.change.cost = "some throughput: smaller matrix multiplies use the GPU less well; the "
+                    "optimisation is the same (same effective batch)";
+    c.change.settings = {{"TrainingArguments", "per_device_train_batch_size", std::to_string(m)},
+                         {"TrainingArguments", "gradient_accumulation_steps", std::to_string(a)}};
+    c.apply = [m, a](Job& j) {
+      j.micro_batch_size = m;
+      j.grad_accum_steps = a;
+    };
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<Candidate> padding_free_candidates(const Job& job) {
+  if (!is_training(job) || job.padding_free.value_or(false)) return {};
+  Candidate c;
+  c.change.id = "padding_free";
+  c.change.fix_id = "shorter_sequence";
+  c.change.step = 3;
+  c.change.title = "padding-free batches (examples concatenated, no pad tokens)";
+  c.change.cost = "none on results; needs FlashAttention-2 (variable-length kernels)";
+  c.change.settings = {{"SFTConfig", "padding_free", "True"},
+                       {"from_pretrained", "attn_implementation", "\"flash_attention_2\""}};
+  c.apply = [](Job& j) {
+    j.padding_free = true;
+    j.attention_impl = "flash";
+  };
+  return {std::move(c)};
+}
+
+// Length cuts are part of a plan only when the data's lengths say what they truncate.
+std::vector<Candidate> seq_len_candidates(const Job& job, const std::optional<LengthAnalysis>& lengths) {
+  std::vector<Candidate> out;
+  if (!lengths || !job.seq_len) return out;
+  std::vector<LengthCut> cuts = lengths->cuts;
+  std::sort(cuts.begin(), cuts.end(),
+            [](const LengthCut& a, const LengthCut& b) { return a.seq_len > b.seq_len; });
+  for (const auto& cut : cuts) {
+    if (cut.seq_len >= *job.seq_len || cut.truncated_share > kAcceptableTruncation) continue;
+    const uint64_t len = cut.seq_len;
+    Candidate c;
+    c.change.id = "seq_len";
+    c.change.fix_id = "shorter_sequence";
+    c.change.step = 3;
+    c.change.title = fmt::format("max sequence length {} -> {}", *job.seq_len, len);
+    c.change.cost = fmt::format("truncates {} of {} examples ({:.2f}%)", cut.truncated,
+                                lengths->stats.count, 100.0 * cut.truncated_share);
+    c.change.settings = {{"SFTConfig", "max_length", std::to_string(len)}};
+    c.apply = [len](Job& j) { j.seq_len = len; };
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<Candidate> precision_candidates(const Job& job, bool bf16) {
+  if (!is_training(job)) return {};
+  const std::string p = job.precision.value_or("");
+  if (p == "bf16_mixed" || p == "fp16_mixed" || p == "bf16" || p == "fp16") return {};
+  const std::string mixed = precision_mixed(bf16);
+  Candidate c;
+  c.change.id = "mixed_precision";
+  c.change.fix_id = "mixed_precision";
+  c.change.step = 4;
+  c.change.title = fmt::format("{} mixed precision", bf16 ? "bf16" : "fp16");
+  c.change.cost = bf16 ? "small: activations in bf16, fp32 master weights keep the updates exact"
+                       : "small: fp16 needs loss scaling (the Trainer adds it); this GPU has no bf16";
+  c.change.settings = {{"TrainingArguments", bf16 ? "bf16" : "fp16", "True"}};
+  c.apply = [mixed](Job& j) { j.precision = mixed; };
+  return {std::move(c)};
+}
+
+std::vector<Candidate> optimizer_candidates(const Job& job) {
+  if (!is_training(job)) return {};
+  const std::string o = job.optimizer.value_or("adamw");
+  std::vector<Candidate> out;
+  if (o == "adamw") {
+    Candidate c;
+    c.change.id = "optimizer_8bit";
+    c.change.fix_id = "eight_bit_optimizer";
+    c.change.step = 4;
+    c.change.title = "8-bit AdamW (bitsandbytes)";
+    c.change.cost = "small: block-wise 8-bit states track 32-bit Adam closely (Dettmers et al. "
+                    "2021, arXiv:2110.02861); needs bitsandbytes";
+    c.change.settings = {{"TrainingArguments", "optim", "\"adamw_bnb_8bit\""}};
+    c.apply = [](Job& j) { j.optimizer = "adamw_8bit"; };
+    out.push_back(std::move(c));
+  }
+  if (o == "adamw" || o == "adamw_8bit") {
+    Candidate c;
+    c.change.id = "paged_optimizer";
+    c.change.fix_id = "eight_bit_optimizer";
+    c.change.step = 4;
+    c.change.title = "paged 8-bit AdamW (bitsandbytes)";
+    c.change.cost = "small: as 8-bit AdamW; states page to host memory under pressure instead of "
+                    "failing";
+    c.change.settings = {{"TrainingArguments", "optim", "\"paged_adamw_8bit\""}};
+    c.apply = [](Job& j) { j.optimizer = "paged_adamw_8bit"; };
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<Candidate> kernel_candidates(const Job& job) {
+  std::vector<Candidate> out;
+  if (job.attention_impl && *job.attention_impl == "eager") {
+    Candidate c;
+    c.change.id = "attention_kernel";
+    c.change.step = 4;
+    c.change.title = "SDPA attention instead of eager (no seq x seq score matrices kept)";
+    c.change.cost = "none: same results, usually faster";
+    c.change.settings = {{"from_pretrained", "attn_implementation", "\"sdpa\""}};
+    c.apply = [](Job& j) { j.attention_impl = "sdpa"; };
+    out.push_back(std::move(c));
+  }
+  if (is_training(job) && job.loss_impl.value_or("standard") == "standard") {
+    Candidate c;
+    c.change.id = "fused_loss";
+    c.change.step = 4;
+    c.change.title = "fused linear cross-entropy (Liger): logits never materialised in full";
+    c.change.cost = "small: needs the liger-kernel package; same loss";
+    c.change.settings = {{"TrainingArguments", "use_liger_kernel", "True"}};
+    c.apply = [](Job& j) { j.loss_impl = "fused_linear"; };
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<Candidate> checkpointing_candidates(const Job& job) {
+  if (!is_training(job) || job.gradient_checkpointing.value_or("none") == "full") return {};
+  Candidate c;
+  c.change.id = "gradient_checkpointing";
+  c.change.fix_id = "gradient_checkpointing";
+  c.change.step = 5;
+  c.change.title = "gradient checkpointing (keep only each layer's input, recompute the rest)";
+  c.change.cost = fmt::format(
+      "about {:.0f}% more compute: one extra forward pass per step (Chen et al. 2016, "
+      "arXiv:1604.06174); Hugging Face's guide reports ~20% slower training",
+      100 * kCheckpointingComputeCost);
+  c.change.settings = {{"TrainingArguments", "gradient_checkpointing", "True"},
+                       {"TrainingArguments", "gradient_checkpointing_kwargs",
+                        "{\"use_reentrant\": False}"}};
+  c.apply = [](Job& j) { j.gradient_checkpointing = "full"; };
+  return {std::move(c)};
+}
+
+std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
+  std::vector<Candidate> out;
+  const std::string task = job.task.value_or("train_full");
+  if (task == "train_full" || task == "train_freeze") {
+    Candidate c;
+    c.change.id = "lora";
+    c.change.fix_id = "lora";
+    c.change.step = 6;
+    c.change.title = "LoRA adapters (r=16 on every linear layer) instead of full fine-tuning";
+    c.change.cost = "method change: only adapters train; quality can trail full fine-tuning on "
+                    "large domain shifts";
+    c.change.settings = {{"LoraConfig", "r", "16"},
+                         {"LoraConfig", "lora_alpha", "32"},
+                         {"LoraConfig", "target_modules", "\"all-linear\""},
+                         {"LoraConfig", "task_type", "\"CAUSAL_LM\""}};
+    c.apply = [](Job& j) {
+      j.task = "train_lora";
+      LoraSettings lora;
+      lora.r = 16;
+      lora.alpha = 32;
+      lora.all_linear = true;
+      j.lora = lora;
+    };
+    out.push_back(std::move(c));
+  }
+  if (task == "train_full" || task == "train_freeze" || task == "train_lora") {
+    Candidate c;
+    c.change.id = "qlora";
+    c.change.fix_id = "lora";
+    c.change.step = 6;
+    c.change.title = "QLoRA: LoRA on a 4-bit NF4 base (double quantization)";
+    c.change.cost = "quality and method change: the frozen base is 4-bit; a small quality loss "
+                    "and slower steps (dequantization)";
+    const std::string compute = bf16 ? "torch.bfloat16" : "torch.float16";
+    c.change.settings = {{"BitsAndBytesConfig", "load_in_4bit", "True"},
+                         {"BitsAndBytesConfig", "bnb_4bit_quant_type", "\"nf4\""},
+                         {"BitsAndBytesConfig", "bnb_4bit_use_double_quant", "True"},
+                         {"BitsAndBytesConfig", "bnb_4bit_compute_dtype", compute},
+                         {"peft", "prepare_model_for_kbit_training", "(model)"}};
+    if (task != "train_lora") {
+      c.change.settings.insert(c.change.settings.begin(),
+                               {{"LoraConfig", "r", "16"},
+                                {"LoraConfig", "lora_alpha", "32"},
+                                {"LoraConfig", "target_modules", "\"all-linear\""}});
+    }
+    c.apply = [](Job& j) {
+      j.task = "train_qlora";
+      j.weight_quantization = "nf4";
+      j.double_quant = true;
+      if (!j.lora) {
+        LoraSettings lora;
+        lora.r = 16;
+        lora.alpha = 32;
+        lora.all_linear = true;
+        j.lora = lora;
+      }
+    };
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<Candidate> sharding_candidates(const Job& job, uint64_t num_gpus) {
+  std::vector<Candidate> out;
+  if (num_gpus < 2 || !is_training(job)) return out;
+  const std::string current = job.parallelism.value_or("ddp");
+  if (current == "ddp" || current == "zero1") {
+    Candidate c;
+    c.change.id = "zero2";
+    c.change.step = 7;
+    c.change.title = fmt::format("ZeRO-2 across the {} GPUs (optimizer state and gradients "
+                                 "sharded)", num_gpus);
+    c.change.cost = "communication about as DDP's (reduce-scatter instead of all-reduce; "
+                    "Rajbhandari et al. 2020)";
+    c.change.settings = {{"TrainingArguments", "deepspeed",
+                          "{\"zero_optimization\": {\"stage\": 2}}"}};
+    c.apply = [num_gpus](Job& j) {
+      j.parallelism = "zero2";
+      j.num_gpus = num_gpus;
+    };
+    out.push_back(std::move(c));
+  }
+  if (current != "fsdp_full_shard" && current != "zero3") {
+    Candidate c;
+    c.change.id = "fsdp_full_shard";
+    c.change.step = 7;
+    c.change.title = fmt::format("FSDP full sharding (ZeRO-3) across the {} GPUs", num_gpus);
+    c.change.cost = "about 1.5x DDP's communication (parameters gathered each step; "
+                    "Rajbhandari et al. 2020); fast over NVLink, slower over PCIe";
+    c.change.settings = {{"TrainingArguments", "fsdp", "\"full_shard auto_wrap\""}};
+    c.apply = [num_gpus](Job& j) {
+      j.parallelism = "fsdp_full_shard";
+      j.num_gpus = num_gpus;
+    };
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<Candidate> offload_candidates(const Job& job) {
+  std::vector<Candidate> out;
+  if (!is_training(job)) return out;
+  const std::string par = job.parallelism.value_or("ddp");
+  if (!has_offload(job, "optimizer")) {
+    Candidate c;
+    c.change.id = "offload_optimizer";
+    c.change.fix_id = "offload";
+    c.change.step = 8;
+    c.change.title = "offload the optimizer state to CPU memory (DeepSpeed ZeRO-Offload)";
+    c.change.cost = "much slower: the optimizer step runs on the CPU and state crosses PCIe "
+                    "every step (Ren et al. 2021, ZeRO-Offload)";
+    const bool keep_stage3 = par == "zero3" || par == "fsdp_full_shard";
+    c.change.settings = {{"TrainingArguments", "deepspeed",
+                          fmt::format("{{\"zero_optimization\": {{\"stage\": {}, "
+                                      "\"offload_optimizer\": {{\"device\": \"cpu\", "
+                                      "\"pin_memory\": true}}}}}}", keep_stage3 ? 3 : 2)}};
+    c.apply = [keep_stage3](Job& j) {
+      if (!keep_stage3) j.parallelism = "zero2";
+      j.offload.push_back("optimizer");
+    };
+    out.push_back(std::move(c));
+  }
+  if (!has_offload(job, "params")) {
+    Candidate c;
+    c.change.id = "offload_params";
+    c.change.fix_id = "offload";
+    c.change.step = 8;
+    c.change.title = "offload the optimizer state and parameters to CPU memory (ZeRO-3 Offload)";
+    c.change.cost = "much slower still: every layer's parameters cross PCIe in forward and "
+                    "backward";
+    c.change.settings = {{"TrainingArguments", "deepspeed",
+                          "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": "
+                          "{\"device\": \"cpu\"}, \"offload_param\": {\"device\": \"cpu\"}}}"}};
+    c.apply = [](Job& j) {
+      j.parallelism = "zero3";
+      if (!has_offload(j, "optimizer")) j.offload.push_back("optimizer");
+      j.offload.push_back("params");
+    };
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// Host memory an offload needs: what left the GPU (the estimator's components before and after),
+// times DeepSpeed's buffer factor.
+uint64_t host_bytes_moved(const EstimateFn& est, const ModelSpec& model, const Job& before,
+                          const Job& after) {
+  auto a = est(model, before);
+  auto b = est(model, after);
+  if (!a || !b) return 0;
+  uint64_t moved = 0;
+  for (const auto& ca : a->components) {
+    if (ca.name != "weights" && ca.name != "master_weights" && ca.name != "optimizer_state" &&
+        ca.name != "gradients") {
+      continue;
+    }
+    uint64_t after_bytes = 0;
+    for (const auto& cb : b->components) {
+      if (cb.name == ca.name) after_bytes += cb.bytes;
+    }
+    if (ca.bytes > after_bytes) moved += ca.bytes - after_bytes;
+  }
+  return moved;
+}
+
+// ---- GPUs from the catalog ----
+
+// Catalog GPUs a recommendation may name: the user's platform (Apple unified memory only for
+// someone already on Apple: the CUDA/ROCm recipes here do not run there), and bf16 where the job
+// computes in bf16.
+bool usable_for(const GpuSpec& gpu, const Job& job, const std::string& user_vendor) {
+  if ((gpu.vendor == "apple") != (user_vendor == "apple")) return false;
+  const std::string p = job.precision.value_or("");
+  if ((p == "bf16" || p == "bf16_mixed") && !gpu.bf16) return false;
+  return true;
+}
+
+Job sharded_over(const Job& job, uint64_t n) {
+  Job j = job;
+  j.num_gpus = n;
+  if (is_training(j) && !is_sharded(j)) j.parallelism = "fsdp_full_shard";
+  if (!is_training(j) && j.tp.value_or(1) < n) j.tp = n;  // inference: split layers by TP
+  return j;
+}
+
+struct Search {
+  const EstimateFn& est;
+  const ModelSpec& model;
+  const Job& original;
+  const FitOptions& options;
+  std::optional<LengthAnalysis> lengths;
+  std::vector<Step> steps;
+
+  Search(const EstimateFn& e, const ModelSpec& m, const Job& j, const FitOptions& o)
+      : est(e), model(m), original(j), options(o) {}
+
+  void build_steps() {
+    const bool bf16 = options.gpu_has_bf16;
+    const uint64_t n = options.num_gpus;
+    steps = {
+        {"micro_batch", micro_batch_candidates},
+        {"padding_free", padding_free_candidates},
+        {"seq_len", [this](const Job& j) { return seq_len_candidates(j, lengths); }},
+        {"mixed_precision", [bf16](const Job& j) { return precision_candidates(j, bf16); }},
+        {"optimizer", optimizer_candidates},
+        {"attention_kernel", [](const Job& j) {
+           auto all = kernel_candidates(j);
+           std::vector<Candidate> out;
+           for (auto& c : all) if (c.change.id == "attention_kernel") out.push_back(std::move(c));
+           return out;
+         }},
+        {"fused_loss", [](const Job& j) {
+           auto all = kernel_candidates(j);
+           std::vector<Candidate> out;
+           for (auto& c : all) if (c.change.id == "fused_loss") out.push_back(std::move(c));
+           return out;
+         }},
+        {"gradient_checkpointing", checkpointing_candidates},
+        {"lora", [bf16](const Job& j) {
+           auto all = lora_candidates(j, bf16);
+           if (!all.empty() && all[0].change.id == "lora") all.resize(1);
+           return all;
+         }},
+        {"qlora", [bf16](const Job& j) {
+           auto all = lora_candidates(j, bf16);
+           std::vector<Candidate> q;
+           for (auto& c : all) if (c.change.id == "qlora") q.push_back(std::move(c));
+           return q;
+         }},
+        {"sharding", [n](const Job& j) { return sharding_candidates(j, n); }},
+        {"offload", offload_candidates},
+    };
+  }
+
+  struct Applied {
+    size_t step_index;
+    Candidate candidate;
+  };
+
+  Job rebuild(const std::vector<Applied>& applied, std::optional<size_t> skip = std::nullopt) const {
+    Job j = original;
+    for (size_t i = 0; i < applied.size(); ++i) {
+      if (skip && *skip == i) continue;
+      applied[i].candidate.apply(j);
+    }
+    return j;
+  }
+
+  // The cheapest candidate of a step that brings the job under limit; else the one that lowers the
+  // prediction most (kept when it lowers it at all, so later steps build on it).
+  struct Pick {
+    Candidate candidate;
+    PredictedTotals predicted;
+    bool fits = false;
+  };
+  std::optional<Pick> pick(const Step& step, const Job& base, uint64_t base_used, uint64_t limit) const {
+    std::optional<Pick> best;
+    for (auto& c : step.generate(base)) {
+      Job j = base;
+      c.apply(j);
+      auto p = predict(est, model, j);
+      if (!p) continue;
+      if (p->device_used_bytes <= limit) return Pick{c, *p, true};
+      if (p->device_used_bytes < base_used &&
+          (!best || p->device_used_bytes < best->predicted.device_used_bytes)) {
+        best = Pick{c, *p, false};
+      }
+    }
+    return best;
+  }
+
+  // skip: step ids left out (e.g. the method changes, for the "same method" alternative).
+  std::optional<std::vector<Applied>> run(uint64_t limit,
+                                          const std::vector<std::string>& skip = {}) const {
+    std::vector<Applied> applied;
+    Job current = original;
+    auto current_pred = predict(est, model, current);
+    if (!current_pred) return std::nullopt;
+    bool fits = current_pred->device_used_bytes <= limit;
+    // Widen the allowed steps one at a time, cheapest first. At each width, go over the allowed
+    // steps until none lowers the prediction: a change can start to help only after a later one
+    // (checkpointing does nothing while the optimizer step is the peak, and a lot once LoRA has
+    // removed the optimizer state), so one pass is not enough. Each application strictly lowers
+    // the prediction, so this ends.
+    for (size_t width = 0; width < steps.size() && !fits; ++width) {
+      if (std::find(skip.begin(), skip.end(), steps[width].id) != skip.end()) continue;
+      bool changed = true;
+      while (changed && !fits) {
+        changed = false;
+        for (size_t s = 0; s <= width && !fits; ++s) {
+          if (std::find(skip.begin(), skip.end(), steps[s].id) != skip.end()) continue;
+          auto p = pick(steps[s], current, current_pred->device_used_bytes, limit);
+          if (!p) continue;
+          p->candidate.apply(current);
+          current_pred = p->predicted;
+          fits = p->fits;
+          changed = true;
+          // A step's candidates set absolute values (micro-batch 1, not "smaller"), so a second
+          // pick of the same step replaces the first.
+          auto same = std::find_if(applied.begin(), applied.end(),
+                                   [&](const Applied& a) { return a.step_index == s; });
+          if (same != applied.end()) same->candidate = std::move(p->candidate);
+          else applied.push_back({s, std::move(p->candidate)});
+        }
+      }
+    }
+    if (!fits) return std::nullopt;
+    std::stable_sort(applied.begin(), applied.end(),
+                     [](const Applied& a, const Applied& b) { return a.step_index < b.step_index; });
+    // Drop what the combination does not need, most expensive first (keeping the last step, which
+    // made it fit), and re-pick the cheapest option of each step that stays.
+    for (size_t i = applied.size(); i-- > 1;) {
+      const size_t k = i - 1;
+      Job without = rebuild(applied, k);
+      auto p = predict(est, model, without);
+      if (p && p->device_used_bytes <= limit) {
+        applied.erase(applied.begin() + static_cast<long>(k));
+        continue;
+      }
+      if (p) {
+        if (auto better = pick(steps[applied[k].step_index], without, p->device_used_bytes, limit);
+            better && better->fits) {
+          applied[k].candidate = std::move(better->candidate);
+        }
+      }
+    }
+    // The last step too may have a cheaper option now that others are settled.
+    if (!applied.empty()) {
+      const size_t k = applied.size() - 1;
+      Job without = rebuild(applied, k);
+      auto p = predict(est, model, without);
+      if (p) {
+        if (auto better = pick(steps[applied[k].step_index], without, p->device_used_bytes, limit);
+            better && better->fits) {
+          applied[k].candidate = std::move(better->candidate);
+        }
+      }
+    }
+    return applied;
+  }
+
+  FitPlan to_plan(const std::vector<Applied>& applied) const {
+    FitPlan plan;
+    Job j = original;
+    for (const auto& a : applied) {
+      Job before = j;
+      a.candidate.apply(j);
+      FitChange change = a.candidate.change;
+      change.predicted = predict(est, model, j);
+      if (change.id.rfind("offload", 0) == 0) {
+        change.host_ram_bytes = static_cast<uint64_t>(
+            std::llround(host_bytes_moved(est, model, before, j) * kHostBufferFactor));
+      }
+      plan.changes.push_back(std::move(change));
+    }
+    plan.job = j;
+    plan.num_gpus = options.num_gpus;
+    plan.total_bytes = options.total_bytes;
+    if (auto p = predict(est, model, j)) plan.predicted = *p;
+    return plan;
+  }
+};
+
+uint64_t share_of(uint64_t total, double fraction) {
+  return static_cast<uint64_t>(std::floor(static_cast<double>(total) * fraction));
+}
+
+}  // namespace
+
+std::optional<uint64_t> solve_largest(const ModelSpec& model, const Job& job,
+                                      std::optional<uint64_t> Job::*field, uint64_t limit_bytes,
+                                      uint64_t upper, const EstimateFn& est) {
+  auto fits = [&](uint64_t v) {
+    Job j = job;
+    j.*field = v;
+    auto p = predict(est, model, j);
+    return p && p->device_used_bytes <= limit_bytes;
+  };
+  if (upper == 0 || !fits(1)) return std::nullopt;
+  // Exponential probe then bisection: the prediction grows with batch and length.
+  uint64_t lo = 1, hi = 2;
+  while (hi <= upper && fits(hi)) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (hi > upper) {
+    if (fits(upper)) return upper;
+    hi = upper;
+  }
+  while (hi - lo > 1) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+Result<std::map<std::string, double>> parse_prices(std::string_view text,
+                                                   const std::string& display_name) {
+  std::map<std::string, double> prices;
+  size_t start = 0, line_number = 0;
+  bool seen_line = false;   // a non-comment line before this one
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string line(text.substr(start, end - start));
+    start = end + 1;
+    ++line_number;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    size_t first = line.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    line = line.substr(first);
+    size_t sep = line.find_last_of(",\t ");
+    if (sep == std::string::npos) {
+      return make_error(fmt::format("{}: line {}: expected 'GPU NAME, PRICE PER GPU-HOUR'",
+                                    display_name, line_number));
+    }
+    std::string name = line.substr(0, sep);
+    while (!name.empty() && (name.back() == ',' || name.back() == ' ' || name.back() == '\t')) name.pop_back();
+    std::string number = line.substr(sep + 1);
+    if (!number.empty() && number[0] == '$') number.erase(0, 1);
+    double price = 0;
+    auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), price);
+    if (ec != std::errc() || ptr != number.data() + number.size() || !(price >= 0) ||
+        !std::isfinite(price)) {
+      // A header line ("gpu,price") is allowed before the first price.
+      if (!seen_line) {
+        seen_line = true;
+        continue;
+      }
+      return make_error(fmt::format("{}: line {}: '{}' is not a price", display_name, line_number,
+                                    number));
+    }
+    seen_line = true;
+    auto gpu = find_gpu(name);
+    if (!gpu) return make_error(fmt::format("{}: line {}: {}", display_name, line_number,
+                                            gpu.error().message));
+    prices[gpu->name] = price;
+  }
+  return prices;
+}
+
+Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptions& options,
+                          const EstimateFn& est) {
+  if (!(options.budget > 0 && options.budget <= 1)) {
+    return make_error(fmt::format("--budget {} is outside (0, 1]: it is the share of the GPU's "
+                                  "memory the job may use", options.budget));
+  }
+  if (!(options.target > 0 && options.target <= 1)) {
+    return make_error(fmt::format("--target {} is outside (0, 1]", options.target));
+  }
+  if (options.total_bytes == 0) return make_error("no GPU memory size: give --gpu NAME or --memory SIZE");
+  if (options.num_gpus == 0) return make_error("--gpus must be at least 1");
+
+  Job given = job;
+  if (options.num_gpus > 1 && !given.num_gpus) given.num_gpus = options.num_gpus;
+  auto estimate = est(model, given);
+  if (!estimate) return estimate.error();
+
+  FitReport report;
+  report.job = given;
+  report.model_id = model.id;
+  report.estimate = *estimate;
+  report.gpu_name = options.gpu_name;
+  report.num_gpus = options.num_gpus;
+  report.total_bytes = options.total_bytes;
+  report.budget = options.budget;
+  report.target = std::min(options.target, options.budget);
+  report.usable_bytes = share_of(options.total_bytes, options.budget);
+  report.target_bytes = share_of(options.total_bytes, report.target);
+  report.fits = estimate->device_used_bytes <= report.usable_bytes;
+  report.fits_target = estimate->device_used_bytes <= report.target_bytes;
+  if (options.target > options.budget) {
+    report.notes.push_back(fmt::format("--target {} is above --budget {}: plans aim at the budget",
+                                       options.target, options.budget));
+  }
+
+  // Step 1: free, and not in the prediction.
+  {
+    FitChange c;
+    c.id = "expandable_segments";
+    c.fix_id = "expandable_segments";
+    c.step = 1;
+    c.title = std::string(fix_info(c.fix_id).title);
+    c.cost = std::string(fix_info(c.fix_id).cost);
+    c.settings = {{"environment", "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}};
+    c.advice_only = true;
+    report.free_advice.push_back(c);
+    FitChange r;
+    r.id = "drop_references";
+    r.fix_id = "release_references";
+    r.step = 1;
+    r.title = std::string(fix_info(r.fix_id).title) +
+              " (log loss.item(), not loss; del outputs before the next step)";
+    r.cost = std::string(fix_info(r.fix_id).cost);
+    r.advice_only = true;
+    report.free_advice.push_back(r);
+  }
+
+  Search search(est, model, given, options);
+  if (options.lengths) {
+    const bool training = is_training(given);
+    auto peak_at = [&](uint64_t len) -> std::optional<uint64_t> {
+      Job j = given;
+      if (training) j.seq_len = len;
+      else j.prompt_len = len;
+      auto p = predict(est, model, j);
+      if (!p) return std::nullopt;
+      return p->device_used_bytes;
+    };
+    search.lengths = analyze_lengths(*options.lengths,
+                                     training ? given.seq_len.value_or(0) : given.prompt_len.value_or(0),
+                                     peak_at);
+    report.lengths = search.lengths;
+  }
+  search.build_steps();
+
+  std::optional<uint64_t> Job::*batch_field =
+      is_training(given) ? &Job::micro_batch_size : &Job::batch_size;
+  std::optional<uint64_t> Job::*length_field = is_training(given) ? &Job::seq_len : &Job::prompt_len;
+  if (options.solve_max_batch) {
+    report.max_micro_batch = solve_largest(model, given, batch_field,
+                                           report.usable_bytes, 1u << 16, est);
+  }
+  if (options.solve_max_seq) {
+    report.max_seq_len = solve_largest(model, given, length_field,
+                                       report.usable_bytes, 1u << 23, est);
+  }
+
+  // Hardware, shared by the plan (step 9) and the alternatives. The estimator's prediction does
+  // not depend on which GPU it runs on, only on how many: one prediction per count.
+  std::map<uint64_t, std::optional<PredictedTotals>> by_count;
+  auto predicted_on = [&](uint64_t n) {
+    auto it = by_count.find(n);
+    if (it != by_count.end()) return it->second;
+    auto p = predict(est, model, n == options.num_gpus ? given : sharded_over(given, n));
+    by_count[n] = p;
+    return p;
+  };
+  const std::vector<uint64_t> kCounts = {1, 2, 4, 8, 16};
+  auto fits_card = [&](const GpuSpec& gpu, uint64_t n, double fraction) {
+    auto p = predicted_on(n);
+    return p && p->device_used_bytes <= share_of(gpu.total_bytes, fraction);
+  };
+  std::optional<FitAlternative> smallest_gpu, more_gpus, cheapest;
+  for (double fraction : {report.target, options.budget}) {
+    if (smallest_gpu) break;
+    const GpuSpec* best = nullptr;
+    for (const auto& gpu : gpu_catalog()) {
+      if (!usable_for(gpu, given, options.gpu_vendor) || !fits_card(gpu, options.num_gpus, fraction)) continue;
+      if (!best || gpu.total_bytes < best->total_bytes) best = &gpu;
+    }
+    if (best && best->total_bytes > options.total_bytes) {
+      FitAlternative a;
+      a.gpu_name = best->name;
+      a.gpu_total_bytes = best->total_bytes;
+      a.num_gpus = options.num_gpus;
+      a.predicted = *predicted_on(options.num_gpus);
+      a.fits_target = a.predicted.device_used_bytes <= share_of(best->total_bytes, report.target);
+      a.description = fmt::format("fits unchanged on {}{}", options.num_gpus > 1
+                                      ? fmt::format("{} x ", options.num_gpus) : "", best->name);
+      a.change.id = "bigger_gpu";
+      a.change.fix_id = "bigger_gpu";
+      a.change.step = 9;
+      a.change.title = fmt::format("move to {} ({})", best->name, format_bytes(best->total_bytes));
+      a.change.cost = "hardware: a larger card";
+      a.change.predicted = a.predicted;
+      if (auto price = options.prices.find(best->name); price != options.prices.end()) {
+        a.price_per_hour = price->second * static_cast<double>(options.num_gpus);
+      }
+      smallest_gpu = a;
+    }
+  }
+  for (double fraction : {report.target, options.budget}) {
+    if (more_gpus) break;
+    for (uint64_t n : kCounts) {
+      if (n <= options.num_gpus) continue;
+      auto p = predicted_on(n);
+      if (!p || p->device_used_bytes > share_of(options.total_bytes, fraction)) continue;
+      FitAlternative a;
+      a.gpu_name = options.gpu_name;
+      a.gpu_total_bytes = options.total_bytes;
+      a.num_gpus = n;
+      a.predicted = *p;
+      a.fits_target = p->device_used_bytes <= report.target_bytes;
+      Job sharded = sharded_over(given, n);
+      a.description = fmt::format("fits on {} x {}{}", n, options.gpu_name,
+                                  sharded.parallelism && sharded.parallelism != given.parallelism
+                                      ? fmt::format(" with {}", *sharded.parallelism) : "");
+      a.change.id = "more_gpus";
+      a.change.fix_id = "bigger_gpu";
+      a.change.step = 9;
+      a.change.title = fmt::format("{} GPUs instead of {}", n, options.num_gpus);
+      a.change.cost = "hardware: more cards, and sharding's communication";
+      if (is_training(given) && !is_sharded(given)) {
+        a.change.settings = {{"TrainingArguments", "fsdp", "\"full_shard auto_wrap\""}};
+      }
+      a.change.predicted = *p;
+      if (auto price = options.prices.find(options.gpu_name); price != options.prices.end()) {
+        a.price_per_hour = price->second * static_cast<double>(n);
+      }
+      more_gpus = a;
+      break;
+    }
+  }
+  if (!options.prices.empty()) {
+    for (const auto& gpu : gpu_catalog()) {
+      auto price = options.prices.find(gpu.name);
+      if (price == options.prices.end() || !usable_for(gpu, given, options.gpu_vendor)) continue;
+      for (uint64_t n : kCounts) {
+        if (n < options.num_gpus || !fits_card(gpu, n, report.target)) continue;
+        const double cost = price->second * static_cast<double>(n);
+        if (!cheapest || cost < *cheapest->price_per_hour) {
+          FitAlternative a;
+          a.gpu_name = gpu.name;
+          a.gpu_total_bytes = gpu.total_bytes;
+          a.num_gpus = n;
+          a.predicted = *predicted_on(n);
+          a.fits_target = true;
+          a.price_per_hour = cost;
+          a.description = fmt::format("cheapest that fits: {} x {} at {:.2f}/hour", n, gpu.name, cost);
+          a.change.id = "cheapest_gpu";
+          a.change.fix_id = "bigger_gpu";
+          a.change.step = 9;
+          a.change.title = fmt::format("{} x {}", n, gpu.name);
+          a.change.cost = fmt::format("{:.2f} per hour", cost);
+          a.change.predicted = a.predicted;
+          cheapest = a;
+        }
+        break;
+      }
+    }
+  }
+
+  if (!report.fits_target) {
+    for (uint64_t limit : {report.target_bytes, report.usable_bytes}) {
+      auto applied = search.run(limit);
+      if (!applied) continue;
+      FitPlan plan = search.to_plan(*applied);
+      plan.fits_budget = plan.predicted.device_used_bytes <= report.usable_bytes;
+      plan.fits_target = plan.predicted.device_used_bytes <= report.target_bytes;
+      report.plan = plan;
+      break;
+    }
+    if (!report.plan) {
+      // Step 9: nothing on this hardware fits; the job as given on more or bigger hardware.
+      const FitAlternative* hw = smallest_gpu ? &*smallest_gpu : more_gpus ? &*more_gpus : nullptr;
+      if (hw) {
+        FitPlan plan;
+        plan.changes.push_back(hw->change);
+        plan.predicted = hw->predicted;
+        plan.gpu_name = hw->gpu_name;
+        plan.total_bytes = hw->gpu_total_bytes.value_or(options.total_bytes);
+        plan.num_gpus = hw->num_gpus.value_or(options.num_gpus);
+        plan.job = hw->change.id == "more_gpus" ? sharded_over(given, plan.num_gpus) : given;
+        plan.fits_target = hw->fits_target;
+        plan.fits_budget = true;
+        report.plan = plan;
+      } else {
+        report.notes.push_back("no change searched, and no catalog GPU up to 16 of them, makes "
+                               "this job fit");
+      }
+    }
+    if (report.plan && !report.plan->fits_target) {
+      report.notes.push_back(fmt::format(
+          "the plan fits the {:.0f}% budget but not the {:.0f}% target: a longer batch than "
+          "predicted may still run out of memory", 100 * options.budget, 100 * report.target));
+    }
+  }
+
+  // Alternatives: each single change that fits alone (cheapest option of its step), then hardware.
+  if (!report.fits_target) {
+    std::vector<std::string> plan_ids;
+    if (report.plan) {
+      for (const auto& c : report.plan->changes) plan_ids.push_back(c.id);
+    }
+    const bool plan_is_single = report.plan && report.plan->changes.size() == 1;
+    for (const auto& step : search.steps) {
+      // The cheapest option of the step that reaches the target alone, else the budget.
+      auto p = search.pick(step, given, estimate->device_used_bytes, report.target_bytes);
+      if (!p || !p->fits) p = search.pick(step, given, estimate->device_used_bytes, report.usable_bytes);
+      if (!p || !p->fits) continue;
+      if (plan_is_single && p->candidate.change.id == plan_ids[0]) continue;
+      FitAlternative a;
+      a.change = p->candidate.change;
+      a.change.predicted = p->predicted;
+      a.predicted = p->predicted;
+      a.fits_target = p->predicted.device_used_bytes <= report.target_bytes;
+      a.description = fmt::format("fits with only: {}", a.change.title);
+      report.alternatives.push_back(std::move(a));
+    }
+    // When the plan changes the method (LoRA, QLoRA), the cheapest way that keeps it, if any.
+    const bool plan_changes_method =
+        report.plan && std::any_of(report.plan->changes.begin(), report.plan->changes.end(),
+                                   [](const FitChange& c) { return c.step == 6; });
+    if (plan_changes_method) {
+      for (uint64_t limit : {report.target_bytes, report.usable_bytes}) {
+        auto same = search.run(limit, {"lora", "qlora"});
+        if (!same) continue;
+        FitPlan kept = search.to_plan(*same);
+        FitAlternative a;
+        a.change.id = "same_method";
+        a.change.step = kept.changes.empty() ? 0 : kept.changes.back().step;
+        std::vector<std::string> titles;
+        for (const auto& c : kept.changes) {
+          titles.push_back(c.title);
+          a.change.settings.insert(a.change.settings.end(), c.settings.begin(), c.settings.end());
+          a.change.host_ram_bytes = c.host_ram_bytes ? c.host_ram_bytes : a.change.host_ram_bytes;
+        }
+        a.change.title = fmt::format("{}", fmt::join(titles, "; "));
+        a.change.cost = kept.changes.empty() ? "" : kept.changes.back().cost;
+        a.change.predicted = kept.predicted;
+        a.predicted = kept.predicted;
+        a.fits_target = kept.predicted.device_used_bytes <= report.target_bytes;
+        a.description = "without changing the training method: " + a.change.title;
+        report.alternatives.push_back(std::move(a));
+        break;
+      }
+    }
+    // Without --lengths the plan never cuts the length; say which length would fit.
+    if (!options.lengths && is_training(given) && given.seq_len) {
+      auto longest = solve_largest(model, given, &Job::seq_len, report.usable_bytes, *given.seq_len, est);
+      if (longest && *longest < *given.seq_len) {
+        Job cut = given;
+        cut.seq_len = *longest;
+        if (auto p = predict(est, model, cut)) {
+          FitAlternative a;
+          a.change.id = "seq_len";
+          a.change.fix_id = "shorter_sequence";
+          a.change.step = 3;
+          a.change.title = fmt::format("max sequence length {} -> {}", *given.seq_len, *longest);
+          a.change.cost = "truncates every example longer than this (give --lengths to see how many)";
+          a.change.settings = {{"SFTConfig", "max_length", std::to_string(*longest)}};
+          a.change.predicted = *p;
+          a.predicted = *p;
+          a.fits_target = p->device_used_bytes <= report.target_bytes;
+          a.description = fmt::format("fits at max length {}", *longest);
+          report.alternatives.push_back(std::move(a));
+        }
+      }
+    }
+    std::stable_sort(report.alternatives.begin(), report.alternatives.end(),
+                     [](const FitAlternative& a, const FitAlternative& b) {
+                       return a.change.step < b.change.step;
+                     });
+  }
+  const bool plan_is_hardware = report.plan && !report.plan->changes.empty() &&
+                                report.plan->changes.front().step == 9;
+  for (auto* hw : {&smallest_gpu, &more_gpus, &cheapest}) {
+    if (!*hw || report.fits) continue;
+    if (plan_is_hardware && (*hw)->change.title == report.plan->changes.front().title) continue;
+    report.alternatives.push_back(**hw);
+  }
+  return report;
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,55 @@
+// What a dataset's token lengths mean for memory (fit --lengths): the distribution, the share of
+// examples each candidate max length truncates, and how much the single longest example raises
+// the peak when batches are padded to their longest member.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace oomdoc {
+
+struct LengthStats {
+  uint64_t count = 0;
+  uint64_t min = 0;
+  uint64_t max = 0;
+  double mean = 0;
+  // Nearest-rank percentiles: the smallest length with at least p% of examples at or below it.
+  uint64_t p50 = 0;
+  uint64_t p90 = 0;
+  uint64_t p95 = 0;
+  uint64_t p99 = 0;
+};
+
+struct LengthCut {
+  uint64_t seq_len = 0;
+  uint64_t truncated = 0;         // examples longer than seq_len
+  double truncated_share = 0;     // truncated / count
+  std::optional<uint64_t> device_used_bytes;   // predicted peak at this length, when predictable
+};
+
+struct LengthAnalysis {
+  LengthStats stats;
+  std::vector<LengthCut> cuts;    // ascending seq_len
+  // The peak with batches padded to the longest example, minus the peak at the 99th percentile.
+  std::optional<uint64_t> outlier_extra_bytes;
+  // Smallest candidate cut that truncates at most kAcceptableTruncation of the examples.
+  std::optional<uint64_t> suggested_cut;
+  std::vector<std::string> advice;
+};
+
+// A cut that truncates at most this share of examples is treated as costing little (1%).
+inline constexpr double kAcceptableTruncation = 0.01;
+
+// Predicted device peak (bytes) at a sequence length; nullopt when it cannot be predicted.
+using PeakAtLength = std::function<std::optional<uint64_t>(uint64_t seq_len)>;
+
+LengthStats length_stats(std::vector<uint64_t> lengths);
+
+// current_seq_len: the job's max length (0 when unset), listed among the cuts.
+LengthAnalysis analyze_lengths(std::vector<uint64_t> lengths, uint64_t current_seq_len,
+                               const PeakAtLength& peak_at);
+
+}  // namespace oomdoc

@@ -1,0 +1,862 @@
+#include "readers/training_config.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "core/file_input.h"
+
+namespace oomdoc {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// Parser messages can quote the offending bytes; keep the one-line error printable.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text.substr(0, 200)) out += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?';
+  return out;
+}
+
+bool is_null(const YAML::Node& node) {
+  return !node || node.IsNull() || (node.IsScalar() && (node.Scalar() == "~" || node.Scalar().empty()));
+}
+
+// Reading state shared by every key handler.
+struct Reader {
+  std::string display_name;
+  std::string base_dir;
+  TrainingConfig out;
+  // Set by keys whose meaning depends on others (resolved after every key is read).
+  std::optional<std::string> adapter;   // lora, qlora, full, freeze
+  std::optional<uint64_t> quant_bits;   // 4 or 8 (load_in_4bit / quantization_bit)
+  std::optional<std::string> quant_type;  // nf4, fp4
+  bool disable_checkpointing_llamafactory = false;
+  bool checkpointing_given = false;
+  std::optional<std::string> autocast;       // bf16 / fp16 from the bf16/fp16 flags
+  std::optional<std::string> pure;           // pure 16-bit training asked for explicitly
+  std::optional<std::string> weights_dtype;  // torch_dtype the model is loaded in
+
+  std::string where(const YAML::Node& node, std::string_view key) const {
+    return fmt::format("{}: line {}: {}", display_name, node.Mark().line + 1, key);
+  }
+  void warn(std::string message) { out.warnings.push_back(std::move(message)); }
+  LoraSettings& lora() {
+    if (!out.job.lora) out.job.lora = LoraSettings{};
+    return *out.job.lora;
+  }
+};
+
+using Handler = std::function<Status(const YAML::Node&, std::string_view key, Reader&)>;
+
+Result<bool> as_bool(const YAML::Node& node, std::string_view key, const Reader& r) {
+  const std::string v = node.IsScalar() ? lower(node.Scalar()) : "";
+  if (v == "true" || v == "yes" || v == "on") return true;
+  if (v == "false" || v == "no" || v == "off") return false;
+  return make_error(fmt::format("{}: expected true or false, got '{}'", r.where(node, key),
+                                node.IsScalar() ? node.Scalar() : "a list or map"));
+}
+
+Result<uint64_t> as_count(const YAML::Node& node, std::string_view key, const Reader& r) {
+  const std::string v = node.IsScalar() ? node.Scalar() : "";
+  // Digits only: a negative, fractional or huge value is a mistake, not something to round.
+  if (v.empty() || v.size() > 12 || !std::all_of(v.begin(), v.end(), [](char c) {
+        return c >= '0' && c <= '9';
+      })) {
+    return make_error(fmt::format("{}: expected a whole number, got '{}'", r.where(node, key),
+                                  node.IsScalar() ? v : "a list or map"));
+  }
+  return static_cast<uint64_t>(std::stoull(v));
+}
+
+Result<double> as_number(const YAML::Node& node, std::string_view key, const Reader& r) {
+  try {
+    return node.as<double>();
+  } catch (const YAML::Exception&) {
+    return make_error(fmt::format("{}: expected a number, got '{}'", r.where(node, key),
+                                  node.IsScalar() ? node.Scalar() : "a list or map"));
+  }
+}
+
+// Positive integers: a zero batch or length is as wrong as a negative one.
+Handler set_count(std::optional<uint64_t> Job::*field) {
+  return [field](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
+    auto v = as_count(n, key, r);
+    if (!v) return v.error();
+    if (*v == 0) return make_error(fmt::format("{}: must be at least 1", r.where(n, key)));
+    r.out.job.*field = *v;
+    return Ok{};
+  };
+}
+
+Handler set_string(std::string Job::*field) {
+  return [field](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
+    if (!n.IsScalar()) return make_error(fmt::format("{}: expected a name", r.where(n, key)));
+    r.out.job.*field = n.Scalar();
+    return Ok{};
+  };
+}
+
+// HF OptimizerNames (transformers/training_args.py) and Axolotl's optimizer values, mapped onto
+// the estimator's optimizer kinds. Paged 32-bit AdamW keeps fp32 states, so it is plain adamw here.
+std::optional<std::string> optimizer_kind(std::string name) {
+  name = lower(name);
+  static const std::map<std::string, std::string> kNames = {
+      {"adamw_torch", "adamw"}, {"adamw_torch_fused", "adamw"}, {"adamw_hf", "adamw"},
+      {"adamw_apex_fused", "adamw"}, {"adamw_torch_xla", "adamw"}, {"adamw_torch_npu_fused", "adamw"},
+      {"adamw", "adamw"}, {"adam", "adamw"}, {"paged_adamw_32bit", "adamw"},
+      {"adamw_bnb_8bit", "adamw_8bit"}, {"adamw_8bit", "adamw_8bit"},
+      {"paged_adamw_8bit", "paged_adamw_8bit"}, {"paged_adamw", "paged_adamw_8bit"},
+      {"adafactor", "adafactor"}, {"sgd", "sgd"}, {"lion_32bit", "lion"}, {"lion", "lion"},
+  };
+  auto it = kNames.find(name);
+  if (it == kNames.end()) return std::nullopt;
+  return it->second;
+}
+
+Status set_optimizer(const YAML::Node& n, std::string_view key, Reader& r) {
+  if (!n.IsScalar()) return make_error(fmt::format("{}: expected an optimizer name", r.where(n, key)));
+  if (auto kind = optimizer_kind(n.Scalar())) {
+    r.out.job.optimizer = *kind;
+  } else {
+    r.warn(fmt::format("{}: optimizer '{}' is not modelled; the estimator's default is used",
+                       r.where(n, key), n.Scalar()));
+  }
+  return Ok{};
+}
+
+// bf16 / fp16 flags of TrainingArguments and Axolotl turn on autocast. Whether that is "mixed"
+// (fp32 weights kept) or 16-bit weights depends on the dtype the model is loaded in: resolve().
+// Axolotl's "auto" picks bf16 where supported and "full" only adds bf16_full_eval.
+Handler set_half_flag(std::string half) {
+  return [half](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
+    if (n.IsScalar() && (lower(n.Scalar()) == "auto" || lower(n.Scalar()) == "full")) {
+      r.autocast = half;
+      return Ok{};
+    }
+    auto v = as_bool(n, key, r);
+    if (!v) return v.error();
+    if (*v) r.autocast = half;
+    return Ok{};
+  };
+}
+
+// Pure 16-bit training: Axolotl's bfloat16/float16, LLaMA-Factory's pure_bf16.
+Handler set_pure(std::string pure) {
+  return [pure](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
+    auto v = as_bool(n, key, r);
+    if (!v) return v.error();
+    if (*v) r.pure = pure;
+    return Ok{};
+  };
+}
+
+Status set_gradient_checkpointing(const YAML::Node& n, std::string_view key, Reader& r) {
+  r.checkpointing_given = true;
+  if (n.IsScalar()) {
+    const std::string v = lower(n.Scalar());
+    // Axolotl: "offload" / "offload_disk" checkpoint to host memory (activations offloaded).
+    if (v == "offload" || v == "offload_disk" || v == "unsloth") {
+      r.out.job.gradient_checkpointing = "full";
+      if (std::find(r.out.job.offload.begin(), r.out.job.offload.end(), "activations") ==
+          r.out.job.offload.end()) {
+        r.out.job.offload.push_back("activations");
+      }
+      return Ok{};
+    }
+  }
+  auto b = as_bool(n, key, r);
+  if (!b) return b.error();
+  r.out.job.gradient_checkpointing = *b ? "full" : "none";
+  return Ok{};
+}
+
+Status set_lora_targets(const YAML::Node& n, std::string_view key, Reader& r) {
+  auto& lora = r.lora();
+  lora.target_modules.clear();
+  std::vector<std::string> names;
+  if (n.IsSequence()) {
+    for (const auto& item : n) {
+      if (!item.IsScalar()) return make_error(fmt::format("{}: expected module names", r.where(n, key)));
+      names.push_back(item.Scalar());
+    }
+  } else if (n.IsScalar()) {
+    // LLaMA-Factory: "all" or "q_proj,v_proj".
+    std::string text = n.Scalar();
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t comma = text.find(',', start);
+      std::string name = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      name.erase(0, name.find_first_not_of(' '));
+      name.erase(name.find_last_not_of(' ') + 1);
+      if (!name.empty()) names.push_back(name);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  } else {
+    return make_error(fmt::format("{}: expected module names", r.where(n, key)));
+  }
+  if (names.size() == 1 && (lower(names[0]) == "all" || lower(names[0]) == "all-linear" ||
+                            lower(names[0]) == "all_linear")) {
+    lora.all_linear = true;
+  } else {
+    lora.all_linear = false;
+    lora.target_modules = names;
+  }
+  return Ok{};
+}
+
+Status set_lora_all_linear(const YAML::Node& n, std::string_view key, Reader& r) {
+  auto v = as_bool(n, key, r);
+  if (!v) return v.error();
+  if (*v) {
+    r.lora().all_linear = true;
+    r.lora().target_modules.clear();
+  }
+  return Ok{};
+}
+
+Status set_lora_r(const YAML::Node& n, std::string_view key, Reader& r) {
+  auto v = as_count(n, key, r);
+  if (!v) return v.error();
+  if (*v == 0) return make_error(fmt::format("{}: must be at least 1", r.where(n, key)));
+  r.lora().r = *v;
+  return Ok{};
+}
+
+Status set_lora_alpha(const YAML::Node& n, std::string_view key, Reader& r) {
+  auto v = as_number(n, key, r);
+  if (!v) return v.error();
+  r.lora().alpha = *v;
+  return Ok{};
+}
+
+Handler set_quant_bits(uint64_t bits) {
+  return [bits](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
+    auto v = as_bool(n, key, r);
+    if (!v) return v.error();
+    if (*v) r.quant_bits = bits;
+    return Ok{};
+  };
+}
+
+Status set_quantization_bit(const YAML::Node& n, std::string_view key, Reader& r) {
+  auto v = as_count(n, key, r);
+  if (!v) return v.error();
+  if (*v != 4 && *v != 8) {
+    r.warn(fmt::format("{}: {}-bit quantization is not modelled; the job is read unquantized",
+                       r.where(n, key), *v));
+    return Ok{};
+  }
+  r.quant_bits = *v;
+  return Ok{};
+}
+
+Status set_quant_type(const YAML::Node& n, std::string_view key, Reader& r) {
+  const std::string v = n.IsScalar() ? lower(n.Scalar()) : "";
+  if (v != "nf4" && v != "fp4") {
+    return make_error(fmt::format("{}: expected nf4 or fp4, got '{}'", r.where(n, key), v));
+  }
+  r.quant_type = v;
+  return Ok{};
+}
+
+Status set_double_quant(const YAML::Node& n, std::string_view key, Reader& r) {
+  auto v = as_bool(n, key, r);
+  if (!v) return v.error();
+  r.out.job.double_quant = *v;
+  return Ok{};
+}
+
+// Axolotl bnb_config_kwargs: {bnb_4bit_quant_type: nf4, bnb_4bit_use_double_quant: true}
+Status set_bnb_kwargs(const YAML::Node& n, std::string_view key, Reader& r) {
+  if (!n.IsMap()) return make_error(fmt::format("{}: expected a map", r.where(n, key)));
+  if (auto t = n["bnb_4bit_quant_type"]; t && !is_null(t)) {
+    if (auto s = set_quant_type(t, "bnb_4bit_quant_type", r); !s) return s;
+  }
+  if (auto d = n["bnb_4bit_use_double_quant"]; d && !is_null(d)) {
+    if (auto s = set_double_quant(d, "bnb_4bit_use_double_quant", r); !s) return s;
+  }
+  return Ok{};
+}
+
+Status set_adapter(const YAML::Node& n, std::string_view key, Reader& r) {
+  const std::string v = n.IsScalar() ? lower(n.Scalar()) : "";
+  if (v == "lora" || v == "qlora" || v == "full" || v == "freeze") {
+    r.adapter = v;
+    return Ok{};
+  }
+  if (v == "oft" || v == "boft" || v == "vera" || v == "ia3" || v == "galore" || v == "badam" ||
+      v == "apollo") {
+    r.warn(fmt::format("{}: '{}' is not modelled; read as LoRA (a close upper bound for adapter "
+                       "methods with few trainable parameters)", r.where(n, key), v));
+    r.adapter = "lora";
+    return Ok{};
+  }
+  return make_error(fmt::format("{}: unknown adapter '{}' (expected lora, qlora, full or freeze)",
+                                r.where(n, key), v));
+}
+
+Status set_use_peft(const YAML::Node& n, std::string_view key, Reader& r) {
+  auto v = as_bool(n, key, r);
+  if (!v) return v.error();
+  if (*v && !r.adapter) r.adapter = "lora";
+  return Ok{};
+}
+
+// attn_implementation (transformers), flash_attn (LLaMA-Factory), Axolotl's booleans.
+Status set_attention_name(const YAML::Node& n, std::string_view key, Reader& r) {
+  const std::string v = n.IsScalar() ? lower(n.Scalar()) : "";
+  if (v == "flash_attention_2" || v == "flash_attention_3" || v == "fa2" || v == "fa3" ||
+      v == "flash") {
+    r.out.job.attention_impl = "flash";
+  } else if (v == "sdpa") {
+    r.out.job.attention_impl = "sdpa";
+  } else if (v == "eager" || v == "disabled") {
+    r.out.job.attention_impl = "eager";
+  } else if (v == "auto") {
+    // LLaMA-Factory's default: SDPA when available.
+    r.out.job.attention_impl = "sdpa";
+  } else {
+    r.warn(fmt::format("{}: attention '{}' is not modelled; the estimator's default is used",
+                       r.where(n, key), v));
+  }
+  return Ok{};
+}
+
+Handler set_attention_flag(std::string impl) {
+  return [impl](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
+    auto v = as_bool(n, key, r);
+    if (!v) return v.error();
+    if (*v) r.out.job.attention_impl = impl;
+    return Ok{};
+  };
+}
+
+Handler set_loss(std::string impl) {
+  return [impl](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
+    auto v = as_bool(n, key, r);
+    if (!v) return v.error();
+    if (*v) r.out.job.loss_impl = impl;
+    return Ok{};
+  };
+}
+
+Status set_padding_free(const YAML::Node& n, std::string_view key, Reader& r) {
+  auto v = as_bool(n, key, r);
+  if (!v) return v.error();
+  r.out.job.padding_free = *v;
+  return Ok{};
+}
+
+Status set_disable_gc(const YAML::Node& n, std::string_view key, Reader& r) {
+  auto v = as_bool(n, key, r);
+  if (!v) return v.error();
+  r.disable_checkpointing_llamafactory = *v;
+  return Ok{};
+}
+
+void add_offload(Job& job, const std::string& what) {
+  if (std::find(job.offload.begin(), job.offload.end(), what) == job.offload.end()) {
+    job.offload.push_back(what);
+  }
+}
+
+// A DeepSpeed config: zero_optimization.stage and its offload_optimizer / offload_param devices.
+void apply_deepspeed_json(const YAML::Node& ds, Reader& r) {
+  const YAML::Node zero = ds["zero_optimization"];
+  if (!zero || !zero.IsMap()) {
+    r.out.job.parallelism = "ddp";
+    return;
+  }
+  int stage = 0;
+  try {
+    if (zero["stage"]) stage = zero["stage"].as<int>();
+  } catch (const YAML::Exception&) {
+  }
+  static const char* kStages[] = {"ddp", "zero1", "zero2", "zero3"};
+  if (stage >= 0 && stage <= 3) r.out.job.parallelism = kStages[stage];
+  auto offloaded = [](const YAML::Node& n) {
+    if (!n || !n.IsMap() || !n["device"]) return false;
+    std::string device = lower(n["device"].Scalar());
+    return device == "cpu" || device == "nvme";
+  };
+  if (offloaded(zero["offload_optimizer"])) add_offload(r.out.job, "optimizer");
+  if (offloaded(zero["offload_param"])) add_offload(r.out.job, "params");
+}
+
+// DeepSpeed file names as Axolotl and LLaMA-Factory ship them: zero3_bf16_cpuoffload_all.json,
+// ds_z3_offload_config.json, zero2.json ...
+void apply_deepspeed_name(const std::string& name, Reader& r) {
+  const std::string n = lower(name);
+  auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
+  if (has("zero3") || has("z3") || has("stage3")) r.out.job.parallelism = "zero3";
+  else if (has("zero2") || has("z2") || has("stage2")) r.out.job.parallelism = "zero2";
+  else if (has("zero1") || has("z1") || has("stage1")) r.out.job.parallelism = "zero1";
+  else if (has("zero0") || has("z0")) r.out.job.parallelism = "ddp";
+  if (has("offload_params") || has("cpuoffload_params")) {
+    add_offload(r.out.job, "params");
+  } else if (has("offload")) {
+    add_offload(r.out.job, "optimizer");
+    if (has("all") || (r.out.job.parallelism == std::string("zero3") && !has("optim"))) {
+      add_offload(r.out.job, "params");
+    }
+  }
+}
+
+Status set_deepspeed(const YAML::Node& n, std::string_view key, Reader& r) {
+  if (n.IsMap()) {  // a TrainingArguments dump may inline the dict
+    apply_deepspeed_json(n, r);
+    return Ok{};
+  }
+  if (!n.IsScalar()) return make_error(fmt::format("{}: expected a path or a map", r.where(n, key)));
+  const std::string path = n.Scalar();
+  std::vector<std::string> candidates;
+  if (!path.empty() && path[0] != '/' && !r.base_dir.empty()) candidates.push_back(r.base_dir + "/" + path);
+  candidates.push_back(path);
+  for (const auto& candidate : candidates) {
+    auto text = read_small_file(candidate, 1 << 20);
+    if (!text) continue;
+    try {
+      apply_deepspeed_json(YAML::Load(*text), r);
+      return Ok{};
+    } catch (const YAML::Exception& e) {
+      return make_error(fmt::format("{}: line {}: {}", candidate, e.mark.line + 1, printable(e.msg)));
+    }
+  }
+  apply_deepspeed_name(path, r);
+  r.warn(fmt::format("{}: '{}' was not found; ZeRO stage and offload read from its name ({}{})",
+                     r.where(n, key), path, r.out.job.parallelism.value_or("no stage in the name"),
+                     r.out.job.offload.empty() ? "" : ", offload"));
+  return Ok{};
+}
+
+// fsdp: "full_shard auto_wrap" (TrainingArguments) or [full_shard, auto_wrap] (Axolotl).
+Status set_fsdp(const YAML::Node& n, std::string_view key, Reader& r) {
+  std::vector<std::string> tokens;
+  if (n.IsSequence()) {
+    for (const auto& item : n) tokens.push_back(lower(item.Scalar()));
+  } else if (n.IsScalar()) {
+    std::string text = lower(n.Scalar());
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t space = text.find(' ', start);
+      if (space == std::string::npos) space = text.size();
+      if (space > start) tokens.push_back(text.substr(start, space - start));
+      start = space + 1;
+    }
+  } else {
+    return make_error(fmt::format("{}: expected FSDP options", r.where(n, key)));
+  }
+  for (const auto& t : tokens) {
+    if (t == "full_shard") r.out.job.parallelism = "fsdp_full_shard";
+    else if (t == "shard_grad_op") r.out.job.parallelism = "fsdp_shard_grad_op";
+    else if (t == "hybrid_shard" || t == "hybrid_shard_zero2") r.out.job.parallelism = "hybrid_shard";
+    else if (t == "no_shard") r.out.job.parallelism = "ddp";
+    else if (t == "offload") add_offload(r.out.job, "params");
+  }
+  return Ok{};
+}
+
+Status set_fsdp_config(const YAML::Node& n, std::string_view key, Reader& r) {
+  if (!n.IsMap()) return make_error(fmt::format("{}: expected a map", r.where(n, key)));
+  for (const auto& item : n) {
+    const std::string k = lower(item.first.Scalar());
+    const YAML::Node& v = item.second;
+    if ((k == "fsdp_offload_params" || k == "offload_params") && v.IsScalar()) {
+      auto b = as_bool(v, k, r);
+      if (!b) return b.error();
+      if (*b) add_offload(r.out.job, "params");
+    } else if ((k == "fsdp_sharding_strategy" || k == "sharding_strategy") && v.IsScalar()) {
+      std::string s = lower(v.Scalar());
+      if (s == "full_shard" || s == "1") r.out.job.parallelism = "fsdp_full_shard";
+      else if (s == "shard_grad_op" || s == "2") r.out.job.parallelism = "fsdp_shard_grad_op";
+      else if (s == "hybrid_shard" || s == "4") r.out.job.parallelism = "hybrid_shard";
+      else if (s == "no_shard" || s == "3") r.out.job.parallelism = "ddp";
+    } else if (k == "reshard_after_forward" && v.IsScalar()) {
+      // FSDP2: false keeps parameters gathered between forward and backward (SHARD_GRAD_OP).
+      auto b = as_bool(v, k, r);
+      if (!b) return b.error();
+      r.out.job.parallelism = *b ? "fsdp_full_shard" : "fsdp_shard_grad_op";
+    } else if ((k == "fsdp_activation_checkpointing" || k == "activation_checkpointing") &&
+               v.IsScalar()) {
+      auto b = as_bool(v, k, r);
+      if (!b) return b.error();
+      if (*b) {
+        r.out.job.gradient_checkpointing = "full";
+        r.checkpointing_given = true;
+      }
+    }
+  }
+  // Axolotl's FSDP2 configs name no strategy: full sharding is the default there. A
+  // TrainingArguments dump always carries an fsdp_config, FSDP or not, so it implies nothing.
+  if (!r.out.job.parallelism && r.out.format == TrainingConfigFormat::kAxolotl) {
+    r.out.job.parallelism = "fsdp_full_shard";
+  }
+  return Ok{};
+}
+
+// TRL ModelConfig / SFTConfig.model_init_kwargs: torch_dtype and attn_implementation.
+Status set_torch_dtype(const YAML::Node& n, std::string_view key, Reader& r) {
+  const std::string v = n.IsScalar() ? lower(n.Scalar()) : "";
+  if (v == "bfloat16" || v == "bf16") r.weights_dtype = "bf16";
+  else if (v == "float16" || v == "fp16") r.weights_dtype = "fp16";
+  else if (v == "float32" || v == "fp32") r.weights_dtype = "fp32";
+  return Ok{};
+}
+
+Status set_model_init_kwargs(const YAML::Node& n, std::string_view key, Reader& r) {
+  if (!n.IsMap()) return make_error(fmt::format("{}: expected a map", r.where(n, key)));
+  if (auto a = n["attn_implementation"]; a && !is_null(a)) {
+    if (auto s = set_attention_name(a, "attn_implementation", r); !s) return s;
+  }
+  if (auto d = n["torch_dtype"]; d && !is_null(d)) {
+    if (auto s = set_torch_dtype(d, "torch_dtype", r); !s) return s;
+  }
+  return Ok{};
+}
+
+// ---- key tables per format ----
+
+using Table = std::map<std::string, Handler>;
+
+// TrainingArguments keys (transformers/training_args.py) that change memory.
+void add_hf_keys(Table& t) {
+  t["per_device_train_batch_size"] = set_count(&Job::micro_batch_size);
+  t["gradient_accumulation_steps"] = set_count(&Job::grad_accum_steps);
+  t["bf16"] = set_half_flag("bf16");
+  t["fp16"] = set_half_flag("fp16");
+  t["optim"] = set_optimizer;
+  t["gradient_checkpointing"] = set_gradient_checkpointing;
+  t["deepspeed"] = set_deepspeed;
+  t["fsdp"] = set_fsdp;
+  t["fsdp_config"] = set_fsdp_config;
+  t["use_liger_kernel"] = set_loss("fused_linear");
+  // TRL SFTConfig.
+  t["max_seq_length"] = set_count(&Job::seq_len);   // TRL < 0.20
+  t["max_length"] = set_count(&Job::seq_len);       // TRL >= 0.20
+  t["padding_free"] = set_padding_free;
+  t["model_init_kwargs"] = set_model_init_kwargs;
+  // TRL ModelConfig (TRL's CLI YAML mixes it with SFTConfig).
+  t["model_name_or_path"] = set_string(&Job::model);
+  t["torch_dtype"] = set_torch_dtype;
+  t["dtype"] = set_torch_dtype;
+  t["attn_implementation"] = set_attention_name;
+  t["use_peft"] = set_use_peft;
+  t["lora_r"] = set_lora_r;
+  t["lora_alpha"] = set_lora_alpha;
+  t["lora_target_modules"] = set_lora_targets;
+  t["load_in_4bit"] = set_quant_bits(4);
+  t["load_in_8bit"] = set_quant_bits(8);
+  t["bnb_4bit_quant_type"] = set_quant_type;
+  t["use_bnb_nested_quant"] = set_double_quant;
+}
+
+Table axolotl_table() {
+  Table t;
+  t["base_model"] = set_string(&Job::model);
+  t["adapter"] = set_adapter;
+  t["load_in_4bit"] = set_quant_bits(4);
+  t["load_in_8bit"] = set_quant_bits(8);
+  t["bnb_config_kwargs"] = set_bnb_kwargs;
+  t["lora_r"] = set_lora_r;
+  t["lora_alpha"] = set_lora_alpha;
+  t["lora_target_modules"] = set_lora_targets;
+  t["lora_target_linear"] = set_lora_all_linear;
+  t["sequence_len"] = set_count(&Job::seq_len);
+  t["micro_batch_size"] = set_count(&Job::micro_batch_size);
+  t["gradient_accumulation_steps"] = set_count(&Job::grad_accum_steps);
+  t["gradient_checkpointing"] = set_gradient_checkpointing;
+  t["optimizer"] = set_optimizer;
+  t["bf16"] = set_half_flag("bf16");
+  t["fp16"] = set_half_flag("fp16");
+  t["bfloat16"] = set_pure("bf16");
+  t["float16"] = set_pure("fp16");
+  t["flash_attention"] = set_attention_flag("flash");
+  t["sdp_attention"] = set_attention_flag("sdpa");
+  t["xformers_attention"] = set_attention_flag("sdpa");  // memory-efficient kernel, O(s) like SDPA
+  t["eager_attention"] = set_attention_flag("eager");
+  t["deepspeed"] = set_deepspeed;
+  t["fsdp"] = set_fsdp;
+  t["fsdp_config"] = set_fsdp_config;
+  t["liger_fused_linear_cross_entropy"] = set_loss("fused_linear");
+  t["cut_cross_entropy"] = set_loss("fused_linear");
+  t["chunked_cross_entropy"] = set_loss("chunked");
+  return t;
+}
+
+Table llama_factory_table() {
+  Table t;
+  add_hf_keys(t);
+  t["finetuning_type"] = set_adapter;
+  t["lora_rank"] = set_lora_r;
+  t["lora_alpha"] = set_lora_alpha;
+  t["lora_target"] = set_lora_targets;
+  t["quantization_bit"] = set_quantization_bit;
+  t["quantization_type"] = set_quant_type;
+  t["double_quantization"] = set_double_quant;
+  t["cutoff_len"] = set_count(&Job::seq_len);
+  t["flash_attn"] = set_attention_name;
+  t["enable_liger_kernel"] = set_loss("fused_linear");
+  t["disable_gradient_checkpointing"] = set_disable_gc;
+  t["pure_bf16"] = set_pure("bf16");
+  return t;
+}
+
+Table hf_table() {
+  Table t;
+  add_hf_keys(t);
+  return t;
+}
+
+// Known keys that do not change peak memory (logging, data, schedules, hub, evaluation).
+// Keys not here and not in a handler table are reported as unknown.
+const std::set<std::string>& no_effect_keys() {
+  static const std::set<std::string> kKeys = {
+      // shared / TrainingArguments
+      "output_dir", "overwrite_output_dir", "do_train", "do_eval", "do_predict", "eval_strategy",
+      "evaluation_strategy", "prediction_loss_only", "per_device_eval_batch_size",
+      "per_gpu_train_batch_size", "per_gpu_eval_batch_size", "eval_accumulation_steps",
+      "eval_delay", "torch_empty_cache_steps", "learning_rate", "weight_decay", "adam_beta1",
+      "adam_beta2", "adam_epsilon", "max_grad_norm", "num_train_epochs", "max_steps",
+      "lr_scheduler_type", "lr_scheduler_kwargs", "warmup_ratio", "warmup_steps", "log_level",
+      "log_level_replica", "log_on_each_node", "logging_dir", "logging_strategy",
+      "logging_first_step", "logging_steps", "logging_nan_inf_filter", "save_strategy",
+      "save_steps", "save_total_limit", "save_safetensors", "save_on_each_node",
+      "save_only_model", "restore_callback_states_from_checkpoint", "no_cuda", "use_cpu",
+      "use_mps_device", "seed", "data_seed", "jit_mode_eval", "use_ipex", "fp16_opt_level",
+      "half_precision_backend", "bf16_full_eval", "fp16_full_eval", "tf32", "local_rank",
+      "ddp_backend", "tpu_num_cores", "tpu_metrics_debug", "debug", "dataloader_drop_last",
+      "eval_steps", "dataloader_num_workers", "dataloader_prefetch_factor", "past_index",
+      "run_name", "disable_tqdm", "remove_unused_columns", "label_names",
+      "load_best_model_at_end", "metric_for_best_model", "greater_is_better", "ignore_data_skip",
+      "fsdp_min_num_params", "fsdp_transformer_layer_cls_to_wrap", "accelerator_config",
+      "label_smoothing_factor", "optim_args", "adafactor", "group_by_length", "length_column_name",
+      "report_to", "ddp_find_unused_parameters", "ddp_bucket_cap_mb", "ddp_broadcast_buffers",
+      "dataloader_pin_memory", "dataloader_persistent_workers", "skip_memory_metrics",
+      "use_legacy_prediction_loop", "push_to_hub", "resume_from_checkpoint", "hub_model_id",
+      "hub_strategy", "hub_token", "hub_private_repo", "hub_always_push", "hub_revision",
+      "gradient_checkpointing_kwargs", "include_inputs_for_metrics", "include_for_metrics",
+      "eval_do_concat_batches", "auto_find_batch_size", "full_determinism", "torchdynamo",
+      "ray_scope", "ddp_timeout", "torch_compile", "torch_compile_backend", "torch_compile_mode",
+      "include_tokens_per_second", "include_num_input_tokens_seen", "neftune_noise_alpha",
+      "optim_target_modules", "batch_eval_metrics", "eval_on_start", "use_liger_kernel_config",
+      "liger_kernel_config", "eval_use_gather_object", "average_tokens_across_devices",
+      "push_to_hub_model_id", "push_to_hub_organization", "push_to_hub_token", "mp_parameters",
+      "average_tokens_across_devices", "dispatch_batches", "split_batches", "parallelism_config",
+      "project", "trackio_space_id", "hub_revision",
+      // TRL SFTConfig / ModelConfig
+      "dataset_text_field", "dataset_kwargs", "dataset_num_proc", "dataset_batch_size",
+      "packing", "packing_strategy", "eval_packing", "completion_only_loss", "assistant_only_loss",
+      "activation_offloading", "chat_template_path", "dataset_name", "dataset_config",
+      "dataset_train_split", "dataset_test_split", "model_revision", "trust_remote_code",
+      "lora_dropout", "lora_task_type", "use_rslora", "use_dora", "lora_modules_to_save",
+      "pad_token", "eos_token", "shuffle_dataset", "loss_type", "num_of_sequences",
+      "chars_per_token", "pad_to_multiple_of",
+      // Axolotl
+      "base_model_config", "model_type", "tokenizer_type", "is_llama_derived_model",
+      "trust_remote_code", "strict", "datasets", "dataset_prepared_path", "val_set_size",
+      "output_dir", "sample_packing", "eval_sample_packing", "pad_to_sequence_len", "lora_dropout",
+      "lora_fan_in_fan_out", "lora_modules_to_save", "wandb_project", "wandb_entity",
+      "wandb_watch", "wandb_name", "wandb_log_model", "wandb_run_id", "num_epochs",
+      "lr_scheduler", "train_on_inputs", "group_by_length", "early_stopping_patience",
+      "resume_from_checkpoint", "local_rank", "logging_steps", "warmup_steps", "warmup_ratio",
+      "evals_per_epoch", "eval_table_size", "eval_max_new_tokens", "saves_per_epoch",
+      "save_steps", "debug", "weight_decay", "special_tokens", "tokens", "chat_template",
+      "hub_model_id", "s2_attention", "eval_batch_size", "gptq", "plugins", "load_best_model_at_end",
+      "lora_model_dir", "auto_resume_from_checkpoints", "save_first_step", "dataset_processes",
+      "shuffle_merged_datasets", "eval_causal_lm_metrics", "tokenizer_config", "processor_type",
+      "embeddings_skip_upcast", "flash_attn_cross_entropy", "flash_attn_rms_norm",
+      "flash_attn_fuse_qkv", "flash_attn_fuse_mlp", "liger_rope", "liger_rms_norm",
+      "liger_glu_activation", "liger_layer_norm", "liger_swiglu", "save_safetensors",
+      "lora_on_cpu", "peft_use_dora", "peft_use_rslora", "fsdp_version", "torch_compile",
+      "max_grad_norm", "seed", "gradient_checkpointing_kwargs", "unfrozen_parameters",
+      "hf_use_auth_token", "dataloader_num_workers", "dataloader_pin_memory",
+      "dataloader_prefetch_factor", "remove_unused_columns", "sequence_parallel_degree",
+      "deepspeed_config", "tf32", "learning_rate", "optim_args", "adam_beta1", "adam_beta2",
+      "adam_epsilon", "cosine_min_lr_ratio", "bnb_4bit_compute_dtype",
+      // LLaMA-Factory
+      "stage", "template", "dataset", "dataset_dir", "eval_dataset", "max_samples",
+      "overwrite_cache", "preprocessing_num_workers", "val_size", "plot_loss", "lora_dropout",
+      "additional_target", "freeze_trainable_layers", "freeze_trainable_modules",
+      "freeze_extra_modules", "trust_remote_code", "quantization_method", "rope_scaling",
+      "use_unsloth", "use_unsloth_gc", "shift_attn", "mixture_of_depths", "neat_packing",
+      "train_on_prompt", "mask_history", "tokenized_path", "use_fast_tokenizer", "resize_vocab",
+      "split_special_tokens", "new_special_tokens", "image_max_pixels", "video_max_pixels",
+      "model_revision", "adapter_name_or_path", "create_new_adapter", "pref_beta", "pref_loss",
+      "streaming", "buffer_size", "mix_strategy", "interleave_probs", "compute_accuracy",
+      "predict_with_generate", "upcast_layernorm", "upcast_lmhead_output", "moe_aux_loss_coef",
+      "ddp_timeout", "report_to", "save_steps", "use_dora", "use_rslora", "pissa_init",
+      "loraplus_lr_ratio", "include_effective_tokens_per_second", "default_system",
+      "enable_thinking", "cache_dir",
+  };
+  return kKeys;
+}
+
+bool has_any(const YAML::Node& root, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) {
+    if (root[k]) return true;
+  }
+  return false;
+}
+
+std::optional<TrainingConfigFormat> detect_format(const YAML::Node& root) {
+  if (has_any(root, {"base_model", "sequence_len", "micro_batch_size", "lora_target_linear",
+                     "adapter"})) {
+    return TrainingConfigFormat::kAxolotl;
+  }
+  if (has_any(root, {"finetuning_type", "cutoff_len", "stage", "template", "quantization_bit",
+                     "lora_target"})) {
+    return TrainingConfigFormat::kLlamaFactory;
+  }
+  if (has_any(root, {"per_device_train_batch_size", "output_dir", "gradient_accumulation_steps",
+                     "model_name_or_path", "max_seq_length", "max_length", "optim"})) {
+    return TrainingConfigFormat::kHfTrainingArguments;
+  }
+  return std::nullopt;
+}
+
+// Decisions that need several keys at once.
+void resolve(Reader& r) {
+  Job& job = r.out.job;
+  const bool quantized = r.quant_bits.has_value();
+  if (quantized) {
+    job.weight_quantization = *r.quant_bits == 8 ? "int8" : r.quant_type.value_or("nf4");
+  }
+  std::string adapter = r.adapter.value_or(job.lora ? "lora" : "full");
+  if (adapter == "qlora" || (adapter == "lora" && quantized)) {
+    // QLoRA here means LoRA on any quantized base (int8 included), as the estimator's task does.
+    job.task = "train_qlora";
+    if (!quantized) job.weight_quantization = r.quant_type.value_or("nf4");
+  } else if (adapter == "lora") {
+    job.task = "train_lora";
+  } else if (adapter == "freeze") {
+    job.task = "train_freeze";
+  } else {
+    job.task = "train_full";
+    if (quantized) {
+      r.warn(fmt::format("{}: a quantized base without an adapter cannot be fully fine-tuned; "
+                         "read as QLoRA", r.display_name));
+      job.task = "train_qlora";
+    }
+  }
+  // Precision. The frameworks load the model in the autocast dtype, except where a recipe keeps
+  // fp32 trainable weights: LLaMA-Factory upcasts them for full and freeze tuning
+  // (cast_trainable_params_to_fp32 unless pure_bf16), and DeepSpeed / FSDP mixed precision keep an
+  // fp32 master copy. A TrainingArguments dump loads in fp32 unless torch_dtype says otherwise.
+  if (r.pure) {
+    job.precision = *r.pure;
+  } else if (r.autocast) {
+    bool weights_16bit = false;
+    const bool sharded_amp = job.parallelism.has_value();
+    switch (r.out.format) {
+      case TrainingConfigFormat::kAxolotl: weights_16bit = !sharded_amp; break;
+      case TrainingConfigFormat::kLlamaFactory:
+        weights_16bit = !sharded_amp && (job.task == "train_lora" || job.task == "train_qlora");
+        break;
+      case TrainingConfigFormat::kHfTrainingArguments:
+        weights_16bit = !sharded_amp && r.weights_dtype && *r.weights_dtype != "fp32";
+        break;
+    }
+    job.precision = weights_16bit ? *r.autocast : *r.autocast + "_mixed";
+  } else if (r.weights_dtype) {
+    job.precision = *r.weights_dtype;
+  }
+  if (job.task != "train_lora" && job.task != "train_qlora") job.lora.reset();
+  else if (!job.lora) job.lora = LoraSettings{};
+  // LLaMA-Factory turns gradient checkpointing on unless told not to.
+  if (r.out.format == TrainingConfigFormat::kLlamaFactory && !r.checkpointing_given) {
+    job.gradient_checkpointing = r.disable_checkpointing_llamafactory ? "none" : "full";
+  }
+  if (job.weight_quantization && (*job.weight_quantization == "nf4" ||
+                                  *job.weight_quantization == "fp4") && !job.double_quant) {
+    // Axolotl and LLaMA-Factory both default to nested (double) quantization.
+    if (r.out.format != TrainingConfigFormat::kHfTrainingArguments) job.double_quant = true;
+  }
+}
+
+}  // namespace
+
+std::string_view training_config_format_name(TrainingConfigFormat format) {
+  switch (format) {
+    case TrainingConfigFormat::kAxolotl: return "axolotl";
+    case TrainingConfigFormat::kLlamaFactory: return "llama_factory";
+    case TrainingConfigFormat::kHfTrainingArguments: return "hf_training_arguments";
+  }
+  return "unknown";
+}
+
+Result<TrainingConfig> parse_training_config(std::string_view text, const std::string& display_name,
+                                             const std::string& base_dir) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return make_error(fmt::format("{}: line {}, column {}: invalid YAML: {}", display_name,
+                                  e.mark.line + 1, e.mark.column + 1, printable(e.msg)));
+  }
+  if (!root.IsMap()) {
+    return make_error(fmt::format("{}: not a training config (expected a map of settings at the "
+                                  "top level)", display_name));
+  }
+  auto format = detect_format(root);
+  if (!format) {
+    return make_error(fmt::format("{}: not a recognised training config (no Axolotl, "
+                                  "LLaMA-Factory or TrainingArguments keys)", display_name));
+  }
+  Reader r;
+  r.display_name = display_name;
+  r.base_dir = base_dir;
+  r.out.format = *format;
+  const Table table = *format == TrainingConfigFormat::kAxolotl        ? axolotl_table()
+                      : *format == TrainingConfigFormat::kLlamaFactory ? llama_factory_table()
+                                                                       : hf_table();
+  try {
+    for (const auto& item : root) {
+      if (!item.first.IsScalar()) {
+        return make_error(fmt::format("{}: line {}: a key must be a name", display_name,
+                                      item.first.Mark().line + 1));
+      }
+      const std::string key = item.first.Scalar();
+      const YAML::Node& value = item.second;
+      auto handler = table.find(key);
+      if (handler != table.end()) {
+        if (is_null(value)) {
+          r.out.ignored_keys.push_back(key);
+          continue;
+        }
+        if (auto status = handler->second(value, key, r); !status) return status.error();
+        r.out.used_keys.push_back(key);
+      } else if (no_effect_keys().count(key)) {
+        r.out.ignored_keys.push_back(key);
+      } else {
+        r.out.unknown_keys.push_back(key);
+        r.warn(fmt::format("{}: line {}: unknown key '{}' ignored", display_name,
+                           item.first.Mark().line + 1, key));
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return make_error(fmt::format("{}: line {}: {}", display_name, e.mark.line + 1, printable(e.msg)));
+  }
+  resolve(r);
+  return std::move(r.out);
+}
+
+Result<TrainingConfig> read_training_config(const std::string& path) {
+  auto text = read_small_file(path, 4ull << 20);
+  if (!text) return text.error();
+  std::string base_dir;
+  if (auto slash = path.rfind('/'); slash != std::string::npos) base_dir = path.substr(0, slash);
+  return parse_training_config(*text, path, base_dir);
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,40 @@
+// Reads the files users already describe their training jobs in, and turns them into a Job:
+//   - Axolotl YAML (base_model, adapter, load_in_4bit, sequence_len, micro_batch_size, ...)
+//   - LLaMA-Factory YAML (model_name_or_path, finetuning_type, quantization_bit, cutoff_len, ...)
+//   - a Hugging Face TrainingArguments / TRL SFTConfig dump (JSON or YAML; TRL's CLI YAML also
+//     carries ModelConfig keys such as model_name_or_path, load_in_4bit, lora_r)
+// Parsed with yaml-cpp (JSON is YAML). Every key is sorted into used (it set a Job field),
+// ignored (known, no effect on memory) or unknown (a warning; reading continues).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+#include "model/job.h"
+
+namespace oomdoc {
+
+enum class TrainingConfigFormat { kAxolotl, kLlamaFactory, kHfTrainingArguments };
+
+std::string_view training_config_format_name(TrainingConfigFormat format);
+
+struct TrainingConfig {
+  Job job;                                // model is empty when the file does not name one
+  TrainingConfigFormat format = TrainingConfigFormat::kAxolotl;
+  std::vector<std::string> used_keys;     // in file order
+  std::vector<std::string> ignored_keys;  // known keys that do not change memory
+  std::vector<std::string> unknown_keys;  // not recognised; each also has a warning
+  std::vector<std::string> warnings;      // one line each, starting with the file name
+};
+
+// display_name names the input in messages; base_dir resolves relative paths the config points
+// to (a DeepSpeed JSON); empty means the current directory.
+Result<TrainingConfig> parse_training_config(std::string_view text,
+                                             const std::string& display_name,
+                                             const std::string& base_dir = "");
+
+Result<TrainingConfig> read_training_config(const std::string& path);
+
+}  // namespace oomdoc

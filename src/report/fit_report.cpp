@@ -1,0 +1,282 @@
+#include "report/fit_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/units.h"
+
+namespace oomdoc {
+namespace {
+
+std::string percent_of(uint64_t part, uint64_t whole) {
+  if (whole == 0) return "?";
+  return fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+// "TrainingArguments(bf16=True, optim="adamw_bnb_8bit")", "environment: X=Y", in first-seen order.
+std::vector<std::string> settings_lines(const std::vector<FitSetting>& settings) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<std::string>> by_target;
+  for (const auto& s : settings) {
+    if (!by_target.count(s.target)) order.push_back(s.target);
+    if (s.target == "environment") by_target[s.target].push_back(s.name + "=" + s.value);
+    else if (s.value.size() > 0 && s.value[0] == '(') by_target[s.target].push_back(s.name + s.value);
+    else by_target[s.target].push_back(s.name + "=" + s.value);
+  }
+  std::vector<std::string> lines;
+  for (const auto& target : order) {
+    const auto& items = by_target[target];
+    if (target == "environment") {
+      lines.push_back("export " + fmt::format("{}", fmt::join(items, " ")));
+    } else if (target == "peft") {
+      for (const auto& i : items) lines.push_back("peft." + i);
+    } else {
+      lines.push_back(fmt::format("{}({})", target, fmt::join(items, ", ")));
+    }
+  }
+  return lines;
+}
+
+void add_totals(Json& j, const PredictedTotals& t) {
+  j["peak_allocated_bytes"] = t.peak_allocated_bytes;
+  j["peak_reserved_bytes"] = t.peak_reserved_bytes;
+  j["device_used_bytes"] = t.device_used_bytes;
+}
+
+Json change_json(const FitChange& c) {
+  Json j;
+  j["id"] = c.id;
+  j["fix_id"] = c.fix_id.empty() ? Json(nullptr) : Json(c.fix_id);
+  j["step"] = c.step;
+  j["title"] = c.title;
+  j["cost"] = c.cost;
+  Json settings = Json::array();
+  for (const auto& s : c.settings) {
+    settings.push_back({{"target", s.target}, {"name", s.name}, {"value", s.value}});
+  }
+  j["settings"] = settings;
+  j["advice_only"] = c.advice_only;
+  if (c.predicted) {
+    add_totals(j, *c.predicted);
+  } else {
+    j["peak_allocated_bytes"] = nullptr;
+    j["peak_reserved_bytes"] = nullptr;
+    j["device_used_bytes"] = nullptr;
+  }
+  j["host_ram_bytes"] = json_bytes(c.host_ram_bytes);
+  return j;
+}
+
+}  // namespace
+
+Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
+  Json doc = json_document_header("fit");
+  doc["model"] = r.model_id;
+  doc["gpu"] = r.gpu_name;
+  doc["num_gpus"] = r.num_gpus;
+  doc["total_bytes"] = r.total_bytes;
+  doc["budget"] = r.budget;
+  doc["target"] = r.target;
+  doc["usable_bytes"] = r.usable_bytes;
+  doc["target_bytes"] = r.target_bytes;
+  doc["fits"] = r.fits;
+  doc["fits_target"] = r.fits_target;
+  doc["peak_allocated_bytes"] = r.estimate.peak_allocated_bytes;
+  doc["peak_reserved_bytes"] = r.estimate.peak_reserved_bytes;
+  doc["device_used_bytes"] = r.estimate.device_used_bytes;
+  doc["headroom_bytes"] = static_cast<int64_t>(r.usable_bytes) -
+                          static_cast<int64_t>(r.estimate.device_used_bytes);
+  doc["peak_phase"] = r.estimate.peak_phase;
+  doc["dominant_component"] = r.estimate.dominant_component;
+  if (config) {
+    doc["config"] = {{"format", std::string(training_config_format_name(config->format))},
+                     {"used_keys", config->used_keys},
+                     {"ignored_keys", config->ignored_keys},
+                     {"unknown_keys", config->unknown_keys}};
+  } else {
+    doc["config"] = nullptr;
+  }
+  Json advice = Json::array();
+  for (const auto& c : r.free_advice) advice.push_back(change_json(c));
+  doc["free_advice"] = advice;
+  if (r.plan) {
+    Json plan;
+    plan["fits_budget"] = r.plan->fits_budget;
+    plan["fits_target"] = r.plan->fits_target;
+    plan["gpu"] = r.plan->gpu_name ? Json(*r.plan->gpu_name) : Json(r.gpu_name);
+    plan["num_gpus"] = r.plan->num_gpus;
+    plan["total_bytes"] = r.plan->total_bytes;
+    add_totals(plan, r.plan->predicted);
+    Json changes = Json::array();
+    for (const auto& c : r.plan->changes) changes.push_back(change_json(c));
+    plan["changes"] = changes;
+    doc["plan"] = plan;
+  } else {
+    doc["plan"] = nullptr;
+  }
+  Json alternatives = Json::array();
+  for (const auto& a : r.alternatives) {
+    Json j = change_json(a.change);
+    j["description"] = a.description;
+    j["fits_target"] = a.fits_target;
+    j["gpu"] = json_optional(a.gpu_name);
+    j["num_gpus"] = json_optional(a.num_gpus);
+    j["price_per_hour"] = json_optional(a.price_per_hour);
+    add_totals(j, a.predicted);
+    alternatives.push_back(j);
+  }
+  doc["alternatives"] = alternatives;
+  doc["max_micro_batch"] = json_optional(r.max_micro_batch);
+  doc["max_seq_len"] = json_optional(r.max_seq_len);
+  if (r.lengths) {
+    const auto& l = *r.lengths;
+    Json lengths;
+    lengths["count"] = l.stats.count;
+    lengths["min"] = l.stats.min;
+    lengths["max"] = l.stats.max;
+    lengths["mean"] = l.stats.mean;
+    lengths["p50"] = l.stats.p50;
+    lengths["p90"] = l.stats.p90;
+    lengths["p95"] = l.stats.p95;
+    lengths["p99"] = l.stats.p99;
+    Json cuts = Json::array();
+    for (const auto& c : l.cuts) {
+      cuts.push_back({{"seq_len", c.seq_len},
+                      {"truncated", c.truncated},
+                      {"truncated_share", c.truncated_share},
+                      {"device_used_bytes", json_bytes(c.device_used_bytes)}});
+    }
+    lengths["cuts"] = cuts;
+    lengths["outlier_extra_bytes"] = json_bytes(l.outlier_extra_bytes);
+    lengths["suggested_cut"] = json_optional(l.suggested_cut);
+    lengths["advice"] = l.advice;
+    doc["lengths"] = lengths;
+  } else {
+    doc["lengths"] = nullptr;
+  }
+  doc["assumptions"] = r.estimate.assumptions;
+  doc["warnings"] = config ? config->warnings : std::vector<std::string>{};
+  doc["notes"] = r.notes;
+  return doc;
+}
+
+std::string render_fit_text(const FitReport& r, const TrainingConfig* config, const Style& style) {
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  const std::string gpus = r.num_gpus > 1 ? fmt::format("{} x ", r.num_gpus) : "";
+  line(style.bold(fmt::format("{} on {}{} ({} each)", r.model_id, gpus, r.gpu_name,
+                              format_bytes(r.total_bytes))));
+  if (config) {
+    line(style.dim(fmt::format("config ({}): used {}; ignored {}{}",
+                               training_config_format_name(config->format), config->used_keys.size(),
+                               config->ignored_keys.size(),
+                               config->unknown_keys.empty()
+                                   ? std::string()
+                                   : fmt::format("; unknown {}", config->unknown_keys.size()))));
+    line(style.dim(fmt::format("  used: {}", fmt::join(config->used_keys, ", "))));
+    for (const auto& w : config->warnings) line(style.yellow("warning: " + w));
+  }
+  line("");
+  const auto& e = r.estimate;
+  line(fmt::format("predicted peak  {} device used ({} of the card; reserved {}, allocated {}), "
+                   "at {}, mostly {}",
+                   format_bytes(e.device_used_bytes), percent_of(e.device_used_bytes, r.total_bytes),
+                   format_bytes(e.peak_reserved_bytes), format_bytes(e.peak_allocated_bytes),
+                   e.peak_phase.empty() ? "?" : e.peak_phase,
+                   e.dominant_component.empty() ? "?" : e.dominant_component));
+  line(fmt::format("usable          {} ({:.0f}% budget)   target {} ({:.0f}%)",
+                   format_bytes(r.usable_bytes), 100 * r.budget, format_bytes(r.target_bytes),
+                   100 * r.target));
+  if (r.fits) {
+    line(style.green(fmt::format("FITS as given, {} of headroom under the budget{}",
+                                 format_bytes(r.usable_bytes - e.device_used_bytes),
+                                 r.fits_target ? "" : " (but above the target)")));
+  } else {
+    line(style.red(fmt::format("DOES NOT FIT as given: {} over the budget",
+                               format_bytes(e.device_used_bytes - r.usable_bytes))));
+  }
+
+  if (r.lengths) {
+    const auto& l = *r.lengths;
+    line("");
+    line(style.bold("Sequence lengths") +
+         fmt::format(" ({} examples): min {}, median {}, p90 {}, p95 {}, p99 {}, max {}, mean {:.0f}",
+                     l.stats.count, l.stats.min, l.stats.p50, l.stats.p90, l.stats.p95,
+                     l.stats.p99, l.stats.max, l.stats.mean));
+    line(fmt::format("  {:>10}  {:>10}  {:>9}  {}", "max length", "truncated", "share", "predicted peak"));
+    for (const auto& c : l.cuts) {
+      line(fmt::format("  {:>10}  {:>10}  {:>8.2f}%  {}", c.seq_len, c.truncated,
+                       100 * c.truncated_share,
+                       c.device_used_bytes ? format_bytes(*c.device_used_bytes) : "-"));
+    }
+    for (const auto& a : l.advice) line("  - " + a);
+  }
+
+  if (r.max_micro_batch || r.max_seq_len) line("");
+  if (r.max_micro_batch) line(fmt::format("largest micro-batch that fits: {}", *r.max_micro_batch));
+  if (r.max_seq_len) line(fmt::format("longest sequence that fits: {}", *r.max_seq_len));
+
+  if (!r.fits_target) {
+    line("");
+    line(style.bold("Free, always worth doing") + " (not counted in the prediction):");
+    for (const auto& c : r.free_advice) {
+      line("  - " + c.title);
+      for (const auto& s : settings_lines(c.settings)) line("      " + style.cyan(s));
+    }
+  }
+
+  if (r.plan) {
+    const auto& p = *r.plan;
+    line("");
+    line(style.bold("Plan") +
+         fmt::format(": {} device used, {} of the card, {} under the budget{}",
+                     format_bytes(p.predicted.device_used_bytes),
+                     percent_of(p.predicted.device_used_bytes, p.total_bytes),
+                     format_bytes(static_cast<uint64_t>(std::max<double>(
+                         0, std::floor(static_cast<double>(p.total_bytes) * r.budget) -
+                                static_cast<double>(p.predicted.device_used_bytes)))),
+                     p.fits_target ? ", under the target"
+                                   : style.yellow(", fits the budget but NOT the target")));
+    int n = 1;
+    for (const auto& c : p.changes) {
+      line(fmt::format("  {}. {}", n++, c.title));
+      line(fmt::format("     cost: {}", c.cost));
+      for (const auto& s : settings_lines(c.settings)) line("     set:  " + style.cyan(s));
+      if (c.predicted) {
+        line(fmt::format("     then: {} device used ({} reserved, {} allocated)",
+                         format_bytes(c.predicted->device_used_bytes),
+                         format_bytes(c.predicted->peak_reserved_bytes),
+                         format_bytes(c.predicted->peak_allocated_bytes)));
+      }
+      if (c.host_ram_bytes) {
+        line(fmt::format("     host RAM: about {} (what leaves the GPU, x{:.1f} as DeepSpeed "
+                         "budgets it)", format_bytes(*c.host_ram_bytes), kHostBufferFactor));
+      }
+    }
+  }
+
+  if (!r.alternatives.empty()) {
+    line("");
+    line(style.bold("Alternatives"));
+    for (const auto& a : r.alternatives) {
+      std::string tail = fmt::format("{} device used{}", format_bytes(a.predicted.device_used_bytes),
+                                     a.fits_target ? "" : ", above the target");
+      if (a.price_per_hour) tail += fmt::format(", {:.2f}/hour", *a.price_per_hour);
+      line(fmt::format("  - {} ({})", a.description, tail));
+      if (a.change.host_ram_bytes) {
+        line(fmt::format("      host RAM: about {}", format_bytes(*a.change.host_ram_bytes)));
+      }
+      for (const auto& s : settings_lines(a.change.settings)) line("      " + style.cyan(s));
+    }
+  }
+  if (!r.notes.empty()) {
+    line("");
+    for (const auto& note : r.notes) line("note: " + note);
+  }
+  return out;
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,282 @@
+// The search logic, against a stand-in estimator whose numbers are easy to follow by hand (GiB):
+//   context 2 + weights (14, or 4 under QLoRA) + full fine-tuning state (gradients 14, AdamW 28 or
+//   8-bit 7) or LoRA state 1 + activations (micro-batch x seq/1024 x 4, or x 1 with checkpointing)
+//   + logits (micro-batch x seq/1024, 0 with a fused loss); ZeRO-2 divides gradients and optimizer
+//   by the GPU count, full sharding divides weights too; offload moves optimizer / weights away.
+// Tests against the real estimator are in fit_plan_test.cpp.
+#include "analyses/fit_search.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/units.h"
+
+namespace oomdoc {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+int calls = 0;
+
+Result<Estimate> toy_estimator(const ModelSpec&, const Job& job) {
+  ++calls;
+  const std::string task = job.task.value_or("train_full");
+  const double n = static_cast<double>(job.num_gpus.value_or(1));
+  const std::string par = job.parallelism.value_or("ddp");
+  auto offloaded = [&](const char* what) {
+    return std::find(job.offload.begin(), job.offload.end(), what) != job.offload.end();
+  };
+  double weights = task == "train_qlora" ? 4 : 14;
+  double state = 1;
+  if (task == "train_full") {
+    const std::string opt = job.optimizer.value_or("adamw");
+    double optimizer = opt == "adamw" ? 28 : 7;
+    if (offloaded("optimizer")) optimizer = 0;
+    state = 14 + optimizer;
+    if (par != "ddp") state /= n;
+  }
+  if (par == "fsdp_full_shard" || par == "zero3") weights /= n;
+  if (offloaded("params")) weights = 0;
+  const double tokens = static_cast<double>(job.micro_batch_size.value_or(1)) *
+                        static_cast<double>(job.seq_len.value_or(1024)) / 1024.0;
+  const double activations = tokens * (job.gradient_checkpointing.value_or("none") == "full" ? 1 : 4);
+  const double logits = job.loss_impl.value_or("standard") == "fused_linear" ? 0 : tokens;
+  const double total = 2 + weights + state + activations + logits;
+  Estimate e;
+  e.device_used_bytes = static_cast<uint64_t>(total * kGiB);
+  e.peak_reserved_bytes = e.device_used_bytes - 2 * kGiB;
+  e.peak_allocated_bytes = e.peak_reserved_bytes;
+  e.components = {{"weights", static_cast<uint64_t>(weights * kGiB), ""},
+                  {"optimizer_state", static_cast<uint64_t>((state - (task == "train_full" ? 14 / (par != "ddp" ? n : 1) : 0)) * kGiB), ""}};
+  e.peak_phase = "backward";
+  e.dominant_component = "optimizer_state";
+  return e;
+}
+
+Job full_job() {
+  Job job;
+  job.model = "toy";
+  job.task = "train_full";
+  job.precision = "bf16_mixed";
+  job.optimizer = "adamw";
+  job.micro_batch_size = 4;
+  job.grad_accum_steps = 1;
+  job.seq_len = 2048;
+  job.gradient_checkpointing = "none";
+  job.loss_impl = "fused_linear";
+  return job;
+}
+
+FitOptions card(uint64_t gib, uint64_t gpus = 1) {
+  FitOptions o;
+  o.gpu_name = fmt::format("{} GiB card", gib);
+  o.total_bytes = gib * kGiB;
+  o.num_gpus = gpus;
+  return o;
+}
+
+std::vector<std::string> ids(const FitPlan& plan) {
+  std::vector<std::string> out;
+  for (const auto& c : plan.changes) out.push_back(c.id);
+  return out;
+}
+
+TEST(FitSearch, FitsAsGivenNeedsNoPlan) {
+  ModelSpec model;
+  model.id = "toy";
+  Job job = full_job();
+  job.micro_batch_size = 1;
+  job.optimizer = "adamw_8bit";
+  // 2 + 14 + 21 + 8 = 45 GiB on an 80 GiB card: under the 64 GiB target.
+  auto r = fit_job(model, job, card(80), toy_estimator);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->fits);
+  EXPECT_TRUE(r->fits_target);
+  EXPECT_FALSE(r->plan.has_value());
+  EXPECT_TRUE(r->alternatives.empty());
+  EXPECT_EQ(r->usable_bytes, static_cast<uint64_t>(80 * 0.92 * kGiB));
+  EXPECT_EQ(r->target_bytes, 64 * kGiB);
+}
+
+TEST(FitSearch, SmallerMicroBatchThen8BitAdamAndTheMicroBatchIsRelaxed) {
+  ModelSpec model;
+  model.id = "toy";
+  // 2 + 14 + 42 + 4*2*4 = 90 GiB on an 80 GiB card (target 64).
+  auto r = fit_job(model, full_job(), card(80), toy_estimator);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_FALSE(r->fits);
+  EXPECT_EQ(r->estimate.device_used_bytes, 90 * kGiB);
+  ASSERT_TRUE(r->plan.has_value());
+  // Micro-batch 1 alone is 66 GiB (over the target); with 8-bit AdamW micro-batch 2 is enough:
+  // 2 + 14 + 21 + 16 = 53 GiB.
+  EXPECT_THAT(ids(*r->plan), ElementsAre("micro_batch", "optimizer_8bit"));
+  EXPECT_THAT(r->plan->changes[0].title, HasSubstr("micro-batch 4 -> 2 with gradient accumulation 1 -> 2"));
+  EXPECT_EQ(r->plan->predicted.device_used_bytes, 53 * kGiB);
+  EXPECT_TRUE(r->plan->fits_target);
+  EXPECT_EQ(r->plan->job.micro_batch_size, 2u);
+  EXPECT_EQ(r->plan->job.grad_accum_steps, 2u);
+  EXPECT_EQ(r->plan->job.optimizer, "adamw_8bit");
+  // The cumulative prediction after each change.
+  EXPECT_EQ(r->plan->changes[0].predicted->device_used_bytes, 74 * kGiB);
+  EXPECT_EQ(r->plan->changes[1].predicted->device_used_bytes, 53 * kGiB);
+  EXPECT_EQ(r->plan->changes[1].settings[0].name, "optim");
+  EXPECT_EQ(r->plan->changes[1].settings[0].value, "\"adamw_bnb_8bit\"");
+  // Single changes that fit the budget (73.6 GiB) alone are alternatives, in cost order.
+  std::vector<std::string> alt;
+  for (const auto& a : r->alternatives) alt.push_back(a.change.id);
+  EXPECT_THAT(alt, ElementsAre("micro_batch", "seq_len", "optimizer_8bit", "gradient_checkpointing",
+                               "lora", "qlora", "offload_optimizer", "bigger_gpu", "more_gpus"));
+  EXPECT_EQ(r->alternatives[0].predicted.device_used_bytes, 66 * kGiB);  // micro-batch 1
+  EXPECT_FALSE(r->alternatives[0].fits_target);
+  // 58 + 16 GiB per 1024 tokens <= 73.6 GiB: 998 tokens.
+  EXPECT_EQ(r->alternatives[1].change.title, "max sequence length 2048 -> 998");
+  EXPECT_EQ(r->alternatives[7].gpu_name, "H200 SXM 141GB");
+  EXPECT_EQ(r->alternatives[8].num_gpus, 2u);   // full sharding: 2 + 7 + 21 + 32 = 62 GiB
+  EXPECT_EQ(r->alternatives[8].predicted.device_used_bytes, 62 * kGiB);
+}
+
+TEST(FitSearch, ShardingAcrossTheGpusTheUserHas) {
+  ModelSpec model;
+  model.id = "toy";
+  Job job = full_job();
+  job.micro_batch_size = 1;
+  // One GPU: 2 + 14 + 42 + 8 = 66 GiB on a 56 GiB card (target 44.8). Micro-batch 1 already;
+  // 8-bit AdamW gives 45, checkpointing then 39.
+  auto one = fit_job(model, job, card(56), toy_estimator);
+  ASSERT_TRUE(one.ok());
+  ASSERT_TRUE(one->plan.has_value());
+  EXPECT_THAT(ids(*one->plan), ElementsAre("optimizer_8bit", "gradient_checkpointing"));
+  EXPECT_EQ(one->plan->predicted.device_used_bytes, 39 * kGiB);
+  // 4 x 24 GiB (target 19.2): 8-bit + checkpointing = 39; LoRA + checkpointing = 19 fits before
+  // sharding is reached, and 8-bit AdamW is then not needed.
+  auto four = fit_job(model, job, card(24, 4), toy_estimator);
+  ASSERT_TRUE(four.ok());
+  ASSERT_TRUE(four->plan.has_value());
+  EXPECT_THAT(ids(*four->plan), ElementsAre("gradient_checkpointing", "lora"));
+}
+
+TEST(FitSearch, OffloadReportsHostMemoryAndHardwareWhenNothingElseFits) {
+  ModelSpec model;
+  model.id = "toy";
+  Job job = full_job();
+  job.micro_batch_size = 1;
+  job.task = "train_qlora";
+  job.gradient_checkpointing = "full";
+  // QLoRA, micro-batch 1, checkpointing: 2 + 4 + 1 + 2 = 9 GiB on an 8 GiB card (usable 7.36).
+  // Offloading the 4 GiB of weights gives 5 GiB, under the 6.4 GiB target.
+  auto r = fit_job(model, job, card(8), toy_estimator);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->plan.has_value());
+  EXPECT_THAT(ids(*r->plan), ElementsAre("offload_params"));
+  EXPECT_EQ(r->plan->predicted.device_used_bytes, 5 * kGiB);
+  ASSERT_TRUE(r->plan->changes[0].host_ram_bytes.has_value());
+  EXPECT_EQ(*r->plan->changes[0].host_ram_bytes, static_cast<uint64_t>(4 * 1.5 * kGiB));
+  // On a 4 GiB card nothing searched fits: the plan is hardware.
+  auto tiny = fit_job(model, job, card(4), toy_estimator);
+  ASSERT_TRUE(tiny.ok());
+  ASSERT_TRUE(tiny->plan.has_value());
+  EXPECT_EQ(tiny->plan->changes[0].step, 9);
+  // 9 GiB under an 80% target needs 11.25 GiB: the smallest bf16 card in the catalog that has it.
+  EXPECT_EQ(tiny->plan->gpu_name, "GeForce RTX 3060 12GB");
+}
+
+TEST(FitSearch, MaxBatchAndMaxSeqSolvers) {
+  ModelSpec model;
+  model.id = "toy";
+  Job job = full_job();
+  job.optimizer = "adamw_8bit";
+  job.micro_batch_size = 1;
+  // 37 GiB fixed + 8 GiB per sample at 2048 tokens: usable on 80 GiB is 73.6 -> 4 samples (69).
+  auto b = solve_largest(model, job, &Job::micro_batch_size, static_cast<uint64_t>(73.6 * kGiB),
+                         1 << 16, toy_estimator);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(*b, 4u);
+  // 37 + 4 * seq/1024 <= 73.6 -> seq <= 9369.6
+  auto s = solve_largest(model, job, &Job::seq_len, static_cast<uint64_t>(73.6 * kGiB), 1 << 23,
+                         toy_estimator);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(*s, 9369u);
+  EXPECT_FALSE(solve_largest(model, job, &Job::seq_len, 10 * kGiB, 1 << 23, toy_estimator));
+}
+
+TEST(FitSearch, LengthsLetThePlanCutTheSequence) {
+  ModelSpec model;
+  model.id = "toy";
+  Job job = full_job();
+  job.micro_batch_size = 1;
+  job.optimizer = "adamw_8bit";
+  job.seq_len = 16384;
+  job.gradient_checkpointing = "full";
+  // 2 + 14 + 21 + 16 = 53 GiB on a 40 GiB card (target 32).
+  std::vector<uint64_t> lengths(1000, 1500);
+  lengths[0] = 16000;   // one outlier: 0.1% of the examples
+  FitOptions o = card(40);
+  o.lengths = lengths;
+  auto r = fit_job(model, job, o, toy_estimator);
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->lengths.has_value());
+  EXPECT_EQ(r->lengths->stats.p99, 1500u);
+  EXPECT_EQ(r->lengths->suggested_cut, 2048u);
+  ASSERT_TRUE(r->plan.has_value());
+  // No cut that truncates at most 1% reaches 32 GiB alone (2048 gives 39); LoRA alone gives 33.
+  // Together: LoRA and the longest cut that then fits, 8192 (2 + 14 + 1 + 8 = 25 GiB).
+  EXPECT_THAT(ids(*r->plan), ElementsAre("seq_len", "lora"));
+  EXPECT_EQ(r->plan->changes[0].title, "max sequence length 16384 -> 8192");
+  EXPECT_THAT(r->plan->changes[0].cost, HasSubstr("truncates 1 of 1000 examples (0.10%)"));
+  EXPECT_EQ(r->plan->predicted.device_used_bytes, 25 * kGiB);
+}
+
+TEST(FitSearch, BadOptions) {
+  ModelSpec model;
+  FitOptions o = card(24);
+  o.budget = 1.5;
+  auto r = fit_job(model, full_job(), o, toy_estimator);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().message, HasSubstr("--budget 1.5 is outside (0, 1]"));
+  o.budget = 0;
+  EXPECT_FALSE(fit_job(model, full_job(), o, toy_estimator).ok());
+  o = card(24);
+  o.target = -0.1;
+  EXPECT_FALSE(fit_job(model, full_job(), o, toy_estimator).ok());
+}
+
+TEST(FitSearch, Prices) {
+  auto prices = parse_prices("gpu,price\n# comment\nh100, 2.49\nL40S 0.99\n4090\t$0.35\n", "p.csv");
+  ASSERT_TRUE(prices.ok()) << prices.error().message;
+  EXPECT_EQ(prices->size(), 3u);
+  EXPECT_DOUBLE_EQ(prices->at("L40S 48GB"), 0.99);
+  EXPECT_DOUBLE_EQ(prices->at("GeForce RTX 4090 24GB"), 0.35);
+  auto bad = parse_prices("h100, 2.49\nl40s, cheap\n", "p.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "p.csv: line 2: 'cheap' is not a price");
+  auto unknown = parse_prices("h100, 2.49\nquantum card, 3\n", "p.csv");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(unknown.error().message, HasSubstr("p.csv: line 2: "));
+}
+
+TEST(FitSearch, CheapestWithPrices) {
+  ModelSpec model;
+  model.id = "toy";
+  Job job = full_job();
+  job.micro_batch_size = 1;
+  // 66 GiB. H100 (79.6 GiB, target 63.7): 2 cards with full sharding (2 + 7 + 21 + 8 = 38), 6.00
+  // an hour. L40S (45 GiB, target 36): 4 cards (2 + 3.5 + 10.5 + 8 = 24), 4.00 an hour.
+  FitOptions o = card(24);
+  o.prices = {{"H100 SXM 80GB", 3.0}, {"L40S 48GB", 1.0}};
+  auto r = fit_job(model, job, o, toy_estimator);
+  ASSERT_TRUE(r.ok());
+  auto cheapest = std::find_if(r->alternatives.begin(), r->alternatives.end(),
+                               [](const FitAlternative& a) { return a.change.id == "cheapest_gpu"; });
+  ASSERT_NE(cheapest, r->alternatives.end());
+  EXPECT_EQ(cheapest->gpu_name, "L40S 48GB");
+  EXPECT_EQ(cheapest->num_gpus, 4u);
+  EXPECT_DOUBLE_EQ(*cheapest->price_per_hour, 4.0);
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -1,0 +1,63 @@
+#include "analyses/length_analysis.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace oomdoc {
+namespace {
+
+using ::testing::HasSubstr;
+
+// 100 examples: 1..99 tokens times 10, and one outlier of 5000.
+std::vector<uint64_t> sample() {
+  std::vector<uint64_t> v;
+  for (uint64_t i = 1; i <= 99; ++i) v.push_back(i * 10);
+  v.push_back(5000);
+  return v;
+}
+
+TEST(LengthAnalysis, NearestRankPercentiles) {
+  LengthStats s = length_stats(sample());
+  EXPECT_EQ(s.count, 100u);
+  EXPECT_EQ(s.min, 10u);
+  EXPECT_EQ(s.max, 5000u);
+  EXPECT_DOUBLE_EQ(s.mean, (4950.0 * 10 + 5000) / 100);
+  EXPECT_EQ(s.p50, 500u);
+  EXPECT_EQ(s.p90, 900u);
+  EXPECT_EQ(s.p95, 950u);
+  EXPECT_EQ(s.p99, 990u);
+}
+
+TEST(LengthAnalysis, CutsTruncationAndOutlierCost) {
+  // A peak linear in the length: 1 MiB per token plus 1 GiB.
+  PeakAtLength peak = [](uint64_t len) -> std::optional<uint64_t> {
+    return (1ull << 30) + len * (1ull << 20);
+  };
+  LengthAnalysis a = analyze_lengths(sample(), 4096, peak);
+  std::vector<uint64_t> cut_lengths;
+  for (const auto& c : a.cuts) cut_lengths.push_back(c.seq_len);
+  EXPECT_EQ(cut_lengths, (std::vector<uint64_t>{256, 512, 1024, 2048, 4096, 5000}));
+  EXPECT_EQ(a.cuts[0].truncated, 75u);   // 260..990 and 5000
+  EXPECT_EQ(a.cuts[2].truncated, 1u);    // only the outlier is longer than 1024
+  EXPECT_DOUBLE_EQ(a.cuts[2].truncated_share, 0.01);
+  EXPECT_EQ(a.cuts[5].truncated, 0u);
+  EXPECT_EQ(*a.cuts[3].device_used_bytes, (1ull << 30) + 2048 * (1ull << 20));
+  EXPECT_EQ(a.suggested_cut, 1024u);
+  ASSERT_TRUE(a.outlier_extra_bytes.has_value());
+  EXPECT_EQ(*a.outlier_extra_bytes, (5000ull - 990) * (1ull << 20));
+  ASSERT_EQ(a.advice.size(), 3u);
+  EXPECT_THAT(a.advice[0], HasSubstr("the longest example (5000 tokens, 5.1x the 99th percentile of 990) raises the peak by 3.92 GiB"));
+  EXPECT_THAT(a.advice[2], HasSubstr("max_length=1024 truncates 1 of 100 examples (1.00%)"));
+}
+
+TEST(LengthAnalysis, WithoutPredictionStillGivesDistribution) {
+  LengthAnalysis a = analyze_lengths({100, 100, 100}, 0, nullptr);
+  EXPECT_EQ(a.stats.p99, 100u);
+  EXPECT_FALSE(a.outlier_extra_bytes.has_value());
+  ASSERT_FALSE(a.cuts.empty());
+  EXPECT_EQ(a.cuts.back().seq_len, 100u);
+  EXPECT_FALSE(a.cuts.back().device_used_bytes.has_value());
+}
+
+}  // namespace
+}  // namespace oomdoc

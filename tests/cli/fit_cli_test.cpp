@@ -1,0 +1,135 @@
+// End-to-end: bad input to `oomdoc fit` is one line on stderr and exit 2, nothing on stdout.
+#include <algorithm>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
+
+namespace oomdoc {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::fixture_path;
+using testing::run_cli;
+
+void expect_bad_input(const testing::CommandResult& r, const std::string& message) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_THAT(r.err, HasSubstr(message));
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(FitCli, UnknownGpuSuggestsClosestNames) {
+  auto r = run_cli({"fit", "--model", "llama-2-7b", "--gpu", "rtx 4900"});
+  expect_bad_input(r, "4090");
+}
+
+TEST(FitCli, BudgetOutsideZeroToOne) {
+  expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--budget", "1.2"}),
+                   "--budget 1.2 is outside (0, 1]");
+  expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--budget", "0"}),
+                   "--budget 0 is outside (0, 1]");
+  expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--target", "-1"}),
+                   "--target -1 is outside (0, 1]");
+}
+
+TEST(FitCli, InvalidYamlNamesFileAndLine) {
+  const std::string path = fixture_path("fit/invalid.yml");
+  expect_bad_input(run_cli({"fit", path, "--gpu", "4090"}), path + ": line 4");
+}
+
+TEST(FitCli, ConfigWithoutModelNeedsModelFlag) {
+  const std::string path = fixture_path("fit/hf_training_args.json");
+  expect_bad_input(run_cli({"fit", path, "--gpu", "4090"}), path + ": names no model; add --model NAME");
+}
+
+TEST(FitCli, NoGpuAndBadMemory) {
+  expect_bad_input(run_cli({"fit", "--model", "llama-2-7b"}), "which GPU?");
+  expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--memory", "lots"}),
+                   "--memory 'lots': expected a size");
+  expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--gpus", "0"}),
+                   "--gpus must be at least 1");
+}
+
+TEST(FitCli, BadLengthsAndPricesFiles) {
+  expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--lengths",
+                            fixture_path("fit/invalid.yml")}),
+                   "invalid.yml: line 1: expected a token count");
+  expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--prices",
+                            "/nonexistent/prices.csv"}),
+                   "/nonexistent/prices.csv");
+}
+
+}  // namespace
+}  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+using testing::fixture_path;
+using testing::run_cli;
+
+// The JSON document: what fit computes itself is exact; the estimator's numbers are checked for
+// consistency (each plan total below the one before, the plan under the budget).
+TEST(FitCli, JsonDocumentForAJobThatDoesNotFit) {
+  auto r = run_cli({"fit", "llama-3-8b", "--task", "train_lora", "--lora-target-modules", "all_linear",
+                    "--micro-batch-size", "8", "--grad-accum-steps", "1", "--seq-len", "4096",
+                    "--gpu", "4090", "--lengths", fixture_path("fit/lengths_sft.txt"), "--prices",
+                    fixture_path("fit/prices.csv"), "--max-batch", "--max-seq", "--json"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["command"], "fit");
+  EXPECT_EQ(doc["gpu"], "GeForce RTX 4090 24GB");
+  const uint64_t total = doc["total_bytes"].get<uint64_t>();
+  EXPECT_EQ(total, 24564ull << 20);
+  EXPECT_EQ(doc["usable_bytes"].get<uint64_t>(), static_cast<uint64_t>(total * 0.92));
+  EXPECT_EQ(doc["target_bytes"].get<uint64_t>(), static_cast<uint64_t>(total * 0.80));
+  EXPECT_FALSE(doc["fits"].get<bool>());
+  EXPECT_GT(doc["device_used_bytes"].get<uint64_t>(), doc["usable_bytes"].get<uint64_t>());
+  EXPECT_LT(doc["headroom_bytes"].get<int64_t>(), 0);
+  ASSERT_TRUE(doc["plan"].is_object());
+  EXPECT_LE(doc["plan"]["device_used_bytes"].get<uint64_t>(), doc["usable_bytes"].get<uint64_t>());
+  uint64_t previous = doc["device_used_bytes"].get<uint64_t>();
+  for (const auto& change : doc["plan"]["changes"]) {
+    EXPECT_LT(change["device_used_bytes"].get<uint64_t>(), previous) << change["id"];
+    previous = change["device_used_bytes"].get<uint64_t>();
+    EXPECT_FALSE(change["settings"].empty()) << change["id"];
+  }
+  ASSERT_EQ(doc["free_advice"].size(), 2u);
+  EXPECT_EQ(doc["free_advice"][0]["fix_id"], "expandable_segments");
+  EXPECT_TRUE(doc["free_advice"][0]["device_used_bytes"].is_null());
+  // The lengths file: 1000 examples, one of 15000 tokens.
+  const auto& lengths = doc["lengths"];
+  EXPECT_EQ(lengths["count"], 1000);
+  EXPECT_EQ(lengths["max"], 15000);
+  EXPECT_EQ(lengths["p50"], 356);
+  EXPECT_EQ(lengths["p99"], 1547);
+  EXPECT_EQ(lengths["suggested_cut"], 2048);
+  EXPECT_GT(lengths["outlier_extra_bytes"].get<uint64_t>(), 0u);
+  EXPECT_TRUE(doc["max_micro_batch"].is_number() || doc["max_micro_batch"].is_null());
+  EXPECT_TRUE(doc["config"].is_null());
+}
+
+TEST(FitCli, TrainingConfigThatFitsExitsZero) {
+  auto r = run_cli({"fit", fixture_path("fit/axolotl_llama3_qlora.yml"), "--gpu", "a100-80", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(doc["fits"].get<bool>());
+  EXPECT_TRUE(doc["plan"].is_null());
+  EXPECT_EQ(doc["config"]["format"], "axolotl");
+  EXPECT_EQ(doc["config"]["used_keys"].size(), 14u);
+  EXPECT_TRUE(doc["alternatives"].empty());
+}
+
+TEST(FitCli, UnknownConfigKeysWarnOnStdoutAndContinue) {
+  auto r = run_cli({"fit", fixture_path("fit/axolotl_full_zero3.yml"), "--gpu", "h100", "--gpus", "8"});
+  EXPECT_NE(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("warning: "));
+  EXPECT_THAT(r.out, ::testing::HasSubstr("unknown key 'my_custom_flag' ignored"));
+}
+
+}  // namespace
+}  // namespace oomdoc

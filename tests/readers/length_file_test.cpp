@@ -1,0 +1,41 @@
+#include "readers/length_file.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace oomdoc {
+namespace {
+
+using ::testing::ElementsAre;
+
+TEST(LengthFile, PlainCountsAndJsonLines) {
+  auto lengths = parse_lengths(
+      "12\n\n 40 \n{\"length\": 7}\n{\"num_tokens\": 9, \"text\": \"x\"}\n{\"input_ids\": [1,2,3]}\n",
+      "l.txt");
+  ASSERT_TRUE(lengths.ok()) << lengths.error().message;
+  EXPECT_THAT(*lengths, ElementsAre(12u, 40u, 7u, 9u, 3u));
+}
+
+TEST(LengthFile, ErrorsNameFileAndLine) {
+  auto bad = parse_lengths("12\nabc\n", "l.txt");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "l.txt: line 2: expected a token count, got 'abc'");
+  auto negative = parse_lengths("-5\n", "l.txt");
+  ASSERT_FALSE(negative.ok());
+  auto no_field = parse_lengths("{\"text\": \"hi\"}\n", "l.jsonl");
+  ASSERT_FALSE(no_field.ok());
+  EXPECT_EQ(no_field.error().message, "l.jsonl: line 1: no length, num_tokens or input_ids field");
+  auto broken = parse_lengths("{\"length\": 3\n", "l.jsonl");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.error().message, "l.jsonl: line 1: invalid JSON");
+  auto neg_json = parse_lengths("{\"length\": -3}\n", "l.jsonl");
+  ASSERT_FALSE(neg_json.ok());
+  auto empty = parse_lengths("\n\n", "l.txt");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.error().message, "l.txt: no lengths in the file");
+  auto huge = parse_lengths("99999999999999\n", "l.txt");
+  ASSERT_FALSE(huge.ok());
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -1,0 +1,214 @@
+#include "readers/training_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "support/test_support.h"
+
+namespace oomdoc {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using oomdoc::testing::fixture_path;
+
+TEST(TrainingConfig, AxolotlQloraExample) {
+  auto config = read_training_config(fixture_path("fit/axolotl_llama3_qlora.yml"));
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const Job& job = config->job;
+  EXPECT_EQ(config->format, TrainingConfigFormat::kAxolotl);
+  EXPECT_EQ(job.model, "NousResearch/Meta-Llama-3-8B");
+  EXPECT_EQ(job.task, "train_qlora");
+  EXPECT_EQ(job.weight_quantization, "nf4");
+  EXPECT_EQ(job.double_quant, true);
+  ASSERT_TRUE(job.lora.has_value());
+  EXPECT_EQ(job.lora->r, 32u);
+  EXPECT_EQ(job.lora->alpha, 64);
+  EXPECT_TRUE(job.lora->all_linear);
+  EXPECT_EQ(job.seq_len, 4096u);
+  EXPECT_EQ(job.micro_batch_size, 1u);
+  EXPECT_EQ(job.grad_accum_steps, 4u);
+  EXPECT_EQ(job.optimizer, "paged_adamw_8bit");
+  EXPECT_EQ(job.precision, "bf16");  // Axolotl loads the model in the autocast dtype
+  EXPECT_EQ(job.gradient_checkpointing, "full");
+  EXPECT_EQ(job.attention_impl, "flash");
+  EXPECT_FALSE(job.parallelism.has_value());
+  EXPECT_THAT(config->used_keys,
+              ElementsAre("base_model", "load_in_8bit", "load_in_4bit", "adapter", "sequence_len",
+                          "lora_r", "lora_alpha", "lora_target_linear",
+                          "gradient_accumulation_steps", "micro_batch_size", "optimizer", "bf16",
+                          "gradient_checkpointing", "flash_attention"));
+  // Null values (fp16:, deepspeed:) are ignored, as are known keys without a memory effect.
+  EXPECT_THAT(config->ignored_keys, Contains("fp16"));
+  EXPECT_THAT(config->ignored_keys, Contains("deepspeed"));
+  EXPECT_THAT(config->ignored_keys, Contains("learning_rate"));
+  EXPECT_THAT(config->unknown_keys, IsEmpty());
+  EXPECT_THAT(config->warnings, IsEmpty());
+}
+
+TEST(TrainingConfig, AxolotlFullFineTuneWithDeepSpeedNameAndUnknownKey) {
+  auto config = read_training_config(fixture_path("fit/axolotl_full_zero3.yml"));
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const Job& job = config->job;
+  EXPECT_EQ(job.task, "train_full");
+  EXPECT_FALSE(job.lora.has_value());
+  EXPECT_EQ(job.optimizer, "adamw");
+  EXPECT_EQ(job.seq_len, 8192u);
+  EXPECT_EQ(job.loss_impl, "fused_linear");
+  EXPECT_EQ(job.precision, "bf16_mixed");  // DeepSpeed bf16 keeps fp32 master weights
+  // The DeepSpeed file is not next to the config: stage and offload come from its name.
+  EXPECT_EQ(job.parallelism, "zero3");
+  EXPECT_THAT(job.offload, ElementsAre("optimizer", "params"));
+  EXPECT_THAT(config->unknown_keys, ElementsAre("my_custom_flag"));
+  ASSERT_EQ(config->warnings.size(), 2u);
+  EXPECT_THAT(config->warnings[0], HasSubstr("line 27: deepspeed: 'deepspeed_configs/zero3_bf16_cpuoffload_all.json' was not found"));
+  EXPECT_THAT(config->warnings[1], HasSubstr("axolotl_full_zero3.yml: line 28: unknown key 'my_custom_flag' ignored"));
+}
+
+TEST(TrainingConfig, LlamaFactoryLoraExample) {
+  auto config = read_training_config(fixture_path("fit/llamafactory_llama3_lora_sft.yaml"));
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const Job& job = config->job;
+  EXPECT_EQ(config->format, TrainingConfigFormat::kLlamaFactory);
+  EXPECT_EQ(job.model, "meta-llama/Meta-Llama-3-8B-Instruct");
+  EXPECT_EQ(job.task, "train_lora");
+  EXPECT_FALSE(job.weight_quantization.has_value());
+  EXPECT_EQ(job.lora->r, 8u);
+  EXPECT_TRUE(job.lora->all_linear);
+  EXPECT_EQ(job.seq_len, 2048u);
+  EXPECT_EQ(job.micro_batch_size, 1u);
+  EXPECT_EQ(job.grad_accum_steps, 8u);
+  EXPECT_EQ(job.precision, "bf16");  // LoRA: the frozen base is loaded in bf16
+  // LLaMA-Factory checkpoints unless disable_gradient_checkpointing is set.
+  EXPECT_EQ(job.gradient_checkpointing, "full");
+  EXPECT_THAT(config->unknown_keys, IsEmpty());
+  EXPECT_THAT(config->warnings, IsEmpty());
+}
+
+TEST(TrainingConfig, LlamaFactoryQloraReadsTheDeepSpeedFile) {
+  auto config = read_training_config(fixture_path("fit/llamafactory_qlora_ds.yaml"));
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const Job& job = config->job;
+  EXPECT_EQ(job.task, "train_qlora");
+  EXPECT_EQ(job.weight_quantization, "nf4");
+  EXPECT_EQ(job.double_quant, false);
+  EXPECT_THAT(job.lora->target_modules, ElementsAre("q_proj", "v_proj"));
+  EXPECT_FALSE(job.lora->all_linear);
+  EXPECT_EQ(job.gradient_checkpointing, "none");
+  EXPECT_EQ(job.attention_impl, "flash");
+  EXPECT_EQ(job.loss_impl, "fused_linear");
+  EXPECT_EQ(job.parallelism, "zero2");
+  EXPECT_THAT(job.offload, ElementsAre("optimizer"));
+  EXPECT_THAT(config->warnings, IsEmpty());
+}
+
+TEST(TrainingConfig, TrainingArgumentsJsonDump) {
+  auto config = read_training_config(fixture_path("fit/hf_training_args.json"));
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const Job& job = config->job;
+  EXPECT_EQ(config->format, TrainingConfigFormat::kHfTrainingArguments);
+  EXPECT_EQ(job.model, "");  // a TrainingArguments dump names no model
+  EXPECT_EQ(job.task, "train_full");
+  EXPECT_EQ(job.micro_batch_size, 4u);
+  EXPECT_EQ(job.grad_accum_steps, 2u);
+  EXPECT_EQ(job.precision, "bf16");  // model_init_kwargs torch_dtype bfloat16 + bf16 autocast
+  EXPECT_EQ(job.optimizer, "adamw");
+  EXPECT_EQ(job.gradient_checkpointing, "full");
+  EXPECT_EQ(job.seq_len, 2048u);
+  EXPECT_EQ(job.attention_impl, "flash");
+  EXPECT_FALSE(job.parallelism.has_value());   // fsdp: [] and fsdp_config without FSDP
+  EXPECT_FALSE(job.loss_impl.has_value());     // use_liger_kernel: false
+  EXPECT_THAT(config->ignored_keys, Contains("deepspeed"));  // null
+  EXPECT_THAT(config->unknown_keys, IsEmpty());
+}
+
+TEST(TrainingConfig, TrlCliYamlWithModelConfigKeys) {
+  auto config = read_training_config(fixture_path("fit/trl_sft_qlora.yaml"));
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const Job& job = config->job;
+  EXPECT_EQ(config->format, TrainingConfigFormat::kHfTrainingArguments);
+  EXPECT_EQ(job.model, "Qwen/Qwen2.5-7B");
+  EXPECT_EQ(job.task, "train_qlora");
+  EXPECT_EQ(job.weight_quantization, "nf4");
+  EXPECT_EQ(job.double_quant, true);
+  EXPECT_TRUE(job.lora->all_linear);
+  EXPECT_EQ(job.lora->r, 32u);
+  EXPECT_EQ(job.padding_free, true);
+  EXPECT_EQ(job.seq_len, 4096u);
+  EXPECT_EQ(job.micro_batch_size, 8u);
+  EXPECT_EQ(job.optimizer, "paged_adamw_8bit");
+  EXPECT_EQ(job.attention_impl, "flash");
+  EXPECT_EQ(job.precision, "bf16_mixed");  // no torch_dtype: loaded in fp32, bf16 autocast
+}
+
+TEST(TrainingConfig, InvalidYamlNamesFileAndLine) {
+  auto config = read_training_config(fixture_path("fit/invalid.yml"));
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.error().message, HasSubstr("invalid.yml: line 4"));
+  EXPECT_THAT(config.error().message, HasSubstr("invalid YAML"));
+}
+
+TEST(TrainingConfig, BadValueNamesKeyAndLine) {
+  auto config = read_training_config(fixture_path("fit/bad_value.yml"));
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.error().message,
+              HasSubstr("bad_value.yml: line 2: micro_batch_size: expected a whole number, got '-2'"));
+}
+
+TEST(TrainingConfig, UnrecognisedFileIsAnError) {
+  auto config = read_training_config(fixture_path("fit/not_a_config.yml"));
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(config.error().message, HasSubstr("not a recognised training config"));
+  auto scalar = parse_training_config("just text", "x.yml");
+  ASSERT_FALSE(scalar.ok());
+  EXPECT_EQ(scalar.error().message,
+            "x.yml: not a training config (expected a map of settings at the top level)");
+  auto missing = read_training_config(fixture_path("fit/does_not_exist.yml"));
+  ASSERT_FALSE(missing.ok());
+}
+
+TEST(TrainingConfig, OptimizerNotModelledWarns) {
+  auto config = parse_training_config("base_model: x\noptimizer: galore_adamw\n", "c.yml");
+  ASSERT_TRUE(config.ok());
+  EXPECT_FALSE(config->job.optimizer.has_value());
+  ASSERT_EQ(config->warnings.size(), 1u);
+  EXPECT_THAT(config->warnings[0], HasSubstr("c.yml: line 2: optimizer: optimizer 'galore_adamw' is not modelled"));
+}
+
+TEST(TrainingConfig, GradientCheckpointingOffloadMovesActivationsToHost) {
+  auto config = parse_training_config("base_model: x\ngradient_checkpointing: offload\n", "c.yml");
+  ASSERT_TRUE(config.ok());
+  EXPECT_EQ(config->job.gradient_checkpointing, "full");
+  EXPECT_THAT(config->job.offload, ElementsAre("activations"));
+}
+
+}  // namespace
+}  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+TEST(TrainingConfigHostile, DeepNestingBinaryAndHugeNumbersAreErrors) {
+  std::string deep = "base_model: x\nfoo: " + std::string(100000, '[') + std::string(100000, ']') + "\n";
+  auto nested = parse_training_config(deep, "deep.yml");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_EQ(nested.error().message.rfind("deep.yml: line 2", 0), 0u) << nested.error().message;
+  std::string binary = "base_model: \"\\\xff\xfe\"\n";
+  auto bytes = parse_training_config(binary, "bin.yml");
+  ASSERT_FALSE(bytes.ok());
+  for (unsigned char c : bytes.error().message) EXPECT_TRUE(c >= 0x20 && c < 0x7f);
+  auto huge = parse_training_config("base_model: x\nmicro_batch_size: 99999999999999999999\n", "big.yml");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.error().message,
+            "big.yml: line 2: micro_batch_size: expected a whole number, got '99999999999999999999'");
+  // Aliases are shared nodes in yaml-cpp, not copies: no exponential blow-up.
+  auto alias = parse_training_config("a: &a [1,2]\nb: &b [*a,*a,*a,*a]\nc: [*b,*b,*b,*b]\nbase_model: x\n",
+                                     "alias.yml");
+  ASSERT_TRUE(alias.ok());
+  EXPECT_EQ(alias->unknown_keys.size(), 3u);
+}
+
+}  // namespace
+}  // namespace oomdoc
