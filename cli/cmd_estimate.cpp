@@ -1,6 +1,7 @@
 // oomdoc estimate: predicted peak GPU memory of a job, by component. Flags map one to one onto
 // the job file keys (docs/estimate.md); both go through readers/job_file.cpp.
 #include <iostream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -100,26 +101,52 @@ void setup(CLI::App& app, int* exit_code) {
   cmd->add_option("--kv-heads", o->shape.num_kv_heads, "With --params: key/value heads");
   cmd->add_option("--vocab-size", o->shape.vocab_size, "With --params: vocabulary size");
   cmd->add_option("--intermediate-size", o->shape.intermediate_size, "With --params: MLP width");
+  // Help for each job key (docs/estimate.md has the full table).
+  static const std::map<std::string, std::string> kHelp = {
+      {"task", "train_full, train_lora, train_qlora, train_freeze, inference, load"},
+      {"precision", "fp32, fp16_mixed, bf16_mixed, bf16, fp16"},
+      {"weight_quantization", "nf4, fp4, int8, int4, fp8, gptq4, awq4"},
+      {"optimizer", "adamw, adamw_8bit, paged_adamw_8bit, adamw_4bit, adafactor, sgd, sgd_momentum, lion, none"},
+      {"gradient_checkpointing", "none, full, selective"},
+      {"attention_impl", "eager, sdpa, flash"},
+      {"parallelism", "ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op, hybrid_shard"},
+      {"loss_impl", "standard, chunked, fused_linear"},
+      {"kv_cache_dtype", "auto, fp32, bf16, fp16, fp8, int8"},
+      {"group_size", "quantization group size (gptq4, awq4, int4)"},
+      {"micro_batch_size", "sequences per GPU per step"},
+      {"grad_accum_steps", "micro-batches per optimizer step"},
+      {"seq_len", "tokens per sequence (training)"},
+      {"num_gpus", "GPUs in the job"},
+      {"tp", "tensor-parallel degree"},
+      {"pp", "pipeline-parallel degree"},
+      {"cp", "context-parallel degree"},
+      {"batch_size", "sequences generated at once (inference)"},
+      {"prompt_len", "prompt tokens (inference)"},
+      {"max_new_tokens", "generated tokens; 0 = prefill only"},
+      {"double_quant", "bitsandbytes double quantization"},
+      {"fused_backward", "optimizer step inside backward"},
+      {"padding_free", "sequences packed without padding"},
+  };
   for (const char* key : {"task", "precision", "weight_quantization", "optimizer", "gradient_checkpointing",
                           "attention_impl", "parallelism", "loss_impl", "kv_cache_dtype"}) {
     std::string flag = std::string("--") + key;
     for (char& c : flag) if (c == '_') c = '-';
     o->text[key] = "";
     std::string names = flag == std::string("--") + key ? flag : flag + ",--" + key;
-    cmd->add_option(names, o->text[key], std::string("Job key ") + key);
+    cmd->add_option(names, o->text[key], kHelp.at(key));
   }
   for (const char* key : {"group_size", "micro_batch_size", "grad_accum_steps", "seq_len", "num_gpus", "tp", "pp",
                           "cp", "batch_size", "prompt_len", "max_new_tokens"}) {
     std::string flag = std::string("--") + key;
     for (char& c : flag) if (c == '_') c = '-';
     o->counts[key] = 0;
-    cmd->add_option(flag, o->counts[key], std::string("Job key ") + key);
+    cmd->add_option(flag, o->counts[key], kHelp.at(key));
   }
   for (const char* key : {"double_quant", "fused_backward", "padding_free"}) {
     std::string flag = std::string("--") + key;
     for (char& c : flag) if (c == '_') c = '-';
     o->flags[key] = false;
-    cmd->add_flag(flag, o->flags[key], std::string("Job key ") + key);
+    cmd->add_flag(flag, o->flags[key], kHelp.at(key));
   }
   cmd->add_option("--offload", o->offload, "optimizer, params, activations (repeatable)");
   cmd->add_option("--lora-r", o->lora_r, "LoRA rank");

@@ -320,7 +320,9 @@ struct Builder {
   std::vector<MemoryComponent> components;
   void add(const std::string& name, double bytes, const std::string& detail) {
     if (bytes <= 0) return;
-    components.push_back({name, static_cast<uint64_t>(std::llround(bytes)), detail});
+    // Saturate instead of wrapping (inputs are bounded by the readers; this is belt and braces).
+    uint64_t rounded = bytes >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(std::round(bytes));
+    components.push_back({name, rounded, detail});
   }
 };
 
@@ -508,7 +510,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       // Only each block's input is kept; backward recomputes one block at a time.
       layer_working = per_layer;
       activations = layer_input * (layers + (m.is_encoder_decoder ? m.num_encoder_layers : 0));
-      act_detail = "block inputs only (full checkpointing) + one block recomputed";
+      act_detail = "each block's input (full checkpointing)";
     } else if (p.checkpointing == "selective") {
       // Selective (op-level) recompute: each block keeps its input, the attention kernel's output
       // and logsumexp, and every second matmul output; elementwise ops, norms and the s^2
@@ -574,7 +576,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     double per_token_layer;
     if (m.attention == AttentionKind::kMultiLatent) {
       // HF DeepSeek modeling caches full per-head k and v; vLLM caches the latent. We follow HF here.
-      per_token_layer = static_cast<double>(m.num_attention_heads) * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) * p.kv_bytes;
+      per_token_layer = static_cast<double>(m.num_attention_heads) / p.tp *
+                        (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) * p.kv_bytes;
     } else {
       per_token_layer = 2.0 * std::max<double>(1, static_cast<double>(m.num_kv_heads) / p.tp) * m.head_dim * p.kv_bytes;
     }
@@ -663,7 +666,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
 
   uint64_t allocated = 0;
   for (const auto& c : b.components) allocated += c.bytes;
-  const uint64_t slack = static_cast<uint64_t>(std::llround(allocated * kAllocatorSlack));
+  const uint64_t slack = static_cast<uint64_t>(std::round(allocated * kAllocatorSlack));
   b.add("allocator_slack", static_cast<double>(slack), "caching allocator: cached and fragmented blocks (5%)");
   if (paged && optimizer_state > 0) b.add("paged_optimizer_state", optimizer_state, "bitsandbytes paged state in CUDA unified memory (not in PyTorch's counters)");
   b.add("cuda_context", static_cast<double>(kCudaContextBytes), "CUDA context and kernels (lazy loading)");
@@ -690,7 +693,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   est.peak_allocated_bytes = allocated;
   est.peak_reserved_bytes = allocated + slack;
   est.device_used_bytes = est.peak_reserved_bytes + kCudaContextBytes + (p.num_gpus > 1 ? kNcclBytes : 0) +
-                          (paged ? static_cast<uint64_t>(std::llround(optimizer_state)) : 0);
+                          (paged ? static_cast<uint64_t>(std::round(optimizer_state)) : 0);
   est.peak_phase = phase;
   uint64_t best = 0;
   for (const auto& c : est.components) {

@@ -196,6 +196,16 @@ Status validate_job(const Job& job, const std::string& source) {
       *job.weight_quantization != "nf4" && *job.weight_quantization != "fp4") {
     return fail("double_quant", "applies to bitsandbytes nf4/fp4 only");
   }
+  // Bounds far beyond any real job keep every byte count inside 64 bits.
+  struct Limit { const char* name; std::optional<uint64_t> value; uint64_t max; };
+  for (const Limit& l : {Limit{"micro_batch_size", job.micro_batch_size, 1u << 20}, Limit{"seq_len", job.seq_len, 1u << 24},
+                         Limit{"batch_size", job.batch_size, 1u << 20}, Limit{"prompt_len", job.prompt_len, 1u << 24},
+                         Limit{"max_new_tokens", job.max_new_tokens, 1u << 24}, Limit{"num_gpus", job.num_gpus, 1u << 20},
+                         Limit{"tp", job.tp, 1u << 12}, Limit{"pp", job.pp, 1u << 12}, Limit{"cp", job.cp, 1u << 12},
+                         Limit{"grad_accum_steps", job.grad_accum_steps, 1u << 24}, Limit{"group_size", job.group_size, 1u << 20}}) {
+    if (l.value && *l.value > l.max) return fail(l.name, fmt::format("{} is implausibly large (limit {})", *l.value, l.max));
+  }
+  if (job.lora && job.lora->r > (1u << 16)) return fail("lora.r", fmt::format("{} is implausibly large", job.lora->r));
   const uint64_t model_parallel = job.tp.value_or(1) * job.pp.value_or(1) * job.cp.value_or(1);
   const uint64_t gpus = job.num_gpus.value_or(model_parallel);
   if (gpus % model_parallel) {

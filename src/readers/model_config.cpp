@@ -33,7 +33,7 @@ class ConfigView {
     }
     if (v.is_number_float()) {
       double d = v.get<double>();
-      if (d >= 0 && d == static_cast<double>(static_cast<uint64_t>(d))) return static_cast<uint64_t>(d);
+      if (d >= 0 && d < 1.8e19 && d == static_cast<double>(static_cast<uint64_t>(d))) return static_cast<uint64_t>(d);
     }
     return make_error(fmt::format("{}: \"{}\" must be a non-negative integer, got {}", source_, key,
                                   v.dump()));
@@ -449,6 +449,17 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
 Status validate(ModelSpec& m) {
   auto fail = [&](const std::string& what) { return make_error(fmt::format("{}: {}", m.source, what)); };
   if (m.hidden_size == 0) return fail("hidden_size is 0");
+  // Bounds far above any real model keep every parameter product inside 64 bits.
+  struct Limit { const char* name; uint64_t value, max; };
+  for (const Limit& l : {Limit{"hidden_size", m.hidden_size, 1u << 18}, Limit{"intermediate_size", m.intermediate_size, 1u << 20},
+                         Limit{"moe_intermediate_size", m.moe_intermediate_size, 1u << 20},
+                         Limit{"number of layers", m.num_layers + m.num_encoder_layers, 1u << 12},
+                         Limit{"vocab_size", m.vocab_size, 1u << 23}, Limit{"num_attention_heads", m.num_attention_heads, 1u << 12},
+                         Limit{"head_dim", m.head_dim, 1u << 14}, Limit{"number of experts", m.num_experts, 1u << 12},
+                         Limit{"max_position_embeddings", m.max_position_embeddings, 1u << 26},
+                         Limit{"kv_lora_rank", m.kv_lora_rank + m.q_lora_rank, 1u << 16}}) {
+    if (l.value > l.max) return fail(fmt::format("{} {} is implausibly large (limit {})", l.name, l.value, l.max));
+  }
   if (m.num_layers == 0) return fail("number of layers is 0");
   if (m.num_attention_heads == 0) return fail("num_attention_heads is 0");
   if (m.num_kv_heads == 0) return fail("num_key_value_heads is 0");

@@ -220,3 +220,30 @@ TEST(Estimator, PreQuantizedCheckpointUsesItsTensorBytes) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+TEST(Estimator, SlidingWindowAndLatentAttentionCaches) {
+  // Gemma-2-9B: 21 of 42 layers slide over 4096 tokens; at 8192 tokens they hold half.
+  Job job;
+  job.task = "inference";
+  job.batch_size = 1;
+  job.prompt_len = 8192;
+  job.max_new_tokens = 0;
+  job.kv_cache_dtype = "bf16";
+  auto gemma = estimate_memory(find_preset("google/gemma-2-9b")->value(), job);
+  ASSERT_TRUE(gemma);
+  const uint64_t per_token_layer = 2ull * 8 * 256 * 2;  // K and V, 8 kv heads of 256, bf16
+  EXPECT_EQ(*component(*gemma, "kv_cache"), per_token_layer * (21 * 8192 + 21 * 4096));
+  // DeepSeek-V3 as transformers caches it: per-head k (192) and v (128), heads split by tp.
+  job.prompt_len = 1024;
+  job.tp = 8;
+  job.num_gpus = 8;
+  auto ds = estimate_memory(find_preset("deepseek-ai/DeepSeek-V3")->value(), job);
+  ASSERT_TRUE(ds);
+  EXPECT_EQ(*component(*ds, "kv_cache"), 128ull / 8 * (192 + 128) * 2 * 61 * 1024);
+}
+
+}  // namespace
+}  // namespace oomdoc

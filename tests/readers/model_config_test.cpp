@@ -116,3 +116,16 @@ TEST(ModelConfig, EveryListedModelTypeIsKnown) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+TEST(ModelConfig, ImplausibleSizesAreErrorsNotWrappedCounts) {
+  auto m = parse_model_config(R"({"model_type": "llama", "vocab_size": 100, "hidden_size": 4294967296,
+    "num_hidden_layers": 1, "num_attention_heads": 1, "intermediate_size": 1})", "config.json");
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().message, "config.json: hidden_size 4294967296 is implausibly large (limit 262144)");
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -47,6 +47,17 @@ TEST_F(ResolverTest, PresetsByIdCaseInsensitiveAliasAndVariant) {
   EXPECT_EQ(resolve_model("mistralai/Mixtral-8x7B-Instruct-v0.1")->id, "mistralai/Mixtral-8x7B-v0.1");
 }
 
+TEST_F(ResolverTest, QuantizedVariantsKeepTheirQuantization) {
+  auto fp8 = resolve_model("Qwen/Qwen3-235B-A22B-FP8");
+  ASSERT_TRUE(fp8) << fp8.error().message;
+  EXPECT_EQ(fp8->quantization, "fp8");
+  EXPECT_EQ(fp8->total_params, 235093634560u);
+  auto bf16 = resolve_model("Qwen/Qwen3-235B-A22B");
+  ASSERT_TRUE(bf16);
+  EXPECT_EQ(bf16->quantization, "");
+  EXPECT_EQ(resolve_model("deepseek-ai/DeepSeek-R1")->quantization, "fp8");
+}
+
 TEST_F(ResolverTest, UnknownNameSuggestsPresets) {
   auto m = resolve_model("meta-llama/Llama-2-7b-hf-typo-xyz");
   ASSERT_FALSE(m);
