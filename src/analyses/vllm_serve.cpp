@@ -185,6 +185,25 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   s.block_size = c.block_size.value_or(kVllmDefaultBlockSize);
   s.kv_cache_dtype = c.kv_cache_dtype.value_or("auto");
   s.enforce_eager = c.enforce_eager;
+  // vLLM refuses a --quantization that contradicts the checkpoint's own (Marlin kernels of the
+  // same format are allowed).
+  auto base_method = [](std::string m) {
+    for (const char* suffix : {"_marlin", "-marlin"}) {
+      std::string_view sv(suffix);
+      if (m.size() > sv.size() && m.compare(m.size() - sv.size(), sv.size(), sv) == 0) m.resize(m.size() - sv.size());
+    }
+    return m;
+  };
+  if (c.quantization && !model.quantization.empty() &&
+      base_method(*c.quantization) != base_method(model.quantization)) {
+    return Error{fmt::format("Quantization method specified in the model config ({}) does not match the "
+                             "quantization method specified in the `quantization` argument ({}).",
+                             model.quantization, *c.quantization)};
+  }
+  if (c.dtype && (*c.dtype == "bfloat16" || *c.dtype == "bf16") && !in.target.bf16) {
+    return Error{fmt::format("--dtype bfloat16 on {}: vLLM refuses bfloat16 on GPUs below compute "
+                             "capability 8.0; use --dtype half", in.target.name)};
+  }
   std::optional<std::string> quantization = c.quantization;
   if (!quantization && model.quantization.empty()) {
     quantization = quantization_from_name(c.model);

@@ -7,14 +7,10 @@
 namespace oomdoc {
 namespace {
 
-std::string signed_gib(int64_t bytes) {
-  return bytes < 0 ? "-" + format_bytes(static_cast<uint64_t>(-bytes)) : format_bytes(static_cast<uint64_t>(bytes));
-}
-
 std::string engine_name(const VllmBehavior& b) { return b.v1_engine ? "V1" : "V0"; }
 
 std::string version_name(const VllmBehavior& b) {
-  return b.version.given ? "vLLM " + b.version.text : "current vLLM";
+  return b.version.given ? fmt::format("vLLM {}", b.version.text) : std::string("current vLLM");
 }
 
 Json component_json(const ServeComponent& c) {
@@ -56,41 +52,41 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
   if (!s.enforce_eager) {
     row("CUDA graphs", p.cuda_graphs, p.graphs_in_budget ? "" : " (captured after the KV cache, outside the budget)");
   }
-  out += fmt::format("  {:<18} {:>11}  = {} tokens of {} ({})\n", "KV cache", signed_gib(p.available_kv_bytes),
+  out += fmt::format("  {:<18} {:>11}  = {} tokens of {} ({})\n", "KV cache", format_signed_bytes(p.available_kv_bytes),
                      format_exact_count(p.capacity.tokens), format_bytes(p.kv.bytes_per_token), p.kv.formula);
-  out += "\n" + st.bold("vLLM would log") + "\n";
-  for (const auto& line : p.log_lines) out += "  " + line + "\n";
+  out += fmt::format("\n{}\n", st.bold("vLLM would log"));
+  for (const auto& line : p.log_lines) out += fmt::format("  {}\n", line);
   out += "\n";
   if (p.fits) {
     out += st.green("Fits") + fmt::format(": {} tokens of KV cache, {:.2f} requests of {} tokens at once.\n",
                                           format_exact_count(p.capacity.tokens), p.capacity.max_concurrency,
                                           s.max_model_len);
   } else {
-    out += st.red("Does not fit") + ": vLLM stops at startup with\n  " + p.error->message + "\n";
+    out += fmt::format("{}: vLLM stops at startup with\n  {}\n", st.red("Does not fit"), p.error->message);
   }
-  for (const auto& w : p.warnings) out += st.yellow("warning: ") + w + "\n";
+  for (const auto& w : p.warnings) out += fmt::format("{}{}\n", st.yellow("warning: "), w);
   if (!r.fixes.empty()) {
-    out += "\n" + st.bold("Fixes, cheapest first") + " (each re-predicted)\n";
+    out += fmt::format("\n{} (each re-predicted)\n", st.bold("Fixes, cheapest first"));
     for (const auto& f : r.fixes) {
       out += fmt::format("  {:<34} {} tokens, {:.2f}x at {} tokens; {}{}\n", f.flag, format_exact_count(f.kv_tokens),
-                         f.max_concurrency, f.max_model_len, f.cost, f.note.empty() ? "" : " (" + f.note + ")");
+                         f.max_concurrency, f.max_model_len, f.cost, f.note.empty() ? std::string() : fmt::format(" ({})", f.note));
     }
   } else if (!p.fits) {
     out += "\nNo single change found that makes it fit.\n";
   }
   if (!p.assumptions.empty()) {
-    out += "\n" + st.dim("Assumed:") + "\n";
-    for (const auto& a : p.assumptions) out += st.dim("  - " + a) + "\n";
+    out += fmt::format("\n{}\n", st.dim("Assumed:"));
+    for (const auto& a : p.assumptions) out += fmt::format("{}\n", st.dim(fmt::format("  - {}", a)));
   }
   if (!r.not_modeled_flags.empty()) {
     std::string list;
     for (const auto& f : r.not_modeled_flags) list += (list.empty() ? "" : ", ") + f;
-    out += st.dim("Not modeled (they change memory): " + list) + "\n";
+    out += fmt::format("{}\n", st.dim(fmt::format("Not modeled (they change memory): {}", list)));
   }
   if (!r.ignored_flags.empty()) {
     std::string list;
     for (const auto& f : r.ignored_flags) list += (list.empty() ? "" : ", ") + f;
-    out += st.dim("Ignored (no effect on GPU memory): " + list) + "\n";
+    out += fmt::format("{}\n", st.dim(fmt::format("Ignored (no effect on GPU memory): {}", list)));
   }
   return out;
 }

@@ -194,6 +194,20 @@ TEST(VllmServe, ContradictoryInputIsAnError) {
   auto allowed = predict_vllm_startup(inputs({"VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", "vllm", "serve", "llama-3-8b",
                                               "--max-model-len", "16384"}, 80 * kGiB));
   EXPECT_TRUE(allowed.ok());
+  auto quant = predict_vllm_startup(inputs({"vllm", "serve", "deepseek-v3", "-q", "awq", "-tp", "16"}, 80 * kGiB));
+  ASSERT_FALSE(quant.ok());
+  EXPECT_EQ(quant.error().message, "Quantization method specified in the model config (fp8) does not match the "
+                                   "quantization method specified in the `quantization` argument (awq).");
+  ServeInputs t4 = inputs({"vllm", "serve", "llama-3-8b", "--dtype", "bfloat16"}, 16 * kGiB);
+  t4.target.name = "Tesla T4 16GB";
+  t4.target.bf16 = false;
+  auto bf16 = predict_vllm_startup(t4);
+  ASSERT_FALSE(bf16.ok());
+  EXPECT_EQ(bf16.error().message.rfind("--dtype bfloat16 on Tesla T4 16GB: vLLM refuses bfloat16", 0), 0u);
+  t4.config.dtype = "auto";   // auto serves the bf16 checkpoint in fp16 there
+  auto fp16 = predict_vllm_startup(t4);
+  ASSERT_TRUE(fp16.ok());
+  EXPECT_EQ(fp16->settings.weights.dtype, "float16");
   auto tp = predict_vllm_startup(inputs({"vllm", "serve", "llama-3-8b", "-tp", "3"}, 80 * kGiB));
   ASSERT_FALSE(tp.ok());
   EXPECT_EQ(tp.error().message, "Total number of attention heads (32) must be divisible by tensor parallel size (3).");
