@@ -20,7 +20,8 @@ const std::vector<FixInfo>& fix_catalog() {
       {"check_device_and_limits", "Check which device failed and any per-process memory limit",
        "CUDA_VISIBLE_DEVICES, torch.cuda.set_per_process_memory_fraction(), the tensor's .device", 1, "free"},
       {"expandable_segments", "Let the allocator grow segments instead of fragmenting",
-       "export PYTORCH_ALLOC_CONF=expandable_segments:True  # older releases read PYTORCH_CUDA_ALLOC_CONF; without expandable segments use max_split_size_mb:128",
+       "export PYTORCH_ALLOC_CONF=expandable_segments:True PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # 2.8+ reads the first, "
+       "2.9.1 and older only the second (pytorch#183387); max_split_size_mb:128 where expandable segments are unavailable",
        2, "free"},
       {"tf_memory_growth", "Stop TensorFlow from reserving the whole card up front",
        "tf.config.experimental.set_memory_growth(gpu, True)  # or TF_FORCE_GPU_ALLOW_GROWTH=true", 2, "free"},
