@@ -74,6 +74,10 @@ class Machine {
       total_ = size_hint;
     }
     stack_.reserve(1024);
+    // Address space only (pages are touched as they fill): saves the copy-and-fault of every
+    // doubling on big files. A container or memo slot costs at least one byte of input.
+    memo_.reserve(std::min<uint64_t>(total_ / 8, 1ull << 28));
+    tree_.reserve_for_input(total_);
   }
 
   Status run(ReadInfo* info);

@@ -1,5 +1,6 @@
 #include "readers/pickle_tree.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace oomdoc::pickle {
@@ -13,6 +14,12 @@ uint32_t StringTable::intern(std::string_view s) {
   views_.push_back(stored);
   ids_.emplace(stored, id);
   return id;
+}
+
+void Tree::reserve_for_input(uint64_t input_bytes) {
+  containers_.reserve(std::min<uint64_t>(input_bytes / 16, 1ull << 28));
+  chunks_.reserve(std::min<uint64_t>(input_bytes / 64, 1ull << 26));
+  items_.reserve(std::min<uint64_t>(input_bytes / 64, 1ull << 26));
 }
 
 uint32_t Tree::new_container(ContainerKind kind) {

@@ -131,6 +131,8 @@ class Tree {
   Value make_str(std::string_view s) { return Value::tagged(Tag::kStr, strings_.intern(s)); }
   Value make_bytes(std::string_view s) { return Value::tagged(Tag::kBytes, strings_.intern(s)); }
   void set_folder(Folder* folder) { folder_ = folder; }
+  // Reserves address space in proportion to the input size (see Machine's constructor).
+  void reserve_for_input(uint64_t input_bytes);
   void set_root(Value root) { root_ = root; }
 
   // --- reading ---

@@ -456,6 +456,10 @@ class Converter {
         status = Error{fmt::format("device_traces[{}] is not a list", device)};
         return;
       }
+      if (move_whole_trace(trace.id(), events)) {
+        ++device;
+        return;
+      }
       events.reserve(tree_.container(trace.id()).count);
       size_t i = 0;
       tree_.for_each_item(trace.id(), [&](Value e) {
@@ -477,6 +481,22 @@ class Converter {
       ++device;
     });
     return status;
+  }
+
+  // The usual case, one device whose entries were all folded in order: take the folder's vector.
+  bool move_whole_trace(uint32_t list, std::vector<TraceEvent>& events) {
+    auto& all = folder_.events_;
+    if (all.empty() || tree_.container(list).count != all.size()) return false;
+    uint64_t expected = 0;
+    bool in_order = true;
+    tree_.for_each_item(list, [&](Value e) {
+      in_order = in_order && e.tag() == Tag::kRecord && e.record_kind() == kTraceRecord &&
+                 e.record_index() == expected++;
+    });
+    if (!in_order) return false;
+    events = std::move(all);
+    all.clear();
+    return true;
   }
 
   std::string text_of(Value v) const {
@@ -757,6 +777,7 @@ Result<Snapshot> read_snapshot_file(const std::string& path, const SnapshotReadO
   pickle::ReadOptions pickle_options;
   pickle_options.progress = options.progress;
   pickle::ReadInfo info;
+  folder.events_.reserve(std::min<uint64_t>(input.size_hint() / 48, 1ull << 27));  // address space
   Status status = pickle::read_pickle(read, input.size_hint(), tree, pickle_options, &info);
   if (input.failed()) return Error{input.error_message()};
   if (!status) return Error{fmt::format("{}: {}", name, status.error().message)};
