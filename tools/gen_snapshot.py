@@ -65,15 +65,22 @@ class Frames:
             self.cpp = []
         self.sites = {}
 
-    def site(self, key, user_index):
+    # The user frame each named call site comes from (index into self.user).
+    SITE_USER = {"act0": 2, "act1": 3, "act2": 4, "act3": 2, "small0": 3, "small1": 4, "small2": 2,
+                 "tmp": 4, "optimizer": 0, "leak": 6, "free": 0, "init": 7, "collate": 5}
+
+    def site(self, key):
         """A call stack for a named call site, built once (frames are shared objects)."""
+        user_index = self.SITE_USER.get(key, 7)
         if key not in self.sites:
             rng = self.rng
             stack = []
             if self.cpp:
                 stack += rng.sample(self.cpp, rng.randint(3, len(self.cpp)))
             stack += rng.sample(self.lib, rng.randint(4, 14))
-            stack.append(self.user[user_index % len(self.user)])
+            stack.append(self.user[user_index])
+            if user_index != 0:
+                stack.append(self.user[0])  # train_step
             stack.append(self.user[1])  # main
             self.sites[key] = stack
         return self.sites[key]
@@ -119,7 +126,7 @@ class Device:
     def alloc(self, requested, site, record=True):
         size = round_block(requested)
         small = size <= SMALL_LIMIT
-        stack = self.frames.site(site, hash(site) % 8)
+        stack = self.frames.site(site)
         frames = list(stack)  # a new frame-list object per event, as PyTorch writes it
         pool = self.free_blocks.get((small, size))
         if pool:
@@ -157,7 +164,7 @@ class Device:
         small = block["size"] <= SMALL_LIMIT
         self.free_blocks.setdefault((small, block["size"]), []).append(block)
         if record:
-            frames = list(self.frames.site("free", 6))
+            frames = list(self.frames.site("free"))
             self.event("free_requested", addr, block["requested_size"], frames)
             self.event("free_completed", addr, block["requested_size"], frames)
 
@@ -220,7 +227,7 @@ def run_device(dev, steps, layers, oom, rng):
         free_now = 256 * MiB + 12345
         dev.trace.append({"action": "oom", "device_free": free_now, "size": 20 * 1024 * MiB,
                           "stream": 0, "time_us": dev.tick(),
-                          "frames": list(dev.frames.site("act0", 2))})
+                          "frames": list(dev.frames.site("act0"))})
     del weights, optimizer, leaked
 
 
