@@ -152,13 +152,13 @@ bool Machine::refill() {
 }
 
 Status Machine::check_length(uint64_t length) const {
-  if (length > options_.max_string_bytes) {
-    return fail(fmt::format("length {} is over the {}-byte limit for one value", length,
-                            options_.max_string_bytes));
-  }
   if (total_ != 0 && length > total_ - std::min(total_, offset_of(p_))) {
     return fail(fmt::format("length {} is larger than the rest of the file ({} bytes)", length,
                             total_ - std::min(total_, offset_of(p_))));
+  }
+  if (length > options_.max_string_bytes) {
+    return fail(fmt::format("length {} is over the {}-byte limit for one value", length,
+                            options_.max_string_bytes));
   }
   return Ok{};
 }
