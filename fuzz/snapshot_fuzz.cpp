@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.device_total_bytes = 80ull << 30;
   oomdoc::SnapshotReport report = oomdoc::analyze_snapshot(*snapshot, options);
   (void)oomdoc::render_snapshot_text(report, oomdoc::Style::plain());
-  (void)oomdoc::snapshot_report_json(report).dump();
+  (void)oomdoc::dump_json(oomdoc::snapshot_report_json(report));  // as the CLI prints it
+  (void)oomdoc::render_snapshot_html(report);
   (void)oomdoc::compare_snapshots(*snapshot, *snapshot, options);
   return 0;
 }

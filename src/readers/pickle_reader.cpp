@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/huge_pages.h"
+
 namespace oomdoc::pickle {
 
 namespace {
@@ -76,7 +78,7 @@ class Machine {
     stack_.reserve(1024);
     // Address space only (pages are touched as they fill): saves the copy-and-fault of every
     // doubling on big files. A container or memo slot costs at least one byte of input.
-    memo_.reserve(std::min<uint64_t>(total_ / 8, 1ull << 28));
+    reserve_huge(memo_, std::min<uint64_t>(total_ / 8, 1ull << 28));
     tree_.reserve_for_input(total_);
   }
 
@@ -102,8 +104,8 @@ class Machine {
   Result<std::string_view> read_payload(uint64_t length);
   Status check_length(uint64_t length) const;
 
-  Status push_memo_get(uint64_t index);
-  Status put_memo(uint64_t index);
+  inline Status push_memo_get(uint64_t index);
+  inline Status put_memo(uint64_t index);
   Result<size_t> pop_mark();
   Status fill_container(size_t first, uint32_t target, bool pairs);
   Status build_from_mark(ContainerKind kind);
@@ -182,7 +184,7 @@ Result<std::string_view> Machine::read_payload(uint64_t length) {
   return std::string_view(scratch_);
 }
 
-Status Machine::push_memo_get(uint64_t index) {
+inline Status Machine::push_memo_get(uint64_t index) {
   if (index >= memo_.size() || memo_[index] == kUnsetMemo) {
     return fail(fmt::format("memo slot {} was never stored (the memo holds {} slots)", index,
                             memo_.size()));
@@ -191,7 +193,7 @@ Status Machine::push_memo_get(uint64_t index) {
   return Ok{};
 }
 
-Status Machine::put_memo(uint64_t index) {
+inline Status Machine::put_memo(uint64_t index) {
   if (stack_.empty()) return fail("nothing on the stack to store in the memo");
   if (index >= memo_.size()) {
     if (index - memo_.size() > options_.max_memo_gap) {

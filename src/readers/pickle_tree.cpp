@@ -1,5 +1,7 @@
 #include "readers/pickle_tree.h"
 
+#include "core/huge_pages.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -17,9 +19,9 @@ uint32_t StringTable::intern(std::string_view s) {
 }
 
 void Tree::reserve_for_input(uint64_t input_bytes) {
-  containers_.reserve(std::min<uint64_t>(input_bytes / 16, 1ull << 28));
-  chunks_.reserve(std::min<uint64_t>(input_bytes / 64, 1ull << 26));
-  items_.reserve(std::min<uint64_t>(input_bytes / 64, 1ull << 26));
+  reserve_huge(containers_, std::min<uint64_t>(input_bytes / 16, 1ull << 28));
+  reserve_huge(chunks_, std::min<uint64_t>(input_bytes / 64, 1ull << 26));
+  reserve_huge(items_, std::min<uint64_t>(input_bytes / 64, 1ull << 26));
 }
 
 uint32_t Tree::new_container(ContainerKind kind) {
@@ -74,8 +76,7 @@ void Tree::release_items(uint32_t id) {
   }
 }
 
-Value Tree::seal(Value v) {
-  if (v.tag() != Tag::kContainer) return v;
+Value Tree::seal_container(Value v) {
   Container& c = containers_[v.id()];
   if (c.kind == ContainerKind::kFolded) return folded_value(c);
   if (c.sealed) return v;
@@ -166,7 +167,7 @@ std::optional<Value> Tree::at(uint32_t id, size_t index) const {
   std::optional<Value> found;
   size_t seen = 0;
   for (uint32_t c = containers_[id].first_chunk; c != kNoChunk; c = chunks_[c].next) {
-    if (index < seen + chunks_[c].count) return resolve(items_[chunks_[c].offset + (index - seen)]);
+    if (index < seen + chunks_[c].count) return items_[chunks_[c].offset + (index - seen)];
     seen += chunks_[c].count;
   }
   return found;

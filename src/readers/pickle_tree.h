@@ -117,7 +117,9 @@ class Tree {
   bool append(uint32_t container, const Value* values, size_t n);
   // Marks a value as complete because it is being stored in a parent; lets the folder fold it.
   // Returns the value to store (the record when folded).
-  Value seal(Value v);
+  Value seal(Value v) {
+    return v.tag() == Tag::kContainer ? seal_container(v) : v;  // scalars: nothing to do
+  }
   // A container that was folded stands for its record wherever it is referenced again.
   Value resolve(Value v) const {
     if (v.tag() != Tag::kContainer) return v;
@@ -161,16 +163,17 @@ class Tree {
     }
   }
   // Calls fn(Value item) for each item (fn(key, value) pairs for dicts: use for_each_pair).
+  // Items were sealed when stored, so a folded child already reads as its record.
   template <typename Fn>
   void for_each_item(uint32_t id, Fn&& fn) const {
     for_each_chunk(id, [&](const Value* v, size_t n) {
-      for (size_t i = 0; i < n; ++i) fn(resolve(v[i]));
+      for (size_t i = 0; i < n; ++i) fn(v[i]);
     });
   }
   template <typename Fn>
   void for_each_pair(uint32_t id, Fn&& fn) const {
     for_each_chunk(id, [&](const Value* v, size_t n) {
-      for (size_t i = 0; i + 1 < n; i += 2) fn(resolve(v[i]), resolve(v[i + 1]));
+      for (size_t i = 0; i + 1 < n; i += 2) fn(v[i], v[i + 1]);
     });
   }
   // Value of a dict's key (last assignment wins, as in Python); nullopt when absent.
@@ -182,6 +185,7 @@ class Tree {
 
  private:
   Value folded_value(const Container& c) const;
+  Value seal_container(Value v);
   void release_items(uint32_t container);
 
   std::vector<Container> containers_;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_input.h"
+#include "core/huge_pages.h"
 #include "readers/pickle_reader.h"
 #include "readers/pickle_tree.h"
 
@@ -196,19 +197,18 @@ class SnapshotFolder : public pickle::Folder {
   }
 
   std::optional<Value> fold_dict(Tree& tree, uint32_t id) {
-    bool has_action = false, has_filename = false;
+    // One pass over the keys; known keys have ids below kKeyCount.
+    uint32_t seen = 0;
     tree.for_each_pair(id, [&](Value k, Value) {
-      if (k.tag() != Tag::kStr) return;
-      has_action |= k.id() == kAction;
-      has_filename |= k.id() == kFilename;
+      if (k.tag() == Tag::kStr && k.id() < kKeyCount) seen |= 1u << k.id();
     });
-    if (has_action) {
+    if (seen & (1u << kAction)) {
       auto event = decode_trace(tree, id);
       if (!event) return std::nullopt;  // left as a dict; the converter reports the problem
       events_.push_back(*event);
       return Value::record(kTraceRecord, events_.size() - 1);
     }
-    if (has_filename) return Value::record(kFrameRecord, intern_frame(decode_frame(tree, id)));
+    if (seen & (1u << kFilename)) return Value::record(kFrameRecord, intern_frame(decode_frame(tree, id)));
     return std::nullopt;
   }
 
@@ -460,7 +460,7 @@ class Converter {
         ++device;
         return;
       }
-      events.reserve(tree_.container(trace.id()).count);
+      reserve_huge(events, tree_.container(trace.id()).count);
       size_t i = 0;
       tree_.for_each_item(trace.id(), [&](Value e) {
         if (!status) return;
@@ -777,7 +777,7 @@ Result<Snapshot> read_snapshot_file(const std::string& path, const SnapshotReadO
   pickle::ReadOptions pickle_options;
   pickle_options.progress = options.progress;
   pickle::ReadInfo info;
-  folder.events_.reserve(std::min<uint64_t>(input.size_hint() / 48, 1ull << 27));  // address space
+  reserve_huge(folder.events_, std::min<uint64_t>(input.size_hint() / 48, 1ull << 27));  // address space
   Status status = pickle::read_pickle(read, input.size_hint(), tree, pickle_options, &info);
   if (input.failed()) return Error{input.error_message()};
   if (!status) return Error{fmt::format("{}: {}", name, status.error().message)};

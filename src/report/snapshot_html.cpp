@@ -71,6 +71,7 @@ td, th {{ border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-a
 td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 .hover {{ font-family: ui-monospace, monospace; min-height: 3em; white-space: pre-wrap; background: #f6f8fa; padding: 6px; }}
 .muted {{ color: #666; }} .frames {{ font-family: ui-monospace, monospace; font-size: 12px; }}
+td {{ white-space: pre-line; }}
 </style></head>
 <body data-plots-drawn="0" data-console-errors="0">
 <script>
