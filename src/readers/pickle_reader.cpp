@@ -80,7 +80,12 @@ class Machine {
     // doubling on big files. A container or memo slot costs at least one byte of input.
     reserve_huge(memo_, std::min<uint64_t>(total_ / 8, 1ull << 28));
     tree_.reserve_for_input(total_);
+    tree_.attach_memo(&memo_);
   }
+
+  ~Machine() { tree_.attach_memo(nullptr); }
+  Machine(const Machine&) = delete;
+  Machine& operator=(const Machine&) = delete;
 
   Status run(ReadInfo* info);
 
@@ -189,7 +194,9 @@ inline Status Machine::push_memo_get(uint64_t index) {
     return fail(fmt::format("memo slot {} was never stored (the memo holds {} slots)", index,
                             memo_.size()));
   }
-  stack_.push_back(tree_.resolve(memo_[index]));
+  Value v = tree_.resolve(memo_[index]);
+  tree_.pin(v);  // a second reference to a container that is not complete yet
+  stack_.push_back(v);
   return Ok{};
 }
 
@@ -203,6 +210,7 @@ inline Status Machine::put_memo(uint64_t index) {
     memo_.resize(index + 1, kUnsetMemo);
   }
   memo_[index] = stack_.back();
+  tree_.note_memo(stack_.back(), index);
   return Ok{};
 }
 
@@ -214,12 +222,12 @@ Result<size_t> Machine::pop_mark() {
   return mark;
 }
 
-// Moves stack_[first..] into the target container, sealing each item (last first, so records
-// folded out of a batch give their items back to the pool in one sweep).
+// Moves stack_[first..] into the target container, sealing each item in order (records folded out
+// of a batch are decoded in list order; their pool items are given back as the tail frees up).
 Status Machine::fill_container(size_t first, uint32_t target, bool pairs) {
   size_t n = stack_.size() - first;
   if (pairs && n % 2 != 0) return fail(fmt::format("odd number of items ({}) for a dict", n));
-  for (size_t i = stack_.size(); i-- > first;) stack_[i] = tree_.seal(stack_[i]);
+  for (size_t i = first; i < stack_.size(); ++i) stack_[i] = tree_.seal(stack_[i]);
   if (tree_.container(target).sealed) {
     return fail("the container was already complete (recursive or re-opened containers are "
                 "not supported)");
@@ -324,6 +332,7 @@ Status Machine::run(ReadInfo* info) {
       }
       case DUP:
         if (stack_.empty()) return fail("the stack is empty");
+        tree_.pin(stack_.back());
         stack_.push_back(stack_.back());
         break;
       case NONE: stack_.push_back(Value::none()); break;

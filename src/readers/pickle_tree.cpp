@@ -19,7 +19,7 @@ uint32_t StringTable::intern(std::string_view s) {
 }
 
 void Tree::reserve_for_input(uint64_t input_bytes) {
-  reserve_huge(containers_, std::min<uint64_t>(input_bytes / 16, 1ull << 28));
+  reserve_huge(containers_, std::min<uint64_t>(input_bytes / 256, 1ull << 24));  // ids are recycled
   reserve_huge(chunks_, std::min<uint64_t>(input_bytes / 64, 1ull << 26));
   reserve_huge(items_, std::min<uint64_t>(input_bytes / 64, 1ull << 26));
 }
@@ -27,6 +27,12 @@ void Tree::reserve_for_input(uint64_t input_bytes) {
 uint32_t Tree::new_container(ContainerKind kind) {
   Container c;
   c.kind = kind;
+  if (!free_containers_.empty()) {
+    uint32_t id = free_containers_.back();
+    free_containers_.pop_back();
+    containers_[id] = c;
+    return id;
+  }
   containers_.push_back(c);
   return static_cast<uint32_t>(containers_.size() - 1);
 }
@@ -55,24 +61,16 @@ Value Tree::folded_value(const Container& c) const {
 }
 
 void Tree::release_items(uint32_t id) {
-  // Items can only be given back from the end of the pool; the readers seal siblings last-first
-  // so that a batch of just-built records frees its whole tail.
-  const Container& c0 = containers_[id];
-  if (c0.first_chunk == c0.last_chunk) {  // the common case: one batch, no allocation
-    if (c0.first_chunk == kNoChunk) return;
-    const Chunk& chunk = chunks_[c0.first_chunk];
-    if (chunk.offset + chunk.count == items_.size()) items_.resize(chunk.offset);
-    if (c0.first_chunk + 1 == chunks_.size()) chunks_.pop_back();
-    return;
+  // A folded container's chunks are marked dead; dead chunks at the end of the pool are given
+  // back at once (a batch of just-folded records frees its whole tail when its last one folds).
+  for (uint32_t c = containers_[id].first_chunk; c != kNoChunk;) {
+    uint32_t next = chunks_[c].next;
+    chunks_[c].next = kDeadChunk;
+    c = next;
   }
-  std::vector<uint32_t> chain;
-  for (uint32_t c = containers_[id].first_chunk; c != kNoChunk; c = chunks_[c].next) {
-    chain.push_back(c);
-  }
-  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    const Chunk& chunk = chunks_[*it];
-    if (chunk.offset + chunk.count == items_.size()) items_.resize(chunk.offset);
-    if (*it + 1 == chunks_.size()) chunks_.pop_back();
+  while (!chunks_.empty() && chunks_.back().next == kDeadChunk) {
+    items_.resize(chunks_.back().offset);
+    chunks_.pop_back();
   }
 }
 
@@ -90,6 +88,13 @@ Value Tree::seal_container(Value v) {
   folded.count = 0;
   folded.first_chunk = static_cast<uint32_t>(record->raw() >> 32);
   folded.last_chunk = static_cast<uint32_t>(record->raw());
+  // Recycle the id when nothing but its single memo slot can still name it.
+  if (!folded.pinned && memo_ != nullptr) {
+    bool memo_points_here = folded.memo_slot != kNoSlot && folded.memo_slot < memo_->size() &&
+                            (*memo_)[folded.memo_slot] == v;
+    if (memo_points_here) (*memo_)[folded.memo_slot] = *record;
+    if (memo_points_here || folded.memo_slot == kNoSlot) free_containers_.push_back(v.id());
+  }
   return *record;
 }
 

@@ -95,15 +95,19 @@ class Folder {
 class Tree {
  public:
   static constexpr uint32_t kNoChunk = 0xffffffffu;
+  static constexpr uint32_t kDeadChunk = 0xfffffffeu;  // Chunk::next of a released chunk
   // The item pool holds at most this many values (32 GiB); beyond it the input is refused.
   static constexpr uint64_t kMaxItems = 0xfffffff0ull;
 
+  static constexpr uint32_t kNoSlot = 0xffffffffu;
   struct Container {
     uint32_t first_chunk = kNoChunk;
     uint32_t last_chunk = kNoChunk;
     uint32_t count = 0;  // items (for dicts: keys + values)
+    uint32_t memo_slot = kNoSlot;  // the one memo slot that refers to it, if any
     ContainerKind kind = ContainerKind::kList;
     bool sealed = false;
+    bool pinned = false;  // referenced from more than one place: never recycled
   };
   struct Chunk {
     uint32_t offset;
@@ -135,6 +139,24 @@ class Tree {
   void set_folder(Folder* folder) { folder_ = folder; }
   // Reserves address space in proportion to the input size (see Machine's constructor).
   void reserve_for_input(uint64_t input_bytes);
+
+  // Memo bookkeeping, so that a folded container can give its id back: the memo slot that names
+  // it is rewritten to the record, and the id is reused by the next container. A container seen
+  // twice (two memo slots, DUP, a memo reference before it was complete) is pinned instead.
+  void attach_memo(std::vector<Value>* memo) { memo_ = memo; }
+  void note_memo(Value v, uint64_t slot) {
+    if (v.tag() != Tag::kContainer) return;
+    Container& c = containers_[v.id()];
+    if (c.memo_slot == kNoSlot && slot < kNoSlot) {
+      c.memo_slot = static_cast<uint32_t>(slot);
+    } else {
+      c.pinned = true;
+    }
+  }
+  void pin(Value v) {
+    if (v.tag() == Tag::kContainer) containers_[v.id()].pinned = true;
+  }
+  size_t live_containers() const { return containers_.size() - free_containers_.size(); }
   void set_root(Value root) { root_ = root; }
 
   // --- reading ---
@@ -189,6 +211,8 @@ class Tree {
   void release_items(uint32_t container);
 
   std::vector<Container> containers_;
+  std::vector<uint32_t> free_containers_;
+  std::vector<Value>* memo_ = nullptr;
   std::vector<Chunk> chunks_;
   std::vector<Value> items_;
   std::vector<double> floats_;

@@ -32,7 +32,7 @@ constexpr std::array<std::string_view, kKeyCount> kKeyNames = {
     "", "action", "addr", "size", "stream", "time_us", "frames", "device_free",
     "compile_context", "user_metadata", "filename", "name", "line"};
 
-enum RecordKind : uint8_t { kFrameRecord = 1, kStackRecord = 2, kTraceRecord = 3 };
+enum RecordKind : uint8_t { kFrameRecord = 1, kStackRecord = 2, kTraceRecord = 3, kTraceListRecord = 4 };
 
 TraceAction parse_action(std::string_view s) {
   if (s == "alloc") return TraceAction::kAlloc;
@@ -65,8 +65,42 @@ class SnapshotFolder : public pickle::Folder {
   std::optional<Value> fold(Tree& tree, uint32_t id) override {
     const auto& c = tree.container(id);
     if (c.kind == ContainerKind::kDict) return fold_dict(tree, id);
-    if (c.kind == ContainerKind::kList && c.count > 0) return fold_stack(tree, id);
+    if (c.kind == ContainerKind::kList && c.count > 0) {
+      if (auto trace = fold_trace_list(tree, id)) return trace;
+      return fold_stack(tree, id);
+    }
     return std::nullopt;
+  }
+
+  // A device's trace list is the newest run of decoded entries, in order (how pickle writes
+  // them; when device 1's list is taken first, device 0's is what remains). Take that
+  // run out of events_ copying only the smaller part. Anything else stays a list of records.
+  std::optional<Value> fold_trace_list(Tree& tree, uint32_t id) {
+    uint64_t count = tree.container(id).count;
+    if (events_.empty() || count > events_.size()) return std::nullopt;
+    const uint64_t first = events_.size() - count;
+    uint64_t expected = first;
+    bool in_order = true;
+    tree.for_each_item(id, [&](Value e) {
+      in_order = in_order && e.tag() == Tag::kRecord && e.record_kind() == kTraceRecord &&
+                 e.record_index() == expected++;
+    });
+    if (!in_order) return std::nullopt;
+    std::vector<TraceEvent> run;
+    if (first == 0) {
+      run = std::move(events_);
+      events_ = {};
+      reserve_huge(events_, events_reserve_);
+    } else if (count <= first) {
+      run.assign(events_.begin() + static_cast<ptrdiff_t>(first), events_.end());
+      events_.resize(first);
+    } else {
+      run = std::move(events_);
+      events_.assign(run.begin(), run.begin() + static_cast<ptrdiff_t>(first));
+      run.erase(run.begin(), run.begin() + static_cast<ptrdiff_t>(first));
+    }
+    traces_.push_back(std::move(run));
+    return Value::record(kTraceListRecord, traces_.size() - 1);
   }
 
   // A frame list (or None / an empty list) as a stack id; nullopt when it is something else.
@@ -178,6 +212,8 @@ class SnapshotFolder : public pickle::Folder {
   }
 
   std::vector<TraceEvent> events_;
+  std::vector<std::vector<TraceEvent>> traces_;  // whole device traces taken by fold_trace_list
+  size_t events_reserve_ = 0;
   std::vector<SnapshotFrame> frames_;
   std::vector<uint32_t> stack_offsets_{0, 0};  // stack 0 = the empty stack
   std::vector<FrameId> stack_frames_;
@@ -452,12 +488,13 @@ class Converter {
       if (!status) return;
       out_.device_traces.emplace_back();
       auto& events = out_.device_traces.back();
-      if (!tree_.is_container(trace, ContainerKind::kList)) {
-        status = Error{fmt::format("device_traces[{}] is not a list", device)};
+      if (trace.tag() == Tag::kRecord && trace.record_kind() == kTraceListRecord) {
+        events = std::move(folder_.traces_[trace.record_index()]);
+        ++device;
         return;
       }
-      if (move_whole_trace(trace.id(), events)) {
-        ++device;
+      if (!tree_.is_container(trace, ContainerKind::kList)) {
+        status = Error{fmt::format("device_traces[{}] is not a list", device)};
         return;
       }
       reserve_huge(events, tree_.container(trace.id()).count);
@@ -481,22 +518,6 @@ class Converter {
       ++device;
     });
     return status;
-  }
-
-  // The usual case, one device whose entries were all folded in order: take the folder's vector.
-  bool move_whole_trace(uint32_t list, std::vector<TraceEvent>& events) {
-    auto& all = folder_.events_;
-    if (all.empty() || tree_.container(list).count != all.size()) return false;
-    uint64_t expected = 0;
-    bool in_order = true;
-    tree_.for_each_item(list, [&](Value e) {
-      in_order = in_order && e.tag() == Tag::kRecord && e.record_kind() == kTraceRecord &&
-                 e.record_index() == expected++;
-    });
-    if (!in_order) return false;
-    events = std::move(all);
-    all.clear();
-    return true;
   }
 
   std::string text_of(Value v) const {
@@ -616,7 +637,7 @@ class JsonTreeBuilder : public nlohmann::json_sax<nlohmann::json> {
   bool close(bool pairs) {
     auto [id, first] = open_.back();
     open_.pop_back();
-    for (size_t i = stack_.size(); i-- > first;) stack_[i] = tree_.seal(stack_[i]);
+    for (size_t i = first; i < stack_.size(); ++i) stack_[i] = tree_.seal(stack_[i]);
     if (!tree_.append(id, stack_.data() + first, stack_.size() - first)) {
       error_ = "too many values";
       return false;
@@ -777,7 +798,8 @@ Result<Snapshot> read_snapshot_file(const std::string& path, const SnapshotReadO
   pickle::ReadOptions pickle_options;
   pickle_options.progress = options.progress;
   pickle::ReadInfo info;
-  reserve_huge(folder.events_, std::min<uint64_t>(input.size_hint() / 48, 1ull << 27));  // address space
+  folder.events_reserve_ = std::min<uint64_t>(input.size_hint() / 48, 1ull << 27);  // address space
+  reserve_huge(folder.events_, folder.events_reserve_);
   Status status = pickle::read_pickle(read, input.size_hint(), tree, pickle_options, &info);
   if (input.failed()) return Error{input.error_message()};
   if (!status) return Error{fmt::format("{}: {}", name, status.error().message)};
