@@ -18,8 +18,7 @@ constexpr uint64_t kWindows = 10;
 GrowthReport analyze_growth(const Snapshot& snapshot, int device, StackLabeler& labeler,
                             const SnapshotOptions& options) {
   GrowthReport report;
-  if (device < 0 || static_cast<size_t>(device) >= snapshot.device_traces.size()) return report;
-  const auto& trace = snapshot.device_traces[device];
+  const auto trace = snapshot.trace(device);
   if (trace.size() < 2) return report;
 
   // Step starts, when the profiler annotated them on this device.

@@ -44,7 +44,7 @@ Layout layout_at(const Snapshot& snapshot, int device, uint64_t index) {
       if (b.state != BlockState::kInactive) l.blocks[b.address] = b.size;
     }
   }
-  const auto& trace = snapshot.device_traces[device];
+  const auto trace = snapshot.trace(device);
   for (size_t j = trace.size(); j-- > index + 1;) {
     const TraceEvent& e = trace[j];
     switch (e.action) {
@@ -126,8 +126,8 @@ std::string_view oom_verdict_name(OomVerdict verdict) {
 std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const Timeline& timeline,
                                     StackLabeler& labeler, const SnapshotOptions& options) {
   std::vector<OomReport> out;
-  if (device < 0 || static_cast<size_t>(device) >= snapshot.device_traces.size()) return out;
-  const auto& trace = snapshot.device_traces[device];
+  const auto trace = snapshot.trace(device);
+  if (trace.empty()) return out;
   constexpr size_t kMaxOomsAnalysed = 20;  // each costs a replay; more than this is repetition
   int64_t delta = 0;
   uint64_t last_alloc_index = 0;

@@ -17,11 +17,7 @@ namespace oomdoc {
 
 namespace {
 
-const std::vector<TraceEvent>& trace_of(const Snapshot& s, int device) {
-  static const std::vector<TraceEvent> kEmpty;
-  if (device < 0 || static_cast<size_t>(device) >= s.device_traces.size()) return kEmpty;
-  return s.device_traces[device];
-}
+std::span<const TraceEvent> trace_of(const Snapshot& s, int device) { return s.trace(device); }
 
 int64_t reserved_delta(const TraceEvent& e) {
   switch (e.action) {
@@ -61,7 +57,7 @@ std::vector<StackGroup> group(std::vector<std::pair<StackId, uint64_t>>& live, S
 
 Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOptions& options) {
   Timeline t;
-  const auto& trace = trace_of(snapshot, device);
+  const auto trace = trace_of(snapshot, device);
   t.events = trace.size();
   detail::AddressMap live;
   int64_t delta = 0, reserved = 0, peak_reserved_delta = 0;
@@ -153,7 +149,7 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
 
 std::vector<StackGroup> live_stacks_at(const Snapshot& snapshot, int device, uint64_t at,
                                        StackLabeler& labeler, size_t top) {
-  const auto& trace = trace_of(snapshot, device);
+  const auto trace = trace_of(snapshot, device);
   detail::AddressMap live;
   for (size_t i = 0; i < trace.size() && i <= at; ++i) {
     const TraceEvent& e = trace[i];

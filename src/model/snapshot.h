@@ -114,7 +114,10 @@ class Snapshot {
   SnapshotLayout layout = SnapshotLayout::kDeviceTraces;
   std::string source_format;  // "pickle protocol 4", "json"
   std::vector<SnapshotSegment> segments;
-  std::vector<std::vector<TraceEvent>> device_traces;  // index = device ordinal
+  // Every device's trace in one array, each device's entries contiguous and oldest first:
+  // a reader can hand over the entries it decoded while streaming without copying them.
+  std::vector<TraceEvent> trace_events;
+  std::vector<std::pair<size_t, size_t>> trace_ranges;  // [begin, end) per device ordinal
   std::optional<AllocatorSettings> allocator_settings;
   std::vector<SnapshotAnnotation> annotations;
 
@@ -129,6 +132,13 @@ class Snapshot {
     return {stack_frames.data() + stack_offsets[id], stack_offsets[id + 1] - stack_offsets[id]};
   }
   size_t stack_count() const { return stack_offsets.size() - 1; }
+  // The trace of one device (empty when there is none).
+  std::span<const TraceEvent> trace(int device) const {
+    if (device < 0 || static_cast<size_t>(device) >= trace_ranges.size()) return {};
+    auto [begin, end] = trace_ranges[device];
+    return {trace_events.data() + begin, end - begin};
+  }
+  size_t trace_device_count() const { return trace_ranges.size(); }
   // Devices present: any segment's device, or a non-empty trace. Sorted.
   std::vector<int> devices() const;
 };

@@ -72,35 +72,26 @@ class SnapshotFolder : public pickle::Folder {
     return std::nullopt;
   }
 
-  // A device's trace list is the newest run of decoded entries, in order (how pickle writes
-  // them; when device 1's list is taken first, device 0's is what remains). Take that
-  // run out of events_ copying only the smaller part. Anything else stays a list of records.
+  // A device's trace list whose entries were decoded in order (as pickle writes them) is just a
+  // range of events_: recorded as such, so the entries are never copied.
   std::optional<Value> fold_trace_list(Tree& tree, uint32_t id) {
     uint64_t count = tree.container(id).count;
-    if (events_.empty() || count > events_.size()) return std::nullopt;
-    const uint64_t first = events_.size() - count;
-    uint64_t expected = first;
+    std::optional<uint64_t> first;
+    uint64_t expected = 0;
     bool in_order = true;
-    tree.for_each_item(id, [&](Value e) {
-      in_order = in_order && e.tag() == Tag::kRecord && e.record_kind() == kTraceRecord &&
-                 e.record_index() == expected++;
+    tree.for_each_chunk(id, [&](const Value* v, size_t n) {
+      for (size_t i = 0; i < n && in_order; ++i) {
+        if (v[i].tag() != Tag::kRecord || v[i].record_kind() != kTraceRecord) {
+          in_order = false;
+        } else if (!first) {
+          first = expected = v[i].record_index();
+        }
+        in_order = in_order && v[i].record_index() == expected++;
+      }
     });
-    if (!in_order) return std::nullopt;
-    std::vector<TraceEvent> run;
-    if (first == 0) {
-      run = std::move(events_);
-      events_ = {};
-      reserve_huge(events_, events_reserve_);
-    } else if (count <= first) {
-      run.assign(events_.begin() + static_cast<ptrdiff_t>(first), events_.end());
-      events_.resize(first);
-    } else {
-      run = std::move(events_);
-      events_.assign(run.begin(), run.begin() + static_cast<ptrdiff_t>(first));
-      run.erase(run.begin(), run.begin() + static_cast<ptrdiff_t>(first));
-    }
-    traces_.push_back(std::move(run));
-    return Value::record(kTraceListRecord, traces_.size() - 1);
+    if (!in_order || !first || *first + count > events_.size()) return std::nullopt;
+    trace_ranges_.emplace_back(*first, *first + count);
+    return Value::record(kTraceListRecord, trace_ranges_.size() - 1);
   }
 
   // A frame list (or None / an empty list) as a stack id; nullopt when it is something else.
@@ -212,8 +203,7 @@ class SnapshotFolder : public pickle::Folder {
   }
 
   std::vector<TraceEvent> events_;
-  std::vector<std::vector<TraceEvent>> traces_;  // whole device traces taken by fold_trace_list
-  size_t events_reserve_ = 0;
+  std::vector<std::pair<size_t, size_t>> trace_ranges_;  // taken by fold_trace_list
   std::vector<SnapshotFrame> frames_;
   std::vector<uint32_t> stack_offsets_{0, 0};  // stack 0 = the empty stack
   std::vector<FrameId> stack_frames_;
@@ -486,23 +476,25 @@ class Converter {
     size_t device = 0;
     tree_.for_each_item(v.id(), [&](Value trace) {
       if (!status) return;
-      out_.device_traces.emplace_back();
-      auto& events = out_.device_traces.back();
       if (trace.tag() == Tag::kRecord && trace.record_kind() == kTraceListRecord) {
-        events = std::move(folder_.traces_[trace.record_index()]);
+        out_.trace_ranges.push_back(folder_.trace_ranges_[trace.record_index()]);
         ++device;
         return;
       }
+      // Entries that were not folded as one run: decoded again, appended after the others.
+      auto& events = folder_.events_;
+      size_t begin = events.size();
       if (!tree_.is_container(trace, ContainerKind::kList)) {
         status = Error{fmt::format("device_traces[{}] is not a list", device)};
         return;
       }
-      reserve_huge(events, tree_.container(trace.id()).count);
+      events.reserve(events.size() + tree_.container(trace.id()).count);
       size_t i = 0;
       tree_.for_each_item(trace.id(), [&](Value e) {
         if (!status) return;
         if (e.tag() == Tag::kRecord && e.record_kind() == kTraceRecord) {
-          events.push_back(folder_.events_[e.record_index()]);
+          TraceEvent copy = events[e.record_index()];
+          events.push_back(copy);
         } else if (tree_.is_container(e, ContainerKind::kDict)) {
           auto event = folder_.decode_trace(tree_, e.id());
           if (!event) {
@@ -515,6 +507,7 @@ class Converter {
         }
         ++i;
       });
+      out_.trace_ranges.emplace_back(begin, events.size());
       ++device;
     });
     return status;
@@ -658,7 +651,7 @@ Result<Snapshot> finish(Tree& tree, SnapshotFolder& folder, std::string format) 
   snapshot.source_format = std::move(format);
   Converter converter(tree, folder, snapshot);
   if (auto ok = converter.convert(tree.root()); !ok) return ok.error();
-  folder.events_ = {};  // copied into the device traces
+  snapshot.trace_events = std::move(folder.events_);
   snapshot.frames = std::move(folder.frames_);
   snapshot.stack_offsets = std::move(folder.stack_offsets_);
   snapshot.stack_frames = std::move(folder.stack_frames_);
@@ -730,8 +723,8 @@ std::string_view snapshot_layout_name(SnapshotLayout layout) {
 std::vector<int> Snapshot::devices() const {
   std::vector<int> out;
   for (const auto& s : segments) out.push_back(s.device);
-  for (size_t d = 0; d < device_traces.size(); ++d) {
-    if (!device_traces[d].empty()) out.push_back(static_cast<int>(d));
+  for (size_t d = 0; d < trace_ranges.size(); ++d) {
+    if (trace_ranges[d].second > trace_ranges[d].first) out.push_back(static_cast<int>(d));
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -798,8 +791,7 @@ Result<Snapshot> read_snapshot_file(const std::string& path, const SnapshotReadO
   pickle::ReadOptions pickle_options;
   pickle_options.progress = options.progress;
   pickle::ReadInfo info;
-  folder.events_reserve_ = std::min<uint64_t>(input.size_hint() / 48, 1ull << 27);  // address space
-  reserve_huge(folder.events_, folder.events_reserve_);
+  reserve_huge(folder.events_, std::min<uint64_t>(input.size_hint() / 48, 1ull << 27));  // address space
   Status status = pickle::read_pickle(read, input.size_hint(), tree, pickle_options, &info);
   if (input.failed()) return Error{input.error_message()};
   if (!status) return Error{fmt::format("{}: {}", name, status.error().message)};

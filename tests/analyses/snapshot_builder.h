@@ -10,7 +10,7 @@ namespace oomdoc::testing {
 
 class SnapshotBuilder {
  public:
-  SnapshotBuilder() { s_.device_traces.resize(1); }
+  SnapshotBuilder() { traces_.resize(1); }
 
   SnapshotStringId str(const std::string& text) {
     for (size_t i = 0; i < s_.strings.size(); ++i) {
@@ -51,19 +51,30 @@ class SnapshotBuilder {
     return s_.segments.back();
   }
   TraceEvent& event(TraceAction action, uint64_t addr, uint64_t size, StackId stack = kNoStack, int device = 0) {
-    if (s_.device_traces.size() <= static_cast<size_t>(device)) s_.device_traces.resize(device + 1);
+    if (traces_.size() <= static_cast<size_t>(device)) traces_.resize(device + 1);
     TraceEvent e;
     e.action = action;
     e.addr = addr;
     e.size = size;
     e.stack = stack;
-    s_.device_traces[device].push_back(e);
-    return s_.device_traces[device].back();
+    traces_[device].push_back(e);
+    return traces_[device].back();
   }
-  Snapshot& snapshot() { return s_; }
+  // The snapshot with the traces laid out as the model keeps them (rebuilt on every call).
+  Snapshot& snapshot() {
+    s_.trace_events.clear();
+    s_.trace_ranges.clear();
+    for (const auto& t : traces_) {
+      size_t begin = s_.trace_events.size();
+      s_.trace_events.insert(s_.trace_events.end(), t.begin(), t.end());
+      s_.trace_ranges.emplace_back(begin, s_.trace_events.size());
+    }
+    return s_;
+  }
 
  private:
   Snapshot s_;
+  std::vector<std::vector<TraceEvent>> traces_;
 };
 
 }  // namespace oomdoc::testing

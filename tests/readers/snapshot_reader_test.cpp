@@ -24,8 +24,8 @@ nlohmann::json totals(const Snapshot& s) {
     DeviceMemory m = summarize_device(s, d);
     Timeline t = replay_timeline(s, d, options);
     nlohmann::json ooms = nlohmann::json::array();
-    if (static_cast<size_t>(d) < s.device_traces.size()) {
-      const auto& trace = s.device_traces[d];
+    {
+      const auto trace = s.trace(d);
       for (size_t i = 0; i < trace.size(); ++i) {
         if (trace[i].action == TraceAction::kOom) {
           ooms.push_back({{"device_free_bytes", trace[i].device_free()}, {"event_index", i},
@@ -55,7 +55,7 @@ TEST_P(TrainVariants, EveryEncodingGivesTheReferenceFigures) {
   Snapshot s = read_fixture(GetParam());
   EXPECT_EQ(totals(s), expected()["train"]);
   EXPECT_EQ(s.layout, SnapshotLayout::kDeviceTraces);
-  EXPECT_EQ(s.device_traces.size(), 2u);
+  EXPECT_EQ(s.trace_device_count(), 2u);
   ASSERT_TRUE(s.allocator_settings.has_value());
   EXPECT_EQ(s.allocator_settings->max_split_size, -1);
   EXPECT_EQ(s.allocator_settings->expandable_segments, false);
@@ -68,11 +68,11 @@ INSTANTIATE_TEST_SUITE_P(Encodings, TrainVariants,
 
 TEST(SnapshotReader, EncodingsAgreeEventForEvent) {
   Snapshot a = read_fixture("train_p2.pickle"), b = read_fixture("train.json");
-  ASSERT_EQ(a.device_traces.size(), b.device_traces.size());
-  for (size_t d = 0; d < a.device_traces.size(); ++d) {
-    ASSERT_EQ(a.device_traces[d].size(), b.device_traces[d].size());
-    for (size_t i = 0; i < a.device_traces[d].size(); ++i) {
-      const TraceEvent &x = a.device_traces[d][i], &y = b.device_traces[d][i];
+  ASSERT_EQ(a.trace_device_count(), b.trace_device_count());
+  for (int d = 0; d < int(a.trace_device_count()); ++d) {
+    ASSERT_EQ(a.trace(d).size(), b.trace(d).size());
+    for (size_t i = 0; i < a.trace(d).size(); ++i) {
+      const TraceEvent &x = a.trace(d)[i], &y = b.trace(d)[i];
       ASSERT_EQ(x.addr, y.addr);
       ASSERT_EQ(x.size, y.size);
       ASSERT_EQ(x.time_us, y.time_us);
@@ -87,7 +87,7 @@ TEST(SnapshotReader, EncodingsAgreeEventForEvent) {
 TEST(SnapshotReader, ListLayoutOf113) {
   Snapshot s = read_fixture("list_1_13_p2.pickle");
   EXPECT_EQ(s.layout, SnapshotLayout::kSegmentList);
-  EXPECT_TRUE(s.device_traces.empty());
+  EXPECT_EQ(s.trace_device_count(), 0u);
   EXPECT_EQ(totals(s), expected()["list_1_13_p2.pickle"]);
   // Block addresses are rebuilt as running sums; requested sizes come from history.
   const SnapshotSegment& seg = s.segments.front();
@@ -105,15 +105,15 @@ TEST(SnapshotReader, HistoryLayoutOf20) {
     for (const auto& b : seg.blocks) with_stack += b.stack != kNoStack;
   }
   EXPECT_GT(with_stack, 0u);  // frames taken from history[0]
-  ASSERT_EQ(s.device_traces[0].size(), 1u);
-  EXPECT_EQ(s.device_traces[0][0].action, TraceAction::kSnapshot);
+  ASSERT_EQ(s.trace(0).size(), 1u);
+  EXPECT_EQ(s.trace(0)[0].action, TraceAction::kSnapshot);
 }
 
 TEST(SnapshotReader, ExpandableSegmentsPrivatePoolsAndWrappedTrace) {
   Snapshot s = read_fixture("expandable_p4.pickle");
   EXPECT_EQ(totals(s), expected()["expandable_p4.pickle"]);
   size_t maps = 0, expandable = 0, private_pools = 0;
-  for (const auto& e : s.device_traces[0]) maps += e.action == TraceAction::kSegmentMap;
+  for (const auto& e : s.trace(0)) maps += e.action == TraceAction::kSegmentMap;
   for (const auto& seg : s.segments) {
     expandable += seg.is_expandable;
     private_pools += seg.private_pool();
@@ -123,7 +123,7 @@ TEST(SnapshotReader, ExpandableSegmentsPrivatePoolsAndWrappedTrace) {
   EXPECT_EQ(private_pools, 1u);
   EXPECT_EQ(s.allocator_settings->trace_alloc_overflowed, true);
   EXPECT_EQ(s.allocator_settings->trace_alloc_max_entries, 100u);
-  EXPECT_EQ(s.device_traces[0].size(), 100u);
+  EXPECT_EQ(s.trace(0).size(), 100u);
 }
 
 TEST(SnapshotReader, UnknownKeysAreIgnoredAndNewFieldsRead) {
@@ -140,11 +140,11 @@ TEST(SnapshotReader, UnknownKeysAreIgnoredAndNewFieldsRead) {
     "host_segments": [], "categories": ["x"]})";
   auto s = read_snapshot_bytes(json, "t.json");
   ASSERT_TRUE(s.ok()) << s.error().message;
-  const TraceEvent& e = s->device_traces[0][0];
+  const TraceEvent& e = s->trace(0)[0];
   EXPECT_EQ(s->str(e.compile_context), "N/A");
   EXPECT_EQ(s->str(e.user_metadata), "step 1");
   EXPECT_TRUE(e.has_time);
-  EXPECT_EQ(s->device_traces[0][1].action, TraceAction::kAnnotate);
+  EXPECT_EQ(s->trace(0)[1].action, TraceAction::kAnnotate);
   // The block's and the event's stacks are one interned stack.
   EXPECT_EQ(s->segments[0].blocks[0].stack, e.stack);
   EXPECT_FALSE(s->segments[0].is_large);
