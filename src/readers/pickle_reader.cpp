@@ -469,7 +469,12 @@ Status Machine::run(ReadInfo* info) {
       case TUPLE1: OOMDOC_TRY(build_tuple(1)); break;
       case TUPLE2: OOMDOC_TRY(build_tuple(2)); break;
       case TUPLE3: OOMDOC_TRY(build_tuple(3)); break;
-      case MEMOIZE:
+      case MEMOIZE:  // the hot memo opcodes take their common path inline
+        if (!stack_.empty()) {
+          memo_.push_back(stack_.back());
+          tree_.note_memo(stack_.back(), memo_.size() - 1);
+          break;
+        }
         OOMDOC_TRY(put_memo(memo_.size()));
         break;
       case BINPUT:
@@ -484,14 +489,18 @@ Status Machine::run(ReadInfo* info) {
         break;
       }
       case BINGET:
-        OOMDOC_NEED(1);
-        OOMDOC_TRY(push_memo_get(*p_++));
-        break;
       case LONG_BINGET: {
-        OOMDOC_NEED(4);
-        uint64_t index = load_le(p_, 4);
-        p_ += 4;
-        OOMDOC_TRY(push_memo_get(index));
+        size_t width = op_ == BINGET ? 1 : 4;
+        OOMDOC_NEED(width);
+        uint64_t index = width == 1 ? *p_ : load_le(p_, 4);
+        p_ += width;
+        if (index < memo_.size() && !(memo_[index] == kUnsetMemo)) {
+          Value v = tree_.resolve(memo_[index]);
+          tree_.pin(v);  // a second reference to a container that is not complete yet
+          stack_.push_back(v);
+          break;
+        }
+        OOMDOC_TRY(push_memo_get(index));  // reports the missing slot
         break;
       }
       case GLOBAL: case STACK_GLOBAL: case REDUCE: case BUILD: case INST: case OBJ:

@@ -104,54 +104,74 @@ class SnapshotFolder : public pickle::Folder {
     return std::nullopt;
   }
 
-  // Decodes a trace entry dict (also used by the converter to explain what is wrong).
-  Result<TraceEvent> decode_trace(const Tree& tree, uint32_t id) {
-    std::array<Value, kKeyCount> field;
+  // The known keys of a dict in one pass (the last assignment wins, as in Python).
+  struct Fields {
+    std::array<Value, kKeyCount> value;
     uint32_t seen = 0;
+    bool has(Key key) const { return (seen >> key) & 1; }
+  };
+  static Fields fields_of(const Tree& tree, uint32_t id) {
+    Fields f;
     tree.for_each_pair(id, [&](Value k, Value v) {
       if (k.tag() == Tag::kStr && k.id() < kKeyCount) {
-        field[k.id()] = v;
-        seen |= 1u << k.id();
+        f.value[k.id()] = v;
+        f.seen |= 1u << k.id();
       }
     });
-    auto has = [&](Key key) { return (seen >> key) & 1; };
+    return f;
+  }
+
+  // Decodes a trace entry dict (also used by the converter to explain what is wrong).
+  Result<TraceEvent> decode_trace(const Tree& tree, uint32_t id) { return decode_trace(tree, fields_of(tree, id)); }
+  Result<TraceEvent> decode_trace(const Tree& tree, const Fields& f) {
     TraceEvent e;
-    if (!has(kAction) || field[kAction].tag() != Tag::kStr) {
+    if (!f.has(kAction) || f.value[kAction].tag() != Tag::kStr) {
       return Error{"'action' is missing or not a string"};
     }
-    e.action = action_of(tree, field[kAction]);
+    e.action = action_of(tree, f.value[kAction]);
     auto read_uint = [&](Key key, uint64_t& out) -> bool {
-      if (!has(key)) return true;
-      auto v = tree.as_uint(field[key]);
-      if (!v) return false;
-      out = *v;
+      if (!f.has(key)) return true;
+      Value v = f.value[key];
+      if (v.tag() == Tag::kInt) {  // the common case, without a call
+        out = static_cast<uint64_t>(v.inline_int());
+        return true;
+      }
+      auto x = tree.as_uint(v);
+      if (!x) return false;
+      out = *x;
+      return true;
+    };
+    auto read_int = [&](Key key, int64_t& out) -> bool {
+      if (!f.has(key)) return true;
+      Value v = f.value[key];
+      if (v.tag() == Tag::kInt) {
+        out = v.inline_int();
+        return true;
+      }
+      auto x = tree.as_int(v);
+      if (!x) return false;
+      out = *x;
       return true;
     };
     if (!read_uint(kSize, e.size)) return Error{"'size' is not an integer"};
     if (!read_uint(e.action == TraceAction::kOom ? kDeviceFree : kAddr, e.addr)) {
       return Error{"'addr' / 'device_free' is not an integer"};
     }
-    if (has(kStream)) {
-      auto v = tree.as_int(field[kStream]);
-      if (!v) return Error{"'stream' is not an integer"};
-      e.stream = *v;
-    }
-    if (has(kTimeUs)) {
-      auto v = tree.as_int(field[kTimeUs]);
-      if (!v) return Error{"'time_us' is not an integer"};
-      e.time_us = *v;
+    if (!read_int(kStream, e.stream)) return Error{"'stream' is not an integer"};
+    if (f.has(kTimeUs)) {
+      if (!read_int(kTimeUs, e.time_us)) return Error{"'time_us' is not an integer"};
       e.has_time = true;
     }
-    if (has(kFrames)) {
-      auto s = stack_of(tree, field[kFrames]);
+    if (f.has(kFrames)) {
+      auto s = stack_of(tree, f.value[kFrames]);
       if (!s) return Error{"'frames' is not a list of frames"};
       e.stack = *s;
     }
-    if (has(kCompileContext) && field[kCompileContext].tag() == Tag::kStr) {
-      e.compile_context = field[kCompileContext].id();
+    if (f.has(kCompileContext) && f.value[kCompileContext].tag() == Tag::kStr) {
+      e.compile_context = f.value[kCompileContext].id();
     }
-    if (has(kUserMetadata) && field[kUserMetadata].tag() == Tag::kStr) {
-      e.user_metadata = field[kUserMetadata].id();
+    if (f.has(kUserMetadata) && f.value[kUserMetadata].tag() == Tag::kStr) {
+      e.user_metadata = f.value[kUserMetadata].id();
     }
     return e;
   }
@@ -223,18 +243,20 @@ class SnapshotFolder : public pickle::Folder {
   }
 
   std::optional<Value> fold_dict(Tree& tree, uint32_t id) {
-    // One pass over the keys; known keys have ids below kKeyCount.
-    uint32_t seen = 0;
-    tree.for_each_pair(id, [&](Value k, Value) {
-      if (k.tag() == Tag::kStr && k.id() < kKeyCount) seen |= 1u << k.id();
-    });
-    if (seen & (1u << kAction)) {
-      auto event = decode_trace(tree, id);
+    Fields f = fields_of(tree, id);
+    if (f.has(kAction)) {
+      auto event = decode_trace(tree, f);
       if (!event) return std::nullopt;  // left as a dict; the converter reports the problem
       events_.push_back(*event);
       return Value::record(kTraceRecord, events_.size() - 1);
     }
-    if (seen & (1u << kFilename)) return Value::record(kFrameRecord, intern_frame(decode_frame(tree, id)));
+    if (f.has(kFilename)) {
+      SnapshotFrame frame;
+      if (f.value[kFilename].tag() == Tag::kStr) frame.filename = f.value[kFilename].id();
+      if (f.has(kName) && f.value[kName].tag() == Tag::kStr) frame.name = f.value[kName].id();
+      if (f.has(kLine)) frame.line = tree.as_uint(f.value[kLine]).value_or(0);
+      return Value::record(kFrameRecord, intern_frame(frame));
+    }
     return std::nullopt;
   }
 
