@@ -233,6 +233,8 @@ def run_device(dev, steps, layers, oom, rng):
 
 def build(args):
     rng = random.Random(args.seed)
+    if not hasattr(args, "layers"):
+        args.layers = 6
     frames = Frames(rng, with_cpp=not args.python_stacks)
     devices = [Device(d, rng, frames, args.expandable, None) for d in range(args.devices)]
     for dev in devices:
@@ -289,12 +291,15 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
     if args.size:
-        # Calibrate: bytes per step at this layer/device count, then scale.
+        # Calibrate: the marginal bytes per step (the first steps also create the cache), then scale.
         target = parse_size(args.size)
         probe = argparse.Namespace(**vars(args))
-        probe.steps = 20
-        per_step = len(pickle.dumps(build(probe), protocol=args.protocol)) / 20
-        args.steps = max(1, int(target / per_step))
+        sizes = []
+        for steps in (100, 300):
+            probe.steps = steps
+            sizes.append(len(pickle.dumps(build(probe), protocol=args.protocol)))
+        per_step = (sizes[1] - sizes[0]) / 200
+        args.steps = max(1, int(100 + (target - sizes[0]) / per_step))
     snap = build(args)
     if args.json:
         with open(args.out, "w") as f:

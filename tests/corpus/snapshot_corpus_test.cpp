@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "analyses/snapshot_report.h"
 #include "support/test_support.h"
 
@@ -92,6 +94,40 @@ TEST(SnapshotCorpus, ReencodingsGiveIdenticalResults) {
       EXPECT_EQ(variant->verdict, original->verdict) << path;
       EXPECT_EQ(variant->distinct_stacks, original->distinct_stacks) << path;
     }
+  }
+}
+
+// Side by side with PyTorch's own `_memory_viz.py stats` (Debian's python3-torch 1.13 ships it;
+// tools/memory_viz_stats.py runs its stats() on the segment list): the same totals, to the byte.
+TEST(SnapshotCorpus, SameTotalsAsPytorchsMemoryViz) {
+  const char* memory_viz = "/usr/lib/python3/dist-packages/torch/cuda/_memory_viz.py";
+  ASSERT_TRUE(std::filesystem::exists(memory_viz)) << "python3-torch is not installed (scripts/setup.sh)";
+  std::vector<std::string> files;
+  for (const Reference& ref : kReference) files.push_back(testing::corpus_path(std::string("snapshots/") + ref.file));
+  for (const char* f : {"train_p4.pickle", "expandable_p4.pickle", "list_1_13_p2.pickle", "history_2_0_p4.pickle"}) {
+    files.push_back(testing::fixture_path(std::string("snapshot/") + f));
+  }
+  for (const std::string& file : files) {
+    std::string out = std::string(OOMDOC_BINARY_DIR) + "/memory_viz_stats.json";
+    std::string command = "/usr/bin/python3 " + std::string(OOMDOC_SOURCE_DIR) + "/tools/memory_viz_stats.py " +
+                          file + " > " + out;
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    auto peer = nlohmann::json::parse(testing::read_file(out));
+    auto report = analyze_snapshot_file(file);
+    ASSERT_TRUE(report.ok()) << report.error().message;
+    uint64_t segments = 0, reserved = 0, allocated = 0, inactive = 0, pending = 0;
+    for (const DeviceReport& d : report->devices) {
+      segments += d.memory.segments;
+      reserved += d.memory.reserved_bytes;
+      allocated += d.memory.allocated_bytes;
+      inactive += d.memory.inactive_bytes;
+      pending += d.memory.pending_free_bytes;
+    }
+    EXPECT_EQ(peer["segments"], segments) << file;
+    EXPECT_EQ(peer["total_size"], reserved) << file;
+    EXPECT_EQ(peer.value("active_allocated", uint64_t(0)), allocated) << file;
+    EXPECT_EQ(peer.value("inactive", uint64_t(0)), inactive) << file;
+    EXPECT_EQ(peer.value("active_pending_free", uint64_t(0)), pending) << file;
   }
 }
 
