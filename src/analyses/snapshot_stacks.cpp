@@ -90,8 +90,26 @@ const std::string& StackLabeler::key(StackId stack) {
   }
   std::string key;
   if (first == frames.size()) {
-    // No user code in the stack: name the first meaningful frame instead.
-    for (size_t i = 0; i < frames.size(); ++i) {
+    // No user code (e.g. the backward pass runs on autograd's C++ thread): the autograd node,
+    // else the aten operator, else the first meaningful frame.
+    for (size_t i = 0; i < frames.size() && key.empty(); ++i) {
+      std::string_view name = snapshot_.str(snapshot_.frames[frames[i]].name);
+      size_t backward = name.find("Backward");
+      if (backward != std::string_view::npos && name.find("::apply", backward) != std::string_view::npos) {
+        size_t start = name.rfind("::", backward);
+        start = start == std::string_view::npos ? 0 : start + 2;
+        size_t end = name.find("::apply", backward);
+        key = std::string(name.substr(start, end - start)) + " (backward pass, no Python frame)";
+      }
+    }
+    for (size_t i = 0; i < frames.size() && key.empty(); ++i) {
+      std::string_view name = snapshot_.str(snapshot_.frames[frames[i]].name);
+      if (name.rfind("at::_ops::", 0) == 0) {
+        std::string_view op = name.substr(10);
+        key = "aten::" + std::string(op.substr(0, op.find("::"))) + " (no Python frame)";
+      }
+    }
+    for (size_t i = 0; i < frames.size() && key.empty(); ++i) {
       const SnapshotFrame& f = snapshot_.frames[frames[i]];
       if (!is_noise_frame(snapshot_.str(f.filename), snapshot_.str(f.name))) {
         key = frame_text(frames[i]) + " (no user frame)";

@@ -33,9 +33,15 @@ TEST(StackLabeler, NoUserFrameNamesTheFirstMeaningfulFrame) {
   SnapshotBuilder b;
   StackId s = b.stack({{"??", 0, "torch::unwind::unwind()"}, {"??", 0, "at::native::empty_cuda"}});
   StackId only_noise = b.stack({{"??", 0, "torch::unwind::unwind()"}});
+  StackId op = b.stack({{"??", 0, "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc"},
+                        {"??", 0, "at::_ops::bmm::call(at::Tensor const&, at::Tensor const&)"}});
+  StackId backward = b.stack({{"??", 0, "at::_ops::mul_Tensor::call(at::Tensor const&)"},
+                              {"??", 0, "torch::autograd::generated::MulBackward0::apply(std::vector<at::Tensor>&&)"}});
   StackLabeler labeler(b.snapshot(), 2);
   EXPECT_EQ(labeler.key(s), "at::native::empty_cuda (no user frame)");
   EXPECT_EQ(labeler.key(only_noise), "<no user frame>");
+  EXPECT_EQ(labeler.key(op), "aten::bmm (no Python frame)");
+  EXPECT_EQ(labeler.key(backward), "MulBackward0 (backward pass, no Python frame)");
 }
 
 TEST(StackFilters, MatchThePeersNoiseList) {
