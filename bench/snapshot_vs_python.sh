@@ -7,7 +7,7 @@
 # cache, then times, alternating, three runs each of
 #   oomdoc: build/oomdoc snapshot FILE --json   (read + every analysis + the JSON document)
 #   python: tools/snapshot_totals.py FILE      (pickle.load + the same per-device totals)
-# with /usr/bin/time -v, and prints the best wall time, MB/s, the ratio and peak RSS of each.
+# (REPEAT=n to change) with /usr/bin/time -v, and prints the best wall time, MB/s, the ratio and peak RSS of each.
 # It also checks that both report the same totals. Needs build/oomdoc (Release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +36,7 @@ measure() {  # prints "seconds rss_kb"
 }
 
 best_o=999999; best_p=999999; rss_o=0; rss_p=0
-for i in 1 2 3; do
+for i in $(seq "${REPEAT:-3}"); do
   read -r t r < <(measure "$oomdoc" snapshot "$file" --json --quiet)
   best_o=$(python3 -c "print(min($best_o, $t))"); rss_o=$(( r > rss_o ? r : rss_o ))
   read -r t r < <(measure python3 tools/snapshot_totals.py "$file")
@@ -44,12 +44,12 @@ for i in 1 2 3; do
 done
 
 # Same totals on both sides.
-"$oomdoc" snapshot "$file" --json --quiet > /tmp/oomdoc-bench/oomdoc.json
-python3 tools/snapshot_totals.py "$file" --json > /tmp/oomdoc-bench/python.json
+"$oomdoc" snapshot "$file" --json --quiet > /tmp/oomdoc-bench/snapshot-oomdoc.json
+python3 tools/snapshot_totals.py "$file" --json > /tmp/oomdoc-bench/snapshot-python.json
 python3 - <<'PY'
 import json
-o = json.load(open("/tmp/oomdoc-bench/oomdoc.json"))["devices"]
-p = json.load(open("/tmp/oomdoc-bench/python.json"))
+o = json.load(open("/tmp/oomdoc-bench/snapshot-oomdoc.json"))["devices"]
+p = json.load(open("/tmp/oomdoc-bench/snapshot-python.json"))
 keys = ["device", "segments", "reserved_bytes", "allocated_bytes", "active_bytes", "requested_bytes",
         "inactive_bytes", "largest_free_block_bytes", "trace_events", "peak_live_bytes", "baseline_bytes"]
 for a, b in zip(o, p):

@@ -99,6 +99,7 @@ class Device:
         self.live = {}          # block address -> block
         self.next_addr = 0x7F0000000000 + index * 0x10000000000
         self.time = BASE_TIME_US + index * 1000
+        self.annotations = []
 
     def tick(self):
         self.time += self.rng.randint(5, 400)
@@ -209,6 +210,9 @@ def run_device(dev, steps, layers, oom, rng):
     optimizer = []
     leaked = []
     for step in range(steps):
+        if step < 50:  # the profiler's step annotations (kept short, as a profiler schedule would)
+            dev.annotations.append({"name": f"ProfilerStep#{step}", "stage": "START", "device": dev.index,
+                                    "time_us": dev.tick()})
         acts = []
         for layer in range(layers):
             acts.append(dev.alloc(rng.choice([2, 4, 8]) * MiB + rng.randint(0, 512), f"act{layer % 4}"))
@@ -258,11 +262,7 @@ def build(args):
                 traces[i] = t[-args.max_entries:]
                 overflowed = True
         settings["trace_alloc_overflowed"] = overflowed
-    annotations = []
-    t0 = BASE_TIME_US
-    for step in range(min(args.steps, 50)):
-        annotations.append({"name": f"ProfilerStep#{step}", "stage": "START", "device": 0,
-                            "time_us": t0 + step * 1000})
+    annotations = [a for dev in devices for a in dev.annotations]
     return {"segments": segments, "device_traces": traces, "allocator_settings": settings,
             "external_annotations": annotations}
 

@@ -72,6 +72,11 @@ SnapshotReport analyze_snapshot(const Snapshot& snapshot, const SnapshotOptions&
     }
     d.ooms = analyze_ooms(snapshot, device, d.timeline, labeler, options);
     d.growth = analyze_growth(snapshot, device, labeler, options);
+    if (d.growth.leaks.empty()) {  // only suggest dropping kept tensors when some were found
+      for (OomReport& o : d.ooms) {
+        std::erase_if(o.fixes, [](const OomFix& f) { return f.id == "free_references"; });
+      }
+    }
     r.devices.push_back(std::move(d));
   }
   r.verdict = headline(r);

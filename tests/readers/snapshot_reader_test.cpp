@@ -59,7 +59,7 @@ TEST_P(TrainVariants, EveryEncodingGivesTheReferenceFigures) {
   ASSERT_TRUE(s.allocator_settings.has_value());
   EXPECT_EQ(s.allocator_settings->max_split_size, -1);
   EXPECT_EQ(s.allocator_settings->expandable_segments, false);
-  EXPECT_EQ(s.annotations.size(), 3u);
+  EXPECT_EQ(s.annotations.size(), 6u);  // ProfilerStep#0..2 on each device
 }
 
 INSTANTIATE_TEST_SUITE_P(Encodings, TrainVariants,
