@@ -1,4 +1,4 @@
-// Inputs the fuzzer (fuzz/snapshot_fuzz.cpp) once crashed on, replayed through the same
+// Inputs the fuzzer (fuzz/snapshot_fuzz.cpp) once crashed or stalled on, replayed through the same
 // pipeline: each must give a clean result or a clean error.
 #include <gtest/gtest.h>
 
