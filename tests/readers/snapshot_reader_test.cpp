@@ -93,7 +93,9 @@ TEST(SnapshotReader, ListLayoutOf113) {
   const SnapshotSegment& seg = s.segments.front();
   EXPECT_FALSE(seg.requested_size.has_value());
   EXPECT_EQ(seg.blocks.front().address, seg.address);
-  if (seg.blocks.size() > 1) EXPECT_EQ(seg.blocks[1].address, seg.address + seg.blocks[0].size);
+  if (seg.blocks.size() > 1) {
+    EXPECT_EQ(seg.blocks[1].address, seg.address + seg.blocks[0].size);
+  }
 }
 
 TEST(SnapshotReader, HistoryLayoutOf20) {
