@@ -1,0 +1,110 @@
+// oomdoc snapshot FILE: reads a PyTorch memory snapshot (pickle or JSON) and says what filled the
+// card: per-device figures, the trace's peak and its stacks, each OOM with a verdict, leaks.
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "analyses/snapshot_report.h"
+#include "command.h"
+#include "core/exit_codes.h"
+#include "core/units.h"
+#include "readers/snapshot_reader.h"
+#include "report/snapshot_render.h"
+
+namespace oomdoc::cli {
+
+namespace {
+
+struct SnapshotArgs {
+  std::string file;
+  std::string compare_with;
+  bool json = false;
+  std::string html;
+  int device = -1;
+  size_t top = 10;
+  size_t depth = 2;
+  std::string gpu_memory;
+  bool quiet = false;
+};
+
+// A progress bar on stderr for big files, only when stderr is a terminal.
+SnapshotReadOptions read_options(const SnapshotArgs& args) {
+  SnapshotReadOptions options;
+  if (!args.quiet && isatty(2) == 1) {
+    options.progress = [](uint64_t done, uint64_t total) {
+      if (total < (256ull << 20)) return;  // small files are read before a bar would help
+      int percent = static_cast<int>(done * 100 / total);
+      std::cerr << fmt::format("\rreading {} / {} ({}%)", format_bytes(done), format_bytes(total), percent);
+      if (done >= total) std::cerr << "\r\x1b[K";
+    };
+  }
+  return options;
+}
+
+int run(const SnapshotArgs& args) {
+  SnapshotOptions options;
+  options.top = args.top;
+  options.stack_depth = args.depth;
+  if (args.device >= 0) options.device = args.device;
+  if (!args.gpu_memory.empty()) {
+    auto size = parse_user_size(args.gpu_memory);
+    if (!size || *size == 0) return fail("--gpu-memory: not a size: '" + args.gpu_memory + "'");
+    options.device_total_bytes = *size;
+  }
+  auto snapshot = read_snapshot_file(args.file, read_options(args));
+  if (!snapshot) return fail(snapshot.error().message);
+
+  if (!args.compare_with.empty()) {
+    auto after = read_snapshot_file(args.compare_with, read_options(args));
+    if (!after) return fail(after.error().message);
+    SnapshotComparison c = compare_snapshots(*snapshot, *after, options);
+    if (args.json) {
+      std::cout << dump_json(comparison_json(c, args.file, args.compare_with));
+    } else {
+      std::cout << render_comparison_text(c, args.file, args.compare_with, Style::for_fd(1));
+    }
+    return kExitOk;
+  }
+
+  SnapshotReport report = analyze_snapshot(*snapshot, options);
+  report.file = args.file == "-" ? "<stdin>" : args.file;
+  if (!args.html.empty()) {
+    std::ofstream out(args.html, std::ios::binary);
+    out << render_snapshot_html(report);
+    out.close();
+    if (!out) return fail(args.html + ": cannot write the HTML report");
+  }
+  if (args.json) {
+    std::cout << dump_json(snapshot_report_json(report));
+  } else {
+    std::cout << render_snapshot_text(report, Style::for_fd(1));
+    if (!args.html.empty()) std::cout << "\nHTML report: " << args.html << "\n";
+  }
+  return kExitOk;
+}
+
+void setup(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<SnapshotArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "snapshot", "Read a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot) and say what filled the GPU");
+  cmd->add_option("file", args->file, "Snapshot pickle (protocol 2-5) or JSON; '-' for stdin")->required();
+  cmd->add_option("--compare", args->compare_with, "A second snapshot: show what changed (per stack)");
+  cmd->add_flag("--json", args->json, "Print one JSON document (fields: docs/json.md)");
+  cmd->add_option("--html", args->html, "Also write a self-contained HTML report with a timeline");
+  cmd->add_option("--device", args->device, "Only this CUDA device");
+  cmd->add_option("--top", args->top, "Stacks to list (default 10)");
+  cmd->add_option("--depth", args->depth, "User frames in a stack's key (default 2)");
+  cmd->add_option("--gpu-memory", args->gpu_memory,
+                  "Device capacity (e.g. 80GiB), to detect memory used outside PyTorch at an OOM");
+  cmd->add_flag("--quiet", args->quiet, "No progress bar");
+  cmd->callback([args, exit_code]() { *exit_code = run(*args); });
+}
+
+CommandRegistration registration{50, "snapshot", setup};
+
+}  // namespace
+
+}  // namespace oomdoc::cli

@@ -1,0 +1,175 @@
+// Analyses of a memory snapshot, one function per question; each returns a plain struct that the
+// renderers (terminal, JSON, HTML) print without computing anything. Byte figures follow
+// ../shared/docs/snapshot-format.md §2.8: trace sizes are requested bytes, segment/block sizes are
+// rounded; the trace replay counts from 0 at the first event (a delta), and the memory allocated
+// before recording started is reported apart as the baseline.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/snapshot.h"
+
+namespace oomdoc {
+
+struct SnapshotOptions {
+  size_t stack_depth = 2;     // user frames in a stack group's key, from the first user frame out
+  size_t top = 10;            // stacks listed at the peak / at an OOM
+  std::optional<uint64_t> device_total_bytes;  // GPU capacity, for the outside_pytorch verdict
+  std::optional<int> device;  // only this device
+  size_t timeline_points = 2000;  // at most this many points kept for plotting
+};
+
+// ---- per-device figures from the segments (state at dump time) ----
+struct DeviceMemory {
+  int device = 0;
+  size_t segments = 0;
+  uint64_t reserved_bytes = 0;   // sum(total_size)
+  uint64_t allocated_bytes = 0;  // sum(allocated_size)
+  uint64_t active_bytes = 0;     // sum(active_size): allocated + pending free
+  std::optional<uint64_t> requested_bytes;  // sum(requested_size); absent in 1.13 files
+  uint64_t inactive_bytes = 0;   // cached free blocks
+  uint64_t largest_free_block_bytes = 0;
+  uint64_t releasable_bytes = 0; // whole free segments (empty_cache would return them)
+  uint64_t stranded_bytes = 0;   // free blocks inside partly used segments
+  uint64_t pending_free_bytes = 0;
+  std::optional<uint64_t> rounding_waste_bytes;  // allocated - requested
+  size_t private_pool_segments = 0;
+  size_t expandable_segments = 0;
+};
+DeviceMemory summarize_device(const Snapshot& snapshot, int device);
+
+// ---- stacks: labels and grouping at the first user frame ----
+class StackLabeler {
+ public:
+  StackLabeler(const Snapshot& snapshot, size_t depth);
+  // "model.py:42 forward < train.py:88 train_step"; "<no stack recorded>" for kNoStack.
+  const std::string& key(StackId stack);
+  // The stack without noise frames (unwinder, interpreter), innermost first, at most max frames.
+  std::vector<std::string> frames(StackId stack, size_t max = 12) const;
+  std::string frame_text(FrameId frame) const;
+
+ private:
+  const Snapshot& snapshot_;
+  size_t depth_;
+  std::vector<std::string> keys_;
+  std::vector<bool> done_;
+};
+bool is_noise_frame(std::string_view filename, std::string_view name);
+bool is_user_frame(std::string_view filename, std::string_view name);
+
+struct StackGroup {
+  std::string key;
+  StackId example_stack = kNoStack;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  std::vector<std::string> frames;  // of the example stack
+};
+
+// ---- timeline replay ----
+struct TimelinePoint {
+  uint64_t event_index = 0;
+  std::optional<int64_t> time_us;
+  int64_t live_bytes = 0;      // absolute: baseline + replay delta
+  int64_t reserved_bytes = 0;  // absolute, anchored on the segments at dump time
+  TraceAction action = TraceAction::kOther;
+  uint64_t size = 0;
+  StackId stack = kNoStack;
+  std::string stack_key;  // filled by analyze_snapshot (the stack's label, for hover text)
+};
+
+struct Timeline {
+  uint64_t events = 0;
+  bool has_time = false;
+  int64_t peak_live_delta = 0;  // max running sum from 0 at the first event (never below 0)
+  std::optional<uint64_t> peak_index;  // event index of the peak (absent with no trace growth)
+  std::optional<int64_t> peak_time_us;
+  uint64_t baseline_bytes = 0;        // allocated before recording: unmatched frees + ghosts
+  uint64_t unmatched_free_bytes = 0;  // freed in the trace, allocated before it
+  uint64_t unmatched_frees = 0;
+  uint64_t ghost_bytes = 0;           // live at dump, never allocated in the trace
+  int64_t reserved_at_start = 0;
+  int64_t peak_reserved_bytes = 0;
+  bool truncated = false;
+  std::string truncation_reason;
+  std::vector<TimelinePoint> points;  // downsampled, keeping each bucket's highest live point
+};
+Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOptions& options);
+
+// The allocations live at event index `at` (inclusive), grouped by stack, largest first.
+std::vector<StackGroup> live_stacks_at(const Snapshot& snapshot, int device, uint64_t at,
+                                       StackLabeler& labeler, size_t top);
+// Groups of the active_allocated blocks at dump time (no trace needed).
+std::vector<StackGroup> live_stacks_at_dump(const Snapshot& snapshot, int device,
+                                            StackLabeler& labeler, size_t top);
+
+// ---- OOM events ----
+enum class OomVerdict { kExhaustion, kFragmentation, kOutsidePytorch };
+std::string_view oom_verdict_name(OomVerdict verdict);
+
+struct LiveAllocation {
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+  std::string stack_key;
+};
+struct CacheRelease {
+  uint64_t event_index = 0;
+  TraceAction action = TraceAction::kSegmentFree;
+  uint64_t bytes = 0;
+};
+struct OomFix {
+  std::string id;     // shared with `oomdoc explain`'s fix catalogue
+  std::string title;
+};
+
+struct OomReport {
+  uint64_t event_index = 0;
+  std::optional<int64_t> time_us;
+  uint64_t requested_bytes = 0;
+  uint64_t device_free_bytes = 0;
+  uint64_t live_bytes = 0;            // requested bytes live at the OOM (baseline + replay)
+  uint64_t allocated_bytes = 0;       // rounded block bytes live in the replayed layout
+  uint64_t reserved_bytes = 0;        // replayed from the trace, not read from the final segments
+  uint64_t largest_free_block_bytes = 0;
+  std::optional<uint64_t> outside_pytorch_bytes;  // needs the device capacity
+  OomVerdict verdict = OomVerdict::kExhaustion;
+  std::string explanation;
+  std::vector<std::string> stack;     // the failing allocation's stack (noise removed)
+  std::string stack_key;
+  std::vector<LiveAllocation> biggest_live;
+  std::vector<CacheRelease> releases_before;
+  std::vector<StackGroup> top_stacks;
+  std::vector<OomFix> fixes;
+};
+std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const Timeline& timeline,
+                                    StackLabeler& labeler, const SnapshotOptions& options);
+
+// ---- growth: allocations that survive iteration after iteration ----
+struct LeakCandidate {
+  std::string stack_key;
+  std::vector<std::string> frames;
+  uint64_t bytes = 0;      // still live at the end of the trace
+  uint64_t count = 0;
+  uint64_t iterations = 0; // distinct iterations (steps or trace windows) that left one behind
+  uint64_t first_event = 0;
+  uint64_t last_event = 0;
+};
+struct GrowthReport {
+  std::string iteration_source;  // "ProfilerStep annotations" or "10 equal windows of the trace"
+  uint64_t iterations = 0;
+  std::vector<LeakCandidate> leaks;
+};
+GrowthReport analyze_growth(const Snapshot& snapshot, int device, StackLabeler& labeler,
+                            const SnapshotOptions& options);
+
+// ---- allocator settings echoed and explained ----
+struct SettingNote {
+  std::string key;
+  std::string value;
+  std::string meaning;
+};
+std::vector<SettingNote> explain_allocator_settings(const AllocatorSettings& settings);
+
+}  // namespace oomdoc

@@ -1,0 +1,218 @@
+// What the device looked like at each `oom` trace entry, and why the request failed.
+//
+// The state at the OOM is replayed from the trace, not read from the final segments: a program can
+// survive an OOM (snapshot-format.md §2.8). The segment layout is rebuilt by undoing, from the
+// dump-time segments backwards, every event after the OOM (as MemoryViz's Allocator State History
+// does): the gaps between live blocks in each segment then give the largest free block.
+//
+// Verdict (the request, free device memory and the replayed cache decide):
+//  - outside_pytorch: the device capacity is known and what PyTorch reserved plus what CUDA says is
+//    free leaves a large part of the device unaccounted for (NCCL, cuBLAS workspaces, the CUDA
+//    context, other processes);
+//  - fragmentation: cached free memory plus free device memory would cover the request, but no
+//    free block or new segment fits it;
+//  - exhaustion: live tensors fill the device.
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "analyses/snapshot_analysis.h"
+#include "analyses/snapshot_replay.h"
+#include "core/units.h"
+
+namespace oomdoc {
+
+namespace {
+
+uint64_t round_block(uint64_t requested) {
+  // The allocator rounds requests to 512 bytes (kMinBlockSize); good enough to rebuild gaps.
+  return std::max<uint64_t>(512, (requested + 511) / 512 * 512);
+}
+
+struct Layout {
+  std::map<uint64_t, uint64_t> segments;  // base -> size
+  std::map<uint64_t, uint64_t> blocks;    // live block address -> rounded size
+};
+
+Layout layout_at(const Snapshot& snapshot, int device, uint64_t index) {
+  Layout l;
+  for (const SnapshotSegment& s : snapshot.segments) {
+    if (s.device != device) continue;
+    l.segments[s.address] = s.total_size;
+    for (const SnapshotBlock& b : s.blocks) {
+      if (b.state != BlockState::kInactive) l.blocks[b.address] = b.size;
+    }
+  }
+  const auto trace = snapshot.trace(device);
+  for (size_t j = trace.size(); j-- > index + 1;) {
+    const TraceEvent& e = trace[j];
+    switch (e.action) {
+      case TraceAction::kAlloc: l.blocks.erase(e.addr); break;
+      case TraceAction::kFreeCompleted: l.blocks[e.addr] = round_block(e.size); break;
+      case TraceAction::kSegmentAlloc: l.segments.erase(e.addr); break;
+      case TraceAction::kSegmentFree: l.segments[e.addr] = e.size; break;
+      case TraceAction::kSegmentMap: {
+        // Undo growth: shrink the segment that ends with this range (or drop a whole one).
+        auto it = l.segments.upper_bound(e.addr);
+        if (it != l.segments.begin()) {
+          --it;
+          if (it->first == e.addr && it->second <= e.size) {
+            l.segments.erase(it);
+          } else if (it->first + it->second >= e.addr + e.size && it->second > e.size) {
+            it->second -= e.size;
+          }
+        }
+        break;
+      }
+      case TraceAction::kSegmentUnmap: {
+        // Undo a release: the range was mapped, joined to the segment it ends.
+        auto it = l.segments.upper_bound(e.addr);
+        if (it != l.segments.begin() && std::prev(it)->first + std::prev(it)->second == e.addr) {
+          std::prev(it)->second += e.size;
+        } else {
+          l.segments[e.addr] = e.size;
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+  return l;
+}
+
+uint64_t largest_gap(const Layout& l) {
+  uint64_t best = 0;
+  for (auto [base, size] : l.segments) {
+    uint64_t cursor = base, end = base + size;
+    for (auto it = l.blocks.lower_bound(base); it != l.blocks.end() && it->first < end; ++it) {
+      if (it->first > cursor) best = std::max(best, it->first - cursor);
+      cursor = std::max(cursor, it->first + it->second);
+    }
+    if (end > cursor) best = std::max(best, end - cursor);
+  }
+  return best;
+}
+
+std::vector<OomFix> fixes_for(OomVerdict verdict) {
+  switch (verdict) {
+    case OomVerdict::kFragmentation:
+      return {{"expandable_segments", "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"},
+              {"max_split_size", "Limit block splitting: PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:<N>"},
+              {"empty_cache", "Call torch.cuda.empty_cache() between phases with different shapes"}};
+    case OomVerdict::kOutsidePytorch:
+      return {{"other_processes", "Check for other processes on the GPU (oomdoc gpus)"},
+              {"nccl_memory", "Reduce NCCL / cuBLAS workspace memory (NCCL_BUFFSIZE, CUBLAS_WORKSPACE_CONFIG)"}};
+    case OomVerdict::kExhaustion:
+      return {{"reduce_batch_size", "Reduce the batch size (or sequence length)"},
+              {"activation_checkpointing", "Enable activation checkpointing"},
+              {"mixed_precision", "Train in bf16/fp16 mixed precision"},
+              {"free_references", "Drop references to tensors kept across steps (see leaks)"}};
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string_view oom_verdict_name(OomVerdict verdict) {
+  switch (verdict) {
+    case OomVerdict::kExhaustion: return "exhaustion";
+    case OomVerdict::kFragmentation: return "fragmentation";
+    case OomVerdict::kOutsidePytorch: return "outside_pytorch";
+  }
+  return "exhaustion";
+}
+
+std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const Timeline& timeline,
+                                    StackLabeler& labeler, const SnapshotOptions& options) {
+  std::vector<OomReport> out;
+  const auto trace = snapshot.trace(device);
+  if (trace.empty()) return out;
+  constexpr size_t kMaxOomsAnalysed = 20;  // each costs a replay; more than this is repetition
+  int64_t delta = 0;
+  uint64_t last_alloc_index = 0;
+  for (size_t i = 0; i < trace.size() && out.size() < kMaxOomsAnalysed; ++i) {
+    const TraceEvent& e = trace[i];
+    if (e.action == TraceAction::kAlloc) {
+      delta += static_cast<int64_t>(e.size);
+      last_alloc_index = i;
+    }
+    if (e.action == TraceAction::kFreeCompleted) delta -= static_cast<int64_t>(e.size);
+    if (e.action != TraceAction::kOom) continue;
+
+    OomReport r;
+    r.event_index = i;
+    if (e.has_time) r.time_us = e.time_us;
+    r.requested_bytes = e.size;
+    r.device_free_bytes = e.device_free();
+    int64_t live = static_cast<int64_t>(timeline.baseline_bytes) + delta;
+    r.live_bytes = live > 0 ? static_cast<uint64_t>(live) : 0;
+    Layout layout = layout_at(snapshot, device, i);
+    for (auto [base, size] : layout.segments) r.reserved_bytes += size;
+    for (auto [addr, size] : layout.blocks) r.allocated_bytes += size;
+    r.largest_free_block_bytes = largest_gap(layout);
+    uint64_t cached_free = r.reserved_bytes > r.allocated_bytes ? r.reserved_bytes - r.allocated_bytes : 0;
+
+    if (options.device_total_bytes) {
+      uint64_t accounted = r.reserved_bytes + r.device_free_bytes;
+      r.outside_pytorch_bytes = *options.device_total_bytes > accounted ? *options.device_total_bytes - accounted : 0;
+    }
+    uint64_t outside = r.outside_pytorch_bytes.value_or(0);
+    if (r.outside_pytorch_bytes && outside >= r.requested_bytes &&
+        outside > *options.device_total_bytes / 10) {
+      r.verdict = OomVerdict::kOutsidePytorch;
+      r.explanation = fmt::format(
+          "{} of the {} device is used outside PyTorch's allocator (reserved {}, free {}): more "
+          "than the {} request",
+          format_bytes(outside), format_bytes(*options.device_total_bytes), format_bytes(r.reserved_bytes),
+          format_bytes(r.device_free_bytes), format_bytes(r.requested_bytes));
+    } else if (cached_free + r.device_free_bytes >= r.requested_bytes) {
+      r.verdict = OomVerdict::kFragmentation;
+      r.explanation = fmt::format(
+          "{} free in PyTorch's cache plus {} free on the device would cover the {} request, but "
+          "the largest free block is {}: the free memory is fragmented",
+          format_bytes(cached_free), format_bytes(r.device_free_bytes), format_bytes(r.requested_bytes),
+          format_bytes(r.largest_free_block_bytes));
+    } else {
+      r.verdict = OomVerdict::kExhaustion;
+      r.explanation = fmt::format(
+          "{} live in tensors and {} reserved; only {} cached and {} free on the device for a {} "
+          "request: the device is full of live tensors",
+          format_bytes(r.live_bytes), format_bytes(r.reserved_bytes), format_bytes(cached_free),
+          format_bytes(r.device_free_bytes), format_bytes(r.requested_bytes));
+    }
+    r.stack = labeler.frames(e.stack);
+    r.stack_key = labeler.key(e.stack);
+    r.top_stacks = live_stacks_at(snapshot, device, i, labeler, options.top);
+
+    // The biggest allocations live at that moment.
+    detail::AddressMap live_map;
+    for (size_t j = 0; j <= i; ++j) {
+      const TraceEvent& x = trace[j];
+      if (x.action == TraceAction::kAlloc) live_map.put(x.addr, {x.size, j, x.stack});
+      if (x.action == TraceAction::kFreeCompleted) live_map.erase(x.addr);
+    }
+    std::vector<LiveAllocation> biggest;
+    live_map.for_each([&](uint64_t addr, const detail::LiveEntry& v) {
+      biggest.push_back({addr, v.size, labeler.key(v.stack)});
+    });
+    std::sort(biggest.begin(), biggest.end(), [](const LiveAllocation& a, const LiveAllocation& b) {
+      return a.bytes != b.bytes ? a.bytes > b.bytes : a.address < b.address;
+    });
+    if (biggest.size() > 5) biggest.resize(5);
+    r.biggest_live = std::move(biggest);
+
+    // Cache released by the allocator while retrying, i.e. since the last allocation.
+    for (size_t j = last_alloc_index; j < i; ++j) {
+      const TraceEvent& x = trace[j];
+      if (x.action == TraceAction::kSegmentFree || x.action == TraceAction::kSegmentUnmap) {
+        r.releases_before.push_back({j, x.action, x.size});
+      }
+    }
+    r.fixes = fixes_for(r.verdict);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace oomdoc

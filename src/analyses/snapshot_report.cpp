@@ -1,0 +1,95 @@
+#include "analyses/snapshot_report.h"
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+
+namespace oomdoc {
+
+namespace {
+
+std::string headline(const SnapshotReport& r) {
+  for (const DeviceReport& d : r.devices) {
+    if (d.ooms.empty()) continue;
+    const OomReport& o = d.ooms.front();
+    return fmt::format("OOM on cuda:{} at trace event {}: {} ({} requested, {} free on the device, "
+                       "{} reserved, largest free block {}){}",
+                       d.memory.device, o.event_index, oom_verdict_name(o.verdict),
+                       format_bytes(o.requested_bytes), format_bytes(o.device_free_bytes),
+                       format_bytes(o.reserved_bytes), format_bytes(o.largest_free_block_bytes),
+                       d.ooms.size() > 1 ? fmt::format(" and {} more OOM events", d.ooms.size() - 1) : "");
+  }
+  for (const DeviceReport& d : r.devices) {
+    if (d.growth.leaks.empty()) continue;
+    const LeakCandidate& l = d.growth.leaks.front();
+    return fmt::format("No OOM recorded. Possible leak on cuda:{}: {} keeps {} in {} allocations "
+                       "left behind by {} iterations",
+                       d.memory.device, l.stack_key, format_bytes(l.bytes), l.count, l.iterations);
+  }
+  const DeviceReport* top = nullptr;
+  for (const DeviceReport& d : r.devices) {
+    if (!top || d.memory.reserved_bytes > top->memory.reserved_bytes) top = &d;
+  }
+  if (!top) return "The snapshot holds no segments and no trace events";
+  if (top->timeline.events == 0 || top->timeline.truncated) {
+    return fmt::format("No OOM recorded. cuda:{} holds {} reserved, {} allocated at dump time{}",
+                       top->memory.device, format_bytes(top->memory.reserved_bytes),
+                       format_bytes(top->memory.allocated_bytes),
+                       top->timeline.events == 0 ? " (no trace recorded)" : " (trace truncated)");
+  }
+  return fmt::format("No OOM recorded. Peak live memory on cuda:{}: {} ({} before recording + {} "
+                     "at the trace peak); {} reserved at dump time",
+                     top->memory.device,
+                     format_bytes(top->timeline.baseline_bytes + uint64_t(top->timeline.peak_live_delta)),
+                     format_bytes(top->timeline.baseline_bytes),
+                     format_bytes(uint64_t(top->timeline.peak_live_delta)),
+                     format_bytes(top->memory.reserved_bytes));
+}
+
+}  // namespace
+
+SnapshotReport analyze_snapshot(const Snapshot& snapshot, const SnapshotOptions& options) {
+  SnapshotReport r;
+  r.source_format = snapshot.source_format;
+  r.layout = snapshot.layout;
+  if (snapshot.allocator_settings) r.allocator_settings = explain_allocator_settings(*snapshot.allocator_settings);
+  r.annotations = snapshot.annotations.size();
+  r.distinct_stacks = snapshot.stack_count() - 1;
+  r.distinct_frames = snapshot.frames.size();
+  StackLabeler labeler(snapshot, options.stack_depth);
+  for (int device : snapshot.devices()) {
+    if (options.device && *options.device != device) continue;
+    DeviceReport d;
+    d.memory = summarize_device(snapshot, device);
+    d.timeline = replay_timeline(snapshot, device, options);
+    for (TimelinePoint& p : d.timeline.points) p.stack_key = labeler.key(p.stack);
+    if (d.timeline.peak_index) {
+      d.top_stacks_when = "peak";
+      d.top_stacks = live_stacks_at(snapshot, device, *d.timeline.peak_index, labeler, options.top);
+    } else {
+      d.top_stacks_when = "dump";
+      d.top_stacks = live_stacks_at_dump(snapshot, device, labeler, options.top);
+    }
+    d.ooms = analyze_ooms(snapshot, device, d.timeline, labeler, options);
+    d.growth = analyze_growth(snapshot, device, labeler, options);
+    if (d.growth.leaks.empty()) {  // only suggest dropping kept tensors when some were found
+      for (OomReport& o : d.ooms) {
+        std::erase_if(o.fixes, [](const OomFix& f) { return f.id == "free_references"; });
+      }
+    }
+    r.devices.push_back(std::move(d));
+  }
+  r.verdict = headline(r);
+  return r;
+}
+
+Result<SnapshotReport> analyze_snapshot_file(const std::string& path, const SnapshotOptions& options,
+                                             const SnapshotReadOptions& read_options) {
+  auto snapshot = read_snapshot_file(path, read_options);
+  if (!snapshot) return snapshot.error();
+  SnapshotReport report = analyze_snapshot(*snapshot, options);
+  report.file = path;
+  return report;
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,64 @@
+// Everything `oomdoc snapshot` says about one file, as plain data, plus the entry points other
+// commands use (e.g. `oomdoc run --snapshot-on-oom` calls analyze_snapshot_file on the dump).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analyses/snapshot_analysis.h"
+#include "core/result.h"
+#include "model/snapshot.h"
+#include "readers/snapshot_reader.h"
+
+namespace oomdoc {
+
+struct DeviceReport {
+  DeviceMemory memory;
+  Timeline timeline;
+  std::string top_stacks_when;        // "peak" (trace replay) or "dump" (segments only)
+  std::vector<StackGroup> top_stacks;
+  std::vector<OomReport> ooms;
+  GrowthReport growth;
+};
+
+struct SnapshotReport {
+  std::string file;
+  std::string source_format;  // "pickle protocol 4", "json"
+  SnapshotLayout layout = SnapshotLayout::kDeviceTraces;
+  std::vector<SettingNote> allocator_settings;  // empty when the file has none
+  size_t annotations = 0;
+  size_t distinct_stacks = 0;
+  size_t distinct_frames = 0;
+  std::vector<DeviceReport> devices;
+  std::string verdict;  // one line, printed first
+};
+
+SnapshotReport analyze_snapshot(const Snapshot& snapshot, const SnapshotOptions& options = {});
+// Reads and analyses; errors name the file ("x.pickle: offset 12: GLOBAL: refused: ...").
+Result<SnapshotReport> analyze_snapshot_file(const std::string& path,
+                                             const SnapshotOptions& options = {},
+                                             const SnapshotReadOptions& read_options = {});
+
+// ---- compare two snapshots (before / after a change) ----
+struct StackDelta {
+  std::string key;
+  int64_t before_bytes = 0;
+  int64_t after_bytes = 0;
+  int64_t delta_bytes = 0;
+};
+struct DeviceDelta {
+  int device = 0;
+  int64_t reserved_before = 0, reserved_after = 0;
+  int64_t allocated_before = 0, allocated_after = 0;
+  int64_t peak_live_before = 0, peak_live_after = 0;  // baseline + trace peak
+};
+struct SnapshotComparison {
+  std::vector<DeviceDelta> devices;
+  std::vector<StackDelta> stacks;  // live at dump, by stack key, largest change first
+};
+SnapshotComparison compare_snapshots(const Snapshot& before, const Snapshot& after,
+                                     const SnapshotOptions& options = {});
+
+}  // namespace oomdoc

@@ -1,0 +1,179 @@
+// Timeline replay of one device's trace: live (requested) bytes and reserved bytes over time.
+// Live: +size at `alloc`, -size at `free_completed` (free_requested only marks intent), counted
+// from 0 at the first event as the reference table in snapshot-format.md §6 does; the memory
+// allocated before recording (frees with no alloc in the trace, and blocks live at dump that the
+// trace never allocated) is the baseline, so live(t) = baseline + delta(t).
+// Reserved: +size at segment_alloc/segment_map, -size at segment_free/segment_unmap, anchored on
+// the segments at dump time.
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "analyses/snapshot_analysis.h"
+#include "analyses/snapshot_replay.h"
+
+namespace oomdoc {
+
+namespace {
+
+std::span<const TraceEvent> trace_of(const Snapshot& s, int device) { return s.trace(device); }
+
+int64_t reserved_delta(const TraceEvent& e) {
+  switch (e.action) {
+    case TraceAction::kSegmentAlloc:
+    case TraceAction::kSegmentMap: return static_cast<int64_t>(e.size);
+    case TraceAction::kSegmentFree:
+    case TraceAction::kSegmentUnmap: return -static_cast<int64_t>(e.size);
+    default: return 0;
+  }
+}
+
+std::vector<StackGroup> group(std::vector<std::pair<StackId, uint64_t>>& live, StackLabeler& labeler,
+                              size_t top) {
+  std::unordered_map<std::string, StackGroup> groups;
+  for (auto [stack, bytes] : live) {
+    const std::string& key = labeler.key(stack);
+    StackGroup& g = groups[key];
+    if (g.count == 0) {
+      g.key = key;
+      g.example_stack = stack;
+    }
+    g.bytes += bytes;
+    ++g.count;
+  }
+  std::vector<StackGroup> out;
+  out.reserve(groups.size());
+  for (auto& [key, g] : groups) out.push_back(std::move(g));
+  std::sort(out.begin(), out.end(), [](const StackGroup& a, const StackGroup& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.key < b.key;
+  });
+  if (out.size() > top) out.resize(top);
+  for (auto& g : out) g.frames = labeler.frames(g.example_stack);
+  return out;
+}
+
+}  // namespace
+
+Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOptions& options) {
+  Timeline t;
+  const auto trace = trace_of(snapshot, device);
+  t.events = trace.size();
+  detail::AddressMap live;
+  int64_t delta = 0, reserved = 0, peak_reserved_delta = 0;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const TraceEvent& e = trace[i];
+    if (e.has_time) t.has_time = true;
+    if (e.action == TraceAction::kAlloc) {
+      delta += static_cast<int64_t>(e.size);
+      live.put(e.addr, {e.size, i, e.stack});
+      if (delta > t.peak_live_delta) {
+        t.peak_live_delta = delta;
+        t.peak_index = i;
+        if (e.has_time) t.peak_time_us = e.time_us;
+      }
+    } else if (e.action == TraceAction::kFreeCompleted) {
+      delta -= static_cast<int64_t>(e.size);
+      if (!live.erase(e.addr)) {
+        t.unmatched_free_bytes += e.size;
+        ++t.unmatched_frees;
+      }
+    } else {
+      reserved += reserved_delta(e);
+      peak_reserved_delta = std::max(peak_reserved_delta, reserved);
+    }
+  }
+  // Ghosts: blocks live at dump that the trace never allocated (or whose alloc was dropped).
+  DeviceMemory memory = summarize_device(snapshot, device);
+  for (const SnapshotSegment& s : snapshot.segments) {
+    if (s.device != device) continue;
+    for (const SnapshotBlock& b : s.blocks) {
+      if (b.state != BlockState::kActiveAllocated) continue;
+      if (!live.find(b.address)) t.ghost_bytes += b.requested_size.value_or(b.size);
+    }
+  }
+  t.baseline_bytes = t.unmatched_free_bytes + t.ghost_bytes;
+  t.reserved_at_start = static_cast<int64_t>(memory.reserved_bytes) - reserved;
+  t.peak_reserved_bytes = t.reserved_at_start + peak_reserved_delta;
+
+  // Truncation: the allocator's own flag when present, else the signs of a full ring buffer.
+  const auto& settings = snapshot.allocator_settings;
+  if (settings && settings->trace_alloc_overflowed.value_or(false)) {
+    t.truncated = true;
+    t.truncation_reason = "the allocator reports that its trace ring buffer overflowed: the oldest events are missing";
+  } else if (settings && settings->trace_alloc_max_entries && *settings->trace_alloc_max_entries > 0 &&
+             trace.size() >= *settings->trace_alloc_max_entries) {
+    t.truncated = true;
+    t.truncation_reason = fmt::format(
+        "the trace holds max_entries={} events: older events were probably dropped",
+        *settings->trace_alloc_max_entries);
+  } else if (trace.size() == 1) {
+    t.truncated = true;
+    t.truncation_reason = "the trace holds a single event: history was recorded with max_entries=1 "
+                          "(the legacy default), so there is no timeline";
+  }
+
+  // Points for plotting: one per bucket of events, the bucket's highest live point.
+  if (!trace.empty()) {
+    size_t buckets = std::max<size_t>(1, options.timeline_points);
+    size_t per = (trace.size() + buckets - 1) / buckets;
+    int64_t base = static_cast<int64_t>(t.baseline_bytes);
+    delta = 0;
+    reserved = 0;
+    TimelinePoint best;
+    bool have = false;
+    for (size_t i = 0; i < trace.size(); ++i) {
+      const TraceEvent& e = trace[i];
+      if (e.action == TraceAction::kAlloc) delta += static_cast<int64_t>(e.size);
+      if (e.action == TraceAction::kFreeCompleted) delta -= static_cast<int64_t>(e.size);
+      reserved += reserved_delta(e);
+      if (!have || base + delta > best.live_bytes ||
+          (e.action == TraceAction::kOom)) {
+        best.event_index = i;
+        best.time_us = e.has_time ? std::optional<int64_t>(e.time_us) : std::nullopt;
+        best.live_bytes = base + delta;
+        best.reserved_bytes = t.reserved_at_start + reserved;
+        best.action = e.action;
+        best.size = e.size;
+        best.stack = e.stack;
+        have = true;
+      }
+      if ((i + 1) % per == 0 || i + 1 == trace.size()) {
+        t.points.push_back(best);
+        have = false;
+      }
+    }
+  }
+  return t;
+}
+
+std::vector<StackGroup> live_stacks_at(const Snapshot& snapshot, int device, uint64_t at,
+                                       StackLabeler& labeler, size_t top) {
+  const auto trace = trace_of(snapshot, device);
+  detail::AddressMap live;
+  for (size_t i = 0; i < trace.size() && i <= at; ++i) {
+    const TraceEvent& e = trace[i];
+    if (e.action == TraceAction::kAlloc) live.put(e.addr, {e.size, i, e.stack});
+    if (e.action == TraceAction::kFreeCompleted) live.erase(e.addr);
+  }
+  std::vector<std::pair<StackId, uint64_t>> items;
+  items.reserve(live.size());
+  live.for_each([&](uint64_t, const detail::LiveEntry& v) { items.emplace_back(v.stack, v.size); });
+  return group(items, labeler, top);
+}
+
+std::vector<StackGroup> live_stacks_at_dump(const Snapshot& snapshot, int device,
+                                            StackLabeler& labeler, size_t top) {
+  std::vector<std::pair<StackId, uint64_t>> items;
+  for (const SnapshotSegment& s : snapshot.segments) {
+    if (s.device != device) continue;
+    for (const SnapshotBlock& b : s.blocks) {
+      if (b.state == BlockState::kActiveAllocated) {
+        items.emplace_back(b.stack, b.requested_size.value_or(b.size));
+      }
+    }
+  }
+  return group(items, labeler, top);
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,825 @@
+#include "readers/snapshot_reader.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/file_input.h"
+#include "core/huge_pages.h"
+#include "readers/pickle_reader.h"
+#include "readers/pickle_tree.h"
+
+namespace oomdoc {
+
+using pickle::ContainerKind;
+using pickle::Tag;
+using pickle::Tree;
+using pickle::Value;
+
+namespace {
+
+// Keys the decoder looks at, interned first so that their ids are 0..kKeyCount-1 and a key test
+// is one integer comparison. Index 0 is "" so that string id 0 means "empty" in the model too.
+enum Key : uint32_t {
+  kKeyEmpty, kAction, kAddr, kSize, kStream, kTimeUs, kFrames, kDeviceFree, kCompileContext,
+  kUserMetadata, kFilename, kName, kLine, kKeyCount
+};
+constexpr std::array<std::string_view, kKeyCount> kKeyNames = {
+    "", "action", "addr", "size", "stream", "time_us", "frames", "device_free",
+    "compile_context", "user_metadata", "filename", "name", "line"};
+
+enum RecordKind : uint8_t { kFrameRecord = 1, kStackRecord = 2, kTraceRecord = 3, kTraceListRecord = 4 };
+
+TraceAction parse_action(std::string_view s) {
+  if (s == "alloc") return TraceAction::kAlloc;
+  if (s == "free_requested") return TraceAction::kFreeRequested;
+  if (s == "free_completed") return TraceAction::kFreeCompleted;
+  if (s == "segment_alloc") return TraceAction::kSegmentAlloc;
+  if (s == "segment_free") return TraceAction::kSegmentFree;
+  if (s == "segment_map") return TraceAction::kSegmentMap;
+  if (s == "segment_unmap") return TraceAction::kSegmentUnmap;
+  if (s == "snapshot") return TraceAction::kSnapshot;
+  if (s == "oom") return TraceAction::kOom;
+  if (s == "user_defined") return TraceAction::kUserDefined;
+  if (s == "annotate") return TraceAction::kAnnotate;
+  return TraceAction::kOther;
+}
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+// Decodes frames, stacks and trace entries as soon as each is complete, and interns them.
+class SnapshotFolder : public pickle::Folder {
+ public:
+  explicit SnapshotFolder(Tree& tree) {
+    for (auto name : kKeyNames) tree.strings().intern(name);
+    action_cache_.assign(kKeyCount, TraceAction::kOther);
+  }
+
+  std::optional<Value> fold(Tree& tree, uint32_t id) override {
+    const auto& c = tree.container(id);
+    if (c.kind == ContainerKind::kDict) return fold_dict(tree, id);
+    if (c.kind == ContainerKind::kList && c.count > 0) {
+      if (auto trace = fold_trace_list(tree, id)) return trace;
+      return fold_stack(tree, id);
+    }
+    return std::nullopt;
+  }
+
+  // A device's trace list whose entries were decoded in order (as pickle writes them) is just a
+  // range of events_: recorded as such, so the entries are never copied.
+  std::optional<Value> fold_trace_list(Tree& tree, uint32_t id) {
+    uint64_t count = tree.container(id).count;
+    std::optional<uint64_t> first;
+    uint64_t expected = 0;
+    bool in_order = true;
+    tree.for_each_chunk(id, [&](const Value* v, size_t n) {
+      for (size_t i = 0; i < n && in_order; ++i) {
+        if (v[i].tag() != Tag::kRecord || v[i].record_kind() != kTraceRecord) {
+          in_order = false;
+        } else if (!first) {
+          first = expected = v[i].record_index();
+        }
+        in_order = in_order && v[i].record_index() == expected++;
+      }
+    });
+    if (!in_order || !first || *first + count > events_.size()) return std::nullopt;
+    trace_ranges_.emplace_back(*first, *first + count);
+    return Value::record(kTraceListRecord, trace_ranges_.size() - 1);
+  }
+
+  // A frame list (or None / an empty list) as a stack id; nullopt when it is something else.
+  std::optional<StackId> stack_of(const Tree& tree, Value v) {
+    if (v.tag() == Tag::kRecord && v.record_kind() == kStackRecord) {
+      return static_cast<StackId>(v.record_index());
+    }
+    if (v.is_none()) return kNoStack;
+    if (v.tag() == Tag::kContainer && tree.container(v.id()).count == 0) return kNoStack;
+    return std::nullopt;
+  }
+
+  // The known keys of a dict in one pass (the last assignment wins, as in Python).
+  struct Fields {
+    std::array<Value, kKeyCount> value;
+    uint32_t seen = 0;
+    bool has(Key key) const { return (seen >> key) & 1; }
+  };
+  static Fields fields_of(const Tree& tree, uint32_t id) {
+    Fields f;
+    tree.for_each_pair(id, [&](Value k, Value v) {
+      if (k.tag() == Tag::kStr && k.id() < kKeyCount) {
+        f.value[k.id()] = v;
+        f.seen |= 1u << k.id();
+      }
+    });
+    return f;
+  }
+
+  // Decodes a trace entry dict (also used by the converter to explain what is wrong).
+  Result<TraceEvent> decode_trace(const Tree& tree, uint32_t id) { return decode_trace(tree, fields_of(tree, id)); }
+  Result<TraceEvent> decode_trace(const Tree& tree, const Fields& f) {
+    TraceEvent e;
+    if (!f.has(kAction) || f.value[kAction].tag() != Tag::kStr) {
+      return Error{"'action' is missing or not a string"};
+    }
+    e.action = action_of(tree, f.value[kAction]);
+    auto read_uint = [&](Key key, uint64_t& out) -> bool {
+      if (!f.has(key)) return true;
+      Value v = f.value[key];
+      if (v.tag() == Tag::kInt) {  // the common case, without a call
+        out = static_cast<uint64_t>(v.inline_int());
+        return true;
+      }
+      auto x = tree.as_uint(v);
+      if (!x) return false;
+      out = *x;
+      return true;
+    };
+    auto read_int = [&](Key key, int64_t& out) -> bool {
+      if (!f.has(key)) return true;
+      Value v = f.value[key];
+      if (v.tag() == Tag::kInt) {
+        out = v.inline_int();
+        return true;
+      }
+      auto x = tree.as_int(v);
+      if (!x) return false;
+      out = *x;
+      return true;
+    };
+    if (!read_uint(kSize, e.size)) return Error{"'size' is not an integer"};
+    if (!read_uint(e.action == TraceAction::kOom ? kDeviceFree : kAddr, e.addr)) {
+      return Error{"'addr' / 'device_free' is not an integer"};
+    }
+    if (!read_int(kStream, e.stream)) return Error{"'stream' is not an integer"};
+    if (f.has(kTimeUs)) {
+      if (!read_int(kTimeUs, e.time_us)) return Error{"'time_us' is not an integer"};
+      e.has_time = true;
+    }
+    if (f.has(kFrames)) {
+      auto s = stack_of(tree, f.value[kFrames]);
+      if (!s) return Error{"'frames' is not a list of frames"};
+      e.stack = *s;
+    }
+    if (f.has(kCompileContext) && f.value[kCompileContext].tag() == Tag::kStr) {
+      e.compile_context = f.value[kCompileContext].id();
+    }
+    if (f.has(kUserMetadata) && f.value[kUserMetadata].tag() == Tag::kStr) {
+      e.user_metadata = f.value[kUserMetadata].id();
+    }
+    return e;
+  }
+
+  // Interns a frame list that the folder could not fold (e.g. frames without 'filename').
+  StackId intern_stack(std::vector<FrameId>& frames) {
+    if (frames.empty()) return kNoStack;
+    uint64_t h = frames.size();
+    for (FrameId f : frames) h = mix(h, f);
+    auto [it, inserted] = stack_heads_.try_emplace(h, kNoStack);
+    for (StackId s = it->second; s != kNoStack; s = stack_next_[s]) {
+      uint32_t begin = stack_offsets_[s], end = stack_offsets_[s + 1];
+      if (end - begin == frames.size() &&
+          std::equal(frames.begin(), frames.end(), stack_frames_.begin() + begin)) {
+        return s;
+      }
+    }
+    auto id = static_cast<StackId>(stack_offsets_.size() - 1);
+    stack_frames_.insert(stack_frames_.end(), frames.begin(), frames.end());
+    stack_offsets_.push_back(static_cast<uint32_t>(stack_frames_.size()));
+    stack_next_.push_back(it->second);
+    it->second = id;
+    return id;
+  }
+
+  FrameId intern_frame(const SnapshotFrame& f) {
+    uint64_t key = mix(mix(f.filename, f.name), f.line);
+    auto [it, inserted] = frame_heads_.try_emplace(key, kNoFrame);
+    for (FrameId id = it->second; id != kNoFrame; id = frame_next_[id]) {
+      const SnapshotFrame& g = frames_[id];
+      if (g.filename == f.filename && g.name == f.name && g.line == f.line) return id;
+    }
+    auto id = static_cast<FrameId>(frames_.size());
+    frames_.push_back(f);
+    frame_next_.push_back(it->second);
+    it->second = id;
+    return id;
+  }
+
+  SnapshotFrame decode_frame(const Tree& tree, uint32_t id) const {
+    SnapshotFrame f;
+    tree.for_each_pair(id, [&](Value k, Value v) {
+      if (k.tag() != Tag::kStr) return;
+      if (k.id() == kFilename && v.tag() == Tag::kStr) f.filename = v.id();
+      if (k.id() == kName && v.tag() == Tag::kStr) f.name = v.id();
+      if (k.id() == kLine) f.line = tree.as_uint(v).value_or(0);
+    });
+    return f;
+  }
+
+  std::vector<TraceEvent> events_;
+  std::vector<std::pair<size_t, size_t>> trace_ranges_;  // taken by fold_trace_list
+  std::vector<SnapshotFrame> frames_;
+  std::vector<uint32_t> stack_offsets_{0, 0};  // stack 0 = the empty stack
+  std::vector<FrameId> stack_frames_;
+
+ private:
+  static constexpr FrameId kNoFrame = 0xffffffffu;
+
+  TraceAction action_of(const Tree& tree, Value v) {
+    uint32_t id = v.id();
+    if (id >= action_cache_.size()) action_cache_.resize(id + 1, TraceAction::kOther);
+    if (id >= action_known_.size()) action_known_.resize(id + 1, false);
+    if (!action_known_[id]) {
+      action_cache_[id] = parse_action(tree.str(v));
+      action_known_[id] = true;
+    }
+    return action_cache_[id];
+  }
+
+  std::optional<Value> fold_dict(Tree& tree, uint32_t id) {
+    Fields f = fields_of(tree, id);
+    if (f.has(kAction)) {
+      auto event = decode_trace(tree, f);
+      if (!event) return std::nullopt;  // left as a dict; the converter reports the problem
+      events_.push_back(*event);
+      return Value::record(kTraceRecord, events_.size() - 1);
+    }
+    if (f.has(kFilename)) {
+      SnapshotFrame frame;
+      if (f.value[kFilename].tag() == Tag::kStr) frame.filename = f.value[kFilename].id();
+      if (f.has(kName) && f.value[kName].tag() == Tag::kStr) frame.name = f.value[kName].id();
+      if (f.has(kLine)) frame.line = tree.as_uint(f.value[kLine]).value_or(0);
+      return Value::record(kFrameRecord, intern_frame(frame));
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Value> fold_stack(Tree& tree, uint32_t id) {
+    scratch_.clear();
+    bool all_frames = true;
+    tree.for_each_item(id, [&](Value v) {
+      if (v.tag() == Tag::kRecord && v.record_kind() == kFrameRecord) {
+        scratch_.push_back(static_cast<FrameId>(v.record_index()));
+      } else {
+        all_frames = false;
+      }
+    });
+    if (!all_frames) return std::nullopt;
+    return Value::record(kStackRecord, intern_stack(scratch_));
+  }
+
+  std::vector<TraceAction> action_cache_;
+  std::vector<bool> action_known_;
+  std::vector<FrameId> scratch_;
+  std::unordered_map<uint64_t, FrameId> frame_heads_;
+  std::vector<FrameId> frame_next_;
+  std::unordered_map<uint64_t, StackId> stack_heads_;
+  std::vector<StackId> stack_next_{kNoStack};  // indexed by stack id
+};
+
+// Walks the (small) rest of the tree: segments, blocks, settings, annotations.
+class Converter {
+ public:
+  Converter(const Tree& tree, SnapshotFolder& folder, Snapshot& out)
+      : tree_(tree), folder_(folder), out_(out) {}
+
+  Status convert(Value root) {
+    if (tree_.is_container(root, ContainerKind::kList)) {
+      out_.layout = SnapshotLayout::kSegmentList;
+      return read_segments(root.id());
+    }
+    if (!tree_.is_container(root, ContainerKind::kDict)) {
+      return Error{"the top level is neither a dict nor a list of segments"};
+    }
+    out_.layout = SnapshotLayout::kDeviceTraces;
+    bool has_segments = false, has_traces = false;
+    Status status = Ok{};
+    tree_.for_each_pair(root.id(), [&](Value k, Value v) {
+      if (!status || k.tag() != Tag::kStr) return;
+      std::string_view key = tree_.str(k);
+      if (key == "segments") {
+        has_segments = true;
+        if (!tree_.is_container(v, ContainerKind::kList)) {
+          status = Error{"'segments' is not a list"};
+          return;
+        }
+        status = read_segments(v.id());
+      } else if (key == "device_traces") {
+        has_traces = true;
+        status = read_traces(v);
+      } else if (key == "allocator_settings") {
+        if (tree_.is_container(v, ContainerKind::kDict)) read_settings(v.id());
+      } else if (key == "external_annotations") {
+        if (tree_.is_container(v, ContainerKind::kList)) read_annotations(v.id());
+      }
+    });
+    if (!status) return status;
+    if (!has_segments && !has_traces) {
+      return Error{"neither 'segments' nor 'device_traces' found: not a memory snapshot"};
+    }
+    if (saw_history_) out_.layout = SnapshotLayout::kHistory;
+    return Ok{};
+  }
+
+ private:
+  std::optional<uint64_t> uint_field(uint32_t dict, std::string_view key) const {
+    auto v = tree_.get(dict, key);
+    if (!v) return std::nullopt;
+    return tree_.as_uint(*v);
+  }
+
+  Status read_segments(uint32_t list) {
+    Status status = Ok{};
+    size_t index = 0;
+    tree_.for_each_item(list, [&](Value v) {
+      if (!status) return;
+      if (!tree_.is_container(v, ContainerKind::kDict)) {
+        status = Error{fmt::format("segments[{}] is not a dict", index)};
+      } else {
+        auto seg = read_segment(v.id(), index);
+        if (!seg) {
+          status = seg.error();
+        } else {
+          out_.segments.push_back(std::move(*seg));
+        }
+      }
+      ++index;
+    });
+    return status;
+  }
+
+  Result<SnapshotSegment> read_segment(uint32_t dict, size_t index) {
+    SnapshotSegment s;
+    std::optional<Value> blocks;
+    bool has_total = false;
+    std::string bad;
+    tree_.for_each_pair(dict, [&](Value k, Value v) {
+      if (k.tag() != Tag::kStr) return;
+      std::string_view key = tree_.str(k);
+      auto as_u = [&](uint64_t& out) {
+        auto x = tree_.as_uint(v);
+        if (x) {
+          out = *x;
+        } else {
+          bad = key;
+        }
+      };
+      if (key == "device") {
+        s.device = static_cast<int>(tree_.as_int(v).value_or(0));
+      } else if (key == "address") {
+        as_u(s.address);
+      } else if (key == "total_size") {
+        as_u(s.total_size);
+        has_total = true;
+      } else if (key == "allocated_size") {
+        as_u(s.allocated_size);
+      } else if (key == "active_size") {
+        as_u(s.active_size);
+      } else if (key == "requested_size") {
+        uint64_t r = 0;
+        as_u(r);
+        s.requested_size = r;
+      } else if (key == "stream") {
+        s.stream = tree_.as_int(v).value_or(0);
+      } else if (key == "segment_type") {
+        s.is_large = !(v.tag() == Tag::kStr && tree_.str(v) == "small");
+      } else if (key == "segment_pool_id") {
+        if (v.tag() == Tag::kContainer) {
+          s.pool_id.first = tree_.as_int(tree_.at(v.id(), 0).value_or(Value::none())).value_or(0);
+          s.pool_id.second = tree_.as_int(tree_.at(v.id(), 1).value_or(Value::none())).value_or(0);
+        }
+      } else if (key == "is_expandable") {
+        s.is_expandable = v.is_bool() && v.bool_value();
+      } else if (key == "frames") {
+        s.stack = stack_or_empty(v);
+      } else if (key == "blocks") {
+        blocks = v;
+      }
+    });
+    if (!bad.empty()) return Error{fmt::format("segments[{}]: '{}' is not an integer", index, bad)};
+    if (!has_total) return Error{fmt::format("segments[{}]: 'total_size' is missing", index)};
+    if (blocks) {
+      if (!tree_.is_container(*blocks, ContainerKind::kList)) {
+        return Error{fmt::format("segments[{}]: 'blocks' is not a list", index)};
+      }
+      uint64_t running = s.address;  // older files: blocks are contiguous from the segment base
+      size_t block_index = 0;
+      tree_.for_each_item(blocks->id(), [&](Value b) {
+        if (!bad.empty()) return;
+        if (!tree_.is_container(b, ContainerKind::kDict)) {
+          bad = fmt::format("segments[{}].blocks[{}] is not a dict", index, block_index);
+          return;
+        }
+        SnapshotBlock block = read_block(b.id(), running, bad);
+        if (!bad.empty()) {
+          bad = fmt::format("segments[{}].blocks[{}]: {}", index, block_index, bad);
+          return;
+        }
+        running = block.address + block.size;
+        s.blocks.push_back(block);
+        ++block_index;
+      });
+      if (!bad.empty()) return Error{bad};
+    }
+    return s;
+  }
+
+  SnapshotBlock read_block(uint32_t dict, uint64_t running, std::string& bad) {
+    SnapshotBlock b;
+    b.address = running;
+    std::optional<Value> history;
+    tree_.for_each_pair(dict, [&](Value k, Value v) {
+      if (k.tag() != Tag::kStr) return;
+      std::string_view key = tree_.str(k);
+      if (key == "size" || key == "requested_size" || key == "address") {
+        auto x = tree_.as_uint(v);
+        if (!x) {
+          bad = fmt::format("'{}' is not an integer", key);
+          return;
+        }
+        if (key == "size") b.size = *x;
+        if (key == "requested_size") b.requested_size = *x;
+        if (key == "address") b.address = *x;
+      } else if (key == "state" && v.tag() == Tag::kStr) {
+        std::string_view st = tree_.str(v);
+        b.state = st == "active_allocated" ? BlockState::kActiveAllocated
+                  : (st == "active_pending_free" || st == "active_awaiting_free")
+                      ? BlockState::kActivePendingFree
+                  : st == "inactive" ? BlockState::kInactive
+                                     : BlockState::kUnknown;
+      } else if (key == "frames") {
+        b.stack = stack_or_empty(v);
+      } else if (key == "history") {
+        history = v;
+      }
+    });
+    if (history && tree_.is_container(*history, ContainerKind::kList)) {
+      // 2.0 and earlier: the first history entry is the allocation (frames, real_size).
+      saw_history_ = true;
+      if (auto first = tree_.at(history->id(), 0);
+          first && tree_.is_container(*first, ContainerKind::kDict)) {
+        if (b.stack == kNoStack) {
+          if (auto frames = tree_.get(first->id(), "frames")) b.stack = stack_or_empty(*frames);
+        }
+        if (!b.requested_size) {
+          if (auto real = tree_.get(first->id(), "real_size")) {
+            if (auto r = tree_.as_uint(*real)) b.requested_size = *r;
+          }
+        }
+      }
+    }
+    return b;
+  }
+
+  StackId stack_or_empty(Value v) {
+    if (auto s = folder_.stack_of(tree_, v)) return *s;
+    // A list the folder left alone (frames without 'filename'): intern what it has.
+    if (!tree_.is_container(v, ContainerKind::kList)) return kNoStack;
+    std::vector<FrameId> frames;
+    tree_.for_each_item(v.id(), [&](Value f) {
+      if (f.tag() == Tag::kRecord && f.record_kind() == kFrameRecord) {
+        frames.push_back(static_cast<FrameId>(f.record_index()));
+      } else if (tree_.is_container(f, ContainerKind::kDict)) {
+        frames.push_back(folder_.intern_frame(folder_.decode_frame(tree_, f.id())));
+      }
+    });
+    return folder_.intern_stack(frames);
+  }
+
+  Status read_traces(Value v) {
+    if (!tree_.is_container(v, ContainerKind::kList)) return Error{"'device_traces' is not a list"};
+    Status status = Ok{};
+    size_t device = 0;
+    tree_.for_each_item(v.id(), [&](Value trace) {
+      if (!status) return;
+      if (trace.tag() == Tag::kRecord && trace.record_kind() == kTraceListRecord) {
+        out_.trace_ranges.push_back(folder_.trace_ranges_[trace.record_index()]);
+        ++device;
+        return;
+      }
+      // Entries that were not folded as one run: decoded again, appended after the others.
+      auto& events = folder_.events_;
+      size_t begin = events.size();
+      if (!tree_.is_container(trace, ContainerKind::kList)) {
+        status = Error{fmt::format("device_traces[{}] is not a list", device)};
+        return;
+      }
+      events.reserve(events.size() + tree_.container(trace.id()).count);
+      size_t i = 0;
+      tree_.for_each_item(trace.id(), [&](Value e) {
+        if (!status) return;
+        if (e.tag() == Tag::kRecord && e.record_kind() == kTraceRecord) {
+          TraceEvent copy = events[e.record_index()];
+          events.push_back(copy);
+        } else if (tree_.is_container(e, ContainerKind::kDict)) {
+          auto event = folder_.decode_trace(tree_, e.id());
+          if (!event) {
+            status = Error{fmt::format("device_traces[{}][{}]: {}", device, i, event.error().message)};
+            return;
+          }
+          events.push_back(*event);
+        } else {
+          status = Error{fmt::format("device_traces[{}][{}] is not a dict", device, i)};
+        }
+        ++i;
+      });
+      out_.trace_ranges.emplace_back(begin, events.size());
+      ++device;
+    });
+    return status;
+  }
+
+  std::string text_of(Value v) const {
+    switch (v.tag()) {
+      case Tag::kStr: return std::string(tree_.str(v));
+      case Tag::kInt:
+      case Tag::kBigInt: {
+        if (v.tag() == Tag::kBigInt && tree_.big(v).non_negative) {
+          return std::to_string(tree_.big(v).bits);
+        }
+        return std::to_string(*tree_.as_int(v));
+      }
+      case Tag::kFloat: return fmt::format("{}", tree_.float_value(v));
+      case Tag::kSpecial: return v.is_none() ? "None" : (v.bool_value() ? "True" : "False");
+      case Tag::kContainer: {
+        // Small dicts of scalars (roundup_power2_divisions): "{'1': 0, ...}".
+        std::string out;
+        const auto& c = tree_.container(v.id());
+        bool dict = c.kind == ContainerKind::kDict;
+        if (dict) {
+          tree_.for_each_pair(v.id(), [&](Value k, Value x) {
+            if (!out.empty()) out += ", ";
+            out += text_of_scalar(k) + ": " + text_of_scalar(x);
+          });
+          return "{" + out + "}";
+        }
+        tree_.for_each_item(v.id(), [&](Value x) {
+          if (!out.empty()) out += ", ";
+          out += text_of_scalar(x);
+        });
+        return "[" + out + "]";
+      }
+      default: return "?";
+    }
+  }
+  std::string text_of_scalar(Value v) const {
+    if (v.tag() == Tag::kContainer || v.tag() == Tag::kRecord) return "...";
+    if (v.tag() == Tag::kStr) return fmt::format("'{}'", tree_.str(v));
+    return text_of(v);
+  }
+
+  void read_settings(uint32_t dict) {
+    AllocatorSettings s;
+    tree_.for_each_pair(dict, [&](Value k, Value v) {
+      if (k.tag() != Tag::kStr) return;
+      std::string key(tree_.str(k));
+      s.entries.emplace_back(key, text_of(v));
+      if (key == "PYTORCH_CUDA_ALLOC_CONF" && v.tag() == Tag::kStr) s.alloc_conf = tree_.str(v);
+      if (key == "max_split_size") s.max_split_size = tree_.as_int(v);
+      if (key == "garbage_collection_threshold") s.garbage_collection_threshold = tree_.as_double(v);
+      if (key == "expandable_segments" && v.is_bool()) s.expandable_segments = v.bool_value();
+      if (key == "trace_alloc_overflowed" && v.is_bool()) s.trace_alloc_overflowed = v.bool_value();
+      if (key == "trace_alloc_max_entries") s.trace_alloc_max_entries = tree_.as_uint(v);
+    });
+    out_.allocator_settings = std::move(s);
+  }
+
+  void read_annotations(uint32_t list) {
+    tree_.for_each_item(list, [&](Value a) {
+      if (!tree_.is_container(a, ContainerKind::kDict)) return;
+      SnapshotAnnotation ann;
+      tree_.for_each_pair(a.id(), [&](Value k, Value v) {
+        if (k.tag() != Tag::kStr) return;
+        std::string_view key = tree_.str(k);
+        if (key == "name" && v.tag() == Tag::kStr) ann.name = v.id();
+        if (key == "stage" && v.tag() == Tag::kStr) ann.stage = v.id();
+        if (key == "device") ann.device = static_cast<int>(tree_.as_int(v).value_or(0));
+        if (key == "time_us") ann.time_us = tree_.as_int(v);
+      });
+      out_.annotations.push_back(ann);
+    });
+  }
+
+  const Tree& tree_;
+  SnapshotFolder& folder_;
+  Snapshot& out_;
+  bool saw_history_ = false;
+};
+
+// JSON of the same shape, fed into the same tree (and folder) as a pickle would be.
+class JsonTreeBuilder : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit JsonTreeBuilder(Tree& tree) : tree_(tree) {}
+  bool null() override { return push(Value::none()); }
+  bool boolean(bool b) override { return push(Value::boolean(b)); }
+  bool number_integer(number_integer_t v) override { return push(tree_.make_int(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return push(tree_.make_uint(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return push(tree_.make_float(v)); }
+  bool string(string_t& s) override { return push(tree_.make_str(s)); }
+  bool binary(binary_t&) override { return false; }
+  bool start_object(std::size_t) override { return open(ContainerKind::kDict); }
+  bool key(string_t& s) override { return push(tree_.make_str(s)); }
+  bool end_object() override { return close(true); }
+  bool start_array(std::size_t) override { return open(ContainerKind::kList); }
+  bool end_array() override { return close(false); }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    error_ = fmt::format("offset {}: invalid JSON: {}", position, e.what());
+    return false;
+  }
+  const std::string& error() const { return error_; }
+  Value root() const { return stack_.empty() ? Value::none() : stack_.back(); }
+
+ private:
+  static constexpr size_t kMaxDepth = 10000;
+  bool push(Value v) {
+    stack_.push_back(v);
+    return true;
+  }
+  bool open(ContainerKind kind) {
+    if (open_.size() >= kMaxDepth) {
+      error_ = fmt::format("nesting deeper than {} levels", kMaxDepth);
+      return false;
+    }
+    open_.push_back({tree_.new_container(kind), stack_.size()});
+    return true;
+  }
+  bool close(bool pairs) {
+    auto [id, first] = open_.back();
+    open_.pop_back();
+    for (size_t i = first; i < stack_.size(); ++i) stack_[i] = tree_.seal(stack_[i]);
+    if (!tree_.append(id, stack_.data() + first, stack_.size() - first)) {
+      error_ = "too many values";
+      return false;
+    }
+    stack_.resize(first);
+    stack_.push_back(Value::tagged(Tag::kContainer, id));
+    (void)pairs;
+    return true;
+  }
+  Tree& tree_;
+  std::vector<Value> stack_;
+  std::vector<std::pair<uint32_t, size_t>> open_;
+  std::string error_;
+};
+
+Result<Snapshot> finish(Tree& tree, SnapshotFolder& folder, std::string format) {
+  Snapshot snapshot;
+  snapshot.source_format = std::move(format);
+  Converter converter(tree, folder, snapshot);
+  if (auto ok = converter.convert(tree.root()); !ok) return ok.error();
+  snapshot.trace_events = std::move(folder.events_);
+  snapshot.frames = std::move(folder.frames_);
+  snapshot.stack_offsets = std::move(folder.stack_offsets_);
+  snapshot.stack_frames = std::move(folder.stack_frames_);
+  const auto& strings = tree.strings();
+  snapshot.strings.clear();
+  snapshot.strings.reserve(strings.size());
+  for (size_t i = 0; i < strings.size(); ++i) snapshot.strings.emplace_back(strings.get(uint32_t(i)));
+  return snapshot;
+}
+
+bool looks_like_json(std::string_view head) {
+  for (char c : head) {
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    return c == '{' || c == '[';
+  }
+  return false;
+}
+
+Result<Snapshot> read_json(std::string_view text, std::string_view name) {
+  Tree tree;
+  SnapshotFolder folder(tree);
+  tree.set_folder(&folder);
+  JsonTreeBuilder builder(tree);
+  bool ok = nlohmann::json::sax_parse(text, &builder, nlohmann::json::input_format_t::json, true);
+  if (!ok) {
+    return Error{fmt::format("{}: {}", name, builder.error().empty() ? "invalid JSON" : builder.error())};
+  }
+  tree.set_root(tree.seal(builder.root()));
+  auto result = finish(tree, folder, "json");
+  if (!result) return Error{fmt::format("{}: {}", name, result.error().message)};
+  return result;
+}
+
+Error not_a_snapshot(std::string_view name, std::string_view head) {
+  return Error{fmt::format("{}: not a memory snapshot (neither a pickle of protocol 2 to 5 nor "
+                           "JSON; starts with byte 0x{:02x})",
+                           name, head.empty() ? 0 : static_cast<uint8_t>(head[0]))};
+}
+
+}  // namespace
+
+std::string_view trace_action_name(TraceAction action) {
+  switch (action) {
+    case TraceAction::kAlloc: return "alloc";
+    case TraceAction::kFreeRequested: return "free_requested";
+    case TraceAction::kFreeCompleted: return "free_completed";
+    case TraceAction::kSegmentAlloc: return "segment_alloc";
+    case TraceAction::kSegmentFree: return "segment_free";
+    case TraceAction::kSegmentMap: return "segment_map";
+    case TraceAction::kSegmentUnmap: return "segment_unmap";
+    case TraceAction::kSnapshot: return "snapshot";
+    case TraceAction::kOom: return "oom";
+    case TraceAction::kUserDefined: return "user_defined";
+    case TraceAction::kAnnotate: return "annotate";
+    case TraceAction::kOther: return "other";
+  }
+  return "other";
+}
+
+std::string_view snapshot_layout_name(SnapshotLayout layout) {
+  switch (layout) {
+    case SnapshotLayout::kSegmentList: return "list of segments (1.13 / memory_snapshot())";
+    case SnapshotLayout::kHistory: return "dict with block history (2.0)";
+    case SnapshotLayout::kDeviceTraces: return "dict with device_traces (2.1+)";
+  }
+  return "?";
+}
+
+std::vector<int> Snapshot::devices() const {
+  std::vector<int> out;
+  for (const auto& s : segments) out.push_back(s.device);
+  for (size_t d = 0; d < trace_ranges.size(); ++d) {
+    if (trace_ranges[d].second > trace_ranges[d].first) out.push_back(static_cast<int>(d));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+Result<Snapshot> read_snapshot_bytes(std::string_view bytes, std::string_view name,
+                                     const SnapshotReadOptions& options) {
+  if (bytes.empty()) return Error{fmt::format("{}: the file is empty", name)};
+  if (looks_like_json(bytes.substr(0, 64))) return read_json(bytes, name);
+  if (static_cast<uint8_t>(bytes[0]) != 0x80) return not_a_snapshot(name, bytes);
+  Tree tree;
+  SnapshotFolder folder(tree);
+  tree.set_folder(&folder);
+  pickle::ReadOptions pickle_options;
+  pickle_options.progress = options.progress;
+  pickle::ReadInfo info;
+  if (auto ok = pickle::read_pickle(bytes, tree, pickle_options, &info); !ok) {
+    return Error{fmt::format("{}: {}", name, ok.error().message)};
+  }
+  auto result = finish(tree, folder, fmt::format("pickle protocol {}", info.protocol));
+  if (!result) return Error{fmt::format("{}: {}", name, result.error().message)};
+  return result;
+}
+
+Result<Snapshot> read_snapshot_file(const std::string& path, const SnapshotReadOptions& options) {
+  auto opened = InputFile::open(path);
+  if (!opened) return opened.error();
+  InputFile& input = **opened;
+  const std::string& name = input.display_name();
+  // Look at the first bytes to choose the reader, then hand them over before the rest.
+  std::string head(4096, '\0');
+  size_t got = 0;
+  while (got < head.size()) {
+    size_t n = input.read(head.data() + got, head.size() - got);
+    if (n == 0) break;
+    got += n;
+  }
+  if (input.failed()) return Error{input.error_message()};
+  head.resize(got);
+  if (head.empty()) return Error{fmt::format("{}: the file is empty", name)};
+  if (looks_like_json(head.substr(0, 64))) {
+    std::string text = head;
+    char buffer[1 << 16];
+    while (size_t n = input.read(buffer, sizeof buffer)) text.append(buffer, n);
+    if (input.failed()) return Error{input.error_message()};
+    return read_json(text, name);
+  }
+  if (static_cast<uint8_t>(head[0]) != 0x80) return not_a_snapshot(name, head);
+
+  size_t head_pos = 0;
+  pickle::ByteReader read = [&](char* buffer, size_t size) -> size_t {
+    if (head_pos < head.size()) {
+      size_t n = std::min(size, head.size() - head_pos);
+      std::memcpy(buffer, head.data() + head_pos, n);
+      head_pos += n;
+      return n;
+    }
+    return input.read(buffer, size);
+  };
+  Tree tree;
+  SnapshotFolder folder(tree);
+  tree.set_folder(&folder);
+  pickle::ReadOptions pickle_options;
+  pickle_options.progress = options.progress;
+  pickle::ReadInfo info;
+  reserve_huge(folder.events_, std::min<uint64_t>(input.size_hint() / 48, 1ull << 27));  // address space
+  Status status = pickle::read_pickle(read, input.size_hint(), tree, pickle_options, &info);
+  if (input.failed()) return Error{input.error_message()};
+  if (!status) return Error{fmt::format("{}: {}", name, status.error().message)};
+  auto result = finish(tree, folder, fmt::format("pickle protocol {}", info.protocol));
+  if (!result) return Error{fmt::format("{}: {}", name, result.error().message)};
+  return result;
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,234 @@
+// The --html page: one self-contained file (works offline, opened from disk). The report's JSON is
+// embedded as data, uPlot (data/vendor/uplot, MIT) draws the timeline: drag to zoom, double-click
+// to reset, hover shows the event (allocation, size, stack) under the cursor. Tables come from the
+// same JSON, so this file only lays out what the analyses computed.
+#include <fmt/format.h>
+
+#include "core/embedded.h"
+#include "report/snapshot_render.h"
+
+namespace oomdoc {
+
+namespace {
+
+// Text inside <script>/<style> must not close the element early.
+std::string escape_for_script(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '<' && i + 1 < s.size() && s[i + 1] == '/') {
+      out += "<\\/";
+      ++i;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::string escape_html(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+Json timeline_json(const SnapshotReport& r) {
+  Json devices = Json::array();
+  for (const DeviceReport& d : r.devices) {
+    Json x = Json::array(), t = Json::array(), live = Json::array(), reserved = Json::array(),
+         label = Json::array();
+    for (const TimelinePoint& p : d.timeline.points) {
+      x.push_back(p.event_index);
+      t.push_back(p.time_us ? Json(*p.time_us) : Json(nullptr));
+      live.push_back(p.live_bytes);
+      reserved.push_back(p.reserved_bytes);
+      label.push_back(fmt::format("{} {}", trace_action_name(p.action), p.size));
+    }
+    devices.push_back({{"device", d.memory.device}, {"event_index", x}, {"time_us", t},
+                       {"live_bytes", live}, {"reserved_bytes", reserved}, {"event", label}});
+  }
+  return devices;
+}
+
+constexpr std::string_view kPage = R"HTML(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>oomdoc snapshot: {title}</title>
+<style>{uplot_css}</style>
+<style>
+body {{ font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }}
+h1 {{ font-size: 20px; }} h2 {{ font-size: 17px; margin-top: 28px; }} h3 {{ font-size: 15px; }}
+.verdict {{ font-size: 16px; font-weight: 600; padding: 10px 14px; background: #fff4e5; border-left: 4px solid #f0883e; }}
+table {{ border-collapse: collapse; margin: 8px 0; }}
+td, th {{ border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }}
+td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
+.hover {{ font-family: ui-monospace, monospace; min-height: 3em; white-space: pre-wrap; background: #f6f8fa; padding: 6px; }}
+.muted {{ color: #666; }} .frames {{ font-family: ui-monospace, monospace; font-size: 12px; }}
+td {{ white-space: pre-line; }}
+</style></head>
+<body data-plots-drawn="0" data-console-errors="0">
+<script>
+// Counted for the headless test: any error or console.error on this page is a failure.
+(function() {{
+  var n = 0, mark = function() {{ document.body.dataset.consoleErrors = String(++n); }};
+  window.addEventListener('error', mark);
+  var orig = console.error; console.error = function() {{ mark(); orig.apply(console, arguments); }};
+}})();
+</script>
+<h1>oomdoc snapshot</h1>
+<div class="verdict" id="verdict"></div>
+<p class="muted" id="source"></p>
+<div id="devices"></div>
+<h2>Allocator settings</h2><div id="settings"></div>
+<p class="muted">Made by oomdoc {version}. Charts: uPlot (MIT licence, inlined below).</p>
+<script type="application/json" id="report">{report_json}</script>
+<script type="application/json" id="timeline">{timeline_json}</script>
+<script type="application/json" id="point-stacks">{stacks_json}</script>
+<script>
+/* uPlot {uplot_version} | MIT License | Copyright (c) 2022 Leon Sorokin | https://github.com/leeoniya/uPlot
+{uplot_license}
+*/
+{uplot_js}
+</script>
+<script>
+(function() {{
+  var report = JSON.parse(document.getElementById('report').textContent);
+  var timelines = JSON.parse(document.getElementById('timeline').textContent);
+  var pointStacks = JSON.parse(document.getElementById('point-stacks').textContent);
+  function el(tag, attrs, text) {{
+    var e = document.createElement(tag);
+    for (var k in (attrs || {{}})) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }}
+  function bytes(n) {{
+    if (n === null || n === undefined) return 'unknown';
+    var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0, v = Math.abs(n);
+    while (v >= 1024 && i < u.length - 1) {{ v /= 1024; i++; }}
+    return (n < 0 ? '-' : '') + (i === 0 ? v.toFixed(0) : v.toFixed(2)) + ' ' + u[i];
+  }}
+  function table(headers, rows, numeric) {{
+    var t = el('table'), tr = el('tr');
+    headers.forEach(function(h) {{ tr.appendChild(el('th', {{}}, h)); }});
+    t.appendChild(tr);
+    rows.forEach(function(r) {{
+      var row = el('tr');
+      r.forEach(function(c, i) {{ row.appendChild(el('td', numeric && numeric[i] ? {{'class': 'num'}} : {{}}, c)); }});
+      t.appendChild(row);
+    }});
+    return t;
+  }}
+  function stackTable(groups) {{
+    return table(['live', 'allocations', 'stack (first user frames)', 'frames'], groups.map(function(g) {{
+      return [bytes(g.live_bytes), String(g.allocations), g.stack, g.frames.slice(0, 6).join('\n')];
+    }}), [true, true, false, false]);
+  }}
+  document.getElementById('verdict').textContent = report.verdict;
+  document.getElementById('source').textContent = report.file + ': ' + report.format + ', ' + report.layout +
+      '; ' + report.distinct_stacks + ' distinct stacks';
+  var root = document.getElementById('devices'), drawn = 0;
+  report.devices.forEach(function(d, di) {{
+    var sec = el('section', {{'id': 'device-' + d.device}});
+    sec.appendChild(el('h2', {{}}, 'cuda:' + d.device));
+    sec.appendChild(table(['segments', 'reserved', 'allocated', 'active', 'requested', 'inactive (cached)',
+                           'largest free block', 'releasable', 'stranded', 'trace events', 'baseline', 'trace peak'],
+      [[String(d.segments), bytes(d.reserved_bytes), bytes(d.allocated_bytes), bytes(d.active_bytes),
+        bytes(d.requested_bytes), bytes(d.inactive_bytes), bytes(d.largest_free_block_bytes),
+        bytes(d.releasable_bytes), bytes(d.stranded_bytes), String(d.trace_events), bytes(d.baseline_bytes),
+        '+' + bytes(d.peak_live_bytes)]], [true, true, true, true, true, true, true, true, true, true, true, true]));
+    if (d.trace_truncated) sec.appendChild(el('p', {{'class': 'muted'}}, 'Trace truncated: ' + d.truncation_reason));
+    var tl = timelines[di];
+    if (tl && tl.event_index.length > 1) {{
+      sec.appendChild(el('h3', {{}}, 'Timeline (drag to zoom, double-click to reset)'));
+      var plot = el('div', {{'class': 'plot', 'id': 'plot-' + d.device}});
+      var hover = el('div', {{'class': 'hover', 'id': 'hover-' + d.device}}, 'Hover over the plot to see the event.');
+      sec.appendChild(plot); sec.appendChild(hover);
+      root.appendChild(sec);
+      var opts = {{
+        width: Math.min(1100, window.innerWidth - 60), height: 320,
+        scales: {{ x: {{ time: false }} }},
+        axes: [{{ label: 'trace event' }}, {{ label: 'bytes', size: 80, values: function(u, vals) {{ return vals.map(bytes); }} }}],
+        series: [{{ label: 'event' }},
+                 {{ label: 'live (requested)', stroke: '#1f77b4', fill: 'rgba(31,119,180,0.15)', value: function(u, v) {{ return bytes(v); }} }},
+                 {{ label: 'reserved', stroke: '#d62728', value: function(u, v) {{ return bytes(v); }} }}],
+        hooks: {{
+          draw: [function() {{ document.body.dataset.plotsDrawn = String(++drawn); }}],
+          setCursor: [function(u) {{
+            var i = u.cursor.idx;
+            if (i === null || i === undefined) return;
+            var t = tl.time_us[i];
+            hover.textContent = 'event ' + tl.event_index[i] + (t !== null ? ' (time_us ' + t + ')' : '') +
+              ': ' + tl.event[i] + ' bytes\nlive ' + bytes(tl.live_bytes[i]) + ', reserved ' + bytes(tl.reserved_bytes[i]) +
+              '\n' + (pointStacks[di][i] || '');
+          }}]
+        }}
+      }};
+      new uPlot(opts, [tl.event_index, tl.live_bytes, tl.reserved_bytes], plot);
+    }} else {{
+      root.appendChild(sec);
+    }}
+    if (d.ooms.length) {{
+      d.ooms.forEach(function(o) {{
+        sec.appendChild(el('h3', {{}}, 'OOM at event ' + o.event_index + ': ' + o.verdict));
+        sec.appendChild(el('p', {{}}, o.explanation));
+        sec.appendChild(table(['requested', 'device free', 'live', 'reserved', 'largest free block'],
+          [[bytes(o.requested_bytes), bytes(o.device_free_bytes), bytes(o.live_bytes), bytes(o.reserved_bytes),
+            bytes(o.largest_free_block_bytes)]], [true, true, true, true, true]));
+        sec.appendChild(el('div', {{'class': 'frames'}}, 'Failing allocation: ' + o.stack.slice(0, 8).join(' | ')));
+        sec.appendChild(stackTable(o.top_stacks));
+        sec.appendChild(el('p', {{}}, 'Fixes: ' + o.fixes.map(function(f) {{ return f.title; }}).join('; ')));
+      }});
+    }}
+    sec.appendChild(el('h3', {{}}, d.top_stacks_when === 'peak' ? 'Top stacks at the trace peak' : 'Top stacks live at dump time'));
+    sec.appendChild(stackTable(d.top_stacks));
+    if (d.leaks.length) {{
+      sec.appendChild(el('h3', {{}}, 'Possible leaks (' + d.iterations_from + ')'));
+      sec.appendChild(table(['live', 'allocations', 'iterations', 'stack'], d.leaks.map(function(l) {{
+        return [bytes(l.live_bytes), String(l.allocations), String(l.iterations), l.stack];
+      }}), [true, true, true, false]));
+    }}
+  }});
+  var settings = document.getElementById('settings');
+  if (report.allocator_settings.length) {{
+    settings.appendChild(table(['key', 'value', 'meaning'], report.allocator_settings.map(function(s) {{
+      return [s.key, s.value, s.meaning]; }})));
+  }} else {{
+    settings.appendChild(el('p', {{'class': 'muted'}}, 'No allocator settings in this snapshot.'));
+  }}
+}})();
+</script>
+</body></html>
+)HTML";
+
+}  // namespace
+
+std::string render_snapshot_html(const SnapshotReport& r) {
+  Json report = snapshot_report_json(r);
+  // Hover text per timeline point: the stack of the event, kept beside the numbers.
+  Json stacks = Json::array();
+  for (const DeviceReport& d : r.devices) {
+    Json per = Json::array();
+    for (const TimelinePoint& p : d.timeline.points) per.push_back(p.stack_key);
+    stacks.push_back(per);
+  }
+  auto dump = [](const Json& j) {
+    return escape_for_script(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  };
+  std::string_view js = embedded("vendor/uplot/uPlot.iife.min.js").value_or("");
+  std::string_view css = embedded("vendor/uplot/uPlot.min.css").value_or("");
+  std::string_view license = embedded("vendor/uplot/LICENSE").value_or("");
+  return fmt::format(fmt::runtime(kPage), fmt::arg("title", escape_html(r.file)), fmt::arg("uplot_css", escape_for_script(css)),
+                     fmt::arg("version", OOMDOC_VERSION), fmt::arg("report_json", dump(report)),
+                     fmt::arg("timeline_json", dump(timeline_json(r))), fmt::arg("stacks_json", dump(stacks)),
+                     fmt::arg("uplot_version", "1.6.32"), fmt::arg("uplot_license", escape_for_script(license)),
+                     fmt::arg("uplot_js", escape_for_script(js)));
+}
+
+}  // namespace oomdoc

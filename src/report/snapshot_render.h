@@ -1,0 +1,24 @@
+// Renderers for `oomdoc snapshot`: they print a SnapshotReport and compute nothing.
+#pragma once
+
+#include <string>
+
+#include "analyses/snapshot_report.h"
+#include "report/json_output.h"
+#include "report/style.h"
+
+namespace oomdoc {
+
+// Terminal summary: the verdict first, then per device the numbers, OOMs, top stacks, leaks.
+std::string render_snapshot_text(const SnapshotReport& report, const Style& style);
+// The --json document (fields documented in docs/json.md, "oomdoc snapshot").
+Json snapshot_report_json(const SnapshotReport& report);
+// One self-contained HTML page (inline uPlot, no network) with the timeline and the tables.
+std::string render_snapshot_html(const SnapshotReport& report);
+
+std::string render_comparison_text(const SnapshotComparison& comparison, const std::string& before,
+                                   const std::string& after, const Style& style);
+Json comparison_json(const SnapshotComparison& comparison, const std::string& before,
+                     const std::string& after);
+
+}  // namespace oomdoc

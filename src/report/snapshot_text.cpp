@@ -1,0 +1,131 @@
+#include <fmt/format.h>
+
+#include "core/units.h"
+#include "report/snapshot_render.h"
+
+namespace oomdoc {
+
+namespace {
+
+void append_stacks(std::string& out, const std::vector<StackGroup>& groups, const Style& style,
+                   const std::string& indent) {
+  for (const StackGroup& g : groups) {
+    out += fmt::format("{}{:>11}  {:>6}x  {}\n", indent, format_bytes(g.bytes), g.count, g.key);
+  }
+}
+
+}  // namespace
+
+std::string render_snapshot_text(const SnapshotReport& r, const Style& style) {
+  std::string out;
+  out += style.bold(r.verdict) + "\n\n";
+  out += style.dim(fmt::format("{}: {}, {}; {} distinct stacks, {} distinct frames", r.file,
+                               r.source_format, snapshot_layout_name(r.layout), r.distinct_stacks,
+                               r.distinct_frames)) + "\n";
+  for (const DeviceReport& d : r.devices) {
+    const DeviceMemory& m = d.memory;
+    const Timeline& t = d.timeline;
+    out += "\n" + style.bold(fmt::format("cuda:{}", m.device)) +
+           fmt::format("  {} segments{}{}\n", m.segments,
+                       m.expandable_segments ? fmt::format(", {} expandable", m.expandable_segments) : "",
+                       m.private_pool_segments ? fmt::format(", {} in private pools", m.private_pool_segments) : "");
+    out += fmt::format("  reserved   {:>11}   allocated {:>11}   active {:>11}\n", format_bytes(m.reserved_bytes),
+                       format_bytes(m.allocated_bytes), format_bytes(m.active_bytes));
+    out += fmt::format("  requested  {:>11}   rounding  {:>11}   cached free (inactive) {}\n",
+                       m.requested_bytes ? format_bytes(*m.requested_bytes) : "unknown",
+                       m.rounding_waste_bytes ? format_bytes(*m.rounding_waste_bytes) : "unknown",
+                       format_bytes(m.inactive_bytes));
+    out += fmt::format("  largest free block {}; releasable (whole free segments) {}; stranded in partly "
+                       "used segments {}\n",
+                       format_bytes(m.largest_free_block_bytes), format_bytes(m.releasable_bytes),
+                       format_bytes(m.stranded_bytes));
+    if (t.events == 0) {
+      out += "  trace: none recorded (enable torch.cuda.memory._record_memory_history())\n";
+    } else {
+      out += fmt::format("  trace: {} events{}; live before recording (baseline) {}; trace peak +{}",
+                         t.events, t.has_time ? "" : " (no time_us: event index as time)",
+                         format_bytes(t.baseline_bytes), format_bytes(uint64_t(t.peak_live_delta)));
+      if (t.peak_index) out += fmt::format(" at event {}", *t.peak_index);
+      out += fmt::format(" (live {}); reserved peak {}\n",
+                         format_bytes(t.baseline_bytes + uint64_t(t.peak_live_delta)),
+                         format_bytes(uint64_t(std::max<int64_t>(0, t.peak_reserved_bytes))));
+      if (t.unmatched_frees) {
+        out += fmt::format("  {} frees of memory allocated before recording ({})\n", t.unmatched_frees,
+                           format_bytes(t.unmatched_free_bytes));
+      }
+      if (t.truncated) out += "  " + style.yellow("trace truncated: " + t.truncation_reason) + "\n";
+    }
+    for (const OomReport& o : d.ooms) {
+      out += "\n  " + style.red(fmt::format("OOM at event {}: {}", o.event_index, oom_verdict_name(o.verdict))) + "\n";
+      out += "    " + o.explanation + "\n";
+      out += fmt::format("    requested {}, device free {}, live {}, reserved {}, largest free block {}\n",
+                         format_bytes(o.requested_bytes), format_bytes(o.device_free_bytes),
+                         format_bytes(o.live_bytes), format_bytes(o.reserved_bytes),
+                         format_bytes(o.largest_free_block_bytes));
+      if (!o.stack.empty()) {
+        out += "    failing allocation:\n";
+        for (size_t i = 0; i < o.stack.size() && i < 8; ++i) out += "      " + o.stack[i] + "\n";
+      }
+      if (!o.releases_before.empty()) {
+        uint64_t total = 0;
+        for (const auto& c : o.releases_before) total += c.bytes;
+        out += fmt::format("    cache released just before: {} segments, {}\n", o.releases_before.size(),
+                           format_bytes(total));
+      }
+      if (!o.biggest_live.empty()) {
+        out += "    biggest live allocations:\n";
+        for (const auto& b : o.biggest_live) {
+          out += fmt::format("      {:>11}  {}\n", format_bytes(b.bytes), b.stack_key);
+        }
+      }
+      if (!o.top_stacks.empty()) {
+        out += "    live by stack at the OOM:\n";
+        append_stacks(out, o.top_stacks, style, "      ");
+      }
+      out += "    fixes:\n";
+      for (const auto& f : o.fixes) out += fmt::format("      - {} [{}]\n", f.title, f.id);
+    }
+    if (!d.top_stacks.empty()) {
+      out += fmt::format("\n  top stacks {}:\n", d.top_stacks_when == "peak" ? "at the trace peak" : "live at dump time");
+      append_stacks(out, d.top_stacks, style, "    ");
+    }
+    if (!d.growth.leaks.empty()) {
+      out += fmt::format("\n  {} (iterations from {}):\n", style.yellow("possible leaks"), d.growth.iteration_source);
+      for (const LeakCandidate& l : d.growth.leaks) {
+        out += fmt::format("    {:>11}  {:>6}x  over {} iterations  {}\n", format_bytes(l.bytes), l.count,
+                           l.iterations, l.stack_key);
+      }
+    }
+  }
+  if (!r.allocator_settings.empty()) {
+    out += "\nallocator settings:\n";
+    for (const SettingNote& s : r.allocator_settings) {
+      out += fmt::format("  {} = {}: {}\n", s.key, s.value, s.meaning);
+    }
+  }
+  return out;
+}
+
+std::string render_comparison_text(const SnapshotComparison& c, const std::string& before,
+                                   const std::string& after, const Style& style) {
+  std::string out = style.bold(fmt::format("{} -> {}", before, after)) + "\n";
+  for (const DeviceDelta& d : c.devices) {
+    out += fmt::format("cuda:{}  reserved {} -> {} ({})  allocated {} -> {} ({})  peak live {} -> {} ({})\n",
+                       d.device, format_bytes(uint64_t(d.reserved_before)), format_bytes(uint64_t(d.reserved_after)),
+                       format_signed_bytes(d.reserved_after - d.reserved_before, true),
+                       format_bytes(uint64_t(d.allocated_before)), format_bytes(uint64_t(d.allocated_after)),
+                       format_signed_bytes(d.allocated_after - d.allocated_before, true),
+                       format_bytes(uint64_t(std::max<int64_t>(0, d.peak_live_before))),
+                       format_bytes(uint64_t(std::max<int64_t>(0, d.peak_live_after))),
+                       format_signed_bytes(d.peak_live_after - d.peak_live_before, true));
+  }
+  if (!c.stacks.empty()) {
+    out += "\nlive at dump, by stack (largest change first):\n";
+    for (const StackDelta& s : c.stacks) {
+      out += fmt::format("  {:>12}  {}\n", format_signed_bytes(s.delta_bytes, true), s.key);
+    }
+  }
+  return out;
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,98 @@
+#include <gtest/gtest.h>
+
+#include "analyses/snapshot_analysis.h"
+#include "analyses/snapshot_builder.h"
+
+namespace oomdoc {
+namespace {
+
+using testing::SnapshotBuilder;
+constexpr auto kA = BlockState::kActiveAllocated;
+constexpr auto kI = BlockState::kInactive;
+constexpr uint64_t MiB = 1 << 20;
+
+std::vector<OomReport> ooms(Snapshot& s, std::optional<uint64_t> total = std::nullopt) {
+  SnapshotOptions options;
+  options.device_total_bytes = total;
+  Timeline t = replay_timeline(s, 0, options);
+  StackLabeler labeler(s, 2);
+  return analyze_ooms(s, 0, t, labeler, options);
+}
+
+TEST(AnalyzeOoms, ExhaustionReplayedFromTheTraceNotTheFinalSegments) {
+  SnapshotBuilder b;
+  StackId big = b.stack({{"/p/model.py", 10, "forward"}});
+  // During the run: two 20 MiB segments full of live tensors; after the OOM the program freed
+  // everything and released one segment, so the dump alone would show an idle card.
+  b.segment(0, 0x10000000, {{20 * MiB, kI, 0, kNoStack}});
+  b.event(TraceAction::kSegmentAlloc, 0x10000000, 20 * MiB);
+  b.event(TraceAction::kAlloc, 0x10000000, 20 * MiB, big);
+  b.event(TraceAction::kSegmentAlloc, 0x20000000, 20 * MiB);
+  b.event(TraceAction::kAlloc, 0x20000000, 20 * MiB, big);
+  b.event(TraceAction::kOom, 1 * MiB, 30 * MiB, big);  // device_free 1 MiB
+  b.event(TraceAction::kFreeCompleted, 0x10000000, 20 * MiB);
+  b.event(TraceAction::kFreeCompleted, 0x20000000, 20 * MiB);
+  b.event(TraceAction::kSegmentFree, 0x20000000, 20 * MiB);
+  auto r = ooms(b.snapshot());
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].event_index, 4u);
+  EXPECT_EQ(r[0].requested_bytes, 30 * MiB);
+  EXPECT_EQ(r[0].device_free_bytes, 1 * MiB);
+  EXPECT_EQ(r[0].live_bytes, 40 * MiB);
+  EXPECT_EQ(r[0].reserved_bytes, 40 * MiB);
+  EXPECT_EQ(r[0].allocated_bytes, 40 * MiB);
+  EXPECT_EQ(r[0].largest_free_block_bytes, 0u);
+  EXPECT_EQ(r[0].verdict, OomVerdict::kExhaustion);
+  EXPECT_EQ(r[0].stack, std::vector<std::string>{"p/model.py:10 forward"});
+  ASSERT_EQ(r[0].biggest_live.size(), 2u);
+  EXPECT_EQ(r[0].biggest_live[0].bytes, 20 * MiB);
+  ASSERT_EQ(r[0].top_stacks.size(), 1u);
+  EXPECT_EQ(r[0].top_stacks[0].bytes, 40 * MiB);
+  EXPECT_EQ(r[0].fixes.front().id, "reduce_batch_size");
+}
+
+TEST(AnalyzeOoms, FragmentationWhenFreeSpaceIsScatteredAndCacheReleasesAreListed) {
+  SnapshotBuilder b;
+  // A 64 MiB segment with 8 MiB tensors at every other 8 MiB: 32 MiB free, largest hole 8 MiB.
+  b.segment(0, 0x40000000, {{8 * MiB, kA, 8 * MiB, kNoStack}, {8 * MiB, kI, 0, kNoStack},
+                            {8 * MiB, kA, 8 * MiB, kNoStack}, {8 * MiB, kI, 0, kNoStack},
+                            {8 * MiB, kA, 8 * MiB, kNoStack}, {8 * MiB, kI, 0, kNoStack},
+                            {8 * MiB, kA, 8 * MiB, kNoStack}, {8 * MiB, kI, 0, kNoStack}});
+  b.event(TraceAction::kAlloc, 0x40000000, 8 * MiB);
+  b.event(TraceAction::kSegmentFree, 0x70000000, 4 * MiB);  // a cache release before the OOM
+  b.event(TraceAction::kOom, 2 * MiB, 16 * MiB);
+  auto r = ooms(b.snapshot());
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].reserved_bytes, 64 * MiB + 0);  // the released segment is gone after its free
+  EXPECT_EQ(r[0].allocated_bytes, 32 * MiB);
+  EXPECT_EQ(r[0].largest_free_block_bytes, 8 * MiB);
+  EXPECT_EQ(r[0].verdict, OomVerdict::kFragmentation);
+  ASSERT_EQ(r[0].releases_before.size(), 1u);
+  EXPECT_EQ(r[0].releases_before[0].bytes, 4 * MiB);
+  EXPECT_EQ(r[0].fixes.front().id, "expandable_segments");
+  // Ghost tensors (allocated before recording) count in live bytes through the baseline.
+  EXPECT_EQ(r[0].live_bytes, 32 * MiB);
+}
+
+TEST(AnalyzeOoms, OutsidePytorchNeedsTheCapacity) {
+  SnapshotBuilder b;
+  b.segment(0, 0x1000000, {{10 * MiB, kA, 10 * MiB, kNoStack}});
+  b.event(TraceAction::kOom, 1 * MiB, 4 * MiB);
+  EXPECT_EQ(ooms(b.snapshot())[0].verdict, OomVerdict::kExhaustion);
+  auto r = ooms(b.snapshot(), 100 * MiB);  // 100 MiB card: 89 MiB unaccounted for
+  EXPECT_EQ(r[0].verdict, OomVerdict::kOutsidePytorch);
+  EXPECT_EQ(r[0].outside_pytorch_bytes, 89 * MiB);
+  EXPECT_EQ(oom_verdict_name(r[0].verdict), "outside_pytorch");
+}
+
+TEST(AnalyzeOoms, UndoesExpandableSegmentMapping) {
+  SnapshotBuilder b;
+  b.segment(0, 0x1000000, {{6 * MiB, kA, 6 * MiB, kNoStack}});
+  b.event(TraceAction::kOom, 0, 8 * MiB);
+  b.event(TraceAction::kSegmentMap, 0x1000000 + 4 * MiB, 2 * MiB);  // grew after the OOM
+  auto r = ooms(b.snapshot());
+  EXPECT_EQ(r[0].reserved_bytes, 4 * MiB);
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -1,0 +1,86 @@
+#include <gtest/gtest.h>
+
+#include "analyses/snapshot_analysis.h"
+#include "analyses/snapshot_builder.h"
+
+namespace oomdoc {
+namespace {
+
+using testing::SnapshotBuilder;
+
+TEST(StackLabeler, GroupsAtTheFirstUserFrameSkippingNoiseAndLibraries) {
+  SnapshotBuilder b;
+  StackId s = b.stack({{"??", 0, "torch::unwind::unwind()"},
+                       {"??", 0, "at::native::empty_cuda"},
+                       {"/usr/lib/python3/dist-packages/torch/nn/modules/linear.py", 116, "forward"},
+                       {"/home/me/proj/model.py", 42, "forward"},
+                       {"/usr/lib/python3/dist-packages/torch/nn/modules/module.py", 1501, "_call_impl"},
+                       {"/home/me/proj/train.py", 88, "train_step"},
+                       {"/home/me/proj/train.py", 131, "main"}});
+  StackLabeler labeler(b.snapshot(), 2);
+  EXPECT_EQ(labeler.key(s), "proj/model.py:42 forward < proj/train.py:88 train_step");
+  StackLabeler deep(b.snapshot(), 3);
+  EXPECT_EQ(deep.key(s), "proj/model.py:42 forward < proj/train.py:88 train_step < proj/train.py:131 main");
+  // Noise frames are dropped from the listing; library frames stay.
+  auto frames = labeler.frames(s);
+  ASSERT_EQ(frames.size(), 6u);
+  EXPECT_EQ(frames[0], "at::native::empty_cuda");
+  EXPECT_EQ(frames[1], "modules/linear.py:116 forward");
+  EXPECT_EQ(labeler.key(kNoStack), "<no stack recorded>");
+}
+
+TEST(StackLabeler, NoUserFrameNamesTheFirstMeaningfulFrame) {
+  SnapshotBuilder b;
+  StackId s = b.stack({{"??", 0, "torch::unwind::unwind()"}, {"??", 0, "at::native::empty_cuda"}});
+  StackId only_noise = b.stack({{"??", 0, "torch::unwind::unwind()"}});
+  StackId op = b.stack({{"??", 0, "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc"},
+                        {"??", 0, "at::_ops::bmm::call(at::Tensor const&, at::Tensor const&)"}});
+  StackId backward = b.stack({{"??", 0, "at::_ops::mul_Tensor::call(at::Tensor const&)"},
+                              {"??", 0, "torch::autograd::generated::MulBackward0::apply(std::vector<at::Tensor>&&)"}});
+  StackLabeler labeler(b.snapshot(), 2);
+  EXPECT_EQ(labeler.key(s), "at::native::empty_cuda (no user frame)");
+  EXPECT_EQ(labeler.key(only_noise), "<no user frame>");
+  EXPECT_EQ(labeler.key(op), "aten::bmm (no Python frame)");
+  EXPECT_EQ(labeler.key(backward), "MulBackward0 (backward pass, no Python frame)");
+}
+
+TEST(StackFilters, MatchThePeersNoiseList) {
+  EXPECT_TRUE(is_noise_frame("??", "torch::CapturedTraceback::gather(bool, bool, bool)"));
+  EXPECT_TRUE(is_noise_frame("Python/ceval.c", "x"));
+  EXPECT_TRUE(is_noise_frame("", "_start"));
+  EXPECT_FALSE(is_noise_frame("", "_start_thread"));
+  EXPECT_TRUE(is_user_frame("D:\\work\\train.py", "main"));
+  EXPECT_FALSE(is_user_frame("C:\\Python311\\Lib\\site-packages\\torch\\nn\\functional.py", "linear"));
+  EXPECT_FALSE(is_user_frame("memory_snapshot.cpp", "f"));
+}
+
+TEST(LiveStacks, AtAnEventAndAtDump) {
+  SnapshotBuilder b;
+  StackId a = b.stack({{"/p/a.py", 1, "f"}});
+  StackId c = b.stack({{"/p/c.py", 2, "g"}});
+  StackId a2 = b.stack({{"/p/a.py", 1, "f"}, {"/p/x.py", 9, "h"}});  // same key at depth 1
+  b.event(TraceAction::kAlloc, 0x100, 1000, a);
+  b.event(TraceAction::kAlloc, 0x200, 3000, c);
+  b.event(TraceAction::kAlloc, 0x300, 500, a2);
+  b.event(TraceAction::kFreeCompleted, 0x200, 3000, c);
+  StackLabeler labeler(b.snapshot(), 1);
+  auto at2 = live_stacks_at(b.snapshot(), 0, 2, labeler, 10);
+  ASSERT_EQ(at2.size(), 2u);
+  EXPECT_EQ(at2[0].key, "p/c.py:2 g");
+  EXPECT_EQ(at2[0].bytes, 3000u);
+  EXPECT_EQ(at2[1].key, "p/a.py:1 f");
+  EXPECT_EQ(at2[1].bytes, 1500u);
+  EXPECT_EQ(at2[1].count, 2u);
+  auto at3 = live_stacks_at(b.snapshot(), 0, 3, labeler, 1);
+  ASSERT_EQ(at3.size(), 1u);
+  EXPECT_EQ(at3[0].bytes, 1500u);
+
+  b.segment(0, 0x1000, {{512, BlockState::kActiveAllocated, 100, c}, {512, BlockState::kInactive, 9, a}});
+  auto dump = live_stacks_at_dump(b.snapshot(), 0, labeler, 10);
+  ASSERT_EQ(dump.size(), 1u);
+  EXPECT_EQ(dump[0].key, "p/c.py:2 g");
+  EXPECT_EQ(dump[0].bytes, 100u);
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -1,0 +1,100 @@
+#include <gtest/gtest.h>
+
+#include "analyses/snapshot_analysis.h"
+#include "analyses/snapshot_builder.h"
+
+namespace oomdoc {
+namespace {
+
+using testing::SnapshotBuilder;
+constexpr auto kA = BlockState::kActiveAllocated;
+constexpr auto kI = BlockState::kInactive;
+
+TEST(ReplayTimeline, PeakIsADeltaAndBaselineCountsPreRecordingMemory) {
+  SnapshotBuilder b;
+  // At dump: 0x1000 (never allocated in the trace: a ghost) and 0x3000 (allocated in the trace).
+  b.segment(0, 0x1000, {{4096, kA, 4000, kNoStack}, {4096, kI, 0, kNoStack}, {8192, kA, 8000, kNoStack}});
+  b.event(TraceAction::kSegmentAlloc, 0x1000, 16384);
+  b.event(TraceAction::kFreeCompleted, 0x9000, 700);  // allocated before recording
+  b.event(TraceAction::kAlloc, 0x2000, 3000);
+  b.event(TraceAction::kAlloc, 0x3000, 8000);
+  b.event(TraceAction::kFreeRequested, 0x2000, 3000);  // intent only
+  b.event(TraceAction::kFreeCompleted, 0x2000, 3000);
+  b.event(TraceAction::kAlloc, 0x2000, 100);
+  b.event(TraceAction::kFreeCompleted, 0x2000, 100);
+  Timeline t = replay_timeline(b.snapshot(), 0, {});
+  EXPECT_EQ(t.events, 8u);
+  // Running sum: -700, +2300, +10300 (peak, event 3), 7300, 7400, 7300.
+  EXPECT_EQ(t.peak_live_delta, 10300);
+  EXPECT_EQ(t.peak_index, 3u);
+  EXPECT_EQ(t.unmatched_frees, 1u);
+  EXPECT_EQ(t.unmatched_free_bytes, 700u);
+  EXPECT_EQ(t.ghost_bytes, 4000u);
+  EXPECT_EQ(t.baseline_bytes, 4700u);
+  EXPECT_EQ(t.reserved_at_start, 0);
+  EXPECT_EQ(t.peak_reserved_bytes, 16384);
+  EXPECT_FALSE(t.truncated);
+  EXPECT_FALSE(t.has_time);
+  // Absolute live at the end = baseline + delta = what is live at dump (4000 + 8000).
+  ASSERT_FALSE(t.points.empty());
+  EXPECT_EQ(t.points.back().live_bytes, 4700 + 7300);
+}
+
+TEST(ReplayTimeline, NeverBelowZeroAndNoPeakWithoutAllocations) {
+  SnapshotBuilder b;
+  b.event(TraceAction::kFreeCompleted, 0x10, 500);
+  b.event(TraceAction::kFreeCompleted, 0x20, 500);
+  Timeline t = replay_timeline(b.snapshot(), 0, {});
+  EXPECT_EQ(t.peak_live_delta, 0);
+  EXPECT_FALSE(t.peak_index.has_value());
+  EXPECT_EQ(t.baseline_bytes, 1000u);
+}
+
+TEST(ReplayTimeline, DetectsTruncation) {
+  SnapshotBuilder one;
+  one.event(TraceAction::kSnapshot, 0, 123);
+  Timeline t1 = replay_timeline(one.snapshot(), 0, {});
+  EXPECT_TRUE(t1.truncated);
+  EXPECT_NE(t1.truncation_reason.find("max_entries=1"), std::string::npos);
+
+  SnapshotBuilder full;
+  for (int i = 0; i < 4; ++i) full.event(TraceAction::kAlloc, 0x100 * (i + 1), 10);
+  full.snapshot().allocator_settings = AllocatorSettings{};
+  full.snapshot().allocator_settings->trace_alloc_max_entries = 4;
+  EXPECT_NE(replay_timeline(full.snapshot(), 0, {}).truncation_reason.find("max_entries=4"), std::string::npos);
+  full.snapshot().allocator_settings->trace_alloc_overflowed = true;
+  EXPECT_NE(replay_timeline(full.snapshot(), 0, {}).truncation_reason.find("overflowed"), std::string::npos);
+}
+
+TEST(ReplayTimeline, DownsamplesKeepingEachBucketsHighestPoint) {
+  SnapshotBuilder b;
+  for (int i = 0; i < 100; ++i) {
+    b.event(TraceAction::kAlloc, 0x1000 + i * 0x1000, 10 + i);
+    b.event(TraceAction::kFreeCompleted, 0x1000 + i * 0x1000, 10 + i);
+  }
+  SnapshotOptions options;
+  options.timeline_points = 10;
+  Timeline t = replay_timeline(b.snapshot(), 0, options);
+  ASSERT_EQ(t.points.size(), 10u);
+  // Bucket 0 holds events 0..19: its highest point is the alloc of 19 bytes at event 18.
+  EXPECT_EQ(t.points[0].event_index, 18u);
+  EXPECT_EQ(t.points[0].live_bytes, 19);
+  EXPECT_EQ(t.points[0].action, TraceAction::kAlloc);
+  EXPECT_EQ(t.peak_live_delta, 109);
+}
+
+TEST(ReservedTimeline, SegmentEventsAnchoredOnTheDump) {
+  SnapshotBuilder b;
+  b.segment(0, 0x100000, {{2 << 20, kI, 0, kNoStack}});
+  b.event(TraceAction::kSegmentAlloc, 0x900000, 4 << 20);
+  b.event(TraceAction::kSegmentMap, 0x100000, 2 << 20);
+  b.event(TraceAction::kSegmentFree, 0x900000, 4 << 20);
+  b.event(TraceAction::kSegmentUnmap, 0x100000, 1 << 20);
+  Timeline t = replay_timeline(b.snapshot(), 0, {});
+  // End reserved 2 MiB; net delta +1 MiB; so 1 MiB at start and 7 MiB at the highest.
+  EXPECT_EQ(t.reserved_at_start, 1 << 20);
+  EXPECT_EQ(t.peak_reserved_bytes, 7 << 20);
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -1,0 +1,60 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "support/test_support.h"
+
+namespace oomdoc {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::fixture_path;
+using testing::run_cli;
+
+TEST(SnapshotCli, SummaryAndJson) {
+  auto text = run_cli({"snapshot", fixture_path("snapshot/train_p5.pickle")});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("OOM on cuda:0"));
+  auto json = run_cli({"snapshot", "--json", fixture_path("snapshot/train.json")});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto doc = nlohmann::json::parse(json.out);
+  EXPECT_EQ(doc["devices"][0]["ooms"][0]["verdict"], "exhaustion");
+  auto one = run_cli({"snapshot", "--json", "--device", "1", fixture_path("snapshot/train_p2.pickle")});
+  EXPECT_EQ(nlohmann::json::parse(one.out)["devices"].size(), 1u);
+}
+
+TEST(SnapshotCli, ReadsStdin) {
+  auto r = run_cli({"snapshot", "--json", "-"}, testing::read_file(fixture_path("snapshot/train_p4.pickle")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["file"], "<stdin>");
+}
+
+TEST(SnapshotCli, CompareAndHtml) {
+  auto c = run_cli({"snapshot", fixture_path("snapshot/train_p4.pickle"), "--compare",
+                    fixture_path("snapshot/expandable_p4.pickle"), "--json"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_FALSE(nlohmann::json::parse(c.out)["stacks"].empty());
+  std::string html = std::string(OOMDOC_BINARY_DIR) + "/snapshot_cli_test.html";
+  auto h = run_cli({"snapshot", fixture_path("snapshot/train_p4.pickle"), "--html", html});
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_THAT(testing::read_file(html), HasSubstr("new uPlot("));
+}
+
+TEST(SnapshotCli, BadInputIsOneLineAndExitTwo) {
+  auto missing = run_cli({"snapshot", "/nonexistent.pickle"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err, "oomdoc: /nonexistent.pickle: no such file\n");
+  std::string hostile = std::string(OOMDOC_BINARY_DIR) + "/hostile.pickle";
+  std::ofstream(hostile, std::ios::binary) << std::string("\x80\x04\x63os\nsystem\n\x8c\x02id\x85R.", 18);
+  auto h = run_cli({"snapshot", hostile});
+  EXPECT_EQ(h.exit_code, 2);
+  EXPECT_THAT(h.err, HasSubstr("offset 2: GLOBAL: refused"));
+  EXPECT_TRUE(h.out.empty());
+  auto size = run_cli({"snapshot", fixture_path("snapshot/train_p4.pickle"), "--gpu-memory", "lots"});
+  EXPECT_EQ(size.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -1,0 +1,142 @@
+// Every real snapshot in ../shared/data/snapshots opens and gives the reference figures of
+// ../shared/docs/snapshot-format.md §6 exactly; protocol 2/3/5 and JSON re-encodings of each
+// (made with Python's standard pickle/json by tools/gen_corpus_variants.py) give identical results.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "analyses/snapshot_report.h"
+#include "support/test_support.h"
+
+namespace oomdoc {
+namespace {
+
+struct Reference {
+  const char* file;
+  int device;
+  size_t segments;
+  uint64_t reserved, allocated, active, requested, inactive, largest_inactive;
+  uint64_t trace_events;
+  int64_t trace_peak;
+};
+
+// snapshot-format.md §6 (no file has oom entries).
+const Reference kReference[] = {
+    {"charran78__docubox_segments_only.pickle", 0, 12, 109051904, 90861056, 90861056, 90861056, 18190848, 11534336, 0, 0},
+    {"cranberrii__v2_1_no_time_us.pickle", 0, 215, 6471811072, 2297283072, 2297283072, 2285408452, 4174528000, 130023424, 10307, 4780407592},
+    {"felixburton7__voxelflex_segments_only.pickle", 0, 3, 46137344, 21002752, 21002752, 20981596, 25134592, 14548992, 0, 0},
+    {"kkaitlyn111__stacks_all_ctx128_forward.pickle", 0, 516, 19667091456, 19498420224, 19498420224, 19352504320, 168671232, 4194304, 4657, 5723951104},
+    {"kkaitlyn111__stacks_all_ctx128_fullstep_annotations.pickle", 0, 1010, 61111009280, 54873829888, 54873829888, 54597857284, 6237179392, 104857600, 19342, 41174114308},
+    {"lfielike__v2_3_legacy_1entry_trace.pickle", 0, 259, 17133731840, 16397578240, 16397578240, 16380108168, 736153600, 452984832, 1, 0},
+    {"magma27__newest_compile_context_user_metadata_windows.pickle", 0, 216, 14180941824, 1377753600, 1377753600, 1373919236, 12803188224, 329252864, 5163, 12550078464},
+    {"muduard__memory_snapshot_list_format.pkl", 1, 255, 3649044480, 3353639424, 3353639424, 3308174782, 295405056, 31457280, 0, 0},
+    {"silmont2000__small_stacks_all.pickle", 0, 9, 3781165056, 31719936, 31719936, 31719428, 3749445120, 536870912, 97, 3249143816},
+    {"yiyi__v2_0_history_1.3b_snapshot.pickle", 0, 257, 7608467456, 5683450880, 5683450880, 5683449864, 1925016576, 207618048, 1, 0},
+    {"yiyi__v2_0_history_oom_snapshot.pickle", 0, 176, 11844714496, 11840159744, 11840159744, 11840159744, 4554752, 2080768, 1, 0},
+};
+
+void expect_reference(const SnapshotReport& report, const Reference& ref, const std::string& label) {
+  ASSERT_EQ(report.devices.size(), 1u) << label;
+  const DeviceReport& d = report.devices[0];
+  EXPECT_EQ(d.memory.device, ref.device) << label;
+  EXPECT_EQ(d.memory.segments, ref.segments) << label;
+  EXPECT_EQ(d.memory.reserved_bytes, ref.reserved) << label;
+  EXPECT_EQ(d.memory.allocated_bytes, ref.allocated) << label;
+  EXPECT_EQ(d.memory.active_bytes, ref.active) << label;
+  EXPECT_EQ(d.memory.requested_bytes, ref.requested) << label;
+  EXPECT_EQ(d.memory.inactive_bytes, ref.inactive) << label;
+  EXPECT_EQ(d.memory.largest_free_block_bytes, ref.largest_inactive) << label;
+  EXPECT_EQ(d.timeline.events, ref.trace_events) << label;
+  EXPECT_EQ(d.timeline.peak_live_delta, ref.trace_peak) << label;
+  EXPECT_TRUE(d.ooms.empty()) << label;
+}
+
+TEST(SnapshotCorpus, EveryFileMatchesTheReferenceTable) {
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(testing::corpus_path("snapshots"))) {
+    std::string name = entry.path().filename().string();
+    if (name == "SOURCES.md") continue;
+    ++files;
+    bool listed = false;
+    for (const Reference& ref : kReference) listed = listed || name == ref.file;
+    EXPECT_TRUE(listed) << name << " has no reference row";
+  }
+  EXPECT_EQ(files, std::size(kReference));
+  for (const Reference& ref : kReference) {
+    auto report = analyze_snapshot_file(testing::corpus_path(std::string("snapshots/") + ref.file));
+    ASSERT_TRUE(report.ok()) << report.error().message;
+    expect_reference(*report, ref, ref.file);
+  }
+}
+
+TEST(SnapshotCorpus, ReencodingsGiveIdenticalResults) {
+  std::string out = std::string(OOMDOC_BINARY_DIR) + "/corpus_variants";
+  std::string command = "python3 " + std::string(OOMDOC_SOURCE_DIR) + "/tools/gen_corpus_variants.py " + out;
+  for (const Reference& ref : kReference) command += " " + testing::corpus_path(std::string("snapshots/") + ref.file);
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  for (const Reference& ref : kReference) {
+    auto original = analyze_snapshot_file(testing::corpus_path(std::string("snapshots/") + ref.file));
+    ASSERT_TRUE(original.ok());
+    for (const char* suffix : {".p2.pickle", ".p3.pickle", ".p5.pickle", ".json"}) {
+      std::string path = out + "/" + ref.file + suffix;
+      auto variant = analyze_snapshot_file(path);
+      ASSERT_TRUE(variant.ok()) << variant.error().message;
+      expect_reference(*variant, ref, path);
+      // Beyond the table: stacks, leaks and the verdict line agree too.
+      ASSERT_EQ(variant->devices[0].top_stacks.size(), original->devices[0].top_stacks.size()) << path;
+      for (size_t i = 0; i < original->devices[0].top_stacks.size(); ++i) {
+        EXPECT_EQ(variant->devices[0].top_stacks[i].key, original->devices[0].top_stacks[i].key) << path;
+        EXPECT_EQ(variant->devices[0].top_stacks[i].bytes, original->devices[0].top_stacks[i].bytes) << path;
+      }
+      EXPECT_EQ(variant->verdict, original->verdict) << path;
+      EXPECT_EQ(variant->distinct_stacks, original->distinct_stacks) << path;
+    }
+  }
+}
+
+// Side by side with PyTorch's own `_memory_viz.py stats` (Debian's python3-torch 1.13 ships it;
+// tools/memory_viz_stats.py runs its stats() on the segment list): the same totals, to the byte.
+TEST(SnapshotCorpus, SameTotalsAsPytorchsMemoryViz) {
+  const char* memory_viz = "/usr/lib/python3/dist-packages/torch/cuda/_memory_viz.py";
+  ASSERT_TRUE(std::filesystem::exists(memory_viz)) << "python3-torch is not installed (scripts/setup.sh)";
+  std::vector<std::string> files;
+  for (const Reference& ref : kReference) files.push_back(testing::corpus_path(std::string("snapshots/") + ref.file));
+  for (const char* f : {"train_p4.pickle", "expandable_p4.pickle", "list_1_13_p2.pickle", "history_2_0_p4.pickle"}) {
+    files.push_back(testing::fixture_path(std::string("snapshot/") + f));
+  }
+  for (const std::string& file : files) {
+    std::string out = std::string(OOMDOC_BINARY_DIR) + "/memory_viz_stats.json";
+    std::string command = "/usr/bin/python3 " + std::string(OOMDOC_SOURCE_DIR) + "/tools/memory_viz_stats.py " +
+                          file + " > " + out;
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    auto peer = nlohmann::json::parse(testing::read_file(out));
+    auto report = analyze_snapshot_file(file);
+    ASSERT_TRUE(report.ok()) << report.error().message;
+    uint64_t segments = 0, reserved = 0, allocated = 0, inactive = 0, pending = 0;
+    for (const DeviceReport& d : report->devices) {
+      segments += d.memory.segments;
+      reserved += d.memory.reserved_bytes;
+      allocated += d.memory.allocated_bytes;
+      inactive += d.memory.inactive_bytes;
+      pending += d.memory.pending_free_bytes;
+    }
+    EXPECT_EQ(peer["segments"], segments) << file;
+    EXPECT_EQ(peer["total_size"], reserved) << file;
+    EXPECT_EQ(peer.value("active_allocated", uint64_t(0)), allocated) << file;
+    EXPECT_EQ(peer.value("inactive", uint64_t(0)), inactive) << file;
+    EXPECT_EQ(peer.value("active_pending_free", uint64_t(0)), pending) << file;
+  }
+}
+
+TEST(SnapshotCorpus, CliOpensEveryFile) {
+  for (const Reference& ref : kReference) {
+    auto r = testing::run_cli({"snapshot", "--json", testing::corpus_path(std::string("snapshots/") + ref.file)});
+    EXPECT_EQ(r.exit_code, 0) << ref.file << ": " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace oomdoc

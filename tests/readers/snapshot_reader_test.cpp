@@ -1,0 +1,179 @@
+#include "readers/snapshot_reader.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "analyses/snapshot_analysis.h"
+#include "support/test_support.h"
+
+namespace oomdoc {
+namespace {
+
+using ::testing::HasSubstr;
+
+nlohmann::json expected() {
+  return nlohmann::json::parse(testing::read_file(testing::fixture_path("snapshot/expected.json")));
+}
+
+// The figures tools/snapshot_totals.py computes, from oomdoc's model and analyses.
+nlohmann::json totals(const Snapshot& s) {
+  nlohmann::json out = nlohmann::json::array();
+  SnapshotOptions options;
+  for (int d : s.devices()) {
+    DeviceMemory m = summarize_device(s, d);
+    Timeline t = replay_timeline(s, d, options);
+    nlohmann::json ooms = nlohmann::json::array();
+    {
+      const auto trace = s.trace(d);
+      for (size_t i = 0; i < trace.size(); ++i) {
+        if (trace[i].action == TraceAction::kOom) {
+          ooms.push_back({{"device_free_bytes", trace[i].device_free()}, {"event_index", i},
+                          {"requested_bytes", trace[i].size}});
+        }
+      }
+    }
+    out.push_back({{"active_bytes", m.active_bytes}, {"allocated_bytes", m.allocated_bytes},
+                   {"baseline_bytes", t.baseline_bytes}, {"device", d},
+                   {"inactive_bytes", m.inactive_bytes}, {"largest_free_block_bytes", m.largest_free_block_bytes},
+                   {"ooms", ooms}, {"peak_live_bytes", t.peak_live_delta},
+                   {"requested_bytes", m.requested_bytes.value_or(0)}, {"reserved_bytes", m.reserved_bytes},
+                   {"segments", m.segments}, {"trace_events", t.events}});
+  }
+  return out;
+}
+
+Snapshot read_fixture(const std::string& name) {
+  auto s = read_snapshot_file(testing::fixture_path("snapshot/" + name));
+  EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
+  return s.ok() ? std::move(s.value()) : Snapshot{};
+}
+
+class TrainVariants : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TrainVariants, EveryEncodingGivesTheReferenceFigures) {
+  Snapshot s = read_fixture(GetParam());
+  EXPECT_EQ(totals(s), expected()["train"]);
+  EXPECT_EQ(s.layout, SnapshotLayout::kDeviceTraces);
+  EXPECT_EQ(s.trace_device_count(), 2u);
+  ASSERT_TRUE(s.allocator_settings.has_value());
+  EXPECT_EQ(s.allocator_settings->max_split_size, -1);
+  EXPECT_EQ(s.allocator_settings->expandable_segments, false);
+  EXPECT_EQ(s.annotations.size(), 6u);  // ProfilerStep#0..2 on each device
+}
+
+INSTANTIATE_TEST_SUITE_P(Encodings, TrainVariants,
+                         ::testing::Values("train_p2.pickle", "train_p3.pickle", "train_p4.pickle",
+                                           "train_p5.pickle", "train.json"));
+
+TEST(SnapshotReader, EncodingsAgreeEventForEvent) {
+  Snapshot a = read_fixture("train_p2.pickle"), b = read_fixture("train.json");
+  ASSERT_EQ(a.trace_device_count(), b.trace_device_count());
+  for (int d = 0; d < int(a.trace_device_count()); ++d) {
+    ASSERT_EQ(a.trace(d).size(), b.trace(d).size());
+    for (size_t i = 0; i < a.trace(d).size(); ++i) {
+      const TraceEvent &x = a.trace(d)[i], &y = b.trace(d)[i];
+      ASSERT_EQ(x.addr, y.addr);
+      ASSERT_EQ(x.size, y.size);
+      ASSERT_EQ(x.time_us, y.time_us);
+      ASSERT_EQ(a.stack(x.stack).size(), b.stack(y.stack).size());
+    }
+  }
+  // Interning: JSON expands every shared frame, yet both end with the same distinct tables.
+  EXPECT_EQ(a.frames.size(), b.frames.size());
+  EXPECT_EQ(a.stack_count(), b.stack_count());
+}
+
+TEST(SnapshotReader, ListLayoutOf113) {
+  Snapshot s = read_fixture("list_1_13_p2.pickle");
+  EXPECT_EQ(s.layout, SnapshotLayout::kSegmentList);
+  EXPECT_EQ(s.trace_device_count(), 0u);
+  EXPECT_EQ(totals(s), expected()["list_1_13_p2.pickle"]);
+  // Block addresses are rebuilt as running sums; requested sizes come from history.
+  const SnapshotSegment& seg = s.segments.front();
+  EXPECT_FALSE(seg.requested_size.has_value());
+  EXPECT_EQ(seg.blocks.front().address, seg.address);
+  if (seg.blocks.size() > 1) {
+    EXPECT_EQ(seg.blocks[1].address, seg.address + seg.blocks[0].size);
+  }
+}
+
+TEST(SnapshotReader, HistoryLayoutOf20) {
+  Snapshot s = read_fixture("history_2_0_p4.pickle");
+  EXPECT_EQ(s.layout, SnapshotLayout::kHistory);
+  EXPECT_EQ(totals(s), expected()["history_2_0_p4.pickle"]);
+  size_t with_stack = 0;
+  for (const auto& seg : s.segments) {
+    for (const auto& b : seg.blocks) with_stack += b.stack != kNoStack;
+  }
+  EXPECT_GT(with_stack, 0u);  // frames taken from history[0]
+  ASSERT_EQ(s.trace(0).size(), 1u);
+  EXPECT_EQ(s.trace(0)[0].action, TraceAction::kSnapshot);
+}
+
+TEST(SnapshotReader, ExpandableSegmentsPrivatePoolsAndWrappedTrace) {
+  Snapshot s = read_fixture("expandable_p4.pickle");
+  EXPECT_EQ(totals(s), expected()["expandable_p4.pickle"]);
+  size_t maps = 0, expandable = 0, private_pools = 0;
+  for (const auto& e : s.trace(0)) maps += e.action == TraceAction::kSegmentMap;
+  for (const auto& seg : s.segments) {
+    expandable += seg.is_expandable;
+    private_pools += seg.private_pool();
+  }
+  EXPECT_GT(maps, 0u);
+  EXPECT_GT(expandable, 0u);
+  EXPECT_EQ(private_pools, 1u);
+  EXPECT_EQ(s.allocator_settings->trace_alloc_overflowed, true);
+  EXPECT_EQ(s.allocator_settings->trace_alloc_max_entries, 100u);
+  EXPECT_EQ(s.trace(0).size(), 100u);
+}
+
+TEST(SnapshotReader, UnknownKeysAreIgnoredAndNewFieldsRead) {
+  std::string json = R"({"segments": [{"device": 0, "address": 4096, "total_size": 2097152,
+      "allocated_size": 512, "active_size": 512, "requested_size": 100, "stream": 0,
+      "segment_type": "small", "future_key": {"x": [1, 2]},
+      "blocks": [{"address": 4096, "size": 512, "requested_size": 100, "state": "active_allocated",
+                  "frames": [{"filename": "a.py", "line": 3, "name": "f", "fx_node_op": "call"}]},
+                 {"address": 4608, "size": 2096640, "requested_size": 0, "state": "inactive"}]}],
+    "device_traces": [[{"action": "alloc", "addr": 4096, "size": 100, "stream": 0, "time_us": 5,
+                        "compile_context": "N/A", "user_metadata": "step 1", "pool_id": [0, 0],
+                        "frames": [{"filename": "a.py", "line": 3, "name": "f"}]},
+                       {"action": "annotate", "addr": 4096, "size": 0, "stream": 0}]],
+    "host_segments": [], "categories": ["x"]})";
+  auto s = read_snapshot_bytes(json, "t.json");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  const TraceEvent& e = s->trace(0)[0];
+  EXPECT_EQ(s->str(e.compile_context), "N/A");
+  EXPECT_EQ(s->str(e.user_metadata), "step 1");
+  EXPECT_TRUE(e.has_time);
+  EXPECT_EQ(s->trace(0)[1].action, TraceAction::kAnnotate);
+  // The block's and the event's stacks are one interned stack.
+  EXPECT_EQ(s->segments[0].blocks[0].stack, e.stack);
+  EXPECT_FALSE(s->segments[0].is_large);
+}
+
+TEST(SnapshotReader, ErrorsNameTheFileAndThePlace) {
+  auto err = [](std::string_view data) {
+    auto s = read_snapshot_bytes(data, "x.pickle");
+    return s.ok() ? std::string("<ok>") : s.error().message;
+  };
+  EXPECT_EQ(err(""), "x.pickle: the file is empty");
+  EXPECT_THAT(err("GIF89a"), HasSubstr("x.pickle: not a memory snapshot"));
+  EXPECT_THAT(err("{\"a\": 1}"), HasSubstr("x.pickle: neither 'segments' nor 'device_traces' found"));
+  EXPECT_THAT(err("[1, 2]"), HasSubstr("x.pickle: segments[0] is not a dict"));
+  EXPECT_THAT(err("{\"device_traces\": [[{\"action\": \"alloc\", \"addr\": \"x\", \"size\": 1}]]}"),
+              HasSubstr("x.pickle: device_traces[0][0]: 'addr' / 'device_free' is not an integer"));
+  EXPECT_THAT(err("{\"segments\": [{\"device\": 0}]}"), HasSubstr("segments[0]: 'total_size' is missing"));
+  EXPECT_THAT(err("{\"segments\": [1, 2"), HasSubstr("x.pickle: offset"));
+  EXPECT_THAT(err(std::string(20000, '[')), HasSubstr("nesting deeper than 10000 levels"));
+  EXPECT_THAT(err(std::string("\x80\x04\x63os\nsystem\n", 12)), HasSubstr("x.pickle: offset 2: GLOBAL: refused"));
+}
+
+TEST(SnapshotReader, MissingFile) {
+  auto s = read_snapshot_file("/nonexistent/snap.pickle");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "/nonexistent/snap.pickle: no such file");
+}
+
+}  // namespace
+}  // namespace oomdoc

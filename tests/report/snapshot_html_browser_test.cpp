@@ -1,0 +1,68 @@
+// The --html page in a real headless Chromium (Debian's `chromium`, installed by scripts/setup.sh):
+// it loads from disk with no console errors, the timeline plot is drawn, and a screenshot is kept
+// as a test artifact (<build>/test-artifacts/snapshot_report.png).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <regex>
+
+#include "support/test_support.h"
+
+namespace oomdoc {
+namespace {
+
+std::string run_capture(const std::string& command) {
+  std::string out;
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  if (!pipe) return out;
+  std::array<char, 65536> buffer;
+  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe.get())) out.append(buffer.data(), n);
+  return out;
+}
+
+std::string chromium() {
+  for (const char* candidate : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
+    if (std::filesystem::exists(candidate)) return candidate;
+  }
+  return "";
+}
+
+TEST(SnapshotHtmlBrowser, LoadsWithoutErrorsAndDrawsThePlot) {
+  std::string browser = chromium();
+  ASSERT_FALSE(browser.empty()) << "chromium is not installed (scripts/setup.sh installs it)";
+  std::string dir = std::string(OOMDOC_BINARY_DIR) + "/test-artifacts";
+  std::filesystem::create_directories(dir);
+  std::string html = dir + "/snapshot_report.html";
+  auto r = testing::run_cli({"snapshot", testing::fixture_path("snapshot/train_p4.pickle"), "--html", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  const std::string flags = " --headless --no-sandbox --disable-gpu --hide-scrollbars "
+                            "--virtual-time-budget=5000 --user-data-dir=" + dir + "/chromium-profile ";
+  std::string log = dir + "/chromium.log";
+  std::string dom = run_capture("timeout 120 " + browser + flags + "--enable-logging=stderr --v=0 --dump-dom file://" +
+                                html + " 2>" + log);
+  std::smatch body;
+  ASSERT_TRUE(std::regex_search(dom, body, std::regex("<body[^>]*>"))) << dom.substr(0, 500);
+  // The page counts window errors and console.error calls itself; uPlot's draw hook counts plots.
+  EXPECT_THAT(body.str(), ::testing::HasSubstr("data-console-errors=\"0\""));
+  EXPECT_THAT(body.str(), ::testing::HasSubstr("data-plots-drawn=\"2\""));  // one per device
+  EXPECT_THAT(dom, ::testing::HasSubstr("<canvas"));
+  EXPECT_THAT(dom, ::testing::HasSubstr("OOM at event"));
+  std::string console = testing::read_file(log);
+  EXPECT_EQ(console.find("Uncaught"), std::string::npos) << console;
+  EXPECT_EQ(console.find(":CONSOLE("), std::string::npos) << console;
+
+  std::string png = dir + "/snapshot_report.png";
+  std::filesystem::remove(png);
+  run_capture("timeout 120 " + browser + flags + "--window-size=1280,1400 --screenshot=" + png + " file://" + html +
+              " 2>/dev/null");
+  ASSERT_TRUE(std::filesystem::exists(png));
+  EXPECT_GT(std::filesystem::file_size(png), 20000u);  // a drawn page, not a blank one
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -1,0 +1,68 @@
+#include "report/snapshot_render.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "support/test_support.h"
+
+namespace oomdoc {
+namespace {
+
+using ::testing::HasSubstr;
+
+SnapshotReport train_report() {
+  auto r = analyze_snapshot_file(testing::fixture_path("snapshot/train_p4.pickle"));
+  EXPECT_TRUE(r.ok());
+  return r.ok() ? std::move(r.value()) : SnapshotReport{};
+}
+
+TEST(SnapshotJson, HasTheDocumentedFields) {
+  Json doc = snapshot_report_json(train_report());
+  EXPECT_EQ(doc["command"], "snapshot");
+  ASSERT_EQ(doc["devices"].size(), 2u);
+  const Json& d = doc["devices"][0];
+  for (const char* key : {"device", "segments", "reserved_bytes", "allocated_bytes", "active_bytes",
+                          "requested_bytes", "inactive_bytes", "largest_free_block_bytes", "trace_events",
+                          "peak_live_bytes", "baseline_bytes", "ooms", "top_stacks"}) {
+    EXPECT_TRUE(d.contains(key)) << key;
+  }
+  ASSERT_EQ(d["ooms"].size(), 1u);
+  const Json& o = d["ooms"][0];
+  for (const char* key : {"event_index", "requested_bytes", "device_free_bytes", "live_bytes",
+                          "reserved_bytes", "largest_free_block_bytes", "verdict", "stack"}) {
+    EXPECT_TRUE(o.contains(key)) << key;
+  }
+  EXPECT_EQ(o["verdict"], "exhaustion");
+  EXPECT_EQ(o["requested_bytes"], 21474836480ull);
+  EXPECT_TRUE(d["top_stacks"][0]["live_bytes"].is_number_unsigned());
+  // Absent values are null, never 0 or -1.
+  EXPECT_TRUE(o["outside_pytorch_bytes"].is_null());
+  EXPECT_TRUE(doc["devices"][1]["ooms"].empty());
+}
+
+TEST(SnapshotText, VerdictFirst) {
+  std::string text = render_snapshot_text(train_report(), Style::plain());
+  EXPECT_EQ(text.rfind("OOM on cuda:0 at trace event ", 0), 0u) << text.substr(0, 200);
+  EXPECT_THAT(text, HasSubstr("OOM at event "));
+  EXPECT_THAT(text, HasSubstr("top stacks at the trace peak"));
+  EXPECT_THAT(text, HasSubstr("possible leaks"));
+  EXPECT_EQ(text.find("\x1b["), std::string::npos);  // plain style: no colour codes
+}
+
+TEST(SnapshotHtml, SelfContainedWithTheChartLibraryAndData) {
+  std::string html = render_snapshot_html(train_report());
+  EXPECT_THAT(html, HasSubstr("<!DOCTYPE html>"));
+  EXPECT_THAT(html, HasSubstr("uPlot 1.6.32 | MIT License"));
+  EXPECT_THAT(html, HasSubstr("\"peak_live_bytes\""));
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("src=\"http"), std::string::npos);
+  // Nothing inside the inline scripts can close them early.
+  size_t first_close = html.find("</script>");
+  size_t report_start = html.find("id=\"report\">");
+  ASSERT_NE(report_start, std::string::npos);
+  EXPECT_GT(html.find("</script>", report_start), report_start);
+  EXPECT_LT(first_close, report_start);
+}
+
+}  // namespace
+}  // namespace oomdoc
