@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "analyses/fix_catalog.h"
 #include "analyses/snapshot_analysis.h"
 #include "analyses/snapshot_replay.h"
 #include "core/units.h"
@@ -94,22 +95,26 @@ uint64_t largest_gap(const Layout& l) {
   return best;
 }
 
+// The fixes that follow from each verdict, from the catalogue `oomdoc explain` uses.
 std::vector<OomFix> fixes_for(OomVerdict verdict) {
+  std::vector<std::string_view> ids;
   switch (verdict) {
     case OomVerdict::kFragmentation:
-      return {{"expandable_segments", "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"},
-              {"max_split_size", "Limit block splitting: PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:<N>"},
-              {"empty_cache", "Call torch.cuda.empty_cache() between phases with different shapes"}};
+      ids = {"expandable_segments", "smaller_batch"};
+      break;
     case OomVerdict::kOutsidePytorch:
-      return {{"other_processes", "Check for other processes on the GPU (oomdoc gpus)"},
-              {"nccl_memory", "Reduce NCCL / cuBLAS workspace memory (NCCL_BUFFSIZE, CUBLAS_WORKSPACE_CONFIG)"}};
+      ids = {"end_other_processes", "library_workspace", "nccl_buffers"};
+      break;
     case OomVerdict::kExhaustion:
-      return {{"reduce_batch_size", "Reduce the batch size (or sequence length)"},
-              {"activation_checkpointing", "Enable activation checkpointing"},
-              {"mixed_precision", "Train in bf16/fp16 mixed precision"},
-              {"free_references", "Drop references to tensors kept across steps (see leaks)"}};
+      ids = {"release_references", "smaller_batch", "mixed_precision", "gradient_checkpointing"};
+      break;
   }
-  return {};
+  std::vector<OomFix> fixes;
+  for (std::string_view id : ids) {
+    const FixInfo& info = fix_info(id);
+    fixes.push_back({std::string(info.id), std::string(info.title)});
+  }
+  return fixes;
 }
 
 }  // namespace

@@ -74,7 +74,7 @@ SnapshotReport analyze_snapshot(const Snapshot& snapshot, const SnapshotOptions&
     d.growth = analyze_growth(snapshot, device, labeler, options);
     if (d.growth.leaks.empty()) {  // only suggest dropping kept tensors when some were found
       for (OomReport& o : d.ooms) {
-        std::erase_if(o.fixes, [](const OomFix& f) { return f.id == "free_references"; });
+        std::erase_if(o.fixes, [](const OomFix& f) { return f.id == "release_references"; });
       }
     }
     r.devices.push_back(std::move(d));

@@ -13,7 +13,9 @@
 
 #include <fmt/format.h>
 
+#include "analyses/snapshot_report.h"
 #include "core/embedded.h"
+#include "core/units.h"
 
 namespace oomdoc {
 
@@ -110,10 +112,27 @@ std::optional<std::string> HookOutcome::summary() const {
 }
 
 std::vector<std::string> snapshot_verdict(const std::string& snapshot_path) {
-  // INTEGRATION POINT (snapshot, branch `snapshot`): read the pickle with the snapshot reader and
-  // add the analysis's verdict (what held the memory at the OOM). Until then: where to look.
-  return {fmt::format("memory snapshot at the out-of-memory error: {}", snapshot_path),
-          fmt::format("run `oomdoc snapshot {}` to see what held the memory", snapshot_path)};
+  std::vector<std::string> lines = {fmt::format("memory snapshot at the out-of-memory error: {}", snapshot_path)};
+  auto report = analyze_snapshot_file(snapshot_path);
+  if (!report) {
+    lines.push_back("could not analyse it: " + report.error().message);
+    return lines;
+  }
+  lines.push_back(report->verdict);
+  for (const DeviceReport& device : report->devices) {
+    for (const OomReport& oom : device.ooms) {
+      if (!oom.stack.empty()) lines.push_back("failing allocation from " + oom.stack.front());
+      if (!oom.top_stacks.empty()) {
+        lines.push_back(fmt::format("largest live stack then: {} ({})", oom.top_stacks.front().key,
+                                    format_bytes(oom.top_stacks.front().bytes)));
+      }
+      std::string fixes;
+      for (const OomFix& fix : oom.fixes) fixes += (fixes.empty() ? "" : "; ") + fix.title;
+      if (!fixes.empty()) lines.push_back("fixes: " + fixes);
+    }
+  }
+  lines.push_back(fmt::format("details: oomdoc snapshot {} (--html report.html for the timeline)", snapshot_path));
+  return lines;
 }
 
 EnvironmentChanges alloc_conf_environment(const std::string& value) {

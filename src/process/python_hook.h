@@ -55,7 +55,8 @@ struct HookOutcome {
 
 HookOutcome read_hook_outcome(const std::string& hook_dir);
 
-// Lines to print about a snapshot the hook wrote (the verdict of `oomdoc snapshot` once wired).
+// Lines to print about a snapshot the hook wrote: the verdict of `oomdoc snapshot`, the failing
+// stack, the largest live stack at the OOM and the fixes that follow.
 std::vector<std::string> snapshot_verdict(const std::string& snapshot_path);
 
 // --alloc-conf VALUE: PyTorch reads PYTORCH_CUDA_ALLOC_CONF (every version) and, from 2.8 on,

@@ -48,7 +48,9 @@ TEST(AnalyzeOoms, ExhaustionReplayedFromTheTraceNotTheFinalSegments) {
   EXPECT_EQ(r[0].biggest_live[0].bytes, 20 * MiB);
   ASSERT_EQ(r[0].top_stacks.size(), 1u);
   EXPECT_EQ(r[0].top_stacks[0].bytes, 40 * MiB);
-  EXPECT_EQ(r[0].fixes.front().id, "reduce_batch_size");
+  ASSERT_GE(r[0].fixes.size(), 2u);
+  EXPECT_EQ(r[0].fixes[0].id, "release_references");  // dropped later when no leak is found
+  EXPECT_EQ(r[0].fixes[1].id, "smaller_batch");
 }
 
 TEST(AnalyzeOoms, FragmentationWhenFreeSpaceIsScatteredAndCacheReleasesAreListed) {
