@@ -20,8 +20,8 @@ namespace {
 constexpr size_t kWindowLines = 16;        // a message wraps over at most this many lines
 constexpr size_t kWindowBytes = 32 << 10;
 constexpr size_t kMaxLine = 16 << 10;      // longer lines are cut around the keyword
-constexpr size_t kBackContext = 48 << 10;  // traceback above an event
-constexpr size_t kCompactAt = 4 << 20;  // buffered bytes before old text is dropped  // buffered bytes before old text is dropped  // buffered bytes before old text is dropped  // buffered bytes before old text is dropped  // buffered bytes before old text is dropped  // buffered bytes before old text is dropped     // buffered bytes before old text is dropped
+constexpr size_t kBackContext = 32 << 10;  // traceback above an event
+constexpr size_t kCompactAt = 512u << 10;  // buffered bytes before old text is dropped (stays in L2)
 constexpr size_t kDuplicateDistance = 200; // lines: the same message again is a repeat, not an event
 
 bool is_break(char c) { return c == '\n' || c == '\r'; }
@@ -425,7 +425,7 @@ Result<ScanResult> scan_file(const std::string& path, ScanOptions options) {
   LogScanner scanner(options);
   bool first = true;
   while (true) {
-    size_t n = scanner.feed_from(**input, 1u << 20);
+    size_t n = scanner.feed_from(**input, 128u << 10);
     if (n == 0) break;
     if (first) {
       first = false;
