@@ -646,7 +646,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
                        state_shards > 1 ? fmt::format(", sharded over {}", state_shards) : ""));
     bool grads_now = phase == "optimizer_step" || peak == backward_end || grads_live_in_forward;
     if (grads_now) add_if("gradients", grad_bytes, fmt::format("{} trainable x {} B", format_count(trainable), p.use_lora ? 4.0 : p.grad_bytes));
-    if (phase == "backward" && peak == backward_start) {
+    // Also when the widest moment is a forward block (phase "forward"): the same terms are live.
+    if (peak == backward_start && phase != "optimizer_step") {
       add_if("weight_casts", amp_casts, "16-bit copies of trainable weights cached by autocast");
       add_if("activations", activations, act_detail);
       add_if("recompute", layer_working, "one block recomputed in backward");

@@ -30,7 +30,9 @@ using nlohmann::json;
 
 // Regression floors, set from the measured agreement reported in docs/fit.md (not tuned per record).
 constexpr int kMinOutcomeAgreementPercent = 70;   // measured 11/15 (73%)
-constexpr int kMinCapacityAtOrAbovePercent = 60;  // measured 3/5
+// measured 2/5: record 116 used to hit the search bound while the estimator dropped activations
+// from a fused-loss, checkpointed job; with that fixed it solves 27356 tokens against 78475 reported.
+constexpr int kMinCapacityAtOrAbovePercent = 40;
 
 struct Case {
   int64_t id = 0;
