@@ -7,6 +7,7 @@
 
 #include "analyses/estimator.h"
 #include "command.h"
+#include "job_flags.h"
 #include "core/exit_codes.h"
 #include "core/file_input.h"
 #include "core/units.h"
@@ -20,12 +21,7 @@ namespace {
 struct EstimateOptions {
   std::string model, job_file, params;
   bool json = false;
-  std::map<std::string, std::string> text;       // string-valued job keys
-  std::map<std::string, uint64_t> counts;        // integer job keys
-  std::map<std::string, bool> flags;             // boolean job keys
-  std::vector<std::string> offload, targets;
-  std::optional<uint64_t> lora_r;
-  std::optional<double> lora_alpha;
+  JobFlags job;
   ShapeHints shape;
 };
 
@@ -39,31 +35,15 @@ int run(EstimateOptions& o, CLI::App& app) {
     if (job_json.is_discarded() || !job_json.is_object()) return fail(o.job_file + ": not a JSON object");
     source = o.job_file;
   }
-  // Flags override the file.
+  // Flags override the file (LoRA settings key by key).
   if (!o.model.empty()) job_json["model"] = o.model;
-  for (const auto& [k, v] : o.text) {
-    std::string flag = k;
-    for (char& c : flag) if (c == '_') c = '-';
-    if (app.count("--" + flag)) job_json[k] = v;
-  }
-  for (const auto& [k, v] : o.counts) {
-    std::string flag = k;
-    for (char& c : flag) if (c == '_') c = '-';
-    if (app.count("--" + flag)) job_json[k] = v;
-  }
-  for (const auto& [k, v] : o.flags) {
-    std::string flag = k;
-    for (char& c : flag) if (c == '_') c = '-';
-    if (app.count("--" + flag)) job_json[k] = v;
-  }
-  if (!o.offload.empty()) job_json["offload"] = o.offload;
-  if (o.lora_r || o.lora_alpha || !o.targets.empty()) {
-    nlohmann::json lora = job_json.value("lora", nlohmann::json::object());
-    if (o.lora_r) lora["r"] = *o.lora_r;
-    if (o.lora_alpha) lora["alpha"] = *o.lora_alpha;
-    if (o.targets.size() == 1 && o.targets[0] == "all_linear") lora["target_modules"] = "all_linear";
-    else if (!o.targets.empty()) lora["target_modules"] = o.targets;
-    job_json["lora"] = lora;
+  const nlohmann::json given = job_flags_json(o.job, app);
+  for (const auto& [key, value] : given.items()) {
+    if (key == "lora" && job_json.contains("lora") && job_json["lora"].is_object()) {
+      job_json["lora"].update(value);
+    } else {
+      job_json[key] = value;
+    }
   }
   auto job = parse_job_json(job_json.dump(), source);
   if (!job) return fail(job.error().message);
@@ -101,57 +81,7 @@ void setup(CLI::App& app, int* exit_code) {
   cmd->add_option("--kv-heads", o->shape.num_kv_heads, "With --params: key/value heads");
   cmd->add_option("--vocab-size", o->shape.vocab_size, "With --params: vocabulary size");
   cmd->add_option("--intermediate-size", o->shape.intermediate_size, "With --params: MLP width");
-  // Help for each job key (docs/estimate.md has the full table).
-  static const std::map<std::string, std::string> kHelp = {
-      {"task", "train_full, train_lora, train_qlora, train_freeze, inference, load"},
-      {"precision", "fp32, fp16_mixed, bf16_mixed, bf16, fp16"},
-      {"weight_quantization", "nf4, fp4, int8, int4, fp8, gptq4, awq4"},
-      {"optimizer", "adamw, adamw_8bit, paged_adamw_8bit, adamw_4bit, adafactor, sgd, sgd_momentum, lion, none"},
-      {"gradient_checkpointing", "none, full, selective"},
-      {"attention_impl", "eager, sdpa, flash"},
-      {"parallelism", "ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op, hybrid_shard"},
-      {"loss_impl", "standard, chunked, fused_linear"},
-      {"kv_cache_dtype", "auto, fp32, bf16, fp16, fp8, int8"},
-      {"group_size", "quantization group size (gptq4, awq4, int4)"},
-      {"micro_batch_size", "sequences per GPU per step"},
-      {"grad_accum_steps", "micro-batches per optimizer step"},
-      {"seq_len", "tokens per sequence (training)"},
-      {"num_gpus", "GPUs in the job"},
-      {"tp", "tensor-parallel degree"},
-      {"pp", "pipeline-parallel degree"},
-      {"cp", "context-parallel degree"},
-      {"batch_size", "sequences generated at once (inference)"},
-      {"prompt_len", "prompt tokens (inference)"},
-      {"max_new_tokens", "generated tokens; 0 = prefill only"},
-      {"double_quant", "bitsandbytes double quantization"},
-      {"fused_backward", "optimizer step inside backward"},
-      {"padding_free", "sequences packed without padding"},
-  };
-  for (const char* key : {"task", "precision", "weight_quantization", "optimizer", "gradient_checkpointing",
-                          "attention_impl", "parallelism", "loss_impl", "kv_cache_dtype"}) {
-    std::string flag = std::string("--") + key;
-    for (char& c : flag) if (c == '_') c = '-';
-    o->text[key] = "";
-    std::string names = flag == std::string("--") + key ? flag : flag + ",--" + key;
-    cmd->add_option(names, o->text[key], kHelp.at(key));
-  }
-  for (const char* key : {"group_size", "micro_batch_size", "grad_accum_steps", "seq_len", "num_gpus", "tp", "pp",
-                          "cp", "batch_size", "prompt_len", "max_new_tokens"}) {
-    std::string flag = std::string("--") + key;
-    for (char& c : flag) if (c == '_') c = '-';
-    o->counts[key] = 0;
-    cmd->add_option(flag, o->counts[key], kHelp.at(key));
-  }
-  for (const char* key : {"double_quant", "fused_backward", "padding_free"}) {
-    std::string flag = std::string("--") + key;
-    for (char& c : flag) if (c == '_') c = '-';
-    o->flags[key] = false;
-    cmd->add_flag(flag, o->flags[key], kHelp.at(key));
-  }
-  cmd->add_option("--offload", o->offload, "optimizer, params, activations (repeatable)");
-  cmd->add_option("--lora-r", o->lora_r, "LoRA rank");
-  cmd->add_option("--lora-alpha", o->lora_alpha, "LoRA alpha");
-  cmd->add_option("--lora-target-modules", o->targets, "Module names, or all_linear");
+  add_job_flags(cmd, o->job, /*with_num_gpus=*/true);
   cmd->add_flag("--json", o->json, "One JSON document on stdout (docs/json.md)");
   cmd->callback([o, cmd, exit_code]() { *exit_code = run(*o, *cmd); });
 }

@@ -11,6 +11,7 @@
 
 #include "analyses/fit_search.h"
 #include "command.h"
+#include "job_flags.h"
 #include "core/exit_codes.h"
 #include "core/file_input.h"
 #include "core/units.h"
@@ -38,80 +39,9 @@ struct FitArgs {
   std::string lengths_path;
   std::string prices_path;
   bool json = false;
-  // Job keys as flags, the same names as `oomdoc estimate` and the job file (docs/estimate.md).
-  std::map<std::string, std::string> text;
-  std::map<std::string, uint64_t> counts;
-  std::map<std::string, bool> flags;
-  std::vector<std::string> offload, targets;
-  std::optional<uint64_t> lora_r;
-  std::optional<double> lora_alpha;
+  JobFlags job;             // job keys as flags, the same names as `oomdoc estimate`
   CLI::App* app = nullptr;
 };
-
-constexpr const char* kTextKeys[] = {"task", "precision", "weight_quantization", "optimizer",
-                                     "gradient_checkpointing", "attention_impl", "parallelism",
-                                     "loss_impl", "kv_cache_dtype"};
-constexpr const char* kCountKeys[] = {"group_size", "micro_batch_size", "grad_accum_steps",
-                                      "seq_len", "tp", "pp", "cp", "batch_size", "prompt_len",
-                                      "max_new_tokens"};
-constexpr const char* kFlagKeys[] = {"double_quant", "fused_backward", "padding_free"};
-
-std::string flag_name(std::string key) {
-  for (char& c : key) if (c == '_') c = '-';
-  return "--" + key;
-}
-
-// The flags given, as a job-file object: parsed and checked by the same reader as --job files.
-nlohmann::json flags_as_job_json(const FitArgs& a) {
-  nlohmann::json j = nlohmann::json::object();
-  if (!a.model.empty()) j["model"] = a.model;
-  for (const auto& [k, v] : a.text) if (a.app->count(flag_name(k))) j[k] = v;
-  for (const auto& [k, v] : a.counts) if (a.app->count(flag_name(k))) j[k] = v;
-  for (const auto& [k, v] : a.flags) if (a.app->count(flag_name(k))) j[k] = v;
-  if (!a.offload.empty()) j["offload"] = a.offload;
-  if (a.lora_r || a.lora_alpha || !a.targets.empty()) {
-    nlohmann::json lora = nlohmann::json::object();
-    if (a.lora_r) lora["r"] = *a.lora_r;
-    if (a.lora_alpha) lora["alpha"] = *a.lora_alpha;
-    if (a.targets.size() == 1 && a.targets[0] == "all_linear") lora["target_modules"] = "all_linear";
-    else if (!a.targets.empty()) lora["target_modules"] = a.targets;
-    j["lora"] = lora;
-  }
-  return j;
-}
-
-// Fields set in `over` replace those of `base`.
-void overlay(Job& base, const Job& over) {
-  if (!over.model.empty()) base.model = over.model;
-  auto take = [](auto& to, const auto& from) {
-    if (from) to = from;
-  };
-  take(base.task, over.task);
-  take(base.precision, over.precision);
-  take(base.weight_quantization, over.weight_quantization);
-  take(base.double_quant, over.double_quant);
-  take(base.group_size, over.group_size);
-  take(base.optimizer, over.optimizer);
-  take(base.fused_backward, over.fused_backward);
-  take(base.micro_batch_size, over.micro_batch_size);
-  take(base.grad_accum_steps, over.grad_accum_steps);
-  take(base.seq_len, over.seq_len);
-  take(base.padding_free, over.padding_free);
-  take(base.gradient_checkpointing, over.gradient_checkpointing);
-  take(base.attention_impl, over.attention_impl);
-  take(base.lora, over.lora);
-  take(base.num_gpus, over.num_gpus);
-  take(base.parallelism, over.parallelism);
-  take(base.tp, over.tp);
-  take(base.pp, over.pp);
-  take(base.cp, over.cp);
-  if (!over.offload.empty()) base.offload = over.offload;
-  take(base.loss_impl, over.loss_impl);
-  take(base.batch_size, over.batch_size);
-  take(base.prompt_len, over.prompt_len);
-  take(base.max_new_tokens, over.max_new_tokens);
-  take(base.kv_cache_dtype, over.kv_cache_dtype);
-}
 
 bool is_regular_file(const std::string& path) {
   struct stat st;
@@ -162,12 +92,14 @@ int run_fit(const FitArgs& a) {
     if (!text) return fail(text.error().message);
     auto parsed = parse_job_json(*text, job_file);
     if (!parsed) return fail(parsed.error().message);
-    overlay(job, *parsed);
+    overlay_job(job, *parsed);
     source = job_file;
   }
-  auto flags = parse_job_json(flags_as_job_json(a).dump(), "command line");
+  nlohmann::json given = job_flags_json(a.job, *a.app);
+  if (!a.model.empty()) given["model"] = a.model;
+  auto flags = parse_job_json(given.dump(), "command line");
   if (!flags) return fail(flags.error().message);
-  overlay(job, *flags);
+  overlay_job(job, *flags);
   if (a.gpus > 1 && !job.num_gpus) job.num_gpus = a.gpus;
   if (auto valid = validate_job(job, source); !valid) return fail(valid.error().message);
   if (job.model.empty()) {
@@ -253,22 +185,7 @@ void setup(CLI::App& app, int* exit_code) {
                   "Token lengths of the data: one per line, or JSON lines with length/num_tokens/input_ids");
   sub->add_option("--prices", args->prices_path, "GPU-hour prices: 'GPU NAME, PRICE' per line");
   sub->add_flag("--json", args->json, "One JSON document on stdout (docs/json.md)");
-  for (const char* key : kTextKeys) {
-    args->text[key] = "";
-    sub->add_option(flag_name(key), args->text[key], std::string("Job key ") + key);
-  }
-  for (const char* key : kCountKeys) {
-    args->counts[key] = 0;
-    sub->add_option(flag_name(key), args->counts[key], std::string("Job key ") + key);
-  }
-  for (const char* key : kFlagKeys) {
-    args->flags[key] = false;
-    sub->add_flag(flag_name(key), args->flags[key], std::string("Job key ") + key);
-  }
-  sub->add_option("--offload", args->offload, "optimizer, params, activations (repeatable)");
-  sub->add_option("--lora-r", args->lora_r, "LoRA rank");
-  sub->add_option("--lora-alpha", args->lora_alpha, "LoRA alpha");
-  sub->add_option("--lora-target-modules", args->targets, "Module names, or all_linear");
+  add_job_flags(sub, args->job, /*with_num_gpus=*/false);
   args->app = sub;
   sub->callback([args, exit_code]() { *exit_code = run_fit(*args); });
 }

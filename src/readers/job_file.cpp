@@ -224,4 +224,36 @@ Status validate_job(const Job& job, const std::string& source) {
   return Ok{};
 }
 
+void overlay_job(Job& base, const Job& over) {
+  if (!over.model.empty()) base.model = over.model;
+  auto take = [](auto& to, const auto& from) {
+    if (from) to = from;
+  };
+  take(base.task, over.task);
+  take(base.precision, over.precision);
+  take(base.weight_quantization, over.weight_quantization);
+  take(base.double_quant, over.double_quant);
+  take(base.group_size, over.group_size);
+  take(base.optimizer, over.optimizer);
+  take(base.fused_backward, over.fused_backward);
+  take(base.micro_batch_size, over.micro_batch_size);
+  take(base.grad_accum_steps, over.grad_accum_steps);
+  take(base.seq_len, over.seq_len);
+  take(base.padding_free, over.padding_free);
+  take(base.gradient_checkpointing, over.gradient_checkpointing);
+  take(base.attention_impl, over.attention_impl);
+  take(base.lora, over.lora);
+  take(base.num_gpus, over.num_gpus);
+  take(base.parallelism, over.parallelism);
+  take(base.tp, over.tp);
+  take(base.pp, over.pp);
+  take(base.cp, over.cp);
+  if (!over.offload.empty()) base.offload = over.offload;
+  take(base.loss_impl, over.loss_impl);
+  take(base.batch_size, over.batch_size);
+  take(base.prompt_len, over.prompt_len);
+  take(base.max_new_tokens, over.max_new_tokens);
+  take(base.kv_cache_dtype, over.kv_cache_dtype);
+}
+
 }  // namespace oomdoc

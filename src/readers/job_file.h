@@ -18,4 +18,7 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source);
 // quantization without a task that allows it, ...). The message names the field.
 Status validate_job(const Job& job, const std::string& source);
 
+// Fields set in `over` replace those of `base` (a job file or flags over a training config).
+void overlay_job(Job& base, const Job& over);
+
 }  // namespace oomdoc

@@ -1,0 +1,88 @@
+#include "job_flags.h"
+
+namespace oomdoc::cli {
+namespace {
+
+struct KeyHelp {
+  const char* key;
+  const char* help;
+};
+
+constexpr KeyHelp kTextKeys[] = {
+    {"task", "train_full, train_lora, train_qlora, train_freeze, inference, load"},
+    {"precision", "fp32, fp16_mixed, bf16_mixed, bf16, fp16"},
+    {"weight_quantization", "nf4, fp4, int8, int4, fp8, gptq4, awq4"},
+    {"optimizer", "adamw, adamw_8bit, paged_adamw_8bit, adamw_4bit, adafactor, sgd, sgd_momentum, lion, none"},
+    {"gradient_checkpointing", "none, full, selective"},
+    {"attention_impl", "eager, sdpa, flash"},
+    {"parallelism", "ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op, hybrid_shard"},
+    {"loss_impl", "standard, chunked, fused_linear"},
+    {"kv_cache_dtype", "auto, fp32, bf16, fp16, fp8, int8"},
+};
+constexpr KeyHelp kCountKeys[] = {
+    {"group_size", "quantization group size (gptq4, awq4, int4)"},
+    {"micro_batch_size", "sequences per GPU per step"},
+    {"grad_accum_steps", "micro-batches per optimizer step"},
+    {"seq_len", "tokens per sequence (training)"},
+    {"num_gpus", "GPUs in the job"},
+    {"tp", "tensor-parallel degree"},
+    {"pp", "pipeline-parallel degree"},
+    {"cp", "context-parallel degree"},
+    {"batch_size", "sequences generated at once (inference)"},
+    {"prompt_len", "prompt tokens (inference)"},
+    {"max_new_tokens", "generated tokens; 0 = prefill only"},
+};
+constexpr KeyHelp kFlagKeys[] = {
+    {"double_quant", "bitsandbytes double quantization"},
+    {"fused_backward", "optimizer step inside backward"},
+    {"padding_free", "sequences packed without padding"},
+};
+
+std::string flag_name(std::string key) {
+  for (char& c : key) if (c == '_') c = '-';
+  return "--" + key;
+}
+
+}  // namespace
+
+void add_job_flags(CLI::App* cmd, JobFlags& flags, bool with_num_gpus) {
+  for (const auto& [key, help] : kTextKeys) {
+    flags.text[key] = "";
+    cmd->add_option(flag_name(key), flags.text[key], help);
+  }
+  for (const auto& [key, help] : kCountKeys) {
+    if (!with_num_gpus && std::string(key) == "num_gpus") continue;
+    flags.counts[key] = 0;
+    cmd->add_option(flag_name(key), flags.counts[key], help);
+  }
+  for (const auto& [key, help] : kFlagKeys) {
+    flags.flags[key] = false;
+    cmd->add_flag(flag_name(key), flags.flags[key], help);
+  }
+  cmd->add_option("--offload", flags.offload, "optimizer, params, activations (repeatable)");
+  cmd->add_option("--lora-r", flags.lora_r, "LoRA rank");
+  cmd->add_option("--lora-alpha", flags.lora_alpha, "LoRA alpha");
+  cmd->add_option("--lora-target-modules", flags.lora_targets, "Module names, or all_linear");
+}
+
+nlohmann::json job_flags_json(const JobFlags& flags, const CLI::App& cmd) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : flags.text) if (cmd.count(flag_name(k))) j[k] = v;
+  for (const auto& [k, v] : flags.counts) if (cmd.count(flag_name(k))) j[k] = v;
+  for (const auto& [k, v] : flags.flags) if (cmd.count(flag_name(k))) j[k] = v;
+  if (!flags.offload.empty()) j["offload"] = flags.offload;
+  if (flags.lora_r || flags.lora_alpha || !flags.lora_targets.empty()) {
+    nlohmann::json lora = nlohmann::json::object();
+    if (flags.lora_r) lora["r"] = *flags.lora_r;
+    if (flags.lora_alpha) lora["alpha"] = *flags.lora_alpha;
+    if (flags.lora_targets.size() == 1 && flags.lora_targets[0] == "all_linear") {
+      lora["target_modules"] = "all_linear";
+    } else if (!flags.lora_targets.empty()) {
+      lora["target_modules"] = flags.lora_targets;
+    }
+    j["lora"] = lora;
+  }
+  return j;
+}
+
+}  // namespace oomdoc::cli
