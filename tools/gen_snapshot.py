@@ -290,25 +290,31 @@ def main():
     p.add_argument("--no-oom", action="store_true")
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
+    encode = (lambda s: json.dumps(s).encode()) if args.json else \
+        (lambda s: pickle.dumps(s, protocol=args.protocol))
     if args.size:
         # Calibrate: the marginal bytes per step (the first steps also create the cache), then scale.
         target = parse_size(args.size)
         probe = argparse.Namespace(**vars(args))
-        sizes = []
+        points = []
         for steps in (100, 300):
             probe.steps = steps
-            sizes.append(len(pickle.dumps(build(probe), protocol=args.protocol)))
-        per_step = (sizes[1] - sizes[0]) / 200
-        args.steps = max(1, int(100 + (target - sizes[0]) / per_step))
-    snap = build(args)
-    if args.json:
-        with open(args.out, "w") as f:
-            json.dump(snap, f)
+            points.append((steps, len(encode(build(probe)))))
+        for _ in range(4):
+            # Secant through the last two points: bytes per step still creep up with the step
+            # count (wider integers, longer memo references), so a refinement or two on the real
+            # size lands within a few percent.
+            (s0, b0), (s1, b1) = points[-2], points[-1]
+            args.steps = max(1, round(s1 + (target - b1) * (s1 - s0) / ((b1 - b0) or 1)))
+            data = encode(build(args))
+            points.append((args.steps, len(data)))
+            if abs(len(data) - target) <= 0.02 * target:
+                break
     else:
-        with open(args.out, "wb") as f:
-            pickle.dump(snap, f, protocol=args.protocol)
-    print(f"{args.out}: {os.path.getsize(args.out)} bytes, {args.steps} steps, "
-          f"{sum(len(t) for t in snap['device_traces'])} trace entries", file=sys.stderr)
+        data = encode(build(args))
+    with open(args.out, "wb") as f:
+        f.write(data)
+    print(f"{args.out}: {os.path.getsize(args.out)} bytes, {args.steps} steps", file=sys.stderr)
 
 
 if __name__ == "__main__":

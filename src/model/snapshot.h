@@ -70,18 +70,31 @@ enum class TraceAction : uint8_t {
 };
 std::string_view trace_action_name(TraceAction action);
 
+// One trace entry, kept to 32 bytes: a multi-GB snapshot holds tens of millions of them, and on
+// a virtual machine first-touching fresh pages costs as much as decoding them. The rarely set
+// fields (a non-default stream, compile_context, user_metadata) live in Snapshot::trace_extras.
 struct TraceEvent {
   uint64_t addr = 0;  // for kOom: device_free (the entry has device_free instead of addr)
   uint64_t size = 0;  // alloc/free: requested bytes; segment_*: bytes; oom: the rounded request
-  int64_t stream = 0;
   int64_t time_us = 0;  // valid when has_time
   StackId stack = kNoStack;
-  SnapshotStringId compile_context = kEmptyString;
-  SnapshotStringId user_metadata = kEmptyString;
   TraceAction action = TraceAction::kOther;
   bool has_time = false;
 
   uint64_t device_free() const { return addr; }
+};
+static_assert(sizeof(TraceEvent) == 32);
+
+// The fields of a trace entry that are usually absent or zero, for the entries where they are not.
+struct TraceEventExtra {
+  size_t event = 0;  // index into Snapshot::trace_events
+  int64_t stream = 0;
+  SnapshotStringId compile_context = kEmptyString;
+  SnapshotStringId user_metadata = kEmptyString;
+
+  bool empty() const {
+    return stream == 0 && compile_context == kEmptyString && user_metadata == kEmptyString;
+  }
 };
 
 // Known allocator settings, parsed; every key as it was written is kept in `entries`.
@@ -118,6 +131,7 @@ class Snapshot {
   // a reader can hand over the entries it decoded while streaming without copying them.
   std::vector<TraceEvent> trace_events;
   std::vector<std::pair<size_t, size_t>> trace_ranges;  // [begin, end) per device ordinal
+  std::vector<TraceEventExtra> trace_extras;  // sorted by event; only entries with any field set
   std::optional<AllocatorSettings> allocator_settings;
   std::vector<SnapshotAnnotation> annotations;
 
@@ -139,6 +153,8 @@ class Snapshot {
     return {trace_events.data() + begin, end - begin};
   }
   size_t trace_device_count() const { return trace_ranges.size(); }
+  // Stream, compile_context and user_metadata of trace_events[event] (all empty when unset).
+  TraceEventExtra trace_extra(size_t event) const;
   // Devices present: any segment's device, or a non-empty trace. Sorted.
   std::vector<int> devices() const;
 };

@@ -39,7 +39,20 @@ uint32_t Tree::new_container(ContainerKind kind) {
 
 bool Tree::append(uint32_t id, const Value* values, size_t n) {
   if (n == 0) return true;
-  if (items_.size() + n > kMaxItems || containers_[id].count + n > 0xffffffffull) return false;
+  if (containers_[id].count + n > 0xffffffffull) return false;
+  if (folder_ != nullptr && containers_[id].kind == ContainerKind::kList &&
+      folder_->absorb(*this, id, values, n)) {
+    containers_[id].count += static_cast<uint32_t>(n);
+    return true;
+  }
+  if (!store(id, values, n)) return false;
+  containers_[id].count += static_cast<uint32_t>(n);
+  return true;
+}
+
+bool Tree::store(uint32_t id, const Value* values, size_t n) {
+  if (n == 0) return true;
+  if (items_.size() + n > kMaxItems) return false;
   auto chunk_id = static_cast<uint32_t>(chunks_.size());
   chunks_.push_back(Chunk{static_cast<uint32_t>(items_.size()), static_cast<uint32_t>(n), kNoChunk});
   items_.insert(items_.end(), values, values + n);
@@ -50,7 +63,6 @@ bool Tree::append(uint32_t id, const Value* values, size_t n) {
     chunks_[c.last_chunk].next = chunk_id;
   }
   c.last_chunk = chunk_id;
-  c.count += static_cast<uint32_t>(n);
   return true;
 }
 

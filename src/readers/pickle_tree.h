@@ -90,6 +90,14 @@ class Folder {
  public:
   virtual ~Folder() = default;
   virtual std::optional<Value> fold(Tree& tree, uint32_t container) = 0;
+  // Offered each batch of (sealed) values appended to a list, before they enter the item pool. A
+  // folder that can stand for the batch by itself (a run of consecutive records, say: a 10-million
+  // entry trace list is then two numbers, not 80 MB of items) returns true and must fold the list
+  // when it is sealed. To stop absorbing a list, it gives the values back with Tree::store first.
+  virtual bool absorb(Tree& tree, uint32_t list, const Value* values, size_t n) {
+    (void)tree, (void)list, (void)values, (void)n;
+    return false;
+  }
 };
 
 class Tree {
@@ -117,8 +125,12 @@ class Tree {
 
   // --- building (used by the pickle and JSON readers) ---
   uint32_t new_container(ContainerKind kind);
-  // Appends values (already sealed) to a container as one chunk. False when the pool is full.
+  // Appends values (already sealed) to a container as one chunk, unless the folder absorbs them.
+  // False when the pool is full.
   bool append(uint32_t container, const Value* values, size_t n);
+  // Puts values in the item pool without counting them again: for a folder giving back values it
+  // absorbed (they were counted then). False when the pool is full.
+  bool store(uint32_t container, const Value* values, size_t n);
   // Marks a value as complete because it is being stored in a parent; lets the folder fold it.
   // Returns the value to store (the record when folded).
   Value seal(Value v) {

@@ -65,11 +65,45 @@ class SnapshotFolder : public pickle::Folder {
   std::optional<Value> fold(Tree& tree, uint32_t id) override {
     const auto& c = tree.container(id);
     if (c.kind == ContainerKind::kDict) return fold_dict(tree, id);
-    if (c.kind == ContainerKind::kList && c.count > 0) {
+    if (c.kind == ContainerKind::kList) {
+      if (auto run = absorbed_.find(id); run != absorbed_.end()) {
+        trace_ranges_.push_back(run->second);
+        absorbed_.erase(run);
+        return Value::record(kTraceListRecord, trace_ranges_.size() - 1);
+      }
+      if (c.count == 0) return std::nullopt;
       if (auto trace = fold_trace_list(tree, id)) return trace;
       return fold_stack(tree, id);
     }
     return std::nullopt;
+  }
+
+  // A device's trace list arrives in batches of consecutive trace records (pickle's APPENDS of
+  // up to 1000): keep it as the range of events_ it covers instead of one item per entry.
+  bool absorb(Tree& tree, uint32_t list, const Value* v, size_t n) override {
+    auto run = absorbed_.find(list);
+    uint64_t next = 0;
+    if (run != absorbed_.end()) {
+      next = run->second.second;
+    } else if (tree.container(list).count == 0 && v[0].tag() == Tag::kRecord &&
+               v[0].record_kind() == kTraceRecord) {
+      next = v[0].record_index();
+    } else {
+      return false;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (v[i].tag() != Tag::kRecord || v[i].record_kind() != kTraceRecord ||
+          v[i].record_index() != next + i) {
+        if (run != absorbed_.end()) give_back(tree, list, run);
+        return false;
+      }
+    }
+    if (run == absorbed_.end()) {
+      absorbed_.emplace(list, std::pair<size_t, size_t>{next, next + n});
+    } else {
+      run->second.second = next + n;
+    }
+    return true;
   }
 
   // A device's trace list whose entries were decoded in order (as pickle writes them) is just a
@@ -122,9 +156,16 @@ class SnapshotFolder : public pickle::Folder {
   }
 
   // Decodes a trace entry dict (also used by the converter to explain what is wrong).
-  Result<TraceEvent> decode_trace(const Tree& tree, uint32_t id) { return decode_trace(tree, fields_of(tree, id)); }
-  Result<TraceEvent> decode_trace(const Tree& tree, const Fields& f) {
-    TraceEvent e;
+  // The entry and its rarely set fields (extra.event is left for the caller to fill).
+  struct DecodedTrace {
+    TraceEvent event;
+    TraceEventExtra extra;
+  };
+  Result<DecodedTrace> decode_trace(const Tree& tree, uint32_t id) { return decode_trace(tree, fields_of(tree, id)); }
+  Result<DecodedTrace> decode_trace(const Tree& tree, const Fields& f) {
+    DecodedTrace decoded;
+    TraceEvent& e = decoded.event;
+    TraceEventExtra& extra = decoded.extra;
     if (!f.has(kAction) || f.value[kAction].tag() != Tag::kStr) {
       return Error{"'action' is missing or not a string"};
     }
@@ -157,7 +198,7 @@ class SnapshotFolder : public pickle::Folder {
     if (!read_uint(e.action == TraceAction::kOom ? kDeviceFree : kAddr, e.addr)) {
       return Error{"'addr' / 'device_free' is not an integer"};
     }
-    if (!read_int(kStream, e.stream)) return Error{"'stream' is not an integer"};
+    if (!read_int(kStream, extra.stream)) return Error{"'stream' is not an integer"};
     if (f.has(kTimeUs)) {
       if (!read_int(kTimeUs, e.time_us)) return Error{"'time_us' is not an integer"};
       e.has_time = true;
@@ -168,12 +209,12 @@ class SnapshotFolder : public pickle::Folder {
       e.stack = *s;
     }
     if (f.has(kCompileContext) && f.value[kCompileContext].tag() == Tag::kStr) {
-      e.compile_context = f.value[kCompileContext].id();
+      extra.compile_context = f.value[kCompileContext].id();
     }
     if (f.has(kUserMetadata) && f.value[kUserMetadata].tag() == Tag::kStr) {
-      e.user_metadata = f.value[kUserMetadata].id();
+      extra.user_metadata = f.value[kUserMetadata].id();
     }
-    return e;
+    return decoded;
   }
 
   // Interns a frame list that the folder could not fold (e.g. frames without 'filename').
@@ -222,7 +263,26 @@ class SnapshotFolder : public pickle::Folder {
     return f;
   }
 
+  void push_event(const DecodedTrace& decoded) {
+    if (!decoded.extra.empty()) {
+      extras_.push_back(decoded.extra);
+      extras_.back().event = events_.size();
+    }
+    events_.push_back(decoded.event);
+  }
+  // A copy of events_[index] at the end (a trace list that could not be taken as a range).
+  void push_copy(size_t index) {
+    DecodedTrace decoded{events_[index], {}};
+    auto it = std::lower_bound(extras_.begin(), extras_.end(), index,
+                               [](const TraceEventExtra& x, size_t i) { return x.event < i; });
+    if (it != extras_.end() && it->event == index) decoded.extra = *it;
+    push_event(decoded);
+  }
+
   std::vector<TraceEvent> events_;
+  std::vector<TraceEventExtra> extras_;  // sorted by event
+  // Lists being built whose items so far are consecutive trace records: [first, end) of events_.
+  std::unordered_map<uint32_t, std::pair<size_t, size_t>> absorbed_;
   std::vector<std::pair<size_t, size_t>> trace_ranges_;  // taken by fold_trace_list
   std::vector<SnapshotFrame> frames_;
   std::vector<uint32_t> stack_offsets_{0, 0};  // stack 0 = the empty stack
@@ -247,7 +307,7 @@ class SnapshotFolder : public pickle::Folder {
     if (f.has(kAction)) {
       auto event = decode_trace(tree, f);
       if (!event) return std::nullopt;  // left as a dict; the converter reports the problem
-      events_.push_back(*event);
+      push_event(*event);
       return Value::record(kTraceRecord, events_.size() - 1);
     }
     if (f.has(kFilename)) {
@@ -258,6 +318,19 @@ class SnapshotFolder : public pickle::Folder {
       return Value::record(kFrameRecord, intern_frame(frame));
     }
     return std::nullopt;
+  }
+
+  // The list turned out to hold something else: its absorbed records go to the item pool after all.
+  void give_back(Tree& tree, uint32_t list,
+                 std::unordered_map<uint32_t, std::pair<size_t, size_t>>::iterator run) {
+    auto [i, end] = run->second;
+    std::vector<Value> batch;
+    while (i < end) {
+      batch.clear();
+      while (i < end && batch.size() < 4096) batch.push_back(Value::record(kTraceRecord, i++));
+      tree.store(list, batch.data(), batch.size());
+    }
+    absorbed_.erase(run);
   }
 
   std::optional<Value> fold_stack(Tree& tree, uint32_t id) {
@@ -515,15 +588,14 @@ class Converter {
       tree_.for_each_item(trace.id(), [&](Value e) {
         if (!status) return;
         if (e.tag() == Tag::kRecord && e.record_kind() == kTraceRecord) {
-          TraceEvent copy = events[e.record_index()];
-          events.push_back(copy);
+          folder_.push_copy(e.record_index());
         } else if (tree_.is_container(e, ContainerKind::kDict)) {
           auto event = folder_.decode_trace(tree_, e.id());
           if (!event) {
             status = Error{fmt::format("device_traces[{}][{}]: {}", device, i, event.error().message)};
             return;
           }
-          events.push_back(*event);
+          folder_.push_event(*event);
         } else {
           status = Error{fmt::format("device_traces[{}][{}] is not a dict", device, i)};
         }
@@ -674,6 +746,7 @@ Result<Snapshot> finish(Tree& tree, SnapshotFolder& folder, std::string format) 
   Converter converter(tree, folder, snapshot);
   if (auto ok = converter.convert(tree.root()); !ok) return ok.error();
   snapshot.trace_events = std::move(folder.events_);
+  snapshot.trace_extras = std::move(folder.extras_);
   snapshot.frames = std::move(folder.frames_);
   snapshot.stack_offsets = std::move(folder.stack_offsets_);
   snapshot.stack_frames = std::move(folder.stack_frames_);
@@ -740,6 +813,15 @@ std::string_view snapshot_layout_name(SnapshotLayout layout) {
     case SnapshotLayout::kDeviceTraces: return "dict with device_traces (2.1+)";
   }
   return "?";
+}
+
+TraceEventExtra Snapshot::trace_extra(size_t event) const {
+  auto it = std::lower_bound(trace_extras.begin(), trace_extras.end(), event,
+                             [](const TraceEventExtra& x, size_t i) { return x.event < i; });
+  if (it != trace_extras.end() && it->event == event) return *it;
+  TraceEventExtra none;
+  none.event = event;
+  return none;
 }
 
 std::vector<int> Snapshot::devices() const {

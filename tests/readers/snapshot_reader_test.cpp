@@ -138,13 +138,16 @@ TEST(SnapshotReader, UnknownKeysAreIgnoredAndNewFieldsRead) {
     "device_traces": [[{"action": "alloc", "addr": 4096, "size": 100, "stream": 0, "time_us": 5,
                         "compile_context": "N/A", "user_metadata": "step 1", "pool_id": [0, 0],
                         "frames": [{"filename": "a.py", "line": 3, "name": "f"}]},
-                       {"action": "annotate", "addr": 4096, "size": 0, "stream": 0}]],
+                       {"action": "annotate", "addr": 4096, "size": 0, "stream": 7}]],
     "host_segments": [], "categories": ["x"]})";
   auto s = read_snapshot_bytes(json, "t.json");
   ASSERT_TRUE(s.ok()) << s.error().message;
   const TraceEvent& e = s->trace(0)[0];
-  EXPECT_EQ(s->str(e.compile_context), "N/A");
-  EXPECT_EQ(s->str(e.user_metadata), "step 1");
+  EXPECT_EQ(s->str(s->trace_extra(0).compile_context), "N/A");
+  EXPECT_EQ(s->str(s->trace_extra(0).user_metadata), "step 1");
+  EXPECT_EQ(s->trace_extra(0).stream, 0);
+  EXPECT_EQ(s->trace_extra(1).stream, 7);  // only the entries with a field set are stored
+  EXPECT_EQ(s->trace_extras.size(), 2u);
   EXPECT_TRUE(e.has_time);
   EXPECT_EQ(s->trace(0)[1].action, TraceAction::kAnnotate);
   // The block's and the event's stacks are one interned stack.
@@ -167,6 +170,91 @@ TEST(SnapshotReader, ErrorsNameTheFileAndThePlace) {
   EXPECT_THAT(err("{\"segments\": [1, 2"), HasSubstr("x.pickle: offset"));
   EXPECT_THAT(err(std::string(20000, '[')), HasSubstr("nesting deeper than 10000 levels"));
   EXPECT_THAT(err(std::string("\x80\x04\x63os\nsystem\n", 12)), HasSubstr("x.pickle: offset 2: GLOBAL: refused"));
+}
+
+// A protocol-2 pickle of {"device_traces": [[entry...]]}, its list written in batches of 1000
+// (APPENDS) as pickle.dump writes it. An entry is an alloc of `size` bytes at `addr`, or a
+// reference to entry `again` (memo slot = its index, as if the pickler had seen it before).
+struct TraceEntry {
+  int64_t addr = 0;
+  int64_t size = 0;
+  int again = -1;
+  bool bad_addr = false;
+};
+std::string trace_pickle(const std::vector<TraceEntry>& entries) {
+  std::string out = "\x80\x02}(";
+  auto str = [&](std::string_view s) {
+    out += 'X';
+    uint32_t n = static_cast<uint32_t>(s.size());
+    out.append(reinterpret_cast<const char*>(&n), 4);
+    out += s;
+  };
+  auto binint = [&](int32_t v) {
+    out += 'J';
+    out.append(reinterpret_cast<const char*>(&v), 4);
+  };
+  str("device_traces");
+  out += "](](";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const TraceEntry& e = entries[i];
+    if (e.again >= 0) {
+      out += 'j';  // LONG_BINGET
+      uint32_t slot = static_cast<uint32_t>(e.again);
+      out.append(reinterpret_cast<const char*>(&slot), 4);
+    } else {
+      out += "}r";  // EMPTY_DICT, LONG_BINPUT i
+      uint32_t slot = static_cast<uint32_t>(i);
+      out.append(reinterpret_cast<const char*>(&slot), 4);
+      out += '(';
+      str("action"), str("alloc"), str("addr");
+      if (e.bad_addr) {
+        str("x");
+      } else {
+        binint(static_cast<int32_t>(e.addr));
+      }
+      str("size"), binint(static_cast<int32_t>(e.size));
+      out += 'u';
+    }
+    if (i % 1000 == 999 || i + 1 == entries.size()) out += i + 1 == entries.size() ? "e" : "e(";
+  }
+  out += "eu.";  // close the device list, device_traces, the top dict
+  return out;
+}
+
+TEST(SnapshotReader, LongTraceListsInBatchesKeepEveryEntryInOrder) {
+  std::vector<TraceEntry> entries;
+  for (int i = 0; i < 2500; ++i) entries.push_back({4096 + 512 * i, i + 1});
+  auto s = read_snapshot_bytes(trace_pickle(entries), "t.pickle");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_EQ(s->trace(0).size(), 2500u);
+  EXPECT_EQ(s->trace(0)[1999].addr, 4096u + 512 * 1999);
+  EXPECT_EQ(s->trace(0)[2499].size, 2500u);
+}
+
+TEST(SnapshotReader, AnEntryReferencedTwiceIsCopiedInPlace) {
+  // The second batch repeats entry 5: the list is no longer one run of entries, so it is read
+  // item by item (the folder gives back what it had taken as a run).
+  std::vector<TraceEntry> entries;
+  for (int i = 0; i < 1500; ++i) entries.push_back({4096 + 512 * i, i + 1});
+  entries[1200] = TraceEntry{0, 0, 5};
+  auto s = read_snapshot_bytes(trace_pickle(entries), "t.pickle");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  const auto trace = s->trace(0);
+  ASSERT_EQ(trace.size(), 1500u);
+  EXPECT_EQ(trace[1199].addr, 4096u + 512 * 1199);
+  EXPECT_EQ(trace[1200].addr, 4096u + 512 * 5);
+  EXPECT_EQ(trace[1200].size, 6u);
+  EXPECT_EQ(trace[1201].addr, 4096u + 512 * 1201);
+}
+
+TEST(SnapshotReader, ABadEntryInALaterBatchIsNamedByItsIndex) {
+  std::vector<TraceEntry> entries;
+  for (int i = 0; i < 1500; ++i) entries.push_back({4096 + 512 * i, i + 1});
+  entries[1234].bad_addr = true;
+  auto s = read_snapshot_bytes(trace_pickle(entries), "t.pickle");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message,
+            "t.pickle: device_traces[0][1234]: 'addr' / 'device_free' is not an integer");
 }
 
 TEST(SnapshotReader, MissingFile) {
