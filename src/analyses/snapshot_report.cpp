@@ -1,5 +1,8 @@
 #include "analyses/snapshot_report.h"
 
+#include <functional>
+#include <future>
+
 #include <fmt/format.h>
 
 #include "core/units.h"
@@ -48,6 +51,39 @@ std::string headline(const SnapshotReport& r) {
 
 }  // namespace
 
+namespace {
+
+// One device's analyses. The replay chain (timeline, stacks at the peak, OOMs) and the growth scan
+// each read the whole trace: they run side by side, each with its own labeler (it caches).
+DeviceReport analyze_device(const Snapshot& snapshot, int device, const SnapshotOptions& options) {
+  DeviceReport d;
+  auto growth = std::async(std::launch::async, [&] {
+    StackLabeler labeler(snapshot, options.stack_depth);
+    return analyze_growth(snapshot, device, labeler, options);
+  });
+  StackLabeler labeler(snapshot, options.stack_depth);
+  d.memory = summarize_device(snapshot, device);
+  d.timeline = replay_timeline(snapshot, device, options);
+  for (TimelinePoint& p : d.timeline.points) p.stack_key = labeler.key(p.stack);
+  if (d.timeline.peak_index) {
+    d.top_stacks_when = "peak";
+    d.top_stacks = live_stacks_at(snapshot, device, *d.timeline.peak_index, labeler, options.top);
+  } else {
+    d.top_stacks_when = "dump";
+    d.top_stacks = live_stacks_at_dump(snapshot, device, labeler, options.top);
+  }
+  d.ooms = analyze_ooms(snapshot, device, d.timeline, labeler, options);
+  d.growth = growth.get();
+  if (d.growth.leaks.empty()) {  // only suggest dropping kept tensors when some were found
+    for (OomReport& o : d.ooms) {
+      std::erase_if(o.fixes, [](const OomFix& f) { return f.id == "release_references"; });
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
 SnapshotReport analyze_snapshot(const Snapshot& snapshot, const SnapshotOptions& options) {
   SnapshotReport r;
   r.source_format = snapshot.source_format;
@@ -56,29 +92,14 @@ SnapshotReport analyze_snapshot(const Snapshot& snapshot, const SnapshotOptions&
   r.annotations = snapshot.annotations.size();
   r.distinct_stacks = snapshot.stack_count() - 1;
   r.distinct_frames = snapshot.frames.size();
-  StackLabeler labeler(snapshot, options.stack_depth);
+  // Devices are independent: analysed in parallel, reported in order.
+  std::vector<std::future<DeviceReport>> devices;
   for (int device : snapshot.devices()) {
     if (options.device && *options.device != device) continue;
-    DeviceReport d;
-    d.memory = summarize_device(snapshot, device);
-    d.timeline = replay_timeline(snapshot, device, options);
-    for (TimelinePoint& p : d.timeline.points) p.stack_key = labeler.key(p.stack);
-    if (d.timeline.peak_index) {
-      d.top_stacks_when = "peak";
-      d.top_stacks = live_stacks_at(snapshot, device, *d.timeline.peak_index, labeler, options.top);
-    } else {
-      d.top_stacks_when = "dump";
-      d.top_stacks = live_stacks_at_dump(snapshot, device, labeler, options.top);
-    }
-    d.ooms = analyze_ooms(snapshot, device, d.timeline, labeler, options);
-    d.growth = analyze_growth(snapshot, device, labeler, options);
-    if (d.growth.leaks.empty()) {  // only suggest dropping kept tensors when some were found
-      for (OomReport& o : d.ooms) {
-        std::erase_if(o.fixes, [](const OomFix& f) { return f.id == "release_references"; });
-      }
-    }
-    r.devices.push_back(std::move(d));
+    devices.push_back(std::async(std::launch::async, analyze_device, std::cref(snapshot), device,
+                                 std::cref(options)));
   }
+  for (auto& d : devices) r.devices.push_back(d.get());
   r.verdict = headline(r);
   return r;
 }

@@ -66,8 +66,8 @@ class SnapshotFolder : public pickle::Folder {
     const auto& c = tree.container(id);
     if (c.kind == ContainerKind::kDict) return fold_dict(tree, id);
     if (c.kind == ContainerKind::kList) {
-      if (auto run = absorbed_.find(id); run != absorbed_.end()) {
-        trace_ranges_.push_back(run->second);
+      if (auto run = find_absorbed(id); run != absorbed_.end()) {
+        trace_ranges_.push_back(run->range);
         absorbed_.erase(run);
         return Value::record(kTraceListRecord, trace_ranges_.size() - 1);
       }
@@ -81,10 +81,10 @@ class SnapshotFolder : public pickle::Folder {
   // A device's trace list arrives in batches of consecutive trace records (pickle's APPENDS of
   // up to 1000): keep it as the range of events_ it covers instead of one item per entry.
   bool absorb(Tree& tree, uint32_t list, const Value* v, size_t n) override {
-    auto run = absorbed_.find(list);
+    auto run = find_absorbed(list);
     uint64_t next = 0;
     if (run != absorbed_.end()) {
-      next = run->second.second;
+      next = run->range.second;
     } else if (tree.container(list).count == 0 && v[0].tag() == Tag::kRecord &&
                v[0].record_kind() == kTraceRecord) {
       next = v[0].record_index();
@@ -99,9 +99,9 @@ class SnapshotFolder : public pickle::Folder {
       }
     }
     if (run == absorbed_.end()) {
-      absorbed_.emplace(list, std::pair<size_t, size_t>{next, next + n});
+      absorbed_.push_back({list, {next, next + n}});
     } else {
-      run->second.second = next + n;
+      run->range.second = next + n;
     }
     return true;
   }
@@ -282,7 +282,16 @@ class SnapshotFolder : public pickle::Folder {
   std::vector<TraceEvent> events_;
   std::vector<TraceEventExtra> extras_;  // sorted by event
   // Lists being built whose items so far are consecutive trace records: [first, end) of events_.
-  std::unordered_map<uint32_t, std::pair<size_t, size_t>> absorbed_;
+  // A handful at most (one per device being read), so a vector.
+  struct AbsorbedList {
+    uint32_t list;
+    std::pair<size_t, size_t> range;
+  };
+  std::vector<AbsorbedList> absorbed_;
+  std::vector<AbsorbedList>::iterator find_absorbed(uint32_t list) {
+    return std::find_if(absorbed_.begin(), absorbed_.end(),
+                        [&](const AbsorbedList& a) { return a.list == list; });
+  }
   std::vector<std::pair<size_t, size_t>> trace_ranges_;  // taken by fold_trace_list
   std::vector<SnapshotFrame> frames_;
   std::vector<uint32_t> stack_offsets_{0, 0};  // stack 0 = the empty stack
@@ -321,9 +330,8 @@ class SnapshotFolder : public pickle::Folder {
   }
 
   // The list turned out to hold something else: its absorbed records go to the item pool after all.
-  void give_back(Tree& tree, uint32_t list,
-                 std::unordered_map<uint32_t, std::pair<size_t, size_t>>::iterator run) {
-    auto [i, end] = run->second;
+  void give_back(Tree& tree, uint32_t list, std::vector<AbsorbedList>::iterator run) {
+    auto [i, end] = run->range;
     std::vector<Value> batch;
     while (i < end) {
       batch.clear();
