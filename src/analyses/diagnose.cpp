@@ -369,7 +369,8 @@ ClimbFinding find_climbing(const std::vector<OomEvent>& events, const std::vecto
   // Memory figures printed step after step: compare the first and last quarter of the series.
   std::map<std::pair<std::string, int64_t>, std::vector<const MemoryReading*>> by_label;
   for (const auto& r : readings) by_label[{r.label, r.rank.value_or(-1)}].push_back(&r);
-  for (const auto& [key, series] : by_label) {
+  for (const auto& entry : by_label) {
+    const auto& series = entry.second;  // a plain reference: lambdas below capture it
     if (series.size() < 5) continue;
     size_t q = std::max<size_t>(1, series.size() / 4);
     auto median = [&](size_t from, size_t to) {

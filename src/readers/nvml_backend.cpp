@@ -348,7 +348,9 @@ void NvmlBackend::read_processes_legacy(Device device, GpuDevice* out) const {
   const std::pair<const ProcessQuery*, unsigned> queries[] = {
       {&compute_, kProcessModeCompute}, {&graphics_, kProcessModeGraphics}, {&mps_, kProcessModeMps}};
   std::string api;
-  for (const auto& [query, mode] : queries) {
+  for (const auto& entry : queries) {
+    const ProcessQuery* query = entry.first;  // plain names: the lambda below captures one
+    const unsigned mode = entry.second;
     if (!query->fn) continue;
     std::vector<unsigned char> buffer;
     unsigned count = 0;

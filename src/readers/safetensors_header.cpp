@@ -56,7 +56,9 @@ Result<SafetensorsSummary> parse_safetensors_header(std::string_view head, uint6
   if (!j.is_object()) return make_error(fmt::format("{}: header is not a JSON object", source));
   const uint64_t data_size = file_size - 8 - length;
   SafetensorsSummary out;
-  for (const auto& [name, info] : j.items()) {
+  for (const auto& item : j.items()) {
+    const std::string& name = item.key();  // plain names: the lambda below captures one
+    const auto& info = item.value();
     if (name == "__metadata__") continue;
     auto bad = [&](const std::string& what) {
       return make_error(fmt::format("{}: tensor \"{}\": {}", source, name, what));
