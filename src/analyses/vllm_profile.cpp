@@ -150,7 +150,6 @@ uint64_t sampler_peak_bytes(uint64_t rows, uint64_t vocab_size, uint64_t act_byt
   return rows * vocab_size * sampler_bytes_per_logit(rows, act_bytes, sort_free);
 }
 
-
 uint64_t cuda_graph_bytes(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
                           uint64_t max_num_seqs, uint64_t act_bytes) {
   tp = std::max<uint64_t>(tp, 1);

@@ -65,7 +65,8 @@ uint64_t vllm_derived_max_model_len(const ModelSpec& model, std::optional<uint64
     return derived;
   }
   if (type == "yarn" && model.rope_original_max_position) derived = model.rope_original_max_position;
-  return static_cast<uint64_t>(static_cast<double>(derived) * model.rope_scaling_factor);
+  // At most 2^32 tokens, the bound every other context length is held to (hostile configs).
+  return static_cast<uint64_t>(std::min(static_cast<double>(derived) * model.rope_scaling_factor, 4294967296.0));
 }
 
 ServeTarget serve_target(const GpuSpec& gpu) {
