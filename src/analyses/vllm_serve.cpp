@@ -184,6 +184,13 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     }
     s.max_model_len = s.model_context;
     s.max_model_len_source = c.max_model_len_auto ? "auto-fit" : "model context";
+    uint64_t positions = c.max_position_override.value_or(model.max_position_embeddings);
+    if (s.model_context != positions) {
+      uint64_t base = model.rope_scaling_type == "yarn" && model.rope_original_max_position
+                          ? model.rope_original_max_position : positions;
+      s.max_model_len_source += fmt::format(": {} positions x {} rope scaling {:g}", base,
+                                            model.rope_scaling_type, model.rope_scaling_factor);
+    }
   }
 
   // --- Settings and their defaults for this version.

@@ -267,6 +267,7 @@ TEST(VllmServe, OldV0ProfilesTheWholeContext) {
                               15 * kGiB, "0.4.3");
   ServePrediction p = predict(old_v0);
   EXPECT_EQ(p.settings.max_model_len, 65536u);
+  EXPECT_EQ(p.settings.max_model_len_source, "model context: 16384 positions x linear rope scaling 4");
   EXPECT_FALSE(p.settings.chunked_prefill);
   EXPECT_EQ(p.settings.max_num_batched_tokens, 65536u);
   // Forward of 65536 tokens: (3 x 4096 + 3 x 11008 / 2) x 65536 x 2 B.
