@@ -47,7 +47,7 @@ void apply_scheduler_defaults(const ServeInputs& in, const VllmBehavior& b, Serv
   bool auto_chunk = b.v0_long_context_chunking && s.max_model_len > 32768 && !c.enable_lora &&
                     !c.num_speculative_tokens && !c.speculative_method;
   s.chunked_prefill = c.enable_chunked_prefill.value_or(auto_chunk);
-  uint64_t batched = s.chunked_prefill ? 512 : std::max<uint64_t>(s.max_model_len, 2048);
+  uint64_t batched = s.chunked_prefill ? b.v0_chunked_batched_tokens : std::max<uint64_t>(s.max_model_len, 2048);
   s.max_num_batched_tokens = c.max_num_batched_tokens.value_or(batched);
 }
 

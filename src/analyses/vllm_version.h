@@ -49,6 +49,9 @@ struct VllmBehavior {
   // profile run of max_model_len tokens. V1 always chunks.
   bool always_chunked_prefill = true;
   bool v0_long_context_chunking = true;
+  // V0's default token budget with chunked prefill: 2048 from v0.6.5 (vllm-project/vllm#10544,
+  // "We have seen that 512 is a very conservative value"), 512 before.
+  uint64_t v0_chunked_batched_tokens = 2048;
   // V1's sampler masks top-k/top-p without sorting the logits (Triton pivot search, from
   // vllm-project/vllm#33538, opened 2026-02-02; v0.17 assumed): the profile run's sampler
   // peak drops from 38 to 14 bytes per logit (analyses/vllm_profile.h).

@@ -275,7 +275,10 @@ TEST(VllmServe, OldV0ProfilesTheWholeContext) {
   ServePrediction newer = predict(inputs({"vllm", "serve", "deepseek-coder-6.7b", "--tensor-parallel-size", "2"},
                                          15 * kGiB, "0.6.4"));
   EXPECT_TRUE(newer.settings.chunked_prefill);
-  EXPECT_EQ(newer.settings.max_num_batched_tokens, 512u);
+  EXPECT_EQ(newer.settings.max_num_batched_tokens, 512u);      // vllm#10544 raised it in v0.6.5
+  ServePrediction v065 = predict(inputs({"vllm", "serve", "deepseek-coder-6.7b", "--tensor-parallel-size", "2"},
+                                        15 * kGiB, "0.6.5"));
+  EXPECT_EQ(v065.settings.max_num_batched_tokens, 2048u);
 }
 
 }  // namespace
