@@ -15,8 +15,10 @@ bool layer_is_sliding(const ModelSpec& model, uint64_t layer) {
   return layer < model.layer_is_sliding.size() && model.layer_is_sliding[layer];
 }
 
-// KV cache groups of the hybrid manager: layers of each kind are cut into groups of the size of
-// the smaller kind (vLLM pads uneven counts with empty layers).
+// KV cache groups of the hybrid manager (kv_cache_utils.py, _get_kv_cache_groups_uniform_page_size):
+// layers of each kind are cut into groups of the size of the smaller kind, or of the larger kind
+// when it has fewer than 1.25 times as many layers ("gpt-oss-20b + eagle, with 12 sw + 13 full. We
+// pad it to (13 sw, 13 full)"); vLLM pads uneven counts with empty layers.
 struct Groups {
   uint64_t group_size = 0;
   uint64_t full_groups = 0;
@@ -38,6 +40,8 @@ Groups hybrid_groups_of(const KvLayout& layout, bool hybrid) {
     return g;
   }
   g.group_size = std::min(full, sliding);
+  const uint64_t larger = std::max(full, sliding);
+  if (larger * 4 < g.group_size * 5) g.group_size = larger;   // max < 1.25 x min
   g.full_groups = cdiv(full, g.group_size);
   g.sliding_groups = cdiv(sliding, g.group_size);
   return g;

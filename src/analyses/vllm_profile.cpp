@@ -112,8 +112,8 @@ uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, 
 }
 
 uint64_t profile_activation_bytes(const ModelSpec& model, uint64_t batched_tokens,
-                                  uint64_t num_seqs, uint64_t tp, uint64_t act_bytes,
-                                  uint64_t sampler_bytes_per_logit) {
+                                  uint64_t num_seqs, uint64_t tp, uint64_t act_bytes, bool v1_engine,
+                                  bool sort_free_sampler) {
   tp = std::max<uint64_t>(tp, 1);
   const uint64_t h = model.hidden_size;
   // Gated MLPs hold the fused gate/up output (2I) and its product (I); plain ones fc1's output
@@ -130,8 +130,24 @@ uint64_t profile_activation_bytes(const ModelSpec& model, uint64_t batched_token
     uint64_t moe = moe_per_token * moe_tokens + 3 * h * (batched_tokens - moe_tokens);
     forward = std::max(model.first_dense_layers ? forward : 0, moe);
   }
-  uint64_t sampler = std::min(num_seqs, batched_tokens) * model.vocab_size * sampler_bytes_per_logit;
+  uint64_t sampler = sampler_peak_bytes(std::min(num_seqs, batched_tokens), model.vocab_size, act_bytes,
+                                        sort_free_sampler);
+  // V0's execute_model keeps the forward's output (every token's hidden state) alive while it samples.
+  if (!v1_engine) sampler += batched_tokens * h * act_bytes;
   return std::max(forward * act_bytes, sampler);
+}
+
+uint64_t sampler_bytes_per_logit(uint64_t rows, uint64_t act_bytes, bool sort_free) {
+  if (sort_free && rows >= 8) return act_bytes + 4 + 4 + 4;   // logits, fp32 copy, probs, draws
+  const uint64_t held = act_bytes + 4 + 4 + 8;   // model-dtype logits, fp32 copy, sorted values, indices
+  if (rows >= 128) return held + 8 + 4 + 8;      // segmented_sort_pairs
+  if (rows >= 2) return held + 8 + 8 + 4 + 4 + 8;  // segmented_sort_pairs_by_full_sort
+  return held + 4 + 8;                           // segmented_sort_large_segments
+}
+
+uint64_t sampler_peak_bytes(uint64_t rows, uint64_t vocab_size, uint64_t act_bytes, bool sort_free) {
+  if (rows == 0) return 0;
+  return rows * vocab_size * sampler_bytes_per_logit(rows, act_bytes, sort_free);
 }
 
 uint64_t cuda_graph_bytes(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,

@@ -48,19 +48,36 @@ uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, 
 // - forward: one layer's live tensors for max_num_batched_tokens tokens (residual, normed input
 //   and output: 3 x hidden; fused gate/up and its product: 3 x intermediate / TP; MoE: the
 //   fused-MoE caches of every routed slot);
-// - sampler: min(max_num_seqs, tokens) rows of vocabulary logits at `sampler_bytes_per_logit`.
+// - sampler: sampler_peak_bytes for min(max_num_seqs, tokens) rows, plus, in V0, the forward's
+//   hidden states, which execute_model still holds while it samples.
 uint64_t profile_activation_bytes(const ModelSpec& model, uint64_t batched_tokens,
-                                  uint64_t num_seqs, uint64_t tp, uint64_t act_bytes,
-                                  uint64_t sampler_bytes_per_logit);
+                                  uint64_t num_seqs, uint64_t tp, uint64_t act_bytes, bool v1_engine,
+                                  bool sort_free_sampler = false);
 
-// Bytes per vocabulary logit at the sampler's peak. V0's profile samples with top_k = vocab - 1
-// and top_p < 1 (vllm/worker/model_runner.py profile_run): the model-dtype logits (2), their fp32
-// copy (4), sorted values (4) and int64 indices (8), softmax (4), cumulative sum (4), the top-p
-// mask (1), the scatter back (4), masked probabilities (4) and the final softmax (4): 39, so 40.
-// V1's dummy sampler run skips top-k/top-p ("the sampler may skip top_k, top_p, and logprobs"):
-// logits in model dtype and fp32, probabilities and a working copy: 16.
-inline constexpr uint64_t kV0SamplerBytesPerLogit = 40;
-inline constexpr uint64_t kV1SamplerBytesPerLogit = 16;
+// The sampler's peak during the profile run, for `rows` dummy requests. Both engines sample the
+// dummy batch with top-k and top-p on: V0 vllm/worker/model_runner.py profile_run
+// (SamplingParams(top_p=0.99, top_k=self.vocab_size - 1)), V1 vllm/v1/worker/gpu_model_runner.py
+// _dummy_sampler_run (top_p 0.9, top_k = logits.size(1) - 1; vLLM's default V1 runner, not the
+// opt-in model runner V2 whose dummy run skips them). With top-p set, apply_top_k_top_p sorts the
+// whole fp32 logits tensor (logits.sort(dim=-1)), and that sort is the peak. Per logit:
+//   the model-dtype logits the caller still holds (compute_logits)          act_bytes
+//   their fp32 copy (Sampler.forward: logits.to(torch.float))              4
+//   the sort's outputs: fp32 values and int64 indices                      4 + 8
+//   PyTorch's scratch for the sort (aten/src/ATen/native/cuda/SortStable.cu,
+//   launch_stable_sort_kernel), which depends on the number of rows:
+//     >= 128 rows  segmented_sort_pairs: int64 reverse indices, and cub's
+//                  alternate key and value buffers (SortPairs cannot overwrite)  8 + 4 + 8
+//     2..127 rows  segmented_sort_pairs_by_full_sort: two int2 index/segment
+//                  arrays, the keys' output, cub's alternate buffers            8 + 8 + 4 + 4 + 8
+//     1 row        segmented_sort_large_segments: cub's alternate buffers        4 + 8
+// so 38, 50 and 30 bytes per logit with 2-byte logits. What comes after the sort (the top-k and
+// top-p masks, the softmax, the scatter back: 28-32 bytes) stays below it.
+// sort_free: newer V1 masks top-k/top-p with a Triton pivot search instead of sorting when there
+// are at least 8 rows (vllm-project/vllm#33538, apply_top_k_top_p_triton; "does not use extra
+// memory" beyond fixed ~80 MiB buffers): the logits (act_bytes), their fp32 copy (4), the
+// softmax's probabilities (4) and random_sample's exponential draws (4) remain.
+uint64_t sampler_bytes_per_logit(uint64_t rows, uint64_t act_bytes, bool sort_free = false);
+uint64_t sampler_peak_bytes(uint64_t rows, uint64_t vocab_size, uint64_t act_bytes, bool sort_free = false);
 
 // CUDA-graph pool estimate: each captured piece keeps its outputs for the largest capture size
 // (min(2 x max_num_seqs, 512) tokens), for piecewise and full graphs.

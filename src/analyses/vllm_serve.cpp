@@ -44,10 +44,10 @@ void apply_scheduler_defaults(const ServeInputs& in, const VllmBehavior& b, Serv
   }
   s.max_num_seqs = c.max_num_seqs.value_or(256);
   // V0 chunks prefills by itself above 32K of context unless LoRA or speculative decoding is on.
-  bool auto_chunk = s.max_model_len > 32768 && !c.enable_lora && !c.num_speculative_tokens &&
-                    !c.speculative_method;
+  bool auto_chunk = b.v0_long_context_chunking && s.max_model_len > 32768 && !c.enable_lora &&
+                    !c.num_speculative_tokens && !c.speculative_method;
   s.chunked_prefill = c.enable_chunked_prefill.value_or(auto_chunk);
-  uint64_t batched = s.chunked_prefill ? 512 : std::max<uint64_t>(s.max_model_len, 2048);
+  uint64_t batched = s.chunked_prefill ? b.v0_chunked_batched_tokens : std::max<uint64_t>(s.max_model_len, 2048);
   s.max_num_batched_tokens = c.max_num_batched_tokens.value_or(batched);
 }
 
@@ -56,6 +56,18 @@ std::string graph_line(uint64_t bytes) {
 }
 
 }  // namespace
+
+uint64_t vllm_derived_max_model_len(const ModelSpec& model, std::optional<uint64_t> max_position_override) {
+  uint64_t derived = max_position_override.value_or(model.max_position_embeddings);
+  const std::string& type = model.rope_scaling_type;
+  if (type.empty() || type == "su" || type == "longrope" || type == "llama3" ||
+      model.model_type.find("gemma3") != std::string::npos) {
+    return derived;
+  }
+  if (type == "yarn" && model.rope_original_max_position) derived = model.rope_original_max_position;
+  // At most 2^32 tokens, the bound every other context length is held to (hostile configs).
+  return static_cast<uint64_t>(std::min(static_cast<double>(derived) * model.rope_scaling_factor, 4294967296.0));
+}
 
 ServeTarget serve_target(const GpuSpec& gpu) {
   ServeTarget t;
@@ -147,7 +159,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   }
 
   // --- max_model_len: the model's derived context unless the user overrides it.
-  s.model_context = c.max_position_override.value_or(model.max_position_embeddings);
+  s.model_context = vllm_derived_max_model_len(model, c.max_position_override);
   if (c.max_model_len) {
     s.max_model_len = *c.max_model_len;
     s.max_model_len_source = "--max-model-len";
@@ -172,6 +184,13 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     }
     s.max_model_len = s.model_context;
     s.max_model_len_source = c.max_model_len_auto ? "auto-fit" : "model context";
+    uint64_t positions = c.max_position_override.value_or(model.max_position_embeddings);
+    if (s.model_context != positions) {
+      uint64_t base = model.rope_scaling_type == "yarn" && model.rope_original_max_position
+                          ? model.rope_original_max_position : positions;
+      s.max_model_len_source += fmt::format(": {} positions x {} rope scaling {:g}", base,
+                                            model.rope_scaling_type, model.rope_scaling_factor);
+    }
   }
 
   // --- Settings and their defaults for this version.
@@ -232,8 +251,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   auto stages = pipeline_stages(model, s.pipeline_parallel_size);
   uint64_t offload = static_cast<uint64_t>(c.cpu_offload_gb * static_cast<double>(kGiB));
   p.activation.bytes = in.overrides.activation_bytes.value_or(profile_activation_bytes(
-      model, s.max_num_batched_tokens, s.max_num_seqs, s.tensor_parallel_size, act_bytes,
-      b.v1_engine ? kV1SamplerBytesPerLogit : kV0SamplerBytesPerLogit));
+      model, s.max_num_batched_tokens, s.max_num_seqs, s.tensor_parallel_size, act_bytes, b.v1_engine,
+      b.sort_free_sampler));
   p.activation.from_log = in.overrides.activation_bytes.has_value();
   p.activation.detail = p.activation.from_log
       ? "from the log"

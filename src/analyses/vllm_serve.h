@@ -126,6 +126,13 @@ struct ServeReport {
   std::vector<std::string> not_modeled_flags;
 };
 
+// vLLM's default max_model_len (vllm/config: _get_and_verify_max_len): max_position_embeddings
+// (or the --hf-overrides value), times the rope_scaling factor for every rope type but su,
+// longrope and llama3 (yarn: original_max_position_embeddings x factor); Gemma 3's context is
+// already scaled ("NOTE(woosuk): Gemma3's max_model_len (128K) is already scaled by RoPE
+// scaling"). deepseek-coder-6.7b: 16384 x 4 (linear) = 65536.
+uint64_t vllm_derived_max_model_len(const ModelSpec& model, std::optional<uint64_t> max_position_override);
+
 // Fails (exit 2) on contradictory input: max_model_len above the model's context without
 // VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, TP not dividing the heads, a model without a layer count.
 Result<ServePrediction> predict_vllm_startup(const ServeInputs& inputs);

@@ -44,8 +44,18 @@ struct VllmBehavior {
   // check (V1 workers with the startup memory snapshot, v0.9+).
   bool startup_free_memory_check = true;
   // V0 turned chunked prefill on by itself above 32K tokens of context (without LoRA or
-  // speculative decoding); V1 always chunks.
+  // speculative decoding) from v0.5.4 (vllm-project/vllm#6666, merged 2024-07-23, "to avoid
+  // possible OOM errors during the initial memory profiling"); before, a long context meant a
+  // profile run of max_model_len tokens. V1 always chunks.
   bool always_chunked_prefill = true;
+  bool v0_long_context_chunking = true;
+  // V0's default token budget with chunked prefill: 2048 from v0.6.5 (vllm-project/vllm#10544,
+  // "We have seen that 512 is a very conservative value"), 512 before.
+  uint64_t v0_chunked_batched_tokens = 2048;
+  // V1's sampler masks top-k/top-p without sorting the logits (Triton pivot search, from
+  // vllm-project/vllm#33538, opened 2026-02-02; v0.17 assumed): the profile run's sampler
+  // peak drops from 38 to 14 bytes per logit (analyses/vllm_profile.h).
+  bool sort_free_sampler = true;
   std::vector<std::string> notes;   // what was assumed about the version
 };
 

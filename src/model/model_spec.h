@@ -54,6 +54,11 @@ struct ModelSpec {
   uint64_t qk_rope_head_dim = 0;      // MLA
   uint64_t qk_nope_head_dim = 0;      // MLA
   uint64_t v_head_dim = 0;            // MLA
+  // rope_scaling as config.json gives it: vLLM derives the default max_model_len from it
+  // (analyses/vllm_serve.cpp). Empty type: no rope_scaling.
+  std::string rope_scaling_type;            // linear, dynamic, yarn, llama3, longrope, ...
+  double rope_scaling_factor = 1.0;
+  uint64_t rope_original_max_position = 0;  // yarn's original_max_position_embeddings
   std::optional<uint64_t> sliding_window;   // tokens; applies to the layers listed below
   std::vector<bool> layer_is_sliding;       // per layer when the model mixes full and sliding layers
                                             // (Gemma 2/3); empty with sliding_window set = every layer

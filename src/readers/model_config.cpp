@@ -538,6 +538,35 @@ void read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
 
 }  // namespace
 
+// rope_scaling (transformers v5: rope_parameters): {"type"|"rope_type": ..., "factor": ...,
+// "original_max_position_embeddings": ...}. Malformed entries are ignored: only vLLM's default
+// context depends on them.
+static void read_rope_scaling(const json& config, ModelSpec& m) {
+  const json* rope = nullptr;
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    if (config.contains(key) && config.at(key).is_object()) {
+      rope = &config.at(key);
+      break;
+    }
+  }
+  if (!rope) return;
+  for (const char* key : {"rope_type", "type"}) {
+    if (rope->contains(key) && rope->at(key).is_string()) {
+      m.rope_scaling_type = rope->at(key).get<std::string>();
+      break;
+    }
+  }
+  if (rope->contains("factor") && rope->at("factor").is_number()) {
+    double factor = rope->at("factor").get<double>();
+    if (factor > 0 && factor <= 1024) m.rope_scaling_factor = factor;
+  }
+  if (rope->contains("original_max_position_embeddings") &&
+      rope->at("original_max_position_embeddings").is_number_unsigned()) {
+    uint64_t original = rope->at("original_max_position_embeddings").get<uint64_t>();
+    if (original <= (1ull << 26)) m.rope_original_max_position = original;
+  }
+}
+
 const std::vector<std::string>& supported_model_types() { return kModelTypes; }
 
 Result<ModelSpec> parse_model_config(std::string_view text, const std::string& source) {
@@ -565,6 +594,7 @@ Result<ModelSpec> parse_model_config(std::string_view text, const std::string& s
   if (m.model_type == "gemma3") m.model_type = "gemma3_text";
   m.id = c.text("_name_or_path");
   if (auto s = read_family(c, m); !s) return s.error();
+  read_rope_scaling(config, m);
   if (auto s = validate(m); !s) return s.error();
   read_dtype_and_quantization(c, m);
   fill_parameter_counts(m);

@@ -2,9 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
+#include <optional>
 
+#include "core/file_input.h"
 #include "readers/model_resolver.h"
 
 namespace oomdoc {
@@ -24,9 +29,76 @@ bool ends_with_icase(const std::string& text, std::string_view suffix) {
                     });
 }
 
+// Families whose layers keep a recurrent state instead of (or besides) a KV cache: Mamba/SSM
+// layers and linear attention. vLLM sizes that state per request (vllm/v1/kv_cache_interface.py
+// MambaSpec, page sizes unified with the attention layers' by the hybrid KV cache manager).
+constexpr const char* kStateSpaceModelTypes[] = {
+    "mamba", "mamba2", "falcon_mamba", "jamba", "bamba", "zamba", "zamba2", "nemotron_h",
+    "falcon_h1", "granitemoehybrid", "plamo2", "qwen3_next", "qwen3_5", "qwen3_5_moe",
+    "minimax_text_01", "minimax_m1", "lfm2", "kimi_linear"};
+
+// The config.json a name points at, when it is a path or a Hugging Face cache entry.
+std::optional<std::string> config_path_for(const std::string& name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_regular_file(name, ec)) return name;
+  if (fs::is_directory(name, ec) && fs::is_regular_file(fs::path(name) / "config.json", ec)) {
+    return (fs::path(name) / "config.json").string();
+  }
+  if (auto snapshot = find_in_hf_cache(name)) {
+    auto path = fs::path(*snapshot) / "config.json";
+    if (fs::is_regular_file(path, ec)) return path.string();
+  }
+  return std::nullopt;
+}
+
+// "jamba mixes attention with Mamba layers" when the config names a model with state layers.
+std::optional<std::string> state_layers_in(const nlohmann::json& config) {
+  if (!config.is_object()) return std::nullopt;
+  std::string type;
+  if (config.contains("model_type") && config["model_type"].is_string()) type = config["model_type"].get<std::string>();
+  for (const char* t : kStateSpaceModelTypes) {
+    if (type == t) return fmt::format("model_type \"{}\" has Mamba or linear-attention layers", type);
+  }
+  for (const char* key : {"layers_block_type", "hybrid_override_pattern", "mamba_d_state", "ssm_cfg",
+                          "linear_num_value_heads"}) {
+    if (config.contains(key)) return fmt::format("its config has \"{}\" (Mamba or linear-attention layers)", key);
+  }
+  if (config.contains("layer_types") && config["layer_types"].is_array()) {
+    for (const auto& kind : config["layer_types"]) {
+      if (!kind.is_string()) continue;
+      std::string k = kind.get<std::string>();
+      if (k.find("linear") != std::string::npos || k.find("mamba") != std::string::npos) {
+        return fmt::format("its layer_types include \"{}\"", k);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
+std::optional<std::string> unsupported_state_layers(const std::string& config_text) {
+  auto config = nlohmann::json::parse(config_text, nullptr, false);
+  if (config.is_discarded()) return std::nullopt;   // the model reader reports bad JSON itself
+  if (auto why = state_layers_in(config)) return why;
+  // Multimodal wrappers keep the language model in text_config (one level, as the reader does).
+  if (config.is_object() && config.contains("text_config")) return state_layers_in(config["text_config"]);
+  return std::nullopt;
+}
+
 Result<ServedModel> resolve_served_model(const std::string& name) {
+  // Refuse hybrid state-space / linear-attention models before the reader sizes them as plain
+  // transformers (or calls their model_type unknown): a wrong KV figure is worse than none.
+  if (auto path = config_path_for(name)) {
+    if (auto text = read_small_file(*path); text) {
+      if (auto why = unsupported_state_layers(text.value())) {
+        return Error{fmt::format(
+            "{}: {}; vLLM keeps a fixed-size recurrent state per request for those layers (MambaSpec, "
+            "page size unified with the attention layers) and oomdoc serve does not size it yet", *path, *why)};
+      }
+    }
+  }
   auto direct = resolve_model(name);
   if (direct) return ServedModel{std::move(direct.value()), ""};
   std::string base = name;

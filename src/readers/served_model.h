@@ -4,6 +4,7 @@
 // then taken from the name by the serve analysis.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "core/result.h"
@@ -16,6 +17,11 @@ struct ServedModel {
   std::string note;   // non-empty when the base model stood in for the named checkpoint
 };
 
+// Fails for models with Mamba / linear-attention layers (Jamba, Nemotron-H, Qwen3-Next, Granite-4
+// hybrids...), which serve does not size.
 Result<ServedModel> resolve_served_model(const std::string& name);
+
+// Why a config.json describes a model with recurrent-state layers, or nothing when it does not.
+std::optional<std::string> unsupported_state_layers(const std::string& config_text);
 
 }  // namespace oomdoc

@@ -117,5 +117,64 @@ TEST(VllmKvCapacity, HybridManagerGivesSlidingLayersTheirOwnGroups) {
   EXPECT_NEAR(uniform.max_concurrency, 1950.0 / 512.0, 1e-12);
 }
 
+// Gemma 3 (google/gemma-3-1b-pt config.json): sliding_window 512, every sixth layer global, so 4
+// full and 22 sliding layers of 1 KV head x 256. The hybrid manager cuts them into groups of 4
+// (the smaller count): 1 full group and cdiv(22, 4) = 6 sliding groups, the last padded.
+TEST(VllmKvCapacity, GemmaThreeSlidingLayersAreGroupedByTheGlobalLayerCount) {
+  auto m = model("gemma-3-1b");
+  auto stage = pipeline_stages(m, 1)[0];
+  EXPECT_EQ(stage.sliding_layers, 22u);
+  auto layout = kv_layout(m, stage, 1, 2, 16);
+  EXPECT_EQ(layout.bytes_per_token, 26u * 2 * 1 * 256 * 2);   // 26,624 B: every layer, as V0 sizes it
+  EXPECT_EQ(layout.page_bytes, 16u * 2 * 1 * 256 * 2);        // 16,384 B per layer per block
+  KvCapacity hybrid = kv_capacity(layout, kGiB, 32768, 2048, m.sliding_window, true);
+  EXPECT_EQ(hybrid.num_groups, 7u);
+  EXPECT_EQ(hybrid.num_blocks, 16384u);       // 2^30 / (16,384 x 4 layers per group)
+  EXPECT_EQ(hybrid.tokens, 37440u);           // 16384 // 7 groups x 16
+  // Full: cdiv(32768, 16) = 2048; each sliding group: cdiv(min(511 + 2048, 32768), 16) + 1 = 161.
+  EXPECT_EQ(hybrid.blocks_per_request, 2048u + 6 * 161);
+  KvCapacity uniform = kv_capacity(layout, kGiB, 32768, 2048, m.sliding_window, false);
+  EXPECT_EQ(uniform.num_blocks, 2520u);       // 2^30 / (16,384 x 26)
+}
+
+// Mistral-7B-v0.1: sliding_window 4096 on every layer: one sliding group of 32 layers, and a
+// request is charged cdiv(min(4095 + 2048, 32768), 16) + 1 = 385 blocks, not cdiv(32768, 16).
+TEST(VllmKvCapacity, MistralSlidingWindowOnEveryLayer) {
+  auto m = model("mistral-7b-v0.1");
+  auto stage = pipeline_stages(m, 1)[0];
+  EXPECT_EQ(stage.sliding_layers, 32u);
+  auto layout = kv_layout(m, stage, 1, 2, 16);
+  EXPECT_EQ(layout.bytes_per_token, 128 * kKiB);   // 2 x 32 x 8 x 128 x 2
+  KvCapacity hybrid = kv_capacity(layout, 4 * kGiB, 32768, 2048, m.sliding_window, true);
+  EXPECT_EQ(hybrid.num_groups, 1u);
+  EXPECT_EQ(hybrid.num_blocks, 2048u);        // 4 GiB / (65,536 x 32)
+  EXPECT_EQ(hybrid.tokens, 32768u);
+  EXPECT_EQ(hybrid.blocks_per_request, 385u);
+  EXPECT_EQ(kv_capacity(layout, 4 * kGiB, 32768, 2048, m.sliding_window, false).blocks_per_request, 2048u);
+}
+
+// Nearly balanced kinds (gpt-oss-20b + eagle: 12 sliding + 13 full) are padded to groups of the
+// larger count, 13, instead of 12 groups of 1 (kv_cache_utils.py: max < 1.25 x min).
+TEST(VllmKvCapacity, NearlyBalancedKindsUseTheLargerGroupSize) {
+  ModelSpec m;
+  m.num_layers = 25;
+  m.num_attention_heads = 64;
+  m.num_kv_heads = 8;
+  m.head_dim = 64;
+  m.hidden_size = 2880;
+  m.sliding_window = 128;
+  m.layer_is_sliding.assign(25, false);
+  for (uint64_t i = 0; i < 24; i += 2) m.layer_is_sliding[i] = true;   // 12 sliding
+  auto stage = pipeline_stages(m, 1)[0];
+  EXPECT_EQ(stage.sliding_layers, 12u);
+  auto layout = kv_layout(m, stage, 1, 2, 16);
+  EXPECT_EQ(layout.page_bytes, 16u * 2 * 8 * 64 * 2);   // 32,768 B
+  KvCapacity c = kv_capacity(layout, kGiB, 8192, 2048, m.sliding_window, true);
+  EXPECT_EQ(c.num_groups, 2u);
+  EXPECT_EQ(c.num_blocks, 2520u);             // 2^30 / (32,768 x 13)
+  EXPECT_EQ(c.tokens, 20160u);                // 2520 // 2 x 16
+  EXPECT_EQ(c.blocks_per_request, 512u + 137u);   // sliding: cdiv(127 + 2048, 16) + 1
+}
+
 }  // namespace
 }  // namespace oomdoc

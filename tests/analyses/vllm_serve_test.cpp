@@ -238,5 +238,48 @@ TEST(VllmServe, SlidingWindowLayersGetTheirOwnGroupsFromV010) {
   EXPECT_TRUE(said);
 }
 
+// vLLM's derived max_model_len scales max_position_embeddings by the rope_scaling factor for
+// linear/dynamic/yarn rope (config.py _get_and_verify_max_len), not for llama3 rope.
+TEST(VllmServe, DerivedMaxModelLenFollowsRopeScaling) {
+  auto coder = resolve_model("deepseek-coder-6.7b");     // linear, factor 4, 16384 positions
+  ASSERT_TRUE(coder.ok()) << coder.error().message;
+  EXPECT_EQ(coder->rope_scaling_type, "linear");
+  EXPECT_EQ(vllm_derived_max_model_len(*coder, std::nullopt), 65536u);
+  EXPECT_EQ(vllm_derived_max_model_len(*coder, 4096), 16384u);   // --hf-overrides, then the factor
+  auto llama = resolve_model("llama-3.1-8b");              // llama3 rope: the context as given
+  ASSERT_TRUE(llama.ok());
+  EXPECT_EQ(vllm_derived_max_model_len(*llama, std::nullopt), 131072u);
+  ModelSpec yarn;
+  yarn.max_position_embeddings = 163840;
+  yarn.rope_scaling_type = "yarn";
+  yarn.rope_scaling_factor = 40;
+  yarn.rope_original_max_position = 4096;                  // DeepSeek-V3: 4096 x 40
+  EXPECT_EQ(vllm_derived_max_model_len(yarn, std::nullopt), 163840u);
+  yarn.model_type = "gemma3_text";                         // already scaled
+  yarn.max_position_embeddings = 131072;
+  EXPECT_EQ(vllm_derived_max_model_len(yarn, std::nullopt), 131072u);
+}
+
+// Before v0.5.4 V0 did not chunk long prefills by itself: the profile run took max_model_len
+// tokens (here deepseek-coder-6.7b's derived 65536), and the activation peak with it.
+TEST(VllmServe, OldV0ProfilesTheWholeContext) {
+  ServeInputs old_v0 = inputs({"vllm", "serve", "deepseek-coder-6.7b", "--tensor-parallel-size", "2"},
+                              15 * kGiB, "0.4.3");
+  ServePrediction p = predict(old_v0);
+  EXPECT_EQ(p.settings.max_model_len, 65536u);
+  EXPECT_EQ(p.settings.max_model_len_source, "model context: 16384 positions x linear rope scaling 4");
+  EXPECT_FALSE(p.settings.chunked_prefill);
+  EXPECT_EQ(p.settings.max_num_batched_tokens, 65536u);
+  // Forward of 65536 tokens: (3 x 4096 + 3 x 11008 / 2) x 65536 x 2 B.
+  EXPECT_EQ(p.activation.bytes, (3ull * 4096 + 3 * 5504) * 65536 * 2);
+  ServePrediction newer = predict(inputs({"vllm", "serve", "deepseek-coder-6.7b", "--tensor-parallel-size", "2"},
+                                         15 * kGiB, "0.6.4"));
+  EXPECT_TRUE(newer.settings.chunked_prefill);
+  EXPECT_EQ(newer.settings.max_num_batched_tokens, 512u);      // vllm#10544 raised it in v0.6.5
+  ServePrediction v065 = predict(inputs({"vllm", "serve", "deepseek-coder-6.7b", "--tensor-parallel-size", "2"},
+                                        15 * kGiB, "0.6.5"));
+  EXPECT_EQ(v065.settings.max_num_batched_tokens, 2048u);
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -78,6 +78,10 @@ TEST(ServeCli, BadInputIsOneLineAndExitTwo) {
            {{"serve", "--gpu", "4090", "--vllm-version", "new", "--", "vllm", "serve", "llama-3-8b"}, "oomdoc: serve: --vllm-version: 'new' is not a version"},
            {{"serve", "--gpu", "4090", "--", "vllm", "serve", "llama-3-8b", "--max-model-len", "32768"},
             "oomdoc: serve: --max-model-len 32768 is above meta-llama/Meta-Llama-3-8B's context of 8192 tokens"},
+           {{"serve", "--gpu", "h100", "--", "vllm", "serve", testing::fixture_path("serve/jamba-v0.1")},
+            "oomdoc: serve: " + testing::fixture_path("serve/jamba-v0.1") +
+                "/config.json: model_type \"jamba\" has Mamba or linear-attention layers; vLLM keeps a fixed-size "
+                "recurrent state per request"},
        }) {
     auto r = run_cli(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.message;

@@ -48,6 +48,16 @@ TEST(GpuCatalog, MemoryIsWhatNvidiaSmiReportsNotTheMarketingNumber) {
   EXPECT_EQ(find_gpu("t4")->cuda_total_bytes, parse_quantity("14.75 GiB")->bytes);
 }
 
+// The totals vLLM itself logs as total_gpu_memory (what `oomdoc serve` budgets from), each cited
+// in data/gpus.json: H100 and L40S from ../shared/data/vllm-logs, V100 32GB from a PyTorch OOM.
+TEST(GpuCatalog, CudaTotalsAreTheOnesVllmLogs) {
+  EXPECT_EQ(find_gpu("h100")->cuda_total_bytes, parse_quantity("79.22 GiB")->bytes);
+  EXPECT_EQ(find_gpu("l40s")->cuda_total_bytes, parse_quantity("44.53 GiB")->bytes);
+  EXPECT_EQ(find_gpu("3090")->cuda_total_bytes, parse_quantity("23.58 GiB")->bytes);
+  EXPECT_EQ(find_gpu("v100 32gb")->cuda_total_bytes, parse_quantity("31.72 GiB")->bytes);
+  EXPECT_FALSE(find_gpu("h100 pcie")->cuda_total_bytes.has_value());  // not seen in a log: nvidia-smi's total
+}
+
 TEST(GpuCatalog, CapabilitiesFollowTheArchitecture) {
   auto t4 = find_gpu("t4");
   EXPECT_FALSE(t4->bf16);

@@ -1,0 +1,53 @@
+// The model a vLLM command line names: quantized checkpoints fall back to their base model, and
+// models with Mamba / linear-attention layers are refused rather than sized as plain transformers.
+#include "readers/served_model.h"
+
+#include <gtest/gtest.h>
+
+#include "support/test_support.h"
+
+namespace oomdoc {
+namespace {
+
+TEST(ServedModel, RefusesJambaWithItsReason) {
+  std::string dir = testing::fixture_path("serve/jamba-v0.1");
+  auto m = resolve_served_model(dir);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().message,
+            dir + "/config.json: model_type \"jamba\" has Mamba or linear-attention layers; vLLM keeps a "
+                  "fixed-size recurrent state per request for those layers (MambaSpec, page size unified "
+                  "with the attention layers) and oomdoc serve does not size it yet");
+}
+
+TEST(ServedModel, RefusesQwen3NextGivenAsItsConfigFile) {
+  std::string file = testing::fixture_path("serve/qwen3-next-80b-a3b/config.json");
+  auto m = resolve_served_model(file);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().message.rfind(file + ": model_type \"qwen3_next\" has Mamba or linear-attention layers;", 0), 0u)
+      << m.error().message;
+}
+
+TEST(ServedModel, RecognisesStateLayersByTheirConfigKeys) {
+  // Granite 4.0 hybrids list their layers; Nemotron-H spells them as a pattern.
+  EXPECT_EQ(unsupported_state_layers(R"({"model_type": "custom", "layer_types": ["mamba", "attention"]})"),
+            "its layer_types include \"mamba\"");
+  EXPECT_EQ(unsupported_state_layers(R"({"model_type": "custom", "hybrid_override_pattern": "M-M*-"})"),
+            "its config has \"hybrid_override_pattern\" (Mamba or linear-attention layers)");
+  EXPECT_EQ(unsupported_state_layers(R"({"model_type": "x", "text_config": {"model_type": "qwen3_5"}})"),
+            "model_type \"qwen3_5\" has Mamba or linear-attention layers");
+  // Sliding-window layer kinds are attention, which serve sizes.
+  EXPECT_EQ(unsupported_state_layers(R"({"model_type": "gemma3_text", "layer_types": ["sliding_attention", "full_attention"]})"),
+            std::nullopt);
+  EXPECT_EQ(unsupported_state_layers("not json"), std::nullopt);
+}
+
+TEST(ServedModel, QuantizedNameFallsBackToTheBaseModel) {
+  auto m = resolve_served_model("Qwen/Qwen2.5-7B-Instruct-AWQ");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->spec.num_layers, 28u);
+  EXPECT_TRUE(m->spec.quantization.empty());
+  EXPECT_NE(m->note.find("was not found; sized as its base model"), std::string::npos) << m->note;
+}
+
+}  // namespace
+}  // namespace oomdoc
