@@ -22,6 +22,12 @@ namespace {
 // default in PyTorch 2.x): 300 MiB-2 GiB per the calculators in docs/estimators.md (asmirnov:
 // "between 300 MiB and 2 GiB"; 1343 MiB measured with eager loading on CUDA 11.2).
 constexpr uint64_t kCudaContextBytes = 512 * kMiB;
+// Without lazy loading (CUDA < 11.7, or PyTorch < 1.13, which first set CUDA_MODULE_LOADING=LAZY:
+// pytorch/pytorch#86509) every kernel of every library is loaded at start-up: "Before CUDA 11.7,
+// all kernels were loaded into the context once the library was loaded, which took >1000MB"
+// (ptrblck, pytorch/pytorch#107667). transformers' model_memory_anatomy doc measured 1343 MiB for
+// `torch.ones((1, 1)).to("cuda")` on a V100 with CUDA 11.2.
+constexpr uint64_t kCudaContextEagerLoadingBytes = 1343 * kMiB;
 // cuBLAS workspaces PyTorch allocates through its caching allocator (CUBLAS_WORKSPACE_CONFIG
 // default ":4096:2:16:8" = 2 x 4 MiB + 8 x 16 KiB; aten/src/ATen/cuda/CublasHandlePool.cpp).
 constexpr uint64_t kCublasWorkspaceBytes = 8 * kMiB + 128 * kKiB;
@@ -70,6 +76,10 @@ struct Plan {
   bool mixed = false;          // fp16_mixed / bf16_mixed: fp32 masters, 16-bit compute
   double grad_bytes = 2;
   double state_bytes = 4;      // optimizer state dtype for 32/16-bit optimizers
+  double adapter_bytes = 4;    // LoRA weights (and their grads and AdamW state): fp32 in PEFT
+  std::string optimizer_impl = "foreach";
+  bool grads_kept_by_zero_grad = false;  // torch < 2.0 zero_grad() zeroes .grad in place
+  bool lazy_module_loading = true;
 };
 
 bool is_training_task(const std::string& task) { return task.rfind("train_", 0) == 0; }
@@ -181,6 +191,18 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     if (o == "activations") p.offload_activations = true;
   }
   p.use_lora = p.task == "train_lora" || p.task == "train_qlora";
+  // PEFT keeps adapters in fp32 over a 16-bit base (LoraConfig autocast_adapter_dtype=True);
+  // LitGPT and torchtune create them in the model's dtype.
+  if (job.adapter_dtype) {
+    const std::string& d = *job.adapter_dtype;
+    p.adapter_bytes = d == "model" ? p.param_bytes : d == "fp32" ? 4 : 2;
+  }
+  // torch.optim defaults to the foreach implementation on CUDA since PyTorch 2.0
+  // (torch/optim/optimizer.py _default_to_fused_or_foreach); before, and in transformers'
+  // own AdamW ("adamw_hf"), the update runs parameter by parameter.
+  p.optimizer_impl = job.optimizer_impl.value_or("foreach");
+  p.grads_kept_by_zero_grad = !job.zero_grad_to_none.value_or(true);
+  p.lazy_module_loading = job.lazy_module_loading.value_or(true);
   if (p.use_lora) {
     if (job.lora) {
       p.lora = *job.lora;
@@ -248,22 +270,31 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   if (m.qk_norm) a.per_token += (4 + e) * (nh + nkv) * hd;
 
   // Linear inputs: a trainable Linear saves its input; a frozen one does not (autograd saves
-  // `self` of mm only when the weight needs a gradient). LoRA's branch saves the input cast to
-  // the adapter's dtype (PEFT casts x to lora_A.weight.dtype: fp32 adapters by default).
+  // `self` of mm only when the weight needs a gradient). LoRA's branch saves lora_A's input:
+  // PEFT casts x to lora_A.weight.dtype (fp32 adapters by default), a new tensor per adapted
+  // Linear, and under autocast the cast back to 16 bits is again per Linear; adapters in the
+  // model's dtype (LitGPT, torchtune) take x as it is, so Linears sharing an input share it.
   std::set<std::string> saved_inputs;
-  const double adapter_bytes = p.amp ? e : 4;
+  const bool adapter_copy_per_linear = p.amp || p.adapter_bytes != e;
+  const double adapter_copy_bytes = p.amp ? e : p.adapter_bytes;
+  // bitsandbytes' 4-bit matmul (autograd MatMul4Bit) saves its input A for backward whenever
+  // the input needs a gradient, although the 4-bit weight is frozen
+  // (bitsandbytes/autograd/_functions.py: `if any(ctx.needs_input_grad[:2]): ctx.tensors = (A, B)`).
+  const bool bnb_4bit_base = frozen_base && p.quantization && (*p.quantization == "nf4" || *p.quantization == "fp4");
   for (const LinearShape& l : linears) {
     if (l.expert) continue;  // experts see only their routed tokens; handled below
     double in = static_cast<double>(l.in_features);
     bool lora = lora_targets(p, l);
-    if (!frozen_base) {
-      // Linears sharing an input (q/k/v, gate/up) save it once.
-      std::string key = l.role == "o" ? "o" : l.role == "down" ? "down" :
-                        (l.role == "gate" || l.role == "up" || l.role == "gate_up" || l.role == "fc_in") ? "mlp" : "attn";
-      if (m.parallel_attention && m.norms_per_layer == 1 && key == "mlp") key = "attn";  // one normed input feeds both
+    // Linears sharing an input (q/k/v, gate/up) see the same tensor.
+    std::string key = l.role == "o" ? "o" : l.role == "down" ? "down" :
+                      (l.role == "gate" || l.role == "up" || l.role == "gate_up" || l.role == "fc_in") ? "mlp" : "attn";
+    if (m.parallel_attention && m.norms_per_layer == 1 && key == "mlp") key = "attn";  // one normed input feeds both
+    if (!frozen_base || bnb_4bit_base) {
       if (saved_inputs.insert(key).second) a.per_token += e * in;
-    } else if (lora) {
-      a.per_token += (adapter_bytes == e ? 0 : adapter_bytes) * in + (adapter_bytes == e ? e * in : 0);
+    }
+    if (frozen_base && lora) {
+      if (adapter_copy_per_linear) a.per_token += adapter_copy_bytes * in;
+      else if (saved_inputs.insert(key).second) a.per_token += e * in;
     }
   }
 
@@ -341,7 +372,9 @@ double weight_bytes_per_param(const std::string& q, bool double_quant, uint64_t 
 
 }  // namespace
 
-uint64_t cuda_context_bytes() { return kCudaContextBytes; }
+uint64_t cuda_context_bytes(bool lazy_module_loading) {
+  return lazy_module_loading ? kCudaContextBytes : kCudaContextEagerLoadingBytes;
+}
 
 Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   Estimate est;
@@ -435,8 +468,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       trainable_linear = trainable;
     }
   }
-  // LoRA adapters live in fp32 (PEFT autocast_adapter_dtype=True) next to the frozen base.
-  if (p.use_lora) b.add("adapter_weights", trainable * 4 / shard_mp, fmt::format("{} LoRA params x 4 B (fp32)", format_count(trainable)));
+  // LoRA adapters live in fp32 (PEFT autocast_adapter_dtype=True) next to the frozen base, or in
+  // the model's dtype (LitGPT, torchtune).
+  if (p.use_lora) b.add("adapter_weights", trainable * p.adapter_bytes / shard_mp, fmt::format("{} LoRA params x {} B", format_count(trainable), p.adapter_bytes));
 
   // ---- master weights (16-bit params with an fp32 copy: DeepSpeed / FSDP mixed precision) ----
   if (p.training && p.mixed && deepspeed && !p.offload_optimizer) {
@@ -444,7 +478,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   }
 
   // ---- gradients ----
-  double grad_bytes = trainable * (p.use_lora ? 4 : p.grad_bytes) / shard_mp;
+  double grad_bytes = trainable * (p.use_lora ? p.adapter_bytes : p.grad_bytes) / shard_mp;
   if (p.training && p.mixed && deepspeed) grad_bytes = trainable * (2.0 / grad_shards + 4.0 / state_shards) / shard_mp;
   else grad_bytes /= grad_shards;
   if (p.offload_optimizer && deepspeed) grad_bytes = trainable * 2 / shard_mp / grad_shards;
@@ -458,10 +492,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   double state_per_param = 0;
   std::string state_detail;
   const std::string& opt = p.optimizer;
-  if (opt == "adamw") { state_per_param = 2 * (p.use_lora ? 4 : p.state_bytes); state_detail = "exp_avg + exp_avg_sq"; }
+  if (opt == "adamw") { state_per_param = 2 * (p.use_lora ? p.adapter_bytes : p.state_bytes); state_detail = "exp_avg + exp_avg_sq"; }
   else if (opt == "adamw_8bit" || opt == "paged_adamw_8bit") { state_per_param = 2 + 2 * 4.0 / 256; state_detail = "two 8-bit states + fp32 absmax per 256 (bitsandbytes blockwise)"; }
   else if (opt == "adamw_4bit") { state_per_param = 1 + 2 * 4.0 / 128; state_detail = "two 4-bit states + fp32 scale per 128 (torchao)"; }
-  else if (opt == "sgd_momentum" || opt == "lion") { state_per_param = p.use_lora ? 4 : p.state_bytes; state_detail = "one momentum buffer"; }
+  else if (opt == "sgd_momentum" || opt == "lion") { state_per_param = p.use_lora ? p.adapter_bytes : p.state_bytes; state_detail = "one momentum buffer"; }
   else if (opt == "adafactor") {
     // Factored second moment: rows + columns per matrix (Shazeer & Stern 2018); no first moment
     // (transformers Adafactor beta1=None).
@@ -606,11 +640,24 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     for (const auto& l : linears) largest = std::max(largest, static_cast<double>(l.in_features * l.out_features));
     temporary = largest * 2;
   }
-  // Optimizer step: torch foreach AdamW allocates sqrt(exp_avg_sq) for all params at once
-  // (torch/optim/adamw.py _multi_tensor_adamw: torch._foreach_sqrt).
+  // Optimizer step temporaries of AdamW. foreach (torch >= 2.0 default on CUDA) allocates
+  // sqrt(exp_avg_sq) for all params at once (torch/optim/adamw.py _multi_tensor_adamw:
+  // torch._foreach_sqrt); the for-loop path (_single_tensor_adamw, transformers' AdamW) one
+  // parameter's worth at a time, the largest being the embedding; fused (torch._fused_adamw_)
+  // updates in place in one kernel.
   double step_temp = 0;
   if (p.training && opt == "adamw" && !p.fused_backward && !p.offload_optimizer) {
-    step_temp = trainable * (p.use_lora ? 4 : p.state_bytes) / shard_mp / state_shards;
+    const double state_bytes = p.use_lora ? p.adapter_bytes : p.state_bytes;
+    if (p.optimizer_impl == "foreach") {
+      step_temp = trainable * state_bytes / shard_mp / state_shards;
+    } else if (p.optimizer_impl == "for_loop") {
+      double largest = p.task == "train_full" ? static_cast<double>(std::max(m.embedding_params, m.lm_head_params)) : 0;
+      for (const auto& l : linears) {
+        if (p.task == "train_full") largest = std::max(largest, static_cast<double>(l.in_features * l.out_features));
+        else if (p.use_lora && lora_targets(p, l)) largest = std::max(largest, static_cast<double>(p.lora.r * std::max(l.in_features, l.out_features)));
+      }
+      step_temp = std::min(trainable, largest) * state_bytes / shard_mp;
+    }
   }
 
   // ---- peak moment ----
@@ -618,7 +665,11 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   for (const auto& c : b.components) base += static_cast<double>(c.bytes);
   if (!paged) base += optimizer_state;
   base += kCublasWorkspaceBytes;
-  const bool grads_live_in_forward = p.accum > 1 && !p.fused_backward;
+  // Gradients are live through the forward when they accumulate, and on PyTorch < 2.0 where
+  // zero_grad() zeroes them in place instead of freeing them (set_to_none became the default in
+  // PyTorch 2.0, pytorch/pytorch#92731; transformers' Trainer passes set_to_none=True from 4.28,
+  // huggingface/transformers#22136).
+  const bool grads_live_in_forward = (p.accum > 1 || p.grads_kept_by_zero_grad) && !p.fused_backward;
   double backward_start = base + (grads_live_in_forward ? grad_bytes : 0) + amp_casts + activations + layer_working +
                           logits + gather + temporary;
   double backward_end = base + grad_bytes + ddp_buckets + gather + layer_working;
@@ -645,7 +696,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
            fmt::format("{} trainable x {:.3f} B ({}){}", format_count(trainable), state_per_param, state_detail,
                        state_shards > 1 ? fmt::format(", sharded over {}", state_shards) : ""));
     bool grads_now = phase == "optimizer_step" || peak == backward_end || grads_live_in_forward;
-    if (grads_now) add_if("gradients", grad_bytes, fmt::format("{} trainable x {} B", format_count(trainable), p.use_lora ? 4.0 : p.grad_bytes));
+    if (grads_now) add_if("gradients", grad_bytes, fmt::format("{} trainable x {} B", format_count(trainable), p.use_lora ? p.adapter_bytes : p.grad_bytes));
     // Also when the widest moment is a forward block (phase "forward"): the same terms are live.
     if (peak == backward_start && phase != "optimizer_step") {
       add_if("weight_casts", amp_casts, "16-bit copies of trainable weights cached by autocast");
@@ -670,7 +721,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   const uint64_t slack = static_cast<uint64_t>(std::round(allocated * kAllocatorSlack));
   b.add("allocator_slack", static_cast<double>(slack), "caching allocator: cached and fragmented blocks (5%)");
   if (paged && optimizer_state > 0) b.add("paged_optimizer_state", optimizer_state, "bitsandbytes paged state in CUDA unified memory (not in PyTorch's counters)");
-  b.add("cuda_context", static_cast<double>(kCudaContextBytes), "CUDA context and kernels (lazy loading)");
+  const uint64_t context = cuda_context_bytes(p.lazy_module_loading);
+  b.add("cuda_context", static_cast<double>(context), p.lazy_module_loading ? "CUDA context and kernels (lazy loading)" : "CUDA context and every kernel (eager module loading)");
   if (p.num_gpus > 1) b.add("nccl", static_cast<double>(kNcclBytes), "NCCL communicator buffers");
 
   est.components = b.components;
@@ -693,7 +745,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   }
   est.peak_allocated_bytes = allocated;
   est.peak_reserved_bytes = allocated + slack;
-  est.device_used_bytes = est.peak_reserved_bytes + kCudaContextBytes + (p.num_gpus > 1 ? kNcclBytes : 0) +
+  est.device_used_bytes = est.peak_reserved_bytes + context + (p.num_gpus > 1 ? kNcclBytes : 0) +
                           (paged ? static_cast<uint64_t>(std::round(optimizer_state)) : 0);
   est.peak_phase = phase;
   uint64_t best = 0;
@@ -710,7 +762,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   }
   if (m.source == "--params") band += 0.10;
   est.uncertainty_fraction = std::min(band, 0.5);
-  est.assumptions.push_back("CUDA context 512 MiB, allocator slack 5% of allocated");
+  est.assumptions.push_back(fmt::format("CUDA context {} ({} module loading), allocator slack 5% of allocated",
+                                        format_bytes(context), p.lazy_module_loading ? "lazy" : "eager"));
   return est;
 }
 

@@ -41,6 +41,12 @@ struct Job {
   std::optional<uint64_t> cp;
   std::vector<std::string> offload;         // optimizer, params, activations
   std::optional<std::string> loss_impl;     // standard, chunked, fused_linear
+  // The software stack's defaults that changed between versions. Unset = today's defaults
+  // (PyTorch >= 2.0 with CUDA >= 11.7, PEFT); readers set them when the job says otherwise.
+  std::optional<std::string> optimizer_impl;  // foreach (torch >= 2.0 on CUDA), fused, for_loop
+  std::optional<bool> zero_grad_to_none;      // false: torch < 2.0 zero_grad() keeps .grad allocated
+  std::optional<bool> lazy_module_loading;    // false: CUDA < 11.7 (or torch < 1.13) loads every kernel
+  std::optional<std::string> adapter_dtype;   // LoRA weights: fp32 (PEFT) or the model's dtype ("model")
   // Inference.
   std::optional<uint64_t> batch_size;
   std::optional<uint64_t> prompt_len;
