@@ -261,7 +261,11 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // Norms: HF RMSNorm upcasts to fp32 (LlamaRMSNorm.forward) and saves the fp32 input and the
   // normalised tensor; LayerNorm saves its input (plus per-row mean/rstd).
   // (per element, plus per-row statistics: rsqrt for RMSNorm, mean and rstd for LayerNorm.)
-  double norm_bytes = m.norm == NormKind::kRmsNorm ? 4 + (p.amp ? 4 : e) + 4 / h : residual + 8 / h;
+  // The normalised tensor is saved by `weight * x` for the weight's gradient only: autograd
+  // saves an operand of mul only when the other operand needs a gradient (the same rule that
+  // makes a frozen Linear keep nothing), so a frozen RMSNorm keeps its fp32 input and rsqrt.
+  const double rms_normed_bytes = frozen_base ? 0 : (p.amp ? 4 : e);
+  double norm_bytes = m.norm == NormKind::kRmsNorm ? 4 + rms_normed_bytes + 4 / h : residual + 8 / h;
   uint64_t norms = std::min<uint64_t>(m.norms_per_layer, 2) + (m.norms_per_layer > 2 ? 2 : 0);
   a.per_token += norms * norm_bytes * h;
   // Parallel-residual blocks with two LayerNorms (GPT-NeoX) normalise the same input twice: the
@@ -577,7 +581,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     if (m.is_encoder_only) activations += tokens * residual * m.hidden_size;
     // Final norm and output head input.
     if (!m.is_encoder_only) {
-      activations += tokens * (m.norm == NormKind::kRmsNorm ? (4 + p.act_bytes) * m.hidden_size + 4 : residual * m.hidden_size + 8);
+      const double final_normed = p.use_lora ? 0 : p.act_bytes;  // frozen norm weight: see block_activations
+      activations += tokens * (m.norm == NormKind::kRmsNorm ? (4 + final_normed) * m.hidden_size + 4 : residual * m.hidden_size + 8);
       if (!p.use_lora) activations += tokens * p.act_bytes * m.hidden_size;
       // Logits and cross-entropy: logits (activation dtype), upcast to fp32, log-softmax output
       // and its gradient: 12 bytes per vocabulary entry per token at the start of backward

@@ -94,6 +94,25 @@ void apply_stack_defaults(const std::string& framework, const std::string& versi
   }
 }
 
+// The transformers minor version a record names ("transformers ~4.30" in the version text, or
+// a bare "~4.34" as the version of a framework named transformers); nullopt when it names none
+// or a major version other than 4.
+std::optional<uint64_t> transformers_minor(const std::string& framework, const std::string& version) {
+  const std::string v = lower(version);
+  for (size_t at = v.find("transformers"); at != std::string::npos; at = v.find("transformers", at + 1)) {
+    size_t i = at + std::string_view("transformers").size();
+    while (i < v.size() && (v[i] == ' ' || v[i] == '~' || v[i] == '>' || v[i] == '<' || v[i] == '=' || v[i] == 'v')) ++i;
+    if (v.compare(i, 2, "4.") == 0) return minor_after(v.substr(i), "4.");
+    if (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i]))) return std::nullopt;  // 5.x and later
+  }
+  if (has(framework, "transformers")) {
+    size_t i = 0;
+    while (i < v.size() && (v[i] == ' ' || v[i] == '~')) ++i;
+    if (v.compare(i, 2, "4.") == 0) return minor_after(v.substr(i), "4.");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::string& source) {
@@ -155,7 +174,7 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
     else if (has(quant, "int4")) { job.weight_quantization = "int4"; if (auto g = number_after(quant, "int4wo-")) job.group_size = *g; }
     else if (has(quant, "int8") || has(quant, "8-bit") || has(quant, "8bit")) job.weight_quantization = "int8";
     else return make_error(fmt::format("{}: weight_quantization \"{}\" cannot be expressed", where, quant));
-    if (has(quant, "double quant") || has(quant, "-dq")) job.double_quant = true;
+    if ((has(quant, "double quant") && !has(quant, "no double quant")) || has(quant, "-dq")) job.double_quant = true;
     if (job.weight_quantization) note(fmt::format("weight_quantization '{}' -> {}", quant, *job.weight_quantization));
     if (job.task == "train_lora" && job.weight_quantization) job.task = "train_qlora";
   }
@@ -267,6 +286,15 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
   else if (has(attn, "flash")) job.attention_impl = "flash";
   else if (has(attn, "sdpa")) job.attention_impl = "sdpa";
   else if (has(attn, "eager") || has(attn, "ggml")) job.attention_impl = "eager";
+  // transformers added SDPA attention (and made it the default) in v4.36; before, its models
+  // ran their eager attention unless the record says otherwise.
+  if (!job.attention_impl) {
+    auto minor = transformers_minor(out.framework, str(r, "framework_version"));
+    if (minor && *minor < 36) {
+      job.attention_impl = "eager";
+      note(fmt::format("transformers 4.{} (before SDPA, v4.36) -> eager attention", *minor));
+    }
+  }
 
   // Parallelism.
   auto gpus = count(r, "num_gpus");
