@@ -80,6 +80,8 @@ struct Plan {
   std::string optimizer_impl = "foreach";
   bool grads_kept_by_zero_grad = false;  // torch < 2.0 zero_grad() zeroes .grad in place
   bool lazy_module_loading = true;
+  bool compile = false;
+  double loss_bytes = 4;       // dtype the cross-entropy runs in: fp32 upcast unless the job says not
 };
 
 bool is_training_task(const std::string& task) { return task.rfind("train_", 0) == 0; }
@@ -203,6 +205,8 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   p.optimizer_impl = job.optimizer_impl.value_or("foreach");
   p.grads_kept_by_zero_grad = !job.zero_grad_to_none.value_or(true);
   p.lazy_module_loading = job.lazy_module_loading.value_or(true);
+  p.compile = job.compile.value_or(false);
+  p.loss_bytes = job.loss_upcast.value_or(true) ? 4 : p.act_bytes;
   if (p.use_lora) {
     if (job.lora) {
       p.lora = *job.lora;
@@ -588,7 +592,16 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       // and its gradient: 12 bytes per vocabulary entry per token at the start of backward
       // (transformers ForCausalLMLoss: logits.float(); torch log_softmax/nll_loss backward).
       const double v = static_cast<double>(m.vocab_size) / p.tp;
-      if (p.loss_impl == "chunked") logits = tokens * v * (p.act_bytes + 12.0 / kLossChunks);
+      // Chunked (torchtune CEWithChunkedOutputLoss, LitGPT chunked_cross_entropy): the 16-bit
+      // logits, then per chunk `cross_entropy(chunk.float())`. Uncompiled, every chunk's
+      // log-softmax output stays saved for backward (loss dtype per element) and backward holds
+      // one chunk's gradient in and out; compiled (torchtune compiles compute_cross_entropy, "the
+      // CE and upcasting have to be compiled together"), the fused kernel keeps per-row
+      // statistics only and one chunk's fp32 working set (12 B / chunks) is live.
+      if (p.loss_impl == "chunked") {
+        logits = p.compile ? tokens * v * (p.act_bytes + 12.0 / kLossChunks)
+                           : tokens * v * (p.act_bytes + p.loss_bytes + 2 * p.loss_bytes / kLossChunks);
+      }
       else if (p.loss_impl == "fused_linear") logits = tokens * m.hidden_size * (4 + p.act_bytes);
       else logits = tokens * v * 12;
       if (p.pp > 1) logits = 0;  // the first (most loaded) stage holds no output head

@@ -47,6 +47,8 @@ struct Job {
   std::optional<bool> zero_grad_to_none;      // false: torch < 2.0 zero_grad() keeps .grad allocated
   std::optional<bool> lazy_module_loading;    // false: CUDA < 11.7 (or torch < 1.13) loads every kernel
   std::optional<std::string> adapter_dtype;   // LoRA weights: fp32 (PEFT) or the model's dtype ("model")
+  std::optional<bool> compile;                // torch.compile on (fuses the chunked loss's upcast)
+  std::optional<bool> loss_upcast;            // false: the loss runs in the logits' dtype (LitGPT)
   // Inference.
   std::optional<uint64_t> batch_size;
   std::optional<uint64_t> prompt_len;

@@ -269,6 +269,9 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
     } else if (has(out.framework, "unsloth")) {
       job.loss_impl = "fused_linear";
     }
+    // LitGPT's chunked_cross_entropy runs cross_entropy on the bf16 chunks as they are.
+    if (has(out.framework, "lit-gpt") || has(out.framework, "litgpt")) job.loss_upcast = false;
+    if (r.contains("compile") && r["compile"].is_boolean()) job.compile = r["compile"].get<bool>();
   } else if (job.task == "inference") {
     job.batch_size = count(r, "micro_batch_size");
     auto seq = count(r, "seq_len");

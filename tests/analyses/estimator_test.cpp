@@ -197,6 +197,29 @@ TEST(Estimator, Bitsandbytes4BitMatmulKeepsItsInput) {
   EXPECT_EQ(act(*qlora) - act(*lora), 1024ull * 32 * 2 * (3 * 4096 + 11008));
 }
 
+TEST(Estimator, ChunkedLossKeepsEveryChunksLogSoftmaxUnlessCompiled) {
+  Job job;
+  job.task = "train_lora";
+  job.precision = "bf16";
+  job.micro_batch_size = 2;
+  job.seq_len = 1024;
+  job.loss_impl = "chunked";
+  job.compile = true;
+  auto compiled = estimate_memory(llama2_7b(), job);
+  job.compile = false;
+  auto eager = estimate_memory(llama2_7b(), job);
+  job.loss_upcast = false;
+  auto bf16_loss = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(compiled && eager && bf16_loss);
+  const double cells = 2.0 * 1024 * 32000;  // tokens x vocabulary
+  // Compiled: bf16 logits + one chunk's fp32 working set (12 B / 8 chunks).
+  EXPECT_EQ(*component(*compiled, "logits"), static_cast<uint64_t>(cells * (2 + 1.5)));
+  // Uncompiled: bf16 logits + every chunk's fp32 log-softmax + one chunk's gradient in and out.
+  EXPECT_EQ(*component(*eager, "logits"), static_cast<uint64_t>(cells * (2 + 4 + 1)));
+  // LitGPT: the same in bf16.
+  EXPECT_EQ(*component(*bf16_loss, "logits"), static_cast<uint64_t>(cells * (2 + 2 + 0.5)));
+}
+
 TEST(Estimator, PagedOptimizerStateIsOutsidePytorchCounters) {
   Job job;
   job.task = "train_full";

@@ -26,6 +26,8 @@ TEST(MeasuredMemory, TrainingRecordBecomesAJob) {
   EXPECT_EQ(*r->job.attention_impl, "sdpa");
   EXPECT_EQ(*r->job.loss_impl, "chunked");  // LitGPT's chunked cross-entropy
   EXPECT_EQ(*r->job.adapter_dtype, "model");  // LitGPT creates LoRA weights in the model dtype
+  EXPECT_EQ(r->job.loss_upcast, false);       // and runs its chunked cross-entropy in bf16
+  EXPECT_FALSE(r->job.compile.has_value());
   EXPECT_FALSE(r->job.lazy_module_loading.has_value());
   EXPECT_FALSE(r->job.optimizer_impl.has_value());
   ASSERT_TRUE(r->job.lora);
