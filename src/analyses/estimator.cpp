@@ -614,7 +614,12 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     // the prefill plus the last position's logits in fp32.
     const double tokens = static_cast<double>(p.batch * std::max<uint64_t>(p.prompt, 1));
     const double e = p.act_bytes;
-    double attn = p.attention == "eager" ? m.num_attention_heads * (4 + e) * static_cast<double>(std::max<uint64_t>(p.prompt, 1)) : 0;
+    // Eager attention's widest moment is the softmax: families that upcast run
+    // `softmax(scores, dtype=float32).to(dtype)` while `scores` is still referenced, so the 16-bit
+    // scores, the fp32 probabilities and their 16-bit cast coexist (4 + 2e per score; e.g.
+    // transformers OPTAttention/LlamaAttention eager paths); others hold scores and probabilities.
+    const double score_bytes = upcasts_softmax(m) && e < 4 ? 4 + 2 * e : 2 * e;
+    double attn = p.attention == "eager" ? m.num_attention_heads * score_bytes * static_cast<double>(std::max<uint64_t>(p.prompt, 1)) : 0;
     double inter = static_cast<double>(m.num_experts ? m.moe_intermediate_size * m.experts_per_token : m.intermediate_size);
     double mlp = e * inter * (m.gated_mlp ? 3 : 2);
     double qkv = e * (m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim;

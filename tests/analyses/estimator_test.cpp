@@ -220,6 +220,23 @@ TEST(Estimator, ChunkedLossKeepsEveryChunksLogSoftmaxUnlessCompiled) {
   EXPECT_EQ(*component(*bf16_loss, "logits"), static_cast<uint64_t>(cells * (2 + 2 + 0.5)));
 }
 
+TEST(Estimator, EagerPrefillHoldsScoresProbabilitiesAndTheirCast) {
+  Job job;
+  job.task = "inference";
+  job.precision = "fp16";
+  job.batch_size = 1;
+  job.prompt_len = 1024;
+  job.max_new_tokens = 0;
+  job.attention_impl = "eager";
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e);
+  // Per token: the block's input and output (2 x 2 x 4096) plus the wider of the attention
+  // moment (q, k, v: 2 x 96 x 128, and 32 heads x 1024 keys x (2 + 4 + 2) bytes: fp16 scores,
+  // fp32 softmax, fp16 cast) and the MLP (3 x 2 x 11008).
+  const uint64_t per_token = 2 * 2 * 4096 + std::max<uint64_t>(2 * 96 * 128 + 32 * 1024 * 8, 3 * 2 * 11008);
+  EXPECT_EQ(*component(*e, "activations"), 1024 * per_token);
+}
+
 TEST(Estimator, PagedOptimizerStateIsOutsidePytorchCounters) {
   Job job;
   job.task = "train_full";
