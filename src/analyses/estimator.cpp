@@ -612,7 +612,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   } else {
     // Inference: no saved activations; the peak transient is one block's widest moment during
     // the prefill plus the last position's logits in fp32.
-    const double tokens = static_cast<double>(p.batch * std::max<uint64_t>(p.prompt, 1));
+    // A prompt processed in chunks (llama.cpp n_ubatch, chunked prefill) holds one chunk's
+    // queries at a time; eager attention still scores each against the whole prompt.
+    const uint64_t chunk = job.prefill_chunk ? std::min(*job.prefill_chunk, std::max<uint64_t>(p.prompt, 1)) : p.prompt;
+    const double tokens = static_cast<double>(p.batch * std::max<uint64_t>(chunk, 1));
     const double e = p.act_bytes;
     // Eager attention's widest moment is the softmax: families that upcast run
     // `softmax(scores, dtype=float32).to(dtype)` while `scores` is still referenced, so the 16-bit

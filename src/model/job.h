@@ -54,6 +54,7 @@ struct Job {
   std::optional<uint64_t> prompt_len;
   std::optional<uint64_t> max_new_tokens;   // 0 = prefill only
   std::optional<std::string> kv_cache_dtype;
+  std::optional<uint64_t> prefill_chunk;    // prompt tokens per forward (llama.cpp n_ubatch); unset = whole prompt
 };
 
 }  // namespace oomdoc

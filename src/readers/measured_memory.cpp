@@ -283,10 +283,12 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
     else if (seq) { job.prompt_len = *seq; job.max_new_tokens = 0; }
     else if (fresh) { job.max_new_tokens = *fresh; }
     if (job.prompt_len && *job.prompt_len == 0) job.prompt_len.reset();
+    // llama.cpp evaluates the prompt n_ubatch tokens at a time.
+    if (auto ubatch = number_after(kind, "n_ubatch")) job.prefill_chunk = *ubatch;
   }
   std::string attn = str(r, "attention_impl");
   if (lower(attn).rfind("eager", 0) == 0) job.attention_impl = "eager";
-  else if (has(attn, "flash")) job.attention_impl = "flash";
+  else if (has(attn, "flash") && !has(attn, "non-flash")) job.attention_impl = "flash";
   else if (has(attn, "sdpa")) job.attention_impl = "sdpa";
   else if (has(attn, "eager") || has(attn, "ggml")) job.attention_impl = "eager";
   // transformers added SDPA attention (and made it the default) in v4.36; before, its models

@@ -235,6 +235,11 @@ TEST(Estimator, EagerPrefillHoldsScoresProbabilitiesAndTheirCast) {
   // fp32 softmax, fp16 cast) and the MLP (3 x 2 x 11008).
   const uint64_t per_token = 2 * 2 * 4096 + std::max<uint64_t>(2 * 96 * 128 + 32 * 1024 * 8, 3 * 2 * 11008);
   EXPECT_EQ(*component(*e, "activations"), 1024 * per_token);
+  // Prefill in chunks of 256 tokens (llama.cpp n_ubatch): a chunk's queries against all 1024 keys.
+  job.prefill_chunk = 256;
+  auto chunked = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(chunked);
+  EXPECT_EQ(*component(*chunked, "activations"), 256 * per_token);
 }
 
 TEST(Estimator, PagedOptimizerStateIsOutsidePytorchCounters) {

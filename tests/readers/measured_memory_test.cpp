@@ -114,6 +114,18 @@ TEST(MeasuredMemory, InferenceLengthsFromTheSequenceDescription) {
   EXPECT_EQ(*r->job.max_new_tokens, 100u);
   EXPECT_EQ(*r->job.prompt_len, 6u);
   EXPECT_EQ(*r->job.batch_size, 1u);
+  auto ggml = parse_measured_record(R"js({"id": 5, "model": "m", "task": "inference_generate", "precision": "F16",
+    "micro_batch_size": 1, "seq_len": 512, "seq_len_kind": "n_ctx 512", "attention_impl": "ggml (non-flash)",
+    "measurement_kind": "framework_allocation_log", "value_gib": 12.6})js", "dev.jsonl");
+  ASSERT_TRUE(ggml) << ggml.error().message;
+  EXPECT_EQ(*ggml->job.attention_impl, "eager");  // "non-flash" is not flash attention
+  EXPECT_FALSE(ggml->job.prefill_chunk.has_value());
+  auto ubatch = parse_measured_record(R"js({"id": 6, "model": "m", "task": "inference_generate", "precision": "F16",
+    "micro_batch_size": 1, "seq_len": 2048, "seq_len_kind": "n_ctx 2048, n_batch 512, n_ubatch 512",
+    "measurement_kind": "framework_allocation_log", "value_gib": 7.7})js", "dev.jsonl");
+  ASSERT_TRUE(ubatch) << ubatch.error().message;
+  EXPECT_EQ(*ubatch->job.prompt_len, 2048u);
+  EXPECT_EQ(*ubatch->job.prefill_chunk, 512u);
 }
 
 TEST(MeasuredMemory, ShardingAndOffloadWords) {
