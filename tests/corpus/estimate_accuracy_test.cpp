@@ -1,6 +1,6 @@
 // Every record of the measured-memory corpus becomes a job; the estimator's prediction is
 // compared with what was measured. Fails when a record cannot be expressed, when the median
-// absolute error passes 8% (7.1% measured, docs/benchmarks.md) or the 90th percentile 25%
+// absolute error passes 8% (6.9% measured, docs/benchmarks.md) or the 90th percentile 25%
 // (20.8% measured). bench/accuracy_bench prints the per-record table.
 #include <gtest/gtest.h>
 
