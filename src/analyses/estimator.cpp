@@ -203,6 +203,10 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // (torch/optim/optimizer.py _default_to_fused_or_foreach); before, and in transformers'
   // own AdamW ("adamw_hf"), the update runs parameter by parameter.
   p.optimizer_impl = job.optimizer_impl.value_or("foreach");
+  if (!job.optimizer_impl && p.training && p.optimizer == "adamw" && !p.fused_backward) {
+    assume("optimizer_impl: foreach (the torch.optim default on CUDA since PyTorch 2.0)");
+  }
+  if (!job.adapter_dtype && p.use_lora) assume("adapter_dtype: fp32 (PEFT keeps adapters in fp32)");
   p.grads_kept_by_zero_grad = !job.zero_grad_to_none.value_or(true);
   p.lazy_module_loading = job.lazy_module_loading.value_or(true);
   p.compile = job.compile.value_or(false);

@@ -303,6 +303,7 @@ TEST(Estimator, DefaultsAreListedAsAssumptions) {
   EXPECT_TRUE(assumed(*e, "optimizer: adamw"));
   EXPECT_TRUE(assumed(*e, "micro_batch_size: 1"));
   EXPECT_TRUE(assumed(*e, "seq_len: 2048"));
+  EXPECT_TRUE(assumed(*e, "optimizer_impl: foreach"));
   EXPECT_GT(e->uncertainty_fraction, 0.2);
 }
 
