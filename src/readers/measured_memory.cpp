@@ -258,7 +258,8 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
     // LitGPT and torchtune create LoRA weights in the model's dtype (LitGPT lora.py under
     // fabric.init_module; torchtune recipes instantiate the model under set_default_dtype);
     // PEFT keeps them in fp32.
-    if (has(out.framework, "torchtune") || has(out.framework, "lit-gpt") || has(out.framework, "litgpt")) {
+    const bool adapters = job.lora || *job.task == "train_lora" || *job.task == "train_qlora";
+    if (adapters && (has(out.framework, "torchtune") || has(out.framework, "lit-gpt") || has(out.framework, "litgpt"))) {
       job.adapter_dtype = "model";
       note("LoRA adapters in the model's dtype (" + out.framework + ")");
     }
