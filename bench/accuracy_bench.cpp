@@ -8,6 +8,8 @@
 #include <iostream>
 
 #include "analyses/estimate_accuracy.h"
+#include "analyses/estimator.h"
+#include "readers/model_resolver.h"
 #include "core/units.h"
 
 int main(int argc, char** argv) {
@@ -42,6 +44,15 @@ int main(int argc, char** argv) {
       for (const auto& m : rec->mapping) fmt::print("  {}\n", m);
       for (const auto& o : j.offload) fmt::print("  offload {}\n", o);
       fmt::print("  fused_backward {}\n", j.fused_backward.value_or(false));
+      // The estimate's components at the peak, as the record reads them.
+      if (auto model = resolve_model(rec->model)) {
+        if (auto est = estimate_memory(*model, j)) {
+          for (const auto& c : est->components) fmt::print("  {:<22} {:>12}  {}\n", c.name, format_bytes(c.bytes), c.detail);
+          fmt::print("  peak phase {}; allocated {}, reserved {}, device {}\n", est->peak_phase,
+                     format_bytes(est->peak_allocated_bytes), format_bytes(est->peak_reserved_bytes),
+                     format_bytes(est->device_used_bytes));
+        }
+      }
     }
     records.push_back(*rec);
   }

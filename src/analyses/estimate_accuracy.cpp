@@ -51,7 +51,7 @@ AccuracyReport score_records(const std::vector<MeasuredRecord>& records) {
     row.measured_bytes = rec.measured_bytes;
     uint64_t predicted = 0;
     if (rec.runtime_baseline) {
-      predicted = cuda_context_bytes();
+      predicted = cuda_context_bytes(rec.job.lazy_module_loading.value_or(true));
     } else {
       auto model = resolve_model(rec.model);
       if (!model) {

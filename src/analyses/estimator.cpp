@@ -22,6 +22,12 @@ namespace {
 // default in PyTorch 2.x): 300 MiB-2 GiB per the calculators in docs/estimators.md (asmirnov:
 // "between 300 MiB and 2 GiB"; 1343 MiB measured with eager loading on CUDA 11.2).
 constexpr uint64_t kCudaContextBytes = 512 * kMiB;
+// Without lazy loading (CUDA < 11.7, or PyTorch < 1.13, which first set CUDA_MODULE_LOADING=LAZY:
+// pytorch/pytorch#86509) every kernel of every library is loaded at start-up: "Before CUDA 11.7,
+// all kernels were loaded into the context once the library was loaded, which took >1000MB"
+// (ptrblck, pytorch/pytorch#107667). transformers' model_memory_anatomy doc measured 1343 MiB for
+// `torch.ones((1, 1)).to("cuda")` on a V100 with CUDA 11.2.
+constexpr uint64_t kCudaContextEagerLoadingBytes = 1343 * kMiB;
 // cuBLAS workspaces PyTorch allocates through its caching allocator (CUBLAS_WORKSPACE_CONFIG
 // default ":4096:2:16:8" = 2 x 4 MiB + 8 x 16 KiB; aten/src/ATen/cuda/CublasHandlePool.cpp).
 constexpr uint64_t kCublasWorkspaceBytes = 8 * kMiB + 128 * kKiB;
@@ -70,6 +76,12 @@ struct Plan {
   bool mixed = false;          // fp16_mixed / bf16_mixed: fp32 masters, 16-bit compute
   double grad_bytes = 2;
   double state_bytes = 4;      // optimizer state dtype for 32/16-bit optimizers
+  double adapter_bytes = 4;    // LoRA weights (and their grads and AdamW state): fp32 in PEFT
+  std::string optimizer_impl = "foreach";
+  bool grads_kept_by_zero_grad = false;  // torch < 2.0 zero_grad() zeroes .grad in place
+  bool lazy_module_loading = true;
+  bool compile = false;
+  double loss_bytes = 4;       // dtype the cross-entropy runs in: fp32 upcast unless the job says not
 };
 
 bool is_training_task(const std::string& task) { return task.rfind("train_", 0) == 0; }
@@ -181,6 +193,24 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     if (o == "activations") p.offload_activations = true;
   }
   p.use_lora = p.task == "train_lora" || p.task == "train_qlora";
+  // PEFT keeps adapters in fp32 over a 16-bit base (LoraConfig autocast_adapter_dtype=True);
+  // LitGPT and torchtune create them in the model's dtype.
+  if (job.adapter_dtype) {
+    const std::string& d = *job.adapter_dtype;
+    p.adapter_bytes = d == "model" ? p.param_bytes : d == "fp32" ? 4 : 2;
+  }
+  // torch.optim defaults to the foreach implementation on CUDA since PyTorch 2.0
+  // (torch/optim/optimizer.py _default_to_fused_or_foreach); before, and in transformers'
+  // own AdamW ("adamw_hf"), the update runs parameter by parameter.
+  p.optimizer_impl = job.optimizer_impl.value_or("foreach");
+  if (!job.optimizer_impl && p.training && p.optimizer == "adamw" && !p.fused_backward) {
+    assume("optimizer_impl: foreach (the torch.optim default on CUDA since PyTorch 2.0)");
+  }
+  if (!job.adapter_dtype && p.use_lora) assume("adapter_dtype: fp32 (PEFT keeps adapters in fp32)");
+  p.grads_kept_by_zero_grad = !job.zero_grad_to_none.value_or(true);
+  p.lazy_module_loading = job.lazy_module_loading.value_or(true);
+  p.compile = job.compile.value_or(false);
+  p.loss_bytes = job.loss_upcast.value_or(true) ? 4 : p.act_bytes;
   if (p.use_lora) {
     if (job.lora) {
       p.lora = *job.lora;
@@ -239,7 +269,11 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // Norms: HF RMSNorm upcasts to fp32 (LlamaRMSNorm.forward) and saves the fp32 input and the
   // normalised tensor; LayerNorm saves its input (plus per-row mean/rstd).
   // (per element, plus per-row statistics: rsqrt for RMSNorm, mean and rstd for LayerNorm.)
-  double norm_bytes = m.norm == NormKind::kRmsNorm ? 4 + (p.amp ? 4 : e) + 4 / h : residual + 8 / h;
+  // The normalised tensor is saved by `weight * x` for the weight's gradient only: autograd
+  // saves an operand of mul only when the other operand needs a gradient (the same rule that
+  // makes a frozen Linear keep nothing), so a frozen RMSNorm keeps its fp32 input and rsqrt.
+  const double rms_normed_bytes = frozen_base ? 0 : (p.amp ? 4 : e);
+  double norm_bytes = m.norm == NormKind::kRmsNorm ? 4 + rms_normed_bytes + 4 / h : residual + 8 / h;
   uint64_t norms = std::min<uint64_t>(m.norms_per_layer, 2) + (m.norms_per_layer > 2 ? 2 : 0);
   a.per_token += norms * norm_bytes * h;
   // Parallel-residual blocks with two LayerNorms (GPT-NeoX) normalise the same input twice: the
@@ -248,22 +282,31 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   if (m.qk_norm) a.per_token += (4 + e) * (nh + nkv) * hd;
 
   // Linear inputs: a trainable Linear saves its input; a frozen one does not (autograd saves
-  // `self` of mm only when the weight needs a gradient). LoRA's branch saves the input cast to
-  // the adapter's dtype (PEFT casts x to lora_A.weight.dtype: fp32 adapters by default).
+  // `self` of mm only when the weight needs a gradient). LoRA's branch saves lora_A's input:
+  // PEFT casts x to lora_A.weight.dtype (fp32 adapters by default), a new tensor per adapted
+  // Linear, and under autocast the cast back to 16 bits is again per Linear; adapters in the
+  // model's dtype (LitGPT, torchtune) take x as it is, so Linears sharing an input share it.
   std::set<std::string> saved_inputs;
-  const double adapter_bytes = p.amp ? e : 4;
+  const bool adapter_copy_per_linear = p.amp || p.adapter_bytes != e;
+  const double adapter_copy_bytes = p.amp ? e : p.adapter_bytes;
+  // bitsandbytes' 4-bit matmul (autograd MatMul4Bit) saves its input A for backward whenever
+  // the input needs a gradient, although the 4-bit weight is frozen
+  // (bitsandbytes/autograd/_functions.py: `if any(ctx.needs_input_grad[:2]): ctx.tensors = (A, B)`).
+  const bool bnb_4bit_base = frozen_base && p.quantization && (*p.quantization == "nf4" || *p.quantization == "fp4");
   for (const LinearShape& l : linears) {
     if (l.expert) continue;  // experts see only their routed tokens; handled below
     double in = static_cast<double>(l.in_features);
     bool lora = lora_targets(p, l);
-    if (!frozen_base) {
-      // Linears sharing an input (q/k/v, gate/up) save it once.
-      std::string key = l.role == "o" ? "o" : l.role == "down" ? "down" :
-                        (l.role == "gate" || l.role == "up" || l.role == "gate_up" || l.role == "fc_in") ? "mlp" : "attn";
-      if (m.parallel_attention && m.norms_per_layer == 1 && key == "mlp") key = "attn";  // one normed input feeds both
+    // Linears sharing an input (q/k/v, gate/up) see the same tensor.
+    std::string key = l.role == "o" ? "o" : l.role == "down" ? "down" :
+                      (l.role == "gate" || l.role == "up" || l.role == "gate_up" || l.role == "fc_in") ? "mlp" : "attn";
+    if (m.parallel_attention && m.norms_per_layer == 1 && key == "mlp") key = "attn";  // one normed input feeds both
+    if (!frozen_base || bnb_4bit_base) {
       if (saved_inputs.insert(key).second) a.per_token += e * in;
-    } else if (lora) {
-      a.per_token += (adapter_bytes == e ? 0 : adapter_bytes) * in + (adapter_bytes == e ? e * in : 0);
+    }
+    if (frozen_base && lora) {
+      if (adapter_copy_per_linear) a.per_token += adapter_copy_bytes * in;
+      else if (saved_inputs.insert(key).second) a.per_token += e * in;
     }
   }
 
@@ -341,7 +384,9 @@ double weight_bytes_per_param(const std::string& q, bool double_quant, uint64_t 
 
 }  // namespace
 
-uint64_t cuda_context_bytes() { return kCudaContextBytes; }
+uint64_t cuda_context_bytes(bool lazy_module_loading) {
+  return lazy_module_loading ? kCudaContextBytes : kCudaContextEagerLoadingBytes;
+}
 
 Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   Estimate est;
@@ -435,8 +480,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       trainable_linear = trainable;
     }
   }
-  // LoRA adapters live in fp32 (PEFT autocast_adapter_dtype=True) next to the frozen base.
-  if (p.use_lora) b.add("adapter_weights", trainable * 4 / shard_mp, fmt::format("{} LoRA params x 4 B (fp32)", format_count(trainable)));
+  // LoRA adapters live in fp32 (PEFT autocast_adapter_dtype=True) next to the frozen base, or in
+  // the model's dtype (LitGPT, torchtune).
+  if (p.use_lora) b.add("adapter_weights", trainable * p.adapter_bytes / shard_mp, fmt::format("{} LoRA params x {} B", format_count(trainable), p.adapter_bytes));
 
   // ---- master weights (16-bit params with an fp32 copy: DeepSpeed / FSDP mixed precision) ----
   if (p.training && p.mixed && deepspeed && !p.offload_optimizer) {
@@ -444,7 +490,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   }
 
   // ---- gradients ----
-  double grad_bytes = trainable * (p.use_lora ? 4 : p.grad_bytes) / shard_mp;
+  double grad_bytes = trainable * (p.use_lora ? p.adapter_bytes : p.grad_bytes) / shard_mp;
   if (p.training && p.mixed && deepspeed) grad_bytes = trainable * (2.0 / grad_shards + 4.0 / state_shards) / shard_mp;
   else grad_bytes /= grad_shards;
   if (p.offload_optimizer && deepspeed) grad_bytes = trainable * 2 / shard_mp / grad_shards;
@@ -458,10 +504,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   double state_per_param = 0;
   std::string state_detail;
   const std::string& opt = p.optimizer;
-  if (opt == "adamw") { state_per_param = 2 * (p.use_lora ? 4 : p.state_bytes); state_detail = "exp_avg + exp_avg_sq"; }
+  if (opt == "adamw") { state_per_param = 2 * (p.use_lora ? p.adapter_bytes : p.state_bytes); state_detail = "exp_avg + exp_avg_sq"; }
   else if (opt == "adamw_8bit" || opt == "paged_adamw_8bit") { state_per_param = 2 + 2 * 4.0 / 256; state_detail = "two 8-bit states + fp32 absmax per 256 (bitsandbytes blockwise)"; }
   else if (opt == "adamw_4bit") { state_per_param = 1 + 2 * 4.0 / 128; state_detail = "two 4-bit states + fp32 scale per 128 (torchao)"; }
-  else if (opt == "sgd_momentum" || opt == "lion") { state_per_param = p.use_lora ? 4 : p.state_bytes; state_detail = "one momentum buffer"; }
+  else if (opt == "sgd_momentum" || opt == "lion") { state_per_param = p.use_lora ? p.adapter_bytes : p.state_bytes; state_detail = "one momentum buffer"; }
   else if (opt == "adafactor") {
     // Factored second moment: rows + columns per matrix (Shazeer & Stern 2018); no first moment
     // (transformers Adafactor beta1=None).
@@ -543,13 +589,23 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     if (m.is_encoder_only) activations += tokens * residual * m.hidden_size;
     // Final norm and output head input.
     if (!m.is_encoder_only) {
-      activations += tokens * (m.norm == NormKind::kRmsNorm ? (4 + p.act_bytes) * m.hidden_size + 4 : residual * m.hidden_size + 8);
+      const double final_normed = p.use_lora ? 0 : p.act_bytes;  // frozen norm weight: see block_activations
+      activations += tokens * (m.norm == NormKind::kRmsNorm ? (4 + final_normed) * m.hidden_size + 4 : residual * m.hidden_size + 8);
       if (!p.use_lora) activations += tokens * p.act_bytes * m.hidden_size;
       // Logits and cross-entropy: logits (activation dtype), upcast to fp32, log-softmax output
       // and its gradient: 12 bytes per vocabulary entry per token at the start of backward
       // (transformers ForCausalLMLoss: logits.float(); torch log_softmax/nll_loss backward).
       const double v = static_cast<double>(m.vocab_size) / p.tp;
-      if (p.loss_impl == "chunked") logits = tokens * v * (p.act_bytes + 12.0 / kLossChunks);
+      // Chunked (torchtune CEWithChunkedOutputLoss, LitGPT chunked_cross_entropy): the 16-bit
+      // logits, then per chunk `cross_entropy(chunk.float())`. Uncompiled, every chunk's
+      // log-softmax output stays saved for backward (loss dtype per element) and backward holds
+      // one chunk's gradient in and out; compiled (torchtune compiles compute_cross_entropy, "the
+      // CE and upcasting have to be compiled together"), the fused kernel keeps per-row
+      // statistics only and one chunk's fp32 working set (12 B / chunks) is live.
+      if (p.loss_impl == "chunked") {
+        logits = p.compile ? tokens * v * (p.act_bytes + 12.0 / kLossChunks)
+                           : tokens * v * (p.act_bytes + p.loss_bytes + 2 * p.loss_bytes / kLossChunks);
+      }
       else if (p.loss_impl == "fused_linear") logits = tokens * m.hidden_size * (4 + p.act_bytes);
       else logits = tokens * v * 12;
       if (p.pp > 1) logits = 0;  // the first (most loaded) stage holds no output head
@@ -560,9 +616,17 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   } else {
     // Inference: no saved activations; the peak transient is one block's widest moment during
     // the prefill plus the last position's logits in fp32.
-    const double tokens = static_cast<double>(p.batch * std::max<uint64_t>(p.prompt, 1));
+    // A prompt processed in chunks (llama.cpp n_ubatch, chunked prefill) holds one chunk's
+    // queries at a time; eager attention still scores each against the whole prompt.
+    const uint64_t chunk = job.prefill_chunk ? std::min(*job.prefill_chunk, std::max<uint64_t>(p.prompt, 1)) : p.prompt;
+    const double tokens = static_cast<double>(p.batch * std::max<uint64_t>(chunk, 1));
     const double e = p.act_bytes;
-    double attn = p.attention == "eager" ? m.num_attention_heads * (4 + e) * static_cast<double>(std::max<uint64_t>(p.prompt, 1)) : 0;
+    // Eager attention's widest moment is the softmax: families that upcast run
+    // `softmax(scores, dtype=float32).to(dtype)` while `scores` is still referenced, so the 16-bit
+    // scores, the fp32 probabilities and their 16-bit cast coexist (4 + 2e per score; e.g.
+    // transformers OPTAttention/LlamaAttention eager paths); others hold scores and probabilities.
+    const double score_bytes = upcasts_softmax(m) && e < 4 ? 4 + 2 * e : 2 * e;
+    double attn = p.attention == "eager" ? m.num_attention_heads * score_bytes * static_cast<double>(std::max<uint64_t>(p.prompt, 1)) : 0;
     double inter = static_cast<double>(m.num_experts ? m.moe_intermediate_size * m.experts_per_token : m.intermediate_size);
     double mlp = e * inter * (m.gated_mlp ? 3 : 2);
     double qkv = e * (m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim;
@@ -606,11 +670,24 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     for (const auto& l : linears) largest = std::max(largest, static_cast<double>(l.in_features * l.out_features));
     temporary = largest * 2;
   }
-  // Optimizer step: torch foreach AdamW allocates sqrt(exp_avg_sq) for all params at once
-  // (torch/optim/adamw.py _multi_tensor_adamw: torch._foreach_sqrt).
+  // Optimizer step temporaries of AdamW. foreach (torch >= 2.0 default on CUDA) allocates
+  // sqrt(exp_avg_sq) for all params at once (torch/optim/adamw.py _multi_tensor_adamw:
+  // torch._foreach_sqrt); the for-loop path (_single_tensor_adamw, transformers' AdamW) one
+  // parameter's worth at a time, the largest being the embedding; fused (torch._fused_adamw_)
+  // updates in place in one kernel.
   double step_temp = 0;
   if (p.training && opt == "adamw" && !p.fused_backward && !p.offload_optimizer) {
-    step_temp = trainable * (p.use_lora ? 4 : p.state_bytes) / shard_mp / state_shards;
+    const double state_bytes = p.use_lora ? p.adapter_bytes : p.state_bytes;
+    if (p.optimizer_impl == "foreach") {
+      step_temp = trainable * state_bytes / shard_mp / state_shards;
+    } else if (p.optimizer_impl == "for_loop") {
+      double largest = p.task == "train_full" ? static_cast<double>(std::max(m.embedding_params, m.lm_head_params)) : 0;
+      for (const auto& l : linears) {
+        if (p.task == "train_full") largest = std::max(largest, static_cast<double>(l.in_features * l.out_features));
+        else if (p.use_lora && lora_targets(p, l)) largest = std::max(largest, static_cast<double>(p.lora.r * std::max(l.in_features, l.out_features)));
+      }
+      step_temp = std::min(trainable, largest) * state_bytes / shard_mp;
+    }
   }
 
   // ---- peak moment ----
@@ -618,7 +695,11 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   for (const auto& c : b.components) base += static_cast<double>(c.bytes);
   if (!paged) base += optimizer_state;
   base += kCublasWorkspaceBytes;
-  const bool grads_live_in_forward = p.accum > 1 && !p.fused_backward;
+  // Gradients are live through the forward when they accumulate, and on PyTorch < 2.0 where
+  // zero_grad() zeroes them in place instead of freeing them (set_to_none became the default in
+  // PyTorch 2.0, pytorch/pytorch#92731; transformers' Trainer passes set_to_none=True from 4.28,
+  // huggingface/transformers#22136).
+  const bool grads_live_in_forward = (p.accum > 1 || p.grads_kept_by_zero_grad) && !p.fused_backward;
   double backward_start = base + (grads_live_in_forward ? grad_bytes : 0) + amp_casts + activations + layer_working +
                           logits + gather + temporary;
   double backward_end = base + grad_bytes + ddp_buckets + gather + layer_working;
@@ -645,7 +726,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
            fmt::format("{} trainable x {:.3f} B ({}){}", format_count(trainable), state_per_param, state_detail,
                        state_shards > 1 ? fmt::format(", sharded over {}", state_shards) : ""));
     bool grads_now = phase == "optimizer_step" || peak == backward_end || grads_live_in_forward;
-    if (grads_now) add_if("gradients", grad_bytes, fmt::format("{} trainable x {} B", format_count(trainable), p.use_lora ? 4.0 : p.grad_bytes));
+    if (grads_now) add_if("gradients", grad_bytes, fmt::format("{} trainable x {} B", format_count(trainable), p.use_lora ? p.adapter_bytes : p.grad_bytes));
     // Also when the widest moment is a forward block (phase "forward"): the same terms are live.
     if (peak == backward_start && phase != "optimizer_step") {
       add_if("weight_casts", amp_casts, "16-bit copies of trainable weights cached by autocast");
@@ -670,7 +751,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   const uint64_t slack = static_cast<uint64_t>(std::round(allocated * kAllocatorSlack));
   b.add("allocator_slack", static_cast<double>(slack), "caching allocator: cached and fragmented blocks (5%)");
   if (paged && optimizer_state > 0) b.add("paged_optimizer_state", optimizer_state, "bitsandbytes paged state in CUDA unified memory (not in PyTorch's counters)");
-  b.add("cuda_context", static_cast<double>(kCudaContextBytes), "CUDA context and kernels (lazy loading)");
+  const uint64_t context = cuda_context_bytes(p.lazy_module_loading);
+  b.add("cuda_context", static_cast<double>(context), p.lazy_module_loading ? "CUDA context and kernels (lazy loading)" : "CUDA context and every kernel (eager module loading)");
   if (p.num_gpus > 1) b.add("nccl", static_cast<double>(kNcclBytes), "NCCL communicator buffers");
 
   est.components = b.components;
@@ -693,7 +775,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   }
   est.peak_allocated_bytes = allocated;
   est.peak_reserved_bytes = allocated + slack;
-  est.device_used_bytes = est.peak_reserved_bytes + kCudaContextBytes + (p.num_gpus > 1 ? kNcclBytes : 0) +
+  est.device_used_bytes = est.peak_reserved_bytes + context + (p.num_gpus > 1 ? kNcclBytes : 0) +
                           (paged ? static_cast<uint64_t>(std::round(optimizer_state)) : 0);
   est.peak_phase = phase;
   uint64_t best = 0;
@@ -710,7 +792,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   }
   if (m.source == "--params") band += 0.10;
   est.uncertainty_fraction = std::min(band, 0.5);
-  est.assumptions.push_back("CUDA context 512 MiB, allocator slack 5% of allocated");
+  est.assumptions.push_back(fmt::format("CUDA context {} ({} module loading), allocator slack 5% of allocated",
+                                        format_bytes(context), p.lazy_module_loading ? "lazy" : "eager"));
   return est;
 }
 

@@ -13,6 +13,7 @@ namespace oomdoc {
 Result<Estimate> estimate_memory(const ModelSpec& model, const Job& job);
 
 // The CUDA context the estimate assumes per GPU (what nvidia-smi shows before any tensor).
-uint64_t cuda_context_bytes();
+// CUDA context and loaded kernels outside the allocator; far larger without lazy module loading.
+uint64_t cuda_context_bytes(bool lazy_module_loading = true);
 
 }  // namespace oomdoc

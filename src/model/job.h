@@ -41,11 +41,20 @@ struct Job {
   std::optional<uint64_t> cp;
   std::vector<std::string> offload;         // optimizer, params, activations
   std::optional<std::string> loss_impl;     // standard, chunked, fused_linear
+  // The software stack's defaults that changed between versions. Unset = today's defaults
+  // (PyTorch >= 2.0 with CUDA >= 11.7, PEFT); readers set them when the job says otherwise.
+  std::optional<std::string> optimizer_impl;  // foreach (torch >= 2.0 on CUDA), fused, for_loop
+  std::optional<bool> zero_grad_to_none;      // false: torch < 2.0 zero_grad() keeps .grad allocated
+  std::optional<bool> lazy_module_loading;    // false: CUDA < 11.7 (or torch < 1.13) loads every kernel
+  std::optional<std::string> adapter_dtype;   // LoRA weights: fp32 (PEFT) or the model's dtype ("model")
+  std::optional<bool> compile;                // torch.compile on (fuses the chunked loss's upcast)
+  std::optional<bool> loss_upcast;            // false: the loss runs in the logits' dtype (LitGPT)
   // Inference.
   std::optional<uint64_t> batch_size;
   std::optional<uint64_t> prompt_len;
   std::optional<uint64_t> max_new_tokens;   // 0 = prefill only
   std::optional<std::string> kv_cache_dtype;
+  std::optional<uint64_t> prefill_chunk;    // prompt tokens per forward (llama.cpp n_ubatch); unset = whole prompt
 };
 
 }  // namespace oomdoc

@@ -43,6 +43,76 @@ std::optional<uint64_t> number_after(const std::string& text, std::string_view m
   return std::stoull(t.substr(at));
 }
 
+// The minor version after `marker` ("CUDA 11.2" with marker "cuda 11." -> 2).
+std::optional<uint64_t> minor_after(const std::string& text, std::string_view marker) {
+  std::string t = lower(text);
+  size_t at = t.find(marker);
+  if (at == std::string::npos || at + marker.size() >= t.size()) return std::nullopt;
+  if (!std::isdigit(static_cast<unsigned char>(t[at + marker.size()]))) return std::nullopt;
+  return std::stoull(t.substr(at + marker.size()));
+}
+
+// The latest year (20xx) the stack description names, if any: "(doc written 2022; ...)".
+std::optional<int> latest_year(const std::string& text) {
+  std::optional<int> year;
+  for (size_t i = 0; i + 4 <= text.size(); ++i) {
+    if (text[i] != '2' || text[i + 1] != '0' || !std::isdigit(static_cast<unsigned char>(text[i + 2])) ||
+        !std::isdigit(static_cast<unsigned char>(text[i + 3])))
+      continue;
+    if ((i > 0 && std::isalnum(static_cast<unsigned char>(text[i - 1]))) ||
+        (i + 4 < text.size() && std::isalnum(static_cast<unsigned char>(text[i + 4]))))
+      continue;
+    int y = std::stoi(text.substr(i, 4));
+    if (y >= 2015 && y <= 2099 && (!year || y > *year)) year = y;
+  }
+  return year;
+}
+
+// Version-dependent defaults of the stack a record names (framework and framework_version).
+// - CUDA lazy module loading needs CUDA >= 11.7 and is switched on by PyTorch >= 1.13
+//   (pytorch/pytorch#86509); a stack on CUDA < 11.7 loads every kernel at start-up.
+// - PyTorch 2.0 (March 2023) made zero_grad() free gradients (set_to_none=True,
+//   pytorch/pytorch#92731) and torch.optim use the foreach implementation on CUDA; a stack
+//   on PyTorch 1.x, or dated 2022 or earlier, keeps gradients through the forward and updates
+//   parameter by parameter.
+void apply_stack_defaults(const std::string& framework, const std::string& version, Job& job,
+                          std::vector<std::string>& mapping) {
+  const std::string stack = framework + " " + version;
+  auto cuda_minor = minor_after(stack, "cuda 11.");
+  bool old_cuda = (cuda_minor && *cuda_minor < 7) || has(stack, "cuda 10.") || has(stack, "cuda 9.");
+  std::optional<uint64_t> torch1_minor = minor_after(stack, "pytorch 1.");
+  if (!torch1_minor) torch1_minor = minor_after(stack, "torch 1.");
+  if (old_cuda || (torch1_minor && *torch1_minor < 13)) {
+    job.lazy_module_loading = false;
+    mapping.push_back("CUDA < 11.7 or PyTorch < 1.13 -> eager module loading (larger CUDA context)");
+  }
+  auto year = latest_year(version);
+  if (torch1_minor || (year && *year <= 2022)) {
+    job.zero_grad_to_none = false;
+    job.optimizer_impl = "for_loop";
+    mapping.push_back("PyTorch 1.x stack -> zero_grad keeps gradients, for-loop optimizer");
+  }
+}
+
+// The transformers minor version a record names ("transformers ~4.30" in the version text, or
+// a bare "~4.34" as the version of a framework named transformers); nullopt when it names none
+// or a major version other than 4.
+std::optional<uint64_t> transformers_minor(const std::string& framework, const std::string& version) {
+  const std::string v = lower(version);
+  for (size_t at = v.find("transformers"); at != std::string::npos; at = v.find("transformers", at + 1)) {
+    size_t i = at + std::string_view("transformers").size();
+    while (i < v.size() && (v[i] == ' ' || v[i] == '~' || v[i] == '>' || v[i] == '<' || v[i] == '=' || v[i] == 'v')) ++i;
+    if (v.compare(i, 2, "4.") == 0) return minor_after(v.substr(i), "4.");
+    if (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i]))) return std::nullopt;  // 5.x and later
+  }
+  if (has(framework, "transformers")) {
+    size_t i = 0;
+    while (i < v.size() && (v[i] == ' ' || v[i] == '~')) ++i;
+    if (v.compare(i, 2, "4.") == 0) return minor_after(v.substr(i), "4.");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::string& source) {
@@ -66,9 +136,10 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
   if (r.contains("outcome") && r["outcome"].is_string()) out.outcome = r["outcome"].get<std::string>();
   if (auto mib = count(r, "gpu_memory_total_mib")) out.gpu_total_bytes = *mib * kMiB;
   else if (auto gb = count(r, "gpu_memory_nominal_gb")) out.gpu_total_bytes = *gb * 1000000000ull;
+  Job& job = out.job;
+  apply_stack_defaults(out.framework, str(r, "framework_version"), job, out.mapping);
   if (out.runtime_baseline) return out;
 
-  Job& job = out.job;
   job.model = model;
   // Task.
   if (task == "train_full" || task == "train_lora" || task == "train_qlora") job.task = task;
@@ -103,7 +174,7 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
     else if (has(quant, "int4")) { job.weight_quantization = "int4"; if (auto g = number_after(quant, "int4wo-")) job.group_size = *g; }
     else if (has(quant, "int8") || has(quant, "8-bit") || has(quant, "8bit")) job.weight_quantization = "int8";
     else return make_error(fmt::format("{}: weight_quantization \"{}\" cannot be expressed", where, quant));
-    if (has(quant, "double quant") || has(quant, "-dq")) job.double_quant = true;
+    if ((has(quant, "double quant") && !has(quant, "no double quant")) || has(quant, "-dq")) job.double_quant = true;
     if (job.weight_quantization) note(fmt::format("weight_quantization '{}' -> {}", quant, *job.weight_quantization));
     if (job.task == "train_lora" && job.weight_quantization) job.task = "train_qlora";
   }
@@ -122,7 +193,11 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
     }
     if ((has(opt, "in_bwd") || has(opt, "in backward") || has(opt, "into backward")) && !has(opt, "not in backward")) {
       job.fused_backward = true;
+    } else if (has(opt, "fused")) {
+      job.optimizer_impl = "fused";  // torch AdamW(fused=True): one kernel, no temporaries
     }
+    // transformers' own AdamW (Trainer optim "adamw_hf") loops over the parameters.
+    if (has(opt, "adamw_hf")) job.optimizer_impl = "for_loop";
     if (job.optimizer) note(fmt::format("optimizer '{}' -> {}", opt, *job.optimizer));
     job.micro_batch_size = count(r, "micro_batch_size");
     job.grad_accum_steps = count(r, "grad_accum_steps");
@@ -180,6 +255,14 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
       }
       if (lora.all_linear || !lora.target_modules.empty() || peft.contains("r")) job.lora = lora;
     }
+    // LitGPT and torchtune create LoRA weights in the model's dtype (LitGPT lora.py under
+    // fabric.init_module; torchtune recipes instantiate the model under set_default_dtype);
+    // PEFT keeps them in fp32.
+    const bool adapters = job.lora || *job.task == "train_lora" || *job.task == "train_qlora";
+    if (adapters && (has(out.framework, "torchtune") || has(out.framework, "lit-gpt") || has(out.framework, "litgpt"))) {
+      job.adapter_dtype = "model";
+      note("LoRA adapters in the model's dtype (" + out.framework + ")");
+    }
     // Loss implementation by framework: torchtune (CEWithChunkedOutputLoss) and LitGPT
     // (chunked_cross_entropy) chunk the loss; Unsloth fuses the head into the loss.
     if (has(out.framework, "torchtune") || has(out.framework, "lit-gpt") || has(out.framework, "litgpt")) {
@@ -187,6 +270,9 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
     } else if (has(out.framework, "unsloth")) {
       job.loss_impl = "fused_linear";
     }
+    // LitGPT's chunked_cross_entropy runs cross_entropy on the bf16 chunks as they are.
+    if (has(out.framework, "lit-gpt") || has(out.framework, "litgpt")) job.loss_upcast = false;
+    if (r.contains("compile") && r["compile"].is_boolean()) job.compile = r["compile"].get<bool>();
   } else if (job.task == "inference") {
     job.batch_size = count(r, "micro_batch_size");
     auto seq = count(r, "seq_len");
@@ -198,12 +284,23 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
     else if (seq) { job.prompt_len = *seq; job.max_new_tokens = 0; }
     else if (fresh) { job.max_new_tokens = *fresh; }
     if (job.prompt_len && *job.prompt_len == 0) job.prompt_len.reset();
+    // llama.cpp evaluates the prompt n_ubatch tokens at a time.
+    if (auto ubatch = number_after(kind, "n_ubatch")) job.prefill_chunk = *ubatch;
   }
   std::string attn = str(r, "attention_impl");
   if (lower(attn).rfind("eager", 0) == 0) job.attention_impl = "eager";
-  else if (has(attn, "flash")) job.attention_impl = "flash";
+  else if (has(attn, "flash") && !has(attn, "non-flash")) job.attention_impl = "flash";
   else if (has(attn, "sdpa")) job.attention_impl = "sdpa";
   else if (has(attn, "eager") || has(attn, "ggml")) job.attention_impl = "eager";
+  // transformers added SDPA attention (and made it the default) in v4.36; before, its models
+  // ran their eager attention unless the record says otherwise.
+  if (!job.attention_impl) {
+    auto minor = transformers_minor(out.framework, str(r, "framework_version"));
+    if (minor && *minor < 36) {
+      job.attention_impl = "eager";
+      note(fmt::format("transformers 4.{} (before SDPA, v4.36) -> eager attention", *minor));
+    }
+  }
 
   // Parallelism.
   auto gpus = count(r, "num_gpus");

@@ -109,6 +109,139 @@ TEST(Estimator, FullFineTuneFp32PeaksAtTheOptimizerStep) {
   EXPECT_EQ(*component(*e, "temporary"), n * 4);  // foreach sqrt(exp_avg_sq)
 }
 
+TEST(Estimator, AdamwStepTemporaryFollowsTheImplementation) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "fp32";
+  job.optimizer = "adamw";
+  job.micro_batch_size = 1;
+  job.seq_len = 64;
+  job.optimizer_impl = "for_loop";
+  auto loop = estimate_memory(llama2_7b(), job);
+  job.optimizer_impl = "fused";
+  auto fused = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(loop && fused);
+  const uint64_t n = 6738415616ull;
+  // One parameter at a time: the largest is the 32000 x 4096 embedding (fp32).
+  EXPECT_EQ(loop->peak_phase, "optimizer_step");
+  EXPECT_EQ(*component(*loop, "temporary"), 32000ull * 4096 * 4);
+  // Fused AdamW updates in place: the step holds weights, gradients and state only.
+  EXPECT_FALSE(component(*fused, "temporary").has_value());
+  EXPECT_EQ(*component(*fused, "gradients"), n * 4);
+}
+
+TEST(Estimator, Pytorch1ZeroGradKeepsGradientsThroughTheForward) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16";
+  job.optimizer = "sgd";
+  job.micro_batch_size = 8;
+  job.seq_len = 2048;
+  auto torch2 = estimate_memory(llama2_7b(), job);
+  job.zero_grad_to_none = false;
+  auto torch1 = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(torch2 && torch1);
+  EXPECT_EQ(torch2->peak_phase, "backward");
+  EXPECT_FALSE(component(*torch2, "gradients").has_value());
+  EXPECT_EQ(*component(*torch1, "gradients"), 6738415616ull * 2);
+  EXPECT_EQ(torch1->peak_allocated_bytes, torch2->peak_allocated_bytes + 6738415616ull * 2);
+}
+
+TEST(Estimator, EagerModuleLoadingHasTheLargerContext) {
+  Job job;
+  job.task = "inference";
+  job.lazy_module_loading = false;
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(*component(*e, "cuda_context"), 1343ull * 1024 * 1024);
+  EXPECT_EQ(e->device_used_bytes, e->peak_reserved_bytes + cuda_context_bytes(false));
+  EXPECT_EQ(cuda_context_bytes(true), 512ull * 1024 * 1024);
+}
+
+TEST(Estimator, AdaptersInTheModelDtype) {
+  Job job;
+  job.task = "train_lora";
+  job.precision = "bf16";
+  job.micro_batch_size = 1;
+  job.seq_len = 1024;
+  job.attention_impl = "flash";
+  auto peft = estimate_memory(llama2_7b(), job);
+  job.adapter_dtype = "model";
+  auto litgpt = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(peft && litgpt);
+  const uint64_t n = 16ull * 8192 * 2 * 32;  // r 16 on q and v
+  EXPECT_EQ(*component(*peft, "adapter_weights"), n * 4);
+  EXPECT_EQ(*component(*litgpt, "adapter_weights"), n * 2);
+  EXPECT_EQ(*component(*litgpt, "optimizer_state"), n * 4);  // exp_avg + exp_avg_sq in bf16
+  // PEFT casts x to fp32 for each adapted Linear (q and v: 2 x 4 bytes per input feature);
+  // bf16 adapters share x itself (2 bytes once).
+  auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
+  EXPECT_EQ(act(*peft) - act(*litgpt), 1024ull * 32 * (8 - 2) * 4096);
+}
+
+TEST(Estimator, Bitsandbytes4BitMatmulKeepsItsInput) {
+  Job job;
+  job.task = "train_lora";
+  job.precision = "bf16";
+  job.micro_batch_size = 1;
+  job.seq_len = 1024;
+  job.attention_impl = "flash";
+  auto lora = estimate_memory(llama2_7b(), job);
+  job.task = "train_qlora";
+  job.weight_quantization = "nf4";
+  auto qlora = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(lora && qlora);
+  auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
+  // MatMul4Bit saves A: the attention input (shared by q, k, v), o_proj's input, the MLP input
+  // (shared by gate and up) and down_proj's input, in bf16, per token and block.
+  EXPECT_EQ(act(*qlora) - act(*lora), 1024ull * 32 * 2 * (3 * 4096 + 11008));
+}
+
+TEST(Estimator, ChunkedLossKeepsEveryChunksLogSoftmaxUnlessCompiled) {
+  Job job;
+  job.task = "train_lora";
+  job.precision = "bf16";
+  job.micro_batch_size = 2;
+  job.seq_len = 1024;
+  job.loss_impl = "chunked";
+  job.compile = true;
+  auto compiled = estimate_memory(llama2_7b(), job);
+  job.compile = false;
+  auto eager = estimate_memory(llama2_7b(), job);
+  job.loss_upcast = false;
+  auto bf16_loss = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(compiled && eager && bf16_loss);
+  const double cells = 2.0 * 1024 * 32000;  // tokens x vocabulary
+  // Compiled: bf16 logits + one chunk's fp32 working set (12 B / 8 chunks).
+  EXPECT_EQ(*component(*compiled, "logits"), static_cast<uint64_t>(cells * (2 + 1.5)));
+  // Uncompiled: bf16 logits + every chunk's fp32 log-softmax + one chunk's gradient in and out.
+  EXPECT_EQ(*component(*eager, "logits"), static_cast<uint64_t>(cells * (2 + 4 + 1)));
+  // LitGPT: the same in bf16.
+  EXPECT_EQ(*component(*bf16_loss, "logits"), static_cast<uint64_t>(cells * (2 + 2 + 0.5)));
+}
+
+TEST(Estimator, EagerPrefillHoldsScoresProbabilitiesAndTheirCast) {
+  Job job;
+  job.task = "inference";
+  job.precision = "fp16";
+  job.batch_size = 1;
+  job.prompt_len = 1024;
+  job.max_new_tokens = 0;
+  job.attention_impl = "eager";
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e);
+  // Per token: the block's input and output (2 x 2 x 4096) plus the wider of the attention
+  // moment (q, k, v: 2 x 96 x 128, and 32 heads x 1024 keys x (2 + 4 + 2) bytes: fp16 scores,
+  // fp32 softmax, fp16 cast) and the MLP (3 x 2 x 11008).
+  const uint64_t per_token = 2 * 2 * 4096 + std::max<uint64_t>(2 * 96 * 128 + 32 * 1024 * 8, 3 * 2 * 11008);
+  EXPECT_EQ(*component(*e, "activations"), 1024 * per_token);
+  // Prefill in chunks of 256 tokens (llama.cpp n_ubatch): a chunk's queries against all 1024 keys.
+  job.prefill_chunk = 256;
+  auto chunked = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(chunked);
+  EXPECT_EQ(*component(*chunked, "activations"), 256 * per_token);
+}
+
 TEST(Estimator, PagedOptimizerStateIsOutsidePytorchCounters) {
   Job job;
   job.task = "train_full";
@@ -156,9 +289,9 @@ TEST(Estimator, CheckpointingAndFlashShrinkActivations) {
   auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
   EXPECT_GT(act(*eager), 2 * act(*flash));
   // Full checkpointing keeps each block's input (2 bytes x 4 x 2048 x 4096 x 32 blocks) and
-  // the final RMSNorm's fp32 input and normalised output (4 + 2 bytes per element) and its
-  // fp32 rsqrt per token.
-  EXPECT_EQ(act(*full), 2ull * 4 * 2048 * 4096 * 32 + 6ull * 4 * 2048 * 4096 + 4ull * 4 * 2048);
+  // the final RMSNorm's fp32 input (4 bytes per element) and its fp32 rsqrt per token; its
+  // normalised output is not kept because the norm's weight is frozen under LoRA.
+  EXPECT_EQ(act(*full), 2ull * 4 * 2048 * 4096 * 32 + 4ull * 4 * 2048 * 4096 + 4ull * 4 * 2048);
 }
 
 TEST(Estimator, DefaultsAreListedAsAssumptions) {
@@ -170,6 +303,7 @@ TEST(Estimator, DefaultsAreListedAsAssumptions) {
   EXPECT_TRUE(assumed(*e, "optimizer: adamw"));
   EXPECT_TRUE(assumed(*e, "micro_batch_size: 1"));
   EXPECT_TRUE(assumed(*e, "seq_len: 2048"));
+  EXPECT_TRUE(assumed(*e, "optimizer_impl: foreach"));
   EXPECT_GT(e->uncertainty_fraction, 0.2);
 }
 

@@ -1,6 +1,7 @@
 // Every record of the measured-memory corpus becomes a job; the estimator's prediction is
-// compared with what was measured. Fails when a record cannot be expressed or when the median
-// absolute error passes 10%. bench/accuracy_bench prints the per-record table.
+// compared with what was measured. Fails when a record cannot be expressed, when the median
+// absolute error passes 8% (6.9% measured, docs/benchmarks.md) or the 90th percentile 25%
+// (20.8% measured). bench/accuracy_bench prints the per-record table.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -28,14 +29,15 @@ std::vector<MeasuredRecord> load_records() {
   return records;
 }
 
-TEST(EstimateAccuracy, EveryRecordIsExpressedAndTheMedianErrorIsUnderTenPercent) {
+TEST(EstimateAccuracy, EveryRecordIsExpressedAndTheMedianErrorIsUnderEightPercent) {
   auto records = load_records();
   ASSERT_GT(records.size(), 90u);
   AccuracyReport report = score_records(records);
   for (const auto& row : report.rows) EXPECT_TRUE(row.error.empty()) << "record " << row.id << ": " << row.error;
   EXPECT_EQ(report.not_expressed, 0u);
   ASSERT_GT(report.overall.count, 70u);
-  EXPECT_LT(report.overall.median_abs_error, 0.10);
+  EXPECT_LT(report.overall.median_abs_error, 0.08);
+  EXPECT_LT(report.overall.p90_abs_error, 0.25);
   for (const auto& [kind, summary] : report.by_kind) {
     std::cout << kind << ": n " << summary.count << ", median " << summary.median_abs_error * 100 << "%, p90 "
               << summary.p90_abs_error * 100 << "%\n";

@@ -29,7 +29,11 @@ namespace {
 using nlohmann::json;
 
 // Regression floors, set from the measured agreement reported in docs/fit.md (not tuned per record).
-constexpr int kMinOutcomeAgreementPercent = 70;   // measured 11/15 (73%)
+// measured 10/15 (66%): the estimator now keeps LitGPT's LoRA weights in bf16 (LitGPT creates them
+// in the model dtype) and reads transformers < 4.36 as eager attention; record 101 (LLaMA-7B QLoRA
+// at 1024 tokens on a T4) now agrees, LitGPT records 128 and 152 now predict 37.4 of 40 GiB and
+// 21.9 of 22.5 GiB where the runs hit OOM (LitGPT plain LoRA reads 8-12% under, docs/benchmarks.md).
+constexpr int kMinOutcomeAgreementPercent = 66;
 // measured 2/5: record 116 used to hit the search bound while the estimator dropped activations
 // from a fused-loss, checkpointed job; with that fixed it solves 27356 tokens against 78475 reported.
 constexpr int kMinCapacityAtOrAbovePercent = 40;

@@ -25,10 +25,56 @@ TEST(MeasuredMemory, TrainingRecordBecomesAJob) {
   EXPECT_EQ(*r->job.gradient_checkpointing, "none");
   EXPECT_EQ(*r->job.attention_impl, "sdpa");
   EXPECT_EQ(*r->job.loss_impl, "chunked");  // LitGPT's chunked cross-entropy
+  EXPECT_EQ(*r->job.adapter_dtype, "model");  // LitGPT creates LoRA weights in the model dtype
+  EXPECT_EQ(r->job.loss_upcast, false);       // and runs its chunked cross-entropy in bf16
+  EXPECT_FALSE(r->job.compile.has_value());
+  EXPECT_FALSE(r->job.lazy_module_loading.has_value());
+  EXPECT_FALSE(r->job.optimizer_impl.has_value());
   ASSERT_TRUE(r->job.lora);
   EXPECT_EQ(r->job.lora->target_modules, (std::vector<std::string>{"query", "value"}));
   EXPECT_EQ(*r->measured_bytes, 2ull << 30);
   EXPECT_EQ(*r->gpu_total_bytes, 40960ull << 20);
+}
+
+TEST(MeasuredMemory, TheStackVersionSetsItsDefaults) {
+  auto read = [](const std::string& framework, const std::string& version, const std::string& optimizer) {
+    nlohmann::json j = {{"id", 1}, {"model", "m"}, {"task", "train_full"}, {"framework", framework},
+                        {"framework_version", version}, {"precision", "fp32"}, {"optimizer", optimizer},
+                        {"micro_batch_size", 1}, {"seq_len", 512}, {"measurement_kind", "nvidia_smi_used"}};
+    auto r = parse_measured_record(j.dump(), "dev.jsonl");
+    EXPECT_TRUE(r) << r.error().message;
+    return r->job;
+  };
+  // CUDA 11.2 predates lazy module loading; a 2022 stack is PyTorch 1.x.
+  Job old = read("transformers Trainer", "~4.18-4.27 (doc written 2022; nvidia driver 460.91.03, CUDA 11.2)",
+                 "AdamW (Trainer default adamw_hf, fp32 states)");
+  EXPECT_EQ(old.lazy_module_loading, false);
+  EXPECT_EQ(old.zero_grad_to_none, false);
+  EXPECT_EQ(*old.optimizer_impl, "for_loop");
+  Job torch112 = read("custom loop", "PyTorch 1.12.1", "AdamW");
+  EXPECT_EQ(torch112.lazy_module_loading, false);
+  EXPECT_EQ(torch112.zero_grad_to_none, false);
+  Job modern = read("litgpt", "litgpt (2024), CUDA 12.1", "torch AdamW (fused)");
+  EXPECT_FALSE(modern.lazy_module_loading.has_value());
+  EXPECT_FALSE(modern.zero_grad_to_none.has_value());
+  EXPECT_EQ(*modern.optimizer_impl, "fused");
+  Job in_backward = read("torchtune", "torchtune ~0.3 (Sept 2024)", "torch AdamW (fused), optimizer_in_bwd per footnote");
+  EXPECT_EQ(in_backward.fused_backward, true);
+  EXPECT_FALSE(in_backward.optimizer_impl.has_value());
+  // transformers before v4.36 had no SDPA path: eager attention unless the record names one.
+  EXPECT_EQ(*read("TRL SFTTrainer", "transformers ~4.30, bitsandbytes 0.39 (May 2023)", "AdamW").attention_impl, "eager");
+  EXPECT_EQ(*read("transformers pipeline", "~4.34 (Sept 2023)", "AdamW").attention_impl, "eager");
+  EXPECT_FALSE(read("TRL", "peft>0.13, transformers>4.44.2", "AdamW").attention_impl.has_value());
+  EXPECT_FALSE(read("PEFT", "torch 2.13.0+cu130, transformers 5.13.1", "AdamW").attention_impl.has_value());
+  EXPECT_FALSE(read("transformers (benchmark)", "PyTorch 2.4.0 (transformers ~4.44)", "AdamW").attention_impl.has_value());
+  // The runtime baseline record keeps its stack too (its context is what is measured).
+  nlohmann::json base = {{"id", 1}, {"model", "(none: CUDA context only)"}, {"task", "runtime_baseline"},
+                         {"framework", "transformers Trainer"}, {"framework_version", "CUDA 11.2"},
+                         {"measurement_kind", "nvidia_smi_used"}, {"value_gib", 1.3}};
+  auto r = parse_measured_record(base.dump(), "dev.jsonl");
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->runtime_baseline);
+  EXPECT_EQ(r->job.lazy_module_loading, false);
 }
 
 TEST(MeasuredMemory, PrecisionAndQuantizationWords) {
@@ -49,6 +95,7 @@ TEST(MeasuredMemory, PrecisionAndQuantizationWords) {
   EXPECT_EQ(*dq.weight_quantization, "nf4");
   EXPECT_TRUE(*dq.double_quant);
   EXPECT_EQ(*read("bf16", "bitsandbytes 4-bit (load_in_4bit=True, default quant type fp4)").weight_quantization, "fp4");
+  EXPECT_FALSE(read("fp16", "bitsandbytes 4-bit (load_in_4bit=True, fp4, no double quant)").double_quant.has_value());
   auto int4 = read("bf16", "torchao int4wo-64");
   EXPECT_EQ(*int4.weight_quantization, "int4");
   EXPECT_EQ(*int4.group_size, 64u);
@@ -67,6 +114,18 @@ TEST(MeasuredMemory, InferenceLengthsFromTheSequenceDescription) {
   EXPECT_EQ(*r->job.max_new_tokens, 100u);
   EXPECT_EQ(*r->job.prompt_len, 6u);
   EXPECT_EQ(*r->job.batch_size, 1u);
+  auto ggml = parse_measured_record(R"js({"id": 5, "model": "m", "task": "inference_generate", "precision": "F16",
+    "micro_batch_size": 1, "seq_len": 512, "seq_len_kind": "n_ctx 512", "attention_impl": "ggml (non-flash)",
+    "measurement_kind": "framework_allocation_log", "value_gib": 12.6})js", "dev.jsonl");
+  ASSERT_TRUE(ggml) << ggml.error().message;
+  EXPECT_EQ(*ggml->job.attention_impl, "eager");  // "non-flash" is not flash attention
+  EXPECT_FALSE(ggml->job.prefill_chunk.has_value());
+  auto ubatch = parse_measured_record(R"js({"id": 6, "model": "m", "task": "inference_generate", "precision": "F16",
+    "micro_batch_size": 1, "seq_len": 2048, "seq_len_kind": "n_ctx 2048, n_batch 512, n_ubatch 512",
+    "measurement_kind": "framework_allocation_log", "value_gib": 7.7})js", "dev.jsonl");
+  ASSERT_TRUE(ubatch) << ubatch.error().message;
+  EXPECT_EQ(*ubatch->job.prompt_len, 2048u);
+  EXPECT_EQ(*ubatch->job.prefill_chunk, 512u);
 }
 
 TEST(MeasuredMemory, ShardingAndOffloadWords) {
