@@ -61,6 +61,40 @@ void BM_FitSearch(benchmark::State& state) {
 }
 BENCHMARK(BM_FitSearch)->Unit(benchmark::kMillisecond);
 
+// The same analysis with step 7's tensor/pipeline layouts in play: Llama-3.1-8B full fine-tuning
+// at 32k tokens on 8 x A100 SXM4 80GB (NVLink), where FSDP alone cannot hold the activations
+// and the same-method alternative searches TP/PP layouts.
+void BM_FitSearchEightGpusTensorPipeline(benchmark::State& state) {
+  static const ModelSpec model = [] {
+    auto m = resolve_model("meta-llama/Llama-3.1-8B");
+    if (!m) {
+      std::cerr << m.error().message << "\n";
+      std::exit(2);
+    }
+    return *m;
+  }();
+  Job job = full_fine_tune();
+  job.model = "meta-llama/Llama-3.1-8B";
+  job.micro_batch_size = 1;
+  job.grad_accum_steps = 4;
+  job.seq_len = 32768;
+  job.attention_impl = "flash";
+  FitOptions options;
+  options.gpu_name = "A100 SXM4 80GB";
+  options.total_bytes = 81920ull * kMiB;
+  options.num_gpus = 8;
+  options.gpu_nvlink = true;
+  options.gpu_interconnect = "NVLink 3.0, 600 GB/s per GPU through NVSwitch (HGX A100 8-GPU)";
+  options.solve_max_batch = true;
+  options.solve_max_seq = true;
+  for (auto _ : state) {
+    auto report = fit_job(model, job, options);
+    if (!report) state.SkipWithError(report.error().message.c_str());
+    benchmark::DoNotOptimize(report);
+  }
+}
+BENCHMARK(BM_FitSearchEightGpusTensorPipeline)->Unit(benchmark::kMillisecond);
+
 // Every combination: micro-batch 1..8, 2 precisions, 3 optimizers, checkpointing on/off,
 // full/LoRA/QLoRA, no offload / optimizer / optimizer+params.
 void BM_GridSearch(benchmark::State& state) {
