@@ -20,6 +20,10 @@ namespace {
 struct Candidate {
   FitChange change;
   std::function<void(Job&)> apply;
+  // Taken only when it makes the job fit, never as a partial improvement for later steps to build
+  // on: a TP/PP layout changes the training program, and later steps (offload) do not combine
+  // with it.
+  bool only_if_fits = false;
 };
 
 // A step of the cost order produces its candidates for a job, cheapest first.
@@ -395,6 +399,7 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
     if (n % (tp * pp * cur_cp) != 0) continue;
     const uint64_t dp = n / (tp * pp * cur_cp);
     Candidate c;
+    c.only_if_fits = true;
     c.change.id = tp > 1 && pp > 1 ? "tensor_pipeline_parallel" : tp > 1 ? "tensor_parallel" : "pipeline_parallel";
     c.change.step = 7;
     std::vector<std::string> costs;
@@ -651,6 +656,7 @@ struct Search {
       auto p = predict(est, model, j);
       if (!p) continue;
       if (p->device_used_bytes <= limit) return Pick{c, *p, true};
+      if (c.only_if_fits) continue;
       if (p->device_used_bytes < base_used &&
           (!best || p->device_used_bytes < best->predicted.device_used_bytes)) {
         best = Pick{c, *p, false};

@@ -235,6 +235,28 @@ TEST(FitSearch, TensorParallelKeepsTheMethodWhenShardingAloneIsNotEnough) {
   EXPECT_THAT(same->change.cost, HasSubstr("NOT this one, expect a large slowdown; PCIe Gen4 only"));
 }
 
+TEST(FitSearch, ModelParallelLayoutIsTakenOnlyWhenItFits) {
+  // One GPU: 2 + 14 + 42 + 8 = 66 GiB; 2 x 16 GiB (target 12.8). Keeping full fine-tuning, after
+  // checkpointing (39): ZeRO-2 28.5, FSDP 21.5, TP 2 20.5 lowers most but does not fit. Were TP
+  // kept, the offload step (which does not combine with TP) would be out of reach; FSDP is kept
+  // instead and ZeRO-3 offload reaches 2 + 0 + 7 + 2 = 11 GiB.
+  Job job = full_job();
+  job.micro_batch_size = 1;
+  FitOptions options = card(16, 2);
+  options.gpu_nvlink = true;
+  auto r = fit_job(toy_transformer(), job, options, toy_estimator);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto same = std::find_if(r->alternatives.begin(), r->alternatives.end(),
+                           [](const FitAlternative& a) { return a.change.id == "same_method"; });
+  ASSERT_NE(same, r->alternatives.end());
+  EXPECT_EQ(same->predicted.device_used_bytes, 11 * kGiB);
+  EXPECT_EQ(same->change.title, "gradient checkpointing (keep only each layer's input, recompute the "
+                                "rest); offload the optimizer state and parameters to CPU memory "
+                                "(ZeRO-3 Offload)");
+  ASSERT_TRUE(same->job.has_value());
+  EXPECT_EQ(same->job->tp.value_or(1), 1u);
+}
+
 TEST(FitSearch, InferenceSplitsTheModelAcrossTheGpus) {
   // Inference: 2 + 14 + 1 + 4 + 1 = 22 GiB on 2 x 20 GiB (target 16).
   Job job;
