@@ -336,7 +336,6 @@ std::vector<Candidate> data_sharding_candidates(const Job& job, uint64_t num_gpu
   return out;
 }
 
-
 // Tensor and pipeline parallel degrees worth trying on n GPUs for this model: TP up to 8 (one
 // NVLink server, Narayanan et al. 2021, takeaway #1) dividing the query and key/value heads (Megatron
 // asserts both), PP up to the number of layers; tp x pp divides n, the rest is data parallel.
@@ -452,6 +451,16 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
           100 * pipeline_bubble(pp, micro_batches), micro_batches));
     }
     costs.push_back("changes the training program: torchtitan or Megatron-LM instead of the Trainer");
+    // Earlier changes with no flag in either program: the training script must carry them.
+    const std::string opt = job.optimizer.value_or("adamw");
+    if (opt == "adamw_8bit" || opt == "paged_adamw_8bit") {
+      costs.push_back("8-bit AdamW has no torchtitan or Megatron-LM flag: build it in the training "
+                      "script (torchao.optim.AdamW8bit)");
+    }
+    if (job.loss_impl.value_or("standard") == "fused_linear") {
+      costs.push_back("the fused linear cross-entropy has no torchtitan or Megatron-LM flag: use "
+                      "liger_kernel's LigerFusedLinearCrossEntropyLoss in the training script");
+    }
     c.change.cost = fmt::format("{}", fmt::join(costs, "; "));
     const std::string shard = dp > 1 ? "-1" : "1";
     c.change.settings = {{"torchtitan", "--parallelism.data_parallel_shard_degree", shard},
@@ -466,6 +475,8 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
     c.change.settings.push_back({"torchtitan", "--training.local_batch_size",
                                  std::to_string(pp > 1 ? micro * micro_batches : micro)});
     c.change.settings.push_back({"torchtitan", "--training.global_batch_size", std::to_string(samples)});
+    const std::string checkpointing = job.gradient_checkpointing.value_or("none");
+    c.change.settings.push_back({"torchtitan", "--activation_checkpoint.mode", checkpointing});
     // Megatron-LM: the same split; its distributed optimizer shards only the optimizer state over
     // the data-parallel groups (ZeRO-1), so with dp > 1 it holds more than this prediction.
     c.change.settings.push_back({"Megatron-LM", "--tensor-model-parallel-size", std::to_string(tp)});
@@ -473,6 +484,16 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
     c.change.settings.push_back({"Megatron-LM", "--pipeline-model-parallel-size", std::to_string(pp)});
     c.change.settings.push_back({"Megatron-LM", "--micro-batch-size", std::to_string(micro)});
     c.change.settings.push_back({"Megatron-LM", "--global-batch-size", std::to_string(samples)});
+    const std::string precision = job.precision.value_or("bf16_mixed");
+    if (precision.rfind("bf16", 0) == 0) c.change.settings.push_back({"Megatron-LM", "--bf16", ""});
+    if (precision.rfind("fp16", 0) == 0) c.change.settings.push_back({"Megatron-LM", "--fp16", ""});
+    if (checkpointing == "full") {
+      c.change.settings.push_back({"Megatron-LM", "--recompute-granularity", "full"});
+      c.change.settings.push_back({"Megatron-LM", "--recompute-method", "uniform"});
+      c.change.settings.push_back({"Megatron-LM", "--recompute-num-layers", "1"});
+    } else if (checkpointing == "selective") {
+      c.change.settings.push_back({"Megatron-LM", "--recompute-granularity", "selective"});
+    }
     c.apply = [tp, pp, n, micro_batches](Job& j) {
       j.tp = tp;
       j.pp = pp;

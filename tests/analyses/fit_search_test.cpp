@@ -216,11 +216,19 @@ TEST(FitSearch, TensorParallelKeepsTheMethodWhenShardingAloneIsNotEnough) {
                                  "torchtitan --parallelism.pipeline_parallel_degree 1",
                                  "torchtitan --training.local_batch_size 1",
                                  "torchtitan --training.global_batch_size 16",
+                                 "torchtitan --activation_checkpoint.mode full",
                                  "Megatron-LM --tensor-model-parallel-size 2",
                                  "Megatron-LM --sequence-parallel ",
                                  "Megatron-LM --pipeline-model-parallel-size 1",
                                  "Megatron-LM --micro-batch-size 1",
-                                 "Megatron-LM --global-batch-size 16"));
+                                 "Megatron-LM --global-batch-size 16",
+                                 "Megatron-LM --bf16 ",
+                                 "Megatron-LM --recompute-granularity full",
+                                 "Megatron-LM --recompute-method uniform",
+                                 "Megatron-LM --recompute-num-layers 1"));
+  EXPECT_THAT(same->change.cost, HasSubstr("8-bit AdamW has no torchtitan or Megatron-LM flag: build it "
+                                           "in the training script (torchao.optim.AdamW8bit)"));
+  EXPECT_THAT(same->change.cost, HasSubstr("use liger_kernel's LigerFusedLinearCrossEntropyLoss"));
 
   // Over PCIe the same layout is still the one that fits (pipeline stages first: PP 2 and PP 4
   // leave 16 GiB of activations, 26.75 GiB), and its cost says the interconnect is not suited.

@@ -151,9 +151,11 @@ TEST(FitCli, TensorAndPipelineParallelPlanOnEightGpus) {
       "set:  torchtitan: --parallelism.data_parallel_shard_degree -1 --parallelism.tensor_parallel_degree 2 "
       "--parallelism.pipeline_parallel_degree 2 --parallelism.pipeline_parallel_schedule 1F1B "
       "--parallelism.pipeline_parallel_microbatch_size 1 --training.local_batch_size 16 "
-      "--training.global_batch_size 32\n"));
+      "--training.global_batch_size 32 --activation_checkpoint.mode full\n"));
   EXPECT_THAT(text.out, HasSubstr("set:  Megatron-LM: --tensor-model-parallel-size 2 --sequence-parallel "
-                                  "--pipeline-model-parallel-size 2 --micro-batch-size 1 --global-batch-size 32\n"));
+                                  "--pipeline-model-parallel-size 2 --micro-batch-size 1 --global-batch-size 32 "
+                                  "--bf16 --recompute-granularity full --recompute-method uniform "
+                                  "--recompute-num-layers 1\n"));
 
   std::vector<std::string> json_args = args;
   json_args.push_back("--json");
