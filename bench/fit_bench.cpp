@@ -64,7 +64,7 @@ BENCHMARK(BM_FitSearch)->Unit(benchmark::kMillisecond);
 // The same analysis with step 7's tensor/pipeline layouts in play, and the worst case of the
 // search: Llama-3.1-8B full fine-tuning at 32k tokens on 8 x RTX 4090 (PCIe). The greedy search
 // through LoRA/QLoRA finds nothing (one block's recompute is too large), so the search runs again
-// keeping the method and ends at tensor parallel 2 x pipeline parallel 2.
+// keeping the method and ends at tensor parallel 4 with FSDP over the other 2 groups.
 void BM_FitSearchEightGpusTensorPipeline(benchmark::State& state) {
   static const ModelSpec model = [] {
     auto m = resolve_model("meta-llama/Llama-3.1-8B");

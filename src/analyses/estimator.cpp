@@ -629,7 +629,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (shard_params || p.offload_params) {
     // The current and the prefetched block unsharded in 16-bit, plus one block's gradients
     // (DeepSpeed estimate_zero3: largest_layer_memory = 4 * largest_layer_params).
-    gather = static_cast<double>(m.largest_layer_params) * (p.use_lora || !p.training ? 4 : 6) / shard_mp;
+    // A block is split by tensor parallelism, not by the pipeline (a stage holds whole blocks).
+    gather = static_cast<double>(m.largest_layer_params) * (p.use_lora || !p.training ? 4 : 6) / p.tp;
   }
   // DDP keeps gradient buckets as a separate copy of the gradients
   // (torch DistributedDataParallel gradient_as_bucket_view=False, the default).

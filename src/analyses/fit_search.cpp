@@ -393,6 +393,8 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
   const std::string task = job.task.value_or("train_full");
   // torchtitan and Megatron-LM train full models; LoRA/QLoRA and quantized bases stay on FSDP.
   if (training && ((task != "train_full" && task != "train_freeze") || job.weight_quantization)) return out;
+  // The offload recipes (DeepSpeed ZeRO) are not combined with a TP/PP layout.
+  if (!job.offload.empty()) return out;
   const uint64_t cur_tp = job.tp.value_or(1), cur_pp = job.pp.value_or(1), cur_cp = job.cp.value_or(1);
   for (auto [tp, pp] : model_parallel_layouts(model, n, options.gpu_nvlink, cur_tp, cur_pp)) {
     if (n % (tp * pp * cur_cp) != 0) continue;
@@ -494,12 +496,18 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
     } else if (checkpointing == "selective") {
       c.change.settings.push_back({"Megatron-LM", "--recompute-granularity", "selective"});
     }
-    c.apply = [tp, pp, n, micro_batches](Job& j) {
+    // The accumulation is recomputed from the job it applies to, so that the global batch stays
+    // whatever earlier steps (micro-batch) left it at when the search rebuilds combinations.
+    c.apply = [tp, pp, n, dp](Job& j) {
+      const uint64_t mb = j.micro_batch_size.value_or(1);
+      const uint64_t replicas = std::max<uint64_t>(
+          1, j.num_gpus.value_or(1) / (j.tp.value_or(1) * j.pp.value_or(1) * j.cp.value_or(1)));
+      const uint64_t global = mb * j.grad_accum_steps.value_or(1) * replicas;
+      j.grad_accum_steps = std::max<uint64_t>(1, global / (mb * dp));
       j.tp = tp;
       j.pp = pp;
       j.num_gpus = n;
       j.parallelism = "fsdp_full_shard";
-      j.grad_accum_steps = micro_batches;
     };
     out.push_back(std::move(c));
   }
@@ -763,6 +771,15 @@ struct Search {
       Job before = j;
       a.candidate.apply(j);
       FitChange change = a.candidate.change;
+      if (a.candidate.only_if_fits) {
+        // A TP/PP layout's title, costs and flags describe the job it was picked for; the
+        // pruning may have dropped earlier changes since: describe it for the final job.
+        for (auto& fresh : model_parallel_candidates(before, model, options)) {
+          Job k = before;
+          fresh.apply(k);
+          if (k.tp == j.tp && k.pp == j.pp) change = fresh.change;
+        }
+      }
       change.predicted = predict(est, model, j);
       if (change.id.rfind("offload", 0) == 0) {
         change.host_ram_bytes = static_cast<uint64_t>(

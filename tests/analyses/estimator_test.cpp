@@ -156,6 +156,29 @@ TEST(Estimator, PipelineKeepsMicroBatchesInFlightOnTheFirstStage) {
   EXPECT_EQ(*component(*one_in_flight, "logits"), logits);
 }
 
+// FSDP gathers whole blocks: a pipeline stage holds whole blocks, so the gather buffer does not
+// shrink with pp (it does with tp, which splits every block).
+TEST(Estimator, GatheredBlockIsSplitByTensorNotPipelineParallel) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16_mixed";
+  job.micro_batch_size = 1;
+  job.seq_len = 256;
+  job.num_gpus = 8;
+  job.parallelism = "fsdp_full_shard";
+  auto flat = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(flat) << flat.error().message;
+  job.pp = 2;
+  auto piped = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(piped) << piped.error().message;
+  job.pp = 1;
+  job.tp = 2;
+  auto split = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(split) << split.error().message;
+  EXPECT_EQ(*component(*piped, "gathered_params"), *component(*flat, "gathered_params"));
+  EXPECT_EQ(*component(*split, "gathered_params"), *component(*flat, "gathered_params") / 2);
+}
+
 TEST(Estimator, FullFineTuneFp32PeaksAtTheOptimizerStep) {
   Job job;
   job.task = "train_full";

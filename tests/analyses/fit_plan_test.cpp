@@ -61,9 +61,9 @@ std::vector<PlanCase> cases() {
       {"gpt2_xl_full_fp32_on_3060", "gpt2-xl", "3060", 1, training("train_full", 8, 1024)},
       {"llama31_70b_lora_on_8_h100", "meta-llama/Llama-3.1-70B", "h100", 8, training("train_lora", 4, 8192)},
       // Long context on GPUs without NVLink: LoRA/QLoRA leave one block's recompute too large, so
-      // the method is kept and tensor x pipeline parallel splits the activations.
+      // the method is kept and tensor (x pipeline) parallel splits the activations.
       {"llama31_8b_full_32k_on_8_4090", "meta-llama/Llama-3.1-8B", "4090", 8, training("train_full", 1, 32768),
-       "tensor_pipeline_parallel"},
+       "tensor_parallel"},
       // Inference on several GPUs: the model is split (TP over NVLink, PP over PCIe).
       {"llama31_70b_inference_on_4_a100_80", "meta-llama/Llama-3.1-70B", "a100-80", 4, inference(8, 4096, 512),
        "tensor_parallel"},
@@ -71,9 +71,12 @@ std::vector<PlanCase> cases() {
        "tensor_pipeline_parallel"},
       {"llama31_8b_full_128k_on_8_a100_80", "meta-llama/Llama-3.1-8B", "a100-80", 8, training("train_full", 1, 131072),
        "tensor_parallel"},
+      {"llama31_8b_full_64k_on_4_l40s", "meta-llama/Llama-3.1-8B", "l40s", 4, training("train_full", 1, 65536),
+       "tensor_pipeline_parallel"},
   };
   out[8].job.attention_impl = "flash";
   out[11].job.attention_impl = "flash";
+  out[12].job.attention_impl = "flash";
   out[6].job.precision = "fp32";
   out[6].job.attention_impl = "eager";
   return out;
