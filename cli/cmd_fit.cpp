@@ -122,6 +122,8 @@ int run_fit(const FitArgs& a) {
     options.total_bytes = gpu->total_bytes;
     options.gpu_has_bf16 = gpu->bf16;
     options.gpu_vendor = gpu->vendor;
+    options.gpu_nvlink = gpu->nvlink;
+    options.gpu_interconnect = gpu->interconnect;
   } else if (!a.memory.empty()) {
     auto bytes = parse_user_size(a.memory);
     if (!bytes || *bytes == 0) {

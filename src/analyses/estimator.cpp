@@ -402,7 +402,16 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   const double scale = counts.total ? total / static_cast<double>(counts.total) : 1;
   const double linear_params = static_cast<double>(counts.linear) * scale;
   const double other_params = total - linear_params;
-  const double shard_mp = static_cast<double>(p.tp * p.pp);  // weights split by tensor and pipeline parallel
+  // Weights split by tensor and pipeline parallel. A pipeline stage holds L/pp blocks, and the
+  // most loaded one also the embedding (or output head; both when tied): Megatron-LM's
+  // theoretical_memory_usage.py counts "transformer layers / pp + embedding" on the first stage.
+  double stage_split = static_cast<double>(p.pp);
+  if (p.pp > 1) {
+    const double outer = static_cast<double>(std::max(m.embedding_params, m.lm_head_params)) * scale;
+    const double blocks = std::max(0.0, total - static_cast<double>(m.embedding_params + m.lm_head_params) * scale);
+    if (total > 0 && blocks / stage_split + outer > 0) stage_split = total / (blocks / stage_split + outer);
+  }
+  const double shard_mp = static_cast<double>(p.tp) * stage_split;
 
   const bool shard_params = p.dp > 1 && (p.parallelism == "zero3" || p.parallelism == "fsdp_full_shard" ||
                                          p.parallelism == "hybrid_shard");
@@ -575,23 +584,34 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       activations = stack;
       act_detail = fmt::format("{} blocks x {} per block", layers, format_bytes(static_cast<uint64_t>(per_layer)));
     }
+    // Pipeline parallel, 1F1B schedule (Narayanan et al. 2021, section 2.2): a stage holds L/pp
+    // blocks; the first stage keeps up to pp micro-batches in flight, fewer when a step has fewer
+    // (m = grad_accum_steps): the stack x min(pp, m)/pp, as Megatron-LM's
+    // theoretical_memory_usage.py discounts it. The last stage keeps one micro-batch of its blocks
+    // plus the output head and the loss; the larger of the two stages is the peak (below).
+    double last_stage_blocks = activations;
+    if (p.pp > 1) {
+      const double pp = static_cast<double>(p.pp);
+      last_stage_blocks = activations / pp;
+      activations *= std::min<double>(pp, static_cast<double>(p.accum)) / pp;
+    }
     if (p.offload_activations) {
       // Saved tensors go to CPU as they are produced; about two blocks' worth stay on the GPU.
       activations = std::min(activations, 2 * std::max(per_layer, layer_input));
+      last_stage_blocks = std::min(last_stage_blocks, 2 * std::max(per_layer, layer_input));
       act_detail = "offloaded to CPU (two blocks resident)";
     }
-    // Pipeline parallel (1F1B): the first stage holds pp micro-batches of L/pp blocks, i.e. L
-    // blocks' worth, so the stack above stands (Korthikanti et al. 2022, section 4.2.3).
     // Embedding output: its LayerNorm's saved input (BERT, BLOOM) and dropout mask.
-    activations += tokens * (m.hidden_dropout > 0 ? 1 : 0) * m.hidden_size;
-    if (m.embedding_norm) activations += tokens * (residual * m.hidden_size + 8);
+    double first_stage_extra = tokens * (m.hidden_dropout > 0 ? 1 : 0) * m.hidden_size;
+    if (m.embedding_norm) first_stage_extra += tokens * (residual * m.hidden_size + 8);
+    double head = 0;
     // Encoder heads (pooler on the first token) keep the last hidden state's storage alive.
-    if (m.is_encoder_only) activations += tokens * residual * m.hidden_size;
+    if (m.is_encoder_only) head += tokens * residual * m.hidden_size;
     // Final norm and output head input.
     if (!m.is_encoder_only) {
       const double final_normed = p.use_lora ? 0 : p.act_bytes;  // frozen norm weight: see block_activations
-      activations += tokens * (m.norm == NormKind::kRmsNorm ? (4 + final_normed) * m.hidden_size + 4 : residual * m.hidden_size + 8);
-      if (!p.use_lora) activations += tokens * p.act_bytes * m.hidden_size;
+      head += tokens * (m.norm == NormKind::kRmsNorm ? (4 + final_normed) * m.hidden_size + 4 : residual * m.hidden_size + 8);
+      if (!p.use_lora) head += tokens * p.act_bytes * m.hidden_size;
       // Logits and cross-entropy: logits (activation dtype), upcast to fp32, log-softmax output
       // and its gradient: 12 bytes per vocabulary entry per token at the start of backward
       // (transformers ForCausalLMLoss: logits.float(); torch log_softmax/nll_loss backward).
@@ -608,10 +628,24 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       }
       else if (p.loss_impl == "fused_linear") logits = tokens * m.hidden_size * (4 + p.act_bytes);
       else logits = tokens * v * 12;
-      if (p.pp > 1) logits = 0;  // the first (most loaded) stage holds no output head
     } else {
       // Encoders: a small task head; the classifier logits are negligible.
       logits = 0;
+    }
+    if (p.pp > 1) {
+      const double first_stage = activations + first_stage_extra;
+      const double last_stage = last_stage_blocks + head + logits;
+      if (first_stage >= last_stage) {
+        activations = first_stage;
+        logits = 0;  // the output head lives on the last stage
+        act_detail += fmt::format(", first of {} pipeline stages ({} micro-batches in flight)", p.pp,
+                                  std::min(p.pp, p.accum));
+      } else {
+        activations = last_stage_blocks + head;
+        act_detail += fmt::format(", last of {} pipeline stages (one micro-batch, output head and loss)", p.pp);
+      }
+    } else {
+      activations += first_stage_extra + head;
     }
   } else {
     // Inference: no saved activations; the peak transient is one block's widest moment during
@@ -659,7 +693,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (shard_params || p.offload_params) {
     // The current and the prefetched block unsharded in 16-bit, plus one block's gradients
     // (DeepSpeed estimate_zero3: largest_layer_memory = 4 * largest_layer_params).
-    gather = static_cast<double>(m.largest_layer_params) * (p.use_lora || !p.training ? 4 : 6) / shard_mp;
+    // A block is split by tensor parallelism, not by the pipeline (a stage holds whole blocks).
+    gather = static_cast<double>(m.largest_layer_params) * (p.use_lora || !p.training ? 4 : 6) / p.tp;
   }
   // DDP keeps gradient buckets as a separate copy of the gradients
   // (torch DistributedDataParallel gradient_as_bucket_view=False, the default).

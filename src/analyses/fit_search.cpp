@@ -20,6 +20,10 @@ namespace {
 struct Candidate {
   FitChange change;
   std::function<void(Job&)> apply;
+  // Taken only when it makes the job fit, never as a partial improvement for later steps to build
+  // on: a TP/PP layout changes the training program, and later steps (offload) do not combine
+  // with it.
+  bool only_if_fits = false;
 };
 
 // A step of the cost order produces its candidates for a job, cheapest first.
@@ -47,6 +51,10 @@ bool has_offload(const Job& job, const std::string& what) {
 
 bool is_sharded(const Job& job) {
   return job.parallelism && *job.parallelism != "ddp";
+}
+
+uint64_t model_parallel_degree(const Job& job) {
+  return job.tp.value_or(1) * job.pp.value_or(1);
 }
 
 std::string precision_mixed(bool bf16) { return bf16 ? "bf16_mixed" : "fp16_mixed"; }
@@ -290,7 +298,8 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
   return out;
 }
 
-std::vector<Candidate> sharding_candidates(const Job& job, uint64_t num_gpus) {
+// ZeRO-2 and FSDP: a setting, the model code unchanged.
+std::vector<Candidate> data_sharding_candidates(const Job& job, uint64_t num_gpus) {
   std::vector<Candidate> out;
   if (num_gpus < 2 || !is_training(job)) return out;
   const std::string current = job.parallelism.value_or("ddp");
@@ -327,9 +336,188 @@ std::vector<Candidate> sharding_candidates(const Job& job, uint64_t num_gpus) {
   return out;
 }
 
+// Tensor and pipeline parallel degrees worth trying on n GPUs for this model: TP up to 8 (one
+// NVLink server, Narayanan et al. 2021, takeaway #1) dividing the query and key/value heads (Megatron
+// asserts both), PP up to the number of layers; tp x pp divides n, the rest is data parallel.
+// Ordered by how much they cost: fewer model-parallel GPUs first; between equal products, TP first
+// on an NVLink-class interconnect and PP first without one (TP all-reduces inside every layer, PP
+// only sends activations between neighbouring stages).
+std::vector<std::pair<uint64_t, uint64_t>> model_parallel_layouts(const ModelSpec& model, uint64_t n,
+                                                                  bool fast_interconnect,
+                                                                  uint64_t min_tp, uint64_t min_pp) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  const uint64_t heads = model.num_attention_heads, kv = model.num_kv_heads ? model.num_kv_heads : heads;
+  for (uint64_t tp = 1; tp <= std::min<uint64_t>(n, 8); tp *= 2) {
+    if (tp < min_tp || n % tp != 0) continue;
+    if (tp > 1 && (heads == 0 || heads % tp != 0 || kv % tp != 0)) continue;
+    for (uint64_t pp = 1; tp * pp <= n; pp *= 2) {
+      if (pp < min_pp || (n / tp) % pp != 0 || tp * pp == 1) continue;
+      if (tp == min_tp && pp == min_pp) continue;   // the layout the job already has
+      if (pp > 1 && pp > model.num_layers) continue;
+      out.emplace_back(tp, pp);
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [&](const auto& a, const auto& b) {
+    const bool slow_a = !fast_interconnect && a.first > 1, slow_b = !fast_interconnect && b.first > 1;
+    if (slow_a != slow_b) return slow_b;
+    if (a.first * a.second != b.first * b.second) return a.first * a.second < b.first * b.second;
+    return fast_interconnect ? a.first > b.first : a.second > b.second;
+  });
+  return out;
+}
+
+// What TP costs on this GPU, from the catalog's interconnect note.
+std::string tensor_parallel_cost(const FitOptions& o, uint64_t tp) {
+  std::string where = o.gpu_interconnect.empty() ? "interconnect unknown (--memory)" : o.gpu_interconnect;
+  return fmt::format("communication inside every layer (all-gather/reduce-scatter of activations, "
+                     "forward and backward; Shoeybi et al. 2019, Korthikanti et al. 2022): needs an "
+                     "NVLink-class interconnect between the {} GPUs{}; {}", tp,
+                     o.gpu_nvlink ? "" : ": NOT this one, expect a large slowdown", where);
+}
+
+// Pipeline bubble of GPipe / 1F1B: (pp - 1) / (m + pp - 1) of each step idle with m micro-batches
+// per step (Huang et al. 2019, GPipe; Narayanan et al. 2021, Megatron-LM, section 2.2).
+double pipeline_bubble(uint64_t pp, uint64_t micro_batches) {
+  return static_cast<double>(pp - 1) / static_cast<double>(micro_batches + pp - 1);
+}
+
+// TP/PP (with FSDP over what is left) for full training, as torchtitan runs it (TP with sequence
+// parallelism, the 1F1B schedule); the estimator models exactly that. The global batch is kept:
+// fewer data-parallel replicas take more accumulation steps (micro-batches).
+std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec& model,
+                                                 const FitOptions& options) {
+  std::vector<Candidate> out;
+  const uint64_t n = options.num_gpus;
+  if (n < 2) return out;
+  const bool training = is_training(job);
+  const std::string task = job.task.value_or("train_full");
+  // torchtitan and Megatron-LM train full models; LoRA/QLoRA and quantized bases stay on FSDP.
+  if (training && ((task != "train_full" && task != "train_freeze") || job.weight_quantization)) return out;
+  // The offload recipes (DeepSpeed ZeRO) are not combined with a TP/PP layout.
+  if (!job.offload.empty()) return out;
+  const uint64_t cur_tp = job.tp.value_or(1), cur_pp = job.pp.value_or(1), cur_cp = job.cp.value_or(1);
+  for (auto [tp, pp] : model_parallel_layouts(model, n, options.gpu_nvlink, cur_tp, cur_pp)) {
+    if (n % (tp * pp * cur_cp) != 0) continue;
+    const uint64_t dp = n / (tp * pp * cur_cp);
+    Candidate c;
+    c.only_if_fits = true;
+    c.change.id = tp > 1 && pp > 1 ? "tensor_pipeline_parallel" : tp > 1 ? "tensor_parallel" : "pipeline_parallel";
+    c.change.step = 7;
+    std::vector<std::string> costs;
+    if (!training) {
+      // Inference: vLLM's or transformers' own split; no accumulation to keep.
+      c.change.title = tp > 1 && pp > 1
+          ? fmt::format("tensor parallel {} x pipeline parallel {} across the {} GPUs", tp, pp, n)
+          : tp > 1 ? fmt::format("tensor parallel across {} GPUs (every layer split)", tp)
+                   : fmt::format("pipeline parallel across {} GPUs (layers split into {} stages)", pp, pp);
+      if (tp > 1) costs.push_back(tensor_parallel_cost(options, tp));
+      if (pp > 1) costs.push_back("stages run one after another for a single request: latency as one GPU, "
+                                  "throughput only with several requests in flight");
+      c.change.settings = {{"vllm serve", "--tensor-parallel-size", std::to_string(tp)},
+                           {"vllm serve", "--pipeline-parallel-size", std::to_string(pp)}};
+      if (pp == 1) {
+        c.change.settings.push_back({"from_pretrained", "tp_plan", "\"auto\""});
+        c.change.settings.push_back({"torchrun", "--nproc-per-node", std::to_string(tp)});
+      } else if (tp == 1) {
+        c.change.settings.push_back({"from_pretrained", "device_map", "\"auto\""});
+      }
+      c.change.cost = fmt::format("{}", fmt::join(costs, "; "));
+      c.apply = [tp, pp, n](Job& j) {
+        j.tp = tp;
+        j.pp = pp;
+        j.num_gpus = n;
+      };
+      out.push_back(std::move(c));
+      continue;
+    }
+    const uint64_t micro = job.micro_batch_size.value_or(1);
+    const uint64_t accum = job.grad_accum_steps.value_or(1);
+    const uint64_t dp_before = std::max<uint64_t>(1, job.num_gpus.value_or(1) / (cur_tp * cur_pp * cur_cp));
+    const uint64_t samples = micro * accum * dp_before;     // global batch per optimizer step
+    if (samples % (micro * dp) != 0) continue;              // cannot keep the global batch exactly
+    const uint64_t micro_batches = samples / (micro * dp);  // per replica and step
+    std::string layout;
+    if (tp > 1) layout += fmt::format("tensor parallel {} (with sequence parallelism)", tp);
+    if (pp > 1) layout += fmt::format("{}pipeline parallel {} (1F1B)", layout.empty() ? "" : " x ", pp);
+    c.change.title = fmt::format("{}{} across the {} GPUs{}", layout,
+                                 dp > 1 ? fmt::format(", FSDP over the {} data-parallel groups", dp) : "",
+                                 n, micro_batches != accum
+                                     ? fmt::format("; accumulation {} -> {} keeps the global batch {}",
+                                                   accum, micro_batches, samples)
+                                     : "");
+    if (tp > 1) costs.push_back(tensor_parallel_cost(options, tp));
+    if (pp > 1) {
+      costs.push_back(fmt::format(
+          "pipeline bubble: about {:.0f}% of each step idle, (pp-1)/(m+pp-1) with m = {} micro-batches "
+          "(GPipe, Huang et al. 2019; 1F1B, Narayanan et al. 2021); more micro-batches shrink it",
+          100 * pipeline_bubble(pp, micro_batches), micro_batches));
+    }
+    costs.push_back("changes the training program: torchtitan or Megatron-LM instead of the Trainer");
+    // Earlier changes with no flag in either program: the training script must carry them.
+    const std::string opt = job.optimizer.value_or("adamw");
+    if (opt == "adamw_8bit" || opt == "paged_adamw_8bit") {
+      costs.push_back("8-bit AdamW has no torchtitan or Megatron-LM flag: build it in the training "
+                      "script (torchao.optim.AdamW8bit)");
+    }
+    if (job.loss_impl.value_or("standard") == "fused_linear") {
+      costs.push_back("the fused linear cross-entropy has no torchtitan or Megatron-LM flag: use "
+                      "liger_kernel's LigerFusedLinearCrossEntropyLoss in the training script");
+    }
+    c.change.cost = fmt::format("{}", fmt::join(costs, "; "));
+    const std::string shard = dp > 1 ? "-1" : "1";
+    c.change.settings = {{"torchtitan", "--parallelism.data_parallel_shard_degree", shard},
+                         {"torchtitan", "--parallelism.tensor_parallel_degree", std::to_string(tp)},
+                         {"torchtitan", "--parallelism.pipeline_parallel_degree", std::to_string(pp)}};
+    // torchtitan runs the local batch as one forward without PP (accumulating up to the global
+    // batch), and splits it into micro-batches of pipeline_parallel_microbatch_size with PP.
+    if (pp > 1) {
+      c.change.settings.push_back({"torchtitan", "--parallelism.pipeline_parallel_schedule", "1F1B"});
+      c.change.settings.push_back({"torchtitan", "--parallelism.pipeline_parallel_microbatch_size", std::to_string(micro)});
+    }
+    c.change.settings.push_back({"torchtitan", "--training.local_batch_size",
+                                 std::to_string(pp > 1 ? micro * micro_batches : micro)});
+    c.change.settings.push_back({"torchtitan", "--training.global_batch_size", std::to_string(samples)});
+    const std::string checkpointing = job.gradient_checkpointing.value_or("none");
+    c.change.settings.push_back({"torchtitan", "--activation_checkpoint.mode", checkpointing});
+    // Megatron-LM: the same split; its distributed optimizer shards only the optimizer state over
+    // the data-parallel groups (ZeRO-1), so with dp > 1 it holds more than this prediction.
+    c.change.settings.push_back({"Megatron-LM", "--tensor-model-parallel-size", std::to_string(tp)});
+    if (tp > 1) c.change.settings.push_back({"Megatron-LM", "--sequence-parallel", ""});
+    c.change.settings.push_back({"Megatron-LM", "--pipeline-model-parallel-size", std::to_string(pp)});
+    c.change.settings.push_back({"Megatron-LM", "--micro-batch-size", std::to_string(micro)});
+    c.change.settings.push_back({"Megatron-LM", "--global-batch-size", std::to_string(samples)});
+    const std::string precision = job.precision.value_or("bf16_mixed");
+    if (precision.rfind("bf16", 0) == 0) c.change.settings.push_back({"Megatron-LM", "--bf16", ""});
+    if (precision.rfind("fp16", 0) == 0) c.change.settings.push_back({"Megatron-LM", "--fp16", ""});
+    if (checkpointing == "full") {
+      c.change.settings.push_back({"Megatron-LM", "--recompute-granularity", "full"});
+      c.change.settings.push_back({"Megatron-LM", "--recompute-method", "uniform"});
+      c.change.settings.push_back({"Megatron-LM", "--recompute-num-layers", "1"});
+    } else if (checkpointing == "selective") {
+      c.change.settings.push_back({"Megatron-LM", "--recompute-granularity", "selective"});
+    }
+    // The accumulation is recomputed from the job it applies to, so that the global batch stays
+    // whatever earlier steps (micro-batch) left it at when the search rebuilds combinations.
+    c.apply = [tp, pp, n, dp](Job& j) {
+      const uint64_t mb = j.micro_batch_size.value_or(1);
+      const uint64_t replicas = std::max<uint64_t>(
+          1, j.num_gpus.value_or(1) / (j.tp.value_or(1) * j.pp.value_or(1) * j.cp.value_or(1)));
+      const uint64_t global = mb * j.grad_accum_steps.value_or(1) * replicas;
+      j.grad_accum_steps = std::max<uint64_t>(1, global / (mb * dp));
+      j.tp = tp;
+      j.pp = pp;
+      j.num_gpus = n;
+      j.parallelism = "fsdp_full_shard";
+    };
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 std::vector<Candidate> offload_candidates(const Job& job) {
   std::vector<Candidate> out;
-  if (!is_training(job)) return out;
+  // The offload recipes are DeepSpeed ZeRO's; they are not combined with a TP/PP layout.
+  if (!is_training(job) || model_parallel_degree(job) > 1) return out;
   const std::string par = job.parallelism.value_or("ddp");
   if (!has_offload(job, "optimizer")) {
     Candidate c;
@@ -457,7 +645,13 @@ struct Search {
            for (auto& c : all) if (c.change.id == "qlora") q.push_back(std::move(c));
            return q;
          }},
-        {"sharding", [n](const Job& j) { return sharding_candidates(j, n); }},
+        {"sharding", [this, n](const Job& j) {
+           // ZeRO/FSDP first (a setting), then TP/PP layouts (a different training program).
+           auto out = data_sharding_candidates(j, n);
+           auto mp = model_parallel_candidates(j, model, options);
+           out.insert(out.end(), std::make_move_iterator(mp.begin()), std::make_move_iterator(mp.end()));
+           return out;
+         }},
         {"offload", offload_candidates},
     };
   }
@@ -491,6 +685,7 @@ struct Search {
       auto p = predict(est, model, j);
       if (!p) continue;
       if (p->device_used_bytes <= limit) return Pick{c, *p, true};
+      if (c.only_if_fits) continue;
       if (p->device_used_bytes < base_used &&
           (!best || p->device_used_bytes < best->predicted.device_used_bytes)) {
         best = Pick{c, *p, false};
@@ -576,6 +771,15 @@ struct Search {
       Job before = j;
       a.candidate.apply(j);
       FitChange change = a.candidate.change;
+      if (a.candidate.only_if_fits) {
+        // A TP/PP layout's title, costs and flags describe the job it was picked for; the
+        // pruning may have dropped earlier changes since: describe it for the final job.
+        for (auto& fresh : model_parallel_candidates(before, model, options)) {
+          Job k = before;
+          fresh.apply(k);
+          if (k.tp == j.tp && k.pp == j.pp) change = fresh.change;
+        }
+      }
       change.predicted = predict(est, model, j);
       if (change.id.rfind("offload", 0) == 0) {
         change.host_ram_bytes = static_cast<uint64_t>(
@@ -866,14 +1070,20 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   }
 
   if (!report.fits_target) {
-    for (uint64_t limit : {report.target_bytes, report.usable_bytes}) {
-      auto applied = search.run(limit);
-      if (!applied) continue;
-      FitPlan plan = search.to_plan(*applied);
-      plan.fits_budget = plan.predicted.device_used_bytes <= report.usable_bytes;
-      plan.fits_target = plan.predicted.device_used_bytes <= report.target_bytes;
-      report.plan = plan;
-      break;
+    // The search is greedy: once LoRA/QLoRA is in, the TP/PP layouts (full training only) are out
+    // of reach. When the method change leads nowhere, search again keeping the method.
+    const std::vector<std::vector<std::string>> skips = {{}, {"lora", "qlora"}};
+    for (const auto& skip : skips) {
+      for (uint64_t limit : {report.target_bytes, report.usable_bytes}) {
+        auto applied = search.run(limit, skip);
+        if (!applied) continue;
+        FitPlan plan = search.to_plan(*applied);
+        plan.fits_budget = plan.predicted.device_used_bytes <= report.usable_bytes;
+        plan.fits_target = plan.predicted.device_used_bytes <= report.target_bytes;
+        report.plan = plan;
+        break;
+      }
+      if (report.plan) break;
     }
     if (!report.plan) {
       // Step 9: nothing on this hardware fits; the job as given on more or bigger hardware.
@@ -946,6 +1156,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
         a.predicted = kept.predicted;
         a.fits_target = kept.predicted.device_used_bytes <= report.target_bytes;
         a.description = "without changing the training method: " + a.change.title;
+        a.job = kept.job;
         report.alternatives.push_back(std::move(a));
         break;
       }

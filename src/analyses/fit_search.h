@@ -40,6 +40,8 @@ struct FitOptions {
   uint64_t total_bytes = 0;        // per GPU, as nvidia-smi reports it
   bool gpu_has_bf16 = true;        // decides bf16 vs fp16 mixed precision
   std::string gpu_vendor;          // nvidia, amd, apple; "" with --memory (other GPUs: nvidia, amd)
+  bool gpu_nvlink = false;         // the catalog's NVLink flag: decides TP before or after PP
+  std::string gpu_interconnect;    // the catalog's interconnect note, quoted in TP's cost
   uint64_t num_gpus = 1;
   double budget = 0.92;            // fits: device_used <= budget x total
   double target = kDefaultFitTarget;
@@ -93,6 +95,7 @@ struct FitAlternative {
   std::optional<uint64_t> gpu_total_bytes;  // per GPU, for hardware alternatives
   std::optional<uint64_t> num_gpus;
   std::optional<double> price_per_hour;   // count x price per GPU-hour, with --prices
+  std::optional<Job> job;                 // the changed job, for a combination (same_method)
 };
 
 struct FitReport {

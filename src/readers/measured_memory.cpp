@@ -227,9 +227,17 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
       if (has(g, "offload")) job.offload.push_back("activations");
     }
     // Framework defaults for checkpointing when the record leaves it open: LLaMA-Factory turns
-    // gradient checkpointing on unless disabled; Unsloth uses its offloaded variant.
+    // gradient checkpointing on unless disabled; Unsloth uses its offloaded variant; QLoRA on
+    // Hugging Face transformers goes through PEFT's prepare_model_for_kbit_training, whose
+    // use_gradient_checkpointing defaults to True (peft/utils/other.py), as the QLoRA recipe
+    // (artidoro/qlora, --gradient_checkpointing default True) does.
     if (!job.gradient_checkpointing) {
       if (has(out.framework, "llama-factory")) job.gradient_checkpointing = "full";
+      if (job.task == "train_qlora" && (has(out.framework, "transformers") || has(out.framework, "peft")) &&
+          !has(out.framework, "unsloth")) {
+        job.gradient_checkpointing = "full";
+        note("gradient_checkpointing null -> full (PEFT prepare_model_for_kbit_training default)");
+      }
       if (has(out.framework, "unsloth")) {
         job.gradient_checkpointing = "full";
         job.offload.push_back("activations");

@@ -31,6 +31,13 @@ std::vector<std::string> settings_lines(const std::vector<FitSetting>& settings)
     const auto& items = by_target[target];
     if (target == "environment") {
       lines.push_back("export " + fmt::format("{}", fmt::join(items, " ")));
+    } else if (!items.empty() && items.front().rfind("--", 0) == 0) {
+      // Command-line flags (torchtitan, Megatron-LM, vllm serve): "target: --flag value ...".
+      std::vector<std::string> flags;
+      for (const auto& s : settings) {
+        if (s.target == target) flags.push_back(s.value.empty() ? s.name : s.name + " " + s.value);
+      }
+      lines.push_back(fmt::format("{}: {}", target, fmt::join(flags, " ")));
     } else if (target == "peft") {
       for (const auto& i : items) lines.push_back("peft." + i);
     } else {

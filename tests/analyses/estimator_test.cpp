@@ -92,6 +92,93 @@ TEST(Estimator, ZeroThreeShardsEveryModelState) {
   EXPECT_TRUE(component(*e, "nccl").has_value());
 }
 
+// Llama-2-7B: 6,738,415,616 parameters, of which the embedding and the untied output head are
+// 32000 x 4096 = 131,072,000 each; 6,476,271,616 in the 32 blocks.
+TEST(Estimator, PipelineStageHoldsItsBlocksPlusTheEmbedding) {
+  Job job;
+  job.task = "inference";
+  job.precision = "bf16";
+  job.batch_size = 1;
+  job.prompt_len = 128;
+  job.max_new_tokens = 0;
+  job.num_gpus = 4;
+  job.pp = 4;
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e) << e.error().message;
+  // 6,476,271,616 / 4 + 131,072,000 = 1,750,139,904 parameters on the most loaded stage, 2 B each.
+  EXPECT_EQ(*component(*e, "weights"), 1750139904ull * 2);
+  // The KV cache: 8 of the 32 layers.
+  EXPECT_EQ(*component(*e, "kv_cache"), 2ull * 32 * 128 * 2 * 8 * 128);
+  // Tensor parallel 2 on top halves the stage.
+  job.num_gpus = 8;
+  job.tp = 2;
+  e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(*component(*e, "weights"), 1750139904ull);
+}
+
+// 1F1B: the first stage keeps min(pp, m) micro-batches of its L/pp blocks (m = accumulation
+// steps), the last stage one micro-batch plus the output head and the loss; the larger is the peak.
+TEST(Estimator, PipelineKeepsMicroBatchesInFlightOnTheFirstStage) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16";
+  job.optimizer = "adamw";
+  job.micro_batch_size = 4;
+  job.seq_len = 2048;
+  job.gradient_checkpointing = "none";
+  job.attention_impl = "sdpa";
+  job.loss_impl = "standard";
+  job.grad_accum_steps = 4;
+  auto one_gpu = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(one_gpu) << one_gpu.error().message;
+  job.num_gpus = 4;
+  job.pp = 4;
+  auto four_in_flight = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(four_in_flight) << four_in_flight.error().message;
+  job.grad_accum_steps = 1;
+  auto one_in_flight = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(one_in_flight) << one_in_flight.error().message;
+
+  // Output head input per token: the final RMSNorm's fp32 input, its bf16 output and rsqrt
+  // ((4 + 2) x 4096 + 4) and the head's saved input (2 x 4096): 32,772 B x 8192 tokens.
+  const double head = 32772.0 * 8192;
+  // Logits and loss: 12 B x 32000 x 8192 tokens.
+  const uint64_t logits = 12ull * 32000 * 8192;
+  const double stack = static_cast<double>(*component(*one_gpu, "activations")) - head;
+  EXPECT_EQ(*component(*one_gpu, "logits"), logits);
+  // m = 4 >= pp: 4 micro-batches of 8 blocks, the whole model's stack, on the first stage, which
+  // holds no output head.
+  EXPECT_NEAR(static_cast<double>(*component(*four_in_flight, "activations")), stack, 2);
+  EXPECT_FALSE(component(*four_in_flight, "logits").has_value());
+  // m = 1: one micro-batch of 8 blocks; the last stage (plus head and loss) is now the larger.
+  EXPECT_NEAR(static_cast<double>(*component(*one_in_flight, "activations")), stack / 4 + head, 2);
+  EXPECT_EQ(*component(*one_in_flight, "logits"), logits);
+}
+
+// FSDP gathers whole blocks: a pipeline stage holds whole blocks, so the gather buffer does not
+// shrink with pp (it does with tp, which splits every block).
+TEST(Estimator, GatheredBlockIsSplitByTensorNotPipelineParallel) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16_mixed";
+  job.micro_batch_size = 1;
+  job.seq_len = 256;
+  job.num_gpus = 8;
+  job.parallelism = "fsdp_full_shard";
+  auto flat = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(flat) << flat.error().message;
+  job.pp = 2;
+  auto piped = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(piped) << piped.error().message;
+  job.pp = 1;
+  job.tp = 2;
+  auto split = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(split) << split.error().message;
+  EXPECT_EQ(*component(*piped, "gathered_params"), *component(*flat, "gathered_params"));
+  EXPECT_EQ(*component(*split, "gathered_params"), *component(*flat, "gathered_params") / 2);
+}
+
 TEST(Estimator, FullFineTuneFp32PeaksAtTheOptimizerStep) {
   Job job;
   job.task = "train_full";

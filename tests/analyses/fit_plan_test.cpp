@@ -20,6 +20,7 @@ struct PlanCase {
   std::string gpu;
   uint64_t gpus;
   Job job;
+  std::string model_parallel_change = "";   // the TP/PP change the plan must end with, if any
 };
 
 Job training(std::string task, uint64_t micro_batch, uint64_t seq_len) {
@@ -35,6 +36,20 @@ Job training(std::string task, uint64_t micro_batch, uint64_t seq_len) {
   return job;
 }
 
+Job inference(uint64_t batch, uint64_t prompt, uint64_t new_tokens) {
+  Job job;
+  job.task = "inference";
+  job.precision = "bf16";
+  job.batch_size = batch;
+  job.prompt_len = prompt;
+  job.max_new_tokens = new_tokens;
+  return job;
+}
+
+bool is_model_parallel(const FitChange& c) {
+  return c.id == "tensor_parallel" || c.id == "pipeline_parallel" || c.id == "tensor_pipeline_parallel";
+}
+
 std::vector<PlanCase> cases() {
   std::vector<PlanCase> out = {
       {"llama2_7b_full_on_4090", "meta-llama/Llama-2-7b-hf", "4090", 1, training("train_full", 8, 2048)},
@@ -45,7 +60,23 @@ std::vector<PlanCase> cases() {
       {"tinyllama_full_on_t4", "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T", "t4", 1, training("train_full", 16, 2048)},
       {"gpt2_xl_full_fp32_on_3060", "gpt2-xl", "3060", 1, training("train_full", 8, 1024)},
       {"llama31_70b_lora_on_8_h100", "meta-llama/Llama-3.1-70B", "h100", 8, training("train_lora", 4, 8192)},
+      // Long context on GPUs without NVLink: LoRA/QLoRA leave one block's recompute too large, so
+      // the method is kept and tensor (x pipeline) parallel splits the activations.
+      {"llama31_8b_full_32k_on_8_4090", "meta-llama/Llama-3.1-8B", "4090", 8, training("train_full", 1, 32768),
+       "tensor_parallel"},
+      // Inference on several GPUs: the model is split (TP over NVLink, PP over PCIe).
+      {"llama31_70b_inference_on_4_a100_80", "meta-llama/Llama-3.1-70B", "a100-80", 4, inference(8, 4096, 512),
+       "tensor_parallel"},
+      {"llama31_70b_inference_on_4_l40s", "meta-llama/Llama-3.1-70B", "l40s", 4, inference(1, 2048, 256),
+       "tensor_pipeline_parallel"},
+      {"llama31_8b_full_128k_on_8_a100_80", "meta-llama/Llama-3.1-8B", "a100-80", 8, training("train_full", 1, 131072),
+       "tensor_parallel"},
+      {"llama31_8b_full_64k_on_4_l40s", "meta-llama/Llama-3.1-8B", "l40s", 4, training("train_full", 1, 65536),
+       "tensor_pipeline_parallel"},
   };
+  out[8].job.attention_impl = "flash";
+  out[11].job.attention_impl = "flash";
+  out[12].job.attention_impl = "flash";
   out[6].job.precision = "fp32";
   out[6].job.attention_impl = "eager";
   return out;
@@ -66,6 +97,9 @@ TEST_P(FitPlanProperty, PlanFitsAndNoCheaperStepAloneWould) {
   options.total_bytes = gpu->total_bytes;
   options.gpu_has_bf16 = gpu->bf16;
   options.num_gpus = c.gpus;
+  options.gpu_nvlink = gpu->nvlink;
+  options.gpu_interconnect = gpu->interconnect;
+  options.gpu_vendor = gpu->vendor;
   auto report = fit_job(*model, job, options);
   ASSERT_TRUE(report.ok()) << report.error().message;
   ASSERT_FALSE(report->fits_target) << "the case should need a plan";
@@ -102,6 +136,66 @@ TEST_P(FitPlanProperty, PlanFitsAndNoCheaperStepAloneWould) {
     EXPECT_GT(alternative.predicted.device_used_bytes, goal)
         << alternative.description << " alone would have fit, cheaper than " << plan.changes.back().id;
   }
+  if (!c.model_parallel_change.empty()) EXPECT_EQ(plan.changes.back().id, c.model_parallel_change);
+  // A TP/PP layout is the sharding step's dearest kind of option: ZeRO-2 or FSDP over all the GPUs
+  // instead, with everything else in the plan, would not have reached the goal.
+  if (is_model_parallel(plan.changes.back()) && report->job.task != "inference") {
+    for (const char* sharding : {"zero2", "fsdp_full_shard"}) {
+      Job instead = plan.job;
+      instead.tp = 1;
+      instead.pp = 1;
+      instead.grad_accum_steps = report->job.grad_accum_steps;
+      instead.num_gpus = c.gpus;
+      instead.parallelism = sharding;
+      auto e = estimate_memory(*model, instead);
+      ASSERT_TRUE(e.ok()) << e.error().message;
+      EXPECT_GT(e->device_used_bytes, goal) << sharding << " would have fit instead of TP/PP";
+    }
+  }
+}
+
+// The same property for the "without changing the training method" alternative, whose sharding
+// step is where TP/PP layouts enter a full fine-tuning plan: its prediction is the estimator's
+// for its job, under the goal, and FSDP in place of its TP/PP layout would not have been enough.
+TEST(FitPlan, SameMethodAlternativeWithTensorParallel) {
+  // Llama-3.1-70B full fine-tuning at 8k tokens on 16 x H100: the plan is QLoRA; keeping full
+  // fine-tuning takes tensor parallel with FSDP over the rest.
+  auto model = resolve_model("meta-llama/Llama-3.1-70B");
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  auto gpu = find_gpu("h100");
+  ASSERT_TRUE(gpu.ok());
+  Job job = training("train_full", 1, 8192);
+  job.model = "meta-llama/Llama-3.1-70B";
+  job.attention_impl = "flash";
+  FitOptions options;
+  options.gpu_name = gpu->name;
+  options.total_bytes = gpu->total_bytes;
+  options.gpu_has_bf16 = gpu->bf16;
+  options.num_gpus = 16;
+  options.gpu_nvlink = gpu->nvlink;
+  options.gpu_interconnect = gpu->interconnect;
+  auto report = fit_job(*model, job, options);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  ASSERT_TRUE(report->plan.has_value());
+  EXPECT_EQ(report->plan->changes.back().id, "qlora");
+  auto same = std::find_if(report->alternatives.begin(), report->alternatives.end(),
+                           [](const FitAlternative& a) { return a.change.id == "same_method"; });
+  ASSERT_NE(same, report->alternatives.end());
+  ASSERT_TRUE(same->job.has_value());
+  auto check = estimate_memory(*model, *same->job);
+  ASSERT_TRUE(check.ok());
+  EXPECT_EQ(check->device_used_bytes, same->predicted.device_used_bytes);
+  const uint64_t goal = same->fits_target ? report->target_bytes : report->usable_bytes;
+  EXPECT_LE(same->predicted.device_used_bytes, goal);
+  EXPECT_GT(same->job->tp.value_or(1) * same->job->pp.value_or(1), 1u) << same->change.title;
+  Job instead = *same->job;
+  instead.tp = 1;
+  instead.pp = 1;
+  instead.grad_accum_steps = 2;
+  instead.parallelism = "fsdp_full_shard";
+  auto fsdp = estimate_memory(*model, instead);
+  ASSERT_TRUE(fsdp.ok());
+  EXPECT_GT(fsdp->device_used_bytes, goal);
 }
 
 INSTANTIATE_TEST_SUITE_P(Jobs, FitPlanProperty, ::testing::ValuesIn(cases()),

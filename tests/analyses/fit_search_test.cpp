@@ -3,6 +3,8 @@
 //   8-bit 7) or LoRA state 1 + activations (micro-batch x seq/1024 x 4, or x 1 with checkpointing)
 //   + logits (micro-batch x seq/1024, 0 with a fused loss); ZeRO-2 divides gradients and optimizer
 //   by the GPU count, full sharding divides weights too; offload moves optimizer / weights away.
+//   Tensor x pipeline parallel (tp x pp GPUs) divide weights and state, and sharding then divides
+//   by the data-parallel rest; tensor parallel also divides activations.
 // Tests against the real estimator are in fit_plan_test.cpp.
 #include "analyses/fit_search.h"
 
@@ -26,7 +28,9 @@ int calls = 0;
 Result<Estimate> toy_estimator(const ModelSpec&, const Job& job) {
   ++calls;
   const std::string task = job.task.value_or("train_full");
-  const double n = static_cast<double>(job.num_gpus.value_or(1));
+  const double tp = static_cast<double>(job.tp.value_or(1));
+  const double model_parallel = tp * static_cast<double>(job.pp.value_or(1));
+  const double n = static_cast<double>(job.num_gpus.value_or(1)) / model_parallel;  // data parallel
   const std::string par = job.parallelism.value_or("ddp");
   auto offloaded = [&](const char* what) {
     return std::find(job.offload.begin(), job.offload.end(), what) != job.offload.end();
@@ -42,9 +46,11 @@ Result<Estimate> toy_estimator(const ModelSpec&, const Job& job) {
   }
   if (par == "fsdp_full_shard" || par == "zero3") weights /= n;
   if (offloaded("params")) weights = 0;
+  weights /= model_parallel;
+  state /= model_parallel;
   const double tokens = static_cast<double>(job.micro_batch_size.value_or(1)) *
                         static_cast<double>(job.seq_len.value_or(1024)) / 1024.0;
-  const double activations = tokens * (job.gradient_checkpointing.value_or("none") == "full" ? 1 : 4);
+  const double activations = tokens * (job.gradient_checkpointing.value_or("none") == "full" ? 1 : 4) / tp;
   const double logits = job.loss_impl.value_or("standard") == "fused_linear" ? 0 : tokens;
   const double total = 2 + weights + state + activations + logits;
   Estimate e;
@@ -158,6 +164,133 @@ TEST(FitSearch, ShardingAcrossTheGpusTheUserHas) {
   ASSERT_TRUE(four.ok());
   ASSERT_TRUE(four->plan.has_value());
   EXPECT_THAT(ids(*four->plan), ElementsAre("gradient_checkpointing", "lora"));
+}
+
+// A model with 8 heads and 8 layers: TP 2/4/8 and PP up to 8 are possible layouts.
+ModelSpec toy_transformer() {
+  ModelSpec model;
+  model.id = "toy";
+  model.num_attention_heads = 8;
+  model.num_kv_heads = 8;
+  model.num_layers = 8;
+  return model;
+}
+
+TEST(FitSearch, TensorParallelKeepsTheMethodWhenShardingAloneIsNotEnough) {
+  // Long sequences: 16 GiB of checkpointed activations. One GPU: 2 + 14 + 21 + 16 = 53 GiB.
+  Job job = full_job();
+  job.optimizer = "adamw_8bit";
+  job.micro_batch_size = 1;
+  job.grad_accum_steps = 4;
+  job.seq_len = 16384;
+  job.gradient_checkpointing = "full";
+  FitOptions options = card(24, 4);   // target 19.2 GiB
+  options.gpu_nvlink = true;
+  options.gpu_interconnect = "NVLink 4.0, 900 GB/s per GPU";
+  auto r = fit_job(toy_transformer(), job, options, toy_estimator);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r->plan.has_value());
+  // The plan switches to LoRA/QLoRA (cheaper in the cost order); the same-method alternative is
+  // the sharding step's cheapest option under the target: ZeRO-2 gives 2 + 14 + 5.25 + 16 = 37.25
+  // and FSDP 2 + 3.5 + 5.25 + 16 = 26.75, TP 2 x FSDP 2: 2 + 3.5 + 5.25 + 8 = 18.75 GiB.
+  auto same = std::find_if(r->alternatives.begin(), r->alternatives.end(),
+                           [](const FitAlternative& a) { return a.change.id == "same_method"; });
+  ASSERT_NE(same, r->alternatives.end());
+  EXPECT_EQ(same->predicted.device_used_bytes, static_cast<uint64_t>(18.75 * kGiB));
+  EXPECT_TRUE(same->fits_target);
+  EXPECT_EQ(same->change.title,
+            "tensor parallel 2 (with sequence parallelism), FSDP over the 2 data-parallel groups "
+            "across the 4 GPUs; accumulation 4 -> 8 keeps the global batch 16");
+  ASSERT_TRUE(same->job.has_value());
+  EXPECT_EQ(same->job->tp, 2u);
+  EXPECT_EQ(same->job->pp, 1u);
+  EXPECT_EQ(same->job->num_gpus, 4u);
+  EXPECT_EQ(same->job->parallelism, "fsdp_full_shard");
+  EXPECT_EQ(same->job->grad_accum_steps, 8u);
+  EXPECT_THAT(same->change.cost, HasSubstr("needs an NVLink-class interconnect between the 2 GPUs; "
+                                           "NVLink 4.0, 900 GB/s per GPU"));
+  std::vector<std::string> flags;
+  for (const auto& s : same->change.settings) flags.push_back(s.target + " " + s.name + " " + s.value);
+  EXPECT_THAT(flags, ElementsAre("torchtitan --parallelism.data_parallel_shard_degree -1",
+                                 "torchtitan --parallelism.tensor_parallel_degree 2",
+                                 "torchtitan --parallelism.pipeline_parallel_degree 1",
+                                 "torchtitan --training.local_batch_size 1",
+                                 "torchtitan --training.global_batch_size 16",
+                                 "torchtitan --activation_checkpoint.mode full",
+                                 "Megatron-LM --tensor-model-parallel-size 2",
+                                 "Megatron-LM --sequence-parallel ",
+                                 "Megatron-LM --pipeline-model-parallel-size 1",
+                                 "Megatron-LM --micro-batch-size 1",
+                                 "Megatron-LM --global-batch-size 16",
+                                 "Megatron-LM --bf16 ",
+                                 "Megatron-LM --recompute-granularity full",
+                                 "Megatron-LM --recompute-method uniform",
+                                 "Megatron-LM --recompute-num-layers 1"));
+  EXPECT_THAT(same->change.cost, HasSubstr("8-bit AdamW has no torchtitan or Megatron-LM flag: build it "
+                                           "in the training script (torchao.optim.AdamW8bit)"));
+  EXPECT_THAT(same->change.cost, HasSubstr("use liger_kernel's LigerFusedLinearCrossEntropyLoss"));
+
+  // Over PCIe the same layout is still the one that fits (pipeline stages first: PP 2 and PP 4
+  // leave 16 GiB of activations, 26.75 GiB), and its cost says the interconnect is not suited.
+  options.gpu_nvlink = false;
+  options.gpu_interconnect = "PCIe Gen4 only";
+  auto pcie = fit_job(toy_transformer(), job, options, toy_estimator);
+  ASSERT_TRUE(pcie.ok());
+  same = std::find_if(pcie->alternatives.begin(), pcie->alternatives.end(),
+                      [](const FitAlternative& a) { return a.change.id == "same_method"; });
+  ASSERT_NE(same, pcie->alternatives.end());
+  EXPECT_EQ(same->job->tp, 2u);
+  EXPECT_THAT(same->change.cost, HasSubstr("NOT this one, expect a large slowdown; PCIe Gen4 only"));
+}
+
+TEST(FitSearch, ModelParallelLayoutIsTakenOnlyWhenItFits) {
+  // One GPU: 2 + 14 + 42 + 8 = 66 GiB; 2 x 16 GiB (target 12.8). Keeping full fine-tuning, after
+  // checkpointing (39): ZeRO-2 28.5, FSDP 21.5, TP 2 20.5 lowers most but does not fit. Were TP
+  // kept, the offload step (which does not combine with TP) would be out of reach; FSDP is kept
+  // instead and ZeRO-3 offload reaches 2 + 0 + 7 + 2 = 11 GiB.
+  Job job = full_job();
+  job.micro_batch_size = 1;
+  FitOptions options = card(16, 2);
+  options.gpu_nvlink = true;
+  auto r = fit_job(toy_transformer(), job, options, toy_estimator);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto same = std::find_if(r->alternatives.begin(), r->alternatives.end(),
+                           [](const FitAlternative& a) { return a.change.id == "same_method"; });
+  ASSERT_NE(same, r->alternatives.end());
+  EXPECT_EQ(same->predicted.device_used_bytes, 11 * kGiB);
+  EXPECT_EQ(same->change.title, "gradient checkpointing (keep only each layer's input, recompute the "
+                                "rest); offload the optimizer state and parameters to CPU memory "
+                                "(ZeRO-3 Offload)");
+  ASSERT_TRUE(same->job.has_value());
+  EXPECT_EQ(same->job->tp.value_or(1), 1u);
+}
+
+TEST(FitSearch, InferenceSplitsTheModelAcrossTheGpus) {
+  // Inference: 2 + 14 + 1 + 4 + 1 = 22 GiB on 2 x 20 GiB (target 16).
+  Job job;
+  job.model = "toy";
+  job.task = "inference";
+  job.batch_size = 1;
+  FitOptions options = card(20, 2);
+  // Without NVLink, pipeline stages come first: PP 2 gives 2 + 7 + 0.5 + 4 + 1 = 14.5 GiB.
+  auto pcie = fit_job(toy_transformer(), job, options, toy_estimator);
+  ASSERT_TRUE(pcie.ok()) << pcie.error().message;
+  ASSERT_TRUE(pcie->plan.has_value());
+  EXPECT_THAT(ids(*pcie->plan), ElementsAre("pipeline_parallel"));
+  EXPECT_EQ(pcie->plan->predicted.device_used_bytes, static_cast<uint64_t>(14.5 * kGiB));
+  EXPECT_EQ(pcie->plan->job.pp, 2u);
+  EXPECT_EQ(pcie->plan->changes[0].title, "pipeline parallel across 2 GPUs (layers split into 2 stages)");
+  EXPECT_EQ(pcie->plan->changes[0].settings[1].name, "--pipeline-parallel-size");
+  EXPECT_EQ(pcie->plan->changes[0].settings[2].value, "\"auto\"");   // device_map
+  // With NVLink, tensor parallel first: 2 + 7 + 0.5 + 2 + 1 = 12.5 GiB.
+  options.gpu_nvlink = true;
+  auto nvlink = fit_job(toy_transformer(), job, options, toy_estimator);
+  ASSERT_TRUE(nvlink.ok());
+  ASSERT_TRUE(nvlink->plan.has_value());
+  EXPECT_THAT(ids(*nvlink->plan), ElementsAre("tensor_parallel"));
+  EXPECT_EQ(nvlink->plan->predicted.device_used_bytes, static_cast<uint64_t>(12.5 * kGiB));
+  EXPECT_EQ(nvlink->plan->changes[0].settings[0].name, "--tensor-parallel-size");
+  EXPECT_EQ(nvlink->plan->changes[0].settings[2].name, "tp_plan");
 }
 
 TEST(FitSearch, OffloadReportsHostMemoryAndHardwareWhenNothingElseFits) {

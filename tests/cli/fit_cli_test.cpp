@@ -131,5 +131,46 @@ TEST(FitCli, UnknownConfigKeysWarnOnStdoutAndContinue) {
   EXPECT_THAT(r.out, ::testing::HasSubstr("unknown key 'my_custom_flag' ignored"));
 }
 
+// Long-context full fine-tuning on 4 PCIe cards: the plan ends with a tensor x pipeline layout,
+// printed as torchtitan and Megatron-LM command-line flags with the interconnect and bubble costs.
+TEST(FitCli, TensorAndPipelineParallelPlanOnFourGpus) {
+  const std::vector<std::string> args = {"fit", "meta-llama/Llama-3.1-8B", "--task", "train_full",
+                                         "--micro-batch-size", "1", "--grad-accum-steps", "4",
+                                         "--seq-len", "65536", "--attention-impl", "flash",
+                                         "--gpu", "l40s", "--gpus", "4"};
+  auto text = run_cli(args);
+  EXPECT_EQ(text.exit_code, 1) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("4. tensor parallel 2 (with sequence parallelism) x pipeline parallel 2 "
+                                  "(1F1B) across the 4 GPUs; accumulation 4 -> 16 keeps the global batch 16"));
+  EXPECT_THAT(text.out, HasSubstr("needs an NVLink-class interconnect between the 2 GPUs: NOT this one, "
+                                  "expect a large slowdown; PCIe Gen4 only; no NVLink"));
+  EXPECT_THAT(text.out, HasSubstr("pipeline bubble: about 6% of each step idle, (pp-1)/(m+pp-1) with m = "
+                                  "16 micro-batches"));
+  EXPECT_THAT(text.out, HasSubstr(
+      "set:  torchtitan: --parallelism.data_parallel_shard_degree 1 --parallelism.tensor_parallel_degree 2 "
+      "--parallelism.pipeline_parallel_degree 2 --parallelism.pipeline_parallel_schedule 1F1B "
+      "--parallelism.pipeline_parallel_microbatch_size 1 --training.local_batch_size 16 "
+      "--training.global_batch_size 16 --activation_checkpoint.mode full\n"));
+  EXPECT_THAT(text.out, HasSubstr("set:  Megatron-LM: --tensor-model-parallel-size 2 --sequence-parallel "
+                                  "--pipeline-model-parallel-size 2 --micro-batch-size 1 --global-batch-size 16 "
+                                  "--bf16 --recompute-granularity full --recompute-method uniform "
+                                  "--recompute-num-layers 1\n"));
+
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  auto json = run_cli(json_args);
+  ASSERT_EQ(json.exit_code, 1) << json.err;
+  auto doc = nlohmann::json::parse(json.out);
+  const auto& plan = doc["plan"];
+  const auto& last = plan["changes"].back();
+  EXPECT_EQ(last["id"], "tensor_pipeline_parallel");
+  EXPECT_EQ(last["step"], 7);
+  EXPECT_EQ(last["device_used_bytes"], plan["device_used_bytes"]);
+  EXPECT_LE(plan["device_used_bytes"].get<uint64_t>(), doc["target_bytes"].get<uint64_t>());
+  EXPECT_EQ(last["settings"][1], nlohmann::json({{"target", "torchtitan"},
+                                                 {"name", "--parallelism.tensor_parallel_degree"},
+                                                 {"value", "2"}}));
+}
+
 }  // namespace
 }  // namespace oomdoc
