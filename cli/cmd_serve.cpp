@@ -56,6 +56,12 @@ int run_serve(const ServeOptions& o) {
   }
   auto version = parse_vllm_version(o.vllm_version);
   if (!version) return fail("serve: " + version.error().message);
+  // Without --vllm-version, a docker image tag that is a release (v0.8.5, not "latest") says it.
+  if (!version->given && inputs.config.image_tag) {
+    if (auto tagged = parse_vllm_version(*inputs.config.image_tag); tagged && tagged->given) {
+      version = tagged;
+    }
+  }
   inputs.version = version.value();
 
   struct SizeFlag {

@@ -40,6 +40,7 @@ struct ServeConfig {
   std::optional<std::string> speculative_method;   // mtp, eagle, ngram, draft model name, ...
   std::optional<uint64_t> max_position_override;   // --hf-overrides max_position_embeddings
   std::map<std::string, std::string> env;          // VAR=VALUE words before the command
+  std::optional<std::string> image_tag;            // docker image tag (vllm/vllm-openai:v0.8.5)
 
   // Flags read but without an effect on GPU memory (port, served name...), as given.
   std::vector<std::string> ignored;

@@ -495,6 +495,10 @@ Result<ServeConfig> parse_vllm_command_line(const std::vector<std::string>& inpu
       return Error{"not a vLLM command line: a docker command without the vllm/vllm-openai image"};
     }
     config.launcher = "docker " + words[image];
+    const std::string& name = words[image];
+    if (size_t colon = name.rfind(':'); colon != std::string::npos && colon > name.rfind('/')) {
+      config.image_tag = name.substr(colon + 1);
+    }
     status = read_flags(words, image + 1, /*model_positional=*/true, config);
   } else {
     return Error{fmt::format(

@@ -30,6 +30,22 @@ TEST(ServeCli, DoesNotFitExitsOneWithTheErrorAndFixes) {
   EXPECT_NE(r.out.find("gpu_memory_utilization 0.90: the default of vLLM 0.8.5"), std::string::npos);
 }
 
+TEST(ServeCli, ADockerImageTagNamesTheVersion) {
+  auto tagged = run_cli({"serve", "--gpu", "h100", "--", "docker", "run", "--gpus", "all",
+                         "vllm/vllm-openai:v0.8.5", "--model", "Qwen/Qwen2.5-7B-Instruct"});
+  EXPECT_EQ(tagged.exit_code, 0) << tagged.err;
+  EXPECT_NE(tagged.out.find("gpu_memory_utilization 0.90: the default of vLLM v0.8.5"), std::string::npos)
+      << tagged.out;
+  // "latest" is no version: the current defaults, said as an assumption.
+  auto latest = run_cli({"serve", "--gpu", "h100", "--", "docker", "run", "vllm/vllm-openai:latest",
+                         "--model", "Qwen/Qwen2.5-7B-Instruct"});
+  EXPECT_NE(latest.out.find("no --vllm-version: assumed a current vLLM"), std::string::npos) << latest.out;
+  // --vllm-version wins over the tag.
+  auto both = run_cli({"serve", "--gpu", "h100", "--vllm-version", "0.6.4", "--", "docker", "run",
+                       "vllm/vllm-openai:v0.8.5", "--model", "Qwen/Qwen2.5-7B-Instruct"});
+  EXPECT_NE(both.out.find("the default of vLLM 0.6.4"), std::string::npos) << both.out;
+}
+
 TEST(ServeCli, JsonDocument) {
   auto r = run_cli({"serve", "--memory", "24GiB", "--json", "--", "python", "-m", "vllm.entrypoints.openai.api_server",
                     "--model", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192", "--kv-cache-dtype", "fp8"});
