@@ -37,16 +37,21 @@ const std::vector<FixInfo>& fix_catalog() {
        "CUDA_LAUNCH_BLOCKING=1 python train.py; print the shapes going into the failing op", 1, "free"},
       {"library_workspace", "Leave room for cuBLAS/cuDNN workspaces and handles",
        "torch.backends.cudnn.benchmark = False; export CUBLAS_WORKSPACE_CONFIG=:4096:8", 3, "free"},
-      // ---- vLLM and serving engines: flags ----
+      // ---- vLLM and serving engines: flags, in the order `oomdoc serve` tries them ----
       {"vllm_max_model_len", "Serve a shorter context", "--max-model-len N", 4, "longest request shrinks"},
-      {"vllm_gpu_memory_utilization", "Give vLLM a budget that matches the card",
-       "--gpu-memory-utilization U", 4, "free if nothing else needs the card"},
       {"vllm_kv_cache_dtype", "Store the KV cache in fp8 (about twice the tokens)",
        "--kv-cache-dtype fp8  # uncalibrated scales can cost some accuracy", 5, "small accuracy risk"},
+      {"vllm_max_num_batched_tokens", "Prefill in smaller chunks (a smaller profile run)",
+       "--max-num-batched-tokens N", 5, "slower time to first token"},
       {"vllm_max_num_seqs", "Run fewer sequences at once", "--max-num-seqs N", 5, "lower peak throughput"},
       {"vllm_enforce_eager", "Skip CUDA graph capture and its memory", "--enforce-eager", 6, "slower decoding"},
+      // Only when nothing else shares the card: after the flags that cost nothing but speed.
+      {"vllm_gpu_memory_utilization", "Give vLLM a budget that matches the card",
+       "--gpu-memory-utilization U", 6, "free if nothing else needs the card"},
       {"vllm_tensor_parallel", "Split the model over more GPUs",
        "--tensor-parallel-size N  # --pipeline-parallel-size on cards without NVLink", 9, "more GPUs"},
+      {"vllm_quantized_weights", "Smaller weights: fp8 at load time, or a 4-bit checkpoint",
+       "--quantization fp8  # or an AWQ/GPTQ checkpoint", 9, "some accuracy"},
       {"vllm_cpu_offload", "Keep part of the weights in CPU memory", "--cpu-offload-gb N", 10, "much slower"},
       {"sglang_mem_fraction", "Give SGLang's static pool a larger share", "--mem-fraction-static 0.9", 4, "free"},
       // ---- training and inference recipe, cheapest first ----

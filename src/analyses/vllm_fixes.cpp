@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "analyses/fix_catalog.h"
 #include "analyses/vllm_serve.h"
 #include "readers/gpu_catalog.h"
 
@@ -17,8 +18,9 @@ std::optional<ServePrediction> try_predict(const ServeInputs& inputs) {
   return std::move(p.value());
 }
 
-ServeFix fix_from(std::string flag, std::string cost, const ServePrediction& p) {
+ServeFix fix_from(std::string_view id, std::string flag, std::string cost, const ServePrediction& p) {
   ServeFix fix;
+  fix.id = std::string(fix_info(id).id);  // fix_info aborts on an id the catalogue lacks
   fix.flag = std::move(flag);
   fix.cost = std::move(cost);
   fix.fits = p.fits;
@@ -46,7 +48,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
   // When no single change is enough, a candidate that loads the weights but cannot hold one
   // full-length request is combined with the longest --max-model-len it can hold.
   bool combine_with_length = false;
-  auto add_if_fits = [&](ServeInputs changed, std::string flag, std::string cost,
+  auto add_if_fits = [&](std::string_view id, ServeInputs changed, std::string flag, std::string cost,
                          std::string note = "") -> bool {
     auto p = try_predict(changed);
     if (p && !p->fits && combine_with_length && p->error && p->error->kind == "max_len_too_long" &&
@@ -59,7 +61,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
       p = try_predict(changed);
     }
     if (!p || !p->fits) return false;
-    ServeFix fix = fix_from(std::move(flag), std::move(cost), *p);
+    ServeFix fix = fix_from(id, std::move(flag), std::move(cost), *p);
     fix.note = std::move(note);
     fixes.push_back(std::move(fix));
     return true;
@@ -73,7 +75,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
       ServeInputs changed = inputs;
       changed.config.max_model_len = candidate;
       changed.config.max_model_len_auto = false;
-      if (add_if_fits(changed, fmt::format("--max-model-len {}", candidate),
+      if (add_if_fits("vllm_max_model_len", changed, fmt::format("--max-model-len {}", candidate),
                       fmt::format("requests longer than {} tokens are refused", candidate))) {
         break;
       }
@@ -83,7 +85,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
   if (base.kv.dtype_bytes >= 2) {
     ServeInputs changed = inputs;
     changed.config.kv_cache_dtype = "fp8";
-    add_if_fits(changed, "--kv-cache-dtype fp8",
+    add_if_fits("vllm_kv_cache_dtype", changed, "--kv-cache-dtype fp8",
                 "small accuracy risk: without calibrated scales vLLM uses a scale of 1.0 "
                 "(use a checkpoint with KV scales or --calculate-kv-scales)",
                 inputs.target.fp8 ? "" : "this GPU has no fp8 tensor cores: vLLM stores fp8 and converts, slower attention");
@@ -93,7 +95,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     if (batched >= s.max_num_batched_tokens || !s.chunked_prefill) continue;
     ServeInputs changed = inputs;
     changed.config.max_num_batched_tokens = batched;
-    if (add_if_fits(changed, fmt::format("--max-num-batched-tokens {}", batched),
+    if (add_if_fits("vllm_max_num_batched_tokens", changed, fmt::format("--max-num-batched-tokens {}", batched),
                     "long prompts are prefilled in smaller chunks (slower time to first token)")) {
       break;
     }
@@ -102,7 +104,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     if (seqs >= s.max_num_seqs) continue;
     ServeInputs changed = inputs;
     changed.config.max_num_seqs = seqs;
-    if (add_if_fits(changed, fmt::format("--max-num-seqs {}", seqs),
+    if (add_if_fits("vllm_max_num_seqs", changed, fmt::format("--max-num-seqs {}", seqs),
                     fmt::format("at most {} requests run at once", seqs))) {
       break;
     }
@@ -111,7 +113,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
   if (!s.enforce_eager) {
     ServeInputs changed = inputs;
     changed.config.enforce_eager = true;
-    add_if_fits(changed, "--enforce-eager", "slower decoding without CUDA graphs");
+    add_if_fits("vllm_enforce_eager", changed, "--enforce-eager", "slower decoding without CUDA graphs");
   }
   // 5. A larger share of the card, up to what the CUDA context leaves (and the graphs need,
   //    before v0.21), with a 0.25 GiB margin.
@@ -124,7 +126,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
         for (double u = std::ceil(s.gpu_memory_utilization * 100 + 0.5) / 100; u <= highest + 1e-9; u += 0.01) {
           ServeInputs changed = inputs;
           changed.config.gpu_memory_utilization = std::round(u * 100) / 100;
-          if (add_if_fits(changed, fmt::format("--gpu-memory-utilization {:.2f}", *changed.config.gpu_memory_utilization),
+          if (add_if_fits("vllm_gpu_memory_utilization", changed, fmt::format("--gpu-memory-utilization {:.2f}", *changed.config.gpu_memory_utilization),
                           "only when no other process uses this GPU")) {
             break;
           }
@@ -150,7 +152,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
           ? fmt::format("{} GPUs; pipeline stages pass only activations, the choice for GPUs without NVLink", gpus)
           : fmt::format("{} GPUs{}", gpus, inputs.target.nvlink ? " over NVLink"
                                            : "; without NVLink every layer's all-reduce crosses PCIe");
-      if (add_if_fits(changed, flag, cost)) break;
+      if (add_if_fits("vllm_tensor_parallel", changed, flag, cost)) break;
     }
   }
   // 7. Smaller weights: fp8 online quantization where the GPU has fp8, else a 4-bit checkpoint.
@@ -158,11 +160,11 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     if (inputs.target.fp8) {
       ServeInputs changed = inputs;
       changed.config.quantization = "fp8";
-      add_if_fits(changed, "--quantization fp8", "weights quantized to fp8 at load time: small accuracy loss");
+      add_if_fits("vllm_quantized_weights", changed, "--quantization fp8", "weights quantized to fp8 at load time: small accuracy loss");
     }
     ServeInputs changed = inputs;
     changed.config.quantization = "awq";
-    add_if_fits(changed, "an AWQ or GPTQ 4-bit checkpoint of the model (--quantization awq_marlin)",
+    add_if_fits("vllm_quantized_weights", changed, "an AWQ or GPTQ 4-bit checkpoint of the model (--quantization awq_marlin)",
                 "a different checkpoint; some accuracy loss");
   }
   // 8. CPU offload of weights: as many GiB as the shortfall.
@@ -172,7 +174,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
       double gb = std::ceil(static_cast<double>(need) / static_cast<double>(kGiB) + 0.5);
       ServeInputs changed = inputs;
       changed.config.cpu_offload_gb = inputs.config.cpu_offload_gb + gb;
-      add_if_fits(changed, fmt::format("--cpu-offload-gb {:g}", changed.config.cpu_offload_gb),
+      add_if_fits("vllm_cpu_offload", changed, fmt::format("--cpu-offload-gb {:g}", changed.config.cpu_offload_gb),
                   "much slower: offloaded weights cross PCIe on every forward pass; needs that much pinned host RAM per GPU");
     }
   }
@@ -190,7 +192,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     for (const GpuSpec* gpu : gpus) {
       ServeInputs changed = inputs;
       changed.target = serve_target(*gpu);
-      if (add_if_fits(changed, fmt::format("--gpu \"{}\"", gpu->name), "a bigger GPU")) break;
+      if (add_if_fits("bigger_gpu", changed, fmt::format("--gpu \"{}\"", gpu->name), "a bigger GPU")) break;
     }
   }
   };

@@ -106,6 +106,7 @@ struct ServePrediction {
 };
 
 struct ServeFix {
+  std::string id;            // the fix catalogue's id (analyses/fix_catalog.h): its place in the order
   std::string flag;          // "--max-model-len 20480"
   std::string cost;          // what it costs
   bool fits = false;

@@ -155,7 +155,8 @@ Json serve_json(const ServeReport& r) {
   doc["log_lines"] = p.log_lines;
   Json fixes = Json::array();
   for (const auto& f : r.fixes) {
-    fixes.push_back({{"flag", f.flag},
+    fixes.push_back({{"fix_id", f.id},
+                     {"flag", f.flag},
                      {"cost", f.cost},
                      {"fits", f.fits},
                      {"kv_tokens", f.kv_tokens},

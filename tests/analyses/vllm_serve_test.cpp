@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "analyses/fix_catalog.h"
 #include "core/units.h"
 #include "readers/model_resolver.h"
 #include "readers/vllm_args.h"
@@ -136,6 +137,17 @@ TEST(VllmServe, TooLongForOneRequestInVllmsWords) {
   EXPECT_LE(report->fixes[0].max_model_len, p.max_model_len_that_fits);
   EXPECT_EQ(report->fixes[0].max_model_len % 1024, 0u);
   for (const auto& fix : report->fixes) EXPECT_TRUE(fix.fits) << fix.flag;
+  // The order is the fix catalogue's (one place, shared with explain): ranks never go down.
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < report->fixes.size(); ++i) {
+    ids.push_back(report->fixes[i].id);
+    if (i > 0) {
+      EXPECT_LE(fix_info(report->fixes[i - 1].id).cost_rank, fix_info(report->fixes[i].id).cost_rank)
+          << report->fixes[i - 1].flag << " before " << report->fixes[i].flag;
+    }
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"vllm_max_model_len", "vllm_tensor_parallel", "vllm_tensor_parallel",
+                                           "vllm_cpu_offload", "bigger_gpu"}));
 
   // V0 says it differently.
   ServePrediction v0 = predict(inputs({"vllm", "serve", "llama-3.1-8b"}, 24 * kGiB, "0.6.3"));
