@@ -346,7 +346,7 @@ std::vector<std::pair<uint64_t, uint64_t>> model_parallel_layouts(const ModelSpe
                                                                   bool fast_interconnect,
                                                                   uint64_t min_tp, uint64_t min_pp) {
   std::vector<std::pair<uint64_t, uint64_t>> out;
-  const uint64_t heads = model.num_attention_heads, kv = model.num_kv_heads ? model.num_kv_heads : heads;
+  const uint64_t heads = model.num_attention_heads, kv = model.kv_heads_or_default();
   for (uint64_t tp = 1; tp <= std::min<uint64_t>(n, 8); tp *= 2) {
     if (tp < min_tp || n % tp != 0) continue;
     if (tp > 1 && (heads == 0 || heads % tp != 0 || kv % tp != 0)) continue;

@@ -102,9 +102,8 @@ KvLayout kv_layout(const ModelSpec& model, const PipelineStage& stage, uint64_t 
     layout.formula = fmt::format("{} layers x 1 latent x ({} + {}) x {} B", layers,
                                  model.kv_lora_rank, model.qk_rope_head_dim, dtype_bytes);
   } else {
-    uint64_t kv_heads = model.num_kv_heads ? model.num_kv_heads : model.num_attention_heads;
-    uint64_t head_dim = model.head_dim ? model.head_dim
-                                       : (model.num_attention_heads ? model.hidden_size / model.num_attention_heads : 0);
+    uint64_t kv_heads = model.kv_heads_or_default();
+    uint64_t head_dim = model.head_dim_or_default();
     // ModelConfig.get_num_kv_heads: heads are split across TP ranks, replicated when TP > heads.
     layout.kv_heads_per_gpu = std::max<uint64_t>(1, kv_heads / std::max<uint64_t>(tp, 1));
     layout.head_size = head_dim;

@@ -154,9 +154,8 @@ uint64_t cuda_graph_bytes(const ModelSpec& model, const PipelineStage& stage, ui
                           uint64_t max_num_seqs, uint64_t act_bytes) {
   tp = std::max<uint64_t>(tp, 1);
   uint64_t capture = std::min<uint64_t>(2 * max_num_seqs, 512);
-  uint64_t head_dim = model.head_dim ? model.head_dim
-                                     : (model.num_attention_heads ? model.hidden_size / model.num_attention_heads : 0);
-  uint64_t kv_heads = model.num_kv_heads ? model.num_kv_heads : model.num_attention_heads;
+  uint64_t head_dim = model.head_dim_or_default();
+  uint64_t kv_heads = model.kv_heads_or_default();
   uint64_t q_dim = model.num_attention_heads * head_dim / tp;
   uint64_t kv_dim = std::max<uint64_t>(1, kv_heads / tp) * head_dim;
   uint64_t per_token_per_layer = q_dim + 2 * kv_dim + 2 * model.hidden_size;

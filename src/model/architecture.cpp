@@ -14,15 +14,10 @@ bool is_one_of(const std::string& value, std::initializer_list<const char*> opti
   return false;
 }
 
-uint64_t head_dim_of(const ModelSpec& m) {
-  if (m.head_dim) return m.head_dim;
-  return m.num_attention_heads ? m.hidden_size / m.num_attention_heads : 0;
-}
-
 // Attention projections of one block, named as the family's HF module names them.
 std::vector<LinearShape> attention_linears(const ModelSpec& m, uint64_t layers) {
   const uint64_t h = m.hidden_size;
-  const uint64_t hd = head_dim_of(m);
+  const uint64_t hd = m.head_dim_or_default();
   const uint64_t q = m.num_attention_heads * hd;
   const uint64_t kv = m.num_kv_heads * hd;
   const bool qb = m.qkv_bias;
@@ -171,7 +166,7 @@ std::vector<LinearShape> linear_layers(const ModelSpec& m) {
 ParamCount count_parameters(const ModelSpec& m) {
   ParamCount c;
   const uint64_t h = m.hidden_size;
-  const uint64_t hd = head_dim_of(m);
+  const uint64_t hd = m.head_dim_or_default();
   const uint64_t emb_dim = m.embedding_dim ? m.embedding_dim : h;
 
   // Embeddings (and OPT's projection between word_embed_proj_dim and hidden).

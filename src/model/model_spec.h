@@ -106,6 +106,14 @@ struct ModelSpec {
   // Published parameter count the bundled preset records (with its source), for checks only.
   std::optional<uint64_t> reference_params;
   std::vector<std::string> notes;     // what the reader assumed (missing fields, defaults)
+
+  // The one place for the shape defaults every formula needs: head_dim is hidden / heads unless
+  // the config says otherwise; no num_key_value_heads means one KV head per query head (MHA).
+  uint64_t head_dim_or_default() const {
+    if (head_dim) return head_dim;
+    return num_attention_heads ? hidden_size / num_attention_heads : 0;
+  }
+  uint64_t kv_heads_or_default() const { return num_kv_heads ? num_kv_heads : num_attention_heads; }
 };
 
 }  // namespace oomdoc
