@@ -18,6 +18,8 @@ constexpr KeyHelp kTextKeys[] = {
     {"parallelism", "ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op, hybrid_shard"},
     {"loss_impl", "standard, chunked, fused_linear"},
     {"kv_cache_dtype", "auto, fp32, bf16, fp16, fp8, int8"},
+    {"optimizer_impl", "foreach (torch >= 2.0 default), fused, for_loop (torch 1.x, adamw_hf)"},
+    {"adapter_dtype", "fp32 (PEFT), model (LitGPT, torchtune)"},
 };
 constexpr KeyHelp kCountKeys[] = {
     {"group_size", "quantization group size (gptq4, awq4, int4)"},
@@ -31,11 +33,18 @@ constexpr KeyHelp kCountKeys[] = {
     {"batch_size", "sequences generated at once (inference)"},
     {"prompt_len", "prompt tokens (inference)"},
     {"max_new_tokens", "generated tokens; 0 = prefill only"},
+    {"prefill_chunk", "prompt tokens per forward (llama.cpp n_ubatch)"},
 };
 constexpr KeyHelp kFlagKeys[] = {
     {"double_quant", "bitsandbytes double quantization"},
     {"fused_backward", "optimizer step inside backward"},
     {"padding_free", "sequences packed without padding"},
+};
+constexpr KeyHelp kSwitchKeys[] = {
+    {"compile", "true/false: torch.compile (fuses the chunked loss's upcast); default false"},
+    {"loss_upcast", "true/false: loss computed in fp32; default true (false: LitGPT)"},
+    {"zero_grad_to_none", "true/false: zero_grad() frees gradients; default true (false: torch 1.x)"},
+    {"lazy_module_loading", "true/false: CUDA lazy module loading; default true (false: CUDA < 11.7)"},
 };
 
 std::string flag_name(std::string key) {
@@ -59,6 +68,10 @@ void add_job_flags(CLI::App* cmd, JobFlags& flags, bool with_num_gpus) {
     flags.flags[key] = false;
     cmd->add_flag(flag_name(key), flags.flags[key], help);
   }
+  for (const auto& [key, help] : kSwitchKeys) {
+    flags.switches[key] = false;
+    cmd->add_option(flag_name(key), flags.switches[key], help);
+  }
   cmd->add_option("--offload", flags.offload, "optimizer, params, activations (repeatable)");
   cmd->add_option("--lora-r", flags.lora_r, "LoRA rank");
   cmd->add_option("--lora-alpha", flags.lora_alpha, "LoRA alpha");
@@ -70,6 +83,7 @@ nlohmann::json job_flags_json(const JobFlags& flags, const CLI::App& cmd) {
   for (const auto& [k, v] : flags.text) if (cmd.count(flag_name(k))) j[k] = v;
   for (const auto& [k, v] : flags.counts) if (cmd.count(flag_name(k))) j[k] = v;
   for (const auto& [k, v] : flags.flags) if (cmd.count(flag_name(k))) j[k] = v;
+  for (const auto& [k, v] : flags.switches) if (cmd.count(flag_name(k))) j[k] = v;
   if (!flags.offload.empty()) j["offload"] = flags.offload;
   if (flags.lora_r || flags.lora_alpha || !flags.lora_targets.empty()) {
     nlohmann::json lora = nlohmann::json::object();

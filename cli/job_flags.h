@@ -16,7 +16,8 @@ namespace oomdoc::cli {
 struct JobFlags {
   std::map<std::string, std::string> text;   // string-valued keys
   std::map<std::string, uint64_t> counts;    // integer keys
-  std::map<std::string, bool> flags;         // boolean keys
+  std::map<std::string, bool> flags;         // boolean keys that default to false (--padding-free)
+  std::map<std::string, bool> switches;      // boolean keys given a value (--compile true)
   std::vector<std::string> offload, lora_targets;
   std::optional<uint64_t> lora_r;
   std::optional<double> lora_alpha;

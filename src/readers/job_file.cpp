@@ -24,11 +24,16 @@ const std::set<std::string> kParallelism = {"ddp", "zero1", "zero2", "zero3", "f
 const std::set<std::string> kOffload = {"optimizer", "params", "activations"};
 const std::set<std::string> kLossImpl = {"standard", "chunked", "fused_linear"};
 const std::set<std::string> kKvDtypes = {"auto", "fp32", "bf16", "fp16", "fp8", "int8"};
+const std::set<std::string> kOptimizerImpl = {"foreach", "fused", "for_loop"};
+const std::set<std::string> kAdapterDtype = {"fp32", "model"};
 const std::set<std::string> kKeys = {
     "model", "task", "precision", "weight_quantization", "double_quant", "group_size", "optimizer",
     "fused_backward", "micro_batch_size", "grad_accum_steps", "seq_len", "padding_free",
     "gradient_checkpointing", "attention_impl", "lora", "num_gpus", "parallelism", "tp", "pp", "cp",
-    "offload", "loss_impl", "batch_size", "prompt_len", "max_new_tokens", "kv_cache_dtype"};
+    "offload", "loss_impl", "batch_size", "prompt_len", "max_new_tokens", "kv_cache_dtype",
+    // The software stack's behaviour (defaults follow current PyTorch / PEFT; docs/estimate.md).
+    "optimizer_impl", "adapter_dtype", "compile", "loss_upcast", "zero_grad_to_none",
+    "lazy_module_loading", "prefill_chunk"};
 
 std::string join(const std::set<std::string>& values) {
   std::string out;
@@ -125,6 +130,13 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
   TRY(r.count("prompt_len", job.prompt_len));
   TRY(r.count("max_new_tokens", job.max_new_tokens, /*allow_zero=*/true));
   TRY(r.text("kv_cache_dtype", job.kv_cache_dtype, &kKvDtypes));
+  TRY(r.text("optimizer_impl", job.optimizer_impl, &kOptimizerImpl));
+  TRY(r.text("adapter_dtype", job.adapter_dtype, &kAdapterDtype));
+  TRY(r.flag("compile", job.compile));
+  TRY(r.flag("loss_upcast", job.loss_upcast));
+  TRY(r.flag("zero_grad_to_none", job.zero_grad_to_none));
+  TRY(r.flag("lazy_module_loading", job.lazy_module_loading));
+  TRY(r.count("prefill_chunk", job.prefill_chunk));
   if (r.present("offload")) {
     const json& v = j["offload"];
     if (!v.is_array()) return r.error("offload", "must be a list such as [\"optimizer\"]");
@@ -254,6 +266,13 @@ void overlay_job(Job& base, const Job& over) {
   take(base.prompt_len, over.prompt_len);
   take(base.max_new_tokens, over.max_new_tokens);
   take(base.kv_cache_dtype, over.kv_cache_dtype);
+  take(base.optimizer_impl, over.optimizer_impl);
+  take(base.adapter_dtype, over.adapter_dtype);
+  take(base.compile, over.compile);
+  take(base.loss_upcast, over.loss_upcast);
+  take(base.zero_grad_to_none, over.zero_grad_to_none);
+  take(base.lazy_module_loading, over.lazy_module_loading);
+  take(base.prefill_chunk, over.prefill_chunk);
 }
 
 }  // namespace oomdoc

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analyses/estimator.h"
 #include "support/test_support.h"
 
 namespace oomdoc {
@@ -43,6 +44,29 @@ TEST(EstimateCli, JobFileAndFlagOverride) {
   ASSERT_EQ(flags.exit_code, 0) << flags.err;
   EXPECT_GT(nlohmann::json::parse(flags.out)["peak_allocated_bytes"].get<uint64_t>(),
             doc["peak_allocated_bytes"].get<uint64_t>());
+}
+
+TEST(EstimateCli, StackFlagsOverrideTheAssumedStack) {
+  auto component = [](const nlohmann::json& doc, const std::string& name) -> uint64_t {
+    for (const auto& c : doc["components"]) if (c["name"] == name) return c["bytes"].get<uint64_t>();
+    return 0;
+  };
+  auto run = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"estimate", "llama-3.1-8b", "--task", "train_lora", "--seq-len", "512", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = run_cli(args, "", kEmptyCache);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  auto base = run({});
+  auto old_stack = run({"--lazy-module-loading", "false", "--adapter-dtype", "model"});
+  EXPECT_EQ(component(base, "cuda_context"), cuda_context_bytes(true));
+  EXPECT_EQ(component(old_stack, "cuda_context"), cuda_context_bytes(false));
+  // LoRA weights in the model's bf16 instead of PEFT's fp32: half the bytes.
+  EXPECT_EQ(component(old_stack, "adapter_weights") * 2, component(base, "adapter_weights"));
+  bool assumed_fp32 = false;
+  for (const auto& a : old_stack["assumptions"]) assumed_fp32 |= a.get<std::string>().rfind("adapter_dtype", 0) == 0;
+  EXPECT_FALSE(assumed_fp32);  // given, so no longer listed as assumed
 }
 
 TEST(EstimateCli, HumanTableNamesTheTotals) {

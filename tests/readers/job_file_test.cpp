@@ -33,6 +33,22 @@ TEST(JobFile, InferenceJob) {
   EXPECT_EQ(*job->kv_cache_dtype, "fp8");
 }
 
+TEST(JobFile, StackKeys) {
+  auto job = parse_job_json(R"({"task": "train_lora", "optimizer_impl": "for_loop", "adapter_dtype": "model",
+                                "compile": true, "loss_upcast": false, "zero_grad_to_none": false,
+                                "lazy_module_loading": false})", "job.json");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_EQ(*job->optimizer_impl, "for_loop");
+  EXPECT_EQ(*job->adapter_dtype, "model");
+  EXPECT_TRUE(*job->compile);
+  EXPECT_FALSE(*job->loss_upcast);
+  EXPECT_FALSE(*job->zero_grad_to_none);
+  EXPECT_FALSE(*job->lazy_module_loading);
+  auto bad = parse_job_json(R"({"optimizer_impl": "apex"})", "job.json");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "job.json: optimizer_impl: \"apex\" is not one of: for_loop, foreach, fused");
+}
+
 TEST(JobFile, ErrorsNameTheField) {
   auto expect_error = [](const std::string& text, const std::string& message) {
     auto job = parse_job_json(text, "job.json");
@@ -41,10 +57,11 @@ TEST(JobFile, ErrorsNameTheField) {
   };
   expect_error("{", "job.json: not valid JSON");
   expect_error("[]", "job.json: a job file is one JSON object");
-  expect_error(R"({"modle": "x"})", "job.json: unknown key \"modle\" (keys: attention_impl, batch_size, cp, double_quant, "
-               "fused_backward, grad_accum_steps, gradient_checkpointing, group_size, kv_cache_dtype, lora, loss_impl, "
-               "max_new_tokens, micro_batch_size, model, num_gpus, offload, optimizer, padding_free, parallelism, pp, "
-               "precision, prompt_len, seq_len, task, tp, weight_quantization)");
+  expect_error(R"({"modle": "x"})", "job.json: unknown key \"modle\" (keys: adapter_dtype, attention_impl, batch_size, compile, cp, double_quant, fused_backward, "
+               "grad_accum_steps, gradient_checkpointing, group_size, kv_cache_dtype, lazy_module_loading, "
+               "lora, loss_impl, loss_upcast, max_new_tokens, micro_batch_size, model, num_gpus, offload, "
+               "optimizer, optimizer_impl, padding_free, parallelism, pp, precision, prefill_chunk, "
+               "prompt_len, seq_len, task, tp, weight_quantization, zero_grad_to_none)");
   expect_error(R"({"task": "finetune"})",
                "job.json: task: \"finetune\" is not one of: inference, load, train_freeze, train_full, train_lora, train_qlora");
   expect_error(R"({"micro_batch_size": 0})", "job.json: micro_batch_size: must be at least 1");
