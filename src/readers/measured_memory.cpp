@@ -241,6 +241,10 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
       LoraSettings lora;
       if (auto rank = count(peft, "r")) lora.r = *rank;
       if (peft.contains("alpha") && peft["alpha"].is_number()) lora.alpha = peft["alpha"].get<double>();
+      if (peft.contains("dropout") && peft["dropout"].is_number() && peft["dropout"].get<double>() > 0 &&
+          peft["dropout"].get<double>() < 1) {
+        lora.dropout = peft["dropout"].get<double>();
+      }
       if (peft.contains("target_modules")) {
         const json& t = peft["target_modules"];
         if (t.is_string() && has(t.get<std::string>(), "all-linear")) lora.all_linear = true;
@@ -269,6 +273,11 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
       job.loss_impl = "chunked";
     } else if (has(out.framework, "unsloth")) {
       job.loss_impl = "fused_linear";
+    }
+    // LitGPT runs its own GPT modules (lit_gpt/model.py), not the transformers implementation.
+    if (has(out.framework, "lit-gpt") || has(out.framework, "litgpt")) {
+      job.implementation = "litgpt";
+      note("LitGPT's own modules (fused qkv, single-op GELU)");
     }
     // LitGPT's chunked_cross_entropy runs cross_entropy on the bf16 chunks as they are.
     if (has(out.framework, "lit-gpt") || has(out.framework, "litgpt")) job.loss_upcast = false;
