@@ -268,6 +268,17 @@ TEST(Estimator, GptNeoxRotaryKeepsTheFusedQkvAlive) {
   auto without = estimate_memory(learned, job);
   ASSERT_TRUE(with_rope && without);
   EXPECT_EQ(saved_activations(with_rope) - saved_activations(without), 1024ull * 24 * 2 * 2 * 1024);
+  // Eager attention: torch.matmul folds (batch, heads) with a reshape; at micro-batch 1 that is a
+  // view (the fused tensor stays alive), above 1 it copies v and saves the copy.
+  job.attention_impl = "eager";
+  auto eager1 = estimate_memory(rotary, job);
+  auto eager1_learned = estimate_memory(learned, job);
+  job.micro_batch_size = 2;
+  auto eager2 = estimate_memory(rotary, job);
+  auto eager2_learned = estimate_memory(learned, job);
+  ASSERT_TRUE(eager1 && eager1_learned && eager2 && eager2_learned);
+  EXPECT_EQ(saved_activations(eager1) - saved_activations(eager1_learned), 1024ull * 24 * 2 * 2 * 1024);
+  EXPECT_EQ(saved_activations(eager2), saved_activations(eager2_learned));
 }
 
 TEST(Estimator, LitgptGeluIsOneOp) {
