@@ -433,9 +433,17 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   const std::vector<LinearShape> linears = linear_layers(m);
   const ParamCount counts = count_parameters(m);
   // When total_params was given (--params or safetensors), scale the structural split to it.
-  const double total = static_cast<double>(m.total_params ? m.total_params : counts.total);
+  double total = static_cast<double>(m.total_params ? m.total_params : counts.total);
   const double scale = counts.total ? total / static_cast<double>(counts.total) : 1;
   const double linear_params = static_cast<double>(counts.linear) * scale;
+  // LitGPT's GPT always creates lm_head and wte as two parameters (lit_gpt/model.py and
+  // litgpt/model.py GPT.__init__: nn.Linear + nn.Embedding, no weight tying), so a model whose
+  // config ties them holds the vocabulary matrix twice (the head kept in 16 bits like the
+  // embeddings, as for the transformers implementation).
+  const double untied_head = p.litgpt && m.tie_word_embeddings && !m.is_encoder_only
+                                 ? static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size)
+                                 : 0;
+  total += untied_head;
   const double other_params = total - linear_params;
   const double shard_mp = static_cast<double>(p.tp * p.pp);  // weights split by tensor and pipeline parallel
 

@@ -152,6 +152,12 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
   else if (task == "model_load" || task == "serving") job.task = "load";
   else return make_error(fmt::format("{}: task \"{}\" cannot be expressed as a job", where, task));
 
+  // LitGPT runs its own GPT modules (lit_gpt/model.py), not the transformers implementation.
+  if (has(out.framework, "lit-gpt") || has(out.framework, "litgpt")) {
+    job.implementation = "litgpt";
+    note("LitGPT's own modules (untied head, fused qkv, single-op GELU)");
+  }
+
   // Precision.
   std::string precision = str(r, "precision");
   const bool training = job.task->rfind("train_", 0) == 0;
@@ -273,11 +279,6 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
       job.loss_impl = "chunked";
     } else if (has(out.framework, "unsloth")) {
       job.loss_impl = "fused_linear";
-    }
-    // LitGPT runs its own GPT modules (lit_gpt/model.py), not the transformers implementation.
-    if (has(out.framework, "lit-gpt") || has(out.framework, "litgpt")) {
-      job.implementation = "litgpt";
-      note("LitGPT's own modules (fused qkv, single-op GELU)");
     }
     // LitGPT's chunked_cross_entropy runs cross_entropy on the bf16 chunks as they are.
     if (has(out.framework, "lit-gpt") || has(out.framework, "litgpt")) job.loss_upcast = false;

@@ -281,6 +281,40 @@ TEST(Estimator, GptNeoxRotaryKeepsTheFusedQkvAlive) {
   EXPECT_EQ(saved_activations(eager2), saved_activations(eager2_learned));
 }
 
+TEST(Estimator, LitgptHoldsATiedHeadTwice) {
+  // LitGPT's GPT creates lm_head and wte as two parameters: Llama-3.2-1B (tied in its config)
+  // gets a second 128,256 x 2,048 matrix, trained like the rest.
+  const ModelSpec llama32 = find_preset("meta-llama/Llama-3.2-1B")->value();
+  ASSERT_TRUE(llama32.tie_word_embeddings);
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16";
+  job.optimizer = "adamw";
+  job.micro_batch_size = 1;
+  job.seq_len = 512;
+  auto hf = estimate_memory(llama32, job);
+  job.implementation = "litgpt";
+  auto litgpt = estimate_memory(llama32, job);
+  ASSERT_TRUE(hf && litgpt);
+  auto all = [](const Result<Estimate>& e, const char* name) {
+    for (const auto& c : e->breakdown) {
+      if (c.name == name) return c.bytes;
+    }
+    return uint64_t{0};
+  };
+  const uint64_t head = 128256ull * 2048;
+  EXPECT_EQ(all(litgpt, "weights") - all(hf, "weights"), head * 2);
+  EXPECT_EQ(all(litgpt, "gradients") - all(hf, "gradients"), head * 2);
+  EXPECT_EQ(all(litgpt, "optimizer_state") - all(hf, "optimizer_state"), head * 4);
+  // An untied model (Llama-2-7B) is unchanged.
+  job.seq_len = 128;
+  auto untied = estimate_memory(llama2_7b(), job);
+  job.implementation.reset();
+  auto untied_hf = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(untied && untied_hf);
+  EXPECT_EQ(all(untied, "weights"), all(untied_hf, "weights"));
+}
+
 TEST(Estimator, LitgptGeluIsOneOp) {
   // transformers' gelu_new (phi-1.5) is a Python composite keeping 4 tensors of the MLP width;
   // LitGPT calls torch's GELU, which keeps its input only. LitGPT also fuses q/k/v (phi-1.5 has

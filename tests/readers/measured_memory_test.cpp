@@ -116,6 +116,12 @@ TEST(MeasuredMemory, InferenceLengthsFromTheSequenceDescription) {
   EXPECT_EQ(*r->job.max_new_tokens, 100u);
   EXPECT_EQ(*r->job.prompt_len, 6u);
   EXPECT_EQ(*r->job.batch_size, 1u);
+  EXPECT_FALSE(r->job.implementation.has_value());  // transformers' modules unless the record says otherwise
+  auto litgpt = parse_measured_record(R"js({"id": 4, "model": "m", "task": "inference_generate",
+    "framework": "lit-gpt generate/base.py", "precision": "32-true (fp32)", "micro_batch_size": 1,
+    "measurement_kind": "torch_max_memory_allocated", "value_gib": 27.0})js", "dev.jsonl");
+  ASSERT_TRUE(litgpt) << litgpt.error().message;
+  EXPECT_EQ(*litgpt->job.implementation, "litgpt");  // inference too: LitGPT's untied head
   auto ggml = parse_measured_record(R"js({"id": 5, "model": "m", "task": "inference_generate", "precision": "F16",
     "micro_batch_size": 1, "seq_len": 512, "seq_len_kind": "n_ctx 512", "attention_impl": "ggml (non-flash)",
     "measurement_kind": "framework_allocation_log", "value_gib": 12.6})js", "dev.jsonl");
