@@ -75,6 +75,7 @@ void add_job_flags(CLI::App* cmd, JobFlags& flags, bool with_num_gpus) {
   cmd->add_option("--offload", flags.offload, "optimizer, params, activations (repeatable)");
   cmd->add_option("--lora-r", flags.lora_r, "LoRA rank");
   cmd->add_option("--lora-alpha", flags.lora_alpha, "LoRA alpha");
+  cmd->add_option("--lora-dropout", flags.lora_dropout, "LoRA dropout (0 = none, the PEFT default)");
   cmd->add_option("--lora-target-modules", flags.lora_targets, "Module names, or all_linear");
 }
 
@@ -85,10 +86,11 @@ nlohmann::json job_flags_json(const JobFlags& flags, const CLI::App& cmd) {
   for (const auto& [k, v] : flags.flags) if (cmd.count(flag_name(k))) j[k] = v;
   for (const auto& [k, v] : flags.switches) if (cmd.count(flag_name(k))) j[k] = v;
   if (!flags.offload.empty()) j["offload"] = flags.offload;
-  if (flags.lora_r || flags.lora_alpha || !flags.lora_targets.empty()) {
+  if (flags.lora_r || flags.lora_alpha || flags.lora_dropout || !flags.lora_targets.empty()) {
     nlohmann::json lora = nlohmann::json::object();
     if (flags.lora_r) lora["r"] = *flags.lora_r;
     if (flags.lora_alpha) lora["alpha"] = *flags.lora_alpha;
+    if (flags.lora_dropout) lora["dropout"] = *flags.lora_dropout;
     if (flags.lora_targets.size() == 1 && flags.lora_targets[0] == "all_linear") {
       lora["target_modules"] = "all_linear";
     } else if (!flags.lora_targets.empty()) {

@@ -21,6 +21,7 @@ struct JobFlags {
   std::vector<std::string> offload, lora_targets;
   std::optional<uint64_t> lora_r;
   std::optional<double> lora_alpha;
+  std::optional<double> lora_dropout;
 };
 
 // Adds one flag per job key. `fit` has its own --gpus, so it leaves out --num-gpus.

@@ -214,11 +214,16 @@ class NeoXBlock(nn.Module):
         self.dense_h_to_4h = nn.Linear(h, c["intermediate_size"])
         self.dense_4h_to_h = nn.Linear(c["intermediate_size"], h)
 
-    def forward(self, x, mask):
+    def forward(self, x, mask, cos, sin):
         b, s, h = x.shape
         hd = h // self.nh
         qkv = self.query_key_value(self.input_layernorm(x)).view(b, s, self.nh, 3 * hd).permute(0, 2, 1, 3)
         q, k, v = qkv[..., :hd], qkv[..., hd:2 * hd], qkv[..., 2 * hd:]
+        # Rotary on the first rotary_ndims of q and k (apply_rotary_pos_emb + torch.cat): q and k
+        # become new tensors while v stays a view of the fused query_key_value output.
+        rot = cos.size(-1)
+        q = torch.cat((q[..., :rot] * cos + rotate_half(q[..., :rot]) * sin, q[..., rot:]), dim=-1)
+        k = torch.cat((k[..., :rot] * cos + rotate_half(k[..., :rot]) * sin, k[..., rot:]), dim=-1)
         w = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(hd)
         w = w + mask
         w = F.softmax(w, dim=-1, dtype=torch.float32).to(v.dtype)
@@ -236,13 +241,16 @@ class NeoXLM(nn.Module):
         self.layers = nn.ModuleList([NeoXBlock(c) for _ in range(c["num_hidden_layers"])])
         self.final_layer_norm = nn.LayerNorm(h)
         self.embed_out = nn.Linear(h, c["vocab_size"], bias=False)
+        self.c = c
 
     def forward(self, ids):
         b, s = ids.shape
         x = self.embed_in(ids)
         mask = torch.full((s, s), torch.finfo(x.dtype).min, dtype=x.dtype).triu(1)
+        head_dim = self.c["hidden_size"] // self.c["num_attention_heads"]
+        cos, sin = rope(s, int(head_dim * self.c["rotary_pct"]), x.dtype)
         for layer in self.layers:
-            x = layer(x, mask)
+            x = layer(x, mask, cos, sin)
         return self.embed_out(self.final_layer_norm(x))
 
 
@@ -304,7 +312,7 @@ FAMILIES = {
                       "n_positions": 256, "activation_function": "gelu_new", "resid_pdrop": 0.1,
                       "embd_pdrop": 0.1, "attn_pdrop": 0.1}),
     "gpt_neox": (NeoXLM, {"model_type": "gpt_neox", "vocab_size": 512, "hidden_size": 128, "num_hidden_layers": 2,
-                          "num_attention_heads": 4, "intermediate_size": 512, "hidden_act": "gelu",
+                          "num_attention_heads": 4, "intermediate_size": 512, "hidden_act": "gelu", "rotary_pct": 0.25,
                           "use_parallel_residual": True, "tie_word_embeddings": False,
                           "attention_dropout": 0.0, "hidden_dropout": 0.0}),
     "bert": (BertClassifier, {"model_type": "bert", "vocab_size": 512, "hidden_size": 128, "num_hidden_layers": 2,

@@ -82,6 +82,7 @@ struct Plan {
   bool lazy_module_loading = true;
   bool compile = false;
   double loss_bytes = 4;       // dtype the cross-entropy runs in: fp32 upcast unless the job says not
+  bool litgpt = false;         // LitGPT's own modules instead of the transformers implementation
 };
 
 bool is_training_task(const std::string& task) { return task.rfind("train_", 0) == 0; }
@@ -211,6 +212,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   p.lazy_module_loading = job.lazy_module_loading.value_or(true);
   p.compile = job.compile.value_or(false);
   p.loss_bytes = job.loss_upcast.value_or(true) ? 4 : p.act_bytes;
+  p.litgpt = job.implementation && *job.implementation == "litgpt";
   if (p.use_lora) {
     if (job.lora) {
       p.lora = *job.lora;
@@ -293,6 +295,14 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // the input needs a gradient, although the 4-bit weight is frozen
   // (bitsandbytes/autograd/_functions.py: `if any(ctx.needs_input_grad[:2]): ctx.tensors = (A, B)`).
   const bool bnb_4bit_base = frozen_base && p.quantization && (*p.quantization == "nf4" || *p.quantization == "fp4");
+  // LoRA dropout (lora_dropout > 0): nn.Dropout gives each LoRA module a new tensor, the one its
+  // lora_A keeps, and native_dropout keeps a 1-byte mask for backward. The dropped tensor is in
+  // the adapter's dtype (PEFT casts x to lora_A's dtype first); under autocast lora_A keeps its
+  // own 16-bit cast instead. PEFT wraps each adapted Linear; LitGPT has one LoRA module for its
+  // fused q/k/v projection (lit_gpt/lora.py LoRAQKVLinear: one lora_dropout for q, k and v).
+  const bool lora_dropout = p.lora.dropout > 0;
+  const double lora_dropped_bytes = (p.amp ? e : p.adapter_bytes) + 1;
+  std::set<std::string> lora_modules;
   for (const LinearShape& l : linears) {
     if (l.expert) continue;  // experts see only their routed tokens; handled below
     double in = static_cast<double>(l.in_features);
@@ -300,13 +310,20 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
     // Linears sharing an input (q/k/v, gate/up) see the same tensor.
     std::string key = l.role == "o" ? "o" : l.role == "down" ? "down" :
                       (l.role == "gate" || l.role == "up" || l.role == "gate_up" || l.role == "fc_in") ? "mlp" : "attn";
+    const bool attention_projection = key == "attn";
     if (m.parallel_attention && m.norms_per_layer == 1 && key == "mlp") key = "attn";  // one normed input feeds both
     if (!frozen_base || bnb_4bit_base) {
       if (saved_inputs.insert(key).second) a.per_token += e * in;
     }
     if (frozen_base && lora) {
-      if (adapter_copy_per_linear) a.per_token += adapter_copy_bytes * in;
-      else if (saved_inputs.insert(key).second) a.per_token += e * in;
+      if (lora_dropout) {
+        const std::string module = p.litgpt && attention_projection ? "qkv" : l.name;
+        if (lora_modules.insert(module).second) a.per_token += lora_dropped_bytes * in;
+      } else if (adapter_copy_per_linear) {
+        a.per_token += adapter_copy_bytes * in;
+      } else if (saved_inputs.insert(key).second) {
+        a.per_token += e * in;
+      }
     }
   }
 
@@ -317,8 +334,23 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // flash-attention kernels take the grouped k/v as they are.
   static const std::set<std::string> kRepeatKv = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
                                                   "qwen3_moe", "gemma", "gemma2", "gemma3_text", "phi3", "stablelm"};
-  const double kv_heads_saved = p.attention != "flash" && kRepeatKv.count(m.model_type) ? nh : nkv;
-  a.per_token += e * (nh * hd + 2 * kv_heads_saved * hd) * (cross_attention ? 2 : 1);
+  // LitGPT expands grouped k/v to every head before SDPA in training (lit_gpt/model.py
+  // CausalSelfAttention: "training: flash attention requires it"; expand + reshape copies).
+  const double kv_heads_saved = p.litgpt || (p.attention != "flash" && kRepeatKv.count(m.model_type)) ? nh : nkv;
+  double qkv_saved_heads = nh + 2 * kv_heads_saved;
+  // A fused q/k/v projection whose v reaches the kernel as a view: rotary embeddings make q and
+  // k new tensors (rotate + torch.cat), but the saved v still references the whole fused output,
+  // so it stays alive: new q and k plus the fused tensor. transformers GPT-NeoX
+  // (modeling_gpt_neox.py: `value = qkv[..., 2 * head_size:].permute(0, 2, 1, 3)`) and LitGPT
+  // without grouped heads (`q, k, v = qkv.split(...)`, v only reshaped). SDPA and flash kernels
+  // save v as given; eager attention's torch.matmul folds (batch, heads) with a reshape that
+  // copies the strided v unless the micro-batch is 1, and saves the copy instead.
+  const bool value_view_of_fused_qkv =
+      m.attention != AttentionKind::kMultiLatent && !cross_attention && m.position_embeddings == 0 &&
+      ((m.model_type == "gpt_neox" && !p.litgpt) || (p.litgpt && nkv == nh)) &&
+      (p.attention != "eager" || p.micro_batch == 1);
+  if (value_view_of_fused_qkv) qkv_saved_heads = (nh + nkv) + (nh + 2 * nkv);
+  a.per_token += e * qkv_saved_heads * hd * (cross_attention ? 2 : 1);
   if (m.attention == AttentionKind::kMultiLatent) {
     a.per_token += e * (m.kv_lora_rank + m.qk_rope_head_dim + m.q_lora_rank);
   }
@@ -336,7 +368,10 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // MLP elementwise tensors: gated = act(gate) * up keeps gate out, up out, act out;
   // plain keeps what the activation saves. Down/fc2 input counted with the Linears.
   const double inter = static_cast<double>(m.num_experts && m.first_dense_layers == 0 ? 0 : m.intermediate_size);
-  double act_units = activation_saved_units(m.hidden_act);
+  // LitGPT's MLPs call torch's GELU as one op (lit_gpt/model.py GptNeoxMLP:
+  // torch.nn.functional.gelu(x, approximate=config.gelu_approximate)), which saves its input only,
+  // where transformers' gelu_new is a Python composite.
+  double act_units = p.litgpt && m.hidden_act != "relu" ? 1 : activation_saved_units(m.hidden_act);
   if (m.gated_mlp) {
     a.per_token += e * inter * (act_units + 2);
   } else {
@@ -398,9 +433,17 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   const std::vector<LinearShape> linears = linear_layers(m);
   const ParamCount counts = count_parameters(m);
   // When total_params was given (--params or safetensors), scale the structural split to it.
-  const double total = static_cast<double>(m.total_params ? m.total_params : counts.total);
+  double total = static_cast<double>(m.total_params ? m.total_params : counts.total);
   const double scale = counts.total ? total / static_cast<double>(counts.total) : 1;
   const double linear_params = static_cast<double>(counts.linear) * scale;
+  // LitGPT's GPT always creates lm_head and wte as two parameters (lit_gpt/model.py and
+  // litgpt/model.py GPT.__init__: nn.Linear + nn.Embedding, no weight tying), so a model whose
+  // config ties them holds the vocabulary matrix twice (the head kept in 16 bits like the
+  // embeddings, as for the transformers implementation).
+  const double untied_head = p.litgpt && m.tie_word_embeddings && !m.is_encoder_only
+                                 ? static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size)
+                                 : 0;
+  total += untied_head;
   const double other_params = total - linear_params;
   // Weights split by tensor and pipeline parallel. A pipeline stage holds L/pp blocks, and the
   // most loaded one also the embedding (or output head; both when tied): Megatron-LM's

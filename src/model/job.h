@@ -16,6 +16,9 @@ struct LoraSettings {
   double alpha = 32;
   std::vector<std::string> target_modules;   // module names; empty with all_linear = true
   bool all_linear = false;
+  // Dropout on the LoRA branch's input (PEFT lora_dropout, default 0.0; LitGPT 0.05): when > 0
+  // every LoRA module keeps its own dropped copy of the input and a 1-byte mask for backward.
+  double dropout = 0;
 };
 
 struct Job {
@@ -49,6 +52,10 @@ struct Job {
   std::optional<std::string> adapter_dtype;   // LoRA weights: fp32 (PEFT) or the model's dtype ("model")
   std::optional<bool> compile;                // torch.compile on (fuses the chunked loss's upcast)
   std::optional<bool> loss_upcast;            // false: the loss runs in the logits' dtype (LitGPT)
+  // Whose modules run the model: unset/"transformers" = the Hugging Face implementation the
+  // architecture follows; "litgpt" = LitGPT's own GPT (one fused qkv Linear for every family,
+  // grouped k/v expanded to every head, torch's single-op GELU).
+  std::optional<std::string> implementation;
   // Inference.
   std::optional<uint64_t> batch_size;
   std::optional<uint64_t> prompt_len;

@@ -158,6 +158,11 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
       } else if (key == "alpha") {
         if (!value.is_number()) return r.error("lora.alpha", "must be a number");
         lora.alpha = value.get<double>();
+      } else if (key == "dropout") {
+        if (!value.is_number() || value.get<double>() < 0 || value.get<double>() >= 1) {
+          return r.error("lora.dropout", "must be a number in [0, 1)");
+        }
+        lora.dropout = value.get<double>();
       } else if (key == "target_modules") {
         if (value.is_string() && value.get<std::string>() == "all_linear") {
           lora.all_linear = true;
@@ -170,7 +175,7 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
           return r.error("lora.target_modules", "must be \"all_linear\" or a non-empty list of module names");
         }
       } else {
-        return r.error("lora", fmt::format("unknown key \"{}\" (r, alpha, target_modules)", key));
+        return r.error("lora", fmt::format("unknown key \"{}\" (r, alpha, dropout, target_modules)", key));
       }
     }
     job.lora = lora;

@@ -152,6 +152,12 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
   else if (task == "model_load" || task == "serving") job.task = "load";
   else return make_error(fmt::format("{}: task \"{}\" cannot be expressed as a job", where, task));
 
+  // LitGPT runs its own GPT modules (lit_gpt/model.py), not the transformers implementation.
+  if (has(out.framework, "lit-gpt") || has(out.framework, "litgpt")) {
+    job.implementation = "litgpt";
+    note("LitGPT's own modules (untied head, fused qkv, single-op GELU)");
+  }
+
   // Precision.
   std::string precision = str(r, "precision");
   const bool training = job.task->rfind("train_", 0) == 0;
@@ -249,6 +255,10 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
       LoraSettings lora;
       if (auto rank = count(peft, "r")) lora.r = *rank;
       if (peft.contains("alpha") && peft["alpha"].is_number()) lora.alpha = peft["alpha"].get<double>();
+      if (peft.contains("dropout") && peft["dropout"].is_number() && peft["dropout"].get<double>() > 0 &&
+          peft["dropout"].get<double>() < 1) {
+        lora.dropout = peft["dropout"].get<double>();
+      }
       if (peft.contains("target_modules")) {
         const json& t = peft["target_modules"];
         if (t.is_string() && has(t.get<std::string>(), "all-linear")) lora.all_linear = true;

@@ -18,6 +18,14 @@ std::optional<uint64_t> component(const Estimate& e, const std::string& name) {
   return std::nullopt;
 }
 
+// Saved activations whether or not they are live at the predicted peak.
+uint64_t saved_activations(const Result<Estimate>& e) {
+  for (const auto& c : e->breakdown) {
+    if (c.name == "activations") return c.bytes;
+  }
+  return 0;
+}
+
 bool assumed(const Estimate& e, const std::string& prefix) {
   return std::any_of(e.assumptions.begin(), e.assumptions.end(),
                      [&](const std::string& a) { return a.rfind(prefix, 0) == 0; });
@@ -264,6 +272,153 @@ TEST(Estimator, AdaptersInTheModelDtype) {
   // bf16 adapters share x itself (2 bytes once).
   auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
   EXPECT_EQ(act(*peft) - act(*litgpt), 1024ull * 32 * (8 - 2) * 4096);
+}
+
+TEST(Estimator, LoraDropoutKeepsADroppedCopyAndAMaskPerModule) {
+  Job job;
+  job.task = "train_lora";
+  job.precision = "bf16";
+  job.micro_batch_size = 1;
+  job.seq_len = 1024;
+  job.attention_impl = "flash";
+  job.lora = LoraSettings{};  // r 16 on q_proj and v_proj
+  job.lora->target_modules = {"q_proj", "v_proj"};
+  const uint64_t per_input = 1024ull * 32 * 4096;  // tokens x blocks x hidden: one byte per input feature
+  // PEFT, fp32 adapters: the fp32 cast is replaced by the fp32 dropped copy; each of q and v adds
+  // a 1-byte mask.
+  auto peft = estimate_memory(llama2_7b(), job);
+  job.lora->dropout = 0.1;
+  auto peft_dropout = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(peft && peft_dropout);
+  EXPECT_EQ(saved_activations(peft_dropout) - saved_activations(peft), per_input * 2 * 1);
+  // Adapters in the model's dtype share x without dropout (2 bytes once); with dropout q and v
+  // each keep a bf16 dropped copy and a mask (2 x 3 bytes).
+  job.adapter_dtype = "model";
+  job.lora->dropout = 0;
+  auto shared = estimate_memory(llama2_7b(), job);
+  job.lora->dropout = 0.1;
+  auto per_module = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(shared && per_module);
+  EXPECT_EQ(saved_activations(per_module) - saved_activations(shared), per_input * (2 * 3 - 2));
+  // LitGPT: one LoRA module (one dropout) for the fused q/k/v projection: 3 bytes once.
+  job.implementation = "litgpt";
+  job.lora->dropout = 0;
+  auto litgpt = estimate_memory(llama2_7b(), job);
+  job.lora->dropout = 0.05;
+  auto litgpt_dropout = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(litgpt && litgpt_dropout);
+  EXPECT_EQ(saved_activations(litgpt_dropout) - saved_activations(litgpt), per_input * (3 - 2));
+}
+
+TEST(Estimator, LitgptFusedQkvKeepsTheFusedOutputForFullHeads) {
+  Job job;
+  job.task = "train_lora";
+  job.precision = "bf16";
+  job.micro_batch_size = 1;
+  job.seq_len = 1024;
+  job.attention_impl = "sdpa";
+  job.adapter_dtype = "model";
+  // Llama-2-7B (32 heads, no grouping): transformers' SDPA path keeps q, k, v (3 x 4096 bf16 per
+  // token and block); LitGPT's v is a view of the fused qkv output, so the new q and k plus the
+  // whole fused tensor stay alive: 5 x 4096.
+  auto hf = estimate_memory(llama2_7b(), job);
+  job.implementation = "litgpt";
+  auto litgpt = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(hf && litgpt);
+  EXPECT_EQ(saved_activations(litgpt) - saved_activations(hf), 1024ull * 32 * 2 * (5 - 3) * 4096);
+  // Llama-3-8B (32 query heads, 8 kv heads) with flash: transformers keeps grouped k and v
+  // (32 + 2 x 8 heads of 128); LitGPT expands k and v to every head (copies): 3 x 32 heads.
+  const ModelSpec llama3 = find_preset("meta-llama/Meta-Llama-3-8B")->value();
+  job.attention_impl = "flash";
+  job.implementation.reset();
+  auto hf3 = estimate_memory(llama3, job);
+  job.implementation = "litgpt";
+  auto litgpt3 = estimate_memory(llama3, job);
+  ASSERT_TRUE(hf3 && litgpt3);
+  EXPECT_EQ(saved_activations(litgpt3) - saved_activations(hf3), 1024ull * 32 * 2 * (96 - 48) * 128);
+}
+
+TEST(Estimator, GptNeoxRotaryKeepsTheFusedQkvAlive) {
+  // GPT-NeoX: rotary makes q and k new tensors while v stays a view of query_key_value's output,
+  // so the saved set is q + k + the fused tensor (5 x hidden), not q + k + v (3 x hidden).
+  ModelSpec rotary = find_preset("EleutherAI/pythia-410m")->value();
+  ModelSpec learned = rotary;
+  learned.position_embeddings = 2048;  // no rotary: q, k, v stay views of one tensor
+  Job job;
+  job.task = "train_full";
+  job.precision = "fp16";
+  job.optimizer = "none";
+  job.micro_batch_size = 1;
+  job.seq_len = 1024;
+  job.attention_impl = "sdpa";
+  auto with_rope = estimate_memory(rotary, job);
+  auto without = estimate_memory(learned, job);
+  ASSERT_TRUE(with_rope && without);
+  EXPECT_EQ(saved_activations(with_rope) - saved_activations(without), 1024ull * 24 * 2 * 2 * 1024);
+  // Eager attention: torch.matmul folds (batch, heads) with a reshape; at micro-batch 1 that is a
+  // view (the fused tensor stays alive), above 1 it copies v and saves the copy.
+  job.attention_impl = "eager";
+  auto eager1 = estimate_memory(rotary, job);
+  auto eager1_learned = estimate_memory(learned, job);
+  job.micro_batch_size = 2;
+  auto eager2 = estimate_memory(rotary, job);
+  auto eager2_learned = estimate_memory(learned, job);
+  ASSERT_TRUE(eager1 && eager1_learned && eager2 && eager2_learned);
+  EXPECT_EQ(saved_activations(eager1) - saved_activations(eager1_learned), 1024ull * 24 * 2 * 2 * 1024);
+  EXPECT_EQ(saved_activations(eager2), saved_activations(eager2_learned));
+}
+
+TEST(Estimator, LitgptHoldsATiedHeadTwice) {
+  // LitGPT's GPT creates lm_head and wte as two parameters: Llama-3.2-1B (tied in its config)
+  // gets a second 128,256 x 2,048 matrix, trained like the rest.
+  const ModelSpec llama32 = find_preset("meta-llama/Llama-3.2-1B")->value();
+  ASSERT_TRUE(llama32.tie_word_embeddings);
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16";
+  job.optimizer = "adamw";
+  job.micro_batch_size = 1;
+  job.seq_len = 512;
+  auto hf = estimate_memory(llama32, job);
+  job.implementation = "litgpt";
+  auto litgpt = estimate_memory(llama32, job);
+  ASSERT_TRUE(hf && litgpt);
+  auto all = [](const Result<Estimate>& e, const char* name) {
+    for (const auto& c : e->breakdown) {
+      if (c.name == name) return c.bytes;
+    }
+    return uint64_t{0};
+  };
+  const uint64_t head = 128256ull * 2048;
+  EXPECT_EQ(all(litgpt, "weights") - all(hf, "weights"), head * 2);
+  EXPECT_EQ(all(litgpt, "gradients") - all(hf, "gradients"), head * 2);
+  EXPECT_EQ(all(litgpt, "optimizer_state") - all(hf, "optimizer_state"), head * 4);
+  // An untied model (Llama-2-7B) is unchanged.
+  job.seq_len = 128;
+  auto untied = estimate_memory(llama2_7b(), job);
+  job.implementation.reset();
+  auto untied_hf = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(untied && untied_hf);
+  EXPECT_EQ(all(untied, "weights"), all(untied_hf, "weights"));
+}
+
+TEST(Estimator, LitgptGeluIsOneOp) {
+  // transformers' gelu_new (phi-1.5) is a Python composite keeping 4 tensors of the MLP width;
+  // LitGPT calls torch's GELU, which keeps its input only. LitGPT also fuses q/k/v (phi-1.5 has
+  // 32 full heads): +2 x hidden per token and block.
+  const ModelSpec phi = find_preset("microsoft/phi-1_5")->value();
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16";
+  job.optimizer = "none";
+  job.micro_batch_size = 1;
+  job.seq_len = 1024;
+  job.attention_impl = "sdpa";
+  auto hf = estimate_memory(phi, job);
+  job.implementation = "litgpt";
+  auto litgpt = estimate_memory(phi, job);
+  ASSERT_TRUE(hf && litgpt);
+  EXPECT_EQ(saved_activations(hf) - saved_activations(litgpt), 1024ull * 24 * 2 * (3 * 8192 - 2 * 2048));
 }
 
 TEST(Estimator, Bitsandbytes4BitMatmulKeepsItsInput) {

@@ -25,6 +25,16 @@ TEST(JobFile, TheIssueExampleParses) {
   EXPECT_EQ(*job->num_gpus, 2u);
 }
 
+TEST(JobFile, LoraDropout) {
+  auto job = parse_job_json(R"({"task": "train_lora", "lora": {"r": 8, "dropout": 0.05}})", "job.json");
+  ASSERT_TRUE(job) << job.error().message;
+  ASSERT_TRUE(job->lora);
+  EXPECT_EQ(job->lora->dropout, 0.05);
+  auto none = parse_job_json(R"({"task": "train_lora", "lora": {"r": 8}})", "job.json");
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_EQ(none->lora->dropout, 0.0);  // PEFT's LoraConfig default
+}
+
 TEST(JobFile, InferenceJob) {
   auto job = parse_job_json(R"({"model": "llama-3.1-8b", "task": "inference", "batch_size": 4, "prompt_len": 1000,
                                 "max_new_tokens": 0, "kv_cache_dtype": "fp8"})", "job.json");
@@ -72,6 +82,8 @@ TEST(JobFile, ErrorsNameTheField) {
   expect_error(R"({"task": "inference", "optimizer": "adamw"})",
                "job.json: task: inference takes no optimizer, micro_batch_size, grad_accum_steps or gradient_checkpointing");
   expect_error(R"({"lora": {"r": 0}})", "job.json: lora.r: must be a positive integer");
+  expect_error(R"({"lora": {"dropout": 1.5}})", "job.json: lora.dropout: must be a number in [0, 1)");
+  expect_error(R"({"lora": {"rank": 8}})", "job.json: lora: unknown key \"rank\" (r, alpha, dropout, target_modules)");
   expect_error(R"({"offload": ["params"]})",
                "job.json: offload: params offload needs parameter sharding (zero3, fsdp_full_shard or hybrid_shard)");
 }

@@ -12,7 +12,7 @@ TEST(MeasuredMemory, TrainingRecordBecomesAJob) {
     "framework": "lit-gpt finetune/lora.py", "precision": "bf16-true (weights in bf16)", "weight_quantization": null,
     "optimizer": "torch AdamW", "micro_batch_size": 2, "grad_accum_steps": null, "seq_len": 1304,
     "gradient_checkpointing": false, "attention_impl": "default (sdpa)",
-    "peft": {"method": "LoRA", "r": 8, "alpha": 16, "target_modules": ["query", "value"]},
+    "peft": {"method": "LoRA", "r": 8, "alpha": 16, "dropout": 0.05, "target_modules": ["query", "value"]},
     "num_gpus": 1, "parallelism": null, "offload": null, "gpu_memory_total_mib": 40960,
     "measurement_kind": "torch_max_memory_allocated", "value_gib": 2.0, "outcome": null})js", "dev.jsonl");
   ASSERT_TRUE(r) << r.error().message;
@@ -32,6 +32,8 @@ TEST(MeasuredMemory, TrainingRecordBecomesAJob) {
   EXPECT_FALSE(r->job.optimizer_impl.has_value());
   ASSERT_TRUE(r->job.lora);
   EXPECT_EQ(r->job.lora->target_modules, (std::vector<std::string>{"query", "value"}));
+  EXPECT_EQ(r->job.lora->dropout, 0.05);
+  EXPECT_EQ(*r->job.implementation, "litgpt");  // LitGPT's own modules, not transformers'
   EXPECT_EQ(*r->measured_bytes, 2ull << 30);
   EXPECT_EQ(*r->gpu_total_bytes, 40960ull << 20);
 }
@@ -114,6 +116,12 @@ TEST(MeasuredMemory, InferenceLengthsFromTheSequenceDescription) {
   EXPECT_EQ(*r->job.max_new_tokens, 100u);
   EXPECT_EQ(*r->job.prompt_len, 6u);
   EXPECT_EQ(*r->job.batch_size, 1u);
+  EXPECT_FALSE(r->job.implementation.has_value());  // transformers' modules unless the record says otherwise
+  auto litgpt = parse_measured_record(R"js({"id": 4, "model": "m", "task": "inference_generate",
+    "framework": "lit-gpt generate/base.py", "precision": "32-true (fp32)", "micro_batch_size": 1,
+    "measurement_kind": "torch_max_memory_allocated", "value_gib": 27.0})js", "dev.jsonl");
+  ASSERT_TRUE(litgpt) << litgpt.error().message;
+  EXPECT_EQ(*litgpt->job.implementation, "litgpt");  // inference too: LitGPT's untied head
   auto ggml = parse_measured_record(R"js({"id": 5, "model": "m", "task": "inference_generate", "precision": "F16",
     "micro_batch_size": 1, "seq_len": 512, "seq_len_kind": "n_ctx 512", "attention_impl": "ggml (non-flash)",
     "measurement_kind": "framework_allocation_log", "value_gib": 12.6})js", "dev.jsonl");
