@@ -29,13 +29,12 @@ namespace {
 using nlohmann::json;
 
 // Regression floors, set from the measured agreement reported in docs/fit.md (not tuned per record).
-// measured 10/15 (66%) after the LitGPT adapter-dtype and transformers < 4.36 eager rules:
-// record 101 (LLaMA-7B QLoRA at 1024 tokens on a T4) agrees, LitGPT records 128 and 152 predict
-// 37.4 of 40 GiB and 21.9 of 22.5 GiB where the runs hit OOM (docs/benchmarks.md).
-constexpr int kMinOutcomeAgreementPercent = 66;
+// measured 12/15 (80%): 101 agrees since transformers < 4.36 reads as eager attention, LitGPT
+// records 128 and 152 since LitGPT's own modules are modelled; 103, 107, 154 disagree (docs/fit.md).
+constexpr int kMinOutcomeAgreementPercent = 80;
 // measured 4/5: 110, 112 above (the sources did not try larger batches); 113 and 115 above since
 // QLoRA on transformers/PEFT reads as checkpointed (prepare_model_for_kbit_training's default);
-// 116 (Unsloth's offloaded checkpointing and fused kernels) below: 27356 tokens against 78475.
+// 116 (Unsloth's offloaded checkpointing and fused kernels) below: 26174 tokens against 78475.
 constexpr int kMinCapacityAtOrAbovePercent = 80;
 
 struct Case {
