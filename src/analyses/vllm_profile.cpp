@@ -5,14 +5,10 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/text.h"
+
 namespace oomdoc {
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 uint64_t embedding_params(const ModelSpec& model) {
   return model.embedding_params ? model.embedding_params : model.vocab_size * model.hidden_size;
@@ -32,8 +28,8 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
                                    const std::optional<std::string>& quantization_flag,
                                    bool gpu_has_bf16) {
   WeightFormat format;
-  std::string dtype = lower(dtype_flag.value_or("auto"));
-  std::string config_dtype = lower(model.torch_dtype);
+  std::string dtype = to_lower(dtype_flag.value_or("auto"));
+  std::string config_dtype = to_lower(model.torch_dtype);
   if (dtype == "auto") {
     // vLLM "auto": the checkpoint's dtype, except float32 checkpoints, which are served in 16 bits.
     dtype = config_dtype == "float16" ? "float16" : "bfloat16";
@@ -48,7 +44,7 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
   format.dense_bytes = dtype == "float32" ? 4 : 2;
   format.linear_bytes = static_cast<double>(format.dense_bytes);
 
-  std::string method = lower(quantization_flag.value_or(model.quantization));
+  std::string method = to_lower(quantization_flag.value_or(model.quantization));
   if (method.empty() || method == "none") {
     format.description = fmt::format("{}: {} B per parameter", dtype, format.dense_bytes);
     return format;
@@ -163,7 +159,7 @@ uint64_t cuda_graph_bytes(const ModelSpec& model, const PipelineStage& stage, ui
 }
 
 std::optional<std::string> quantization_from_name(std::string_view name) {
-  std::string n = lower(std::string(name));
+  std::string n = to_lower(std::string(name));
   auto has = [&](const char* word) { return n.find(word) != std::string::npos; };
   if (has("awq")) return "awq";
   if (has("gptq") || has("int4") || has("autoround") || has("auto-round")) return "gptq";

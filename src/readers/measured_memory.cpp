@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/text.h"
 #include "core/units.h"
 
 namespace oomdoc {
@@ -14,12 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 bool has(const std::string& haystack, std::string_view needle) {
-  return lower(haystack).find(lower(std::string(needle))) != std::string::npos;
+  return to_lower(haystack).find(to_lower(std::string(needle))) != std::string::npos;
 }
 std::string str(const json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
@@ -31,8 +28,8 @@ std::optional<uint64_t> count(const json& j, const char* key) {
 
 // The first number after `marker` in text ("max_new_tokens 100" -> 100).
 std::optional<uint64_t> number_after(const std::string& text, std::string_view marker) {
-  std::string t = lower(text);
-  size_t at = t.find(lower(std::string(marker)));
+  std::string t = to_lower(text);
+  size_t at = t.find(to_lower(std::string(marker)));
   if (at == std::string::npos) return std::nullopt;
   at += marker.size();
   while (at < t.size() && !std::isdigit(static_cast<unsigned char>(t[at]))) {
@@ -45,7 +42,7 @@ std::optional<uint64_t> number_after(const std::string& text, std::string_view m
 
 // The minor version after `marker` ("CUDA 11.2" with marker "cuda 11." -> 2).
 std::optional<uint64_t> minor_after(const std::string& text, std::string_view marker) {
-  std::string t = lower(text);
+  std::string t = to_lower(text);
   size_t at = t.find(marker);
   if (at == std::string::npos || at + marker.size() >= t.size()) return std::nullopt;
   if (!std::isdigit(static_cast<unsigned char>(t[at + marker.size()]))) return std::nullopt;
@@ -98,7 +95,7 @@ void apply_stack_defaults(const std::string& framework, const std::string& versi
 // a bare "~4.34" as the version of a framework named transformers); nullopt when it names none
 // or a major version other than 4.
 std::optional<uint64_t> transformers_minor(const std::string& framework, const std::string& version) {
-  const std::string v = lower(version);
+  const std::string v = to_lower(version);
   for (size_t at = v.find("transformers"); at != std::string::npos; at = v.find("transformers", at + 1)) {
     size_t i = at + std::string_view("transformers").size();
     while (i < v.size() && (v[i] == ' ' || v[i] == '~' || v[i] == '>' || v[i] == '<' || v[i] == '=' || v[i] == 'v')) ++i;
@@ -161,7 +158,7 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
   // Precision.
   std::string precision = str(r, "precision");
   const bool training = job.task->rfind("train_", 0) == 0;
-  const std::string lp = lower(precision);
+  const std::string lp = to_lower(precision);
   if (lp.rfind("fp32", 0) == 0 || lp.rfind("32-true", 0) == 0) job.precision = "fp32";
   else if ((has(precision, "amp") && !has(precision, "use_amp=false") && !has(precision, "no amp")) || has(precision, "mixed")) job.precision = has(precision, "fp16") ? "fp16_mixed" : "bf16_mixed";
   else if (has(precision, "bf16")) job.precision = "bf16";
@@ -306,7 +303,7 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
     if (auto ubatch = number_after(kind, "n_ubatch")) job.prefill_chunk = *ubatch;
   }
   std::string attn = str(r, "attention_impl");
-  if (lower(attn).rfind("eager", 0) == 0) job.attention_impl = "eager";
+  if (to_lower(attn).rfind("eager", 0) == 0) job.attention_impl = "eager";
   else if (has(attn, "flash") && !has(attn, "non-flash")) job.attention_impl = "flash";
   else if (has(attn, "sdpa")) job.attention_impl = "sdpa";
   else if (has(attn, "eager") || has(attn, "ggml")) job.attention_impl = "eager";

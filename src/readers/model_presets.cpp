@@ -7,20 +7,16 @@
 #include <algorithm>
 
 #include "core/embedded.h"
+#include "core/text.h"
 #include "readers/model_config.h"
 
 namespace oomdoc {
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // Name without organisation, lower case, instruct/chat/-hf suffixes removed: the key that lets
 // "meta-llama/Llama-2-7b-chat-hf" and "llama-2-7b" find the same architecture.
 std::string variant_key(const std::string& name) {
-  std::string s = lower(name);
+  std::string s = to_lower(name);
   if (auto slash = s.rfind('/'); slash != std::string::npos) s = s.substr(slash + 1);
   static const char* kSuffixes[] = {"-hf", "-instruct", "-chat", "-it", "-base", "-pt"};
   bool changed = true;
@@ -37,28 +33,15 @@ std::string variant_key(const std::string& name) {
   return s;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 const PresetInfo* match(const std::string& name) {
   const auto& index = preset_index();
-  const std::string wanted = lower(name);
+  const std::string wanted = to_lower(name);
   for (const auto& p : index) {
-    if (lower(p.id) == wanted) return &p;
+    if (to_lower(p.id) == wanted) return &p;
   }
   for (const auto& p : index) {
     for (const auto& a : p.aliases) {
-      if (lower(a) == wanted) return &p;
+      if (to_lower(a) == wanted) return &p;
     }
   }
   const std::string key = variant_key(name);
