@@ -1161,10 +1161,12 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
         break;
       }
     }
-    // Without --lengths the plan never cuts the length; say which length would fit.
+    // Without --lengths the plan never cuts the length; say which length would fit, unless it
+    // keeps less than a quarter of the asked length: that truncates nearly every example and is
+    // a different task, not an alternative ("fits at max length 98" for a 4096-token job).
     if (!options.lengths && is_training(given) && given.seq_len) {
       auto longest = solve_largest(model, given, &Job::seq_len, report.usable_bytes, *given.seq_len, est);
-      if (longest && *longest < *given.seq_len) {
+      if (longest && *longest < *given.seq_len && *longest * 4 >= *given.seq_len) {
         Job cut = given;
         cut.seq_len = *longest;
         if (auto p = predict(est, model, cut)) {

@@ -92,6 +92,16 @@ std::vector<std::string> ids(const FitPlan& plan) {
   return out;
 }
 
+TEST(FitSearch, ALengthCutToUnderAQuarterIsNoAlternative) {
+  ModelSpec model;
+  model.id = "toy";
+  // On a 64 GiB card (58.88 GiB budget) the 58 GiB of fixed state leave room for 56 tokens of
+  // the 2048 asked: listed as "fits at max length 56" it would be a different task.
+  auto r = fit_job(model, full_job(), card(64), toy_estimator);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  for (const auto& a : r->alternatives) EXPECT_NE(a.change.id, "seq_len") << a.description;
+}
+
 TEST(FitSearch, FitsAsGivenNeedsNoPlan) {
   ModelSpec model;
   model.id = "toy";
