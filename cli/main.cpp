@@ -80,6 +80,15 @@ int main(int argc, char** argv) {
             [](const auto& a, const auto& b) { return a.order < b.order; });
   int exit_code = kExitOk;
   for (auto& command : table) command.setup(app, &exit_code);
+  // CLI11 reads "-1" into an unsigned option as 2^64 - 1: refuse a sign on every one of them.
+  const CLI::Validator unsigned_only(
+      [](std::string& value) { return value.rfind('-', 0) == 0 ? "must be 0 or more (got " + value + ")" : std::string(); },
+      "");
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    for (CLI::Option* option : sub->get_options()) {
+      if (option->get_type_name() == "UINT") option->check(unsigned_only);
+    }
+  }
 
   // `oomdoc help [CMD]`: the same text as `oomdoc CMD --help`.
   std::string help_topic;

@@ -182,6 +182,14 @@ TEST(FitCli, UnknownOptionIsOneLineNamingTheCommand) {
   EXPECT_EQ(r.err, "oomdoc fit: --params: unknown option (see oomdoc fit --help)\n");
 }
 
+// CLI11 alone would read -1 into an unsigned option as 2^64 - 1.
+TEST(FitCli, NegativeCountIsRefusedAtParsing) {
+  auto r = run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--gpus", "-1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "oomdoc fit: --gpus: must be 0 or more (got -1) (see oomdoc fit --help)\n");
+}
+
 // fit has no --params: the resolver says what is missing and nothing more.
 TEST(FitCli, UnknownModelDoesNotSuggestParams) {
   auto r = run_cli({"fit", "--model", "no-such-model-xyz", "--gpu", "4090"}, "",
