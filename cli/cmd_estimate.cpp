@@ -56,6 +56,8 @@ int run(EstimateOptions& o, CLI::App& app) {
   } else {
     if (job->model.empty()) return fail("estimate: no model (give MODEL, --model, --params or a job file with \"model\")");
     model = resolve_model(job->model);
+    // Only estimate can stand in a parameter count for a model it cannot read.
+    if (!model) return fail(model.error().message + "; or pass --params N (with --hidden-size and --layers) for a quick estimate");
   }
   if (!model) return fail(model.error().message);
   auto est = estimate_memory(*model, *job);

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <optional>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -23,7 +24,7 @@ struct SnapshotArgs {
   std::string compare_with;
   bool json = false;
   std::string html;
-  int device = -1;
+  std::optional<int> device;
   size_t top = 10;
   size_t depth = 2;
   std::string gpu_memory;
@@ -48,7 +49,8 @@ int run(const SnapshotArgs& args) {
   SnapshotOptions options;
   options.top = args.top;
   options.stack_depth = args.depth;
-  if (args.device >= 0) options.device = args.device;
+  if (args.device && *args.device < 0) return fail(fmt::format("--device: must be 0 or more (got {})", *args.device));
+  options.device = args.device;
   if (!args.gpu_memory.empty()) {
     auto size = parse_user_size(args.gpu_memory);
     if (!size || *size == 0) return fail("--gpu-memory: not a size: '" + args.gpu_memory + "'");
@@ -60,6 +62,10 @@ int run(const SnapshotArgs& args) {
   if (!args.compare_with.empty()) {
     auto after = read_snapshot_file(args.compare_with, read_options(args));
     if (!after) return fail(after.error().message);
+    // A device may appear or vanish between the two dumps; it must be in one of them.
+    if (!check_device_present(*snapshot, options, args.file) && !check_device_present(*after, options, args.compare_with)) {
+      return fail(check_device_present(*snapshot, options, args.file).error().message);
+    }
     SnapshotComparison c = compare_snapshots(*snapshot, *after, options);
     if (args.json) {
       std::cout << dump_json(comparison_json(c, args.file, args.compare_with));
@@ -69,6 +75,9 @@ int run(const SnapshotArgs& args) {
     return kExitOk;
   }
 
+  if (auto present = check_device_present(*snapshot, options, args.file); !present) {
+    return fail(present.error().message);
+  }
   SnapshotReport report = analyze_snapshot(*snapshot, options);
   report.file = args.file == "-" ? "<stdin>" : args.file;
   if (!args.html.empty()) {

@@ -29,6 +29,13 @@ struct CommandRegistration {
   }
 };
 
+// The first word of argv that is not an option ("" when none), and whether it is a command: option
+// errors name the command.
+std::string first_word(int argc, char** argv);
+bool is_command(CLI::App& app, const std::string& word);
+// A CLI11 parse error as the second half of one line: "--params: unknown option".
+std::string describe_parse_error(const CLI::ParseError& e, bool top_level);
+
 // Prints "oomdoc: <message>" on stderr as one line (newlines folded) and returns kExitUsage.
 int fail(const std::string& message);
 

@@ -1,6 +1,9 @@
 // oomdoc: explains GPU out-of-memory errors and predicts GPU memory. Thin wiring over src/.
 #include <algorithm>
 #include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
 
 #include "command.h"
 #include "core/exit_codes.h"
@@ -19,6 +22,50 @@ int fail(const std::string& message) {
   return kExitUsage;
 }
 
+std::string first_word(int argc, char** argv) {
+  // oomdoc has no top-level options that take a value, so the first word is the command.
+  for (int i = 1; i < argc; ++i) {
+    std::string word = argv[i];
+    if (!word.empty() && word[0] != '-') return word;
+  }
+  return "";
+}
+
+bool is_command(CLI::App& app, const std::string& word) {
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (sub->get_name() == word) return true;
+  }
+  return false;
+}
+
+std::string describe_parse_error(const CLI::ParseError& e, bool top_level) {
+  const std::string what = e.what();
+  auto after = [&](const std::string& prefix) { return what.substr(prefix.size()); };
+  if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+    // "The following argument(s) was/were not expected: b a" (CLI11 lists them last first).
+    std::vector<std::string> words;
+    std::istringstream list(what.substr(what.find(": ") + 2));
+    for (std::string w; list >> w;) words.insert(words.begin(), w);
+    if (words.empty()) return what;
+    std::string first = words.front();
+    if (first[0] == '-') return first.substr(0, first.find('=')) + ": unknown option";
+    if (top_level) return "'" + first + "': unknown command";
+    return "'" + first + "': unexpected argument" + (words.size() > 1 ? fmt::format(" (and {} more)", words.size() - 1) : "");
+  }
+  if (what.rfind("Could not convert: ", 0) == 0) {  // "Could not convert: --tp = abc"
+    std::string rest = after("Could not convert: ");
+    size_t eq = rest.find(" = ");
+    if (eq != std::string::npos) return fmt::format("{}: '{}' is not a valid value", rest.substr(0, eq), rest.substr(eq + 3));
+  }
+  if (what.find(" required ") != std::string::npos && what.size() > 8 && what.substr(what.size() - 8) == " missing") {
+    return what.substr(0, what.find(':')) + ": needs a value";  // "--gpu: 1 required TEXT missing"
+  }
+  if (what.rfind("A subcommand is required", 0) == 0 || what.rfind("Requires at least 1 subcommand", 0) == 0) {
+    return "no command given";
+  }
+  return what;
+}
+
 }  // namespace oomdoc::cli
 
 int main(int argc, char** argv) {
@@ -33,6 +80,15 @@ int main(int argc, char** argv) {
             [](const auto& a, const auto& b) { return a.order < b.order; });
   int exit_code = kExitOk;
   for (auto& command : table) command.setup(app, &exit_code);
+  // CLI11 reads "-1" into an unsigned option as 2^64 - 1: refuse a sign on every one of them.
+  const CLI::Validator unsigned_only(
+      [](std::string& value) { return value.rfind('-', 0) == 0 ? "must be 0 or more (got " + value + ")" : std::string(); },
+      "");
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    for (CLI::Option* option : sub->get_options()) {
+      if (option->get_type_name() == "UINT") option->check(unsigned_only);
+    }
+  }
 
   // `oomdoc help [CMD]`: the same text as `oomdoc CMD --help`.
   std::string help_topic;
@@ -60,9 +116,12 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // One line naming what is wrong, then the usage hint; exit 2 for every usage error.
-    cli::fail(e.what());
-    std::cerr << "Run 'oomdoc --help' for usage.\n";
+    // One line: the command, what is wrong, and where its usage is; exit 2 for every usage error.
+    const std::string word = cli::first_word(argc, argv);
+    const bool known = !word.empty() && cli::is_command(app, word);
+    const std::string who = known ? "oomdoc " + word : "oomdoc";
+    const std::string what = !known && !word.empty() ? "'" + word + "': unknown command" : cli::describe_parse_error(e, !known);
+    std::cerr << who << ": " << what << " (see " << who << " --help)\n";
     return kExitUsage;
   }
   return exit_code;

@@ -1,9 +1,11 @@
 #include "analyses/snapshot_report.h"
 
+#include <algorithm>
 #include <functional>
 #include <future>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/units.h"
 
@@ -104,10 +106,19 @@ SnapshotReport analyze_snapshot(const Snapshot& snapshot, const SnapshotOptions&
   return r;
 }
 
+Status check_device_present(const Snapshot& snapshot, const SnapshotOptions& options, const std::string& name) {
+  if (!options.device) return Ok{};
+  const std::vector<int> devices = snapshot.devices();
+  if (std::find(devices.begin(), devices.end(), *options.device) != devices.end()) return Ok{};
+  return make_error(fmt::format("{}: no device {} (devices in the file: {})", name, *options.device,
+                                devices.empty() ? "none" : fmt::format("{}", fmt::join(devices, ", "))));
+}
+
 Result<SnapshotReport> analyze_snapshot_file(const std::string& path, const SnapshotOptions& options,
                                              const SnapshotReadOptions& read_options) {
   auto snapshot = read_snapshot_file(path, read_options);
   if (!snapshot) return snapshot.error();
+  if (auto present = check_device_present(*snapshot, options, path); !present) return present.error();
   SnapshotReport report = analyze_snapshot(*snapshot, options);
   report.file = path;
   return report;

@@ -36,6 +36,10 @@ struct SnapshotReport {
 };
 
 SnapshotReport analyze_snapshot(const Snapshot& snapshot, const SnapshotOptions& options = {});
+// A device asked for (options.device) must be in the file: an empty report for a device that is
+// not there would read as "nothing allocated". `name` is the file, for the message
+// "x.pickle: no device 7 (devices in the file: 0, 1)".
+Status check_device_present(const Snapshot& snapshot, const SnapshotOptions& options, const std::string& name);
 // Reads and analyses; errors name the file ("x.pickle: offset 12: GLOBAL: refused: ...").
 Result<SnapshotReport> analyze_snapshot_file(const std::string& path,
                                              const SnapshotOptions& options = {},

@@ -1,5 +1,7 @@
 #include "model/architecture.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -274,6 +276,66 @@ void fill_parameter_counts(ModelSpec& m) {
   m.embedding_params = c.embeddings;
   m.lm_head_params = c.lm_head;
   m.largest_layer_params = c.largest_layer;
+}
+
+Status validate_shape(const ModelSpec& m, const std::string& source, ShapeFieldNames names) {
+  const bool flags = names == ShapeFieldNames::kFlags;
+  // Each field as the input spells it: the config.json key, or the estimate flag.
+  auto name = [&](const char* key, const char* flag) { return flags ? flag : key; };
+  auto fail = [&](const std::string& what) { return make_error(fmt::format("{}: {}", source, what)); };
+  const std::string heads = name("num_attention_heads", "--heads");
+  const std::string kv_heads = name("num_key_value_heads", "--kv-heads");
+  const std::string hidden = name("hidden_size", "--hidden-size");
+  if (m.hidden_size == 0) return fail(hidden + " is 0");
+  // Bounds far above any real model keep every parameter product inside 64 bits.
+  struct Limit { std::string name; uint64_t value, max; };
+  for (const Limit& l : {Limit{hidden, m.hidden_size, 1u << 18},
+                         Limit{name("intermediate_size", "--intermediate-size"), m.intermediate_size, 1u << 20},
+                         Limit{"moe_intermediate_size", m.moe_intermediate_size, 1u << 20},
+                         Limit{name("number of layers", "--layers"), m.num_layers + m.num_encoder_layers, 1u << 12},
+                         Limit{name("vocab_size", "--vocab-size"), m.vocab_size, 1u << 23},
+                         Limit{heads, m.num_attention_heads, 1u << 12},
+                         Limit{"head_dim", m.head_dim, 1u << 14}, Limit{"number of experts", m.num_experts, 1u << 12},
+                         Limit{"max_position_embeddings", m.max_position_embeddings, 1u << 26},
+                         Limit{"kv_lora_rank", m.kv_lora_rank + m.q_lora_rank, 1u << 16}}) {
+    if (l.value > l.max) return fail(fmt::format("{} {} is implausibly large (limit {})", l.name, l.value, l.max));
+  }
+  if (m.num_layers == 0) return fail(name("number of layers", "--layers") + std::string(" is 0"));
+  if (m.num_attention_heads == 0) return fail(heads + " is 0");
+  if (m.num_kv_heads == 0) return fail(kv_heads + " is 0");
+  if (m.attention == AttentionKind::kMultiHead) {
+    if (m.num_attention_heads % m.num_kv_heads) {
+      return fail(fmt::format("{} {} is not a multiple of {} {}", heads, m.num_attention_heads, kv_heads,
+                              m.num_kv_heads));
+    }
+    if (m.num_kv_heads > m.num_attention_heads) {
+      return fail(fmt::format("{} {} is larger than {} {}", kv_heads, m.num_kv_heads, heads, m.num_attention_heads));
+    }
+    if (m.head_dim == 0 && m.hidden_size % m.num_attention_heads) {
+      return fail(fmt::format("{} {} is not a multiple of {} {}{}", hidden, m.hidden_size, heads,
+                              m.num_attention_heads, flags ? "" : " and no head_dim is given"));
+    }
+  }
+  if (!m.is_encoder_only && m.vocab_size == 0) return fail(name("vocab_size", "--vocab-size") + std::string(" is 0"));
+  const bool has_dense_mlp = m.num_experts == 0 || m.first_dense_layers > 0;
+  if (has_dense_mlp && m.intermediate_size == 0) {
+    return fail(flags ? "--intermediate-size is 0" : "intermediate_size is missing or 0");
+  }
+  if (m.num_experts) {
+    if (m.experts_per_token == 0 || m.experts_per_token > m.num_experts) {
+      return fail(fmt::format("num_experts_per_tok {} must be between 1 and the {} experts",
+                              m.experts_per_token, m.num_experts));
+    }
+    if (m.moe_intermediate_size == 0) return fail("moe_intermediate_size is 0");
+    if (m.first_dense_layers > m.num_layers) {
+      return fail(fmt::format("first_k_dense_replace {} is more than the {} layers", m.first_dense_layers,
+                              m.num_layers));
+    }
+  }
+  if (m.attention == AttentionKind::kMultiLatent && (m.kv_lora_rank == 0 || m.qk_rope_head_dim == 0)) {
+    return fail("multi-latent attention needs kv_lora_rank and qk_rope_head_dim");
+  }
+  return Ok{};
 }
 
 }  // namespace oomdoc

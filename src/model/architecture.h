@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/result.h"
 #include "model/job.h"
 #include "model/model_spec.h"
 
@@ -43,6 +44,17 @@ struct ParamCount {
 };
 
 ParamCount count_parameters(const ModelSpec& model);
+
+// How validate_shape names the fields in its messages: config.json keys, or the estimate flags
+// that set them with --params (--heads, --kv-heads, ...).
+enum class ShapeFieldNames { kConfigKeys, kFlags };
+
+// The one check that a shape is usable before anything divides by it or multiplies it: no zero
+// widths, depths or head counts, heads a multiple of the kv heads, hidden_size a multiple of the
+// heads when head_dim is not given, and bounds that keep every parameter product inside 64 bits.
+// Errors read "<source>: <field> is 0".
+Status validate_shape(const ModelSpec& model, const std::string& source,
+                      ShapeFieldNames names = ShapeFieldNames::kConfigKeys);
 
 // Sets total_params, embedding_params, lm_head_params and largest_layer_params from the shape.
 void fill_parameter_counts(ModelSpec& model);

@@ -116,19 +116,19 @@ std::string joined(const std::vector<std::string>& tokens) {
   return out;
 }
 
+// Edits (insert, delete, substitute, swap two neighbours) from a to b: "4900" is one swap from
+// "4090", the typo it most likely is.
 size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
 std::vector<std::vector<std::string>> candidate_tokens(const GpuSpec& gpu) {
@@ -148,43 +148,81 @@ Result<GpuSpec> find_gpu(std::string_view name) {
   std::vector<std::string> query = name_tokens(name);
   if (query.empty()) return Error{fmt::format("GPU name '{}' names no GPU", name)};
 
-  // A catalog name or alias matches when it contains every word of the query; the tightest one
-  // (fewest words the user did not type) wins, and the file's order breaks ties, so the common
-  // variant listed first ("H100 SXM 80GB") is what a bare "h100" means.
-  const GpuSpec* best = nullptr;
-  size_t best_extra = std::numeric_limits<size_t>::max();
+  // A catalog name or alias matches when it contains every word of the query; the tightest match
+  // (fewest words the user did not type) wins. The aliases spell out the names people use ("h100"
+  // is the SXM card, "a100" the 80GB SXM4), so a query that is not one of them and fits several
+  // cards equally well is ambiguous: "rtx" or "sxm" could be any of a dozen cards.
+  std::vector<std::pair<size_t, const GpuSpec*>> matches;  // (words not typed, card), one per card
   for (const GpuSpec& gpu : catalog.gpus) {
+    size_t fewest_extra = std::numeric_limits<size_t>::max();
     for (const auto& tokens : candidate_tokens(gpu)) {
       std::set<std::string> have(tokens.begin(), tokens.end());
       bool all = std::all_of(query.begin(), query.end(),
                              [&](const std::string& t) { return have.count(t) > 0; });
-      if (!all) continue;
-      size_t extra = tokens.size() - std::min(tokens.size(), query.size());
-      if (extra < best_extra) {
-        best = &gpu;
-        best_extra = extra;
-      }
+      if (all) fewest_extra = std::min(fewest_extra, tokens.size() - std::min(tokens.size(), query.size()));
     }
+    if (fewest_extra != std::numeric_limits<size_t>::max()) matches.emplace_back(fewest_extra, &gpu);
   }
-  if (best) return *best;
+  std::stable_sort(matches.begin(), matches.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  auto list = [](const std::vector<const GpuSpec*>& gpus) {
+    std::string out;
+    for (size_t i = 0; i < gpus.size() && i < 6; ++i) out += (i ? ", " : "") + gpus[i]->name;
+    if (gpus.size() > 6) out += fmt::format(" and {} more", gpus.size() - 6);
+    return out;
+  };
+  if (!matches.empty()) {
+    const bool exact = matches.front().first == 0;
+    const bool only_numbers = std::all_of(query.begin(), query.end(), [](const std::string& t) {
+      return std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+    });
+    std::vector<const GpuSpec*> tied;
+    for (const auto& [extra, gpu] : matches) {
+      if (extra == matches.front().first) tied.push_back(gpu);
+    }
+    // A bare number is a model number only when an alias says so ("4090"); "16" or "100" could be
+    // a memory size or part of several cards' names.
+    if (!exact && only_numbers) {
+      std::vector<const GpuSpec*> all;
+      for (const auto& m : matches) all.push_back(m.second);
+      return Error{fmt::format("ambiguous GPU '{}': a number alone names no card ({}); give the card's name, "
+                               "or --memory SIZE",
+                               name, list(all))};
+    }
+    if (tied.size() == 1) return *tied.front();
+    return Error{fmt::format("ambiguous GPU '{}': it fits {} equally ({}); name one (`oomdoc gpus --catalog` "
+                             "lists all)",
+                             name, tied.size() == 2 ? "both" : fmt::format("{} cards", tied.size()), list(tied))};
+  }
 
-  // No match: name the closest entries by edit distance over the normalized words.
+  // No match: suggest only names that are close: a small edit distance over the normalized words,
+  // or most of the query's words in common.
   std::string wanted = joined(query);
-  std::vector<std::pair<size_t, const GpuSpec*>> ranked;
+  struct Suggestion { size_t shared_words, distance; const GpuSpec* gpu; };
+  std::vector<Suggestion> close;
   for (const GpuSpec& gpu : catalog.gpus) {
     size_t distance = std::numeric_limits<size_t>::max();
+    size_t shared = 0;
     for (const auto& tokens : candidate_tokens(gpu)) {
       distance = std::min(distance, edit_distance(wanted, joined(tokens)));
+      std::set<std::string> have(tokens.begin(), tokens.end());
+      shared = std::max<size_t>(shared, std::count_if(query.begin(), query.end(),
+                                                       [&](const std::string& t) { return have.count(t) > 0; }));
     }
-    ranked.emplace_back(distance, &gpu);
+    const bool near_spelling = distance <= std::max<size_t>(1, wanted.size() / 3);
+    const bool most_words = query.size() >= 2 && shared * 2 >= query.size() + 1;
+    if (near_spelling || most_words) close.push_back({shared, distance, &gpu});
   }
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(close.begin(), close.end(), [](const Suggestion& a, const Suggestion& b) {
+    return a.distance != b.distance ? a.distance < b.distance : a.shared_words > b.shared_words;
+  });
+  if (close.empty()) {
+    return Error{fmt::format("unknown GPU '{}'; no catalog entry is close (`oomdoc gpus --catalog` lists all, or "
+                             "give --memory SIZE)",
+                             name)};
+  }
   std::string closest;
-  for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
-    if (i) closest += ", ";
-    closest += ranked[i].second->name;
-  }
+  for (size_t i = 0; i < close.size() && i < 3; ++i) closest += (i ? ", " : "") + close[i].gpu->name;
   return Error{fmt::format(
       "unknown GPU '{}'; closest catalog entries: {} (`oomdoc gpus --catalog` lists all, or give "
       "--memory SIZE)",

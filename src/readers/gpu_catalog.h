@@ -15,7 +15,9 @@ inline constexpr double kDefaultMemoryBudget = 0.92;
 
 const std::vector<GpuSpec>& gpu_catalog();
 
-// Finds a GPU by a fuzzy name; the error names the closest catalog entries.
+// Finds a GPU by a fuzzy name ("4090", "h100-80", "a100 40gb"). Errors: a name that fits several
+// cards equally, or a bare number that is no card's alias ("16"), lists the candidates; an unknown
+// name suggests only catalog entries that are close to it.
 Result<GpuSpec> find_gpu(std::string_view name);
 
 }  // namespace oomdoc

@@ -108,6 +108,7 @@ std::string strip_ansi(std::string_view line) {
       ++i;  // two-byte escape
       continue;
     }
+    if (c == '\0') continue;  // NUL runs: a log truncated under its writer, or preallocated space
     out += c;
   }
   while (!out.empty() && (out.back() == '\r' || out.back() == '\n')) out.pop_back();

@@ -26,6 +26,51 @@ constexpr size_t kDuplicateDistance = 200; // lines: the same message again is a
 
 bool is_break(char c) { return c == '\n' || c == '\r'; }
 
+// What kind of binary file `head` (the first bytes of the input) starts, or nullopt for text. A log
+// may hold NUL runs (a file truncated under its writer, preallocated space) and stray bytes, so
+// only a known magic number, or a head that is largely bytes no text uses, says binary: more than
+// 30% of its non-NUL bytes are control bytes (other than tab, line breaks, form feed, backspace and
+// ESC) or bytes that are not UTF-8.
+std::optional<std::string> binary_kind(std::string_view head) {
+  struct Magic { std::string_view bytes; const char* kind; };
+  static constexpr Magic kMagics[] = {
+      {"\x1f\x8b", "gzip"},       {"\x7f" "ELF", "ELF"},        {"PK\x03\x04", "zip"},
+      {"\x28\xb5\x2f\xfd", "zstd"}, {"BZh", "bzip2"},          {"\xfd" "7zXZ", "xz"},
+      {"7z\xbc\xaf\x27\x1c", "7z"}, {"\x89PNG", "PNG"},         {"\x04\x22\x4d\x18", "lz4"}};
+  for (const Magic& m : kMagics) {
+    // bzip2's "BZh" is followed by the block size digit and the block magic (1AY&SY), so a log
+    // line starting "BZh" stays text.
+    if (head.substr(0, m.bytes.size()) == m.bytes &&
+        (m.bytes != "BZh" || (head.size() > 4 && head[3] >= '1' && head[3] <= '9' && head[4] == '1'))) {
+      return std::string(m.kind);
+    }
+  }
+  size_t text = 0, odd = 0;
+  for (size_t i = 0; i < head.size(); ++i) {
+    const auto c = static_cast<unsigned char>(head[i]);
+    if (c == 0) continue;
+    ++text;
+    if (c < 0x20) {
+      if (c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\b' && c != 0x1b) ++odd;
+    } else if (c == 0x7f) {
+      ++odd;
+    } else if (c >= 0x80) {
+      // A UTF-8 sequence counts as text; any other high byte (Latin-1, random data) as odd.
+      const size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+      size_t k = 1;
+      while (len && k < len && i + k < head.size() && (static_cast<unsigned char>(head[i + k]) & 0xc0) == 0x80) ++k;
+      if (len && (k == len || i + k == head.size())) {
+        text += k - 1;
+        i += k - 1;
+      } else {
+        ++odd;
+      }
+    }
+  }
+  if (text > 0 && odd * 10 > text * 3) return std::string("mostly non-text bytes");
+  return std::nullopt;
+}
+
 // Lines of a JSON-lines record: its string values in order (message, traceback, ...), split on newlines.
 std::optional<std::vector<std::string>> decode_json_line(std::string_view line) {
   size_t first = line.find_first_not_of(" \t");
@@ -434,8 +479,8 @@ Result<ScanResult> scan_file(const std::string& path, ScanOptions options) {
         return make_error(fmt::format("{}: a Python pickle, not a log (a PyTorch memory snapshot? try 'oomdoc snapshot {}')",
                                       (*input)->display_name(), path));
       }
-      if (head.find('\0') != std::string_view::npos) {
-        return make_error(fmt::format("{}: binary file, not a text log", (*input)->display_name()));
+      if (auto kind = binary_kind(head)) {
+        return make_error(fmt::format("{}: binary file ({}), not a text log", (*input)->display_name(), *kind));
       }
     }
   }

@@ -441,62 +441,15 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
   std::string known;
   for (const auto& k : kModelTypes) known += (known.empty() ? "" : ", ") + k;
   return make_error(fmt::format(
-      "{}: unknown model_type \"{}\" (known: {}); pass --params N (with --hidden-size/--layers) to "
-      "estimate from a parameter count instead",
+      "{}: unknown model_type \"{}\" (known: {})",
       m.source, t, known));
 }
 
+// The shape checks live in model/architecture.cpp (shared with --params); here only what a config
+// file adds: head_dim derived from the width, and a note on an oversized sliding window.
 Status validate(ModelSpec& m) {
-  auto fail = [&](const std::string& what) { return make_error(fmt::format("{}: {}", m.source, what)); };
-  if (m.hidden_size == 0) return fail("hidden_size is 0");
-  // Bounds far above any real model keep every parameter product inside 64 bits.
-  struct Limit { const char* name; uint64_t value, max; };
-  for (const Limit& l : {Limit{"hidden_size", m.hidden_size, 1u << 18}, Limit{"intermediate_size", m.intermediate_size, 1u << 20},
-                         Limit{"moe_intermediate_size", m.moe_intermediate_size, 1u << 20},
-                         Limit{"number of layers", m.num_layers + m.num_encoder_layers, 1u << 12},
-                         Limit{"vocab_size", m.vocab_size, 1u << 23}, Limit{"num_attention_heads", m.num_attention_heads, 1u << 12},
-                         Limit{"head_dim", m.head_dim, 1u << 14}, Limit{"number of experts", m.num_experts, 1u << 12},
-                         Limit{"max_position_embeddings", m.max_position_embeddings, 1u << 26},
-                         Limit{"kv_lora_rank", m.kv_lora_rank + m.q_lora_rank, 1u << 16}}) {
-    if (l.value > l.max) return fail(fmt::format("{} {} is implausibly large (limit {})", l.name, l.value, l.max));
-  }
-  if (m.num_layers == 0) return fail("number of layers is 0");
-  if (m.num_attention_heads == 0) return fail("num_attention_heads is 0");
-  if (m.num_kv_heads == 0) return fail("num_key_value_heads is 0");
-  if (m.attention == AttentionKind::kMultiHead) {
-    if (m.num_attention_heads % m.num_kv_heads) {
-      return fail(fmt::format("num_attention_heads {} is not a multiple of num_key_value_heads {}",
-                              m.num_attention_heads, m.num_kv_heads));
-    }
-    if (m.num_kv_heads > m.num_attention_heads) {
-      return fail(fmt::format("num_key_value_heads {} is larger than num_attention_heads {}",
-                              m.num_kv_heads, m.num_attention_heads));
-    }
-    if (m.head_dim == 0) {
-      if (m.hidden_size % m.num_attention_heads) {
-        return fail(fmt::format("hidden_size {} is not a multiple of num_attention_heads {} and no head_dim is given",
-                                m.hidden_size, m.num_attention_heads));
-      }
-      m.head_dim = m.hidden_size / m.num_attention_heads;
-    }
-  }
-  if (!m.is_encoder_only && m.vocab_size == 0) return fail("vocab_size is 0");
-  const bool has_dense_mlp = m.num_experts == 0 || m.first_dense_layers > 0;
-  if (has_dense_mlp && m.intermediate_size == 0) return fail("intermediate_size is missing or 0");
-  if (m.num_experts) {
-    if (m.experts_per_token == 0 || m.experts_per_token > m.num_experts) {
-      return fail(fmt::format("num_experts_per_tok {} must be between 1 and the {} experts",
-                              m.experts_per_token, m.num_experts));
-    }
-    if (m.moe_intermediate_size == 0) return fail("moe_intermediate_size is 0");
-    if (m.first_dense_layers > m.num_layers) {
-      return fail(fmt::format("first_k_dense_replace {} is more than the {} layers", m.first_dense_layers,
-                              m.num_layers));
-    }
-  }
-  if (m.attention == AttentionKind::kMultiLatent && (m.kv_lora_rank == 0 || m.qk_rope_head_dim == 0)) {
-    return fail("multi-latent attention needs kv_lora_rank and qk_rope_head_dim");
-  }
+  if (auto s = validate_shape(m, m.source); !s) return s.error();
+  if (m.attention == AttentionKind::kMultiHead && m.head_dim == 0) m.head_dim = m.hidden_size / m.num_attention_heads;
   if (m.sliding_window && m.max_position_embeddings && *m.sliding_window > m.max_position_embeddings) {
     m.notes.push_back(fmt::format("sliding_window {} exceeds max_position_embeddings {}: every layer attends fully",
                                   *m.sliding_window, m.max_position_embeddings));

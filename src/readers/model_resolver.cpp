@@ -24,9 +24,8 @@ Result<ModelSpec> model_from_folder(const std::string& folder) {
     auto headers = read_safetensors_folder(folder);
     if (headers) {
       return make_error(fmt::format(
-          "{}: no config.json; the safetensors headers hold {} parameters but not the model's shape "
-          "(pass --params {} with --hidden-size and --layers)",
-          folder, format_exact_count(headers->total_elements), headers->total_elements));
+          "{}: no config.json; the safetensors headers hold {} parameters but not the model's shape",
+          folder, format_exact_count(headers->total_elements)));
     }
     return make_error(fmt::format("{}: no config.json and no *.safetensors", folder));
   }
@@ -95,7 +94,7 @@ std::optional<std::string> find_in_hf_cache(const std::string& repo_id) {
 }
 
 Result<ModelSpec> resolve_model(const std::string& name) {
-  if (name.empty()) return make_error("no model given (--model NAME, a path, or --params)");
+  if (name.empty()) return make_error("no model given (a preset name, a Hugging Face repo id, or a path)");
   std::error_code ec;
   if (fs::exists(name, ec)) {
     if (fs::is_directory(name, ec)) return model_from_folder(name);
@@ -118,8 +117,7 @@ Result<ModelSpec> resolve_model(const std::string& name) {
   std::string hint;
   for (const auto& id : closest_presets(name)) hint += (hint.empty() ? "" : ", ") + id;
   return make_error(fmt::format(
-      "{}: not a file or folder, not in the Hugging Face cache, and not a bundled preset (closest: {}); "
-      "or pass --params N for a quick estimate",
+      "{}: not a file or folder, not in the Hugging Face cache, and not a bundled preset (closest: {})",
       name, hint));
 }
 
@@ -145,17 +143,12 @@ Result<ModelSpec> model_from_param_count(uint64_t params, const ShapeHints& hint
   m.num_kv_heads = hints.num_kv_heads.value_or(std::min(b->kv_heads, m.num_attention_heads));
   m.vocab_size = hints.vocab_size.value_or(32000);
   m.intermediate_size = hints.intermediate_size.value_or(static_cast<uint64_t>(std::llround(m.hidden_size * 8.0 / 3 / 256)) * 256);
-  if (m.hidden_size % m.num_attention_heads || m.num_attention_heads % m.num_kv_heads) {
-    return make_error(fmt::format("--params: hidden size {} / {} heads / {} kv heads do not divide evenly",
-                                  m.hidden_size, m.num_attention_heads, m.num_kv_heads));
-  }
+  m.num_layers = hints.num_layers.value_or(1);  // one layer stands in until the count is derived below
+  // Before anything divides by the shape (head_dim, the per-layer count below).
+  if (auto ok = validate_shape(m, "--params", ShapeFieldNames::kFlags); !ok) return ok.error();
   m.head_dim = m.hidden_size / m.num_attention_heads;
-  if (hints.num_layers) {
-    m.num_layers = *hints.num_layers;
-  } else {
-    m.num_layers = 1;
-    ModelSpec one = m;
-    ParamCount c1 = count_parameters(one);
+  if (!hints.num_layers) {
+    ParamCount c1 = count_parameters(m);
     uint64_t per_layer = c1.linear + (c1.norms - m.hidden_size);
     uint64_t outside = c1.total - per_layer;
     m.num_layers = params > outside ? std::max<uint64_t>(1, (params - outside + per_layer / 2) / per_layer) : 1;

@@ -14,7 +14,8 @@ namespace oomdoc {
 
 // Order: an existing path (config.json file, or a folder with config.json and optional
 // *.safetensors), a repo id in the Hugging Face cache (HF_HUB_CACHE, HF_HOME/hub,
-// ~/.cache/huggingface/hub), then a bundled preset.
+// ~/.cache/huggingface/hub), then a bundled preset. Errors say what is missing, not which flag
+// to use instead: that depends on the command (only estimate has --params).
 Result<ModelSpec> resolve_model(const std::string& name);
 
 // A folder holding config.json (and possibly *.safetensors, whose headers give exact counts).

@@ -54,6 +54,14 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h;
 }
 
+// Sizes are byte counts: a negative one means a damaged file, not 2^64 - 5 bytes. (Tree::as_uint
+// keeps two's complement on purpose, for addresses, which are read as they are.)
+std::optional<int64_t> negative_size(const Tree& tree, Value v) {
+  auto x = v.tag() == Tag::kInt ? std::optional<int64_t>(v.inline_int()) : tree.as_int(v);
+  if (x && *x < 0) return x;
+  return std::nullopt;
+}
+
 // Decodes frames, stacks and trace entries as soon as each is complete, and interns them.
 class SnapshotFolder : public pickle::Folder {
  public:
@@ -195,6 +203,11 @@ class SnapshotFolder : public pickle::Folder {
       return true;
     };
     if (!read_uint(kSize, e.size)) return Error{"'size' is not an integer"};
+    if (f.has(kSize)) {
+      if (auto negative = negative_size(tree, f.value[kSize])) {
+        return Error{fmt::format("'size' is negative ({})", *negative)};
+      }
+    }
     if (!read_uint(e.action == TraceAction::kOom ? kDeviceFree : kAddr, e.addr)) {
       return Error{"'addr' / 'device_free' is not an integer"};
     }
@@ -440,6 +453,7 @@ class Converter {
     std::optional<Value> blocks;
     bool has_total = false;
     std::string bad;
+    std::string negative_field;  // the first size field below zero, as the error names it
     tree_.for_each_pair(dict, [&](Value k, Value v) {
       if (k.tag() != Tag::kStr) return;
       std::string_view key = tree_.str(k);
@@ -451,20 +465,26 @@ class Converter {
           bad = key;
         }
       };
+      auto as_size = [&](uint64_t& out) {
+        if (auto negative = negative_size(tree_, v); negative && negative_field.empty()) {
+          negative_field = fmt::format("segments[{}].{} is negative ({})", index, key, *negative);
+        }
+        as_u(out);
+      };
       if (key == "device") {
         s.device = static_cast<int>(tree_.as_int(v).value_or(0));
       } else if (key == "address") {
         as_u(s.address);
       } else if (key == "total_size") {
-        as_u(s.total_size);
+        as_size(s.total_size);
         has_total = true;
       } else if (key == "allocated_size") {
-        as_u(s.allocated_size);
+        as_size(s.allocated_size);
       } else if (key == "active_size") {
-        as_u(s.active_size);
+        as_size(s.active_size);
       } else if (key == "requested_size") {
         uint64_t r = 0;
-        as_u(r);
+        as_size(r);
         s.requested_size = r;
       } else if (key == "stream") {
         s.stream = tree_.as_int(v).value_or(0);
@@ -484,6 +504,7 @@ class Converter {
       }
     });
     if (!bad.empty()) return Error{fmt::format("segments[{}]: '{}' is not an integer", index, bad)};
+    if (!negative_field.empty()) return Error{negative_field};
     if (!has_total) return Error{fmt::format("segments[{}]: 'total_size' is missing", index)};
     if (blocks) {
       if (!tree_.is_container(*blocks, ContainerKind::kList)) {
@@ -499,7 +520,8 @@ class Converter {
         }
         SnapshotBlock block = read_block(b.id(), running, bad);
         if (!bad.empty()) {
-          bad = fmt::format("segments[{}].blocks[{}]: {}", index, block_index, bad);
+          // read_block names a negative size as ".size is ..." to be appended to the place.
+          bad = fmt::format("segments[{}].blocks[{}]{}{}", index, block_index, bad[0] == '.' ? "" : ": ", bad);
           return;
         }
         running = block.address + block.size;
@@ -523,6 +545,12 @@ class Converter {
         if (!x) {
           bad = fmt::format("'{}' is not an integer", key);
           return;
+        }
+        if (key != "address") {
+          if (auto negative = negative_size(tree_, v)) {
+            bad = fmt::format(".{} is negative ({})", key, *negative);
+            return;
+          }
         }
         if (key == "size") b.size = *x;
         if (key == "requested_size") b.requested_size = *x;

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cctype>
 #include <functional>
 #include <map>
@@ -424,14 +425,23 @@ Status set_deepspeed(const YAML::Node& n, std::string_view key, Reader& r) {
   if (!path.empty() && path[0] != '/' && !r.base_dir.empty()) candidates.push_back(r.base_dir + "/" + path);
   candidates.push_back(path);
   for (const auto& candidate : candidates) {
+    // Only a path that is not there falls back to the name; a directory, an unreadable file or
+    // one that is not a DeepSpeed config is reported as it is.
+    std::error_code ec;
+    if (!std::filesystem::exists(candidate, ec)) continue;
     auto text = read_small_file(candidate, 1 << 20);
-    if (!text) continue;
+    if (!text) return text.error();
+    YAML::Node ds;
     try {
-      apply_deepspeed_json(YAML::Load(*text), r);
-      return Ok{};
+      ds = YAML::Load(*text);
     } catch (const YAML::Exception& e) {
       return make_error(fmt::format("{}: line {}: {}", candidate, e.mark.line + 1, printable(e.msg)));
     }
+    // DeepSpeed itself refuses an empty config, so it cannot mean "plain DDP".
+    if (ds.IsNull()) return make_error(fmt::format("{}: the file is empty (expected a DeepSpeed config object)", candidate));
+    if (!ds.IsMap()) return make_error(fmt::format("{}: not a DeepSpeed config (expected an object)", candidate));
+    apply_deepspeed_json(ds, r);
+    return Ok{};
   }
   apply_deepspeed_name(path, r);
   r.warn(fmt::format("{}: '{}' was not found; ZeRO stage and offload read from its name ({}{})",

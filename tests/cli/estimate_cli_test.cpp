@@ -102,5 +102,66 @@ TEST(EstimateCli, BadInputIsOneLineAndExitTwo) {
   EXPECT_NE(missing_job.err.find("/nonexistent/job.json"), std::string::npos);
 }
 
+// Bad shape flags are one line and exit 2 (--heads 0 used to crash with SIGFPE, --layers 0 to
+// print a made-up estimate).
+TEST(EstimateCli, ZeroShapeFlagsAreBadInput) {
+  for (const auto& [flag, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--heads", "oomdoc: --params: --heads is 0\n"},
+           {"--kv-heads", "oomdoc: --params: --kv-heads is 0\n"},
+           {"--hidden-size", "oomdoc: --params: --hidden-size is 0\n"},
+           {"--layers", "oomdoc: --params: --layers is 0\n"},
+           {"--vocab-size", "oomdoc: --params: --vocab-size is 0\n"},
+           {"--intermediate-size", "oomdoc: --params: --intermediate-size is 0\n"}}) {
+    auto r = run_cli({"estimate", "--params", "7B", flag, "0"}, "", kEmptyCache);
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_EQ(r.err, message) << flag;
+    EXPECT_EQ(r.out, "") << flag;
+  }
+}
+
+// Only estimate can stand in --params for a model it cannot find, so only estimate suggests it.
+TEST(EstimateCli, UnknownModelSuggestsParams) {
+  auto r = run_cli({"estimate", "no-such-model-xyz"}, "", kEmptyCache);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("oomdoc: no-such-model-xyz: not a file or folder, not in the Hugging Face cache, and not a "
+                        "bundled preset (closest: ", 0), 0u) << r.err;
+  const std::string hint = "); or pass --params N (with --hidden-size and --layers) for a quick estimate\n";
+  ASSERT_GT(r.err.size(), hint.size());
+  EXPECT_EQ(r.err.substr(r.err.size() - hint.size()), hint);
+}
+
+// Tensor parallelism needs whole heads per rank; kv heads may instead be replicated (tp a multiple).
+TEST(EstimateCli, TensorParallelMustSplitTheHeads) {
+  auto r = run_cli({"estimate", "--params", "7B", "--tp", "3"}, "", kEmptyCache);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "oomdoc: tp 3 does not divide the model's 32 attention heads (each tensor-parallel rank needs "
+                   "whole heads)\n");
+  auto kv = run_cli({"estimate", "--params", "30B", "--hidden-size", "6144", "--heads", "48", "--kv-heads", "6",
+                     "--tp", "4"}, "", kEmptyCache);
+  EXPECT_EQ(kv.exit_code, 2);
+  EXPECT_EQ(kv.err, "oomdoc: tp 4 does not fit the model's 6 key/value heads (they must split evenly across the tp "
+                    "ranks, or tp be a multiple of them)\n");
+  auto replicated = run_cli({"estimate", "--params", "30B", "--hidden-size", "6144", "--heads", "48", "--kv-heads",
+                             "6", "--tp", "12", "--json"}, "", kEmptyCache);
+  EXPECT_EQ(replicated.exit_code, 0) << replicated.err;
+  EXPECT_EQ(nlohmann::json::parse(replicated.out)["model"]["hidden_size"], 6144);
+}
+
+// Option errors: one line naming the command and where its usage is.
+TEST(EstimateCli, OptionErrorsAreOneLineNamingTheCommand) {
+  auto r = run_cli({"estimate", "--params", "7B", "--tp", "abc"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "oomdoc estimate: --tp: 'abc' is not a valid value (see oomdoc estimate --help)\n");
+  auto missing = run_cli({"estimate", "--params"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err, "oomdoc estimate: --params: needs a value (see oomdoc estimate --help)\n");
+  auto unknown = run_cli({"oomdoc-no-such-command"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_EQ(unknown.err, "oomdoc: 'oomdoc-no-such-command': unknown command (see oomdoc --help)\n");
+  auto none = run_cli({});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_EQ(none.err, "oomdoc: no command given (see oomdoc --help)\n");
+}
+
 }  // namespace
 }  // namespace oomdoc

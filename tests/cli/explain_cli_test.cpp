@@ -107,5 +107,37 @@ TEST(Cli, VersionAndHelp) {
   EXPECT_EQ(bad.exit_code, 2);
 }
 
+// NUL bytes are common in real logs (a file truncated under its writer, preallocated space): the
+// OOM is still found. A binary file is still refused, in one line.
+TEST(ExplainCli, LogsWithNulBytesAreText) {
+  const std::string log = testing::read_file(std::string(OOMDOC_SOURCE_DIR) + "/examples/train-oom.log");
+  for (const auto& [name, content] : std::vector<std::pair<std::string, std::string>>{
+           {"trailing_nuls.log", log + std::string(4, '\0')},
+           {"leading_nuls.log", std::string(100000, '\0') + log},
+           {"nuls_inside.log", std::string(4, '\0') + "step 1\n" + std::string(3, '\0') + log}}) {
+    auto r = run_cli({"explain", temp_file(name, content)});
+    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
+    EXPECT_NE(r.out.find("Cause: fragmentation"), std::string::npos) << name;
+    EXPECT_EQ(r.out.find('\0'), std::string::npos) << name;
+  }
+}
+
+TEST(ExplainCli, BinaryFilesAreRefusedInOneLine) {
+  std::string noise;
+  uint32_t x = 12345;
+  for (int i = 0; i < 4000; ++i) {
+    x = x * 1103515245u + 12345u;
+    noise.push_back(static_cast<char>(x >> 24));
+  }
+  const std::string gz = temp_file("log.gz", std::string("\x1f\x8b\x08\x00", 4) + noise);
+  auto r = run_cli({"explain", gz});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "oomdoc: " + gz + ": binary file (gzip), not a text log\n");
+  const std::string random = temp_file("random.bin", noise);
+  auto rr = run_cli({"explain", random});
+  EXPECT_EQ(rr.exit_code, 2);
+  EXPECT_EQ(rr.err, "oomdoc: " + random + ": binary file (mostly non-text bytes), not a text log\n");
+}
+
 }  // namespace
 }  // namespace oomdoc

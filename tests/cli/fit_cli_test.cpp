@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
+
 #include "support/test_support.h"
 
 namespace oomdoc {
@@ -170,6 +173,55 @@ TEST(FitCli, TensorAndPipelineParallelPlanOnFourGpus) {
   EXPECT_EQ(last["settings"][1], nlohmann::json({{"target", "torchtitan"},
                                                  {"name", "--parallelism.tensor_parallel_degree"},
                                                  {"value", "2"}}));
+}
+
+TEST(FitCli, UnknownOptionIsOneLineNamingTheCommand) {
+  auto r = run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--params", "7B"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "oomdoc fit: --params: unknown option (see oomdoc fit --help)\n");
+}
+
+// CLI11 alone would read -1 into an unsigned option as 2^64 - 1.
+TEST(FitCli, NegativeCountIsRefusedAtParsing) {
+  auto r = run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--gpus", "-1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "oomdoc fit: --gpus: must be 0 or more (got -1) (see oomdoc fit --help)\n");
+}
+
+// fit has no --params: the resolver says what is missing and nothing more.
+TEST(FitCli, UnknownModelDoesNotSuggestParams) {
+  auto r = run_cli({"fit", "--model", "no-such-model-xyz", "--gpu", "4090"}, "",
+                   {"HF_HUB_CACHE=/nonexistent-oomdoc-cache", "HOME=/nonexistent-oomdoc-home"});
+  expect_bad_input(r, "no-such-model-xyz: not a file or folder, not in the Hugging Face cache, and not a bundled preset");
+  EXPECT_EQ(r.err.find("--params"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.substr(r.err.size() - 2), ")\n");
+}
+
+TEST(FitCli, AmbiguousGpuListsTheCandidates) {
+  auto r = run_cli({"fit", "--model", "llama-2-7b", "--gpu", "16"});
+  expect_bad_input(r, "ambiguous GPU '16': a number alone names no card (");
+  auto rtx = run_cli({"fit", "--model", "llama-2-7b", "--gpu", "rtx"});
+  expect_bad_input(rtx, "ambiguous GPU 'rtx': it fits ");
+}
+
+TEST(FitCli, TensorParallelMustSplitTheHeads) {
+  auto r = run_cli({"fit", "--model", "llama-2-7b", "--gpu", "h100", "--gpus", "3", "--tp", "3"});
+  expect_bad_input(r, "tp 3 does not divide the model's 32 attention heads (each tensor-parallel rank needs whole heads)");
+}
+
+TEST(FitCli, DeepSpeedPathThatIsNotAConfig) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(OOMDOC_BINARY_DIR) / "fit_cli_ds";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "ds.json") << "\"zero3\"\n";
+  std::ofstream(dir / "train.yaml") << "model_name_or_path: meta-llama/Llama-2-7b-hf\nfinetuning_type: lora\n"
+                                       "deepspeed: ds.json\n";
+  auto r = run_cli({"fit", (dir / "train.yaml").string(), "--gpu", "4090"});
+  expect_bad_input(r, "");
+  EXPECT_EQ(r.err, "oomdoc: " + (dir / "ds.json").string() + ": not a DeepSpeed config (expected an object)\n");
 }
 
 }  // namespace

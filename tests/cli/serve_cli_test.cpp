@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "support/test_support.h"
 
 namespace oomdoc {
@@ -105,6 +107,17 @@ TEST(ServeCli, BadInputIsOneLineAndExitTwo) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
+}
+
+// serve has no --params: the unknown-model error says what is missing and nothing more.
+TEST(ServeCli, UnknownModelDoesNotSuggestParams) {
+  auto r = run_cli({"serve", "--gpu", "h100", "--", "vllm", "serve", "no-such-model-xyz"}, "",
+                   {"HF_HUB_CACHE=/nonexistent-oomdoc-cache", "HOME=/nonexistent-oomdoc-home"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no-such-model-xyz: not a file or folder, not in the Hugging Face cache, and not a bundled "
+                       "preset (closest: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--params"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 }  // namespace

@@ -56,5 +56,19 @@ TEST(SnapshotCli, BadInputIsOneLineAndExitTwo) {
   EXPECT_EQ(size.exit_code, 2);
 }
 
+TEST(SnapshotCli, DeviceNotInTheFileIsBadInput) {
+  const std::string file = fixture_path("snapshot/train_p2.pickle");
+  auto r = run_cli({"snapshot", "--device", "7", file});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "oomdoc: " + file + ": no device 7 (devices in the file: 0, 1)\n");
+  auto negative = run_cli({"snapshot", "--device", "-1", file});
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_EQ(negative.err, "oomdoc: --device: must be 0 or more (got -1)\n");
+  auto compare = run_cli({"snapshot", "--device", "7", file, "--compare", file});
+  EXPECT_EQ(compare.exit_code, 2);
+  EXPECT_EQ(compare.err, "oomdoc: " + file + ": no device 7 (devices in the file: 0, 1)\n");
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -91,5 +91,21 @@ TEST(Architecture, LoraDefaultsToQueryAndValue) {
   EXPECT_EQ(lora_parameter_count(preset("meta-llama/Llama-2-7b-hf"), all), per_layer * 32);
 }
 
+// One check for every way a shape arrives; messages name the input's own field names.
+TEST(Architecture, ValidateShapeNamesConfigKeysOrFlags) {
+  ModelSpec m = preset("meta-llama/Llama-2-7b-hf");
+  EXPECT_TRUE(validate_shape(m, "config.json"));
+  m.num_kv_heads = 0;
+  EXPECT_EQ(validate_shape(m, "config.json").error().message, "config.json: num_key_value_heads is 0");
+  EXPECT_EQ(validate_shape(m, "--params", ShapeFieldNames::kFlags).error().message, "--params: --kv-heads is 0");
+  m.num_kv_heads = 32;
+  m.head_dim = 0;
+  m.hidden_size = 4100;
+  EXPECT_EQ(validate_shape(m, "config.json").error().message,
+            "config.json: hidden_size 4100 is not a multiple of num_attention_heads 32 and no head_dim is given");
+  m.head_dim = 128;  // an explicit head_dim need not be hidden / heads (Gemma)
+  EXPECT_TRUE(validate_shape(m, "config.json"));
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -123,5 +123,50 @@ TEST(FindGpu, UnknownNameNamesTheClosestEntries) {
   EXPECT_NE(empty.error().message.find("names no GPU"), std::string::npos);
 }
 
+// A query that fits several different cards equally is an error listing them, not the first in
+// the file; a bare number is a card only when it is that card's alias ("4090").
+TEST(FindGpu, AmbiguousNamesListTheCandidates) {
+  auto rtx = find_gpu("rtx");
+  ASSERT_FALSE(rtx.ok());
+  EXPECT_EQ(rtx.error().message,
+            "ambiguous GPU 'rtx': it fits 7 cards equally (GeForce RTX 3060 12GB, GeForce RTX 3080 10GB, "
+            "GeForce RTX 3090 24GB, GeForce RTX 4060 8GB, GeForce RTX 4080 16GB, GeForce RTX 4090 24GB and 1 more); "
+            "name one (`oomdoc gpus --catalog` lists all)");
+  auto sixteen = find_gpu("16");
+  ASSERT_FALSE(sixteen.ok());
+  EXPECT_EQ(sixteen.error().message.rfind("ambiguous GPU '16': a number alone names no card (Apple M-series 16GB, ", 0),
+            0u) << sixteen.error().message;
+  EXPECT_NE(sixteen.error().message.find("Tesla T4 16GB"), std::string::npos);
+  auto hundred = find_gpu("100");
+  ASSERT_FALSE(hundred.ok());
+  EXPECT_NE(hundred.error().message.find("ambiguous GPU '100'"), std::string::npos);
+  EXPECT_NE(hundred.error().message.find("H100 SXM 80GB"), std::string::npos);
+  auto sxm = find_gpu("sxm");
+  ASSERT_FALSE(sxm.ok());
+  EXPECT_NE(sxm.error().message.find("ambiguous GPU 'sxm': it fits "), std::string::npos);
+  // The names the docs promise stay unambiguous.
+  EXPECT_EQ(find_gpu("4090")->name, "GeForce RTX 4090 24GB");
+  EXPECT_EQ(find_gpu("3090")->name, "GeForce RTX 3090 24GB");
+  EXPECT_EQ(find_gpu("h100")->name, "H100 SXM 80GB");
+  EXPECT_EQ(find_gpu("h100-80")->name, "H100 SXM 80GB");
+  EXPECT_EQ(find_gpu("a100-80")->name, "A100 SXM4 80GB");
+  EXPECT_EQ(find_gpu("Tesla T4")->name, "Tesla T4 16GB");
+  EXPECT_EQ(find_gpu("NVIDIA H100 80GB HBM3")->name, "H100 SXM 80GB");
+  // A fuller name than any alias still resolves when one card fits it best.
+  EXPECT_EQ(find_gpu("h100 hbm3")->name, "H100 SXM 80GB");
+}
+
+TEST(FindGpu, SuggestionsAreOnlyCloseNames) {
+  auto far = find_gpu("xyzzy 9000");
+  ASSERT_FALSE(far.ok());
+  EXPECT_EQ(far.error().message,
+            "unknown GPU 'xyzzy 9000'; no catalog entry is close (`oomdoc gpus --catalog` lists all, or give "
+            "--memory SIZE)");
+  auto typo = find_gpu("rtx 4900");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_EQ(typo.error().message.rfind("unknown GPU 'rtx 4900'; closest catalog entries: GeForce RTX 4090 24GB", 0), 0u)
+      << typo.error().message;
+}
+
 }  // namespace
 }  // namespace oomdoc

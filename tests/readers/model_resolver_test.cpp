@@ -62,7 +62,8 @@ TEST_F(ResolverTest, UnknownNameSuggestsPresets) {
   auto m = resolve_model("meta-llama/Llama-2-7b-hf-typo-xyz");
   ASSERT_FALSE(m);
   EXPECT_NE(m.error().message.find("not a bundled preset (closest: "), std::string::npos);
-  EXPECT_NE(m.error().message.find("--params"), std::string::npos);
+  EXPECT_EQ(m.error().message.back(), ')');
+  EXPECT_EQ(m.error().message.find("--params"), std::string::npos);  // the estimate command adds it
 }
 
 TEST_F(ResolverTest, ConfigFileAndFolderWithSafetensors) {
@@ -112,6 +113,29 @@ TEST_F(ResolverTest, ParamCountGivesALlamaShape) {
   EXPECT_EQ(shaped->num_layers, 40u);
   EXPECT_EQ(shaped->num_attention_heads, 40u);
   EXPECT_FALSE(model_from_param_count(0));
+}
+
+// Shape flags go through the same validate_shape as config files, before anything divides by
+// them: --heads 0 used to end in SIGFPE, --layers 0 in a made-up estimate.
+TEST_F(ResolverTest, ParamCountShapeFlagsAreCheckedBeforeUse) {
+  auto error_with = [](auto set) {
+    ShapeHints hints;
+    set(hints);
+    auto m = model_from_param_count(7'000'000'000, hints);
+    return m ? std::string("<ok>") : m.error().message;
+  };
+  EXPECT_EQ(error_with([](ShapeHints& h) { h.num_attention_heads = 0; }), "--params: --heads is 0");
+  EXPECT_EQ(error_with([](ShapeHints& h) { h.num_kv_heads = 0; }), "--params: --kv-heads is 0");
+  EXPECT_EQ(error_with([](ShapeHints& h) { h.hidden_size = 0; }), "--params: --hidden-size is 0");
+  EXPECT_EQ(error_with([](ShapeHints& h) { h.num_layers = 0; }), "--params: --layers is 0");
+  EXPECT_EQ(error_with([](ShapeHints& h) { h.vocab_size = 0; }), "--params: --vocab-size is 0");
+  EXPECT_EQ(error_with([](ShapeHints& h) { h.intermediate_size = 0; }), "--params: --intermediate-size is 0");
+  EXPECT_EQ(error_with([](ShapeHints& h) { h.num_attention_heads = 3; }),
+            "--params: --hidden-size 4096 is not a multiple of --heads 3");
+  EXPECT_EQ(error_with([](ShapeHints& h) { h.num_kv_heads = 5; }), "--params: --heads 32 is not a multiple of --kv-heads 5");
+  EXPECT_EQ(error_with([](ShapeHints& h) { h.num_kv_heads = 64; }), "--params: --heads 32 is not a multiple of --kv-heads 64");
+  EXPECT_EQ(error_with([](ShapeHints& h) { h.num_layers = 100000; }),
+            "--params: --layers 100000 is implausibly large (limit 4096)");
 }
 
 }  // namespace

@@ -257,6 +257,47 @@ TEST(SnapshotReader, ABadEntryInALaterBatchIsNamedByItsIndex) {
             "t.pickle: device_traces[0][1234]: 'addr' / 'device_free' is not an integer");
 }
 
+// Sizes are byte counts: a negative one is a damaged file, never 2^64 - 5 bytes ("16.00 EiB").
+// Addresses keep their two's complement reading.
+TEST(SnapshotReader, NegativeSizesAreErrorsNamingTheField) {
+  auto err = [](std::string_view data) {
+    auto s = read_snapshot_bytes(data, "x.json");
+    return s.ok() ? std::string("<ok>") : s.error().message;
+  };
+  auto segment = [](const std::string& fields, const std::string& block = "") {
+    return R"({"segments": [{"device": 0, "address": 4096, "total_size": 2097152, "stream": 0)" + fields +
+           R"(, "blocks": [{"address": 4096, "size": 512, "state": "active_allocated")" + block + "}]}]}";
+  };
+  EXPECT_EQ(err(R"({"segments": [{"device": 0, "address": 4096, "total_size": 2097152}, {"device": 0,
+                "address": 8192, "total_size": 2097152}, {"device": 0, "address": 9999, "total_size": 1},
+                {"device": 0, "address": 0, "total_size": -5}]})"),
+            "x.json: segments[3].total_size is negative (-5)");
+  EXPECT_EQ(err(segment(R"(, "allocated_size": -1)")), "x.json: segments[0].allocated_size is negative (-1)");
+  EXPECT_EQ(err(segment(R"(, "active_size": -2)")), "x.json: segments[0].active_size is negative (-2)");
+  EXPECT_EQ(err(segment(R"(, "requested_size": -3)")), "x.json: segments[0].requested_size is negative (-3)");
+  EXPECT_EQ(err(segment("", R"(, "requested_size": -7)")), "x.json: segments[0].blocks[0].requested_size is negative (-7)");
+  EXPECT_EQ(err(R"({"segments": [{"device": 0, "address": 0, "total_size": 1024, "blocks": [{"size": 512},
+                {"size": -512}]}]})"),
+            "x.json: segments[0].blocks[1].size is negative (-512)");
+  EXPECT_EQ(err(R"({"device_traces": [[{"action": "alloc", "addr": 1, "size": -5}]]})"),
+            "x.json: device_traces[0][0]: 'size' is negative (-5)");
+  // A negative address is read as the unsigned value the allocator printed.
+  auto s = read_snapshot_bytes(segment("", "").replace(segment("", "").find("\"address\": 4096"), 15,
+                                                       "\"address\": -4096"),
+                               "x.json");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(s->segments[0].address, static_cast<uint64_t>(-4096));
+}
+
+TEST(SnapshotReader, NegativeTraceSizeInAPickleIsNamedByItsIndex) {
+  std::vector<TraceEntry> entries;
+  for (int i = 0; i < 20; ++i) entries.push_back({4096 + 512 * i, i + 1});
+  entries[12].size = -5;
+  auto s = read_snapshot_bytes(trace_pickle(entries), "t.pickle");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "t.pickle: device_traces[0][12]: 'size' is negative (-5)");
+}
+
 TEST(SnapshotReader, MissingFile) {
   auto s = read_snapshot_file("/nonexistent/snap.pickle");
   ASSERT_FALSE(s.ok());

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "support/test_support.h"
 
 namespace oomdoc {
@@ -208,6 +211,35 @@ TEST(TrainingConfigHostile, DeepNestingBinaryAndHugeNumbersAreErrors) {
                                      "alias.yml");
   ASSERT_TRUE(alias.ok());
   EXPECT_EQ(alias->unknown_keys.size(), 3u);
+}
+
+// deepspeed: PATH is read when it is there; only a missing path falls back to reading its name.
+TEST(TrainingConfig, DeepSpeedFileThatIsNotAConfigIsAnError) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(OOMDOC_BINARY_DIR) / "training_config_ds";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "ds_dir.json");
+  std::ofstream(dir / "scalar.json") << "zero3\n";
+  std::ofstream(dir / "list.json") << "[1, 2]\n";
+  std::ofstream(dir / "empty.json") << "";
+  std::ofstream(dir / "comment.yaml") << "# nothing here\n";
+  auto err = [&](const std::string& name) {
+    auto c = parse_training_config("model_name_or_path: gpt2\ndeepspeed: " + name + "\n", "train.yaml", dir.string());
+    return c ? std::string("<ok>") : c.error().message;
+  };
+  const std::string d = dir.string() + "/";
+  EXPECT_EQ(err("scalar.json"), d + "scalar.json: not a DeepSpeed config (expected an object)");
+  EXPECT_EQ(err("list.json"), d + "list.json: not a DeepSpeed config (expected an object)");
+  EXPECT_EQ(err("ds_dir.json"), d + "ds_dir.json: is a directory");
+  // DeepSpeed refuses an empty config: it cannot stand for plain DDP.
+  EXPECT_EQ(err("empty.json"), d + "empty.json: the file is empty (expected a DeepSpeed config object)");
+  EXPECT_EQ(err("comment.yaml"), d + "comment.yaml: the file is empty (expected a DeepSpeed config object)");
+  // Still a warning, with the stage read from the name, when the file is not there at all.
+  auto missing = parse_training_config("model_name_or_path: gpt2\ndeepspeed: zero2_missing.json\n", "train.yaml",
+                                       dir.string());
+  ASSERT_TRUE(missing) << missing.error().message;
+  EXPECT_EQ(missing->job.parallelism, "zero2");
+  EXPECT_THAT(missing->warnings, Contains(HasSubstr("'zero2_missing.json' was not found")));
 }
 
 }  // namespace
