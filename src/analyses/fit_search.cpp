@@ -918,9 +918,9 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     c.step = 1;
     c.title = std::string(fix_info(c.fix_id).title);
     c.cost = std::string(fix_info(c.fix_id).cost);
-    // Both names: 2.8+ reads PYTORCH_ALLOC_CONF, 2.9.1 and older only the CUDA one (pytorch#183387).
-    c.settings = {{"environment", "PYTORCH_ALLOC_CONF", "expandable_segments:True"},
-                  {"environment", "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}};
+    for (std::string_view variable : kAllocatorConfVariables) {
+      c.settings.push_back({"environment", std::string(variable), "expandable_segments:True"});
+    }
     c.advice_only = true;
     report.free_advice.push_back(c);
     FitChange r;

@@ -18,6 +18,12 @@ struct FixInfo {
 };
 
 const std::vector<FixInfo>& fix_catalog();
+
+// PyTorch's allocator-settings variable under both its names: 2.8+ reads PYTORCH_ALLOC_CONF (and
+// calls the CUDA name deprecated), but 2.9.1 and older read expandable_segments only from
+// PYTORCH_CUDA_ALLOC_CONF (pytorch/pytorch#183387). Setting both works on every version; the
+// expandable_segments snippet, fit's settings and `oomdoc run --alloc-conf` all set these two.
+inline constexpr std::string_view kAllocatorConfVariables[] = {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"};
 // The entry for id; aborts on an unknown id (a programming error, caught by tests).
 const FixInfo& fix_info(std::string_view id);
 

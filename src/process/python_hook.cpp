@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "analyses/fix_catalog.h"
 #include "analyses/snapshot_report.h"
 #include "core/embedded.h"
 #include "core/units.h"
@@ -136,7 +137,9 @@ std::vector<std::string> snapshot_verdict(const std::string& snapshot_path) {
 }
 
 EnvironmentChanges alloc_conf_environment(const std::string& value) {
-  return {{"PYTORCH_CUDA_ALLOC_CONF", value}, {"PYTORCH_ALLOC_CONF", value}};
+  EnvironmentChanges changes;
+  for (std::string_view variable : kAllocatorConfVariables) changes.push_back({std::string(variable), value});
+  return changes;
 }
 
 }  // namespace oomdoc

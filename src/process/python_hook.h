@@ -59,9 +59,8 @@ HookOutcome read_hook_outcome(const std::string& hook_dir);
 // stack, the largest live stack at the OOM and the fixes that follow.
 std::vector<std::string> snapshot_verdict(const std::string& snapshot_path);
 
-// --alloc-conf VALUE: PyTorch reads PYTORCH_CUDA_ALLOC_CONF (every version) and, from 2.8 on,
-// PYTORCH_ALLOC_CONF, warning that the CUDA name is deprecated; but 2.9.1 ignores the new name
-// for expandable_segments (pytorch/pytorch#183387). Setting both works on every version.
+// --alloc-conf VALUE: set under both of the variable's names (kAllocatorConfVariables in
+// analyses/fix_catalog.h says why).
 EnvironmentChanges alloc_conf_environment(const std::string& value);
 
 }  // namespace oomdoc

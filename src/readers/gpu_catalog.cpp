@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/embedded.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace oomdoc {
@@ -114,21 +115,6 @@ std::string joined(const std::vector<std::string>& tokens) {
     out += token;
   }
   return out;
-}
-
-// Edits (insert, delete, substitute, swap two neighbours) from a to b: "4900" is one swap from
-// "4090", the typo it most likely is.
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.size()][b.size()];
 }
 
 std::vector<std::vector<std::string>> candidate_tokens(const GpuSpec& gpu) {

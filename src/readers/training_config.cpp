@@ -11,15 +11,10 @@
 #include <set>
 
 #include "core/file_input.h"
+#include "core/text.h"
 
 namespace oomdoc {
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // Parser messages can quote the offending bytes; keep the one-line error printable.
 std::string printable(std::string_view text) {
@@ -60,7 +55,7 @@ struct Reader {
 using Handler = std::function<Status(const YAML::Node&, std::string_view key, Reader&)>;
 
 Result<bool> as_bool(const YAML::Node& node, std::string_view key, const Reader& r) {
-  const std::string v = node.IsScalar() ? lower(node.Scalar()) : "";
+  const std::string v = node.IsScalar() ? to_lower(node.Scalar()) : "";
   if (v == "true" || v == "yes" || v == "on") return true;
   if (v == "false" || v == "no" || v == "off") return false;
   return make_error(fmt::format("{}: expected true or false, got '{}'", r.where(node, key),
@@ -110,7 +105,7 @@ Handler set_string(std::string Job::*field) {
 // HF OptimizerNames (transformers/training_args.py) and Axolotl's optimizer values, mapped onto
 // the estimator's optimizer kinds. Paged 32-bit AdamW keeps fp32 states, so it is plain adamw here.
 std::optional<std::string> optimizer_kind(std::string name) {
-  name = lower(name);
+  name = to_lower(name);
   static const std::map<std::string, std::string> kNames = {
       {"adamw_torch", "adamw"}, {"adamw_torch_fused", "adamw"}, {"adamw_hf", "adamw"},
       {"adamw_apex_fused", "adamw"}, {"adamw_torch_xla", "adamw"}, {"adamw_torch_npu_fused", "adamw"},
@@ -140,7 +135,7 @@ Status set_optimizer(const YAML::Node& n, std::string_view key, Reader& r) {
 // Axolotl's "auto" picks bf16 where supported and "full" only adds bf16_full_eval.
 Handler set_half_flag(std::string half) {
   return [half](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
-    if (n.IsScalar() && (lower(n.Scalar()) == "auto" || lower(n.Scalar()) == "full")) {
+    if (n.IsScalar() && (to_lower(n.Scalar()) == "auto" || to_lower(n.Scalar()) == "full")) {
       r.autocast = half;
       return Ok{};
     }
@@ -164,7 +159,7 @@ Handler set_pure(std::string pure) {
 Status set_gradient_checkpointing(const YAML::Node& n, std::string_view key, Reader& r) {
   r.checkpointing_given = true;
   if (n.IsScalar()) {
-    const std::string v = lower(n.Scalar());
+    const std::string v = to_lower(n.Scalar());
     // Axolotl: "offload" / "offload_disk" checkpoint to host memory (activations offloaded).
     if (v == "offload" || v == "offload_disk" || v == "unsloth") {
       r.out.job.gradient_checkpointing = "full";
@@ -206,8 +201,8 @@ Status set_lora_targets(const YAML::Node& n, std::string_view key, Reader& r) {
   } else {
     return make_error(fmt::format("{}: expected module names", r.where(n, key)));
   }
-  if (names.size() == 1 && (lower(names[0]) == "all" || lower(names[0]) == "all-linear" ||
-                            lower(names[0]) == "all_linear")) {
+  if (names.size() == 1 && (to_lower(names[0]) == "all" || to_lower(names[0]) == "all-linear" ||
+                            to_lower(names[0]) == "all_linear")) {
     lora.all_linear = true;
   } else {
     lora.all_linear = false;
@@ -263,7 +258,7 @@ Status set_quantization_bit(const YAML::Node& n, std::string_view key, Reader& r
 }
 
 Status set_quant_type(const YAML::Node& n, std::string_view key, Reader& r) {
-  const std::string v = n.IsScalar() ? lower(n.Scalar()) : "";
+  const std::string v = n.IsScalar() ? to_lower(n.Scalar()) : "";
   if (v != "nf4" && v != "fp4") {
     return make_error(fmt::format("{}: expected nf4 or fp4, got '{}'", r.where(n, key), v));
   }
@@ -291,7 +286,7 @@ Status set_bnb_kwargs(const YAML::Node& n, std::string_view key, Reader& r) {
 }
 
 Status set_adapter(const YAML::Node& n, std::string_view key, Reader& r) {
-  const std::string v = n.IsScalar() ? lower(n.Scalar()) : "";
+  const std::string v = n.IsScalar() ? to_lower(n.Scalar()) : "";
   if (v == "lora" || v == "qlora" || v == "full" || v == "freeze") {
     r.adapter = v;
     return Ok{};
@@ -316,7 +311,7 @@ Status set_use_peft(const YAML::Node& n, std::string_view key, Reader& r) {
 
 // attn_implementation (transformers), flash_attn (LLaMA-Factory), Axolotl's booleans.
 Status set_attention_name(const YAML::Node& n, std::string_view key, Reader& r) {
-  const std::string v = n.IsScalar() ? lower(n.Scalar()) : "";
+  const std::string v = n.IsScalar() ? to_lower(n.Scalar()) : "";
   if (v == "flash_attention_2" || v == "flash_attention_3" || v == "fa2" || v == "fa3" ||
       v == "flash") {
     r.out.job.attention_impl = "flash";
@@ -388,7 +383,7 @@ void apply_deepspeed_json(const YAML::Node& ds, Reader& r) {
   if (stage >= 0 && stage <= 3) r.out.job.parallelism = kStages[stage];
   auto offloaded = [](const YAML::Node& n) {
     if (!n || !n.IsMap() || !n["device"]) return false;
-    std::string device = lower(n["device"].Scalar());
+    std::string device = to_lower(n["device"].Scalar());
     return device == "cpu" || device == "nvme";
   };
   if (offloaded(zero["offload_optimizer"])) add_offload(r.out.job, "optimizer");
@@ -398,7 +393,7 @@ void apply_deepspeed_json(const YAML::Node& ds, Reader& r) {
 // DeepSpeed file names as Axolotl and LLaMA-Factory ship them: zero3_bf16_cpuoffload_all.json,
 // ds_z3_offload_config.json, zero2.json ...
 void apply_deepspeed_name(const std::string& name, Reader& r) {
-  const std::string n = lower(name);
+  const std::string n = to_lower(name);
   auto has = [&](const char* s) { return n.find(s) != std::string::npos; };
   if (has("zero3") || has("z3") || has("stage3")) r.out.job.parallelism = "zero3";
   else if (has("zero2") || has("z2") || has("stage2")) r.out.job.parallelism = "zero2";
@@ -454,9 +449,9 @@ Status set_deepspeed(const YAML::Node& n, std::string_view key, Reader& r) {
 Status set_fsdp(const YAML::Node& n, std::string_view key, Reader& r) {
   std::vector<std::string> tokens;
   if (n.IsSequence()) {
-    for (const auto& item : n) tokens.push_back(lower(item.Scalar()));
+    for (const auto& item : n) tokens.push_back(to_lower(item.Scalar()));
   } else if (n.IsScalar()) {
-    std::string text = lower(n.Scalar());
+    std::string text = to_lower(n.Scalar());
     size_t start = 0;
     while (start < text.size()) {
       size_t space = text.find(' ', start);
@@ -480,14 +475,14 @@ Status set_fsdp(const YAML::Node& n, std::string_view key, Reader& r) {
 Status set_fsdp_config(const YAML::Node& n, std::string_view key, Reader& r) {
   if (!n.IsMap()) return make_error(fmt::format("{}: expected a map", r.where(n, key)));
   for (const auto& item : n) {
-    const std::string k = lower(item.first.Scalar());
+    const std::string k = to_lower(item.first.Scalar());
     const YAML::Node& v = item.second;
     if ((k == "fsdp_offload_params" || k == "offload_params") && v.IsScalar()) {
       auto b = as_bool(v, k, r);
       if (!b) return b.error();
       if (*b) add_offload(r.out.job, "params");
     } else if ((k == "fsdp_sharding_strategy" || k == "sharding_strategy") && v.IsScalar()) {
-      std::string s = lower(v.Scalar());
+      std::string s = to_lower(v.Scalar());
       if (s == "full_shard" || s == "1") r.out.job.parallelism = "fsdp_full_shard";
       else if (s == "shard_grad_op" || s == "2") r.out.job.parallelism = "fsdp_shard_grad_op";
       else if (s == "hybrid_shard" || s == "4") r.out.job.parallelism = "hybrid_shard";
@@ -517,7 +512,7 @@ Status set_fsdp_config(const YAML::Node& n, std::string_view key, Reader& r) {
 
 // TRL ModelConfig / SFTConfig.model_init_kwargs: torch_dtype and attn_implementation.
 Status set_torch_dtype(const YAML::Node& n, std::string_view key, Reader& r) {
-  const std::string v = n.IsScalar() ? lower(n.Scalar()) : "";
+  const std::string v = n.IsScalar() ? to_lower(n.Scalar()) : "";
   if (v == "bfloat16" || v == "bf16") r.weights_dtype = "bf16";
   else if (v == "float16" || v == "fp16") r.weights_dtype = "fp16";
   else if (v == "float32" || v == "fp32") r.weights_dtype = "fp32";

@@ -16,6 +16,7 @@ TEST(Text, EditDistance) {
   EXPECT_EQ(edit_distance("llama-2-7b", "llama-2-7b-hf"), 3u);
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
   EXPECT_EQ(edit_distance("abc", ""), 3u);
+  EXPECT_EQ(edit_distance("4900", "4090"), 1u);  // a swap of neighbours is one edit
 }
 
 }  // namespace

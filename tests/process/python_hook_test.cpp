@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "analyses/fix_catalog.h"
+
 namespace oomdoc {
 namespace {
 
@@ -68,8 +70,15 @@ TEST(PythonHook, OutcomeSummaries) {
 TEST(PythonHook, AllocConfSetsBothNames) {
   auto env = alloc_conf_environment("expandable_segments:True");
   ASSERT_EQ(env.size(), 2u);
-  EXPECT_EQ(env[0], (std::pair<std::string, std::string>{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}));
-  EXPECT_EQ(env[1], (std::pair<std::string, std::string>{"PYTORCH_ALLOC_CONF", "expandable_segments:True"}));
+  EXPECT_EQ(env[0], (std::pair<std::string, std::string>{"PYTORCH_ALLOC_CONF", "expandable_segments:True"}));
+  EXPECT_EQ(env[1], (std::pair<std::string, std::string>{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}));
+}
+
+TEST(PythonHook, TheExpandableSegmentsFixNamesTheSameVariables) {
+  const std::string snippet(fix_info("expandable_segments").snippet);
+  for (std::string_view variable : kAllocatorConfVariables) {
+    EXPECT_NE(snippet.find(std::string(variable) + "=expandable_segments:True"), std::string::npos) << variable;
+  }
 }
 
 }  // namespace
