@@ -87,6 +87,11 @@ struct Plan {
 
 bool is_training_task(const std::string& task) { return task.rfind("train_", 0) == 0; }
 
+// Families whose transformers implementation has only its own eager attention (no SDPA or flash
+// path): DebertaV2PreTrainedModel declares no attention implementation switch, and
+// DisentangledSelfAttention.forward always runs bmm + XSoftmax + dropout + bmm.
+bool eager_attention_only(const ModelSpec& m) { return m.model_type == "deberta-v2"; }
+
 
 Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::string>& assumptions) {
   Plan p;
@@ -175,7 +180,12 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     if (!job.kv_cache_dtype && p.task == "inference") assume("kv_cache_dtype: the activation dtype (not given)");
   }
   p.attention = job.attention_impl.value_or("sdpa");
-  if (!job.attention_impl) assume("attention_impl: sdpa (not given; the transformers default)");
+  if (eager_attention_only(m)) {
+    if (p.attention != "eager") assume("attention: eager (transformers' " + m.model_type + " has no SDPA or flash path)");
+    p.attention = "eager";
+  } else if (!job.attention_impl) {
+    assume("attention_impl: sdpa (not given; the transformers default)");
+  }
   p.loss_impl = job.loss_impl.value_or("standard");
   if (!job.loss_impl && p.training && !m.is_encoder_only) assume("loss_impl: standard (logits upcast to fp32)");
 
@@ -264,7 +274,11 @@ bool upcasts_softmax(const ModelSpec& m) {
 struct LayerActivations {
   double per_token = 0;          // bytes saved per token by one block (excluding s^2 terms)
   double attention_scores = 0;   // bytes per token per key position (eager attention only)
+  double per_sequence = 0;       // bytes per sequence of the micro-batch, whatever its length
+  double per_position_pair = 0;  // bytes per (query, key) position pair, shared by the micro-batch
+  double fixed = 0;              // bytes per block independent of the micro-batch
 };
+
 
 // Saved-for-backward bytes of one transformer block (Korthikanti et al. 2022, Table 2 style
 // accounting, generalised to GQA, gated MLPs, fp32 norms and frozen weights).
@@ -372,6 +386,35 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
     a.attention_scores = nh * probs * (cross_attention ? 2 : 1);
   } else {
     a.per_token += 4 * nh * (cross_attention ? 2 : 1);  // fp32 logsumexp per head
+  }
+  // DeBERTa-v2 disentangled attention (transformers modeling_deberta_v2.py,
+  // DisentangledSelfAttention.forward and disentangled_attention_bias), per block, with
+  // k = att_span: the relative embeddings' 2k rows go through pos_dropout (StableDropout:
+  // XDropout saves a 1-byte mask) and query_proj/key_proj (share_att_key), whose trainable
+  // weights keep that input; each projection is repeated for every sequence
+  // (`.repeat(batch, 1, 1)`: 2k x h per sequence) and kept by its bmm against the content
+  // query (c2p) or key (p2c); the bmm's (batch x heads, s, 2k) output is kept by torch.gather,
+  // whose backward takes `self` (derivatives.yaml `gather_backward(grad, self, dim, index, ...)`),
+  // with its index: an expanded view of one s x s int64 tensor (c2p_pos / p2c_pos) per term.
+  // XSoftmax saves its output only, XDropout its mask: the eager probabilities rule above.
+  // Checked against tools/deberta_replay.py (the layer replayed under saved_tensors_hooks).
+  if (m.relative_attention_span > 0) {
+    const double span2 = 2.0 * static_cast<double>(m.relative_attention_span);
+    const double terms = (m.content_to_position ? 1 : 0) + (m.position_to_content ? 1 : 0);
+    a.per_token += terms * e * nh * span2;
+    a.per_sequence += terms * e * span2 * h;
+    a.per_position_pair += terms * 8;
+    if (terms > 0) {
+      if (m.hidden_dropout > 0) a.fixed += span2 * h;
+      if (!frozen_base) {
+        a.fixed += e * span2 * h;  // one input shared by query_proj and key_proj
+      } else {
+        for (const LinearShape& l : linears) {
+          const bool used = (l.role == "q" && m.position_to_content) || (l.role == "k" && m.content_to_position);
+          if (used && lora_targets(p, l)) a.fixed += (lora_dropout ? lora_dropped_bytes : adapter_copy_bytes) * span2 * h;
+        }
+      }
+    }
   }
   // Attention output feeds o_proj (saved above when trainable); with frozen o_proj the
   // attention kernel still keeps its output for its own backward.
@@ -603,7 +646,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       for (size_t i = 0; i < linears.size(); ++i) (i < encoder_count ? encoder_linears : decoder_linears).push_back(linears[i]);
     }
     LayerActivations dec = block_activations(m, p, m.is_encoder_decoder ? decoder_linears : linears, m.is_encoder_decoder);
-    double per_layer = tokens * (dec.per_token + dec.attention_scores * s_kv);
+    const double sequences = static_cast<double>(p.micro_batch);
+    double per_layer = tokens * (dec.per_token + dec.attention_scores * s_kv) + sequences * dec.per_sequence +
+                       s_kv * static_cast<double>(p.seq) * dec.per_position_pair + dec.fixed;
     // Tensor parallel with sequence parallelism (Megatron --sequence-parallel, torchtitan):
     // every saved activation is split across the tp ranks (Korthikanti Table 2: sbh/t (34 + 5as/h)).
     per_layer /= static_cast<double>(p.tp);
@@ -659,6 +704,16 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     // Embedding output: its LayerNorm's saved input (BERT, BLOOM) and dropout mask.
     double first_stage_extra = tokens * (m.hidden_dropout > 0 ? 1 : 0) * m.hidden_size;
     if (m.embedding_norm) first_stage_extra += tokens * (residual * m.hidden_size + 8);
+    if (m.conv_kernel_size > 0) {
+      // DeBERTa-v2's ConvLayer after the first block (modeling_deberta_v2.py ConvLayer.forward):
+      // Conv1d keeps its (permuted, contiguous) input whether or not its weight trains (one
+      // convolution_backward formula for all inputs), masked_fill_ its [B, s] bool mask, XDropout
+      // its mask, the activation its input (tanh: its output), LayerNorm its input and stats, and
+      // `output * input_mask` the mask cast to the LayerNorm output's dtype.
+      const double act_units = m.conv_act == "relu" ? 1 : activation_saved_units(m.conv_act);
+      first_stage_extra += tokens * ((p.act_bytes * (1 + act_units) + residual + (m.hidden_dropout > 0 ? 1 : 0)) *
+                                         m.hidden_size + 1 + 8 + residual);
+    }
     double head = 0;
     // Encoder heads (pooler on the first token) keep the last hidden state's storage alive.
     if (m.is_encoder_only) head += tokens * residual * m.hidden_size;

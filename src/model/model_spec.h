@@ -90,6 +90,14 @@ struct ModelSpec {
   bool shared_expert_gate = false;    // Qwen2-MoE sigmoid gate on the shared expert
   bool router_score_bias = false;     // DeepSeek-V3 e_score_correction_bias
   uint64_t relative_attention_buckets = 0;  // T5 relative position bias (first layer of each stack)
+  // DeBERTa-v2/v3 disentangled attention (modeling_deberta_v2.py DisentangledSelfAttention):
+  // att_span = position_buckets, else max_relative_positions (max_position_embeddings when < 1);
+  // 0 when relative_attention is off. pos_att_type "c2p" / "p2c" switch the two score terms.
+  uint64_t relative_attention_span = 0;
+  bool content_to_position = false;
+  bool position_to_content = false;
+  uint64_t conv_kernel_size = 0;      // DeBERTa-v2 ConvLayer after the first block (0: none)
+  std::string conv_act;               // its activation (config conv_act, "tanh" by default)
   uint64_t extra_params = 0;          // outside the transformer stack: pooler, patch embedding, conv
   std::string hidden_act;             // config hidden_act / activation_function, as written
   double attention_dropout = 0;       // dropout probabilities the training-mode forward applies

@@ -404,6 +404,16 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
         TRY_ASSIGN(buckets, c.count("position_buckets", 0));
         uint64_t span = buckets ? buckets : (max_rel < 1 ? m.max_position_embeddings : static_cast<uint64_t>(max_rel));
         m.extra_params += 2 * span * h;
+        m.relative_attention_span = span;
+        // pos_att_type is "p2c|c2p" in the released configs, a list in some re-saved ones.
+        std::string pos_att;
+        if (c.has("pos_att_type")) {
+          const auto& v = c.raw().at("pos_att_type");
+          if (v.is_string()) pos_att = v.get<std::string>();
+          else if (v.is_array()) for (const auto& x : v) if (x.is_string()) pos_att += x.get<std::string>() + "|";
+        }
+        m.content_to_position = pos_att.find("c2p") != std::string::npos;
+        m.position_to_content = pos_att.find("p2c") != std::string::npos;
         if (c.text("norm_rel_ebd").find("layer_norm") != std::string::npos) m.extra_params += 2 * h;
         if (c.has("pos_att_type") && !c.flag("share_att_key", false)) {
           return make_error(fmt::format("{}: deberta-v2 with share_att_key false is not supported", m.source));
@@ -412,6 +422,8 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
       uint64_t kernel = 0;
       TRY_ASSIGN(kernel, c.count("conv_kernel_size", 0));
       if (kernel) m.extra_params += h * h * kernel + h + 2 * h;
+      m.conv_kernel_size = kernel;
+      m.conv_act = c.text("conv_act", "tanh");
     } else {
       m.position_embeddings = m.max_position_embeddings;
       m.extra_params = h * h + h;  // BertPooler / RobertaPooler dense layer

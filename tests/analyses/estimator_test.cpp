@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "readers/model_config.h"
 #include "readers/model_presets.h"
 
 namespace oomdoc {
@@ -619,6 +620,65 @@ TEST(Estimator, SlidingWindowAndLatentAttentionCaches) {
   auto ds = estimate_memory(find_preset("deepseek-ai/DeepSeek-V3")->value(), job);
   ASSERT_TRUE(ds);
   EXPECT_EQ(*component(*ds, "kv_cache"), 128ull / 8 * (192 + 128) * 2 * 61 * 1024);
+}
+
+TEST(Estimator, DebertaV2DisentangledAttentionKeepsPositionTermsPerBlock) {
+  // A small DeBERTa-v2 (h 64, 4 heads of 16, I 256, position_buckets 8 -> att_span k 8, 2k = 16
+  // relative rows, c2p and p2c, share_att_key, dropout 0.1), trained in fp32 (e = 4).
+  const char* config = R"({"model_type": "deberta-v2", "vocab_size": 128, "hidden_size": 64,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 256,
+    "max_position_embeddings": 64, "type_vocab_size": 0, "position_biased_input": false,
+    "relative_attention": true, "max_relative_positions": -1, "position_buckets": 8,
+    "norm_rel_ebd": "layer_norm", "share_att_key": true, "pos_att_type": "p2c|c2p",
+    "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1})";
+  auto m = parse_model_config(config, "deberta.json");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->relative_attention_span, 8u);
+  EXPECT_TRUE(m->content_to_position && m->position_to_content);
+  Job job;
+  job.task = "train_full";
+  job.precision = "fp32";
+  job.optimizer = "none";
+  job.micro_batch_size = 2;
+  job.seq_len = 16;
+  job.attention_impl = "sdpa";  // DeBERTa-v2 has no SDPA path: eager whatever the job says
+  auto e = estimate_memory(*m, job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_TRUE(assumed(*e, "attention: eager"));
+  // Per block, T = 2 x 16 = 32 tokens, per token:
+  //   2 LayerNorm inputs + stats 2 x (4 x 64 + 8) = 528; Linear inputs (q/k/v shared, o, MLP in,
+  //   MLP out) 4 x (64 + 64 + 64 + 256) = 1792; q, k, v 3 x 4 x 64 = 768; XSoftmax output,
+  //   dropout mask and dropped copy 4 heads x (4 + 1 + 4) x 16 keys = 576; gelu input 4 x 256 =
+  //   1024; two hidden dropout masks 2 x 64 = 128; the c2p and p2c bmm outputs kept by gather
+  //   2 x 4 x 4 heads x 16 = 512: 5328 x 32 = 170496.
+  //   Per sequence: the repeated pos_key/pos_query layers 2 x 4 x 16 x 64 = 8192, x 2 = 16384.
+  //   Gather indices: 2 x 16 x 16 x 8 = 4096. pos_dropout mask 16 x 64 = 1024; its output, the
+  //   input query_proj/key_proj keep, 4 x 16 x 64 = 4096.
+  //   Block: 170496 + 16384 + 4096 + 1024 + 4096 = 196096 (tools/deberta_replay.py, DebertaV2Layer under
+  //   saved_tensors_hooks on torch 1.13 measures 196108: these plus three 4-byte scale scalars).
+  // Two blocks 392192; embedding LayerNorm input + stats 32 x (256 + 8) = 8448 and dropout mask
+  // 32 x 64 = 2048; the encoder head's hold on the last hidden state 32 x 256 = 8192.
+  EXPECT_EQ(saved_activations(e), 392192u + 8448 + 2048 + 8192);
+  // Micro-batch 3 x 20 tokens (the replay measures 364428 per block, 12 B of scalars):
+  // 60 x (528 + 1792 + 768 + 4 x 9 x 20 + 1024 + 128 + 512) + 3 x 8192 + 2 x 20 x 20 x 8 + 1024 + 4096.
+  job.micro_batch_size = 3;
+  job.seq_len = 20;
+  auto e3 = estimate_memory(*m, job);
+  ASSERT_TRUE(e3);
+  const uint64_t block3 = 60 * (528 + 1792 + 768 + 4 * 9 * 20 + 1024 + 128 + 512) + 3 * 8192 + 2 * 20 * 20 * 8 + 1024 + 4096;
+  EXPECT_EQ(block3, 364416u);
+  EXPECT_EQ(saved_activations(e3), 2 * block3 + 60 * (256 + 8) + 60 * 64 + 60 * 256);
+  // ConvLayer after the first block (conv_kernel_size 3, conv_act gelu), per token: Conv1d input
+  // 4 x 64, masked_fill_'s bool mask 1, XDropout mask 64, gelu input 4 x 64, LayerNorm input and
+  // stats 4 x 64 + 8, the fp32 input mask 4: 845 (tools/deberta_replay.py conv measures 27040
+  // for 2 x 16 tokens = 32 x 845, with the conv weight trainable or frozen).
+  std::string with_conv = config;
+  with_conv.insert(with_conv.rfind('}'), R"(, "conv_kernel_size": 3, "conv_act": "gelu")");
+  auto mc = parse_model_config(with_conv, "deberta.json");
+  ASSERT_TRUE(mc) << mc.error().message;
+  auto ec = estimate_memory(*mc, job);
+  ASSERT_TRUE(ec);
+  EXPECT_EQ(saved_activations(ec) - saved_activations(e3), 60u * 845);
 }
 
 }  // namespace
