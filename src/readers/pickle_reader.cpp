@@ -79,6 +79,7 @@ class Machine {
     // Address space only (pages are touched as they fill): saves the copy-and-fault of every
     // doubling on big files. A container or memo slot costs at least one byte of input.
     reserve_huge(memo_, std::min<uint64_t>(total_ / 8, 1ull << 28));
+    memo_warmer_.start(memo_.data(), memo_.capacity() * sizeof(Value));
     tree_.reserve_for_input(total_);
     tree_.attach_memo(&memo_);
   }
@@ -133,6 +134,8 @@ class Machine {
   std::vector<Value> stack_;
   std::vector<size_t> marks_;
   std::vector<Value> memo_;
+  static constexpr size_t kMemoPerReport = PageWarmer::kReportEvery / sizeof(Value);
+  PageWarmer memo_warmer_;  // faults in memo_'s reserved pages beside the VM (core/huge_pages.h)
 };
 
 bool Machine::refill() {
@@ -208,6 +211,7 @@ inline Status Machine::put_memo(uint64_t index) {
                               memo_.size()));
     }
     memo_.resize(index + 1, kUnsetMemo);
+    if (memo_.size() % kMemoPerReport == 0) memo_warmer_.advance(memo_.data(), memo_.size() * sizeof(Value));
   }
   memo_[index] = stack_.back();
   tree_.note_memo(stack_.back(), index);
@@ -472,6 +476,7 @@ Status Machine::run(ReadInfo* info) {
       case MEMOIZE:  // the hot memo opcodes take their common path inline
         if (!stack_.empty()) {
           memo_.push_back(stack_.back());
+          if (memo_.size() % kMemoPerReport == 0) memo_warmer_.advance(memo_.data(), memo_.size() * sizeof(Value));
           tree_.note_memo(stack_.back(), memo_.size() - 1);
           break;
         }

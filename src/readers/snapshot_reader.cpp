@@ -282,6 +282,7 @@ class SnapshotFolder : public pickle::Folder {
       extras_.back().event = events_.size();
     }
     events_.push_back(decoded.event);
+    if (events_.size() % kEventsPerReport == 0) warmer_.advance(events_.data(), events_.size() * sizeof(TraceEvent));
   }
   // A copy of events_[index] at the end (a trace list that could not be taken as a range).
   void push_copy(size_t index) {
@@ -293,6 +294,8 @@ class SnapshotFolder : public pickle::Folder {
   }
 
   std::vector<TraceEvent> events_;
+  static constexpr size_t kEventsPerReport = PageWarmer::kReportEvery / sizeof(TraceEvent);
+  PageWarmer warmer_;  // faults in events_'s reserved pages beside the reader (core/huge_pages.h)
   std::vector<TraceEventExtra> extras_;  // sorted by event
   // Lists being built whose items so far are consecutive trace records: [first, end) of events_.
   // A handful at most (one per device being read), so a vector.
@@ -932,7 +935,9 @@ Result<Snapshot> read_snapshot_file(const std::string& path, const SnapshotReadO
   pickle_options.progress = options.progress;
   pickle::ReadInfo info;
   reserve_huge(folder.events_, std::min<uint64_t>(input.size_hint() / 48, 1ull << 27));  // address space
+  folder.warmer_.start(folder.events_.data(), folder.events_.capacity() * sizeof(TraceEvent));
   Status status = pickle::read_pickle(read, input.size_hint(), tree, pickle_options, &info);
+  folder.warmer_.stop();
   if (input.failed()) return Error{input.error_message()};
   if (!status) return Error{fmt::format("{}: {}", name, status.error().message)};
   auto result = finish(tree, folder, fmt::format("pickle protocol {}", info.protocol));
