@@ -11,6 +11,7 @@
 
 #include "analyses/fit_search.h"
 #include "command.h"
+#include "gpu_flags.h"
 #include "job_flags.h"
 #include "core/exit_codes.h"
 #include "core/file_input.h"
@@ -29,8 +30,7 @@ struct FitArgs {
   std::string input;       // a training config, a job file, or a model name
   std::string job_file;
   std::string model;
-  std::string gpu;
-  std::string memory;
+  GpuFlags card;
   uint64_t gpus = 1;
   double budget = kDefaultMemoryBudget;
   double target = kDefaultFitTarget;
@@ -114,25 +114,19 @@ int run_fit(const FitArgs& a) {
   options.target = a.target;
   options.solve_max_batch = a.max_batch;
   options.solve_max_seq = a.max_seq;
-  if (!a.gpu.empty() && !a.memory.empty()) return fail("give --gpu or --memory, not both");
-  if (!a.gpu.empty()) {
-    auto gpu = find_gpu(a.gpu);
-    if (!gpu) return fail(gpu.error().message);
-    options.gpu_name = gpu->name;
-    options.total_bytes = gpu->total_bytes;
-    options.gpu_has_bf16 = gpu->bf16;
-    options.gpu_vendor = gpu->vendor;
-    options.gpu_nvlink = gpu->nvlink;
-    options.gpu_interconnect = gpu->interconnect;
-  } else if (!a.memory.empty()) {
-    auto bytes = parse_user_size(a.memory);
-    if (!bytes || *bytes == 0) {
-      return fail(fmt::format("--memory '{}': expected a size such as 24GiB or 80GB", a.memory));
-    }
-    options.total_bytes = *bytes;
-    options.gpu_name = format_bytes(*bytes) + " GPU";
+  auto card = resolve_gpu_flags(a.card);
+  if (!card) return fail(card.error().message);
+  if (card->gpu) {
+    const GpuSpec& gpu = *card->gpu;
+    options.gpu_name = gpu.name;
+    options.total_bytes = gpu.total_bytes;
+    options.gpu_has_bf16 = gpu.bf16;
+    options.gpu_vendor = gpu.vendor;
+    options.gpu_nvlink = gpu.nvlink;
+    options.gpu_interconnect = gpu.interconnect;
   } else {
-    return fail("which GPU? give --gpu NAME (e.g. 4090, a100-80, h100) or --memory SIZE");
+    options.total_bytes = card->memory_bytes;
+    options.gpu_name = format_bytes(card->memory_bytes) + " GPU";
   }
   if (!a.lengths_path.empty()) {
     auto lengths = read_lengths(a.lengths_path);
@@ -176,8 +170,7 @@ void setup(CLI::App& app, int* exit_code) {
                   "YAML), a job file, or a model name");
   sub->add_option("--model", args->model, "Model id, alias, config.json or folder (overrides the config's)");
   sub->add_option("--job", args->job_file, "Job file (flat JSON, the keys of `oomdoc estimate`)");
-  sub->add_option("--gpu", args->gpu, "GPU by name, fuzzy: 4090, h100-80, 'a100 40gb'");
-  sub->add_option("--memory", args->memory, "GPU memory instead of a name: 24GiB, 80GB");
+  add_gpu_flags(sub, args->card);
   sub->add_option("--gpus", args->gpus, "Number of GPUs the job may use (default 1)");
   sub->add_option("--budget", args->budget, "Usable share of GPU memory, in (0,1] (default 0.92)");
   sub->add_option("--target", args->target, "Share a plan aims at, in (0,1] (default 0.80)");

@@ -6,6 +6,7 @@
 
 #include "analyses/vllm_serve.h"
 #include "command.h"
+#include "gpu_flags.h"
 #include "core/exit_codes.h"
 #include "core/units.h"
 #include "readers/gpu_catalog.h"
@@ -18,8 +19,7 @@ namespace {
 
 struct ServeOptions {
   std::vector<std::string> command;
-  std::string gpu;
-  std::string memory;
+  GpuFlags card;
   std::string vllm_version;
   std::string weights, activation, non_torch, cuda_graph;
   bool json = false;
@@ -42,18 +42,9 @@ int run_serve(const ServeOptions& o) {
 
   ServeInputs inputs;
   inputs.config = config.value();
-  if (!o.gpu.empty() && !o.memory.empty()) return fail("serve: give --gpu or --memory, not both");
-  if (!o.memory.empty()) {
-    auto bytes = parse_user_size(o.memory);
-    if (!bytes || *bytes == 0) return fail("serve: --memory: '" + o.memory + "' is not a size (e.g. 24GiB)");
-    inputs.target = serve_target_memory(*bytes);
-  } else if (!o.gpu.empty()) {
-    auto gpu = find_gpu(o.gpu);
-    if (!gpu) return fail("serve: --gpu: " + gpu.error().message);
-    inputs.target = serve_target(gpu.value());
-  } else {
-    return fail("serve: which GPU? pass --gpu NAME (e.g. --gpu h100) or --memory SIZE");
-  }
+  auto card = resolve_gpu_flags(o.card);
+  if (!card) return fail("serve: " + card.error().message);
+  inputs.target = card->gpu ? serve_target(*card->gpu) : serve_target_memory(card->memory_bytes);
   auto version = parse_vllm_version(o.vllm_version);
   if (!version) return fail("serve: " + version.error().message);
   // Without --vllm-version, a docker image tag that is a release (v0.8.5, not "latest") says it.
@@ -102,8 +93,7 @@ void setup(CLI::App& app, int* exit_code) {
       "Also: python -m vllm.entrypoints.openai.api_server --model M ..., or 'LLM(model=\"M\", ...)'.\n"
       "Exit status: 0 it fits, 1 vLLM would fail at startup, 2 bad input. See docs/serve.md.");
   cmd->add_option("command", options->command, "The vLLM command line, after `--`");
-  cmd->add_option("--gpu", options->gpu, "GPU from the catalog (fuzzy: 4090, h100-80, a100 40gb)");
-  cmd->add_option("--memory", options->memory, "GPU memory as CUDA reports it instead of --gpu (e.g. 23.58GiB)");
+  add_gpu_flags(cmd, options->card);
   cmd->add_option("--vllm-version", options->vllm_version,
                   "vLLM version whose accounting to mirror (default: current)");
   cmd->add_option("--weights", options->weights, "Use this weight size per GPU (from a log's \"Model loading took\")");

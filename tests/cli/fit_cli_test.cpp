@@ -52,7 +52,7 @@ TEST(FitCli, ConfigWithoutModelNeedsModelFlag) {
 TEST(FitCli, NoGpuAndBadMemory) {
   expect_bad_input(run_cli({"fit", "--model", "llama-2-7b"}), "which GPU?");
   expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--memory", "lots"}),
-                   "--memory 'lots': expected a size");
+                   "oomdoc: --memory: 'lots' is not a size (e.g. 24GiB)");
   expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--gpus", "0"}),
                    "--gpus must be at least 1");
 }

@@ -1,0 +1,33 @@
+#include "gpu_flags.h"
+
+#include <fmt/format.h>
+
+#include "core/units.h"
+#include "readers/gpu_catalog.h"
+
+namespace oomdoc::cli {
+
+void add_gpu_flags(CLI::App* cmd, GpuFlags& flags) {
+  cmd->add_option("--gpu", flags.gpu, "GPU from the catalog, fuzzy: 4090, h100-80, 'a100 40gb' (oomdoc gpus --catalog)");
+  cmd->add_option("--memory", flags.memory, "GPU memory instead of a name, as CUDA reports it: 24GiB, 23.58GiB");
+}
+
+Result<GpuChoice> resolve_gpu_flags(const GpuFlags& flags) {
+  if (!flags.gpu.empty() && !flags.memory.empty()) return Error{"give --gpu or --memory, not both"};
+  GpuChoice choice;
+  if (!flags.gpu.empty()) {
+    auto gpu = find_gpu(flags.gpu);
+    if (!gpu) return Error{"--gpu: " + gpu.error().message};
+    choice.gpu = std::move(gpu.value());
+    return choice;
+  }
+  if (!flags.memory.empty()) {
+    auto bytes = parse_user_size(flags.memory);
+    if (!bytes || *bytes == 0) return Error{fmt::format("--memory: '{}' is not a size (e.g. 24GiB)", flags.memory)};
+    choice.memory_bytes = *bytes;
+    return choice;
+  }
+  return Error{"which GPU? pass --gpu NAME (e.g. --gpu 4090, --gpu h100) or --memory SIZE"};
+}
+
+}  // namespace oomdoc::cli
