@@ -26,6 +26,21 @@ struct Candidate {
   bool only_if_fits = false;
 };
 
+// A change of the ladder: its ids (fit's own and the fix catalogue's), its step, what it is, what it
+// costs, the settings that apply it, and its effect on the job.
+Candidate candidate(std::string id, std::string fix_id, int step, std::string title, std::string cost,
+                    std::vector<FitSetting> settings, std::function<void(Job&)> apply) {
+  Candidate c;
+  c.change.id = std::move(id);
+  c.change.fix_id = std::move(fix_id);
+  c.change.step = step;
+  c.change.title = std::move(title);
+  c.change.cost = std::move(cost);
+  c.change.settings = std::move(settings);
+  c.apply = std::move(apply);
+  return c;
+}
+
 // A step of the cost order produces its candidates for a job, cheapest first.
 using Generator = std::function<std::vector<Candidate>(const Job&)>;
 
@@ -66,15 +81,10 @@ std::vector<Candidate> micro_batch_candidates(const Job& job) {
   if (!is_training(job)) {
     const uint64_t batch = job.batch_size.value_or(1);
     for (uint64_t b = batch / 2; b >= 1 && batch > 1; b /= 2) {
-      Candidate c;
-      c.change.id = "batch_size";
-      c.change.fix_id = "smaller_batch";
-      c.change.step = 2;
-      c.change.title = fmt::format("batch {} -> {}", batch, b);
-      c.change.cost = "fewer sequences at once: lower throughput";
-      c.change.settings = {{"generate / engine", "batch_size", std::to_string(b)}};
-      c.apply = [b](Job& j) { j.batch_size = b; };
-      out.push_back(std::move(c));
+      out.push_back(candidate("batch_size", "smaller_batch", 2, fmt::format("batch {} -> {}", batch, b),
+                              "fewer sequences at once: lower throughput",
+                              {{"generate / engine", "batch_size", std::to_string(b)}},
+                              [b](Job& j) { j.batch_size = b; }));
       if (b == 1) break;
     }
     return out;
@@ -85,40 +95,33 @@ std::vector<Candidate> micro_batch_candidates(const Job& job) {
   for (uint64_t m = micro - (micro > 0 ? 1 : 0); m >= 1 && micro > 1; --m) {
     if (effective % m != 0) continue;  // keep the effective batch exactly
     const uint64_t a = effective / m;
-    Candidate c;
-    c.change.id = "micro_batch";
-    c.change.fix_id = "smaller_batch";
-    c.change.step = 2;
-    c.change.title = fmt::format("micro-batch {} -> {} with gradient accumulation {} -> {} "
-                                 "(effective batch {} kept)", micro, m, accum, a, effective);
-    c.change.cost = "some throughput: smaller matrix multiplies use the GPU less well; the "
-                    "optimisation is the same (same effective batch)";
-    c.change.settings = {{"TrainingArguments", "per_device_train_batch_size", std::to_string(m)},
-                         {"TrainingArguments", "gradient_accumulation_steps", std::to_string(a)}};
-    c.apply = [m, a](Job& j) {
-      j.micro_batch_size = m;
-      j.grad_accum_steps = a;
-    };
-    out.push_back(std::move(c));
+    out.push_back(candidate("micro_batch", "smaller_batch", 2,
+                            fmt::format("micro-batch {} -> {} with gradient accumulation {} -> {} "
+                                        "(effective batch {} kept)",
+                                        micro, m, accum, a, effective),
+                            "some throughput: smaller matrix multiplies use the GPU less well; the "
+                            "optimisation is the same (same effective batch)",
+                            {{"TrainingArguments", "per_device_train_batch_size", std::to_string(m)},
+                             {"TrainingArguments", "gradient_accumulation_steps", std::to_string(a)}},
+                            [m, a](Job& j) {
+                              j.micro_batch_size = m;
+                              j.grad_accum_steps = a;
+                            }));
   }
   return out;
 }
 
 std::vector<Candidate> padding_free_candidates(const Job& job) {
   if (!is_training(job) || job.padding_free.value_or(false)) return {};
-  Candidate c;
-  c.change.id = "padding_free";
-  c.change.fix_id = "shorter_sequence";
-  c.change.step = 3;
-  c.change.title = "padding-free batches (examples concatenated, no pad tokens)";
-  c.change.cost = "none on results; needs FlashAttention-2 (variable-length kernels)";
-  c.change.settings = {{"SFTConfig", "padding_free", "True"},
-                       {"from_pretrained", "attn_implementation", "\"flash_attention_2\""}};
-  c.apply = [](Job& j) {
-    j.padding_free = true;
-    j.attention_impl = "flash";
-  };
-  return {std::move(c)};
+  return {candidate("padding_free", "shorter_sequence", 3,
+                    "padding-free batches (examples concatenated, no pad tokens)",
+                    "none on results; needs FlashAttention-2 (variable-length kernels)",
+                    {{"SFTConfig", "padding_free", "True"},
+                     {"from_pretrained", "attn_implementation", "\"flash_attention_2\""}},
+                    [](Job& j) {
+                      j.padding_free = true;
+                      j.attention_impl = "flash";
+                    })};
 }
 
 // Length cuts are part of a plan only when the data's lengths say what they truncate.
@@ -131,16 +134,11 @@ std::vector<Candidate> seq_len_candidates(const Job& job, const std::optional<Le
   for (const auto& cut : cuts) {
     if (cut.seq_len >= *job.seq_len || cut.truncated_share > kAcceptableTruncation) continue;
     const uint64_t len = cut.seq_len;
-    Candidate c;
-    c.change.id = "seq_len";
-    c.change.fix_id = "shorter_sequence";
-    c.change.step = 3;
-    c.change.title = fmt::format("max sequence length {} -> {}", *job.seq_len, len);
-    c.change.cost = fmt::format("truncates {} of {} examples ({:.2f}%)", cut.truncated,
-                                lengths->stats.count, 100.0 * cut.truncated_share);
-    c.change.settings = {{"SFTConfig", "max_length", std::to_string(len)}};
-    c.apply = [len](Job& j) { j.seq_len = len; };
-    out.push_back(std::move(c));
+    out.push_back(candidate(
+        "seq_len", "shorter_sequence", 3, fmt::format("max sequence length {} -> {}", *job.seq_len, len),
+        fmt::format("truncates {} of {} examples ({:.2f}%)", cut.truncated, lengths->stats.count,
+                    100.0 * cut.truncated_share),
+        {{"SFTConfig", "max_length", std::to_string(len)}}, [len](Job& j) { j.seq_len = len; }));
   }
   return out;
 }
@@ -150,16 +148,11 @@ std::vector<Candidate> precision_candidates(const Job& job, bool bf16) {
   const std::string p = job.precision.value_or("");
   if (p == "bf16_mixed" || p == "fp16_mixed" || p == "bf16" || p == "fp16") return {};
   const std::string mixed = precision_mixed(bf16);
-  Candidate c;
-  c.change.id = "mixed_precision";
-  c.change.fix_id = "mixed_precision";
-  c.change.step = 4;
-  c.change.title = fmt::format("{} mixed precision", bf16 ? "bf16" : "fp16");
-  c.change.cost = bf16 ? "small: activations in bf16, fp32 master weights keep the updates exact"
-                       : "small: fp16 needs loss scaling (the Trainer adds it); this GPU has no bf16";
-  c.change.settings = {{"TrainingArguments", bf16 ? "bf16" : "fp16", "True"}};
-  c.apply = [mixed](Job& j) { j.precision = mixed; };
-  return {std::move(c)};
+  return {candidate(
+      "mixed_precision", "mixed_precision", 4, fmt::format("{} mixed precision", bf16 ? "bf16" : "fp16"),
+      bf16 ? "small: activations in bf16, fp32 master weights keep the updates exact"
+           : "small: fp16 needs loss scaling (the Trainer adds it); this GPU has no bf16",
+      {{"TrainingArguments", bf16 ? "bf16" : "fp16", "True"}}, [mixed](Job& j) { j.precision = mixed; })};
 }
 
 std::vector<Candidate> optimizer_candidates(const Job& job) {
@@ -167,28 +160,18 @@ std::vector<Candidate> optimizer_candidates(const Job& job) {
   const std::string o = job.optimizer.value_or("adamw");
   std::vector<Candidate> out;
   if (o == "adamw") {
-    Candidate c;
-    c.change.id = "optimizer_8bit";
-    c.change.fix_id = "eight_bit_optimizer";
-    c.change.step = 4;
-    c.change.title = "8-bit AdamW (bitsandbytes)";
-    c.change.cost = "small: block-wise 8-bit states track 32-bit Adam closely (Dettmers et al. "
-                    "2021, arXiv:2110.02861); needs bitsandbytes";
-    c.change.settings = {{"TrainingArguments", "optim", "\"adamw_bnb_8bit\""}};
-    c.apply = [](Job& j) { j.optimizer = "adamw_8bit"; };
-    out.push_back(std::move(c));
+    out.push_back(candidate("optimizer_8bit", "eight_bit_optimizer", 4, "8-bit AdamW (bitsandbytes)",
+                            "small: block-wise 8-bit states track 32-bit Adam closely (Dettmers et al. "
+                            "2021, arXiv:2110.02861); needs bitsandbytes",
+                            {{"TrainingArguments", "optim", "\"adamw_bnb_8bit\""}},
+                            [](Job& j) { j.optimizer = "adamw_8bit"; }));
   }
   if (o == "adamw" || o == "adamw_8bit") {
-    Candidate c;
-    c.change.id = "paged_optimizer";
-    c.change.fix_id = "eight_bit_optimizer";
-    c.change.step = 4;
-    c.change.title = "paged 8-bit AdamW (bitsandbytes)";
-    c.change.cost = "small: as 8-bit AdamW; states page to host memory under pressure instead of "
-                    "failing";
-    c.change.settings = {{"TrainingArguments", "optim", "\"paged_adamw_8bit\""}};
-    c.apply = [](Job& j) { j.optimizer = "paged_adamw_8bit"; };
-    out.push_back(std::move(c));
+    out.push_back(candidate("paged_optimizer", "eight_bit_optimizer", 4, "paged 8-bit AdamW (bitsandbytes)",
+                            "small: as 8-bit AdamW; states page to host memory under pressure instead of "
+                            "failing",
+                            {{"TrainingArguments", "optim", "\"paged_adamw_8bit\""}},
+                            [](Job& j) { j.optimizer = "paged_adamw_8bit"; }));
   }
   return out;
 }
@@ -220,46 +203,37 @@ std::vector<Candidate> kernel_candidates(const Job& job) {
 
 std::vector<Candidate> checkpointing_candidates(const Job& job) {
   if (!is_training(job) || job.gradient_checkpointing.value_or("none") == "full") return {};
-  Candidate c;
-  c.change.id = "gradient_checkpointing";
-  c.change.fix_id = "gradient_checkpointing";
-  c.change.step = 5;
-  c.change.title = "gradient checkpointing (keep only each layer's input, recompute the rest)";
-  c.change.cost = fmt::format(
-      "about {:.0f}% more compute: one extra forward pass per step (Chen et al. 2016, "
-      "arXiv:1604.06174); Hugging Face's guide reports ~20% slower training",
-      100 * kCheckpointingComputeCost);
-  c.change.settings = {{"TrainingArguments", "gradient_checkpointing", "True"},
-                       {"TrainingArguments", "gradient_checkpointing_kwargs",
-                        "{\"use_reentrant\": False}"}};
-  c.apply = [](Job& j) { j.gradient_checkpointing = "full"; };
-  return {std::move(c)};
+  return {
+      candidate("gradient_checkpointing", "gradient_checkpointing", 5,
+                "gradient checkpointing (keep only each layer's input, recompute the rest)",
+                fmt::format("about {:.0f}% more compute: one extra forward pass per step (Chen et al. 2016, "
+                            "arXiv:1604.06174); Hugging Face's guide reports ~20% slower training",
+                            100 * kCheckpointingComputeCost),
+                {{"TrainingArguments", "gradient_checkpointing", "True"},
+                 {"TrainingArguments", "gradient_checkpointing_kwargs", "{\"use_reentrant\": False}"}},
+                [](Job& j) { j.gradient_checkpointing = "full"; })};
 }
 
 std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
   std::vector<Candidate> out;
   const std::string task = job.task.value_or("train_full");
   if (task == "train_full" || task == "train_freeze") {
-    Candidate c;
-    c.change.id = "lora";
-    c.change.fix_id = "lora";
-    c.change.step = 6;
-    c.change.title = "LoRA adapters (r=16 on every linear layer) instead of full fine-tuning";
-    c.change.cost = "method change: only adapters train; quality can trail full fine-tuning on "
-                    "large domain shifts";
-    c.change.settings = {{"LoraConfig", "r", "16"},
-                         {"LoraConfig", "lora_alpha", "32"},
-                         {"LoraConfig", "target_modules", "\"all-linear\""},
-                         {"LoraConfig", "task_type", "\"CAUSAL_LM\""}};
-    c.apply = [](Job& j) {
-      j.task = "train_lora";
-      LoraSettings lora;
-      lora.r = 16;
-      lora.alpha = 32;
-      lora.all_linear = true;
-      j.lora = lora;
-    };
-    out.push_back(std::move(c));
+    out.push_back(candidate("lora", "lora", 6,
+                            "LoRA adapters (r=16 on every linear layer) instead of full fine-tuning",
+                            "method change: only adapters train; quality can trail full fine-tuning on "
+                            "large domain shifts",
+                            {{"LoraConfig", "r", "16"},
+                             {"LoraConfig", "lora_alpha", "32"},
+                             {"LoraConfig", "target_modules", "\"all-linear\""},
+                             {"LoraConfig", "task_type", "\"CAUSAL_LM\""}},
+                            [](Job& j) {
+                              j.task = "train_lora";
+                              LoraSettings lora;
+                              lora.r = 16;
+                              lora.alpha = 32;
+                              lora.all_linear = true;
+                              j.lora = lora;
+                            }));
   }
   if (task == "train_full" || task == "train_freeze" || task == "train_lora") {
     Candidate c;
@@ -539,22 +513,18 @@ std::vector<Candidate> offload_candidates(const Job& job) {
     out.push_back(std::move(c));
   }
   if (!has_offload(job, "params")) {
-    Candidate c;
-    c.change.id = "offload_params";
-    c.change.fix_id = "offload";
-    c.change.step = 8;
-    c.change.title = "offload the optimizer state and parameters to CPU memory (ZeRO-3 Offload)";
-    c.change.cost = "much slower still: every layer's parameters cross PCIe in forward and "
-                    "backward";
-    c.change.settings = {{"TrainingArguments", "deepspeed",
-                          "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": "
-                          "{\"device\": \"cpu\"}, \"offload_param\": {\"device\": \"cpu\"}}}"}};
-    c.apply = [](Job& j) {
-      j.parallelism = "zero3";
-      if (!has_offload(j, "optimizer")) j.offload.push_back("optimizer");
-      j.offload.push_back("params");
-    };
-    out.push_back(std::move(c));
+    out.push_back(candidate("offload_params", "offload", 8,
+                            "offload the optimizer state and parameters to CPU memory (ZeRO-3 Offload)",
+                            "much slower still: every layer's parameters cross PCIe in forward and "
+                            "backward",
+                            {{"TrainingArguments", "deepspeed",
+                              "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": "
+                              "{\"device\": \"cpu\"}, \"offload_param\": {\"device\": \"cpu\"}}}"}},
+                            [](Job& j) {
+                              j.parallelism = "zero3";
+                              if (!has_offload(j, "optimizer")) j.offload.push_back("optimizer");
+                              j.offload.push_back("params");
+                            }));
   }
   return out;
 }
