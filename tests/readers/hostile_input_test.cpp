@@ -61,9 +61,11 @@ TEST(HostileInput, EveryPrefixAndRandomMutationIsHandled) {
 TEST(HostileInput, HugeNumbersAreErrorsNotOverflows) {
   auto big = parse_model_config(R"({"model_type": "llama", "vocab_size": 100, "hidden_size": 1e300,
     "num_hidden_layers": 1, "num_attention_heads": 1, "intermediate_size": 1})", "config.json");
-  EXPECT_FALSE(big);
+  ASSERT_FALSE(big);
+  EXPECT_EQ(big.error().message, "config.json: \"hidden_size\" must be a non-negative integer, got 1e+300");
   auto job = parse_job_json(R"({"seq_len": 1e30})", "job.json");
-  EXPECT_FALSE(job);
+  ASSERT_FALSE(job);
+  EXPECT_EQ(job.error().message, "job.json: seq_len: must be a non-negative integer, got 1e+30");
 }
 
 }  // namespace

@@ -207,6 +207,15 @@ TEST(PickleReader, EveryTruncationFailsCleanly) {
     Tree t;
     Status st = read_pickle(std::string_view(data.data(), n), t);
     ASSERT_FALSE(st) << "prefix " << n;
+    // One message naming the place and saying the file is cut short: it ends inside an opcode or
+    // before STOP, or a length (a FRAME's) runs past its end.
+    const std::string& m = st.error().message;
+    ASSERT_EQ(m.rfind("offset ", 0), 0u) << m;
+    if (n > 0) {
+      EXPECT_TRUE(m.find("truncated") != std::string::npos ||
+                  m.find("larger than the rest of the file") != std::string::npos)
+          << "prefix " << n << ": " << m;
+    }
   }
 }
 
