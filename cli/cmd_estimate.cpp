@@ -26,26 +26,10 @@ struct EstimateOptions {
 };
 
 int run(EstimateOptions& o, CLI::App& app) {
-  nlohmann::json job_json = nlohmann::json::object();
-  std::string source = "command line";
-  if (!o.job_file.empty()) {
-    auto text = read_small_file(o.job_file);
-    if (!text) return fail(text.error().message);
-    job_json = nlohmann::json::parse(*text, nullptr, false);
-    if (job_json.is_discarded() || !job_json.is_object()) return fail(o.job_file + ": not a JSON object");
-    source = o.job_file;
-  }
-  // Flags override the file (LoRA settings key by key).
-  if (!o.model.empty()) job_json["model"] = o.model;
-  const nlohmann::json given = job_flags_json(o.job, app);
-  for (const auto& [key, value] : given.items()) {
-    if (key == "lora" && job_json.contains("lora") && job_json["lora"].is_object()) {
-      job_json["lora"].update(value);
-    } else {
-      job_json[key] = value;
-    }
-  }
-  auto job = parse_job_json(job_json.dump(), source);
+  nlohmann::json given = job_flags_json(o.job, app);
+  if (!o.model.empty()) given["model"] = o.model;
+  std::string source;
+  auto job = job_from_file_and_flags(o.job_file, given, source);
   if (!job) return fail(job.error().message);
 
   Result<ModelSpec> model = make_error("");

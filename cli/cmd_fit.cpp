@@ -87,19 +87,15 @@ int run_fit(const FitArgs& a) {
       }
     }
   }
-  if (!job_file.empty()) {
-    auto text = read_small_file(job_file);
-    if (!text) return fail(text.error().message);
-    auto parsed = parse_job_json(*text, job_file);
-    if (!parsed) return fail(parsed.error().message);
-    overlay_job(job, *parsed);
-    source = job_file;
-  }
+  // The job file and the flags, read as estimate reads them, then over the training config's job
+  // field by field (a LoRA block given here replaces the config's).
   nlohmann::json given = job_flags_json(a.job, *a.app);
   if (!a.model.empty()) given["model"] = a.model;
-  auto flags = parse_job_json(given.dump(), "command line");
-  if (!flags) return fail(flags.error().message);
-  overlay_job(job, *flags);
+  std::string given_source;
+  auto given_job = job_from_file_and_flags(job_file, given, given_source);
+  if (!given_job) return fail(given_job.error().message);
+  overlay_job(job, *given_job);
+  if (!job_file.empty()) source = job_file;
   if (a.gpus > 1 && !job.num_gpus) job.num_gpus = a.gpus;
   if (auto valid = validate_job(job, source); !valid) return fail(valid.error().message);
   if (job.model.empty()) {

@@ -226,3 +226,29 @@ TEST(FitCli, DeepSpeedPathThatIsNotAConfig) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+uint64_t device_used(const testing::CommandResult& r) {
+  EXPECT_NE(r.exit_code, 2) << r.err;  // fit exits 1 when the job does not fit
+  return nlohmann::json::parse(r.out)["device_used_bytes"].get<uint64_t>();
+}
+
+// estimate and fit read a job file and the flags over it the same way: a LoRA flag changes that
+// key only (the file's all_linear targets stay), so both predict the job the merged file describes.
+TEST(JobFromFileAndFlags, EstimateAndFitMergeLoraKeyByKey) {
+  const std::string file = fixture_path("estimate/qlora_70b_job.json");
+  auto job = nlohmann::json::parse(testing::read_file(file));
+  job["lora"]["r"] = 8;
+  const auto merged = std::filesystem::temp_directory_path() / "oomdoc_merged_job.json";
+  std::ofstream(merged) << job.dump();
+  const uint64_t expected = device_used(run_cli({"estimate", "--job", merged.string(), "--json"}));
+  EXPECT_EQ(device_used(run_cli({"estimate", "--job", file, "--lora-r", "8", "--json"})), expected);
+  EXPECT_EQ(device_used(run_cli({"fit", "--job", file, "--lora-r", "8", "--gpu", "h100", "--json"})), expected);
+  EXPECT_NE(device_used(run_cli({"estimate", "--job", file, "--json"})), expected);
+  std::filesystem::remove(merged);
+}
+
+}  // namespace
+}  // namespace oomdoc
