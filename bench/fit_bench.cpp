@@ -9,6 +9,7 @@
 #include "analyses/estimator.h"
 #include "analyses/fit_search.h"
 #include "core/units.h"
+#include "readers/gpu_catalog.h"
 #include "readers/model_resolver.h"
 
 namespace {
@@ -42,9 +43,15 @@ Job full_fine_tune() {
 }
 
 FitOptions rtx4090() {
+  auto gpu = find_gpu("4090");  // the catalog's entry: one place for its memory
+  if (!gpu) {
+    std::cerr << gpu.error().message << "\n";
+    std::exit(2);
+  }
   FitOptions o;
-  o.gpu_name = "GeForce RTX 4090 24GB";
-  o.total_bytes = 24564ull * kMiB;
+  o.gpu_name = gpu->name;
+  o.total_bytes = gpu->total_bytes;
+  o.gpu_has_bf16 = gpu->bf16;
   o.solve_max_batch = true;
   o.solve_max_seq = true;
   return o;
