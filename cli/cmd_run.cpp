@@ -75,12 +75,11 @@ void say(const Style& style, const std::string& line) {
 int run_command(const RunOptions& options) {
   if (options.command.empty())
     return fail("run: no command given; usage: oomdoc run [options] -- COMMAND [ARGS...]");
-  auto executable = find_executable(options.command[0]);
+  bool not_found = false;
+  auto executable = find_executable(options.command[0], &not_found);
   if (!executable) {
     fail("run: " + executable.error().message);
-    const bool missing = executable.error().message.find("not found") != std::string::npos ||
-                         executable.error().message.find("no such file") != std::string::npos;
-    return missing ? kExitCommandNotFound : kExitCommandNotExecutable;
+    return not_found ? kExitCommandNotFound : kExitCommandNotExecutable;
   }
 
   ChildSpec spec;

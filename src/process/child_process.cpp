@@ -76,11 +76,16 @@ bool is_executable_file(const std::string& path) {
 
 }  // namespace
 
-Result<std::string> find_executable(const std::string& name) {
-  if (name.empty()) return make_error("empty command name");
+Result<std::string> find_executable(const std::string& name, bool* not_found) {
+  if (not_found != nullptr) *not_found = false;
+  auto missing = [&](std::string message) {
+    if (not_found != nullptr) *not_found = true;
+    return make_error(std::move(message));
+  };
+  if (name.empty()) return missing("empty command name");
   if (name.find('/') != std::string::npos) {
     struct stat st {};
-    if (stat(name.c_str(), &st) != 0) return make_error(fmt::format("{}: no such file", name));
+    if (stat(name.c_str(), &st) != 0) return missing(fmt::format("{}: no such file", name));
     if (S_ISDIR(st.st_mode)) return make_error(fmt::format("{}: is a directory", name));
     if (access(name.c_str(), X_OK) != 0) return make_error(fmt::format("{}: permission denied", name));
     return name;
@@ -99,7 +104,7 @@ Result<std::string> find_executable(const std::string& name) {
     start = end + 1;
   }
   if (found_not_executable) return make_error(fmt::format("{}: permission denied", name));
-  return make_error(fmt::format("{}: command not found", name));
+  return missing(fmt::format("{}: command not found", name));
 }
 
 Result<ChildOutcome> run_child(const ChildSpec& spec, const OutputObserver& observer) {

@@ -36,7 +36,9 @@ using OutputObserver = std::function<void(std::string_view chunk, bool from_stde
 Result<ChildOutcome> run_child(const ChildSpec& spec, const OutputObserver& observer);
 
 // The path execve would run for name: as given when it holds a '/', else the first match in PATH.
-Result<std::string> find_executable(const std::string& name);
+// On failure *not_found (when given) tells "does not exist" (the shell's 127) from "exists but
+// cannot be executed" (126).
+Result<std::string> find_executable(const std::string& name, bool* not_found = nullptr);
 
 // Exit status for "could not start": 127 not found, 126 found but not executable (as env(1)).
 inline constexpr int kExitCommandNotFound = 127;

@@ -92,6 +92,16 @@ TEST(ChildProcess, CommandNotFound) {
   EXPECT_EQ(find_executable("/nonexistent/tool").error().message, "/nonexistent/tool: no such file");
   EXPECT_EQ(find_executable("/tmp").error().message, "/tmp: is a directory");
   EXPECT_EQ(find_executable("sh").value().back(), 'h');
+  // Which shell status a failure maps to: 127 for a missing command, 126 for one that cannot run.
+  bool not_found = false;
+  EXPECT_FALSE(find_executable("/nonexistent/tool", &not_found));
+  EXPECT_TRUE(not_found);
+  EXPECT_FALSE(find_executable("oomdoc-no-such-command-anywhere", &not_found));
+  EXPECT_TRUE(not_found);
+  EXPECT_FALSE(find_executable("/tmp", &not_found));
+  EXPECT_FALSE(not_found);
+  EXPECT_FALSE(find_executable("/etc/hostname", &not_found));  // exists, not executable
+  EXPECT_FALSE(not_found);
 }
 
 TEST(ChildProcess, FileWithoutExecutePermission) {
