@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include <filesystem>
 #include <gtest/gtest.h>
 
 #include "support/test_support.h"
@@ -100,8 +101,12 @@ TEST(ChildProcess, CommandNotFound) {
   EXPECT_TRUE(not_found);
   EXPECT_FALSE(find_executable("/tmp", &not_found));
   EXPECT_FALSE(not_found);
-  EXPECT_FALSE(find_executable("/etc/hostname", &not_found));  // exists, not executable
+  const std::string plain = (std::filesystem::temp_directory_path() / "oomdoc_not_executable.txt").string();
+  std::ofstream(plain) << "data";
+  std::filesystem::permissions(plain, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  EXPECT_FALSE(find_executable(plain, &not_found));  // exists, no execute bit
   EXPECT_FALSE(not_found);
+  std::filesystem::remove(plain);
 }
 
 TEST(ChildProcess, FileWithoutExecutePermission) {
