@@ -19,7 +19,7 @@ namespace oomdoc {
 // Memory vLLM measures rather than computes; oomdoc's stand-ins, with the range seen in real
 // startup logs (docs/serve.md lists them).
 inline constexpr uint64_t kVllmNonTorchBytes = 300 * kMiB;   // cuBLAS/attention workspaces, NCCL
-inline constexpr uint64_t kCudaContextBytes = 512 * kMiB;    // CUDA context + libraries, per process
+// The CUDA context is the estimator's (cuda_context_bytes in analyses/estimator.h): one figure.
 
 struct WeightFormat {
   std::string method;               // "" for unquantized, else awq, gptq, fp8, bitsandbytes, ...

@@ -2,6 +2,8 @@
 // vllm/v1/core/kv_cache_utils.py; V0: vllm/worker/worker.py). docs/serve.md explains each step.
 #include "analyses/vllm_serve.h"
 
+#include "analyses/estimator.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -242,7 +244,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // --- Budget: a share of the total CUDA reports, measured after the CUDA context exists.
   p.total_bytes = in.target.total_bytes;
   p.budget_bytes = static_cast<uint64_t>(static_cast<double>(p.total_bytes) * s.gpu_memory_utilization);
-  p.context_bytes = kCudaContextBytes;
+  p.context_bytes = cuda_context_bytes();  // vLLM runs current PyTorch: lazy module loading
   p.free_at_startup_bytes = p.total_bytes > p.context_bytes ? p.total_bytes - p.context_bytes : 0;
   p.assumptions.push_back(fmt::format(
       "CUDA context {:.2f} GiB per GPU and nothing else running on it", gib(p.context_bytes)));
