@@ -6,37 +6,17 @@
 #include <fmt/format.h>
 
 #include "core/huge_pages.h"
+#include "readers/pickle_opcodes.h"
 
 namespace oomdoc::pickle {
 
 namespace {
 
-// Opcode bytes (CPython Lib/pickle.py; the same values in torch's pickler_helper.h).
-enum Op : uint8_t {
-  MARK = '(', STOP = '.', POP = '0', POP_MARK = '1', DUP = '2', FLOAT = 'F', INT = 'I',
-  BININT = 'J', BININT1 = 'K', LONG = 'L', BININT2 = 'M', NONE = 'N', PERSID = 'P',
-  BINPERSID = 'Q', REDUCE = 'R', STRING = 'S', BINSTRING = 'T', SHORT_BINSTRING = 'U',
-  UNICODE = 'V', BINUNICODE = 'X', APPEND = 'a', BUILD = 'b', GLOBAL = 'c', DICT = 'd',
-  EMPTY_DICT = '}', APPENDS = 'e', GET = 'g', BINGET = 'h', INST = 'i', LONG_BINGET = 'j',
-  LIST = 'l', EMPTY_LIST = ']', OBJ = 'o', PUT = 'p', BINPUT = 'q', LONG_BINPUT = 'r',
-  SETITEM = 's', TUPLE = 't', EMPTY_TUPLE = ')', SETITEMS = 'u', BINFLOAT = 'G',
-  PROTO = 0x80, NEWOBJ = 0x81, EXT1 = 0x82, EXT2 = 0x83, EXT4 = 0x84, TUPLE1 = 0x85,
-  TUPLE2 = 0x86, TUPLE3 = 0x87, NEWTRUE = 0x88, NEWFALSE = 0x89, LONG1 = 0x8a, LONG4 = 0x8b,
-  BINBYTES = 'B', SHORT_BINBYTES = 'C', SHORT_BINUNICODE = 0x8c, BINUNICODE8 = 0x8d,
-  BINBYTES8 = 0x8e, EMPTY_SET = 0x8f, ADDITEMS = 0x90, FROZENSET = 0x91, NEWOBJ_EX = 0x92,
-  STACK_GLOBAL = 0x93, MEMOIZE = 0x94, FRAME = 0x95, BYTEARRAY8 = 0x96, NEXT_BUFFER = 0x97,
-  READONLY_BUFFER = 0x98,
-};
+using namespace opcode;  // the VM names every opcode
 
 constexpr size_t kBufferSize = 1 << 20;
 constexpr uint64_t kProgressStep = 64ull << 20;
-const Value kUnsetMemo = Value::tagged(Tag::kSpecial, 7);
-
-uint64_t load_le(const uint8_t* p, size_t n) {
-  uint64_t v = 0;
-  std::memcpy(&v, p, n);  // little-endian host (x86-64, aarch64)
-  return v;
-}
+constexpr Value kUnsetMemo = Value::unset_memo();
 
 // LONG1/LONG4 payload: little-endian two's complement of any length, mapped to 64 bits.
 BigInt decode_long(const uint8_t* p, size_t n) {
@@ -112,6 +92,9 @@ class Machine {
 
   inline Status push_memo_get(uint64_t index);
   inline Status put_memo(uint64_t index);
+  inline void store_memo(uint64_t index, Value v);
+  // The folder's fast path for a whole dict (Folder::take_dict); false when it declines.
+  bool take_dict(Folder& folder, uint64_t& opcodes);
   Result<size_t> pop_mark();
   Status fill_container(size_t first, uint32_t target, bool pairs);
   Status build_from_mark(ContainerKind kind);
@@ -205,17 +188,41 @@ inline Status Machine::push_memo_get(uint64_t index) {
 
 inline Status Machine::put_memo(uint64_t index) {
   if (stack_.empty()) return fail("nothing on the stack to store in the memo");
-  if (index >= memo_.size()) {
-    if (index - memo_.size() > options_.max_memo_gap) {
-      return fail(fmt::format("memo slot {} is far beyond the {} slots used so far", index,
-                              memo_.size()));
-    }
-    memo_.resize(index + 1, kUnsetMemo);
-    if (memo_.size() % kMemoPerReport == 0) memo_warmer_.advance(memo_.data(), memo_.size() * sizeof(Value));
+  if (index >= memo_.size() && index - memo_.size() > options_.max_memo_gap) {
+    return fail(fmt::format("memo slot {} is far beyond the {} slots used so far", index,
+                            memo_.size()));
   }
-  memo_[index] = stack_.back();
-  tree_.note_memo(stack_.back(), index);
+  store_memo(index, stack_.back());
   return Ok{};
+}
+
+inline void Machine::store_memo(uint64_t index, Value v) {
+  if (index >= memo_.size()) {
+    size_t before = memo_.size();
+    memo_.resize(index + 1, kUnsetMemo);
+    if (memo_.size() / kMemoPerReport != before / kMemoPerReport) {
+      memo_warmer_.advance(memo_.data(), memo_.size() * sizeof(Value));
+    }
+  }
+  memo_[index] = v;
+  tree_.note_memo(v, index);
+}
+
+bool Machine::take_dict(Folder& folder, uint64_t& opcodes) {
+  // A dict must be buffered whole to be taken: top up when little is left (rarely: 1 MiB buffer).
+  if (end_ - p_ < 4096 && !eof_) refill();
+  DictBytes io;
+  io.begin = p_;
+  io.end = end_;
+  io.memo = &memo_;
+  if (!folder.take_dict(tree_, io)) return false;
+  for (size_t i = 0; i < io.memo_store_count; ++i) {
+    store_memo(io.memo_stores[i].first, io.memo_stores[i].second);
+  }
+  stack_.push_back(io.value);
+  p_ += io.consumed;
+  opcodes += io.opcodes;
+  return true;
 }
 
 Result<size_t> Machine::pop_mark() {
@@ -364,13 +371,7 @@ Status Machine::run(ReadInfo* info) {
         size_t n = *p_++;
         OOMDOC_NEED(n);
         if (n <= 7) {  // fits the inline range: no side table needed
-          int64_t v = 0;
-          if (n != 0) {
-            uint64_t bits = load_le(p_, n);
-            if (p_[n - 1] & 0x80) bits |= ~uint64_t(0) << (8 * n);
-            v = static_cast<int64_t>(bits);
-          }
-          stack_.push_back(tree_.make_int(v));
+          stack_.push_back(Value::small_int(decode_small_long(p_, n, size_t(end_ - p_))));
         } else {
           stack_.push_back(tree_.make_big(decode_long(p_, n)));
         }
@@ -427,6 +428,7 @@ Status Machine::run(ReadInfo* info) {
         stack_.push_back(Value::tagged(Tag::kContainer, tree_.new_container(ContainerKind::kList)));
         break;
       case EMPTY_DICT:
+        if (Folder* folder = tree_.folder(); folder != nullptr && take_dict(*folder, opcodes)) break;
         stack_.push_back(Value::tagged(Tag::kContainer, tree_.new_container(ContainerKind::kDict)));
         break;
       case EMPTY_SET:

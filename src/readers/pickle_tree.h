@@ -8,6 +8,7 @@
 // items are released, which keeps memory bounded by the distinct data rather than by the file.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -34,9 +35,11 @@ class Value {
   constexpr Value() : raw_(kNoneRaw) {}
   static constexpr Value none() { return Value(kNoneRaw); }
   static constexpr Value boolean(bool b) { return Value((uint64_t(b ? 2 : 1) << 3) | 1); }
+  // Marks a memo slot that a gap in BINPUT indices skipped: no opcode produces this payload.
+  static constexpr Value unset_memo() { return Value((uint64_t(7) << 3) | 1); }
   static constexpr bool fits_inline(int64_t v) { return v >= kMinInline && v <= kMaxInline; }
   static Value small_int(int64_t v) { return Value((uint64_t(v) << 3) | uint64_t(Tag::kInt)); }
-  static Value tagged(Tag tag, uint64_t payload) { return Value((payload << 3) | uint64_t(tag)); }
+  static constexpr Value tagged(Tag tag, uint64_t payload) { return Value((payload << 3) | uint64_t(tag)); }
   static Value record(uint8_t kind, uint64_t index) {
     return tagged(Tag::kRecord, (index << 8) | kind);
   }
@@ -45,13 +48,13 @@ class Value {
   uint64_t payload() const { return raw_ >> 3; }
   int64_t inline_int() const { return static_cast<int64_t>(raw_) >> 3; }
   bool is_none() const { return raw_ == kNoneRaw; }
-  bool is_bool() const { return tag() == Tag::kSpecial && payload() != 0; }
+  bool is_bool() const { return tag() == Tag::kSpecial && (payload() == 1 || payload() == 2); }
   bool bool_value() const { return payload() == 2; }
   uint32_t id() const { return static_cast<uint32_t>(payload()); }
   uint8_t record_kind() const { return static_cast<uint8_t>(payload() & 0xff); }
   uint64_t record_index() const { return payload() >> 8; }
   uint64_t raw() const { return raw_; }
-  bool operator==(const Value& o) const { return raw_ == o.raw_; }
+  constexpr bool operator==(const Value& o) const { return raw_ == o.raw_; }
 
  private:
   static constexpr uint64_t kNoneRaw = 1;  // kSpecial, payload 0
@@ -85,6 +88,23 @@ class StringTable {
 
 class Tree;
 
+// What a folder's fast path for dicts sees right after an EMPTY_DICT opcode, and what it gives back
+// when it takes the dict (Folder::take_dict).
+struct DictBytes {
+  // In: the bytes after EMPTY_DICT, as far as they are buffered, and the memo so far.
+  const uint8_t* begin = nullptr;
+  const uint8_t* end = nullptr;
+  const std::vector<Value>* memo = nullptr;
+  // Out: the bytes and opcodes the dict took, the value that stands for it, and the memo slots its
+  // opcodes stored, in order (the VM stores them as if it had run those opcodes).
+  size_t consumed = 0;
+  uint64_t opcodes = 0;
+  Value value;
+  static constexpr size_t kMaxMemoStores = 8;
+  std::array<std::pair<uint64_t, Value>, kMaxMemoStores> memo_stores;  // [0, memo_store_count)
+  size_t memo_store_count = 0;
+};
+
 // Turns a just-completed container into a record (or leaves it as it is by returning nullopt).
 class Folder {
  public:
@@ -96,6 +116,21 @@ class Folder {
   // when it is sealed. To stop absorbing a list, it gives the values back with Tree::store first.
   virtual bool absorb(Tree& tree, uint32_t list, const Value* values, size_t n) {
     (void)tree, (void)list, (void)values, (void)n;
+    return false;
+  }
+  // Told each time items are set in a dict (SETITEMS, SETITEM, a JSON object's end), while it
+  // may still grow. A folder that numbers records in file order decodes them here rather than
+  // when sealed: the fast path below decodes at this point too, so both kinds stay in order.
+  virtual void dict_filled(Tree& tree, uint32_t dict) {
+    (void)tree, (void)dict;
+  }
+  // Optional fast path, offered the bytes that follow each EMPTY_DICT. A folder that recognizes a
+  // whole dict there (through its closing SETITEMS) may decode it directly instead of the VM
+  // building it item by item and folding it when sealed: tens of millions of trace entries are
+  // read this way. It must give exactly what the general path would (the same record and memo
+  // slots), and return false having stored nothing for anything it does not fully handle.
+  virtual bool take_dict(Tree& tree, DictBytes& io) {
+    (void)tree, (void)io;
     return false;
   }
 };
@@ -149,6 +184,7 @@ class Tree {
   Value make_str(std::string_view s) { return Value::tagged(Tag::kStr, strings_.intern(s)); }
   Value make_bytes(std::string_view s) { return Value::tagged(Tag::kBytes, strings_.intern(s)); }
   void set_folder(Folder* folder) { folder_ = folder; }
+  Folder* folder() const { return folder_; }
   // Reserves address space in proportion to the input size (see Machine's constructor).
   void reserve_for_input(uint64_t input_bytes);
 

@@ -10,6 +10,7 @@
 
 #include "core/file_input.h"
 #include "core/huge_pages.h"
+#include "readers/pickle_opcodes.h"
 #include "readers/pickle_reader.h"
 #include "readers/pickle_tree.h"
 
@@ -85,6 +86,207 @@ class SnapshotFolder : public pickle::Folder {
     }
     return std::nullopt;
   }
+
+  // The fast path for trace entries (Folder::take_dict). After the first few, torch's entries
+  // are all alike: a dict of small ints, memo references to the key and action strings, and a
+  // frame list of memo references to frames already seen. Such a dict is decoded straight from
+  // the bytes, with the same checks (decode_trace) and the same memo slots as the general path;
+  // anything else (a frame seen for the first time, a FRAME opcode inside the entry, a dict that
+  // is not a trace entry) is declined with nothing stored, and the VM reads it as usual.
+  bool take_dict(Tree& tree, pickle::DictBytes& io) override {
+    if (!take_dicts_) return false;
+    return EntryScanner{*this, tree, io}.entry();
+  }
+  bool take_dicts_ = true;  // off: every dict goes through the VM (tests compare both paths)
+
+ private:
+  class EntryScanner {
+   public:
+    EntryScanner(SnapshotFolder& folder, Tree& tree, pickle::DictBytes& io)
+        : folder_(folder), tree_(tree), io_(io), p_(io.begin), end_(io.end),
+          memo_size_(io.memo->size()) {}
+
+    bool entry() {
+      using namespace pickle::opcode;
+      size_t self = io_.memo_store_count;
+      if (!memo_opcode(kPending)) return false;
+      if (!take(MARK)) return false;
+      Fields f;
+      while (!take(SETITEMS)) {
+        Value key, value;
+        if (!scalar(key) || key.tag() != Tag::kStr) return false;
+        bool frame_list = key.id() == kFrames && p_ != end_ && *p_ == EMPTY_LIST;
+        if (!(frame_list ? frames(value) : scalar(value))) return false;
+        if (key.id() < kKeyCount) {
+          f.value[key.id()] = value;
+          f.seen |= 1u << key.id();
+        }
+      }
+      if (!f.has(kAction)) return false;
+      auto decoded = folder_.decode_trace(tree_, f);
+      if (!decoded) return false;  // the VM's path keeps it as a dict and reports the problem
+      folder_.push_event(*decoded);
+      io_.value = Value::record(kTraceRecord, folder_.events_.size() - 1);
+      if (io_.memo_store_count > self) io_.memo_stores[self].second = io_.value;
+      io_.consumed = static_cast<size_t>(p_ - io_.begin);
+      io_.opcodes = opcodes_;
+      return true;
+    }
+
+   private:
+    // Stands in the memo for the dict or list being read until its record is known; a reference
+    // to it from inside (a recursive structure) is declined.
+    static constexpr Value kPending = Value::tagged(Tag::kContainer, 0);
+
+    bool take(uint8_t op) {
+      if (p_ == end_ || *p_ != op) return false;
+      ++p_;
+      ++opcodes_;
+      return true;
+    }
+    size_t left() const { return static_cast<size_t>(end_ - p_); }
+
+    // A memo opcode, if one follows, stores v (the pickler memoizes strings and containers).
+    [[gnu::always_inline]] bool memo_opcode(Value v) {
+      using namespace pickle::opcode;
+      if (p_ == end_) return false;
+      uint64_t index = 0;
+      if (*p_ == MEMOIZE) {
+        index = memo_size_;
+        p_ += 1;
+      } else if (*p_ == BINPUT && left() >= 2) {
+        index = p_[1];
+        p_ += 2;
+      } else if (*p_ == LONG_BINPUT && left() >= 5) {
+        index = load_le(p_ + 1, 4);
+        p_ += 5;
+      } else {
+        return *p_ != BINPUT && *p_ != LONG_BINPUT;  // none follows (or it is cut off: decline)
+      }
+      ++opcodes_;
+      // Slots past the end (a gap) are the VM's to check; the store list is short.
+      if (index > memo_size_ || io_.memo_store_count == io_.memo_stores.size()) return false;
+      io_.memo_stores[io_.memo_store_count++] = {index, v};
+      if (index == memo_size_) ++memo_size_;
+      lowest_store_ = std::min(lowest_store_, index);
+      return true;
+    }
+
+    [[gnu::always_inline]] bool memo_get(uint64_t index, Value& out) const {
+      for (size_t i = index >= lowest_store_ ? io_.memo_store_count : 0; i-- > 0;) {
+        if (io_.memo_stores[i].first == index) {
+          out = io_.memo_stores[i].second;
+          return out.tag() != Tag::kContainer;
+        }
+      }
+      if (index >= io_.memo->size() || (*io_.memo)[index] == Value::unset_memo()) return false;
+      out = tree_.resolve((*io_.memo)[index]);
+      return out.tag() != Tag::kContainer;  // a container still being built: the VM pins it
+    }
+
+    [[gnu::always_inline]] bool memo_reference(Value& out) {
+      using namespace pickle::opcode;
+      if (p_ != end_ && *p_ == BINGET && left() >= 2) {
+        uint64_t index = p_[1];
+        p_ += 2;
+        ++opcodes_;
+        return memo_get(index, out);
+      }
+      if (p_ != end_ && *p_ == LONG_BINGET && left() >= 5) {
+        uint64_t index = load_le(p_ + 1, 4);
+        p_ += 5;
+        ++opcodes_;
+        return memo_get(index, out);
+      }
+      return false;
+    }
+
+    // One key or value: a memo reference, a small int, None/True/False or a string.
+    [[gnu::always_inline]] bool scalar(Value& out) {
+      using namespace pickle::opcode;
+      if (p_ == end_) return false;
+      const uint8_t op = *p_;
+      if (op == BINGET || op == LONG_BINGET) return memo_reference(out) && memo_opcode(out);
+      if (op == BININT1 && left() >= 2) {
+        out = Value::small_int(p_[1]);
+        p_ += 2;
+      } else if (op == BININT2 && left() >= 3) {
+        out = Value::small_int(static_cast<int64_t>(load_le(p_ + 1, 2)));
+        p_ += 3;
+      } else if (op == BININT && left() >= 5) {
+        int32_t v;
+        std::memcpy(&v, p_ + 1, 4);
+        out = Value::small_int(v);
+        p_ += 5;
+      } else if (op == LONG1 && left() >= 2 && p_[1] <= 7 && left() >= 2u + p_[1]) {
+        size_t n = p_[1];  // up to 7 bytes: always an inline int, as the VM makes it
+        out = Value::small_int(decode_small_long(p_ + 2, n, left() - 2));
+        p_ += 2 + n;
+      } else if (op == NONE || op == NEWTRUE || op == NEWFALSE) {
+        out = op == NONE ? Value::none() : Value::boolean(op == NEWTRUE);
+        p_ += 1;
+      } else if (op == SHORT_BINUNICODE && left() >= 2 && left() >= 2u + p_[1]) {
+        out = tree_.make_str({reinterpret_cast<const char*>(p_ + 2), p_[1]});
+        p_ += 2 + p_[1];
+      } else if (op == BINUNICODE && left() >= 5 && left() - 5 >= load_le(p_ + 1, 4)) {
+        size_t n = load_le(p_ + 1, 4);
+        out = tree_.make_str({reinterpret_cast<const char*>(p_ + 5), n});
+        p_ += 5 + n;
+      } else {
+        return false;
+      }
+      ++opcodes_;
+      return memo_opcode(out);
+    }
+
+    // A frame list of memo references to frames: EMPTY_LIST, its memo opcode, then batches of
+    // MARK ... APPENDS or single items with APPEND (a one-frame list).
+    bool frames(Value& out) {
+      using namespace pickle::opcode;
+      if (!take(EMPTY_LIST)) return false;
+      size_t self = io_.memo_store_count;
+      if (!memo_opcode(kPending)) return false;
+      std::vector<FrameId>& ids = folder_.entry_frames_;
+      ids.clear();
+      auto frame = [&]() [[gnu::always_inline]] {
+        Value v;
+        if (!memo_reference(v) || v.tag() != Tag::kRecord || v.record_kind() != kFrameRecord) {
+          return false;
+        }
+        ids.push_back(static_cast<FrameId>(v.record_index()));
+        return true;
+      };
+      for (;;) {
+        if (take(MARK)) {
+          while (!take(APPENDS)) {
+            if (!frame()) return false;
+          }
+        } else if (p_ != end_ && ((*p_ == BINGET && left() >= 3 && p_[2] == APPEND) ||
+                                  (*p_ == LONG_BINGET && left() >= 6 && p_[5] == APPEND))) {
+          if (!frame() || !take(APPEND)) return false;
+        } else {
+          break;
+        }
+      }
+      if (ids.empty()) return false;  // an empty list stays a list on the VM's path
+      out = Value::record(kStackRecord, folder_.intern_stack(ids));
+      if (io_.memo_store_count > self) io_.memo_stores[self].second = out;
+      return true;
+    }
+
+    SnapshotFolder& folder_;
+    Tree& tree_;
+    pickle::DictBytes& io_;
+    const uint8_t* p_;
+    const uint8_t* end_;
+    uint64_t memo_size_;  // the memo's size with the stores so far
+    uint64_t lowest_store_ = UINT64_MAX;  // references below every store read the memo directly
+    uint64_t opcodes_ = 0;
+  };
+
+  std::vector<FrameId> entry_frames_;
+
+ public:
 
   // A device's trace list arrives in batches of consecutive trace records (pickle's APPENDS of
   // up to 1000): keep it as the range of events_ it covers instead of one item per entry.
@@ -235,20 +437,24 @@ class SnapshotFolder : public pickle::Folder {
     if (frames.empty()) return kNoStack;
     uint64_t h = frames.size();
     for (FrameId f : frames) h = mix(h, f);
+    // Most lookups find a stack seen moments ago: try the direct-mapped cache before the map.
+    StackId& recent = recent_stacks_[h % recent_stacks_.size()];
+    if (recent != kNoStack && same_stack(recent, frames)) return recent;
     auto [it, inserted] = stack_heads_.try_emplace(h, kNoStack);
     for (StackId s = it->second; s != kNoStack; s = stack_next_[s]) {
-      uint32_t begin = stack_offsets_[s], end = stack_offsets_[s + 1];
-      if (end - begin == frames.size() &&
-          std::equal(frames.begin(), frames.end(), stack_frames_.begin() + begin)) {
-        return s;
-      }
+      if (same_stack(s, frames)) return recent = s;
     }
     auto id = static_cast<StackId>(stack_offsets_.size() - 1);
     stack_frames_.insert(stack_frames_.end(), frames.begin(), frames.end());
     stack_offsets_.push_back(static_cast<uint32_t>(stack_frames_.size()));
     stack_next_.push_back(it->second);
     it->second = id;
-    return id;
+    return recent = id;
+  }
+  bool same_stack(StackId s, const std::vector<FrameId>& frames) const {
+    uint32_t begin = stack_offsets_[s], end = stack_offsets_[s + 1];
+    return end - begin == frames.size() &&
+           std::equal(frames.begin(), frames.end(), stack_frames_.begin() + begin);
   }
 
   FrameId intern_frame(const SnapshotFrame& f) {
@@ -327,7 +533,25 @@ class SnapshotFolder : public pickle::Folder {
     return action_cache_[id];
   }
 
+  // A trace entry is decoded as soon as its items are set, in file order like the fast path's;
+  // fold_dict then only hands out its record.
+  void dict_filled(Tree& tree, uint32_t id) override {
+    Fields f = fields_of(tree, id);
+    if (!f.has(kAction)) return;
+    auto event = decode_trace(tree, f);
+    if (!event) return;  // decoded again when sealed, and reported then if still wrong
+    push_event(*event);
+    decoded_early_[id] = {events_.size() - 1, tree.container(id).count};
+  }
+
   std::optional<Value> fold_dict(Tree& tree, uint32_t id) {
+    if (auto early = decoded_early_.find(id); early != decoded_early_.end()) {
+      auto [event, count] = early->second;
+      decoded_early_.erase(early);
+      // Items set after it was decoded (never in torch's files): decode the final dict below;
+      // the early event is left out of every trace range.
+      if (count == tree.container(id).count) return Value::record(kTraceRecord, event);
+    }
     Fields f = fields_of(tree, id);
     if (f.has(kAction)) {
       auto event = decode_trace(tree, f);
@@ -371,12 +595,16 @@ class SnapshotFolder : public pickle::Folder {
     return Value::record(kStackRecord, intern_stack(scratch_));
   }
 
+  // Trace entries the general path decoded when their items were set: container -> (event, items
+  // then). Only until they are sealed, so a handful at a time.
+  std::unordered_map<uint32_t, std::pair<size_t, uint32_t>> decoded_early_;
   std::vector<TraceAction> action_cache_;
   std::vector<bool> action_known_;
   std::vector<FrameId> scratch_;
   std::unordered_map<uint64_t, FrameId> frame_heads_;
   std::vector<FrameId> frame_next_;
   std::unordered_map<uint64_t, StackId> stack_heads_;
+  std::array<StackId, 4096> recent_stacks_{};  // by hash; kNoStack (0) when empty
   std::vector<StackId> stack_next_{kNoStack};  // indexed by stack id
 };
 
@@ -819,6 +1047,31 @@ Result<Snapshot> read_json(std::string_view text, std::string_view name) {
   return result;
 }
 
+// The pickle path shared by files and bytes: run(tree, options, info) streams the pickle in and
+// returns its error already naming the input.
+// size_hint (0 when unknown) sizes the address space reserved for trace entries.
+template <typename Run>
+Result<Snapshot> read_pickle_snapshot(std::string_view name, const SnapshotReadOptions& options,
+                                      uint64_t size_hint, Run&& run) {
+  Tree tree;
+  SnapshotFolder folder(tree);
+  folder.take_dicts_ = options.fast_trace_entries;
+  tree.set_folder(&folder);
+  pickle::ReadOptions pickle_options;
+  pickle_options.progress = options.progress;
+  pickle::ReadInfo info;
+  if (size_hint != 0) {
+    reserve_huge(folder.events_, std::min<uint64_t>(size_hint / 48, 1ull << 27));  // address space
+    folder.warmer_.start(folder.events_.data(), folder.events_.capacity() * sizeof(TraceEvent));
+  }
+  Status status = run(tree, pickle_options, info);
+  folder.warmer_.stop();
+  if (!status) return status.error();
+  auto result = finish(tree, folder, fmt::format("pickle protocol {}", info.protocol));
+  if (!result) return Error{fmt::format("{}: {}", name, result.error().message)};
+  return result;
+}
+
 Error not_a_snapshot(std::string_view name, std::string_view head) {
   return Error{fmt::format("{}: not a memory snapshot (neither a pickle of protocol 2 to 5 nor "
                            "JSON; starts with byte 0x{:02x})",
@@ -879,18 +1132,12 @@ Result<Snapshot> read_snapshot_bytes(std::string_view bytes, std::string_view na
   if (bytes.empty()) return Error{fmt::format("{}: the file is empty", name)};
   if (looks_like_json(bytes.substr(0, 64))) return read_json(bytes, name);
   if (static_cast<uint8_t>(bytes[0]) != 0x80) return not_a_snapshot(name, bytes);
-  Tree tree;
-  SnapshotFolder folder(tree);
-  tree.set_folder(&folder);
-  pickle::ReadOptions pickle_options;
-  pickle_options.progress = options.progress;
-  pickle::ReadInfo info;
-  if (auto ok = pickle::read_pickle(bytes, tree, pickle_options, &info); !ok) {
-    return Error{fmt::format("{}: {}", name, ok.error().message)};
-  }
-  auto result = finish(tree, folder, fmt::format("pickle protocol {}", info.protocol));
-  if (!result) return Error{fmt::format("{}: {}", name, result.error().message)};
-  return result;
+  return read_pickle_snapshot(name, options, 0, [&](Tree& tree, const pickle::ReadOptions& o,
+                                                    pickle::ReadInfo& info) {
+    Status status = pickle::read_pickle(bytes, tree, o, &info);
+    if (!status) return Status{Error{fmt::format("{}: {}", name, status.error().message)}};
+    return status;
+  });
 }
 
 Result<Snapshot> read_snapshot_file(const std::string& path, const SnapshotReadOptions& options) {
@@ -928,21 +1175,14 @@ Result<Snapshot> read_snapshot_file(const std::string& path, const SnapshotReadO
     }
     return input.read(buffer, size);
   };
-  Tree tree;
-  SnapshotFolder folder(tree);
-  tree.set_folder(&folder);
-  pickle::ReadOptions pickle_options;
-  pickle_options.progress = options.progress;
-  pickle::ReadInfo info;
-  reserve_huge(folder.events_, std::min<uint64_t>(input.size_hint() / 48, 1ull << 27));  // address space
-  folder.warmer_.start(folder.events_.data(), folder.events_.capacity() * sizeof(TraceEvent));
-  Status status = pickle::read_pickle(read, input.size_hint(), tree, pickle_options, &info);
-  folder.warmer_.stop();
-  if (input.failed()) return Error{input.error_message()};
-  if (!status) return Error{fmt::format("{}: {}", name, status.error().message)};
-  auto result = finish(tree, folder, fmt::format("pickle protocol {}", info.protocol));
-  if (!result) return Error{fmt::format("{}: {}", name, result.error().message)};
-  return result;
+  return read_pickle_snapshot(name, options, input.size_hint(),
+                              [&](Tree& tree, const pickle::ReadOptions& o, pickle::ReadInfo& info) {
+                                Status status = pickle::read_pickle(read, input.size_hint(), tree, o, &info);
+                                // A read error explains the rest (and names the file).
+                                if (input.failed()) return Status{Error{input.error_message()}};
+                                if (!status) return Status{Error{fmt::format("{}: {}", name, status.error().message)}};
+                                return status;
+                              });
 }
 
 }  // namespace oomdoc

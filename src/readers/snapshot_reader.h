@@ -16,6 +16,9 @@ namespace oomdoc {
 struct SnapshotReadOptions {
   // Called now and then with (bytes read, total bytes or 0 when unknown); for progress bars.
   std::function<void(uint64_t, uint64_t)> progress;
+  // Decode trace entries straight from the pickle's bytes when they have the usual shape (the
+  // general pickle VM reads the rest). Off: everything goes through the VM; tests compare both.
+  bool fast_trace_entries = true;
 };
 
 // path "-" reads standard input. Errors name the file: "x.pickle: offset 12: GLOBAL: refused: ...".

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "analyses/snapshot_report.h"
+#include "readers/snapshot_reader.h"
+#include "support/snapshot_equality.h"
 #include "support/test_support.h"
 
 namespace oomdoc {
@@ -94,6 +96,20 @@ TEST(SnapshotCorpus, ReencodingsGiveIdenticalResults) {
       EXPECT_EQ(variant->verdict, original->verdict) << path;
       EXPECT_EQ(variant->distinct_stacks, original->distinct_stacks) << path;
     }
+  }
+}
+
+// The trace-entry fast path gives, on every real file, exactly the model the general pickle VM
+// gives (SnapshotReadOptions::fast_trace_entries off).
+TEST(SnapshotCorpus, TheFastPathGivesTheModelTheVmGives) {
+  SnapshotReadOptions vm_only;
+  vm_only.fast_trace_entries = false;
+  for (const Reference& ref : kReference) {
+    std::string path = testing::corpus_path(std::string("snapshots/") + ref.file);
+    auto fast = read_snapshot_file(path);
+    auto vm = read_snapshot_file(path, vm_only);
+    ASSERT_TRUE(fast.ok() && vm.ok()) << ref.file;
+    EXPECT_EQ(testing::first_snapshot_difference(*fast, *vm), "") << ref.file;
   }
 }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analyses/snapshot_analysis.h"
+#include "support/snapshot_equality.h"
 #include "support/test_support.h"
 
 namespace oomdoc {
@@ -302,6 +303,45 @@ TEST(SnapshotReader, MissingFile) {
   auto s = read_snapshot_file("/nonexistent/snap.pickle");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message, "/nonexistent/snap.pickle: no such file");
+}
+
+// The trace-entry fast path (SnapshotReadOptions::fast_trace_entries) decodes the common entry
+// shape straight from the bytes; it must give exactly the model the general pickle VM gives,
+// for every fixture encoding (protocol 2 and 3 memoize with BINPUT, 4 and 5 with MEMOIZE) and
+// every odd case below, errors included.
+TEST(SnapshotReader, TheFastPathGivesTheModelTheVmGives) {
+  SnapshotReadOptions vm_only;
+  vm_only.fast_trace_entries = false;
+  for (const char* name : {"train_p2.pickle", "train_p3.pickle", "train_p4.pickle", "train_p5.pickle",
+                           "expandable_p4.pickle", "history_2_0_p4.pickle", "list_1_13_p2.pickle"}) {
+    std::string path = testing::fixture_path(std::string("snapshot/") + name);
+    auto fast = read_snapshot_file(path);
+    auto vm = read_snapshot_file(path, vm_only);
+    ASSERT_TRUE(fast.ok() && vm.ok()) << name;
+    EXPECT_EQ(testing::first_snapshot_difference(*fast, *vm), "") << name;
+  }
+  auto both = [&](const std::string& bytes, const char* what) {
+    auto fast = read_snapshot_bytes(bytes, "t.pickle");
+    auto vm = read_snapshot_bytes(bytes, "t.pickle", vm_only);
+    ASSERT_EQ(fast.ok(), vm.ok()) << what;
+    if (!fast.ok()) {
+      EXPECT_EQ(fast.error().message, vm.error().message) << what;
+    } else {
+      EXPECT_EQ(testing::first_snapshot_difference(*fast, *vm), "") << what;
+    }
+  };
+  std::vector<TraceEntry> entries;
+  for (int i = 0; i < 1500; ++i) entries.push_back({4096 + 512 * i, i + 1});
+  both(trace_pickle(entries), "plain entries");
+  auto again = entries;
+  again[1200] = TraceEntry{0, 0, 5};
+  both(trace_pickle(again), "an entry referenced twice");
+  auto bad = entries;
+  bad[1234].bad_addr = true;
+  both(trace_pickle(bad), "a bad address");
+  auto negative = entries;
+  negative[12].size = -5;
+  both(trace_pickle(negative), "a negative size");
 }
 
 }  // namespace
