@@ -72,6 +72,8 @@ class Machine {
 
  private:
   uint64_t offset_of(const uint8_t* p) const { return base_ + uint64_t(p - begin_); }
+  // Bytes of the file after p_ (when its size is known).
+  uint64_t bytes_left() const { return total_ - std::min(total_, offset_of(p_)); }
   Error fail(std::string what) const {
     return Error{fmt::format("offset {}: {}: {}", op_offset_, opcode_name(op_), what)};
   }
@@ -145,9 +147,9 @@ bool Machine::refill() {
 }
 
 Status Machine::check_length(uint64_t length) const {
-  if (total_ != 0 && length > total_ - std::min(total_, offset_of(p_))) {
+  if (total_ != 0 && length > bytes_left()) {
     return fail(fmt::format("length {} is larger than the rest of the file ({} bytes)", length,
-                            total_ - std::min(total_, offset_of(p_))));
+                            bytes_left()));
   }
   if (length > options_.max_string_bytes) {
     return fail(fmt::format("length {} is over the {}-byte limit for one value", length,
@@ -308,9 +310,9 @@ Status Machine::run(ReadInfo* info) {
         OOMDOC_NEED(8);
         uint64_t length = load_le(p_, 8);
         p_ += 8;
-        if (total_ != 0 && length > total_ - std::min(total_, offset_of(p_))) {
+        if (total_ != 0 && length > bytes_left()) {
           return fail(fmt::format("frame of {} bytes is larger than the rest of the file ({} bytes)",
-                                  length, total_ - std::min(total_, offset_of(p_))));
+                                  length, bytes_left()));
         }
         break;  // a framing hint only: the opcodes inside are read as usual
       }

@@ -964,9 +964,9 @@ class JsonTreeBuilder : public nlohmann::json_sax<nlohmann::json> {
   bool binary(binary_t&) override { return false; }
   bool start_object(std::size_t) override { return open(ContainerKind::kDict); }
   bool key(string_t& s) override { return push(tree_.make_str(s)); }
-  bool end_object() override { return close(true); }
+  bool end_object() override { return close(); }
   bool start_array(std::size_t) override { return open(ContainerKind::kList); }
-  bool end_array() override { return close(false); }
+  bool end_array() override { return close(); }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
     error_ = fmt::format("offset {}: invalid JSON: {}", position, e.what());
     return false;
@@ -988,7 +988,8 @@ class JsonTreeBuilder : public nlohmann::json_sax<nlohmann::json> {
     open_.push_back({tree_.new_container(kind), stack_.size()});
     return true;
   }
-  bool close(bool pairs) {
+  // An object's keys and values alternate on the stack (the parser guarantees the pairing).
+  bool close() {
     auto [id, first] = open_.back();
     open_.pop_back();
     for (size_t i = first; i < stack_.size(); ++i) stack_[i] = tree_.seal(stack_[i]);
@@ -998,7 +999,6 @@ class JsonTreeBuilder : public nlohmann::json_sax<nlohmann::json> {
     }
     stack_.resize(first);
     stack_.push_back(Value::tagged(Tag::kContainer, id));
-    (void)pairs;
     return true;
   }
   Tree& tree_;
