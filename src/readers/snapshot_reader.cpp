@@ -248,22 +248,12 @@ class SnapshotFolder : public pickle::Folder {
       if (!memo_opcode(kPending)) return false;
       std::vector<FrameId>& ids = folder_.entry_frames_;
       ids.clear();
-      auto frame = [&]() [[gnu::always_inline]] {
-        Value v;
-        if (!memo_reference(v) || v.tag() != Tag::kRecord || v.record_kind() != kFrameRecord) {
-          return false;
-        }
-        ids.push_back(static_cast<FrameId>(v.record_index()));
-        return true;
-      };
       for (;;) {
         if (take(MARK)) {
-          while (!take(APPENDS)) {
-            if (!frame()) return false;
-          }
+          if (!frame_run(ids)) return false;
         } else if (p_ != end_ && ((*p_ == BINGET && left() >= 3 && p_[2] == APPEND) ||
                                   (*p_ == LONG_BINGET && left() >= 6 && p_[5] == APPEND))) {
-          if (!frame() || !take(APPEND)) return false;
+          if (!frame_reference(ids) || !take(APPEND)) return false;
         } else {
           break;
         }
@@ -271,6 +261,28 @@ class SnapshotFolder : public pickle::Folder {
       if (ids.empty()) return false;  // an empty list stays a list on the VM's path
       out = Value::record(kStackRecord, folder_.intern_stack(ids));
       if (io_.memo_store_count > self) io_.memo_stores[self].second = out;
+      return true;
+    }
+
+    // Memo references to frames up to the APPENDS that closes the run.
+    bool frame_run(std::vector<FrameId>& ids) {
+      using namespace pickle::opcode;
+      for (;;) {
+        if (p_ == end_) return false;
+        if (*p_ == APPENDS) {
+          ++p_;
+          ++opcodes_;
+          return true;
+        }
+        if (!frame_reference(ids)) return false;
+      }
+    }
+    [[gnu::always_inline]] bool frame_reference(std::vector<FrameId>& ids) {
+      Value v;
+      if (!memo_reference(v) || v.tag() != Tag::kRecord || v.record_kind() != kFrameRecord) {
+        return false;
+      }
+      ids.push_back(static_cast<FrameId>(v.record_index()));
       return true;
     }
 
