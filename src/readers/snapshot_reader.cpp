@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <span>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -179,9 +180,11 @@ class SnapshotFolder : public pickle::Folder {
           return out.tag() != Tag::kContainer;
         }
       }
-      if (index >= io_.memo->size() || (*io_.memo)[index] == Value::unset_memo()) return false;
-      out = tree_.resolve((*io_.memo)[index]);
-      return out.tag() != Tag::kContainer;  // a container still being built: the VM pins it
+      if (index >= io_.memo->size()) return false;
+      out = (*io_.memo)[index];
+      if (out.tag() == Tag::kContainer) out = tree_.resolve(out);  // a folded one: its record
+      // A container still being built (the VM pins it) or a slot a memo gap skipped: decline.
+      return out.tag() != Tag::kContainer && !(out == Value::unset_memo());
     }
 
     [[gnu::always_inline]] bool memo_reference(Value& out) {
@@ -246,26 +249,25 @@ class SnapshotFolder : public pickle::Folder {
       if (!take(EMPTY_LIST)) return false;
       size_t self = io_.memo_store_count;
       if (!memo_opcode(kPending)) return false;
-      std::vector<FrameId>& ids = folder_.entry_frames_;
-      ids.clear();
+      frame_count_ = 0;
       for (;;) {
         if (take(MARK)) {
-          if (!frame_run(ids)) return false;
+          if (!frame_run()) return false;
         } else if (p_ != end_ && ((*p_ == BINGET && left() >= 3 && p_[2] == APPEND) ||
                                   (*p_ == LONG_BINGET && left() >= 6 && p_[5] == APPEND))) {
-          if (!frame_reference(ids) || !take(APPEND)) return false;
+          if (!frame_reference() || !take(APPEND)) return false;
         } else {
           break;
         }
       }
-      if (ids.empty()) return false;  // an empty list stays a list on the VM's path
-      out = Value::record(kStackRecord, folder_.intern_stack(ids));
+      if (frame_count_ == 0) return false;  // an empty list stays a list on the VM's path
+      out = Value::record(kStackRecord, folder_.intern_stack({frames_, frame_count_}));
       if (io_.memo_store_count > self) io_.memo_stores[self].second = out;
       return true;
     }
 
     // Memo references to frames up to the APPENDS that closes the run.
-    bool frame_run(std::vector<FrameId>& ids) {
+    bool frame_run() {
       using namespace pickle::opcode;
       for (;;) {
         if (p_ == end_) return false;
@@ -274,15 +276,16 @@ class SnapshotFolder : public pickle::Folder {
           ++opcodes_;
           return true;
         }
-        if (!frame_reference(ids)) return false;
+        if (!frame_reference()) return false;
       }
     }
-    [[gnu::always_inline]] bool frame_reference(std::vector<FrameId>& ids) {
+    [[gnu::always_inline]] bool frame_reference() {
       Value v;
-      if (!memo_reference(v) || v.tag() != Tag::kRecord || v.record_kind() != kFrameRecord) {
+      if (frame_count_ == kMaxFrames || !memo_reference(v) || v.tag() != Tag::kRecord ||
+          v.record_kind() != kFrameRecord) {
         return false;
       }
-      ids.push_back(static_cast<FrameId>(v.record_index()));
+      frames_[frame_count_++] = static_cast<FrameId>(v.record_index());
       return true;
     }
 
@@ -294,9 +297,11 @@ class SnapshotFolder : public pickle::Folder {
     uint64_t memo_size_;  // the memo's size with the stores so far
     uint64_t lowest_store_ = UINT64_MAX;  // references below every store read the memo directly
     uint64_t opcodes_ = 0;
+    // The entry's frame ids; deeper stacks than this are left to the VM.
+    static constexpr size_t kMaxFrames = 1024;
+    FrameId frames_[kMaxFrames];
+    size_t frame_count_ = 0;
   };
-
-  std::vector<FrameId> entry_frames_;
 
  public:
 
@@ -444,8 +449,8 @@ class SnapshotFolder : public pickle::Folder {
     return decoded;
   }
 
-  // Interns a frame list that the folder could not fold (e.g. frames without 'filename').
-  StackId intern_stack(std::vector<FrameId>& frames) {
+  // A frame list (innermost first) as a stack id: equal lists get the same id.
+  StackId intern_stack(std::span<const FrameId> frames) {
     if (frames.empty()) return kNoStack;
     uint64_t h = frames.size();
     for (FrameId f : frames) h = mix(h, f);
@@ -463,7 +468,7 @@ class SnapshotFolder : public pickle::Folder {
     it->second = id;
     return recent = id;
   }
-  bool same_stack(StackId s, const std::vector<FrameId>& frames) const {
+  bool same_stack(StackId s, std::span<const FrameId> frames) const {
     uint32_t begin = stack_offsets_[s], end = stack_offsets_[s + 1];
     return end - begin == frames.size() &&
            std::equal(frames.begin(), frames.end(), stack_frames_.begin() + begin);
