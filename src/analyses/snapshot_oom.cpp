@@ -133,7 +133,8 @@ std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const 
   std::vector<OomReport> out;
   const auto trace = snapshot.trace(device);
   if (trace.empty()) return out;
-  constexpr size_t kMaxOomsAnalysed = 20;  // each costs a replay; more than this is repetition
+  constexpr size_t kMaxOomsAnalysed = 20;  // each costs a layout replay; more is repetition
+  detail::LiveReplay replay(trace);  // one forward pass serves every OOM, in order
   int64_t delta = 0;
   uint64_t last_alloc_index = 0;
   for (size_t i = 0; i < trace.size() && out.size() < kMaxOomsAnalysed; ++i) {
@@ -188,15 +189,9 @@ std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const 
     }
     r.stack = labeler.frames(e.stack);
     r.stack_key = labeler.key(e.stack);
-    r.top_stacks = live_stacks_at(snapshot, device, i, labeler, options.top);
-
-    // The biggest allocations live at that moment.
-    detail::AddressMap live_map;
-    for (size_t j = 0; j <= i; ++j) {
-      const TraceEvent& x = trace[j];
-      if (x.action == TraceAction::kAlloc) live_map.put(x.addr, {x.size, j, x.stack});
-      if (x.action == TraceAction::kFreeCompleted) live_map.erase(x.addr);
-    }
+    // What was live at that moment: by stack, and the biggest allocations.
+    const detail::AddressMap& live_map = replay.at(i);
+    r.top_stacks = detail::live_stacks_in(live_map, labeler, options.top);
     std::vector<LiveAllocation> biggest;
     live_map.for_each([&](uint64_t addr, const detail::LiveEntry& v) {
       biggest.push_back({addr, v.size, labeler.key(v.stack)});

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
+#include "analyses/snapshot_analysis.h"
 #include "model/snapshot.h"
 
 namespace oomdoc::detail {
@@ -99,6 +101,34 @@ class AddressMap {
   size_t mask_ = 0;
   unsigned shift_ = 54;
   size_t count_ = 0;
+};
+
+// The allocations of a live map grouped by stack, largest first (live_stacks_at's grouping).
+std::vector<StackGroup> live_stacks_in(const AddressMap& live, StackLabeler& labeler, size_t top);
+
+// What is live after each trace event, replayed forward. Analyses that need several moments
+// (every OOM of a device) ask in increasing order and share one pass over the trace.
+class LiveReplay {
+ public:
+  explicit LiveReplay(std::span<const TraceEvent> trace) : trace_(trace) {}
+  // The allocations live just after event `at` (inclusive).
+  const AddressMap& at(uint64_t at) {
+    if (at + 1 < next_) {  // earlier than asked before: start again
+      live_ = AddressMap{};
+      next_ = 0;
+    }
+    for (; next_ < trace_.size() && next_ <= at; ++next_) {
+      const TraceEvent& e = trace_[next_];
+      if (e.action == TraceAction::kAlloc) live_.put(e.addr, {e.size, next_, e.stack});
+      if (e.action == TraceAction::kFreeCompleted) live_.erase(e.addr);
+    }
+    return live_;
+  }
+
+ private:
+  std::span<const TraceEvent> trace_;
+  AddressMap live_;
+  uint64_t next_ = 0;  // events [0, next_) are applied
 };
 
 }  // namespace oomdoc::detail

@@ -149,13 +149,11 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
 
 std::vector<StackGroup> live_stacks_at(const Snapshot& snapshot, int device, uint64_t at,
                                        StackLabeler& labeler, size_t top) {
-  const auto trace = trace_of(snapshot, device);
-  detail::AddressMap live;
-  for (size_t i = 0; i < trace.size() && i <= at; ++i) {
-    const TraceEvent& e = trace[i];
-    if (e.action == TraceAction::kAlloc) live.put(e.addr, {e.size, i, e.stack});
-    if (e.action == TraceAction::kFreeCompleted) live.erase(e.addr);
-  }
+  detail::LiveReplay replay(trace_of(snapshot, device));
+  return detail::live_stacks_in(replay.at(at), labeler, top);
+}
+
+std::vector<StackGroup> detail::live_stacks_in(const AddressMap& live, StackLabeler& labeler, size_t top) {
   std::vector<std::pair<StackId, uint64_t>> items;
   items.reserve(live.size());
   live.for_each([&](uint64_t, const detail::LiveEntry& v) { items.emplace_back(v.stack, v.size); });
