@@ -47,6 +47,7 @@ constexpr KeyHelp kSwitchKeys[] = {
     {"compile", "true/false: torch.compile (fuses the chunked loss's upcast); default false"},
     {"loss_upcast", "true/false: loss computed in fp32; default true (false: LitGPT)"},
     {"zero_grad_to_none", "true/false: zero_grad() frees gradients; default true (false: torch 1.x)"},
+    {"sync_each_batch", "true/false: FSDP reduce-scatters every micro-batch; default false (no_sync: unsharded gradients accumulate)"},
     {"lazy_module_loading", "true/false: CUDA lazy module loading; default true (false: CUDA < 11.7)"},
 };
 

@@ -79,6 +79,7 @@ struct Plan {
   double adapter_bytes = 4;    // LoRA weights (and their grads and AdamW state): fp32 in PEFT
   std::string optimizer_impl = "foreach";
   bool grads_kept_by_zero_grad = false;  // torch < 2.0 zero_grad() zeroes .grad in place
+  bool sync_each_batch = false;  // FSDP accumulation without no_sync()
   bool lazy_module_loading = true;
   bool compile = false;
   double loss_bytes = 4;       // dtype the cross-entropy runs in: fp32 upcast unless the job says not
@@ -231,6 +232,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   }
   if (!job.adapter_dtype && p.use_lora) assume("adapter_dtype: fp32 (PEFT keeps adapters in fp32)");
   p.grads_kept_by_zero_grad = !job.zero_grad_to_none.value_or(true);
+  p.sync_each_batch = job.sync_each_batch.value_or(false);
   p.lazy_module_loading = job.lazy_module_loading.value_or(true);
   p.compile = job.compile.value_or(false);
   p.loss_bytes = job.loss_upcast.value_or(true) ? 4 : p.act_bytes;
@@ -601,6 +603,19 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (p.training && p.mixed && deepspeed) grad_bytes = trainable * (2.0 / grad_shards + 4.0 / state_shards) / shard_mp;
   else grad_bytes /= grad_shards;
   if (p.offload_optimizer && deepspeed) grad_bytes = trainable * 2 / shard_mp / grad_shards;
+  // FSDP under no_sync() (how Accelerate and Lightning Fabric accumulate by default) keeps the
+  // micro-batches' gradients unsharded until the last one reduce-scatters them: "FSDP will
+  // accumulate the full model gradients (instead of gradient shards) until the eventual sync"
+  // (torch FullyShardedDataParallel.no_sync). DeepSpeed ZeRO reduces every micro-batch.
+  const bool fsdp = p.parallelism.rfind("fsdp", 0) == 0 || p.parallelism == "hybrid_shard";
+  const bool unsharded_accumulation = p.training && fsdp && shard_grads && p.accum > 1 && !p.sync_each_batch &&
+                                      !p.fused_backward;
+  double accumulating_grad_bytes = grad_bytes;
+  if (unsharded_accumulation) {
+    accumulating_grad_bytes = trainable * (p.use_lora ? p.adapter_bytes : p.grad_bytes) / shard_mp;
+    est.assumptions.push_back("sync_each_batch: false (FSDP accumulates unsharded gradients under no_sync(), "
+                              "the Accelerate and Lightning default)");
+  }
   if (p.fused_backward) {
     // Optimizer-in-backward frees each gradient right after its update: one tensor at a time,
     // the largest being the embedding (torchtune optimizer_in_bwd).
@@ -845,9 +860,11 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   // PyTorch 2.0, pytorch/pytorch#92731; transformers' Trainer passes set_to_none=True from 4.28,
   // huggingface/transformers#22136).
   const bool grads_live_in_forward = (p.accum > 1 || p.grads_kept_by_zero_grad) && !p.fused_backward;
-  double backward_start = base + (grads_live_in_forward ? grad_bytes : 0) + amp_casts + activations + layer_working +
-                          logits + gather + temporary;
-  double backward_end = base + grad_bytes + ddp_buckets + gather + layer_working;
+  double backward_start = base + (grads_live_in_forward ? accumulating_grad_bytes : 0) + amp_casts + activations +
+                          layer_working + logits + gather + temporary;
+  // Under no_sync the last micro-batch's backward adds its gradients to the unsharded ones before
+  // the reduce-scatter leaves shards.
+  double backward_end = base + accumulating_grad_bytes + ddp_buckets + gather + layer_working;
   double step = base + grad_bytes + step_temp;
   double inference_peak = base + kv_cache + layer_working + logits + temporary;
 
@@ -871,7 +888,12 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
            fmt::format("{} trainable x {:.3f} B ({}){}", format_count(trainable), state_per_param, state_detail,
                        state_shards > 1 ? fmt::format(", sharded over {}", state_shards) : ""));
     bool grads_now = phase == "optimizer_step" || peak == backward_end || grads_live_in_forward;
-    if (grads_now) add_if("gradients", grad_bytes, fmt::format("{} trainable x {} B", format_count(trainable), p.use_lora ? p.adapter_bytes : p.grad_bytes));
+    if (grads_now) {
+      const bool accumulating = phase != "optimizer_step" && unsharded_accumulation;
+      add_if("gradients", accumulating ? accumulating_grad_bytes : grad_bytes,
+             fmt::format("{} trainable x {} B{}", format_count(trainable), p.use_lora ? p.adapter_bytes : p.grad_bytes,
+                         accumulating ? ", unsharded while accumulating (FSDP no_sync)" : ""));
+    }
     // Also when the widest moment is a forward block (phase "forward"): the same terms are live.
     if (peak == backward_start && phase != "optimizer_step") {
       add_if("weight_casts", amp_casts, "16-bit copies of trainable weights cached by autocast");

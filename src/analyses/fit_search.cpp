@@ -272,6 +272,10 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
   return out;
 }
 
+// Accelerate's switch for FSDP accumulation without no_sync() (transformers AcceleratorConfig,
+// GradientAccumulationPlugin.sync_each_batch).
+constexpr const char* kSyncEachBatchSetting = "{\"gradient_accumulation_kwargs\": {\"sync_each_batch\": True}}";
+
 // ZeRO-2 and FSDP: a setting, the model code unchanged.
 std::vector<Candidate> data_sharding_candidates(const Job& job, uint64_t num_gpus) {
   std::vector<Candidate> out;
@@ -300,14 +304,33 @@ std::vector<Candidate> data_sharding_candidates(const Job& job, uint64_t num_gpu
     c.change.title = fmt::format("FSDP full sharding (ZeRO-3) across the {} GPUs", num_gpus);
     c.change.cost = "about 1.5x DDP's communication (parameters gathered each step; "
                     "Rajbhandari et al. 2020); fast over NVLink, slower over PCIe";
-    c.change.settings = {{"TrainingArguments", "fsdp", "\"full_shard auto_wrap\""}};
+    c.change.settings = {{"TrainingArguments", "fsdp", "\"full_shard auto_wrap\""},
+                         {"TrainingArguments", "accelerator_config", kSyncEachBatchSetting}};
     c.apply = [num_gpus](Job& j) {
       j.parallelism = "fsdp_full_shard";
       j.num_gpus = num_gpus;
+      j.sync_each_batch = true;  // without it, accumulation keeps unsharded gradients (no_sync)
     };
     out.push_back(std::move(c));
   }
   return out;
+}
+
+// FSDP accumulating under no_sync() holds the gradients unsharded (estimator.cpp): syncing every
+// micro-batch keeps shards, for one reduce-scatter per micro-batch. As cheap as the micro-batch
+// step, and tried right after it (which may itself have introduced the accumulation).
+std::vector<Candidate> sync_each_batch_candidates(const Job& job) {
+  const std::string parallelism = job.parallelism.value_or("ddp");
+  const bool fsdp = parallelism.rfind("fsdp", 0) == 0 || parallelism == "hybrid_shard";
+  if (!is_training(job) || !fsdp || job.num_gpus.value_or(1) < 2 || job.grad_accum_steps.value_or(1) < 2 ||
+      job.sync_each_batch.value_or(false)) {
+    return {};
+  }
+  return {candidate("sync_each_batch", "fsdp_sync_each_batch", 2,
+                    "reduce-scatter the gradients after every micro-batch (FSDP without no_sync)",
+                    "one gradient reduce-scatter per micro-batch instead of per optimizer step",
+                    {{"TrainingArguments", "accelerator_config", kSyncEachBatchSetting}},
+                    [](Job& j) { j.sync_each_batch = true; })};
 }
 
 // Tensor and pipeline parallel degrees worth trying on n GPUs for this model: TP up to 8 (one
@@ -482,6 +505,7 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
       j.pp = pp;
       j.num_gpus = n;
       j.parallelism = "fsdp_full_shard";
+      j.sync_each_batch = true;  // torchtitan's FSDP2 reduce-scatters every micro-batch
     };
     out.push_back(std::move(c));
   }
@@ -566,7 +590,10 @@ bool usable_for(const GpuSpec& gpu, const Job& job, const std::string& user_vend
 Job sharded_over(const Job& job, uint64_t n) {
   Job j = job;
   j.num_gpus = n;
-  if (is_training(j) && !is_sharded(j)) j.parallelism = "fsdp_full_shard";
+  if (is_training(j) && !is_sharded(j)) {
+    j.parallelism = "fsdp_full_shard";
+    j.sync_each_batch = true;  // as the fsdp_full_shard change recommends it
+  }
   if (!is_training(j) && j.tp.value_or(1) < n) j.tp = n;  // inference: split layers by TP
   return j;
 }
@@ -587,6 +614,7 @@ struct Search {
     const uint64_t n = options.num_gpus;
     steps = {
         {"micro_batch", micro_batch_candidates},
+        {"sync_each_batch", sync_each_batch_candidates},
         {"padding_free", padding_free_candidates},
         {"seq_len", [this](const Job& j) { return seq_len_candidates(j, lengths); }},
         {"mixed_precision", [bf16](const Job& j) { return precision_candidates(j, bf16); }},

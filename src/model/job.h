@@ -48,6 +48,9 @@ struct Job {
   // (PyTorch >= 2.0 with CUDA >= 11.7, PEFT); readers set them when the job says otherwise.
   std::optional<std::string> optimizer_impl;  // foreach (torch >= 2.0 on CUDA), fused, for_loop
   std::optional<bool> zero_grad_to_none;      // false: torch < 2.0 zero_grad() keeps .grad allocated
+  // FSDP with accumulation: false (unset) accumulates unsharded gradients under no_sync(), as
+  // Accelerate and Lightning Fabric do by default; true reduce-scatters every micro-batch.
+  std::optional<bool> sync_each_batch;
   std::optional<bool> lazy_module_loading;    // false: CUDA < 11.7 (or torch < 1.13) loads every kernel
   std::optional<std::string> adapter_dtype;   // LoRA weights: fp32 (PEFT) or the model's dtype ("model")
   std::optional<bool> compile;                // torch.compile on (fuses the chunked loss's upcast)

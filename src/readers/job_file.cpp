@@ -32,7 +32,7 @@ const std::set<std::string> kKeys = {
     "gradient_checkpointing", "attention_impl", "lora", "num_gpus", "parallelism", "tp", "pp", "cp",
     "offload", "loss_impl", "batch_size", "prompt_len", "max_new_tokens", "kv_cache_dtype",
     // The software stack's behaviour (defaults follow current PyTorch / PEFT; docs/estimate.md).
-    "optimizer_impl", "adapter_dtype", "compile", "loss_upcast", "zero_grad_to_none",
+    "optimizer_impl", "adapter_dtype", "compile", "loss_upcast", "zero_grad_to_none", "sync_each_batch",
     "lazy_module_loading", "prefill_chunk"};
 
 std::string join(const std::set<std::string>& values) {
@@ -135,6 +135,7 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
   TRY(r.flag("compile", job.compile));
   TRY(r.flag("loss_upcast", job.loss_upcast));
   TRY(r.flag("zero_grad_to_none", job.zero_grad_to_none));
+  TRY(r.flag("sync_each_batch", job.sync_each_batch));
   TRY(r.flag("lazy_module_loading", job.lazy_module_loading));
   TRY(r.count("prefill_chunk", job.prefill_chunk));
   if (r.present("offload")) {
@@ -276,6 +277,7 @@ void overlay_job(Job& base, const Job& over) {
   take(base.compile, over.compile);
   take(base.loss_upcast, over.loss_upcast);
   take(base.zero_grad_to_none, over.zero_grad_to_none);
+  take(base.sync_each_batch, over.sync_each_batch);
   take(base.lazy_module_loading, over.lazy_module_loading);
   take(base.prefill_chunk, over.prefill_chunk);
 }

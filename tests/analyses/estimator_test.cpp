@@ -188,6 +188,40 @@ TEST(Estimator, GatheredBlockIsSplitByTensorNotPipelineParallel) {
   EXPECT_EQ(*component(*split, "gathered_params"), *component(*flat, "gathered_params") / 2);
 }
 
+// FSDP accumulating under no_sync() (Accelerate's and Fabric's default) holds every micro-batch's
+// gradients unsharded until the sync; sync_each_batch reduce-scatters each time and keeps shards.
+TEST(Estimator, FsdpAccumulationKeepsUnshardedGradientsUnlessSyncedEachBatch) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16_mixed";
+  job.micro_batch_size = 1;
+  job.seq_len = 256;
+  job.num_gpus = 8;
+  job.parallelism = "fsdp_full_shard";
+  auto one_step = estimate_memory(llama2_7b(), job);
+  job.grad_accum_steps = 4;
+  auto no_sync = estimate_memory(llama2_7b(), job);
+  job.sync_each_batch = true;
+  auto synced = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(one_step && no_sync && synced);
+  const uint64_t shard = *component(*one_step, "gradients");
+  EXPECT_EQ(*component(*synced, "gradients"), shard);
+  EXPECT_NEAR(static_cast<double>(*component(*no_sync, "gradients")), 8.0 * shard, 8);
+  EXPECT_EQ(no_sync->peak_phase, "backward");
+  EXPECT_GT(no_sync->peak_allocated_bytes, synced->peak_allocated_bytes + 6 * shard);
+  bool stated = false;
+  for (const auto& a : no_sync->assumptions) stated = stated || a.starts_with("sync_each_batch: false");
+  EXPECT_TRUE(stated);
+  // DeepSpeed ZeRO reduces every micro-batch: accumulation leaves its gradients sharded.
+  job.sync_each_batch.reset();
+  job.parallelism = "zero3";
+  auto zero_accumulating = estimate_memory(llama2_7b(), job);
+  job.grad_accum_steps = 1;
+  auto zero_one_step = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(zero_accumulating && zero_one_step);
+  EXPECT_EQ(*component(*zero_accumulating, "gradients"), *component(*zero_one_step, "gradients"));
+}
+
 TEST(Estimator, FullFineTuneFp32PeaksAtTheOptimizerStep) {
   Job job;
   job.task = "train_full";

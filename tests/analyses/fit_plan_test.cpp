@@ -147,6 +147,7 @@ TEST_P(FitPlanProperty, PlanFitsAndNoCheaperStepAloneWould) {
       instead.grad_accum_steps = report->job.grad_accum_steps;
       instead.num_gpus = c.gpus;
       instead.parallelism = sharding;
+      instead.sync_each_batch = true;  // as fit's FSDP change sets it
       auto e = estimate_memory(*model, instead);
       ASSERT_TRUE(e.ok()) << e.error().message;
       EXPECT_GT(e->device_used_bytes, goal) << sharding << " would have fit instead of TP/PP";
@@ -200,6 +201,39 @@ TEST(FitPlan, SameMethodAlternativeWithTensorParallel) {
 
 INSTANTIATE_TEST_SUITE_P(Jobs, FitPlanProperty, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name; });
+
+// FSDP accumulating under no_sync holds unsharded gradients: syncing every micro-batch is the
+// plan (one setting, tried right after the micro-batch), before any method or hardware change.
+TEST(FitPlan, FsdpAccumulationIsFixedBySyncingEachMicroBatch) {
+  auto model = resolve_model("meta-llama/Llama-2-7b-hf");
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  auto gpu = find_gpu("l40s");
+  ASSERT_TRUE(gpu.ok());
+  Job job = training("train_full", 1, 2048);
+  job.model = "meta-llama/Llama-2-7b-hf";
+  job.precision = "bf16_mixed";
+  job.grad_accum_steps = 8;
+  job.gradient_checkpointing = "full";
+  job.parallelism = "fsdp_full_shard";
+  job.num_gpus = 4;
+  FitOptions options;
+  options.gpu_name = gpu->name;
+  options.total_bytes = gpu->total_bytes;
+  options.gpu_has_bf16 = gpu->bf16;
+  options.num_gpus = 4;
+  auto report = fit_job(*model, job, options);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_FALSE(report->fits);
+  ASSERT_TRUE(report->plan.has_value());
+  ASSERT_EQ(report->plan->changes.size(), 1u);
+  EXPECT_EQ(report->plan->changes[0].id, "sync_each_batch");
+  EXPECT_EQ(report->plan->changes[0].fix_id, "fsdp_sync_each_batch");
+  EXPECT_TRUE(report->plan->job.sync_each_batch.value_or(false));
+  job.sync_each_batch = true;
+  auto synced = estimate_memory(*model, job);
+  ASSERT_TRUE(synced.ok());
+  EXPECT_EQ(report->plan->predicted.device_used_bytes, synced->device_used_bytes);
+}
 
 }  // namespace
 }  // namespace oomdoc
