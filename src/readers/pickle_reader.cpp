@@ -468,6 +468,10 @@ Status Machine::run(ReadInfo* info) {
                                                                  : "set"));
         }
         OOMDOC_TRY(fill_container(*mark, target.id(), op_ == SETITEMS));
+        if (op_ == SETITEMS && tree_.folder() != nullptr &&
+            tree_.folder()->complete_when_filled(tree_, target.id())) {
+          stack_[*mark - 1] = tree_.seal(target);
+        }
         break;
       }
       case LIST: OOMDOC_TRY(build_from_mark(ContainerKind::kList)); break;

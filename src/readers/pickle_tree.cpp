@@ -47,7 +47,6 @@ bool Tree::append(uint32_t id, const Value* values, size_t n) {
   }
   if (!store(id, values, n)) return false;
   containers_[id].count += static_cast<uint32_t>(n);
-  if (folder_ != nullptr && containers_[id].kind == ContainerKind::kDict) folder_->dict_filled(*this, id);
   return true;
 }
 

@@ -118,11 +118,14 @@ class Folder {
     (void)tree, (void)list, (void)values, (void)n;
     return false;
   }
-  // Told each time items are set in a dict (SETITEMS, SETITEM, a JSON object's end), while it
-  // may still grow. A folder that numbers records in file order decodes them here rather than
-  // when sealed: the fast path below decodes at this point too, so both kinds stay in order.
-  virtual void dict_filled(Tree& tree, uint32_t dict) {
+  // Asked after a SETITEMS batch fills a dict: true when the dict is complete there (it is then
+  // sealed and folded at once, and setting more items in it is an error, as for any sealed
+  // container). pickle.dump writes a dict's items in one SETITEMS (up to 1000 items), so a folder
+  // can number small records in file order this way; the fast path below takes dicts at this
+  // point too, so both give the same records and refuse the same later changes.
+  virtual bool complete_when_filled(Tree& tree, uint32_t dict) {
     (void)tree, (void)dict;
+    return false;
   }
   // Optional fast path, offered the bytes that follow each EMPTY_DICT. A folder that recognizes a
   // whole dict there (through its closing SETITEMS) may decode it directly instead of the VM

@@ -550,25 +550,12 @@ class SnapshotFolder : public pickle::Folder {
     return action_cache_[id];
   }
 
-  // A trace entry is decoded as soon as its items are set, in file order like the fast path's;
-  // fold_dict then only hands out its record.
-  void dict_filled(Tree& tree, uint32_t id) override {
-    Fields f = fields_of(tree, id);
-    if (!f.has(kAction)) return;
-    auto event = decode_trace(tree, f);
-    if (!event) return;  // decoded again when sealed, and reported then if still wrong
-    push_event(*event);
-    decoded_early_[id] = {events_.size() - 1, tree.container(id).count};
+  // A trace entry is complete at its SETITEMS: decoded then, in file order like the fast path's.
+  bool complete_when_filled(Tree& tree, uint32_t id) override {
+    return fields_of(tree, id).has(kAction);
   }
 
   std::optional<Value> fold_dict(Tree& tree, uint32_t id) {
-    if (auto early = decoded_early_.find(id); early != decoded_early_.end()) {
-      auto [event, count] = early->second;
-      decoded_early_.erase(early);
-      // Items set after it was decoded (never in torch's files): decode the final dict below;
-      // the early event is left out of every trace range.
-      if (count == tree.container(id).count) return Value::record(kTraceRecord, event);
-    }
     Fields f = fields_of(tree, id);
     if (f.has(kAction)) {
       auto event = decode_trace(tree, f);
@@ -612,9 +599,6 @@ class SnapshotFolder : public pickle::Folder {
     return Value::record(kStackRecord, intern_stack(scratch_));
   }
 
-  // Trace entries the general path decoded when their items were set: container -> (event, items
-  // then). Only until they are sealed, so a handful at a time.
-  std::unordered_map<uint32_t, std::pair<size_t, uint32_t>> decoded_early_;
   std::vector<TraceAction> action_cache_;
   std::vector<bool> action_known_;
   std::vector<FrameId> scratch_;

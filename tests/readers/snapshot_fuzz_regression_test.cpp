@@ -1,5 +1,6 @@
-// Inputs the fuzzer (fuzz/snapshot_fuzz.cpp) once crashed or stalled on, replayed through the same
-// pipeline: each must give a clean result or a clean error.
+// Inputs the fuzzer (fuzz/snapshot_fuzz.cpp) once crashed, stalled or found the trace-entry fast
+// path and the VM disagreeing on, replayed through the same pipeline: each must give a clean
+// result or a clean error, the same with the fast path off.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include "analyses/snapshot_report.h"
 #include "readers/snapshot_reader.h"
 #include "report/snapshot_render.h"
+#include "support/snapshot_equality.h"
 #include "support/test_support.h"
 
 namespace oomdoc {
@@ -17,7 +19,16 @@ TEST(SnapshotFuzzRegressions, EveryCrashInputIsHandled) {
   for (const auto& entry : std::filesystem::directory_iterator(testing::fixture_path("snapshot/fuzz"))) {
     std::string bytes = testing::read_file(entry.path().string());
     auto snapshot = read_snapshot_bytes(bytes, entry.path().filename().string());
+    SnapshotReadOptions vm_only;
+    vm_only.fast_trace_entries = false;
+    auto reference = read_snapshot_bytes(bytes, entry.path().filename().string(), vm_only);
     ++n;
+    ASSERT_EQ(snapshot.ok(), reference.ok()) << entry.path();
+    if (!snapshot) {
+      EXPECT_EQ(snapshot.error().message, reference.error().message) << entry.path();
+    } else {
+      EXPECT_EQ(testing::first_snapshot_difference(*snapshot, *reference), "") << entry.path();
+    }
     if (!snapshot) {
       EXPECT_FALSE(snapshot.error().message.empty());
       continue;
