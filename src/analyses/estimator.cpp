@@ -603,6 +603,11 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (p.training && p.mixed && deepspeed) grad_bytes = trainable * (2.0 / grad_shards + 4.0 / state_shards) / shard_mp;
   else grad_bytes /= grad_shards;
   if (p.offload_optimizer && deepspeed) grad_bytes = trainable * 2 / shard_mp / grad_shards;
+  if (p.fused_backward) {
+    // Optimizer-in-backward frees each gradient right after its update: one tensor at a time,
+    // the largest being the embedding (torchtune optimizer_in_bwd).
+    grad_bytes = std::min(grad_bytes, static_cast<double>(std::max(m.embedding_params, m.lm_head_params)) * p.grad_bytes);
+  }
   // FSDP under no_sync() (how Accelerate and Lightning Fabric accumulate by default) keeps the
   // micro-batches' gradients unsharded until the last one reduce-scatters them: "FSDP will
   // accumulate the full model gradients (instead of gradient shards) until the eventual sync"
@@ -615,11 +620,6 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     accumulating_grad_bytes = trainable * (p.use_lora ? p.adapter_bytes : p.grad_bytes) / shard_mp;
     est.assumptions.push_back("sync_each_batch: false (FSDP accumulates unsharded gradients under no_sync(), "
                               "the Accelerate and Lightning default)");
-  }
-  if (p.fused_backward) {
-    // Optimizer-in-backward frees each gradient right after its update: one tensor at a time,
-    // the largest being the embedding (torchtune optimizer_in_bwd).
-    grad_bytes = std::min(grad_bytes, static_cast<double>(std::max(m.embedding_params, m.lm_head_params)) * p.grad_bytes);
   }
 
   // ---- optimizer state ----
