@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <functional>
 #include <map>
 
 #include "analyses/estimator.h"
 #include "analyses/fix_catalog.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "readers/gpu_catalog.h"
 
@@ -824,10 +824,9 @@ Result<std::map<std::string, double>> parse_prices(std::string_view text,
     while (!name.empty() && (name.back() == ',' || name.back() == ' ' || name.back() == '\t')) name.pop_back();
     std::string number = line.substr(sep + 1);
     if (!number.empty() && number[0] == '$') number.erase(0, 1);
-    double price = 0;
-    auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), price);
-    if (ec != std::errc() || ptr != number.data() + number.size() || !(price >= 0) ||
-        !std::isfinite(price)) {
+    auto parsed_price = parse_decimal<double>(number);
+    const double price = parsed_price.value_or(-1);
+    if (!parsed_price || !(price >= 0)) {
       // A header line ("gpu,price") is allowed before the first price.
       if (!seen_line) {
         seen_line = true;
