@@ -396,7 +396,8 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
         c.change.settings.push_back({"from_pretrained", "device_map", "\"auto\""});
       }
       c.change.cost = fmt::format("{}", fmt::join(costs, "; "));
-      c.apply = [tp, pp, n](Job& j) {
+      // Init-captures: clang < 16 cannot capture structured bindings (the fuzz build uses clang 14).
+      c.apply = [tp = tp, pp = pp, n](Job& j) {
         j.tp = tp;
         j.pp = pp;
         j.num_gpus = n;
@@ -472,7 +473,7 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
     }
     // The accumulation is recomputed from the job it applies to, so that the global batch stays
     // whatever earlier steps (micro-batch) left it at when the search rebuilds combinations.
-    c.apply = [tp, pp, n, dp](Job& j) {
+    c.apply = [tp = tp, pp = pp, n, dp](Job& j) {
       const uint64_t mb = j.micro_batch_size.value_or(1);
       const uint64_t replicas = std::max<uint64_t>(
           1, j.num_gpus.value_or(1) / (j.tp.value_or(1) * j.pp.value_or(1) * j.cp.value_or(1)));
