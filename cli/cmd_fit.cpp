@@ -57,7 +57,8 @@ bool looks_like_job_file(const std::string& text) {
 int run_fit(const FitArgs& a) {
   if (!(a.budget > 0 && a.budget <= 1)) {
     return fail(fmt::format("--budget {} is outside (0, 1]: it is the share of the GPU's memory "
-                            "the job may use (0.92 = 92%)", a.budget));
+                            "the job may use ({:g} = {:g}%)", a.budget, kDefaultMemoryBudget,
+                            kDefaultMemoryBudget * 100));
   }
   if (!(a.target > 0 && a.target <= 1)) {
     return fail(fmt::format("--target {} is outside (0, 1]", a.target));
@@ -168,8 +169,10 @@ void setup(CLI::App& app, int* exit_code) {
   sub->add_option("--job", args->job_file, "Job file (flat JSON, the keys of `oomdoc estimate`)");
   add_gpu_flags(sub, args->card);
   sub->add_option("--gpus", args->gpus, "Number of GPUs the job may use (default 1)");
-  sub->add_option("--budget", args->budget, "Usable share of GPU memory, in (0,1] (default 0.92)");
-  sub->add_option("--target", args->target, "Share a plan aims at, in (0,1] (default 0.80)");
+  sub->add_option("--budget", args->budget,
+                  fmt::format("Usable share of GPU memory, in (0,1] (default {:.2f})", kDefaultMemoryBudget));
+  sub->add_option("--target", args->target,
+                  fmt::format("Share a plan aims at, in (0,1] (default {:.2f})", kDefaultFitTarget));
   sub->add_flag("--max-batch", args->max_batch, "Solve for the largest micro-batch that fits");
   sub->add_flag("--max-seq", args->max_seq, "Solve for the longest sequence that fits");
   sub->add_option("--lengths", args->lengths_path,

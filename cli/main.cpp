@@ -68,7 +68,9 @@ std::string describe_parse_error(const CLI::ParseError& e, bool top_level) {
 
 }  // namespace oomdoc::cli
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_oomdoc(int argc, char** argv) {
   using namespace oomdoc;
   CLI::App app{"oomdoc: find out why a GPU ran out of memory, and what will fit", "oomdoc"};
   app.set_version_flag("--version", std::string("oomdoc ") + OOMDOC_VERSION);
@@ -125,4 +127,17 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The safety net, not the error path: expected failures are Error values with a message that
+  // names the input. An exception that gets here is a bug, and still ends as one line and exit 2
+  // rather than an abort.
+  try {
+    return run_oomdoc(argc, argv);
+  } catch (const std::exception& e) {
+    return oomdoc::cli::fail(std::string("internal error: ") + e.what());
+  }
 }

@@ -145,7 +145,8 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
         std::string list;
         for (const auto& p : e.other_processes) {
           if (m.likely_self_pid && p.pid == *m.likely_self_pid) continue;
-          list += fmt::format("{}pid {} holds {}", list.empty() ? "" : ", ", p.pid, format_bytes(p.memory.bytes));
+          list += fmt::format("{}pid {} holds {}", list.empty() ? "" : ", ", p.pid ? std::to_string(*p.pid) : "?",
+                              format_bytes(p.memory.bytes));
         }
         d.evidence.push_back(fmt::format("Other processes hold {} ({} of the card): {}.", format_bytes(bytes),
                                          pct(bytes, total), list));
@@ -327,14 +328,14 @@ MemoryBreakdown breakdown(const OomEvent& e) {
   m.this_process = e.bytes("process");
   // One "Process P has M" line, no "this process" line, and M at least PyTorch's reserve: that is
   // this process under its host PID (containers).
-  if (!m.this_process && e.other_processes.size() == 1 &&
-      (!m.pytorch_reserved || e.other_processes[0].memory.bytes >= *m.pytorch_reserved)) {
-    m.likely_self_pid = e.other_processes[0].pid;
+  const bool only_process_is_self =
+      !m.this_process && e.other_processes.size() == 1 &&
+      (!m.pytorch_reserved || e.other_processes[0].memory.bytes >= *m.pytorch_reserved);
+  if (only_process_is_self) {
+    m.likely_self_pid = e.other_processes[0].pid;   // null when the printed pid did not fit
     m.this_process = e.other_processes[0].memory.bytes;
-  }
-  for (const auto& p : e.other_processes) {
-    if (m.likely_self_pid && p.pid == *m.likely_self_pid) continue;
-    m.other_processes += p.memory.bytes;
+  } else {
+    for (const auto& p : e.other_processes) m.other_processes += p.memory.bytes;
   }
   if (m.total && m.free) {
     const uint64_t held = m.this_process.value_or(m.pytorch_reserved.value_or(0));

@@ -19,8 +19,8 @@ namespace {
 // ---- constants, each with its source ------------------------------------------------------
 
 // CUDA context + kernels of PyTorch/cuBLAS/cuDNN with lazy module loading (CUDA >= 11.7, the
-// default in PyTorch 2.x): 300 MiB-2 GiB per the calculators in docs/estimators.md (asmirnov:
-// "between 300 MiB and 2 GiB"; 1343 MiB measured with eager loading on CUDA 11.2).
+// default in PyTorch 2.x): 300 MiB-2 GiB per the calculators in ../shared/docs/estimators.md
+// (asmirnov: "between 300 MiB and 2 GiB"; 1343 MiB measured with eager loading on CUDA 11.2).
 constexpr uint64_t kCudaContextBytes = 512 * kMiB;
 // Without lazy loading (CUDA < 11.7, or PyTorch < 1.13, which first set CUDA_MODULE_LOADING=LAZY:
 // pytorch/pytorch#86509) every kernel of every library is loaded at start-up: "Before CUDA 11.7,

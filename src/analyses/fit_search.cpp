@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <functional>
 #include <map>
 
 #include "analyses/estimator.h"
 #include "analyses/fix_catalog.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "readers/gpu_catalog.h"
 
@@ -419,7 +419,8 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
         c.change.settings.push_back({"from_pretrained", "device_map", "\"auto\""});
       }
       c.change.cost = fmt::format("{}", fmt::join(costs, "; "));
-      c.apply = [tp = tp, pp = pp, n](Job& j) {  // init-captures: clang 14 cannot capture bindings
+      // Init-captures: clang < 16 cannot capture structured bindings (the fuzz build uses clang 14).
+      c.apply = [tp = tp, pp = pp, n](Job& j) {
         j.tp = tp;
         j.pp = pp;
         j.num_gpus = n;
@@ -852,10 +853,9 @@ Result<std::map<std::string, double>> parse_prices(std::string_view text,
     while (!name.empty() && (name.back() == ',' || name.back() == ' ' || name.back() == '\t')) name.pop_back();
     std::string number = line.substr(sep + 1);
     if (!number.empty() && number[0] == '$') number.erase(0, 1);
-    double price = 0;
-    auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), price);
-    if (ec != std::errc() || ptr != number.data() + number.size() || !(price >= 0) ||
-        !std::isfinite(price)) {
+    auto parsed_price = parse_decimal<double>(number);
+    const double price = parsed_price.value_or(-1);
+    if (!parsed_price || !(price >= 0)) {
       // A header line ("gpu,price") is allowed before the first price.
       if (!seen_line) {
         seen_line = true;

@@ -20,6 +20,7 @@
 #include "model/gpu.h"
 #include "model/job.h"
 #include "model/model_spec.h"
+#include "readers/gpu_catalog.h"
 
 namespace oomdoc {
 
@@ -36,14 +37,14 @@ inline constexpr double kCheckpointingComputeCost = 0.33;
 inline constexpr double kHostBufferFactor = 1.5;
 
 struct FitOptions {
-  std::string gpu_name;            // for messages; "24.00 GiB card" with --memory
+  std::string gpu_name;            // for messages; "24.00 GiB GPU" with --memory
   uint64_t total_bytes = 0;        // per GPU, as nvidia-smi reports it
   bool gpu_has_bf16 = true;        // decides bf16 vs fp16 mixed precision
   std::string gpu_vendor;          // nvidia, amd, apple; "" with --memory (other GPUs: nvidia, amd)
   bool gpu_nvlink = false;         // the catalog's NVLink flag: decides TP before or after PP
   std::string gpu_interconnect;    // the catalog's interconnect note, quoted in TP's cost
   uint64_t num_gpus = 1;
-  double budget = 0.92;            // fits: device_used <= budget x total
+  double budget = kDefaultMemoryBudget;   // fits: device_used <= budget x total
   double target = kDefaultFitTarget;
   bool solve_max_batch = false;
   bool solve_max_seq = false;

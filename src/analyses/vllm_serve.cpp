@@ -200,8 +200,9 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   s.gpu_memory_utilization = c.gpu_memory_utilization.value_or(b.default_gpu_memory_utilization);
   if (s.utilization_is_default) {
     p.assumptions.push_back(fmt::format(
-        "gpu_memory_utilization {:.2f}: the default of {} (0.92 from v0.21, 0.9 before)",
-        s.gpu_memory_utilization, b.version.given ? "vLLM " + b.version.text : "current vLLM"));
+        "gpu_memory_utilization {:.2f}: the default of {} ({:g} from v0.21, {:g} before)",
+        s.gpu_memory_utilization, b.version.given ? "vLLM " + b.version.text : "current vLLM",
+        kVllmDefaultGpuMemoryUtilization, kVllmDefaultGpuMemoryUtilizationBeforeV021));
   }
   s.block_size = c.block_size.value_or(kVllmDefaultBlockSize);
   s.kv_cache_dtype = c.kv_cache_dtype.value_or("auto");

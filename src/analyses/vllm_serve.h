@@ -53,7 +53,7 @@ struct ServeInputs {
 
 // Settings as vLLM will run them, with where each came from.
 struct ServeSettings {
-  double gpu_memory_utilization = 0.92;
+  double gpu_memory_utilization = kVllmDefaultGpuMemoryUtilization;
   bool utilization_is_default = true;
   uint64_t max_model_len = 0;
   std::string max_model_len_source;     // "--max-model-len", "model context", "auto-fit"

@@ -59,9 +59,8 @@ VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string
     b.notes.push_back(fmt::format("VLLM_USE_V1={} selects the {} engine", *use_v1_env,
                                   b.v1_engine ? "V1" : "V0"));
   }
-  // vllm/config/cache.py defaults to 0.92 in current releases; older docs and releases say 0.9.
-  // The change is assumed to come with v0.21's CUDA-graph accounting (see docs/serve.md).
-  b.default_gpu_memory_utilization = version.at_least(0, 21, 0) ? 0.92 : 0.90;
+  b.default_gpu_memory_utilization = version.at_least(0, 21, 0) ? kVllmDefaultGpuMemoryUtilization
+                                                                  : kVllmDefaultGpuMemoryUtilizationBeforeV021;
   b.graph_memory_in_budget = version.at_least(0, 21, 0);
   if (estimate_graphs_env && *estimate_graphs_env == "0") {
     b.graph_memory_in_budget = false;

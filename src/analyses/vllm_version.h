@@ -24,13 +24,20 @@ struct VllmVersion {
   bool at_least(int ma, int mi, int pa = 0) const;
 };
 
+// vLLM's default --gpu-memory-utilization: vllm/config/cache.py says 0.92 in current releases;
+// older docs and releases say 0.9. The change is assumed to come with v0.21's CUDA-graph
+// accounting (docs/serve.md). oomdoc's own training budget (kDefaultMemoryBudget,
+// readers/gpu_catalog.h) was chosen equal to the current one but is a separate setting.
+inline constexpr double kVllmDefaultGpuMemoryUtilization = 0.92;         // v0.21 and later
+inline constexpr double kVllmDefaultGpuMemoryUtilizationBeforeV021 = 0.90;
+
 // "0.6.4.post1", "v0.8.3rc2.dev224+g49c0d11ec", "0.24", "current" / "" (newest).
 Result<VllmVersion> parse_vllm_version(std::string_view text);
 
 struct VllmBehavior {
   VllmVersion version;
   bool v1_engine = true;
-  double default_gpu_memory_utilization = 0.92;
+  double default_gpu_memory_utilization = kVllmDefaultGpuMemoryUtilization;
   // 0.8-0.8.x V1 workers added every non-torch byte on the device (CUDA context included) to the
   // profiled peak; V0 and later V1 measure from a snapshot taken after the context exists.
   bool context_counts_against_budget = false;

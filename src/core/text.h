@@ -1,9 +1,14 @@
 // Small text helpers shared by the readers that match names (models, GPUs, record fields).
 #pragma once
 
+#include <charconv>
+#include <cmath>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <type_traits>
 
 namespace oomdoc {
 
@@ -13,5 +18,27 @@ std::string to_lower(std::string_view s);
 // Edit distance for "did you mean" suggestions: insertions, deletions, substitutions, and the swap
 // of two neighbouring characters, each counting one.
 size_t edit_distance(std::string_view a, std::string_view b);
+
+// The whole of `text` as a number of type T, or nullopt: the one way the readers turn matched
+// digits into numbers. Integers: optional '-' (signed T only) and digits. Floating point: digits
+// with an optional '.' fraction and exponent ("12", "1.5", ".5", "1e9"), finite only.
+// nullopt for an empty string, any other character (spaces, '+', ','), "." alone, or a value T
+// cannot hold: a log line can print 30 digits, and a number that does not fit is unknown, not an
+// exception.
+template <typename T>
+std::optional<T> parse_decimal(std::string_view text) {
+  static_assert(std::is_arithmetic_v<T> && !std::is_same_v<T, bool>);
+  T value{};
+  const char* end = text.data() + text.size();
+  std::from_chars_result r;
+  if constexpr (std::is_floating_point_v<T>) {
+    r = std::from_chars(text.data(), end, value, std::chars_format::general);
+    if (r.ec == std::errc{} && !std::isfinite(value)) return std::nullopt;  // "inf", "nan"
+  } else {
+    r = std::from_chars(text.data(), end, value, 10);
+  }
+  if (r.ec != std::errc{} || r.ptr != end) return std::nullopt;
+  return value;
+}
 
 }  // namespace oomdoc

@@ -16,7 +16,7 @@
 namespace oomdoc {
 
 struct OtherProcess {
-  uint64_t pid = 0;
+  std::optional<uint64_t> pid;   // null when the printed pid does not fit in 64 bits
   Quantity memory;
 };
 
@@ -25,7 +25,7 @@ using FieldValue = std::variant<int64_t, double, bool, std::string, std::vector<
 
 struct TracebackFrame {
   std::string file;
-  uint64_t line = 0;
+  std::optional<uint64_t> line;   // null when the printed line number does not fit in 64 bits
   std::string function;
   std::string code;   // the source line Python printed under the frame, if any
 };

@@ -10,7 +10,9 @@
 
 namespace oomdoc {
 
-// Usable share of a GPU's memory unless the user says otherwise (vLLM's default budget).
+// Usable share of a GPU's memory unless the user says otherwise (fit's --budget). Chosen equal to
+// vLLM's current default budget (issue 4: also a sound training budget); vLLM's own default, which
+// depends on its version, is kVllmDefaultGpuMemoryUtilization in analyses/vllm_version.h.
 inline constexpr double kDefaultMemoryBudget = 0.92;
 
 const std::vector<GpuSpec>& gpu_catalog();

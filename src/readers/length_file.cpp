@@ -3,9 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <charconv>
-
 #include "core/file_input.h"
+#include "core/text.h"
 
 namespace oomdoc {
 namespace {
@@ -58,11 +57,12 @@ Result<std::vector<uint64_t>> parse_lengths(std::string_view text, const std::st
       if (!value) return value.error();
       length = *value;
     } else {
-      auto [ptr, ec] = std::from_chars(line.data(), line.data() + line.size(), length);
-      if (ec != std::errc() || ptr != line.data() + line.size()) {
+      auto parsed = parse_decimal<uint64_t>(line);
+      if (!parsed) {
         return make_error(fmt::format("{}: expected a token count, got '{}'", where,
                                       line.substr(0, 40)));
       }
+      length = *parsed;
     }
     if (length > kMaxLength) {
       return make_error(fmt::format("{}: {} tokens is not a plausible length", where, length));

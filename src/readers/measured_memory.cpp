@@ -26,6 +26,13 @@ std::optional<uint64_t> count(const json& j, const char* key) {
   return std::nullopt;
 }
 
+// The run of digits at `at` in t, as a number (nullopt beyond 64 bits).
+std::optional<uint64_t> digits_at(const std::string& t, size_t at) {
+  size_t end = at;
+  while (end < t.size() && std::isdigit(static_cast<unsigned char>(t[end]))) ++end;
+  return parse_decimal<uint64_t>(std::string_view(t).substr(at, end - at));
+}
+
 // The first number after `marker` in text ("max_new_tokens 100" -> 100).
 std::optional<uint64_t> number_after(const std::string& text, std::string_view marker) {
   std::string t = to_lower(text);
@@ -37,7 +44,7 @@ std::optional<uint64_t> number_after(const std::string& text, std::string_view m
     ++at;
   }
   if (at >= t.size()) return std::nullopt;
-  return std::stoull(t.substr(at));
+  return digits_at(t, at);
 }
 
 // The minor version after `marker` ("CUDA 11.2" with marker "cuda 11." -> 2).
@@ -46,7 +53,7 @@ std::optional<uint64_t> minor_after(const std::string& text, std::string_view ma
   size_t at = t.find(marker);
   if (at == std::string::npos || at + marker.size() >= t.size()) return std::nullopt;
   if (!std::isdigit(static_cast<unsigned char>(t[at + marker.size()]))) return std::nullopt;
-  return std::stoull(t.substr(at + marker.size()));
+  return digits_at(t, at + marker.size());
 }
 
 // The latest year (20xx) the stack description names, if any: "(doc written 2022; ...)".
@@ -59,7 +66,7 @@ std::optional<int> latest_year(const std::string& text) {
     if ((i > 0 && std::isalnum(static_cast<unsigned char>(text[i - 1]))) ||
         (i + 4 < text.size() && std::isalnum(static_cast<unsigned char>(text[i + 4]))))
       continue;
-    int y = std::stoi(text.substr(i, 4));
+    int y = *parse_decimal<int>(std::string_view(text).substr(i, 4));   // four digits, checked above
     if (y >= 2015 && y <= 2099 && (!year || y > *year)) year = y;
   }
   return year;
@@ -116,7 +123,10 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
   json r = json::parse(line.begin(), line.end(), nullptr, false);
   if (r.is_discarded() || !r.is_object()) return make_error(fmt::format("{}: not a JSON object", source));
   MeasuredRecord out;
-  out.id = r.value("id", 0);
+  if (r.contains("id") && !r["id"].is_null()) {
+    if (!r["id"].is_number_integer()) return make_error(fmt::format("{}: \"id\" must be an integer", source));
+    out.id = r["id"].get<int64_t>();
+  }
   const std::string where = fmt::format("{}: record {}", source, out.id);
   auto note = [&](const std::string& s) { out.mapping.push_back(s); };
 
@@ -215,8 +225,11 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
         size_t end = at;
         while (end < kind.size() && (std::isdigit(static_cast<unsigned char>(kind[end])) || kind[end] == '.')) ++end;
         if (end == at) continue;
-        double v = std::stod(kind.substr(at, end - at));
+        auto parsed = parse_decimal<double>(std::string_view(kind).substr(at, end - at));  // "." alone: no
+        if (!parsed) continue;
+        double v = *parsed;
         if (end < kind.size() && (kind[end] == 'k' || kind[end] == 'K')) v *= 1000;
+        if (!(v < 1e12)) continue;   // 40 digits: not a length any record means
         job.seq_len = static_cast<uint64_t>(std::llround(v));
         note(fmt::format("seq_len from '{}' -> {}", kind, *job.seq_len));
         break;

@@ -14,9 +14,13 @@ namespace {
 using nlohmann::json;
 
 // Typed access to optional config keys; a present key of the wrong type is an error, not a default.
+// count() returns the error; flag(), number() and text() return the fallback so the family readers
+// stay one line per key, and record the first mistyped key in type_error(), which
+// parse_model_config turns into the error. `prefix` names a nested object ("quantization_config.").
 class ConfigView {
  public:
-  ConfigView(const json& j, const std::string& source) : j_(j), source_(source) {}
+  ConfigView(const json& j, const std::string& source, std::string prefix = "")
+      : j_(j), source_(source), prefix_(std::move(prefix)) {}
 
   bool has(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
 
@@ -35,8 +39,17 @@ class ConfigView {
       double d = v.get<double>();
       if (d >= 0 && d < 1.8e19 && d == static_cast<double>(static_cast<uint64_t>(d))) return static_cast<uint64_t>(d);
     }
-    return make_error(fmt::format("{}: \"{}\" must be a non-negative integer, got {}", source_, key,
-                                  v.dump()));
+    return make_error(fmt::format("{}: \"{}{}\" must be a non-negative integer, got {}", source_, prefix_, key,
+                                  shown(v)));
+  }
+  // A signed integer (DeBERTa's max_relative_positions is -1 for "use max_position_embeddings").
+  Result<int64_t> integer(const char* key, int64_t fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = j_.at(key);
+    if (v.is_number_integer() && (!v.is_number_unsigned() || v.get<uint64_t>() <= INT64_MAX)) {
+      return v.get<int64_t>();
+    }
+    return make_error(fmt::format("{}: \"{}{}\" must be an integer, got {}", source_, prefix_, key, shown(v)));
   }
   // First present key among several spellings (GPT-2's n_embd vs hidden_size).
   Result<uint64_t> count_any(std::initializer_list<const char*> keys,
@@ -50,21 +63,43 @@ class ConfigView {
   bool flag(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
     const json& v = j_.at(key);
-    return v.is_boolean() ? v.get<bool>() : fallback;
+    if (v.is_boolean()) return v.get<bool>();
+    note_type_error(key, "true or false", v);
+    return fallback;
   }
   double number(const char* key, double fallback) const {
-    if (!has(key) || !j_.at(key).is_number()) return fallback;
-    return j_.at(key).get<double>();
+    if (!has(key)) return fallback;
+    const json& v = j_.at(key);
+    if (v.is_number()) return v.get<double>();
+    note_type_error(key, "a number", v);
+    return fallback;
   }
   std::string text(const char* key, const std::string& fallback = "") const {
-    if (!has(key) || !j_.at(key).is_string()) return fallback;
-    return j_.at(key).get<std::string>();
+    if (!has(key)) return fallback;
+    const json& v = j_.at(key);
+    if (v.is_string()) return v.get<std::string>();
+    note_type_error(key, "a string", v);
+    return fallback;
   }
   const json& raw() const { return j_; }
+  // The first key flag()/number()/text() found with the wrong type.
+  const std::optional<Error>& type_error() const { return type_error_; }
 
  private:
+  // A value for an error message: short, one line.
+  static std::string shown(const json& v) {
+    std::string s = v.dump(-1, ' ', true, json::error_handler_t::replace);
+    return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+  }
+  void note_type_error(const char* key, const char* expected, const json& v) const {
+    if (type_error_) return;
+    type_error_ = Error{fmt::format("{}: \"{}{}\" must be {}, got {}", source_, prefix_, key, expected, shown(v))};
+  }
+
   const json& j_;
   const std::string& source_;
+  std::string prefix_;
+  mutable std::optional<Error> type_error_;
 };
 
 #define TRY_ASSIGN(target, expr)            \
@@ -399,7 +434,8 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
       // DebertaV2Encoder: relative position embeddings (2 * buckets rows), their LayerNorm and
       // the convolution layer of the first block (modeling_deberta_v2.py).
       if (c.flag("relative_attention", false)) {
-        int64_t max_rel = c.has("max_relative_positions") ? c.raw().at("max_relative_positions").get<int64_t>() : -1;
+        int64_t max_rel = -1;
+        TRY_ASSIGN(max_rel, c.integer("max_relative_positions", -1));
         uint64_t buckets = 0;
         TRY_ASSIGN(buckets, c.count("position_buckets", 0));
         uint64_t span = buckets ? buckets : (max_rel < 1 ? m.max_position_embeddings : static_cast<uint64_t>(max_rel));
@@ -411,6 +447,10 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
           const auto& v = c.raw().at("pos_att_type");
           if (v.is_string()) pos_att = v.get<std::string>();
           else if (v.is_array()) for (const auto& x : v) if (x.is_string()) pos_att += x.get<std::string>() + "|";
+          if (!v.is_string() && !v.is_array()) {
+            return make_error(fmt::format("{}: \"pos_att_type\" must be a string or a list, got {}", m.source,
+                                          v.type_name()));
+          }
         }
         m.content_to_position = pos_att.find("c2p") != std::string::npos;
         m.position_to_content = pos_att.find("p2c") != std::string::npos;
@@ -469,16 +509,25 @@ Status validate(ModelSpec& m) {
   return Ok{};
 }
 
-void read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
+// group_size: GPTQ writes -1 for one group per column, which is no grouping here (0).
+Status read_group_size(const ConfigView& q, ModelSpec& m) {
+  int64_t group = 0;
+  TRY_ASSIGN(group, q.integer("group_size", 0));
+  m.quantization_group_size = group > 0 ? static_cast<uint64_t>(group) : 0;
+  return Ok{};
+}
+
+Status read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
   m.torch_dtype = c.text("torch_dtype", c.text("dtype"));
-  if (!c.has("quantization_config") || !c.raw().at("quantization_config").is_object()) return;
+  if (!c.has("quantization_config")) return Ok{};
   const json& q = c.raw().at("quantization_config");
-  ConfigView qc(q, m.source);
+  if (!q.is_object()) {
+    return make_error(fmt::format("{}: \"quantization_config\" must be an object, got {}", m.source, q.type_name()));
+  }
+  ConfigView qc(q, m.source, "quantization_config.");
   m.quantization = qc.text("quant_method");
-  auto bits = qc.count("bits", 0);
-  if (bits) m.quantization_bits = *bits;
-  auto group = qc.count("group_size", 0);
-  if (group) m.quantization_group_size = *group;
+  TRY_ASSIGN(m.quantization_bits, qc.count("bits", 0));
+  if (auto s = read_group_size(qc, m); !s) return s;
   if (m.quantization == "bitsandbytes") {
     if (qc.flag("load_in_4bit", false)) m.quantization_bits = 4;
     else if (qc.flag("load_in_8bit", false)) m.quantization_bits = 8;
@@ -489,16 +538,18 @@ void read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
     if (q.contains("config_groups") && q.at("config_groups").is_object()) {
       for (const auto& [name, group_cfg] : q.at("config_groups").items()) {
         if (group_cfg.contains("weights") && group_cfg.at("weights").is_object()) {
-          ConfigView w(group_cfg.at("weights"), m.source);
-          auto b = w.count("num_bits", 0);
-          if (b) m.quantization_bits = *b;
-          auto g = w.count("group_size", 0);
-          if (g) m.quantization_group_size = *g;
+          ConfigView w(group_cfg.at("weights"), m.source,
+                       fmt::format("quantization_config.config_groups.{}.weights.", name));
+          TRY_ASSIGN(m.quantization_bits, w.count("num_bits", 0));
+          if (auto s = read_group_size(w, m); !s) return s;
+          if (w.type_error()) return *w.type_error();
           break;
         }
       }
     }
   }
+  if (qc.type_error()) return *qc.type_error();
+  return Ok{};
 }
 
 }  // namespace
@@ -545,7 +596,7 @@ Result<ModelSpec> parse_model_config(std::string_view text, const std::string& s
     for (const char* key : {"torch_dtype", "dtype", "quantization_config", "tie_word_embeddings"}) {
       if (!config.contains(key) && root.contains(key)) config[key] = root.at(key);
     }
-    if (!config.contains("model_type") && root.value("model_type", "") == "gemma3") {
+    if (!config.contains("model_type") && root.contains("model_type") && root.at("model_type") == "gemma3") {
       config["model_type"] = "gemma3_text";
     }
   }
@@ -553,15 +604,19 @@ Result<ModelSpec> parse_model_config(std::string_view text, const std::string& s
   m.source = source;
   ConfigView c(config, source);
   m.model_type = c.text("model_type");
+  if (c.type_error()) return *c.type_error();
   if (m.model_type.empty()) {
     return make_error(fmt::format("{}: no \"model_type\"; not a Hugging Face model config", source));
   }
   if (m.model_type == "gemma3") m.model_type = "gemma3_text";
   m.id = c.text("_name_or_path");
-  if (auto s = read_family(c, m); !s) return s.error();
+  // A mistyped key is the first thing to say: a family reader's own error may come from the
+  // fallback that key got ("share_att_key": "yes" read as false).
+  if (auto s = read_family(c, m); !s || c.type_error()) return c.type_error() ? *c.type_error() : s.error();
   read_rope_scaling(config, m);
   if (auto s = validate(m); !s) return s.error();
-  read_dtype_and_quantization(c, m);
+  if (auto s = read_dtype_and_quantization(c, m); !s) return s.error();
+  if (c.type_error()) return *c.type_error();
   fill_parameter_counts(m);
   return m;
 }

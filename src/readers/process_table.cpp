@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include "core/text.h"
+
 namespace oomdoc {
 
 namespace {
@@ -57,27 +59,28 @@ std::optional<StatFields> parse_stat(const std::string& text) {
   std::string token;
   while (in >> token) f.push_back(token);
   if (f.size() < 20) return std::nullopt;
+  auto ppid = parse_decimal<uint32_t>(f[1]);
+  auto session = parse_decimal<uint32_t>(f[3]);
+  auto utime = parse_decimal<uint64_t>(f[11]);
+  auto stime = parse_decimal<uint64_t>(f[12]);
+  auto start = parse_decimal<uint64_t>(f[19]);
+  if (!ppid || !session || !utime || !stime || !start) return std::nullopt;
   StatFields s;
-  try {
-    s.state = f[0].empty() ? '?' : f[0][0];
-    s.ppid = static_cast<uint32_t>(std::stoul(f[1]));
-    s.session = static_cast<uint32_t>(std::stoul(f[3]));
-    s.cpu_ticks = std::stoull(f[11]) + std::stoull(f[12]);
-    s.start_ticks = std::stoull(f[19]);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  s.state = f[0].empty() ? '?' : f[0][0];
+  s.ppid = *ppid;
+  s.session = *session;
+  s.cpu_ticks = *utime + *stime;
+  s.start_ticks = *start;
   return s;
 }
 
 std::optional<double> uptime_seconds(const std::string& root) {
   auto text = read_text(root + "/uptime");
   if (!text) return std::nullopt;
-  try {
-    return std::stod(*text);
-  } catch (...) {
-    return std::nullopt;
-  }
+  // "350735.47 1379210.12\n": the first field is the uptime.
+  std::string_view first(*text);
+  first = first.substr(0, first.find_first_of(" \n"));
+  return parse_decimal<double>(first);
 }
 
 std::string user_name(uint32_t uid) {

@@ -1,5 +1,6 @@
 #include "readers/traceback.h"
 
+#include "core/text.h"
 #include "readers/formats/regex_search.h"
 
 namespace oomdoc {
@@ -75,7 +76,7 @@ std::optional<Traceback> parse_traceback(const std::vector<std::string>& lines) 
       last_frame_line = i;
       TracebackFrame frame;
       frame.file = std::string((*g)[1]);
-      frame.line = std::stoull(std::string((*g)[2]));
+      frame.line = parse_decimal<uint64_t>((*g)[2]);
       frame.function = std::string((*g)[3]);
       // The source line follows, indented, unless Python could not read the file.
       if (i + 1 < lines.size() && !regex_search(frame_re, lines[i + 1])) {

@@ -71,7 +71,7 @@ Result<uint64_t> as_count(const YAML::Node& node, std::string_view key, const Re
     return make_error(fmt::format("{}: expected a whole number, got '{}'", r.where(node, key),
                                   node.IsScalar() ? v : "a list or map"));
   }
-  return static_cast<uint64_t>(std::stoull(v));
+  return *parse_decimal<uint64_t>(v);   // at most 12 digits, checked above
 }
 
 Result<double> as_number(const YAML::Node& node, std::string_view key, const Reader& r) {

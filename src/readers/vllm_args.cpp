@@ -10,6 +10,8 @@
 #include <cmath>
 #include <set>
 
+#include "core/text.h"
+
 namespace oomdoc {
 namespace {
 
@@ -75,14 +77,8 @@ Result<uint64_t> positive_count(const std::string& flag, const std::string& valu
 }
 
 Result<double> number(const std::string& flag, const std::string& value) {
-  try {
-    size_t used = 0;
-    double parsed = std::stod(value, &used);
-    if (used != value.size() || !std::isfinite(parsed)) throw std::invalid_argument(value);
-    return parsed;
-  } catch (const std::exception&) {
-    return Error{fmt::format("--{}: '{}' is not a number", flag, value)};
-  }
+  if (auto parsed = parse_decimal<double>(value)) return *parsed;
+  return Error{fmt::format("--{}: '{}' is not a number", flag, value)};
 }
 
 bool truthy(const std::string& value) {
@@ -409,9 +405,10 @@ std::optional<uint64_t> parse_vllm_token_count(std::string_view text) {
     }
     if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
   }
-  if (digits.size() > 24) return std::nullopt;  // far beyond any token count; stod would throw
-  double value = std::stod(std::string(digits));
-  double scaled = value * static_cast<double>(multiplier);
+  if (digits.size() > 24) return std::nullopt;  // far beyond any token count
+  auto value = parse_decimal<double>(digits);    // nullopt for "." alone
+  if (!value) return std::nullopt;
+  double scaled = *value * static_cast<double>(multiplier);
   if (scaled >= 1.8e19) return std::nullopt;
   return static_cast<uint64_t>(std::llround(scaled));
 }

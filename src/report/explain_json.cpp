@@ -44,12 +44,12 @@ Json traceback_to_json(const Traceback& tb) {
   Json out;
   Json frames = Json::array();
   for (const auto& f : tb.frames) {
-    frames.push_back({{"file", f.file}, {"line", f.line}, {"function", f.function}, {"code", f.code}});
+    frames.push_back({{"file", f.file}, {"line", json_optional(f.line)}, {"function", f.function}, {"code", f.code}});
   }
   out["frames"] = frames;
   if (tb.innermost_user_frame) {
     const auto& f = *tb.innermost_user_frame;
-    out["user_frame"] = {{"file", f.file}, {"line", f.line}, {"function", f.function}, {"code", f.code}};
+    out["user_frame"] = {{"file", f.file}, {"line", json_optional(f.line)}, {"function", f.function}, {"code", f.code}};
   } else {
     out["user_frame"] = nullptr;
   }
@@ -76,7 +76,7 @@ Json event_to_json(const ExplainedEvent& item) {
   for (const char* name : kStandardQuantities) put_quantity(out, name, e.quantity(name));
   Json others = Json::array();
   for (const auto& p : e.other_processes) {
-    others.push_back({{"pid", p.pid}, {"bytes", p.memory.bytes}, {"text", p.memory.text}});
+    others.push_back({{"pid", json_optional(p.pid)}, {"bytes", p.memory.bytes}, {"text", p.memory.text}});
   }
   out["other_processes"] = others;
   for (const char* name : kVllmQuantities) put_quantity(out, name, e.quantity(name));

@@ -34,7 +34,8 @@ std::string numbers_line(const OomEvent& e) {
     out += fmt::format("{}{} {}", out.empty() ? "" : " · ", label, q->overflow ? "unlimited" : format_bytes(q->bytes));
   }
   for (const auto& p : e.other_processes) {
-    out += fmt::format("{}pid {} {}", out.empty() ? "" : " · ", p.pid, format_bytes(p.memory.bytes));
+    out += fmt::format("{}pid {} {}", out.empty() ? "" : " · ", p.pid ? std::to_string(*p.pid) : "?",
+                       format_bytes(p.memory.bytes));
   }
   if (auto v = e.int_field("max_model_len")) out += fmt::format("{}max_model_len {}", out.empty() ? "" : " · ", *v);
   if (auto v = e.int_field("kv_cache_tokens")) out += fmt::format("{}KV cache {} tokens", out.empty() ? "" : " · ", *v);
@@ -104,7 +105,8 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
       const Traceback& tb = *e.traceback;
       if (tb.innermost_user_frame) {
         const auto& f = *tb.innermost_user_frame;
-        out += fmt::format("  at {}:{} in {}{}\n", f.file, f.line, f.function, f.code.empty() ? "" : ": " + f.code);
+        out += fmt::format("  at {}:{} in {}{}\n", f.file, f.line ? std::to_string(*f.line) : "?", f.function,
+                           f.code.empty() ? "" : ": " + f.code);
       }
       if (!tb.operation.empty()) out += fmt::format("  during: {}\n", tb.operation);
     }

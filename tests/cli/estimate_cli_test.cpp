@@ -163,5 +163,15 @@ TEST(EstimateCli, OptionErrorsAreOneLineNamingTheCommand) {
   EXPECT_EQ(none.err, "oomdoc: no command given (see oomdoc --help)\n");
 }
 
+TEST(EstimateCli, AMistypedConfigKeyIsOneLineNamingFileAndKey) {
+  // "max_relative_positions": "512" in a deberta-v2 config was an uncaught nlohmann type_error.
+  const std::string folder = fixture_path("estimate/deberta_max_relative_string");
+  auto r = run_cli({"estimate", folder, "--task", "inference"}, "", kEmptyCache);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "oomdoc: " + folder + "/config.json: \"max_relative_positions\" must be an integer, got \"512\"; "
+                   "or pass --params N (with --hidden-size and --layers) for a quick estimate\n");
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -37,6 +37,16 @@ TEST(FitCli, BudgetOutsideZeroToOne) {
                    "--budget 0 is outside (0, 1]");
   expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--target", "-1"}),
                    "--target -1 is outside (0, 1]");
+  auto r = run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--budget", "2"});
+  EXPECT_EQ(r.err, "oomdoc: --budget 2 is outside (0, 1]: it is the share of the GPU's memory the job may use "
+                   "(0.92 = 92%)\n");
+}
+
+TEST(FitCli, HelpGivesTheDefaultBudgetAndTarget) {
+  auto r = run_cli({"fit", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("Usable share of GPU memory, in (0,1] (default 0.92)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Share a plan aims at, in (0,1] (default 0.80)"), std::string::npos) << r.out;
 }
 
 TEST(FitCli, InvalidYamlNamesFileAndLine) {

@@ -120,5 +120,16 @@ TEST(ServeCli, UnknownModelDoesNotSuggestParams) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
+TEST(ServeCli, ADotForATokenCountIsOneLineNamingTheFlag) {
+  // "." passed the digit check and reached std::stod: an abort (exit 134) before.
+  auto len = run_cli({"serve", "--gpu", "h100", "--", "vllm", "serve", "M", "--max-model-len", ".k"});
+  EXPECT_EQ(len.exit_code, 2);
+  EXPECT_EQ(len.out, "");
+  EXPECT_EQ(len.err, "oomdoc: serve: --max-model-len: '.k' is not a positive whole number\n");
+  auto mm = run_cli({"serve", "--gpu", "h100", "--", "vllm", "serve", "M", "--limit-mm-per-prompt", "image=.k"});
+  EXPECT_EQ(mm.exit_code, 2);
+  EXPECT_EQ(mm.err, "oomdoc: serve: --limit-mm-per-prompt: 'image=.k' is not MODALITY=COUNT\n");
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 #include "support/test_support.h"
@@ -68,6 +69,16 @@ TEST(SnapshotCli, DeviceNotInTheFileIsBadInput) {
   auto compare = run_cli({"snapshot", "--device", "7", file, "--compare", file});
   EXPECT_EQ(compare.exit_code, 2);
   EXPECT_EQ(compare.err, "oomdoc: " + file + ": no device 7 (devices in the file: 0, 1)\n");
+}
+
+TEST(SnapshotCli, APickleThatImportsIsRefusedWithTheOffset) {
+  // docs/snapshot.md shows this file's output; the doc check keeps the whole line in step.
+  const std::string file = fixture_path("snapshot/global_p2.pickle");
+  auto r = run_cli({"snapshot", file});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("oomdoc: " + file + ": offset 2: GLOBAL: refused", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
 }  // namespace

@@ -149,5 +149,28 @@ TEST(MeasuredMemory, ShardingAndOffloadWords) {
   EXPECT_EQ(*r->job.gradient_checkpointing, "full");
 }
 
+TEST(MeasuredMemory, OversizedNumbersInDescriptionsAreUnknownNotAnAbort) {
+  // Each of these reached std::stoull / std::stod with 20+ digits or a lone ".".
+  auto fresh = parse_measured_record(R"js({"id": 3, "model": "m", "task": "inference_generate", "precision": "bf16",
+    "micro_batch_size": 1, "seq_len": 106, "seq_len_kind": "max_new_tokens 99999999999999999999",
+    "measurement_kind": "torch_max_memory_reserved", "value_gib": 15.3})js", "dev.jsonl");
+  ASSERT_TRUE(fresh) << fresh.error().message;
+  EXPECT_EQ(*fresh->job.prompt_len, 106u);       // the new-token count is unknown: all of seq_len is prompt
+  EXPECT_EQ(*fresh->job.max_new_tokens, 0u);
+  auto cuda = parse_measured_record(R"js({"id": 1, "model": "m", "task": "train_full", "framework": "custom",
+    "framework_version": "CUDA 11.99999999999999999999", "precision": "fp32", "micro_batch_size": 1, "seq_len": 8,
+    "measurement_kind": "nvidia_smi_used"})js", "dev.jsonl");
+  ASSERT_TRUE(cuda) << cuda.error().message;
+  EXPECT_FALSE(cuda->job.lazy_module_loading.has_value());   // the CUDA minor is unknown: no claim
+  auto dot = parse_measured_record(R"js({"id": 1, "model": "m", "task": "train_full", "precision": "fp32",
+    "micro_batch_size": 1, "seq_len_kind": "typically < .k tokens, longest ~1.3k", "measurement_kind": "nvidia_smi_used"})js",
+                                   "dev.jsonl");
+  ASSERT_TRUE(dot) << dot.error().message;
+  EXPECT_EQ(*dot->job.seq_len, 1300u);   // "< ." is skipped; "~1.3k" is read
+  auto id = parse_measured_record(R"js({"id": "seven", "model": "m", "task": "train_full"})js", "dev.jsonl");
+  ASSERT_FALSE(id);
+  EXPECT_EQ(id.error().message, "dev.jsonl: \"id\" must be an integer");   // was an uncaught type_error
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -130,3 +130,77 @@ TEST(ModelConfig, ImplausibleSizesAreErrorsNotWrappedCounts) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// A small DeBERTa-v2 with one key replaced: every key is read with its type checked.
+Result<ModelSpec> deberta_with(const std::string& key_and_value) {
+  return parse_model_config(R"({"model_type": "deberta-v2", "vocab_size": 128, "hidden_size": 64,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 256,
+    "max_position_embeddings": 64, "type_vocab_size": 0, "position_biased_input": false,
+    "relative_attention": true, "position_buckets": 0, "norm_rel_ebd": "layer_norm", "share_att_key": true,
+    "pos_att_type": "p2c|c2p", "hidden_act": "gelu", )" + key_and_value + "}", "config.json");
+}
+
+TEST(ModelConfig, MistypedKeysAreErrorsNamingFileAndKey) {
+  auto number = deberta_with(R"("max_relative_positions": 32)");
+  ASSERT_TRUE(number) << number.error().message;
+  EXPECT_EQ(number->relative_attention_span, 32u);
+  auto minus_one = deberta_with(R"("max_relative_positions": -1)");   // "use max_position_embeddings"
+  ASSERT_TRUE(minus_one) << minus_one.error().message;
+  EXPECT_EQ(minus_one->relative_attention_span, 64u);
+
+  auto text = deberta_with(R"("max_relative_positions": "512")");   // was an uncaught type_error
+  ASSERT_FALSE(text);
+  EXPECT_EQ(text.error().message, R"(config.json: "max_relative_positions" must be an integer, got "512")");
+  auto huge = deberta_with(R"("max_relative_positions": 18446744073709551615)");
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().message,
+            R"(config.json: "max_relative_positions" must be an integer, got 18446744073709551615)");
+  auto flag = deberta_with(R"("share_att_key": "yes")");
+  ASSERT_FALSE(flag);
+  EXPECT_EQ(flag.error().message, R"(config.json: "share_att_key" must be true or false, got "yes")");
+  auto act = deberta_with(R"("conv_act": 5, "conv_kernel_size": 3)");
+  ASSERT_FALSE(act);
+  EXPECT_EQ(act.error().message, R"(config.json: "conv_act" must be a string, got 5)");
+  auto dropout = deberta_with(R"("hidden_dropout_prob": [0.1])");
+  ASSERT_FALSE(dropout);
+  EXPECT_EQ(dropout.error().message, R"(config.json: "hidden_dropout_prob" must be a number, got [0.1])");
+  auto pos_att = deberta_with(R"("pos_att_type": 3)");
+  ASSERT_FALSE(pos_att);
+  EXPECT_EQ(pos_att.error().message, R"(config.json: "pos_att_type" must be a string or a list, got number)");
+  auto model_type = parse_model_config(R"({"model_type": 7, "vocab_size": 1})", "config.json");
+  ASSERT_FALSE(model_type);
+  EXPECT_EQ(model_type.error().message, R"(config.json: "model_type" must be a string, got 7)");
+  // A multimodal wrapper whose top-level model_type is not a string (was an uncaught type_error).
+  auto wrapper = parse_model_config(R"({"model_type": 7, "text_config": {"vocab_size": 1}})", "config.json");
+  ASSERT_FALSE(wrapper);
+  EXPECT_EQ(wrapper.error().message, R"(config.json: no "model_type"; not a Hugging Face model config)");
+}
+
+TEST(ModelConfig, QuantizationConfigKeysAreTypeChecked) {
+  const std::string base = R"({"model_type": "llama", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "intermediate_size": 128, "quantization_config": )";
+  auto gptq = parse_model_config(base + R"({"quant_method": "gptq", "bits": 4, "group_size": -1}})", "config.json");
+  ASSERT_TRUE(gptq) << gptq.error().message;
+  EXPECT_EQ(gptq->quantization_bits, 4u);
+  EXPECT_EQ(gptq->quantization_group_size, 0u);   // -1: one group per column
+  auto bits = parse_model_config(base + R"({"quant_method": "gptq", "bits": "4"}})", "config.json");
+  ASSERT_FALSE(bits);
+  EXPECT_EQ(bits.error().message, R"(config.json: "quantization_config.bits" must be a non-negative integer, got "4")");
+  auto method = parse_model_config(base + R"({"quant_method": 4}})", "config.json");
+  ASSERT_FALSE(method);
+  EXPECT_EQ(method.error().message, R"(config.json: "quantization_config.quant_method" must be a string, got 4)");
+  auto nested = parse_model_config(base + R"({"quant_method": "compressed-tensors", "config_groups":
+    {"group_0": {"weights": {"num_bits": 4, "group_size": "128"}}}}})", "config.json");
+  ASSERT_FALSE(nested);
+  EXPECT_EQ(nested.error().message,
+            R"(config.json: "quantization_config.config_groups.group_0.weights.group_size" must be an integer, got "128")");
+  auto not_object = parse_model_config(base + R"("gptq"})", "config.json");
+  ASSERT_FALSE(not_object);
+  EXPECT_EQ(not_object.error().message, R"(config.json: "quantization_config" must be an object, got string)");
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -73,5 +73,24 @@ TEST(VllmArgsRobustness, LimitsAreErrorsNotWrapAround) {
   EXPECT_EQ(huge.error().message, "meta-llama/Llama-3.1-8B: num_hidden_layers = 1099511627776 is beyond any real model (at most 10000)");
 }
 
+TEST(VllmArgsRobustness, ADotWithoutDigitsIsAnErrorNamingTheFlag) {
+  // "." passed the digit check and reached std::stod, which threw (an abort of `oomdoc serve`).
+  EXPECT_EQ(parse_vllm_token_count("."), std::nullopt);
+  EXPECT_EQ(parse_vllm_token_count(".k"), std::nullopt);
+  EXPECT_EQ(parse_vllm_token_count("k"), std::nullopt);
+  EXPECT_EQ(parse_vllm_token_count(".5k"), 500u);
+  EXPECT_EQ(parse_vllm_token_count("1.5k"), 1500u);
+  EXPECT_EQ(parse_vllm_token_count("32K"), 32768u);
+  auto len = parse_vllm_command_line({"vllm", "serve", "m", "--max-model-len", ".k"});
+  ASSERT_FALSE(len.ok());
+  EXPECT_EQ(len.error().message, "--max-model-len: '.k' is not a positive whole number");
+  auto mm = parse_vllm_command_line({"vllm", "serve", "m", "--limit-mm-per-prompt", "image=.k"});
+  ASSERT_FALSE(mm.ok());
+  EXPECT_EQ(mm.error().message, "--limit-mm-per-prompt: 'image=.k' is not MODALITY=COUNT");
+  auto util = parse_vllm_command_line({"vllm", "serve", "m", "--gpu-memory-utilization", "."});
+  ASSERT_FALSE(util.ok());
+  EXPECT_EQ(util.error().message, "--gpu-memory-utilization: '.' is not a number");
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -1,5 +1,6 @@
 // CUDA runtime/driver and library failures that mean (or usually hide) an allocation failure:
 // cuBLAS/cuDNN status codes, the driver's CUDA_ERROR_OUT_OF_MEMORY and cudaErrorMemoryAllocation.
+#include "core/text.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
 
@@ -20,7 +21,7 @@ std::optional<FormatMatch> match_library_status(const MessageWindow& w) {
   e.format = "library_status";
   e.set_field("status", status);
   static const RE2 gpu(R"(GPU=(\d+))");
-  if (auto d = regex_search(gpu, w.lines[0])) e.device = std::stoll(std::string((*d)[1]));
+  if (auto d = regex_search(gpu, w.lines[0])) e.device = parse_decimal<int64_t>((*d)[1]);
   return m;
 }
 

@@ -1,5 +1,6 @@
 // llama.cpp / ggml and Ollama: cudaMalloc failures with the MiB asked for, followed by the exact
 // buffer size, pinned host buffers, and Ollama's runner exit.
+#include "core/text.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
 
@@ -16,18 +17,23 @@ std::optional<FormatMatch> match_cuda_alloc(const MessageWindow& w) {
   OomEvent& e = m.event;
   e.framework = "llama.cpp";
   e.format = "ggml_cuda_alloc";
-  e.device = std::stoll(std::string((*g)[2]));
-  auto q = *parse_printed_size((*g)[1], LabelMeaning::kBinary);
+  e.device = parse_decimal<int64_t>((*g)[2]);
+  // A size beyond what parse_printed_size reads (40 digits) leaves the request out.
+  auto q = parse_printed_size((*g)[1], LabelMeaning::kBinary);
   // The next line usually repeats the request exactly: "failed to allocate CUDA0 buffer of size N".
   static const RE2 exact(R"(failed to allocate (\w+) buffer of size (\d+))");
   if (auto x = regex_search(exact, w.flat); x && w.line_of(offset_in(w, (*x)[0])) <= 2) {
-    e.set_field("requested_bytes_from_text", static_cast<int64_t>(q.bytes));
-    q.bytes = std::stoull(std::string((*x)[2]));
-    q.tolerance_bytes = 0;
+    if (q) {
+      e.set_field("requested_bytes_from_text", static_cast<int64_t>(q->bytes));
+      if (auto exact = parse_decimal<uint64_t>((*x)[2])) {
+        q->bytes = *exact;
+        q->tolerance_bytes = 0;
+      }
+    }
     e.set_field("buffer_backend", std::string((*x)[1]));
     m.lines_used = w.line_of(offset_in(w, (*x)[0])) + 1;
   }
-  e.set_quantity("requested", q);
+  if (q) e.set_quantity("requested", *q);
   return m;
 }
 
@@ -39,7 +45,7 @@ std::optional<FormatMatch> match_pinned_host(const MessageWindow& w) {
   m.event.framework = "llama.cpp";
   m.event.format = "ggml_pinned_host";
   m.event.set_field("memory_kind", std::string("pinned host"));
-  m.event.set_quantity("requested", *parse_printed_size((*g)[1], LabelMeaning::kBinary));
+  set_printed_size(m.event, "requested", (*g)[1], LabelMeaning::kBinary);
   if ((*g)[1].find(',') != std::string_view::npos) m.event.set_field("decimal_separator", std::string(","));
   return m;
 }

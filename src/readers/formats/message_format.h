@@ -61,6 +61,12 @@ inline constexpr std::string_view kSizePattern =
 std::optional<Quantity> parse_printed_size(std::string_view text,
                                            LabelMeaning meaning = LabelMeaning::kAsPrinted);
 
+// Sets `event`'s quantity `name` from a size captured with kSizePattern. Returns false, and sets
+// nothing, when the group did not match or parse_printed_size cannot read it (a 40-digit number,
+// 19 decimals): a hostile line loses that figure, not the whole event.
+bool set_printed_size(OomEvent& event, const std::string& name, std::string_view text,
+                      LabelMeaning meaning = LabelMeaning::kAsPrinted);
+
 // Span of a regex submatch inside the window's flat text.
 size_t offset_in(const MessageWindow& window, std::string_view submatch);
 

@@ -10,6 +10,7 @@
 //  - cudaMallocAsync backend, MPS, the 1EB garbage-size message, THC and TH (CPU) errors.
 #include <fmt/format.h>
 
+#include "core/text.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
 
@@ -24,15 +25,6 @@ std::string framework_for_backend(std::string_view backend) {
   if (backend == "NPU") return "pytorch-npu";
   if (backend == "MPS") return "pytorch-mps";
   return "pytorch";
-}
-
-bool set_size(OomEvent& event, const std::string& name, std::string_view text,
-              LabelMeaning meaning = LabelMeaning::kAsPrinted) {
-  if (!matched(text)) return false;
-  auto q = parse_printed_size(text, meaning);
-  if (!q) return false;
-  event.set_quantity(name, *q);
-  return true;
 }
 
 // The part of the window a message may extend over: up to the next "out of memory" (another
@@ -73,15 +65,15 @@ std::optional<FormatMatch> match_new(const MessageWindow& w) {
   std::string backend = backend_before(w.lines[0]).value_or("CUDA");
   e.framework = framework_for_backend(backend);
   e.set_field("backend", backend);
-  set_size(e, "requested", (*g)[1]);
+  set_printed_size(e, "requested", (*g)[1]);
   size_t end = offset_in(w, (*g)[0]) + (*g)[0].size();
   if (matched((*g)[2])) {
     e.format = "pytorch_new";
-    e.device = std::stoll(std::string((*g)[3]));
+    e.device = parse_decimal<int64_t>((*g)[3]);
     e.set_field("device_kind", std::string((*g)[2]));
     e.set_field("capacity_spelling", std::string((*g)[4]));
-    set_size(e, "total", (*g)[5]);
-    set_size(e, "free", (*g)[6]);
+    set_printed_size(e, "total", (*g)[5]);
+    set_printed_size(e, "free", (*g)[6]);
   } else {
     e.format = "pytorch_new_truncated";
   }
@@ -92,15 +84,17 @@ std::optional<FormatMatch> match_new(const MessageWindow& w) {
   size_t from = 0;
   while (auto p = regex_search(other, rest, from)) {
     OtherProcess proc;
-    proc.pid = std::stoull(std::string((*p)[1]));
-    proc.memory = *parse_printed_size((*p)[2]);
-    e.other_processes.push_back(proc);
+    proc.pid = parse_decimal<uint64_t>((*p)[1]);
+    if (auto memory = parse_printed_size((*p)[2])) {
+      proc.memory = *memory;
+      e.other_processes.push_back(proc);
+    }
     from = static_cast<size_t>((*p)[0].data() - rest.data()) + (*p)[0].size();
     end = std::max(end, offset_in(w, (*p)[0]) + (*p)[0].size());
   }
   static const RE2 self("this process has (" + kSize + ") memory in use");
   if (auto p = regex_search(self, rest)) {
-    set_size(e, "process", (*p)[1]);
+    set_printed_size(e, "process", (*p)[1]);
     end = std::max(end, offset_in(w, (*p)[0]) + (*p)[0].size());
   }
   static const RE2 allocated("Of the allocated memory (" + kSize +
@@ -108,9 +102,9 @@ std::optional<FormatMatch> match_new(const MessageWindow& w) {
                              ") allocated in private pools \\(e\\.g\\., CUDA Graphs\\),)?\\s*and (" + kSize +
                              ") is reserved by PyTorch but unallocated");
   if (auto p = regex_search(allocated, rest)) {
-    set_size(e, "allocated", (*p)[1]);
-    set_size(e, "private_pools", (*p)[2]);
-    set_size(e, "reserved_unallocated", (*p)[3]);
+    set_printed_size(e, "allocated", (*p)[1]);
+    set_printed_size(e, "private_pools", (*p)[2]);
+    set_printed_size(e, "reserved_unallocated", (*p)[3]);
     end = std::max(end, offset_in(w, (*p)[0]) + (*p)[0].size());
     // The hint sentence follows the figures.
     size_t hint_end = std::min(limit, end + 400);
@@ -142,14 +136,14 @@ std::optional<FormatMatch> match_old(const MessageWindow& w) {
   e.framework = framework_for_backend(backend.value_or(kind == "XPU" ? "XPU" : "CUDA"));
   if (backend) e.set_field("backend", *backend);
   e.set_field("device_kind", kind);
-  e.device = std::stoll(std::string((*g)[3]));
-  set_size(e, "requested", (*g)[1]);
-  set_size(e, "total", (*g)[4]);
-  set_size(e, "allocated", (*g)[5]);
-  set_size(e, "active", (*g)[6]);
-  set_size(e, "free", (*g)[7]);
+  e.device = parse_decimal<int64_t>((*g)[3]);
+  set_printed_size(e, "requested", (*g)[1]);
+  set_printed_size(e, "total", (*g)[4]);
+  set_printed_size(e, "allocated", (*g)[5]);
+  set_printed_size(e, "active", (*g)[6]);
+  set_printed_size(e, "free", (*g)[7]);
   // Before PyTorch 1.5 "cached" printed reserved minus allocated; later "reserved in total" is the total.
-  set_size(e, cached ? "reserved_unallocated" : "reserved_total", (*g)[8]);
+  set_printed_size(e, cached ? "reserved_unallocated" : "reserved_total", (*g)[8]);
   size_t end = offset_in(w, (*g)[0]) + (*g)[0].size();
   static const RE2 limit_re(R"(larger than (\d+\s?[KMGT]B)!)");
   if (auto l = regex_search(limit_re, w.lines[0])) {
@@ -181,12 +175,12 @@ std::optional<FormatMatch> match_cuda_malloc_async(const MessageWindow& w) {
   auto g = regex_search(full, w.flat);
   if (g && w.line_of(offset_in(w, (*g)[0])) == 0) {
     e.format = "pytorch_cudamallocasync";
-    e.device = std::stoll(std::string((*g)[1]));
-    set_size(e, "allocated", (*g)[2]);
-    set_size(e, "requested", (*g)[3]);
-    set_size(e, "total", (*g)[4]);
-    set_size(e, "free", (*g)[5]);
-    if (set_size(e, "pytorch_limit", (*g)[6]) && e.quantity("pytorch_limit")->overflow) {
+    e.device = parse_decimal<int64_t>((*g)[1]);
+    set_printed_size(e, "allocated", (*g)[2]);
+    set_printed_size(e, "requested", (*g)[3]);
+    set_printed_size(e, "total", (*g)[4]);
+    set_printed_size(e, "free", (*g)[5]);
+    if (set_printed_size(e, "pytorch_limit", (*g)[6]) && e.quantity("pytorch_limit")->overflow) {
       e.set_field("pytorch_limit_is_unlimited", true);
     }
     m.lines_used = w.line_of(offset_in(w, (*g)[0]) + (*g)[0].size() - 1) + 1;
@@ -210,10 +204,10 @@ std::optional<FormatMatch> match_mps(const MessageWindow& w) {
   e.framework = "pytorch-mps";
   e.format = "mps";
   e.set_field("backend", std::string("MPS"));
-  set_size(e, "mps_allocated", (*g)[1], LabelMeaning::kBinary);
-  set_size(e, "other_allocations", (*g)[2], LabelMeaning::kBinary);
-  set_size(e, "max_allowed", (*g)[3], LabelMeaning::kBinary);
-  set_size(e, "requested", (*g)[4], LabelMeaning::kBinary);
+  set_printed_size(e, "mps_allocated", (*g)[1], LabelMeaning::kBinary);
+  set_printed_size(e, "other_allocations", (*g)[2], LabelMeaning::kBinary);
+  set_printed_size(e, "max_allowed", (*g)[3], LabelMeaning::kBinary);
+  set_printed_size(e, "requested", (*g)[4], LabelMeaning::kBinary);
   if (matched((*g)[5])) e.set_field("pool", std::string((*g)[5]));
   m.lines_used = w.line_of(offset_in(w, (*g)[0]) + (*g)[0].size() - 1) + 1;
   return m;
@@ -230,9 +224,12 @@ std::optional<FormatMatch> match_garbage_size(const MessageWindow& w) {
   e.set_field("backend", backend_before(w.lines[0]).value_or("CUDA"));
   e.set_field("requested_text", std::string((*g)[1]));
   e.set_field("requested_unit", std::string((*g)[3]));
-  const int64_t count = std::stoll(std::string((*g)[2]));
+  // The bound is count x 2^60 (EB) or 2^50 (PB); one that does not fit in int64 stays null.
+  const auto count = parse_decimal<int64_t>((*g)[2]);
   const int shift = (*g)[3] == "EB" ? 60 : 50;
-  e.set_field("requested_lower_bound_bytes", static_cast<int64_t>(count << shift));
+  if (count && *count <= (INT64_MAX >> shift)) {
+    e.set_field("requested_lower_bound_bytes", static_cast<int64_t>(*count << shift));
+  }
   return m;
 }
 
@@ -243,7 +240,7 @@ std::optional<FormatMatch> match_thc(const MessageWindow& w) {
   FormatMatch m;
   m.event.framework = "pytorch";
   m.event.format = "pytorch_thc_cuda_runtime_oom";
-  m.event.set_field("cuda_error_code", static_cast<int64_t>(std::stoll(std::string((*g)[1]))));
+  if (auto code = parse_decimal<int64_t>((*g)[1])) m.event.set_field("cuda_error_code", *code);
   return m;
 }
 
@@ -257,7 +254,7 @@ std::optional<FormatMatch> match_th_host(const MessageWindow& w) {
   m.event.framework = "pytorch";
   m.event.format = "torch_th_host_oom";
   m.event.set_field("device_kind", std::string("CPU"));
-  set_size(m.event, "requested", (*g)[1], LabelMeaning::kBinary);
+  set_printed_size(m.event, "requested", (*g)[1], LabelMeaning::kBinary);
   return m;
 }
 

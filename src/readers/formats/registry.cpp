@@ -41,6 +41,14 @@ std::optional<Quantity> parse_printed_size(std::string_view text, LabelMeaning m
   return parse_quantity(text, meaning, /*decimal_comma=*/true);
 }
 
+bool set_printed_size(OomEvent& event, const std::string& name, std::string_view text, LabelMeaning meaning) {
+  if (text.data() == nullptr) return false;   // an optional group that did not match
+  auto q = parse_printed_size(text, meaning);
+  if (!q) return false;
+  event.set_quantity(name, *q);
+  return true;
+}
+
 const std::vector<MessageFormat>& message_formats() {
   // Order matters where two formats could claim one line: wrappers and specific texts come before
   // the generic "CUDA error: out of memory" family.

@@ -4,6 +4,7 @@
 // TensorFlow's "M"/"G"/"MiB" sizes are binary (strings::HumanReadableNumBytes).
 #include <fmt/format.h>
 
+#include "core/text.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
 
@@ -11,8 +12,6 @@ namespace oomdoc {
 namespace {
 
 const std::string kSize(kSizePattern);
-
-
 
 // Bytes per element of TensorFlow dtype names as the message prints them.
 std::optional<uint64_t> dtype_size(std::string_view dtype) {
@@ -30,7 +29,7 @@ void read_device_string(OomEvent& e, std::string_view device) {
   e.set_field("device_string", std::string(device));
   if (auto g = regex_search(re, device)) {
     e.set_field("device_kind", std::string((*g)[1]));
-    e.device = std::stoll(std::string((*g)[2]));
+    e.device = parse_decimal<int64_t>((*g)[2]);
   }
 }
 
@@ -42,23 +41,30 @@ std::optional<FormatMatch> match_oom_tensor(const MessageWindow& w) {
   OomEvent& e = m.event;
   std::vector<int64_t> shape;
   uint64_t elements = 1;
-  bool overflow = false;
+  bool overflow = false;      // the element count (or a dimension) beyond 64 bits: no bytes
+  bool shape_known = true;    // false when a dimension is beyond 64 bits: no shape either
   std::string dims((*g)[1]);
   size_t pos = 0;
   while (pos < dims.size()) {
     size_t comma = dims.find(',', pos);
     std::string part = dims.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     part.erase(0, part.find_first_not_of(' '));
+    part.erase(part.find_last_not_of(' ') + 1);
     if (!part.empty()) {
-      int64_t dim = std::stoll(part);
-      shape.push_back(dim);
-      if (dim != 0 && elements > UINT64_MAX / static_cast<uint64_t>(dim)) overflow = true;
-      elements *= static_cast<uint64_t>(dim);
+      auto dim = parse_decimal<int64_t>(part);
+      if (!dim) {
+        shape_known = false;
+        overflow = true;
+      } else {
+        shape.push_back(*dim);
+        if (*dim != 0 && elements > UINT64_MAX / static_cast<uint64_t>(*dim)) overflow = true;
+        elements *= static_cast<uint64_t>(*dim);
+      }
     }
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
-  e.set_field("shape", shape);
+  if (shape_known) e.set_field("shape", shape);
   if (matched((*g)[2])) {
     std::string dtype((*g)[2]);
     e.set_field("dtype", dtype);
@@ -89,9 +95,9 @@ std::optional<FormatMatch> match_bfc_oom(const MessageWindow& w) {
   std::string allocator((*g)[1]);
   e.set_field("allocator", allocator);
   static const RE2 device_re(R"(^(GPU|CPU|TPU|XPU)_(\d+)_bfc$)");
-  if (auto d = regex_search(device_re, allocator)) e.device = std::stoll(std::string((*d)[2]));
-  e.set_quantity("requested", *parse_printed_size((*g)[2], LabelMeaning::kBinary));
-  if (matched((*g)[3])) e.set_field("requested_rounded_bytes", static_cast<int64_t>(std::stoll(std::string((*g)[3]))));
+  if (auto d = regex_search(device_re, allocator)) e.device = parse_decimal<int64_t>((*d)[2]);
+  set_printed_size(e, "requested", (*g)[2], LabelMeaning::kBinary);
+  if (auto rounded = parse_decimal<int64_t>((*g)[3])) e.set_field("requested_rounded_bytes", *rounded);
   if (matched((*g)[4])) e.set_field("op", std::string((*g)[4]));
   // "The caller indicates that this is not a failure" marks a retryable, non-fatal warning; the
   // allocation summary dump is printed when the allocation really failed.
@@ -122,10 +128,10 @@ std::optional<FormatMatch> match_bfc_stats(const MessageWindow& w) {
   if (!g) return std::nullopt;
   auto m = new_match("tensorflow", "tf_bfc_stats");
   m.event.is_error = false;
-  m.event.set_quantity("in_use_chunks", *parse_printed_size((*g)[1], LabelMeaning::kBinary));
+  set_printed_size(m.event, "in_use_chunks", (*g)[1], LabelMeaning::kBinary);
   static const RE2 limit(R"(memory_limit_: (\d+))");
   if (auto l = regex_search(limit, w.flat); l && w.line_of(offset_in(w, (*l)[0])) <= 2) {
-    m.event.set_field("memory_limit_bytes", static_cast<int64_t>(std::stoll(std::string((*l)[1]))));
+    if (auto bytes = parse_decimal<int64_t>((*l)[1])) m.event.set_field("memory_limit_bytes", *bytes);
     m.lines_used = lines_through(w, (*l)[0]);
   }
   return m;
@@ -138,16 +144,17 @@ std::optional<FormatMatch> match_driver_alloc(const MessageWindow& w) {
   const bool rocm = (*g)[3].substr(0, 3) == "hip";
   auto m = new_match("tensorflow", rocm ? "tf_rocm_driver_alloc" : "tf_cuda_driver_alloc");
   OomEvent& e = m.event;
-  auto printed = *parse_printed_size((*g)[1], LabelMeaning::kBinary);
-  if (matched((*g)[2])) {
-    // An exact byte count is printed beside the rounded one: the exact one is the request.
-    e.set_field("requested_bytes_from_text", static_cast<int64_t>(printed.bytes));
-    printed.bytes = std::stoull(std::string((*g)[2]));
-    printed.tolerance_bytes = 0;
-  } else {
-    e.set_field("requested_bytes_from_text", static_cast<int64_t>(printed.bytes));
+  // A size no one prints (40 digits) leaves the request out; the status stands.
+  if (auto printed = parse_printed_size((*g)[1], LabelMeaning::kBinary)) {
+    e.set_field("requested_bytes_from_text", static_cast<int64_t>(printed->bytes));
+    // An exact byte count is printed beside the rounded one: the exact one is the request (when
+    // it fits in 64 bits; otherwise the rounded one stands).
+    if (auto exact = parse_decimal<uint64_t>((*g)[2])) {
+      printed->bytes = *exact;
+      printed->tolerance_bytes = 0;
+    }
+    e.set_quantity("requested", *printed);
   }
-  e.set_quantity("requested", printed);
   if (rocm) e.set_field("status", std::string((*g)[3]));
   return m;
 }
@@ -157,9 +164,10 @@ std::optional<FormatMatch> match_host_alloc(const MessageWindow& w) {
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
   auto m = new_match("tensorflow", "host_or_unified_alloc");
-  Quantity q = *parse_quantity(std::string((*g)[1]) + " bytes");
-  q.text = std::string((*g)[1]);
-  m.event.set_quantity("requested", q);
+  if (auto q = parse_quantity(std::string((*g)[1]) + " bytes")) {
+    q->text = std::string((*g)[1]);
+    m.event.set_quantity("requested", *q);
+  }
   m.event.set_field("memory_kind", std::string((*g)[2]));
   // The pinned-host warning that follows repeats the same request.
   if (w.lines.size() > 1 && w.lines[1].find("could not allocate pinned host memory") != std::string::npos) {
@@ -174,11 +182,11 @@ std::optional<FormatMatch> match_device_info(const MessageWindow& w) {
   if (!g) return std::nullopt;
   auto m = new_match("tensorflow", "tf_device_info");
   m.event.is_error = false;
-  m.event.set_quantity("total", *parse_printed_size((*g)[1], LabelMeaning::kBinary));
-  m.event.set_quantity("free", *parse_printed_size((*g)[2], LabelMeaning::kBinary));
+  set_printed_size(m.event, "total", (*g)[1], LabelMeaning::kBinary);
+  set_printed_size(m.event, "free", (*g)[2], LabelMeaning::kBinary);
   static const RE2 created(R"(Created TensorFlow device \((\S+) with (\d+ MB) memory\))");
   if (auto c = regex_search(created, w.flat); c && w.line_of(offset_in(w, (*c)[0])) <= 3) {
-    m.event.set_quantity("tf_device_memory_limit", *parse_printed_size((*c)[2], LabelMeaning::kBinary));
+    set_printed_size(m.event, "tf_device_memory_limit", (*c)[2], LabelMeaning::kBinary);
     m.lines_used = lines_through(w, (*c)[0]);
   }
   return m;

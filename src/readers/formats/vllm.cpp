@@ -4,8 +4,7 @@
 // (KV tokens, budget) that the error lines leave out.
 #include <fmt/format.h>
 
-#include <cstdlib>
-
+#include "core/text.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
 
@@ -14,23 +13,25 @@ namespace {
 
 const std::string kSize(kSizePattern);
 
-int64_t to_int(std::string_view digits) {
+// Integer fields ("131,072" -> 131072, thousands separators dropped) and decimal fields; a number
+// that does not fit leaves the field out (null in JSON).
+void set_int(OomEvent& e, std::string name, std::string_view digits) {
   std::string clean;
   for (char c : digits) if (c != ',') clean += c;
-  return std::stoll(clean);
+  if (auto v = parse_decimal<int64_t>(clean)) e.set_field(std::move(name), *v);
 }
 
-double to_double(std::string_view text) { return std::strtod(std::string(text).c_str(), nullptr); }
-
-
+void set_double(OomEvent& e, std::string name, std::string_view text) {
+  if (auto v = parse_decimal<double>(text)) e.set_field(std::move(name), *v);
+}
 
 std::optional<FormatMatch> match_max_seq_len(const MessageWindow& w) {
   static const RE2 re(R"(max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\))");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
   auto m = new_match("vllm", "vllm_max_seq_len_gt_kv_tokens");
-  m.event.set_field("max_model_len", to_int((*g)[1]));
-  m.event.set_field("kv_cache_tokens", to_int((*g)[2]));
+  set_int(m.event, "max_model_len", (*g)[1]);
+  set_int(m.event, "kv_cache_tokens", (*g)[2]);
   return m;
 }
 
@@ -42,13 +43,13 @@ std::optional<FormatMatch> match_kv_needed(const MessageWindow& w) {
   if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
   auto m = new_match("vllm", "vllm_kv_needed_gt_available");
   OomEvent& e = m.event;
-  e.set_field("max_model_len", to_int((*g)[1]));
-  e.set_quantity("kv_needed", *parse_printed_size((*g)[2], LabelMeaning::kBinary));
+  set_int(e, "max_model_len", (*g)[1]);
+  set_printed_size(e, "kv_needed", (*g)[2], LabelMeaning::kBinary);
   std::string_view available = (*g)[3];
   if (!available.empty() && available.front() != '-') {
-    e.set_quantity("kv_available", *parse_printed_size(available, LabelMeaning::kBinary));
+    set_printed_size(e, "kv_available", available, LabelMeaning::kBinary);
   }
-  if (matched((*g)[4])) e.set_field("estimated_max_model_len", to_int((*g)[4]));
+  if (matched((*g)[4])) set_int(e, "estimated_max_model_len", (*g)[4]);
   m.lines_used = lines_through(w, (*g)[0]);
   return m;
 }
@@ -63,7 +64,7 @@ std::optional<FormatMatch> match_sampler_warmup(const MessageWindow& w) {
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
   auto m = new_match("vllm", "vllm_sampler_warmup_oom");
-  m.event.set_field("dummy_requests", to_int((*g)[1]));
+  set_int(m.event, "dummy_requests", (*g)[1]);
   return m;
 }
 
@@ -79,14 +80,17 @@ std::optional<FormatMatch> match_startup_free_memory(const MessageWindow& w) {
   const bool is_error = (*g)[3].find("less than") != std::string_view::npos;
   auto m = new_match("vllm", "vllm_startup_free_memory", is_error);
   OomEvent& e = m.event;
-  auto total = *parse_printed_size((*g)[2], LabelMeaning::kBinary);
-  // The free figure shares the total's unit: "(110.37/121.69 GiB)".
-  auto free = parse_printed_size(std::string((*g)[1]) + " " + total.unit, LabelMeaning::kBinary);
-  free->text = std::string((*g)[1]);
-  e.set_quantity("free", *free);
-  e.set_quantity("total", total);
-  e.set_field("gpu_memory_utilization", to_double((*g)[4]));
-  e.set_quantity("requested", *parse_printed_size((*g)[5], LabelMeaning::kBinary));
+  // Sizes beyond what parse_printed_size reads (40 digits) are left out.
+  if (auto total = parse_printed_size((*g)[2], LabelMeaning::kBinary)) {
+    // The free figure shares the total's unit: "(110.37/121.69 GiB)".
+    if (auto free = parse_printed_size(std::string((*g)[1]) + " " + total->unit, LabelMeaning::kBinary)) {
+      free->text = std::string((*g)[1]);
+      e.set_quantity("free", *free);
+    }
+    e.set_quantity("total", *total);
+  }
+  set_double(e, "gpu_memory_utilization", (*g)[4]);
+  set_printed_size(e, "requested", (*g)[5], LabelMeaning::kBinary);
   // Newer versions go on with the measured usage and the --kv-cache-memory values that would fit.
   const std::string& line = w.lines[w.line_of(offset_in(w, (*g)[0]))];
   static const std::vector<std::pair<std::string, std::string>> usage = {
@@ -100,12 +104,12 @@ std::optional<FormatMatch> match_startup_free_memory(const MessageWindow& w) {
   };
   for (const auto& [pattern, name] : usage) {
     RE2 re(pattern);
-    if (auto u = regex_search(re, line)) e.set_quantity(name, *parse_printed_size((*u)[1], LabelMeaning::kBinary));
+    if (auto u = regex_search(re, line)) set_printed_size(e, name, (*u)[1], LabelMeaning::kBinary);
   }
   static const RE2 fit(R"(--kv-cache-memory=(\d+)`? \((\d+(?:\.\d+)?) GiB\) to fit)");
-  if (auto f = regex_search(fit, line)) e.set_field("kv_cache_memory_fit_bytes", to_int((*f)[1]));
+  if (auto f = regex_search(fit, line)) set_int(e, "kv_cache_memory_fit_bytes", (*f)[1]);
   static const RE2 full(R"(--kv-cache-memory=(\d+)`? \((\d+(?:\.\d+)?) GiB\) to fully)");
-  if (auto f = regex_search(full, line)) e.set_field("kv_cache_memory_full_bytes", to_int((*f)[1]));
+  if (auto f = regex_search(full, line)) set_int(e, "kv_cache_memory_full_bytes", (*f)[1]);
   m.lines_used = lines_through(w, (*g)[0]);
   return m;
 }
@@ -116,8 +120,8 @@ std::optional<FormatMatch> match_memory_profiling_error(const MessageWindow& w) 
   auto g = regex_search(re, w.flat);
   if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
   auto m = new_match("vllm", "vllm_memory_profiling_error");
-  if (matched((*g)[1])) m.event.set_quantity("initial_free", *parse_printed_size((*g)[1], LabelMeaning::kBinary));
-  if (matched((*g)[2])) m.event.set_quantity("current_free", *parse_printed_size((*g)[2], LabelMeaning::kBinary));
+  if (matched((*g)[1])) set_printed_size(m.event, "initial_free", (*g)[1], LabelMeaning::kBinary);
+  if (matched((*g)[2])) set_printed_size(m.event, "current_free", (*g)[2], LabelMeaning::kBinary);
   m.lines_used = lines_through(w, (*g)[0]);
   return m;
 }
@@ -191,16 +195,18 @@ std::optional<FormatMatch> match_info(const MessageWindow& w) {
         if (!q) continue;
         if (negative) {
           // A negative KV budget (weights and activations exceed the budget) cannot be a Quantity.
-          e.set_field(name + "_bytes", -static_cast<int64_t>(q->bytes));
+          if (!q->overflow && q->bytes <= static_cast<uint64_t>(INT64_MAX)) {
+            e.set_field(name + "_bytes", -static_cast<int64_t>(q->bytes));
+          }
           e.set_field(name + "_text", std::string(value));
           e.set_field(name + "_unit", q->unit);
         } else {
           e.set_quantity(name, *q);
         }
       } else if (kind == "i") {
-        e.set_field(name, to_int(value));
+        set_int(e, name, value);
       } else {
-        e.set_field(name, to_double(value));
+        set_double(e, name, value);
       }
     }
   }

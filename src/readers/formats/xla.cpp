@@ -1,5 +1,6 @@
 // XLA (JAX, PyTorch/XLA) RESOURCE_EXHAUSTED errors, with the BufferAssignment statistics that
 // follow them (xla/service/buffer_assignment.cc) and the device allocator's failed requests.
+#include "core/text.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
 
@@ -15,9 +16,10 @@ std::optional<FormatMatch> match_oom_bytes(const MessageWindow& w) {
   if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
   auto m = new_match("jax", "xla_oom_bytes");
   OomEvent& e = m.event;
-  Quantity q = *parse_quantity(std::string((*g)[1]) + " bytes");
-  q.text = std::string((*g)[1]) + " bytes";
-  e.set_quantity("requested", q);
+  if (auto q = parse_quantity(std::string((*g)[1]) + " bytes")) {
+    q->text = std::string((*g)[1]) + " bytes";
+    e.set_quantity("requested", *q);
+  }
   size_t end = offset_in(w, (*g)[0]) + (*g)[0].size();
   // "BufferAssignment stats:" lines: each "<kind> allocation: <size>" and the total.
   static const RE2 stat("\\n\\s*(parameter|constant|maybe_live_out|preallocated temp|total) allocation:\\s*(" + kSize + ")");
@@ -25,14 +27,14 @@ std::optional<FormatMatch> match_oom_bytes(const MessageWindow& w) {
   while (auto s = regex_search(stat, w.flat, from)) {
     std::string kind((*s)[1]);
     for (char& c : kind) if (c == ' ') c = '_';
-    e.set_quantity("xla_" + kind + "_allocation", *parse_printed_size((*s)[2], LabelMeaning::kBinary));
+    set_printed_size(e, "xla_" + kind + "_allocation", (*s)[2], LabelMeaning::kBinary);
     from = offset_in(w, (*s)[0]) + (*s)[0].size();
     end = from;
   }
   static const RE2 frag("\\n\\s*total fragmentation:\\s*(" + kSize + ")");
   if (auto f = regex_search(frag, w.flat, end)) {
     if (w.line_of(offset_in(w, (*f)[0]) + 1) <= w.line_of(end) + 1) {
-      e.set_quantity("xla_total_fragmentation", *parse_printed_size((*f)[1], LabelMeaning::kBinary));
+      set_printed_size(e, "xla_total_fragmentation", (*f)[1], LabelMeaning::kBinary);
       end = offset_in(w, (*f)[0]) + (*f)[0].size();
     }
   }
@@ -45,14 +47,18 @@ std::optional<FormatMatch> match_failed_request(const MessageWindow& w) {
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
   auto m = new_match("jax", "xla_failed_request");
-  auto q = *parse_printed_size((*g)[1], LabelMeaning::kBinary);
-  if (matched((*g)[2])) {
-    m.event.set_field("requested_bytes_from_text", static_cast<int64_t>(q.bytes));
-    q.bytes = std::stoull(std::string((*g)[2]));
-    q.tolerance_bytes = 0;
+  // A size beyond what parse_printed_size reads (40 digits) leaves the request out.
+  if (auto q = parse_printed_size((*g)[1], LabelMeaning::kBinary)) {
+    if (matched((*g)[2])) {
+      m.event.set_field("requested_bytes_from_text", static_cast<int64_t>(q->bytes));
+      if (auto exact = parse_decimal<uint64_t>((*g)[2])) {
+        q->bytes = *exact;
+        q->tolerance_bytes = 0;
+      }
+    }
+    m.event.set_quantity("requested", *q);
   }
-  m.event.set_quantity("requested", q);
-  m.event.device = std::stoll(std::string((*g)[3]));
+  m.event.device = parse_decimal<int64_t>((*g)[3]);
   return m;
 }
 
