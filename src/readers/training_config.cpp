@@ -354,6 +354,24 @@ Status set_padding_free(const YAML::Node& n, std::string_view key, Reader& r) {
   return Ok{};
 }
 
+// TrainingArguments.accelerator_config: gradient_accumulation_kwargs.sync_each_batch decides
+// whether FSDP accumulates unsharded gradients under no_sync() (false, the default) or not.
+Status set_accelerator_config(const YAML::Node& n, std::string_view key, Reader& r) {
+  if (n.IsNull()) return Ok{};
+  if (!n.IsMap()) return make_error(fmt::format("{}: expected a map", r.where(n, key)));
+  const YAML::Node kwargs = n["gradient_accumulation_kwargs"];
+  if (!kwargs || kwargs.IsNull()) return Ok{};
+  if (!kwargs.IsMap()) {
+    return make_error(fmt::format("{}: expected a map", r.where(kwargs, "gradient_accumulation_kwargs")));
+  }
+  if (const YAML::Node sync = kwargs["sync_each_batch"]; sync && !sync.IsNull()) {
+    auto v = as_bool(sync, "sync_each_batch", r);
+    if (!v) return v.error();
+    r.out.job.sync_each_batch = *v;
+  }
+  return Ok{};
+}
+
 Status set_disable_gc(const YAML::Node& n, std::string_view key, Reader& r) {
   auto v = as_bool(n, key, r);
   if (!v) return v.error();
@@ -545,6 +563,7 @@ void add_hf_keys(Table& t) {
   t["deepspeed"] = set_deepspeed;
   t["fsdp"] = set_fsdp;
   t["fsdp_config"] = set_fsdp_config;
+  t["accelerator_config"] = set_accelerator_config;
   t["use_liger_kernel"] = set_loss("fused_linear");
   // TRL SFTConfig.
   t["max_seq_length"] = set_count(&Job::seq_len);   // TRL < 0.20
@@ -644,7 +663,7 @@ const std::set<std::string>& no_effect_keys() {
       "eval_steps", "dataloader_num_workers", "dataloader_prefetch_factor", "past_index",
       "run_name", "disable_tqdm", "remove_unused_columns", "label_names",
       "load_best_model_at_end", "metric_for_best_model", "greater_is_better", "ignore_data_skip",
-      "fsdp_min_num_params", "fsdp_transformer_layer_cls_to_wrap", "accelerator_config",
+      "fsdp_min_num_params", "fsdp_transformer_layer_cls_to_wrap",
       "label_smoothing_factor", "optim_args", "adafactor", "group_by_length", "length_column_name",
       "report_to", "ddp_find_unused_parameters", "ddp_bucket_cap_mb", "ddp_broadcast_buffers",
       "dataloader_pin_memory", "dataloader_persistent_workers", "skip_memory_metrics",

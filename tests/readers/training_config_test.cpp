@@ -127,6 +127,19 @@ TEST(TrainingConfig, TrainingArgumentsJsonDump) {
   EXPECT_THAT(config->unknown_keys, IsEmpty());
 }
 
+// accelerator_config.gradient_accumulation_kwargs.sync_each_batch: FSDP without no_sync.
+TEST(TrainingConfig, TrainingArgumentsSyncEachBatch) {
+  auto config = read_training_config(fixture_path("fit/hf_training_args_fsdp_sync.json"));
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->job.parallelism, "fsdp_full_shard");
+  EXPECT_EQ(config->job.grad_accum_steps, 8u);
+  EXPECT_EQ(config->job.sync_each_batch, true);
+  EXPECT_THAT(config->unknown_keys, IsEmpty());
+  auto dump = read_training_config(fixture_path("fit/hf_training_args.json"));
+  ASSERT_TRUE(dump.ok());
+  EXPECT_FALSE(dump->job.sync_each_batch.has_value());
+}
+
 TEST(TrainingConfig, TrlCliYamlWithModelConfigKeys) {
   auto config = read_training_config(fixture_path("fit/trl_sft_qlora.yaml"));
   ASSERT_TRUE(config.ok()) << config.error().message;
