@@ -116,6 +116,9 @@ class SnapshotFolder : public pickle::Folder {
       while (!take(SETITEMS)) {
         Value key, value;
         if (!scalar(key) || key.tag() != Tag::kStr) return false;
+        // A frame's key: a frame dict (seen once each; the VM folds it). Declined at once rather
+        // than after its strings are interned twice.
+        if (key.id() == kFilename || key.id() == kName || key.id() == kLine) return false;
         bool frame_list = key.id() == kFrames && p_ != end_ && *p_ == EMPTY_LIST;
         if (!(frame_list ? frames(value) : scalar(value))) return false;
         if (key.id() < kKeyCount) {
