@@ -46,6 +46,19 @@ Job inference(uint64_t batch, uint64_t prompt, uint64_t new_tokens) {
   return job;
 }
 
+// Fit options for n of a catalog GPU, as `oomdoc fit --gpu NAME --gpus N` builds them.
+FitOptions options_for(const GpuSpec& gpu, uint64_t n) {
+  FitOptions options;
+  options.gpu_name = gpu.name;
+  options.total_bytes = gpu.total_bytes;
+  options.gpu_has_bf16 = gpu.bf16;
+  options.num_gpus = n;
+  options.gpu_nvlink = gpu.nvlink;
+  options.gpu_interconnect = gpu.interconnect;
+  options.gpu_vendor = gpu.vendor;
+  return options;
+}
+
 bool is_model_parallel(const FitChange& c) {
   return c.id == "tensor_parallel" || c.id == "pipeline_parallel" || c.id == "tensor_pipeline_parallel";
 }
@@ -92,14 +105,7 @@ TEST_P(FitPlanProperty, PlanFitsAndNoCheaperStepAloneWould) {
   ASSERT_TRUE(gpu.ok()) << gpu.error().message;
   Job job = c.job;
   job.model = c.model;
-  FitOptions options;
-  options.gpu_name = gpu->name;
-  options.total_bytes = gpu->total_bytes;
-  options.gpu_has_bf16 = gpu->bf16;
-  options.num_gpus = c.gpus;
-  options.gpu_nvlink = gpu->nvlink;
-  options.gpu_interconnect = gpu->interconnect;
-  options.gpu_vendor = gpu->vendor;
+  FitOptions options = options_for(*gpu, c.gpus);
   auto report = fit_job(*model, job, options);
   ASSERT_TRUE(report.ok()) << report.error().message;
   ASSERT_FALSE(report->fits_target) << "the case should need a plan";
@@ -168,13 +174,7 @@ TEST(FitPlan, SameMethodAlternativeWithTensorParallel) {
   Job job = training("train_full", 1, 8192);
   job.model = "meta-llama/Llama-3.1-70B";
   job.attention_impl = "flash";
-  FitOptions options;
-  options.gpu_name = gpu->name;
-  options.total_bytes = gpu->total_bytes;
-  options.gpu_has_bf16 = gpu->bf16;
-  options.num_gpus = 16;
-  options.gpu_nvlink = gpu->nvlink;
-  options.gpu_interconnect = gpu->interconnect;
+  FitOptions options = options_for(*gpu, 16);
   auto report = fit_job(*model, job, options);
   ASSERT_TRUE(report.ok()) << report.error().message;
   ASSERT_TRUE(report->plan.has_value());
@@ -216,11 +216,7 @@ TEST(FitPlan, FsdpAccumulationIsFixedBySyncingEachMicroBatch) {
   job.gradient_checkpointing = "full";
   job.parallelism = "fsdp_full_shard";
   job.num_gpus = 4;
-  FitOptions options;
-  options.gpu_name = gpu->name;
-  options.total_bytes = gpu->total_bytes;
-  options.gpu_has_bf16 = gpu->bf16;
-  options.num_gpus = 4;
+  FitOptions options = options_for(*gpu, 4);
   auto report = fit_job(*model, job, options);
   ASSERT_TRUE(report.ok()) << report.error().message;
   EXPECT_FALSE(report->fits);
