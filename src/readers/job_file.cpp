@@ -26,15 +26,6 @@ const std::set<std::string> kLossImpl = {"standard", "chunked", "fused_linear"};
 const std::set<std::string> kKvDtypes = {"auto", "fp32", "bf16", "fp16", "fp8", "int8"};
 const std::set<std::string> kOptimizerImpl = {"foreach", "fused", "for_loop"};
 const std::set<std::string> kAdapterDtype = {"fp32", "model"};
-const std::set<std::string> kKeys = {
-    "model", "task", "precision", "weight_quantization", "double_quant", "group_size", "optimizer",
-    "fused_backward", "micro_batch_size", "grad_accum_steps", "seq_len", "padding_free",
-    "gradient_checkpointing", "attention_impl", "lora", "num_gpus", "parallelism", "tp", "pp", "cp",
-    "offload", "loss_impl", "batch_size", "prompt_len", "max_new_tokens", "kv_cache_dtype",
-    // The software stack's behaviour (defaults follow current PyTorch / PEFT; docs/estimate.md).
-    "optimizer_impl", "adapter_dtype", "compile", "loss_upcast", "zero_grad_to_none", "sync_each_batch",
-    "lazy_module_loading", "prefill_chunk"};
-
 std::string join(const std::set<std::string>& values) {
   std::string out;
   for (const auto& v : values) out += (out.empty() ? "" : ", ") + v;
@@ -74,7 +65,20 @@ class Reader {
     out = v.get<bool>();
     return Ok{};
   }
-  bool present(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  // Every key is asked for by name, so what was asked is the set of known keys.
+  bool present(const char* key) {
+    asked_.insert(key);
+    return j_.contains(key) && !j_.at(key).is_null();
+  }
+  // The first key of the file that nothing asked for.
+  Status no_unknown_keys() const {
+    for (const auto& [key, value] : j_.items()) {
+      if (!asked_.count(key)) {
+        return make_error(fmt::format("{}: unknown key \"{}\" (keys: {})", source_, key, join(asked_)));
+      }
+    }
+    return Ok{};
+  }
   Error error(const std::string& key, const std::string& what) const {
     return make_error(fmt::format("{}: {}: {}", source_, key, what));
   }
@@ -82,6 +86,7 @@ class Reader {
  private:
   const json& j_;
   const std::string& source_;
+  std::set<std::string> asked_;
 };
 
 #define TRY(expr)                 \
@@ -96,11 +101,6 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
   json j = json::parse(text.begin(), text.end(), nullptr, false);
   if (j.is_discarded()) return make_error(fmt::format("{}: not valid JSON", source));
   if (!j.is_object()) return make_error(fmt::format("{}: a job file is one JSON object", source));
-  for (const auto& [key, value] : j.items()) {
-    if (!kKeys.count(key)) {
-      return make_error(fmt::format("{}: unknown key \"{}\" (keys: {})", source, key, join(kKeys)));
-    }
-  }
   Reader r(j, source);
   Job job;
   if (r.present("model")) {
@@ -181,6 +181,7 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
     }
     job.lora = lora;
   }
+  TRY(r.no_unknown_keys());
   TRY(validate_job(job, source));
   return job;
 }
