@@ -8,9 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-300}"
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DOOMDOC_BUILD_FUZZ=ON -DOOMDOC_BUILD_TESTS=OFF \
-  -DOOMDOC_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-fuzz --target explain_fuzz -j2
+fuzz/build_fuzzer.sh explain_fuzz
 mkdir -p build-fuzz/corpus-explain build-fuzz/crashes-explain
 build-fuzz/fuzz/explain_fuzz build-fuzz/corpus-explain fuzz/explain_seeds tests/fixtures/explain/fuzz examples \
   -dict=fuzz/explain.dict -max_total_time="$seconds" -max_len=16384 -rss_limit_mb=2048 -timeout=20 \

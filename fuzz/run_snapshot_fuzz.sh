@@ -6,9 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-600}"
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DOOMDOC_BUILD_FUZZ=ON -DOOMDOC_BUILD_TESTS=OFF \
-  -DOOMDOC_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-fuzz --target snapshot_fuzz -j2
+fuzz/build_fuzzer.sh snapshot_fuzz
 mkdir -p build-fuzz/corpus build-fuzz/crashes
 seeds=(tests/fixtures/snapshot)
 if [ -n "${OOMDOC_CORPUS:-}" ]; then seeds+=("$OOMDOC_CORPUS/snapshots"); fi
