@@ -272,10 +272,6 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
   return out;
 }
 
-// Accelerate's switch for FSDP accumulation without no_sync() (transformers AcceleratorConfig,
-// GradientAccumulationPlugin.sync_each_batch).
-constexpr const char* kSyncEachBatchSetting = "{\"gradient_accumulation_kwargs\": {\"sync_each_batch\": True}}";
-
 // ZeRO-2 and FSDP: a setting, the model code unchanged.
 std::vector<Candidate> data_sharding_candidates(const Job& job, uint64_t num_gpus) {
   std::vector<Candidate> out;
@@ -305,7 +301,7 @@ std::vector<Candidate> data_sharding_candidates(const Job& job, uint64_t num_gpu
     c.change.cost = "about 1.5x DDP's communication (parameters gathered each step; "
                     "Rajbhandari et al. 2020); fast over NVLink, slower over PCIe";
     c.change.settings = {{"TrainingArguments", "fsdp", "\"full_shard auto_wrap\""},
-                         {"TrainingArguments", "accelerator_config", kSyncEachBatchSetting}};
+                         {"TrainingArguments", "accelerator_config", std::string(kSyncEachBatchAcceleratorConfig)}};
     c.apply = [num_gpus](Job& j) {
       j.parallelism = "fsdp_full_shard";
       j.num_gpus = num_gpus;
@@ -329,7 +325,7 @@ std::vector<Candidate> sync_each_batch_candidates(const Job& job) {
   return {candidate("sync_each_batch", "fsdp_sync_each_batch", 2,
                     "reduce-scatter the gradients after every micro-batch (FSDP without no_sync)",
                     "one gradient reduce-scatter per micro-batch instead of per optimizer step",
-                    {{"TrainingArguments", "accelerator_config", kSyncEachBatchSetting}},
+                    {{"TrainingArguments", "accelerator_config", std::string(kSyncEachBatchAcceleratorConfig)}},
                     [](Job& j) { j.sync_each_batch = true; })};
 }
 

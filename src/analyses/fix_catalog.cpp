@@ -8,6 +8,8 @@
 namespace oomdoc {
 
 const std::vector<FixInfo>& fix_catalog() {
+  static const std::string sync_each_batch_snippet =
+      "accelerator_config=" + std::string(kSyncEachBatchAcceleratorConfig) + "  # TrainingArguments";
   static const std::vector<FixInfo> catalog = {
       // ---- free: change nothing about the model or the data ----
       {"release_references", "Stop keeping tensors (and their graphs) alive across steps",
@@ -58,7 +60,7 @@ const std::vector<FixInfo>& fix_catalog() {
       {"smaller_batch", "Smaller micro-batch, same effective batch through accumulation",
        "per_device_train_batch_size=B/2, gradient_accumulation_steps=2*A", 5, "some throughput"},
       {"fsdp_sync_each_batch", "With FSDP and accumulation, reduce-scatter gradients after every micro-batch",
-       "accelerator_config={\"gradient_accumulation_kwargs\": {\"sync_each_batch\": True}}  # TrainingArguments", 5,
+       sync_each_batch_snippet, 5,
        "one reduce-scatter per micro-batch instead of per step"},
       {"shorter_sequence", "Shorter sequences (truncate, or pack without padding)",
        "max_seq_length=L  # or padding_free=True / group_by_length=True", 6, "truncated examples"},

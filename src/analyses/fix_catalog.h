@@ -24,6 +24,11 @@ const std::vector<FixInfo>& fix_catalog();
 // PYTORCH_CUDA_ALLOC_CONF (pytorch/pytorch#183387). Setting both works on every version; the
 // expandable_segments snippet, fit's settings and `oomdoc run --alloc-conf` all set these two.
 inline constexpr std::string_view kAllocatorConfVariables[] = {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"};
+// Hugging Face TrainingArguments' accelerator_config that makes FSDP reduce-scatter gradients after
+// every micro-batch instead of accumulating them unsharded under no_sync() (Accelerate's
+// GradientAccumulationPlugin.sync_each_batch); the fsdp_sync_each_batch snippet and fit's settings.
+inline constexpr std::string_view kSyncEachBatchAcceleratorConfig =
+    R"({"gradient_accumulation_kwargs": {"sync_each_batch": True}})";
 // The entry for id; aborts on an unknown id (a programming error, caught by tests).
 const FixInfo& fix_info(std::string_view id);
 
