@@ -272,6 +272,13 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
   return out;
 }
 
+// FSDP full sharding in TrainingArguments, reduce-scattering after every micro-batch (what the
+// prediction assumes once the job shards: Job::sync_each_batch).
+std::vector<FitSetting> fsdp_full_shard_settings() {
+  return {{"TrainingArguments", "fsdp", "\"full_shard auto_wrap\""},
+          {"TrainingArguments", "accelerator_config", std::string(kSyncEachBatchAcceleratorConfig)}};
+}
+
 // ZeRO-2 and FSDP: a setting, the model code unchanged.
 std::vector<Candidate> data_sharding_candidates(const Job& job, uint64_t num_gpus) {
   std::vector<Candidate> out;
@@ -300,8 +307,7 @@ std::vector<Candidate> data_sharding_candidates(const Job& job, uint64_t num_gpu
     c.change.title = fmt::format("FSDP full sharding (ZeRO-3) across the {} GPUs", num_gpus);
     c.change.cost = "about 1.5x DDP's communication (parameters gathered each step; "
                     "Rajbhandari et al. 2020); fast over NVLink, slower over PCIe";
-    c.change.settings = {{"TrainingArguments", "fsdp", "\"full_shard auto_wrap\""},
-                         {"TrainingArguments", "accelerator_config", std::string(kSyncEachBatchAcceleratorConfig)}};
+    c.change.settings = fsdp_full_shard_settings();
     c.apply = [num_gpus](Job& j) {
       j.parallelism = "fsdp_full_shard";
       j.num_gpus = num_gpus;
@@ -1024,7 +1030,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       a.change.title = fmt::format("{} GPUs instead of {}", n, options.num_gpus);
       a.change.cost = "hardware: more cards, and sharding's communication";
       if (is_training(given) && !is_sharded(given)) {
-        a.change.settings = {{"TrainingArguments", "fsdp", "\"full_shard auto_wrap\""}};
+        a.change.settings = fsdp_full_shard_settings();  // what sharded_over() predicts
       }
       a.change.predicted = *p;
       if (auto price = options.prices.find(options.gpu_name); price != options.prices.end()) {

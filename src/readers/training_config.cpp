@@ -358,7 +358,12 @@ Status set_padding_free(const YAML::Node& n, std::string_view key, Reader& r) {
 // whether FSDP accumulates unsharded gradients under no_sync() (false, the default) or not.
 Status set_accelerator_config(const YAML::Node& n, std::string_view key, Reader& r) {
   if (n.IsNull()) return Ok{};
-  if (!n.IsMap()) return make_error(fmt::format("{}: expected a map", r.where(n, key)));
+  if (n.IsScalar()) {  // transformers also takes the path of a JSON file here
+    r.warn(fmt::format("{}: the file '{}' is not read; sync_each_batch is taken as false (Accelerate's "
+                       "default)", r.where(n, key), n.Scalar()));
+    return Ok{};
+  }
+  if (!n.IsMap()) return make_error(fmt::format("{}: expected a map or a file path", r.where(n, key)));
   const YAML::Node kwargs = n["gradient_accumulation_kwargs"];
   if (!kwargs || kwargs.IsNull()) return Ok{};
   if (!kwargs.IsMap()) {

@@ -82,9 +82,7 @@ Result<double> number(const std::string& flag, const std::string& value) {
 }
 
 bool truthy(const std::string& value) {
-  std::string lower = value;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = to_lower(value);
   return !(lower == "false" || lower == "0" || lower == "no" || lower == "none");
 }
 
@@ -493,7 +491,9 @@ Result<ServeConfig> parse_vllm_command_line(const std::vector<std::string>& inpu
     }
     config.launcher = "docker " + words[image];
     const std::string& name = words[image];
-    if (size_t colon = name.rfind(':'); colon != std::string::npos && colon > name.rfind('/')) {
+    // The tag follows the last ':' after the last '/' (a registry host may carry a port).
+    const size_t colon = name.rfind(':'), slash = name.rfind('/');
+    if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
       config.image_tag = name.substr(colon + 1);
     }
     status = read_flags(words, image + 1, /*model_positional=*/true, config);

@@ -138,6 +138,11 @@ TEST(TrainingConfig, TrainingArgumentsSyncEachBatch) {
   auto dump = read_training_config(fixture_path("fit/hf_training_args.json"));
   ASSERT_TRUE(dump.ok());
   EXPECT_FALSE(dump->job.sync_each_batch.has_value());
+  // transformers also accepts a JSON file's path there: not read, said so, not an error.
+  auto path = read_training_config(fixture_path("fit/hf_training_args_accelerator_path.yaml"));
+  ASSERT_TRUE(path.ok()) << path.error().message;
+  EXPECT_FALSE(path->job.sync_each_batch.has_value());
+  EXPECT_THAT(path->warnings, Contains(HasSubstr("accelerator_config: the file 'accel.json' is not read")));
 }
 
 TEST(TrainingConfig, TrlCliYamlWithModelConfigKeys) {

@@ -138,5 +138,18 @@ TEST(VllmTokenCount, HumanReadableLikeVllm) {
   EXPECT_FALSE(parse_vllm_token_count("99999999999999999999G"));
 }
 
+// The image tag names the vLLM version (its defaults differ): with or without an org, with a
+// registry port, and none at all.
+TEST(VllmArgs, DockerImageTag) {
+  auto tag = [](const std::string& image) {
+    return parse_ok({"docker", "run", "--gpus", "all", image, "--model", "m"}).image_tag;
+  };
+  EXPECT_EQ(tag("vllm/vllm-openai:v0.6.0"), "v0.6.0");
+  EXPECT_EQ(tag("vllm-openai:v0.6.0"), "v0.6.0");
+  EXPECT_EQ(tag("registry:5000/vllm/vllm-openai:v0.8.5"), "v0.8.5");
+  EXPECT_FALSE(tag("registry:5000/vllm/vllm-openai").has_value());
+  EXPECT_FALSE(tag("vllm/vllm-openai").has_value());
+}
+
 }  // namespace
 }  // namespace oomdoc
