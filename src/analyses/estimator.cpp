@@ -198,18 +198,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     return make_error(fmt::format("num_gpus {} is not a multiple of tp*pp*cp = {}", p.num_gpus, p.tp * p.pp * p.cp));
   }
   p.dp = p.num_gpus / (p.tp * p.pp * p.cp);
-  // Tensor parallelism splits attention by heads: every rank needs whole query heads, and whole
-  // key/value heads, or (tp above the kv head count) an equal number of copies of each, as
-  // Megatron-LM and vLLM assert. MLA's latent is not split by head.
-  if (p.tp > 1 && m.num_attention_heads % p.tp) {
-    return make_error(fmt::format("tp {} does not divide the model's {} attention heads (each tensor-parallel rank "
-                                  "needs whole heads)", p.tp, m.num_attention_heads));
-  }
-  if (p.tp > 1 && m.attention == AttentionKind::kMultiHead && m.num_kv_heads &&
-      (p.tp <= m.num_kv_heads ? m.num_kv_heads % p.tp : p.tp % m.num_kv_heads)) {
-    return make_error(fmt::format("tp {} does not fit the model's {} key/value heads (they must split evenly across "
-                                  "the tp ranks, or tp be a multiple of them)", p.tp, m.num_kv_heads));
-  }
+  if (std::string problem = tensor_parallel_problem(m, p.tp); !problem.empty()) return make_error(problem);
   if (!job.parallelism && p.dp > 1) assume("parallelism: ddp (not given)");
   for (const auto& o : job.offload) {
     if (o == "optimizer") p.offload_optimizer = true;

@@ -10,6 +10,7 @@
 #include "analyses/estimator.h"
 #include "analyses/fix_catalog.h"
 #include "core/text.h"
+#include "model/architecture.h"
 #include "core/units.h"
 #include "readers/gpu_catalog.h"
 
@@ -336,8 +337,8 @@ std::vector<Candidate> sync_each_batch_candidates(const Job& job) {
 }
 
 // Tensor and pipeline parallel degrees worth trying on n GPUs for this model: TP up to 8 (one
-// NVLink server, Narayanan et al. 2021, takeaway #1) dividing the query and key/value heads (Megatron
-// asserts both), PP up to the number of layers; tp x pp divides n, the rest is data parallel.
+// NVLink server, Narayanan et al. 2021, takeaway #1) that splits the heads as the estimator
+// accepts (tensor_parallel_problem), PP up to the number of layers; tp x pp divides n, the rest is data parallel.
 // Ordered by how much they cost: fewer model-parallel GPUs first; between equal products, TP first
 // on an NVLink-class interconnect and PP first without one (TP all-reduces inside every layer, PP
 // only sends activations between neighbouring stages).
@@ -345,10 +346,9 @@ std::vector<std::pair<uint64_t, uint64_t>> model_parallel_layouts(const ModelSpe
                                                                   bool fast_interconnect,
                                                                   uint64_t min_tp, uint64_t min_pp) {
   std::vector<std::pair<uint64_t, uint64_t>> out;
-  const uint64_t heads = model.num_attention_heads, kv = model.kv_heads_or_default();
   for (uint64_t tp = 1; tp <= std::min<uint64_t>(n, 8); tp *= 2) {
     if (tp < min_tp || n % tp != 0) continue;
-    if (tp > 1 && (heads == 0 || heads % tp != 0 || kv % tp != 0)) continue;
+    if (!tensor_parallel_problem(model, tp).empty()) continue;
     for (uint64_t pp = 1; tp * pp <= n; pp *= 2) {
       if (pp < min_pp || (n / tp) % pp != 0 || tp * pp == 1) continue;
       if (tp == min_tp && pp == min_pp) continue;   // the layout the job already has

@@ -338,4 +338,18 @@ Status validate_shape(const ModelSpec& m, const std::string& source, ShapeFieldN
   return Ok{};
 }
 
+std::string tensor_parallel_problem(const ModelSpec& m, uint64_t tp) {
+  if (tp <= 1) return "";
+  if (m.num_attention_heads == 0 || m.num_attention_heads % tp) {
+    return fmt::format("tp {} does not divide the model's {} attention heads (each tensor-parallel rank "
+                       "needs whole heads)", tp, m.num_attention_heads);
+  }
+  if (m.attention == AttentionKind::kMultiHead && m.num_kv_heads &&
+      (tp <= m.num_kv_heads ? m.num_kv_heads % tp : tp % m.num_kv_heads)) {
+    return fmt::format("tp {} does not fit the model's {} key/value heads (they must split evenly across "
+                       "the tp ranks, or tp be a multiple of them)", tp, m.num_kv_heads);
+  }
+  return "";
+}
+
 }  // namespace oomdoc

@@ -69,4 +69,10 @@ bool lora_matches(const LinearShape& linear, const LoraSettings& lora);
 // Trainable LoRA parameters: r * (in + out) per targeted Linear (per expert copy, per layer).
 uint64_t lora_parameter_count(const ModelSpec& model, const LoraSettings& lora);
 
+// Why tensor parallelism of degree tp cannot split this model's attention, or an empty string
+// when it can. Every rank needs whole query heads, and whole key/value heads or (tp above the
+// kv head count) an equal number of copies of each, as Megatron-LM and vLLM assert; MLA's latent
+// is not split by head. The estimator reports it; fit only offers degrees without one.
+std::string tensor_parallel_problem(const ModelSpec& m, uint64_t tp);
+
 }  // namespace oomdoc

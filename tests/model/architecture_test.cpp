@@ -107,5 +107,27 @@ TEST(Architecture, ValidateShapeNamesConfigKeysOrFlags) {
   EXPECT_TRUE(validate_shape(m, "config.json"));
 }
 
+// One rule for tensor parallelism, shared by estimate (which reports it) and fit (which only
+// offers degrees it accepts): whole query heads per rank; kv heads split evenly, or replicated
+// when tp is a multiple of them; MLA's latent is not split by head.
+TEST(Architecture, TensorParallelProblem) {
+  ModelSpec m;
+  m.num_attention_heads = 12;
+  m.num_kv_heads = 2;
+  EXPECT_EQ(tensor_parallel_problem(m, 1), "");
+  EXPECT_EQ(tensor_parallel_problem(m, 2), "");
+  EXPECT_EQ(tensor_parallel_problem(m, 4), "");  // each kv head copied to two ranks
+  EXPECT_EQ(tensor_parallel_problem(m, 8),
+            "tp 8 does not divide the model's 12 attention heads (each tensor-parallel rank needs whole heads)");
+  m.num_kv_heads = 3;
+  EXPECT_EQ(tensor_parallel_problem(m, 2),
+            "tp 2 does not fit the model's 3 key/value heads (they must split evenly across the tp ranks, or "
+            "tp be a multiple of them)");
+  m.attention = AttentionKind::kMultiLatent;
+  EXPECT_EQ(tensor_parallel_problem(m, 2), "");
+  m.num_attention_heads = 0;
+  EXPECT_NE(tensor_parallel_problem(m, 2), "");
+}
+
 }  // namespace
 }  // namespace oomdoc
