@@ -210,7 +210,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // LitGPT and torchtune create them in the model's dtype.
   if (job.adapter_dtype) {
     const std::string& d = *job.adapter_dtype;
-    p.adapter_bytes = d == "model" ? p.param_bytes : d == "fp32" ? 4 : 2;
+    p.adapter_bytes = d == "model" ? p.param_bytes : 4;  // "fp32" (PEFT) or the model's dtype
   }
   // torch.optim defaults to the foreach implementation on CUDA since PyTorch 2.0
   // (torch/optim/optimizer.py _default_to_fused_or_foreach); before, and in transformers'
@@ -507,9 +507,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   const bool shard_grads = p.dp > 1 && (shard_params || p.parallelism == "zero2" || p.parallelism == "fsdp_shard_grad_op");
   const bool shard_states = p.dp > 1 && (shard_grads || p.parallelism == "zero1");
   // hybrid_shard shards within a node of 8 GPUs and replicates across nodes (FSDP HYBRID_SHARD).
-  const double param_shards = shard_params ? (p.parallelism == "hybrid_shard" ? std::min<double>(p.dp, 8) : p.dp) : 1;
-  const double grad_shards = shard_grads ? (p.parallelism == "hybrid_shard" ? std::min<double>(p.dp, 8) : p.dp) : 1;
-  const double state_shards = shard_states ? (p.parallelism == "hybrid_shard" ? std::min<double>(p.dp, 8) : p.dp) : 1;
+  const double shard_group = p.parallelism == "hybrid_shard" ? std::min<double>(p.dp, 8) : p.dp;
+  const double param_shards = shard_params ? shard_group : 1;
+  const double grad_shards = shard_grads ? shard_group : 1;
+  const double state_shards = shard_states ? shard_group : 1;
   const bool deepspeed = p.parallelism.rfind("zero", 0) == 0;
 
   Builder b;
@@ -601,8 +602,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   // micro-batches' gradients unsharded until the last one reduce-scatters them: "FSDP will
   // accumulate the full model gradients (instead of gradient shards) until the eventual sync"
   // (torch FullyShardedDataParallel.no_sync). DeepSpeed ZeRO reduces every micro-batch.
-  const bool fsdp = p.parallelism.rfind("fsdp", 0) == 0 || p.parallelism == "hybrid_shard";
-  const bool unsharded_accumulation = p.training && fsdp && shard_grads && p.accum > 1 && !p.sync_each_batch &&
+  const bool unsharded_accumulation = p.training && is_fsdp(p.parallelism) && shard_grads && p.accum > 1 && !p.sync_each_batch &&
                                       !p.fused_backward;
   double accumulating_grad_bytes = grad_bytes;
   if (unsharded_accumulation) {
@@ -905,7 +905,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   uint64_t allocated = 0;
   for (const auto& c : b.components) allocated += c.bytes;
   const uint64_t slack = static_cast<uint64_t>(std::round(allocated * kAllocatorSlack));
-  b.add("allocator_slack", static_cast<double>(slack), "caching allocator: cached and fragmented blocks (5%)");
+  b.add("allocator_slack", static_cast<double>(slack), fmt::format("caching allocator: cached and fragmented blocks ({:.0f}%)", kAllocatorSlack * 100));
   if (paged && optimizer_state > 0) b.add("paged_optimizer_state", optimizer_state, "bitsandbytes paged state in CUDA unified memory (not in PyTorch's counters)");
   const uint64_t context = cuda_context_bytes(p.lazy_module_loading);
   b.add("cuda_context", static_cast<double>(context), p.lazy_module_loading ? "CUDA context and kernels (lazy loading)" : "CUDA context and every kernel (eager module loading)");
@@ -948,8 +948,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   }
   if (m.source == "--params") band += 0.10;
   est.uncertainty_fraction = std::min(band, 0.5);
-  est.assumptions.push_back(fmt::format("CUDA context {} ({} module loading), allocator slack 5% of allocated",
-                                        format_bytes(context), p.lazy_module_loading ? "lazy" : "eager"));
+  est.assumptions.push_back(fmt::format("CUDA context {} ({} module loading), allocator slack {:.0f}% of allocated",
+                                        format_bytes(context), p.lazy_module_loading ? "lazy" : "eager", kAllocatorSlack * 100));
   return est;
 }
 

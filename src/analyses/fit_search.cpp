@@ -324,8 +324,7 @@ std::vector<Candidate> data_sharding_candidates(const Job& job, uint64_t num_gpu
 // step, and tried right after it (which may itself have introduced the accumulation).
 std::vector<Candidate> sync_each_batch_candidates(const Job& job) {
   const std::string parallelism = job.parallelism.value_or("ddp");
-  const bool fsdp = parallelism.rfind("fsdp", 0) == 0 || parallelism == "hybrid_shard";
-  if (!is_training(job) || !fsdp || job.num_gpus.value_or(1) < 2 || job.grad_accum_steps.value_or(1) < 2 ||
+  if (!is_training(job) || !is_fsdp(parallelism) || job.num_gpus.value_or(1) < 2 || job.grad_accum_steps.value_or(1) < 2 ||
       job.sync_each_batch.value_or(false)) {
     return {};
   }

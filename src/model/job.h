@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace oomdoc {
@@ -20,6 +21,11 @@ struct LoraSettings {
   // every LoRA module keeps its own dropped copy of the input and a 1-byte mask for backward.
   double dropout = 0;
 };
+
+// FSDP's strategies (full_shard, shard_grad_op, hybrid_shard), as opposed to DDP and DeepSpeed ZeRO.
+inline bool is_fsdp(std::string_view parallelism) {
+  return parallelism.starts_with("fsdp") || parallelism == "hybrid_shard";
+}
 
 struct Job {
   std::string model;                                // id, alias, path; resolved by readers

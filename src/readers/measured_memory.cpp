@@ -160,7 +160,9 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
   else return make_error(fmt::format("{}: task \"{}\" cannot be expressed as a job", where, task));
 
   // LitGPT runs its own GPT modules (lit_gpt/model.py), not the transformers implementation.
-  if (has(out.framework, "lit-gpt") || has(out.framework, "litgpt")) {
+  const bool litgpt = has(out.framework, "lit-gpt") || has(out.framework, "litgpt");
+  const bool torchtune = has(out.framework, "torchtune");
+  if (litgpt) {
     job.implementation = "litgpt";
     note("LitGPT's own modules (untied head, fused qkv, single-op GELU)");
   }
@@ -287,19 +289,19 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
     // fabric.init_module; torchtune recipes instantiate the model under set_default_dtype);
     // PEFT keeps them in fp32.
     const bool adapters = job.lora || *job.task == "train_lora" || *job.task == "train_qlora";
-    if (adapters && (has(out.framework, "torchtune") || has(out.framework, "lit-gpt") || has(out.framework, "litgpt"))) {
+    if (adapters && (torchtune || litgpt)) {
       job.adapter_dtype = "model";
       note("LoRA adapters in the model's dtype (" + out.framework + ")");
     }
     // Loss implementation by framework: torchtune (CEWithChunkedOutputLoss) and LitGPT
     // (chunked_cross_entropy) chunk the loss; Unsloth fuses the head into the loss.
-    if (has(out.framework, "torchtune") || has(out.framework, "lit-gpt") || has(out.framework, "litgpt")) {
+    if (torchtune || litgpt) {
       job.loss_impl = "chunked";
     } else if (has(out.framework, "unsloth")) {
       job.loss_impl = "fused_linear";
     }
     // LitGPT's chunked_cross_entropy runs cross_entropy on the bf16 chunks as they are.
-    if (has(out.framework, "lit-gpt") || has(out.framework, "litgpt")) job.loss_upcast = false;
+    if (litgpt) job.loss_upcast = false;
     if (r.contains("compile") && r["compile"].is_boolean()) job.compile = r["compile"].get<bool>();
   } else if (job.task == "inference") {
     job.batch_size = count(r, "micro_batch_size");
