@@ -28,8 +28,7 @@ struct EstimateOptions {
 int run(EstimateOptions& o, CLI::App& app) {
   nlohmann::json given = job_flags_json(o.job, app);
   if (!o.model.empty()) given["model"] = o.model;
-  std::string source;
-  auto job = job_from_file_and_flags(o.job_file, given, source);
+  auto job = read_job(o.job_file, given);
   if (!job) return fail(job.error().message);
 
   Result<ModelSpec> model = make_error("");

@@ -92,8 +92,7 @@ int run_fit(const FitArgs& a) {
   // field by field (a LoRA block given here replaces the config's).
   nlohmann::json given = job_flags_json(a.job, *a.app);
   if (!a.model.empty()) given["model"] = a.model;
-  std::string given_source;
-  auto given_job = job_from_file_and_flags(job_file, given, given_source);
+  auto given_job = read_job(job_file, given);
   if (!given_job) return fail(given_job.error().message);
   overlay_job(job, *given_job);
   if (!job_file.empty()) source = job_file;

@@ -1,6 +1,5 @@
 #include "job_flags.h"
 
-#include "core/file_input.h"
 #include "readers/job_file.h"
 
 namespace oomdoc::cli {
@@ -103,29 +102,6 @@ nlohmann::json job_flags_json(const JobFlags& flags, const CLI::App& cmd) {
     j["lora"] = lora;
   }
   return j;
-}
-
-Result<Job> job_from_file_and_flags(const std::string& job_file, const nlohmann::json& flags,
-                                    std::string& source) {
-  nlohmann::json job_json = nlohmann::json::object();
-  source = "command line";
-  if (!job_file.empty()) {
-    auto text = read_small_file(job_file);
-    if (!text) return text.error();
-    job_json = nlohmann::json::parse(*text, nullptr, false);
-    if (job_json.is_discarded() || !job_json.is_object()) {
-      return Error{job_file + ": not a JSON object (a job file is one flat JSON object)"};
-    }
-    source = job_file;
-  }
-  for (const auto& item : flags.items()) {
-    if (item.key() == "lora" && job_json.contains("lora") && job_json["lora"].is_object()) {
-      job_json["lora"].update(item.value());
-    } else {
-      job_json[item.key()] = item.value();
-    }
-  }
-  return parse_job_json(job_json.dump(), source);
 }
 
 }  // namespace oomdoc::cli

@@ -33,10 +33,5 @@ void add_job_flags(CLI::App* cmd, JobFlags& flags, bool with_num_gpus);
 // The flags the user gave (only those), as a job-file JSON object.
 nlohmann::json job_flags_json(const JobFlags& flags, const CLI::App& cmd);
 
-// The job a command was given: the --job file when there is one, then `flags` (the given flags, as
-// job-file JSON) over it: a flag wins, LoRA settings key by key. Checked by the job-file reader;
-// `source` is set to the file, or "command line".
-Result<Job> job_from_file_and_flags(const std::string& job_file, const nlohmann::json& flags,
-                                    std::string& source);
 
 }  // namespace oomdoc::cli

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <set>
 
+#include "core/file_input.h"
+
 namespace oomdoc {
 namespace {
 
@@ -184,6 +186,28 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
   TRY(r.no_unknown_keys());
   TRY(validate_job(job, source));
   return job;
+}
+
+Result<Job> read_job(const std::string& job_file, const nlohmann::json& overrides) {
+  json job_json = json::object();
+  std::string source = "command line";
+  if (!job_file.empty()) {
+    auto text = read_small_file(job_file);
+    if (!text) return text.error();
+    job_json = json::parse(*text, nullptr, false);
+    if (job_json.is_discarded() || !job_json.is_object()) {
+      return Error{job_file + ": not a JSON object (a job file is one flat JSON object)"};
+    }
+    source = job_file;
+  }
+  for (const auto& item : overrides.items()) {
+    if (item.key() == "lora" && job_json.contains("lora") && job_json["lora"].is_object()) {
+      job_json["lora"].update(item.value());
+    } else {
+      job_json[item.key()] = item.value();
+    }
+  }
+  return parse_job_json(job_json.dump(), source);
 }
 
 Status validate_job(const Job& job, const std::string& source) {

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/result.h"
 #include "model/job.h"
 
@@ -13,6 +15,11 @@ namespace oomdoc {
 
 // `source` names the input in errors ("job.json", "--flags").
 Result<Job> parse_job_json(std::string_view text, const std::string& source);
+
+// A job file (empty: none) with `overrides` on top, key by key, in the job file's keys (the CLI's
+// flags): a "lora" object is merged into the file's one, every other key replaces the file's.
+// Errors name the file, or "command line" when there is none.
+Result<Job> read_job(const std::string& job_file, const nlohmann::json& overrides);
 
 // Checks values and combinations (unknown names, zero sizes, tp*pp*cp not dividing num_gpus,
 // quantization without a task that allows it, ...). The message names the field.

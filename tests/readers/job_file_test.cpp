@@ -1,6 +1,9 @@
 #include "readers/job_file.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
 
 namespace oomdoc {
 namespace {
@@ -86,6 +89,23 @@ TEST(JobFile, ErrorsNameTheField) {
   expect_error(R"({"lora": {"rank": 8}})", "job.json: lora: unknown key \"rank\" (r, alpha, dropout, target_modules)");
   expect_error(R"({"offload": ["params"]})",
                "job.json: offload: params offload needs parameter sharding (zero3, fsdp_full_shard or hybrid_shard)");
+}
+
+// A job file with the CLI's flags on top: a flag replaces the file's key, LoRA settings merge key
+// by key; without a file the flags alone, errors naming "command line".
+TEST(JobFile, ReadJobPutsOverridesOnTheFile) {
+  nlohmann::json flags = {{"micro_batch_size", 1}, {"lora", {{"r", 64}}}};
+  auto job = read_job(testing::fixture_path("estimate/qlora_70b_job.json"), flags);
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  EXPECT_EQ(job->micro_batch_size, 1u);
+  EXPECT_EQ(job->grad_accum_steps, 4u);  // from the file
+  ASSERT_TRUE(job->lora.has_value());
+  EXPECT_EQ(job->lora->r, 64u);
+  EXPECT_DOUBLE_EQ(job->lora->alpha, 32);  // the file's, kept
+  EXPECT_TRUE(job->lora->all_linear);
+  auto alone = read_job("", {{"seq_len", 0}});
+  ASSERT_FALSE(alone.ok());
+  EXPECT_EQ(alone.error().message, "command line: seq_len: must be at least 1");
 }
 
 }  // namespace
