@@ -45,14 +45,8 @@ int run_serve(const ServeOptions& o) {
   auto card = resolve_gpu_flags(o.card);
   if (!card) return fail("serve: " + card.error().message);
   inputs.target = card->gpu ? serve_target(*card->gpu) : serve_target_memory(card->memory_bytes);
-  auto version = parse_vllm_version(o.vllm_version);
+  auto version = vllm_version_for(o.vllm_version, inputs.config.image_tag);
   if (!version) return fail("serve: " + version.error().message);
-  // Without --vllm-version, a docker image tag that is a release (v0.8.5, not "latest") says it.
-  if (!version->given && inputs.config.image_tag) {
-    if (auto tagged = parse_vllm_version(*inputs.config.image_tag); tagged && tagged->given) {
-      version = tagged;
-    }
-  }
   inputs.version = version.value();
 
   struct SizeFlag {

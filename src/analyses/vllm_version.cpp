@@ -76,4 +76,13 @@ VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string
   return b;
 }
 
+Result<VllmVersion> vllm_version_for(std::string_view flag, const std::optional<std::string>& image_tag) {
+  auto version = parse_vllm_version(flag);
+  if (!version) return version;
+  if (!version->given && image_tag) {
+    if (auto tagged = parse_vllm_version(*image_tag); tagged && tagged->given) return tagged;
+  }
+  return version;
+}
+
 }  // namespace oomdoc

@@ -33,6 +33,9 @@ inline constexpr double kVllmDefaultGpuMemoryUtilizationBeforeV021 = 0.90;
 
 // "0.6.4.post1", "v0.8.3rc2.dev224+g49c0d11ec", "0.24", "current" / "" (newest).
 Result<VllmVersion> parse_vllm_version(std::string_view text);
+// The version a prediction uses: `flag` (--vllm-version) when given, else a docker image tag that
+// names a release (v0.8.5, not "latest"), else the current one. Errors come from the flag.
+Result<VllmVersion> vllm_version_for(std::string_view flag, const std::optional<std::string>& image_tag);
 
 struct VllmBehavior {
   VllmVersion version;

@@ -295,5 +295,24 @@ TEST(VllmServe, OldV0ProfilesTheWholeContext) {
   EXPECT_EQ(v065.settings.max_num_batched_tokens, 2048u);
 }
 
+// --vllm-version wins; without it a release tag of the docker image; else the current version.
+TEST(VllmVersion, FlagThenImageTagThenCurrent) {
+  auto v = vllm_version_for("0.6.4", std::string("v0.8.5"));
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->minor, 6);
+  v = vllm_version_for("", std::string("v0.8.5"));
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->given);
+  EXPECT_EQ(v->minor, 8);
+  EXPECT_EQ(v->patch, 5);
+  v = vllm_version_for("", std::string("latest"));
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->given);
+  v = vllm_version_for("", std::nullopt);
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->given);
+  EXPECT_FALSE(vllm_version_for("banana", std::string("v0.8.5")).ok());
+}
+
 }  // namespace
 }  // namespace oomdoc
