@@ -57,6 +57,12 @@ std::string graph_line(uint64_t bytes) {
   return fmt::format("Estimated CUDA graph memory: {:.2f} GiB total", gib(bytes));
 }
 
+// The length vLLM multiplies by the rope scaling factor: yarn scales the original context.
+uint64_t rope_scaled_base(const ModelSpec& model, uint64_t positions) {
+  return model.rope_scaling_type == "yarn" && model.rope_original_max_position ? model.rope_original_max_position
+                                                                               : positions;
+}
+
 }  // namespace
 
 uint64_t vllm_derived_max_model_len(const ModelSpec& model, std::optional<uint64_t> max_position_override) {
@@ -66,7 +72,7 @@ uint64_t vllm_derived_max_model_len(const ModelSpec& model, std::optional<uint64
       model.model_type.find("gemma3") != std::string::npos) {
     return derived;
   }
-  if (type == "yarn" && model.rope_original_max_position) derived = model.rope_original_max_position;
+  derived = rope_scaled_base(model, derived);
   // At most 2^32 tokens, the bound every other context length is held to (hostile configs).
   return static_cast<uint64_t>(std::min(static_cast<double>(derived) * model.rope_scaling_factor, 4294967296.0));
 }
@@ -188,9 +194,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     s.max_model_len_source = c.max_model_len_auto ? "auto-fit" : "model context";
     uint64_t positions = c.max_position_override.value_or(model.max_position_embeddings);
     if (s.model_context != positions) {
-      uint64_t base = model.rope_scaling_type == "yarn" && model.rope_original_max_position
-                          ? model.rope_original_max_position : positions;
-      s.max_model_len_source += fmt::format(": {} positions x {} rope scaling {:g}", base,
+      s.max_model_len_source += fmt::format(": {} positions x {} rope scaling {:g}", rope_scaled_base(model, positions),
                                             model.rope_scaling_type, model.rope_scaling_factor);
     }
   }
