@@ -95,10 +95,12 @@ class SnapshotFolder : public pickle::Folder {
   // anything else (a frame seen for the first time, a FRAME opcode inside the entry, a dict that
   // is not a trace entry) is declined with nothing stored, and the VM reads it as usual.
   bool take_dict(Tree& tree, pickle::DictBytes& io) override {
-    if (!take_dicts_) return false;
-    return EntryScanner{*this, tree, io}.entry();
+    if (!take_dicts_ || !EntryScanner{*this, tree, io}.entry()) return false;
+    ++dicts_taken_;
+    return true;
   }
   bool take_dicts_ = true;  // off: every dict goes through the VM (tests compare both paths)
+  uint64_t dicts_taken_ = 0;
 
  private:
   class EntryScanner {
@@ -1070,6 +1072,7 @@ Result<Snapshot> read_pickle_snapshot(std::string_view name, const SnapshotReadO
   }
   Status status = run(tree, pickle_options, info);
   folder.warmer_.stop();
+  if (options.fast_entries_taken != nullptr) *options.fast_entries_taken = folder.dicts_taken_;
   if (!status) return status.error();
   auto result = finish(tree, folder, fmt::format("pickle protocol {}", info.protocol));
   if (!result) return Error{fmt::format("{}: {}", name, result.error().message)};

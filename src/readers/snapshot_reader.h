@@ -19,6 +19,8 @@ struct SnapshotReadOptions {
   // Decode trace entries straight from the pickle's bytes when they have the usual shape (the
   // general pickle VM reads the rest). Off: everything goes through the VM; tests compare both.
   bool fast_trace_entries = true;
+  // When set, receives how many trace entries the fast path decoded (tests and benchmarks).
+  uint64_t* fast_entries_taken = nullptr;
 };
 
 // path "-" reads standard input. Errors name the file: "x.pickle: offset 12: GLOBAL: refused: ...".
