@@ -22,6 +22,42 @@ uint64_t lm_head_params(const ModelSpec& model) {
 // Norm weights stay in the serving dtype and are replicated (two per layer and a final one).
 uint64_t norm_params_per_layer(const ModelSpec& model) { return 2 * model.hidden_size; }
 
+// What vLLM keeps whole on every tensor-parallel rank, per layer, beyond its share of the
+// sharded Linears (vllm/model_executor/models/deepseek_v2.py, mixtral.py, qwen2_moe.py,
+// qwen3_moe.py; model_executor/layers/linear.py):
+// - MLA's down projections, q_a_proj and kv_a_proj_with_mqa, are ReplicatedLinear (quantized
+//   like the other Linears);
+// - MoE routers are ReplicatedLinear with quant_config=None: whole and in the serving dtype;
+// - QKVParallelLinear keeps whole KV heads: above as many ranks as KV heads, every rank holds
+//   one (num_kv_head_replicas = tp / kv_heads);
+// - from v0.8, MLA attention keeps 16-bit copies of a quantized kv_b_proj for its decode bmm's
+//   (W_UK_T and W_UV, its heads on this rank: vllm-project/vllm#14770).
+// Returns the bytes to add to the sharded estimate (which counted each of them as 1/tp).
+double replicated_layer_bytes(const ModelSpec& model, uint64_t layer, uint64_t tp, const WeightFormat& format,
+                              bool mla_dequantized_kv_b) {
+  const double h = static_cast<double>(model.hidden_size);
+  const double lb = format.linear_bytes;
+  const double db = static_cast<double>(format.dense_bytes);
+  const double ranks = static_cast<double>(tp);
+  double bytes = 0;
+  if (model.attention == AttentionKind::kMultiLatent) {
+    const double down = h * static_cast<double>(model.q_lora_rank + model.kv_lora_rank + model.qk_rope_head_dim);
+    bytes += down * lb * (1 - 1 / ranks);
+    if (mla_dequantized_kv_b && !format.method.empty()) {
+      const double heads = std::max(1.0, static_cast<double>(model.num_attention_heads) / ranks);
+      bytes += static_cast<double>(model.kv_lora_rank) * heads *
+               static_cast<double>(model.qk_nope_head_dim + model.v_head_dim) * db;
+    }
+  } else if (model.num_kv_heads > 0 && tp > model.num_kv_heads) {
+    const double kv = static_cast<double>(model.num_kv_heads);
+    bytes += 2 * static_cast<double>(model.head_dim_or_default()) * h * (1 - kv / ranks) * lb;
+  }
+  if (model.num_experts > 0 && layer >= model.first_dense_layers) {
+    bytes += h * static_cast<double>(model.num_experts) * (db - lb / ranks);
+  }
+  return bytes;
+}
+
 }  // namespace
 
 Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<std::string>& dtype_flag,
@@ -83,7 +119,7 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
 }
 
 uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
-                            uint64_t pp, const WeightFormat& format) {
+                            uint64_t pp, const WeightFormat& format, bool mla_dequantized_kv_b) {
   tp = std::max<uint64_t>(tp, 1);
   uint64_t embed = embedding_params(model);
   uint64_t head = lm_head_params(model);
@@ -95,6 +131,9 @@ uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, 
   double share = model.num_layers ? static_cast<double>(stage.layers) / static_cast<double>(model.num_layers) : 0;
 
   double bytes = share * static_cast<double>(linear) * format.linear_bytes / static_cast<double>(tp);
+  for (uint64_t layer = stage.first_layer; layer < stage.first_layer + stage.layers; ++layer) {
+    bytes += replicated_layer_bytes(model, layer, tp, format, mla_dequantized_kv_b);
+  }
   bytes += share * static_cast<double>(norms) * static_cast<double>(format.dense_bytes);
   // VocabParallelEmbedding / ParallelLMHead shard the vocabulary across TP ranks.
   if (stage.first) bytes += static_cast<double>(embed * format.dense_bytes) / static_cast<double>(tp);

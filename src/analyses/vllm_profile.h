@@ -39,9 +39,11 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
 // for names that resolve to the unquantized base model's config.
 std::optional<std::string> quantization_from_name(std::string_view name);
 
-// "Model loading took X GiB" on the GPU holding `stage`.
+// "Model loading took X GiB" on the GPU holding `stage`: the sharded Linears, what every rank
+// keeps whole (MLA down projections, MoE routers, KV heads above as many ranks as heads), and,
+// with mla_dequantized_kv_b (VllmBehavior), MLA's 16-bit copies of a quantized kv_b_proj.
 uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
-                            uint64_t pp, const WeightFormat& format);
+                            uint64_t pp, const WeightFormat& format, bool mla_dequantized_kv_b = false);
 
 // PyTorch's peak increase during the profile run. The forward pass and the sampler run one after
 // the other, so the peak is the larger of the two:

@@ -291,7 +291,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     const PipelineStage& stage = stages[i];
     uint64_t weights = static_cast<uint64_t>(
         checkpoint_scale * static_cast<double>(stage_weight_bytes(model, stage, s.tensor_parallel_size,
-                                                                  s.pipeline_parallel_size, s.weights)));
+                                                                  s.pipeline_parallel_size, s.weights,
+                                                                  b.mla_dequantized_kv_b)));
     weights = weights > offload ? weights - offload : 0;
     if (in.overrides.weights_bytes) weights = *in.overrides.weights_bytes;
     uint64_t graphs = in.overrides.cuda_graph_bytes.value_or(

@@ -66,6 +66,11 @@ struct VllmBehavior {
   // vllm-project/vllm#33538, opened 2026-02-02; v0.17 assumed): the profile run's sampler
   // peak drops from 38 to 14 bytes per logit (analyses/vllm_profile.h).
   bool sort_free_sampler = true;
+  // MLA layers keep 16-bit copies of a quantized kv_b_proj (W_UK_T and W_UV: "we just store
+  // fp16/bf16 copies and perform the bmm's in 16-bit") from vllm-project/vllm#14770 (March 2025,
+  // v0.8.0 assumed). Before it, VLLM_MLA_PERFORM_MATRIX_ABSORPTION materialised absorbed
+  // matrices instead; not modelled (the one 0.7.3 log in the corpus shows no such overhead).
+  bool mla_dequantized_kv_b = true;
   std::vector<std::string> notes;   // what was assumed about the version
 };
 

@@ -41,5 +41,67 @@ TEST(VllmProfile, PeakIsTheLargerOfForwardAndSampler) {
   EXPECT_EQ(profile_activation_bytes(*m, 2048, 32, 1, 2, true), 226492416u);
 }
 
+
+// What every tensor-parallel rank keeps whole (analyses/vllm_profile.cpp, replicated_layer_bytes).
+uint64_t weights_at(const ModelSpec& m, uint64_t tp, const WeightFormat& format, bool mla_copies = false) {
+  PipelineStage whole;
+  whole.layers = m.num_layers;
+  whole.first = whole.last = true;
+  return stage_weight_bytes(m, whole, tp, 1, format, mla_copies);
+}
+
+TEST(VllmWeights, RanksBeyondTheKvHeadCountEachHoldAWholeHead) {
+  auto m = resolve_model("meta-llama/Llama-3.1-70B-Instruct");   // 8 KV heads of 128, hidden 8192
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  auto bf16 = weight_format(*m, std::nullopt, std::nullopt, true);
+  ASSERT_TRUE(bf16.ok());
+  const uint64_t tp8 = weights_at(*m, 8, *bf16), tp16 = weights_at(*m, 16, *bf16);
+  // At TP 16 the k and v projections keep one head per rank, not half of one:
+  // 80 layers x 2 x 128 x 8192 x (1 - 8/16) x 2 B = 167,772,160 B more than half of TP 8; the
+  // norms, whole on every rank, add half of theirs (80 x 2 x 8192 + 8192 weights x 2 B / 2).
+  EXPECT_NEAR(static_cast<double>(tp16) - static_cast<double>(tp8) / 2, 167772160.0 + 1318912.0, 2.0);
+}
+
+TEST(VllmWeights, MoeRoutersAreWholeAndUnquantizedOnEveryRank) {
+  auto m = resolve_model("mistralai/Mixtral-8x7B-v0.1");   // 32 layers, 8 experts, hidden 4096
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  auto bf16 = weight_format(*m, std::nullopt, std::nullopt, true);
+  auto awq = weight_format(*m, std::nullopt, std::string("awq"), true);
+  ASSERT_TRUE(bf16.ok() && awq.ok());
+  const double router = 32.0 * 4096 * 8;   // ReplicatedLinear(hidden, experts), quant_config=None
+  const double norms = (2.0 * 4096 * 32 + 4096) * 2;
+  EXPECT_NEAR(static_cast<double>(weights_at(*m, 2, *bf16)) - static_cast<double>(weights_at(*m, 1, *bf16)) / 2,
+              router * 2 / 2 + norms / 2, 2.0);
+  // Under AWQ the router stays in 16 bits: at TP 1 it costs 2 B, not 0.52 B, per weight.
+  const double linear_awq = static_cast<double>(weights_at(*m, 1, *awq));
+  PipelineStage none;   // a stage without layers: embedding and head only
+  none.first = none.last = true;
+  const double outside = static_cast<double>(stage_weight_bytes(*m, none, 1, 1, *awq));
+  const double per_layer_linear = (static_cast<double>(m->total_params) - static_cast<double>(m->embedding_params) -
+                                   static_cast<double>(m->lm_head_params) - 4096 - 2.0 * 4096 * 32) *
+                                  awq->linear_bytes;
+  EXPECT_NEAR(linear_awq - outside, per_layer_linear + router * (2 - awq->linear_bytes) + 2.0 * 4096 * 32 * 2, 64.0);
+}
+
+TEST(VllmWeights, MlaDownProjectionsAreReplicatedAndQuantizedUpProjectionsCopiedTo16Bits) {
+  auto m = resolve_model("deepseek-ai/DeepSeek-V3");   // 61 layers, 128 heads, q_lora 1536, kv_lora 512
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  auto awq = weight_format(*m, std::string("bfloat16"), std::string("awq_marlin"), true);
+  ASSERT_TRUE(awq.ok());
+  // W_UK_T and W_UV (v0.8+): kv_lora_rank x 8 heads on each of 16 ranks x (128 + 128) x 2 B per layer.
+  EXPECT_EQ(weights_at(*m, 16, *awq, true) - weights_at(*m, 16, *awq, false), 61ull * 512 * 8 * 256 * 2);
+  // Unquantized, the up projections are views of kv_b_proj: no copy.
+  auto bf16 = weight_format(*m, std::string("bfloat16"), std::string("none"), true);
+  ASSERT_TRUE(bf16.ok());
+  EXPECT_EQ(weights_at(*m, 16, *bf16, true), weights_at(*m, 16, *bf16, false));
+  // q_a_proj (7168 x 1536) and kv_a_proj_with_mqa (7168 x 576) whole on every rank: 15/16 of
+  // them more than a 1/16 share, per layer, in the linear format.
+  const double down = 7168.0 * (1536 + 576) * 61;
+  const double router = 7168.0 * 256 * 58;   // 58 MoE layers after first_k_dense_replace 3
+  const double norms = 2.0 * 7168 * 61;
+  EXPECT_NEAR(static_cast<double>(weights_at(*m, 16, *bf16)) - static_cast<double>(weights_at(*m, 1, *bf16)) / 16,
+              down * 2 * 15 / 16 + router * 2 * 15 / 16 + (norms * 2 + 7168 * 2) * 15 / 16, 64.0);
+}
+
 }  // namespace
 }  // namespace oomdoc
