@@ -13,13 +13,14 @@ struct KeyHelp {
 constexpr KeyHelp kTextKeys[] = {
     {"task", "train_full, train_lora, train_qlora, train_freeze, inference, load"},
     {"precision", "fp32, fp16_mixed, bf16_mixed, bf16, fp16"},
-    {"weight_quantization", "nf4, fp4, int8, int4, fp8, gptq4, awq4"},
+    {"weight_quantization", "nf4, fp4, int8, int4, fp8, gptq4, awq4; with --implementation llama_cpp a GGUF type: f16, q8_0, q6_k, q5_k_m, q4_k_m, q4_0, ..."},
     {"optimizer", "adamw, adamw_8bit, paged_adamw_8bit, adamw_4bit, adafactor, sgd, sgd_momentum, lion, none"},
     {"gradient_checkpointing", "none, full, selective"},
     {"attention_impl", "eager, sdpa, flash"},
     {"parallelism", "ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op, hybrid_shard"},
     {"loss_impl", "standard, chunked, fused_linear"},
-    {"kv_cache_dtype", "auto, fp32, bf16, fp16, fp8, int8"},
+    {"kv_cache_dtype", "auto, fp32, bf16, fp16, fp8, int8; llama_cpp also q8_0, q4_0"},
+    {"implementation", "transformers (default), litgpt, llama_cpp (GGUF weights and llama.cpp's own buffers)"},
     {"optimizer_impl", "foreach (torch >= 2.0 default), fused, for_loop (torch 1.x, adamw_hf)"},
     {"adapter_dtype", "fp32 (PEFT), model (LitGPT, torchtune)"},
 };
@@ -36,6 +37,7 @@ constexpr KeyHelp kCountKeys[] = {
     {"prompt_len", "prompt tokens (inference)"},
     {"max_new_tokens", "generated tokens; 0 = prefill only"},
     {"prefill_chunk", "prompt tokens per forward (llama.cpp n_ubatch)"},
+    {"gpu_layers", "llama.cpp -ngl: blocks on the GPU (n_layer + 1 also the output layer; default all)"},
 };
 constexpr KeyHelp kFlagKeys[] = {
     {"double_quant", "bitsandbytes double quantization"},

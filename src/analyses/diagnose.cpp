@@ -516,9 +516,12 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.evidence.push_back(fmt::format("The device could not provide a {} buffer{}.", format_bytes(m.requested.value_or(0)),
                                        e.device ? fmt::format(" on device {}", *e.device) : ""));
     }
+    d.fixes.push_back(make_fix("ggml_flash_attention", "Without it the compute buffer holds f32 scores of every head over the whole context."));
+    d.fixes.push_back(make_fix("ggml_kv_cache_type", "The KV cache grows with the context (-c): q8_0 halves it."));
     d.fixes.push_back(make_fix("ggml_fewer_layers", "The compute buffer grows with context (-c) and micro-batch (-ub)."));
-    d.fixes.push_back(make_fix("quantize_model", "A smaller quantization (Q4_K_M) leaves room for layers and context.",
-                               "a lower-bit GGUF (e.g. Q4_K_M), or -ctk q8_0 -ctv q8_0 for the KV cache"));
+    d.fixes.push_back(make_fix("ggml_smaller_quant", "A smaller quantization (Q4_K_M) leaves room for layers and context.",
+                               "a lower-bit GGUF (e.g. Q4_K_M); size any combination first: oomdoc fit MODEL "
+                               "--implementation llama_cpp --weight-quantization q4_k_m --prompt-len N --gpu NAME"));
   } else if (e.format == "ollama_runner") {
     d.cause = "generic_no_details";
     d.evidence.push_back("The runner exited; Ollama suspects memory but prints no figures.");

@@ -1,6 +1,6 @@
 // Every memory formula of oomdoc lives in this file, each with its source; docs/estimator.md
 // explains them in prose. Units: bytes per GPU. "Per token" means per (micro-batch x sequence)
-// position.
+// position. llama.cpp, which allocates its own buffers, has its own file (llama_cpp_estimate.cpp).
 #include "analyses/estimator.h"
 
 #include <fmt/format.h>
@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "analyses/llama_cpp_estimate.h"
 #include "core/units.h"
 #include "model/architecture.h"
 
@@ -470,6 +471,8 @@ uint64_t cuda_context_bytes(bool lazy_module_loading) {
 }
 
 Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
+  // llama.cpp allocates its own buffers (no PyTorch allocator): its own model.
+  if (job.implementation && *job.implementation == "llama_cpp") return estimate_llama_cpp(m, job);
   Estimate est;
   auto planned = make_plan(m, job, est.assumptions);
   if (!planned) return planned.error();

@@ -202,6 +202,86 @@ std::vector<Candidate> kernel_candidates(const Job& job) {
   return out;
 }
 
+// ---- llama.cpp (implementation llama_cpp): its own knobs, cheapest first, on the ladder's steps:
+// flash attention and the 8-bit cache with the kernels and 8-bit states (4), a smaller GGUF and
+// a shorter context with the quantized base (6), fewer GPU layers with offload (8) ----
+
+bool is_llama_cpp(const Job& job) { return job.implementation && *job.implementation == "llama_cpp"; }
+
+std::vector<Candidate> llama_flash_candidates(const Job& job) {
+  if (!is_llama_cpp(job) || job.attention_impl.value_or("") == "flash") return {};
+  return {candidate("llama_flash_attention", "ggml_flash_attention", 4,
+                    "flash attention (-fa): the context's f32 score matrices are never built",
+                    "none: same results, usually faster", {{"llama.cpp", "--flash-attn", ""}},
+                    [](Job& j) { j.attention_impl = "flash"; })};
+}
+
+std::vector<Candidate> llama_kv_candidates(const Job& job) {
+  if (!is_llama_cpp(job)) return {};
+  const std::string kv = job.kv_cache_dtype.value_or("fp16");
+  if (kv == "q8_0" || kv == "q4_0") return {};
+  return {candidate("llama_kv_cache_type", "ggml_kv_cache_type", 4, "KV cache in q8_0 (-ctk q8_0 -ctv q8_0, with -fa)",
+                    "small quality loss", {{"llama.cpp", "--cache-type-k", "q8_0"}, {"llama.cpp", "--cache-type-v", "q8_0"},
+                                           {"llama.cpp", "--flash-attn", ""}},
+                    [](Job& j) {
+                      j.kv_cache_dtype = "q8_0";
+                      j.attention_impl = "flash";
+                    })};
+}
+
+// Smaller GGUF files, the next one down first.
+std::vector<Candidate> llama_file_type_candidates(const Job& job) {
+  if (!is_llama_cpp(job)) return {};
+  static const std::vector<std::string> kLadder = {"f32", "f16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m"};
+  const std::string current = job.weight_quantization.value_or(job.precision.value_or("") == "fp32" ? "f32" : "f16");
+  auto at = std::find(kLadder.begin(), kLadder.end(), current == "bf16" ? "f16" : current);
+  std::vector<Candidate> out;
+  if (at == kLadder.end()) return out;
+  for (auto it = at + 1; it != kLadder.end(); ++it) {
+    std::string type = *it;
+    std::string upper = type;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out.push_back(candidate("llama_file_type", "ggml_smaller_quant", 6, fmt::format("a {} GGUF instead of {}", upper, current),
+                            "some quality: fewer bits per weight", {{"llama-quantize", "type", upper}},
+                            [type](Job& j) { j.weight_quantization = type; }));
+  }
+  return out;
+}
+
+// A shorter context (-c), halving down to 512 tokens per sequence.
+std::vector<Candidate> llama_context_candidates(const Job& job) {
+  if (!is_llama_cpp(job) || (!job.prompt_len && !job.max_new_tokens)) return {};
+  const uint64_t context = job.prompt_len.value_or(0) + job.max_new_tokens.value_or(0);
+  const uint64_t sequences = job.batch_size.value_or(1);
+  std::vector<Candidate> out;
+  for (uint64_t c = context / 2; c >= 512; c /= 2) {
+    const uint64_t fresh = std::min<uint64_t>(job.max_new_tokens.value_or(0), c / 2);
+    out.push_back(candidate("llama_context", "ggml_fewer_layers", 6,
+                            fmt::format("context {} -> {} tokens per sequence", context, c),
+                            "longer prompts are cut", {{"llama.cpp", "--ctx-size", std::to_string(c * sequences)}},
+                            [c, fresh](Job& j) {
+                              j.prompt_len = c - fresh;
+                              j.max_new_tokens = fresh;
+                            }));
+  }
+  return out;
+}
+
+// Fewer layers on the GPU (-ngl), the most that fit first: the rest run on the CPU.
+std::vector<Candidate> llama_gpu_layers_candidates(const Job& job, uint64_t n_layer) {
+  if (!is_llama_cpp(job)) return {};
+  const uint64_t current = std::min<uint64_t>(job.gpu_layers.value_or(n_layer + 1), n_layer + 1);
+  std::vector<Candidate> out;
+  for (uint64_t n = current; n-- > 0;) {
+    out.push_back(candidate("llama_gpu_layers", "ggml_fewer_layers", 8,
+                            fmt::format("{} of {} layers on the GPU (-ngl {}){}", std::min(n, n_layer), n_layer, n,
+                                        n <= n_layer ? ", the output layer on the CPU" : ""),
+                            "much slower: the other layers run on the CPU", {{"llama.cpp", "--n-gpu-layers", std::to_string(n)}},
+                            [n](Job& j) { j.gpu_layers = n; }));
+  }
+  return out;
+}
+
 std::vector<Candidate> checkpointing_candidates(const Job& job) {
   if (!is_training(job) || job.gradient_checkpointing.value_or("none") == "full") return {};
   return {
@@ -616,6 +696,11 @@ struct Search {
     const uint64_t n = options.num_gpus;
     steps = {
         {"micro_batch", micro_batch_candidates},
+        {"llama_flash_attention", llama_flash_candidates},
+        {"llama_kv_cache_type", llama_kv_candidates},
+        {"llama_file_type", llama_file_type_candidates},
+        {"llama_context", llama_context_candidates},
+        {"llama_gpu_layers", [this](const Job& j) { return llama_gpu_layers_candidates(j, model.num_layers); }},
         {"sync_each_batch", sync_each_batch_candidates},
         {"padding_free", padding_free_candidates},
         {"seq_len", [this](const Job& j) { return seq_len_candidates(j, lengths); }},
@@ -909,8 +994,8 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
                                        options.target, options.budget));
   }
 
-  // Step 1: free, and not in the prediction.
-  {
+  // Step 1: free, and not in the prediction (PyTorch's allocator and autograd; llama.cpp has neither).
+  if (!is_llama_cpp(given)) {
     FitChange c;
     c.id = "expandable_segments";
     c.fix_id = "expandable_segments";

@@ -21,6 +21,10 @@ struct Estimate {
   uint64_t peak_reserved_bytes = 0;         // torch.cuda.max_memory_reserved()
   uint64_t device_used_bytes = 0;           // nvidia-smi: reserved + CUDA context and libraries
   std::string peak_phase;                   // forward, backward, optimizer_step, generation, load
+  // Who holds the memory: "pytorch" (its caching allocator: the three totals are what torch.cuda
+  // and nvidia-smi report) or "llama_cpp" (llama.cpp's own buffers: allocated = reserved = the
+  // buffer sizes it logs).
+  std::string allocator = "pytorch";
   std::string dominant_component;
   double uncertainty_fraction = 0;          // +- band on device_used_bytes from what inputs leave open
   std::vector<std::string> assumptions;     // every default the estimator chose

@@ -31,7 +31,7 @@ struct Job {
   std::string model;                                // id, alias, path; resolved by readers
   std::optional<std::string> task;                  // train_full, train_lora, train_qlora, train_freeze, inference, load
   std::optional<std::string> precision;             // fp32, fp16_mixed, bf16_mixed, bf16, fp16
-  std::optional<std::string> weight_quantization;   // nf4, fp4, int8, int4, fp8, gptq4, awq4
+  std::optional<std::string> weight_quantization;   // nf4, fp4, int8, int4, fp8, gptq4, awq4; GGUF types (q4_k_m, ...) for llama_cpp
   std::optional<bool> double_quant;
   std::optional<uint64_t> group_size;
   std::optional<std::string> optimizer;             // adamw, adamw_8bit, paged_adamw_8bit, adafactor, sgd, sgd_momentum, lion
@@ -63,13 +63,15 @@ struct Job {
   std::optional<bool> loss_upcast;            // false: the loss runs in the logits' dtype (LitGPT)
   // Whose modules run the model: unset/"transformers" = the Hugging Face implementation the
   // architecture follows; "litgpt" = LitGPT's own GPT (one fused qkv Linear for every family,
-  // grouped k/v expanded to every head, torch's single-op GELU).
+  // grouped k/v expanded to every head, torch's single-op GELU); "llama_cpp" = llama.cpp's
+  // buffers (GGUF weights, its KV cache and compute buffer; analyses/llama_cpp_estimate.h).
   std::optional<std::string> implementation;
+  std::optional<uint64_t> gpu_layers;       // llama.cpp -ngl: blocks offloaded (n_layer + 1 adds the output layer)
   // Inference.
   std::optional<uint64_t> batch_size;
   std::optional<uint64_t> prompt_len;
   std::optional<uint64_t> max_new_tokens;   // 0 = prefill only
-  std::optional<std::string> kv_cache_dtype;
+  std::optional<std::string> kv_cache_dtype;      // auto, fp32, bf16, fp16, fp8, int8; llama_cpp also q8_0, q4_0
   std::optional<uint64_t> prefill_chunk;    // prompt tokens per forward (llama.cpp n_ubatch); unset = whole prompt
 };
 

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/file_input.h"
+#include "model/gguf_types.h"
 
 namespace oomdoc {
 namespace {
@@ -16,7 +17,11 @@ using nlohmann::json;
 
 const std::set<std::string> kTasks = {"train_full", "train_lora", "train_qlora", "train_freeze", "inference", "load"};
 const std::set<std::string> kPrecisions = {"fp32", "fp16_mixed", "bf16_mixed", "bf16", "fp16"};
-const std::set<std::string> kQuantizations = {"nf4", "fp4", "int8", "int4", "fp8", "gptq4", "awq4"};
+const std::set<std::string> kQuantizations = [] {
+  std::set<std::string> q = {"nf4", "fp4", "int8", "int4", "fp8", "gptq4", "awq4"};
+  for (const auto& t : gguf_file_types()) q.insert(t);   // llama.cpp's file types (implementation llama_cpp)
+  return q;
+}();
 const std::set<std::string> kOptimizers = {"adamw", "adamw_8bit", "paged_adamw_8bit", "adamw_4bit", "adafactor",
                                            "sgd", "sgd_momentum", "lion", "none"};
 const std::set<std::string> kCheckpointing = {"none", "full", "selective"};
@@ -25,7 +30,8 @@ const std::set<std::string> kParallelism = {"ddp", "zero1", "zero2", "zero3", "f
                                             "fsdp_shard_grad_op", "hybrid_shard"};
 const std::set<std::string> kOffload = {"optimizer", "params", "activations"};
 const std::set<std::string> kLossImpl = {"standard", "chunked", "fused_linear"};
-const std::set<std::string> kKvDtypes = {"auto", "fp32", "bf16", "fp16", "fp8", "int8"};
+const std::set<std::string> kKvDtypes = {"auto", "fp32", "bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"};
+const std::set<std::string> kImplementations = {"transformers", "litgpt", "llama_cpp"};
 const std::set<std::string> kOptimizerImpl = {"foreach", "fused", "for_loop"};
 const std::set<std::string> kAdapterDtype = {"fp32", "model"};
 std::string join(const std::set<std::string>& values) {
@@ -140,6 +146,8 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
   TRY(r.flag("sync_each_batch", job.sync_each_batch));
   TRY(r.flag("lazy_module_loading", job.lazy_module_loading));
   TRY(r.count("prefill_chunk", job.prefill_chunk));
+  TRY(r.text("implementation", job.implementation, &kImplementations));
+  TRY(r.count("gpu_layers", job.gpu_layers, /*allow_zero=*/true));
   if (r.present("offload")) {
     const json& v = j["offload"];
     if (!v.is_array()) return r.error("offload", "must be a list such as [\"optimizer\"]");
@@ -223,6 +231,16 @@ Status validate_job(const Job& job, const std::string& source) {
         *job.weight_quantization == "gptq4" || *job.weight_quantization == "awq4")) {
     return fail("weight_quantization", fmt::format("{} is not a QLoRA base format", *job.weight_quantization));
   }
+  const bool llama_cpp = job.implementation && *job.implementation == "llama_cpp";
+  if (job.weight_quantization && is_gguf_file_type(*job.weight_quantization) && !llama_cpp) {
+    return fail("weight_quantization", fmt::format("{} is a GGUF (llama.cpp) file type: add implementation llama_cpp",
+                                                   *job.weight_quantization));
+  }
+  if (job.kv_cache_dtype && (*job.kv_cache_dtype == "q8_0" || *job.kv_cache_dtype == "q4_0") && !llama_cpp) {
+    return fail("kv_cache_dtype", fmt::format("{} is a llama.cpp cache type: add implementation llama_cpp", *job.kv_cache_dtype));
+  }
+  if (job.gpu_layers && !llama_cpp) return fail("gpu_layers", "is llama.cpp's -ngl: add implementation llama_cpp");
+  if (llama_cpp && training) return fail("implementation", "llama_cpp runs inference (task inference or load)");
   if (task == "train_full" && job.weight_quantization) {
     return fail("weight_quantization", "full fine-tuning cannot train quantized weights (use train_qlora)");
   }
@@ -245,7 +263,8 @@ Status validate_job(const Job& job, const std::string& source) {
                          Limit{"batch_size", job.batch_size, 1u << 20}, Limit{"prompt_len", job.prompt_len, 1u << 24},
                          Limit{"max_new_tokens", job.max_new_tokens, 1u << 24}, Limit{"num_gpus", job.num_gpus, 1u << 20},
                          Limit{"tp", job.tp, 1u << 12}, Limit{"pp", job.pp, 1u << 12}, Limit{"cp", job.cp, 1u << 12},
-                         Limit{"grad_accum_steps", job.grad_accum_steps, 1u << 24}, Limit{"group_size", job.group_size, 1u << 20}}) {
+                         Limit{"grad_accum_steps", job.grad_accum_steps, 1u << 24}, Limit{"group_size", job.group_size, 1u << 20},
+                         Limit{"gpu_layers", job.gpu_layers, 1u << 16}, Limit{"prefill_chunk", job.prefill_chunk, 1u << 24}}) {
     if (l.value && *l.value > l.max) return fail(l.name, fmt::format("{} is implausibly large (limit {})", *l.value, l.max));
   }
   if (job.lora && job.lora->r > (1u << 16)) return fail("lora.r", fmt::format("{} is implausibly large", job.lora->r));
@@ -305,6 +324,8 @@ void overlay_job(Job& base, const Job& over) {
   take(base.sync_each_batch, over.sync_each_batch);
   take(base.lazy_module_loading, over.lazy_module_loading);
   take(base.prefill_chunk, over.prefill_chunk);
+  take(base.implementation, over.implementation);
+  take(base.gpu_layers, over.gpu_layers);
 }
 
 }  // namespace oomdoc

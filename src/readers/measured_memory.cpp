@@ -9,6 +9,7 @@
 
 #include "core/text.h"
 #include "core/units.h"
+#include "model/gguf_types.h"
 
 namespace oomdoc {
 namespace {
@@ -180,10 +181,12 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
 
   // Weight quantization.
   std::string quant = str(r, "weight_quantization");
+  // llama.cpp allocates its own buffers from a GGUF file ("GGUF Q4_0 (4.54 BPW, ...)").
+  const bool llama_cpp = has(out.framework, "llama.cpp");
+  if (llama_cpp) job.implementation = "llama_cpp";
   if (!quant.empty()) {
-    if (has(quant, "gguf f16")) { job.precision = "fp16"; }
-    else if (has(quant, "q8_0")) job.weight_quantization = "int8";
-    else if (has(quant, "q4_0")) { job.weight_quantization = "int4"; job.group_size = 32; }
+    const std::string gguf = to_lower(quant.substr(0, quant.find(' ', 5)));
+    if (llama_cpp && gguf.rfind("gguf ", 0) == 0 && is_gguf_file_type(gguf.substr(5))) job.weight_quantization = gguf.substr(5);
     else if (has(quant, "nf4")) job.weight_quantization = "nf4";
     else if (has(quant, "4-bit") || has(quant, "4bit")) job.weight_quantization = has(quant, "fp4") ? "fp4" : "nf4";
     else if (has(quant, "int4")) { job.weight_quantization = "int4"; if (auto g = number_after(quant, "int4wo-")) job.group_size = *g; }

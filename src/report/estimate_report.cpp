@@ -19,8 +19,11 @@ std::string render_estimate_text(const ModelSpec& model, const Estimate& est, co
   }
   double band = est.uncertainty_fraction;
   out += "\n";
-  out += fmt::format("  {:<{}}  {:>11}  torch.cuda.max_memory_allocated()\n", "allocated", width, format_bytes(est.peak_allocated_bytes));
-  out += fmt::format("  {:<{}}  {:>11}  torch.cuda.max_memory_reserved()\n", "reserved", width, format_bytes(est.peak_reserved_bytes));
+  const bool llama_cpp = est.allocator == "llama_cpp";
+  out += fmt::format("  {:<{}}  {:>11}  {}\n", "allocated", width, format_bytes(est.peak_allocated_bytes),
+                     llama_cpp ? "llama.cpp's buffers (model, KV, compute), as it logs them" : "torch.cuda.max_memory_allocated()");
+  out += fmt::format("  {:<{}}  {:>11}  {}\n", "reserved", width, format_bytes(est.peak_reserved_bytes),
+                     llama_cpp ? "the same: no caching allocator" : "torch.cuda.max_memory_reserved()");
   out += fmt::format("  {:<{}}  {:>11}  nvidia-smi, +-{:.0f}% ({} to {})\n", "device", width, format_bytes(est.device_used_bytes),
                      band * 100, format_bytes(static_cast<uint64_t>(est.device_used_bytes * (1 - band))),
                      format_bytes(static_cast<uint64_t>(est.device_used_bytes * (1 + band))));
@@ -56,6 +59,7 @@ Json estimate_to_json(const ModelSpec& model, const Job& job, const Estimate& es
   doc["peak_reserved_bytes"] = est.peak_reserved_bytes;
   doc["device_used_bytes"] = est.device_used_bytes;
   doc["peak_phase"] = est.peak_phase;
+  doc["allocator"] = est.allocator;
   doc["dominant_component"] = est.dominant_component;
   doc["uncertainty_fraction"] = est.uncertainty_fraction;
   doc["device_used_low_bytes"] = static_cast<uint64_t>(est.device_used_bytes * (1 - est.uncertainty_fraction));

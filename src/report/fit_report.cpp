@@ -226,7 +226,7 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
   if (r.max_micro_batch) line(fmt::format("largest micro-batch that fits: {}", *r.max_micro_batch));
   if (r.max_seq_len) line(fmt::format("longest sequence that fits: {}", *r.max_seq_len));
 
-  if (!r.fits_target) {
+  if (!r.fits_target && !r.free_advice.empty()) {
     line("");
     line(style.bold("Free, always worth doing") + " (not counted in the prediction):");
     for (const auto& c : r.free_advice) {

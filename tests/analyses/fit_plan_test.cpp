@@ -87,6 +87,15 @@ std::vector<PlanCase> cases() {
       {"llama31_8b_full_64k_on_4_l40s", "meta-llama/Llama-3.1-8B", "l40s", 4, training("train_full", 1, 65536),
        "tensor_pipeline_parallel"},
   };
+  // llama.cpp jobs: its own ladder (flash attention, q8_0 cache, smaller GGUF, context, -ngl).
+  Job gguf = inference(1, 65536, 0);
+  gguf.precision.reset();
+  gguf.implementation = "llama_cpp";
+  gguf.weight_quantization = "q4_k_m";
+  out.push_back({"llama31_8b_q4km_64k_llama_cpp_on_3060", "meta-llama/Llama-3.1-8B", "3060", 1, gguf});
+  Job big = gguf;
+  big.prompt_len = 8192;
+  out.push_back({"llama31_70b_q4km_llama_cpp_on_4090", "meta-llama/Llama-3.1-70B", "4090", 1, big});
   out[8].job.attention_impl = "flash";
   out[11].job.attention_impl = "flash";
   out[12].job.attention_impl = "flash";
@@ -229,6 +238,35 @@ TEST(FitPlan, FsdpAccumulationIsFixedBySyncingEachMicroBatch) {
   auto synced = estimate_memory(*model, job);
   ASSERT_TRUE(synced.ok());
   EXPECT_EQ(report->plan->predicted.device_used_bytes, synced->device_used_bytes);
+}
+
+}  // namespace
+}  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// A llama.cpp job: no PyTorch allocator advice, and llama.cpp's own settings in the plan.
+TEST(FitPlan, LlamaCppJobsGetLlamaCppSettings) {
+  auto model = resolve_model("meta-llama/Llama-3.1-8B");
+  ASSERT_TRUE(model.ok());
+  auto gpu = find_gpu("3060");
+  ASSERT_TRUE(gpu.ok());
+  Job job = inference(1, 65536, 0);
+  job.precision.reset();
+  job.implementation = "llama_cpp";
+  job.weight_quantization = "q4_k_m";
+  job.model = "meta-llama/Llama-3.1-8B";
+  auto report = fit_job(*model, job, options_for(*gpu, 1));
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_TRUE(report->free_advice.empty());
+  ASSERT_TRUE(report->plan.has_value());
+  // 8 GiB of f16 KV at 65,536 tokens: the q8_0 cache (with -fa) is the cheapest change that fits.
+  ASSERT_EQ(report->plan->changes.size(), 1u);
+  EXPECT_EQ(report->plan->changes[0].id, "llama_kv_cache_type");
+  EXPECT_EQ(report->plan->job.kv_cache_dtype, "q8_0");
+  EXPECT_EQ(report->plan->job.attention_impl, "flash");
+  for (const auto& s : report->plan->changes[0].settings) EXPECT_EQ(s.target, "llama.cpp");
 }
 
 }  // namespace

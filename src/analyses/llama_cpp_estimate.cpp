@@ -1,0 +1,218 @@
+#include "analyses/llama_cpp_estimate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "analyses/estimator.h"
+#include "core/units.h"
+#include "model/architecture.h"
+#include "model/gguf_types.h"
+
+namespace oomdoc {
+namespace {
+
+// llama.cpp's default context when -c is not given (common/common.h n_ctx 4096).
+constexpr uint64_t kLlamaCppDefaultContext = 4096;
+
+// Which blocks a Linear of linear_layers() sits in: attention in every block, a dense MLP in all
+// blocks or (DeepSeek's first_k_dense_replace) the first ones, routed and shared experts in the rest.
+std::pair<uint64_t, uint64_t> layer_range(const ModelSpec& m, const LinearShape& l) {
+  const bool mlp = l.role == "gate" || l.role == "up" || l.role == "down" || l.role == "gate_up" || l.role == "fc_in";
+  if (l.layers == m.num_layers || !mlp) return {0, m.num_layers};
+  if (l.expert || l.name.rfind("shared_expert.", 0) == 0) return {m.num_layers - l.layers, m.num_layers};
+  return {0, l.layers};
+}
+
+Result<GgmlType> kv_type(const std::optional<std::string>& kv, std::vector<std::string>& assumptions) {
+  if (!kv || *kv == "auto" || *kv == "fp16" || *kv == "f16") {
+    if (!kv) assumptions.push_back("kv_cache_dtype: f16 (llama.cpp's default -ctk/-ctv)");
+    return GgmlType::kF16;
+  }
+  if (*kv == "fp32") return GgmlType::kF32;
+  if (*kv == "bf16") return GgmlType::kBF16;
+  if (*kv == "q8_0") return GgmlType::kQ8_0;
+  if (*kv == "q4_0") return GgmlType::kQ4_0;
+  return Error{fmt::format("kv_cache_dtype {}: llama.cpp's cache types are f16, bf16, fp32, q8_0, q4_0", *kv)};
+}
+
+}  // namespace
+
+Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
+  Estimate est;
+  auto assume = [&](std::string text) { est.assumptions.push_back(std::move(text)); };
+  const std::string task = job.task.value_or("inference");
+  if (task != "inference" && task != "load") {
+    return Error{fmt::format("implementation llama_cpp: task {} (llama.cpp runs inference; use task inference or load)", task)};
+  }
+  if (m.is_encoder_only || m.is_encoder_decoder) {
+    return Error{fmt::format("implementation llama_cpp: {} is not a decoder-only model", m.id.empty() ? m.source : m.id)};
+  }
+  if ((job.tp && *job.tp > 1) || (job.pp && *job.pp > 1) || (job.num_gpus && *job.num_gpus > 1)) {
+    return Error{"implementation llama_cpp: one GPU per estimate (llama.cpp splits layers across GPUs with "
+                 "--tensor-split; estimate each GPU's share with gpu_layers)"};
+  }
+
+  // File type: a GGUF type, else the precision's unquantized type.
+  std::string file_type;
+  if (job.weight_quantization) {
+    if (!is_gguf_file_type(*job.weight_quantization)) {
+      return Error{fmt::format("implementation llama_cpp: weight_quantization {} is not a GGUF file type "
+                               "(q4_0, q4_k_m, q5_k_m, q6_k, q8_0, ...)", *job.weight_quantization)};
+    }
+    file_type = *job.weight_quantization;
+  } else if (job.precision && *job.precision == "fp32") {
+    file_type = "f32";
+  } else if (job.precision && (*job.precision == "bf16" || *job.precision == "bf16_mixed")) {
+    file_type = "bf16";
+  } else {
+    file_type = "f16";
+    if (!job.precision) assume("GGUF file type: f16 (no weight_quantization given)");
+  }
+
+  const uint64_t n_layer = m.num_layers;
+  const uint64_t gpu_layers = std::min<uint64_t>(job.gpu_layers.value_or(n_layer + 1), n_layer + 1);
+  if (!job.gpu_layers) assume(fmt::format("gpu_layers: all {} blocks and the output layer (-ngl {})", n_layer, n_layer + 1));
+  const uint64_t first_gpu_layer = n_layer - std::min(gpu_layers, n_layer);
+  const bool output_on_gpu = gpu_layers > n_layer;
+
+  // ---- weights: every tensor at the type llama-quantize gives it ----
+  double gpu_weights = 0, host_weights = 0;
+  std::map<std::string, double> gpu_by_type;   // for the detail line
+  auto place = [&](GgmlType t, double elements, bool on_gpu) {
+    const double bytes = ggml_bytes(t, elements);
+    if (on_gpu) {
+      gpu_weights += bytes;
+      gpu_by_type[ggml_type_size(t).name] += bytes;
+    } else {
+      host_weights += bytes;
+    }
+  };
+  for (const LinearShape& l : linear_layers(m)) {
+    const auto [begin, end] = layer_range(m, l);
+    const double per_layer = static_cast<double>(l.in_features * l.out_features * l.copies);
+    const double bias = l.bias ? static_cast<double>(l.out_features * l.copies) : 0;
+    for (uint64_t layer = begin; layer < end; ++layer) {
+      const bool on_gpu = layer >= first_gpu_layer;
+      place(gguf_tensor_type(file_type, l.role, layer, n_layer, m), per_layer, on_gpu);
+      if (bias > 0) place(GgmlType::kF32, bias, on_gpu);   // biases stay f32
+    }
+  }
+  // Norms (f32) and routers (f32 in GGUF: 1-D or small tensors are not quantized); the final
+  // norm goes with the output layer.
+  const ParamCount counts = count_parameters(m);
+  const double final_norm = m.final_norm ? static_cast<double>(norm_params(m, m.hidden_size)) : 0;
+  const double per_layer_small = (static_cast<double>(counts.norms + counts.other) - final_norm) /
+                                 static_cast<double>(std::max<uint64_t>(n_layer, 1));
+  place(GgmlType::kF32, per_layer_small * static_cast<double>(n_layer - first_gpu_layer), true);
+  place(GgmlType::kF32, per_layer_small * static_cast<double>(first_gpu_layer), false);
+  place(GgmlType::kF32, final_norm, output_on_gpu);
+  // Token embeddings stay in host memory (llama.cpp keeps tok_embd on the CPU: its get_rows is
+  // cheap there); the output matrix (the embedding itself when tied) goes with -ngl > n_layer.
+  const double vocab_matrix = static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
+  // A tied model has no output.weight: llama-quantize gives token_embd the output's type, and
+  // llama.cpp loads a duplicate of it as the output layer (TENSOR_DUPLICATED).
+  const GgmlType output_type = gguf_tensor_type(file_type, "output", 0, n_layer, m);
+  place(m.tie_word_embeddings ? output_type : gguf_tensor_type(file_type, "token_embd", 0, n_layer, m), vocab_matrix, false);
+  place(output_type, vocab_matrix, output_on_gpu);
+
+  std::string mix;
+  for (const auto& [name, bytes] : gpu_by_type) {
+    mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", name, format_bytes(static_cast<uint64_t>(bytes)));
+  }
+
+  // ---- KV cache: n_ctx cells for every offloaded layer ----
+  auto kv = kv_type(job.kv_cache_dtype, est.assumptions);
+  if (!kv) return kv.error();
+  const uint64_t sequences = job.batch_size.value_or(1);
+  uint64_t per_sequence = job.prompt_len.value_or(0) + job.max_new_tokens.value_or(0);
+  if (!job.prompt_len && !job.max_new_tokens) {
+    per_sequence = kLlamaCppDefaultContext;
+    assume(fmt::format("context: {} tokens (llama.cpp's default -c)", kLlamaCppDefaultContext));
+  }
+  const uint64_t cells = task == "load" ? 0 : sequences * per_sequence;
+  const uint64_t ubatch = std::min<uint64_t>(job.prefill_chunk.value_or(kLlamaCppDefaultUbatch), std::max<uint64_t>(cells, 1));
+  if (!job.prefill_chunk && task != "load") assume(fmt::format("n_ubatch: {} (llama.cpp's default)", kLlamaCppDefaultUbatch));
+  const uint64_t head_dim = m.head_dim_or_default();
+  double kv_elements_per_cell = 0;   // per offloaded layer, k and v
+  std::string kv_shape;
+  if (m.attention == AttentionKind::kMultiLatent) {
+    // llama.cpp's MLA cache: the compressed latent and the rope key, no separate values.
+    kv_elements_per_cell = static_cast<double>(m.kv_lora_rank + m.qk_rope_head_dim);
+    kv_shape = fmt::format("latent {} + rope {}", m.kv_lora_rank, m.qk_rope_head_dim);
+  } else {
+    kv_elements_per_cell = 2.0 * static_cast<double>(m.num_kv_heads * head_dim);
+    kv_shape = fmt::format("2 x {} KV heads x {}", m.num_kv_heads, head_dim);
+  }
+  double kv_bytes = 0;
+  for (uint64_t layer = first_gpu_layer; layer < n_layer; ++layer) {
+    double layer_cells = static_cast<double>(cells);
+    const bool sliding = m.sliding_window && (m.layer_is_sliding.empty() || m.layer_is_sliding[layer]);
+    // Sliding-window layers keep the window per sequence plus one micro-batch (llama.cpp's
+    // iSWA cache, the default without --swa-full).
+    if (sliding) layer_cells = std::min(layer_cells, static_cast<double>(*m.sliding_window * sequences + ubatch));
+    kv_bytes += ggml_bytes(*kv, layer_cells * kv_elements_per_cell);
+  }
+  if (m.sliding_window) assume("sliding-window layers cache window x sequences + n_ubatch cells (llama.cpp's SWA cache, no --swa-full)");
+
+  // ---- compute buffer: ggml-alloc's peak over one graph of n_ubatch tokens, activations in f32 ----
+  // Reserved for the worst case: every cell of the context attended to, every position's logits.
+  const double ub = static_cast<double>(ubatch), kv_cells = static_cast<double>(std::max<uint64_t>(cells, ubatch));
+  const double n_embd = static_cast<double>(m.hidden_size);
+  const double q_dim = static_cast<double>(m.num_attention_heads * head_dim);
+  const double kv_dim = static_cast<double>(m.num_kv_heads * head_dim);
+  const bool flash = job.attention_impl && *job.attention_impl == "flash";
+  // Attention: the residual, Q, K and V of the micro-batch, and, without flash attention, the f32
+  // KQ scores of every head and the f32 mask (with it, only the f16 mask).
+  double attention = ub * 4 * (n_embd + q_dim + 2 * kv_dim);
+  attention += flash ? ub * kv_cells * 2 : ub * kv_cells * 4 * static_cast<double>(m.num_attention_heads + 1);
+  // Feed-forward: the residual and its normed input, and the gate and up outputs (SiLU and the
+  // product run in place).
+  const double ff = static_cast<double>(m.num_experts ? m.moe_intermediate_size * m.experts_per_token : m.intermediate_size);
+  const double ffn = ub * 4 * (2 * n_embd + 2 * ff);
+  // Output: the last hidden state and the logits of every position of the micro-batch.
+  const double output = output_on_gpu ? ub * 4 * (n_embd + static_cast<double>(m.vocab_size)) : 0;
+  double compute = task == "load" ? 0 : std::max({attention, ffn, output});
+  const char* widest = compute == attention ? "attention" : compute == output ? "output logits" : "feed-forward";
+
+  // ---- components and totals ----
+  auto add = [&](const char* name, double bytes, std::string detail) {
+    if (bytes <= 0) return;
+    est.components.push_back({name, static_cast<uint64_t>(bytes), std::move(detail)});
+  };
+  add("weights", gpu_weights,
+      fmt::format("GGUF {}: {}{}", file_type, mix,
+                  host_weights > 0 ? fmt::format("; {} in host memory (token embeddings{})", format_bytes(static_cast<uint64_t>(host_weights)),
+                                                 first_gpu_layer > 0 || !output_on_gpu ? ", layers not offloaded" : "")
+                                   : ""));
+  add("kv_cache", kv_bytes,
+      fmt::format("{} cells x {} layers x ({}) x {}", cells, n_layer - first_gpu_layer, kv_shape, ggml_type_size(*kv).name));
+  add("compute_buffer", compute,
+      fmt::format("n_ubatch {} x {} cells, f32; widest: {}{}", ubatch, static_cast<uint64_t>(kv_cells), widest,
+                  flash ? " (flash attention)" : " (KQ scores materialised, no flash attention)"));
+  uint64_t buffers = 0;
+  for (const auto& c : est.components) buffers += c.bytes;
+  const uint64_t context = cuda_context_bytes(job.lazy_module_loading.value_or(true));
+  add("cuda_context", static_cast<double>(context), "CUDA context and kernels (outside llama.cpp's buffers)");
+
+  est.breakdown = est.components;
+  // llama.cpp's buffers are allocated once, at their logged sizes: no caching-allocator slack.
+  est.peak_allocated_bytes = buffers;
+  est.peak_reserved_bytes = buffers;
+  est.device_used_bytes = buffers + context;
+  est.peak_phase = task == "load" ? "load" : "generation";
+  est.allocator = "llama_cpp";
+  uint64_t best = 0;
+  for (const auto& c : est.components) {
+    if (c.bytes > best) { best = c.bytes; est.dominant_component = c.name; }
+  }
+  // The buffers are exact sums; what is open is the CUDA context and llama.cpp's CUDA memory pool
+  // (dequantization scratch for cuBLAS), which nvidia-smi sees and the log does not.
+  est.uncertainty_fraction = 0.05;
+  assume("llama.cpp buffers: weights, KV cache and compute buffer as llama.cpp logs them; nvidia-smi adds the CUDA "
+         "context and llama.cpp's CUDA pool (dequantization scratch), not sized");
+  return est;
+}
+
+}  // namespace oomdoc

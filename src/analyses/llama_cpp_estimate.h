@@ -1,0 +1,21 @@
+// Inference memory of a model run by llama.cpp (job implementation "llama_cpp"): the GPU
+// buffers llama.cpp allocates and logs itself ("CUDA0 model buffer size", "KV self size" /
+// "CUDA0 KV buffer size", "CUDA0 compute buffer size"), from the GGUF file type, the context,
+// the micro-batch (n_ubatch), the layers offloaded (-ngl) and the KV cache type. No PyTorch
+// allocator is involved: the three buffers are what llama.cpp holds; nvidia-smi adds the CUDA
+// context and cuBLAS. Formulas and sources: docs/estimator.md ("llama.cpp").
+#pragma once
+
+#include "core/result.h"
+#include "model/estimate.h"
+#include "model/job.h"
+#include "model/model_spec.h"
+
+namespace oomdoc {
+
+// llama.cpp's defaults (common/common.h): n_ubatch 512; every layer offloaded when -ngl is high.
+inline constexpr uint64_t kLlamaCppDefaultUbatch = 512;
+
+Result<Estimate> estimate_llama_cpp(const ModelSpec& model, const Job& job);
+
+}  // namespace oomdoc

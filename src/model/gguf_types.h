@@ -1,0 +1,47 @@
+// GGUF weight formats as llama.cpp stores them: the size of each ggml tensor type, and which
+// type `llama-quantize` gives each tensor for a file type such as Q4_K_M. The one place that
+// knows GGUF sizes; the llama.cpp estimate (analyses/llama_cpp_estimate.cpp) sums them.
+//
+// Block sizes are ggml's (ggml/src/ggml-common.h: block_q4_0 is an fp16 scale and 16 bytes of
+// nibbles for 32 weights, block_q4_K 144 bytes for 256, ...). The per-tensor choice follows
+// llama.cpp's llama_tensor_get_type (src/llama-quant.cpp): the output matrix in Q6_K unless the
+// file is Q8_0; for the _M mixes attn_v and ffn_down in Q6_K on the layers use_more_bits picks;
+// Q4_K_S's first attn_v and ffn_down layers in Q5_K; the 70B attn_v and 8-expert bumps.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/model_spec.h"
+
+namespace oomdoc {
+
+enum class GgmlType { kF32, kF16, kBF16, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K };
+
+struct GgmlTypeSize {
+  GgmlType type;
+  const char* name;          // as llama.cpp prints it: "q4_K", "f16"
+  uint64_t block_elements;   // weights per block
+  uint64_t block_bytes;      // bytes per block
+};
+
+const GgmlTypeSize& ggml_type_size(GgmlType type);
+// Bytes of a tensor of `elements` weights (whole blocks: every row of a GGUF tensor is).
+double ggml_bytes(GgmlType type, double elements);
+
+// The file types oomdoc knows, as `llama-quantize` names them, lower case:
+// f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m,
+// q5_k_s, q5_k_m, q6_k.
+const std::vector<std::string>& gguf_file_types();
+bool is_gguf_file_type(std::string_view name);
+
+// The ggml type llama-quantize gives one weight matrix of `model`. role: the LinearShape role
+// (q, k, v, qkv, o, gate, up, gate_up, down, fc_in, or "" for others), "output" for the output
+// head, "token_embd" for the input embedding. layer / n_layers: the block it belongs to.
+GgmlType gguf_tensor_type(std::string_view file_type, std::string_view role, uint64_t layer, uint64_t n_layers,
+                          const ModelSpec& model);
+
+}  // namespace oomdoc

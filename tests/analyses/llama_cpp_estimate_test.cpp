@@ -1,0 +1,111 @@
+// llama.cpp's buffers (analyses/llama_cpp_estimate.h), hand-computed for Llama-2-7B's shape.
+// The same shape is open_llama_7b_v2's, whose llama.cpp CI logs (ggml-org/ci, build 2459) print
+// a CUDA0 model buffer of 3577.56 MiB (Q4_0), KV 256 MiB and compute 70.50 MiB at n_ctx 512.
+#include "analyses/llama_cpp_estimate.h"
+
+#include <gtest/gtest.h>
+
+#include "analyses/estimator.h"
+#include "readers/job_file.h"
+#include "readers/model_presets.h"
+
+namespace oomdoc {
+namespace {
+
+ModelSpec llama2_7b() { return find_preset("meta-llama/Llama-2-7b-hf")->value(); }
+
+Job llama_cpp_job(const char* file_type, uint64_t context) {
+  Job job;
+  job.task = "inference";
+  job.implementation = "llama_cpp";
+  job.weight_quantization = file_type;
+  job.prompt_len = context;
+  job.max_new_tokens = 0;
+  return job;
+}
+
+uint64_t component(const Estimate& e, const std::string& name) {
+  for (const auto& c : e.components) if (c.name == name) return c.bytes;
+  return 0;
+}
+
+constexpr uint64_t kLinear = 32ull * (4 * 4096 * 4096 + 3 * 4096 * 11008);   // 6,476,005,376 weights
+constexpr uint64_t kVocabMatrix = 32000ull * 4096;
+constexpr uint64_t kNormsF32 = (2ull * 4096 * 32 + 4096) * 4;
+
+TEST(LlamaCppEstimate, Q4_0BuffersAtContext512) {
+  auto e = estimate_memory(llama2_7b(), llama_cpp_job("q4_0", 512));
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  // Blocks in Q4_0 (18 B per 32), the output matrix in Q6_K (210 B per 256), norms in f32; the
+  // token embeddings stay in host memory.
+  EXPECT_EQ(component(*e, "weights"), kLinear * 18 / 32 + kVocabMatrix * 210 / 256 + kNormsF32);   // 3577.55 MiB
+  EXPECT_EQ(component(*e, "kv_cache"), 512ull * 32 * 2 * 4096 * 2);                               // 256 MiB
+  // Widest moment: the output's logits for all 512 positions and the last hidden state, f32.
+  EXPECT_EQ(component(*e, "compute_buffer"), 512ull * 4 * (4096 + 32000));                         // 70.5 MiB
+  EXPECT_EQ(e->peak_allocated_bytes, e->peak_reserved_bytes);
+  EXPECT_EQ(e->peak_allocated_bytes,
+            component(*e, "weights") + component(*e, "kv_cache") + component(*e, "compute_buffer"));
+  EXPECT_EQ(e->device_used_bytes, e->peak_allocated_bytes + cuda_context_bytes());
+  EXPECT_EQ(e->allocator, "llama_cpp");
+}
+
+TEST(LlamaCppEstimate, LongerContextMakesTheKqScoresTheWidestMoment) {
+  auto e = estimate_memory(llama2_7b(), llama_cpp_job("q8_0", 2048));
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(component(*e, "weights"), kLinear * 34 / 32 + kVocabMatrix * 34 / 32 + kNormsF32);   // output stays Q8_0
+  EXPECT_EQ(component(*e, "kv_cache"), 2048ull * 32 * 2 * 4096 * 2);                             // 1 GiB
+  // f32 KQ scores of 32 heads and the mask over 2048 cells, plus the residual, Q, K and V: 164 MiB.
+  EXPECT_EQ(component(*e, "compute_buffer"), 512ull * 2048 * 4 * 33 + 512ull * 4 * 4 * 4096);
+  // Flash attention never materialises the scores: the f16 mask only, and the feed-forward is wider.
+  Job flash = llama_cpp_job("q8_0", 2048);
+  flash.attention_impl = "flash";
+  auto f = estimate_memory(llama2_7b(), flash);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(component(*f, "compute_buffer"), 512ull * 4 * (4096 + 32000));   // the output logits again
+}
+
+TEST(LlamaCppEstimate, PartialOffloadKeepsTheRestInHostMemory) {
+  Job job = llama_cpp_job("q4_0", 512);
+  job.gpu_layers = 16;   // the last 16 blocks; the output layer stays on the CPU
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(component(*e, "weights"), kLinear / 2 * 18 / 32 + (2ull * 4096 * 16) * 4);
+  EXPECT_EQ(component(*e, "kv_cache"), 512ull * 16 * 2 * 4096 * 2);
+  // No output on the GPU: the widest moment is attention (65 MiB) rather than the logits.
+  EXPECT_EQ(component(*e, "compute_buffer"), 512ull * 512 * 4 * 33 + 512ull * 4 * 4 * 4096);
+}
+
+TEST(LlamaCppEstimate, QuantizedKvCacheAndDefaults) {
+  Job job = llama_cpp_job("q4_k_m", 8192);
+  job.kv_cache_dtype = "q8_0";
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(component(*e, "kv_cache"), 8192ull * 32 * 2 * 4096 * 34 / 32);
+  Job bare;
+  bare.implementation = "llama_cpp";
+  auto d = estimate_memory(llama2_7b(), bare);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(component(*d, "kv_cache"), 4096ull * 32 * 2 * 4096 * 2);   // -c 4096, f16
+  EXPECT_EQ(component(*d, "weights"), kLinear * 2 + kVocabMatrix * 2 + kNormsF32);   // f16 file
+}
+
+TEST(LlamaCppEstimate, RefusesWhatLlamaCppDoesNotDo) {
+  Job train = llama_cpp_job("q4_0", 512);
+  train.task = "train_lora";
+  EXPECT_FALSE(estimate_memory(llama2_7b(), train).ok());
+  Job bnb = llama_cpp_job("nf4", 512);
+  auto e = estimate_memory(llama2_7b(), bnb);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message.find("not a GGUF file type"), std::string::npos);
+  // Job files: a GGUF type or a llama.cpp cache type needs the implementation.
+  auto no_impl = parse_job_json(R"({"model": "llama-2-7b", "task": "inference", "weight_quantization": "q4_k_m"})", "job.json");
+  ASSERT_FALSE(no_impl.ok());
+  EXPECT_NE(no_impl.error().message.find("add implementation llama_cpp"), std::string::npos);
+  auto ok = parse_job_json(R"({"model": "llama-2-7b", "implementation": "llama_cpp", "weight_quantization": "q4_k_m",
+                               "kv_cache_dtype": "q8_0", "gpu_layers": 20, "task": "inference"})", "job.json");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->gpu_layers, 20u);
+}
+
+}  // namespace
+}  // namespace oomdoc
