@@ -89,6 +89,19 @@ TEST(LlamaCppEstimate, QuantizedKvCacheAndDefaults) {
   EXPECT_EQ(component(*d, "weights"), kLinear * 2 + kVocabMatrix * 2 + kNormsF32);   // f16 file
 }
 
+// A Q4_K_M mix, against a public llama.cpp log of a Llama-3-8B Q4_K_M file (llama-cpp-python on
+// an RTX 3070, n_ctx 512: "CPU buffer size = 281.81 MiB", "CUDA0 buffer size = 4403.49 MiB",
+// "KV buffer size = 64.00 MiB", "CUDA0 compute buffer size = 258.50 MiB"; 193 q4_K tensors, 33 q6_K).
+TEST(LlamaCppEstimate, Q4KMMixMatchesLlamaCppsLogForLlama3_8B) {
+  auto e = estimate_memory(find_preset("meta-llama/Meta-Llama-3-8B")->value(), llama_cpp_job("q4_k_m", 512));
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  auto mib = [](uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); };
+  EXPECT_NEAR(mib(component(*e, "weights")), 4403.49, 0.005);
+  EXPECT_EQ(component(*e, "kv_cache"), 64ull << 20);
+  EXPECT_EQ(component(*e, "compute_buffer"), 517ull << 19);   // 258.50 MiB: 512 x (4096 + 128256) x 4 B
+  EXPECT_NE(e->components.front().detail.find("281.81 MiB in host memory"), std::string::npos) << e->components.front().detail;
+}
+
 TEST(LlamaCppEstimate, RefusesWhatLlamaCppDoesNotDo) {
   Job train = llama_cpp_job("q4_0", 512);
   train.task = "train_lora";
