@@ -516,12 +516,26 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.evidence.push_back(fmt::format("The device could not provide a {} buffer{}.", format_bytes(m.requested.value_or(0)),
                                        e.device ? fmt::format(" on device {}", *e.device) : ""));
     }
-    d.fixes.push_back(make_fix("ggml_flash_attention", "Without it the compute buffer holds f32 scores of every head over the whole context."));
-    d.fixes.push_back(make_fix("ggml_kv_cache_type", "The KV cache grows with the context (-c): q8_0 halves it."));
-    d.fixes.push_back(make_fix("ggml_fewer_layers", "The compute buffer grows with context (-c) and micro-batch (-ub)."));
-    d.fixes.push_back(make_fix("ggml_smaller_quant", "A smaller quantization (Q4_K_M) leaves room for layers and context.",
-                               "a lower-bit GGUF (e.g. Q4_K_M); size any combination first: oomdoc fit MODEL "
-                               "--implementation llama_cpp --weight-quantization q4_k_m --prompt-len N --gpu NAME"));
+    // Only the fixes that shrink the buffer that failed (ggml.cpp reads which one it was); they are
+    // then ordered by cost like every fix list.
+    const std::string buffer = e.string_field("llama_buffer").value_or("");
+    if (buffer == "compute") {
+      d.evidence.push_back("It was the compute buffer: the graph of one micro-batch (-ub tokens) over the whole context (-c).");
+    } else if (buffer == "kv_cache") {
+      d.evidence.push_back("It was the KV cache: context cells (-c) x layers on the GPU x the cache type.");
+    } else if (buffer == "model") {
+      d.evidence.push_back("It was the model's weights: the offloaded layers (-ngl) at the file's quantization.");
+    }
+    Fix flash = make_fix("ggml_flash_attention", "Without it the compute buffer holds f32 scores of every head over the whole context.");
+    Fix kv = make_fix("ggml_kv_cache_type", "The KV cache grows with the context (-c): q8_0 halves it.");
+    Fix fewer = make_fix("ggml_fewer_layers", "The compute buffer grows with context (-c) and micro-batch (-ub); the KV cache with -c; the weights with -ngl.");
+    Fix quant = make_fix("ggml_smaller_quant", "A smaller quantization (Q4_K_M) leaves room for layers and context.",
+                         "a lower-bit GGUF (e.g. Q4_K_M); size any combination first: oomdoc fit MODEL "
+                         "--implementation llama_cpp --weight-quantization q4_k_m --prompt-len N --gpu NAME");
+    std::vector<Fix> order = buffer == "kv_cache" ? std::vector<Fix>{kv, fewer, quant}
+                             : buffer == "model"  ? std::vector<Fix>{fewer, quant}
+                                                  : std::vector<Fix>{flash, kv, fewer, quant};
+    d.fixes.insert(d.fixes.end(), order.begin(), order.end());
   } else if (e.format == "ollama_runner") {
     d.cause = "generic_no_details";
     d.evidence.push_back("The runner exited; Ollama suspects memory but prints no figures.");

@@ -216,6 +216,21 @@ TEST(GgmlFormats, RequestedMiBThenExactBuffer) {
   EXPECT_EQ(e.device, 1);
   EXPECT_EQ(e.bytes("requested"), 2148007936u);
   EXPECT_EQ(e.string_field("buffer_backend"), "CUDA1");
+  EXPECT_EQ(e.string_field("llama_buffer"), "compute");   // ggml_gallocr: the compute graph
+}
+
+TEST(GgmlFormats, NamesTheBufferThatFailed) {
+  auto buffer = [](const std::string& text) { return only_event(scan_text(text)).string_field("llama_buffer"); };
+  EXPECT_EQ(buffer("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 8192.00 MiB on device 0: cudaMalloc failed: out of memory\n"
+                   "llama_kv_cache_init: failed to allocate buffer for kv cache\n"
+                   "llama_init_from_model: llama_kv_cache_init() failed for self-attention cache\n"),
+            "kv_cache");
+  EXPECT_EQ(buffer("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4403.49 MiB on device 0: cudaMalloc failed: out of memory\n"
+                   "alloc_tensor_range: failed to allocate CUDA0 buffer of size 4617395200\n"
+                   "llama_model_load: error loading model: unable to allocate CUDA0 buffer\n"),
+            "model");
+  EXPECT_EQ(buffer("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 100.00 MiB on device 0: cudaMalloc failed: out of memory\n"),
+            std::nullopt);
 }
 
 TEST(OtherFormats, SglangOllamaNccl) {

@@ -34,6 +34,26 @@ std::optional<FormatMatch> match_cuda_alloc(const MessageWindow& w) {
     m.lines_used = w.line_of(offset_in(w, (*x)[0])) + 1;
   }
   if (q) e.set_quantity("requested", *q);
+  // Which of llama.cpp's buffers failed, from the lines that follow (each names its caller): the
+  // compute graph (ggml_gallocr_reserve_n, "failed to allocate compute buffers"), the KV cache
+  // (llama_kv_cache_init), or the model's weights (llama_model_load, load_tensors).
+  for (size_t i = 1; i < w.lines.size() && i <= 4; ++i) {
+    const std::string& line = w.lines[i];
+    const char* buffer = nullptr;
+    if (line.find("gallocr") != std::string::npos || line.find("compute buffer") != std::string::npos ||
+        line.find("compute pp buffer") != std::string::npos) {
+      buffer = "compute";
+    } else if (line.find("kv_cache") != std::string::npos || line.find("kv cache") != std::string::npos) {
+      buffer = "kv_cache";
+    } else if (line.find("llama_model_load") != std::string::npos || line.find("load_tensors") != std::string::npos ||
+               line.find("error loading model") != std::string::npos) {
+      buffer = "model";
+    }
+    if (buffer) {
+      e.set_field("llama_buffer", std::string(buffer));
+      break;
+    }
+  }
   return m;
 }
 
