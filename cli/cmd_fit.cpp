@@ -1,6 +1,8 @@
 // oomdoc fit: does the job fit the GPU, and what is the cheapest change that makes it fit.
 #include <fmt/format.h>
 
+#include <fstream>
+
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
@@ -54,6 +56,17 @@ bool looks_like_job_file(const std::string& text) {
   return !j.is_discarded() && j.is_object() && j.contains("model");
 }
 
+// A model's weights file (GGUF or safetensors), not a training config: by name, or GGUF's magic.
+bool is_model_file(const std::string& path) {
+  auto ends_with = [&](std::string_view suffix) {
+    return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".gguf") || ends_with(".safetensors")) return true;
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
+}
+
 int run_fit(const FitArgs& a) {
   if (!(a.budget > 0 && a.budget <= 1)) {
     return fail(fmt::format("--budget {} is outside (0, 1]: it is the share of the GPU's memory "
@@ -70,9 +83,9 @@ int run_fit(const FitArgs& a) {
   std::string source = "command line";
   std::string job_file = a.job_file;
   if (!a.input.empty()) {
-    if (!is_regular_file(a.input)) {
+    if (!is_regular_file(a.input) || is_model_file(a.input)) {
       if (!a.model.empty()) return fail(a.input + ": no such file (and --model is given)");
-      job.model = a.input;  // `oomdoc fit llama-2-7b --gpu 4090`, as for estimate
+      job.model = a.input;  // `oomdoc fit llama-2-7b --gpu 4090` or a .gguf file, as for estimate
     } else {
       auto text = read_small_file(a.input, 4ull << 20);
       if (!text) return fail(text.error().message);

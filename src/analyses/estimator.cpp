@@ -471,8 +471,13 @@ uint64_t cuda_context_bytes(bool lazy_module_loading) {
 }
 
 Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
-  // llama.cpp allocates its own buffers (no PyTorch allocator): its own model.
-  if (job.implementation && *job.implementation == "llama_cpp") return estimate_llama_cpp(m, job);
+  // llama.cpp allocates its own buffers (no PyTorch allocator): its own model. A GGUF file is
+  // llama.cpp's format, so it runs there unless the job says otherwise.
+  if (m.gguf && job.implementation && *job.implementation != "llama_cpp") {
+    return make_error(fmt::format("{}: a GGUF file runs in llama.cpp (implementation llama_cpp), not {}", m.source,
+                                  *job.implementation));
+  }
+  if (m.gguf || (job.implementation && *job.implementation == "llama_cpp")) return estimate_llama_cpp(m, job);
   Estimate est;
   auto planned = make_plan(m, job, est.assumptions);
   if (!planned) return planned.error();

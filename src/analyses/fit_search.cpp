@@ -58,6 +58,7 @@ std::optional<PredictedTotals> predict(const EstimateFn& est, const ModelSpec& m
 }
 
 bool is_training(const Job& job) {
+  if (job.implementation && *job.implementation == "llama_cpp") return false;   // llama.cpp only serves
   return !job.task || job.task->rfind("train", 0) == 0;
 }
 
@@ -973,6 +974,9 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
 
   Job given = job;
   if (options.num_gpus > 1 && !given.num_gpus) given.num_gpus = options.num_gpus;
+  // A GGUF file runs in llama.cpp: its ladder, not PyTorch's.
+  if (model.gguf && !given.implementation) given.implementation = "llama_cpp";
+  if (given.implementation && *given.implementation == "llama_cpp" && !given.task) given.task = "inference";
   auto estimate = est(model, given);
   if (!estimate) return estimate.error();
 

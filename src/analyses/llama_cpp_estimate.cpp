@@ -37,57 +37,42 @@ Result<GgmlType> kv_type(const std::optional<std::string>& kv, std::vector<std::
   return Error{fmt::format("kv_cache_dtype {}: llama.cpp's cache types are f16, bf16, fp32, q8_0, q4_0", *kv)};
 }
 
-}  // namespace
-
-Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
-  Estimate est;
-  auto assume = [&](std::string text) { est.assumptions.push_back(std::move(text)); };
-  const std::string task = job.task.value_or("inference");
-  if (task != "inference" && task != "load") {
-    return Error{fmt::format("implementation llama_cpp: task {} (llama.cpp runs inference; use task inference or load)", task)};
-  }
-  if (m.is_encoder_only || m.is_encoder_decoder) {
-    return Error{fmt::format("implementation llama_cpp: {} is not a decoder-only model", m.id.empty() ? m.source : m.id)};
-  }
-  if ((job.tp && *job.tp > 1) || (job.pp && *job.pp > 1) || (job.num_gpus && *job.num_gpus > 1)) {
-    return Error{"implementation llama_cpp: one GPU per estimate (llama.cpp splits layers across GPUs with "
-                 "--tensor-split; estimate each GPU's share with gpu_layers)"};
-  }
-
-  // File type: a GGUF type, else the precision's unquantized type.
-  std::string file_type;
-  if (job.weight_quantization) {
-    if (!is_gguf_file_type(*job.weight_quantization)) {
-      return Error{fmt::format("implementation llama_cpp: weight_quantization {} is not a GGUF file type "
-                               "(q4_0, q4_k_m, q5_k_m, q6_k, q8_0, ...)", *job.weight_quantization)};
-    }
-    file_type = *job.weight_quantization;
-  } else if (job.precision && *job.precision == "fp32") {
-    file_type = "f32";
-  } else if (job.precision && (*job.precision == "bf16" || *job.precision == "bf16_mixed")) {
-    file_type = "bf16";
-  } else {
-    file_type = "f16";
-    if (!job.precision) assume("GGUF file type: f16 (no weight_quantization given)");
-  }
-
-  const uint64_t n_layer = m.num_layers;
-  const uint64_t gpu_layers = std::min<uint64_t>(job.gpu_layers.value_or(n_layer + 1), n_layer + 1);
-  if (!job.gpu_layers) assume(fmt::format("gpu_layers: all {} blocks and the output layer (-ngl {})", n_layer, n_layer + 1));
-  const uint64_t first_gpu_layer = n_layer - std::min(gpu_layers, n_layer);
-  const bool output_on_gpu = gpu_layers > n_layer;
-
-  // ---- weights: every tensor at the type llama-quantize gives it ----
-  double gpu_weights = 0, host_weights = 0;
-  std::map<std::string, double> gpu_by_type;   // for the detail line
-  auto place = [&](GgmlType t, double elements, bool on_gpu) {
-    const double bytes = ggml_bytes(t, elements);
+// Where a model's weights go: GPU or host memory, and the GPU bytes by ggml type (for the detail).
+struct Placement {
+  double gpu = 0, host = 0;
+  std::map<std::string, double> gpu_by_type;
+  void add(const std::string& type, double bytes, bool on_gpu) {
     if (on_gpu) {
-      gpu_weights += bytes;
-      gpu_by_type[ggml_type_size(t).name] += bytes;
+      gpu += bytes;
+      gpu_by_type[type] += bytes;
     } else {
-      host_weights += bytes;
+      host += bytes;
     }
+  }
+};
+
+// From a GGUF file's tensor table, exactly: blocks by -ngl; the output layer (the embeddings'
+// duplicate when tied) and the tensors outside the blocks with the output; the token embeddings
+// in host memory.
+Placement weights_from_file(const ModelSpec::GgufWeights& w, uint64_t n_layer, uint64_t first_gpu_layer,
+                            bool output_on_gpu) {
+  Placement p;
+  for (uint64_t layer = 0; layer < n_layer && layer < w.layer_bytes.size(); ++layer) {
+    p.add("as stored in the file", static_cast<double>(w.layer_bytes[layer]), layer >= first_gpu_layer);
+  }
+  const uint64_t output = (w.output_bytes ? w.output_bytes : w.token_embd_bytes) + w.other_bytes;
+  p.add("as stored in the file", static_cast<double>(output), output_on_gpu);
+  p.add("", static_cast<double>(w.token_embd_bytes), false);
+  return p;
+}
+
+// Without a file: every matrix at the ggml type llama-quantize gives it for `file_type`.
+Placement weights_by_quantize_rules(const ModelSpec& m, const std::string& file_type, uint64_t first_gpu_layer,
+                                    bool output_on_gpu) {
+  Placement p;
+  const uint64_t n_layer = m.num_layers;
+  auto place = [&](GgmlType t, double elements, bool on_gpu) {
+    p.add(ggml_type_size(t).name, ggml_bytes(t, elements), on_gpu);
   };
   for (const LinearShape& l : linear_layers(m)) {
     const auto [begin, end] = layer_range(m, l);
@@ -109,13 +94,67 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
   place(GgmlType::kF32, per_layer_small * static_cast<double>(first_gpu_layer), false);
   place(GgmlType::kF32, final_norm, output_on_gpu);
   // Token embeddings stay in host memory (llama.cpp keeps tok_embd on the CPU: its get_rows is
-  // cheap there); the output matrix (the embedding itself when tied) goes with -ngl > n_layer.
+  // cheap there); the output matrix goes with -ngl > n_layer. A tied model has no output.weight:
+  // llama-quantize gives token_embd the output's type, and llama.cpp loads a duplicate of it as
+  // the output layer (TENSOR_DUPLICATED).
   const double vocab_matrix = static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
-  // A tied model has no output.weight: llama-quantize gives token_embd the output's type, and
-  // llama.cpp loads a duplicate of it as the output layer (TENSOR_DUPLICATED).
   const GgmlType output_type = gguf_tensor_type(file_type, "output", 0, n_layer, m);
   place(m.tie_word_embeddings ? output_type : gguf_tensor_type(file_type, "token_embd", 0, n_layer, m), vocab_matrix, false);
   place(output_type, vocab_matrix, output_on_gpu);
+  return p;
+}
+
+}  // namespace
+
+Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
+  Estimate est;
+  auto assume = [&](std::string text) { est.assumptions.push_back(std::move(text)); };
+  const std::string task = job.task.value_or("inference");
+  if (task != "inference" && task != "load") {
+    return Error{fmt::format("implementation llama_cpp: task {} (llama.cpp runs inference; use task inference or load)", task)};
+  }
+  if (m.is_encoder_only || m.is_encoder_decoder) {
+    return Error{fmt::format("implementation llama_cpp: {} is not a decoder-only model", m.id.empty() ? m.source : m.id)};
+  }
+  if ((job.tp && *job.tp > 1) || (job.pp && *job.pp > 1) || (job.num_gpus && *job.num_gpus > 1)) {
+    return Error{"implementation llama_cpp: one GPU per estimate (llama.cpp splits layers across GPUs with "
+                 "--tensor-split; estimate each GPU's share with gpu_layers)"};
+  }
+
+  // File type: the GGUF file's own, else a GGUF type, else the precision's unquantized type.
+  std::string file_type;
+  if (m.gguf) {
+    file_type = m.gguf->file_type;
+    if (job.weight_quantization && *job.weight_quantization != file_type) {
+      assume(fmt::format("weight_quantization {} ignored: the file's own tensor types ({}) are used",
+                         *job.weight_quantization, file_type));
+    }
+  } else if (job.weight_quantization) {
+    if (!is_gguf_file_type(*job.weight_quantization)) {
+      return Error{fmt::format("implementation llama_cpp: weight_quantization {} is not a GGUF file type "
+                               "(q4_0, q4_k_m, q5_k_m, q6_k, q8_0, ...)", *job.weight_quantization)};
+    }
+    file_type = *job.weight_quantization;
+  } else if (job.precision && *job.precision == "fp32") {
+    file_type = "f32";
+  } else if (job.precision && (*job.precision == "bf16" || *job.precision == "bf16_mixed")) {
+    file_type = "bf16";
+  } else {
+    file_type = "f16";
+    if (!job.precision) assume("GGUF file type: f16 (no weight_quantization given)");
+  }
+
+  const uint64_t n_layer = m.num_layers;
+  const uint64_t gpu_layers = std::min<uint64_t>(job.gpu_layers.value_or(n_layer + 1), n_layer + 1);
+  if (!job.gpu_layers) assume(fmt::format("gpu_layers: all {} blocks and the output layer (-ngl {})", n_layer, n_layer + 1));
+  const uint64_t first_gpu_layer = n_layer - std::min(gpu_layers, n_layer);
+  const bool output_on_gpu = gpu_layers > n_layer;
+
+  // ---- weights: the file's tensors as stored, else each at the type llama-quantize gives it ----
+  const Placement placed = m.gguf ? weights_from_file(*m.gguf, n_layer, first_gpu_layer, output_on_gpu)
+                                  : weights_by_quantize_rules(m, file_type, first_gpu_layer, output_on_gpu);
+  const double gpu_weights = placed.gpu, host_weights = placed.host;
+  const auto& gpu_by_type = placed.gpu_by_type;
 
   std::string mix;
   for (const auto& [name, bytes] : gpu_by_type) {

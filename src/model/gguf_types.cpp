@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 
 namespace oomdoc {
 namespace {
@@ -55,6 +56,37 @@ const GgmlTypeSize& ggml_type_size(GgmlType type) {
 double ggml_bytes(GgmlType type, double elements) {
   const GgmlTypeSize& s = ggml_type_size(type);
   return elements / static_cast<double>(s.block_elements) * static_cast<double>(s.block_bytes);
+}
+
+std::optional<GgmlTypeById> ggml_type_by_id(uint32_t id) {
+  // ggml.h / ggml.c type_traits: block size and bytes per block.
+  static constexpr GgmlTypeById kById[] = {
+      {0, "f32", 1, 4},         {1, "f16", 1, 2},          {2, "q4_0", 32, 18},      {3, "q4_1", 32, 20},
+      {6, "q5_0", 32, 22},      {7, "q5_1", 32, 24},       {8, "q8_0", 32, 34},      {9, "q8_1", 32, 36},
+      {10, "q2_K", 256, 84},    {11, "q3_K", 256, 110},    {12, "q4_K", 256, 144},   {13, "q5_K", 256, 176},
+      {14, "q6_K", 256, 210},   {15, "q8_K", 256, 292},    {16, "iq2_xxs", 256, 66}, {17, "iq2_xs", 256, 74},
+      {18, "iq3_xxs", 256, 98}, {19, "iq1_s", 256, 50},    {20, "iq4_nl", 32, 18},   {21, "iq3_s", 256, 110},
+      {22, "iq2_s", 256, 82},   {23, "iq4_xs", 256, 136},  {24, "i8", 1, 1},         {25, "i16", 1, 2},
+      {26, "i32", 1, 4},        {27, "i64", 1, 8},         {28, "f64", 1, 8},        {29, "iq1_m", 256, 56},
+      {30, "bf16", 1, 2},       {34, "tq1_0", 256, 54},    {35, "tq2_0", 256, 66},   {39, "mxfp4", 32, 17},
+  };
+  for (const auto& t : kById) {
+    if (t.id == id) return t;
+  }
+  return std::nullopt;
+}
+
+std::string gguf_file_type_name(uint64_t ftype) {
+  // llama.h enum llama_ftype (LLAMA_FTYPE_MOSTLY_*).
+  static const std::map<uint64_t, std::string> kNames = {
+      {0, "f32"},     {1, "f16"},     {2, "q4_0"},    {3, "q4_1"},    {7, "q8_0"},    {8, "q5_0"},
+      {9, "q5_1"},    {10, "q2_k"},   {11, "q3_k_s"}, {12, "q3_k_m"}, {13, "q3_k_l"}, {14, "q4_k_s"},
+      {15, "q4_k_m"}, {16, "q5_k_s"}, {17, "q5_k_m"}, {18, "q6_k"},   {19, "iq2_xxs"}, {20, "iq2_xs"},
+      {21, "q2_k_s"}, {22, "iq3_xs"}, {23, "iq3_xxs"}, {24, "iq1_s"}, {25, "iq4_nl"}, {26, "iq3_s"},
+      {27, "iq3_m"},  {28, "iq2_s"},  {29, "iq2_m"},  {30, "iq4_xs"}, {31, "iq1_m"},  {32, "bf16"},
+      {36, "tq1_0"},  {37, "tq2_0"},  {38, "mxfp4_moe"}};
+  auto it = kNames.find(ftype);
+  return it != kNames.end() ? it->second : "ftype " + std::to_string(ftype);
 }
 
 const std::vector<std::string>& gguf_file_types() {

@@ -32,6 +32,20 @@ const GgmlTypeSize& ggml_type_size(GgmlType type);
 // Bytes of a tensor of `elements` weights (whole blocks: every row of a GGUF tensor is).
 double ggml_bytes(GgmlType type, double elements);
 
+// Any ggml tensor type by its id in a GGUF tensor table (ggml.h enum ggml_type), for reading
+// files: the quantize rules above use the common ones, a file may hold any (IQ types, BF16, ...).
+struct GgmlTypeById {
+  uint32_t id;
+  const char* name;
+  uint64_t block_elements;
+  uint64_t block_bytes;
+};
+std::optional<GgmlTypeById> ggml_type_by_id(uint32_t id);
+
+// general.file_type (llama.h enum llama_ftype) as llama-quantize names it ("q4_k_m"), or
+// "ftype N" for one oomdoc does not name.
+std::string gguf_file_type_name(uint64_t ftype);
+
 // The file types oomdoc knows, as `llama-quantize` names them, lower case:
 // f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m,
 // q5_k_s, q5_k_m, q6_k.

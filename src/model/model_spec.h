@@ -106,6 +106,17 @@ struct ModelSpec {
   uint64_t patch_size = 0;
   uint64_t largest_layer_params = 0;  // biggest transformer block (ZeRO-3 / FSDP gather unit)
 
+  // A GGUF file (readers/gguf_header.h): every tensor's bytes as stored, by where llama.cpp puts
+  // them. Unset for models not read from a GGUF file.
+  struct GgufWeights {
+    std::string file_type;              // general.file_type as llama-quantize names it ("q4_k_m")
+    std::vector<uint64_t> layer_bytes;  // blk.N.* for each block N
+    uint64_t token_embd_bytes = 0;      // kept in host memory by llama.cpp
+    uint64_t output_bytes = 0;          // output.weight; 0 when tied (the embeddings are duplicated)
+    uint64_t other_bytes = 0;           // output_norm and other tensors outside the blocks
+  };
+  std::optional<GgufWeights> gguf;
+
   std::string torch_dtype;            // "bfloat16", "float16", "float32"; empty if unknown
   std::string quantization;           // quantization_config.quant_method: gptq, awq, bitsandbytes, fp8
   uint64_t quantization_bits = 0;

@@ -11,6 +11,7 @@
 #include "core/units.h"
 #include "model/architecture.h"
 #include "readers/model_config.h"
+#include "readers/gguf_header.h"
 #include "readers/model_presets.h"
 #include "readers/safetensors_header.h"
 
@@ -98,6 +99,7 @@ Result<ModelSpec> resolve_model(const std::string& name) {
   std::error_code ec;
   if (fs::exists(name, ec)) {
     if (fs::is_directory(name, ec)) return model_from_folder(name);
+    if (name.size() > 5 && name.substr(name.size() - 5) == ".gguf") return model_from_gguf(name);
     if (name.size() > 12 && name.substr(name.size() - 12) == ".safetensors") {
       return model_from_folder(fs::path(name).parent_path().string().empty() ? "." : fs::path(name).parent_path().string());
     }
