@@ -300,6 +300,17 @@ Result<ModelSpec> model_from_gguf_header(const GgufHeader& h, const std::string&
     if (tokens != h.metadata.end() && tokens->second.kind == GgufValue::Kind::kArray) m.vocab_size = tokens->second.array_length;
   }
 
+  for (auto [value, what] : {std::pair{m.num_layers, "block_count"}, std::pair{m.hidden_size, "embedding_length"},
+                             std::pair{m.num_attention_heads, "attention.head_count"}}) {
+    if (value == 0) return make_error(fmt::format("{}: the GGUF metadata has no {}.{}", source, arch, what));
+  }
+  // validate_shape's bound, before the per-block table is sized by it.
+  if (m.num_layers > (1u << 12)) {
+    return make_error(fmt::format("{}: {}.block_count {} is implausibly large", source, arch, m.num_layers));
+  }
+  if (m.head_dim == 0) m.head_dim = m.hidden_size / m.num_attention_heads;
+  if (m.intermediate_size == 0) m.intermediate_size = m.moe_intermediate_size;
+
   ModelSpec::GgufWeights w;
   w.file_type = gguf_file_type_name(unsigned_value(h, "general.file_type").value_or(UINT64_MAX));
   w.layer_bytes.assign(m.num_layers, 0);
@@ -326,18 +337,12 @@ Result<ModelSpec> model_from_gguf_header(const GgufHeader& h, const std::string&
   m.tie_word_embeddings = w.output_bytes == 0;
   m.total_params = elements;
   m.gguf = std::move(w);
-  // The shape the KV cache and compute buffer need; a missing key is named.
-  for (auto [value, what] : {std::pair{m.num_layers, "block_count"}, std::pair{m.hidden_size, "embedding_length"},
-                             std::pair{m.num_attention_heads, "attention.head_count"},
-                             std::pair{m.vocab_size, "vocab_size (or tokenizer.ggml.tokens)"}}) {
-    if (value == 0) return make_error(fmt::format("{}: the GGUF metadata has no {}.{}", source, arch, what));
+  if (m.vocab_size == 0) {
+    return make_error(fmt::format("{}: the GGUF metadata has no {}.vocab_size (or tokenizer.ggml.tokens)", source, arch));
   }
-  if (m.num_kv_heads == 0 || m.num_attention_heads % m.num_kv_heads != 0) {
-    return make_error(fmt::format("{}: {}.attention.head_count_kv {} does not divide the {} heads", source, arch,
-                                  m.num_kv_heads, m.num_attention_heads));
-  }
-  if (m.head_dim == 0) m.head_dim = m.hidden_size / m.num_attention_heads;
-  if (m.intermediate_size == 0) m.intermediate_size = m.moe_intermediate_size;
+  // The same checks as a config.json (no zero widths, heads dividing, bounds that keep every
+  // product inside 64 bits).
+  if (auto valid = validate_shape(m, source); !valid) return valid.error();
   return m;
 }
 
