@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Configures the clang build in build-fuzz/ (library and fuzzers instrumented with
 # -fsanitize=fuzzer,address,undefined) and builds one fuzzer. Usage: fuzz/build_fuzzer.sh TARGET
-# (snapshot_fuzz, explain_fuzz); the run_*_fuzz.sh scripts call it.
+# (snapshot_fuzz, explain_fuzz, gguf_fuzz); the run_*_fuzz.sh scripts call it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DOOMDOC_BUILD_FUZZ=ON -DOOMDOC_BUILD_TESTS=OFF \
