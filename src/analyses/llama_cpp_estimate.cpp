@@ -80,7 +80,7 @@ Placement weights_by_quantize_rules(const ModelSpec& m, const std::string& file_
     const double bias = l.bias ? static_cast<double>(l.out_features * l.copies) : 0;
     for (uint64_t layer = begin; layer < end; ++layer) {
       const bool on_gpu = layer >= first_gpu_layer;
-      place(gguf_tensor_type(file_type, l.role, layer, n_layer, m), per_layer, on_gpu);
+      place(gguf_tensor_type(file_type, l.role, layer, n_layer, l.in_features, m), per_layer, on_gpu);
       if (bias > 0) place(GgmlType::kF32, bias, on_gpu);   // biases stay f32
     }
   }
@@ -98,8 +98,9 @@ Placement weights_by_quantize_rules(const ModelSpec& m, const std::string& file_
   // llama-quantize gives token_embd the output's type, and llama.cpp loads a duplicate of it as
   // the output layer (TENSOR_DUPLICATED).
   const double vocab_matrix = static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
-  const GgmlType output_type = gguf_tensor_type(file_type, "output", 0, n_layer, m);
-  place(m.tie_word_embeddings ? output_type : gguf_tensor_type(file_type, "token_embd", 0, n_layer, m), vocab_matrix, false);
+  const GgmlType output_type = gguf_tensor_type(file_type, "output", 0, n_layer, m.hidden_size, m);
+  place(m.tie_word_embeddings ? output_type : gguf_tensor_type(file_type, "token_embd", 0, n_layer, m.hidden_size, m),
+        vocab_matrix, false);
   place(output_type, vocab_matrix, output_on_gpu);
   return p;
 }

@@ -19,28 +19,25 @@
 
 namespace oomdoc {
 
-enum class GgmlType { kF32, kF16, kBF16, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K };
+// ggml tensor types, by their ids in a GGUF tensor table (ggml.h enum ggml_type): the ones the
+// quantize rules below produce. A file may hold others (IQ types, ...): ggml_type_by_id knows them.
+enum class GgmlType : uint32_t {
+  kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
+  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30,
+};
 
 struct GgmlTypeSize {
-  GgmlType type;
+  uint32_t id;
   const char* name;          // as llama.cpp prints it: "q4_K", "f16"
   uint64_t block_elements;   // weights per block
   uint64_t block_bytes;      // bytes per block
 };
 
+// Any ggml type by id (ggml.c type_traits), or nullopt for one oomdoc does not know.
+std::optional<GgmlTypeSize> ggml_type_by_id(uint32_t id);
 const GgmlTypeSize& ggml_type_size(GgmlType type);
 // Bytes of a tensor of `elements` weights (whole blocks: every row of a GGUF tensor is).
 double ggml_bytes(GgmlType type, double elements);
-
-// Any ggml tensor type by its id in a GGUF tensor table (ggml.h enum ggml_type), for reading
-// files: the quantize rules above use the common ones, a file may hold any (IQ types, BF16, ...).
-struct GgmlTypeById {
-  uint32_t id;
-  const char* name;
-  uint64_t block_elements;
-  uint64_t block_bytes;
-};
-std::optional<GgmlTypeById> ggml_type_by_id(uint32_t id);
 
 // general.file_type (llama.h enum llama_ftype) as llama-quantize names it ("q4_k_m"), or
 // "ftype N" for one oomdoc does not name.
@@ -55,7 +52,10 @@ bool is_gguf_file_type(std::string_view name);
 // The ggml type llama-quantize gives one weight matrix of `model`. role: the LinearShape role
 // (q, k, v, qkv, o, gate, up, gate_up, down, fc_in, or "" for others), "output" for the output
 // head, "token_embd" for the input embedding. layer / n_layers: the block it belongs to.
+// row_width: the matrix's input width (ne[0]); a k-quant needs a multiple of 256, else
+// llama-quantize falls back (tensor_type_fallback: Q2_K/Q3_K -> Q4_0, Q4_K -> Q5_0,
+// Q5_K -> Q5_1, Q6_K -> Q8_0).
 GgmlType gguf_tensor_type(std::string_view file_type, std::string_view role, uint64_t layer, uint64_t n_layers,
-                          const ModelSpec& model);
+                          uint64_t row_width, const ModelSpec& model);
 
 }  // namespace oomdoc
