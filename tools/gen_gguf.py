@@ -124,6 +124,15 @@ def main():
         "data_cut_short.gguf": good[:-4096],
         "no_architecture.gguf": build(tensors, [m for m in metadata if b"general.architecture" not in m]),
     }
+    # Gemma 2 with a 64-token window: llama.cpp slides every other layer.
+    gemma = [kv("general.architecture", STRING, "gemma2")] + [
+        kv(k.replace("llama.", "gemma2."), t, v) for k, t, v in [
+            ("llama.block_count", U32, 2), ("llama.context_length", U32, 8192), ("llama.embedding_length", U32, 64),
+            ("llama.feed_forward_length", U32, 128), ("llama.attention.head_count", U32, 4),
+            ("llama.attention.head_count_kv", U32, 2), ("llama.attention.key_length", U32, 16),
+            ("llama.attention.sliding_window", U32, 64)]] + [
+        kv("tokenizer.ggml.tokens", ARRAY, (STRING, ["<t%d>" % i for i in range(256)]))]
+    files["tiny_gemma2_swa.gguf"] = build([t for t in tensors if t[0] != "output.weight"], gemma)
     # A tensor with an absurd shape (2^40 x 2^40 elements).
     files["absurd_shape.gguf"] = build([("blk.0.attn_q.weight", [1 << 40, 1 << 40], F32)], metadata, data=False)
     for name, data in files.items():

@@ -185,16 +185,23 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
     kv_elements_per_cell = 2.0 * static_cast<double>(m.num_kv_heads * head_dim);
     kv_shape = fmt::format("2 x {} KV heads x {}", m.num_kv_heads, head_dim);
   }
+  // Sliding-window layers (those the model marks, as Gemma 2/3 do; llama.cpp runs Mistral and
+  // Phi-3 with full attention) keep the window per sequence plus one micro-batch: llama.cpp's iSWA
+  // cache, the default without --swa-full.
   double kv_bytes = 0;
+  uint64_t sliding_layers = 0, sliding_cells = 0;
   for (uint64_t layer = first_gpu_layer; layer < n_layer; ++layer) {
     double layer_cells = static_cast<double>(cells);
-    const bool sliding = m.sliding_window && (m.layer_is_sliding.empty() || m.layer_is_sliding[layer]);
-    // Sliding-window layers keep the window per sequence plus one micro-batch (llama.cpp's
-    // iSWA cache, the default without --swa-full).
-    if (sliding) layer_cells = std::min(layer_cells, static_cast<double>(*m.sliding_window * sequences + ubatch));
+    const bool sliding = m.sliding_window && layer < m.layer_is_sliding.size() && m.layer_is_sliding[layer];
+    if (sliding) {
+      sliding_cells = std::min<uint64_t>(cells, *m.sliding_window * sequences + ubatch);
+      layer_cells = static_cast<double>(sliding_cells);
+      ++sliding_layers;
+    }
     kv_bytes += ggml_bytes(*kv, layer_cells * kv_elements_per_cell);
   }
-  if (m.sliding_window) assume("sliding-window layers cache window x sequences + n_ubatch cells (llama.cpp's SWA cache, no --swa-full)");
+  if (sliding_layers) assume("sliding-window layers cache window x sequences + n_ubatch cells (llama.cpp's SWA cache, no --swa-full)");
+  if (kv_bytes > 1e18) return Error{fmt::format("a KV cache of {:.3g} bytes: the context is implausibly large", kv_bytes)};
 
   // ---- compute buffer: ggml-alloc's peak over one graph of n_ubatch tokens, activations in f32 ----
   // Reserved for the worst case: every cell of the context attended to, every position's logits.
@@ -227,7 +234,9 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
                                                  first_gpu_layer > 0 || !output_on_gpu ? ", layers not offloaded" : "")
                                    : ""));
   add("kv_cache", kv_bytes,
-      fmt::format("{} cells x {} layers x ({}) x {}", cells, n_layer - first_gpu_layer, kv_shape, ggml_type_size(*kv).name));
+      fmt::format("{} cells x {} layers{} x ({}) x {}", cells, n_layer - first_gpu_layer,
+                  sliding_layers ? fmt::format(" ({} sliding-window layers: {} cells)", sliding_layers, sliding_cells) : "",
+                  kv_shape, ggml_type_size(*kv).name));
   add("compute_buffer", compute,
       fmt::format("n_ubatch {} x {} cells, f32; widest: {}{}", ubatch, static_cast<uint64_t>(kv_cells), widest,
                   flash ? " (flash attention)" : " (KQ scores materialised, no flash attention)"));

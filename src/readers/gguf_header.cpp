@@ -286,7 +286,15 @@ Result<ModelSpec> model_from_gguf_header(const GgufHeader& h, const std::string&
   m.intermediate_size = key("feed_forward_length").value_or(0);
   m.moe_intermediate_size = key("expert_feed_forward_length").value_or(m.num_experts ? m.intermediate_size : 0);
   m.first_dense_layers = key("leading_dense_block_count").value_or(0);
-  if (auto window = key("attention.sliding_window"); window && *window > 0) m.sliding_window = *window;
+  // Sliding-window layers as llama.cpp marks them (set_swa_pattern: layer il slides when
+  // il % n < n - 1): Gemma 2 every other layer, Gemma 3 five of six, Cohere2 three of four. Other
+  // architectures run every layer with full attention in llama.cpp.
+  static const std::map<std::string, uint64_t> kSwaPattern = {{"gemma2", 2}, {"gemma3", 6}, {"cohere2", 4}};
+  if (auto window = key("attention.sliding_window"); window && *window > 0 && kSwaPattern.count(arch)) {
+    const uint64_t n = kSwaPattern.at(arch);
+    m.sliding_window = *window;
+    for (uint64_t il = 0; il < std::min<uint64_t>(m.num_layers, 1u << 12); ++il) m.layer_is_sliding.push_back(il % n < n - 1);
+  }
   if (auto rank = key("attention.kv_lora_rank"); rank && *rank > 0) {
     m.attention = AttentionKind::kMultiLatent;
     m.kv_lora_rank = *rank;

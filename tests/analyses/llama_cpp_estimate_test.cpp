@@ -102,6 +102,17 @@ TEST(LlamaCppEstimate, Q4KMMixMatchesLlamaCppsLogForLlama3_8B) {
   EXPECT_NE(e->components.front().detail.find("281.81 MiB in host memory"), std::string::npos) << e->components.front().detail;
 }
 
+TEST(LlamaCppEstimate, SlidingWindowOnlyWhereLlamaCppSlides) {
+  // Mistral-7B-v0.1's config has a 4096-token window, but llama.cpp runs it as llama: full cache.
+  auto mistral = estimate_memory(find_preset("mistralai/Mistral-7B-v0.1")->value(), llama_cpp_job("q4_k_m", 32768));
+  ASSERT_TRUE(mistral.ok()) << mistral.error().message;
+  EXPECT_EQ(component(*mistral, "kv_cache"), 32768ull * 32 * 2 * 8 * 128 * 2);   // 4 GiB
+  // Gemma-2-9B: 21 global layers hold the context, 21 local ones 4096 + 512 cells.
+  auto gemma = estimate_memory(find_preset("google/gemma-2-9b")->value(), llama_cpp_job("q4_k_m", 32768));
+  ASSERT_TRUE(gemma.ok()) << gemma.error().message;
+  EXPECT_EQ(component(*gemma, "kv_cache"), (21ull * 32768 + 21ull * 4608) * 2 * 8 * 256 * 2);
+}
+
 TEST(LlamaCppEstimate, RefusesWhatLlamaCppDoesNotDo) {
   Job train = llama_cpp_job("q4_0", 512);
   train.task = "train_lora";

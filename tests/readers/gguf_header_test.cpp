@@ -88,6 +88,23 @@ TEST(GgufHeader, EstimateUsesTheFilesTensorsAndRunsInLlamaCpp) {
   EXPECT_NE(refused.error().message.find("a GGUF file runs in llama.cpp"), std::string::npos);
 }
 
+TEST(GgufHeader, Gemma2SlidesEveryOtherLayerAsLlamaCppDoes) {
+  auto m = resolve_model(gguf("tiny_gemma2_swa.gguf"));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->model_type, "gemma2");
+  EXPECT_EQ(m->sliding_window, 64u);
+  EXPECT_EQ(m->layer_is_sliding, (std::vector<bool>{true, false}));
+  Job job;
+  job.prompt_len = 4096;
+  job.max_new_tokens = 0;
+  auto e = estimate_memory(*m, job);
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  // Layer 0 keeps the window plus one micro-batch (64 + 512 cells), layer 1 all 4096; k and v of
+  // 2 heads of 16 in f16 per cell.
+  EXPECT_EQ(e->components[1].name, "kv_cache");
+  EXPECT_EQ(e->components[1].bytes, (576u + 4096u) * 2 * 2 * 16 * 2);
+}
+
 TEST(GgufHeader, BrokenFilesGiveOneLineErrors) {
   struct Case { const char* file; const char* says; };
   for (const Case& c : {Case{"truncated.gguf", "truncated or corrupt GGUF header"},
