@@ -528,18 +528,20 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     }
     Fix flash = make_fix("ggml_flash_attention", "Without it the compute buffer holds f32 scores of every head over the whole context.");
     Fix kv = make_fix("ggml_kv_cache_type", "The KV cache grows with the context (-c): q8_0 halves it.");
-    Fix fewer = make_fix("ggml_fewer_layers", "The compute buffer grows with context (-c) and micro-batch (-ub); the KV cache with -c; the weights with -ngl.");
+    Fix context = make_fix("ggml_smaller_context", "The compute buffer grows with the context (-c) and micro-batch (-ub); the KV cache with -c.");
+    Fix fewer = make_fix("ggml_fewer_layers", "The weights, KV cache and compute buffer on the GPU shrink with every layer left on the CPU.");
     Fix quant = make_fix("ggml_smaller_quant", "A smaller quantization (Q4_K_M) leaves room for layers and context.",
                          "a lower-bit GGUF (e.g. Q4_K_M); size any combination first: oomdoc fit MODEL "
                          "--implementation llama_cpp --weight-quantization q4_k_m --prompt-len N --gpu NAME");
-    std::vector<Fix> order = buffer == "kv_cache" ? std::vector<Fix>{kv, fewer, quant}
-                             : buffer == "model"  ? std::vector<Fix>{fewer, quant}
-                                                  : std::vector<Fix>{flash, kv, fewer, quant};
+    std::vector<Fix> order = buffer == "kv_cache" ? std::vector<Fix>{kv, quant, context, fewer}
+                             : buffer == "model"  ? std::vector<Fix>{quant, fewer}
+                                                  : std::vector<Fix>{flash, kv, quant, context, fewer};
     d.fixes.insert(d.fixes.end(), order.begin(), order.end());
   } else if (e.format == "ollama_runner") {
     d.cause = "generic_no_details";
     d.evidence.push_back("The runner exited; Ollama suspects memory but prints no figures.");
-    d.fixes.push_back(make_fix("ggml_fewer_layers", "Set num_gpu lower or num_ctx smaller in the Modelfile.", "PARAMETER num_gpu N / PARAMETER num_ctx N"));
+    d.fixes.push_back(make_fix("ggml_smaller_context", "Set num_ctx smaller in the Modelfile.", "PARAMETER num_ctx N"));
+    d.fixes.push_back(make_fix("ggml_fewer_layers", "Set num_gpu lower in the Modelfile.", "PARAMETER num_gpu N"));
     d.fixes.push_back(make_fix("quantize_model", "Pick a smaller quantization of the model.", "ollama pull <model>:<smaller-quant>"));
   } else if (e.format == "sglang_not_enough_memory") {
     d.cause = "mem_fraction_static_too_low";

@@ -1,5 +1,7 @@
 #include "analyses/fit_search.h"
 
+#include "analyses/llama_cpp_estimate.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -80,6 +82,7 @@ std::string precision_mixed(bool bf16) { return bf16 ? "bf16_mixed" : "fp16_mixe
 
 std::vector<Candidate> micro_batch_candidates(const Job& job) {
   std::vector<Candidate> out;
+  if (job.implementation && *job.implementation == "llama_cpp") return out;   // its own --parallel step
   if (!is_training(job)) {
     const uint64_t batch = job.batch_size.value_or(1);
     for (uint64_t b = batch / 2; b >= 1 && batch > 1; b /= 2) {
@@ -203,9 +206,10 @@ std::vector<Candidate> kernel_candidates(const Job& job) {
   return out;
 }
 
-// ---- llama.cpp (implementation llama_cpp): its own knobs, cheapest first, on the ladder's steps:
-// flash attention and the 8-bit cache with the kernels and 8-bit states (4), a smaller GGUF and
-// a shorter context with the quantized base (6), fewer GPU layers with offload (8) ----
+// ---- llama.cpp (implementation llama_cpp): its own knobs, cheapest first (the fix catalogue's
+// order): flash attention, the 8-bit cache and fewer parallel sequences with the kernels and
+// 8-bit states (4), a smaller GGUF with the quantized base (6), a shorter context (7), fewer GPU
+// layers with offload (8: much slower) ----
 
 bool is_llama_cpp(const Job& job) { return job.implementation && *job.implementation == "llama_cpp"; }
 
@@ -230,7 +234,25 @@ std::vector<Candidate> llama_kv_candidates(const Job& job) {
                     })};
 }
 
-// Smaller GGUF files, the next one down first.
+// Fewer sequences served at once (llama-server --parallel), the context per sequence kept.
+std::vector<Candidate> llama_parallel_candidates(const Job& job) {
+  if (!is_llama_cpp(job)) return {};
+  const uint64_t slots = job.batch_size.value_or(1);
+  const uint64_t per_sequence = job.prompt_len.value_or(kLlamaCppDefaultContext) + job.max_new_tokens.value_or(0);
+  std::vector<Candidate> out;
+  for (uint64_t b = slots / 2; b >= 1 && slots > 1; b /= 2) {
+    out.push_back(candidate("llama_parallel", "smaller_batch", 4, fmt::format("{} -> {} sequences at once", slots, b),
+                            "lower throughput: fewer requests served at once",
+                            {{"llama.cpp", "--parallel", std::to_string(b)},
+                             {"llama.cpp", "--ctx-size", std::to_string(b * per_sequence)}},
+                            [b](Job& j) { j.batch_size = b; }));
+    if (b == 1) break;
+  }
+  return out;
+}
+
+// Smaller GGUF files, the next one down first. Like the shorter context, taken only where it
+// makes the job fit: as a partial step it would pile a quality cut under the steps that follow.
 std::vector<Candidate> llama_file_type_candidates(const Job& job) {
   if (!is_llama_cpp(job)) return {};
   static const std::vector<std::string> kLadder = {"f32", "f16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m"};
@@ -243,27 +265,29 @@ std::vector<Candidate> llama_file_type_candidates(const Job& job) {
     std::string upper = type;
     for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     out.push_back(candidate("llama_file_type", "ggml_smaller_quant", 6, fmt::format("a {} GGUF instead of {}", upper, current),
-                            "some quality: fewer bits per weight", {{"llama-quantize", "type", upper}},
+                            "some quality: fewer bits per weight", {{"GGUF file", upper, ""}},
                             [type](Job& j) { j.weight_quantization = type; }));
+    out.back().only_if_fits = true;
   }
   return out;
 }
 
 // A shorter context (-c), halving down to 512 tokens per sequence.
 std::vector<Candidate> llama_context_candidates(const Job& job) {
-  if (!is_llama_cpp(job) || (!job.prompt_len && !job.max_new_tokens)) return {};
-  const uint64_t context = job.prompt_len.value_or(0) + job.max_new_tokens.value_or(0);
+  if (!is_llama_cpp(job)) return {};
+  const uint64_t context = job.prompt_len.value_or(kLlamaCppDefaultContext) + job.max_new_tokens.value_or(0);
   const uint64_t sequences = job.batch_size.value_or(1);
   std::vector<Candidate> out;
   for (uint64_t c = context / 2; c >= 512; c /= 2) {
     const uint64_t fresh = std::min<uint64_t>(job.max_new_tokens.value_or(0), c / 2);
-    out.push_back(candidate("llama_context", "ggml_fewer_layers", 6,
+    out.push_back(candidate("llama_context", "ggml_smaller_context", 7,
                             fmt::format("context {} -> {} tokens per sequence", context, c),
                             "longer prompts are cut", {{"llama.cpp", "--ctx-size", std::to_string(c * sequences)}},
                             [c, fresh](Job& j) {
                               j.prompt_len = c - fresh;
                               j.max_new_tokens = fresh;
                             }));
+    out.back().only_if_fits = true;
   }
   return out;
 }
@@ -699,6 +723,7 @@ struct Search {
         {"micro_batch", micro_batch_candidates},
         {"llama_flash_attention", llama_flash_candidates},
         {"llama_kv_cache_type", llama_kv_candidates},
+        {"llama_parallel", llama_parallel_candidates},
         {"llama_file_type", llama_file_type_candidates},
         {"llama_context", llama_context_candidates},
         {"llama_gpu_layers", [this](const Job& j) { return llama_gpu_layers_candidates(j, model.num_layers); }},
@@ -1223,7 +1248,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     // When the plan changes the method (LoRA, QLoRA), the cheapest way that keeps it, if any.
     const bool plan_changes_method =
         report.plan && std::any_of(report.plan->changes.begin(), report.plan->changes.end(),
-                                   [](const FitChange& c) { return c.step == 6; });
+                                   [](const FitChange& c) { return c.id == "lora" || c.id == "qlora"; });
     if (plan_changes_method) {
       for (uint64_t limit : {report.target_bytes, report.usable_bytes}) {
         auto same = search.run(limit, {"lora", "qlora"});

@@ -13,9 +13,6 @@
 namespace oomdoc {
 namespace {
 
-// llama.cpp's default context when -c is not given (common/common.h n_ctx 4096).
-constexpr uint64_t kLlamaCppDefaultContext = 4096;
-
 // Which blocks a Linear of linear_layers() sits in: attention in every block, a dense MLP in all
 // blocks or (DeepSeek's first_k_dense_replace) the first ones, routed and shared experts in the rest.
 std::pair<uint64_t, uint64_t> layer_range(const ModelSpec& m, const LinearShape& l) {
@@ -60,7 +57,8 @@ Placement weights_from_file(const ModelSpec::GgufWeights& w, uint64_t n_layer, u
   for (uint64_t layer = 0; layer < n_layer && layer < w.layer_bytes.size(); ++layer) {
     p.add("as stored in the file", static_cast<double>(w.layer_bytes[layer]), layer >= first_gpu_layer);
   }
-  const uint64_t output = (w.output_bytes ? w.output_bytes : w.token_embd_bytes) + w.other_bytes;
+  // Tied: on the CPU the output layer is the embeddings themselves; on the GPU, their duplicate.
+  const uint64_t output = (w.output_bytes ? w.output_bytes : (output_on_gpu ? w.token_embd_bytes : 0)) + w.other_bytes;
   p.add("as stored in the file", static_cast<double>(output), output_on_gpu);
   p.add("", static_cast<double>(w.token_embd_bytes), false);
   return p;
@@ -74,9 +72,13 @@ Placement weights_by_quantize_rules(const ModelSpec& m, const std::string& file_
   auto place = [&](GgmlType t, double elements, bool on_gpu) {
     p.add(ggml_type_size(t).name, ggml_bytes(t, elements), on_gpu);
   };
+  // A given parameter count (--params, safetensors) scales the structural split to it, as the
+  // PyTorch estimate does.
+  const ParamCount counts = count_parameters(m);
+  const double scale = m.total_params && counts.total ? static_cast<double>(m.total_params) / static_cast<double>(counts.total) : 1;
   for (const LinearShape& l : linear_layers(m)) {
     const auto [begin, end] = layer_range(m, l);
-    const double per_layer = static_cast<double>(l.in_features * l.out_features * l.copies);
+    const double per_layer = static_cast<double>(l.in_features * l.out_features * l.copies) * scale;
     const double bias = l.bias ? static_cast<double>(l.out_features * l.copies) : 0;
     for (uint64_t layer = begin; layer < end; ++layer) {
       const bool on_gpu = layer >= first_gpu_layer;
@@ -86,7 +88,6 @@ Placement weights_by_quantize_rules(const ModelSpec& m, const std::string& file_
   }
   // Norms (f32) and routers (f32 in GGUF: 1-D or small tensors are not quantized); the final
   // norm goes with the output layer.
-  const ParamCount counts = count_parameters(m);
   const double final_norm = m.final_norm ? static_cast<double>(norm_params(m, m.hidden_size)) : 0;
   const double per_layer_small = (static_cast<double>(counts.norms + counts.other) - final_norm) /
                                  static_cast<double>(std::max<uint64_t>(n_layer, 1));
@@ -100,8 +101,9 @@ Placement weights_by_quantize_rules(const ModelSpec& m, const std::string& file_
   const double vocab_matrix = static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size);
   const GgmlType output_type = gguf_tensor_type(file_type, "output", 0, n_layer, m.hidden_size, m);
   place(m.tie_word_embeddings ? output_type : gguf_tensor_type(file_type, "token_embd", 0, n_layer, m.hidden_size, m),
-        vocab_matrix, false);
-  place(output_type, vocab_matrix, output_on_gpu);
+        vocab_matrix * scale, false);
+  // Tied: on the CPU the output layer is the embeddings themselves; on the GPU, their duplicate.
+  if (output_on_gpu || !m.tie_word_embeddings) place(output_type, vocab_matrix * scale, output_on_gpu);
   return p;
 }
 
@@ -159,6 +161,7 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
 
   std::string mix;
   for (const auto& [name, bytes] : gpu_by_type) {
+    if (bytes <= 0) continue;
     mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", name, format_bytes(static_cast<uint64_t>(bytes)));
   }
 
@@ -166,10 +169,10 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
   auto kv = kv_type(job.kv_cache_dtype, est.assumptions);
   if (!kv) return kv.error();
   const uint64_t sequences = job.batch_size.value_or(1);
-  uint64_t per_sequence = job.prompt_len.value_or(0) + job.max_new_tokens.value_or(0);
-  if (!job.prompt_len && !job.max_new_tokens) {
-    per_sequence = kLlamaCppDefaultContext;
-    assume(fmt::format("context: {} tokens (llama.cpp's default -c)", kLlamaCppDefaultContext));
+  const uint64_t per_sequence = job.prompt_len.value_or(kLlamaCppDefaultContext) + job.max_new_tokens.value_or(0);
+  if (!job.prompt_len && task != "load") {
+    assume(fmt::format("prompt_len: {} (llama.cpp's -c 4096 of 2024 builds; newer ones default to the model's "
+                       "trained context: give prompt_len)", kLlamaCppDefaultContext));
   }
   const uint64_t cells = task == "load" ? 0 : sequences * per_sequence;
   const uint64_t ubatch = std::min<uint64_t>(job.prefill_chunk.value_or(kLlamaCppDefaultUbatch), std::max<uint64_t>(cells, 1));
@@ -210,6 +213,10 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
   const double q_dim = static_cast<double>(m.num_attention_heads * head_dim);
   const double kv_dim = static_cast<double>(m.num_kv_heads * head_dim);
   const bool flash = job.attention_impl && *job.attention_impl == "flash";
+  if (!job.attention_impl && task != "load") {
+    assume("attention_impl: without flash attention (2024 builds; newer ones turn -fa on with CUDA: give "
+           "attention_impl flash)");
+  }
   // Attention: the residual, Q, K and V of the micro-batch, and, without flash attention, the f32
   // KQ scores of every head and the f32 mask (with it, only the f16 mask).
   double attention = ub * 4 * (n_embd + q_dim + 2 * kv_dim);
@@ -225,13 +232,15 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
 
   // ---- components and totals ----
   auto add = [&](const char* name, double bytes, std::string detail) {
-    if (bytes <= 0) return;
+    if (bytes <= 0 && std::string_view(name) != "weights") return;   // weights shown even at -ngl 0
     est.components.push_back({name, static_cast<uint64_t>(bytes), std::move(detail)});
   };
+  std::string host_parts = "token embeddings";
+  if (first_gpu_layer > 0) host_parts += fmt::format(", {} blocks", first_gpu_layer);
+  if (!output_on_gpu) host_parts += ", the output layer";
   add("weights", gpu_weights,
-      fmt::format("GGUF {}: {}{}", file_type, mix,
-                  host_weights > 0 ? fmt::format("; {} in host memory (token embeddings{})", format_bytes(static_cast<uint64_t>(host_weights)),
-                                                 first_gpu_layer > 0 || !output_on_gpu ? ", layers not offloaded" : "")
+      fmt::format("GGUF {}: {}{}", file_type, mix.empty() ? "none on the GPU" : mix,
+                  host_weights > 0 ? fmt::format("; {} in host memory ({})", format_bytes(static_cast<uint64_t>(host_weights)), host_parts)
                                    : ""));
   add("kv_cache", kv_bytes,
       fmt::format("{} cells x {} layers{} x ({}) x {}", cells, n_layer - first_gpu_layer,

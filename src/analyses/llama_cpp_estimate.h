@@ -13,7 +13,11 @@
 
 namespace oomdoc {
 
-// llama.cpp's defaults (common/common.h): n_ubatch 512; every layer offloaded when -ngl is high.
+// llama.cpp's defaults as the 2024 builds the estimate was checked against set them
+// (common/common.h): -c 4096, -ub 512, no flash attention. Newer builds take the model's trained
+// context (-c 0), turn flash attention on with CUDA (-fa auto) and fit -ngl by themselves: the
+// estimate says which it assumed, and a job that gives prompt_len / attention_impl overrides it.
+inline constexpr uint64_t kLlamaCppDefaultContext = 4096;
 inline constexpr uint64_t kLlamaCppDefaultUbatch = 512;
 
 Result<Estimate> estimate_llama_cpp(const ModelSpec& model, const Job& job);

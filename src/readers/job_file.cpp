@@ -30,7 +30,8 @@ const std::set<std::string> kParallelism = {"ddp", "zero1", "zero2", "zero3", "f
                                             "fsdp_shard_grad_op", "hybrid_shard"};
 const std::set<std::string> kOffload = {"optimizer", "params", "activations"};
 const std::set<std::string> kLossImpl = {"standard", "chunked", "fused_linear"};
-const std::set<std::string> kKvDtypes = {"auto", "fp32", "bf16", "fp16", "fp8", "int8", "q8_0", "q4_0"};
+const std::set<std::string> kKvDtypes = {"auto", "fp32", "bf16", "fp16", "f16", "fp8", "int8", "q8_0", "q4_0"};
+const std::set<std::string> kLlamaCppKvDtypes = {"auto", "fp32", "bf16", "fp16", "f16", "q8_0", "q4_0"};
 const std::set<std::string> kImplementations = {"transformers", "litgpt", "llama_cpp"};
 const std::set<std::string> kOptimizerImpl = {"foreach", "fused", "for_loop"};
 const std::set<std::string> kAdapterDtype = {"fp32", "model"};
@@ -58,7 +59,7 @@ class Reader {
   Status count(const char* key, std::optional<uint64_t>& out, bool allow_zero = false) {
     if (!present(key)) return Ok{};
     const json& v = j_.at(key);
-    if (!v.is_number_integer() || (v.is_number_integer() && v.get<int64_t>() < 0)) {
+    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0)) {
       return error(key, "must be a non-negative integer, got " + v.dump());
     }
     uint64_t n = v.get<uint64_t>();
@@ -240,7 +241,21 @@ Status validate_job(const Job& job, const std::string& source) {
     return fail("kv_cache_dtype", fmt::format("{} is a llama.cpp cache type: add implementation llama_cpp", *job.kv_cache_dtype));
   }
   if (job.gpu_layers && !llama_cpp) return fail("gpu_layers", "is llama.cpp's -ngl: add implementation llama_cpp");
-  if (llama_cpp && training) return fail("implementation", "llama_cpp runs inference (task inference or load)");
+  if (llama_cpp) {
+    if (training) return fail("implementation", "llama_cpp runs inference (task inference or load)");
+    if (job.weight_quantization && !is_gguf_file_type(*job.weight_quantization)) {
+      return fail("weight_quantization", fmt::format("{} is not a GGUF file type (q8_0, q6_k, q5_k_m, q4_k_m, q4_0, ...)",
+                                                     *job.weight_quantization));
+    }
+    if (job.kv_cache_dtype && !kLlamaCppKvDtypes.count(*job.kv_cache_dtype)) {
+      return fail("kv_cache_dtype", fmt::format("{} is not a llama.cpp cache type (f16, bf16, fp32, q8_0, q4_0)",
+                                                *job.kv_cache_dtype));
+    }
+    if (job.num_gpus.value_or(1) > 1 || job.tp.value_or(1) > 1 || job.pp.value_or(1) > 1) {
+      return fail("num_gpus", "llama.cpp jobs are sized one GPU at a time (--tensor-split shares the layers: "
+                              "size each GPU's share with gpu_layers)");
+    }
+  }
   if (task == "train_full" && job.weight_quantization) {
     return fail("weight_quantization", "full fine-tuning cannot train quantized weights (use train_qlora)");
   }

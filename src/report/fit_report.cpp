@@ -38,6 +38,10 @@ std::vector<std::string> settings_lines(const std::vector<FitSetting>& settings)
         if (s.target == target) flags.push_back(s.value.empty() ? s.name : s.name + " " + s.value);
       }
       lines.push_back(fmt::format("{}: {}", target, fmt::join(flags, " ")));
+    } else if (target == "GGUF file") {
+      for (const auto& s : settings) {
+        if (s.target == target) lines.push_back(fmt::format("a {} GGUF file (llama-quantize it, or download one)", s.name));
+      }
     } else if (target == "peft") {
       for (const auto& i : items) lines.push_back("peft." + i);
     } else {
@@ -223,8 +227,9 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
   }
 
   if (r.max_micro_batch || r.max_seq_len) line("");
-  if (r.max_micro_batch) line(fmt::format("largest micro-batch that fits: {}", *r.max_micro_batch));
-  if (r.max_seq_len) line(fmt::format("longest sequence that fits: {}", *r.max_seq_len));
+  const bool serving = r.job.task && (*r.job.task == "inference" || *r.job.task == "load");
+  if (r.max_micro_batch) line(fmt::format("{} that fits: {}", serving ? "most sequences at once" : "largest micro-batch", *r.max_micro_batch));
+  if (r.max_seq_len) line(fmt::format("{} that fits: {}", serving ? "longest prompt" : "longest sequence", *r.max_seq_len));
 
   if (!r.fits_target && !r.free_advice.empty()) {
     line("");

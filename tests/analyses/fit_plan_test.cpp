@@ -267,6 +267,21 @@ TEST(FitPlan, LlamaCppJobsGetLlamaCppSettings) {
   EXPECT_EQ(report->plan->job.kv_cache_dtype, "q8_0");
   EXPECT_EQ(report->plan->job.attention_impl, "flash");
   for (const auto& s : report->plan->changes[0].settings) EXPECT_EQ(s.target, "llama.cpp");
+  // The solvers vary llama.cpp's sequences and context (not training's micro-batch): a job
+  // without a task once solved 65,536 / 8,388,608 as if it were training.
+  FitOptions solve = options_for(*gpu, 1);
+  solve.solve_max_batch = true;
+  solve.solve_max_seq = true;
+  Job untasked = job;
+  untasked.task.reset();
+  auto solved = fit_job(*model, untasked, solve);
+  ASSERT_TRUE(solved.ok()) << solved.error().message;
+  ASSERT_TRUE(solved->max_seq_len.has_value());
+  // 12 GiB card, Q4_K_M Llama-3.1-8B: about 30k tokens of f16 KV cache without -fa.
+  EXPECT_GT(*solved->max_seq_len, 16384u);
+  EXPECT_LT(*solved->max_seq_len, 65536u);
+  // One 65,536-token sequence does not fit: no number of sequences does.
+  EXPECT_FALSE(solved->max_micro_batch.has_value() && *solved->max_micro_batch > 0);
 }
 
 }  // namespace
