@@ -1,4 +1,5 @@
 // oomdoc serve [--gpu NAME | --memory SIZE] [--vllm-version V] [overrides] [--json] -- VLLM COMMAND
+// (or a llama.cpp one: llama-server -m FILE.gguf ..., sized with the llama.cpp estimate and fit's ladder)
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -9,9 +10,13 @@
 #include "gpu_flags.h"
 #include "core/exit_codes.h"
 #include "core/units.h"
+#include "analyses/fit_search.h"
 #include "readers/gpu_catalog.h"
+#include "readers/llama_cpp_args.h"
+#include "readers/model_resolver.h"
 #include "readers/served_model.h"
 #include "readers/vllm_args.h"
+#include "report/fit_report.h"
 #include "report/serve_report.h"
 
 namespace oomdoc::cli {
@@ -32,10 +37,62 @@ Result<std::optional<uint64_t>> size_option(const std::string& flag, const std::
   return std::optional<uint64_t>{*bytes};
 }
 
+// llama-server / llama-cli: the llama.cpp estimate of the model file, and fit's llama.cpp ladder
+// when it does not fit the card.
+int run_llama_cpp_serve(const ServeOptions& o, const LlamaCppCommand& command) {
+  auto card = resolve_gpu_flags(o.card);
+  if (!card) return fail("serve: " + card.error().message);
+  auto model = resolve_model(command.model_path);
+  if (!model) return fail("serve: " + model.error().message);
+  Job job = llama_cpp_job_for(command, model->max_position_embeddings);
+  job.model = command.model_path;
+  std::vector<std::string> notes = command.notes;
+  if (!command.context || *command.context == 0) {
+    notes.push_back(fmt::format("-c {}: the model's trained context, {} tokens (newer llama.cpp; 2024 builds used 4096)",
+                                command.context ? "0" : "not given", model->max_position_embeddings));
+  }
+  if (!command.job.gpu_layers) notes.push_back("-ngl not given: every layer on the GPU (newer builds fit -ngl by themselves; 2024 builds kept all on the CPU)");
+  if (!command.ignored.empty()) {
+    std::string ignored;
+    for (const auto& i : command.ignored) ignored += (ignored.empty() ? "" : " ") + i;
+    notes.push_back("ignored (no effect on GPU memory): " + ignored);
+  }
+  FitOptions options;
+  options.num_gpus = 1;
+  if (card->gpu) {
+    options.gpu_name = card->gpu->name;
+    options.total_bytes = card->gpu->total_bytes;
+    options.gpu_has_bf16 = card->gpu->bf16;
+    options.gpu_vendor = card->gpu->vendor;
+    options.gpu_nvlink = card->gpu->nvlink;
+    options.gpu_interconnect = card->gpu->interconnect;
+  } else {
+    options.total_bytes = card->memory_bytes;
+    options.gpu_name = format_bytes(card->memory_bytes) + " GPU";
+  }
+  auto report = fit_job(*model, job, options);
+  if (!report) return fail("serve: " + report.error().message);
+  for (auto& n : notes) report->notes.push_back(command.launcher + ": " + n);
+  if (o.json) {
+    Json doc = fit_report_json(*report, nullptr);
+    doc["command"] = "serve";
+    doc["launcher"] = command.launcher;
+    std::cout << dump_json(doc);
+  } else {
+    std::cout << fmt::format("oomdoc serve: {} in llama.cpp ({})\n", command.model_path, command.launcher);
+    std::cout << render_fit_text(*report, nullptr, Style::for_fd(STDOUT_FILENO));
+  }
+  return report->fits ? kExitOk : kExitNothingFound;
+}
+
 int run_serve(const ServeOptions& o) {
   if (o.command.empty()) {
-    return fail("serve: give the vLLM command after `--`, e.g. oomdoc serve --gpu 4090 -- vllm serve "
+    return fail("serve: give the vLLM command after `--` (or llama.cpp's), e.g. oomdoc serve --gpu 4090 -- vllm serve "
                 "meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768");
+  }
+  if (auto llama = parse_llama_cpp_command_line(o.command)) {
+    if (!*llama) return fail("serve: " + llama->error().message);
+    return run_llama_cpp_serve(o, llama->value());
   }
   auto config = parse_vllm_command_line(o.command);
   if (!config) return fail("serve: " + config.error().message);

@@ -253,10 +253,11 @@ std::vector<Candidate> llama_parallel_candidates(const Job& job) {
 
 // Smaller GGUF files, the next one down first. Like the shorter context, taken only where it
 // makes the job fit: as a partial step it would pile a quality cut under the steps that follow.
-std::vector<Candidate> llama_file_type_candidates(const Job& job) {
+std::vector<Candidate> llama_file_type_candidates(const Job& job, const ModelSpec& model) {
   if (!is_llama_cpp(job)) return {};
   static const std::vector<std::string> kLadder = {"f32", "f16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m"};
-  const std::string current = job.weight_quantization.value_or(job.precision.value_or("") == "fp32" ? "f32" : "f16");
+  const std::string current = job.weight_quantization.value_or(
+      model.gguf ? model.gguf->file_type : job.precision.value_or("") == "fp32" ? "f32" : "f16");
   auto at = std::find(kLadder.begin(), kLadder.end(), current == "bf16" ? "f16" : current);
   std::vector<Candidate> out;
   if (at == kLadder.end()) return out;
@@ -724,7 +725,7 @@ struct Search {
         {"llama_flash_attention", llama_flash_candidates},
         {"llama_kv_cache_type", llama_kv_candidates},
         {"llama_parallel", llama_parallel_candidates},
-        {"llama_file_type", llama_file_type_candidates},
+        {"llama_file_type", [this](const Job& j) { return llama_file_type_candidates(j, model); }},
         {"llama_context", llama_context_candidates},
         {"llama_gpu_layers", [this](const Job& j) { return llama_gpu_layers_candidates(j, model.num_layers); }},
         {"sync_each_batch", sync_each_batch_candidates},

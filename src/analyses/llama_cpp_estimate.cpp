@@ -125,14 +125,17 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
   }
 
   // File type: the GGUF file's own, else a GGUF type, else the precision's unquantized type.
+  // A GGUF model with another file type asked for ("what if I take the Q4_K_M file") is sized by
+  // llama-quantize's rules from the file's shape; otherwise the file's tensors are used as stored.
   std::string file_type;
-  if (m.gguf) {
+  const bool from_file = m.gguf && (!job.weight_quantization || *job.weight_quantization == m.gguf->file_type);
+  if (from_file) {
     file_type = m.gguf->file_type;
-    if (job.weight_quantization && *job.weight_quantization != file_type) {
-      assume(fmt::format("weight_quantization {} ignored: the file's own tensor types ({}) are used",
-                         *job.weight_quantization, file_type));
-    }
   } else if (job.weight_quantization) {
+    if (m.gguf) {
+      assume(fmt::format("sized as a {} file by llama-quantize's rules, from the shape of the {} file given",
+                         *job.weight_quantization, m.gguf->file_type));
+    }
     if (!is_gguf_file_type(*job.weight_quantization)) {
       return Error{fmt::format("implementation llama_cpp: weight_quantization {} is not a GGUF file type "
                                "(q4_0, q4_k_m, q5_k_m, q6_k, q8_0, ...)", *job.weight_quantization)};
@@ -154,8 +157,8 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
   const bool output_on_gpu = gpu_layers > n_layer;
 
   // ---- weights: the file's tensors as stored, else each at the type llama-quantize gives it ----
-  const Placement placed = m.gguf ? weights_from_file(*m.gguf, n_layer, first_gpu_layer, output_on_gpu)
-                                  : weights_by_quantize_rules(m, file_type, first_gpu_layer, output_on_gpu);
+  const Placement placed = from_file ? weights_from_file(*m.gguf, n_layer, first_gpu_layer, output_on_gpu)
+                                     : weights_by_quantize_rules(m, file_type, first_gpu_layer, output_on_gpu);
   const double gpu_weights = placed.gpu, host_weights = placed.host;
   const auto& gpu_by_type = placed.gpu_by_type;
 

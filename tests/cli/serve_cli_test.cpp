@@ -131,5 +131,40 @@ TEST(ServeCli, ADotForATokenCountIsOneLineNamingTheFlag) {
   EXPECT_EQ(mm.err, "oomdoc: serve: --limit-mm-per-prompt: 'image=.k' is not MODALITY=COUNT\n");
 }
 
+TEST(ServeCli, LlamaServerCommandLinesAreSizedFromTheGgufFile) {
+  const std::string gguf = testing::fixture_path("gguf/tiny_llama_q8_0.gguf");
+  auto r = run_cli({"serve", "--gpu", "3060", "--", "llama-server", "-m", gguf, "-c", "8192", "-ngl", "99", "-fa",
+                    "--port", "8080", "-np", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("in llama.cpp (llama-server)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FITS as given"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ignored (no effect on GPU memory): --port 8080"), std::string::npos) << r.out;
+  // -c 8192 over 2 slots with -fa: 4096 cells per sequence in the JSON document's job.
+  auto j = run_cli({"serve", "--json", "--gpu", "3060", "--", "llama-server -m " + gguf + " -c 8192 -np 2 -fa -ctk q8_0 -ctv q8_0"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["command"], "serve");
+  EXPECT_EQ(doc["launcher"], "llama-server");
+  EXPECT_TRUE(doc["fits"].get<bool>());
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"serve", "--gpu", "3060", "--", "llama-server", "-hf", "org/model-GGUF"}, "oomdoc: serve: llama-server: -hf: oomdoc reads the GGUF file itself"},
+           {{"serve", "--gpu", "3060", "--", "llama-server", "-c", "4096"}, "oomdoc: serve: llama-server: no model given"},
+           {{"serve", "--gpu", "3060", "--", "llama-server", "-m", gguf, "-c", "lots"}, "oomdoc: serve: llama-server: -c 'lots' is not a count"},
+           {{"serve", "--gpu", "3060", "--", "llama-server", "-m", gguf, "-ctk", "q5_1"}, "oomdoc: serve: llama-server: -ctk q5_1: oomdoc sizes"},
+           {{"serve", "--gpu", "3060", "--", "llama-server", "-m", testing::fixture_path("gguf/truncated.gguf")},
+            "oomdoc: serve: " + testing::fixture_path("gguf/truncated.gguf") + ": truncated or corrupt GGUF header"},
+       }) {
+    auto bad = run_cli(c.args);
+    EXPECT_EQ(bad.exit_code, 2) << c.message;
+    EXPECT_EQ(bad.err.rfind(c.message, 0), 0u) << bad.err;
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+    EXPECT_TRUE(bad.out.empty()) << bad.out;
+  }
+}
+
 }  // namespace
 }  // namespace oomdoc

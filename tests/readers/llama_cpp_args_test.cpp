@@ -1,0 +1,56 @@
+// llama.cpp command lines (readers/llama_cpp_args.h) into a llama.cpp job.
+#include "readers/llama_cpp_args.h"
+
+#include <gtest/gtest.h>
+
+namespace oomdoc {
+namespace {
+
+TEST(LlamaCppArgs, FlagsBecomeTheJob) {
+  auto c = parse_llama_cpp_command_line({"./build/bin/llama-server", "-m", "m.gguf", "--ctx-size=32768", "-ngl", "20",
+                                         "-ub", "256", "-np", "4", "-fa", "auto", "-ctk", "q8_0", "-ctv", "q8_0",
+                                         "--port", "8080", "--mlock"});
+  ASSERT_TRUE(c.has_value());
+  ASSERT_TRUE(c->ok()) << c->error().message;
+  const LlamaCppCommand& cmd = c->value();
+  EXPECT_EQ(cmd.launcher, "llama-server");
+  EXPECT_EQ(cmd.model_path, "m.gguf");
+  EXPECT_EQ(cmd.context, 32768u);
+  EXPECT_EQ(cmd.job.implementation, "llama_cpp");
+  EXPECT_EQ(cmd.job.gpu_layers, 20u);
+  EXPECT_EQ(cmd.job.prefill_chunk, 256u);
+  EXPECT_EQ(cmd.job.batch_size, 4u);
+  EXPECT_EQ(cmd.job.attention_impl, "flash");   // -fa auto: taken as on, and said so
+  ASSERT_EQ(cmd.notes.size(), 1u);
+  EXPECT_EQ(cmd.job.kv_cache_dtype, "q8_0");
+  EXPECT_EQ(cmd.ignored, (std::vector<std::string>{"--port 8080", "--mlock"}));
+  // -c is shared by the slots: 32768 / 4 per sequence.
+  EXPECT_EQ(llama_cpp_job_for(cmd, 131072).prompt_len, 8192u);
+}
+
+TEST(LlamaCppArgs, ContextZeroIsTheModelsAndOldProgramNamesAreRead) {
+  auto c = parse_llama_cpp_command_line({"main -m m.gguf -c 0 -fa off -ngl -1"});   // one shell string
+  ASSERT_TRUE(c.has_value() && c->ok());
+  EXPECT_EQ(c->value().context, 0u);
+  EXPECT_EQ(c->value().job.attention_impl, "eager");
+  EXPECT_FALSE(c->value().job.gpu_layers.has_value());   // -1: every layer
+  EXPECT_EQ(llama_cpp_job_for(c->value(), 8192).prompt_len, 8192u);
+}
+
+TEST(LlamaCppArgs, NotLlamaCppOrBadFlags) {
+  EXPECT_FALSE(parse_llama_cpp_command_line({"vllm", "serve", "m"}).has_value());
+  EXPECT_FALSE(parse_llama_cpp_command_line({"python", "-m", "llama_cpp.server"}).has_value());
+  auto missing = parse_llama_cpp_command_line({"llama-cli", "-c", "4096"});
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_FALSE(missing->ok());
+  auto ub = parse_llama_cpp_command_line({"llama-server", "-m", "m.gguf", "-ub", "0"});
+  ASSERT_TRUE(ub.has_value());
+  ASSERT_FALSE(ub->ok());
+  EXPECT_EQ(ub->error().message, "llama-server: -ub '0' is not a micro-batch size");
+  auto dangling = parse_llama_cpp_command_line({"llama-server", "-m"});
+  ASSERT_TRUE(dangling.has_value());
+  EXPECT_FALSE(dangling->ok());
+}
+
+}  // namespace
+}  // namespace oomdoc
