@@ -45,6 +45,22 @@ void BM_EstimateOnly(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateOnly)->Unit(benchmark::kMicrosecond);
 
+// llama.cpp: every tensor's type by llama-quantize's rules, layer by layer (DeepSeek-V3, 61
+// blocks of 256 experts, Q4_K_M at 32k tokens).
+void BM_LlamaCppEstimateByRules(benchmark::State& state) {
+  oomdoc::Job job;
+  job.implementation = "llama_cpp";
+  job.weight_quantization = "q4_k_m";
+  job.prompt_len = 32768;
+  job.max_new_tokens = 0;
+  auto model = oomdoc::resolve_model("deepseek-ai/DeepSeek-V3");
+  for (auto _ : state) {
+    auto est = oomdoc::estimate_memory(*model, job);
+    benchmark::DoNotOptimize(est);
+  }
+}
+BENCHMARK(BM_LlamaCppEstimateByRules)->Unit(benchmark::kMicrosecond);
+
 double python_meta_model_seconds() {
   const char* script =
       "/usr/bin/python3 -c \"import torch.nn as nn\n"
