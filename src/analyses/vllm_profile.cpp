@@ -108,6 +108,14 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
   } else if (method == "modelopt_fp4" || method == "nvfp4" || method == "fp4") {
     format.linear_bytes = 0.5 + 1.0 / 16;   // an fp8 scale per 16 values
     format.description = fmt::format("{}: {:.4f} B per linear weight", method, format.linear_bytes);
+  } else if (method == "gguf") {
+    // vLLM serves a GGUF file's blocks as stored (its GGUF kernels dequantize on the fly): the
+    // file's average bytes per weight, scaled to the exact file size by the caller.
+    if (!model.checkpoint_bytes || !model.total_params) {
+      return Error{"--quantization gguf: give the .gguf file as the model (its header holds the sizes)"};
+    }
+    format.linear_bytes = static_cast<double>(model.checkpoint_bytes) / static_cast<double>(model.total_params);
+    format.description = fmt::format("gguf: the file's tensors as stored ({:.3f} B per weight on average)", format.linear_bytes);
   } else if (method == "mxfp4") {
     format.linear_bytes = 0.5 + 1.0 / 32;   // an e8m0 scale per 32 values
     format.description = fmt::format("mxfp4: {:.5f} B per linear weight", format.linear_bytes);

@@ -344,6 +344,10 @@ Result<ModelSpec> model_from_gguf_header(const GgufHeader& h, const std::string&
   }
   m.tie_word_embeddings = w.output_bytes == 0;
   m.total_params = elements;
+  // For engines that load the file as it is (vLLM's GGUF support keeps the quantized blocks).
+  m.quantization = "gguf";
+  m.checkpoint_bytes = w.token_embd_bytes + w.output_bytes + w.other_bytes;
+  for (uint64_t b : w.layer_bytes) m.checkpoint_bytes += b;
   m.gguf = std::move(w);
   if (m.vocab_size == 0) {
     return make_error(fmt::format("{}: the GGUF metadata has no {}.vocab_size (or tokenizer.ggml.tokens)", source, arch));

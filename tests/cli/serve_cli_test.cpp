@@ -131,6 +131,17 @@ TEST(ServeCli, ADotForATokenCountIsOneLineNamingTheFlag) {
   EXPECT_EQ(mm.err, "oomdoc: serve: --limit-mm-per-prompt: 'image=.k' is not MODALITY=COUNT\n");
 }
 
+TEST(ServeCli, VllmServesAGgufFileAsStored) {
+  // vLLM keeps a GGUF file's quantized blocks: the weights are every tensor of the file
+  // (tools/gen_gguf.py's tiny model: 2 blocks of 46,336 B, embeddings and head of 17,408 B, a
+  // 256-byte norm).
+  auto r = run_cli({"serve", "--json", "--gpu", "4090", "--", "vllm", "serve",
+                    testing::fixture_path("gguf/tiny_llama_q8_0.gguf"), "--max-model-len", "1024"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["components"]["weights"]["bytes"].get<uint64_t>(), 2u * 46336 + 2 * 17408 + 256);
+}
+
 TEST(ServeCli, LlamaServerCommandLinesAreSizedFromTheGgufFile) {
   const std::string gguf = testing::fixture_path("gguf/tiny_llama_q8_0.gguf");
   auto r = run_cli({"serve", "--gpu", "3060", "--", "llama-server", "-m", gguf, "-c", "8192", "-ngl", "99", "-fa",
