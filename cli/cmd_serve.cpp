@@ -141,9 +141,10 @@ void setup(CLI::App& app, int* exit_code) {
       "serve", "Size a vLLM launch before it fails: KV cache tokens, vLLM's log lines and errors, fixes");
   cmd->footer(
       "Example: oomdoc serve --gpu 4090 -- vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768\n"
-      "Also: python -m vllm.entrypoints.openai.api_server --model M ..., or 'LLM(model=\"M\", ...)'.\n"
-      "Exit status: 0 it fits, 1 vLLM would fail at startup, 2 bad input. See docs/serve.md.");
-  cmd->add_option("command", options->command, "The vLLM command line, after `--`");
+      "Also: python -m vllm.entrypoints.openai.api_server --model M ..., or 'LLM(model=\"M\", ...)';\n"
+      "and llama.cpp: llama-server -m FILE.gguf -c 32768 -ngl 99 -fa (sized from the file's header).\n"
+      "Exit status: 0 it fits, 1 vLLM would fail at startup (llama.cpp: does not fit), 2 bad input. See docs/serve.md.");
+  cmd->add_option("command", options->command, "The vLLM (or llama.cpp) command line, after `--`");
   add_gpu_flags(cmd, options->card);
   cmd->add_option("--vllm-version", options->vllm_version,
                   "vLLM version whose accounting to mirror (default: current)");
