@@ -11,6 +11,7 @@
 #include "core/exit_codes.h"
 #include "core/units.h"
 #include "analyses/fit_search.h"
+#include "analyses/llama_cpp_estimate.h"
 #include "readers/gpu_catalog.h"
 #include "readers/llama_cpp_args.h"
 #include "readers/model_resolver.h"
@@ -44,19 +45,26 @@ int run_llama_cpp_serve(const ServeOptions& o, const LlamaCppCommand& command) {
   if (!card) return fail("serve: " + card.error().message);
   auto model = resolve_model(command.model_path);
   if (!model) return fail("serve: " + model.error().message);
-  Job job = llama_cpp_job_for(command, model->max_position_embeddings);
+  if (!model->gguf) return fail("serve: " + command.model_path + ": not a GGUF file (llama.cpp loads .gguf files)");
+  const uint64_t trained = model->max_position_embeddings ? model->max_position_embeddings : kLlamaCppDefaultContext;
+  Job job = llama_cpp_job_for(command, trained);
   job.model = command.model_path;
   std::vector<std::string> notes = command.notes;
   if (!command.context || *command.context == 0) {
-    notes.push_back(fmt::format("-c {}: the model's trained context, {} tokens (newer llama.cpp; 2024 builds used 4096)",
-                                command.context ? "0" : "not given", model->max_position_embeddings));
+    notes.push_back(fmt::format("-c {}: the model's trained context, {} tokens (current builds; 2024 builds used 4096)",
+                                command.context ? "0" : "not given", trained));
   }
-  if (!command.job.gpu_layers) notes.push_back("-ngl not given: every layer on the GPU (newer builds fit -ngl by themselves; 2024 builds kept all on the CPU)");
-  if (!command.ignored.empty()) {
-    std::string ignored;
-    for (const auto& i : command.ignored) ignored += (ignored.empty() ? "" : " ") + i;
-    notes.push_back("ignored (no effect on GPU memory): " + ignored);
+  if (!command.gpu_layers_given) {
+    notes.push_back("-ngl not given: every layer sized on the GPU (current builds fit -ngl by themselves; 2024 builds "
+                    "kept every layer on the CPU)");
   }
+  auto join = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& i : items) out += (out.empty() ? "" : " ") + i;
+    return out;
+  };
+  if (!command.not_modelled.empty()) notes.push_back("not sized (they change GPU memory): " + join(command.not_modelled));
+  if (!command.ignored.empty()) notes.push_back("ignored (no effect on GPU memory): " + join(command.ignored));
   FitOptions options;
   options.num_gpus = 1;
   if (card->gpu) {
@@ -73,6 +81,7 @@ int run_llama_cpp_serve(const ServeOptions& o, const LlamaCppCommand& command) {
   auto report = fit_job(*model, job, options);
   if (!report) return fail("serve: " + report.error().message);
   for (auto& n : notes) report->notes.push_back(command.launcher + ": " + n);
+  for (const auto& a : report->estimate.assumptions) report->notes.push_back("assumed: " + a);
   if (o.json) {
     Json doc = fit_report_json(*report, nullptr);
     doc["command"] = "serve";

@@ -217,7 +217,7 @@ std::vector<Candidate> llama_flash_candidates(const Job& job) {
   if (!is_llama_cpp(job) || job.attention_impl.value_or("") == "flash") return {};
   return {candidate("llama_flash_attention", "ggml_flash_attention", 4,
                     "flash attention (-fa): the context's f32 score matrices are never built",
-                    "none: same results, usually faster", {{"llama.cpp", "--flash-attn", ""}},
+                    "none: same results, usually faster", {{"llama.cpp", "--flash-attn", "on"}},
                     [](Job& j) { j.attention_impl = "flash"; })};
 }
 
@@ -227,7 +227,7 @@ std::vector<Candidate> llama_kv_candidates(const Job& job) {
   if (kv == "q8_0" || kv == "q4_0") return {};
   return {candidate("llama_kv_cache_type", "ggml_kv_cache_type", 4, "KV cache in q8_0 (-ctk q8_0 -ctv q8_0, with -fa)",
                     "small quality loss", {{"llama.cpp", "--cache-type-k", "q8_0"}, {"llama.cpp", "--cache-type-v", "q8_0"},
-                                           {"llama.cpp", "--flash-attn", ""}},
+                                           {"llama.cpp", "--flash-attn", "on"}},
                     [](Job& j) {
                       j.kv_cache_dtype = "q8_0";
                       j.attention_impl = "flash";

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/file_input.h"
+#include "core/text.h"
 #include "model/gguf_types.h"
 
 namespace oomdoc {
@@ -232,7 +233,10 @@ Status validate_job(const Job& job, const std::string& source) {
         *job.weight_quantization == "gptq4" || *job.weight_quantization == "awq4")) {
     return fail("weight_quantization", fmt::format("{} is not a QLoRA base format", *job.weight_quantization));
   }
-  const bool llama_cpp = job.implementation && *job.implementation == "llama_cpp";
+  // A .gguf model runs in llama.cpp whether or not the job says so (the estimator dispatches on the
+  // file); its llama.cpp keys are valid here, before the model is read.
+  const bool gguf_model = job.model.size() > 5 && to_lower(job.model.substr(job.model.size() - 5)) == ".gguf";
+  const bool llama_cpp = (job.implementation && *job.implementation == "llama_cpp") || (gguf_model && !job.implementation);
   if (job.weight_quantization && is_gguf_file_type(*job.weight_quantization) && !llama_cpp) {
     return fail("weight_quantization", fmt::format("{} is a GGUF (llama.cpp) file type: add implementation llama_cpp",
                                                    *job.weight_quantization));

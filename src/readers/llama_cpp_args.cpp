@@ -29,6 +29,46 @@ std::optional<std::string> cache_type(const std::string& value) {
   return std::nullopt;
 }
 
+// Bytes per cached value, to size a K and V of different types at the larger.
+double cache_bytes(const std::string& type) {
+  if (type == "fp32") return 4;
+  if (type == "q8_0") return 34.0 / 32;
+  if (type == "q4_0") return 18.0 / 32;
+  return 2;
+}
+
+// common/arg.cpp's truthy / falsy / auto words for --flash-attn and similar.
+std::optional<std::string> on_off_auto(const std::string& word) {
+  const std::string w = to_lower(word);
+  if (w == "on" || w == "1" || w == "true" || w == "enabled" || w == "yes") return std::string("on");
+  if (w == "off" || w == "0" || w == "false" || w == "disabled" || w == "no") return std::string("off");
+  if (w == "auto" || w == "-1") return std::string("auto");
+  return std::nullopt;
+}
+
+// Flags that change GPU memory in ways the estimate does not size: listed, never silently ignored.
+bool changes_memory_unmodelled(const std::string& flag) {
+  static const std::set<std::string> kFlags = {
+      "-nkvo", "--no-kv-offload", "-ot", "--override-tensor", "-ncmoe", "--n-cpu-moe", "-cmoe", "--cpu-moe",
+      "--mmproj", "-mm", "-md", "--model-draft", "--swa-full", "-ts", "--tensor-split", "-sm", "--split-mode",
+      "-mg", "--main-gpu", "--lora", "--lora-scaled", "--control-vector", "-dev", "--device", "--kv-unified",
+      "-kvu", "--spec-replace", "-ngld", "--gpu-layers-draft", "-cd", "--ctx-size-draft"};
+  return kFlags.count(flag) > 0;
+}
+
+// Flags that take a value, so that the value is not read as a flag.
+bool takes_value(const std::string& flag) {
+  static const std::set<std::string> kFlags = {
+      "-ot", "--override-tensor", "-ncmoe", "--n-cpu-moe", "--mmproj", "-mm", "-md", "--model-draft", "-ts",
+      "--tensor-split", "-sm", "--split-mode", "-mg", "--main-gpu", "--lora", "--control-vector", "-dev", "--device",
+      "-ngld", "--gpu-layers-draft", "-cd", "--ctx-size-draft", "-b", "--batch-size", "-t", "--threads", "--host",
+      "--port", "-a", "--alias", "--temp", "-n", "--n-predict", "-p", "--prompt", "--seed", "-s", "--chat-template",
+      "--api-key", "-tb", "--threads-batch", "--jinja-template", "-f", "--file", "--top-k", "--top-p", "--min-p",
+      "--repeat-penalty", "-to", "--timeout", "--slot-save-path", "--rope-scaling", "--rope-freq-base",
+      "--lora-scaled", "--grammar", "--grammar-file", "--log-file", "--reasoning-format", "--reasoning-budget"};
+  return kFlags.count(flag) > 0;
+}
+
 }  // namespace
 
 std::optional<Result<LlamaCppCommand>> parse_llama_cpp_command_line(const std::vector<std::string>& input) {
@@ -50,7 +90,8 @@ std::optional<Result<LlamaCppCommand>> parse_llama_cpp_command_line(const std::v
     if (!n || *n < -1 || *n > (1ll << 24)) return Error{fmt::format("{}: {} '{}' is not a count", c.launcher, flag, value)};
     return static_cast<uint64_t>(*n < 0 ? UINT64_MAX : *n);   // -1: llama.cpp's "all" / "auto"
   };
-  std::optional<std::string> cache_k, cache_v;
+  std::optional<std::string> cache_k, cache_v, flash;
+  std::optional<uint64_t> n_batch;
   for (size_t i = 1; i < words.size(); ++i) {
     std::string flag = words[i];
     std::string value;
@@ -59,6 +100,8 @@ std::optional<Result<LlamaCppCommand>> parse_llama_cpp_command_line(const std::v
       value = flag.substr(flag.find('=') + 1);
       flag = flag.substr(0, flag.find('='));
     }
+    // common/arg.cpp reads --ctx_size as --ctx-size.
+    if (flag.rfind("--", 0) == 0) std::replace(flag.begin(), flag.end(), '_', '-');
     auto take = [&]() -> std::optional<std::string> {
       if (inline_value) return value;
       if (i + 1 >= words.size()) return std::nullopt;
@@ -76,49 +119,70 @@ std::optional<Result<LlamaCppCommand>> parse_llama_cpp_command_line(const std::v
       c.context = *n == UINT64_MAX ? 0 : *n;
     } else if (flag == "-ngl" || flag == "--gpu-layers" || flag == "--n-gpu-layers") {
       if (!needs(v)) return fail(flag + " needs a count");
+      c.gpu_layers_given = true;
       if (*v == "auto" || *v == "all") continue;   // every layer (auto: as many as fit; sized for all)
       auto n = count(flag, *v);
       if (!n) return n.error();
       if (*n != UINT64_MAX) c.job.gpu_layers = std::min<uint64_t>(*n, 1u << 16);
-    } else if (flag == "-ub" || flag == "--ubatch-size") {
+    } else if (flag == "-ub" || flag == "--ubatch-size" || flag == "-b" || flag == "--batch-size") {
       if (!needs(v)) return fail(flag + " needs a size");
       auto n = count(flag, *v);
-      if (!n || *n == 0 || *n == UINT64_MAX) return fail(fmt::format("{} '{}' is not a micro-batch size", flag, *v));
-      c.job.prefill_chunk = *n;
+      if (!n || *n == 0 || *n == UINT64_MAX) return fail(fmt::format("{} '{}' is not a batch size", flag, *v));
+      if (flag == "-b" || flag == "--batch-size") n_batch = *n;
+      else c.job.prefill_chunk = *n;
     } else if (flag == "-np" || flag == "--parallel") {
       if (!needs(v)) return fail(flag + " needs a count");
+      if (*v == "-1") {   // newer builds: chosen by the server
+        c.notes.push_back(flag + " -1: one sequence assumed (the server picks the slots)");
+        continue;
+      }
       auto n = count(flag, *v);
       if (!n || *n == 0 || *n == UINT64_MAX) return fail(fmt::format("{} '{}' is not a number of slots", flag, *v));
       c.job.batch_size = *n;
     } else if (flag == "-fa" || flag == "--flash-attn") {
-      // Newer builds take on/off/auto; older ones a bare switch.
-      std::string mode = "on";
-      if (inline_value) mode = value;
-      else if (i + 1 < words.size() && (words[i + 1] == "on" || words[i + 1] == "off" || words[i + 1] == "auto")) mode = words[++i];
-      if (mode == "auto") c.notes.push_back(flag + " auto: taken as on (CUDA builds turn it on where the GPU supports it)");
-      c.job.attention_impl = mode == "off" ? "eager" : "flash";
+      // Newer builds take on/off/auto (and arg.cpp's truthy/falsy words); older ones a bare switch.
+      std::optional<std::string> mode;
+      if (inline_value) mode = on_off_auto(value);
+      else if (i + 1 < words.size()) mode = on_off_auto(words[i + 1]);
+      if (mode && !inline_value) ++i;
+      if (inline_value && !mode) return fail(fmt::format("{} '{}': expected on, off or auto", flag, value));
+      flash = mode.value_or("on");
     } else if (flag == "-ctk" || flag == "--cache-type-k" || flag == "-ctv" || flag == "--cache-type-v") {
       if (!needs(v)) return fail(flag + " needs a type");
       auto type = cache_type(*v);
       if (!type) return fail(fmt::format("{} {}: oomdoc sizes f16, bf16, f32, q8_0 and q4_0 caches", flag, *v));
       (flag == "-ctk" || flag == "--cache-type-k" ? cache_k : cache_v) = *type;
-    } else if (flag == "-b" || flag == "--batch-size" || flag == "-t" || flag == "--threads" || flag == "--host" ||
-               flag == "--port" || flag == "-a" || flag == "--alias" || flag == "--temp" || flag == "-n" ||
-               flag == "--n-predict" || flag == "-p" || flag == "--prompt" || flag == "--seed" || flag == "-s" ||
-               flag == "--chat-template" || flag == "--api-key" || flag == "-tb" || flag == "--threads-batch") {
-      auto given = take();
-      c.ignored.push_back(given ? flag + " " + *given : flag);
     } else if (flag == "-hf" || flag == "--hf-repo" || flag == "-hfr") {
       return fail(flag + ": oomdoc reads the GGUF file itself and never downloads: give -m PATH to the .gguf file");
+    } else if (changes_memory_unmodelled(flag)) {
+      auto given = takes_value(flag) ? take() : std::nullopt;
+      c.not_modelled.push_back(given ? flag + " " + *given : flag);
     } else {
-      c.ignored.push_back(flag);
+      auto given = takes_value(flag) ? take() : std::nullopt;
+      c.ignored.push_back(given ? flag + " " + *given : flag);
     }
   }
   if (c.model_path.empty()) return fail("no model given (-m PATH to a .gguf file)");
-  if (cache_k && cache_v && *cache_k != *cache_v) {
-    c.notes.push_back(fmt::format("K cache {} and V cache {}: the cache is sized at {} for both", *cache_k, *cache_v, *cache_k));
+  // llama.cpp computes in micro-batches of min(-b, -ub) (defaults 2048 and 512).
+  if (n_batch) c.job.prefill_chunk = std::min(*n_batch, c.job.prefill_chunk.value_or(512));
+  // Flash attention: given, else current builds' -fa auto (on with CUDA where supported).
+  if (!flash) {
+    flash = "auto";
+    c.notes.push_back("-fa not given: auto, taken as on (current builds turn it on with CUDA; 2024 builds had it off: give -fa off)");
+  } else if (*flash == "auto") {
+    c.notes.push_back("-fa auto: taken as on (CUDA builds turn it on where the GPU supports it)");
   }
-  if (cache_k || cache_v) c.job.kv_cache_dtype = cache_k ? *cache_k : *cache_v;
+  c.job.attention_impl = *flash == "off" ? "eager" : "flash";
+  // One cache type for K and V: the larger of the two when they differ (llama.cpp's default is f16).
+  if (cache_k || cache_v) {
+    const std::string k = cache_k.value_or("f16"), v = cache_v.value_or("f16");
+    const std::string larger = cache_bytes(k) >= cache_bytes(v) ? k : v;
+    if (k != v) c.notes.push_back(fmt::format("K cache {} and V cache {}: both sized at {}", k, v, larger));
+    c.job.kv_cache_dtype = larger;
+    if (v != "f16" && v != "bf16" && v != "fp32" && *flash == "off") {
+      return fail(fmt::format("-ctv {} needs flash attention: llama.cpp refuses a quantized V cache with -fa off", v));
+    }
+  }
   return c;
 }
 

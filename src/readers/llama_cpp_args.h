@@ -17,8 +17,10 @@ struct LlamaCppCommand {
   std::string model_path;               // -m / --model
   std::optional<uint64_t> context;      // -c / --ctx-size; 0 = the model's trained context
   Job job;                              // implementation llama_cpp; prompt_len set once the context is known
+  bool gpu_layers_given = false;        // -ngl (any form, "auto" and "all" included)
   std::vector<std::string> notes;       // how a flag was read ("-fa auto: taken as on (CUDA)")
   std::vector<std::string> ignored;     // flags with no effect on GPU memory, as given
+  std::vector<std::string> not_modelled;  // flags that change GPU memory but are not sized (-nkvo, -ot, --mmproj, ...)
 };
 
 // nullopt when `words` is not a llama.cpp command (the caller tries vLLM's reader next).

@@ -37,6 +37,37 @@ TEST(LlamaCppArgs, ContextZeroIsTheModelsAndOldProgramNamesAreRead) {
   EXPECT_EQ(llama_cpp_job_for(c->value(), 8192).prompt_len, 8192u);
 }
 
+TEST(LlamaCppArgs, ArgCppForms) {
+  auto parse = [](std::vector<std::string> words) {
+    auto c = parse_llama_cpp_command_line(words);
+    EXPECT_TRUE(c.has_value() && c->ok());
+    return c->value();
+  };
+  // -fa with arg.cpp's falsy words is off; without -fa, current builds' auto (on), said so.
+  for (const char* off : {"off", "0", "false", "disabled"}) {
+    EXPECT_EQ(parse({"llama-server", "-m", "m.gguf", "-fa", off}).job.attention_impl, "eager") << off;
+  }
+  const LlamaCppCommand bare = parse({"llama-server", "-m", "m.gguf"});
+  EXPECT_EQ(bare.job.attention_impl, "flash");
+  EXPECT_FALSE(bare.gpu_layers_given);
+  ASSERT_FALSE(bare.notes.empty());
+  EXPECT_NE(bare.notes[0].find("-fa not given"), std::string::npos);
+  // --ctx_size is --ctx-size; n_ubatch is min(-b, -ub).
+  EXPECT_EQ(parse({"llama-server", "-m", "m.gguf", "--ctx_size", "4096"}).context, 4096u);
+  EXPECT_EQ(parse({"llama-server", "-m", "m.gguf", "-ub", "4096", "-b", "2048"}).job.prefill_chunk, 2048u);
+  EXPECT_EQ(parse({"llama-server", "-m", "m.gguf", "-b", "128"}).job.prefill_chunk, 128u);
+  // -ngl all is given (not "not given"); flags that change memory without being sized are named.
+  const LlamaCppCommand offload = parse({"llama-server", "-m", "m.gguf", "-ngl", "all", "-nkvo", "-ot", "exps=CPU", "--threads", "8"});
+  EXPECT_TRUE(offload.gpu_layers_given);
+  EXPECT_EQ(offload.not_modelled, (std::vector<std::string>{"-nkvo", "-ot exps=CPU"}));
+  EXPECT_EQ(offload.ignored, (std::vector<std::string>{"--threads 8"}));
+  // K and V of different types: both sized at the larger; a quantized V needs flash attention.
+  EXPECT_EQ(parse({"llama-server", "-m", "m.gguf", "-ctv", "q8_0"}).job.kv_cache_dtype, "f16");
+  auto refused = parse_llama_cpp_command_line({"llama-server", "-m", "m.gguf", "-ctv", "q8_0", "-fa", "off"});
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_FALSE(refused->ok());
+}
+
 TEST(LlamaCppArgs, NotLlamaCppOrBadFlags) {
   EXPECT_FALSE(parse_llama_cpp_command_line({"vllm", "serve", "m"}).has_value());
   EXPECT_FALSE(parse_llama_cpp_command_line({"python", "-m", "llama_cpp.server"}).has_value());
@@ -46,7 +77,7 @@ TEST(LlamaCppArgs, NotLlamaCppOrBadFlags) {
   auto ub = parse_llama_cpp_command_line({"llama-server", "-m", "m.gguf", "-ub", "0"});
   ASSERT_TRUE(ub.has_value());
   ASSERT_FALSE(ub->ok());
-  EXPECT_EQ(ub->error().message, "llama-server: -ub '0' is not a micro-batch size");
+  EXPECT_EQ(ub->error().message, "llama-server: -ub '0' is not a batch size");
   auto dangling = parse_llama_cpp_command_line({"llama-server", "-m"});
   ASSERT_TRUE(dangling.has_value());
   EXPECT_FALSE(dangling->ok());
