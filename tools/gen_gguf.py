@@ -133,6 +133,12 @@ def main():
             ("llama.attention.sliding_window", U32, 64)]] + [
         kv("tokenizer.ggml.tokens", ARRAY, (STRING, ["<t%d>" % i for i in range(256)]))]
     files["tiny_gemma2_swa.gguf"] = build([t for t in tensors if t[0] != "output.weight"], gemma)
+    # gguf-split shards: the metadata and the first tensors in shard 1, the rest in shard 2.
+    split_meta = lambda no, count: [kv("split.no", U16, no), kv("split.count", U16, count), kv("split.tensors.count", I32, len(tensors))]
+    half = len(tensors) // 2
+    files["tiny_llama-00001-of-00002.gguf"] = build(tensors[:half], metadata + split_meta(0, 2))
+    files["tiny_llama-00002-of-00002.gguf"] = build(tensors[half:], split_meta(1, 2))
+    files["lonely-00001-of-00003.gguf"] = build(tensors[:half], metadata + split_meta(0, 3))
     # A tensor with an absurd shape (2^40 x 2^40 elements).
     files["absurd_shape.gguf"] = build([("blk.0.attn_q.weight", [1 << 40, 1 << 40], F32)], metadata, data=False)
     for name, data in files.items():

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "model/architecture.h"
 #include "model/gguf_types.h"
@@ -361,6 +362,32 @@ Result<ModelSpec> model_from_gguf_header(const GgufHeader& h, const std::string&
 Result<ModelSpec> model_from_gguf(const std::string& path) {
   auto h = read_gguf_header(path);
   if (!h) return h.error();
+  // A split file (gguf-split: NAME-00001-of-00003.gguf) holds its tensors across every shard, the
+  // metadata in the first: read every shard's tensor table, or fail naming the missing one.
+  const uint64_t splits = unsigned_value(*h, "split.count").value_or(1);
+  if (splits > 1) {
+    static const std::regex kShard(R"((.*)-(\d{5})-of-(\d{5})\.gguf$)");
+    std::smatch match;
+    if (splits > 10000 || !std::regex_match(path, match, kShard)) {
+      return make_error(fmt::format("{}: split.count {} but the name is not NAME-NNNNN-of-NNNNN.gguf", path, splits));
+    }
+    GgufHeader merged;
+    for (uint64_t k = 1; k <= splits; ++k) {
+      const std::string shard = fmt::format("{}-{:05d}-of-{:05d}.gguf", match[1].str(), k, splits);
+      std::error_code ec;
+      if (!std::filesystem::exists(shard, ec)) {
+        return make_error(fmt::format("{}: split {} of {} is missing: {}", path, k, splits, shard));
+      }
+      auto part = shard == path ? std::move(h) : read_gguf_header(shard);
+      if (!part) return part.error();
+      if (merged.metadata.empty() || part->metadata.count("general.architecture")) {
+        if (part->metadata.count("general.architecture")) merged.metadata = part->metadata;
+      }
+      for (auto& t : part->tensors) merged.tensors.push_back(std::move(t));
+      merged.version = part->version;
+    }
+    return model_from_gguf_header(merged, path);
+  }
   return model_from_gguf_header(*h, path);
 }
 

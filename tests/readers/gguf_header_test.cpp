@@ -105,6 +105,27 @@ TEST(GgufHeader, Gemma2SlidesEveryOtherLayerAsLlamaCppDoes) {
   EXPECT_EQ(e->components[1].bytes, (576u + 4096u) * 2 * 2 * 16 * 2);
 }
 
+TEST(GgufHeader, SplitFilesAreReadWhole) {
+  // gguf-split shards: either shard gives the whole model (the metadata lives in the first).
+  auto whole = resolve_model(gguf("tiny_llama_q8_0.gguf"));
+  ASSERT_TRUE(whole.ok());
+  for (const char* shard : {"tiny_llama-00001-of-00002.gguf", "tiny_llama-00002-of-00002.gguf"}) {
+    auto m = resolve_model(gguf(shard));
+    ASSERT_TRUE(m.ok()) << shard << ": " << m.error().message;
+    EXPECT_EQ(m->total_params, whole->total_params) << shard;
+    EXPECT_EQ(m->gguf->layer_bytes, whole->gguf->layer_bytes) << shard;
+    EXPECT_EQ(m->gguf->output_bytes, whole->gguf->output_bytes) << shard;
+    EXPECT_FALSE(m->tie_word_embeddings) << shard;
+  }
+  auto lonely = resolve_model(gguf("lonely-00001-of-00003.gguf"));
+  ASSERT_FALSE(lonely.ok());
+  EXPECT_NE(lonely.error().message.find("split 2 of 3 is missing"), std::string::npos) << lonely.error().message;
+  // A missing .gguf path is a missing file, not a model name to look up.
+  auto missing = resolve_model("no-such-model.gguf");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().message, "no-such-model.gguf: no such file");
+}
+
 TEST(GgufHeader, BrokenFilesGiveOneLineErrors) {
   struct Case { const char* file; const char* says; };
   for (const Case& c : {Case{"truncated.gguf", "truncated or corrupt GGUF header"},
