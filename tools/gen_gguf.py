@@ -139,6 +139,14 @@ def main():
     files["tiny_llama-00001-of-00002.gguf"] = build(tensors[:half], metadata + split_meta(0, 2))
     files["tiny_llama-00002-of-00002.gguf"] = build(tensors[half:], split_meta(1, 2))
     files["lonely-00001-of-00003.gguf"] = build(tensors[:half], metadata + split_meta(0, 3))
+    # Duplicates llama.cpp rejects: a tensor name and a metadata key given twice.
+    files["dup_tensor.gguf"] = build(tensors + [tensors[1]], metadata)
+    files["dup_key.gguf"] = build(tensors, metadata + [kv("llama.block_count", U32, 2)])
+    # Per-layer KV head counts: equal (read as 2), and with a 0 (a layer without attention: hybrid).
+    without_kv = [m for m in metadata if b"head_count_kv" not in m]
+    files["kv_array.gguf"] = build(tensors, without_kv + [kv("llama.attention.head_count_kv", ARRAY, (U32, [2, 2]))])
+    files["hybrid_kv_array.gguf"] = build(tensors, without_kv + [kv("llama.attention.head_count_kv", ARRAY, (U32, [0, 2]))])
+    files["bert.gguf"] = build(tensors, [kv("general.architecture", STRING, "bert")] + metadata[1:])
     # A tensor with an absurd shape (2^40 x 2^40 elements).
     files["absurd_shape.gguf"] = build([("blk.0.attn_q.weight", [1 << 40, 1 << 40], F32)], metadata, data=False)
     for name, data in files.items():

@@ -60,7 +60,7 @@ Placement weights_from_file(const ModelSpec::GgufWeights& w, uint64_t n_layer, u
   // Tied: on the CPU the output layer is the embeddings themselves; on the GPU, their duplicate.
   const uint64_t output = (w.output_bytes ? w.output_bytes : (output_on_gpu ? w.token_embd_bytes : 0)) + w.other_bytes;
   p.add("as stored in the file", static_cast<double>(output), output_on_gpu);
-  p.add("", static_cast<double>(w.token_embd_bytes), false);
+  p.add("", static_cast<double>(w.token_embd_bytes + w.input_bytes), false);
   return p;
 }
 
@@ -188,8 +188,11 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
     kv_elements_per_cell = static_cast<double>(m.kv_lora_rank + m.qk_rope_head_dim);
     kv_shape = fmt::format("latent {} + rope {}", m.kv_lora_rank, m.qk_rope_head_dim);
   } else {
-    kv_elements_per_cell = 2.0 * static_cast<double>(m.num_kv_heads * head_dim);
-    kv_shape = fmt::format("2 x {} KV heads x {}", m.num_kv_heads, head_dim);
+    // Keys and values of every KV head (value heads can be narrower: GGUF's value_length).
+    const uint64_t v_dim = m.v_head_dim ? m.v_head_dim : head_dim;
+    kv_elements_per_cell = static_cast<double>(m.num_kv_heads * (head_dim + v_dim));
+    kv_shape = v_dim == head_dim ? fmt::format("2 x {} KV heads x {}", m.num_kv_heads, head_dim)
+                                 : fmt::format("{} KV heads x ({} + {})", m.num_kv_heads, head_dim, v_dim);
   }
   // Sliding-window layers (those the model marks, as Gemma 2/3 do; llama.cpp runs Mistral and
   // Phi-3 with full attention) keep the window per sequence plus one micro-batch: llama.cpp's iSWA

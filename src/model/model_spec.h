@@ -111,7 +111,8 @@ struct ModelSpec {
   struct GgufWeights {
     std::string file_type;              // general.file_type as llama-quantize names it ("q4_k_m")
     std::vector<uint64_t> layer_bytes;  // blk.N.* for each block N
-    uint64_t token_embd_bytes = 0;      // kept in host memory by llama.cpp
+    uint64_t token_embd_bytes = 0;      // token_embd.weight: kept in host memory by llama.cpp
+    uint64_t input_bytes = 0;           // the rest of its input layer (position/type/per-layer embeddings): host too
     uint64_t output_bytes = 0;          // output.weight; 0 when tied (the embeddings are duplicated)
     uint64_t other_bytes = 0;           // output_norm and other tensors outside the blocks
   };

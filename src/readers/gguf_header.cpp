@@ -6,7 +6,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
+#include <set>
 
 #include "model/architecture.h"
 #include "model/gguf_types.h"
@@ -106,7 +108,16 @@ Result<GgufValue> read_value(Cursor& c, uint32_t type, const std::string& key, c
         }
       } else if (uint64_t size = scalar_size(*item); size > 0) {
         if (*n > UINT64_MAX / size) return make_error(fmt::format("{}: {}: array of {} items overflows", source, key, *n));
-        if (auto skipped = c.skip(*n * size, "an array"); !skipped) return skipped.error();
+        const bool integers = *item != kF32 && *item != kF64 && *item != kBool;
+        if (integers && *n <= (1u << 16)) {
+          for (uint64_t k = 0; k < *n; ++k) {
+            auto x = read_value(c, *item, key, source);
+            if (!x) return x.error();
+            v.ints.push_back(x->kind == GgufValue::Kind::kSigned ? x->i : static_cast<int64_t>(std::min<uint64_t>(x->u, INT64_MAX)));
+          }
+        } else if (auto skipped = c.skip(*n * size, "an array"); !skipped) {
+          return skipped.error();
+        }
       } else {
         return make_error(fmt::format("{}: {}: arrays of type {} are not supported", source, key, *item));
       }
@@ -162,6 +173,9 @@ Result<GgufHeader> parse_gguf_header(std::string_view head, uint64_t file_size, 
   GgufHeader h;
   auto version = c.scalar<uint32_t>("the version");
   if (!version) return version.error();
+  if (*version >= (1u << 16)) {
+    return make_error(fmt::format("{}: a big-endian GGUF file (oomdoc reads little-endian ones)", source));
+  }
   if (*version < 2 || *version > 3) {
     return make_error(fmt::format("{}: GGUF version {} (oomdoc reads versions 2 and 3)", source, *version));
   }
@@ -179,7 +193,9 @@ Result<GgufHeader> parse_gguf_header(std::string_view head, uint64_t file_size, 
     if (!type) return type.error();
     auto value = read_value(c, *type, *key, source);
     if (!value) return value.error();
-    h.metadata[*key] = std::move(*value);
+    if (!h.metadata.emplace(*key, std::move(*value)).second) {
+      return make_error(fmt::format("{}: metadata key {} appears twice", source, *key));
+    }
   }
   h.tensors.reserve(static_cast<size_t>(*tensors));
   for (uint64_t k = 0; k < *tensors; ++k) {
@@ -209,12 +225,24 @@ Result<GgufHeader> parse_gguf_header(std::string_view head, uint64_t file_size, 
     if (!offset) return offset.error();
     t.offset = *offset;
     if (auto info = ggml_type_by_id(t.type)) {
-      if (elements % info->block_elements != 0) {
-        return make_error(fmt::format("{}: tensor {} has {} elements, not whole {} blocks", source, t.name, elements, info->name));
+      // Rows are whole blocks (ggml checks ne[0], the row length).
+      if (t.dims[0] % info->block_elements != 0) {
+        return make_error(fmt::format("{}: tensor {} has rows of {}, not whole {} blocks", source, t.name, t.dims[0], info->name));
       }
       t.bytes = elements / info->block_elements * info->block_bytes;
     }
     h.tensors.push_back(std::move(t));
+  }
+  {
+    std::vector<std::string_view> names;
+    for (const auto& t : h.tensors) names.push_back(t.name);
+    std::sort(names.begin(), names.end());
+    if (auto dup = std::adjacent_find(names.begin(), names.end()); dup != names.end()) {
+      return make_error(fmt::format("{}: tensor {} appears twice", source, *dup));
+    }
+  }
+  if (auto a = h.metadata.find("general.alignment"); a != h.metadata.end() && a->second.kind != GgufValue::Kind::kUnsigned) {
+    return make_error(fmt::format("{}: general.alignment is not an unsigned integer", source));
   }
   uint64_t alignment = unsigned_value(h, "general.alignment").value_or(32);
   if (alignment == 0 || alignment > (1u << 20) || (alignment & (alignment - 1)) != 0) {
@@ -238,6 +266,10 @@ Result<GgufHeader> parse_gguf_header(std::string_view head, uint64_t file_size, 
     if (t.offset > data_size || end < t.offset) {
       return make_error(fmt::format("{}: tensor {} starts at {} of a {}-byte data section", source, t.name, t.offset, data_size));
     }
+    if (t.offset % alignment != 0) {
+      return make_error(fmt::format("{}: tensor {} starts at {}, not a multiple of the alignment {}", source, t.name,
+                                    t.offset, alignment));
+    }
     if (t.bytes == 0) t.bytes = end - t.offset;
     if (t.bytes > end - t.offset) {
       return make_error(fmt::format("{}: tensor {} needs {} bytes but the file has {} for it (truncated or overlapping)",
@@ -253,14 +285,24 @@ Result<GgufHeader> read_gguf_header(const std::string& path) {
   if (ec) return make_error(fmt::format("{}: cannot read ({})", path, ec.message()));
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(fmt::format("{}: cannot open", path));
-  std::string head(static_cast<size_t>(std::min(size, kMaxHeadBytes)), '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(in.gcount()));
-  auto h = parse_gguf_header(head, size, path);
-  if (!h && size > kMaxHeadBytes && h.error().message.find("truncated GGUF header") != std::string::npos) {
-    return make_error(fmt::format("{}: GGUF header larger than {} MiB", path, kMaxHeadBytes >> 20));
+  // Start small and read more while the header runs past what was read (a tokenizer of 250k
+  // tokens is a few MiB; the tensor data after the header is never read).
+  std::string head;
+  for (uint64_t want = std::min<uint64_t>(size, 8ull << 20);; want = std::min<uint64_t>(std::min(size, kMaxHeadBytes), want * 4)) {
+    const uint64_t have = head.size();
+    head.resize(static_cast<size_t>(want));
+    in.read(head.data() + have, static_cast<std::streamsize>(want - have));
+    head.resize(static_cast<size_t>(have + static_cast<uint64_t>(in.gcount())));
+    auto h = parse_gguf_header(head, size, path);
+    const bool cut = !h && head.size() < size &&
+                     (h.error().message.find("truncated") != std::string::npos ||
+                      h.error().message.find("runs past byte") != std::string::npos ||
+                      h.error().message.find("past the end of the file") != std::string::npos);
+    if (!cut) return h;
+    if (head.size() >= kMaxHeadBytes) {
+      return make_error(fmt::format("{}: GGUF header larger than {} MiB", path, kMaxHeadBytes >> 20));
+    }
   }
-  return h;
 }
 
 Result<ModelSpec> model_from_gguf_header(const GgufHeader& h, const std::string& source) {
@@ -269,6 +311,16 @@ Result<ModelSpec> model_from_gguf_header(const GgufHeader& h, const std::string&
     return make_error(fmt::format("{}: no general.architecture in the GGUF metadata", source));
   }
   const std::string arch = arch_it->second.s;
+  // Encoders keep no KV cache, and recurrent/hybrid models a fixed state per sequence that
+  // oomdoc does not size: refused, as for Hugging Face configs (docs/serve.md, "Not done").
+  static const std::set<std::string> kNotSized = {
+      "bert", "nomic-bert", "nomic-bert-moe", "jina-bert-v2", "modern-bert", "neo-bert", "t5", "t5encoder",
+      "mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7", "jamba", "falcon-h1", "granitehybrid",
+      "nemotron_h", "qwen3next", "lfm2", "plamo2"};
+  if (kNotSized.count(arch)) {
+    return make_error(fmt::format("{}: architecture {} is an encoder or keeps a recurrent state: oomdoc does not size it",
+                                  source, arch));
+  }
   auto key = [&](const char* name) { return unsigned_value(h, arch + "." + name); };
   ModelSpec m;
   m.source = source;
@@ -280,7 +332,22 @@ Result<ModelSpec> model_from_gguf_header(const GgufHeader& h, const std::string&
   m.hidden_size = key("embedding_length").value_or(0);
   m.num_attention_heads = key("attention.head_count").value_or(0);
   m.num_kv_heads = key("attention.head_count_kv").value_or(m.num_attention_heads);
+  // Per-layer KV head counts (an array): a zero marks a layer without attention (hybrid models,
+  // refused); different counts are sized at the largest.
+  if (auto kv = h.metadata.find(arch + ".attention.head_count_kv"); kv != h.metadata.end() && kv->second.kind == GgufValue::Kind::kArray) {
+    const auto& per_layer = kv->second.ints;
+    if (per_layer.empty()) return make_error(fmt::format("{}: {}.attention.head_count_kv is an array oomdoc cannot read", source, arch));
+    if (std::find(per_layer.begin(), per_layer.end(), 0) != per_layer.end()) {
+      return make_error(fmt::format("{}: {} has layers without attention (head_count_kv 0): a hybrid model oomdoc does not size",
+                                    source, arch));
+    }
+    m.num_kv_heads = static_cast<uint64_t>(std::max<int64_t>(0, *std::max_element(per_layer.begin(), per_layer.end())));
+    if (std::adjacent_find(per_layer.begin(), per_layer.end(), std::not_equal_to<>()) != per_layer.end()) {
+      m.notes.push_back("per-layer KV head counts: every layer sized at the largest");
+    }
+  }
   m.head_dim = key("attention.key_length").value_or(0);
+  m.v_head_dim = key("attention.value_length").value_or(0);
   m.max_position_embeddings = key("context_length").value_or(0);
   m.num_experts = key("expert_count").value_or(0);
   m.experts_per_token = key("expert_used_count").value_or(0);
@@ -290,13 +357,15 @@ Result<ModelSpec> model_from_gguf_header(const GgufHeader& h, const std::string&
   // Sliding-window layers as llama.cpp marks them (set_swa_pattern: layer il slides when
   // il % n < n - 1): Gemma 2 every other layer, Gemma 3 five of six, Cohere2 three of four. Other
   // architectures run every layer with full attention in llama.cpp.
-  static const std::map<std::string, uint64_t> kSwaPattern = {{"gemma2", 2}, {"gemma3", 6}, {"cohere2", 4}};
+  static const std::map<std::string, uint64_t> kSwaPattern = {{"gemma2", 2}, {"gemma3", 6}, {"cohere2", 4}, {"gpt-oss", 2}};
   if (auto window = key("attention.sliding_window"); window && *window > 0 && kSwaPattern.count(arch)) {
     const uint64_t n = kSwaPattern.at(arch);
     m.sliding_window = *window;
     for (uint64_t il = 0; il < std::min<uint64_t>(m.num_layers, 1u << 12); ++il) m.layer_is_sliding.push_back(il % n < n - 1);
   }
-  if (auto rank = key("attention.kv_lora_rank"); rank && *rank > 0) {
+  // MLA's compressed cache only for files converted with it (attention.key_length_mla present);
+  // older DeepSeek conversions run in llama.cpp with full per-head keys and values.
+  if (auto rank = key("attention.kv_lora_rank"); rank && *rank > 0 && key("attention.key_length_mla")) {
     m.attention = AttentionKind::kMultiLatent;
     m.kv_lora_rank = *rank;
     m.qk_rope_head_dim = key("rope.dimension_count").value_or(0);
@@ -321,7 +390,8 @@ Result<ModelSpec> model_from_gguf_header(const GgufHeader& h, const std::string&
   if (m.intermediate_size == 0) m.intermediate_size = m.moe_intermediate_size;
 
   ModelSpec::GgufWeights w;
-  w.file_type = gguf_file_type_name(unsigned_value(h, "general.file_type").value_or(UINT64_MAX));
+  const auto ftype = unsigned_value(h, "general.file_type");
+  w.file_type = ftype ? gguf_file_type_name(*ftype) : "unknown type";
   w.layer_bytes.assign(m.num_layers, 0);
   uint64_t elements = 0;
   for (const GgufTensor& t : h.tensors) {
@@ -334,9 +404,12 @@ Result<ModelSpec> model_from_gguf_header(const GgufHeader& h, const std::string&
       }
       w.layer_bytes[*b] += t.bytes;
     } else if (t.name == "token_embd.weight") {
-      w.token_embd_bytes = t.bytes;
+      w.token_embd_bytes += t.bytes;
       // ne = [n_embd, n_vocab]: the vocabulary when the metadata does not give it.
       if (m.vocab_size == 0 && t.dims.size() == 2) m.vocab_size = t.dims[1];
+    } else if (t.name.rfind("token_embd", 0) == 0 || t.name.rfind("per_layer_token_embd", 0) == 0 ||
+               t.name.rfind("position_embd", 0) == 0 || t.name.rfind("token_types", 0) == 0) {
+      w.input_bytes += t.bytes;   // llama.cpp's input layer: host memory, like the embeddings
     } else if (t.name == "output.weight") {
       w.output_bytes = t.bytes;
     } else {
@@ -347,7 +420,7 @@ Result<ModelSpec> model_from_gguf_header(const GgufHeader& h, const std::string&
   m.total_params = elements;
   // For engines that load the file as it is (vLLM's GGUF support keeps the quantized blocks).
   m.quantization = "gguf";
-  m.checkpoint_bytes = w.token_embd_bytes + w.output_bytes + w.other_bytes;
+  m.checkpoint_bytes = w.token_embd_bytes + w.input_bytes + w.output_bytes + w.other_bytes;
   for (uint64_t b : w.layer_bytes) m.checkpoint_bytes += b;
   m.gguf = std::move(w);
   if (m.vocab_size == 0) {

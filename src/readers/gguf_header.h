@@ -29,7 +29,8 @@ struct GgufValue {
   int64_t i = 0;
   double f = 0;
   std::string s;
-  uint64_t array_length = 0;   // arrays keep their length only (tokenizer vocabularies, ...)
+  uint64_t array_length = 0;   // arrays keep their length (tokenizer vocabularies, ...)
+  std::vector<int64_t> ints;   // and, for integer arrays of at most 65,536 items, the values (per-layer head counts)
 };
 
 struct GgufTensor {
@@ -50,7 +51,8 @@ struct GgufHeader {
 // `head`: the file's first bytes (at least the whole header); `file_size`: the whole file's.
 // Errors name `source` and what is wrong: "model.gguf: not a GGUF file (magic ...)".
 Result<GgufHeader> parse_gguf_header(std::string_view head, uint64_t file_size, const std::string& source);
-// Reads at most the first 256 MiB (metadata with a tokenizer is a few MiB).
+// Reads the first 8 MiB, then more while the header runs past what was read, up to 256 MiB
+// (metadata with a tokenizer is a few MiB).
 Result<GgufHeader> read_gguf_header(const std::string& path);
 
 // The model a GGUF file holds: the shape for the KV cache and compute buffer, the exact bytes of

@@ -105,6 +105,12 @@ TEST(GgufHeader, Gemma2SlidesEveryOtherLayerAsLlamaCppDoes) {
   EXPECT_EQ(e->components[1].bytes, (576u + 4096u) * 2 * 2 * 16 * 2);
 }
 
+TEST(GgufHeader, PerLayerKvHeadCountsAreRead) {
+  auto m = resolve_model(gguf("kv_array.gguf"));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->num_kv_heads, 2u);
+}
+
 TEST(GgufHeader, SplitFilesAreReadWhole) {
   // gguf-split shards: either shard gives the whole model (the metadata lives in the first).
   auto whole = resolve_model(gguf("tiny_llama_q8_0.gguf"));
@@ -135,7 +141,11 @@ TEST(GgufHeader, BrokenFilesGiveOneLineErrors) {
                         Case{"string_past_end.gguf", "runs past byte"},
                         Case{"data_cut_short.gguf", "truncated or overlapping"},
                         Case{"absurd_shape.gguf", "implausible shape"},
-                        Case{"no_architecture.gguf", "no general.architecture"}}) {
+                        Case{"no_architecture.gguf", "no general.architecture"},
+                        Case{"dup_tensor.gguf", "appears twice"},
+                        Case{"dup_key.gguf", "metadata key llama.block_count appears twice"},
+                        Case{"hybrid_kv_array.gguf", "layers without attention"},
+                        Case{"bert.gguf", "architecture bert is an encoder"}}) {
     auto m = resolve_model(gguf(c.file));
     ASSERT_FALSE(m.ok()) << c.file;
     EXPECT_NE(m.error().message.find(c.says), std::string::npos) << c.file << ": " << m.error().message;
