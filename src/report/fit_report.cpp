@@ -192,11 +192,15 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
   }
   line("");
   const auto& e = r.estimate;
-  line(fmt::format("predicted peak  {} device used ({} of the card; reserved {}, allocated {}), "
-                   "at {}, mostly {}",
+  // llama.cpp has no caching allocator: its buffers are one figure.
+  const bool llama_cpp = e.allocator == "llama_cpp";
+  auto inner = [&](uint64_t reserved, uint64_t allocated) {
+    return llama_cpp ? fmt::format("llama.cpp buffers {}", format_bytes(allocated))
+                     : fmt::format("reserved {}, allocated {}", format_bytes(reserved), format_bytes(allocated));
+  };
+  line(fmt::format("predicted peak  {} device used ({} of the card; {}), at {}, mostly {}",
                    format_bytes(e.device_used_bytes), percent_of(e.device_used_bytes, r.total_bytes),
-                   format_bytes(e.peak_reserved_bytes), format_bytes(e.peak_allocated_bytes),
-                   e.peak_phase.empty() ? "?" : e.peak_phase,
+                   inner(e.peak_reserved_bytes, e.peak_allocated_bytes), e.peak_phase.empty() ? "?" : e.peak_phase,
                    e.dominant_component.empty() ? "?" : e.dominant_component));
   line(fmt::format("usable          {} ({:.0f}% budget)   target {} ({:.0f}%)",
                    format_bytes(r.usable_bytes), 100 * r.budget, format_bytes(r.target_bytes),
@@ -258,10 +262,8 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
       line(fmt::format("     cost: {}", c.cost));
       for (const auto& s : settings_lines(c.settings)) line("     set:  " + style.cyan(s));
       if (c.predicted) {
-        line(fmt::format("     then: {} device used ({} reserved, {} allocated)",
-                         format_bytes(c.predicted->device_used_bytes),
-                         format_bytes(c.predicted->peak_reserved_bytes),
-                         format_bytes(c.predicted->peak_allocated_bytes)));
+        line(fmt::format("     then: {} device used ({})", format_bytes(c.predicted->device_used_bytes),
+                         inner(c.predicted->peak_reserved_bytes, c.predicted->peak_allocated_bytes)));
       }
       if (c.host_ram_bytes) {
         line(fmt::format("     host RAM: about {} (what leaves the GPU, x{:.1f} as DeepSpeed "
