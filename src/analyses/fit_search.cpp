@@ -1190,7 +1190,8 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     for (const auto& skip : skips) {
       for (uint64_t limit : {report.target_bytes, report.usable_bytes}) {
         auto applied = search.run(limit, skip);
-        if (!applied) continue;
+        // No change at all: the job already fits this limit (the budget), so there is no plan.
+        if (!applied || applied->empty()) continue;
         FitPlan plan = search.to_plan(*applied);
         plan.fits_budget = plan.predicted.device_used_bytes <= report.usable_bytes;
         plan.fits_target = plan.predicted.device_used_bytes <= report.target_bytes;
