@@ -49,9 +49,7 @@ FitOptions rtx4090() {
     std::exit(2);
   }
   FitOptions o;
-  o.gpu_name = gpu->name;
-  o.total_bytes = gpu->total_bytes;
-  o.gpu_has_bf16 = gpu->bf16;
+  set_fit_gpu(o, *gpu);
   o.solve_max_batch = true;
   o.solve_max_seq = true;
   return o;

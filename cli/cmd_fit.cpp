@@ -1,8 +1,6 @@
 // oomdoc fit: does the job fit the GPU, and what is the cheapest change that makes it fit.
 #include <fmt/format.h>
 
-#include <fstream>
-
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
@@ -18,6 +16,7 @@
 #include "core/exit_codes.h"
 #include "core/file_input.h"
 #include "core/units.h"
+#include "readers/gguf_header.h"
 #include "readers/gpu_catalog.h"
 #include "readers/job_file.h"
 #include "readers/length_file.h"
@@ -56,15 +55,11 @@ bool looks_like_job_file(const std::string& text) {
   return !j.is_discarded() && j.is_object() && j.contains("model");
 }
 
-// A model's weights file (GGUF or safetensors), not a training config: by name, or GGUF's magic.
+// A model's weights file (GGUF, or a .safetensors inside a model folder), not a training config.
 bool is_model_file(const std::string& path) {
-  auto ends_with = [&](std::string_view suffix) {
-    return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (ends_with(".gguf") || ends_with(".safetensors")) return true;
-  std::ifstream in(path, std::ios::binary);
-  char magic[4] = {};
-  return in.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
+  const std::string_view suffix = ".safetensors";
+  return is_gguf_file(path) ||
+         (path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0);
 }
 
 int run_fit(const FitArgs& a) {
@@ -125,18 +120,7 @@ int run_fit(const FitArgs& a) {
   options.solve_max_seq = a.max_seq;
   auto card = resolve_gpu_flags(a.card);
   if (!card) return fail(card.error().message);
-  if (card->gpu) {
-    const GpuSpec& gpu = *card->gpu;
-    options.gpu_name = gpu.name;
-    options.total_bytes = gpu.total_bytes;
-    options.gpu_has_bf16 = gpu.bf16;
-    options.gpu_vendor = gpu.vendor;
-    options.gpu_nvlink = gpu.nvlink;
-    options.gpu_interconnect = gpu.interconnect;
-  } else {
-    options.total_bytes = card->memory_bytes;
-    options.gpu_name = format_bytes(card->memory_bytes) + " GPU";
-  }
+  set_fit_card(options, *card);
   if (!a.lengths_path.empty()) {
     auto lengths = read_lengths(a.lengths_path);
     if (!lengths) return fail(lengths.error().message);

@@ -47,37 +47,11 @@ int run_llama_cpp_serve(const ServeOptions& o, const LlamaCppCommand& command) {
   if (!model) return fail("serve: " + model.error().message);
   if (!model->gguf) return fail("serve: " + command.model_path + ": not a GGUF file (llama.cpp loads .gguf files)");
   const uint64_t trained = model->max_position_embeddings ? model->max_position_embeddings : kLlamaCppDefaultContext;
-  Job job = llama_cpp_job_for(command, trained);
+  auto [job, notes] = llama_cpp_job_for(command, trained);
   job.model = command.model_path;
-  std::vector<std::string> notes = command.notes;
-  if (!command.context || *command.context == 0) {
-    notes.push_back(fmt::format("-c {}: the model's trained context, {} tokens (current builds; 2024 builds used 4096)",
-                                command.context ? "0" : "not given", trained));
-  }
-  if (!command.gpu_layers_given) {
-    notes.push_back("-ngl not given: every layer sized on the GPU (current builds fit -ngl by themselves; 2024 builds "
-                    "kept every layer on the CPU)");
-  }
-  auto join = [](const std::vector<std::string>& items) {
-    std::string out;
-    for (const auto& i : items) out += (out.empty() ? "" : " ") + i;
-    return out;
-  };
-  if (!command.not_modelled.empty()) notes.push_back("not sized (they change GPU memory): " + join(command.not_modelled));
-  if (!command.ignored.empty()) notes.push_back("ignored (no effect on GPU memory): " + join(command.ignored));
   FitOptions options;
   options.num_gpus = 1;
-  if (card->gpu) {
-    options.gpu_name = card->gpu->name;
-    options.total_bytes = card->gpu->total_bytes;
-    options.gpu_has_bf16 = card->gpu->bf16;
-    options.gpu_vendor = card->gpu->vendor;
-    options.gpu_nvlink = card->gpu->nvlink;
-    options.gpu_interconnect = card->gpu->interconnect;
-  } else {
-    options.total_bytes = card->memory_bytes;
-    options.gpu_name = format_bytes(card->memory_bytes) + " GPU";
-  }
+  set_fit_card(options, *card);
   auto report = fit_job(*model, job, options);
   if (!report) return fail("serve: " + report.error().message);
   for (auto& n : notes) report->notes.push_back(command.launcher + ": " + n);

@@ -30,4 +30,9 @@ Result<GpuChoice> resolve_gpu_flags(const GpuFlags& flags) {
   return Error{"which GPU? pass --gpu NAME (e.g. --gpu 4090, --gpu h100) or --memory SIZE"};
 }
 
+void set_fit_card(FitOptions& options, const GpuChoice& card) {
+  if (card.gpu) set_fit_gpu(options, *card.gpu);
+  else set_fit_memory(options, card.memory_bytes);
+}
+
 }  // namespace oomdoc::cli

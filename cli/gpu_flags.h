@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "analyses/fit_search.h"
 #include "core/result.h"
 #include "model/gpu.h"
 
@@ -26,5 +27,7 @@ struct GpuChoice {
 void add_gpu_flags(CLI::App* cmd, GpuFlags& flags);
 // Errors are one line naming the flag: "--memory: 'lots' is not a size (e.g. 24GiB)".
 Result<GpuChoice> resolve_gpu_flags(const GpuFlags& flags);
+// The chosen card into fit's options (set_fit_gpu / set_fit_memory).
+void set_fit_card(FitOptions& options, const GpuChoice& card);
 
 }  // namespace oomdoc::cli

@@ -13,6 +13,7 @@
 #include "analyses/fix_catalog.h"
 #include "core/text.h"
 #include "model/architecture.h"
+#include "model/gguf_types.h"
 #include "core/units.h"
 #include "readers/gpu_catalog.h"
 
@@ -223,8 +224,9 @@ std::vector<Candidate> llama_flash_candidates(const Job& job) {
 
 std::vector<Candidate> llama_kv_candidates(const Job& job) {
   if (!is_llama_cpp(job)) return {};
-  const std::string kv = job.kv_cache_dtype.value_or("fp16");
-  if (kv == "q8_0" || kv == "q4_0") return {};
+  // Already quantized (or not a llama.cpp type): nothing cheaper to offer here.
+  auto current = llama_cache_type(job.kv_cache_dtype.value_or("auto"));
+  if (!current || ggml_bytes(*current, 1) <= ggml_bytes(GgmlType::kQ8_0, 1)) return {};
   return {candidate("llama_kv_cache_type", "ggml_kv_cache_type", 4, "KV cache in q8_0 (-ctk q8_0 -ctv q8_0, with -fa)",
                     "small quality loss", {{"llama.cpp", "--cache-type-k", "q8_0"}, {"llama.cpp", "--cache-type-v", "q8_0"},
                                            {"llama.cpp", "--flash-attn", "on"}},
@@ -238,7 +240,7 @@ std::vector<Candidate> llama_kv_candidates(const Job& job) {
 std::vector<Candidate> llama_parallel_candidates(const Job& job) {
   if (!is_llama_cpp(job)) return {};
   const uint64_t slots = job.batch_size.value_or(1);
-  const uint64_t per_sequence = job.prompt_len.value_or(kLlamaCppDefaultContext) + job.max_new_tokens.value_or(0);
+  const uint64_t per_sequence = llama_cpp_context_per_sequence(job);
   std::vector<Candidate> out;
   for (uint64_t b = slots / 2; b >= 1 && slots > 1; b /= 2) {
     out.push_back(candidate("llama_parallel", "smaller_batch", 4, fmt::format("{} -> {} sequences at once", slots, b),
@@ -276,7 +278,7 @@ std::vector<Candidate> llama_file_type_candidates(const Job& job, const ModelSpe
 // A shorter context (-c), halving down to 512 tokens per sequence.
 std::vector<Candidate> llama_context_candidates(const Job& job) {
   if (!is_llama_cpp(job)) return {};
-  const uint64_t context = job.prompt_len.value_or(kLlamaCppDefaultContext) + job.max_new_tokens.value_or(0);
+  const uint64_t context = llama_cpp_context_per_sequence(job);
   const uint64_t sequences = job.batch_size.value_or(1);
   std::vector<Candidate> out;
   for (uint64_t c = context / 2; c >= 512; c /= 2) {
@@ -984,6 +986,20 @@ Result<std::map<std::string, double>> parse_prices(std::string_view text,
     prices[gpu->name] = price;
   }
   return prices;
+}
+
+void set_fit_gpu(FitOptions& options, const GpuSpec& gpu) {
+  options.gpu_name = gpu.name;
+  options.total_bytes = gpu.total_bytes;
+  options.gpu_has_bf16 = gpu.bf16;
+  options.gpu_vendor = gpu.vendor;
+  options.gpu_nvlink = gpu.nvlink;
+  options.gpu_interconnect = gpu.interconnect;
+}
+
+void set_fit_memory(FitOptions& options, uint64_t total_bytes) {
+  options.total_bytes = total_bytes;
+  options.gpu_name = format_bytes(total_bytes) + " GPU";
 }
 
 Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptions& options,

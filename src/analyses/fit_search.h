@@ -121,6 +121,11 @@ struct FitReport {
   std::vector<std::string> notes;
 };
 
+// The card's part of FitOptions, in one place: a catalog GPU (name, memory, bf16, vendor,
+// interconnect), or a bare capacity (--memory: "24.00 GiB GPU").
+void set_fit_gpu(FitOptions& options, const GpuSpec& gpu);
+void set_fit_memory(FitOptions& options, uint64_t total_bytes);
+
 // The prediction the search uses: estimate_memory, or a stand-in in tests of the search itself.
 using EstimateFn = std::function<Result<Estimate>(const ModelSpec&, const Job&)>;
 

@@ -23,15 +23,9 @@ std::pair<uint64_t, uint64_t> layer_range(const ModelSpec& m, const LinearShape&
 }
 
 Result<GgmlType> kv_type(const std::optional<std::string>& kv, std::vector<std::string>& assumptions) {
-  if (!kv || *kv == "auto" || *kv == "fp16" || *kv == "f16") {
-    if (!kv) assumptions.push_back("kv_cache_dtype: f16 (llama.cpp's default -ctk/-ctv)");
-    return GgmlType::kF16;
-  }
-  if (*kv == "fp32") return GgmlType::kF32;
-  if (*kv == "bf16") return GgmlType::kBF16;
-  if (*kv == "q8_0") return GgmlType::kQ8_0;
-  if (*kv == "q4_0") return GgmlType::kQ4_0;
-  return Error{fmt::format("kv_cache_dtype {}: llama.cpp's cache types are f16, bf16, fp32, q8_0, q4_0", *kv)};
+  if (!kv) assumptions.push_back("kv_cache_dtype: f16 (llama.cpp's default -ctk/-ctv)");
+  if (auto type = llama_cache_type(kv.value_or("auto"))) return *type;
+  return Error{fmt::format("kv_cache_dtype {}: llama.cpp's cache types are {}", *kv, kLlamaCacheTypeNames)};
 }
 
 // Where a model's weights go: GPU or host memory, and the GPU bytes by ggml type (for the detail).
@@ -172,7 +166,7 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
   auto kv = kv_type(job.kv_cache_dtype, est.assumptions);
   if (!kv) return kv.error();
   const uint64_t sequences = job.batch_size.value_or(1);
-  const uint64_t per_sequence = job.prompt_len.value_or(kLlamaCppDefaultContext) + job.max_new_tokens.value_or(0);
+  const uint64_t per_sequence = llama_cpp_context_per_sequence(job);
   if (!job.prompt_len && task != "load") {
     assume(fmt::format("prompt_len: {} (llama.cpp's -c 4096 of 2024 builds; newer ones default to the model's "
                        "trained context: give prompt_len)", kLlamaCppDefaultContext));

@@ -20,6 +20,11 @@ namespace oomdoc {
 inline constexpr uint64_t kLlamaCppDefaultContext = 4096;
 inline constexpr uint64_t kLlamaCppDefaultUbatch = 512;
 
+// Context cells per sequence: prompt_len (default -c 4096) + max_new_tokens.
+inline uint64_t llama_cpp_context_per_sequence(const Job& job) {
+  return job.prompt_len.value_or(kLlamaCppDefaultContext) + job.max_new_tokens.value_or(0);
+}
+
 Result<Estimate> estimate_llama_cpp(const ModelSpec& model, const Job& job);
 
 }  // namespace oomdoc

@@ -99,6 +99,15 @@ std::string gguf_file_type_name(uint64_t ftype) {
   return "ftype " + std::to_string(ftype);
 }
 
+std::optional<GgmlType> llama_cache_type(std::string_view name) {
+  if (name == "auto" || name == "fp16" || name == "f16") return GgmlType::kF16;
+  if (name == "bf16") return GgmlType::kBF16;
+  if (name == "fp32") return GgmlType::kF32;
+  if (name == "q8_0") return GgmlType::kQ8_0;
+  if (name == "q4_0") return GgmlType::kQ4_0;
+  return std::nullopt;
+}
+
 const std::vector<std::string>& gguf_file_types() {
   static const std::vector<std::string> kTypes = [] {
     std::vector<std::string> out;

@@ -43,6 +43,11 @@ double ggml_bytes(GgmlType type, double elements);
 // "ftype N" for one oomdoc does not name.
 std::string gguf_file_type_name(uint64_t ftype);
 
+// llama.cpp's KV cache types (-ctk/-ctv) by the job's kv_cache_dtype names: auto, fp16 and f16
+// (llama.cpp's default f16), bf16, fp32, q8_0, q4_0. nullopt for any other.
+std::optional<GgmlType> llama_cache_type(std::string_view kv_cache_dtype);
+inline constexpr std::string_view kLlamaCacheTypeNames = "f16, bf16, fp32, q8_0, q4_0";
+
 // The file types oomdoc knows, as `llama-quantize` names them, lower case:
 // f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m,
 // q5_k_s, q5_k_m, q6_k.

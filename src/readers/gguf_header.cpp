@@ -10,6 +10,7 @@
 #include <regex>
 #include <set>
 
+#include "core/text.h"
 #include "model/architecture.h"
 #include "model/gguf_types.h"
 
@@ -135,8 +136,7 @@ std::optional<uint64_t> unsigned_value(const GgufHeader& h, const std::string& k
   const GgufValue& v = it->second;
   if (v.kind == GgufValue::Kind::kUnsigned) return v.u;
   if (v.kind == GgufValue::Kind::kSigned && v.i >= 0) return static_cast<uint64_t>(v.i);
-  if (v.kind == GgufValue::Kind::kArray) return std::nullopt;
-  return std::nullopt;
+  return std::nullopt;   // floats, strings, arrays (per-layer values are read where they matter)
 }
 
 // "blk.12.attn_q.weight" -> 12.
@@ -164,6 +164,13 @@ std::string model_type_for(const std::string& arch) {
 }
 
 }  // namespace
+
+bool is_gguf_file(const std::string& path) {
+  if (path.size() > 5 && to_lower(path.substr(path.size() - 5)) == ".gguf") return true;
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
+}
 
 Result<GgufHeader> parse_gguf_header(std::string_view head, uint64_t file_size, const std::string& source) {
   if (head.size() < 4 || head.substr(0, 4) != "GGUF") {

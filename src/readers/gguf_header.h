@@ -48,6 +48,10 @@ struct GgufHeader {
   uint64_t data_offset = 0;     // where the tensor data starts in the file
 };
 
+// A GGUF file by its name (.gguf, any case) or its magic, whatever its name (Ollama keeps them
+// as sha256-... blobs).
+bool is_gguf_file(const std::string& path);
+
 // `head`: the file's first bytes (at least the whole header); `file_size`: the whole file's.
 // Errors name `source` and what is wrong: "model.gguf: not a GGUF file (magic ...)".
 Result<GgufHeader> parse_gguf_header(std::string_view head, uint64_t file_size, const std::string& source);

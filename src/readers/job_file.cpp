@@ -8,8 +8,8 @@
 #include <set>
 
 #include "core/file_input.h"
-#include "core/text.h"
 #include "model/gguf_types.h"
+#include "readers/gguf_header.h"
 
 namespace oomdoc {
 namespace {
@@ -32,7 +32,6 @@ const std::set<std::string> kParallelism = {"ddp", "zero1", "zero2", "zero3", "f
 const std::set<std::string> kOffload = {"optimizer", "params", "activations"};
 const std::set<std::string> kLossImpl = {"standard", "chunked", "fused_linear"};
 const std::set<std::string> kKvDtypes = {"auto", "fp32", "bf16", "fp16", "f16", "fp8", "int8", "q8_0", "q4_0"};
-const std::set<std::string> kLlamaCppKvDtypes = {"auto", "fp32", "bf16", "fp16", "f16", "q8_0", "q4_0"};
 const std::set<std::string> kImplementations = {"transformers", "litgpt", "llama_cpp"};
 const std::set<std::string> kOptimizerImpl = {"foreach", "fused", "for_loop"};
 const std::set<std::string> kAdapterDtype = {"fp32", "model"};
@@ -235,7 +234,7 @@ Status validate_job(const Job& job, const std::string& source) {
   }
   // A .gguf model runs in llama.cpp whether or not the job says so (the estimator dispatches on the
   // file); its llama.cpp keys are valid here, before the model is read.
-  const bool gguf_model = job.model.size() > 5 && to_lower(job.model.substr(job.model.size() - 5)) == ".gguf";
+  const bool gguf_model = !job.model.empty() && is_gguf_file(job.model);
   const bool llama_cpp = (job.implementation && *job.implementation == "llama_cpp") || (gguf_model && !job.implementation);
   if (job.weight_quantization && is_gguf_file_type(*job.weight_quantization) && !llama_cpp) {
     return fail("weight_quantization", fmt::format("{} is a GGUF (llama.cpp) file type: add implementation llama_cpp",
@@ -251,9 +250,9 @@ Status validate_job(const Job& job, const std::string& source) {
       return fail("weight_quantization", fmt::format("{} is not a GGUF file type (q8_0, q6_k, q5_k_m, q4_k_m, q4_0, ...)",
                                                      *job.weight_quantization));
     }
-    if (job.kv_cache_dtype && !kLlamaCppKvDtypes.count(*job.kv_cache_dtype)) {
-      return fail("kv_cache_dtype", fmt::format("{} is not a llama.cpp cache type (f16, bf16, fp32, q8_0, q4_0)",
-                                                *job.kv_cache_dtype));
+    if (job.kv_cache_dtype && !llama_cache_type(*job.kv_cache_dtype)) {
+      return fail("kv_cache_dtype", fmt::format("{} is not a llama.cpp cache type ({})", *job.kv_cache_dtype,
+                                                kLlamaCacheTypeNames));
     }
     if (job.num_gpus.value_or(1) > 1 || job.tp.value_or(1) > 1 || job.pp.value_or(1) > 1) {
       return fail("num_gpus", "llama.cpp jobs are sized one GPU at a time (--tensor-split shares the layers: "

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/text.h"
+#include "model/gguf_types.h"
 #include "readers/vllm_args.h"
 
 namespace oomdoc {
@@ -18,24 +19,16 @@ bool is_llama_cpp_program(const std::string& word) {
   return kPrograms.count(base) > 0;
 }
 
-// llama.cpp's cache types (-ctk/-ctv), as the job's kv_cache_dtype names them.
+// llama.cpp's cache type spelling (-ctk f32) as the job's kv_cache_dtype names it (fp32).
 std::optional<std::string> cache_type(const std::string& value) {
-  const std::string v = to_lower(value);
-  if (v == "f16") return std::string("f16");
-  if (v == "bf16") return std::string("bf16");
-  if (v == "f32") return std::string("fp32");
-  if (v == "q8_0") return std::string("q8_0");
-  if (v == "q4_0") return std::string("q4_0");
-  return std::nullopt;
+  std::string name = to_lower(value);
+  if (name == "f32") name = "fp32";
+  if (!llama_cache_type(name)) return std::nullopt;
+  return name;
 }
 
 // Bytes per cached value, to size a K and V of different types at the larger.
-double cache_bytes(const std::string& type) {
-  if (type == "fp32") return 4;
-  if (type == "q8_0") return 34.0 / 32;
-  if (type == "q4_0") return 18.0 / 32;
-  return 2;
-}
+double cache_bytes(const std::string& type) { return ggml_bytes(*llama_cache_type(type), 1); }
 
 // common/arg.cpp's truthy / falsy / auto words for --flash-attn and similar.
 std::optional<std::string> on_off_auto(const std::string& word) {
@@ -150,7 +143,7 @@ std::optional<Result<LlamaCppCommand>> parse_llama_cpp_command_line(const std::v
     } else if (flag == "-ctk" || flag == "--cache-type-k" || flag == "-ctv" || flag == "--cache-type-v") {
       if (!needs(v)) return fail(flag + " needs a type");
       auto type = cache_type(*v);
-      if (!type) return fail(fmt::format("{} {}: oomdoc sizes f16, bf16, f32, q8_0 and q4_0 caches", flag, *v));
+      if (!type) return fail(fmt::format("{} {}: oomdoc sizes {} caches", flag, *v, kLlamaCacheTypeNames));
       (flag == "-ctk" || flag == "--cache-type-k" ? cache_k : cache_v) = *type;
     } else if (flag == "-hf" || flag == "--hf-repo" || flag == "-hfr") {
       return fail(flag + ": oomdoc reads the GGUF file itself and never downloads: give -m PATH to the .gguf file");
@@ -186,12 +179,27 @@ std::optional<Result<LlamaCppCommand>> parse_llama_cpp_command_line(const std::v
   return c;
 }
 
-Job llama_cpp_job_for(const LlamaCppCommand& command, uint64_t model_context) {
-  Job job = command.job;
+LlamaCppJob llama_cpp_job_for(const LlamaCppCommand& command, uint64_t model_context) {
+  LlamaCppJob out{command.job, command.notes};
   const uint64_t context = command.context && *command.context > 0 ? *command.context : model_context;
-  const uint64_t slots = std::max<uint64_t>(job.batch_size.value_or(1), 1);
-  if (context > 0) job.prompt_len = std::max<uint64_t>(context / slots, 1);
-  return job;
+  const uint64_t slots = std::max<uint64_t>(out.job.batch_size.value_or(1), 1);
+  if (context > 0) out.job.prompt_len = std::max<uint64_t>(context / slots, 1);
+  if (!command.context || *command.context == 0) {
+    out.notes.push_back(fmt::format("-c {}: the model's trained context, {} tokens (current builds; 2024 builds used 4096)",
+                                    command.context ? "0" : "not given", model_context));
+  }
+  if (!command.gpu_layers_given) {
+    out.notes.push_back("-ngl not given: every layer sized on the GPU (current builds fit -ngl by themselves; 2024 "
+                        "builds kept every layer on the CPU)");
+  }
+  auto join = [](const std::vector<std::string>& items) {
+    std::string joined;
+    for (const auto& i : items) joined += (joined.empty() ? "" : " ") + i;
+    return joined;
+  };
+  if (!command.not_modelled.empty()) out.notes.push_back("not sized (they change GPU memory): " + join(command.not_modelled));
+  if (!command.ignored.empty()) out.notes.push_back("ignored (no effect on GPU memory): " + join(command.ignored));
+  return out;
 }
 
 }  // namespace oomdoc

@@ -27,7 +27,12 @@ struct LlamaCppCommand {
 std::optional<Result<LlamaCppCommand>> parse_llama_cpp_command_line(const std::vector<std::string>& words);
 
 // The job once the model's trained context is known (for -c 0 or no -c): -c is shared by the
-// --parallel slots, so each sequence gets context / slots.
-Job llama_cpp_job_for(const LlamaCppCommand& command, uint64_t model_context);
+// --parallel slots, so each sequence gets context / slots. The notes say how every flag (and
+// every flag left out) was read, for the report.
+struct LlamaCppJob {
+  Job job;
+  std::vector<std::string> notes;
+};
+LlamaCppJob llama_cpp_job_for(const LlamaCppCommand& command, uint64_t model_context);
 
 }  // namespace oomdoc

@@ -6,10 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include "core/file_input.h"
-#include "core/text.h"
 #include "core/units.h"
 #include "model/architecture.h"
 #include "readers/model_config.h"
@@ -96,21 +94,13 @@ std::optional<std::string> find_in_hf_cache(const std::string& repo_id) {
   return std::nullopt;
 }
 
-// A GGUF file by its magic, whatever its name (Ollama keeps them as sha256-... blobs).
-bool has_gguf_magic(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[4] = {};
-  return in.read(magic, 4) && std::string_view(magic, 4) == "GGUF";
-}
-
 Result<ModelSpec> resolve_model(const std::string& name) {
   if (name.empty()) return make_error("no model given (a preset name, a Hugging Face repo id, or a path)");
   std::error_code ec;
-  const bool gguf_name = name.size() > 5 && to_lower(name.substr(name.size() - 5)) == ".gguf";
-  if (gguf_name && !fs::exists(name, ec)) return make_error(fmt::format("{}: no such file", name));
+  if (!fs::exists(name, ec) && is_gguf_file(name)) return make_error(fmt::format("{}: no such file", name));
   if (fs::exists(name, ec)) {
     if (fs::is_directory(name, ec)) return model_from_folder(name);
-    if (gguf_name || has_gguf_magic(name)) return model_from_gguf(name);
+    if (is_gguf_file(name)) return model_from_gguf(name);
     if (name.size() > 12 && name.substr(name.size() - 12) == ".safetensors") {
       return model_from_folder(fs::path(name).parent_path().string().empty() ? "." : fs::path(name).parent_path().string());
     }

@@ -12,6 +12,18 @@ namespace {
 
 ModelSpec llama2_7b() { return find_preset("meta-llama/Llama-2-7b-hf")->value(); }
 
+// Full fine-tuning, bf16 mixed, one 256-token sequence per GPU, FSDP full sharding over 8 GPUs.
+Job fsdp_full_training_on_8() {
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16_mixed";
+  job.micro_batch_size = 1;
+  job.seq_len = 256;
+  job.num_gpus = 8;
+  job.parallelism = "fsdp_full_shard";
+  return job;
+}
+
 std::optional<uint64_t> component(const Estimate& e, const std::string& name) {
   for (const auto& c : e.components) {
     if (c.name == name) return c.bytes;
@@ -168,13 +180,7 @@ TEST(Estimator, PipelineKeepsMicroBatchesInFlightOnTheFirstStage) {
 // FSDP gathers whole blocks: a pipeline stage holds whole blocks, so the gather buffer does not
 // shrink with pp (it does with tp, which splits every block).
 TEST(Estimator, GatheredBlockIsSplitByTensorNotPipelineParallel) {
-  Job job;
-  job.task = "train_full";
-  job.precision = "bf16_mixed";
-  job.micro_batch_size = 1;
-  job.seq_len = 256;
-  job.num_gpus = 8;
-  job.parallelism = "fsdp_full_shard";
+  Job job = fsdp_full_training_on_8();
   auto flat = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(flat) << flat.error().message;
   job.pp = 2;
@@ -191,13 +197,7 @@ TEST(Estimator, GatheredBlockIsSplitByTensorNotPipelineParallel) {
 // FSDP accumulating under no_sync() (Accelerate's and Fabric's default) holds every micro-batch's
 // gradients unsharded until the sync; sync_each_batch reduce-scatters each time and keeps shards.
 TEST(Estimator, FsdpAccumulationKeepsUnshardedGradientsUnlessSyncedEachBatch) {
-  Job job;
-  job.task = "train_full";
-  job.precision = "bf16_mixed";
-  job.micro_batch_size = 1;
-  job.seq_len = 256;
-  job.num_gpus = 8;
-  job.parallelism = "fsdp_full_shard";
+  Job job = fsdp_full_training_on_8();
   auto one_step = estimate_memory(llama2_7b(), job);
   job.grad_accum_steps = 4;
   auto no_sync = estimate_memory(llama2_7b(), job);

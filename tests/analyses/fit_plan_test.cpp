@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "analyses/estimator.h"
 #include "analyses/fit_search.h"
@@ -49,14 +50,28 @@ Job inference(uint64_t batch, uint64_t prompt, uint64_t new_tokens) {
 // Fit options for n of a catalog GPU, as `oomdoc fit --gpu NAME --gpus N` builds them.
 FitOptions options_for(const GpuSpec& gpu, uint64_t n) {
   FitOptions options;
-  options.gpu_name = gpu.name;
-  options.total_bytes = gpu.total_bytes;
-  options.gpu_has_bf16 = gpu.bf16;
+  set_fit_gpu(options, gpu);
   options.num_gpus = n;
-  options.gpu_nvlink = gpu.nvlink;
-  options.gpu_interconnect = gpu.interconnect;
-  options.gpu_vendor = gpu.vendor;
   return options;
+}
+
+// `oomdoc fit MODEL --gpu GPU --gpus N` for a job, with the resolved model (to re-estimate plans).
+struct Fitted {
+  ModelSpec model;
+  FitReport report;
+};
+Result<Fitted> fit_on(const std::string& model_id, const std::string& gpu_name, Job job, uint64_t gpus,
+                      const std::function<void(FitOptions&)>& tweak = {}) {
+  auto model = resolve_model(model_id);
+  if (!model) return model.error();
+  auto gpu = find_gpu(gpu_name);
+  if (!gpu) return gpu.error();
+  job.model = model_id;
+  FitOptions options = options_for(*gpu, gpus);
+  if (tweak) tweak(options);
+  auto report = fit_job(*model, job, options);
+  if (!report) return report.error();
+  return Fitted{std::move(*model), std::move(*report)};
 }
 
 bool is_model_parallel(const FitChange& c) {
@@ -176,16 +191,12 @@ TEST_P(FitPlanProperty, PlanFitsAndNoCheaperStepAloneWould) {
 TEST(FitPlan, SameMethodAlternativeWithTensorParallel) {
   // Llama-3.1-70B full fine-tuning at 8k tokens on 16 x H100: the plan is QLoRA; keeping full
   // fine-tuning takes tensor parallel with FSDP over the rest.
-  auto model = resolve_model("meta-llama/Llama-3.1-70B");
-  ASSERT_TRUE(model.ok()) << model.error().message;
-  auto gpu = find_gpu("h100");
-  ASSERT_TRUE(gpu.ok());
   Job job = training("train_full", 1, 8192);
-  job.model = "meta-llama/Llama-3.1-70B";
   job.attention_impl = "flash";
-  FitOptions options = options_for(*gpu, 16);
-  auto report = fit_job(*model, job, options);
-  ASSERT_TRUE(report.ok()) << report.error().message;
+  auto fitted = fit_on("meta-llama/Llama-3.1-70B", "h100", job, 16);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const ModelSpec* model = &fitted->model;
+  const FitReport* report = &fitted->report;
   ASSERT_TRUE(report->plan.has_value());
   EXPECT_EQ(report->plan->changes.back().id, "qlora");
   auto same = std::find_if(report->alternatives.begin(), report->alternatives.end(),
@@ -214,20 +225,16 @@ INSTANTIATE_TEST_SUITE_P(Jobs, FitPlanProperty, ::testing::ValuesIn(cases()),
 // FSDP accumulating under no_sync holds unsharded gradients: syncing every micro-batch is the
 // plan (one setting, tried right after the micro-batch), before any method or hardware change.
 TEST(FitPlan, FsdpAccumulationIsFixedBySyncingEachMicroBatch) {
-  auto model = resolve_model("meta-llama/Llama-2-7b-hf");
-  ASSERT_TRUE(model.ok()) << model.error().message;
-  auto gpu = find_gpu("l40s");
-  ASSERT_TRUE(gpu.ok());
   Job job = training("train_full", 1, 2048);
-  job.model = "meta-llama/Llama-2-7b-hf";
   job.precision = "bf16_mixed";
   job.grad_accum_steps = 8;
   job.gradient_checkpointing = "full";
   job.parallelism = "fsdp_full_shard";
   job.num_gpus = 4;
-  FitOptions options = options_for(*gpu, 4);
-  auto report = fit_job(*model, job, options);
-  ASSERT_TRUE(report.ok()) << report.error().message;
+  auto fitted = fit_on("meta-llama/Llama-2-7b-hf", "l40s", job, 4);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const ModelSpec* model = &fitted->model;
+  const FitReport* report = &fitted->report;
   EXPECT_FALSE(report->fits);
   ASSERT_TRUE(report->plan.has_value());
   ASSERT_EQ(report->plan->changes.size(), 1u);
@@ -240,48 +247,44 @@ TEST(FitPlan, FsdpAccumulationIsFixedBySyncingEachMicroBatch) {
   EXPECT_EQ(report->plan->predicted.device_used_bytes, synced->device_used_bytes);
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 // A llama.cpp job: no PyTorch allocator advice, and llama.cpp's own settings in the plan.
 TEST(FitPlan, LlamaCppJobsGetLlamaCppSettings) {
-  auto model = resolve_model("meta-llama/Llama-3.1-8B");
-  ASSERT_TRUE(model.ok());
-  auto gpu = find_gpu("3060");
-  ASSERT_TRUE(gpu.ok());
   Job job = inference(1, 65536, 0);
   job.precision.reset();
   job.implementation = "llama_cpp";
   job.weight_quantization = "q4_k_m";
-  job.model = "meta-llama/Llama-3.1-8B";
-  auto report = fit_job(*model, job, options_for(*gpu, 1));
-  ASSERT_TRUE(report.ok()) << report.error().message;
-  EXPECT_TRUE(report->free_advice.empty());
-  ASSERT_TRUE(report->plan.has_value());
+  auto fitted = fit_on("meta-llama/Llama-3.1-8B", "3060", job, 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitReport& report = fitted->report;
+  EXPECT_TRUE(report.free_advice.empty());
+  ASSERT_TRUE(report.plan.has_value());
   // 8 GiB of f16 KV at 65,536 tokens: the q8_0 cache (with -fa) is the cheapest change that fits.
-  ASSERT_EQ(report->plan->changes.size(), 1u);
-  EXPECT_EQ(report->plan->changes[0].id, "llama_kv_cache_type");
-  EXPECT_EQ(report->plan->job.kv_cache_dtype, "q8_0");
-  EXPECT_EQ(report->plan->job.attention_impl, "flash");
-  for (const auto& s : report->plan->changes[0].settings) EXPECT_EQ(s.target, "llama.cpp");
+  ASSERT_EQ(report.plan->changes.size(), 1u);
+  EXPECT_EQ(report.plan->changes[0].id, "llama_kv_cache_type");
+  EXPECT_EQ(report.plan->job.kv_cache_dtype, "q8_0");
+  EXPECT_EQ(report.plan->job.attention_impl, "flash");
+  for (const auto& s : report.plan->changes[0].settings) EXPECT_EQ(s.target, "llama.cpp");
   // The solvers vary llama.cpp's sequences and context (not training's micro-batch): a job
-  // without a task once solved 65,536 / 8,388,608 as if it were training.
-  FitOptions solve = options_for(*gpu, 1);
-  solve.solve_max_batch = true;
-  solve.solve_max_seq = true;
+  // without a task once solved 65,536 / 8,388,608 as if it were training. The longest prompt is
+  // exact: it fits the budget and one token more does not.
   Job untasked = job;
   untasked.task.reset();
-  auto solved = fit_job(*model, untasked, solve);
+  auto solved = fit_on("meta-llama/Llama-3.1-8B", "3060", untasked, 1, [](FitOptions& o) {
+    o.solve_max_batch = true;
+    o.solve_max_seq = true;
+  });
   ASSERT_TRUE(solved.ok()) << solved.error().message;
-  ASSERT_TRUE(solved->max_seq_len.has_value());
-  // 12 GiB card, Q4_K_M Llama-3.1-8B: about 30k tokens of f16 KV cache without -fa.
-  EXPECT_GT(*solved->max_seq_len, 16384u);
-  EXPECT_LT(*solved->max_seq_len, 65536u);
+  ASSERT_TRUE(solved->report.max_seq_len.has_value());
+  Job at = job;
+  at.prompt_len = *solved->report.max_seq_len;
+  auto fits = estimate_memory(solved->model, at);
+  at.prompt_len = *at.prompt_len + 1;
+  auto over = estimate_memory(solved->model, at);
+  ASSERT_TRUE(fits.ok() && over.ok());
+  EXPECT_LE(fits->device_used_bytes, solved->report.usable_bytes);
+  EXPECT_GT(over->device_used_bytes, solved->report.usable_bytes);
   // One 65,536-token sequence does not fit: no number of sequences does.
-  EXPECT_FALSE(solved->max_micro_batch.has_value() && *solved->max_micro_batch > 0);
+  EXPECT_FALSE(solved->report.max_micro_batch.has_value() && *solved->report.max_micro_batch > 0);
 }
 
 }  // namespace

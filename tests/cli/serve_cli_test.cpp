@@ -157,6 +157,11 @@ TEST(ServeCli, LlamaServerCommandLinesAreSizedFromTheGgufFile) {
   EXPECT_EQ(doc["command"], "serve");
   EXPECT_EQ(doc["launcher"], "llama-server");
   EXPECT_TRUE(doc["fits"].get<bool>());
+  // The tiny file's 110,336 B on the GPU; KV: 4096 cells x 2 slots x 2 layers x 64 values in q8_0
+  // (34 B per 32); compute with -fa: the f16 mask over 8192 cells for 512 tokens, plus the
+  // residual, Q, K and V in f32 (512 x 4 x 192).
+  EXPECT_EQ(doc["peak_allocated_bytes"].get<uint64_t>(),
+            110336u + 8192u * 2 * 64 * 34 / 32 + (512u * 8192 * 2 + 512u * 4 * 192));
   struct Case {
     std::vector<std::string> args;
     std::string message;

@@ -25,7 +25,7 @@ TEST(LlamaCppArgs, FlagsBecomeTheJob) {
   EXPECT_EQ(cmd.job.kv_cache_dtype, "q8_0");
   EXPECT_EQ(cmd.ignored, (std::vector<std::string>{"--port 8080", "--mlock"}));
   // -c is shared by the slots: 32768 / 4 per sequence.
-  EXPECT_EQ(llama_cpp_job_for(cmd, 131072).prompt_len, 8192u);
+  EXPECT_EQ(llama_cpp_job_for(cmd, 131072).job.prompt_len, 8192u);
 }
 
 TEST(LlamaCppArgs, ContextZeroIsTheModelsAndOldProgramNamesAreRead) {
@@ -34,7 +34,7 @@ TEST(LlamaCppArgs, ContextZeroIsTheModelsAndOldProgramNamesAreRead) {
   EXPECT_EQ(c->value().context, 0u);
   EXPECT_EQ(c->value().job.attention_impl, "eager");
   EXPECT_FALSE(c->value().job.gpu_layers.has_value());   // -1: every layer
-  EXPECT_EQ(llama_cpp_job_for(c->value(), 8192).prompt_len, 8192u);
+  EXPECT_EQ(llama_cpp_job_for(c->value(), 8192).job.prompt_len, 8192u);
 }
 
 TEST(LlamaCppArgs, ArgCppForms) {
@@ -61,6 +61,13 @@ TEST(LlamaCppArgs, ArgCppForms) {
   EXPECT_TRUE(offload.gpu_layers_given);
   EXPECT_EQ(offload.not_modelled, (std::vector<std::string>{"-nkvo", "-ot exps=CPU"}));
   EXPECT_EQ(offload.ignored, (std::vector<std::string>{"--threads 8"}));
+  // The report's notes: -c left out (the trained context), and the two lists.
+  const auto notes = llama_cpp_job_for(offload, 8192).notes;
+  EXPECT_EQ(notes, (std::vector<std::string>{
+                       "-fa not given: auto, taken as on (current builds turn it on with CUDA; 2024 builds had it off: give -fa off)",
+                       "-c not given: the model's trained context, 8192 tokens (current builds; 2024 builds used 4096)",
+                       "not sized (they change GPU memory): -nkvo -ot exps=CPU",
+                       "ignored (no effect on GPU memory): --threads 8"}));
   // K and V of different types: both sized at the larger; a quantized V needs flash attention.
   EXPECT_EQ(parse({"llama-server", "-m", "m.gguf", "-ctv", "q8_0"}).job.kv_cache_dtype, "f16");
   auto refused = parse_llama_cpp_command_line({"llama-server", "-m", "m.gguf", "-ctv", "q8_0", "-fa", "off"});
