@@ -72,7 +72,13 @@ struct Plan {
   bool training = false, inference = false;
 
   double param_bytes = 2;      // storage dtype of the (16/32-bit) weights
-  double act_bytes = 2;        // activation dtype
+  double act_bytes = 2;        // activation dtype: what the matmuls and attention kernels compute in
+  // LoRA over a bitsandbytes base prepared by PEFT (kbit_upcast "all" or "norms"): fp32 norm
+  // weights make every normalised tensor fp32, and bitsandbytes' Linear4bit/Linear8bitLt cast
+  // their output back to the input's dtype, so the hidden states between matmuls are fp32.
+  std::string kbit_upcast = "none";
+  double hidden_bytes = 2;     // dtype of the hidden states between matmuls (elementwise ops, LoRA inputs)
+  double residual_bytes = 2;   // dtype of the residual stream (each block's input)
   bool amp = false;            // autocast over fp32 parameters
   bool mixed = false;          // fp16_mixed / bf16_mixed: fp32 masters, 16-bit compute
   double grad_bytes = 2;
@@ -220,19 +226,46 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   if (!job.optimizer_impl && p.training && p.optimizer == "adamw" && !p.fused_backward) {
     assume("optimizer_impl: foreach (the torch.optim default on CUDA since PyTorch 2.0)");
   }
-  if (!job.adapter_dtype && p.use_lora) assume("adapter_dtype: fp32 (PEFT keeps adapters in fp32)");
   p.grads_kept_by_zero_grad = !job.zero_grad_to_none.value_or(true);
   p.sync_each_batch = job.sync_each_batch.value_or(false);
   p.lazy_module_loading = job.lazy_module_loading.value_or(true);
   p.compile = job.compile.value_or(false);
   p.loss_bytes = job.loss_upcast.value_or(true) ? 4 : p.act_bytes;
   p.litgpt = job.implementation && *job.implementation == "litgpt";
+  // PEFT's prepare_model_for_kbit_training (peft/utils/other.py) casts every fp16/bf16 parameter
+  // of a bitsandbytes-quantized model to fp32 ("cast all non INT8 parameters to fp32"; GPTQ, AWQ
+  // and other formats are skipped). TRL's SFTTrainer runs it for a quantized model and, with
+  // bf16, then casts adapters, embeddings and head back to bf16 but leaves norms in fp32
+  // (trl/trainer/utils.py peft_module_casting_to_bf16); it skips both for sharded QLoRA (FSDP),
+  // as FSDP and DeepSpeed need one dtype. Axolotl, LLaMA-Factory, Unsloth and torchtune keep the
+  // model's dtype (Axolotl casts norms and embeddings back "for flash-attn compatibility").
+  const bool bnb_base = p.quantization && (*p.quantization == "nf4" || *p.quantization == "fp4" || *p.quantization == "int8");
+  if (p.training && p.use_lora && bnb_base && !p.litgpt) {
+    if (job.kbit_upcast) {
+      p.kbit_upcast = *job.kbit_upcast;
+    } else if (sharded) {
+      assume("kbit_upcast: none (a sharded quantized model keeps one dtype: TRL skips prepare_model_for_kbit_training)");
+    } else {
+      p.kbit_upcast = "all";
+      assume("kbit_upcast: all (PEFT prepare_model_for_kbit_training casts every non-quantized parameter to fp32)");
+    }
+    // TRL's casting puts the adapters in bf16 too.
+    if (p.kbit_upcast == "norms" && !job.adapter_dtype) p.adapter_bytes = p.param_bytes;
+  }
+  p.hidden_bytes = p.kbit_upcast != "none" ? 4 : p.act_bytes;
+  // The residual stream is fp32 under autocast (fp32 embeddings plus 16-bit Linear outputs) and
+  // under PEFT's preparation (fp32 Linear outputs).
+  p.residual_bytes = p.amp || p.kbit_upcast != "none" ? 4 : p.act_bytes;
   if (p.use_lora) {
     if (job.lora) {
       p.lora = *job.lora;
     } else {
       assume("lora: r 16, alpha 32, the query and value projections (PEFT defaults)");
     }
+  }
+  if (!job.adapter_dtype && p.use_lora) {
+    assume(p.kbit_upcast == "norms" ? "adapter_dtype: the model's (TRL casts adapters to bf16)"
+                                    : "adapter_dtype: fp32 (PEFT keeps adapters in fp32)");
   }
   if (p.micro_batch == 0 || (p.training && p.seq == 0)) return make_error("micro_batch_size and seq_len must be at least 1");
   return p;
@@ -282,8 +315,14 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   const double nh = static_cast<double>(m.num_attention_heads);
   const double nkv = m.attention == AttentionKind::kMultiLatent ? nh : static_cast<double>(m.num_kv_heads);
   const bool frozen_base = p.use_lora || p.task == "train_freeze";
-  // The residual stream is fp32 under autocast (fp32 embeddings plus bf16 Linear outputs).
-  const double residual = p.amp ? 4 : e;
+  const double residual = p.residual_bytes;
+  // Hidden states between matmuls (norm outputs, Linear outputs, the MLP's elementwise tensors):
+  // the activation dtype, or fp32 under PEFT's k-bit preparation.
+  const double hid = p.hidden_bytes;
+  // What the attention kernel saves: flash-attention inputs are cast to the 16-bit dtype
+  // (transformers _flash_attention_forward casts fp32 states back, "silently casted in float32");
+  // SDPA and eager attention compute in the dtype they are given unless autocast casts them.
+  const double kern = p.attention == "flash" || p.amp ? e : hid;
   LayerActivations a;
 
   // Norms: HF RMSNorm upcasts to fp32 (LlamaRMSNorm.forward) and saves the fp32 input and the
@@ -307,12 +346,17 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // Linear, and under autocast the cast back to 16 bits is again per Linear; adapters in the
   // model's dtype (LitGPT, torchtune) take x as it is, so Linears sharing an input share it.
   std::set<std::string> saved_inputs;
-  const bool adapter_copy_per_linear = p.amp || p.adapter_bytes != e;
+  const bool adapter_copy_per_linear = p.amp || p.adapter_bytes != hid;
   const double adapter_copy_bytes = p.amp ? e : p.adapter_bytes;
   // bitsandbytes' 4-bit matmul (autograd MatMul4Bit) saves its input A for backward whenever
   // the input needs a gradient, although the 4-bit weight is frozen
   // (bitsandbytes/autograd/_functions.py: `if any(ctx.needs_input_grad[:2]): ctx.tensors = (A, B)`).
   const bool bnb_4bit_base = frozen_base && p.quantization && (*p.quantization == "nf4" || *p.quantization == "fp4");
+  // Linear4bit casts its input to the compute dtype (`x.to(self.compute_dtype)`): with fp32
+  // hidden states every Linear makes, and MatMul4Bit keeps, its own 16-bit copy; the LoRA branch
+  // keeps the fp32 input itself.
+  const bool cast_per_linear = bnb_4bit_base && hid != e;
+  std::set<std::string> lora_inputs;
   // LoRA dropout (lora_dropout > 0): nn.Dropout gives each LoRA module a new tensor, the one its
   // lora_A keeps, and native_dropout keeps a 1-byte mask for backward. The dropped tensor is in
   // the adapter's dtype (PEFT casts x to lora_A's dtype first); under autocast lora_A keeps its
@@ -331,7 +375,7 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
     const bool attention_projection = key == "attn";
     if (m.parallel_attention && m.norms_per_layer == 1 && key == "mlp") key = "attn";  // one normed input feeds both
     if (!frozen_base || bnb_4bit_base) {
-      if (saved_inputs.insert(key).second) a.per_token += e * in;
+      if (cast_per_linear || saved_inputs.insert(key).second) a.per_token += e * in;
     }
     if (frozen_base && lora) {
       if (lora_dropout) {
@@ -339,8 +383,8 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
         if (lora_modules.insert(module).second) a.per_token += lora_dropped_bytes * in;
       } else if (adapter_copy_per_linear) {
         a.per_token += adapter_copy_bytes * in;
-      } else if (saved_inputs.insert(key).second) {
-        a.per_token += e * in;
+      } else if ((cast_per_linear ? lora_inputs : saved_inputs).insert(key).second) {
+        a.per_token += hid * in;
       }
     }
   }
@@ -368,13 +412,13 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
       ((m.model_type == "gpt_neox" && !p.litgpt) || (p.litgpt && nkv == nh)) &&
       (p.attention != "eager" || p.micro_batch == 1);
   if (value_view_of_fused_qkv) qkv_saved_heads = (nh + nkv) + (nh + 2 * nkv);
-  a.per_token += e * qkv_saved_heads * hd * (cross_attention ? 2 : 1);
+  a.per_token += kern * qkv_saved_heads * hd * (cross_attention ? 2 : 1);
   if (m.attention == AttentionKind::kMultiLatent) {
-    a.per_token += e * (m.kv_lora_rank + m.qk_rope_head_dim + m.q_lora_rank);
+    a.per_token += hid * (m.kv_lora_rank + m.qk_rope_head_dim + m.q_lora_rank);
   }
   if (p.attention == "eager") {
-    double probs = (upcasts_softmax(m) || p.amp) && e < 4 ? 4 + e : e;
-    if (m.attention_dropout > 0) probs += 1 + e;
+    double probs = (upcasts_softmax(m) || p.amp) && kern < 4 ? 4 + kern : kern;
+    if (m.attention_dropout > 0) probs += 1 + kern;
     a.attention_scores = nh * probs * (cross_attention ? 2 : 1);
   } else {
     a.per_token += 4 * nh * (cross_attention ? 2 : 1);  // fp32 logsumexp per head
@@ -410,7 +454,7 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   }
   // Attention output feeds o_proj (saved above when trainable); with frozen o_proj the
   // attention kernel still keeps its output for its own backward.
-  if (frozen_base && p.attention != "eager") a.per_token += e * nh * (m.attention == AttentionKind::kMultiLatent ? m.v_head_dim : hd);
+  if (frozen_base && p.attention != "eager") a.per_token += kern * nh * (m.attention == AttentionKind::kMultiLatent ? m.v_head_dim : hd);
 
   // MLP elementwise tensors: gated = act(gate) * up keeps gate out, up out, act out;
   // plain keeps what the activation saves. Down/fc2 input counted with the Linears.
@@ -420,11 +464,10 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // where transformers' gelu_new is a Python composite.
   double act_units = p.litgpt && m.hidden_act != "relu" ? 1 : activation_saved_units(m.hidden_act);
   if (m.gated_mlp) {
-    a.per_token += e * inter * (act_units + 2);
+    a.per_token += hid * inter * (act_units + 2);
   } else {
-    a.per_token += e * inter * act_units;
-    if (frozen_base && m.hidden_act != "relu") a.per_token += 0;  // act output not saved by a frozen fc2
-    if (frozen_base && m.hidden_act == "relu") a.per_token += e * inter;  // relu keeps its result
+    a.per_token += hid * inter * act_units;
+    if (frozen_base && m.hidden_act == "relu") a.per_token += hid * inter;  // relu keeps its result
   }
   if (m.num_experts) {
     // Each token runs experts_per_token experts of moe_intermediate_size (+ shared experts).
@@ -432,7 +475,7 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
     double k = static_cast<double>(m.experts_per_token);
     double shared = static_cast<double>(m.shared_expert_intermediate_size ? m.shared_expert_intermediate_size
                                                                           : m.num_shared_experts * m.moe_intermediate_size);
-    a.per_token += e * k * (h + moe * (act_units + 3)) + e * (h + shared * (act_units + 3)) + 4 * m.num_experts;
+    a.per_token += hid * k * (h + moe * (act_units + 3)) + hid * (h + shared * (act_units + 3)) + 4 * m.num_experts;
   }
   // Dropout masks (1 byte per element) after attention and MLP when the config trains with them.
   if (m.hidden_dropout > 0) a.per_token += 2 * h;
@@ -527,11 +570,18 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   std::string weights_detail;
   if (p.quantization) {
     double per = weight_bytes_per_param(*p.quantization, p.double_quant, p.group_size);
-    double rest_bytes = p.precision == "fp32" ? 4 : 2;  // embeddings, norms, lm_head stay unquantized
-    weights = linear_params * per + other_params * rest_bytes;
-    weights_detail = fmt::format("{} linear weights x {:.4f} B ({}{}) + {} other x {} B", format_count(linear_params), per,
+    // Embeddings, norms and the head stay unquantized: in the model's dtype, or fp32 after PEFT's
+    // preparation (TRL's casting takes embeddings and head back to 16 bits, norms stay fp32).
+    double rest_bytes = p.precision == "fp32" || p.kbit_upcast == "all" ? 4 : 2;
+    double rest = other_params * rest_bytes;
+    if (p.kbit_upcast == "norms") {
+      const double outer = static_cast<double>(m.embedding_params + m.lm_head_params) * scale;
+      rest = std::min(outer, other_params) * 2 + std::max(0.0, other_params - outer) * 4;
+    }
+    weights = linear_params * per + rest;
+    weights_detail = fmt::format("{} linear weights x {:.4f} B ({}{}) + {} other x {}", format_count(linear_params), per,
                                  *p.quantization, p.double_quant ? ", double quant" : "", format_count(other_params),
-                                 rest_bytes);
+                                 p.kbit_upcast == "norms" ? std::string("2 B (norms fp32)") : fmt::format("{} B", rest_bytes));
     if (m.checkpoint_bytes && !m.quantization.empty()) {
       weights = static_cast<double>(m.checkpoint_bytes);
       weights_detail = "tensor bytes of the pre-quantized safetensors checkpoint";
@@ -671,7 +721,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       LayerActivations enc = block_activations(m, p, encoder_linears, false);
       stack += tokens * (enc.per_token + enc.attention_scores * s_kv) * m.num_encoder_layers;
     }
-    const double residual = p.amp ? 4 : p.act_bytes;
+    const double residual = p.residual_bytes;
     const double layer_input = tokens * residual * m.hidden_size / static_cast<double>(p.tp);
     if (p.checkpointing == "full") {
       // Only each block's input is kept; backward recomputes one block at a time.
@@ -953,6 +1003,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
         a.rfind("max_new_tokens", 0) == 0 || a.rfind("batch_size", 0) == 0)
       band += 0.10;
     else if (a.rfind("attention_impl", 0) == 0 && p.training) band += 0.05;
+    // Who prepares a quantized base (PEFT's fp32 upcast or not) moves weights and activations.
+    else if (a.rfind("kbit_upcast: all", 0) == 0) band += 0.10;
   }
   if (m.source == "--params") band += 0.10;
   est.uncertainty_fraction = std::min(band, 0.5);

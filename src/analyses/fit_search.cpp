@@ -349,15 +349,18 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
     c.change.id = "qlora";
     c.change.fix_id = "lora";
     c.change.step = 6;
-    c.change.title = "QLoRA: LoRA on a 4-bit NF4 base (double quantization)";
+    // The plan keeps embeddings, norms and head in the model's dtype, as TRL's SFTTrainer (2026),
+    // Axolotl and LLaMA-Factory do; PEFT's prepare_model_for_kbit_training would cast them, and
+    // with them every hidden state, to fp32 (docs/estimator.md, kbit_upcast).
+    c.change.title = "QLoRA: LoRA on a 4-bit NF4 base (double quantization), the rest kept in 16 bits";
     c.change.cost = "quality and method change: the frozen base is 4-bit; a small quality loss "
-                    "and slower steps (dequantization)";
+                    "and slower steps (dequantization); skip peft's prepare_model_for_kbit_training, "
+                    "whose fp32 upcast of embeddings, norms and head costs more memory";
     const std::string compute = bf16 ? "torch.bfloat16" : "torch.float16";
     c.change.settings = {{"BitsAndBytesConfig", "load_in_4bit", "True"},
                          {"BitsAndBytesConfig", "bnb_4bit_quant_type", "\"nf4\""},
                          {"BitsAndBytesConfig", "bnb_4bit_use_double_quant", "True"},
-                         {"BitsAndBytesConfig", "bnb_4bit_compute_dtype", compute},
-                         {"peft", "prepare_model_for_kbit_training", "(model)"}};
+                         {"BitsAndBytesConfig", "bnb_4bit_compute_dtype", compute}};
     if (task != "train_lora") {
       c.change.settings.insert(c.change.settings.begin(),
                                {{"LoraConfig", "r", "16"},
@@ -368,6 +371,7 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
       j.task = "train_qlora";
       j.weight_quantization = "nf4";
       j.double_quant = true;
+      j.kbit_upcast = "none";
       if (!j.lora) {
         LoraSettings lora;
         lora.r = 16;

@@ -59,6 +59,12 @@ struct Job {
   std::optional<bool> sync_each_batch;
   std::optional<bool> lazy_module_loading;    // false: CUDA < 11.7 (or torch < 1.13) loads every kernel
   std::optional<std::string> adapter_dtype;   // LoRA weights: fp32 (PEFT) or the model's dtype ("model")
+  // LoRA over a bitsandbytes base (nf4, fp4, int8) on transformers: which non-quantized
+  // parameters run in fp32. "all": PEFT's prepare_model_for_kbit_training (embeddings, norms,
+  // head); "norms": TRL's SFTTrainer with bf16 casts embeddings, head and adapters back to bf16;
+  // "none": no preparation (LLaMA-Factory, Axolotl, Unsloth, torchtune). Unset: "all" on one GPU
+  // or DDP, "none" when FSDP or DeepSpeed shard the model.
+  std::optional<std::string> kbit_upcast;
   std::optional<bool> compile;                // torch.compile on (fuses the chunked loss's upcast)
   std::optional<bool> loss_upcast;            // false: the loss runs in the logits' dtype (LitGPT)
   // Whose modules run the model: unset/"transformers" = the Hugging Face implementation the

@@ -35,6 +35,7 @@ const std::set<std::string> kKvDtypes = {"auto", "fp32", "bf16", "fp16", "f16", 
 const std::set<std::string> kImplementations = {"transformers", "litgpt", "llama_cpp"};
 const std::set<std::string> kOptimizerImpl = {"foreach", "fused", "for_loop"};
 const std::set<std::string> kAdapterDtype = {"fp32", "model"};
+const std::set<std::string> kKbitUpcast = {"all", "norms", "none"};
 std::string join(const std::set<std::string>& values) {
   std::string out;
   for (const auto& v : values) out += (out.empty() ? "" : ", ") + v;
@@ -141,6 +142,7 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
   TRY(r.text("kv_cache_dtype", job.kv_cache_dtype, &kKvDtypes));
   TRY(r.text("optimizer_impl", job.optimizer_impl, &kOptimizerImpl));
   TRY(r.text("adapter_dtype", job.adapter_dtype, &kAdapterDtype));
+  TRY(r.text("kbit_upcast", job.kbit_upcast, &kKbitUpcast));
   TRY(r.flag("compile", job.compile));
   TRY(r.flag("loss_upcast", job.loss_upcast));
   TRY(r.flag("zero_grad_to_none", job.zero_grad_to_none));
@@ -336,6 +338,7 @@ void overlay_job(Job& base, const Job& over) {
   take(base.kv_cache_dtype, over.kv_cache_dtype);
   take(base.optimizer_impl, over.optimizer_impl);
   take(base.adapter_dtype, over.adapter_dtype);
+  take(base.kbit_upcast, over.kbit_upcast);
   take(base.compile, over.compile);
   take(base.loss_upcast, over.loss_upcast);
   take(base.zero_grad_to_none, over.zero_grad_to_none);

@@ -296,6 +296,15 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
       job.adapter_dtype = "model";
       note("LoRA adapters in the model's dtype (" + out.framework + ")");
     }
+    // Who prepares a bitsandbytes base: PEFT's prepare_model_for_kbit_training (the estimator's
+    // default for transformers) upcasts embeddings, norms and head to fp32; torchtune (its own NF4
+    // tensors), Unsloth, LLaMA-Factory (upcast_layernorm off by default) and Axolotl (casts them
+    // back "for flash-attn compatibility") keep the model's dtype.
+    if (adapters && job.weight_quantization && (torchtune || has(out.framework, "unsloth") ||
+                                                has(out.framework, "llama-factory") || has(out.framework, "axolotl"))) {
+      job.kbit_upcast = "none";
+      note("non-quantized parameters in the model's dtype (" + out.framework + ": no PEFT k-bit preparation)");
+    }
     // Loss implementation by framework: torchtune (CEWithChunkedOutputLoss) and LitGPT
     // (chunked_cross_entropy) chunk the loss; Unsloth fuses the head into the loss.
     if (torchtune || litgpt) {

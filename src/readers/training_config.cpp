@@ -37,6 +37,7 @@ struct Reader {
   std::optional<uint64_t> quant_bits;   // 4 or 8 (load_in_4bit / quantization_bit)
   std::optional<std::string> quant_type;  // nf4, fp4
   bool disable_checkpointing_llamafactory = false;
+  bool upcast_layernorm = false;             // LLaMA-Factory upcast_layernorm
   bool checkpointing_given = false;
   std::optional<std::string> autocast;       // bf16 / fp16 from the bf16/fp16 flags
   std::optional<std::string> pure;           // pure 16-bit training asked for explicitly
@@ -377,6 +378,13 @@ Status set_accelerator_config(const YAML::Node& n, std::string_view key, Reader&
   return Ok{};
 }
 
+Status set_upcast_layernorm(const YAML::Node& n, std::string_view key, Reader& r) {
+  auto v = as_bool(n, key, r);
+  if (!v) return v.error();
+  r.upcast_layernorm = *v;
+  return Ok{};
+}
+
 Status set_disable_gc(const YAML::Node& n, std::string_view key, Reader& r) {
   auto v = as_bool(n, key, r);
   if (!v) return v.error();
@@ -638,6 +646,7 @@ Table llama_factory_table() {
   t["enable_liger_kernel"] = set_loss("fused_linear");
   t["disable_gradient_checkpointing"] = set_disable_gc;
   t["pure_bf16"] = set_pure("bf16");
+  t["upcast_layernorm"] = set_upcast_layernorm;
   return t;
 }
 
@@ -723,7 +732,7 @@ const std::set<std::string>& no_effect_keys() {
       "split_special_tokens", "new_special_tokens", "image_max_pixels", "video_max_pixels",
       "model_revision", "adapter_name_or_path", "create_new_adapter", "pref_beta", "pref_loss",
       "streaming", "buffer_size", "mix_strategy", "interleave_probs", "compute_accuracy",
-      "predict_with_generate", "upcast_layernorm", "upcast_lmhead_output", "moe_aux_loss_coef",
+      "predict_with_generate", "upcast_lmhead_output", "moe_aux_loss_coef",
       "ddp_timeout", "report_to", "save_steps", "use_dora", "use_rslora", "pissa_init",
       "loraplus_lr_ratio", "include_effective_tokens_per_second", "default_system",
       "enable_thinking", "cache_dir",
@@ -805,6 +814,27 @@ void resolve(Reader& r) {
   // LLaMA-Factory turns gradient checkpointing on unless told not to.
   if (r.out.format == TrainingConfigFormat::kLlamaFactory && !r.checkpointing_given) {
     job.gradient_checkpointing = r.disable_checkpointing_llamafactory ? "none" : "full";
+  }
+  // Who prepares a bitsandbytes base decides which non-quantized parameters run in fp32 (the
+  // estimator's default is PEFT's prepare_model_for_kbit_training: all of them). Axolotl calls it
+  // and then casts norms and embeddings back to the model's dtype ("LlamaRMSNorm layers are in
+  // fp32 after kbit_training ... convert them back", its model loader); LLaMA-Factory does not
+  // call it and upcasts only norms with upcast_layernorm (adapters in fp32); a TrainingArguments
+  // or TRL config reaches a quantized base only through TRL, whose SFTTrainer no longer prepares
+  // the model and casts the adapters to bf16 (trl/trainer/sft_trainer.py, 2026; TRL 0.7 to 0.2x
+  // prepared it and cast embeddings back: kbit_upcast norms).
+  if (job.task == "train_qlora") {
+    switch (r.out.format) {
+      case TrainingConfigFormat::kAxolotl: job.kbit_upcast = "none"; break;
+      case TrainingConfigFormat::kLlamaFactory:
+        job.kbit_upcast = r.upcast_layernorm ? "norms" : "none";
+        if (r.upcast_layernorm) job.adapter_dtype = "fp32";
+        break;
+      case TrainingConfigFormat::kHfTrainingArguments:
+        job.kbit_upcast = "none";
+        job.adapter_dtype = "model";
+        break;
+    }
   }
   if (job.weight_quantization && (*job.weight_quantization == "nf4" ||
                                   *job.weight_quantization == "fp4") && !job.double_quant) {

@@ -82,10 +82,18 @@ TEST(Estimator, QloraWeightsCountQuantizationConstants) {
   job.double_quant = true;
   job.micro_batch_size = 1;
   job.seq_len = 512;
+  job.kbit_upcast = "none";
   auto e = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(e) << e.error().message;
   // 6,476,005,376 linear weights x (0.5 + 1/64 + 4/(64*256)) B + 262,410,240 others x 2 B.
   EXPECT_EQ(*component(*e, "weights"), 3865591808u);
+  // PEFT's prepare_model_for_kbit_training: the 262,410,240 others in fp32.
+  job.kbit_upcast = "all";
+  EXPECT_EQ(*component(*estimate_memory(llama2_7b(), job), "weights"), 3865591808ull + 262410240ull * 2);
+  // TRL's casting back: embeddings and head (2 x 32000 x 4096) in bf16, the 266,240 norm weights fp32.
+  job.kbit_upcast = "norms";
+  EXPECT_EQ(*component(*estimate_memory(llama2_7b(), job), "weights"), 3865591808ull + 266240ull * 2);
+  job.kbit_upcast = "none";
   job.double_quant = false;
   // Without double quantization: one fp32 absmax per 64 weights.
   EXPECT_EQ(*component(*estimate_memory(llama2_7b(), job), "weights"), 4167573504u);
@@ -466,12 +474,56 @@ TEST(Estimator, Bitsandbytes4BitMatmulKeepsItsInput) {
   auto lora = estimate_memory(llama2_7b(), job);
   job.task = "train_qlora";
   job.weight_quantization = "nf4";
+  job.kbit_upcast = "none";
   auto qlora = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(lora && qlora);
   auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
   // MatMul4Bit saves A: the attention input (shared by q, k, v), o_proj's input, the MLP input
   // (shared by gate and up) and down_proj's input, in bf16, per token and block.
   EXPECT_EQ(act(*qlora) - act(*lora), 1024ull * 32 * 2 * (3 * 4096 + 11008));
+}
+
+TEST(Estimator, PeftKbitPreparationMakesHiddenStatesFp32) {
+  Job job;
+  job.task = "train_qlora";
+  job.weight_quantization = "nf4";
+  job.precision = "bf16";
+  job.micro_batch_size = 1;
+  job.seq_len = 1024;
+  job.attention_impl = "flash";
+  job.kbit_upcast = "none";
+  auto kept = estimate_memory(llama2_7b(), job);
+  job.kbit_upcast.reset();  // the default on one GPU: PEFT's preparation
+  auto upcast = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(kept && upcast);
+  EXPECT_TRUE(assumed(*upcast, "kbit_upcast: all"));
+  auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
+  // Per token and block, with fp32 hidden states: every Linear4bit keeps its own bf16 copy of its
+  // input (7 x, +6h over the shared copies), the q/v adapters share the fp32 normed input (4h
+  // instead of two fp32 casts, -4h), and the MLP's gate, up and act outputs are fp32 (+3 x 2 x
+  // inter); flash attention's q, k, v and output stay bf16.
+  EXPECT_EQ(act(*upcast) - act(*kept), 1024ull * 32 * (6 * 4096 - 4 * 4096 + 6 * 11008));
+  // With full checkpointing only each block's input is kept: fp32 instead of bf16.
+  job.gradient_checkpointing = "full";
+  auto ckpt_upcast = estimate_memory(llama2_7b(), job);
+  job.kbit_upcast = "none";
+  auto ckpt_kept = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(ckpt_upcast && ckpt_kept);
+  EXPECT_EQ(act(*ckpt_upcast) - act(*ckpt_kept), 1024ull * 32 * 4096 * 2);
+  // Sharded over FSDP, TRL skips the preparation (one dtype for the flat parameters).
+  job.kbit_upcast.reset();
+  job.num_gpus = 2;
+  job.parallelism = "fsdp_full_shard";
+  auto sharded = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(sharded);
+  EXPECT_TRUE(assumed(*sharded, "kbit_upcast: none"));
+  // GPTQ checkpoints are not upcast (PEFT skips them), nor are LitGPT's own modules.
+  job.num_gpus.reset();
+  job.parallelism.reset();
+  job.weight_quantization = "gptq4";
+  auto gptq = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(gptq);
+  EXPECT_FALSE(assumed(*gptq, "kbit_upcast"));
 }
 
 TEST(Estimator, ChunkedLossKeepsEveryChunksLogSoftmaxUnlessCompiled) {

@@ -29,16 +29,20 @@ namespace {
 using nlohmann::json;
 
 // Regression floors, set from the measured agreement reported in docs/fit.md (not tuned per record).
-// measured 12/15 (80%): 101 agrees since transformers < 4.36 reads as eager attention, LitGPT
-// records 128 and 152 since LitGPT's own modules are modelled; 103, 107, 154 disagree (docs/fit.md).
-constexpr int kMinOutcomeAgreementPercent = 80;
-// measured 3/5: 110 above (the source did not try larger batches); 113 and 115 above since
-// QLoRA on transformers/PEFT reads as checkpointed (prepare_model_for_kbit_training's default);
-// 116 (Unsloth's offloaded checkpointing and fused kernels) below: 26174 tokens against 78475;
-// 112 (DeBERTa-v2-xlarge, ZeRO-2) below since DeBERTa's disentangled attention is counted
-// (docs/estimator.md; checked op for op by tools/deberta_replay.py): 32 against 40, with the
-// record's max_length 128 taken as every batch's length (run_glue_no_trainer pads per batch).
-constexpr int kMinCapacityAtOrAbovePercent = 60;
+// measured 13/15 (86%): 101 agrees since transformers < 4.36 reads as eager attention, LitGPT
+// records 128 and 152 since LitGPT's own modules are modelled, 103 since PEFT's k-bit preparation
+// (fp32 embeddings, norms, head and hidden states) is modelled; 107 and 154 disagree (docs/fit.md).
+constexpr int kMinOutcomeAgreementPercent = 86;
+// measured 2/5 at or above, 1/5 within +25%: 113 +6% (QLoRA on transformers/PEFT reads as
+// checkpointed, prepare_model_for_kbit_training's default, and with its fp32 upcast); 115 -9%
+// below since the upcast (the record does not say whether TRL cast embeddings back to bf16);
+// 110 above (the source did not try larger batches); 116 (Unsloth's offloaded checkpointing and
+// fused kernels) below: 26174 tokens against 78475; 112 (DeBERTa-v2-xlarge, ZeRO-2) below since
+// DeBERTa's disentangled attention is counted (docs/estimator.md; checked op for op by
+// tools/deberta_replay.py): 32 against 40, with the record's max_length 128 taken as every
+// batch's length (run_glue_no_trainer pads per batch).
+constexpr int kMinCapacityAtOrAbovePercent = 40;
+constexpr int kMinCapacityJustAbovePercent = 20;
 
 struct Case {
   int64_t id = 0;
@@ -151,6 +155,7 @@ TEST(FitCorpus, AgreesWithMeasuredOutcomesAndCapacities) {
   // Floors stated in docs/fit.md with the numbers measured; they guard against regressions.
   EXPECT_GE(agree * 100, outcomes * kMinOutcomeAgreementPercent);
   EXPECT_GE(capacity_at_or_above * 100, capacity_cases * kMinCapacityAtOrAbovePercent);
+  EXPECT_GE(capacity_just_above * 100, capacity_cases * kMinCapacityJustAbovePercent);
 }
 
 }  // namespace

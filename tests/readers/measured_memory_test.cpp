@@ -38,6 +38,23 @@ TEST(MeasuredMemory, TrainingRecordBecomesAJob) {
   EXPECT_EQ(*r->gpu_total_bytes, 40960ull << 20);
 }
 
+TEST(MeasuredMemory, OnlyPeftPreparesAQuantizedBase) {
+  auto read = [](const std::string& framework) {
+    nlohmann::json j = {{"id", 1}, {"model", "m"}, {"task", "train_qlora"}, {"framework", framework},
+                        {"precision", "bf16"}, {"weight_quantization", "bnb 4-bit NF4"}, {"optimizer", "AdamW"},
+                        {"micro_batch_size", 1}, {"seq_len", 512}, {"gradient_checkpointing", true},
+                        {"peft", {{"method", "QLoRA"}, {"r", 8}}}, {"measurement_kind", "unspecified_peak"}};
+    auto r = parse_measured_record(j.dump(), "dev.jsonl");
+    EXPECT_TRUE(r) << r.error().message;
+    return r->job;
+  };
+  // Transformers + PEFT: left to the estimator's default (prepare_model_for_kbit_training).
+  EXPECT_FALSE(read("TRL SFTTrainer + PEFT LoRA on quantized base").kbit_upcast.has_value());
+  for (const char* own : {"torchtune", "Unsloth", "LLaMA-Factory (HF transformers Trainer)", "Axolotl"}) {
+    EXPECT_EQ(read(own).kbit_upcast, "none") << own;
+  }
+}
+
 TEST(MeasuredMemory, TheStackVersionSetsItsDefaults) {
   auto read = [](const std::string& framework, const std::string& version, const std::string& optimizer) {
     nlohmann::json j = {{"id", 1}, {"model", "m"}, {"task", "train_full"}, {"framework", framework},

@@ -26,6 +26,7 @@ TEST(TrainingConfig, AxolotlQloraExample) {
   EXPECT_EQ(job.task, "train_qlora");
   EXPECT_EQ(job.weight_quantization, "nf4");
   EXPECT_EQ(job.double_quant, true);
+  EXPECT_EQ(job.kbit_upcast, "none");  // Axolotl casts norms and embeddings back after PEFT's preparation
   ASSERT_TRUE(job.lora.has_value());
   EXPECT_EQ(job.lora->r, 32u);
   EXPECT_EQ(job.lora->alpha, 64);
@@ -104,7 +105,18 @@ TEST(TrainingConfig, LlamaFactoryQloraReadsTheDeepSpeedFile) {
   EXPECT_EQ(job.loss_impl, "fused_linear");
   EXPECT_EQ(job.parallelism, "zero2");
   EXPECT_THAT(job.offload, ElementsAre("optimizer"));
+  EXPECT_EQ(job.kbit_upcast, "none");  // LLaMA-Factory does not call prepare_model_for_kbit_training
   EXPECT_THAT(config->warnings, IsEmpty());
+}
+
+TEST(TrainingConfig, LlamaFactoryUpcastLayernormKeepsNormsInFp32) {
+  auto config = parse_training_config("model_name_or_path: meta-llama/Llama-2-7b-hf\nfinetuning_type: lora\n"
+                                      "quantization_bit: 4\nupcast_layernorm: true\nbf16: true\n",
+                                      "lf.yaml", "");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->job.kbit_upcast, "norms");
+  EXPECT_EQ(config->job.adapter_dtype, "fp32");  // cast_trainable_params_to_fp32
+  EXPECT_THAT(config->used_keys, Contains("upcast_layernorm"));
 }
 
 TEST(TrainingConfig, TrainingArgumentsJsonDump) {
@@ -162,6 +174,9 @@ TEST(TrainingConfig, TrlCliYamlWithModelConfigKeys) {
   EXPECT_EQ(job.optimizer, "paged_adamw_8bit");
   EXPECT_EQ(job.attention_impl, "flash");
   EXPECT_EQ(job.precision, "bf16_mixed");  // no torch_dtype: loaded in fp32, bf16 autocast
+  // TRL's SFTTrainer no longer prepares a quantized model and casts the adapters to bf16.
+  EXPECT_EQ(job.kbit_upcast, "none");
+  EXPECT_EQ(job.adapter_dtype, "model");
 }
 
 TEST(TrainingConfig, InvalidYamlNamesFileAndLine) {
