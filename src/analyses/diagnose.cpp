@@ -579,6 +579,23 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.fixes.push_back(make_fix("release_references", "Accumulating loss tensors or outputs keeps every step's graph alive."));
     }
   }
+  // A training OOM after transformers warned that flash attention got fp32 inputs: the embeddings
+  // or norms were upcast (PEFT's prepare_model_for_kbit_training casts every non-quantized
+  // parameter to fp32), so every hidden state between matmuls is fp32 (docs/estimator.md).
+  if (e.is_error && e.framework.rfind("pytorch", 0) == 0 && operation != "evaluation" && operation != "generation" &&
+      context.notices != nullptr) {
+    for (const LogNotice& n : *context.notices) {
+      if (n.kind != "fp32_hidden_states" || n.line > e.line || (n.rank && e.rank && n.rank != e.rank)) continue;
+      d.secondary_causes.push_back("fp32_hidden_states");
+      d.evidence.push_back(fmt::format("Line {}: transformers warns that the hidden states reached flash attention in "
+                                       "fp32 (upcast embeddings or norms): every activation between matmuls takes twice "
+                                       "the memory of bf16.", n.line));
+      d.fixes.push_back(make_fix("bf16_hidden_states", "About halves the saved hidden states (each checkpointed layer "
+                                                       "input, the MLP's intermediate tensors) and the fp32 copies of "
+                                                       "embeddings and head."));
+      break;
+    }
+  }
   if (e.framework == "vllm" && operation == "cuda_graph_capture") d.cause = "cuda_graph_capture_oom";
   order_fixes(d.fixes);
   return d;

@@ -40,6 +40,7 @@ struct Diagnosis {
 struct LogContext {
   const std::vector<OomEvent>* events = nullptr;
   const std::vector<MemoryReading>* readings = nullptr;
+  const std::vector<LogNotice>* notices = nullptr;
 };
 
 Diagnosis diagnose_event(const OomEvent& event, const LogContext& context);

@@ -13,7 +13,7 @@ void add_to_report(ExplainReport& report, const ScanResult& scan) {
   report.bytes_scanned += scan.bytes_scanned;
   report.lines += scan.lines;
   report.truncated = report.truncated || scan.events_truncated;
-  LogContext context{&scan.events, &scan.readings};
+  LogContext context{&scan.events, &scan.readings, &scan.notices};
   for (const OomEvent& event : scan.events) {
     report.events.push_back({scan.input, event, diagnose_event(event, context)});
   }

@@ -61,6 +61,7 @@ const KeywordFilter& KeywordFilter::standard() {
       {"Model loading took", 0}, // vLLM v1
       {"Graph capturing", 3},    // vLLM CUDA graph memory
       {"vLLM instance", 1},      // vLLM "the current vLLM instance can use" (shares ALLOC's pair)
+      {"silently casted", 5},    // transformers: flash attention got fp32 states ("tl" is rare)
   });
   return filter;
 }

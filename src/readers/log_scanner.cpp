@@ -194,6 +194,12 @@ struct LogScanner::State {
   bool process_candidate(size_t hit, bool eof, size_t* resume);
   void add_event(OomEvent event);
   void add_reading(const std::string& line, uint64_t line_number, std::optional<int64_t> rank);
+  void add_notice(const std::string& line, uint64_t line_number, std::optional<int64_t> rank);
+  // A candidate line that is not an error message: a memory figure or a notice.
+  void add_context_line(const std::string& line, uint64_t line_number, std::optional<int64_t> rank) {
+    add_reading(line, line_number, rank);
+    add_notice(line, line_number, rank);
+  }
   void compact();
 };
 
@@ -231,6 +237,18 @@ void LogScanner::State::add_reading(const std::string& line, uint64_t line_numbe
   result.readings.push_back({line_number, rank, std::string((*g)[1]), q->bytes});
 }
 
+void LogScanner::State::add_notice(const std::string& line, uint64_t line_number, std::optional<int64_t> rank) {
+  // transformers' flash-attention path (modeling_flash_attention_utils.py): "The input hidden
+  // states seems to be silently casted in float32, this might be related to the fact you have
+  // upcasted embedding or layer norm layers in float32."
+  static constexpr std::string_view kFp32Hidden = "silently casted in float32";
+  static constexpr size_t kMaxPerKind = 16;  // the warning repeats per rank and per step
+  if (line.find(kFp32Hidden) == std::string::npos) return;
+  size_t seen = 0;
+  for (const auto& n : result.notices) seen += n.kind == "fp32_hidden_states";
+  if (seen < kMaxPerKind) result.notices.push_back({line_number, rank, "fp32_hidden_states"});
+}
+
 // Reads the message at the candidate `hit`. Returns false when more input is needed first.
 bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) {
   // The candidate line: from the last line break before the hit (also '\r': tqdm redraws) ...
@@ -256,7 +274,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     if (!maybe_json) {
       CleanLine c = clean_line(raw);
       if (!any_format_triggered(c.text)) {
-        add_reading(c.text, line_at(ls), c.rank);
+        add_context_line(c.text, line_at(ls), c.rank);
         *resume = end;
         return true;
       }
@@ -385,7 +403,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     add_event(std::move(event));
     return true;
   }
-  add_reading(lines[0], line_numbers[0], rank);
+  add_context_line(lines[0], line_numbers[0], rank);
   return true;
 }
 

@@ -28,10 +28,20 @@ struct MemoryReading {
   uint64_t bytes = 0;
 };
 
+// A line that is not an error but tells how the job ran, and so which fix applies.
+struct LogNotice {
+  uint64_t line = 0;
+  std::optional<int64_t> rank;
+  // "fp32_hidden_states": transformers' warning that flash attention got fp32 inputs "because of
+  // upcasted embedding or layer norm layers" (PEFT's prepare_model_for_kbit_training does that).
+  std::string kind;
+};
+
 struct ScanResult {
   std::string input;                  // file name or "<stdin>"
   std::vector<OomEvent> events;       // in log order
   std::vector<MemoryReading> readings;
+  std::vector<LogNotice> notices;     // the first few of each kind
   uint64_t bytes_scanned = 0;
   uint64_t lines = 0;
   bool events_truncated = false;      // more events than ScanOptions::max_events

@@ -156,6 +156,37 @@ TEST(Diagnose, MemoryClimbingAcrossReadings) {
   EXPECT_EQ(d.fixes.front().id, "release_references");
 }
 
+TEST(Diagnose, Fp32HiddenStatesWarningSuggestsBf16Norms) {
+  // transformers' warning when flash attention gets fp32 states (PEFT's k-bit preparation upcast
+  // the embeddings and norms), then a training OOM on the same rank.
+  const std::string warning =
+      "[rank0]: The input hidden states seems to be silently casted in float32, this might be related to the fact you "
+      "have upcasted embedding or layer norm layers in float32. We will cast back the input in torch.bfloat16.\n";
+  const std::string oom = "[rank0]: " + new_format("1.00 GiB", "23.65 GiB", "200.00 MiB",
+                                                   "Including non-PyTorch memory, this process has 23.30 GiB memory in use. ",
+                                                   "22.80 GiB", "100.00 MiB");
+  ExplainReport r = explain_text("step 1\n" + warning + "step 2\n" + oom);
+  ASSERT_EQ(r.events.size(), 1u);
+  const Diagnosis& d = r.events[0].diagnosis;
+  EXPECT_NE(std::find(d.secondary_causes.begin(), d.secondary_causes.end(), "fp32_hidden_states"), d.secondary_causes.end());
+  const Fix* f = fix(d, "bf16_hidden_states");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(std::find_if(d.evidence.begin(), d.evidence.end(),
+                         [](const std::string& s) { return s.rfind("Line 2: transformers warns", 0) == 0; }),
+            d.evidence.end());
+  // Cheaper than the training ladder's precision and checkpointing steps, after the free ones.
+  auto at = [&](const std::string& id) {
+    for (size_t i = 0; i < d.fixes.size(); ++i) if (d.fixes[i].id == id) return i;
+    return d.fixes.size();
+  };
+  EXPECT_LT(at("bf16_hidden_states"), at("gradient_checkpointing"));
+  EXPECT_LT(at("smaller_batch"), d.fixes.size());
+  // The warning after the error, or on another rank, says nothing about it.
+  EXPECT_FALSE(has_fix(first_error(oom + warning), "bf16_hidden_states"));
+  EXPECT_FALSE(has_fix(first_error("[rank1]: " + warning.substr(9) + oom), "bf16_hidden_states"));
+  EXPECT_FALSE(has_fix(first_error(oom), "bf16_hidden_states"));
+}
+
 TEST(Diagnose, MemoryClimbingAcrossSeveralErrors) {
   std::string log;
   for (const char* alloc : {"10.00 GiB", "12.00 GiB", "14.00 GiB"}) {

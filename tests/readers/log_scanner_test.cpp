@@ -133,6 +133,22 @@ TEST(LogScanner, MemoryReadingsAreCollected) {
   EXPECT_EQ(scan.readings[9].line, 10u);
 }
 
+TEST(LogScanner, Fp32HiddenStatesNoticeIsKeptWithItsLineAndRank) {
+  const std::string warning =
+      "The input hidden states seems to be silently casted in float32, this might be related to the fact you have "
+      "upcasted embedding or layer norm layers in float32. We will cast back the input in torch.bfloat16.\n";
+  std::string text = "loading\n[rank3]: " + warning;
+  for (int i = 0; i < 40; ++i) text += warning;  // repeated every step: only the first few are kept
+  auto scan = scan_text(text);
+  EXPECT_TRUE(scan.events.empty());
+  ASSERT_EQ(scan.notices.size(), 16u);
+  EXPECT_EQ(scan.notices[0].line, 2u);
+  EXPECT_EQ(scan.notices[0].rank, 3);
+  EXPECT_EQ(scan.notices[0].kind, "fp32_hidden_states");
+  EXPECT_FALSE(scan.notices[1].rank.has_value());
+  EXPECT_TRUE(scan_text("the cast was silently casted in bfloat16\n").notices.empty());
+}
+
 TEST(LogScanner, HugeSingleLineAndCutMessagesAreSafe) {
   std::string line(50u << 20, 'a');
   auto scan = scan_text(line);
