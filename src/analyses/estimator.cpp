@@ -77,6 +77,7 @@ struct Plan {
   // weights make every normalised tensor fp32, and bitsandbytes' Linear4bit/Linear8bitLt cast
   // their output back to the input's dtype, so the hidden states between matmuls are fp32.
   std::string kbit_upcast = "none";
+  bool bnb_saves_input = false;  // bitsandbytes < 0.43.3: MatMul4Bit keeps its input (below)
   double hidden_bytes = 2;     // dtype of the hidden states between matmuls (elementwise ops, LoRA inputs)
   double residual_bytes = 2;   // dtype of the residual stream (each block's input)
   bool amp = false;            // autocast over fp32 parameters
@@ -94,6 +95,12 @@ struct Plan {
 };
 
 bool is_training_task(const std::string& task) { return task.rfind("train_", 0) == 0; }
+
+// bitsandbytes' own layers (Linear4bit, Linear8bitLt): the formats PEFT's k-bit preparation upcasts
+// around and whose autograd functions decide what a frozen base keeps for backward.
+bool is_bitsandbytes(const std::optional<std::string>& q) {
+  return q && (*q == "nf4" || *q == "fp4" || *q == "int8");
+}
 
 // Families whose transformers implementation has only its own eager attention (no SDPA or flash
 // path): DebertaV2PreTrainedModel declares no attention implementation switch, and
@@ -239,23 +246,37 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // (trl/trainer/utils.py peft_module_casting_to_bf16); it skips both for sharded QLoRA (FSDP),
   // as FSDP and DeepSpeed need one dtype. Axolotl, LLaMA-Factory, Unsloth and torchtune keep the
   // model's dtype (Axolotl casts norms and embeddings back "for flash-attn compatibility").
-  const bool bnb_base = p.quantization && (*p.quantization == "nf4" || *p.quantization == "fp4" || *p.quantization == "int8");
-  if (p.training && p.use_lora && bnb_base && !p.litgpt) {
+  // Sharded QLoRA here means flat parameters or partitioned ones (FSDP, ZeRO-3): TRL's
+  // is_sharded_qlora; ZeRO-1/2 load the model whole on each GPU and prepare it.
+  const bool sharded_model = sharded && (p.parallelism.rfind("fsdp", 0) == 0 || p.parallelism == "zero3" ||
+                                         p.parallelism == "hybrid_shard");
+  if (p.training && p.use_lora && is_bitsandbytes(p.quantization) && !p.litgpt) {
     if (job.kbit_upcast) {
       p.kbit_upcast = *job.kbit_upcast;
-    } else if (sharded) {
+    } else if (sharded_model) {
       assume("kbit_upcast: none (a sharded quantized model keeps one dtype: TRL skips prepare_model_for_kbit_training)");
     } else {
       p.kbit_upcast = "all";
       assume("kbit_upcast: all (PEFT prepare_model_for_kbit_training casts every non-quantized parameter to fp32)");
+      // ... and turns gradient checkpointing on (use_gradient_checkpointing=True by default).
+      if (!job.gradient_checkpointing) {
+        p.checkpointing = "full";
+        std::replace(assumptions.begin(), assumptions.end(), std::string("gradient_checkpointing: none (not given)"),
+                     std::string("gradient_checkpointing: full (prepare_model_for_kbit_training's default)"));
+      }
     }
     // TRL's casting puts the adapters in bf16 too.
     if (p.kbit_upcast == "norms" && !job.adapter_dtype) p.adapter_bytes = p.param_bytes;
   }
-  p.hidden_bytes = p.kbit_upcast != "none" ? 4 : p.act_bytes;
+  p.bnb_saves_input = job.bnb_saves_input.value_or(false);
+  // Gemma's RMSNorm returns `output.type_as(x)`: fp32 norm weights alone (TRL's casting) leave
+  // the hidden states in the embeddings' dtype; Llama-style `weight * x.to(input_dtype)` promotes.
+  const bool norm_keeps_input_dtype = m.model_type.rfind("gemma", 0) == 0;
+  const bool hidden_fp32 = p.kbit_upcast == "all" || (p.kbit_upcast == "norms" && !norm_keeps_input_dtype);
+  p.hidden_bytes = hidden_fp32 ? 4 : p.act_bytes;
   // The residual stream is fp32 under autocast (fp32 embeddings plus 16-bit Linear outputs) and
   // under PEFT's preparation (fp32 Linear outputs).
-  p.residual_bytes = p.amp || p.kbit_upcast != "none" ? 4 : p.act_bytes;
+  p.residual_bytes = p.amp || hidden_fp32 ? 4 : p.act_bytes;
   if (p.use_lora) {
     if (job.lora) {
       p.lora = *job.lora;
@@ -348,14 +369,19 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   std::set<std::string> saved_inputs;
   const bool adapter_copy_per_linear = p.amp || p.adapter_bytes != hid;
   const double adapter_copy_bytes = p.amp ? e : p.adapter_bytes;
-  // bitsandbytes' 4-bit matmul (autograd MatMul4Bit) saves its input A for backward whenever
-  // the input needs a gradient, although the 4-bit weight is frozen
-  // (bitsandbytes/autograd/_functions.py: `if any(ctx.needs_input_grad[:2]): ctx.tensors = (A, B)`).
-  const bool bnb_4bit_base = frozen_base && p.quantization && (*p.quantization == "nf4" || *p.quantization == "fp4");
+  // bitsandbytes' 4-bit matmul (autograd MatMul4Bit) saved its input A for backward whenever the
+  // input needed a gradient, although the 4-bit weight is frozen (`ctx.tensors = (A, B)`), until
+  // bitsandbytes 0.43.3 (bitsandbytes#1270, July 2024: `ctx.tensors = (None, B)`).
+  const bool bnb_4bit_keeps_input = frozen_base && p.bnb_saves_input && p.quantization &&
+                                    (*p.quantization == "nf4" || *p.quantization == "fp4");
   // Linear4bit casts its input to the compute dtype (`x.to(self.compute_dtype)`): with fp32
-  // hidden states every Linear makes, and MatMul4Bit keeps, its own 16-bit copy; the LoRA branch
-  // keeps the fp32 input itself.
-  const bool cast_per_linear = bnb_4bit_base && hid != e;
+  // hidden states every Linear makes, and such a MatMul4Bit keeps, its own 16-bit copy; the LoRA
+  // branch keeps the fp32 input itself.
+  const bool cast_per_linear = bnb_4bit_keeps_input && hid != e;
+  // LLM.int8 (MatMul8bitLt) keeps A as it was given (`ctx.tensors = (CAt, subA, A)` when the
+  // input needs a gradient), so Linears sharing an input share it; before 0.43.3 (the same flag)
+  // also its int8 transpose CAt, one byte per element and Linear.
+  const bool bnb_int8_base = frozen_base && p.quantization && *p.quantization == "int8";
   std::set<std::string> lora_inputs;
   // LoRA dropout (lora_dropout > 0): nn.Dropout gives each LoRA module a new tensor, the one its
   // lora_A keeps, and native_dropout keeps a 1-byte mask for backward. The dropped tensor is in
@@ -374,8 +400,13 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
                       (l.role == "gate" || l.role == "up" || l.role == "gate_up" || l.role == "fc_in") ? "mlp" : "attn";
     const bool attention_projection = key == "attn";
     if (m.parallel_attention && m.norms_per_layer == 1 && key == "mlp") key = "attn";  // one normed input feeds both
-    if (!frozen_base || bnb_4bit_base) {
+    if (!frozen_base || bnb_4bit_keeps_input) {
       if (cast_per_linear || saved_inputs.insert(key).second) a.per_token += e * in;
+    }
+    if (bnb_int8_base) {
+      // (o_proj's input is the attention kernel's output, already counted below unless eager.)
+      if ((key != "o" || p.attention == "eager") && saved_inputs.insert(key).second) a.per_token += (key == "o" ? kern : hid) * in;
+      if (p.bnb_saves_input) a.per_token += in;
     }
     if (frozen_base && lora) {
       if (lora_dropout) {

@@ -65,6 +65,9 @@ struct Job {
   // "none": no preparation (LLaMA-Factory, Axolotl, Unsloth, torchtune). Unset: "all" on one GPU
   // or DDP, "none" when FSDP or DeepSpeed shard the model.
   std::optional<std::string> kbit_upcast;
+  // true: bitsandbytes < 0.43.3, whose 4-bit matmul keeps its input for backward (and LLM.int8 its
+  // int8 transpose) although the quantized weight is frozen.
+  std::optional<bool> bnb_saves_input;
   std::optional<bool> compile;                // torch.compile on (fuses the chunked loss's upcast)
   std::optional<bool> loss_upcast;            // false: the loss runs in the logits' dtype (LitGPT)
   // Whose modules run the model: unset/"transformers" = the Hugging Face implementation the

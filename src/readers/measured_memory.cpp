@@ -73,6 +73,27 @@ std::optional<int> latest_year(const std::string& text) {
   return year;
 }
 
+// The bitsandbytes version a stack names ("bitsandbytes 0.39", "bnb 0.41.1", "bnb>=0.43.3") as
+// (minor, patch) of 0.x; nullopt when it names none.
+std::optional<std::pair<uint64_t, uint64_t>> bitsandbytes_version(const std::string& stack) {
+  const std::string t = to_lower(stack);
+  for (std::string_view name : {"bitsandbytes", "bnb"}) {
+    for (size_t at = t.find(name); at != std::string::npos; at = t.find(name, at + 1)) {
+      size_t i = at + name.size();
+      while (i < t.size() && (t[i] == ' ' || t[i] == '~' || t[i] == '>' || t[i] == '=' || t[i] == 'v')) ++i;
+      if (t.compare(i, 2, "0.") != 0) continue;
+      auto minor = digits_at(t, i + 2);
+      if (!minor) continue;
+      size_t j = i + 2;
+      while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j]))) ++j;
+      uint64_t patch = 0;
+      if (j + 1 < t.size() && t[j] == '.' && std::isdigit(static_cast<unsigned char>(t[j + 1]))) patch = digits_at(t, j + 1).value_or(0);
+      return std::make_pair(*minor, patch);
+    }
+  }
+  return std::nullopt;
+}
+
 // Version-dependent defaults of the stack a record names (framework and framework_version).
 // - CUDA lazy module loading needs CUDA >= 11.7 and is switched on by PyTorch >= 1.13
 //   (pytorch/pytorch#86509); a stack on CUDA < 11.7 loads every kernel at start-up.
@@ -92,6 +113,14 @@ void apply_stack_defaults(const std::string& framework, const std::string& versi
     mapping.push_back("CUDA < 11.7 or PyTorch < 1.13 -> eager module loading (larger CUDA context)");
   }
   auto year = latest_year(version);
+  // bitsandbytes before 0.43.3 (bitsandbytes#1270, July 2024) kept each 4-bit Linear's input for
+  // backward: by the version named, else by a stack dated 2023 or earlier.
+  if (auto bnb = bitsandbytes_version(stack)) {
+    if (*bnb < std::make_pair<uint64_t, uint64_t>(43, 3)) job.bnb_saves_input = true;
+  } else if (year && *year <= 2023) {
+    job.bnb_saves_input = true;
+  }
+  if (job.bnb_saves_input) mapping.push_back("bitsandbytes < 0.43.3 -> quantized Linears keep their input for backward");
   if (torch1_minor || (year && *year <= 2022)) {
     job.zero_grad_to_none = false;
     job.optimizer_impl = "for_loop";

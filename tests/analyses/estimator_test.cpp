@@ -475,12 +475,18 @@ TEST(Estimator, Bitsandbytes4BitMatmulKeepsItsInput) {
   job.task = "train_qlora";
   job.weight_quantization = "nf4";
   job.kbit_upcast = "none";
+  job.bnb_saves_input = true;  // bitsandbytes < 0.43.3
   auto qlora = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(lora && qlora);
   auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
   // MatMul4Bit saves A: the attention input (shared by q, k, v), o_proj's input, the MLP input
   // (shared by gate and up) and down_proj's input, in bf16, per token and block.
   EXPECT_EQ(act(*qlora) - act(*lora), 1024ull * 32 * 2 * (3 * 4096 + 11008));
+  // From bitsandbytes 0.43.3 it keeps nothing of A (`ctx.tensors = (None, B)`).
+  job.bnb_saves_input.reset();
+  auto current = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(current);
+  EXPECT_EQ(act(*current), act(*lora));
 }
 
 TEST(Estimator, PeftKbitPreparationMakesHiddenStatesFp32) {
@@ -491,6 +497,7 @@ TEST(Estimator, PeftKbitPreparationMakesHiddenStatesFp32) {
   job.micro_batch_size = 1;
   job.seq_len = 1024;
   job.attention_impl = "flash";
+  job.gradient_checkpointing = "none";
   job.kbit_upcast = "none";
   auto kept = estimate_memory(llama2_7b(), job);
   job.kbit_upcast.reset();  // the default on one GPU: PEFT's preparation
@@ -498,32 +505,80 @@ TEST(Estimator, PeftKbitPreparationMakesHiddenStatesFp32) {
   ASSERT_TRUE(kept && upcast);
   EXPECT_TRUE(assumed(*upcast, "kbit_upcast: all"));
   auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
-  // Per token and block, with fp32 hidden states: every Linear4bit keeps its own bf16 copy of its
-  // input (7 x, +6h over the shared copies), the q/v adapters share the fp32 normed input (4h
-  // instead of two fp32 casts, -4h), and the MLP's gate, up and act outputs are fp32 (+3 x 2 x
-  // inter); flash attention's q, k, v and output stay bf16.
-  EXPECT_EQ(act(*upcast) - act(*kept), 1024ull * 32 * (6 * 4096 - 4 * 4096 + 6 * 11008));
+  // Per token and block, with fp32 hidden states: the q/v adapters share the fp32 normed input
+  // (4h, where fp32 adapters over bf16 states make a 4-byte copy each: 8h), and the MLP's gate,
+  // up and act outputs are fp32 (+3 x 2 x inter); flash attention's q, k, v and output stay bf16.
+  EXPECT_EQ(act(*upcast) - act(*kept), 1024ull * 32 * (6 * 11008 - 4 * 4096));
+  // bitsandbytes < 0.43.3 also kept each Linear4bit's input: with fp32 states each makes its own
+  // bf16 copy (7 per block) instead of four shared ones (+6h).
+  job.bnb_saves_input = true;
+  auto old_upcast = estimate_memory(llama2_7b(), job);
+  job.kbit_upcast = "none";
+  auto old_kept = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(old_upcast && old_kept);
+  EXPECT_EQ(act(*old_upcast) - act(*old_kept), 1024ull * 32 * (6 * 4096 + 6 * 11008 - 4 * 4096));
+  job.bnb_saves_input.reset();
   // With full checkpointing only each block's input is kept: fp32 instead of bf16.
   job.gradient_checkpointing = "full";
-  auto ckpt_upcast = estimate_memory(llama2_7b(), job);
-  job.kbit_upcast = "none";
   auto ckpt_kept = estimate_memory(llama2_7b(), job);
+  job.kbit_upcast.reset();
+  auto ckpt_upcast = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(ckpt_upcast && ckpt_kept);
   EXPECT_EQ(act(*ckpt_upcast) - act(*ckpt_kept), 1024ull * 32 * 4096 * 2);
-  // Sharded over FSDP, TRL skips the preparation (one dtype for the flat parameters).
-  job.kbit_upcast.reset();
+  // Left open, checkpointing follows prepare_model_for_kbit_training's default (on).
+  job.gradient_checkpointing.reset();
+  auto open = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(open);
+  EXPECT_TRUE(assumed(*open, "gradient_checkpointing: full (prepare_model_for_kbit_training"));
+  EXPECT_EQ(act(*open), act(*ckpt_upcast));
+  // Sharded over FSDP, TRL skips the preparation (one dtype for the flat parameters); ZeRO-2
+  // loads the whole model on each GPU and prepares it.
   job.num_gpus = 2;
   job.parallelism = "fsdp_full_shard";
   auto sharded = estimate_memory(llama2_7b(), job);
-  ASSERT_TRUE(sharded);
+  job.parallelism = "zero2";
+  auto zero2 = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(sharded && zero2);
   EXPECT_TRUE(assumed(*sharded, "kbit_upcast: none"));
-  // GPTQ checkpoints are not upcast (PEFT skips them), nor are LitGPT's own modules.
+  EXPECT_TRUE(assumed(*zero2, "kbit_upcast: all"));
+  // GPTQ checkpoints are not upcast (PEFT skips them).
   job.num_gpus.reset();
   job.parallelism.reset();
   job.weight_quantization = "gptq4";
   auto gptq = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(gptq);
   EXPECT_FALSE(assumed(*gptq, "kbit_upcast"));
+}
+
+TEST(Estimator, Int8BaseKeepsItsInputAndGemmaNormsKeepTheirDtype) {
+  Job job;
+  job.task = "train_qlora";
+  job.weight_quantization = "int8";
+  job.precision = "fp16";
+  job.micro_batch_size = 1;
+  job.seq_len = 512;
+  job.attention_impl = "flash";
+  job.gradient_checkpointing = "none";
+  job.kbit_upcast = "none";
+  auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
+  auto int8 = estimate_memory(llama2_7b(), job);
+  job.weight_quantization = "nf4";
+  auto nf4 = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(int8 && nf4);
+  // MatMul8bitLt keeps A as given: the attention input (q/k/v share it), the MLP input and
+  // down_proj's input, fp16; o_proj's input is the attention output, already kept.
+  EXPECT_EQ(act(*int8) - act(*nf4), 512ull * 32 * 2 * (2 * 4096 + 11008));
+  // Gemma's RMSNorm returns its input's dtype: fp32 norm weights alone (TRL's casting) leave the
+  // hidden states in bf16, where Llama's promote them to fp32.
+  job.precision = "bf16";
+  job.kbit_upcast = "norms";
+  const ModelSpec gemma = find_preset("google/gemma-7b")->value();
+  auto gemma_norms = estimate_memory(gemma, job);
+  job.kbit_upcast = "none";
+  job.adapter_dtype = "model";  // as "norms" puts them
+  auto gemma_none = estimate_memory(gemma, job);
+  ASSERT_TRUE(gemma_norms && gemma_none);
+  EXPECT_EQ(act(*gemma_norms), act(*gemma_none));
 }
 
 TEST(Estimator, ChunkedLossKeepsEveryChunksLogSoftmaxUnlessCompiled) {
