@@ -51,6 +51,7 @@ constexpr KeyHelp kSwitchKeys[] = {
     {"zero_grad_to_none", "true/false: zero_grad() frees gradients; default true (false: torch 1.x)"},
     {"sync_each_batch", "true/false: FSDP reduce-scatters every micro-batch; default false (no_sync: unsharded gradients accumulate)"},
     {"lazy_module_loading", "true/false: CUDA lazy module loading; default true (false: CUDA < 11.7)"},
+    {"autocast", "true/false: a bf16/fp16 model runs under autocast (Hugging Face Trainer with bf16=True); default false"},
     {"bnb_saves_input", "true/false: bitsandbytes < 0.43.3 keeps each quantized Linear's input for backward; default false"},
 };
 

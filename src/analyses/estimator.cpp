@@ -81,6 +81,9 @@ struct Plan {
   double hidden_bytes = 2;     // dtype of the hidden states between matmuls (elementwise ops, LoRA inputs)
   double residual_bytes = 2;   // dtype of the residual stream (each block's input)
   bool amp = false;            // autocast over fp32 parameters
+  // Autocast on in the forward: amp, or a 16-bit model run under autocast (Hugging Face Trainer /
+  // Accelerate with bf16=True or fp16=True over weights loaded in 16 bits: the job's `autocast`).
+  bool autocast = false;
   bool mixed = false;          // fp16_mixed / bf16_mixed: fp32 masters, 16-bit compute
   double grad_bytes = 2;
   double state_bytes = 4;      // optimizer state dtype for 32/16-bit optimizers
@@ -142,6 +145,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // (FSDP MixedPrecision, DeepSpeed bf16/fp16) compute on 16-bit copies of the parameters, so
   // activations are plain 16-bit there while fp32 masters stay sharded.
   p.amp = p.mixed && !sharded;
+  p.autocast = p.amp || (job.autocast.value_or(false) && (p.precision == "bf16" || p.precision == "fp16"));
   p.param_bytes = p.precision == "fp32" || p.mixed ? 4 : 2;
   p.act_bytes = p.precision == "fp32" ? 4 : 2;
   p.grad_bytes = p.param_bytes;
@@ -343,7 +347,7 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // What the attention kernel saves: flash-attention inputs are cast to the 16-bit dtype
   // (transformers _flash_attention_forward casts fp32 states back, "silently casted in float32");
   // SDPA and eager attention compute in the dtype they are given unless autocast casts them.
-  const double kern = p.attention == "flash" || p.amp ? e : hid;
+  const double kern = p.attention == "flash" || p.autocast ? e : hid;
   LayerActivations a;
 
   // Norms: HF RMSNorm upcasts to fp32 (LlamaRMSNorm.forward) and saves the fp32 input and the
@@ -367,8 +371,12 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // Linear, and under autocast the cast back to 16 bits is again per Linear; adapters in the
   // model's dtype (LitGPT, torchtune) take x as it is, so Linears sharing an input share it.
   std::set<std::string> saved_inputs;
-  const bool adapter_copy_per_linear = p.amp || p.adapter_bytes != hid;
-  const double adapter_copy_bytes = p.amp ? e : p.adapter_bytes;
+  // The Linears' input: the normalised hidden state (fp32 under amp: fp32 norm weights).
+  const double linear_in = p.amp ? 4 : hid;
+  // PEFT casts x to lora_A's dtype (`_cast_input_dtype`: a copy unless the dtypes match); under
+  // autocast lora_A's F.linear then casts that to 16 bits and keeps the cast.
+  const bool adapter_copy_per_linear = p.autocast ? linear_in != e || p.adapter_bytes != e : p.adapter_bytes != linear_in;
+  const double adapter_copy_bytes = p.autocast ? e : p.adapter_bytes;
   // bitsandbytes' 4-bit matmul (autograd MatMul4Bit) saved its input A for backward whenever the
   // input needed a gradient, although the 4-bit weight is frozen (`ctx.tensors = (A, B)`), until
   // bitsandbytes 0.43.3 (bitsandbytes#1270, July 2024: `ctx.tensors = (None, B)`).
@@ -389,7 +397,7 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // own 16-bit cast instead. PEFT wraps each adapted Linear; LitGPT has one LoRA module for its
   // fused q/k/v projection (lit_gpt/lora.py LoRAQKVLinear: one lora_dropout for q, k and v).
   const bool lora_dropout = p.lora.dropout > 0;
-  const double lora_dropped_bytes = (p.amp ? e : p.adapter_bytes) + 1;
+  const double lora_dropped_bytes = (p.autocast ? e : p.adapter_bytes) + 1;
   std::set<std::string> lora_modules;
   for (const LinearShape& l : linears) {
     if (l.expert) continue;  // experts see only their routed tokens; handled below
@@ -448,7 +456,7 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
     a.per_token += hid * (m.kv_lora_rank + m.qk_rope_head_dim + m.q_lora_rank);
   }
   if (p.attention == "eager") {
-    double probs = (upcasts_softmax(m) || p.amp) && kern < 4 ? 4 + kern : kern;
+    double probs = (upcasts_softmax(m) || p.autocast) && kern < 4 ? 4 + kern : kern;
     if (m.attention_dropout > 0) probs += 1 + kern;
     a.attention_scores = nh * probs * (cross_attention ? 2 : 1);
   } else {
@@ -815,6 +823,11 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       const double final_normed = p.use_lora ? 0 : p.act_bytes;  // frozen norm weight: see block_activations
       head += tokens * (m.norm == NormKind::kRmsNorm ? (4 + final_normed) * m.hidden_size + 4 : residual * m.hidden_size + 8);
       if (!p.use_lora) head += tokens * p.act_bytes * m.hidden_size;
+      // An fp32 head (PEFT's preparation) under autocast is cast to 16 bits at every call and the
+      // matmul keeps the copy for backward (autocast caches casts of trainable weights only).
+      if (p.use_lora && p.kbit_upcast == "all" && p.autocast) {
+        head += static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size) * p.act_bytes / p.tp;
+      }
       // Logits and cross-entropy: logits (activation dtype), upcast to fp32, log-softmax output
       // and its gradient: 12 bytes per vocabulary entry per token at the start of backward
       // (transformers ForCausalLMLoss: logits.float(); torch log_softmax/nll_loss backward).

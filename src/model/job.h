@@ -68,6 +68,9 @@ struct Job {
   // true: bitsandbytes < 0.43.3, whose 4-bit matmul keeps its input for backward (and LLM.int8 its
   // int8 transpose) although the quantized weight is frozen.
   std::optional<bool> bnb_saves_input;
+  // true: a 16-bit model runs its forward under autocast (Hugging Face Trainer / Accelerate with
+  // bf16=True or fp16=True); *_mixed precisions are autocast anyway.
+  std::optional<bool> autocast;
   std::optional<bool> compile;                // torch.compile on (fuses the chunked loss's upcast)
   std::optional<bool> loss_upcast;            // false: the loss runs in the logits' dtype (LitGPT)
   // Whose modules run the model: unset/"transformers" = the Hugging Face implementation the

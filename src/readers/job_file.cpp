@@ -144,6 +144,7 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
   TRY(r.text("adapter_dtype", job.adapter_dtype, &kAdapterDtype));
   TRY(r.text("kbit_upcast", job.kbit_upcast, &kKbitUpcast));
   TRY(r.flag("bnb_saves_input", job.bnb_saves_input));
+  TRY(r.flag("autocast", job.autocast));
   TRY(r.flag("compile", job.compile));
   TRY(r.flag("loss_upcast", job.loss_upcast));
   TRY(r.flag("zero_grad_to_none", job.zero_grad_to_none));
@@ -341,6 +342,7 @@ void overlay_job(Job& base, const Job& over) {
   take(base.adapter_dtype, over.adapter_dtype);
   take(base.kbit_upcast, over.kbit_upcast);
   take(base.bnb_saves_input, over.bnb_saves_input);
+  take(base.autocast, over.autocast);
   take(base.compile, over.compile);
   take(base.loss_upcast, over.loss_upcast);
   take(base.zero_grad_to_none, over.zero_grad_to_none);

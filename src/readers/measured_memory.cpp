@@ -207,6 +207,15 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
   else if (has(precision, "fp16") || has(precision, "16-true") || has(precision, "f16")) job.precision = "fp16";
   else if (has(precision, "fp32")) job.precision = "fp32";
   if (job.precision) note(fmt::format("precision '{}' -> {}", precision, *job.precision));
+  // The Hugging Face Trainer (TRL, LLaMA-Factory, Axolotl build on it) runs a 16-bit model's
+  // forward under autocast when bf16/fp16 is on; a "pure" or use_amp=false record says otherwise.
+  const bool trainer_stack = has(out.framework, "trainer") || has(out.framework, "trl") ||
+                             has(out.framework, "llama-factory") || has(out.framework, "axolotl");
+  if (trainer_stack && (!job.precision || job.precision == "bf16" || job.precision == "fp16") && !has(precision, "pure") &&
+      !has(precision, "use_amp=false")) {
+    job.autocast = true;
+    note("Trainer with 16-bit weights -> autocast");
+  }
 
   // Weight quantization.
   std::string quant = str(r, "weight_quantization");

@@ -806,6 +806,8 @@ void resolve(Reader& r) {
         break;
     }
     job.precision = weights_16bit ? *r.autocast : *r.autocast + "_mixed";
+    // The Trainer runs the 16-bit model's forward under autocast (Accelerate mixed precision).
+    if (weights_16bit) job.autocast = true;
   } else if (r.weights_dtype) {
     job.precision = *r.weights_dtype;
   }

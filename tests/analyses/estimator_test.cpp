@@ -550,6 +550,36 @@ TEST(Estimator, PeftKbitPreparationMakesHiddenStatesFp32) {
   EXPECT_FALSE(assumed(*gptq, "kbit_upcast"));
 }
 
+TEST(Estimator, AutocastOverA16BitModel) {
+  Job job;
+  job.task = "train_lora";
+  job.precision = "bf16";
+  job.micro_batch_size = 1;
+  job.seq_len = 1024;
+  job.attention_impl = "sdpa";
+  job.gradient_checkpointing = "none";
+  auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
+  auto pure = estimate_memory(llama2_7b(), job);
+  job.autocast = true;  // Trainer(bf16=True) over a bf16 model
+  auto autocast = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(pure && autocast);
+  // PEFT casts x to the fp32 adapters; without autocast lora_A keeps that 4-byte copy, under
+  // autocast its F.linear casts it back and keeps a 2-byte one: q and v, 2 bytes x h each.
+  EXPECT_EQ(act(*pure) - act(*autocast), 1024ull * 32 * 2 * 2 * 4096);
+  // Under PEFT's preparation the fp32 head is cast to bf16 at every call and the copy is kept
+  // for backward (32000 x 4096 x 2 B); with flash attention nothing else changes (the fp32
+  // normed input shared by the fp32 adapters, 4h, against two 2-byte autocast casts, 4h).
+  job.task = "train_qlora";
+  job.weight_quantization = "nf4";
+  job.attention_impl = "flash";
+  job.kbit_upcast = "all";
+  auto prepared_autocast = estimate_memory(llama2_7b(), job);
+  job.autocast = false;
+  auto prepared_pure = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(prepared_autocast && prepared_pure);
+  EXPECT_EQ(act(*prepared_autocast) - act(*prepared_pure), 32000ull * 4096 * 2);
+}
+
 TEST(Estimator, Int8BaseKeepsItsInputAndGemmaNormsKeepTheirDtype) {
   Job job;
   job.task = "train_qlora";

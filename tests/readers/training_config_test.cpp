@@ -115,6 +115,7 @@ TEST(TrainingConfig, LlamaFactoryUpcastLayernormKeepsNormsInFp32) {
                                       "lf.yaml", "");
   ASSERT_TRUE(config.ok()) << config.error().message;
   EXPECT_EQ(config->job.kbit_upcast, "norms");
+  EXPECT_EQ(config->job.autocast, true);  // bf16 over 16-bit weights: the Trainer's autocast
   EXPECT_EQ(config->job.adapter_dtype, "fp32");  // cast_trainable_params_to_fp32
   EXPECT_THAT(config->used_keys, Contains("upcast_layernorm"));
 }
@@ -174,6 +175,7 @@ TEST(TrainingConfig, TrlCliYamlWithModelConfigKeys) {
   EXPECT_EQ(job.optimizer, "paged_adamw_8bit");
   EXPECT_EQ(job.attention_impl, "flash");
   EXPECT_EQ(job.precision, "bf16_mixed");  // no torch_dtype: loaded in fp32, bf16 autocast
+  EXPECT_FALSE(job.autocast.has_value());  // fp32 weights: bf16_mixed is autocast already
   // TRL's SFTTrainer no longer prepares a quantized model and casts the adapters to bf16.
   EXPECT_EQ(job.kbit_upcast, "none");
   EXPECT_EQ(job.adapter_dtype, "model");
