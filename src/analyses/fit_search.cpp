@@ -361,6 +361,11 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
                          {"BitsAndBytesConfig", "bnb_4bit_quant_type", "\"nf4\""},
                          {"BitsAndBytesConfig", "bnb_4bit_use_double_quant", "True"},
                          {"BitsAndBytesConfig", "bnb_4bit_compute_dtype", compute}};
+    // Without prepare_model_for_kbit_training (which also calls enable_input_require_grads), a
+    // frozen base under reentrant checkpointing would give the adapters no gradients (peft#1142).
+    if (job.gradient_checkpointing.value_or("none") != "none") {
+      c.change.settings.push_back({"TrainingArguments", "gradient_checkpointing_kwargs", "{\"use_reentrant\": False}"});
+    }
     if (task != "train_lora") {
       c.change.settings.insert(c.change.settings.begin(),
                                {{"LoraConfig", "r", "16"},
