@@ -44,6 +44,23 @@ bool assumed(const Estimate& e, const std::string& prefix) {
                      [&](const std::string& a) { return a.rfind(prefix, 0) == 0; });
 }
 
+// A LoRA or QLoRA job over a frozen base, one sequence, no checkpointing: the start of the
+// tests that compare what a frozen base keeps for backward.
+Job frozen_base_job(const std::string& task, std::optional<std::string> quantization, const std::string& precision,
+                    uint64_t seq_len, const std::string& attention) {
+  Job job;
+  job.task = task;
+  job.weight_quantization = std::move(quantization);
+  job.precision = precision;
+  job.micro_batch_size = 1;
+  job.seq_len = seq_len;
+  job.attention_impl = attention;
+  job.gradient_checkpointing = "none";
+  return job;
+}
+
+uint64_t activations_at_peak(const Estimate& e) { return component(e, "activations").value_or(0); }
+
 TEST(Estimator, InferenceWeightsAndKvCacheExactly) {
   Job job;
   job.task = "inference";
@@ -490,25 +507,17 @@ TEST(Estimator, Bitsandbytes4BitMatmulKeepsItsInput) {
 }
 
 TEST(Estimator, PeftKbitPreparationMakesHiddenStatesFp32) {
-  Job job;
-  job.task = "train_qlora";
-  job.weight_quantization = "nf4";
-  job.precision = "bf16";
-  job.micro_batch_size = 1;
-  job.seq_len = 1024;
-  job.attention_impl = "flash";
-  job.gradient_checkpointing = "none";
+  Job job = frozen_base_job("train_qlora", "nf4", "bf16", 1024, "flash");
   job.kbit_upcast = "none";
   auto kept = estimate_memory(llama2_7b(), job);
   job.kbit_upcast.reset();  // the default on one GPU: PEFT's preparation
   auto upcast = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(kept && upcast);
   EXPECT_TRUE(assumed(*upcast, "kbit_upcast: all"));
-  auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
   // Per token and block, with fp32 hidden states: the q/v adapters share the fp32 normed input
   // (4h, where fp32 adapters over bf16 states make a 4-byte copy each: 8h), and the MLP's gate,
   // up and act outputs are fp32 (+3 x 2 x inter); flash attention's q, k, v and output stay bf16.
-  EXPECT_EQ(act(*upcast) - act(*kept), 1024ull * 32 * (6 * 11008 - 4 * 4096));
+  EXPECT_EQ(activations_at_peak(*upcast) - activations_at_peak(*kept), 1024ull * 32 * (6 * 11008 - 4 * 4096));
   // bitsandbytes < 0.43.3 also kept each Linear4bit's input: with fp32 states each makes its own
   // bf16 copy (7 per block) instead of four shared ones (+6h).
   job.bnb_saves_input = true;
@@ -516,7 +525,7 @@ TEST(Estimator, PeftKbitPreparationMakesHiddenStatesFp32) {
   job.kbit_upcast = "none";
   auto old_kept = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(old_upcast && old_kept);
-  EXPECT_EQ(act(*old_upcast) - act(*old_kept), 1024ull * 32 * (6 * 4096 + 6 * 11008 - 4 * 4096));
+  EXPECT_EQ(activations_at_peak(*old_upcast) - activations_at_peak(*old_kept), 1024ull * 32 * (6 * 4096 + 6 * 11008 - 4 * 4096));
   job.bnb_saves_input.reset();
   // With full checkpointing only each block's input is kept: fp32 instead of bf16.
   job.gradient_checkpointing = "full";
@@ -524,13 +533,13 @@ TEST(Estimator, PeftKbitPreparationMakesHiddenStatesFp32) {
   job.kbit_upcast.reset();
   auto ckpt_upcast = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(ckpt_upcast && ckpt_kept);
-  EXPECT_EQ(act(*ckpt_upcast) - act(*ckpt_kept), 1024ull * 32 * 4096 * 2);
+  EXPECT_EQ(activations_at_peak(*ckpt_upcast) - activations_at_peak(*ckpt_kept), 1024ull * 32 * 4096 * 2);
   // Left open, checkpointing follows prepare_model_for_kbit_training's default (on).
   job.gradient_checkpointing.reset();
   auto open = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(open);
   EXPECT_TRUE(assumed(*open, "gradient_checkpointing: full (prepare_model_for_kbit_training"));
-  EXPECT_EQ(act(*open), act(*ckpt_upcast));
+  EXPECT_EQ(activations_at_peak(*open), activations_at_peak(*ckpt_upcast));
   // Sharded over FSDP, TRL skips the preparation (one dtype for the flat parameters); ZeRO-2
   // loads the whole model on each GPU and prepares it.
   job.num_gpus = 2;
@@ -551,21 +560,14 @@ TEST(Estimator, PeftKbitPreparationMakesHiddenStatesFp32) {
 }
 
 TEST(Estimator, AutocastOverA16BitModel) {
-  Job job;
-  job.task = "train_lora";
-  job.precision = "bf16";
-  job.micro_batch_size = 1;
-  job.seq_len = 1024;
-  job.attention_impl = "sdpa";
-  job.gradient_checkpointing = "none";
-  auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
+  Job job = frozen_base_job("train_lora", std::nullopt, "bf16", 1024, "sdpa");
   auto pure = estimate_memory(llama2_7b(), job);
   job.autocast = true;  // Trainer(bf16=True) over a bf16 model
   auto autocast = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(pure && autocast);
   // PEFT casts x to the fp32 adapters; without autocast lora_A keeps that 4-byte copy, under
   // autocast its F.linear casts it back and keeps a 2-byte one: q and v, 2 bytes x h each.
-  EXPECT_EQ(act(*pure) - act(*autocast), 1024ull * 32 * 2 * 2 * 4096);
+  EXPECT_EQ(activations_at_peak(*pure) - activations_at_peak(*autocast), 1024ull * 32 * 2 * 2 * 4096);
   // Under PEFT's preparation the fp32 head is cast to bf16 at every call and the copy is kept
   // for backward (32000 x 4096 x 2 B); with flash attention nothing else changes (the fp32
   // normed input shared by the fp32 adapters, 4h, against two 2-byte autocast casts, 4h).
@@ -577,27 +579,19 @@ TEST(Estimator, AutocastOverA16BitModel) {
   job.autocast = false;
   auto prepared_pure = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(prepared_autocast && prepared_pure);
-  EXPECT_EQ(act(*prepared_autocast) - act(*prepared_pure), 32000ull * 4096 * 2);
+  EXPECT_EQ(activations_at_peak(*prepared_autocast) - activations_at_peak(*prepared_pure), 32000ull * 4096 * 2);
 }
 
 TEST(Estimator, Int8BaseKeepsItsInputAndGemmaNormsKeepTheirDtype) {
-  Job job;
-  job.task = "train_qlora";
-  job.weight_quantization = "int8";
-  job.precision = "fp16";
-  job.micro_batch_size = 1;
-  job.seq_len = 512;
-  job.attention_impl = "flash";
-  job.gradient_checkpointing = "none";
+  Job job = frozen_base_job("train_qlora", "int8", "fp16", 512, "flash");
   job.kbit_upcast = "none";
-  auto act = [](const Estimate& e) { return component(e, "activations").value_or(0); };
   auto int8 = estimate_memory(llama2_7b(), job);
   job.weight_quantization = "nf4";
   auto nf4 = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(int8 && nf4);
   // MatMul8bitLt keeps A as given: the attention input (q/k/v share it), the MLP input and
   // down_proj's input, fp16; o_proj's input is the attention output, already kept.
-  EXPECT_EQ(act(*int8) - act(*nf4), 512ull * 32 * 2 * (2 * 4096 + 11008));
+  EXPECT_EQ(activations_at_peak(*int8) - activations_at_peak(*nf4), 512ull * 32 * 2 * (2 * 4096 + 11008));
   // Gemma's RMSNorm returns its input's dtype: fp32 norm weights alone (TRL's casting) leave the
   // hidden states in bf16, where Llama's promote them to fp32.
   job.precision = "bf16";
@@ -608,7 +602,7 @@ TEST(Estimator, Int8BaseKeepsItsInputAndGemmaNormsKeepTheirDtype) {
   job.adapter_dtype = "model";  // as "norms" puts them
   auto gemma_none = estimate_memory(gemma, job);
   ASSERT_TRUE(gemma_norms && gemma_none);
-  EXPECT_EQ(act(*gemma_norms), act(*gemma_none));
+  EXPECT_EQ(activations_at_peak(*gemma_norms), activations_at_peak(*gemma_none));
 }
 
 TEST(Estimator, ChunkedLossKeepsEveryChunksLogSoftmaxUnlessCompiled) {
