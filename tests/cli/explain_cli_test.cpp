@@ -29,6 +29,18 @@ TEST(ExplainCli, ExampleLogExplainsAndExitsZero) {
   EXPECT_EQ(r.out.find("\x1b["), std::string::npos) << "no colour when stdout is not a terminal";
 }
 
+TEST(ExplainCli, QloraExampleNamesTheFp32HiddenStates) {
+  auto r = run_cli({"explain", "--json", std::string(OOMDOC_SOURCE_DIR) + "/examples/qlora-oom.log"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["events"].size(), 1u);
+  const auto& e = doc["events"][0];
+  EXPECT_EQ(e["cause"], "capacity_exhausted");
+  EXPECT_EQ(e["secondary_causes"], nlohmann::json::array({"fp32_hidden_states"}));
+  ASSERT_FALSE(e["fixes"].empty());
+  EXPECT_EQ(e["fixes"][0]["id"], "bf16_hidden_states");
+}
+
 TEST(ExplainCli, JsonUsesCorpusFieldNames) {
   auto r = run_cli({"explain", "--json"}, kOom);
   ASSERT_EQ(r.exit_code, 0) << r.err;
