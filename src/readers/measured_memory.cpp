@@ -254,6 +254,12 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
     }
     // transformers' own AdamW (Trainer optim "adamw_hf") loops over the parameters.
     if (has(opt, "adamw_hf")) job.optimizer_impl = "for_loop";
+    // torchtune's shipped configs build torch.optim.AdamW with `fused: True` (recipes/configs,
+    // e.g. llama3_2/3B_full.yaml and 3B_lora_single_device.yaml).
+    if (torchtune && job.optimizer == "adamw" && !job.fused_backward && !job.optimizer_impl) {
+      job.optimizer_impl = "fused";
+      note("torchtune: torch.optim.AdamW with fused: True (its configs)");
+    }
     if (job.optimizer) note(fmt::format("optimizer '{}' -> {}", opt, *job.optimizer));
     job.micro_batch_size = count(r, "micro_batch_size");
     job.grad_accum_steps = count(r, "grad_accum_steps");

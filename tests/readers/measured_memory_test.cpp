@@ -55,6 +55,21 @@ TEST(MeasuredMemory, OnlyPeftPreparesAQuantizedBase) {
   }
 }
 
+TEST(MeasuredMemory, TorchtuneAdamWIsFused) {
+  auto read = [](const std::string& framework, const std::string& optimizer) {
+    nlohmann::json j = {{"id", 1}, {"model", "m"}, {"task", "train_full"}, {"framework", framework},
+                        {"precision", "bf16 (pure)"}, {"optimizer", optimizer}, {"micro_batch_size", 2},
+                        {"seq_len", 4096}, {"measurement_kind", "torch_peak_active"}};
+    auto r = parse_measured_record(j.dump(), "dev.jsonl");
+    EXPECT_TRUE(r) << r.error().message;
+    return r->job;
+  };
+  EXPECT_EQ(read("torchtune", "torch.optim.AdamW").optimizer_impl, "fused");  // its configs: fused: True
+  EXPECT_FALSE(read("torchtune", "torch.optim.AdamW fused into backward (optimizer_in_bwd=True)").optimizer_impl);
+  EXPECT_FALSE(read("torchtune", "8-bit AdamW (bitsandbytes)").optimizer_impl);
+  EXPECT_FALSE(read("custom loop", "torch.optim.AdamW").optimizer_impl);  // torch's default: foreach
+}
+
 TEST(MeasuredMemory, TheStackVersionSetsItsDefaults) {
   auto read = [](const std::string& framework, const std::string& version, const std::string& optimizer) {
     nlohmann::json j = {{"id", 1}, {"model", "m"}, {"task", "train_full"}, {"framework", framework},
