@@ -149,8 +149,34 @@ std::vector<Candidate> seq_len_candidates(const Job& job, const std::optional<Le
   return out;
 }
 
+// PEFT's prepare_model_for_kbit_training casts embeddings, norms and head to fp32, which makes
+// every hidden state fp32 (docs/estimator.md): keeping them in 16 bits, as TRL, Axolotl and
+// LLaMA-Factory do, is a step-4 change. Without the preparation its gradient checkpointing must be
+// asked for, and non-reentrant (peft#1142).
+std::optional<Candidate> bf16_hidden_states_candidate(const Job& job) {
+  // train_qlora without a format is nf4 (the estimator's default).
+  const std::string q = job.weight_quantization.value_or(job.task.value_or("") == "train_qlora" ? "nf4" : "");
+  const bool bnb = q == "nf4" || q == "fp4" || q == "int8";
+  const bool peft = !job.implementation || *job.implementation == "transformers";
+  if (!is_training(job) || !bnb || !peft || job.kbit_upcast.value_or("all") == "none") return std::nullopt;
+  std::vector<FitSetting> settings = {{"python", std::string(kBf16HiddenStatesSnippet), ""}};
+  const bool ask_checkpointing = !job.gradient_checkpointing;
+  if (ask_checkpointing) {
+    settings.push_back({"TrainingArguments", "gradient_checkpointing", "True"});
+    settings.push_back({"TrainingArguments", "gradient_checkpointing_kwargs", "{\"use_reentrant\": False}"});
+  }
+  return candidate("bf16_hidden_states", "bf16_hidden_states", 4,
+                   "embeddings, norms and head kept in bf16 (no fp32 upcast of the hidden states)",
+                   "small: norms computed from bf16 weights, as TRL, Axolotl and LLaMA-Factory train QLoRA",
+                   std::move(settings), [ask_checkpointing](Job& j) {
+                     j.kbit_upcast = "none";
+                     if (ask_checkpointing) j.gradient_checkpointing = "full";
+                   });
+}
+
 std::vector<Candidate> precision_candidates(const Job& job, bool bf16) {
   if (!is_training(job)) return {};
+  if (auto c = bf16_hidden_states_candidate(job)) return {std::move(*c)};
   const std::string p = job.precision.value_or("");
   if (p == "bf16_mixed" || p == "fp16_mixed" || p == "bf16" || p == "fp16") return {};
   const std::string mixed = precision_mixed(bf16);

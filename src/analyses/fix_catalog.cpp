@@ -67,8 +67,7 @@ const std::vector<FixInfo>& fix_catalog() {
       {"smaller_input", "Smaller inputs per step (batch, image size, sequence length)",
        "batch_size=B/2  # check the shape: batch x seq x vocab, image size", 5, "some throughput"},
       {"bf16_hidden_states", "Keep embeddings, norms and head in bf16 after prepare_model_for_kbit_training",
-       "[m.to(torch.bfloat16) for n, m in model.named_modules() if 'norm' in n or 'embed_tokens' in n or "
-       "'lm_head' in n]  # after peft.prepare_model_for_kbit_training, as Axolotl does",
+       kBf16HiddenStatesSnippet,
        4, "small: norms in 16 bits (or skip prepare_model_for_kbit_training)"},
       {"mixed_precision", "bf16 mixed precision instead of fp32", "bf16=True  # TrainingArguments", 7, "small"},
       {"eight_bit_optimizer", "8-bit (paged) optimizer states", "optim=\"paged_adamw_8bit\"  # bitsandbytes", 7,

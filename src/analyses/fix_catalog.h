@@ -29,6 +29,12 @@ inline constexpr std::string_view kAllocatorConfVariables[] = {"PYTORCH_ALLOC_CO
 // GradientAccumulationPlugin.sync_each_batch); the fsdp_sync_each_batch snippet and fit's settings.
 inline constexpr std::string_view kSyncEachBatchAcceleratorConfig =
     R"({"gradient_accumulation_kwargs": {"sync_each_batch": True}})";
+// Casting norms, embeddings and head of a QLoRA model back to bf16 after PEFT's
+// prepare_model_for_kbit_training (as Axolotl does): explain's bf16_hidden_states fix and fit's
+// step-4 change.
+inline constexpr std::string_view kBf16HiddenStatesSnippet =
+    "[m.to(torch.bfloat16) for n, m in model.named_modules() if 'norm' in n or 'embed_tokens' in n or "
+    "'lm_head' in n]  # after peft.prepare_model_for_kbit_training (or skip that call), as Axolotl does";
 // The entry for id; aborts on an unknown id (a programming error, caught by tests).
 const FixInfo& fix_info(std::string_view id);
 

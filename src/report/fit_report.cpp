@@ -42,6 +42,11 @@ std::vector<std::string> settings_lines(const std::vector<FitSetting>& settings)
       for (const auto& s : settings) {
         if (s.target == target) lines.push_back(fmt::format("a {} GGUF file (llama-quantize it, or download one)", s.name));
       }
+    } else if (target == "python") {
+      // A line of code, shown as it is.
+      for (const auto& st : settings) {
+        if (st.target == target) lines.push_back(st.name);
+      }
     } else if (target == "peft") {
       for (const auto& i : items) lines.push_back("peft." + i);
     } else {

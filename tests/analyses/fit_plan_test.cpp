@@ -247,6 +247,36 @@ TEST(FitPlan, FsdpAccumulationIsFixedBySyncingEachMicroBatch) {
   EXPECT_EQ(report->plan->predicted.device_used_bytes, synced->device_used_bytes);
 }
 
+// A QLoRA job prepared by PEFT (fp32 embeddings, norms and head, so fp32 hidden states): keeping
+// them in bf16 is a step-4 change, taken before offload or a bigger GPU, and it keeps the
+// gradient checkpointing the preparation turned on.
+TEST(FitPlan, QloraKeepsTheHiddenStatesInBf16BeforeOffloading) {
+  Job job;
+  job.task = "train_qlora";
+  job.micro_batch_size = 1;
+  job.seq_len = 8192;
+  job.attention_impl = "flash";
+  job.loss_impl = "fused_linear";
+  job.optimizer = "paged_adamw_8bit";
+  job.lora = LoraSettings{};
+  job.lora->all_linear = true;
+  auto fitted = fit_on("meta-llama/Llama-3.1-70B", "a100-80", job, 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitReport& report = fitted->report;
+  EXPECT_FALSE(report.fits);
+  ASSERT_TRUE(report.plan.has_value());
+  ASSERT_EQ(report.plan->changes.size(), 1u);
+  EXPECT_EQ(report.plan->changes[0].id, "bf16_hidden_states");
+  EXPECT_EQ(report.plan->changes[0].step, 4);
+  EXPECT_EQ(report.plan->job.kbit_upcast, "none");
+  EXPECT_EQ(report.plan->job.gradient_checkpointing, "full");
+  job.kbit_upcast = "none";
+  job.gradient_checkpointing = "full";
+  auto kept = estimate_memory(fitted->model, job);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(report.plan->predicted.device_used_bytes, kept->device_used_bytes);
+}
+
 // A llama.cpp job: no PyTorch allocator advice, and llama.cpp's own settings in the plan.
 TEST(FitPlan, LlamaCppJobsGetLlamaCppSettings) {
   Job job = inference(1, 65536, 0);
