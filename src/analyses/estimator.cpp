@@ -145,7 +145,9 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // (FSDP MixedPrecision, DeepSpeed bf16/fp16) compute on 16-bit copies of the parameters, so
   // activations are plain 16-bit there while fp32 masters stay sharded.
   p.amp = p.mixed && !sharded;
-  p.autocast = p.amp || (job.autocast.value_or(false) && (p.precision == "bf16" || p.precision == "fp16"));
+  // DeepSpeed runs its own 16-bit engine without autocast (Accelerate sets native_amp off there).
+  p.autocast = p.amp || (job.autocast.value_or(false) && (p.precision == "bf16" || p.precision == "fp16") &&
+                         !(sharded && p.parallelism.rfind("zero", 0) == 0));
   p.param_bytes = p.precision == "fp32" || p.mixed ? 4 : 2;
   p.act_bytes = p.precision == "fp32" ? 4 : 2;
   p.grad_bytes = p.param_bytes;
@@ -250,24 +252,19 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // (trl/trainer/utils.py peft_module_casting_to_bf16); it skips both for sharded QLoRA (FSDP),
   // as FSDP and DeepSpeed need one dtype. Axolotl, LLaMA-Factory, Unsloth and torchtune keep the
   // model's dtype (Axolotl casts norms and embeddings back "for flash-attn compatibility").
-  // Sharded QLoRA here means flat parameters or partitioned ones (FSDP, ZeRO-3): TRL's
-  // is_sharded_qlora; ZeRO-1/2 load the model whole on each GPU and prepare it.
-  const bool sharded_model = sharded && (p.parallelism.rfind("fsdp", 0) == 0 || p.parallelism == "zero3" ||
-                                         p.parallelism == "hybrid_shard");
   if (p.training && p.use_lora && is_bitsandbytes(p.quantization) && !p.litgpt) {
-    if (job.kbit_upcast) {
-      p.kbit_upcast = *job.kbit_upcast;
-    } else if (sharded_model) {
-      assume("kbit_upcast: none (a sharded quantized model keeps one dtype: TRL skips prepare_model_for_kbit_training)");
-    } else {
-      p.kbit_upcast = "all";
-      assume("kbit_upcast: all (PEFT prepare_model_for_kbit_training casts every non-quantized parameter to fp32)");
-      // ... and turns gradient checkpointing on (use_gradient_checkpointing=True by default).
-      if (!job.gradient_checkpointing) {
-        p.checkpointing = "full";
-        std::replace(assumptions.begin(), assumptions.end(), std::string("gradient_checkpointing: none (not given)"),
-                     std::string("gradient_checkpointing: full (prepare_model_for_kbit_training's default)"));
-      }
+    p.kbit_upcast = job.kbit_upcast.value_or(default_kbit_upcast(job));
+    if (!job.kbit_upcast) {
+      assume(p.kbit_upcast == "none"
+                 ? "kbit_upcast: none (a sharded quantized model keeps one dtype: TRL skips prepare_model_for_kbit_training)"
+                 : "kbit_upcast: all (PEFT prepare_model_for_kbit_training casts every non-quantized parameter to fp32)");
+    }
+    // The preparation also turns gradient checkpointing on (use_gradient_checkpointing=True by
+    // default), whether it was assumed or stated.
+    if (p.kbit_upcast == "all" && !job.gradient_checkpointing) {
+      p.checkpointing = "full";
+      std::replace(assumptions.begin(), assumptions.end(), std::string("gradient_checkpointing: none (not given)"),
+                   std::string("gradient_checkpointing: full (prepare_model_for_kbit_training's default)"));
     }
     // TRL's casting puts the adapters in bf16 too.
     if (p.kbit_upcast == "norms" && !job.adapter_dtype) p.adapter_bytes = p.param_bytes;
@@ -374,8 +371,12 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // The Linears' input: the normalised hidden state (fp32 under amp: fp32 norm weights).
   const double linear_in = p.amp ? 4 : hid;
   // PEFT casts x to lora_A's dtype (`_cast_input_dtype`: a copy unless the dtypes match); under
-  // autocast lora_A's F.linear then casts that to 16 bits and keeps the cast.
-  const bool adapter_copy_per_linear = p.autocast ? linear_in != e || p.adapter_bytes != e : p.adapter_bytes != linear_in;
+  // autocast lora_A's F.linear then casts that to 16 bits and keeps the cast. PEFT's bitsandbytes
+  // layers (lora/bnb.py) skip their cast under autocast (`requires_conversion = not
+  // torch.is_autocast_enabled()`), so there only an input not already 16-bit is copied.
+  const bool peft_casts_under_autocast = !is_bitsandbytes(p.quantization) || !frozen_base;
+  const bool adapter_copy_per_linear =
+      p.autocast ? linear_in != e || (peft_casts_under_autocast && p.adapter_bytes != e) : p.adapter_bytes != linear_in;
   const double adapter_copy_bytes = p.autocast ? e : p.adapter_bytes;
   // bitsandbytes' 4-bit matmul (autograd MatMul4Bit) saved its input A for backward whenever the
   // input needed a gradient, although the 4-bit weight is frozen (`ctx.tensors = (A, B)`), until
@@ -548,6 +549,15 @@ double weight_bytes_per_param(const std::string& q, bool double_quant, uint64_t 
 
 }  // namespace
 
+std::string default_kbit_upcast(const Job& job) {
+  // Sharded QLoRA here means flat parameters or partitioned ones (FSDP, ZeRO-3): TRL's
+  // is_sharded_qlora; ZeRO-1/2 load the model whole on each GPU and prepare it.
+  const std::string parallelism = job.parallelism.value_or("ddp");
+  const bool sharded_model = job.num_gpus.value_or(1) > 1 &&
+                             (parallelism.rfind("fsdp", 0) == 0 || parallelism == "zero3" || parallelism == "hybrid_shard");
+  return sharded_model ? "none" : "all";
+}
+
 uint64_t cuda_context_bytes(bool lazy_module_loading) {
   return lazy_module_loading ? kCudaContextBytes : kCudaContextEagerLoadingBytes;
 }
@@ -611,9 +621,11 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     double per = weight_bytes_per_param(*p.quantization, p.double_quant, p.group_size);
     // Embeddings, norms and the head stay unquantized: in the model's dtype, or fp32 after PEFT's
     // preparation (TRL's casting takes embeddings and head back to 16 bits, norms stay fp32).
-    double rest_bytes = p.precision == "fp32" || p.kbit_upcast == "all" ? 4 : 2;
+    // (*_mixed loads the model in fp32: its unquantized parameters are fp32 whoever prepares it.)
+    const bool fp32_model = p.precision == "fp32" || p.mixed;
+    double rest_bytes = fp32_model || p.kbit_upcast == "all" ? 4 : 2;
     double rest = other_params * rest_bytes;
-    if (p.kbit_upcast == "norms") {
+    if (p.kbit_upcast == "norms" && !fp32_model) {
       const double outer = static_cast<double>(m.embedding_params + m.lm_head_params) * scale;
       rest = std::min(outer, other_params) * 2 + std::max(0.0, other_params - outer) * 4;
     }
@@ -825,7 +837,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       if (!p.use_lora) head += tokens * p.act_bytes * m.hidden_size;
       // An fp32 head (PEFT's preparation) under autocast is cast to 16 bits at every call and the
       // matmul keeps the copy for backward (autocast caches casts of trainable weights only).
-      if (p.use_lora && p.kbit_upcast == "all" && p.autocast) {
+      // (Liger's fused loss takes the fp32 weight as it is, chunk by chunk.)
+      if (p.use_lora && p.kbit_upcast == "all" && p.autocast && p.loss_impl != "fused_linear") {
         head += static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size) * p.act_bytes / p.tp;
       }
       // Logits and cross-entropy: logits (activation dtype), upcast to fp32, log-softmax output

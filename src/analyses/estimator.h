@@ -16,4 +16,8 @@ Result<Estimate> estimate_memory(const ModelSpec& model, const Job& job);
 // CUDA context and loaded kernels outside the allocator; far larger without lazy module loading.
 uint64_t cuda_context_bytes(bool lazy_module_loading = true);
 
+// PEFT's k-bit preparation when the job does not say (kbit_upcast unset): "none" when FSDP or
+// ZeRO-3 shard the model (TRL skips it there), else "all" (docs/estimator.md).
+std::string default_kbit_upcast(const Job& job);
+
 }  // namespace oomdoc

@@ -153,30 +153,40 @@ std::vector<Candidate> seq_len_candidates(const Job& job, const std::optional<Le
 // every hidden state fp32 (docs/estimator.md): keeping them in 16 bits, as TRL, Axolotl and
 // LLaMA-Factory do, is a step-4 change. Without the preparation its gradient checkpointing must be
 // asked for, and non-reentrant (peft#1142).
-std::optional<Candidate> bf16_hidden_states_candidate(const Job& job) {
+std::vector<Candidate> bf16_hidden_states_candidates(const Job& job, bool bf16) {
   // train_qlora without a format is nf4 (the estimator's default).
   const std::string q = job.weight_quantization.value_or(job.task.value_or("") == "train_qlora" ? "nf4" : "");
   const bool bnb = q == "nf4" || q == "fp4" || q == "int8";
   const bool peft = !job.implementation || *job.implementation == "transformers";
-  if (!is_training(job) || !bnb || !peft || job.kbit_upcast.value_or("all") == "none") return std::nullopt;
-  std::vector<FitSetting> settings = {{"python", std::string(kBf16HiddenStatesSnippet), ""}};
-  const bool ask_checkpointing = !job.gradient_checkpointing;
+  const std::string kbit = job.kbit_upcast.value_or(default_kbit_upcast(job));
+  if (!is_training(job) || !bnb || !peft || kbit == "none") return {};
+  // The 16-bit dtype this card computes in (fp16 where it has no bf16).
+  std::string snippet(kBf16HiddenStatesSnippet);
+  if (!bf16) {
+    for (size_t at = snippet.find("bfloat16"); at != std::string::npos; at = snippet.find("bfloat16", at)) {
+      snippet.replace(at, std::string_view("bfloat16").size(), "float16");
+    }
+  }
+  std::vector<FitSetting> settings = {{"python", snippet, ""}};
+  // Checkpointing left open is on under the preparation (its default): kept on, stated.
+  const bool ask_checkpointing = kbit == "all" && !job.gradient_checkpointing;
   if (ask_checkpointing) {
     settings.push_back({"TrainingArguments", "gradient_checkpointing", "True"});
     settings.push_back({"TrainingArguments", "gradient_checkpointing_kwargs", "{\"use_reentrant\": False}"});
   }
-  return candidate("bf16_hidden_states", "bf16_hidden_states", 4,
-                   "embeddings, norms and head kept in bf16 (no fp32 upcast of the hidden states)",
+  return {candidate("bf16_hidden_states", "bf16_hidden_states", 4,
+                   fmt::format("embeddings, norms and head kept in {} (no fp32 upcast of the hidden states)",
+                               bf16 ? "bf16" : "fp16"),
                    "small: norms computed from bf16 weights, as TRL, Axolotl and LLaMA-Factory train QLoRA",
                    std::move(settings), [ask_checkpointing](Job& j) {
                      j.kbit_upcast = "none";
+                     // The checkpointing the preparation turned on stays on (stated, not added).
                      if (ask_checkpointing) j.gradient_checkpointing = "full";
-                   });
+                   })};
 }
 
 std::vector<Candidate> precision_candidates(const Job& job, bool bf16) {
   if (!is_training(job)) return {};
-  if (auto c = bf16_hidden_states_candidate(job)) return {std::move(*c)};
   const std::string p = job.precision.value_or("");
   if (p == "bf16_mixed" || p == "fp16_mixed" || p == "bf16" || p == "fp16") return {};
   const std::string mixed = precision_mixed(bf16);
@@ -768,6 +778,7 @@ struct Search {
         {"sync_each_batch", sync_each_batch_candidates},
         {"padding_free", padding_free_candidates},
         {"seq_len", [this](const Job& j) { return seq_len_candidates(j, lengths); }},
+        {"bf16_hidden_states", [bf16](const Job& j) { return bf16_hidden_states_candidates(j, bf16); }},
         {"mixed_precision", [bf16](const Job& j) { return precision_candidates(j, bf16); }},
         {"optimizer", optimizer_candidates},
         {"attention_kernel", [](const Job& j) {

@@ -62,6 +62,7 @@ const KeywordFilter& KeywordFilter::standard() {
       {"Graph capturing", 3},    // vLLM CUDA graph memory
       {"vLLM instance", 1},      // vLLM "the current vLLM instance can use" (shares ALLOC's pair)
       {"silently casted", 5},    // transformers: flash attention got fp32 states ("tl" is rare)
+      {"for flash-attn compat", 9},  // its newer wording ("-a")
   });
   return filter;
 }

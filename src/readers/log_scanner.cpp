@@ -238,15 +238,20 @@ void LogScanner::State::add_reading(const std::string& line, uint64_t line_numbe
 }
 
 void LogScanner::State::add_notice(const std::string& line, uint64_t line_number, std::optional<int64_t> rank) {
-  // transformers' flash-attention path (modeling_flash_attention_utils.py): "The input hidden
-  // states seems to be silently casted in float32, this might be related to the fact you have
-  // upcasted embedding or layer norm layers in float32."
-  static constexpr std::string_view kFp32Hidden = "silently casted in float32";
-  static constexpr size_t kMaxPerKind = 16;  // the warning repeats per rank and per step
-  if (line.find(kFp32Hidden) == std::string::npos) return;
-  size_t seen = 0;
-  for (const auto& n : result.notices) seen += n.kind == "fp32_hidden_states";
-  if (seen < kMaxPerKind) result.notices.push_back({line_number, rank, "fp32_hidden_states"});
+  // transformers warns when flash attention gets fp32 states "because of upcasted embedding or
+  // layer norm layers": "The input hidden states seems to be silently casted in float32" (until
+  // 2024), "Casting fp32 inputs back to torch.bfloat16 for flash-attn compatibility." (since,
+  // modeling_flash_attention_utils.py fa_peft_integration_check).
+  const bool fp32_hidden = line.find("silently casted in float32") != std::string::npos ||
+                           (line.find("Casting fp32 inputs back to") != std::string::npos &&
+                            line.find("for flash-attn compat") != std::string::npos);
+  if (!fp32_hidden) return;
+  // The first per rank is what diagnosis needs (the warning repeats every step); ranks are few.
+  static constexpr size_t kMaxNotices = 1024;
+  for (const auto& n : result.notices) {
+    if (n.kind == "fp32_hidden_states" && n.rank == rank) return;
+  }
+  if (result.notices.size() < kMaxNotices) result.notices.push_back({line_number, rank, "fp32_hidden_states"});
 }
 
 // Reads the message at the candidate `hit`. Returns false when more input is needed first.

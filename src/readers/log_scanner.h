@@ -41,7 +41,7 @@ struct ScanResult {
   std::string input;                  // file name or "<stdin>"
   std::vector<OomEvent> events;       // in log order
   std::vector<MemoryReading> readings;
-  std::vector<LogNotice> notices;     // the first few of each kind
+  std::vector<LogNotice> notices;     // the first of each kind per rank
   uint64_t bytes_scanned = 0;
   uint64_t lines = 0;
   bool events_truncated = false;      // more events than ScanOptions::max_events

@@ -74,13 +74,21 @@ std::optional<int> latest_year(const std::string& text) {
 }
 
 // The bitsandbytes version a stack names ("bitsandbytes 0.39", "bnb 0.41.1", "bnb>=0.43.3") as
-// (minor, patch) of 0.x; nullopt when it names none.
-std::optional<std::pair<uint64_t, uint64_t>> bitsandbytes_version(const std::string& stack) {
+// (minor, patch) of 0.x, and whether it is only a lower bound (">="); nullopt when it names none.
+struct NamedVersion {
+  std::pair<uint64_t, uint64_t> minor_patch;
+  bool lower_bound = false;
+};
+std::optional<NamedVersion> bitsandbytes_version(const std::string& stack) {
   const std::string t = to_lower(stack);
   for (std::string_view name : {"bitsandbytes", "bnb"}) {
     for (size_t at = t.find(name); at != std::string::npos; at = t.find(name, at + 1)) {
       size_t i = at + name.size();
-      while (i < t.size() && (t[i] == ' ' || t[i] == '~' || t[i] == '>' || t[i] == '=' || t[i] == 'v')) ++i;
+      bool lower_bound = false;
+      while (i < t.size() && (t[i] == ' ' || t[i] == '~' || t[i] == '>' || t[i] == '=' || t[i] == 'v')) {
+        lower_bound |= t[i] == '>';
+        ++i;
+      }
       if (t.compare(i, 2, "0.") != 0) continue;
       auto minor = digits_at(t, i + 2);
       if (!minor) continue;
@@ -88,7 +96,7 @@ std::optional<std::pair<uint64_t, uint64_t>> bitsandbytes_version(const std::str
       while (j < t.size() && std::isdigit(static_cast<unsigned char>(t[j]))) ++j;
       uint64_t patch = 0;
       if (j + 1 < t.size() && t[j] == '.' && std::isdigit(static_cast<unsigned char>(t[j + 1]))) patch = digits_at(t, j + 1).value_or(0);
-      return std::make_pair(*minor, patch);
+      return NamedVersion{{*minor, patch}, lower_bound};
     }
   }
   return std::nullopt;
@@ -114,10 +122,13 @@ void apply_stack_defaults(const std::string& framework, const std::string& versi
   }
   auto year = latest_year(version);
   // bitsandbytes before 0.43.3 (bitsandbytes#1270, July 2024) kept each 4-bit Linear's input for
-  // backward: by the version named, else by a stack dated 2023 or earlier.
-  if (auto bnb = bitsandbytes_version(stack)) {
-    if (*bnb < std::make_pair<uint64_t, uint64_t>(43, 3)) job.bnb_saves_input = true;
-  } else if (year && *year <= 2023) {
+  // backward: by the version named (a lower bound below 0.43.3 says nothing), else by a stack dated
+  // 2023 or earlier, or "early 2024".
+  const std::pair<uint64_t, uint64_t> fixed_in{43, 3};
+  auto bnb = bitsandbytes_version(stack);
+  if (bnb && !(bnb->lower_bound && bnb->minor_patch < fixed_in)) {
+    if (bnb->minor_patch < fixed_in) job.bnb_saves_input = true;
+  } else if (year && (*year <= 2023 || (*year == 2024 && has(version, "early")))) {
     job.bnb_saves_input = true;
   }
   if (job.bnb_saves_input) mapping.push_back("bitsandbytes < 0.43.3 -> quantized Linears keep their input for backward");
@@ -209,7 +220,7 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
   if (job.precision) note(fmt::format("precision '{}' -> {}", precision, *job.precision));
   // The Hugging Face Trainer (TRL, LLaMA-Factory, Axolotl build on it) runs a 16-bit model's
   // forward under autocast when bf16/fp16 is on; a "pure" or use_amp=false record says otherwise.
-  const bool trainer_stack = has(out.framework, "trainer") || has(out.framework, "trl") ||
+  const bool trainer_stack = (has(out.framework, "trainer") && !has(out.framework, "no_trainer")) || has(out.framework, "trl") ||
                              has(out.framework, "llama-factory") || has(out.framework, "axolotl");
   if (trainer_stack && (!job.precision || job.precision == "bf16" || job.precision == "fp16") && !has(precision, "pure") &&
       !has(precision, "use_amp=false")) {
@@ -249,14 +260,16 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
     }
     if ((has(opt, "in_bwd") || has(opt, "in backward") || has(opt, "into backward")) && !has(opt, "not in backward")) {
       job.fused_backward = true;
-    } else if (has(opt, "fused")) {
+    } else if (has(opt, "foreach")) {
+      job.optimizer_impl = "foreach";
+    } else if (has(opt, "fused") && !has(opt, "fused: false") && !has(opt, "fused=false") && !has(opt, "not fused")) {
       job.optimizer_impl = "fused";  // torch AdamW(fused=True): one kernel, no temporaries
     }
     // transformers' own AdamW (Trainer optim "adamw_hf") loops over the parameters.
     if (has(opt, "adamw_hf")) job.optimizer_impl = "for_loop";
     // torchtune's shipped configs build torch.optim.AdamW with `fused: True` (recipes/configs,
     // e.g. llama3_2/3B_full.yaml and 3B_lora_single_device.yaml).
-    if (torchtune && job.optimizer == "adamw" && !job.fused_backward && !job.optimizer_impl) {
+    if (torchtune && job.optimizer == "adamw" && !job.fused_backward && !job.optimizer_impl && !has(opt, "fused")) {
       job.optimizer_impl = "fused";
       note("torchtune: torch.optim.AdamW with fused: True (its configs)");
     }

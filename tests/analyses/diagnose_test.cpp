@@ -185,6 +185,9 @@ TEST(Diagnose, Fp32HiddenStatesWarningSuggestsBf16Norms) {
   EXPECT_FALSE(has_fix(first_error(oom + warning), "bf16_hidden_states"));
   EXPECT_FALSE(has_fix(first_error("[rank1]: " + warning.substr(9) + oom), "bf16_hidden_states"));
   EXPECT_FALSE(has_fix(first_error(oom), "bf16_hidden_states"));
+  // transformers' newer wording of the same warning.
+  EXPECT_TRUE(has_fix(first_error("[rank0]: Casting fp32 inputs back to torch.bfloat16 for flash-attn compatibility.\n" + oom),
+                      "bf16_hidden_states"));
 }
 
 TEST(Diagnose, MemoryClimbingAcrossSeveralErrors) {

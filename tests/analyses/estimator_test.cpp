@@ -534,12 +534,17 @@ TEST(Estimator, PeftKbitPreparationMakesHiddenStatesFp32) {
   auto ckpt_upcast = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(ckpt_upcast && ckpt_kept);
   EXPECT_EQ(activations_at_peak(*ckpt_upcast) - activations_at_peak(*ckpt_kept), 1024ull * 32 * 4096 * 2);
-  // Left open, checkpointing follows prepare_model_for_kbit_training's default (on).
+  // Left open, checkpointing follows prepare_model_for_kbit_training's default (on), whether the
+  // preparation is assumed or stated.
   job.gradient_checkpointing.reset();
   auto open = estimate_memory(llama2_7b(), job);
-  ASSERT_TRUE(open);
+  job.kbit_upcast = "all";
+  auto stated = estimate_memory(llama2_7b(), job);
+  job.kbit_upcast.reset();
+  ASSERT_TRUE(open && stated);
   EXPECT_TRUE(assumed(*open, "gradient_checkpointing: full (prepare_model_for_kbit_training"));
   EXPECT_EQ(activations_at_peak(*open), activations_at_peak(*ckpt_upcast));
+  EXPECT_EQ(stated->device_used_bytes, open->device_used_bytes);
   // Sharded over FSDP, TRL skips the preparation (one dtype for the flat parameters); ZeRO-2
   // loads the whole model on each GPU and prepares it.
   job.num_gpus = 2;
@@ -580,6 +585,25 @@ TEST(Estimator, AutocastOverA16BitModel) {
   auto prepared_pure = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(prepared_autocast && prepared_pure);
   EXPECT_EQ(activations_at_peak(*prepared_autocast) - activations_at_peak(*prepared_pure), 32000ull * 4096 * 2);
+  // PEFT's bitsandbytes LoRA layers skip their fp32 cast under autocast (lora/bnb.py:
+  // requires_conversion = not torch.is_autocast_enabled()): over a bf16 hidden state the q/v
+  // adapters share the input (2h once) where pure bf16 makes two fp32 copies (8h).
+  job.kbit_upcast = "none";
+  job.autocast = true;
+  auto kept_autocast = estimate_memory(llama2_7b(), job);
+  job.autocast = false;
+  auto kept_pure = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(kept_autocast && kept_pure);
+  EXPECT_EQ(activations_at_peak(*kept_pure) - activations_at_peak(*kept_autocast), 1024ull * 32 * (8 - 2) * 4096);
+  // Liger's fused loss takes the fp32 head as it is: no 16-bit copy.
+  job.kbit_upcast = "all";
+  job.autocast = true;
+  job.loss_impl = "fused_linear";
+  auto fused_autocast = estimate_memory(llama2_7b(), job);
+  job.autocast = false;
+  auto fused_pure = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(fused_autocast && fused_pure);
+  EXPECT_EQ(activations_at_peak(*fused_autocast), activations_at_peak(*fused_pure));
 }
 
 TEST(Estimator, Int8BaseKeepsItsInputAndGemmaNormsKeepTheirDtype) {

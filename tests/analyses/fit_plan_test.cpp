@@ -277,6 +277,32 @@ TEST(FitPlan, QloraKeepsTheHiddenStatesInBf16BeforeOffloading) {
   EXPECT_EQ(report.plan->predicted.device_used_bytes, kept->device_used_bytes);
 }
 
+// The same change for an fp32 QLoRA job is its own step: bf16 mixed precision is still offered,
+// and a plan keeps both when both are needed.
+TEST(FitPlan, Bf16HiddenStatesDoesNotHideMixedPrecision) {
+  Job job;
+  job.task = "train_qlora";
+  job.precision = "fp32";
+  job.kbit_upcast = "all";
+  job.micro_batch_size = 1;
+  job.seq_len = 32768;
+  job.attention_impl = "sdpa";
+  job.loss_impl = "fused_linear";
+  job.optimizer = "paged_adamw_8bit";
+  auto fitted = fit_on("meta-llama/Llama-3.1-8B", "a100 40gb", job, 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitReport& report = fitted->report;
+  ASSERT_TRUE(report.plan.has_value());
+  std::vector<std::string> ids;
+  for (const auto& c : report.plan->changes) ids.push_back(c.id);
+  EXPECT_THAT(ids, ::testing::Contains("mixed_precision"));
+  // The plan's prediction is the estimator's for the plan's job, within the target.
+  auto again = estimate_memory(fitted->model, report.plan->job);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(report.plan->predicted.device_used_bytes, again->device_used_bytes);
+  EXPECT_LE(report.plan->predicted.device_used_bytes, report.target_bytes);
+}
+
 // A llama.cpp job: no PyTorch allocator advice, and llama.cpp's own settings in the plan.
 TEST(FitPlan, LlamaCppJobsGetLlamaCppSettings) {
   Job job = inference(1, 65536, 0);

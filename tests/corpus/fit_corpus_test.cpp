@@ -37,7 +37,7 @@ constexpr int kMinOutcomeAgreementPercent = 86;
 // checkpointed, prepare_model_for_kbit_training's default, and with its fp32 upcast); 115 -6%
 // below since the upcast (the record does not say whether TRL cast embeddings back to bf16);
 // 110 above (the source did not try larger batches); 116 (Unsloth's offloaded checkpointing and
-// fused kernels) below: 26174 tokens against 78475; 112 (DeBERTa-v2-xlarge, ZeRO-2) below since
+// fused kernels) below: 28457 tokens against 78475; 112 (DeBERTa-v2-xlarge, ZeRO-2) below since
 // DeBERTa's disentangled attention is counted (docs/estimator.md; checked op for op by
 // tools/deberta_replay.py): 32 against 40, with the record's max_length 128 taken as every
 // batch's length (run_glue_no_trainer pads per batch).

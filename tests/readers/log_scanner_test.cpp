@@ -134,19 +134,25 @@ TEST(LogScanner, MemoryReadingsAreCollected) {
 }
 
 TEST(LogScanner, Fp32HiddenStatesNoticeIsKeptWithItsLineAndRank) {
-  const std::string warning =
+  const std::string old_wording =
       "The input hidden states seems to be silently casted in float32, this might be related to the fact you have "
       "upcasted embedding or layer norm layers in float32. We will cast back the input in torch.bfloat16.\n";
-  std::string text = "loading\n[rank3]: " + warning;
-  for (int i = 0; i < 40; ++i) text += warning;  // repeated every step: only the first few are kept
+  const std::string new_wording = "Casting fp32 inputs back to torch.bfloat16 for flash-attn compatibility.\n";
+  std::string text = "loading\n[rank3]: " + old_wording;
+  for (int i = 0; i < 40; ++i) text += old_wording;  // repeated every step: the first per rank is kept
+  text += "[rank17]: " + new_wording;
   auto scan = scan_text(text);
   EXPECT_TRUE(scan.events.empty());
-  ASSERT_EQ(scan.notices.size(), 16u);
+  ASSERT_EQ(scan.notices.size(), 3u);
   EXPECT_EQ(scan.notices[0].line, 2u);
   EXPECT_EQ(scan.notices[0].rank, 3);
   EXPECT_EQ(scan.notices[0].kind, "fp32_hidden_states");
+  EXPECT_EQ(scan.notices[1].line, 3u);
   EXPECT_FALSE(scan.notices[1].rank.has_value());
+  EXPECT_EQ(scan.notices[2].line, 43u);
+  EXPECT_EQ(scan.notices[2].rank, 17);
   EXPECT_TRUE(scan_text("the cast was silently casted in bfloat16\n").notices.empty());
+  EXPECT_TRUE(scan_text("Casting fp32 inputs back to torch.bfloat16 for speed\n").notices.empty());
 }
 
 TEST(LogScanner, HugeSingleLineAndCutMessagesAreSafe) {

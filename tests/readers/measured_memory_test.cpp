@@ -55,6 +55,31 @@ TEST(MeasuredMemory, OnlyPeftPreparesAQuantizedBase) {
   }
 }
 
+TEST(MeasuredMemory, BitsandbytesVersionAndTrainerAutocast) {
+  auto read = [](const std::string& framework, const std::string& version, const std::string& precision) {
+    nlohmann::json j = {{"id", 1}, {"model", "m"}, {"task", "train_qlora"}, {"framework", framework},
+                        {"framework_version", version}, {"precision", precision},
+                        {"weight_quantization", "bnb 4-bit NF4"}, {"optimizer", "AdamW"}, {"micro_batch_size", 1},
+                        {"seq_len", 512}, {"measurement_kind", "unspecified_peak"}};
+    auto r = parse_measured_record(j.dump(), "dev.jsonl");
+    EXPECT_TRUE(r) << r.error().message;
+    return r->job;
+  };
+  // bitsandbytes#1270 (0.43.3): the version named, a lower bound, or the stack's date.
+  EXPECT_EQ(read("TRL SFTTrainer", "transformers ~4.30, bitsandbytes 0.39, peft ~0.3", "fp16").bnb_saves_input, true);
+  EXPECT_EQ(read("lit-gpt", "lit-gpt 8641822, PyTorch 2.1.0, bnb 0.41.1", "bf16-true").bnb_saves_input, true);
+  EXPECT_FALSE(read("TRL SFTTrainer", "peft>0.13, bnb>=0.43.3", "bf16").bnb_saves_input.has_value());
+  EXPECT_FALSE(read("TRL SFTTrainer", "bnb>=0.41.1 (2025)", "bf16").bnb_saves_input.has_value());  // a bound says nothing
+  EXPECT_EQ(read("LLaMA-Factory (HF transformers Trainer)", "early 2024", "bf16").bnb_saves_input, true);
+  EXPECT_FALSE(read("LLaMA-Factory (HF transformers Trainer)", "late 2024", "bf16").bnb_saves_input.has_value());
+  EXPECT_EQ(read("custom", "May 2023", "bf16").bnb_saves_input, true);
+  // The Trainer's autocast over a 16-bit model; not for pure runs, custom loops or no_trainer scripts.
+  EXPECT_EQ(read("TRL SFTTrainer + PEFT", "2025", "bf16 compute dtype").autocast, true);
+  EXPECT_FALSE(read("TRL SFTTrainer + PEFT", "2025", "bf16 (pure)").autocast.has_value());
+  EXPECT_FALSE(read("Accelerate + DeepSpeed (no_trainer example scripts)", "2022", "bf16").autocast.has_value());
+  EXPECT_FALSE(read("PEFT benchmark (custom torch loop)", "2025", "bf16 weights (use_amp=false)").autocast.has_value());
+}
+
 TEST(MeasuredMemory, TorchtuneAdamWIsFused) {
   auto read = [](const std::string& framework, const std::string& optimizer) {
     nlohmann::json j = {{"id", 1}, {"model", "m"}, {"task", "train_full"}, {"framework", framework},
@@ -68,6 +93,8 @@ TEST(MeasuredMemory, TorchtuneAdamWIsFused) {
   EXPECT_FALSE(read("torchtune", "torch.optim.AdamW fused into backward (optimizer_in_bwd=True)").optimizer_impl);
   EXPECT_FALSE(read("torchtune", "8-bit AdamW (bitsandbytes)").optimizer_impl);
   EXPECT_FALSE(read("custom loop", "torch.optim.AdamW").optimizer_impl);  // torch's default: foreach
+  EXPECT_EQ(read("torchtune", "torch.optim.AdamW (foreach)").optimizer_impl, "foreach");
+  EXPECT_FALSE(read("torchtune", "torch.optim.AdamW, fused: False").optimizer_impl);  // said otherwise: torch's default
 }
 
 TEST(MeasuredMemory, TheStackVersionSetsItsDefaults) {
