@@ -132,7 +132,9 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   if (job.precision) {
     p.precision = *job.precision;
   } else if (p.training) {
-    p.precision = p.task == "train_qlora" || p.task == "train_lora" ? "bf16" : "bf16_mixed";
+    Job with_task = job;
+    with_task.task = p.task;
+    p.precision = default_training_precision(with_task);
     assume("precision: " + p.precision + " (not given)");
   } else {
     p.precision = m.torch_dtype == "float16" ? "fp16" : "bf16";
@@ -147,7 +149,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   p.amp = p.mixed && !sharded;
   // DeepSpeed runs its own 16-bit engine without autocast (Accelerate sets native_amp off there).
   p.autocast = p.amp || (job.autocast.value_or(false) && (p.precision == "bf16" || p.precision == "fp16") &&
-                         !(sharded && p.parallelism.rfind("zero", 0) == 0));
+                         p.parallelism.rfind("zero", 0) != 0);
   p.param_bytes = p.precision == "fp32" || p.mixed ? 4 : 2;
   p.act_bytes = p.precision == "fp32" ? 4 : 2;
   p.grad_bytes = p.param_bytes;
@@ -273,7 +275,11 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // Gemma's RMSNorm returns `output.type_as(x)`: fp32 norm weights alone (TRL's casting) leave
   // the hidden states in the embeddings' dtype; Llama-style `weight * x.to(input_dtype)` promotes.
   const bool norm_keeps_input_dtype = m.model_type.rfind("gemma", 0) == 0;
-  const bool hidden_fp32 = p.kbit_upcast == "all" || (p.kbit_upcast == "norms" && !norm_keeps_input_dtype);
+  // A bitsandbytes base loaded in fp32 (autocast over an fp32 model, *_mixed on one GPU) has fp32
+  // embeddings and norms whoever prepares it, and Linear4bit returns its input's dtype.
+  const bool fp32_loaded_bnb = p.amp && p.use_lora && is_bitsandbytes(p.quantization);
+  const bool hidden_fp32 = p.kbit_upcast == "all" || (p.kbit_upcast == "norms" && !norm_keeps_input_dtype) ||
+                           fp32_loaded_bnb;
   p.hidden_bytes = hidden_fp32 ? 4 : p.act_bytes;
   // The residual stream is fp32 under autocast (fp32 embeddings plus 16-bit Linear outputs) and
   // under PEFT's preparation (fp32 Linear outputs).
@@ -374,7 +380,8 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // autocast lora_A's F.linear then casts that to 16 bits and keeps the cast. PEFT's bitsandbytes
   // layers (lora/bnb.py) skip their cast under autocast (`requires_conversion = not
   // torch.is_autocast_enabled()`), so there only an input not already 16-bit is copied.
-  const bool peft_casts_under_autocast = !is_bitsandbytes(p.quantization) || !frozen_base;
+  // (PEFT's GPTQ and other quantized LoRA layers have the same line.)
+  const bool peft_casts_under_autocast = !p.quantization || !frozen_base;
   const bool adapter_copy_per_linear =
       p.autocast ? linear_in != e || (peft_casts_under_autocast && p.adapter_bytes != e) : p.adapter_bytes != linear_in;
   const double adapter_copy_bytes = p.autocast ? e : p.adapter_bytes;
@@ -550,12 +557,17 @@ double weight_bytes_per_param(const std::string& q, bool double_quant, uint64_t 
 }  // namespace
 
 std::string default_kbit_upcast(const Job& job) {
-  // Sharded QLoRA here means flat parameters or partitioned ones (FSDP, ZeRO-3): TRL's
-  // is_sharded_qlora; ZeRO-1/2 load the model whole on each GPU and prepare it.
+  // Sharded QLoRA here means flat parameters or partitioned ones (FSDP, ZeRO-3, whose init puts
+  // the 4-bit parameters on the CPU or meta device): TRL's is_sharded_qlora; ZeRO-1/2 load the
+  // model whole on each GPU and prepare it.
   const std::string parallelism = job.parallelism.value_or("ddp");
-  const bool sharded_model = job.num_gpus.value_or(1) > 1 &&
-                             (parallelism.rfind("fsdp", 0) == 0 || parallelism == "zero3" || parallelism == "hybrid_shard");
+  const bool sharded_model = parallelism.rfind("fsdp", 0) == 0 || parallelism == "zero3" || parallelism == "hybrid_shard";
   return sharded_model ? "none" : "all";
+}
+
+std::string default_training_precision(const Job& job) {
+  const std::string task = job.task.value_or("train_full");
+  return task == "train_qlora" || task == "train_lora" ? "bf16" : "bf16_mixed";
 }
 
 uint64_t cuda_context_bytes(bool lazy_module_loading) {
@@ -622,7 +634,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     // Embeddings, norms and the head stay unquantized: in the model's dtype, or fp32 after PEFT's
     // preparation (TRL's casting takes embeddings and head back to 16 bits, norms stay fp32).
     // (*_mixed loads the model in fp32: its unquantized parameters are fp32 whoever prepares it.)
-    const bool fp32_model = p.precision == "fp32" || p.mixed;
+    // (DeepSpeed and FSDP compute on 16-bit copies: there the unquantized parameters are 16-bit.)
+    const bool fp32_model = p.precision == "fp32" || p.amp;
     double rest_bytes = fp32_model || p.kbit_upcast == "all" ? 4 : 2;
     double rest = other_params * rest_bytes;
     if (p.kbit_upcast == "norms" && !fp32_model) {

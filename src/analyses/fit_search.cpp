@@ -177,7 +177,8 @@ std::vector<Candidate> bf16_hidden_states_candidates(const Job& job, bool bf16) 
   return {candidate("bf16_hidden_states", "bf16_hidden_states", 4,
                    fmt::format("embeddings, norms and head kept in {} (no fp32 upcast of the hidden states)",
                                bf16 ? "bf16" : "fp16"),
-                   "small: norms computed from bf16 weights, as TRL, Axolotl and LLaMA-Factory train QLoRA",
+                   fmt::format("small: norms computed from {} weights, as TRL, Axolotl and LLaMA-Factory train QLoRA",
+                               bf16 ? "bf16" : "fp16"),
                    std::move(settings), [ask_checkpointing](Job& j) {
                      j.kbit_upcast = "none";
                      // The checkpointing the preparation turned on stays on (stated, not added).
@@ -187,8 +188,24 @@ std::vector<Candidate> bf16_hidden_states_candidates(const Job& job, bool bf16) 
 
 std::vector<Candidate> precision_candidates(const Job& job, bool bf16) {
   if (!is_training(job)) return {};
-  const std::string p = job.precision.value_or("");
+  const std::string p = job.precision.value_or(default_training_precision(job));
   if (p == "bf16_mixed" || p == "fp16_mixed" || p == "bf16" || p == "fp16") return {};
+  const std::string task = job.task.value_or("train_full");
+  if (task == "train_lora" || task == "train_qlora") {
+    // A frozen base needs no fp32 master: load it in 16 bits and let the Trainer autocast the
+    // adapters (an fp32-loaded quantized base keeps fp32 embeddings, norms and hidden states).
+    const std::string half = bf16 ? "bf16" : "fp16";
+    return {candidate("mixed_precision", "mixed_precision", 4,
+                      fmt::format("the frozen base loaded in {} and trained under {} autocast", half, half),
+                      bf16 ? "small: the adapters and their optimizer state stay fp32"
+                           : "small: fp16 needs loss scaling (the Trainer adds it); this GPU has no bf16",
+                      {{"from_pretrained", "torch_dtype", bf16 ? "torch.bfloat16" : "torch.float16"},
+                       {"TrainingArguments", half, "True"}},
+                      [half](Job& j) {
+                        j.precision = half;
+                        j.autocast = true;
+                      })};
+  }
   const std::string mixed = precision_mixed(bf16);
   return {candidate(
       "mixed_precision", "mixed_precision", 4, fmt::format("{} mixed precision", bf16 ? "bf16" : "fp16"),
@@ -908,6 +925,12 @@ struct Search {
           applied[k].candidate = std::move(better->candidate);
         }
       }
+    }
+    // The last change too, when the ones it was added after have gone: drop it while the rest fits.
+    while (applied.size() > 1) {
+      auto p = predict(est, model, rebuild(applied, applied.size() - 1));
+      if (!p || p->device_used_bytes > limit) break;
+      applied.pop_back();
     }
     // The last step too may have a cheaper option now that others are settled.
     if (!applied.empty()) {

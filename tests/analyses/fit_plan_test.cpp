@@ -296,11 +296,30 @@ TEST(FitPlan, Bf16HiddenStatesDoesNotHideMixedPrecision) {
   std::vector<std::string> ids;
   for (const auto& c : report.plan->changes) ids.push_back(c.id);
   EXPECT_THAT(ids, ::testing::Contains("mixed_precision"));
+  // For a frozen base the precision change loads it in 16 bits under autocast (no fp32 master).
+  EXPECT_EQ(report.plan->job.precision, "bf16");
+  EXPECT_EQ(report.plan->job.autocast, true);
   // The plan's prediction is the estimator's for the plan's job, within the target.
   auto again = estimate_memory(fitted->model, report.plan->job);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(report.plan->predicted.device_used_bytes, again->device_used_bytes);
   EXPECT_LE(report.plan->predicted.device_used_bytes, report.target_bytes);
+}
+
+// A change the others made unnecessary is dropped, the last one included: a QLoRA job that the
+// fused loss and checkpointing bring under the target gets no offload and no precision change.
+TEST(FitPlan, NoChangeTheRestDoesNotNeed) {
+  Job job;
+  job.task = "train_qlora";
+  job.micro_batch_size = 1;
+  job.seq_len = 16384;
+  job.kbit_upcast = "none";
+  auto fitted = fit_on("meta-llama/Llama-3.1-8B", "4090", job, 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  ASSERT_TRUE(fitted->report.plan.has_value());
+  std::vector<std::string> ids;
+  for (const auto& c : fitted->report.plan->changes) ids.push_back(c.id);
+  EXPECT_THAT(ids, ::testing::ElementsAre("fused_loss", "gradient_checkpointing"));
 }
 
 // A llama.cpp job: no PyTorch allocator advice, and llama.cpp's own settings in the plan.
