@@ -37,6 +37,28 @@ Job training(std::string task, uint64_t micro_batch, uint64_t seq_len) {
   return job;
 }
 
+// A QLoRA job of one sequence with the fused loss and a paged 8-bit optimizer (the cheap steps
+// already taken), for the k-bit preparation tests.
+Job qlora_job(uint64_t seq_len, const std::string& attention) {
+  Job job;
+  job.task = "train_qlora";
+  job.micro_batch_size = 1;
+  job.seq_len = seq_len;
+  job.attention_impl = attention;
+  job.loss_impl = "fused_linear";
+  job.optimizer = "paged_adamw_8bit";
+  return job;
+}
+
+// The ids of a plan's changes, in order.
+std::vector<std::string> change_ids(const FitReport& report) {
+  std::vector<std::string> ids;
+  if (report.plan) {
+    for (const auto& c : report.plan->changes) ids.push_back(c.id);
+  }
+  return ids;
+}
+
 Job inference(uint64_t batch, uint64_t prompt, uint64_t new_tokens) {
   Job job;
   job.task = "inference";
@@ -251,13 +273,7 @@ TEST(FitPlan, FsdpAccumulationIsFixedBySyncingEachMicroBatch) {
 // them in bf16 is a step-4 change, taken before offload or a bigger GPU, and it keeps the
 // gradient checkpointing the preparation turned on.
 TEST(FitPlan, QloraKeepsTheHiddenStatesInBf16BeforeOffloading) {
-  Job job;
-  job.task = "train_qlora";
-  job.micro_batch_size = 1;
-  job.seq_len = 8192;
-  job.attention_impl = "flash";
-  job.loss_impl = "fused_linear";
-  job.optimizer = "paged_adamw_8bit";
+  Job job = qlora_job(8192, "flash");
   job.lora = LoraSettings{};
   job.lora->all_linear = true;
   auto fitted = fit_on("meta-llama/Llama-3.1-70B", "a100-80", job, 1);
@@ -280,22 +296,14 @@ TEST(FitPlan, QloraKeepsTheHiddenStatesInBf16BeforeOffloading) {
 // The same change for an fp32 QLoRA job is its own step: bf16 mixed precision is still offered,
 // and a plan keeps both when both are needed.
 TEST(FitPlan, Bf16HiddenStatesDoesNotHideMixedPrecision) {
-  Job job;
-  job.task = "train_qlora";
+  Job job = qlora_job(32768, "sdpa");
   job.precision = "fp32";
   job.kbit_upcast = "all";
-  job.micro_batch_size = 1;
-  job.seq_len = 32768;
-  job.attention_impl = "sdpa";
-  job.loss_impl = "fused_linear";
-  job.optimizer = "paged_adamw_8bit";
   auto fitted = fit_on("meta-llama/Llama-3.1-8B", "a100 40gb", job, 1);
   ASSERT_TRUE(fitted.ok()) << fitted.error().message;
   const FitReport& report = fitted->report;
   ASSERT_TRUE(report.plan.has_value());
-  std::vector<std::string> ids;
-  for (const auto& c : report.plan->changes) ids.push_back(c.id);
-  EXPECT_THAT(ids, ::testing::Contains("mixed_precision"));
+  EXPECT_THAT(change_ids(report), ::testing::Contains("mixed_precision"));
   // For a frozen base the precision change loads it in 16 bits under autocast (no fp32 master).
   EXPECT_EQ(report.plan->job.precision, "bf16");
   EXPECT_EQ(report.plan->job.autocast, true);
@@ -317,9 +325,7 @@ TEST(FitPlan, NoChangeTheRestDoesNotNeed) {
   auto fitted = fit_on("meta-llama/Llama-3.1-8B", "4090", job, 1);
   ASSERT_TRUE(fitted.ok()) << fitted.error().message;
   ASSERT_TRUE(fitted->report.plan.has_value());
-  std::vector<std::string> ids;
-  for (const auto& c : fitted->report.plan->changes) ids.push_back(c.id);
-  EXPECT_THAT(ids, ::testing::ElementsAre("fused_loss", "gradient_checkpointing"));
+  EXPECT_THAT(change_ids(fitted->report), ::testing::ElementsAre("fused_loss", "gradient_checkpointing"));
 }
 
 // A llama.cpp job: no PyTorch allocator advice, and llama.cpp's own settings in the plan.
