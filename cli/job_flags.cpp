@@ -23,7 +23,7 @@ constexpr KeyHelp kTextKeys[] = {
     {"implementation", "transformers (default), litgpt, llama_cpp (GGUF weights and llama.cpp's own buffers)"},
     {"optimizer_impl", "foreach (torch >= 2.0 default), fused, for_loop (torch 1.x, adamw_hf)"},
     {"adapter_dtype", "fp32 (PEFT), model (LitGPT, torchtune)"},
-    {"kbit_upcast", "LoRA on a bitsandbytes base: all (PEFT prepare_model_for_kbit_training, default), norms (TRL SFTTrainer with bf16), none (LLaMA-Factory, Axolotl, Unsloth)"},
+    {"kbit_upcast", "LoRA on a bitsandbytes base: all (PEFT prepare_model_for_kbit_training; the default except under FSDP/ZeRO-3), norms (TRL SFTTrainer with bf16, Dec 2023 to late 2025), none (today's TRL, LLaMA-Factory, Axolotl, Unsloth)"},
 };
 constexpr KeyHelp kCountKeys[] = {
     {"group_size", "quantization group size (gptq4, awq4, int4)"},
