@@ -99,6 +99,17 @@ struct Plan {
 
 bool is_training_task(const std::string& task) { return task.rfind("train_", 0) == 0; }
 
+// PEFT's k-bit preparation when the job does not say (kbit_upcast unset): "none" when FSDP or
+// ZeRO-3 shard the model (TRL skips it there), else "all" (docs/estimator.md).
+std::string default_kbit_upcast(const Job& job) {
+  // Sharded QLoRA here means flat parameters or partitioned ones (FSDP, ZeRO-3, whose init puts
+  // the 4-bit parameters on the CPU or meta device): TRL's is_sharded_qlora; ZeRO-1/2 load the
+  // model whole on each GPU and prepare it.
+  const std::string parallelism = job.parallelism.value_or("ddp");
+  const bool sharded_model = parallelism.rfind("fsdp", 0) == 0 || parallelism == "zero3" || parallelism == "hybrid_shard";
+  return sharded_model ? "none" : "all";
+}
+
 // bitsandbytes' own layers (Linear4bit, Linear8bitLt): the formats PEFT's k-bit preparation upcasts
 // around and whose autograd functions decide what a frozen base keeps for backward.
 bool is_bitsandbytes(const std::optional<std::string>& q) {
@@ -556,14 +567,6 @@ double weight_bytes_per_param(const std::string& q, bool double_quant, uint64_t 
 
 }  // namespace
 
-std::string default_kbit_upcast(const Job& job) {
-  // Sharded QLoRA here means flat parameters or partitioned ones (FSDP, ZeRO-3, whose init puts
-  // the 4-bit parameters on the CPU or meta device): TRL's is_sharded_qlora; ZeRO-1/2 load the
-  // model whole on each GPU and prepare it.
-  const std::string parallelism = job.parallelism.value_or("ddp");
-  const bool sharded_model = parallelism.rfind("fsdp", 0) == 0 || parallelism == "zero3" || parallelism == "hybrid_shard";
-  return sharded_model ? "none" : "all";
-}
 
 std::string default_training_precision(const Job& job) {
   const std::string task = job.task.value_or("train_full");
@@ -586,6 +589,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   auto planned = make_plan(m, job, est.assumptions);
   if (!planned) return planned.error();
   const Plan& p = *planned;
+  est.kbit_upcast = p.kbit_upcast;
   for (const auto& note : m.notes) est.assumptions.push_back("model: " + note);
 
   const std::vector<LinearShape> linears = linear_layers(m);

@@ -16,9 +16,6 @@ Result<Estimate> estimate_memory(const ModelSpec& model, const Job& job);
 // CUDA context and loaded kernels outside the allocator; far larger without lazy module loading.
 uint64_t cuda_context_bytes(bool lazy_module_loading = true);
 
-// PEFT's k-bit preparation when the job does not say (kbit_upcast unset): "none" when FSDP or
-// ZeRO-3 shard the model (TRL skips it there), else "all" (docs/estimator.md).
-std::string default_kbit_upcast(const Job& job);
 // The precision a training job runs in when it does not say: bf16 for LoRA and QLoRA (the model
 // loaded in 16 bits), bf16_mixed for the rest.
 std::string default_training_precision(const Job& job);

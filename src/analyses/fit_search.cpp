@@ -153,21 +153,13 @@ std::vector<Candidate> seq_len_candidates(const Job& job, const std::optional<Le
 // every hidden state fp32 (docs/estimator.md): keeping them in 16 bits, as TRL, Axolotl and
 // LLaMA-Factory do, is a step-4 change. Without the preparation its gradient checkpointing must be
 // asked for, and non-reentrant (peft#1142).
-std::vector<Candidate> bf16_hidden_states_candidates(const Job& job, bool bf16) {
-  // train_qlora without a format is nf4 (the estimator's default).
-  const std::string q = job.weight_quantization.value_or(job.task.value_or("") == "train_qlora" ? "nf4" : "");
-  const bool bnb = q == "nf4" || q == "fp4" || q == "int8";
-  const bool peft = !job.implementation || *job.implementation == "transformers";
-  const std::string kbit = job.kbit_upcast.value_or(default_kbit_upcast(job));
-  if (!is_training(job) || !bnb || !peft || kbit == "none") return {};
-  // The 16-bit dtype this card computes in (fp16 where it has no bf16).
-  std::string snippet(kBf16HiddenStatesSnippet);
-  if (!bf16) {
-    for (size_t at = snippet.find("bfloat16"); at != std::string::npos; at = snippet.find("bfloat16", at)) {
-      snippet.replace(at, std::string_view("bfloat16").size(), "float16");
-    }
-  }
-  std::vector<FitSetting> settings = {{"python", snippet, ""}};
+std::vector<Candidate> bf16_hidden_states_candidates(const ModelSpec& model, const Job& job, bool bf16) {
+  if (!is_training(job)) return {};
+  // Whether (and how) the estimator prepares this job's base: one rule, the estimator's.
+  auto estimate = estimate_memory(model, job);
+  if (!estimate || estimate->kbit_upcast == "none") return {};
+  const std::string kbit = estimate->kbit_upcast;
+  std::vector<FitSetting> settings = {{"python", half_hidden_states_snippet(bf16), ""}};
   // Checkpointing left open is on under the preparation (its default): kept on, stated.
   const bool ask_checkpointing = kbit == "all" && !job.gradient_checkpointing;
   if (ask_checkpointing) {
@@ -795,7 +787,7 @@ struct Search {
         {"sync_each_batch", sync_each_batch_candidates},
         {"padding_free", padding_free_candidates},
         {"seq_len", [this](const Job& j) { return seq_len_candidates(j, lengths); }},
-        {"bf16_hidden_states", [bf16](const Job& j) { return bf16_hidden_states_candidates(j, bf16); }},
+        {"bf16_hidden_states", [this, bf16](const Job& j) { return bf16_hidden_states_candidates(model, j, bf16); }},
         {"mixed_precision", [bf16](const Job& j) { return precision_candidates(j, bf16); }},
         {"optimizer", optimizer_candidates},
         {"attention_kernel", [](const Job& j) {

@@ -7,6 +7,13 @@
 
 namespace oomdoc {
 
+std::string half_hidden_states_snippet(bool bf16) {
+  std::string snippet(kBf16HiddenStatesSnippet);
+  if (bf16) return snippet;
+  const std::string_view from = "bfloat16";
+  return snippet.replace(snippet.find(from), from.size(), "float16");
+}
+
 const std::vector<FixInfo>& fix_catalog() {
   static const std::string sync_each_batch_snippet =
       "accelerator_config=" + std::string(kSyncEachBatchAcceleratorConfig) + "  # TrainingArguments";

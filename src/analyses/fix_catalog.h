@@ -35,6 +35,8 @@ inline constexpr std::string_view kSyncEachBatchAcceleratorConfig =
 inline constexpr std::string_view kBf16HiddenStatesSnippet =
     "[m.to(torch.bfloat16) for n, m in model.named_modules() if 'norm' in n or 'embed_tokens' in n or "
     "'lm_head' in n]  # after peft.prepare_model_for_kbit_training (or skip that call), as Axolotl does";
+// The same for a card without bf16 (torch.float16).
+std::string half_hidden_states_snippet(bool bf16);
 // The entry for id; aborts on an unknown id (a programming error, caught by tests).
 const FixInfo& fix_info(std::string_view id);
 

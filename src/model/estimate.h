@@ -25,6 +25,9 @@ struct Estimate {
   // and nvidia-smi report) or "llama_cpp" (llama.cpp's own buffers: allocated = reserved = the
   // buffer sizes it logs).
   std::string allocator = "pytorch";
+  // Who prepared a bitsandbytes base for LoRA (the job's kbit_upcast, stated or assumed): "all",
+  // "norms", or "none" (also for every job without such a base).
+  std::string kbit_upcast = "none";
   std::string dominant_component;
   double uncertainty_fraction = 0;          // +- band on device_used_bytes from what inputs leave open
   std::vector<std::string> assumptions;     // every default the estimator chose

@@ -261,6 +261,14 @@ TEST(Diagnose, OtherFrameworks) {
             "garbage_request_size");
 }
 
+TEST(FixCatalog, HiddenStatesSnippetFollowsTheCardsHalfDtype) {
+  EXPECT_EQ(half_hidden_states_snippet(true), std::string(kBf16HiddenStatesSnippet));
+  const std::string fp16 = half_hidden_states_snippet(false);
+  EXPECT_NE(fp16.find("m.to(torch.float16)"), std::string::npos);
+  EXPECT_EQ(fp16.find("bfloat16"), std::string::npos);
+  EXPECT_EQ(fix_info("bf16_hidden_states").snippet, kBf16HiddenStatesSnippet);  // explain's fix: the same line
+}
+
 TEST(FixCatalog, EveryIdIsUniqueAndRanked) {
   std::set<std::string_view> ids;
   for (const auto& f : fix_catalog()) {

@@ -555,6 +555,8 @@ TEST(Estimator, PeftKbitPreparationMakesHiddenStatesFp32) {
   ASSERT_TRUE(sharded && zero2);
   EXPECT_TRUE(assumed(*sharded, "kbit_upcast: none"));
   EXPECT_TRUE(assumed(*zero2, "kbit_upcast: all"));
+  EXPECT_EQ(sharded->kbit_upcast, "none");  // what fit reads to offer its bf16_hidden_states change
+  EXPECT_EQ(zero2->kbit_upcast, "all");
   // GPTQ checkpoints are not upcast (PEFT skips them).
   job.num_gpus.reset();
   job.parallelism.reset();
