@@ -764,7 +764,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
 
   // ---- activations ----
   double activations = 0, logits = 0, layer_working = 0, temporary = 0;
-  std::string act_detail;
+  std::string act_detail, logits_detail;
   if (p.training) {
     const double tokens = static_cast<double>(p.micro_batch * p.seq) / static_cast<double>(p.cp);
     const double s_kv = static_cast<double>(p.seq) / p.cp;
@@ -826,10 +826,16 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       activations *= std::min<double>(pp, static_cast<double>(p.accum)) / pp;
     }
     if (p.offload_activations) {
-      // Saved tensors go to CPU as they are produced; about two blocks' worth stay on the GPU.
-      activations = std::min(activations, 2 * std::max(per_layer, layer_input));
-      last_stage_blocks = std::min(last_stage_blocks, 2 * std::max(per_layer, layer_input));
-      act_detail = "offloaded to CPU (two blocks resident)";
+      // Saved tensors go to CPU as they are produced; about two blocks' worth stay on the GPU
+      // (the one being computed and the one being copied). Under full checkpointing what a block
+      // saves is its input, so two block inputs stay (Unsloth's offloaded checkpointing,
+      // torchtune's OffloadActivations around checkpointed blocks); the recomputed block is
+      // `layer_working`.
+      const double resident = 2 * (p.checkpointing == "full" ? layer_input : std::max(per_layer, layer_input));
+      activations = std::min(activations, resident);
+      last_stage_blocks = std::min(last_stage_blocks, resident);
+      act_detail = p.checkpointing == "full" ? "offloaded to CPU (two block inputs resident)"
+                                             : "offloaded to CPU (two blocks resident)";
     }
     // Embedding output: its LayerNorm's saved input (BERT, BLOOM) and dropout mask.
     double first_stage_extra = tokens * (m.hidden_dropout > 0 ? 1 : 0) * m.hidden_size;
@@ -866,11 +872,23 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       // logits, then per chunk `cross_entropy(chunk.float())`. Uncompiled, every chunk's
       // log-softmax output stays saved for backward (loss dtype per element) and backward holds
       // one chunk's gradient in and out; compiled (torchtune compiles compute_cross_entropy, "the
-      // CE and upcasting have to be compiled together"), the fused kernel keeps per-row
-      // statistics only and one chunk's fp32 working set (12 B / chunks) is live.
+      // CE and upcasting have to be compiled together"), the fused kernels keep per-row
+      // statistics only: the fp32 upcast, log-softmax and its gradient live in registers, and
+      // backward writes one chunk's gradient in the logits' own dtype (the `.float()` cast is
+      // inside the compiled graph, so its backward casts back before leaving it).
+      logits_detail = fmt::format("{} loss: logits, fp32 upcast, log-softmax and its gradient", p.loss_impl);
       if (p.loss_impl == "chunked") {
-        logits = p.compile ? tokens * v * (p.act_bytes + 12.0 / kLossChunks)
+        logits_detail = p.compile ? "chunked loss, compiled: 16-bit logits and one chunk's gradient"
+                                  : "chunked loss: 16-bit logits, each chunk's fp32 log-softmax, one chunk's gradient";
+        logits = p.compile ? tokens * v * p.act_bytes * (1 + 1.0 / kLossChunks)
                            : tokens * v * (p.act_bytes + p.loss_bytes + 2 * p.loss_bytes / kLossChunks);
+        // A trainable output head is used once per chunk: autograd sums the chunks' weight
+        // gradients in one buffer before accumulating it, so the head's whole gradient exists
+        // while the later chunks' logits are still saved.
+        if (p.task == "train_full") {
+          logits += v * static_cast<double>(m.hidden_size) * p.grad_bytes;
+          logits_detail += ", the output head's gradient";
+        }
       }
       else if (p.loss_impl == "fused_linear") logits = tokens * m.hidden_size * (4 + p.act_bytes);
       else logits = tokens * v * 12;
@@ -1020,7 +1038,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       add_if("weight_casts", amp_casts, "16-bit copies of trainable weights cached by autocast");
       add_if("activations", activations, act_detail);
       add_if("recompute", layer_working, "one block recomputed in backward");
-      add_if("logits", logits, fmt::format("{} loss: logits, fp32 upcast, log-softmax and its gradient", p.loss_impl));
+      add_if("logits", logits, logits_detail);
       add_if("temporary", temporary, "largest dequantized weight");
     }
     if (peak == backward_end && phase != "optimizer_step") add_if("gradient_buckets", ddp_buckets, "DDP all-reduce buckets");

@@ -646,12 +646,42 @@ TEST(Estimator, ChunkedLossKeepsEveryChunksLogSoftmaxUnlessCompiled) {
   auto bf16_loss = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(compiled && eager && bf16_loss);
   const double cells = 2.0 * 1024 * 32000;  // tokens x vocabulary
-  // Compiled: bf16 logits + one chunk's fp32 working set (12 B / 8 chunks).
-  EXPECT_EQ(*component(*compiled, "logits"), static_cast<uint64_t>(cells * (2 + 1.5)));
+  // Compiled: bf16 logits + one chunk's bf16 gradient (the fp32 upcast stays inside the kernels).
+  EXPECT_EQ(*component(*compiled, "logits"), static_cast<uint64_t>(cells * (2 + 2.0 / 8)));
   // Uncompiled: bf16 logits + every chunk's fp32 log-softmax + one chunk's gradient in and out.
   EXPECT_EQ(*component(*eager, "logits"), static_cast<uint64_t>(cells * (2 + 4 + 1)));
   // LitGPT: the same in bf16.
   EXPECT_EQ(*component(*bf16_loss, "logits"), static_cast<uint64_t>(cells * (2 + 2 + 0.5)));
+  // Full training: the output head's whole gradient (32000 x 4096, bf16) is summed over the
+  // chunks while the later chunks' logits are still saved.
+  // (Eight sequences without checkpointing, so that the peak is at the start of backward.)
+  job.task = "train_full";
+  job.compile = true;
+  job.micro_batch_size = 8;
+  job.seq_len = 4096;
+  auto full = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(full);
+  ASSERT_EQ(full->peak_phase, "backward");
+  EXPECT_EQ(component(*full, "logits"), static_cast<uint64_t>(8.0 * 4096 * 32000 * (2 + 2.0 / 8) + 32000.0 * 4096 * 2));
+}
+
+TEST(Estimator, OffloadedCheckpointedActivationsKeepTwoBlockInputs) {
+  Job job;
+  job.task = "train_lora";
+  job.precision = "bf16";
+  job.micro_batch_size = 1;
+  job.seq_len = 8192;
+  job.gradient_checkpointing = "full";
+  auto kept = estimate_memory(llama2_7b(), job);
+  job.offload = {"activations"};
+  auto offloaded = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(kept && offloaded);
+  // 32 block inputs (8192 tokens x 4096 x 2 B) on the GPU, or two of them while the rest are
+  // on the CPU (the block being recomputed is the separate `recompute` term in both).
+  const uint64_t block_input = 8192ull * 4096 * 2;
+  ASSERT_TRUE(component(*kept, "activations") && component(*offloaded, "activations"));
+  EXPECT_EQ(*component(*kept, "activations") - *component(*offloaded, "activations"), 30 * block_input);
+  EXPECT_EQ(component(*offloaded, "recompute"), component(*kept, "recompute"));
 }
 
 TEST(Estimator, EagerPrefillHoldsScoresProbabilitiesAndTheirCast) {
@@ -702,7 +732,9 @@ TEST(Estimator, OptimizerInBackwardKeepsOneGradient) {
   auto e = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(e);
   auto grads = component(*e, "gradients");
-  if (grads) EXPECT_EQ(*grads, 32000ull * 4096 * 2);  // the embedding's gradient
+  if (grads) {
+    EXPECT_EQ(*grads, 32000ull * 4096 * 2);  // the embedding's gradient
+  }
   EXPECT_FALSE(component(*e, "temporary").has_value() && e->peak_phase == "optimizer_step");
 }
 
