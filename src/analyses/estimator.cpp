@@ -95,13 +95,19 @@ struct Plan {
   bool compile = false;
   double loss_bytes = 4;       // dtype the cross-entropy runs in: fp32 upcast unless the job says not
   bool litgpt = false;         // LitGPT's own modules instead of the transformers implementation
+  // Fused kernels patched into the model ("liger", "unsloth"; "none" also for families they do
+  // not patch) and whether Unsloth's fused LoRA autograd functions run the projections.
+  std::string kernels = "none";
+  bool unsloth_lora = false;
 };
 
 bool is_training_task(const std::string& task) { return task.rfind("train_", 0) == 0; }
 
 // PEFT's k-bit preparation when the job does not say (kbit_upcast unset): "none" when FSDP or
-// ZeRO-3 shard the model (TRL skips it there), else "all" (docs/estimator.md).
+// ZeRO-3 shard the model (TRL skips it there) or Unsloth prepares it, else "all"
+// (docs/estimator.md).
 std::string default_kbit_upcast(const Job& job) {
+  if (job.kernels && *job.kernels == "unsloth") return "none";
   // Sharded QLoRA here means flat parameters or partitioned ones (FSDP, ZeRO-3, whose init puts
   // the 4-bit parameters on the CPU or meta device): TRL's is_sharded_qlora; ZeRO-1/2 load the
   // model whole on each GPU and prepare it.
@@ -120,6 +126,21 @@ bool is_bitsandbytes(const std::optional<std::string>& q) {
 // path): DebertaV2PreTrainedModel declares no attention implementation switch, and
 // DisentangledSelfAttention.forward always runs bmm + XSoftmax + dropout + bmm.
 bool eager_attention_only(const ModelSpec& m) { return m.model_type == "deberta-v2"; }
+
+}  // namespace
+
+// Families whose modules Liger (liger_kernel/transformers/monkey_patch.py,
+// MODEL_TYPE_TO_APPLY_LIGER_FN) and Unsloth (unsloth/models/) replace with their kernels: the
+// RMSNorm, gated-MLP decoders. Others run unpatched (the Trainer warns and goes on).
+bool kernels_patch(const ModelSpec& m, const std::string& kernels) {
+  static const std::set<std::string> kLiger = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe",
+                                               "gemma", "gemma2", "gemma3_text", "phi3", "granite", "olmo2"};
+  static const std::set<std::string> kUnsloth = {"llama", "mistral", "qwen2", "qwen3", "gemma",
+                                                 "gemma2", "gemma3_text", "phi3", "granite"};
+  return (kernels == "liger" && kLiger.count(m.model_type)) || (kernels == "unsloth" && kUnsloth.count(m.model_type));
+}
+
+namespace {
 
 
 Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::string>& assumptions) {
@@ -213,15 +234,30 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     p.kv_bytes = kv == "fp32" ? 4 : (kv == "fp8" || kv == "int8") ? 1 : (kv == "auto" ? p.act_bytes : 2);
     if (!job.kv_cache_dtype && p.task == "inference") assume("kv_cache_dtype: the activation dtype (not given)");
   }
-  p.attention = job.attention_impl.value_or("sdpa");
+  p.kernels = job.kernels.value_or("none");
+  if (p.kernels != "none" && !kernels_patch(m, p.kernels)) {
+    assume(fmt::format("kernels: none ({} has no {} kernels for {}; it runs unpatched)", p.kernels, p.kernels, m.model_type));
+    p.kernels = "none";
+  }
+  const bool unsloth = p.kernels == "unsloth";
+  // Unsloth runs flash-attn when it is installed (unsloth/utils/attention_dispatch.py: flash,
+  // then xformers, then SDPA), and its get_peft_model defaults to its offloaded checkpointing
+  // (use_gradient_checkpointing="unsloth"), set below with the offload list.
+  p.attention = job.attention_impl.value_or(unsloth ? "flash" : "sdpa");
   if (eager_attention_only(m)) {
     if (p.attention != "eager") assume("attention: eager (transformers' " + m.model_type + " has no SDPA or flash path)");
     p.attention = "eager";
   } else if (!job.attention_impl) {
-    assume("attention_impl: sdpa (not given; the transformers default)");
+    assume(unsloth ? "attention_impl: flash (Unsloth runs flash-attn when installed)"
+                   : "attention_impl: sdpa (not given; the transformers default)");
   }
-  p.loss_impl = job.loss_impl.value_or("standard");
-  if (!job.loss_impl && p.training && !m.is_encoder_only) assume("loss_impl: standard (logits upcast to fp32)");
+  // Liger's apply_liger_kernel_to_<family> turns on its fused linear cross-entropy by default;
+  // Unsloth computes the loss from the hidden states chunk by chunk as well.
+  p.loss_impl = job.loss_impl.value_or(p.kernels != "none" ? "fused_linear" : "standard");
+  if (!job.loss_impl && p.training && !m.is_encoder_only) {
+    assume(p.kernels != "none" ? fmt::format("loss_impl: fused_linear ({}'s default)", p.kernels)
+                               : "loss_impl: standard (logits upcast to fp32)");
+  }
 
   p.tp = job.tp.value_or(1);
   p.pp = job.pp.value_or(1);
@@ -239,6 +275,12 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     if (o == "activations") p.offload_activations = true;
   }
   p.use_lora = p.task == "train_lora" || p.task == "train_qlora";
+  if (unsloth && p.training && !job.gradient_checkpointing) {
+    p.checkpointing = "full";
+    p.offload_activations = true;
+    std::replace(assumptions.begin(), assumptions.end(), std::string("gradient_checkpointing: none (not given)"),
+                 std::string("gradient_checkpointing: full, block inputs offloaded to the CPU (Unsloth's default \"unsloth\")"));
+  }
   // PEFT keeps adapters in fp32 over a 16-bit base (LoraConfig autocast_adapter_dtype=True);
   // LitGPT and torchtune create them in the model's dtype.
   if (job.adapter_dtype) {
@@ -268,9 +310,11 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   if (p.training && p.use_lora && is_bitsandbytes(p.quantization) && !p.litgpt) {
     p.kbit_upcast = job.kbit_upcast.value_or(default_kbit_upcast(job));
     if (!job.kbit_upcast) {
-      assume(p.kbit_upcast == "none"
-                 ? "kbit_upcast: none (a sharded quantized model keeps one dtype: TRL skips prepare_model_for_kbit_training)"
-                 : "kbit_upcast: all (PEFT prepare_model_for_kbit_training casts every non-quantized parameter to fp32)");
+      assume(p.kbit_upcast == "all"
+                 ? "kbit_upcast: all (PEFT prepare_model_for_kbit_training casts every non-quantized parameter to fp32)"
+             : p.kernels == "unsloth"
+                 ? "kbit_upcast: none (Unsloth keeps the model's dtype)"
+                 : "kbit_upcast: none (a sharded quantized model keeps one dtype: TRL skips prepare_model_for_kbit_training)");
     }
     // The preparation also turns gradient checkpointing on (use_gradient_checkpointing=True by
     // default), whether it was assumed or stated.
@@ -306,6 +350,11 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     assume(p.kbit_upcast == "norms" ? "adapter_dtype: the model's (TRL casts adapters to bf16)"
                                     : "adapter_dtype: fp32 (PEFT keeps adapters in fp32)");
   }
+  // Unsloth's fused LoRA autograd functions (unsloth/kernels/fast_lora.py LoRA_QKV, LoRA_W,
+  // LoRA_MLP) run the adapted projections when LoRA has no dropout; they dequantize 4-bit
+  // weights themselves (fast_dequantize), so bitsandbytes' matmul does not keep its input.
+  p.unsloth_lora = p.kernels == "unsloth" && p.training && p.use_lora && p.lora.dropout == 0;
+  if (p.unsloth_lora) p.bnb_saves_input = false;
   if (p.micro_batch == 0 || (p.training && p.seq == 0)) return make_error("micro_batch_size and seq_len must be at least 1");
   return p;
 }
@@ -372,6 +421,9 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // makes a frozen Linear keep nothing), so a frozen RMSNorm keeps its fp32 input and rsqrt.
   const double rms_normed_bytes = frozen_base ? 0 : (p.amp ? 4 : e);
   double norm_bytes = m.norm == NormKind::kRmsNorm ? 4 + rms_normed_bytes + 4 / h : residual + 8 / h;
+  // Liger's and Unsloth's RMSNorm kernels (LigerRMSNormFunction, Fast_RMS_Layernorm) upcast in
+  // registers and save their input as given plus one fp32 rstd per row, trainable weight or not.
+  if (p.kernels != "none" && m.norm == NormKind::kRmsNorm) norm_bytes = residual + 4 / h;
   uint64_t norms = std::min<uint64_t>(m.norms_per_layer, 2) + (m.norms_per_layer > 2 ? 2 : 0);
   a.per_token += norms * norm_bytes * h;
   // Parallel-residual blocks with two LayerNorms (GPT-NeoX) normalise the same input twice: the
@@ -427,6 +479,13 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
                       (l.role == "gate" || l.role == "up" || l.role == "gate_up" || l.role == "fc_in") ? "mlp" : "attn";
     const bool attention_projection = key == "attn";
     if (m.parallel_attention && m.norms_per_layer == 1 && key == "mlp") key = "attn";  // one normed input feeds both
+    if (p.unsloth_lora) {
+      // LoRA_QKV and LoRA_MLP save their normalised input X once (with the adapters' A and B);
+      // LoRA_W (o_proj) saves the attention output, the tensor the attention kernel keeps
+      // (counted below); LoRA_MLP recomputes the down projection's input in backward.
+      if ((key == "attn" || key == "mlp") && saved_inputs.insert(key).second) a.per_token += hid * in;
+      continue;
+    }
     if (!frozen_base || bnb_4bit_keeps_input) {
       if (cast_per_linear || saved_inputs.insert(key).second) a.per_token += e * in;
     }
@@ -521,6 +580,9 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // torch.nn.functional.gelu(x, approximate=config.gelu_approximate)), which saves its input only,
   // where transformers' gelu_new is a Python composite.
   double act_units = p.litgpt && m.hidden_act != "relu" ? 1 : activation_saved_units(m.hidden_act);
+  // Liger's SwiGLU/GeGLU (LigerSiLUMulFunction, LigerGELUMulFunction) and Unsloth's LoRA_MLP save
+  // the gate and up outputs only and recompute the activation in backward.
+  if (p.kernels != "none" && m.gated_mlp) act_units = 0;
   if (m.gated_mlp) {
     a.per_token += hid * inter * (act_units + 2);
   } else {
@@ -856,7 +918,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     // Final norm and output head input.
     if (!m.is_encoder_only) {
       const double final_normed = p.use_lora ? 0 : p.act_bytes;  // frozen norm weight: see block_activations
-      head += tokens * (m.norm == NormKind::kRmsNorm ? (4 + final_normed) * m.hidden_size + 4 : residual * m.hidden_size + 8);
+      const bool fused_norm = p.kernels != "none" && m.norm == NormKind::kRmsNorm;  // block_activations
+      head += tokens * (fused_norm ? residual * m.hidden_size + 4
+                        : m.norm == NormKind::kRmsNorm ? (4 + final_normed) * m.hidden_size + 4
+                                                       : residual * m.hidden_size + 8);
       if (!p.use_lora) head += tokens * p.act_bytes * m.hidden_size;
       // An fp32 head (PEFT's preparation) under autocast is cast to 16 bits at every call and the
       // matmul keeps the copy for backward (autocast caches casts of trainable weights only).

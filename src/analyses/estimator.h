@@ -20,4 +20,8 @@ uint64_t cuda_context_bytes(bool lazy_module_loading = true);
 // loaded in 16 bits), bf16_mixed for the rest.
 std::string default_training_precision(const Job& job);
 
+// Whether the job's `kernels` ("liger", "unsloth") patch this model's family; elsewhere the
+// model runs unpatched and the kernels change nothing.
+bool kernels_patch(const ModelSpec& model, const std::string& kernels);
+
 }  // namespace oomdoc

@@ -227,7 +227,13 @@ std::vector<Candidate> optimizer_candidates(const Job& job) {
   return out;
 }
 
-std::vector<Candidate> kernel_candidates(const Job& job) {
+// A plan that trains differently: LoRA or QLoRA instead of the given method.
+bool changes_method(const FitPlan& plan) {
+  return std::any_of(plan.changes.begin(), plan.changes.end(),
+                     [](const FitChange& c) { return c.id == "lora" || c.id == "qlora"; });
+}
+
+std::vector<Candidate> kernel_candidates(const ModelSpec& model, const Job& job) {
   std::vector<Candidate> out;
   if (job.attention_impl && *job.attention_impl == "eager") {
     Candidate c;
@@ -239,14 +245,22 @@ std::vector<Candidate> kernel_candidates(const Job& job) {
     c.apply = [](Job& j) { j.attention_impl = "sdpa"; };
     out.push_back(std::move(c));
   }
-  if (is_training(job) && job.loss_impl.value_or("standard") == "standard") {
+  // The Trainer's use_liger_kernel patches only the families Liger knows (elsewhere it warns and
+  // changes nothing): its fused linear cross-entropy, RMSNorm and SwiGLU kernels.
+  const bool transformers = !job.implementation || *job.implementation == "transformers";
+  if (is_training(job) && transformers && job.kernels.value_or("none") == "none" && kernels_patch(model, "liger") &&
+      job.loss_impl.value_or("standard") != "chunked") {
     Candidate c;
     c.change.id = "fused_loss";
     c.change.step = 4;
-    c.change.title = "fused linear cross-entropy (Liger): logits never materialised in full";
-    c.change.cost = "small: needs the liger-kernel package; same loss";
+    c.change.title = "Liger kernels: fused linear cross-entropy (logits never materialised in full), "
+                     "RMSNorm and SwiGLU kernels that keep less for backward";
+    c.change.cost = "small: needs the liger-kernel package; same results";
     c.change.settings = {{"TrainingArguments", "use_liger_kernel", "True"}};
-    c.apply = [](Job& j) { j.loss_impl = "fused_linear"; };
+    c.apply = [](Job& j) {
+      j.kernels = "liger";
+      j.loss_impl = "fused_linear";
+    };
     out.push_back(std::move(c));
   }
   return out;
@@ -620,7 +634,11 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
       costs.push_back("8-bit AdamW has no torchtitan or Megatron-LM flag: build it in the training "
                       "script (torchao.optim.AdamW8bit)");
     }
-    if (job.loss_impl.value_or("standard") == "fused_linear") {
+    if (job.kernels.value_or("none") == "liger") {
+      costs.push_back("Liger's kernels have no torchtitan or Megatron-LM flag: use liger_kernel's "
+                      "LigerRMSNorm, LigerSiLUMulFunction and LigerFusedLinearCrossEntropyLoss in the "
+                      "training script");
+    } else if (job.loss_impl.value_or("standard") == "fused_linear") {
       costs.push_back("the fused linear cross-entropy has no torchtitan or Megatron-LM flag: use "
                       "liger_kernel's LigerFusedLinearCrossEntropyLoss in the training script");
     }
@@ -790,14 +808,14 @@ struct Search {
         {"bf16_hidden_states", [this, bf16](const Job& j) { return bf16_hidden_states_candidates(model, j, bf16); }},
         {"mixed_precision", [bf16](const Job& j) { return precision_candidates(j, bf16); }},
         {"optimizer", optimizer_candidates},
-        {"attention_kernel", [](const Job& j) {
-           auto all = kernel_candidates(j);
+        {"attention_kernel", [this](const Job& j) {
+           auto all = kernel_candidates(model, j);
            std::vector<Candidate> out;
            for (auto& c : all) if (c.change.id == "attention_kernel") out.push_back(std::move(c));
            return out;
          }},
-        {"fused_loss", [](const Job& j) {
-           auto all = kernel_candidates(j);
+        {"fused_loss", [this](const Job& j) {
+           auto all = kernel_candidates(model, j);
            std::vector<Candidate> out;
            for (auto& c : all) if (c.change.id == "fused_loss") out.push_back(std::move(c));
            return out;
@@ -1261,19 +1279,26 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   }
 
   if (!report.fits_target) {
-    // The search is greedy: once LoRA/QLoRA is in, the TP/PP layouts (full training only) are out
-    // of reach. When the method change leads nowhere, search again keeping the method.
-    const std::vector<std::vector<std::string>> skips = {{}, {"lora", "qlora"}};
-    for (const auto& skip : skips) {
-      for (uint64_t limit : {report.target_bytes, report.usable_bytes}) {
-        auto applied = search.run(limit, skip);
-        // No change at all: the job already fits this limit (the budget), so there is no plan.
-        if (!applied || applied->empty()) continue;
-        FitPlan plan = search.to_plan(*applied);
-        plan.fits_budget = plan.predicted.device_used_bytes <= report.usable_bytes;
-        plan.fits_target = plan.predicted.device_used_bytes <= report.target_bytes;
-        report.plan = plan;
-        break;
+    // The first combination under the limit, skipping some changes.
+    auto find_plan = [&](uint64_t limit, const std::vector<std::string>& skip) -> std::optional<FitPlan> {
+      auto applied = search.run(limit, skip);
+      // No change at all: the job already fits this limit (the budget), so there is no plan.
+      if (!applied || applied->empty()) return std::nullopt;
+      FitPlan plan = search.to_plan(*applied);
+      plan.fits_budget = plan.predicted.device_used_bytes <= report.usable_bytes;
+      plan.fits_target = plan.predicted.device_used_bytes <= report.target_bytes;
+      return plan;
+    };
+    auto dearest_step = [](const FitPlan& plan) { return plan.changes.back().step; };
+    // The target first, then the budget. The search is greedy: once LoRA/QLoRA is in, the TP/PP
+    // layouts (full training only) are out of reach, so each limit is also searched keeping the
+    // method; that plan is taken when the method change leads nowhere, or when it needs no dearer
+    // step (a method change on top of the sharding step needed anyway is pure cost).
+    for (uint64_t limit : {report.target_bytes, report.usable_bytes}) {
+      report.plan = find_plan(limit, {});
+      if (!report.plan || changes_method(*report.plan)) {
+        auto kept = find_plan(limit, {"lora", "qlora"});
+        if (kept && (!report.plan || dearest_step(*kept) <= dearest_step(*report.plan))) report.plan = kept;
       }
       if (report.plan) break;
     }
@@ -1325,10 +1350,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       report.alternatives.push_back(std::move(a));
     }
     // When the plan changes the method (LoRA, QLoRA), the cheapest way that keeps it, if any.
-    const bool plan_changes_method =
-        report.plan && std::any_of(report.plan->changes.begin(), report.plan->changes.end(),
-                                   [](const FitChange& c) { return c.id == "lora" || c.id == "qlora"; });
-    if (plan_changes_method) {
+    if (report.plan && changes_method(*report.plan)) {
       for (uint64_t limit : {report.target_bytes, report.usable_bytes}) {
         auto same = search.run(limit, {"lora", "qlora"});
         if (!same) continue;

@@ -73,6 +73,11 @@ struct Job {
   std::optional<bool> autocast;
   std::optional<bool> compile;                // torch.compile on (fuses the chunked loss's upcast)
   std::optional<bool> loss_upcast;            // false: the loss runs in the logits' dtype (LitGPT)
+  // Fused Triton kernels patched into the transformers model: "liger" (liger-kernel, the
+  // Trainer's use_liger_kernel: RMSNorm, SwiGLU/GeGLU and RoPE kernels plus the fused linear
+  // cross-entropy), "unsloth" (Unsloth's kernels and its fused LoRA autograd functions), or
+  // "none" (unset).
+  std::optional<std::string> kernels;
   // Whose modules run the model: unset/"transformers" = the Hugging Face implementation the
   // architecture follows; "litgpt" = LitGPT's own GPT (one fused qkv Linear for every family,
   // grouped k/v expanded to every head, torch's single-op GELU); "llama_cpp" = llama.cpp's

@@ -36,6 +36,7 @@ const std::set<std::string> kImplementations = {"transformers", "litgpt", "llama
 const std::set<std::string> kOptimizerImpl = {"foreach", "fused", "for_loop"};
 const std::set<std::string> kAdapterDtype = {"fp32", "model"};
 const std::set<std::string> kKbitUpcast = {"all", "norms", "none"};
+const std::set<std::string> kKernels = {"none", "liger", "unsloth"};
 std::string join(const std::set<std::string>& values) {
   std::string out;
   for (const auto& v : values) out += (out.empty() ? "" : ", ") + v;
@@ -143,6 +144,7 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
   TRY(r.text("optimizer_impl", job.optimizer_impl, &kOptimizerImpl));
   TRY(r.text("adapter_dtype", job.adapter_dtype, &kAdapterDtype));
   TRY(r.text("kbit_upcast", job.kbit_upcast, &kKbitUpcast));
+  TRY(r.text("kernels", job.kernels, &kKernels));
   TRY(r.flag("bnb_saves_input", job.bnb_saves_input));
   TRY(r.flag("autocast", job.autocast));
   TRY(r.flag("compile", job.compile));
@@ -341,6 +343,7 @@ void overlay_job(Job& base, const Job& over) {
   take(base.optimizer_impl, over.optimizer_impl);
   take(base.adapter_dtype, over.adapter_dtype);
   take(base.kbit_upcast, over.kbit_upcast);
+  take(base.kernels, over.kernels);
   take(base.bnb_saves_input, over.bnb_saves_input);
   take(base.autocast, over.autocast);
   take(base.compile, over.compile);

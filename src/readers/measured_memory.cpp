@@ -304,21 +304,26 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
       job.gradient_checkpointing = has(g, "selective") ? "selective" : "full";
       if (has(g, "offload")) job.offload.push_back("activations");
     }
+    // Unsloth's and Liger's kernels: the estimator knows their defaults (Unsloth's offloaded
+    // checkpointing, its fused loss, no PEFT k-bit preparation; Liger's fused loss).
+    if (has(out.framework, "unsloth")) {
+      job.kernels = "unsloth";
+      note("kernels: unsloth (" + out.framework + ")");
+    } else if (has(out.framework, "liger")) {
+      job.kernels = "liger";
+      note("kernels: liger (" + out.framework + ")");
+    }
     // Framework defaults for checkpointing when the record leaves it open: LLaMA-Factory turns
-    // gradient checkpointing on unless disabled; Unsloth uses its offloaded variant; QLoRA on
+    // gradient checkpointing on unless disabled; QLoRA on
     // Hugging Face transformers goes through PEFT's prepare_model_for_kbit_training, whose
     // use_gradient_checkpointing defaults to True (peft/utils/other.py), as the QLoRA recipe
     // (artidoro/qlora, --gradient_checkpointing default True) does.
     if (!job.gradient_checkpointing) {
       if (has(out.framework, "llama-factory")) job.gradient_checkpointing = "full";
       if (job.task == "train_qlora" && (has(out.framework, "transformers") || has(out.framework, "peft")) &&
-          !has(out.framework, "unsloth")) {
+          !job.kernels) {
         job.gradient_checkpointing = "full";
         note("gradient_checkpointing null -> full (PEFT prepare_model_for_kbit_training default)");
-      }
-      if (has(out.framework, "unsloth")) {
-        job.gradient_checkpointing = "full";
-        job.offload.push_back("activations");
       }
     }
     // LoRA settings.
@@ -355,20 +360,16 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
     }
     // Who prepares a bitsandbytes base: PEFT's prepare_model_for_kbit_training (the estimator's
     // default for transformers) upcasts embeddings, norms and head to fp32; torchtune (its own NF4
-    // tensors), Unsloth, LLaMA-Factory (upcast_layernorm off by default) and Axolotl (casts them
-    // back "for flash-attn compatibility") keep the model's dtype.
-    if (adapters && job.weight_quantization && (torchtune || has(out.framework, "unsloth") ||
-                                                has(out.framework, "llama-factory") || has(out.framework, "axolotl"))) {
+    // tensors), LLaMA-Factory (upcast_layernorm off by default) and Axolotl (casts them back "for
+    // flash-attn compatibility") keep the model's dtype, as Unsloth does (the estimator's default
+    // for its kernels).
+    if (adapters && job.weight_quantization && (torchtune || has(out.framework, "llama-factory") || has(out.framework, "axolotl"))) {
       job.kbit_upcast = "none";
       note("non-quantized parameters in the model's dtype (" + out.framework + ": no PEFT k-bit preparation)");
     }
     // Loss implementation by framework: torchtune (CEWithChunkedOutputLoss) and LitGPT
-    // (chunked_cross_entropy) chunk the loss; Unsloth fuses the head into the loss.
-    if (torchtune || litgpt) {
-      job.loss_impl = "chunked";
-    } else if (has(out.framework, "unsloth")) {
-      job.loss_impl = "fused_linear";
-    }
+    // (chunked_cross_entropy) chunk the loss (Unsloth's and Liger's fused loss: their kernels).
+    if (torchtune || litgpt) job.loss_impl = "chunked";
     // LitGPT's chunked_cross_entropy runs cross_entropy on the bf16 chunks as they are.
     if (litgpt) job.loss_upcast = false;
     if (r.contains("compile") && r["compile"].is_boolean()) job.compile = r["compile"].get<bool>();

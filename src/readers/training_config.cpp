@@ -348,6 +348,40 @@ Handler set_loss(std::string impl) {
   };
 }
 
+void add_offload(Job& job, const std::string& what) {
+  if (std::find(job.offload.begin(), job.offload.end(), what) == job.offload.end()) {
+    job.offload.push_back(what);
+  }
+}
+
+// Fused kernels: the Trainer's use_liger_kernel and LLaMA-Factory's enable_liger_kernel apply
+// Liger's defaults (its fused linear cross-entropy included, the estimator's default for
+// kernels "liger"); LLaMA-Factory's use_unsloth loads the model through Unsloth. Axolotl's
+// Liger plugin switches each kernel on by its own key, the loss only with
+// liger_fused_linear_cross_entropy: `loss_separately` keeps the standard loss until that key says
+// otherwise.
+Handler set_kernels(std::string kernels, bool loss_separately = false) {
+  return [kernels, loss_separately](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
+    auto v = as_bool(n, key, r);
+    if (!v) return v.error();
+    if (!*v) return Ok{};
+    r.out.job.kernels = kernels;
+    if (loss_separately && !r.out.job.loss_impl) r.out.job.loss_impl = "standard";
+    return Ok{};
+  };
+}
+
+// LLaMA-Factory's use_unsloth_gc: Unsloth's checkpointing, which offloads each block's input.
+Status set_unsloth_checkpointing(const YAML::Node& n, std::string_view key, Reader& r) {
+  auto v = as_bool(n, key, r);
+  if (!v) return v.error();
+  if (!*v) return Ok{};
+  r.checkpointing_given = true;
+  r.out.job.gradient_checkpointing = "full";
+  add_offload(r.out.job, "activations");
+  return Ok{};
+}
+
 Status set_padding_free(const YAML::Node& n, std::string_view key, Reader& r) {
   auto v = as_bool(n, key, r);
   if (!v) return v.error();
@@ -390,12 +424,6 @@ Status set_disable_gc(const YAML::Node& n, std::string_view key, Reader& r) {
   if (!v) return v.error();
   r.disable_checkpointing_llamafactory = *v;
   return Ok{};
-}
-
-void add_offload(Job& job, const std::string& what) {
-  if (std::find(job.offload.begin(), job.offload.end(), what) == job.offload.end()) {
-    job.offload.push_back(what);
-  }
 }
 
 // A DeepSpeed config: zero_optimization.stage and its offload_optimizer / offload_param devices.
@@ -577,7 +605,7 @@ void add_hf_keys(Table& t) {
   t["fsdp"] = set_fsdp;
   t["fsdp_config"] = set_fsdp_config;
   t["accelerator_config"] = set_accelerator_config;
-  t["use_liger_kernel"] = set_loss("fused_linear");
+  t["use_liger_kernel"] = set_kernels("liger");
   // TRL SFTConfig.
   t["max_seq_length"] = set_count(&Job::seq_len);   // TRL < 0.20
   t["max_length"] = set_count(&Job::seq_len);       // TRL >= 0.20
@@ -626,6 +654,9 @@ Table axolotl_table() {
   t["fsdp"] = set_fsdp;
   t["fsdp_config"] = set_fsdp_config;
   t["liger_fused_linear_cross_entropy"] = set_loss("fused_linear");
+  t["liger_rms_norm"] = set_kernels("liger", true);
+  t["liger_glu_activation"] = set_kernels("liger", true);
+  t["liger_swiglu"] = set_kernels("liger", true);
   t["cut_cross_entropy"] = set_loss("fused_linear");
   t["chunked_cross_entropy"] = set_loss("chunked");
   return t;
@@ -643,7 +674,9 @@ Table llama_factory_table() {
   t["double_quantization"] = set_double_quant;
   t["cutoff_len"] = set_count(&Job::seq_len);
   t["flash_attn"] = set_attention_name;
-  t["enable_liger_kernel"] = set_loss("fused_linear");
+  t["enable_liger_kernel"] = set_kernels("liger");
+  t["use_unsloth"] = set_kernels("unsloth");
+  t["use_unsloth_gc"] = set_unsloth_checkpointing;
   t["disable_gradient_checkpointing"] = set_disable_gc;
   t["pure_bf16"] = set_pure("bf16");
   t["upcast_layernorm"] = set_upcast_layernorm;
@@ -714,8 +747,7 @@ const std::set<std::string>& no_effect_keys() {
       "lora_model_dir", "auto_resume_from_checkpoints", "save_first_step", "dataset_processes",
       "shuffle_merged_datasets", "eval_causal_lm_metrics", "tokenizer_config", "processor_type",
       "embeddings_skip_upcast", "flash_attn_cross_entropy", "flash_attn_rms_norm",
-      "flash_attn_fuse_qkv", "flash_attn_fuse_mlp", "liger_rope", "liger_rms_norm",
-      "liger_glu_activation", "liger_layer_norm", "liger_swiglu", "save_safetensors",
+      "flash_attn_fuse_qkv", "flash_attn_fuse_mlp", "liger_rope", "liger_layer_norm", "save_safetensors",
       "lora_on_cpu", "peft_use_dora", "peft_use_rslora", "fsdp_version", "torch_compile",
       "max_grad_norm", "seed", "gradient_checkpointing_kwargs", "unfrozen_parameters",
       "hf_use_auth_token", "dataloader_num_workers", "dataloader_pin_memory",
@@ -727,7 +759,7 @@ const std::set<std::string>& no_effect_keys() {
       "overwrite_cache", "preprocessing_num_workers", "val_size", "plot_loss", "lora_dropout",
       "additional_target", "freeze_trainable_layers", "freeze_trainable_modules",
       "freeze_extra_modules", "trust_remote_code", "quantization_method", "rope_scaling",
-      "use_unsloth", "use_unsloth_gc", "shift_attn", "mixture_of_depths", "neat_packing",
+      "shift_attn", "mixture_of_depths", "neat_packing",
       "train_on_prompt", "mask_history", "tokenized_path", "use_fast_tokenizer", "resize_vocab",
       "split_special_tokens", "new_special_tokens", "image_max_pixels", "video_max_pixels",
       "model_revision", "adapter_name_or_path", "create_new_adapter", "pref_beta", "pref_loss",

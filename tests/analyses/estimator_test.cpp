@@ -904,5 +904,81 @@ TEST(Estimator, DebertaV2DisentangledAttentionKeepsPositionTermsPerBlock) {
   EXPECT_EQ(saved_activations(ec) - saved_activations(e3), 60u * 845);
 }
 
+
+// ---- fused kernels (Liger, Unsloth) ----
+
+Job lora_flash_job(const char* kernels) {
+  Job job;
+  job.task = "train_lora";
+  job.precision = "bf16";
+  job.micro_batch_size = 1;
+  job.seq_len = 1024;
+  job.attention_impl = "flash";
+  job.loss_impl = "standard";
+  job.gradient_checkpointing = "none";
+  job.kernels = kernels;
+  return job;
+}
+
+TEST(Estimator, LigerKernelsKeepTheNormInputAsGivenAndOnlyGateAndUp) {
+  auto plain = estimate_memory(llama2_7b(), lora_flash_job("none"));
+  auto liger = estimate_memory(llama2_7b(), lora_flash_job("liger"));
+  ASSERT_TRUE(plain && liger);
+  // Per token and block: two RMSNorms keep their bf16 input (2 B) instead of the fp32 upcast
+  // (4 B): 2 x 2 x 4096; SwiGLU keeps gate and up, not silu(gate): 2 x 11008. The final norm:
+  // 2 x 4096. 1024 tokens, 32 blocks.
+  const uint64_t saved = 1024ull * (32 * (2 * 2 * 4096 + 2 * 11008) + 2 * 4096);
+  EXPECT_EQ(*component(*plain, "activations") - *component(*liger, "activations"), saved);
+}
+
+TEST(Estimator, UnslothLoraSavesEachProjectionInputOnce) {
+  Job liger_job = lora_flash_job("liger");
+  liger_job.lora = LoraSettings{};
+  liger_job.lora->all_linear = true;
+  Job unsloth_job = liger_job;
+  unsloth_job.kernels = "unsloth";
+  auto liger = estimate_memory(llama2_7b(), liger_job);
+  auto unsloth = estimate_memory(llama2_7b(), unsloth_job);
+  ASSERT_TRUE(liger && unsloth);
+  // PEFT (under Liger) casts the input of each of the 7 adapted Linears to the fp32 adapters'
+  // dtype: 4 B x (6 x 4096 + 11008) per token and block. Unsloth's LoRA_QKV and LoRA_MLP keep
+  // their bf16 input once each (2 x 2 x 4096); LoRA_W's input is the attention output the kernel
+  // keeps; LoRA_MLP recomputes the down projection's input.
+  const uint64_t per_token = 4 * (6 * 4096 + 11008) - 2 * 2 * 4096;
+  EXPECT_EQ(*component(*liger, "activations") - *component(*unsloth, "activations"), 1024ull * 32 * per_token);
+}
+
+TEST(Estimator, UnslothDefaultsAreItsOwn) {
+  Job job;
+  job.task = "train_qlora";
+  job.precision = "bf16";
+  job.micro_batch_size = 1;
+  job.seq_len = 8192;
+  job.kernels = "unsloth";
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(assumed(*e, "gradient_checkpointing: full, block inputs offloaded to the CPU (Unsloth's default"));
+  EXPECT_TRUE(assumed(*e, "attention_impl: flash (Unsloth"));
+  EXPECT_TRUE(assumed(*e, "loss_impl: fused_linear (unsloth's default)"));
+  EXPECT_TRUE(assumed(*e, "kbit_upcast: none (Unsloth keeps the model's dtype)"));
+  EXPECT_EQ(e->kbit_upcast, "none");
+  // Two bf16 block inputs stay on the GPU, plus the final norm's input and the head's.
+  EXPECT_EQ(*component(*e, "activations"), 2 * 8192ull * 4096 * 2 + 8192ull * (2 * 4096 + 4));
+}
+
+TEST(Estimator, KernelsForAnUnpatchedFamilyChangeNothing) {
+  ModelSpec gpt2 = find_preset("gpt2-xl")->value();
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16";
+  job.seq_len = 1024;
+  auto plain = estimate_memory(gpt2, job);
+  job.kernels = "liger";
+  auto liger = estimate_memory(gpt2, job);
+  ASSERT_TRUE(plain && liger);
+  EXPECT_EQ(liger->device_used_bytes, plain->device_used_bytes);
+  EXPECT_TRUE(assumed(*liger, "kernels: none (liger has no liger kernels for gpt2"));
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -200,27 +200,27 @@ TEST(FitSearch, TensorParallelKeepsTheMethodWhenShardingAloneIsNotEnough) {
   auto r = fit_job(toy_transformer(), job, options, toy_estimator);
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_TRUE(r->plan.has_value());
-  // The plan switches to LoRA/QLoRA (cheaper in the cost order); the same-method alternative is
-  // the sharding step's cheapest option under the target: ZeRO-2 gives 2 + 14 + 5.25 + 16 = 37.25
-  // and FSDP 2 + 3.5 + 5.25 + 16 = 26.75, TP 2 x FSDP 2: 2 + 3.5 + 5.25 + 8 = 18.75 GiB.
-  auto same = std::find_if(r->alternatives.begin(), r->alternatives.end(),
-                           [](const FitAlternative& a) { return a.change.id == "same_method"; });
-  ASSERT_NE(same, r->alternatives.end());
-  EXPECT_EQ(same->predicted.device_used_bytes, static_cast<uint64_t>(18.75 * kGiB));
-  EXPECT_TRUE(same->fits_target);
-  EXPECT_EQ(same->change.title,
+  // LoRA (cheaper in the cost order) still needs the sharding step here, which reaches the target
+  // without changing the method, so the plan keeps full fine-tuning: the sharding step's cheapest
+  // option under the target. ZeRO-2 gives 2 + 14 + 5.25 + 16 = 37.25 and FSDP 2 + 3.5 + 5.25 + 16
+  // = 26.75, TP 2 x FSDP 2: 2 + 3.5 + 5.25 + 8 = 18.75 GiB.
+  const FitPlan& plan = *r->plan;
+  EXPECT_THAT(ids(plan), ElementsAre("tensor_parallel"));
+  EXPECT_EQ(plan.predicted.device_used_bytes, static_cast<uint64_t>(18.75 * kGiB));
+  EXPECT_TRUE(plan.fits_target);
+  const FitChange& layout = plan.changes.back();
+  EXPECT_EQ(layout.title,
             "tensor parallel 2 (with sequence parallelism), FSDP over the 2 data-parallel groups "
             "across the 4 GPUs; accumulation 4 -> 8 keeps the global batch 16");
-  ASSERT_TRUE(same->job.has_value());
-  EXPECT_EQ(same->job->tp, 2u);
-  EXPECT_EQ(same->job->pp, 1u);
-  EXPECT_EQ(same->job->num_gpus, 4u);
-  EXPECT_EQ(same->job->parallelism, "fsdp_full_shard");
-  EXPECT_EQ(same->job->grad_accum_steps, 8u);
-  EXPECT_THAT(same->change.cost, HasSubstr("needs an NVLink-class interconnect between the 2 GPUs; "
-                                           "NVLink 4.0, 900 GB/s per GPU"));
+  EXPECT_EQ(plan.job.tp, 2u);
+  EXPECT_EQ(plan.job.pp, 1u);
+  EXPECT_EQ(plan.job.num_gpus, 4u);
+  EXPECT_EQ(plan.job.parallelism, "fsdp_full_shard");
+  EXPECT_EQ(plan.job.grad_accum_steps, 8u);
+  EXPECT_THAT(layout.cost, HasSubstr("needs an NVLink-class interconnect between the 2 GPUs; "
+                                     "NVLink 4.0, 900 GB/s per GPU"));
   std::vector<std::string> flags;
-  for (const auto& s : same->change.settings) flags.push_back(s.target + " " + s.name + " " + s.value);
+  for (const auto& s : layout.settings) flags.push_back(s.target + " " + s.name + " " + s.value);
   EXPECT_THAT(flags, ElementsAre("torchtitan --parallelism.data_parallel_shard_degree -1",
                                  "torchtitan --parallelism.tensor_parallel_degree 2",
                                  "torchtitan --parallelism.pipeline_parallel_degree 1",
@@ -236,9 +236,12 @@ TEST(FitSearch, TensorParallelKeepsTheMethodWhenShardingAloneIsNotEnough) {
                                  "Megatron-LM --recompute-granularity full",
                                  "Megatron-LM --recompute-method uniform",
                                  "Megatron-LM --recompute-num-layers 1"));
-  EXPECT_THAT(same->change.cost, HasSubstr("8-bit AdamW has no torchtitan or Megatron-LM flag: build it "
-                                           "in the training script (torchao.optim.AdamW8bit)"));
-  EXPECT_THAT(same->change.cost, HasSubstr("use liger_kernel's LigerFusedLinearCrossEntropyLoss"));
+  EXPECT_THAT(layout.cost, HasSubstr("8-bit AdamW has no torchtitan or Megatron-LM flag: build it "
+                                     "in the training script (torchao.optim.AdamW8bit)"));
+  EXPECT_THAT(layout.cost, HasSubstr("use liger_kernel's LigerFusedLinearCrossEntropyLoss"));
+  // The plan keeps the method: no same-method alternative.
+  EXPECT_TRUE(std::none_of(r->alternatives.begin(), r->alternatives.end(),
+                           [](const FitAlternative& a) { return a.change.id == "same_method"; }));
 
   // Over PCIe the same layout is still the one that fits (pipeline stages first: PP 2 and PP 4
   // leave 16 GiB of activations, 26.75 GiB), and its cost says the interconnect is not suited.
@@ -246,11 +249,9 @@ TEST(FitSearch, TensorParallelKeepsTheMethodWhenShardingAloneIsNotEnough) {
   options.gpu_interconnect = "PCIe Gen4 only";
   auto pcie = fit_job(toy_transformer(), job, options, toy_estimator);
   ASSERT_TRUE(pcie.ok());
-  same = std::find_if(pcie->alternatives.begin(), pcie->alternatives.end(),
-                      [](const FitAlternative& a) { return a.change.id == "same_method"; });
-  ASSERT_NE(same, pcie->alternatives.end());
-  EXPECT_EQ(same->job->tp, 2u);
-  EXPECT_THAT(same->change.cost, HasSubstr("NOT this one, expect a large slowdown; PCIe Gen4 only"));
+  ASSERT_TRUE(pcie->plan.has_value());
+  EXPECT_EQ(pcie->plan->job.tp, 2u);
+  EXPECT_THAT(pcie->plan->changes.back().cost, HasSubstr("NOT this one, expect a large slowdown; PCIe Gen4 only"));
 }
 
 TEST(FitSearch, ModelParallelLayoutIsTakenOnlyWhenItFits) {

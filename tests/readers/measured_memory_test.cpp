@@ -50,9 +50,16 @@ TEST(MeasuredMemory, OnlyPeftPreparesAQuantizedBase) {
   };
   // Transformers + PEFT: left to the estimator's default (prepare_model_for_kbit_training).
   EXPECT_FALSE(read("TRL SFTTrainer + PEFT LoRA on quantized base").kbit_upcast.has_value());
-  for (const char* own : {"torchtune", "Unsloth", "LLaMA-Factory (HF transformers Trainer)", "Axolotl"}) {
+  for (const char* own : {"torchtune", "LLaMA-Factory (HF transformers Trainer)", "Axolotl"}) {
     EXPECT_EQ(read(own).kbit_upcast, "none") << own;
   }
+  // Unsloth: its kernels, whose defaults (no preparation, its fused loss, its offloaded
+  // checkpointing when unstated) live in the estimator.
+  const Job unsloth = read("Unsloth (fused kernels)");
+  EXPECT_EQ(unsloth.kernels, "unsloth");
+  EXPECT_FALSE(unsloth.kbit_upcast.has_value());
+  EXPECT_FALSE(unsloth.loss_impl.has_value());
+  EXPECT_EQ(read("HF Trainer + Liger kernels").kernels, "liger");
 }
 
 TEST(MeasuredMemory, BitsandbytesVersionAndTrainerAutocast) {

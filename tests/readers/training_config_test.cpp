@@ -15,6 +15,7 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::IsSupersetOf;
 using oomdoc::testing::fixture_path;
 
 TEST(TrainingConfig, AxolotlQloraExample) {
@@ -102,11 +103,42 @@ TEST(TrainingConfig, LlamaFactoryQloraReadsTheDeepSpeedFile) {
   EXPECT_FALSE(job.lora->all_linear);
   EXPECT_EQ(job.gradient_checkpointing, "none");
   EXPECT_EQ(job.attention_impl, "flash");
-  EXPECT_EQ(job.loss_impl, "fused_linear");
+  EXPECT_EQ(job.kernels, "liger");  // enable_liger_kernel (its fused loss is the estimator's default)
+  EXPECT_FALSE(job.loss_impl.has_value());
   EXPECT_EQ(job.parallelism, "zero2");
   EXPECT_THAT(job.offload, ElementsAre("optimizer"));
   EXPECT_EQ(job.kbit_upcast, "none");  // LLaMA-Factory does not call prepare_model_for_kbit_training
   EXPECT_THAT(config->warnings, IsEmpty());
+}
+
+TEST(TrainingConfig, KernelKeysNameTheirKernels) {
+  auto read = [](const std::string& text, const std::string& name) {
+    auto config = parse_training_config(text, name, "");
+    EXPECT_TRUE(config.ok()) << config.error().message;
+    return *config;
+  };
+  // LLaMA-Factory through Unsloth, with its offloaded checkpointing.
+  auto lf = read("model_name_or_path: meta-llama/Llama-3.1-8B\nfinetuning_type: lora\nquantization_bit: 4\n"
+                 "use_unsloth: true\nuse_unsloth_gc: true\nbf16: true\n", "lf.yaml");
+  EXPECT_EQ(lf.job.kernels, "unsloth");
+  EXPECT_EQ(lf.job.gradient_checkpointing, "full");
+  EXPECT_THAT(lf.job.offload, ElementsAre("activations"));
+  EXPECT_THAT(lf.used_keys, IsSupersetOf({"use_unsloth", "use_unsloth_gc"}));
+  // Axolotl's Liger plugin: each kernel by its own key; the fused loss only when its key says so,
+  // in either order.
+  auto norms_only = read("base_model: meta-llama/Llama-3.1-8B\nliger_rms_norm: true\nliger_glu_activation: true\n",
+                         "axolotl.yaml");
+  EXPECT_EQ(norms_only.job.kernels, "liger");
+  EXPECT_EQ(norms_only.job.loss_impl, "standard");
+  for (const char* text : {"base_model: m\nliger_rms_norm: true\nliger_fused_linear_cross_entropy: true\n",
+                           "base_model: m\nliger_fused_linear_cross_entropy: true\nliger_rms_norm: true\n"}) {
+    auto both = read(text, "axolotl.yaml");
+    EXPECT_EQ(both.job.kernels, "liger") << text;
+    EXPECT_EQ(both.job.loss_impl, "fused_linear") << text;
+  }
+  // The Trainer's use_liger_kernel.
+  auto hf = read(R"({"per_device_train_batch_size": 2, "use_liger_kernel": true, "bf16": true})", "args.json");
+  EXPECT_EQ(hf.job.kernels, "liger");
 }
 
 TEST(TrainingConfig, LlamaFactoryUpcastLayernormKeepsNormsInFp32) {
