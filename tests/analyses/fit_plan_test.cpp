@@ -367,5 +367,26 @@ TEST(FitPlan, LlamaCppJobsGetLlamaCppSettings) {
   EXPECT_FALSE(solved->report.max_micro_batch.has_value() && *solved->report.max_micro_batch > 0);
 }
 
+
+TEST(FitPlan, LigerIsOfferedOnlyWhereItPatchesTheModel) {
+XX
+  // Liger's kernels, and its job says so (the estimator then counts the fused norms and SwiGLU,
+  // not only the fused loss).
+  auto llama = fit_on("meta-llama/Llama-3.1-8B", "4090", training("train_lora", 8, 4096), 1);
+  ASSERT_TRUE(llama.ok()) << llama.error().message;
+  ASSERT_TRUE(llama->report.plan.has_value());
+  EXPECT_THAT(change_ids(llama->report), ::testing::Contains("fused_loss"));
+  EXPECT_EQ(llama->report.plan->job.kernels, "liger");
+  EXPECT_EQ(llama->report.plan->job.loss_impl, "fused_linear");
+  // GPT-2: Liger has no kernels for it and the Trainer's flag would change nothing.
+  Job gpt2_job = training("train_full", 8, 1024);
+  gpt2_job.attention_impl = "eager";
+  auto gpt2 = fit_on("gpt2-xl", "3060", gpt2_job, 1);
+  ASSERT_TRUE(gpt2.ok()) << gpt2.error().message;
+  ASSERT_TRUE(gpt2->report.plan.has_value());
+  EXPECT_THAT(change_ids(gpt2->report), ::testing::Not(::testing::Contains("fused_loss")));
+  for (const auto& a : gpt2->report.alternatives) EXPECT_NE(a.change.id, "fused_loss");
+}
+
 }  // namespace
 }  // namespace oomdoc
