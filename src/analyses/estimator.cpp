@@ -294,7 +294,11 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   if (!job.optimizer_impl && p.training && p.optimizer == "adamw" && !p.fused_backward) {
     assume("optimizer_impl: foreach (the torch.optim default on CUDA since PyTorch 2.0)");
   }
-  p.grads_kept_by_zero_grad = !job.zero_grad_to_none.value_or(true);
+  // DeepSpeed's engine zeroes through its own optimizer wrappers, which have always set the 16-bit
+  // gradients to None ("For speed, set model fp16 grad to None by default":
+  // DeepSpeedZeroOptimizer.zero_grad(set_grads_to_None=True), FP16_Optimizer likewise), whatever
+  // the PyTorch version.
+  p.grads_kept_by_zero_grad = !job.zero_grad_to_none.value_or(true) && p.parallelism.rfind("zero", 0) != 0;
   p.sync_each_batch = job.sync_each_batch.value_or(false);
   p.lazy_module_loading = job.lazy_module_loading.value_or(true);
   p.compile = job.compile.value_or(false);

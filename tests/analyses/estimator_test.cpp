@@ -300,6 +300,14 @@ TEST(Estimator, Pytorch1ZeroGradKeepsGradientsThroughTheForward) {
   EXPECT_FALSE(component(*torch2, "gradients").has_value());
   EXPECT_EQ(*component(*torch1, "gradients"), 6738415616ull * 2);
   EXPECT_EQ(torch1->peak_allocated_bytes, torch2->peak_allocated_bytes + 6738415616ull * 2);
+  // DeepSpeed's optimizer wrappers set the 16-bit gradients to None whatever the PyTorch version.
+  job.num_gpus = 2;
+  job.parallelism = "zero2";
+  auto deepspeed_torch1 = estimate_memory(llama2_7b(), job);
+  job.zero_grad_to_none.reset();
+  auto deepspeed_torch2 = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(deepspeed_torch1 && deepspeed_torch2);
+  EXPECT_EQ(deepspeed_torch1->device_used_bytes, deepspeed_torch2->device_used_bytes);
 }
 
 TEST(Estimator, EagerModuleLoadingHasTheLargerContext) {
