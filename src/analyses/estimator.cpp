@@ -96,10 +96,19 @@ struct Plan {
   double loss_bytes = 4;       // dtype the cross-entropy runs in: fp32 upcast unless the job says not
   bool litgpt = false;         // LitGPT's own modules instead of the transformers implementation
   // Fused kernels patched into the model ("liger", "unsloth"; "none" also for families they do
-  // not patch) and whether Unsloth's fused LoRA autograd functions run the projections.
+  // not patch) and which projection groups Unsloth's fused LoRA autograd functions run.
   std::string kernels = "none";
-  bool unsloth_lora = false;
+  bool unsloth_qkv = false, unsloth_o = false, unsloth_mlp = false;
 };
+
+// The groups of a block's Linears that share an input: "attn" (q, k, v), "o", "mlp" (gate, up)
+// and "down".
+std::string input_group(const LinearShape& l) {
+  if (l.role == "o") return "o";
+  if (l.role == "down") return "down";
+  if (l.role == "gate" || l.role == "up" || l.role == "gate_up" || l.role == "fc_in") return "mlp";
+  return "attn";
+}
 
 bool is_training_task(const std::string& task) { return task.rfind("train_", 0) == 0; }
 
@@ -107,7 +116,7 @@ bool is_training_task(const std::string& task) { return task.rfind("train_", 0) 
 // ZeRO-3 shard the model (TRL skips it there) or Unsloth prepares it, else "all"
 // (docs/estimator.md).
 std::string default_kbit_upcast(const Job& job) {
-  if (job.kernels && *job.kernels == "unsloth") return "none";
+  if (job.kernels && *job.kernels == "unsloth" && job.implementation.value_or("transformers") == "transformers") return "none";
   // Sharded QLoRA here means flat parameters or partitioned ones (FSDP, ZeRO-3, whose init puts
   // the 4-bit parameters on the CPU or meta device): TRL's is_sharded_qlora; ZeRO-1/2 load the
   // model whole on each GPU and prepare it.
@@ -132,6 +141,8 @@ bool eager_attention_only(const ModelSpec& m) { return m.model_type == "deberta-
 // Families whose modules Liger (liger_kernel/transformers/monkey_patch.py,
 // MODEL_TYPE_TO_APPLY_LIGER_FN) and Unsloth (unsloth/models/) replace with their kernels: the
 // RMSNorm, gated-MLP decoders. Others run unpatched (the Trainer warns and goes on).
+bool liger_fuses_loss(const ModelSpec& m) { return m.model_type != "granite"; }
+
 bool kernels_patch(const ModelSpec& m, const std::string& kernels) {
   static const std::set<std::string> kLiger = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe",
                                                "gemma", "gemma2", "gemma3_text", "phi3", "granite", "olmo2"};
@@ -234,12 +245,20 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     p.kv_bytes = kv == "fp32" ? 4 : (kv == "fp8" || kv == "int8") ? 1 : (kv == "auto" ? p.act_bytes : 2);
     if (!job.kv_cache_dtype && p.task == "inference") assume("kv_cache_dtype: the activation dtype (not given)");
   }
+  // Kernels patch a transformers model: LitGPT and llama.cpp run their own modules. Unsloth's
+  // runtime defaults (below) hold for every model it loads; its kernels only for the families
+  // it patches.
+  const bool transformers = job.implementation.value_or("transformers") == "transformers";
   p.kernels = job.kernels.value_or("none");
+  if (p.kernels != "none" && !transformers) {
+    assume(fmt::format("kernels: none ({} runs its own modules)", *job.implementation));
+    p.kernels = "none";
+  }
+  const bool unsloth = p.kernels == "unsloth";
   if (p.kernels != "none" && !kernels_patch(m, p.kernels)) {
     assume(fmt::format("kernels: none ({} has no {} kernels for {}; it runs unpatched)", p.kernels, p.kernels, m.model_type));
     p.kernels = "none";
   }
-  const bool unsloth = p.kernels == "unsloth";
   // Unsloth runs flash-attn when it is installed (unsloth/utils/attention_dispatch.py: flash,
   // then xformers, then SDPA), and its get_peft_model defaults to its offloaded checkpointing
   // (use_gradient_checkpointing="unsloth"), set below with the offload list.
@@ -251,12 +270,14 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     assume(unsloth ? "attention_impl: flash (Unsloth runs flash-attn when installed)"
                    : "attention_impl: sdpa (not given; the transformers default)");
   }
-  // Liger's apply_liger_kernel_to_<family> turns on its fused linear cross-entropy by default;
-  // Unsloth computes the loss from the hidden states chunk by chunk as well.
-  p.loss_impl = job.loss_impl.value_or(p.kernels != "none" ? "fused_linear" : "standard");
+  // Liger's apply_liger_kernel_to_<family> turns on its fused linear cross-entropy by default
+  // (not for Granite: cross_entropy=True, fused_linear_cross_entropy=False); Unsloth computes the
+  // loss from the hidden states chunk by chunk as well.
+  const bool fused_loss_default = unsloth || (p.kernels == "liger" && liger_fuses_loss(m));
+  p.loss_impl = job.loss_impl.value_or(fused_loss_default ? "fused_linear" : "standard");
   if (!job.loss_impl && p.training && !m.is_encoder_only) {
-    assume(p.kernels != "none" ? fmt::format("loss_impl: fused_linear ({}'s default)", p.kernels)
-                               : "loss_impl: standard (logits upcast to fp32)");
+    assume(fused_loss_default ? fmt::format("loss_impl: fused_linear ({}'s default)", unsloth ? "unsloth" : "liger")
+                              : "loss_impl: standard (logits upcast to fp32)");
   }
 
   p.tp = job.tp.value_or(1);
@@ -316,7 +337,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     if (!job.kbit_upcast) {
       assume(p.kbit_upcast == "all"
                  ? "kbit_upcast: all (PEFT prepare_model_for_kbit_training casts every non-quantized parameter to fp32)"
-             : p.kernels == "unsloth"
+             : unsloth
                  ? "kbit_upcast: none (Unsloth keeps the model's dtype)"
                  : "kbit_upcast: none (a sharded quantized model keeps one dtype: TRL skips prepare_model_for_kbit_training)");
     }
@@ -333,7 +354,8 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   p.bnb_saves_input = job.bnb_saves_input.value_or(false);
   // Gemma's RMSNorm returns `output.type_as(x)`: fp32 norm weights alone (TRL's casting) leave
   // the hidden states in the embeddings' dtype; Llama-style `weight * x.to(input_dtype)` promotes.
-  const bool norm_keeps_input_dtype = m.model_type.rfind("gemma", 0) == 0;
+  // Liger's and Unsloth's RMSNorm kernels write their output in the input's dtype too.
+  const bool norm_keeps_input_dtype = m.model_type.rfind("gemma", 0) == 0 || p.kernels != "none";
   // A bitsandbytes base loaded in fp32 (autocast over an fp32 model, *_mixed on one GPU) has fp32
   // embeddings and norms whoever prepares it, and Linear4bit returns its input's dtype.
   const bool fp32_loaded_bnb = p.amp && p.use_lora && is_bitsandbytes(p.quantization);
@@ -346,6 +368,11 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   if (p.use_lora) {
     if (job.lora) {
       p.lora = *job.lora;
+    } else if (unsloth) {
+      // Unsloth's FastLanguageModel.get_peft_model: r=16, lora_alpha=16, every projection.
+      p.lora.alpha = 16;
+      p.lora.target_modules = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+      assume("lora: r 16, alpha 16, every projection (Unsloth's get_peft_model defaults)");
     } else {
       assume("lora: r 16, alpha 32, the query and value projections (PEFT defaults)");
     }
@@ -354,11 +381,26 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     assume(p.kbit_upcast == "norms" ? "adapter_dtype: the model's (TRL casts adapters to bf16)"
                                     : "adapter_dtype: fp32 (PEFT keeps adapters in fp32)");
   }
-  // Unsloth's fused LoRA autograd functions (unsloth/kernels/fast_lora.py LoRA_QKV, LoRA_W,
-  // LoRA_MLP) run the adapted projections when LoRA has no dropout; they dequantize 4-bit
-  // weights themselves (fast_dequantize), so bitsandbytes' matmul does not keep its input.
-  p.unsloth_lora = p.kernels == "unsloth" && p.training && p.use_lora && p.lora.dropout == 0;
-  if (p.unsloth_lora) p.bnb_saves_input = false;
+  // Unsloth's fused LoRA autograd functions (unsloth/kernels/fast_lora.py) replace PEFT's
+  // layers group by group when LoRA has no dropout (unsloth/models/llama.py patch_peft_model):
+  // LoRA_QKV when q, k and v are all adapted and have no bias, LoRA_W when o is, LoRA_MLP when
+  // gate, up and down all are. They dequantize 4-bit weights themselves (fast_dequantize), so
+  // bitsandbytes' matmul keeps nothing there; other groups run PEFT's layers.
+  if (p.kernels == "unsloth" && p.training && p.use_lora && p.lora.dropout == 0) {
+    bool qkv = !m.qkv_bias, o = !m.attn_out_bias, mlp = m.gated_mlp && !m.mlp_bias;
+    bool any_o = false, any_mlp = false;
+    for (const LinearShape& l : linear_layers(m)) {
+      if (l.expert) continue;
+      const std::string group = input_group(l);
+      const bool adapted = lora_matches(l, p.lora);
+      if (group == "attn") qkv = qkv && adapted;
+      if (group == "o") { o = o && adapted; any_o = true; }
+      if (group == "mlp" || group == "down") { mlp = mlp && adapted; any_mlp = true; }
+    }
+    p.unsloth_qkv = qkv;
+    p.unsloth_o = o && any_o;
+    p.unsloth_mlp = mlp && any_mlp;
+  }
   if (p.micro_batch == 0 || (p.training && p.seq == 0)) return make_error("micro_batch_size and seq_len must be at least 1");
   return p;
 }
@@ -433,7 +475,10 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // Parallel-residual blocks with two LayerNorms (GPT-NeoX) normalise the same input twice: the
   // input is saved once.
   if (m.parallel_attention && m.norms_per_layer == 2 && m.norm == NormKind::kLayerNorm) a.per_token -= residual * h;
-  if (m.qk_norm) a.per_token += (4 + e) * (nh + nkv) * hd;
+  // Per-head q/k norms (Qwen3, Gemma 3): the same RMSNorm class, so the same kernels.
+  if (m.qk_norm) {
+    a.per_token += p.kernels != "none" ? e * (nh + nkv) * hd + 4 * (nh + nkv) : (4 + e) * (nh + nkv) * hd;
+  }
 
   // Linear inputs: a trainable Linear saves its input; a frozen one does not (autograd saves
   // `self` of mm only when the weight needs a gradient). LoRA's branch saves lora_A's input:
@@ -479,14 +524,16 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
     double in = static_cast<double>(l.in_features);
     bool lora = lora_targets(p, l);
     // Linears sharing an input (q/k/v, gate/up) see the same tensor.
-    std::string key = l.role == "o" ? "o" : l.role == "down" ? "down" :
-                      (l.role == "gate" || l.role == "up" || l.role == "gate_up" || l.role == "fc_in") ? "mlp" : "attn";
+    std::string key = input_group(l);
     const bool attention_projection = key == "attn";
     if (m.parallel_attention && m.norms_per_layer == 1 && key == "mlp") key = "attn";  // one normed input feeds both
-    if (p.unsloth_lora) {
-      // LoRA_QKV and LoRA_MLP save their normalised input X once (with the adapters' A and B);
-      // LoRA_W (o_proj) saves the attention output, the tensor the attention kernel keeps
-      // (counted below); LoRA_MLP recomputes the down projection's input in backward.
+    // Unsloth's fused LoRA functions: LoRA_QKV and LoRA_MLP save their normalised input X once
+    // (`ctx.save_for_backward(..., X, ...)`); LoRA_W (o_proj) saves the attention output, the
+    // tensor the attention kernel keeps (counted below); LoRA_MLP recomputes the down
+    // projection's input in backward.
+    const bool fused = (key == "attn" && p.unsloth_qkv) || (key == "o" && p.unsloth_o) ||
+                       ((key == "mlp" || key == "down") && p.unsloth_mlp);
+    if (fused) {
       if ((key == "attn" || key == "mlp") && saved_inputs.insert(key).second) a.per_token += hid * in;
       continue;
     }
@@ -585,8 +632,9 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // where transformers' gelu_new is a Python composite.
   double act_units = p.litgpt && m.hidden_act != "relu" ? 1 : activation_saved_units(m.hidden_act);
   // Liger's SwiGLU/GeGLU (LigerSiLUMulFunction, LigerGELUMulFunction) and Unsloth's LoRA_MLP save
-  // the gate and up outputs only and recompute the activation in backward.
-  if (p.kernels != "none" && m.gated_mlp) act_units = 0;
+  // the gate and up outputs only and recompute the activation in backward (without LoRA_MLP,
+  // Unsloth's layers call the model's own MLP).
+  if (m.gated_mlp && (p.kernels == "liger" || p.unsloth_mlp)) act_units = 0;
   if (m.gated_mlp) {
     a.per_token += hid * inter * (act_units + 2);
   } else {
@@ -949,18 +997,28 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       if (p.loss_impl == "chunked") {
         logits_detail = p.compile ? "chunked loss, compiled: 16-bit logits and one chunk's gradient"
                                   : "chunked loss: 16-bit logits, each chunk's fp32 log-softmax, one chunk's gradient";
+        const double saved_per_cell = p.compile ? p.act_bytes : p.act_bytes + p.loss_bytes;
         logits = p.compile ? tokens * v * p.act_bytes * (1 + 1.0 / kLossChunks)
                            : tokens * v * (p.act_bytes + p.loss_bytes + 2 * p.loss_bytes / kLossChunks);
         // A trainable output head is used once per chunk: autograd sums the chunks' weight
-        // gradients in one buffer before accumulating it, so the head's whole gradient exists
-        // while the later chunks' logits are still saved.
+        // gradients in the head's input buffer before accumulating them (torch/csrc/autograd
+        // input_buffer.cpp), so from the second chunk's backward on the head's whole gradient and
+        // that chunk's fresh one coexist with the later chunks' saved logits (two chunks' fewer).
+        // Under autocast the sum builds at the 16-bit cast's backward, in 16 bits.
         if (p.task == "train_full") {
-          logits += v * static_cast<double>(m.hidden_size) * p.grad_bytes;
-          logits_detail += ", the output head's gradient";
+          const double head_grad = v * static_cast<double>(m.hidden_size) * (p.autocast ? p.act_bytes : p.grad_bytes);
+          const double summing = logits - 2.0 / kLossChunks * tokens * v * saved_per_cell + 2 * head_grad;
+          if (summing > logits) {
+            logits = summing;
+            logits_detail += ", and while the head's gradient is summed over the chunks, it and one chunk's";
+          }
         }
+      } else if (p.loss_impl == "fused_linear") {
+        logits_detail = "fused linear cross-entropy: chunk by chunk, no full logits";
+        logits = tokens * m.hidden_size * (4 + p.act_bytes);
+      } else {
+        logits = tokens * v * 12;
       }
-      else if (p.loss_impl == "fused_linear") logits = tokens * m.hidden_size * (4 + p.act_bytes);
-      else logits = tokens * v * 12;
     } else {
       // Encoders: a small task head; the classifier logits are negligible.
       logits = 0;

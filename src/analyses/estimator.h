@@ -24,4 +24,8 @@ std::string default_training_precision(const Job& job);
 // model runs unpatched and the kernels change nothing.
 bool kernels_patch(const ModelSpec& model, const std::string& kernels);
 
+// Whether Liger's patch for this family turns its fused linear cross-entropy on by default
+// (Granite's takes the plain cross-entropy kernel instead).
+bool liger_fuses_loss(const ModelSpec& model);
+
 }  // namespace oomdoc

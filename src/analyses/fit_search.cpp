@@ -246,10 +246,14 @@ std::vector<Candidate> kernel_candidates(const ModelSpec& model, const Job& job)
     out.push_back(std::move(c));
   }
   // The Trainer's use_liger_kernel patches only the families Liger knows (elsewhere it warns and
-  // changes nothing): its fused linear cross-entropy, RMSNorm and SwiGLU kernels.
+  // changes nothing): its fused linear cross-entropy, RMSNorm and SwiGLU kernels. Also offered
+  // to a job that has Liger's kernels without its loss (Axolotl's per-kernel keys).
   const bool transformers = !job.implementation || *job.implementation == "transformers";
-  if (is_training(job) && transformers && job.kernels.value_or("none") == "none" && kernels_patch(model, "liger") &&
-      job.loss_impl.value_or("standard") != "chunked") {
+  const std::string kernels = job.kernels.value_or("none");
+  const std::string loss = job.loss_impl.value_or("standard");
+  const bool fuses_loss = liger_fuses_loss(model);
+  if (is_training(job) && transformers && kernels_patch(model, "liger") &&
+      ((kernels == "none" && loss != "chunked") || (kernels == "liger" && loss == "standard" && fuses_loss))) {
     Candidate c;
     c.change.id = "fused_loss";
     c.change.step = 4;
@@ -257,9 +261,9 @@ std::vector<Candidate> kernel_candidates(const ModelSpec& model, const Job& job)
                      "RMSNorm and SwiGLU kernels that keep less for backward";
     c.change.cost = "small: needs the liger-kernel package; same results";
     c.change.settings = {{"TrainingArguments", "use_liger_kernel", "True"}};
-    c.apply = [](Job& j) {
+    c.apply = [fuses_loss](Job& j) {
       j.kernels = "liger";
-      j.loss_impl = "fused_linear";
+      if (fuses_loss) j.loss_impl = "fused_linear";
     };
     out.push_back(std::move(c));
   }
@@ -567,8 +571,9 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
   const std::string task = job.task.value_or("train_full");
   // torchtitan and Megatron-LM train full models; LoRA/QLoRA and quantized bases stay on FSDP.
   if (training && ((task != "train_full" && task != "train_freeze") || job.weight_quantization)) return out;
-  // The offload recipes (DeepSpeed ZeRO) are not combined with a TP/PP layout.
-  if (!job.offload.empty()) return out;
+  // The offload recipes (DeepSpeed ZeRO) are not combined with a TP/PP layout, nor is a job run
+  // through Unsloth (its own trainer, offloaded checkpointing by default).
+  if (!job.offload.empty() || (training && job.kernels.value_or("none") == "unsloth")) return out;
   const uint64_t cur_tp = job.tp.value_or(1), cur_pp = job.pp.value_or(1), cur_cp = job.cp.value_or(1);
   for (auto [tp, pp] : model_parallel_layouts(model, n, options.gpu_nvlink, cur_tp, cur_pp)) {
     if (n % (tp * pp * cur_cp) != 0) continue;
@@ -1289,16 +1294,25 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       plan.fits_target = plan.predicted.device_used_bytes <= report.target_bytes;
       return plan;
     };
-    auto dearest_step = [](const FitPlan& plan) { return plan.changes.back().step; };
+    // Keeping the method is no dearer than a method change when it needs an earlier step, or
+    // the same step in a form that changes nothing else: a method change on top of the sharding
+    // step needed anyway is pure cost, unless keeping the method takes a TP/PP layout across
+    // GPUs without NVLink (a new training program, and slow).
+    auto no_dearer = [&](const FitPlan& kept, const FitPlan& changed) {
+      const FitChange& last = kept.changes.back();
+      if (last.step != changed.changes.back().step) return last.step < changed.changes.back().step;
+      const bool model_parallel = last.id == "tensor_parallel" || last.id == "pipeline_parallel" ||
+                                  last.id == "tensor_pipeline_parallel";
+      return !model_parallel || options.gpu_nvlink;
+    };
     // The target first, then the budget. The search is greedy: once LoRA/QLoRA is in, the TP/PP
     // layouts (full training only) are out of reach, so each limit is also searched keeping the
-    // method; that plan is taken when the method change leads nowhere, or when it needs no dearer
-    // step (a method change on top of the sharding step needed anyway is pure cost).
+    // method, and that plan is taken when the method change leads nowhere or it is no dearer.
     for (uint64_t limit : {report.target_bytes, report.usable_bytes}) {
       report.plan = find_plan(limit, {});
       if (!report.plan || changes_method(*report.plan)) {
         auto kept = find_plan(limit, {"lora", "qlora"});
-        if (kept && (!report.plan || dearest_step(*kept) <= dearest_step(*report.plan))) report.plan = kept;
+        if (kept && (!report.plan || no_dearer(*kept, *report.plan))) report.plan = kept;
       }
       if (report.plan) break;
     }

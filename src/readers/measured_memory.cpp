@@ -321,7 +321,7 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
     if (!job.gradient_checkpointing) {
       if (has(out.framework, "llama-factory")) job.gradient_checkpointing = "full";
       if (job.task == "train_qlora" && (has(out.framework, "transformers") || has(out.framework, "peft")) &&
-          !job.kernels) {
+          job.kernels != "unsloth") {
         job.gradient_checkpointing = "full";
         note("gradient_checkpointing null -> full (PEFT prepare_model_for_kbit_training default)");
       }

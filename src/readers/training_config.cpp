@@ -849,6 +849,12 @@ void resolve(Reader& r) {
   if (r.out.format == TrainingConfigFormat::kLlamaFactory && !r.checkpointing_given) {
     job.gradient_checkpointing = r.disable_checkpointing_llamafactory ? "none" : "full";
   }
+  // LLaMA-Factory loads an Unsloth model with use_gradient_checkpointing="unsloth" whatever
+  // use_unsloth_gc says (model_utils/unsloth.py _get_unsloth_kwargs): block inputs offloaded.
+  if (r.out.format == TrainingConfigFormat::kLlamaFactory && job.kernels == "unsloth" &&
+      job.gradient_checkpointing == "full") {
+    add_offload(job, "activations");
+  }
   // Who prepares a bitsandbytes base decides which non-quantized parameters run in fp32 (the
   // estimator's default is PEFT's prepare_model_for_kbit_training: all of them). Axolotl calls it
   // and then casts norms and embeddings back to the model's dtype ("LlamaRMSNorm layers are in

@@ -661,16 +661,25 @@ TEST(Estimator, ChunkedLossKeepsEveryChunksLogSoftmaxUnlessCompiled) {
   // LitGPT: the same in bf16.
   EXPECT_EQ(*component(*bf16_loss, "logits"), static_cast<uint64_t>(cells * (2 + 2 + 0.5)));
   // Full training: the output head's whole gradient (32000 x 4096, bf16) is summed over the
-  // chunks while the later chunks' logits are still saved.
-  // (Eight sequences without checkpointing, so that the peak is at the start of backward.)
+  // chunks; from the second chunk on, the sum and that chunk's fresh gradient coexist with the
+  // six chunks' logits still saved and the second chunk's gradient (7/8 of the logits).
+  // (Without checkpointing and with SGD, so that the peak is at the start of backward.)
   job.task = "train_full";
+  job.optimizer = "sgd";
   job.compile = true;
-  job.micro_batch_size = 8;
+  job.micro_batch_size = 1;
   job.seq_len = 4096;
   auto full = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(full);
   ASSERT_EQ(full->peak_phase, "backward");
-  EXPECT_EQ(component(*full, "logits"), static_cast<uint64_t>(8.0 * 4096 * 32000 * (2 + 2.0 / 8) + 32000.0 * 4096 * 2));
+  const double full_cells = 4096.0 * 32000;
+  EXPECT_EQ(component(*full, "logits"), static_cast<uint64_t>(full_cells * 2 * 7 / 8 + 2 * 32000.0 * 4096 * 2));
+  // With many more tokens the logits outweigh the head: the first chunk's moment is the peak.
+  job.micro_batch_size = 16;
+  auto many = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(many);
+  ASSERT_EQ(many->peak_phase, "backward");
+  EXPECT_EQ(component(*many, "logits"), static_cast<uint64_t>(16 * full_cells * 2 * (1 + 1.0 / 8)));
 }
 
 TEST(Estimator, OffloadedCheckpointedActivationsKeepTwoBlockInputs) {
@@ -986,6 +995,54 @@ TEST(Estimator, KernelsForAnUnpatchedFamilyChangeNothing) {
   ASSERT_TRUE(plain && liger);
   EXPECT_EQ(liger->device_used_bytes, plain->device_used_bytes);
   EXPECT_TRUE(assumed(*liger, "kernels: none (liger has no liger kernels for gpt2"));
+}
+
+
+TEST(Estimator, UnslothFusesOnlyTheGroupsItsLoraFunctionsCover) {
+  // LoRA on q and v only: LoRA_QKV needs q, k and v adapted, LoRA_MLP gate, up and down, so the
+  // projections run PEFT's layers (Unsloth's norms still apply): the same activations as Liger's
+  // norms with PEFT's LoRA, except that the MLP keeps silu(gate) (no Liger SwiGLU without
+  // LoRA_MLP): 2 x 11008 per token and block more.
+  Job liger_job = lora_flash_job("liger");
+  liger_job.lora = LoraSettings{};  // PEFT's default targets: q and v
+  Job unsloth_job = liger_job;
+  unsloth_job.kernels = "unsloth";
+  auto liger = estimate_memory(llama2_7b(), liger_job);
+  auto unsloth = estimate_memory(llama2_7b(), unsloth_job);
+  ASSERT_TRUE(liger && unsloth);
+  EXPECT_EQ(*component(*unsloth, "activations") - *component(*liger, "activations"), 1024ull * 32 * 2 * 11008);
+  // Full fine-tuning through Unsloth: no LoRA functions, the model's own MLP. (SGD and 4 x 4096
+  // tokens put the peak at the start of backward, where the activations are live.)
+  for (Job* j : {&liger_job, &unsloth_job}) {
+    j->task = "train_full";
+    j->lora.reset();
+    j->optimizer = "sgd";
+    j->micro_batch_size = 4;
+    j->seq_len = 4096;
+  }
+  liger = estimate_memory(llama2_7b(), liger_job);
+  unsloth = estimate_memory(llama2_7b(), unsloth_job);
+  ASSERT_TRUE(liger && unsloth);
+  ASSERT_TRUE(component(*liger, "activations") && component(*unsloth, "activations"));
+  EXPECT_EQ(*component(*unsloth, "activations") - *component(*liger, "activations"), 16384ull * 32 * 2 * 11008);
+}
+
+TEST(Estimator, UnslothKeepsQwen2sBiasedProjectionsOnPeft) {
+  // Qwen2's q/k/v carry a bias: Unsloth's LoRA_QKV does not take them, so PEFT casts each
+  // adapted projection's input to the fp32 adapters (3 x 4 B x hidden) where LoRA_QKV would keep
+  // the bf16 input once (2 B x hidden).
+  ModelSpec qwen = find_preset("Qwen/Qwen2.5-7B")->value();
+  ASSERT_TRUE(qwen.qkv_bias);
+  Job job = lora_flash_job("unsloth");
+  job.lora = LoraSettings{};
+  job.lora->all_linear = true;
+  auto biased = estimate_memory(qwen, job);
+  qwen.qkv_bias = false;
+  auto unbiased = estimate_memory(qwen, job);
+  ASSERT_TRUE(biased && unbiased);
+  const uint64_t h = qwen.hidden_size;
+  EXPECT_EQ(*component(*biased, "activations") - *component(*unbiased, "activations"),
+            1024ull * qwen.num_layers * (3 * 4 * h - 2 * h));
 }
 
 }  // namespace

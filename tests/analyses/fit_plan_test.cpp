@@ -378,6 +378,15 @@ TEST(FitPlan, LigerIsOfferedOnlyWhereItPatchesTheModel) {
   EXPECT_THAT(change_ids(llama->report), ::testing::Contains("fused_loss"));
   EXPECT_EQ(llama->report.plan->job.kernels, "liger");
   EXPECT_EQ(llama->report.plan->job.loss_impl, "fused_linear");
+  // A job with Liger's norm and MLP kernels but not its loss (Axolotl's per-kernel keys) is
+  // still offered the fused loss.
+  Job norms_only = training("train_lora", 8, 4096);
+  norms_only.kernels = "liger";
+  norms_only.loss_impl = "standard";
+  auto partial = fit_on("meta-llama/Llama-3.1-8B", "4090", norms_only, 1);
+  ASSERT_TRUE(partial.ok()) << partial.error().message;
+  EXPECT_THAT(change_ids(partial->report), ::testing::Contains("fused_loss"));
+  EXPECT_EQ(partial->report.plan->job.loss_impl, "fused_linear");
   // GPT-2: Liger has no kernels for it and the Trainer's flag would change nothing.
   Job gpt2_job = training("train_full", 8, 1024);
   gpt2_job.attention_impl = "eager";

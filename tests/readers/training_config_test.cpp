@@ -124,6 +124,12 @@ TEST(TrainingConfig, KernelKeysNameTheirKernels) {
   EXPECT_EQ(lf.job.gradient_checkpointing, "full");
   EXPECT_THAT(lf.job.offload, ElementsAre("activations"));
   EXPECT_THAT(lf.used_keys, IsSupersetOf({"use_unsloth", "use_unsloth_gc"}));
+  // LLaMA-Factory passes use_gradient_checkpointing="unsloth" to Unsloth whatever use_unsloth_gc
+  // says: its checkpointing (on by default) is the offloaded one.
+  auto lf_default = read("model_name_or_path: meta-llama/Llama-3.1-8B\nfinetuning_type: lora\nuse_unsloth: true\n",
+                         "lf.yaml");
+  EXPECT_EQ(lf_default.job.gradient_checkpointing, "full");
+  EXPECT_THAT(lf_default.job.offload, ElementsAre("activations"));
   // Axolotl's Liger plugin: each kernel by its own key; the fused loss only when its key says so,
   // in either order.
   auto norms_only = read("base_model: meta-llama/Llama-3.1-8B\nliger_rms_norm: true\nliger_glu_activation: true\n",
