@@ -15,11 +15,17 @@ model's config.json, which tests/analyses/calibration_test.cpp feeds to the esti
 
   /usr/bin/python3 tools/calibrate.py --out tests/fixtures/estimate/calibration_cpu.json
 
-On a CUDA machine, --cuda also builds real Hugging Face models from the same configs
-(transformers AutoModelForCausalLM.from_config, random weights) and records
-max_memory_allocated / max_memory_reserved for a training step:
+On a CUDA machine, --cuda also runs the plain families on the GPU and builds real Hugging Face
+models from config (transformers AutoModelForCausalLM.from_config, random weights; PEFT LoRA;
+a torchtune-style chunked loss, compiled or not; see HF_CASES), recording max_memory_allocated /
+max_memory_reserved over two training steps; the JSON is rewritten after every case, so a run
+stopped by a time limit keeps what it measured:
 
   python3 tools/calibrate.py --cuda --out tests/fixtures/estimate/calibration_cuda.json
+  python3 tools/calibrate.py --cuda --only llama_lora,llama_full --out partial.json
+
+Models are initialised on the CPU by transformers before moving to the GPU: the 2.8B-parameter
+cases take minutes of CPU time each.
 """
 import argparse
 import json
@@ -434,28 +440,157 @@ def measure_cuda_plain(family, batch, seq):
                          "torch": torch.__version__}}
 
 
-def measure_cuda(model_id_configs):
-    """Real Hugging Face models from config on a GPU (needs transformers)."""
-    from transformers import AutoConfig, AutoModelForCausalLM
+# Hugging Face models built from config (random weights) on the GPU, one job each, named after
+# what they check. Each job is written with the estimator's keys (docs/estimate.md).
+LLAMA_SMALL = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "intermediate_size": 5632,
+               "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 4,
+               "max_position_embeddings": 4096, "tie_word_embeddings": False, "rms_norm_eps": 1e-5}
+LLAMA3_VOCAB = dict(LLAMA_SMALL, vocab_size=128256)
+QWEN2_SMALL = {"model_type": "qwen2", "vocab_size": 151936, "hidden_size": 1536, "intermediate_size": 8960,
+               "num_hidden_layers": 4, "num_attention_heads": 12, "num_key_value_heads": 2,
+               "max_position_embeddings": 4096, "tie_word_embeddings": True, "rms_norm_eps": 1e-6}
+GEMMA_SMALL = {"model_type": "gemma", "vocab_size": 256000, "hidden_size": 2048, "intermediate_size": 16384,
+               "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256,
+               "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh",
+               "max_position_embeddings": 4096, "tie_word_embeddings": True}
+GPT2_SMALL = {"model_type": "gpt2", "vocab_size": 50257, "n_embd": 1024, "n_layer": 6, "n_head": 16,
+              "n_positions": 1024, "activation_function": "gelu_new"}
+LORA_ALL = {"r": 16, "alpha": 32, "target_modules": "all_linear"}
+LORA_QV = {"r": 16, "alpha": 32, "target_modules": ["q_proj", "v_proj"]}
+# Llama-3-8B's blocks: two of them with a small vocabulary (the recomputed block outweighs the
+# loss), and eight with Llama-3's (a realistically sized run for the allocator's reserve).
+LLAMA8B_BLOCKS = {"model_type": "llama", "vocab_size": 8000, "hidden_size": 4096, "intermediate_size": 14336,
+                  "num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 8,
+                  "max_position_embeddings": 8192, "tie_word_embeddings": False, "rms_norm_eps": 1e-5}
+LLAMA8B_EIGHT = dict(LLAMA8B_BLOCKS, vocab_size=128256, num_hidden_layers=8)
+
+HF_CASES = [
+    # name, config, job (estimator keys), harness: "hf" (the model's own loss) or "chunked"
+    ("llama_full", LLAMA_SMALL, {"micro_batch_size": 2, "seq_len": 1024}, "hf"),
+    ("llama_full_checkpointed", LLAMA_SMALL, {"micro_batch_size": 2, "seq_len": 1024, "gradient_checkpointing": "full"}, "hf"),
+    ("llama3_vocab_full", LLAMA3_VOCAB, {"micro_batch_size": 2, "seq_len": 2048}, "hf"),
+    ("qwen2_full", QWEN2_SMALL, {"micro_batch_size": 2, "seq_len": 1024}, "hf"),
+    ("gemma_full", GEMMA_SMALL, {"micro_batch_size": 1, "seq_len": 1024}, "hf"),
+    ("gpt2_full", GPT2_SMALL, {"micro_batch_size": 4, "seq_len": 1024}, "hf"),
+    ("llama_lora", LLAMA_SMALL, {"task": "train_lora", "lora": LORA_ALL, "micro_batch_size": 2, "seq_len": 2048}, "hf"),
+    ("llama_lora_checkpointed", LLAMA_SMALL, {"task": "train_lora", "lora": LORA_ALL, "micro_batch_size": 2,
+                                              "seq_len": 2048, "gradient_checkpointing": "full"}, "hf"),
+    ("llama3_vocab_chunked", LLAMA3_VOCAB, {"micro_batch_size": 2, "seq_len": 2048, "loss_impl": "chunked"}, "chunked"),
+    ("llama3_vocab_chunked_compiled", LLAMA3_VOCAB, {"micro_batch_size": 2, "seq_len": 2048, "loss_impl": "chunked",
+                                                    "compile": True}, "chunked"),
+    ("llama8b_blocks_lora_checkpointed", LLAMA8B_BLOCKS, {"task": "train_lora", "lora": LORA_QV, "micro_batch_size": 1,
+                                                          "seq_len": 8192, "gradient_checkpointing": "full"}, "hf"),
+    ("llama_full_checkpointed_sgd", LLAMA_SMALL, {"optimizer": "sgd", "micro_batch_size": 4, "seq_len": 2048,
+                                                  "gradient_checkpointing": "full"}, "hf"),
+    ("llama8b_eight_full_checkpointed", LLAMA8B_EIGHT, {"micro_batch_size": 1, "seq_len": 4096,
+                                                        "gradient_checkpointing": "full"}, "hf"),
+    ("llama8b_eight_lora_checkpointed", LLAMA8B_EIGHT, {"task": "train_lora", "lora": LORA_ALL, "micro_batch_size": 2,
+                                                        "seq_len": 4096, "gradient_checkpointing": "full"}, "hf"),
+]
+
+
+def hf_model(config_dict, base_only=False):
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
+    # No KV cache in training (the Trainer's models run with use_cache off under checkpointing).
+    config = AutoConfig.for_model(**config_dict, use_cache=False)
+    cls = AutoModel if base_only else AutoModelForCausalLM
+    try:
+        model = cls.from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa")
+    except TypeError:  # transformers < 4.56 names it torch_dtype
+        model = cls.from_config(config, torch_dtype=torch.bfloat16, attn_implementation="sdpa")
+    return model.cuda(), config
+
+
+def chunked_loss(compiled):
+    """torchtune's CEWithChunkedOutputLoss: cross-entropy chunk by chunk on the fp32 upcast."""
+    def ce(logits, labels):
+        return F.cross_entropy(logits.float(), labels, ignore_index=-100, reduction="sum")
+    return torch.compile(ce) if compiled else ce
+
+
+def measure_cuda_case(name, config_dict, job_keys, harness):
+    job = {"task": "train_full", "precision": "bf16", "optimizer": "adamw", "optimizer_impl": "foreach",
+           "gradient_checkpointing": "none", "attention_impl": "sdpa", "loss_impl": "standard"}
+    job.update(job_keys)
+    batch, seq = job["micro_batch_size"], job["seq_len"]
+    torch.manual_seed(0)
+    torch.cuda.empty_cache()
+    baseline = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    if harness == "chunked":
+        # A trained output head used once per chunk (torchtune TransformerDecoder.chunked_output).
+        base, config = hf_model(config_dict, base_only=True)
+        head = torch.nn.Linear(config.hidden_size, config.vocab_size, bias=False, device="cuda", dtype=torch.bfloat16)
+        params = list(base.parameters()) + list(head.parameters())
+        loss_fn = chunked_loss(job.get("compile", False))
+        model = base
+    else:
+        model, config = hf_model(config_dict)
+        if job["gradient_checkpointing"] == "full":
+            model.config.use_cache = False
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if job["task"] == "train_lora":
+            from peft import LoraConfig, get_peft_model
+            lora = job["lora"]
+            targets = "all-linear" if lora["target_modules"] == "all_linear" else lora["target_modules"]
+            model = get_peft_model(model, LoraConfig(r=lora["r"], lora_alpha=lora["alpha"], lora_dropout=0.0,
+                                                     target_modules=targets, task_type="CAUSAL_LM"))
+        params = [p for p in model.parameters() if p.requires_grad]
+    model.train()
+    if job["optimizer"] == "sgd":
+        opt = torch.optim.SGD(params, lr=1e-4, foreach=True)
+    else:
+        opt = torch.optim.AdamW(params, lr=1e-4, foreach=True)
+    ids = torch.randint(0, config.vocab_size, (batch, seq), device="cuda")
+    for _ in range(2):  # the second step holds optimizer state
+        if harness == "chunked":
+            hidden = model(input_ids=ids).last_hidden_state
+            logits = [head(chunk) for chunk in hidden.chunk(8, dim=1)]
+            labels = F.pad(ids, (0, 1), value=-100)[:, 1:].chunk(8, dim=1)
+            loss = sum(loss_fn(lg.reshape(-1, lg.size(-1)), lb.reshape(-1)) for lg, lb in zip(logits, labels)) / ids.numel()
+            del logits, hidden  # torchtune: "free logits otherwise it peaks backward memory"
+        else:
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        del loss
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    measured = {"max_memory_allocated": torch.cuda.max_memory_allocated(),
+                "max_memory_reserved": torch.cuda.max_memory_reserved(),
+                "baseline_allocated": baseline}
+    del model, opt, params
+    if harness == "chunked":
+        del head
+    torch.cuda.empty_cache()
+    return {"name": name, "config": config_dict, "job": job, "harness": harness, "measured": measured}
+
+
+def measure_cuda(only=None, save=lambda results: None):
+    """Real Hugging Face models from config on a GPU (needs transformers; LoRA cases peft)."""
+    import transformers  # noqa: F401 (its version is recorded)
+    versions = {"torch": torch.__version__, "transformers": transformers.__version__,
+                "gpu": torch.cuda.get_device_name()}
+    try:
+        import peft
+        versions["peft"] = peft.__version__
+    except ImportError:
+        pass
     results = []
-    for config_dict, batch, seq in model_id_configs:
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-        config = AutoConfig.for_model(**config_dict)
-        model = AutoModelForCausalLM.from_config(config, torch_dtype=torch.bfloat16).cuda()
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        ids = torch.randint(0, config.vocab_size, (batch, seq), device="cuda")
-        for _ in range(2):  # the second step holds optimizer state
-            model(input_ids=ids, labels=ids).loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-        results.append({"config": config_dict,
-                        "job": {"task": "train_full", "precision": "bf16", "optimizer": "adamw",
-                                "micro_batch_size": batch, "seq_len": seq, "attention_impl": "sdpa"},
-                        "measured": {"max_memory_allocated": torch.cuda.max_memory_allocated(),
-                                     "max_memory_reserved": torch.cuda.max_memory_reserved(),
-                                     "torch": torch.__version__}})
-        del model, opt
+    for name, config, job, harness in HF_CASES:
+        if only and name not in only:
+            continue
+        try:
+            r = measure_cuda_case(name, config, job, harness)
+            r["measured"].update(versions)
+            print(f"{name}: max allocated {r['measured']['max_memory_allocated']}, reserved "
+                  f"{r['measured']['max_memory_reserved']}", flush=True)
+            results.append(r)
+            save(results)
+        except Exception as error:  # one case's failure must not lose the others
+            import traceback
+            traceback.print_exc()
+            print(f"{name}: not measured: {error}", file=sys.stderr, flush=True)
     return results
 
 
@@ -463,28 +598,39 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--cuda", action="store_true", help="run real HF models on the GPU (needs transformers)")
+    parser.add_argument("--only", help="comma-separated case names: run only these Hugging Face cases")
     args = parser.parse_args()
+    def save(results):
+        with open(args.out, "w") as f:
+            json.dump({"tool": "tools/calibrate.py", "torch": torch.__version__, "device": "cuda" if args.cuda else "cpu",
+                       "results": results}, f, indent=1)
+            f.write("\n")
+
     if args.cuda:
         if not torch.cuda.is_available():
             sys.exit("calibrate.py: --cuda given but torch.cuda.is_available() is False")
-        results = [measure_cuda_plain(family, batch, seq) for family in FAMILIES for batch, seq in ((1, 64), (8, 256))]
+        results = []
+        for family in FAMILIES if not args.only else []:
+            for batch, seq in ((1, 64), (8, 256)):
+                try:
+                    with torch.device("cuda"):  # the plain models build their rotary tables on the default device
+                        results.append(measure_cuda_plain(family, batch, seq))
+                except Exception as error:
+                    print(f"{family}: not measured: {error}", file=sys.stderr, flush=True)
         try:
             import transformers  # noqa: F401
         except ImportError:
             print("transformers not installed: only the plain-PyTorch families were measured", file=sys.stderr)
         else:
-            configs = [(dict(FAMILIES["llama"][1], vocab_size=32000, hidden_size=2048, intermediate_size=5632,
-                             num_hidden_layers=4, num_attention_heads=16, num_key_value_heads=4), 2, 1024)]
-            results += measure_cuda(configs)
+            plain = list(results)
+            results += measure_cuda(args.only.split(",") if args.only else None,
+                                    save=lambda measured: save(plain + measured))
     else:
         results = []
         for family in FAMILIES:
             for batch, seq in ((1, 64), (2, 128)):
                 results.append(measure(family, batch, seq, torch.float32))
-    with open(args.out, "w") as f:
-        json.dump({"tool": "tools/calibrate.py", "torch": torch.__version__, "device": "cuda" if args.cuda else "cpu",
-                   "results": results}, f, indent=1)
-        f.write("\n")
+    save(results)
     print(f"wrote {len(results)} measurements to {args.out}")
 
 

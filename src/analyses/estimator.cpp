@@ -436,6 +436,7 @@ struct LayerActivations {
   double per_sequence = 0;       // bytes per sequence of the micro-batch, whatever its length
   double per_position_pair = 0;  // bytes per (query, key) position pair, shared by the micro-batch
   double fixed = 0;              // bytes per block independent of the micro-batch
+  double backward_working = 0;   // bytes per token the block's backward adds at its widest moment
 };
 
 
@@ -648,7 +649,19 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
     double shared = static_cast<double>(m.shared_expert_intermediate_size ? m.shared_expert_intermediate_size
                                                                           : m.num_shared_experts * m.moe_intermediate_size);
     a.per_token += hid * k * (h + moe * (act_units + 3)) + hid * (h + shared * (act_units + 3)) + 4 * m.num_experts;
+    if (inter == 0) a.backward_working = hid * (k * moe + shared);  // MLP width a token runs through
   }
+  // The block's backward adds gradients to what it saved. Its widest moment is the MLP's, first in
+  // the block's backward, with all the block's saved tensors still live: the gradient of the down
+  // projection's input and, for a gated MLP, the two operand gradients of act(gate) x up, which
+  // one autograd node makes while it holds its input gradient (3 MLP-width tensors; 2 for
+  // act(fc1)). Liger's SwiGLU backward writes its operand gradients over the saved gate and up,
+  // and Unsloth's LoRA_MLP into one reused buffer (1). Measured on an H200: Llama-3-8B's blocks,
+  // LoRA with checkpointing at 8k tokens (calibration_cuda.json).
+  const double mlp_width = inter > 0 ? inter : a.backward_working / std::max(hid, 1.0);
+  const double grad_units = (m.gated_mlp && p.kernels == "liger") || p.unsloth_mlp ? 1 : m.gated_mlp ? 3 : 2;
+  a.backward_working = hid * mlp_width * grad_units;
+
   // Dropout masks (1 byte per element) after attention and MLP when the config trains with them.
   if (m.hidden_dropout > 0) a.per_token += 2 * h;
   return a;
@@ -877,7 +890,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   double amp_casts = p.training && p.amp && !deepspeed && !p.use_lora ? trainable_linear * 2 / shard_mp / param_shards : 0;
 
   // ---- activations ----
-  double activations = 0, logits = 0, layer_working = 0, temporary = 0;
+  double activations = 0, logits = 0, layer_working = 0, temporary = 0, backward_working = 0;
   std::string act_detail, logits_detail;
   if (p.training) {
     const double tokens = static_cast<double>(p.micro_batch * p.seq) / static_cast<double>(p.cp);
@@ -893,6 +906,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     const double sequences = static_cast<double>(p.micro_batch);
     double per_layer = tokens * (dec.per_token + dec.attention_scores * s_kv) + sequences * dec.per_sequence +
                        s_kv * static_cast<double>(p.seq) * dec.per_position_pair + dec.fixed;
+    backward_working = tokens * dec.backward_working / static_cast<double>(p.tp);
     // Tensor parallel with sequence parallelism (Megatron --sequence-parallel, torchtitan):
     // every saved activation is split across the tp ranks (Korthikanti Table 2: sbh/t (34 + 5as/h)).
     per_layer /= static_cast<double>(p.tp);
@@ -985,32 +999,35 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       // and its gradient: 12 bytes per vocabulary entry per token at the start of backward
       // (transformers ForCausalLMLoss: logits.float(); torch log_softmax/nll_loss backward).
       const double v = static_cast<double>(m.vocab_size) / p.tp;
-      // Chunked (torchtune CEWithChunkedOutputLoss, LitGPT chunked_cross_entropy): the 16-bit
-      // logits, then per chunk `cross_entropy(chunk.float())`. Uncompiled, every chunk's
-      // log-softmax output stays saved for backward (loss dtype per element) and backward holds
-      // one chunk's gradient in and out; compiled (torchtune compiles compute_cross_entropy, "the
-      // CE and upcasting have to be compiled together"), the fused kernels keep per-row
-      // statistics only: the fp32 upcast, log-softmax and its gradient live in registers, and
-      // backward writes one chunk's gradient in the logits' own dtype (the `.float()` cast is
-      // inside the compiled graph, so its backward casts back before leaving it).
+      // Chunked (torchtune CEWithChunkedOutputLoss, LitGPT chunked_cross_entropy): the head runs
+      // chunk by chunk, then `cross_entropy(chunk.float())` per chunk (LitGPT: on the 16-bit
+      // chunk). Per vocabulary entry and token, what stays saved until its chunk's backward:
+      // uncompiled, the log-softmax output in the loss dtype (the `.float()` copy and the
+      // 16-bit logits are not saved: torchtune deletes its logits before backward, "free logits
+      // otherwise it peaks backward memory"; LitGPT's loop keeps them, + e); compiled (torchtune
+      // compiles compute_cross_entropy, "the CE and upcasting have to be compiled together"), the
+      // 16-bit input only. One chunk's backward works on: uncompiled, the log-softmax gradient in
+      // and out in the loss dtype and its 16-bit cast; compiled, an fp32 gradient and its 16-bit
+      // cast (measured on an H200, torch 2.11: tests/fixtures/estimate/calibration_cuda.json).
       logits_detail = fmt::format("{} loss: logits, fp32 upcast, log-softmax and its gradient", p.loss_impl);
       if (p.loss_impl == "chunked") {
-        logits_detail = p.compile ? "chunked loss, compiled: 16-bit logits and one chunk's gradient"
-                                  : "chunked loss: 16-bit logits, each chunk's fp32 log-softmax, one chunk's gradient";
-        const double saved_per_cell = p.compile ? p.act_bytes : p.act_bytes + p.loss_bytes;
-        logits = p.compile ? tokens * v * p.act_bytes * (1 + 1.0 / kLossChunks)
-                           : tokens * v * (p.act_bytes + p.loss_bytes + 2 * p.loss_bytes / kLossChunks);
+        const double loop_keeps = p.litgpt ? p.act_bytes : 0;
+        const double saved_per_cell = p.compile ? p.act_bytes : p.loss_bytes + loop_keeps;
+        const double working_per_cell = (p.compile ? 4 + p.act_bytes : 2 * p.loss_bytes + p.act_bytes) / kLossChunks;
+        logits_detail = p.compile ? "chunked loss, compiled: each chunk's 16-bit logits, one chunk's gradient"
+                                  : "chunked loss: each chunk's log-softmax, one chunk's gradient";
+        logits = tokens * v * (saved_per_cell + working_per_cell);
         // A trainable output head is used once per chunk: autograd sums the chunks' weight
         // gradients in the head's input buffer before accumulating them (torch/csrc/autograd
         // input_buffer.cpp), so from the second chunk's backward on the head's whole gradient and
-        // that chunk's fresh one coexist with the later chunks' saved logits (two chunks' fewer).
-        // Under autocast the sum builds at the 16-bit cast's backward, in 16 bits.
+        // that chunk's fresh one coexist with the later chunks' saved tensors (two chunks'
+        // fewer). Under autocast the sum builds at the 16-bit cast's backward, in 16 bits.
         if (p.task == "train_full") {
           const double head_grad = v * static_cast<double>(m.hidden_size) * (p.autocast ? p.act_bytes : p.grad_bytes);
           const double summing = logits - 2.0 / kLossChunks * tokens * v * saved_per_cell + 2 * head_grad;
           if (summing > logits) {
             logits = summing;
-            logits_detail += ", and while the head's gradient is summed over the chunks, it and one chunk's";
+            logits_detail += "; the head's gradient summed over the chunks and one chunk's";
           }
         }
       } else if (p.loss_impl == "fused_linear") {
@@ -1126,8 +1143,15 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   // PyTorch 2.0, pytorch/pytorch#92731; transformers' Trainer passes set_to_none=True from 4.28,
   // huggingface/transformers#22136).
   const bool grads_live_in_forward = (p.accum > 1 || p.grads_kept_by_zero_grad) && !p.fused_backward;
+  // With checkpointing, backward starts with the loss and the head, whose saved tensors are
+  // freed before the last block is recomputed: the loss region and the recomputed block are two
+  // moments, not one (measured: Llama LoRA with checkpointing on an H200, within 3% as the larger
+  // of the two, +21% as their sum; tests/fixtures/estimate/calibration_cuda.json).
+  // The first block's backward (recomputed under checkpointing) comes after the loss's: the
+  // larger of the two moments.
+  const bool recompute_dominates = layer_working + backward_working > logits;
   double backward_start = base + (grads_live_in_forward ? accumulating_grad_bytes : 0) + amp_casts + activations +
-                          layer_working + logits + gather + temporary;
+                          std::max(layer_working + backward_working, logits) + gather + temporary;
   // Under no_sync the last micro-batch's backward adds its gradients to the unsharded ones before
   // the reduce-scatter leaves shards.
   double backward_end = base + accumulating_grad_bytes + ddp_buckets + gather + layer_working;
@@ -1141,7 +1165,6 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     phase = "backward";
     if (backward_end > peak) { peak = backward_end; phase = "backward"; }
     if (step > peak) { peak = step; phase = "optimizer_step"; }
-    if (peak == backward_start && activations + logits < layer_working) phase = "forward";
   } else {
     peak = inference_peak;
     phase = p.task == "load" ? "load" : "generation";
@@ -1160,12 +1183,15 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
              fmt::format("{} trainable x {} B{}", format_count(trainable), p.use_lora ? p.adapter_bytes : p.grad_bytes,
                          accumulating ? ", unsharded while accumulating (FSDP no_sync)" : ""));
     }
-    // Also when the widest moment is a forward block (phase "forward"): the same terms are live.
     if (peak == backward_start && phase != "optimizer_step") {
       add_if("weight_casts", amp_casts, "16-bit copies of trainable weights cached by autocast");
       add_if("activations", activations, act_detail);
-      add_if("recompute", layer_working, "one block recomputed in backward");
-      add_if("logits", logits, logits_detail);
+      if (recompute_dominates) {
+        add_if("recompute", layer_working, "one block recomputed in backward");
+        add_if("backward_working", backward_working, "the block's widest backward moment: MLP-width gradients");
+      } else {
+        add_if("logits", logits, logits_detail);
+      }
       add_if("temporary", temporary, "largest dequantized weight");
     }
     if (peak == backward_end && phase != "optimizer_step") add_if("gradient_buckets", ddp_buckets, "DDP all-reduce buckets");
@@ -1181,7 +1207,19 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
 
   uint64_t allocated = 0;
   for (const auto& c : b.components) allocated += c.bytes;
-  const uint64_t slack = static_cast<uint64_t>(std::round(allocated * kAllocatorSlack));
+  // The caching allocator keeps the loss region's blocks after they are freed, and the
+  // recomputed block's tensors come mostly on top of them: reserved memory holds both moments
+  // (measured, Llama LoRA with checkpointing on an H200: max_memory_reserved 30% above
+  // max_memory_allocated, 12% without checkpointing; the sum of the two within 3%).
+  const uint64_t cached = p.training && layer_working > 0 && peak == backward_start && phase != "optimizer_step"
+                              ? static_cast<uint64_t>(std::round(std::min(layer_working + backward_working, logits)))
+                              : 0;
+  if (cached > 0) {
+    b.add("allocator_cache", static_cast<double>(cached),
+          recompute_dominates ? "the loss region's freed blocks, kept by the caching allocator"
+                              : "the recomputed block's freed blocks, kept by the caching allocator");
+  }
+  const uint64_t slack = static_cast<uint64_t>(std::round((allocated + cached) * kAllocatorSlack));
   b.add("allocator_slack", static_cast<double>(slack), fmt::format("caching allocator: cached and fragmented blocks ({:.0f}%)", kAllocatorSlack * 100));
   if (paged && optimizer_state > 0) b.add("paged_optimizer_state", optimizer_state, "bitsandbytes paged state in CUDA unified memory (not in PyTorch's counters)");
   const uint64_t context = cuda_context_bytes(p.lazy_module_loading);
@@ -1207,7 +1245,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     est.breakdown = all.components;
   }
   est.peak_allocated_bytes = allocated;
-  est.peak_reserved_bytes = allocated + slack;
+  est.peak_reserved_bytes = allocated + cached + slack;
   est.device_used_bytes = est.peak_reserved_bytes + context + (p.num_gpus > 1 ? kNcclBytes : 0) +
                           (paged ? static_cast<uint64_t>(std::round(optimizer_state)) : 0);
   est.peak_phase = phase;
