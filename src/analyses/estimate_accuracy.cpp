@@ -50,6 +50,8 @@ AccuracyReport score_records(const std::vector<MeasuredRecord>& records) {
     row.kind = rec.measurement_kind;
     row.measured_bytes = rec.measured_bytes;
     uint64_t predicted = 0;
+    // Whether it fits is decided on what the job needs when memory is short (oom_view).
+    uint64_t needed = 0;
     if (rec.runtime_baseline) {
       predicted = cuda_context_bytes(rec.job.lazy_module_loading.value_or(true));
     } else {
@@ -65,6 +67,7 @@ AccuracyReport score_records(const std::vector<MeasuredRecord>& records) {
           predicted = total == "reserved" ? est->peak_reserved_bytes
                       : total == "device" ? est->device_used_bytes
                                           : est->peak_allocated_bytes;
+          needed = oom_view(*est).device_used_bytes;
         }
       }
     }
@@ -85,7 +88,7 @@ AccuracyReport score_records(const std::vector<MeasuredRecord>& records) {
     std::optional<uint64_t> capacity = rec.gpu_total_bytes;
     if (rec.measurement_kind == "max_context_at_capacity" && rec.measured_bytes) capacity = rec.measured_bytes;
     if (rec.outcome && capacity) {
-      row.predicted_fits = predicted <= *capacity;
+      row.predicted_fits = (needed ? needed : predicted) <= *capacity;
       row.agrees = *row.predicted_fits == (*rec.outcome == "fits");
       ++report.outcome_records;
       if (*row.agrees) ++report.outcome_agreements;

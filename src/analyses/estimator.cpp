@@ -700,6 +700,17 @@ std::string default_training_precision(const Job& job) {
   return task == "train_qlora" || task == "train_lora" ? "bf16" : "bf16_mixed";
 }
 
+Estimate oom_view(Estimate e) {
+  if (e.reclaimable_bytes == 0) return e;
+  e.peak_reserved_bytes -= e.reclaimable_bytes;
+  e.device_used_bytes -= e.reclaimable_bytes;
+  e.components.erase(std::remove_if(e.components.begin(), e.components.end(),
+                                    [](const MemoryComponent& c) { return c.name == "allocator_cache"; }),
+                     e.components.end());
+  e.reclaimable_bytes = 0;
+  return e;
+}
+
 uint64_t cuda_context_bytes(bool lazy_module_loading) {
   return lazy_module_loading ? kCudaContextBytes : kCudaContextEagerLoadingBytes;
 }
@@ -1219,7 +1230,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
           recompute_dominates ? "the loss region's freed blocks, kept by the caching allocator"
                               : "the recomputed block's freed blocks, kept by the caching allocator");
   }
-  const uint64_t slack = static_cast<uint64_t>(std::round((allocated + cached) * kAllocatorSlack));
+  const uint64_t slack = static_cast<uint64_t>(std::round(allocated * kAllocatorSlack));
   b.add("allocator_slack", static_cast<double>(slack), fmt::format("caching allocator: cached and fragmented blocks ({:.0f}%)", kAllocatorSlack * 100));
   if (paged && optimizer_state > 0) b.add("paged_optimizer_state", optimizer_state, "bitsandbytes paged state in CUDA unified memory (not in PyTorch's counters)");
   const uint64_t context = cuda_context_bytes(p.lazy_module_loading);
@@ -1246,6 +1257,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   }
   est.peak_allocated_bytes = allocated;
   est.peak_reserved_bytes = allocated + cached + slack;
+  est.reclaimable_bytes = cached;
   est.device_used_bytes = est.peak_reserved_bytes + context + (p.num_gpus > 1 ? kNcclBytes : 0) +
                           (paged ? static_cast<uint64_t>(std::round(optimizer_state)) : 0);
   est.peak_phase = phase;

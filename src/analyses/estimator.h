@@ -12,6 +12,11 @@ namespace oomdoc {
 // Fails (with a message naming the field) when the job is contradictory or cannot be expressed.
 Result<Estimate> estimate_memory(const ModelSpec& model, const Job& job);
 
+// The estimate as the out-of-memory check sees it: the caching allocator frees the blocks it
+// keeps cached (Estimate::reclaimable_bytes) and retries before it fails, so they are not needed
+// to fit. What `fit`, capacity solving and fit/no-fit comparisons use.
+Estimate oom_view(Estimate estimate);
+
 // The CUDA context the estimate assumes per GPU (what nvidia-smi shows before any tensor).
 // CUDA context and loaded kernels outside the allocator; far larger without lazy module loading.
 uint64_t cuda_context_bytes(bool lazy_module_loading = true);

@@ -53,11 +53,13 @@ struct Step {
   Generator generate;
 };
 
+// What fits is what the job needs when memory is short: the allocator's reclaimable cache is
+// not counted (oom_view).
 std::optional<PredictedTotals> predict(const EstimateFn& est, const ModelSpec& model, const Job& job) {
   auto estimate = est(model, job);
   if (!estimate) return std::nullopt;
-  return PredictedTotals{estimate->peak_allocated_bytes, estimate->peak_reserved_bytes,
-                         estimate->device_used_bytes};
+  const Estimate needed = oom_view(*estimate);
+  return PredictedTotals{needed.peak_allocated_bytes, needed.peak_reserved_bytes, needed.device_used_bytes};
 }
 
 bool is_training(const Job& job) {
@@ -1105,6 +1107,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   if (given.implementation && *given.implementation == "llama_cpp" && !given.task) given.task = "inference";
   auto estimate = est(model, given);
   if (!estimate) return estimate.error();
+  *estimate = oom_view(*estimate);
 
   FitReport report;
   report.job = given;

@@ -20,6 +20,9 @@ struct Estimate {
   uint64_t peak_allocated_bytes = 0;        // torch.cuda.max_memory_allocated()
   uint64_t peak_reserved_bytes = 0;         // torch.cuda.max_memory_reserved()
   uint64_t device_used_bytes = 0;           // nvidia-smi: reserved + CUDA context and libraries
+  // Part of reserved (and device) that the caching allocator keeps only while memory allows: it
+  // frees its cached blocks and retries before it reports out of memory (allocator_cache).
+  uint64_t reclaimable_bytes = 0;
   std::string peak_phase;                   // backward, optimizer_step, generation, load
   // Who holds the memory: "pytorch" (its caching allocator: the three totals are what torch.cuda
   // and nvidia-smi report) or "llama_cpp" (llama.cpp's own buffers: allocated = reserved = the

@@ -33,14 +33,14 @@ using nlohmann::json;
 // records 128 and 152 since LitGPT's own modules are modelled, 103 since PEFT's k-bit preparation
 // (fp32 embeddings, norms, head and hidden states) is modelled; 107 and 154 disagree (docs/fit.md).
 constexpr int kMinOutcomeAgreementPercent = 86;
-// measured 3/5 at or above, 2/5 within +25%: 113 +2% (QLoRA on transformers/PEFT reads as
-// checkpointed, prepare_model_for_kbit_training's default, and with its fp32 upcast); 116 +17%
-// (Unsloth's kernels and offloaded checkpointing, kernels: unsloth); 115 -13% below since the
-// upcast (the record does not say whether TRL cast embeddings back to bf16); 110 above (the
-// source did not try larger batches); 112 (DeBERTa-v2-xlarge, ZeRO-2) below: 37 against 40, with
-// the record's max_length 128 taken as every batch's length (run_glue_no_trainer pads per batch).
-constexpr int kMinCapacityAtOrAbovePercent = 60;
-constexpr int kMinCapacityJustAbovePercent = 40;
+// measured 4/5 at or above, 1/5 within +25% (what must fit excludes the allocator's reclaimable
+// cache, oom_view): 115 +8%; 113 +27% (QLoRA on transformers/PEFT reads as checkpointed,
+// prepare_model_for_kbit_training's default, and with its fp32 upcast); 116 +35% (Unsloth's
+// kernels and offloaded checkpointing, kernels: unsloth); 110 above (the source did not try
+// larger batches); 112 (DeBERTa-v2-xlarge, ZeRO-2) below: 37 against 40, with the record's
+// max_length 128 taken as every batch's length (run_glue_no_trainer pads per batch).
+constexpr int kMinCapacityAtOrAbovePercent = 80;
+constexpr int kMinCapacityJustAbovePercent = 20;
 
 struct Case {
   int64_t id = 0;
@@ -108,7 +108,7 @@ TEST(FitCorpus, AgreesWithMeasuredOutcomesAndCapacities) {
       table << fmt::format("  {:>4}  estimator refused: {}\n", c->id, est.error().message);
       continue;
     }
-    const uint64_t used = est->device_used_bytes;
+    const uint64_t used = oom_view(*est).device_used_bytes;  // what must fit: no reclaimable cache
     if (c->kind == "oom_outcome") {
       ++outcomes;
       const bool predicted_fits = used <= c->capacity_bytes;
