@@ -64,10 +64,13 @@ AccuracyReport score_records(const std::vector<MeasuredRecord>& records) {
           row.error = est.error().message;
         } else {
           std::string total = predicted_total_for(rec.measurement_kind);
-          predicted = total == "reserved" ? est->peak_reserved_bytes
-                      : total == "device" ? est->device_used_bytes
-                                          : est->peak_allocated_bytes;
-          needed = oom_view(*est).device_used_bytes;
+          auto total_of = [&total](const Estimate& e) {
+            return total == "reserved" ? e.peak_reserved_bytes
+                   : total == "device" ? e.device_used_bytes
+                                       : e.peak_allocated_bytes;
+          };
+          predicted = total_of(*est);
+          needed = total_of(oom_view(*est));
         }
       }
     }

@@ -649,15 +649,18 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
     double shared = static_cast<double>(m.shared_expert_intermediate_size ? m.shared_expert_intermediate_size
                                                                           : m.num_shared_experts * m.moe_intermediate_size);
     a.per_token += hid * k * (h + moe * (act_units + 3)) + hid * (h + shared * (act_units + 3)) + 4 * m.num_experts;
-    if (inter == 0) a.backward_working = hid * (k * moe + shared);  // MLP width a token runs through
+    // MLP width a token runs through: the routed experts', or the shared one's, whose backward
+    // runs after theirs.
+    if (inter == 0) a.backward_working = hid * std::max(k * moe, shared);
   }
   // The block's backward adds gradients to what it saved. Its widest moment is the MLP's, first in
   // the block's backward, with all the block's saved tensors still live: the gradient of the down
   // projection's input and, for a gated MLP, the two operand gradients of act(gate) x up, which
   // one autograd node makes while it holds its input gradient (3 MLP-width tensors; 2 for
   // act(fc1)). Liger's SwiGLU backward writes its operand gradients over the saved gate and up,
-  // and Unsloth's LoRA_MLP into one reused buffer (1). Measured on an H200: Llama-3-8B's blocks,
-  // LoRA with checkpointing at 8k tokens (calibration_cuda.json).
+  // and Unsloth's LoRA_MLP into one reused buffer (1). Measured on an H200 for the gated case
+  // (Llama-3-8B's blocks, LoRA with checkpointing at 8k tokens, calibration_cuda.json); the plain,
+  // fused and MoE widths follow from their code, unmeasured.
   const double mlp_width = inter > 0 ? inter : a.backward_working / std::max(hid, 1.0);
   const double grad_units = (m.gated_mlp && p.kernels == "liger") || p.unsloth_mlp ? 1 : m.gated_mlp ? 3 : 2;
   a.backward_working = hid * mlp_width * grad_units;
@@ -700,6 +703,23 @@ std::string default_training_precision(const Job& job) {
   return task == "train_qlora" || task == "train_lora" ? "bf16" : "bf16_mixed";
 }
 
+namespace {
+
+// The largest component the job itself holds (the allocator's reclaimable cache is not one).
+std::string dominant_component(const std::vector<MemoryComponent>& components) {
+  std::string name;
+  uint64_t best = 0;
+  for (const auto& c : components) {
+    if (c.name != "allocator_cache" && c.bytes > best) {
+      best = c.bytes;
+      name = c.name;
+    }
+  }
+  return name;
+}
+
+}  // namespace
+
 Estimate oom_view(Estimate e) {
   if (e.reclaimable_bytes == 0) return e;
   e.peak_reserved_bytes -= e.reclaimable_bytes;
@@ -708,6 +728,7 @@ Estimate oom_view(Estimate e) {
                                     [](const MemoryComponent& c) { return c.name == "allocator_cache"; }),
                      e.components.end());
   e.reclaimable_bytes = 0;
+  e.dominant_component = dominant_component(e.components);
   return e;
 }
 
@@ -1024,7 +1045,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       if (p.loss_impl == "chunked") {
         const double loop_keeps = p.litgpt ? p.act_bytes : 0;
         const double saved_per_cell = p.compile ? p.act_bytes : p.loss_bytes + loop_keeps;
-        const double working_per_cell = (p.compile ? 4 + p.act_bytes : 2 * p.loss_bytes + p.act_bytes) / kLossChunks;
+        const double cast_back = p.loss_bytes != p.act_bytes ? p.act_bytes : 0;  // no cast when the loss runs in e
+        const double working_per_cell = (p.compile ? 4 + p.act_bytes : 2 * p.loss_bytes + cast_back) / kLossChunks;
         logits_detail = p.compile ? "chunked loss, compiled: each chunk's 16-bit logits, one chunk's gradient"
                                   : "chunked loss: each chunk's log-softmax, one chunk's gradient";
         logits = tokens * v * (saved_per_cell + working_per_cell);
@@ -1053,7 +1075,11 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     }
     if (p.pp > 1) {
       const double first_stage = activations + first_stage_extra;
-      const double last_stage = last_stage_blocks + head + logits;
+      // Both stages pay the first block's backward at the start of backward (backward_working,
+      // and a recomputed block under checkpointing); only the last one has the loss region, and
+      // the larger of the two moments counts.
+      const double block_backward = layer_working + backward_working;
+      const double last_stage = last_stage_blocks + head + std::max(0.0, logits - block_backward);
       if (first_stage >= last_stage) {
         activations = first_stage;
         logits = 0;  // the output head lives on the last stage
@@ -1218,17 +1244,21 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
 
   uint64_t allocated = 0;
   for (const auto& c : b.components) allocated += c.bytes;
-  // The caching allocator keeps the loss region's blocks after they are freed, and the
-  // recomputed block's tensors come mostly on top of them: reserved memory holds both moments
-  // (measured, Llama LoRA with checkpointing on an H200: max_memory_reserved 30% above
-  // max_memory_allocated, 12% without checkpointing; the sum of the two within 3%).
-  const uint64_t cached = p.training && layer_working > 0 && peak == backward_start && phase != "optimizer_step"
-                              ? static_cast<uint64_t>(std::round(std::min(layer_working + backward_working, logits)))
-                              : 0;
+  // Under checkpointing the caching allocator keeps the loss region's blocks after they are
+  // freed, and the recomputed block's tensors come mostly on top of them: reserved memory holds
+  // both backward moments (measured on an H200: max_memory_reserved 19-30% above
+  // max_memory_allocated with checkpointing). Reserved memory never shrinks within a step, so
+  // that also bounds it from below when the optimizer step is the allocated peak. The allocator
+  // frees these blocks and retries before it reports out of memory: reclaimable_bytes.
+  double reserved_floor = 0;
+  if (p.training && layer_working > 0) {
+    reserved_floor = backward_start - std::max(layer_working + backward_working, logits) + layer_working +
+                     backward_working + logits;
+  }
+  const uint64_t cached = reserved_floor > peak ? static_cast<uint64_t>(std::round(reserved_floor - peak)) : 0;
   if (cached > 0) {
     b.add("allocator_cache", static_cast<double>(cached),
-          recompute_dominates ? "the loss region's freed blocks, kept by the caching allocator"
-                              : "the recomputed block's freed blocks, kept by the caching allocator");
+          "blocks of both backward moments (the loss region, the recomputed block), kept by the caching allocator");
   }
   const uint64_t slack = static_cast<uint64_t>(std::round(allocated * kAllocatorSlack));
   b.add("allocator_slack", static_cast<double>(slack), fmt::format("caching allocator: cached and fragmented blocks ({:.0f}%)", kAllocatorSlack * 100));
@@ -1248,6 +1278,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     all.add("weight_casts", amp_casts, "autocast weight copies");
     all.add("activations", activations, act_detail);
     all.add("recompute", layer_working, "one block's working set");
+    all.add("backward_working", backward_working, "the first block's backward: MLP-width gradients");
     all.add("logits", logits, "loss region peak");
     all.add("kv_cache", kv_cache, "KV cache");
     all.add("gathered_params", gather, "unsharded blocks");
@@ -1261,10 +1292,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   est.device_used_bytes = est.peak_reserved_bytes + context + (p.num_gpus > 1 ? kNcclBytes : 0) +
                           (paged ? static_cast<uint64_t>(std::round(optimizer_state)) : 0);
   est.peak_phase = phase;
-  uint64_t best = 0;
-  for (const auto& c : est.components) {
-    if (c.bytes > best) { best = c.bytes; est.dominant_component = c.name; }
-  }
+  est.dominant_component = dominant_component(est.components);
   // Uncertainty: allocator and context always; more for each size the job left open.
   double band = 0.05;
   for (const auto& a : est.assumptions) {

@@ -88,7 +88,7 @@ TEST(Calibration, CudaPeaksOfHuggingFaceModels) {
     EXPECT_NEAR(predicted_reserved / measured_reserved, 1.0, 0.20);
     ++compared;
   }
-  EXPECT_EQ(compared, 13);
+  EXPECT_GE(compared, 13);
 }
 
 }  // namespace
