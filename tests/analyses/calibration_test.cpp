@@ -22,18 +22,31 @@ uint64_t breakdown(const Estimate& e, const std::string& name) {
   return 0;
 }
 
+// A calibration record's model and job (config and job keys as the tool wrote them), estimated.
+struct Estimated {
+  ModelSpec model;
+  Estimate estimate;
+};
+Result<Estimated> estimate_record(const nlohmann::json& r) {
+  auto model = parse_model_config(r["config"].dump(), "calibration config");
+  if (!model) return model.error();
+  auto job = parse_job_json(r["job"].dump(), "calibration job");
+  if (!job) return job.error();
+  auto est = estimate_memory(*model, *job);
+  if (!est) return est.error();
+  return Estimated{*model, *est};
+}
+
 TEST(Calibration, CpuMeasurementsMatchTheEstimatorsComponents) {
   auto doc = nlohmann::json::parse(testing::read_file(testing::fixture_path("estimate/calibration_cpu.json")));
   ASSERT_GE(doc["results"].size(), 8u);
   for (const auto& r : doc["results"]) {
     const std::string family = r["family"];
     SCOPED_TRACE(family + " batch " + r["job"]["micro_batch_size"].dump() + " seq " + r["job"]["seq_len"].dump());
-    auto model = parse_model_config(r["config"].dump(), "calibration config");
-    ASSERT_TRUE(model) << model.error().message;
-    auto job = parse_job_json(r["job"].dump(), "calibration job");
-    ASSERT_TRUE(job) << job.error().message;
-    auto est = estimate_memory(*model, *job);
-    ASSERT_TRUE(est) << est.error().message;
+    auto estimated = estimate_record(r);
+    ASSERT_TRUE(estimated) << estimated.error().message;
+    const ModelSpec* model = &estimated->model;
+    const Estimate* est = &estimated->estimate;
     const auto& m = r["measured"];
     // The BERT run adds a 2-way classifier (h*2 + 2) that is not part of the base model.
     const uint64_t head = family == "bert" ? (model->hidden_size * 2 + 2) * 4 : 0;
@@ -70,12 +83,9 @@ TEST(Calibration, CudaPeaksOfHuggingFaceModels) {
     if (!r.contains("name")) continue;  // the plain-PyTorch families: tiny, workspace-dominated
     const std::string name = r["name"];
     SCOPED_TRACE(name);
-    auto model = parse_model_config(r["config"].dump(), "calibration config");
-    ASSERT_TRUE(model) << model.error().message;
-    auto job = parse_job_json(r["job"].dump(), "calibration job");
-    ASSERT_TRUE(job) << job.error().message;
-    auto est = estimate_memory(*model, *job);
-    ASSERT_TRUE(est) << est.error().message;
+    auto estimated = estimate_record(r);
+    ASSERT_TRUE(estimated) << estimated.error().message;
+    const Estimate* est = &estimated->estimate;
     const double measured = r["measured"]["max_memory_allocated"].get<double>();
     const double predicted = static_cast<double>(est->peak_allocated_bytes);
     const double measured_reserved = r["measured"]["max_memory_reserved"].get<double>();
