@@ -463,6 +463,10 @@ LLAMA8B_BLOCKS = {"model_type": "llama", "vocab_size": 8000, "hidden_size": 4096
                   "num_hidden_layers": 2, "num_attention_heads": 32, "num_key_value_heads": 8,
                   "max_position_embeddings": 8192, "tie_word_embeddings": False, "rms_norm_eps": 1e-5}
 LLAMA8B_EIGHT = dict(LLAMA8B_BLOCKS, vocab_size=128256, num_hidden_layers=8)
+# Small vocabularies, long sequences: the first block's backward outweighs the loss.
+GPT2_WIDE = dict(GPT2_SMALL, vocab_size=2048, n_embd=1536, n_layer=4, n_head=12, n_positions=4096,
+                 resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+QWEN2_NARROW_VOCAB = dict(QWEN2_SMALL, vocab_size=4096)
 
 HF_CASES = [
     # name, config, job (estimator keys), harness: "hf" (the model's own loss) or "chunked"
@@ -484,6 +488,10 @@ HF_CASES = [
                                                   "gradient_checkpointing": "full"}, "hf"),
     ("llama8b_eight_full_checkpointed", LLAMA8B_EIGHT, {"micro_batch_size": 1, "seq_len": 4096,
                                                         "gradient_checkpointing": "full"}, "hf"),
+    ("gpt2_wide_full_checkpointed", GPT2_WIDE, {"optimizer": "sgd", "micro_batch_size": 2, "seq_len": 4096,
+                                                "gradient_checkpointing": "full"}, "hf"),
+    ("qwen2_lora_checkpointed", QWEN2_NARROW_VOCAB, {"task": "train_lora", "lora": LORA_ALL, "micro_batch_size": 2,
+                                                     "seq_len": 4096, "gradient_checkpointing": "full"}, "hf"),
     ("llama8b_eight_lora_checkpointed", LLAMA8B_EIGHT, {"task": "train_lora", "lora": LORA_ALL, "micro_batch_size": 2,
                                                         "seq_len": 4096, "gradient_checkpointing": "full"}, "hf"),
 ]

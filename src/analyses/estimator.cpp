@@ -656,13 +656,18 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // The block's backward adds gradients to what it saved. Its widest moment is the MLP's, first in
   // the block's backward, with all the block's saved tensors still live: the gradient of the down
   // projection's input and, for a gated MLP, the two operand gradients of act(gate) x up, which
-  // one autograd node makes while it holds its input gradient (3 MLP-width tensors; 2 for
-  // act(fc1)). Liger's SwiGLU backward writes its operand gradients over the saved gate and up,
-  // and Unsloth's LoRA_MLP into one reused buffer (1). Measured on an H200 for the gated case
-  // (Llama-3-8B's blocks, LoRA with checkpointing at 8k tokens, calibration_cuda.json); the plain,
+  // one autograd node makes while it holds its input gradient (3 MLP-width tensors; 2 for a
+  // one-op act(fc1), 3 when the activation is a Python composite such as transformers'
+  // gelu_new, whose final multiply does the same). Liger's SwiGLU backward writes its operand
+  // gradients over the saved gate and up, and Unsloth's LoRA_MLP into one reused buffer (1).
+  // Measured on an H200 (calibration_cuda.json): Llama-3-8B's and Qwen2's gated blocks with LoRA
+  // and checkpointing, GPT-2's gelu_new with full fine-tuning and checkpointing; the one-op,
   // fused and MoE widths follow from their code, unmeasured.
   const double mlp_width = inter > 0 ? inter : a.backward_working / std::max(hid, 1.0);
-  const double grad_units = (m.gated_mlp && p.kernels == "liger") || p.unsloth_mlp ? 1 : m.gated_mlp ? 3 : 2;
+  const bool composite_activation = !p.litgpt && activation_saved_units(m.hidden_act) > 1;
+  const double grad_units = (m.gated_mlp && p.kernels == "liger") || p.unsloth_mlp ? 1
+                            : m.gated_mlp || composite_activation              ? 3
+                                                                               : 2;
   a.backward_working = hid * mlp_width * grad_units;
 
   // Dropout masks (1 byte per element) after attention and MLP when the config trains with them.

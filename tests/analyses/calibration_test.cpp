@@ -73,9 +73,9 @@ TEST(Calibration, CpuMeasurementsMatchTheEstimatorsComponents) {
 // transformers 5.17, peft 0.21): Hugging Face models built from config with random weights, two
 // bf16 steps each (full fine-tuning, PEFT LoRA, checkpointing, a torchtune-style chunked loss,
 // compiled or not), torch.cuda.max_memory_allocated against the estimate's peak_allocated_bytes:
-// all 13 within 3.5% (they span -2.6% to +3.1%). max_memory_reserved depends on the caching
+// all 15 within 3.5% (they span -2.6% to +3.1%). max_memory_reserved depends on the caching
 // allocator's fragmentation, which the estimate takes as 5% (plus the loss region's blocks kept
-// under checkpointing): these runs span -18% to +9%, so only a loose bound is asserted.
+// under checkpointing): these runs span -18% to +12%, so only a loose bound is asserted.
 TEST(Calibration, CudaPeaksOfHuggingFaceModels) {
   auto doc = nlohmann::json::parse(testing::read_file(testing::fixture_path("estimate/calibration_cuda.json")));
   int compared = 0;
@@ -98,7 +98,7 @@ TEST(Calibration, CudaPeaksOfHuggingFaceModels) {
     EXPECT_NEAR(predicted_reserved / measured_reserved, 1.0, 0.20);
     ++compared;
   }
-  EXPECT_GE(compared, 13);
+  EXPECT_GE(compared, 15);
 }
 
 }  // namespace
