@@ -155,10 +155,11 @@ std::vector<Candidate> seq_len_candidates(const Job& job, const std::optional<Le
 // every hidden state fp32 (docs/estimator.md): keeping them in 16 bits, as TRL, Axolotl and
 // LLaMA-Factory do, is a step-4 change. Without the preparation its gradient checkpointing must be
 // asked for, and non-reentrant (peft#1142).
-std::vector<Candidate> bf16_hidden_states_candidates(const ModelSpec& model, const Job& job, bool bf16) {
+std::vector<Candidate> bf16_hidden_states_candidates(const EstimateFn& est, const ModelSpec& model, const Job& job,
+                                                      bool bf16) {
   if (!is_training(job)) return {};
   // Whether (and how) the estimator prepares this job's base: one rule, the estimator's.
-  auto estimate = estimate_memory(model, job);
+  auto estimate = est(model, job);
   if (!estimate || estimate->kbit_upcast == "none") return {};
   const std::string kbit = estimate->kbit_upcast;
   std::vector<FitSetting> settings = {{"python", half_hidden_states_snippet(bf16), ""}};
@@ -228,6 +229,14 @@ std::vector<Candidate> optimizer_candidates(const Job& job) {
   }
   return out;
 }
+
+}  // namespace
+
+bool is_model_parallel(const FitChange& change) {
+  return change.id == "tensor_parallel" || change.id == "pipeline_parallel" || change.id == "tensor_pipeline_parallel";
+}
+
+namespace {
 
 // A plan that trains differently: LoRA or QLoRA instead of the given method.
 bool changes_method(const FitPlan& plan) {
@@ -812,7 +821,7 @@ struct Search {
         {"sync_each_batch", sync_each_batch_candidates},
         {"padding_free", padding_free_candidates},
         {"seq_len", [this](const Job& j) { return seq_len_candidates(j, lengths); }},
-        {"bf16_hidden_states", [this, bf16](const Job& j) { return bf16_hidden_states_candidates(model, j, bf16); }},
+        {"bf16_hidden_states", [this, bf16](const Job& j) { return bf16_hidden_states_candidates(est, model, j, bf16); }},
         {"mixed_precision", [bf16](const Job& j) { return precision_candidates(j, bf16); }},
         {"optimizer", optimizer_candidates},
         {"attention_kernel", [this](const Job& j) {
@@ -1304,9 +1313,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     auto no_dearer = [&](const FitPlan& kept, const FitPlan& changed) {
       const FitChange& last = kept.changes.back();
       if (last.step != changed.changes.back().step) return last.step < changed.changes.back().step;
-      const bool model_parallel = last.id == "tensor_parallel" || last.id == "pipeline_parallel" ||
-                                  last.id == "tensor_pipeline_parallel";
-      return !model_parallel || options.gpu_nvlink;
+      return !is_model_parallel(last) || options.gpu_nvlink;
     };
     // The target first, then the budget. The search is greedy: once LoRA/QLoRA is in, the TP/PP
     // layouts (full training only) are out of reach, so each limit is also searched keeping the

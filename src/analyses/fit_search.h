@@ -76,6 +76,9 @@ struct FitChange {
   std::optional<uint64_t> host_ram_bytes;    // offload: host memory it needs
 };
 
+// A change that splits the model across GPUs (tensor and/or pipeline parallel layouts).
+bool is_model_parallel(const FitChange& change);
+
 struct FitPlan {
   std::vector<FitChange> changes;   // in cost order; each predicted total is cumulative
   PredictedTotals predicted;

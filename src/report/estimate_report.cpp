@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "analyses/estimator.h"
 #include "core/units.h"
 
 namespace oomdoc {
@@ -29,8 +30,7 @@ std::string render_estimate_text(const ModelSpec& model, const Estimate& est, co
                      format_bytes(static_cast<uint64_t>(est.device_used_bytes * (1 + band))));
   if (est.reclaimable_bytes > 0) {
     out += fmt::format("  {:<{}}  {:>11}  to fit: device less the allocator's reclaimable cache ({})\n", "needed",
-                       width, format_bytes(est.device_used_bytes - est.reclaimable_bytes),
-                       format_bytes(est.reclaimable_bytes));
+                       width, format_bytes(oom_view(est).device_used_bytes), format_bytes(est.reclaimable_bytes));
   }
   if (!est.assumptions.empty()) {
     out += "\nAssumed:\n";
@@ -64,6 +64,7 @@ Json estimate_to_json(const ModelSpec& model, const Job& job, const Estimate& es
   doc["peak_reserved_bytes"] = est.peak_reserved_bytes;
   doc["device_used_bytes"] = est.device_used_bytes;
   doc["reclaimable_bytes"] = est.reclaimable_bytes;
+  doc["needed_bytes"] = oom_view(est).device_used_bytes;
   doc["peak_phase"] = est.peak_phase;
   doc["allocator"] = est.allocator;
   doc["dominant_component"] = est.dominant_component;

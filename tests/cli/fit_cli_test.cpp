@@ -245,11 +245,14 @@ uint64_t device_used(const testing::CommandResult& r) {
   return nlohmann::json::parse(r.out)["device_used_bytes"].get<uint64_t>();
 }
 
-// What fit compares with the card: estimate's device total less the allocator's reclaimable cache.
+// What fit compares with the card: estimate's needed_bytes (its device total less the allocator's
+// reclaimable cache).
 uint64_t needed(const testing::CommandResult& r) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   auto doc = nlohmann::json::parse(r.out);
-  return doc["device_used_bytes"].get<uint64_t>() - doc["reclaimable_bytes"].get<uint64_t>();
+  EXPECT_EQ(doc["needed_bytes"].get<uint64_t>(),
+            doc["device_used_bytes"].get<uint64_t>() - doc["reclaimable_bytes"].get<uint64_t>());
+  return doc["needed_bytes"].get<uint64_t>();
 }
 
 // estimate and fit read a job file and the flags over it the same way: a LoRA flag changes that
