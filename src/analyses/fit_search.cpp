@@ -53,13 +53,17 @@ struct Step {
   Generator generate;
 };
 
-// What fits is what the job needs when memory is short: the allocator's reclaimable cache is
-// not counted (oom_view).
+// The estimate's three totals, and what fits is judged on: what the job needs when memory is
+// short, without the allocator's reclaimable cache (oom_view).
+PredictedTotals totals_of(const Estimate& estimate) {
+  return PredictedTotals{estimate.peak_allocated_bytes, estimate.peak_reserved_bytes, estimate.device_used_bytes,
+                         oom_view(estimate).device_used_bytes};
+}
+
 std::optional<PredictedTotals> predict(const EstimateFn& est, const ModelSpec& model, const Job& job) {
   auto estimate = est(model, job);
   if (!estimate) return std::nullopt;
-  const Estimate needed = oom_view(*estimate);
-  return PredictedTotals{needed.peak_allocated_bytes, needed.peak_reserved_bytes, needed.device_used_bytes};
+  return totals_of(*estimate);
 }
 
 bool is_training(const Job& job) {
@@ -887,10 +891,10 @@ struct Search {
       c.apply(j);
       auto p = predict(est, model, j);
       if (!p) continue;
-      if (p->device_used_bytes <= limit) return Pick{c, *p, true};
+      if (p->needed_bytes <= limit) return Pick{c, *p, true};
       if (c.only_if_fits) continue;
-      if (p->device_used_bytes < base_used &&
-          (!best || p->device_used_bytes < best->predicted.device_used_bytes)) {
+      if (p->needed_bytes < base_used &&
+          (!best || p->needed_bytes < best->predicted.needed_bytes)) {
         best = Pick{c, *p, false};
       }
     }
@@ -904,7 +908,7 @@ struct Search {
     Job current = original;
     auto current_pred = predict(est, model, current);
     if (!current_pred) return std::nullopt;
-    bool fits = current_pred->device_used_bytes <= limit;
+    bool fits = current_pred->needed_bytes <= limit;
     // Widen the allowed steps one at a time, cheapest first. At each width, go over the allowed
     // steps until none lowers the prediction: a change can start to help only after a later one
     // (checkpointing does nothing while the optimizer step is the peak, and a lot once LoRA has
@@ -917,7 +921,7 @@ struct Search {
         changed = false;
         for (size_t s = 0; s <= width && !fits; ++s) {
           if (std::find(skip.begin(), skip.end(), steps[s].id) != skip.end()) continue;
-          auto p = pick(steps[s], current, current_pred->device_used_bytes, limit);
+          auto p = pick(steps[s], current, current_pred->needed_bytes, limit);
           if (!p) continue;
           p->candidate.apply(current);
           current_pred = p->predicted;
@@ -941,12 +945,12 @@ struct Search {
       const size_t k = i - 1;
       Job without = rebuild(applied, k);
       auto p = predict(est, model, without);
-      if (p && p->device_used_bytes <= limit) {
+      if (p && p->needed_bytes <= limit) {
         applied.erase(applied.begin() + static_cast<long>(k));
         continue;
       }
       if (p) {
-        if (auto better = pick(steps[applied[k].step_index], without, p->device_used_bytes, limit);
+        if (auto better = pick(steps[applied[k].step_index], without, p->needed_bytes, limit);
             better && better->fits) {
           applied[k].candidate = std::move(better->candidate);
         }
@@ -955,7 +959,7 @@ struct Search {
     // The last change too, when the ones it was added after have gone: drop it while the rest fits.
     while (applied.size() > 1) {
       auto p = predict(est, model, rebuild(applied, applied.size() - 1));
-      if (!p || p->device_used_bytes > limit) break;
+      if (!p || p->needed_bytes > limit) break;
       applied.pop_back();
     }
     // The last step too may have a cheaper option now that others are settled.
@@ -964,7 +968,7 @@ struct Search {
       Job without = rebuild(applied, k);
       auto p = predict(est, model, without);
       if (p) {
-        if (auto better = pick(steps[applied[k].step_index], without, p->device_used_bytes, limit);
+        if (auto better = pick(steps[applied[k].step_index], without, p->needed_bytes, limit);
             better && better->fits) {
           applied[k].candidate = std::move(better->candidate);
         }
@@ -1017,7 +1021,7 @@ std::optional<uint64_t> solve_largest(const ModelSpec& model, const Job& job,
     Job j = job;
     j.*field = v;
     auto p = predict(est, model, j);
-    return p && p->device_used_bytes <= limit_bytes;
+    return p && p->needed_bytes <= limit_bytes;
   };
   if (upper == 0 || !fits(1)) return std::nullopt;
   // Exponential probe then bisection: the prediction grows with batch and length.
@@ -1116,12 +1120,13 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   if (given.implementation && *given.implementation == "llama_cpp" && !given.task) given.task = "inference";
   auto estimate = est(model, given);
   if (!estimate) return estimate.error();
-  *estimate = oom_view(*estimate);
 
   FitReport report;
   report.job = given;
   report.model_id = model.id;
   report.estimate = *estimate;
+  const uint64_t needed = oom_view(*estimate).device_used_bytes;
+  report.needed_bytes = needed;
   report.gpu_name = options.gpu_name;
   report.num_gpus = options.num_gpus;
   report.total_bytes = options.total_bytes;
@@ -1129,8 +1134,8 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   report.target = std::min(options.target, options.budget);
   report.usable_bytes = share_of(options.total_bytes, options.budget);
   report.target_bytes = share_of(options.total_bytes, report.target);
-  report.fits = estimate->device_used_bytes <= report.usable_bytes;
-  report.fits_target = estimate->device_used_bytes <= report.target_bytes;
+  report.fits = needed <= report.usable_bytes;
+  report.fits_target = needed <= report.target_bytes;
   if (options.target > options.budget) {
     report.notes.push_back(fmt::format("--target {} is above --budget {}: plans aim at the budget",
                                        options.target, options.budget));
@@ -1169,7 +1174,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       else j.prompt_len = len;
       auto p = predict(est, model, j);
       if (!p) return std::nullopt;
-      return p->device_used_bytes;
+      return p->needed_bytes;
     };
     search.lengths = analyze_lengths(*options.lengths,
                                      training ? given.seq_len.value_or(0) : given.prompt_len.value_or(0),
@@ -1203,7 +1208,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   const std::vector<uint64_t> kCounts = {1, 2, 4, 8, 16};
   auto fits_card = [&](const GpuSpec& gpu, uint64_t n, double fraction) {
     auto p = predicted_on(n);
-    return p && p->device_used_bytes <= share_of(gpu.total_bytes, fraction);
+    return p && p->needed_bytes <= share_of(gpu.total_bytes, fraction);
   };
   std::optional<FitAlternative> smallest_gpu, more_gpus, cheapest;
   for (double fraction : {report.target, options.budget}) {
@@ -1219,7 +1224,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       a.gpu_total_bytes = best->total_bytes;
       a.num_gpus = options.num_gpus;
       a.predicted = *predicted_on(options.num_gpus);
-      a.fits_target = a.predicted.device_used_bytes <= share_of(best->total_bytes, report.target);
+      a.fits_target = a.predicted.needed_bytes <= share_of(best->total_bytes, report.target);
       a.description = fmt::format("fits unchanged on {}{}", options.num_gpus > 1
                                       ? fmt::format("{} x ", options.num_gpus) : "", best->name);
       a.change.id = "bigger_gpu";
@@ -1239,13 +1244,13 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     for (uint64_t n : kCounts) {
       if (n <= options.num_gpus) continue;
       auto p = predicted_on(n);
-      if (!p || p->device_used_bytes > share_of(options.total_bytes, fraction)) continue;
+      if (!p || p->needed_bytes > share_of(options.total_bytes, fraction)) continue;
       FitAlternative a;
       a.gpu_name = options.gpu_name;
       a.gpu_total_bytes = options.total_bytes;
       a.num_gpus = n;
       a.predicted = *p;
-      a.fits_target = p->device_used_bytes <= report.target_bytes;
+      a.fits_target = p->needed_bytes <= report.target_bytes;
       Job sharded = sharded_over(given, n);
       a.description = fmt::format("fits on {} x {}{}", n, options.gpu_name,
                                   sharded.parallelism && sharded.parallelism != given.parallelism
@@ -1302,8 +1307,8 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       // No change at all: the job already fits this limit (the budget), so there is no plan.
       if (!applied || applied->empty()) return std::nullopt;
       FitPlan plan = search.to_plan(*applied);
-      plan.fits_budget = plan.predicted.device_used_bytes <= report.usable_bytes;
-      plan.fits_target = plan.predicted.device_used_bytes <= report.target_bytes;
+      plan.fits_budget = plan.predicted.needed_bytes <= report.usable_bytes;
+      plan.fits_target = plan.predicted.needed_bytes <= report.target_bytes;
       return plan;
     };
     // Keeping the method is no dearer than a method change when it needs an earlier step, or
@@ -1361,15 +1366,15 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     const bool plan_is_single = report.plan && report.plan->changes.size() == 1;
     for (const auto& step : search.steps) {
       // The cheapest option of the step that reaches the target alone, else the budget.
-      auto p = search.pick(step, given, estimate->device_used_bytes, report.target_bytes);
-      if (!p || !p->fits) p = search.pick(step, given, estimate->device_used_bytes, report.usable_bytes);
+      auto p = search.pick(step, given, needed, report.target_bytes);
+      if (!p || !p->fits) p = search.pick(step, given, needed, report.usable_bytes);
       if (!p || !p->fits) continue;
       if (plan_is_single && p->candidate.change.id == plan_ids[0]) continue;
       FitAlternative a;
       a.change = p->candidate.change;
       a.change.predicted = p->predicted;
       a.predicted = p->predicted;
-      a.fits_target = p->predicted.device_used_bytes <= report.target_bytes;
+      a.fits_target = p->predicted.needed_bytes <= report.target_bytes;
       a.description = fmt::format("fits with only: {}", a.change.title);
       report.alternatives.push_back(std::move(a));
     }
@@ -1392,7 +1397,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
         a.change.cost = kept.changes.empty() ? "" : kept.changes.back().cost;
         a.change.predicted = kept.predicted;
         a.predicted = kept.predicted;
-        a.fits_target = kept.predicted.device_used_bytes <= report.target_bytes;
+        a.fits_target = kept.predicted.needed_bytes <= report.target_bytes;
         a.description = "without changing the training method: " + a.change.title;
         a.job = kept.job;
         report.alternatives.push_back(std::move(a));
@@ -1417,7 +1422,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
           a.change.settings = {{"SFTConfig", "max_length", std::to_string(*longest)}};
           a.change.predicted = *p;
           a.predicted = *p;
-          a.fits_target = p->device_used_bytes <= report.target_bytes;
+          a.fits_target = p->needed_bytes <= report.target_bytes;
           a.description = fmt::format("fits at max length {}", *longest);
           report.alternatives.push_back(std::move(a));
         }

@@ -58,10 +58,12 @@ struct FitSetting {
   std::string value;    // as written in Python / the shell
 };
 
+// A prediction's totals as `oomdoc estimate` defines them, and what fit decides on.
 struct PredictedTotals {
   uint64_t peak_allocated_bytes = 0;
   uint64_t peak_reserved_bytes = 0;
-  uint64_t device_used_bytes = 0;
+  uint64_t device_used_bytes = 0;   // what nvidia-smi would show at the peak
+  uint64_t needed_bytes = 0;        // device used without the allocator's reclaimable cache: what must fit
 };
 
 struct FitChange {
@@ -113,7 +115,8 @@ struct FitReport {
   uint64_t target_bytes = 0;        // target x total
   double budget = 0;
   double target = 0;
-  bool fits = false;                // device_used <= usable, as given
+  uint64_t needed_bytes = 0;        // the estimate without its reclaimable cache (oom_view): what must fit
+  bool fits = false;                // needed <= usable, as given
   bool fits_target = false;
   std::vector<FitChange> free_advice;
   std::optional<FitPlan> plan;      // when the job does not fit the target as given

@@ -67,7 +67,7 @@ LengthAnalysis analyze_lengths(std::vector<uint64_t> lengths, uint64_t current_s
     c.seq_len = cut;
     c.truncated = count_longer_than(lengths, cut);
     c.truncated_share = static_cast<double>(c.truncated) / static_cast<double>(s.count);
-    if (peak_at) c.device_used_bytes = peak_at(cut);
+    if (peak_at) c.needed_bytes = peak_at(cut);
     if (!out.suggested_cut && c.truncated_share <= kAcceptableTruncation) out.suggested_cut = cut;
     out.cuts.push_back(c);
   }

@@ -27,7 +27,7 @@ struct LengthCut {
   uint64_t seq_len = 0;
   uint64_t truncated = 0;         // examples longer than seq_len
   double truncated_share = 0;     // truncated / count
-  std::optional<uint64_t> device_used_bytes;   // predicted peak at this length, when predictable
+  std::optional<uint64_t> needed_bytes;   // predicted need at this length (fit's figure), when predictable
 };
 
 struct LengthAnalysis {

@@ -104,16 +104,27 @@ Handler set_string(std::string Job::*field) {
 }
 
 // HF OptimizerNames (transformers/training_args.py) and Axolotl's optimizer values, mapped onto
-// the estimator's optimizer kinds. Paged 32-bit AdamW keeps fp32 states, so it is plain adamw here.
-std::optional<std::string> optimizer_kind(std::string name) {
+// the estimator's optimizer kinds and, where the name fixes it, the implementation: the fused
+// kernels (torch's fused=True, apex FusedAdam, the NPU kernel) keep no state-sized temporary,
+// transformers' own AdamW (adamw_hf) steps parameter by parameter. Paged 32-bit AdamW keeps fp32
+// states, so it is plain adamw here.
+struct OptimizerName {
+  std::string kind;
+  std::optional<std::string> impl;
+};
+
+std::optional<OptimizerName> optimizer_kind(std::string name) {
   name = to_lower(name);
-  static const std::map<std::string, std::string> kNames = {
-      {"adamw_torch", "adamw"}, {"adamw_torch_fused", "adamw"}, {"adamw_hf", "adamw"},
-      {"adamw_apex_fused", "adamw"}, {"adamw_torch_xla", "adamw"}, {"adamw_torch_npu_fused", "adamw"},
-      {"adamw", "adamw"}, {"adam", "adamw"}, {"paged_adamw_32bit", "adamw"},
-      {"adamw_bnb_8bit", "adamw_8bit"}, {"adamw_8bit", "adamw_8bit"},
-      {"paged_adamw_8bit", "paged_adamw_8bit"}, {"paged_adamw", "paged_adamw_8bit"},
-      {"adafactor", "adafactor"}, {"sgd", "sgd"}, {"lion_32bit", "lion"}, {"lion", "lion"},
+  static const std::map<std::string, OptimizerName> kNames = {
+      {"adamw_torch", {"adamw", std::nullopt}}, {"adamw_torch_fused", {"adamw", "fused"}},
+      {"adamw_hf", {"adamw", "for_loop"}}, {"adamw_apex_fused", {"adamw", "fused"}},
+      {"adamw_torch_xla", {"adamw", std::nullopt}}, {"adamw_torch_npu_fused", {"adamw", "fused"}},
+      {"adamw", {"adamw", std::nullopt}}, {"adam", {"adamw", std::nullopt}},
+      {"paged_adamw_32bit", {"adamw", std::nullopt}},
+      {"adamw_bnb_8bit", {"adamw_8bit", std::nullopt}}, {"adamw_8bit", {"adamw_8bit", std::nullopt}},
+      {"paged_adamw_8bit", {"paged_adamw_8bit", std::nullopt}}, {"paged_adamw", {"paged_adamw_8bit", std::nullopt}},
+      {"adafactor", {"adafactor", std::nullopt}}, {"sgd", {"sgd", std::nullopt}},
+      {"lion_32bit", {"lion", std::nullopt}}, {"lion", {"lion", std::nullopt}},
   };
   auto it = kNames.find(name);
   if (it == kNames.end()) return std::nullopt;
@@ -122,8 +133,9 @@ std::optional<std::string> optimizer_kind(std::string name) {
 
 Status set_optimizer(const YAML::Node& n, std::string_view key, Reader& r) {
   if (!n.IsScalar()) return make_error(fmt::format("{}: expected an optimizer name", r.where(n, key)));
-  if (auto kind = optimizer_kind(n.Scalar())) {
-    r.out.job.optimizer = *kind;
+  if (auto name = optimizer_kind(n.Scalar())) {
+    r.out.job.optimizer = name->kind;
+    if (name->impl) r.out.job.optimizer_impl = *name->impl;
   } else {
     r.warn(fmt::format("{}: optimizer '{}' is not modelled; the estimator's default is used",
                        r.where(n, key), n.Scalar()));
@@ -234,6 +246,14 @@ Status set_lora_alpha(const YAML::Node& n, std::string_view key, Reader& r) {
   auto v = as_number(n, key, r);
   if (!v) return v.error();
   r.lora().alpha = *v;
+  return Ok{};
+}
+
+Status set_lora_dropout(const YAML::Node& n, std::string_view key, Reader& r) {
+  auto v = as_number(n, key, r);
+  if (!v) return v.error();
+  if (!(*v >= 0 && *v < 1)) return make_error(fmt::format("{}: expected a probability in [0, 1), got {}", r.where(n, key), *v));
+  r.lora().dropout = *v;
   return Ok{};
 }
 
@@ -619,6 +639,7 @@ void add_hf_keys(Table& t) {
   t["use_peft"] = set_use_peft;
   t["lora_r"] = set_lora_r;
   t["lora_alpha"] = set_lora_alpha;
+  t["lora_dropout"] = set_lora_dropout;
   t["lora_target_modules"] = set_lora_targets;
   t["load_in_4bit"] = set_quant_bits(4);
   t["load_in_8bit"] = set_quant_bits(8);
@@ -635,6 +656,7 @@ Table axolotl_table() {
   t["bnb_config_kwargs"] = set_bnb_kwargs;
   t["lora_r"] = set_lora_r;
   t["lora_alpha"] = set_lora_alpha;
+  t["lora_dropout"] = set_lora_dropout;
   t["lora_target_modules"] = set_lora_targets;
   t["lora_target_linear"] = set_lora_all_linear;
   t["sequence_len"] = set_count(&Job::seq_len);
@@ -668,6 +690,7 @@ Table llama_factory_table() {
   t["finetuning_type"] = set_adapter;
   t["lora_rank"] = set_lora_r;
   t["lora_alpha"] = set_lora_alpha;
+  t["lora_dropout"] = set_lora_dropout;
   t["lora_target"] = set_lora_targets;
   t["quantization_bit"] = set_quantization_bit;
   t["quantization_type"] = set_quant_type;
@@ -730,13 +753,13 @@ const std::set<std::string>& no_effect_keys() {
       "packing", "packing_strategy", "eval_packing", "completion_only_loss", "assistant_only_loss",
       "activation_offloading", "chat_template_path", "dataset_name", "dataset_config",
       "dataset_train_split", "dataset_test_split", "model_revision", "trust_remote_code",
-      "lora_dropout", "lora_task_type", "use_rslora", "use_dora", "lora_modules_to_save",
+      "lora_task_type", "use_rslora", "use_dora", "lora_modules_to_save",
       "pad_token", "eos_token", "shuffle_dataset", "loss_type", "num_of_sequences",
       "chars_per_token", "pad_to_multiple_of",
       // Axolotl
       "base_model_config", "model_type", "tokenizer_type", "is_llama_derived_model",
       "trust_remote_code", "strict", "datasets", "dataset_prepared_path", "val_set_size",
-      "output_dir", "sample_packing", "eval_sample_packing", "pad_to_sequence_len", "lora_dropout",
+      "output_dir", "sample_packing", "eval_sample_packing", "pad_to_sequence_len",
       "lora_fan_in_fan_out", "lora_modules_to_save", "wandb_project", "wandb_entity",
       "wandb_watch", "wandb_name", "wandb_log_model", "wandb_run_id", "num_epochs",
       "lr_scheduler", "train_on_inputs", "group_by_length", "early_stopping_patience",
@@ -756,7 +779,7 @@ const std::set<std::string>& no_effect_keys() {
       "adam_epsilon", "cosine_min_lr_ratio", "bnb_4bit_compute_dtype",
       // LLaMA-Factory
       "stage", "template", "dataset", "dataset_dir", "eval_dataset", "max_samples",
-      "overwrite_cache", "preprocessing_num_workers", "val_size", "plot_loss", "lora_dropout",
+      "overwrite_cache", "preprocessing_num_workers", "val_size", "plot_loss",
       "additional_target", "freeze_trainable_layers", "freeze_trainable_modules",
       "freeze_extra_modules", "trust_remote_code", "quantization_method", "rope_scaling",
       "shift_attn", "mixture_of_depths", "neat_packing",
@@ -802,7 +825,17 @@ void resolve(Reader& r) {
   if (quantized) {
     job.weight_quantization = *r.quant_bits == 8 ? "int8" : r.quant_type.value_or("nf4");
   }
-  std::string adapter = r.adapter.value_or(job.lora ? "lora" : "full");
+  // Without an explicit method, LLaMA-Factory fine-tunes with LoRA (FinetuningArguments'
+  // finetuning_type default); Axolotl only with `adapter: lora|qlora`, a TrainingArguments/TRL
+  // config only with use_peft: their lora_* keys alone change nothing.
+  const bool lora_default = r.out.format == TrainingConfigFormat::kLlamaFactory;
+  std::string adapter = r.adapter.value_or(lora_default ? "lora" : "full");
+  if (!r.adapter && !lora_default && job.lora) {
+    r.warn(fmt::format("{}: LoRA settings are given but LoRA is not turned on ({}): read as full "
+                       "fine-tuning", r.display_name,
+                       r.out.format == TrainingConfigFormat::kAxolotl ? "no `adapter: lora` or `adapter: qlora`"
+                                                                       : "no `use_peft: true`"));
+  }
   if (adapter == "qlora" || (adapter == "lora" && quantized)) {
     // QLoRA here means LoRA on any quantized base (int8 included), as the estimator's task does.
     job.task = "train_qlora";

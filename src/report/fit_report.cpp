@@ -60,6 +60,7 @@ void add_totals(Json& j, const PredictedTotals& t) {
   j["peak_allocated_bytes"] = t.peak_allocated_bytes;
   j["peak_reserved_bytes"] = t.peak_reserved_bytes;
   j["device_used_bytes"] = t.device_used_bytes;
+  j["needed_bytes"] = t.needed_bytes;
 }
 
 Json change_json(const FitChange& c) {
@@ -81,6 +82,7 @@ Json change_json(const FitChange& c) {
     j["peak_allocated_bytes"] = nullptr;
     j["peak_reserved_bytes"] = nullptr;
     j["device_used_bytes"] = nullptr;
+    j["needed_bytes"] = nullptr;
   }
   j["host_ram_bytes"] = json_bytes(c.host_ram_bytes);
   return j;
@@ -103,8 +105,9 @@ Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
   doc["peak_allocated_bytes"] = r.estimate.peak_allocated_bytes;
   doc["peak_reserved_bytes"] = r.estimate.peak_reserved_bytes;
   doc["device_used_bytes"] = r.estimate.device_used_bytes;
-  doc["headroom_bytes"] = static_cast<int64_t>(r.usable_bytes) -
-                          static_cast<int64_t>(r.estimate.device_used_bytes);
+  doc["needed_bytes"] = r.needed_bytes;
+  doc["reclaimable_bytes"] = r.estimate.reclaimable_bytes;
+  doc["headroom_bytes"] = static_cast<int64_t>(r.usable_bytes) - static_cast<int64_t>(r.needed_bytes);
   doc["peak_phase"] = r.estimate.peak_phase;
   doc["dominant_component"] = r.estimate.dominant_component;
   if (config) {
@@ -163,7 +166,7 @@ Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
       cuts.push_back({{"seq_len", c.seq_len},
                       {"truncated", c.truncated},
                       {"truncated_share", c.truncated_share},
-                      {"device_used_bytes", json_bytes(c.device_used_bytes)}});
+                      {"needed_bytes", json_bytes(c.needed_bytes)}});
     }
     lengths["cuts"] = cuts;
     lengths["outlier_extra_bytes"] = json_bytes(l.outlier_extra_bytes);
@@ -203,20 +206,25 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
     return llama_cpp ? fmt::format("llama.cpp buffers {}", format_bytes(allocated))
                      : fmt::format("reserved {}, allocated {}", format_bytes(reserved), format_bytes(allocated));
   };
-  line(fmt::format("predicted peak  {} device used ({} of the card; {}), at {}, mostly {}",
-                   format_bytes(e.device_used_bytes), percent_of(e.device_used_bytes, r.total_bytes),
-                   inner(e.peak_reserved_bytes, e.peak_allocated_bytes), e.peak_phase.empty() ? "?" : e.peak_phase,
+  // What fit decides on is what the job needs (no reclaimable cache); nvidia-smi would show more.
+  line(fmt::format("predicted peak  {} needed ({} of the card), at {}, mostly {}", format_bytes(r.needed_bytes),
+                   percent_of(r.needed_bytes, r.total_bytes), e.peak_phase.empty() ? "?" : e.peak_phase,
                    e.dominant_component.empty() ? "?" : e.dominant_component));
+  line(fmt::format("                device used {} ({}{})", format_bytes(e.device_used_bytes),
+                   inner(e.peak_reserved_bytes, e.peak_allocated_bytes),
+                   e.reclaimable_bytes ? fmt::format("; {} of it cache the allocator gives back when memory is short",
+                                                     format_bytes(e.reclaimable_bytes))
+                                       : std::string()));
   line(fmt::format("usable          {} ({:.0f}% budget)   target {} ({:.0f}%)",
                    format_bytes(r.usable_bytes), 100 * r.budget, format_bytes(r.target_bytes),
                    100 * r.target));
   if (r.fits) {
     line(style.green(fmt::format("FITS as given, {} of headroom under the budget{}",
-                                 format_bytes(r.usable_bytes - e.device_used_bytes),
+                                 format_bytes(r.usable_bytes - r.needed_bytes),
                                  r.fits_target ? "" : " (but above the target)")));
   } else {
     line(style.red(fmt::format("DOES NOT FIT as given: {} over the budget",
-                               format_bytes(e.device_used_bytes - r.usable_bytes))));
+                               format_bytes(r.needed_bytes - r.usable_bytes))));
   }
 
   if (r.lengths) {
@@ -230,7 +238,7 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
     for (const auto& c : l.cuts) {
       line(fmt::format("  {:>10}  {:>10}  {:>8.2f}%  {}", c.seq_len, c.truncated,
                        100 * c.truncated_share,
-                       c.device_used_bytes ? format_bytes(*c.device_used_bytes) : "-"));
+                       c.needed_bytes ? format_bytes(*c.needed_bytes) : "-"));
     }
     for (const auto& a : l.advice) line("  - " + a);
   }
@@ -253,12 +261,12 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
     const auto& p = *r.plan;
     line("");
     line(style.bold("Plan") +
-         fmt::format(": {} device used, {} of the card, {} under the budget{}",
-                     format_bytes(p.predicted.device_used_bytes),
-                     percent_of(p.predicted.device_used_bytes, p.total_bytes),
+         fmt::format(": {} needed, {} of the card, {} under the budget{}",
+                     format_bytes(p.predicted.needed_bytes),
+                     percent_of(p.predicted.needed_bytes, p.total_bytes),
                      format_bytes(static_cast<uint64_t>(std::max<double>(
                          0, std::floor(static_cast<double>(p.total_bytes) * r.budget) -
-                                static_cast<double>(p.predicted.device_used_bytes)))),
+                                static_cast<double>(p.predicted.needed_bytes)))),
                      p.fits_target ? ", under the target"
                                    : style.yellow(", fits the budget but NOT the target")));
     int n = 1;
@@ -267,7 +275,7 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
       line(fmt::format("     cost: {}", c.cost));
       for (const auto& s : settings_lines(c.settings)) line("     set:  " + style.cyan(s));
       if (c.predicted) {
-        line(fmt::format("     then: {} device used ({})", format_bytes(c.predicted->device_used_bytes),
+        line(fmt::format("     then: {} needed ({})", format_bytes(c.predicted->needed_bytes),
                          inner(c.predicted->peak_reserved_bytes, c.predicted->peak_allocated_bytes)));
       }
       if (c.host_ram_bytes) {
@@ -281,7 +289,7 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
     line("");
     line(style.bold("Alternatives"));
     for (const auto& a : r.alternatives) {
-      std::string tail = fmt::format("{} device used{}", format_bytes(a.predicted.device_used_bytes),
+      std::string tail = fmt::format("{} needed{}", format_bytes(a.predicted.needed_bytes),
                                      a.fits_target ? "" : ", above the target");
       if (a.price_per_hour) tail += fmt::format(", {:.2f}/hour", *a.price_per_hour);
       line(fmt::format("  - {} ({})", a.description, tail));

@@ -167,30 +167,30 @@ TEST_P(FitPlanProperty, PlanFitsAndNoCheaperStepAloneWould) {
   // when the plan says so).
   if (plan.changes.front().step != 9) {
     const uint64_t check = needed_bytes(*model, plan.job);
-    EXPECT_EQ(check, plan.predicted.device_used_bytes);
-    EXPECT_EQ(plan.changes.back().predicted->device_used_bytes, plan.predicted.device_used_bytes);
-    EXPECT_LE(plan.predicted.device_used_bytes, report->usable_bytes);
+    EXPECT_EQ(check, plan.predicted.needed_bytes);
+    EXPECT_EQ(plan.changes.back().predicted->needed_bytes, plan.predicted.needed_bytes);
+    EXPECT_LE(plan.predicted.needed_bytes, report->usable_bytes);
     if (plan.fits_target) {
-      EXPECT_LE(plan.predicted.device_used_bytes, report->target_bytes);
+      EXPECT_LE(plan.predicted.needed_bytes, report->target_bytes);
     }
   }
   // Steps are in cost order, each change lowers the prediction.
-  uint64_t previous = report->estimate.device_used_bytes;
+  uint64_t previous = report->needed_bytes;
   int previous_step = 0;
   for (const auto& change : plan.changes) {
     EXPECT_GE(change.step, previous_step) << change.id;
     previous_step = change.step;
     if (change.step == 9) continue;
     ASSERT_TRUE(change.predicted.has_value());
-    EXPECT_LT(change.predicted->device_used_bytes, previous) << change.id;
-    previous = change.predicted->device_used_bytes;
+    EXPECT_LT(change.predicted->needed_bytes, previous) << change.id;
+    previous = change.predicted->needed_bytes;
   }
   // No cheaper step alone reaches what the plan reaches.
   const int last_step = plan.changes.back().step;
   const uint64_t goal = plan.fits_target ? report->target_bytes : report->usable_bytes;
   for (const auto& alternative : report->alternatives) {
     if (alternative.change.step >= last_step) continue;
-    EXPECT_GT(alternative.predicted.device_used_bytes, goal)
+    EXPECT_GT(alternative.predicted.needed_bytes, goal)
         << alternative.description << " alone would have fit, cheaper than " << plan.changes.back().id;
   }
   if (!c.model_parallel_change.empty()) {
@@ -232,9 +232,9 @@ TEST(FitPlan, SameMethodAlternativeKeepsFullFineTuning) {
   ASSERT_NE(same, report->alternatives.end());
   ASSERT_TRUE(same->job.has_value());
   const uint64_t check = needed_bytes(*model, *same->job);
-  EXPECT_EQ(check, same->predicted.device_used_bytes);
+  EXPECT_EQ(check, same->predicted.needed_bytes);
   const uint64_t goal = same->fits_target ? report->target_bytes : report->usable_bytes;
-  EXPECT_LE(same->predicted.device_used_bytes, goal);
+  EXPECT_LE(same->predicted.needed_bytes, goal);
   EXPECT_EQ(same->job->task, "train_full");
   EXPECT_EQ(same->job->parallelism, "fsdp_full_shard");
   EXPECT_EQ(same->job->num_gpus, 16u);
@@ -265,7 +265,7 @@ TEST(FitPlan, FsdpAccumulationIsFixedBySyncingEachMicroBatch) {
   EXPECT_TRUE(report->plan->job.sync_each_batch.value_or(false));
   job.sync_each_batch = true;
   const uint64_t synced = needed_bytes(*model, job);
-  EXPECT_EQ(report->plan->predicted.device_used_bytes, synced);
+  EXPECT_EQ(report->plan->predicted.needed_bytes, synced);
 }
 
 // A QLoRA job prepared by PEFT (fp32 embeddings, norms and head, so fp32 hidden states): keeping
@@ -288,7 +288,7 @@ TEST(FitPlan, QloraKeepsTheHiddenStatesInBf16BeforeOffloading) {
   job.kbit_upcast = "none";
   job.gradient_checkpointing = "full";
   const uint64_t kept = needed_bytes(fitted->model, job);
-  EXPECT_EQ(report.plan->predicted.device_used_bytes, kept);
+  EXPECT_EQ(report.plan->predicted.needed_bytes, kept);
 }
 
 // The same change for an fp32 QLoRA job is its own step: bf16 mixed precision is still offered,
@@ -307,8 +307,8 @@ TEST(FitPlan, Bf16HiddenStatesDoesNotHideMixedPrecision) {
   EXPECT_EQ(report.plan->job.autocast, true);
   // The plan's prediction is the estimator's for the plan's job, within the target.
   const uint64_t again = needed_bytes(fitted->model, report.plan->job);
-  EXPECT_EQ(report.plan->predicted.device_used_bytes, again);
-  EXPECT_LE(report.plan->predicted.device_used_bytes, report.target_bytes);
+  EXPECT_EQ(report.plan->predicted.needed_bytes, again);
+  EXPECT_LE(report.plan->predicted.needed_bytes, report.target_bytes);
 }
 
 // A change the others made unnecessary is dropped, the last one included: a QLoRA job that the

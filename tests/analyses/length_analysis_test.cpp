@@ -41,7 +41,7 @@ TEST(LengthAnalysis, CutsTruncationAndOutlierCost) {
   EXPECT_EQ(a.cuts[2].truncated, 1u);    // only the outlier is longer than 1024
   EXPECT_DOUBLE_EQ(a.cuts[2].truncated_share, 0.01);
   EXPECT_EQ(a.cuts[5].truncated, 0u);
-  EXPECT_EQ(*a.cuts[3].device_used_bytes, (1ull << 30) + 2048 * (1ull << 20));
+  EXPECT_EQ(*a.cuts[3].needed_bytes, (1ull << 30) + 2048 * (1ull << 20));
   EXPECT_EQ(a.suggested_cut, 1024u);
   ASSERT_TRUE(a.outlier_extra_bytes.has_value());
   EXPECT_EQ(*a.outlier_extra_bytes, (5000ull - 990) * (1ull << 20));
@@ -56,7 +56,7 @@ TEST(LengthAnalysis, WithoutPredictionStillGivesDistribution) {
   EXPECT_FALSE(a.outlier_extra_bytes.has_value());
   ASSERT_FALSE(a.cuts.empty());
   EXPECT_EQ(a.cuts.back().seq_len, 100u);
-  EXPECT_FALSE(a.cuts.back().device_used_bytes.has_value());
+  EXPECT_FALSE(a.cuts.back().needed_bytes.has_value());
 }
 
 }  // namespace

@@ -101,19 +101,22 @@ TEST(FitCli, JsonDocumentForAJobThatDoesNotFit) {
   EXPECT_EQ(doc["usable_bytes"].get<uint64_t>(), static_cast<uint64_t>(total * 0.92));
   EXPECT_EQ(doc["target_bytes"].get<uint64_t>(), static_cast<uint64_t>(total * 0.80));
   EXPECT_FALSE(doc["fits"].get<bool>());
-  EXPECT_GT(doc["device_used_bytes"].get<uint64_t>(), doc["usable_bytes"].get<uint64_t>());
-  EXPECT_LT(doc["headroom_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(doc["needed_bytes"].get<uint64_t>(), doc["usable_bytes"].get<uint64_t>());
+  EXPECT_GE(doc["device_used_bytes"].get<uint64_t>(), doc["needed_bytes"].get<uint64_t>());
+  EXPECT_EQ(doc["headroom_bytes"].get<int64_t>(),
+            static_cast<int64_t>(doc["usable_bytes"].get<uint64_t>()) - static_cast<int64_t>(doc["needed_bytes"].get<uint64_t>()));
   ASSERT_TRUE(doc["plan"].is_object());
-  EXPECT_LE(doc["plan"]["device_used_bytes"].get<uint64_t>(), doc["usable_bytes"].get<uint64_t>());
-  uint64_t previous = doc["device_used_bytes"].get<uint64_t>();
+  EXPECT_LE(doc["plan"]["needed_bytes"].get<uint64_t>(), doc["usable_bytes"].get<uint64_t>());
+  uint64_t previous = doc["needed_bytes"].get<uint64_t>();
   for (const auto& change : doc["plan"]["changes"]) {
-    EXPECT_LT(change["device_used_bytes"].get<uint64_t>(), previous) << change["id"];
-    previous = change["device_used_bytes"].get<uint64_t>();
+    EXPECT_LT(change["needed_bytes"].get<uint64_t>(), previous) << change["id"];
+    previous = change["needed_bytes"].get<uint64_t>();
     EXPECT_FALSE(change["settings"].empty()) << change["id"];
   }
   ASSERT_EQ(doc["free_advice"].size(), 2u);
   EXPECT_EQ(doc["free_advice"][0]["fix_id"], "expandable_segments");
   EXPECT_TRUE(doc["free_advice"][0]["device_used_bytes"].is_null());
+  EXPECT_TRUE(doc["free_advice"][0]["needed_bytes"].is_null());
   // The lengths file: 1000 examples, one of 15000 tokens.
   const auto& lengths = doc["lengths"];
   EXPECT_EQ(lengths["count"], 1000);
@@ -133,7 +136,7 @@ TEST(FitCli, TrainingConfigThatFitsExitsZero) {
   EXPECT_TRUE(doc["fits"].get<bool>());
   EXPECT_TRUE(doc["plan"].is_null());
   EXPECT_EQ(doc["config"]["format"], "axolotl");
-  EXPECT_EQ(doc["config"]["used_keys"].size(), 14u);
+  EXPECT_EQ(doc["config"]["used_keys"].size(), 15u);
   EXPECT_TRUE(doc["alternatives"].empty());
 }
 
@@ -178,8 +181,8 @@ TEST(FitCli, TensorAndPipelineParallelPlanOnFourGpus) {
   const auto& last = plan["changes"].back();
   EXPECT_EQ(last["id"], "tensor_pipeline_parallel");
   EXPECT_EQ(last["step"], 7);
-  EXPECT_EQ(last["device_used_bytes"], plan["device_used_bytes"]);
-  EXPECT_LE(plan["device_used_bytes"].get<uint64_t>(), doc["target_bytes"].get<uint64_t>());
+  EXPECT_EQ(last["needed_bytes"], plan["needed_bytes"]);
+  EXPECT_LE(plan["needed_bytes"].get<uint64_t>(), doc["target_bytes"].get<uint64_t>());
   EXPECT_EQ(last["settings"][1], nlohmann::json({{"target", "torchtitan"},
                                                  {"name", "--parallelism.tensor_parallel_degree"},
                                                  {"value", "2"}}));
@@ -240,9 +243,13 @@ TEST(FitCli, DeepSpeedPathThatIsNotAConfig) {
 namespace oomdoc {
 namespace {
 
-uint64_t device_used(const testing::CommandResult& r) {
+// fit's own needed figure, and its device total as estimate defines it (reclaimable cache included).
+uint64_t fit_needed(const testing::CommandResult& r) {
   EXPECT_NE(r.exit_code, 2) << r.err;  // fit exits 1 when the job does not fit
-  return nlohmann::json::parse(r.out)["device_used_bytes"].get<uint64_t>();
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["needed_bytes"].get<uint64_t>(),
+            doc["device_used_bytes"].get<uint64_t>() - doc["reclaimable_bytes"].get<uint64_t>());
+  return doc["needed_bytes"].get<uint64_t>();
 }
 
 // What fit compares with the card: estimate's needed_bytes (its device total less the allocator's
@@ -265,7 +272,7 @@ TEST(JobFromFileAndFlags, EstimateAndFitMergeLoraKeyByKey) {
   std::ofstream(merged) << job.dump();
   const uint64_t expected = needed(run_cli({"estimate", "--job", merged.string(), "--json"}));
   EXPECT_EQ(needed(run_cli({"estimate", "--job", file, "--lora-r", "8", "--json"})), expected);
-  EXPECT_EQ(device_used(run_cli({"fit", "--job", file, "--lora-r", "8", "--gpu", "h100", "--json"})), expected);
+  EXPECT_EQ(fit_needed(run_cli({"fit", "--job", file, "--lora-r", "8", "--gpu", "h100", "--json"})), expected);
   EXPECT_NE(needed(run_cli({"estimate", "--job", file, "--json"})), expected);
   std::filesystem::remove(merged);
 }

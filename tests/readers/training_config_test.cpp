@@ -32,6 +32,7 @@ TEST(TrainingConfig, AxolotlQloraExample) {
   EXPECT_EQ(job.lora->r, 32u);
   EXPECT_EQ(job.lora->alpha, 64);
   EXPECT_TRUE(job.lora->all_linear);
+  EXPECT_EQ(job.lora->dropout, 0.05);
   EXPECT_EQ(job.seq_len, 4096u);
   EXPECT_EQ(job.micro_batch_size, 1u);
   EXPECT_EQ(job.grad_accum_steps, 4u);
@@ -42,7 +43,7 @@ TEST(TrainingConfig, AxolotlQloraExample) {
   EXPECT_FALSE(job.parallelism.has_value());
   EXPECT_THAT(config->used_keys,
               ElementsAre("base_model", "load_in_8bit", "load_in_4bit", "adapter", "sequence_len",
-                          "lora_r", "lora_alpha", "lora_target_linear",
+                          "lora_r", "lora_alpha", "lora_dropout", "lora_target_linear",
                           "gradient_accumulation_steps", "micro_batch_size", "optimizer", "bf16",
                           "gradient_checkpointing", "flash_attention"));
   // Null values (fp16:, deepspeed:) are ignored, as are known keys without a memory effect.
@@ -313,6 +314,69 @@ TEST(TrainingConfig, DeepSpeedFileThatIsNotAConfigIsAnError) {
   ASSERT_TRUE(missing) << missing.error().message;
   EXPECT_EQ(missing->job.parallelism, "zero2");
   EXPECT_THAT(missing->warnings, Contains(HasSubstr("'zero2_missing.json' was not found")));
+}
+
+
+// LoRA is on only where the framework turns it on: Axolotl with `adapter`, a TrainingArguments /
+// TRL config with use_peft, LLaMA-Factory by default (finetuning_type "lora").
+TEST(TrainingConfig, LoraKeysAloneDoNotTurnLoraOn) {
+  auto axolotl = parse_training_config("base_model: meta-llama/Meta-Llama-3-8B\nsequence_len: 2048\n"
+                                       "lora_r: 8\nlora_alpha: 16\nadapter:\n", "ax.yml", "");
+  ASSERT_TRUE(axolotl.ok()) << axolotl.error().message;
+  EXPECT_EQ(axolotl->job.task, "train_full");
+  EXPECT_FALSE(axolotl->job.lora.has_value());
+  ASSERT_EQ(axolotl->warnings.size(), 1u);
+  EXPECT_EQ(axolotl->warnings[0], "ax.yml: LoRA settings are given but LoRA is not turned on (no `adapter: lora` "
+                                  "or `adapter: qlora`): read as full fine-tuning");
+
+  auto trl = parse_training_config("model_name_or_path: meta-llama/Meta-Llama-3-8B\nlora_r: 16\n", "trl.yml", "");
+  ASSERT_TRUE(trl.ok()) << trl.error().message;
+  EXPECT_EQ(trl->job.task, "train_full");
+  auto trl_peft = parse_training_config("model_name_or_path: meta-llama/Meta-Llama-3-8B\nlora_r: 16\nuse_peft: true\n",
+                                        "trl.yml", "");
+  ASSERT_TRUE(trl_peft.ok());
+  EXPECT_EQ(trl_peft->job.task, "train_lora");
+  EXPECT_EQ(trl_peft->job.lora->r, 16u);
+
+  auto factory = parse_training_config("model_name_or_path: meta-llama/Meta-Llama-3-8B\ncutoff_len: 1024\n",
+                                       "lf.yml", "");
+  ASSERT_TRUE(factory.ok());
+  EXPECT_EQ(factory->job.task, "train_lora");
+}
+
+// The optimizer's name fixes its implementation where it says so: the fused kernels keep no
+// state-sized temporary (the foreach default does), transformers' own AdamW loops per parameter.
+TEST(TrainingConfig, OptimizerNamesCarryTheirImplementation) {
+  struct Case {
+    const char* text;
+    const char* optimizer;
+    std::optional<std::string> impl;
+  };
+  for (const Case& c : {Case{"base_model: m\noptimizer: adamw_torch_fused\n", "adamw", "fused"},
+                        Case{"base_model: m\noptimizer: adamw_torch\n", "adamw", std::nullopt},
+                        Case{"output_dir: o\noptim: adamw_torch_fused\n", "adamw", "fused"},
+                        Case{"output_dir: o\noptim: adamw_hf\n", "adamw", "for_loop"},
+                        Case{"output_dir: o\noptim: adamw_bnb_8bit\n", "adamw_8bit", std::nullopt}}) {
+    auto config = parse_training_config(c.text, "c.yml", "");
+    ASSERT_TRUE(config.ok()) << config.error().message;
+    EXPECT_EQ(config->job.optimizer, c.optimizer) << c.text;
+    EXPECT_EQ(config->job.optimizer_impl, c.impl) << c.text;
+  }
+}
+
+TEST(TrainingConfig, LoraDropoutIsReadInEveryFormat) {
+  for (const char* text : {"base_model: m\nadapter: lora\nlora_dropout: 0.1\n",
+                           "model_name_or_path: m\nfinetuning_type: lora\nlora_dropout: 0.1\n",
+                           "model_name_or_path: m\nuse_peft: true\nlora_dropout: 0.1\n"}) {
+    auto config = parse_training_config(text, "c.yml", "");
+    ASSERT_TRUE(config.ok()) << config.error().message;
+    ASSERT_TRUE(config->job.lora.has_value()) << text;
+    EXPECT_EQ(config->job.lora->dropout, 0.1) << text;
+    EXPECT_THAT(config->used_keys, Contains("lora_dropout")) << text;
+  }
+  auto bad = parse_training_config("base_model: m\nadapter: lora\nlora_dropout: 1.5\n", "c.yml", "");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "c.yml: line 3: lora_dropout: expected a probability in [0, 1), got 1.5");
 }
 
 }  // namespace
