@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -55,6 +56,14 @@ bool looks_like_job_file(const std::string& text) {
   return !j.is_discarded() && j.is_object() && j.contains("model");
 }
 
+// A name that can only be a file: a YAML or JSON file name. Model ids have no such suffix.
+bool looks_like_config_path(const std::string& input) {
+  for (std::string_view suffix : {".yml", ".yaml", ".json"}) {
+    if (input.size() > suffix.size() && input.compare(input.size() - suffix.size(), suffix.size(), suffix) == 0) return true;
+  }
+  return false;
+}
+
 // A model's weights file (GGUF, or a .safetensors inside a model folder), not a training config.
 bool is_model_file(const std::string& path) {
   const std::string_view suffix = ".safetensors";
@@ -80,10 +89,17 @@ int run_fit(const FitArgs& a) {
   if (!a.input.empty()) {
     if (!is_regular_file(a.input) || is_model_file(a.input)) {
       if (!a.model.empty()) return fail(a.input + ": no such file (and --model is given)");
+      if (looks_like_config_path(a.input) && !std::filesystem::exists(a.input)) {
+        return fail(a.input + ": no such file (a training config or job file was expected)");
+      }
       job.model = a.input;  // `oomdoc fit llama-2-7b --gpu 4090` or a .gguf file, as for estimate
     } else {
       auto text = read_small_file(a.input, 4ull << 20);
       if (!text) return fail(text.error().message);
+      // A .json file that is not JSON: say where it breaks (YAML would only say "not a config").
+      if (a.input.size() > 5 && a.input.compare(a.input.size() - 5, 5, ".json") == 0) {
+        if (auto parsed = parse_json_document(*text, a.input); !parsed) return fail(parsed.error().message);
+      }
       if (looks_like_job_file(*text)) {
         if (!job_file.empty()) return fail("give one job file, not " + a.input + " and --job");
         job_file = a.input;
@@ -104,7 +120,11 @@ int run_fit(const FitArgs& a) {
   if (!given_job) return fail(given_job.error().message);
   overlay_job(job, *given_job);
   if (!job_file.empty()) source = job_file;
-  if (a.gpus > 1 && !job.num_gpus) job.num_gpus = a.gpus;
+  // --gpus on the command line wins over the job file's num_gpus; without it, the file's count
+  // is the machine's.
+  const bool gpus_given = a.app->count("--gpus") > 0;
+  if (gpus_given) job.num_gpus = a.gpus;
+  const uint64_t num_gpus = gpus_given ? a.gpus : job.num_gpus.value_or(1);
   if (auto valid = validate_job(job, source); !valid) return fail(valid.error().message);
   if (job.model.empty()) {
     return fail(config ? a.input + ": names no model; add --model NAME"
@@ -113,7 +133,7 @@ int run_fit(const FitArgs& a) {
   }
 
   FitOptions options;
-  options.num_gpus = a.gpus;
+  options.num_gpus = num_gpus;
   options.budget = a.budget;
   options.target = a.target;
   options.solve_max_batch = a.max_batch;
@@ -164,7 +184,7 @@ void setup(CLI::App& app, int* exit_code) {
   sub->add_option("--model", args->model, "Model id, alias, config.json or folder (overrides the config's)");
   sub->add_option("--job", args->job_file, "Job file (flat JSON, the keys of `oomdoc estimate`)");
   add_gpu_flags(sub, args->card);
-  sub->add_option("--gpus", args->gpus, "Number of GPUs the job may use (default 1)");
+  sub->add_option("--gpus,--num-gpus", args->gpus, "Number of GPUs the job may use (default 1, or the job file's num_gpus)");
   sub->add_option("--budget", args->budget,
                   fmt::format("Usable share of GPU memory, in (0,1] (default {:.2f})", kDefaultMemoryBudget));
   sub->add_option("--target", args->target,

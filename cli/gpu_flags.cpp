@@ -22,8 +22,16 @@ Result<GpuChoice> resolve_gpu_flags(const GpuFlags& flags) {
     return choice;
   }
   if (!flags.memory.empty()) {
+    // A bare number is ambiguous (bytes? GB? GiB?): a GPU size needs its unit.
+    if (flags.memory.find_first_not_of("0123456789.eE+- ") == std::string::npos) {
+      return Error{fmt::format("--memory: '{}' has no unit: write {}GiB (as CUDA and nvidia-smi count) or "
+                               "{}GB (decimal)", flags.memory, flags.memory, flags.memory)};
+    }
     auto bytes = parse_user_size(flags.memory);
     if (!bytes || *bytes == 0) return Error{fmt::format("--memory: '{}' is not a size (e.g. 24GiB)", flags.memory)};
+    if (*bytes < kGiB) {
+      return Error{fmt::format("--memory: {} is smaller than any GPU this sizes (1 GiB at least)", format_bytes(*bytes))};
+    }
     choice.memory_bytes = *bytes;
     return choice;
   }

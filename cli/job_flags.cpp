@@ -71,7 +71,9 @@ void add_job_flags(CLI::App* cmd, JobFlags& flags, bool with_num_gpus) {
   for (const auto& [key, help] : kCountKeys) {
     if (!with_num_gpus && std::string(key) == "num_gpus") continue;
     flags.counts[key] = 0;
-    cmd->add_option(flag_name(key), flags.counts[key], help);
+    // fit names its GPU count --gpus: both commands take both spellings.
+    const std::string names = std::string(key) == "num_gpus" ? flag_name(key) + ",--gpus" : flag_name(key);
+    cmd->add_option(names, flags.counts[key], help);
   }
   for (const auto& [key, help] : kFlagKeys) {
     flags.flags[key] = false;

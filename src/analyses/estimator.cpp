@@ -32,6 +32,10 @@ constexpr uint64_t kCudaContextEagerLoadingBytes = 1343 * kMiB;
 // cuBLAS workspaces PyTorch allocates through its caching allocator (CUBLAS_WORKSPACE_CONFIG
 // default ":4096:2:16:8" = 2 x 4 MiB + 8 x 16 KiB; aten/src/ATen/cuda/CublasHandlePool.cpp).
 constexpr uint64_t kCublasWorkspaceBytes = 8 * kMiB + 128 * kKiB;
+// ZeRO-3 steps the optimizer one sub-group of its fp32 partition at a time and frees that
+// sub-group's fp32 gradients after it (deepspeed/runtime/zero/stage3.py: _prepare_fp32_grad_for_sub_group,
+// _optimizer_step, _release_sub_group); zero_optimization.sub_group_size defaults to 1e9 elements.
+constexpr double kZero3SubGroupParams = 1e9;
 // NCCL communicator buffers on multi-GPU jobs (NCCL_BUFFSIZE 4 MiB per channel and peer;
 // a few hundred MiB in practice). Outside the PyTorch allocator.
 constexpr uint64_t kNcclBytes = 256 * kMiB;
@@ -754,6 +758,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (!planned) return planned.error();
   const Plan& p = *planned;
   est.kbit_upcast = p.kbit_upcast;
+  est.precision = p.precision;
   for (const auto& note : m.notes) est.assumptions.push_back("model: " + note);
 
   const std::vector<LinearShape> linears = linear_layers(m);
@@ -834,6 +839,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     weights_detail = fmt::format("{} params x 2 B (16-bit copy)", format_count(total));
   }
   weights /= shard_mp;
+  const std::string model_split = shard_mp > 1 ? fmt::format(", split over {} model-parallel ranks", shard_mp) : "";
+  weights_detail += model_split;
   if (p.offload_params) {
     weights = 0;
     weights_detail = "offloaded to CPU";
@@ -879,14 +886,33 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   }
 
   // ---- gradients ----
-  double grad_bytes = trainable * (p.use_lora ? p.adapter_bytes : p.grad_bytes) / shard_mp;
-  if (p.training && p.mixed && deepspeed) grad_bytes = trainable * (2.0 / grad_shards + 4.0 / state_shards) / shard_mp;
-  else grad_bytes /= grad_shards;
-  if (p.offload_optimizer && deepspeed) grad_bytes = trainable * 2 / shard_mp / grad_shards;
+  const double grad_dtype_bytes = p.use_lora ? p.adapter_bytes : p.grad_bytes;
+  double grad_bytes = trainable * grad_dtype_bytes / shard_mp;
+  const std::string grad_split =
+      (grad_shards > 1 ? fmt::format(", sharded over {}", grad_shards) : std::string()) + model_split;
+  std::string grad_detail = fmt::format("{} trainable x {} B{}", format_count(trainable), grad_dtype_bytes, grad_split);
+  if (p.training && p.mixed && deepspeed && !p.offload_optimizer) {
+    // 16-bit gradient partitions, and the fp32 gradients of the partition the optimizer steps:
+    // all of it in ZeRO-1/2, one sub-group at a time in ZeRO-3.
+    double fp32_partition = trainable / shard_mp / state_shards;
+    const bool by_sub_group = p.parallelism == "zero3" && fp32_partition > kZero3SubGroupParams;
+    if (by_sub_group) fp32_partition = kZero3SubGroupParams;
+    grad_bytes = trainable * 2.0 / grad_shards / shard_mp + fp32_partition * 4;
+    grad_detail = fmt::format("{} trainable x 2 B{} + fp32 gradients of {}{}", format_count(trainable), grad_split,
+                              by_sub_group ? "one 1e9-element sub-group (ZeRO-3)" : "the optimizer's partition",
+                              state_shards > 1 && !by_sub_group ? fmt::format(" (1/{})", state_shards) : "");
+  } else {
+    grad_bytes /= grad_shards;
+  }
+  if (p.offload_optimizer && deepspeed) {
+    grad_bytes = trainable * 2 / shard_mp / grad_shards;
+    grad_detail = fmt::format("{} trainable x 2 B{} (fp32 gradients on the CPU)", format_count(trainable), grad_split);
+  }
   if (p.fused_backward) {
     // Optimizer-in-backward frees each gradient right after its update: one tensor at a time,
     // the largest being the embedding (torchtune optimizer_in_bwd).
     grad_bytes = std::min(grad_bytes, static_cast<double>(std::max(m.embedding_params, m.lm_head_params)) * p.grad_bytes);
+    grad_detail = "one parameter's gradient at a time (optimizer step in backward)";
   }
   // FSDP under no_sync() (how Accelerate and Lightning Fabric accumulate by default) keeps the
   // micro-batches' gradients unsharded until the last one reduce-scatters them: "FSDP will
@@ -1165,6 +1191,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     const double state_bytes = p.use_lora ? p.adapter_bytes : p.state_bytes;
     if (p.optimizer_impl == "foreach") {
       step_temp = trainable * state_bytes / shard_mp / state_shards;
+      // ZeRO-3 steps a client optimizer on one sub-group's flat fp32 partition at a time.
+      if (deepspeed && p.parallelism == "zero3" && p.mixed) {
+        step_temp = std::min(step_temp, kZero3SubGroupParams * state_bytes);
+      }
     } else if (p.optimizer_impl == "for_loop") {
       double largest = p.task == "train_full" ? static_cast<double>(std::max(m.embedding_params, m.lm_head_params)) : 0;
       for (const auto& l : linears) {
@@ -1222,8 +1252,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     if (grads_now) {
       const bool accumulating = phase != "optimizer_step" && unsharded_accumulation;
       add_if("gradients", accumulating ? accumulating_grad_bytes : grad_bytes,
-             fmt::format("{} trainable x {} B{}", format_count(trainable), p.use_lora ? p.adapter_bytes : p.grad_bytes,
-                         accumulating ? ", unsharded while accumulating (FSDP no_sync)" : ""));
+             accumulating ? fmt::format("{} trainable x {} B{}, unsharded while accumulating (FSDP no_sync)",
+                                        format_count(trainable), grad_dtype_bytes, model_split)
+                          : grad_detail);
     }
     if (peak == backward_start && phase != "optimizer_step") {
       add_if("weight_casts", amp_casts, "16-bit copies of trainable weights cached by autocast");

@@ -470,9 +470,21 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
 
 // FSDP full sharding in TrainingArguments, reduce-scattering after every micro-batch (what the
 // prediction assumes once the job shards: Job::sync_each_batch).
-std::vector<FitSetting> fsdp_full_shard_settings() {
-  return {{"TrainingArguments", "fsdp", "\"full_shard auto_wrap\""},
-          {"TrainingArguments", "accelerator_config", std::string(kSyncEachBatchAcceleratorConfig)}};
+// Sharding a 4-bit base (FSDP or ZeRO-3) needs its packed weights stored in the dtype of the other
+// parameters, so they flatten with them (PEFT "FSDP + QLoRA" and "DeepSpeed ZeRO-3 + QLoRA":
+// bnb_4bit_quant_storage).
+void add_quant_storage_for_sharding(const Job& job, std::vector<FitSetting>& settings) {
+  if (job.task.value_or("") != "train_qlora") return;
+  const bool fp16 = job.precision && job.precision->rfind("fp16", 0) == 0;
+  settings.push_back({"BitsAndBytesConfig", "bnb_4bit_quant_storage", fp16 ? "torch.float16" : "torch.bfloat16"});
+}
+
+std::vector<FitSetting> fsdp_full_shard_settings(const Job& job) {
+  std::vector<FitSetting> settings = {
+      {"TrainingArguments", "fsdp", "\"full_shard auto_wrap\""},
+      {"TrainingArguments", "accelerator_config", std::string(kSyncEachBatchAcceleratorConfig)}};
+  add_quant_storage_for_sharding(job, settings);
+  return settings;
 }
 
 // ZeRO-2 and FSDP: a setting, the model code unchanged.
@@ -503,7 +515,7 @@ std::vector<Candidate> data_sharding_candidates(const Job& job, uint64_t num_gpu
     c.change.title = fmt::format("FSDP full sharding (ZeRO-3) across the {} GPUs", num_gpus);
     c.change.cost = "about 1.5x DDP's communication (parameters gathered each step; "
                     "Rajbhandari et al. 2020); fast over NVLink, slower over PCIe";
-    c.change.settings = fsdp_full_shard_settings();
+    c.change.settings = fsdp_full_shard_settings(job);
     c.apply = [num_gpus](Job& j) {
       j.parallelism = "fsdp_full_shard";
       j.num_gpus = num_gpus;
@@ -528,6 +540,37 @@ std::vector<Candidate> sync_each_batch_candidates(const Job& job) {
                     "one gradient reduce-scatter per micro-batch instead of per optimizer step",
                     {{"TrainingArguments", "accelerator_config", std::string(kSyncEachBatchAcceleratorConfig)}},
                     [](Job& j) { j.sync_each_batch = true; })};
+}
+
+// ---- inference in PyTorch (transformers): the KV cache, then the weights ----
+
+// A quantized KV cache (transformers' QuantizedCache, HQQ backend at 8 bits: one byte per element,
+// as the estimator sizes int8): the precision step of inference.
+std::vector<Candidate> inference_kv_cache_candidates(const Job& job) {
+  if (is_training(job) || is_llama_cpp(job) || job.task.value_or("") == "load") return {};
+  const std::string kv = job.kv_cache_dtype.value_or("auto");
+  if (kv == "fp8" || kv == "int8") return {};
+  return {candidate("kv_cache_int8", "", 4, "KV cache in 8 bits (quantized cache)",
+                    "slower decoding (the cache is dequantized at every step); a small accuracy risk",
+                    {{"generate", "cache_implementation", "\"quantized\""},
+                     {"generate", "cache_config", "{\"backend\": \"HQQ\", \"nbits\": 8}"}},
+                    [](Job& j) { j.kv_cache_dtype = "int8"; })};
+}
+
+// Quantized weights at load (bitsandbytes). They cost quality, which splitting the model over GPUs
+// the user already has does not: for inference this comes after the sharding step (7).
+std::vector<Candidate> inference_quantization_candidates(const Job& job) {
+  if (is_training(job) || is_llama_cpp(job) || job.weight_quantization) return {};
+  return {candidate("quantize_int8", "quantize_model", 8, "load the weights in 8 bits (bitsandbytes LLM.int8())",
+                    "slower matrix multiplies; a small quality loss",
+                    {{"BitsAndBytesConfig", "load_in_8bit", "True"}},
+                    [](Job& j) { j.weight_quantization = "int8"; }),
+          candidate("quantize_nf4", "quantize_model", 8, "load the weights in 4 bits (bitsandbytes NF4)",
+                    "some quality loss; slower matrix multiplies than 16-bit",
+                    {{"BitsAndBytesConfig", "load_in_4bit", "True"},
+                     {"BitsAndBytesConfig", "bnb_4bit_quant_type", "\"nf4\""},
+                     {"BitsAndBytesConfig", "bnb_4bit_compute_dtype", "torch.bfloat16"}},
+                    [](Job& j) { j.weight_quantization = "nf4"; })};
 }
 
 // Tensor and pipeline parallel degrees worth trying on n GPUs for this model: TP up to 8 (one
@@ -714,6 +757,15 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
   return out;
 }
 
+std::vector<FitSetting> zero3_offload_settings(const Job& job) {
+  std::vector<FitSetting> settings = {
+      {"TrainingArguments", "deepspeed",
+       "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\"}, "
+       "\"offload_param\": {\"device\": \"cpu\"}}}"}};
+  add_quant_storage_for_sharding(job, settings);
+  return settings;
+}
+
 std::vector<Candidate> offload_candidates(const Job& job) {
   std::vector<Candidate> out;
   // The offload recipes are DeepSpeed ZeRO's; they are not combined with a TP/PP layout.
@@ -731,7 +783,8 @@ std::vector<Candidate> offload_candidates(const Job& job) {
     c.change.settings = {{"TrainingArguments", "deepspeed",
                           fmt::format("{{\"zero_optimization\": {{\"stage\": {}, "
                                       "\"offload_optimizer\": {{\"device\": \"cpu\", "
-                                      "\"pin_memory\": true}}}}}}", keep_stage3 ? 3 : 2)}};
+                                      "\"pin_memory\": True}}}}}}", keep_stage3 ? 3 : 2)}};
+    if (keep_stage3) add_quant_storage_for_sharding(job, c.change.settings);
     c.apply = [keep_stage3](Job& j) {
       if (!keep_stage3) j.parallelism = "zero2";
       j.offload.push_back("optimizer");
@@ -743,9 +796,7 @@ std::vector<Candidate> offload_candidates(const Job& job) {
                             "offload the optimizer state and parameters to CPU memory (ZeRO-3 Offload)",
                             "much slower still: every layer's parameters cross PCIe in forward and "
                             "backward",
-                            {{"TrainingArguments", "deepspeed",
-                              "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": "
-                              "{\"device\": \"cpu\"}, \"offload_param\": {\"device\": \"cpu\"}}}"}},
+                            zero3_offload_settings(job),
                             [](Job& j) {
                               j.parallelism = "zero3";
                               if (!has_offload(j, "optimizer")) j.offload.push_back("optimizer");
@@ -782,9 +833,11 @@ uint64_t host_bytes_moved(const EstimateFn& est, const ModelSpec& model, const J
 // Catalog GPUs a recommendation may name: the user's platform (Apple unified memory only for
 // someone already on Apple: the CUDA/ROCm recipes here do not run there), and bf16 where the job
 // computes in bf16.
-bool usable_for(const GpuSpec& gpu, const Job& job, const std::string& user_vendor) {
+// `precision` is the estimator's resolved one: a job that leaves it open computes in the model's
+// dtype (bf16 for most checkpoints).
+bool usable_for(const GpuSpec& gpu, const std::string& precision, const std::string& user_vendor) {
   if ((gpu.vendor == "apple") != (user_vendor == "apple")) return false;
-  const std::string p = job.precision.value_or("");
+  const std::string& p = precision;
   if ((p == "bf16" || p == "bf16_mixed") && !gpu.bf16) return false;
   return true;
 }
@@ -828,6 +881,7 @@ struct Search {
         {"bf16_hidden_states", [this, bf16](const Job& j) { return bf16_hidden_states_candidates(est, model, j, bf16); }},
         {"mixed_precision", [bf16](const Job& j) { return precision_candidates(j, bf16); }},
         {"optimizer", optimizer_candidates},
+        {"kv_cache", inference_kv_cache_candidates},
         {"attention_kernel", [this](const Job& j) {
            auto all = kernel_candidates(model, j);
            std::vector<Candidate> out;
@@ -859,6 +913,7 @@ struct Search {
            out.insert(out.end(), std::make_move_iterator(mp.begin()), std::make_move_iterator(mp.end()));
            return out;
          }},
+        {"quantized_weights", inference_quantization_candidates},
         {"offload", offload_candidates},
     };
   }
@@ -1156,10 +1211,16 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     report.free_advice.push_back(c);
     FitChange r;
     r.id = "drop_references";
-    r.fix_id = "release_references";
     r.step = 1;
-    r.title = std::string(fix_info(r.fix_id).title) +
-              " (log loss.item(), not loss; del outputs before the next step)";
+    if (is_training(given)) {
+      r.fix_id = "release_references";
+      r.title = std::string(fix_info(r.fix_id).title) +
+                " (log loss.item(), not loss; del outputs before the next step)";
+    } else {
+      r.fix_id = "no_grad_for_eval";
+      r.title = std::string(fix_info(r.fix_id).title) +
+                " (torch.inference_mode(); keep no outputs on the GPU across batches)";
+    }
     r.cost = std::string(fix_info(r.fix_id).cost);
     r.advice_only = true;
     report.free_advice.push_back(r);
@@ -1215,7 +1276,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     if (smallest_gpu) break;
     const GpuSpec* best = nullptr;
     for (const auto& gpu : gpu_catalog()) {
-      if (!usable_for(gpu, given, options.gpu_vendor) || !fits_card(gpu, options.num_gpus, fraction)) continue;
+      if (!usable_for(gpu, report.estimate.precision, options.gpu_vendor) || !fits_card(gpu, options.num_gpus, fraction)) continue;
       if (!best || gpu.total_bytes < best->total_bytes) best = &gpu;
     }
     if (best && best->total_bytes > options.total_bytes) {
@@ -1261,7 +1322,11 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       a.change.title = fmt::format("{} GPUs instead of {}", n, options.num_gpus);
       a.change.cost = "hardware: more cards, and sharding's communication";
       if (is_training(given) && !is_sharded(given)) {
-        a.change.settings = fsdp_full_shard_settings();  // what sharded_over() predicts
+        a.change.settings = fsdp_full_shard_settings(given);  // what sharded_over() predicts
+      } else if (!is_training(given) && !is_llama_cpp(given)) {
+        // sharded_over() splits inference by tensor parallelism (transformers' tp_plan).
+        a.change.settings = {{"python", fmt::format("AutoModelForCausalLM.from_pretrained(..., tp_plan=\"auto\")  "
+                                                    "# launched with torchrun --nproc-per-node {}", n), ""}};
       }
       a.change.predicted = *p;
       if (auto price = options.prices.find(options.gpu_name); price != options.prices.end()) {
@@ -1274,7 +1339,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   if (!options.prices.empty()) {
     for (const auto& gpu : gpu_catalog()) {
       auto price = options.prices.find(gpu.name);
-      if (price == options.prices.end() || !usable_for(gpu, given, options.gpu_vendor)) continue;
+      if (price == options.prices.end() || !usable_for(gpu, report.estimate.precision, options.gpu_vendor)) continue;
       for (uint64_t n : kCounts) {
         if (n < options.num_gpus || !fits_card(gpu, n, report.target)) continue;
         const double cost = price->second * static_cast<double>(n);

@@ -31,6 +31,7 @@ struct Estimate {
   // Who prepared a bitsandbytes base for LoRA (the job's kbit_upcast, stated or assumed): "all",
   // "norms", or "none" (also for every job without such a base).
   std::string kbit_upcast = "none";
+  std::string precision;                    // the job's precision as the estimator resolved it (bf16, fp16_mixed, ...)
   std::string dominant_component;
   double uncertainty_fraction = 0;          // +- band on device_used_bytes from what inputs leave open
   std::vector<std::string> assumptions;     // every default the estimator chose

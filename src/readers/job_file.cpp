@@ -108,9 +108,27 @@ class Reader {
 
 }  // namespace
 
+Result<nlohmann::json> parse_json_document(std::string_view text, const std::string& source) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 3, column 1: ..."
+    std::string what = e.what();
+    const std::string marker = "parse error at ";
+    auto at = what.find(marker);
+    std::string detail = at == std::string::npos ? what : what.substr(at + marker.size());
+    if (detail.size() > 200) detail.resize(200);
+    for (char& c : detail) {
+      if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+    }
+    return make_error(fmt::format("{}: invalid JSON: {}", source, detail));
+  }
+}
+
 Result<Job> parse_job_json(std::string_view text, const std::string& source) {
-  json j = json::parse(text.begin(), text.end(), nullptr, false);
-  if (j.is_discarded()) return make_error(fmt::format("{}: not valid JSON", source));
+  auto parsed = parse_json_document(text, source);
+  if (!parsed) return parsed.error();
+  json& j = *parsed;
   if (!j.is_object()) return make_error(fmt::format("{}: a job file is one JSON object", source));
   Reader r(j, source);
   Job job;
@@ -209,10 +227,10 @@ Result<Job> read_job(const std::string& job_file, const nlohmann::json& override
   if (!job_file.empty()) {
     auto text = read_small_file(job_file);
     if (!text) return text.error();
-    job_json = json::parse(*text, nullptr, false);
-    if (job_json.is_discarded() || !job_json.is_object()) {
-      return Error{job_file + ": not a JSON object (a job file is one flat JSON object)"};
-    }
+    auto parsed = parse_json_document(*text, job_file);
+    if (!parsed) return parsed.error();
+    if (!parsed->is_object()) return Error{job_file + ": not a JSON object (a job file is one flat JSON object)"};
+    job_json = std::move(*parsed);
     source = job_file;
   }
   for (const auto& item : overrides.items()) {

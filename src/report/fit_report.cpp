@@ -11,6 +11,12 @@
 namespace oomdoc {
 namespace {
 
+// "197.12 GiB per GPU, 1.54 TiB for the 8 GPUs": each rank offloads its own shard.
+std::string host_ram(uint64_t per_gpu, uint64_t num_gpus) {
+  if (num_gpus <= 1) return format_bytes(per_gpu);
+  return fmt::format("{} per GPU, {} for the {} GPUs", format_bytes(per_gpu), format_bytes(per_gpu * num_gpus), num_gpus);
+}
+
 std::string percent_of(uint64_t part, uint64_t whole) {
   if (whole == 0) return "?";
   return fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
@@ -63,7 +69,8 @@ void add_totals(Json& j, const PredictedTotals& t) {
   j["needed_bytes"] = t.needed_bytes;
 }
 
-Json change_json(const FitChange& c) {
+// host_ram_bytes is per GPU (each rank offloads its own shard); the total is what the machine needs.
+Json change_json(const FitChange& c, uint64_t num_gpus) {
   Json j;
   j["id"] = c.id;
   j["fix_id"] = c.fix_id.empty() ? Json(nullptr) : Json(c.fix_id);
@@ -85,6 +92,7 @@ Json change_json(const FitChange& c) {
     j["needed_bytes"] = nullptr;
   }
   j["host_ram_bytes"] = json_bytes(c.host_ram_bytes);
+  j["host_ram_total_bytes"] = c.host_ram_bytes ? Json(*c.host_ram_bytes * num_gpus) : Json(nullptr);
   return j;
 }
 
@@ -119,7 +127,7 @@ Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
     doc["config"] = nullptr;
   }
   Json advice = Json::array();
-  for (const auto& c : r.free_advice) advice.push_back(change_json(c));
+  for (const auto& c : r.free_advice) advice.push_back(change_json(c, r.num_gpus));
   doc["free_advice"] = advice;
   if (r.plan) {
     Json plan;
@@ -130,7 +138,7 @@ Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
     plan["total_bytes"] = r.plan->total_bytes;
     add_totals(plan, r.plan->predicted);
     Json changes = Json::array();
-    for (const auto& c : r.plan->changes) changes.push_back(change_json(c));
+    for (const auto& c : r.plan->changes) changes.push_back(change_json(c, r.plan->num_gpus));
     plan["changes"] = changes;
     doc["plan"] = plan;
   } else {
@@ -138,7 +146,7 @@ Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
   }
   Json alternatives = Json::array();
   for (const auto& a : r.alternatives) {
-    Json j = change_json(a.change);
+    Json j = change_json(a.change, a.num_gpus.value_or(r.num_gpus));
     j["description"] = a.description;
     j["fits_target"] = a.fits_target;
     j["gpu"] = json_optional(a.gpu_name);
@@ -280,7 +288,7 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
       }
       if (c.host_ram_bytes) {
         line(fmt::format("     host RAM: about {} (what leaves the GPU, x{:.1f} as DeepSpeed "
-                         "budgets it)", format_bytes(*c.host_ram_bytes), kHostBufferFactor));
+                         "budgets it)", host_ram(*c.host_ram_bytes, p.num_gpus), kHostBufferFactor));
       }
     }
   }
@@ -294,7 +302,7 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
       if (a.price_per_hour) tail += fmt::format(", {:.2f}/hour", *a.price_per_hour);
       line(fmt::format("  - {} ({})", a.description, tail));
       if (a.change.host_ram_bytes) {
-        line(fmt::format("      host RAM: about {}", format_bytes(*a.change.host_ram_bytes)));
+        line(fmt::format("      host RAM: about {}", host_ram(*a.change.host_ram_bytes, a.num_gpus.value_or(r.num_gpus))));
       }
       for (const auto& s : settings_lines(a.change.settings)) line("      " + style.cyan(s));
     }

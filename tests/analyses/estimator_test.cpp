@@ -31,6 +31,13 @@ std::optional<uint64_t> component(const Estimate& e, const std::string& name) {
   return std::nullopt;
 }
 
+std::string component_detail(const Estimate& e, const std::string& name) {
+  for (const auto& c : e.components) {
+    if (c.name == name) return c.detail;
+  }
+  return "";
+}
+
 // Saved activations whether or not they are live at the predicted peak.
 uint64_t saved_activations(const Result<Estimate>& e) {
   for (const auto& c : e->breakdown) {
@@ -136,6 +143,33 @@ TEST(Estimator, ZeroThreeShardsEveryModelState) {
   EXPECT_EQ(*component(*e, "optimizer_state"), n * 8 / 8);
   EXPECT_TRUE(component(*e, "gathered_params").has_value());
   EXPECT_TRUE(component(*e, "nccl").has_value());
+}
+
+// ZeRO-3 converts and steps one sub-group (1e9 elements) of its fp32 partition at a time: on 2
+// GPUs Llama-2-7B's partition (3.37e9) is larger than a sub-group, so the fp32 gradients and the
+// foreach sqrt temporary are a sub-group's; ZeRO-2 steps its whole partition.
+TEST(Estimator, ZeroThreeStepsOneSubGroupAtATime) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16_mixed";
+  job.optimizer = "adamw";
+  job.micro_batch_size = 1;
+  job.seq_len = 256;
+  job.num_gpus = 2;
+  job.parallelism = "zero3";
+  auto zero3 = estimate_memory(llama2_7b(), job);
+  job.parallelism = "zero2";
+  auto zero2 = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(zero3 && zero2);
+  const uint64_t n = 6738415616ull;
+  ASSERT_EQ(zero3->peak_phase, "optimizer_step");
+  EXPECT_EQ(*component(*zero3, "gradients"), n * 2 / 2 + 4000000000ull);
+  EXPECT_EQ(*component(*zero3, "temporary"), 4000000000ull);
+  ASSERT_EQ(zero2->peak_phase, "optimizer_step");
+  EXPECT_EQ(*component(*zero2, "gradients"), n * 2 / 2 + n * 4 / 2);
+  EXPECT_EQ(*component(*zero2, "temporary"), n * 4 / 2);
+  EXPECT_EQ(component_detail(*zero3, "gradients"),
+            "6.74B trainable x 2 B, sharded over 2 + fp32 gradients of one 1e9-element sub-group (ZeRO-3)");
 }
 
 // Llama-2-7B: 6,738,415,616 parameters, of which the embedding and the untied output head are
