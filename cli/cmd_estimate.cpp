@@ -37,6 +37,10 @@ int run(EstimateOptions& o, CLI::App& app) {
     if (!count) return fail("--params: \"" + o.params + "\" is not a parameter count such as 7B or 350M");
     model = model_from_param_count(*count, o.shape);
   } else {
+    // The shape flags describe a bare parameter count; a real model's config gives its own.
+    for (const char* flag : {"--hidden-size", "--layers", "--heads", "--kv-heads", "--vocab-size", "--intermediate-size"}) {
+      if (app.count(flag)) return fail(std::string(flag) + " is only read with --params (the model's config gives its shape)");
+    }
     if (job->model.empty()) return fail("estimate: no model (give MODEL, --model, --params or a job file with \"model\")");
     model = resolve_model(job->model);
     // Only estimate can stand in a parameter count for a model it cannot read.

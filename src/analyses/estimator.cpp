@@ -759,6 +759,14 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   const Plan& p = *planned;
   est.kbit_upcast = p.kbit_upcast;
   est.precision = p.precision;
+  // Inputs that are legal but likely a mistake: said, not refused.
+  if (m.max_position_embeddings && p.seq > m.max_position_embeddings && m.rope_scaling_type.empty()) {
+    est.warnings.push_back(fmt::format("{} tokens per sequence is above the model's context of {} (max_position_embeddings): "
+                                       "it was not trained for that length", p.seq, m.max_position_embeddings));
+  }
+  if (p.training && job.kv_cache_dtype) {
+    est.warnings.push_back("kv_cache_dtype applies to generation: a training job keeps no KV cache, it is ignored");
+  }
   for (const auto& note : m.notes) est.assumptions.push_back("model: " + note);
 
   const std::vector<LinearShape> linears = linear_layers(m);

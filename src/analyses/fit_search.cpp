@@ -897,8 +897,9 @@ struct Search {
         {"gradient_checkpointing", checkpointing_candidates},
         {"lora", [bf16](const Job& j) {
            auto all = lora_candidates(j, bf16);
-           if (!all.empty() && all[0].change.id == "lora") all.resize(1);
-           return all;
+           std::vector<Candidate> lora;
+           for (auto& c : all) if (c.change.id == "lora") lora.push_back(std::move(c));
+           return lora;
          }},
         {"qlora", [bf16](const Job& j) {
            auto all = lora_candidates(j, bf16);
@@ -1100,6 +1101,7 @@ std::optional<uint64_t> solve_largest(const ModelSpec& model, const Job& job,
 Result<std::map<std::string, double>> parse_prices(std::string_view text,
                                                    const std::string& display_name) {
   std::map<std::string, double> prices;
+  std::map<std::string, size_t> line_of;   // where each GPU was priced
   size_t start = 0, line_number = 0;
   bool seen_line = false;   // a non-comment line before this one
   while (start < text.size()) {
@@ -1122,21 +1124,33 @@ Result<std::map<std::string, double>> parse_prices(std::string_view text,
     while (!name.empty() && (name.back() == ',' || name.back() == ' ' || name.back() == '\t')) name.pop_back();
     std::string number = line.substr(sep + 1);
     if (!number.empty() && number[0] == '$') number.erase(0, 1);
+    for (std::string_view unit : {"/hour", "/hr", "/h"}) {
+      if (number.size() > unit.size() && number.compare(number.size() - unit.size(), unit.size(), unit) == 0) {
+        number.resize(number.size() - unit.size());
+        break;
+      }
+    }
     auto parsed_price = parse_decimal<double>(number);
     const double price = parsed_price.value_or(-1);
     if (!parsed_price || !(price >= 0)) {
-      // A header line ("gpu,price") is allowed before the first price.
-      if (!seen_line) {
+      // A header line ("gpu,price") is allowed before the first price, but not a GPU whose price
+      // is wrong: that line would silently drop out of the comparison.
+      if (!seen_line && !find_gpu(name)) {
         seen_line = true;
         continue;
       }
-      return make_error(fmt::format("{}: line {}: '{}' is not a price", display_name, line_number,
-                                    number));
+      return make_error(fmt::format("{}: line {}: '{}' is not a price per GPU-hour (a number, 0 or more)",
+                                    display_name, line_number, line.substr(sep + 1)));
     }
     seen_line = true;
     auto gpu = find_gpu(name);
     if (!gpu) return make_error(fmt::format("{}: line {}: {}", display_name, line_number,
                                             gpu.error().message));
+    if (auto earlier = line_of.find(gpu->name); earlier != line_of.end()) {
+      return make_error(fmt::format("{}: line {}: {} is priced twice (line {} too)", display_name, line_number,
+                                    gpu->name, earlier->second));
+    }
+    line_of[gpu->name] = line_number;
     prices[gpu->name] = price;
   }
   return prices;
@@ -1175,6 +1189,14 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   if (given.implementation && *given.implementation == "llama_cpp" && !given.task) given.task = "inference";
   auto estimate = est(model, given);
   if (!estimate) return estimate.error();
+  // A precision left open defaults to bf16 where the model is bf16; a card without bf16 runs fp16.
+  std::optional<std::string> precision_note;
+  if (!given.precision && !options.gpu_has_bf16 && estimate->precision.rfind("bf16", 0) == 0) {
+    given.precision = "fp16" + estimate->precision.substr(4);
+    estimate = est(model, given);
+    if (!estimate) return estimate.error();
+    precision_note = fmt::format("precision {}: {} has no bfloat16 support", *given.precision, options.gpu_name);
+  }
 
   FitReport report;
   report.job = given;
@@ -1191,6 +1213,12 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   report.target_bytes = share_of(options.total_bytes, report.target);
   report.fits = needed <= report.usable_bytes;
   report.fits_target = needed <= report.target_bytes;
+  if (precision_note) report.notes.push_back(*precision_note);
+  if (!options.gpu_has_bf16 && report.estimate.precision.rfind("bf16", 0) == 0) {
+    report.notes.push_back(fmt::format("{} has no bfloat16 support (compute capability below 8.0): a {} job "
+                                       "will not run as given; use fp16 mixed precision (fp16=True)",
+                                       options.gpu_name, report.estimate.precision));
+  }
   if (options.target > options.budget) {
     report.notes.push_back(fmt::format("--target {} is above --budget {}: plans aim at the budget",
                                        options.target, options.budget));
@@ -1435,6 +1463,9 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       if (!p || !p->fits) p = search.pick(step, given, needed, report.usable_bytes);
       if (!p || !p->fits) continue;
       if (plan_is_single && p->candidate.change.id == plan_ids[0]) continue;
+      // An alternative must do something: lower the need, and reach the target when the job
+      // already fits the budget as given.
+      if (p->predicted.needed_bytes >= needed || (report.fits && p->predicted.needed_bytes > report.target_bytes)) continue;
       FitAlternative a;
       a.change = p->candidate.change;
       a.change.predicted = p->predicted;

@@ -32,6 +32,7 @@ std::string render_estimate_text(const ModelSpec& model, const Estimate& est, co
     out += fmt::format("  {:<{}}  {:>11}  to fit: device less the allocator's reclaimable cache ({})\n", "needed",
                        width, format_bytes(oom_view(est).device_used_bytes), format_bytes(est.reclaimable_bytes));
   }
+  for (const auto& w : est.warnings) out += "\nwarning: " + w + "\n";
   if (!est.assumptions.empty()) {
     out += "\nAssumed:\n";
     for (const auto& a : est.assumptions) out += "  - " + a + "\n";
@@ -72,6 +73,7 @@ Json estimate_to_json(const ModelSpec& model, const Job& job, const Estimate& es
   doc["device_used_low_bytes"] = static_cast<uint64_t>(est.device_used_bytes * (1 - est.uncertainty_fraction));
   doc["device_used_high_bytes"] = static_cast<uint64_t>(est.device_used_bytes * (1 + est.uncertainty_fraction));
   doc["assumptions"] = est.assumptions;
+  doc["warnings"] = est.warnings;
   (void)job;
   return doc;
 }

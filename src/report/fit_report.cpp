@@ -185,7 +185,9 @@ Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
     doc["lengths"] = nullptr;
   }
   doc["assumptions"] = r.estimate.assumptions;
-  doc["warnings"] = config ? config->warnings : std::vector<std::string>{};
+  std::vector<std::string> warnings = config ? config->warnings : std::vector<std::string>{};
+  warnings.insert(warnings.end(), r.estimate.warnings.begin(), r.estimate.warnings.end());
+  doc["warnings"] = warnings;
   doc["notes"] = r.notes;
   return doc;
 }
@@ -206,6 +208,7 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
     line(style.dim(fmt::format("  used: {}", fmt::join(config->used_keys, ", "))));
     for (const auto& w : config->warnings) line(style.yellow("warning: " + w));
   }
+  for (const auto& w : r.estimate.warnings) line(style.yellow("warning: " + w));
   line("");
   const auto& e = r.estimate;
   // llama.cpp has no caching allocator: its buffers are one figure.

@@ -397,7 +397,20 @@ TEST(FitSearch, Prices) {
   EXPECT_DOUBLE_EQ(prices->at("GeForce RTX 4090 24GB"), 0.35);
   auto bad = parse_prices("h100, 2.49\nl40s, cheap\n", "p.csv");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().message, "p.csv: line 2: 'cheap' is not a price");
+  EXPECT_EQ(bad.error().message, "p.csv: line 2: 'cheap' is not a price per GPU-hour (a number, 0 or more)");
+  // A priced GPU whose price is wrong is an error even on the first line (not a header), as is
+  // a GPU priced twice; "$2.50/hr" reads as 2.5.
+  auto first_bad = parse_prices("h100, abc\n", "p.csv");
+  ASSERT_FALSE(first_bad.ok());
+  EXPECT_EQ(first_bad.error().message, "p.csv: line 1: 'abc' is not a price per GPU-hour (a number, 0 or more)");
+  auto negative = parse_prices("h100, -1\n", "p.csv");
+  ASSERT_FALSE(negative.ok());
+  auto twice = parse_prices("h100, 2\nh100-80, 3\n", "p.csv");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error().message, "p.csv: line 2: H100 SXM 80GB is priced twice (line 1 too)");
+  auto hourly = parse_prices("h100 $2.50/hr\n", "p.csv");
+  ASSERT_TRUE(hourly.ok()) << hourly.error().message;
+  EXPECT_DOUBLE_EQ(hourly->at("H100 SXM 80GB"), 2.5);
   auto unknown = parse_prices("h100, 2.49\nquantum card, 3\n", "p.csv");
   ASSERT_FALSE(unknown.ok());
   EXPECT_THAT(unknown.error().message, HasSubstr("p.csv: line 2: "));

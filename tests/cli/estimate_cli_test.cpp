@@ -175,3 +175,23 @@ TEST(EstimateCli, AMistypedConfigKeyIsOneLineNamingFileAndKey) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+TEST(EstimateCli, WarnsOnLengthsBeyondTheContextAndRefusesShapeFlagsWithAModel) {
+  auto r = run_cli({"estimate", "llama-2-7b", "--task", "inference", "--prompt-len", "16384", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["warnings"].size(), 1u);
+  EXPECT_EQ(doc["warnings"][0], "16640 tokens per sequence is above the model's context of 4096 "
+                                "(max_position_embeddings): it was not trained for that length");
+  auto shape = run_cli({"estimate", "llama-2-7b", "--heads", "4"});
+  EXPECT_EQ(shape.exit_code, 2);
+  EXPECT_EQ(shape.err, "oomdoc: --heads is only read with --params (the model's config gives its shape)\n");
+  auto gpus = run_cli({"estimate", "llama-2-7b", "--task", "train_lora", "--gpus", "2", "--json"});
+  ASSERT_EQ(gpus.exit_code, 0) << gpus.err;
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <set>
 #include <fstream>
 
 #include "support/test_support.h"
@@ -275,6 +276,90 @@ TEST(JobFromFileAndFlags, EstimateAndFitMergeLoraKeyByKey) {
   EXPECT_EQ(fit_needed(run_cli({"fit", "--job", file, "--lora-r", "8", "--gpu", "h100", "--json"})), expected);
   EXPECT_NE(needed(run_cli({"estimate", "--job", file, "--json"})), expected);
   std::filesystem::remove(merged);
+}
+
+}  // namespace
+}  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// Generation on a card too small: the plan tries the inference levers (an 8-bit KV cache, the
+// model split over GPUs the user has, 8-/4-bit weights) before hardware, and the free advice is
+// generation's (inference_mode), not training's.
+TEST(FitCli, InferenceGetsInferenceLevers) {
+  auto r = run_cli({"fit", "meta-llama/Llama-3.1-8B-Instruct", "--task", "inference", "--prompt-len", "32768",
+                    "--max-new-tokens", "1024", "--gpu", "4090", "--json"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(doc["plan"].is_object());
+  EXPECT_EQ(doc["plan"]["changes"][0]["id"], "quantize_int8");
+  EXPECT_EQ(doc["plan"]["changes"][0]["settings"][0],
+            nlohmann::json({{"target", "BitsAndBytesConfig"}, {"name", "load_in_8bit"}, {"value", "True"}}));
+  EXPECT_EQ(doc["free_advice"][1]["fix_id"], "no_grad_for_eval");
+  bool kv = false, tp = false;
+  for (const auto& a : doc["alternatives"]) {
+    if (a["id"] == "kv_cache_int8") kv = true;
+    if (a["id"] == "more_gpus") {
+      tp = true;
+      EXPECT_EQ(a["settings"][0]["name"],
+                "AutoModelForCausalLM.from_pretrained(..., tp_plan=\"auto\")  # launched with torchrun --nproc-per-node 2");
+    }
+  }
+  EXPECT_TRUE(kv);
+  EXPECT_TRUE(tp);
+}
+
+// A precision left open on a card without bf16 is estimated in fp16, and said so.
+TEST(FitCli, CardWithoutBf16RunsFp16) {
+  auto r = run_cli({"fit", "llama-2-7b", "--task", "train_lora", "--gpu", "t4", "--json"});
+  ASSERT_NE(r.exit_code, 2) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(doc["notes"].empty());
+  EXPECT_EQ(doc["notes"][0], "precision fp16: Tesla T4 16GB has no bfloat16 support");
+}
+
+// Every alternative lowers the need; a job that fits the budget only gets alternatives that reach
+// the target; a LoRA job's QLoRA alternative appears once.
+TEST(FitCli, AlternativesEachDoSomethingOnce) {
+  auto r = run_cli({"fit", "llama-3.1-8b", "--task", "train_lora", "--seq-len", "2048", "--gradient-checkpointing",
+                    "full", "--attention-impl", "flash", "--gpu", "4090", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(doc["fits"].get<bool>());
+  ASSERT_FALSE(doc["fits_target"].get<bool>());
+  std::set<std::string> ids;
+  for (const auto& a : doc["alternatives"]) {
+    EXPECT_LT(a["needed_bytes"].get<uint64_t>(), doc["needed_bytes"].get<uint64_t>()) << a["id"];
+    if (a["id"] != "bigger_gpu" && a["id"] != "more_gpus") {
+      EXPECT_LE(a["needed_bytes"].get<uint64_t>(), doc["target_bytes"].get<uint64_t>()) << a["id"];
+    }
+    EXPECT_TRUE(ids.insert(a["id"].get<std::string>()).second) << "twice: " << a["id"];
+  }
+  EXPECT_EQ(ids.count("padding_free"), 0u);
+}
+
+TEST(FitCli, MemoryNeedsAUnitAndAGpuSize) {
+  auto bare = run_cli({"fit", "llama-2-7b", "--memory", "24"});
+  EXPECT_EQ(bare.exit_code, 2);
+  EXPECT_EQ(bare.err, "oomdoc: --memory: '24' has no unit: write 24GiB (as CUDA and nvidia-smi count) or 24GB (decimal)\n");
+  auto tiny = run_cli({"fit", "llama-2-7b", "--memory", "1KiB"});
+  EXPECT_EQ(tiny.exit_code, 2);
+  EXPECT_EQ(tiny.err, "oomdoc: --memory: 1.00 KiB is smaller than any GPU this sizes (1 GiB at least)\n");
+}
+
+TEST(FitCli, MissingConfigAndBrokenJsonAreNamed) {
+  auto missing = run_cli({"fit", "/nonexistent/axolotl.yml", "--gpu", "4090"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err, "oomdoc: /nonexistent/axolotl.yml: no such file (a training config or job file was expected)\n");
+  const auto broken = std::filesystem::temp_directory_path() / "oomdoc_broken_job.json";
+  std::ofstream(broken) << "{\"model\": \"llama-2-7b\",}\n";
+  auto r = run_cli({"fit", broken.string(), "--gpu", "4090"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "oomdoc: " + broken.string() +
+                       ": invalid JSON: line 1, column 24: syntax error while parsing object key - unexpected '}'; "
+                       "expected string literal\n");
+  std::filesystem::remove(broken);
 }
 
 }  // namespace
