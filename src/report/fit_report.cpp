@@ -218,14 +218,15 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
                      : fmt::format("reserved {}, allocated {}", format_bytes(reserved), format_bytes(allocated));
   };
   // What fit decides on is what the job needs (no reclaimable cache); nvidia-smi would show more.
-  line(fmt::format("predicted peak  {} needed ({} of the card), at {}, mostly {}", format_bytes(r.needed_bytes),
-                   percent_of(r.needed_bytes, r.total_bytes), e.peak_phase.empty() ? "?" : e.peak_phase,
-                   e.dominant_component.empty() ? "?" : e.dominant_component));
-  line(fmt::format("                device used {} ({}{})", format_bytes(e.device_used_bytes),
-                   inner(e.peak_reserved_bytes, e.peak_allocated_bytes),
-                   e.reclaimable_bytes ? fmt::format("; {} of it cache the allocator gives back when memory is short",
-                                                     format_bytes(e.reclaimable_bytes))
-                                       : std::string()));
+  line(fmt::format("predicted peak  {} needed ({} of the card{}), at {}, mostly {}", format_bytes(r.needed_bytes),
+                   percent_of(r.needed_bytes, r.total_bytes),
+                   e.reclaimable_bytes ? std::string() : "; " + inner(e.peak_reserved_bytes, e.peak_allocated_bytes),
+                   e.peak_phase.empty() ? "?" : e.peak_phase, e.dominant_component.empty() ? "?" : e.dominant_component));
+  if (e.reclaimable_bytes) {
+    line(fmt::format("                device used {} ({}; {} of it cache the allocator gives back when memory is short)",
+                     format_bytes(e.device_used_bytes), inner(e.peak_reserved_bytes, e.peak_allocated_bytes),
+                     format_bytes(e.reclaimable_bytes)));
+  }
   line(fmt::format("usable          {} ({:.0f}% budget)   target {} ({:.0f}%)",
                    format_bytes(r.usable_bytes), 100 * r.budget, format_bytes(r.target_bytes),
                    100 * r.target));
