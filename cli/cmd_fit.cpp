@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 
+#include "analyses/fit_config_keys.h"
 #include "analyses/fit_search.h"
 #include "command.h"
 #include "gpu_flags.h"
@@ -158,6 +159,8 @@ int run_fit(const FitArgs& a) {
   if (!model) return fail(model.error().message);
   auto report = fit_job(*model, job, options);
   if (!report) return fail(report.error().message);
+  // Advice in the keys of the config the user gave (Axolotl, LLaMA-Factory).
+  if (config) express_in_config_keys(*report, config->format);
 
   const TrainingConfig* cfg = config ? &*config : nullptr;
   if (a.json) {

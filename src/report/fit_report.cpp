@@ -53,6 +53,13 @@ std::vector<std::string> settings_lines(const std::vector<FitSetting>& settings)
       for (const auto& st : settings) {
         if (st.target == target) lines.push_back(st.name);
       }
+    } else if (target.size() > 5 && target.compare(target.size() - 5, 5, " YAML") == 0) {
+      // The user's own config file (Axolotl, LLaMA-Factory): its keys, as they are written there.
+      std::vector<std::string> keys;
+      for (const auto& st : settings) {
+        if (st.target == target) keys.push_back(st.name + ": " + st.value);
+      }
+      lines.push_back(fmt::format("{}: {}", target, fmt::join(keys, "; ")));
     } else if (target == "peft") {
       for (const auto& i : items) lines.push_back("peft." + i);
     } else {

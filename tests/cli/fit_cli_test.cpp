@@ -364,3 +364,29 @@ TEST(FitCli, MissingConfigAndBrokenJsonAreNamed) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// A job read from an Axolotl config is advised in Axolotl's keys.
+TEST(FitCli, AxolotlConfigGetsAxolotlKeys) {
+  const auto path = std::filesystem::temp_directory_path() / "oomdoc_axolotl_keys.yml";
+  std::ofstream(path) << "base_model: meta-llama/Meta-Llama-3-8B\nadapter: lora\nlora_r: 16\nlora_alpha: 32\n"
+                         "lora_target_linear: true\nsequence_len: 4096\nmicro_batch_size: 8\n"
+                         "gradient_accumulation_steps: 1\noptimizer: adamw_torch\nbf16: true\n";
+  auto r = run_cli({"fit", path.string(), "--gpu", "4090", "--json"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(doc["plan"].is_object());
+  const auto& first = doc["plan"]["changes"][0];
+  EXPECT_EQ(first["id"], "micro_batch");
+  EXPECT_EQ(first["settings"][0], nlohmann::json({{"target", "Axolotl YAML"}, {"name", "micro_batch_size"}, {"value", "1"}}));
+  EXPECT_EQ(first["settings"][1],
+            nlohmann::json({{"target", "Axolotl YAML"}, {"name", "gradient_accumulation_steps"}, {"value", "8"}}));
+  auto text = run_cli({"fit", path.string(), "--gpu", "4090"});
+  EXPECT_THAT(text.out, ::testing::HasSubstr("set:  Axolotl YAML: micro_batch_size: 1; gradient_accumulation_steps: 8"));
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -1,0 +1,136 @@
+#include "analyses/fit_config_keys.h"
+
+#include <string_view>
+
+namespace oomdoc {
+namespace {
+
+constexpr const char* kAxolotl = "Axolotl YAML";
+constexpr const char* kLlamaFactory = "LLaMA-Factory YAML";
+
+// A Python literal as YAML: True/False lower case, a quoted string bare, torch dtypes by name.
+std::string yaml_value(std::string v) {
+  auto replace_all = [&](std::string_view from, std::string_view to) {
+    for (size_t at = v.find(from); at != std::string::npos; at = v.find(from, at + to.size())) {
+      v.replace(at, from.size(), to);
+    }
+  };
+  replace_all("True", "true");
+  replace_all("False", "false");
+  replace_all("torch.bfloat16", "bfloat16");
+  replace_all("torch.float16", "float16");
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"' && v.find('"', 1) == v.size() - 1) v = v.substr(1, v.size() - 2);
+  return v;
+}
+
+// Axolotl's config keys (axolotl/utils/schemas/config.py).
+std::vector<FitSetting> axolotl_keys(const FitSetting& s) {
+  const std::string& t = s.target;
+  const std::string& n = s.name;
+  const std::string v = yaml_value(s.value);
+  auto key = [&](std::string name, std::string value) { return FitSetting{kAxolotl, std::move(name), std::move(value)}; };
+  if (t == "TrainingArguments") {
+    if (n == "per_device_train_batch_size") return {key("micro_batch_size", v)};
+    if (n == "gradient_accumulation_steps" || n == "gradient_checkpointing" || n == "gradient_checkpointing_kwargs" ||
+        n == "bf16" || n == "fp16") {
+      return {key(n, v)};
+    }
+    if (n == "optim") return {key("optimizer", v)};
+    if (n == "fsdp") return {key("fsdp", "[full_shard, auto_wrap]")};
+    if (n == "deepspeed") return {key("deepspeed", "a JSON file holding " + s.value)};
+    if (n == "use_liger_kernel") {
+      return {key("plugins", "[axolotl.integrations.liger.LigerPlugin]"), key("liger_rms_norm", "true"),
+              key("liger_glu_activation", "true"), key("liger_fused_linear_cross_entropy", "true")};
+    }
+  } else if (t == "SFTConfig") {
+    if (n == "max_length") return {key("sequence_len", v)};
+  } else if (t == "LoraConfig") {
+    if (n == "r") return {key("adapter", "lora"), key("lora_r", v)};
+    if (n == "lora_alpha") return {key("lora_alpha", v)};
+    if (n == "target_modules" && v == "all-linear") return {key("lora_target_linear", "true")};
+    if (n == "task_type") return {};
+  } else if (t == "BitsAndBytesConfig") {
+    if (n == "load_in_4bit") return {key("adapter", "qlora"), key("load_in_4bit", v)};
+    if (n == "load_in_8bit") return {key("load_in_8bit", v)};
+    if (n == "bnb_4bit_quant_type" || n == "bnb_4bit_use_double_quant") return {key("bnb_config_kwargs", "{" + n + ": " + v + "}")};
+    if (n == "bnb_4bit_compute_dtype") return {};  // Axolotl computes in its bf16/fp16 setting
+  } else if (t == "from_pretrained") {
+    if (n == "attn_implementation" && v == "flash_attention_2") return {key("flash_attention", "true")};
+    if (n == "attn_implementation" && v == "sdpa") return {key("sdp_attention", "true")};
+    if (n == "torch_dtype") return {key(v == "float16" ? "fp16" : "bf16", "true")};  // Axolotl loads in that dtype
+  }
+  return {s};
+}
+
+// LLaMA-Factory's keys (src/llamafactory/hparams: model_args, finetuning_args, data_args), on top
+// of the TrainingArguments keys it takes as they are.
+std::vector<FitSetting> llama_factory_keys(const FitSetting& s) {
+  const std::string& t = s.target;
+  const std::string& n = s.name;
+  const std::string v = yaml_value(s.value);
+  auto key = [&](std::string name, std::string value) { return FitSetting{kLlamaFactory, std::move(name), std::move(value)}; };
+  if (t == "TrainingArguments") {
+    if (n == "per_device_train_batch_size" || n == "gradient_accumulation_steps" || n == "bf16" || n == "fp16" ||
+        n == "optim") {
+      return {key(n, v)};
+    }
+    if (n == "gradient_checkpointing") return {key("disable_gradient_checkpointing", v == "true" ? "false" : "true")};
+    if (n == "deepspeed") return {key("deepspeed", "a JSON file holding " + s.value)};
+    if (n == "use_liger_kernel") return {key("enable_liger_kernel", v)};
+  } else if (t == "SFTConfig") {
+    if (n == "max_length") return {key("cutoff_len", v)};
+  } else if (t == "LoraConfig") {
+    if (n == "r") return {key("finetuning_type", "lora"), key("lora_rank", v)};
+    if (n == "lora_alpha") return {key("lora_alpha", v)};
+    if (n == "target_modules" && v == "all-linear") return {key("lora_target", "all")};
+    if (n == "task_type") return {};
+  } else if (t == "BitsAndBytesConfig") {
+    if (n == "load_in_4bit") return {key("quantization_bit", "4")};
+    if (n == "load_in_8bit") return {key("quantization_bit", "8")};
+    if (n == "bnb_4bit_quant_type") return {key("quantization_type", v)};
+    if (n == "bnb_4bit_use_double_quant") return {key("double_quantization", v)};
+    if (n == "bnb_4bit_compute_dtype") return {};  // LLaMA-Factory computes in its bf16/fp16 setting
+  } else if (t == "from_pretrained") {
+    if (n == "attn_implementation" && v == "flash_attention_2") return {key("flash_attn", "fa2")};
+    if (n == "attn_implementation" && v == "sdpa") return {key("flash_attn", "sdpa")};
+  }
+  return {s};
+}
+
+void rewrite(std::vector<FitSetting>& settings, TrainingConfigFormat format) {
+  std::vector<FitSetting> out;
+  for (const auto& s : settings) {
+    for (auto& k : config_keys_for(s, format)) {
+      // One key once (LoRA's r and a QLoRA's load_in_4bit both say which adapter).
+      bool seen = false;
+      for (auto& o : out) {
+        if (o.target == k.target && o.name == k.name) {
+          if (k.name == "adapter") o.value = (o.value == "qlora" || k.value == "qlora") ? "qlora" : k.value;
+          seen = true;
+        }
+      }
+      if (!seen) out.push_back(std::move(k));
+    }
+  }
+  settings = std::move(out);
+}
+
+}  // namespace
+
+std::vector<FitSetting> config_keys_for(const FitSetting& setting, TrainingConfigFormat format) {
+  switch (format) {
+    case TrainingConfigFormat::kAxolotl: return axolotl_keys(setting);
+    case TrainingConfigFormat::kLlamaFactory: return llama_factory_keys(setting);
+    case TrainingConfigFormat::kHfTrainingArguments: return {setting};
+  }
+  return {setting};
+}
+
+void express_in_config_keys(FitReport& report, TrainingConfigFormat format) {
+  if (report.plan) {
+    for (auto& c : report.plan->changes) rewrite(c.settings, format);
+  }
+  for (auto& a : report.alternatives) rewrite(a.change.settings, format);
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,49 @@
+#include "analyses/fit_config_keys.h"
+
+#include <gtest/gtest.h>
+
+namespace oomdoc {
+namespace {
+
+std::vector<std::string> keys(const FitSetting& s, TrainingConfigFormat format) {
+  std::vector<std::string> out;
+  for (const auto& k : config_keys_for(s, format)) out.push_back(k.target + " " + k.name + ": " + k.value);
+  return out;
+}
+
+TEST(FitConfigKeys, AxolotlKeys) {
+  const auto ax = TrainingConfigFormat::kAxolotl;
+  EXPECT_EQ(keys({"TrainingArguments", "per_device_train_batch_size", "1"}, ax),
+            std::vector<std::string>{"Axolotl YAML micro_batch_size: 1"});
+  EXPECT_EQ(keys({"SFTConfig", "max_length", "2048"}, ax), std::vector<std::string>{"Axolotl YAML sequence_len: 2048"});
+  EXPECT_EQ(keys({"TrainingArguments", "optim", "\"adamw_bnb_8bit\""}, ax),
+            std::vector<std::string>{"Axolotl YAML optimizer: adamw_bnb_8bit"});
+  EXPECT_EQ(keys({"TrainingArguments", "gradient_checkpointing_kwargs", "{\"use_reentrant\": False}"}, ax),
+            std::vector<std::string>{"Axolotl YAML gradient_checkpointing_kwargs: {\"use_reentrant\": false}"});
+  EXPECT_EQ(keys({"LoraConfig", "target_modules", "\"all-linear\""}, ax),
+            std::vector<std::string>{"Axolotl YAML lora_target_linear: true"});
+  EXPECT_EQ(keys({"BitsAndBytesConfig", "load_in_4bit", "True"}, ax),
+            (std::vector<std::string>{"Axolotl YAML adapter: qlora", "Axolotl YAML load_in_4bit: true"}));
+  // No Axolotl key: the Hugging Face setting stays.
+  EXPECT_EQ(keys({"TrainingArguments", "accelerator_config", "{}"}, ax),
+            std::vector<std::string>{"TrainingArguments accelerator_config: {}"});
+}
+
+TEST(FitConfigKeys, LlamaFactoryKeys) {
+  const auto lf = TrainingConfigFormat::kLlamaFactory;
+  EXPECT_EQ(keys({"SFTConfig", "max_length", "2048"}, lf), std::vector<std::string>{"LLaMA-Factory YAML cutoff_len: 2048"});
+  EXPECT_EQ(keys({"LoraConfig", "r", "16"}, lf),
+            (std::vector<std::string>{"LLaMA-Factory YAML finetuning_type: lora", "LLaMA-Factory YAML lora_rank: 16"}));
+  EXPECT_EQ(keys({"BitsAndBytesConfig", "load_in_4bit", "True"}, lf),
+            std::vector<std::string>{"LLaMA-Factory YAML quantization_bit: 4"});
+  EXPECT_EQ(keys({"TrainingArguments", "gradient_checkpointing", "True"}, lf),
+            std::vector<std::string>{"LLaMA-Factory YAML disable_gradient_checkpointing: false"});
+  EXPECT_EQ(keys({"from_pretrained", "attn_implementation", "\"flash_attention_2\""}, lf),
+            std::vector<std::string>{"LLaMA-Factory YAML flash_attn: fa2"});
+  // A TrainingArguments dump keeps Hugging Face's names.
+  EXPECT_EQ(keys({"SFTConfig", "max_length", "2048"}, TrainingConfigFormat::kHfTrainingArguments),
+            std::vector<std::string>{"SFTConfig max_length: 2048"});
+}
+
+}  // namespace
+}  // namespace oomdoc
