@@ -117,6 +117,12 @@ Result<ModelSpec> resolve_model(const std::string& name) {
     return spec;
   }
   if (auto preset = find_preset(name)) return *preset;
+  // "mistral 7b", "Llama 3.1 8B": what people type; preset names join words with '-'.
+  if (name.find(' ') != std::string::npos) {
+    std::string dashed = name;
+    std::replace(dashed.begin(), dashed.end(), ' ', '-');
+    if (auto preset = find_preset(dashed)) return *preset;
+  }
   std::string hint;
   for (const auto& id : closest_presets(name)) hint += (hint.empty() ? "" : ", ") + id;
   return make_error(fmt::format(

@@ -47,6 +47,12 @@ TEST_F(ResolverTest, PresetsByIdCaseInsensitiveAliasAndVariant) {
   EXPECT_EQ(resolve_model("mistralai/Mixtral-8x7B-Instruct-v0.1")->id, "mistralai/Mixtral-8x7B-v0.1");
 }
 
+// Names typed with spaces find the preset whose words are joined by '-'.
+TEST_F(ResolverTest, NamesWithSpacesFindTheirPreset) {
+  EXPECT_EQ(resolve_model("mistral 7b")->id, "mistralai/Mistral-7B-v0.1");
+  EXPECT_EQ(resolve_model("Llama 3.1 8B")->id, "meta-llama/Llama-3.1-8B");
+}
+
 TEST_F(ResolverTest, QuantizedVariantsKeepTheirQuantization) {
   auto fp8 = resolve_model("Qwen/Qwen3-235B-A22B-FP8");
   ASSERT_TRUE(fp8) << fp8.error().message;
