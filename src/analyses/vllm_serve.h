@@ -71,7 +71,7 @@ struct ServeSettings {
 
 struct VllmStartupError {
   std::string kind;     // free_memory, weights_oom, no_cache_blocks, max_len_too_long,
-                        // auto_fit_failed, graph_capture_oom
+                        // auto_fit_failed, kv_cache_oom, graph_capture_oom
   std::string message;  // as vLLM (or PyTorch) words it
 };
 
@@ -97,6 +97,7 @@ struct ServePrediction {
   uint64_t binding_stage = 0;         // pipeline stage with the fewest blocks
   KvLayout kv;
   KvCapacity capacity;
+  uint64_t blocks_from_memory = 0;    // what the memory holds, before --num-gpu-blocks-override
   uint64_t max_model_len_that_fits = 0;
   std::vector<std::string> log_lines; // what vLLM would log
   std::optional<VllmStartupError> error;
@@ -123,8 +124,9 @@ struct ServeReport {
   ServeTarget target;
   ServePrediction prediction;
   std::vector<ServeFix> fixes;       // only when it does not fit; cheapest first
-  std::vector<std::string> ignored_flags;
+  std::vector<std::string> ignored_flags;      // known to vLLM, no effect on GPU memory
   std::vector<std::string> not_modeled_flags;
+  std::vector<std::string> unknown_flags;      // unknown to oomdoc: not checked
 };
 
 // vLLM's default max_model_len (vllm/config: _get_and_verify_max_len): max_position_embeddings

@@ -88,6 +88,11 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
     for (const auto& f : r.ignored_flags) list += (list.empty() ? "" : ", ") + f;
     out += fmt::format("{}\n", st.dim(fmt::format("Ignored (no effect on GPU memory): {}", list)));
   }
+  if (!r.unknown_flags.empty()) {
+    std::string list;
+    for (const auto& f : r.unknown_flags) list += (list.empty() ? "" : ", ") + f;
+    out += fmt::format("{}\n", st.dim(fmt::format("Unknown to oomdoc (not checked): {}", list)));
+  }
   return out;
 }
 
@@ -147,6 +152,7 @@ Json serve_json(const ServeReport& r) {
                      {"tokens", p.capacity.tokens},
                      {"blocks_per_request", p.capacity.blocks_per_request},
                      {"bytes_per_request", p.capacity.bytes_per_request},
+                     {"allocated_bytes", p.capacity.bytes},
                      {"max_concurrency", p.capacity.max_concurrency},
                      {"binding_pipeline_stage", p.binding_stage}};
   doc["max_model_len_that_fits"] = p.max_model_len_that_fits;
@@ -169,6 +175,7 @@ Json serve_json(const ServeReport& r) {
   doc["assumptions"] = p.assumptions;
   doc["ignored_flags"] = r.ignored_flags;
   doc["not_modeled_flags"] = r.not_modeled_flags;
+  doc["unknown_flags"] = r.unknown_flags;
   return doc;
 }
 
