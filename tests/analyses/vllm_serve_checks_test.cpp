@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "analyses/fix_catalog.h"
 #include "analyses/vllm_serve.h"
 #include "core/units.h"
