@@ -546,7 +546,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   p.fits = !p.error.has_value();
 
   // --- The lines vLLM logs, only those this version printed (docs/serve.md, "Log lines by version").
-  p.log_lines = vllm_log_lines(p, c.num_gpu_blocks_override.has_value(), auto_fit_line);
+  p.blocks_overridden = c.num_gpu_blocks_override.has_value();
+  p.log_lines = vllm_log_lines(p, p.blocks_overridden, auto_fit_line);
   if (tp > 1 || s.pipeline_parallel_size > 1) {
     p.assumptions.push_back(fmt::format(
         "figures are per GPU ({} GPUs: TP {} x PP {}){}", tp * s.pipeline_parallel_size, tp,

@@ -98,6 +98,7 @@ struct ServePrediction {
   KvLayout kv;
   KvCapacity capacity;
   uint64_t blocks_from_memory = 0;    // what the memory holds, before --num-gpu-blocks-override
+  bool blocks_overridden = false;     // --num-gpu-blocks-override set num_blocks (capacity.bytes follows it)
   uint64_t max_model_len_that_fits = 0;
   std::vector<std::string> log_lines; // what vLLM would log
   std::optional<VllmStartupError> error;

@@ -52,8 +52,15 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
   if (!s.enforce_eager) {
     row("CUDA graphs", p.cuda_graphs, p.graphs_in_budget ? "" : " (captured after the KV cache, outside the budget)");
   }
-  out += fmt::format("  {:<18} {:>11}  = {} tokens of {} ({})\n", "KV cache", format_signed_bytes(p.available_kv_bytes),
-                     format_exact_count(p.capacity.tokens), format_bytes(p.kv.bytes_per_token), p.kv.formula);
+  if (p.blocks_overridden) {
+    out += fmt::format("  {:<18} {:>11}  = {} tokens of {} ({}); --num-gpu-blocks-override {} ({} available)\n",
+                       "KV cache", format_bytes(p.capacity.bytes), format_exact_count(p.capacity.tokens),
+                       format_bytes(p.kv.bytes_per_token), p.kv.formula, p.capacity.num_blocks,
+                       format_signed_bytes(p.available_kv_bytes));
+  } else {
+    out += fmt::format("  {:<18} {:>11}  = {} tokens of {} ({})\n", "KV cache", format_signed_bytes(p.available_kv_bytes),
+                       format_exact_count(p.capacity.tokens), format_bytes(p.kv.bytes_per_token), p.kv.formula);
+  }
   out += fmt::format("\n{}\n", st.bold("vLLM would log"));
   for (const auto& line : p.log_lines) out += fmt::format("  {}\n", line);
   out += "\n";
