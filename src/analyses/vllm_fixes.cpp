@@ -102,6 +102,16 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
       add_if_fits("vllm_kv_cache_size", changed, fmt::format("--kv-cache-memory-bytes {}", bytes),
                   fmt::format("a {} KV cache, what the card holds next to the weights", format_bytes(bytes)));
     }
+    if (c.num_gpu_blocks_override && base.capacity.num_blocks && base.total_bytes > reserve) {
+      const uint64_t block_bytes = base.capacity.bytes / base.capacity.num_blocks;
+      const uint64_t blocks = (base.total_bytes - reserve) / block_bytes;
+      if (blocks > 0) {
+        ServeInputs changed = inputs;
+        changed.config.num_gpu_blocks_override = blocks;
+        add_if_fits("vllm_kv_cache_size", changed, fmt::format("--num-gpu-blocks-override {}", blocks),
+                    fmt::format("{} blocks, what the card holds next to the weights", blocks));
+      }
+    }
     ServeInputs changed = inputs;
     changed.config.kv_cache_memory_bytes.reset();
     changed.config.num_gpu_blocks_override.reset();

@@ -138,7 +138,9 @@ struct ServeReport {
 uint64_t vllm_derived_max_model_len(const ModelSpec& model, std::optional<uint64_t> max_position_override);
 
 // Fails (exit 2) on contradictory input: max_model_len above the model's context without
-// VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, TP not dividing the heads, a model without a layer count.
+// VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, TP not dividing the heads, a --block-size outside the version's
+// choices, a token budget below max_model_len without chunked prefill, a model without a layer
+// count; each in vLLM's words where vLLM refuses it.
 Result<ServePrediction> predict_vllm_startup(const ServeInputs& inputs);
 
 // The prediction plus fixes when it does not fit.

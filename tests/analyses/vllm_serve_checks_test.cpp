@@ -113,6 +113,15 @@ TEST(VllmServeChecks, NumGpuBlocksOverrideSizesTokensConcurrencyAndBytes) {
   ASSERT_TRUE(big.error);
   EXPECT_EQ(big.error->kind, "kv_cache_oom");
   EXPECT_EQ(big.capacity.bytes, 10000 * kLlamaBlockBytes);
+  auto report = analyze_serve(in);
+  ASSERT_TRUE(report.ok());
+  ASSERT_GE(report->fixes.size(), 2u);
+  // 24 GiB - context - weights - non-torch - graphs - 0.25 GiB, in blocks of 2 MiB.
+  const uint64_t blocks = (24 * kGiB - kGiB / 2 - kLlamaWeights - 300 * kMiB - kGiB / 4 - big.cuda_graphs.bytes) /
+                          kLlamaBlockBytes;
+  EXPECT_EQ(report->fixes[0].flag, fmt::format("--num-gpu-blocks-override {}", blocks));
+  EXPECT_EQ(report->fixes[0].kv_tokens, blocks * 16);
+  EXPECT_EQ(report->fixes[1].flag, "drop --num-gpu-blocks-override");
 }
 
 TEST(VllmServeChecks, LaunchesVllmRefuses) {
