@@ -33,8 +33,10 @@ std::string variant_key(const std::string& name) {
   return s;
 }
 
+// The last path component, lower case: "Qwen/Qwen2.5-7B-Instruct", "/models/Qwen2.5-7B-Instruct/".
 std::string without_organisation(const std::string& name) {
   std::string s = to_lower(name);
+  while (!s.empty() && s.back() == '/') s.pop_back();
   if (auto slash = s.rfind('/'); slash != std::string::npos) s = s.substr(slash + 1);
   return s;
 }
@@ -57,10 +59,13 @@ Match match_variant(const std::string& name) {
       }
     }
   }
-  if (wanted.find('/') != std::string::npos) return {};
+  // The same release under another organisation or in a local folder is the same config.
   for (const auto& p : preset_index()) {
     for (const auto& v : p.variants) {
       if (without_organisation(v.id) == short_name) return {&p, &v};
+      for (const auto& a : v.aliases) {
+        if (without_organisation(a) == short_name) return {&p, &v};
+      }
     }
   }
   return {};

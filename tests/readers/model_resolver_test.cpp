@@ -51,6 +51,7 @@ TEST_F(ResolverTest, PresetsByIdCaseInsensitiveAliasAndVariant) {
   EXPECT_EQ(instruct->max_position_embeddings, 32768u);
   EXPECT_EQ(instruct->total_params, 7615616512u);   // the base model's architecture
   EXPECT_EQ(resolve_model("qwen2.5-7b-instruct")->max_position_embeddings, 32768u);
+  EXPECT_EQ(resolve_model("/models/Qwen2.5-7B-Instruct/")->max_position_embeddings, 32768u);
   EXPECT_EQ(resolve_model("Qwen/Qwen2.5-7B")->max_position_embeddings, 131072u);
   EXPECT_EQ(resolve_model("Qwen/Qwen2.5-72B-Instruct")->max_position_embeddings, 32768u);
   EXPECT_EQ(resolve_model("microsoft/Phi-3-mini-128k-instruct")->max_position_embeddings, 131072u);
