@@ -188,7 +188,8 @@ void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
   auto common_tail = [&](void) {
     d.fixes.push_back(make_fix("vllm_enforce_eager", "CUDA graphs take memory outside the KV cache (often 0.5-2 GiB)."));
     d.fixes.push_back(make_fix("vllm_tensor_parallel", "Each GPU holds 1/N of the weights, leaving more for the KV cache."));
-    d.fixes.push_back(make_fix("quantize_model", "An AWQ/GPTQ/FP8 checkpoint halves or quarters the weights."));
+    // A vLLM fix shows vLLM flags, never transformers code.
+    d.fixes.push_back(make_fix("vllm_quantized_weights", "An AWQ/GPTQ/FP8 checkpoint halves or quarters the weights."));
     d.fixes.push_back(make_fix("vllm_cpu_offload", "Moves part of the weights to host memory."));
   };
   if (e.format == "vllm_max_seq_len_gt_kv_tokens" || e.format == "vllm_kv_needed_gt_available") {

@@ -7,6 +7,7 @@
 
 #include "analyses/fix_catalog.h"
 #include "analyses/vllm_serve.h"
+#include "core/units.h"
 #include "readers/gpu_catalog.h"
 
 namespace oomdoc {
@@ -67,6 +68,64 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     return true;
   };
 
+  // 0. Undo what the launch itself asked for, when that alone is the problem: free fixes first.
+  //    a. A --gpu-memory-utilization below this version's default: back up to the default (only when
+  //       nothing else shares the card, which is why the user may have lowered it).
+  bool utilization_restored = false;
+  const double default_utilization = base.behavior.default_gpu_memory_utilization;
+  if (!s.utilization_is_default && s.gpu_memory_utilization + 0.005 < default_utilization) {
+    for (double u = std::ceil(s.gpu_memory_utilization * 100 + 0.5) / 100; u <= default_utilization + 1e-9; u += 0.01) {
+      ServeInputs changed = inputs;
+      changed.config.gpu_memory_utilization = std::round(u * 100) / 100;
+      const bool at_default = std::abs(*changed.config.gpu_memory_utilization - default_utilization) < 1e-9;
+      if (add_if_fits("vllm_restore_gpu_memory_utilization", changed,
+                      fmt::format("--gpu-memory-utilization {:.2f}", *changed.config.gpu_memory_utilization),
+                      at_default ? fmt::format("free: vLLM's default of {:.2f}, only when nothing else shares this GPU",
+                                               default_utilization)
+                                 : "free, only when nothing else shares this GPU")) {
+        utilization_restored = true;
+        break;
+      }
+    }
+  }
+  //    b. A KV cache sized outright (--kv-cache-memory-bytes, --num-gpu-blocks-override) that the
+  //       card cannot hold: the most it holds, or the budget's own sizing.
+  if (base.error && base.error->kind == "kv_cache_oom") {
+    const ServeConfig& c = inputs.config;
+    uint64_t reserve = base.context_bytes + base.weights.bytes + base.non_torch.bytes + kGiB / 4 +
+                       (s.enforce_eager ? 0 : base.cuda_graphs.bytes);
+    if (c.kv_cache_memory_bytes && base.total_bytes > reserve) {
+      // Whole MiB, as a person would type it.
+      uint64_t bytes = (base.total_bytes - reserve) / kMiB * kMiB;
+      ServeInputs changed = inputs;
+      changed.config.kv_cache_memory_bytes = bytes;
+      add_if_fits("vllm_kv_cache_size", changed, fmt::format("--kv-cache-memory-bytes {}", bytes),
+                  fmt::format("a {} KV cache, what the card holds next to the weights", format_bytes(bytes)));
+    }
+    if (c.num_gpu_blocks_override && base.capacity.num_blocks && base.total_bytes > reserve) {
+      const uint64_t block_bytes = base.capacity.bytes / base.capacity.num_blocks;
+      const uint64_t blocks = (base.total_bytes - reserve) / block_bytes;
+      if (blocks > 0) {
+        ServeInputs changed = inputs;
+        changed.config.num_gpu_blocks_override = blocks;
+        add_if_fits("vllm_kv_cache_size", changed, fmt::format("--num-gpu-blocks-override {}", blocks),
+                    fmt::format("{} blocks, what the card holds next to the weights", blocks));
+      }
+    }
+    ServeInputs changed = inputs;
+    changed.config.kv_cache_memory_bytes.reset();
+    changed.config.num_gpu_blocks_override.reset();
+    add_if_fits("vllm_kv_cache_size", changed,
+                c.kv_cache_memory_bytes ? "drop --kv-cache-memory-bytes" : "drop --num-gpu-blocks-override",
+                "free: gpu_memory_utilization sizes the cache to the budget");
+  }
+  //    c. --dtype float32 doubles weights and KV cache: serve in the checkpoint's 16 bits.
+  if (inputs.config.dtype && (*inputs.config.dtype == "float32" || *inputs.config.dtype == "float")) {
+    ServeInputs changed = inputs;
+    changed.config.dtype = inputs.target.bf16 ? "bfloat16" : "half";
+    add_if_fits("vllm_dtype", changed, fmt::format("--dtype {} (instead of float32)", *changed.config.dtype),
+                "half the bytes of weights and KV cache; float32's precision is rarely needed to serve");
+  }
   // 1. A shorter --max-model-len, when the weights fit and only one long request does not.
   if (base.available_kv_bytes > 0 && base.max_model_len_that_fits > 0 &&
       base.max_model_len_that_fits < s.max_model_len) {
@@ -122,7 +181,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     if (base.total_bytes > reserve) {
       double highest = std::floor(static_cast<double>(base.total_bytes - reserve) /
                                   static_cast<double>(base.total_bytes) * 100) / 100;
-      if (highest > s.gpu_memory_utilization + 0.005) {
+      if (!utilization_restored && highest > s.gpu_memory_utilization + 0.005) {
         for (double u = std::ceil(s.gpu_memory_utilization * 100 + 0.5) / 100; u <= highest + 1e-9; u += 0.01) {
           ServeInputs changed = inputs;
           changed.config.gpu_memory_utilization = std::round(u * 100) / 100;
@@ -152,7 +211,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
           ? fmt::format("{} GPUs; pipeline stages pass only activations, the choice for GPUs without NVLink", gpus)
           : fmt::format("{} GPUs{}", gpus, inputs.target.nvlink ? " over NVLink"
                                            : "; without NVLink every layer's all-reduce crosses PCIe");
-      if (add_if_fits("vllm_tensor_parallel", changed, flag, cost)) break;
+      if (add_if_fits(pipeline ? "vllm_pipeline_parallel" : "vllm_tensor_parallel", changed, flag, cost)) break;
     }
   }
   // 7. Smaller weights: fp8 online quantization where the GPU has fp8, else a 4-bit checkpoint.

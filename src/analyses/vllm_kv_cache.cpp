@@ -117,17 +117,15 @@ KvLayout kv_layout(const ModelSpec& model, const PipelineStage& stage, uint64_t 
   return layout;
 }
 
-KvCapacity kv_capacity(const KvLayout& layout, int64_t available_bytes, uint64_t max_model_len,
-                       uint64_t max_num_batched_tokens, std::optional<uint64_t> sliding_window,
-                       bool hybrid) {
+KvCapacity kv_capacity_for_blocks(const KvLayout& layout, uint64_t num_blocks, uint64_t max_model_len,
+                                  uint64_t max_num_batched_tokens, std::optional<uint64_t> sliding_window,
+                                  bool hybrid) {
   KvCapacity capacity;
   Groups groups = hybrid_groups_of(layout, hybrid && sliding_window.has_value());
   capacity.num_groups = groups.full_groups + groups.sliding_groups;
-  uint64_t bytes_per_block_all_groups = layout.page_bytes * groups.group_size;
-  if (available_bytes > 0 && bytes_per_block_all_groups > 0) {
-    // kv_cache_utils: num_blocks = available_memory // page_size // num_layers (per group).
-    capacity.num_blocks = static_cast<uint64_t>(available_bytes) / bytes_per_block_all_groups;
-  }
+  const uint64_t bytes_per_block_all_groups = layout.page_bytes * groups.group_size;
+  capacity.num_blocks = num_blocks;
+  capacity.bytes = num_blocks * bytes_per_block_all_groups;
   capacity.tokens = capacity.num_blocks / std::max<uint64_t>(capacity.num_groups, 1) * layout.block_size;
 
   uint64_t full_blocks = cdiv(max_model_len, layout.block_size);
@@ -142,6 +140,19 @@ KvCapacity kv_capacity(const KvLayout& layout, int64_t available_bytes, uint64_t
   capacity.max_concurrency =
       per_request ? static_cast<double>(capacity.num_blocks) / static_cast<double>(per_request) : 0;
   return capacity;
+}
+
+KvCapacity kv_capacity(const KvLayout& layout, int64_t available_bytes, uint64_t max_model_len,
+                       uint64_t max_num_batched_tokens, std::optional<uint64_t> sliding_window,
+                       bool hybrid) {
+  Groups groups = hybrid_groups_of(layout, hybrid && sliding_window.has_value());
+  const uint64_t bytes_per_block_all_groups = layout.page_bytes * groups.group_size;
+  uint64_t num_blocks = 0;
+  if (available_bytes > 0 && bytes_per_block_all_groups > 0) {
+    // kv_cache_utils: num_blocks = available_memory // page_size // num_layers (per group).
+    num_blocks = static_cast<uint64_t>(available_bytes) / bytes_per_block_all_groups;
+  }
+  return kv_capacity_for_blocks(layout, num_blocks, max_model_len, max_num_batched_tokens, sliding_window, hybrid);
 }
 
 uint64_t max_model_len_that_fits(const KvLayout& layout, int64_t available_bytes,

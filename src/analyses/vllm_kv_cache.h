@@ -51,6 +51,7 @@ struct KvCapacity {
   uint64_t bytes_per_request = 0;
   double max_concurrency = 0;          // as "Maximum concurrency for L tokens per request" prints it
   uint64_t num_groups = 1;             // KV cache groups (hybrid models)
+  uint64_t bytes = 0;                  // the KV tensors vLLM allocates: num_blocks x one block of every layer
 };
 
 // hybrid_groups: V1's hybrid manager (sliding layers in their own groups, requests charged only
@@ -58,6 +59,13 @@ struct KvCapacity {
 KvCapacity kv_capacity(const KvLayout& layout, int64_t available_bytes, uint64_t max_model_len,
                        uint64_t max_num_batched_tokens, std::optional<uint64_t> sliding_window,
                        bool hybrid_groups);
+
+// The same from a block count given outright (--num-gpu-blocks-override): vLLM allocates that many
+// blocks whatever the memory (vllm/v1/core/kv_cache_utils.py, get_num_blocks: "Overriding
+// num_gpu_blocks=%d with num_gpu_blocks_override=%d"), so tokens, concurrency and bytes follow it.
+KvCapacity kv_capacity_for_blocks(const KvLayout& layout, uint64_t num_blocks, uint64_t max_model_len,
+                                  uint64_t max_num_batched_tokens, std::optional<uint64_t> sliding_window,
+                                  bool hybrid_groups);
 
 // The longest request that fits in the available KV memory (vLLM's "estimated maximum model
 // length"), 0 when not even one block fits.

@@ -3,6 +3,7 @@
 #include "analyses/vllm_serve.h"
 
 #include "analyses/estimator.h"
+#include "core/units.h"
 
 #include <fmt/format.h>
 
@@ -55,6 +56,79 @@ void apply_scheduler_defaults(const ServeInputs& in, const VllmBehavior& b, Serv
 
 std::string graph_line(uint64_t bytes) {
   return fmt::format("Estimated CUDA graph memory: {:.2f} GiB total", gib(bytes));
+}
+
+// "Overriding num_gpu_blocks=%d with num_gpu_blocks_override=%d": V0's LLMEngine and V1's
+// kv_cache_utils.get_num_blocks say it alike.
+std::string override_line(const ServePrediction& p) {
+  return fmt::format("Overriding num_gpu_blocks={} with num_gpu_blocks_override={}", p.blocks_from_memory,
+                     p.capacity.num_blocks);
+}
+
+// V0 and early V1 divide the cache's tokens by max_model_len; current V1 counts whole blocks per
+// request (KvCapacity::max_concurrency).
+std::string concurrency_line(const ServePrediction& p, bool current_v1) {
+  const uint64_t len = p.settings.max_model_len;
+  const double concurrency = current_v1 ? p.capacity.max_concurrency
+                                        : static_cast<double>(p.capacity.num_blocks * p.settings.block_size) /
+                                              static_cast<double>(std::max<uint64_t>(len, 1));
+  return fmt::format("Maximum concurrency for {} tokens per request: {:.2f}x",
+                     current_v1 ? with_commas(len) : std::to_string(len), concurrency);
+}
+
+// The startup lines of each era, as vllm/worker/model_runner.py, vllm/worker/worker.py,
+// vllm/executor/*_executor.py (V0) and vllm/v1/worker/gpu_worker.py, vllm/v1/core/kv_cache_utils.py
+// (V1) printed them:
+//  - "# GPU blocks: N, # CPU blocks: M": every V0 release (v0.2 on);
+//  - "Loading model weights took X GB": from v0.4.0 (vllm-project/vllm#3120, merged March 2024);
+//  - "Maximum concurrency for L tokens per request": V0 from v0.6.4 (seen in v0.6.4-format logs,
+//    not yet logged in August 2024 when users asked for it in vllm-project/vllm#8031);
+//  - the profiling summary ("the current vLLM instance can use ...", "model weights take ...") from
+//    v0.6.5 (vllm-project/vllm#10511); v0.6.4's one-line "Memory profiling results" is not reproduced;
+//  - V1 before v0.8 (VLLM_USE_V1=1): "Loading model weights took", "# GPU blocks: N" and, from
+//    v0.7.1 (vllm-project/vllm#12569), the concurrency line; from v0.8 the current V1 lines.
+std::vector<std::string> vllm_log_lines(const ServePrediction& p, bool blocks_overridden,
+                                        const std::string& auto_fit_line) {
+  const VllmBehavior& b = p.behavior;
+  const ServeSettings& s = p.settings;
+  std::vector<std::string> lines;
+  const std::string loading_v0 = fmt::format("Loading model weights took {:.4f} GB", gib(p.weights.bytes));
+  if (!b.v1_engine) {
+    if (b.version.at_least(0, 4, 0)) lines.push_back(loading_v0);
+    if (b.version.at_least(0, 6, 5)) {
+      lines.push_back(fmt::format("the current vLLM instance can use total_gpu_memory ({:.2f}GiB) x "
+                                  "gpu_memory_utilization ({:.2f}) = {:.2f}GiB", gib(p.total_bytes),
+                                  s.gpu_memory_utilization, gib(p.budget_bytes)));
+      lines.push_back(fmt::format("model weights take {:.2f}GiB; non_torch_memory takes {:.2f}GiB; PyTorch "
+                                  "activation peak memory takes {:.2f}GiB; the rest of the memory reserved for "
+                                  "KV Cache is {:.2f}GiB.", gib(p.weights.bytes), gib(p.non_torch.bytes),
+                                  gib(p.activation.bytes), gib(p.available_kv_bytes)));
+    }
+    if (blocks_overridden) lines.push_back(override_line(p));
+    const uint64_t layers = p.kv.full_layers + p.kv.sliding_layers;
+    // CPU blocks: the default 4 GiB of swap space in blocks of every layer.
+    lines.push_back(fmt::format("# GPU blocks: {}, # CPU blocks: {}", p.capacity.num_blocks,
+                                p.kv.page_bytes && layers ? 4 * kGiB / (p.kv.page_bytes * layers) : 0));
+    if (b.version.at_least(0, 6, 4)) lines.push_back(concurrency_line(p, false));
+    return lines;
+  }
+  if (!b.version.at_least(0, 8, 0)) {
+    lines.push_back(loading_v0);
+    if (blocks_overridden) lines.push_back(override_line(p));
+    lines.push_back(fmt::format("# GPU blocks: {}", p.capacity.num_blocks));
+    if (b.version.at_least(0, 7, 1) && p.capacity.num_blocks > 0) lines.push_back(concurrency_line(p, false));
+    return lines;
+  }
+  lines.push_back(fmt::format("Model loading took {:.4f} GiB", gib(p.weights.bytes)));
+  if (p.graphs_in_budget) lines.push_back(graph_line(p.cuda_graphs.bytes));
+  lines.push_back(fmt::format("Available KV cache memory: {:.2f} GiB", gib(p.available_kv_bytes)));
+  if (!auto_fit_line.empty()) lines.push_back(auto_fit_line);
+  if (blocks_overridden) lines.push_back(override_line(p));
+  if (p.capacity.num_blocks > 0) {
+    lines.push_back(fmt::format("GPU KV cache size: {} tokens", with_commas(p.capacity.tokens)));
+    lines.push_back(concurrency_line(p, true));
+  }
+  return lines;
 }
 
 // The length vLLM multiplies by the rope scaling factor: yarn scales the original context.
@@ -116,6 +190,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   p.behavior = vllm_behavior(in.version, env("VLLM_USE_V1"), env("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"));
   const VllmBehavior& b = p.behavior;
   p.assumptions = b.notes;
+  p.warnings = b.warnings;
   if (!in.model_note.empty()) p.assumptions.push_back(in.model_note);
   ServeSettings& s = p.settings;
 
@@ -209,6 +284,13 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         kVllmDefaultGpuMemoryUtilization, kVllmDefaultGpuMemoryUtilizationBeforeV021));
   }
   s.block_size = c.block_size.value_or(kVllmDefaultBlockSize);
+  if (std::find(b.block_sizes.begin(), b.block_sizes.end(), s.block_size) == b.block_sizes.end()) {
+    std::string choices;
+    for (uint64_t size : b.block_sizes) choices += (choices.empty() ? "" : ", ") + std::to_string(size);
+    return Error{fmt::format("--block-size {}: {} refuses it: \"argument --block-size: invalid choice: {} "
+                             "(choose from {})\"", s.block_size,
+                             b.version.given ? "vLLM " + b.version.text : "current vLLM", s.block_size, choices)};
+  }
   s.kv_cache_dtype = c.kv_cache_dtype.value_or("auto");
   s.enforce_eager = c.enforce_eager;
   // vLLM refuses a --quantization that contradicts the checkpoint's own (Marlin kernels of the
@@ -243,6 +325,17 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   if (!format) return format.error();
   s.weights = format.value();
   apply_scheduler_defaults(in, b, s);
+  // Launches vLLM refuses before loading anything. SchedulerConfig._verify_args (vllm/config.py;
+  // vllm/config/scheduler.py in current releases): without chunked prefill one batch must hold a
+  // whole prompt.
+  if (!s.chunked_prefill && s.max_num_batched_tokens < s.max_model_len) {
+    return Error{fmt::format(
+        "--max-num-batched-tokens {} with --max-model-len {} and chunked prefill off: vLLM refuses it: "
+        "\"max_num_batched_tokens ({}) is smaller than max_model_len ({}). This effectively limits the "
+        "maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. "
+        "Please increase max_num_batched_tokens or decrease max_model_len.\"",
+        s.max_num_batched_tokens, s.max_model_len, s.max_num_batched_tokens, s.max_model_len)};
+  }
   uint64_t act_bytes = s.weights.dense_bytes;
   uint64_t kv_bytes = kv_dtype_bytes(s.kv_cache_dtype, s.weights.dense_bytes);
 
@@ -286,6 +379,15 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
       s.weights.description += fmt::format(", scaled to the checkpoint's {:.2f} GiB", gib(model.checkpoint_bytes));
     }
   }
+  // The blocks vLLM allocates: what the available memory holds, or --num-gpu-blocks-override's
+  // count whatever the memory (tokens, concurrency and bytes then follow the override).
+  auto capacity_for = [&](const KvLayout& layout, int64_t available, uint64_t max_model_len) {
+    return c.num_gpu_blocks_override
+        ? kv_capacity_for_blocks(layout, *c.num_gpu_blocks_override, max_model_len, s.max_num_batched_tokens,
+                                 model.sliding_window, b.hybrid_kv_groups)
+        : kv_capacity(layout, available, max_model_len, s.max_num_batched_tokens, model.sliding_window,
+                      b.hybrid_kv_groups);
+  };
   bool first = true;
   for (size_t i = 0; i < stages.size(); ++i) {
     const PipelineStage& stage = stages[i];
@@ -307,13 +409,22 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
       if (b.context_counts_against_budget) available -= static_cast<int64_t>(p.context_bytes);
       if (p.graphs_in_budget) available -= static_cast<int64_t>(graphs);
     }
-    uint64_t len_for_capacity = s.max_model_len;
-    KvCapacity capacity = kv_capacity(layout, available, len_for_capacity, s.max_num_batched_tokens,
-                                      model.sliding_window, b.hybrid_kv_groups);
-    if (c.num_gpu_blocks_override) capacity.num_blocks = *c.num_gpu_blocks_override;
-    if (first || capacity.num_blocks < p.capacity.num_blocks) {
+    if (c.num_gpu_blocks_override &&
+        *c.num_gpu_blocks_override > (1ull << 50) / std::max<uint64_t>(1, layout.page_bytes * stage.layers)) {
+      return Error{fmt::format("--num-gpu-blocks-override {}: {} blocks of {} are beyond any GPU (1 PiB at most)",
+                               *c.num_gpu_blocks_override, *c.num_gpu_blocks_override,
+                               format_bytes(layout.page_bytes * stage.layers))};
+    }
+    KvCapacity capacity = capacity_for(layout, available, s.max_model_len);
+    // With the block count fixed, every stage holds as many blocks: the one with the most bytes binds.
+    bool binds = c.num_gpu_blocks_override
+        ? weights + capacity.bytes > p.weights.bytes + p.capacity.bytes
+        : capacity.num_blocks < p.capacity.num_blocks;
+    if (first || binds) {
       first = false;
       p.binding_stage = i;
+      p.blocks_from_memory = kv_capacity(layout, available, s.max_model_len, s.max_num_batched_tokens,
+                                         model.sliding_window, b.hybrid_kv_groups).num_blocks;
       p.weights.bytes = weights;
       p.cuda_graphs.bytes = graphs;
       p.kv = layout;
@@ -329,8 +440,11 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                          : p.cuda_graphs.from_log ? "from the log"
                          : "estimate; real logs show 0.1-5 GiB depending on model and capture sizes";
 
+  // With a block count given outright, the longest request is what those blocks hold.
+  const int64_t kv_sized_bytes = c.num_gpu_blocks_override ? static_cast<int64_t>(p.capacity.bytes)
+                                                           : p.available_kv_bytes;
   p.max_model_len_that_fits = max_model_len_that_fits(
-      p.kv, p.available_kv_bytes, s.max_num_batched_tokens, model.sliding_window,
+      p.kv, kv_sized_bytes, s.max_num_batched_tokens, model.sliding_window,
       b.hybrid_kv_groups, std::max<uint64_t>(s.max_model_len, s.model_context));
   std::string auto_fit_line;
   if (c.max_model_len_auto && b.v1_engine) {
@@ -344,8 +458,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
       auto_fit_line = (fmt::format(
           "Auto-fit max_model_len: full model context length {} fits in available GPU memory", fitted));
     }
-    p.capacity = kv_capacity(p.kv, p.available_kv_bytes, s.max_model_len, s.max_num_batched_tokens,
-                             model.sliding_window, b.hybrid_kv_groups);
+    p.capacity = capacity_for(p.kv, p.available_kv_bytes, s.max_model_len);
   }
 
   // --- The startup sequence and the first error vLLM would raise.
@@ -400,14 +513,30 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
           s.max_model_len, p.capacity.num_blocks * s.block_size));
     }
   }
+  // The KV tensors are allocated whatever the budget says: --kv-cache-memory-bytes and
+  // --num-gpu-blocks-override size them outright (vllm/v1/worker/gpu_worker.py returns
+  // kv_cache_memory_bytes as the available memory without profiling the budget), so what the card
+  // must hold is the context, the weights, the non-torch memory and those tensors.
+  const bool kv_sized_outright = c.kv_cache_memory_bytes || c.num_gpu_blocks_override;
+  const uint64_t in_use_after_kv = p.context_bytes + p.weights.bytes + p.non_torch.bytes + p.capacity.bytes;
+  if (in_use_after_kv > p.total_bytes) {
+    set_error("kv_cache_oom", fmt::format(
+        "torch.OutOfMemoryError: CUDA out of memory while allocating the KV cache ({:.2f} GiB of KV "
+        "tensors; the {:.2f} GiB GPU has {:.2f} GiB left after the CUDA context, the weights and "
+        "non-torch memory)", gib(p.capacity.bytes), gib(p.total_bytes),
+        gib(p.total_bytes - std::min(p.total_bytes, in_use_after_kv - p.capacity.bytes))));
+  }
   // Before v0.21 the graphs were captured after the KV cache took the budget: they need what is
-  // left of the card after the context, the budget and the activation memory given back.
-  if (!p.graphs_in_budget && !s.enforce_eager) {
-    uint64_t in_use = p.context_bytes + p.budget_bytes - std::min(p.budget_bytes, p.activation.bytes);
+  // left of the card after the context, the budget and the activation memory given back (or, with
+  // the KV cache sized outright, after what is really in use).
+  if ((!p.graphs_in_budget || kv_sized_outright) && !s.enforce_eager) {
+    uint64_t in_use = kv_sized_outright ? in_use_after_kv
+                                        : p.context_bytes + p.budget_bytes - std::min(p.budget_bytes, p.activation.bytes);
     if (in_use + p.cuda_graphs.bytes > p.total_bytes) {
       set_error("graph_capture_oom", fmt::format(
           "torch.OutOfMemoryError: CUDA out of memory while capturing CUDA graphs (the KV cache "
-          "already holds the budget; {:.2f} GiB of graphs need more than the {:.2f} GiB left)",
+          "already holds {}; {:.2f} GiB of graphs need more than the {:.2f} GiB left)",
+          kv_sized_outright ? fmt::format("{:.2f} GiB", gib(p.capacity.bytes)) : std::string("the budget"),
           gib(p.cuda_graphs.bytes), gib(p.total_bytes > in_use ? p.total_bytes - in_use : 0)));
     } else if (in_use + p.cuda_graphs.bytes + kGiB / 4 > p.total_bytes) {
       p.warnings.push_back("CUDA graphs are captured after the KV cache is sized, and less than "
@@ -416,36 +545,9 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   }
   p.fits = !p.error.has_value();
 
-  // --- The lines vLLM logs, in this version's format.
-  uint64_t tokens = p.capacity.num_blocks * s.block_size;
-  if (!b.v1_engine) {
-    p.log_lines = {
-        fmt::format("Loading model weights took {:.4f} GB", gib(p.weights.bytes)),
-        fmt::format("the current vLLM instance can use total_gpu_memory ({:.2f}GiB) x "
-                    "gpu_memory_utilization ({:.2f}) = {:.2f}GiB", gib(p.total_bytes),
-                    s.gpu_memory_utilization, gib(p.budget_bytes)),
-        fmt::format("model weights take {:.2f}GiB; non_torch_memory takes {:.2f}GiB; PyTorch "
-                    "activation peak memory takes {:.2f}GiB; the rest of the memory reserved for "
-                    "KV Cache is {:.2f}GiB.", gib(p.weights.bytes), gib(p.non_torch.bytes),
-                    gib(p.activation.bytes), gib(p.available_kv_bytes)),
-        fmt::format("# GPU blocks: {}, # CPU blocks: {}", p.capacity.num_blocks,
-                    p.kv.page_bytes && p.kv.full_layers + p.kv.sliding_layers
-                        ? 4 * kGiB / (p.kv.page_bytes * (p.kv.full_layers + p.kv.sliding_layers))
-                        : 0),
-        fmt::format("Maximum concurrency for {} tokens per request: {:.2f}x", s.max_model_len,
-                    static_cast<double>(tokens) / static_cast<double>(s.max_model_len))};
-  } else {
-    std::vector<std::string> lines = {fmt::format("Model loading took {:.4f} GiB", gib(p.weights.bytes))};
-    if (p.graphs_in_budget) lines.push_back(graph_line(p.cuda_graphs.bytes));
-    lines.push_back(fmt::format("Available KV cache memory: {:.2f} GiB", gib(p.available_kv_bytes)));
-    if (!auto_fit_line.empty()) lines.push_back(auto_fit_line);
-    if (p.capacity.num_blocks > 0) {
-      lines.push_back(fmt::format("GPU KV cache size: {} tokens", with_commas(p.capacity.tokens)));
-      lines.push_back(fmt::format("Maximum concurrency for {} tokens per request: {:.2f}x",
-                                  with_commas(s.max_model_len), p.capacity.max_concurrency));
-    }
-    p.log_lines = lines;
-  }
+  // --- The lines vLLM logs, only those this version printed (docs/serve.md, "Log lines by version").
+  p.blocks_overridden = c.num_gpu_blocks_override.has_value();
+  p.log_lines = vllm_log_lines(p, p.blocks_overridden, auto_fit_line);
   if (tp > 1 || s.pipeline_parallel_size > 1) {
     p.assumptions.push_back(fmt::format(
         "figures are per GPU ({} GPUs: TP {} x PP {}){}", tp * s.pipeline_parallel_size, tp,
@@ -491,6 +593,13 @@ Result<ServeReport> analyze_serve(const ServeInputs& inputs) {
   report.prediction = std::move(prediction.value());
   report.ignored_flags = inputs.config.ignored;
   report.not_modeled_flags = inputs.config.not_modeled;
+  report.unknown_flags = inputs.config.unknown;
+  if (!report.unknown_flags.empty()) {
+    std::string list;
+    for (const auto& f : report.unknown_flags) list += (list.empty() ? "" : ", ") + f;
+    report.prediction.warnings.push_back(fmt::format(
+        "unknown to oomdoc, not checked (vLLM may refuse or use them): {}", list));
+  }
   if (!report.prediction.fits) report.fixes = serve_fixes(inputs, report.prediction);
   return report;
 }

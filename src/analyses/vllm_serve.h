@@ -71,7 +71,7 @@ struct ServeSettings {
 
 struct VllmStartupError {
   std::string kind;     // free_memory, weights_oom, no_cache_blocks, max_len_too_long,
-                        // auto_fit_failed, graph_capture_oom
+                        // auto_fit_failed, kv_cache_oom, graph_capture_oom
   std::string message;  // as vLLM (or PyTorch) words it
 };
 
@@ -97,6 +97,8 @@ struct ServePrediction {
   uint64_t binding_stage = 0;         // pipeline stage with the fewest blocks
   KvLayout kv;
   KvCapacity capacity;
+  uint64_t blocks_from_memory = 0;    // what the memory holds, before --num-gpu-blocks-override
+  bool blocks_overridden = false;     // --num-gpu-blocks-override set num_blocks (capacity.bytes follows it)
   uint64_t max_model_len_that_fits = 0;
   std::vector<std::string> log_lines; // what vLLM would log
   std::optional<VllmStartupError> error;
@@ -123,8 +125,9 @@ struct ServeReport {
   ServeTarget target;
   ServePrediction prediction;
   std::vector<ServeFix> fixes;       // only when it does not fit; cheapest first
-  std::vector<std::string> ignored_flags;
+  std::vector<std::string> ignored_flags;      // known to vLLM, no effect on GPU memory
   std::vector<std::string> not_modeled_flags;
+  std::vector<std::string> unknown_flags;      // unknown to oomdoc: not checked
 };
 
 // vLLM's default max_model_len (vllm/config: _get_and_verify_max_len): max_position_embeddings
@@ -135,7 +138,9 @@ struct ServeReport {
 uint64_t vllm_derived_max_model_len(const ModelSpec& model, std::optional<uint64_t> max_position_override);
 
 // Fails (exit 2) on contradictory input: max_model_len above the model's context without
-// VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, TP not dividing the heads, a model without a layer count.
+// VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, TP not dividing the heads, a --block-size outside the version's
+// choices, a token budget below max_model_len without chunked prefill, a model without a layer
+// count; each in vLLM's words where vLLM refuses it.
 Result<ServePrediction> predict_vllm_startup(const ServeInputs& inputs);
 
 // The prediction plus fixes when it does not fit.

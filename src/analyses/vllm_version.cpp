@@ -52,13 +52,23 @@ VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string
   if (!version.given) {
     b.notes.push_back("no --vllm-version: assumed a current vLLM (v0.21 or newer)");
   }
-  // V1 became the default engine in v0.8.0; VLLM_USE_V1 switched between them until V0 was removed.
+  // V1 became the default engine in v0.8.0; VLLM_USE_V1 switched between them until V0 was removed
+  // in v0.11.0 ("[V0 Deprecation] Remove LLMEngine", vllm-project/vllm#25033, September 2025; the
+  // variable went with it). A current vLLM runs V1 whatever the variable says.
   b.v1_engine = version.at_least(0, 8, 0);
-  if (use_v1_env && !version.at_least(0, 10, 0)) {
+  if (use_v1_env && !version.at_least(0, 11, 0)) {
     b.v1_engine = *use_v1_env != "0";
     b.notes.push_back(fmt::format("VLLM_USE_V1={} selects the {} engine", *use_v1_env,
                                   b.v1_engine ? "V1" : "V0"));
+  } else if (use_v1_env && *use_v1_env == "0") {
+    b.warnings.push_back(fmt::format(
+        "VLLM_USE_V1=0 is ignored: vLLM removed the V0 engine in v0.11.0, so {} runs V1; give "
+        "--vllm-version 0.10.2 (the last release with V0) to size a V0 launch",
+        version.given ? "vLLM " + version.text : "a current vLLM"));
   }
+  if (!version.at_least(0, 6, 0)) b.block_sizes = {8, 16, 32};
+  else if (!version.at_least(0, 9, 0)) b.block_sizes = {8, 16, 32, 64, 128};
+  else if (!version.at_least(0, 11, 0)) b.block_sizes = {1, 8, 16, 32, 64, 128};
   b.default_gpu_memory_utilization = version.at_least(0, 21, 0) ? kVllmDefaultGpuMemoryUtilization
                                                                   : kVllmDefaultGpuMemoryUtilizationBeforeV021;
   b.graph_memory_in_budget = version.at_least(0, 21, 0);

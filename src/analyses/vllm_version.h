@@ -71,11 +71,17 @@ struct VllmBehavior {
   // v0.8.0 assumed). Before it, VLLM_MLA_PERFORM_MATRIX_ABSORPTION materialised absorbed
   // matrices instead; not modelled (the one 0.7.3 log in the corpus shows no such overhead).
   bool mla_dequantized_kv_b = true;
+  // --block-size values argparse accepts: [8, 16, 32] in vllm/engine/arg_utils.py up to v0.5;
+  // [8, 16, 32, 64, 128] in v0.6-v0.8 (arg_utils.py); the CacheConfig Literal
+  // [1, 8, 16, 32, 64, 128] from v0.9 and [1, 8, 16, 32, 64, 128, 256] in current vllm/config/cache.py
+  // (v0.11 assumed). Any other value: "argument --block-size: invalid choice".
+  std::vector<uint64_t> block_sizes = {1, 8, 16, 32, 64, 128, 256};
   std::vector<std::string> notes;   // what was assumed about the version
+  std::vector<std::string> warnings;  // what the user should know: a setting this version ignores
 };
 
-// env: VLLM_USE_V1 and VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS change the engine and the graph
-// accounting regardless of version.
+// env: VLLM_USE_V1 chooses the engine up to v0.10.x (V0 was removed in v0.11.0: it is then ignored,
+// with a warning); VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS changes the graph accounting.
 VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string> use_v1_env,
                            std::optional<std::string> estimate_graphs_env);
 

@@ -42,8 +42,10 @@ struct ServeConfig {
   std::map<std::string, std::string> env;          // VAR=VALUE words before the command
   std::optional<std::string> image_tag;            // docker image tag (vllm/vllm-openai:v0.8.5)
 
-  // Flags read but without an effect on GPU memory (port, served name...), as given.
+  // vLLM flags oomdoc knows to have no effect on GPU memory (port, served name...), as given.
   std::vector<std::string> ignored;
+  // Flags (and stray words) oomdoc does not know: not checked, and possibly not vLLM's at all.
+  std::vector<std::string> unknown;
   // Flags that do change memory but that oomdoc does not model (LoRA adapters, ...), as given.
   std::vector<std::string> not_modeled;
 };

@@ -33,6 +33,44 @@ std::string variant_key(const std::string& name) {
   return s;
 }
 
+// The last path component, lower case: "Qwen/Qwen2.5-7B-Instruct", "/models/Qwen2.5-7B-Instruct/".
+std::string without_organisation(const std::string& name) {
+  std::string s = to_lower(name);
+  while (!s.empty() && s.back() == '/') s.pop_back();
+  if (auto slash = s.rfind('/'); slash != std::string::npos) s = s.substr(slash + 1);
+  return s;
+}
+
+struct Match {
+  const PresetInfo* preset = nullptr;
+  const PresetVariant* variant = nullptr;
+};
+
+// A variant is matched before the preset's aliases and variant keys: "Qwen2.5-7B-Instruct" must not
+// fall back to the base model's config.
+Match match_variant(const std::string& name) {
+  const std::string wanted = to_lower(name);
+  const std::string short_name = without_organisation(name);
+  for (const auto& p : preset_index()) {
+    for (const auto& v : p.variants) {
+      if (to_lower(v.id) == wanted) return {&p, &v};
+      for (const auto& a : v.aliases) {
+        if (to_lower(a) == wanted) return {&p, &v};
+      }
+    }
+  }
+  // The same release under another organisation or in a local folder is the same config.
+  for (const auto& p : preset_index()) {
+    for (const auto& v : p.variants) {
+      if (without_organisation(v.id) == short_name) return {&p, &v};
+      for (const auto& a : v.aliases) {
+        if (without_organisation(a) == short_name) return {&p, &v};
+      }
+    }
+  }
+  return {};
+}
+
 const PresetInfo* match(const std::string& name) {
   const auto& index = preset_index();
   const std::string wanted = to_lower(name);
@@ -71,6 +109,21 @@ const std::vector<PresetInfo>& preset_index() {
         }
       }
       p.source = j.value("source", "");
+      if (j.contains("variants") && j["variants"].is_array()) {
+        for (const auto& v : j["variants"]) {
+          if (!v.is_object() || !v.contains("id") || !v["id"].is_string()) continue;
+          PresetVariant variant;
+          variant.id = v["id"].get<std::string>();
+          variant.source = v.value("source", "");
+          variant.note = v.value("note", "");
+          if (v.contains("aliases") && v["aliases"].is_array()) {
+            for (const auto& a : v["aliases"]) {
+              if (a.is_string()) variant.aliases.push_back(a.get<std::string>());
+            }
+          }
+          p.variants.push_back(std::move(variant));
+        }
+      }
       if (j.contains("reference_params") && j["reference_params"].is_number_unsigned()) {
         p.reference_params = j["reference_params"].get<uint64_t>();
       }
@@ -86,17 +139,31 @@ const std::vector<PresetInfo>& preset_index() {
 }
 
 std::optional<Result<ModelSpec>> find_preset(const std::string& name) {
-  const PresetInfo* p = match(name);
+  Match found = match_variant(name);
+  if (!found.preset) found.preset = match(name);
+  const PresetInfo* p = found.preset;
   if (!p) return std::nullopt;
   auto content = embedded(p->file);
   auto j = nlohmann::json::parse(content->begin(), content->end(), nullptr, false);
   if (j.is_discarded() || !j.contains("config")) {
     return Result<ModelSpec>(make_error(fmt::format("preset {}: no config object", p->file)));
   }
-  std::string config = j["config"].dump();
-  auto spec = parse_model_config(config, "preset:" + p->file);
+  nlohmann::json config = j["config"];
+  std::string source = "preset:" + p->file;
+  if (found.variant) {
+    for (const auto& v : j["variants"]) {
+      if (v.value("id", "") != found.variant->id) continue;
+      if (!v.contains("config") || !v["config"].is_object()) {
+        return Result<ModelSpec>(make_error(fmt::format("preset {}: variant {} has no config object", p->file,
+                                                        found.variant->id)));
+      }
+      config.merge_patch(v["config"]);
+    }
+    source += "#" + found.variant->id;
+  }
+  auto spec = parse_model_config(config.dump(), source);
   if (!spec) return spec;
-  spec->id = p->id;
+  spec->id = found.variant ? found.variant->id : p->id;
   spec->reference_params = p->reference_params;
   return spec;
 }

@@ -42,6 +42,78 @@ const std::set<std::string>& unmodeled_flags() {
   return kFlags;
 }
 
+// vLLM flags known to leave GPU memory alone: server, tokenizer, logging, download and API
+// settings (vllm/engine/arg_utils.py, vllm/entrypoints/openai/cli_args.py). A flag in none of the
+// lists is unknown: listed back unchecked, or refused when it is a near miss of a memory flag.
+const std::set<std::string>& no_memory_effect_flags() {
+  static const std::set<std::string> kFlags = {
+      "host", "port", "uds", "uvicorn-log-level", "disable-uvicorn-access-log", "allow-credentials",
+      "allowed-origins", "allowed-methods", "allowed-headers", "api-key", "served-model-name",
+      "chat-template", "chat-template-content-format", "response-role", "ssl-keyfile", "ssl-certfile",
+      "ssl-ca-certs", "ssl-cert-reqs", "enable-ssl-refresh", "root-path", "middleware",
+      "return-tokens-as-token-ids", "disable-frontend-multiprocessing", "enable-auto-tool-choice",
+      "tool-call-parser", "tool-parser-plugin", "reasoning-parser", "enable-reasoning", "tokenizer",
+      "tokenizer-mode", "tokenizer-revision", "revision", "code-revision", "trust-remote-code",
+      "download-dir", "load-format", "config-format", "seed", "disable-log-stats", "disable-log-requests",
+      "enable-log-requests", "no-enable-log-requests", "enable-log-outputs", "max-log-len",
+      "worker-use-ray", "distributed-executor-backend", "ray-workers-use-nsight",
+      "disable-custom-all-reduce", "tokenizer-pool-size", "tokenizer-pool-type",
+      "tokenizer-pool-extra-config", "guided-decoding-backend", "structured-outputs-config",
+      "max-logprobs", "logprobs-mode", "skip-tokenizer-init", "otlp-traces-endpoint",
+      "collect-detailed-traces", "scheduling-policy", "disable-fastapi-docs",
+      "enable-prompt-tokens-details", "enable-server-load-tracking", "enable-force-include-usage",
+      "headless", "api-server-count", "data-parallel-address", "data-parallel-rpc-port",
+      "data-parallel-size-local", "data-parallel-start-rank", "data-parallel-backend",
+      "data-parallel-hybrid-lb", "model-impl", "generation-config", "override-generation-config",
+      "logits-processor-pattern", "hf-token", "hf-config-path", "log-config-file", "use-v2-block-manager",
+      "num-scheduler-steps", "multi-step-stream-outputs", "preemption-mode", "ignore-patterns",
+      "pt-load-map-location", "task", "runner", "convert", "override-pooler-config", "pooler-config",
+      "kv-events-config", "worker-cls", "worker-extension-cls", "enable-request-id-headers",
+      "disable-mm-preprocessor-cache", "mm-processor-cache-gb", "media-io-kwargs",
+      "interleave-mm-strings", "allowed-local-media-path", "show-hidden-metrics-for-version",
+      "prefix-caching-hash-algo", "disable-async-output-proc", "override-neuron-config",
+      "scheduler-cls", "scheduler-delay-factor", "enable-prompt-embeds", "device",
+      "quantization-param-path", "tool-server", "enable-tokenizer-info-endpoint", "chat-template-kwargs",
+      "trust-request-chat-template", "exclude-tools-when-tool-choice-none", "disable-log-stats",
+      "max-waiting-queue-length", "log-error-stack", "enable-prefix-caching-hash", "lora-dtype",
+      "disable-cascade-attn", "eplb-config", "num-redundant-experts", "enable-eplb",
+      "expert-placement-strategy", "long-prefill-token-threshold", "max-num-partial-prefills",
+      "max-long-partial-prefills", "disable-chunked-mm-input", "speculative-draft-tensor-parallel-size",
+      "ngram-prompt-lookup-max", "ngram-prompt-lookup-min", "spec-decoding-acceptance-method",
+      "enable-lora-bias", "max-prompt-adapters", "max-prompt-adapter-token", "enable-prompt-adapter",
+      "prompt-adapters", "qlora-adapter-name-or-path", "kv-sharing-fast-prefill"};
+  return kFlags;
+}
+
+// The flags apply_flag reads for memory: a near miss of one of these is a typo that changes the answer.
+const std::vector<std::string>& memory_flags() {
+  static const std::vector<std::string> kFlags = {
+      "model", "gpu-memory-utilization", "max-model-len", "max-num-seqs", "max-num-batched-tokens",
+      "block-size", "tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size",
+      "num-gpu-blocks-override", "num-speculative-tokens", "kv-cache-dtype", "dtype", "quantization",
+      "enforce-eager", "enable-prefix-caching", "enable-chunked-prefill", "cpu-offload-gb",
+      "kv-cache-memory-bytes", "limit-mm-per-prompt", "speculative-config", "speculative-model",
+      "hf-overrides"};
+  return kFlags;
+}
+
+// The memory flag `name` most likely misspells: within 1 edit for short names, 2 from 8
+// characters, 3 from 12 (--max-model-length, --gpu-memory-utilisation, --tensor-paralel-size).
+std::optional<std::string> near_memory_flag(const std::string& name) {
+  std::optional<std::string> best;
+  size_t best_distance = SIZE_MAX;
+  for (const std::string& flag : memory_flags()) {
+    const size_t length = std::min(flag.size(), name.size());
+    const size_t allowed = length >= 12 ? 3 : length >= 8 ? 2 : 1;
+    const size_t distance = edit_distance(name, flag);
+    if (distance <= allowed && distance < best_distance) {
+      best = flag;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
 std::string normalize_flag(std::string_view flag) {
   std::string name(flag);
   std::replace(name.begin(), name.end(), '_', '-');
@@ -262,8 +334,21 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
   } else if (unmodeled_flags().count(name)) {
     if (name == "enable-lora") config.enable_lora = bool_value();
     config.not_modeled.push_back(original);
-  } else {
+  } else if (no_memory_effect_flags().count(name) || boolean_flags().count(name)) {
     config.ignored.push_back(original);
+  } else if (auto meant = near_memory_flag(name)) {
+    // A typo of a flag that sizes memory would silently change the answer; vLLM itself refuses it.
+    if (config.launcher == "LLM(...)") {
+      std::string key = name, wanted = *meant;
+      std::replace(key.begin(), key.end(), '-', '_');
+      std::replace(wanted.begin(), wanted.end(), '-', '_');
+      return Error{fmt::format("{}: not a vLLM argument (did you mean {}?); LLM(...) would raise "
+                               "'TypeError: ... got an unexpected keyword argument '{}''", key, wanted, key)};
+    }
+    return Error{fmt::format("--{}: not a vLLM flag (did you mean --{}?); vLLM would exit with "
+                             "'unrecognized arguments'", name, *meant)};
+  } else {
+    config.unknown.push_back(original);
   }
   return Ok{};
 }
@@ -282,7 +367,7 @@ Status read_flags(const std::vector<std::string>& words, size_t start, bool mode
         config.model = word;
         continue;
       }
-      config.ignored.push_back(word);
+      config.unknown.push_back(word);
       continue;
     }
     std::string body = word.substr(word[1] == '-' ? 2 : 1);
@@ -363,7 +448,8 @@ Status read_llm_call(std::string_view text, ServeConfig& config) {
       if (name == "enforce-eager") config.enforce_eager = false;
       else if (name == "enable-prefix-caching") config.enable_prefix_caching = false;
       else if (name == "enable-chunked-prefill") config.enable_chunked_prefill = false;
-      else config.ignored.push_back(key + "=False");
+      else if (no_memory_effect_flags().count(name) || boolean_flags().count(name)) config.ignored.push_back(key + "=False");
+      else config.unknown.push_back(key + "=False");
       continue;
     }
     if (value == "None") continue;

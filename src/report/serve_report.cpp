@@ -52,8 +52,15 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
   if (!s.enforce_eager) {
     row("CUDA graphs", p.cuda_graphs, p.graphs_in_budget ? "" : " (captured after the KV cache, outside the budget)");
   }
-  out += fmt::format("  {:<18} {:>11}  = {} tokens of {} ({})\n", "KV cache", format_signed_bytes(p.available_kv_bytes),
-                     format_exact_count(p.capacity.tokens), format_bytes(p.kv.bytes_per_token), p.kv.formula);
+  if (p.blocks_overridden) {
+    out += fmt::format("  {:<18} {:>11}  = {} tokens of {} ({}); --num-gpu-blocks-override {} ({} available)\n",
+                       "KV cache", format_bytes(p.capacity.bytes), format_exact_count(p.capacity.tokens),
+                       format_bytes(p.kv.bytes_per_token), p.kv.formula, p.capacity.num_blocks,
+                       format_signed_bytes(p.available_kv_bytes));
+  } else {
+    out += fmt::format("  {:<18} {:>11}  = {} tokens of {} ({})\n", "KV cache", format_signed_bytes(p.available_kv_bytes),
+                       format_exact_count(p.capacity.tokens), format_bytes(p.kv.bytes_per_token), p.kv.formula);
+  }
   out += fmt::format("\n{}\n", st.bold("vLLM would log"));
   for (const auto& line : p.log_lines) out += fmt::format("  {}\n", line);
   out += "\n";
@@ -87,6 +94,11 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
     std::string list;
     for (const auto& f : r.ignored_flags) list += (list.empty() ? "" : ", ") + f;
     out += fmt::format("{}\n", st.dim(fmt::format("Ignored (no effect on GPU memory): {}", list)));
+  }
+  if (!r.unknown_flags.empty()) {
+    std::string list;
+    for (const auto& f : r.unknown_flags) list += (list.empty() ? "" : ", ") + f;
+    out += fmt::format("{}\n", st.dim(fmt::format("Unknown to oomdoc (not checked): {}", list)));
   }
   return out;
 }
@@ -147,6 +159,7 @@ Json serve_json(const ServeReport& r) {
                      {"tokens", p.capacity.tokens},
                      {"blocks_per_request", p.capacity.blocks_per_request},
                      {"bytes_per_request", p.capacity.bytes_per_request},
+                     {"allocated_bytes", p.capacity.bytes},
                      {"max_concurrency", p.capacity.max_concurrency},
                      {"binding_pipeline_stage", p.binding_stage}};
   doc["max_model_len_that_fits"] = p.max_model_len_that_fits;
@@ -169,6 +182,7 @@ Json serve_json(const ServeReport& r) {
   doc["assumptions"] = p.assumptions;
   doc["ignored_flags"] = r.ignored_flags;
   doc["not_modeled_flags"] = r.not_modeled_flags;
+  doc["unknown_flags"] = r.unknown_flags;
   return doc;
 }
 

@@ -32,7 +32,7 @@ ServePrediction predict(const ServeInputs& in) {
 
 TEST(VllmServe, V0AccountingWithLoggedFigures) {
   ServeInputs in = inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "20000",
-                           "--gpu-memory-utilization", "0.9"}, 24 * kGiB, "0.6.3");
+                           "--gpu-memory-utilization", "0.9"}, 24 * kGiB, "0.6.5");
   in.overrides.weights_bytes = 15 * kGiB;
   in.overrides.activation_bytes = 2 * kGiB;
   in.overrides.non_torch_bytes = kGiB / 2;
@@ -148,7 +148,7 @@ TEST(VllmServe, TooLongForOneRequestInVllmsWords) {
           << report->fixes[i - 1].flag << " before " << report->fixes[i].flag;
     }
   }
-  EXPECT_EQ(ids, (std::vector<std::string>{"vllm_max_model_len", "vllm_tensor_parallel", "vllm_tensor_parallel",
+  EXPECT_EQ(ids, (std::vector<std::string>{"vllm_max_model_len", "vllm_tensor_parallel", "vllm_pipeline_parallel",
                                            "vllm_cpu_offload", "bigger_gpu"}));
 
   // V0 says it differently.

@@ -1,0 +1,237 @@
+// QA's serve defects: KV caches sized outright, the block-count override, launches vLLM refuses,
+// the engine variable, log lines of each era and the fixes that undo the launch's own choices.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "analyses/fix_catalog.h"
+#include "analyses/vllm_serve.h"
+#include "core/units.h"
+#include "readers/model_resolver.h"
+#include "readers/vllm_args.h"
+
+namespace oomdoc {
+namespace {
+
+ServeInputs inputs(const std::vector<std::string>& command, uint64_t memory, const std::string& version = "") {
+  ServeInputs in;
+  auto config = parse_vllm_command_line(command);
+  EXPECT_TRUE(config.ok()) << config.error().message;
+  in.config = config.value();
+  auto model = resolve_model(in.config.model);
+  EXPECT_TRUE(model.ok()) << model.error().message;
+  in.model = model.value();
+  in.target = serve_target_memory(memory);
+  in.version = parse_vllm_version(version).value();
+  return in;
+}
+
+ServePrediction predict(const ServeInputs& in) {
+  auto p = predict_vllm_startup(in);
+  EXPECT_TRUE(p.ok()) << p.error().message;
+  return p.ok() ? p.value() : ServePrediction{};
+}
+
+std::string error_of(const ServeInputs& in) {
+  auto p = predict_vllm_startup(in);
+  return p.ok() ? std::string("(no error)") : p.error().message;
+}
+
+bool has(const std::vector<std::string>& lines, const std::string& line) {
+  return std::find(lines.begin(), lines.end(), line) != lines.end();
+}
+
+// Llama 3.1 8B, bf16: 2 x 32 layers x 8 KV heads x 128 x 2 B = 128 KiB per token, 2 MiB per block
+// of 16 tokens over all layers; weights 2 x 8,030,261,248 B = 14.9575 GiB.
+constexpr uint64_t kLlamaBlockBytes = 2 * kMiB;
+constexpr uint64_t kLlamaWeights = 2 * 8030261248ull;
+
+TEST(VllmServeChecks, KvCacheMemoryBytesLargerThanTheCardFailsToAllocate) {
+  ServeInputs in = inputs({"vllm", "serve", "llama-3.1-8b", "--kv-cache-memory-bytes", "17179869184",
+                           "--max-model-len", "8192"}, 24 * kGiB);
+  auto report = analyze_serve(in);
+  ASSERT_TRUE(report.ok());
+  const ServePrediction& p = report->prediction;
+  EXPECT_EQ(p.capacity.num_blocks, 8192u);                 // 16 GiB / 2 MiB
+  EXPECT_EQ(p.capacity.bytes, 16 * kGiB);
+  EXPECT_EQ(p.weights.bytes, kLlamaWeights);
+  ASSERT_TRUE(p.error);
+  EXPECT_FALSE(p.fits);
+  EXPECT_EQ(p.error->kind, "kv_cache_oom");
+  // 24 - 0.5 (context) - 14.9575 (weights) - 0.2930 (non-torch) = 8.2496 GiB left.
+  EXPECT_EQ(p.error->message,
+            "torch.OutOfMemoryError: CUDA out of memory while allocating the KV cache (16.00 GiB of KV tensors; "
+            "the 24.00 GiB GPU has 8.25 GiB left after the CUDA context, the weights and non-torch memory)");
+  // The first fix asks for what the card holds: 24 GiB - context - weights - non-torch - graphs - 0.25 GiB,
+  // in whole MiB; then dropping the flag.
+  ASSERT_GE(report->fixes.size(), 2u);
+  EXPECT_EQ(report->fixes[0].id, "vllm_kv_cache_size");
+  const uint64_t expected = (24 * kGiB - kGiB / 2 - kLlamaWeights - 300 * kMiB - kGiB / 4 - p.cuda_graphs.bytes) / kMiB * kMiB;
+  EXPECT_EQ(report->fixes[0].flag, fmt::format("--kv-cache-memory-bytes {}", expected));
+  EXPECT_EQ(report->fixes[0].kv_tokens, expected / kLlamaBlockBytes * 16);
+  EXPECT_EQ(report->fixes[1].flag, "drop --kv-cache-memory-bytes");
+  EXPECT_TRUE(report->fixes[1].fits);
+}
+
+TEST(VllmServeChecks, GraphCaptureAfterAnOutrightKvCacheUsesWhatIsReallyInUse) {
+  // v0.20: graphs are captured after the KV cache. 7 GiB of KV leaves 24 - 0.5 - 14.96 - 0.29 - 7 =
+  // 1.25 GiB for 2 GiB of graphs: the capture fails, though the budget (0.9 x 24) would say otherwise.
+  ServeInputs in = inputs({"vllm", "serve", "llama-3.1-8b", "--kv-cache-memory-bytes", "7G",
+                           "--max-model-len", "8192"}, 24 * kGiB, "0.20.1");
+  in.overrides.cuda_graph_bytes = 2 * kGiB;
+  ServePrediction p = predict(in);
+  ASSERT_TRUE(p.error);
+  EXPECT_EQ(p.error->kind, "graph_capture_oom");
+  EXPECT_EQ(p.error->message,
+            "torch.OutOfMemoryError: CUDA out of memory while capturing CUDA graphs (the KV cache already holds "
+            "7.00 GiB; 2.00 GiB of graphs need more than the 1.25 GiB left)");
+  // 5 GiB of KV leaves 3.25 GiB: it fits.
+  in.config.kv_cache_memory_bytes = 5 * kGiB;
+  EXPECT_TRUE(predict(in).fits);
+}
+
+TEST(VllmServeChecks, NumGpuBlocksOverrideSizesTokensConcurrencyAndBytes) {
+  ServeInputs in = inputs({"vllm", "serve", "llama-3.1-8b", "--num-gpu-blocks-override", "1000",
+                           "--max-model-len", "8192"}, 24 * kGiB);
+  ServePrediction p = predict(in);
+  EXPECT_EQ(p.capacity.num_blocks, 1000u);
+  EXPECT_EQ(p.capacity.tokens, 16000u);
+  EXPECT_EQ(p.capacity.blocks_per_request, 512u);
+  EXPECT_DOUBLE_EQ(p.capacity.max_concurrency, 1000.0 / 512.0);
+  EXPECT_EQ(p.capacity.bytes, 1000 * kLlamaBlockBytes);
+  EXPECT_TRUE(p.fits);
+  EXPECT_EQ(p.max_model_len_that_fits, 16000u);   // every block for one request
+  EXPECT_TRUE(has(p.log_lines, fmt::format("Overriding num_gpu_blocks={} with num_gpu_blocks_override=1000",
+                                           p.blocks_from_memory)))
+      << p.log_lines.size();
+  EXPECT_TRUE(has(p.log_lines, "GPU KV cache size: 16,000 tokens"));
+  EXPECT_TRUE(has(p.log_lines, "Maximum concurrency for 8,192 tokens per request: 1.95x"));
+  // 10,000 blocks are 19.53 GiB: more than the card holds next to the weights.
+  in.config.num_gpu_blocks_override = 10000;
+  ServePrediction big = predict(in);
+  ASSERT_TRUE(big.error);
+  EXPECT_EQ(big.error->kind, "kv_cache_oom");
+  EXPECT_EQ(big.capacity.bytes, 10000 * kLlamaBlockBytes);
+  auto report = analyze_serve(in);
+  ASSERT_TRUE(report.ok());
+  ASSERT_GE(report->fixes.size(), 2u);
+  // 24 GiB - context - weights - non-torch - graphs - 0.25 GiB, in blocks of 2 MiB.
+  const uint64_t blocks = (24 * kGiB - kGiB / 2 - kLlamaWeights - 300 * kMiB - kGiB / 4 - big.cuda_graphs.bytes) /
+                          kLlamaBlockBytes;
+  EXPECT_EQ(report->fixes[0].flag, fmt::format("--num-gpu-blocks-override {}", blocks));
+  EXPECT_EQ(report->fixes[0].kv_tokens, blocks * 16);
+  EXPECT_EQ(report->fixes[1].flag, "drop --num-gpu-blocks-override");
+}
+
+TEST(VllmServeChecks, LaunchesVllmRefuses) {
+  EXPECT_EQ(error_of(inputs({"vllm", "serve", "llama-3.1-8b", "--no-enable-chunked-prefill", "--max-num-batched-tokens",
+                             "1024", "--max-model-len", "8192"}, 80 * kGiB, "0.6.0")),
+            "--max-num-batched-tokens 1024 with --max-model-len 8192 and chunked prefill off: vLLM refuses it: "
+            "\"max_num_batched_tokens (1024) is smaller than max_model_len (8192). This effectively limits the "
+            "maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please "
+            "increase max_num_batched_tokens or decrease max_model_len.\"");
+  // V0 before v0.5.4 never chunks by itself: the same launch without the flag is refused too.
+  EXPECT_NE(error_of(inputs({"vllm", "serve", "llama-3.1-8b", "--max-num-batched-tokens", "1024", "--max-model-len",
+                             "8192"}, 80 * kGiB, "0.4.0")).find("is smaller than max_model_len (8192)"),
+            std::string::npos);
+  // With chunked prefill (V1 always) a small token budget is fine.
+  EXPECT_TRUE(predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-num-batched-tokens", "1024", "--max-model-len",
+                              "8192"}, 80 * kGiB)).fits);
+  EXPECT_EQ(error_of(inputs({"vllm", "serve", "llama-3.1-8b", "--block-size", "7"}, 80 * kGiB)),
+            "--block-size 7: current vLLM refuses it: \"argument --block-size: invalid choice: 7 (choose from "
+            "1, 8, 16, 32, 64, 128, 256)\"");
+  EXPECT_EQ(error_of(inputs({"vllm", "serve", "llama-3.1-8b", "--block-size", "64"}, 80 * kGiB, "0.4.0")),
+            "--block-size 64: vLLM 0.4.0 refuses it: \"argument --block-size: invalid choice: 64 (choose from "
+            "8, 16, 32)\"");
+  EXPECT_TRUE(predict(inputs({"vllm", "serve", "llama-3.1-8b", "--block-size", "32", "--max-model-len", "8192"},
+                             80 * kGiB, "0.4.0")).fits);
+}
+
+TEST(VllmServeChecks, VllmUseV1ZeroIsIgnoredOnceV0IsGone) {
+  ServeInputs in = inputs({"VLLM_USE_V1=0", "vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192"}, 80 * kGiB);
+  ServePrediction current = predict(in);
+  EXPECT_TRUE(current.behavior.v1_engine);
+  EXPECT_TRUE(has(current.warnings,
+                  "VLLM_USE_V1=0 is ignored: vLLM removed the V0 engine in v0.11.0, so a current vLLM runs V1; "
+                  "give --vllm-version 0.10.2 (the last release with V0) to size a V0 launch"));
+  in.version = parse_vllm_version("0.10.2").value();
+  ServePrediction last_v0 = predict(in);
+  EXPECT_FALSE(last_v0.behavior.v1_engine);
+  EXPECT_TRUE(last_v0.warnings.empty());
+  EXPECT_TRUE(has(last_v0.assumptions, "VLLM_USE_V1=0 selects the V0 engine"));
+}
+
+TEST(VllmServeChecks, LogLinesAreThoseOfTheVersionsEra) {
+  auto lines = [](const std::string& version) {
+    ServeInputs in = inputs({"vllm", "serve", "llama-2-7b", "--max-model-len", "4096"}, 80 * kGiB, version);
+    in.overrides.weights_bytes = 12 * kGiB;
+    in.overrides.activation_bytes = kGiB;
+    in.overrides.non_torch_bytes = kGiB / 2;
+    return predict(in).log_lines;
+  };
+  // Llama 2 7B: 2 x 32 x 32 heads x 128 x 2 B = 512 KiB per token, 8 MiB per block; 80 x 0.9 = 72 GiB
+  // budget - 13.5 GiB = 58.5 GiB = 7488 blocks; 4 GiB of swap = 512 CPU blocks.
+  EXPECT_EQ(lines("0.2.0"), (std::vector<std::string>{"# GPU blocks: 7488, # CPU blocks: 512"}));
+  EXPECT_EQ(lines("0.4.0"), (std::vector<std::string>{"Loading model weights took 12.0000 GB",
+                                                      "# GPU blocks: 7488, # CPU blocks: 512"}));
+  EXPECT_EQ(lines("0.6.4"), (std::vector<std::string>{"Loading model weights took 12.0000 GB",
+                                                      "# GPU blocks: 7488, # CPU blocks: 512",
+                                                      "Maximum concurrency for 4096 tokens per request: 29.25x"}));
+  const auto v065 = lines("0.6.5");
+  ASSERT_EQ(v065.size(), 5u);
+  EXPECT_EQ(v065[1], "the current vLLM instance can use total_gpu_memory (80.00GiB) x gpu_memory_utilization "
+                     "(0.90) = 72.00GiB");
+  // V1 forced on before v0.8: the early V1 lines.
+  ServeInputs early = inputs({"VLLM_USE_V1=1", "vllm", "serve", "llama-2-7b", "--max-model-len", "4096"}, 80 * kGiB,
+                             "0.7.3");
+  early.overrides.weights_bytes = 12 * kGiB;
+  const auto v1_early = predict(early).log_lines;
+  ASSERT_EQ(v1_early.size(), 3u);
+  EXPECT_EQ(v1_early[0], "Loading model weights took 12.0000 GB");
+  EXPECT_EQ(v1_early[1].rfind("# GPU blocks: ", 0), 0u);
+}
+
+TEST(VllmServeChecks, FixesUndoTheLaunchsOwnChoicesFirst) {
+  // A lowered --gpu-memory-utilization: back to the default comes first.
+  ServeInputs low = inputs({"vllm", "serve", "llama-3.1-8b", "--gpu-memory-utilization", "0.7", "--max-model-len",
+                            "8192"}, 24 * kGiB);
+  auto report = analyze_serve(low);
+  ASSERT_TRUE(report.ok());
+  ASSERT_FALSE(report->prediction.fits);
+  ASSERT_FALSE(report->fixes.empty());
+  EXPECT_EQ(report->fixes[0].id, "vllm_restore_gpu_memory_utilization");
+  EXPECT_EQ(report->fixes[0].flag.rfind("--gpu-memory-utilization 0.", 0), 0u);
+  EXPECT_NE(report->fixes[0].cost.find("only when nothing else shares this GPU"), std::string::npos);
+  for (size_t i = 1; i < report->fixes.size(); ++i) {
+    EXPECT_NE(report->fixes[i].id, "vllm_gpu_memory_utilization") << report->fixes[i].flag;
+  }
+  // --dtype float32 doubles the weights: dropping it comes before more GPUs.
+  ServeInputs fp32 = inputs({"vllm", "serve", "llama-3.1-8b", "--dtype", "float32", "--max-model-len", "8192"},
+                            24 * kGiB);
+  auto wide = analyze_serve(fp32);
+  ASSERT_TRUE(wide.ok());
+  EXPECT_EQ(wide->prediction.weights.bytes, 2 * kLlamaWeights);
+  ASSERT_FALSE(wide->fixes.empty());
+  EXPECT_EQ(wide->fixes[0].id, "vllm_dtype");
+  EXPECT_EQ(wide->fixes[0].flag, "--dtype bfloat16 (instead of float32)");
+  EXPECT_TRUE(wide->fixes[0].fits);
+}
+
+TEST(VllmServeChecks, PipelineParallelHasItsOwnFixId) {
+  ServeInputs in = inputs({"vllm", "serve", "llama-3.1-8b"}, 24 * kGiB);
+  auto report = analyze_serve(in);
+  ASSERT_TRUE(report.ok());
+  bool tensor = false, pipeline = false;
+  for (const auto& fix : report->fixes) {
+    if (fix.flag.rfind("--tensor-parallel-size", 0) == 0) tensor = fix.id == "vllm_tensor_parallel";
+    if (fix.flag.rfind("--pipeline-parallel-size", 0) == 0) pipeline = fix.id == "vllm_pipeline_parallel";
+  }
+  EXPECT_TRUE(tensor);
+  EXPECT_TRUE(pipeline);
+  EXPECT_EQ(fix_info("vllm_pipeline_parallel").snippet.find("--pipeline-parallel-size"), 0u);
+  EXPECT_EQ(fix_info("vllm_tensor_parallel").snippet.find("pipeline"), std::string_view::npos);
+}
+
+}  // namespace
+}  // namespace oomdoc

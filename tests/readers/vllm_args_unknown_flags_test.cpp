@@ -1,0 +1,48 @@
+// Flags oomdoc knows to leave memory alone, flags it does not know, and typos of memory flags.
+#include <gtest/gtest.h>
+
+#include "readers/vllm_args.h"
+
+namespace oomdoc {
+namespace {
+
+std::string error_of(const std::vector<std::string>& words) {
+  auto config = parse_vllm_command_line(words);
+  return config.ok() ? std::string("(parsed)") : config.error().message;
+}
+
+TEST(VllmArgsUnknownFlags, ATypoOfAMemoryFlagIsAnError) {
+  EXPECT_EQ(error_of({"vllm", "serve", "m", "--max-model-length", "8192"}),
+            "--max-model-length: not a vLLM flag (did you mean --max-model-len?); vLLM would exit with "
+            "'unrecognized arguments'");
+  EXPECT_EQ(error_of({"vllm", "serve", "m", "--gpu-memory-utilisation", "0.5"}),
+            "--gpu-memory-utilisation: not a vLLM flag (did you mean --gpu-memory-utilization?); vLLM would exit "
+            "with 'unrecognized arguments'");
+  EXPECT_EQ(error_of({"vllm", "serve", "m", "--tensor-paralel-size", "2"}),
+            "--tensor-paralel-size: not a vLLM flag (did you mean --tensor-parallel-size?); vLLM would exit with "
+            "'unrecognized arguments'");
+  EXPECT_EQ(error_of({"vllm", "serve", "m", "--max_num_seq=8"}),
+            "--max-num-seq: not a vLLM flag (did you mean --max-num-seqs?); vLLM would exit with "
+            "'unrecognized arguments'");
+  EXPECT_EQ(error_of({"LLM(model=\"m\", max_model_length=8192)"}),
+            "max_model_length: not a vLLM argument (did you mean max_model_len?); LLM(...) would raise "
+            "'TypeError: ... got an unexpected keyword argument 'max_model_length''");
+}
+
+TEST(VllmArgsUnknownFlags, KnownFlagsWithoutMemoryEffectAreIgnoredOthersAreUnknown) {
+  auto config = parse_vllm_command_line({"vllm", "serve", "m", "--host", "0.0.0.0", "--port", "8000",
+                                         "--served-model-name", "chat", "--api-key", "k", "--trust-remote-code",
+                                         "--download-dir", "/d", "--tokenizer", "t", "--my-custom-flag", "x",
+                                         "--enable-foo", "stray"});
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->ignored, (std::vector<std::string>{"--host 0.0.0.0", "--port 8000", "--served-model-name chat",
+                                                       "--api-key k", "--trust-remote-code", "--download-dir /d",
+                                                       "--tokenizer t"}));
+  EXPECT_EQ(config->unknown, (std::vector<std::string>{"--my-custom-flag x", "--enable-foo stray"}));
+  auto stray = parse_vllm_command_line({"vllm", "serve", "m", "--enforce-eager", "extra"});
+  ASSERT_TRUE(stray.ok());
+  EXPECT_EQ(stray->unknown, (std::vector<std::string>{"extra"}));
+}
+
+}  // namespace
+}  // namespace oomdoc
