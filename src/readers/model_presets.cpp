@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <tuple>
 
 #include "core/embedded.h"
 #include "core/text.h"
@@ -168,17 +170,64 @@ std::optional<Result<ModelSpec>> find_preset(const std::string& name) {
   return spec;
 }
 
+namespace {
+
+// "llama3-70b" -> llama, 3, 70b: words, split also where letters turn into a version number.
+std::vector<std::string> name_tokens(const std::string& key) {
+  std::vector<std::string> out;
+  std::string cur;
+  auto flush = [&] {
+    if (!cur.empty()) out.push_back(cur);
+    cur.clear();
+  };
+  for (char c : key) {
+    if (c == '-' || c == '_' || c == ' ' || c == '/') {
+      flush();
+      continue;
+    }
+    const bool digit = c >= '0' && c <= '9';
+    if (digit && !cur.empty() && std::isalpha(static_cast<unsigned char>(cur.back()))) flush();
+    cur += c;
+  }
+  flush();
+  return out;
+}
+
+// How many of the query's words a preset name has ("3" matches a "3.1" version).
+size_t shared_tokens(const std::vector<std::string>& query, const std::string& candidate_key) {
+  const auto candidate = name_tokens(candidate_key);
+  size_t n = 0;
+  for (const auto& t : query) {
+    for (const auto& c : candidate) {
+      if (c == t || (c.size() > t.size() && c.compare(0, t.size(), t) == 0 && c[t.size()] == '.')) {
+        ++n;
+        break;
+      }
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
 std::vector<std::string> closest_presets(const std::string& name, size_t limit) {
-  std::vector<std::pair<size_t, std::string>> scored;
+  // Most shared words first (family, version, size: "llama-3-70b" -> Llama-3.1-70B before
+  // Llama-2-70b), then the smallest edit distance.
+  std::vector<std::tuple<size_t, size_t, std::string>> scored;
   const std::string key = variant_key(name);
+  const auto query = name_tokens(key);
   for (const auto& p : preset_index()) {
-    size_t best = edit_distance(key, variant_key(p.id));
-    for (const auto& a : p.aliases) best = std::min(best, edit_distance(key, variant_key(a)));
-    scored.emplace_back(best, p.id);
+    size_t distance = edit_distance(key, variant_key(p.id));
+    size_t shared = shared_tokens(query, variant_key(p.id));
+    for (const auto& a : p.aliases) {
+      distance = std::min(distance, edit_distance(key, variant_key(a)));
+      shared = std::max(shared, shared_tokens(query, variant_key(a)));
+    }
+    scored.emplace_back(query.size() - std::min(shared, query.size()), distance, p.id);
   }
   std::sort(scored.begin(), scored.end());
   std::vector<std::string> out;
-  for (size_t i = 0; i < scored.size() && i < limit; ++i) out.push_back(scored[i].second);
+  for (size_t i = 0; i < scored.size() && i < limit; ++i) out.push_back(std::get<2>(scored[i]));
   return out;
 }
 

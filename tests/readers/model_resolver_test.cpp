@@ -1,3 +1,4 @@
+#include "readers/model_presets.h"
 #include "readers/model_resolver.h"
 
 #include <gtest/gtest.h>
@@ -66,6 +67,14 @@ TEST_F(ResolverTest, PresetsByIdCaseInsensitiveAliasAndVariant) {
 TEST_F(ResolverTest, NamesWithSpacesFindTheirPreset) {
   EXPECT_EQ(resolve_model("mistral 7b")->id, "mistralai/Mistral-7B-v0.1");
   EXPECT_EQ(resolve_model("Llama 3.1 8B")->id, "meta-llama/Llama-3.1-8B");
+}
+
+// Suggestions share the family, version and size words first: Llama-3 70B before Llama-2 70B.
+TEST_F(ResolverTest, SuggestionsShareFamilyVersionAndSize) {
+  EXPECT_EQ(closest_presets("llama-3-70b", 3),
+            (std::vector<std::string>{"meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.3-70B-Instruct",
+                                      "meta-llama/Llama-2-70b-hf"}));
+  EXPECT_EQ(closest_presets("llama3-70b", 1), std::vector<std::string>{"meta-llama/Llama-3.1-70B"});
 }
 
 TEST_F(ResolverTest, QuantizedVariantsKeepTheirQuantization) {
