@@ -30,10 +30,10 @@ GrowthReport analyze_growth(const Snapshot& snapshot, int device, StackLabeler& 
   std::vector<int64_t> profiler_starts, optimizer_ends;
   for (const SnapshotAnnotation& a : snapshot.annotations) {
     if (a.device != device || !a.time_us) continue;
-    const std::string& name = snapshot.str(a.name);
-    const std::string& stage = snapshot.str(a.stage);
-    if (stage == "START" && name.rfind("ProfilerStep#", 0) == 0) profiler_starts.push_back(*a.time_us);
-    if (stage == "END" && name.rfind("Optimizer.step#", 0) == 0) optimizer_ends.push_back(*a.time_us);
+    const std::string_view name = snapshot.str(a.name);
+    const std::string_view stage = snapshot.str(a.stage);
+    if (stage == "START" && name.starts_with("ProfilerStep#")) profiler_starts.push_back(*a.time_us);
+    if (stage == "END" && name.starts_with("Optimizer.step#")) optimizer_ends.push_back(*a.time_us);
   }
   const bool timed = trace.front().has_time;
   std::vector<int64_t> boundaries;
