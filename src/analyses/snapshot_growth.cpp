@@ -5,9 +5,9 @@
 // annotations (both need time_us). Without them there is no leak claim: a trace of one forward pass
 // or one training step ends with activations saved for backward, gradients and optimizer state
 // live, which is what that code is meant to keep, and equal slices of such a trace would make every
-// layer look like an "iteration". A stack is a candidate when at least three *completed* steps left
-// allocations behind: what was allocated before the first step (the model, the optimizer's setup)
-// or during the last one (the step the dump interrupted) is not growth.
+// layer look like an "iteration". A stack is a candidate when at least three steps left allocations
+// behind (so at least two completed ones, whatever the step the dump interrupted still holds);
+// what was allocated before the first step (the model, the optimizer's setup) is not growth.
 #include <algorithm>
 #include <unordered_map>
 
@@ -53,8 +53,7 @@ GrowthReport analyze_growth(const Snapshot& snapshot, int device, StackLabeler& 
   // first step and the last region is the step in progress; with optimizer-step ends region 0 is
   // the first step (and what came before it), the last one again the step in progress.
   const bool by_profiler = report.iteration_source == "ProfilerStep annotations";
-  const uint64_t first_completed = by_profiler ? 1 : 0;
-  const uint64_t last_completed = boundaries.size() - 1;
+  const uint64_t first_step = by_profiler ? 1 : 0;
   auto iteration_of = [&](uint64_t index) -> uint64_t {
     auto it = std::upper_bound(boundaries.begin(), boundaries.end(), trace[index].time_us);
     return static_cast<uint64_t>(it - boundaries.begin());
@@ -85,7 +84,7 @@ GrowthReport analyze_growth(const Snapshot& snapshot, int device, StackLabeler& 
     a.c.first_event = std::min(a.c.first_event, v.event_index);
     a.c.last_event = std::max(a.c.last_event, v.event_index);
     const uint64_t it = iteration_of(v.event_index);
-    if (it >= first_completed && it <= last_completed) a.iterations.push_back(it);
+    if (it >= first_step) a.iterations.push_back(it);
   });
   for (auto& [key, a] : groups) {
     std::sort(a.iterations.begin(), a.iterations.end());

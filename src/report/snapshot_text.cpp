@@ -92,7 +92,7 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style) {
     if (!d.growth.leaks.empty()) {
       out += fmt::format("\n  {} (steps from {}):\n", style.yellow("possible leaks"), d.growth.iteration_source);
       for (const LeakCandidate& l : d.growth.leaks) {
-        out += fmt::format("    {:>11}  {:>6}x  left by {} completed steps  {}\n", format_bytes(l.bytes), l.count,
+        out += fmt::format("    {:>11}  {:>6}x  left by {} steps  {}\n", format_bytes(l.bytes), l.count,
                            l.iterations, l.stack_key);
       }
     } else if (d.growth.iteration_source.empty() && t.events > 0) {

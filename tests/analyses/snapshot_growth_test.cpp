@@ -40,13 +40,30 @@ TEST(AnalyzeGrowth, FindsAllocationsLeftBehindByCompletedProfilerSteps) {
   EXPECT_EQ(g.iterations, 10u);
   ASSERT_EQ(g.leaks.size(), 1u);
   EXPECT_EQ(g.leaks[0].stack_key, "p/train.py:40 log_metrics");
-  // Every allocation still live counts; the steps are the nine completed ones (the tenth was in
-  // progress at the dump).
   EXPECT_EQ(g.leaks[0].bytes, 640u);
   EXPECT_EQ(g.leaks[0].count, 10u);
-  EXPECT_EQ(g.leaks[0].iterations, 9u);
+  EXPECT_EQ(g.leaks[0].iterations, 10u);
   EXPECT_EQ(g.leaks[0].first_event, 2u);
   EXPECT_EQ(g.leaks[0].last_event, 29u);
+}
+
+// What the step the dump interrupted still holds (its activations) is not growth on its own: a
+// stack needs leftovers from at least two completed steps.
+TEST(AnalyzeGrowth, TheInterruptedStepAloneIsNotGrowth) {
+  SnapshotBuilder b;
+  StackId act = b.stack({{"/p/model.py", 5, "forward"}});
+  StackId leak = b.stack({{"/p/train.py", 40, "log_metrics"}});
+  for (int step = 0; step < 3; ++step) {
+    annotate(b, "ProfilerStep#" + std::to_string(step), "START", 100 * step);
+    timed(b, 0x1000 * (step + 1), 8, leak, 100 * step + 50);
+  }
+  for (int layer = 0; layer < 4; ++layer) timed(b, 0x100000 * (layer + 1), 64, act, 260 + layer);
+  StackLabeler labeler(b.snapshot(), 1);
+  GrowthReport g = analyze_growth(b.snapshot(), 0, labeler, {});
+  EXPECT_EQ(g.iterations, 3u);
+  ASSERT_EQ(g.leaks.size(), 1u);  // the activations of the last step are not a candidate
+  EXPECT_EQ(g.leaks[0].stack_key, "p/train.py:40 log_metrics");
+  EXPECT_EQ(g.leaks[0].iterations, 3u);
 }
 
 TEST(AnalyzeGrowth, NoLeakClaimedWithoutRealSteps) {

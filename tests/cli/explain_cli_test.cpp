@@ -115,7 +115,7 @@ TEST(ExplainCli, AnUnreadableInputDoesNotHideTheOthers) {
   auto r = run_cli({"explain", good, "/nonexistent/missing.log"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "oomdoc: /nonexistent/missing.log: no such file\n");
-  EXPECT_NE(r.out.find(good + ":2  PyTorch out of memory on device 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(good + ":2  PyTorch out of memory on GPU 0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Partial result: 1 of 2 inputs could not be read (/nonexistent/missing.log)."), std::string::npos)
       << r.out;
 
@@ -142,7 +142,7 @@ TEST(ExplainCli, AnUnreadableInputDoesNotHideTheOthers) {
 TEST(ExplainCli, RetryLoopPrintsOneEventWithItsCountAndLines) {
   auto r = run_cli({"explain", std::string(OOMDOC_SOURCE_DIR) + "/tests/fixtures/explain/retry_loop.log"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("retry_loop.log:2  PyTorch out of memory on device 0\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("retry_loop.log:2  PyTorch out of memory on GPU 0\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  (printed 6 times, lines 2-12)\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("retry_loop.log:14  "), std::string::npos);
   EXPECT_NE(r.out.find("retry_loop.log:16  "), std::string::npos);
