@@ -235,7 +235,15 @@ struct LogScanner::State {
   // The earlier event that `event` repeats word for word (same rank, nothing different since).
   OomEvent* find_repeat(const OomEvent& event);
   std::optional<Traceback> traceback_above(size_t start, std::optional<int64_t> rank, std::vector<std::string>& json_above);
-  void add_event(OomEvent event);
+  // Returns the event that now stands for `event` when it was added or counted as a repeat
+  // (nullptr when it joined another report or the list is full).
+  OomEvent* add_event(OomEvent event);
+  // The last event's one-line message (cleaned) and rank: a candidate line equal to it is counted
+  // as a repeat without matching it again (a retry loop's thousands of prints).
+  static constexpr size_t kNoQuickRepeat = SIZE_MAX;
+  size_t quick_repeat_index = kNoQuickRepeat;
+  std::string quick_repeat_text;
+  std::optional<int64_t> quick_repeat_rank;
   void add_reading(const std::string& line, uint64_t line_number, std::optional<int64_t> rank);
   void add_notice(const std::string& line, uint64_t line_number, std::optional<int64_t> rank);
   // A candidate line that is not an error message: a memory figure or a notice.
@@ -256,15 +264,16 @@ OomEvent* LogScanner::State::find_repeat(const OomEvent& event) {
   return nullptr;
 }
 
-void LogScanner::State::add_event(OomEvent event) {
+OomEvent* LogScanner::State::add_event(OomEvent event) {
   auto& events = result.events;
+  quick_repeat_index = kNoQuickRepeat;
   // The same failure reported again is not a new event: a retry loop printing one OOM thousands
   // of times is one event with a count and a line range (find_repeat, before the traceback is
   // read), and a second layer's report of it joins the first.
   if (OomEvent* same = find_repeat(event)) {
     ++same->repeats;
     same->last_repeat_line = event.line;
-    return;
+    return same;
   }
   OomEvent* previous = nullptr;
   for (auto it = events.rbegin(); it != events.rend() && it - events.rbegin() < static_cast<long>(kRecentEvents); ++it) {
@@ -281,7 +290,7 @@ void LogScanner::State::add_event(OomEvent event) {
       if (!event.device) event.device = bfc.device;
       event.set_field("allocator_warning_line", static_cast<int64_t>(bfc.line));
       *previous = std::move(event);
-      return;
+      return nullptr;
     }
     // vLLM's startup accounting prints one figure per line: one startup's lines are one report,
     // and an error that no KV cache fits ("No available memory for the cache blocks") after
@@ -292,7 +301,7 @@ void LogScanner::State::add_event(OomEvent event) {
         previous->is_error = previous->is_error || event.is_error;
         previous->end_line = std::max(previous->end_line, event.end_line);
         if (previous->message.size() < 4096) previous->message += "\n" + event.message;
-        return;
+        return nullptr;
       }
     }
     if (previous->format == "vllm_memory_info" && previous->is_error &&
@@ -302,14 +311,15 @@ void LogScanner::State::add_event(OomEvent event) {
       previous->set_field("error_line", static_cast<int64_t>(event.line));
       previous->set_field("error_message", event.message);
       previous->end_line = std::max(previous->end_line, event.end_line);
-      return;
+      return nullptr;
     }
   }
   if (events.size() >= options.max_events) {
     result.events_truncated = true;
-    return;
+    return nullptr;
   }
   events.push_back(std::move(event));
+  return &events.back();
 }
 
 void LogScanner::State::add_reading(const std::string& line, uint64_t line_number, std::optional<int64_t> rank) {
@@ -375,6 +385,14 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     const bool maybe_json = raw.find('{') != std::string_view::npos;
     if (!maybe_json) {
       CleanLine c = clean_line(raw);
+      if (quick_repeat_index != kNoQuickRepeat && c.rank == quick_repeat_rank && c.text == quick_repeat_text) {
+        OomEvent& same = result.events[quick_repeat_index];
+        ++same.repeats;
+        same.last_repeat_line = line_at(ls);
+        consumed_until = base + end;
+        *resume = end;
+        return true;
+      }
       if (!any_format_triggered(c.text)) {
         add_context_line(c.text, line_at(ls), c.rank);
         *resume = end;
@@ -421,7 +439,9 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   std::string_view first_raw(buf.data() + first.start, first.end - first.start);
   size_t physical_lines_used = 0;
   std::vector<std::string> json_above;  // decoded lines before the keyword (a traceback)
+  bool from_json = false;
   if (auto decoded = decode_json_line(first_raw)) {
+    from_json = true;
     // A JSON-lines record: its strings form the window, all on this one physical line, starting
     // at the string line that holds the keyword.
     size_t start = decoded->size();
@@ -492,7 +512,16 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     }
     consumed_until = base + last.end;
     *resume = last.end;
-    add_event(std::move(event));
+    const bool one_line = !from_json && used == 1;
+    std::string first_text = one_line ? lines[0] : std::string();
+    OomEvent* kept = add_event(std::move(event));
+    // From the third print on (the second may bring the traceback the first lacked), a line equal
+    // to this one is counted before any matching.
+    if (kept != nullptr && one_line && kept->repeats >= 2) {
+      quick_repeat_index = static_cast<size_t>(kept - result.events.data());
+      quick_repeat_text = std::move(first_text);
+      quick_repeat_rank = rank;
+    }
     return true;
   }
   add_context_line(lines[0], line_numbers[0], rank);
