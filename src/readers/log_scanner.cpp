@@ -24,7 +24,8 @@ constexpr size_t kLineLead = 2 << 10;      // ... keeping this much before it (a
 constexpr size_t kBackContext = 32 << 10;  // traceback above an event
 constexpr size_t kCompactAt = 512u << 10;  // buffered bytes before old text is dropped (stays in L2)
 constexpr size_t kRecentEvents = 16;       // events looked back at for a repeat (ranks interleave)
-constexpr size_t kJoinLines = 50;          // a second report of one failure follows within these lines
+constexpr size_t kJoinLines = 200;         // a second report of one failure follows within these lines
+                                           // (after a traceback: JAX's and vLLM's run to dozens of lines)
 constexpr size_t kBlockGapLines = 8;       // vLLM's accounting lines of one startup are this close
 
 bool is_break(char c) { return c == '\n' || c == '\r'; }
@@ -142,24 +143,27 @@ bool xla_error_after_bfc_warning(const OomEvent& bfc, const OomEvent& xla) {
   return diff <= q->tolerance_bytes;
 }
 
-// Adds `from`'s figures that `into` lacks; false when they disagree on one (another startup).
-bool merge_figures(OomEvent& into, const OomEvent& from, bool dry_run) {
-  for (const auto& [name, q] : from.quantities) {
-    const Quantity* have = into.quantity(name);
+// True when no figure both events carry differs (two lines of one startup's accounting).
+bool figures_agree(const OomEvent& a, const OomEvent& b) {
+  for (const auto& [name, q] : b.quantities) {
+    const Quantity* have = a.quantity(name);
     if (have != nullptr && have->bytes != q.bytes) return false;
   }
-  for (const auto& [name, v] : from.fields) {
-    const FieldValue* have = into.field(name);
+  for (const auto& [name, v] : b.fields) {
+    const FieldValue* have = a.field(name);
     if (have != nullptr && !(*have == v)) return false;
   }
-  if (dry_run) return true;
+  return true;
+}
+
+// Adds `from`'s figures that `into` lacks (`into` keeps its own where both have one).
+void add_missing_figures(OomEvent& into, const OomEvent& from) {
   for (const auto& [name, q] : from.quantities) {
     if (into.quantity(name) == nullptr) into.set_quantity(name, q);
   }
   for (const auto& [name, v] : from.fields) {
     if (into.field(name) == nullptr) into.set_field(name, v);
   }
-  return true;
 }
 
 std::string join_lines(const std::vector<std::string>& lines, size_t count) {
@@ -286,7 +290,7 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
     if (xla_error_after_bfc_warning(*previous, event)) {
       // XLA's error carries the program's buffers and the traceback: it stands for both.
       OomEvent bfc = std::move(*previous);
-      merge_figures(event, bfc, /*dry_run=*/false);
+      add_missing_figures(event, bfc);
       if (!event.device) event.device = bfc.device;
       event.set_field("allocator_warning_line", static_cast<int64_t>(bfc.line));
       *previous = std::move(event);
@@ -296,8 +300,8 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
     // and an error that no KV cache fits ("No available memory for the cache blocks") after
     // accounting that already showed it is the same failure.
     if (previous->format == "vllm_memory_info" && event.line <= previous->end_line + kBlockGapLines) {
-      if (event.format == "vllm_memory_info" && merge_figures(*previous, event, /*dry_run=*/true)) {
-        merge_figures(*previous, event, /*dry_run=*/false);
+      if (event.format == "vllm_memory_info" && figures_agree(*previous, event)) {
+        add_missing_figures(*previous, event);
         previous->is_error = previous->is_error || event.is_error;
         previous->end_line = std::max(previous->end_line, event.end_line);
         if (previous->message.size() < 4096) previous->message += "\n" + event.message;
@@ -307,7 +311,7 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
     if (previous->format == "vllm_memory_info" && previous->is_error &&
         (event.format == "vllm_no_cache_blocks" || event.format == "vllm_kv_needed_gt_available" ||
          event.format == "vllm_max_seq_len_gt_kv_tokens")) {
-      merge_figures(*previous, event, /*dry_run=*/false);
+      add_missing_figures(*previous, event);
       previous->set_field("error_line", static_cast<int64_t>(event.line));
       previous->set_field("error_message", event.message);
       previous->end_line = std::max(previous->end_line, event.end_line);

@@ -250,14 +250,14 @@ TEST(Diagnose, VllmNegativeKvCacheIsNoKvCacheMemory) {
 }
 
 // XLA's BufferAssignment total counts the temporaries it failed to allocate: it is the program's
-// whole need (a 3.25 GiB temp of a 7.25 GiB total), not what was assigned before the request.
+// whole need (a 3.13 GiB temp of a 7.13 GiB total), not what was assigned before the request.
 TEST(Diagnose, XlaTotalAllocationIncludesTheRequest) {
   ExplainReport report = explain_text(testing::read_file(testing::fixture_path("explain/jax_bfc_then_xla.log")));
   ASSERT_EQ(report.events.size(), 1u);
   const Diagnosis& d = report.events[0].diagnosis;
   EXPECT_EQ(d.cause, "capacity_exhausted");
   ASSERT_FALSE(d.evidence.empty());
-  EXPECT_EQ(d.evidence[0], "XLA could not allocate 3.25 GiB; the compiled program needs 7.25 GiB in all (3.25 GiB "
+  EXPECT_EQ(d.evidence[0], "XLA could not allocate 3.13 GiB; the compiled program needs 7.13 GiB in all (3.13 GiB "
                            "temporaries, 2.00 GiB parameters, 2.00 GiB outputs).");
   EXPECT_TRUE(has_fix(d, "xla_preallocation"));
   EXPECT_FALSE(has_fix(d, "mixed_precision"));  // no tf.keras advice for a JAX program

@@ -177,8 +177,9 @@ TEST(LogScanner, JaxBfcWarningAndXlaErrorAreOneJaxEvent) {
   EXPECT_EQ(e.framework, "jax");
   EXPECT_EQ(e.format, "xla_oom_bytes");
   EXPECT_EQ(e.line, 6u);
-  EXPECT_EQ(e.bytes("requested"), 3489660928u);
-  EXPECT_EQ(e.bytes("xla_total_allocation"), 7784628224u);   // 7.25 GiB
+  EXPECT_EQ(e.bytes("requested"), 3358720000u);              // the exact figure, not the warning's 3.13 GiB
+  EXPECT_EQ(e.bytes("xla_total_allocation"), 7655779205u);   // 7.13 GiB
+  EXPECT_EQ(e.int_field("requested_rounded_bytes"), 3358720000);
   EXPECT_EQ(e.string_field("allocator"), "GPU_0_bfc");
   EXPECT_EQ(e.int_field("allocator_warning_line"), 2);
   EXPECT_EQ(e.device, 0);
