@@ -57,6 +57,28 @@ void BM_ScanAndDiagnose(benchmark::State& state) {
 }
 BENCHMARK(BM_ScanAndDiagnose)->Unit(benchmark::kMillisecond);
 
+// A retry loop printing the same OOM 20,000 times (6.5 MB, one line each): each repeat must cost
+// about what its line does, not a re-read of the 32 KiB above it.
+void BM_ScanRepeatedOom(benchmark::State& state) {
+  static const std::string log = [] {
+    const std::string oom =
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 23.65 GiB "
+        "of which 5.06 MiB is free. Including non-PyTorch memory, this process has 23.64 GiB memory in use. Of the "
+        "allocated memory 23.20 GiB is allocated by PyTorch, and 20.00 MiB is reserved by PyTorch but unallocated.\n";
+    std::string out;
+    for (int i = 0; i < 20000; ++i) out += oom;
+    return out;
+  }();
+  for (auto _ : state) {
+    oomdoc::ScanResult scan = oomdoc::scan_text(log);
+    oomdoc::ExplainReport report;
+    oomdoc::add_to_report(report, scan);
+    benchmark::DoNotOptimize(report.events.size());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * log.size()));
+}
+BENCHMARK(BM_ScanRepeatedOom)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

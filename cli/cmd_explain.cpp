@@ -22,11 +22,18 @@ int run_explain(const ExplainFlags& flags) {
   std::vector<std::string> files = flags.files;
   if (files.empty()) files.push_back("-");
   ExplainReport report;
+  // An unreadable input does not hide the others' results: each error is one line on stderr, the
+  // rest is reported (and in JSON the document lists the errors), and the exit status is 2.
   for (const auto& file : files) {
     auto scan = scan_file(file);
-    if (!scan) return fail(scan.error().message);
+    if (!scan) {
+      fail(scan.error().message);
+      report.errors.push_back({file, scan.error().message});
+      continue;
+    }
     add_to_report(report, *scan);
   }
+  if (report.inputs.empty()) return kExitUsage;  // nothing to report: the errors said it all
   if (flags.json) {
     std::cout << dump_json(explain_to_json(report));
   } else {
@@ -34,6 +41,7 @@ int run_explain(const ExplainFlags& flags) {
     options.show_info = flags.all;
     std::cout << render_explain(report, Style::for_fd(STDOUT_FILENO), options);
   }
+  if (!report.errors.empty()) return kExitUsage;
   return report.error_count() > 0 ? kExitOk : kExitNothingFound;
 }
 

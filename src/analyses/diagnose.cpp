@@ -244,8 +244,21 @@ void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
     }
     d.fixes.push_back(make_fix("vllm_gpu_memory_utilization", "Raise it only if nothing else uses the card."));
     common_tail();
-  } else if (e.format == "vllm_no_cache_blocks") {
+  } else if (e.format == "vllm_no_cache_blocks" || (e.format == "vllm_memory_info" && e.is_error)) {
+    // The startup accounting's own figures that say no KV cache fits (readers/formats/vllm.cpp).
     d.cause = "no_kv_cache_memory";
+    if (auto kv = e.int_field("kv_cache_bytes"); kv && *kv < 0) {
+      d.evidence.push_back(fmt::format("vLLM's budget minus weights and the profiling peak leaves {} for the KV cache: "
+                                       "the budget is {} too small for even an empty cache.",
+                                       e.string_field("kv_cache_text").value_or(""),
+                                       format_bytes(static_cast<uint64_t>(-*kv))));
+    }
+    if (e.int_field("gpu_blocks") == 0) d.evidence.push_back("vLLM allocated 0 GPU blocks for the KV cache.");
+    if (e.int_field("kv_cache_tokens") == 0) d.evidence.push_back("The KV cache holds 0 tokens.");
+    if (const FieldValue* c = e.field("max_concurrency"); c && std::holds_alternative<double>(*c) && std::get<double>(*c) <= 0.0) {
+      d.evidence.push_back(fmt::format("Maximum concurrency for {} tokens per request is {:.2f}x: not one request fits.",
+                                       e.int_field("concurrency_tokens_per_request").value_or(0), std::get<double>(*c)));
+    }
     if (v.usable_budget && v.weights) {
       uint64_t used = *v.weights + v.non_torch.value_or(0) + v.activation_peak.value_or(0);
       d.evidence.push_back(fmt::format("Weights {} + non-torch {} + activations {} = {} of a {} budget leave nothing for the KV cache.",
@@ -500,9 +513,25 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   } else if (e.framework == "jax") {
     d.cause = "capacity_exhausted";
     if (m.requested) {
-      std::string total;
-      if (auto t = e.bytes("xla_total_allocation")) total = fmt::format(" on top of {} the program already assigned", format_bytes(*t));
-      d.evidence.push_back(fmt::format("XLA could not allocate {}{}.", format_bytes(*m.requested), total));
+      // BufferAssignment's total counts every buffer of the program, the temporaries it failed to
+      // allocate included (record 88: 4.44 GiB temp of a 14.44 GiB total), so it is the program's
+      // whole need, not what was already assigned.
+      auto t = e.bytes("xla_total_allocation");
+      auto temp = e.bytes("xla_preallocated_temp_allocation");
+      if (t && temp && *m.requested <= *t) {
+        auto params = e.bytes("xla_parameter_allocation");
+        auto live_out = e.bytes("xla_maybe_live_out_allocation");
+        d.evidence.push_back(fmt::format(
+            "XLA could not allocate {}; the compiled program needs {} in all ({} temporaries{}{}).",
+            format_bytes(*m.requested), format_bytes(*t), format_bytes(*temp),
+            params ? ", " + format_bytes(*params) + " parameters" : std::string(),
+            live_out ? ", " + format_bytes(*live_out) + " outputs" : std::string()));
+      } else if (t) {
+        d.evidence.push_back(fmt::format("XLA could not allocate {}; the compiled program's buffers total {}.",
+                                         format_bytes(*m.requested), format_bytes(*t)));
+      } else {
+        d.evidence.push_back(fmt::format("XLA could not allocate {}.", format_bytes(*m.requested)));
+      }
     }
     d.fixes.push_back(make_fix("xla_preallocation", "By default JAX takes 75% of the card at startup."));
     d.fixes.push_back(make_fix("smaller_input", "Smaller per-device batch."));

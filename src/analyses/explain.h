@@ -15,8 +15,15 @@ struct ExplainedEvent {
   Diagnosis diagnosis;
 };
 
+// An input that could not be scanned (missing, a directory, binary): the report covers the others.
+struct InputError {
+  std::string input;
+  std::string message;   // one line naming the input
+};
+
 struct ExplainReport {
-  std::vector<std::string> inputs;
+  std::vector<std::string> inputs;        // the inputs scanned
+  std::vector<InputError> errors;         // the inputs that could not be
   std::vector<ExplainedEvent> events;     // errors and informational events, in input order
   std::vector<ClimbFinding> climbing;     // per input where memory climbs
   uint64_t bytes_scanned = 0;

@@ -106,7 +106,7 @@ std::vector<StackGroup> live_stacks_at_dump(const Snapshot& snapshot, int device
                                             StackLabeler& labeler, size_t top);
 
 // ---- OOM events ----
-enum class OomVerdict { kExhaustion, kFragmentation, kOutsidePytorch };
+enum class OomVerdict { kExhaustion, kFragmentation, kOutsidePytorch, kRequestLargerThanDevice, kTooLargeOrOutsidePytorch };
 std::string_view oom_verdict_name(OomVerdict verdict);
 
 struct LiveAllocation {
@@ -152,13 +152,16 @@ struct LeakCandidate {
   std::vector<std::string> frames;
   uint64_t bytes = 0;      // still live at the end of the trace
   uint64_t count = 0;
-  uint64_t iterations = 0; // distinct iterations (steps or trace windows) that left one behind
+  uint64_t iterations = 0; // distinct completed steps that left one behind
   uint64_t first_event = 0;
   uint64_t last_event = 0;
 };
 struct GrowthReport {
-  std::string iteration_source;  // "ProfilerStep annotations" or "10 equal windows of the trace"
-  uint64_t iterations = 0;
+  // "ProfilerStep annotations" or "Optimizer.step annotations"; empty when the trace marks fewer
+  // than three steps, and then no leak is claimed (leaks stays empty).
+  std::string iteration_source;
+  uint64_t iterations = 0;     // steps marked (when iteration_source is set)
+  uint64_t steps_marked = 0;   // when it is not: the most steps either kind of annotation marks
   std::vector<LeakCandidate> leaks;
 };
 GrowthReport analyze_growth(const Snapshot& snapshot, int device, StackLabeler& labeler,

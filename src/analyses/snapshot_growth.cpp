@@ -1,7 +1,13 @@
 // Growth: allocations made during the trace that are still live at its end, grouped by stack,
-// and left behind by iteration after iteration (a leak: tensors kept across steps). Iterations are
-// the `ProfilerStep#N` annotations when the file has them (with time_us), else ten equal windows
-// of the trace. A stack is a candidate when at least three iterations left allocations behind.
+// and left behind by step after step (a leak: tensors kept across steps).
+//
+// Only real steps count: the `ProfilerStep#N` annotations, else the ends of `Optimizer.step`
+// annotations (both need time_us). Without them there is no leak claim: a trace of one forward pass
+// or one training step ends with activations saved for backward, gradients and optimizer state
+// live, which is what that code is meant to keep, and equal slices of such a trace would make every
+// layer look like an "iteration". A stack is a candidate when at least three steps left allocations
+// behind (so at least two completed ones, whatever the step the dump interrupted still holds);
+// what was allocated before the first step (the model, the optimizer's setup) is not growth.
 #include <algorithm>
 #include <unordered_map>
 
@@ -12,7 +18,6 @@ namespace oomdoc {
 
 namespace {
 constexpr uint64_t kMinIterations = 3;
-constexpr uint64_t kWindows = 10;
 }  // namespace
 
 GrowthReport analyze_growth(const Snapshot& snapshot, int device, StackLabeler& labeler,
@@ -21,22 +26,37 @@ GrowthReport analyze_growth(const Snapshot& snapshot, int device, StackLabeler& 
   const auto trace = snapshot.trace(device);
   if (trace.size() < 2) return report;
 
-  // Step starts, when the profiler annotated them on this device.
-  std::vector<int64_t> step_starts;
+  // Step boundaries: each profiler step's start, else each optimizer step's end, on this device.
+  std::vector<int64_t> profiler_starts, optimizer_ends;
   for (const SnapshotAnnotation& a : snapshot.annotations) {
-    if (a.device != device || !a.time_us || snapshot.str(a.stage) != "START") continue;
-    if (snapshot.str(a.name).rfind("ProfilerStep#", 0) == 0) step_starts.push_back(*a.time_us);
+    if (a.device != device || !a.time_us) continue;
+    const std::string_view name = snapshot.str(a.name);
+    const std::string_view stage = snapshot.str(a.stage);
+    if (stage == "START" && name.starts_with("ProfilerStep#")) profiler_starts.push_back(*a.time_us);
+    if (stage == "END" && name.starts_with("Optimizer.step#")) optimizer_ends.push_back(*a.time_us);
   }
-  std::sort(step_starts.begin(), step_starts.end());
-  bool by_steps = step_starts.size() >= kMinIterations && trace.front().has_time;
-  report.iteration_source = by_steps ? "ProfilerStep annotations" : "10 equal windows of the trace";
-  report.iterations = by_steps ? step_starts.size() : kWindows;
+  const bool timed = trace.front().has_time;
+  std::vector<int64_t> boundaries;
+  if (timed && profiler_starts.size() >= kMinIterations) {
+    boundaries = std::move(profiler_starts);
+    report.iteration_source = "ProfilerStep annotations";
+  } else if (timed && optimizer_ends.size() >= kMinIterations) {
+    boundaries = std::move(optimizer_ends);
+    report.iteration_source = "Optimizer.step annotations";
+  } else {
+    report.steps_marked = std::max(profiler_starts.size(), optimizer_ends.size());
+    return report;  // no real steps: no claim about growth across them
+  }
+  std::sort(boundaries.begin(), boundaries.end());
+  report.iterations = boundaries.size();
+  // Region r holds the events after r boundaries. With ProfilerStep starts region 0 is before the
+  // first step and the last region is the step in progress; with optimizer-step ends region 0 is
+  // the first step (and what came before it), the last one again the step in progress.
+  const bool by_profiler = report.iteration_source == "ProfilerStep annotations";
+  const uint64_t first_step = by_profiler ? 1 : 0;
   auto iteration_of = [&](uint64_t index) -> uint64_t {
-    if (by_steps) {
-      auto it = std::upper_bound(step_starts.begin(), step_starts.end(), trace[index].time_us);
-      return static_cast<uint64_t>(it - step_starts.begin());
-    }
-    return index * kWindows / trace.size();
+    auto it = std::upper_bound(boundaries.begin(), boundaries.end(), trace[index].time_us);
+    return static_cast<uint64_t>(it - boundaries.begin());
   };
 
   detail::AddressMap live;
@@ -63,7 +83,8 @@ GrowthReport analyze_growth(const Snapshot& snapshot, int device, StackLabeler& 
     ++a.c.count;
     a.c.first_event = std::min(a.c.first_event, v.event_index);
     a.c.last_event = std::max(a.c.last_event, v.event_index);
-    a.iterations.push_back(iteration_of(v.event_index));
+    const uint64_t it = iteration_of(v.event_index);
+    if (it >= first_step) a.iterations.push_back(it);
   });
   for (auto& [key, a] : groups) {
     std::sort(a.iterations.begin(), a.iterations.end());

@@ -11,6 +11,12 @@
 //    context, other processes);
 //  - fragmentation: cached free memory plus free device memory would cover the request, but no
 //    free block or new segment fits it;
+//  - request_larger_than_device: with the capacity known, the request alone is larger than it;
+//  - too_large_or_outside_pytorch: the request is larger than everything PyTorch held (live or
+//    cached) plus what CUDA says is free, so freeing every tensor would not have made room: the
+//    request is larger than the device, or memory is held outside PyTorch. Without the capacity
+//    the snapshot cannot tell which; with it, and live tensors a small share of it (< 1/4), the
+//    memory is outside PyTorch (outside_pytorch);
 //  - exhaustion: live tensors fill the device.
 #include <algorithm>
 #include <map>
@@ -108,6 +114,12 @@ std::vector<OomFix> fixes_for(OomVerdict verdict) {
     case OomVerdict::kExhaustion:
       ids = {"release_references", "smaller_batch", "mixed_precision", "gradient_checkpointing"};
       break;
+    case OomVerdict::kRequestLargerThanDevice:
+      ids = {"find_failing_shape", "smaller_input"};
+      break;
+    case OomVerdict::kTooLargeOrOutsidePytorch:
+      ids = {"find_failing_shape", "end_other_processes", "smaller_input"};
+      break;
   }
   std::vector<OomFix> fixes;
   for (std::string_view id : ids) {
@@ -124,6 +136,8 @@ std::string_view oom_verdict_name(OomVerdict verdict) {
     case OomVerdict::kExhaustion: return "exhaustion";
     case OomVerdict::kFragmentation: return "fragmentation";
     case OomVerdict::kOutsidePytorch: return "outside_pytorch";
+    case OomVerdict::kRequestLargerThanDevice: return "request_larger_than_device";
+    case OomVerdict::kTooLargeOrOutsidePytorch: return "too_large_or_outside_pytorch";
   }
   return "exhaustion";
 }
@@ -163,14 +177,22 @@ std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const 
       uint64_t accounted = r.reserved_bytes + r.device_free_bytes;
       r.outside_pytorch_bytes = *options.device_total_bytes > accounted ? *options.device_total_bytes - accounted : 0;
     }
-    uint64_t outside = r.outside_pytorch_bytes.value_or(0);
-    if (r.outside_pytorch_bytes && outside >= r.requested_bytes &&
-        outside > *options.device_total_bytes / 10) {
+    const std::optional<uint64_t> total = options.device_total_bytes;
+    const uint64_t outside = r.outside_pytorch_bytes.value_or(0);
+    // Everything PyTorch could have handed out had no tensor been live, plus what CUDA had free.
+    const uint64_t reachable = r.reserved_bytes + r.device_free_bytes;
+    if (total && r.requested_bytes > *total) {
+      r.verdict = OomVerdict::kRequestLargerThanDevice;
+      r.explanation = fmt::format(
+          "the {} request alone is larger than the {} device: no batch size or cache setting makes it fit; "
+          "check the shape that asks for it",
+          format_bytes(r.requested_bytes), format_bytes(*total));
+    } else if (total && outside >= r.requested_bytes && outside > *total / 10) {
       r.verdict = OomVerdict::kOutsidePytorch;
       r.explanation = fmt::format(
           "{} of the {} device is used outside PyTorch's allocator (reserved {}, free {}): more "
           "than the {} request",
-          format_bytes(outside), format_bytes(*options.device_total_bytes), format_bytes(r.reserved_bytes),
+          format_bytes(outside), format_bytes(*total), format_bytes(r.reserved_bytes),
           format_bytes(r.device_free_bytes), format_bytes(r.requested_bytes));
     } else if (cached_free + r.device_free_bytes >= r.requested_bytes) {
       r.verdict = OomVerdict::kFragmentation;
@@ -179,6 +201,31 @@ std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const 
           "the largest free block is {}: the free memory is fragmented",
           format_bytes(cached_free), format_bytes(r.device_free_bytes), format_bytes(r.requested_bytes),
           format_bytes(r.largest_free_block_bytes));
+    } else if (total && (r.requested_bytes > reachable || r.live_bytes * 4 < *total)) {
+      // Live tensors are not what filled the device.
+      if (outside + cached_free + r.device_free_bytes >= r.requested_bytes) {
+        r.verdict = OomVerdict::kOutsidePytorch;
+        r.explanation = fmt::format(
+            "only {} of the {} device is live in tensors ({} reserved, {} free): {} is held outside "
+            "PyTorch's allocator, which the {} request needed",
+            format_bytes(r.live_bytes), format_bytes(*total), format_bytes(r.reserved_bytes),
+            format_bytes(r.device_free_bytes), format_bytes(outside), format_bytes(r.requested_bytes));
+      } else {
+        r.verdict = OomVerdict::kRequestLargerThanDevice;
+        r.explanation = fmt::format(
+            "the {} request is more than the {} device has besides its {} of live tensors: check the "
+            "shape that asks for it",
+            format_bytes(r.requested_bytes), format_bytes(*total), format_bytes(r.live_bytes));
+      }
+    } else if (!total && r.requested_bytes > reachable) {
+      r.verdict = OomVerdict::kTooLargeOrOutsidePytorch;
+      r.explanation = fmt::format(
+          "the {} request is larger than all PyTorch held ({} reserved, {} of it live) plus the {} free "
+          "on the device: freeing every tensor would not have made room. Either the request is larger "
+          "than the device or memory is held outside PyTorch; the snapshot does not record the "
+          "device's size (pass --gpu-memory to tell)",
+          format_bytes(r.requested_bytes), format_bytes(r.reserved_bytes), format_bytes(r.live_bytes),
+          format_bytes(r.device_free_bytes));
     } else {
       r.verdict = OomVerdict::kExhaustion;
       r.explanation = fmt::format(

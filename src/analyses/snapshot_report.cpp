@@ -28,8 +28,9 @@ std::string headline(const SnapshotReport& r) {
     if (d.growth.leaks.empty()) continue;
     const LeakCandidate& l = d.growth.leaks.front();
     return fmt::format("No OOM recorded. Possible leak on cuda:{}: {} keeps {} in {} allocations "
-                       "left behind by {} iterations",
-                       d.memory.device, l.stack_key, format_bytes(l.bytes), l.count, l.iterations);
+                       "left behind by {} of {} steps ({})",
+                       d.memory.device, l.stack_key, format_bytes(l.bytes), l.count, l.iterations,
+                       d.growth.iterations, d.growth.iteration_source);
   }
   const DeviceReport* top = nullptr;
   for (const DeviceReport& d : r.devices) {

@@ -55,6 +55,11 @@ struct OomEvent {
 
   std::optional<Traceback> traceback;
 
+  // The same message printed again, word for word (a retry loop, a message logged then raised):
+  // how many times in all, and the line of the last print (0 when printed once).
+  uint64_t repeats = 1;
+  uint64_t last_repeat_line = 0;
+
   const Quantity* quantity(std::string_view name) const;
   std::optional<uint64_t> bytes(std::string_view name) const;
   const FieldValue* field(std::string_view name) const;

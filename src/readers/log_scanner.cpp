@@ -19,10 +19,14 @@ namespace {
 
 constexpr size_t kWindowLines = 16;        // a message wraps over at most this many lines
 constexpr size_t kWindowBytes = 32 << 10;
-constexpr size_t kMaxLine = 16 << 10;      // longer lines are cut around the keyword
+constexpr size_t kMaxLine = 16 << 10;      // longer lines are cut around the keyword ...
+constexpr size_t kLineLead = 2 << 10;      // ... keeping this much before it (a message's start)
 constexpr size_t kBackContext = 32 << 10;  // traceback above an event
 constexpr size_t kCompactAt = 512u << 10;  // buffered bytes before old text is dropped (stays in L2)
-constexpr size_t kDuplicateDistance = 200; // lines: the same message again is a repeat, not an event
+constexpr size_t kRecentEvents = 16;       // events looked back at for a repeat (ranks interleave)
+constexpr size_t kJoinLines = 200;         // a second report of one failure follows within these lines
+                                           // (after a traceback: JAX's and vLLM's run to dozens of lines)
+constexpr size_t kBlockGapLines = 8;       // vLLM's accounting lines of one startup are this close
 
 bool is_break(char c) { return c == '\n' || c == '\r'; }
 
@@ -122,6 +126,46 @@ bool same_figures(const OomEvent& a, const OomEvent& b) {
   return true;
 }
 
+bool same_message(const OomEvent& a, const OomEvent& b) {
+  return a.format == b.format && a.framework == b.framework && a.is_error == b.is_error && same_figures(a, b);
+}
+
+// The BFC allocator's warning and XLA's RESOURCE_EXHAUSTED error for one failed request: JAX prints
+// both (readers/formats/tensorflow.cpp attributes the warning to JAX).
+bool xla_error_after_bfc_warning(const OomEvent& bfc, const OomEvent& xla) {
+  if (bfc.format != "tf_bfc_oom" || bfc.framework != "jax" || xla.format != "xla_oom_bytes") return false;
+  auto requested = xla.bytes("requested");
+  if (!requested) return false;
+  if (bfc.int_field("requested_rounded_bytes") == static_cast<int64_t>(*requested)) return true;
+  const Quantity* q = bfc.quantity("requested");
+  if (q == nullptr) return false;
+  const uint64_t diff = q->bytes > *requested ? q->bytes - *requested : *requested - q->bytes;
+  return diff <= q->tolerance_bytes;
+}
+
+// True when no figure both events carry differs (two lines of one startup's accounting).
+bool figures_agree(const OomEvent& a, const OomEvent& b) {
+  for (const auto& [name, q] : b.quantities) {
+    const Quantity* have = a.quantity(name);
+    if (have != nullptr && have->bytes != q.bytes) return false;
+  }
+  for (const auto& [name, v] : b.fields) {
+    const FieldValue* have = a.field(name);
+    if (have != nullptr && !(*have == v)) return false;
+  }
+  return true;
+}
+
+// Adds `from`'s figures that `into` lacks (`into` keeps its own where both have one).
+void add_missing_figures(OomEvent& into, const OomEvent& from) {
+  for (const auto& [name, q] : from.quantities) {
+    if (into.quantity(name) == nullptr) into.set_quantity(name, q);
+  }
+  for (const auto& [name, v] : from.fields) {
+    if (into.field(name) == nullptr) into.set_field(name, v);
+  }
+}
+
 std::string join_lines(const std::vector<std::string>& lines, size_t count) {
   std::string out;
   for (size_t i = 0; i < count && i < lines.size(); ++i) {
@@ -192,7 +236,18 @@ struct LogScanner::State {
 
   void process(bool eof);
   bool process_candidate(size_t hit, bool eof, size_t* resume);
-  void add_event(OomEvent event);
+  // The earlier event that `event` repeats word for word (same rank, nothing different since).
+  OomEvent* find_repeat(const OomEvent& event);
+  std::optional<Traceback> traceback_above(size_t start, std::optional<int64_t> rank, std::vector<std::string>& json_above);
+  // Returns the event that now stands for `event` when it was added or counted as a repeat
+  // (nullptr when it joined another report or the list is full).
+  OomEvent* add_event(OomEvent event);
+  // The last event's one-line message (cleaned) and rank: a candidate line equal to it is counted
+  // as a repeat without matching it again (a retry loop's thousands of prints).
+  static constexpr size_t kNoQuickRepeat = SIZE_MAX;
+  size_t quick_repeat_index = kNoQuickRepeat;
+  std::string quick_repeat_text;
+  std::optional<int64_t> quick_repeat_rank;
   void add_reading(const std::string& line, uint64_t line_number, std::optional<int64_t> rank);
   void add_notice(const std::string& line, uint64_t line_number, std::optional<int64_t> rank);
   // A candidate line that is not an error message: a memory figure or a notice.
@@ -203,22 +258,72 @@ struct LogScanner::State {
   void compact();
 };
 
-void LogScanner::State::add_event(OomEvent event) {
+OomEvent* LogScanner::State::find_repeat(const OomEvent& event) {
   auto& events = result.events;
-  for (auto it = events.rbegin(); it != events.rend(); ++it) {
-    if (event.line > it->line + kDuplicateDistance) break;
-    if (it->format == event.format && it->rank == event.rank && same_figures(*it, event)) {
-      // The same message again (logged, then raised): count it on the first event.
-      int64_t repeats = it->int_field("repeats").value_or(1) + 1;
-      it->set_field("repeats", repeats);
-      return;
+  size_t looked = 0;
+  for (auto it = events.rbegin(); it != events.rend() && looked < kRecentEvents; ++it, ++looked) {
+    if (it->rank != event.rank) continue;
+    return same_message(*it, event) ? &*it : nullptr;
+  }
+  return nullptr;
+}
+
+OomEvent* LogScanner::State::add_event(OomEvent event) {
+  auto& events = result.events;
+  quick_repeat_index = kNoQuickRepeat;
+  // The same failure reported again is not a new event: a retry loop printing one OOM thousands
+  // of times is one event with a count and a line range (find_repeat, before the traceback is
+  // read), and a second layer's report of it joins the first.
+  if (OomEvent* same = find_repeat(event)) {
+    ++same->repeats;
+    same->last_repeat_line = event.line;
+    return same;
+  }
+  OomEvent* previous = nullptr;
+  for (auto it = events.rbegin(); it != events.rend() && it - events.rbegin() < static_cast<long>(kRecentEvents); ++it) {
+    if (it->rank == event.rank) {
+      previous = &*it;
+      break;
+    }
+  }
+  if (previous != nullptr && event.line <= previous->end_line + kJoinLines) {
+    if (xla_error_after_bfc_warning(*previous, event)) {
+      // XLA's error carries the program's buffers and the traceback: it stands for both.
+      OomEvent bfc = std::move(*previous);
+      add_missing_figures(event, bfc);
+      if (!event.device) event.device = bfc.device;
+      event.set_field("allocator_warning_line", static_cast<int64_t>(bfc.line));
+      *previous = std::move(event);
+      return nullptr;
+    }
+    // vLLM's startup accounting prints one figure per line: one startup's lines are one report,
+    // and an error that no KV cache fits ("No available memory for the cache blocks") after
+    // accounting that already showed it is the same failure.
+    if (previous->format == "vllm_memory_info" && event.line <= previous->end_line + kBlockGapLines) {
+      if (event.format == "vllm_memory_info" && figures_agree(*previous, event)) {
+        add_missing_figures(*previous, event);
+        previous->is_error = previous->is_error || event.is_error;
+        previous->end_line = std::max(previous->end_line, event.end_line);
+        if (previous->message.size() < 4096) previous->message += "\n" + event.message;
+        return nullptr;
+      }
+    }
+    if (previous->format == "vllm_memory_info" && previous->is_error &&
+        (event.format == "vllm_no_cache_blocks" || event.format == "vllm_kv_needed_gt_available" ||
+         event.format == "vllm_max_seq_len_gt_kv_tokens")) {
+      add_missing_figures(*previous, event);
+      previous->set_field("error_line", static_cast<int64_t>(event.line));
+      previous->set_field("error_message", event.message);
+      previous->end_line = std::max(previous->end_line, event.end_line);
+      return nullptr;
     }
   }
   if (events.size() >= options.max_events) {
     result.events_truncated = true;
-    return;
+    return nullptr;
   }
   events.push_back(std::move(event));
+  return &events.back();
 }
 
 void LogScanner::State::add_reading(const std::string& line, uint64_t line_number, std::optional<int64_t> rank) {
@@ -258,8 +363,14 @@ void LogScanner::State::add_notice(const std::string& line, uint64_t line_number
 bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) {
   // The candidate line: from the last line break before the hit (also '\r': tqdm redraws) ...
   size_t ls = hit;
-  const size_t back_limit = hit > kMaxLine ? hit - kMaxLine : 0;
+  // A line longer than kMaxLine is read from kLineLead before the keyword: the message around it,
+  // not the start of the line (where the keyword would fall outside the window).
+  const size_t back_limit = hit > kLineLead ? hit - kLineLead : 0;
   while (ls > back_limit && !is_break(buf[ls - 1])) --ls;
+  // Inside a cut line, a message after an earlier one on the same line starts after it.
+  if (ls == back_limit && ls > 0 && !is_break(buf[ls - 1]) && consumed_until > base + ls && consumed_until <= base + hit) {
+    ls = static_cast<size_t>(consumed_until - base);
+  }
   struct Segment {
     size_t start, end;
   };
@@ -278,6 +389,14 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     const bool maybe_json = raw.find('{') != std::string_view::npos;
     if (!maybe_json) {
       CleanLine c = clean_line(raw);
+      if (quick_repeat_index != kNoQuickRepeat && c.rank == quick_repeat_rank && c.text == quick_repeat_text) {
+        OomEvent& same = result.events[quick_repeat_index];
+        ++same.repeats;
+        same.last_repeat_line = line_at(ls);
+        consumed_until = base + end;
+        *resume = end;
+        return true;
+      }
       if (!any_format_triggered(c.text)) {
         add_context_line(c.text, line_at(ls), c.rank);
         *resume = end;
@@ -324,7 +443,9 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   std::string_view first_raw(buf.data() + first.start, first.end - first.start);
   size_t physical_lines_used = 0;
   std::vector<std::string> json_above;  // decoded lines before the keyword (a traceback)
+  bool from_json = false;
   if (auto decoded = decode_json_line(first_raw)) {
+    from_json = true;
     // A JSON-lines record: its strings form the window, all on this one physical line, starting
     // at the string line that holds the keyword.
     size_t start = decoded->size();
@@ -384,32 +505,53 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     event.message = join_lines(lines, used);
     if (physical_lines_used == 0) physical_lines_used = used;
 
-    // The Python traceback above the exception line (same rank only when ranks interleave).
-    const size_t back_start = first.start > kBackContext ? first.start - kBackContext : 0;
-    std::vector<std::string> above;
-    size_t s = back_start;
-    if (back_start > 0) {
-      while (s < first.start && buf[s] != '\n') ++s;
-      ++s;
-    }
-    while (s < first.start) {
-      size_t e = s;
-      while (e < first.start && buf[e] != '\n') ++e;
-      CleanLine c = clean_line(std::string_view(buf.data() + s, e - s));
-      if (!rank || !c.rank || c.rank == rank) above.push_back(std::move(c.text));
-      s = e + 1;
-    }
-    for (auto& l : json_above) above.push_back(std::move(l));
-    if (auto tb = parse_traceback(above)) event.traceback = std::move(*tb);
-
     const Segment& last = segments[std::min(physical_lines_used, segments.size()) - 1];
+    // A repeat is counted without reading the 32 KiB above it again (a retry loop can print the
+    // same OOM thousands of times); its traceback is read only if the first print had none.
+    if (OomEvent* same = find_repeat(event)) {
+      // The second print may be the raised one, with the traceback the logged one lacked.
+      if (!same->traceback && same->repeats == 1) same->traceback = traceback_above(first.start, rank, json_above);
+    } else {
+      event.traceback = traceback_above(first.start, rank, json_above);
+    }
     consumed_until = base + last.end;
     *resume = last.end;
-    add_event(std::move(event));
+    const bool one_line = !from_json && used == 1;
+    std::string first_text = one_line ? lines[0] : std::string();
+    OomEvent* kept = add_event(std::move(event));
+    // From the third print on (the second may bring the traceback the first lacked), a line equal
+    // to this one is counted before any matching.
+    if (kept != nullptr && one_line && kept->repeats >= 2) {
+      quick_repeat_index = static_cast<size_t>(kept - result.events.data());
+      quick_repeat_text = std::move(first_text);
+      quick_repeat_rank = rank;
+    }
     return true;
   }
   add_context_line(lines[0], line_numbers[0], rank);
   return true;
+}
+
+// The Python traceback above the exception line at buffer offset `start` (same rank only when
+// ranks interleave), and the lines a JSON-lines record held above the keyword.
+std::optional<Traceback> LogScanner::State::traceback_above(size_t start, std::optional<int64_t> rank,
+                                                            std::vector<std::string>& json_above) {
+  const size_t back_start = start > kBackContext ? start - kBackContext : 0;
+  std::vector<std::string> above;
+  size_t s = back_start;
+  if (back_start > 0) {
+    while (s < start && buf[s] != '\n') ++s;
+    ++s;
+  }
+  while (s < start) {
+    size_t e = s;
+    while (e < start && buf[e] != '\n') ++e;
+    CleanLine c = clean_line(std::string_view(buf.data() + s, e - s));
+    if (!rank || !c.rank || c.rank == rank) above.push_back(std::move(c.text));
+    s = e + 1;
+  }
+  for (auto& l : json_above) above.push_back(std::move(l));
+  return parse_traceback(above);
 }
 
 void LogScanner::State::process(bool eof) {

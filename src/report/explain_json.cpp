@@ -91,6 +91,8 @@ Json event_to_json(const ExplainedEvent& item) {
   for (const auto& [name, value] : e.fields) {
     if (!out.contains(name)) out[name] = field_to_json(value);
   }
+  out["repeats"] = e.repeats;
+  out["last_repeat_line"] = e.repeats > 1 ? Json(e.last_repeat_line) : Json(nullptr);
   out["derived"] = derived_to_json(e, breakdown(e));
   out["message"] = e.message;
   out["traceback"] = e.traceback ? traceback_to_json(*e.traceback) : Json(nullptr);
@@ -113,6 +115,11 @@ Json explain_to_json(const ExplainReport& report) {
   doc["lines"] = report.lines;
   doc["error_count"] = report.error_count();
   doc["truncated"] = report.truncated;
+  // Inputs that could not be read: the document then covers only `inputs` (exit status 2).
+  Json errors = Json::array();
+  for (const auto& err : report.errors) errors.push_back({{"input", err.input}, {"message", err.message}});
+  doc["errors"] = errors;
+  doc["complete"] = report.errors.empty();
   Json events = Json::array();
   for (const auto& item : report.events) events.push_back(event_to_json(item));
   doc["events"] = events;

@@ -42,6 +42,32 @@ std::string numbers_line(const OomEvent& e) {
   return out;
 }
 
+// The figures of vLLM's startup accounting (readers/formats/vllm.cpp), as printed.
+std::string vllm_accounting_line(const OomEvent& e) {
+  static const std::vector<std::pair<const char*, const char*>> sizes = {
+      {"total_gpu_memory", "GPU total"}, {"usable_budget", "budget"}, {"model_loading", "weights loaded"},
+      {"weights", "weights"}, {"non_torch", "non-torch"}, {"activation_peak", "activation peak"},
+      {"peak_torch_memory", "torch peak"}, {"kv_cache", "KV cache"}, {"cudagraph_memory", "CUDA graphs"}};
+  std::string out;
+  auto add = [&](const std::string& item) { out += (out.empty() ? "" : " · ") + item; };
+  if (const FieldValue* u = e.field("gpu_memory_utilization"); u && std::holds_alternative<double>(*u)) {
+    add(fmt::format("utilization {:.2f}", std::get<double>(*u)));
+  }
+  for (const auto& [name, label] : sizes) {
+    if (const Quantity* q = e.quantity(name)) {
+      add(fmt::format("{} {}", label, format_bytes(q->bytes)));
+    } else if (auto negative = e.int_field(std::string(name) + "_bytes"); negative && *negative < 0) {
+      add(fmt::format("{} -{}", label, format_bytes(static_cast<uint64_t>(-*negative))));
+    }
+  }
+  if (auto v = e.int_field("gpu_blocks")) add(fmt::format("GPU blocks {}", *v));
+  if (auto v = e.int_field("cpu_blocks")) add(fmt::format("CPU blocks {}", *v));
+  if (const FieldValue* c = e.field("max_concurrency"); c && std::holds_alternative<double>(*c)) {
+    add(fmt::format("max concurrency {:.2f}x", std::get<double>(*c)));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string cause_title(const std::string& cause) {
@@ -101,6 +127,11 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
     out += fmt::format("{}  {}\n", style.dim(where), style.bold(e.is_error ? style.red(headline) : headline));
     std::string numbers = numbers_line(e);
     if (!numbers.empty()) out += fmt::format("  {}\n", numbers);
+    if (e.format == "vllm_memory_info") {
+      std::string accounting = vllm_accounting_line(e);
+      if (!accounting.empty()) out += fmt::format("  {}\n", accounting);
+      if (auto line = e.int_field("error_line")) out += fmt::format("  raised at line {}: {}\n", *line, e.string_field("error_message").value_or(""));
+    }
     if (e.traceback) {
       const Traceback& tb = *e.traceback;
       if (tb.innermost_user_frame) {
@@ -110,7 +141,7 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
       }
       if (!tb.operation.empty()) out += fmt::format("  during: {}\n", tb.operation);
     }
-    if (auto repeats = e.int_field("repeats")) out += fmt::format("  (printed {} times)\n", *repeats);
+    if (e.repeats > 1) out += fmt::format("  (printed {} times, lines {}-{})\n", e.repeats, e.line, e.last_repeat_line);
     const Diagnosis& d = item.diagnosis;
     out += fmt::format("\n  {} {}\n", style.bold("Cause:"), style.yellow(cause_title(d.cause)));
     for (const auto& s : d.secondary_causes) out += fmt::format("    also: {}\n", cause_title(s));
@@ -126,10 +157,16 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
       }
     }
   }
-  if (shown == 0) {
+  if (shown == 0 && !report.inputs.empty()) {
     out += "No out-of-memory error found";
     if (report.inputs.size() == 1) out += " in " + report.inputs.front();
     out += fmt::format(" ({} lines).\n", report.lines);
+  }
+  if (!report.errors.empty()) {
+    std::string names;
+    for (const auto& err : report.errors) names += (names.empty() ? "" : ", ") + err.input;
+    out += style.yellow(fmt::format("Partial result: {} of {} inputs could not be read ({}).",
+                                    report.errors.size(), report.inputs.size() + report.errors.size(), names)) + "\n";
   }
   if (info_count > 0) {
     out += fmt::format("\n{}\n", style.dim(fmt::format("{} informational memory line{} (vLLM accounting, TensorFlow banners) not shown; "

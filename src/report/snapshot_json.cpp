@@ -94,6 +94,7 @@ Json snapshot_report_json(const SnapshotReport& r) {
     }
     j["leaks"] = leaks;
     j["iterations_from"] = d.growth.iteration_source.empty() ? Json(nullptr) : Json(d.growth.iteration_source);
+    j["steps_marked"] = d.growth.iteration_source.empty() ? d.growth.steps_marked : d.growth.iterations;
     devices.push_back(j);
   }
   doc["devices"] = devices;

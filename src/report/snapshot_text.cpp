@@ -90,11 +90,19 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style) {
       append_stacks(out, d.top_stacks, style, "    ");
     }
     if (!d.growth.leaks.empty()) {
-      out += fmt::format("\n  {} (iterations from {}):\n", style.yellow("possible leaks"), d.growth.iteration_source);
+      out += fmt::format("\n  {} (steps from {}):\n", style.yellow("possible leaks"), d.growth.iteration_source);
       for (const LeakCandidate& l : d.growth.leaks) {
-        out += fmt::format("    {:>11}  {:>6}x  over {} iterations  {}\n", format_bytes(l.bytes), l.count,
+        out += fmt::format("    {:>11}  {:>6}x  left by {} steps  {}\n", format_bytes(l.bytes), l.count,
                            l.iterations, l.stack_key);
       }
+    } else if (d.growth.iteration_source.empty() && t.events > 0) {
+      out += fmt::format("\n  leak check: not done, the trace marks {} step{} (ProfilerStep#N or Optimizer.step "
+                         "annotations) and growth needs 3 or more; one step legitimately keeps activations for "
+                         "backward, gradients and optimizer state\n",
+                         d.growth.steps_marked, d.growth.steps_marked == 1 ? "" : "s");
+    } else if (!d.growth.iteration_source.empty()) {
+      out += fmt::format("\n  leak check: no stack left allocations behind in 3 or more of the {} steps ({})\n",
+                         d.growth.iterations, d.growth.iteration_source);
     }
   }
   if (!r.allocator_settings.empty()) {

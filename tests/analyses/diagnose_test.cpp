@@ -6,6 +6,7 @@
 #include <set>
 
 #include "analyses/explain.h"
+#include "support/test_support.h"
 
 namespace oomdoc {
 namespace {
@@ -225,6 +226,41 @@ TEST(Diagnose, VllmUtilizationComputedFromTheLoggedBudget) {
   ASSERT_NE(util, nullptr);
   // 2.89 GiB for 23648 tokens -> 5352 more tokens need 0.654 GiB: 0.90 + 0.654/23.58 = 0.928 -> 0.93.
   EXPECT_EQ(util->snippet, "--gpu-memory-utilization 0.93");
+}
+
+// Weights 7.48 + non-torch 0.12 + activations 1.06 = 8.66 GiB of a 7.88 GiB budget: the accounting
+// itself says no KV cache fits, before vLLM raises.
+TEST(Diagnose, VllmNegativeKvCacheIsNoKvCacheMemory) {
+  ExplainReport report = explain_text(testing::read_file(testing::fixture_path("explain/vllm_negative_kv.log")));
+  ASSERT_EQ(report.events.size(), 1u);
+  ASSERT_EQ(report.error_count(), 1u);
+  const Diagnosis& d = report.events[0].diagnosis;
+  EXPECT_EQ(d.cause, "no_kv_cache_memory");
+  ASSERT_GE(d.evidence.size(), 4u);
+  EXPECT_EQ(d.evidence[0], "vLLM's budget minus weights and the profiling peak leaves -0.78GiB for the KV cache: the "
+                           "budget is 798.72 MiB too small for even an empty cache.");
+  EXPECT_EQ(d.evidence[1], "vLLM allocated 0 GPU blocks for the KV cache.");
+  EXPECT_EQ(d.evidence[2], "Maximum concurrency for 8192 tokens per request is 0.00x: not one request fits.");
+  EXPECT_EQ(d.evidence[3], "Weights 7.48 GiB + non-torch 122.88 MiB + activations 1.06 GiB = 8.66 GiB of a 7.88 GiB "
+                           "budget leave nothing for the KV cache.");
+  const Fix* util = fix(d, "vllm_gpu_memory_utilization");
+  ASSERT_NE(util, nullptr);
+  // (8.66 + 1) GiB / 15.77 GiB = 0.6126 -> 0.62
+  EXPECT_EQ(util->snippet, "--gpu-memory-utilization 0.62");
+}
+
+// XLA's BufferAssignment total counts the temporaries it failed to allocate: it is the program's
+// whole need (a 3.13 GiB temp of a 7.13 GiB total), not what was assigned before the request.
+TEST(Diagnose, XlaTotalAllocationIncludesTheRequest) {
+  ExplainReport report = explain_text(testing::read_file(testing::fixture_path("explain/jax_bfc_then_xla.log")));
+  ASSERT_EQ(report.events.size(), 1u);
+  const Diagnosis& d = report.events[0].diagnosis;
+  EXPECT_EQ(d.cause, "capacity_exhausted");
+  ASSERT_FALSE(d.evidence.empty());
+  EXPECT_EQ(d.evidence[0], "XLA could not allocate 3.13 GiB; the compiled program needs 7.13 GiB in all (3.13 GiB "
+                           "temporaries, 2.00 GiB parameters, 2.00 GiB outputs).");
+  EXPECT_TRUE(has_fix(d, "xla_preallocation"));
+  EXPECT_FALSE(has_fix(d, "mixed_precision"));  // no tf.keras advice for a JAX program
 }
 
 TEST(Diagnose, VllmStartupFreeMemory) {

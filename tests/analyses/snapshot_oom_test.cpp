@@ -87,6 +87,46 @@ TEST(AnalyzeOoms, OutsidePytorchNeedsTheCapacity) {
   EXPECT_EQ(oom_verdict_name(r[0].verdict), "outside_pytorch");
 }
 
+TEST(AnalyzeOoms, ARequestLargerThanAllPytorchHeldIsNotExhaustion) {
+  // 8 MiB live in a 10 MiB segment, 2 MiB free on the device, a 1 GiB request: freeing every
+  // tensor would not have made room, so the device is not "full of live tensors".
+  SnapshotBuilder b;
+  b.segment(0, 0x1000000, {{8 * MiB, kA, 8 * MiB, kNoStack}, {2 * MiB, kI, 0, kNoStack}});
+  b.event(TraceAction::kOom, 2 * MiB, 1024 * MiB);
+  auto r = ooms(b.snapshot());
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].verdict, OomVerdict::kTooLargeOrOutsidePytorch);
+  EXPECT_EQ(oom_verdict_name(r[0].verdict), "too_large_or_outside_pytorch");
+  EXPECT_EQ(r[0].explanation,
+            "the 1.00 GiB request is larger than all PyTorch held (10.00 MiB reserved, 8.00 MiB of it live) plus the "
+            "2.00 MiB free on the device: freeing every tensor would not have made room. Either the request is larger "
+            "than the device or memory is held outside PyTorch; the snapshot does not record the device's size (pass "
+            "--gpu-memory to tell)");
+  EXPECT_EQ(r[0].fixes.front().id, "find_failing_shape");
+  // With the capacity: a 512 MiB device cannot take the request at all ...
+  auto small = ooms(b.snapshot(), 512 * MiB);
+  EXPECT_EQ(small[0].verdict, OomVerdict::kRequestLargerThanDevice);
+  EXPECT_EQ(oom_verdict_name(small[0].verdict), "request_larger_than_device");
+  // ... a 2 GiB one could have, were 2036 MiB not held outside PyTorch.
+  auto big = ooms(b.snapshot(), 2048 * MiB);
+  EXPECT_EQ(big[0].verdict, OomVerdict::kOutsidePytorch);
+  EXPECT_EQ(big[0].outside_pytorch_bytes, 2036 * MiB);
+}
+
+TEST(AnalyzeOoms, LiveTensorsASmallShareOfAKnownDeviceMeanMemoryOutsidePytorch) {
+  // 8 MiB live of a 100 MiB device, 10 MiB reserved, 1 MiB free, a 90 MiB request: the 89 MiB held
+  // outside PyTorch is less than the request (the plain outside rule does not fire), but live
+  // tensors are only 8% of the device, so they are not what filled it.
+  SnapshotBuilder b;
+  b.segment(0, 0x1000000, {{8 * MiB, kA, 8 * MiB, kNoStack}, {2 * MiB, kI, 0, kNoStack}});
+  b.event(TraceAction::kOom, 1 * MiB, 90 * MiB);
+  auto r = ooms(b.snapshot(), 100 * MiB);
+  EXPECT_EQ(r[0].verdict, OomVerdict::kOutsidePytorch);
+  EXPECT_EQ(r[0].explanation,
+            "only 8.00 MiB of the 100.00 MiB device is live in tensors (10.00 MiB reserved, 1.00 MiB free): 89.00 MiB "
+            "is held outside PyTorch's allocator, which the 90.00 MiB request needed");
+}
+
 TEST(AnalyzeOoms, UndoesExpandableSegmentMapping) {
   SnapshotBuilder b;
   b.segment(0, 0x1000000, {{6 * MiB, kA, 6 * MiB, kNoStack}});

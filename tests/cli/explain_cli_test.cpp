@@ -108,6 +108,78 @@ TEST(ExplainCli, SeveralFilesAndStdinDash) {
   EXPECT_EQ(doc["events"][1]["line"], 2);
 }
 
+// One unreadable input among several: the readable ones are reported, the bad one is one line on
+// stderr, the output says it is partial, and the exit status is 2.
+TEST(ExplainCli, AnUnreadableInputDoesNotHideTheOthers) {
+  std::string good = temp_file("good.log", "step 1\n" + kOom);
+  auto r = run_cli({"explain", good, "/nonexistent/missing.log"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "oomdoc: /nonexistent/missing.log: no such file\n");
+  EXPECT_NE(r.out.find(good + ":2  PyTorch out of memory on GPU 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Partial result: 1 of 2 inputs could not be read (/nonexistent/missing.log)."), std::string::npos)
+      << r.out;
+
+  auto j = run_cli({"explain", "--json", "/nonexistent/missing.log", good});
+  EXPECT_EQ(j.exit_code, 2);
+  EXPECT_EQ(j.err, "oomdoc: /nonexistent/missing.log: no such file\n");
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["inputs"], nlohmann::json::array({good}));
+  EXPECT_EQ(doc["complete"], false);
+  ASSERT_EQ(doc["errors"].size(), 1u);
+  EXPECT_EQ(doc["errors"][0]["input"], "/nonexistent/missing.log");
+  EXPECT_EQ(doc["errors"][0]["message"], "/nonexistent/missing.log: no such file");
+  ASSERT_EQ(doc["events"].size(), 1u);
+  EXPECT_EQ(doc["events"][0]["line"], 2);
+
+  // Every input readable: complete, no errors.
+  auto ok = run_cli({"explain", "--json", good});
+  EXPECT_EQ(ok.exit_code, 0);
+  auto okdoc = nlohmann::json::parse(ok.out);
+  EXPECT_EQ(okdoc["complete"], true);
+  EXPECT_TRUE(okdoc["errors"].empty());
+}
+
+TEST(ExplainCli, RetryLoopPrintsOneEventWithItsCountAndLines) {
+  auto r = run_cli({"explain", std::string(OOMDOC_SOURCE_DIR) + "/tests/fixtures/explain/retry_loop.log"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("retry_loop.log:2  PyTorch out of memory on GPU 0\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  (printed 6 times, lines 2-12)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("retry_loop.log:14  "), std::string::npos);
+  EXPECT_NE(r.out.find("retry_loop.log:16  "), std::string::npos);
+  auto j = run_cli({"explain", "--json", std::string(OOMDOC_SOURCE_DIR) + "/tests/fixtures/explain/retry_loop.log"});
+  auto doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["events"].size(), 3u);
+  EXPECT_EQ(doc["events"][0]["repeats"], 6);
+  EXPECT_EQ(doc["events"][0]["last_repeat_line"], 12);
+  EXPECT_EQ(doc["events"][1]["repeats"], 1);
+  EXPECT_TRUE(doc["events"][1]["last_repeat_line"].is_null());
+}
+
+// --all shows what vLLM's accounting read, and a failing accounting is an error either way.
+TEST(ExplainCli, VllmAccountingShowsItsFigures) {
+  const std::string path = std::string(OOMDOC_SOURCE_DIR) + "/tests/fixtures/explain/vllm_negative_kv.log";
+  auto r = run_cli({"explain", path});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("vllm_negative_kv.log:1  vLLM out of memory\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  utilization 0.50 · GPU total 15.77 GiB · budget 7.88 GiB · weights loaded 7.48 GiB · weights "
+                       "7.48 GiB · non-torch 122.88 MiB · activation peak 1.06 GiB · KV cache -798.72 MiB · GPU blocks 0 "
+                       "· CPU blocks 2048 · max concurrency 0.00x\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Cause: no memory is left for the KV cache"), std::string::npos);
+  EXPECT_EQ(r.out.find("No out-of-memory error found"), std::string::npos);
+
+  auto info = run_cli({"explain", "--all"},
+                      "INFO worker.py:267] the current vLLM instance can use total_gpu_memory (15.77GiB) x "
+                      "gpu_memory_utilization (0.90) = 14.19GiB\nINFO executor_base.py:111] # cuda blocks: 2330, # CPU "
+                      "blocks: 2048\n");
+  EXPECT_EQ(info.exit_code, 1);  // nothing failed
+  EXPECT_NE(info.out.find("<stdin>:1  vLLM memory report\n  utilization 0.90 · GPU total 15.77 GiB · budget 14.19 GiB "
+                          "· GPU blocks 2330 · CPU blocks 2048\n"),
+            std::string::npos)
+      << info.out;
+}
+
 TEST(Cli, VersionAndHelp) {
   auto v = run_cli({"--version"});
   EXPECT_EQ(v.exit_code, 0);

@@ -12,7 +12,7 @@ TEST(SnapshotVerdict, NamesTheVerdictStackAndFixes) {
   std::vector<std::string> lines = snapshot_verdict(path);
   ASSERT_GE(lines.size(), 4u);
   EXPECT_EQ(lines[0], "memory snapshot at the out-of-memory error: " + path);
-  EXPECT_EQ(lines[1].rfind("OOM on cuda:0 at trace event 104: exhaustion", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[1].rfind("OOM on cuda:0 at trace event 104: too_large_or_outside_pytorch", 0), 0u) << lines[1];
   bool fixes = false, stack = false;
   for (const auto& l : lines) {
     fixes = fixes || l.rfind("fixes: ", 0) == 0;

@@ -4,6 +4,7 @@
 
 #include "readers/keyword_filter.h"
 #include "readers/log_line.h"
+#include "support/test_support.h"
 
 namespace oomdoc {
 namespace {
@@ -112,7 +113,118 @@ TEST(LogScanner, RepeatedMessageIsOneEventWithACount) {
   auto scan = scan_text("ERROR " + kNewOom + "\nTraceback (most recent call last):\n  File \"x.py\", line 1, in <module>\n" + kNewOom + "\n");
   // Different prefixes make different message texts only when the message itself differs.
   ASSERT_EQ(scan.events.size(), 1u);
-  EXPECT_EQ(scan.events[0].int_field("repeats"), 2);
+  EXPECT_EQ(scan.events[0].repeats, 2u);
+  EXPECT_EQ(scan.events[0].last_repeat_line, 4u);
+  EXPECT_FALSE(scan.events[0].field("repeats"));  // bookkeeping, not a figure the message printed
+}
+
+// A retry loop: the same OOM six times, one line apart, is one event with its count and line range
+// (it used to come out as pairs); a different OOM is its own event, and the first one printed again
+// after it is a new event too.
+TEST(LogScanner, RetryLoopIsOneEventWithItsLineRange) {
+  auto scan = scan_text(testing::read_file(testing::fixture_path("explain/retry_loop.log")));
+  ASSERT_EQ(scan.events.size(), 3u);
+  EXPECT_EQ(scan.events[0].line, 2u);
+  EXPECT_EQ(scan.events[0].repeats, 6u);
+  EXPECT_EQ(scan.events[0].last_repeat_line, 12u);
+  EXPECT_EQ(scan.events[0].bytes("requested"), 1536 * kMiB);
+  EXPECT_EQ(scan.events[1].line, 14u);
+  EXPECT_EQ(scan.events[1].repeats, 1u);
+  EXPECT_EQ(scan.events[1].last_repeat_line, 0u);
+  EXPECT_EQ(scan.events[1].bytes("requested"), 3 * kGiB);
+  EXPECT_EQ(scan.events[2].line, 16u);
+  EXPECT_EQ(scan.events[2].repeats, 1u);
+}
+
+// Thousands of repeats stay one event; the traceback above the first print is kept (repeats do not
+// read theirs: that is what made 20,000 repeats take seconds).
+TEST(LogScanner, ThousandsOfRepeatsAreOneEvent) {
+  std::string text = "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n    loss.backward()\n";
+  for (int i = 0; i < 20000; ++i) text += kNewOom + "\n";
+  auto scan = scan_text(text);
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].line, 4u);
+  EXPECT_EQ(scan.events[0].repeats, 20000u);
+  EXPECT_EQ(scan.events[0].last_repeat_line, 20003u);
+  ASSERT_TRUE(scan.events[0].traceback);
+  EXPECT_EQ(scan.events[0].traceback->operation, "backward");
+  EXPECT_FALSE(scan.events_truncated);
+}
+
+// The message starts 20 KB (and 300 KB) into one line: the scanner reads the window around the
+// keyword, not the line's first 16 KiB.
+TEST(LogScanner, MessageDeepInsideAVeryLongLineIsFound) {
+  const std::string old_oom =
+      "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity; 20.00 GiB "
+      "already allocated; 1.00 GiB free; 21.00 GiB reserved in total by PyTorch)";
+  for (size_t lead : {20000u, 300000u}) {
+    auto scan = scan_text("step 1\n" + std::string(lead, 'x') + " " + old_oom + "\nnext\n");
+    ASSERT_EQ(scan.events.size(), 1u) << lead;
+    EXPECT_EQ(scan.events[0].line, 2u);
+    EXPECT_EQ(scan.events[0].format, "pytorch_old_reserved");
+    EXPECT_EQ(scan.events[0].bytes("requested"), 2 * kGiB);
+    EXPECT_EQ(scan.events[0].bytes("reserved_total"), 21 * kGiB);
+    EXPECT_EQ(scan.lines, 3u);
+  }
+}
+
+// JAX prints the BFC allocator's warning, then raises XlaRuntimeError for the same request: one
+// JAX event (the XLA error, with the allocator's name), never a TensorFlow one.
+TEST(LogScanner, JaxBfcWarningAndXlaErrorAreOneJaxEvent) {
+  auto scan = scan_text(testing::read_file(testing::fixture_path("explain/jax_bfc_then_xla.log")));
+  ASSERT_EQ(scan.events.size(), 1u);
+  const OomEvent& e = scan.events[0];
+  EXPECT_EQ(e.framework, "jax");
+  EXPECT_EQ(e.format, "xla_oom_bytes");
+  EXPECT_EQ(e.line, 6u);
+  EXPECT_EQ(e.bytes("requested"), 3358720000u);              // the exact figure, not the warning's 3.13 GiB
+  EXPECT_EQ(e.bytes("xla_total_allocation"), 7655779205u);   // 7.13 GiB
+  EXPECT_EQ(e.int_field("requested_rounded_bytes"), 3358720000);
+  EXPECT_EQ(e.string_field("allocator"), "GPU_0_bfc");
+  EXPECT_EQ(e.int_field("allocator_warning_line"), 2);
+  EXPECT_EQ(e.device, 0);
+  ASSERT_TRUE(e.traceback);
+  ASSERT_TRUE(e.traceback->innermost_user_frame);
+  EXPECT_EQ(e.traceback->innermost_user_frame->line, 57u);
+  // TensorFlow's own copy of the allocator (external/local_tsl) stays TensorFlow's.
+  auto tf = scan_text("2024-01-01 W external/local_tsl/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out "
+                      "of memory trying to allocate 1.50GiB (rounded to 1610612736)requested by op MatMul\n");
+  ASSERT_EQ(tf.events.size(), 1u);
+  EXPECT_EQ(tf.events[0].framework, "tensorflow");
+  // A JAX warning on its own (no XLA error follows) is JAX's too, from the file's path.
+  auto alone = scan_text("W external/xla/xla/tsl/framework/bfc_allocator.cc:497] Allocator (GPU_0_bfc) ran out of memory "
+                         "trying to allocate 1.50GiB (rounded to 1610612736)requested by op \n");
+  ASSERT_EQ(alone.events.size(), 1u);
+  EXPECT_EQ(alone.events[0].framework, "jax");
+  EXPECT_EQ(alone.events[0].format, "tf_bfc_oom");
+}
+
+// vLLM's accounting lines of one startup are one report; a negative KV budget, 0 cuda blocks and
+// 0.00x concurrency make it an error, and the ValueError raised right after is the same failure.
+TEST(LogScanner, VllmNegativeKvCacheIsOneErrorWithItsFigures) {
+  auto scan = scan_text(testing::read_file(testing::fixture_path("explain/vllm_negative_kv.log")));
+  ASSERT_EQ(scan.events.size(), 1u);
+  const OomEvent& e = scan.events[0];
+  EXPECT_EQ(e.format, "vllm_memory_info");
+  EXPECT_TRUE(e.is_error);
+  EXPECT_EQ(e.line, 1u);
+  EXPECT_EQ(e.end_line, 7u);
+  EXPECT_EQ(e.bytes("total_gpu_memory"), 16932908564u);   // 15.77 GiB
+  EXPECT_EQ(e.bytes("usable_budget"), 8461085573u);       // 7.88 GiB
+  EXPECT_EQ(e.bytes("weights"), 8031588844u);             // 7.48 GiB
+  EXPECT_EQ(e.int_field("kv_cache_bytes"), -837518623);   // -0.78 GiB
+  EXPECT_EQ(e.int_field("gpu_blocks"), 0);
+  EXPECT_EQ(e.int_field("cpu_blocks"), 2048);
+  EXPECT_EQ(e.int_field("concurrency_tokens_per_request"), 8192);
+  EXPECT_EQ(e.int_field("error_line"), 7);
+  // Without the failing figures the same lines stay one informational report.
+  auto fine = scan_text(
+      "INFO worker.py:267] the current vLLM instance can use total_gpu_memory (15.77GiB) x gpu_memory_utilization (0.90) = 14.19GiB\n"
+      "INFO executor_base.py:111] # cuda blocks: 2330, # CPU blocks: 2048\n");
+  ASSERT_EQ(fine.events.size(), 1u);
+  EXPECT_FALSE(fine.events[0].is_error);
+  EXPECT_EQ(fine.events[0].int_field("gpu_blocks"), 2330);
+  EXPECT_EQ(fine.events[0].bytes("usable_budget"), 15236396483u);  // 14.19 GiB
 }
 
 TEST(LogScanner, JsonLinesRecordsAreDecoded) {

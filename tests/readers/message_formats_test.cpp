@@ -153,16 +153,30 @@ TEST(VllmFormats, StartupFreeMemoryErrorAndInfo) {
   EXPECT_FALSE(info.is_error);
 }
 
-TEST(VllmFormats, AccountingLinesAreInformational) {
+// The accounting lines of one startup are one report: informational, unless a figure says no KV
+// cache fits (a negative KV budget here).
+TEST(VllmFormats, AccountingLinesOfOneStartupAreOneReport) {
   auto scan = scan_text(
       "INFO 01-01 worker.py:1] model weights take 14.99GiB; non_torch_memory takes 0.50GiB; PyTorch activation peak "
-      "memory takes 1.20GiB; the rest of the memory reserved for KV Cache is -0.25GiB.\n"
+      "memory takes 1.20GiB; the rest of the memory reserved for KV Cache is 2.25GiB.\n"
       "INFO 01-01 kv_cache_utils.py:1] GPU KV cache size: 158,656 tokens\n");
-  ASSERT_EQ(scan.events.size(), 2u);
+  ASSERT_EQ(scan.events.size(), 1u);
   EXPECT_FALSE(scan.events[0].is_error);
+  EXPECT_EQ(scan.events[0].line, 1u);
+  EXPECT_EQ(scan.events[0].end_line, 2u);
   EXPECT_EQ(scan.events[0].bytes("weights"), 16095389942u);
-  EXPECT_EQ(scan.events[0].int_field("kv_cache_bytes"), -268435456);
-  EXPECT_EQ(scan.events[1].int_field("kv_cache_tokens"), 158656);
+  EXPECT_EQ(scan.events[0].bytes("kv_cache"), 2415919104u);
+  EXPECT_EQ(scan.events[0].int_field("kv_cache_tokens"), 158656);
+  auto negative = scan_text(
+      "INFO 01-01 worker.py:1] model weights take 14.99GiB; non_torch_memory takes 0.50GiB; PyTorch activation peak "
+      "memory takes 1.20GiB; the rest of the memory reserved for KV Cache is -0.25GiB.\n");
+  ASSERT_EQ(negative.events.size(), 1u);
+  EXPECT_TRUE(negative.events[0].is_error);
+  EXPECT_EQ(negative.events[0].int_field("kv_cache_bytes"), -268435456);
+  EXPECT_EQ(negative.events[0].string_field("kv_cache_text"), "-0.25GiB");
+  // Two startups' figures that disagree stay two reports.
+  auto two = scan_text("INFO Available KV cache memory: 2.00 GiB\nINFO Available KV cache memory: 3.00 GiB\n");
+  EXPECT_EQ(two.events.size(), 2u);
 }
 
 TEST(TensorflowFormats, TensorShapeTimesDtype) {

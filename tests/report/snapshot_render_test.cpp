@@ -32,7 +32,7 @@ TEST(SnapshotJson, HasTheDocumentedFields) {
                           "reserved_bytes", "largest_free_block_bytes", "verdict", "stack"}) {
     EXPECT_TRUE(o.contains(key)) << key;
   }
-  EXPECT_EQ(o["verdict"], "exhaustion");
+  EXPECT_EQ(o["verdict"], "too_large_or_outside_pytorch");
   EXPECT_EQ(o["requested_bytes"], 21474836480ull);
   EXPECT_TRUE(d["top_stacks"][0]["live_bytes"].is_number_unsigned());
   // Absent values are null, never 0 or -1.

@@ -85,12 +85,28 @@ std::optional<FormatMatch> match_oom_tensor(const MessageWindow& w) {
   return m;
 }
 
+// The BFC allocator (tsl/framework/bfc_allocator.cc) is shared by TensorFlow and XLA: JAX prints
+// the same warning before its XlaRuntimeError. JAX's builds name the file under external/xla/ or
+// external/tsl/ (TensorFlow's under tensorflow/ or external/local_xla/, external/local_tsl/), and
+// the lines after a JAX failure carry jaxlib / XlaRuntimeError.
+bool window_is_jax(const MessageWindow& w) {
+  const std::string& first = w.lines[0];
+  if (first.find("external/xla/") != std::string::npos || first.find("external/tsl/") != std::string::npos) return true;
+  for (const std::string& line : w.lines) {
+    if (line.find("XlaRuntimeError") != std::string::npos || line.find("jaxlib") != std::string::npos ||
+        line.find("jax.errors") != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::optional<FormatMatch> match_bfc_oom(const MessageWindow& w) {
   static const RE2 re("Allocator \\((\\w+)\\) ran out of memory trying to allocate (" + kSize +
                       ")(?:\\s*\\(rounded to (\\d+)\\))?(?:\\s*requested by op (\\S+))?");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
-  auto m = new_match("tensorflow", "tf_bfc_oom");
+  auto m = new_match(window_is_jax(w) ? "jax" : "tensorflow", "tf_bfc_oom");
   OomEvent& e = m.event;
   std::string allocator((*g)[1]);
   e.set_field("allocator", allocator);

@@ -210,6 +210,17 @@ std::optional<FormatMatch> match_info(const MessageWindow& w) {
       }
     }
   }
+  // Figures that mean the engine cannot start: a negative KV budget (weights and activations
+  // exceed the budget), no GPU blocks, no token of KV cache, room for no request at all. vLLM
+  // raises "No available memory for the cache blocks" (or an insufficient-KV error) right after.
+  if (result) {
+    OomEvent& e = result->event;
+    const bool no_cache = e.int_field("kv_cache_bytes").value_or(0) < 0 || e.int_field("gpu_blocks") == 0 ||
+                          e.int_field("kv_cache_tokens") == 0 ||
+                          (e.field("max_concurrency") && std::get_if<double>(e.field("max_concurrency")) &&
+                           *std::get_if<double>(e.field("max_concurrency")) <= 0.0);
+    if (no_cache) e.is_error = true;
+  }
   return result;
 }
 
