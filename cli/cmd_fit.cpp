@@ -125,7 +125,9 @@ int run_fit(const FitArgs& a) {
   // is the machine's.
   const bool gpus_given = a.app->count("--gpus") > 0;
   if (gpus_given) job.num_gpus = a.gpus;
-  const uint64_t num_gpus = gpus_given ? a.gpus : job.num_gpus.value_or(1);
+  // Without a count, a TP/PP/CP layout needs its product of GPUs (as the estimator assumes).
+  const uint64_t layout_gpus = job.tp.value_or(1) * job.pp.value_or(1) * job.cp.value_or(1);
+  const uint64_t num_gpus = gpus_given ? a.gpus : job.num_gpus.value_or(layout_gpus);
   if (auto valid = validate_job(job, source); !valid) return fail(valid.error().message);
   if (job.model.empty()) {
     return fail(config ? a.input + ": names no model; add --model NAME"

@@ -288,6 +288,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   p.pp = job.pp.value_or(1);
   p.cp = job.cp.value_or(1);
   p.num_gpus = job.num_gpus.value_or(p.tp * p.pp * p.cp);
+  if (!job.num_gpus && p.num_gpus > 1) assume(fmt::format("num_gpus: {} (tp x pp x cp; not given)", p.num_gpus));
   if (p.num_gpus % (p.tp * p.pp * p.cp)) {
     return make_error(fmt::format("num_gpus {} is not a multiple of tp*pp*cp = {}", p.num_gpus, p.tp * p.pp * p.cp));
   }
@@ -761,8 +762,17 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   est.precision = p.precision;
   // Inputs that are legal but likely a mistake: said, not refused.
   if (m.max_position_embeddings && p.seq > m.max_position_embeddings && m.rope_scaling_type.empty()) {
-    est.warnings.push_back(fmt::format("{} tokens per sequence is above the model's context of {} (max_position_embeddings): "
-                                       "it was not trained for that length", p.seq, m.max_position_embeddings));
+    // Learned absolute position embeddings have no row past their last position: an index error.
+    static const std::set<std::string> kLearnedPositions = {"gpt2", "gpt_bigcode", "gpt_neo", "bert", "roberta",
+                                                            "xlm-roberta", "distilbert", "electra", "opt"};
+    if (kLearnedPositions.count(m.model_type)) {
+      est.warnings.push_back(fmt::format("{} tokens per sequence is above the model's {} learned positions: its "
+                                         "position embedding has no row past them, so the forward pass fails "
+                                         "(an index error), whatever the memory", p.seq, m.max_position_embeddings));
+    } else {
+      est.warnings.push_back(fmt::format("{} tokens per sequence is above the model's context of {} (max_position_embeddings): "
+                                         "it was not trained for that length", p.seq, m.max_position_embeddings));
+    }
   }
   if (p.training && job.kv_cache_dtype) {
     est.warnings.push_back("kv_cache_dtype applies to generation: a training job keeps no KV cache, it is ignored");

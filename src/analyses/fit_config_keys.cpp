@@ -37,7 +37,7 @@ std::vector<FitSetting> axolotl_keys(const FitSetting& s) {
     }
     if (n == "optim") return {key("optimizer", v)};
     if (n == "fsdp") return {key("fsdp", "[full_shard, auto_wrap]")};
-    if (n == "deepspeed") return {key("deepspeed", "a JSON file holding " + s.value)};
+    if (n == "deepspeed") return {key("deepspeed", "a JSON file holding " + v)};  // JSON: true, not True
     if (n == "use_liger_kernel") {
       return {key("plugins", "[axolotl.integrations.liger.LigerPlugin]"), key("liger_rms_norm", "true"),
               key("liger_glu_activation", "true"), key("liger_fused_linear_cross_entropy", "true")};
@@ -75,8 +75,12 @@ std::vector<FitSetting> llama_factory_keys(const FitSetting& s) {
       return {key(n, v)};
     }
     if (n == "gradient_checkpointing") return {key("disable_gradient_checkpointing", v == "true" ? "false" : "true")};
-    if (n == "deepspeed") return {key("deepspeed", "a JSON file holding " + s.value)};
+    if (n == "deepspeed") return {key("deepspeed", "a JSON file holding " + v)};  // JSON: true, not True
     if (n == "use_liger_kernel") return {key("enable_liger_kernel", v)};
+    // LLaMA-Factory sets use_reentrant itself from use_reentrant_gc (default true).
+    if (n == "gradient_checkpointing_kwargs" && v.find("\"use_reentrant\": false") != std::string::npos) {
+      return {key("use_reentrant_gc", "false")};
+    }
   } else if (t == "SFTConfig") {
     if (n == "max_length") return {key("cutoff_len", v)};
   } else if (t == "LoraConfig") {

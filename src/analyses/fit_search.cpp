@@ -95,7 +95,7 @@ std::vector<Candidate> micro_batch_candidates(const Job& job) {
     for (uint64_t b = batch / 2; b >= 1 && batch > 1; b /= 2) {
       out.push_back(candidate("batch_size", "smaller_batch", 2, fmt::format("batch {} -> {}", batch, b),
                               "fewer sequences at once: lower throughput",
-                              {{"generate / engine", "batch_size", std::to_string(b)}},
+                              {{"python", fmt::format("# {} prompt(s) per generate() call (pipeline(..., batch_size={}))", b, b), ""}},
                               [b](Job& j) { j.batch_size = b; }));
       if (b == 1) break;
     }
@@ -828,6 +828,14 @@ uint64_t host_bytes_moved(const EstimateFn& est, const ModelSpec& model, const J
   return moved;
 }
 
+// Host memory an offload change needs per GPU: the changed job against itself without the
+// offloads the change added, so a change that also shards (DDP -> ZeRO-3) counts each rank's shard.
+uint64_t offload_host_bytes(const EstimateFn& est, const ModelSpec& model, const Job& before, const Job& after) {
+  Job on_gpu = after;
+  on_gpu.offload = before.offload;
+  return static_cast<uint64_t>(std::llround(host_bytes_moved(est, model, on_gpu, after) * kHostBufferFactor));
+}
+
 // ---- GPUs from the catalog ----
 
 // Catalog GPUs a recommendation may name: the user's platform (Apple unified memory only for
@@ -1050,10 +1058,7 @@ struct Search {
         }
       }
       change.predicted = predict(est, model, j);
-      if (change.id.rfind("offload", 0) == 0) {
-        change.host_ram_bytes = static_cast<uint64_t>(
-            std::llround(host_bytes_moved(est, model, before, j) * kHostBufferFactor));
-      }
+      if (change.id.rfind("offload", 0) == 0) change.host_ram_bytes = offload_host_bytes(est, model, before, j);
       plan.changes.push_back(std::move(change));
     }
     plan.job = j;
@@ -1280,8 +1285,18 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
                                            report.usable_bytes, 1u << 16, est);
   }
   if (options.solve_max_seq) {
-    report.max_seq_len = solve_largest(model, given, length_field,
-                                       report.usable_bytes, 1u << 23, est);
+    // The model's context bounds the answer too: memory may allow more than it has positions for.
+    uint64_t bound = 1u << 23;
+    if (model.max_position_embeddings) {
+      const uint64_t generated = is_training(given) ? 0 : given.max_new_tokens.value_or(0);
+      bound = model.max_position_embeddings > generated ? model.max_position_embeddings - generated : 1;
+    }
+    report.max_seq_len = solve_largest(model, given, length_field, report.usable_bytes, bound, est);
+    if (report.max_seq_len && *report.max_seq_len == bound && bound < (1u << 23)) {
+      report.notes.push_back(fmt::format("the longest {} is the model's context ({} positions{}), not memory",
+                                         is_training(given) ? "sequence" : "prompt", model.max_position_embeddings,
+                                         is_training(given) ? "" : " less the tokens generated"));
+    }
   }
 
   // Hardware, shared by the plan (step 9) and the alternatives. The estimator's prediction does
@@ -1469,6 +1484,11 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       FitAlternative a;
       a.change = p->candidate.change;
       a.change.predicted = p->predicted;
+      if (a.change.id.rfind("offload", 0) == 0) {
+        Job changed = given;
+        p->candidate.apply(changed);
+        a.change.host_ram_bytes = offload_host_bytes(est, model, given, changed);
+      }
       a.predicted = p->predicted;
       a.fits_target = p->predicted.needed_bytes <= report.target_bytes;
       a.description = fmt::format("fits with only: {}", a.change.title);
@@ -1488,6 +1508,12 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
           titles.push_back(c.title);
           a.change.settings.insert(a.change.settings.end(), c.settings.begin(), c.settings.end());
           a.change.host_ram_bytes = c.host_ram_bytes ? c.host_ram_bytes : a.change.host_ram_bytes;
+        }
+        // One change that is already listed alone is not a second alternative.
+        if (kept.changes.size() == 1 &&
+            std::any_of(report.alternatives.begin(), report.alternatives.end(),
+                        [&](const FitAlternative& listed) { return listed.change.id == kept.changes[0].id; })) {
+          break;
         }
         a.change.title = fmt::format("{}", fmt::join(titles, "; "));
         a.change.cost = kept.changes.empty() ? "" : kept.changes.back().cost;

@@ -308,6 +308,22 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                              "quantization method specified in the `quantization` argument ({}).",
                              model.quantization, *c.quantization)};
   }
+  // Methods that read a checkpoint quantized offline (vLLM looks for its quantization config and
+  // fails without one: "Cannot find the config file for awq"); fp8 and bitsandbytes quantize at load.
+  if (c.quantization && model.quantization.empty()) {
+    static const char* kPrequantized[] = {"awq", "gptq", "marlin", "squeezellm", "aqlm", "compressed-tensors",
+                                          "modelopt", "gguf", "exl2", "hqq"};
+    const std::string method = base_method(*c.quantization);
+    const bool prequantized = std::any_of(std::begin(kPrequantized), std::end(kPrequantized),
+                                          [&](const char* m) { return method == m; });
+    auto named = quantization_from_name(c.model);
+    if (prequantized && !(named && base_method(*named) == method)) {
+      return Error{fmt::format("--quantization {} needs a checkpoint quantized with {}: {}'s config has no "
+                               "quantization_config (vLLM: \"Cannot find the config file for {}\"); use a checkpoint "
+                               "quantized that way, or --quantization fp8 / bitsandbytes, which quantize at load",
+                               *c.quantization, method, model.id, method)};
+    }
+  }
   if (c.dtype && (*c.dtype == "bfloat16" || *c.dtype == "bf16") && !in.target.bf16) {
     return Error{fmt::format("--dtype bfloat16 on {}: vLLM refuses bfloat16 on GPUs below compute "
                              "capability 8.0; use --dtype half", in.target.name)};
@@ -492,6 +508,15 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
               kConservingMemoryUrl + " for more details."
         : std::string("No available memory for the cache blocks. Try increasing "
                       "`gpu_memory_utilization` when initializing the engine."));
+  } else if (p.capacity.blocks_per_request > p.capacity.num_blocks && b.v1_engine && c.num_gpu_blocks_override &&
+             p.capacity.bytes_per_request <= static_cast<uint64_t>(std::max<int64_t>(0, p.available_kv_bytes))) {
+    // V1 checks one request against the profiled memory, then applies the override
+    // (kv_cache_utils.get_kv_cache_config): it starts, but a request this long never gets its blocks.
+    p.warnings.push_back(fmt::format(
+        "--num-gpu-blocks-override {} holds {} tokens, fewer than one request of max_model_len {}: vLLM starts, "
+        "but requests longer than {} tokens can never be scheduled (raise the override to at least {} or drop it)",
+        *c.num_gpu_blocks_override, p.capacity.num_blocks * s.block_size, s.max_model_len,
+        p.capacity.num_blocks * s.block_size, p.capacity.blocks_per_request));
   } else if (p.capacity.blocks_per_request > p.capacity.num_blocks) {
     if (b.v1_engine) {
       std::string estimate = p.max_model_len_that_fits > 0

@@ -102,6 +102,13 @@ const std::vector<std::string>& memory_flags() {
 std::optional<std::string> near_memory_flag(const std::string& name) {
   std::optional<std::string> best;
   size_t best_distance = SIZE_MAX;
+  // An abbreviation ("--tensor-parallel"): argparse may expand it or refuse it depending on the
+  // version; either way the flag meant is a memory flag, so it is spelled out or refused here.
+  if (name.size() >= 4) {
+    for (const std::string& flag : memory_flags()) {
+      if (flag.size() > name.size() && flag.compare(0, name.size(), name) == 0) return flag;
+    }
+  }
   for (const std::string& flag : memory_flags()) {
     const size_t length = std::min(flag.size(), name.size());
     const size_t allowed = length >= 12 ? 3 : length >= 8 ? 2 : 1;
@@ -344,6 +351,10 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
       std::replace(wanted.begin(), wanted.end(), '-', '_');
       return Error{fmt::format("{}: not a vLLM argument (did you mean {}?); LLM(...) would raise "
                                "'TypeError: ... got an unexpected keyword argument '{}''", key, wanted, key)};
+    }
+    if (meant->compare(0, name.size(), name) == 0) {
+      return Error{fmt::format("--{}: an abbreviation of --{}; write it out (vLLM's argument parser expands or "
+                               "refuses abbreviations depending on its version)", name, *meant)};
     }
     return Error{fmt::format("--{}: not a vLLM flag (did you mean --{}?); vLLM would exit with "
                              "'unrecognized arguments'", name, *meant)};

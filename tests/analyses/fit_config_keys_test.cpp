@@ -47,3 +47,20 @@ TEST(FitConfigKeys, LlamaFactoryKeys) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+TEST(FitConfigKeys, DeepSpeedFileContentIsJsonAndReentrancyIsLlamaFactorys) {
+  const FitSetting ds{"TrainingArguments", "deepspeed",
+                      "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": True}}}"};
+  EXPECT_EQ(keys(ds, TrainingConfigFormat::kAxolotl),
+            std::vector<std::string>{"Axolotl YAML deepspeed: a JSON file holding {\"zero_optimization\": {\"stage\": 3, "
+                                     "\"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true}}}"});
+  EXPECT_EQ(keys({"TrainingArguments", "gradient_checkpointing_kwargs", "{\"use_reentrant\": False}"},
+                 TrainingConfigFormat::kLlamaFactory),
+            std::vector<std::string>{"LLaMA-Factory YAML use_reentrant_gc: false"});
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -60,6 +60,7 @@ TEST(VllmServe, WeightsFollowTheFormat) {
   // AWQ 4-bit (named checkpoint, base config): Qwen/Qwen2.5-7B-Instruct-AWQ's safetensors hold
   // 5.58 GB (5.20 GiB); embeddings and head stay in fp16.
   ServeInputs awq = inputs({"vllm", "serve", "qwen2.5-7b", "--quantization", "awq", "--max-model-len", "4096"}, 80 * kGiB);
+  awq.config.model = "Qwen/Qwen2.5-7B-Instruct-AWQ";  // the name says AWQ; the preset gives the shape
   ServePrediction q = predict(awq);
   EXPECT_NEAR(static_cast<double>(q.weights.bytes), 5.58e9, 0.01 * 5.58e9);
   // Tensor parallel halves each GPU's share.

@@ -390,3 +390,47 @@ TEST(FitCli, AxolotlConfigGetsAxolotlKeys) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// Round 2: host RAM of an offload that also shards counts each rank's shard; the DeepSpeed JSON
+// for a YAML config is JSON (true); --tp without --gpus runs on tp GPUs; --max-seq stops at the
+// model's context.
+TEST(FitCli, OffloadHostRamIsEachRanksShard) {
+  auto one = run_cli({"fit", "llama-2-7b", "--task", "train_full", "--micro-batch-size", "1", "--grad-accum-steps", "16",
+                      "--seq-len", "1024", "--gradient-checkpointing", "full", "--gpu", "4090", "--json"});
+  auto two = run_cli({"fit", "llama-2-7b", "--task", "train_full", "--micro-batch-size", "1", "--grad-accum-steps", "16",
+                      "--seq-len", "1024", "--gradient-checkpointing", "full", "--gpu", "4090", "--gpus", "2", "--json"});
+  auto host = [](const testing::CommandResult& r, const char* field) -> uint64_t {
+    auto doc = nlohmann::json::parse(r.out);
+    for (const auto& a : doc["alternatives"]) {
+      if (a["id"] == "offload_params" && a[field].is_number()) return a[field].get<uint64_t>();
+    }
+    return 0;
+  };
+  const uint64_t one_total = host(one, "host_ram_total_bytes");
+  const uint64_t two_per_gpu = host(two, "host_ram_bytes");
+  ASSERT_GT(one_total, 0u);
+  ASSERT_GT(two_per_gpu, 0u);
+  EXPECT_EQ(host(two, "host_ram_total_bytes"), 2 * two_per_gpu);
+  // Sharded over 2, each rank keeps about half: the machine's total stays about the 1-GPU figure.
+  EXPECT_NEAR(static_cast<double>(2 * two_per_gpu) / static_cast<double>(one_total), 1.0, 0.15);
+}
+
+TEST(FitCli, TensorParallelWithoutGpusRunsOnItsProduct) {
+  auto r = run_cli({"fit", "llama-2-7b", "--tp", "2", "--gpu", "4090", "--json"});
+  ASSERT_NE(r.exit_code, 2) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["num_gpus"], 2);
+}
+
+TEST(FitCli, LongestSequenceStopsAtTheContext) {
+  auto r = run_cli({"fit", "gpt2", "--task", "train_full", "--gpu", "4090", "--max-seq", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["max_seq_len"], 1024);
+  EXPECT_EQ(doc["notes"].back(), "the longest sequence is the model's context (1024 positions), not memory");
+}
+
+}  // namespace
+}  // namespace oomdoc

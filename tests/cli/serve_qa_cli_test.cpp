@@ -1,4 +1,5 @@
 // QA's serve command lines end to end: the exact figures and ids they print.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -105,6 +106,35 @@ TEST(ServeQaCli, VllmUseV1ZeroWithoutAVersionIsSaidToBeIgnored) {
   EXPECT_NE(r.out.find("V1 engine"), std::string::npos);
   EXPECT_NE(r.out.find("warning: VLLM_USE_V1=0 is ignored: vLLM removed the V0 engine in v0.11.0"), std::string::npos)
       << r.out;
+}
+
+// Round 2: abbreviations of memory flags, offline-quantized methods on a 16-bit checkpoint, and an
+// override smaller than one request (V1 starts, with a warning).
+TEST(ServeQaCli, AbbreviationsAndOfflineQuantizationAreRefused) {
+  auto abbreviated = run_cli({"serve", "--gpu", "4090", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                              "--max-model-len", "8192", "--tensor-parallel", "2"});
+  EXPECT_EQ(abbreviated.exit_code, 2);
+  EXPECT_EQ(abbreviated.err, "oomdoc: serve: --tensor-parallel: an abbreviation of --tensor-parallel-size; write it "
+                             "out (vLLM's argument parser expands or refuses abbreviations depending on its version)\n");
+  auto awq = run_cli({"serve", "--gpu", "4090", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                      "--max-model-len", "8192", "--quantization", "awq"});
+  EXPECT_EQ(awq.exit_code, 2);
+  EXPECT_THAT(awq.err, ::testing::HasSubstr("--quantization awq needs a checkpoint quantized with awq"));
+  auto fp8 = run_cli({"serve", "--gpu", "4090", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                      "--max-model-len", "8192", "--quantization", "fp8"});
+  EXPECT_EQ(fp8.exit_code, 0) << fp8.err;
+}
+
+TEST(ServeQaCli, OverrideSmallerThanOneRequestWarnsInV1) {
+  auto r = run_cli({"serve", "--gpu", "4090", "--json", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                    "--max-model-len", "8192", "--num-gpu-blocks-override", "100"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  bool warned = false;
+  for (const auto& w : doc["warnings"]) {
+    if (w.get<std::string>().find("requests longer than 1600 tokens can never be scheduled") != std::string::npos) warned = true;
+  }
+  EXPECT_TRUE(warned) << doc["warnings"].dump();
 }
 
 }  // namespace

@@ -21,9 +21,10 @@ TEST(VllmArgsUnknownFlags, ATypoOfAMemoryFlagIsAnError) {
   EXPECT_EQ(error_of({"vllm", "serve", "m", "--tensor-paralel-size", "2"}),
             "--tensor-paralel-size: not a vLLM flag (did you mean --tensor-parallel-size?); vLLM would exit with "
             "'unrecognized arguments'");
+  // A prefix of a memory flag is an abbreviation, refused with its own words.
   EXPECT_EQ(error_of({"vllm", "serve", "m", "--max_num_seq=8"}),
-            "--max-num-seq: not a vLLM flag (did you mean --max-num-seqs?); vLLM would exit with "
-            "'unrecognized arguments'");
+            "--max-num-seq: an abbreviation of --max-num-seqs; write it out (vLLM's argument parser expands or "
+            "refuses abbreviations depending on its version)");
   EXPECT_EQ(error_of({"LLM(model=\"m\", max_model_length=8192)"}),
             "max_model_length: not a vLLM argument (did you mean max_model_len?); LLM(...) would raise "
             "'TypeError: ... got an unexpected keyword argument 'max_model_length''");
