@@ -45,12 +45,16 @@ bool strip_bracket_rank(std::string_view& s, std::optional<int64_t>& rank) {
 
 // "(VllmWorker rank=1 pid=123) ", "(EngineCore_DP0 pid=1094) ", "(RayWorkerWrapper pid=77, ip=...) ",
 // "(VllmWorkerProcess pid=4731) ": a parenthesised process tag ending in ") ".
-bool strip_process_tag(std::string_view& s, std::optional<int64_t>& rank, bool& is_worker) {
+bool strip_process_tag(std::string_view& s, std::optional<int64_t>& rank, bool& is_worker, bool& is_vllm) {
   if (s.empty() || s.front() != '(') return false;
   size_t close = s.find(')');
   if (close == std::string_view::npos || close > 120) return false;
   std::string_view inside = s.substr(1, close - 1);
   if (inside.find("pid=") == std::string_view::npos) return false;
+  // vLLM names its processes VllmWorker/VllmWorkerProcess, EngineCore[_DPn], APIServer, RayWorkerWrapper.
+  for (std::string_view name : {"Vllm", "EngineCore", "APIServer", "RayWorkerWrapper"}) {
+    if (inside.substr(0, name.size()) == name) is_vllm = true;
+  }
   size_t r = inside.find("rank=");
   if (r != std::string_view::npos) {
     size_t i = r + 5;
@@ -124,7 +128,7 @@ CleanLine clean_line(std::string_view raw) {
     std::string_view before = s;
     s = trim_left(s);
     if (strip_bracket_rank(s, result.rank)) continue;
-    if (strip_process_tag(s, result.rank, result.rank_is_worker)) continue;
+    if (strip_process_tag(s, result.rank, result.rank_is_worker, result.vllm_process)) continue;
     if (strip_compose_prefix(s)) continue;
     s = before;
     break;

@@ -14,6 +14,7 @@ struct CleanLine {
   std::string text;               // the line without colour codes and launcher prefixes
   std::optional<int64_t> rank;    // from [rankN]: / (VllmWorker rank=N ...) / [defaultN]:
   bool rank_is_worker = false;    // the rank came from a vLLM worker tag "(VllmWorker rank=N pid=P)"
+  bool vllm_process = false;      // a vLLM process tag: (VllmWorker ...), (EngineCore_DP0 ...), (APIServer ...)
 };
 
 // Removes ANSI escape sequences (CSI and OSC) and trailing '\r'.

@@ -264,5 +264,41 @@ TEST(Formats, OrdinaryLinesAreNotEvents) {
   EXPECT_TRUE(scan.events.empty());
 }
 
+
+TEST(PytorchFormats, ShortAndBareFormsAreEvents) {
+  OomEvent short_form = only_event(scan_text("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"));
+  EXPECT_EQ(short_form.format, "pytorch_new_truncated");
+  EXPECT_EQ(short_form.bytes("requested"), 2147483648u);
+  OomEvent no_prefix = only_event(scan_text("CUDA out of memory. Tried to allocate 2.00 GiB\n"));
+  EXPECT_EQ(no_prefix.bytes("requested"), 2147483648u);
+  OomEvent bare = only_event(scan_text("torch.OutOfMemoryError: CUDA out of memory.\n"));
+  EXPECT_EQ(bare.format, "pytorch_new_truncated");
+  EXPECT_EQ(bare.framework, "pytorch");
+  EXPECT_FALSE(bare.bytes("requested").has_value());
+  // Prose that mentions the error is not an event.
+  EXPECT_TRUE(scan_text("retrying after CUDA out of memory with a smaller batch\n").events.empty());
+}
+
+TEST(PytorchFormats, DefaultCpuAllocatorIsAHostEvent) {
+  OomEvent e = only_event(scan_text("RuntimeError: [enforce fail at alloc_cpu.cpp:83] data. DefaultCPUAllocator: can't "
+                                    "allocate memory: you tried to allocate 21474836480 bytes. Error code 12 (Cannot "
+                                    "allocate memory)\n"));
+  EXPECT_EQ(e.format, "pytorch_cpu_allocator");
+  EXPECT_EQ(e.string_field("device_kind"), "CPU");
+  EXPECT_EQ(e.bytes("requested"), 21474836480u);
+}
+
+TEST(PytorchFormats, VllmProcessTagIsRecorded) {
+  OomEvent e = only_event(scan_text(
+      "(VllmWorker rank=1 pid=4731) ERROR 05-09 10:47:36 [multiproc_executor.py:470] torch.OutOfMemoryError: CUDA out "
+      "of memory. Tried to allocate 150.00 MiB. GPU 1 has a total capacity of 21.99 GiB of which 39.00 MiB is free.\n"));
+  EXPECT_EQ(e.framework, "pytorch");
+  ASSERT_NE(e.field("vllm_process"), nullptr);
+  EXPECT_EQ(std::get<bool>(*e.field("vllm_process")), true);
+  EXPECT_EQ(e.int_field("worker_rank"), 1);
+  OomEvent plain = only_event(scan_text("[rank1]: torch.OutOfMemoryError: CUDA out of memory.\n"));
+  EXPECT_EQ(plain.field("vllm_process"), nullptr);
+}
+
 }  // namespace
 }  // namespace oomdoc
