@@ -119,6 +119,28 @@ std::string strip_ansi(std::string_view line) {
   return out;
 }
 
+std::string_view strip_logger_prefix(std::string_view line) {
+  size_t i = 0;
+  while (i < line.size() && line[i] >= 'A' && line[i] <= 'Z') ++i;
+  const std::string_view level = line.substr(0, i);
+  if (level != "DEBUG" && level != "INFO" && level != "WARNING" && level != "ERROR" && level != "CRITICAL") return line;
+  // " MM-DD HH:MM:SS": digits and separators in a fixed shape.
+  static constexpr std::string_view kShape = " 00-00 00:00:00";
+  if (line.size() < i + kShape.size()) return line;
+  for (char want : kShape) {
+    const char c = line[i++];
+    if (want == '0' ? !(c >= '0' && c <= '9') : c != want) return line;
+  }
+  if (i < line.size() && line[i] == '.') {
+    ++i;
+    while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
+  }
+  if (line.substr(i, 2) != " [") return line;
+  const size_t close = line.find("] ", i);
+  if (close == std::string_view::npos || close - i > 120) return line;
+  return line.substr(close + 2);
+}
+
 CleanLine clean_line(std::string_view raw) {
   CleanLine result;
   std::string no_ansi = strip_ansi(raw);

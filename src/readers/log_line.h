@@ -22,4 +22,8 @@ std::string strip_ansi(std::string_view line);
 
 CleanLine clean_line(std::string_view raw);
 
+// The text after a Python logging prefix as vLLM prints it: "ERROR 05-01 10:00:20 [core.py:396] "
+// (level, MM-DD, HH:MM:SS[.fff], [file:line]); `line` itself when it has none.
+std::string_view strip_logger_prefix(std::string_view line);
+
 }  // namespace oomdoc

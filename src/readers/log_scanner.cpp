@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/file_input.h"
+#include "core/text.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
 #include "readers/keyword_filter.h"
@@ -213,6 +214,23 @@ bool same_message(const OomEvent& a, const OomEvent& b) {
   return a.format == b.format && a.framework == b.framework && a.is_error == b.is_error && same_figures(a, b);
 }
 
+// N of a trailing " [repeated Nx across cluster]" (Ray), which is removed from `message`; 0 without one.
+uint64_t ray_repeat_count(std::string& message) {
+  static constexpr std::string_view kTail = "x across cluster]";
+  std::string_view m = message;
+  while (!m.empty() && (m.back() == ' ' || m.back() == '\t')) m.remove_suffix(1);
+  if (m.size() < kTail.size() || m.substr(m.size() - kTail.size()) != kTail) return 0;
+  const size_t open = m.rfind("[repeated ");
+  if (open == std::string_view::npos) return 0;
+  const std::string_view digits = m.substr(open + 10, m.size() - kTail.size() - open - 10);
+  const auto n = parse_decimal<uint64_t>(digits);
+  if (!n || *n == 0) return 0;
+  size_t cut = open;
+  while (cut > 0 && (message[cut - 1] == ' ' || message[cut - 1] == '\t')) --cut;
+  message.resize(cut);
+  return *n;
+}
+
 // The BFC allocator's warning and XLA's RESOURCE_EXHAUSTED error for one failed request: JAX prints
 // both (readers/formats/tensorflow.cpp attributes the warning to JAX).
 bool xla_error_after_bfc_warning(const OomEvent& bfc, const OomEvent& xla) {
@@ -396,7 +414,7 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
          event.format == "vllm_max_seq_len_gt_kv_tokens")) {
       add_missing_figures(*previous, event);
       previous->set_field("error_line", static_cast<int64_t>(event.line));
-      previous->set_field("error_message", event.message);
+      previous->set_field("error_message", std::string(strip_logger_prefix(event.message)));
       previous->end_line = std::max(previous->end_line, event.end_line);
       return nullptr;
     }
@@ -589,6 +607,9 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     if (vllm_process && event.framework != "vllm") event.set_field("vllm_process", true);
     if (auto worker = event.int_field("worker_rank"); worker && !event.rank) event.rank = worker;
     event.message = join_lines(lines, used);
+    // Ray's log deduplication prints one line for N occurrences across the cluster: "... [repeated
+    // 7x across cluster]". The suffix is not part of the message; N counts as N prints.
+    const uint64_t ray_count = ray_repeat_count(event.message);
     if (physical_lines_used == 0) physical_lines_used = used;
 
     const Segment& last = segments[std::min(physical_lines_used, segments.size()) - 1];
@@ -602,9 +623,13 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     }
     consumed_until = base + last.end;
     *resume = last.end;
-    const bool one_line = !from_json && used == 1;
+    const bool one_line = !from_json && used == 1 && ray_count == 0;
     std::string first_text = one_line ? lines[0] : std::string();
     OomEvent* kept = add_event(std::move(event));
+    if (kept != nullptr && ray_count > 1) {
+      kept->repeats = kept->repeats > UINT64_MAX - (ray_count - 1) ? UINT64_MAX : kept->repeats + (ray_count - 1);
+      if (kept->last_repeat_line == 0) kept->last_repeat_line = line_number;
+    }
     // From the third print on (the second may bring the traceback the first lacked), a line equal
     // to this one is counted before any matching.
     if (kept != nullptr && one_line && kept->repeats >= 2) {
