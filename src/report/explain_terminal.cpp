@@ -141,7 +141,11 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
       }
       if (!tb.operation.empty()) out += fmt::format("  during: {}\n", tb.operation);
     }
-    if (e.repeats > 1) out += fmt::format("  (printed {} times, lines {}-{})\n", e.repeats, e.line, e.last_repeat_line);
+    if (e.repeats > 1 && e.last_repeat_line > e.line) {
+      out += fmt::format("  (printed {} times, lines {}-{})\n", e.repeats, e.line, e.last_repeat_line);
+    } else if (e.repeats > 1) {  // one line standing for several prints (Ray's deduplication)
+      out += fmt::format("  (printed {} times, line {})\n", e.repeats, e.line);
+    }
     const Diagnosis& d = item.diagnosis;
     out += fmt::format("\n  {} {}\n", style.bold("Cause:"), style.yellow(cause_title(d.cause)));
     for (const auto& s : d.secondary_causes) out += fmt::format("    also: {}\n", cause_title(s));

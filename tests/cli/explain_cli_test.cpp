@@ -266,5 +266,13 @@ TEST(ExplainCli, HostMemoryErrorSaysItIsNotTheGpu) {
       << r.out;
 }
 
+
+TEST(ExplainCli, RayDeduplicatedLineSaysHowManyPrints) {
+  auto r = run_cli({"explain", "-"}, "(RayWorkerWrapper pid=77, ip=10.0.0.1) RuntimeError: CUDA out of memory. Tried to "
+                                     "allocate 2.00 GiB [repeated 7x across cluster]\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  (printed 7 times, line 1)\n"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace oomdoc
