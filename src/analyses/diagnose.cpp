@@ -16,7 +16,6 @@ std::string pct(uint64_t part, uint64_t whole) {
   return fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
 }
 
-bool has_format(const OomEvent& e, std::string_view f) { return e.format == f; }
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 // Numbers printed elsewhere in the log by vLLM's startup accounting (informational events).
@@ -727,7 +726,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     }
   }
   if (vllm && operation == "cuda_graph_capture") d.cause = "cuda_graph_capture_oom";
-  if (vllm && e.framework != "vllm") {
+  if (vllm) {
     // PyTorch's message from inside a vLLM process: its recipe fixes become vLLM flags.
     const size_t before = d.fixes.size();
     d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return is_recipe_fix(f.id); }),

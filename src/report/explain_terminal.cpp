@@ -121,6 +121,7 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
     std::string where = fmt::format("{}:{}", item.input, e.line);
     std::string device;
     if (e.device) device += fmt::format(" on {} {}", e.string_field("device_kind").value_or("device"), *e.device);
+    if (!e.device && e.string_field("device_kind") == "CPU") device += " on the host (CPU RAM, not the GPU)";
     if (e.rank) device += fmt::format(" (rank {})", *e.rank);
     std::string headline = e.is_error ? fmt::format("{} out of memory{}", framework_title(e), device)
                                       : fmt::format("{} memory report{}", framework_title(e), device);

@@ -264,6 +264,7 @@ TEST(ExplainCli, HostMemoryErrorSaysItIsNotTheGpu) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Host (CPU) memory ran out allocating 20.00 GiB: system RAM, not GPU memory."), std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("<stdin>:1  PyTorch out of memory on the host (CPU RAM, not the GPU)\n"), std::string::npos) << r.out;
 }
 
 
