@@ -80,17 +80,22 @@ std::optional<std::string> binary_kind(std::string_view head) {
 // nullopt. Without a BOM, ASCII text in UTF-16 has a NUL in every other byte and almost none in the
 // others (a log's NUL runs fill both).
 enum class Utf16 { kLittle, kBig };
+// With a BOM, a tenth of the units having a NUL high byte (some ASCII: a log's digits, spaces and
+// keywords) is enough; bytes FF FE before UTF-8 garbage stay UTF-8.
 std::optional<Utf16> utf16_order(std::string_view head) {
-  if (head.size() >= 2 && head[0] == '\xff' && head[1] == '\xfe') return Utf16::kLittle;
-  if (head.size() >= 2 && head[0] == '\xfe' && head[1] == '\xff') return Utf16::kBig;
+  const bool bom_le = head.size() >= 2 && head[0] == '\xff' && head[1] == '\xfe';
+  const bool bom_be = head.size() >= 2 && head[0] == '\xfe' && head[1] == '\xff';
   const size_t n = std::min<size_t>(head.size(), 1024) & ~size_t{1};
-  if (n < 16) return std::nullopt;
+  if ((bom_le || bom_be) && n <= 2) return bom_le ? Utf16::kLittle : Utf16::kBig;
+  if (!bom_le && !bom_be && n < 16) return std::nullopt;
   size_t even_nul = 0, odd_nul = 0;
   for (size_t i = 0; i < n; i += 2) {
     even_nul += head[i] == '\0';
     odd_nul += head[i + 1] == '\0';
   }
   const size_t units = n / 2;
+  if (bom_le) return odd_nul * 10 >= units ? std::optional(Utf16::kLittle) : std::nullopt;
+  if (bom_be) return even_nul * 10 >= units ? std::optional(Utf16::kBig) : std::nullopt;
   if (odd_nul * 10 >= units * 9 && even_nul * 10 < units) return Utf16::kLittle;
   if (even_nul * 10 >= units * 9 && odd_nul * 10 < units) return Utf16::kBig;
   return std::nullopt;

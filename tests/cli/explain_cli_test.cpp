@@ -258,6 +258,14 @@ TEST(ExplainCli, Utf16LogsAreDecoded) {
   }
 }
 
+TEST(ExplainCli, BytesFfFeBeforeUtf8TextStayUtf8) {
+  auto r = run_cli({"explain", "--json", temp_file("fffe_utf8.log", std::string("\xff\xfe garbage \xc3\x28\n") + kOom)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["events"].size(), 1u);
+  EXPECT_EQ(doc["events"][0]["line"], 2);
+}
+
 TEST(ExplainCli, HostMemoryErrorSaysItIsNotTheGpu) {
   auto r = run_cli({"explain", "-"}, "DefaultCPUAllocator: can't allocate memory: you tried to allocate 21474836480 bytes. "
                                      "Error code 12 (Cannot allocate memory)\n");
