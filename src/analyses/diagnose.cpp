@@ -80,8 +80,9 @@ bool grad_disabled_by_library(const Traceback& tb) {
 }
 
 // The allocator setting the message's PyTorch accepts. The 1.x message form ("... reserved in total
-// by PyTorch)", "... cached)") comes from PyTorch before 2.0, which rejects expandable_segments
-// (added in 2.1) and, before 1.10, PYTORCH_CUDA_ALLOC_CONF itself: max_split_size_mb or an upgrade.
+// by PyTorch)", "... cached)") comes from PyTorch releases without expandable_segments (added in
+// 2.1; unknown keys are rejected), and the "cached" form from 1.4 and older, which have no
+// allocator settings at all: max_split_size_mb, or an upgrade.
 // torch_npu (Ascend) prints the 1.x form on every version and reads PYTORCH_NPU_ALLOC_CONF.
 Fix allocator_fix(const OomEvent& e, std::string detail) {
   if (e.framework == "pytorch-npu") {

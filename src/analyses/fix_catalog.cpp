@@ -33,8 +33,8 @@ const std::vector<FixInfo>& fix_catalog() {
        "2.9.1 and older only the second (pytorch#183387); max_split_size_mb:128 where expandable segments are unavailable",
        2, "free"},
       {"max_split_size", "Stop the allocator from splitting large cached blocks (PyTorch before 2.1)",
-       "export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128  # PyTorch 1.10-2.0; expandable_segments needs 2.1+, "
-       "older versions reject unknown keys; upgrading PyTorch is the better fix",
+       "export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128  # PyTorch before 2.1: expandable_segments needs 2.1+ "
+       "and older versions reject unknown keys; upgrading PyTorch is the better fix",
        2, "free"},
       {"tf_memory_growth", "Stop TensorFlow from reserving the whole card up front",
        "tf.config.experimental.set_memory_growth(gpu, True)  # or TF_FORCE_GPU_ALLOW_GROWTH=true", 2, "free"},
