@@ -733,6 +733,12 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return is_recipe_fix(f.id); }),
                   d.fixes.end());
     if (d.fixes.size() != before) add_vllm_ladder(d, e, context);
+    // A server has no Python to edit: only the environment variable applies.
+    for (Fix& f : d.fixes) {
+      if (f.id == "library_workspace") {
+        f.snippet = "export CUBLAS_WORKSPACE_CONFIG=:16:8  # in vLLM's environment: 8 x 16 KiB per handle, down from :4096:2:16:8";
+      }
+    }
   }
   order_fixes(d.fixes);
   return d;
