@@ -25,7 +25,9 @@ int run_explain(const ExplainFlags& flags) {
   // An unreadable input does not hide the others' results: each error is one line on stderr, the
   // rest is reported (and in JSON the document lists the errors), and the exit status is 2.
   for (const auto& file : files) {
-    auto scan = scan_file(file);
+    // An empty name is a mistake (an unset shell variable), not stdin: '-' is.
+    auto scan = file.empty() ? Result<ScanResult>(make_error("\"\": no such file (an empty name; '-' reads stdin)"))
+                             : scan_file(file);
     if (!scan) {
       fail(scan.error().message);
       report.errors.push_back({file, scan.error().message});

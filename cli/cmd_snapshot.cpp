@@ -2,6 +2,7 @@
 // card: per-device figures, the trace's peak and its stacks, each OOM with a verdict, leaks.
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <iostream>
@@ -55,6 +56,20 @@ int run(const SnapshotArgs& args) {
     auto size = parse_user_size(args.gpu_memory);
     if (!size || *size == 0) return fail("--gpu-memory: not a size: '" + args.gpu_memory + "'");
     options.device_total_bytes = *size;
+  }
+  if (!args.html.empty() && !args.compare_with.empty()) {
+    return fail("--html: not available with --compare (the HTML report shows one snapshot; use --json for the comparison)");
+  }
+  // The HTML path is checked before anything is read or printed: a report on stdout followed by a
+  // failure would look complete.
+  if (!args.html.empty()) {
+    namespace fs = std::filesystem;
+    const fs::path target(args.html);
+    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    std::error_code ec;
+    if (fs::is_directory(target, ec)) return fail(args.html + ": is a directory, not an HTML file name");
+    if (!fs::is_directory(dir, ec)) return fail(args.html + ": cannot write the HTML report (no directory " + dir.string() + ")");
+    if (::access(dir.c_str(), W_OK) != 0) return fail(args.html + ": cannot write the HTML report (directory not writable)");
   }
   auto snapshot = read_snapshot_file(args.file, read_options(args));
   if (!snapshot) return fail(snapshot.error().message);

@@ -16,7 +16,6 @@ std::string pct(uint64_t part, uint64_t whole) {
   return fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
 }
 
-bool has_format(const OomEvent& e, std::string_view f) { return e.format == f; }
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 // Numbers printed elsewhere in the log by vLLM's startup accounting (informational events).
@@ -50,6 +49,65 @@ VllmContext vllm_context(const LogContext& context, const OomEvent& event) {
 // Utilization rounded down to two decimals, the way users type it.
 std::string utilization_text(double u) { return fmt::format("{:.2f}", std::floor(u * 100.0) / 100.0); }
 std::string utilization_up(double u) { return fmt::format("{:.2f}", std::ceil(u * 100.0) / 100.0); }
+
+// The event comes from a vLLM process even when PyTorch printed it: vLLM's own message, a vLLM
+// process tag on the line ("(VllmWorker rank=1 pid=4731)", "(EngineCore_DP0 pid=9)"), or vLLM's
+// code in the traceback. Its fixes are then vLLM flags, never TrainingArguments.
+bool from_vllm(const OomEvent& e) {
+  if (e.framework == "vllm" || e.field("vllm_process") != nullptr) return true;
+  if (e.traceback) {
+    for (const TracebackFrame& f : e.traceback->frames) {
+      if (f.file.find("/vllm/") != std::string::npos || starts_with(f.file, "vllm/")) return true;
+    }
+  }
+  return false;
+}
+
+// A frame of library code that runs under torch.no_grad()/inference_mode: transformers' generate()
+// (@torch.no_grad()), Trainer.prediction_step, Lightning's evaluation loops. Evaluation through them
+// is no evidence of autograd left on; a generate() frame never is (there is no telling a custom
+// generate loop from Hugging Face's when the traceback is cut).
+bool grad_disabled_by_library(const Traceback& tb) {
+  for (const TracebackFrame& f : tb.frames) {
+    if (f.file.find("transformers/generation/") != std::string::npos) return true;
+    if (f.function == "prediction_step" && f.file.find("transformers/trainer") != std::string::npos) return true;
+    if (f.file.find("lightning/") != std::string::npos &&
+        (f.file.find("evaluation_loop") != std::string::npos || f.file.find("prediction_loop") != std::string::npos)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The allocator setting the message's PyTorch accepts. The 1.x message form ("... reserved in total
+// by PyTorch)", "... cached)") comes from PyTorch releases without expandable_segments (added in
+// 2.1; unknown keys are rejected), and the "cached" form from 1.4 and older, which have no
+// allocator settings at all: max_split_size_mb, or an upgrade.
+// torch_npu (Ascend) prints the 1.x form on every version and reads PYTORCH_NPU_ALLOC_CONF.
+Fix allocator_fix(const OomEvent& e, std::string detail) {
+  if (e.framework == "pytorch-npu") {
+    return make_fix("expandable_segments", std::move(detail),
+                    "export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True  # torch_npu reads this, not "
+                    "PYTORCH_CUDA_ALLOC_CONF; max_split_size_mb:128 where expandable segments are unavailable");
+  }
+  if (e.framework == "pytorch" || e.framework == "pytorch-rocm") {
+    if (e.format == "pytorch_old_cached") {
+      return make_fix("max_split_size", detail + " PyTorch 1.4 and older (this message's form) has no allocator "
+                                                 "settings: upgrade PyTorch to use them.");
+    }
+    if (e.format == "pytorch_old_reserved") return make_fix("max_split_size", std::move(detail));
+  }
+  return make_fix("expandable_segments", std::move(detail));
+}
+
+// Fixes that change a training or transformers recipe: meaningless for a vLLM server.
+bool is_recipe_fix(std::string_view id) {
+  static constexpr std::string_view kRecipe[] = {
+      "smaller_batch", "fsdp_sync_each_batch", "shorter_sequence", "smaller_input", "bf16_hidden_states",
+      "mixed_precision", "eight_bit_optimizer", "gradient_checkpointing", "lora", "quantize_model", "offload",
+      "no_grad_for_eval", "release_references", "bigger_gpu"};
+  return std::find(std::begin(kRecipe), std::end(kRecipe), id) != std::end(kRecipe);
+}
 
 bool is_pytorch_numeric(const OomEvent& e) {
   return starts_with(e.format, "pytorch_new") || starts_with(e.format, "pytorch_old") ||
@@ -109,13 +167,25 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
     }
     return;
   }
+  if (!m.this_process && !m.pytorch_reserved && e.other_processes.empty()) {
+    // The message stops after the free figure (an issue title, a cut log line): what holds the card
+    // is unknown, so no cause may rest on it.
+    d.cause = "insufficient_information";
+    d.evidence.push_back(fmt::format(
+        "The message was cut after the free figure ({} free of {}{}): it does not say what this process or "
+        "others hold, so the cause cannot be told; the full message (or `oomdoc snapshot`) can.",
+        m.free ? format_bytes(*m.free) : "?", m.total ? format_bytes(*m.total) : "?",
+        m.requested ? fmt::format(", {} requested", format_bytes(*m.requested)) : std::string()));
+    add_training_ladder(d, e, m, e.traceback ? e.traceback->operation : "");
+    return;
+  }
   const uint64_t ru = m.reserved_unallocated.value_or(0);
   if (m.reserved_unallocated && m.requested && ru >= requested && m.total && ru >= total / 20) {
     d.cause = "fragmentation";
     d.evidence.push_back(fmt::format(
         "{} is reserved by PyTorch but unallocated, {} the {} request, yet no cached block fits it: the cache is "
         "fragmented.", format_bytes(ru), ru >= 2 * requested ? "far more than" : "more than", format_bytes(requested)));
-    d.fixes.push_back(make_fix("expandable_segments", fmt::format(
+    d.fixes.push_back(allocator_fix(e, fmt::format(
         "Lets the {} of reserved-but-unallocated memory be reused for the {} request.", format_bytes(ru),
         format_bytes(requested))));
     add_training_ladder(d, e, m, e.traceback ? e.traceback->operation : "");
@@ -123,7 +193,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
   }
   if (m.reserved_unallocated && m.requested && ru >= requested) {
     d.secondary_causes.push_back("fragmentation_minor");
-    d.fixes.push_back(make_fix("expandable_segments", fmt::format(
+    d.fixes.push_back(allocator_fix(e, fmt::format(
         "{} is reserved but unallocated, as much as the {} request: expandable segments let it be reused.",
         format_bytes(ru), format_bytes(requested))));
   }
@@ -181,6 +251,29 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
     d.evidence.push_back(fmt::format("The card could not provide {}.", format_bytes(requested)));
   }
   add_training_ladder(d, e, m, e.traceback ? e.traceback->operation : "");
+}
+
+// The ladder for a PyTorch allocation that failed inside a vLLM process (profiling run, CUDA-graph
+// capture, sampler, a request's activations): memory outside the KV cache ran out, so give it room
+// and shrink what uses it.
+void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context) {
+  const VllmContext v = vllm_context(context, e);
+  const bool known = v.gpu_memory_utilization && *v.gpu_memory_utilization > 0.15;
+  d.fixes.push_back(make_fix(
+      "vllm_gpu_memory_utilization",
+      known ? fmt::format("vLLM's budget is {} of the card; lowering it by 0.05 leaves that much more for memory "
+                          "outside the budget (activations, sampler, CUDA graphs, other processes).",
+                          utilization_text(*v.gpu_memory_utilization))
+            : "Lower it (by about 0.05 from the value in use, default 0.90): memory outside vLLM's budget "
+              "(activations, sampler, CUDA graphs, other processes) ran out.",
+      known ? "--gpu-memory-utilization " + utilization_text(*v.gpu_memory_utilization - 0.05) : "--gpu-memory-utilization 0.85"));
+  d.fixes.push_back(make_fix("vllm_max_num_seqs", "Fewer sequences at once shrink the activation peak, the sampler and "
+                                                  "the CUDA-graph batch sizes."));
+  d.fixes.push_back(make_fix("vllm_max_model_len", "A shorter context shrinks the profiling run's activations."));
+  d.fixes.push_back(make_fix("vllm_enforce_eager", "CUDA graphs take memory outside the KV cache (often 0.5-2 GiB)."));
+  d.fixes.push_back(make_fix("vllm_kv_cache_dtype", "fp8 halves the KV cache's bytes per token."));
+  d.fixes.push_back(make_fix("vllm_tensor_parallel", "Each GPU holds 1/N of the weights."));
+  d.fixes.push_back(make_fix("vllm_quantized_weights", "An AWQ/GPTQ/FP8 checkpoint halves or quarters the weights."));
 }
 
 void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
@@ -351,7 +444,9 @@ MemoryBreakdown breakdown(const OomEvent& e) {
   } else {
     for (const auto& p : e.other_processes) m.other_processes += p.memory.bytes;
   }
-  if (m.total && m.free) {
+  // Only when the message says what this process holds: a message cut after "is free." leaves the
+  // rest of the card unexplained, not held outside PyTorch.
+  if (m.total && m.free && (m.this_process || m.pytorch_reserved)) {
     const uint64_t held = m.this_process.value_or(m.pytorch_reserved.value_or(0));
     m.unattributed = static_cast<int64_t>(*m.total) - static_cast<int64_t>(*m.free) - static_cast<int64_t>(held) -
                      static_cast<int64_t>(m.other_processes);
@@ -410,6 +505,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   Diagnosis d;
   const MemoryBreakdown m = breakdown(e);
   const std::string operation = e.traceback ? e.traceback->operation : "";
+  const bool vllm = from_vllm(e);
 
   if (e.framework == "vllm" && !is_pytorch_numeric(e)) {
     diagnose_vllm(d, e, context);
@@ -436,7 +532,10 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     diagnose_pytorch_numbers(d, e, m);
   } else if (e.format == "pytorch_new_truncated") {
     d.cause = "insufficient_information";
-    if (m.requested) d.evidence.push_back(fmt::format("The message was cut after the request ({}).", format_bytes(*m.requested)));
+    d.evidence.push_back(m.requested ? fmt::format("The message was cut after the request ({}): it gives no "
+                                                   "capacity, free or allocated figures.", format_bytes(*m.requested))
+                                     : std::string("The message gives no figures (cut before the request): the cause "
+                                                   "cannot be told; the full message (or `oomdoc snapshot`) can."));
     add_training_ladder(d, e, m, operation);
   } else if (e.format == "pytorch_cudamallocasync_short") {
     d.cause = "generic_no_details";
@@ -468,10 +567,10 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                "often at context creation or in a library).");
     d.fixes.push_back(make_fix("end_other_processes", "A full card at startup means other processes hold it."));
     add_training_ladder(d, e, m, operation);
-  } else if (e.format == "torch_th_host_oom" || e.format == "host_or_unified_alloc" || e.format == "ggml_pinned_host" ||
+  } else if (e.format == "torch_th_host_oom" || e.format == "pytorch_cpu_allocator" || e.format == "host_or_unified_alloc" || e.format == "ggml_pinned_host" ||
              (e.format == "tf_oom_tensor" && e.string_field("device_kind") == "CPU")) {
     d.cause = "host_memory";
-    d.evidence.push_back(fmt::format("Host (CPU) memory ran out{}.",
+    d.evidence.push_back(fmt::format("Host (CPU) memory ran out{}: system RAM, not GPU memory.",
                                      m.requested ? " allocating " + format_bytes(*m.requested) : std::string()));
     d.fixes.push_back(make_fix("host_memory", "This is system RAM, not GPU memory."));
   } else if (e.format == "tf_bfc_oom" && !e.is_error) {
@@ -533,7 +632,8 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
         d.evidence.push_back(fmt::format("XLA could not allocate {}.", format_bytes(*m.requested)));
       }
     }
-    d.fixes.push_back(make_fix("xla_preallocation", "By default JAX takes 75% of the card at startup."));
+    d.fixes.push_back(make_fix("xla_preallocation", "By default JAX preallocates 75% of the card and the program "
+                                                    "must fit in it; a larger fraction gives it more."));
     d.fixes.push_back(make_fix("smaller_input", "Smaller per-device batch."));
     d.fixes.push_back(make_fix("gradient_checkpointing", "jax.checkpoint (remat) recomputes activations.", "jax.checkpoint / nn.remat"));
   } else if (e.framework == "llama.cpp") {
@@ -584,10 +684,10 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   }
 
   // Context from the traceback and the rest of the log.
-  if (e.is_error && e.framework != "vllm") {
-    if (operation == "evaluation" || operation == "generation") {
+  if (e.is_error && !vllm) {
+    if (operation == "evaluation" && !grad_disabled_by_library(*e.traceback)) {
       d.secondary_causes.push_back("evaluation_with_grad");
-      d.evidence.push_back(fmt::format("It failed during {} (traceback), where no gradients are needed.", operation));
+      d.evidence.push_back("It failed during evaluation (traceback), where no gradients are needed.");
       d.fixes.push_back(make_fix("no_grad_for_eval", "Without autograd, activations are freed layer by layer."));
       if (d.cause == "capacity_exhausted") std::swap(d.cause, d.secondary_causes.back());
     } else if (operation == "model_loading") {
@@ -626,7 +726,20 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       break;
     }
   }
-  if (e.framework == "vllm" && operation == "cuda_graph_capture") d.cause = "cuda_graph_capture_oom";
+  if (vllm && operation == "cuda_graph_capture") d.cause = "cuda_graph_capture_oom";
+  if (vllm) {
+    // PyTorch's message from inside a vLLM process: its recipe fixes become vLLM flags.
+    const size_t before = d.fixes.size();
+    d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return is_recipe_fix(f.id); }),
+                  d.fixes.end());
+    if (d.fixes.size() != before) add_vllm_ladder(d, e, context);
+    // A server has no Python to edit: only the environment variable applies.
+    for (Fix& f : d.fixes) {
+      if (f.id == "library_workspace") {
+        f.snippet = "export CUBLAS_WORKSPACE_CONFIG=:16:8  # in vLLM's environment: 8 x 16 KiB per handle, down from :4096:2:16:8";
+      }
+    }
+  }
   order_fixes(d.fixes);
   return d;
 }

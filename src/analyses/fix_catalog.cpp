@@ -32,12 +32,20 @@ const std::vector<FixInfo>& fix_catalog() {
        "export PYTORCH_ALLOC_CONF=expandable_segments:True PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # 2.8+ reads the first, "
        "2.9.1 and older only the second (pytorch#183387); max_split_size_mb:128 where expandable segments are unavailable",
        2, "free"},
+      {"max_split_size", "Stop the allocator from splitting large cached blocks (PyTorch before 2.1)",
+       "export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128  # PyTorch before 2.1: expandable_segments needs 2.1+ "
+       "and older versions reject unknown keys; upgrading PyTorch is the better fix",
+       2, "free"},
       {"tf_memory_growth", "Stop TensorFlow from reserving the whole card up front",
        "tf.config.experimental.set_memory_growth(gpu, True)  # or TF_FORCE_GPU_ALLOW_GROWTH=true", 2, "free"},
       {"tf_async_allocator", "Use the CUDA async allocator against BFC fragmentation",
        "export TF_GPU_ALLOCATOR=cuda_malloc_async", 2, "free"},
-      {"xla_preallocation", "Stop JAX/XLA from preallocating 75% of the card",
-       "export XLA_PYTHON_CLIENT_PREALLOCATE=false  # or XLA_PYTHON_CLIENT_MEM_FRACTION=.90", 2, "free"},
+      // JAX's GPU memory docs: disabling preallocation "is more prone to GPU memory fragmentation", so
+      // the larger fraction comes first; preallocate=false only for sharing the card.
+      {"xla_preallocation", "Give JAX/XLA a larger share of the card than its default 75%",
+       "export XLA_PYTHON_CLIENT_MEM_FRACTION=.95  # XLA_PYTHON_CLIENT_PREALLOCATE=false only to share the card "
+       "with other processes: it can increase fragmentation-driven OOMs",
+       2, "free if nothing else uses the card"},
       {"mps_watermark", "Raise the MPS high-watermark limit (with care: the system can swap or hang)",
        "export PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0", 3, "free, risks system stability"},
       {"nccl_buffers", "Shrink NCCL's communication buffers", "export NCCL_BUFFSIZE=1048576  # default 4 MiB per channel", 3,
@@ -45,7 +53,10 @@ const std::vector<FixInfo>& fix_catalog() {
       {"find_failing_shape", "Find the operation with the impossible size",
        "CUDA_LAUNCH_BLOCKING=1 python train.py; print the shapes going into the failing op", 1, "free"},
       {"library_workspace", "Leave room for cuBLAS/cuDNN workspaces and handles",
-       "torch.backends.cudnn.benchmark = False; export CUBLAS_WORKSPACE_CONFIG=:4096:8", 3, "free"},
+       // CUBLAS_WORKSPACE_CONFIG=:SIZE_KiB:COUNT; PyTorch's default is :4096:2:16:8 (2 x 4 MiB + 8 x
+       // 16 KiB); :16:8 (8 x 16 KiB, CUDA's small deterministic setting) shrinks it, :4096:8 would grow it.
+       "torch.backends.cudnn.benchmark = False; export CUBLAS_WORKSPACE_CONFIG=:16:8  # 8 x 16 KiB per handle, "
+       "down from :4096:2:16:8", 3, "free, some matmuls slower"},
       // ---- vLLM and serving engines: flags, in the order `oomdoc serve` tries them ----
       {"vllm_restore_gpu_memory_utilization", "Give vLLM back its default share of the card",
        "--gpu-memory-utilization U  # or drop the flag: vLLM's default", 1,

@@ -45,12 +45,16 @@ bool strip_bracket_rank(std::string_view& s, std::optional<int64_t>& rank) {
 
 // "(VllmWorker rank=1 pid=123) ", "(EngineCore_DP0 pid=1094) ", "(RayWorkerWrapper pid=77, ip=...) ",
 // "(VllmWorkerProcess pid=4731) ": a parenthesised process tag ending in ") ".
-bool strip_process_tag(std::string_view& s, std::optional<int64_t>& rank, bool& is_worker) {
+bool strip_process_tag(std::string_view& s, std::optional<int64_t>& rank, bool& is_worker, bool& is_vllm) {
   if (s.empty() || s.front() != '(') return false;
   size_t close = s.find(')');
   if (close == std::string_view::npos || close > 120) return false;
   std::string_view inside = s.substr(1, close - 1);
   if (inside.find("pid=") == std::string_view::npos) return false;
+  // vLLM names its processes VllmWorker/VllmWorkerProcess, EngineCore[_DPn], APIServer, RayWorkerWrapper.
+  for (std::string_view name : {"Vllm", "EngineCore", "APIServer", "RayWorkerWrapper"}) {
+    if (inside.substr(0, name.size()) == name) is_vllm = true;
+  }
   size_t r = inside.find("rank=");
   if (r != std::string_view::npos) {
     size_t i = r + 5;
@@ -115,6 +119,28 @@ std::string strip_ansi(std::string_view line) {
   return out;
 }
 
+std::string_view strip_logger_prefix(std::string_view line) {
+  size_t i = 0;
+  while (i < line.size() && line[i] >= 'A' && line[i] <= 'Z') ++i;
+  const std::string_view level = line.substr(0, i);
+  if (level != "DEBUG" && level != "INFO" && level != "WARNING" && level != "ERROR" && level != "CRITICAL") return line;
+  // " MM-DD HH:MM:SS": digits and separators in a fixed shape.
+  static constexpr std::string_view kShape = " 00-00 00:00:00";
+  if (line.size() < i + kShape.size()) return line;
+  for (char want : kShape) {
+    const char c = line[i++];
+    if (want == '0' ? !(c >= '0' && c <= '9') : c != want) return line;
+  }
+  if (i < line.size() && line[i] == '.') {
+    ++i;
+    while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
+  }
+  if (line.substr(i, 2) != " [") return line;
+  const size_t close = line.find("] ", i);
+  if (close == std::string_view::npos || close - i > 120) return line;
+  return line.substr(close + 2);
+}
+
 CleanLine clean_line(std::string_view raw) {
   CleanLine result;
   std::string no_ansi = strip_ansi(raw);
@@ -124,7 +150,7 @@ CleanLine clean_line(std::string_view raw) {
     std::string_view before = s;
     s = trim_left(s);
     if (strip_bracket_rank(s, result.rank)) continue;
-    if (strip_process_tag(s, result.rank, result.rank_is_worker)) continue;
+    if (strip_process_tag(s, result.rank, result.rank_is_worker, result.vllm_process)) continue;
     if (strip_compose_prefix(s)) continue;
     s = before;
     break;

@@ -14,11 +14,16 @@ struct CleanLine {
   std::string text;               // the line without colour codes and launcher prefixes
   std::optional<int64_t> rank;    // from [rankN]: / (VllmWorker rank=N ...) / [defaultN]:
   bool rank_is_worker = false;    // the rank came from a vLLM worker tag "(VllmWorker rank=N pid=P)"
+  bool vllm_process = false;      // a vLLM process tag: (VllmWorker ...), (EngineCore_DP0 ...), (APIServer ...)
 };
 
 // Removes ANSI escape sequences (CSI and OSC) and trailing '\r'.
 std::string strip_ansi(std::string_view line);
 
 CleanLine clean_line(std::string_view raw);
+
+// The text after a Python logging prefix as vLLM prints it: "ERROR 05-01 10:00:20 [core.py:396] "
+// (level, MM-DD, HH:MM:SS[.fff], [file:line]); `line` itself when it has none.
+std::string_view strip_logger_prefix(std::string_view line);
 
 }  // namespace oomdoc

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/file_input.h"
+#include "core/text.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
 #include "readers/keyword_filter.h"
@@ -75,6 +76,94 @@ std::optional<std::string> binary_kind(std::string_view head) {
   return std::nullopt;
 }
 
+// UTF-16 text (PowerShell's `>` writes UTF-16LE, Windows tools add a BOM): its byte order, or
+// nullopt. Without a BOM, ASCII text in UTF-16 has a NUL in every other byte and almost none in the
+// others (a log's NUL runs fill both).
+enum class Utf16 { kLittle, kBig };
+// With a BOM, a tenth of the units having a NUL high byte (some ASCII: a log's digits, spaces and
+// keywords) is enough; bytes FF FE before UTF-8 garbage stay UTF-8.
+std::optional<Utf16> utf16_order(std::string_view head) {
+  const bool bom_le = head.size() >= 2 && head[0] == '\xff' && head[1] == '\xfe';
+  const bool bom_be = head.size() >= 2 && head[0] == '\xfe' && head[1] == '\xff';
+  const size_t n = std::min<size_t>(head.size(), 1024) & ~size_t{1};
+  if ((bom_le || bom_be) && n <= 2) return bom_le ? Utf16::kLittle : Utf16::kBig;
+  if (!bom_le && !bom_be && n < 16) return std::nullopt;
+  size_t even_nul = 0, odd_nul = 0;
+  for (size_t i = 0; i < n; i += 2) {
+    even_nul += head[i] == '\0';
+    odd_nul += head[i + 1] == '\0';
+  }
+  const size_t units = n / 2;
+  if (bom_le) return odd_nul * 10 >= units ? std::optional(Utf16::kLittle) : std::nullopt;
+  if (bom_be) return even_nul * 10 >= units ? std::optional(Utf16::kBig) : std::nullopt;
+  if (odd_nul * 10 >= units * 9 && even_nul * 10 < units) return Utf16::kLittle;
+  if (even_nul * 10 >= units * 9 && odd_nul * 10 < units) return Utf16::kBig;
+  return std::nullopt;
+}
+
+// Streams UTF-16 into UTF-8, keeping an odd byte or a lone high surrogate for the next piece; a
+// BOM is dropped, an unpaired surrogate becomes U+FFFD.
+class Utf16Decoder {
+ public:
+  explicit Utf16Decoder(Utf16 order) : big_(order == Utf16::kBig) {}
+  void decode(std::string_view in, std::string& out) {
+    for (char c : in) {
+      if (!have_byte_) {
+        byte_ = static_cast<unsigned char>(c);
+        have_byte_ = true;
+        continue;
+      }
+      have_byte_ = false;
+      const auto b = static_cast<unsigned char>(c);
+      const uint32_t unit = big_ ? (uint32_t{byte_} << 8 | b) : (uint32_t{b} << 8 | byte_);
+      put(unit, out);
+    }
+  }
+
+ private:
+  void put(uint32_t unit, std::string& out) {
+    if (high_) {
+      const uint32_t high = high_;
+      high_ = 0;
+      if (unit >= 0xdc00 && unit <= 0xdfff) {
+        append_utf8(0x10000 + ((high - 0xd800) << 10) + (unit - 0xdc00), out);
+        return;
+      }
+      append_utf8(0xfffd, out);
+    }
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      high_ = unit;
+    } else if (unit >= 0xdc00 && unit <= 0xdfff) {
+      append_utf8(0xfffd, out);
+    } else if (unit != 0xfeff || !first_done_) {
+      if (unit != 0xfeff) append_utf8(unit, out);
+    }
+    first_done_ = true;
+  }
+  static void append_utf8(uint32_t cp, std::string& out) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xc0 | cp >> 6);
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xe0 | cp >> 12);
+      out += static_cast<char>(0x80 | (cp >> 6 & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else {
+      out += static_cast<char>(0xf0 | cp >> 18);
+      out += static_cast<char>(0x80 | (cp >> 12 & 0x3f));
+      out += static_cast<char>(0x80 | (cp >> 6 & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+  }
+  bool big_;
+  bool have_byte_ = false;
+  bool first_done_ = false;
+  unsigned char byte_ = 0;
+  uint32_t high_ = 0;
+};
+
 // Lines of a JSON-lines record: its string values in order (message, traceback, ...), split on newlines.
 std::optional<std::vector<std::string>> decode_json_line(std::string_view line) {
   size_t first = line.find_first_not_of(" \t");
@@ -128,6 +217,23 @@ bool same_figures(const OomEvent& a, const OomEvent& b) {
 
 bool same_message(const OomEvent& a, const OomEvent& b) {
   return a.format == b.format && a.framework == b.framework && a.is_error == b.is_error && same_figures(a, b);
+}
+
+// N of a trailing " [repeated Nx across cluster]" (Ray), which is removed from `message`; 0 without one.
+uint64_t ray_repeat_count(std::string& message) {
+  static constexpr std::string_view kTail = "x across cluster]";
+  std::string_view m = message;
+  while (!m.empty() && (m.back() == ' ' || m.back() == '\t')) m.remove_suffix(1);
+  if (m.size() < kTail.size() || m.substr(m.size() - kTail.size()) != kTail) return 0;
+  const size_t open = m.rfind("[repeated ");
+  if (open == std::string_view::npos) return 0;
+  const std::string_view digits = m.substr(open + 10, m.size() - kTail.size() - open - 10);
+  const auto n = parse_decimal<uint64_t>(digits);
+  if (!n || *n == 0) return 0;
+  size_t cut = open;
+  while (cut > 0 && (message[cut - 1] == ' ' || message[cut - 1] == '\t')) --cut;
+  message.resize(cut);
+  return *n;
 }
 
 // The BFC allocator's warning and XLA's RESOURCE_EXHAUSTED error for one failed request: JAX prints
@@ -313,7 +419,7 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
          event.format == "vllm_max_seq_len_gt_kv_tokens")) {
       add_missing_figures(*previous, event);
       previous->set_field("error_line", static_cast<int64_t>(event.line));
-      previous->set_field("error_message", event.message);
+      previous->set_field("error_message", std::string(strip_logger_prefix(event.message)));
       previous->end_line = std::max(previous->end_line, event.end_line);
       return nullptr;
     }
@@ -440,6 +546,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   std::vector<uint64_t> line_numbers;
   std::optional<int64_t> rank;
   bool rank_is_worker = false;
+  bool vllm_process = false;
   std::string_view first_raw(buf.data() + first.start, first.end - first.start);
   size_t physical_lines_used = 0;
   std::vector<std::string> json_above;  // decoded lines before the keyword (a traceback)
@@ -476,6 +583,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       if (i == 0) {
         rank = c.rank;
         rank_is_worker = c.rank_is_worker;
+        vllm_process = c.vllm_process;
       }
       lines.push_back(std::move(c.text));
       line_numbers.push_back(n);
@@ -501,8 +609,12 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     event.end_line = line_numbers[used - 1];
     if (!event.rank) event.rank = rank;
     if (rank_is_worker && rank && !event.field("worker_rank")) event.set_field("worker_rank", *rank);
+    if (vllm_process && event.framework != "vllm") event.set_field("vllm_process", true);
     if (auto worker = event.int_field("worker_rank"); worker && !event.rank) event.rank = worker;
     event.message = join_lines(lines, used);
+    // Ray's log deduplication prints one line for N occurrences across the cluster: "... [repeated
+    // 7x across cluster]". The suffix is not part of the message; N counts as N prints.
+    const uint64_t ray_count = ray_repeat_count(event.message);
     if (physical_lines_used == 0) physical_lines_used = used;
 
     const Segment& last = segments[std::min(physical_lines_used, segments.size()) - 1];
@@ -516,9 +628,13 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     }
     consumed_until = base + last.end;
     *resume = last.end;
-    const bool one_line = !from_json && used == 1;
+    const bool one_line = !from_json && used == 1 && ray_count == 0;
     std::string first_text = one_line ? lines[0] : std::string();
     OomEvent* kept = add_event(std::move(event));
+    if (kept != nullptr && ray_count > 1) {
+      kept->repeats = kept->repeats > UINT64_MAX - (ray_count - 1) ? UINT64_MAX : kept->repeats + (ray_count - 1);
+      if (kept->last_repeat_line == 0) kept->last_repeat_line = line_number;
+    }
     // From the third print on (the second may bring the traceback the first lacked), a line equal
     // to this one is counted before any matching.
     if (kept != nullptr && one_line && kept->repeats >= 2) {
@@ -632,27 +748,50 @@ ScanResult scan_text(std::string_view text, ScanOptions options) {
 Result<ScanResult> scan_file(const std::string& path, ScanOptions options) {
   auto input = InputFile::open(path);
   if (!input) return input.error();
+  InputFile& in = **input;
   LogScanner scanner(options);
-  bool first = true;
-  while (true) {
-    size_t n = scanner.feed_from(**input, 128u << 10);
+  constexpr size_t kChunk = 128u << 10;
+  // The first chunk decides what the input is: a pickle, a binary file, UTF-16 or UTF-8 text.
+  std::string first(kChunk, '\0');
+  size_t got = 0;
+  while (got < first.size()) {
+    size_t n = in.read(first.data() + got, first.size() - got);
     if (n == 0) break;
-    if (first) {
-      first = false;
-      std::string_view head = scanner.head(8192);
-      if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5) {
-        return make_error(fmt::format("{}: a Python pickle, not a log (a PyTorch memory snapshot? try 'oomdoc snapshot {}')",
-                                      (*input)->display_name(), path));
-      }
-      if (auto kind = binary_kind(head)) {
-        return make_error(fmt::format("{}: binary file ({}), not a text log", (*input)->display_name(), *kind));
-      }
+    got += n;
+  }
+  first.resize(got);
+  std::string_view head = std::string_view(first).substr(0, 8192);
+  if (head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5) {
+    return make_error(fmt::format("{}: a Python pickle, not a log (a PyTorch memory snapshot? try 'oomdoc snapshot {}')",
+                                  in.display_name(), path));
+  }
+  const std::optional<Utf16> utf16 = utf16_order(head);
+  if (!utf16) {
+    if (auto kind = binary_kind(head)) {
+      return make_error(fmt::format("{}: binary file ({}), not a text log", in.display_name(), *kind));
+    }
+    scanner.feed(first);
+    first = std::string();
+    while (scanner.feed_from(in, kChunk) != 0) {
+    }
+  } else {
+    // Transcoded piece by piece to UTF-8: the scanner sees the same text a UTF-8 log would give.
+    Utf16Decoder decoder(*utf16);
+    std::string text;
+    decoder.decode(first, text);
+    scanner.feed(text);
+    while (true) {
+      size_t n = in.read(first.data(), first.size());
+      if (n == 0) break;
+      text.clear();
+      decoder.decode(std::string_view(first.data(), n), text);
+      scanner.feed(text);
     }
   }
-  if ((*input)->failed()) return make_error((*input)->error_message());
+  if (in.failed()) return make_error(in.error_message());
   scanner.finish();
   ScanResult result = scanner.take_result();
-  result.input = (*input)->display_name();
+  result.input = in.display_name();
   return result;
 }
 

@@ -121,6 +121,7 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
     std::string where = fmt::format("{}:{}", item.input, e.line);
     std::string device;
     if (e.device) device += fmt::format(" on {} {}", e.string_field("device_kind").value_or("device"), *e.device);
+    if (!e.device && e.string_field("device_kind") == "CPU") device += " on the host (CPU RAM, not the GPU)";
     if (e.rank) device += fmt::format(" (rank {})", *e.rank);
     std::string headline = e.is_error ? fmt::format("{} out of memory{}", framework_title(e), device)
                                       : fmt::format("{} memory report{}", framework_title(e), device);
@@ -141,7 +142,11 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
       }
       if (!tb.operation.empty()) out += fmt::format("  during: {}\n", tb.operation);
     }
-    if (e.repeats > 1) out += fmt::format("  (printed {} times, lines {}-{})\n", e.repeats, e.line, e.last_repeat_line);
+    if (e.repeats > 1 && e.last_repeat_line > e.line) {
+      out += fmt::format("  (printed {} times, lines {}-{})\n", e.repeats, e.line, e.last_repeat_line);
+    } else if (e.repeats > 1) {  // one line standing for several prints (Ray's deduplication)
+      out += fmt::format("  (printed {} times, line {})\n", e.repeats, e.line);
+    }
     const Diagnosis& d = item.diagnosis;
     out += fmt::format("\n  {} {}\n", style.bold("Cause:"), style.yellow(cause_title(d.cause)));
     for (const auto& s : d.secondary_causes) out += fmt::format("    also: {}\n", cause_title(s));

@@ -337,5 +337,173 @@ TEST(Diagnose, LlamaCppFixesFollowTheBufferThatFailed) {
                                       "ggml_smaller_context", "ggml_fewer_layers"}));
 }
 
+
+// ---- QA round 2: missing figures, vLLM workers, generate(), allocator settings, JAX, cuBLAS ----
+
+std::vector<std::string> fix_ids(const Diagnosis& d) {
+  std::vector<std::string> ids;
+  for (const auto& f : d.fixes) ids.push_back(f.id);
+  return ids;
+}
+
+TEST(Diagnose, MessageCutAfterTheFreeFigureIsNotMemoryOutsidePyTorch) {
+  // No "this process has", no allocated figures: 44.53 GiB minus 448 KiB is unexplained, not "held
+  // outside PyTorch".
+  Diagnosis d = first_error("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 6 has a total "
+                            "capacity of 44.53 GiB of which 448.00 KiB is free.\n");
+  EXPECT_EQ(d.cause, "insufficient_information");
+  EXPECT_TRUE(d.secondary_causes.empty());
+  ASSERT_EQ(d.evidence.size(), 1u);
+  EXPECT_EQ(d.evidence[0], "The message was cut after the free figure (448.00 KiB free of 44.53 GiB, 2.00 MiB requested): "
+                           "it does not say what this process or others hold, so the cause cannot be told; the full "
+                           "message (or `oomdoc snapshot`) can.");
+  EXPECT_FALSE(has_fix(d, "end_other_processes"));
+  EXPECT_EQ(d.fixes.front().id, "smaller_batch");
+  MemoryBreakdown m = breakdown(explain_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. "
+                                             "GPU 6 has a total capacity of 44.53 GiB of which 448.00 KiB is free.\n")
+                                    .events[0].event);
+  EXPECT_FALSE(m.unattributed.has_value());
+}
+
+TEST(Diagnose, DecimalCommaMessageWithoutTheProcessPartIsInsufficientInformation) {
+  Diagnosis d = first_error("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1900,00 MiB. GPU 0 has a total "
+                            "capacity of 23,65 GiB of which 1,20 GiB is free.\n");
+  EXPECT_EQ(d.cause, "insufficient_information");
+}
+
+TEST(Diagnose, CutMessageStillTellsWhatTheFiguresPresentProve) {
+  // The request alone is larger than the card: that needs no process figures.
+  Diagnosis d = first_error("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 50.00 GiB. GPU 0 has a total "
+                            "capacity of 44.53 GiB of which 40.00 GiB is free.\n");
+  EXPECT_EQ(d.cause, "request_exceeds_total_capacity");
+}
+
+TEST(Diagnose, OldShortFormAndBareExceptionAreEvents) {
+  Diagnosis a = first_error("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n");
+  EXPECT_EQ(a.cause, "insufficient_information");
+  EXPECT_EQ(a.evidence, std::vector<std::string>{"The message was cut after the request (2.00 GiB): it gives no capacity, "
+                                                 "free or allocated figures."});
+  Diagnosis b = first_error("torch.OutOfMemoryError: CUDA out of memory.\n");
+  EXPECT_EQ(b.cause, "insufficient_information");
+}
+
+TEST(Diagnose, DefaultCpuAllocatorIsHostMemory) {
+  Diagnosis d = first_error("RuntimeError: [enforce fail at alloc_cpu.cpp:83] data. DefaultCPUAllocator: can't allocate "
+                            "memory: you tried to allocate 21474836480 bytes. Error code 12 (Cannot allocate memory)\n");
+  EXPECT_EQ(d.cause, "host_memory");
+  EXPECT_EQ(d.evidence, std::vector<std::string>{"Host (CPU) memory ran out allocating 20.00 GiB: system RAM, not GPU memory."});
+  EXPECT_EQ(fix_ids(d), std::vector<std::string>{"host_memory"});
+}
+
+const std::string kVllmWorkerOom =
+    "(VllmWorker rank=1 pid=4731) ERROR 05-09 10:47:36 [multiproc_executor.py:470] torch.OutOfMemoryError: CUDA out of "
+    "memory. Tried to allocate 150.00 MiB. GPU 1 has a total capacity of 21.99 GiB of which 39.00 MiB is free. Process "
+    "1779404 has 21.94 GiB memory in use. Of the allocated memory 15.75 GiB is allocated by PyTorch, with 35.88 MiB "
+    "allocated in private pools (e.g., CUDA Graphs), and 92.31 MiB is reserved by PyTorch but unallocated.\n";
+
+TEST(Diagnose, OomInsideAVllmWorkerGetsVllmFlagsNotTrainingArguments) {
+  Diagnosis d = first_error(kVllmWorkerOom);
+  EXPECT_EQ(d.cause, "non_pytorch_memory_in_process");
+  EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"library_workspace", "vllm_max_model_len", "vllm_max_num_seqs",
+                                                  "vllm_kv_cache_dtype", "vllm_enforce_eager", "vllm_gpu_memory_utilization",
+                                                  "vllm_tensor_parallel", "vllm_quantized_weights"}));
+  EXPECT_EQ(fix(d, "vllm_gpu_memory_utilization")->snippet, "--gpu-memory-utilization 0.85");
+  EXPECT_EQ(fix(d, "library_workspace")->snippet,
+            "export CUBLAS_WORKSPACE_CONFIG=:16:8  # in vLLM's environment: 8 x 16 KiB per handle, down from :4096:2:16:8");
+  for (const auto& f : d.fixes) EXPECT_EQ(f.snippet.find("TrainingArguments"), std::string::npos) << f.id;
+}
+
+TEST(Diagnose, EngineCoreTagAndVllmTracebackMeanVllm) {
+  Diagnosis a = first_error("(EngineCore_DP0 pid=1094) torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                            "2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.06 GiB is free. Including "
+                            "non-PyTorch memory, this process has 78.12 GiB memory in use. Of the allocated memory 75.50 "
+                            "GiB is allocated by PyTorch, and 1.61 GiB is reserved by PyTorch but unallocated.\n");
+  EXPECT_EQ(a.cause, "capacity_exhausted");
+  EXPECT_FALSE(has_fix(a, "smaller_batch"));
+  EXPECT_FALSE(has_fix(a, "mixed_precision"));
+  EXPECT_TRUE(has_fix(a, "vllm_max_num_seqs"));
+  Diagnosis b = first_error(
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/lib/python3/site-packages/vllm/worker/model_runner.py\", line 1500, in capture_model\n"
+      "    graph_runner.capture(**capture_inputs)\n" +
+      new_format("20.00 MiB", "23.65 GiB", "10.00 MiB",
+                 "Including non-PyTorch memory, this process has 23.60 GiB memory in use. ", "22.80 GiB", "100.00 MiB"));
+  EXPECT_EQ(b.cause, "capacity_exhausted");
+  EXPECT_FALSE(has_fix(b, "eight_bit_optimizer"));
+  EXPECT_TRUE(has_fix(b, "vllm_enforce_eager"));
+}
+
+TEST(Diagnose, GenerateRunsWithoutGradSoItIsNotEvaluationWithGrad) {
+  Diagnosis d = first_error(
+      "Traceback (most recent call last):\n"
+      "  File \"/w/train.py\", line 60, in evaluate\n"
+      "    out = model.generate(**batch)\n"
+      "  File \"/usr/lib/python3/site-packages/transformers/generation/utils.py\", line 1500, in generate\n"
+      "    return self._sample(...)\n" +
+      new_format("2.00 GiB", "79.19 GiB", "1.06 GiB",
+                 "Including non-PyTorch memory, this process has 78.12 GiB memory in use. ", "75.50 GiB", "1.61 GiB"));
+  EXPECT_EQ(d.cause, "capacity_exhausted");
+  EXPECT_TRUE(d.secondary_causes.empty());
+  EXPECT_FALSE(has_fix(d, "no_grad_for_eval"));
+  // A user's generate() call with the library frame cut off is no evidence either.
+  Diagnosis cut = first_error(
+      "Traceback (most recent call last):\n"
+      "  File \"/w/infer.py\", line 12, in main\n"
+      "    out = model.generate(**batch)\n" +
+      new_format("2.00 GiB", "79.19 GiB", "1.06 GiB",
+                 "Including non-PyTorch memory, this process has 78.12 GiB memory in use. ", "75.50 GiB", "1.61 GiB"));
+  EXPECT_FALSE(has_fix(cut, "no_grad_for_eval"));
+  // Trainer.prediction_step runs under torch.no_grad().
+  Diagnosis trainer = first_error(
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/lib/python3/site-packages/transformers/trainer.py\", line 4200, in evaluation_loop\n"
+      "    losses, logits, labels = self.prediction_step(model, inputs)\n"
+      "  File \"/usr/lib/python3/site-packages/transformers/trainer.py\", line 4400, in prediction_step\n"
+      "    outputs = model(**inputs)\n" +
+      new_format("2.00 GiB", "79.19 GiB", "1.06 GiB",
+                 "Including non-PyTorch memory, this process has 78.12 GiB memory in use. ", "75.50 GiB", "1.61 GiB"));
+  EXPECT_EQ(trainer.cause, "capacity_exhausted");
+}
+
+TEST(Diagnose, AllocatorSettingFollowsTheMessagesPyTorchAndDevice) {
+  // 1.x form (reserved in total): max_split_size_mb, never expandable_segments.
+  Diagnosis old = first_error(
+      "RuntimeError: CUDA out of memory. Tried to allocate 1.00 GiB (GPU 0; 23.65 GiB total capacity; 15.00 GiB already "
+      "allocated; 500.00 MiB free; 22.00 GiB reserved in total by PyTorch)\n");
+  EXPECT_EQ(old.cause, "fragmentation");
+  EXPECT_FALSE(has_fix(old, "expandable_segments"));
+  ASSERT_NE(fix(old, "max_split_size"), nullptr);
+  EXPECT_EQ(fix(old, "max_split_size")->snippet.rfind("export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128", 0), 0u);
+  // Ascend NPU: PYTORCH_NPU_ALLOC_CONF.
+  Diagnosis npu = first_error(
+      "RuntimeError: NPU out of memory. Tried to allocate 5.03 GiB (NPU 3; 60.96 GiB total capacity; 49.47 GiB already "
+      "allocated; 49.47 GiB current active; 1.32 GiB free; 57.55 GiB reserved in total by PyTorch)\n");
+  ASSERT_NE(fix(npu, "expandable_segments"), nullptr);
+  const std::string& snippet = fix(npu, "expandable_segments")->snippet;
+  EXPECT_EQ(snippet.rfind("export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True", 0), 0u);
+  EXPECT_EQ(snippet.find("PYTORCH_CUDA_ALLOC_CONF="), std::string::npos);
+  // 2.x form: expandable_segments under both variable names.
+  Diagnosis current = first_error(new_format("1.00 GiB", "23.65 GiB", "200.00 MiB",
+                                             "Including non-PyTorch memory, this process has 23.30 GiB memory in use. ",
+                                             "15.00 GiB", "8.00 GiB"));
+  EXPECT_EQ(current.fixes.front().id, "expandable_segments");
+}
+
+TEST(FixCatalog, CublasWorkspaceSnippetShrinksTheWorkspace) {
+  const std::string snippet(fix_info("library_workspace").snippet);
+  EXPECT_NE(snippet.find("CUBLAS_WORKSPACE_CONFIG=:16:8 "), std::string::npos) << snippet;
+  EXPECT_EQ(snippet.find(":4096:8"), std::string::npos) << snippet;
+}
+
+TEST(FixCatalog, JaxFractionComesBeforeDisablingPreallocation) {
+  const std::string snippet(fix_info("xla_preallocation").snippet);
+  EXPECT_EQ(snippet.rfind("export XLA_PYTHON_CLIENT_MEM_FRACTION=.95", 0), 0u) << snippet;
+  EXPECT_LT(snippet.find("XLA_PYTHON_CLIENT_MEM_FRACTION"), snippet.find("XLA_PYTHON_CLIENT_PREALLOCATE"));
+  Diagnosis d = first_error("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
+                            "allocate 1073741824 bytes.\n");
+  EXPECT_EQ(d.fixes.front().id, "xla_preallocation");
+  EXPECT_EQ(d.fixes.front().snippet.rfind("export XLA_PYTHON_CLIENT_MEM_FRACTION=.95", 0), 0u);
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <tuple>
 
 #include "support/test_support.h"
 
@@ -221,6 +222,65 @@ TEST(ExplainCli, BinaryFilesAreRefusedInOneLine) {
   auto rr = run_cli({"explain", random});
   EXPECT_EQ(rr.exit_code, 2);
   EXPECT_EQ(rr.err, "oomdoc: " + random + ": binary file (mostly non-text bytes), not a text log\n");
+}
+
+
+TEST(ExplainCli, EmptyFileNameIsAnErrorNotStdin) {
+  auto r = run_cli({"explain", ""}, kOom);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "oomdoc: \"\": no such file (an empty name; '-' reads stdin)\n");
+  EXPECT_TRUE(r.out.empty());
+}
+
+// UTF-16 as PowerShell's `>` writes it (little-endian, no BOM) and with a BOM in either order.
+std::string utf16(const std::string& ascii, bool big, bool bom) {
+  std::string out;
+  if (bom) out += big ? std::string("\xfe\xff", 2) : std::string("\xff\xfe", 2);
+  for (char c : ascii) {
+    if (big) out += '\0';
+    out += c;
+    if (!big) out += '\0';
+  }
+  return out;
+}
+
+TEST(ExplainCli, Utf16LogsAreDecoded) {
+  const std::string log = "step 1\n" + kOom;
+  for (const auto& [name, big, bom] : {std::tuple{"u16le.log", false, false}, std::tuple{"u16le_bom.log", false, true},
+                                       std::tuple{"u16be_bom.log", true, true}}) {
+    auto r = run_cli({"explain", "--json", temp_file(name, utf16(log, big, bom))});
+    ASSERT_EQ(r.exit_code, 0) << name << r.err;
+    auto doc = nlohmann::json::parse(r.out);
+    ASSERT_EQ(doc["events"].size(), 1u) << name;
+    EXPECT_EQ(doc["events"][0]["line"], 2) << name;
+    EXPECT_EQ(doc["events"][0]["requested_bytes"], 20971520) << name;
+    EXPECT_EQ(doc["events"][0]["total_text"], "7.80 GiB") << name;
+  }
+}
+
+TEST(ExplainCli, BytesFfFeBeforeUtf8TextStayUtf8) {
+  auto r = run_cli({"explain", "--json", temp_file("fffe_utf8.log", std::string("\xff\xfe garbage \xc3\x28\n") + kOom)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["events"].size(), 1u);
+  EXPECT_EQ(doc["events"][0]["line"], 2);
+}
+
+TEST(ExplainCli, HostMemoryErrorSaysItIsNotTheGpu) {
+  auto r = run_cli({"explain", "-"}, "DefaultCPUAllocator: can't allocate memory: you tried to allocate 21474836480 bytes. "
+                                     "Error code 12 (Cannot allocate memory)\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Host (CPU) memory ran out allocating 20.00 GiB: system RAM, not GPU memory."), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("<stdin>:1  PyTorch out of memory on the host (CPU RAM, not the GPU)\n"), std::string::npos) << r.out;
+}
+
+
+TEST(ExplainCli, RayDeduplicatedLineSaysHowManyPrints) {
+  auto r = run_cli({"explain", "-"}, "(RayWorkerWrapper pid=77, ip=10.0.0.1) RuntimeError: CUDA out of memory. Tried to "
+                                     "allocate 2.00 GiB [repeated 7x across cluster]\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  (printed 7 times, line 1)\n"), std::string::npos) << r.out;
 }
 
 }  // namespace

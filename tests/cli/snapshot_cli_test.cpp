@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 
 #include "support/test_support.h"
@@ -79,6 +80,26 @@ TEST(SnapshotCli, APickleThatImportsIsRefusedWithTheOffset) {
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err.rfind("oomdoc: " + file + ": offset 2: GLOBAL: refused", 0), 0u) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+}
+
+
+TEST(SnapshotCli, HtmlPathIsCheckedBeforeAnythingIsPrinted) {
+  auto r = run_cli({"snapshot", fixture_path("snapshot/train_p4.pickle"), "--html", "/nonexistent-dir/x.html"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "oomdoc: /nonexistent-dir/x.html: cannot write the HTML report (no directory /nonexistent-dir)\n");
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(SnapshotCli, HtmlWithCompareIsRefused) {
+  std::string html = std::string(OOMDOC_BINARY_DIR) + "/snapshot_cli_compare.html";
+  std::remove(html.c_str());
+  auto r = run_cli({"snapshot", fixture_path("snapshot/train_p4.pickle"), "--compare",
+                    fixture_path("snapshot/expandable_p4.pickle"), "--html", html});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "oomdoc: --html: not available with --compare (the HTML report shows one snapshot; use --json for the "
+                   "comparison)\n");
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_FALSE(std::ifstream(html).good());
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // fields explain must read from it.
 #include <gtest/gtest.h>
 
+#include "readers/log_line.h"
 #include "readers/log_scanner.h"
 
 namespace oomdoc {
@@ -262,6 +263,81 @@ TEST(Formats, OrdinaryLinesAreNotEvents) {
       "Allocating memory for the dataloader workers\n"
       "The memory of the past is kept in the library.\n");
   EXPECT_TRUE(scan.events.empty());
+}
+
+
+TEST(PytorchFormats, ShortAndBareFormsAreEvents) {
+  OomEvent short_form = only_event(scan_text("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"));
+  EXPECT_EQ(short_form.format, "pytorch_new_truncated");
+  EXPECT_EQ(short_form.bytes("requested"), 2147483648u);
+  OomEvent no_prefix = only_event(scan_text("CUDA out of memory. Tried to allocate 2.00 GiB\n"));
+  EXPECT_EQ(no_prefix.bytes("requested"), 2147483648u);
+  OomEvent bare = only_event(scan_text("torch.OutOfMemoryError: CUDA out of memory.\n"));
+  EXPECT_EQ(bare.format, "pytorch_new_truncated");
+  EXPECT_EQ(bare.framework, "pytorch");
+  EXPECT_FALSE(bare.bytes("requested").has_value());
+  // Prose that mentions the error is not an event.
+  EXPECT_TRUE(scan_text("retrying after CUDA out of memory with a smaller batch\n").events.empty());
+}
+
+TEST(PytorchFormats, DefaultCpuAllocatorIsAHostEvent) {
+  OomEvent e = only_event(scan_text("RuntimeError: [enforce fail at alloc_cpu.cpp:83] data. DefaultCPUAllocator: can't "
+                                    "allocate memory: you tried to allocate 21474836480 bytes. Error code 12 (Cannot "
+                                    "allocate memory)\n"));
+  EXPECT_EQ(e.format, "pytorch_cpu_allocator");
+  EXPECT_EQ(e.string_field("device_kind"), "CPU");
+  EXPECT_EQ(e.bytes("requested"), 21474836480u);
+}
+
+TEST(PytorchFormats, VllmProcessTagIsRecorded) {
+  OomEvent e = only_event(scan_text(
+      "(VllmWorker rank=1 pid=4731) ERROR 05-09 10:47:36 [multiproc_executor.py:470] torch.OutOfMemoryError: CUDA out "
+      "of memory. Tried to allocate 150.00 MiB. GPU 1 has a total capacity of 21.99 GiB of which 39.00 MiB is free.\n"));
+  EXPECT_EQ(e.framework, "pytorch");
+  ASSERT_NE(e.field("vllm_process"), nullptr);
+  EXPECT_EQ(std::get<bool>(*e.field("vllm_process")), true);
+  EXPECT_EQ(e.int_field("worker_rank"), 1);
+  OomEvent plain = only_event(scan_text("[rank1]: torch.OutOfMemoryError: CUDA out of memory.\n"));
+  EXPECT_EQ(plain.field("vllm_process"), nullptr);
+}
+
+
+TEST(PytorchFormats, RaysRepeatedSuffixCountsPrints) {
+  const std::string oom =
+      "(RayWorkerWrapper pid=1463574, ip=192.168.10.60) ERROR 03-27 10:29:01 [worker.py:267] torch.OutOfMemoryError: "
+      "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.06 GiB is free.";
+  OomEvent alone = only_event(scan_text(oom + " [repeated 7x across cluster]\n"));
+  EXPECT_EQ(alone.repeats, 7u);
+  EXPECT_EQ(alone.last_repeat_line, 1u);
+  EXPECT_EQ(alone.message.find("repeated"), std::string::npos) << alone.message;
+  EXPECT_NE(alone.field("vllm_process"), nullptr);   // RayWorkerWrapper is vLLM's Ray worker
+  // The first print, then Ray's batch of 7 more: 8 in all.
+  OomEvent both = only_event(scan_text(oom + "\nstep\n" + oom + " [repeated 7x across cluster]\n"));
+  EXPECT_EQ(both.repeats, 8u);
+  EXPECT_EQ(both.last_repeat_line, 3u);
+}
+
+TEST(LogLine, LoggerPrefixIsStripped) {
+  EXPECT_EQ(strip_logger_prefix("ERROR 05-01 10:00:20 [core.py:396] ValueError: No available memory"),
+            "ValueError: No available memory");
+  EXPECT_EQ(strip_logger_prefix("INFO 05-01 10:00:20.123 [gpu_worker.py:227] Available KV cache memory: -0.85 GiB"),
+            "Available KV cache memory: -0.85 GiB");
+  EXPECT_EQ(strip_logger_prefix("ERROR: something"), "ERROR: something");
+  EXPECT_EQ(strip_logger_prefix("ERROR 05-01 [x] y"), "ERROR 05-01 [x] y");
+}
+
+TEST(VllmFormats, ErrorMessageHasNoLoggingPrefix) {
+  ScanResult scan = scan_text(
+      "vllm-1  | INFO 05-01 10:00:10 [gpu_model_runner.py:1329] Model loading took 14.9889 GiB and 5.123 seconds\n"
+      "vllm-1  | (EngineCore_DP0 pid=9) INFO 05-01 10:00:20 [gpu_worker.py:227] Available KV cache memory: -0.85 GiB\n"
+      "vllm-1  | (EngineCore_DP0 pid=9) ERROR 05-01 10:00:20 [core.py:396] EngineCore failed to start.\n"
+      "vllm-1  | (EngineCore_DP0 pid=9) ERROR 05-01 10:00:20 [core.py:396] ValueError: No available memory for the cache "
+      "blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n");
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].string_field("error_message"),
+            "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+            "initializing the engine.");
+  EXPECT_EQ(scan.events[0].int_field("error_line"), 4);
 }
 
 }  // namespace

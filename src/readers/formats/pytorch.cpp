@@ -54,12 +54,29 @@ std::optional<std::string> backend_before(std::string_view line) {
   return std::nullopt;
 }
 
+// The exception with no figures at all: "torch.OutOfMemoryError: CUDA out of memory." (a message
+// cut by a log viewer, an issue title). Only the exception form, alone on its line, so that prose
+// mentioning "CUDA out of memory" is not an event.
+std::optional<FormatMatch> match_bare(const MessageWindow& w) {
+  static const RE2 re(R"(^\s*(?:[\w.]*(?:Error|Exception):\s*)?(CUDA|HIP|XPU|NPU) out of memory\.?\s*$)");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m;
+  const std::string backend((*g)[1]);
+  m.event.framework = framework_for_backend(backend);
+  m.event.format = "pytorch_new_truncated";
+  m.event.set_field("backend", backend);
+  return m;
+}
+
 std::optional<FormatMatch> match_new(const MessageWindow& w) {
+  // The period after the request is optional: PyTorch 1.x's short form and quoted messages end
+  // there ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB").
   static const RE2 head("out of memory\\.\\s*Tried to allocate (" + kSize +
-                        ")\\.(?:\\s*(GPU|NPU|XPU)\\s+(\\d+)\\s+has a total (capacity|capacty) of (" + kSize +
+                        ")\\.?(?:\\s*(GPU|NPU|XPU)\\s+(\\d+)\\s+has a total (capacity|capacty) of (" + kSize +
                         ")\\s+of which (" + kSize + ")\\s+is free\\.)?");
   auto g = regex_search(head, w.flat);
-  if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
+  if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return match_bare(w);
   FormatMatch m;
   OomEvent& e = m.event;
   std::string backend = backend_before(w.lines[0]).value_or("CUDA");
@@ -258,6 +275,20 @@ std::optional<FormatMatch> match_th_host(const MessageWindow& w) {
   return m;
 }
 
+// c10's DefaultCPUAllocator: "DefaultCPUAllocator: can't allocate memory: you tried to allocate
+// 21474836480 bytes. Error code 12 (Cannot allocate memory)" — host RAM, not the GPU.
+std::optional<FormatMatch> match_cpu_allocator(const MessageWindow& w) {
+  static const RE2 re(R"(DefaultCPUAllocator: can't allocate memory: you tried to allocate (\d+) bytes)");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m;
+  m.event.framework = "pytorch";
+  m.event.format = "pytorch_cpu_allocator";
+  m.event.set_field("device_kind", std::string("CPU"));
+  set_printed_size(m.event, "requested", std::string((*g)[1]) + " bytes");
+  return m;
+}
+
 std::optional<FormatMatch> match_cuda_error(const MessageWindow& w) {
   static const RE2 re(R"((CUDA|HIP) error:\s*out of memory)");
   auto g = regex_search(re, w.lines[0]);
@@ -279,6 +310,7 @@ void add_pytorch_formats(std::vector<MessageFormat>& out) {
   out.push_back({"mps", {"MPS backend out of memory"}, match_mps});
   out.push_back({"pytorch_thc_cuda_runtime_oom", {"out of memory"}, match_thc});
   out.push_back({"torch_th_host_oom", {"not enough memory"}, match_th_host});
+  out.push_back({"pytorch_cpu_allocator", {"DefaultCPUAllocator"}, match_cpu_allocator});
   out.push_back({"cuda_error_oom", {"out of memory"}, match_cuda_error});
 }
 
