@@ -923,8 +923,14 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     grad_bytes /= grad_shards;
   }
   if (p.offload_optimizer && deepspeed) {
-    grad_bytes = trainable * 2 / shard_mp / grad_shards;
-    grad_detail = fmt::format("{} trainable x 2 B{} (fp32 gradients on the CPU)", format_count(trainable), grad_split);
+    // ZeRO-Offload keeps the gradient partitions on the CPU with the optimizer (stage3.py: the
+    // partition buffer lives on self.device, the CPU when the optimizer is offloaded; stage 1/2 copy
+    // each reduced bucket to pinned host memory): the GPU holds the reduce bucket being filled,
+    // reduce_bucket_size elements, which the Trainer's "auto" sets to hidden_size^2.
+    const double bucket = static_cast<double>(m.hidden_size) * static_cast<double>(m.hidden_size);
+    grad_bytes = std::min(trainable / shard_mp, bucket) * 2;
+    grad_detail = fmt::format("one reduce bucket of {} elements x 2 B (reduce_bucket_size \"auto\" = hidden_size^2); "
+                              "the gradient partitions live on the CPU", format_count(static_cast<uint64_t>(std::min(trainable / shard_mp, bucket))));
   }
   if (p.fused_backward) {
     // Optimizer-in-backward frees each gradient right after its update: one tensor at a time,

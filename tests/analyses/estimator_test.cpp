@@ -1089,3 +1089,31 @@ TEST(Estimator, UnslothKeepsQwen2sBiasedProjectionsOnPeft) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// ZeRO-Offload keeps the gradient partitions on the CPU: the GPU holds one reduce bucket of
+// hidden_size^2 elements (the Trainer's "auto" reduce_bucket_size) in 16 bits.
+TEST(Estimator, ZeroOffloadKeepsOneReduceBucketOfGradients) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16_mixed";
+  job.micro_batch_size = 1;
+  job.seq_len = 256;
+  job.num_gpus = 1;
+  job.parallelism = "zero3";
+  job.offload = {"optimizer"};
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e) << e.error().message;
+  bool found = false;
+  for (const auto& c : e->breakdown) {
+    if (c.name != "gradients") continue;
+    found = true;
+    EXPECT_EQ(c.bytes, 4096ull * 4096 * 2);
+  }
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace oomdoc
