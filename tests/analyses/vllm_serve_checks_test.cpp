@@ -10,28 +10,13 @@
 #include "core/units.h"
 #include "readers/model_resolver.h"
 #include "readers/vllm_args.h"
+#include "vllm_serve_test_support.h"
 
 namespace oomdoc {
 namespace {
 
-ServeInputs inputs(const std::vector<std::string>& command, uint64_t memory, const std::string& version = "") {
-  ServeInputs in;
-  auto config = parse_vllm_command_line(command);
-  EXPECT_TRUE(config.ok()) << config.error().message;
-  in.config = config.value();
-  auto model = resolve_model(in.config.model);
-  EXPECT_TRUE(model.ok()) << model.error().message;
-  in.model = model.value();
-  in.target = serve_target_memory(memory);
-  in.version = parse_vllm_version(version).value();
-  return in;
-}
-
-ServePrediction predict(const ServeInputs& in) {
-  auto p = predict_vllm_startup(in);
-  EXPECT_TRUE(p.ok()) << p.error().message;
-  return p.ok() ? p.value() : ServePrediction{};
-}
+using serve_test::inputs;
+using serve_test::predict;
 
 std::string error_of(const ServeInputs& in) {
   auto p = predict_vllm_startup(in);
