@@ -740,6 +740,36 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       }
     }
   }
+  // The vendor's own tools: nvidia-smi and CUDA_VISIBLE_DEVICES do not exist on AMD or Intel GPUs.
+  const bool amd = e.framework == "pytorch-rocm" || e.message.find("hipError") != std::string::npos ||
+                   e.message.find("HIP out of memory") != std::string::npos;
+  const bool intel = e.message.find("XPU out of memory") != std::string::npos;
+  for (Fix& f : d.fixes) {
+    if (amd || intel) {
+      const std::string tool = amd ? "rocm-smi" : "xpu-smi";
+      for (size_t at = f.detail.find("nvidia-smi"); at != std::string::npos; at = f.detail.find("nvidia-smi", at + tool.size())) {
+        f.detail.replace(at, 10, tool);
+      }
+    }
+    if (f.id == "end_other_processes" && amd) {
+      f.snippet = "rocm-smi --showpids  # or amd-smi process; then kill <pid>";
+    } else if (f.id == "end_other_processes" && intel) {
+      f.snippet = "xpu-smi ps  # Intel XPU Manager; then kill <pid>";
+    } else if (f.id == "check_device_and_limits" && amd) {
+      f.snippet = "HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES, torch.cuda.set_per_process_memory_fraction(), the tensor's .device";
+    } else if (f.id == "expandable_segments" && amd && e.framework == "pytorch-rocm") {
+      f.snippet = "export PYTORCH_HIP_ALLOC_CONF=expandable_segments:True PYTORCH_ALLOC_CONF=expandable_segments:True  "
+                  "# ROCm builds read the HIP name (as the message says), 2.8+ the generic one";
+    } else if (f.id == "check_device_and_limits" && intel) {
+      f.snippet = "ZE_AFFINITY_MASK (which devices the process sees), the tensor's .device";
+    }
+  }
+  // PyTorch 1.4 and older have no allocator settings to set.
+  for (Fix& f : d.fixes) {
+    if (f.id == "max_split_size" && e.format == "pytorch_old_cached") {
+      f.snippet = "pip install -U torch  # 1.4 and older read no PYTORCH_CUDA_ALLOC_CONF; newer 1.x take max_split_size_mb:128";
+    }
+  }
   order_fixes(d.fixes);
   return d;
 }

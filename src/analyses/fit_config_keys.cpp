@@ -52,7 +52,9 @@ std::vector<FitSetting> axolotl_keys(const FitSetting& s) {
   } else if (t == "BitsAndBytesConfig") {
     if (n == "load_in_4bit") return {key("adapter", "qlora"), key("load_in_4bit", v)};
     if (n == "load_in_8bit") return {key("load_in_8bit", v)};
-    if (n == "bnb_4bit_quant_type" || n == "bnb_4bit_use_double_quant") return {key("bnb_config_kwargs", "{" + n + ": " + v + "}")};
+    if (n == "bnb_4bit_quant_type" || n == "bnb_4bit_use_double_quant" || n == "bnb_4bit_quant_storage") {
+      return {key("bnb_config_kwargs", "{" + n + ": " + v + "}")};
+    }
     if (n == "bnb_4bit_compute_dtype") return {};  // Axolotl computes in its bf16/fp16 setting
   } else if (t == "from_pretrained") {
     if (n == "attn_implementation" && v == "flash_attention_2") return {key("flash_attention", "true")};

@@ -79,7 +79,7 @@ std::vector<PipelineStage> pipeline_stages(const ModelSpec& model, uint64_t pp) 
 }
 
 uint64_t kv_dtype_bytes(const std::string& kv_cache_dtype, uint64_t model_dtype_bytes) {
-  if (kv_cache_dtype.rfind("fp8", 0) == 0 || kv_cache_dtype == "int8_per_token_head") return 1;
+  if (kv_cache_dtype.rfind("fp8", 0) == 0 || kv_cache_dtype == "int8_per_token_head" || kv_cache_dtype == "int8") return 1;
   if (kv_cache_dtype == "bfloat16" || kv_cache_dtype == "float16" || kv_cache_dtype == "half") return 2;
   return model_dtype_bytes;  // auto
 }

@@ -38,7 +38,8 @@ const std::set<std::string>& unmodeled_flags() {
       "kv-transfer-config", "rope-scaling", "rope-theta", "swap-space", "enable-expert-parallel",
       "mm-processor-kwargs", "long-lora-scaling-factors", "calculate-kv-scales",
       "disable-sliding-window", "enable-sleep-mode", "max-parallel-loading-workers",
-      "kv-offloading-size", "mamba-ssm-cache-dtype", "async-scheduling"};
+      "kv-offloading-size", "mamba-ssm-cache-dtype", "async-scheduling", "max-cudagraph-capture-size",
+      "cudagraph-capture-sizes", "decode-context-parallel-size"};
   return kFlags;
 }
 
@@ -127,7 +128,11 @@ std::string normalize_flag(std::string_view flag) {
   static const std::map<std::string, std::string> kShort = {
       {"tp", "tensor-parallel-size"}, {"pp", "pipeline-parallel-size"},
       {"dp", "data-parallel-size"},   {"q", "quantization"},
-      {"O", "compilation-config"},    {"kv-cache-memory", "kv-cache-memory-bytes"}};
+      {"O", "compilation-config"},    {"kv-cache-memory", "kv-cache-memory-bytes"},
+      {"dcp", "decode-context-parallel-size"}, {"dpl", "data-parallel-size-local"},
+      // -O3: the optimization level glued to its flag (vllm/config/compilation.py levels 0-3).
+      {"O0", "compilation-config"}, {"O1", "compilation-config"}, {"O2", "compilation-config"},
+      {"O3", "compilation-config"}};
   auto it = kShort.find(name);
   return it == kShort.end() ? name : it->second;
 }
@@ -271,12 +276,13 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
   } else if (name == "kv-cache-dtype") {
     auto v = need();
     if (!v) return v.error();
-    static const std::set<std::string> kKnown = {"auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
-                                                 "fp8_ds_mla", "bfloat16", "float16", "half",
-                                                 "int8_per_token_head", "nvfp4"};
-    if (!kKnown.count(*v)) {
-      return Error{fmt::format("--kv-cache-dtype: '{}' is not one of vLLM's KV cache dtypes "
-                               "(auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16)", *v)};
+    // vLLM's CacheDType choices over its versions (vllm/config/cache.py), one list for the check
+    // and the message.
+    static const std::vector<std::string> kKnown = {"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
+                                                    "fp8_ds_mla", "int8", "int8_per_token_head", "nvfp4"};
+    if (std::find(kKnown.begin(), kKnown.end(), *v) == kKnown.end()) {
+      return Error{fmt::format("--kv-cache-dtype: '{}' is not one of vLLM's KV cache dtypes ({})", *v,
+                               fmt::join(kKnown, ", "))};
     }
     config.kv_cache_dtype = *v;
   } else if (name == "dtype") {
@@ -389,12 +395,20 @@ Status read_flags(const std::vector<std::string>& words, size_t start, bool mode
       body = body.substr(0, eq);
     }
     std::string name = normalize_flag(body);
-    if (!value && !boolean_flags().count(name) && i + 1 < words.size()) {
+    const bool glued_level = body.size() == 2 && body[0] == 'O' && std::isdigit(static_cast<unsigned char>(body[1]));
+    if (!value && !glued_level && !boolean_flags().count(name) && i + 1 < words.size()) {
       const std::string& next = words[i + 1];
       // A value may itself start with '-' only as a number (--max-model-len -1).
       bool next_is_value = next.empty() || next[0] != '-' ||
                            (next.size() > 1 && std::isdigit(static_cast<unsigned char>(next[1])));
       if (next_is_value) value = words[++i];
+      // A list flag takes every number after it (--cudagraph-capture-sizes 1 2 4 8).
+      if (name == "cudagraph-capture-sizes") {
+        while (i + 1 < words.size() && !words[i + 1].empty() &&
+               std::all_of(words[i + 1].begin(), words[i + 1].end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+          *value += " " + words[++i];
+        }
+      }
     }
     auto status = apply_flag(name, value, describe(body, value), config);
     if (!status) return status;

@@ -489,6 +489,31 @@ TEST(Diagnose, AllocatorSettingFollowsTheMessagesPyTorchAndDevice) {
   EXPECT_EQ(current.fixes.front().id, "expandable_segments");
 }
 
+// AMD and Intel cards get their vendors' tools and variables, not nvidia-smi and CUDA's.
+TEST(Diagnose, AmdAndIntelGetTheirOwnTools) {
+  Diagnosis hip = first_error(
+      "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 3.31 GiB. GPU 0 has a total capacity of 128.00 GiB "
+      "of which 780.24 MiB is free. Of the allocated memory 57.70 GiB is allocated by PyTorch, and 75.82 MiB is "
+      "reserved by PyTorch but unallocated.\n");
+  ASSERT_NE(fix(hip, "end_other_processes"), nullptr);
+  EXPECT_EQ(fix(hip, "end_other_processes")->snippet, "rocm-smi --showpids  # or amd-smi process; then kill <pid>");
+  EXPECT_EQ(fix(hip, "end_other_processes")->detail.find("nvidia-smi"), std::string::npos);
+  Diagnosis xpu = first_error(
+      "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 4.66 GiB. GPU 0 has a total capacity of 5.65 GiB "
+      "of which 5.65 GiB is free. Of the allocated memory 195.50 KiB is allocated by PyTorch, and 1.81 MiB is reserved "
+      "by PyTorch but unallocated.\n");
+  ASSERT_NE(fix(xpu, "check_device_and_limits"), nullptr);
+  EXPECT_EQ(fix(xpu, "check_device_and_limits")->snippet,
+            "ZE_AFFINITY_MASK (which devices the process sees), the tensor's .device");
+  // PyTorch 1.4's "cached" form: no allocator settings to set, an upgrade is the snippet.
+  Diagnosis cached = first_error(
+      "RuntimeError: CUDA out of memory. Tried to allocate 26.00 MiB (GPU 0; 1024.00 MiB total capacity; 435.61 MiB "
+      "already allocated; 24.17 MiB free; 26.39 MiB cached)\n");
+  for (const Fix& f : cached.fixes) {
+    EXPECT_EQ(f.snippet.find("PYTORCH_CUDA_ALLOC_CONF=max_split_size"), std::string::npos) << f.id;
+  }
+}
+
 TEST(FixCatalog, CublasWorkspaceSnippetShrinksTheWorkspace) {
   const std::string snippet(fix_info("library_workspace").snippet);
   EXPECT_NE(snippet.find("CUBLAS_WORKSPACE_CONFIG=:16:8 "), std::string::npos) << snippet;

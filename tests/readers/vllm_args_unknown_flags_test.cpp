@@ -45,5 +45,21 @@ TEST(VllmArgsUnknownFlags, KnownFlagsWithoutMemoryEffectAreIgnoredOthersAreUnkno
   EXPECT_EQ(stray->unknown, (std::vector<std::string>{"extra"}));
 }
 
+// Current flags that change memory oomdoc does not size are read as such, not as unknown words:
+// -O3, the CUDA-graph capture sizes (a list), decode context parallelism.
+TEST(VllmArgsUnknownFlags, CurrentGraphAndParallelFlagsAreKnown) {
+  auto config = parse_vllm_command_line({"vllm", "serve", "m", "-O3", "--cudagraph-capture-sizes", "1", "2", "4", "8",
+                                         "--max-cudagraph-capture-size", "256", "-dcp", "2", "--kv-cache-dtype", "int8"});
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_TRUE(config->unknown.empty());
+  EXPECT_EQ(config->not_modeled.size(), 4u);
+  EXPECT_EQ(config->kv_cache_dtype, "int8");
+  auto half = parse_vllm_command_line({"vllm", "serve", "m", "--kv-cache-dtype", "half"});
+  ASSERT_FALSE(half.ok());
+  EXPECT_EQ(half.error().message,
+            "--kv-cache-dtype: 'half' is not one of vLLM's KV cache dtypes (auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2, "
+            "fp8_inc, fp8_ds_mla, int8, int8_per_token_head, nvfp4)");
+}
+
 }  // namespace
 }  // namespace oomdoc
