@@ -572,7 +572,20 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.cause = "host_memory";
     d.evidence.push_back(fmt::format("Host (CPU) memory ran out{}: system RAM, not GPU memory.",
                                      m.requested ? " allocating " + format_bytes(*m.requested) : std::string()));
-    d.fixes.push_back(make_fix("host_memory", "This is system RAM, not GPU memory."));
+    if (e.format == "ggml_pinned_host") {
+      // llama.cpp falls back to ordinary (pageable) host memory when pinning fails
+      // (ggml-cuda.cu ggml_cuda_host_malloc returns nullptr and the caller uses a CPU buffer).
+      d.evidence.push_back("llama.cpp only warns here: it keeps going with ordinary host memory, which is slower to "
+                           "copy to the GPU.");
+      d.fixes.push_back(make_fix("host_memory", "Pinned (page-locked) memory is limited by the OS and RAM.",
+                                 "export GGML_CUDA_NO_PINNED=1  # skip pinned buffers; or free RAM, or a smaller -c / -b"));
+    } else if (e.framework == "tensorflow" || e.framework == "jax" || e.message.find("device_host_allocator") != std::string::npos) {
+      d.fixes.push_back(make_fix("host_memory", "This is system RAM, not GPU memory: the host allocator pins buffers for transfers.",
+                                 "smaller input pipeline buffers (tf.data prefetch, num_parallel_calls); "
+                                 "TF_GPU_HOST_MEM_LIMIT_IN_MB caps TensorFlow's pinned host pool"));
+    } else {
+      d.fixes.push_back(make_fix("host_memory", "This is system RAM, not GPU memory."));
+    }
   } else if (e.format == "tf_bfc_oom" && !e.is_error) {
     d.cause = "warning_non_fatal";
     d.evidence.push_back("TensorFlow says this is not a failure: it retried with less memory.");

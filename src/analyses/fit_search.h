@@ -106,7 +106,8 @@ struct FitAlternative {
 
 struct FitReport {
   Job job;                          // as given (defaults the estimator chose are in estimate)
-  std::string model_id;
+  std::string model_id;             // as the user named it
+  std::string model_config;         // the config behind it when its id differs ("" otherwise)
   Estimate estimate;                // the job as given
   std::string gpu_name;
   uint64_t num_gpus = 1;

@@ -108,6 +108,7 @@ Json change_json(const FitChange& c, uint64_t num_gpus) {
 Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
   Json doc = json_document_header("fit");
   doc["model"] = r.model_id;
+  doc["model_config"] = r.model_config.empty() ? Json(nullptr) : Json(r.model_config);
   doc["gpu"] = r.gpu_name;
   doc["num_gpus"] = r.num_gpus;
   doc["total_bytes"] = r.total_bytes;
@@ -205,6 +206,7 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
   const std::string gpus = r.num_gpus > 1 ? fmt::format("{} x ", r.num_gpus) : "";
   line(style.bold(fmt::format("{} on {}{} ({} each)", r.model_id, gpus, r.gpu_name,
                               format_bytes(r.total_bytes))));
+  if (!r.model_config.empty()) line(style.dim("model config: " + r.model_config));
   if (config) {
     line(style.dim(fmt::format("config ({}): used {}; ignored {}{}",
                                training_config_format_name(config->format), config->used_keys.size(),

@@ -514,6 +514,17 @@ TEST(Diagnose, AmdAndIntelGetTheirOwnTools) {
   }
 }
 
+// Host-memory advice follows who ran out: llama.cpp's pinned buffers (it falls back to pageable
+// memory), TensorFlow/XLA's pinned host pool; a DataLoader is PyTorch's.
+TEST(Diagnose, HostMemoryAdviceFollowsTheFramework) {
+  ExplainReport llama = explain_text("ggml_cuda_host_malloc: failed to allocate 1900.00 MiB of pinned memory: out of memory\n");
+  ASSERT_FALSE(llama.events.empty());
+  const Diagnosis& d = llama.events[0].diagnosis;
+  ASSERT_NE(fix(d, "host_memory"), nullptr);
+  EXPECT_EQ(fix(d, "host_memory")->snippet,
+            "export GGML_CUDA_NO_PINNED=1  # skip pinned buffers; or free RAM, or a smaller -c / -b");
+}
+
 TEST(FixCatalog, CublasWorkspaceSnippetShrinksTheWorkspace) {
   const std::string snippet(fix_info("library_workspace").snippet);
   EXPECT_NE(snippet.find("CUBLAS_WORKSPACE_CONFIG=:16:8 "), std::string::npos) << snippet;
