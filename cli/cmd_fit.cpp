@@ -162,7 +162,11 @@ int run_fit(const FitArgs& a) {
   auto report = fit_job(*model, job, options);
   if (!report) return fail(report.error().message);
   // Advice in the keys of the config the user gave (Axolotl, LLaMA-Factory).
-  if (config) express_in_config_keys(*report, config->format);
+  if (config) {
+    const bool yaml_file = a.input.size() > 4 && (a.input.compare(a.input.size() - 4, 4, ".yml") == 0 ||
+                                                  (a.input.size() > 5 && a.input.compare(a.input.size() - 5, 5, ".yaml") == 0));
+    express_in_config_keys(*report, config->format, yaml_file);
+  }
 
   const TrainingConfig* cfg = config ? &*config : nullptr;
   if (a.json) {

@@ -7,6 +7,7 @@ namespace {
 
 constexpr const char* kAxolotl = "Axolotl YAML";
 constexpr const char* kLlamaFactory = "LLaMA-Factory YAML";
+constexpr const char* kTrlYaml = "TRL YAML";
 
 // A Python literal as YAML: True/False lower case, a quoted string bare, torch dtypes by name.
 std::string yaml_value(std::string v) {
@@ -103,10 +104,37 @@ std::vector<FitSetting> llama_factory_keys(const FitSetting& s) {
   return {s};
 }
 
-void rewrite(std::vector<FitSetting>& settings, TrainingConfigFormat format) {
+// TRL's CLI YAML (`trl sft --config file.yaml`): SFTConfig/TrainingArguments keys as they are, plus
+// ModelConfig's model, PEFT and quantization keys (trl/trainer/model_config.py).
+std::vector<FitSetting> trl_yaml_keys(const FitSetting& s) {
+  const std::string& t = s.target;
+  const std::string& n = s.name;
+  const std::string v = yaml_value(s.value);
+  auto key = [&](std::string name, std::string value) { return FitSetting{kTrlYaml, std::move(name), std::move(value)}; };
+  if (t == "TrainingArguments" || t == "SFTConfig") {
+    if (n == "deepspeed") return {key("deepspeed", "a JSON file holding " + v)};
+    return {key(n, v)};
+  }
+  if (t == "LoraConfig") {
+    if (n == "r") return {key("use_peft", "true"), key("lora_r", v)};
+    if (n == "lora_alpha") return {key("lora_alpha", v)};
+    if (n == "target_modules") return {key("lora_target_modules", v)};
+    if (n == "task_type") return {key("lora_task_type", v)};
+  } else if (t == "BitsAndBytesConfig") {
+    if (n == "load_in_4bit" || n == "load_in_8bit" || n == "bnb_4bit_quant_type") return {key(n, v)};
+    if (n == "bnb_4bit_use_double_quant") return {key("use_bnb_nested_quant", v)};
+  } else if (t == "from_pretrained") {
+    if (n == "attn_implementation" || n == "torch_dtype") return {key(n, v)};
+  }
+  return {s};
+}
+
+void rewrite(std::vector<FitSetting>& settings, TrainingConfigFormat format, bool yaml_file) {
   std::vector<FitSetting> out;
   for (const auto& s : settings) {
-    for (auto& k : config_keys_for(s, format)) {
+    auto keys = format == TrainingConfigFormat::kHfTrainingArguments && yaml_file ? trl_yaml_keys(s)
+                                                                                 : config_keys_for(s, format);
+    for (auto& k : keys) {
       // One key once (LoRA's r and a QLoRA's load_in_4bit both say which adapter).
       bool seen = false;
       for (auto& o : out) {
@@ -132,11 +160,11 @@ std::vector<FitSetting> config_keys_for(const FitSetting& setting, TrainingConfi
   return {setting};
 }
 
-void express_in_config_keys(FitReport& report, TrainingConfigFormat format) {
+void express_in_config_keys(FitReport& report, TrainingConfigFormat format, bool yaml_file) {
   if (report.plan) {
-    for (auto& c : report.plan->changes) rewrite(c.settings, format);
+    for (auto& c : report.plan->changes) rewrite(c.settings, format, yaml_file);
   }
-  for (auto& a : report.alternatives) rewrite(a.change.settings, format);
+  for (auto& a : report.alternatives) rewrite(a.change.settings, format, yaml_file);
 }
 
 }  // namespace oomdoc

@@ -13,7 +13,8 @@ namespace oomdoc {
 // none. `format` kHfTrainingArguments returns the setting unchanged.
 std::vector<FitSetting> config_keys_for(const FitSetting& setting, TrainingConfigFormat format);
 
-// Rewrites every change's settings in the report (plan, alternatives) into `format`'s keys.
-void express_in_config_keys(FitReport& report, TrainingConfigFormat format);
+// Rewrites every change's settings in the report (plan, alternatives) into `format`'s keys; a
+// TrainingArguments/TRL config written as YAML (TRL's CLI) gets TRL's YAML keys.
+void express_in_config_keys(FitReport& report, TrainingConfigFormat format, bool yaml_file = false);
 
 }  // namespace oomdoc

@@ -64,3 +64,31 @@ TEST(FitConfigKeys, DeepSpeedFileContentIsJsonAndReentrancyIsLlamaFactorys) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// A TrainingArguments/TRL config written as YAML (TRL's CLI) is advised in TRL's YAML keys.
+TEST(FitConfigKeys, TrlYamlKeys) {
+  FitReport report;
+  FitAlternative a;
+  a.change.settings = {{"SFTConfig", "max_length", "2048"},
+                       {"LoraConfig", "r", "16"},
+                       {"LoraConfig", "target_modules", "\"all-linear\""},
+                       {"BitsAndBytesConfig", "bnb_4bit_use_double_quant", "True"}};
+  report.alternatives.push_back(a);
+  express_in_config_keys(report, TrainingConfigFormat::kHfTrainingArguments, /*yaml_file=*/true);
+  std::vector<std::string> got;
+  for (const auto& s : report.alternatives[0].change.settings) got.push_back(s.target + " " + s.name + ": " + s.value);
+  EXPECT_EQ(got, (std::vector<std::string>{"TRL YAML max_length: 2048", "TRL YAML use_peft: true", "TRL YAML lora_r: 16",
+                                           "TRL YAML lora_target_modules: all-linear",
+                                           "TRL YAML use_bnb_nested_quant: true"}));
+  // The same settings from a JSON dump stay in Hugging Face's Python form.
+  FitReport json_report;
+  json_report.alternatives.push_back(a);
+  express_in_config_keys(json_report, TrainingConfigFormat::kHfTrainingArguments, /*yaml_file=*/false);
+  EXPECT_EQ(json_report.alternatives[0].change.settings[0].target, "SFTConfig");
+}
+
+}  // namespace
+}  // namespace oomdoc
