@@ -125,9 +125,7 @@ int run_fit(const FitArgs& a) {
   // is the machine's.
   const bool gpus_given = a.app->count("--gpus") > 0;
   if (gpus_given) job.num_gpus = a.gpus;
-  // Without a count, a TP/PP/CP layout needs its product of GPUs (as the estimator assumes).
-  const uint64_t layout_gpus = job.tp.value_or(1) * job.pp.value_or(1) * job.cp.value_or(1);
-  const uint64_t num_gpus = gpus_given ? a.gpus : job.num_gpus.value_or(layout_gpus);
+  const uint64_t num_gpus = fit_gpu_count(job, gpus_given ? std::optional<uint64_t>(a.gpus) : std::nullopt);
   if (auto valid = validate_job(job, source); !valid) return fail(valid.error().message);
   if (job.model.empty()) {
     return fail(config ? a.input + ": names no model; add --model NAME"
@@ -162,11 +160,7 @@ int run_fit(const FitArgs& a) {
   auto report = fit_job(*model, job, options);
   if (!report) return fail(report.error().message);
   // Advice in the keys of the config the user gave (Axolotl, LLaMA-Factory).
-  if (config) {
-    const bool yaml_file = a.input.size() > 4 && (a.input.compare(a.input.size() - 4, 4, ".yml") == 0 ||
-                                                  (a.input.size() > 5 && a.input.compare(a.input.size() - 5, 5, ".yaml") == 0));
-    express_in_config_keys(*report, config->format, yaml_file);
-  }
+  if (config) express_in_config_keys(*report, *config);
 
   const TrainingConfig* cfg = config ? &*config : nullptr;
   if (a.json) {

@@ -87,13 +87,13 @@ bool grad_disabled_by_library(const Traceback& tb) {
 Fix allocator_fix(const OomEvent& e, std::string detail) {
   if (e.framework == "pytorch-npu") {
     return make_fix("expandable_segments", std::move(detail),
-                    "export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True  # torch_npu reads this, not "
-                    "PYTORCH_CUDA_ALLOC_CONF; max_split_size_mb:128 where expandable segments are unavailable");
+                    std::string(fix_snippet("expandable_segments", FixVariant::kAscend)));
   }
   if (e.framework == "pytorch" || e.framework == "pytorch-rocm") {
     if (e.format == "pytorch_old_cached") {
       return make_fix("max_split_size", detail + " PyTorch 1.4 and older (this message's form) has no allocator "
-                                                 "settings: upgrade PyTorch to use them.");
+                                                 "settings: upgrade PyTorch to use them.",
+                      std::string(fix_snippet("max_split_size", FixVariant::kTorch14)));
     }
     if (e.format == "pytorch_old_reserved") return make_fix("max_split_size", std::move(detail));
   }
@@ -578,11 +578,10 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.evidence.push_back("llama.cpp only warns here: it keeps going with ordinary host memory, which is slower to "
                            "copy to the GPU.");
       d.fixes.push_back(make_fix("host_memory", "Pinned (page-locked) memory is limited by the OS and RAM.",
-                                 "export GGML_CUDA_NO_PINNED=1  # skip pinned buffers; or free RAM, or a smaller -c / -b"));
+                                 std::string(fix_snippet("host_memory", FixVariant::kLlamaCpp))));
     } else if (e.framework == "tensorflow" || e.framework == "jax" || e.message.find("device_host_allocator") != std::string::npos) {
       d.fixes.push_back(make_fix("host_memory", "This is system RAM, not GPU memory: the host allocator pins buffers for transfers.",
-                                 "smaller input pipeline buffers (tf.data prefetch, num_parallel_calls); "
-                                 "TF_GPU_HOST_MEM_LIMIT_IN_MB caps TensorFlow's pinned host pool"));
+                                 std::string(fix_snippet("host_memory", FixVariant::kTensorFlowHost))));
     } else {
       d.fixes.push_back(make_fix("host_memory", "This is system RAM, not GPU memory."));
     }
@@ -748,9 +747,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     if (d.fixes.size() != before) add_vllm_ladder(d, e, context);
     // A server has no Python to edit: only the environment variable applies.
     for (Fix& f : d.fixes) {
-      if (f.id == "library_workspace") {
-        f.snippet = "export CUBLAS_WORKSPACE_CONFIG=:16:8  # in vLLM's environment: 8 x 16 KiB per handle, down from :4096:2:16:8";
-      }
+      if (f.id == "library_workspace") f.snippet = fix_snippet(f.id, FixVariant::kVllmServer);
     }
   }
   // The vendor's own tools: nvidia-smi and CUDA_VISIBLE_DEVICES do not exist on AMD or Intel GPUs.
@@ -764,24 +761,10 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
         f.detail.replace(at, 10, tool);
       }
     }
-    if (f.id == "end_other_processes" && amd) {
-      f.snippet = "rocm-smi --showpids  # or amd-smi process; then kill <pid>";
-    } else if (f.id == "end_other_processes" && intel) {
-      f.snippet = "xpu-smi ps  # Intel XPU Manager; then kill <pid>";
-    } else if (f.id == "check_device_and_limits" && amd) {
-      f.snippet = "HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES, torch.cuda.set_per_process_memory_fraction(), the tensor's .device";
-    } else if (f.id == "expandable_segments" && amd && e.framework == "pytorch-rocm") {
-      f.snippet = "export PYTORCH_HIP_ALLOC_CONF=expandable_segments:True PYTORCH_ALLOC_CONF=expandable_segments:True  "
-                  "# ROCm builds read the HIP name (as the message says), 2.8+ the generic one";
-    } else if (f.id == "check_device_and_limits" && intel) {
-      f.snippet = "ZE_AFFINITY_MASK (which devices the process sees), the tensor's .device";
-    }
-  }
-  // PyTorch 1.4 and older have no allocator settings to set.
-  for (Fix& f : d.fixes) {
-    if (f.id == "max_split_size" && e.format == "pytorch_old_cached") {
-      f.snippet = "pip install -U torch  # 1.4 and older read no PYTORCH_CUDA_ALLOC_CONF; newer 1.x take max_split_size_mb:128";
-    }
+    // The allocator variable is PyTorch's own: only a PyTorch-on-ROCm message gets the HIP name.
+    if (f.id == "expandable_segments" && e.framework != "pytorch-rocm") continue;
+    if (!amd && !intel) continue;
+    if (auto own = fix_variant_snippet(f.id, amd ? FixVariant::kAmd : FixVariant::kIntel)) f.snippet = *own;
   }
   order_fixes(d.fixes);
   return d;

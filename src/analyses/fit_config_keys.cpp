@@ -160,7 +160,9 @@ std::vector<FitSetting> config_keys_for(const FitSetting& setting, TrainingConfi
   return {setting};
 }
 
-void express_in_config_keys(FitReport& report, TrainingConfigFormat format, bool yaml_file) {
+void express_in_config_keys(FitReport& report, const TrainingConfig& config) {
+  const TrainingConfigFormat format = config.format;
+  const bool yaml_file = config.yaml_syntax;
   if (report.plan) {
     for (auto& c : report.plan->changes) rewrite(c.settings, format, yaml_file);
   }

@@ -13,8 +13,8 @@ namespace oomdoc {
 // none. `format` kHfTrainingArguments returns the setting unchanged.
 std::vector<FitSetting> config_keys_for(const FitSetting& setting, TrainingConfigFormat format);
 
-// Rewrites every change's settings in the report (plan, alternatives) into `format`'s keys; a
+// Rewrites every change's settings in the report (plan, alternatives) into the config's keys; a
 // TrainingArguments/TRL config written as YAML (TRL's CLI) gets TRL's YAML keys.
-void express_in_config_keys(FitReport& report, TrainingConfigFormat format, bool yaml_file = false);
+void express_in_config_keys(FitReport& report, const TrainingConfig& config);
 
 }  // namespace oomdoc

@@ -1161,6 +1161,11 @@ Result<std::map<std::string, double>> parse_prices(std::string_view text,
   return prices;
 }
 
+uint64_t fit_gpu_count(const Job& job, std::optional<uint64_t> gpus_flag) {
+  if (gpus_flag) return *gpus_flag;
+  return job.num_gpus.value_or(job.tp.value_or(1) * job.pp.value_or(1) * job.cp.value_or(1));
+}
+
 void set_fit_gpu(FitOptions& options, const GpuSpec& gpu) {
   options.gpu_name = gpu.name;
   options.total_bytes = gpu.total_bytes;

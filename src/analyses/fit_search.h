@@ -131,6 +131,9 @@ struct FitReport {
 // The card's part of FitOptions, in one place: a catalog GPU (name, memory, bf16, vendor,
 // interconnect), or a bare capacity (--memory: "24.00 GiB GPU").
 void set_fit_gpu(FitOptions& options, const GpuSpec& gpu);
+// How many GPUs the machine has for `job`: --gpus when given, else the job's num_gpus, else what
+// its TP/PP/CP layout needs (as the estimator assumes).
+uint64_t fit_gpu_count(const Job& job, std::optional<uint64_t> gpus_flag);
 void set_fit_memory(FitOptions& options, uint64_t total_bytes);
 
 // The prediction the search uses: estimate_memory, or a stand-in in tests of the search itself.

@@ -137,6 +137,45 @@ const FixInfo& fix_info(std::string_view id) {
   std::abort();
 }
 
+std::optional<std::string_view> fix_variant_snippet(std::string_view id, FixVariant variant) {
+  struct Variant {
+    std::string_view id;
+    FixVariant variant;
+    std::string_view snippet;
+  };
+  static constexpr Variant kVariants[] = {
+      {"end_other_processes", FixVariant::kAmd, "rocm-smi --showpids  # or amd-smi process; then kill <pid>"},
+      {"end_other_processes", FixVariant::kIntel, "xpu-smi ps  # Intel XPU Manager; then kill <pid>"},
+      {"check_device_and_limits", FixVariant::kAmd,
+       "HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES, torch.cuda.set_per_process_memory_fraction(), the tensor's .device"},
+      {"check_device_and_limits", FixVariant::kIntel, "ZE_AFFINITY_MASK (which devices the process sees), the tensor's .device"},
+      {"expandable_segments", FixVariant::kAmd,
+       "export PYTORCH_HIP_ALLOC_CONF=expandable_segments:True PYTORCH_ALLOC_CONF=expandable_segments:True  "
+       "# ROCm builds read the HIP name (as the message says), 2.8+ the generic one"},
+      {"expandable_segments", FixVariant::kAscend,
+       "export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True  # torch_npu reads this, not "
+       "PYTORCH_CUDA_ALLOC_CONF; max_split_size_mb:128 where expandable segments are unavailable"},
+      {"max_split_size", FixVariant::kTorch14,
+       "pip install -U torch  # 1.4 and older read no PYTORCH_CUDA_ALLOC_CONF; newer 1.x take max_split_size_mb:128"},
+      {"library_workspace", FixVariant::kVllmServer,
+       "export CUBLAS_WORKSPACE_CONFIG=:16:8  # in vLLM's environment: 8 x 16 KiB per handle, down from :4096:2:16:8"},
+      // llama.cpp falls back to ordinary (pageable) memory when pinning fails (ggml-cuda.cu).
+      {"host_memory", FixVariant::kLlamaCpp,
+       "export GGML_CUDA_NO_PINNED=1  # skip pinned buffers; or free RAM, or a smaller -c / -b"},
+      {"host_memory", FixVariant::kTensorFlowHost,
+       "smaller input pipeline buffers (tf.data prefetch, num_parallel_calls); "
+       "TF_GPU_HOST_MEM_LIMIT_IN_MB caps TensorFlow's pinned host pool"},
+  };
+  for (const Variant& v : kVariants) {
+    if (v.id == id && v.variant == variant) return v.snippet;
+  }
+  return std::nullopt;
+}
+
+std::string_view fix_snippet(std::string_view id, FixVariant variant) {
+  return fix_variant_snippet(id, variant).value_or(fix_info(id).snippet);
+}
+
 Fix make_fix(std::string_view id, std::string detail, std::string snippet_override) {
   const FixInfo& info = fix_info(id);
   Fix fix;

@@ -3,6 +3,7 @@
 // throughput, then quality or method changes, then hardware).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,24 @@ struct Fix {
 };
 
 Fix make_fix(std::string_view id, std::string detail, std::string snippet_override = "");
+
+// Where a fix is written differently: the platform or framework the message came from. The
+// catalogue keeps each variant's snippet next to the default one (fix_catalog.cpp).
+enum class FixVariant {
+  kDefault,
+  kAmd,            // ROCm/HIP: rocm-smi, HIP_VISIBLE_DEVICES, PYTORCH_HIP_ALLOC_CONF
+  kIntel,          // XPU: xpu-smi, ZE_AFFINITY_MASK
+  kAscend,         // torch_npu: PYTORCH_NPU_ALLOC_CONF
+  kTorch14,        // PyTorch 1.4 and older ("... cached)"): no allocator settings
+  kVllmServer,     // a vLLM process: environment variables only
+  kLlamaCpp,       // llama.cpp's pinned host buffers
+  kTensorFlowHost  // TensorFlow/XLA's pinned host pool
+};
+
+// The snippet of `id` written for `variant`, or nullopt when the variant writes it as the default.
+std::optional<std::string_view> fix_variant_snippet(std::string_view id, FixVariant variant);
+// The snippet of `id` for `variant`: its own, else the catalogue's default.
+std::string_view fix_snippet(std::string_view id, FixVariant variant);
 
 // Sorts by cost rank (stable) and drops repeated ids.
 void order_fixes(std::vector<Fix>& fixes);

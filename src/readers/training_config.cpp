@@ -947,6 +947,9 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
   }
   Reader r;
   r.display_name = display_name;
+  // JSON is YAML too: a document that opens with '{' was written as JSON (a TrainingArguments dump).
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  r.out.yaml_syntax = first == std::string_view::npos || text[first] != '{';
   r.base_dir = base_dir;
   r.out.format = *format;
   const Table table = *format == TrainingConfigFormat::kAxolotl        ? axolotl_table()

@@ -27,6 +27,7 @@ struct TrainingConfig {
   std::vector<std::string> ignored_keys;  // known keys that do not change memory
   std::vector<std::string> unknown_keys;  // not recognised; each also has a warning
   std::vector<std::string> warnings;      // one line each, starting with the file name
+  bool yaml_syntax = true;                // written as YAML (false: a JSON document)
 };
 
 // display_name names the input in messages; base_dir resolves relative paths the config points

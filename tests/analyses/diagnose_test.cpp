@@ -509,9 +509,25 @@ TEST(Diagnose, AmdAndIntelGetTheirOwnTools) {
   Diagnosis cached = first_error(
       "RuntimeError: CUDA out of memory. Tried to allocate 26.00 MiB (GPU 0; 1024.00 MiB total capacity; 435.61 MiB "
       "already allocated; 24.17 MiB free; 26.39 MiB cached)\n");
+  ASSERT_NE(fix(cached, "max_split_size"), nullptr);
+  EXPECT_EQ(fix(cached, "max_split_size")->snippet, fix_snippet("max_split_size", FixVariant::kTorch14));
   for (const Fix& f : cached.fixes) {
     EXPECT_EQ(f.snippet.find("PYTORCH_CUDA_ALLOC_CONF=max_split_size"), std::string::npos) << f.id;
   }
+  // Fixes without a vendor variant keep what the diagnosis wrote.
+  ASSERT_NE(fix(xpu, "smaller_input"), nullptr);
+  EXPECT_NE(fix(xpu, "smaller_input")->snippet.find("batch"), std::string::npos);
+}
+
+// Variant snippets live in the catalogue beside the default: a variant without its own snippet
+// falls back to the default, one with its own differs from it.
+TEST(FixCatalog, VariantSnippetsFallBackToTheDefault) {
+  EXPECT_FALSE(fix_variant_snippet("smaller_batch", FixVariant::kAmd).has_value());
+  EXPECT_EQ(fix_snippet("smaller_batch", FixVariant::kAmd), fix_info("smaller_batch").snippet);
+  ASSERT_TRUE(fix_variant_snippet("end_other_processes", FixVariant::kAmd).has_value());
+  EXPECT_NE(*fix_variant_snippet("end_other_processes", FixVariant::kAmd), fix_info("end_other_processes").snippet);
+  EXPECT_EQ(fix_snippet("host_memory", FixVariant::kLlamaCpp),
+            "export GGML_CUDA_NO_PINNED=1  # skip pinned buffers; or free RAM, or a smaller -c / -b");
 }
 
 // Host-memory advice follows who ran out: llama.cpp's pinned buffers (it falls back to pageable

@@ -77,7 +77,10 @@ TEST(FitConfigKeys, TrlYamlKeys) {
                        {"LoraConfig", "target_modules", "\"all-linear\""},
                        {"BitsAndBytesConfig", "bnb_4bit_use_double_quant", "True"}};
   report.alternatives.push_back(a);
-  express_in_config_keys(report, TrainingConfigFormat::kHfTrainingArguments, /*yaml_file=*/true);
+  TrainingConfig trl;
+  trl.format = TrainingConfigFormat::kHfTrainingArguments;
+  trl.yaml_syntax = true;
+  express_in_config_keys(report, trl);
   std::vector<std::string> got;
   for (const auto& s : report.alternatives[0].change.settings) got.push_back(s.target + " " + s.name + ": " + s.value);
   EXPECT_EQ(got, (std::vector<std::string>{"TRL YAML max_length: 2048", "TRL YAML use_peft: true", "TRL YAML lora_r: 16",
@@ -86,7 +89,9 @@ TEST(FitConfigKeys, TrlYamlKeys) {
   // The same settings from a JSON dump stay in Hugging Face's Python form.
   FitReport json_report;
   json_report.alternatives.push_back(a);
-  express_in_config_keys(json_report, TrainingConfigFormat::kHfTrainingArguments, /*yaml_file=*/false);
+  TrainingConfig dump = trl;
+  dump.yaml_syntax = false;
+  express_in_config_keys(json_report, dump);
   EXPECT_EQ(json_report.alternatives[0].change.settings[0].target, "SFTConfig");
 }
 

@@ -435,5 +435,16 @@ TEST(FitSearch, CheapestWithPrices) {
   EXPECT_DOUBLE_EQ(*cheapest->price_per_hour, 4.0);
 }
 
+TEST(FitSearch, GpuCountFromFlagJobOrLayout) {
+  Job job;
+  EXPECT_EQ(fit_gpu_count(job, std::nullopt), 1u);
+  job.tp = 2;
+  job.pp = 2;
+  EXPECT_EQ(fit_gpu_count(job, std::nullopt), 4u);
+  job.num_gpus = 8;
+  EXPECT_EQ(fit_gpu_count(job, std::nullopt), 8u);
+  EXPECT_EQ(fit_gpu_count(job, 16), 16u);
+}
+
 }  // namespace
 }  // namespace oomdoc

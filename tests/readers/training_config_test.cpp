@@ -379,5 +379,15 @@ TEST(TrainingConfig, LoraDropoutIsReadInEveryFormat) {
   EXPECT_EQ(bad.error().message, "c.yml: line 3: lora_dropout: expected a probability in [0, 1), got 1.5");
 }
 
+// A JSON dump and a TRL CLI YAML hold the same keys; the syntax decides how advice is written back.
+TEST(TrainingConfig, RecordsWhetherTheFileIsYamlOrJson) {
+  auto yaml = parse_training_config("model_name_or_path: m\nper_device_train_batch_size: 2\n", "c.yaml", "");
+  auto json = parse_training_config("  {\"output_dir\": \"o\", \"per_device_train_batch_size\": 2}", "c.json", "");
+  ASSERT_TRUE(yaml.ok() && json.ok());
+  EXPECT_TRUE(yaml->yaml_syntax);
+  EXPECT_FALSE(json->yaml_syntax);
+  EXPECT_EQ(json->job.micro_batch_size, 2u);
+}
+
 }  // namespace
 }  // namespace oomdoc
