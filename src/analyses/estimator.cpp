@@ -761,18 +761,15 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   est.kbit_upcast = p.kbit_upcast;
   est.precision = p.precision;
   // Inputs that are legal but likely a mistake: said, not refused.
-  if (m.max_position_embeddings && p.seq > m.max_position_embeddings && m.rope_scaling_type.empty()) {
-    // Learned absolute position embeddings have no row past their last position: an index error.
-    static const std::set<std::string> kLearnedPositions = {"gpt2", "gpt_bigcode", "gpt_neo", "bert", "roberta",
-                                                            "xlm-roberta", "distilbert", "electra", "opt"};
-    if (kLearnedPositions.count(m.model_type)) {
-      est.warnings.push_back(fmt::format("{} tokens per sequence is above the model's {} learned positions: its "
-                                         "position embedding has no row past them, so the forward pass fails "
-                                         "(an index error), whatever the memory", p.seq, m.max_position_embeddings));
-    } else {
-      est.warnings.push_back(fmt::format("{} tokens per sequence is above the model's context of {} (max_position_embeddings): "
-                                         "it was not trained for that length", p.seq, m.max_position_embeddings));
-    }
+  // Learned absolute position embeddings (the config reader counts their rows) have no row past
+  // the last position: an index error, not just an untrained length.
+  if (m.position_embeddings && p.seq > m.position_embeddings) {
+    est.warnings.push_back(fmt::format("{} tokens per sequence is above the model's {} learned positions: its "
+                                       "position embedding has no row past them, so the forward pass fails "
+                                       "(an index error), whatever the memory", p.seq, m.position_embeddings));
+  } else if (m.max_position_embeddings && p.seq > m.max_position_embeddings && m.rope_scaling_type.empty()) {
+    est.warnings.push_back(fmt::format("{} tokens per sequence is above the model's context of {} (max_position_embeddings): "
+                                       "it was not trained for that length", p.seq, m.max_position_embeddings));
   }
   if (p.training && job.kv_cache_dtype) {
     est.warnings.push_back("kv_cache_dtype applies to generation: a training job keeps no KV cache, it is ignored");

@@ -186,6 +186,12 @@ TEST(EstimateCli, WarnsOnLengthsBeyondTheContextAndRefusesShapeFlagsWithAModel) 
   ASSERT_EQ(doc["warnings"].size(), 1u);
   EXPECT_EQ(doc["warnings"][0], "16640 tokens per sequence is above the model's context of 4096 "
                                 "(max_position_embeddings): it was not trained for that length");
+  // Learned absolute positions (BERT's 512 rows) fail past their table, whatever the memory.
+  auto bert = run_cli({"estimate", "bert-large-uncased", "--seq-len", "2048", "--json"});
+  ASSERT_EQ(bert.exit_code, 0) << bert.err;
+  EXPECT_EQ(nlohmann::json::parse(bert.out)["warnings"][0],
+            "2048 tokens per sequence is above the model's 512 learned positions: its position embedding has no row "
+            "past them, so the forward pass fails (an index error), whatever the memory");
   auto shape = run_cli({"estimate", "llama-2-7b", "--heads", "4"});
   EXPECT_EQ(shape.exit_code, 2);
   EXPECT_EQ(shape.err, "oomdoc: --heads is only read with --params (the model's config gives its shape)\n");
