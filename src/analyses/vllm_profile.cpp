@@ -60,6 +60,13 @@ double replicated_layer_bytes(const ModelSpec& model, uint64_t layer, uint64_t t
 
 }  // namespace
 
+bool quantized_offline(std::string_view method) {
+  static constexpr std::string_view kOffline[] = {
+      "awq", "awq_marlin", "gptq", "gptq_marlin", "gptq_bitblas", "auto_round", "marlin", "compressed-tensors",
+      "compressed_tensors", "modelopt", "modelopt_fp4", "gguf", "aqlm", "squeezellm", "exl2", "hqq"};
+  return std::find(std::begin(kOffline), std::end(kOffline), method) != std::end(kOffline);
+}
+
 Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<std::string>& dtype_flag,
                                    const std::optional<std::string>& quantization_flag,
                                    bool gpu_has_bf16) {

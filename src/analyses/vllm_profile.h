@@ -31,6 +31,10 @@ struct WeightFormat {
 
 // dtype_flag: --dtype; quantization_flag: --quantization (else the checkpoint's own).
 // gpu_has_bf16: vLLM serves bf16 checkpoints as fp16 on GPUs without bf16 (T4, V100).
+// Methods whose weights come quantized in the checkpoint (vLLM reads their quantization config and
+// fails without it), unlike fp8 and bitsandbytes, which quantize a 16-bit checkpoint at load.
+bool quantized_offline(std::string_view method);
+
 Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<std::string>& dtype_flag,
                                    const std::optional<std::string>& quantization_flag,
                                    bool gpu_has_bf16);

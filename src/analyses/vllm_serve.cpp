@@ -3,6 +3,7 @@
 #include "analyses/vllm_serve.h"
 
 #include "analyses/estimator.h"
+#include "core/text.h"
 #include "core/units.h"
 
 #include <fmt/format.h>
@@ -311,11 +312,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // Methods that read a checkpoint quantized offline (vLLM looks for its quantization config and
   // fails without one: "Cannot find the config file for awq"); fp8 and bitsandbytes quantize at load.
   if (c.quantization && model.quantization.empty()) {
-    static const char* kPrequantized[] = {"awq", "gptq", "marlin", "squeezellm", "aqlm", "compressed-tensors",
-                                          "modelopt", "gguf", "exl2", "hqq"};
-    const std::string method = base_method(*c.quantization);
-    const bool prequantized = std::any_of(std::begin(kPrequantized), std::end(kPrequantized),
-                                          [&](const char* m) { return method == m; });
+    const std::string method = base_method(to_lower(*c.quantization));
+    const bool prequantized = quantized_offline(to_lower(*c.quantization));
     auto named = quantization_from_name(c.model);
     if (prequantized && !(named && base_method(*named) == method)) {
       return Error{fmt::format("--quantization {} needs a checkpoint quantized with {}: {}'s config has no "
