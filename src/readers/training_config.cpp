@@ -336,7 +336,11 @@ Status set_attention_name(const YAML::Node& n, std::string_view key, Reader& r) 
   if (v == "flash_attention_2" || v == "flash_attention_3" || v == "fa2" || v == "fa3" ||
       v == "flash") {
     r.out.job.attention_impl = "flash";
-  } else if (v == "sdpa") {
+  } else if (v == "flex" || v == "flex_attention" || v == "sage" || v == "s2" || v == "fp8") {
+    // Axolotl's attn_implementation backends that, like FlashAttention, never hold the
+    // seq x seq scores (FlexAttention, SageAttention, S2 shifted-sparse, FP8 flash).
+    r.out.job.attention_impl = "flash";
+  } else if (v == "sdpa" || v == "xformers") {
     r.out.job.attention_impl = "sdpa";
   } else if (v == "eager" || v == "disabled") {
     r.out.job.attention_impl = "eager";
@@ -672,6 +676,10 @@ Table axolotl_table() {
   t["sdp_attention"] = set_attention_flag("sdpa");
   t["xformers_attention"] = set_attention_flag("sdpa");  // memory-efficient kernel, O(s) like SDPA
   t["eager_attention"] = set_attention_flag("eager");
+  // Newer Axolotl: one backend name instead of the booleans (axolotl PR #3602, `attention: flash`
+  // in its examples).
+  t["attn_implementation"] = set_attention_name;
+  t["attention"] = set_attention_name;
   t["deepspeed"] = set_deepspeed;
   t["fsdp"] = set_fsdp;
   t["fsdp_config"] = set_fsdp_config;

@@ -389,5 +389,26 @@ TEST(TrainingConfig, RecordsWhetherTheFileIsYamlOrJson) {
   EXPECT_EQ(json->job.micro_batch_size, 2u);
 }
 
+// Newer Axolotl names the attention backend in one key (`attention: flash` in its examples,
+// `attn_implementation` since PR #3602); kernels that never hold the scores read as flash.
+TEST(TrainingConfig, AxolotlAttentionBackendKeys) {
+  struct Case {
+    const char* text;
+    const char* impl;
+  };
+  for (const Case& c : {Case{"base_model: m\nattention: flash\n", "flash"},
+                        Case{"base_model: m\nattention: sdpa\n", "sdpa"},
+                        Case{"base_model: m\nattention: eager\n", "eager"},
+                        Case{"base_model: m\nattn_implementation: flex_attention\n", "flash"},
+                        Case{"base_model: m\nattn_implementation: xformers\n", "sdpa"},
+                        Case{"base_model: m\nattn_implementation: flash_attention_2\n", "flash"}}) {
+    auto config = parse_training_config(c.text, "ax.yml", "");
+    ASSERT_TRUE(config.ok()) << config.error().message;
+    EXPECT_EQ(config->format, TrainingConfigFormat::kAxolotl) << c.text;
+    EXPECT_EQ(config->job.attention_impl, c.impl) << c.text;
+    EXPECT_THAT(config->unknown_keys, IsEmpty()) << c.text;
+  }
+}
+
 }  // namespace
 }  // namespace oomdoc
