@@ -8,6 +8,7 @@
 #include "analyses/estimator.h"
 #include "command.h"
 #include "job_flags.h"
+#include "job_input.h"
 #include "core/exit_codes.h"
 #include "core/file_input.h"
 #include "core/units.h"
@@ -19,17 +20,18 @@ namespace oomdoc::cli {
 namespace {
 
 struct EstimateOptions {
-  std::string model, job_file, params;
+  std::string input, model, job_file, params;
   bool json = false;
   JobFlags job;
   ShapeHints shape;
 };
 
 int run(EstimateOptions& o, CLI::App& app) {
-  nlohmann::json given = job_flags_json(o.job, app);
-  if (!o.model.empty()) given["model"] = o.model;
-  auto job = read_job(o.job_file, given);
-  if (!job) return fail(job.error().message);
+  auto input = read_job_input(o.input, o.model, o.job_file, job_flags_json(o.job, app));
+  if (!input) return fail(input.error().message);
+  const Job* job = &input->job;
+  const TrainingConfig* config = input->config ? &*input->config : nullptr;
+  if (auto valid = validate_job(*job, input->source); !valid) return fail(valid.error().message);
 
   Result<ModelSpec> model = make_error("");
   if (!o.params.empty()) {
@@ -41,7 +43,10 @@ int run(EstimateOptions& o, CLI::App& app) {
     for (const char* flag : {"--hidden-size", "--layers", "--heads", "--kv-heads", "--vocab-size", "--intermediate-size"}) {
       if (app.count(flag)) return fail(std::string(flag) + " is only read with --params (the model's config gives its shape)");
     }
-    if (job->model.empty()) return fail("estimate: no model (give MODEL, --model, --params or a job file with \"model\")");
+    if (job->model.empty()) {
+      return fail(config ? o.input + ": names no model; add --model NAME"
+                         : "estimate: no model (give MODEL, --model, --params, a job file with \"model\" or a training config)");
+    }
     model = resolve_model(job->model);
     // Only estimate can stand in a parameter count for a model it cannot read.
     if (!model) return fail(model.error().message + "; or pass --params N (with --hidden-size and --layers) for a quick estimate");
@@ -50,9 +55,9 @@ int run(EstimateOptions& o, CLI::App& app) {
   auto est = estimate_memory(*model, *job);
   if (!est) return fail(est.error().message);
   if (o.json) {
-    std::cout << dump_json(estimate_to_json(*model, *job, *est));
+    std::cout << dump_json(estimate_to_json(*model, *job, *est, config));
   } else {
-    std::cout << render_estimate_text(*model, *est, Style::for_fd(1));
+    std::cout << render_estimate_text(*model, *est, Style::for_fd(1), config);
   }
   return kExitOk;
 }
@@ -60,8 +65,10 @@ int run(EstimateOptions& o, CLI::App& app) {
 void setup(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<EstimateOptions>();
   CLI::App* cmd = app.add_subcommand("estimate", "Predict the peak GPU memory of a training or inference job, by component");
-  cmd->add_option("model", o->model, "Model: HF id, alias, config.json, folder, or cached repo");
-  cmd->add_option("--model", o->model, "Same as the positional MODEL");
+  cmd->add_option("input", o->input,
+                  "Model (HF id, alias, config.json, folder, cached repo, .gguf), a training config "
+                  "(Axolotl or LLaMA-Factory YAML, TrainingArguments/TRL JSON or YAML), or a job file");
+  cmd->add_option("--model", o->model, "Model id, alias, config.json or folder (overrides the config's)");
   cmd->add_option("--job", o->job_file, "Job file (flat JSON with the same keys as the flags)");
   cmd->add_option("--params", o->params, "Estimate from a parameter count (7B, 350M) instead of a model");
   cmd->add_option("--hidden-size", o->shape.hidden_size, "With --params: hidden size");

@@ -1,11 +1,8 @@
 // oomdoc fit: does the job fit the GPU, and what is the cheapest change that makes it fit.
 #include <fmt/format.h>
 
-#include <sys/stat.h>
-
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -15,10 +12,10 @@
 #include "command.h"
 #include "gpu_flags.h"
 #include "job_flags.h"
+#include "job_input.h"
 #include "core/exit_codes.h"
 #include "core/file_input.h"
 #include "core/units.h"
-#include "readers/gguf_header.h"
 #include "readers/gpu_catalog.h"
 #include "readers/job_file.h"
 #include "readers/length_file.h"
@@ -46,32 +43,6 @@ struct FitArgs {
   CLI::App* app = nullptr;
 };
 
-bool is_regular_file(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-// A job file is a JSON object with a "model" key; training configs never have one.
-bool looks_like_job_file(const std::string& text) {
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  return !j.is_discarded() && j.is_object() && j.contains("model");
-}
-
-// A name that can only be a file: a YAML or JSON file name. Model ids have no such suffix.
-bool looks_like_config_path(const std::string& input) {
-  for (std::string_view suffix : {".yml", ".yaml", ".json"}) {
-    if (input.size() > suffix.size() && input.compare(input.size() - suffix.size(), suffix.size(), suffix) == 0) return true;
-  }
-  return false;
-}
-
-// A model's weights file (GGUF, or a .safetensors inside a model folder), not a training config.
-bool is_model_file(const std::string& path) {
-  const std::string_view suffix = ".safetensors";
-  return is_gguf_file(path) ||
-         (path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0);
-}
-
 int run_fit(const FitArgs& a) {
   if (!(a.budget > 0 && a.budget <= 1)) {
     return fail(fmt::format("--budget {} is outside (0, 1]: it is the share of the GPU's memory "
@@ -83,44 +54,11 @@ int run_fit(const FitArgs& a) {
   }
   if (a.gpus == 0) return fail("--gpus must be at least 1");
 
-  std::optional<TrainingConfig> config;
-  Job job;
-  std::string source = "command line";
-  std::string job_file = a.job_file;
-  if (!a.input.empty()) {
-    if (!is_regular_file(a.input) || is_model_file(a.input)) {
-      if (!a.model.empty()) return fail(a.input + ": no such file (and --model is given)");
-      if (looks_like_config_path(a.input) && !std::filesystem::exists(a.input)) {
-        return fail(a.input + ": no such file (a training config or job file was expected)");
-      }
-      job.model = a.input;  // `oomdoc fit llama-2-7b --gpu 4090` or a .gguf file, as for estimate
-    } else {
-      auto text = read_small_file(a.input, 4ull << 20);
-      if (!text) return fail(text.error().message);
-      // A .json file that is not JSON: say where it breaks (YAML would only say "not a config").
-      if (a.input.size() > 5 && a.input.compare(a.input.size() - 5, 5, ".json") == 0) {
-        if (auto parsed = parse_json_document(*text, a.input); !parsed) return fail(parsed.error().message);
-      }
-      if (looks_like_job_file(*text)) {
-        if (!job_file.empty()) return fail("give one job file, not " + a.input + " and --job");
-        job_file = a.input;
-      } else {
-        auto read = read_training_config(a.input);
-        if (!read) return fail(read.error().message);
-        config = std::move(*read);
-        job = config->job;
-        source = a.input;
-      }
-    }
-  }
-  // The job file and the flags, read as estimate reads them, then over the training config's job
-  // field by field (a LoRA block given here replaces the config's).
-  nlohmann::json given = job_flags_json(a.job, *a.app);
-  if (!a.model.empty()) given["model"] = a.model;
-  auto given_job = read_job(job_file, given);
-  if (!given_job) return fail(given_job.error().message);
-  overlay_job(job, *given_job);
-  if (!job_file.empty()) source = job_file;
+  auto input = read_job_input(a.input, a.model, a.job_file, job_flags_json(a.job, *a.app));
+  if (!input) return fail(input.error().message);
+  Job& job = input->job;
+  const std::optional<TrainingConfig>& config = input->config;
+  const std::string& source = input->source;
   // --gpus on the command line wins over the job file's num_gpus; without it, the file's count
   // is the machine's.
   const bool gpus_given = a.app->count("--gpus") > 0;

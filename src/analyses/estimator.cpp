@@ -901,6 +901,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   }
 
   // ---- gradients ----
+  const bool fsdp_cpu_offload = p.training && p.offload_params && is_fsdp(p.parallelism);
   const double grad_dtype_bytes = p.use_lora ? p.adapter_bytes : p.grad_bytes;
   double grad_bytes = trainable * grad_dtype_bytes / shard_mp;
   const std::string grad_split =
@@ -928,6 +929,14 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     grad_bytes = std::min(trainable / shard_mp, bucket) * 2;
     grad_detail = fmt::format("one reduce bucket of {} elements x 2 B (reduce_bucket_size \"auto\" = hidden_size^2); "
                               "the gradient partitions live on the CPU", format_count(static_cast<uint64_t>(std::min(trainable / shard_mp, bucket))));
+  }
+  // FSDP's CPU offload moves the gradient shards and the optimizer step to the CPU with the
+  // parameters (torch CPUOffload(offload_params=True): "this offloads gradients to CPU as well,
+  // meaning that the optimizer step runs on CPU"; FSDP2's CPUOffloadPolicy likewise). The block
+  // being reduce-scattered is counted with the gather buffers.
+  if (fsdp_cpu_offload) {
+    grad_bytes = 0;
+    grad_detail = "gradient shards on the CPU (FSDP CPU offload); the block being reduced is in gathered_params";
   }
   if (p.fused_backward) {
     // Optimizer-in-backward frees each gradient right after its update: one tensor at a time,
@@ -967,7 +976,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   } else { state_per_param = 0; state_detail = "none"; }
   double optimizer_state = trainable * state_per_param / shard_mp / state_shards;
   bool paged = opt == "paged_adamw_8bit";
-  if (p.offload_optimizer) optimizer_state = 0;
+  if (p.offload_optimizer || fsdp_cpu_offload) optimizer_state = 0;
 
   // AMP without DeepSpeed: fp32 params are the master; autocast caches a 16-bit copy of every
   // trainable weight for the step (torch autocast weight cast cache).
@@ -1208,7 +1217,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   // parameter's worth at a time, the largest being the embedding; fused (torch._fused_adamw_)
   // updates in place in one kernel.
   double step_temp = 0;
-  if (p.training && opt == "adamw" && !p.fused_backward && !p.offload_optimizer) {
+  if (p.training && opt == "adamw" && !p.fused_backward && !p.offload_optimizer && !fsdp_cpu_offload) {
     const double state_bytes = p.use_lora ? p.adapter_bytes : p.state_bytes;
     if (p.optimizer_impl == "foreach") {
       step_temp = trainable * state_bytes / shard_mp / state_shards;

@@ -106,6 +106,67 @@ class Reader {
     if (!_s) return _s.error();   \
   } while (0)
 
+// The scalar job keys, in job-file order: one list that the reader and the writer both walk, so a
+// key cannot be readable and missing from the JSON output (or the other way round).
+template <class Fields>
+Status visit_scalar_fields(Job& job, Fields& f) {
+  TRY(f.text("task", job.task, &kTasks));
+  TRY(f.text("precision", job.precision, &kPrecisions));
+  TRY(f.text("weight_quantization", job.weight_quantization, &kQuantizations));
+  TRY(f.flag("double_quant", job.double_quant));
+  TRY(f.count("group_size", job.group_size));
+  TRY(f.text("optimizer", job.optimizer, &kOptimizers));
+  TRY(f.flag("fused_backward", job.fused_backward));
+  TRY(f.count("micro_batch_size", job.micro_batch_size));
+  TRY(f.count("grad_accum_steps", job.grad_accum_steps));
+  TRY(f.count("seq_len", job.seq_len));
+  TRY(f.flag("padding_free", job.padding_free));
+  TRY(f.text("gradient_checkpointing", job.gradient_checkpointing, &kCheckpointing));
+  TRY(f.text("attention_impl", job.attention_impl, &kAttention));
+  TRY(f.count("num_gpus", job.num_gpus));
+  TRY(f.text("parallelism", job.parallelism, &kParallelism));
+  TRY(f.count("tp", job.tp));
+  TRY(f.count("pp", job.pp));
+  TRY(f.count("cp", job.cp));
+  TRY(f.text("loss_impl", job.loss_impl, &kLossImpl));
+  TRY(f.count("batch_size", job.batch_size));
+  TRY(f.count("prompt_len", job.prompt_len));
+  TRY(f.count("max_new_tokens", job.max_new_tokens, /*allow_zero=*/true));
+  TRY(f.text("kv_cache_dtype", job.kv_cache_dtype, &kKvDtypes));
+  TRY(f.text("optimizer_impl", job.optimizer_impl, &kOptimizerImpl));
+  TRY(f.text("adapter_dtype", job.adapter_dtype, &kAdapterDtype));
+  TRY(f.text("kbit_upcast", job.kbit_upcast, &kKbitUpcast));
+  TRY(f.text("kernels", job.kernels, &kKernels));
+  TRY(f.flag("bnb_saves_input", job.bnb_saves_input));
+  TRY(f.flag("autocast", job.autocast));
+  TRY(f.flag("compile", job.compile));
+  TRY(f.flag("loss_upcast", job.loss_upcast));
+  TRY(f.flag("zero_grad_to_none", job.zero_grad_to_none));
+  TRY(f.flag("sync_each_batch", job.sync_each_batch));
+  TRY(f.flag("lazy_module_loading", job.lazy_module_loading));
+  TRY(f.count("prefill_chunk", job.prefill_chunk));
+  TRY(f.text("implementation", job.implementation, &kImplementations));
+  TRY(f.count("gpu_layers", job.gpu_layers, /*allow_zero=*/true));
+  return Ok{};
+}
+
+// Writes the set fields of a Job as job-file keys (the reader's counterpart).
+class Writer {
+ public:
+  explicit Writer(json& out) : out_(out) {}
+  Status text(const char* key, const std::optional<std::string>& v, const std::set<std::string>*) { return put(key, v); }
+  Status count(const char* key, const std::optional<uint64_t>& v, bool = false) { return put(key, v); }
+  Status flag(const char* key, const std::optional<bool>& v) { return put(key, v); }
+
+ private:
+  template <class T>
+  Status put(const char* key, const std::optional<T>& v) {
+    if (v) out_[key] = *v;
+    return Ok{};
+  }
+  json& out_;
+};
+
 }  // namespace
 
 Result<nlohmann::json> parse_json_document(std::string_view text, const std::string& source) {
@@ -136,43 +197,7 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
     if (!j["model"].is_string()) return r.error("model", "must be a string");
     job.model = j["model"].get<std::string>();
   }
-  TRY(r.text("task", job.task, &kTasks));
-  TRY(r.text("precision", job.precision, &kPrecisions));
-  TRY(r.text("weight_quantization", job.weight_quantization, &kQuantizations));
-  TRY(r.flag("double_quant", job.double_quant));
-  TRY(r.count("group_size", job.group_size));
-  TRY(r.text("optimizer", job.optimizer, &kOptimizers));
-  TRY(r.flag("fused_backward", job.fused_backward));
-  TRY(r.count("micro_batch_size", job.micro_batch_size));
-  TRY(r.count("grad_accum_steps", job.grad_accum_steps));
-  TRY(r.count("seq_len", job.seq_len));
-  TRY(r.flag("padding_free", job.padding_free));
-  TRY(r.text("gradient_checkpointing", job.gradient_checkpointing, &kCheckpointing));
-  TRY(r.text("attention_impl", job.attention_impl, &kAttention));
-  TRY(r.count("num_gpus", job.num_gpus));
-  TRY(r.text("parallelism", job.parallelism, &kParallelism));
-  TRY(r.count("tp", job.tp));
-  TRY(r.count("pp", job.pp));
-  TRY(r.count("cp", job.cp));
-  TRY(r.text("loss_impl", job.loss_impl, &kLossImpl));
-  TRY(r.count("batch_size", job.batch_size));
-  TRY(r.count("prompt_len", job.prompt_len));
-  TRY(r.count("max_new_tokens", job.max_new_tokens, /*allow_zero=*/true));
-  TRY(r.text("kv_cache_dtype", job.kv_cache_dtype, &kKvDtypes));
-  TRY(r.text("optimizer_impl", job.optimizer_impl, &kOptimizerImpl));
-  TRY(r.text("adapter_dtype", job.adapter_dtype, &kAdapterDtype));
-  TRY(r.text("kbit_upcast", job.kbit_upcast, &kKbitUpcast));
-  TRY(r.text("kernels", job.kernels, &kKernels));
-  TRY(r.flag("bnb_saves_input", job.bnb_saves_input));
-  TRY(r.flag("autocast", job.autocast));
-  TRY(r.flag("compile", job.compile));
-  TRY(r.flag("loss_upcast", job.loss_upcast));
-  TRY(r.flag("zero_grad_to_none", job.zero_grad_to_none));
-  TRY(r.flag("sync_each_batch", job.sync_each_batch));
-  TRY(r.flag("lazy_module_loading", job.lazy_module_loading));
-  TRY(r.count("prefill_chunk", job.prefill_chunk));
-  TRY(r.text("implementation", job.implementation, &kImplementations));
-  TRY(r.count("gpu_layers", job.gpu_layers, /*allow_zero=*/true));
+  TRY(visit_scalar_fields(job, r));
   if (r.present("offload")) {
     const json& v = j["offload"];
     if (!v.is_array()) return r.error("offload", "must be a list such as [\"optimizer\"]");
@@ -372,6 +397,25 @@ void overlay_job(Job& base, const Job& over) {
   take(base.prefill_chunk, over.prefill_chunk);
   take(base.implementation, over.implementation);
   take(base.gpu_layers, over.gpu_layers);
+}
+
+nlohmann::json job_to_json(const Job& job) {
+  json out = json::object();
+  if (!job.model.empty()) out["model"] = job.model;
+  Job copy = job;  // the visitor takes the fields by reference, for the reader
+  Writer w(out);
+  (void)visit_scalar_fields(copy, w);
+  if (!job.offload.empty()) out["offload"] = job.offload;
+  if (job.lora) {
+    json lora = json::object();
+    lora["r"] = job.lora->r;
+    lora["alpha"] = job.lora->alpha;
+    lora["dropout"] = job.lora->dropout;
+    if (job.lora->all_linear) lora["target_modules"] = "all_linear";
+    else if (!job.lora->target_modules.empty()) lora["target_modules"] = job.lora->target_modules;
+    out["lora"] = lora;
+  }
+  return out;
 }
 
 }  // namespace oomdoc

@@ -29,6 +29,10 @@ Result<Job> read_job(const std::string& job_file, const nlohmann::json& override
 // quantization without a task that allows it, ...). The message names the field.
 Status validate_job(const Job& job, const std::string& source);
 
+// The job as a job file: the keys that are set, in the reader's names (parse_job_json reads it
+// back to the same Job).
+nlohmann::json job_to_json(const Job& job);
+
 // Fields set in `over` replace those of `base` (a job file or flags over a training config).
 void overlay_job(Job& base, const Job& over);
 

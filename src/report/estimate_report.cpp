@@ -4,13 +4,17 @@
 
 #include "analyses/estimator.h"
 #include "core/units.h"
+#include "readers/job_file.h"
+#include "report/config_report.h"
 
 namespace oomdoc {
 
-std::string render_estimate_text(const ModelSpec& model, const Estimate& est, const Style& style) {
+std::string render_estimate_text(const ModelSpec& model, const Estimate& est, const Style& style,
+                                 const TrainingConfig* config) {
   std::string out;
   out += style.bold(fmt::format("{}", model.id.empty() ? model.source : model.id));
   out += fmt::format(" ({} params, {})\n", format_count(model.total_params), model.source);
+  if (config) out += render_config_summary(*config, style);
   out += fmt::format("Peak per GPU during {}: {}\n\n", est.peak_phase, style.bold(format_bytes(est.device_used_bytes)));
   size_t width = 10;
   for (const auto& c : est.components) width = std::max(width, c.name.size());
@@ -40,7 +44,8 @@ std::string render_estimate_text(const ModelSpec& model, const Estimate& est, co
   return out;
 }
 
-Json estimate_to_json(const ModelSpec& model, const Job& job, const Estimate& est) {
+Json estimate_to_json(const ModelSpec& model, const Job& job, const Estimate& est,
+                      const TrainingConfig* config) {
   Json doc = json_document_header("estimate");
   Json m;
   m["id"] = model.id;
@@ -51,6 +56,7 @@ Json estimate_to_json(const ModelSpec& model, const Job& job, const Estimate& es
   m["hidden_size"] = model.hidden_size;
   m["vocab_size"] = model.vocab_size;
   doc["model"] = m;
+  doc["job"] = job_to_json(job);
   Json components = Json::array();
   for (const auto& c : est.components) {
     components.push_back(Json{{"name", c.name}, {"bytes", c.bytes}, {"detail", c.detail}});
@@ -73,7 +79,10 @@ Json estimate_to_json(const ModelSpec& model, const Job& job, const Estimate& es
   doc["device_used_low_bytes"] = static_cast<uint64_t>(est.device_used_bytes * (1 - est.uncertainty_fraction));
   doc["device_used_high_bytes"] = static_cast<uint64_t>(est.device_used_bytes * (1 + est.uncertainty_fraction));
   doc["assumptions"] = est.assumptions;
-  doc["warnings"] = est.warnings;
+  doc["config"] = training_config_json(config);
+  std::vector<std::string> warnings = config ? config->warnings : std::vector<std::string>{};
+  warnings.insert(warnings.end(), est.warnings.begin(), est.warnings.end());
+  doc["warnings"] = warnings;
   (void)job;
   return doc;
 }

@@ -7,12 +7,16 @@
 #include "model/estimate.h"
 #include "model/job.h"
 #include "model/model_spec.h"
+#include "readers/training_config.h"
 #include "report/json_output.h"
 #include "report/style.h"
 
 namespace oomdoc {
 
-std::string render_estimate_text(const ModelSpec& model, const Estimate& estimate, const Style& style);
-Json estimate_to_json(const ModelSpec& model, const Job& job, const Estimate& estimate);
+// config: the training config the job was read from, if any (its keys and warnings are shown).
+std::string render_estimate_text(const ModelSpec& model, const Estimate& estimate, const Style& style,
+                                 const TrainingConfig* config = nullptr);
+Json estimate_to_json(const ModelSpec& model, const Job& job, const Estimate& estimate,
+                      const TrainingConfig* config = nullptr);
 
 }  // namespace oomdoc

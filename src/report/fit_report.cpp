@@ -7,6 +7,8 @@
 #include <map>
 
 #include "core/units.h"
+#include "readers/job_file.h"
+#include "report/config_report.h"
 
 namespace oomdoc {
 namespace {
@@ -109,6 +111,7 @@ Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
   Json doc = json_document_header("fit");
   doc["model"] = r.model_id;
   doc["model_config"] = r.model_config.empty() ? Json(nullptr) : Json(r.model_config);
+  doc["job"] = job_to_json(r.job);
   doc["gpu"] = r.gpu_name;
   doc["num_gpus"] = r.num_gpus;
   doc["total_bytes"] = r.total_bytes;
@@ -126,14 +129,7 @@ Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
   doc["headroom_bytes"] = static_cast<int64_t>(r.usable_bytes) - static_cast<int64_t>(r.needed_bytes);
   doc["peak_phase"] = r.estimate.peak_phase;
   doc["dominant_component"] = r.estimate.dominant_component;
-  if (config) {
-    doc["config"] = {{"format", std::string(training_config_format_name(config->format))},
-                     {"used_keys", config->used_keys},
-                     {"ignored_keys", config->ignored_keys},
-                     {"unknown_keys", config->unknown_keys}};
-  } else {
-    doc["config"] = nullptr;
-  }
+  doc["config"] = training_config_json(config);
   Json advice = Json::array();
   for (const auto& c : r.free_advice) advice.push_back(change_json(c, r.num_gpus));
   doc["free_advice"] = advice;
@@ -207,16 +203,7 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
   line(style.bold(fmt::format("{} on {}{} ({} each)", r.model_id, gpus, r.gpu_name,
                               format_bytes(r.total_bytes))));
   if (!r.model_config.empty()) line(style.dim("model config: " + r.model_config));
-  if (config) {
-    line(style.dim(fmt::format("config ({}): used {}; ignored {}{}",
-                               training_config_format_name(config->format), config->used_keys.size(),
-                               config->ignored_keys.size(),
-                               config->unknown_keys.empty()
-                                   ? std::string()
-                                   : fmt::format("; unknown {}", config->unknown_keys.size()))));
-    line(style.dim(fmt::format("  used: {}", fmt::join(config->used_keys, ", "))));
-    for (const auto& w : config->warnings) line(style.yellow("warning: " + w));
-  }
+  if (config) out += render_config_summary(*config, style);
   for (const auto& w : r.estimate.warnings) line(style.yellow("warning: " + w));
   line("");
   const auto& e = r.estimate;

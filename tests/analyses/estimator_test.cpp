@@ -1115,5 +1115,24 @@ TEST(Estimator, ZeroOffloadKeepsOneReduceBucketOfGradients) {
   EXPECT_TRUE(found);
 }
 
+// FSDP's CPU offload takes the gradient shards and the optimizer step to the CPU with the
+// parameters (torch CPUOffload(offload_params=True)); the GPU keeps the gather buffers, which
+// hold the block whose gradient is being reduced.
+TEST(Estimator, FsdpCpuOffloadRunsTheOptimizerOnTheCpu) {
+  Job job = fsdp_full_training_on_8();
+  auto kept = estimate_memory(llama2_7b(), job);
+  job.offload = {"params"};
+  auto offloaded = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(kept && offloaded);
+  // Kept on the GPU: fp32 shards of weights, gradients and both AdamW moments.
+  EXPECT_EQ(*component(*kept, "weights"), 6738415616ull * 4 / 8);
+  EXPECT_EQ(*component(*kept, "gradients"), 6738415616ull * 4 / 8);
+  EXPECT_EQ(*component(*kept, "optimizer_state"), 6738415616ull * 8 / 8);
+  EXPECT_FALSE(component(*offloaded, "weights").has_value());
+  EXPECT_FALSE(component(*offloaded, "gradients").has_value());
+  EXPECT_FALSE(component(*offloaded, "optimizer_state").has_value());
+  EXPECT_EQ(component(*offloaded, "gathered_params"), component(*kept, "gathered_params"));
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
+
 #include "analyses/estimator.h"
 #include "support/test_support.h"
 
@@ -197,6 +200,48 @@ TEST(EstimateCli, WarnsOnLengthsBeyondTheContextAndRefusesShapeFlagsWithAModel) 
   EXPECT_EQ(shape.err, "oomdoc: --heads is only read with --params (the model's config gives its shape)\n");
   auto gpus = run_cli({"estimate", "llama-2-7b", "--task", "train_lora", "--gpus", "2", "--json"});
   ASSERT_EQ(gpus.exit_code, 0) << gpus.err;
+}
+
+// estimate reads the training configs fit reads, says which keys it used, and prints the job it
+// predicted; that job fed back as --job gives the same prediction.
+TEST(EstimateCli, ReadsATrainingConfigAndPrintsTheJobItRead) {
+  auto r = run_cli({"estimate", fixture_path("fit/axolotl_llama3_qlora.yml"), "--json"}, "", kEmptyCache);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["config"]["format"], "axolotl");
+  EXPECT_EQ(doc["config"]["used_keys"][0], "base_model");
+  const auto& job = doc["job"];
+  EXPECT_EQ(job["model"], "NousResearch/Meta-Llama-3-8B");
+  EXPECT_EQ(job["task"], "train_qlora");
+  EXPECT_EQ(job["weight_quantization"], "nf4");
+  EXPECT_EQ(job["seq_len"], 4096);
+  EXPECT_EQ(job["lora"]["r"], 32);
+  EXPECT_EQ(job["lora"]["target_modules"], "all_linear");
+
+  const auto dir = std::filesystem::temp_directory_path() / "oomdoc_estimate_job_roundtrip";
+  std::filesystem::create_directories(dir);
+  const auto job_path = (dir / "job.json").string();
+  std::ofstream(job_path) << job.dump();
+  auto again = run_cli({"estimate", "--job", job_path, "--json"}, "", kEmptyCache);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  auto doc2 = nlohmann::json::parse(again.out);
+  EXPECT_EQ(doc2["job"], job);
+  EXPECT_EQ(doc2["config"], nullptr);
+  EXPECT_EQ(doc2["device_used_bytes"], doc["device_used_bytes"]);
+  EXPECT_EQ(doc2["components"], doc["components"]);
+
+  auto text = run_cli({"estimate", fixture_path("fit/axolotl_llama3_qlora.yml")}, "", kEmptyCache);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("config (axolotl): used 15; ignored"), std::string::npos) << text.out;
+}
+
+TEST(EstimateCli, TrainingConfigErrorsNameTheFile) {
+  auto missing = run_cli({"estimate", "no-such-dir/axolotl.yml"}, "", kEmptyCache);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err, "oomdoc: no-such-dir/axolotl.yml: no such file (a training config or job file was expected)\n");
+  auto invalid = run_cli({"estimate", fixture_path("fit/invalid.yml")}, "", kEmptyCache);
+  EXPECT_EQ(invalid.exit_code, 2);
+  EXPECT_NE(invalid.err.find("invalid.yml"), std::string::npos) << invalid.err;
 }
 
 }  // namespace

@@ -1,0 +1,83 @@
+#include "job_input.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <string_view>
+
+#include "core/file_input.h"
+#include "readers/gguf_header.h"
+#include "readers/job_file.h"
+
+namespace oomdoc::cli {
+namespace {
+
+bool is_regular_file(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A job file is a JSON object with a "model" key; training configs never have one.
+bool looks_like_job_file(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  return !j.is_discarded() && j.is_object() && j.contains("model");
+}
+
+// A name that can only be a file: a YAML or JSON file name. Model ids have no such suffix.
+bool looks_like_config_path(const std::string& input) {
+  return ends_with(input, ".yml") || ends_with(input, ".yaml") || ends_with(input, ".json");
+}
+
+// A model's weights file (GGUF, or a .safetensors inside a model folder), not a training config.
+// A model's config.json is a model too.
+bool is_model_file(const std::string& path) {
+  return is_gguf_file(path) || ends_with(path, ".safetensors") ||
+         std::filesystem::path(path).filename() == "config.json";
+}
+
+}  // namespace
+
+Result<JobInput> read_job_input(const std::string& input, const std::string& model_flag,
+                                const std::string& job_file_flag, const nlohmann::json& flags) {
+  JobInput out;
+  std::string job_file = job_file_flag;
+  if (!input.empty()) {
+    if (!is_regular_file(input) || is_model_file(input)) {
+      if (!model_flag.empty()) return make_error(input + ": no such file (and --model is given)");
+      if (looks_like_config_path(input) && !std::filesystem::exists(input)) {
+        return make_error(input + ": no such file (a training config or job file was expected)");
+      }
+      out.job.model = input;  // a model id, alias, folder, config.json or .gguf file
+    } else {
+      auto text = read_small_file(input, 4ull << 20);
+      if (!text) return text.error();
+      // A .json file that is not JSON: say where it breaks (YAML would only say "not a config").
+      if (ends_with(input, ".json")) {
+        if (auto parsed = parse_json_document(*text, input); !parsed) return parsed.error();
+      }
+      if (looks_like_job_file(*text)) {
+        if (!job_file.empty()) return make_error("give one job file, not " + input + " and --job");
+        job_file = input;
+      } else {
+        auto read = read_training_config(input);
+        if (!read) return read.error();
+        out.config = std::move(*read);
+        out.job = out.config->job;
+        out.source = input;
+      }
+    }
+  }
+  nlohmann::json given = flags;
+  if (!model_flag.empty()) given["model"] = model_flag;
+  auto given_job = read_job(job_file, given);
+  if (!given_job) return given_job.error();
+  overlay_job(out.job, *given_job);
+  if (!job_file.empty()) out.source = job_file;
+  return out;
+}
+
+}  // namespace oomdoc::cli

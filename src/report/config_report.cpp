@@ -1,0 +1,28 @@
+#include "report/config_report.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace oomdoc {
+
+std::string render_config_summary(const TrainingConfig& config, const Style& style) {
+  std::string out;
+  out += style.dim(fmt::format("config ({}): used {}; ignored {}{}", training_config_format_name(config.format),
+                               config.used_keys.size(), config.ignored_keys.size(),
+                               config.unknown_keys.empty()
+                                   ? std::string()
+                                   : fmt::format("; unknown {}", config.unknown_keys.size()))) + "\n";
+  out += style.dim(fmt::format("  used: {}", fmt::join(config.used_keys, ", "))) + "\n";
+  for (const auto& w : config.warnings) out += style.yellow("warning: " + w) + "\n";
+  return out;
+}
+
+Json training_config_json(const TrainingConfig* config) {
+  if (!config) return nullptr;
+  return {{"format", std::string(training_config_format_name(config->format))},
+          {"used_keys", config->used_keys},
+          {"ignored_keys", config->ignored_keys},
+          {"unknown_keys", config->unknown_keys}};
+}
+
+}  // namespace oomdoc
