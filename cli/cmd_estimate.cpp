@@ -14,6 +14,7 @@
 #include "core/units.h"
 #include "readers/job_file.h"
 #include "readers/model_resolver.h"
+#include "readers/served_model.h"
 #include "report/estimate_report.h"
 
 namespace oomdoc::cli {
@@ -47,7 +48,7 @@ int run(EstimateOptions& o, CLI::App& app) {
       return fail(config ? o.input + ": names no model; add --model NAME"
                          : "estimate: no model (give MODEL, --model, --params, a job file with \"model\" or a training config)");
     }
-    model = resolve_model(job->model);
+    model = resolve_checkpoint_name(job->model);
     // Only estimate can stand in a parameter count for a model it cannot read.
     if (!model) return fail(model.error().message + "; or pass --params N (with --hidden-size and --layers) for a quick estimate");
   }

@@ -20,6 +20,7 @@
 #include "readers/job_file.h"
 #include "readers/length_file.h"
 #include "readers/model_resolver.h"
+#include "readers/served_model.h"
 #include "readers/training_config.h"
 #include "report/fit_report.h"
 
@@ -93,7 +94,7 @@ int run_fit(const FitArgs& a) {
     options.prices = std::move(*prices);
   }
 
-  auto model = resolve_model(job.model);
+  auto model = resolve_checkpoint_name(job.model);
   if (!model) return fail(model.error().message);
   auto report = fit_job(*model, job, options);
   if (!report) return fail(report.error().message);

@@ -213,7 +213,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     else if (m.quantization == "awq") p.quantization = "awq4";
     else if (m.quantization == "fp8" || m.quantization_bits == 8) p.quantization = m.quantization == "bitsandbytes" ? "int8" : "fp8";
     else if (m.quantization_bits == 4) p.quantization = m.quantization == "bitsandbytes" ? "nf4" : "int4";
-    if (p.quantization) assume("weight_quantization: " + *p.quantization + " (the checkpoint's quantization_config)");
+    if (p.quantization) assume("weight_quantization: " + *p.quantization + " (the checkpoint's format)");
   }
   if (p.task == "train_full" && p.quantization) {
     return make_error(fmt::format("{}: is quantized ({}); full fine-tuning needs unquantized weights (use train_qlora)",

@@ -15,11 +15,26 @@
 namespace oomdoc {
 namespace {
 
-// Suffixes quantizers append to the base model's name (longest first).
-constexpr const char* kQuantizedSuffixes[] = {
-    "-quantized.w8a8", "-quantized.w4a16", "-quantized.w8a16", "-gptq-int4", "-gptq-int8",
-    "-fp8-dynamic", "-bnb-4bit", "-autoround", "-auto-round", "-nvfp4", "-mxfp4", "-gptq", "-awq",
-    "-int4", "-int8", "-w8a8", "-w4a16", "-fp8", "-fp4"};
+// Suffixes quantizers append to the base model's name (longest first), and the format each
+// implies for the weights: method as in quantization_config.quant_method, bits, group size.
+struct QuantizedSuffix {
+  const char* suffix;
+  const char* method;
+  uint64_t bits;
+  uint64_t group_size;
+};
+constexpr QuantizedSuffix kQuantizedSuffixes[] = {
+    {"-awq-int4", "awq", 4, 128},
+    {"-quantized.w8a8", "compressed-tensors", 8, 0}, {"-quantized.w4a16", "gptq", 4, 128},
+    {"-quantized.w8a16", "gptq", 8, 128},           {"-gptq-int4", "gptq", 4, 128},
+    {"-gptq-int8", "gptq", 8, 128},                 {"-fp8-dynamic", "fp8", 8, 0},
+    {"-unsloth-bnb-4bit", "bitsandbytes", 4, 64},   {"-bnb-4bit", "bitsandbytes", 4, 64},
+    {"-autoround", "gptq", 4, 128},                 {"-auto-round", "gptq", 4, 128},
+    {"-nvfp4", "modelopt_fp4", 4, 16},              {"-mxfp4", "mxfp4", 4, 32},
+    {"-gptq", "gptq", 4, 128},                      {"-awq", "awq", 4, 128},
+    {"-int4", "gptq", 4, 128},                      {"-int8", "compressed-tensors", 8, 0},
+    {"-w8a8", "compressed-tensors", 8, 0},          {"-w4a16", "gptq", 4, 128},
+    {"-fp8", "fp8", 8, 0},                          {"-fp4", "modelopt_fp4", 4, 16}};
 
 bool ends_with_icase(const std::string& text, std::string_view suffix) {
   if (text.size() < suffix.size()) return false;
@@ -76,6 +91,34 @@ std::optional<std::string> state_layers_in(const nlohmann::json& config) {
   return std::nullopt;
 }
 
+struct QuantizedBase {
+  ModelSpec spec;
+  const QuantizedSuffix* format = nullptr;  // the outermost suffix (the one nearest the end)
+};
+
+// The base model of a quantized checkpoint's name ("unsloth/llama-3-8b-bnb-4bit" -> llama-3-8b),
+// when the name ends with a quantizer's suffix and the rest resolves.
+std::optional<QuantizedBase> quantized_base(const std::string& name) {
+  std::string base = name;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  const QuantizedSuffix* outermost = nullptr;
+  for (bool again = true; again;) {
+    again = false;
+    for (const auto& q : kQuantizedSuffixes) {
+      if (ends_with_icase(base, q.suffix)) {
+        base.resize(base.size() - std::string_view(q.suffix).size());
+        if (!outermost) outermost = &q;
+        again = true;
+        break;
+      }
+    }
+  }
+  if (!outermost) return std::nullopt;
+  auto spec = resolve_model(base);
+  if (!spec) return std::nullopt;
+  return QuantizedBase{std::move(spec.value()), outermost};
+}
+
 }  // namespace
 
 std::optional<std::string> unsupported_state_layers(const std::string& config_text) {
@@ -101,32 +144,30 @@ Result<ServedModel> resolve_served_model(const std::string& name) {
   }
   auto direct = resolve_model(name);
   if (direct) return ServedModel{std::move(direct.value()), ""};
-  std::string base = name;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  bool stripped = false;
-  for (bool again = true; again;) {
-    again = false;
-    for (const char* suffix : kQuantizedSuffixes) {
-      if (ends_with_icase(base, suffix)) {
-        base.resize(base.size() - std::string_view(suffix).size());
-        stripped = again = true;
-        break;
-      }
-    }
-  }
-  if (stripped) {
-    auto fallback = resolve_model(base);
-    if (fallback) {
-      std::string id = fallback->id;
-      // The named checkpoint is quantized its own way; the base config's format does not apply.
-      fallback->quantization.clear();
-      fallback->quantization_bits = 0;
-      fallback->quantization_group_size = 0;
-      return ServedModel{std::move(fallback.value()),
-                         fmt::format("'{}' was not found; sized as its base model {} with the quantization its name says", name, id)};
-    }
-  }
-  return direct.error();
+  auto base = quantized_base(name);
+  if (!base) return direct.error();
+  std::string id = base->spec.id;
+  // The named checkpoint is quantized its own way; the base config's format does not apply.
+  base->spec.quantization.clear();
+  base->spec.quantization_bits = 0;
+  base->spec.quantization_group_size = 0;
+  return ServedModel{std::move(base->spec),
+                     fmt::format("'{}' was not found; sized as its base model {} with the quantization its name says", name, id)};
+}
+
+Result<ModelSpec> resolve_checkpoint_name(const std::string& name) {
+  auto direct = resolve_model(name);
+  if (direct) return direct;
+  auto base = quantized_base(name);
+  if (!base) return direct.error();
+  ModelSpec spec = std::move(base->spec);
+  spec.quantization = base->format->method;
+  spec.quantization_bits = base->format->bits;
+  spec.quantization_group_size = base->format->group_size;
+  spec.notes.push_back(fmt::format("'{}' was not found: read as its base model {} with {}-bit {} weights, as the name's "
+                                   "\"{}\" says (the checkpoint's own config.json is exact)",
+                                   name, spec.id, base->format->bits, base->format->method, base->format->suffix));
+  return spec;
 }
 
 }  // namespace oomdoc

@@ -1,7 +1,7 @@
-// The model a vLLM command line names, resolved for serve: first as resolve_model does (path,
-// Hugging Face cache, bundled preset), then, for a quantized checkpoint's name
-// ("...-AWQ", "...-FP8", "...-quantized.w8a8"), as its base model; the quantization itself is
-// then taken from the name by the serve analysis.
+// Models named by a checkpoint that is not bundled: first as resolve_model does (path, Hugging
+// Face cache, bundled preset), then, for a quantized checkpoint's name ("...-AWQ", "...-FP8",
+// "...-quantized.w8a8", "...-bnb-4bit"), as its base model. serve takes the quantization from
+// the name itself (vllm_profile); estimate and fit get it in the ModelSpec.
 #pragma once
 
 #include <optional>
@@ -16,6 +16,11 @@ struct ServedModel {
   ModelSpec spec;
   std::string note;   // non-empty when the base model stood in for the named checkpoint
 };
+
+// For estimate and fit: resolve_model, else, for a quantized checkpoint's name, its base model
+// carrying the quantization the name implies ("-bnb-4bit": 4-bit bitsandbytes, "-AWQ": 4-bit AWQ
+// with groups of 128, "-FP8"...), with a note saying so in spec.notes.
+Result<ModelSpec> resolve_checkpoint_name(const std::string& name);
 
 // Fails for models with Mamba / linear-attention layers (Jamba, Nemotron-H, Qwen3-Next, Granite-4
 // hybrids...), which serve does not size.

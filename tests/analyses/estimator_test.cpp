@@ -873,7 +873,7 @@ TEST(Estimator, PreQuantizedCheckpointUsesItsTensorBytes) {
   EXPECT_EQ(e->components[0].name, "weights");
   EXPECT_EQ(e->components[0].bytes, 3'900'000'000u);
   bool noted = false;
-  for (const auto& a : e->assumptions) noted = noted || a == "weight_quantization: gptq4 (the checkpoint's quantization_config)";
+  for (const auto& a : e->assumptions) noted = noted || a == "weight_quantization: gptq4 (the checkpoint's format)";
   EXPECT_TRUE(noted);
 }
 

@@ -49,5 +49,40 @@ TEST(ServedModel, QuantizedNameFallsBackToTheBaseModel) {
   EXPECT_NE(m->note.find("was not found; sized as its base model"), std::string::npos) << m->note;
 }
 
+// estimate and fit read a quantized checkpoint's name as its base model with the format the name
+// says; the outermost suffix decides ("-AWQ-INT4" is AWQ, not GPTQ's "-int4").
+TEST(ServedModel, CheckpointNameCarriesItsQuantizationForEstimate) {
+  struct Case {
+    const char* name;
+    const char* base;
+    const char* method;
+    uint64_t bits;
+    uint64_t group;
+  };
+  for (const Case& c : {Case{"unsloth/llama-3-8b-bnb-4bit", "meta-llama/Meta-Llama-3-8B", "bitsandbytes", 4, 64},
+                        Case{"TheBloke/Llama-2-7B-Chat-AWQ", "meta-llama/Llama-2-7b-hf", "awq", 4, 128},
+                        Case{"hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4", "meta-llama/Llama-3.1-8B", "awq", 4, 128},
+                        Case{"TheBloke/Llama-2-13B-GPTQ", "meta-llama/Llama-2-13b-hf", "gptq", 4, 128},
+                        Case{"neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8", "meta-llama/Llama-3.1-8B", "fp8", 8, 0}}) {
+    auto m = resolve_checkpoint_name(c.name);
+    ASSERT_TRUE(m.ok()) << c.name << ": " << m.error().message;
+    EXPECT_EQ(m->id, c.base) << c.name;
+    EXPECT_EQ(m->quantization, c.method) << c.name;
+    EXPECT_EQ(m->quantization_bits, c.bits) << c.name;
+    EXPECT_EQ(m->quantization_group_size, c.group) << c.name;
+    ASSERT_FALSE(m->notes.empty());
+    EXPECT_NE(m->notes.back().find(std::string("'") + c.name + "' was not found: read as its base model"), std::string::npos)
+        << m->notes.back();
+  }
+  // A bundled model is read as it is, and a name that is neither fails as resolve_model does.
+  auto plain = resolve_checkpoint_name("meta-llama/Llama-2-7b-hf");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->quantization.empty());
+  auto unknown = resolve_checkpoint_name("nobody/no-such-model-AWQ");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("nobody/no-such-model-AWQ: not a file or folder"), std::string::npos)
+      << unknown.error().message;
+}
+
 }  // namespace
 }  // namespace oomdoc
