@@ -1322,23 +1322,29 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     auto p = predicted_on(n);
     return p && p->needed_bytes <= share_of(gpu.total_bytes, fraction);
   };
-  std::optional<FitAlternative> smallest_gpu, more_gpus, cheapest;
-  for (double fraction : {report.target, options.budget}) {
-    if (smallest_gpu) break;
-    const GpuSpec* best = nullptr;
-    for (const auto& gpu : gpu_catalog()) {
-      if (!usable_for(gpu, report.estimate.precision, options.gpu_vendor) || !fits_card(gpu, options.num_gpus, fraction)) continue;
-      if (!best || gpu.total_bytes < best->total_bytes) best = &gpu;
-    }
-    if (best && best->total_bytes > options.total_bytes) {
+  // The smallest catalog card the job fits unchanged on: first of the user's vendor (their CUDA or
+  // ROCm stack: bitsandbytes, flash-attn and the kernels they use run there), then, when another
+  // vendor's card is smaller still, that one too (--memory alone reads as an NVIDIA card).
+  const std::string own_vendor = options.gpu_vendor.empty() ? "nvidia" : options.gpu_vendor;
+  auto smallest_fitting = [&](bool own) -> std::optional<FitAlternative> {
+    for (double fraction : {report.target, options.budget}) {
+      const GpuSpec* best = nullptr;
+      for (const auto& gpu : gpu_catalog()) {
+        if ((gpu.vendor == own_vendor) != own) continue;
+        if (!usable_for(gpu, report.estimate.precision, options.gpu_vendor) || !fits_card(gpu, options.num_gpus, fraction)) continue;
+        if (!best || gpu.total_bytes < best->total_bytes) best = &gpu;
+      }
+      if (!best) continue;
+      if (best->total_bytes <= options.total_bytes) return std::nullopt;
       FitAlternative a;
       a.gpu_name = best->name;
       a.gpu_total_bytes = best->total_bytes;
       a.num_gpus = options.num_gpus;
       a.predicted = *predicted_on(options.num_gpus);
       a.fits_target = a.predicted.needed_bytes <= share_of(best->total_bytes, report.target);
-      a.description = fmt::format("fits unchanged on {}{}", options.num_gpus > 1
-                                      ? fmt::format("{} x ", options.num_gpus) : "", best->name);
+      a.description = fmt::format("fits unchanged on {}{}{}", options.num_gpus > 1
+                                      ? fmt::format("{} x ", options.num_gpus) : "", best->name,
+                                  own ? "" : best->vendor == "amd" ? ", an AMD card (ROCm)" : best->vendor == "nvidia" ? ", an NVIDIA card (CUDA)" : "");
       a.change.id = "bigger_gpu";
       a.change.fix_id = "bigger_gpu";
       a.change.step = 9;
@@ -1348,8 +1354,17 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       if (auto price = options.prices.find(best->name); price != options.prices.end()) {
         a.price_per_hour = price->second * static_cast<double>(options.num_gpus);
       }
-      smallest_gpu = a;
+      return a;
     }
+    return std::nullopt;
+  };
+  std::optional<FitAlternative> smallest_gpu = smallest_fitting(true), more_gpus, cheapest;
+  std::optional<FitAlternative> smallest_other_vendor = smallest_fitting(false);
+  if (!smallest_gpu) {
+    smallest_gpu = std::move(smallest_other_vendor);
+    smallest_other_vendor.reset();
+  } else if (smallest_other_vendor && *smallest_other_vendor->gpu_total_bytes >= *smallest_gpu->gpu_total_bytes) {
+    smallest_other_vendor.reset();
   }
   for (double fraction : {report.target, options.budget}) {
     if (more_gpus) break;
@@ -1565,7 +1580,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   }
   const bool plan_is_hardware = report.plan && !report.plan->changes.empty() &&
                                 report.plan->changes.front().step == 9;
-  for (auto* hw : {&smallest_gpu, &more_gpus, &cheapest}) {
+  for (auto* hw : {&smallest_gpu, &smallest_other_vendor, &more_gpus, &cheapest}) {
     if (!*hw || report.fits) continue;
     if (plan_is_hardware && (*hw)->change.title == report.plan->changes.front().title) continue;
     report.alternatives.push_back(**hw);

@@ -432,5 +432,22 @@ TEST(FitCli, LongestSequenceStopsAtTheContext) {
   EXPECT_EQ(doc["notes"].back(), "the longest sequence is the model's context (1024 positions), not memory");
 }
 
+// The bigger card suggested first runs the user's own stack (an NVIDIA card for a 4090 user); a
+// smaller card of another vendor follows, saying so.
+TEST(FitCli, BiggerGpuOfTheUsersVendorFirst) {
+  auto r = run_cli({"fit", "meta-llama/Llama-3.1-8B", "--task", "train_lora", "--seq-len", "2048", "--micro-batch-size", "2",
+                    "--gpu", "4090", "--json"},
+                   "", {"HF_HUB_CACHE=/nonexistent-oomdoc-cache", "HOME=/nonexistent-oomdoc-home"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  std::vector<std::string> hardware;
+  for (const auto& a : doc["alternatives"]) {
+    if (a["id"] == "bigger_gpu") hardware.push_back(a["description"].get<std::string>());
+  }
+  const std::vector<std::string> expected = {"fits unchanged on H100 SXM 80GB",
+                                             "fits unchanged on Instinct MI250X 64GB (one GCD), an AMD card (ROCm)"};
+  EXPECT_EQ(hardware, expected);
+}
+
 }  // namespace
 }  // namespace oomdoc
