@@ -1326,12 +1326,15 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   // ROCm stack: bitsandbytes, flash-attn and the kernels they use run there), then, when another
   // vendor's card is smaller still, that one too (--memory alone reads as an NVIDIA card).
   const std::string own_vendor = options.gpu_vendor.empty() ? "nvidia" : options.gpu_vendor;
+  // An inference job without tensor or pipeline parallelism runs whole on each GPU: one card is
+  // the configuration, not the user's count of replicas.
+  const uint64_t hw_count = !is_training(given) && given.tp.value_or(1) * given.pp.value_or(1) == 1 ? 1 : options.num_gpus;
   auto smallest_fitting = [&](bool own) -> std::optional<FitAlternative> {
     for (double fraction : {report.target, options.budget}) {
       const GpuSpec* best = nullptr;
       for (const auto& gpu : gpu_catalog()) {
         if ((gpu.vendor == own_vendor) != own) continue;
-        if (!usable_for(gpu, report.estimate.precision, options.gpu_vendor) || !fits_card(gpu, options.num_gpus, fraction)) continue;
+        if (!usable_for(gpu, report.estimate.precision, options.gpu_vendor) || !fits_card(gpu, hw_count, fraction)) continue;
         if (!best || gpu.total_bytes < best->total_bytes) best = &gpu;
       }
       if (!best) continue;
@@ -1339,11 +1342,11 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       FitAlternative a;
       a.gpu_name = best->name;
       a.gpu_total_bytes = best->total_bytes;
-      a.num_gpus = options.num_gpus;
-      a.predicted = *predicted_on(options.num_gpus);
+      a.num_gpus = hw_count;
+      a.predicted = *predicted_on(hw_count);
       a.fits_target = a.predicted.needed_bytes <= share_of(best->total_bytes, report.target);
-      a.description = fmt::format("fits unchanged on {}{}{}", options.num_gpus > 1
-                                      ? fmt::format("{} x ", options.num_gpus) : "", best->name,
+      a.description = fmt::format("fits unchanged on {}{}{}", hw_count > 1
+                                      ? fmt::format("{} x ", hw_count) : "", best->name,
                                   own ? "" : best->vendor == "amd" ? ", an AMD card (ROCm)" : best->vendor == "nvidia" ? ", an NVIDIA card (CUDA)" : "");
       a.change.id = "bigger_gpu";
       a.change.fix_id = "bigger_gpu";
@@ -1352,7 +1355,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       a.change.cost = "hardware: a larger card";
       a.change.predicted = a.predicted;
       if (auto price = options.prices.find(best->name); price != options.prices.end()) {
-        a.price_per_hour = price->second * static_cast<double>(options.num_gpus);
+        a.price_per_hour = price->second * static_cast<double>(hw_count);
       }
       return a;
     }
