@@ -37,7 +37,17 @@ std::vector<FitSetting> axolotl_keys(const FitSetting& s) {
       return {key(n, v)};
     }
     if (n == "optim") return {key("optimizer", v)};
-    if (n == "fsdp") return {key("fsdp", "[full_shard, auto_wrap]")};
+    if (n == "fsdp") {
+      // TrainingArguments' "full_shard offload auto_wrap" is Axolotl's list of the same words.
+      std::string words = v, list;
+      for (size_t start = 0; start < words.size();) {
+        size_t space = words.find(' ', start);
+        if (space == std::string::npos) space = words.size();
+        if (space > start) list += (list.empty() ? "" : ", ") + words.substr(start, space - start);
+        start = space + 1;
+      }
+      return {key("fsdp", "[" + list + "]")};
+    }
     if (n == "deepspeed") return {key("deepspeed", "a JSON file holding " + v)};  // JSON: true, not True
     if (n == "use_liger_kernel") {
       return {key("plugins", "[axolotl.integrations.liger.LigerPlugin]"), key("liger_rms_norm", "true"),

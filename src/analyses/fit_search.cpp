@@ -771,6 +771,20 @@ std::vector<Candidate> offload_candidates(const Job& job) {
   // The offload recipes are DeepSpeed ZeRO's; they are not combined with a TP/PP layout.
   if (!is_training(job) || model_parallel_degree(job) > 1) return out;
   const std::string par = job.parallelism.value_or("ddp");
+  if (is_fsdp(par)) {
+    // An FSDP job keeps FSDP: its CPU offload takes parameters, gradients and the optimizer step
+    // to the CPU together (there is no optimizer-only offload in FSDP).
+    if (!has_offload(job, "params")) {
+      const std::string strategy = par == "fsdp_shard_grad_op" ? "shard_grad_op" : par == "hybrid_shard" ? "hybrid_shard" : "full_shard";
+      out.push_back(candidate("offload_params", "offload", 8,
+                              "offload parameters, gradients and the optimizer step to CPU memory (FSDP CPU offload)",
+                              "much slower: the optimizer step runs on the CPU, and every block's parameters and "
+                              "gradients cross PCIe in forward and backward",
+                              {{"TrainingArguments", "fsdp", fmt::format("\"{} offload auto_wrap\"", strategy)}},
+                              [](Job& j) { j.offload.push_back("params"); }));
+    }
+    return out;
+  }
   if (!has_offload(job, "optimizer")) {
     Candidate c;
     c.change.id = "offload_optimizer";
@@ -779,7 +793,7 @@ std::vector<Candidate> offload_candidates(const Job& job) {
     c.change.title = "offload the optimizer state to CPU memory (DeepSpeed ZeRO-Offload)";
     c.change.cost = "much slower: the optimizer step runs on the CPU and state crosses PCIe "
                     "every step (Ren et al. 2021, ZeRO-Offload)";
-    const bool keep_stage3 = par == "zero3" || par == "fsdp_full_shard";
+    const bool keep_stage3 = par == "zero3";
     c.change.settings = {{"TrainingArguments", "deepspeed",
                           fmt::format("{{\"zero_optimization\": {{\"stage\": {}, "
                                       "\"offload_optimizer\": {{\"device\": \"cpu\", "

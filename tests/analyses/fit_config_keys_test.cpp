@@ -24,6 +24,11 @@ TEST(FitConfigKeys, AxolotlKeys) {
             std::vector<std::string>{"Axolotl YAML lora_target_linear: true"});
   EXPECT_EQ(keys({"BitsAndBytesConfig", "load_in_4bit", "True"}, ax),
             (std::vector<std::string>{"Axolotl YAML adapter: qlora", "Axolotl YAML load_in_4bit: true"}));
+  // TrainingArguments' FSDP words are Axolotl's fsdp list (FSDP CPU offload included).
+  EXPECT_EQ(keys({"TrainingArguments", "fsdp", "\"full_shard offload auto_wrap\""}, ax),
+            std::vector<std::string>{"Axolotl YAML fsdp: [full_shard, offload, auto_wrap]"});
+  EXPECT_EQ(keys({"TrainingArguments", "fsdp", "\"full_shard auto_wrap\""}, ax),
+            std::vector<std::string>{"Axolotl YAML fsdp: [full_shard, auto_wrap]"});
   // No Axolotl key: the Hugging Face setting stays.
   EXPECT_EQ(keys({"TrainingArguments", "accelerator_config", "{}"}, ax),
             std::vector<std::string>{"TrainingArguments accelerator_config: {}"});

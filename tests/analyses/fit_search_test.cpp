@@ -40,8 +40,10 @@ Result<Estimate> toy_estimator(const ModelSpec&, const Job& job) {
   if (task == "train_full") {
     const std::string opt = job.optimizer.value_or("adamw");
     double optimizer = opt == "adamw" ? 28 : 7;
-    if (offloaded("optimizer")) optimizer = 0;
-    state = 14 + optimizer;
+    // FSDP's CPU offload takes gradients and the optimizer step along with the parameters.
+    const bool fsdp_offload = offloaded("params") && is_fsdp(par);
+    if (offloaded("optimizer") || fsdp_offload) optimizer = 0;
+    state = (fsdp_offload ? 0 : 14) + optimizer;
     if (par != "ddp") state /= n;
   }
   if (par == "fsdp_full_shard" || par == "zero3") weights /= n;
@@ -258,7 +260,8 @@ TEST(FitSearch, ModelParallelLayoutIsTakenOnlyWhenItFits) {
   // One GPU: 2 + 14 + 42 + 8 = 66 GiB; 2 x 16 GiB (target 12.8). Keeping full fine-tuning, after
   // checkpointing (39): ZeRO-2 28.5, FSDP 21.5, TP 2 20.5 lowers most but does not fit. Were TP
   // kept, the offload step (which does not combine with TP) would be out of reach; FSDP is kept
-  // instead and ZeRO-3 offload reaches 2 + 0 + 7 + 2 = 11 GiB.
+  // instead, and FSDP's CPU offload (parameters, gradients and optimizer) reaches 2 + 0 + 0 + 8 =
+  // 10 GiB without checkpointing.
   Job job = full_job();
   job.micro_batch_size = 1;
   FitOptions options = card(16, 2);
@@ -268,10 +271,9 @@ TEST(FitSearch, ModelParallelLayoutIsTakenOnlyWhenItFits) {
   auto same = std::find_if(r->alternatives.begin(), r->alternatives.end(),
                            [](const FitAlternative& a) { return a.change.id == "same_method"; });
   ASSERT_NE(same, r->alternatives.end());
-  EXPECT_EQ(same->predicted.device_used_bytes, 11 * kGiB);
-  EXPECT_EQ(same->change.title, "gradient checkpointing (keep only each layer's input, recompute the "
-                                "rest); offload the optimizer state and parameters to CPU memory "
-                                "(ZeRO-3 Offload)");
+  EXPECT_EQ(same->predicted.device_used_bytes, 10 * kGiB);
+  EXPECT_EQ(same->change.title, "FSDP full sharding (ZeRO-3) across the 2 GPUs; offload parameters, gradients and "
+                                "the optimizer step to CPU memory (FSDP CPU offload)");
   ASSERT_TRUE(same->job.has_value());
   EXPECT_EQ(same->job->tp.value_or(1), 1u);
 }

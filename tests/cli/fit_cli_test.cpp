@@ -449,5 +449,26 @@ TEST(FitCli, BiggerGpuOfTheUsersVendorFirst) {
   EXPECT_EQ(hardware, expected);
 }
 
+// An FSDP job is offered FSDP's own CPU offload (parameters, gradients and the optimizer step),
+// not a move to DeepSpeed; its prediction has neither gradient shards nor optimizer state.
+TEST(FitCli, FsdpJobGetsFsdpCpuOffload) {
+  auto r = run_cli({"fit", "llama-3.1-8b", "--task", "train_full", "--parallelism", "fsdp_full_shard", "--gpus", "2",
+                    "--gpu", "4090", "--seq-len", "2048", "--micro-batch-size", "1", "--gradient-checkpointing", "full",
+                    "--json"},
+                   "", {"HF_HUB_CACHE=/nonexistent-oomdoc-cache", "HOME=/nonexistent-oomdoc-home"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  const nlohmann::json* offload = nullptr;
+  for (const auto& a : doc["alternatives"]) {
+    if (a["id"] == "offload_params") offload = &a;
+    EXPECT_NE(a["id"], "offload_optimizer");
+  }
+  ASSERT_NE(offload, nullptr) << doc["alternatives"].dump();
+  EXPECT_EQ((*offload)["title"], "offload parameters, gradients and the optimizer step to CPU memory (FSDP CPU offload)");
+  ASSERT_EQ((*offload)["settings"].size(), 1u);
+  EXPECT_EQ((*offload)["settings"][0]["name"], "fsdp");
+  EXPECT_EQ((*offload)["settings"][0]["value"], "\"full_shard offload auto_wrap\"");
+}
+
 }  // namespace
 }  // namespace oomdoc
