@@ -1546,7 +1546,15 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
         std::vector<std::string> titles;
         for (const auto& c : kept.changes) {
           titles.push_back(c.title);
-          a.change.settings.insert(a.change.settings.end(), c.settings.begin(), c.settings.end());
+          // A later change's value for the same setting replaces the earlier one (FSDP, then FSDP
+          // with CPU offload, is one fsdp= argument).
+          for (const auto& setting : c.settings) {
+            auto same_key = std::find_if(a.change.settings.begin(), a.change.settings.end(), [&](const FitSetting& s) {
+              return s.target == setting.target && s.name == setting.name && s.target != "python";
+            });
+            if (same_key != a.change.settings.end()) *same_key = setting;
+            else a.change.settings.push_back(setting);
+          }
           a.change.host_ram_bytes = c.host_ram_bytes ? c.host_ram_bytes : a.change.host_ram_bytes;
         }
         // One change that is already listed alone is not a second alternative.

@@ -274,6 +274,12 @@ TEST(FitSearch, ModelParallelLayoutIsTakenOnlyWhenItFits) {
   EXPECT_EQ(same->predicted.device_used_bytes, 10 * kGiB);
   EXPECT_EQ(same->change.title, "FSDP full sharding (ZeRO-3) across the 2 GPUs; offload parameters, gradients and "
                                 "the optimizer step to CPU memory (FSDP CPU offload)");
+  // One fsdp= argument: the offload's value replaces the sharding step's.
+  std::vector<std::string> fsdp_values;
+  for (const auto& setting : same->change.settings) {
+    if (setting.name == "fsdp") fsdp_values.push_back(setting.value);
+  }
+  EXPECT_EQ(fsdp_values, std::vector<std::string>{"\"full_shard offload auto_wrap\""});
   ASSERT_TRUE(same->job.has_value());
   EXPECT_EQ(same->job->tp.value_or(1), 1u);
 }
