@@ -19,6 +19,13 @@ Result<GpuChoice> resolve_gpu_flags(const GpuFlags& flags) {
     auto gpu = find_gpu(flags.gpu);
     if (!gpu) return Error{"--gpu: " + gpu.error().message};
     choice.gpu = std::move(gpu.value());
+    auto others = other_sizes_named(flags.gpu, *choice.gpu);
+    if (!others.empty()) {
+      std::string names;
+      for (size_t i = 0; i < others.size() && i < 4; ++i) names += (i ? ", " : "") + others[i]->name;
+      choice.note = fmt::format("--gpu '{}' is read as {}; it also names {} (give the size, e.g. --gpu '{}')",
+                                flags.gpu, choice.gpu->name, names, others.front()->name);
+    }
     return choice;
   }
   if (!flags.memory.empty()) {

@@ -22,6 +22,7 @@ struct GpuFlags {
 struct GpuChoice {
   std::optional<GpuSpec> gpu;
   uint64_t memory_bytes = 0;  // set for --memory
+  std::string note;           // a short --gpu name that also names cards of other sizes
 };
 
 void add_gpu_flags(CLI::App* cmd, GpuFlags& flags);

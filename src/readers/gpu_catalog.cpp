@@ -215,4 +215,21 @@ Result<GpuSpec> find_gpu(std::string_view name) {
       name, closest)};
 }
 
+std::vector<const GpuSpec*> other_sizes_named(std::string_view name, const GpuSpec& chosen) {
+  std::vector<const GpuSpec*> out;
+  const std::vector<std::string> query = name_tokens(name);
+  if (query.empty()) return out;
+  for (const GpuSpec& gpu : loaded().gpus) {
+    if (gpu.total_bytes == chosen.total_bytes || gpu.vendor != chosen.vendor) continue;
+    for (const auto& tokens : candidate_tokens(gpu)) {
+      std::set<std::string> have(tokens.begin(), tokens.end());
+      if (std::all_of(query.begin(), query.end(), [&](const std::string& t) { return have.count(t) > 0; })) {
+        out.push_back(&gpu);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace oomdoc

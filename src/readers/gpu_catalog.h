@@ -22,4 +22,8 @@ const std::vector<GpuSpec>& gpu_catalog();
 // name suggests only catalog entries that are close to it.
 Result<GpuSpec> find_gpu(std::string_view name);
 
+// Catalog cards of another memory size that also hold every word of `name`: what a short name
+// left open ("a100", read as the 80GB SXM4 card, also names the 40GB ones).
+std::vector<const GpuSpec*> other_sizes_named(std::string_view name, const GpuSpec& chosen);
+
 }  // namespace oomdoc

@@ -470,5 +470,19 @@ TEST(FitCli, FsdpJobGetsFsdpCpuOffload) {
   EXPECT_EQ((*offload)["settings"][0]["value"], "\"full_shard offload auto_wrap\"");
 }
 
+// A short name that several sizes share is read as the common card, and stderr says which others
+// it also names; a name with one size says nothing.
+TEST(FitCli, ShortGpuNameSaysWhichSizeItRead) {
+  const std::vector<std::string> env = {"HF_HUB_CACHE=/nonexistent-oomdoc-cache", "HOME=/nonexistent-oomdoc-home"};
+  auto a100 = run_cli({"fit", "llama-3.2-1b", "--task", "inference", "--gpu", "a100", "--json"}, "", env);
+  ASSERT_EQ(a100.exit_code, 0) << a100.err;
+  EXPECT_EQ(nlohmann::json::parse(a100.out)["gpu"], "A100 SXM4 80GB");
+  EXPECT_EQ(a100.err, "oomdoc: note: --gpu 'a100' is read as A100 SXM4 80GB; it also names A100 SXM4 40GB, "
+                      "A100 PCIe 40GB (give the size, e.g. --gpu 'A100 SXM4 40GB')\n");
+  auto rtx = run_cli({"fit", "llama-3.2-1b", "--task", "inference", "--gpu", "4090", "--json"}, "", env);
+  ASSERT_EQ(rtx.exit_code, 0) << rtx.err;
+  EXPECT_EQ(rtx.err, "");
+}
+
 }  // namespace
 }  // namespace oomdoc
