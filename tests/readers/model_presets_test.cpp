@@ -9,7 +9,7 @@ namespace {
 
 TEST(ModelPresets, AtLeastFortyAndEveryOneParses) {
   const auto& index = preset_index();
-  EXPECT_GE(index.size(), 40u);
+  EXPECT_GE(index.size(), 73u);
   for (const auto& p : index) {
     auto spec = find_preset(p.id);
     ASSERT_TRUE(spec.has_value()) << p.id;
@@ -29,6 +29,92 @@ TEST(ModelPresets, ParameterCountMatchesPublishedCount) {
     ++checked;
   }
   EXPECT_GE(checked, 40);
+}
+
+// Presets added for the models users ask about most: each found by its exact Hugging Face id in any
+// case, by a short alias, and as its instruct/chat release; the count is the config's own.
+TEST(ModelPresets, PopularModelsByIdAliasAndInstructName) {
+  struct Case {
+    const char* name;
+    const char* id;
+    uint64_t params;
+  };
+  const Case cases[] = {
+      {"mistralai/Mistral-7B-v0.3", "mistralai/Mistral-7B-v0.3", 7248023552},
+      {"MISTRALAI/mistral-7b-instruct-V0.3", "mistralai/Mistral-7B-v0.3", 7248023552},
+      {"mistral-7b-v0.3", "mistralai/Mistral-7B-v0.3", 7248023552},
+      {"meta-llama/Meta-Llama-3-70B-Instruct", "meta-llama/Meta-Llama-3-70B", 70553706496},
+      {"llama3-70b", "meta-llama/Meta-Llama-3-70B", 70553706496},
+      {"qwen2.5-0.5b", "Qwen/Qwen2.5-0.5B", 494032768},
+      {"Qwen/Qwen2.5-1.5B", "Qwen/Qwen2.5-1.5B", 1543714304},
+      {"qwen2.5-3b", "Qwen/Qwen2.5-3B", 3085938688},
+      {"qwen2.5-14b", "Qwen/Qwen2.5-14B", 14770033664},
+      {"qwen/qwen2.5-32b", "Qwen/Qwen2.5-32B", 32763876352},
+      {"Qwen/Qwen3-4B", "Qwen/Qwen3-4B", 4022468096},
+      {"qwen3-14b", "Qwen/Qwen3-14B", 14768307200},
+      {"google/gemma-2-2b-it", "google/gemma-2-2b", 2614341888},
+      {"gemma-2-27b", "google/gemma-2-27b", 27227128320},
+      {"microsoft/phi-3.5-mini-instruct", "microsoft/Phi-3.5-mini-instruct", 3821079552},
+      {"phi-4", "microsoft/phi-4", 14659507200},
+      {"mistral-nemo-12b", "mistralai/Mistral-Nemo-Base-2407", 12247782400},
+      {"mistralai/Mistral-Small-24B-Instruct-2501", "mistralai/Mistral-Small-24B-Base-2501", 23572403200},
+      {"deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "deepseek-ai/DeepSeek-R1-Distill-Llama-8B", 8030261248},
+      {"deepseek-r1-distill-qwen-32b", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", 32763876352},
+  };
+  for (const auto& c : cases) {
+    auto spec = find_preset(c.name);
+    ASSERT_TRUE(spec.has_value()) << c.name;
+    ASSERT_TRUE(spec->ok()) << c.name << ": " << spec->error().message;
+    EXPECT_EQ((*spec)->id, c.id) << c.name;
+    EXPECT_EQ((*spec)->total_params, c.params) << c.name;
+  }
+}
+
+// Instruct releases whose config.json differs are variants: their own id and context.
+TEST(ModelPresets, InstructVariantsWithTheirOwnContext) {
+  auto q14 = find_preset("Qwen/Qwen2.5-14B-Instruct");
+  ASSERT_TRUE(q14 && q14->ok());
+  EXPECT_EQ((*q14)->id, "Qwen/Qwen2.5-14B-Instruct");
+  EXPECT_EQ((*q14)->source, "preset:presets/qwen2.5-14b.json#Qwen/Qwen2.5-14B-Instruct");
+  EXPECT_EQ((*q14)->max_position_embeddings, 32768u);
+  EXPECT_EQ((*q14)->total_params, 14770033664u);
+  EXPECT_EQ((*find_preset("Qwen/Qwen2.5-14B"))->max_position_embeddings, 131072u);
+  EXPECT_EQ((*find_preset("qwen2.5-1.5b-instruct"))->max_position_embeddings, 32768u);
+  EXPECT_EQ((*find_preset("Qwen/Qwen2.5-1.5B"))->max_position_embeddings, 131072u);
+  EXPECT_EQ((*find_preset("Qwen/Qwen2.5-0.5B-Instruct"))->id, "Qwen/Qwen2.5-0.5B-Instruct");
+  auto coder = find_preset("Qwen/Qwen2.5-Coder-32B-Instruct");
+  ASSERT_TRUE(coder && coder->ok());
+  EXPECT_EQ((*coder)->id, "Qwen/Qwen2.5-Coder-32B-Instruct");
+  EXPECT_EQ((*coder)->max_position_embeddings, 32768u);
+  EXPECT_EQ((*coder)->total_params, 32763876352u);
+  EXPECT_EQ((*find_preset("Qwen/Qwen2.5-Coder-7B-Instruct"))->total_params, 7615616512u);
+  auto q4 = find_preset("Qwen/Qwen3-4B-Instruct-2507");
+  ASSERT_TRUE(q4 && q4->ok());
+  EXPECT_EQ((*q4)->max_position_embeddings, 262144u);
+  EXPECT_EQ((*find_preset("Qwen/Qwen3-4B"))->max_position_embeddings, 40960u);
+  // Llama 3 (not 3.1): 8K context and no rope scaling.
+  auto l70 = find_preset("llama-3-70b");
+  ASSERT_TRUE(l70 && l70->ok());
+  EXPECT_EQ((*l70)->max_position_embeddings, 8192u);
+  EXPECT_EQ((*l70)->rope_scaling_type, "");
+  // A base model whose own config is not bundled is not answered with another release's.
+  EXPECT_FALSE(find_preset("Qwen/Qwen2.5-Coder-32B").has_value());
+  EXPECT_FALSE(find_preset("mistralai/Mistral-Nemo-Instruct-2407").has_value());
+}
+
+// Qwen3-0.6B and -1.7B tie the output head to the embedding (tie_word_embeddings true): the model
+// has one copy, which is what is counted. Their safetensors files store lm_head.weight as well, so
+// the Hub shows 751,632,384 and 2,031,739,904: no reference_params for those two presets.
+TEST(ModelPresets, TiedEmbeddingsAreCountedOnce) {
+  auto small = find_preset("Qwen/Qwen3-0.6B");
+  ASSERT_TRUE(small && small->ok());
+  EXPECT_TRUE((*small)->tie_word_embeddings);
+  EXPECT_EQ((*small)->total_params, 596049920u);
+  EXPECT_EQ((*small)->total_params + 151936ull * 1024, 751632384u);
+  auto medium = find_preset("qwen3-1.7b");
+  ASSERT_TRUE(medium && medium->ok());
+  EXPECT_EQ((*medium)->total_params, 1720574976u);
+  EXPECT_EQ((*medium)->total_params + 151936ull * 2048, 2031739904u);
 }
 
 }  // namespace

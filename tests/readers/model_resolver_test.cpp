@@ -71,10 +71,12 @@ TEST_F(ResolverTest, NamesWithSpacesFindTheirPreset) {
 
 // Suggestions share the family, version and size words first: Llama-3 70B before Llama-2 70B.
 TEST_F(ResolverTest, SuggestionsShareFamilyVersionAndSize) {
-  EXPECT_EQ(closest_presets("llama-3-70b", 3),
-            (std::vector<std::string>{"meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.3-70B-Instruct",
-                                      "meta-llama/Llama-2-70b-hf"}));
-  EXPECT_EQ(closest_presets("llama3-70b", 1), std::vector<std::string>{"meta-llama/Llama-3.1-70B"});
+  EXPECT_EQ(closest_presets("llama-3-70b", 4),
+            (std::vector<std::string>{"meta-llama/Meta-Llama-3-70B", "meta-llama/Llama-3.1-70B",
+                                      "meta-llama/Llama-3.3-70B-Instruct", "meta-llama/Llama-2-70b-hf"}));
+  EXPECT_EQ(closest_presets("llama3-70b", 1), std::vector<std::string>{"meta-llama/Meta-Llama-3-70B"});
+  // A release that is not bundled (Qwen2.5-Coder-32B base): the same family and size first.
+  EXPECT_EQ(closest_presets("Qwen/Qwen2.5-Coder-32B", 1), std::vector<std::string>{"Qwen/Qwen2.5-32B"});
 }
 
 TEST_F(ResolverTest, QuantizedVariantsKeepTheirQuantization) {
