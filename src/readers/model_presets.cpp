@@ -20,7 +20,8 @@ namespace {
 std::string variant_key(const std::string& name) {
   std::string s = to_lower(name);
   if (auto slash = s.rfind('/'); slash != std::string::npos) s = s.substr(slash + 1);
-  static const char* kSuffixes[] = {"-hf", "-instruct", "-chat", "-it", "-base", "-pt"};
+  // A 16-bit re-upload ("llama-3-70b-fp16") is the same model in another dtype.
+  static const char* kSuffixes[] = {"-hf", "-instruct", "-chat", "-it", "-base", "-pt", "-fp16", "-bf16"};
   bool changed = true;
   while (changed) {
     changed = false;

@@ -60,6 +60,9 @@ TEST(ModelPresets, PopularModelsByIdAliasAndInstructName) {
       {"mistralai/Mistral-Small-24B-Instruct-2501", "mistralai/Mistral-Small-24B-Base-2501", 23572403200},
       {"deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "deepseek-ai/DeepSeek-R1-Distill-Llama-8B", 8030261248},
       {"deepseek-r1-distill-qwen-32b", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", 32763876352},
+      // Re-uploads under another organisation, in a 16-bit dtype named in the repo.
+      {"casperhansen/llama-3-70b-fp16", "meta-llama/Meta-Llama-3-70B", 70553706496},
+      {"NousResearch/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B", 8030261248},
   };
   for (const auto& c : cases) {
     auto spec = find_preset(c.name);
