@@ -63,6 +63,9 @@ bool from_vllm(const OomEvent& e) {
   return false;
 }
 
+// What the program was doing, as the traceback tells it.
+std::string operation_of(const OomEvent& e) { return e.traceback ? e.traceback->operation : ""; }
+
 // A frame of library code that runs under torch.no_grad()/inference_mode: transformers' generate()
 // (@torch.no_grad()), Trainer.prediction_step, Lightning's evaluation loops. Evaluation through them
 // is no evidence of autograd left on; a generate() frame never is (there is no telling a custom
@@ -114,13 +117,46 @@ bool is_pytorch_numeric(const OomEvent& e) {
          e.format == "xpu_4gb_block_limit" || e.format == "pytorch_cudamallocasync";
 }
 
+// The traceback shows a training step: backward, the optimizer, or a trainer library's frames.
+bool training_evident(const OomEvent& e, const std::string& operation) {
+  if (operation == "backward" || operation == "optimizer_step") return true;
+  if (!e.traceback) return false;
+  for (const TracebackFrame& f : e.traceback->frames) {
+    for (const char* marker : {"transformers/trainer", "/accelerate/", "/deepspeed/", "lightning/", "/trl/"}) {
+      if (f.file.find(marker) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
 void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m, const std::string& operation) {
+  // The recipe below is written for PyTorch (TrainingArguments, bitsandbytes, PEFT): a cuDNN,
+  // cuBLAS, NCCL or driver failure from another program (Caffe, CNTK, Lua Torch, JCuda, TensorRT)
+  // gets the step every framework has.
+  if (!starts_with(e.framework, "pytorch")) {
+    d.fixes.push_back(make_fix("smaller_input", "Smaller batches or inputs need smaller buffers and workspaces."));
+    return;
+  }
   const bool inference = operation == "generation" || operation == "evaluation";
   std::string shortfall;
   if (m.requested && m.free && *m.requested > *m.free) {
     shortfall = fmt::format("The failed request is {} with {} free: the peak must drop by at least {}. ",
                             format_bytes(*m.requested), format_bytes(*m.free),
                             format_bytes(*m.requested - *m.free));
+  }
+  // Memory in CUDA-graph private pools means the process captures CUDA graphs: an inference engine
+  // (vLLM, SGLang) or torch.compile's reduce-overhead mode, hardly ever a training recipe. Unless the
+  // traceback shows training, the fixes are the engine-neutral ones (a named engine gets its own).
+  if (auto pools = e.bytes("private_pools"); pools && *pools > 0 && !training_evident(e, operation) && !from_vllm(e)) {
+    d.fixes.push_back(make_fix("cuda_graphs", fmt::format(
+        "{} sit in CUDA-graph private pools: the process captures CUDA graphs (an inference engine such as vLLM or "
+        "SGLang, or torch.compile's reduce-overhead mode), memory outside its KV-cache or batch budget.",
+        format_bytes(*pools))));
+    d.fixes.push_back(make_fix("smaller_input", shortfall + "Fewer sequences at once or a shorter context shrink the "
+                                                            "activations and the graphs captured for them."));
+    d.fixes.push_back(make_fix("quantize_model", "Weights take half (8-bit) or a quarter (4-bit) of bf16."));
+    d.fixes.push_back(make_fix("bigger_gpu", "Run `oomdoc fit` with the job to find the smallest GPU that fits."));
+    return;
   }
   d.fixes.push_back(make_fix("smaller_batch",
                              shortfall + "Activations scale with the micro-batch; halve it and double "
@@ -142,6 +178,28 @@ void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
 void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) {
   const uint64_t total = m.total.value_or(0);
   const uint64_t requested = m.requested.value_or(0);
+  // torch.cuda.set_per_process_memory_fraction() caps what the allocator may reserve: when the
+  // cap, not the card, is what the reserve plus the request runs into, the cap is the cause (the
+  // message then prints "<limit> allowed;" and free memory far above the request).
+  if (const Quantity* limit = e.quantity("pytorch_limit"); limit && !limit->overflow && m.total && limit->bytes < *m.total) {
+    const uint64_t reserved = m.pytorch_reserved.value_or(0);
+    if ((reserved + requested) * 100 >= limit->bytes * 95) {
+      d.cause = "memory_fraction_limit";
+      d.evidence.push_back(fmt::format(
+          "PyTorch may use only {} of this {} GPU (a per-process memory fraction of {:.3f}): it reserves {} and the {} "
+          "request reaches the limit{}.",
+          format_bytes(limit->bytes), format_bytes(*m.total),
+          static_cast<double>(limit->bytes) / static_cast<double>(*m.total), format_bytes(reserved),
+          format_bytes(requested),
+          m.free ? fmt::format(", while {} of the card is free", format_bytes(*m.free)) : std::string()));
+      d.fixes.push_back(make_fix("check_device_and_limits", fmt::format(
+          "Raise or remove torch.cuda.set_per_process_memory_fraction() (or the framework setting that calls it): "
+          "the reserve plus this request needs {}, a fraction of at least {:.3f}.",
+          format_bytes(reserved + requested),
+          std::ceil(1000.0 * static_cast<double>(reserved + requested) / static_cast<double>(*m.total)) / 1000.0)));
+      return;
+    }
+  }
   if (m.requested && m.total && requested > total) {
     d.cause = "request_exceeds_total_capacity";
     d.evidence.push_back(fmt::format("One allocation of {} is larger than the whole card ({}).",
@@ -176,7 +234,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
         "others hold, so the cause cannot be told; the full message (or `oomdoc snapshot`) can.",
         m.free ? format_bytes(*m.free) : "?", m.total ? format_bytes(*m.total) : "?",
         m.requested ? fmt::format(", {} requested", format_bytes(*m.requested)) : std::string()));
-    add_training_ladder(d, e, m, e.traceback ? e.traceback->operation : "");
+    add_training_ladder(d, e, m, operation_of(e));
     return;
   }
   const uint64_t ru = m.reserved_unallocated.value_or(0);
@@ -188,7 +246,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
     d.fixes.push_back(allocator_fix(e, fmt::format(
         "Lets the {} of reserved-but-unallocated memory be reused for the {} request.", format_bytes(ru),
         format_bytes(requested))));
-    add_training_ladder(d, e, m, e.traceback ? e.traceback->operation : "");
+    add_training_ladder(d, e, m, operation_of(e));
     return;
   }
   if (m.reserved_unallocated && m.requested && ru >= requested) {
@@ -234,23 +292,47 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
             "workspaces, CUDA graphs.", format_bytes(bytes), pct(bytes, total)));
         d.fixes.push_back(make_fix("library_workspace", "Workspaces and communication buffers count against the card."));
         if (e.bytes("private_pools")) {
-          d.fixes.push_back(make_fix("vllm_enforce_eager", fmt::format("{} sit in CUDA-graph private pools.",
-                                                                       format_bytes(*e.bytes("private_pools")))));
+          d.fixes.push_back(make_fix(from_vllm(e) ? "vllm_enforce_eager" : "cuda_graphs",
+                                     fmt::format("{} sit in CUDA-graph private pools.",
+                                                 format_bytes(*e.bytes("private_pools")))));
         }
       }
     }
-    add_training_ladder(d, e, m, e.traceback ? e.traceback->operation : "");
+    add_training_ladder(d, e, m, operation_of(e));
     return;
   }
   d.cause = "capacity_exhausted";
   if (m.total && (m.this_process || m.pytorch_reserved)) {
     uint64_t held = m.this_process.value_or(m.pytorch_reserved.value_or(0));
-    d.evidence.push_back(fmt::format("This process holds {} of {} ({}); the {} request is the last straw.",
-                                     format_bytes(held), format_bytes(total), pct(held, total), format_bytes(requested)));
+    if (held > total) {
+      // Windows' CUDA driver lets allocations spill into shared system memory ("sysmem fallback")
+      // once the card is full: the process then holds more than the card has.
+      d.evidence.push_back(fmt::format("This process holds {}, more than the card's {}: the driver already spilled {} into "
+                                       "shared system memory (Windows' sysmem fallback, much slower than the card), and "
+                                       "the {} request found no room even there.",
+                                       format_bytes(held), format_bytes(total), format_bytes(held - total),
+                                       format_bytes(requested)));
+    } else if (m.requested && requested * 2 >= total) {
+      d.evidence.push_back(fmt::format("This process holds {} of {} ({}){}.", format_bytes(held), format_bytes(total),
+                                       pct(held, total),
+                                       m.free ? fmt::format("; {} was free", format_bytes(*m.free)) : std::string()));
+    } else {
+      d.evidence.push_back(fmt::format("This process holds {} of {} ({}); the {} request is the last straw.",
+                                       format_bytes(held), format_bytes(total), pct(held, total), format_bytes(requested)));
+    }
   } else if (m.requested) {
     d.evidence.push_back(fmt::format("The card could not provide {}.", format_bytes(requested)));
   }
-  add_training_ladder(d, e, m, e.traceback ? e.traceback->operation : "");
+  if (m.requested && m.total && requested * 2 >= total) {
+    // Not the last straw but one tensor the size of half the card or more: its shape is the issue.
+    d.evidence.push_back(fmt::format("The one {} allocation is {} of the card: a single tensor (attention scores, logits, "
+                                     "an image batch) far larger than the rest.", format_bytes(requested),
+                                     pct(requested, total)));
+    d.fixes.push_back(make_fix("smaller_input", fmt::format("Find the {} tensor's shape and shrink the dimension that "
+                                                            "makes it (batch, sequence, resolution).",
+                                                            format_bytes(requested))));
+  }
+  add_training_ladder(d, e, m, operation_of(e));
 }
 
 // The ladder for a PyTorch allocation that failed inside a vLLM process (profiling run, CUDA-graph
@@ -504,7 +586,7 @@ ClimbFinding find_climbing(const std::vector<OomEvent>& events, const std::vecto
 Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   Diagnosis d;
   const MemoryBreakdown m = breakdown(e);
-  const std::string operation = e.traceback ? e.traceback->operation : "";
+  const std::string operation = operation_of(e);
   const bool vllm = from_vllm(e);
 
   if (e.framework == "vllm" && !is_pytorch_numeric(e)) {
@@ -518,6 +600,25 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                      a + o + r > mx ? " by " + format_bytes(a + o + r - mx) : ""));
     add_training_ladder(d, e, m, operation);
     d.fixes.push_back(make_fix("mps_watermark", "The limit protects the rest of the system's unified memory."));
+  } else if (e.format == "metal_insufficient_memory") {
+    d.cause = "metal_working_set_exceeded";
+    d.evidence.push_back("The Metal GPU could not get the unified memory a command buffer needed: the model, its KV cache "
+                         "and activations passed what macOS lets the GPU wire (about two thirds to three quarters of RAM), "
+                         "or other applications hold the rest.");
+    d.fixes.push_back(make_fix("metal_wired_limit", "Lets the GPU wire more of the unified memory; close other large "
+                                                    "applications first."));
+    if (e.framework == "llama.cpp") {
+      d.fixes.push_back(make_fix("ggml_smaller_context", "The KV cache and compute buffer grow with the context (-c)."));
+      d.fixes.push_back(make_fix("ggml_kv_cache_type", "q8_0 halves the KV cache."));
+      d.fixes.push_back(make_fix("ggml_smaller_quant", "A smaller quantization (Q4_K_M) leaves room for the context."));
+    } else if (e.framework == "mlx") {
+      d.fixes.push_back(make_fix("shorter_sequence", "The KV cache grows with every token of the prompt and the answer.",
+                                 std::string(fix_snippet("shorter_sequence", FixVariant::kMlx))));
+      d.fixes.push_back(make_fix("quantize_model", "4-bit weights take a quarter of bf16.",
+                                 std::string(fix_snippet("quantize_model", FixVariant::kMlx))));
+    } else {
+      d.fixes.push_back(make_fix("smaller_input", "Smaller batches, images or sequences need smaller buffers."));
+    }
   } else if (e.format == "xpu_4gb_block_limit") {
     d.cause = "allocation_size_limit";
     d.evidence.push_back(fmt::format("The platform cannot allocate one block over {}; {} was requested.",
@@ -550,7 +651,14 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.cause = "library_workspace_alloc";
     d.evidence.push_back(fmt::format("{}: cuBLAS/cuDNN could not allocate its handle or workspace, which happens when the card is "
                                      "(nearly) full.", e.string_field("status").value_or("")));
-    d.fixes.push_back(make_fix("library_workspace", "Handles and workspaces are created lazily at the first matmul or convolution."));
+    if (e.framework == "tensorflow") {
+      // TensorFlow reserves nearly the whole card for its BFC allocator at startup, so the handle
+      // cuDNN/cuBLAS create outside it finds nothing left.
+      d.fixes.push_back(make_fix("tf_memory_growth", "TensorFlow reserved the card up front, leaving nothing for cuDNN/cuBLAS "
+                                                     "handles: allocate as needed instead."));
+    } else if (starts_with(e.framework, "pytorch")) {
+      d.fixes.push_back(make_fix("library_workspace", "Handles and workspaces are created lazily at the first matmul or convolution."));
+    }
     d.fixes.push_back(make_fix("end_other_processes", "Another process may hold the memory the library needs."));
     add_training_ladder(d, e, m, operation);
   } else if (e.format == "nccl_cuda_oom") {
@@ -565,7 +673,11 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                              ? "Creating the CUDA context failed: the card was already full when the program started."
                              : "The CUDA runtime reported out of memory without figures (outside PyTorch's caching allocator, "
                                "often at context creation or in a library).");
-    d.fixes.push_back(make_fix("end_other_processes", "A full card at startup means other processes hold it."));
+    d.fixes.push_back(make_fix("end_other_processes",
+                               operation.empty() || operation == "model_loading"
+                                   ? "A full card at startup means other processes hold it."
+                                   : fmt::format("It failed mid-run ({}): other processes' memory is missing here too.",
+                                                 operation)));
     add_training_ladder(d, e, m, operation);
   } else if (e.format == "torch_th_host_oom" || e.format == "pytorch_cpu_allocator" || e.format == "host_or_unified_alloc" || e.format == "ggml_pinned_host" ||
              (e.format == "tf_oom_tensor" && e.string_field("device_kind") == "CPU")) {
@@ -680,11 +792,25 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                                   : std::vector<Fix>{flash, kv, quant, context, fewer};
     d.fixes.insert(d.fixes.end(), order.begin(), order.end());
   } else if (e.format == "ollama_runner") {
-    d.cause = "generic_no_details";
-    d.evidence.push_back("The runner exited; Ollama suspects memory but prints no figures.");
-    d.fixes.push_back(make_fix("ggml_smaller_context", "Set num_ctx smaller in the Modelfile.", "PARAMETER num_ctx N"));
-    d.fixes.push_back(make_fix("ggml_fewer_layers", "Set num_gpu lower in the Modelfile.", "PARAMETER num_gpu N"));
-    d.fixes.push_back(make_fix("quantize_model", "Pick a smaller quantization of the model.", "ollama pull <model>:<smaller-quant>"));
+    const std::string buffer = e.string_field("llama_buffer").value_or("");
+    if (m.requested) {
+      d.cause = "capacity_exhausted";
+      d.evidence.push_back(fmt::format("Ollama's runner could not allocate a {} {}buffer on {}: the model's layers and KV "
+                                       "cache already on the GPU left less than that.",
+                                       format_bytes(*m.requested), buffer == "compute" ? "compute " : "",
+                                       e.string_field("buffer_backend").value_or("the GPU")));
+    } else {
+      d.cause = "generic_no_details";
+      d.evidence.push_back("The runner exited; Ollama suspects memory but prints no figures.");
+    }
+    auto ollama_fix = [&](std::string_view id, std::string detail) {
+      d.fixes.push_back(make_fix(id, std::move(detail), std::string(fix_snippet(id, FixVariant::kOllama))));
+    };
+    ollama_fix("ggml_flash_attention", "The compute buffer holds f32 attention scores over the whole context without it.");
+    ollama_fix("ggml_kv_cache_type", "q8_0 halves the KV cache.");
+    ollama_fix("ggml_smaller_context", "The KV cache and the compute buffer grow with num_ctx.");
+    ollama_fix("ggml_fewer_layers", "Every layer left on the CPU frees its weights and KV cache on the GPU.");
+    ollama_fix("ggml_smaller_quant", "A smaller quantization leaves room for layers and context.");
   } else if (e.format == "sglang_not_enough_memory") {
     d.cause = "mem_fraction_static_too_low";
     d.evidence.push_back("SGLang's static pool (weights + KV cache) is too small for the model.");

@@ -1,0 +1,167 @@
+// Causes and fixes on real out-of-memory logs (tests/fixtures/explain/real/README.md names each
+// thread): the advice must be written in the settings of the program that failed, with the values
+// its numbers give, cheapest first.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "analyses/diagnose.h"
+#include "analyses/explain.h"
+#include "support/test_support.h"
+
+namespace oomdoc {
+namespace {
+
+ExplainedEvent first_error(const std::string& fixture) {
+  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/" + fixture)));
+  scan.input = fixture;
+  ExplainReport report;
+  add_to_report(report, scan);
+  for (const auto& e : report.events) {
+    if (e.event.is_error) return e;
+  }
+  ADD_FAILURE() << "no error event in " << fixture;
+  return {};
+}
+
+std::vector<std::string> fix_ids(const Diagnosis& d) {
+  std::vector<std::string> ids;
+  for (const auto& f : d.fixes) ids.push_back(f.id);
+  return ids;
+}
+
+const Fix& fix(const Diagnosis& d, const std::string& id) {
+  for (const auto& f : d.fixes) {
+    if (f.id == id) return f;
+  }
+  static const Fix none;
+  ADD_FAILURE() << "no fix " << id;
+  return none;
+}
+
+// No fix of a non-training program may be written as a training recipe.
+void expect_no_training_recipe(const Diagnosis& d) {
+  for (const auto& f : d.fixes) {
+    EXPECT_EQ(f.snippet.find("TrainingArguments"), std::string::npos) << f.id;
+    EXPECT_EQ(f.snippet.find("per_device_train_batch_size"), std::string::npos) << f.id;
+    EXPECT_EQ(f.snippet.find("paged_adamw"), std::string::npos) << f.id;
+  }
+}
+
+TEST(DiagnoseRealLogs, OllamaRunnerGetsOllamaSettingsForTheComputeBuffer) {
+  ExplainedEvent x = first_error("ollama_runner_terminated.log");
+  EXPECT_EQ(x.diagnosis.cause, "capacity_exhausted");
+  EXPECT_EQ(x.diagnosis.evidence.at(0),
+            "Ollama's runner could not allocate a 799.61 MiB compute buffer on CUDA0: the model's layers and KV cache "
+            "already on the GPU left less than that.");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"ggml_flash_attention", "ggml_kv_cache_type",
+                                                            "ggml_smaller_quant", "ggml_smaller_context",
+                                                            "ggml_fewer_layers"}));
+  EXPECT_EQ(fix(x.diagnosis, "ggml_flash_attention").snippet, "OLLAMA_FLASH_ATTENTION=1 ollama serve  # in the server's environment");
+  EXPECT_EQ(fix(x.diagnosis, "ggml_smaller_context").snippet.rfind("/set parameter num_ctx N", 0), 0u);
+  EXPECT_EQ(fix(x.diagnosis, "ggml_fewer_layers").snippet.rfind("/set parameter num_gpu N", 0), 0u);
+  for (const auto& f : x.diagnosis.fixes) EXPECT_EQ(f.snippet.find("-ngl"), std::string::npos) << f.id;
+}
+
+TEST(DiagnoseRealLogs, MetalOutOfMemoryGetsTheWiredLimitAndTheToolsOwnSettings) {
+  ExplainedEvent mlx = first_error("metal_mlx.log");
+  EXPECT_EQ(mlx.diagnosis.cause, "metal_working_set_exceeded");
+  EXPECT_EQ(fix_ids(mlx.diagnosis), (std::vector<std::string>{"metal_wired_limit", "shorter_sequence", "quantize_model"}));
+  EXPECT_EQ(fix(mlx.diagnosis, "metal_wired_limit").snippet.rfind("sudo sysctl iogpu.wired_limit_mb=N", 0), 0u);
+  EXPECT_EQ(fix(mlx.diagnosis, "quantize_model").snippet,
+            "mlx_lm.convert --hf-path <model> -q --q-bits 4  # or an mlx-community 4-bit model");
+  ExplainedEvent ggml = first_error("metal_llama_cpp.log");
+  EXPECT_EQ(ggml.diagnosis.cause, "metal_working_set_exceeded");
+  EXPECT_EQ(fix_ids(ggml.diagnosis), (std::vector<std::string>{"metal_wired_limit", "ggml_kv_cache_type",
+                                                               "ggml_smaller_quant", "ggml_smaller_context"}));
+}
+
+TEST(DiagnoseRealLogs, MemoryFractionIsTheCauseWhenTheCardIsFree) {
+  ExplainedEvent rocm = first_error("rocm_memory_fraction.log");
+  EXPECT_EQ(rocm.diagnosis.cause, "memory_fraction_limit");
+  EXPECT_EQ(rocm.diagnosis.evidence.at(0),
+            "PyTorch may use only 1.05 GiB of this 287.98 GiB GPU (a per-process memory fraction of 0.004): it reserves "
+            "1.05 GiB and the 2.00 MiB request reaches the limit, while 275.86 GiB of the card is free.");
+  ASSERT_EQ(fix_ids(rocm.diagnosis), (std::vector<std::string>{"check_device_and_limits"}));
+  EXPECT_EQ(rocm.diagnosis.fixes[0].detail,
+            "Raise or remove torch.cuda.set_per_process_memory_fraction() (or the framework setting that calls it): the "
+            "reserve plus this request needs 1.05 GiB, a fraction of at least 0.004.");
+  // ROCm: the HIP variables, not CUDA_VISIBLE_DEVICES.
+  EXPECT_EQ(rocm.diagnosis.fixes[0].snippet.rfind("HIP_VISIBLE_DEVICES", 0), 0u);
+  ExplainedEvent xpu = first_error("xpu_memory_fraction.log");
+  EXPECT_EQ(xpu.diagnosis.cause, "memory_fraction_limit");
+  EXPECT_EQ(xpu.diagnosis.fixes.at(0).detail,
+            "Raise or remove torch.cuda.set_per_process_memory_fraction() (or the framework setting that calls it): the "
+            "reserve plus this request needs 8.11 GiB, a fraction of at least 0.491.");
+}
+
+TEST(DiagnoseRealLogs, NonPytorchLibraryFailuresGetNoPytorchRecipe) {
+  ExplainedEvent tf = first_error("tf_cudnn_handle.log");
+  EXPECT_EQ(tf.diagnosis.cause, "library_workspace_alloc");
+  EXPECT_EQ(fix_ids(tf.diagnosis), (std::vector<std::string>{"end_other_processes", "tf_memory_growth", "smaller_input"}));
+  ExplainedEvent lua = first_error("lua_torch_cudnn.log");
+  EXPECT_EQ(lua.diagnosis.cause, "library_workspace_alloc");
+  EXPECT_EQ(fix_ids(lua.diagnosis), (std::vector<std::string>{"end_other_processes", "smaller_input"}));
+  for (const auto& f : lua.diagnosis.fixes) EXPECT_EQ(f.snippet.find("torch."), std::string::npos) << f.id;
+  expect_no_training_recipe(lua.diagnosis);
+}
+
+TEST(DiagnoseRealLogs, MoreHeldThanTheCardIsSharedMemoryFallback) {
+  ExplainedEvent x = first_error("sysmem_fallback.log");
+  EXPECT_EQ(x.diagnosis.cause, "capacity_exhausted");
+  EXPECT_EQ(x.diagnosis.evidence.back(),
+            "This process holds 14.58 GiB, more than the card's 8.00 GiB: the driver already spilled 6.58 GiB into shared "
+            "system memory (Windows' sysmem fallback, much slower than the card), and the 50.00 MiB request found no "
+            "room even there.");
+}
+
+TEST(DiagnoseRealLogs, OneTensorOfMostOfTheCardPointsAtItsShape) {
+  ExplainedEvent x = first_error("deepspeed_mii_single_tensor.log");
+  EXPECT_EQ(x.diagnosis.cause, "capacity_exhausted");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "This process holds 2.52 GiB of 22.03 GiB (11%); 19.51 GiB was free.");
+  EXPECT_EQ(x.diagnosis.evidence.at(1),
+            "The one 19.75 GiB allocation is 90% of the card: a single tensor (attention scores, logits, an image batch) "
+            "far larger than the rest.");
+  ASSERT_FALSE(x.diagnosis.fixes.empty());
+  EXPECT_EQ(x.diagnosis.fixes[0].id, "smaller_input");
+  EXPECT_EQ(x.diagnosis.fixes[0].detail,
+            "Find the 19.75 GiB tensor's shape and shrink the dimension that makes it (batch, sequence, resolution).");
+}
+
+// Written for the rule (PyTorch 2.x's wording, figures chosen so the numbers decide nothing else):
+// CUDA-graph pools and no sign of training mean an engine that captures graphs, not a training
+// recipe; a backward frame keeps the training ladder.
+TEST(DiagnoseRealLogs, CudaGraphPoolsWithoutTrainingGetEngineNeutralFixes) {
+  const std::string message =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 524.00 MiB. GPU 0 has a total capacity of 23.55 GiB "
+      "of which 300.00 MiB is free. Including non-PyTorch memory, this process has 23.25 GiB memory in use. Of the "
+      "allocated memory 22.00 GiB is allocated by PyTorch, with 1.00 GiB allocated in private pools (e.g., CUDA Graphs), "
+      "and 200.00 MiB is reserved by PyTorch but unallocated.\n";
+  ScanResult scan = scan_text(message);
+  ExplainReport report;
+  add_to_report(report, scan);
+  ASSERT_EQ(report.events.size(), 1u);
+  const Diagnosis& d = report.events[0].diagnosis;
+  EXPECT_EQ(d.cause, "capacity_exhausted");
+  EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"smaller_input", "cuda_graphs", "quantize_model", "bigger_gpu"}));
+  EXPECT_EQ(fix(d, "cuda_graphs").detail,
+            "1.00 GiB sit in CUDA-graph private pools: the process captures CUDA graphs (an inference engine such as vLLM "
+            "or SGLang, or torch.compile's reduce-overhead mode), memory outside its KV-cache or batch budget.");
+  expect_no_training_recipe(d);
+
+  ScanResult training = scan_text(
+      "Traceback (most recent call last):\n  File \"/home/u/train.py\", line 9, in <module>\n    loss.backward()\n" + message);
+  ExplainReport training_report;
+  add_to_report(training_report, training);
+  ASSERT_EQ(training_report.events.size(), 1u);
+  const Diagnosis& t = training_report.events[0].diagnosis;
+  EXPECT_EQ(t.fixes.at(0).id, "smaller_batch");
+  EXPECT_EQ(std::count_if(t.fixes.begin(), t.fixes.end(), [](const Fix& f) { return f.id == "cuda_graphs"; }), 0);
+}
+
+TEST(DiagnoseRealLogs, HostAllocatorOnWindowsIsHostMemory) {
+  EXPECT_EQ(first_error("cpu_allocator_windows.log").diagnosis.cause, "host_memory");
+}
+
+}  // namespace
+}  // namespace oomdoc
