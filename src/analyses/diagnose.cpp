@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/units.h"
+#include "readers/application.h"
 
 namespace oomdoc {
 namespace {
@@ -50,21 +51,26 @@ VllmContext vllm_context(const LogContext& context, const OomEvent& event) {
 std::string utilization_text(double u) { return fmt::format("{:.2f}", std::floor(u * 100.0) / 100.0); }
 std::string utilization_up(double u) { return fmt::format("{:.2f}", std::ceil(u * 100.0) / 100.0); }
 
-// The event comes from a vLLM process even when PyTorch printed it: vLLM's own message, a vLLM
-// process tag on the line ("(VllmWorker rank=1 pid=4731)", "(EngineCore_DP0 pid=9)"), or vLLM's
-// code in the traceback. Its fixes are then vLLM flags, never TrainingArguments.
-bool from_vllm(const OomEvent& e) {
-  if (e.framework == "vllm" || e.field("vllm_process") != nullptr) return true;
-  if (e.traceback) {
-    for (const TracebackFrame& f : e.traceback->frames) {
-      if (f.file.find("/vllm/") != std::string::npos || starts_with(f.file, "vllm/")) return true;
-    }
-  }
-  return false;
+// The program the event comes from when the log says so (readers/application.h): the scanner's
+// reading, else the traceback's frames (an event built without the scanner).
+std::string application(const OomEvent& e) {
+  if (auto app = e.string_field("application")) return *app;
+  return e.traceback ? application_from_frames(*e.traceback) : std::string();
 }
 
-// What the program was doing, as the traceback tells it.
-std::string operation_of(const OomEvent& e) { return e.traceback ? e.traceback->operation : ""; }
+// The event comes from a vLLM process even when PyTorch printed it: vLLM's own message, a vLLM
+// process tag on the line ("(VllmWorker rank=1 pid=4731)", "(EngineCore_DP0 pid=9)"), vLLM's
+// code in the traceback or vLLM's lines just above. Its fixes are then vLLM flags, never
+// TrainingArguments.
+bool from_vllm(const OomEvent& e) {
+  return e.framework == "vllm" || e.field("vllm_process") != nullptr || application(e) == kAppVllm;
+}
+
+// What the program was doing: the traceback's reading, else what the log lines just above said.
+std::string operation_of(const OomEvent& e) {
+  if (e.traceback && !e.traceback->operation.empty()) return e.traceback->operation;
+  return e.string_field("log_operation").value_or("");
+}
 
 // A frame of library code that runs under torch.no_grad()/inference_mode: transformers' generate()
 // (@torch.no_grad()), Trainer.prediction_step, Lightning's evaluation loops. Evaluation through them
@@ -338,7 +344,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
 // The ladder for a PyTorch allocation that failed inside a vLLM process (profiling run, CUDA-graph
 // capture, sampler, a request's activations): memory outside the KV cache ran out, so give it room
 // and shrink what uses it.
-void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context) {
+void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context, bool graph_capture) {
   const VllmContext v = vllm_context(context, e);
   const bool known = v.gpu_memory_utilization && *v.gpu_memory_utilization > 0.15;
   d.fixes.push_back(make_fix(
@@ -351,11 +357,52 @@ void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context)
       known ? "--gpu-memory-utilization " + utilization_text(*v.gpu_memory_utilization - 0.05) : "--gpu-memory-utilization 0.85"));
   d.fixes.push_back(make_fix("vllm_max_num_seqs", "Fewer sequences at once shrink the activation peak, the sampler and "
                                                   "the CUDA-graph batch sizes."));
-  d.fixes.push_back(make_fix("vllm_max_model_len", "A shorter context shrinks the profiling run's activations."));
   d.fixes.push_back(make_fix("vllm_enforce_eager", "CUDA graphs take memory outside the KV cache (often 0.5-2 GiB)."));
-  d.fixes.push_back(make_fix("vllm_kv_cache_dtype", "fp8 halves the KV cache's bytes per token."));
+  // During graph capture the KV cache is already allocated inside the budget: a shorter context
+  // or an fp8 cache only gives more tokens, not room for the graphs.
+  if (!graph_capture) {
+    d.fixes.push_back(make_fix("vllm_max_model_len", "A shorter context shrinks the profiling run's activations."));
+    d.fixes.push_back(make_fix("vllm_kv_cache_dtype", "fp8 halves the KV cache's bytes per token."));
+  }
   d.fixes.push_back(make_fix("vllm_tensor_parallel", "Each GPU holds 1/N of the weights."));
   d.fixes.push_back(make_fix("vllm_quantized_weights", "An AWQ/GPTQ/FP8 checkpoint halves or quarters the weights."));
+}
+
+// ComfyUI's and AUTOMATIC1111's webui's own settings, with the flag the card's size calls for.
+void add_image_ui_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m, const std::string& app,
+                         const std::string& size_detail) {
+  // VAE decoding of the whole image at once is the usual last-step OOM; the tiled decoder bounds it.
+  bool decoding = false;
+  if (e.traceback) {
+    for (const TracebackFrame& f : e.traceback->frames) {
+      if (f.function.find("decode") != std::string::npos || f.code.find("decode") != std::string::npos) decoding = true;
+    }
+  }
+  if (app == kAppComfyUi) {
+    d.fixes.push_back(make_fix("comfyui_lowvram", m.total ? fmt::format("ComfyUI keeps whole models on the {} card; "
+                                                                        "low-VRAM mode loads them in parts.",
+                                                                        format_bytes(*m.total))
+                                                          : std::string("ComfyUI keeps whole models on the card; "
+                                                                        "low-VRAM mode loads them in parts.")));
+    if (decoding) d.fixes.push_back(make_fix("comfyui_tiled_vae", "It failed decoding the image: the tiled decoder bounds that peak."));
+    d.fixes.push_back(make_fix("smaller_image", size_detail.empty()
+                                                    ? "Activations grow with the latent size, the batch and the frame count."
+                                                    : size_detail));
+    d.fixes.push_back(make_fix("comfyui_fp8_weights", "fp8 weights take half of fp16/bf16."));
+  } else {
+    // The webui's wiki: --medvram for cards above 4 GB, --lowvram for 4 GB and smaller.
+    const bool small_card = m.total && *m.total <= 4608 * kMiB;
+    const std::string flag = small_card ? "--lowvram" : "--medvram";
+    d.fixes.push_back(make_fix("webui_low_vram",
+                               m.total ? fmt::format("On a {} card: {} keeps only the part of the model in use on the GPU.",
+                                                     format_bytes(*m.total), flag)
+                                       : flag + " keeps only the part of the model in use on the GPU.",
+                               fmt::format("set COMMANDLINE_ARGS={} --xformers  # webui-user.bat (export COMMANDLINE_ARGS=... "
+                                           "in webui-user.sh)", flag)));
+    d.fixes.push_back(make_fix("smaller_image", !size_detail.empty() ? size_detail
+                                                : decoding ? "It failed decoding the image: a smaller size or batch shrinks that peak."
+                                                           : "Activations grow with the image size and the batch."));
+  }
 }
 
 void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
@@ -864,17 +911,31 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       break;
     }
   }
-  if (vllm && operation == "cuda_graph_capture") d.cause = "cuda_graph_capture_oom";
+  if (vllm && e.is_error && operation == "cuda_graph_capture") d.cause = "cuda_graph_capture_oom";
   if (vllm) {
     // PyTorch's message from inside a vLLM process: its recipe fixes become vLLM flags.
     const size_t before = d.fixes.size();
     d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return is_recipe_fix(f.id); }),
                   d.fixes.end());
-    if (d.fixes.size() != before) add_vllm_ladder(d, e, context);
+    if (d.fixes.size() != before) add_vllm_ladder(d, e, context, operation == "cuda_graph_capture");
     // A server has no Python to edit: only the environment variable applies.
     for (Fix& f : d.fixes) {
       if (f.id == "library_workspace") f.snippet = fix_snippet(f.id, FixVariant::kVllmServer);
     }
+  }
+  const std::string app = application(e);
+  if (!vllm && (app == kAppComfyUi || app == kAppSdWebui) && e.is_error) {
+    // An image-generation front end: its own launch flags and nodes, not a training recipe.
+    // A size-specific reason to shrink the input (a per-allocation limit, one huge tensor) stays,
+    // said as the front end's own step.
+    std::string size_detail;
+    for (const Fix& f : d.fixes) {
+      if (f.id == "smaller_input") size_detail = f.detail;
+    }
+    const size_t before = d.fixes.size();
+    d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return is_recipe_fix(f.id); }),
+                  d.fixes.end());
+    if (d.fixes.size() != before) add_image_ui_ladder(d, e, m, app, size_detail);
   }
   // The vendor's own tools: nvidia-smi and CUDA_VISIBLE_DEVICES do not exist on AMD or Intel GPUs.
   const bool amd = e.framework == "pytorch-rocm" || e.message.find("hipError") != std::string::npos ||

@@ -94,6 +94,24 @@ const std::vector<FixInfo>& fix_catalog() {
        "--quantization fp8  # or an AWQ/GPTQ checkpoint", 9, "some accuracy"},
       {"vllm_cpu_offload", "Keep part of the weights in CPU memory", "--cpu-offload-gb N", 10, "much slower"},
       {"sglang_mem_fraction", "Give SGLang's static pool a larger share", "--mem-fraction-static 0.9", 4, "free"},
+      // ---- image-generation front ends: their launch flags and nodes ----
+      // ComfyUI's cli_args.py: --lowvram splits the model, --novram keeps weights in RAM,
+      // --reserve-vram leaves N GB to other programs.
+      {"comfyui_lowvram", "Start ComfyUI in low-VRAM mode",
+       "python main.py --lowvram  # --novram if that is not enough; --reserve-vram 1.0 leaves 1 GB to other programs "
+       "(the portable build: add the flag to run_nvidia_gpu.bat)", 2, "slower sampling"},
+      {"comfyui_tiled_vae", "Decode with the VAE Decode (Tiled) node",
+       "VAE Decode (Tiled) in place of VAE Decode, tile_size 512 or smaller", 3, "none visible"},
+      {"comfyui_fp8_weights", "Load the diffusion model in fp8, or a GGUF quantization of it",
+       "Load Diffusion Model: weight_dtype fp8_e4m3fn  # or a GGUF model through the ComfyUI-GGUF nodes", 6,
+       "slight quality loss"},
+      // AUTOMATIC1111's cmd_args: --medvram moves parts of the model to the CPU between steps,
+      // --lowvram does so layer by layer (for 4 GB cards and smaller).
+      {"webui_low_vram", "Start the webui with --medvram (--lowvram on 4 GB cards)",
+       "set COMMANDLINE_ARGS=--medvram --xformers  # webui-user.bat (export COMMANDLINE_ARGS=... in webui-user.sh)", 2,
+       "slower generation"},
+      {"smaller_image", "Smaller images or batches per generation",
+       "a smaller width/height or batch size (upscale afterwards); fewer frames for video", 5, "smaller output"},
       // ---- training and inference recipe, cheapest first ----
       {"smaller_batch", "Smaller micro-batch, same effective batch through accumulation",
        "per_device_train_batch_size=B/2, gradient_accumulation_steps=2*A", 5, "some throughput"},

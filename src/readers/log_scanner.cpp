@@ -10,6 +10,7 @@
 
 #include "core/file_input.h"
 #include "core/text.h"
+#include "readers/application.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
 #include "readers/keyword_filter.h"
@@ -372,7 +373,10 @@ struct LogScanner::State {
   bool process_candidate(size_t hit, bool eof, size_t* resume);
   // The earlier event that `event` repeats word for word (same rank, nothing different since).
   OomEvent* find_repeat(const OomEvent& event);
-  std::optional<Traceback> traceback_above(size_t start, std::optional<int64_t> rank, std::vector<std::string>& json_above);
+  std::vector<std::string> lines_above(size_t start, std::optional<int64_t> rank, std::vector<std::string>& json_above);
+  std::optional<Traceback> traceback_above(size_t start, std::optional<int64_t> rank, std::vector<std::string>& json_above) {
+    return parse_traceback(lines_above(start, rank, json_above));
+  }
   // Returns the event that now stands for `event` when it was added or counted as a repeat
   // (nullptr when it joined another report or the list is full).
   OomEvent* add_event(OomEvent event);
@@ -652,7 +656,15 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       // The second print may be the raised one, with the traceback the logged one lacked.
       if (!same->traceback && same->repeats == 1) same->traceback = traceback_above(first.start, rank, json_above);
     } else {
-      event.traceback = traceback_above(first.start, rank, json_above);
+      const std::vector<std::string> above = lines_above(first.start, rank, json_above);
+      event.traceback = parse_traceback(above);
+      // Which program failed, for fixes in its own settings (readers/application.h).
+      const std::vector<std::string> after(lines.begin() + static_cast<long>(used), lines.end());
+      const std::string app = vllm_process ? std::string(kAppVllm) : detect_application(above, event, after);
+      if (!app.empty()) event.set_field("application", app);
+      if (!event.traceback || event.traceback->operation.empty()) {
+        if (std::string op = operation_from_lines(above, event); !op.empty()) event.set_field("log_operation", op);
+      }
     }
     consumed_until = base + last.end;
     *resume = last.end;
@@ -676,10 +688,11 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   return true;
 }
 
-// The Python traceback above the exception line at buffer offset `start` (same rank only when
-// ranks interleave), and the lines a JSON-lines record held above the keyword.
-std::optional<Traceback> LogScanner::State::traceback_above(size_t start, std::optional<int64_t> rank,
-                                                            std::vector<std::string>& json_above) {
+// The cleaned lines above the exception line at buffer offset `start` (same rank only when ranks
+// interleave), and the lines a JSON-lines record held above the keyword: where its Python
+// traceback is.
+std::vector<std::string> LogScanner::State::lines_above(size_t start, std::optional<int64_t> rank,
+                                                        std::vector<std::string>& json_above) {
   const size_t back_start = start > kBackContext ? start - kBackContext : 0;
   std::vector<std::string> above;
   size_t s = back_start;
@@ -691,11 +704,13 @@ std::optional<Traceback> LogScanner::State::traceback_above(size_t start, std::o
     size_t e = s;
     while (e < start && buf[e] != '\n') ++e;
     CleanLine c = clean_line(std::string_view(buf.data() + s, e - s));
-    if (!rank || !c.rank || c.rank == rank) above.push_back(std::move(c.text));
+    // vLLM logs each traceback line through its logger ("ERROR 06-05 06:18:13 [multiproc_executor.py:470]
+    // File ..."): without that prefix the frames read as Python printed them.
+    if (!rank || !c.rank || c.rank == rank) above.emplace_back(strip_logger_prefix(c.text));
     s = e + 1;
   }
   for (auto& l : json_above) above.push_back(std::move(l));
-  return parse_traceback(above);
+  return above;
 }
 
 void LogScanner::State::process(bool eof) {

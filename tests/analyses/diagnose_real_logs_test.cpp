@@ -95,6 +95,68 @@ TEST(DiagnoseRealLogs, MemoryFractionIsTheCauseWhenTheCardIsFree) {
             "reserve plus this request needs 8.11 GiB, a fraction of at least 0.491.");
 }
 
+TEST(DiagnoseRealLogs, ComfyUiGetsItsLaunchFlagsNotATrainingRecipe) {
+  for (const char* fixture : {"comfyui_error_report.log", "comfyui_exception.log"}) {
+    SCOPED_TRACE(fixture);
+    ExplainedEvent x = first_error(fixture);
+    EXPECT_EQ(x.diagnosis.cause, "generic_no_details");
+    EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"comfyui_lowvram", "smaller_image", "comfyui_fp8_weights"}));
+    EXPECT_EQ(fix(x.diagnosis, "comfyui_lowvram").snippet.rfind("python main.py --lowvram", 0), 0u);
+    expect_no_training_recipe(x.diagnosis);
+  }
+}
+
+TEST(DiagnoseRealLogs, WebuiFlagFollowsTheCardsSize) {
+  // 3.81 GiB card, failing in the VAE decode: --lowvram, and the decode is named.
+  ExplainedEvent small = first_error("sd_webui_decode.log");
+  EXPECT_EQ(small.diagnosis.cause, "memory_outside_allocator");
+  EXPECT_EQ(fix_ids(small.diagnosis), (std::vector<std::string>{"end_other_processes", "max_split_size",
+                                                                "webui_low_vram", "smaller_image"}));
+  EXPECT_EQ(fix(small.diagnosis, "webui_low_vram").snippet,
+            "set COMMANDLINE_ARGS=--lowvram --xformers  # webui-user.bat (export COMMANDLINE_ARGS=... in webui-user.sh)");
+  EXPECT_EQ(fix(small.diagnosis, "webui_low_vram").detail,
+            "On a 3.81 GiB card: --lowvram keeps only the part of the model in use on the GPU.");
+  EXPECT_EQ(fix(small.diagnosis, "smaller_image").detail,
+            "It failed decoding the image: a smaller size or batch shrinks that peak.");
+  expect_no_training_recipe(small.diagnosis);
+  ExplainedEvent tiny = first_error("sd_webui_2gb_load.log");
+  EXPECT_EQ(fix(tiny.diagnosis, "webui_low_vram").detail,
+            "On a 2.00 GiB card: --lowvram keeps only the part of the model in use on the GPU.");
+  expect_no_training_recipe(tiny.diagnosis);
+}
+
+TEST(DiagnoseRealLogs, VllmCaptureWithoutWorkerTagsIsAGraphCaptureOom) {
+  ExplainedEvent untagged = first_error("vllm_graph_capture_untagged.log");
+  EXPECT_EQ(untagged.diagnosis.cause, "cuda_graph_capture_oom");
+  EXPECT_EQ(fix_ids(untagged.diagnosis),
+            (std::vector<std::string>{"end_other_processes", "vllm_max_num_seqs", "vllm_gpu_memory_utilization",
+                                      "vllm_enforce_eager", "vllm_tensor_parallel", "vllm_quantized_weights"}));
+  EXPECT_EQ(fix(untagged.diagnosis, "end_other_processes").detail,
+            "It failed mid-run (cuda_graph_capture): other processes' memory is missing here too.");
+  expect_no_training_recipe(untagged.diagnosis);
+
+  // The title-only message of a Ray worker: the accounting above gives the utilization in use.
+  ExplainedEvent ray = first_error("vllm_capture_model_ray.log");
+  EXPECT_EQ(ray.diagnosis.cause, "cuda_graph_capture_oom");
+  EXPECT_EQ(fix(ray.diagnosis, "vllm_gpu_memory_utilization").snippet, "--gpu-memory-utilization 0.93");
+  expect_no_training_recipe(ray.diagnosis);
+
+  ExplainedEvent async = first_error("vllm_graph_capture_async_error.log");
+  EXPECT_EQ(async.event.rank, 3);
+  EXPECT_EQ(async.diagnosis.cause, "cuda_graph_capture_oom");
+  expect_no_training_recipe(async.diagnosis);
+}
+
+TEST(DiagnoseRealLogs, AccountingLinesBeforeACaptureStayInformational) {
+  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/vllm_capture_model_ray.log")));
+  ExplainReport report;
+  add_to_report(report, scan);
+  ASSERT_EQ(report.events.size(), 2u);
+  EXPECT_FALSE(report.events[0].event.is_error);
+  EXPECT_EQ(report.events[0].diagnosis.cause, "not_an_error");
+  EXPECT_EQ(report.events[1].diagnosis.cause, "cuda_graph_capture_oom");
+}
+
 TEST(DiagnoseRealLogs, NonPytorchLibraryFailuresGetNoPytorchRecipe) {
   ExplainedEvent tf = first_error("tf_cudnn_handle.log");
   EXPECT_EQ(tf.diagnosis.cause, "library_workspace_alloc");
