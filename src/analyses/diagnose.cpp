@@ -726,6 +726,16 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                    : fmt::format("It failed mid-run ({}): other processes' memory is missing here too.",
                                                  operation)));
     add_training_ladder(d, e, m, operation);
+  } else if (e.format == "process_killed") {
+    // A SIGKILL is not proof of memory: the evidence says what it usually is and how to check.
+    d.cause = "killed_host_oom_suspected";
+    d.evidence.push_back("The process was killed with SIGKILL (signal 9) and printed no error of its own: on Linux that is "
+                         "usually the kernel's OOM killer ending it for host (CPU) RAM (loading a checkpoint, DataLoader "
+                         "workers, pinned buffers), or a scheduler's memory limit (Slurm, Kubernetes OOMKilled). "
+                         "`dmesg | grep -i 'killed process'` (or the job's accounting) confirms it.");
+    d.fixes.push_back(make_fix("host_memory", "Each rank holds its own copy of what it loads in RAM: load the checkpoint "
+                                              "once (low_cpu_mem_usage, safetensors memory-mapping), fewer DataLoader "
+                                              "workers per rank, or a larger memory limit."));
   } else if (e.format == "torch_th_host_oom" || e.format == "pytorch_cpu_allocator" || e.format == "host_or_unified_alloc" || e.format == "ggml_pinned_host" ||
              (e.format == "tf_oom_tensor" && e.string_field("device_kind") == "CPU")) {
     d.cause = "host_memory";
@@ -771,7 +781,22 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     } else if (m.requested) {
       d.evidence.push_back(fmt::format("The allocator could not provide {}.", format_bytes(*m.requested)));
     }
-    d.fixes.push_back(make_fix("smaller_input", "The first dimension of the shape is usually the batch."));
+    // With the shape printed, say what halving its first dimension (usually the batch) gives.
+    std::string batch_detail = "The first dimension of the shape is usually the batch.";
+    if (const FieldValue* shape = e.field("shape"); shape && std::holds_alternative<std::vector<int64_t>>(*shape)) {
+      const auto& dims = std::get<std::vector<int64_t>>(*shape);
+      if (!dims.empty() && dims[0] >= 2) {
+        // The request is the product of the shape and the dtype size, so it divides by dims[0].
+        const int64_t half = dims[0] / 2;
+        batch_detail = fmt::format("The first dimension ({}) is usually the batch: at {} this tensor takes {}.", dims[0], half,
+                                   m.requested ? fmt::format("{} instead of {}",
+                                                             format_bytes(*m.requested / static_cast<uint64_t>(dims[0]) *
+                                                                          static_cast<uint64_t>(half)),
+                                                             format_bytes(*m.requested))
+                                               : std::string("about half the memory"));
+      }
+    }
+    d.fixes.push_back(make_fix("smaller_input", batch_detail));
     if (e.field("hint")) d.fixes.push_back(make_fix("tf_async_allocator", "TensorFlow suggests it against BFC fragmentation."));
     d.fixes.push_back(make_fix("mixed_precision", "tf.keras.mixed_precision.set_global_policy('mixed_float16') halves activations.",
                                "tf.keras.mixed_precision.set_global_policy('mixed_float16')"));

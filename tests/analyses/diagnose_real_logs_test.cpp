@@ -221,6 +221,24 @@ TEST(DiagnoseRealLogs, CudaGraphPoolsWithoutTrainingGetEngineNeutralFixes) {
   EXPECT_EQ(std::count_if(t.fixes.begin(), t.fixes.end(), [](const Fix& f) { return f.id == "cuda_graphs"; }), 0);
 }
 
+TEST(DiagnoseRealLogs, SigkilledWorkerIsASuspectedHostOomWithHowToCheck) {
+  ExplainedEvent x = first_error("torchrun_sigkill.log");
+  EXPECT_EQ(x.diagnosis.cause, "killed_host_oom_suspected");
+  EXPECT_NE(x.diagnosis.evidence.at(0).find("`dmesg | grep -i 'killed process'`"), std::string::npos);
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"host_memory"}));
+}
+
+TEST(DiagnoseRealLogs, TensorflowBatchAdviceHalvesTheFirstDimension) {
+  ScanResult scan = scan_text(
+      "ResourceExhaustedError (see above for traceback): OOM when allocating tensor with shape[128,3,8,128,8,128] and "
+      "type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n");
+  ExplainReport report;
+  add_to_report(report, scan);
+  ASSERT_EQ(report.events.size(), 1u);
+  EXPECT_EQ(fix(report.events[0].diagnosis, "smaller_input").detail,
+            "The first dimension (128) is usually the batch: at 64 this tensor takes 768.00 MiB instead of 1.50 GiB.");
+}
+
 TEST(DiagnoseRealLogs, HostAllocatorOnWindowsIsHostMemory) {
   EXPECT_EQ(first_error("cpu_allocator_windows.log").diagnosis.cause, "host_memory");
 }

@@ -85,5 +85,28 @@ TEST(RealMessages, LibraryStatusNamesWhoReportedIt) {
   EXPECT_EQ(torch.events[0].framework, "pytorch");
 }
 
+TEST(RealMessages, TorchrunWorkerKilledBySigkill) {
+  OomEvent e = only_event("torchrun_sigkill.log");
+  EXPECT_EQ(e.format, "process_killed");
+  EXPECT_EQ(e.framework, "pytorch");
+  EXPECT_EQ(e.line, 12u);
+  EXPECT_EQ(e.int_field("pid"), 36071);
+  EXPECT_EQ(e.string_field("device_kind"), "CPU");
+  ScanResult py = scan_text("subprocess.CalledProcessError: Command '['python', 'train.py']' died with <Signals.SIGKILL: 9>.\n");
+  ASSERT_EQ(py.events.size(), 1u);
+  EXPECT_EQ(py.events[0].framework, "python");
+  EXPECT_FALSE(py.events[0].int_field("pid").has_value());
+  // A log that only mentions the signal name is not an event.
+  EXPECT_TRUE(scan_text("WARNING: sending SIGKILL to stale workers\n").events.empty());
+}
+
+TEST(RealMessages, TensorflowShapeIsReadForTheBatchAdvice) {
+  ScanResult scan = scan_text(
+      "ResourceExhaustedError (see above for traceback): OOM when allocating tensor with shape[128,3,8,128,8,128] and "
+      "type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n");
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].bytes("requested"), 1610612736u);   // 128*3*8*128*8*128 floats
+}
+
 }  // namespace
 }  // namespace oomdoc
