@@ -710,7 +710,10 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     add_training_ladder(d, e, m, operation);
   } else if (e.format == "nccl_cuda_oom") {
     d.cause = "nccl_buffer_alloc";
-    d.evidence.push_back("NCCL could not allocate its communication buffers.");
+    d.evidence.push_back(m.requested ? fmt::format("NCCL could not allocate a {} communication buffer: the card was "
+                                                   "already full when it set up a channel or peer connection.",
+                                                   format_bytes(*m.requested))
+                                     : std::string("NCCL could not allocate its communication buffers."));
     d.fixes.push_back(make_fix("nccl_buffers", "Each channel and peer gets its own buffer."));
     add_training_ladder(d, e, m, operation);
   } else if (e.format == "cuda_error_oom" || e.format == "pytorch_thc_cuda_runtime_oom" || e.format == "cuda_driver_oom" ||

@@ -239,6 +239,14 @@ TEST(DiagnoseRealLogs, TensorflowBatchAdviceHalvesTheFirstDimension) {
             "The first dimension (128) is usually the batch: at 64 this tensor takes 768.00 MiB instead of 1.50 GiB.");
 }
 
+TEST(DiagnoseRealLogs, NcclEvidenceNamesTheBufferSize) {
+  ExplainedEvent x = first_error("nccl_calloc.log");
+  EXPECT_EQ(x.diagnosis.cause, "nccl_buffer_alloc");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "NCCL could not allocate a 6.00 MiB communication buffer: the card was already "
+                                        "full when it set up a channel or peer connection.");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"nccl_buffers", "smaller_input"}));
+}
+
 TEST(DiagnoseRealLogs, HostAllocatorOnWindowsIsHostMemory) {
   EXPECT_EQ(first_error("cpu_allocator_windows.log").diagnosis.cause, "host_memory");
 }

@@ -23,6 +23,15 @@ std::optional<FormatMatch> match_nccl(const MessageWindow& w) {
   FormatMatch m;
   m.event.framework = "nccl";
   m.event.format = "nccl_cuda_oom";
+  // NCCL's alloc.h names the size a line or two later: "NCCL WARN Failed to CUDA calloc 6291456 bytes".
+  static const RE2 size(R"(NCCL WARN Failed to CUDA (?:calloc|malloc) (\d+) bytes)");
+  for (size_t i = 1; i < w.lines.size() && i <= 3; ++i) {
+    if (auto s = regex_search(size, w.lines[i])) {
+      if (auto q = parse_quantity(std::string((*s)[1]) + " bytes")) m.event.set_quantity("requested", *q);
+      m.lines_used = i + 1;
+      break;
+    }
+  }
   return m;
 }
 

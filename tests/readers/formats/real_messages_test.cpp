@@ -85,6 +85,16 @@ TEST(RealMessages, LibraryStatusNamesWhoReportedIt) {
   EXPECT_EQ(torch.events[0].framework, "pytorch");
 }
 
+TEST(RealMessages, NcclNamesTheBufferSizeOnALaterLine) {
+  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/nccl_calloc.log")));
+  ASSERT_EQ(scan.events.size(), 1u);
+  const OomEvent& e = scan.events[0];
+  EXPECT_EQ(e.format, "nccl_cuda_oom");
+  EXPECT_EQ(e.bytes("requested"), 6291456u);
+  EXPECT_EQ(e.line, 1u);
+  EXPECT_EQ(e.end_line, 3u);
+}
+
 TEST(RealMessages, TorchrunWorkerKilledBySigkill) {
   OomEvent e = only_event("torchrun_sigkill.log");
   EXPECT_EQ(e.format, "process_killed");
