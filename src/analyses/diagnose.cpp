@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/units.h"
+#include "readers/application.h"
 
 namespace oomdoc {
 namespace {
@@ -50,17 +51,25 @@ VllmContext vllm_context(const LogContext& context, const OomEvent& event) {
 std::string utilization_text(double u) { return fmt::format("{:.2f}", std::floor(u * 100.0) / 100.0); }
 std::string utilization_up(double u) { return fmt::format("{:.2f}", std::ceil(u * 100.0) / 100.0); }
 
+// The program the event comes from when the log says so (readers/application.h): the scanner's
+// reading, else the traceback's frames (an event built without the scanner).
+std::string application(const OomEvent& e) {
+  if (auto app = e.string_field("application")) return *app;
+  return e.traceback ? application_from_frames(*e.traceback) : std::string();
+}
+
 // The event comes from a vLLM process even when PyTorch printed it: vLLM's own message, a vLLM
-// process tag on the line ("(VllmWorker rank=1 pid=4731)", "(EngineCore_DP0 pid=9)"), or vLLM's
-// code in the traceback. Its fixes are then vLLM flags, never TrainingArguments.
+// process tag on the line ("(VllmWorker rank=1 pid=4731)", "(EngineCore_DP0 pid=9)"), vLLM's
+// code in the traceback or vLLM's lines just above. Its fixes are then vLLM flags, never
+// TrainingArguments.
 bool from_vllm(const OomEvent& e) {
-  if (e.framework == "vllm" || e.field("vllm_process") != nullptr) return true;
-  if (e.traceback) {
-    for (const TracebackFrame& f : e.traceback->frames) {
-      if (f.file.find("/vllm/") != std::string::npos || starts_with(f.file, "vllm/")) return true;
-    }
-  }
-  return false;
+  return e.framework == "vllm" || e.field("vllm_process") != nullptr || application(e) == kAppVllm;
+}
+
+// What the program was doing: the traceback's reading, else what the log lines just above said.
+std::string operation_of(const OomEvent& e) {
+  if (e.traceback && !e.traceback->operation.empty()) return e.traceback->operation;
+  return e.string_field("log_operation").value_or("");
 }
 
 // A frame of library code that runs under torch.no_grad()/inference_mode: transformers' generate()
@@ -114,13 +123,46 @@ bool is_pytorch_numeric(const OomEvent& e) {
          e.format == "xpu_4gb_block_limit" || e.format == "pytorch_cudamallocasync";
 }
 
+// The traceback shows a training step: backward, the optimizer, or a trainer library's frames.
+bool training_evident(const OomEvent& e, const std::string& operation) {
+  if (operation == "backward" || operation == "optimizer_step") return true;
+  if (!e.traceback) return false;
+  for (const TracebackFrame& f : e.traceback->frames) {
+    for (const char* marker : {"transformers/trainer", "/accelerate/", "/deepspeed/", "lightning/", "/trl/"}) {
+      if (f.file.find(marker) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
 void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m, const std::string& operation) {
+  // The recipe below is written for PyTorch (TrainingArguments, bitsandbytes, PEFT): a cuDNN,
+  // cuBLAS, NCCL or driver failure from another program (Caffe, CNTK, Lua Torch, JCuda, TensorRT)
+  // gets the step every framework has.
+  if (!starts_with(e.framework, "pytorch")) {
+    d.fixes.push_back(make_fix("smaller_input", "Smaller batches or inputs need smaller buffers and workspaces."));
+    return;
+  }
   const bool inference = operation == "generation" || operation == "evaluation";
   std::string shortfall;
   if (m.requested && m.free && *m.requested > *m.free) {
     shortfall = fmt::format("The failed request is {} with {} free: the peak must drop by at least {}. ",
                             format_bytes(*m.requested), format_bytes(*m.free),
                             format_bytes(*m.requested - *m.free));
+  }
+  // Memory in CUDA-graph private pools means the process captures CUDA graphs: an inference engine
+  // (vLLM, SGLang) or torch.compile's reduce-overhead mode, hardly ever a training recipe. Unless the
+  // traceback shows training, the fixes are the engine-neutral ones (a named engine gets its own).
+  if (auto pools = e.bytes("private_pools"); pools && *pools > 0 && !training_evident(e, operation) && !from_vllm(e)) {
+    d.fixes.push_back(make_fix("cuda_graphs", fmt::format(
+        "{} sit in CUDA-graph private pools: the process captures CUDA graphs (an inference engine such as vLLM or "
+        "SGLang, or torch.compile's reduce-overhead mode), memory outside its KV-cache or batch budget.",
+        format_bytes(*pools))));
+    d.fixes.push_back(make_fix("smaller_input", shortfall + "Fewer sequences at once or a shorter context shrink the "
+                                                            "activations and the graphs captured for them."));
+    d.fixes.push_back(make_fix("quantize_model", "Weights take half (8-bit) or a quarter (4-bit) of bf16."));
+    d.fixes.push_back(make_fix("bigger_gpu", "Run `oomdoc fit` with the job to find the smallest GPU that fits."));
+    return;
   }
   d.fixes.push_back(make_fix("smaller_batch",
                              shortfall + "Activations scale with the micro-batch; halve it and double "
@@ -142,6 +184,28 @@ void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
 void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) {
   const uint64_t total = m.total.value_or(0);
   const uint64_t requested = m.requested.value_or(0);
+  // torch.cuda.set_per_process_memory_fraction() caps what the allocator may reserve: when the
+  // cap, not the card, is what the reserve plus the request runs into, the cap is the cause (the
+  // message then prints "<limit> allowed;" and free memory far above the request).
+  if (const Quantity* limit = e.quantity("pytorch_limit"); limit && !limit->overflow && m.total && limit->bytes < *m.total) {
+    const uint64_t reserved = m.pytorch_reserved.value_or(0);
+    if ((reserved + requested) * 100 >= limit->bytes * 95) {
+      d.cause = "memory_fraction_limit";
+      d.evidence.push_back(fmt::format(
+          "PyTorch may use only {} of this {} GPU (a per-process memory fraction of {:.3f}): it reserves {} and the {} "
+          "request reaches the limit{}.",
+          format_bytes(limit->bytes), format_bytes(*m.total),
+          static_cast<double>(limit->bytes) / static_cast<double>(*m.total), format_bytes(reserved),
+          format_bytes(requested),
+          m.free ? fmt::format(", while {} of the card is free", format_bytes(*m.free)) : std::string()));
+      d.fixes.push_back(make_fix("check_device_and_limits", fmt::format(
+          "Raise or remove torch.cuda.set_per_process_memory_fraction() (or the framework setting that calls it): "
+          "the reserve plus this request needs {}, a fraction of at least {:.3f}.",
+          format_bytes(reserved + requested),
+          std::ceil(1000.0 * static_cast<double>(reserved + requested) / static_cast<double>(*m.total)) / 1000.0)));
+      return;
+    }
+  }
   if (m.requested && m.total && requested > total) {
     d.cause = "request_exceeds_total_capacity";
     d.evidence.push_back(fmt::format("One allocation of {} is larger than the whole card ({}).",
@@ -176,7 +240,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
         "others hold, so the cause cannot be told; the full message (or `oomdoc snapshot`) can.",
         m.free ? format_bytes(*m.free) : "?", m.total ? format_bytes(*m.total) : "?",
         m.requested ? fmt::format(", {} requested", format_bytes(*m.requested)) : std::string()));
-    add_training_ladder(d, e, m, e.traceback ? e.traceback->operation : "");
+    add_training_ladder(d, e, m, operation_of(e));
     return;
   }
   const uint64_t ru = m.reserved_unallocated.value_or(0);
@@ -188,7 +252,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
     d.fixes.push_back(allocator_fix(e, fmt::format(
         "Lets the {} of reserved-but-unallocated memory be reused for the {} request.", format_bytes(ru),
         format_bytes(requested))));
-    add_training_ladder(d, e, m, e.traceback ? e.traceback->operation : "");
+    add_training_ladder(d, e, m, operation_of(e));
     return;
   }
   if (m.reserved_unallocated && m.requested && ru >= requested) {
@@ -234,29 +298,53 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
             "workspaces, CUDA graphs.", format_bytes(bytes), pct(bytes, total)));
         d.fixes.push_back(make_fix("library_workspace", "Workspaces and communication buffers count against the card."));
         if (e.bytes("private_pools")) {
-          d.fixes.push_back(make_fix("vllm_enforce_eager", fmt::format("{} sit in CUDA-graph private pools.",
-                                                                       format_bytes(*e.bytes("private_pools")))));
+          d.fixes.push_back(make_fix(from_vllm(e) ? "vllm_enforce_eager" : "cuda_graphs",
+                                     fmt::format("{} sit in CUDA-graph private pools.",
+                                                 format_bytes(*e.bytes("private_pools")))));
         }
       }
     }
-    add_training_ladder(d, e, m, e.traceback ? e.traceback->operation : "");
+    add_training_ladder(d, e, m, operation_of(e));
     return;
   }
   d.cause = "capacity_exhausted";
   if (m.total && (m.this_process || m.pytorch_reserved)) {
     uint64_t held = m.this_process.value_or(m.pytorch_reserved.value_or(0));
-    d.evidence.push_back(fmt::format("This process holds {} of {} ({}); the {} request is the last straw.",
-                                     format_bytes(held), format_bytes(total), pct(held, total), format_bytes(requested)));
+    if (held > total) {
+      // Windows' CUDA driver lets allocations spill into shared system memory ("sysmem fallback")
+      // once the card is full: the process then holds more than the card has.
+      d.evidence.push_back(fmt::format("This process holds {}, more than the card's {}: the driver already spilled {} into "
+                                       "shared system memory (Windows' sysmem fallback, much slower than the card), and "
+                                       "the {} request found no room even there.",
+                                       format_bytes(held), format_bytes(total), format_bytes(held - total),
+                                       format_bytes(requested)));
+    } else if (m.requested && requested * 2 >= total) {
+      d.evidence.push_back(fmt::format("This process holds {} of {} ({}){}.", format_bytes(held), format_bytes(total),
+                                       pct(held, total),
+                                       m.free ? fmt::format("; {} was free", format_bytes(*m.free)) : std::string()));
+    } else {
+      d.evidence.push_back(fmt::format("This process holds {} of {} ({}); the {} request is the last straw.",
+                                       format_bytes(held), format_bytes(total), pct(held, total), format_bytes(requested)));
+    }
   } else if (m.requested) {
     d.evidence.push_back(fmt::format("The card could not provide {}.", format_bytes(requested)));
   }
-  add_training_ladder(d, e, m, e.traceback ? e.traceback->operation : "");
+  if (m.requested && m.total && requested * 2 >= total) {
+    // Not the last straw but one tensor the size of half the card or more: its shape is the issue.
+    d.evidence.push_back(fmt::format("The one {} allocation is {} of the card: a single tensor (attention scores, logits, "
+                                     "an image batch) far larger than the rest.", format_bytes(requested),
+                                     pct(requested, total)));
+    d.fixes.push_back(make_fix("smaller_input", fmt::format("Find the {} tensor's shape and shrink the dimension that "
+                                                            "makes it (batch, sequence, resolution).",
+                                                            format_bytes(requested))));
+  }
+  add_training_ladder(d, e, m, operation_of(e));
 }
 
 // The ladder for a PyTorch allocation that failed inside a vLLM process (profiling run, CUDA-graph
 // capture, sampler, a request's activations): memory outside the KV cache ran out, so give it room
 // and shrink what uses it.
-void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context) {
+void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context, bool graph_capture) {
   const VllmContext v = vllm_context(context, e);
   const bool known = v.gpu_memory_utilization && *v.gpu_memory_utilization > 0.15;
   d.fixes.push_back(make_fix(
@@ -269,11 +357,52 @@ void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context)
       known ? "--gpu-memory-utilization " + utilization_text(*v.gpu_memory_utilization - 0.05) : "--gpu-memory-utilization 0.85"));
   d.fixes.push_back(make_fix("vllm_max_num_seqs", "Fewer sequences at once shrink the activation peak, the sampler and "
                                                   "the CUDA-graph batch sizes."));
-  d.fixes.push_back(make_fix("vllm_max_model_len", "A shorter context shrinks the profiling run's activations."));
   d.fixes.push_back(make_fix("vllm_enforce_eager", "CUDA graphs take memory outside the KV cache (often 0.5-2 GiB)."));
-  d.fixes.push_back(make_fix("vllm_kv_cache_dtype", "fp8 halves the KV cache's bytes per token."));
+  // During graph capture the KV cache is already allocated inside the budget: a shorter context
+  // or an fp8 cache only gives more tokens, not room for the graphs.
+  if (!graph_capture) {
+    d.fixes.push_back(make_fix("vllm_max_model_len", "A shorter context shrinks the profiling run's activations."));
+    d.fixes.push_back(make_fix("vllm_kv_cache_dtype", "fp8 halves the KV cache's bytes per token."));
+  }
   d.fixes.push_back(make_fix("vllm_tensor_parallel", "Each GPU holds 1/N of the weights."));
   d.fixes.push_back(make_fix("vllm_quantized_weights", "An AWQ/GPTQ/FP8 checkpoint halves or quarters the weights."));
+}
+
+// ComfyUI's and AUTOMATIC1111's webui's own settings, with the flag the card's size calls for.
+void add_image_ui_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m, const std::string& app,
+                         const std::string& size_detail) {
+  // VAE decoding of the whole image at once is the usual last-step OOM; the tiled decoder bounds it.
+  bool decoding = false;
+  if (e.traceback) {
+    for (const TracebackFrame& f : e.traceback->frames) {
+      if (f.function.find("decode") != std::string::npos || f.code.find("decode") != std::string::npos) decoding = true;
+    }
+  }
+  if (app == kAppComfyUi) {
+    d.fixes.push_back(make_fix("comfyui_lowvram", m.total ? fmt::format("ComfyUI keeps whole models on the {} card; "
+                                                                        "low-VRAM mode loads them in parts.",
+                                                                        format_bytes(*m.total))
+                                                          : std::string("ComfyUI keeps whole models on the card; "
+                                                                        "low-VRAM mode loads them in parts.")));
+    if (decoding) d.fixes.push_back(make_fix("comfyui_tiled_vae", "It failed decoding the image: the tiled decoder bounds that peak."));
+    d.fixes.push_back(make_fix("smaller_image", size_detail.empty()
+                                                    ? "Activations grow with the latent size, the batch and the frame count."
+                                                    : size_detail));
+    d.fixes.push_back(make_fix("comfyui_fp8_weights", "fp8 weights take half of fp16/bf16."));
+  } else {
+    // The webui's wiki: --medvram for cards above 4 GB, --lowvram for 4 GB and smaller.
+    const bool small_card = m.total && *m.total <= 4608 * kMiB;
+    const std::string flag = small_card ? "--lowvram" : "--medvram";
+    d.fixes.push_back(make_fix("webui_low_vram",
+                               m.total ? fmt::format("On a {} card: {} keeps only the part of the model in use on the GPU.",
+                                                     format_bytes(*m.total), flag)
+                                       : flag + " keeps only the part of the model in use on the GPU.",
+                               fmt::format("set COMMANDLINE_ARGS={} --xformers  # webui-user.bat (export COMMANDLINE_ARGS=... "
+                                           "in webui-user.sh)", flag)));
+    d.fixes.push_back(make_fix("smaller_image", !size_detail.empty() ? size_detail
+                                                : decoding ? "It failed decoding the image: a smaller size or batch shrinks that peak."
+                                                           : "Activations grow with the image size and the batch."));
+  }
 }
 
 void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
@@ -504,7 +633,7 @@ ClimbFinding find_climbing(const std::vector<OomEvent>& events, const std::vecto
 Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   Diagnosis d;
   const MemoryBreakdown m = breakdown(e);
-  const std::string operation = e.traceback ? e.traceback->operation : "";
+  const std::string operation = operation_of(e);
   const bool vllm = from_vllm(e);
 
   if (e.framework == "vllm" && !is_pytorch_numeric(e)) {
@@ -518,6 +647,25 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                      a + o + r > mx ? " by " + format_bytes(a + o + r - mx) : ""));
     add_training_ladder(d, e, m, operation);
     d.fixes.push_back(make_fix("mps_watermark", "The limit protects the rest of the system's unified memory."));
+  } else if (e.format == "metal_insufficient_memory") {
+    d.cause = "metal_working_set_exceeded";
+    d.evidence.push_back("The Metal GPU could not get the unified memory a command buffer needed: the model, its KV cache "
+                         "and activations passed what macOS lets the GPU wire (about two thirds to three quarters of RAM), "
+                         "or other applications hold the rest.");
+    d.fixes.push_back(make_fix("metal_wired_limit", "Lets the GPU wire more of the unified memory; close other large "
+                                                    "applications first."));
+    if (e.framework == "llama.cpp") {
+      d.fixes.push_back(make_fix("ggml_smaller_context", "The KV cache and compute buffer grow with the context (-c)."));
+      d.fixes.push_back(make_fix("ggml_kv_cache_type", "q8_0 halves the KV cache."));
+      d.fixes.push_back(make_fix("ggml_smaller_quant", "A smaller quantization (Q4_K_M) leaves room for the context."));
+    } else if (e.framework == "mlx") {
+      d.fixes.push_back(make_fix("shorter_sequence", "The KV cache grows with every token of the prompt and the answer.",
+                                 std::string(fix_snippet("shorter_sequence", FixVariant::kMlx))));
+      d.fixes.push_back(make_fix("quantize_model", "4-bit weights take a quarter of bf16.",
+                                 std::string(fix_snippet("quantize_model", FixVariant::kMlx))));
+    } else {
+      d.fixes.push_back(make_fix("smaller_input", "Smaller batches, images or sequences need smaller buffers."));
+    }
   } else if (e.format == "xpu_4gb_block_limit") {
     d.cause = "allocation_size_limit";
     d.evidence.push_back(fmt::format("The platform cannot allocate one block over {}; {} was requested.",
@@ -550,12 +698,22 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.cause = "library_workspace_alloc";
     d.evidence.push_back(fmt::format("{}: cuBLAS/cuDNN could not allocate its handle or workspace, which happens when the card is "
                                      "(nearly) full.", e.string_field("status").value_or("")));
-    d.fixes.push_back(make_fix("library_workspace", "Handles and workspaces are created lazily at the first matmul or convolution."));
+    if (e.framework == "tensorflow") {
+      // TensorFlow reserves nearly the whole card for its BFC allocator at startup, so the handle
+      // cuDNN/cuBLAS create outside it finds nothing left.
+      d.fixes.push_back(make_fix("tf_memory_growth", "TensorFlow reserved the card up front, leaving nothing for cuDNN/cuBLAS "
+                                                     "handles: allocate as needed instead."));
+    } else if (starts_with(e.framework, "pytorch")) {
+      d.fixes.push_back(make_fix("library_workspace", "Handles and workspaces are created lazily at the first matmul or convolution."));
+    }
     d.fixes.push_back(make_fix("end_other_processes", "Another process may hold the memory the library needs."));
     add_training_ladder(d, e, m, operation);
   } else if (e.format == "nccl_cuda_oom") {
     d.cause = "nccl_buffer_alloc";
-    d.evidence.push_back("NCCL could not allocate its communication buffers.");
+    d.evidence.push_back(m.requested ? fmt::format("NCCL could not allocate a {} communication buffer: the card was "
+                                                   "already full when it set up a channel or peer connection.",
+                                                   format_bytes(*m.requested))
+                                     : std::string("NCCL could not allocate its communication buffers."));
     d.fixes.push_back(make_fix("nccl_buffers", "Each channel and peer gets its own buffer."));
     add_training_ladder(d, e, m, operation);
   } else if (e.format == "cuda_error_oom" || e.format == "pytorch_thc_cuda_runtime_oom" || e.format == "cuda_driver_oom" ||
@@ -565,8 +723,22 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                              ? "Creating the CUDA context failed: the card was already full when the program started."
                              : "The CUDA runtime reported out of memory without figures (outside PyTorch's caching allocator, "
                                "often at context creation or in a library).");
-    d.fixes.push_back(make_fix("end_other_processes", "A full card at startup means other processes hold it."));
+    d.fixes.push_back(make_fix("end_other_processes",
+                               operation.empty() || operation == "model_loading"
+                                   ? "A full card at startup means other processes hold it."
+                                   : fmt::format("It failed mid-run ({}): other processes' memory is missing here too.",
+                                                 operation)));
     add_training_ladder(d, e, m, operation);
+  } else if (e.format == "process_killed") {
+    // A SIGKILL is not proof of memory: the evidence says what it usually is and how to check.
+    d.cause = "killed_host_oom_suspected";
+    d.evidence.push_back("The process was killed with SIGKILL (signal 9) and printed no error of its own: on Linux that is "
+                         "usually the kernel's OOM killer ending it for host (CPU) RAM (loading a checkpoint, DataLoader "
+                         "workers, pinned buffers), or a scheduler's memory limit (Slurm, Kubernetes OOMKilled). "
+                         "`dmesg | grep -i 'killed process'` (or the job's accounting) confirms it.");
+    d.fixes.push_back(make_fix("host_memory", "Each rank holds its own copy of what it loads in RAM: load the checkpoint "
+                                              "once (low_cpu_mem_usage, safetensors memory-mapping), fewer DataLoader "
+                                              "workers per rank, or a larger memory limit."));
   } else if (e.format == "torch_th_host_oom" || e.format == "pytorch_cpu_allocator" || e.format == "host_or_unified_alloc" || e.format == "ggml_pinned_host" ||
              (e.format == "tf_oom_tensor" && e.string_field("device_kind") == "CPU")) {
     d.cause = "host_memory";
@@ -612,7 +784,22 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     } else if (m.requested) {
       d.evidence.push_back(fmt::format("The allocator could not provide {}.", format_bytes(*m.requested)));
     }
-    d.fixes.push_back(make_fix("smaller_input", "The first dimension of the shape is usually the batch."));
+    // With the shape printed, say what halving its first dimension (usually the batch) gives.
+    std::string batch_detail = "The first dimension of the shape is usually the batch.";
+    if (const FieldValue* shape = e.field("shape"); shape && std::holds_alternative<std::vector<int64_t>>(*shape)) {
+      const auto& dims = std::get<std::vector<int64_t>>(*shape);
+      if (!dims.empty() && dims[0] >= 2) {
+        // The request is the product of the shape and the dtype size, so it divides by dims[0].
+        const int64_t half = dims[0] / 2;
+        batch_detail = fmt::format("The first dimension ({}) is usually the batch: at {} this tensor takes {}.", dims[0], half,
+                                   m.requested ? fmt::format("{} instead of {}",
+                                                             format_bytes(*m.requested / static_cast<uint64_t>(dims[0]) *
+                                                                          static_cast<uint64_t>(half)),
+                                                             format_bytes(*m.requested))
+                                               : std::string("about half the memory"));
+      }
+    }
+    d.fixes.push_back(make_fix("smaller_input", batch_detail));
     if (e.field("hint")) d.fixes.push_back(make_fix("tf_async_allocator", "TensorFlow suggests it against BFC fragmentation."));
     d.fixes.push_back(make_fix("mixed_precision", "tf.keras.mixed_precision.set_global_policy('mixed_float16') halves activations.",
                                "tf.keras.mixed_precision.set_global_policy('mixed_float16')"));
@@ -680,11 +867,25 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                                   : std::vector<Fix>{flash, kv, quant, context, fewer};
     d.fixes.insert(d.fixes.end(), order.begin(), order.end());
   } else if (e.format == "ollama_runner") {
-    d.cause = "generic_no_details";
-    d.evidence.push_back("The runner exited; Ollama suspects memory but prints no figures.");
-    d.fixes.push_back(make_fix("ggml_smaller_context", "Set num_ctx smaller in the Modelfile.", "PARAMETER num_ctx N"));
-    d.fixes.push_back(make_fix("ggml_fewer_layers", "Set num_gpu lower in the Modelfile.", "PARAMETER num_gpu N"));
-    d.fixes.push_back(make_fix("quantize_model", "Pick a smaller quantization of the model.", "ollama pull <model>:<smaller-quant>"));
+    const std::string buffer = e.string_field("llama_buffer").value_or("");
+    if (m.requested) {
+      d.cause = "capacity_exhausted";
+      d.evidence.push_back(fmt::format("Ollama's runner could not allocate a {} {}buffer on {}: the model's layers and KV "
+                                       "cache already on the GPU left less than that.",
+                                       format_bytes(*m.requested), buffer == "compute" ? "compute " : "",
+                                       e.string_field("buffer_backend").value_or("the GPU")));
+    } else {
+      d.cause = "generic_no_details";
+      d.evidence.push_back("The runner exited; Ollama suspects memory but prints no figures.");
+    }
+    auto ollama_fix = [&](std::string_view id, std::string detail) {
+      d.fixes.push_back(make_fix(id, std::move(detail), std::string(fix_snippet(id, FixVariant::kOllama))));
+    };
+    ollama_fix("ggml_flash_attention", "The compute buffer holds f32 attention scores over the whole context without it.");
+    ollama_fix("ggml_kv_cache_type", "q8_0 halves the KV cache.");
+    ollama_fix("ggml_smaller_context", "The KV cache and the compute buffer grow with num_ctx.");
+    ollama_fix("ggml_fewer_layers", "Every layer left on the CPU frees its weights and KV cache on the GPU.");
+    ollama_fix("ggml_smaller_quant", "A smaller quantization leaves room for layers and context.");
   } else if (e.format == "sglang_not_enough_memory") {
     d.cause = "mem_fraction_static_too_low";
     d.evidence.push_back("SGLang's static pool (weights + KV cache) is too small for the model.");
@@ -738,17 +939,31 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       break;
     }
   }
-  if (vllm && operation == "cuda_graph_capture") d.cause = "cuda_graph_capture_oom";
+  if (vllm && e.is_error && operation == "cuda_graph_capture") d.cause = "cuda_graph_capture_oom";
   if (vllm) {
     // PyTorch's message from inside a vLLM process: its recipe fixes become vLLM flags.
     const size_t before = d.fixes.size();
     d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return is_recipe_fix(f.id); }),
                   d.fixes.end());
-    if (d.fixes.size() != before) add_vllm_ladder(d, e, context);
+    if (d.fixes.size() != before) add_vllm_ladder(d, e, context, operation == "cuda_graph_capture");
     // A server has no Python to edit: only the environment variable applies.
     for (Fix& f : d.fixes) {
       if (f.id == "library_workspace") f.snippet = fix_snippet(f.id, FixVariant::kVllmServer);
     }
+  }
+  const std::string app = application(e);
+  if (!vllm && (app == kAppComfyUi || app == kAppSdWebui) && e.is_error) {
+    // An image-generation front end: its own launch flags and nodes, not a training recipe.
+    // A size-specific reason to shrink the input (a per-allocation limit, one huge tensor) stays,
+    // said as the front end's own step.
+    std::string size_detail;
+    for (const Fix& f : d.fixes) {
+      if (f.id == "smaller_input") size_detail = f.detail;
+    }
+    const size_t before = d.fixes.size();
+    d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return is_recipe_fix(f.id); }),
+                  d.fixes.end());
+    if (d.fixes.size() != before) add_image_ui_ladder(d, e, m, app, size_detail);
   }
   // The vendor's own tools: nvidia-smi and CUDA_VISIBLE_DEVICES do not exist on AMD or Intel GPUs.
   const bool amd = e.framework == "pytorch-rocm" || e.message.find("hipError") != std::string::npos ||

@@ -48,6 +48,11 @@ const std::vector<FixInfo>& fix_catalog() {
        2, "free if nothing else uses the card"},
       {"mps_watermark", "Raise the MPS high-watermark limit (with care: the system can swap or hang)",
        "export PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0", 3, "free, risks system stability"},
+      // macOS lets the GPU wire about two thirds to three quarters of unified memory
+      // (recommendedMaxWorkingSetSize); macOS 14+ reads iogpu.wired_limit_mb (mlx-lm's README).
+      {"metal_wired_limit", "Raise macOS's limit on GPU-wired unified memory (with care: the system can swap or hang)",
+       "sudo sysctl iogpu.wired_limit_mb=N  # macOS 14+: N in MB, below physical RAM (leave the system 8 GB or more); "
+       "resets at reboot", 3, "free, risks system stability"},
       {"nccl_buffers", "Shrink NCCL's communication buffers", "export NCCL_BUFFSIZE=1048576  # default 4 MiB per channel", 3,
        "free, slightly slower collectives"},
       {"find_failing_shape", "Find the operation with the impossible size",
@@ -74,6 +79,10 @@ const std::vector<FixInfo>& fix_catalog() {
        "--max-num-batched-tokens N", 5, "slower time to first token"},
       {"vllm_max_num_seqs", "Run fewer sequences at once", "--max-num-seqs N", 5, "lower peak throughput"},
       {"vllm_enforce_eager", "Skip CUDA graph capture and its memory", "--enforce-eager", 6, "slower decoding"},
+      // The same for a process that is not known to be vLLM: each engine's switch.
+      {"cuda_graphs", "Capture fewer CUDA graphs, or none",
+       "vLLM: --enforce-eager; SGLang: --disable-cuda-graph; torch.compile: mode=\"default\" instead of \"reduce-overhead\"",
+       6, "slower decoding or steps"},
       // Only when nothing else shares the card: after the flags that cost nothing but speed.
       {"vllm_gpu_memory_utilization", "Give vLLM a budget that matches the card",
        "--gpu-memory-utilization U", 6, "free if nothing else needs the card"},
@@ -85,6 +94,24 @@ const std::vector<FixInfo>& fix_catalog() {
        "--quantization fp8  # or an AWQ/GPTQ checkpoint", 9, "some accuracy"},
       {"vllm_cpu_offload", "Keep part of the weights in CPU memory", "--cpu-offload-gb N", 10, "much slower"},
       {"sglang_mem_fraction", "Give SGLang's static pool a larger share", "--mem-fraction-static 0.9", 4, "free"},
+      // ---- image-generation front ends: their launch flags and nodes ----
+      // ComfyUI's cli_args.py: --lowvram splits the model, --novram keeps weights in RAM,
+      // --reserve-vram leaves N GB to other programs.
+      {"comfyui_lowvram", "Start ComfyUI in low-VRAM mode",
+       "python main.py --lowvram  # --novram if that is not enough; --reserve-vram 1.0 leaves 1 GB to other programs "
+       "(the portable build: add the flag to run_nvidia_gpu.bat)", 2, "slower sampling"},
+      {"comfyui_tiled_vae", "Decode with the VAE Decode (Tiled) node",
+       "VAE Decode (Tiled) in place of VAE Decode, tile_size 512 or smaller", 3, "none visible"},
+      {"comfyui_fp8_weights", "Load the diffusion model in fp8, or a GGUF quantization of it",
+       "Load Diffusion Model: weight_dtype fp8_e4m3fn  # or a GGUF model through the ComfyUI-GGUF nodes", 6,
+       "slight quality loss"},
+      // AUTOMATIC1111's cmd_args: --medvram moves parts of the model to the CPU between steps,
+      // --lowvram does so layer by layer (for 4 GB cards and smaller).
+      {"webui_low_vram", "Start the webui with --medvram (--lowvram on 4 GB cards)",
+       "set COMMANDLINE_ARGS=--medvram --xformers  # webui-user.bat (export COMMANDLINE_ARGS=... in webui-user.sh)", 2,
+       "slower generation"},
+      {"smaller_image", "Smaller images or batches per generation",
+       "a smaller width/height or batch size (upscale afterwards); fewer frames for video", 5, "smaller output"},
       // ---- training and inference recipe, cheapest first ----
       {"smaller_batch", "Smaller micro-batch, same effective batch through accumulation",
        "per_device_train_batch_size=B/2, gradient_accumulation_steps=2*A", 5, "some throughput"},
@@ -162,6 +189,18 @@ std::optional<std::string_view> fix_variant_snippet(std::string_view id, FixVari
       // llama.cpp falls back to ordinary (pageable) memory when pinning fails (ggml-cuda.cu).
       {"host_memory", FixVariant::kLlamaCpp,
        "export GGML_CUDA_NO_PINNED=1  # skip pinned buffers; or free RAM, or a smaller -c / -b"},
+      // Ollama runs llama.cpp with its own names for the same settings (docs/faq.md, docs/modelfile.md).
+      {"ggml_flash_attention", FixVariant::kOllama, "OLLAMA_FLASH_ATTENTION=1 ollama serve  # in the server's environment"},
+      {"ggml_kv_cache_type", FixVariant::kOllama,
+       "OLLAMA_FLASH_ATTENTION=1 OLLAMA_KV_CACHE_TYPE=q8_0 ollama serve  # a quantized KV cache needs flash attention"},
+      {"ggml_smaller_context", FixVariant::kOllama,
+       "/set parameter num_ctx N  # in `ollama run`; PARAMETER num_ctx N in a Modelfile, or \"options\": {\"num_ctx\": N} "
+       "in the API; OLLAMA_CONTEXT_LENGTH=N for the server's default"},
+      {"ggml_fewer_layers", FixVariant::kOllama,
+       "/set parameter num_gpu N  # layers on the GPU; PARAMETER num_gpu N in a Modelfile, \"num_gpu\": N in the API"},
+      {"ggml_smaller_quant", FixVariant::kOllama, "ollama pull <model>:<tag>-q4_K_M  # a smaller quantization of the same model"},
+      {"quantize_model", FixVariant::kMlx, "mlx_lm.convert --hf-path <model> -q --q-bits 4  # or an mlx-community 4-bit model"},
+      {"shorter_sequence", FixVariant::kMlx, "--max-kv-size N  # mlx_lm: a rotating KV cache of N tokens; or a shorter prompt"},
       {"host_memory", FixVariant::kTensorFlowHost,
        "smaller input pipeline buffers (tf.data prefetch, num_parallel_calls); "
        "TF_GPU_HOST_MEM_LIMIT_IN_MB caps TensorFlow's pinned host pool"},

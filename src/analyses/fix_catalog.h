@@ -62,7 +62,9 @@ enum class FixVariant {
   kTorch14,        // PyTorch 1.4 and older ("... cached)"): no allocator settings
   kVllmServer,     // a vLLM process: environment variables only
   kLlamaCpp,       // llama.cpp's pinned host buffers
-  kTensorFlowHost  // TensorFlow/XLA's pinned host pool
+  kTensorFlowHost, // TensorFlow/XLA's pinned host pool
+  kOllama,         // Ollama: llama.cpp's settings as Ollama parameters and environment variables
+  kMlx             // Apple MLX (mlx-lm)
 };
 
 // The snippet of `id` written for `variant`, or nullopt when the variant writes it as the default.

@@ -63,6 +63,7 @@ const KeywordFilter& KeywordFilter::standard() {
       {"vLLM instance", 1},      // vLLM "the current vLLM instance can use" (shares ALLOC's pair)
       {"silently casted", 5},    // transformers: flash attention got fp32 states ("tl" is rare)
       {"for flash-attn compat", 9},  // its newer wording ("-a")
+      {"SIGKILL", 2},            // torchrun's "Signal 9 (SIGKILL) received by PID", "<Signals.SIGKILL: 9>" ("GK")
   });
   return filter;
 }

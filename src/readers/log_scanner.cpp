@@ -4,11 +4,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <memory>
 
 #include "core/file_input.h"
 #include "core/text.h"
+#include "readers/application.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
 #include "readers/keyword_filter.h"
@@ -102,60 +104,87 @@ std::optional<Utf16> utf16_order(std::string_view head) {
 }
 
 // Streams UTF-16 into UTF-8, keeping an odd byte or a lone high surrogate for the next piece; a
-// BOM is dropped, an unpaired surrogate becomes U+FFFD.
+// BOM is dropped, an unpaired surrogate becomes U+FFFD. Logs are mostly ASCII: four ASCII units
+// (8 bytes) are checked with one mask and copied at once, the rest goes unit by unit.
 class Utf16Decoder {
  public:
   explicit Utf16Decoder(Utf16 order) : big_(order == Utf16::kBig) {}
   void decode(std::string_view in, std::string& out) {
-    for (char c : in) {
-      if (!have_byte_) {
-        byte_ = static_cast<unsigned char>(c);
-        have_byte_ = true;
-        continue;
-      }
+    const size_t old = out.size();
+    // At most 3 UTF-8 bytes per unit (4 per surrogate pair of 2 units), plus a pending U+FFFD.
+    out.resize(old + (in.size() / 2 + 2) * 3);
+    char* w = out.data() + old;
+    const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+    const unsigned char* const end = p + in.size();
+    if (have_byte_ && p < end) {
       have_byte_ = false;
-      const auto b = static_cast<unsigned char>(c);
-      const uint32_t unit = big_ ? (uint32_t{byte_} << 8 | b) : (uint32_t{b} << 8 | byte_);
-      put(unit, out);
+      w = put(big_ ? (uint32_t{byte_} << 8 | *p) : (uint32_t{*p} << 8 | byte_), w);
+      ++p;
     }
+    // An ASCII unit has a zero high byte and a low byte below 0x80.
+    const uint64_t non_ascii = big_ ? 0x80ff80ff80ff80ffULL : 0xff80ff80ff80ff80ULL;
+    const int low = big_ ? 1 : 0;
+    while (end - p >= 2) {
+      if (end - p >= 8 && high_ == 0 && first_done_) {
+        uint64_t word;
+        std::memcpy(&word, p, 8);
+        if constexpr (std::endian::native == std::endian::little) {
+          if ((word & non_ascii) == 0) {
+            w[0] = static_cast<char>(p[low]);
+            w[1] = static_cast<char>(p[2 + low]);
+            w[2] = static_cast<char>(p[4 + low]);
+            w[3] = static_cast<char>(p[6 + low]);
+            w += 4;
+            p += 8;
+            continue;
+          }
+        }
+      }
+      w = put(big_ ? (uint32_t{p[0]} << 8 | p[1]) : (uint32_t{p[1]} << 8 | p[0]), w);
+      p += 2;
+    }
+    if (p < end) {
+      byte_ = *p;
+      have_byte_ = true;
+    }
+    out.resize(static_cast<size_t>(w - out.data()));
   }
 
  private:
-  void put(uint32_t unit, std::string& out) {
+  char* put(uint32_t unit, char* w) {
     if (high_) {
       const uint32_t high = high_;
       high_ = 0;
-      if (unit >= 0xdc00 && unit <= 0xdfff) {
-        append_utf8(0x10000 + ((high - 0xd800) << 10) + (unit - 0xdc00), out);
-        return;
-      }
-      append_utf8(0xfffd, out);
+      if (unit >= 0xdc00 && unit <= 0xdfff) return append_utf8(0x10000 + ((high - 0xd800) << 10) + (unit - 0xdc00), w);
+      w = append_utf8(0xfffd, w);
     }
     if (unit >= 0xd800 && unit <= 0xdbff) {
       high_ = unit;
     } else if (unit >= 0xdc00 && unit <= 0xdfff) {
-      append_utf8(0xfffd, out);
-    } else if (unit != 0xfeff || !first_done_) {
-      if (unit != 0xfeff) append_utf8(unit, out);
+      w = append_utf8(0xfffd, w);
+    } else if (unit != 0xfeff) {
+      w = append_utf8(unit, w);
     }
     first_done_ = true;
+    return w;
   }
-  static void append_utf8(uint32_t cp, std::string& out) {
+  static char* append_utf8(uint32_t cp, char* w) {
     if (cp < 0x80) {
-      out += static_cast<char>(cp);
+      *w++ = static_cast<char>(cp);
     } else if (cp < 0x800) {
-      out += static_cast<char>(0xc0 | cp >> 6);
-      out += static_cast<char>(0x80 | (cp & 0x3f));
+      *w++ = static_cast<char>(0xc0 | cp >> 6);
+      *w++ = static_cast<char>(0x80 | (cp & 0x3f));
     } else if (cp < 0x10000) {
-      out += static_cast<char>(0xe0 | cp >> 12);
-      out += static_cast<char>(0x80 | (cp >> 6 & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
+      *w++ = static_cast<char>(0xe0 | cp >> 12);
+      *w++ = static_cast<char>(0x80 | (cp >> 6 & 0x3f));
+      *w++ = static_cast<char>(0x80 | (cp & 0x3f));
     } else {
-      out += static_cast<char>(0xf0 | cp >> 18);
-      out += static_cast<char>(0x80 | (cp >> 12 & 0x3f));
-      out += static_cast<char>(0x80 | (cp >> 6 & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
+      *w++ = static_cast<char>(0xf0 | cp >> 18);
+      *w++ = static_cast<char>(0x80 | (cp >> 12 & 0x3f));
+      *w++ = static_cast<char>(0x80 | (cp >> 6 & 0x3f));
+      *w++ = static_cast<char>(0x80 | (cp & 0x3f));
     }
+    return w;
   }
   bool big_;
   bool have_byte_ = false;
@@ -344,7 +373,10 @@ struct LogScanner::State {
   bool process_candidate(size_t hit, bool eof, size_t* resume);
   // The earlier event that `event` repeats word for word (same rank, nothing different since).
   OomEvent* find_repeat(const OomEvent& event);
-  std::optional<Traceback> traceback_above(size_t start, std::optional<int64_t> rank, std::vector<std::string>& json_above);
+  std::vector<std::string> lines_above(size_t start, std::optional<int64_t> rank, std::vector<std::string>& json_above);
+  std::optional<Traceback> traceback_above(size_t start, std::optional<int64_t> rank, std::vector<std::string>& json_above) {
+    return parse_traceback(lines_above(start, rank, json_above));
+  }
   // Returns the event that now stands for `event` when it was added or counted as a repeat
   // (nullptr when it joined another report or the list is full).
   OomEvent* add_event(OomEvent event);
@@ -624,7 +656,15 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       // The second print may be the raised one, with the traceback the logged one lacked.
       if (!same->traceback && same->repeats == 1) same->traceback = traceback_above(first.start, rank, json_above);
     } else {
-      event.traceback = traceback_above(first.start, rank, json_above);
+      const std::vector<std::string> above = lines_above(first.start, rank, json_above);
+      event.traceback = parse_traceback(above);
+      // Which program failed, for fixes in its own settings (readers/application.h).
+      const std::vector<std::string> after(lines.begin() + static_cast<long>(used), lines.end());
+      const std::string app = vllm_process ? std::string(kAppVllm) : detect_application(above, event, after);
+      if (!app.empty()) event.set_field("application", app);
+      if (!event.traceback || event.traceback->operation.empty()) {
+        if (std::string op = operation_from_lines(above, event); !op.empty()) event.set_field("log_operation", op);
+      }
     }
     consumed_until = base + last.end;
     *resume = last.end;
@@ -648,10 +688,11 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   return true;
 }
 
-// The Python traceback above the exception line at buffer offset `start` (same rank only when
-// ranks interleave), and the lines a JSON-lines record held above the keyword.
-std::optional<Traceback> LogScanner::State::traceback_above(size_t start, std::optional<int64_t> rank,
-                                                            std::vector<std::string>& json_above) {
+// The cleaned lines above the exception line at buffer offset `start` (same rank only when ranks
+// interleave), and the lines a JSON-lines record held above the keyword: where its Python
+// traceback is.
+std::vector<std::string> LogScanner::State::lines_above(size_t start, std::optional<int64_t> rank,
+                                                        std::vector<std::string>& json_above) {
   const size_t back_start = start > kBackContext ? start - kBackContext : 0;
   std::vector<std::string> above;
   size_t s = back_start;
@@ -663,11 +704,13 @@ std::optional<Traceback> LogScanner::State::traceback_above(size_t start, std::o
     size_t e = s;
     while (e < start && buf[e] != '\n') ++e;
     CleanLine c = clean_line(std::string_view(buf.data() + s, e - s));
-    if (!rank || !c.rank || c.rank == rank) above.push_back(std::move(c.text));
+    // vLLM logs each traceback line through its logger ("ERROR 06-05 06:18:13 [multiproc_executor.py:470]
+    // File ..."): without that prefix the frames read as Python printed them.
+    if (!rank || !c.rank || c.rank == rank) above.emplace_back(strip_logger_prefix(c.text));
     s = e + 1;
   }
   for (auto& l : json_above) above.push_back(std::move(l));
-  return parse_traceback(above);
+  return above;
 }
 
 void LogScanner::State::process(bool eof) {

@@ -30,7 +30,14 @@ std::string classify_operation(const std::vector<TracebackFrame>& frames) {
     }
   }
   for (const auto& f : frames) {
-    if (contains(f.function, "capture") && (contains(f.file, "cuda_graph") || contains(f.function, "graph"))) {
+    // vLLM's capture_model/_capture_cudagraphs (V0 model_runner, V1 gpu_model_runner), and
+    // PyTorch's own torch.cuda.graph context (torch/cuda/graphs.py: capture_begin/capture_end)
+    // under any caller.
+    if (f.function == "capture_model" || f.function == "_capture_cudagraphs" ||
+        (contains(f.function, "capture") &&
+         (contains(f.file, "cuda_graph") || contains(f.function, "graph") || contains(f.file, "cuda/graphs.py") ||
+          contains(f.file, "cuda\\graphs.py"))) ||
+        contains(f.code, "torch.cuda.graph(")) {
       return "cuda_graph_capture";
     }
   }

@@ -13,7 +13,7 @@ std::string framework_title(const OomEvent& e) {
   static const std::map<std::string, std::string> names = {
       {"pytorch", "PyTorch"}, {"pytorch-rocm", "PyTorch (ROCm)"}, {"pytorch-xpu", "PyTorch (XPU)"},
       {"pytorch-npu", "PyTorch (NPU)"}, {"pytorch-mps", "PyTorch (MPS)"}, {"vllm", "vLLM"},
-      {"tensorflow", "TensorFlow"}, {"jax", "JAX/XLA"}, {"llama.cpp", "llama.cpp"}, {"ollama", "Ollama"},
+      {"tensorflow", "TensorFlow"}, {"jax", "JAX/XLA"}, {"llama.cpp", "llama.cpp"}, {"ollama", "Ollama"}, {"mlx", "MLX"}, {"metal", "Metal"}, {"python", "Python"},
       {"sglang", "SGLang"}, {"nccl", "NCCL"}, {"cuda", "CUDA"}, {"cublas", "cuBLAS"}, {"cudnn", "cuDNN"}};
   auto it = names.find(e.framework);
   return it == names.end() ? e.framework : it->second;
@@ -25,6 +25,7 @@ std::string numbers_line(const OomEvent& e) {
       {"requested", "requested"}, {"total", "total"}, {"free", "free"}, {"process", "this process"},
       {"allocated", "allocated by PyTorch"}, {"reserved_total", "reserved by PyTorch"},
       {"reserved_unallocated", "reserved but unallocated"}, {"private_pools", "in CUDA-graph pools"},
+      {"pytorch_limit", "allowed (memory fraction)"},
       {"mps_allocated", "MPS allocated"}, {"other_allocations", "other allocations"}, {"max_allowed", "max allowed"},
       {"kv_needed", "KV needed"}, {"kv_available", "KV available"}, {"in_use_chunks", "in use"}};
   std::string out;
@@ -80,12 +81,15 @@ std::string cause_title(const std::string& cause) {
       {"memory_outside_allocator", "memory held outside PyTorch (other containers, display, CUDA contexts)"},
       {"non_pytorch_memory_in_process", "this process holds memory outside PyTorch's allocator"},
       {"mps_high_watermark_exceeded", "the MPS high-watermark limit"},
+      {"metal_working_set_exceeded", "the Metal GPU's share of unified memory ran out"},
       {"allocation_size_limit", "a per-allocation size limit"},
+      {"memory_fraction_limit", "the per-process memory fraction, not the card, ran out"},
       {"driver_oom_no_details", "the CUDA driver ran out of memory (no figures)"},
       {"library_workspace_alloc", "cuBLAS/cuDNN could not get a workspace"},
       {"nccl_buffer_alloc", "NCCL could not allocate buffers"},
       {"garbage_request_size", "an impossible allocation size (a bug upstream)"},
       {"host_memory", "host (CPU) memory ran out"},
+      {"killed_host_oom_suspected", "killed by SIGKILL: usually the OOM killer, for host (CPU) RAM"},
       {"framework_preallocation", "the framework reserves the card up front"},
       {"kv_cache_insufficient", "the KV cache cannot hold one request of max_model_len"},
       {"no_kv_cache_memory", "no memory is left for the KV cache"},

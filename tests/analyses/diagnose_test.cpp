@@ -428,7 +428,9 @@ TEST(Diagnose, EngineCoreTagAndVllmTracebackMeanVllm) {
       "    graph_runner.capture(**capture_inputs)\n" +
       new_format("20.00 MiB", "23.65 GiB", "10.00 MiB",
                  "Including non-PyTorch memory, this process has 23.60 GiB memory in use. ", "22.80 GiB", "100.00 MiB"));
-  EXPECT_EQ(b.cause, "capacity_exhausted");
+  // vLLM's capture_model frame is its CUDA-graph capture (QA round 3: it used to read as an
+  // ordinary capacity_exhausted).
+  EXPECT_EQ(b.cause, "cuda_graph_capture_oom");
   EXPECT_FALSE(has_fix(b, "eight_bit_optimizer"));
   EXPECT_TRUE(has_fix(b, "vllm_enforce_eager"));
 }

@@ -17,7 +17,19 @@ std::optional<FormatMatch> match_library_status(const MessageWindow& w) {
   OomEvent& e = m.event;
   std::string status((*g)[1]);
   const bool cublas = status.rfind("CUBLAS", 0) == 0;
-  e.framework = w.lines[0].find("RuntimeError") != std::string::npos ? "pytorch" : (cublas ? "cublas" : "cudnn");
+  // Who reports it decides which fixes apply: PyTorch's c10 wording ("CUDA error: CUBLAS_STATUS_...
+  // when calling `cublasCreate(handle)`", "cuDNN error: CUDNN_STATUS_..."), TensorFlow's
+  // stream_executor ("could not create cudnn handle", "failed to create cublas handle"); CNTK's
+  // "RuntimeError: CUBLAS failure 3", Caffe's and Lua Torch's lines are the library's alone.
+  const std::string& line = w.lines[0];
+  auto has = [&](const char* s) { return line.find(s) != std::string::npos; };
+  if (has("CUDA error: CUBLAS_STATUS") || has("cuDNN error: CUDNN_STATUS") || has("when calling `cublas")) {
+    e.framework = "pytorch";
+  } else if (has("stream_executor") || has("create cudnn handle") || has("create cublas handle")) {
+    e.framework = "tensorflow";
+  } else {
+    e.framework = cublas ? "cublas" : "cudnn";
+  }
   e.format = "library_status";
   e.set_field("status", status);
   static const RE2 gpu(R"(GPU=(\d+))");

@@ -80,9 +80,37 @@ std::optional<FormatMatch> match_ollama(const MessageWindow& w) {
   return m;
 }
 
+// The ollama CLI's report of its runner's death: "Error: llama runner process has terminated:
+// cudaMalloc failed: out of memory" (or "CUDA error: out of memory"), usually followed by the
+// runner's own line with the exact size: "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer
+// of size 838447104".
+std::optional<FormatMatch> match_ollama_terminated(const MessageWindow& w) {
+  static const RE2 re(R"(llama runner process has terminated:\s*(.*out of memory))");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m;
+  OomEvent& e = m.event;
+  e.framework = "ollama";
+  e.format = "ollama_runner";
+  e.set_field("runner_error", std::string((*g)[1]));
+  static const RE2 exact(R"(failed to allocate ((?:CUDA|ROCm|Metal|Vulkan)(\d*)) buffer of size (\d+))");
+  for (size_t i = 1; i < w.lines.size() && i <= 2; ++i) {
+    auto x = regex_search(exact, w.lines[i]);
+    if (!x) continue;
+    if (auto q = parse_quantity(std::string((*x)[3]) + " bytes")) e.set_quantity("requested", *q);
+    e.set_field("buffer_backend", std::string((*x)[1]));
+    if (matched((*x)[2])) e.device = parse_decimal<int64_t>((*x)[2]);
+    if (w.lines[i].find("gallocr") != std::string::npos) e.set_field("llama_buffer", std::string("compute"));
+    m.lines_used = i + 1;
+    break;
+  }
+  return m;
+}
+
 }  // namespace
 
 void add_ggml_formats(std::vector<MessageFormat>& out) {
+  out.push_back({"ollama_runner", {"llama runner process has terminated"}, match_ollama_terminated});
   out.push_back({"ggml_cuda_alloc", {"Malloc failed: out of memory"}, match_cuda_alloc});
   out.push_back({"ggml_pinned_host", {"of pinned memory"}, match_pinned_host});
   out.push_back({"ollama_runner", {"enough available memory"}, match_ollama});

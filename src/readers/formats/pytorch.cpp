@@ -114,9 +114,16 @@ std::optional<FormatMatch> match_new(const MessageWindow& w) {
     set_printed_size(e, "process", (*p)[1]);
     end = std::max(end, offset_in(w, (*p)[0]) + (*p)[0].size());
   }
+  // torch.cuda.set_per_process_memory_fraction() adds "<limit> allowed; " before the figures.
+  static const RE2 allowed("(" + kSize + ") allowed;");
+  if (auto p = regex_search(allowed, rest)) {
+    set_printed_size(e, "pytorch_limit", (*p)[1]);
+    end = std::max(end, offset_in(w, (*p)[0]) + (*p)[0].size());
+  }
+  // ROCm builds print "(e.g., HIP Graphs)" (the message is hipified with the rest of the allocator).
   static const RE2 allocated("Of the allocated memory (" + kSize +
                              ") is allocated by PyTorch,(?:\\s*with (" + kSize +
-                             ") allocated in private pools \\(e\\.g\\., CUDA Graphs\\),)?\\s*and (" + kSize +
+                             ") allocated in private pools \\(e\\.g\\., (?:CUDA|HIP) Graphs\\),)?\\s*and (" + kSize +
                              ") is reserved by PyTorch but unallocated");
   if (auto p = regex_search(allocated, rest)) {
     set_printed_size(e, "allocated", (*p)[1]);
@@ -165,6 +172,8 @@ std::optional<FormatMatch> match_old(const MessageWindow& w) {
   static const RE2 limit_re(R"(larger than (\d+\s?[KMGT]B)!)");
   if (auto l = regex_search(limit_re, w.lines[0])) {
     e.format = "xpu_4gb_block_limit";
+    // Only Intel's extension prints this (the message names no backend, so none is claimed).
+    e.framework = "pytorch-xpu";
     e.set_field("allocation_limit_text", std::string((*l)[1]));
   }
   const size_t limit = message_limit(w, end);
@@ -276,9 +285,11 @@ std::optional<FormatMatch> match_th_host(const MessageWindow& w) {
 }
 
 // c10's DefaultCPUAllocator: "DefaultCPUAllocator: can't allocate memory: you tried to allocate
-// 21474836480 bytes. Error code 12 (Cannot allocate memory)" — host RAM, not the GPU.
+// 21474836480 bytes. Error code 12 (Cannot allocate memory)" (posix_memalign on Linux/macOS), or
+// "DefaultCPUAllocator: not enough memory: you tried to allocate 1073741824 bytes." (_aligned_malloc
+// on Windows) — host RAM, not the GPU.
 std::optional<FormatMatch> match_cpu_allocator(const MessageWindow& w) {
-  static const RE2 re(R"(DefaultCPUAllocator: can't allocate memory: you tried to allocate (\d+) bytes)");
+  static const RE2 re(R"(DefaultCPUAllocator: (?:can't allocate memory|not enough memory): you tried to allocate (\d+) bytes)");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
   FormatMatch m;

@@ -55,10 +55,13 @@ const std::vector<MessageFormat>& message_formats() {
   static const std::vector<MessageFormat> formats = [] {
     std::vector<MessageFormat> all;
     add_vllm_formats(all);
+    // Before PyTorch's: ggml's and Ollama's lines quote "CUDA error: out of memory" inside their
+    // own wording ("llama runner process has terminated: CUDA error: out of memory").
+    add_ggml_formats(all);
+    add_metal_formats(all);
     add_pytorch_formats(all);
     add_tensorflow_formats(all);
     add_xla_formats(all);
-    add_ggml_formats(all);
     add_other_formats(all);
     add_cuda_library_formats(all);
     return all;

@@ -11,7 +11,9 @@ const std::string kSize(kSizePattern);
 
 
 std::optional<FormatMatch> match_oom_bytes(const MessageWindow& w) {
-  static const RE2 re(R"((?:RESOURCE_EXHAUSTED|Resource exhausted):\s*Out\s+of\s+memory while trying to allocate (\d+) bytes)");
+  // "while trying to allocate" (BFC-era XLA) or "allocating" (the GPU client's direct allocation,
+  // e.g. jax-ml/jax issues of 2023: "Out of memory allocating 20029400304 bytes.").
+  static const RE2 re(R"((?:RESOURCE_EXHAUSTED|Resource exhausted):\s*Out\s+of\s+memory (?:while trying to allocate|allocating) (\d+) bytes)");
   auto g = regex_search(re, w.flat);
   if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
   auto m = new_match("jax", "xla_oom_bytes");

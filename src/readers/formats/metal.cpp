@@ -1,0 +1,36 @@
+// Apple Metal's command-buffer failure when the GPU cannot get the unified memory it needs:
+// "Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)", as MLX raises it
+// ("[METAL] Command buffer execution failed: ..."), as llama.cpp's Metal backend logs it ("error:
+// ..." then "ggml_metal_graph_compute: command buffer N failed with status 5"), or as a Swift
+// MTLCommandBufferErrorDomain error ("Insufficient Memory (IOAF code 8)").
+#include "readers/formats/message_format.h"
+#include "readers/formats/regex_search.h"
+
+namespace oomdoc {
+namespace {
+
+std::optional<FormatMatch> match_metal(const MessageWindow& w) {
+  static const RE2 re(R"(Insufficient Memory \((?:[0-9A-Fa-f]+:kIOGPUCommandBufferCallbackErrorOutOfMemory|IOAF code 8)\))");
+  if (!regex_search(re, w.lines[0])) return std::nullopt;
+  FormatMatch m;
+  OomEvent& e = m.event;
+  e.format = "metal_insufficient_memory";
+  e.set_field("backend", std::string("Metal"));
+  e.set_field("device_kind", std::string("GPU"));
+  e.framework = "metal";
+  if (w.lines[0].find("[METAL]") != std::string::npos) e.framework = "mlx";
+  // llama.cpp names itself on the next line.
+  if (w.lines.size() > 1 && w.lines[1].find("ggml_metal") != std::string::npos) {
+    e.framework = "llama.cpp";
+    m.lines_used = 2;
+  }
+  return m;
+}
+
+}  // namespace
+
+void add_metal_formats(std::vector<MessageFormat>& out) {
+  out.push_back({"metal_insufficient_memory", {"Insufficient Memory"}, match_metal});
+}
+
+}  // namespace oomdoc

@@ -1,0 +1,119 @@
+// UTF-16 logs (PowerShell's `>`, Windows tools) are transcoded to UTF-8 piece by piece: every
+// character, a surrogate pair or a byte split across the 128 KiB read pieces included, must come
+// out as the UTF-8 log would give it, and the events, lines and figures must be the same.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "readers/log_scanner.h"
+
+namespace oomdoc {
+namespace {
+
+std::string utf8(const std::u32string& text) {
+  std::string out;
+  for (char32_t c : text) {
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else if (c < 0x800) {
+      out += static_cast<char>(0xc0 | (c >> 6));
+      out += static_cast<char>(0x80 | (c & 0x3f));
+    } else if (c < 0x10000) {
+      out += static_cast<char>(0xe0 | (c >> 12));
+      out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (c & 0x3f));
+    } else {
+      out += static_cast<char>(0xf0 | (c >> 18));
+      out += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
+      out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (c & 0x3f));
+    }
+  }
+  return out;
+}
+
+std::string utf16(const std::u32string& text, bool big) {
+  std::string out = big ? std::string("\xfe\xff") : std::string("\xff\xfe");
+  auto unit = [&](uint32_t u) {
+    const char hi = static_cast<char>(u >> 8), lo = static_cast<char>(u & 0xff);
+    out += big ? hi : lo;
+    out += big ? lo : hi;
+  };
+  for (char32_t c : text) {
+    if (c >= 0x10000) {
+      unit(0xd800 + ((c - 0x10000) >> 10));
+      unit(0xdc00 + ((c - 0x10000) & 0x3ff));
+    } else {
+      unit(c);
+    }
+  }
+  return out;
+}
+
+std::u32string widen(const std::string& ascii) { return std::u32string(ascii.begin(), ascii.end()); }
+
+std::string write_temp(const std::string& name, const std::string& bytes) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+TEST(LogScannerUtf16, EveryCharacterAndEventSurvivesTheReadPieces) {
+  // About 440 KiB of UTF-16: several 128 KiB pieces, with 1-, 2-, 3- and 4-byte characters
+  // (é, €, 😀 as a surrogate pair) at every offset, so some straddle a piece's end.
+  std::u32string text;
+  for (int i = 0; i < 8000; ++i) {
+    text += widen("step " + std::to_string(i) + " ") + U"d\u00e9j\u00e0 \u20ac " + (i % 3 == 0 ? U"\U0001F600" : U"") +
+            widen(" loss 0.5\n");
+  }
+  text += widen("Traceback (most recent call last):\n  File \"/home/") + U"r\u00e9my\U0001F600" +
+          widen("/train.py\", line 7, in <module>\n    loss.backward()\n");
+  text += widen("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity "
+                "of 7.80 GiB of which 10.19 MiB is free. Including non-PyTorch memory, this process has 7.70 GiB memory "
+                "in use. Of the allocated memory 6.90 GiB is allocated by PyTorch, and 120.00 MiB is reserved by "
+                "PyTorch but unallocated.\n");
+  const std::string expected_file = "/home/r\xc3\xa9my\xf0\x9f\x98\x80/train.py";
+  auto reference = scan_file(write_temp("utf8.log", utf8(text)));
+  ASSERT_TRUE(reference.ok());
+  ASSERT_EQ(reference->events.size(), 1u);
+  for (bool big : {false, true}) {
+    SCOPED_TRACE(big ? "UTF-16BE" : "UTF-16LE");
+    const std::string bytes = utf16(text, big);
+    ASSERT_GT(bytes.size(), 3u * 128 * 1024);
+    auto scan = scan_file(write_temp(big ? "u16be.log" : "u16le.log", bytes));
+    ASSERT_TRUE(scan.ok()) << scan.error().message;
+    EXPECT_EQ(scan->lines, reference->lines);
+    EXPECT_EQ(scan->lines, 8004u);
+    ASSERT_EQ(scan->events.size(), 1u);
+    const OomEvent& e = scan->events[0];
+    EXPECT_EQ(e.line, 8004u);
+    EXPECT_EQ(e.bytes("requested"), 20 * kMiB);
+    EXPECT_EQ(e.message, reference->events[0].message);
+    ASSERT_TRUE(e.traceback.has_value());
+    ASSERT_EQ(e.traceback->frames.size(), 1u);
+    EXPECT_EQ(e.traceback->frames[0].file, expected_file);
+  }
+}
+
+TEST(LogScannerUtf16, LoneSurrogatesBecomeReplacementCharacters) {
+  // A high surrogate followed by an ASCII unit, and a lone low surrogate: U+FFFD each, the rest intact.
+  std::string bytes = "\xff\xfe";
+  for (uint32_t u : {0xd83du, uint32_t{'a'}, 0xde00u, uint32_t{'b'}, uint32_t{'\n'}}) {
+    bytes += static_cast<char>(u & 0xff);
+    bytes += static_cast<char>(u >> 8);
+  }
+  const std::string oom = "RuntimeError: CUDA error: out of memory\n";
+  for (char c : oom) {
+    bytes += c;
+    bytes += '\0';
+  }
+  auto scan = scan_file(write_temp("surrogates.log", bytes));
+  ASSERT_TRUE(scan.ok());
+  EXPECT_EQ(scan->lines, 2u);
+  ASSERT_EQ(scan->events.size(), 1u);
+  EXPECT_EQ(scan->events[0].line, 2u);
+}
+
+}  // namespace
+}  // namespace oomdoc
