@@ -55,7 +55,7 @@ std::string classify_operation(const std::vector<TracebackFrame>& frames) {
     if (contains(f.code, ".backward(") || contains(f.function, "backward") || contains(f.code, "accelerator.backward(")) {
       return "backward";
     }
-    if (contains(f.code, "optimizer.step(") || contains(f.code, ".step()") && contains(f.file, "optim") ||
+    if (contains(f.code, "optimizer.step(") || (contains(f.code, ".step()") && contains(f.file, "optim")) ||
         (f.function == "step" && contains(f.file, "optim"))) {
       return "optimizer_step";
     }
