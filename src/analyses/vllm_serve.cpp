@@ -351,7 +351,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         s.max_num_batched_tokens, s.max_model_len, s.max_num_batched_tokens, s.max_model_len)};
   }
   uint64_t act_bytes = s.weights.dense_bytes;
-  uint64_t kv_bytes = kv_dtype_bytes(s.kv_cache_dtype, s.weights.dense_bytes);
+  auto kv_storage = kv_cache_storage(s.kv_cache_dtype, s.weights.dense_bytes);
+  if (!kv_storage) return kv_storage.error();
 
   // --- Budget: a share of the total CUDA reports, measured after the CUDA context exists.
   p.total_bytes = in.target.total_bytes;
@@ -413,7 +414,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     if (in.overrides.weights_bytes) weights = *in.overrides.weights_bytes;
     uint64_t graphs = in.overrides.cuda_graph_bytes.value_or(
         s.enforce_eager ? 0 : cuda_graph_bytes(model, stage, s.tensor_parallel_size, s.max_num_seqs, act_bytes));
-    KvLayout layout = kv_layout(model, stage, s.tensor_parallel_size, kv_bytes, s.block_size);
+    KvLayout layout = kv_layout(model, stage, s.tensor_parallel_size, *kv_storage, s.block_size);
     int64_t available;
     if (c.kv_cache_memory_bytes) {
       available = static_cast<int64_t>(*c.kv_cache_memory_bytes);

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/text.h"
+#include "model/vllm_kv_dtype.h"
 
 namespace oomdoc {
 namespace {
@@ -276,14 +277,7 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
   } else if (name == "kv-cache-dtype") {
     auto v = need();
     if (!v) return v.error();
-    // vLLM's CacheDType choices over its versions (vllm/config/cache.py), one list for the check
-    // and the message.
-    static const std::vector<std::string> kKnown = {"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
-                                                    "fp8_ds_mla", "int8", "int8_per_token_head", "nvfp4"};
-    if (std::find(kKnown.begin(), kKnown.end(), *v) == kKnown.end()) {
-      return Error{fmt::format("--kv-cache-dtype: '{}' is not one of vLLM's KV cache dtypes ({})", *v,
-                               fmt::join(kKnown, ", "))};
-    }
+    if (auto known = find_vllm_kv_cache_dtype(*v); !known) return known.error();
     config.kv_cache_dtype = *v;
   } else if (name == "dtype") {
     auto v = need();
