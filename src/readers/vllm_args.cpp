@@ -410,6 +410,21 @@ Status read_flags(const std::vector<std::string>& words, size_t start, bool mode
   return Ok{};
 }
 
+// A Python literal: a string, number, True/False/None, or a dict or list. Anything else
+// (torch.cuda.device_count(), MODEL_PATH, 32 * 1024) is an expression only Python can evaluate.
+bool python_literal(std::string_view v) {
+  if (v.empty()) return false;
+  if (v.front() == '"' || v.front() == '\'' || v.front() == '{' || v.front() == '[') return true;
+  if (v == "True" || v == "False" || v == "None") return true;
+  if (!std::isdigit(static_cast<unsigned char>(v.front())) && v.front() != '-' && v.front() != '+' && v.front() != '.') {
+    return false;
+  }
+  return std::all_of(v.begin(), v.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E' ||
+           c == '_';
+  });
+}
+
 // LLM(model="...", tensor_parallel_size=2, ...): split the argument list at top-level commas.
 Status read_llm_call(std::string_view text, ServeConfig& config) {
   auto open = text.find("LLM(");
@@ -446,6 +461,14 @@ Status read_llm_call(std::string_view text, ServeConfig& config) {
     s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
     return s;
   };
+  // The keyword as the user wrote it, in messages that read-flags word as --flag-name.
+  auto in_python_words = [](Status status, const std::string& name, const std::string& key) -> Status {
+    if (status) return status;
+    const std::string& message = status.error().message;
+    const std::string flag = "--" + name;
+    if (message.rfind(flag, 0) != 0) return status;   // already in the keyword's words
+    return Error{"LLM(...): " + key + message.substr(flag.size())};
+  };
   for (auto& raw : parts) {
     std::string part = trim(raw);
     if (part.empty()) continue;
@@ -456,10 +479,16 @@ Status read_llm_call(std::string_view text, ServeConfig& config) {
       continue;
     }
     std::string key = trim(part.substr(0, eq));
-    std::string value = unquote(trim(part.substr(eq + 1)));
+    const std::string written = trim(part.substr(eq + 1));
+    if (!python_literal(written)) {
+      return Error{fmt::format("LLM(...): {}={} is a Python expression; oomdoc does not run Python: write the value "
+                               "it stands for ({}={})", key, written, key,
+                               key == "model" ? "\"org/name\" or a path" : "a number")};
+    }
+    std::string value = unquote(written);
     std::string name = normalize_flag(key);
     if (value == "True") {
-      auto status = apply_flag(name, std::nullopt, key + "=True", config);
+      auto status = in_python_words(apply_flag(name, std::nullopt, key + "=True", config), name, key);
       if (!status) return status;
       continue;
     }
@@ -474,7 +503,7 @@ Status read_llm_call(std::string_view text, ServeConfig& config) {
     if (value == "None") continue;
     // Python dict literals use single quotes; JSON needs double quotes.
     if (!value.empty() && value.front() == '{') std::replace(value.begin(), value.end(), '\'', '"');
-    auto status = apply_flag(name, value, key + "=" + value, config);
+    auto status = in_python_words(apply_flag(name, value, key + "=" + value, config), name, key);
     if (!status) return status;
   }
   return Ok{};
