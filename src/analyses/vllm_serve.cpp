@@ -233,6 +233,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // --- Parallelism checks vLLM makes before anything is loaded.
   s.tensor_parallel_size = c.tensor_parallel_size;
   s.pipeline_parallel_size = c.pipeline_parallel_size;
+  s.data_parallel_size = c.data_parallel_size;
   if (model.num_attention_heads && model.num_attention_heads % s.tensor_parallel_size != 0) {
     return Error{fmt::format("Total number of attention heads ({}) must be divisible by tensor "
                              "parallel size ({}).", model.num_attention_heads, s.tensor_parallel_size)};
@@ -403,13 +404,14 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         : kv_capacity(layout, available, max_model_len, s.max_num_batched_tokens, model.sliding_window,
                       b.hybrid_kv_groups);
   };
+  const uint64_t expert_ranks = moe_expert_ranks(model, s.tensor_parallel_size, c.data_parallel_size);
   bool first = true;
   for (size_t i = 0; i < stages.size(); ++i) {
     const PipelineStage& stage = stages[i];
     uint64_t weights = static_cast<uint64_t>(
         checkpoint_scale * static_cast<double>(stage_weight_bytes(model, stage, s.tensor_parallel_size,
                                                                   s.pipeline_parallel_size, s.weights,
-                                                                  b.mla_dequantized_kv_b)));
+                                                                  b.mla_dequantized_kv_b, expert_ranks)));
     weights = weights > offload ? weights - offload : 0;
     if (in.overrides.weights_bytes) weights = *in.overrides.weights_bytes;
     uint64_t graphs = in.overrides.cuda_graph_bytes.value_or(
@@ -593,7 +595,12 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   if (multimodal) {
     p.assumptions.push_back("--limit-mm-per-prompt is read but the vision/audio encoder's profile run is not sized");
   }
-  if (c.data_parallel_size > 1) {
+  if (c.data_parallel_size > 1 && expert_ranks != tp) {
+    p.assumptions.push_back(fmt::format(
+        "--data-parallel-size {}: the routed experts are spread over DP x TP = {} GPUs (vLLM's expert layers form one "
+        "group across the DP ranks); attention, dense layers and embeddings are whole on each DP rank, and each "
+        "rank's KV cache and profile run are its own", c.data_parallel_size, expert_ranks));
+  } else if (c.data_parallel_size > 1) {
     p.assumptions.push_back(fmt::format("--data-parallel-size {}: each replica is sized alone (same figures per GPU)",
                                         c.data_parallel_size));
   }

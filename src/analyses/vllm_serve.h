@@ -66,6 +66,7 @@ struct ServeSettings {
   WeightFormat weights;
   uint64_t tensor_parallel_size = 1;
   uint64_t pipeline_parallel_size = 1;
+  uint64_t data_parallel_size = 1;      // replicas; an MoE model's experts are spread over them too
   bool enforce_eager = false;
 };
 

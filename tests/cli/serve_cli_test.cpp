@@ -66,6 +66,26 @@ TEST(ServeCli, JsonDocument) {
   EXPECT_TRUE(doc["fixes"].is_array());
 }
 
+// An MoE model with data parallelism: the routed experts are spread over DP x TP GPUs, the rest is
+// whole on each (vLLM's data parallel deployment: "expert layers form a tensor parallel group of
+// size DP x TP"). Qwen3-30B-A3B: 48 layers x 128 experts x 3 x 2048 x 768 routed parameters.
+TEST(ServeCli, MoeDataParallelSpreadsTheExperts) {
+  auto one = run_cli({"serve", "--gpu", "h100", "--json", "--", "vllm", "serve", "Qwen/Qwen3-30B-A3B",
+                      "--max-model-len", "32768"});
+  auto four = run_cli({"serve", "--gpu", "h100", "--json", "--", "vllm", "serve", "Qwen/Qwen3-30B-A3B",
+                       "--max-model-len", "32768", "-dp", "4", "--enable-expert-parallel"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(four.exit_code, 0) << four.err;
+  auto a = nlohmann::json::parse(one.out), b = nlohmann::json::parse(four.out);
+  const double routed_bytes = 48.0 * 128 * 3 * 2048 * 768 * 2;
+  EXPECT_NEAR(a["components"]["weights"]["bytes"].get<double>() - b["components"]["weights"]["bytes"].get<double>(),
+              routed_bytes * 3 / 4, 4.0);
+  EXPECT_EQ(b["gpu"]["count"], 4);
+  EXPECT_EQ(b["settings"]["data_parallel_size"], 4);
+  // The KV layout is each rank's own: unchanged per GPU.
+  EXPECT_EQ(a["kv_cache"]["bytes_per_token"], b["kv_cache"]["bytes_per_token"]);
+}
+
 TEST(ServeCli, WeightAndActivationOverridesFromALog) {
   auto r = run_cli({"serve", "--memory", "23.58GiB", "--vllm-version", "0.6.4", "--weights", "14.99GiB",
                     "--activation", "2.07GiB", "--non-torch", "0.35GiB", "--json", "--",
