@@ -117,6 +117,8 @@ int run_serve(const ServeOptions& o, const std::function<bool(const std::string&
   if (!model) return fail("serve: " + model.error().message);
   inputs.model = std::move(model->spec);
   inputs.model_note = model->note;
+  inputs.checkpoint_kv_cache_dtype = model->checkpoint_kv_cache_dtype;
+  inputs.checkpoint_kv_cache_source = model->checkpoint_kv_cache_source;
 
   auto report = analyze_serve(inputs);
   if (!report) return fail("serve: " + report.error().message);

@@ -294,6 +294,14 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                              b.version.given ? "vLLM " + b.version.text : "current vLLM", s.block_size, choices)};
   }
   s.kv_cache_dtype = c.kv_cache_dtype.value_or("auto");
+  // resolve_kv_cache_dtype_string (vllm/utils/torch_utils.py): "auto" takes a ModelOpt
+  // checkpoint's own KV cache quantization.
+  if (s.kv_cache_dtype == "auto" && in.checkpoint_kv_cache_dtype) {
+    s.kv_cache_dtype = *in.checkpoint_kv_cache_dtype;
+    p.assumptions.push_back(fmt::format(
+        "KV cache {}: --kv-cache-dtype auto takes the checkpoint's kv_cache_quant_algo ({}); pass --kv-cache-dtype "
+        "bfloat16 for a 16-bit cache", s.kv_cache_dtype, in.checkpoint_kv_cache_source));
+  }
   s.enforce_eager = c.enforce_eager;
   // vLLM refuses a --quantization that contradicts the checkpoint's own (Marlin kernels of the
   // same format are allowed).

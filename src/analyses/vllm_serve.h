@@ -49,6 +49,10 @@ struct ServeInputs {
   VllmVersion version;
   ServeOverrides overrides;
   std::string model_note;   // how the model was resolved, when not directly (readers/served_model.h)
+  // The KV cache dtype the checkpoint asks for (ModelOpt's kv_cache_quant_algo), which
+  // --kv-cache-dtype auto resolves to; and where it was read.
+  std::optional<std::string> checkpoint_kv_cache_dtype;
+  std::string checkpoint_kv_cache_source;
 };
 
 // Settings as vLLM will run them, with where each came from.
