@@ -5,6 +5,7 @@
 #include "analyses/estimator.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "readers/model_config.h"
 
 #include <fmt/format.h>
 
@@ -180,8 +181,15 @@ ServeTarget serve_target_memory(uint64_t total_bytes) {
 }
 
 Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
-  const ModelSpec& model = in.model;
   const ServeConfig& c = in.config;
+  // The model as vLLM loads it: a rope scaling given with --hf-overrides (or --rope-scaling)
+  // replaces the config's, and with it the derived max_model_len (Qwen's YaRN to 131072).
+  ModelSpec overridden;
+  if (c.rope_scaling_override) {
+    overridden = in.model;
+    apply_rope_scaling_json(*c.rope_scaling_override, overridden);
+  }
+  const ModelSpec& model = c.rope_scaling_override ? overridden : in.model;
   ServePrediction p;
   auto env = [&](const char* name) -> std::optional<std::string> {
     auto it = c.env.find(name);
@@ -245,6 +253,11 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
 
   // --- max_model_len: the model's derived context unless the user overrides it.
   s.model_context = vllm_derived_max_model_len(model, c.max_position_override);
+  if (c.rope_scaling_override) {
+    p.assumptions.push_back(fmt::format("rope scaling from the command line ({} x{:g}): vLLM's derived max_model_len is {}",
+                                        model.rope_scaling_type.empty() ? "none" : model.rope_scaling_type,
+                                        model.rope_scaling_factor, s.model_context));
+  }
   if (c.max_model_len) {
     s.max_model_len = *c.max_model_len;
     s.max_model_len_source = "--max-model-len";

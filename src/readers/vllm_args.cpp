@@ -36,7 +36,7 @@ const std::set<std::string>& unmodeled_flags() {
   static const std::set<std::string> kFlags = {
       "enable-lora", "max-loras", "max-lora-rank", "max-cpu-loras", "fully-sharded-loras",
       "lora-modules", "max-seq-len-to-capture", "compilation-config", "cuda-graph-sizes",
-      "kv-transfer-config", "rope-scaling", "rope-theta", "swap-space", "enable-expert-parallel",
+      "kv-transfer-config", "rope-theta", "swap-space", "enable-expert-parallel",
       "mm-processor-kwargs", "long-lora-scaling-factors", "calculate-kv-scales",
       "disable-sliding-window", "enable-sleep-mode", "max-parallel-loading-workers",
       "kv-offloading-size", "mamba-ssm-cache-dtype", "async-scheduling", "max-cudagraph-capture-size",
@@ -337,7 +337,19 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
       }
       config.max_position_override = positions;
     }
-    if (doc.contains("rope_scaling")) config.not_modeled.push_back(original);
+    for (const char* key : {"rope_scaling", "rope_parameters"}) {
+      if (!doc.contains(key)) continue;
+      if (doc[key].is_object()) config.rope_scaling_override = doc[key].dump();
+      else config.not_modeled.push_back(original);
+      break;
+    }
+  } else if (name == "rope-scaling") {
+    // Older vLLM's --rope-scaling '{"rope_type": "yarn", "factor": 4.0, ...}' (now --hf-overrides).
+    auto v = need();
+    if (!v) return v.error();
+    auto doc = nlohmann::json::parse(*v, nullptr, false);
+    if (!doc.is_discarded() && doc.is_object()) config.rope_scaling_override = doc.dump();
+    else config.not_modeled.push_back(original);
   } else if (unmodeled_flags().count(name)) {
     if (name == "enable-lora") config.enable_lora = bool_value();
     config.not_modeled.push_back(original);

@@ -282,6 +282,37 @@ TEST(VllmServe, AutoKvCacheDtypeFollowsTheCheckpointsDirective) {
   EXPECT_EQ(predict(explicit_bf16).kv.bytes_per_token, 2u * 32 * 8 * 128 * 2);
 }
 
+// Qwen's documented context extension: YaRN x4 over 32768 positions given on the command line makes
+// vLLM's derived max_model_len 131072, so --max-model-len 131072 is accepted (it was refused as
+// above the model's 32768 / 40960).
+TEST(VllmServe, RopeScalingOverrideRaisesTheDerivedContext) {
+  const std::string yarn = "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                           "\"original_max_position_embeddings\": 32768}}";
+  for (const char* name : {"Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen3-8B"}) {
+    ServeInputs in = inputs({"vllm", "serve", name, "--hf-overrides", yarn, "--max-model-len", "131072"}, 80 * kGiB);
+    auto p = predict_vllm_startup(in);
+    ASSERT_TRUE(p.ok()) << name << ": " << p.error().message;
+    EXPECT_EQ(p->settings.model_context, 131072u) << name;
+    EXPECT_EQ(p->settings.max_model_len, 131072u) << name;
+    bool said = false;
+    for (const auto& a : p->assumptions) {
+      said |= a == "rope scaling from the command line (yarn x4): vLLM's derived max_model_len is 131072";
+    }
+    EXPECT_TRUE(said) << name;
+  }
+  // Without it the same length is refused in vLLM's words.
+  auto refused = predict_vllm_startup(inputs({"vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "131072"},
+                                             80 * kGiB));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("User-specified max_model_len (131072) is greater than the derived"),
+            std::string::npos);
+  // The default context follows the override too: the older --rope-scaling flag, factor 2.
+  ServeInputs old = inputs({"vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--rope-scaling",
+                            "{\"type\": \"yarn\", \"factor\": 2.0, \"original_max_position_embeddings\": 32768}"},
+                           80 * kGiB);
+  EXPECT_EQ(predict(old).settings.max_model_len, 65536u);
+}
+
 // vLLM's derived max_model_len scales max_position_embeddings by the rope_scaling factor for
 // linear/dynamic/yarn rope (config.py _get_and_verify_max_len), not for llama3 rope.
 TEST(VllmServe, DerivedMaxModelLenFollowsRopeScaling) {

@@ -117,6 +117,26 @@ TEST(VllmArgs, LlmKeywordErrorsUseThePythonSpelling) {
   EXPECT_EQ(c.num_speculative_tokens, 5u);
 }
 
+// Context extension: the rope object of --hf-overrides (rope_scaling, or transformers v5's
+// rope_parameters, vLLM's context-extension docs) or the older --rope-scaling flag is kept.
+TEST(VllmArgs, RopeScalingOverridesAreRead) {
+  ServeConfig docs = parse_ok({"vllm", "serve", "Qwen/Qwen3-0.6B", "--hf-overrides",
+                               "{\"rope_parameters\": {\"factor\": 4.0, \"original_max_position_embeddings\": 32768, "
+                               "\"rope_theta\": 1000000, \"rope_type\": \"yarn\"}}",
+                               "--max-model-len", "131072"});
+  ASSERT_TRUE(docs.rope_scaling_override.has_value());
+  EXPECT_EQ(*docs.rope_scaling_override,
+            R"({"factor":4.0,"original_max_position_embeddings":32768,"rope_theta":1000000,"rope_type":"yarn"})");
+  EXPECT_TRUE(docs.not_modeled.empty());
+  ServeConfig old = parse_ok({"vllm", "serve", "m", "--rope-scaling",
+                              "{\"rope_type\":\"yarn\",\"factor\":4.0,\"original_max_position_embeddings\":32768}"});
+  EXPECT_EQ(*old.rope_scaling_override, R"({"factor":4.0,"original_max_position_embeddings":32768,"rope_type":"yarn"})");
+  // Not a JSON object: listed as not modeled, nothing read.
+  ServeConfig bad = parse_ok({"vllm", "serve", "m", "--rope-scaling", "yarn"});
+  EXPECT_FALSE(bad.rope_scaling_override.has_value());
+  EXPECT_EQ(bad.not_modeled, (std::vector<std::string>{"--rope-scaling yarn"}));
+}
+
 TEST(VllmArgs, UnmodeledFlagsAreListedApart) {
   ServeConfig c = parse_ok({"vllm", "serve", "m", "--enable-lora", "--max-lora-rank", "16",
                             "--swap-space", "8", "--served-model-name", "x"});
