@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <functional>
 #include <iostream>
 
 #include "analyses/vllm_serve.h"
@@ -68,7 +69,8 @@ int run_llama_cpp_serve(const ServeOptions& o, const LlamaCppCommand& command) {
   return report->fits ? kExitOk : kExitNothingFound;
 }
 
-int run_serve(const ServeOptions& o) {
+// `is_own_option("--json")`: whether a flag is one of oomdoc serve's own options.
+int run_serve(const ServeOptions& o, const std::function<bool(const std::string&)>& is_own_option) {
   if (o.command.empty()) {
     return fail("serve: give the vLLM command after `--` (or llama.cpp's), e.g. oomdoc serve --gpu 4090 -- vllm serve "
                 "meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768");
@@ -79,6 +81,14 @@ int run_serve(const ServeOptions& o) {
   }
   auto config = parse_vllm_command_line(o.command);
   if (!config) return fail("serve: " + config.error().message);
+  // oomdoc's own options typed after `--` land in the vLLM command, where vLLM would refuse them.
+  for (const std::string& flag : config->unknown) {
+    const std::string name = flag.substr(0, flag.find(' '));
+    if (name.rfind("--", 0) == 0 && is_own_option(name)) {
+      return fail(fmt::format("serve: {} is oomdoc's option, but it comes after `--`, inside the vLLM command: put it "
+                              "before `--`", name));
+    }
+  }
 
   ServeInputs inputs;
   inputs.config = config.value();
@@ -107,6 +117,8 @@ int run_serve(const ServeOptions& o) {
   if (!model) return fail("serve: " + model.error().message);
   inputs.model = std::move(model->spec);
   inputs.model_note = model->note;
+  inputs.checkpoint_kv_cache_dtype = model->checkpoint_kv_cache_dtype;
+  inputs.checkpoint_kv_cache_source = model->checkpoint_kv_cache_source;
 
   auto report = analyze_serve(inputs);
   if (!report) return fail("serve: " + report.error().message);
@@ -144,11 +156,13 @@ void setup(CLI::App& app, int* exit_code) {
       // With extras allowed, CLI11 hands back everything after `--` here.
       options->command.insert(options->command.end(), extras.begin() + 1, extras.end());
     } else if (!extras.empty()) {
-      *exit_code = fail("serve: put the vLLM command after `--` (read '" + extras.front() +
-                        "' as an oomdoc option): oomdoc serve --gpu NAME -- vllm serve MODEL ...");
+      // A vLLM flag before `--`, or a command typed without `--`.
+      *exit_code = fail("serve: " + extras.front().substr(0, extras.front().find('=')) +
+                        ": not an oomdoc serve option; vLLM's flags go after `--`: "
+                        "oomdoc serve --gpu NAME -- vllm serve MODEL ...");
       return;
     }
-    *exit_code = run_serve(*options);
+    *exit_code = run_serve(*options, [cmd](const std::string& name) { return cmd->get_option_no_throw(name) != nullptr; });
   });
 }
 

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ std::string first_word(int argc, char** argv);
 bool is_command(CLI::App& app, const std::string& word);
 // A CLI11 parse error as the second half of one line: "--params: unknown option".
 std::string describe_parse_error(const CLI::ParseError& e, bool top_level);
+
+// The first option between the command word and `--` that `command` does not know ("--gpus" in
+// `oomdoc serve --gpus 2 -- vllm serve M`), if any.
+std::optional<std::string> unknown_option_before_separator(CLI::App& command, int argc, char** argv);
 
 // Prints "oomdoc: <message>" on stderr as one line (newlines folded) and returns kExitUsage.
 int fail(const std::string& message);

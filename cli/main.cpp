@@ -1,5 +1,6 @@
 // oomdoc: explains GPU out-of-memory errors and predicts GPU memory. Thin wiring over src/.
 #include <algorithm>
+#include <cctype>
 #include <iostream>
 #include <sstream>
 
@@ -66,6 +67,25 @@ std::string describe_parse_error(const CLI::ParseError& e, bool top_level) {
   return what;
 }
 
+std::optional<std::string> unknown_option_before_separator(CLI::App& command, int argc, char** argv) {
+  bool after_command = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (!after_command) {
+      after_command = word == command.get_name();
+      continue;
+    }
+    if (word == "--") break;
+    if (word.size() < 2 || word[0] != '-' || std::isdigit(static_cast<unsigned char>(word[1]))) continue;
+    const std::string name = word.substr(0, word.find('='));
+    const CLI::Option* option = command.get_option_no_throw(name);
+    if (!option) return name;
+    // A known option's value is not an option, whatever it looks like.
+    if (option->get_items_expected_max() > 0 && name.size() == word.size()) ++i;
+  }
+  return std::nullopt;
+}
+
 }  // namespace oomdoc::cli
 
 namespace {
@@ -122,7 +142,14 @@ int run_oomdoc(int argc, char** argv) {
     const std::string word = cli::first_word(argc, argv);
     const bool known = !word.empty() && cli::is_command(app, word);
     const std::string who = known ? "oomdoc " + word : "oomdoc";
-    const std::string what = !known && !word.empty() ? "'" + word + "': unknown command" : cli::describe_parse_error(e, !known);
+    std::string what = !known && !word.empty() ? "'" + word + "': unknown command" : cli::describe_parse_error(e, !known);
+    // An unknown option before `--` (oomdoc serve --gpus 2 -- vllm ...) leaves CLI11 complaining
+    // about the words after `--`: name the option instead.
+    if (known && dynamic_cast<const CLI::ExtrasError*>(&e)) {
+      if (auto option = cli::unknown_option_before_separator(*app.get_subcommand(word), argc, argv)) {
+        what = *option + ": unknown option";
+      }
+    }
     std::cerr << who << ": " << what << " (see " << who << " --help)\n";
     return kExitUsage;
   }

@@ -206,7 +206,8 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
         changed.config.tensor_parallel_size = s.tensor_parallel_size * factor;
         flag = fmt::format("--tensor-parallel-size {}", changed.config.tensor_parallel_size);
       }
-      uint64_t gpus = changed.config.tensor_parallel_size * changed.config.pipeline_parallel_size;
+      uint64_t gpus = changed.config.tensor_parallel_size * changed.config.pipeline_parallel_size *
+                      changed.config.data_parallel_size;
       std::string cost = pipeline
           ? fmt::format("{} GPUs; pipeline stages pass only activations, the choice for GPUs without NVLink", gpus)
           : fmt::format("{} GPUs{}", gpus, inputs.target.nvlink ? " over NVLink"

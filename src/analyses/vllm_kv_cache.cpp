@@ -78,43 +78,93 @@ std::vector<PipelineStage> pipeline_stages(const ModelSpec& model, uint64_t pp) 
   return stages;
 }
 
-uint64_t kv_dtype_bytes(const std::string& kv_cache_dtype, uint64_t model_dtype_bytes) {
-  if (kv_cache_dtype.rfind("fp8", 0) == 0 || kv_cache_dtype == "int8_per_token_head" || kv_cache_dtype == "int8") return 1;
-  if (kv_cache_dtype == "bfloat16" || kv_cache_dtype == "float16" || kv_cache_dtype == "half") return 2;
-  return model_dtype_bytes;  // auto
+Result<KvCacheStorage> kv_cache_storage(const std::string& kv_cache_dtype, uint64_t model_dtype_bytes) {
+  auto dtype = find_vllm_kv_cache_dtype(kv_cache_dtype);
+  if (!dtype) return dtype.error();
+  if (dtype->packing == KvPacking::kUnsized) {
+    return Error{fmt::format("--kv-cache-dtype {}: vLLM accepts it, but its pages are laid out by its own attention "
+                             "backend and oomdoc does not size them; size this launch with fp8 or nvfp4 instead",
+                             kv_cache_dtype)};
+  }
+  KvCacheStorage storage;
+  storage.dtype = kv_cache_dtype;
+  storage.packing = dtype->packing == KvPacking::kModelDtype ? KvPacking::kElements : dtype->packing;
+  storage.element_bytes = dtype->packing == KvPacking::kModelDtype ? model_dtype_bytes : dtype->element_bytes;
+  storage.per_token_head_scales = dtype->per_token_head_scales;
+  return storage;
+}
+
+KvCacheStorage plain_kv_cache_storage(uint64_t bytes) {
+  KvCacheStorage storage;
+  storage.element_bytes = bytes;
+  return storage;
 }
 
 KvLayout kv_layout(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
-                   uint64_t dtype_bytes, uint64_t block_size) {
+                   const KvCacheStorage& storage, uint64_t block_size) {
   KvLayout layout;
   layout.block_size = block_size;
-  layout.dtype_bytes = dtype_bytes;
+  layout.dtype_bytes = storage.element_bytes;
   layout.full_layers = stage.layers - stage.sliding_layers;
   layout.sliding_layers = stage.sliding_layers;
-  uint64_t layers = stage.layers;
+  const uint64_t layers = stage.layers;
+  const uint64_t e = storage.element_bytes;
+  // AttentionSpec.page_size_bytes: per-token-head modes carve one fp32 scale per token, head and
+  // K/V out of the same pages ("2 * block_size * num_kv_heads * get_dtype_size(torch.float32)").
+  const uint64_t head_scale = storage.per_token_head_scales ? 4 : 0;
   if (model.attention == AttentionKind::kMultiLatent) {
     // MLAAttentionSpec: no factor 2 (one latent serves as K and V), one "head", every rank keeps
-    // the whole latent.
+    // the whole latent; its pages pack no 4-bit format (uint8 elements), and fp8_ds_mla is
+    // FlashMLA's sparse layout of a fixed size.
     layout.latent = true;
     layout.kv_heads_per_gpu = 1;
     layout.head_size = model.kv_lora_rank + model.qk_rope_head_dim;
-    layout.bytes_per_token_per_layer = layout.head_size * dtype_bytes;
-    layout.formula = fmt::format("{} layers x 1 latent x ({} + {}) x {} B", layers,
-                                 model.kv_lora_rank, model.qk_rope_head_dim, dtype_bytes);
+    if (storage.packing == KvPacking::kSparseMla) {
+      layout.bytes_per_token_per_layer = kVllmSparseMlaTokenBytes;
+      layout.formula = fmt::format("{} layers x {} B (fp8_ds_mla: FlashMLA's sparse layout per token)", layers,
+                                   kVllmSparseMlaTokenBytes);
+    } else {
+      layout.bytes_per_token_per_layer = layout.head_size * e + 2 * head_scale;
+      layout.formula = fmt::format("{} layers x 1 latent x ({} + {}) x {} B{}", layers, model.kv_lora_rank,
+                                   model.qk_rope_head_dim, e, head_scale ? " + 2 x 4 B scales" : "");
+    }
   } else {
-    uint64_t kv_heads = model.kv_heads_or_default();
-    uint64_t head_dim = model.head_dim_or_default();
+    const uint64_t kv_heads = model.kv_heads_or_default();
+    const uint64_t head_dim = model.head_dim_or_default();
     // ModelConfig.get_num_kv_heads: heads are split across TP ranks, replicated when TP > heads.
     layout.kv_heads_per_gpu = std::max<uint64_t>(1, kv_heads / std::max<uint64_t>(tp, 1));
     layout.head_size = head_dim;
-    layout.bytes_per_token_per_layer = 2 * layout.kv_heads_per_gpu * head_dim * dtype_bytes;
-    layout.formula = fmt::format("2 x {} layers x {} KV head{} x {} x {} B", layers,
-                                 layout.kv_heads_per_gpu, layout.kv_heads_per_gpu == 1 ? "" : "s",
-                                 head_dim, dtype_bytes);
+    const uint64_t heads = layout.kv_heads_per_gpu;
+    const std::string head_text = fmt::format("2 x {} layers x {} KV head{}", layers, heads, heads == 1 ? "" : "s");
+    uint64_t head_bytes = 0;   // one token's K (or V) of one head
+    switch (storage.packing) {
+      case KvPacking::kNvfp4:
+        // nvfp4_kv_cache_full_dim: head_size // 2 bytes of fp4 values + head_size // 16 fp8 scales.
+        head_bytes = (head_dim / 2 + head_dim / 16) * e;
+        layout.formula = fmt::format("{} x ({}/2 + {}/16) B ({}: fp4 values + an fp8 scale per 16)", head_text,
+                                     head_dim, head_dim, storage.dtype);
+        break;
+      case KvPacking::kInt4:
+        head_bytes = head_dim / 2 * e + head_scale;
+        layout.formula = fmt::format("{} x ({}/2 B + a 4 B scale) ({}: two values per byte)", head_text, head_dim,
+                                     storage.dtype);
+        break;
+      default:
+        head_bytes = head_dim * e + head_scale;
+        layout.formula = head_scale
+            ? fmt::format("{} x ({} x {} B + a 4 B scale)", head_text, head_dim, e)
+            : fmt::format("{} x {} x {} B", head_text, head_dim, e);
+    }
+    layout.bytes_per_token_per_layer = 2 * heads * head_bytes;
   }
   layout.page_bytes = layout.bytes_per_token_per_layer * block_size;
   layout.bytes_per_token = layout.bytes_per_token_per_layer * layers;
   return layout;
+}
+
+KvLayout kv_layout(const ModelSpec& model, const PipelineStage& stage, uint64_t tp, uint64_t dtype_bytes,
+                   uint64_t block_size) {
+  return kv_layout(model, stage, tp, plain_kv_cache_storage(dtype_bytes), block_size);
 }
 
 KvCapacity kv_capacity_for_blocks(const KvLayout& layout, uint64_t num_blocks, uint64_t max_model_len,

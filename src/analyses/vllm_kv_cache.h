@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "core/result.h"
 #include "model/model_spec.h"
+#include "model/vllm_kv_dtype.h"
 
 namespace oomdoc {
 
@@ -26,9 +28,22 @@ struct PipelineStage {
 };
 std::vector<PipelineStage> pipeline_stages(const ModelSpec& model, uint64_t pipeline_parallel_size);
 
+// A --kv-cache-dtype resolved against the model's dtype: how one token of one KV head is stored.
+struct KvCacheStorage {
+  std::string dtype = "auto";
+  KvPacking packing = KvPacking::kElements;
+  uint64_t element_bytes = 2;            // of the cache tensor
+  bool per_token_head_scales = false;    // plus an fp32 scale per token, head and K/V
+};
+// Fails (exit 2) for a dtype vLLM accepts but whose pages oomdoc does not size (TurboQuant,
+// nvfp4_ds_mla), and for a name vLLM does not know.
+Result<KvCacheStorage> kv_cache_storage(const std::string& kv_cache_dtype, uint64_t model_dtype_bytes);
+// Plain elements of `bytes` each (a 16-bit cache: 2).
+KvCacheStorage plain_kv_cache_storage(uint64_t bytes);
+
 struct KvLayout {
   uint64_t block_size = kVllmDefaultBlockSize;
-  uint64_t dtype_bytes = 2;
+  uint64_t dtype_bytes = 2;            // bytes of one element of the cache tensor
   bool latent = false;                 // MLA: one latent per token, replicated on every TP rank
   uint64_t kv_heads_per_gpu = 0;       // max(1, kv_heads / tp); 1 for MLA
   uint64_t head_size = 0;              // head_dim; kv_lora_rank + qk_rope_head_dim for MLA
@@ -41,6 +56,9 @@ struct KvLayout {
 };
 
 // layers: those of one pipeline stage. tp: tensor-parallel size.
+KvLayout kv_layout(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
+                   const KvCacheStorage& storage, uint64_t block_size);
+// The same for a plain cache of dtype_bytes per element.
 KvLayout kv_layout(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
                    uint64_t dtype_bytes, uint64_t block_size);
 
@@ -74,7 +92,5 @@ uint64_t max_model_len_that_fits(const KvLayout& layout, int64_t available_bytes
                                  std::optional<uint64_t> sliding_window, bool hybrid_groups,
                                  uint64_t upper_bound);
 
-// Bytes of one KV element for a --kv-cache-dtype given the model dtype ("auto" follows it).
-uint64_t kv_dtype_bytes(const std::string& kv_cache_dtype, uint64_t model_dtype_bytes);
 
 }  // namespace oomdoc

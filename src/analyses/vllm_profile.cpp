@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "core/text.h"
+#include "model/architecture.h"
 
 namespace oomdoc {
 namespace {
@@ -133,9 +134,16 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
   return format;
 }
 
-uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
-                            uint64_t pp, const WeightFormat& format, bool mla_dequantized_kv_b) {
+uint64_t moe_expert_ranks(const ModelSpec& model, uint64_t tp, uint64_t dp) {
   tp = std::max<uint64_t>(tp, 1);
+  return model.num_experts > 0 ? tp * std::max<uint64_t>(dp, 1) : tp;
+}
+
+uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
+                            uint64_t pp, const WeightFormat& format, bool mla_dequantized_kv_b,
+                            uint64_t expert_ranks) {
+  tp = std::max<uint64_t>(tp, 1);
+  if (expert_ranks == 0) expert_ranks = tp;
   uint64_t embed = embedding_params(model);
   uint64_t head = lm_head_params(model);
   uint64_t final_norm = model.hidden_size;
@@ -145,7 +153,17 @@ uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, 
   uint64_t linear = layer_total > norms ? layer_total - norms : 0;
   double share = model.num_layers ? static_cast<double>(stage.layers) / static_cast<double>(model.num_layers) : 0;
 
-  double bytes = share * static_cast<double>(linear) * format.linear_bytes / static_cast<double>(tp);
+  // Routed experts are split over expert_ranks GPUs, every other Linear over the TP ranks.
+  uint64_t routed = 0;
+  if (expert_ranks != tp) {
+    for (const LinearShape& l : linear_layers(model)) {
+      if (l.expert) routed += l.params();
+    }
+    routed = std::min(routed, linear);
+  }
+  double bytes = share * format.linear_bytes *
+                 (static_cast<double>(linear - routed) / static_cast<double>(tp) +
+                  static_cast<double>(routed) / static_cast<double>(expert_ranks));
   for (uint64_t layer = stage.first_layer; layer < stage.first_layer + stage.layers; ++layer) {
     bytes += replicated_layer_bytes(model, layer, tp, format, mla_dequantized_kv_b);
   }

@@ -46,8 +46,16 @@ std::optional<std::string> quantization_from_name(std::string_view name);
 // "Model loading took X GiB" on the GPU holding `stage`: the sharded Linears, what every rank
 // keeps whole (MLA down projections, MoE routers, KV heads above as many ranks as heads), and,
 // with mla_dequantized_kv_b (VllmBehavior), MLA's 16-bit copies of a quantized kv_b_proj.
+// expert_ranks: the GPUs the routed experts are spread over (0: tp); see moe_expert_ranks.
 uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
-                            uint64_t pp, const WeightFormat& format, bool mla_dequantized_kv_b = false);
+                            uint64_t pp, const WeightFormat& format, bool mla_dequantized_kv_b = false,
+                            uint64_t expert_ranks = 0);
+
+// The GPUs one MoE layer's routed experts are spread over: with data parallelism "expert layers
+// form a tensor parallel group of size DP x TP" (and --enable-expert-parallel places whole
+// experts on as many ranks instead: the same bytes per GPU), while attention, dense layers and
+// the embeddings are replicated on every DP rank. tp for dense models.
+uint64_t moe_expert_ranks(const ModelSpec& model, uint64_t tp, uint64_t dp);
 
 // PyTorch's peak increase during the profile run. The forward pass and the sampler run one after
 // the other, so the peak is the larger of the two:

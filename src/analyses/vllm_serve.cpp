@@ -5,6 +5,7 @@
 #include "analyses/estimator.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "readers/model_config.h"
 
 #include <fmt/format.h>
 
@@ -180,8 +181,15 @@ ServeTarget serve_target_memory(uint64_t total_bytes) {
 }
 
 Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
-  const ModelSpec& model = in.model;
   const ServeConfig& c = in.config;
+  // The model as vLLM loads it: a rope scaling given with --hf-overrides (or --rope-scaling)
+  // replaces the config's, and with it the derived max_model_len (Qwen's YaRN to 131072).
+  ModelSpec overridden;
+  if (c.rope_scaling_override) {
+    overridden = in.model;
+    apply_rope_scaling_json(*c.rope_scaling_override, overridden);
+  }
+  const ModelSpec& model = c.rope_scaling_override ? overridden : in.model;
   ServePrediction p;
   auto env = [&](const char* name) -> std::optional<std::string> {
     auto it = c.env.find(name);
@@ -233,6 +241,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // --- Parallelism checks vLLM makes before anything is loaded.
   s.tensor_parallel_size = c.tensor_parallel_size;
   s.pipeline_parallel_size = c.pipeline_parallel_size;
+  s.data_parallel_size = c.data_parallel_size;
   if (model.num_attention_heads && model.num_attention_heads % s.tensor_parallel_size != 0) {
     return Error{fmt::format("Total number of attention heads ({}) must be divisible by tensor "
                              "parallel size ({}).", model.num_attention_heads, s.tensor_parallel_size)};
@@ -244,6 +253,11 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
 
   // --- max_model_len: the model's derived context unless the user overrides it.
   s.model_context = vllm_derived_max_model_len(model, c.max_position_override);
+  if (c.rope_scaling_override) {
+    p.assumptions.push_back(fmt::format("rope scaling from the command line ({} x{:g}): vLLM's derived max_model_len is {}",
+                                        model.rope_scaling_type.empty() ? "none" : model.rope_scaling_type,
+                                        model.rope_scaling_factor, s.model_context));
+  }
   if (c.max_model_len) {
     s.max_model_len = *c.max_model_len;
     s.max_model_len_source = "--max-model-len";
@@ -293,6 +307,14 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                              b.version.given ? "vLLM " + b.version.text : "current vLLM", s.block_size, choices)};
   }
   s.kv_cache_dtype = c.kv_cache_dtype.value_or("auto");
+  // resolve_kv_cache_dtype_string (vllm/utils/torch_utils.py): "auto" takes a ModelOpt
+  // checkpoint's own KV cache quantization.
+  if (s.kv_cache_dtype == "auto" && in.checkpoint_kv_cache_dtype) {
+    s.kv_cache_dtype = *in.checkpoint_kv_cache_dtype;
+    p.assumptions.push_back(fmt::format(
+        "KV cache {}: --kv-cache-dtype auto takes the checkpoint's kv_cache_quant_algo ({}); pass --kv-cache-dtype "
+        "bfloat16 for a 16-bit cache", s.kv_cache_dtype, in.checkpoint_kv_cache_source));
+  }
   s.enforce_eager = c.enforce_eager;
   // vLLM refuses a --quantization that contradicts the checkpoint's own (Marlin kernels of the
   // same format are allowed).
@@ -351,7 +373,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         s.max_num_batched_tokens, s.max_model_len, s.max_num_batched_tokens, s.max_model_len)};
   }
   uint64_t act_bytes = s.weights.dense_bytes;
-  uint64_t kv_bytes = kv_dtype_bytes(s.kv_cache_dtype, s.weights.dense_bytes);
+  auto kv_storage = kv_cache_storage(s.kv_cache_dtype, s.weights.dense_bytes);
+  if (!kv_storage) return kv_storage.error();
 
   // --- Budget: a share of the total CUDA reports, measured after the CUDA context exists.
   p.total_bytes = in.target.total_bytes;
@@ -402,18 +425,19 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         : kv_capacity(layout, available, max_model_len, s.max_num_batched_tokens, model.sliding_window,
                       b.hybrid_kv_groups);
   };
+  const uint64_t expert_ranks = moe_expert_ranks(model, s.tensor_parallel_size, c.data_parallel_size);
   bool first = true;
   for (size_t i = 0; i < stages.size(); ++i) {
     const PipelineStage& stage = stages[i];
     uint64_t weights = static_cast<uint64_t>(
         checkpoint_scale * static_cast<double>(stage_weight_bytes(model, stage, s.tensor_parallel_size,
                                                                   s.pipeline_parallel_size, s.weights,
-                                                                  b.mla_dequantized_kv_b)));
+                                                                  b.mla_dequantized_kv_b, expert_ranks)));
     weights = weights > offload ? weights - offload : 0;
     if (in.overrides.weights_bytes) weights = *in.overrides.weights_bytes;
     uint64_t graphs = in.overrides.cuda_graph_bytes.value_or(
         s.enforce_eager ? 0 : cuda_graph_bytes(model, stage, s.tensor_parallel_size, s.max_num_seqs, act_bytes));
-    KvLayout layout = kv_layout(model, stage, s.tensor_parallel_size, kv_bytes, s.block_size);
+    KvLayout layout = kv_layout(model, stage, s.tensor_parallel_size, *kv_storage, s.block_size);
     int64_t available;
     if (c.kv_cache_memory_bytes) {
       available = static_cast<int64_t>(*c.kv_cache_memory_bytes);
@@ -592,7 +616,12 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   if (multimodal) {
     p.assumptions.push_back("--limit-mm-per-prompt is read but the vision/audio encoder's profile run is not sized");
   }
-  if (c.data_parallel_size > 1) {
+  if (c.data_parallel_size > 1 && expert_ranks != tp) {
+    p.assumptions.push_back(fmt::format(
+        "--data-parallel-size {}: the routed experts are spread over DP x TP = {} GPUs (vLLM's expert layers form one "
+        "group across the DP ranks); attention, dense layers and embeddings are whole on each DP rank, and each "
+        "rank's KV cache and profile run are its own", c.data_parallel_size, expert_ranks));
+  } else if (c.data_parallel_size > 1) {
     p.assumptions.push_back(fmt::format("--data-parallel-size {}: each replica is sized alone (same figures per GPU)",
                                         c.data_parallel_size));
   }

@@ -49,6 +49,10 @@ struct ServeInputs {
   VllmVersion version;
   ServeOverrides overrides;
   std::string model_note;   // how the model was resolved, when not directly (readers/served_model.h)
+  // The KV cache dtype the checkpoint asks for (ModelOpt's kv_cache_quant_algo), which
+  // --kv-cache-dtype auto resolves to; and where it was read.
+  std::optional<std::string> checkpoint_kv_cache_dtype;
+  std::string checkpoint_kv_cache_source;
 };
 
 // Settings as vLLM will run them, with where each came from.
@@ -66,6 +70,7 @@ struct ServeSettings {
   WeightFormat weights;
   uint64_t tensor_parallel_size = 1;
   uint64_t pipeline_parallel_size = 1;
+  uint64_t data_parallel_size = 1;      // replicas; an MoE model's experts are spread over them too
   bool enforce_eager = false;
 };
 

@@ -39,6 +39,9 @@ struct ServeConfig {
   std::optional<uint64_t> num_speculative_tokens;
   std::optional<std::string> speculative_method;   // mtp, eagle, ngram, draft model name, ...
   std::optional<uint64_t> max_position_override;   // --hf-overrides max_position_embeddings
+  // --hf-overrides rope_scaling / rope_parameters, or --rope-scaling: the rope object as JSON text,
+  // which replaces the config's and so vLLM's derived max_model_len.
+  std::optional<std::string> rope_scaling_override;
   std::map<std::string, std::string> env;          // VAR=VALUE words before the command
   std::optional<std::string> image_tag;            // docker image tag (vllm/vllm-openai:v0.8.5)
 

@@ -557,15 +557,26 @@ Status read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
 // rope_scaling (transformers v5: rope_parameters): {"type"|"rope_type": ..., "factor": ...,
 // "original_max_position_embeddings": ...}. Malformed entries are ignored: only vLLM's default
 // context depends on them.
+static void read_rope_object(const json* rope, ModelSpec& m);
+
 static void read_rope_scaling(const json& config, ModelSpec& m) {
-  const json* rope = nullptr;
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
-    if (config.contains(key) && config.at(key).is_object()) {
-      rope = &config.at(key);
-      break;
-    }
+    if (config.contains(key) && config.at(key).is_object()) return read_rope_object(&config.at(key), m);
   }
-  if (!rope) return;
+}
+
+bool apply_rope_scaling_json(std::string_view rope_object_json, ModelSpec& model) {
+  json rope = json::parse(rope_object_json.begin(), rope_object_json.end(), nullptr, false);
+  if (rope.is_discarded() || !rope.is_object()) return false;
+  // An override replaces the whole object, as vLLM's hf_overrides replace the config's entry.
+  model.rope_scaling_type.clear();
+  model.rope_scaling_factor = 1.0;
+  model.rope_original_max_position = 0;
+  read_rope_object(&rope, model);
+  return !model.rope_scaling_type.empty();
+}
+
+static void read_rope_object(const json* rope, ModelSpec& m) {
   for (const char* key : {"rope_type", "type"}) {
     if (rope->contains(key) && rope->at(key).is_string()) {
       m.rope_scaling_type = rope->at(key).get<std::string>();

@@ -18,4 +18,9 @@ Result<ModelSpec> parse_model_config(std::string_view text, const std::string& s
 // Model types parse_model_config understands, for error messages and docs.
 const std::vector<std::string>& supported_model_types();
 
+// A rope_scaling / rope_parameters object given apart from config.json (vLLM's --hf-overrides or
+// the older --rope-scaling flag), read as config.json's is, replacing the model's own. False (and
+// the model without rope scaling) when it is not a JSON object with a rope type.
+bool apply_rope_scaling_json(std::string_view rope_object_json, ModelSpec& model);
+
 }  // namespace oomdoc

@@ -119,7 +119,89 @@ std::optional<QuantizedBase> quantized_base(const std::string& name) {
   return QuantizedBase{std::move(spec.value()), outermost};
 }
 
+// A string member, or "" when it is missing or not a string (configs can be hostile).
+std::string text_of(const nlohmann::json& object, const char* key) {
+  return object.contains(key) && object[key].is_string() ? object[key].get<std::string>() : std::string();
+}
+
+// The kv_cache_quant_algo / kv_cache_scheme of a ModelOpt quantization object.
+std::optional<std::string> modelopt_kv_in(const nlohmann::json& quant) {
+  if (!quant.is_object()) return std::nullopt;
+  const nlohmann::json& inner = quant.contains("quantization") && quant["quantization"].is_object() ? quant["quantization"] : quant;
+  for (const nlohmann::json* where : {&inner, &quant}) {
+    for (const char* key : {"kv_cache_scheme", "kv_cache_quant_algo"}) {
+      if (!where->contains(key)) continue;
+      const nlohmann::json& algo = (*where)[key];
+      if (algo.is_object()) {
+        const bool has_bits = algo.contains("num_bits") && algo["num_bits"].is_number_integer();
+        const int64_t bits = has_bits ? algo["num_bits"].get<int64_t>() : 0;
+        const bool dynamic = !(algo.contains("dynamic") && algo["dynamic"].is_boolean() && !algo["dynamic"].get<bool>());
+        const std::string type = text_of(algo, "type");
+        if (bits == 8 && type == "float" && !dynamic) return "fp8_e4m3";
+        if (bits == 4 && type == "float") return "nvfp4";
+        return std::nullopt;
+      }
+      if (!algo.is_string()) continue;
+      std::string name = algo.get<std::string>();
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (name == "fp8") return "fp8_e4m3";
+      if (name == "nvfp4") return "nvfp4";
+      return std::nullopt;   // vLLM: "Unknown kv_cache_quant_algo ... Falling back to 'auto'"
+    }
+  }
+  return std::nullopt;
+}
+
+// A ModelOpt checkpoint's own KV cache dtype: config.json's quantization_config when ModelOpt made
+// it, else the hf_quant_config.json ModelOpt writes next to it (which also gives the weight format
+// when config.json does not).
+void read_checkpoint_kv_cache_dtype(const std::string& config_path, ServedModel& served) {
+  namespace fs = std::filesystem;
+  if (auto text = read_small_file(config_path); text) {
+    auto config = nlohmann::json::parse(text.value(), nullptr, false);
+    if (config.is_object() && config.contains("quantization_config") && config["quantization_config"].is_object()) {
+      const nlohmann::json& quant = config["quantization_config"];
+      if (text_of(quant, "quant_method").rfind("modelopt", 0) == 0) {
+        if (auto kv = modelopt_kv_in(quant)) {
+          served.checkpoint_kv_cache_dtype = kv;
+          served.checkpoint_kv_cache_source = config_path + " quantization_config";
+          return;
+        }
+      }
+    }
+  }
+  const std::string sidecar = (fs::path(config_path).parent_path() / "hf_quant_config.json").string();
+  std::error_code ec;
+  if (!fs::is_regular_file(sidecar, ec)) return;
+  auto text = read_small_file(sidecar);
+  if (!text) return;
+  if (auto kv = modelopt_kv_cache_dtype(text.value())) {
+    served.checkpoint_kv_cache_dtype = kv;
+    served.checkpoint_kv_cache_source = sidecar;
+  }
+  // vLLM takes the weight format from the sidecar too when config.json has none
+  // (ModelConfig._parse_quant_hf_config: producer modelopt, quant_algo FP8 -> "modelopt",
+  // NVFP4 -> "modelopt_fp4").
+  auto quant = nlohmann::json::parse(text.value(), nullptr, false);
+  if (served.spec.quantization.empty() && quant.is_object() && quant.contains("producer") &&
+      quant["producer"].is_object() && text_of(quant["producer"], "name") == "modelopt" &&
+      quant.contains("quantization") && quant["quantization"].is_object()) {
+    const std::string algo = text_of(quant["quantization"], "quant_algo");
+    if (algo == "FP8") served.spec.quantization = "modelopt";
+    if (algo == "NVFP4") served.spec.quantization = "modelopt_fp4";
+  }
+}
+
 }  // namespace
+
+std::optional<std::string> modelopt_kv_cache_dtype(const std::string& quant_config_json) {
+  auto quant = nlohmann::json::parse(quant_config_json, nullptr, false);
+  if (quant.is_discarded() || !quant.is_object()) return std::nullopt;
+  const bool modelopt = (quant.contains("producer") && quant["producer"].is_object() &&
+                         text_of(quant["producer"], "name") == "modelopt") ||
+                        text_of(quant, "quant_method").rfind("modelopt", 0) == 0;
+  return modelopt ? modelopt_kv_in(quant) : std::nullopt;
+}
 
 std::optional<std::string> unsupported_state_layers(const std::string& config_text) {
   auto config = nlohmann::json::parse(config_text, nullptr, false);
@@ -143,7 +225,13 @@ Result<ServedModel> resolve_served_model(const std::string& name) {
     }
   }
   auto direct = resolve_model(name);
-  if (direct) return ServedModel{std::move(direct.value()), ""};
+  if (direct) {
+    // A local config without _name_or_path has no id: the path the user gave names it.
+    if (direct->id.empty()) direct->id = name;
+    ServedModel served{std::move(direct.value()), "", std::nullopt, ""};
+    if (auto path = config_path_for(name)) read_checkpoint_kv_cache_dtype(*path, served);
+    return served;
+  }
   auto base = quantized_base(name);
   if (!base) return direct.error();
   std::string id = base->spec.id;
@@ -152,7 +240,8 @@ Result<ServedModel> resolve_served_model(const std::string& name) {
   base->spec.quantization_bits = 0;
   base->spec.quantization_group_size = 0;
   return ServedModel{std::move(base->spec),
-                     fmt::format("'{}' was not found; sized as its base model {} with the quantization its name says", name, id)};
+                     fmt::format("'{}' was not found; sized as its base model {} with the quantization its name says", name, id),
+                     std::nullopt, ""};
 }
 
 Result<ModelSpec> resolve_checkpoint_name(const std::string& name) {

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/text.h"
+#include "model/vllm_kv_dtype.h"
 
 namespace oomdoc {
 namespace {
@@ -35,7 +36,7 @@ const std::set<std::string>& unmodeled_flags() {
   static const std::set<std::string> kFlags = {
       "enable-lora", "max-loras", "max-lora-rank", "max-cpu-loras", "fully-sharded-loras",
       "lora-modules", "max-seq-len-to-capture", "compilation-config", "cuda-graph-sizes",
-      "kv-transfer-config", "rope-scaling", "rope-theta", "swap-space", "enable-expert-parallel",
+      "kv-transfer-config", "rope-theta", "swap-space", "enable-expert-parallel",
       "mm-processor-kwargs", "long-lora-scaling-factors", "calculate-kv-scales",
       "disable-sliding-window", "enable-sleep-mode", "max-parallel-loading-workers",
       "kv-offloading-size", "mamba-ssm-cache-dtype", "async-scheduling", "max-cudagraph-capture-size",
@@ -276,14 +277,7 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
   } else if (name == "kv-cache-dtype") {
     auto v = need();
     if (!v) return v.error();
-    // vLLM's CacheDType choices over its versions (vllm/config/cache.py), one list for the check
-    // and the message.
-    static const std::vector<std::string> kKnown = {"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc",
-                                                    "fp8_ds_mla", "int8", "int8_per_token_head", "nvfp4"};
-    if (std::find(kKnown.begin(), kKnown.end(), *v) == kKnown.end()) {
-      return Error{fmt::format("--kv-cache-dtype: '{}' is not one of vLLM's KV cache dtypes ({})", *v,
-                               fmt::join(kKnown, ", "))};
-    }
+    if (auto known = find_vllm_kv_cache_dtype(*v); !known) return known.error();
     config.kv_cache_dtype = *v;
   } else if (name == "dtype") {
     auto v = need();
@@ -343,7 +337,19 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
       }
       config.max_position_override = positions;
     }
-    if (doc.contains("rope_scaling")) config.not_modeled.push_back(original);
+    for (const char* key : {"rope_scaling", "rope_parameters"}) {
+      if (!doc.contains(key)) continue;
+      if (doc[key].is_object()) config.rope_scaling_override = doc[key].dump();
+      else config.not_modeled.push_back(original);
+      break;
+    }
+  } else if (name == "rope-scaling") {
+    // Older vLLM's --rope-scaling '{"rope_type": "yarn", "factor": 4.0, ...}' (now --hf-overrides).
+    auto v = need();
+    if (!v) return v.error();
+    auto doc = nlohmann::json::parse(*v, nullptr, false);
+    if (!doc.is_discarded() && doc.is_object()) config.rope_scaling_override = doc.dump();
+    else config.not_modeled.push_back(original);
   } else if (unmodeled_flags().count(name)) {
     if (name == "enable-lora") config.enable_lora = bool_value();
     config.not_modeled.push_back(original);
@@ -416,6 +422,21 @@ Status read_flags(const std::vector<std::string>& words, size_t start, bool mode
   return Ok{};
 }
 
+// A Python literal: a string, number, True/False/None, or a dict or list. Anything else
+// (torch.cuda.device_count(), MODEL_PATH, 32 * 1024) is an expression only Python can evaluate.
+bool python_literal(std::string_view v) {
+  if (v.empty()) return false;
+  if (v.front() == '"' || v.front() == '\'' || v.front() == '{' || v.front() == '[') return true;
+  if (v == "True" || v == "False" || v == "None") return true;
+  if (!std::isdigit(static_cast<unsigned char>(v.front())) && v.front() != '-' && v.front() != '+' && v.front() != '.') {
+    return false;
+  }
+  return std::all_of(v.begin(), v.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E' ||
+           c == '_';
+  });
+}
+
 // LLM(model="...", tensor_parallel_size=2, ...): split the argument list at top-level commas.
 Status read_llm_call(std::string_view text, ServeConfig& config) {
   auto open = text.find("LLM(");
@@ -452,6 +473,14 @@ Status read_llm_call(std::string_view text, ServeConfig& config) {
     s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
     return s;
   };
+  // The keyword as the user wrote it, in messages that read-flags word as --flag-name.
+  auto in_python_words = [](Status status, const std::string& name, const std::string& key) -> Status {
+    if (status) return status;
+    const std::string& message = status.error().message;
+    const std::string flag = "--" + name;
+    if (message.rfind(flag, 0) != 0) return status;   // already in the keyword's words
+    return Error{"LLM(...): " + key + message.substr(flag.size())};
+  };
   for (auto& raw : parts) {
     std::string part = trim(raw);
     if (part.empty()) continue;
@@ -462,10 +491,16 @@ Status read_llm_call(std::string_view text, ServeConfig& config) {
       continue;
     }
     std::string key = trim(part.substr(0, eq));
-    std::string value = unquote(trim(part.substr(eq + 1)));
+    const std::string written = trim(part.substr(eq + 1));
+    if (!python_literal(written)) {
+      return Error{fmt::format("LLM(...): {}={} is a Python expression; oomdoc does not run Python: write the value "
+                               "it stands for ({}={})", key, written, key,
+                               key == "model" ? "\"org/name\" or a path" : "a number")};
+    }
+    std::string value = unquote(written);
     std::string name = normalize_flag(key);
     if (value == "True") {
-      auto status = apply_flag(name, std::nullopt, key + "=True", config);
+      auto status = in_python_words(apply_flag(name, std::nullopt, key + "=True", config), name, key);
       if (!status) return status;
       continue;
     }
@@ -480,7 +515,7 @@ Status read_llm_call(std::string_view text, ServeConfig& config) {
     if (value == "None") continue;
     // Python dict literals use single quotes; JSON needs double quotes.
     if (!value.empty() && value.front() == '{') std::replace(value.begin(), value.end(), '\'', '"');
-    auto status = apply_flag(name, value, key + "=" + value, config);
+    auto status = in_python_words(apply_flag(name, value, key + "=" + value, config), name, key);
     if (!status) return status;
   }
   return Ok{};

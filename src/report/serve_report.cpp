@@ -27,7 +27,7 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
   const ServePrediction& p = r.prediction;
   const ServeSettings& s = p.settings;
   std::string out;
-  uint64_t gpus = s.tensor_parallel_size * s.pipeline_parallel_size;
+  uint64_t gpus = s.tensor_parallel_size * s.pipeline_parallel_size * s.data_parallel_size;
   out += fmt::format("{} {} on {}{} ({}, {} engine)\n", st.bold("oomdoc serve:"), r.model_id,
                      gpus > 1 ? fmt::format("{} x ", gpus) : "", r.target.name, version_name(p.behavior),
                      engine_name(p.behavior));
@@ -36,7 +36,9 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
                      "weights {}{}\n",
                      s.max_model_len, s.max_model_len_source, s.max_num_seqs, s.max_num_batched_tokens,
                      s.kv_cache_dtype, s.weights.method.empty() ? s.weights.dtype : s.weights.method,
-                     gpus > 1 ? fmt::format(", TP {} x PP {}", s.tensor_parallel_size, s.pipeline_parallel_size) : "");
+                     gpus > 1 ? fmt::format(", TP {} x PP {}{}", s.tensor_parallel_size, s.pipeline_parallel_size,
+                                            s.data_parallel_size > 1 ? fmt::format(" x DP {}", s.data_parallel_size) : "")
+                              : "");
   out += "\n";
   out += fmt::format("{}  {} total x {:.2f}{} = {}\n", st.bold("Budget per GPU"), format_bytes(p.total_bytes),
                      s.gpu_memory_utilization,
@@ -112,7 +114,7 @@ Json serve_json(const ServeReport& r) {
   doc["gpu"] = {{"name", r.target.name},
                 {"total_bytes", p.total_bytes},
                 {"total_source", r.target.total_source},
-                {"count", s.tensor_parallel_size * s.pipeline_parallel_size}};
+                {"count", s.tensor_parallel_size * s.pipeline_parallel_size * s.data_parallel_size}};
   doc["vllm"] = {{"version", p.behavior.version.given ? Json(p.behavior.version.text) : Json(nullptr)},
                  {"engine", engine_name(p.behavior)},
                  {"default_gpu_memory_utilization", p.behavior.default_gpu_memory_utilization},
@@ -132,6 +134,7 @@ Json serve_json(const ServeReport& r) {
                      {"quantization", s.weights.method.empty() ? Json(nullptr) : Json(s.weights.method)},
                      {"tensor_parallel_size", s.tensor_parallel_size},
                      {"pipeline_parallel_size", s.pipeline_parallel_size},
+                     {"data_parallel_size", s.data_parallel_size},
                      {"enforce_eager", s.enforce_eager}};
   doc["budget_bytes"] = p.budget_bytes;
   doc["cuda_context_bytes"] = p.context_bytes;

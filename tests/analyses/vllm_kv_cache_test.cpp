@@ -71,12 +71,67 @@ TEST(VllmKvBytesPerToken, Fp8HalvesAndPipelineSplitsLayers) {
   EXPECT_EQ(stages[2].first_layer, 30u);
 }
 
+KvLayout layout_for(const std::string& name, const std::string& kv_cache_dtype, uint64_t tp = 1) {
+  ModelSpec m = model(name);
+  auto storage = kv_cache_storage(kv_cache_dtype, 2);
+  EXPECT_TRUE(storage.ok()) << storage.error().message;
+  return kv_layout(m, pipeline_stages(m, 1)[0], tp, storage.ok() ? storage.value() : KvCacheStorage{}, 16);
+}
+
 TEST(VllmKvDtype, FollowsTheFlag) {
-  EXPECT_EQ(kv_dtype_bytes("auto", 2), 2u);
-  EXPECT_EQ(kv_dtype_bytes("auto", 4), 4u);
-  EXPECT_EQ(kv_dtype_bytes("fp8", 2), 1u);
-  EXPECT_EQ(kv_dtype_bytes("fp8_e5m2", 2), 1u);
-  EXPECT_EQ(kv_dtype_bytes("bfloat16", 4), 2u);
+  EXPECT_EQ(kv_cache_storage("auto", 2)->element_bytes, 2u);
+  EXPECT_EQ(kv_cache_storage("auto", 4)->element_bytes, 4u);
+  EXPECT_EQ(kv_cache_storage("fp8", 2)->element_bytes, 1u);
+  EXPECT_EQ(kv_cache_storage("fp8_e5m2", 2)->element_bytes, 1u);
+  EXPECT_EQ(kv_cache_storage("bfloat16", 4)->element_bytes, 2u);
+  EXPECT_EQ(kv_cache_storage("float16", 4)->element_bytes, 2u);
+}
+
+// Llama-3.1-8B: 32 layers, 8 KV heads of 128. vllm/v1/kv_cache_interface.py page sizes.
+TEST(VllmKvDtype, FourBitCachesArePackedWithTheirScales) {
+  // nvfp4_kv_cache_full_dim(128) = 64 + 8 bytes per head for K and for V (uint8 elements).
+  KvLayout nvfp4 = layout_for("llama-3.1-8b", "nvfp4");
+  EXPECT_EQ(nvfp4.bytes_per_token, 2u * 32 * 8 * 72);   // 36,864 B: 0.28 of bf16's 131,072
+  EXPECT_EQ(nvfp4.page_bytes, 16u * 2 * 8 * 72);
+  EXPECT_EQ(nvfp4.formula, "2 x 32 layers x 8 KV heads x (128/2 + 128/16) B (nvfp4: fp4 values + an fp8 scale per 16)");
+  EXPECT_EQ(layout_for("llama-3.1-8b", "nvfp4_4over6").bytes_per_token, 2u * 32 * 8 * 72);
+  // int4_per_token_head: 64 bytes of packed values and a 4-byte fp32 scale per token, head and K/V.
+  EXPECT_EQ(layout_for("llama-3.1-8b", "int4_per_token_head").bytes_per_token, 2u * 32 * 8 * (64 + 4));
+}
+
+TEST(VllmKvDtype, PerTokenHeadScalesLiveInThePages) {
+  // AttentionSpec.page_size_bytes adds 2 * block_size * num_kv_heads * 4 to the 1-byte page.
+  KvLayout int8 = layout_for("llama-3.1-8b", "int8_per_token_head");
+  EXPECT_EQ(int8.bytes_per_token, 2u * 32 * 8 * (128 + 4));   // 67,584 B, not fp8's 65,536
+  EXPECT_EQ(int8.page_bytes, 16u * 2 * 8 * 132);
+  EXPECT_EQ(int8.formula, "2 x 32 layers x 8 KV heads x (128 x 1 B + a 4 B scale)");
+  EXPECT_EQ(layout_for("llama-3.1-8b", "fp8_per_token_head").bytes_per_token, 2u * 32 * 8 * 132);
+  EXPECT_EQ(layout_for("llama-3.1-8b", "fp8").bytes_per_token, 2u * 32 * 8 * 128);
+  // Per TP rank: 8 heads over TP 4 leave 2.
+  EXPECT_EQ(layout_for("llama-3.1-8b", "int8_per_token_head", 4).bytes_per_token, 2u * 32 * 2 * 132);
+}
+
+TEST(VllmKvDtype, SparseMlaIsFlashMlasFixedLayout) {
+  // MLAAttentionSpec: fp8_ds_mla pages are block_size * 656 bytes, not 576 fp8 latent values.
+  KvLayout ds = layout_for("deepseek-v3", "fp8_ds_mla");
+  EXPECT_EQ(ds.bytes_per_token, 61u * 656);
+  EXPECT_EQ(ds.formula, "61 layers x 656 B (fp8_ds_mla: FlashMLA's sparse layout per token)");
+  EXPECT_EQ(layout_for("deepseek-v3", "fp8").bytes_per_token, 61u * 576);
+  // On ordinary attention the name still means uint8 elements.
+  EXPECT_EQ(layout_for("llama-3.1-8b", "fp8_ds_mla").bytes_per_token, 2u * 32 * 8 * 128);
+}
+
+TEST(VllmKvDtype, UnsizedAndUnknownDtypesAreRefused) {
+  auto turbo = kv_cache_storage("turboquant_4bit_nc", 2);
+  ASSERT_FALSE(turbo.ok());
+  EXPECT_EQ(turbo.error().message,
+            "--kv-cache-dtype turboquant_4bit_nc: vLLM accepts it, but its pages are laid out by its own attention "
+            "backend and oomdoc does not size them; size this launch with fp8 or nvfp4 instead");
+  EXPECT_FALSE(kv_cache_storage("nvfp4_ds_mla", 2).ok());
+  auto half = kv_cache_storage("half", 2);
+  ASSERT_FALSE(half.ok());
+  EXPECT_EQ(half.error().message.rfind("--kv-cache-dtype: 'half' is not one of vLLM's KV cache dtypes (auto, float16, ", 0),
+            0u);
 }
 
 TEST(VllmKvCapacity, BlocksTokensAndConcurrency) {

@@ -103,5 +103,31 @@ TEST(VllmWeights, MlaDownProjectionsAreReplicatedAndQuantizedUpProjectionsCopied
               down * 2 * 15 / 16 + router * 2 * 15 / 16 + (norms * 2 + 7168 * 2) * 15 / 16, 64.0);
 }
 
+// "By default, expert layers form a tensor parallel group of size DP x TP" (vLLM's data parallel
+// deployment docs; --enable-expert-parallel places whole experts on as many ranks instead).
+TEST(VllmWeights, DataParallelSpreadsTheRoutedExpertsOnly) {
+  auto m = resolve_model("Qwen/Qwen3-30B-A3B");   // 48 layers, 128 experts of 3 x 2048 x 768
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  auto bf16 = weight_format(*m, std::nullopt, std::nullopt, true);
+  ASSERT_TRUE(bf16.ok());
+  EXPECT_EQ(moe_expert_ranks(*m, 1, 4), 4u);
+  EXPECT_EQ(moe_expert_ranks(*m, 2, 4), 8u);
+  PipelineStage whole;
+  whole.layers = m->num_layers;
+  whole.first = whole.last = true;
+  const double routed = 48.0 * 128 * 3 * 2048 * 768;   // 28,991,029,248 parameters
+  const double tp1 = static_cast<double>(stage_weight_bytes(*m, whole, 1, 1, *bf16));
+  const double dp4 = static_cast<double>(stage_weight_bytes(*m, whole, 1, 1, *bf16, false, 4));
+  EXPECT_NEAR(tp1 - dp4, routed * 2 * 3 / 4, 4.0);   // a quarter of the experts stay on each GPU
+  // TP 2 x DP 4: the experts over 8 ranks, everything else over the 2 TP ranks.
+  const double tp2 = static_cast<double>(stage_weight_bytes(*m, whole, 2, 1, *bf16));
+  const double tp2dp4 = static_cast<double>(stage_weight_bytes(*m, whole, 2, 1, *bf16, false, 8));
+  EXPECT_NEAR(tp2 - tp2dp4, routed * 2 * (1.0 / 2 - 1.0 / 8), 4.0);
+  // Dense models are replicated whole on every DP rank.
+  auto dense = resolve_model("meta-llama/Llama-3.1-8B");
+  ASSERT_TRUE(dense.ok());
+  EXPECT_EQ(moe_expert_ranks(*dense, 2, 4), 2u);
+}
+
 }  // namespace
 }  // namespace oomdoc

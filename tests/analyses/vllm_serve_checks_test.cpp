@@ -218,5 +218,22 @@ TEST(VllmServeChecks, PipelineParallelHasItsOwnFixId) {
   EXPECT_EQ(fix_info("vllm_tensor_parallel").snippet.find("pipeline"), std::string_view::npos);
 }
 
+// Qwen3-30B-A3B over DP 2 on 24 GiB cards: half the experts (27 GiB) and the rest (2.9 GiB) per GPU
+// do not load; TP 2 spreads the experts over DP 2 x TP 2 and its cost counts all 4 GPUs.
+TEST(VllmServeChecks, ParallelFixesCountTheDataParallelGpus) {
+  ServeInputs in = inputs({"vllm", "serve", "Qwen/Qwen3-30B-A3B", "-dp", "2", "--max-model-len", "32768"}, 24 * kGiB);
+  auto report = analyze_serve(in);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  ASSERT_TRUE(report->prediction.error.has_value());
+  EXPECT_EQ(report->prediction.error->kind, "weights_oom");
+  const ServeFix* tp = nullptr;
+  for (const auto& f : report->fixes) {
+    if (f.id == "vllm_tensor_parallel") tp = &f;
+  }
+  ASSERT_NE(tp, nullptr);
+  EXPECT_EQ(tp->flag, "--tensor-parallel-size 2");
+  EXPECT_EQ(tp->cost, "4 GPUs; without NVLink every layer's all-reduce crosses PCIe");
+}
+
 }  // namespace
 }  // namespace oomdoc

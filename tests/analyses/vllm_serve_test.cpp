@@ -7,6 +7,7 @@
 #include "core/units.h"
 #include "readers/model_resolver.h"
 #include "readers/vllm_args.h"
+#include "support/test_support.h"
 #include "vllm_serve_test_support.h"
 
 namespace oomdoc {
@@ -236,6 +237,80 @@ TEST(VllmServe, SlidingWindowLayersGetTheirOwnGroupsFromV010) {
   bool said = false;
   for (const auto& a : v0.assumptions) said |= a.find("sliding-window layers are sized as full attention") == 0;
   EXPECT_TRUE(said);
+}
+
+// Gemma 3 27B (google/gemma-3-27b-it's config.json, text_config of the VLM wrapper): 62 layers,
+// every sixth global, so 10 full and 52 sliding (window 1024) layers of 16 KV heads of 128.
+TEST(VllmServe, Gemma3HybridGroupsAtFullContext) {
+  const std::string gemma = testing::fixture_path("serve/gemma-3-27b-it");
+  ServeInputs in = inputs({"vllm", "serve", gemma, "--max-model-len", "131072", "--max-num-batched-tokens", "2048",
+                           "--kv-cache-memory-bytes", "17179869184", "--limit-mm-per-prompt", "{\"image\": 4}"},
+                          80 * kGiB);
+  ServePrediction p = predict(in);
+  EXPECT_EQ(p.kv.full_layers, 10u);
+  EXPECT_EQ(p.kv.sliding_layers, 52u);
+  // Groups of 10 layers (52 > 1.25 x 10): 1 full + cdiv(52, 10) = 6 sliding groups; a block of
+  // one group is 10 layers x 16 tokens x 2 x 16 heads x 128 x 2 B = 1,310,720 B.
+  EXPECT_EQ(p.capacity.num_groups, 7u);
+  EXPECT_EQ(p.capacity.num_blocks, 13107u);                 // 16 GiB / 1,310,720
+  EXPECT_EQ(p.capacity.tokens, 1872u * 16);                  // 13107 // 7 groups x 16
+  // One request: cdiv(131072, 16) = 8192 full blocks + 6 x (cdiv(1023 + 2048, 16) + 1) = 6 x 193.
+  EXPECT_EQ(p.capacity.blocks_per_request, 8192u + 6 * 193);
+  EXPECT_NEAR(p.capacity.max_concurrency, 13107.0 / 9350.0, 1e-12);
+  EXPECT_TRUE(p.fits);
+  // Gemma 3's 131072 positions are not scaled again by its linear rope factor 8.
+  EXPECT_EQ(p.settings.model_context, 131072u);
+}
+
+// --kv-cache-dtype auto takes a ModelOpt checkpoint's kv_cache_quant_algo (vLLM's
+// resolve_kv_cache_dtype_string); an explicit dtype wins.
+TEST(VllmServe, AutoKvCacheDtypeFollowsTheCheckpointsDirective) {
+  ServeInputs in = inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192"}, 80 * kGiB);
+  in.checkpoint_kv_cache_dtype = "fp8_e4m3";
+  in.checkpoint_kv_cache_source = "hf_quant_config.json";
+  ServePrediction p = predict(in);
+  EXPECT_EQ(p.settings.kv_cache_dtype, "fp8_e4m3");
+  EXPECT_EQ(p.kv.bytes_per_token, 2u * 32 * 8 * 128);   // 1 byte per element, not bf16's 2
+  bool said = false;
+  for (const auto& a : p.assumptions) {
+    said |= a == "KV cache fp8_e4m3: --kv-cache-dtype auto takes the checkpoint's kv_cache_quant_algo "
+                 "(hf_quant_config.json); pass --kv-cache-dtype bfloat16 for a 16-bit cache";
+  }
+  EXPECT_TRUE(said);
+  ServeInputs explicit_bf16 = in;
+  explicit_bf16.config.kv_cache_dtype = "bfloat16";
+  EXPECT_EQ(predict(explicit_bf16).kv.bytes_per_token, 2u * 32 * 8 * 128 * 2);
+}
+
+// Qwen's documented context extension: YaRN x4 over 32768 positions given on the command line makes
+// vLLM's derived max_model_len 131072, so --max-model-len 131072 is accepted (it was refused as
+// above the model's 32768 / 40960).
+TEST(VllmServe, RopeScalingOverrideRaisesTheDerivedContext) {
+  const std::string yarn = "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, "
+                           "\"original_max_position_embeddings\": 32768}}";
+  for (const char* name : {"Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen3-8B"}) {
+    ServeInputs in = inputs({"vllm", "serve", name, "--hf-overrides", yarn, "--max-model-len", "131072"}, 80 * kGiB);
+    auto p = predict_vllm_startup(in);
+    ASSERT_TRUE(p.ok()) << name << ": " << p.error().message;
+    EXPECT_EQ(p->settings.model_context, 131072u) << name;
+    EXPECT_EQ(p->settings.max_model_len, 131072u) << name;
+    bool said = false;
+    for (const auto& a : p->assumptions) {
+      said |= a == "rope scaling from the command line (yarn x4): vLLM's derived max_model_len is 131072";
+    }
+    EXPECT_TRUE(said) << name;
+  }
+  // Without it the same length is refused in vLLM's words.
+  auto refused = predict_vllm_startup(inputs({"vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "131072"},
+                                             80 * kGiB));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("User-specified max_model_len (131072) is greater than the derived"),
+            std::string::npos);
+  // The default context follows the override too: the older --rope-scaling flag, factor 2.
+  ServeInputs old = inputs({"vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--rope-scaling",
+                            "{\"type\": \"yarn\", \"factor\": 2.0, \"original_max_position_embeddings\": 32768}"},
+                           80 * kGiB);
+  EXPECT_EQ(predict(old).settings.max_model_len, 65536u);
 }
 
 // vLLM's derived max_model_len scales max_position_embeddings by the rope_scaling factor for

@@ -66,6 +66,26 @@ TEST(ServeCli, JsonDocument) {
   EXPECT_TRUE(doc["fixes"].is_array());
 }
 
+// An MoE model with data parallelism: the routed experts are spread over DP x TP GPUs, the rest is
+// whole on each (vLLM's data parallel deployment: "expert layers form a tensor parallel group of
+// size DP x TP"). Qwen3-30B-A3B: 48 layers x 128 experts x 3 x 2048 x 768 routed parameters.
+TEST(ServeCli, MoeDataParallelSpreadsTheExperts) {
+  auto one = run_cli({"serve", "--gpu", "h100", "--json", "--", "vllm", "serve", "Qwen/Qwen3-30B-A3B",
+                      "--max-model-len", "32768"});
+  auto four = run_cli({"serve", "--gpu", "h100", "--json", "--", "vllm", "serve", "Qwen/Qwen3-30B-A3B",
+                       "--max-model-len", "32768", "-dp", "4", "--enable-expert-parallel"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(four.exit_code, 0) << four.err;
+  auto a = nlohmann::json::parse(one.out), b = nlohmann::json::parse(four.out);
+  const double routed_bytes = 48.0 * 128 * 3 * 2048 * 768 * 2;
+  EXPECT_NEAR(a["components"]["weights"]["bytes"].get<double>() - b["components"]["weights"]["bytes"].get<double>(),
+              routed_bytes * 3 / 4, 4.0);
+  EXPECT_EQ(b["gpu"]["count"], 4);
+  EXPECT_EQ(b["settings"]["data_parallel_size"], 4);
+  // The KV layout is each rank's own: unchanged per GPU.
+  EXPECT_EQ(a["kv_cache"]["bytes_per_token"], b["kv_cache"]["bytes_per_token"]);
+}
+
 TEST(ServeCli, WeightAndActivationOverridesFromALog) {
   auto r = run_cli({"serve", "--memory", "23.58GiB", "--vllm-version", "0.6.4", "--weights", "14.99GiB",
                     "--activation", "2.07GiB", "--non-torch", "0.35GiB", "--json", "--",
@@ -95,7 +115,21 @@ TEST(ServeCli, BadInputIsOneLineAndExitTwo) {
            {{"serve", "--", "vllm", "serve", "llama-3-8b"}, "oomdoc: serve: which GPU? pass --gpu NAME"},
            {{"serve", "--gpu", "4090"}, "oomdoc: serve: give the vLLM command after `--`"},
            {{"serve", "--gpu", "4090", "vllm", "serve", "llama-3-8b", "--max-model-len", "4096"},
-            "oomdoc: serve: put the vLLM command after `--` (read '--max-model-len' as an oomdoc option)"},
+            "oomdoc: serve: --max-model-len: not an oomdoc serve option; vLLM's flags go after `--`"},
+           // A vLLM flag before `--`: the flag is named, not the words after `--`.
+           {{"serve", "--gpu", "4090", "--enforce-eager", "--", "vllm", "serve", "llama-3-8b"},
+            "oomdoc: serve: --enforce-eager: not an oomdoc serve option; vLLM's flags go after `--`"},
+           {{"serve", "--gpus", "2", "--gpu", "4090", "--", "vllm", "serve", "llama-3-8b"},
+            "oomdoc serve: --gpus: unknown option (see oomdoc serve --help)"},
+           {{"serve", "--gpu", "4090", "--tp=2", "--", "vllm", "serve", "llama-3-8b"},
+            "oomdoc: serve: --tp: not an oomdoc serve option; vLLM's flags go after `--`"},
+           {{"serve", "--gpu", "4090", "--max-model-len", "8192", "--", "vllm", "serve", "llama-3-8b"},
+            "oomdoc serve: --max-model-len: unknown option (see oomdoc serve --help)"},
+           // oomdoc's own options after `--` are inside the vLLM command.
+           {{"serve", "--gpu", "4090", "--", "vllm", "serve", "llama-3-8b", "--json"},
+            "oomdoc: serve: --json is oomdoc's option, but it comes after `--`, inside the vLLM command: put it before `--`"},
+           {{"serve", "--", "vllm", "serve", "llama-3-8b", "--max-model-len", "4096", "--gpu", "h100"},
+            "oomdoc: serve: --gpu is oomdoc's option, but it comes after `--`, inside the vLLM command: put it before `--`"},
            {{"serve", "--memory", "lots", "--", "vllm", "serve", "llama-3-8b"}, "oomdoc: serve: --memory: 'lots' is not a size"},
            {{"serve", "--gpu", "4090", "--vllm-version", "new", "--", "vllm", "serve", "llama-3-8b"}, "oomdoc: serve: --vllm-version: 'new' is not a version"},
            {{"serve", "--gpu", "4090", "--", "vllm", "serve", "llama-3-8b", "--max-model-len", "32768"},

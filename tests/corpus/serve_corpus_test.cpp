@@ -166,6 +166,8 @@ std::vector<Row> replay_corpus() {
     ServeInputs base;
     base.model = model->spec;
     base.model_note = model->note;
+    base.checkpoint_kv_cache_dtype = model->checkpoint_kv_cache_dtype;
+    base.checkpoint_kv_cache_source = model->checkpoint_kv_cache_source;
     base.config = config.value();
     base.version = version.value();
     auto gpu = gpu_for(r);

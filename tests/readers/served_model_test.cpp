@@ -82,6 +82,48 @@ TEST(ServedModel, CheckpointNameCarriesItsQuantizationForEstimate) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("nobody/no-such-model-AWQ: not a file or folder"), std::string::npos)
       << unknown.error().message;
+
+// A folder whose config.json has no _name_or_path (a VLM's text_config here) is named by the
+// path given, not by an empty id ("model config:  (path)", "'s context of ...").
+TEST(ServedModel, LocalFolderWithoutANameIsNamedByItsPath) {
+  const std::string folder = testing::fixture_path("serve/gemma-3-27b-it");
+  auto m = resolve_served_model(folder);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->spec.id, folder);
+  EXPECT_EQ(m->spec.num_layers, 62u);
+}
+
+// nvidia's ModelOpt checkpoints carry kv_cache_quant_algo, which vLLM's --kv-cache-dtype auto
+// takes (resolve_kv_cache_dtype_string / get_kv_cache_quant_algo_string).
+TEST(ServedModel, ModelOptCheckpointsGiveTheirKvCacheDtype) {
+  EXPECT_EQ(modelopt_kv_cache_dtype(R"({"producer": {"name": "modelopt"},
+                                        "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}})"),
+            "fp8_e4m3");
+  EXPECT_EQ(modelopt_kv_cache_dtype(R"({"producer": {"name": "modelopt"},
+                                        "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "NVFP4"}})"),
+            "nvfp4");
+  EXPECT_EQ(modelopt_kv_cache_dtype(R"({"quant_method": "modelopt",
+                                        "kv_cache_scheme": {"num_bits": 8, "type": "float", "dynamic": false}})"),
+            "fp8_e4m3");
+  EXPECT_EQ(modelopt_kv_cache_dtype(R"({"quant_method": "modelopt", "kv_cache_scheme": {"num_bits": 8, "type": "int"}})"),
+            std::nullopt);
+  // Not ModelOpt's, no directive, hostile types, not JSON: no KV dtype, no exception.
+  EXPECT_EQ(modelopt_kv_cache_dtype(R"({"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8, "type": "float", "dynamic": false}})"),
+            std::nullopt);
+  EXPECT_EQ(modelopt_kv_cache_dtype(R"({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8"}})"),
+            std::nullopt);
+  EXPECT_EQ(modelopt_kv_cache_dtype(R"({"producer": {"name": "modelopt"}, "quantization": {"kv_cache_quant_algo": 5}})"),
+            std::nullopt);
+  EXPECT_EQ(modelopt_kv_cache_dtype(R"({"producer": "modelopt", "quant_method": 7})"), std::nullopt);
+  EXPECT_EQ(modelopt_kv_cache_dtype("not json"), std::nullopt);
+
+  const std::string folder = testing::fixture_path("serve/llama-3.1-8b-instruct-fp8-modelopt");
+  auto m = resolve_served_model(folder);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->checkpoint_kv_cache_dtype, "fp8_e4m3");
+  EXPECT_EQ(m->checkpoint_kv_cache_source, folder + "/hf_quant_config.json");
+  EXPECT_EQ(m->spec.quantization, "modelopt");   // quant_algo FP8 from the sidecar
+  EXPECT_EQ(m->spec.id, "nvidia/Llama-3.1-8B-Instruct-FP8");
 }
 
 }  // namespace

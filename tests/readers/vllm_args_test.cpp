@@ -85,6 +85,58 @@ TEST(VllmArgs, LlmKeywordArguments) {
   EXPECT_EQ(c.ignored[0], "seed=0");
 }
 
+// LLM(...) errors name the keyword as written; Python expressions are not guessed at.
+TEST(VllmArgs, LlmKeywordErrorsUseThePythonSpelling) {
+  // vllm#18550's call, as pasted.
+  auto expr = parse_vllm_command_line({"LLM(model=\"Qwen/Qwen2.5-VL-72B-Instruct-AWQ\", "
+                                       "tensor_parallel_size=torch.cuda.device_count(), gpu_memory_utilization=0.95, "
+                                       "max_model_len=32768, max_num_seqs=1, limit_mm_per_prompt={\"image\": 12, \"video\": 0})"});
+  ASSERT_FALSE(expr.ok());
+  EXPECT_EQ(expr.error().message,
+            "LLM(...): tensor_parallel_size=torch.cuda.device_count() is a Python expression; oomdoc does not run "
+            "Python: write the value it stands for (tensor_parallel_size=a number)");
+  auto name = parse_vllm_command_line({"LLM(model=MODEL_PATH, max_model_len=4096)"});
+  ASSERT_FALSE(name.ok());
+  EXPECT_EQ(name.error().message,
+            "LLM(...): model=MODEL_PATH is a Python expression; oomdoc does not run Python: write the value it stands "
+            "for (model=\"org/name\" or a path)");
+  auto len = parse_vllm_command_line({"LLM(model='m', max_model_len='lots')"});
+  ASSERT_FALSE(len.ok());
+  EXPECT_EQ(len.error().message, "LLM(...): max_model_len: 'lots' is not a positive whole number");
+  auto util = parse_vllm_command_line({"LLM(model='m', gpu_memory_utilization=1.5)"});
+  ASSERT_FALSE(util.ok());
+  EXPECT_EQ(util.error().message, "LLM(...): gpu_memory_utilization: 1.5 is outside (0, 1]");
+  auto flag = parse_vllm_command_line({"LLM(model='m', max_model_len=True)"});
+  ASSERT_FALSE(flag.ok());
+  EXPECT_EQ(flag.error().message, "LLM(...): max_model_len needs a value");
+  // Literals still read: negative and scientific numbers, None, dicts.
+  ServeConfig c = parse_ok({"LLM(model='m', max_model_len=-1, cpu_offload_gb=1e1, quantization=None, "
+                            "speculative_config={'method': 'ngram', 'num_speculative_tokens': 5})"});
+  EXPECT_TRUE(c.max_model_len_auto);
+  EXPECT_DOUBLE_EQ(c.cpu_offload_gb, 10.0);
+  EXPECT_EQ(c.num_speculative_tokens, 5u);
+}
+
+// Context extension: the rope object of --hf-overrides (rope_scaling, or transformers v5's
+// rope_parameters, vLLM's context-extension docs) or the older --rope-scaling flag is kept.
+TEST(VllmArgs, RopeScalingOverridesAreRead) {
+  ServeConfig docs = parse_ok({"vllm", "serve", "Qwen/Qwen3-0.6B", "--hf-overrides",
+                               "{\"rope_parameters\": {\"factor\": 4.0, \"original_max_position_embeddings\": 32768, "
+                               "\"rope_theta\": 1000000, \"rope_type\": \"yarn\"}}",
+                               "--max-model-len", "131072"});
+  ASSERT_TRUE(docs.rope_scaling_override.has_value());
+  EXPECT_EQ(*docs.rope_scaling_override,
+            R"({"factor":4.0,"original_max_position_embeddings":32768,"rope_theta":1000000,"rope_type":"yarn"})");
+  EXPECT_TRUE(docs.not_modeled.empty());
+  ServeConfig old = parse_ok({"vllm", "serve", "m", "--rope-scaling",
+                              "{\"rope_type\":\"yarn\",\"factor\":4.0,\"original_max_position_embeddings\":32768}"});
+  EXPECT_EQ(*old.rope_scaling_override, R"({"factor":4.0,"original_max_position_embeddings":32768,"rope_type":"yarn"})");
+  // Not a JSON object: listed as not modeled, nothing read.
+  ServeConfig bad = parse_ok({"vllm", "serve", "m", "--rope-scaling", "yarn"});
+  EXPECT_FALSE(bad.rope_scaling_override.has_value());
+  EXPECT_EQ(bad.not_modeled, (std::vector<std::string>{"--rope-scaling yarn"}));
+}
+
 TEST(VllmArgs, UnmodeledFlagsAreListedApart) {
   ServeConfig c = parse_ok({"vllm", "serve", "m", "--enable-lora", "--max-lora-rank", "16",
                             "--swap-space", "8", "--served-model-name", "x"});

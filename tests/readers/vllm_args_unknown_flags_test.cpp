@@ -57,8 +57,12 @@ TEST(VllmArgsUnknownFlags, CurrentGraphAndParallelFlagsAreKnown) {
   auto half = parse_vllm_command_line({"vllm", "serve", "m", "--kv-cache-dtype", "half"});
   ASSERT_FALSE(half.ok());
   EXPECT_EQ(half.error().message,
-            "--kv-cache-dtype: 'half' is not one of vLLM's KV cache dtypes (auto, bfloat16, fp8, fp8_e4m3, fp8_e5m2, "
-            "fp8_inc, fp8_ds_mla, int8, int8_per_token_head, nvfp4)");
+            "--kv-cache-dtype: 'half' is not one of vLLM's KV cache dtypes (auto, float16, bfloat16, fp8, fp8_e4m3, "
+            "fp8_e5m2, fp8_inc, fp8_ds_mla, nvfp4_ds_mla, turboquant_k8v4, turboquant_4bit_nc, turboquant_k3v4_nc, "
+            "turboquant_3bit_nc, int4_per_token_head, int8_per_token_head, fp8_per_token_head, nvfp4, nvfp4_4over6, "
+            "int8)");
+  // float16 is one of current vLLM's choices (vllm/config/cache.py CacheDType).
+  EXPECT_EQ(parse_vllm_command_line({"vllm", "serve", "m", "--kv-cache-dtype", "float16"})->kv_cache_dtype, "float16");
 }
 
 }  // namespace
