@@ -82,6 +82,7 @@ TEST(ServedModel, CheckpointNameCarriesItsQuantizationForEstimate) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("nobody/no-such-model-AWQ: not a file or folder"), std::string::npos)
       << unknown.error().message;
+}
 
 // A folder whose config.json has no _name_or_path (a VLM's text_config here) is named by the
 // path given, not by an empty id ("model config:  (path)", "'s context of ...").
