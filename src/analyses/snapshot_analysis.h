@@ -47,7 +47,9 @@ class StackLabeler {
   StackLabeler(const Snapshot& snapshot, size_t depth);
   // "model.py:42 forward < train.py:88 train_step"; "<no stack recorded>" for kNoStack.
   const std::string& key(StackId stack);
-  // The stack without noise frames (unwinder, interpreter), innermost first, at most max frames.
+  // The stack for reading: its Python frames innermost first (at most max, then "... N more Python
+  // frames"), then its C++ frames folded into one line, "[41 C++ frames: BmmBackward0, aten::bmm]".
+  // Noise frames (unwinder, interpreter) are dropped.
   std::vector<std::string> frames(StackId stack, size_t max = 12) const;
   std::string frame_text(FrameId frame) const;
 
@@ -60,6 +62,7 @@ class StackLabeler {
 bool is_noise_frame(std::string_view filename, std::string_view name);
 bool is_user_frame(std::string_view filename, std::string_view name);
 
+bool is_python_frame(std::string_view filename);
 struct StackGroup {
   std::string key;
   StackId example_stack = kNoStack;

@@ -21,12 +21,42 @@ TEST(StackLabeler, GroupsAtTheFirstUserFrameSkippingNoiseAndLibraries) {
   EXPECT_EQ(labeler.key(s), "proj/model.py:42 forward < proj/train.py:88 train_step");
   StackLabeler deep(b.snapshot(), 3);
   EXPECT_EQ(deep.key(s), "proj/model.py:42 forward < proj/train.py:88 train_step < proj/train.py:131 main");
-  // Noise frames are dropped from the listing; library frames stay.
-  auto frames = labeler.frames(s);
-  ASSERT_EQ(frames.size(), 6u);
-  EXPECT_EQ(frames[0], "at::native::empty_cuda");
-  EXPECT_EQ(frames[1], "modules/linear.py:116 forward");
+  // Noise frames are dropped from the listing; library frames stay; Python frames come first and
+  // the C++ frame is folded into the last line.
+  EXPECT_EQ(labeler.frames(s), (std::vector<std::string>{"modules/linear.py:116 forward", "proj/model.py:42 forward",
+                                                         "modules/module.py:1501 _call_impl",
+                                                         "proj/train.py:88 train_step", "proj/train.py:131 main",
+                                                         "[1 C++ frame]"}));
   EXPECT_EQ(labeler.key(kNoStack), "<no stack recorded>");
+}
+
+// With stacks='all' a stack starts with a dozen allocator and aten frames: the listing must still
+// show the Python frames (it used to show the first 12 frames, all C++, and cut the rest).
+TEST(StackLabeler, FramesListPythonFirstAndFoldTheCppFrames) {
+  SnapshotBuilder b;
+  std::vector<std::tuple<std::string, uint64_t, std::string>> frames = {
+      {"??", 0, "torch::unwind::unwind()"},
+      {"??", 0, "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)"}};
+  for (int i = 0; i < 12; ++i) frames.push_back({"??", 0, "at::detail::empty_cuda(c10::ArrayRef<long>)"});
+  frames.push_back({"??", 0, "at::_ops::bmm::call(at::Tensor const&, at::Tensor const&)"});
+  frames.push_back({"??", 0, "torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor>&&)"});
+  frames.push_back({"??", 0, "at::_ops::bmm::call(at::Tensor const&, at::Tensor const&)"});  // named once
+  frames.push_back({"/home/me/proj/model.py", 42, "forward"});
+  frames.push_back({"Python/ceval.c", 0, "_PyEval_EvalFrameDefault"});  // noise: dropped, not counted
+  frames.push_back({"??", 0, "pybind11::cpp_function::dispatcher(_object*, _object*, _object*)"});
+  frames.push_back({"/home/me/proj/train.py", 88, "train_step"});
+  frames.push_back({"<eval_with_key>.3", 7, "forward"});
+  StackId s = b.stack(frames);
+  StackId native_only = b.stack({{"??", 0, "at::_ops::mul_Tensor::call(at::Tensor const&)"},
+                                 {"??", 0, "torch::autograd::generated::MulBackward0::apply(std::vector<at::Tensor>&&)"}});
+  StackLabeler labeler(b.snapshot(), 2);
+  EXPECT_EQ(labeler.frames(s), (std::vector<std::string>{"proj/model.py:42 forward", "proj/train.py:88 train_step",
+                                                         "<eval_with_key>.3:7 forward",
+                                                         "[17 C++ frames: aten::bmm, BmmBackward0]"}));
+  EXPECT_EQ(labeler.frames(s, 2), (std::vector<std::string>{"proj/model.py:42 forward", "proj/train.py:88 train_step",
+                                                            "... 1 more Python frame",
+                                                            "[17 C++ frames: aten::bmm, BmmBackward0]"}));
+  EXPECT_EQ(labeler.frames(native_only), (std::vector<std::string>{"[2 C++ frames: aten::mul_Tensor, MulBackward0]"}));
 }
 
 TEST(StackLabeler, NoUserFrameNamesTheFirstMeaningfulFrame) {
