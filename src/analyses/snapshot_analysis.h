@@ -61,8 +61,8 @@ class StackLabeler {
 };
 bool is_noise_frame(std::string_view filename, std::string_view name);
 bool is_user_frame(std::string_view filename, std::string_view name);
-
 bool is_python_frame(std::string_view filename);
+
 struct StackGroup {
   std::string key;
   StackId example_stack = kNoStack;
@@ -90,6 +90,7 @@ struct Timeline {
   std::optional<uint64_t> peak_index;  // event index of the peak (absent with no trace growth)
   std::optional<int64_t> peak_time_us;
   uint64_t baseline_bytes = 0;        // allocated before recording: unmatched frees + ghosts
+  uint64_t live_at_peak_bytes = 0;    // baseline + peak_live_delta: all that was live at the peak
   uint64_t unmatched_free_bytes = 0;  // freed in the trace, allocated before it
   uint64_t unmatched_frees = 0;
   uint64_t ghost_bytes = 0;           // live at dump, never allocated in the trace

@@ -46,7 +46,7 @@ std::string headline(const SnapshotReport& r) {
   return fmt::format("No OOM recorded. Peak live memory on cuda:{}: {} ({} before recording + {} "
                      "at the trace peak); {} reserved at dump time",
                      top->memory.device,
-                     format_bytes(top->timeline.baseline_bytes + uint64_t(top->timeline.peak_live_delta)),
+                     format_bytes(top->timeline.live_at_peak_bytes),
                      format_bytes(top->timeline.baseline_bytes),
                      format_bytes(uint64_t(top->timeline.peak_live_delta)),
                      format_bytes(top->memory.reserved_bytes));

@@ -93,6 +93,7 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
     }
   }
   t.baseline_bytes = t.unmatched_free_bytes + t.ghost_bytes;
+  t.live_at_peak_bytes = t.baseline_bytes + static_cast<uint64_t>(t.peak_live_delta);
   t.reserved_at_start = static_cast<int64_t>(memory.reserved_bytes) - reserved;
   t.peak_reserved_bytes = t.reserved_at_start + peak_reserved_delta;
 

@@ -75,7 +75,10 @@ Json snapshot_report_json(const SnapshotReport& r) {
     j["peak_live_bytes"] = t.peak_live_delta;
     j["peak_event_index"] = json_optional(t.peak_index);
     j["peak_time_us"] = json_optional(t.peak_time_us);
+    j["live_at_peak_bytes"] = t.events ? Json(t.live_at_peak_bytes) : Json(nullptr);
+    j["trace_has_time"] = t.has_time;
     j["baseline_bytes"] = t.baseline_bytes;
+    j["unmatched_frees"] = t.unmatched_frees;
     j["unmatched_free_bytes"] = t.unmatched_free_bytes;
     j["ghost_bytes"] = t.ghost_bytes;
     j["peak_reserved_bytes"] = t.events ? Json(t.peak_reserved_bytes) : Json(nullptr);

@@ -40,6 +40,24 @@ TEST(SnapshotJson, HasTheDocumentedFields) {
   EXPECT_TRUE(doc["devices"][1]["ooms"].empty());
 }
 
+// Every figure the terminal prints is in the document: the peak live memory of the verdict (baseline
+// + trace peak), the count of frees of pre-recording memory and whether the trace has time_us.
+// Expected values: plain Python (pickle.load, alloc/free_completed replay) on the fixture.
+TEST(SnapshotJson, CarriesEveryFigureTheTerminalPrints) {
+  Json doc = snapshot_report_json(train_report());
+  const Json& d = doc["devices"][0];
+  EXPECT_EQ(d["baseline_bytes"], 25784476u);
+  EXPECT_EQ(d["peak_live_bytes"], 40592250);
+  EXPECT_EQ(d["live_at_peak_bytes"], 66376726u);
+  EXPECT_EQ(d["unmatched_frees"], 2u);
+  EXPECT_EQ(d["unmatched_free_bytes"], 409600u);
+  EXPECT_EQ(d["trace_has_time"], true);
+  EXPECT_EQ(doc["devices"][1]["live_at_peak_bytes"], 87642231u);
+  std::string text = render_snapshot_text(train_report(), Style::plain());
+  EXPECT_THAT(text, HasSubstr("(live 63.30 MiB)"));  // 66376726 B
+  EXPECT_THAT(text, HasSubstr("2 frees of memory allocated before recording (400.00 KiB)"));
+}
+
 TEST(SnapshotText, VerdictFirst) {
   std::string text = render_snapshot_text(train_report(), Style::plain());
   EXPECT_EQ(text.rfind("OOM on cuda:0 at trace event ", 0), 0u) << text.substr(0, 200);
