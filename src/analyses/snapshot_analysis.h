@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/snapshot.h"
@@ -83,6 +84,19 @@ struct TimelinePoint {
   std::string stack_key;  // filled by analyze_snapshot (the stack's label, for hover text)
 };
 
+// Memory allocated before recording started (the baseline), as the replay finds it: a block live at
+// dump that the trace never allocated (live through the whole trace), or an allocation the trace
+// frees without having allocated it (live until that free). Listings of what is live at a moment
+// include them, so that their bytes add up to the live figure (baseline + delta).
+struct PreRecordingAllocation {
+  uint64_t address = 0;
+  uint64_t bytes = 0;                // requested bytes (the block's size when the file has none)
+  StackId stack = kNoStack;          // the block's own stack; a free's frames do not say who allocated
+  std::optional<uint64_t> freed_at;  // event index of the free; none for a block still live at dump
+};
+// The group key of pre-recording allocations without a stack of their own.
+inline constexpr std::string_view kBeforeRecordingKey = "<allocated before recording started>";
+
 struct Timeline {
   uint64_t events = 0;
   bool has_time = false;
@@ -99,12 +113,15 @@ struct Timeline {
   bool truncated = false;
   std::string truncation_reason;
   std::vector<TimelinePoint> points;  // downsampled, keeping each bucket's highest live point
+  std::vector<PreRecordingAllocation> pre_recording;  // what baseline_bytes sums, one by one
 };
 Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOptions& options);
 
-// The allocations live at event index `at` (inclusive), grouped by stack, largest first.
-std::vector<StackGroup> live_stacks_at(const Snapshot& snapshot, int device, uint64_t at,
-                                       StackLabeler& labeler, size_t top);
+// The allocations live at event index `at` (inclusive), grouped by stack, largest first: those the
+// trace allocated and the pre-recording ones of the timeline still live then (their groups sum to
+// the timeline's live bytes at `at`).
+std::vector<StackGroup> live_stacks_at(const Snapshot& snapshot, int device, const Timeline& timeline,
+                                       uint64_t at, StackLabeler& labeler, size_t top);
 // Groups of the active_allocated blocks at dump time (no trace needed).
 std::vector<StackGroup> live_stacks_at_dump(const Snapshot& snapshot, int device,
                                             StackLabeler& labeler, size_t top);

@@ -70,7 +70,7 @@ DeviceReport analyze_device(const Snapshot& snapshot, int device, const Snapshot
   for (TimelinePoint& p : d.timeline.points) p.stack_key = labeler.key(p.stack);
   if (d.timeline.peak_index) {
     d.top_stacks_when = "peak";
-    d.top_stacks = live_stacks_at(snapshot, device, *d.timeline.peak_index, labeler, options.top);
+    d.top_stacks = live_stacks_at(snapshot, device, d.timeline, *d.timeline.peak_index, labeler, options.top);
   } else {
     d.top_stacks_when = "dump";
     d.top_stacks = live_stacks_at_dump(snapshot, device, labeler, options.top);

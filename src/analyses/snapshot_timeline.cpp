@@ -29,11 +29,13 @@ int64_t reserved_delta(const TraceEvent& e) {
   }
 }
 
-std::vector<StackGroup> group(std::vector<std::pair<StackId, uint64_t>>& live, StackLabeler& labeler,
-                              size_t top) {
+}  // namespace
+
+std::vector<StackGroup> detail::group_live(std::span<const std::pair<StackId, uint64_t>> live,
+                                           std::span<const PreRecordingAllocation> pre_recording, uint64_t at,
+                                           StackLabeler& labeler, size_t top) {
   std::unordered_map<std::string, StackGroup> groups;
-  for (auto [stack, bytes] : live) {
-    const std::string& key = labeler.key(stack);
+  auto add = [&](const std::string& key, StackId stack, uint64_t bytes) {
     StackGroup& g = groups[key];
     if (g.count == 0) {
       g.key = key;
@@ -41,6 +43,12 @@ std::vector<StackGroup> group(std::vector<std::pair<StackId, uint64_t>>& live, S
     }
     g.bytes += bytes;
     ++g.count;
+  };
+  for (auto [stack, bytes] : live) add(labeler.key(stack), stack, bytes);
+  static const std::string kBefore(kBeforeRecordingKey);
+  for (const PreRecordingAllocation& p : pre_recording) {
+    if (p.freed_at && *p.freed_at <= at) continue;  // already freed then
+    add(p.stack == kNoStack ? kBefore : labeler.key(p.stack), p.stack, p.bytes);
   }
   std::vector<StackGroup> out;
   out.reserve(groups.size());
@@ -52,8 +60,6 @@ std::vector<StackGroup> group(std::vector<std::pair<StackId, uint64_t>>& live, S
   for (auto& g : out) g.frames = labeler.frames(g.example_stack);
   return out;
 }
-
-}  // namespace
 
 Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOptions& options) {
   Timeline t;
@@ -74,10 +80,7 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
       }
     } else if (e.action == TraceAction::kFreeCompleted) {
       delta -= static_cast<int64_t>(e.size);
-      if (!live.erase(e.addr)) {
-        t.unmatched_free_bytes += e.size;
-        ++t.unmatched_frees;
-      }
+      if (!live.erase(e.addr)) t.pre_recording.push_back({e.addr, e.size, kNoStack, i});
     } else {
       reserved += reserved_delta(e);
       peak_reserved_delta = std::max(peak_reserved_delta, reserved);
@@ -89,7 +92,15 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
     if (s.device != device) continue;
     for (const SnapshotBlock& b : s.blocks) {
       if (b.state != BlockState::kActiveAllocated) continue;
-      if (!live.find(b.address)) t.ghost_bytes += b.requested_size.value_or(b.size);
+      if (!live.find(b.address)) t.pre_recording.push_back({b.address, b.requested_size.value_or(b.size), b.stack, {}});
+    }
+  }
+  for (const PreRecordingAllocation& p : t.pre_recording) {
+    if (p.freed_at) {
+      t.unmatched_free_bytes += p.bytes;
+      ++t.unmatched_frees;
+    } else {
+      t.ghost_bytes += p.bytes;
     }
   }
   t.baseline_bytes = t.unmatched_free_bytes + t.ghost_bytes;
@@ -148,17 +159,19 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
   return t;
 }
 
-std::vector<StackGroup> live_stacks_at(const Snapshot& snapshot, int device, uint64_t at,
-                                       StackLabeler& labeler, size_t top) {
+std::vector<StackGroup> live_stacks_at(const Snapshot& snapshot, int device, const Timeline& timeline,
+                                       uint64_t at, StackLabeler& labeler, size_t top) {
   detail::LiveReplay replay(trace_of(snapshot, device));
-  return detail::live_stacks_in(replay.at(at), labeler, top);
+  return detail::live_stacks_in(replay.at(at), timeline.pre_recording, at, labeler, top);
 }
 
-std::vector<StackGroup> detail::live_stacks_in(const AddressMap& live, StackLabeler& labeler, size_t top) {
+std::vector<StackGroup> detail::live_stacks_in(const AddressMap& live,
+                                               std::span<const PreRecordingAllocation> pre_recording, uint64_t at,
+                                               StackLabeler& labeler, size_t top) {
   std::vector<std::pair<StackId, uint64_t>> items;
   items.reserve(live.size());
   live.for_each([&](uint64_t, const detail::LiveEntry& v) { items.emplace_back(v.stack, v.size); });
-  return group(items, labeler, top);
+  return group_live(items, pre_recording, at, labeler, top);
 }
 
 std::vector<StackGroup> live_stacks_at_dump(const Snapshot& snapshot, int device,
@@ -172,7 +185,7 @@ std::vector<StackGroup> live_stacks_at_dump(const Snapshot& snapshot, int device
       }
     }
   }
-  return group(items, labeler, top);
+  return detail::group_live(items, {}, 0, labeler, top);
 }
 
 }  // namespace oomdoc

@@ -94,14 +94,15 @@ TEST(LiveStacks, AtAnEventAndAtDump) {
   b.event(TraceAction::kAlloc, 0x300, 500, a2);
   b.event(TraceAction::kFreeCompleted, 0x200, 3000, c);
   StackLabeler labeler(b.snapshot(), 1);
-  auto at2 = live_stacks_at(b.snapshot(), 0, 2, labeler, 10);
+  const Timeline none;  // nothing allocated before recording
+  auto at2 = live_stacks_at(b.snapshot(), 0, none, 2, labeler, 10);
   ASSERT_EQ(at2.size(), 2u);
   EXPECT_EQ(at2[0].key, "p/c.py:2 g");
   EXPECT_EQ(at2[0].bytes, 3000u);
   EXPECT_EQ(at2[1].key, "p/a.py:1 f");
   EXPECT_EQ(at2[1].bytes, 1500u);
   EXPECT_EQ(at2[1].count, 2u);
-  auto at3 = live_stacks_at(b.snapshot(), 0, 3, labeler, 1);
+  auto at3 = live_stacks_at(b.snapshot(), 0, none, 3, labeler, 1);
   ASSERT_EQ(at3.size(), 1u);
   EXPECT_EQ(at3[0].bytes, 1500u);
 
@@ -110,6 +111,48 @@ TEST(LiveStacks, AtAnEventAndAtDump) {
   ASSERT_EQ(dump.size(), 1u);
   EXPECT_EQ(dump[0].key, "p/c.py:2 g");
   EXPECT_EQ(dump[0].bytes, 100u);
+}
+
+
+// What was allocated before recording started is live at the peak too: the groups must add up to
+// the live figure (baseline + delta), not to the trace's delta alone (they used to leave it out).
+TEST(LiveStacks, IncludeWhatWasAllocatedBeforeRecording) {
+  SnapshotBuilder b;
+  StackId a = b.stack({{"/p/a.py", 1, "f"}});
+  StackId w = b.stack({{"/p/w.py", 5, "init"}});
+  b.event(TraceAction::kAlloc, 0x1000, 1000, a);     // 0
+  b.event(TraceAction::kFreeCompleted, 0x9000, 400);  // 1: frees an allocation made before recording
+  b.event(TraceAction::kAlloc, 0x1400, 2000, a);     // 2
+  // At dump: the two traced blocks, and two the trace never allocated (one with its own stack).
+  b.segment(0, 0x1000, {{1024, BlockState::kActiveAllocated, 1000, a}, {2048, BlockState::kActiveAllocated, 2000, a},
+                        {512, BlockState::kActiveAllocated, 300, kNoStack}, {512, BlockState::kActiveAllocated, 200, w}});
+  Snapshot& s = b.snapshot();
+  Timeline t = replay_timeline(s, 0, SnapshotOptions{});
+  ASSERT_EQ(t.baseline_bytes, 900u);  // 400 freed + 300 + 200 live at dump
+  ASSERT_EQ(t.pre_recording.size(), 3u);
+  ASSERT_EQ(t.peak_index, std::optional<uint64_t>(2));
+  ASSERT_EQ(t.peak_live_delta, 2600);
+  StackLabeler labeler(s, 1);
+
+  auto at_peak = live_stacks_at(s, 0, t, 2, labeler, 10);
+  ASSERT_EQ(at_peak.size(), 3u);
+  EXPECT_EQ(at_peak[0].key, "p/a.py:1 f");
+  EXPECT_EQ(at_peak[0].bytes, 3000u);
+  EXPECT_EQ(at_peak[1].key, "<allocated before recording started>");
+  EXPECT_EQ(at_peak[1].bytes, 300u);  // the 400 were freed at event 1
+  EXPECT_EQ(at_peak[1].count, 1u);
+  EXPECT_EQ(at_peak[2].key, "p/w.py:5 init");
+  EXPECT_EQ(at_peak[2].bytes, 200u);
+  EXPECT_EQ(at_peak[0].bytes + at_peak[1].bytes + at_peak[2].bytes, t.baseline_bytes + uint64_t(t.peak_live_delta));
+
+  auto at_first = live_stacks_at(s, 0, t, 0, labeler, 10);
+  ASSERT_EQ(at_first.size(), 3u);
+  EXPECT_EQ(at_first[0].key, "p/a.py:1 f");
+  EXPECT_EQ(at_first[0].bytes, 1000u);
+  EXPECT_EQ(at_first[1].key, "<allocated before recording started>");
+  EXPECT_EQ(at_first[1].bytes, 700u);  // 300 live at dump + 400 not yet freed
+  EXPECT_EQ(at_first[1].count, 2u);
+  EXPECT_EQ(at_first[2].bytes, 200u);
 }
 
 }  // namespace
