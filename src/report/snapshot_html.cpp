@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/embedded.h"
+#include "core/units.h"
 #include "report/snapshot_render.h"
 
 namespace oomdoc {
@@ -40,20 +41,45 @@ std::string escape_html(std::string_view s) {
   return out;
 }
 
+// Every "<name>_bytes" number gets a "<name>_bytes_text" sibling written by format_bytes, so the
+// page shows the terminal's figures to the last digit (a JavaScript formatter rounds ties and the
+// 1023.995 carry differently: 1152 B is "1.12 KiB" here, "1.13 KiB" with toFixed).
+void add_byte_texts(Json& j) {
+  if (j.is_array()) {
+    for (Json& item : j) add_byte_texts(item);
+    return;
+  }
+  if (!j.is_object()) return;
+  Json out = Json::object();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    add_byte_texts(it.value());
+    out[it.key()] = std::move(it.value());
+    if (it.key().ends_with("_bytes") && out[it.key()].is_number_integer()) {
+      const Json& n = out[it.key()];
+      out[it.key() + "_text"] = n.is_number_unsigned() ? format_bytes(n.get<uint64_t>())
+                                                       : format_signed_bytes(n.get<int64_t>());
+    }
+  }
+  j = std::move(out);
+}
+
 Json timeline_json(const SnapshotReport& r) {
   Json devices = Json::array();
   for (const DeviceReport& d : r.devices) {
     Json x = Json::array(), t = Json::array(), live = Json::array(), reserved = Json::array(),
-         label = Json::array();
+         live_text = Json::array(), reserved_text = Json::array(), label = Json::array();
     for (const TimelinePoint& p : d.timeline.points) {
       x.push_back(p.event_index);
       t.push_back(p.time_us ? Json(*p.time_us) : Json(nullptr));
       live.push_back(p.live_bytes);
       reserved.push_back(p.reserved_bytes);
+      live_text.push_back(format_signed_bytes(p.live_bytes));
+      reserved_text.push_back(format_signed_bytes(p.reserved_bytes));
       label.push_back(fmt::format("{} {}", trace_action_name(p.action), p.size));
     }
     devices.push_back({{"device", d.memory.device}, {"event_index", x}, {"time_us", t},
-                       {"live_bytes", live}, {"reserved_bytes", reserved}, {"event", label}});
+                       {"live_bytes", live}, {"reserved_bytes", reserved}, {"live_text", live_text},
+                       {"reserved_text", reserved_text}, {"event", label}});
   }
   return devices;
 }
@@ -108,11 +134,16 @@ td {{ white-space: pre-line; }}
     if (text !== undefined) e.textContent = text;
     return e;
   }}
+  // Axis ticks only: every figure in the tables and the hover is the "_text" that oomdoc's own
+  // format_bytes wrote (see add_byte_texts), the same as the terminal report.
   function bytes(n) {{
-    if (n === null || n === undefined) return 'unknown';
     var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0, v = Math.abs(n);
     while (v >= 1024 && i < u.length - 1) {{ v /= 1024; i++; }}
     return (n < 0 ? '-' : '') + (i === 0 ? v.toFixed(0) : v.toFixed(2)) + ' ' + u[i];
+  }}
+  function bt(o, key) {{
+    var text = o[key + '_text'];
+    return text === undefined ? 'unknown' : text;
   }}
   function table(headers, rows, numeric) {{
     var t = el('table'), tr = el('tr');
@@ -127,7 +158,7 @@ td {{ white-space: pre-line; }}
   }}
   function stackTable(groups) {{
     return table(['live', 'allocations', 'stack (first user frames)', 'frames'], groups.map(function(g) {{
-      return [bytes(g.live_bytes), String(g.allocations), g.stack, g.frames.slice(0, 6).join('\n')];
+      return [bt(g, 'live_bytes'), String(g.allocations), g.stack, g.frames.slice(0, 6).join('\n')];
     }}), [true, true, false, false]);
   }}
   document.getElementById('verdict').textContent = report.verdict;
@@ -139,10 +170,10 @@ td {{ white-space: pre-line; }}
     sec.appendChild(el('h2', {{}}, 'cuda:' + d.device));
     sec.appendChild(table(['segments', 'reserved', 'allocated', 'active', 'requested', 'inactive (cached)',
                            'largest free block', 'releasable', 'stranded', 'trace events', 'baseline', 'trace peak'],
-      [[String(d.segments), bytes(d.reserved_bytes), bytes(d.allocated_bytes), bytes(d.active_bytes),
-        bytes(d.requested_bytes), bytes(d.inactive_bytes), bytes(d.largest_free_block_bytes),
-        bytes(d.releasable_bytes), bytes(d.stranded_bytes), String(d.trace_events), bytes(d.baseline_bytes),
-        '+' + bytes(d.peak_live_bytes)]], [true, true, true, true, true, true, true, true, true, true, true, true]));
+      [[String(d.segments), bt(d, 'reserved_bytes'), bt(d, 'allocated_bytes'), bt(d, 'active_bytes'),
+        bt(d, 'requested_bytes'), bt(d, 'inactive_bytes'), bt(d, 'largest_free_block_bytes'),
+        bt(d, 'releasable_bytes'), bt(d, 'stranded_bytes'), String(d.trace_events), bt(d, 'baseline_bytes'),
+        '+' + bt(d, 'peak_live_bytes')]], [true, true, true, true, true, true, true, true, true, true, true, true]));
     if (d.trace_truncated) sec.appendChild(el('p', {{'class': 'muted'}}, 'Trace truncated: ' + d.truncation_reason));
     var tl = timelines[di];
     if (tl && tl.event_index.length > 1) {{
@@ -156,8 +187,8 @@ td {{ white-space: pre-line; }}
         scales: {{ x: {{ time: false }} }},
         axes: [{{ label: 'trace event' }}, {{ label: 'bytes', size: 80, values: function(u, vals) {{ return vals.map(bytes); }} }}],
         series: [{{ label: 'event' }},
-                 {{ label: 'live (requested)', stroke: '#1f77b4', fill: 'rgba(31,119,180,0.15)', value: function(u, v) {{ return bytes(v); }} }},
-                 {{ label: 'reserved', stroke: '#d62728', value: function(u, v) {{ return bytes(v); }} }}],
+                 {{ label: 'live (requested)', stroke: '#1f77b4', fill: 'rgba(31,119,180,0.15)', value: function(u, v, si, i) {{ return i === null || i === undefined ? '--' : tl.live_text[i]; }} }},
+                 {{ label: 'reserved', stroke: '#d62728', value: function(u, v, si, i) {{ return i === null || i === undefined ? '--' : tl.reserved_text[i]; }} }}],
         hooks: {{
           draw: [function() {{ document.body.dataset.plotsDrawn = String(++drawn); }}],
           setCursor: [function(u) {{
@@ -165,7 +196,7 @@ td {{ white-space: pre-line; }}
             if (i === null || i === undefined) return;
             var t = tl.time_us[i];
             hover.textContent = 'event ' + tl.event_index[i] + (t !== null ? ' (time_us ' + t + ')' : '') +
-              ': ' + tl.event[i] + ' bytes\nlive ' + bytes(tl.live_bytes[i]) + ', reserved ' + bytes(tl.reserved_bytes[i]) +
+              ': ' + tl.event[i] + ' bytes\nlive ' + tl.live_text[i] + ', reserved ' + tl.reserved_text[i] +
               '\n' + (pointStacks[di][i] || '');
           }}]
         }}
@@ -179,8 +210,8 @@ td {{ white-space: pre-line; }}
         sec.appendChild(el('h3', {{}}, 'OOM at event ' + o.event_index + ': ' + o.verdict));
         sec.appendChild(el('p', {{}}, o.explanation));
         sec.appendChild(table(['requested', 'device free', 'live', 'reserved', 'largest free block'],
-          [[bytes(o.requested_bytes), bytes(o.device_free_bytes), bytes(o.live_bytes), bytes(o.reserved_bytes),
-            bytes(o.largest_free_block_bytes)]], [true, true, true, true, true]));
+          [[bt(o, 'requested_bytes'), bt(o, 'device_free_bytes'), bt(o, 'live_bytes'), bt(o, 'reserved_bytes'),
+            bt(o, 'largest_free_block_bytes')]], [true, true, true, true, true]));
         sec.appendChild(el('div', {{'class': 'frames'}}, 'Failing allocation: ' + o.stack.slice(0, 8).join(' | ')));
         sec.appendChild(stackTable(o.top_stacks));
         sec.appendChild(el('p', {{}}, 'Fixes: ' + o.fixes.map(function(f) {{ return f.title; }}).join('; ')));
@@ -191,7 +222,7 @@ td {{ white-space: pre-line; }}
     if (d.leaks.length) {{
       sec.appendChild(el('h3', {{}}, 'Possible leaks (' + d.iterations_from + ')'));
       sec.appendChild(table(['live', 'allocations', 'iterations', 'stack'], d.leaks.map(function(l) {{
-        return [bytes(l.live_bytes), String(l.allocations), String(l.iterations), l.stack];
+        return [bt(l, 'live_bytes'), String(l.allocations), String(l.iterations), l.stack];
       }}), [true, true, true, false]));
     }}
   }});
@@ -211,6 +242,7 @@ td {{ white-space: pre-line; }}
 
 std::string render_snapshot_html(const SnapshotReport& r) {
   Json report = snapshot_report_json(r);
+  add_byte_texts(report);
   // Hover text per timeline point: the stack of the event, kept beside the numbers.
   Json stacks = Json::array();
   for (const DeviceReport& d : r.devices) {

@@ -82,5 +82,19 @@ TEST(SnapshotHtml, SelfContainedWithTheChartLibraryAndData) {
   EXPECT_LT(first_close, report_start);
 }
 
+// The page's figures are oomdoc's format_bytes, not a JavaScript copy of it: 1 GiB - 512 B is
+// "1.00 GiB" (a JS formatter without the 1023.995 carry wrote "1024.00 MiB") and 1152 B is
+// "1.12 KiB" (JS toFixed rounds the tie up: "1.13 KiB").
+TEST(SnapshotHtml, FiguresAreFormattedByFormatBytes) {
+  auto r = analyze_snapshot_file(testing::fixture_path("snapshot/format_edges.json"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  std::string html = render_snapshot_html(r.value());
+  EXPECT_THAT(html, HasSubstr("\"reserved_bytes\":1073741312,\"reserved_bytes_text\":\"1.00 GiB\""));
+  EXPECT_THAT(html, HasSubstr("\"requested_bytes\":1152,\"requested_bytes_text\":\"1.12 KiB\""));
+  EXPECT_THAT(html, HasSubstr("\"live_bytes\":1152,\"live_bytes_text\":\"1.12 KiB\""));  // top stack
+  // The --json document itself carries no texts.
+  EXPECT_FALSE(snapshot_report_json(r.value())["devices"][0].contains("reserved_bytes_text"));
+}
+
 }  // namespace
 }  // namespace oomdoc
