@@ -63,23 +63,17 @@ void add_byte_texts(Json& j) {
   j = std::move(out);
 }
 
-Json timeline_json(const SnapshotReport& r) {
+// The timeline's live and reserved figures as text, per device and point (the numbers themselves
+// are in the report's devices[].timeline).
+Json timeline_texts(const SnapshotReport& r) {
   Json devices = Json::array();
   for (const DeviceReport& d : r.devices) {
-    Json x = Json::array(), t = Json::array(), live = Json::array(), reserved = Json::array(),
-         live_text = Json::array(), reserved_text = Json::array(), label = Json::array();
+    Json live_text = Json::array(), reserved_text = Json::array();
     for (const TimelinePoint& p : d.timeline.points) {
-      x.push_back(p.event_index);
-      t.push_back(p.time_us ? Json(*p.time_us) : Json(nullptr));
-      live.push_back(p.live_bytes);
-      reserved.push_back(p.reserved_bytes);
       live_text.push_back(format_signed_bytes(p.live_bytes));
       reserved_text.push_back(format_signed_bytes(p.reserved_bytes));
-      label.push_back(fmt::format("{} {}", trace_action_name(p.action), p.size));
     }
-    devices.push_back({{"device", d.memory.device}, {"event_index", x}, {"time_us", t},
-                       {"live_bytes", live}, {"reserved_bytes", reserved}, {"live_text", live_text},
-                       {"reserved_text", reserved_text}, {"event", label}});
+    devices.push_back({{"live_text", live_text}, {"reserved_text", reserved_text}});
   }
   return devices;
 }
@@ -115,8 +109,7 @@ td {{ white-space: pre-line; }}
 <h2>Allocator settings</h2><div id="settings"></div>
 <p class="muted">Made by oomdoc {version}. Charts: uPlot (MIT licence, inlined below).</p>
 <script type="application/json" id="report">{report_json}</script>
-<script type="application/json" id="timeline">{timeline_json}</script>
-<script type="application/json" id="point-stacks">{stacks_json}</script>
+<script type="application/json" id="timeline-texts">{timeline_texts}</script>
 <script>
 /* uPlot {uplot_version} | MIT License | Copyright (c) 2022 Leon Sorokin | https://github.com/leeoniya/uPlot
 {uplot_license}
@@ -126,8 +119,7 @@ td {{ white-space: pre-line; }}
 <script>
 (function() {{
   var report = JSON.parse(document.getElementById('report').textContent);
-  var timelines = JSON.parse(document.getElementById('timeline').textContent);
-  var pointStacks = JSON.parse(document.getElementById('point-stacks').textContent);
+  var timelineTexts = JSON.parse(document.getElementById('timeline-texts').textContent);
   function el(tag, attrs, text) {{
     var e = document.createElement(tag);
     for (var k in (attrs || {{}})) e.setAttribute(k, attrs[k]);
@@ -175,7 +167,7 @@ td {{ white-space: pre-line; }}
         bt(d, 'releasable_bytes'), bt(d, 'stranded_bytes'), String(d.trace_events), bt(d, 'baseline_bytes'),
         '+' + bt(d, 'peak_live_bytes')]], [true, true, true, true, true, true, true, true, true, true, true, true]));
     if (d.trace_truncated) sec.appendChild(el('p', {{'class': 'muted'}}, 'Trace truncated: ' + d.truncation_reason));
-    var tl = timelines[di];
+    var tl = d.timeline, tt = timelineTexts[di];
     if (tl && tl.event_index.length > 1) {{
       sec.appendChild(el('h3', {{}}, 'Timeline (drag to zoom, double-click to reset)'));
       var plot = el('div', {{'class': 'plot', 'id': 'plot-' + d.device}});
@@ -187,8 +179,8 @@ td {{ white-space: pre-line; }}
         scales: {{ x: {{ time: false }} }},
         axes: [{{ label: 'trace event' }}, {{ label: 'bytes', size: 80, values: function(u, vals) {{ return vals.map(bytes); }} }}],
         series: [{{ label: 'event' }},
-                 {{ label: 'live (requested)', stroke: '#1f77b4', fill: 'rgba(31,119,180,0.15)', value: function(u, v, si, i) {{ return i === null || i === undefined ? '--' : tl.live_text[i]; }} }},
-                 {{ label: 'reserved', stroke: '#d62728', value: function(u, v, si, i) {{ return i === null || i === undefined ? '--' : tl.reserved_text[i]; }} }}],
+                 {{ label: 'live (requested)', stroke: '#1f77b4', fill: 'rgba(31,119,180,0.15)', value: function(u, v, si, i) {{ return i === null || i === undefined ? '--' : tt.live_text[i]; }} }},
+                 {{ label: 'reserved', stroke: '#d62728', value: function(u, v, si, i) {{ return i === null || i === undefined ? '--' : tt.reserved_text[i]; }} }}],
         hooks: {{
           draw: [function() {{ document.body.dataset.plotsDrawn = String(++drawn); }}],
           setCursor: [function(u) {{
@@ -196,8 +188,8 @@ td {{ white-space: pre-line; }}
             if (i === null || i === undefined) return;
             var t = tl.time_us[i];
             hover.textContent = 'event ' + tl.event_index[i] + (t !== null ? ' (time_us ' + t + ')' : '') +
-              ': ' + tl.event[i] + ' bytes\nlive ' + tl.live_text[i] + ', reserved ' + tl.reserved_text[i] +
-              '\n' + (pointStacks[di][i] || '');
+              ': ' + tl.action[i] + ' ' + tl.size_bytes[i] + ' bytes\nlive ' + tt.live_text[i] + ', reserved ' + tt.reserved_text[i] +
+              '\n' + (tl.stack[i] || '');
           }}]
         }}
       }};
@@ -243,13 +235,6 @@ td {{ white-space: pre-line; }}
 std::string render_snapshot_html(const SnapshotReport& r) {
   Json report = snapshot_report_json(r);
   add_byte_texts(report);
-  // Hover text per timeline point: the stack of the event, kept beside the numbers.
-  Json stacks = Json::array();
-  for (const DeviceReport& d : r.devices) {
-    Json per = Json::array();
-    for (const TimelinePoint& p : d.timeline.points) per.push_back(p.stack_key);
-    stacks.push_back(per);
-  }
   auto dump = [](const Json& j) {
     return escape_for_script(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   };
@@ -258,7 +243,7 @@ std::string render_snapshot_html(const SnapshotReport& r) {
   std::string_view license = embedded("vendor/uplot/LICENSE").value_or("");
   return fmt::format(fmt::runtime(kPage), fmt::arg("title", escape_html(r.file)), fmt::arg("uplot_css", escape_for_script(css)),
                      fmt::arg("version", OOMDOC_VERSION), fmt::arg("report_json", dump(report)),
-                     fmt::arg("timeline_json", dump(timeline_json(r))), fmt::arg("stacks_json", dump(stacks)),
+                     fmt::arg("timeline_texts", dump(timeline_texts(r))),
                      fmt::arg("uplot_version", "1.6.32"), fmt::arg("uplot_license", escape_for_script(license)),
                      fmt::arg("uplot_js", escape_for_script(js)));
 }

@@ -44,6 +44,24 @@ Json oom_json(const OomReport& o) {
   return j;
 }
 
+// The plotted timeline, one column per field (at most SnapshotOptions::timeline_points points, each
+// the highest live point of its bucket of events): compact, and what the HTML page draws.
+Json timeline_json(const Timeline& t) {
+  Json index = Json::array(), time = Json::array(), live = Json::array(), reserved = Json::array(),
+       action = Json::array(), size = Json::array(), stack = Json::array();
+  for (const TimelinePoint& p : t.points) {
+    index.push_back(p.event_index);
+    time.push_back(json_optional(p.time_us));
+    live.push_back(p.live_bytes);
+    reserved.push_back(p.reserved_bytes);
+    action.push_back(std::string(trace_action_name(p.action)));
+    size.push_back(p.size);
+    stack.push_back(p.stack_key);
+  }
+  return {{"event_index", index}, {"time_us", time}, {"live_bytes", live}, {"reserved_bytes", reserved},
+          {"action", action}, {"size_bytes", size}, {"stack", stack}};
+}
+
 }  // namespace
 
 Json snapshot_report_json(const SnapshotReport& r) {
@@ -98,6 +116,7 @@ Json snapshot_report_json(const SnapshotReport& r) {
     j["leaks"] = leaks;
     j["iterations_from"] = d.growth.iteration_source.empty() ? Json(nullptr) : Json(d.growth.iteration_source);
     j["steps_marked"] = d.growth.iteration_source.empty() ? d.growth.steps_marked : d.growth.iterations;
+    j["timeline"] = timeline_json(t);
     devices.push_back(j);
   }
   doc["devices"] = devices;

@@ -56,6 +56,15 @@ TEST(SnapshotJson, CarriesEveryFigureTheTerminalPrints) {
   std::string text = render_snapshot_text(train_report(), Style::plain());
   EXPECT_THAT(text, HasSubstr("(live 63.30 MiB)"));  // 66376726 B
   EXPECT_THAT(text, HasSubstr("2 frees of memory allocated before recording (400.00 KiB)"));
+  // The plotted timeline, as columns: 105 events, so one point each; the peak is event 70.
+  const Json& tl = d["timeline"];
+  for (const char* column : {"event_index", "time_us", "live_bytes", "reserved_bytes", "action", "size_bytes", "stack"}) {
+    ASSERT_EQ(tl[column].size(), 105u) << column;
+  }
+  EXPECT_EQ(tl["event_index"][70], 70u);
+  EXPECT_EQ(tl["live_bytes"][70], 66376726);
+  EXPECT_EQ(tl["action"][70], "alloc");
+  EXPECT_EQ(tl["time_us"][70], d["peak_time_us"]);
 }
 
 TEST(SnapshotText, VerdictFirst) {
