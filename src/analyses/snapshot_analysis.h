@@ -48,8 +48,9 @@ class StackLabeler {
   StackLabeler(const Snapshot& snapshot, size_t depth);
   // "model.py:42 forward < train.py:88 train_step"; "<no stack recorded>" for kNoStack.
   const std::string& key(StackId stack);
-  // The stack for reading: its Python frames innermost first (at most max, then "... N more Python
-  // frames"), then its C++ frames folded into one line, "[41 C++ frames: BmmBackward0, aten::bmm]".
+  // The stack for reading: its Python frames innermost first (at most max, user frames beyond it up
+  // to 2 * max, then "... N more Python frames"), then its C++ frames folded into one line,
+  // "[41 C++ frames: BmmBackward0, aten::bmm]".
   // Noise frames (unwinder, interpreter) are dropped.
   std::vector<std::string> frames(StackId stack, size_t max = 12) const;
   std::string frame_text(FrameId frame) const;

@@ -169,7 +169,9 @@ std::vector<std::string> StackLabeler::frames(StackId stack, size_t max) const {
       }
       continue;
     }
-    if (out.size() == max) {
+    // Past `max`, the user's own frames are still listed (up to 2 * max lines): a stack deep in
+    // library code (autograd, nn.Module wrappers) would otherwise end before the user's code starts.
+    if (out.size() >= max && (!is_user_frame(file, name) || out.size() >= 2 * max)) {
       ++more_python;
     } else {
       out.push_back(frame_text(id));

@@ -150,7 +150,7 @@ td {{ white-space: pre-line; }}
   }}
   function stackTable(groups) {{
     return table(['live', 'allocations', 'stack (first user frames)', 'frames'], groups.map(function(g) {{
-      return [bt(g, 'live_bytes'), String(g.allocations), g.stack, g.frames.slice(0, 6).join('\n')];
+      return [bt(g, 'live_bytes'), String(g.allocations), g.stack, g.frames.join('\n')];
     }}), [true, true, false, false]);
   }}
   document.getElementById('verdict').textContent = report.verdict;
@@ -204,7 +204,7 @@ td {{ white-space: pre-line; }}
         sec.appendChild(table(['requested', 'device free', 'live', 'reserved', 'largest free block'],
           [[bt(o, 'requested_bytes'), bt(o, 'device_free_bytes'), bt(o, 'live_bytes'), bt(o, 'reserved_bytes'),
             bt(o, 'largest_free_block_bytes')]], [true, true, true, true, true]));
-        sec.appendChild(el('div', {{'class': 'frames'}}, 'Failing allocation: ' + o.stack.slice(0, 8).join(' | ')));
+        sec.appendChild(el('div', {{'class': 'frames'}}, 'Failing allocation: ' + o.stack.join(' | ')));
         sec.appendChild(stackTable(o.top_stacks));
         sec.appendChild(el('p', {{}}, 'Fixes: ' + o.fixes.map(function(f) {{ return f.title; }}).join('; ')));
       }});

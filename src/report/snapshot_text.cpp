@@ -64,7 +64,7 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style) {
                          format_bytes(o.largest_free_block_bytes));
       if (!o.stack.empty()) {
         out += "    failing allocation:\n";
-        for (size_t i = 0; i < o.stack.size() && i < 8; ++i) out += "      " + o.stack[i] + "\n";
+        for (const std::string& frame : o.stack) out += "      " + frame + "\n";
       }
       if (!o.releases_before.empty()) {
         uint64_t total = 0;

@@ -59,6 +59,26 @@ TEST(StackLabeler, FramesListPythonFirstAndFoldTheCppFrames) {
   EXPECT_EQ(labeler.frames(native_only), (std::vector<std::string>{"[2 C++ frames: aten::mul_Tensor, MulBackward0]"}));
 }
 
+// A stack deep in library code still shows where the user's code is: user frames past the limit
+// are listed, library frames past it are counted.
+TEST(StackLabeler, FramesKeepTheUserFramesPastTheLimit) {
+  SnapshotBuilder b;
+  std::vector<std::tuple<std::string, uint64_t, std::string>> frames;
+  for (uint64_t i = 1; i <= 4; ++i) frames.push_back({"/usr/lib/python3/dist-packages/torch/nn/modules/module.py", i, "_call_impl"});
+  frames.push_back({"/home/me/proj/model.py", 42, "forward"});
+  frames.push_back({"/usr/lib/python3/dist-packages/torch/autograd/__init__.py", 9, "backward"});
+  frames.push_back({"/home/me/proj/train.py", 88, "train_step"});
+  StackId s = b.stack(frames);
+  StackLabeler labeler(b.snapshot(), 2);
+  EXPECT_EQ(labeler.frames(s, 3), (std::vector<std::string>{"modules/module.py:1 _call_impl", "modules/module.py:2 _call_impl",
+                                                            "modules/module.py:3 _call_impl", "proj/model.py:42 forward",
+                                                            "proj/train.py:88 train_step", "... 2 more Python frames"}));
+  // Library frames past the limit are counted (3 here), user frames listed up to 2 * max lines.
+  EXPECT_EQ(labeler.frames(s, 2), (std::vector<std::string>{"modules/module.py:1 _call_impl", "modules/module.py:2 _call_impl",
+                                                            "proj/model.py:42 forward", "proj/train.py:88 train_step",
+                                                            "... 3 more Python frames"}));
+}
+
 TEST(StackLabeler, NoUserFrameNamesTheFirstMeaningfulFrame) {
   SnapshotBuilder b;
   StackId s = b.stack({{"??", 0, "torch::unwind::unwind()"}, {"??", 0, "at::native::empty_cuda"}});

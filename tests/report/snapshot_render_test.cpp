@@ -74,6 +74,10 @@ TEST(SnapshotText, VerdictFirst) {
   EXPECT_THAT(text, HasSubstr("top stacks at the trace peak"));
   EXPECT_THAT(text, HasSubstr("possible leaks"));
   EXPECT_EQ(text.find("\x1b["), std::string::npos);  // plain style: no colour codes
+  // The failing allocation's whole listing: 12 library frames, then the user's (it used to stop at 8).
+  EXPECT_THAT(text, HasSubstr("      nn/functional.py:1191 gelu\n      project/model.py:42 forward\n"
+                              "      project/train.py:88 train_step\n      project/train.py:131 main\n"
+                              "    cache released just before"));
 }
 
 TEST(SnapshotHtml, SelfContainedWithTheChartLibraryAndData) {
