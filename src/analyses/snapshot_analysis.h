@@ -20,7 +20,9 @@ struct SnapshotOptions {
   size_t top = 10;            // stacks listed at the peak / at an OOM
   std::optional<uint64_t> device_total_bytes;  // GPU capacity, for the outside_pytorch verdict
   std::optional<int> device;  // only this device
-  size_t timeline_points = 2000;  // at most this many points kept for plotting
+  // Buckets of trace events for plotting; each keeps its highest live point, its highest reserved
+  // point and its OOMs (so at most 2 points per bucket plus the OOMs).
+  size_t timeline_points = 2000;
 };
 
 // ---- per-device figures from the segments (state at dump time) ----
@@ -113,7 +115,7 @@ struct Timeline {
   int64_t peak_reserved_bytes = 0;
   bool truncated = false;
   std::string truncation_reason;
-  std::vector<TimelinePoint> points;  // downsampled, keeping each bucket's highest live point
+  std::vector<TimelinePoint> points;  // downsampled: each bucket's highest live and reserved points and OOMs
   std::vector<PreRecordingAllocation> pre_recording;  // what baseline_bytes sums, one by one
 };
 Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOptions& options);

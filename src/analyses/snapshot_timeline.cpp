@@ -125,34 +125,52 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
                           "(the legacy default), so there is no timeline";
   }
 
-  // Points for plotting: one per bucket of events, the bucket's highest live point.
+  // Points for plotting: the trace cut into equal buckets of events; each bucket keeps its highest
+  // live point, its highest reserved point (when higher than at the live one) and its OOM events
+  // (in event order, each event once),
+  // so the plot reaches both peaks and marks every OOM (one "best" point per bucket lost the live
+  // peak whenever an OOM followed it in the bucket, and never showed the reserved peak).
   if (!trace.empty()) {
     size_t buckets = std::max<size_t>(1, options.timeline_points);
     size_t per = (trace.size() + buckets - 1) / buckets;
     int64_t base = static_cast<int64_t>(t.baseline_bytes);
     delta = 0;
     reserved = 0;
-    TimelinePoint best;
-    bool have = false;
+    auto point_at = [&](size_t i) {
+      const TraceEvent& e = trace[i];
+      TimelinePoint p;
+      p.event_index = i;
+      p.time_us = e.has_time ? std::optional<int64_t>(e.time_us) : std::nullopt;
+      p.live_bytes = base + delta;
+      p.reserved_bytes = t.reserved_at_start + reserved;
+      p.action = e.action;
+      p.size = e.size;
+      p.stack = e.stack;
+      return p;
+    };
+    std::optional<TimelinePoint> top_live, top_reserved;
+    std::vector<TimelinePoint> chosen;  // this bucket's OOMs, then its two tops
     for (size_t i = 0; i < trace.size(); ++i) {
       const TraceEvent& e = trace[i];
       if (e.action == TraceAction::kAlloc) delta += static_cast<int64_t>(e.size);
       if (e.action == TraceAction::kFreeCompleted) delta -= static_cast<int64_t>(e.size);
       reserved += reserved_delta(e);
-      if (!have || base + delta > best.live_bytes ||
-          (e.action == TraceAction::kOom)) {
-        best.event_index = i;
-        best.time_us = e.has_time ? std::optional<int64_t>(e.time_us) : std::nullopt;
-        best.live_bytes = base + delta;
-        best.reserved_bytes = t.reserved_at_start + reserved;
-        best.action = e.action;
-        best.size = e.size;
-        best.stack = e.stack;
-        have = true;
-      }
+      if (!top_live || base + delta > top_live->live_bytes) top_live = point_at(i);
+      if (!top_reserved || t.reserved_at_start + reserved > top_reserved->reserved_bytes) top_reserved = point_at(i);
+      if (e.action == TraceAction::kOom) chosen.push_back(point_at(i));
       if ((i + 1) % per == 0 || i + 1 == trace.size()) {
-        t.points.push_back(best);
-        have = false;
+        // The reserved top only when the live top does not already show that level.
+        if (top_reserved->reserved_bytes > top_live->reserved_bytes) chosen.push_back(std::move(*top_reserved));
+        chosen.push_back(std::move(*top_live));
+        std::stable_sort(chosen.begin(), chosen.end(), [](const TimelinePoint& a, const TimelinePoint& b) {
+          return a.event_index < b.event_index;
+        });
+        for (TimelinePoint& p : chosen) {
+          if (t.points.empty() || t.points.back().event_index != p.event_index) t.points.push_back(std::move(p));
+        }
+        chosen.clear();
+        top_live.reset();
+        top_reserved.reset();
       }
     }
   }

@@ -44,8 +44,8 @@ Json oom_json(const OomReport& o) {
   return j;
 }
 
-// The plotted timeline, one column per field (at most SnapshotOptions::timeline_points points, each
-// the highest live point of its bucket of events): compact, and what the HTML page draws.
+// The plotted timeline, one column per field (per bucket of events its highest live and reserved
+// points and its OOMs, see replay_timeline): compact, and what the HTML page draws.
 Json timeline_json(const Timeline& t) {
   Json index = Json::array(), time = Json::array(), live = Json::array(), reserved = Json::array(),
        action = Json::array(), size = Json::array(), stack = Json::array();
