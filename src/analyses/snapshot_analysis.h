@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/snapshot.h"
@@ -19,7 +20,9 @@ struct SnapshotOptions {
   size_t top = 10;            // stacks listed at the peak / at an OOM
   std::optional<uint64_t> device_total_bytes;  // GPU capacity, for the outside_pytorch verdict
   std::optional<int> device;  // only this device
-  size_t timeline_points = 2000;  // at most this many points kept for plotting
+  // Buckets of trace events for plotting; each keeps its highest live point, its highest reserved
+  // point and its OOMs (so at most 2 points per bucket plus the OOMs).
+  size_t timeline_points = 2000;
 };
 
 // ---- per-device figures from the segments (state at dump time) ----
@@ -47,7 +50,10 @@ class StackLabeler {
   StackLabeler(const Snapshot& snapshot, size_t depth);
   // "model.py:42 forward < train.py:88 train_step"; "<no stack recorded>" for kNoStack.
   const std::string& key(StackId stack);
-  // The stack without noise frames (unwinder, interpreter), innermost first, at most max frames.
+  // The stack for reading: its Python frames innermost first (at most max, user frames beyond it up
+  // to 2 * max, then "... N more Python frames"), then its C++ frames folded into one line,
+  // "[41 C++ frames: BmmBackward0, aten::bmm]".
+  // Noise frames (unwinder, interpreter) are dropped.
   std::vector<std::string> frames(StackId stack, size_t max = 12) const;
   std::string frame_text(FrameId frame) const;
 
@@ -59,6 +65,7 @@ class StackLabeler {
 };
 bool is_noise_frame(std::string_view filename, std::string_view name);
 bool is_user_frame(std::string_view filename, std::string_view name);
+bool is_python_frame(std::string_view filename);
 
 struct StackGroup {
   std::string key;
@@ -80,6 +87,19 @@ struct TimelinePoint {
   std::string stack_key;  // filled by analyze_snapshot (the stack's label, for hover text)
 };
 
+// Memory allocated before recording started (the baseline), as the replay finds it: a block live at
+// dump that the trace never allocated (live through the whole trace), or an allocation the trace
+// frees without having allocated it (live until that free). Listings of what is live at a moment
+// include them, so that their bytes add up to the live figure (baseline + delta).
+struct PreRecordingAllocation {
+  uint64_t address = 0;
+  uint64_t bytes = 0;                // requested bytes (the block's size when the file has none)
+  StackId stack = kNoStack;          // the block's own stack; a free's frames do not say who allocated
+  std::optional<uint64_t> freed_at;  // event index of the free; none for a block still live at dump
+};
+// The group key of pre-recording allocations without a stack of their own.
+inline constexpr std::string_view kBeforeRecordingKey = "<allocated before recording started>";
+
 struct Timeline {
   uint64_t events = 0;
   bool has_time = false;
@@ -87,6 +107,7 @@ struct Timeline {
   std::optional<uint64_t> peak_index;  // event index of the peak (absent with no trace growth)
   std::optional<int64_t> peak_time_us;
   uint64_t baseline_bytes = 0;        // allocated before recording: unmatched frees + ghosts
+  uint64_t live_at_peak_bytes = 0;    // baseline + peak_live_delta: all that was live at the peak
   uint64_t unmatched_free_bytes = 0;  // freed in the trace, allocated before it
   uint64_t unmatched_frees = 0;
   uint64_t ghost_bytes = 0;           // live at dump, never allocated in the trace
@@ -94,13 +115,16 @@ struct Timeline {
   int64_t peak_reserved_bytes = 0;
   bool truncated = false;
   std::string truncation_reason;
-  std::vector<TimelinePoint> points;  // downsampled, keeping each bucket's highest live point
+  std::vector<TimelinePoint> points;  // downsampled: each bucket's highest live and reserved points and OOMs
+  std::vector<PreRecordingAllocation> pre_recording;  // what baseline_bytes sums, one by one
 };
 Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOptions& options);
 
-// The allocations live at event index `at` (inclusive), grouped by stack, largest first.
-std::vector<StackGroup> live_stacks_at(const Snapshot& snapshot, int device, uint64_t at,
-                                       StackLabeler& labeler, size_t top);
+// The allocations live at event index `at` (inclusive), grouped by stack, largest first: those the
+// trace allocated and the pre-recording ones of the timeline still live then (their groups sum to
+// the timeline's live bytes at `at`).
+std::vector<StackGroup> live_stacks_at(const Snapshot& snapshot, int device, const Timeline& timeline,
+                                       uint64_t at, StackLabeler& labeler, size_t top);
 // Groups of the active_allocated blocks at dump time (no trace needed).
 std::vector<StackGroup> live_stacks_at_dump(const Snapshot& snapshot, int device,
                                             StackLabeler& labeler, size_t top);

@@ -43,8 +43,8 @@ SnapshotComparison compare_snapshots(const Snapshot& before, const Snapshot& aft
     x.reserved_after = int64_t(a.reserved_bytes);
     x.allocated_before = int64_t(b.allocated_bytes);
     x.allocated_after = int64_t(a.allocated_bytes);
-    x.peak_live_before = int64_t(tb.baseline_bytes) + tb.peak_live_delta;
-    x.peak_live_after = int64_t(ta.baseline_bytes) + ta.peak_live_delta;
+    x.peak_live_before = int64_t(tb.live_at_peak_bytes);
+    x.peak_live_after = int64_t(ta.live_at_peak_bytes);
     c.devices.push_back(x);
   }
   auto kb = live_by_key(before, options), ka = live_by_key(after, options);

@@ -238,11 +238,15 @@ std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const 
     r.stack_key = labeler.key(e.stack);
     // What was live at that moment: by stack, and the biggest allocations.
     const detail::AddressMap& live_map = replay.at(i);
-    r.top_stacks = detail::live_stacks_in(live_map, labeler, options.top);
+    r.top_stacks = detail::live_stacks_in(live_map, timeline.pre_recording, i, labeler, options.top);
     std::vector<LiveAllocation> biggest;
     live_map.for_each([&](uint64_t addr, const detail::LiveEntry& v) {
       biggest.push_back({addr, v.size, labeler.key(v.stack)});
     });
+    for (const PreRecordingAllocation& p : timeline.pre_recording) {
+      if (p.freed_at && *p.freed_at <= i) continue;
+      biggest.push_back({p.address, p.bytes, p.stack == kNoStack ? std::string(kBeforeRecordingKey) : labeler.key(p.stack)});
+    }
     std::sort(biggest.begin(), biggest.end(), [](const LiveAllocation& a, const LiveAllocation& b) {
       return a.bytes != b.bytes ? a.bytes > b.bytes : a.address < b.address;
     });

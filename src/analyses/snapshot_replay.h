@@ -103,8 +103,15 @@ class AddressMap {
   size_t count_ = 0;
 };
 
-// The allocations of a live map grouped by stack, largest first (live_stacks_at's grouping).
-std::vector<StackGroup> live_stacks_in(const AddressMap& live, StackLabeler& labeler, size_t top);
+// Allocations grouped by stack key, largest first, at most `top` groups: (stack, bytes) items plus
+// the pre-recording allocations still live just after event `at` (those without a stack of their
+// own form the kBeforeRecordingKey group).
+std::vector<StackGroup> group_live(std::span<const std::pair<StackId, uint64_t>> live,
+                                   std::span<const PreRecordingAllocation> pre_recording, uint64_t at,
+                                   StackLabeler& labeler, size_t top);
+// The allocations of a live map (after event `at`) and the pre-recording ones live then, grouped.
+std::vector<StackGroup> live_stacks_in(const AddressMap& live, std::span<const PreRecordingAllocation> pre_recording,
+                                       uint64_t at, StackLabeler& labeler, size_t top);
 
 // What is live after each trace event, replayed forward. Analyses that need several moments
 // (every OOM of a device) ask in increasing order and share one pass over the trace.

@@ -46,7 +46,7 @@ std::string headline(const SnapshotReport& r) {
   return fmt::format("No OOM recorded. Peak live memory on cuda:{}: {} ({} before recording + {} "
                      "at the trace peak); {} reserved at dump time",
                      top->memory.device,
-                     format_bytes(top->timeline.baseline_bytes + uint64_t(top->timeline.peak_live_delta)),
+                     format_bytes(top->timeline.live_at_peak_bytes),
                      format_bytes(top->timeline.baseline_bytes),
                      format_bytes(uint64_t(top->timeline.peak_live_delta)),
                      format_bytes(top->memory.reserved_bytes));
@@ -70,7 +70,7 @@ DeviceReport analyze_device(const Snapshot& snapshot, int device, const Snapshot
   for (TimelinePoint& p : d.timeline.points) p.stack_key = labeler.key(p.stack);
   if (d.timeline.peak_index) {
     d.top_stacks_when = "peak";
-    d.top_stacks = live_stacks_at(snapshot, device, *d.timeline.peak_index, labeler, options.top);
+    d.top_stacks = live_stacks_at(snapshot, device, d.timeline, *d.timeline.peak_index, labeler, options.top);
   } else {
     d.top_stacks_when = "dump";
     d.top_stacks = live_stacks_at_dump(snapshot, device, labeler, options.top);

@@ -4,7 +4,9 @@
 // of the user's code, which is where the group's key starts.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <optional>
 
 #include "analyses/snapshot_analysis.h"
 
@@ -39,7 +41,31 @@ std::string short_path(std::string_view path) {
   return std::string(slashes == 2 ? path.substr(cut) : path);
 }
 
+// What the C++ frames of a stack say when no Python frame does: the autograd node that ran
+// ("MulBackward0", from "torch::autograd::generated::MulBackward0::apply(...)") or the aten operator
+// ("aten::bmm", from "at::_ops::bmm::call(...)"). The group key and the folded C++ line use them.
+std::optional<std::string> autograd_node(std::string_view name) {
+  size_t backward = name.find("Backward");
+  if (backward == std::string_view::npos) return std::nullopt;
+  size_t end = name.find("::apply", backward);
+  if (end == std::string_view::npos) return std::nullopt;
+  size_t start = name.rfind("::", backward);
+  start = start == std::string_view::npos ? 0 : start + 2;
+  return std::string(name.substr(start, end - start));
+}
+
+std::optional<std::string> aten_op(std::string_view name) {
+  if (!name.starts_with("at::_ops::")) return std::nullopt;
+  std::string_view op = name.substr(10);
+  return "aten::" + std::string(op.substr(0, op.find("::")));
+}
+
 }  // namespace
+
+bool is_python_frame(std::string_view filename) {
+  // "x.py", or code Python made up: "<frozen runpy>", "<string>", FX's "<eval_with_key>.3".
+  return filename.ends_with(".py") || filename.starts_with("<");
+}
 
 bool is_noise_frame(std::string_view filename, std::string_view name) {
   for (auto n : kNoiseNames) {
@@ -53,8 +79,7 @@ bool is_noise_frame(std::string_view filename, std::string_view name) {
 
 bool is_user_frame(std::string_view filename, std::string_view name) {
   if (is_noise_frame(filename, name)) return false;
-  bool python = filename.size() > 3 && filename.substr(filename.size() - 3) == ".py";
-  if (!python) return false;  // C++ frames ('??', 'memory_snapshot.cpp') are never user code
+  if (!filename.ends_with(".py")) return false;  // C++ frames ('??', 'memory_snapshot.cpp') are never user code
   for (auto lib : kLibraryPaths) {
     if (contains(filename, lib)) return false;
   }
@@ -93,21 +118,12 @@ const std::string& StackLabeler::key(StackId stack) {
     // No user code (e.g. the backward pass runs on autograd's C++ thread): the autograd node,
     // else the aten operator, else the first meaningful frame.
     for (size_t i = 0; i < frames.size() && key.empty(); ++i) {
-      std::string_view name = snapshot_.str(snapshot_.frames[frames[i]].name);
-      size_t backward = name.find("Backward");
-      if (backward != std::string_view::npos && name.find("::apply", backward) != std::string_view::npos) {
-        size_t start = name.rfind("::", backward);
-        start = start == std::string_view::npos ? 0 : start + 2;
-        size_t end = name.find("::apply", backward);
-        key = std::string(name.substr(start, end - start)) + " (backward pass, no Python frame)";
+      if (auto node = autograd_node(snapshot_.str(snapshot_.frames[frames[i]].name))) {
+        key = *node + " (backward pass, no Python frame)";
       }
     }
     for (size_t i = 0; i < frames.size() && key.empty(); ++i) {
-      std::string_view name = snapshot_.str(snapshot_.frames[frames[i]].name);
-      if (name.rfind("at::_ops::", 0) == 0) {
-        std::string_view op = name.substr(10);
-        key = "aten::" + std::string(op.substr(0, op.find("::"))) + " (no Python frame)";
-      }
+      if (auto op = aten_op(snapshot_.str(snapshot_.frames[frames[i]].name))) key = *op + " (no Python frame)";
     }
     for (size_t i = 0; i < frames.size() && key.empty(); ++i) {
       const SnapshotFrame& f = snapshot_.frames[frames[i]];
@@ -132,17 +148,42 @@ const std::string& StackLabeler::key(StackId stack) {
   return keys_[stack];
 }
 
+// Python frames first, innermost first; the C++ frames (with stacks='all' a stack starts with a
+// dozen allocator, dispatcher and aten frames) folded into one last line naming the autograd nodes
+// and aten operators among them, so the frames a user can act on are never pushed out by them.
 std::vector<std::string> StackLabeler::frames(StackId stack, size_t max) const {
   std::vector<std::string> out;
   if (stack == kNoStack || stack >= keys_.size()) return out;
+  size_t more_python = 0, native = 0;
+  std::vector<std::string> native_names;
   for (FrameId id : snapshot_.stack(stack)) {
     const SnapshotFrame& f = snapshot_.frames[id];
-    if (is_noise_frame(snapshot_.str(f.filename), snapshot_.str(f.name))) continue;
-    if (out.size() == max) {
-      out.push_back("...");
-      break;
+    const std::string_view file = snapshot_.str(f.filename), name = snapshot_.str(f.name);
+    if (is_noise_frame(file, name)) continue;
+    if (!is_python_frame(file)) {
+      ++native;
+      std::optional<std::string> what = autograd_node(name);
+      if (!what) what = aten_op(name);
+      if (what && std::find(native_names.begin(), native_names.end(), *what) == native_names.end()) {
+        native_names.push_back(std::move(*what));
+      }
+      continue;
     }
-    out.push_back(frame_text(id));
+    // Past `max`, the user's own frames are still listed (up to 2 * max lines): a stack deep in
+    // library code (autograd, nn.Module wrappers) would otherwise end before the user's code starts.
+    if (out.size() >= max && (!is_user_frame(file, name) || out.size() >= 2 * max)) {
+      ++more_python;
+    } else {
+      out.push_back(frame_text(id));
+    }
+  }
+  if (more_python) out.push_back(fmt::format("... {} more Python frame{}", more_python, more_python == 1 ? "" : "s"));
+  if (native) {
+    constexpr size_t kNamesShown = 4;
+    std::string names;
+    for (size_t i = 0; i < native_names.size() && i < kNamesShown; ++i) names += (i ? ", " : ": ") + native_names[i];
+    if (native_names.size() > kNamesShown) names += ", ...";
+    out.push_back(fmt::format("[{} C++ frame{}{}]", native, native == 1 ? "" : "s", names));
   }
   return out;
 }

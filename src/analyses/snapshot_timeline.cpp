@@ -29,11 +29,13 @@ int64_t reserved_delta(const TraceEvent& e) {
   }
 }
 
-std::vector<StackGroup> group(std::vector<std::pair<StackId, uint64_t>>& live, StackLabeler& labeler,
-                              size_t top) {
+}  // namespace
+
+std::vector<StackGroup> detail::group_live(std::span<const std::pair<StackId, uint64_t>> live,
+                                           std::span<const PreRecordingAllocation> pre_recording, uint64_t at,
+                                           StackLabeler& labeler, size_t top) {
   std::unordered_map<std::string, StackGroup> groups;
-  for (auto [stack, bytes] : live) {
-    const std::string& key = labeler.key(stack);
+  auto add = [&](const std::string& key, StackId stack, uint64_t bytes) {
     StackGroup& g = groups[key];
     if (g.count == 0) {
       g.key = key;
@@ -41,6 +43,12 @@ std::vector<StackGroup> group(std::vector<std::pair<StackId, uint64_t>>& live, S
     }
     g.bytes += bytes;
     ++g.count;
+  };
+  for (auto [stack, bytes] : live) add(labeler.key(stack), stack, bytes);
+  static const std::string kBefore(kBeforeRecordingKey);
+  for (const PreRecordingAllocation& p : pre_recording) {
+    if (p.freed_at && *p.freed_at <= at) continue;  // already freed then
+    add(p.stack == kNoStack ? kBefore : labeler.key(p.stack), p.stack, p.bytes);
   }
   std::vector<StackGroup> out;
   out.reserve(groups.size());
@@ -52,8 +60,6 @@ std::vector<StackGroup> group(std::vector<std::pair<StackId, uint64_t>>& live, S
   for (auto& g : out) g.frames = labeler.frames(g.example_stack);
   return out;
 }
-
-}  // namespace
 
 Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOptions& options) {
   Timeline t;
@@ -74,10 +80,7 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
       }
     } else if (e.action == TraceAction::kFreeCompleted) {
       delta -= static_cast<int64_t>(e.size);
-      if (!live.erase(e.addr)) {
-        t.unmatched_free_bytes += e.size;
-        ++t.unmatched_frees;
-      }
+      if (!live.erase(e.addr)) t.pre_recording.push_back({e.addr, e.size, kNoStack, i});
     } else {
       reserved += reserved_delta(e);
       peak_reserved_delta = std::max(peak_reserved_delta, reserved);
@@ -89,10 +92,19 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
     if (s.device != device) continue;
     for (const SnapshotBlock& b : s.blocks) {
       if (b.state != BlockState::kActiveAllocated) continue;
-      if (!live.find(b.address)) t.ghost_bytes += b.requested_size.value_or(b.size);
+      if (!live.find(b.address)) t.pre_recording.push_back({b.address, b.requested_size.value_or(b.size), b.stack, {}});
+    }
+  }
+  for (const PreRecordingAllocation& p : t.pre_recording) {
+    if (p.freed_at) {
+      t.unmatched_free_bytes += p.bytes;
+      ++t.unmatched_frees;
+    } else {
+      t.ghost_bytes += p.bytes;
     }
   }
   t.baseline_bytes = t.unmatched_free_bytes + t.ghost_bytes;
+  t.live_at_peak_bytes = t.baseline_bytes + static_cast<uint64_t>(t.peak_live_delta);
   t.reserved_at_start = static_cast<int64_t>(memory.reserved_bytes) - reserved;
   t.peak_reserved_bytes = t.reserved_at_start + peak_reserved_delta;
 
@@ -113,51 +125,71 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
                           "(the legacy default), so there is no timeline";
   }
 
-  // Points for plotting: one per bucket of events, the bucket's highest live point.
+  // Points for plotting: the trace cut into equal buckets of events; each bucket keeps its highest
+  // live point, its highest reserved point (when higher than at the live one) and its OOM events
+  // (in event order, each event once),
+  // so the plot reaches both peaks and marks every OOM (one "best" point per bucket lost the live
+  // peak whenever an OOM followed it in the bucket, and never showed the reserved peak).
   if (!trace.empty()) {
     size_t buckets = std::max<size_t>(1, options.timeline_points);
     size_t per = (trace.size() + buckets - 1) / buckets;
     int64_t base = static_cast<int64_t>(t.baseline_bytes);
     delta = 0;
     reserved = 0;
-    TimelinePoint best;
-    bool have = false;
+    auto point_at = [&](size_t i) {
+      const TraceEvent& e = trace[i];
+      TimelinePoint p;
+      p.event_index = i;
+      p.time_us = e.has_time ? std::optional<int64_t>(e.time_us) : std::nullopt;
+      p.live_bytes = base + delta;
+      p.reserved_bytes = t.reserved_at_start + reserved;
+      p.action = e.action;
+      p.size = e.size;
+      p.stack = e.stack;
+      return p;
+    };
+    std::optional<TimelinePoint> top_live, top_reserved;
+    std::vector<TimelinePoint> chosen;  // this bucket's OOMs, then its two tops
     for (size_t i = 0; i < trace.size(); ++i) {
       const TraceEvent& e = trace[i];
       if (e.action == TraceAction::kAlloc) delta += static_cast<int64_t>(e.size);
       if (e.action == TraceAction::kFreeCompleted) delta -= static_cast<int64_t>(e.size);
       reserved += reserved_delta(e);
-      if (!have || base + delta > best.live_bytes ||
-          (e.action == TraceAction::kOom)) {
-        best.event_index = i;
-        best.time_us = e.has_time ? std::optional<int64_t>(e.time_us) : std::nullopt;
-        best.live_bytes = base + delta;
-        best.reserved_bytes = t.reserved_at_start + reserved;
-        best.action = e.action;
-        best.size = e.size;
-        best.stack = e.stack;
-        have = true;
-      }
+      if (!top_live || base + delta > top_live->live_bytes) top_live = point_at(i);
+      if (!top_reserved || t.reserved_at_start + reserved > top_reserved->reserved_bytes) top_reserved = point_at(i);
+      if (e.action == TraceAction::kOom) chosen.push_back(point_at(i));
       if ((i + 1) % per == 0 || i + 1 == trace.size()) {
-        t.points.push_back(best);
-        have = false;
+        // The reserved top only when the live top does not already show that level.
+        if (top_reserved->reserved_bytes > top_live->reserved_bytes) chosen.push_back(std::move(*top_reserved));
+        chosen.push_back(std::move(*top_live));
+        std::stable_sort(chosen.begin(), chosen.end(), [](const TimelinePoint& a, const TimelinePoint& b) {
+          return a.event_index < b.event_index;
+        });
+        for (TimelinePoint& p : chosen) {
+          if (t.points.empty() || t.points.back().event_index != p.event_index) t.points.push_back(std::move(p));
+        }
+        chosen.clear();
+        top_live.reset();
+        top_reserved.reset();
       }
     }
   }
   return t;
 }
 
-std::vector<StackGroup> live_stacks_at(const Snapshot& snapshot, int device, uint64_t at,
-                                       StackLabeler& labeler, size_t top) {
+std::vector<StackGroup> live_stacks_at(const Snapshot& snapshot, int device, const Timeline& timeline,
+                                       uint64_t at, StackLabeler& labeler, size_t top) {
   detail::LiveReplay replay(trace_of(snapshot, device));
-  return detail::live_stacks_in(replay.at(at), labeler, top);
+  return detail::live_stacks_in(replay.at(at), timeline.pre_recording, at, labeler, top);
 }
 
-std::vector<StackGroup> detail::live_stacks_in(const AddressMap& live, StackLabeler& labeler, size_t top) {
+std::vector<StackGroup> detail::live_stacks_in(const AddressMap& live,
+                                               std::span<const PreRecordingAllocation> pre_recording, uint64_t at,
+                                               StackLabeler& labeler, size_t top) {
   std::vector<std::pair<StackId, uint64_t>> items;
   items.reserve(live.size());
   live.for_each([&](uint64_t, const detail::LiveEntry& v) { items.emplace_back(v.stack, v.size); });
-  return group(items, labeler, top);
+  return group_live(items, pre_recording, at, labeler, top);
 }
 
 std::vector<StackGroup> live_stacks_at_dump(const Snapshot& snapshot, int device,
@@ -171,7 +203,7 @@ std::vector<StackGroup> live_stacks_at_dump(const Snapshot& snapshot, int device
       }
     }
   }
-  return group(items, labeler, top);
+  return detail::group_live(items, {}, 0, labeler, top);
 }
 
 }  // namespace oomdoc

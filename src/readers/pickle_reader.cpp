@@ -1,5 +1,6 @@
 #include "readers/pickle_reader.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -82,6 +83,9 @@ class Machine {
                              "(truncated after {} bytes)",
                              op_offset_, opcode_name(op_), offset_of(end_))};
   }
+  // " (imports os.system)" for GLOBAL / STACK_GLOBAL, so the user sees what the file would have run
+  // (torch._utils._rebuild_tensor_v2: a pickle of tensors); read as text, never resolved.
+  std::string imported_name() const;
   bool refill();
   bool need(size_t n) {
     if (size_t(end_ - p_) >= n) return true;
@@ -276,6 +280,33 @@ Status Machine::build_tuple(size_t n) {
     auto status_ = (expr);        \
     if (!status_) return status_; \
   } while (0)
+
+std::string Machine::imported_name() const {
+  auto printable = [](std::string_view text) {
+    constexpr size_t kMax = 120;
+    if (text.empty() || text.size() > kMax) return false;
+    return std::all_of(text.begin(), text.end(), [](char c) { return c > ' ' && c < 0x7f; });
+  };
+  std::string module, name;
+  if (op_ == GLOBAL) {
+    // The argument is "module\nname\n" right after the opcode (in the bytes read so far).
+    std::string_view rest(reinterpret_cast<const char*>(p_), static_cast<size_t>(end_ - p_));
+    size_t first = rest.find('\n');
+    size_t second = first == std::string_view::npos ? first : rest.find('\n', first + 1);
+    if (second == std::string_view::npos) return "";
+    module = rest.substr(0, first);
+    name = rest.substr(first + 1, second - first - 1);
+  } else if (op_ == STACK_GLOBAL && stack_.size() >= 2) {
+    Value m = stack_[stack_.size() - 2], n = stack_.back();
+    if (m.tag() != Tag::kStr || n.tag() != Tag::kStr) return "";
+    module = tree_.str(m);
+    name = tree_.str(n);
+  } else {
+    return "";
+  }
+  if (!printable(module) || !printable(name)) return "";
+  return fmt::format(" (imports {}.{})", module, name);
+}
 
 Status Machine::run(ReadInfo* info) {
   if (input_ != nullptr) refill();
@@ -519,8 +550,9 @@ Status Machine::run(ReadInfo* info) {
       case GLOBAL: case STACK_GLOBAL: case REDUCE: case BUILD: case INST: case OBJ:
       case NEWOBJ: case NEWOBJ_EX: case PERSID: case BINPERSID: case EXT1: case EXT2:
       case EXT4: case NEXT_BUFFER: case READONLY_BUFFER:
-        return fail("refused: this opcode imports, builds objects or calls code, which a memory "
-                    "snapshot never needs (oomdoc reads plain data only)");
+        return fail(fmt::format("refused{}: this opcode imports, builds objects or calls code, which a "
+                                "memory snapshot never needs (oomdoc reads plain data only)",
+                                imported_name()));
       case INT: case LONG: case FLOAT: case STRING: case BINSTRING: case SHORT_BINSTRING:
       case UNICODE: case PUT: case GET:
         return fail("protocol 0/1 text opcodes are not supported (snapshots use protocol 2 to 5)");

@@ -1080,6 +1080,22 @@ Result<Snapshot> read_pickle_snapshot(std::string_view name, const SnapshotReadO
 }
 
 Error not_a_snapshot(std::string_view name, std::string_view head) {
+  // Files people mistake for a snapshot, by their magic bytes: say what the file is and what to do.
+  struct Known {
+    std::string_view magic;
+    std::string_view what;
+  };
+  static constexpr Known kKnown[] = {
+      {"\x1f\x8b", "it is gzip-compressed: decompress it first (zcat FILE | oomdoc snapshot -)"},
+      {"\x28\xb5\x2f\xfd", "it is zstd-compressed: decompress it first (zstdcat FILE | oomdoc snapshot -)"},
+      {"\xfd" "7zXZ", "it is xz-compressed: decompress it first (xzcat FILE | oomdoc snapshot -)"},
+      {"BZh", "it is bzip2-compressed: decompress it first (bzcat FILE | oomdoc snapshot -)"},
+      {"PK\x03\x04", "it is a zip archive, as torch.save writes for tensors and checkpoints; a snapshot is "
+                       "the pickle torch.cuda.memory._dump_snapshot() writes"},
+  };
+  for (const Known& k : kKnown) {
+    if (head.starts_with(k.magic)) return Error{fmt::format("{}: not a memory snapshot: {}", name, k.what)};
+  }
   return Error{fmt::format("{}: not a memory snapshot (neither a pickle of protocol 2 to 5 nor "
                            "JSON; starts with byte 0x{:02x})",
                            name, head.empty() ? 0 : static_cast<uint8_t>(head[0]))};

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/embedded.h"
+#include "core/units.h"
 #include "report/snapshot_render.h"
 
 namespace oomdoc {
@@ -40,20 +41,39 @@ std::string escape_html(std::string_view s) {
   return out;
 }
 
-Json timeline_json(const SnapshotReport& r) {
+// Every "<name>_bytes" number gets a "<name>_bytes_text" sibling written by format_bytes, so the
+// page shows the terminal's figures to the last digit (a JavaScript formatter rounds ties and the
+// 1023.995 carry differently: 1152 B is "1.12 KiB" here, "1.13 KiB" with toFixed).
+void add_byte_texts(Json& j) {
+  if (j.is_array()) {
+    for (Json& item : j) add_byte_texts(item);
+    return;
+  }
+  if (!j.is_object()) return;
+  Json out = Json::object();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    add_byte_texts(it.value());
+    out[it.key()] = std::move(it.value());
+    if (it.key().ends_with("_bytes") && out[it.key()].is_number_integer()) {
+      const Json& n = out[it.key()];
+      out[it.key() + "_text"] = n.is_number_unsigned() ? format_bytes(n.get<uint64_t>())
+                                                       : format_signed_bytes(n.get<int64_t>());
+    }
+  }
+  j = std::move(out);
+}
+
+// The timeline's live and reserved figures as text, per device and point (the numbers themselves
+// are in the report's devices[].timeline).
+Json timeline_texts(const SnapshotReport& r) {
   Json devices = Json::array();
   for (const DeviceReport& d : r.devices) {
-    Json x = Json::array(), t = Json::array(), live = Json::array(), reserved = Json::array(),
-         label = Json::array();
+    Json live_text = Json::array(), reserved_text = Json::array();
     for (const TimelinePoint& p : d.timeline.points) {
-      x.push_back(p.event_index);
-      t.push_back(p.time_us ? Json(*p.time_us) : Json(nullptr));
-      live.push_back(p.live_bytes);
-      reserved.push_back(p.reserved_bytes);
-      label.push_back(fmt::format("{} {}", trace_action_name(p.action), p.size));
+      live_text.push_back(format_signed_bytes(p.live_bytes));
+      reserved_text.push_back(format_signed_bytes(p.reserved_bytes));
     }
-    devices.push_back({{"device", d.memory.device}, {"event_index", x}, {"time_us", t},
-                       {"live_bytes", live}, {"reserved_bytes", reserved}, {"event", label}});
+    devices.push_back({{"live_text", live_text}, {"reserved_text", reserved_text}});
   }
   return devices;
 }
@@ -89,8 +109,7 @@ td {{ white-space: pre-line; }}
 <h2>Allocator settings</h2><div id="settings"></div>
 <p class="muted">Made by oomdoc {version}. Charts: uPlot (MIT licence, inlined below).</p>
 <script type="application/json" id="report">{report_json}</script>
-<script type="application/json" id="timeline">{timeline_json}</script>
-<script type="application/json" id="point-stacks">{stacks_json}</script>
+<script type="application/json" id="timeline-texts">{timeline_texts}</script>
 <script>
 /* uPlot {uplot_version} | MIT License | Copyright (c) 2022 Leon Sorokin | https://github.com/leeoniya/uPlot
 {uplot_license}
@@ -100,19 +119,23 @@ td {{ white-space: pre-line; }}
 <script>
 (function() {{
   var report = JSON.parse(document.getElementById('report').textContent);
-  var timelines = JSON.parse(document.getElementById('timeline').textContent);
-  var pointStacks = JSON.parse(document.getElementById('point-stacks').textContent);
+  var timelineTexts = JSON.parse(document.getElementById('timeline-texts').textContent);
   function el(tag, attrs, text) {{
     var e = document.createElement(tag);
     for (var k in (attrs || {{}})) e.setAttribute(k, attrs[k]);
     if (text !== undefined) e.textContent = text;
     return e;
   }}
+  // Axis ticks only: every figure in the tables and the hover is the "_text" that oomdoc's own
+  // format_bytes wrote (see add_byte_texts), the same as the terminal report.
   function bytes(n) {{
-    if (n === null || n === undefined) return 'unknown';
     var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0, v = Math.abs(n);
     while (v >= 1024 && i < u.length - 1) {{ v /= 1024; i++; }}
     return (n < 0 ? '-' : '') + (i === 0 ? v.toFixed(0) : v.toFixed(2)) + ' ' + u[i];
+  }}
+  function bt(o, key) {{
+    var text = o[key + '_text'];
+    return text === undefined ? 'unknown' : text;
   }}
   function table(headers, rows, numeric) {{
     var t = el('table'), tr = el('tr');
@@ -127,7 +150,7 @@ td {{ white-space: pre-line; }}
   }}
   function stackTable(groups) {{
     return table(['live', 'allocations', 'stack (first user frames)', 'frames'], groups.map(function(g) {{
-      return [bytes(g.live_bytes), String(g.allocations), g.stack, g.frames.slice(0, 6).join('\n')];
+      return [bt(g, 'live_bytes'), String(g.allocations), g.stack, g.frames.join('\n')];
     }}), [true, true, false, false]);
   }}
   document.getElementById('verdict').textContent = report.verdict;
@@ -139,12 +162,12 @@ td {{ white-space: pre-line; }}
     sec.appendChild(el('h2', {{}}, 'cuda:' + d.device));
     sec.appendChild(table(['segments', 'reserved', 'allocated', 'active', 'requested', 'inactive (cached)',
                            'largest free block', 'releasable', 'stranded', 'trace events', 'baseline', 'trace peak'],
-      [[String(d.segments), bytes(d.reserved_bytes), bytes(d.allocated_bytes), bytes(d.active_bytes),
-        bytes(d.requested_bytes), bytes(d.inactive_bytes), bytes(d.largest_free_block_bytes),
-        bytes(d.releasable_bytes), bytes(d.stranded_bytes), String(d.trace_events), bytes(d.baseline_bytes),
-        '+' + bytes(d.peak_live_bytes)]], [true, true, true, true, true, true, true, true, true, true, true, true]));
+      [[String(d.segments), bt(d, 'reserved_bytes'), bt(d, 'allocated_bytes'), bt(d, 'active_bytes'),
+        bt(d, 'requested_bytes'), bt(d, 'inactive_bytes'), bt(d, 'largest_free_block_bytes'),
+        bt(d, 'releasable_bytes'), bt(d, 'stranded_bytes'), String(d.trace_events), bt(d, 'baseline_bytes'),
+        '+' + bt(d, 'peak_live_bytes')]], [true, true, true, true, true, true, true, true, true, true, true, true]));
     if (d.trace_truncated) sec.appendChild(el('p', {{'class': 'muted'}}, 'Trace truncated: ' + d.truncation_reason));
-    var tl = timelines[di];
+    var tl = d.timeline, tt = timelineTexts[di];
     if (tl && tl.event_index.length > 1) {{
       sec.appendChild(el('h3', {{}}, 'Timeline (drag to zoom, double-click to reset)'));
       var plot = el('div', {{'class': 'plot', 'id': 'plot-' + d.device}});
@@ -156,8 +179,8 @@ td {{ white-space: pre-line; }}
         scales: {{ x: {{ time: false }} }},
         axes: [{{ label: 'trace event' }}, {{ label: 'bytes', size: 80, values: function(u, vals) {{ return vals.map(bytes); }} }}],
         series: [{{ label: 'event' }},
-                 {{ label: 'live (requested)', stroke: '#1f77b4', fill: 'rgba(31,119,180,0.15)', value: function(u, v) {{ return bytes(v); }} }},
-                 {{ label: 'reserved', stroke: '#d62728', value: function(u, v) {{ return bytes(v); }} }}],
+                 {{ label: 'live (requested)', stroke: '#1f77b4', fill: 'rgba(31,119,180,0.15)', value: function(u, v, si, i) {{ return i === null || i === undefined ? '--' : tt.live_text[i]; }} }},
+                 {{ label: 'reserved', stroke: '#d62728', value: function(u, v, si, i) {{ return i === null || i === undefined ? '--' : tt.reserved_text[i]; }} }}],
         hooks: {{
           draw: [function() {{ document.body.dataset.plotsDrawn = String(++drawn); }}],
           setCursor: [function(u) {{
@@ -165,8 +188,8 @@ td {{ white-space: pre-line; }}
             if (i === null || i === undefined) return;
             var t = tl.time_us[i];
             hover.textContent = 'event ' + tl.event_index[i] + (t !== null ? ' (time_us ' + t + ')' : '') +
-              ': ' + tl.event[i] + ' bytes\nlive ' + bytes(tl.live_bytes[i]) + ', reserved ' + bytes(tl.reserved_bytes[i]) +
-              '\n' + (pointStacks[di][i] || '');
+              ': ' + tl.action[i] + ' ' + tl.size_bytes[i] + ' bytes\nlive ' + tt.live_text[i] + ', reserved ' + tt.reserved_text[i] +
+              '\n' + (tl.stack[i] || '');
           }}]
         }}
       }};
@@ -179,9 +202,9 @@ td {{ white-space: pre-line; }}
         sec.appendChild(el('h3', {{}}, 'OOM at event ' + o.event_index + ': ' + o.verdict));
         sec.appendChild(el('p', {{}}, o.explanation));
         sec.appendChild(table(['requested', 'device free', 'live', 'reserved', 'largest free block'],
-          [[bytes(o.requested_bytes), bytes(o.device_free_bytes), bytes(o.live_bytes), bytes(o.reserved_bytes),
-            bytes(o.largest_free_block_bytes)]], [true, true, true, true, true]));
-        sec.appendChild(el('div', {{'class': 'frames'}}, 'Failing allocation: ' + o.stack.slice(0, 8).join(' | ')));
+          [[bt(o, 'requested_bytes'), bt(o, 'device_free_bytes'), bt(o, 'live_bytes'), bt(o, 'reserved_bytes'),
+            bt(o, 'largest_free_block_bytes')]], [true, true, true, true, true]));
+        sec.appendChild(el('div', {{'class': 'frames'}}, 'Failing allocation: ' + o.stack.join(' | ')));
         sec.appendChild(stackTable(o.top_stacks));
         sec.appendChild(el('p', {{}}, 'Fixes: ' + o.fixes.map(function(f) {{ return f.title; }}).join('; ')));
       }});
@@ -191,7 +214,7 @@ td {{ white-space: pre-line; }}
     if (d.leaks.length) {{
       sec.appendChild(el('h3', {{}}, 'Possible leaks (' + d.iterations_from + ')'));
       sec.appendChild(table(['live', 'allocations', 'iterations', 'stack'], d.leaks.map(function(l) {{
-        return [bytes(l.live_bytes), String(l.allocations), String(l.iterations), l.stack];
+        return [bt(l, 'live_bytes'), String(l.allocations), String(l.iterations), l.stack];
       }}), [true, true, true, false]));
     }}
   }});
@@ -211,13 +234,7 @@ td {{ white-space: pre-line; }}
 
 std::string render_snapshot_html(const SnapshotReport& r) {
   Json report = snapshot_report_json(r);
-  // Hover text per timeline point: the stack of the event, kept beside the numbers.
-  Json stacks = Json::array();
-  for (const DeviceReport& d : r.devices) {
-    Json per = Json::array();
-    for (const TimelinePoint& p : d.timeline.points) per.push_back(p.stack_key);
-    stacks.push_back(per);
-  }
+  add_byte_texts(report);
   auto dump = [](const Json& j) {
     return escape_for_script(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   };
@@ -226,7 +243,7 @@ std::string render_snapshot_html(const SnapshotReport& r) {
   std::string_view license = embedded("vendor/uplot/LICENSE").value_or("");
   return fmt::format(fmt::runtime(kPage), fmt::arg("title", escape_html(r.file)), fmt::arg("uplot_css", escape_for_script(css)),
                      fmt::arg("version", OOMDOC_VERSION), fmt::arg("report_json", dump(report)),
-                     fmt::arg("timeline_json", dump(timeline_json(r))), fmt::arg("stacks_json", dump(stacks)),
+                     fmt::arg("timeline_texts", dump(timeline_texts(r))),
                      fmt::arg("uplot_version", "1.6.32"), fmt::arg("uplot_license", escape_for_script(license)),
                      fmt::arg("uplot_js", escape_for_script(js)));
 }

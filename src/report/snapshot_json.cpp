@@ -44,6 +44,24 @@ Json oom_json(const OomReport& o) {
   return j;
 }
 
+// The plotted timeline, one column per field (per bucket of events its highest live and reserved
+// points and its OOMs, see replay_timeline): compact, and what the HTML page draws.
+Json timeline_json(const Timeline& t) {
+  Json index = Json::array(), time = Json::array(), live = Json::array(), reserved = Json::array(),
+       action = Json::array(), size = Json::array(), stack = Json::array();
+  for (const TimelinePoint& p : t.points) {
+    index.push_back(p.event_index);
+    time.push_back(json_optional(p.time_us));
+    live.push_back(p.live_bytes);
+    reserved.push_back(p.reserved_bytes);
+    action.push_back(std::string(trace_action_name(p.action)));
+    size.push_back(p.size);
+    stack.push_back(p.stack_key);
+  }
+  return {{"event_index", index}, {"time_us", time}, {"live_bytes", live}, {"reserved_bytes", reserved},
+          {"action", action}, {"size_bytes", size}, {"stack", stack}};
+}
+
 }  // namespace
 
 Json snapshot_report_json(const SnapshotReport& r) {
@@ -75,7 +93,10 @@ Json snapshot_report_json(const SnapshotReport& r) {
     j["peak_live_bytes"] = t.peak_live_delta;
     j["peak_event_index"] = json_optional(t.peak_index);
     j["peak_time_us"] = json_optional(t.peak_time_us);
+    j["live_at_peak_bytes"] = t.events ? Json(t.live_at_peak_bytes) : Json(nullptr);
+    j["trace_has_time"] = t.has_time;
     j["baseline_bytes"] = t.baseline_bytes;
+    j["unmatched_frees"] = t.unmatched_frees;
     j["unmatched_free_bytes"] = t.unmatched_free_bytes;
     j["ghost_bytes"] = t.ghost_bytes;
     j["peak_reserved_bytes"] = t.events ? Json(t.peak_reserved_bytes) : Json(nullptr);
@@ -95,6 +116,7 @@ Json snapshot_report_json(const SnapshotReport& r) {
     j["leaks"] = leaks;
     j["iterations_from"] = d.growth.iteration_source.empty() ? Json(nullptr) : Json(d.growth.iteration_source);
     j["steps_marked"] = d.growth.iteration_source.empty() ? d.growth.steps_marked : d.growth.iterations;
+    j["timeline"] = timeline_json(t);
     devices.push_back(j);
   }
   doc["devices"] = devices;

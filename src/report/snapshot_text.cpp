@@ -47,7 +47,7 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style) {
                          format_bytes(t.baseline_bytes), format_bytes(uint64_t(t.peak_live_delta)));
       if (t.peak_index) out += fmt::format(" at event {}", *t.peak_index);
       out += fmt::format(" (live {}); reserved peak {}\n",
-                         format_bytes(t.baseline_bytes + uint64_t(t.peak_live_delta)),
+                         format_bytes(t.live_at_peak_bytes),
                          format_bytes(uint64_t(std::max<int64_t>(0, t.peak_reserved_bytes))));
       if (t.unmatched_frees) {
         out += fmt::format("  {} frees of memory allocated before recording ({})\n", t.unmatched_frees,
@@ -64,7 +64,7 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style) {
                          format_bytes(o.largest_free_block_bytes));
       if (!o.stack.empty()) {
         out += "    failing allocation:\n";
-        for (size_t i = 0; i < o.stack.size() && i < 8; ++i) out += "      " + o.stack[i] + "\n";
+        for (const std::string& frame : o.stack) out += "      " + frame + "\n";
       }
       if (!o.releases_before.empty()) {
         uint64_t total = 0;

@@ -72,8 +72,19 @@ TEST(AnalyzeOoms, FragmentationWhenFreeSpaceIsScatteredAndCacheReleasesAreListed
   ASSERT_EQ(r[0].releases_before.size(), 1u);
   EXPECT_EQ(r[0].releases_before[0].bytes, 4 * MiB);
   EXPECT_EQ(r[0].fixes.front().id, "expandable_segments");
-  // Ghost tensors (allocated before recording) count in live bytes through the baseline.
+  // Ghost tensors (allocated before recording) count in live bytes through the baseline ...
   EXPECT_EQ(r[0].live_bytes, 32 * MiB);
+  // ... and in what is listed as live, so the stacks add up to the live bytes.
+  ASSERT_EQ(r[0].top_stacks.size(), 2u);
+  EXPECT_EQ(r[0].top_stacks[0].key, "<allocated before recording started>");
+  EXPECT_EQ(r[0].top_stacks[0].bytes, 24 * MiB);
+  EXPECT_EQ(r[0].top_stacks[0].count, 3u);
+  EXPECT_EQ(r[0].top_stacks[1].key, "<no stack recorded>");
+  EXPECT_EQ(r[0].top_stacks[1].bytes, 8 * MiB);
+  ASSERT_EQ(r[0].biggest_live.size(), 4u);
+  EXPECT_EQ(r[0].biggest_live[0].address, 0x40000000u);  // equal sizes: by address
+  EXPECT_EQ(r[0].biggest_live[1].address, 0x41000000u);
+  EXPECT_EQ(r[0].biggest_live[1].stack_key, "<allocated before recording started>");
 }
 
 TEST(AnalyzeOoms, OutsidePytorchNeedsTheCapacity) {

@@ -83,6 +83,42 @@ TEST(ReplayTimeline, DownsamplesKeepingEachBucketsHighestPoint) {
   EXPECT_EQ(t.peak_live_delta, 109);
 }
 
+// A bucket keeps its live peak, its reserved peak and its OOMs: with one point per bucket an OOM
+// after the live peak replaced it (the 1 GB benchmark file's plot topped at 300,076,505,893 bytes
+// of a 300,115,143,041-byte peak) and the reserved peak was never plotted.
+TEST(ReplayTimeline, DownsamplingKeepsBothPeaksAndEveryOom) {
+  SnapshotBuilder b;
+  b.event(TraceAction::kAlloc, 0x1000, 600);          // 0: live 600, the peak
+  b.event(TraceAction::kFreeCompleted, 0x1000, 600);  // 1
+  b.event(TraceAction::kSegmentAlloc, 0x9000, 1000);  // 2: reserved 1000, the peak
+  b.event(TraceAction::kSegmentFree, 0x9000, 1000);   // 3: cache released before ...
+  b.event(TraceAction::kOom, 0, 5000);                // 4: ... the OOM
+  b.event(TraceAction::kAlloc, 0x2000, 100);          // 5
+  SnapshotOptions options;
+  options.timeline_points = 1;  // one bucket for all six events
+  Timeline t = replay_timeline(b.snapshot(), 0, options);
+  ASSERT_EQ(t.points.size(), 3u);
+  EXPECT_EQ(t.points[0].event_index, 0u);  // the live peak
+  EXPECT_EQ(t.points[0].live_bytes, 600);
+  EXPECT_EQ(t.points[0].reserved_bytes, 0);
+  EXPECT_EQ(t.points[1].event_index, 2u);  // the reserved peak
+  EXPECT_EQ(t.points[1].live_bytes, 0);
+  EXPECT_EQ(t.points[1].reserved_bytes, 1000);
+  EXPECT_EQ(t.points[2].event_index, 4u);  // the OOM
+  EXPECT_EQ(t.points[2].action, TraceAction::kOom);
+  EXPECT_EQ(t.points[2].reserved_bytes, 0);
+  EXPECT_EQ(t.peak_reserved_bytes, 1000);
+  EXPECT_EQ(t.peak_live_delta, 600);
+  // When the live peak already shows the highest reserved level, no second point is added.
+  SnapshotBuilder same;
+  same.event(TraceAction::kSegmentAlloc, 0x9000, 1000);
+  same.event(TraceAction::kAlloc, 0x9000, 600);
+  same.event(TraceAction::kFreeCompleted, 0x9000, 600);
+  Timeline one = replay_timeline(same.snapshot(), 0, options);
+  ASSERT_EQ(one.points.size(), 1u);
+  EXPECT_EQ(one.points[0].event_index, 1u);
+}
+
 TEST(ReservedTimeline, SegmentEventsAnchoredOnTheDump) {
   SnapshotBuilder b;
   b.segment(0, 0x100000, {{2 << 20, kI, 0, kNoStack}});

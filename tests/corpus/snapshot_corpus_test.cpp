@@ -74,6 +74,53 @@ TEST(SnapshotCorpus, EveryFileMatchesTheReferenceTable) {
   }
 }
 
+// Memory allocated before recording, computed with Python (pickle.load, then: unmatched
+// free_completed sizes + requested sizes of active_allocated blocks not live at the end of the
+// alloc/free_completed replay), and what is listed as live: with every group shown, the stacks at
+// the peak add up to baseline + peak delta, and at dump to the requested bytes of the live blocks.
+struct BaselineReference {
+  const char* file;
+  uint64_t baseline, unmatched_free_bytes;
+  uint64_t unmatched_frees;
+};
+const BaselineReference kBaselines[] = {
+    {"charran78__docubox_segments_only.pickle", 90861056, 0, 0},
+    {"cranberrii__v2_1_no_time_us.pickle", 1095725248, 0, 0},
+    {"felixburton7__voxelflex_segments_only.pickle", 20981596, 0, 0},
+    {"kkaitlyn111__stacks_all_ctx128_forward.pickle", 13628553216, 0, 0},
+    {"kkaitlyn111__stacks_all_ctx128_fullstep_annotations.pickle", 13628553216, 0, 0},
+    {"lfielike__v2_3_legacy_1entry_trace.pickle", 16380108176, 8, 1},
+    {"magma27__newest_compile_context_user_metadata_windows.pickle", 1373919236, 327680004, 2},
+    {"muduard__memory_snapshot_list_format.pkl", 3308174782, 0, 0},
+    {"silmont2000__small_stacks_all.pickle", 0, 0, 0},
+    {"yiyi__v2_0_history_1.3b_snapshot.pickle", 5692346376, 8896512, 1},
+    {"yiyi__v2_0_history_oom_snapshot.pickle", 11840159744, 0, 0},
+};
+
+TEST(SnapshotCorpus, LiveStacksAddUpToTheLiveBytesBaselineIncluded) {
+  static_assert(std::size(kBaselines) == std::size(kReference));
+  SnapshotOptions all;
+  all.top = 1u << 30;
+  for (size_t i = 0; i < std::size(kBaselines); ++i) {
+    const BaselineReference& ref = kBaselines[i];
+    ASSERT_STREQ(ref.file, kReference[i].file);
+    auto report = analyze_snapshot_file(testing::corpus_path(std::string("snapshots/") + ref.file), all);
+    ASSERT_TRUE(report.ok()) << report.error().message;
+    const DeviceReport& d = report->devices.at(0);
+    EXPECT_EQ(d.timeline.baseline_bytes, ref.baseline) << ref.file;
+    EXPECT_EQ(d.timeline.unmatched_free_bytes, ref.unmatched_free_bytes) << ref.file;
+    EXPECT_EQ(d.timeline.unmatched_frees, ref.unmatched_frees) << ref.file;
+    EXPECT_EQ(d.timeline.live_at_peak_bytes, ref.baseline + uint64_t(kReference[i].trace_peak)) << ref.file;
+    uint64_t listed = 0;
+    for (const StackGroup& g : d.top_stacks) listed += g.bytes;
+    if (d.top_stacks_when == "peak") {
+      EXPECT_EQ(listed, d.timeline.live_at_peak_bytes) << ref.file;
+    } else {
+      EXPECT_EQ(listed, kReference[i].requested) << ref.file;  // every live block's requested bytes
+    }
+  }
+}
+
 TEST(SnapshotCorpus, ReencodingsGiveIdenticalResults) {
   std::string out = std::string(OOMDOC_BINARY_DIR) + "/corpus_variants";
   std::string command = "python3 " + std::string(OOMDOC_SOURCE_DIR) + "/tools/gen_corpus_variants.py " + out;

@@ -144,7 +144,13 @@ TEST(PickleReader, RefusesCodeBuildingOpcodesWithTheirOffset) {
   std::string global = bytes({0x80, 4}) + "cos\nsystem\n" + "X" + bytes({2, 0, 0, 0}) + "id" +
                        bytes({0x85, 'R', '.'});
   EXPECT_THAT(error_of(global), HasSubstr("offset 2: GLOBAL: refused"));
-  EXPECT_THAT(error_of(bytes({0x80, 4, 'N', 'N', 0x93})), HasSubstr("offset 4: STACK_GLOBAL: refused"));
+  EXPECT_THAT(error_of(bytes({0x80, 4, 'N', 'N', 0x93})), HasSubstr("offset 4: STACK_GLOBAL: refused: this opcode"));
+  // The import is named (read as text, never resolved), so a pickle of tensors says so.
+  EXPECT_THAT(error_of(global), HasSubstr("offset 2: GLOBAL: refused (imports os.system): this opcode"));
+  std::string stack_global = bytes({0x80, 4, 0x8c, 12}) + "torch._utils" + bytes({0x8c, 18}) + "_rebuild_tensor_v2" +
+                             bytes({0x93, ')', 'R', '.'});
+  EXPECT_THAT(error_of(stack_global),
+              HasSubstr("offset 36: STACK_GLOBAL: refused (imports torch._utils._rebuild_tensor_v2): this opcode"));
   EXPECT_THAT(error_of(bytes({0x80, 2, 'N', ')', 'R', '.'})), HasSubstr("offset 4: REDUCE: refused"));
   EXPECT_THAT(error_of(bytes({0x80, 2, 'N', 'N', 'b'})), HasSubstr("offset 4: BUILD: refused"));
   EXPECT_THAT(error_of(bytes({0x80, 2, 'N', ')', 0x81})), HasSubstr("NEWOBJ: refused"));

@@ -165,6 +165,14 @@ TEST(SnapshotReader, ErrorsNameTheFileAndThePlace) {
   };
   EXPECT_EQ(err(""), "x.pickle: the file is empty");
   EXPECT_THAT(err("GIF89a"), HasSubstr("x.pickle: not a memory snapshot"));
+  // Compressed snapshots and torch.save archives are named as such, not by their first byte.
+  EXPECT_EQ(err(std::string("\x1f\x8b\x08\x00", 4)),
+            "x.pickle: not a memory snapshot: it is gzip-compressed: decompress it first (zcat FILE | oomdoc snapshot -)");
+  EXPECT_EQ(err(std::string("\x28\xb5\x2f\xfd\x00", 5)),
+            "x.pickle: not a memory snapshot: it is zstd-compressed: decompress it first (zstdcat FILE | oomdoc snapshot -)");
+  EXPECT_EQ(err("PK\x03\x04" "archive/data.pkl"),
+            "x.pickle: not a memory snapshot: it is a zip archive, as torch.save writes for tensors and checkpoints; "
+            "a snapshot is the pickle torch.cuda.memory._dump_snapshot() writes");
   EXPECT_THAT(err("{\"a\": 1}"), HasSubstr("x.pickle: neither 'segments' nor 'device_traces' found"));
   EXPECT_THAT(err("[1, 2]"), HasSubstr("x.pickle: segments[0] is not a dict"));
   EXPECT_THAT(err("{\"device_traces\": [[{\"action\": \"alloc\", \"addr\": \"x\", \"size\": 1}]]}"),
@@ -172,7 +180,9 @@ TEST(SnapshotReader, ErrorsNameTheFileAndThePlace) {
   EXPECT_THAT(err("{\"segments\": [{\"device\": 0}]}"), HasSubstr("segments[0]: 'total_size' is missing"));
   EXPECT_THAT(err("{\"segments\": [1, 2"), HasSubstr("x.pickle: offset"));
   EXPECT_THAT(err(std::string(20000, '[')), HasSubstr("nesting deeper than 10000 levels"));
-  EXPECT_THAT(err(std::string("\x80\x04\x63os\nsystem\n", 12)), HasSubstr("x.pickle: offset 2: GLOBAL: refused"));
+  EXPECT_THAT(err(std::string("\x80\x04\x63os\nsystem\n", 12)), HasSubstr("x.pickle: offset 2: GLOBAL: refused: this opcode"));
+  EXPECT_THAT(err(std::string("\x80\x04\x63os\nsystem\n", 13)),
+              HasSubstr("x.pickle: offset 2: GLOBAL: refused (imports os.system): this opcode imports"));
 }
 
 // A protocol-2 pickle of {"device_traces": [[entry...]]}, its list written in batches of 1000

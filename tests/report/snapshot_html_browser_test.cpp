@@ -64,5 +64,23 @@ TEST(SnapshotHtmlBrowser, LoadsWithoutErrorsAndDrawsThePlot) {
   EXPECT_GT(std::filesystem::file_size(png), 20000u);  // a drawn page, not a blank one
 }
 
+// The tables the page builds in the browser show format_bytes' figures (the JSON's "_text"s).
+TEST(SnapshotHtmlBrowser, TablesShowTheTerminalFigures) {
+  std::string browser = chromium();
+  ASSERT_FALSE(browser.empty()) << "chromium is not installed (scripts/setup.sh installs it)";
+  std::string dir = std::string(OOMDOC_BINARY_DIR) + "/test-artifacts";
+  std::filesystem::create_directories(dir);
+  std::string html = dir + "/snapshot_format_edges.html";
+  auto r = testing::run_cli({"snapshot", testing::fixture_path("snapshot/format_edges.json"), "--html", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string dom = run_capture("timeout 120 " + browser +
+                                " --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 --user-data-dir=" +
+                                dir + "/chromium-profile --dump-dom file://" + html + " 2>/dev/null");
+  EXPECT_THAT(dom, ::testing::HasSubstr("<td class=\"num\">1.00 GiB</td>"));  // reserved: 1 GiB - 512 B
+  EXPECT_THAT(dom, ::testing::HasSubstr("<td class=\"num\">1.12 KiB</td>"));  // requested: 1152 B
+  EXPECT_EQ(dom.find("1024.00 MiB"), std::string::npos);
+  EXPECT_EQ(dom.find("1.13 KiB"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -40,6 +40,33 @@ TEST(SnapshotJson, HasTheDocumentedFields) {
   EXPECT_TRUE(doc["devices"][1]["ooms"].empty());
 }
 
+// Every figure the terminal prints is in the document: the peak live memory of the verdict (baseline
+// + trace peak), the count of frees of pre-recording memory and whether the trace has time_us.
+// Expected values: plain Python (pickle.load, alloc/free_completed replay) on the fixture.
+TEST(SnapshotJson, CarriesEveryFigureTheTerminalPrints) {
+  Json doc = snapshot_report_json(train_report());
+  const Json& d = doc["devices"][0];
+  EXPECT_EQ(d["baseline_bytes"], 25784476u);
+  EXPECT_EQ(d["peak_live_bytes"], 40592250);
+  EXPECT_EQ(d["live_at_peak_bytes"], 66376726u);
+  EXPECT_EQ(d["unmatched_frees"], 2u);
+  EXPECT_EQ(d["unmatched_free_bytes"], 409600u);
+  EXPECT_EQ(d["trace_has_time"], true);
+  EXPECT_EQ(doc["devices"][1]["live_at_peak_bytes"], 87642231u);
+  std::string text = render_snapshot_text(train_report(), Style::plain());
+  EXPECT_THAT(text, HasSubstr("(live 63.30 MiB)"));  // 66376726 B
+  EXPECT_THAT(text, HasSubstr("2 frees of memory allocated before recording (400.00 KiB)"));
+  // The plotted timeline, as columns: 105 events, so one point each; the peak is event 70.
+  const Json& tl = d["timeline"];
+  for (const char* column : {"event_index", "time_us", "live_bytes", "reserved_bytes", "action", "size_bytes", "stack"}) {
+    ASSERT_EQ(tl[column].size(), 105u) << column;
+  }
+  EXPECT_EQ(tl["event_index"][70], 70u);
+  EXPECT_EQ(tl["live_bytes"][70], 66376726);
+  EXPECT_EQ(tl["action"][70], "alloc");
+  EXPECT_EQ(tl["time_us"][70], d["peak_time_us"]);
+}
+
 TEST(SnapshotText, VerdictFirst) {
   std::string text = render_snapshot_text(train_report(), Style::plain());
   EXPECT_EQ(text.rfind("OOM on cuda:0 at trace event ", 0), 0u) << text.substr(0, 200);
@@ -47,6 +74,10 @@ TEST(SnapshotText, VerdictFirst) {
   EXPECT_THAT(text, HasSubstr("top stacks at the trace peak"));
   EXPECT_THAT(text, HasSubstr("possible leaks"));
   EXPECT_EQ(text.find("\x1b["), std::string::npos);  // plain style: no colour codes
+  // The failing allocation's whole listing: 12 library frames, then the user's (it used to stop at 8).
+  EXPECT_THAT(text, HasSubstr("      nn/functional.py:1191 gelu\n      project/model.py:42 forward\n"
+                              "      project/train.py:88 train_step\n      project/train.py:131 main\n"
+                              "    cache released just before"));
 }
 
 TEST(SnapshotHtml, SelfContainedWithTheChartLibraryAndData) {
@@ -62,6 +93,20 @@ TEST(SnapshotHtml, SelfContainedWithTheChartLibraryAndData) {
   ASSERT_NE(report_start, std::string::npos);
   EXPECT_GT(html.find("</script>", report_start), report_start);
   EXPECT_LT(first_close, report_start);
+}
+
+// The page's figures are oomdoc's format_bytes, not a JavaScript copy of it: 1 GiB - 512 B is
+// "1.00 GiB" (a JS formatter without the 1023.995 carry wrote "1024.00 MiB") and 1152 B is
+// "1.12 KiB" (JS toFixed rounds the tie up: "1.13 KiB").
+TEST(SnapshotHtml, FiguresAreFormattedByFormatBytes) {
+  auto r = analyze_snapshot_file(testing::fixture_path("snapshot/format_edges.json"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  std::string html = render_snapshot_html(r.value());
+  EXPECT_THAT(html, HasSubstr("\"reserved_bytes\":1073741312,\"reserved_bytes_text\":\"1.00 GiB\""));
+  EXPECT_THAT(html, HasSubstr("\"requested_bytes\":1152,\"requested_bytes_text\":\"1.12 KiB\""));
+  EXPECT_THAT(html, HasSubstr("\"live_bytes\":1152,\"live_bytes_text\":\"1.12 KiB\""));  // top stack
+  // The --json document itself carries no texts.
+  EXPECT_FALSE(snapshot_report_json(r.value())["devices"][0].contains("reserved_bytes_text"));
 }
 
 }  // namespace
