@@ -25,7 +25,8 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style) {
   for (const DeviceReport& d : r.devices) {
     const DeviceMemory& m = d.memory;
     const Timeline& t = d.timeline;
-    out += "\n" + style.bold(fmt::format("cuda:{}", m.device)) +
+    out += '\n';  // appended alone: g++ 12 warns falsely (-Wrestrict) on "\n" + std::string here
+    out += style.bold(fmt::format("cuda:{}", m.device)) +
            fmt::format("  {} segments{}{}\n", m.segments,
                        m.expandable_segments ? fmt::format(", {} expandable", m.expandable_segments) : "",
                        m.private_pool_segments ? fmt::format(", {} in private pools", m.private_pool_segments) : "");
