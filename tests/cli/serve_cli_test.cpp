@@ -220,5 +220,15 @@ TEST(ServeCli, LlamaServerCommandLinesAreSizedFromTheGgufFile) {
   }
 }
 
+// serve says which card a short --gpu name was read as, as fit does, once the report is made.
+TEST(ServeCli, ShortGpuNameSaysWhichSizeItRead) {
+  auto r = run_cli({"serve", "--gpu", "a100", "--json", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                    "--max-model-len", "8192"},
+                   "", {"HF_HUB_CACHE=/nonexistent-oomdoc-cache", "HOME=/nonexistent-oomdoc-home"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "oomdoc: note: --gpu 'a100' is read as A100 SXM4 80GB; it also names A100 SXM4 40GB, "
+                   "A100 PCIe 40GB (give the size, e.g. --gpu 'A100 SXM4 40GB')\n");
+}
+
 }  // namespace
 }  // namespace oomdoc
