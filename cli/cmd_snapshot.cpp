@@ -47,6 +47,7 @@ SnapshotReadOptions read_options(const SnapshotArgs& args) {
 }
 
 int run(const SnapshotArgs& args) {
+  if (args.file.empty()) return fail("snapshot: no file given; usage: oomdoc snapshot FILE [--json | --html OUT] (see oomdoc snapshot --help)");
   SnapshotOptions options;
   options.top = args.top;
   options.stack_depth = args.depth;
@@ -114,7 +115,9 @@ void setup(CLI::App& app, int* exit_code) {
   auto args = std::make_shared<SnapshotArgs>();
   CLI::App* cmd = app.add_subcommand(
       "snapshot", "Read a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot) and say what filled the GPU");
-  cmd->add_option("file", args->file, "Snapshot pickle (protocol 2-5) or JSON; '-' for stdin")->required();
+  // Checked in run(), not by CLI11: a required positional would hide an unknown option
+  // ("--bogus: unknown option") behind "file is required".
+  cmd->add_option("file", args->file, "Snapshot pickle (protocol 2-5) or JSON; '-' for stdin");
   cmd->add_option("--compare", args->compare_with, "A second snapshot: show what changed (per stack)");
   cmd->add_flag("--json", args->json, "Print one JSON document (fields: docs/json.md)");
   cmd->add_option("--html", args->html, "Also write a self-contained HTML report with a timeline");

@@ -102,5 +102,18 @@ TEST(SnapshotCli, HtmlWithCompareIsRefused) {
   EXPECT_FALSE(std::ifstream(html).good());
 }
 
+// An unknown option is named as such, not hidden behind the missing file; no file is its own error.
+TEST(SnapshotCli, UnknownOptionAndMissingFileAreOneLineEach) {
+  auto bogus = run_cli({"snapshot", "--bogus"});
+  EXPECT_EQ(bogus.exit_code, 2);
+  EXPECT_EQ(bogus.out, "");
+  EXPECT_EQ(bogus.err, "oomdoc snapshot: --bogus: unknown option (see oomdoc snapshot --help)\n");
+  auto none = run_cli({"snapshot"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_EQ(none.out, "");
+  EXPECT_EQ(none.err, "oomdoc: snapshot: no file given; usage: oomdoc snapshot FILE [--json | --html OUT] "
+                      "(see oomdoc snapshot --help)\n");
+}
+
 }  // namespace
 }  // namespace oomdoc
