@@ -903,6 +903,23 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.evidence.push_back("It failed during evaluation (traceback), where no gradients are needed.");
       d.fixes.push_back(make_fix("no_grad_for_eval", "Without autograd, activations are freed layer by layer."));
       if (d.cause == "capacity_exhausted") std::swap(d.cause, d.secondary_causes.back());
+    } else if (operation == "ddp_setup") {
+      // The Reducer's buckets hold a gradient-sized copy of every trainable parameter, made when
+      // DDP wraps the model, on top of the full replica each GPU already holds.
+      // Nothing has run yet: batch, sequence and activation fixes do not apply, nor does the
+      // "one huge tensor" reading of the request (it is the bucket).
+      d.secondary_causes.push_back("ddp_replica_does_not_fit");
+      if (d.evidence.size() > 1) d.evidence.resize(1);
+      d.evidence.push_back(fmt::format(
+          "It failed while DistributedDataParallel wrapped the model{}: DDP allocates gradient buckets as large as all "
+          "trainable parameters' gradients, on top of the full model every GPU holds.",
+          m.requested ? fmt::format(" (the {} request is the buckets)", format_bytes(*m.requested)) : ""));
+      d.fixes.clear();
+      d.fixes.push_back(make_fix("shard_model", "Each GPU then holds 1/N of the parameters, gradients and optimizer state "
+                                                "instead of all of them."));
+      d.fixes.push_back(make_fix("lora", "Only the adapters have gradients: the buckets shrink to their size."));
+      d.fixes.push_back(make_fix("bigger_gpu", "A full replica and its gradients must fit on every GPU under DDP."));
+      if (d.cause == "capacity_exhausted") std::swap(d.cause, d.secondary_causes.back());
     } else if (operation == "model_loading") {
       d.secondary_causes.push_back("model_does_not_fit");
       d.evidence.push_back("It failed while loading the model: the weights alone do not fit.");

@@ -1,7 +1,8 @@
 // Names the cause of each out-of-memory event from its numbers and context, with the evidence,
 // and lists the fixes cheapest first with the values the numbers allow (never invented ones).
 // Cause labels follow the oom-messages corpus vocabulary (../shared/data/oom-messages/README.md),
-// plus evaluation_with_grad, model_does_not_fit and memory_climbing from the log context.
+// plus evaluation_with_grad, model_does_not_fit, ddp_replica_does_not_fit and memory_climbing from
+// the log context.
 #pragma once
 
 #include <cstdint>

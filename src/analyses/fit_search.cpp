@@ -495,6 +495,7 @@ std::vector<Candidate> data_sharding_candidates(const Job& job, uint64_t num_gpu
   if (current == "ddp" || current == "zero1") {
     Candidate c;
     c.change.id = "zero2";
+    c.change.fix_id = "shard_model";
     c.change.step = 7;
     c.change.title = fmt::format("ZeRO-2 across the {} GPUs (optimizer state and gradients "
                                  "sharded)", num_gpus);
@@ -511,6 +512,7 @@ std::vector<Candidate> data_sharding_candidates(const Job& job, uint64_t num_gpu
   if (current != "fsdp_full_shard" && current != "zero3") {
     Candidate c;
     c.change.id = "fsdp_full_shard";
+    c.change.fix_id = "shard_model";
     c.change.step = 7;
     c.change.title = fmt::format("FSDP full sharding (ZeRO-3) across the {} GPUs", num_gpus);
     c.change.cost = "about 1.5x DDP's communication (parameters gathered each step; "

@@ -30,6 +30,14 @@ std::string classify_operation(const std::vector<TracebackFrame>& frames) {
     }
   }
   for (const auto& f : frames) {
+    // DistributedDataParallel allocates its gradient buckets while it wraps the model
+    // (torch/nn/parallel/distributed.py: _ddp_init_helper -> dist.Reducer).
+    if (f.function == "_ddp_init_helper" || contains(f.code, "dist.Reducer(") ||
+        (f.function == "__init__" && (contains(f.file, "parallel/distributed.py") || contains(f.file, "parallel\\distributed.py")))) {
+      return "ddp_setup";
+    }
+  }
+  for (const auto& f : frames) {
     // vLLM's capture_model/_capture_cudagraphs (V0 model_runner, V1 gpu_model_runner), and
     // PyTorch's own torch.cuda.graph context (torch/cuda/graphs.py: capture_begin/capture_end)
     // under any caller.

@@ -105,6 +105,7 @@ std::string cause_title(const std::string& cause) {
       {"insufficient_information", "the message is cut short"},
       {"evaluation_with_grad", "evaluation or generation recorded gradients it does not need"},
       {"model_does_not_fit", "the model itself does not fit"},
+      {"ddp_replica_does_not_fit", "a full replica and its DDP gradient buckets do not fit on one GPU"},
       {"memory_climbing", "memory climbs step after step (tensors kept alive)"},
       {"fragmentation_minor", "some fragmentation"}};
   auto it = titles.find(cause);

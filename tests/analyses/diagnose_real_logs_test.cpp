@@ -251,5 +251,21 @@ TEST(DiagnoseRealLogs, HostAllocatorOnWindowsIsHostMemory) {
   EXPECT_EQ(first_error("cpu_allocator_windows.log").diagnosis.cause, "host_memory");
 }
 
+// DDP's Reducer allocates gradient-sized buckets while it wraps the model: nothing has run, so
+// batch and sequence fixes are wrong; sharding, LoRA or a bigger card are the answers.
+TEST(DiagnoseRealLogs, DdpReducerAtWrapTimeIsAReplicaThatDoesNotFit) {
+  const ExplainedEvent e = first_error("ddp_reducer_init.log");
+  ASSERT_TRUE(e.event.traceback.has_value());
+  EXPECT_EQ(e.event.traceback->operation, "ddp_setup");
+  EXPECT_EQ(e.diagnosis.cause, "ddp_replica_does_not_fit");
+  EXPECT_EQ(e.diagnosis.secondary_causes, std::vector<std::string>{"capacity_exhausted"});
+  EXPECT_EQ(fix_ids(e.diagnosis), (std::vector<std::string>{"shard_model", "lora", "bigger_gpu"}));
+  ASSERT_EQ(e.diagnosis.evidence.size(), 2u);
+  EXPECT_EQ(e.diagnosis.evidence[1],
+            "It failed while DistributedDataParallel wrapped the model (the 25.10 GiB request is the buckets): DDP "
+            "allocates gradient buckets as large as all trainable parameters' gradients, on top of the full model "
+            "every GPU holds.");
+}
+
 }  // namespace
 }  // namespace oomdoc
