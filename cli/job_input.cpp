@@ -73,6 +73,25 @@ Result<JobInput> read_job_input(const std::string& input, const std::string& mod
   }
   nlohmann::json given = flags;
   if (!model_flag.empty()) given["model"] = model_flag;
+  // The LoRA settings override the config's field by field too (--lora-r 64 keeps the config's
+  // target modules): config, then the job file's lora, then the flags' (read_job puts the
+  // result over the job file's own lora, a subset of it).
+  if (out.config && out.job.lora) {
+    nlohmann::json file_lora;
+    if (!job_file.empty()) {
+      if (auto text = read_small_file(job_file); text) {
+        auto parsed = nlohmann::json::parse(*text, nullptr, false);
+        if (parsed.is_object() && parsed.contains("lora") && parsed["lora"].is_object()) file_lora = parsed["lora"];
+      }
+    }
+    const bool flag_lora = given.contains("lora") && given["lora"].is_object();
+    if (flag_lora || !file_lora.is_null()) {
+      nlohmann::json lora = job_to_json(out.job)["lora"];
+      if (!file_lora.is_null()) lora.update(file_lora);
+      if (flag_lora) lora.update(given["lora"]);
+      given["lora"] = lora;
+    }
+  }
   auto given_job = read_job(job_file, given);
   if (!given_job) return given_job.error();
   overlay_job(out.job, *given_job);

@@ -775,15 +775,23 @@ std::vector<Candidate> offload_candidates(const Job& job) {
   const std::string par = job.parallelism.value_or("ddp");
   if (is_fsdp(par)) {
     // An FSDP job keeps FSDP: its CPU offload takes parameters, gradients and the optimizer step
-    // to the CPU together (there is no optimizer-only offload in FSDP).
+    // to the CPU together (there is no optimizer-only offload in FSDP). SHARD_GRAD_OP would keep
+    // every gathered parameter on the GPU from forward to backward, so the offload recipe shards
+    // them (full_shard), the layout the estimator sizes and validate_job accepts with params offload.
     if (!has_offload(job, "params")) {
-      const std::string strategy = par == "fsdp_shard_grad_op" ? "shard_grad_op" : par == "hybrid_shard" ? "hybrid_shard" : "full_shard";
+      const bool shard_grad_op = par == "fsdp_shard_grad_op";
+      const std::string strategy = par == "hybrid_shard" ? "hybrid_shard" : "full_shard";
       out.push_back(candidate("offload_params", "offload", 8,
-                              "offload parameters, gradients and the optimizer step to CPU memory (FSDP CPU offload)",
+                              shard_grad_op ? "FSDP full sharding with parameters, gradients and the optimizer step "
+                                              "offloaded to CPU memory (FSDP CPU offload)"
+                                            : "offload parameters, gradients and the optimizer step to CPU memory (FSDP CPU offload)",
                               "much slower: the optimizer step runs on the CPU, and every block's parameters and "
                               "gradients cross PCIe in forward and backward",
                               {{"TrainingArguments", "fsdp", fmt::format("\"{} offload auto_wrap\"", strategy)}},
-                              [](Job& j) { j.offload.push_back("params"); }));
+                              [shard_grad_op](Job& j) {
+                                if (shard_grad_op) j.parallelism = "fsdp_full_shard";
+                                j.offload.push_back("params");
+                              }));
     }
     return out;
   }

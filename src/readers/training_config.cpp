@@ -39,6 +39,8 @@ struct Reader {
   bool disable_checkpointing_llamafactory = false;
   bool upcast_layernorm = false;             // LLaMA-Factory upcast_layernorm
   bool checkpointing_given = false;
+  // Which LoRA keys the config gives: LLaMA-Factory fills the others with its own defaults.
+  bool lora_r_given = false, lora_alpha_given = false, lora_targets_given = false;
   std::optional<std::string> autocast;       // bf16 / fp16 from the bf16/fp16 flags
   std::optional<std::string> pure;           // pure 16-bit training asked for explicitly
   std::optional<std::string> weights_dtype;  // torch_dtype the model is loaded in
@@ -190,6 +192,7 @@ Status set_gradient_checkpointing(const YAML::Node& n, std::string_view key, Rea
 }
 
 Status set_lora_targets(const YAML::Node& n, std::string_view key, Reader& r) {
+  r.lora_targets_given = true;
   auto& lora = r.lora();
   lora.target_modules.clear();
   std::vector<std::string> names;
@@ -228,6 +231,7 @@ Status set_lora_all_linear(const YAML::Node& n, std::string_view key, Reader& r)
   auto v = as_bool(n, key, r);
   if (!v) return v.error();
   if (*v) {
+    r.lora_targets_given = true;
     r.lora().all_linear = true;
     r.lora().target_modules.clear();
   }
@@ -239,6 +243,7 @@ Status set_lora_r(const YAML::Node& n, std::string_view key, Reader& r) {
   if (!v) return v.error();
   if (*v == 0) return make_error(fmt::format("{}: must be at least 1", r.where(n, key)));
   r.lora().r = *v;
+  r.lora_r_given = true;
   return Ok{};
 }
 
@@ -246,6 +251,7 @@ Status set_lora_alpha(const YAML::Node& n, std::string_view key, Reader& r) {
   auto v = as_number(n, key, r);
   if (!v) return v.error();
   r.lora().alpha = *v;
+  r.lora_alpha_given = true;
   return Ok{};
 }
 
@@ -886,6 +892,16 @@ void resolve(Reader& r) {
   }
   if (job.task != "train_lora" && job.task != "train_qlora") job.lora.reset();
   else if (!job.lora) job.lora = LoraSettings{};
+  // LLaMA-Factory's own LoRA defaults (hparams/finetuning_args.py LoraArguments): lora_rank 8,
+  // lora_alpha lora_rank * 2, lora_target "all" (every linear layer), not PEFT's.
+  if (r.out.format == TrainingConfigFormat::kLlamaFactory && job.lora) {
+    if (!r.lora_r_given) job.lora->r = 8;
+    if (!r.lora_alpha_given) job.lora->alpha = 2.0 * static_cast<double>(job.lora->r);
+    if (!r.lora_targets_given) {
+      job.lora->all_linear = true;
+      job.lora->target_modules.clear();
+    }
+  }
   // LLaMA-Factory turns gradient checkpointing on unless told not to.
   if (r.out.format == TrainingConfigFormat::kLlamaFactory && !r.checkpointing_given) {
     job.gradient_checkpointing = r.disable_checkpointing_llamafactory ? "none" : "full";

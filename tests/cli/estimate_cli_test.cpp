@@ -235,6 +235,32 @@ TEST(EstimateCli, ReadsATrainingConfigAndPrintsTheJobItRead) {
   EXPECT_NE(text.out.find("config (axolotl): used 15; ignored"), std::string::npos) << text.out;
 }
 
+// A LoRA flag overrides the config's LoRA field by field: --lora-r 8 keeps the config's alpha,
+// dropout and target modules (it used to replace the whole object: q and v only, alpha 32).
+// Llama-3-8B, r 8 on every linear layer: 20,971,520 params x 4 B.
+TEST(EstimateCli, LoraFlagsOverrideTheConfigFieldByField) {
+  auto r = run_cli({"estimate", fixture_path("fit/axolotl_llama3_qlora.yml"), "--lora-r", "8", "--json"}, "", kEmptyCache);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["job"]["lora"], nlohmann::json::parse(R"({"r": 8, "alpha": 64.0, "dropout": 0.05, "target_modules": "all_linear"})"));
+  uint64_t adapter = 0;
+  for (const auto& c : doc["components"]) {
+    if (c["name"] == "adapter_weights") adapter = c["bytes"].get<uint64_t>();
+  }
+  EXPECT_EQ(adapter, 83886080u);
+
+  // A job file's lora sits between the config's and the flags'.
+  const auto dir = std::filesystem::temp_directory_path() / "oomdoc_estimate_lora_overlay";
+  std::filesystem::create_directories(dir);
+  const auto job_path = (dir / "job.json").string();
+  std::ofstream(job_path) << R"({"model": "NousResearch/Meta-Llama-3-8B", "lora": {"alpha": 5, "r": 4}})";
+  auto layered = run_cli({"estimate", fixture_path("fit/axolotl_llama3_qlora.yml"), "--job", job_path, "--lora-r", "8", "--json"},
+                         "", kEmptyCache);
+  ASSERT_EQ(layered.exit_code, 0) << layered.err;
+  EXPECT_EQ(nlohmann::json::parse(layered.out)["job"]["lora"],
+            nlohmann::json::parse(R"({"r": 8, "alpha": 5.0, "dropout": 0.05, "target_modules": "all_linear"})"));
+}
+
 TEST(EstimateCli, TrainingConfigErrorsNameTheFile) {
   auto missing = run_cli({"estimate", "no-such-dir/axolotl.yml"}, "", kEmptyCache);
   EXPECT_EQ(missing.exit_code, 2);

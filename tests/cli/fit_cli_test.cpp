@@ -470,6 +470,43 @@ TEST(FitCli, FsdpJobGetsFsdpCpuOffload) {
   EXPECT_EQ((*offload)["settings"][0]["value"], "\"full_shard offload auto_wrap\"");
 }
 
+// SHARD_GRAD_OP keeps gathered parameters from forward to backward, and estimate refuses params
+// offload without parameter sharding: the FSDP offload offered to such a job shards the parameters
+// too (full_shard offload), and its figures are estimate's for that job (was "shard_grad_op
+// offload", sized as if sharded, a job estimate calls invalid).
+TEST(FitCli, ShardGradOpJobGetsFullShardCpuOffload) {
+  const std::vector<std::string> env = {"HF_HUB_CACHE=/nonexistent-oomdoc-cache", "HOME=/nonexistent-oomdoc-home"};
+  const std::vector<std::string> job = {"llama-3.1-8b", "--task", "train_full", "--gpus", "2", "--seq-len", "2048",
+                                        "--micro-batch-size", "1", "--gradient-checkpointing", "full"};
+  auto with = [&](std::vector<std::string> head, std::vector<std::string> tail) {
+    head.insert(head.end(), job.begin(), job.end());
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+  auto r = run_cli(with({"fit"}, {"--parallelism", "fsdp_shard_grad_op", "--gpu", "4090", "--json"}), "", env);
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  const nlohmann::json* offload = nullptr;
+  for (const auto& a : doc["alternatives"]) {
+    if (a["id"] == "offload_params") offload = &a;
+  }
+  ASSERT_NE(offload, nullptr) << doc["alternatives"].dump();
+  EXPECT_EQ((*offload)["title"], "FSDP full sharding with parameters, gradients and the optimizer step offloaded to "
+                                 "CPU memory (FSDP CPU offload)");
+  ASSERT_EQ((*offload)["settings"].size(), 1u);
+  EXPECT_EQ((*offload)["settings"][0]["value"], "\"full_shard offload auto_wrap\"");
+
+  auto shard_grad_op = run_cli(with({"estimate"}, {"--parallelism", "fsdp_shard_grad_op", "--offload", "params"}), "", env);
+  EXPECT_EQ(shard_grad_op.exit_code, 2);
+  EXPECT_EQ(shard_grad_op.err, "oomdoc: command line: offload: params offload needs parameter sharding (zero3, "
+                               "fsdp_full_shard or hybrid_shard)\n");
+  auto est = run_cli(with({"estimate"}, {"--parallelism", "fsdp_full_shard", "--offload", "params", "--json"}), "", env);
+  ASSERT_EQ(est.exit_code, 0) << est.err;
+  auto e = nlohmann::json::parse(est.out);
+  EXPECT_EQ((*offload)["device_used_bytes"], e["device_used_bytes"]);
+  EXPECT_EQ((*offload)["needed_bytes"], e["needed_bytes"]);
+}
+
 // A short name that several sizes share is read as the common card, and stderr says which others
 // it also names; a name with one size says nothing.
 TEST(FitCli, ShortGpuNameSaysWhichSizeItRead) {

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "model/architecture.h"
+#include "readers/model_resolver.h"
 #include "support/test_support.h"
 
 namespace oomdoc {
@@ -91,6 +93,33 @@ TEST(TrainingConfig, LlamaFactoryLoraExample) {
   EXPECT_EQ(job.gradient_checkpointing, "full");
   EXPECT_THAT(config->unknown_keys, IsEmpty());
   EXPECT_THAT(config->warnings, IsEmpty());
+}
+
+// LLaMA-Factory's own example without lora_rank: its defaults (LoraArguments: rank 8, alpha
+// rank * 2, target "all"), not PEFT's r 16 / q,v. Llama-3-8B, r 8 on every linear layer:
+// 32 x 8 x (2 x (4096 + 4096) + 2 x (4096 + 1024) + 3 x (4096 + 14336)) = 20,971,520 params.
+TEST(TrainingConfig, LlamaFactoryLoraDefaultsAreItsOwn) {
+  auto config = read_training_config(fixture_path("fit/llamafactory_llama3_lora_sft_awq.yaml"));
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const Job& job = config->job;
+  EXPECT_EQ(job.task, "train_lora");
+  ASSERT_TRUE(job.lora.has_value());
+  EXPECT_EQ(job.lora->r, 8u);
+  EXPECT_EQ(job.lora->alpha, 16);
+  EXPECT_TRUE(job.lora->all_linear);
+  EXPECT_EQ(job.lora->dropout, 0);
+  auto spec = resolve_model("meta-llama/Meta-Llama-3-8B");
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  EXPECT_EQ(lora_parameter_count(*spec, *job.lora), 20971520u);
+
+  // Without lora_target either, every linear layer; a given rank sets the alpha default too.
+  auto bare = parse_training_config("model_name_or_path: m\nfinetuning_type: lora\nlora_rank: 32\n", "lf.yml", "");
+  ASSERT_TRUE(bare.ok()) << bare.error().message;
+  ASSERT_TRUE(bare->job.lora.has_value());
+  EXPECT_EQ(bare->job.lora->r, 32u);
+  EXPECT_EQ(bare->job.lora->alpha, 64);
+  EXPECT_TRUE(bare->job.lora->all_linear);
+  EXPECT_THAT(bare->job.lora->target_modules, IsEmpty());
 }
 
 TEST(TrainingConfig, LlamaFactoryQloraReadsTheDeepSpeedFile) {
