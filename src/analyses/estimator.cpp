@@ -219,9 +219,11 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     return make_error(fmt::format("{}: is quantized ({}); full fine-tuning needs unquantized weights (use train_qlora)",
                                   m.id.empty() ? m.source : m.id, *p.quantization));
   }
-  p.double_quant = job.double_quant.value_or(false);
+  // A pre-quantized bitsandbytes checkpoint says whether its absmax are quantized again.
+  const bool checkpoint_double_quant = !job.weight_quantization && m.quantization_double_quant;
+  p.double_quant = job.double_quant.value_or(checkpoint_double_quant);
   if (p.quantization && (*p.quantization == "nf4" || *p.quantization == "fp4") && !job.double_quant) {
-    assume("double_quant: false (bitsandbytes default)");
+    assume(checkpoint_double_quant ? "double_quant: true (the checkpoint's format)" : "double_quant: false (bitsandbytes default)");
   }
   p.group_size = job.group_size.value_or(m.quantization_group_size ? m.quantization_group_size : 128);
 

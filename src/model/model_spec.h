@@ -122,6 +122,7 @@ struct ModelSpec {
   std::string quantization;           // quantization_config.quant_method: gptq, awq, bitsandbytes, fp8
   uint64_t quantization_bits = 0;
   uint64_t quantization_group_size = 0;
+  bool quantization_double_quant = false;  // bitsandbytes bnb_4bit_use_double_quant
 
   // Published parameter count the bundled preset records (with its source), for checks only.
   std::optional<uint64_t> reference_params;

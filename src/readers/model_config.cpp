@@ -531,6 +531,7 @@ Status read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
   if (m.quantization == "bitsandbytes") {
     if (qc.flag("load_in_4bit", false)) m.quantization_bits = 4;
     else if (qc.flag("load_in_8bit", false)) m.quantization_bits = 8;
+    m.quantization_double_quant = m.quantization_bits == 4 && qc.flag("bnb_4bit_use_double_quant", false);
   } else if (m.quantization == "fp8" || m.quantization == "fbgemm_fp8") {
     m.quantization_bits = 8;
   } else if (m.quantization == "compressed-tensors" && m.quantization_bits == 0) {

@@ -22,13 +22,14 @@ struct QuantizedSuffix {
   const char* method;
   uint64_t bits;
   uint64_t group_size;
+  bool double_quant = false;  // Unsloth's bnb-4bit uploads quantize the absmax again
 };
 constexpr QuantizedSuffix kQuantizedSuffixes[] = {
     {"-awq-int4", "awq", 4, 128},
     {"-quantized.w8a8", "compressed-tensors", 8, 0}, {"-quantized.w4a16", "gptq", 4, 128},
     {"-quantized.w8a16", "gptq", 8, 128},           {"-gptq-int4", "gptq", 4, 128},
     {"-gptq-int8", "gptq", 8, 128},                 {"-fp8-dynamic", "fp8", 8, 0},
-    {"-unsloth-bnb-4bit", "bitsandbytes", 4, 64},   {"-bnb-4bit", "bitsandbytes", 4, 64},
+    {"-unsloth-bnb-4bit", "bitsandbytes", 4, 64, true}, {"-bnb-4bit", "bitsandbytes", 4, 64, true},
     {"-autoround", "gptq", 4, 128},                 {"-auto-round", "gptq", 4, 128},
     {"-nvfp4", "modelopt_fp4", 4, 16},              {"-mxfp4", "mxfp4", 4, 32},
     {"-gptq", "gptq", 4, 128},                      {"-awq", "awq", 4, 128},
@@ -239,6 +240,7 @@ Result<ServedModel> resolve_served_model(const std::string& name) {
   base->spec.quantization.clear();
   base->spec.quantization_bits = 0;
   base->spec.quantization_group_size = 0;
+  base->spec.quantization_double_quant = false;
   return ServedModel{std::move(base->spec),
                      fmt::format("'{}' was not found; sized as its base model {} with the quantization its name says", name, id),
                      std::nullopt, ""};
@@ -253,6 +255,7 @@ Result<ModelSpec> resolve_checkpoint_name(const std::string& name) {
   spec.quantization = base->format->method;
   spec.quantization_bits = base->format->bits;
   spec.quantization_group_size = base->format->group_size;
+  spec.quantization_double_quant = base->format->double_quant;
   spec.notes.push_back(fmt::format("'{}' was not found: read as its base model {} with {}-bit {} weights, as the name's "
                                    "\"{}\" says (the checkpoint's own config.json is exact)",
                                    name, spec.id, base->format->bits, base->format->method, base->format->suffix));

@@ -74,6 +74,13 @@ TEST(ModelConfig, QuantizationConfig) {
                        "quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": true}})");
   ASSERT_TRUE(bnb);
   EXPECT_EQ(bnb->quantization_bits, 4u);
+  EXPECT_FALSE(bnb->quantization_double_quant);
+  auto nested = parse(R"({"model_type": "llama", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 1,
+                          "num_attention_heads": 2, "intermediate_size": 128,
+                          "quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": true,
+                                                  "bnb_4bit_use_double_quant": true}})");
+  ASSERT_TRUE(nested);
+  EXPECT_TRUE(nested->quantization_double_quant);
 }
 
 TEST(ModelConfig, UnknownArchitectureSaysWhatIsMissing) {

@@ -70,6 +70,8 @@ TEST(ServedModel, CheckpointNameCarriesItsQuantizationForEstimate) {
     EXPECT_EQ(m->quantization, c.method) << c.name;
     EXPECT_EQ(m->quantization_bits, c.bits) << c.name;
     EXPECT_EQ(m->quantization_group_size, c.group) << c.name;
+    // Unsloth's bnb-4bit uploads quantize the absmax again (bnb_4bit_use_double_quant: true).
+    EXPECT_EQ(m->quantization_double_quant, std::string(c.method) == "bitsandbytes") << c.name;
     ASSERT_FALSE(m->notes.empty());
     EXPECT_NE(m->notes.back().find(std::string("'") + c.name + "' was not found: read as its base model"), std::string::npos)
         << m->notes.back();
