@@ -181,6 +181,9 @@ void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
   d.fixes.push_back(make_fix("bigger_gpu", "Run `oomdoc fit` with the job to find the smallest GPU that fits."));
 }
 
+// part * 2 >= whole without the doubling overflowing (both figures come from the log).
+bool at_least_half(uint64_t part, uint64_t whole) { return part >= whole - whole / 2; }
+
 void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) {
   const uint64_t total = m.total.value_or(0);
   const uint64_t requested = m.requested.value_or(0);
@@ -189,7 +192,10 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
   // message then prints "<limit> allowed;" and free memory far above the request).
   if (const Quantity* limit = e.quantity("pytorch_limit"); limit && !limit->overflow && m.total && limit->bytes < *m.total) {
     const uint64_t reserved = m.pytorch_reserved.value_or(0);
-    if ((reserved + requested) * 100 >= limit->bytes * 95) {
+    // 128 bits: the figures come from the log and may be near 2^64. When the reserve plus the request
+    // is more than the whole card, no fraction would have helped: the card is the limit (below).
+    const unsigned __int128 needs = static_cast<unsigned __int128>(reserved) + requested;
+    if (needs <= *m.total && needs * 100 >= static_cast<unsigned __int128>(limit->bytes) * 95) {
       d.cause = "memory_fraction_limit";
       d.evidence.push_back(fmt::format(
           "PyTorch may use only {} of this {} GPU (a per-process memory fraction of {:.3f}): it reserves {} and the {} "
@@ -318,7 +324,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
                                        "the {} request found no room even there.",
                                        format_bytes(held), format_bytes(total), format_bytes(held - total),
                                        format_bytes(requested)));
-    } else if (m.requested && requested * 2 >= total) {
+    } else if (m.requested && at_least_half(requested, total)) {
       d.evidence.push_back(fmt::format("This process holds {} of {} ({}){}.", format_bytes(held), format_bytes(total),
                                        pct(held, total),
                                        m.free ? fmt::format("; {} was free", format_bytes(*m.free)) : std::string()));
@@ -329,7 +335,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
   } else if (m.requested) {
     d.evidence.push_back(fmt::format("The card could not provide {}.", format_bytes(requested)));
   }
-  if (m.requested && m.total && requested * 2 >= total) {
+  if (m.requested && m.total && at_least_half(requested, total)) {
     // Not the last straw but one tensor the size of half the card or more: its shape is the issue.
     d.evidence.push_back(fmt::format("The one {} allocation is {} of the card: a single tensor (attention scores, logits, "
                                      "an image batch) far larger than the rest.", format_bytes(requested),
