@@ -374,6 +374,13 @@ void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context,
   d.fixes.push_back(make_fix("vllm_quantized_weights", "An AWQ/GPTQ/FP8 checkpoint halves or quarters the weights."));
 }
 
+// The catalogue's webui snippet (COMMANDLINE_ARGS=--medvram ...) with another flag in its place.
+std::string webui_args_with(std::string_view flag) {
+  std::string snippet(fix_snippet("webui_low_vram", FixVariant::kDefault));
+  if (size_t at = snippet.find("--medvram"); at != std::string::npos) snippet.replace(at, 9, flag);
+  return snippet;
+}
+
 // ComfyUI's and AUTOMATIC1111's webui's own settings, with the flag the card's size calls for.
 void add_image_ui_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m, const std::string& app,
                          const std::string& size_detail) {
@@ -403,8 +410,7 @@ void add_image_ui_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
                                m.total ? fmt::format("On a {} card: {} keeps only the part of the model in use on the GPU.",
                                                      format_bytes(*m.total), flag)
                                        : flag + " keeps only the part of the model in use on the GPU.",
-                               fmt::format("set COMMANDLINE_ARGS={} --xformers  # webui-user.bat (export COMMANDLINE_ARGS=... "
-                                           "in webui-user.sh)", flag)));
+                               small_card ? webui_args_with("--lowvram") : std::string()));
     d.fixes.push_back(make_fix("smaller_image", !size_detail.empty() ? size_detail
                                                 : decoding ? "It failed decoding the image: a smaller size or batch shrinks that peak."
                                                            : "Activations grow with the image size and the batch."));
