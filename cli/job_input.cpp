@@ -47,9 +47,21 @@ Result<JobInput> read_job_input(const std::string& input, const std::string& mod
   std::string job_file = job_file_flag;
   if (!input.empty()) {
     if (!is_regular_file(input) || is_model_file(input)) {
-      if (!model_flag.empty()) return make_error(input + ": no such file (and --model is given)");
-      if (looks_like_config_path(input) && !std::filesystem::exists(input)) {
-        return make_error(input + ": no such file (a training config or job file was expected)");
+      if (!model_flag.empty()) {
+        // Two models named: a model file or folder given as INPUT is not a config --model can go with.
+        std::error_code ec;
+        return make_error(is_regular_file(input) || std::filesystem::is_directory(input, ec)
+                              ? input + ": not a training config or job file, and --model already names the model; give one of them"
+                              : input + ": no such file (and --model is given)");
+      }
+      if (looks_like_config_path(input)) {
+        // The error_code form: a name the system refuses (too long) is an input error, not an exception.
+        std::error_code ec;
+        if (!std::filesystem::exists(input, ec)) {
+          return make_error(input + (ec && ec != std::errc::no_such_file_or_directory
+                                         ? ": " + ec.message()
+                                         : ": no such file (a training config or job file was expected)"));
+        }
       }
       out.job.model = input;  // a model id, alias, folder, config.json or .gguf file
     } else {

@@ -181,6 +181,9 @@ void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
   d.fixes.push_back(make_fix("bigger_gpu", "Run `oomdoc fit` with the job to find the smallest GPU that fits."));
 }
 
+// part * 2 >= whole without the doubling overflowing (both figures come from the log).
+bool at_least_half(uint64_t part, uint64_t whole) { return part >= whole - whole / 2; }
+
 void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) {
   const uint64_t total = m.total.value_or(0);
   const uint64_t requested = m.requested.value_or(0);
@@ -189,7 +192,10 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
   // message then prints "<limit> allowed;" and free memory far above the request).
   if (const Quantity* limit = e.quantity("pytorch_limit"); limit && !limit->overflow && m.total && limit->bytes < *m.total) {
     const uint64_t reserved = m.pytorch_reserved.value_or(0);
-    if ((reserved + requested) * 100 >= limit->bytes * 95) {
+    // 128 bits: the figures come from the log and may be near 2^64. When the reserve plus the request
+    // is more than the whole card, no fraction would have helped: the card is the limit (below).
+    const unsigned __int128 needs = static_cast<unsigned __int128>(reserved) + requested;
+    if (needs <= *m.total && needs * 100 >= static_cast<unsigned __int128>(limit->bytes) * 95) {
       d.cause = "memory_fraction_limit";
       d.evidence.push_back(fmt::format(
           "PyTorch may use only {} of this {} GPU (a per-process memory fraction of {:.3f}): it reserves {} and the {} "
@@ -318,7 +324,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
                                        "the {} request found no room even there.",
                                        format_bytes(held), format_bytes(total), format_bytes(held - total),
                                        format_bytes(requested)));
-    } else if (m.requested && requested * 2 >= total) {
+    } else if (m.requested && at_least_half(requested, total)) {
       d.evidence.push_back(fmt::format("This process holds {} of {} ({}){}.", format_bytes(held), format_bytes(total),
                                        pct(held, total),
                                        m.free ? fmt::format("; {} was free", format_bytes(*m.free)) : std::string()));
@@ -329,7 +335,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
   } else if (m.requested) {
     d.evidence.push_back(fmt::format("The card could not provide {}.", format_bytes(requested)));
   }
-  if (m.requested && m.total && requested * 2 >= total) {
+  if (m.requested && m.total && at_least_half(requested, total)) {
     // Not the last straw but one tensor the size of half the card or more: its shape is the issue.
     d.evidence.push_back(fmt::format("The one {} allocation is {} of the card: a single tensor (attention scores, logits, "
                                      "an image batch) far larger than the rest.", format_bytes(requested),
@@ -368,6 +374,13 @@ void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context,
   d.fixes.push_back(make_fix("vllm_quantized_weights", "An AWQ/GPTQ/FP8 checkpoint halves or quarters the weights."));
 }
 
+// The catalogue's webui snippet (COMMANDLINE_ARGS=--medvram ...) with another flag in its place.
+std::string webui_args_with(std::string_view flag) {
+  std::string snippet(fix_snippet("webui_low_vram", FixVariant::kDefault));
+  if (size_t at = snippet.find("--medvram"); at != std::string::npos) snippet.replace(at, 9, flag);
+  return snippet;
+}
+
 // ComfyUI's and AUTOMATIC1111's webui's own settings, with the flag the card's size calls for.
 void add_image_ui_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m, const std::string& app,
                          const std::string& size_detail) {
@@ -397,8 +410,7 @@ void add_image_ui_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
                                m.total ? fmt::format("On a {} card: {} keeps only the part of the model in use on the GPU.",
                                                      format_bytes(*m.total), flag)
                                        : flag + " keeps only the part of the model in use on the GPU.",
-                               fmt::format("set COMMANDLINE_ARGS={} --xformers  # webui-user.bat (export COMMANDLINE_ARGS=... "
-                                           "in webui-user.sh)", flag)));
+                               small_card ? webui_args_with("--lowvram") : std::string()));
     d.fixes.push_back(make_fix("smaller_image", !size_detail.empty() ? size_detail
                                                 : decoding ? "It failed decoding the image: a smaller size or batch shrinks that peak."
                                                            : "Activations grow with the image size and the batch."));

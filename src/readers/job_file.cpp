@@ -106,7 +106,7 @@ class Reader {
     if (!_s) return _s.error();   \
   } while (0)
 
-// The scalar job keys, in job-file order: one list that the reader and the writer both walk, so a
+// The scalar job keys, in job-file order: one list that the reader, the writer and overlay_job walk, so a
 // key cannot be readable and missing from the JSON output (or the other way round).
 template <class Fields>
 Status visit_scalar_fields(Job& job, Fields& f) {
@@ -165,6 +165,24 @@ class Writer {
     return Ok{};
   }
   json& out_;
+};
+
+// Sets the fields a Writer wrote (the overlay's counterpart of the reader, without its checks:
+// the values came from a Job).
+class Overlay {
+ public:
+  explicit Overlay(const json& given) : given_(given) {}
+  Status text(const char* key, std::optional<std::string>& v, const std::set<std::string>*) { return take(key, v); }
+  Status count(const char* key, std::optional<uint64_t>& v, bool = false) { return take(key, v); }
+  Status flag(const char* key, std::optional<bool>& v) { return take(key, v); }
+
+ private:
+  template <class T>
+  Status take(const char* key, std::optional<T>& v) {
+    if (given_.contains(key)) v = given_[key].get<T>();
+    return Ok{};
+  }
+  const json& given_;
 };
 
 }  // namespace
@@ -355,48 +373,16 @@ Status validate_job(const Job& job, const std::string& source) {
 
 void overlay_job(Job& base, const Job& over) {
   if (!over.model.empty()) base.model = over.model;
-  auto take = [](auto& to, const auto& from) {
-    if (from) to = from;
-  };
-  take(base.task, over.task);
-  take(base.precision, over.precision);
-  take(base.weight_quantization, over.weight_quantization);
-  take(base.double_quant, over.double_quant);
-  take(base.group_size, over.group_size);
-  take(base.optimizer, over.optimizer);
-  take(base.fused_backward, over.fused_backward);
-  take(base.micro_batch_size, over.micro_batch_size);
-  take(base.grad_accum_steps, over.grad_accum_steps);
-  take(base.seq_len, over.seq_len);
-  take(base.padding_free, over.padding_free);
-  take(base.gradient_checkpointing, over.gradient_checkpointing);
-  take(base.attention_impl, over.attention_impl);
-  take(base.lora, over.lora);
-  take(base.num_gpus, over.num_gpus);
-  take(base.parallelism, over.parallelism);
-  take(base.tp, over.tp);
-  take(base.pp, over.pp);
-  take(base.cp, over.cp);
+  // The scalar keys through the one list (visit_scalar_fields): those set in `over`, as the writer
+  // gives them, replace base's.
+  json given = json::object();
+  Job over_copy = over;
+  Writer writer(given);
+  (void)visit_scalar_fields(over_copy, writer);
+  Overlay overlay(given);
+  (void)visit_scalar_fields(base, overlay);
+  if (over.lora) base.lora = over.lora;
   if (!over.offload.empty()) base.offload = over.offload;
-  take(base.loss_impl, over.loss_impl);
-  take(base.batch_size, over.batch_size);
-  take(base.prompt_len, over.prompt_len);
-  take(base.max_new_tokens, over.max_new_tokens);
-  take(base.kv_cache_dtype, over.kv_cache_dtype);
-  take(base.optimizer_impl, over.optimizer_impl);
-  take(base.adapter_dtype, over.adapter_dtype);
-  take(base.kbit_upcast, over.kbit_upcast);
-  take(base.kernels, over.kernels);
-  take(base.bnb_saves_input, over.bnb_saves_input);
-  take(base.autocast, over.autocast);
-  take(base.compile, over.compile);
-  take(base.loss_upcast, over.loss_upcast);
-  take(base.zero_grad_to_none, over.zero_grad_to_none);
-  take(base.sync_each_batch, over.sync_each_batch);
-  take(base.lazy_module_loading, over.lazy_module_loading);
-  take(base.prefill_chunk, over.prefill_chunk);
-  take(base.implementation, over.implementation);
-  take(base.gpu_layers, over.gpu_layers);
 }
 
 nlohmann::json job_to_json(const Job& job) {

@@ -83,7 +83,6 @@ Json estimate_to_json(const ModelSpec& model, const Job& job, const Estimate& es
   std::vector<std::string> warnings = config ? config->warnings : std::vector<std::string>{};
   warnings.insert(warnings.end(), est.warnings.begin(), est.warnings.end());
   doc["warnings"] = warnings;
-  (void)job;
   return doc;
 }
 

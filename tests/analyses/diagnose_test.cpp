@@ -559,5 +559,21 @@ TEST(FixCatalog, JaxFractionComesBeforeDisablingPreallocation) {
   EXPECT_EQ(d.fixes.front().snippet.rfind("export XLA_PYTHON_CLIENT_MEM_FRACTION=.95", 0), 0u);
 }
 
+// The memory-fraction rule only when raising the fraction could help: a reserve plus request
+// larger than the whole card is the card's limit, not the cap's (no "fraction of at least 1.2").
+TEST(Diagnose, MemoryFractionNeedsARequestTheCardCouldHold) {
+  Diagnosis capped = first_error(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB "
+      "of which 13.00 GiB is free. 10.00 GiB allowed; Of the allocated memory 9.50 GiB is allocated by PyTorch, and "
+      "0.00 GiB is reserved by PyTorch but unallocated.");
+  EXPECT_EQ(capped.cause, "memory_fraction_limit");
+  Diagnosis beyond_card = first_error(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 16.00 GiB. GPU 0 has a total capacity of 23.65 GiB "
+      "of which 13.00 GiB is free. 10.00 GiB allowed; Of the allocated memory 9.50 GiB is allocated by PyTorch, and "
+      "0.00 GiB is reserved by PyTorch but unallocated.");
+  EXPECT_NE(beyond_card.cause, "memory_fraction_limit");
+  for (const auto& f : beyond_card.fixes) EXPECT_EQ(f.detail.find("a fraction of at least"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -105,6 +105,26 @@ TEST(EstimateCli, BadInputIsOneLineAndExitTwo) {
   EXPECT_NE(missing_job.err.find("/nonexistent/job.json"), std::string::npos);
 }
 
+// A model file or folder as INPUT with --model names two models (not a missing file); a name the
+// system refuses is an input error too.
+TEST(EstimateCli, InputThatIsNoConfigIsAnInputError) {
+  const std::string config = fixture_path("serve/gemma-3-27b-it/config.json");
+  auto file = run_cli({"estimate", config, "--model", "llama-2-7b"}, "", kEmptyCache);
+  EXPECT_EQ(file.exit_code, 2);
+  EXPECT_EQ(file.err, "oomdoc: " + config + ": not a training config or job file, and --model already names the model; give one of them\n");
+  const std::string folder = fixture_path("serve/gemma-3-27b-it");
+  auto dir = run_cli({"fit", folder, "--model", "llama-2-7b", "--gpu", "4090"}, "", kEmptyCache);
+  EXPECT_EQ(dir.exit_code, 2);
+  EXPECT_EQ(dir.err, "oomdoc: " + folder + ": not a training config or job file, and --model already names the model; give one of them\n");
+  auto missing = run_cli({"estimate", "/nonexistent/x.yaml", "--model", "llama-2-7b"}, "", kEmptyCache);
+  EXPECT_EQ(missing.err, "oomdoc: /nonexistent/x.yaml: no such file (and --model is given)\n");
+  // A name the system refuses is the input's error, not an internal one.
+  const std::string too_long = std::string(5000, 'a') + ".yaml";
+  auto refused = run_cli({"estimate", too_long}, "", kEmptyCache);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(refused.err, "oomdoc: " + too_long + ": File name too long\n");
+}
+
 // Bad shape flags are one line and exit 2 (--heads 0 used to crash with SIGFPE, --layers 0 to
 // print a made-up estimate).
 TEST(EstimateCli, ZeroShapeFlagsAreBadInput) {

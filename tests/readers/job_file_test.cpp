@@ -108,5 +108,37 @@ TEST(JobFile, ReadJobPutsOverridesOnTheFile) {
   EXPECT_EQ(alone.error().message, "command line: seq_len: must be at least 1");
 }
 
+// Only the keys set in `over` replace base's, scalars through the same key list as the reader.
+TEST(JobFile, OverlayTakesOnlyTheSetKeys) {
+  Job base;
+  base.model = "llama-2-7b";
+  base.task = "train_lora";
+  base.seq_len = 2048;
+  base.micro_batch_size = 4;
+  base.lora = LoraSettings{};
+  Job over;
+  over.micro_batch_size = 1;
+  over.padding_free = false;
+  over.max_new_tokens = 0;
+  over.offload = {"optimizer"};
+  overlay_job(base, over);
+  EXPECT_EQ(base.model, "llama-2-7b");
+  EXPECT_EQ(base.task, "train_lora");
+  EXPECT_EQ(base.seq_len, 2048u);
+  EXPECT_EQ(base.micro_batch_size, 1u);
+  EXPECT_EQ(base.padding_free, false);
+  EXPECT_EQ(base.max_new_tokens, 0u);
+  EXPECT_EQ(base.offload, std::vector<std::string>{"optimizer"});
+  ASSERT_TRUE(base.lora.has_value());
+  // Every key a job file can hold goes across: an overlay on an empty job writes back the same file.
+  auto full = parse_job_json(R"({"model": "m", "task": "inference", "precision": "bf16", "batch_size": 2,
+      "prompt_len": 100, "max_new_tokens": 5, "kv_cache_dtype": "fp8", "num_gpus": 2, "tp": 2,
+      "attention_impl": "sdpa", "compile": true})", "test");
+  ASSERT_TRUE(full) << full.error().message;
+  Job empty;
+  overlay_job(empty, *full);
+  EXPECT_EQ(job_to_json(empty), job_to_json(*full));
+}
+
 }  // namespace
 }  // namespace oomdoc
