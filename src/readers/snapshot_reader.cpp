@@ -56,6 +56,9 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h;
 }
 
+// 2^50 bytes (1 PiB): far above any device, far below where 2^13 such sizes would overflow int64.
+constexpr uint64_t kMaxTraceSizeBytes = 1ull << 50;
+
 // Sizes are byte counts: a negative one means a damaged file, not 2^64 - 5 bytes. (Tree::as_uint
 // keeps two's complement on purpose, for addresses, which are read as they are.)
 std::optional<int64_t> negative_size(const Tree& tree, Value v) {
@@ -431,6 +434,11 @@ class SnapshotFolder : public pickle::Folder {
       if (auto negative = negative_size(tree, f.value[kSize])) {
         return Error{fmt::format("'size' is negative ({})", *negative)};
       }
+    }
+    // The replay sums sizes in signed 64-bit counters: a size no device has is a damaged file, and
+    // refusing it keeps those sums from overflowing.
+    if (e.size > kMaxTraceSizeBytes) {
+      return Error{fmt::format("'size' is {} bytes, more than any device holds", e.size)};
     }
     if (!read_uint(e.action == TraceAction::kOom ? kDeviceFree : kAddr, e.addr)) {
       return Error{"'addr' / 'device_free' is not an integer"};

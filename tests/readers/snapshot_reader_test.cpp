@@ -294,6 +294,9 @@ TEST(SnapshotReader, NegativeSizesAreErrorsNamingTheField) {
             "x.json: segments[0].blocks[1].size is negative (-512)");
   EXPECT_EQ(err(R"({"device_traces": [[{"action": "alloc", "addr": 1, "size": -5}]]})"),
             "x.json: device_traces[0][0]: 'size' is negative (-5)");
+  // Sizes beyond any device (here 2^63) are a damaged file, not a number to sum in the replay.
+  EXPECT_EQ(err(R"({"device_traces": [[{"action": "alloc", "addr": 1, "size": 9223372036854775808}]]})"),
+            "x.json: device_traces[0][0]: 'size' is 9223372036854775808 bytes, more than any device holds");
   // A negative address is read as the unsigned value the allocator printed.
   auto s = read_snapshot_bytes(segment("", "").replace(segment("", "").find("\"address\": 4096"), 15,
                                                        "\"address\": -4096"),
