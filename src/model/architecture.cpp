@@ -41,21 +41,18 @@ std::vector<LinearShape> attention_linears(const ModelSpec& m, uint64_t layers) 
     const uint64_t qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim;
     std::vector<LinearShape> out;
     if (m.q_lora_rank) {
-      out.push_back(lin("q_a_proj", h, m.q_lora_rank, qb));
-      out.back().role = "q";
-      out.push_back(lin("q_b_proj", m.q_lora_rank, m.num_attention_heads * qk_head, false));
-      out.back().role = "q";
+      out = with_roles({lin("q_a_proj", h, m.q_lora_rank, qb),
+                        lin("q_b_proj", m.q_lora_rank, m.num_attention_heads * qk_head, false)},
+                       {"q", "q"});
     } else {
-      out.push_back(lin("q_proj", h, m.num_attention_heads * qk_head, false));
-      out.back().role = "q";
+      out = with_roles({lin("q_proj", h, m.num_attention_heads * qk_head, false)}, {"q"});
     }
-    out.push_back(lin("kv_a_proj_with_mqa", h, m.kv_lora_rank + m.qk_rope_head_dim, qb));
-    out.back().role = "k";
-    out.push_back(lin("kv_b_proj", m.kv_lora_rank,
-                      m.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim), false));
-    out.back().role = "v";
-    out.push_back(lin("o_proj", m.num_attention_heads * m.v_head_dim, h, ob));
-    out.back().role = "o";
+    auto kv_and_o = with_roles({lin("kv_a_proj_with_mqa", h, m.kv_lora_rank + m.qk_rope_head_dim, qb),
+                                lin("kv_b_proj", m.kv_lora_rank,
+                                    m.num_attention_heads * (m.qk_nope_head_dim + m.v_head_dim), false),
+                                lin("o_proj", m.num_attention_heads * m.v_head_dim, h, ob)},
+                               {"k", "v", "o"});
+    out.insert(out.end(), kv_and_o.begin(), kv_and_o.end());
     return out;
   }
   if (is_one_of(t, {"gpt2", "gpt_bigcode"})) {
