@@ -75,7 +75,9 @@ TEST(SnapshotHtmlBrowser, TablesShowTheTerminalFigures) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string dom = run_capture("timeout 120 " + browser +
                                 " --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 --user-data-dir=" +
-                                dir + "/chromium-profile --dump-dom file://" + html + " 2>/dev/null");
+                                // Its own profile: ctest -j runs the other browser test at the same
+                                // time, and a second Chromium on a locked profile prints nothing.
+                                dir + "/chromium-profile-tables --dump-dom file://" + html + " 2>/dev/null");
   EXPECT_THAT(dom, ::testing::HasSubstr("<td class=\"num\">1.00 GiB</td>"));  // reserved: 1 GiB - 512 B
   EXPECT_THAT(dom, ::testing::HasSubstr("<td class=\"num\">1.12 KiB</td>"));  // requested: 1152 B
   EXPECT_EQ(dom.find("1024.00 MiB"), std::string::npos);
