@@ -98,8 +98,7 @@ int run_fit(const FitArgs& a) {
   if (!model) return fail(model.error().message);
   auto report = fit_job(*model, job, options);
   if (!report) return fail(report.error().message);
-  // Said once the answer is certain, so that an error stays the only line on stderr.
-  if (!card->note.empty()) std::cerr << "oomdoc: note: " << card->note << "\n";
+  note(card->note);
   // Advice in the keys of the config the user gave (Axolotl, LLaMA-Factory).
   if (config) express_in_config_keys(*report, *config);
 

@@ -55,7 +55,7 @@ int run_llama_cpp_serve(const ServeOptions& o, const LlamaCppCommand& command) {
   set_fit_card(options, *card);
   auto report = fit_job(*model, job, options);
   if (!report) return fail("serve: " + report.error().message);
-  if (!card->note.empty()) std::cerr << "oomdoc: note: " << card->note << "\n";
+  note(card->note);
   for (auto& n : notes) report->notes.push_back(command.launcher + ": " + n);
   for (const auto& a : report->estimate.assumptions) report->notes.push_back("assumed: " + a);
   if (o.json) {
@@ -123,8 +123,7 @@ int run_serve(const ServeOptions& o, const std::function<bool(const std::string&
 
   auto report = analyze_serve(inputs);
   if (!report) return fail("serve: " + report.error().message);
-  // Said once the answer is certain, so that an error stays the only line on stderr.
-  if (!card->note.empty()) std::cerr << "oomdoc: note: " << card->note << "\n";
+  note(card->note);
   if (o.json) {
     std::cout << dump_json(serve_json(report.value()));
   } else {

@@ -43,5 +43,8 @@ std::optional<std::string> unknown_option_before_separator(CLI::App& command, in
 
 // Prints "oomdoc: <message>" on stderr as one line (newlines folded) and returns kExitUsage.
 int fail(const std::string& message);
+// Prints "oomdoc: note: <message>" on stderr (nothing when empty): said once the answer is
+// certain, so that an error stays the only line on stderr.
+void note(const std::string& message);
 
 }  // namespace oomdoc::cli

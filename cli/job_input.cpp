@@ -17,10 +17,6 @@ bool is_regular_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // A job file is a JSON object with a "model" key; training configs never have one.
 bool looks_like_job_file(const std::string& text) {
   auto j = nlohmann::json::parse(text, nullptr, false);
@@ -29,13 +25,13 @@ bool looks_like_job_file(const std::string& text) {
 
 // A name that can only be a file: a YAML or JSON file name. Model ids have no such suffix.
 bool looks_like_config_path(const std::string& input) {
-  return ends_with(input, ".yml") || ends_with(input, ".yaml") || ends_with(input, ".json");
+  return input.ends_with(".yml") || input.ends_with(".yaml") || input.ends_with(".json");
 }
 
 // A model's weights file (GGUF, or a .safetensors inside a model folder), not a training config.
 // A model's config.json is a model too.
 bool is_model_file(const std::string& path) {
-  return is_gguf_file(path) || ends_with(path, ".safetensors") ||
+  return is_gguf_file(path) || path.ends_with(".safetensors") ||
          std::filesystem::path(path).filename() == "config.json";
 }
 
@@ -68,7 +64,7 @@ Result<JobInput> read_job_input(const std::string& input, const std::string& mod
       auto text = read_small_file(input, 4ull << 20);
       if (!text) return text.error();
       // A .json file that is not JSON: say where it breaks (YAML would only say "not a config").
-      if (ends_with(input, ".json")) {
+      if (input.ends_with(".json")) {
         if (auto parsed = parse_json_document(*text, input); !parsed) return parsed.error();
       }
       if (looks_like_job_file(*text)) {

@@ -23,6 +23,11 @@ int fail(const std::string& message) {
   return kExitUsage;
 }
 
+void note(const std::string& message) {
+  if (message.empty()) return;
+  std::cerr << "oomdoc: note: " << message << "\n";
+}
+
 std::string first_word(int argc, char** argv) {
   // oomdoc has no top-level options that take a value, so the first word is the command.
   for (int i = 1; i < argc; ++i) {

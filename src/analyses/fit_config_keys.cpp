@@ -1,5 +1,11 @@
 #include "analyses/fit_config_keys.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <iterator>
+#include <sstream>
+
 #include <string_view>
 
 namespace oomdoc {
@@ -39,14 +45,9 @@ std::vector<FitSetting> axolotl_keys(const FitSetting& s) {
     if (n == "optim") return {key("optimizer", v)};
     if (n == "fsdp") {
       // TrainingArguments' "full_shard offload auto_wrap" is Axolotl's list of the same words.
-      std::string words = v, list;
-      for (size_t start = 0; start < words.size();) {
-        size_t space = words.find(' ', start);
-        if (space == std::string::npos) space = words.size();
-        if (space > start) list += (list.empty() ? "" : ", ") + words.substr(start, space - start);
-        start = space + 1;
-      }
-      return {key("fsdp", "[" + list + "]")};
+      std::istringstream words(v);
+      std::vector<std::string> list{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+      return {key("fsdp", fmt::format("[{}]", fmt::join(list, ", ")))};
     }
     if (n == "deepspeed") return {key("deepspeed", "a JSON file holding " + v)};  // JSON: true, not True
     if (n == "use_liger_kernel") {

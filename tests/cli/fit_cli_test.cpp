@@ -207,7 +207,7 @@ TEST(FitCli, NegativeCountIsRefusedAtParsing) {
 // fit has no --params: the resolver says what is missing and nothing more.
 TEST(FitCli, UnknownModelDoesNotSuggestParams) {
   auto r = run_cli({"fit", "--model", "no-such-model-xyz", "--gpu", "4090"}, "",
-                   {"HF_HUB_CACHE=/nonexistent-oomdoc-cache", "HOME=/nonexistent-oomdoc-home"});
+                   testing::kNoModelCache);
   expect_bad_input(r, "no-such-model-xyz: not a file or folder, not in the Hugging Face cache, and not a bundled preset");
   EXPECT_EQ(r.err.find("--params"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.substr(r.err.size() - 2), ")\n");
@@ -437,7 +437,7 @@ TEST(FitCli, LongestSequenceStopsAtTheContext) {
 TEST(FitCli, BiggerGpuOfTheUsersVendorFirst) {
   auto r = run_cli({"fit", "meta-llama/Llama-3.1-8B", "--task", "train_lora", "--seq-len", "2048", "--micro-batch-size", "2",
                     "--gpu", "4090", "--json"},
-                   "", {"HF_HUB_CACHE=/nonexistent-oomdoc-cache", "HOME=/nonexistent-oomdoc-home"});
+                   "", testing::kNoModelCache);
   ASSERT_EQ(r.exit_code, 1) << r.err;
   auto doc = nlohmann::json::parse(r.out);
   std::vector<std::string> hardware;
@@ -455,7 +455,7 @@ TEST(FitCli, FsdpJobGetsFsdpCpuOffload) {
   auto r = run_cli({"fit", "llama-3.1-8b", "--task", "train_full", "--parallelism", "fsdp_full_shard", "--gpus", "2",
                     "--gpu", "4090", "--seq-len", "2048", "--micro-batch-size", "1", "--gradient-checkpointing", "full",
                     "--json"},
-                   "", {"HF_HUB_CACHE=/nonexistent-oomdoc-cache", "HOME=/nonexistent-oomdoc-home"});
+                   "", testing::kNoModelCache);
   ASSERT_EQ(r.exit_code, 1) << r.err;
   auto doc = nlohmann::json::parse(r.out);
   const nlohmann::json* offload = nullptr;
@@ -475,7 +475,7 @@ TEST(FitCli, FsdpJobGetsFsdpCpuOffload) {
 // too (full_shard offload), and its figures are estimate's for that job (was "shard_grad_op
 // offload", sized as if sharded, a job estimate calls invalid).
 TEST(FitCli, ShardGradOpJobGetsFullShardCpuOffload) {
-  const std::vector<std::string> env = {"HF_HUB_CACHE=/nonexistent-oomdoc-cache", "HOME=/nonexistent-oomdoc-home"};
+  const std::vector<std::string>& env = testing::kNoModelCache;
   const std::vector<std::string> job = {"llama-3.1-8b", "--task", "train_full", "--gpus", "2", "--seq-len", "2048",
                                         "--micro-batch-size", "1", "--gradient-checkpointing", "full"};
   auto with = [&](std::vector<std::string> head, std::vector<std::string> tail) {
@@ -510,7 +510,7 @@ TEST(FitCli, ShardGradOpJobGetsFullShardCpuOffload) {
 // A short name that several sizes share is read as the common card, and stderr says which others
 // it also names; a name with one size says nothing.
 TEST(FitCli, ShortGpuNameSaysWhichSizeItRead) {
-  const std::vector<std::string> env = {"HF_HUB_CACHE=/nonexistent-oomdoc-cache", "HOME=/nonexistent-oomdoc-home"};
+  const std::vector<std::string>& env = testing::kNoModelCache;
   auto a100 = run_cli({"fit", "llama-3.2-1b", "--task", "inference", "--gpu", "a100", "--json"}, "", env);
   ASSERT_EQ(a100.exit_code, 0) << a100.err;
   EXPECT_EQ(nlohmann::json::parse(a100.out)["gpu"], "A100 SXM4 80GB");

@@ -150,7 +150,7 @@ TEST(ServeCli, BadInputIsOneLineAndExitTwo) {
 // serve has no --params: the unknown-model error says what is missing and nothing more.
 TEST(ServeCli, UnknownModelDoesNotSuggestParams) {
   auto r = run_cli({"serve", "--gpu", "h100", "--", "vllm", "serve", "no-such-model-xyz"}, "",
-                   {"HF_HUB_CACHE=/nonexistent-oomdoc-cache", "HOME=/nonexistent-oomdoc-home"});
+                   testing::kNoModelCache);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no-such-model-xyz: not a file or folder, not in the Hugging Face cache, and not a bundled "
                        "preset (closest: "), std::string::npos) << r.err;
@@ -224,7 +224,7 @@ TEST(ServeCli, LlamaServerCommandLinesAreSizedFromTheGgufFile) {
 TEST(ServeCli, ShortGpuNameSaysWhichSizeItRead) {
   auto r = run_cli({"serve", "--gpu", "a100", "--json", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
                     "--max-model-len", "8192"},
-                   "", {"HF_HUB_CACHE=/nonexistent-oomdoc-cache", "HOME=/nonexistent-oomdoc-home"});
+                   "", testing::kNoModelCache);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "oomdoc: note: --gpu 'a100' is read as A100 SXM4 80GB; it also names A100 SXM4 40GB, "
                    "A100 PCIe 40GB (give the size, e.g. --gpu 'A100 SXM4 40GB')\n");

@@ -21,6 +21,11 @@ struct CommandResult {
   std::string out;
   std::string err;
 };
+// An environment with no Hugging Face cache and no home: model names resolve to bundled presets
+// only, whatever the machine running the tests has downloaded.
+inline const std::vector<std::string> kNoModelCache = {"HF_HUB_CACHE=/nonexistent-oomdoc-cache",
+                                                       "HOME=/nonexistent-oomdoc-home"};
+
 // Runs the built oomdoc binary with args (and optional stdin text); captures stdout and stderr.
 CommandResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text = "",
                       const std::vector<std::string>& env = {});
