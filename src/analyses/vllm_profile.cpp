@@ -95,11 +95,18 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
   }
   format.method = method;
   uint64_t bits = model.quantization_bits;
-  const uint64_t group = model.quantization_group_size ? model.quantization_group_size : 128;
-  if (method == "awq" || method == "awq_marlin" || method == "gptq" || method == "gptq_marlin" ||
-      method == "auto_round" || method == "marlin" || method == "gptq_bitblas" ||
-      method == "compressed-tensors" || method == "compressed_tensors") {
-    if (bits == 0) bits = (method.rfind("compressed", 0) == 0) ? 8 : 4;
+  const bool compressed_tensors = method == "compressed-tensors" || method == "compressed_tensors";
+  if (compressed_tensors && model.quantization_group_size == 0) {
+    // compressed-tensors without groups quantizes per output channel (W8A8's "strategy":
+    // "channel"): one scale per row, negligible beside the row's weights.
+    if (bits == 0) bits = 8;
+    format.linear_bytes = static_cast<double>(bits) / 8;
+    format.description = fmt::format("{} {}-bit, per channel: {:.3f} B per linear weight", method, bits,
+                                      format.linear_bytes);
+  } else if (compressed_tensors || method == "awq" || method == "awq_marlin" || method == "gptq" ||
+             method == "gptq_marlin" || method == "auto_round" || method == "marlin" || method == "gptq_bitblas") {
+    if (bits == 0) bits = 4;
+    const uint64_t group = model.quantization_group_size ? model.quantization_group_size : 128;
     // Packed integers plus an fp16 scale and a packed zero point per group of 128 weights.
     format.linear_bytes = static_cast<double>(bits) / 8 + (16.0 + static_cast<double>(bits)) / group / 8;
     format.description = fmt::format("{} {}-bit, group {}: {:.3f} B per linear weight", method, bits,
@@ -228,19 +235,6 @@ uint64_t cuda_graph_bytes(const ModelSpec& model, const PipelineStage& stage, ui
   uint64_t kv_dim = std::max<uint64_t>(1, kv_heads / tp) * head_dim;
   uint64_t per_token_per_layer = q_dim + 2 * kv_dim + 2 * model.hidden_size;
   return 2 * stage.layers * capture * per_token_per_layer * act_bytes;
-}
-
-std::optional<std::string> quantization_from_name(std::string_view name) {
-  std::string n = to_lower(std::string(name));
-  auto has = [&](const char* word) { return n.find(word) != std::string::npos; };
-  if (has("awq")) return "awq";
-  if (has("gptq") || has("int4") || has("autoround") || has("auto-round")) return "gptq";
-  if (has("nvfp4") || has("-fp4")) return "modelopt_fp4";
-  if (has("mxfp4")) return "mxfp4";
-  if (has("bnb-4bit") || has("bnb_4bit")) return "bitsandbytes";
-  if (has("fp8")) return "fp8";
-  if (has("w8a8") || has("int8")) return "w8a8";
-  return std::nullopt;
 }
 
 }  // namespace oomdoc

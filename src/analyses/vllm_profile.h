@@ -39,10 +39,6 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
                                    const std::optional<std::string>& quantization_flag,
                                    bool gpu_has_bf16);
 
-// A quantized checkpoint's usual name suffix ("-AWQ", "-FP8", "-GPTQ-Int4", "-w8a8", "-bnb-4bit"),
-// for names that resolve to the unquantized base model's config.
-std::optional<std::string> quantization_from_name(std::string_view name);
-
 // "Model loading took X GiB" on the GPU holding `stage`: the sharded Linears, what every rank
 // keeps whole (MLA down projections, MoE routers, KV heads above as many ranks as heads), and,
 // with mla_dequantized_kv_b (VllmBehavior), MLA's 16-bit copies of a quantized kv_b_proj.

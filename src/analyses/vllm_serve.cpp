@@ -5,6 +5,7 @@
 #include "analyses/estimator.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "model/quantized_names.h"
 #include "readers/model_config.h"
 
 #include <fmt/format.h>
@@ -333,11 +334,14 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   }
   // Methods that read a checkpoint quantized offline (vLLM looks for its quantization config and
   // fails without one: "Cannot find the config file for awq"); fp8 and bitsandbytes quantize at load.
+  // A quantized checkpoint's name over a config without quantization_config (the base model's):
+  // the format the name says (model/quantized_names.h).
+  const auto named = model.quantization.empty() ? split_quantized_name(c.model) : std::nullopt;
+  const std::string named_method = named ? std::string(named->format->method) : std::string();
   if (c.quantization && model.quantization.empty()) {
     const std::string method = base_method(to_lower(*c.quantization));
     const bool prequantized = quantized_offline(to_lower(*c.quantization));
-    auto named = quantization_from_name(c.model);
-    if (prequantized && !(named && base_method(*named) == method)) {
+    if (prequantized && !(named && base_method(named_method) == method)) {
       return Error{fmt::format("--quantization {} needs a checkpoint quantized with {}: {}'s config has no "
                                "quantization_config (vLLM: \"Cannot find the config file for {}\"); use a checkpoint "
                                "quantized that way, or --quantization fp8 / bitsandbytes, which quantize at load",
@@ -349,15 +353,21 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                              "capability 8.0; use --dtype half", in.target.name)};
   }
   std::optional<std::string> quantization = c.quantization;
-  if (!quantization && model.quantization.empty()) {
-    quantization = quantization_from_name(c.model);
-    if (quantization) {
-      p.assumptions.push_back(fmt::format(
-          "'{}' names a {} checkpoint but its config has no quantization_config: assumed {} weights",
-          c.model, *quantization, *quantization));
-    }
+  ModelSpec named_format;  // the model with the bits and groups its name says
+  const bool use_named = named && (!quantization || base_method(to_lower(*quantization)) == base_method(named_method));
+  if (use_named) {
+    named_format = model;
+    named_format.quantization_bits = named->format->bits;
+    named_format.quantization_group_size = named->format->group_size;
   }
-  auto format = weight_format(model, c.dtype, quantization, in.target.bf16);
+  if (!quantization && named) {
+    quantization = named_method;
+    p.assumptions.push_back(fmt::format(
+        "'{}' ends in \"{}\" but its config has no quantization_config: weights sized as {} {}-bit, {}",
+        c.model, named->format->suffix, named_method, named->format->bits,
+        named->format->group_size ? fmt::format("groups of {}", named->format->group_size) : "per channel"));
+  }
+  auto format = weight_format(use_named ? named_format : model, c.dtype, quantization, in.target.bf16);
   if (!format) return format.error();
   s.weights = format.value();
   apply_scheduler_defaults(in, b, s);

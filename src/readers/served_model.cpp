@@ -10,40 +10,11 @@
 #include <optional>
 
 #include "core/file_input.h"
+#include "model/quantized_names.h"
 #include "readers/model_resolver.h"
 
 namespace oomdoc {
 namespace {
-
-// Suffixes quantizers append to the base model's name (longest first), and the format each
-// implies for the weights: method as in quantization_config.quant_method, bits, group size.
-struct QuantizedSuffix {
-  const char* suffix;
-  const char* method;
-  uint64_t bits;
-  uint64_t group_size;
-  bool double_quant = false;  // Unsloth's bnb-4bit uploads quantize the absmax again
-};
-constexpr QuantizedSuffix kQuantizedSuffixes[] = {
-    {"-awq-int4", "awq", 4, 128},
-    {"-quantized.w8a8", "compressed-tensors", 8, 0}, {"-quantized.w4a16", "gptq", 4, 128},
-    {"-quantized.w8a16", "gptq", 8, 128},           {"-gptq-int4", "gptq", 4, 128},
-    {"-gptq-int8", "gptq", 8, 128},                 {"-fp8-dynamic", "fp8", 8, 0},
-    {"-unsloth-bnb-4bit", "bitsandbytes", 4, 64, true}, {"-bnb-4bit", "bitsandbytes", 4, 64, true},
-    {"-autoround", "gptq", 4, 128},                 {"-auto-round", "gptq", 4, 128},
-    {"-nvfp4", "modelopt_fp4", 4, 16},              {"-mxfp4", "mxfp4", 4, 32},
-    {"-gptq", "gptq", 4, 128},                      {"-awq", "awq", 4, 128},
-    {"-int4", "gptq", 4, 128},                      {"-int8", "compressed-tensors", 8, 0},
-    {"-w8a8", "compressed-tensors", 8, 0},          {"-w4a16", "gptq", 4, 128},
-    {"-fp8", "fp8", 8, 0},                          {"-fp4", "modelopt_fp4", 4, 16}};
-
-bool ends_with_icase(const std::string& text, std::string_view suffix) {
-  if (text.size() < suffix.size()) return false;
-  return std::equal(suffix.begin(), suffix.end(), text.end() - static_cast<long>(suffix.size()),
-                    [](char a, char b) {
-                      return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-                    });
-}
 
 // Families whose layers keep a recurrent state instead of (or besides) a KV cache: Mamba/SSM
 // layers and linear attention. vLLM sizes that state per request (vllm/v1/kv_cache_interface.py
@@ -94,30 +65,17 @@ std::optional<std::string> state_layers_in(const nlohmann::json& config) {
 
 struct QuantizedBase {
   ModelSpec spec;
-  const QuantizedSuffix* format = nullptr;  // the outermost suffix (the one nearest the end)
+  const QuantizedNameFormat* format = nullptr;  // the outermost suffix (the one nearest the end)
 };
 
 // The base model of a quantized checkpoint's name ("unsloth/llama-3-8b-bnb-4bit" -> llama-3-8b),
 // when the name ends with a quantizer's suffix and the rest resolves.
 std::optional<QuantizedBase> quantized_base(const std::string& name) {
-  std::string base = name;
-  while (!base.empty() && base.back() == '/') base.pop_back();
-  const QuantizedSuffix* outermost = nullptr;
-  for (bool again = true; again;) {
-    again = false;
-    for (const auto& q : kQuantizedSuffixes) {
-      if (ends_with_icase(base, q.suffix)) {
-        base.resize(base.size() - std::string_view(q.suffix).size());
-        if (!outermost) outermost = &q;
-        again = true;
-        break;
-      }
-    }
-  }
-  if (!outermost) return std::nullopt;
-  auto spec = resolve_model(base);
+  auto split = split_quantized_name(name);
+  if (!split) return std::nullopt;
+  auto spec = resolve_model(split->base);
   if (!spec) return std::nullopt;
-  return QuantizedBase{std::move(spec.value()), outermost};
+  return QuantizedBase{std::move(spec.value()), split->format};
 }
 
 // A string member, or "" when it is missing or not a string (configs can be hostile).

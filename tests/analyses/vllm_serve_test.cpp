@@ -57,6 +57,26 @@ TEST(VllmServe, WeightsFollowTheFormat) {
   EXPECT_EQ(off.weights.bytes, 2 * 8030261248ull - 4 * kGiB);
 }
 
+TEST(VllmServe, NamedQuantizedCheckpointTakesItsNamesBitsAndGroups) {
+  // A GPTQ-Int8 name over the base model's config: 8-bit weights in groups of 128 (one byte per
+  // weight plus an fp16 scale and an 8-bit zero point per 128), not the 4-bit GPTQ default.
+  ServeInputs gptq8 = inputs({"vllm", "serve", "qwen2.5-7b", "--max-model-len", "4096"}, 80 * kGiB);
+  gptq8.config.model = "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8";
+  ServePrediction g = predict(gptq8);
+  EXPECT_EQ(g.settings.weights.method, "gptq");
+  EXPECT_EQ(g.settings.weights.description, "gptq 8-bit, group 128: 1.023 B per linear weight");
+  bool said = false;
+  for (const auto& a : g.assumptions) {
+    said |= a == "'Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8' ends in \"-gptq-int8\" but its config has no "
+                 "quantization_config: weights sized as gptq 8-bit, groups of 128";
+  }
+  EXPECT_TRUE(said);
+  // compressed-tensors W8A8 quantizes per output channel: one byte per weight.
+  ServeInputs w8a8 = inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "4096"}, 80 * kGiB);
+  w8a8.config.model = "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8";
+  EXPECT_EQ(predict(w8a8).settings.weights.description, "compressed-tensors 8-bit, per channel: 1.000 B per linear weight");
+}
+
 TEST(VllmServe, PreQuantizedCheckpointOnDiskGivesTheExactSize) {
   ServeInputs in = inputs({"vllm", "serve", "qwen2.5-7b", "--max-model-len", "4096"}, 80 * kGiB);
   in.model.quantization = "awq";
