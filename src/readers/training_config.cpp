@@ -44,6 +44,10 @@ struct Reader {
   std::optional<std::string> autocast;       // bf16 / fp16 from the bf16/fp16 flags
   std::optional<std::string> pure;           // pure 16-bit training asked for explicitly
   std::optional<std::string> weights_dtype;  // torch_dtype the model is loaded in
+  // A TrainingArguments-style file written for TRL (SFTConfig / ModelConfig keys), and which of
+  // the settings whose TRL default differs from TrainingArguments' it gives (null included).
+  bool trl = false;
+  bool max_length_given = false, half_given = false, loss_type_given = false;
 
   std::string where(const YAML::Node& node, std::string_view key) const {
     return fmt::format("{}: line {}: {}", display_name, node.Mark().line + 1, key);
@@ -378,10 +382,32 @@ Handler set_loss(std::string impl) {
   };
 }
 
+// TRL SFTConfig.loss_type: "chunked_nll" drops the ignored tokens before the output head and
+// computes the cross-entropy over 256-token chunks, each recomputed in backward, so no full
+// [tokens x vocab] logits exist: the estimator's fused-linear loss (huggingface/trl#5575).
+// "nll" and "dft" compute the full logits.
+Status set_trl_loss_type(const YAML::Node& n, std::string_view key, Reader& r) {
+  const std::string v = n.IsScalar() ? to_lower(n.Scalar()) : "";
+  if (v == "chunked_nll") r.out.job.loss_impl = "fused_linear";
+  else if (v == "nll" || v == "dft") r.out.job.loss_impl = "standard";
+  else return make_error(fmt::format("{}: expected nll, chunked_nll or dft, got '{}'", r.where(n, key),
+                                     n.IsScalar() ? n.Scalar() : "a list or map"));
+  return Ok{};
+}
+
 void add_offload(Job& job, const std::string& what) {
   if (std::find(job.offload.begin(), job.offload.end(), what) == job.offload.end()) {
     job.offload.push_back(what);
   }
+}
+
+// TRL SFTConfig.activation_offloading: the saved tensors of every block go to the CPU as they are
+// made (trl/models/activation_offloading.py, torchtune's OffloadActivations).
+Status set_activation_offloading(const YAML::Node& n, std::string_view key, Reader& r) {
+  auto v = as_bool(n, key, r);
+  if (!v) return v.error();
+  if (*v) add_offload(r.out.job, "activations");
+  return Ok{};
 }
 
 // Fused kernels: the Trainer's use_liger_kernel and LLaMA-Factory's enable_liger_kernel apply
@@ -640,6 +666,8 @@ void add_hf_keys(Table& t) {
   t["max_seq_length"] = set_count(&Job::seq_len);   // TRL < 0.20
   t["max_length"] = set_count(&Job::seq_len);       // TRL >= 0.20
   t["padding_free"] = set_padding_free;
+  t["loss_type"] = set_trl_loss_type;
+  t["activation_offloading"] = set_activation_offloading;
   t["model_init_kwargs"] = set_model_init_kwargs;
   // TRL ModelConfig (TRL's CLI YAML mixes it with SFTConfig).
   t["model_name_or_path"] = set_string(&Job::model);
@@ -765,10 +793,10 @@ const std::set<std::string>& no_effect_keys() {
       // TRL SFTConfig / ModelConfig
       "dataset_text_field", "dataset_kwargs", "dataset_num_proc", "dataset_batch_size",
       "packing", "packing_strategy", "eval_packing", "completion_only_loss", "assistant_only_loss",
-      "activation_offloading", "chat_template_path", "dataset_name", "dataset_config",
+      "chat_template_path", "dataset_name", "dataset_config",
       "dataset_train_split", "dataset_test_split", "model_revision", "trust_remote_code",
       "lora_task_type", "use_rslora", "use_dora", "lora_modules_to_save",
-      "pad_token", "eos_token", "shuffle_dataset", "loss_type", "num_of_sequences",
+      "pad_token", "eos_token", "shuffle_dataset", "num_of_sequences",
       "chars_per_token", "pad_to_multiple_of",
       // Axolotl
       "base_model_config", "model_type", "tokenizer_type", "is_llama_derived_model",
@@ -835,6 +863,32 @@ std::optional<TrainingConfigFormat> detect_format(const YAML::Node& root) {
 // Decisions that need several keys at once.
 void resolve(Reader& r) {
   Job& job = r.out.job;
+  // TRL's SFTConfig defaults where the file is silent (trl/trainer/sft_config.py): max_length
+  // 1024 (max_seq_length before TRL 0.20 truncated to min(1024, the tokenizer's limit)), and since
+  // TRL 0.20 gradient checkpointing (huggingface/trl#3510) and bf16 unless fp16 is set
+  // (huggingface/trl#3629).
+  if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && r.trl) {
+    if (!r.max_length_given && !job.seq_len) {
+      job.seq_len = 1024;
+      r.out.framework_defaults.push_back("max_length 1024: TRL SFTConfig's default");
+    }
+    if (!r.checkpointing_given && !job.gradient_checkpointing) {
+      job.gradient_checkpointing = "full";
+      r.out.framework_defaults.push_back(
+          "gradient_checkpointing true: TRL SFTConfig's default since TRL 0.20 (set it false for older TRL)");
+    }
+    if (!r.half_given && !r.pure && !r.autocast) {
+      r.autocast = "bf16";
+      r.out.framework_defaults.push_back("bf16 true: TRL SFTConfig's default since TRL 0.20 (fp16 not set)");
+    }
+    // TRL 1.7 made loss_type chunked_nll the default (huggingface/trl#5846). Older releases
+    // compute the full logits; sized that way, the larger of the two, until the file says.
+    if (!r.loss_type_given && !job.loss_impl && job.kernels != "liger") {
+      r.out.framework_defaults.push_back(
+          "loss_type nll (full logits): TRL SFTConfig's default before TRL 1.7; from 1.7 it is chunked_nll, "
+          "which keeps no full logits: write loss_type: chunked_nll to size that");
+    }
+  }
   const bool quantized = r.quant_bits.has_value();
   if (quantized) {
     job.weight_quantization = *r.quant_bits == 8 ? "int8" : r.quant_type.value_or("nf4");
@@ -971,6 +1025,14 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
   }
   Reader r;
   r.display_name = display_name;
+  // Keys only TRL's SFTConfig / ModelConfig / ScriptArguments have (TrainingArguments has none).
+  r.trl = has_any(root, {"max_length", "max_seq_length", "packing", "dataset_text_field", "completion_only_loss",
+                         "assistant_only_loss", "padding_free", "use_peft", "model_name_or_path", "dataset_name",
+                         "model_init_kwargs", "lora_r", "load_in_4bit", "use_bnb_nested_quant", "eval_packing",
+                         "activation_offloading", "chat_template_path", "dataset_kwargs", "loss_type"});
+  r.max_length_given = has_any(root, {"max_length", "max_seq_length"});
+  r.half_given = has_any(root, {"bf16", "fp16"});
+  r.loss_type_given = has_any(root, {"loss_type"});
   // JSON is YAML too: a document that opens with '{' was written as JSON (a TrainingArguments dump).
   const size_t first = text.find_first_not_of(" \t\r\n");
   r.out.yaml_syntax = first == std::string_view::npos || text[first] != '{';

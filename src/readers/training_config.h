@@ -27,6 +27,9 @@ struct TrainingConfig {
   std::vector<std::string> ignored_keys;  // known keys that do not change memory
   std::vector<std::string> unknown_keys;  // not recognised; each also has a warning
   std::vector<std::string> warnings;      // one line each, starting with the file name
+  // Settings the file leaves to its framework's defaults that change memory, each with the
+  // default taken and its source ("max_length 1024: TRL SFTConfig's default").
+  std::vector<std::string> framework_defaults;
   bool yaml_syntax = true;                // written as YAML (false: a JSON document)
 };
 

@@ -13,6 +13,7 @@ std::string render_config_summary(const TrainingConfig& config, const Style& sty
                                    ? std::string()
                                    : fmt::format("; unknown {}", config.unknown_keys.size()))) + "\n";
   out += style.dim(fmt::format("  used: {}", fmt::join(config.used_keys, ", "))) + "\n";
+  for (const auto& d : config.framework_defaults) out += style.dim("  default: " + d) + "\n";
   for (const auto& w : config.warnings) out += style.yellow("warning: " + w) + "\n";
   return out;
 }
@@ -22,7 +23,8 @@ Json training_config_json(const TrainingConfig* config) {
   return {{"format", std::string(training_config_format_name(config->format))},
           {"used_keys", config->used_keys},
           {"ignored_keys", config->ignored_keys},
-          {"unknown_keys", config->unknown_keys}};
+          {"unknown_keys", config->unknown_keys},
+          {"framework_defaults", config->framework_defaults}};
 }
 
 }  // namespace oomdoc

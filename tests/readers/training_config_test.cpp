@@ -249,6 +249,54 @@ TEST(TrainingConfig, TrlCliYamlWithModelConfigKeys) {
   EXPECT_EQ(job.adapter_dtype, "model");
 }
 
+// What a TRL recipe leaves out takes SFTConfig's defaults, not TrainingArguments' (or oomdoc's
+// 2048 tokens): max_length 1024, and since TRL 0.20 gradient checkpointing and bf16.
+TEST(TrainingConfig, TrlRecipeTakesSftConfigDefaults) {
+  auto config = read_training_config(fixture_path("fit/trl_sft_recipe_defaults.yaml"));
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const Job& job = config->job;
+  EXPECT_EQ(job.model, "Qwen/Qwen2.5-0.5B");
+  EXPECT_EQ(job.seq_len, 1024u);
+  EXPECT_EQ(job.gradient_checkpointing, "full");
+  EXPECT_EQ(job.precision, "bf16_mixed");  // no dtype: fp32 weights under bf16 autocast
+  EXPECT_THAT(config->framework_defaults,
+              ElementsAre("max_length 1024: TRL SFTConfig's default",
+                          "gradient_checkpointing true: TRL SFTConfig's default since TRL 0.20 (set it false for older TRL)",
+                          "bf16 true: TRL SFTConfig's default since TRL 0.20 (fp16 not set)",
+                          "loss_type nll (full logits): TRL SFTConfig's default before TRL 1.7; from 1.7 it is "
+                          "chunked_nll, which keeps no full logits: write loss_type: chunked_nll to size that"));
+  EXPECT_FALSE(job.loss_impl.has_value());
+  // TRL's chunked NLL keeps no full logits: the fused-linear loss.
+  auto chunked = parse_training_config("model_name_or_path: Qwen/Qwen2.5-0.5B\nloss_type: chunked_nll\n", "trl.yaml");
+  ASSERT_TRUE(chunked.ok());
+  EXPECT_EQ(chunked->job.loss_impl, "fused_linear");
+  EXPECT_THAT(chunked->used_keys, Contains("loss_type"));
+  auto offloaded = parse_training_config("model_name_or_path: x\nactivation_offloading: true\n", "trl.yaml");
+  ASSERT_TRUE(offloaded.ok());
+  EXPECT_THAT(offloaded->job.offload, ElementsAre("activations"));
+  auto bad = parse_training_config("model_name_or_path: x\nloss_type: focal\n", "trl.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "trl.yaml: line 2: loss_type: expected nll, chunked_nll or dft, got 'focal'");
+  // A recipe that says them keeps its own values; only the loss is left to TRL.
+  const std::string loss_note = config->framework_defaults.back();
+  auto given = read_training_config(fixture_path("fit/trl_sft_qlora.yaml"));
+  ASSERT_TRUE(given.ok());
+  EXPECT_THAT(given->framework_defaults, ElementsAre(loss_note));
+  // `max_length: null` is TRL's "no truncation": no length is assumed for it.
+  auto untruncated = parse_training_config("model_name_or_path: Qwen/Qwen2.5-0.5B\nmax_length: null\nfp16: true\n"
+                                           "gradient_checkpointing: false\n", "trl.yaml");
+  ASSERT_TRUE(untruncated.ok());
+  EXPECT_FALSE(untruncated->job.seq_len.has_value());
+  EXPECT_EQ(untruncated->job.gradient_checkpointing, "none");
+  EXPECT_THAT(untruncated->framework_defaults, ElementsAre(loss_note));
+  // A plain TrainingArguments file (no TRL key) keeps TrainingArguments' defaults.
+  auto plain = parse_training_config("per_device_train_batch_size: 4\noutput_dir: out\n", "args.yaml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->job.seq_len.has_value());
+  EXPECT_FALSE(plain->job.gradient_checkpointing.has_value());
+  EXPECT_THAT(plain->framework_defaults, IsEmpty());
+}
+
 TEST(TrainingConfig, InvalidYamlNamesFileAndLine) {
   auto config = read_training_config(fixture_path("fit/invalid.yml"));
   ASSERT_FALSE(config.ok());
