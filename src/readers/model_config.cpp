@@ -1,5 +1,7 @@
 #include "readers/model_config.h"
 
+#include "core/units.h"
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -595,6 +597,99 @@ static void read_rope_object(const json* rope, ModelSpec& m) {
   }
 }
 
+namespace {
+
+// transformers saves a composite config's sub-configs as their differences from the class
+// defaults (PretrainedConfig.to_diff_dict), so a text_config leaves out every value equal to its
+// class's default: Gemma 3's omits the vocabulary, heads and context, Llava's most of Llama's
+// shape. The defaults of those classes (configuration_gemma3.py Gemma3TextConfig,
+// configuration_llama.py LlamaConfig) fill them in.
+void fill_text_config_defaults(json& config) {
+  if (!config.contains("model_type") || !config.at("model_type").is_string()) return;
+  const std::string type = config.at("model_type").get<std::string>();
+  const char* defaults = nullptr;
+  if (type == "gemma3_text") {
+    defaults = R"({"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+                   "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+                   "max_position_embeddings": 131072, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+                   "sliding_window_pattern": 6})";
+  } else if (type == "llama") {
+    defaults = R"({"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+                   "num_attention_heads": 32, "max_position_embeddings": 2048})";
+  }
+  if (!defaults) return;
+  const json filled = json::parse(defaults);  // named: items() does not keep a temporary alive
+  for (const auto& [key, value] : filled.items()) {
+    if (!config.contains(key)) config[key] = value;
+  }
+}
+
+// The vision tower and projector a multimodal wrapper loads beside its language model, counted
+// into extra_params (weights, and gradients and optimizer state when it trains). SigLIP
+// (Gemma 3, PaliGemma) and CLIP (Llava) encoders as transformers builds them
+// (modeling_siglip.py SiglipVisionTransformer, modeling_clip.py CLIPVisionTransformer): a patch
+// convolution, a learned position per patch (plus CLIP's class token), pre-norm blocks whose
+// LayerNorms, attention projections and two-layer MLP all carry biases, a final LayerNorm, and
+// SigLIP's attention-pooling head unless vision_use_head is false. Projectors: Gemma 3's
+// mm_input_projection_weight and mm_soft_emb_norm (modeling_gemma3.py Gemma3MultiModalProjector),
+// Llava's two biased Linears (modeling_llava.py LlavaMultiModalProjector). Other towers are not
+// counted, and a note says so. Images themselves are not sized: batches are taken as text.
+Status read_vision_tower(const json& root, ModelSpec& m) {
+  if (!root.contains("vision_config") || !root.at("vision_config").is_object()) return Ok{};
+  const json& vision = root.at("vision_config");
+  ConfigView v(vision, m.source, "vision_config.");
+  const std::string wrapper = root.contains("model_type") && root.at("model_type").is_string()
+                                  ? root.at("model_type").get<std::string>() : "";
+  const std::string tower = v.text("model_type");
+  const bool siglip = tower == "siglip_vision_model";
+  const bool clip = tower == "clip_vision_model";
+  if (!siglip && !clip) {
+    m.notes.push_back(fmt::format("vision tower \"{}\" not counted (SigLIP and CLIP towers are): the parameter "
+                                  "count is the language model's", tower.empty() ? "unnamed" : tower));
+    return Ok{};
+  }
+  uint64_t h = 0, inter = 0, layers = 0, image = 0, patch = 0, channels = 0;
+  TRY_ASSIGN(h, v.count("hidden_size", 768));
+  TRY_ASSIGN(inter, v.count("intermediate_size", 3072));
+  TRY_ASSIGN(layers, v.count("num_hidden_layers", 12));
+  TRY_ASSIGN(image, v.count("image_size", 224));
+  TRY_ASSIGN(patch, v.count("patch_size", siglip ? 16 : 32));
+  TRY_ASSIGN(channels, v.count("num_channels", 3));
+  if (patch == 0 || image < patch || h == 0) {
+    return make_error(fmt::format("{}: vision_config: image_size {} and patch_size {} give no patches", m.source,
+                                  image, patch));
+  }
+  const uint64_t patches = (image / patch) * (image / patch);
+  const uint64_t block = 4 * (h * h + h) + (h * inter + inter) + (inter * h + h) + 4 * h;
+  uint64_t params = layers * block + 2 * h;  // blocks + post_layernorm
+  if (siglip) {
+    params += channels * patch * patch * h + h + patches * h;  // patch conv with bias, positions
+    if (v.flag("vision_use_head", true)) {
+      // probe + nn.MultiheadAttention (in_proj 3h x h + 3h, out_proj) + LayerNorm + MLP
+      params += h + (3 * h * h + 3 * h) + (h * h + h) + 2 * h + (h * inter + inter) + (inter * h + h);
+    }
+  } else {
+    params += h + channels * patch * patch * h + (patches + 1) * h + 2 * h;  // class token, conv, positions, pre-norm
+  }
+  uint64_t projector = 0;
+  if (wrapper == "gemma3") {
+    projector = h * m.hidden_size + h;
+  } else if (wrapper == "llava") {
+    projector = (h * m.hidden_size + m.hidden_size) + (m.hidden_size * m.hidden_size + m.hidden_size);
+  } else {
+    m.notes.push_back(fmt::format("the \"{}\" projector between vision tower and language model is not counted",
+                                  wrapper));
+  }
+  if (v.type_error()) return *v.type_error();
+  m.extra_params += params + projector;
+  m.notes.push_back(fmt::format("vision tower ({}, {} blocks) and projector counted: {} params; images are not "
+                                "sized (batches taken as text)", siglip ? "SigLIP" : "CLIP", layers,
+                                format_count(params + projector)));
+  return Ok{};
+}
+
+}  // namespace
+
 const std::vector<std::string>& supported_model_types() { return kModelTypes; }
 
 Result<ModelSpec> parse_model_config(std::string_view text, const std::string& source) {
@@ -603,14 +698,19 @@ Result<ModelSpec> parse_model_config(std::string_view text, const std::string& s
   if (!root.is_object()) return make_error(fmt::format("{}: expected a JSON object", source));
   // Multimodal wrappers (Gemma 3, Llava-style) keep the language model in text_config.
   json config = root;
-  if (root.contains("text_config") && root.at("text_config").is_object()) {
+  const bool multimodal = root.contains("text_config") && root.at("text_config").is_object();
+  if (multimodal) {
     config = root.at("text_config");
     for (const char* key : {"torch_dtype", "dtype", "quantization_config", "tie_word_embeddings"}) {
       if (!config.contains(key) && root.contains(key)) config[key] = root.at(key);
     }
+    // The checkpoint is the wrapper's; the text model's own _name_or_path names its origin.
+    config.erase("_name_or_path");
+    if (root.contains("_name_or_path")) config["_name_or_path"] = root.at("_name_or_path");
     if (!config.contains("model_type") && root.contains("model_type") && root.at("model_type") == "gemma3") {
       config["model_type"] = "gemma3_text";
     }
+    fill_text_config_defaults(config);
   }
   ModelSpec m;
   m.source = source;
@@ -626,6 +726,9 @@ Result<ModelSpec> parse_model_config(std::string_view text, const std::string& s
   // fallback that key got ("share_att_key": "yes" read as false).
   if (auto s = read_family(c, m); !s || c.type_error()) return c.type_error() ? *c.type_error() : s.error();
   read_rope_scaling(config, m);
+  if (multimodal) {
+    if (auto s = read_vision_tower(root, m); !s) return s.error();
+  }
   if (auto s = validate(m); !s) return s.error();
   if (auto s = read_dtype_and_quantization(c, m); !s) return s.error();
   if (c.type_error()) return *c.type_error();

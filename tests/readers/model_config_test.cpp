@@ -44,6 +44,67 @@ TEST(ModelConfig, MultimodalTextConfigIsRead) {
   EXPECT_EQ(m->torch_dtype, "bfloat16");
 }
 
+// The vision tower and projector are loaded (and trained) with the language model: counted to
+// the parameter. llava-hf/llava-1.5-7b-hf: Llama-2-7B with 32,064 tokens (6,738,939,904), CLIP
+// ViT-L/14 at 336 px (24 blocks of 12,596,224 + class token, patch conv 3x14x14x1024, 577
+// positions, pre- and post-norm: 303,507,456) and two biased Linears 1024->4096->4096
+// (20,979,712): 7,063,427,072, the count on the model's page.
+TEST(ModelConfig, LlavaCountsItsClipTowerAndProjector) {
+  // llava-hf/llava-1.5-7b-hf's config.json as published: the text_config gives only what differs
+  // from LlamaConfig's defaults.
+  auto m = parse(R"({"model_type": "llava", "_name_or_path": "llava-hf/llava-1.5-7b-hf", "torch_dtype": "float16",
+                     "text_config": {"_name_or_path": "lmsys/vicuna-7b-v1.5", "architectures": ["LlamaForCausalLM"],
+                       "max_position_embeddings": 4096, "model_type": "llama", "rms_norm_eps": 1e-05,
+                       "torch_dtype": "float16", "vocab_size": 32064},
+                     "vision_config": {"hidden_size": 1024, "image_size": 336, "intermediate_size": 4096,
+                       "model_type": "clip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 24,
+                       "patch_size": 14, "projection_dim": 768, "vocab_size": 32000}})");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->total_params, 7063427072u);
+  EXPECT_EQ(m->extra_params, 303507456u + 20979712u);
+  EXPECT_EQ(m->id, "llava-hf/llava-1.5-7b-hf");
+  EXPECT_EQ(m->max_position_embeddings, 4096u);
+  // An unknown tower is said, not guessed.
+  auto other = parse(R"({"model_type": "gemma3",
+                     "text_config": {"vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 6,
+                     "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32, "intermediate_size": 128},
+                     "vision_config": {"model_type": "qwen2_vl"}})");
+  ASSERT_TRUE(other) << other.error().message;
+  EXPECT_EQ(other->extra_params, 0u);
+  ASSERT_FALSE(other->notes.empty());
+  EXPECT_EQ(other->notes.back(), "vision tower \"qwen2_vl\" not counted (SigLIP and CLIP towers are): the parameter "
+                                 "count is the language model's");
+  // A hostile vision config is an error naming the key.
+  auto bad = parse(R"({"model_type": "gemma3",
+                     "text_config": {"vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 6,
+                     "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32, "intermediate_size": 128},
+                     "vision_config": {"model_type": "siglip_vision_model", "patch_size": 0}})");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("image_size 224 and patch_size 0 give no patches"), std::string::npos);
+}
+
+// google/gemma-3-27b-it's config.json as published: text_config without vocabulary or context
+// (Gemma3TextConfig's 262,208 and 131,072), vision_config without channels; 27,432,406,640
+// parameters with the SigLIP tower and projector, the count on the model's page.
+TEST(ModelConfig, GemmaThreeSparseTextConfigTakesTheClassDefaults) {
+  auto m = parse(R"({"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+                     "mm_tokens_per_image": 256, "torch_dtype": "bfloat16",
+                     "text_config": {"head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504,
+                       "model_type": "gemma3_text", "num_attention_heads": 32, "num_hidden_layers": 62,
+                       "num_key_value_heads": 16, "query_pre_attn_scalar": 168,
+                       "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024},
+                     "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                       "model_type": "siglip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 27,
+                       "patch_size": 14, "vision_use_head": false}})");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->vocab_size, 262208u);
+  EXPECT_EQ(m->max_position_embeddings, 131072u);
+  EXPECT_EQ(m->total_params, 27432406640u);
+  EXPECT_EQ(m->layer_is_sliding.size(), 62u);
+  EXPECT_FALSE(m->layer_is_sliding[5]);   // every sixth layer is global
+  EXPECT_TRUE(m->layer_is_sliding[4]);
+}
+
 TEST(ModelConfig, DeepSeekMultiLatentAttention) {
   auto m = parse(R"({"model_type": "deepseek_v2", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 2,
                      "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 128,
