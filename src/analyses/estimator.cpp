@@ -859,6 +859,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   const std::string model_split = shard_mp > 1 ? fmt::format(", split over {} model-parallel ranks", shard_mp) : "";
   weights_detail += model_split;
   if (p.offload_params) {
+    // Not on the GPU, but in host RAM: said, so the move is not mistaken for memory saved.
+    est.assumptions.push_back(fmt::format("offload params: the weights ({} per GPU) live in host memory and are "
+                                          "gathered onto the GPU a block at a time",
+                                          format_bytes(static_cast<uint64_t>(weights / (shard_params ? param_shards : 1)))));
     weights = 0;
     weights_detail = "offloaded to CPU";
   } else if (shard_params) {
@@ -978,6 +982,11 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   } else { state_per_param = 0; state_detail = "none"; }
   double optimizer_state = trainable * state_per_param / shard_mp / state_shards;
   bool paged = opt == "paged_adamw_8bit";
+  if ((p.offload_optimizer || fsdp_cpu_offload) && optimizer_state > 0) {
+    est.assumptions.push_back(fmt::format("offload {}: the optimizer state ({} per GPU) lives in host memory and the "
+                                          "optimizer step runs on the CPU", fsdp_cpu_offload ? "params" : "optimizer",
+                                          format_bytes(static_cast<uint64_t>(optimizer_state))));
+  }
   if (p.offload_optimizer || fsdp_cpu_offload) optimizer_state = 0;
 
   // AMP without DeepSpeed: fp32 params are the master; autocast caches a 16-bit copy of every

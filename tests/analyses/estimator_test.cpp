@@ -1,9 +1,11 @@
 #include "analyses/estimator.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "core/units.h"
 #include "readers/model_config.h"
 #include "readers/model_presets.h"
 
@@ -1132,6 +1134,14 @@ TEST(Estimator, FsdpCpuOffloadRunsTheOptimizerOnTheCpu) {
   EXPECT_FALSE(component(*offloaded, "gradients").has_value());
   EXPECT_FALSE(component(*offloaded, "optimizer_state").has_value());
   EXPECT_EQ(component(*offloaded, "gathered_params"), component(*kept, "gathered_params"));
+  // What left the GPU is said with its size: it needs host RAM instead.
+  const auto said = [&](const std::string& line) {
+    return std::find(offloaded->assumptions.begin(), offloaded->assumptions.end(), line) != offloaded->assumptions.end();
+  };
+  EXPECT_TRUE(said(fmt::format("offload params: the weights ({} per GPU) live in host memory and are gathered onto "
+                               "the GPU a block at a time", format_bytes(6738415616ull * 4 / 8))));
+  EXPECT_TRUE(said(fmt::format("offload params: the optimizer state ({} per GPU) lives in host memory and the "
+                               "optimizer step runs on the CPU", format_bytes(6738415616ull * 8 / 8))));
 }
 
 }  // namespace
