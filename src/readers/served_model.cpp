@@ -217,6 +217,9 @@ Result<ModelSpec> resolve_checkpoint_name(const std::string& name) {
   spec.notes.push_back(fmt::format("'{}' was not found: read as its base model {} with {}-bit {} weights, as the name's "
                                    "\"{}\" says (the checkpoint's own config.json is exact)",
                                    name, spec.id, base->format->bits, base->format->method, base->format->suffix));
+  // The model is the checkpoint the user named; where its shape came from is the source.
+  spec.source = fmt::format("base model {}, {}", spec.id, spec.source);
+  spec.id = name;
   return spec;
 }
 

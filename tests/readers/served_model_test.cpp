@@ -66,7 +66,9 @@ TEST(ServedModel, CheckpointNameCarriesItsQuantizationForEstimate) {
                         Case{"neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8", "meta-llama/Llama-3.1-8B", "fp8", 8, 0}}) {
     auto m = resolve_checkpoint_name(c.name);
     ASSERT_TRUE(m.ok()) << c.name << ": " << m.error().message;
-    EXPECT_EQ(m->id, c.base) << c.name;
+    // The model is the named checkpoint; its source says which base model gave the shape.
+    EXPECT_EQ(m->id, c.name);
+    EXPECT_EQ(m->source.rfind(std::string("base model ") + c.base + ", preset:presets/", 0), 0u) << m->source;
     EXPECT_EQ(m->quantization, c.method) << c.name;
     EXPECT_EQ(m->quantization_bits, c.bits) << c.name;
     EXPECT_EQ(m->quantization_group_size, c.group) << c.name;
