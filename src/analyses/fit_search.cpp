@@ -1237,7 +1237,8 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   // The name as the user gave it; the config that stood behind it when that differs (an Instruct
   // name read with its base preset, a path).
   report.model_id = given.model.empty() ? model.id : given.model;
-  if (report.model_id != model.id) report.model_config = model.id + " (" + model.source + ")";
+  if (!model.base_model_id.empty()) report.model_config = "base model " + model.base_model_id + " (" + model.source + ")";
+  else if (report.model_id != model.id) report.model_config = model.id + " (" + model.source + ")";
   report.estimate = *estimate;
   const uint64_t needed = oom_view(*estimate).device_used_bytes;
   report.needed_bytes = needed;

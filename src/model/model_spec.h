@@ -25,6 +25,7 @@ struct ModelSpec {
   std::string id;             // e.g. "meta-llama/Llama-2-7b-hf", or "custom" for --params
   std::string model_type;     // config.json "model_type": llama, mistral, gpt2, t5, ...
   std::string source;         // where it came from: a path, "preset:<file>", "hf-cache:<path>", "--params"
+  std::string base_model_id;  // a quantized checkpoint's name read as this base model's config (id is the name)
 
   // Transformer shape (decoder; for encoder-decoder models, see num_encoder_layers).
   uint64_t vocab_size = 0;

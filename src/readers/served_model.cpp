@@ -218,7 +218,7 @@ Result<ModelSpec> resolve_checkpoint_name(const std::string& name) {
                                    "\"{}\" says (the checkpoint's own config.json is exact)",
                                    name, spec.id, base->format->bits, base->format->method, base->format->suffix));
   // The model is the checkpoint the user named; where its shape came from is the source.
-  spec.source = fmt::format("base model {}, {}", spec.id, spec.source);
+  spec.base_model_id = spec.id;
   spec.id = name;
   return spec;
 }

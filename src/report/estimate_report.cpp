@@ -13,7 +13,8 @@ std::string render_estimate_text(const ModelSpec& model, const Estimate& est, co
                                  const TrainingConfig* config) {
   std::string out;
   out += style.bold(fmt::format("{}", model.id.empty() ? model.source : model.id));
-  out += fmt::format(" ({} params, {})\n", format_count(model.total_params), model.source);
+  out += fmt::format(" ({} params, {}{})\n", format_count(model.total_params),
+                     model.base_model_id.empty() ? "" : "base model " + model.base_model_id + ", ", model.source);
   if (config) out += render_config_summary(*config, style);
   out += fmt::format("Peak per GPU during {}: {}\n\n", est.peak_phase, style.bold(format_bytes(est.device_used_bytes)));
   size_t width = 10;
@@ -51,6 +52,7 @@ Json estimate_to_json(const ModelSpec& model, const Job& job, const Estimate& es
   m["id"] = model.id;
   m["model_type"] = model.model_type;
   m["source"] = model.source;
+  m["base_model"] = model.base_model_id.empty() ? Json(nullptr) : Json(model.base_model_id);
   m["total_params"] = model.total_params;
   m["num_layers"] = model.num_layers;
   m["hidden_size"] = model.hidden_size;

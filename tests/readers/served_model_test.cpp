@@ -68,7 +68,8 @@ TEST(ServedModel, CheckpointNameCarriesItsQuantizationForEstimate) {
     ASSERT_TRUE(m.ok()) << c.name << ": " << m.error().message;
     // The model is the named checkpoint; its source says which base model gave the shape.
     EXPECT_EQ(m->id, c.name);
-    EXPECT_EQ(m->source.rfind(std::string("base model ") + c.base + ", preset:presets/", 0), 0u) << m->source;
+    EXPECT_EQ(m->base_model_id, c.base);
+    EXPECT_EQ(m->source.rfind("preset:presets/", 0), 0u) << m->source;
     EXPECT_EQ(m->quantization, c.method) << c.name;
     EXPECT_EQ(m->quantization_bits, c.bits) << c.name;
     EXPECT_EQ(m->quantization_group_size, c.group) << c.name;
