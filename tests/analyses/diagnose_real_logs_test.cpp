@@ -437,13 +437,40 @@ TEST(DiagnoseRealLogs, SglangCaptureFailureGetsSglangsCaptureFlags) {
   const OomEvent& e = scan.events[0];
   EXPECT_EQ(e.line, 18u);
   EXPECT_EQ(e.framework, "pytorch");
+  EXPECT_EQ(e.format, "pytorch_new_truncated");   // cut after "total capacity of 95.00"
   EXPECT_EQ(e.bytes("requested"), 469762048u);   // 448.00 MiB
   EXPECT_EQ(e.string_field("application"), "sglang");
+  EXPECT_EQ(e.string_field("log_operation"), "cuda_graph_capture");
   ExplainedEvent x = first_error("sglang_capture_oom.log");
   EXPECT_EQ(x.diagnosis.cause, "cuda_graph_capture_oom");
   EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"sglang_lower_mem_fraction", "sglang_cuda_graph_max_bs",
                                                             "sglang_disable_cuda_graph", "sglang_tensor_parallel"}));
   expect_no_training_recipe(x.diagnosis);
+}
+
+// sgl-project/sglang#1087: the frames of an OOM while decoding (the thread's excerpt stops inside
+// flashinfer, mid-line, as kept here; PyTorch's bare exception line ends it): SGLang's serving flags, not a recipe.
+TEST(DiagnoseRealLogs, SglangServingOomGetsSglangsServingFlags) {
+  ScanResult scan = scan_text(
+      "Exception in ControllerSingle:\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/opt/tiger/sglang_src/python/sglang/srt/managers/controller_single.py\", line 166, in start_controller_process\n"
+      "    controller.loop_for_forward()\n"
+      "  File \"/opt/tiger/sglang_src/python/sglang/srt/managers/tp_worker.py\", line 612, in forward_decode_batch\n"
+      "    next_token_ids = batch.sample(output.next_token_logits)\n"
+      "  File \"/opt/tiger/sglang_src/python/sglang/srt/managers/schedule_batch.py\", line 760, in sample\n"
+      "    batch_next_token_ids, success = top_k_top_p_sampling_from_probs(\n"
+      "  File \"/home/tiger/.local/lib/python3.9/site-packages/flashinfer/sampling.py\", line 483, in top_k_top_p_sampling_from_probs\n"
+      "    renorm_probs = top_k_renor\n"
+      "torch.OutOfMemoryError: CUDA out of memory.\n");
+  ExplainReport report;
+  add_to_report(report, scan);
+  ASSERT_EQ(report.events.size(), 1u);
+  EXPECT_EQ(report.events[0].event.string_field("application"), "sglang");
+  const Diagnosis& d = report.events[0].diagnosis;
+  EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"sglang_lower_mem_fraction", "sglang_chunked_prefill_size",
+                                                  "sglang_max_running_requests", "sglang_tensor_parallel"}));
+  expect_no_training_recipe(d);
 }
 
 // ---- vLLM: the logging prefix alone says it is vLLM ----
