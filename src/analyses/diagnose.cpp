@@ -66,6 +66,19 @@ bool from_vllm(const OomEvent& e) {
   return e.framework == "vllm" || e.field("vllm_process") != nullptr || application(e) == kAppVllm;
 }
 
+// The event comes from an SGLang server: SGLang's own message, SGLang's frames, its log prefix or
+// its wrapping of a failed CUDA-graph capture. Its fixes are then SGLang flags.
+bool from_sglang(const OomEvent& e) { return e.framework == "sglang" || application(e) == kAppSglang; }
+
+// A frame of PyTorch's own Python code ("site-packages/torch/...").
+bool pytorch_frames(const OomEvent& e) {
+  if (!e.traceback) return false;
+  for (const TracebackFrame& f : e.traceback->frames) {
+    if (f.file.find("/torch/") != std::string::npos || f.file.find("\\torch\\") != std::string::npos) return true;
+  }
+  return false;
+}
+
 // What the program was doing: the traceback's reading, else what the log lines just above said.
 std::string operation_of(const OomEvent& e) {
   if (e.traceback && !e.traceback->operation.empty()) return e.traceback->operation;
@@ -153,7 +166,8 @@ void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
   // Memory in CUDA-graph private pools means the process captures CUDA graphs: an inference engine
   // (vLLM, SGLang) or torch.compile's reduce-overhead mode, hardly ever a training recipe. Unless the
   // traceback shows training, the fixes are the engine-neutral ones (a named engine gets its own).
-  if (auto pools = e.bytes("private_pools"); pools && *pools > 0 && !training_evident(e, operation) && !from_vllm(e)) {
+  if (auto pools = e.bytes("private_pools");
+      pools && *pools > 0 && !training_evident(e, operation) && !from_vllm(e) && !from_sglang(e)) {
     d.fixes.push_back(make_fix("cuda_graphs", fmt::format(
         "{} sit in CUDA-graph private pools: the process captures CUDA graphs (an inference engine such as vLLM or "
         "SGLang, or torch.compile's reduce-overhead mode), memory outside its KV-cache or batch budget.",
@@ -304,7 +318,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
             "workspaces, CUDA graphs.", format_bytes(bytes), pct(bytes, total)));
         d.fixes.push_back(make_fix("library_workspace", "Workspaces and communication buffers count against the card."));
         if (e.bytes("private_pools")) {
-          d.fixes.push_back(make_fix(from_vllm(e) ? "vllm_enforce_eager" : "cuda_graphs",
+          d.fixes.push_back(make_fix(from_vllm(e) ? "vllm_enforce_eager" : from_sglang(e) ? "sglang_disable_cuda_graph" : "cuda_graphs",
                                      fmt::format("{} sit in CUDA-graph private pools.",
                                                  format_bytes(*e.bytes("private_pools")))));
         }
@@ -372,6 +386,116 @@ void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context,
   }
   d.fixes.push_back(make_fix("vllm_tensor_parallel", "Each GPU holds 1/N of the weights."));
   d.fixes.push_back(make_fix("vllm_quantized_weights", "An AWQ/GPTQ/FP8 checkpoint halves or quarters the weights."));
+}
+
+// The ladder for a PyTorch allocation that failed inside an SGLang server, in SGLang's own flags and
+// the order its troubleshooting page and its capture failure give them: while capturing CUDA
+// graphs, a smaller static pool, graphs for smaller batches, no graphs; while serving, smaller
+// prefill chunks (a prefill OOM), fewer running requests (a decode OOM), a smaller static pool.
+void add_sglang_ladder(Diagnosis& d, bool graph_capture) {
+  d.fixes.push_back(make_fix("sglang_lower_mem_fraction",
+                             graph_capture ? "The static pool (weights and KV cache) is allocated before the graphs are "
+                                             "captured: a smaller share leaves them room."
+                                           : "The static pool (weights and KV cache) takes its share of the card first: "
+                                             "a smaller share leaves room for activations."));
+  if (graph_capture) {
+    d.fixes.push_back(make_fix("sglang_cuda_graph_max_bs", "Each captured batch size keeps its own buffers; the largest "
+                                                           "ones take the most."));
+    d.fixes.push_back(make_fix("sglang_disable_cuda_graph", "No capture at all, at a large cost in decoding speed."));
+  } else {
+    d.fixes.push_back(make_fix("sglang_chunked_prefill_size", "A long prompt's prefill activations grow with the chunk."));
+    d.fixes.push_back(make_fix("sglang_max_running_requests", "Decoding activations grow with the requests running at once."));
+  }
+  d.fixes.push_back(make_fix("sglang_tensor_parallel", "Each GPU holds 1/N of the weights."));
+}
+
+// A process killed by SIGKILL (readers/formats/others.cpp): host RAM, told by the shell, a launcher,
+// PyTorch's DataLoader or the kernel itself. The fixes are those for what the process was doing
+// when the log says so (loading a checkpoint, a DataLoader worker), cheapest first.
+void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operation) {
+  d.cause = "killed_host_oom_suspected";
+  const std::string report = e.string_field("kill_report").value_or("");
+  const bool kernel = report == "kernel_oom_killer" || e.field("kernel_report_line") != nullptr;
+  const auto pid = e.int_field("pid");
+  const auto anon = e.bytes("anon_rss");
+  const auto shmem = e.bytes("shmem_rss");
+  const bool dataloader = report == "dataloader_worker";
+  const bool loading = operation == "model_loading";
+  if (kernel) {
+    const std::string name = e.string_field("process_name").value_or("");
+    std::string held;
+    if (anon) {
+      held = fmt::format(", which held {} of its own memory (anon-rss){}", format_bytes(*anon),
+                         shmem && *shmem > 0 ? fmt::format(" and {} of shared memory (shmem-rss)", format_bytes(*shmem))
+                                             : std::string());
+    }
+    d.evidence.push_back(fmt::format(
+        "The kernel's OOM killer ended {}{}{}{}: host (CPU) RAM ran out{}, not GPU memory.",
+        pid ? fmt::format("process {}", *pid) : std::string("a process"), name.empty() ? "" : " (" + name + ")", held,
+        e.field("memory_cgroup") ? " in its memory cgroup" : "",
+        e.field("memory_cgroup") ? " under the container's or job's limit" : ""));
+  } else {
+    std::string told;
+    if (report == "shell") {
+      told = "The shell reports the process Killed: it got SIGKILL and printed no error of its own.";
+    } else if (dataloader) {
+      told = fmt::format("A DataLoader worker{} was killed by SIGKILL: each worker is a process with memory of its own.",
+                         pid ? fmt::format(" (pid {})", *pid) : std::string());
+    } else if (report == "deepspeed_launcher") {
+      told = "DeepSpeed's launcher reports its child exited with -9: killed by SIGKILL, with no error of its own.";
+    } else if (report == "exit_code") {
+      told = "Exit code 137 is 128 + 9: the process was killed by SIGKILL, with no error of its own.";
+    } else {
+      told = "The process was killed with SIGKILL (signal 9) and printed no error of its own.";
+    }
+    d.evidence.push_back(told + " On Linux that is usually the kernel's OOM killer ending it for host (CPU) RAM (loading a "
+                                "checkpoint, DataLoader workers, pinned buffers), or a scheduler's memory limit (Slurm, "
+                                "Kubernetes OOMKilled). `dmesg | grep -i 'killed process'` (or the job's accounting) "
+                                "confirms it.");
+  }
+  if (loading) d.evidence.push_back("It was killed while the checkpoint's shards were loading.");
+  if (!dataloader) {
+    d.fixes.push_back(make_fix("low_cpu_mem_usage",
+                               loading ? "A plain load builds the model in RAM and reads the whole state dict beside it: "
+                                         "about twice the weights at its peak, per process."
+                                       : "Every process that loads the model holds its own copy in RAM while it loads "
+                                         "(each rank under torchrun or DeepSpeed): load without the extra copy."));
+  }
+  if (!loading) {
+    d.fixes.push_back(make_fix("fewer_dataloader_workers",
+                               dataloader ? "The killed process was a DataLoader worker: each one holds its own copy of "
+                                            "the dataset object and prefetch_factor batches."
+                                          : "Each DataLoader worker is a process with its own copy of the dataset object "
+                                            "and its prefetched batches."));
+  }
+  d.fixes.push_back(make_fix("add_swap", "A short peak (loading, saving a checkpoint) then pages out instead of ending "
+                                         "the run; a lasting one only gets slow."));
+  const uint64_t resident = anon.value_or(0) + shmem.value_or(0);
+  d.fixes.push_back(make_fix("more_host_memory",
+                             resident > 0 ? fmt::format("The process held {} when it was killed: the machine, or the "
+                                                        "job's memory limit, needs more than that beside everything "
+                                                        "else it runs.", format_bytes(resident))
+                                          : "When the peak is real: more RAM, or a higher limit for the job."));
+}
+
+// A CUDA call that failed outside PyTorch's caching allocator (`CUDA error: out of memory`, the
+// driver's CUDA_ERROR_OUT_OF_MEMORY) in a PyTorch program: no figures, so the first steps find the
+// call and who holds the card; then the step every program has.
+void add_driver_oom_ladder(Diagnosis& d, const std::string& operation) {
+  d.fixes.push_back(make_fix("end_other_processes",
+                             operation.empty() || operation == "model_loading"
+                                 ? "A full card at startup means other processes hold it."
+                                 : fmt::format("It failed mid-run ({}): other processes' memory is missing here too.",
+                                               operation)));
+  d.fixes.push_back(make_fix("check_device_and_limits", "The call may have run on another device than intended, or "
+                                                        "under a per-process memory fraction."));
+  d.fixes.push_back(make_fix("cuda_launch_blocking", "CUDA reports errors asynchronously: without it the traceback can "
+                                                     "point at a later call than the one that ran out of memory."));
+  d.fixes.push_back(make_fix("no_caching_allocator_debug",
+                             "Memory PyTorch keeps cached for reuse is not given to a CUDA call outside its allocator "
+                             "(a library workspace, a kernel's launch, a new context): a run without the cache shows "
+                             "whether that is the memory the call lacked."));
+  d.fixes.push_back(make_fix("smaller_batch", "Smaller batches lower the peak everything on the card shares."));
 }
 
 // The catalogue's webui snippet (COMMANDLINE_ARGS=--medvram ...) with another flag in its place.
@@ -735,22 +859,22 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                              ? "Creating the CUDA context failed: the card was already full when the program started."
                              : "The CUDA runtime reported out of memory without figures (outside PyTorch's caching allocator, "
                                "often at context creation or in a library).");
-    d.fixes.push_back(make_fix("end_other_processes",
-                               operation.empty() || operation == "model_loading"
-                                   ? "A full card at startup means other processes hold it."
-                                   : fmt::format("It failed mid-run ({}): other processes' memory is missing here too.",
-                                                 operation)));
-    add_training_ladder(d, e, m, operation);
+    // A PyTorch program (its message, or the driver's status under PyTorch's frames) that no named
+    // program runs: the driver-level steps. A named program's own ladder replaces the recipe below.
+    if (e.format != "cuda_driver_ctx_create" && (starts_with(e.framework, "pytorch") || pytorch_frames(e)) &&
+        application(e).empty()) {
+      add_driver_oom_ladder(d, operation);
+    } else {
+      d.fixes.push_back(make_fix("end_other_processes",
+                                 operation.empty() || operation == "model_loading"
+                                     ? "A full card at startup means other processes hold it."
+                                     : fmt::format("It failed mid-run ({}): other processes' memory is missing here too.",
+                                                   operation)));
+      add_training_ladder(d, e, m, operation);
+    }
   } else if (e.format == "process_killed") {
-    // A SIGKILL is not proof of memory: the evidence says what it usually is and how to check.
-    d.cause = "killed_host_oom_suspected";
-    d.evidence.push_back("The process was killed with SIGKILL (signal 9) and printed no error of its own: on Linux that is "
-                         "usually the kernel's OOM killer ending it for host (CPU) RAM (loading a checkpoint, DataLoader "
-                         "workers, pinned buffers), or a scheduler's memory limit (Slurm, Kubernetes OOMKilled). "
-                         "`dmesg | grep -i 'killed process'` (or the job's accounting) confirms it.");
-    d.fixes.push_back(make_fix("host_memory", "Each rank holds its own copy of what it loads in RAM: load the checkpoint "
-                                              "once (low_cpu_mem_usage, safetensors memory-mapping), fewer DataLoader "
-                                              "workers per rank, or a larger memory limit."));
+    // A SIGKILL is not proof of memory unless the kernel's line says so: the evidence says how to check.
+    diagnose_killed(d, e, operation);
   } else if (e.format == "torch_th_host_oom" || e.format == "pytorch_cpu_allocator" || e.format == "host_or_unified_alloc" || e.format == "ggml_pinned_host" ||
              (e.format == "tf_oom_tensor" && e.string_field("device_kind") == "CPU")) {
     d.cause = "host_memory";
@@ -902,14 +1026,17 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.cause = "mem_fraction_static_too_low";
     d.evidence.push_back("SGLang's static pool (weights + KV cache) is too small for the model.");
     d.fixes.push_back(make_fix("sglang_mem_fraction", "Gives the static pool a larger share of the card."));
-    d.fixes.push_back(make_fix("vllm_tensor_parallel", "Split the model over more GPUs.", "--tp N"));
+    d.fixes.push_back(make_fix("sglang_tensor_parallel", "Each GPU then holds 1/N of the weights, leaving more of the "
+                                                         "pool for the KV cache."));
   } else {
     d.cause = "generic_no_details";
     add_training_ladder(d, e, m, operation);
   }
 
-  // Context from the traceback and the rest of the log.
-  if (e.is_error && !vllm) {
+  // Context from the traceback and the rest of the log: what it says about GPU memory, so not for
+  // a process killed for host RAM (diagnose_killed reads its own context).
+  const bool gpu_error = e.is_error && e.format != "process_killed";
+  if (gpu_error && !vllm) {
     if (operation == "evaluation" && !grad_disabled_by_library(*e.traceback)) {
       d.secondary_causes.push_back("evaluation_with_grad");
       d.evidence.push_back("It failed during evaluation (traceback), where no gradients are needed.");
@@ -940,7 +1067,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       if (d.cause == "capacity_exhausted") std::swap(d.cause, d.secondary_causes.back());
     }
   }
-  if (e.is_error && context.events != nullptr && context.readings != nullptr) {
+  if (gpu_error && context.events != nullptr && context.readings != nullptr) {
     ClimbFinding climb = find_climbing(*context.events, *context.readings);
     if (climb.climbing && climb.last_line <= e.end_line + 1) {
       d.secondary_causes.push_back("memory_climbing");
@@ -954,7 +1081,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   // A training OOM after transformers warned that flash attention got fp32 inputs: the embeddings
   // or norms were upcast (PEFT's prepare_model_for_kbit_training casts every non-quantized
   // parameter to fp32), so every hidden state between matmuls is fp32 (docs/estimator.md).
-  if (e.is_error && e.framework.rfind("pytorch", 0) == 0 && operation != "evaluation" && operation != "generation" &&
+  if (gpu_error && e.framework.rfind("pytorch", 0) == 0 && operation != "evaluation" && operation != "generation" &&
       context.notices != nullptr) {
     for (const LogNotice& n : *context.notices) {
       if (n.kind != "fp32_hidden_states" || n.line > e.line || (n.rank && e.rank && n.rank != e.rank)) continue;
@@ -979,6 +1106,15 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     for (Fix& f : d.fixes) {
       if (f.id == "library_workspace") f.snippet = fix_snippet(f.id, FixVariant::kVllmServer);
     }
+  }
+  const bool sglang = !vllm && from_sglang(e) && e.framework != "sglang";
+  if (sglang && e.is_error && operation == "cuda_graph_capture") d.cause = "cuda_graph_capture_oom";
+  if (sglang && e.is_error) {
+    // PyTorch's message from inside an SGLang server: its recipe fixes become SGLang flags.
+    const size_t before = d.fixes.size();
+    d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return is_recipe_fix(f.id); }),
+                  d.fixes.end());
+    if (d.fixes.size() != before || d.fixes.empty()) add_sglang_ladder(d, operation == "cuda_graph_capture");
   }
   const std::string app = application(e);
   if (!vllm && (app == kAppComfyUi || app == kAppSdWebui) && e.is_error) {

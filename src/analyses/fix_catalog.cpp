@@ -57,6 +57,14 @@ const std::vector<FixInfo>& fix_catalog() {
        "free, slightly slower collectives"},
       {"find_failing_shape", "Find the operation with the impossible size",
        "CUDA_LAUNCH_BLOCKING=1 python train.py; print the shapes going into the failing op", 1, "free"},
+      // A CUDA call that failed outside PyTorch's caching allocator: find the call, then who holds the card.
+      {"cuda_launch_blocking", "Report CUDA errors at the call that failed",
+       "CUDA_LAUNCH_BLOCKING=1 python train.py  # synchronous kernels: the traceback points at the real call "
+       "(slower; for one debugging run)", 1, "free (one slower run)"},
+      {"no_caching_allocator_debug", "Run once without PyTorch's cache to see whether it holds the memory",
+       "PYTORCH_NO_CUDA_MEMORY_CACHING=1 python train.py  # debugging only: every free goes back to the driver; "
+       "if that run gets further, torch.cuda.empty_cache() before the failing call helps", 2,
+       "free (one much slower run)"},
       {"library_workspace", "Leave room for cuBLAS/cuDNN workspaces and handles",
        // CUBLAS_WORKSPACE_CONFIG=:SIZE_KiB:COUNT; PyTorch's default is :4096:2:16:8 (2 x 4 MiB + 8 x
        // 16 KiB); :16:8 (8 x 16 KiB, CUDA's small deterministic setting) shrinks it, :4096:8 would grow it.
@@ -93,7 +101,21 @@ const std::vector<FixInfo>& fix_catalog() {
       {"vllm_quantized_weights", "Smaller weights: fp8 at load time, or a 4-bit checkpoint",
        "--quantization fp8  # or an AWQ/GPTQ checkpoint", 9, "some accuracy"},
       {"vllm_cpu_offload", "Keep part of the weights in CPU memory", "--cpu-offload-gb N", 10, "much slower"},
+      // SGLang's flags (server_args.py; its troubleshooting page, docs.sglang.ai/references/faq.html,
+      // and the advice its failed CUDA-graph capture prints).
       {"sglang_mem_fraction", "Give SGLang's static pool a larger share", "--mem-fraction-static 0.9", 4, "free"},
+      {"sglang_lower_mem_fraction", "Give SGLang's static pool (weights and KV cache) a smaller share",
+       "--mem-fraction-static 0.8  # 0.05-0.1 below the value in use: more room for activations and CUDA graphs", 4,
+       "fewer KV-cache tokens: less concurrency"},
+      {"sglang_cuda_graph_max_bs", "Capture CUDA graphs for smaller batches only", "--cuda-graph-max-bs 16", 5,
+       "larger batches run without graphs"},
+      {"sglang_chunked_prefill_size", "Prefill long prompts in smaller chunks", "--chunked-prefill-size 4096  # or 2048", 5,
+       "slower prefill of long prompts"},
+      {"sglang_max_running_requests", "Decode fewer requests at once", "--max-running-requests N", 5,
+       "lower peak throughput"},
+      {"sglang_disable_cuda_graph", "Skip CUDA graph capture and its memory", "--disable-cuda-graph", 6,
+       "much slower decoding"},
+      {"sglang_tensor_parallel", "Split every layer over more GPUs", "--tp-size N", 9, "more GPUs"},
       // ---- image-generation front ends: their launch flags and nodes ----
       // ComfyUI's cli_args.py: --lowvram splits the model, --novram keeps weights in RAM,
       // --reserve-vram leaves N GB to other programs.
@@ -153,6 +175,19 @@ const std::vector<FixInfo>& fix_catalog() {
        "DeepSpeed ZeRO offload_optimizer/offload_param, or device_map=\"auto\" with max_memory", 10, "much slower"},
       {"host_memory", "Free or add host (CPU) memory; avoid large pinned buffers",
        "pin_memory=False; fewer DataLoader workers; smaller prefetch", 4, "slower data loading"},
+      // A process the OOM killer ended for host RAM, cheapest first.
+      {"low_cpu_mem_usage", "Load the checkpoint without a full extra copy in RAM",
+       "from_pretrained(..., low_cpu_mem_usage=True)  # implied by device_map=\"auto\"; safetensors shards are "
+       "memory-mapped one at a time; FSDP: fsdp_cpu_ram_efficient_loading=True loads on rank 0 only", 1, "free"},
+      {"fewer_dataloader_workers", "Fewer DataLoader workers",
+       "DataLoader(..., num_workers=2, persistent_workers=False, prefetch_factor=2)  # each worker is a process "
+       "with its own copy of the dataset object", 3, "slower data loading"},
+      {"add_swap", "Add swap, so a short peak pages out instead of ending the run",
+       "sudo fallocate -l 32G /swapfile && sudo chmod 600 /swapfile && sudo mkswap /swapfile && sudo swapon /swapfile",
+       3, "free; very slow while the peak lasts"},
+      {"more_host_memory", "More host RAM, or a higher memory limit for the job",
+       "a machine with more RAM, or the job's limit: Slurm --mem=, docker run --memory=, Kubernetes resources.limits.memory",
+       11, "hardware or quota"},
       {"bigger_gpu", "A GPU with more memory, or more GPUs",
        "oomdoc fit <job> --gpu <name>  # finds the smallest that fits", 11, "hardware"},
   };
@@ -179,6 +214,9 @@ std::optional<std::string_view> fix_variant_snippet(std::string_view id, FixVari
       {"check_device_and_limits", FixVariant::kAmd,
        "HIP_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES, torch.cuda.set_per_process_memory_fraction(), the tensor's .device"},
       {"check_device_and_limits", FixVariant::kIntel, "ZE_AFFINITY_MASK (which devices the process sees), the tensor's .device"},
+      {"cuda_launch_blocking", FixVariant::kAmd,
+       "HIP_LAUNCH_BLOCKING=1 python train.py  # synchronous kernels: the traceback points at the real call "
+       "(slower; for one debugging run)"},
       {"expandable_segments", FixVariant::kAmd,
        "export PYTORCH_HIP_ALLOC_CONF=expandable_segments:True PYTORCH_ALLOC_CONF=expandable_segments:True  "
        "# ROCm builds read the HIP name (as the message says), 2.8+ the generic one"},

@@ -11,12 +11,28 @@ bool has(std::string_view text, std::string_view needle) { return text.find(need
 // Markers in a frame's file path.
 std::string from_file(std::string_view file) {
   if (has(file, "/vllm/") || file.rfind("vllm/", 0) == 0 || has(file, "\\vllm\\")) return kAppVllm;
+  if (has(file, "/sglang/") || file.rfind("sglang/", 0) == 0 || has(file, "\\sglang\\")) return kAppSglang;
   // ComfyUI's own modules (execution.py, comfy/...) and its custom nodes.
   if (has(file, "ComfyUI") || has(file, "/comfy/") || has(file, "\\comfy\\") || has(file, "custom_nodes")) {
     return kAppComfyUi;
   }
   if (has(file, "stable-diffusion-webui")) return kAppSdWebui;
   return "";
+}
+
+// SGLang's logging prefix: "[2025-03-01 12:00:00 TP0] ", "[2025-10-04 02:29:36 DP7 TP7] " (a date,
+// a time, then the process's parallel ranks).
+bool sglang_prefix(std::string_view line) {
+  static constexpr std::string_view kShape = "[0000-00-00 00:00:00 ";
+  if (line.size() < kShape.size() + 4) return false;
+  for (size_t i = 0; i < kShape.size(); ++i) {
+    const char c = line[i];
+    if (kShape[i] == '0' ? !(c >= '0' && c <= '9') : c != kShape[i]) return false;
+  }
+  const size_t close = line.find(']', kShape.size());
+  if (close == std::string_view::npos || close > kShape.size() + 24) return false;
+  const std::string_view ranks = line.substr(kShape.size(), close - kShape.size());
+  return ranks.rfind("TP", 0) == 0 || ranks.rfind("DP", 0) == 0 || ranks.rfind("PP", 0) == 0;
 }
 
 // Markers in a log line: the programs' own messages.
@@ -26,6 +42,11 @@ std::string from_line(std::string_view line) {
                                   "Capturing the model for CUDA graphs", "the current vLLM instance can use",
                                   "Error executing method 'capture_model'", "(VllmWorker", "(EngineCore"}) {
     if (has(line, marker)) return kAppVllm;
+  }
+  // SGLang's own wrapping of a failed capture (cuda_graph_runner.py), its scheduler's crash line and
+  // its log prefix.
+  if (has(line, "Capture cuda graph failed") || has(line, "Scheduler hit an exception") || sglang_prefix(line)) {
+    return kAppSglang;
   }
   // ComfyUI's execution error line and its error report.
   if (has(line, "!!! Exception during processing !!!") || has(line, "# ComfyUI Error Report") ||
@@ -38,6 +59,17 @@ std::string from_line(std::string_view line) {
 
 }  // namespace
 
+std::string application_from_prefix(const CleanLine& line) {
+  // vLLM names its processes VllmWorker/VllmWorkerProcess, Worker_TPn (0.11+), EngineCore[_DPn],
+  // APIServer and RayWorkerWrapper; its logger prints "LEVEL MM-DD HH:MM:SS [file.py:N] ".
+  const std::string_view tag = line.process_tag;
+  for (std::string_view name : {"Vllm", "EngineCore", "APIServer", "RayWorkerWrapper", "Worker_TP", "Worker_PP", "Worker_DP"}) {
+    if (tag.substr(0, name.size()) == name) return kAppVllm;
+  }
+  if (line.logger_prefix) return kAppVllm;
+  return "";
+}
+
 std::string application_from_frames(const Traceback& traceback) {
   // Innermost first: the program whose code was running when memory ran out.
   for (auto it = traceback.frames.rbegin(); it != traceback.frames.rend(); ++it) {
@@ -49,6 +81,17 @@ std::string application_from_frames(const Traceback& traceback) {
 
 std::string detect_application(const std::vector<std::string>& lines_above, const OomEvent& event,
                                const std::vector<std::string>& lines_after) {
+  return detect_application(ContextLines{lines_above, {}}, event, ContextLines{lines_after, {}}, "");
+}
+
+std::string detect_application(const ContextLines& above, const OomEvent& event, const ContextLines& after,
+                               const std::string& event_prefix_program) {
+  if (!event_prefix_program.empty()) return event_prefix_program;
+  const std::vector<std::string>& lines_above = above.text;
+  const std::vector<std::string>& lines_after = after.text;
+  auto prefix_of = [](const ContextLines& lines, size_t i) -> std::string {
+    return i < lines.prefix_program.size() ? lines.prefix_program[i] : std::string();
+  };
   if (event.traceback) {
     std::string app = application_from_frames(*event.traceback);
     if (!app.empty()) return app;
@@ -64,13 +107,15 @@ std::string detect_application(const std::vector<std::string>& lines_above, cons
   }
   const size_t first = lines_above.size() > kApplicationContextLines ? lines_above.size() - kApplicationContextLines : 0;
   for (size_t i = lines_above.size(); i-- > first;) {
-    std::string app = from_line(lines_above[i]);
+    std::string app = prefix_of(above, i);
+    if (app.empty()) app = from_line(lines_above[i]);
     // A frame line outside a parsed traceback (its header cut off by the excerpt).
     if (app.empty() && has(lines_above[i], "File \"")) app = from_file(lines_above[i]);
     if (!app.empty()) return app;
   }
   for (size_t i = 0; i < lines_after.size() && i < 4; ++i) {
-    std::string app = from_line(lines_after[i]);
+    std::string app = prefix_of(after, i);
+    if (app.empty()) app = from_line(lines_after[i]);
     if (!app.empty()) return app;
   }
   return "";
@@ -78,14 +123,21 @@ std::string detect_application(const std::vector<std::string>& lines_above, cons
 
 std::string operation_from_lines(const std::vector<std::string>& lines_above, const OomEvent& event) {
   auto capturing = [](std::string_view line) {
-    return has(line, "capture_model") || has(line, "Capturing CUDA graph") || has(line, "Capturing cudagraphs");
+    return has(line, "capture_model") || has(line, "Capturing CUDA graph") || has(line, "Capturing cudagraphs") ||
+           has(line, "Capture cuda graph failed");
   };
+  // transformers' progress bar while from_pretrained reads the checkpoint's shards, unless it got to
+  // 100% (then loading was over; tqdm's '\r' redraws stay on one line).
+  auto loading = [](std::string_view line) { return has(line, "Loading checkpoint shards") && !has(line, "100%"); };
   if (capturing(event.message)) return "cuda_graph_capture";
-  // The capture's progress bar or error line sits right above the failure.
+  if (loading(event.message)) return "model_loading";
+  // The capture's progress bar or error line sits right above the failure; so does the loading bar
+  // (the nearest of them decides).
   constexpr size_t kNear = 12;
   const size_t first = lines_above.size() > kNear ? lines_above.size() - kNear : 0;
-  for (size_t i = first; i < lines_above.size(); ++i) {
+  for (size_t i = lines_above.size(); i-- > first;) {
     if (capturing(lines_above[i])) return "cuda_graph_capture";
+    if (loading(lines_above[i])) return "model_loading";
   }
   return "";
 }

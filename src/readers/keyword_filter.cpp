@@ -64,6 +64,13 @@ const KeywordFilter& KeywordFilter::standard() {
       {"silently casted", 5},    // transformers: flash attention got fp32 states ("tl" is rare)
       {"for flash-attn compat", 9},  // its newer wording ("-a")
       {"SIGKILL", 2},            // torchrun's "Signal 9 (SIGKILL) received by PID", "<Signals.SIGKILL: 9>" ("GK")
+      // A process the OOM killer ended, as the shell ("Killed"), the kernel ("Killed process N"),
+      // PyTorch's DataLoader ("killed by signal: Killed") and launchers (exit status -9 or 137) report it.
+      {"Killed", 0},             // "Ki"
+      {"exitcode: -9", 10},      // torchrun: "failed (exitcode: -9) local_rank: N (pid: P)" ("-9")
+      {"code = -9", 7},          // DeepSpeed's launcher: "exits with return code = -9"
+      {"xit code 137", 0},       // an IDE's "Process finished with exit code 137" ("xi")
+      {"xited with code 137", 0},// docker compose: "app-1 exited with code 137"
   });
   return filter;
 }

@@ -43,18 +43,18 @@ bool strip_bracket_rank(std::string_view& s, std::optional<int64_t>& rank) {
   return false;
 }
 
-// "(VllmWorker rank=1 pid=123) ", "(EngineCore_DP0 pid=1094) ", "(RayWorkerWrapper pid=77, ip=...) ",
-// "(VllmWorkerProcess pid=4731) ": a parenthesised process tag ending in ") ".
-bool strip_process_tag(std::string_view& s, std::optional<int64_t>& rank, bool& is_worker, bool& is_vllm) {
+// "(VllmWorker rank=1 pid=123) ", "(VllmWorker TP0 pid=123) ", "(Worker_TP2 pid=99) ",
+// "(EngineCore_DP0 pid=1094) ", "(RayWorkerWrapper pid=77, ip=...) ", "(VllmWorkerProcess pid=4731) ":
+// a parenthesised process tag with a pid. Only "rank=N" gives the rank: a "TPn" name is left alone,
+// since vLLM's engine core reports one startup's accounting without a rank and the two halves
+// would no longer join (log_scanner.cpp joins reports of one rank).
+bool strip_process_tag(std::string_view& s, std::optional<int64_t>& rank, bool& is_worker, std::string& tag) {
   if (s.empty() || s.front() != '(') return false;
   size_t close = s.find(')');
   if (close == std::string_view::npos || close > 120) return false;
   std::string_view inside = s.substr(1, close - 1);
   if (inside.find("pid=") == std::string_view::npos) return false;
-  // vLLM names its processes VllmWorker/VllmWorkerProcess, EngineCore[_DPn], APIServer, RayWorkerWrapper.
-  for (std::string_view name : {"Vllm", "EngineCore", "APIServer", "RayWorkerWrapper"}) {
-    if (inside.substr(0, name.size()) == name) is_vllm = true;
-  }
+  tag = std::string(inside.substr(0, inside.find_first_of(" ,")));
   size_t r = inside.find("rank=");
   if (r != std::string_view::npos) {
     size_t i = r + 5;
@@ -135,9 +135,22 @@ std::string_view strip_logger_prefix(std::string_view line) {
     ++i;
     while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;
   }
-  if (line.substr(i, 2) != " [") return line;
+  if (i >= line.size() || line[i] != ' ') return line;
+  // " [file.py:N] ", or before vLLM 0.8 " file.py:N] " (a file name, a colon and digits).
+  const bool bracket = line.substr(i, 2) == " [";
   const size_t close = line.find("] ", i);
   if (close == std::string_view::npos || close - i > 120) return line;
+  if (!bracket) {
+    const std::string_view location = line.substr(i + 1, close - i - 1);
+    const size_t colon = location.rfind(':');
+    if (colon == std::string_view::npos || colon == 0 || colon + 1 == location.size() ||
+        location.find(' ') != std::string_view::npos) {
+      return line;
+    }
+    for (char c : location.substr(colon + 1)) {
+      if (!std::isdigit(static_cast<unsigned char>(c))) return line;
+    }
+  }
   return line.substr(close + 2);
 }
 
@@ -150,12 +163,13 @@ CleanLine clean_line(std::string_view raw) {
     std::string_view before = s;
     s = trim_left(s);
     if (strip_bracket_rank(s, result.rank)) continue;
-    if (strip_process_tag(s, result.rank, result.rank_is_worker, result.vllm_process)) continue;
+    if (strip_process_tag(s, result.rank, result.rank_is_worker, result.process_tag)) continue;
     if (strip_compose_prefix(s)) continue;
     s = before;
     break;
   }
   result.text = std::string(s);
+  result.logger_prefix = strip_logger_prefix(result.text).size() != result.text.size();
   return result;
 }
 

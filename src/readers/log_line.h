@@ -13,8 +13,12 @@ namespace oomdoc {
 struct CleanLine {
   std::string text;               // the line without colour codes and launcher prefixes
   std::optional<int64_t> rank;    // from [rankN]: / (VllmWorker rank=N ...) / [defaultN]:
-  bool rank_is_worker = false;    // the rank came from a vLLM worker tag "(VllmWorker rank=N pid=P)"
-  bool vllm_process = false;      // a vLLM process tag: (VllmWorker ...), (EngineCore_DP0 ...), (APIServer ...)
+  bool rank_is_worker = false;    // the rank came from a worker's process tag "(VllmWorker rank=N pid=P)"
+  // The process name a parenthesised process tag starts with ("VllmWorker", "EngineCore_DP0",
+  // "Worker_TP2", "APIServer"); "" without one. Which program it names is readers/application.cpp's call.
+  std::string process_tag;
+  // `text` starts with a "LEVEL MM-DD HH:MM:SS [file.py:N] " logging prefix (strip_logger_prefix).
+  bool logger_prefix = false;
 };
 
 // Removes ANSI escape sequences (CSI and OSC) and trailing '\r'.
@@ -23,7 +27,8 @@ std::string strip_ansi(std::string_view line);
 CleanLine clean_line(std::string_view raw);
 
 // The text after a Python logging prefix as vLLM prints it: "ERROR 05-01 10:00:20 [core.py:396] "
-// (level, MM-DD, HH:MM:SS[.fff], [file:line]); `line` itself when it has none.
+// (level, MM-DD, HH:MM:SS[.fff], [file:line]; before vLLM 0.8 without the opening bracket:
+// "INFO 12-29 07:45:20 selector.py:120] "); `line` itself when it has none.
 std::string_view strip_logger_prefix(std::string_view line);
 
 }  // namespace oomdoc

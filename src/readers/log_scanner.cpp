@@ -373,9 +373,9 @@ struct LogScanner::State {
   bool process_candidate(size_t hit, bool eof, size_t* resume);
   // The earlier event that `event` repeats word for word (same rank, nothing different since).
   OomEvent* find_repeat(const OomEvent& event);
-  std::vector<std::string> lines_above(size_t start, std::optional<int64_t> rank, std::vector<std::string>& json_above);
+  ContextLines lines_above(size_t start, std::optional<int64_t> rank, std::vector<std::string>& json_above);
   std::optional<Traceback> traceback_above(size_t start, std::optional<int64_t> rank, std::vector<std::string>& json_above) {
-    return parse_traceback(lines_above(start, rank, json_above));
+    return parse_traceback(lines_above(start, rank, json_above).text);
   }
   // Returns the event that now stands for `event` when it was added or counted as a repeat
   // (nullptr when it joined another report or the list is full).
@@ -452,6 +452,18 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
       add_missing_figures(*previous, event);
       previous->set_field("error_line", static_cast<int64_t>(event.line));
       previous->set_field("error_message", std::string(strip_logger_prefix(event.message)));
+      previous->end_line = std::max(previous->end_line, event.end_line);
+      return nullptr;
+    }
+    // One SIGKILL told by several programs (the shell's "Killed", the launcher's exit status, the
+    // kernel's "Out of memory: Killed process"): one event with every report's figures, as long as
+    // no two of them name different processes.
+    if (previous->format == "process_killed" && event.format == "process_killed" &&
+        (!previous->int_field("pid") || !event.int_field("pid") || previous->int_field("pid") == event.int_field("pid"))) {
+      if (event.string_field("kill_report") == "kernel_oom_killer") {
+        previous->set_field("kernel_report_line", static_cast<int64_t>(event.line));
+      }
+      add_missing_figures(*previous, event);
       previous->end_line = std::max(previous->end_line, event.end_line);
       return nullptr;
     }
@@ -575,10 +587,10 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
 
   const uint64_t line_number = line_at(first.start);
   std::vector<std::string> lines;
+  std::vector<std::string> prefix_programs;  // the program each line's prefix names (readers/application.h)
   std::vector<uint64_t> line_numbers;
   std::optional<int64_t> rank;
   bool rank_is_worker = false;
-  bool vllm_process = false;
   std::string_view first_raw(buf.data() + first.start, first.end - first.start);
   size_t physical_lines_used = 0;
   std::vector<std::string> json_above;  // decoded lines before the keyword (a traceback)
@@ -601,6 +613,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         continue;
       }
       lines.push_back(std::move(c.text));
+      prefix_programs.emplace_back();
       line_numbers.push_back(line_number);
       if (!rank) rank = c.rank;
     }
@@ -615,8 +628,8 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       if (i == 0) {
         rank = c.rank;
         rank_is_worker = c.rank_is_worker;
-        vllm_process = c.vllm_process;
       }
+      prefix_programs.push_back(application_from_prefix(c));
       lines.push_back(std::move(c.text));
       line_numbers.push_back(n);
     }
@@ -641,7 +654,9 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     event.end_line = line_numbers[used - 1];
     if (!event.rank) event.rank = rank;
     if (rank_is_worker && rank && !event.field("worker_rank")) event.set_field("worker_rank", *rank);
-    if (vllm_process && event.framework != "vllm") event.set_field("vllm_process", true);
+    // The process that printed the message, as its line's prefix names it.
+    const std::string& printed_by = prefix_programs[0];
+    if (printed_by == kAppVllm && event.framework != "vllm") event.set_field("vllm_process", true);
     if (auto worker = event.int_field("worker_rank"); worker && !event.rank) event.rank = worker;
     event.message = join_lines(lines, used);
     // Ray's log deduplication prints one line for N occurrences across the cluster: "... [repeated
@@ -656,14 +671,15 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       // The second print may be the raised one, with the traceback the logged one lacked.
       if (!same->traceback && same->repeats == 1) same->traceback = traceback_above(first.start, rank, json_above);
     } else {
-      const std::vector<std::string> above = lines_above(first.start, rank, json_above);
-      event.traceback = parse_traceback(above);
-      // Which program failed, for fixes in its own settings (readers/application.h).
-      const std::vector<std::string> after(lines.begin() + static_cast<long>(used), lines.end());
-      const std::string app = vllm_process ? std::string(kAppVllm) : detect_application(above, event, after);
+      const ContextLines above = lines_above(first.start, rank, json_above);
+      event.traceback = parse_traceback(above.text);
+      // Which program failed, for fixes in its own settings (readers/application.h decides).
+      const ContextLines after{std::vector<std::string>(lines.begin() + static_cast<long>(used), lines.end()),
+                               std::vector<std::string>(prefix_programs.begin() + static_cast<long>(used), prefix_programs.end())};
+      const std::string app = detect_application(above, event, after, printed_by);
       if (!app.empty()) event.set_field("application", app);
       if (!event.traceback || event.traceback->operation.empty()) {
-        if (std::string op = operation_from_lines(above, event); !op.empty()) event.set_field("log_operation", op);
+        if (std::string op = operation_from_lines(above.text, event); !op.empty()) event.set_field("log_operation", op);
       }
     }
     consumed_until = base + last.end;
@@ -691,10 +707,10 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
 // The cleaned lines above the exception line at buffer offset `start` (same rank only when ranks
 // interleave), and the lines a JSON-lines record held above the keyword: where its Python
 // traceback is.
-std::vector<std::string> LogScanner::State::lines_above(size_t start, std::optional<int64_t> rank,
-                                                        std::vector<std::string>& json_above) {
+ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t> rank,
+                                            std::vector<std::string>& json_above) {
   const size_t back_start = start > kBackContext ? start - kBackContext : 0;
-  std::vector<std::string> above;
+  ContextLines above;
   size_t s = back_start;
   if (back_start > 0) {
     while (s < start && buf[s] != '\n') ++s;
@@ -706,10 +722,16 @@ std::vector<std::string> LogScanner::State::lines_above(size_t start, std::optio
     CleanLine c = clean_line(std::string_view(buf.data() + s, e - s));
     // vLLM logs each traceback line through its logger ("ERROR 06-05 06:18:13 [multiproc_executor.py:470]
     // File ..."): without that prefix the frames read as Python printed them.
-    if (!rank || !c.rank || c.rank == rank) above.emplace_back(strip_logger_prefix(c.text));
+    if (!rank || !c.rank || c.rank == rank) {
+      above.prefix_program.push_back(application_from_prefix(c));
+      above.text.emplace_back(strip_logger_prefix(c.text));
+    }
     s = e + 1;
   }
-  for (auto& l : json_above) above.push_back(std::move(l));
+  for (auto& l : json_above) {
+    above.text.push_back(std::move(l));
+    above.prefix_program.emplace_back();
+  }
   return above;
 }
 

@@ -19,6 +19,15 @@ std::string framework_title(const OomEvent& e) {
   return it == names.end() ? e.framework : it->second;
 }
 
+std::string kill_reporter(const OomEvent& e) {
+  static const std::map<std::string, std::string> names = {
+      {"shell", "the shell"}, {"kernel_oom_killer", "the kernel's OOM killer"}, {"dataloader_worker", "PyTorch's DataLoader"},
+      {"torchrun", "torchrun"}, {"deepspeed_launcher", "DeepSpeed's launcher"}, {"subprocess", "Python's subprocess"},
+      {"exit_code", "its exit code (137)"}};
+  auto it = names.find(e.string_field("kill_report").value_or(""));
+  return it == names.end() ? framework_title(e) : it->second;
+}
+
 // The numbers the message printed, in a compact line.
 std::string numbers_line(const OomEvent& e) {
   static const std::vector<std::pair<const char*, const char*>> shown = {
@@ -27,7 +36,8 @@ std::string numbers_line(const OomEvent& e) {
       {"reserved_unallocated", "reserved but unallocated"}, {"private_pools", "in CUDA-graph pools"},
       {"pytorch_limit", "allowed (memory fraction)"},
       {"mps_allocated", "MPS allocated"}, {"other_allocations", "other allocations"}, {"max_allowed", "max allowed"},
-      {"kv_needed", "KV needed"}, {"kv_available", "KV available"}, {"in_use_chunks", "in use"}};
+      {"kv_needed", "KV needed"}, {"kv_available", "KV available"}, {"in_use_chunks", "in use"},
+      {"anon_rss", "resident (anon-rss)"}, {"shmem_rss", "shared (shmem-rss)"}};
   std::string out;
   for (const auto& [name, label] : shown) {
     const Quantity* q = e.quantity(name);
@@ -130,6 +140,8 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
     if (e.rank) device += fmt::format(" (rank {})", *e.rank);
     std::string headline = e.is_error ? fmt::format("{} out of memory{}", framework_title(e), device)
                                       : fmt::format("{} memory report{}", framework_title(e), device);
+    // A kill is told by whoever saw it (the shell, the kernel, a launcher), not by the program.
+    if (e.format == "process_killed") headline = fmt::format("Process killed (SIGKILL), reported by {}{}", kill_reporter(e), device);
     out += fmt::format("{}  {}\n", style.dim(where), style.bold(e.is_error ? style.red(headline) : headline));
     std::string numbers = numbers_line(e);
     if (!numbers.empty()) out += fmt::format("  {}\n", numbers);

@@ -225,7 +225,10 @@ TEST(DiagnoseRealLogs, SigkilledWorkerIsASuspectedHostOomWithHowToCheck) {
   ExplainedEvent x = first_error("torchrun_sigkill.log");
   EXPECT_EQ(x.diagnosis.cause, "killed_host_oom_suspected");
   EXPECT_NE(x.diagnosis.evidence.at(0).find("`dmesg | grep -i 'killed process'`"), std::string::npos);
-  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"host_memory"}));
+  EXPECT_EQ(x.diagnosis.evidence.at(0).rfind("The process was killed with SIGKILL (signal 9) and printed no error of its own.", 0), 0u);
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"low_cpu_mem_usage", "fewer_dataloader_workers", "add_swap",
+                                                            "more_host_memory"}));
+  EXPECT_EQ(fix(x.diagnosis, "more_host_memory").detail, "When the peak is real: more RAM, or a higher limit for the job.");
 }
 
 TEST(DiagnoseRealLogs, TensorflowBatchAdviceHalvesTheFirstDimension) {
@@ -265,6 +268,283 @@ TEST(DiagnoseRealLogs, DdpReducerAtWrapTimeIsAReplicaThatDoesNotFit) {
             "It failed while DistributedDataParallel wrapped the model (the 25.10 GiB request is the buckets): DDP "
             "allocates gradient buckets as large as all trainable parameters' gradients, on top of the full model "
             "every GPU holds.");
+}
+
+// ---- A process the OOM killer ended (host RAM), as each program reports it ----
+
+// oobabooga/textgen#2509: a bare "Killed" under transformers' "Loading checkpoint shards: 0%" bar.
+TEST(DiagnoseRealLogs, BareKilledWhileLoadingShardsIsAHostOomWithLoadingFixesFirst) {
+  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/killed_loading_shards.log")));
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].line, 6u);
+  EXPECT_EQ(scan.events[0].framework, "shell");
+  EXPECT_EQ(scan.events[0].string_field("kill_report"), "shell");
+  EXPECT_EQ(scan.events[0].string_field("log_operation"), "model_loading");
+  ExplainedEvent x = first_error("killed_loading_shards.log");
+  EXPECT_EQ(x.diagnosis.cause, "killed_host_oom_suspected");
+  ASSERT_EQ(x.diagnosis.evidence.size(), 2u);
+  EXPECT_EQ(x.diagnosis.evidence[0].rfind("The shell reports the process Killed: it got SIGKILL and printed no error of "
+                                          "its own. On Linux that is usually the kernel's OOM killer", 0), 0u);
+  EXPECT_EQ(x.diagnosis.evidence[1], "It was killed while the checkpoint's shards were loading.");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"low_cpu_mem_usage", "add_swap", "more_host_memory"}));
+  EXPECT_EQ(fix(x.diagnosis, "low_cpu_mem_usage").detail,
+            "A plain load builds the model in RAM and reads the whole state dict beside it: about twice the weights at "
+            "its peak, per process.");
+}
+
+// InternLandMark/LandMark#65: "Killed" glued to a training progress bar, in two runs.
+TEST(DiagnoseRealLogs, KilledAfterAProgressBarIsOneKillPrintedTwice) {
+  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/killed_after_progress_bar.log")));
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].line, 3u);
+  EXPECT_EQ(scan.events[0].repeats, 2u);
+  EXPECT_EQ(scan.events[0].last_repeat_line, 6u);
+  EXPECT_NE(scan.events[0].field("after_progress_bar"), nullptr);
+  ExplainedEvent x = first_error("killed_after_progress_bar.log");
+  EXPECT_EQ(x.diagnosis.cause, "killed_host_oom_suspected");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"low_cpu_mem_usage", "fewer_dataloader_workers", "add_swap",
+                                                            "more_host_memory"}));
+}
+
+// 2U1/Qwen-VL-Series-Finetune#135: DeepSpeed's launcher kills its children; the user's dmesg line
+// says the kernel's OOM killer began it, with the victim's resident memory.
+TEST(DiagnoseRealLogs, KernelOomKillerLineGivesTheVictimsMemory) {
+  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/dmesg_oom_killer_deepspeed.log")));
+  ASSERT_EQ(scan.events.size(), 1u);  // "Killing subprocess N" is the launcher's cleanup, not a kill report
+  const OomEvent& e = scan.events[0];
+  EXPECT_EQ(e.line, 5u);
+  EXPECT_EQ(e.framework, "linux");
+  EXPECT_EQ(e.string_field("kill_report"), "kernel_oom_killer");
+  EXPECT_EQ(e.int_field("pid"), 410126);
+  EXPECT_EQ(e.string_field("process_name"), "python");
+  EXPECT_EQ(e.bytes("anon_rss"), 23508078592u);   // 22957108 kB
+  EXPECT_EQ(e.bytes("shmem_rss"), 15506599936u);  // 15143164 kB
+  EXPECT_EQ(e.bytes("file_rss"), 73764864u);      // 72036 kB
+  EXPECT_EQ(e.bytes("total_vm"), 81822720000u);   // 79905000 kB
+  EXPECT_EQ(e.quantity("anon_rss")->text, "22957108kB");
+  ExplainedEvent x = first_error("dmesg_oom_killer_deepspeed.log");
+  EXPECT_EQ(x.diagnosis.cause, "killed_host_oom_suspected");
+  EXPECT_EQ(x.diagnosis.evidence.at(0),
+            "The kernel's OOM killer ended process 410126 (python), which held 21.89 GiB of its own memory (anon-rss) and "
+            "14.44 GiB of shared memory (shmem-rss): host (CPU) RAM ran out, not GPU memory.");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"low_cpu_mem_usage", "fewer_dataloader_workers", "add_swap",
+                                                            "more_host_memory"}));
+  EXPECT_EQ(fix(x.diagnosis, "more_host_memory").detail,
+            "The process held 36.34 GiB when it was killed: the machine, or the job's memory limit, needs more than that "
+            "beside everything else it runs.");
+}
+
+// The shell's "Killed" and the kernel's line for the same kill are one event with both reports.
+TEST(DiagnoseRealLogs, ShellAndKernelReportsOfOneKillAreOneEvent) {
+  ScanResult scan = scan_text(
+      "Loading checkpoint shards:   0%|          | 0/2 [00:00<?, ?it/s]\n"
+      "Killed\n"
+      "[856341.770960] Out of memory: Killed process 410126 (python) total-vm:79905000kB, anon-rss:22957108kB, "
+      "file-rss:72036kB, shmem-rss:15143164kB, UID:1000 pgtables:78032kB oom_score_adj:0\n");
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].line, 2u);
+  EXPECT_EQ(scan.events[0].end_line, 3u);
+  EXPECT_EQ(scan.events[0].int_field("kernel_report_line"), 3);
+  EXPECT_EQ(scan.events[0].bytes("anon_rss"), 23508078592u);
+  // Two kills of different processes stay two events.
+  ScanResult two = scan_text(
+      "[ 518.050606] Out of memory: Killed process 15784 (python3) total-vm:11964kB, anon-rss:4288kB, file-rss:3028kB, shmem-rss:0kB\n"
+      "[ 518.070786] Out of memory: Killed process 15783 (python3) total-vm:11964kB, anon-rss:4288kB, file-rss:3028kB, shmem-rss:0kB\n");
+  ASSERT_EQ(two.events.size(), 2u);  // docker/for-linux#1001
+  EXPECT_EQ(two.events[0].int_field("pid"), 15784);
+  EXPECT_EQ(two.events[1].int_field("pid"), 15783);
+}
+
+// CASIA-LMC-Lab/AnomalyGPT#43: DeepSpeed's launcher reports the child's -9.
+TEST(DiagnoseRealLogs, DeepSpeedReturnCodeMinusNineIsAKill) {
+  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/deepspeed_return_code_9.log")));
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].line, 7u);
+  EXPECT_EQ(scan.events[0].string_field("kill_report"), "deepspeed_launcher");
+  EXPECT_EQ(scan.events[0].int_field("exit_code"), -9);
+  ExplainedEvent x = first_error("deepspeed_return_code_9.log");
+  EXPECT_EQ(x.diagnosis.evidence.at(0).rfind("DeepSpeed's launcher reports its child exited with -9: killed by SIGKILL, "
+                                             "with no error of its own.", 0), 0u);
+}
+
+// hpcaitech/ColossalAI#3514: torchrun's agent reports the rank's exit code -9 before its summary.
+TEST(DiagnoseRealLogs, TorchrunExitcodeMinusNineNamesTheRankAndPid) {
+  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/torchrun_exitcode_9.log")));
+  ASSERT_EQ(scan.events.size(), 1u);  // the SIGTERM lines are torchrun stopping the other ranks
+  EXPECT_EQ(scan.events[0].line, 6u);
+  EXPECT_EQ(scan.events[0].string_field("kill_report"), "torchrun");
+  EXPECT_EQ(scan.events[0].int_field("pid"), 812917);
+  EXPECT_EQ(scan.events[0].int_field("local_rank"), 3);
+  EXPECT_EQ(first_error("torchrun_exitcode_9.log").diagnosis.cause, "killed_host_oom_suspected");
+}
+
+// neptune-ai/open-solution-mapping-challenge#189: a DataLoader worker killed: fewer workers first.
+TEST(DiagnoseRealLogs, KilledDataLoaderWorkerPutsFewerWorkersFirst) {
+  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/dataloader_worker_killed.log")));
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].line, 3u);
+  EXPECT_EQ(scan.events[0].int_field("pid"), 3521);
+  ExplainedEvent x = first_error("dataloader_worker_killed.log");
+  EXPECT_EQ(x.diagnosis.cause, "killed_host_oom_suspected");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"fewer_dataloader_workers", "add_swap", "more_host_memory"}));
+  EXPECT_EQ(x.diagnosis.evidence.at(0).rfind("A DataLoader worker (pid 3521) was killed by SIGKILL", 0), 0u);
+}
+
+// kimbring2/AlphaStar_Implementation#10 (the title): an IDE's exit code 137.
+TEST(DiagnoseRealLogs, ExitCode137IsAKill) {
+  ScanResult scan = scan_text("Process finished with exit code 137 (interrupted by signal 9: SIGKILL)\n");
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].format, "process_killed");
+  EXPECT_EQ(scan.events[0].int_field("exit_code"), 137);
+  EXPECT_EQ(scan.events[0].string_field("kill_report"), "exit_code");
+  ExplainReport report;
+  add_to_report(report, scan);
+  EXPECT_EQ(report.events[0].diagnosis.evidence.at(0).rfind("Exit code 137 is 128 + 9", 0), 0u);
+}
+
+// Lines that only mention the word are no kill.
+TEST(DiagnoseRealLogs, OrdinaryLinesWithKilledAreNoEvent) {
+  ScanResult scan = scan_text(
+      "Killed 3 zombie workers\n"
+      "tests/test_runner.py::test_child_Killed PASSED\n"
+      "INFO: worker 7 was Killed by the supervisor, restarting\n"
+      "[2023-11-13 16:59:54,760] [INFO] [launch.py:314:sigkill_handler] Killing subprocess 9439\n"
+      "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 812914 closing signal SIGTERM\n"
+      "Killed: 0, Survived: 12\n"
+      "step 10 loss 1.2e-9 lr 3.0e-9 exit code 1370\n"
+      "[2024-04-29] Out of memory: Kill process 7748 (python) score 1031 or sacrifice child\n");
+  EXPECT_EQ(scan.events.size(), 0u);
+}
+
+// ---- SGLang: its own messages and PyTorch's inside it get SGLang's flags ----
+
+// sgl-project/sglang#4330 (the issue body's error line).
+TEST(DiagnoseRealLogs, SglangNotEnoughMemoryRaisesTheStaticFraction) {
+  ScanResult scan = scan_text("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n");
+  ExplainReport report;
+  add_to_report(report, scan);
+  ASSERT_EQ(report.events.size(), 1u);
+  const Diagnosis& d = report.events[0].diagnosis;
+  EXPECT_EQ(d.cause, "mem_fraction_static_too_low");
+  EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"sglang_mem_fraction", "sglang_tensor_parallel"}));
+  EXPECT_EQ(fix(d, "sglang_tensor_parallel").snippet, "--tp-size N");
+}
+
+// sgl-project/sglang#5285 and #11218: SGLang wraps PyTorch's OOM during CUDA-graph capture.
+TEST(DiagnoseRealLogs, SglangCaptureFailureGetsSglangsCaptureFlags) {
+  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/sglang_capture_oom.log")));
+  ASSERT_EQ(scan.events.size(), 1u);
+  const OomEvent& e = scan.events[0];
+  EXPECT_EQ(e.line, 18u);
+  EXPECT_EQ(e.framework, "pytorch");
+  EXPECT_EQ(e.format, "pytorch_new_truncated");   // cut after "total capacity of 95.00"
+  EXPECT_EQ(e.bytes("requested"), 469762048u);   // 448.00 MiB
+  EXPECT_EQ(e.string_field("application"), "sglang");
+  EXPECT_EQ(e.string_field("log_operation"), "cuda_graph_capture");
+  ExplainedEvent x = first_error("sglang_capture_oom.log");
+  EXPECT_EQ(x.diagnosis.cause, "cuda_graph_capture_oom");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"sglang_lower_mem_fraction", "sglang_cuda_graph_max_bs",
+                                                            "sglang_disable_cuda_graph", "sglang_tensor_parallel"}));
+  expect_no_training_recipe(x.diagnosis);
+}
+
+// sgl-project/sglang#1087: the frames of an OOM while decoding (the thread's excerpt stops inside
+// flashinfer, mid-line, as kept here; PyTorch's bare exception line ends it): SGLang's serving flags, not a recipe.
+TEST(DiagnoseRealLogs, SglangServingOomGetsSglangsServingFlags) {
+  ScanResult scan = scan_text(
+      "Exception in ControllerSingle:\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/opt/tiger/sglang_src/python/sglang/srt/managers/controller_single.py\", line 166, in start_controller_process\n"
+      "    controller.loop_for_forward()\n"
+      "  File \"/opt/tiger/sglang_src/python/sglang/srt/managers/tp_worker.py\", line 612, in forward_decode_batch\n"
+      "    next_token_ids = batch.sample(output.next_token_logits)\n"
+      "  File \"/opt/tiger/sglang_src/python/sglang/srt/managers/schedule_batch.py\", line 760, in sample\n"
+      "    batch_next_token_ids, success = top_k_top_p_sampling_from_probs(\n"
+      "  File \"/home/tiger/.local/lib/python3.9/site-packages/flashinfer/sampling.py\", line 483, in top_k_top_p_sampling_from_probs\n"
+      "    renorm_probs = top_k_renor\n"
+      "torch.OutOfMemoryError: CUDA out of memory.\n");
+  ExplainReport report;
+  add_to_report(report, scan);
+  ASSERT_EQ(report.events.size(), 1u);
+  EXPECT_EQ(report.events[0].event.string_field("application"), "sglang");
+  const Diagnosis& d = report.events[0].diagnosis;
+  EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"sglang_lower_mem_fraction", "sglang_chunked_prefill_size",
+                                                  "sglang_max_running_requests", "sglang_tensor_parallel"}));
+  expect_no_training_recipe(d);
+}
+
+// ---- vLLM: the logging prefix alone says it is vLLM ----
+
+// vllm-project/vllm#12529: the OOM as vLLM's engine core logged it, no tag, no vLLM frame.
+TEST(DiagnoseRealLogs, VllmLoggingPrefixAloneGivesVllmFlags) {
+  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/vllm_logger_prefix_only.log")));
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].framework, "pytorch");
+  EXPECT_EQ(scan.events[0].string_field("application"), "vllm");
+  EXPECT_EQ(scan.events[0].bytes("requested"), 1245540516u);   // 1.16 GiB
+  ExplainedEvent x = first_error("vllm_logger_prefix_only.log");
+  EXPECT_EQ(x.diagnosis.cause, "memory_outside_allocator");
+  EXPECT_EQ(fix_ids(x.diagnosis),
+            (std::vector<std::string>{"end_other_processes", "vllm_max_model_len", "vllm_max_num_seqs",
+                                      "vllm_kv_cache_dtype", "vllm_gpu_memory_utilization", "vllm_enforce_eager",
+                                      "vllm_tensor_parallel", "vllm_quantized_weights"}));
+  expect_no_training_recipe(x.diagnosis);
+}
+
+// ---- A CUDA call's own out of memory in a PyTorch program ----
+
+// sicxu/Deep3DFaceRecon_pytorch#147 (as posted: the frame line's start cut off): moving the model to
+// the card failed in a CUDA call, not in the caching allocator.
+TEST(DiagnoseRealLogs, CudaErrorOutOfMemoryInPytorchGetsTheDriverLevelSteps) {
+  ScanResult scan = scan_text(
+      "/miniconda3/envs/deep3d_pytorch/lib/python3.6/site-packages/torch/nn/modules/module.py\", line 605, in convert\n"
+      "    return t.to(device, dtype if t.is_floating_point() else None, non_blocking)\n"
+      "RuntimeError: CUDA error: out of memory\n");
+  ExplainReport report;
+  add_to_report(report, scan);
+  ASSERT_EQ(report.events.size(), 1u);
+  EXPECT_EQ(report.events[0].event.format, "cuda_error_oom");
+  const Diagnosis& d = report.events[0].diagnosis;
+  EXPECT_EQ(d.cause, "driver_oom_no_details");
+  EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"end_other_processes", "check_device_and_limits", "cuda_launch_blocking",
+                                                  "no_caching_allocator_debug", "smaller_batch"}));
+  EXPECT_EQ(fix(d, "end_other_processes").detail, "A full card at startup means other processes hold it.");
+  EXPECT_EQ(fix(d, "cuda_launch_blocking").snippet,
+            "CUDA_LAUNCH_BLOCKING=1 python train.py  # synchronous kernels: the traceback points at the real call "
+            "(slower; for one debugging run)");
+  // IDKiro/DehazeFormer#6: the message with PyTorch's advice lines, during training (no traceback).
+  ScanResult dehaze = scan_text(
+      "RuntimeError: CUDA error: out of memory\n"
+      "CUDA kernel errors might be asynchronously reported at some other API call,so the stacktrace below might be "
+      "incorrect.\n"
+      "For debugging consider passing CUDA_LAUNCH_BLOCKING=1.\n");
+  ExplainReport dehaze_report;
+  add_to_report(dehaze_report, dehaze);
+  ASSERT_EQ(dehaze_report.events.size(), 1u);
+  EXPECT_EQ(fix_ids(dehaze_report.events[0].diagnosis), fix_ids(d));
+}
+
+// Written for the rule (no real thread found with this pairing): the driver's status name raised
+// through PyTorch's frames (framework "cuda") gets the same steps, where it used to get only the batch.
+TEST(DiagnoseRealLogs, DriverStatusUnderPytorchFramesGetsTheDriverLevelSteps) {
+  ScanResult scan = scan_text(
+      "Traceback (most recent call last):\n"
+      "  File \"/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py\", line 1501, in _call_impl\n"
+      "    return forward_call(*args, **kwargs)\n"
+      "RuntimeError: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n");
+  ExplainReport report;
+  add_to_report(report, scan);
+  ASSERT_EQ(report.events.size(), 1u);
+  EXPECT_EQ(report.events[0].event.format, "cuda_driver_oom");
+  EXPECT_EQ(fix_ids(report.events[0].diagnosis),
+            (std::vector<std::string>{"end_other_processes", "check_device_and_limits", "cuda_launch_blocking",
+                                      "no_caching_allocator_debug", "smaller_batch"}));
+  // Without PyTorch around it (JCuda, a C++ program), the step every program has.
+  ScanResult bare = scan_text("jcuda.CudaException: CUDA_ERROR_OUT_OF_MEMORY\n");
+  ExplainReport bare_report;
+  add_to_report(bare_report, bare);
+  ASSERT_EQ(bare_report.events.size(), 1u);
+  EXPECT_EQ(fix_ids(bare_report.events[0].diagnosis), (std::vector<std::string>{"end_other_processes", "smaller_input"}));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Serving engines and communication libraries other than vLLM (SGLang, NCCL), and a process the
-// kernel killed (SIGKILL).
+// kernel killed (SIGKILL): the Linux OOM killer ends a process that takes too much host RAM without
+// any error of its own, so what the log shows is the kill as others report it (the shell's
+// "Killed", torchrun's and DeepSpeed's summaries, the kernel's own dmesg line).
 #include "core/text.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
@@ -35,22 +37,139 @@ std::optional<FormatMatch> match_nccl(const MessageWindow& w) {
   return m;
 }
 
+FormatMatch kill_match(const char* framework, const char* reporter);
+void set_pid(OomEvent& event, std::string_view digits);
+
 // A worker killed by SIGKILL with no error of its own, as torchrun's ChildFailedError summary
 // ("traceback : Signal 9 (SIGKILL) received by PID 2410412") or Python's subprocess error ("died
 // with <Signals.SIGKILL: 9>") reports it: on Linux usually the kernel's OOM killer (host RAM).
 std::optional<FormatMatch> match_sigkill(const MessageWindow& w) {
-  static const RE2 re(R"((?i:signal) 9 \(SIGKILL\) received by PID (\d+)|died with <Signals\.SIGKILL: 9>)");
+  static const RE2 re(R"((?i:signal) 9 \(SIGKILL\) received by PID (\d+)|died with <Signals\.SIGKILL: 9>|(exit code 137) \(interrupted by signal 9: SIGKILL\))");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
+  const bool python = w.lines[0].find("Signals.SIGKILL") != std::string::npos;
+  FormatMatch m = kill_match(python || matched((*g)[2]) ? "python" : "pytorch",
+                             python ? "subprocess" : matched((*g)[2]) ? "exit_code" : "torchrun");
+  if (matched((*g)[1])) set_pid(m.event, (*g)[1]);
+  if (matched((*g)[2])) m.event.set_field("exit_code", int64_t{137});
+  return m;
+}
+
+// A kill event of `framework` reported by `reporter` (the field "kill_report": which program said so).
+FormatMatch kill_match(const char* framework, const char* reporter) {
   FormatMatch m;
-  m.event.framework = w.lines[0].find("Signals.SIGKILL") != std::string::npos ? "python" : "pytorch";
+  m.event.framework = framework;
   m.event.format = "process_killed";
   m.event.set_field("device_kind", std::string("CPU"));
   m.event.set_field("signal", std::string("SIGKILL"));
-  if (matched((*g)[1])) {
-    if (auto pid = parse_decimal<int64_t>((*g)[1])) m.event.set_field("pid", *pid);
+  m.event.set_field("kill_report", std::string(reporter));
+  return m;
+}
+
+void set_pid(OomEvent& event, std::string_view digits) {
+  if (auto pid = parse_decimal<int64_t>(digits)) event.set_field("pid", *pid);
+}
+
+// The shell's report of a child it lost to SIGKILL. bash prints "Killed" on a line of its own, or
+// right after a progress bar that ended without a newline ("3.06it/s]Killed"), or, in a script,
+// "train.sh: line 12: 4242 Killed   python train.py"; job control prints "[1]+  Killed  python ...".
+// A line that merely contains the word ("Killed 3 zombie workers", "test_killed PASSED") is none.
+std::optional<FormatMatch> match_shell_killed(const MessageWindow& w) {
+  std::string_view line = w.lines[0];
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+  static constexpr std::string_view kKilled = "Killed";
+  if (line.size() < kKilled.size() || line.substr(line.size() - kKilled.size()) != kKilled) {
+    static const RE2 script(R"(^(?:\S.*: line \d+: +|\[\d+\][+-]? +)(?:(\d+) +)?Killed +\S)");
+    auto g = regex_search(script, line);
+    if (!g) return std::nullopt;
+    FormatMatch m = kill_match("shell", "shell");
+    if (matched((*g)[1])) set_pid(m.event, (*g)[1]);
+    return m;
+  }
+  std::string_view before = line.substr(0, line.size() - kKilled.size());
+  size_t lead = 0;
+  while (lead < before.size() && (before[lead] == ' ' || before[lead] == '\t')) ++lead;
+  before.remove_prefix(lead);
+  // tqdm's bar ends in "<rate>]" ("3.06it/s]", "1.20s/it]", "?it/s]"): the shell's word followed it.
+  const bool after_progress_bar = !before.empty() && before.back() == ']' &&
+                                  (before.find("it/s]") != std::string_view::npos || before.find("s/it]") != std::string_view::npos);
+  if (!before.empty() && !after_progress_bar) return std::nullopt;
+  FormatMatch m = kill_match("shell", "shell");
+  if (after_progress_bar) m.event.set_field("after_progress_bar", true);
+  return m;
+}
+
+// The kernel's own record (dmesg, journalctl -k, /var/log/kern.log): "Out of memory: Killed process
+// 410126 (python) total-vm:79905000kB, anon-rss:22957108kB, file-rss:72036kB, shmem-rss:15143164kB"
+// ("Memory cgroup out of memory: ..." in a container; before Linux 5.x the "Killed process" line
+// stands alone after "Out of memory: Kill process N (name) score S or sacrifice child"). The sizes
+// are the victim's resident memory when it was killed, in KiB ("kB").
+std::optional<FormatMatch> match_kernel_oom_kill(const MessageWindow& w) {
+  static const RE2 re(R"((?:(Memory cgroup out of memory|Out of memory): )?Killed process (\d+) \(([^)]{1,64})\)((?: [a-z-]+:[\d,]+kB,?)*))");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  // Without the kernel's "Out of memory" prefix, only the figures say it is the kernel's line.
+  if (!matched((*g)[1]) && (*g)[4].find("anon-rss:") == std::string_view::npos) return std::nullopt;
+  FormatMatch m = kill_match("linux", "kernel_oom_killer");
+  set_pid(m.event, (*g)[2]);
+  m.event.set_field("process_name", std::string((*g)[3]));
+  if (matched((*g)[1]) && (*g)[1].front() == 'M') m.event.set_field("memory_cgroup", true);
+  static const RE2 size(R"(([a-z-]+):([\d,]+)kB)");
+  std::string_view rest = (*g)[4];
+  while (auto s = regex_search(size, rest)) {
+    std::string digits;
+    for (char c : (*s)[2]) {
+      if (c != ',') digits += c;
+    }
+    std::string name((*s)[1]);
+    for (char& c : name) c = c == '-' ? '_' : c;
+    if (auto q = parse_quantity(digits + "kB", LabelMeaning::kBinary)) {
+      q->text = std::string((*s)[2]) + "kB";
+      m.event.set_quantity(name, *q);
+    }
+    rest.remove_prefix(static_cast<size_t>((*s)[0].data() + (*s)[0].size() - rest.data()));
   }
   return m;
+}
+
+// PyTorch's DataLoader when a worker process died of SIGKILL: "DataLoader worker (pid 3521) is killed
+// by signal: Killed." (the OOM killer's usual victim: each worker is a process of its own).
+std::optional<FormatMatch> match_dataloader_killed(const MessageWindow& w) {
+  static const RE2 re(R"(DataLoader worker \(pid(?:\(s\))? (\d+)[^)]*\) is killed by signal: Killed)");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m = kill_match("pytorch", "dataloader_worker");
+  set_pid(m.event, (*g)[1]);
+  m.event.set_field("process_name", std::string("DataLoader worker"));
+  return m;
+}
+
+// Launchers that report a child's death by signal 9 as an exit status: torchrun's agent ("failed
+// (exitcode: -9) local_rank: 3 (pid: 812917) of binary"), DeepSpeed's launcher ("exits with return
+// code = -9"), an IDE or container runtime ("Process finished with exit code 137 (interrupted by
+// signal 9: SIGKILL)": 128 + 9).
+std::optional<FormatMatch> match_exit_status_kill(const MessageWindow& w) {
+  static const RE2 torchrun(R"(failed \(exitcode: -9\) local_rank: (\d+) \(pid: (\d+)\))");
+  if (auto g = regex_search(torchrun, w.lines[0])) {
+    FormatMatch m = kill_match("pytorch", "torchrun");
+    if (auto rank = parse_decimal<int64_t>((*g)[1])) m.event.set_field("local_rank", *rank);
+    set_pid(m.event, (*g)[2]);
+    m.event.set_field("exit_code", int64_t{-9});
+    return m;
+  }
+  static const RE2 deepspeed(R"(exits with return code = -9\b)");
+  if (regex_search(deepspeed, w.lines[0])) {
+    FormatMatch m = kill_match("pytorch", "deepspeed_launcher");
+    m.event.set_field("exit_code", int64_t{-9});
+    return m;
+  }
+  static const RE2 code137(R"(\bexit(?:ed with)? code 137\b)");
+  if (regex_search(code137, w.lines[0])) {
+    FormatMatch m = kill_match("python", "exit_code");
+    m.event.set_field("exit_code", int64_t{137});
+    return m;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -58,7 +177,13 @@ std::optional<FormatMatch> match_sigkill(const MessageWindow& w) {
 void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"sglang_not_enough_memory", {"Not enough memory"}, match_sglang});
   out.push_back({"nccl_cuda_oom", {"NCCL WARN"}, match_nccl});
+  // A process killed by SIGKILL, each report of it; one kill reported by several of them is one
+  // event (log_scanner.cpp joins them).
   out.push_back({"process_killed", {"SIGKILL"}, match_sigkill});
+  out.push_back({"process_killed", {"Killed process"}, match_kernel_oom_kill});
+  out.push_back({"process_killed", {"killed by signal: Killed"}, match_dataloader_killed});
+  out.push_back({"process_killed", {"Killed"}, match_shell_killed});
+  out.push_back({"process_killed", {"-9", "137"}, match_exit_status_kill});
 }
 
 }  // namespace oomdoc
