@@ -1144,7 +1144,7 @@ TEST(Estimator, GptOssMxfp4WeightsAndTrainingDequantized) {
   auto e = estimate_memory(m, load);
   ASSERT_TRUE(e) << e.error().message;
   EXPECT_EQ(*component(*e, "weights"), 13761264768u);
-  EXPECT_EQ(component_detail(*e, "weights"), "19.1B expert weights x 0.5312 B (mxfp4) + 1.80B other x 2 B");
+  EXPECT_EQ(component_detail(*e, "weights"), "19.11B expert weights x 0.5312 B (mxfp4) + 1.80B other x 2 B");
   // Full fine-tuning loads the checkpoint dequantized (Mxfp4Config(dequantize=True)): bf16 weights
   // and no "is quantized" refusal.
   Job full;

@@ -66,7 +66,7 @@ TEST(Architecture, GptOssCountsSinksRouterBiasAndExpertBiases) {
   ParamCount c = count_parameters(m);
   EXPECT_EQ(c.embeddings, 579133440u);
   EXPECT_EQ(c.lm_head, 579133440u);
-  EXPECT_EQ(c.linear, 24u * (26550080u + 796538880u));
+  EXPECT_EQ(c.linear, 24ull * (26550080 + 796538880));
   EXPECT_EQ(c.norms, 24u * 5760u + 2880u);
   EXPECT_EQ(c.other, 24u * (92192u + 64u));
   EXPECT_EQ(c.total, 20914757184u);
