@@ -289,6 +289,9 @@ TEST(VllmServe, GptOssMxfp4ExpertsAndSlidingWindowGroups) {
   // sliding ones (the window plus a step of max_num_batched_tokens 8192).
   EXPECT_EQ(p.capacity.blocks_per_request, 8192u + 521u);
   EXPECT_TRUE(p.fits);
+  bool said = false;
+  for (const auto& a : p.assumptions) said |= a.find("mxfp4 experts sized as stored (0.53125 B per weight)") == 0;
+  EXPECT_TRUE(said);
 
   // 120b over two GPUs: experts split over the 2 ranks, attention by heads, vocabulary by rows,
   // the router (2880 x 128 + 128) whole on each rank.
