@@ -140,6 +140,11 @@ bool is_bitsandbytes(const std::optional<std::string>& q) {
 // DisentangledSelfAttention.forward always runs bmm + XSoftmax + dropout + bmm.
 bool eager_attention_only(const ModelSpec& m) { return m.model_type == "deberta-v2"; }
 
+// Families whose transformers implementation has no SDPA path, so an unstated attention runs
+// eager: GptOssPreTrainedModel sets _supports_sdpa = False (the sinks join the softmax, which
+// SDPA cannot take); flash needs the kernels-hub "kernels-community/vllm-flash-attn3".
+bool lacks_sdpa(const ModelSpec& m) { return m.model_type == "gpt_oss"; }
+
 }  // namespace
 
 // Families whose modules Liger (liger_kernel/transformers/monkey_patch.py,
@@ -278,6 +283,9 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   if (eager_attention_only(m)) {
     if (p.attention != "eager") assume("attention: eager (transformers' " + m.model_type + " has no SDPA or flash path)");
     p.attention = "eager";
+  } else if (p.attention == "sdpa" && lacks_sdpa(m)) {
+    p.attention = "eager";
+    assume("attention_impl: eager (transformers' " + m.model_type + " has no SDPA path: _supports_sdpa = False)");
   } else if (!job.attention_impl) {
     assume(unsloth ? "attention_impl: flash (Unsloth runs flash-attn when installed)"
                    : "attention_impl: sdpa (not given; the transformers default)");

@@ -1153,6 +1153,20 @@ TEST(Estimator, GptOssMxfp4WeightsAndTrainingDequantized) {
   auto t = estimate_memory(m, full);
   ASSERT_TRUE(t) << t.error().message;
   EXPECT_EQ(*component(*t, "weights"), 20914757184ull * 2);
+  // transformers' gpt-oss has no SDPA path (_supports_sdpa = False): unstated, attention is eager.
+  EXPECT_NE(std::find(t->assumptions.begin(), t->assumptions.end(),
+                      "attention_impl: eager (transformers' gpt_oss has no SDPA path: _supports_sdpa = False)"),
+            t->assumptions.end());
+  // Where activations set the peak (LoRA, 4096 tokens), eager's score matrices cost more than flash.
+  Job lora;
+  lora.task = "train_lora";
+  lora.seq_len = 4096;
+  Job eager = lora, flash = lora;
+  eager.attention_impl = "eager";
+  flash.attention_impl = "flash";
+  const uint64_t unstated = estimate_memory(m, lora)->peak_allocated_bytes;
+  EXPECT_EQ(estimate_memory(m, eager)->peak_allocated_bytes, unstated);
+  EXPECT_LT(estimate_memory(m, flash)->peak_allocated_bytes, unstated);
   // QLoRA (bitsandbytes) replaces nn.Linear modules only: q/k/v/o are NF4, the experts (3-D
   // parameters) stay 16-bit and PEFT's k-bit preparation casts them, like every non-quantized
   // parameter, to fp32: 637,201,920 x 0.5625 + 20,277,555,264 x 4 = 81,468,647,136 B.
