@@ -214,8 +214,8 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   }
   if (!p.quantization && m.quantization == "mxfp4" && p.training) {
     // The gpt-oss fine-tuning recipes load the MXFP4 checkpoint dequantized to bf16
-    // (Mxfp4Config(dequantize=True): OpenAI cookbook and TRL's gpt-oss SFT example; MXFP4 has no
-    // backward kernels), so training holds 16-bit weights.
+    // (Mxfp4Config(dequantize=True) in OpenAI's cookbook; NVIDIA's and LMSYS's recipes upcast to
+    // bf16 too: docs/estimator.md), so training holds 16-bit weights.
     assume("weight_quantization: none (MXFP4 checkpoint dequantized to bf16 for training: Mxfp4Config(dequantize=True))");
   } else if (!p.quantization && !m.quantization.empty() && m.quantization_bits) {
     // A pre-quantized checkpoint keeps its format.

@@ -160,15 +160,14 @@ uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, 
   // format that quantizes only the experts' weight matrices leaves the rest (their biases too)
   // at the serving dtype.
   uint64_t routed = 0;
-  if (expert_ranks != tp || format.experts_only) {
-    routed = format.experts_only ? expert_weight_params(model) : 0;
-    if (!format.experts_only) {
-      for (const LinearShape& l : linear_layers(model)) {
-        if (l.expert) routed += l.params();
-      }
+  if (format.experts_only) {
+    routed = expert_weight_params(model);
+  } else if (expert_ranks != tp) {
+    for (const LinearShape& l : linear_layers(model)) {
+      if (l.expert) routed += l.params();
     }
-    routed = std::min(routed, linear);
   }
+  routed = std::min(routed, linear);
   const double other_linear_bytes = format.experts_only ? static_cast<double>(format.dense_bytes) : format.linear_bytes;
   double bytes = share * (other_linear_bytes * static_cast<double>(linear - routed) / static_cast<double>(tp) +
                           format.linear_bytes * static_cast<double>(routed) / static_cast<double>(expert_ranks));

@@ -631,7 +631,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   if (s.weights.experts_only && !in.overrides.weights_bytes) {
     // Mxfp4MoEMethod.create_weights pads the expert tensors per backend (Marlin: intermediate to
     // 128, hidden to 256) and Triton swizzles them; logs run above the format's own size
-    // (gpt-oss-120b on one H100: 64.38 GiB logged, vllm-project/vllm#33155, vs 60.87 here).
+    // (gpt-oss-120b on one H100: 64.38 GiB logged, vllm-project/vllm#33155, vs 60.77 here).
     p.assumptions.push_back(fmt::format(
         "{} experts sized as stored ({:.5f} B per weight); vLLM's MoE kernels pad and swizzle them, so "
         "\"Model loading took\" runs 5-9% higher: pass --weights with the logged figure",
