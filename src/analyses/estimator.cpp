@@ -140,6 +140,11 @@ bool is_bitsandbytes(const std::optional<std::string>& q) {
 // DisentangledSelfAttention.forward always runs bmm + XSoftmax + dropout + bmm.
 bool eager_attention_only(const ModelSpec& m) { return m.model_type == "deberta-v2"; }
 
+// Families whose transformers implementation has no SDPA path, so an unstated attention runs
+// eager: GptOssPreTrainedModel sets _supports_sdpa = False (the sinks join the softmax, which
+// SDPA cannot take); flash needs the kernels-hub "kernels-community/vllm-flash-attn3".
+bool lacks_sdpa(const ModelSpec& m) { return m.model_type == "gpt_oss"; }
+
 }  // namespace
 
 // Families whose modules Liger (liger_kernel/transformers/monkey_patch.py,
@@ -207,9 +212,15 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     p.quantization = "nf4";
     assume("weight_quantization: nf4 (train_qlora without a format)");
   }
-  if (!p.quantization && !m.quantization.empty() && m.quantization_bits) {
+  if (!p.quantization && m.quantization == "mxfp4" && p.training) {
+    // The gpt-oss fine-tuning recipes load the MXFP4 checkpoint dequantized to bf16
+    // (Mxfp4Config(dequantize=True) in OpenAI's cookbook; NVIDIA's and LMSYS's recipes upcast to
+    // bf16 too: docs/estimator.md), so training holds 16-bit weights.
+    assume("weight_quantization: none (MXFP4 checkpoint dequantized to bf16 for training: Mxfp4Config(dequantize=True))");
+  } else if (!p.quantization && !m.quantization.empty() && m.quantization_bits) {
     // A pre-quantized checkpoint keeps its format.
-    if (m.quantization == "gptq") p.quantization = "gptq4";
+    if (m.quantization == "mxfp4") p.quantization = "mxfp4";
+    else if (m.quantization == "gptq") p.quantization = "gptq4";
     else if (m.quantization == "awq") p.quantization = "awq4";
     else if (m.quantization == "fp8" || m.quantization_bits == 8) p.quantization = m.quantization == "bitsandbytes" ? "int8" : "fp8";
     else if (m.quantization_bits == 4) p.quantization = m.quantization == "bitsandbytes" ? "nf4" : "int4";
@@ -272,6 +283,9 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   if (eager_attention_only(m)) {
     if (p.attention != "eager") assume("attention: eager (transformers' " + m.model_type + " has no SDPA or flash path)");
     p.attention = "eager";
+  } else if (p.attention == "sdpa" && lacks_sdpa(m)) {
+    p.attention = "eager";
+    assume("attention_impl: eager (transformers' " + m.model_type + " has no SDPA path: _supports_sdpa = False)");
   } else if (!job.attention_impl) {
     assume(unsloth ? "attention_impl: flash (Unsloth runs flash-attn when installed)"
                    : "attention_impl: sdpa (not given; the transformers default)");
@@ -704,6 +718,8 @@ double weight_bytes_per_param(const std::string& q, bool double_quant, uint64_t 
   // LLM.int8 / int8 weight-only: 1 byte + one fp32 scale per output row (negligible).
   if (q == "int8") return 1.0;
   if (q == "fp8") return 1.0;
+  // MXFP4 (OCP microscaling): 4-bit e2m1 values, two per byte, and one e8m0 byte per 32 values.
+  if (q == "mxfp4") return 0.5 + 1.0 / 32;
   return 2.0;
 }
 
@@ -792,7 +808,6 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
                                  ? static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size)
                                  : 0;
   total += untied_head;
-  const double other_params = total - linear_params;
   // Weights split by tensor and pipeline parallel. A pipeline stage holds L/pp blocks, and the
   // most loaded one also the embedding (or output head; both when tied): Megatron-LM's
   // theoretical_memory_usage.py counts "transformer layers / pp + embedding" on the first stage.
@@ -825,16 +840,28 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     // preparation (TRL's casting takes embeddings and head back to 16 bits, norms stay fp32).
     // (*_mixed loads the model in fp32: its unquantized parameters are fp32 whoever prepares it.)
     // (DeepSpeed and FSDP compute on 16-bit copies: there the unquantized parameters are 16-bit.)
+    // MXFP4 quantizes only the experts' weight matrices; their biases and every other Linear stay
+    // 16-bit. The other formats replace nn.Linear modules only: weights held as plain parameters
+    // (gpt-oss's experts) stay 16-bit under bitsandbytes, GPTQ or AWQ.
+    const bool experts_only = quantizes_only_experts(*p.quantization);
+    double nn_linear_params = 0;
+    for (const LinearShape& l : linears) {
+      if (l.nn_linear) nn_linear_params += static_cast<double>(l.params());
+    }
+    const double quantized_params = experts_only ? static_cast<double>(expert_weight_params(m)) * scale
+                                                 : std::min(linear_params, nn_linear_params * scale);
+    const double unquantized = total - quantized_params;
     const bool fp32_model = p.precision == "fp32" || p.amp;
     double rest_bytes = fp32_model || p.kbit_upcast == "all" ? 4 : 2;
-    double rest = other_params * rest_bytes;
+    double rest = unquantized * rest_bytes;
     if (p.kbit_upcast == "norms" && !fp32_model) {
       const double outer = static_cast<double>(m.embedding_params + m.lm_head_params) * scale;
-      rest = std::min(outer, other_params) * 2 + std::max(0.0, other_params - outer) * 4;
+      rest = std::min(outer, unquantized) * 2 + std::max(0.0, unquantized - outer) * 4;
     }
-    weights = linear_params * per + rest;
-    weights_detail = fmt::format("{} linear weights x {:.4f} B ({}{}) + {} other x {}", format_count(linear_params), per,
-                                 *p.quantization, p.double_quant ? ", double quant" : "", format_count(other_params),
+    weights = quantized_params * per + rest;
+    weights_detail = fmt::format("{} {}weights x {:.4f} B ({}{}) + {} other x {}", format_count(quantized_params),
+                                 experts_only ? "expert " : "linear ", per, *p.quantization,
+                                 p.double_quant ? ", double quant" : "", format_count(unquantized),
                                  p.kbit_upcast == "norms" ? std::string("2 B (norms fp32)") : fmt::format("{} B", rest_bytes));
     if (m.checkpoint_bytes && !m.quantization.empty()) {
       weights = static_cast<double>(m.checkpoint_bytes);

@@ -37,7 +37,8 @@ uint64_t norm_params_per_layer(const ModelSpec& model) { return 2 * model.hidden
 double replicated_layer_bytes(const ModelSpec& model, uint64_t layer, uint64_t tp, const WeightFormat& format,
                               bool mla_dequantized_kv_b) {
   const double h = static_cast<double>(model.hidden_size);
-  const double lb = format.linear_bytes;
+  // What the sharded estimate charged these (non-expert) Linears per parameter.
+  const double lb = format.experts_only ? static_cast<double>(format.dense_bytes) : format.linear_bytes;
   const double db = static_cast<double>(format.dense_bytes);
   const double ranks = static_cast<double>(tp);
   double bytes = 0;
@@ -54,7 +55,8 @@ double replicated_layer_bytes(const ModelSpec& model, uint64_t layer, uint64_t t
     bytes += 2 * static_cast<double>(model.head_dim_or_default()) * h * (1 - kv / ranks) * lb;
   }
   if (model.num_experts > 0 && layer >= model.first_dense_layers) {
-    bytes += h * static_cast<double>(model.num_experts) * (db - lb / ranks);
+    const double router_inputs = h + (model.router_bias ? 1 : 0);
+    bytes += router_inputs * static_cast<double>(model.num_experts) * (db - lb / ranks);
   }
   return bytes;
 }
@@ -133,7 +135,8 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
     format.description = fmt::format("gguf: the file's tensors as stored ({:.3f} B per weight on average)", format.linear_bytes);
   } else if (method == "mxfp4") {
     format.linear_bytes = 0.5 + 1.0 / 32;   // an e8m0 scale per 32 values
-    format.description = fmt::format("mxfp4: {:.5f} B per linear weight", format.linear_bytes);
+    format.experts_only = quantizes_only_experts(method);
+    format.description = fmt::format("mxfp4: {:.5f} B per expert weight, the rest {}", format.linear_bytes, dtype);
   } else {
     return Error{fmt::format("--quantization {}: oomdoc does not know this format's size; pass "
                              "--weights SIZE (\"Model loading took\" from a log)", method)};
@@ -160,17 +163,21 @@ uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, 
   uint64_t linear = layer_total > norms ? layer_total - norms : 0;
   double share = model.num_layers ? static_cast<double>(stage.layers) / static_cast<double>(model.num_layers) : 0;
 
-  // Routed experts are split over expert_ranks GPUs, every other Linear over the TP ranks.
+  // Routed experts are split over expert_ranks GPUs, every other Linear over the TP ranks. A
+  // format that quantizes only the experts' weight matrices leaves the rest (their biases too)
+  // at the serving dtype.
   uint64_t routed = 0;
-  if (expert_ranks != tp) {
+  if (format.experts_only) {
+    routed = expert_weight_params(model);
+  } else if (expert_ranks != tp) {
     for (const LinearShape& l : linear_layers(model)) {
       if (l.expert) routed += l.params();
     }
-    routed = std::min(routed, linear);
   }
-  double bytes = share * format.linear_bytes *
-                 (static_cast<double>(linear - routed) / static_cast<double>(tp) +
-                  static_cast<double>(routed) / static_cast<double>(expert_ranks));
+  routed = std::min(routed, linear);
+  const double other_linear_bytes = format.experts_only ? static_cast<double>(format.dense_bytes) : format.linear_bytes;
+  double bytes = share * (other_linear_bytes * static_cast<double>(linear - routed) / static_cast<double>(tp) +
+                          format.linear_bytes * static_cast<double>(routed) / static_cast<double>(expert_ranks));
   for (uint64_t layer = stage.first_layer; layer < stage.first_layer + stage.layers; ++layer) {
     bytes += replicated_layer_bytes(model, layer, tp, format, mla_dequantized_kv_b);
   }

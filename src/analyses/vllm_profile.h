@@ -25,6 +25,9 @@ struct WeightFormat {
   std::string method;               // "" for unquantized, else awq, gptq, fp8, bitsandbytes, ...
   uint64_t dense_bytes = 2;         // bytes per unquantized parameter (the serving dtype)
   double linear_bytes = 2;          // bytes per parameter of the quantized Linear layers
+  // Only the routed experts' weight matrices are quantized (MXFP4: quantizes_only_experts);
+  // attention, routers, biases stay at dense_bytes.
+  bool experts_only = false;
   std::string dtype;                // bfloat16, float16, float32
   std::string description;          // "AWQ 4-bit, group 128: 0.52 B per linear weight"
 };

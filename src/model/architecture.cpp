@@ -97,6 +97,11 @@ std::vector<LinearShape> mlp_linears(const ModelSpec& m, uint64_t inter, uint64_
   };
   if (m.gated_mlp) {
     if (t == "phi3") return roles({lin("gate_up_proj", h, 2 * inter), lin("down_proj", inter, h)});
+    if (t == "gpt_oss" && expert) {
+      auto experts = roles({lin("gate_up_proj", h, 2 * inter), lin("down_proj", inter, h)});
+      for (auto& l : experts) l.nn_linear = false;
+      return experts;
+    }
     if (t == "mixtral" && expert) return roles({lin("w1", h, inter), lin("w3", h, inter), lin("w2", inter, h)});
     if (is_one_of(t, {"t5", "mt5"})) return roles({lin("wi_0", h, inter), lin("wi_1", h, inter), lin("wo", inter, h)});
     return roles({lin("gate_proj", h, inter), lin("up_proj", h, inter), lin("down_proj", inter, h)});
@@ -193,18 +198,21 @@ ParamCount count_parameters(const ModelSpec& m) {
     c.norms = m.num_layers * per_layer_norms + (m.final_norm ? norm_params(m, h) : 0);
   }
 
-  // Routers: a bias-free Linear(hidden, experts) per MoE layer (+ Qwen2-MoE's shared-expert gate,
-  // DeepSeek-V3's score correction bias).
+  // Routers: a Linear(hidden, experts) per MoE layer, bias-free but for gpt-oss's (+ Qwen2-MoE's
+  // shared-expert gate, DeepSeek-V3's score correction bias).
   const uint64_t moe_layers = moe_layer_count(m);
   uint64_t router = h * m.num_experts;
+  if (m.router_bias) router += m.num_experts;
   if (m.shared_expert_gate) router += h;
   if (m.router_score_bias) router += m.num_experts;
-  c.other += moe_layers * router + m.extra_params;
+  // gpt-oss's attention sinks: one logit per query head in every block.
+  const uint64_t sinks = m.attention_sinks ? m.num_attention_heads : 0;
+  c.other += moe_layers * router + m.num_layers * sinks + m.extra_params;
 
   c.total = c.embeddings + c.lm_head + c.linear + c.norms + c.other;
 
   // Largest block: the unit FSDP / ZeRO-3 gathers at once.
-  uint64_t dense_block = per_layer_norms, moe_block = per_layer_norms + router;
+  uint64_t dense_block = per_layer_norms + sinks, moe_block = per_layer_norms + sinks + router;
   for (const LinearShape& l : linears) {
     uint64_t one = l.params() / std::max<uint64_t>(l.layers, 1);
     bool in_moe_only = l.expert || l.name.rfind("shared_expert.", 0) == 0;
@@ -247,6 +255,7 @@ std::set<std::string> roles_for_target(const std::string& target) {
 }  // namespace
 
 bool lora_matches(const LinearShape& l, const LoraSettings& lora) {
+  if (!l.nn_linear) return false;  // PEFT's LoRA layers wrap nn.Linear modules only
   if (lora.all_linear) return true;
   if (lora.target_modules.empty()) return l.role == "q" || l.role == "v" || l.role == "qkv";
   for (const auto& t : lora.target_modules) {
@@ -263,6 +272,16 @@ uint64_t lora_parameter_count(const ModelSpec& m, const LoraSettings& lora) {
   uint64_t total = 0;
   for (const LinearShape& l : linear_layers(m)) {
     if (lora_matches(l, lora)) total += lora.r * (l.in_features + l.out_features) * l.copies * l.layers;
+  }
+  return total;
+}
+
+bool quantizes_only_experts(const std::string& method) { return method == "mxfp4"; }
+
+uint64_t expert_weight_params(const ModelSpec& m) {
+  uint64_t total = 0;
+  for (const LinearShape& l : linear_layers(m)) {
+    if (l.expert) total += l.in_features * l.out_features * l.copies * l.layers;
   }
   return total;
 }

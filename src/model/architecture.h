@@ -24,6 +24,9 @@ struct LinearShape {
   // What the layer does, whatever the family calls it: q, k, v, qkv (fused), o, gate, up,
   // gate_up (fused), down (MLP output), fc_in (plain MLP input). LoRA targets match it too.
   std::string role;
+  // An nn.Linear module. gpt-oss's experts are 3-D nn.Parameters instead (GptOssExperts
+  // gate_up_proj [E, hidden, 2I]): PEFT's target_modules and "all-linear" do not reach them.
+  bool nn_linear = true;
 
   uint64_t params() const {
     return (in_features * out_features + (bias ? out_features : 0)) * copies * layers;
@@ -32,6 +35,15 @@ struct LinearShape {
 
 // Every Linear of the transformer blocks (not the embeddings or the output head).
 std::vector<LinearShape> linear_layers(const ModelSpec& model);
+
+// Quantization formats that quantize only the routed experts' weight matrices and leave every
+// other parameter (attention, router, embeddings, head, biases) in 16 bits: MXFP4, whose
+// transformers quantizer replaces only GptOssExperts and whose vLLM method quantizes only FusedMoE
+// layers (quantization/mxfp4.py: every LinearBase gets UnquantizedLinearMethod).
+bool quantizes_only_experts(const std::string& method);
+
+// Weight-matrix parameters of the routed experts (biases excluded): what such a format quantizes.
+uint64_t expert_weight_params(const ModelSpec& model);
 
 struct ParamCount {
   uint64_t embeddings = 0;   // token, position and type embeddings, their norm and projections

@@ -90,6 +90,10 @@ struct ModelSpec {
   uint64_t shared_expert_intermediate_size = 0;  // Qwen2-MoE shared expert width (DeepSeek: n * moe)
   bool shared_expert_gate = false;    // Qwen2-MoE sigmoid gate on the shared expert
   bool router_score_bias = false;     // DeepSeek-V3 e_score_correction_bias
+  bool router_bias = false;           // router Linear with a bias (gpt-oss GptOssTopKRouter)
+  // One learned logit per query head per layer added to the softmax (gpt-oss GptOssAttention.sinks):
+  // num_attention_heads parameters per layer, nothing in the KV cache.
+  bool attention_sinks = false;
   uint64_t relative_attention_buckets = 0;  // T5 relative position bias (first layer of each stack)
   // DeBERTa-v2/v3 disentangled attention (modeling_deberta_v2.py DisentangledSelfAttention):
   // att_span = position_buckets, else max_relative_positions (max_position_embeddings when < 1);

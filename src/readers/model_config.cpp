@@ -115,7 +115,7 @@ const std::vector<std::string> kModelTypes = {
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
     "deepseek_v3", "gemma", "gemma2", "gemma3", "gemma3_text", "phi", "phi3", "gpt2", "gptj",
     "gpt_neox", "falcon", "opt", "bloom", "gpt_bigcode", "stablelm", "bert", "roberta",
-    "deberta-v2", "t5", "mt5", "vit"};
+    "deberta-v2", "t5", "mt5", "vit", "gpt_oss"};
 
 // Llama-style decoders: RMSNorm, gated MLP, RoPE, q/k/v/o projections.
 Status read_llama_like(const ConfigView& c, ModelSpec& m) {
@@ -142,6 +142,18 @@ Status read_sliding_window(const ConfigView& c, ModelSpec& m) {
     if (w) m.sliding_window = w;
   }
   return Ok{};
+}
+
+// transformers' layer_types ("sliding_attention" / "full_attention" per layer: Gemma 2/3, gpt-oss)
+// into layer_is_sliding, the one list the KV formulas read. False when the config has none.
+bool read_layer_types(const ConfigView& c, ModelSpec& m) {
+  if (!c.has("layer_types") || !c.raw().at("layer_types").is_array()) return false;
+  const json& types = c.raw().at("layer_types");
+  m.layer_is_sliding.assign(m.num_layers, false);
+  for (size_t i = 0; i < types.size() && i < m.num_layers; ++i) {
+    m.layer_is_sliding[i] = types[i].is_string() && types[i].get<std::string>() == "sliding_attention";
+  }
+  return true;
 }
 
 Status read_family(const ConfigView& c, ModelSpec& m) {
@@ -228,21 +240,38 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
     if (t != "gemma") {
       m.norms_per_layer = 4;  // input, post_attention, pre_feedforward, post_feedforward
       if (auto s = read_sliding_window(c, m); !s) return s;
-      m.layer_is_sliding.assign(m.num_layers, false);
-      if (c.has("layer_types") && c.raw().at("layer_types").is_array()) {
-        const json& types = c.raw().at("layer_types");
-        for (size_t i = 0; i < types.size() && i < m.num_layers; ++i) {
-          m.layer_is_sliding[i] = types[i].is_string() && types[i].get<std::string>() == "sliding_attention";
-        }
-      } else if (t == "gemma2") {
-        for (uint64_t i = 0; i < m.num_layers; ++i) m.layer_is_sliding[i] = i % 2 == 0;
-      } else {
-        uint64_t pattern = 6;
-        TRY_ASSIGN(pattern, c.count("sliding_window_pattern", 6));
+      if (!read_layer_types(c, m)) {
+        // Gemma 2: sliding on even layers; Gemma 3: every sliding_window_pattern-th layer is full.
+        uint64_t pattern = 2;
+        if (t != "gemma2") TRY_ASSIGN(pattern, c.count("sliding_window_pattern", 6));
+        m.layer_is_sliding.assign(m.num_layers, false);
         for (uint64_t i = 0; i < m.num_layers; ++i) m.layer_is_sliding[i] = pattern && (i + 1) % pattern != 0;
       }
     }
     if (t == "gemma3_text") m.qk_norm = true;
+    return Ok{};
+  }
+  if (t == "gpt_oss") {
+    // transformers modeling_gpt_oss.py: q/k/v/o with attention_bias, a per-head sink logit
+    // (GptOssAttention.sinks), a router with a bias (GptOssTopKRouter), num_local_experts experts
+    // whose fused gate_up_proj [E, hidden, 2 x intermediate] and down_proj carry biases
+    // (GptOssExperts), no dense MLP; head_dim is given (64, not hidden / heads); layer_types
+    // alternates sliding-window and full attention.
+    if (auto s = read_llama_like(c, m); !s) return s;
+    m.tie_word_embeddings = c.flag("tie_word_embeddings", false);
+    m.qkv_bias = m.attn_out_bias = c.flag("attention_bias", true);
+    m.attention_sinks = true;
+    m.router_bias = true;
+    m.mlp_bias = true;  // the experts' gate_up_proj_bias and down_proj_bias
+    TRY_ASSIGN(m.num_experts, c.count("num_local_experts"));
+    TRY_ASSIGN(m.experts_per_token, c.count_any({"num_experts_per_tok", "experts_per_token"}));
+    m.moe_intermediate_size = m.intermediate_size;
+    if (auto s = read_sliding_window(c, m); !s) return s;
+    if (!read_layer_types(c, m)) {
+      // GptOssConfig's default layer_types: sliding on even layers, full on odd ones.
+      m.layer_is_sliding.assign(m.num_layers, false);
+      for (uint64_t i = 0; i < m.num_layers; ++i) m.layer_is_sliding[i] = (i + 1) % 2 != 0;
+    }
     return Ok{};
   }
   if (t == "phi") {
@@ -536,6 +565,8 @@ Status read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
     m.quantization_double_quant = m.quantization_bits == 4 && qc.flag("bnb_4bit_use_double_quant", false);
   } else if (m.quantization == "fp8" || m.quantization == "fbgemm_fp8") {
     m.quantization_bits = 8;
+  } else if (m.quantization == "mxfp4") {
+    m.quantization_bits = 4;  // e2m1 values with one e8m0 scale per 32 (quantizes_only_experts)
   } else if (m.quantization == "compressed-tensors" && m.quantization_bits == 0) {
     // compressed-tensors nests bits per config group; take the first weights entry.
     if (q.contains("config_groups") && q.at("config_groups").is_object()) {

@@ -1144,5 +1144,48 @@ TEST(Estimator, FsdpCpuOffloadRunsTheOptimizerOnTheCpu) {
                                "optimizer step runs on the CPU", format_bytes(6738415616ull * 8 / 8))));
 }
 
+// gpt-oss-20b: the MXFP4 experts stay 4.25-bit for inference and loading; every other parameter
+// (attention, sinks, router, expert biases, embeddings, head) is bf16.
+//   19,110,297,600 expert weights x 0.53125 B + 1,804,459,584 others x 2 B = 13,761,264,768 B.
+TEST(Estimator, GptOssMxfp4WeightsAndTrainingDequantized) {
+  ModelSpec m = find_preset("openai/gpt-oss-20b")->value();
+  Job load;
+  load.task = "load";
+  auto e = estimate_memory(m, load);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(*component(*e, "weights"), 13761264768u);
+  EXPECT_EQ(component_detail(*e, "weights"), "19.11B expert weights x 0.5312 B (mxfp4) + 1.80B other x 2 B");
+  // Full fine-tuning loads the checkpoint dequantized (Mxfp4Config(dequantize=True)): bf16 weights
+  // and no "is quantized" refusal.
+  Job full;
+  full.task = "train_full";
+  full.precision = "bf16";
+  auto t = estimate_memory(m, full);
+  ASSERT_TRUE(t) << t.error().message;
+  EXPECT_EQ(*component(*t, "weights"), 20914757184ull * 2);
+  // transformers' gpt-oss has no SDPA path (_supports_sdpa = False): unstated, attention is eager.
+  EXPECT_NE(std::find(t->assumptions.begin(), t->assumptions.end(),
+                      "attention_impl: eager (transformers' gpt_oss has no SDPA path: _supports_sdpa = False)"),
+            t->assumptions.end());
+  // Where activations set the peak (LoRA, 4096 tokens), eager's score matrices cost more than flash.
+  Job lora;
+  lora.task = "train_lora";
+  lora.seq_len = 4096;
+  Job eager = lora, flash = lora;
+  eager.attention_impl = "eager";
+  flash.attention_impl = "flash";
+  const uint64_t unstated = estimate_memory(m, lora)->peak_allocated_bytes;
+  EXPECT_EQ(estimate_memory(m, eager)->peak_allocated_bytes, unstated);
+  EXPECT_LT(estimate_memory(m, flash)->peak_allocated_bytes, unstated);
+  // QLoRA (bitsandbytes) replaces nn.Linear modules only: q/k/v/o are NF4, the experts (3-D
+  // parameters) stay 16-bit and PEFT's k-bit preparation casts them, like every non-quantized
+  // parameter, to fp32: 637,201,920 x 0.5625 + 20,277,555,264 x 4 = 81,468,647,136 B.
+  Job qlora;
+  qlora.task = "train_qlora";
+  auto q = estimate_memory(m, qlora);
+  ASSERT_TRUE(q) << q.error().message;
+  EXPECT_EQ(*component(*q, "weights"), 81468647136u);
+}
+
 }  // namespace
 }  // namespace oomdoc

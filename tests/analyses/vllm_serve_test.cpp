@@ -282,6 +282,57 @@ TEST(VllmServe, Gemma3HybridGroupsAtFullContext) {
   EXPECT_EQ(p.settings.model_context, 131072u);
 }
 
+// gpt-oss: MXFP4 experts (0.5 B per value + one e8m0 byte per 32 = 0.53125 B), everything else bf16.
+// 20b on one GPU (counts in tests/model/architecture_test.cpp):
+//   expert matrices  24 x 32 x (2880x5760 + 2880x2880) = 19,110,297,600 x 0.53125 = 10,152,345,600
+//   the rest         20,914,757,184 - 19,110,297,600   =  1,804,459,584 x 2       =  3,608,919,168
+//                                                                                  13,761,264,768 B
+// KV: 12 full + 12 sliding (window 128) layers of 8 KV heads of 64: 2 x 8 x 64 x 2 B = 2,048 B per
+// token and layer, 49,152 B per token over the 24 layers; vLLM's hybrid manager puts the 12
+// sliding layers in a group of their own (12 vs 12: one group each), a block of a group being
+// 12 layers x 16 tokens x 2,048 B = 393,216 B.
+// Real logs, as checks: gpt-oss-120b on one H100 "Model loading took 64.38 GiB" (Triton MXFP4
+// backend, vllm-project/vllm#33155) and "65.9651 GiB" (Marlin, vLLM 0.10.1, vllm-project/vllm#23278):
+// vLLM's MoE backends pad and swizzle the expert tensors (Marlin: intermediate to a multiple of
+// 128, hidden of 256), so the logged figure is 5.5-8.5% above the format's own bytes.
+TEST(VllmServe, GptOssMxfp4ExpertsAndSlidingWindowGroups) {
+  ServePrediction p = predict(inputs({"vllm", "serve", "openai/gpt-oss-20b", "--max-num-batched-tokens", "8192"}, 80 * kGiB));
+  EXPECT_EQ(p.weights.bytes, 13761264768u);
+  EXPECT_EQ(p.log_lines[0], "Model loading took 12.8162 GiB");
+  EXPECT_EQ(p.kv.full_layers, 12u);
+  EXPECT_EQ(p.kv.sliding_layers, 12u);
+  EXPECT_EQ(p.kv.bytes_per_token, 49152u);
+  EXPECT_EQ(p.capacity.num_groups, 2u);
+  // yarn: original_max_position_embeddings 4096 x factor 32 (vLLM logs "Using max model len 131072").
+  EXPECT_EQ(p.settings.max_model_len, 131072u);
+  // A request of 131072 tokens: cdiv(131072, 16) = 8192 full blocks + cdiv(127 + 8192, 16) + 1 = 521
+  // sliding ones (the window plus a step of max_num_batched_tokens 8192).
+  EXPECT_EQ(p.capacity.blocks_per_request, 8192u + 521u);
+  EXPECT_TRUE(p.fits);
+  bool said = false;
+  for (const auto& a : p.assumptions) said |= a.find("mxfp4 experts sized as stored (0.53125 B per weight)") == 0;
+  EXPECT_TRUE(said);
+
+  // 120b over two GPUs: experts split over the 2 ranks, attention by heads, vocabulary by rows,
+  // the router (2880 x 128 + 128) whole on each rank.
+  //   non-expert Linears and sinks (115,670,679,552 - 114,661,785,600) x 2 B / 2 = 1,008,893,952
+  //   expert matrices 114,661,785,600 x 0.53125 / 2                          = 30,457,036,800
+  //   routers replicated: 36 x 368,768 x (2 - 1)                             =     13,275,648
+  //   norms 36 x 5,760 x 2 + embeddings and head 2 x 579,133,440 + final norm 5,760
+  //                                                                 total     32,637,893,760 B
+  ServePrediction tp = predict(inputs({"vllm", "serve", "openai/gpt-oss-120b", "--tensor-parallel-size", "2"}, 80 * kGiB));
+  EXPECT_EQ(tp.weights.bytes, 32637893760u);
+  EXPECT_EQ(tp.kv.full_layers, 18u);
+  EXPECT_EQ(tp.kv.sliding_layers, 18u);
+  EXPECT_EQ(tp.kv.bytes_per_token, 36u * 2 * 4 * 64 * 2);  // 4 of the 8 KV heads per GPU
+  // The one-GPU figure against the logged ones (a check, not a constant): 60.77 GiB, below the
+  // padded kernels' 64.38 and 65.97 GiB by the padding.
+  ServePrediction one = predict(inputs({"vllm", "serve", "openai/gpt-oss-120b"}, 80 * kGiB));
+  const double logged = 64.38 * static_cast<double>(kGiB);
+  EXPECT_LT(static_cast<double>(one.weights.bytes), logged);
+  EXPECT_GT(static_cast<double>(one.weights.bytes), 0.94 * logged);
+}
+
 // --kv-cache-dtype auto takes a ModelOpt checkpoint's kv_cache_quant_algo (vLLM's
 // resolve_kv_cache_dtype_string); an explicit dtype wins.
 TEST(VllmServe, AutoKvCacheDtypeFollowsTheCheckpointsDirective) {

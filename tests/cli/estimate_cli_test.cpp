@@ -40,6 +40,37 @@ TEST(EstimateCli, JsonHasComponentsTotalsAndAssumptions) {
   EXPECT_TRUE(doc["assumptions"].is_array());
 }
 
+// openai/gpt-oss-20b's config.json: MXFP4 experts for inference, bf16 for training (the recipes
+// dequantize). Byte counts derived in tests/analyses/vllm_serve_test.cpp.
+TEST(EstimateCli, GptOssInferenceKeepsMxfp4ExpertsTrainingDequantizes) {
+  const std::string dir = fixture_path("estimate/gpt-oss-20b");
+  auto r = run_cli({"estimate", dir, "--task", "inference", "--json"}, "", kEmptyCache);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["model"]["total_params"], 20914757184ull);
+  EXPECT_EQ(doc["components"][0]["name"], "weights");
+  EXPECT_EQ(doc["components"][0]["bytes"], 13761264768ull);
+  // KV for 512 + 256 tokens: 2 x 8 heads x 64 x 2 B per layer and token, 12 full layers and 12
+  // sliding ones holding 128 of the 768 tokens: 2,048 x (12 + 12 x 128 / 768) x 768.
+  EXPECT_EQ(doc["components"][1]["name"], "kv_cache");
+  EXPECT_EQ(doc["components"][1]["bytes"], 2048ull * 14 * 768);
+  bool said = false;
+  for (const auto& a : doc["assumptions"]) said |= a == "weight_quantization: mxfp4 (the checkpoint's format)";
+  EXPECT_TRUE(said) << doc["assumptions"];
+
+  auto train = run_cli({"estimate", dir, "--task", "train_lora", "--json"}, "", kEmptyCache);
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  auto t = nlohmann::json::parse(train.out);
+  EXPECT_EQ(t["components"][0]["bytes"], 20914757184ull * 2);
+  said = false;
+  for (const auto& a : t["assumptions"]) said |= a.get<std::string>().find("Mxfp4Config(dequantize=True)") != std::string::npos;
+  EXPECT_TRUE(said) << t["assumptions"];
+  // The short alias finds the bundled preset.
+  auto alias = run_cli({"estimate", "gpt-oss-120b", "--task", "load", "--json"}, "", kEmptyCache);
+  ASSERT_EQ(alias.exit_code, 0) << alias.err;
+  EXPECT_EQ(nlohmann::json::parse(alias.out)["model"]["total_params"], 116829156672ull);
+}
+
 TEST(EstimateCli, JobFileAndFlagOverride) {
   auto r = run_cli({"estimate", "--job", fixture_path("estimate/qlora_70b_job.json"), "--json"}, "", kEmptyCache);
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -22,6 +22,21 @@ TEST(ServeCli, FitsExitsZeroAndPrintsVllmsLines) {
   EXPECT_EQ(r.out.find("\x1b["), std::string::npos);  // no colour when not a terminal
 }
 
+TEST(ServeCli, GptOssOnH100) {
+  auto r = run_cli({"serve", "--gpu", "h100", "--", "vllm", "serve", "openai/gpt-oss-20b"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Model loading took 12.8162 GiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mxfp4: 0.53125 B per expert weight, the rest bfloat16"), std::string::npos) << r.out;
+  auto big = run_cli({"serve", "--gpu", "h100", "--json", "--", "vllm", "serve", "openai/gpt-oss-120b",
+                      "--tensor-parallel-size", "2"});
+  ASSERT_EQ(big.exit_code, 0) << big.err;
+  auto doc = nlohmann::json::parse(big.out);
+  EXPECT_EQ(doc["components"]["weights"]["bytes"], 32637893760ull);  // per GPU, tests/analyses/vllm_serve_test.cpp
+  EXPECT_EQ(doc["kv_cache"]["full_layers"], 18);
+  EXPECT_EQ(doc["kv_cache"]["sliding_layers"], 18);
+  EXPECT_EQ(doc["kv_cache"]["num_groups"], 2);
+}
+
 TEST(ServeCli, DoesNotFitExitsOneWithTheErrorAndFixes) {
   auto r = run_cli({"serve", "--gpu", "4090", "--vllm-version", "0.8.5", "--",
                     "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 131072"});

@@ -49,6 +49,42 @@ TEST(Architecture, MixtureOfExpertsCountsEveryExpert) {
   EXPECT_EQ(experts, 128ull * 3 * 2048 * 768 * 48);
 }
 
+// gpt-oss (transformers modeling_gpt_oss.py), counted by hand from the 20b config:
+//   attention  q 2880x4096+4096, k and v 2880x512+512, o 4096x2880+2880   26,550,080
+//   sinks      64 heads                                                        64
+//   router     2880x32 + 32 (GptOssTopKRouter weight and bias)                92,192
+//   experts    32 x (2880x5760 + 5760 + 2880x2880 + 2880)               796,538,880
+//   norms      2 x 2880                                                     5,760
+//   per layer                                                         823,186,976 x 24 layers
+//   embed_tokens and the untied lm_head 201088 x 2880 each, final norm 2880
+// = 20,914,757,184 (the model card: 20.91B; 120b with 36 layers of 128 experts: 116.83B).
+// OpenAI's cookbook LoRA run (r 8, target_modules "all-linear" plus target_parameters on the
+// experts of layers 7, 15, 23) prints "all params: 20,929,797,696" = 20,914,757,184 + its
+// 15,040,512 trainable ones, of which all-linear's q/k/v/o are 24 x 8 x 20,736 = 3,981,312.
+TEST(Architecture, GptOssCountsSinksRouterBiasAndExpertBiases) {
+  ModelSpec m = preset("openai/gpt-oss-20b");
+  ParamCount c = count_parameters(m);
+  EXPECT_EQ(c.embeddings, 579133440u);
+  EXPECT_EQ(c.lm_head, 579133440u);
+  EXPECT_EQ(c.linear, 24ull * (26550080 + 796538880));
+  EXPECT_EQ(c.norms, 24u * 5760u + 2880u);
+  EXPECT_EQ(c.other, 24u * (92192u + 64u));
+  EXPECT_EQ(c.total, 20914757184u);
+  EXPECT_EQ(c.largest_layer, 823186976u);
+  EXPECT_EQ(names(m), (std::vector<std::string>{"q_proj", "k_proj", "v_proj", "o_proj", "gate_up_proj", "down_proj"}));
+  EXPECT_EQ(expert_weight_params(m), 24ull * 32 * (2880 * 5760 + 2880 * 2880));
+  EXPECT_EQ(preset("gpt-oss-120b").total_params, 116829156672u);
+  // The experts are 3-D nn.Parameters, not nn.Linear: PEFT's all-linear reaches q, k, v, o only.
+  LoraSettings all;
+  all.r = 8;
+  all.all_linear = true;
+  EXPECT_EQ(lora_parameter_count(m, all), 3981312u);
+  LoraSettings experts;
+  experts.r = 8;
+  experts.target_modules = {"gate_up_proj", "mlp"};
+  EXPECT_EQ(lora_parameter_count(m, experts), 0u);
+}
+
 TEST(Architecture, DeepSeekV3LargestBlockIsAMoeBlock) {
   ModelSpec m = preset("deepseek-ai/DeepSeek-V3");
   // Attention 187,107,328 + norms 16,384... the MoE block is ~11.5B parameters.

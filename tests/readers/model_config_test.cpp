@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/test_support.h"
+
 namespace oomdoc {
 namespace {
 
@@ -31,6 +33,44 @@ TEST(ModelConfig, GemmaTwoAlternatesSlidingLayers) {
   EXPECT_EQ(*m->sliding_window, 4096u);
   EXPECT_EQ(m->layer_is_sliding, (std::vector<bool>{true, false, true, false}));
   EXPECT_EQ(m->norms_per_layer, 4u);
+}
+
+// openai/gpt-oss-20b's config.json as published (tests/fixtures/estimate/gpt-oss-20b).
+TEST(ModelConfig, GptOssTwentyB) {
+  auto m = parse_model_config(testing::read_file(testing::fixture_path("estimate/gpt-oss-20b/config.json")),
+                              "config.json");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->model_type, "gpt_oss");
+  EXPECT_EQ(m->head_dim, 64u);  // given: hidden 2880 / 64 heads would be 45
+  EXPECT_EQ(m->num_kv_heads, 8u);
+  EXPECT_EQ(m->num_experts, 32u);
+  EXPECT_EQ(m->experts_per_token, 4u);
+  EXPECT_EQ(m->moe_intermediate_size, 2880u);
+  EXPECT_TRUE(m->qkv_bias && m->attn_out_bias && m->mlp_bias && m->router_bias && m->attention_sinks);
+  EXPECT_FALSE(m->tie_word_embeddings);
+  ASSERT_TRUE(m->sliding_window);
+  EXPECT_EQ(*m->sliding_window, 128u);
+  ASSERT_EQ(m->layer_is_sliding.size(), 24u);
+  for (size_t i = 0; i < 24; ++i) EXPECT_EQ(m->layer_is_sliding[i], i % 2 == 0) << i;
+  EXPECT_EQ(m->rope_scaling_type, "yarn");
+  EXPECT_EQ(m->rope_scaling_factor, 32.0);
+  EXPECT_EQ(m->rope_original_max_position, 4096u);
+  EXPECT_EQ(m->quantization, "mxfp4");
+  EXPECT_EQ(m->quantization_bits, 4u);
+  EXPECT_EQ(m->total_params, 20914757184u);  // counted in architecture_test.cpp
+}
+
+TEST(ModelConfig, GptOssWithoutLayerTypesAlternatesFromSliding) {
+  auto m = parse(R"({"model_type": "gpt_oss", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 4,
+                     "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 32,
+                     "num_local_experts": 4, "experts_per_token": 2, "sliding_window": 8})");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->experts_per_token, 2u);
+  EXPECT_EQ(m->layer_is_sliding, (std::vector<bool>{true, false, true, false}));
+  // attention 64x64+64, 2 x (64x32+32), 64x64+64; sinks 4; router 64x4+4; experts 4 x (64x64+64 + 32x64+64);
+  // norms 2 x 64; embeddings and head 100 x 64 each; final norm 64.
+  const uint64_t layer = (64 * 64 + 64) * 2 + (64 * 32 + 32) * 2 + 4 + (64 * 4 + 4) + 4 * (64 * 64 + 64 + 32 * 64 + 64) + 128;
+  EXPECT_EQ(m->total_params, 4 * layer + 2 * 100 * 64 + 64);
 }
 
 TEST(ModelConfig, MultimodalTextConfigIsRead) {
