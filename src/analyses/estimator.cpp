@@ -147,6 +147,17 @@ bool lacks_sdpa(const ModelSpec& m) { return m.model_type == "gpt_oss"; }
 
 }  // namespace
 
+bool supports_sdpa(const ModelSpec& m) { return !eager_attention_only(m) && !lacks_sdpa(m); }
+
+std::string flash_attention_setting(const ModelSpec& m) {
+  if (eager_attention_only(m)) return "";
+  // GptOssPreTrainedModel: flash only through the kernels hub's FA3 build, which takes the sinks
+  // (the model card's and TRL's gpt-oss examples; TRL's SFTTrainer counts it as flash attention
+  // for padding-free batches).
+  if (m.model_type == "gpt_oss") return "kernels-community/vllm-flash-attn3";
+  return "flash_attention_2";
+}
+
 // Families whose modules Liger (liger_kernel/transformers/monkey_patch.py,
 // MODEL_TYPE_TO_APPLY_LIGER_FN) and Unsloth (unsloth/models/) replace with their kernels: the
 // RMSNorm, gated-MLP decoders. Others run unpatched (the Trainer warns and goes on).

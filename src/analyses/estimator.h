@@ -33,4 +33,11 @@ bool kernels_patch(const ModelSpec& model, const std::string& kernels);
 // (Granite's takes the plain cross-entropy kernel instead).
 bool liger_fuses_loss(const ModelSpec& model);
 
+// The attention implementations transformers offers this family, as from_pretrained's
+// attn_implementation names them: whether SDPA is one, and the flash kernel's name
+// ("flash_attention_2"; gpt-oss, whose sinks FA2 cannot take: the kernels-hub
+// "kernels-community/vllm-flash-attn3"); empty when the family has no flash path (DeBERTa-v2).
+bool supports_sdpa(const ModelSpec& model);
+std::string flash_attention_setting(const ModelSpec& model);
+
 }  // namespace oomdoc

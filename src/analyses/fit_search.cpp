@@ -123,13 +123,16 @@ std::vector<Candidate> micro_batch_candidates(const Job& job) {
   return out;
 }
 
-std::vector<Candidate> padding_free_candidates(const Job& job) {
-  if (!is_training(job) || job.padding_free.value_or(false)) return {};
+std::vector<Candidate> padding_free_candidates(const ModelSpec& model, const Job& job) {
+  const std::string flash = flash_attention_setting(model);
+  if (!is_training(job) || job.padding_free.value_or(false) || flash.empty()) return {};
   return {candidate("padding_free", "shorter_sequence", 3,
                     "padding-free batches (examples concatenated, no pad tokens)",
-                    "none on results; needs FlashAttention-2 (variable-length kernels)",
+                    flash == "flash_attention_2" ? "none on results; needs FlashAttention-2 (variable-length kernels)"
+                                                 : "none on results; needs the flash kernel " + flash +
+                                                       " (variable-length kernels; Hopper GPUs)",
                     {{"SFTConfig", "padding_free", "True"},
-                     {"from_pretrained", "attn_implementation", "\"flash_attention_2\""}},
+                     {"from_pretrained", "attn_implementation", "\"" + flash + "\""}},
                     [](Job& j) {
                       j.padding_free = true;
                       j.attention_impl = "flash";
@@ -250,14 +253,20 @@ bool changes_method(const FitPlan& plan) {
 
 std::vector<Candidate> kernel_candidates(const ModelSpec& model, const Job& job) {
   std::vector<Candidate> out;
-  if (job.attention_impl && *job.attention_impl == "eager") {
+  // Eager attention as given, or as the family's only default (gpt-oss): the kernel that keeps no
+  // seq x seq scores, SDPA where transformers offers it, else the family's flash kernel.
+  const bool eager = job.attention_impl ? *job.attention_impl == "eager" : !supports_sdpa(model);
+  const std::string flash = flash_attention_setting(model);
+  if (eager && (supports_sdpa(model) || !flash.empty())) {
+    const bool sdpa = supports_sdpa(model);
     Candidate c;
     c.change.id = "attention_kernel";
     c.change.step = 4;
-    c.change.title = "SDPA attention instead of eager (no seq x seq score matrices kept)";
-    c.change.cost = "none: same results, usually faster";
-    c.change.settings = {{"from_pretrained", "attn_implementation", "\"sdpa\""}};
-    c.apply = [](Job& j) { j.attention_impl = "sdpa"; };
+    c.change.title = sdpa ? "SDPA attention instead of eager (no seq x seq score matrices kept)"
+                          : "flash attention (" + flash + ") instead of eager (no seq x seq score matrices kept)";
+    c.change.cost = sdpa ? "none: same results, usually faster" : "none: same results, faster; needs a Hopper GPU";
+    c.change.settings = {{"from_pretrained", "attn_implementation", "\"" + (sdpa ? std::string("sdpa") : flash) + "\""}};
+    c.apply = [sdpa](Job& j) { j.attention_impl = sdpa ? "sdpa" : "flash"; };
     out.push_back(std::move(c));
   }
   // The Trainer's use_liger_kernel patches only the families Liger knows (elsewhere it warns and
@@ -908,7 +917,7 @@ struct Search {
         {"llama_context", llama_context_candidates},
         {"llama_gpu_layers", [this](const Job& j) { return llama_gpu_layers_candidates(j, model.num_layers); }},
         {"sync_each_batch", sync_each_batch_candidates},
-        {"padding_free", padding_free_candidates},
+        {"padding_free", [this](const Job& j) { return padding_free_candidates(model, j); }},
         {"seq_len", [this](const Job& j) { return seq_len_candidates(j, lengths); }},
         {"bf16_hidden_states", [this, bf16](const Job& j) { return bf16_hidden_states_candidates(est, model, j, bf16); }},
         {"mixed_precision", [bf16](const Job& j) { return precision_candidates(j, bf16); }},

@@ -392,5 +392,33 @@ TEST(FitPlan, LigerIsOfferedOnlyWhereItPatchesTheModel) {
   for (const auto& a : gpt2->report.alternatives) EXPECT_NE(a.change.id, "fused_loss");
 }
 
+// gpt-oss has no SDPA and no FlashAttention-2 path in transformers (its sinks join the softmax):
+// every attention change names the kernels hub's FA3 build, the one TRL's padding-free batches
+// accept for it, never "sdpa" or "flash_attention_2", which from_pretrained would refuse.
+TEST(FitPlan, GptOssAttentionChangesNameItsOwnFlashKernel) {
+  auto fitted = fit_on("openai/gpt-oss-20b", "h100-80", training("train_lora", 4, 2048), 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  std::vector<FitChange> changes;
+  if (fitted->report.plan) changes = fitted->report.plan->changes;
+  for (const auto& a : fitted->report.alternatives) changes.push_back(a.change);
+  bool attention_named = false;
+  for (const auto& c : changes) {
+    for (const auto& s : c.settings) {
+      if (s.name != "attn_implementation") continue;
+      EXPECT_EQ(s.value, "\"kernels-community/vllm-flash-attn3\"") << c.id;
+      attention_named = true;
+    }
+  }
+  EXPECT_TRUE(attention_named);
+  // Llama keeps the usual names.
+  auto llama = fit_on("meta-llama/Llama-3.1-8B", "4090", training("train_lora", 8, 4096), 1);
+  ASSERT_TRUE(llama.ok());
+  for (const auto& a : llama->report.alternatives) {
+    for (const auto& s : a.change.settings) {
+      if (s.name == "attn_implementation") EXPECT_NE(s.value, "\"kernels-community/vllm-flash-attn3\"");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace oomdoc
