@@ -119,6 +119,7 @@ td {{ white-space: pre-line; }}
 <script>
 (function() {{
   var report = JSON.parse(document.getElementById('report').textContent);
+  var kSegmentRows = 100;  // rows of a segment table; the JSON holds every segment
   var timelineTexts = JSON.parse(document.getElementById('timeline-texts').textContent);
   function el(tag, attrs, text) {{
     var e = document.createElement(tag);
@@ -174,11 +175,14 @@ td {{ white-space: pre-line; }}
       var hover = el('div', {{'class': 'hover', 'id': 'hover-' + d.device}}, 'Hover over the plot to see the event.');
       sec.appendChild(plot); sec.appendChild(hover);
       root.appendChild(sec);
+      // Seconds from the first event when every entry carries time_us, else the event index.
+      var bySeconds = tl.x_axis === 'seconds';
       var opts = {{
         width: Math.min(1100, window.innerWidth - 60), height: 320,
         scales: {{ x: {{ time: false }} }},
-        axes: [{{ label: 'trace event' }}, {{ label: 'bytes', size: 80, values: function(u, vals) {{ return vals.map(bytes); }} }}],
-        series: [{{ label: 'event' }},
+        axes: [{{ label: bySeconds ? 'seconds from the first trace event (time_us)' : 'trace event index (the trace has no time_us)' }},
+               {{ label: 'bytes', size: 80, values: function(u, vals) {{ return vals.map(bytes); }} }}],
+        series: [{{ label: bySeconds ? 'seconds' : 'event' }},
                  {{ label: 'live (requested)', stroke: '#1f77b4', fill: 'rgba(31,119,180,0.15)', value: function(u, v, si, i) {{ return i === null || i === undefined ? '--' : tt.live_text[i]; }} }},
                  {{ label: 'reserved', stroke: '#d62728', value: function(u, v, si, i) {{ return i === null || i === undefined ? '--' : tt.reserved_text[i]; }} }}],
         hooks: {{
@@ -187,13 +191,14 @@ td {{ white-space: pre-line; }}
             var i = u.cursor.idx;
             if (i === null || i === undefined) return;
             var t = tl.time_us[i];
-            hover.textContent = 'event ' + tl.event_index[i] + (t !== null ? ' (time_us ' + t + ')' : '') +
+            hover.textContent = 'event ' + tl.event_index[i] +
+              (tl.seconds[i] !== null ? ' at ' + tl.seconds[i].toFixed(6) + ' s' : '') + (t !== null ? ' (time_us ' + t + ')' : '') +
               ': ' + tl.action[i] + ' ' + tl.size_bytes[i] + ' bytes\nlive ' + tt.live_text[i] + ', reserved ' + tt.reserved_text[i] +
               '\n' + (tl.stack[i] || '');
           }}]
         }}
       }};
-      new uPlot(opts, [tl.event_index, tl.live_bytes, tl.reserved_bytes], plot);
+      new uPlot(opts, [bySeconds ? tl.seconds : tl.event_index, tl.live_bytes, tl.reserved_bytes], plot);
     }} else {{
       root.appendChild(sec);
     }}
@@ -208,6 +213,33 @@ td {{ white-space: pre-line; }}
         sec.appendChild(stackTable(o.top_stacks));
         sec.appendChild(el('p', {{}}, 'Fixes: ' + o.fixes.map(function(f) {{ return f.title; }}).join('; ')));
       }});
+    }}
+    var fr = d.fragmentation;
+    if (fr.segments.length) {{
+      sec.appendChild(el('h3', {{'class': 'segments'}}, fr.at === 'oom' ? 'Segments at the OOM (event ' + fr.oom_event_index +
+          '), most free memory in pieces smaller than the ' + bt(fr, 'requested_bytes') + ' request first'
+        : 'Segments at dump time, most free memory stranded beside live blocks first'));
+      sec.appendChild(el('p', {{}}, fr.explanation));
+      if (fr.at === 'oom') {{
+        sec.appendChild(el('p', {{}}, fr.segments_fitting_request + ' of ' + fr.segments.length +
+            ' segments had a free block of ' + bt(fr, 'requested_bytes') + ' (the request); the largest free block was ' +
+            bt(fr, 'largest_free_block_bytes') + ', ' + bt(fr, 'free_bytes') + ' free in all.'));
+      }}
+      var shown = fr.segments.slice(0, kSegmentRows);
+      var segTable = table(['address', 'size', 'pool', 'stream', 'allocated', 'free', 'largest free block', 'blocks',
+                            'free blocks', fr.at === 'oom' ? 'free in pieces < request' : 'stranded free'],
+        shown.map(function(g) {{
+          var pool = (g.segment_type || '?') + (g.private_pool ? ', private' : '') + (g.expandable ? ', expandable' : '');
+          return ['0x' + g.address.toString(16), bt(g, 'size_bytes'), pool, String(g.stream), bt(g, 'allocated_bytes'),
+                  bt(g, 'free_bytes'), bt(g, 'largest_free_block_bytes'), String(g.blocks), String(g.free_blocks),
+                  bt(g, 'unusable_free_bytes')];
+        }}), [false, true, false, true, true, true, true, true, true, true]);
+      segTable.setAttribute('id', 'segments-' + d.device);
+      sec.appendChild(segTable);
+      if (fr.segments.length > shown.length) {{
+        sec.appendChild(el('p', {{'class': 'muted'}}, (fr.segments.length - shown.length) +
+            ' more segments (all of them in --json).'));
+      }}
     }}
     sec.appendChild(el('h3', {{}}, d.top_stacks_when === 'peak' ? 'Top stacks at the trace peak' : 'Top stacks live at dump time'));
     sec.appendChild(stackTable(d.top_stacks));
