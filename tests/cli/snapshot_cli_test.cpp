@@ -46,7 +46,7 @@ TEST(SnapshotCli, SegmentsFlagLimitsTheTableNotTheJson) {
   EXPECT_THAT(one.out, HasSubstr("\n    0x7f0000000000     64.00 MiB large       0   32.00 MiB"));
   auto json = run_cli({"snapshot", file, "--segments", "1", "--json"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
-  EXPECT_EQ(nlohmann::json::parse(json.out)["devices"][0]["fragmentation"]["segments"].size(), 4u);
+  EXPECT_EQ(nlohmann::json::parse(json.out)["devices"][0]["fragmentation"]["segments"]["address"].size(), 4u);
   auto bad = run_cli({"snapshot", file, "--segments", "abc"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_TRUE(bad.out.empty());

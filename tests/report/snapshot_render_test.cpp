@@ -127,13 +127,20 @@ TEST(SnapshotJson, FragmentationHasTheDocumentedFieldsAndEverySegment) {
   EXPECT_EQ(f["segments_fitting_request"], 0u);
   EXPECT_EQ(f["expandable_segments"], false);
   EXPECT_EQ(f["meaning"], "fragmented");
-  ASSERT_EQ(f["segments"].size(), 4u);
-  EXPECT_EQ(f["segments"][0],
-            Json::parse(R"({"address": 139637976727552, "size_bytes": 67108864, "segment_type": "large", "stream": 0,
-                            "private_pool": false, "expandable": false, "allocated_bytes": 33554432,
-                            "free_bytes": 33554432, "largest_free_block_bytes": 8388608, "blocks": 8,
-                            "free_blocks": 4, "unusable_free_bytes": 33554432})"));
-  EXPECT_TRUE(f["segments"][3]["segment_type"].is_null());  // released after the OOM
+  EXPECT_EQ(f["segment_count"], 4u);
+  // Columns of equal length, one entry per segment, in the table's order.
+  const Json& columns = f["segments"];
+  ASSERT_EQ(columns.size(), 12u);
+  for (const auto& [name, column] : columns.items()) EXPECT_EQ(column.size(), 4u) << name;
+  Json first;
+  for (const auto& [name, column] : columns.items()) first[name] = column[0];
+  EXPECT_EQ(first, Json::parse(R"({"address": 139637976727552, "size_bytes": 67108864, "segment_type": "large",
+                                   "stream": 0, "private_pool": false, "expandable": false,
+                                   "allocated_bytes": 33554432, "free_bytes": 33554432,
+                                   "largest_free_block_bytes": 8388608, "blocks": 8, "free_blocks": 4,
+                                   "unusable_free_bytes": 33554432})"));
+  EXPECT_TRUE(columns["segment_type"][3].is_null());  // released after the OOM
+  EXPECT_EQ(columns["stream"][3], 3);
   // Without an OOM: at dump, request and fitting count null.
   const Json train = snapshot_report_json(train_report());
   const Json& dump = train["devices"][1]["fragmentation"];
@@ -141,7 +148,8 @@ TEST(SnapshotJson, FragmentationHasTheDocumentedFieldsAndEverySegment) {
   EXPECT_TRUE(dump["oom_event_index"].is_null());
   EXPECT_TRUE(dump["requested_bytes"].is_null());
   EXPECT_TRUE(dump["segments_fitting_request"].is_null());
-  EXPECT_EQ(dump["segments"].size(), 26u);  // all of them, whatever --segments says
+  EXPECT_EQ(dump["segment_count"], 26u);
+  EXPECT_EQ(dump["segments"]["address"].size(), 26u);  // all of them, whatever --segments says
 }
 
 // With time_us on every entry the timeline's x axis is seconds from the first event; the same
@@ -204,6 +212,9 @@ TEST(SnapshotHtml, SegmentTableAndTheTimeAxis) {
   EXPECT_THAT(html, HasSubstr("\"x_axis\":\"seconds\""));
   EXPECT_THAT(html, HasSubstr("\"unusable_free_bytes\":33554432,\"unusable_free_bytes_text\":\"32.00 MiB\""));
   EXPECT_THAT(html, HasSubstr("'segments-' + d.device"));
+  EXPECT_THAT(html, HasSubstr("id=\"segment-rows\">[[{\"address\":\"0x7f0000000000\",\"size_bytes\":67108864,"));
+  // The page lists the first 100 rows: the report it embeds carries no segment columns.
+  EXPECT_EQ(html.find("\"segments\":{\"address\""), std::string::npos);
 }
 
 }  // namespace
