@@ -201,14 +201,15 @@ enum class FragmentationMeaning {
   kNoFreeMemory,       // nothing free in the cache
   kNothingStranded,    // at dump: all free memory is in whole free segments
   kStranded,           // at dump: free memory inside partly used segments
-  kFragmented,         // at an OOM: free memory would cover the request, no block fits it
+  kFragmented,         // at an OOM: cached plus device free memory would cover the request, no block fits it
   kFitsElsewhere,      // at an OOM: a free block fits, in another pool, stream or private pool
-  kTooLittleFree,      // at an OOM: the free memory is less than the request anyway
+  kTooLittleFree,      // at an OOM: cached plus device free memory is less than the request anyway
 };
 std::string_view fragmentation_meaning_name(FragmentationMeaning meaning);
 struct Fragmentation {
   std::optional<uint64_t> oom_event_index;  // set: the segments at that OOM (the first); else at dump
   std::optional<uint64_t> requested_bytes;  // the failed request (at an OOM)
+  std::optional<uint64_t> device_free_bytes;  // what CUDA had free then (at an OOM)
   uint64_t free_bytes = 0;                  // all segments' free blocks
   uint64_t unusable_free_bytes = 0;
   uint64_t largest_free_block_bytes = 0;    // over all segments

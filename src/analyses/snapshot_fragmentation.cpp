@@ -97,19 +97,25 @@ std::string explain(const Fragmentation& f) {
           "{}); if an OOM then reports much reserved-but-unallocated memory, set "
           "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True ({})",
           format_bytes(f.unusable_free_bytes), free, largest, kAllocatorDocs);
-    case FragmentationMeaning::kFragmented:
+    case FragmentationMeaning::kFragmented: {
+      // As the OOM verdict counts it: the device's free memory could have held a new segment.
+      const std::string had = f.device_free_bytes.value_or(0)
+                                  ? fmt::format("{} free in PyTorch's cache and {} on the device", free,
+                                                format_bytes(*f.device_free_bytes))
+                                  : fmt::format("{} free in PyTorch's cache", free);
       if (f.expandable_segments) {
         return fmt::format(
-            "{} was free in PyTorch's cache, more than the {} request, but in pieces of at most {} between live "
-            "blocks; expandable segments are already on, so lower the peak (smaller batch) or allocate the large "
-            "buffers once, early",
-            free, format_bytes(*f.requested_bytes), largest);
+            "{} would have covered the {} request, but the cache's pieces are at most {}, between live blocks; "
+            "expandable segments are already on, so lower the peak (smaller batch) or allocate the large buffers "
+            "once, early",
+            had, format_bytes(*f.requested_bytes), largest);
       }
       return fmt::format(
-          "{} was free in PyTorch's cache, more than the {} request, but no segment had a free block that large "
-          "(the largest was {}): the free memory is fragmented. Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
-          "so that segments grow in place instead of needing one free block as large as the request ({})",
-          free, format_bytes(*f.requested_bytes), largest, kAllocatorDocs);
+          "{} would have covered the {} request, but no segment had a free block that large (the largest was {}): "
+          "the free memory is fragmented. Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so that segments "
+          "grow in place instead of needing one free block as large as the request ({})",
+          had, format_bytes(*f.requested_bytes), largest, kAllocatorDocs);
+    }
     case FragmentationMeaning::kFitsElsewhere:
       return fmt::format(
           "{} segment{} had a free block of {} or more, but the allocator takes a block only from the request's "
@@ -118,9 +124,9 @@ std::string explain(const Fragmentation& f) {
           format_bytes(*f.requested_bytes));
     case FragmentationMeaning::kTooLittleFree:
       return fmt::format(
-          "only {} was free in PyTorch's cache for the {} request (largest free block {}): even in one piece it "
-          "would not have fit, so fragmentation is not the cause",
-          free, format_bytes(*f.requested_bytes), largest);
+          "only {} was free in PyTorch's cache and {} on the device for the {} request (largest free block {}): "
+          "even in one piece it would not have fit, so fragmentation is not the cause",
+          free, format_bytes(f.device_free_bytes.value_or(0)), format_bytes(*f.requested_bytes), largest);
   }
   return {};
 }
@@ -145,6 +151,7 @@ Fragmentation analyze_fragmentation(const Snapshot& snapshot, int device, std::o
   if (oom_event_index && *oom_event_index < trace.size()) {
     f.oom_event_index = oom_event_index;
     f.requested_bytes = trace[*oom_event_index].size;
+    f.device_free_bytes = trace[*oom_event_index].device_free();
     f.segments = segments_at(detail::layout_at(snapshot, device, *oom_event_index), *f.requested_bytes);
   } else {
     f.segments = segments_at_dump(snapshot, device);
@@ -173,7 +180,7 @@ Fragmentation analyze_fragmentation(const Snapshot& snapshot, int device, std::o
     f.segments_fitting_request = fitting;
     if (fitting > 0) {
       f.meaning = FragmentationMeaning::kFitsElsewhere;
-    } else if (f.free_bytes >= *f.requested_bytes) {
+    } else if (f.free_bytes + *f.device_free_bytes >= *f.requested_bytes) {  // the OOM verdict's rule
       f.meaning = FragmentationMeaning::kFragmented;
     } else {
       f.meaning = FragmentationMeaning::kTooLittleFree;

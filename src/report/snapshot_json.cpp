@@ -102,6 +102,7 @@ Json fragmentation_json(const Fragmentation& f) {
   j["at"] = f.oom_event_index ? "oom" : "dump";
   j["oom_event_index"] = json_optional(f.oom_event_index);
   j["requested_bytes"] = json_bytes(f.requested_bytes);
+  j["device_free_bytes"] = json_bytes(f.device_free_bytes);
   j["free_bytes"] = f.free_bytes;
   j["unusable_free_bytes"] = f.unusable_free_bytes;
   j["largest_free_block_bytes"] = f.largest_free_block_bytes;

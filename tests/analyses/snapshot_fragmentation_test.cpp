@@ -123,8 +123,19 @@ TEST(Fragmentation, AtAnOomNoSegmentHadABlockAsLargeAsTheRequest) {
   // 9 MiB free is less than the 12 MiB request: not fragmentation.
   EXPECT_EQ(f.meaning, FragmentationMeaning::kTooLittleFree);
   EXPECT_EQ(f.explanation,
-            "only 9.00 MiB was free in PyTorch's cache for the 12.00 MiB request (largest free block 8.00 MiB): even "
-            "in one piece it would not have fit, so fragmentation is not the cause");
+            "only 9.00 MiB was free in PyTorch's cache and 1.00 MiB on the device for the 12.00 MiB request (largest "
+            "free block 8.00 MiB): even in one piece it would not have fit, so fragmentation is not the cause");
+  EXPECT_EQ(f.device_free_bytes, 1 * MiB);
+  // 3 MiB more free on the device and the same pieces would have been fragmentation, as the verdict says.
+  s.trace_events[0].addr = 4 * MiB;
+  Fragmentation more = analyze_fragmentation(s, 0, 0);
+  EXPECT_EQ(more.meaning, FragmentationMeaning::kFragmented);
+  EXPECT_EQ(more.explanation,
+            "9.00 MiB free in PyTorch's cache and 4.00 MiB on the device would have covered the 12.00 MiB request, "
+            "but no segment had a free block that large (the largest was 8.00 MiB): the free memory is fragmented. "
+            "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so that segments grow in place instead of needing "
+            "one free block as large as the request (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)");
+  s.trace_events[0].addr = 1 * MiB;
   // The OOM's own figures come from the same layout.
   Timeline t = replay_timeline(s, 0, {});
   StackLabeler labeler(s, 2);
@@ -154,9 +165,9 @@ TEST(Fragmentation, AFreeBlockLargeEnoughOnAnotherStreamOrExpandableAlreadyOn) {
   EXPECT_TRUE(f.expandable_segments);
   EXPECT_EQ(f.meaning, FragmentationMeaning::kFragmented);
   EXPECT_EQ(f.explanation,
-            "12.00 MiB was free in PyTorch's cache, more than the 8.00 MiB request, but in pieces of at most 6.00 MiB "
-            "between live blocks; expandable segments are already on, so lower the peak (smaller batch) or allocate "
-            "the large buffers once, early");
+            "12.00 MiB free in PyTorch's cache would have covered the 8.00 MiB request, but the cache's pieces are at "
+            "most 6.00 MiB, between live blocks; expandable segments are already on, so lower the peak (smaller "
+            "batch) or allocate the large buffers once, early");
 }
 
 nlohmann::json as_json(const Fragmentation& f) {
@@ -227,10 +238,10 @@ TEST(Fragmentation, TheGeneratedFragmentedOom) {
   EXPECT_EQ(f.segments[3].stream, 3);
   EXPECT_EQ(f.meaning, FragmentationMeaning::kFragmented);
   EXPECT_EQ(f.explanation,
-            "48.50 MiB was free in PyTorch's cache, more than the 16.00 MiB request, but no segment had a free block "
-            "that large (the largest was 14.00 MiB): the free memory is fragmented. Set "
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so that segments grow in place instead of needing one "
-            "free block as large as the request (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)");
+            "48.50 MiB free in PyTorch's cache and 2.00 MiB on the device would have covered the 16.00 MiB request, "
+            "but no segment had a free block that large (the largest was 14.00 MiB): the free memory is fragmented. "
+            "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so that segments grow in place instead of needing "
+            "one free block as large as the request (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)");
 }
 
 }  // namespace

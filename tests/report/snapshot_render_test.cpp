@@ -121,6 +121,7 @@ TEST(SnapshotJson, FragmentationHasTheDocumentedFieldsAndEverySegment) {
   EXPECT_EQ(f["at"], "oom");
   EXPECT_EQ(f["oom_event_index"], 23u);
   EXPECT_EQ(f["requested_bytes"], 16777216u);
+  EXPECT_EQ(f["device_free_bytes"], 2097152u);
   EXPECT_EQ(f["free_bytes"], 50855936u);
   EXPECT_EQ(f["unusable_free_bytes"], 50855936u);
   EXPECT_EQ(f["largest_free_block_bytes"], 14680064u);
@@ -147,6 +148,7 @@ TEST(SnapshotJson, FragmentationHasTheDocumentedFieldsAndEverySegment) {
   EXPECT_EQ(dump["at"], "dump");
   EXPECT_TRUE(dump["oom_event_index"].is_null());
   EXPECT_TRUE(dump["requested_bytes"].is_null());
+  EXPECT_TRUE(dump["device_free_bytes"].is_null());
   EXPECT_TRUE(dump["segments_fitting_request"].is_null());
   EXPECT_EQ(dump["segment_count"], 26u);
   EXPECT_EQ(dump["segments"]["address"].size(), 26u);  // all of them, whatever --segments says
@@ -199,7 +201,7 @@ TEST(SnapshotText, SegmentTableAndWhatItMeans) {
   std::string none = render_snapshot_text(r, Style::plain(), 0);
   EXPECT_EQ(none.find("0x7f0000000000"), std::string::npos);
   EXPECT_THAT(none, HasSubstr("0 of 4 segments had a free block of 16.00 MiB (the request)"));
-  EXPECT_THAT(none, HasSubstr("=> 48.50 MiB was free in PyTorch's cache"));
+  EXPECT_THAT(none, HasSubstr("=> 48.50 MiB free in PyTorch's cache and 2.00 MiB on the device would have covered"));
   std::string untimed = render_snapshot_text(fixture_report("fragmented_no_time.json"), Style::plain());
   EXPECT_THAT(untimed, HasSubstr("trace: 31 events (no time_us: event index as time);"));
   EXPECT_THAT(untimed, HasSubstr("OOM at event 23: fragmentation\n"));
