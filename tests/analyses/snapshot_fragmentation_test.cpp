@@ -190,7 +190,7 @@ TEST(Fragmentation, FixturesMatchThePythonReference) {
   const std::pair<const char*, const char*> files[] = {
       {"train", "train_p4.pickle"}, {"train", "train.json"}, {"expandable_p4.pickle", "expandable_p4.pickle"},
       {"list_1_13_p2.pickle", "list_1_13_p2.pickle"}, {"history_2_0_p4.pickle", "history_2_0_p4.pickle"},
-      {"fragmented_p4.pickle", "fragmented_p4.pickle"}};
+      {"fragmented_p4.pickle", "fragmented_p4.pickle"}, {"fragmented_no_time.json", "fragmented_no_time.json"}};
   for (const auto& [key, file] : files) {
     auto report = analyze_snapshot_file(testing::fixture_path(std::string("snapshot/") + file));
     ASSERT_TRUE(report.ok()) << file;
