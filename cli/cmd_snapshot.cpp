@@ -27,6 +27,7 @@ struct SnapshotArgs {
   std::string html;
   std::optional<int> device;
   size_t top = 10;
+  size_t segments = kDefaultSegmentRows;
   size_t depth = 2;
   std::string gpu_memory;
   bool quiet = false;
@@ -105,7 +106,7 @@ int run(const SnapshotArgs& args) {
   if (args.json) {
     std::cout << dump_json(snapshot_report_json(report));
   } else {
-    std::cout << render_snapshot_text(report, Style::for_fd(1));
+    std::cout << render_snapshot_text(report, Style::for_fd(1), args.segments);
     if (!args.html.empty()) std::cout << "\nHTML report: " << args.html << "\n";
   }
   return kExitOk;
@@ -123,6 +124,8 @@ void setup(CLI::App& app, int* exit_code) {
   cmd->add_option("--html", args->html, "Also write a self-contained HTML report with a timeline");
   cmd->add_option("--device", args->device, "Only this CUDA device");
   cmd->add_option("--top", args->top, "Stacks to list (default 10)");
+  cmd->add_option("--segments", args->segments,
+                  "Segments listed in the fragmentation table (default 10; --json has all, 0 lists none)");
   cmd->add_option("--depth", args->depth, "User frames in a stack's key (default 2)");
   cmd->add_option("--gpu-memory", args->gpu_memory,
                   "Device capacity (e.g. 80GiB), to detect memory used outside PyTorch at an OOM");

@@ -9,8 +9,12 @@ standard pickle and json only:
   list_1_13_p2.pickle                     1.13 layout: a bare list of segments, blocks with history,
                                           no requested_size
   history_2_0_p4.pickle                   2.0 layout: blocks with history, a 1-entry trace
+  fragmented_p4.pickle                    an OOM with 48.5 MiB free in the cache and no free block
+                                          as large as the 16 MiB request; survived, so the dump differs
+  fragmented_no_time.json                 the same without time_us (event index as the time axis)
   values_p2/p4/p5.pickle                  plain values for the reader's own tests
   expected.json                           tools/snapshot_totals.py's figures for each snapshot
+  expected_segments.json                  tools/snapshot_segments.py's per-segment view of each
 
 Usage: tools/gen_snapshot_fixtures.py [OUT_DIR]   (default tests/fixtures/snapshot)
 """
@@ -23,6 +27,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_snapshot  # noqa: E402
+import snapshot_segments  # noqa: E402
 import snapshot_totals  # noqa: E402
 
 
@@ -53,6 +58,77 @@ def legacy_blocks(snap, keep_requested):
         seg["blocks"] = blocks
         segments.append(seg)
     return segments
+
+
+def fragmented():
+    """One device that runs out of memory with 48.5 MiB free in its cache: a 16 MiB request, and no
+    segment holds a free block that large (64 MiB cut by live 8 MiB tensors into 8 MiB holes, a
+    14 MiB hole on another stream, small pieces). The program survives the OOM (frees, releases a
+    segment, frees one more tensor, allocates a new segment), so the layout at the OOM must be
+    replayed from the trace: the dump alone shows a merged 24 MiB hole and no 4 MiB segment.
+    Every entry carries time_us, 0.25 s apart."""
+    MiB = 1 << 20
+    s1, s2, s3, s4, s5 = (0x7F0000000000 + i * 0x10000000 for i in range(5))
+    user = [{"filename": "/home/user/project/model.py", "line": 42, "name": "forward"},
+            {"filename": "/home/user/project/train.py", "line": 88, "name": "train_step"}]
+    trace = []
+
+    def event(action, addr, size, stream=0, **extra):
+        e = {"action": action, "addr": addr, "size": size, "stream": stream,
+             "time_us": 1_717_000_000_000_000 + 250_000 * len(trace), "frames": list(user)}
+        e.update(extra)
+        trace.append(e)
+
+    event("segment_alloc", s1, 64 * MiB)
+    for k in range(8):
+        event("alloc", s1 + k * 8 * MiB, 8 * MiB)
+    event("segment_alloc", s2, 2 * MiB)
+    event("alloc", s2, 512 * 1024)
+    event("segment_alloc", s3, 20 * MiB, stream=7)
+    event("alloc", s3, 6 * MiB, stream=7)
+    event("segment_alloc", s5, 4 * MiB, stream=3)
+    event("alloc", s5, 3 * MiB, stream=3)
+    for k in (1, 3, 5, 7):
+        event("free_requested", s1 + k * 8 * MiB, 8 * MiB)
+        event("free_completed", s1 + k * 8 * MiB, 8 * MiB)
+    oom = {"action": "oom", "device_free": 2 * MiB, "size": 16 * MiB, "stream": 0,
+           "time_us": 1_717_000_000_000_000 + 250_000 * len(trace), "frames": list(user)}
+    trace.append(oom)
+    # Survives: frees the 3 MiB tensor, empty_cache() releases its segment, frees one more 8 MiB
+    # tensor (its hole merges with its neighbours), then retries with a 12 MiB tensor.
+    event("free_requested", s5, 3 * MiB, stream=3)
+    event("free_completed", s5, 3 * MiB, stream=3)
+    event("segment_free", s5, 4 * MiB, stream=3)
+    event("free_requested", s1 + 16 * MiB, 8 * MiB)
+    event("free_completed", s1 + 16 * MiB, 8 * MiB)
+    event("segment_alloc", s4, 12 * MiB)
+    event("alloc", s4, 12 * MiB - 100)
+
+    def segment(address, stream, kind, blocks):
+        out, addr = [], address
+        for size, state, requested in blocks:
+            out.append({"address": addr, "size": size, "requested_size": requested, "state": state,
+                        "frames": list(user) if state == "active_allocated" else []})
+            addr += size
+        live = [b for b in out if b["state"] == "active_allocated"]
+        return {"device": 0, "address": address, "total_size": sum(b["size"] for b in out),
+                "allocated_size": sum(b["size"] for b in live), "active_size": sum(b["size"] for b in live),
+                "requested_size": sum(b["requested_size"] for b in live), "stream": stream,
+                "segment_type": kind, "segment_pool_id": (0, 0), "is_expandable": False,
+                "frames": list(user), "blocks": out}
+
+    A, I = "active_allocated", "inactive"
+    segments = [
+        segment(s1, 0, "large", [(8 * MiB, A, 8 * MiB), (24 * MiB, I, 8 * MiB), (8 * MiB, A, 8 * MiB),
+                                 (8 * MiB, I, 8 * MiB), (8 * MiB, A, 8 * MiB), (8 * MiB, I, 8 * MiB)]),
+        segment(s2, 0, "small", [(512 * 1024, A, 512 * 1024), (1536 * 1024, I, 0)]),
+        segment(s3, 7, "large", [(6 * MiB, A, 6 * MiB), (14 * MiB, I, 0)]),
+        segment(s4, 0, "large", [(12 * MiB, A, 12 * MiB - 100)]),
+    ]
+    settings = {"PYTORCH_CUDA_ALLOC_CONF": "", "max_split_size": -1, "garbage_collection_threshold": 0.0,
+                "expandable_segments": False}
+    return {"segments": segments, "device_traces": [trace], "allocator_settings": settings,
+            "external_annotations": []}
 
 
 def values(protocol):
@@ -112,8 +188,27 @@ def main():
     write("history_2_0_p4.pickle", history, 4)
     expected["history_2_0_p4.pickle"] = snapshot_totals.totals(history)
 
+    frag = fragmented()
+    write("fragmented_p4.pickle", frag, 4)
+    expected["fragmented_p4.pickle"] = snapshot_totals.totals(frag)
+    untimed = copy.deepcopy(frag)  # as before ~2.2: no time_us, so the event index is the time axis
+    for e in untimed["device_traces"][0]:
+        del e["time_us"]
+    write("fragmented_no_time.json", json.loads(json.dumps(untimed)))
+
     for p in (2, 4, 5):
         write(f"values_p{p}.pickle", values(p), p)
+
+    # The per-segment fragmentation view (tools/snapshot_segments.py) of each snapshot.
+    segments = {"train": snapshot_segments.fragmentation(train),
+                "expandable_p4.pickle": snapshot_segments.fragmentation(expandable),
+                "list_1_13_p2.pickle": snapshot_segments.fragmentation(listed),
+                "history_2_0_p4.pickle": snapshot_segments.fragmentation(history),
+                "fragmented_p4.pickle": snapshot_segments.fragmentation(frag),
+                "fragmented_no_time.json": snapshot_segments.fragmentation(untimed)}
+    with open(os.path.join(out, "expected_segments.json"), "w") as f:
+        json.dump(segments, f, indent=1, sort_keys=True)
+        f.write("\n")
 
     with open(os.path.join(out, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)

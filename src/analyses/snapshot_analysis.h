@@ -79,6 +79,7 @@ struct StackGroup {
 struct TimelinePoint {
   uint64_t event_index = 0;
   std::optional<int64_t> time_us;
+  std::optional<double> seconds;  // from the trace's first event, when the timeline has a time axis
   int64_t live_bytes = 0;      // absolute: baseline + replay delta
   int64_t reserved_bytes = 0;  // absolute, anchored on the segments at dump time
   TraceAction action = TraceAction::kOther;
@@ -102,10 +103,16 @@ inline constexpr std::string_view kBeforeRecordingKey = "<allocated before recor
 
 struct Timeline {
   uint64_t events = 0;
-  bool has_time = false;
+  bool has_time = false;   // some entries carry time_us
+  // Every entry carries time_us, never decreasing: plot against seconds from the first event
+  // (start_time_us); otherwise the event index is the time axis.
+  bool time_axis = false;
+  std::optional<int64_t> start_time_us;  // with time_axis
+  std::optional<double> duration_seconds;  // with time_axis: first to last event
   int64_t peak_live_delta = 0;  // max running sum from 0 at the first event (never below 0)
   std::optional<uint64_t> peak_index;  // event index of the peak (absent with no trace growth)
   std::optional<int64_t> peak_time_us;
+  std::optional<double> peak_seconds;  // with time_axis
   uint64_t baseline_bytes = 0;        // allocated before recording: unmatched frees + ghosts
   uint64_t live_at_peak_bytes = 0;    // baseline + peak_live_delta: all that was live at the peak
   uint64_t unmatched_free_bytes = 0;  // freed in the trace, allocated before it
@@ -151,6 +158,7 @@ struct OomFix {
 struct OomReport {
   uint64_t event_index = 0;
   std::optional<int64_t> time_us;
+  std::optional<double> seconds;      // from the trace's first event, when the timeline has a time axis
   uint64_t requested_bytes = 0;
   uint64_t device_free_bytes = 0;
   uint64_t live_bytes = 0;            // requested bytes live at the OOM (baseline + replay)
@@ -169,6 +177,50 @@ struct OomReport {
 };
 std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const Timeline& timeline,
                                     StackLabeler& labeler, const SnapshotOptions& options);
+
+// ---- fragmentation: each segment at the first OOM (or at dump time without one) ----
+// At an OOM the layout is replayed from the trace (as for the OOM's verdict); at dump time it is the
+// segments' own blocks. "Unusable" free bytes are, at an OOM, those in free blocks smaller than the
+// failed request (no piece of them could take it); at dump, the free blocks of segments that still
+// hold live blocks (empty_cache cannot return them, and only requests that fit a piece can use them).
+struct SegmentUse {
+  uint64_t address = 0;
+  uint64_t size_bytes = 0;
+  std::optional<bool> is_large;    // segment_type; unknown for a segment freed between the OOM and the dump
+  int64_t stream = 0;
+  bool private_pool = false;
+  bool expandable = false;
+  uint64_t allocated_bytes = 0;    // live blocks (at dump: active_allocated; pending-free blocks are neither)
+  uint64_t free_bytes = 0;         // free blocks (at dump: inactive)
+  uint64_t largest_free_block_bytes = 0;
+  uint64_t blocks = 0;             // live and free blocks
+  uint64_t free_blocks = 0;
+  uint64_t unusable_free_bytes = 0;
+};
+enum class FragmentationMeaning {
+  kNoFreeMemory,       // nothing free in the cache
+  kNothingStranded,    // at dump: all free memory is in whole free segments
+  kStranded,           // at dump: free memory inside partly used segments
+  kFragmented,         // at an OOM: cached plus device free memory would cover the request, no block fits it
+  kFitsElsewhere,      // at an OOM: a free block fits, in another pool, stream or private pool
+  kTooLittleFree,      // at an OOM: cached plus device free memory is less than the request anyway
+};
+std::string_view fragmentation_meaning_name(FragmentationMeaning meaning);
+struct Fragmentation {
+  std::optional<uint64_t> oom_event_index;  // set: the segments at that OOM (the first); else at dump
+  std::optional<uint64_t> requested_bytes;  // the failed request (at an OOM)
+  std::optional<uint64_t> device_free_bytes;  // what CUDA had free then (at an OOM)
+  uint64_t free_bytes = 0;                  // all segments' free blocks
+  uint64_t unusable_free_bytes = 0;
+  uint64_t largest_free_block_bytes = 0;    // over all segments
+  std::optional<uint64_t> segments_fitting_request;  // with a free block >= the request (at an OOM)
+  bool expandable_segments = false;         // already on (a segment is expandable, or the settings say so)
+  FragmentationMeaning meaning = FragmentationMeaning::kNoFreeMemory;
+  std::string explanation;                  // what that means for the user, one line
+  std::vector<SegmentUse> segments;         // most unusable free bytes first, then most free, then by address
+};
+// oom_event_index: the OOM to look at (an index into the device's trace), none for the dump.
+Fragmentation analyze_fragmentation(const Snapshot& snapshot, int device, std::optional<uint64_t> oom_event_index);
 
 // ---- growth: allocations that survive iteration after iteration ----
 struct LeakCandidate {

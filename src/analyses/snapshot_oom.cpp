@@ -19,87 +19,18 @@
 //    memory is outside PyTorch (outside_pytorch);
 //  - exhaustion: live tensors fill the device.
 #include <algorithm>
-#include <map>
 
 #include <fmt/format.h>
 
 #include "analyses/fix_catalog.h"
 #include "analyses/snapshot_analysis.h"
+#include "analyses/snapshot_layout.h"
 #include "analyses/snapshot_replay.h"
 #include "core/units.h"
 
 namespace oomdoc {
 
 namespace {
-
-uint64_t round_block(uint64_t requested) {
-  // The allocator rounds requests to 512 bytes (kMinBlockSize); good enough to rebuild gaps.
-  return std::max<uint64_t>(512, (requested + 511) / 512 * 512);
-}
-
-struct Layout {
-  std::map<uint64_t, uint64_t> segments;  // base -> size
-  std::map<uint64_t, uint64_t> blocks;    // live block address -> rounded size
-};
-
-Layout layout_at(const Snapshot& snapshot, int device, uint64_t index) {
-  Layout l;
-  for (const SnapshotSegment& s : snapshot.segments) {
-    if (s.device != device) continue;
-    l.segments[s.address] = s.total_size;
-    for (const SnapshotBlock& b : s.blocks) {
-      if (b.state != BlockState::kInactive) l.blocks[b.address] = b.size;
-    }
-  }
-  const auto trace = snapshot.trace(device);
-  for (size_t j = trace.size(); j-- > index + 1;) {
-    const TraceEvent& e = trace[j];
-    switch (e.action) {
-      case TraceAction::kAlloc: l.blocks.erase(e.addr); break;
-      case TraceAction::kFreeCompleted: l.blocks[e.addr] = round_block(e.size); break;
-      case TraceAction::kSegmentAlloc: l.segments.erase(e.addr); break;
-      case TraceAction::kSegmentFree: l.segments[e.addr] = e.size; break;
-      case TraceAction::kSegmentMap: {
-        // Undo growth: shrink the segment that ends with this range (or drop a whole one).
-        auto it = l.segments.upper_bound(e.addr);
-        if (it != l.segments.begin()) {
-          --it;
-          if (it->first == e.addr && it->second <= e.size) {
-            l.segments.erase(it);
-          } else if (it->first + it->second >= e.addr + e.size && it->second > e.size) {
-            it->second -= e.size;
-          }
-        }
-        break;
-      }
-      case TraceAction::kSegmentUnmap: {
-        // Undo a release: the range was mapped, joined to the segment it ends.
-        auto it = l.segments.upper_bound(e.addr);
-        if (it != l.segments.begin() && std::prev(it)->first + std::prev(it)->second == e.addr) {
-          std::prev(it)->second += e.size;
-        } else {
-          l.segments[e.addr] = e.size;
-        }
-        break;
-      }
-      default: break;
-    }
-  }
-  return l;
-}
-
-uint64_t largest_gap(const Layout& l) {
-  uint64_t best = 0;
-  for (auto [base, size] : l.segments) {
-    uint64_t cursor = base, end = base + size;
-    for (auto it = l.blocks.lower_bound(base); it != l.blocks.end() && it->first < end; ++it) {
-      if (it->first > cursor) best = std::max(best, it->first - cursor);
-      cursor = std::max(cursor, it->first + it->second);
-    }
-    if (end > cursor) best = std::max(best, end - cursor);
-  }
-  return best;
-}
 
 // The fixes that follow from each verdict, from the catalogue `oomdoc explain` uses.
 std::vector<OomFix> fixes_for(OomVerdict verdict) {
@@ -163,14 +94,15 @@ std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const 
     OomReport r;
     r.event_index = i;
     if (e.has_time) r.time_us = e.time_us;
+    if (timeline.time_axis) r.seconds = detail::seconds_since(e.time_us, *timeline.start_time_us);
     r.requested_bytes = e.size;
     r.device_free_bytes = e.device_free();
     int64_t live = static_cast<int64_t>(timeline.baseline_bytes) + delta;
     r.live_bytes = live > 0 ? static_cast<uint64_t>(live) : 0;
-    Layout layout = layout_at(snapshot, device, i);
-    for (auto [base, size] : layout.segments) r.reserved_bytes += size;
+    detail::Layout layout = detail::layout_at(snapshot, device, i);
+    for (const auto& [base, segment] : layout.segments) r.reserved_bytes += segment.size;
     for (auto [addr, size] : layout.blocks) r.allocated_bytes += size;
-    r.largest_free_block_bytes = largest_gap(layout);
+    r.largest_free_block_bytes = detail::largest_gap(layout);
     uint64_t cached_free = r.reserved_bytes > r.allocated_bytes ? r.reserved_bytes - r.allocated_bytes : 0;
 
     if (options.device_total_bytes) {

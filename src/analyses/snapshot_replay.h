@@ -103,6 +103,9 @@ class AddressMap {
   size_t count_ = 0;
 };
 
+// Seconds from start_us to time_us (trace clocks are microseconds since the epoch).
+double seconds_since(int64_t time_us, int64_t start_us);
+
 // Allocations grouped by stack key, largest first, at most `top` groups: (stack, bytes) items plus
 // the pre-recording allocations still live just after event `at` (those without a stack of their
 // own form the kBeforeRecordingKey group).

@@ -76,6 +76,8 @@ DeviceReport analyze_device(const Snapshot& snapshot, int device, const Snapshot
     d.top_stacks = live_stacks_at_dump(snapshot, device, labeler, options.top);
   }
   d.ooms = analyze_ooms(snapshot, device, d.timeline, labeler, options);
+  d.fragmentation = analyze_fragmentation(
+      snapshot, device, d.ooms.empty() ? std::nullopt : std::optional<uint64_t>(d.ooms.front().event_index));
   d.growth = growth.get();
   if (d.growth.leaks.empty()) {  // only suggest dropping kept tensors when some were found
     for (OomReport& o : d.ooms) {

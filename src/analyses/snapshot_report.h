@@ -20,6 +20,7 @@ struct DeviceReport {
   std::string top_stacks_when;        // "peak" (trace replay) or "dump" (segments only)
   std::vector<StackGroup> top_stacks;
   std::vector<OomReport> ooms;
+  Fragmentation fragmentation;  // at the first OOM, else at dump time
   GrowthReport growth;
 };
 

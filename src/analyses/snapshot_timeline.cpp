@@ -19,6 +19,15 @@ namespace {
 
 std::span<const TraceEvent> trace_of(const Snapshot& s, int device) { return s.trace(device); }
 
+}  // namespace
+
+double detail::seconds_since(int64_t time_us, int64_t start_us) {
+  // Unsigned: callers pass time_us >= start_us, and hostile extremes must not overflow.
+  return static_cast<double>(static_cast<uint64_t>(time_us) - static_cast<uint64_t>(start_us)) / 1e6;
+}
+
+namespace {
+
 int64_t reserved_delta(const TraceEvent& e) {
   switch (e.action) {
     case TraceAction::kSegmentAlloc:
@@ -62,14 +71,18 @@ std::vector<StackGroup> detail::group_live(std::span<const std::pair<StackId, ui
 }
 
 Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOptions& options) {
+  using detail::seconds_since;
   Timeline t;
   const auto trace = trace_of(snapshot, device);
   t.events = trace.size();
   detail::AddressMap live;
   int64_t delta = 0, reserved = 0, peak_reserved_delta = 0;
+  // A time axis needs every entry timed and the clock never going back (uPlot's x must not).
+  bool time_axis = !trace.empty();
   for (size_t i = 0; i < trace.size(); ++i) {
     const TraceEvent& e = trace[i];
     if (e.has_time) t.has_time = true;
+    if (time_axis && (!e.has_time || (i > 0 && e.time_us < trace[i - 1].time_us))) time_axis = false;
     if (e.action == TraceAction::kAlloc) {
       delta += static_cast<int64_t>(e.size);
       live.put(e.addr, {e.size, i, e.stack});
@@ -102,6 +115,12 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
     } else {
       t.ghost_bytes += p.bytes;
     }
+  }
+  if (time_axis) {
+    t.time_axis = true;
+    t.start_time_us = trace.front().time_us;
+    t.duration_seconds = seconds_since(trace.back().time_us, trace.front().time_us);
+    if (t.peak_time_us) t.peak_seconds = seconds_since(*t.peak_time_us, trace.front().time_us);
   }
   t.baseline_bytes = t.unmatched_free_bytes + t.ghost_bytes;
   t.live_at_peak_bytes = t.baseline_bytes + static_cast<uint64_t>(t.peak_live_delta);
@@ -141,6 +160,7 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
       TimelinePoint p;
       p.event_index = i;
       p.time_us = e.has_time ? std::optional<int64_t>(e.time_us) : std::nullopt;
+      if (t.time_axis) p.seconds = seconds_since(e.time_us, *t.start_time_us);
       p.live_bytes = base + delta;
       p.reserved_bytes = t.reserved_at_start + reserved;
       p.action = e.action;

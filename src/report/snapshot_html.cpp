@@ -2,6 +2,8 @@
 // embedded as data, uPlot (data/vendor/uplot, MIT) draws the timeline: drag to zoom, double-click
 // to reset, hover shows the event (allocation, size, stack) under the cursor. Tables come from the
 // same JSON, so this file only lays out what the analyses computed.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/embedded.h"
@@ -78,6 +80,30 @@ Json timeline_texts(const SnapshotReport& r) {
   return devices;
 }
 
+// The first rows of each device's segment table as objects with their texts; the page lists no
+// more, so the embedded report drops its segment columns (a file can hold 100,000 segments).
+constexpr size_t kHtmlSegmentRows = 100;
+Json segment_rows(const SnapshotReport& r) {
+  Json devices = Json::array();
+  for (const DeviceReport& d : r.devices) {
+    Json rows = Json::array();
+    const auto& segments = d.fragmentation.segments;
+    for (size_t i = 0; i < std::min(kHtmlSegmentRows, segments.size()); ++i) {
+      const SegmentUse& s = segments[i];
+      std::string pool = s.is_large ? (*s.is_large ? "large" : "small") : "?";
+      if (s.private_pool) pool += ", private";
+      if (s.expandable) pool += ", expandable";
+      rows.push_back({{"address", fmt::format("{:#x}", s.address)}, {"size_bytes", s.size_bytes}, {"pool", pool},
+                      {"stream", s.stream}, {"allocated_bytes", s.allocated_bytes}, {"free_bytes", s.free_bytes},
+                      {"largest_free_block_bytes", s.largest_free_block_bytes}, {"blocks", s.blocks},
+                      {"free_blocks", s.free_blocks}, {"unusable_free_bytes", s.unusable_free_bytes}});
+    }
+    add_byte_texts(rows);
+    devices.push_back(std::move(rows));
+  }
+  return devices;
+}
+
 constexpr std::string_view kPage = R"HTML(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>oomdoc snapshot: {title}</title>
@@ -110,6 +136,7 @@ td {{ white-space: pre-line; }}
 <p class="muted">Made by oomdoc {version}. Charts: uPlot (MIT licence, inlined below).</p>
 <script type="application/json" id="report">{report_json}</script>
 <script type="application/json" id="timeline-texts">{timeline_texts}</script>
+<script type="application/json" id="segment-rows">{segment_rows}</script>
 <script>
 /* uPlot {uplot_version} | MIT License | Copyright (c) 2022 Leon Sorokin | https://github.com/leeoniya/uPlot
 {uplot_license}
@@ -120,6 +147,7 @@ td {{ white-space: pre-line; }}
 (function() {{
   var report = JSON.parse(document.getElementById('report').textContent);
   var timelineTexts = JSON.parse(document.getElementById('timeline-texts').textContent);
+  var segmentRows = JSON.parse(document.getElementById('segment-rows').textContent);
   function el(tag, attrs, text) {{
     var e = document.createElement(tag);
     for (var k in (attrs || {{}})) e.setAttribute(k, attrs[k]);
@@ -174,11 +202,14 @@ td {{ white-space: pre-line; }}
       var hover = el('div', {{'class': 'hover', 'id': 'hover-' + d.device}}, 'Hover over the plot to see the event.');
       sec.appendChild(plot); sec.appendChild(hover);
       root.appendChild(sec);
+      // Seconds from the first event when every entry carries time_us, else the event index.
+      var bySeconds = tl.x_axis === 'seconds';
       var opts = {{
         width: Math.min(1100, window.innerWidth - 60), height: 320,
         scales: {{ x: {{ time: false }} }},
-        axes: [{{ label: 'trace event' }}, {{ label: 'bytes', size: 80, values: function(u, vals) {{ return vals.map(bytes); }} }}],
-        series: [{{ label: 'event' }},
+        axes: [{{ label: bySeconds ? 'seconds from the first trace event (time_us)' : 'trace event index (the trace has no time_us)' }},
+               {{ label: 'bytes', size: 80, values: function(u, vals) {{ return vals.map(bytes); }} }}],
+        series: [{{ label: bySeconds ? 'seconds' : 'event' }},
                  {{ label: 'live (requested)', stroke: '#1f77b4', fill: 'rgba(31,119,180,0.15)', value: function(u, v, si, i) {{ return i === null || i === undefined ? '--' : tt.live_text[i]; }} }},
                  {{ label: 'reserved', stroke: '#d62728', value: function(u, v, si, i) {{ return i === null || i === undefined ? '--' : tt.reserved_text[i]; }} }}],
         hooks: {{
@@ -187,13 +218,14 @@ td {{ white-space: pre-line; }}
             var i = u.cursor.idx;
             if (i === null || i === undefined) return;
             var t = tl.time_us[i];
-            hover.textContent = 'event ' + tl.event_index[i] + (t !== null ? ' (time_us ' + t + ')' : '') +
+            hover.textContent = 'event ' + tl.event_index[i] +
+              (tl.seconds[i] !== null ? ' at ' + tl.seconds[i].toFixed(6) + ' s' : '') + (t !== null ? ' (time_us ' + t + ')' : '') +
               ': ' + tl.action[i] + ' ' + tl.size_bytes[i] + ' bytes\nlive ' + tt.live_text[i] + ', reserved ' + tt.reserved_text[i] +
               '\n' + (tl.stack[i] || '');
           }}]
         }}
       }};
-      new uPlot(opts, [tl.event_index, tl.live_bytes, tl.reserved_bytes], plot);
+      new uPlot(opts, [bySeconds ? tl.seconds : tl.event_index, tl.live_bytes, tl.reserved_bytes], plot);
     }} else {{
       root.appendChild(sec);
     }}
@@ -208,6 +240,31 @@ td {{ white-space: pre-line; }}
         sec.appendChild(stackTable(o.top_stacks));
         sec.appendChild(el('p', {{}}, 'Fixes: ' + o.fixes.map(function(f) {{ return f.title; }}).join('; ')));
       }});
+    }}
+    var fr = d.fragmentation, shown = segmentRows[di];
+    if (fr.segment_count) {{
+      sec.appendChild(el('h3', {{'class': 'segments'}}, fr.at === 'oom' ? 'Segments at the OOM (event ' + fr.oom_event_index +
+          '), most free memory in pieces smaller than the ' + bt(fr, 'requested_bytes') + ' request first'
+        : 'Segments at dump time, most free memory stranded beside live blocks first'));
+      sec.appendChild(el('p', {{}}, fr.explanation));
+      if (fr.at === 'oom') {{
+        sec.appendChild(el('p', {{}}, fr.segments_fitting_request + ' of ' + fr.segment_count +
+            ' segments had a free block of ' + bt(fr, 'requested_bytes') + ' (the request); the largest free block was ' +
+            bt(fr, 'largest_free_block_bytes') + ', ' + bt(fr, 'free_bytes') + ' free in all.'));
+      }}
+      var segTable = table(['address', 'size', 'pool', 'stream', 'allocated', 'free', 'largest free block', 'blocks',
+                            'free blocks', fr.at === 'oom' ? 'free in pieces < request' : 'stranded free'],
+        shown.map(function(g) {{
+          return [g.address, bt(g, 'size_bytes'), g.pool, String(g.stream), bt(g, 'allocated_bytes'),
+                  bt(g, 'free_bytes'), bt(g, 'largest_free_block_bytes'), String(g.blocks), String(g.free_blocks),
+                  bt(g, 'unusable_free_bytes')];
+        }}), [false, true, false, true, true, true, true, true, true, true]);
+      segTable.setAttribute('id', 'segments-' + d.device);
+      sec.appendChild(segTable);
+      if (fr.segment_count > shown.length) {{
+        sec.appendChild(el('p', {{'class': 'muted'}}, (fr.segment_count - shown.length) +
+            ' more segments (all of them in --json).'));
+      }}
     }}
     sec.appendChild(el('h3', {{}}, d.top_stacks_when === 'peak' ? 'Top stacks at the trace peak' : 'Top stacks live at dump time'));
     sec.appendChild(stackTable(d.top_stacks));
@@ -234,6 +291,7 @@ td {{ white-space: pre-line; }}
 
 std::string render_snapshot_html(const SnapshotReport& r) {
   Json report = snapshot_report_json(r);
+  for (Json& device : report["devices"]) device["fragmentation"].erase("segments");  // see segment_rows
   add_byte_texts(report);
   auto dump = [](const Json& j) {
     return escape_for_script(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -243,7 +301,7 @@ std::string render_snapshot_html(const SnapshotReport& r) {
   std::string_view license = embedded("vendor/uplot/LICENSE").value_or("");
   return fmt::format(fmt::runtime(kPage), fmt::arg("title", escape_html(r.file)), fmt::arg("uplot_css", escape_for_script(css)),
                      fmt::arg("version", OOMDOC_VERSION), fmt::arg("report_json", dump(report)),
-                     fmt::arg("timeline_texts", dump(timeline_texts(r))),
+                     fmt::arg("timeline_texts", dump(timeline_texts(r))), fmt::arg("segment_rows", dump(segment_rows(r))),
                      fmt::arg("uplot_version", "1.6.32"), fmt::arg("uplot_license", escape_for_script(license)),
                      fmt::arg("uplot_js", escape_for_script(js)));
 }

@@ -16,6 +16,7 @@ Json oom_json(const OomReport& o) {
   Json j;
   j["event_index"] = o.event_index;
   j["time_us"] = json_optional(o.time_us);
+  j["seconds"] = json_optional(o.seconds);
   j["requested_bytes"] = o.requested_bytes;
   j["device_free_bytes"] = o.device_free_bytes;
   j["live_bytes"] = o.live_bytes;
@@ -47,19 +48,71 @@ Json oom_json(const OomReport& o) {
 // The plotted timeline, one column per field (per bucket of events its highest live and reserved
 // points and its OOMs, see replay_timeline): compact, and what the HTML page draws.
 Json timeline_json(const Timeline& t) {
-  Json index = Json::array(), time = Json::array(), live = Json::array(), reserved = Json::array(),
-       action = Json::array(), size = Json::array(), stack = Json::array();
+  Json index = Json::array(), time = Json::array(), seconds = Json::array(), live = Json::array(),
+       reserved = Json::array(), action = Json::array(), size = Json::array(), stack = Json::array();
   for (const TimelinePoint& p : t.points) {
     index.push_back(p.event_index);
     time.push_back(json_optional(p.time_us));
+    seconds.push_back(json_optional(p.seconds));
     live.push_back(p.live_bytes);
     reserved.push_back(p.reserved_bytes);
     action.push_back(std::string(trace_action_name(p.action)));
     size.push_back(p.size);
     stack.push_back(p.stack_key);
   }
-  return {{"event_index", index}, {"time_us", time}, {"live_bytes", live}, {"reserved_bytes", reserved},
-          {"action", action}, {"size_bytes", size}, {"stack", stack}};
+  return {{"x_axis", t.time_axis ? "seconds" : "event_index"}, {"start_time_us", json_optional(t.start_time_us)},
+          {"event_index", index}, {"time_us", time}, {"seconds", seconds}, {"live_bytes", live},
+          {"reserved_bytes", reserved}, {"action", action}, {"size_bytes", size}, {"stack", stack}};
+}
+
+// The segments as columns of equal length, like the timeline: a file can hold 100,000 segments,
+// and one object per segment made --json twice as slow on the 1 GB benchmark file (docs/benchmarks.md).
+Json segment_columns(const std::vector<SegmentUse>& segments) {
+  Json address = Json::array(), size = Json::array(), type = Json::array(), stream = Json::array(),
+       private_pool = Json::array(), expandable = Json::array(), allocated = Json::array(), free = Json::array(),
+       largest = Json::array(), blocks = Json::array(), free_blocks = Json::array(), unusable = Json::array();
+  for (Json* column : {&address, &size, &type, &stream, &private_pool, &expandable, &allocated, &free, &largest,
+                       &blocks, &free_blocks, &unusable}) {
+    column->get_ref<Json::array_t&>().reserve(segments.size());
+  }
+  for (const SegmentUse& s : segments) {
+    address.push_back(s.address);
+    size.push_back(s.size_bytes);
+    type.push_back(s.is_large ? Json(*s.is_large ? "large" : "small") : Json(nullptr));
+    stream.push_back(s.stream);
+    private_pool.push_back(s.private_pool);
+    expandable.push_back(s.expandable);
+    allocated.push_back(s.allocated_bytes);
+    free.push_back(s.free_bytes);
+    largest.push_back(s.largest_free_block_bytes);
+    blocks.push_back(s.blocks);
+    free_blocks.push_back(s.free_blocks);
+    unusable.push_back(s.unusable_free_bytes);
+  }
+  return {{"address", std::move(address)}, {"size_bytes", std::move(size)}, {"segment_type", std::move(type)},
+          {"stream", std::move(stream)}, {"private_pool", std::move(private_pool)},
+          {"expandable", std::move(expandable)}, {"allocated_bytes", std::move(allocated)},
+          {"free_bytes", std::move(free)}, {"largest_free_block_bytes", std::move(largest)},
+          {"blocks", std::move(blocks)}, {"free_blocks", std::move(free_blocks)},
+          {"unusable_free_bytes", std::move(unusable)}};
+}
+
+Json fragmentation_json(const Fragmentation& f) {
+  Json j;
+  j["at"] = f.oom_event_index ? "oom" : "dump";
+  j["oom_event_index"] = json_optional(f.oom_event_index);
+  j["requested_bytes"] = json_bytes(f.requested_bytes);
+  j["device_free_bytes"] = json_bytes(f.device_free_bytes);
+  j["free_bytes"] = f.free_bytes;
+  j["unusable_free_bytes"] = f.unusable_free_bytes;
+  j["largest_free_block_bytes"] = f.largest_free_block_bytes;
+  j["segments_fitting_request"] = json_optional(f.segments_fitting_request);
+  j["expandable_segments"] = f.expandable_segments;
+  j["meaning"] = std::string(fragmentation_meaning_name(f.meaning));
+  j["explanation"] = f.explanation;
+  j["segment_count"] = f.segments.size();
+  j["segments"] = segment_columns(f.segments);
+  return j;
 }
 
 }  // namespace
@@ -93,8 +146,12 @@ Json snapshot_report_json(const SnapshotReport& r) {
     j["peak_live_bytes"] = t.peak_live_delta;
     j["peak_event_index"] = json_optional(t.peak_index);
     j["peak_time_us"] = json_optional(t.peak_time_us);
+    j["peak_seconds"] = json_optional(t.peak_seconds);
     j["live_at_peak_bytes"] = t.events ? Json(t.live_at_peak_bytes) : Json(nullptr);
     j["trace_has_time"] = t.has_time;
+    j["trace_time_axis"] = t.time_axis;
+    j["trace_start_time_us"] = json_optional(t.start_time_us);
+    j["trace_seconds"] = json_optional(t.duration_seconds);
     j["baseline_bytes"] = t.baseline_bytes;
     j["unmatched_frees"] = t.unmatched_frees;
     j["unmatched_free_bytes"] = t.unmatched_free_bytes;
@@ -105,6 +162,7 @@ Json snapshot_report_json(const SnapshotReport& r) {
     Json ooms = Json::array();
     for (const OomReport& o : d.ooms) ooms.push_back(oom_json(o));
     j["ooms"] = ooms;
+    j["fragmentation"] = fragmentation_json(d.fragmentation);
     j["top_stacks_when"] = d.top_stacks_when;
     j["top_stacks"] = stack_groups_json(d.top_stacks);
     Json leaks = Json::array();

@@ -9,8 +9,11 @@
 
 namespace oomdoc {
 
-// Terminal summary: the verdict first, then per device the numbers, OOMs, top stacks, leaks.
-std::string render_snapshot_text(const SnapshotReport& report, const Style& style);
+// Terminal summary: the verdict first, then per device the numbers, OOMs, the segments (the first
+// `segment_rows` of the fragmentation table), top stacks, leaks.
+inline constexpr size_t kDefaultSegmentRows = 10;
+std::string render_snapshot_text(const SnapshotReport& report, const Style& style,
+                                 size_t segment_rows = kDefaultSegmentRows);
 // The --json document (fields documented in docs/json.md, "oomdoc snapshot").
 Json snapshot_report_json(const SnapshotReport& report);
 // One self-contained HTML page (inline uPlot, no network) with the timeline and the tables.

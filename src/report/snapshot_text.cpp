@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/units.h"
@@ -14,9 +16,56 @@ void append_stacks(std::string& out, const std::vector<StackGroup>& groups, cons
   }
 }
 
+std::string segment_pool(const SegmentUse& s) {
+  std::string pool = s.is_large ? (*s.is_large ? "large" : "small") : "?";
+  if (s.private_pool) pool += ",private";
+  if (s.expandable) pool += ",expandable";
+  return pool;
+}
+
+// The per-segment fragmentation table (the first `rows`) and what it means, in one line.
+void append_fragmentation(std::string& out, const Fragmentation& f, size_t rows, const Style& style) {
+  if (f.segments.empty()) return;
+  const size_t shown = std::min(rows, f.segments.size());
+  out += "\n  ";  // appended alone: g++ 12 warns falsely (-Wrestrict) on "\n  " + std::string
+  out += style.bold(f.oom_event_index ? fmt::format("segments at the OOM (event {})", *f.oom_event_index)
+                                      : std::string("segments at dump time"));
+  out += fmt::format(", {} first: {} of {}{}\n",
+                     f.oom_event_index ? "most free memory in pieces smaller than the request"
+                                       : "most free memory stranded beside live blocks",
+                     shown, f.segments.size(), shown < f.segments.size() ? " (--segments N for more, --json for all)" : "");
+  if (shown > 0) {
+    out += fmt::format("    {:<16} {:>11} {:<6} {:>6} {:>11} {:>11} {:>12} {:>6} {:>11}\n", "address", "size", "pool",
+                       "stream", "allocated", "free", "largest free", "blocks", "unusable");
+    for (size_t i = 0; i < shown; ++i) {
+      const SegmentUse& s = f.segments[i];
+      out += fmt::format("    {:<16} {:>11} {:<6} {:>6} {:>11} {:>11} {:>12} {:>6} {:>11}\n",
+                         fmt::format("{:#x}", s.address), format_bytes(s.size_bytes), segment_pool(s), s.stream,
+                         format_bytes(s.allocated_bytes), format_bytes(s.free_bytes),
+                         format_bytes(s.largest_free_block_bytes), s.blocks, format_bytes(s.unusable_free_bytes));
+    }
+  }
+  if (f.requested_bytes) {
+    out += fmt::format("    {} of {} segments had a free block of {} (the request); the largest free block was {}, "
+                       "{} free in all\n",
+                       f.segments_fitting_request.value_or(0), f.segments.size(), format_bytes(*f.requested_bytes),
+                       format_bytes(f.largest_free_block_bytes), format_bytes(f.free_bytes));
+  } else {
+    out += fmt::format("    {} free in {} segments, {} of it stranded; largest free block {}\n",
+                       format_bytes(f.free_bytes), f.segments.size(), format_bytes(f.unusable_free_bytes),
+                       format_bytes(f.largest_free_block_bytes));
+  }
+  out += "    ";
+  out += style.yellow(fmt::format("=> {}", f.explanation));
+  out += '\n';
+}
+
+// "12.345 s": seconds from the trace's first event.
+std::string seconds_text(double seconds) { return fmt::format("{:.3f} s", seconds); }
+
 }  // namespace
 
-std::string render_snapshot_text(const SnapshotReport& r, const Style& style) {
+std::string render_snapshot_text(const SnapshotReport& r, const Style& style, size_t segment_rows) {
   std::string out;
   out += style.bold(r.verdict) + "\n\n";
   out += style.dim(fmt::format("{}: {}, {}; {} distinct stacks, {} distinct frames", r.file,
@@ -43,10 +92,13 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style) {
     if (t.events == 0) {
       out += "  trace: none recorded (enable torch.cuda.memory._record_memory_history())\n";
     } else {
-      out += fmt::format("  trace: {} events{}; live before recording (baseline) {}; trace peak +{}",
-                         t.events, t.has_time ? "" : " (no time_us: event index as time)",
+      std::string span = t.time_axis ? fmt::format(" over {}", seconds_text(*t.duration_seconds))
+                         : t.has_time    ? " (time_us missing on some entries or going back: event index as time)"
+                                         : " (no time_us: event index as time)";
+      out += fmt::format("  trace: {} events{}; live before recording (baseline) {}; trace peak +{}", t.events, span,
                          format_bytes(t.baseline_bytes), format_bytes(uint64_t(t.peak_live_delta)));
       if (t.peak_index) out += fmt::format(" at event {}", *t.peak_index);
+      if (t.peak_seconds) out += fmt::format(" ({})", seconds_text(*t.peak_seconds));
       out += fmt::format(" (live {}); reserved peak {}\n",
                          format_bytes(t.live_at_peak_bytes),
                          format_bytes(uint64_t(std::max<int64_t>(0, t.peak_reserved_bytes))));
@@ -57,7 +109,9 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style) {
       if (t.truncated) out += "  " + style.yellow("trace truncated: " + t.truncation_reason) + "\n";
     }
     for (const OomReport& o : d.ooms) {
-      out += "\n  " + style.red(fmt::format("OOM at event {}: {}", o.event_index, oom_verdict_name(o.verdict))) + "\n";
+      out += "\n  " + style.red(fmt::format("OOM at event {}{}: {}", o.event_index,
+                                            o.seconds ? fmt::format(" ({})", seconds_text(*o.seconds)) : "",
+                                            oom_verdict_name(o.verdict))) + "\n";
       out += "    " + o.explanation + "\n";
       out += fmt::format("    requested {}, device free {}, live {}, reserved {}, largest free block {}\n",
                          format_bytes(o.requested_bytes), format_bytes(o.device_free_bytes),
@@ -86,6 +140,7 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style) {
       out += "    fixes:\n";
       for (const auto& f : o.fixes) out += fmt::format("      - {} [{}]\n", f.title, f.id);
     }
+    append_fragmentation(out, d.fragmentation, segment_rows, style);
     if (!d.top_stacks.empty()) {
       out += fmt::format("\n  top stacks {}:\n", d.top_stacks_when == "peak" ? "at the trace peak" : "live at dump time");
       append_stacks(out, d.top_stacks, style, "    ");

@@ -119,6 +119,76 @@ TEST(ReplayTimeline, DownsamplingKeepsBothPeaksAndEveryOom) {
   EXPECT_EQ(one.points[0].event_index, 1u);
 }
 
+// With time_us on every entry the timeline is plotted against seconds from the first event; the
+// peak and the OOMs carry their seconds too.
+TEST(ReplayTimeline, SecondsFromTheFirstEventWhenEveryEntryIsTimed) {
+  SnapshotBuilder b;
+  const int64_t t0 = 1'717'000'000'000'000;
+  auto timed = [&](TraceAction action, uint64_t addr, uint64_t size, int64_t time_us) {
+    TraceEvent& e = b.event(action, addr, size);
+    e.time_us = time_us;
+    e.has_time = true;
+  };
+  timed(TraceAction::kAlloc, 0x1000, 100, t0);
+  timed(TraceAction::kAlloc, 0x2000, 200, t0 + 1'500'000);
+  timed(TraceAction::kFreeCompleted, 0x1000, 100, t0 + 1'500'000);  // the same clock tick
+  timed(TraceAction::kOom, 0, 1 << 30, t0 + 2'250'000);
+  Snapshot& s = b.snapshot();
+  Timeline t = replay_timeline(s, 0, {});
+  EXPECT_TRUE(t.has_time);
+  EXPECT_TRUE(t.time_axis);
+  EXPECT_EQ(t.start_time_us, t0);
+  EXPECT_EQ(t.duration_seconds, 2.25);
+  EXPECT_EQ(t.peak_index, 1u);
+  EXPECT_EQ(t.peak_seconds, 1.5);
+  ASSERT_EQ(t.points.size(), 4u);
+  EXPECT_EQ(t.points[0].seconds, 0.0);
+  EXPECT_EQ(t.points[2].seconds, 1.5);
+  EXPECT_EQ(t.points[3].seconds, 2.25);
+  StackLabeler labeler(s, 2);
+  auto ooms = analyze_ooms(s, 0, t, labeler, {});
+  ASSERT_EQ(ooms.size(), 1u);
+  EXPECT_EQ(ooms[0].seconds, 2.25);
+  EXPECT_EQ(ooms[0].time_us, t0 + 2'250'000);
+}
+
+// Without time_us (before ~2.2), with it on only some entries, or with a clock that goes back, the
+// event index stays the time axis: nothing has seconds.
+TEST(ReplayTimeline, EventIndexWhenTimeIsMissingOrGoesBack) {
+  SnapshotBuilder b;
+  b.event(TraceAction::kAlloc, 0x1000, 100);
+  b.event(TraceAction::kAlloc, 0x2000, 200);
+  b.event(TraceAction::kOom, 0, 1 << 30);
+  Timeline none = replay_timeline(b.snapshot(), 0, {});
+  EXPECT_FALSE(none.has_time);
+  EXPECT_FALSE(none.time_axis);
+  EXPECT_FALSE(none.start_time_us.has_value());
+  EXPECT_FALSE(none.duration_seconds.has_value());
+  EXPECT_FALSE(none.peak_seconds.has_value());
+  for (const TimelinePoint& p : none.points) EXPECT_FALSE(p.seconds.has_value());
+
+  Snapshot& partly = b.snapshot();
+  partly.trace_events[0].has_time = true;
+  partly.trace_events[0].time_us = 5;
+  Timeline some = replay_timeline(partly, 0, {});
+  EXPECT_TRUE(some.has_time);
+  EXPECT_FALSE(some.time_axis);
+  EXPECT_EQ(some.points[0].time_us, 5);
+  EXPECT_FALSE(some.points[0].seconds.has_value());
+  StackLabeler labeler(partly, 2);
+  EXPECT_FALSE(analyze_ooms(partly, 0, some, labeler, {})[0].seconds.has_value());
+
+  Snapshot& back = b.snapshot();
+  int64_t times[] = {100, 300, 200};
+  for (size_t i = 0; i < 3; ++i) {
+    back.trace_events[i].has_time = true;
+    back.trace_events[i].time_us = times[i];
+  }
+  Timeline backwards = replay_timeline(back, 0, {});
+  EXPECT_TRUE(backwards.has_time);
+  EXPECT_FALSE(backwards.time_axis);
+}
+
 TEST(ReservedTimeline, SegmentEventsAnchoredOnTheDump) {
   SnapshotBuilder b;
   b.segment(0, 0x100000, {{2 << 20, kI, 0, kNoStack}});

@@ -27,6 +27,31 @@ TEST(SnapshotCli, SummaryAndJson) {
   EXPECT_EQ(nlohmann::json::parse(one.out)["devices"].size(), 1u);
 }
 
+// --segments N: rows of the fragmentation table in the terminal; --json always lists every segment.
+TEST(SnapshotCli, SegmentsFlagLimitsTheTableNotTheJson) {
+  auto count_rows = [](const std::string& out) {
+    size_t rows = 0;
+    for (size_t at = out.find("\n    0x"); at != std::string::npos; at = out.find("\n    0x", at + 1)) ++rows;
+    return rows;
+  };
+  const std::string file = fixture_path("snapshot/fragmented_p4.pickle");
+  auto def = run_cli({"snapshot", file});
+  ASSERT_EQ(def.exit_code, 0) << def.err;
+  EXPECT_EQ(count_rows(def.out), 4u);  // default 10: all four
+  EXPECT_THAT(def.out, HasSubstr("most free memory in pieces smaller than the request first: 4 of 4\n"));
+  auto one = run_cli({"snapshot", file, "--segments", "1"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(count_rows(one.out), 1u);
+  EXPECT_THAT(one.out, HasSubstr("1 of 4 (--segments N for more, --json for all)\n"));
+  EXPECT_THAT(one.out, HasSubstr("\n    0x7f0000000000     64.00 MiB large       0   32.00 MiB"));
+  auto json = run_cli({"snapshot", file, "--segments", "1", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["devices"][0]["fragmentation"]["segments"]["address"].size(), 4u);
+  auto bad = run_cli({"snapshot", file, "--segments", "abc"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(bad.out.empty());
+}
+
 TEST(SnapshotCli, ReadsStdin) {
   auto r = run_cli({"snapshot", "--json", "-"}, testing::read_file(fixture_path("snapshot/train_p4.pickle")));
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -5,11 +5,14 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "analyses/snapshot_report.h"
 #include "readers/snapshot_reader.h"
+#include "report/snapshot_render.h"
 #include "support/snapshot_equality.h"
 #include "support/test_support.h"
 
@@ -202,6 +205,134 @@ TEST(SnapshotCorpus, SameTotalsAsPytorchsMemoryViz) {
     EXPECT_EQ(peer.value("active_allocated", uint64_t(0)), allocated) << file;
     EXPECT_EQ(peer.value("inactive", uint64_t(0)), inactive) << file;
     EXPECT_EQ(peer.value("active_pending_free", uint64_t(0)), pending) << file;
+  }
+}
+
+// The per-segment fragmentation view at dump time (no corpus file has an OOM), against figures
+// tools/snapshot_segments.py computed with /usr/bin/python3 (pickle.load, then loops): each
+// segment's inactive blocks are its free blocks, and those of a segment with live blocks are
+// stranded ("unusable"), most of them first.
+struct SegmentRow {
+  uint64_t address, size;
+  const char* type;
+  uint64_t allocated, free, largest_free, blocks, free_blocks, unusable;
+};
+struct FragmentationReference {
+  const char* file;
+  size_t segments;
+  uint64_t free, unusable, largest_free;
+  std::vector<SegmentRow> first_rows;
+};
+
+const FragmentationReference kFragmentation[] = {
+    {"silmont2000__small_stacks_all.pickle", 9, 3749445120, 528219648, 536870912,
+     {{139780180410368, 536870912, "large", 12713984, 524156928, 522059776, 5, 2, 524156928},
+      {139780117495808, 2097152, "small", 512, 2096640, 2096640, 2, 1, 2096640},
+      {139781763760128, 20971520, "large", 19005440, 1966080, 1966080, 7, 1, 1966080},
+      {139777059848192, 536870912, "large", 0, 536870912, 536870912, 1, 1, 0},
+      {139777630273536, 536870912, "large", 0, 536870912, 536870912, 1, 1, 0},
+      {139778167144448, 536870912, "large", 0, 536870912, 536870912, 1, 1, 0},
+      {139778704015360, 536870912, "large", 0, 536870912, 536870912, 1, 1, 0},
+      {139779341549568, 536870912, "large", 0, 536870912, 536870912, 1, 1, 0},
+      {139780784390144, 536870912, "large", 0, 536870912, 536870912, 1, 1, 0}}},
+    {"charran78__docubox_segments_only.pickle", 12, 18190848, 18190848, 11534336,
+     {{34469576704, 20971520, "large", 9437184, 11534336, 11534336, 5, 1, 11534336},
+      {34438119424, 20971520, "large", 18874368, 2097152, 2097152, 9, 1, 2097152},
+      {34385690624, 48234496, "large", 46881792, 1352704, 1352704, 2, 1, 1352704},
+      {34492645376, 2097152, "small", 1179648, 917504, 917504, 3, 1, 917504},
+      {34459090944, 2097152, "small", 1769472, 327680, 327680, 4, 1, 327680},
+      {34461188096, 2097152, "small", 1769472, 327680, 327680, 4, 1, 327680},
+      {34463285248, 2097152, "small", 1769472, 327680, 327680, 4, 1, 327680},
+      {34465382400, 2097152, "small", 1769472, 327680, 327680, 4, 1, 327680},
+      {34467479552, 2097152, "small", 1769472, 327680, 327680, 4, 1, 327680},
+      {34490548224, 2097152, "small", 1769472, 327680, 327680, 4, 1, 327680},
+      {34436022272, 2097152, "small", 1774080, 323072, 323072, 7, 1, 323072},
+      {34433925120, 2097152, "small", 2097152, 0, 0, 66, 0, 0}}},
+    {"cranberrii__v2_1_no_time_us.pickle", 215, 4174528000, 1616002560, 130023424,
+     {{139927954128896, 132120576, "large", 24576000, 107544576, 40960000, 7, 4, 107544576},
+      {139936040747008, 132120576, "large", 38912000, 93208576, 45596672, 7, 4, 93208576},
+      {139930269384704, 46137344, "large", 8192000, 37945344, 29753344, 3, 2, 37945344}}},
+    {"muduard__memory_snapshot_list_format.pkl", 255, 295405056, 295405056, 31457280,
+     {{139987513245696, 134217728, "large", 71303168, 62914560, 31457280, 44, 4, 62914560},
+      {139987949453312, 134217728, "large", 83886080, 50331648, 18350080, 48, 4, 50331648},
+      {139987379027968, 134217728, "large", 87818240, 46399488, 13107200, 55, 14, 46399488}}},
+    {"kkaitlyn111__stacks_all_ctx128_fullstep_annotations.pickle", 1010, 6237179392, 174312960, 104857600,
+     {{139775851888640, 104857600, "large", 26214400, 78643200, 78643200, 2, 1, 78643200},
+      {139824069607424, 165675008, "large", 135954432, 29720576, 25722880, 4, 2, 29720576},
+      {139809137885184, 102760448, "large", 78643200, 24117248, 24117248, 4, 1, 24117248}}},
+};
+
+TEST(SnapshotCorpus, SegmentsMatchThePythonReference) {
+  for (const FragmentationReference& ref : kFragmentation) {
+    auto report = analyze_snapshot_file(testing::corpus_path(std::string("snapshots/") + ref.file));
+    ASSERT_TRUE(report.ok()) << report.error().message;
+    const DeviceReport& d = report->devices.at(0);
+    const Fragmentation& f = d.fragmentation;
+    EXPECT_FALSE(f.oom_event_index.has_value()) << ref.file;
+    ASSERT_EQ(f.segments.size(), ref.segments) << ref.file;
+    EXPECT_EQ(f.free_bytes, ref.free) << ref.file;
+    EXPECT_EQ(f.unusable_free_bytes, ref.unusable) << ref.file;
+    EXPECT_EQ(f.unusable_free_bytes, d.memory.stranded_bytes) << ref.file;
+    EXPECT_EQ(f.largest_free_block_bytes, ref.largest_free) << ref.file;
+    EXPECT_EQ(f.meaning, FragmentationMeaning::kStranded) << ref.file;
+    for (size_t i = 0; i < ref.first_rows.size(); ++i) {
+      const SegmentRow& want = ref.first_rows[i];
+      const SegmentUse& got = f.segments[i];
+      const std::string at = std::string(ref.file) + " row " + std::to_string(i);
+      EXPECT_EQ(got.address, want.address) << at;
+      EXPECT_EQ(got.size_bytes, want.size) << at;
+      EXPECT_EQ(got.is_large, std::string(want.type) == "large") << at;
+      EXPECT_EQ(got.allocated_bytes, want.allocated) << at;
+      EXPECT_EQ(got.free_bytes, want.free) << at;
+      EXPECT_EQ(got.largest_free_block_bytes, want.largest_free) << at;
+      EXPECT_EQ(got.blocks, want.blocks) << at;
+      EXPECT_EQ(got.free_blocks, want.free_blocks) << at;
+      EXPECT_EQ(got.unusable_free_bytes, want.unusable) << at;
+    }
+  }
+}
+
+// The time axis: seconds from the first event where every entry has time_us (first/last time_us
+// and the peak's, from pickle.load in Python), the event index where none has.
+TEST(SnapshotCorpus, TimelineAgainstTimeWhenTheTraceHasIt) {
+  struct TimeReference {
+    const char* file;
+    std::optional<int64_t> start_time_us;
+    double duration, peak_seconds;
+    uint64_t peak_index;
+  };
+  const TimeReference refs[] = {
+      {"silmont2000__small_stacks_all.pickle", 1772688692031317, 0.970162, 0.951991, 52},
+      {"magma27__newest_compile_context_user_metadata_windows.pickle", 1776479641085368, 0.248181, 0.13807, 1402},
+      {"kkaitlyn111__stacks_all_ctx128_fullstep_annotations.pickle", 1748730219596671, 0.562977, 0.562948, 19335},
+      {"cranberrii__v2_1_no_time_us.pickle", std::nullopt, 0, 0, 0},
+  };
+  for (const TimeReference& ref : refs) {
+    auto report = analyze_snapshot_file(testing::corpus_path(std::string("snapshots/") + ref.file));
+    ASSERT_TRUE(report.ok()) << report.error().message;
+    const Timeline& t = report->devices.at(0).timeline;
+    Json timeline = snapshot_report_json(*report)["devices"][0]["timeline"];
+    if (!ref.start_time_us) {
+      EXPECT_FALSE(t.time_axis) << ref.file;
+      EXPECT_EQ(timeline["x_axis"], "event_index") << ref.file;
+      EXPECT_TRUE(timeline["seconds"][0].is_null()) << ref.file;
+      continue;
+    }
+    EXPECT_TRUE(t.time_axis) << ref.file;
+    EXPECT_EQ(t.start_time_us, ref.start_time_us) << ref.file;
+    EXPECT_DOUBLE_EQ(t.duration_seconds.value_or(-1), ref.duration) << ref.file;
+    EXPECT_EQ(t.peak_index, ref.peak_index) << ref.file;
+    EXPECT_DOUBLE_EQ(t.peak_seconds.value_or(-1), ref.peak_seconds) << ref.file;
+    EXPECT_EQ(timeline["x_axis"], "seconds") << ref.file;
+    // Each plotted point (a bucket's highest, so not always event 0): its time_us, in seconds from the start.
+    ASSERT_EQ(timeline["seconds"].size(), timeline["event_index"].size()) << ref.file;
+    double previous = 0;
+    for (size_t i = 0; i < timeline["seconds"].size(); ++i) {
+      const double seconds = timeline["seconds"][i].get<double>();
+      EXPECT_DOUBLE_EQ(seconds, double(timeline["time_us"][i].get<int64_t>() - *ref.start_time_us) / 1e6) << ref.file;
+      EXPECT_GE(seconds, previous) << ref.file;
+      previous = seconds;
+    }
   }
 }
 

@@ -84,5 +84,36 @@ TEST(SnapshotHtmlBrowser, TablesShowTheTerminalFigures) {
   EXPECT_EQ(dom.find("1.13 KiB"), std::string::npos);
 }
 
+// The segment table and the timeline's x axis, as the browser lays them out: seconds when the trace
+// has time_us, the event index when it has not.
+TEST(SnapshotHtmlBrowser, SegmentTableAndTimeAxis) {
+  std::string browser = chromium();
+  ASSERT_FALSE(browser.empty()) << "chromium is not installed (scripts/setup.sh installs it)";
+  std::string dir = std::string(OOMDOC_BINARY_DIR) + "/test-artifacts";
+  std::filesystem::create_directories(dir);
+  for (const char* fixture : {"fragmented_p4.pickle", "fragmented_no_time.json"}) {
+    std::string html = dir + "/snapshot_" + fixture + ".html";
+    auto r = testing::run_cli({"snapshot", testing::fixture_path(std::string("snapshot/") + fixture), "--html", html});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::string dom = run_capture("timeout 120 " + browser +
+                                  " --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 --user-data-dir=" +
+                                  dir + "/chromium-profile-segments --dump-dom file://" + html + " 2>/dev/null");
+    std::smatch body;
+    ASSERT_TRUE(std::regex_search(dom, body, std::regex("<body[^>]*>"))) << dom.substr(0, 500);
+    EXPECT_THAT(body.str(), ::testing::HasSubstr("data-console-errors=\"0\"")) << fixture;
+    EXPECT_THAT(body.str(), ::testing::HasSubstr("data-plots-drawn=\"1\"")) << fixture;
+    // The first row: the 64 MiB segment cut into 8 MiB holes by live tensors.
+    EXPECT_THAT(dom, ::testing::HasSubstr("<td>0x7f0000000000</td><td class=\"num\">64.00 MiB</td><td>large</td>"
+                                          "<td class=\"num\">0</td><td class=\"num\">32.00 MiB</td>"
+                                          "<td class=\"num\">32.00 MiB</td><td class=\"num\">8.00 MiB</td>"
+                                          "<td class=\"num\">8</td><td class=\"num\">4</td>"
+                                          "<td class=\"num\">32.00 MiB</td>")) << fixture;
+    EXPECT_THAT(dom, ::testing::HasSubstr("0 of 4 segments had a free block of 16.00 MiB (the request)")) << fixture;
+    const bool timed = std::string(fixture) == "fragmented_p4.pickle";
+    EXPECT_THAT(dom, ::testing::HasSubstr(timed ? "seconds from the first trace event (time_us)"
+                                                : "trace event index (the trace has no time_us)")) << fixture;
+  }
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -109,5 +109,115 @@ TEST(SnapshotHtml, FiguresAreFormattedByFormatBytes) {
   EXPECT_FALSE(snapshot_report_json(r.value())["devices"][0].contains("reserved_bytes_text"));
 }
 
+SnapshotReport fixture_report(const std::string& name) {
+  auto r = analyze_snapshot_file(testing::fixture_path("snapshot/" + name));
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? std::move(r.value()) : SnapshotReport{};
+}
+
+TEST(SnapshotJson, FragmentationHasTheDocumentedFieldsAndEverySegment) {
+  Json doc = snapshot_report_json(fixture_report("fragmented_p4.pickle"));
+  const Json& f = doc["devices"][0]["fragmentation"];
+  EXPECT_EQ(f["at"], "oom");
+  EXPECT_EQ(f["oom_event_index"], 23u);
+  EXPECT_EQ(f["requested_bytes"], 16777216u);
+  EXPECT_EQ(f["device_free_bytes"], 2097152u);
+  EXPECT_EQ(f["free_bytes"], 50855936u);
+  EXPECT_EQ(f["unusable_free_bytes"], 50855936u);
+  EXPECT_EQ(f["largest_free_block_bytes"], 14680064u);
+  EXPECT_EQ(f["segments_fitting_request"], 0u);
+  EXPECT_EQ(f["expandable_segments"], false);
+  EXPECT_EQ(f["meaning"], "fragmented");
+  EXPECT_EQ(f["segment_count"], 4u);
+  // Columns of equal length, one entry per segment, in the table's order.
+  const Json& columns = f["segments"];
+  ASSERT_EQ(columns.size(), 12u);
+  for (const auto& [name, column] : columns.items()) EXPECT_EQ(column.size(), 4u) << name;
+  Json first;
+  for (const auto& [name, column] : columns.items()) first[name] = column[0];
+  EXPECT_EQ(first, Json::parse(R"({"address": 139637976727552, "size_bytes": 67108864, "segment_type": "large",
+                                   "stream": 0, "private_pool": false, "expandable": false,
+                                   "allocated_bytes": 33554432, "free_bytes": 33554432,
+                                   "largest_free_block_bytes": 8388608, "blocks": 8, "free_blocks": 4,
+                                   "unusable_free_bytes": 33554432})"));
+  EXPECT_TRUE(columns["segment_type"][3].is_null());  // released after the OOM
+  EXPECT_EQ(columns["stream"][3], 3);
+  // Without an OOM: at dump, request and fitting count null.
+  const Json train = snapshot_report_json(train_report());
+  const Json& dump = train["devices"][1]["fragmentation"];
+  EXPECT_EQ(dump["at"], "dump");
+  EXPECT_TRUE(dump["oom_event_index"].is_null());
+  EXPECT_TRUE(dump["requested_bytes"].is_null());
+  EXPECT_TRUE(dump["device_free_bytes"].is_null());
+  EXPECT_TRUE(dump["segments_fitting_request"].is_null());
+  EXPECT_EQ(dump["segment_count"], 26u);
+  EXPECT_EQ(dump["segments"]["address"].size(), 26u);  // all of them, whatever --segments says
+}
+
+// With time_us on every entry the timeline's x axis is seconds from the first event; the same
+// snapshot without time_us falls back to the event index.
+TEST(SnapshotJson, TimelineInSecondsWhenTimedElseByEventIndex) {
+  Json timed = snapshot_report_json(fixture_report("fragmented_p4.pickle"))["devices"][0];
+  EXPECT_EQ(timed["trace_time_axis"], true);
+  EXPECT_EQ(timed["trace_start_time_us"], 1717000000000000);
+  EXPECT_EQ(timed["trace_seconds"], 7.5);   // 31 events, 0.25 s apart
+  EXPECT_EQ(timed["peak_event_index"], 14u);
+  EXPECT_EQ(timed["peak_seconds"], 3.5);
+  EXPECT_EQ(timed["ooms"][0]["seconds"], 5.75);
+  const Json& tl = timed["timeline"];
+  EXPECT_EQ(tl["x_axis"], "seconds");
+  EXPECT_EQ(tl["start_time_us"], 1717000000000000);
+  ASSERT_EQ(tl["seconds"].size(), 31u);
+  EXPECT_EQ(tl["seconds"][0], 0.0);
+  EXPECT_EQ(tl["seconds"][23], 5.75);
+  EXPECT_EQ(tl["time_us"][23], 1717000005750000);
+
+  Json untimed = snapshot_report_json(fixture_report("fragmented_no_time.json"))["devices"][0];
+  EXPECT_EQ(untimed["trace_time_axis"], false);
+  EXPECT_TRUE(untimed["trace_start_time_us"].is_null());
+  EXPECT_TRUE(untimed["trace_seconds"].is_null());
+  EXPECT_TRUE(untimed["peak_seconds"].is_null());
+  EXPECT_TRUE(untimed["ooms"][0]["seconds"].is_null());
+  EXPECT_EQ(untimed["timeline"]["x_axis"], "event_index");
+  ASSERT_EQ(untimed["timeline"]["seconds"].size(), 31u);
+  EXPECT_TRUE(untimed["timeline"]["seconds"][5].is_null());
+  // The segments do not depend on the clock.
+  EXPECT_EQ(untimed["fragmentation"], timed["fragmentation"]);
+}
+
+TEST(SnapshotText, SegmentTableAndWhatItMeans) {
+  const SnapshotReport r = fixture_report("fragmented_p4.pickle");
+  std::string text = render_snapshot_text(r, Style::plain(), 2);
+  EXPECT_THAT(text, HasSubstr(
+      "  segments at the OOM (event 23), most free memory in pieces smaller than the request first: 2 of 4 (--segments N for more, --json for all)\n"
+      "    address                 size pool   stream   allocated        free largest free blocks    unusable\n"
+      "    0x7f0000000000     64.00 MiB large       0   32.00 MiB   32.00 MiB     8.00 MiB      8   32.00 MiB\n"
+      "    0x7f0020000000     20.00 MiB large       7    6.00 MiB   14.00 MiB    14.00 MiB      2   14.00 MiB\n"
+      "    0 of 4 segments had a free block of 16.00 MiB (the request); the largest free block was 14.00 MiB, 48.50 MiB free in all\n"));
+  EXPECT_THAT(text, HasSubstr("trace: 31 events over 7.500 s;"));
+  EXPECT_THAT(text, HasSubstr(" at event 14 (3.500 s) "));
+  EXPECT_THAT(text, HasSubstr("OOM at event 23 (5.750 s): fragmentation\n"));
+  // --segments 0: no rows, the summary and its meaning stay.
+  std::string none = render_snapshot_text(r, Style::plain(), 0);
+  EXPECT_EQ(none.find("0x7f0000000000"), std::string::npos);
+  EXPECT_THAT(none, HasSubstr("0 of 4 segments had a free block of 16.00 MiB (the request)"));
+  EXPECT_THAT(none, HasSubstr("=> 48.50 MiB free in PyTorch's cache and 2.00 MiB on the device would have covered"));
+  std::string untimed = render_snapshot_text(fixture_report("fragmented_no_time.json"), Style::plain());
+  EXPECT_THAT(untimed, HasSubstr("trace: 31 events (no time_us: event index as time);"));
+  EXPECT_THAT(untimed, HasSubstr("OOM at event 23: fragmentation\n"));
+}
+
+TEST(SnapshotHtml, SegmentTableAndTheTimeAxis) {
+  std::string html = render_snapshot_html(fixture_report("fragmented_p4.pickle"));
+  EXPECT_THAT(html, HasSubstr("'seconds from the first trace event (time_us)'"));
+  EXPECT_THAT(html, HasSubstr("'trace event index (the trace has no time_us)'"));
+  EXPECT_THAT(html, HasSubstr("\"x_axis\":\"seconds\""));
+  EXPECT_THAT(html, HasSubstr("\"unusable_free_bytes\":33554432,\"unusable_free_bytes_text\":\"32.00 MiB\""));
+  EXPECT_THAT(html, HasSubstr("'segments-' + d.device"));
+  EXPECT_THAT(html, HasSubstr("id=\"segment-rows\">[[{\"address\":\"0x7f0000000000\",\"size_bytes\":67108864,"));
+  // The page lists the first 100 rows: the report it embeds carries no segment columns.
+  EXPECT_EQ(html.find("\"segments\":{\"address\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace oomdoc
