@@ -347,7 +347,7 @@ TEST(VllmServe, GptOssMxfp4ExpertsAndSlidingWindowGroups) {
 //   gpt-oss-120b, 36 layers x 128 experts, on one H100 with v0.10.1 (Hopper ran Marlin before v0.12,
 //   without triton_kernels): 65,248,815,744 + 4,608 x 1,195,264 = 70,756,592,256 B = 65.8972 GiB.
 //   vllm-project/vllm#23278 (v0.10.1, one H100) logged "Model loading took 65.9651 GiB": 0.103%
-//   (69.5 MiB) more, 32 MiB of it gpt_oss.py's fp32 YaRN cos/sin cache (131072 x 64 x 4 B), which
+//   (69.5 MiB) more, 32 MiB of it probably gpt_oss.py's fp32 YaRN cos/sin cache (131072 x 64 x 4 B), which
 //   oomdoc counts for no model.
 ServeInputs on_gpu(const std::vector<std::string>& command, const std::string& gpu, const std::string& version = "") {
   ServeInputs in = inputs(command, 80 * kGiB, version);
