@@ -193,6 +193,87 @@ uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, 
   return static_cast<uint64_t>(bytes);
 }
 
+Mxfp4ExpertLayout mxfp4_expert_layout(std::string_view vendor, std::string_view architecture,
+                                      bool triton_on_hopper, const std::optional<std::string>& use_marlin_env) {
+  // Marlin's MoE kernel wants n % 256 == 0 and k % 128 == 0 for both GEMMs (create_weights'
+  // comment): intermediate per partition to 128, hidden to 256.
+  Mxfp4ExpertLayout marlin{"Marlin", 128, 256, ""};
+  Mxfp4ExpertLayout stored;
+  const std::string env = to_lower(use_marlin_env.value_or(""));
+  const bool force_marlin = env == "1" || env == "true";
+  const bool force_other = env == "0" || env == "false";
+  if (vendor == "amd") {
+    stored.backend = "Triton";
+    stored.why = "ROCm's Triton backend pads to the platform's alignment (get_padding_alignment) and swizzles them";
+    return stored;
+  }
+  if (vendor != "nvidia" || architecture.empty()) {
+    stored.why = "the GPU's architecture is not known (give --gpu): Marlin (Ampere, Ada; Hopper before v0.12) "
+                 "pads them to multiples of 128 and 256";
+    return stored;
+  }
+  if (architecture == "Ampere" || architecture == "Ada") {
+    // get_mxfp4_backend takes triton_kernels only on SM90-SM100 and FlashInfer only on SM90/SM100:
+    // Ampere and Ada fall through to Marlin (the only MXFP4 MoE kernel below SM90).
+    marlin.why = fmt::format("{} GPUs run Marlin in every release", architecture);
+    return marlin;
+  }
+  if (architecture == "Hopper") {
+    if (force_marlin || (!force_other && !triton_on_hopper)) {
+      marlin.why = force_marlin ? "VLLM_MXFP4_USE_MARLIN=1"
+                                : "Hopper before v0.12 runs Marlin without triton_kernels, which vLLM bundles "
+                                  "from v0.12; if it is installed, VLLM_MXFP4_USE_MARLIN=0 sizes Triton's";
+      return marlin;
+    }
+    stored.backend = "Triton";
+    stored.why = fmt::format("{}Hopper runs the Triton backend, which swizzles them into triton_kernels' layout "
+                             "(_swizzle_mxfp4); \"Model loading took\" runs ~6% higher (gpt-oss-120b on one H100: "
+                             "64.38 GiB logged, vllm-project/vllm#33155)",
+                             force_other ? "VLLM_MXFP4_USE_MARLIN=0: " : "");
+    return stored;
+  }
+  if (architecture == "Blackwell") {
+    stored.why = "on Blackwell FlashInfer (B200, SM100) pads both sizes to 256 and Marlin (RTX 50, RTX PRO 6000, "
+                 "SM120) to 128 and 256; the catalog does not tell them apart";
+    return stored;
+  }
+  stored.why = "vLLM's Mxfp4Config needs compute capability 8.0 (Ampere) or newer";
+  return stored;
+}
+
+uint64_t mxfp4_expert_padding_bytes(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
+                                    uint64_t expert_ranks, const WeightFormat& format,
+                                    const Mxfp4ExpertLayout& layout) {
+  if (!layout.padded() || model.num_experts == 0 || model.num_layers == 0) return 0;
+  tp = std::max<uint64_t>(tp, 1);
+  expert_ranks = std::max<uint64_t>(expert_ranks, 1);
+  auto round_up = [](uint64_t x, uint64_t m) { return (x + m - 1) / m * m; };
+  // What stage_weight_bytes charged the experts: its share of the model's expert tensors.
+  double charged = 0;
+  for (const LinearShape& l : linear_layers(model)) {
+    if (!l.expert) continue;
+    const double copies = static_cast<double>(l.copies * l.layers);
+    charged += copies * static_cast<double>(l.in_features * l.out_features) * format.linear_bytes /
+               static_cast<double>(expert_ranks);
+    if (l.bias) {
+      charged += copies * static_cast<double>(l.out_features * format.dense_bytes) / static_cast<double>(tp);
+    }
+  }
+  charged *= static_cast<double>(stage.layers) / static_cast<double>(model.num_layers);
+  // What create_weights allocates per MoE layer: w13 [E, 2I, H/2] blocks, [E, 2I, H/32] scales,
+  // [E, 2I] bias; w2 [E, H, I/2], [E, H, I/32], [E, H]; biases always bf16.
+  const uint64_t inter = model.moe_intermediate_size ? model.moe_intermediate_size : model.intermediate_size;
+  const uint64_t i = round_up(inter / expert_ranks, layout.intermediate_multiple);
+  const uint64_t h = round_up(model.hidden_size, layout.hidden_multiple);
+  const uint64_t per_expert = 2 * i * (h / 2) + 2 * i * (h / 32) + 2 * i * 2 + h * (i / 2) + h * (i / 32) + h * 2;
+  uint64_t moe_layers = 0;
+  for (uint64_t layer = stage.first_layer; layer < stage.first_layer + stage.layers; ++layer) {
+    if (layer >= model.first_dense_layers) ++moe_layers;
+  }
+  const double allocated = static_cast<double>(moe_layers * model.num_experts * per_expert);
+  return allocated > charged ? static_cast<uint64_t>(allocated - charged) : 0;
+}
+
 uint64_t profile_activation_bytes(const ModelSpec& model, uint64_t batched_tokens,
                                   uint64_t num_seqs, uint64_t tp, uint64_t act_bytes, bool v1_engine,
                                   bool sort_free_sampler) {

@@ -50,6 +50,32 @@ uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, 
                             uint64_t pp, const WeightFormat& format, bool mla_dequantized_kv_b = false,
                             uint64_t expert_ranks = 0);
 
+// How vLLM allocates MXFP4 experts (vllm/model_executor/layers/quantization/mxfp4.py):
+// get_mxfp4_backend picks a MoE backend for the GPU, and Mxfp4MoEMethod.create_weights pads the
+// intermediate size per partition and the hidden size for it before creating w13/w2 (uint8
+// blocks, e8m0 scales, bf16 biases). Multiples of 0: the allocation does not follow from the
+// source (Triton's swizzle), so the experts are sized as stored.
+struct Mxfp4ExpertLayout {
+  std::string backend;                 // "Marlin", "Triton", "" when not known
+  uint64_t intermediate_multiple = 0;  // round_up(intermediate_size_per_partition, this)
+  uint64_t hidden_multiple = 0;        // round_up(hidden_size, this)
+  std::string why;                     // how the backend was chosen, or why it is not known
+  bool padded() const { return intermediate_multiple > 0 && hidden_multiple > 0; }
+};
+
+// architecture: the catalog's (Ampere, Ada, Hopper, Blackwell, CDNA3, ...; "" for --memory).
+// triton_on_hopper: VllmBehavior::mxfp4_triton_on_hopper. use_marlin_env: VLLM_MXFP4_USE_MARLIN.
+Mxfp4ExpertLayout mxfp4_expert_layout(std::string_view vendor, std::string_view architecture,
+                                      bool triton_on_hopper, const std::optional<std::string>& use_marlin_env);
+
+// What the padded expert tensors of `stage` take beyond what stage_weight_bytes charged them
+// (blocks and scales at format.linear_bytes over expert_ranks, biases at dense_bytes over tp).
+// The experts are split over expert_ranks by the intermediate size; vLLM keeps w2's bias
+// [experts, hidden] whole on every rank. 0 unless layout.padded().
+uint64_t mxfp4_expert_padding_bytes(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
+                                    uint64_t expert_ranks, const WeightFormat& format,
+                                    const Mxfp4ExpertLayout& layout);
+
 // The GPUs one MoE layer's routed experts are spread over: with data parallelism "expert layers
 // form a tensor parallel group of size DP x TP" (and --enable-expert-parallel places whole
 // experts on as many ranks instead: the same bytes per GPU), while attention, dense layers and

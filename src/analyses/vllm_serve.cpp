@@ -162,6 +162,7 @@ ServeTarget serve_target(const GpuSpec& gpu) {
   t.nvlink = gpu.nvlink;
   t.from_catalog = true;
   t.vendor = gpu.vendor;
+  t.architecture = gpu.architecture;
   if (gpu.cuda_total_bytes) {
     t.total_bytes = *gpu.cuda_total_bytes;
     t.total_source = "catalog: total as CUDA reports it (" + gpu.cuda_total_source + ")";
@@ -436,6 +437,13 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                       b.hybrid_kv_groups);
   };
   const uint64_t expert_ranks = moe_expert_ranks(model, s.tensor_parallel_size, c.data_parallel_size);
+  // MXFP4 experts as the MoE backend vLLM picks for this GPU allocates them (padded), on top of
+  // the format's own size; not scaled to the checkpoint, which holds them unpadded.
+  Mxfp4ExpertLayout mxfp4_layout;
+  if (s.weights.experts_only && s.weights.method == "mxfp4") {
+    mxfp4_layout = mxfp4_expert_layout(in.target.vendor, in.target.architecture, b.mxfp4_triton_on_hopper,
+                                       env("VLLM_MXFP4_USE_MARLIN"));
+  }
   bool first = true;
   for (size_t i = 0; i < stages.size(); ++i) {
     const PipelineStage& stage = stages[i];
@@ -443,6 +451,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         checkpoint_scale * static_cast<double>(stage_weight_bytes(model, stage, s.tensor_parallel_size,
                                                                   s.pipeline_parallel_size, s.weights,
                                                                   b.mla_dequantized_kv_b, expert_ranks)));
+    weights += mxfp4_expert_padding_bytes(model, stage, s.tensor_parallel_size, expert_ranks, s.weights, mxfp4_layout);
     weights = weights > offload ? weights - offload : 0;
     if (in.overrides.weights_bytes) weights = *in.overrides.weights_bytes;
     uint64_t graphs = in.overrides.cuda_graph_bytes.value_or(
@@ -482,6 +491,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   }
   p.weights.from_log = in.overrides.weights_bytes.has_value();
   p.weights.detail = p.weights.from_log ? "from the log" : s.weights.description;
+  if (mxfp4_layout.padded() && !p.weights.from_log) p.weights.detail += ", padded for " + mxfp4_layout.backend;
   if (offload && !p.weights.from_log) p.weights.detail += fmt::format(", {} GiB offloaded to CPU", c.cpu_offload_gb);
   p.cuda_graphs.from_log = in.overrides.cuda_graph_bytes.has_value();
   p.cuda_graphs.detail = s.enforce_eager ? "--enforce-eager: no CUDA graphs"
@@ -639,13 +649,21 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     p.assumptions.push_back("sliding-window layers are sized as full attention (V0 and V1 before v0.10)");
   }
   if (s.weights.experts_only && !in.overrides.weights_bytes) {
-    // Mxfp4MoEMethod.create_weights pads the expert tensors per backend (Marlin: intermediate to
-    // 128, hidden to 256) and Triton swizzles them; logs run above the format's own size
-    // (gpt-oss-120b on one H100: 64.38 GiB logged, vllm-project/vllm#33155, vs 60.77 here).
-    p.assumptions.push_back(fmt::format(
-        "{} experts sized as stored ({:.5f} B per weight); vLLM's MoE kernels pad and swizzle them, so "
-        "\"Model loading took\" runs 5-9% higher: pass --weights with the logged figure",
-        s.weights.method, s.weights.linear_bytes));
+    if (mxfp4_layout.padded()) {
+      const uint64_t inter = model.moe_intermediate_size ? model.moe_intermediate_size : model.intermediate_size;
+      const uint64_t per_rank = inter / std::max<uint64_t>(expert_ranks, 1);
+      auto round_up = [](uint64_t x, uint64_t m) { return (x + m - 1) / m * m; };
+      p.assumptions.push_back(fmt::format(
+          "{} experts as vLLM's {} MoE backend allocates them ({}): Mxfp4MoEMethod.create_weights pads the "
+          "intermediate size per GPU {} to {} and the hidden size {} to {}",
+          s.weights.method, mxfp4_layout.backend, mxfp4_layout.why, per_rank,
+          round_up(per_rank, mxfp4_layout.intermediate_multiple), model.hidden_size,
+          round_up(model.hidden_size, mxfp4_layout.hidden_multiple)));
+    } else {
+      p.assumptions.push_back(fmt::format(
+          "{} experts sized as stored ({:.5f} B per weight): {}; pass --weights with \"Model loading took\" "
+          "from a log", s.weights.method, s.weights.linear_bytes, mxfp4_layout.why));
+    }
   }
   return p;
 }

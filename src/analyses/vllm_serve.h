@@ -28,6 +28,7 @@ struct ServeTarget {
   bool nvlink = false;
   bool from_catalog = false;
   std::string vendor = "nvidia";
+  std::string architecture;   // the catalog's (Ampere, Hopper, ...); "" for --memory. Picks MoE kernels.
 };
 // From a catalog entry: its CUDA-visible total when known, else nvidia-smi's total.
 ServeTarget serve_target(const GpuSpec& gpu);

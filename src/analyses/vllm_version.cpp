@@ -84,6 +84,7 @@ VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string
   b.v0_chunked_batched_tokens = version.at_least(0, 6, 5) ? 2048 : 512;
   b.sort_free_sampler = b.v1_engine && version.at_least(0, 17, 0);
   b.mla_dequantized_kv_b = version.at_least(0, 8, 0);
+  b.mxfp4_triton_on_hopper = version.at_least(0, 12, 0);
   return b;
 }
 

@@ -71,6 +71,12 @@ struct VllmBehavior {
   // v0.8.0 assumed). Before it, VLLM_MLA_PERFORM_MATRIX_ABSORPTION materialised absorbed
   // matrices instead; not modelled (the one 0.7.3 log in the corpus shows no such overhead).
   bool mla_dequantized_kv_b = true;
+  // Hopper's MXFP4 MoE backend: Triton (OpenAI's triton_kernels) once vLLM bundles that package
+  // (vllm-project/vllm#28788, November 2025; v0.12 assumed). Before, Hopper fell back to Marlin
+  // without a separately installed triton_kernels (vllm-project/vllm#27370: "users have to install
+  // triton_kernels manually"; get_mxfp4_backend in quantization/mxfp4.py takes Triton only with
+  // it); the v0.10.1 H100 log of vllm-project/vllm#23278 matches Marlin's padding to 0.1%.
+  bool mxfp4_triton_on_hopper = true;
   // --block-size values argparse accepts: [8, 16, 32] in vllm/engine/arg_utils.py up to v0.5;
   // [8, 16, 32, 64, 128] in v0.6-v0.8 (arg_utils.py); the CacheConfig Literal
   // [1, 8, 16, 32, 64, 128] from v0.9 and [1, 8, 16, 32, 64, 128, 256] in current vllm/config/cache.py

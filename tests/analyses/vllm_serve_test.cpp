@@ -5,6 +5,7 @@
 
 #include "analyses/fix_catalog.h"
 #include "core/units.h"
+#include "readers/gpu_catalog.h"
 #include "readers/model_resolver.h"
 #include "readers/vllm_args.h"
 #include "support/test_support.h"
@@ -294,7 +295,8 @@ TEST(VllmServe, Gemma3HybridGroupsAtFullContext) {
 // Real logs, as checks: gpt-oss-120b on one H100 "Model loading took 64.38 GiB" (Triton MXFP4
 // backend, vllm-project/vllm#33155) and "65.9651 GiB" (Marlin, vLLM 0.10.1, vllm-project/vllm#23278):
 // vLLM's MoE backends pad and swizzle the expert tensors (Marlin: intermediate to a multiple of
-// 128, hidden of 256), so the logged figure is 5.5-8.5% above the format's own bytes.
+// 128, hidden of 256), so the logged figure is 5.5-8.5% above the format's own bytes. A card given
+// only by its memory has no architecture: sized as stored (Marlin's padding: the tests below).
 TEST(VllmServe, GptOssMxfp4ExpertsAndSlidingWindowGroups) {
   ServePrediction p = predict(inputs({"vllm", "serve", "openai/gpt-oss-20b", "--max-num-batched-tokens", "8192"}, 80 * kGiB));
   EXPECT_EQ(p.weights.bytes, 13761264768u);
@@ -331,6 +333,92 @@ TEST(VllmServe, GptOssMxfp4ExpertsAndSlidingWindowGroups) {
   const double logged = 64.38 * static_cast<double>(kGiB);
   EXPECT_LT(static_cast<double>(one.weights.bytes), logged);
   EXPECT_GT(static_cast<double>(one.weights.bytes), 0.94 * logged);
+}
+
+// gpt-oss's MXFP4 experts as vLLM's MoE backends allocate them (Mxfp4MoEMethod.create_weights in
+// vllm/model_executor/layers/quantization/mxfp4.py). Marlin pads the intermediate size per GPU to
+// a multiple of 128 and the hidden size to 256 (2880 -> 2944 and 3072); per expert and layer:
+//   w13 blocks 2 x 2944 x 3072/2 = 9,043,968  scales 2 x 2944 x 3072/32 = 565,248  bias 2 x 2944 x 2 = 11,776
+//   w2  blocks 3072 x 2944/2     = 4,521,984  scales 3072 x 2944/32     = 282,624  bias 3072 x 2     =  6,144
+//                                                                               total 14,431,744 B
+// against the stored 3 x 2880 x 2880 x 0.53125 + (2 x 2880 + 2880) x 2 B = 13,236,480: 1,195,264 B more.
+//   gpt-oss-20b, 24 layers x 32 experts, on an A100 / L40S / RTX 4090 (Ampere and Ada: Marlin in
+//   every release): 13,761,264,768 + 768 x 1,195,264 = 13,761,264,768 + 917,962,752 = 14,679,227,520 B
+//   gpt-oss-120b, 36 layers x 128 experts, on one H100 with v0.10.1 (Hopper ran Marlin before v0.12,
+//   without triton_kernels): 65,248,815,744 + 4,608 x 1,195,264 = 70,756,592,256 B = 65.8972 GiB.
+//   vllm-project/vllm#23278 (v0.10.1, one H100) logged "Model loading took 65.9651 GiB": 0.103%
+//   (69.5 MiB) more, 32 MiB of it probably gpt_oss.py's fp32 YaRN cos/sin cache (131072 x 64 x 4 B), which
+//   oomdoc counts for no model.
+ServeInputs on_gpu(const std::vector<std::string>& command, const std::string& gpu, const std::string& version = "") {
+  ServeInputs in = inputs(command, 80 * kGiB, version);
+  auto spec = find_gpu(gpu);
+  EXPECT_TRUE(spec.ok()) << gpu;
+  if (spec.ok()) in.target = serve_target(spec.value());
+  return in;
+}
+
+bool has_assumption_starting(const ServePrediction& p, const std::string& prefix) {
+  for (const auto& a : p.assumptions) {
+    if (a.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+TEST(VllmServe, Mxfp4ExpertsPaddedAsTheMoeBackendAllocatesThem) {
+  for (const char* gpu : {"a100", "l40s", "4090"}) {
+    ServePrediction p = predict(on_gpu({"vllm", "serve", "openai/gpt-oss-20b", "--max-model-len", "4096"}, gpu));
+    EXPECT_EQ(p.weights.bytes, 14679227520u) << gpu;
+    EXPECT_EQ(p.weights.detail, "mxfp4: 0.53125 B per expert weight, the rest bfloat16, padded for Marlin") << gpu;
+    EXPECT_TRUE(has_assumption_starting(p, "mxfp4 experts as vLLM's Marlin MoE backend allocates them")) << gpu;
+  }
+  ServePrediction l40s = predict(on_gpu({"vllm", "serve", "openai/gpt-oss-20b", "--max-model-len", "4096"}, "l40s"));
+  EXPECT_TRUE(has_assumption_starting(
+      l40s, "mxfp4 experts as vLLM's Marlin MoE backend allocates them (Ada GPUs run Marlin in every release): "
+            "Mxfp4MoEMethod.create_weights pads the intermediate size per GPU 2880 to 2944 and the hidden size "
+            "2880 to 3072"));
+
+  // One H100, v0.10.1: Marlin, as in vllm-project/vllm#23278.
+  ServePrediction h100 = predict(on_gpu({"vllm", "serve", "openai/gpt-oss-120b"}, "h100", "0.10.1"));
+  EXPECT_EQ(h100.weights.bytes, 70756592256u);
+  EXPECT_EQ(h100.log_lines[0], "Model loading took 65.8972 GiB");
+  const double logged = 65.9651 * static_cast<double>(kGiB);
+  EXPECT_NEAR(static_cast<double>(h100.weights.bytes) / logged, 1.0, 0.0011);
+  EXPECT_FALSE(predict(on_gpu({"vllm", "serve", "openai/gpt-oss-120b"}, "h100", "0.11.2")).behavior.mxfp4_triton_on_hopper);
+
+  // Two H100s, v0.10.1: 1440 intermediate values per GPU pad to 1536; per expert and layer
+  //   w13 2 x 1536 x 1536 + 2 x 1536 x 96 + 2 x 1536 x 2 = 5,019,648
+  //   w2  3072 x 768 + 3072 x 48 + 3072 x 2 (whole bias)  = 2,512,896      7,532,544 B
+  // against 3 x 2880 x 2880 x 0.53125 / 2 + 8640 x 2 / 2 = 6,618,240 charged: 914,304 B more,
+  // x 4,608 = 4,213,112,832 B over the stored 32,637,893,760.
+  ServePrediction tp2 = predict(on_gpu({"vllm", "serve", "openai/gpt-oss-120b", "-tp", "2"}, "h100", "0.10.1"));
+  EXPECT_EQ(tp2.weights.bytes, 32637893760u + 4213112832u);
+  EXPECT_TRUE(has_assumption_starting(tp2, "mxfp4 experts as vLLM's Marlin MoE backend allocates them (Hopper before "
+                                           "v0.12 runs Marlin without triton_kernels, which vLLM bundles from v0.12"));
+
+  // VLLM_MXFP4_USE_MARLIN=1 forces Marlin on a current vLLM's Hopper too.
+  ServePrediction forced = predict(on_gpu({"VLLM_MXFP4_USE_MARLIN=1", "vllm", "serve", "openai/gpt-oss-120b"}, "h100"));
+  EXPECT_EQ(forced.weights.bytes, 70756592256u);
+}
+
+TEST(VllmServe, Mxfp4ExpertsStayAsStoredWhereThePaddingIsNotDerived) {
+  // A current vLLM on Hopper runs Triton, whose swizzled layout the source does not size.
+  ServePrediction h100 = predict(on_gpu({"vllm", "serve", "openai/gpt-oss-120b"}, "h100"));
+  EXPECT_TRUE(h100.behavior.mxfp4_triton_on_hopper);
+  EXPECT_EQ(h100.weights.bytes, 65248815744u);
+  EXPECT_EQ(h100.weights.detail, "mxfp4: 0.53125 B per expert weight, the rest bfloat16");
+  EXPECT_TRUE(has_assumption_starting(h100, "mxfp4 experts sized as stored (0.53125 B per weight): Hopper runs the "
+                                            "Triton backend"));
+  ServePrediction triton = predict(on_gpu({"VLLM_MXFP4_USE_MARLIN=0", "vllm", "serve", "openai/gpt-oss-120b"}, "h100", "0.10.1"));
+  EXPECT_EQ(triton.weights.bytes, 65248815744u);
+  // Blackwell: FlashInfer (B200) or Marlin (RTX 50): the catalog does not tell which.
+  ServePrediction b200 = predict(on_gpu({"vllm", "serve", "openai/gpt-oss-120b"}, "b200"));
+  EXPECT_EQ(b200.weights.bytes, 65248815744u);
+  EXPECT_TRUE(has_assumption_starting(b200, "mxfp4 experts sized as stored (0.53125 B per weight): on Blackwell"));
+  // AMD: ROCm's alignment is the platform's.
+  EXPECT_EQ(predict(on_gpu({"vllm", "serve", "openai/gpt-oss-120b"}, "mi300x")).weights.bytes, 65248815744u);
+  // Other formats and unquantized models do not move on a Marlin GPU.
+  ServePrediction llama = predict(on_gpu({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "4096"}, "a100"));
+  EXPECT_EQ(llama.weights.bytes, 2 * 8030261248ull);
 }
 
 // --kv-cache-dtype auto takes a ModelOpt checkpoint's kv_cache_quant_algo (vLLM's
