@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <cctype>
 
 #include "core/text.h"
@@ -147,6 +148,33 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
 uint64_t moe_expert_ranks(const ModelSpec& model, uint64_t tp, uint64_t dp) {
   tp = std::max<uint64_t>(tp, 1);
   return model.num_experts > 0 ? tp * std::max<uint64_t>(dp, 1) : tp;
+}
+
+uint64_t rotary_cache_bytes(const ModelSpec& model, uint64_t dense_bytes) {
+  static const std::set<std::string> kRope = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3",
+                                              "qwen3_moe", "deepseek_v2", "deepseek_v3", "gemma", "gemma2",
+                                              "gemma3_text", "phi3", "stablelm", "gpt_oss"};
+  if (!kRope.count(model.model_type) || model.max_position_embeddings == 0) return 0;
+  // vllm/model_executor/layers/rotary_embedding: RotaryEmbedding._compute_cos_sin_cache makes
+  // max_position rows; LinearScaling and DynamicNTKScaling make max_position x factor, YaRN
+  // original_max_position x factor; Llama 3's and LongRoPE's keep max_position (LongRoPE keeps
+  // a short and a long table: both counted). The cache is cast to the model dtype (gpt_oss.py
+  // builds its rope in fp32).
+  const uint64_t rotary_dim = model.attention == AttentionKind::kMultiLatent ? model.qk_rope_head_dim
+                                                                             : model.head_dim_or_default();
+  const double factor = std::max(1.0, model.rope_scaling_factor);
+  const std::string& type = model.rope_scaling_type;
+  double rows = static_cast<double>(model.max_position_embeddings);
+  if (type == "linear" || type == "dynamic") rows *= factor;
+  if (type == "yarn" && model.rope_original_max_position) rows = static_cast<double>(model.rope_original_max_position) * factor;
+  if (type == "longrope" || type == "su") rows *= 2;
+  const double bytes_per_value = model.model_type == "gpt_oss" ? 4.0 : static_cast<double>(dense_bytes);
+  double bytes = rows * static_cast<double>(rotary_dim) * bytes_per_value;
+  // Gemma 3's local (sliding) layers use a second rope of their own base, without the scaling.
+  if (model.model_type == "gemma3_text") {
+    bytes += static_cast<double>(model.max_position_embeddings) * static_cast<double>(rotary_dim) * bytes_per_value;
+  }
+  return static_cast<uint64_t>(std::min(bytes, 1e15));
 }
 
 uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,

@@ -50,6 +50,11 @@ uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, 
                             uint64_t pp, const WeightFormat& format, bool mla_dequantized_kv_b = false,
                             uint64_t expert_ranks = 0);
 
+// The cos/sin cache of vLLM's rotary embeddings on every GPU: one per distinct rope (get_rope
+// keeps one instance per configuration), a row of rotary_dim values per position, registered as
+// a buffer when the model is built, so inside "Model loading took". 0 for families without RoPE.
+uint64_t rotary_cache_bytes(const ModelSpec& model, uint64_t dense_bytes);
+
 // How vLLM allocates MXFP4 experts (vllm/model_executor/layers/quantization/mxfp4.py):
 // get_mxfp4_backend picks a MoE backend for the GPU, and Mxfp4MoEMethod.create_weights pads the
 // intermediate size per partition and the hidden size for it before creating w13/w2 (uint8

@@ -452,6 +452,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                                                                   s.pipeline_parallel_size, s.weights,
                                                                   b.mla_dequantized_kv_b, expert_ranks)));
     weights += mxfp4_expert_padding_bytes(model, stage, s.tensor_parallel_size, expert_ranks, s.weights, mxfp4_layout);
+    weights += rotary_cache_bytes(model, s.weights.dense_bytes);
     weights = weights > offload ? weights - offload : 0;
     if (in.overrides.weights_bytes) weights = *in.overrides.weights_bytes;
     uint64_t graphs = in.overrides.cuda_graph_bytes.value_or(

@@ -50,6 +50,29 @@ uint64_t weights_at(const ModelSpec& m, uint64_t tp, const WeightFormat& format,
   return stage_weight_bytes(m, whole, tp, 1, format, mla_copies);
 }
 
+// The rotary cos/sin cache vLLM registers when it builds the model: rows x rotary_dim values in
+// the model dtype, one cache per distinct rope. Llama-3.1-8B's is what separates 2 x 8,030,261,248
+// B (14.9575 GiB) from the 14.9888 GiB its startup logs show (vllm-logs records 1, 2, 10).
+TEST(VllmWeights, RotaryCacheRowsFollowTheRopeType) {
+  auto llama = resolve_model("meta-llama/Llama-3.1-8B");
+  ASSERT_TRUE(llama.ok());
+  EXPECT_EQ(rotary_cache_bytes(*llama, 2), 131072u * 128 * 2);          // llama3: max_position rows
+  EXPECT_EQ(rotary_cache_bytes(*llama, 4), 131072u * 128 * 4);          // --dtype float32
+  auto gemma3 = resolve_model("google/gemma-3-27b-it");
+  ASSERT_TRUE(gemma3.ok());
+  // Global layers: linear x 8 over 131,072 positions; local layers: a second, unscaled rope.
+  EXPECT_EQ(rotary_cache_bytes(*gemma3, 2), (131072u * 8 + 131072u) * 128 * 2);
+  auto deepseek = resolve_model("deepseek-ai/DeepSeek-V3");
+  ASSERT_TRUE(deepseek.ok());
+  EXPECT_EQ(rotary_cache_bytes(*deepseek, 2), 4096u * 40 * 64 * 2);     // YaRN: original x factor, rope dims
+  auto gpt_oss = resolve_model("openai/gpt-oss-20b");
+  ASSERT_TRUE(gpt_oss.ok());
+  EXPECT_EQ(rotary_cache_bytes(*gpt_oss, 2), 4096u * 32 * 64 * 4);      // fp32, as gpt_oss.py builds it
+  auto gpt2 = resolve_model("gpt2");
+  ASSERT_TRUE(gpt2.ok());
+  EXPECT_EQ(rotary_cache_bytes(*gpt2, 2), 0u);                          // learned positions, no rope
+}
+
 TEST(VllmWeights, RanksBeyondTheKvHeadCountEachHoldAWholeHead) {
   auto m = resolve_model("meta-llama/Llama-3.1-70B-Instruct");   // 8 KV heads of 128, hidden 8192
   ASSERT_TRUE(m.ok()) << m.error().message;

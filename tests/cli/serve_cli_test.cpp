@@ -25,13 +25,14 @@ TEST(ServeCli, FitsExitsZeroAndPrintsVllmsLines) {
 TEST(ServeCli, GptOssOnH100) {
   auto r = run_cli({"serve", "--gpu", "h100", "--", "vllm", "serve", "openai/gpt-oss-20b"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("Model loading took 12.8162 GiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Model loading took 12.8474 GiB"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("mxfp4: 0.53125 B per expert weight, the rest bfloat16"), std::string::npos) << r.out;
   auto big = run_cli({"serve", "--gpu", "h100", "--json", "--", "vllm", "serve", "openai/gpt-oss-120b",
                       "--tensor-parallel-size", "2"});
   ASSERT_EQ(big.exit_code, 0) << big.err;
   auto doc = nlohmann::json::parse(big.out);
-  EXPECT_EQ(doc["components"]["weights"]["bytes"], 32637893760ull);  // per GPU, tests/analyses/vllm_serve_test.cpp
+  // per GPU with the 32 MiB rotary cache, tests/analyses/vllm_serve_test.cpp
+  EXPECT_EQ(doc["components"]["weights"]["bytes"], 32637893760ull + 131072ull * 64 * 4);
   EXPECT_EQ(doc["kv_cache"]["full_layers"], 18);
   EXPECT_EQ(doc["kv_cache"]["sliding_layers"], 18);
   EXPECT_EQ(doc["kv_cache"]["num_groups"], 2);
@@ -187,12 +188,12 @@ TEST(ServeCli, ADotForATokenCountIsOneLineNamingTheFlag) {
 TEST(ServeCli, VllmServesAGgufFileAsStored) {
   // vLLM keeps a GGUF file's quantized blocks: the weights are every tensor of the file
   // (tools/gen_gguf.py's tiny model: 2 blocks of 46,336 B, embeddings and head of 17,408 B, a
-  // 256-byte norm).
+  // 256-byte norm), plus vLLM's rotary cache: 2,048 positions x head size 16 x 2 B.
   auto r = run_cli({"serve", "--json", "--gpu", "4090", "--", "vllm", "serve",
                     testing::fixture_path("gguf/tiny_llama_q8_0.gguf"), "--max-model-len", "1024"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto doc = nlohmann::json::parse(r.out);
-  EXPECT_EQ(doc["components"]["weights"]["bytes"].get<uint64_t>(), 2u * 46336 + 2 * 17408 + 256);
+  EXPECT_EQ(doc["components"]["weights"]["bytes"].get<uint64_t>(), 2u * 46336 + 2 * 17408 + 256 + 2048u * 16 * 2);
 }
 
 TEST(ServeCli, LlamaServerCommandLinesAreSizedFromTheGgufFile) {
