@@ -415,7 +415,9 @@ TEST(FitPlan, GptOssAttentionChangesNameItsOwnFlashKernel) {
   ASSERT_TRUE(llama.ok());
   for (const auto& a : llama->report.alternatives) {
     for (const auto& s : a.change.settings) {
-      if (s.name == "attn_implementation") EXPECT_NE(s.value, "\"kernels-community/vllm-flash-attn3\"");
+      if (s.name == "attn_implementation") {
+        EXPECT_NE(s.value, "\"kernels-community/vllm-flash-attn3\"");
+      }
     }
   }
 }
