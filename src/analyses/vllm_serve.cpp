@@ -627,10 +627,17 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                          "these figures size a CUDA-like budget of the same memory");
   }
   if (c.num_speculative_tokens || c.speculative_method) {
-    p.assumptions.push_back(fmt::format(
-        "speculative decoding ({}{}) is read but not sized: its draft weights and KV cache come on top",
-        c.speculative_method.value_or("draft"),
-        c.num_speculative_tokens ? fmt::format(", {} tokens", *c.num_speculative_tokens) : ""));
+    // n-gram and suffix proposers match tokens already in the request (vllm/v1/spec_decode
+    // NgramProposer, suffix decoding): nothing to load, no KV of their own.
+    const std::string method = to_lower(c.speculative_method.value_or(""));
+    const bool model_free = method == "ngram" || method == "[ngram]" || method == "suffix";
+    p.assumptions.push_back(
+        model_free
+            ? fmt::format("speculative decoding by {} proposes tokens from the request's own text: no draft weights "
+                          "or KV cache to add", method)
+            : fmt::format("speculative decoding ({}{}) is read but not sized: its draft weights and KV cache come on top",
+                          c.speculative_method.value_or("draft"),
+                          c.num_speculative_tokens ? fmt::format(", {} tokens", *c.num_speculative_tokens) : ""));
   }
   bool multimodal = std::any_of(c.limit_mm_per_prompt.begin(), c.limit_mm_per_prompt.end(),
                                 [](const auto& item) { return item.second > 0; });

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "analyses/fix_catalog.h"
 #include "core/units.h"
 #include "readers/gpu_catalog.h"
@@ -83,6 +85,29 @@ TEST(VllmServe, NamedQuantizedCheckpointTakesItsNamesBitsAndGroups) {
   ServeInputs w8a8 = inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "4096"}, 80 * kGiB);
   w8a8.config.model = "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8";
   EXPECT_EQ(predict(w8a8).settings.weights.description, "compressed-tensors 8-bit, per channel: 1.000 B per linear weight");
+}
+
+// Speculative decoding: n-gram and suffix proposers load nothing; a draft model or EAGLE head is
+// read and said to come on top, not silently left out.
+TEST(VllmServe, SpeculativeDecodingIsSaidForWhatItAdds) {
+  auto said = [](const ServePrediction& p, const std::string& line) {
+    return std::find(p.assumptions.begin(), p.assumptions.end(), line) != p.assumptions.end();
+  };
+  const ServePrediction plain = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192"}, 80 * kGiB));
+  const ServePrediction ngram = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192",
+                                                "--speculative-config",
+                                                R"({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4})"},
+                                               80 * kGiB));
+  EXPECT_TRUE(said(ngram, "speculative decoding by ngram proposes tokens from the request's own text: no draft "
+                          "weights or KV cache to add"));
+  EXPECT_EQ(ngram.weights.bytes, plain.weights.bytes);
+  EXPECT_EQ(ngram.capacity.num_blocks, plain.capacity.num_blocks);
+  const ServePrediction eagle = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192",
+                                                "--speculative-config",
+                                                R"({"model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3})"},
+                                               80 * kGiB));
+  EXPECT_TRUE(said(eagle, "speculative decoding (yuhuili/EAGLE-LLaMA3.1-Instruct-8B, 3 tokens) is read but not sized: "
+                          "its draft weights and KV cache come on top"));
 }
 
 TEST(VllmServe, PreQuantizedCheckpointOnDiskGivesTheExactSize) {
