@@ -47,7 +47,7 @@ struct Reader {
   // A TrainingArguments-style file written for TRL (SFTConfig / ModelConfig keys), and which of
   // the settings whose TRL default differs from TrainingArguments' it gives (null included).
   bool trl = false;
-  bool max_length_given = false, half_given = false, loss_type_given = false;
+  bool max_length_given = false, bf16_given = false, loss_type_given = false;
 
   std::string where(const YAML::Node& node, std::string_view key) const {
     return fmt::format("{}: line {}: {}", display_name, node.Mark().line + 1, key);
@@ -386,12 +386,12 @@ Handler set_loss(std::string impl) {
 // computes the cross-entropy over 256-token chunks, each recomputed in backward, so no full
 // [tokens x vocab] logits exist: the estimator's fused-linear loss (huggingface/trl#5575).
 // "nll" and "dft" compute the full logits.
-Status set_trl_loss_type(const YAML::Node& n, std::string_view key, Reader& r) {
+// Other TRL trainers name their own objectives here (DPO's "sigmoid" or a list of them, GRPO's
+// "dr_grpo"): those change no memory the estimator sizes and are left as they are.
+Status set_trl_loss_type(const YAML::Node& n, std::string_view, Reader& r) {
   const std::string v = n.IsScalar() ? to_lower(n.Scalar()) : "";
   if (v == "chunked_nll") r.out.job.loss_impl = "fused_linear";
   else if (v == "nll" || v == "dft") r.out.job.loss_impl = "standard";
-  else return make_error(fmt::format("{}: expected nll, chunked_nll or dft, got '{}'", r.where(n, key),
-                                     n.IsScalar() ? n.Scalar() : "a list or map"));
   return Ok{};
 }
 
@@ -863,29 +863,29 @@ std::optional<TrainingConfigFormat> detect_format(const YAML::Node& root) {
 // Decisions that need several keys at once.
 void resolve(Reader& r) {
   Job& job = r.out.job;
-  // TRL's SFTConfig defaults where the file is silent (trl/trainer/sft_config.py): max_length
-  // 1024 (max_seq_length before TRL 0.20 truncated to min(1024, the tokenizer's limit)), and since
-  // TRL 0.20 gradient checkpointing (huggingface/trl#3510) and bf16 unless fp16 is set
-  // (huggingface/trl#3629).
+  // TRL's defaults where the file is silent (trl/trainer/sft_config.py; DPO's and GRPO's configs
+  // share them): max_length 1024 (max_seq_length before TRL 0.20 truncated to min(1024, the
+  // tokenizer's limit)), and since TRL 0.20 gradient checkpointing (huggingface/trl#3510) and
+  // bf16 = not fp16 (huggingface/trl#3629).
   if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && r.trl) {
     if (!r.max_length_given && !job.seq_len) {
       job.seq_len = 1024;
-      r.out.framework_defaults.push_back("max_length 1024: TRL SFTConfig's default");
+      r.out.framework_defaults.push_back("max_length 1024: TRL's default");
     }
     if (!r.checkpointing_given && !job.gradient_checkpointing) {
       job.gradient_checkpointing = "full";
       r.out.framework_defaults.push_back(
-          "gradient_checkpointing true: TRL SFTConfig's default since TRL 0.20 (set it false for older TRL)");
+          "gradient_checkpointing true: TRL's default since TRL 0.20 (set it false for older TRL)");
     }
-    if (!r.half_given && !r.pure && !r.autocast) {
+    if (!r.bf16_given && !r.pure && !r.autocast) {
       r.autocast = "bf16";
-      r.out.framework_defaults.push_back("bf16 true: TRL SFTConfig's default since TRL 0.20 (fp16 not set)");
+      r.out.framework_defaults.push_back("bf16 true: TRL's default since TRL 0.20 (fp16 off)");
     }
     // TRL 1.7 made loss_type chunked_nll the default (huggingface/trl#5846). Older releases
     // compute the full logits; sized that way, the larger of the two, until the file says.
     if (!r.loss_type_given && !job.loss_impl && job.kernels != "liger") {
       r.out.framework_defaults.push_back(
-          "loss_type nll (full logits): TRL SFTConfig's default before TRL 1.7; from 1.7 it is chunked_nll, "
+          "loss_type nll (full logits): SFTConfig's default before TRL 1.7; from 1.7 it is chunked_nll, "
           "which keeps no full logits: write loss_type: chunked_nll to size that");
     }
   }
@@ -1025,13 +1025,16 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
   }
   Reader r;
   r.display_name = display_name;
-  // Keys only TRL's SFTConfig / ModelConfig / ScriptArguments have (TrainingArguments has none).
-  r.trl = has_any(root, {"max_length", "max_seq_length", "packing", "dataset_text_field", "completion_only_loss",
-                         "assistant_only_loss", "padding_free", "use_peft", "model_name_or_path", "dataset_name",
-                         "model_init_kwargs", "lora_r", "load_in_4bit", "use_bnb_nested_quant", "eval_packing",
-                         "activation_offloading", "chat_template_path", "dataset_kwargs", "loss_type"});
+  // Keys only TRL's configs have (SFTConfig, ModelConfig): not TrainingArguments', nor those of
+  // transformers' example scripts (run_clm.py and run_glue.py take model_name_or_path,
+  // dataset_name, max_seq_length), whose Trainer keeps TrainingArguments' defaults. A file
+  // without one is read with those: the larger figure when it is unclear.
+  r.trl = has_any(root, {"max_length", "packing", "dataset_text_field", "completion_only_loss",
+                         "assistant_only_loss", "padding_free", "use_peft", "model_init_kwargs", "lora_r",
+                         "lora_target_modules", "load_in_4bit", "use_bnb_nested_quant", "eval_packing",
+                         "activation_offloading", "chat_template_path", "dataset_kwargs"});
   r.max_length_given = has_any(root, {"max_length", "max_seq_length"});
-  r.half_given = has_any(root, {"bf16", "fp16"});
+  r.bf16_given = has_any(root, {"bf16"});
   r.loss_type_given = has_any(root, {"loss_type"});
   // JSON is YAML too: a document that opens with '{' was written as JSON (a TrainingArguments dump).
   const size_t first = text.find_first_not_of(" \t\r\n");

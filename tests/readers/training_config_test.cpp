@@ -260,10 +260,10 @@ TEST(TrainingConfig, TrlRecipeTakesSftConfigDefaults) {
   EXPECT_EQ(job.gradient_checkpointing, "full");
   EXPECT_EQ(job.precision, "bf16_mixed");  // no dtype: fp32 weights under bf16 autocast
   EXPECT_THAT(config->framework_defaults,
-              ElementsAre("max_length 1024: TRL SFTConfig's default",
-                          "gradient_checkpointing true: TRL SFTConfig's default since TRL 0.20 (set it false for older TRL)",
-                          "bf16 true: TRL SFTConfig's default since TRL 0.20 (fp16 not set)",
-                          "loss_type nll (full logits): TRL SFTConfig's default before TRL 1.7; from 1.7 it is "
+              ElementsAre("max_length 1024: TRL's default",
+                          "gradient_checkpointing true: TRL's default since TRL 0.20 (set it false for older TRL)",
+                          "bf16 true: TRL's default since TRL 0.20 (fp16 off)",
+                          "loss_type nll (full logits): SFTConfig's default before TRL 1.7; from 1.7 it is "
                           "chunked_nll, which keeps no full logits: write loss_type: chunked_nll to size that"));
   EXPECT_FALSE(job.loss_impl.has_value());
   // TRL's chunked NLL keeps no full logits: the fused-linear loss.
@@ -274,9 +274,14 @@ TEST(TrainingConfig, TrlRecipeTakesSftConfigDefaults) {
   auto offloaded = parse_training_config("model_name_or_path: x\nactivation_offloading: true\n", "trl.yaml");
   ASSERT_TRUE(offloaded.ok());
   EXPECT_THAT(offloaded->job.offload, ElementsAre("activations"));
-  auto bad = parse_training_config("model_name_or_path: x\nloss_type: focal\n", "trl.yaml");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().message, "trl.yaml: line 2: loss_type: expected nll, chunked_nll or dft, got 'focal'");
+  // Other TRL trainers' objectives (DPO's "sigmoid", or a list of them in a DPOConfig dump;
+  // GRPO's "dr_grpo") are read and change nothing.
+  for (const char* other : {"loss_type: sigmoid\n", "loss_type: dr_grpo\n", "loss_type: [sigmoid, bco_pair]\n"}) {
+    auto dpo = parse_training_config(std::string("model_name_or_path: x\nper_device_train_batch_size: 2\n") + other,
+                                     "dpo.yaml");
+    ASSERT_TRUE(dpo.ok()) << other << dpo.error().message;
+    EXPECT_FALSE(dpo->job.loss_impl.has_value()) << other;
+  }
   // A recipe that says them keeps its own values; only the loss is left to TRL.
   const std::string loss_note = config->framework_defaults.back();
   auto given = read_training_config(fixture_path("fit/trl_sft_qlora.yaml"));
@@ -289,6 +294,19 @@ TEST(TrainingConfig, TrlRecipeTakesSftConfigDefaults) {
   EXPECT_FALSE(untruncated->job.seq_len.has_value());
   EXPECT_EQ(untruncated->job.gradient_checkpointing, "none");
   EXPECT_THAT(untruncated->framework_defaults, ElementsAre(loss_note));
+  // fp16: false leaves TRL's bf16 = not fp16 on.
+  auto fp16_off = parse_training_config("model_name_or_path: x\npacking: false\nfp16: false\n", "trl.yaml");
+  ASSERT_TRUE(fp16_off.ok());
+  EXPECT_THAT(fp16_off->framework_defaults, Contains("bf16 true: TRL's default since TRL 0.20 (fp16 off)"));
+  // transformers' own example scripts (run_clm.py) take model_name_or_path, dataset_name and
+  // max_seq_length too, with TrainingArguments' defaults: not read as TRL.
+  auto run_clm = parse_training_config(R"({"model_name_or_path": "Qwen/Qwen2.5-0.5B", "dataset_name": "wikitext",
+                                           "dataset_config_name": "wikitext-2-raw-v1", "per_device_train_batch_size": 8,
+                                           "do_train": true, "output_dir": "/tmp/test-clm", "max_seq_length": 128})",
+                                       "run_clm.json");
+  ASSERT_TRUE(run_clm.ok()) << run_clm.error().message;
+  EXPECT_THAT(run_clm->framework_defaults, IsEmpty());
+  EXPECT_FALSE(run_clm->job.gradient_checkpointing.has_value());
   // A plain TrainingArguments file (no TRL key) keeps TrainingArguments' defaults.
   auto plain = parse_training_config("per_device_train_batch_size: 4\noutput_dir: out\n", "args.yaml");
   ASSERT_TRUE(plain.ok());
