@@ -13,7 +13,7 @@ struct KeyHelp {
 constexpr KeyHelp kTextKeys[] = {
     {"task", "train_full, train_lora, train_qlora, train_freeze, inference, load"},
     {"precision", "fp32, fp16_mixed, bf16_mixed, bf16, fp16"},
-    {"weight_quantization", "nf4, fp4, int8, int4, fp8, gptq4, awq4; with --implementation llama_cpp a GGUF type: f16, q8_0, q6_k, q5_k_m, q4_k_m, q4_0, ..."},
+    {"weight_quantization", "nf4, fp4, int8, int4, fp8, gptq4, gptq8, awq4, nvfp4; with --implementation llama_cpp a GGUF type: f16, q8_0, q6_k, q5_k_m, q4_k_m, q4_0, ..."},
     {"optimizer", "adamw, adamw_8bit, paged_adamw_8bit, adamw_4bit, adafactor, sgd, sgd_momentum, lion, none"},
     {"gradient_checkpointing", "none, full, selective"},
     {"attention_impl", "eager, sdpa, flash"},
@@ -27,7 +27,7 @@ constexpr KeyHelp kTextKeys[] = {
     {"kbit_upcast", "LoRA on a bitsandbytes base: all (PEFT prepare_model_for_kbit_training; the default except under FSDP/ZeRO-3), norms (TRL SFTTrainer with bf16, Dec 2023 to late 2025), none (today's TRL, LLaMA-Factory, Axolotl, Unsloth)"},
 };
 constexpr KeyHelp kCountKeys[] = {
-    {"group_size", "quantization group size (gptq4, awq4, int4)"},
+    {"group_size", "quantization group size (gptq4, gptq8, awq4, int4)"},
     {"micro_batch_size", "sequences per GPU per step"},
     {"grad_accum_steps", "micro-batches per optimizer step"},
     {"seq_len", "tokens per sequence (training)"},

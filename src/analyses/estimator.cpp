@@ -219,10 +219,6 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   p.state_bytes = p.param_bytes;  // torch optimizers keep state in the parameter's dtype
 
   p.quantization = job.weight_quantization;
-  if (!p.quantization && p.task == "train_qlora") {
-    p.quantization = "nf4";
-    assume("weight_quantization: nf4 (train_qlora without a format)");
-  }
   if (!p.quantization && m.quantization == "mxfp4" && p.training) {
     // The gpt-oss fine-tuning recipes load the MXFP4 checkpoint dequantized to bf16
     // (Mxfp4Config(dequantize=True) in OpenAI's cookbook; NVIDIA's and LMSYS's recipes upcast to
@@ -231,11 +227,18 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   } else if (!p.quantization && !m.quantization.empty() && m.quantization_bits) {
     // A pre-quantized checkpoint keeps its format.
     if (m.quantization == "mxfp4") p.quantization = "mxfp4";
-    else if (m.quantization == "gptq") p.quantization = "gptq4";
+    else if (m.quantization == "gptq") p.quantization = m.quantization_bits == 8 ? "gptq8" : "gptq4";
     else if (m.quantization == "awq") p.quantization = "awq4";
+    else if (m.quantization == "modelopt_fp4" || m.quantization == "nvfp4") p.quantization = "nvfp4";
     else if (m.quantization == "fp8" || m.quantization_bits == 8) p.quantization = m.quantization == "bitsandbytes" ? "int8" : "fp8";
     else if (m.quantization_bits == 4) p.quantization = m.quantization == "bitsandbytes" ? "nf4" : "int4";
     if (p.quantization) assume("weight_quantization: " + *p.quantization + " (the checkpoint's format)");
+  }
+  // LoRA on a quantized base: the checkpoint's own format above (PEFT trains adapters over GPTQ,
+  // AWQ and FP8 bases too), else bitsandbytes NF4.
+  if (!p.quantization && p.task == "train_qlora") {
+    p.quantization = "nf4";
+    assume("weight_quantization: nf4 (train_qlora without a format)");
   }
   if (p.task == "train_full" && p.quantization) {
     return make_error(fmt::format("{}: is quantized ({}); full fine-tuning needs unquantized weights (use train_qlora)",
@@ -724,6 +727,10 @@ double weight_bytes_per_param(const std::string& q, bool double_quant, uint64_t 
   // GPTQ/AWQ: packed 4-bit weights + per group fp16 scale and packed 4-bit zero point
   // (auto-gptq / autoawq QuantLinear layouts).
   if (q == "gptq4" || q == "awq4") return 0.5 + 2.5 / group_size;
+  // GPTQ 8-bit: one byte per weight, an fp16 scale and an 8-bit zero point per group.
+  if (q == "gptq8") return 1.0 + 3.0 / group_size;
+  // NVFP4 (ModelOpt): packed 4-bit values and an fp8 scale per 16 (the per-tensor scale is noise).
+  if (q == "nvfp4") return 0.5 + 1.0 / 16;
   // torchao int4 weight-only: packed 4-bit + bf16 scale and zero per group (tinygemm layout).
   if (q == "int4") return 0.5 + 4.0 / group_size;
   // LLM.int8 / int8 weight-only: 1 byte + one fp32 scale per output row (negligible).

@@ -19,7 +19,7 @@ using nlohmann::json;
 const std::set<std::string> kTasks = {"train_full", "train_lora", "train_qlora", "train_freeze", "inference", "load"};
 const std::set<std::string> kPrecisions = {"fp32", "fp16_mixed", "bf16_mixed", "bf16", "fp16"};
 const std::set<std::string> kQuantizations = [] {
-  std::set<std::string> q = {"nf4", "fp4", "int8", "int4", "fp8", "gptq4", "awq4"};
+  std::set<std::string> q = {"nf4", "fp4", "int8", "int4", "fp8", "gptq4", "gptq8", "awq4", "nvfp4"};
   for (const auto& t : gguf_file_types()) q.insert(t);   // llama.cpp's file types (implementation llama_cpp)
   return q;
 }();
@@ -296,7 +296,8 @@ Status validate_job(const Job& job, const std::string& source) {
   if (task == "train_qlora" && job.weight_quantization &&
       !(*job.weight_quantization == "nf4" || *job.weight_quantization == "fp4" ||
         *job.weight_quantization == "int8" || *job.weight_quantization == "int4" ||
-        *job.weight_quantization == "gptq4" || *job.weight_quantization == "awq4")) {
+        *job.weight_quantization == "gptq4" || *job.weight_quantization == "gptq8" ||
+        *job.weight_quantization == "awq4")) {
     return fail("weight_quantization", fmt::format("{} is not a QLoRA base format", *job.weight_quantization));
   }
   // A .gguf model runs in llama.cpp whether or not the job says so (the estimator dispatches on the

@@ -8,6 +8,7 @@
 #include "core/units.h"
 #include "readers/model_config.h"
 #include "readers/model_presets.h"
+#include "readers/served_model.h"
 
 namespace oomdoc {
 namespace {
@@ -1185,6 +1186,37 @@ TEST(Estimator, GptOssMxfp4WeightsAndTrainingDequantized) {
   auto q = estimate_memory(m, qlora);
   ASSERT_TRUE(q) << q.error().message;
   EXPECT_EQ(*component(*q, "weights"), 81468647136u);
+}
+
+// Pre-quantized checkpoints keep their own format, at its own width, for inference and as a
+// LoRA base. Qwen2.5-7B: 6,525,288,448 block Linear weights (28 x (2 x 3584^2 + 2 x 3584 x 512 +
+// 3 x 3584 x 18944)), 1,090,328,064 other parameters (embeddings, untied head, norms, biases) in
+// 16 bits. Llama-3.1-8B: 6,979,321,856 and 1,050,939,392.
+TEST(Estimator, QuantizedCheckpointsKeepTheirWidth) {
+  auto gptq8 = resolve_checkpoint_name("Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8");
+  ASSERT_TRUE(gptq8.ok());
+  Job inference;
+  inference.task = "inference";
+  auto est = estimate_memory(*gptq8, inference);
+  ASSERT_TRUE(est.ok()) << est.error().message;
+  // GPTQ 8-bit: 1 B per weight + an fp16 scale and an 8-bit zero per group of 128.
+  // (The 129,024 q/k/v biases are charged at the linear weights' rate: 126,000 B less.)
+  EXPECT_EQ(*component(*est, "weights"), 6525288448ull + 6525288448ull * 3 / 128 + 2 * 1090328064ull - 126000);
+  // As a LoRA base the checkpoint's format stays (PEFT trains adapters over GPTQ), not NF4.
+  Job lora = inference;
+  lora.task = "train_qlora";
+  auto trained = estimate_memory(*gptq8, lora);
+  ASSERT_TRUE(trained.ok()) << trained.error().message;
+  EXPECT_EQ(*component(*trained, "weights"), *component(*est, "weights"));
+  EXPECT_NE(std::find(trained->assumptions.begin(), trained->assumptions.end(),
+                      "weight_quantization: gptq8 (the checkpoint's format)"),
+            trained->assumptions.end());
+  // NVFP4: half a byte per weight + an fp8 scale per 16.
+  auto nvfp4 = resolve_checkpoint_name("nvidia/Llama-3.1-8B-Instruct-FP4");
+  ASSERT_TRUE(nvfp4.ok());
+  auto fp4 = estimate_memory(*nvfp4, inference);
+  ASSERT_TRUE(fp4.ok()) << fp4.error().message;
+  EXPECT_EQ(*component(*fp4, "weights"), 6979321856ull / 2 + 6979321856ull / 16 + 2 * 1050939392ull);
 }
 
 }  // namespace
