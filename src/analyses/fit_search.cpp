@@ -123,8 +123,16 @@ std::vector<Candidate> micro_batch_candidates(const Job& job) {
   return out;
 }
 
-std::vector<Candidate> padding_free_candidates(const ModelSpec& model, const Job& job) {
-  const std::string flash = flash_attention_setting(model);
+// The flash kernel a plan may ask for on this GPU: the family's, except gpt-oss's kernels-hub FA3
+// build, which runs on Hopper only (FlashAttention-3); "" when there is none to offer.
+std::string usable_flash_attention(const ModelSpec& model, const FitOptions& options) {
+  std::string flash = flash_attention_setting(model);
+  if (flash == "kernels-community/vllm-flash-attn3" && options.gpu_architecture != "Hopper") return "";
+  return flash;
+}
+
+std::vector<Candidate> padding_free_candidates(const ModelSpec& model, const FitOptions& options, const Job& job) {
+  const std::string flash = usable_flash_attention(model, options);
   if (!is_training(job) || job.padding_free.value_or(false) || flash.empty()) return {};
   return {candidate("padding_free", "shorter_sequence", 3,
                     "padding-free batches (examples concatenated, no pad tokens)",
@@ -251,12 +259,12 @@ bool changes_method(const FitPlan& plan) {
                      [](const FitChange& c) { return c.id == "lora" || c.id == "qlora"; });
 }
 
-std::vector<Candidate> kernel_candidates(const ModelSpec& model, const Job& job) {
+std::vector<Candidate> kernel_candidates(const ModelSpec& model, const FitOptions& options, const Job& job) {
   std::vector<Candidate> out;
   // Eager attention as given, or as the family's only default (gpt-oss): the kernel that keeps no
-  // seq x seq scores, SDPA where transformers offers it, else the family's flash kernel.
+  // seq x seq scores, SDPA where transformers offers it, else the family's flash kernel where it runs.
   const bool eager = job.attention_impl ? *job.attention_impl == "eager" : !supports_sdpa(model);
-  const std::string flash = flash_attention_setting(model);
+  const std::string flash = usable_flash_attention(model, options);
   if (eager && (supports_sdpa(model) || !flash.empty())) {
     const bool sdpa = supports_sdpa(model);
     Candidate c;
@@ -917,20 +925,20 @@ struct Search {
         {"llama_context", llama_context_candidates},
         {"llama_gpu_layers", [this](const Job& j) { return llama_gpu_layers_candidates(j, model.num_layers); }},
         {"sync_each_batch", sync_each_batch_candidates},
-        {"padding_free", [this](const Job& j) { return padding_free_candidates(model, j); }},
+        {"padding_free", [this](const Job& j) { return padding_free_candidates(model, options, j); }},
         {"seq_len", [this](const Job& j) { return seq_len_candidates(j, lengths); }},
         {"bf16_hidden_states", [this, bf16](const Job& j) { return bf16_hidden_states_candidates(est, model, j, bf16); }},
         {"mixed_precision", [bf16](const Job& j) { return precision_candidates(j, bf16); }},
         {"optimizer", optimizer_candidates},
         {"kv_cache", inference_kv_cache_candidates},
         {"attention_kernel", [this](const Job& j) {
-           auto all = kernel_candidates(model, j);
+           auto all = kernel_candidates(model, options, j);
            std::vector<Candidate> out;
            for (auto& c : all) if (c.change.id == "attention_kernel") out.push_back(std::move(c));
            return out;
          }},
         {"fused_loss", [this](const Job& j) {
-           auto all = kernel_candidates(model, j);
+           auto all = kernel_candidates(model, options, j);
            std::vector<Candidate> out;
            for (auto& c : all) if (c.change.id == "fused_loss") out.push_back(std::move(c));
            return out;
@@ -1204,6 +1212,7 @@ void set_fit_gpu(FitOptions& options, const GpuSpec& gpu) {
   options.total_bytes = gpu.total_bytes;
   options.gpu_has_bf16 = gpu.bf16;
   options.gpu_vendor = gpu.vendor;
+  options.gpu_architecture = gpu.architecture;
   options.gpu_nvlink = gpu.nvlink;
   options.gpu_interconnect = gpu.interconnect;
 }

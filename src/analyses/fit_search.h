@@ -41,6 +41,7 @@ struct FitOptions {
   uint64_t total_bytes = 0;        // per GPU, as nvidia-smi reports it
   bool gpu_has_bf16 = true;        // decides bf16 vs fp16 mixed precision
   std::string gpu_vendor;          // nvidia, amd, apple; "" with --memory (other GPUs: nvidia, amd)
+  std::string gpu_architecture;    // the catalog's (Ampere, Hopper, ...); "" with --memory
   bool gpu_nvlink = false;         // the catalog's NVLink flag: decides TP before or after PP
   std::string gpu_interconnect;    // the catalog's interconnect note, quoted in TP's cost
   uint64_t num_gpus = 1;

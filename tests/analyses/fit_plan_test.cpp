@@ -410,6 +410,15 @@ TEST(FitPlan, GptOssAttentionChangesNameItsOwnFlashKernel) {
     }
   }
   EXPECT_TRUE(attention_named);
+  // That kernel is FlashAttention-3: Hopper only. On an A100 no attention change is offered.
+  auto ampere = fit_on("openai/gpt-oss-20b", "a100-80", training("train_lora", 4, 2048), 1);
+  ASSERT_TRUE(ampere.ok()) << ampere.error().message;
+  std::vector<FitChange> ampere_changes;
+  if (ampere->report.plan) ampere_changes = ampere->report.plan->changes;
+  for (const auto& a : ampere->report.alternatives) ampere_changes.push_back(a.change);
+  for (const auto& c : ampere_changes) {
+    for (const auto& s : c.settings) EXPECT_NE(s.name, "attn_implementation") << c.id;
+  }
   // Llama keeps the usual names.
   auto llama = fit_on("meta-llama/Llama-3.1-8B", "4090", training("train_lora", 8, 4096), 1);
   ASSERT_TRUE(llama.ok());
