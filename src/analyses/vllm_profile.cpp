@@ -157,9 +157,10 @@ uint64_t rotary_cache_bytes(const ModelSpec& model, uint64_t dense_bytes) {
   if (!kRope.count(model.model_type) || model.max_position_embeddings == 0) return 0;
   // vllm/model_executor/layers/rotary_embedding: RotaryEmbedding._compute_cos_sin_cache makes
   // max_position rows; LinearScaling and DynamicNTKScaling make max_position x factor, YaRN
-  // original_max_position x factor; Llama 3's and LongRoPE's keep max_position (LongRoPE keeps
-  // a short and a long table: both counted). The cache is cast to the model dtype (gpt_oss.py
-  // builds its rope in fp32).
+  // original_max_position x factor; Llama 3's keeps max_position; LongRoPE keeps a short table of
+  // original_max_position rows and a long one of max_position (Phi3LongRoPEScaledRotaryEmbedding).
+  // The cache is cast to the model dtype (gpt_oss.py builds its rope in fp32). partial_rotary_factor
+  // is not in ModelSpec: the full head is taken (a few MiB high for Phi-4-mini, StableLM).
   const uint64_t rotary_dim = model.attention == AttentionKind::kMultiLatent ? model.qk_rope_head_dim
                                                                              : model.head_dim_or_default();
   const double factor = std::max(1.0, model.rope_scaling_factor);
@@ -167,7 +168,9 @@ uint64_t rotary_cache_bytes(const ModelSpec& model, uint64_t dense_bytes) {
   double rows = static_cast<double>(model.max_position_embeddings);
   if (type == "linear" || type == "dynamic") rows *= factor;
   if (type == "yarn" && model.rope_original_max_position) rows = static_cast<double>(model.rope_original_max_position) * factor;
-  if (type == "longrope" || type == "su") rows *= 2;
+  if (type == "longrope" || type == "su") {
+    rows += model.rope_original_max_position ? static_cast<double>(model.rope_original_max_position) : rows;
+  }
   const double bytes_per_value = model.model_type == "gpt_oss" ? 4.0 : static_cast<double>(dense_bytes);
   double bytes = rows * static_cast<double>(rotary_dim) * bytes_per_value;
   // Gemma 3's local (sliding) layers use a second rope of their own base, without the scaling.

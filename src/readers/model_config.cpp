@@ -672,6 +672,7 @@ Status read_vision_tower(const json& root, ModelSpec& m) {
   const std::string wrapper = root.contains("model_type") && root.at("model_type").is_string()
                                   ? root.at("model_type").get<std::string>() : "";
   const std::string tower = v.text("model_type");
+  if (v.type_error()) return *v.type_error();
   const bool siglip = tower == "siglip_vision_model";
   const bool clip = tower == "clip_vision_model";
   if (!siglip && !clip) {
@@ -689,6 +690,17 @@ Status read_vision_tower(const json& root, ModelSpec& m) {
   if (patch == 0 || image < patch || h == 0) {
     return make_error(fmt::format("{}: vision_config: image_size {} and patch_size {} give no patches", m.source,
                                   image, patch));
+  }
+  // The text model's bounds (model/architecture.cpp validate_shape), and at most 2^24 patches:
+  // far above any real tower, and every product below stays inside 64 bits.
+  struct Limit { const char* name; uint64_t value, max; };
+  for (const Limit& l : {Limit{"hidden_size", h, 1u << 18}, Limit{"intermediate_size", inter, 1u << 20},
+                         Limit{"num_hidden_layers", layers, 1u << 12}, Limit{"num_channels", channels, 1u << 8},
+                         Limit{"image_size / patch_size", image / patch, 1u << 12}, Limit{"patch_size", patch, 1u << 12}}) {
+    if (l.value > l.max) {
+      return make_error(fmt::format("{}: vision_config: {} {} is implausibly large (limit {})", m.source, l.name,
+                                    l.value, l.max));
+    }
   }
   const uint64_t patches = (image / patch) * (image / patch);
   const uint64_t block = 4 * (h * h + h) + (h * inter + inter) + (inter * h + h) + 4 * h;

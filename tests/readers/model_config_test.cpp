@@ -121,6 +121,24 @@ TEST(ModelConfig, LlavaCountsItsClipTowerAndProjector) {
                      "vision_config": {"model_type": "siglip_vision_model", "patch_size": 0}})");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("image_size 224 and patch_size 0 give no patches"), std::string::npos);
+  // Sizes whose products would wrap 64 bits are refused, as the text model's are.
+  auto huge = parse(R"({"model_type": "gemma3",
+                     "text_config": {"vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 6,
+                     "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32, "intermediate_size": 128},
+                     "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 4294967296}})");
+  ASSERT_FALSE(huge);
+  EXPECT_NE(huge.error().message.find("vision_config: hidden_size 4294967296 is implausibly large (limit 262144)"),
+            std::string::npos) << huge.error().message;
+  auto wide = parse(R"({"model_type": "gemma3",
+                     "text_config": {"vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 6,
+                     "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32, "intermediate_size": 128},
+                     "vision_config": {"model_type": "siglip_vision_model", "image_size": 1000000000000000, "patch_size": 1}})");
+  ASSERT_FALSE(wide);
+  auto typed = parse(R"({"model_type": "gemma3",
+                     "text_config": {"vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 6,
+                     "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32, "intermediate_size": 128},
+                     "vision_config": {"model_type": 5}})");
+  ASSERT_FALSE(typed);
 }
 
 // google/gemma-3-27b-it's config.json as published: text_config without vocabulary or context
