@@ -11,8 +11,8 @@ namespace {
 // W8A8 per output channel, NVFP4 with an fp8 scale per 16 values, MXFP4 with one per 32.
 constexpr QuantizedNameFormat kQuantizedNameFormats[] = {
     {"-awq-int4", "awq", 4, 128},
-    {"-quantized.w8a8", "compressed-tensors", 8, 0},  {"-quantized.w4a16", "gptq", 4, 128},
-    {"-quantized.w8a16", "gptq", 8, 128},            {"-gptq-int4", "gptq", 4, 128},
+    {"-quantized.w8a8", "compressed-tensors", 8, 0},  {"-quantized.w4a16", "compressed-tensors", 4, 128},
+    {"-quantized.w8a16", "compressed-tensors", 8, 128}, {"-gptq-int4", "gptq", 4, 128},
     {"-gptq-int8", "gptq", 8, 128},                  {"-fp8-dynamic", "fp8", 8, 0},
     {"-unsloth-bnb-4bit", "bitsandbytes", 4, 64, true}, {"-bnb-4bit", "bitsandbytes", 4, 64, true},
     {"-autoround", "gptq", 4, 128},                  {"-auto-round", "gptq", 4, 128},

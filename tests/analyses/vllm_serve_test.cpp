@@ -85,6 +85,22 @@ TEST(VllmServe, NamedQuantizedCheckpointTakesItsNamesBitsAndGroups) {
   ServeInputs w8a8 = inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "4096"}, 80 * kGiB);
   w8a8.config.model = "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8";
   EXPECT_EQ(predict(w8a8).settings.weights.description, "compressed-tensors 8-bit, per channel: 1.000 B per linear weight");
+  // RedHatAI's -quantized.w4a16 uploads are compressed-tensors: that flag is accepted.
+  ServeInputs w4a16 = inputs({"vllm", "serve", "llama-3.1-8b", "--quantization", "compressed-tensors",
+                              "--max-model-len", "4096"}, 80 * kGiB);
+  w4a16.config.model = "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16";
+  auto accepted = predict_vllm_startup(w4a16);
+  ASSERT_TRUE(accepted.ok()) << accepted.error().message;
+  EXPECT_EQ(accepted->settings.weights.description, "compressed-tensors 4-bit, group 128: 0.520 B per linear weight");
+  // A flag the name contradicts: vLLM refuses it on the real checkpoint; said, and sized as asked.
+  ServeInputs contradicted = inputs({"vllm", "serve", "qwen2.5-7b", "--quantization", "fp8", "--max-model-len", "4096"},
+                                    80 * kGiB);
+  contradicted.config.model = "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8";
+  ServePrediction c = predict(contradicted);
+  EXPECT_EQ(c.settings.weights.method, "fp8");
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_EQ(c.warnings[0].rfind("'Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8' is a gptq checkpoint by its name (\"-gptq-int8\"): "
+                                "vLLM refuses --quantization fp8 on it", 0), 0u) << c.warnings[0];
 }
 
 // Speculative decoding: n-gram and suffix proposers load nothing; a draft model or EAGLE head is
