@@ -633,8 +633,8 @@ namespace {
 // transformers saves a composite config's sub-configs as their differences from the class
 // defaults (PretrainedConfig.to_diff_dict), so a text_config leaves out every value equal to its
 // class's default: Gemma 3's omits the vocabulary, heads and context, Llava's most of Llama's
-// shape. The defaults of those classes (configuration_gemma3.py Gemma3TextConfig,
-// configuration_llama.py LlamaConfig) fill them in.
+// (or Mistral's, Qwen2's) shape. The defaults of those classes (configuration_gemma3.py
+// Gemma3TextConfig, configuration_llama.py LlamaConfig, MistralConfig, Qwen2Config) fill them in.
 void fill_text_config_defaults(json& config) {
   if (!config.contains("model_type") || !config.at("model_type").is_string()) return;
   const std::string type = config.at("model_type").get<std::string>();
@@ -647,6 +647,13 @@ void fill_text_config_defaults(json& config) {
   } else if (type == "llama") {
     defaults = R"({"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
                    "num_attention_heads": 32, "max_position_embeddings": 2048})";
+  } else if (type == "mistral") {  // configuration_mistral.py MistralConfig
+    defaults = R"({"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                   "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+                   "sliding_window": 4096})";
+  } else if (type == "qwen2") {  // configuration_qwen2.py Qwen2Config
+    defaults = R"({"vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016, "num_hidden_layers": 32,
+                   "num_attention_heads": 32, "num_key_value_heads": 32, "max_position_embeddings": 32768})";
   }
   if (!defaults) return;
   const json filled = json::parse(defaults);  // named: items() does not keep a temporary alive
@@ -663,7 +670,8 @@ void fill_text_config_defaults(json& config) {
 // LayerNorms, attention projections and two-layer MLP all carry biases, a final LayerNorm, and
 // SigLIP's attention-pooling head unless vision_use_head is false. Projectors: Gemma 3's
 // mm_input_projection_weight and mm_soft_emb_norm (modeling_gemma3.py Gemma3MultiModalProjector),
-// Llava's two biased Linears (modeling_llava.py LlavaMultiModalProjector). Other towers are not
+// Llava's two biased Linears (modeling_llava.py LlavaMultiModalProjector; LLaVA-NeXT adds its
+// image_newline vector). Other towers are not
 // counted, and a note says so. Images themselves are not sized: batches are taken as text.
 Status read_vision_tower(const json& root, ModelSpec& m) {
   if (!root.contains("vision_config") || !root.at("vision_config").is_object()) return Ok{};
@@ -717,8 +725,9 @@ Status read_vision_tower(const json& root, ModelSpec& m) {
   uint64_t projector = 0;
   if (wrapper == "gemma3") {
     projector = h * m.hidden_size + h;
-  } else if (wrapper == "llava") {
+  } else if (wrapper == "llava" || wrapper == "llava_next") {
     projector = (h * m.hidden_size + m.hidden_size) + (m.hidden_size * m.hidden_size + m.hidden_size);
+    if (wrapper == "llava_next") projector += m.hidden_size;  // LlavaNextModel.image_newline
   } else {
     m.notes.push_back(fmt::format("the \"{}\" projector between vision tower and language model is not counted",
                                   wrapper));

@@ -163,6 +163,24 @@ TEST(ModelConfig, GemmaThreeSparseTextConfigTakesTheClassDefaults) {
   EXPECT_TRUE(m->layer_is_sliding[4]);
 }
 
+// llava-hf/llava-v1.6-mistral-7b-hf as published: a Mistral text_config that leaves its shape to
+// MistralConfig's defaults (vocabulary 32,064 given): 7,242,256,384; the CLIP tower and projector
+// of LLaVA-1.5 (324,487,168) and LLaVA-NeXT's image_newline (4,096): 7,566,747,648 in all.
+TEST(ModelConfig, LlavaNextWithAMistralTextConfig) {
+  auto m = parse(R"({"model_type": "llava_next", "torch_dtype": "float16",
+                     "text_config": {"_name_or_path": "mistralai/Mistral-7B-Instruct-v0.2",
+                       "architectures": ["MistralForCausalLM"], "intermediate_size": 14336,
+                       "max_position_embeddings": 32768, "model_type": "mistral", "num_key_value_heads": 8,
+                       "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": null,
+                       "torch_dtype": "bfloat16", "vocab_size": 32064},
+                     "vision_config": {"hidden_size": 1024, "image_size": 336, "intermediate_size": 4096,
+                       "model_type": "clip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 24,
+                       "patch_size": 14, "projection_dim": 768, "vocab_size": 32000}})");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->total_params, 7566747648u);
+  EXPECT_EQ(m->max_position_embeddings, 32768u);
+}
+
 TEST(ModelConfig, DeepSeekMultiLatentAttention) {
   auto m = parse(R"({"model_type": "deepseek_v2", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 2,
                      "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 128,
