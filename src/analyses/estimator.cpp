@@ -1028,9 +1028,15 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   double optimizer_state = trainable * state_per_param / shard_mp / state_shards;
   bool paged = opt == "paged_adamw_8bit";
   if ((p.offload_optimizer || fsdp_cpu_offload) && optimizer_state > 0) {
-    est.assumptions.push_back(fmt::format("offload {}: the optimizer state ({} per GPU) lives in host memory and the "
-                                          "optimizer step runs on the CPU", fsdp_cpu_offload ? "params" : "optimizer",
-                                          format_bytes(static_cast<uint64_t>(optimizer_state))));
+    // ZeRO-Offload keeps the fp32 master weights and gradient partitions beside the state.
+    const bool ds_offload = p.offload_optimizer && deepspeed && p.training && p.mixed;
+    const double masters_and_grads = ds_offload ? trainable * (4 + 4) / shard_mp / state_shards : 0;
+    est.assumptions.push_back(fmt::format(
+        "offload {}: the optimizer state ({} per GPU{}) lives in host memory and the optimizer step runs on the CPU",
+        fsdp_cpu_offload ? "params" : "optimizer", format_bytes(static_cast<uint64_t>(optimizer_state)),
+        ds_offload ? fmt::format(", with the fp32 master weights and gradient partitions {} in all",
+                                 format_bytes(static_cast<uint64_t>(optimizer_state + masters_and_grads)))
+                   : std::string()));
   }
   if (p.offload_optimizer || fsdp_cpu_offload) optimizer_state = 0;
 
