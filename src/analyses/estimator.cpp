@@ -13,6 +13,7 @@
 #include "analyses/llama_cpp_estimate.h"
 #include "core/units.h"
 #include "model/architecture.h"
+#include "model/weight_formats.h"
 
 namespace oomdoc {
 namespace {
@@ -43,10 +44,6 @@ constexpr uint64_t kNcclBytes = 256 * kMiB;
 // 512 B / 2 MiB and keeps freed blocks cached (c10/cuda/CUDACachingAllocator.cpp); Megatron's
 // theoretical_memory_usage applies a 1.05 overhead factor. We take 5% of the peak allocated.
 constexpr double kAllocatorSlack = 0.05;
-// bitsandbytes 4-bit: blocksize 64, one fp32 absmax per block; double quantization stores the
-// absmax in 8 bits with one fp32 constant per 256 blocks (QLoRA paper, Dettmers et al. 2023, 3).
-constexpr double kNf4BytesPerParam = 0.5 + 4.0 / 64;
-constexpr double kNf4DoubleQuantBytesPerParam = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
 // PEFT's default targets when none are given: the query and value projections
 // (peft/utils/constants.py TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
 // Defaults for jobs that leave sizes open.
@@ -723,21 +720,18 @@ struct Builder {
 };
 
 double weight_bytes_per_param(const std::string& q, bool double_quant, uint64_t group_size) {
-  if (q == "nf4" || q == "fp4") return double_quant ? kNf4DoubleQuantBytesPerParam : kNf4BytesPerParam;
+  if (q == "nf4" || q == "fp4") return double_quant ? kNf4DoubleQuantBytesPerWeight : kNf4BytesPerWeight;
   // GPTQ/AWQ: packed 4-bit weights + per group fp16 scale and packed 4-bit zero point
   // (auto-gptq / autoawq QuantLinear layouts).
-  if (q == "gptq4" || q == "awq4") return 0.5 + 2.5 / group_size;
-  // GPTQ 8-bit: one byte per weight, an fp16 scale and an 8-bit zero point per group.
-  if (q == "gptq8") return 1.0 + 3.0 / group_size;
-  // NVFP4 (ModelOpt): packed 4-bit values and an fp8 scale per 16 (the per-tensor scale is noise).
-  if (q == "nvfp4") return 0.5 + 1.0 / 16;
+  if (q == "gptq4" || q == "awq4") return grouped_int_bytes_per_weight(4, group_size);
+  if (q == "gptq8") return grouped_int_bytes_per_weight(8, group_size);
+  if (q == "nvfp4") return kNvfp4BytesPerWeight;
   // torchao int4 weight-only: packed 4-bit + bf16 scale and zero per group (tinygemm layout).
   if (q == "int4") return 0.5 + 4.0 / group_size;
   // LLM.int8 / int8 weight-only: 1 byte + one fp32 scale per output row (negligible).
   if (q == "int8") return 1.0;
   if (q == "fp8") return 1.0;
-  // MXFP4 (OCP microscaling): 4-bit e2m1 values, two per byte, and one e8m0 byte per 32 values.
-  if (q == "mxfp4") return 0.5 + 1.0 / 32;
+  if (q == "mxfp4") return kMxfp4BytesPerWeight;
   return 2.0;
 }
 

@@ -8,6 +8,7 @@
 
 #include "core/text.h"
 #include "model/architecture.h"
+#include "model/weight_formats.h"
 
 namespace oomdoc {
 namespace {
@@ -110,8 +111,7 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
              method == "gptq_marlin" || method == "auto_round" || method == "marlin" || method == "gptq_bitblas") {
     if (bits == 0) bits = 4;
     const uint64_t group = model.quantization_group_size ? model.quantization_group_size : 128;
-    // Packed integers plus an fp16 scale and a packed zero point per group of 128 weights.
-    format.linear_bytes = static_cast<double>(bits) / 8 + (16.0 + static_cast<double>(bits)) / group / 8;
+    format.linear_bytes = grouped_int_bytes_per_weight(bits, group);
     format.description = fmt::format("{} {}-bit, group {}: {:.3f} B per linear weight", method, bits,
                                       group, format.linear_bytes);
   } else if (method == "fp8" || method == "fbgemm_fp8" || method == "modelopt" ||
@@ -121,10 +121,10 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
   } else if (method == "bitsandbytes") {
     if (bits == 0) bits = 4;
     // NF4 with an fp32 absmax per 64 weights (8-bit: one scale per row, negligible).
-    format.linear_bytes = bits == 8 ? 1.0 : 0.5 + 4.0 / 64;
+    format.linear_bytes = bits == 8 ? 1.0 : kNf4BytesPerWeight;
     format.description = fmt::format("bitsandbytes {}-bit: {:.4f} B per linear weight", bits, format.linear_bytes);
   } else if (method == "modelopt_fp4" || method == "nvfp4" || method == "fp4") {
-    format.linear_bytes = 0.5 + 1.0 / 16;   // an fp8 scale per 16 values
+    format.linear_bytes = kNvfp4BytesPerWeight;
     format.description = fmt::format("{}: {:.4f} B per linear weight", method, format.linear_bytes);
   } else if (method == "gguf") {
     // vLLM serves a GGUF file's blocks as stored (its GGUF kernels dequantize on the fly): the
@@ -135,7 +135,7 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
     format.linear_bytes = static_cast<double>(model.checkpoint_bytes) / static_cast<double>(model.total_params);
     format.description = fmt::format("gguf: the file's tensors as stored ({:.3f} B per weight on average)", format.linear_bytes);
   } else if (method == "mxfp4") {
-    format.linear_bytes = 0.5 + 1.0 / 32;   // an e8m0 scale per 32 values
+    format.linear_bytes = kMxfp4BytesPerWeight;
     format.experts_only = quantizes_only_experts(method);
     format.description = fmt::format("mxfp4: {:.5f} B per expert weight, the rest {}", format.linear_bytes, dtype);
   } else {

@@ -90,16 +90,24 @@ Json segment_rows(const SnapshotReport& r) {
     const auto& segments = d.fragmentation.segments;
     for (size_t i = 0; i < std::min(kHtmlSegmentRows, segments.size()); ++i) {
       const SegmentUse& s = segments[i];
-      std::string pool = s.is_large ? (*s.is_large ? "large" : "small") : "?";
-      if (s.private_pool) pool += ", private";
-      if (s.expandable) pool += ", expandable";
-      rows.push_back({{"address", fmt::format("{:#x}", s.address)}, {"size_bytes", s.size_bytes}, {"pool", pool},
+      rows.push_back({{"address", fmt::format("{:#x}", s.address)}, {"size_bytes", s.size_bytes},
+                      {"pool", segment_pool_text(s)},
                       {"stream", s.stream}, {"allocated_bytes", s.allocated_bytes}, {"free_bytes", s.free_bytes},
                       {"largest_free_block_bytes", s.largest_free_block_bytes}, {"blocks", s.blocks},
                       {"free_blocks", s.free_blocks}, {"unusable_free_bytes", s.unusable_free_bytes}});
     }
     add_byte_texts(rows);
     devices.push_back(std::move(rows));
+  }
+  return devices;
+}
+
+// The table's heading and summary line per device, worded as the terminal words them.
+Json segment_texts(const SnapshotReport& r) {
+  Json devices = Json::array();
+  for (const DeviceReport& d : r.devices) {
+    devices.push_back({{"heading", fragmentation_heading_text(d.fragmentation)},
+                       {"summary", fragmentation_summary_text(d.fragmentation)}});
   }
   return devices;
 }
@@ -137,6 +145,7 @@ td {{ white-space: pre-line; }}
 <script type="application/json" id="report">{report_json}</script>
 <script type="application/json" id="timeline-texts">{timeline_texts}</script>
 <script type="application/json" id="segment-rows">{segment_rows}</script>
+<script type="application/json" id="segment-texts">{segment_texts}</script>
 <script>
 /* uPlot {uplot_version} | MIT License | Copyright (c) 2022 Leon Sorokin | https://github.com/leeoniya/uPlot
 {uplot_license}
@@ -148,6 +157,7 @@ td {{ white-space: pre-line; }}
   var report = JSON.parse(document.getElementById('report').textContent);
   var timelineTexts = JSON.parse(document.getElementById('timeline-texts').textContent);
   var segmentRows = JSON.parse(document.getElementById('segment-rows').textContent);
+  var segmentTexts = JSON.parse(document.getElementById('segment-texts').textContent);
   function el(tag, attrs, text) {{
     var e = document.createElement(tag);
     for (var k in (attrs || {{}})) e.setAttribute(k, attrs[k]);
@@ -241,17 +251,11 @@ td {{ white-space: pre-line; }}
         sec.appendChild(el('p', {{}}, 'Fixes: ' + o.fixes.map(function(f) {{ return f.title; }}).join('; ')));
       }});
     }}
-    var fr = d.fragmentation, shown = segmentRows[di];
+    var fr = d.fragmentation, shown = segmentRows[di], texts = segmentTexts[di];
     if (fr.segment_count) {{
-      sec.appendChild(el('h3', {{'class': 'segments'}}, fr.at === 'oom' ? 'Segments at the OOM (event ' + fr.oom_event_index +
-          '), most free memory in pieces smaller than the ' + bt(fr, 'requested_bytes') + ' request first'
-        : 'Segments at dump time, most free memory stranded beside live blocks first'));
+      sec.appendChild(el('h3', {{'class': 'segments'}}, texts.heading.charAt(0).toUpperCase() + texts.heading.slice(1)));
       sec.appendChild(el('p', {{}}, fr.explanation));
-      if (fr.at === 'oom') {{
-        sec.appendChild(el('p', {{}}, fr.segments_fitting_request + ' of ' + fr.segment_count +
-            ' segments had a free block of ' + bt(fr, 'requested_bytes') + ' (the request); the largest free block was ' +
-            bt(fr, 'largest_free_block_bytes') + ', ' + bt(fr, 'free_bytes') + ' free in all.'));
-      }}
+      sec.appendChild(el('p', {{}}, texts.summary + '.'));
       var segTable = table(['address', 'size', 'pool', 'stream', 'allocated', 'free', 'largest free block', 'blocks',
                             'free blocks', fr.at === 'oom' ? 'free in pieces < request' : 'stranded free'],
         shown.map(function(g) {{
@@ -302,6 +306,7 @@ std::string render_snapshot_html(const SnapshotReport& r) {
   return fmt::format(fmt::runtime(kPage), fmt::arg("title", escape_html(r.file)), fmt::arg("uplot_css", escape_for_script(css)),
                      fmt::arg("version", OOMDOC_VERSION), fmt::arg("report_json", dump(report)),
                      fmt::arg("timeline_texts", dump(timeline_texts(r))), fmt::arg("segment_rows", dump(segment_rows(r))),
+                     fmt::arg("segment_texts", dump(segment_texts(r))),
                      fmt::arg("uplot_version", "1.6.32"), fmt::arg("uplot_license", escape_for_script(license)),
                      fmt::arg("uplot_js", escape_for_script(js)));
 }

@@ -16,45 +16,26 @@ void append_stacks(std::string& out, const std::vector<StackGroup>& groups, cons
   }
 }
 
-std::string segment_pool(const SegmentUse& s) {
-  std::string pool = s.is_large ? (*s.is_large ? "large" : "small") : "?";
-  if (s.private_pool) pool += ",private";
-  if (s.expandable) pool += ",expandable";
-  return pool;
-}
-
 // The per-segment fragmentation table (the first `rows`) and what it means, in one line.
 void append_fragmentation(std::string& out, const Fragmentation& f, size_t rows, const Style& style) {
   if (f.segments.empty()) return;
   const size_t shown = std::min(rows, f.segments.size());
   out += "\n  ";  // appended alone: g++ 12 warns falsely (-Wrestrict) on "\n  " + std::string
-  out += style.bold(f.oom_event_index ? fmt::format("segments at the OOM (event {})", *f.oom_event_index)
-                                      : std::string("segments at dump time"));
-  out += fmt::format(", {} first: {} of {}{}\n",
-                     f.oom_event_index ? "most free memory in pieces smaller than the request"
-                                       : "most free memory stranded beside live blocks",
-                     shown, f.segments.size(), shown < f.segments.size() ? " (--segments N for more, --json for all)" : "");
+  out += style.bold(fragmentation_heading_text(f));
+  out += fmt::format(": {} of {}{}\n", shown, f.segments.size(),
+                     shown < f.segments.size() ? " (--segments N for more, --json for all)" : "");
   if (shown > 0) {
     out += fmt::format("    {:<16} {:>11} {:<6} {:>6} {:>11} {:>11} {:>12} {:>6} {:>11}\n", "address", "size", "pool",
                        "stream", "allocated", "free", "largest free", "blocks", "unusable");
     for (size_t i = 0; i < shown; ++i) {
       const SegmentUse& s = f.segments[i];
       out += fmt::format("    {:<16} {:>11} {:<6} {:>6} {:>11} {:>11} {:>12} {:>6} {:>11}\n",
-                         fmt::format("{:#x}", s.address), format_bytes(s.size_bytes), segment_pool(s), s.stream,
+                         fmt::format("{:#x}", s.address), format_bytes(s.size_bytes), segment_pool_text(s), s.stream,
                          format_bytes(s.allocated_bytes), format_bytes(s.free_bytes),
                          format_bytes(s.largest_free_block_bytes), s.blocks, format_bytes(s.unusable_free_bytes));
     }
   }
-  if (f.requested_bytes) {
-    out += fmt::format("    {} of {} segments had a free block of {} (the request); the largest free block was {}, "
-                       "{} free in all\n",
-                       f.segments_fitting_request.value_or(0), f.segments.size(), format_bytes(*f.requested_bytes),
-                       format_bytes(f.largest_free_block_bytes), format_bytes(f.free_bytes));
-  } else {
-    out += fmt::format("    {} free in {} segments, {} of it stranded; largest free block {}\n",
-                       format_bytes(f.free_bytes), f.segments.size(), format_bytes(f.unusable_free_bytes),
-                       format_bytes(f.largest_free_block_bytes));
-  }
+  out += "    " + fragmentation_summary_text(f) + "\n";
   out += "    ";
   out += style.yellow(fmt::format("=> {}", f.explanation));
   out += '\n';
@@ -64,6 +45,31 @@ void append_fragmentation(std::string& out, const Fragmentation& f, size_t rows,
 std::string seconds_text(double seconds) { return fmt::format("{:.3f} s", seconds); }
 
 }  // namespace
+
+std::string segment_pool_text(const SegmentUse& s) {
+  std::string pool = s.is_large ? (*s.is_large ? "large" : "small") : "?";
+  if (s.private_pool) pool += ",private";
+  if (s.expandable) pool += ",expandable";
+  return pool;
+}
+
+std::string fragmentation_heading_text(const Fragmentation& f) {
+  return f.oom_event_index
+             ? fmt::format("segments at the OOM (event {}), most free memory in pieces smaller than the request first",
+                           *f.oom_event_index)
+             : std::string("segments at dump time, most free memory stranded beside live blocks first");
+}
+
+std::string fragmentation_summary_text(const Fragmentation& f) {
+  if (f.requested_bytes) {
+    return fmt::format("{} of {} segments had a free block of {} (the request); the largest free block was {}, "
+                       "{} free in all",
+                       f.segments_fitting_request.value_or(0), f.segments.size(), format_bytes(*f.requested_bytes),
+                       format_bytes(f.largest_free_block_bytes), format_bytes(f.free_bytes));
+  }
+  return fmt::format("{} free in {} segments, {} of it stranded; largest free block {}", format_bytes(f.free_bytes),
+                     f.segments.size(), format_bytes(f.unusable_free_bytes), format_bytes(f.largest_free_block_bytes));
+}
 
 std::string render_snapshot_text(const SnapshotReport& r, const Style& style, size_t segment_rows) {
   std::string out;

@@ -134,11 +134,14 @@ TEST(ModelConfig, LlavaCountsItsClipTowerAndProjector) {
                      "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32, "intermediate_size": 128},
                      "vision_config": {"model_type": "siglip_vision_model", "image_size": 1000000000000000, "patch_size": 1}})");
   ASSERT_FALSE(wide);
+  EXPECT_NE(wide.error().message.find("vision_config: image_size / patch_size 1000000000000000 is implausibly large "
+                                      "(limit 4096)"), std::string::npos) << wide.error().message;
   auto typed = parse(R"({"model_type": "gemma3",
                      "text_config": {"vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 6,
                      "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32, "intermediate_size": 128},
                      "vision_config": {"model_type": 5}})");
   ASSERT_FALSE(typed);
+  EXPECT_NE(typed.error().message.find("vision_config.model_type"), std::string::npos) << typed.error().message;
 }
 
 // google/gemma-3-27b-it's config.json as published: text_config without vocabulary or context
