@@ -47,9 +47,30 @@ VllmContext vllm_context(const LogContext& context, const OomEvent& event) {
   return v;
 }
 
-// Utilization rounded down to two decimals, the way users type it.
-std::string utilization_text(double u) { return fmt::format("{:.2f}", std::floor(u * 100.0) / 100.0); }
-std::string utilization_up(double u) { return fmt::format("{:.2f}", std::ceil(u * 100.0) / 100.0); }
+// Utilization rounded down to two decimals, the way users type it. The nudge keeps a difference
+// that is exact in decimal exact in binary too (0.95 - 0.05 is 0.8999999999999999: 0.90, not 0.89).
+std::string utilization_text(double u) { return fmt::format("{:.2f}", std::floor(u * 100.0 + 1e-6) / 100.0); }
+std::string utilization_up(double u) { return fmt::format("{:.2f}", std::ceil(u * 100.0 - 1e-6) / 100.0); }
+// A fraction as the log gave it: two decimals, or three when the third is not zero (SGLang's
+// computed defaults, "0.828").
+std::string fraction_as_given(double u) {
+  const double thousandths = std::round(u * 1000.0);
+  return std::fmod(thousandths, 10.0) != 0.0 ? fmt::format("{:.3f}", thousandths / 1000.0) : fmt::format("{:.2f}", u);
+}
+
+// SGLang's static-pool share (mem_fraction_static) in use when `event` was printed: the last value
+// the log stated before it (readers/log_scanner.cpp reads its command line and server_args dump).
+std::optional<double> sglang_mem_fraction_static(const LogContext& context, const OomEvent& event) {
+  std::optional<double> fraction;
+  if (context.notices == nullptr) return fraction;
+  for (const LogNotice& n : *context.notices) {
+    if (n.kind != "sglang_mem_fraction_static" || n.line > event.line || (n.rank && event.rank && n.rank != event.rank)) {
+      continue;
+    }
+    fraction = n.value;
+  }
+  return fraction;
+}
 
 // The program the event comes from when the log says so (readers/application.h): the scanner's
 // reading, else the traceback's frames (an event built without the scanner).
@@ -291,42 +312,54 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
       static_cast<uint64_t>(*m.non_pytorch_in_process) * 100 > total * 15) {
     outside.emplace_back("non_pytorch_memory_in_process", static_cast<uint64_t>(*m.non_pytorch_in_process));
   }
-  if (!outside.empty()) {
-    d.cause = outside.front().first;
-    for (size_t i = 1; i < outside.size(); ++i) d.secondary_causes.push_back(outside[i].first);
-    for (const auto& [cause, bytes] : outside) {
-      if (cause == "other_processes") {
-        std::string list;
-        for (const auto& p : e.other_processes) {
-          if (m.likely_self_pid && p.pid == *m.likely_self_pid) continue;
-          list += fmt::format("{}pid {} holds {}", list.empty() ? "" : ", ", p.pid ? std::to_string(*p.pid) : "?",
-                              format_bytes(p.memory.bytes));
-        }
-        d.evidence.push_back(fmt::format("Other processes hold {} ({} of the card): {}.", format_bytes(bytes),
-                                         pct(bytes, total), list));
-        d.fixes.push_back(make_fix("end_other_processes", "Stale notebooks and finished runs often keep the card: "
-                                                          "check the listed pids with nvidia-smi, end the stale ones."));
-      } else if (cause == "memory_outside_allocator") {
-        d.evidence.push_back(fmt::format(
-            "{} ({} of the card) is held neither by this process's PyTorch allocator nor by a listed process: "
-            "another container's processes, the display, or other CUDA contexts.", format_bytes(bytes), pct(bytes, total)));
-        d.fixes.push_back(make_fix("end_other_processes", "nvidia-smi on the host shows processes a container cannot "
-                                                          "see; a desktop session also holds memory on small cards."));
-      } else {
-        d.evidence.push_back(fmt::format(
-            "This process holds {} outside PyTorch's allocator ({} of the card): NCCL buffers, cuBLAS/cuDNN "
-            "workspaces, CUDA graphs.", format_bytes(bytes), pct(bytes, total)));
-        d.fixes.push_back(make_fix("library_workspace", "Workspaces and communication buffers count against the card."));
-        if (e.bytes("private_pools")) {
-          d.fixes.push_back(make_fix(from_vllm(e) ? "vllm_enforce_eager" : from_sglang(e) ? "sglang_disable_cuda_graph" : "cuda_graphs",
-                                     fmt::format("{} sit in CUDA-graph private pools.",
-                                                 format_bytes(*e.bytes("private_pools")))));
-        }
+  // What the memory held elsewhere explains, and the fixes for it.
+  std::vector<std::string> outside_evidence;
+  std::vector<Fix> outside_fixes;
+  uint64_t outside_bytes = 0;
+  for (const auto& [cause, bytes] : outside) {
+    outside_bytes += bytes;   // disjoint: listed processes, the unlisted rest, this process outside PyTorch
+    if (cause == "other_processes") {
+      std::string list;
+      for (const auto& p : e.other_processes) {
+        if (m.likely_self_pid && p.pid == *m.likely_self_pid) continue;
+        list += fmt::format("{}pid {} holds {}", list.empty() ? "" : ", ", p.pid ? std::to_string(*p.pid) : "?",
+                            format_bytes(p.memory.bytes));
+      }
+      outside_evidence.push_back(fmt::format("Other processes hold {} ({} of the card): {}.", format_bytes(bytes),
+                                             pct(bytes, total), list));
+      outside_fixes.push_back(make_fix("end_other_processes", "Stale notebooks and finished runs often keep the card: "
+                                                              "check the listed pids with nvidia-smi, end the stale ones."));
+    } else if (cause == "memory_outside_allocator") {
+      outside_evidence.push_back(fmt::format(
+          "{} ({} of the card) is held neither by this process's PyTorch allocator nor by a listed process: "
+          "another container's processes, the display, or other CUDA contexts.", format_bytes(bytes), pct(bytes, total)));
+      outside_fixes.push_back(make_fix("end_other_processes", "nvidia-smi on the host shows processes a container cannot "
+                                                              "see; a desktop session also holds memory on small cards."));
+    } else {
+      outside_evidence.push_back(fmt::format(
+          "This process holds {} outside PyTorch's allocator ({} of the card): NCCL buffers, cuBLAS/cuDNN "
+          "workspaces, CUDA graphs.", format_bytes(bytes), pct(bytes, total)));
+      outside_fixes.push_back(make_fix("library_workspace", "Workspaces and communication buffers count against the card."));
+      if (e.bytes("private_pools")) {
+        outside_fixes.push_back(make_fix(from_vllm(e) ? "vllm_enforce_eager" : from_sglang(e) ? "sglang_disable_cuda_graph" : "cuda_graphs",
+                                         fmt::format("{} sit in CUDA-graph private pools.",
+                                                     format_bytes(*e.bytes("private_pools")))));
       }
     }
+  }
+  // One allocation of half the card or more, and larger than all the memory held elsewhere: that
+  // tensor is what the card could not hold (without the memory elsewhere it would still fill most
+  // of the card), so the card's capacity is the cause and the memory elsewhere a secondary one.
+  const bool one_tensor_dominates = m.requested && m.total && at_least_half(requested, total) && requested > outside_bytes;
+  if (!outside.empty() && !one_tensor_dominates) {
+    d.cause = outside.front().first;
+    for (size_t i = 1; i < outside.size(); ++i) d.secondary_causes.push_back(outside[i].first);
+    d.evidence.insert(d.evidence.end(), outside_evidence.begin(), outside_evidence.end());
+    d.fixes.insert(d.fixes.end(), outside_fixes.begin(), outside_fixes.end());
     add_training_ladder(d, e, m, operation_of(e));
     return;
   }
+  for (const auto& entry : outside) d.secondary_causes.push_back(entry.first);
   d.cause = "capacity_exhausted";
   if (m.total && (m.this_process || m.pytorch_reserved)) {
     uint64_t held = m.this_process.value_or(m.pytorch_reserved.value_or(0));
@@ -358,6 +391,8 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
                                                             "makes it (batch, sequence, resolution).",
                                                             format_bytes(requested))));
   }
+  d.evidence.insert(d.evidence.end(), outside_evidence.begin(), outside_evidence.end());
+  d.fixes.insert(d.fixes.end(), outside_fixes.begin(), outside_fixes.end());
   add_training_ladder(d, e, m, operation_of(e));
 }
 
@@ -392,12 +427,22 @@ void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context,
 // the order its troubleshooting page and its capture failure give them: while capturing CUDA
 // graphs, a smaller static pool, graphs for smaller batches, no graphs; while serving, smaller
 // prefill chunks (a prefill OOM), fewer running requests (a decode OOM), a smaller static pool.
-void add_sglang_ladder(Diagnosis& d, bool graph_capture) {
-  d.fixes.push_back(make_fix("sglang_lower_mem_fraction",
-                             graph_capture ? "The static pool (weights and KV cache) is allocated before the graphs are "
-                                             "captured: a smaller share leaves them room."
-                                           : "The static pool (weights and KV cache) takes its share of the card first: "
-                                             "a smaller share leaves room for activations."));
+// With the share in use known (`fraction`), the step is concrete: 0.05 lower, as for vLLM's
+// --gpu-memory-utilization.
+void add_sglang_ladder(Diagnosis& d, bool graph_capture, std::optional<double> fraction) {
+  std::string why = graph_capture ? "The static pool (weights and KV cache) is allocated before the graphs are "
+                                    "captured: a smaller share leaves them room."
+                                  : "The static pool (weights and KV cache) takes its share of the card first: "
+                                    "a smaller share leaves room for activations.";
+  if (fraction && *fraction > 0.15) {
+    const std::string lower = utilization_text(*fraction - 0.05);
+    d.fixes.push_back(make_fix("sglang_lower_mem_fraction",
+                               fmt::format("Lower --mem-fraction-static from {} (the value this server ran with) to {}. {}",
+                                           fraction_as_given(*fraction), lower, why),
+                               "--mem-fraction-static " + lower));
+  } else {
+    d.fixes.push_back(make_fix("sglang_lower_mem_fraction", why));
+  }
   if (graph_capture) {
     d.fixes.push_back(make_fix("sglang_cuda_graph_max_bs", "Each captured batch size keeps its own buffers; the largest "
                                                            "ones take the most."));
@@ -854,11 +899,19 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     add_training_ladder(d, e, m, operation);
   } else if (e.format == "cuda_error_oom" || e.format == "pytorch_thc_cuda_runtime_oom" || e.format == "cuda_driver_oom" ||
              e.format == "cuda_driver_ctx_create") {
-    d.cause = "driver_oom_no_details";
-    d.evidence.push_back(e.format == "cuda_driver_ctx_create"
-                             ? "Creating the CUDA context failed: the card was already full when the program started."
-                             : "The CUDA runtime reported out of memory without figures (outside PyTorch's caching allocator, "
-                               "often at context creation or in a library).");
+    if (e.format == "cuda_driver_ctx_create") {
+      // A context is the first thing a process puts on the card: when creating it runs out of
+      // memory, this process held nothing there yet, so others (or another context of this
+      // program) had filled the card.
+      d.cause = "other_processes";
+      d.secondary_causes.push_back("driver_oom_no_details");
+      d.evidence.push_back("Creating the CUDA context failed: the process had nothing on the card yet, so the card was "
+                           "already full, held by other processes (or another CUDA context of this program).");
+    } else {
+      d.cause = "driver_oom_no_details";
+      d.evidence.push_back("The CUDA runtime reported out of memory without figures (outside PyTorch's caching allocator, "
+                           "often at context creation or in a library).");
+    }
     // A PyTorch program (its message, or the driver's status under PyTorch's frames) that no named
     // program runs: the driver-level steps. A named program's own ladder replaces the recipe below.
     if (e.format != "cuda_driver_ctx_create" && (starts_with(e.framework, "pytorch") || pytorch_frames(e)) &&
@@ -1025,7 +1078,22 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   } else if (e.format == "sglang_not_enough_memory") {
     d.cause = "mem_fraction_static_too_low";
     d.evidence.push_back("SGLang's static pool (weights + KV cache) is too small for the model.");
-    d.fixes.push_back(make_fix("sglang_mem_fraction", "Gives the static pool a larger share of the card."));
+    // A larger share, 0.05 above the value in use when the log states it; past 0.95 nothing is left
+    // for activations and CUDA graphs, so more GPUs (below) are the way.
+    const std::optional<double> fraction = sglang_mem_fraction_static(context, e);
+    if (fraction && *fraction < 0.95) {
+      const std::string higher = utilization_up(std::min(*fraction + 0.05, 0.95));
+      d.fixes.push_back(make_fix("sglang_mem_fraction",
+                                 fmt::format("Raise --mem-fraction-static from {} (the value this server ran with) to {}: "
+                                             "the static pool gets a larger share of the card.",
+                                             fraction_as_given(*fraction), higher),
+                                 "--mem-fraction-static " + higher));
+    } else if (fraction) {
+      d.evidence.push_back(fmt::format("--mem-fraction-static is already {}: a larger share would leave too little for "
+                                       "activations and CUDA graphs.", fraction_as_given(*fraction)));
+    } else {
+      d.fixes.push_back(make_fix("sglang_mem_fraction", "Gives the static pool a larger share of the card."));
+    }
     d.fixes.push_back(make_fix("sglang_tensor_parallel", "Each GPU then holds 1/N of the weights, leaving more of the "
                                                          "pool for the KV cache."));
   } else {
@@ -1114,7 +1182,9 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     const size_t before = d.fixes.size();
     d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return is_recipe_fix(f.id); }),
                   d.fixes.end());
-    if (d.fixes.size() != before || d.fixes.empty()) add_sglang_ladder(d, operation == "cuda_graph_capture");
+    if (d.fixes.size() != before || d.fixes.empty()) {
+      add_sglang_ladder(d, operation == "cuda_graph_capture", sglang_mem_fraction_static(context, e));
+    }
   }
   const std::string app = application(e);
   if (!vllm && (app == kAppComfyUi || app == kAppSdWebui) && e.is_error) {

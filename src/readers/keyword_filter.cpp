@@ -67,8 +67,10 @@ const KeywordFilter& KeywordFilter::standard() {
       // A process the OOM killer ended, as the shell ("Killed"), the kernel ("Killed process N"),
       // PyTorch's DataLoader ("killed by signal: Killed") and launchers (exit status -9 or 137) report it.
       {"Killed", 0},             // "Ki"
+      {"killed  ", 0},           // zsh pads its status word: "zsh: killed     python x.py", "[1]    26478 killed     python x.py" ("ki")
       {"exitcode: -9", 10},      // torchrun: "failed (exitcode: -9) local_rank: N (pid: P)" ("-9")
       {"code = -9", 7},          // DeepSpeed's launcher: "exits with return code = -9"
+      {"status -9", 7},          // Python 2's subprocess: "returned non-zero exit status -9" ("-9")
       {"xit code 137", 0},       // an IDE's "Process finished with exit code 137" ("xi")
       {"xited with code 137", 0},// docker compose: "app-1 exited with code 137"
   });

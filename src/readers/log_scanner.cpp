@@ -492,7 +492,44 @@ void LogScanner::State::add_reading(const std::string& line, uint64_t line_numbe
   result.readings.push_back({line_number, rank, std::string((*g)[1]), q->bytes});
 }
 
+namespace {
+
+// SGLang's static-pool share as the log states it: its command line ("--mem-fraction-static 0.9",
+// "--mem-fraction-static=0.9"), its server_args dump ("server_args=ServerArgs(..., mem_fraction_static=0.88,
+// ...)") or its own adjustment ("Automatically reduce --mem-fraction-static to 0.850 because this is a
+// multimodal model."). Its advice ("set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)",
+// "Please try to increase --mem-fraction-static.") names no value in use and is not read.
+
+std::optional<double> sglang_mem_fraction_static(const std::string& line) {
+  if (line.find("mem_fraction_static=") == std::string::npos && line.find("mem-fraction-static") == std::string::npos) {
+    return std::nullopt;
+  }
+  static const RE2 re(R"((?:\bmem_fraction_static=|--mem-fraction-static(?:=| +| to ))((?:0?\.\d+|1(?:\.0+)?)\b))");
+  auto g = regex_search(re, line);
+  if (!g) return std::nullopt;
+  auto v = parse_decimal<double>((*g)[1]);
+  if (!v || *v <= 0.0 || *v > 1.0) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
 void LogScanner::State::add_notice(const std::string& line, uint64_t line_number, std::optional<int64_t> rank) {
+  static constexpr size_t kMaxNotices = 1024;
+  if (auto fraction = sglang_mem_fraction_static(line)) {
+    // Each new value (a restarted server, SGLang's own reduction after the command line's): the
+    // diagnosis takes the last one before the error.
+    for (auto it = result.notices.rbegin(); it != result.notices.rend(); ++it) {
+      if (it->kind == "sglang_mem_fraction_static" && it->rank == rank) {
+        if (it->value == fraction) return;
+        break;
+      }
+    }
+    if (result.notices.size() < kMaxNotices) {
+      result.notices.push_back({line_number, rank, "sglang_mem_fraction_static", fraction});
+    }
+    return;
+  }
   // transformers warns when flash attention gets fp32 states "because of upcasted embedding or
   // layer norm layers": "The input hidden states seems to be silently casted in float32" (until
   // 2024), "Casting fp32 inputs back to torch.bfloat16 for flash-attn compatibility." (since,
@@ -502,7 +539,6 @@ void LogScanner::State::add_notice(const std::string& line, uint64_t line_number
                             line.find("for flash-attn compat") != std::string::npos);
   if (!fp32_hidden) return;
   // The first per rank is what diagnosis needs (the warning repeats every step); ranks are few.
-  static constexpr size_t kMaxNotices = 1024;
   for (const auto& n : result.notices) {
     if (n.kind == "fp32_hidden_states" && n.rank == rank) return;
   }

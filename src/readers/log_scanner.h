@@ -34,14 +34,17 @@ struct LogNotice {
   std::optional<int64_t> rank;
   // "fp32_hidden_states": transformers' warning that flash attention got fp32 inputs "because of
   // upcasted embedding or layer norm layers" (PEFT's prepare_model_for_kbit_training does that).
+  // "sglang_mem_fraction_static": the share of the card SGLang's static pool was given, as its
+  // command line or its server_args dump states it (`value`).
   std::string kind;
+  std::optional<double> value;
 };
 
 struct ScanResult {
   std::string input;                  // file name or "<stdin>"
   std::vector<OomEvent> events;       // in log order
   std::vector<MemoryReading> readings;
-  std::vector<LogNotice> notices;     // the first of each kind per rank
+  std::vector<LogNotice> notices;     // the first of each kind per rank (a setting: each new value)
   uint64_t bytes_scanned = 0;
   uint64_t lines = 0;
   bool events_truncated = false;      // more events than ScanOptions::max_events

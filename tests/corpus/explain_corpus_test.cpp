@@ -89,7 +89,7 @@ TEST(OomMessagesCorpus, EveryAnnotatedNumberComesOut) {
   auto records = read_jsonl(testing::corpus_path("oom-messages/dev.jsonl"));
   ASSERT_GT(records.size(), 100u);
   size_t values = 0, matched = 0, found = 0, causes_agree = 0;
-  std::vector<std::string> failures;
+  std::vector<std::string> failures, cause_differs;
   for (const json& record : records) {
     ScanResult scan = scan_text(record["text"].get<std::string>());
     scan.input = "record";
@@ -102,7 +102,12 @@ TEST(OomMessagesCorpus, EveryAnnotatedNumberComesOut) {
     }
     ++found;
     const json event = event_to_json(report.events.front());
-    if (event["cause"] == record["cause"]) ++causes_agree;
+    if (event["cause"] == record["cause"]) {
+      ++causes_agree;
+    } else {
+      cause_differs.push_back("record " + std::to_string(id) + ": labelled " + record["cause"].dump() + ", explain says " +
+                              event["cause"].dump());
+    }
     std::set<std::string> uncertain;
     for (const auto& u : record["uncertain"]) uncertain.insert(u.get<std::string>());
     for (const auto& [key, expected] : record["expected"].items()) {
@@ -120,6 +125,8 @@ TEST(OomMessagesCorpus, EveryAnnotatedNumberComesOut) {
   std::cout << "[ corpus ] oom-messages: " << found << "/" << records.size() << " records with an event, " << matched
             << "/" << values << " annotated values exact, cause agrees on " << causes_agree << "/" << records.size()
             << "\n";
+  // Listed, not failed: the label sometimes rests on the issue thread, not on the message.
+  for (const auto& c : cause_differs) std::cout << "  cause differs: " << c << "\n";
   for (const auto& f : failures) ADD_FAILURE() << f;
 }
 

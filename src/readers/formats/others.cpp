@@ -43,7 +43,11 @@ void set_pid(OomEvent& event, std::string_view digits);
 // A worker killed by SIGKILL with no error of its own, as torchrun's ChildFailedError summary
 // ("traceback : Signal 9 (SIGKILL) received by PID 2410412") or Python's subprocess error ("died
 // with <Signals.SIGKILL: 9>") reports it: on Linux usually the kernel's OOM killer (host RAM).
+// fish reports its own child the same way: "fish: Job 1, 'python train.py' terminated by signal
+// SIGKILL (Forced quit)" (older releases: "fish: 'python train.py' terminated by signal SIGKILL").
 std::optional<FormatMatch> match_sigkill(const MessageWindow& w) {
+  static const RE2 fish(R"(^fish: (?:Job \d+, )?'.*' terminated by signal SIGKILL\b)");
+  if (regex_search(fish, w.lines[0])) return kill_match("shell", "shell");
   static const RE2 re(R"((?i:signal) 9 \(SIGKILL\) received by PID (\d+)|died with <Signals\.SIGKILL: 9>|(exit code 137) \(interrupted by signal 9: SIGKILL\))");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
@@ -73,10 +77,20 @@ void set_pid(OomEvent& event, std::string_view digits) {
 // The shell's report of a child it lost to SIGKILL. bash prints "Killed" on a line of its own, or
 // right after a progress bar that ended without a newline ("3.06it/s]Killed"), or, in a script,
 // "train.sh: line 12: 4242 Killed   python train.py"; job control prints "[1]+  Killed  python ...".
-// A line that merely contains the word ("Killed 3 zombie workers", "test_killed PASSED") is none.
+// zsh pads its status word to a column before the command: "zsh: killed     python train.py", or
+// with job control "[1]    26478 killed     python test.py"; both also glued to a progress bar
+// ("?it/s]zsh: killed     .venv/bin/python"). A line that merely contains the word ("Killed 3
+// zombie workers", "test_killed PASSED") is none.
 std::optional<FormatMatch> match_shell_killed(const MessageWindow& w) {
   std::string_view line = w.lines[0];
   while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+  static const RE2 zsh(R"((?:^|it/s\]|s/it\])(?:zsh: |\[\d+\] *[+-]? +(\d+) )killed  +\S)");
+  if (auto g = regex_search(zsh, line)) {
+    FormatMatch m = kill_match("shell", "shell");
+    if (matched((*g)[1])) set_pid(m.event, (*g)[1]);
+    if ((*g)[0].front() != 'z' && (*g)[0].front() != '[') m.event.set_field("after_progress_bar", true);
+    return m;
+  }
   static constexpr std::string_view kKilled = "Killed";
   if (line.size() < kKilled.size() || line.substr(line.size() - kKilled.size()) != kKilled) {
     static const RE2 script(R"(^(?:\S.*: line \d+: +|\[\d+\][+-]? +)(?:(\d+) +)?Killed +\S)");
@@ -157,6 +171,14 @@ std::optional<FormatMatch> match_exit_status_kill(const MessageWindow& w) {
     m.event.set_field("exit_code", int64_t{-9});
     return m;
   }
+  // Python 2's subprocess error for a child killed by a signal (Python 3 names the signal: "died
+  // with <Signals.SIGKILL: 9>", match_sigkill): "Command '[...]' returned non-zero exit status -9".
+  static const RE2 subprocess(R"(returned non-zero exit status -9\b)");
+  if (regex_search(subprocess, w.lines[0])) {
+    FormatMatch m = kill_match("python", "subprocess");
+    m.event.set_field("exit_code", int64_t{-9});
+    return m;
+  }
   static const RE2 deepspeed(R"(exits with return code = -9\b)");
   if (regex_search(deepspeed, w.lines[0])) {
     FormatMatch m = kill_match("pytorch", "deepspeed_launcher");
@@ -182,7 +204,7 @@ void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"process_killed", {"SIGKILL"}, match_sigkill});
   out.push_back({"process_killed", {"Killed process"}, match_kernel_oom_kill});
   out.push_back({"process_killed", {"killed by signal: Killed"}, match_dataloader_killed});
-  out.push_back({"process_killed", {"Killed"}, match_shell_killed});
+  out.push_back({"process_killed", {"Killed", "killed  "}, match_shell_killed});
   out.push_back({"process_killed", {"-9", "137"}, match_exit_status_kill});
 }
 
