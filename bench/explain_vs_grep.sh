@@ -9,7 +9,7 @@ mkdir -p "$dir"
 log="$dir/train-${mb}m.log"
 [ -f "$log" ] || python3 bench/gen_training_log.py --mb "$mb" --out "$log"
 bin=${OOMDOC:-build/oomdoc}
-bytes=$(stat -c %s "$log")
+bytes=$(stat -L -c %s "$log")  # -L: the log may be a link to a shared one
 cat "$log" > /dev/null  # both read from the page cache
 
 # Output goes to a file, not /dev/null: GNU grep stops at the first match when its output is

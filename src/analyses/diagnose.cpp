@@ -347,10 +347,12 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
       }
     }
   }
-  // One allocation of half the card or more, and larger than all the memory held elsewhere: that
-  // tensor is what the card could not hold (without the memory elsewhere it would still fill most
-  // of the card), so the card's capacity is the cause and the memory elsewhere a secondary one.
-  const bool one_tensor_dominates = m.requested && m.total && at_least_half(requested, total) && requested > outside_bytes;
+  // One allocation of half the card or more, and at least twice all the memory held elsewhere:
+  // that tensor is the bulk of what did not fit (freeing the memory elsewhere would still leave it
+  // taking most of the card), so its size is the cause to change first and the memory elsewhere a
+  // secondary one. When the memory elsewhere is comparable to the tensor, freeing it is the fix.
+  const bool one_tensor_dominates = m.requested && m.total && at_least_half(requested, total) &&
+                                    !at_least_half(outside_bytes, requested);
   if (!outside.empty() && !one_tensor_dominates) {
     d.cause = outside.front().first;
     for (size_t i = 1; i < outside.size(); ++i) d.secondary_causes.push_back(outside[i].first);

@@ -416,6 +416,85 @@ TEST(DiagnoseRealLogs, OrdinaryLinesWithKilledAreNoEvent) {
   EXPECT_EQ(scan.events.size(), 0u);
 }
 
+// PromtEngineer/localGPT#73: zsh's "killed" glued to transformers' loading bar: a kill while loading.
+TEST(DiagnoseRealLogs, ZshKilledWhileLoadingShards) {
+  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/zsh_killed_loading_shards.log")));
+  ASSERT_EQ(scan.events.size(), 1u);
+  const OomEvent& e = scan.events[0];
+  EXPECT_EQ(e.format, "process_killed");
+  EXPECT_EQ(e.line, 1u);
+  EXPECT_EQ(e.string_field("kill_report"), "shell");
+  EXPECT_TRUE(e.field("after_progress_bar") != nullptr);
+  EXPECT_FALSE(e.int_field("pid").has_value());
+  ExplainedEvent x = first_error("zsh_killed_loading_shards.log");
+  EXPECT_EQ(x.diagnosis.cause, "killed_host_oom_suspected");
+  EXPECT_EQ(x.diagnosis.evidence.at(0).rfind("The shell reports the process Killed: it got SIGKILL and printed no error of "
+                                             "its own. On Linux that is usually the kernel's OOM killer", 0), 0u);
+  EXPECT_EQ(x.diagnosis.evidence.at(1), "It was killed while the checkpoint's shards were loading.");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"low_cpu_mem_usage", "add_swap", "more_host_memory"}));
+}
+
+// baichuan-inc/Baichuan2#138: zsh's job-control form names the pid.
+TEST(DiagnoseRealLogs, ZshJobKilledNamesThePid) {
+  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/zsh_job_killed.log")));
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].line, 2u);
+  EXPECT_EQ(scan.events[0].int_field("pid"), 26478);
+  EXPECT_EQ(scan.events[0].string_field("kill_report"), "shell");
+  EXPECT_EQ(first_error("zsh_job_killed.log").diagnosis.cause, "killed_host_oom_suspected");
+  // zsh's plain form on a line of its own, and after a command whose output ended with a newline.
+  ScanResult plain = scan_text("Start training...\nzsh: killed     python train.py\n");
+  ASSERT_EQ(plain.events.size(), 1u);
+  EXPECT_EQ(plain.events[0].line, 2u);
+  EXPECT_EQ(plain.events[0].string_field("kill_report"), "shell");
+  // Prose about the word is no kill.
+  EXPECT_TRUE(scan_text("the worker was killed  by the supervisor\nzsh: killed\n").events.empty());
+}
+
+// oven-sh/bun#22608 (the title's form): fish names the signal.
+TEST(DiagnoseRealLogs, FishTerminatedBySigkill) {
+  ScanResult scan = scan_text("fish: Job 1, 'python train.py' terminated by signal SIGKILL (Forced quit)\n");
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].format, "process_killed");
+  EXPECT_EQ(scan.events[0].string_field("kill_report"), "shell");
+  ExplainReport report;
+  add_to_report(report, scan);
+  EXPECT_EQ(report.events[0].diagnosis.cause, "killed_host_oom_suspected");
+  // fish's other signals are not a kill for memory.
+  EXPECT_TRUE(scan_text("fish: Job 1, 'python train.py' terminated by signal SIGTERM (Polite quit request)\n").events.empty());
+}
+
+// nephila/djangocms-installer#298: Python 2's subprocess error for a child killed by SIGKILL;
+// hollowstrawberry/kohya-colab#106: Python 3's, as accelerate launch raises it (rich's traceback
+// prints the exception without its module).
+TEST(DiagnoseRealLogs, SubprocessErrorsForAKilledChild) {
+  ScanResult py2 = scan_text("subprocess.CalledProcessError: Command '['/home/ashr/env/bin/python', u'-W', u'ignore', "
+                             "u'manage.py', u'migrate']' returned non-zero exit status -9\n");
+  ASSERT_EQ(py2.events.size(), 1u);
+  EXPECT_EQ(py2.events[0].format, "process_killed");
+  EXPECT_EQ(py2.events[0].framework, "python");
+  EXPECT_EQ(py2.events[0].string_field("kill_report"), "subprocess");
+  EXPECT_EQ(py2.events[0].int_field("exit_code"), -9);
+  ScanResult py3 = scan_text("CalledProcessError: Command '['/usr/bin/python3', 'train_network.py', "
+                             "'--dataset_config=/content/dataset_config.toml']' died with <Signals.SIGKILL: 9>.\n");
+  ASSERT_EQ(py3.events.size(), 1u);
+  EXPECT_EQ(py3.events[0].string_field("kill_report"), "subprocess");
+  for (ScanResult* scan : {&py2, &py3}) {
+    ExplainReport report;
+    add_to_report(report, *scan);
+    const Diagnosis& d = report.events[0].diagnosis;
+    EXPECT_EQ(d.cause, "killed_host_oom_suspected");
+    EXPECT_EQ(d.evidence.at(0).rfind("The process was killed with SIGKILL (signal 9) and printed no error of its own. On "
+                                     "Linux that is usually the kernel's OOM killer ending it for host (CPU) RAM", 0), 0u);
+    EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"low_cpu_mem_usage", "fewer_dataloader_workers", "add_swap",
+                                                    "more_host_memory"}));
+  }
+  // Another exit status is no kill.
+  EXPECT_TRUE(scan_text("subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.\n")
+                  .events.empty());
+  EXPECT_TRUE(scan_text("returned non-zero exit status -91\n").events.empty());
+}
+
 // ---- SGLang: its own messages and PyTorch's inside it get SGLang's flags ----
 
 // sgl-project/sglang#4330 (the issue body's error line).
@@ -471,6 +550,85 @@ TEST(DiagnoseRealLogs, SglangServingOomGetsSglangsServingFlags) {
   EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"sglang_lower_mem_fraction", "sglang_chunked_prefill_size",
                                                   "sglang_max_running_requests", "sglang_tensor_parallel"}));
   expect_no_training_recipe(d);
+}
+
+// sgl-project/sglang#4489's command line (--mem-fraction-static 0.8) before the capture failure:
+// the fix names the value to use.
+TEST(DiagnoseRealLogs, SglangCaptureFailureLowersTheLoggedStaticFraction) {
+  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/sglang_capture_oom_mem_fraction.log")));
+  ASSERT_EQ(scan.notices.size(), 1u);
+  EXPECT_EQ(scan.notices[0].kind, "sglang_mem_fraction_static");
+  EXPECT_EQ(scan.notices[0].line, 1u);
+  EXPECT_EQ(scan.notices[0].value, 0.8);
+  ExplainedEvent x = first_error("sglang_capture_oom_mem_fraction.log");
+  EXPECT_EQ(x.diagnosis.cause, "cuda_graph_capture_oom");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"sglang_lower_mem_fraction", "sglang_cuda_graph_max_bs",
+                                                            "sglang_disable_cuda_graph", "sglang_tensor_parallel"}));
+  const Fix& lower = fix(x.diagnosis, "sglang_lower_mem_fraction");
+  EXPECT_EQ(lower.snippet, "--mem-fraction-static 0.75");
+  EXPECT_EQ(lower.detail, "Lower --mem-fraction-static from 0.80 (the value this server ran with) to 0.75. The static "
+                          "pool (weights and KV cache) is allocated before the graphs are captured: a smaller share "
+                          "leaves them room.");
+  // Without the command line the step stays general.
+  EXPECT_EQ(fix(first_error("sglang_capture_oom.log").diagnosis, "sglang_lower_mem_fraction").snippet.rfind(
+                "--mem-fraction-static 0.8  # 0.05-0.1 below the value in use", 0), 0u);
+}
+
+// SGLang's server_args dump (its form as sgl-project/sglang#1100 prints it, shortened), then the
+// serving OOM of sgl-project/sglang#1087: the last value stated before the error counts, here after
+// SGLang's own reduction for a multimodal model (its wording, sgl-project/sglang#6881).
+TEST(DiagnoseRealLogs, SglangServerArgsDumpGivesTheFractionInUse) {
+  const std::string log =
+      "[2024-08-14 12:40:01] server_args=ServerArgs(model_path='qwen/Qwen2-57B-A14B-Instruct-GPTQ-Int4', "
+      "tokenizer_mode='auto', host='127.0.0.1', port=8000, additional_ports=[8001, 8002, 8003, 8004], "
+      "mem_fraction_static=0.87, max_running_requests=None, max_num_reqs=None, max_total_tokens=None, "
+      "chunked_prefill_size=None, max_prefill_tokens=16384, schedule_policy='lpm', tp_size=2)\n"
+      "[2024-08-14 12:40:02 TP0] Automatically reduce --mem-fraction-static to 0.828 because this is a multimodal model.\n"
+      "Exception in ControllerSingle:\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/opt/tiger/sglang_src/python/sglang/srt/managers/controller_single.py\", line 166, in start_controller_process\n"
+      "    controller.loop_for_forward()\n"
+      "  File \"/opt/tiger/sglang_src/python/sglang/srt/managers/tp_worker.py\", line 612, in forward_decode_batch\n"
+      "    next_token_ids = batch.sample(output.next_token_logits)\n"
+      "torch.OutOfMemoryError: CUDA out of memory.\n";
+  ScanResult scan = scan_text(log);
+  ASSERT_EQ(scan.notices.size(), 2u);
+  EXPECT_EQ(scan.notices[0].value, 0.87);
+  EXPECT_EQ(scan.notices[1].value, 0.828);
+  ExplainReport report;
+  add_to_report(report, scan);
+  ASSERT_EQ(report.events.size(), 1u);
+  const Fix& lower = fix(report.events[0].diagnosis, "sglang_lower_mem_fraction");
+  EXPECT_EQ(lower.snippet, "--mem-fraction-static 0.77");
+  EXPECT_EQ(lower.detail.rfind("Lower --mem-fraction-static from 0.828 (the value this server ran with) to 0.77. ", 0), 0u);
+  // SGLang's advice names no value in use.
+  ScanResult advice = scan_text("2. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
+                                "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n");
+  EXPECT_TRUE(advice.notices.empty());
+}
+
+// sgl-project/sglang#4330: "Not enough memory" at --mem-fraction-static 0.84 (the reporter's
+// value, on SGLang's command line): raise it from there; at 0.95 there is nothing left to give.
+TEST(DiagnoseRealLogs, SglangNotEnoughMemoryRaisesTheLoggedFraction) {
+  auto diagnose = [](const std::string& fraction) {
+    ScanResult scan = scan_text("python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct "
+                                "--speculative-algorithm EAGLE --mem-fraction-static " + fraction + "\n"
+                                "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n");
+    ExplainReport report;
+    add_to_report(report, scan);
+    EXPECT_EQ(report.events.size(), 1u);
+    return report.events.at(0).diagnosis;
+  };
+  Diagnosis d = diagnose("0.84");
+  EXPECT_EQ(d.cause, "mem_fraction_static_too_low");
+  EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"sglang_mem_fraction", "sglang_tensor_parallel"}));
+  EXPECT_EQ(fix(d, "sglang_mem_fraction").snippet, "--mem-fraction-static 0.89");
+  EXPECT_EQ(fix(d, "sglang_mem_fraction").detail, "Raise --mem-fraction-static from 0.84 (the value this server ran "
+                                                  "with) to 0.89: the static pool gets a larger share of the card.");
+  Diagnosis full = diagnose("0.95");
+  EXPECT_EQ(fix_ids(full), (std::vector<std::string>{"sglang_tensor_parallel"}));
+  EXPECT_EQ(full.evidence.at(1), "--mem-fraction-static is already 0.95: a larger share would leave too little for "
+                                 "activations and CUDA graphs.");
 }
 
 // ---- vLLM: the logging prefix alone says it is vLLM ----

@@ -120,6 +120,51 @@ TEST(Diagnose, MemoryOutsideTheAllocator) {
   EXPECT_EQ(d.cause, "memory_outside_allocator");
 }
 
+// One tensor of most of the card beside a little memory held elsewhere: the tensor's size is the
+// cause (freeing the rest would still leave it most of the card), the memory elsewhere secondary;
+// with memory elsewhere comparable to the tensor, freeing it is the cause (PyTorch ≤ 1.4's form,
+// where "cached" is reserved but unallocated).
+TEST(Diagnose, OneTensorOfMostOfTheCardBesideMemoryElsewhere) {
+  // 10.00 GiB card, 2.00 GiB free, PyTorch 300 MiB allocated + 100 MiB cached: 10 - 2 - 0.390625 =
+  // 7.609375 GiB held elsewhere, more than half the 9.00 GiB request: memory elsewhere is the cause.
+  Diagnosis comparable = first_error(
+      "RuntimeError: CUDA out of memory. Tried to allocate 9.00 GiB (GPU 0; 10.00 GiB total capacity; 300.00 MiB "
+      "already allocated; 2.00 GiB free; 100.00 MiB cached)\n");
+  EXPECT_EQ(comparable.cause, "memory_outside_allocator");
+  EXPECT_TRUE(comparable.secondary_causes.empty());
+  // With 8.00 GiB free, 10 - 8 - 0.390625 = 1.609375 GiB (16%, over the 15% rule) is held
+  // elsewhere, under half the 7.90 GiB request: the tensor dominates.
+  Diagnosis dominant = first_error(
+      "RuntimeError: CUDA out of memory. Tried to allocate 7.90 GiB (GPU 0; 10.00 GiB total capacity; 300.00 MiB "
+      "already allocated; 8.00 GiB free; 100.00 MiB cached)\n");
+  EXPECT_EQ(dominant.cause, "capacity_exhausted");
+  EXPECT_EQ(dominant.secondary_causes, (std::vector<std::string>{"memory_outside_allocator"}));
+  ASSERT_EQ(dominant.evidence.size(), 3u);
+  EXPECT_EQ(dominant.evidence[0], "This process holds 400.00 MiB of 10.00 GiB (4%); 8.00 GiB was free.");
+  EXPECT_EQ(dominant.evidence[1], "The one 7.90 GiB allocation is 79% of the card: a single tensor (attention scores, "
+                                  "logits, an image batch) far larger than the rest.");
+  EXPECT_EQ(dominant.evidence[2], "1.61 GiB (16% of the card) is held neither by this process's PyTorch allocator nor "
+                                  "by a listed process: another container's processes, the display, or other CUDA "
+                                  "contexts.");
+  EXPECT_TRUE(has_fix(dominant, "smaller_input"));
+  EXPECT_TRUE(has_fix(dominant, "end_other_processes"));
+}
+
+// A CUDA context is the first thing a process puts on the card: failing to create it for memory
+// means others filled the card (the JCuda driver's report, with its cuCtxCreate frame).
+TEST(Diagnose, ContextCreationOutOfMemoryIsOtherProcesses) {
+  Diagnosis d = first_error(
+      "jcuda.CudaException: CUDA_ERROR_OUT_OF_MEMORY\n"
+      "    at jcuda.driver.JCudaDriver.checkResult(JCudaDriver.java:337)\n"
+      "    at jcuda.driver.JCudaDriver.cuCtxCreate(JCudaDriver.java:1514)\n");
+  EXPECT_EQ(d.cause, "other_processes");
+  EXPECT_EQ(d.secondary_causes, (std::vector<std::string>{"driver_oom_no_details"}));
+  EXPECT_EQ(d.evidence.at(0), "Creating the CUDA context failed: the process had nothing on the card yet, so the card "
+                              "was already full, held by other processes (or another CUDA context of this program).");
+  ASSERT_FALSE(d.fixes.empty());
+  EXPECT_EQ(d.fixes[0].id, "end_other_processes");
+}
+
 TEST(Diagnose, EvaluationWithoutNoGradComesFirst) {
   Diagnosis d = first_error(
       "Traceback (most recent call last):\n"
@@ -279,6 +324,12 @@ TEST(Diagnose, VllmSamplerWarmupHalvesMaxNumSeqs) {
       "`max_num_seqs` or `gpu_memory_utilization` when initializing the engine.\n");
   EXPECT_EQ(d.cause, "sampler_warmup_oom");
   EXPECT_EQ(fix(d, "vllm_max_num_seqs")->snippet, "--max-num-seqs 512");
+  // With the utilization logged, 0.05 lower: 0.95 - 0.05 is 0.8999999999999999 in binary, still 0.90.
+  Diagnosis logged = first_error(
+      "INFO worker.py:1] the current vLLM instance can use total_gpu_memory (79.10GiB) x gpu_memory_utilization (0.95) = 75.14GiB\n"
+      "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try lowering "
+      "`max_num_seqs` or `gpu_memory_utilization` when initializing the engine.\n");
+  EXPECT_EQ(fix(logged, "vllm_gpu_memory_utilization")->snippet, "--gpu-memory-utilization 0.90");
 }
 
 TEST(Diagnose, OtherFrameworks) {
