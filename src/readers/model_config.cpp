@@ -955,9 +955,9 @@ Status read_mllama_cross_attention(const ConfigView& c, ModelSpec& m) {
   const uint64_t head_dim = m.num_attention_heads ? m.hidden_size / m.num_attention_heads : 0;
   m.extra_params += cross * (2 * head_dim + 2) + 8 * m.hidden_size;
   m.notes.push_back(fmt::format("Mllama: {} of the {} decoder layers are cross-attention layers, counted as decoder "
-                                "blocks for activations and the KV cache (transformers skips them for a batch "
-                                "without an image, which then keeps {}/{} of the decoder's activations)",
-                                cross, m.num_layers, m.num_layers - cross, m.num_layers));
+                                "blocks for activations and the KV cache (they run on every text token when the "
+                                "batch has an image; transformers skips them without one, and {} blocks run)",
+                                cross, m.num_layers, m.num_layers - cross));
   return Ok{};
 }
 

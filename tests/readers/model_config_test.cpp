@@ -299,6 +299,13 @@ TEST(ModelConfig, MllamaCountsCrossAttentionLayersTowerAndProjector) {
   EXPECT_EQ(m->extra_params, cross_extras + tower + 31461376u);
   EXPECT_EQ(m->total_params, 10670220835u);
   EXPECT_EQ(m->total_params - m->extra_params + cross_extras, 9775192080u);
+  EXPECT_NE(std::find(m->notes.begin(), m->notes.end(),
+                      "Mllama: 8 of the 40 decoder layers are cross-attention layers, counted as decoder blocks for "
+                      "activations and the KV cache (they run on every text token when the batch has an image; "
+                      "transformers skips them without one, and 32 blocks run)"), m->notes.end());
+  EXPECT_EQ(m->notes.back(), "vision tower (Mllama, 40 blocks) and projector counted: 895,028,755 params; trained "
+                             "with the rest by train_full, frozen under LoRA (not a LoRA target); images are not "
+                             "sized (batches taken as text, no image-token activations)");
   // The defaults of MllamaTextConfig and MllamaVisionConfig (448 px tiles) where keys are left out.
   auto sparse = parse(R"({"model_type": "mllama", "text_config": {}, "vision_config": {"image_size": 560}})");
   ASSERT_TRUE(sparse) << sparse.error().message;
