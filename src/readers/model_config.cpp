@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <set>
 
 #include "model/architecture.h"
 
@@ -942,15 +943,16 @@ Status read_mllama_cross_attention(const ConfigView& c, ModelSpec& m) {
       return make_error(fmt::format("{}: \"cross_attention_layers\" must be a list of layer indices, got {}",
                                     m.source, layers.type_name()));
     }
-    std::vector<bool> seen(m.num_layers, false);
+    // A set, not a table of num_hidden_layers flags: the layer count is not yet bounded here.
+    std::set<uint64_t> indices;
     for (const json& index : layers) {
       if (!index.is_number_unsigned() || index.get<uint64_t>() >= m.num_layers) {
         return make_error(fmt::format("{}: \"cross_attention_layers\" holds {}, not a layer index below "
                                       "num_hidden_layers {}", m.source, index.dump(), m.num_layers));
       }
-      if (!seen[index.get<uint64_t>()]) ++cross;
-      seen[index.get<uint64_t>()] = true;
+      indices.insert(index.get<uint64_t>());
     }
+    cross = indices.size();
   }
   const uint64_t head_dim = m.num_attention_heads ? m.hidden_size / m.num_attention_heads : 0;
   m.extra_params += cross * (2 * head_dim + 2) + 8 * m.hidden_size;

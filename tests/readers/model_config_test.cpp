@@ -335,6 +335,14 @@ TEST(ModelConfig, QwenAndMllamaTowerErrorsNameTheKey) {
       "intermediate_size": 128)";
   expect_error("{" + mllama_text + R"(, "cross_attention_layers": [1, 4]}, "vision_config": {}})",
                "config.json: \"cross_attention_layers\" holds 4, not a layer index below num_hidden_layers 4");
+  // Repeated indices are one layer; a layer count far too large is refused by the shape check,
+  // never allocated for.
+  auto repeated = parse("{" + mllama_text + R"(, "cross_attention_layers": [1, 1, 2]}, "vision_config": {}})");
+  ASSERT_TRUE(repeated) << repeated.error().message;
+  EXPECT_EQ(repeated->notes.front().rfind("Mllama: 2 of the 4 decoder layers", 0), 0u) << repeated->notes.front();
+  expect_error(R"({"model_type": "mllama", "text_config": {"num_hidden_layers": 1000000000000,
+                 "cross_attention_layers": [999999999999]}, "vision_config": {}})",
+               "config.json: number of layers 1000000000000 is implausibly large (limit 4096)");
   expect_error("{" + mllama_text + R"(, "cross_attention_layers": 3}, "vision_config": {}})",
                "config.json: \"cross_attention_layers\" must be a list of layer indices, got number");
   expect_error("{" + mllama_text + R"(, "cross_attention_layers": [1]}, "vision_config": {"max_num_tiles": 6}})",
