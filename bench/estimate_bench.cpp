@@ -35,6 +35,18 @@ void BM_ResolvePresetAndEstimate(benchmark::State& state) {
 }
 BENCHMARK(BM_ResolvePresetAndEstimate)->Unit(benchmark::kMicrosecond);
 
+// A vision-language preset: the language model, Llama 3.2 Vision's cross-attention layers, its
+// tiled vision tower and projector counted from the config on every resolve.
+void BM_ResolveVisionPresetAndEstimate(benchmark::State& state) {
+  const oomdoc::Job job = training_job();
+  for (auto _ : state) {
+    auto model = oomdoc::resolve_model("meta-llama/Llama-3.2-11B-Vision-Instruct");
+    auto est = oomdoc::estimate_memory(*model, job);
+    benchmark::DoNotOptimize(est);
+  }
+}
+BENCHMARK(BM_ResolveVisionPresetAndEstimate)->Unit(benchmark::kMicrosecond);
+
 void BM_EstimateOnly(benchmark::State& state) {
   const oomdoc::Job job = training_job();
   auto model = oomdoc::resolve_model("deepseek-ai/DeepSeek-V3");

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <set>
 
 #include "model/architecture.h"
 
@@ -115,7 +116,7 @@ const std::vector<std::string> kModelTypes = {
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
     "deepseek_v3", "gemma", "gemma2", "gemma3", "gemma3_text", "phi", "phi3", "gpt2", "gptj",
     "gpt_neox", "falcon", "opt", "bloom", "gpt_bigcode", "stablelm", "bert", "roberta",
-    "deberta-v2", "t5", "mt5", "vit", "gpt_oss"};
+    "deberta-v2", "t5", "mt5", "vit", "gpt_oss", "qwen2_vl", "qwen2_5_vl", "mllama"};
 
 // Llama-style decoders: RMSNorm, gated MLP, RoPE, q/k/v/o projections.
 Status read_llama_like(const ConfigView& c, ModelSpec& m) {
@@ -593,9 +594,23 @@ Status read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
 // context depends on them.
 static void read_rope_object(const json* rope, ModelSpec& m);
 
+// Qwen2-VL's and Qwen2.5-VL's rope_scaling names "mrope" (or, rewritten by later transformers,
+// "default") with an mrope_section: rotary positions split over time, height and width, not a
+// longer context. Either type scales nothing, so it reads as no rope scaling.
 static void read_rope_scaling(const json& config, ModelSpec& m) {
   for (const char* key : {"rope_scaling", "rope_parameters"}) {
-    if (config.contains(key) && config.at(key).is_object()) return read_rope_object(&config.at(key), m);
+    if (config.contains(key) && config.at(key).is_object()) {
+      read_rope_object(&config.at(key), m);
+      if (m.rope_scaling_type == "mrope" || m.rope_scaling_type == "default") {
+        if (config.at(key).contains("mrope_section")) {
+          m.notes.push_back("rope_scaling with mrope_section: multimodal rotary positions (time, height, width), "
+                            "no context scaling");
+        }
+        m.rope_scaling_type.clear();
+        m.rope_scaling_factor = 1.0;
+      }
+      return;
+    }
   }
 }
 
@@ -630,6 +645,11 @@ static void read_rope_object(const json* rope, ModelSpec& m) {
 
 namespace {
 
+// The text model class of each multimodal wrapper, for a text_config saved without its model_type.
+const std::pair<const char*, const char*> kWrapperTextTypes[] = {
+    {"gemma3", "gemma3_text"}, {"mllama", "mllama_text_model"}, {"qwen2_vl", "qwen2_vl_text"},
+    {"qwen2_5_vl", "qwen2_5_vl_text"}};
+
 // transformers saves a composite config's sub-configs as their differences from the class
 // defaults (PretrainedConfig.to_diff_dict), so a text_config leaves out every value equal to its
 // class's default: Gemma 3's omits the vocabulary, heads and context, Llava's most of Llama's
@@ -654,6 +674,14 @@ void fill_text_config_defaults(json& config) {
   } else if (type == "qwen2") {  // configuration_qwen2.py Qwen2Config
     defaults = R"({"vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016, "num_hidden_layers": 32,
                    "num_attention_heads": 32, "num_key_value_heads": 32, "max_position_embeddings": 32768})";
+  } else if (type == "qwen2_vl_text" || type == "qwen2_5_vl_text") {
+    // configuration_qwen2_vl.py Qwen2VLTextConfig, configuration_qwen2_5_vl.py Qwen2_5_VLTextConfig
+    defaults = R"({"vocab_size": 152064, "hidden_size": 8192, "intermediate_size": 29568, "num_hidden_layers": 80,
+                   "num_attention_heads": 64, "num_key_value_heads": 8, "max_position_embeddings": 32768})";
+  } else if (type == "mllama_text_model") {  // configuration_mllama.py MllamaTextConfig
+    defaults = R"({"vocab_size": 128256, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 40,
+                   "num_attention_heads": 32, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+                   "cross_attention_layers": [3, 8, 13, 18, 23, 28, 33, 38]})";
   }
   if (!defaults) return;
   const json filled = json::parse(defaults);  // named: items() does not keep a temporary alive
@@ -662,32 +690,37 @@ void fill_text_config_defaults(json& config) {
   }
 }
 
-// The vision tower and projector a multimodal wrapper loads beside its language model, counted
-// into extra_params (weights, and gradients and optimizer state when it trains). SigLIP
-// (Gemma 3, PaliGemma) and CLIP (Llava) encoders as transformers builds them
+// A vision tower's parameters, as the note names it. The projector is apart when the wrapper owns
+// it (Gemma 3, Llava, Mllama) and inside the tower when the tower owns it (Qwen's PatchMerger).
+struct VisionTower {
+  std::string name;       // "SigLIP", "Qwen2.5-VL", ...
+  uint64_t blocks = 0;
+  uint64_t params = 0;
+};
+
+struct VisionLimit {
+  const char* name;
+  uint64_t value, max;
+};
+
+// The text model's bounds (model/architecture.cpp validate_shape) for a tower's widths, depths and
+// patch counts: far above any real tower, and every product below stays inside 64 bits.
+Status check_vision_limits(const std::string& source, std::initializer_list<VisionLimit> limits) {
+  for (const VisionLimit& l : limits) {
+    if (l.value > l.max) {
+      return make_error(fmt::format("{}: vision_config: {} {} is implausibly large (limit {})", source, l.name,
+                                    l.value, l.max));
+    }
+  }
+  return Ok{};
+}
+
+// SigLIP (Gemma 3, PaliGemma) and CLIP (Llava) encoders as transformers builds them
 // (modeling_siglip.py SiglipVisionTransformer, modeling_clip.py CLIPVisionTransformer): a patch
 // convolution, a learned position per patch (plus CLIP's class token), pre-norm blocks whose
 // LayerNorms, attention projections and two-layer MLP all carry biases, a final LayerNorm, and
-// SigLIP's attention-pooling head unless vision_use_head is false. Projectors: Gemma 3's
-// mm_input_projection_weight and mm_soft_emb_norm (modeling_gemma3.py Gemma3MultiModalProjector),
-// Llava's two biased Linears (modeling_llava.py LlavaMultiModalProjector; LLaVA-NeXT adds its
-// image_newline vector). Other towers are not
-// counted, and a note says so. Images themselves are not sized: batches are taken as text.
-Status read_vision_tower(const json& root, ModelSpec& m) {
-  if (!root.contains("vision_config") || !root.at("vision_config").is_object()) return Ok{};
-  const json& vision = root.at("vision_config");
-  ConfigView v(vision, m.source, "vision_config.");
-  const std::string wrapper = root.contains("model_type") && root.at("model_type").is_string()
-                                  ? root.at("model_type").get<std::string>() : "";
-  const std::string tower = v.text("model_type");
-  if (v.type_error()) return *v.type_error();
-  const bool siglip = tower == "siglip_vision_model";
-  const bool clip = tower == "clip_vision_model";
-  if (!siglip && !clip) {
-    m.notes.push_back(fmt::format("vision tower \"{}\" not counted (SigLIP and CLIP towers are): the parameter "
-                                  "count is the language model's", tower.empty() ? "unnamed" : tower));
-    return Ok{};
-  }
+// SigLIP's attention-pooling head unless vision_use_head is false.
+Result<VisionTower> siglip_or_clip_tower(const ConfigView& v, bool siglip, const std::string& source) {
   uint64_t h = 0, inter = 0, layers = 0, image = 0, patch = 0, channels = 0;
   TRY_ASSIGN(h, v.count("hidden_size", 768));
   TRY_ASSIGN(inter, v.count("intermediate_size", 3072));
@@ -696,19 +729,15 @@ Status read_vision_tower(const json& root, ModelSpec& m) {
   TRY_ASSIGN(patch, v.count("patch_size", siglip ? 16 : 32));
   TRY_ASSIGN(channels, v.count("num_channels", 3));
   if (patch == 0 || image < patch || h == 0) {
-    return make_error(fmt::format("{}: vision_config: image_size {} and patch_size {} give no patches", m.source,
+    return make_error(fmt::format("{}: vision_config: image_size {} and patch_size {} give no patches", source,
                                   image, patch));
   }
-  // The text model's bounds (model/architecture.cpp validate_shape), and at most 2^24 patches:
-  // far above any real tower, and every product below stays inside 64 bits.
-  struct Limit { const char* name; uint64_t value, max; };
-  for (const Limit& l : {Limit{"hidden_size", h, 1u << 18}, Limit{"intermediate_size", inter, 1u << 20},
-                         Limit{"num_hidden_layers", layers, 1u << 12}, Limit{"num_channels", channels, 1u << 8},
-                         Limit{"image_size / patch_size", image / patch, 1u << 12}, Limit{"patch_size", patch, 1u << 12}}) {
-    if (l.value > l.max) {
-      return make_error(fmt::format("{}: vision_config: {} {} is implausibly large (limit {})", m.source, l.name,
-                                    l.value, l.max));
-    }
+  if (auto s = check_vision_limits(source, {{"hidden_size", h, 1u << 18}, {"intermediate_size", inter, 1u << 20},
+                                            {"num_hidden_layers", layers, 1u << 12}, {"num_channels", channels, 1u << 8},
+                                            {"image_size / patch_size", image / patch, 1u << 12},
+                                            {"patch_size", patch, 1u << 12}});
+      !s) {
+    return s.error();
   }
   const uint64_t patches = (image / patch) * (image / patch);
   const uint64_t block = 4 * (h * h + h) + (h * inter + inter) + (inter * h + h) + 4 * h;
@@ -722,21 +751,215 @@ Status read_vision_tower(const json& root, ModelSpec& m) {
   } else {
     params += h + channels * patch * patch * h + (patches + 1) * h + 2 * h;  // class token, conv, positions, pre-norm
   }
+  return VisionTower{siglip ? "SigLIP" : "CLIP", layers, params};
+}
+
+// Qwen2-VL (modeling_qwen2_vl.py Qwen2VisionTransformerPretrainedModel) and Qwen2.5-VL
+// (modeling_qwen2_5_vl.py Qwen2_5_VisionTransformerPretrainedModel): a bias-free Conv3d patch
+// embedding (in_channels x temporal_patch_size x patch x patch to the tower's width), `depth`
+// blocks of two norms, a fused qkv Linear and an output proj (both with bias) and an MLP, then the
+// PatchMerger that joins spatial_merge_size^2 neighbours (ln_q, Linear(w m^2, w m^2) and
+// Linear(w m^2, out), both with bias) into the language model's width. Qwen2-VL: width embed_dim,
+// LayerNorms (weight and bias), a QuickGELU MLP fc1/fc2 of int(embed_dim x mlp_ratio) with biases,
+// merger output hidden_size. Qwen2.5-VL: width hidden_size, RMSNorms (weight only), a SwiGLU MLP
+// gate/up/down of intermediate_size all with biases, merger output out_hidden_size. Missing keys
+// take Qwen2VLVisionConfig's / Qwen2_5_VLVisionConfig's defaults: checkpoints saved by recent
+// transformers keep only what differs from them (Qwen2.5-VL-7B's vision_config gives hidden_size
+// 1280 and little else; the class default is 3584).
+Result<VisionTower> qwen_vl_tower(const ConfigView& v, bool qwen2_5, const std::string& source) {
+  uint64_t width = 0, depth = 0, inter = 0, out = 0, channels = 0, patch = 0, temporal = 0, merge = 0;
+  TRY_ASSIGN(depth, v.count("depth", 32));
+  TRY_ASSIGN(channels, v.count_any({"in_channels", "in_chans"}, 3));
+  TRY_ASSIGN(patch, v.count("patch_size", 14));
+  TRY_ASSIGN(temporal, v.count("temporal_patch_size", 2));
+  TRY_ASSIGN(merge, v.count("spatial_merge_size", 2));
+  if (qwen2_5) {
+    TRY_ASSIGN(width, v.count("hidden_size", 3584));
+    TRY_ASSIGN(inter, v.count("intermediate_size", 3420));
+    TRY_ASSIGN(out, v.count("out_hidden_size", 3584));
+  } else {
+    TRY_ASSIGN(width, v.count("embed_dim", 1280));
+    TRY_ASSIGN(out, v.count("hidden_size", 3584));
+    const double ratio = v.number("mlp_ratio", 4);
+    if (!(ratio > 0 && ratio <= 64)) {
+      return make_error(fmt::format("{}: vision_config: mlp_ratio {} must be above 0 and at most 64", source, ratio));
+    }
+    inter = static_cast<uint64_t>(static_cast<double>(width) * ratio);  // int(embed_dim * mlp_ratio)
+  }
+  if (auto s = check_vision_limits(source, {{qwen2_5 ? "hidden_size" : "embed_dim", width, 1u << 18},
+                                            {"intermediate_size", inter, 1u << 20}, {"out hidden size", out, 1u << 18},
+                                            {"depth", depth, 1u << 12}, {"in_channels", channels, 1u << 8},
+                                            {"patch_size", patch, 1u << 12}, {"temporal_patch_size", temporal, 1u << 8},
+                                            {"spatial_merge_size", merge, 1u << 4}});
+      !s) {
+    return s.error();
+  }
+  if (width == 0 || patch == 0 || temporal == 0 || merge == 0) {
+    return make_error(fmt::format("{}: vision_config: the tower's width, patch_size, temporal_patch_size and "
+                                  "spatial_merge_size must not be 0", source));
+  }
+  const uint64_t norm = qwen2_5 ? width : 2 * width;
+  const uint64_t attention = (width * 3 * width + 3 * width) + (width * width + width);
+  const uint64_t mlp = qwen2_5 ? 2 * (width * inter + inter) + (inter * width + width)
+                               : (width * inter + inter) + (inter * width + width);
+  const uint64_t merged = width * merge * merge;
+  const uint64_t merger = norm + (merged * merged + merged) + (merged * out + out);
+  const uint64_t params = channels * temporal * patch * patch * width + depth * (2 * norm + attention + mlp) + merger;
+  return VisionTower{qwen2_5 ? "Qwen2.5-VL" : "Qwen2-VL", depth, params};
+}
+
+// Llama 3.2 Vision (modeling_mllama.py MllamaVisionModel): a bias-free patch Conv2d, a class
+// embedding, the gated position embedding (a gate, one row per patch and class token, and a tile
+// table of (max_aspect_ratio_id + 1) x max_num_tiles x positions x width: MllamaPrecomputedPosition-
+// Embedding), the pre- and post-tile aspect-ratio embeddings ((max_aspect_ratio_id + 1) x
+// max_num_tiles x width and a gate each), LayerNorms before and after the local encoder, then
+// num_hidden_layers local blocks and num_global_layers global blocks with two tanh gates each; a
+// block has bias-free q/k/v/o, fc1/fc2 with biases and two LayerNorms. max_aspect_ratio_id is the
+// number of supported_aspect_ratios: 8 by default, which MllamaVisionConfig allows only with
+// max_num_tiles 4.
+Result<VisionTower> mllama_tower(const ConfigView& v, const std::string& source) {
+  uint64_t h = 0, inter = 0, layers = 0, global = 0, image = 0, patch = 0, channels = 0, tiles = 0;
+  TRY_ASSIGN(h, v.count("hidden_size", 1280));
+  TRY_ASSIGN(inter, v.count("intermediate_size", 5120));
+  TRY_ASSIGN(layers, v.count("num_hidden_layers", 32));
+  TRY_ASSIGN(global, v.count("num_global_layers", 8));
+  TRY_ASSIGN(image, v.count("image_size", 448));
+  TRY_ASSIGN(patch, v.count("patch_size", 14));
+  TRY_ASSIGN(channels, v.count("num_channels", 3));
+  TRY_ASSIGN(tiles, v.count("max_num_tiles", 4));
+  uint64_t aspect_ratios = 8;
+  if (v.has("supported_aspect_ratios")) {
+    const json& ratios = v.raw().at("supported_aspect_ratios");
+    if (!ratios.is_array()) {
+      return make_error(fmt::format("{}: vision_config.supported_aspect_ratios must be a list, got {}", source,
+                                    ratios.type_name()));
+    }
+    aspect_ratios = ratios.size();
+  } else if (tiles != 4) {
+    return make_error(fmt::format("{}: vision_config: max_num_tiles {} needs supported_aspect_ratios (the default "
+                                  "list is for 4 tiles)", source, tiles));
+  }
+  if (patch == 0 || image < patch || h == 0) {
+    return make_error(fmt::format("{}: vision_config: image_size {} and patch_size {} give no patches", source,
+                                  image, patch));
+  }
+  if (auto s = check_vision_limits(source, {{"hidden_size", h, 1u << 18}, {"intermediate_size", inter, 1u << 20},
+                                            {"num_hidden_layers + num_global_layers", layers + global, 1u << 12},
+                                            {"num_channels", channels, 1u << 8},
+                                            {"image_size / patch_size", image / patch, 1u << 12},
+                                            {"patch_size", patch, 1u << 12}, {"max_num_tiles", tiles, 1u << 8},
+                                            {"supported_aspect_ratios", aspect_ratios, 1u << 8}});
+      !s) {
+    return s.error();
+  }
+  const uint64_t positions = (image / patch) * (image / patch) + 1;
+  const uint64_t aspect_rows = aspect_ratios + 1;
+  const uint64_t block = 4 * h * h + (h * inter + inter) + (inter * h + h) + 4 * h;
+  uint64_t params = channels * patch * patch * h + h;                // patch conv, class embedding
+  params += 1 + positions * h + aspect_rows * tiles * positions * h;  // gated position and tile embeddings
+  params += 2 * (aspect_rows * tiles * h + 1);                        // pre/post tile embeddings and gates
+  params += 2 * (2 * h);                                              // layernorm_pre, layernorm_post
+  params += layers * block + global * (block + 2);
+  return VisionTower{"Mllama", layers + global, params};
+}
+
+// The vision tower and projector a multimodal wrapper loads beside its language model, counted
+// into extra_params (weights, and gradients and optimizer state when it trains): the towers above,
+// and the projectors the wrappers own: Gemma 3's mm_input_projection_weight and mm_soft_emb_norm
+// (modeling_gemma3.py Gemma3MultiModalProjector), Llava's two biased Linears (modeling_llava.py
+// LlavaMultiModalProjector; LLaVA-NeXT adds its image_newline vector), Mllama's
+// multi_modal_projector Linear(vision_output_dim, text hidden) with bias. Qwen's merger is inside
+// its tower. Other towers are not counted, and a note says so. Images themselves are not sized:
+// batches are taken as text.
+Status read_vision_tower(const json& root, ModelSpec& m) {
+  if (!root.contains("vision_config") || !root.at("vision_config").is_object()) return Ok{};
+  const json& vision = root.at("vision_config");
+  ConfigView v(vision, m.source, "vision_config.");
+  const std::string wrapper = root.contains("model_type") && root.at("model_type").is_string()
+                                  ? root.at("model_type").get<std::string>() : "";
+  std::string tower = v.text("model_type");
+  if (v.type_error()) return *v.type_error();
+  // Qwen's and Mllama's saved vision_config may leave its model_type out: the wrapper names it.
+  if (tower.empty() && (wrapper == "qwen2_vl" || wrapper == "qwen2_5_vl")) tower = wrapper;
+  if (tower.empty() && wrapper == "mllama") tower = "mllama_vision_model";
+  const bool qwen = tower == "qwen2_vl" || tower == "qwen2_5_vl";
+  const bool mllama = tower == "mllama_vision_model";
+  const bool siglip = tower == "siglip_vision_model";
+  if (!qwen && !mllama && !siglip && tower != "clip_vision_model") {
+    m.notes.push_back(fmt::format("vision tower \"{}\" not counted (SigLIP, CLIP, Qwen2-VL, Qwen2.5-VL and Mllama "
+                                  "towers are): the parameter count is the language model's",
+                                  tower.empty() ? "unnamed" : tower));
+    return Ok{};
+  }
+  Result<VisionTower> counted = qwen     ? qwen_vl_tower(v, tower == "qwen2_5_vl", m.source)
+                                : mllama ? mllama_tower(v, m.source)
+                                         : siglip_or_clip_tower(v, siglip, m.source);
+  if (!counted) return counted.error();
   uint64_t projector = 0;
-  if (wrapper == "gemma3") {
+  bool projector_known = true;
+  if (qwen) {
+    // The PatchMerger is the tower's own.
+  } else if (mllama) {
+    uint64_t vision_out = 0;
+    TRY_ASSIGN(vision_out, v.count("vision_output_dim", 7680));
+    if (auto s = check_vision_limits(m.source, {{"vision_output_dim", vision_out, 1u << 20}}); !s) return s.error();
+    projector = vision_out * m.hidden_size + m.hidden_size;
+  } else if (wrapper == "gemma3") {
+    uint64_t h = 0;
+    TRY_ASSIGN(h, v.count("hidden_size", 768));
     projector = h * m.hidden_size + h;
   } else if (wrapper == "llava" || wrapper == "llava_next") {
+    uint64_t h = 0;
+    TRY_ASSIGN(h, v.count("hidden_size", 768));
     projector = (h * m.hidden_size + m.hidden_size) + (m.hidden_size * m.hidden_size + m.hidden_size);
     if (wrapper == "llava_next") projector += m.hidden_size;  // LlavaNextModel.image_newline
   } else {
+    projector_known = false;
     m.notes.push_back(fmt::format("the \"{}\" projector between vision tower and language model is not counted",
                                   wrapper));
   }
   if (v.type_error()) return *v.type_error();
-  m.extra_params += params + projector;
-  m.notes.push_back(fmt::format("vision tower ({}, {} blocks) and projector counted: {} params; images are not "
-                                "sized (batches taken as text)", siglip ? "SigLIP" : "CLIP", layers,
-                                format_count(params + projector)));
+  const uint64_t params = counted->params + projector;
+  m.extra_params += params;
+  m.notes.push_back(fmt::format("vision tower ({}, {} blocks){} counted: {} params; trained with the rest by "
+                                "train_full, frozen under LoRA (not a LoRA target); images are not sized "
+                                "(batches taken as text, no image-token activations)",
+                                counted->name, counted->blocks, projector_known ? " and projector" : "",
+                                format_exact_count(params)));
+  return Ok{};
+}
+
+// MllamaTextModel (modeling_mllama.py): cross_attention_layers of its num_hidden_layers are
+// MllamaCrossAttentionDecoderLayer, shaped as a self-attention decoder layer (q/k/v/o, MLP, two
+// RMSNorms) plus a q_norm and a k_norm of head_dim and two tanh gates (cross_attn_attn_gate,
+// cross_attn_mlp_gate); embed_tokens holds vocab_size + 8 rows. The blocks are counted as decoder
+// blocks (their Linears are LoRA targets and quantized like the others); the extra norms, gates and
+// rows go into extra_params.
+Status read_mllama_cross_attention(const ConfigView& c, ModelSpec& m) {
+  uint64_t cross = 0;
+  if (c.has("cross_attention_layers")) {
+    const json& layers = c.raw().at("cross_attention_layers");
+    if (!layers.is_array()) {
+      return make_error(fmt::format("{}: \"cross_attention_layers\" must be a list of layer indices, got {}",
+                                    m.source, layers.type_name()));
+    }
+    // A set, not a table of num_hidden_layers flags: the layer count is not yet bounded here.
+    std::set<uint64_t> indices;
+    for (const json& index : layers) {
+      if (!index.is_number_unsigned() || index.get<uint64_t>() >= m.num_layers) {
+        return make_error(fmt::format("{}: \"cross_attention_layers\" holds {}, not a layer index below "
+                                      "num_hidden_layers {}", m.source, index.dump(), m.num_layers));
+      }
+      indices.insert(index.get<uint64_t>());
+    }
+    cross = indices.size();
+  }
+  const uint64_t head_dim = m.num_attention_heads ? m.hidden_size / m.num_attention_heads : 0;
+  m.extra_params += cross * (2 * head_dim + 2) + 8 * m.hidden_size;
+  m.notes.push_back(fmt::format("Mllama: {} of the {} decoder layers are cross-attention layers, counted as decoder "
+                                "blocks for activations and the KV cache (they run on every text token when the "
+                                "batch has an image; transformers skips them without one, and {} blocks run)",
+                                cross, m.num_layers, m.num_layers - cross));
   return Ok{};
 }
 
@@ -748,7 +971,8 @@ Result<ModelSpec> parse_model_config(std::string_view text, const std::string& s
   json root = json::parse(text.begin(), text.end(), nullptr, false);
   if (root.is_discarded()) return make_error(fmt::format("{}: not valid JSON", source));
   if (!root.is_object()) return make_error(fmt::format("{}: expected a JSON object", source));
-  // Multimodal wrappers (Gemma 3, Llava-style) keep the language model in text_config.
+  // Multimodal wrappers (Gemma 3, Llava-style, Mllama) keep the language model in text_config;
+  // Qwen2-VL's and Qwen2.5-VL's is the config itself, beside its vision_config.
   json config = root;
   const bool multimodal = root.contains("text_config") && root.at("text_config").is_object();
   if (multimodal) {
@@ -759,8 +983,12 @@ Result<ModelSpec> parse_model_config(std::string_view text, const std::string& s
     // The checkpoint is the wrapper's; the text model's own _name_or_path names its origin.
     config.erase("_name_or_path");
     if (root.contains("_name_or_path")) config["_name_or_path"] = root.at("_name_or_path");
-    if (!config.contains("model_type") && root.contains("model_type") && root.at("model_type") == "gemma3") {
-      config["model_type"] = "gemma3_text";
+    // A text_config without its model_type is the wrapper's own text model class.
+    if (!config.contains("model_type") && root.contains("model_type") && root.at("model_type").is_string()) {
+      const std::string wrapper = root.at("model_type").get<std::string>();
+      for (const auto& [wrapper_type, text_type] : kWrapperTextTypes) {
+        if (wrapper == wrapper_type) config["model_type"] = text_type;
+      }
     }
     fill_text_config_defaults(config);
   }
@@ -773,14 +1001,24 @@ Result<ModelSpec> parse_model_config(std::string_view text, const std::string& s
     return make_error(fmt::format("{}: no \"model_type\"; not a Hugging Face model config", source));
   }
   if (m.model_type == "gemma3") m.model_type = "gemma3_text";
+  // Qwen2-VL's and Qwen2.5-VL's language model is Qwen2's (Qwen2VLDecoderLayer: q/k/v with bias,
+  // Qwen2MLP, RMSNorm; their configs are flat, the text keys at the top); Mllama's is Llama's with
+  // cross-attention layers among its decoder layers (read_mllama_cross_attention).
+  const bool mllama_text = m.model_type == "mllama_text_model" || m.model_type == "mllama";
+  if (m.model_type == "qwen2_vl" || m.model_type == "qwen2_5_vl" || m.model_type == "qwen2_vl_text" ||
+      m.model_type == "qwen2_5_vl_text") {
+    m.model_type = "qwen2";
+  }
+  if (mllama_text) m.model_type = "llama";
   m.id = c.text("_name_or_path");
   // A mistyped key is the first thing to say: a family reader's own error may come from the
   // fallback that key got ("share_att_key": "yes" read as false).
   if (auto s = read_family(c, m); !s || c.type_error()) return c.type_error() ? *c.type_error() : s.error();
-  read_rope_scaling(config, m);
-  if (multimodal) {
-    if (auto s = read_vision_tower(root, m); !s) return s.error();
+  if (mllama_text) {
+    if (auto s = read_mllama_cross_attention(c, m); !s) return s.error();
   }
+  read_rope_scaling(config, m);
+  if (auto s = read_vision_tower(root, m); !s) return s.error();
   if (auto s = validate(m); !s) return s.error();
   if (auto s = read_dtype_and_quantization(c, m); !s) return s.error();
   if (c.type_error()) return *c.type_error();

@@ -358,6 +358,45 @@ TEST(Estimator, EagerModuleLoadingHasTheLargerContext) {
   EXPECT_EQ(cuda_context_bytes(true), 512ull * 1024 * 1024);
 }
 
+// A vision-language model's tower is weights like the rest: trained (gradients, optimizer state)
+// by train_full, frozen under LoRA, which adapts the language model's q and v only. No image:
+// no image-token activations, and the assumptions say so.
+TEST(Estimator, VisionTowerTrainsUnderFullFineTuningAndIsFrozenUnderLora) {
+  const ModelSpec qwen = find_preset("Qwen/Qwen2.5-VL-7B-Instruct")->value();
+  const uint64_t n = 8292166656ull;  // of which the tower and merger: 676,550,144
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16";
+  job.optimizer = "adamw";
+  job.micro_batch_size = 1;
+  job.seq_len = 256;
+  auto full = estimate_memory(qwen, job);
+  ASSERT_TRUE(full) << full.error().message;
+  EXPECT_EQ(*component(*full, "weights"), n * 2);
+  EXPECT_EQ(*component(*full, "gradients"), n * 2);
+  EXPECT_EQ(*component(*full, "optimizer_state"), n * 4);  // exp_avg + exp_avg_sq in bf16
+  job.task = "train_lora";
+  auto lora = estimate_memory(qwen, job);
+  ASSERT_TRUE(lora) << lora.error().message;
+  const uint64_t adapters = 16ull * ((3584 + 3584) + (3584 + 512)) * 28;  // r 16 on q and v of 28 blocks
+  EXPECT_EQ(*component(*lora, "weights"), n * 2);
+  EXPECT_EQ(*component(*lora, "adapter_weights"), adapters * 4);
+  EXPECT_EQ(*component(*lora, "gradients"), adapters * 4);
+  EXPECT_TRUE(assumed(*lora, "model: vision tower (Qwen2.5-VL, 32 blocks) and projector counted: 676,550,144 "
+                             "params; trained with the rest by train_full, frozen under LoRA (not a LoRA target); "
+                             "images are not sized (batches taken as text, no image-token activations)"));
+  // Llama 3.2 Vision: LoRA on all linear layers reaches the 8 cross-attention layers' projections
+  // too (40 blocks of 7 Linears), not the tower's.
+  const ModelSpec mllama = find_preset("meta-llama/Llama-3.2-11B-Vision-Instruct")->value();
+  job.lora = LoraSettings{};
+  job.lora->all_linear = true;
+  auto all = estimate_memory(mllama, job);
+  ASSERT_TRUE(all) << all.error().message;
+  const uint64_t per_block = (4096 + 4096) * 2 + (4096 + 1024) * 2 + (4096 + 14336) * 2 + (14336 + 4096);
+  EXPECT_EQ(*component(*all, "adapter_weights"), 16ull * per_block * 40 * 4);
+  EXPECT_EQ(*component(*all, "weights"), 10670220835ull * 2);
+}
+
 TEST(Estimator, AdaptersInTheModelDtype) {
   Job job;
   job.task = "train_lora";

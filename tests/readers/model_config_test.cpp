@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "support/test_support.h"
 
 namespace oomdoc {
@@ -108,12 +110,12 @@ TEST(ModelConfig, LlavaCountsItsClipTowerAndProjector) {
   auto other = parse(R"({"model_type": "gemma3",
                      "text_config": {"vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 6,
                      "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 32, "intermediate_size": 128},
-                     "vision_config": {"model_type": "qwen2_vl"}})");
+                     "vision_config": {"model_type": "pixtral"}})");
   ASSERT_TRUE(other) << other.error().message;
   EXPECT_EQ(other->extra_params, 0u);
   ASSERT_FALSE(other->notes.empty());
-  EXPECT_EQ(other->notes.back(), "vision tower \"qwen2_vl\" not counted (SigLIP and CLIP towers are): the parameter "
-                                 "count is the language model's");
+  EXPECT_EQ(other->notes.back(), "vision tower \"pixtral\" not counted (SigLIP, CLIP, Qwen2-VL, Qwen2.5-VL and Mllama "
+                                 "towers are): the parameter count is the language model's");
   // A hostile vision config is an error naming the key.
   auto bad = parse(R"({"model_type": "gemma3",
                      "text_config": {"vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 6,
@@ -182,6 +184,172 @@ TEST(ModelConfig, LlavaNextWithAMistralTextConfig) {
   ASSERT_TRUE(m) << m.error().message;
   EXPECT_EQ(m->total_params, 7566747648u);
   EXPECT_EQ(m->max_position_embeddings, 32768u);
+}
+
+// Qwen/Qwen2-VL-7B-Instruct's config.json as first published: flat, the Qwen2 text keys at the
+// top beside vision_config. Qwen2-7B's language model (7,615,616,512) and the tower: Conv3d
+// 3x2x14x14x1280 (1,505,280), 32 blocks of LayerNorms 4x1280, qkv 1280x3840 + 3840, proj
+// 1280x1280 + 1280, fc1 1280x5120 + 5120, fc2 5120x1280 + 1280 (19,677,440 each), and the
+// PatchMerger: LayerNorm 2x1280, Linear 5120x5120 + 5120, Linear 5120x3584 + 3584 (44,575,744):
+// 675,759,104; 8,291,375,616 in all, the Hub checkpoint's count.
+TEST(ModelConfig, QwenTwoVlCountsItsTowerAndMerger) {
+  auto m = parse(R"({"architectures": ["Qwen2VLForConditionalGeneration"], "model_type": "qwen2_vl",
+                     "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+                     "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
+                     "max_position_embeddings": 32768, "sliding_window": 32768, "use_sliding_window": false,
+                     "tie_word_embeddings": false, "torch_dtype": "bfloat16", "rope_theta": 1000000.0,
+                     "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+                     "vision_config": {"depth": 32, "embed_dim": 1280, "mlp_ratio": 4, "num_heads": 16,
+                       "in_chans": 3, "hidden_size": 3584, "patch_size": 14, "spatial_merge_size": 2,
+                       "temporal_patch_size": 2}})");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->model_type, "qwen2");
+  EXPECT_TRUE(m->qkv_bias);
+  EXPECT_FALSE(m->attn_out_bias);
+  EXPECT_EQ(m->extra_params, 1505280u + 32 * 19677440u + 44575744u);
+  EXPECT_EQ(m->extra_params, 675759104u);
+  EXPECT_EQ(m->total_params, 8291375616u);
+  // mrope splits the rotary positions over time, height and width: no context scaling.
+  EXPECT_EQ(m->rope_scaling_type, "");
+  EXPECT_EQ(m->rope_scaling_factor, 1.0);
+  EXPECT_NE(std::find(m->notes.begin(), m->notes.end(),
+                      "rope_scaling with mrope_section: multimodal rotary positions (time, height, width), no "
+                      "context scaling"), m->notes.end());
+  EXPECT_EQ(m->notes.back(), "vision tower (Qwen2-VL, 32 blocks) and projector counted: 675,759,104 params; trained "
+                             "with the rest by train_full, frozen under LoRA (not a LoRA target); images are not "
+                             "sized (batches taken as text, no image-token activations)");
+}
+
+// Qwen/Qwen2.5-VL-7B-Instruct's config.json as republished by transformers 4.49: vision_config
+// keeps only what differs from Qwen2_5_VLVisionConfig (hidden_size 1280 against the class's
+// 3584), rope_scaling rewritten to "default". Tower: Conv3d 1,505,280, 32 blocks of RMSNorms
+// 2x1280, qkv and proj (6,558,720), gate/up/down of 3420 with biases (13,140,920): 19,702,200
+// each (torchinfo's count for a Qwen2_5_VLVisionBlock); merger RMSNorm 1280, Linear 5120x5120 +
+// 5120, Linear 5120x3584 + 3584 (44,574,464):
+// 676,550,144, the count a Qwen2.5-VL fine-tuning script prints for model.visual; 8,292,166,656
+// in all, the Hub's count.
+TEST(ModelConfig, QwenTwoPointFiveVlSparseVisionConfigTakesTheClassDefaults) {
+  auto m = parse(R"({"architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl",
+                     "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+                     "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
+                     "max_position_embeddings": 128000, "sliding_window": 32768, "use_sliding_window": false,
+                     "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+                     "rope_scaling": {"mrope_section": [16, 24, 24], "rope_type": "default", "type": "default"},
+                     "vision_config": {"hidden_size": 1280, "in_chans": 3, "model_type": "qwen2_5_vl",
+                       "spatial_patch_size": 14, "tokens_per_second": 2, "torch_dtype": "bfloat16"}})");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->extra_params, 1505280u + 32 * 19702200u + 44574464u);
+  EXPECT_EQ(m->extra_params, 676550144u);
+  EXPECT_EQ(m->total_params, 8292166656u);
+  EXPECT_EQ(m->total_params - m->extra_params, 7615616512u);  // what is left with the tower frozen
+  EXPECT_EQ(m->rope_scaling_type, "");
+  EXPECT_EQ(m->max_position_embeddings, 128000u);
+}
+
+// The nested layout later transformers write: the language model in a text_config without its
+// model_type (Qwen2_5_VLTextConfig's own, whose defaults fill what it leaves out) and the
+// vision_config without its own. Qwen2.5-VL-3B's shape: a tied output head, 3,754,622,976.
+TEST(ModelConfig, QwenVlNestedTextConfigTakesItsClassDefaults) {
+  auto m = parse(R"({"model_type": "qwen2_5_vl", "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+                     "text_config": {"hidden_size": 2048, "intermediate_size": 11008, "num_hidden_layers": 36,
+                       "num_attention_heads": 16, "num_key_value_heads": 2, "vocab_size": 151936,
+                       "max_position_embeddings": 128000},
+                     "vision_config": {"hidden_size": 1280, "out_hidden_size": 2048}})");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->model_type, "qwen2");
+  EXPECT_TRUE(m->tie_word_embeddings);
+  EXPECT_EQ(m->total_params, 3754622976u);
+  // Every key left out: Qwen2_5_VLTextConfig's 72B-like defaults and the tower's own.
+  auto defaults = parse(R"({"model_type": "qwen2_5_vl", "text_config": {}, "vision_config": {}})");
+  ASSERT_TRUE(defaults) << defaults.error().message;
+  EXPECT_EQ(defaults->hidden_size, 8192u);
+  EXPECT_EQ(defaults->num_layers, 80u);
+  EXPECT_EQ(defaults->vocab_size, 152064u);
+}
+
+// meta-llama/Llama-3.2-11B-Vision's config.json. Language model: 40 Llama decoder layers of
+// 218,112,000 (8 of them MllamaCrossAttentionDecoderLayer, each with a q_norm and k_norm of 128
+// and two gates: 258 more), embed_tokens of 128,264 rows, untied head, final norm: 9,775,192,080.
+// Tower at 560 px (1,601 positions, 4 tiles, 8 aspect ratios): patch conv 752,640, class
+// embedding 1,280, gated positions 1 + 2,049,280 + 73,774,080, pre/post tile embeddings
+// 2 x 46,081, LayerNorms 5,120, 32 local blocks of 19,672,320 and 8 gated global blocks:
+// 863,567,379. Projector 7680x4096 + 4096: 31,461,376. 10,670,220,835 in all, the Hub's count.
+TEST(ModelConfig, MllamaCountsCrossAttentionLayersTowerAndProjector) {
+  auto m = parse(R"({"architectures": ["MllamaForConditionalGeneration"], "model_type": "mllama",
+                     "torch_dtype": "bfloat16",
+                     "text_config": {"model_type": "mllama_text_model", "vocab_size": 128256, "hidden_size": 4096,
+                       "intermediate_size": 14336, "num_hidden_layers": 40, "num_attention_heads": 32,
+                       "num_key_value_heads": 8, "max_position_embeddings": 131072, "rope_theta": 500000.0,
+                       "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                         "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+                       "cross_attention_layers": [3, 8, 13, 18, 23, 28, 33, 38], "tie_word_embeddings": false},
+                     "vision_config": {"model_type": "mllama_vision_model", "hidden_size": 1280,
+                       "intermediate_size": 5120, "num_hidden_layers": 32, "num_global_layers": 8,
+                       "attention_heads": 16, "image_size": 560, "patch_size": 14, "num_channels": 3,
+                       "max_num_tiles": 4, "vision_output_dim": 7680,
+                       "supported_aspect_ratios": [[1, 1], [1, 2], [1, 3], [1, 4], [2, 1], [2, 2], [3, 1], [4, 1]]}})");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->model_type, "llama");
+  EXPECT_EQ(m->num_layers, 40u);
+  EXPECT_EQ(m->rope_scaling_type, "llama3");
+  const uint64_t cross_extras = 8 * (2 * 128 + 2) + 8 * 4096;
+  const uint64_t tower = 752640 + 1280 + (1 + 2049280 + 73774080) + 2 * 46081 + 5120 + 32 * 19672320ull +
+                         8 * (19672320ull + 2);
+  EXPECT_EQ(tower, 863567379u);
+  EXPECT_EQ(m->extra_params, cross_extras + tower + 31461376u);
+  EXPECT_EQ(m->total_params, 10670220835u);
+  EXPECT_EQ(m->total_params - m->extra_params + cross_extras, 9775192080u);
+  EXPECT_NE(std::find(m->notes.begin(), m->notes.end(),
+                      "Mllama: 8 of the 40 decoder layers are cross-attention layers, counted as decoder blocks for "
+                      "activations and the KV cache (they run on every text token when the batch has an image; "
+                      "transformers skips them without one, and 32 blocks run)"), m->notes.end());
+  EXPECT_EQ(m->notes.back(), "vision tower (Mllama, 40 blocks) and projector counted: 895,028,755 params; trained "
+                             "with the rest by train_full, frozen under LoRA (not a LoRA target); images are not "
+                             "sized (batches taken as text, no image-token activations)");
+  // The defaults of MllamaTextConfig and MllamaVisionConfig (448 px tiles) where keys are left out.
+  auto sparse = parse(R"({"model_type": "mllama", "text_config": {}, "vision_config": {"image_size": 560}})");
+  ASSERT_TRUE(sparse) << sparse.error().message;
+  EXPECT_EQ(sparse->total_params, 10670220835u);
+}
+
+// Hostile or contradictory vision configs are errors naming the key, never a wrapped count.
+TEST(ModelConfig, QwenAndMllamaTowerErrorsNameTheKey) {
+  const std::string qwen_text = R"("model_type": "qwen2_vl", "vocab_size": 100, "hidden_size": 64,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128)";
+  auto expect_error = [&](const std::string& json, const std::string& message) {
+    auto m = parse(json);
+    ASSERT_FALSE(m) << json;
+    EXPECT_NE(m.error().message.find(message), std::string::npos) << m.error().message;
+  };
+  expect_error("{" + qwen_text + R"(, "vision_config": {"spatial_merge_size": 0}})",
+               "config.json: vision_config: the tower's width, patch_size, temporal_patch_size and "
+               "spatial_merge_size must not be 0");
+  expect_error("{" + qwen_text + R"(, "vision_config": {"mlp_ratio": -1}})",
+               "config.json: vision_config: mlp_ratio -1 must be above 0 and at most 64");
+  expect_error("{" + qwen_text + R"(, "vision_config": {"depth": 100000}})",
+               "config.json: vision_config: depth 100000 is implausibly large (limit 4096)");
+  expect_error("{" + qwen_text + R"(, "vision_config": {"embed_dim": "wide"}})",
+               "config.json: \"vision_config.embed_dim\" must be a non-negative integer, got \"wide\"");
+  const std::string mllama_text = R"("model_type": "mllama", "text_config": {"vocab_size": 100,
+      "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 4,
+      "intermediate_size": 128)";
+  expect_error("{" + mllama_text + R"(, "cross_attention_layers": [1, 4]}, "vision_config": {}})",
+               "config.json: \"cross_attention_layers\" holds 4, not a layer index below num_hidden_layers 4");
+  // Repeated indices are one layer; a layer count far too large is refused by the shape check,
+  // never allocated for.
+  auto repeated = parse("{" + mllama_text + R"(, "cross_attention_layers": [1, 1, 2]}, "vision_config": {}})");
+  ASSERT_TRUE(repeated) << repeated.error().message;
+  EXPECT_EQ(repeated->notes.front().rfind("Mllama: 2 of the 4 decoder layers", 0), 0u) << repeated->notes.front();
+  expect_error(R"({"model_type": "mllama", "text_config": {"num_hidden_layers": 1000000000000,
+                 "cross_attention_layers": [999999999999]}, "vision_config": {}})",
+               "config.json: number of layers 1000000000000 is implausibly large (limit 4096)");
+  expect_error("{" + mllama_text + R"(, "cross_attention_layers": 3}, "vision_config": {}})",
+               "config.json: \"cross_attention_layers\" must be a list of layer indices, got number");
+  expect_error("{" + mllama_text + R"(, "cross_attention_layers": [1]}, "vision_config": {"max_num_tiles": 6}})",
+               "config.json: vision_config: max_num_tiles 6 needs supported_aspect_ratios (the default list is for "
+               "4 tiles)");
+  expect_error("{" + mllama_text + R"(, "cross_attention_layers": [1]}, "vision_config": {"patch_size": 0}})",
+               "config.json: vision_config: image_size 448 and patch_size 0 give no patches");
 }
 
 TEST(ModelConfig, DeepSeekMultiLatentAttention) {

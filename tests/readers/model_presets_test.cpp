@@ -73,6 +73,61 @@ TEST(ModelPresets, PopularModelsByIdAliasAndInstructName) {
   }
 }
 
+// Vision-language models: the language model, the vision tower and its projector, each preset
+// found by its Hugging Face id, alias and instruct name; the counts are the Hub checkpoints'.
+TEST(ModelPresets, VisionLanguageModelsCountTheirTowers) {
+  struct Case {
+    const char* name;
+    const char* id;
+    uint64_t params;
+    uint64_t tower;  // vision tower and projector (extra_params)
+  };
+  const Case cases[] = {
+      {"Qwen/Qwen2-VL-7B-Instruct", "Qwen/Qwen2-VL-7B-Instruct", 8291375616, 675759104},
+      {"qwen2-vl-2b", "Qwen/Qwen2-VL-2B-Instruct", 2208985600, 665271296},
+      {"qwen/qwen2-vl-72b-instruct", "Qwen/Qwen2-VL-72B-Instruct", 73405560320, 699356672},
+      {"Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", 8292166656, 676550144},
+      {"qwen2.5-vl-3b", "Qwen/Qwen2.5-VL-3B-Instruct", 3754622976, 668684288},
+      {"meta-llama/Llama-3.2-11B-Vision-Instruct", "meta-llama/Llama-3.2-11B-Vision", 10670220835,
+       863567379 + 31461376 + 8 * 258 + 8 * 4096},
+      {"llama-3.2-11b-vision", "meta-llama/Llama-3.2-11B-Vision", 10670220835, 895063587},
+  };
+  for (const auto& c : cases) {
+    auto spec = find_preset(c.name);
+    ASSERT_TRUE(spec.has_value()) << c.name;
+    ASSERT_TRUE(spec->ok()) << c.name << ": " << spec->error().message;
+    EXPECT_EQ((*spec)->id, c.id) << c.name;
+    EXPECT_EQ((*spec)->total_params, c.params) << c.name;
+    EXPECT_EQ((*spec)->extra_params, c.tower) << c.name;
+  }
+  // Qwen2.5-VL-72B has no exact published count: its config's own, Qwen2.5-72B's language model
+  // (72,706,203,648) and the tower with a 3456-wide MLP and an 8192-wide merger (704,573,696).
+  auto q72 = find_preset("Qwen/Qwen2.5-VL-72B-Instruct");
+  ASSERT_TRUE(q72 && q72->ok());
+  EXPECT_FALSE((*q72)->reference_params.has_value());
+  EXPECT_EQ((*q72)->extra_params, 704573696u);
+  EXPECT_EQ((*q72)->total_params, 72706203648u + 704573696u);
+}
+
+// Qwen2-7B and Qwen2-72B: no exact published count of their own was found; their configs are
+// Qwen2.5-7B's and Qwen2.5-72B's shapes, whose published counts they reach.
+TEST(ModelPresets, QwenTwoHasQwenTwoPointFivesShape) {
+  for (const auto& [qwen2, qwen25] : {std::pair{"Qwen/Qwen2-7B", "Qwen/Qwen2.5-7B"},
+                                      std::pair{"qwen2-72b", "Qwen/Qwen2.5-72B"}}) {
+    auto a = find_preset(qwen2);
+    auto b = find_preset(qwen25);
+    ASSERT_TRUE(a && a->ok() && b && b->ok()) << qwen2;
+    EXPECT_FALSE((*a)->reference_params.has_value()) << qwen2;
+    EXPECT_EQ((*a)->total_params, *(*b)->reference_params) << qwen2;
+  }
+  auto instruct = find_preset("Qwen/Qwen2-7B-Instruct");
+  ASSERT_TRUE(instruct && instruct->ok());
+  EXPECT_EQ((*instruct)->id, "Qwen/Qwen2-7B-Instruct");
+  EXPECT_EQ((*instruct)->max_position_embeddings, 32768u);
+  EXPECT_EQ((*find_preset("Qwen/Qwen2-7B"))->max_position_embeddings, 131072u);
+  EXPECT_EQ((*find_preset("Qwen/Qwen2-72B-Instruct"))->total_params, 72706203648u);
+}
+
 // Instruct releases whose config.json differs are variants: their own id and context.
 TEST(ModelPresets, InstructVariantsWithTheirOwnContext) {
   auto q14 = find_preset("Qwen/Qwen2.5-14B-Instruct");
