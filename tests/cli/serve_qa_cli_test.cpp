@@ -160,7 +160,8 @@ TEST(ServeQaCli, MoreGpuFixesAreOrderedByGpusThenTokens) {
                     "--max-model-len", "131072"});
   ASSERT_EQ(r.exit_code, 1) << r.err;
   std::vector<std::pair<std::string, uint64_t>> parallel;
-  for (const auto& fix : nlohmann::json::parse(r.out)["fixes"]) {
+  const auto doc = nlohmann::json::parse(r.out);
+  for (const auto& fix : doc["fixes"]) {
     const std::string id = fix["fix_id"];
     if (id == "vllm_tensor_parallel" || id == "vllm_pipeline_parallel") parallel.emplace_back(fix["flag"], fix["kv_tokens"]);
   }
