@@ -607,8 +607,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     if (p.left_bytes < 0 && !p.error) {
       set_error("forward_oom", fmt::format(
           "torch.OutOfMemoryError: CUDA out of memory in the forward pass ({:.2f} GiB of weights and a {:.2f} GiB "
-          "activation peak do not fit the {:.2f} GiB GPU)", gib(p.weights.bytes), gib(p.activation.bytes),
-          gib(p.total_bytes)));
+          "activation peak, with the CUDA context, non-torch memory and CUDA graphs, need {:.2f} GiB more than the "
+          "{:.2f} GiB GPU)", gib(p.weights.bytes), gib(p.activation.bytes), gib(-p.left_bytes), gib(p.total_bytes)));
     }
   } else if (p.capacity.num_blocks == 0) {
     if (c.max_model_len_auto && b.v1_engine) {

@@ -12,7 +12,7 @@ struct FlagEntry {
   bool changes_memory;
 };
 
-// From common/arg.cpp and the generated tables of tools/server/README.md (2025-2026 builds), plus
+// From common/arg.cpp and the generated tables of tools/server/README.md (current builds), plus
 // the spellings 2024 builds had that newer ones dropped (--mlock, --no-mmap, -cnv, -p, --draft, ...):
 // a flag one build knows is read, never refused. The flags the estimate sizes (-m, -c, -ngl, -b,
 // -ub, -np, -fa, -ctk, -ctv) are read by readers/llama_cpp_args.cpp before this table is asked.

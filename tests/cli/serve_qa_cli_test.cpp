@@ -195,6 +195,17 @@ TEST(ServeQaCli, EncoderOnlyModelsHaveNoKvCache) {
                           "at once (max_num_seqs 256, max_num_batched_tokens 2048 / 512).\n"),
             std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("tokens of KV cache"), std::string::npos) << text.out;
+  // It does not fit only when the card cannot hold the forward pass: 1.5 GiB less the same parts.
+  auto small = run_cli({"serve", "--memory", "1.5GiB", "--json", "--", "vllm", "serve", "google-bert/bert-large-uncased",
+                        "--gpu-memory-utilization", "0.5"});
+  EXPECT_EQ(small.exit_code, 1) << small.err;
+  auto small_doc = nlohmann::json::parse(small.out);
+  EXPECT_EQ(small_doc["left_bytes"], 1610612736ll - 536870912 - 670283776 - 109390848 - 314572800 - 251658240);
+  EXPECT_EQ(small_doc["error"]["kind"], "forward_oom");
+  EXPECT_EQ(small_doc["error"]["message"],
+            "torch.OutOfMemoryError: CUDA out of memory in the forward pass (0.62 GiB of weights and a 0.10 GiB "
+            "activation peak, with the CUDA context, non-torch memory and CUDA graphs, need 0.25 GiB more than the "
+            "1.50 GiB GPU)");
   // vLLM 0.9 ran encoder-only models on V0, which carves its paged cache from the budget anyway.
   auto v0 = run_cli({"serve", "--gpu", "4090", "--json", "--vllm-version", "0.9.0", "--", "vllm", "serve",
                      "google-bert/bert-large-uncased"});
