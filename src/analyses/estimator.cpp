@@ -1325,7 +1325,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     if (step > peak) { peak = step; phase = "optimizer_step"; }
   } else {
     peak = inference_peak;
-    phase = p.task == "load" ? "load" : "generation";
+    // An encoder-only model (BERT) generates nothing: its peak is one forward pass.
+    phase = p.task == "load" ? "load" : m.is_encoder_only ? "forward" : "generation";
   }
 
   // Components live at the peak.

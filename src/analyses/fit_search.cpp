@@ -592,17 +592,17 @@ std::vector<Candidate> inference_quantization_candidates(const Job& job) {
                     [](Job& j) { j.weight_quantization = "nf4"; })};
 }
 
-// Tensor and pipeline parallel degrees worth trying on n GPUs for this model: TP up to 8 (one
-// NVLink server, Narayanan et al. 2021, takeaway #1) that splits the heads as the estimator
+// Tensor and pipeline parallel degrees worth trying on n GPUs for this model: TP up to the GPU's
+// tensor-parallel domain (one NVLink server, Narayanan et al. 2021, takeaway #1) that splits the heads as the estimator
 // accepts (tensor_parallel_problem), PP up to the number of layers; tp x pp divides n, the rest is data parallel.
 // Ordered by how much they cost: fewer model-parallel GPUs first; between equal products, TP first
 // on an NVLink-class interconnect and PP first without one (TP all-reduces inside every layer, PP
 // only sends activations between neighbouring stages).
 std::vector<std::pair<uint64_t, uint64_t>> model_parallel_layouts(const ModelSpec& model, uint64_t n,
-                                                                  bool fast_interconnect,
+                                                                  bool fast_interconnect, uint64_t tp_domain,
                                                                   uint64_t min_tp, uint64_t min_pp) {
   std::vector<std::pair<uint64_t, uint64_t>> out;
-  for (uint64_t tp = 1; tp <= std::min<uint64_t>(n, 8); tp *= 2) {
+  for (uint64_t tp = 1; tp <= std::min<uint64_t>(n, tp_domain); tp *= 2) {
     if (tp < min_tp || n % tp != 0) continue;
     if (!tensor_parallel_problem(model, tp).empty()) continue;
     for (uint64_t pp = 1; tp * pp <= n; pp *= 2) {
@@ -652,7 +652,7 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
   // through Unsloth (its own trainer, offloaded checkpointing by default).
   if (!job.offload.empty() || (training && job.kernels.value_or("none") == "unsloth")) return out;
   const uint64_t cur_tp = job.tp.value_or(1), cur_pp = job.pp.value_or(1), cur_cp = job.cp.value_or(1);
-  for (auto [tp, pp] : model_parallel_layouts(model, n, options.gpu_nvlink, cur_tp, cur_pp)) {
+  for (auto [tp, pp] : model_parallel_layouts(model, n, options.gpu_nvlink, options.gpu_tensor_parallel_domain, cur_tp, cur_pp)) {
     if (n % (tp * pp * cur_cp) != 0) continue;
     const uint64_t dp = n / (tp * pp * cur_cp);
     Candidate c;
@@ -1215,6 +1215,7 @@ void set_fit_gpu(FitOptions& options, const GpuSpec& gpu) {
   options.gpu_architecture = gpu.architecture;
   options.gpu_nvlink = gpu.nvlink;
   options.gpu_interconnect = gpu.interconnect;
+  options.gpu_tensor_parallel_domain = gpu.tensor_parallel_domain;
 }
 
 void set_fit_memory(FitOptions& options, uint64_t total_bytes) {

@@ -44,6 +44,7 @@ struct FitOptions {
   std::string gpu_architecture;    // the catalog's (Ampere, Hopper, ...); "" with --memory
   bool gpu_nvlink = false;         // the catalog's NVLink flag: decides TP before or after PP
   std::string gpu_interconnect;    // the catalog's interconnect note, quoted in TP's cost
+  uint64_t gpu_tensor_parallel_domain = 8;   // the most GPUs TP spans (GpuSpec::tensor_parallel_domain)
   uint64_t num_gpus = 1;
   double budget = kDefaultMemoryBudget;   // fits: device_used <= budget x total
   double target = kDefaultFitTarget;

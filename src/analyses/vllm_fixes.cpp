@@ -194,26 +194,71 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     }
   }
   auto more_hardware = [&]() {
-  // 6. More GPUs: tensor parallel over NVLink, pipeline parallel without it.
-  for (bool pipeline : {false, true}) {
-    for (uint64_t factor : {2ull, 4ull, 8ull}) {
-      ServeInputs changed = inputs;
-      std::string flag;
-      if (pipeline) {
-        changed.config.pipeline_parallel_size = s.pipeline_parallel_size * factor;
-        flag = fmt::format("--pipeline-parallel-size {}", changed.config.pipeline_parallel_size);
-      } else {
-        changed.config.tensor_parallel_size = s.tensor_parallel_size * factor;
-        flag = fmt::format("--tensor-parallel-size {}", changed.config.tensor_parallel_size);
+  // 6. More GPUs: tensor parallel inside the card's tensor-parallel domain (its NVLink domain, one
+  //    server for PCIe cards), pipeline stages beyond it, one per node (vLLM's distributed serving
+  //    guide: TP = GPUs per node, PP = nodes); and pipeline stages alone, the choice without NVLink.
+  //    Each kind's smallest layout that fits, fewest GPUs first, then the most KV tokens.
+  {
+    const size_t first_parallel = fixes.size();
+    std::vector<uint64_t> gpu_counts;   // of the fixes from first_parallel on
+    std::vector<std::pair<std::pair<uint64_t, uint64_t>, bool>> tried;   // layouts and whether they fitted
+    const uint64_t domain = inputs.target.tensor_parallel_domain;
+    for (bool pipeline : {false, true}) {
+      for (uint64_t factor : {2ull, 4ull, 8ull}) {
+        uint64_t tp = s.tensor_parallel_size, pp = s.pipeline_parallel_size;
+        if (pipeline) {
+          pp *= factor;
+        } else if (tp * factor <= domain) {
+          tp *= factor;
+        } else if (tp <= domain && tp * pp * factor % domain == 0) {
+          pp = tp * pp * factor / domain;   // TP fills the domain, PP counts the nodes
+          tp = domain;
+        } else {
+          continue;
+        }
+        // A layout the other kind already tried: done when it fitted, else a larger factor.
+        auto seen = std::find_if(tried.begin(), tried.end(), [&](const auto& t) { return t.first == std::make_pair(tp, pp); });
+        if (seen != tried.end()) {
+          if (seen->second) break;
+          continue;
+        }
+        ServeInputs changed = inputs;
+        changed.config.tensor_parallel_size = tp;
+        changed.config.pipeline_parallel_size = pp;
+        std::string flag;
+        if (tp != s.tensor_parallel_size) flag = fmt::format("--tensor-parallel-size {}", tp);
+        if (pp != s.pipeline_parallel_size) {
+          flag += fmt::format("{}--pipeline-parallel-size {}", flag.empty() ? "" : " ", pp);
+        }
+        const uint64_t gpus = tp * pp * changed.config.data_parallel_size;
+        std::string cost;
+        if (tp * pp > domain) {
+          cost = fmt::format("{} GPUs: {} nodes of {}, TP {} inside each node{}, PP {} across nodes", gpus,
+                             tp * pp / domain, domain, tp, inputs.target.nvlink ? "'s NVLink" : "", pp);
+        } else if (pp != s.pipeline_parallel_size) {
+          cost = fmt::format("{} GPUs; pipeline stages pass only activations, the choice for GPUs without NVLink", gpus);
+        } else {
+          cost = fmt::format("{} GPUs{}", gpus, inputs.target.nvlink ? " over NVLink"
+                                                : "; without NVLink every layer's all-reduce crosses PCIe");
+        }
+        const bool fits = add_if_fits(pp != s.pipeline_parallel_size ? "vllm_pipeline_parallel" : "vllm_tensor_parallel",
+                                      changed, flag, cost);
+        tried.push_back({{tp, pp}, fits});
+        if (fits) {
+          gpu_counts.push_back(gpus);
+          break;
+        }
       }
-      uint64_t gpus = changed.config.tensor_parallel_size * changed.config.pipeline_parallel_size *
-                      changed.config.data_parallel_size;
-      std::string cost = pipeline
-          ? fmt::format("{} GPUs; pipeline stages pass only activations, the choice for GPUs without NVLink", gpus)
-          : fmt::format("{} GPUs{}", gpus, inputs.target.nvlink ? " over NVLink"
-                                           : "; without NVLink every layer's all-reduce crosses PCIe");
-      if (add_if_fits(pipeline ? "vllm_pipeline_parallel" : "vllm_tensor_parallel", changed, flag, cost)) break;
     }
+    std::vector<size_t> order(gpu_counts.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      if (gpu_counts[a] != gpu_counts[b]) return gpu_counts[a] < gpu_counts[b];
+      return fixes[first_parallel + a].kv_tokens > fixes[first_parallel + b].kv_tokens;
+    });
+    std::vector<ServeFix> sorted;
+    for (size_t i : order) sorted.push_back(std::move(fixes[first_parallel + i]));
+    std::move(sorted.begin(), sorted.end(), fixes.begin() + static_cast<std::ptrdiff_t>(first_parallel));
   }
   // 7. Smaller weights: fp8 online quantization where the GPU has fp8, else a 4-bit checkpoint.
   if (s.weights.method.empty()) {

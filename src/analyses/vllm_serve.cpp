@@ -44,6 +44,8 @@ void apply_scheduler_defaults(const ServeInputs& in, const VllmBehavior& b, Serv
     s.max_num_seqs = c.max_num_seqs.value_or(sized_by_gpu ? 1024 : 256);
     uint64_t batched = llm_class ? (sized_by_gpu ? 16384 : 8192) : (sized_by_gpu ? 8192 : 2048);
     s.chunked_prefill = c.enable_chunked_prefill.value_or(true);
+    // Models without a KV cache cannot prefill in chunks: vLLM turns it off (vllm-project/vllm#21270).
+    if (in.model.is_encoder_only) s.chunked_prefill = false;
     if (!s.chunked_prefill) batched = std::max<uint64_t>(s.max_model_len, batched);
     s.max_num_batched_tokens = c.max_num_batched_tokens.value_or(batched);
     return;
@@ -124,6 +126,7 @@ std::vector<std::string> vllm_log_lines(const ServePrediction& p, bool blocks_ov
   }
   lines.push_back(fmt::format("Model loading took {:.4f} GiB", gib(p.weights.bytes)));
   if (p.graphs_in_budget) lines.push_back(graph_line(p.cuda_graphs.bytes));
+  if (p.no_kv_cache) return lines;   // no KV cache to size: the engine skips the profile's report
   lines.push_back(fmt::format("Available KV cache memory: {:.2f} GiB", gib(p.available_kv_bytes)));
   if (!auto_fit_line.empty()) lines.push_back(auto_fit_line);
   if (blocks_overridden) lines.push_back(override_line(p));
@@ -160,6 +163,7 @@ ServeTarget serve_target(const GpuSpec& gpu) {
   t.bf16 = gpu.bf16;
   t.fp8 = gpu.fp8;
   t.nvlink = gpu.nvlink;
+  t.tensor_parallel_domain = gpu.tensor_parallel_domain;
   t.from_catalog = true;
   t.vendor = gpu.vendor;
   t.architecture = gpu.architecture;
@@ -198,7 +202,17 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     if (it == c.env.end()) return std::nullopt;
     return it->second;
   };
-  p.behavior = vllm_behavior(in.version, env("VLLM_USE_V1"), env("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"));
+  // V1 ran no encoder-only model before v0.10.1 (vllm-project/vllm#21270): vLLM fell back to V0 for them.
+  const bool encoder_only_on_v0 = model.is_encoder_only && in.version.given && !in.version.at_least(0, 10, 1) &&
+                                  !env("VLLM_USE_V1");
+  p.behavior = vllm_behavior(in.version, encoder_only_on_v0 ? std::optional<std::string>("0") : env("VLLM_USE_V1"),
+                             env("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"));
+  if (encoder_only_on_v0) {   // the engine is vLLM's choice here, not a VLLM_USE_V1 the user set
+    auto& notes = p.behavior.notes;
+    notes.erase(std::remove_if(notes.begin(), notes.end(),
+                               [](const std::string& n) { return n.rfind("VLLM_USE_V1=0 ", 0) == 0; }),
+                notes.end());
+  }
   const VllmBehavior& b = p.behavior;
   p.assumptions = b.notes;
   p.warnings = b.warnings;
@@ -533,6 +547,42 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     p.capacity = capacity_for(p.kv, p.available_kv_bytes, s.max_model_len);
   }
 
+  // --- Encoder-only models (BERT): served only as pooling models (embeddings, classification,
+  // scores; --runner pooling, formerly --task embed). V1 gives encoder-only attention no KV cache
+  // (EncoderOnlyAttention.get_kv_cache_spec returns None; vllm-project/vllm#21270, first released
+  // in v0.10.1); V0 ran them from v0.6.4 (vllm-project/vllm#9056) with its paged cache still
+  // carved from the budget.
+  if (model.is_encoder_only) {
+    if (b.version.given && !b.version.at_least(0, 6, 4)) {
+      return Error{fmt::format("{} is an encoder-only model: vLLM {} cannot serve it (encoder-only pooling models "
+                               "arrived in v0.6.4, vllm-project/vllm#9056)", model.id, b.version.text)};
+    }
+    p.no_kv_cache = b.v1_engine && (!b.version.given || b.version.at_least(0, 10, 1));
+    if (p.no_kv_cache) {
+      p.kv = KvLayout{};
+      p.kv.dtype_bytes = 0;   // nothing cached: no KV-cache fix applies
+      p.capacity = KvCapacity{};
+      p.available_kv_bytes = 0;
+      p.max_model_len_that_fits = 0;
+      p.left_bytes = static_cast<int64_t>(p.total_bytes) -
+                     static_cast<int64_t>(p.context_bytes + p.weights.bytes + p.activation.bytes + p.non_torch.bytes +
+                                          (s.enforce_eager ? 0 : p.cuda_graphs.bytes));
+      // Without chunked prefill a request's prompt is scheduled whole: a step holds as many
+      // max-length prompts as the token budget allows, and at most max_num_seqs.
+      p.requests_at_once = std::min(s.max_num_seqs, s.max_num_batched_tokens / std::max<uint64_t>(s.max_model_len, 1));
+      p.assumptions.push_back(
+          "encoder-only model: vLLM serves it as a pooling model (embeddings, classification, scores: --runner "
+          "pooling; older releases: --task embed) and cannot generate with it; V1 allocates no KV cache for "
+          "encoder-only attention (vllm-project/vllm#21270), so gpu_memory_utilization sizes nothing");
+    } else {
+      p.assumptions.push_back(fmt::format(
+          "encoder-only model: vLLM {} serves it as a pooling model on the V0 engine (V1 took encoder-only models from "
+          "v0.10.1), which still carves a paged KV "
+          "cache out of the budget though encoder-only attention never reads it: the KV figures are memory held, not "
+          "concurrency", b.version.given ? b.version.text : "current"));
+    }
+  }
+
   // --- The startup sequence and the first error vLLM would raise.
   const uint64_t tp = s.tensor_parallel_size;
   auto set_error = [&](std::string kind, std::string message) {
@@ -553,7 +603,14 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
               " for more tips. (original error: CUDA out of memory)"
         : std::string("torch.OutOfMemoryError: CUDA out of memory while loading the weights"));
   }
-  if (p.capacity.num_blocks == 0) {
+  if (p.no_kv_cache) {
+    if (p.left_bytes < 0 && !p.error) {
+      set_error("forward_oom", fmt::format(
+          "torch.OutOfMemoryError: CUDA out of memory in the forward pass ({:.2f} GiB of weights and a {:.2f} GiB "
+          "activation peak, with the CUDA context, non-torch memory and CUDA graphs, need {:.2f} GiB more than the "
+          "{:.2f} GiB GPU)", gib(p.weights.bytes), gib(p.activation.bytes), gib(-p.left_bytes), gib(p.total_bytes)));
+    }
+  } else if (p.capacity.num_blocks == 0) {
     if (c.max_model_len_auto && b.v1_engine) {
       set_error("auto_fit_failed", "Cannot auto-fit max_model_len: not enough GPU memory available "
                                    "to serve even a single token. Try increasing `gpu_memory_utilization`.");
@@ -610,7 +667,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // Before v0.21 the graphs were captured after the KV cache took the budget: they need what is
   // left of the card after the context, the budget and the activation memory given back (or, with
   // the KV cache sized outright, after what is really in use).
-  if ((!p.graphs_in_budget || kv_sized_outright) && !s.enforce_eager) {
+  if ((!p.graphs_in_budget || kv_sized_outright) && !s.enforce_eager && !p.no_kv_cache) {
     uint64_t in_use = kv_sized_outright ? in_use_after_kv
                                         : p.context_bytes + p.budget_bytes - std::min(p.budget_bytes, p.activation.bytes);
     if (in_use + p.cuda_graphs.bytes > p.total_bytes) {

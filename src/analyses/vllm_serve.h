@@ -26,6 +26,7 @@ struct ServeTarget {
   bool bf16 = true;
   bool fp8 = true;
   bool nvlink = false;
+  uint64_t tensor_parallel_domain = 8;   // the most GPUs TP spans (GpuSpec::tensor_parallel_domain)
   bool from_catalog = false;
   std::string vendor = "nvidia";
   std::string architecture;   // the catalog's (Ampere, Hopper, ...); "" for --memory. Picks MoE kernels.
@@ -106,6 +107,11 @@ struct ServePrediction {
   uint64_t blocks_from_memory = 0;    // what the memory holds, before --num-gpu-blocks-override
   bool blocks_overridden = false;     // --num-gpu-blocks-override set num_blocks (capacity.bytes follows it)
   uint64_t max_model_len_that_fits = 0;
+  // An encoder-only model (BERT) served as a pooling model by a V1 engine that allocates no KV
+  // cache for it (vllm-project/vllm#21270): kv and capacity stay empty, available_kv_bytes is 0.
+  bool no_kv_cache = false;
+  int64_t left_bytes = 0;             // no_kv_cache: the card after context, weights, activation peak, non-torch, graphs
+  uint64_t requests_at_once = 0;      // no_kv_cache: min(max_num_seqs, max_num_batched_tokens / max_model_len)
   std::vector<std::string> log_lines; // what vLLM would log
   std::optional<VllmStartupError> error;
   std::vector<std::string> warnings;

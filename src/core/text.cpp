@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <vector>
 
 namespace oomdoc {
@@ -27,6 +28,21 @@ size_t edit_distance(std::string_view a, std::string_view b) {
     }
   }
   return d[a.size()][b.size()];
+}
+
+std::optional<std::string> closest_spelling(std::string_view name, const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  size_t best_distance = SIZE_MAX;
+  for (const std::string& candidate : candidates) {
+    const size_t length = std::min(candidate.size(), name.size());
+    const size_t allowed = length >= 12 ? 3 : length >= 8 ? 2 : 1;
+    const size_t distance = edit_distance(name, candidate);
+    if (distance <= allowed && distance < best_distance) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  return best;
 }
 
 }  // namespace oomdoc

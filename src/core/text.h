@@ -9,6 +9,7 @@
 #include <string_view>
 #include <system_error>
 #include <type_traits>
+#include <vector>
 
 namespace oomdoc {
 
@@ -18,6 +19,11 @@ std::string to_lower(std::string_view s);
 // Edit distance for "did you mean" suggestions: insertions, deletions, substitutions, and the swap
 // of two neighbouring characters, each counting one.
 size_t edit_distance(std::string_view a, std::string_view b);
+
+// The candidate that `name` most likely misspells, for "did you mean" on command-line flags: the
+// nearest within 1 edit for short names, 2 from 8 characters, 3 from 12 (--max-model-length,
+// --gpu-memory-utilisation, --ctx-sise); nullopt when none is that close. Ties go to the first.
+std::optional<std::string> closest_spelling(std::string_view name, const std::vector<std::string>& candidates);
 
 // The whole of `text` as a number of type T, or nullopt: the one way the readers turn matched
 // digits into numbers. Integers: optional '-' (signed T only) and digits. Floating point: digits

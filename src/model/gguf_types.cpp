@@ -105,6 +105,10 @@ std::optional<GgmlType> llama_cache_type(std::string_view name) {
   if (name == "fp32") return GgmlType::kF32;
   if (name == "q8_0") return GgmlType::kQ8_0;
   if (name == "q4_0") return GgmlType::kQ4_0;
+  if (name == "q4_1") return GgmlType::kQ4_1;
+  if (name == "iq4_nl") return GgmlType::kIQ4_NL;
+  if (name == "q5_0") return GgmlType::kQ5_0;
+  if (name == "q5_1") return GgmlType::kQ5_1;
   return std::nullopt;
 }
 

@@ -23,7 +23,7 @@ namespace oomdoc {
 // quantize rules below produce. A file may hold others (IQ types, ...): ggml_type_by_id knows them.
 enum class GgmlType : uint32_t {
   kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
-  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kBF16 = 30,
+  kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14, kIQ4_NL = 20, kBF16 = 30,
 };
 
 struct GgmlTypeSize {
@@ -43,10 +43,11 @@ double ggml_bytes(GgmlType type, double elements);
 // "ftype N" for one oomdoc does not name.
 std::string gguf_file_type_name(uint64_t ftype);
 
-// llama.cpp's KV cache types (-ctk/-ctv) by the job's kv_cache_dtype names: auto, fp16 and f16
-// (llama.cpp's default f16), bf16, fp32, q8_0, q4_0. nullopt for any other.
+// llama.cpp's KV cache types (-ctk/-ctv; common/arg.cpp kv_cache_types) by the job's
+// kv_cache_dtype names: auto, fp16 and f16 (llama.cpp's default f16), bf16, fp32 (llama.cpp's
+// f32), q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1. nullopt for any other.
 std::optional<GgmlType> llama_cache_type(std::string_view kv_cache_dtype);
-inline constexpr std::string_view kLlamaCacheTypeNames = "f16, bf16, fp32, q8_0, q4_0";
+inline constexpr std::string_view kLlamaCacheTypeNames = "f16, bf16, fp32, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1";
 
 // The file types oomdoc knows, as `llama-quantize` names them, lower case:
 // f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m,

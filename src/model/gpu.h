@@ -20,6 +20,11 @@ struct GpuSpec {
   bool fp4 = false;
   bool nvlink = false;
   std::string interconnect;          // notes: "NVLink 900 GB/s", "PCIe Gen4 only"
+  // The most GPUs one tensor-parallel group spans: the NVLink domain (an HGX board's 8, a GB200
+  // NVL72's 72), else one server's 8 PCIe slots. Beyond it, more GPUs are pipeline stages on more
+  // nodes (vLLM's distributed serving guide: TP = GPUs per node, PP = nodes). fit and serve both
+  // read it from here; data/gpus.json's tp_domain_gpus, 8 where absent.
+  uint64_t tensor_parallel_domain = 8;
   std::string source;                // where total_bytes comes from
   // The smaller total that CUDA itself reports (torch.cuda.mem_get_info, vLLM's total_gpu_memory),
   // which vLLM multiplies by gpu_memory_utilization. Absent when no reliable figure is known.

@@ -35,6 +35,8 @@ Result<GpuSpec> parse_entry(const nlohmann::json& entry) {
   gpu.fp4 = entry.at("fp4").get<bool>();
   gpu.nvlink = entry.at("nvlink").get<bool>();
   gpu.interconnect = entry.at("interconnect").get<std::string>();
+  gpu.tensor_parallel_domain = entry.value("tp_domain_gpus", gpu.tensor_parallel_domain);
+  if (gpu.tensor_parallel_domain == 0) return Error{"gpus.json: " + gpu.name + ": tp_domain_gpus is 0"};
   if (entry.contains("cuda_total_gib")) {
     auto quantity = parse_quantity(entry["cuda_total_gib"].get<std::string>() + " GiB");
     if (!quantity) return Error{"gpus.json: " + gpu.name + ": cuda_total_gib is not a number"};

@@ -7,6 +7,7 @@
 
 #include "core/text.h"
 #include "model/gguf_types.h"
+#include "readers/llama_cpp_flags.h"
 #include "readers/vllm_args.h"
 
 namespace oomdoc {
@@ -19,12 +20,12 @@ bool is_llama_cpp_program(const std::string& word) {
   return kPrograms.count(base) > 0;
 }
 
-// llama.cpp's cache type spelling (-ctk f32) as the job's kv_cache_dtype names it (fp32).
+// llama.cpp's cache type names (common/arg.cpp kv_cache_types, matched exactly by
+// kv_cache_type_from_str) as the job's kv_cache_dtype names them (f32 is the job's fp32).
 std::optional<std::string> cache_type(const std::string& value) {
-  std::string name = to_lower(value);
-  if (name == "f32") name = "fp32";
-  if (!llama_cache_type(name)) return std::nullopt;
-  return name;
+  static const std::set<std::string> kNames = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"};
+  if (!kNames.count(value)) return std::nullopt;
+  return value == "f32" ? std::string("fp32") : value;
 }
 
 // Bytes per cached value, to size a K and V of different types at the larger.
@@ -37,29 +38,6 @@ std::optional<std::string> on_off_auto(const std::string& word) {
   if (w == "off" || w == "0" || w == "false" || w == "disabled" || w == "no") return std::string("off");
   if (w == "auto" || w == "-1") return std::string("auto");
   return std::nullopt;
-}
-
-// Flags that change GPU memory in ways the estimate does not size: listed, never silently ignored.
-bool changes_memory_unmodelled(const std::string& flag) {
-  static const std::set<std::string> kFlags = {
-      "-nkvo", "--no-kv-offload", "-ot", "--override-tensor", "-ncmoe", "--n-cpu-moe", "-cmoe", "--cpu-moe",
-      "--mmproj", "-mm", "-md", "--model-draft", "--swa-full", "-ts", "--tensor-split", "-sm", "--split-mode",
-      "-mg", "--main-gpu", "--lora", "--lora-scaled", "--control-vector", "-dev", "--device", "--kv-unified",
-      "-kvu", "--spec-replace", "-ngld", "--gpu-layers-draft", "-cd", "--ctx-size-draft"};
-  return kFlags.count(flag) > 0;
-}
-
-// Flags that take a value, so that the value is not read as a flag.
-bool takes_value(const std::string& flag) {
-  static const std::set<std::string> kFlags = {
-      "-ot", "--override-tensor", "-ncmoe", "--n-cpu-moe", "--mmproj", "-mm", "-md", "--model-draft", "-ts",
-      "--tensor-split", "-sm", "--split-mode", "-mg", "--main-gpu", "--lora", "--control-vector", "-dev", "--device",
-      "-ngld", "--gpu-layers-draft", "-cd", "--ctx-size-draft", "-b", "--batch-size", "-t", "--threads", "--host",
-      "--port", "-a", "--alias", "--temp", "-n", "--n-predict", "-p", "--prompt", "--seed", "-s", "--chat-template",
-      "--api-key", "-tb", "--threads-batch", "--jinja-template", "-f", "--file", "--top-k", "--top-p", "--min-p",
-      "--repeat-penalty", "-to", "--timeout", "--slot-save-path", "--rope-scaling", "--rope-freq-base",
-      "--lora-scaled", "--grammar", "--grammar-file", "--log-file", "--reasoning-format", "--reasoning-budget"};
-  return kFlags.count(flag) > 0;
 }
 
 }  // namespace
@@ -87,16 +65,15 @@ std::optional<Result<LlamaCppCommand>> parse_llama_cpp_command_line(const std::v
   std::optional<uint64_t> n_batch;
   for (size_t i = 1; i < words.size(); ++i) {
     std::string flag = words[i];
-    std::string value;
-    const bool inline_value = flag.rfind("--", 0) == 0 && flag.find('=') != std::string::npos;
-    if (inline_value) {
-      value = flag.substr(flag.find('=') + 1);
-      flag = flag.substr(0, flag.find('='));
-    }
     // common/arg.cpp reads --ctx_size as --ctx-size.
     if (flag.rfind("--", 0) == 0) std::replace(flag.begin(), flag.end(), '_', '-');
+    // It looks each word up whole: --ctx-size=4096 is no flag to it.
+    if (flag.find('=') != std::string::npos && find_llama_cpp_flag(flag.substr(0, flag.find('=')))) {
+      return fail(fmt::format("{}: llama.cpp takes a value as the next word ({} {}); it exits with "
+                              "\"error: invalid argument: {}\"", words[i], flag.substr(0, flag.find('=')),
+                              flag.substr(flag.find('=') + 1), flag));
+    }
     auto take = [&]() -> std::optional<std::string> {
-      if (inline_value) return value;
       if (i + 1 >= words.size()) return std::nullopt;
       return words[++i];
     };
@@ -135,24 +112,37 @@ std::optional<Result<LlamaCppCommand>> parse_llama_cpp_command_line(const std::v
     } else if (flag == "-fa" || flag == "--flash-attn") {
       // Newer builds take on/off/auto (and arg.cpp's truthy/falsy words); older ones a bare switch.
       std::optional<std::string> mode;
-      if (inline_value) mode = on_off_auto(value);
-      else if (i + 1 < words.size()) mode = on_off_auto(words[i + 1]);
-      if (mode && !inline_value) ++i;
-      if (inline_value && !mode) return fail(fmt::format("{} '{}': expected on, off or auto", flag, value));
+      if (i + 1 < words.size()) mode = on_off_auto(words[i + 1]);
+      if (mode) ++i;
       flash = mode.value_or("on");
     } else if (flag == "-ctk" || flag == "--cache-type-k" || flag == "-ctv" || flag == "--cache-type-v") {
       if (!needs(v)) return fail(flag + " needs a type");
       auto type = cache_type(*v);
-      if (!type) return fail(fmt::format("{} {}: oomdoc sizes {} caches", flag, *v, kLlamaCacheTypeNames));
+      if (!type) {
+        return fail(fmt::format("{} {}: llama.cpp's cache types are f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, "
+                                "q5_1; it exits with \"Unsupported cache type: {}\"", flag, *v, *v));
+      }
       (flag == "-ctk" || flag == "--cache-type-k" ? cache_k : cache_v) = *type;
     } else if (flag == "-hf" || flag == "--hf-repo" || flag == "-hfr") {
       return fail(flag + ": oomdoc reads the GGUF file itself and never downloads: give -m PATH to the .gguf file");
-    } else if (changes_memory_unmodelled(flag)) {
-      auto given = takes_value(flag) ? take() : std::nullopt;
-      c.not_modelled.push_back(given ? flag + " " + *given : flag);
+    } else if (auto known = find_llama_cpp_flag(flag)) {
+      std::string given = flag;
+      if (known->values == -1) {   // an on/off/auto word when one follows (newer builds), else a switch
+        if (i + 1 < words.size() && on_off_auto(words[i + 1])) given += " " + words[++i];
+      }
+      for (int n = 0; n < known->values; ++n) {
+        if (i + 1 >= words.size()) return fail(flag + " needs a value");
+        given += " " + words[++i];
+      }
+      (known->changes_memory ? c.not_modelled : c.ignored).push_back(given);
+    } else if (flag.size() > 1 && flag[0] == '-') {
+      // llama.cpp refuses any word it does not know: a typo must not size the default silently.
+      auto meant = closest_spelling(flag, llama_cpp_flag_spellings());
+      return fail(fmt::format("{}: not a llama.cpp flag{}; it exits with \"error: invalid argument: {}\"", flag,
+                              meant ? fmt::format(" (did you mean {}?)", *meant) : "", flag));
     } else {
-      auto given = takes_value(flag) ? take() : std::nullopt;
-      c.ignored.push_back(given ? flag + " " + *given : flag);
+      return fail(fmt::format("'{}': llama.cpp takes no positional arguments (a flag's value is missing its flag?); "
+                              "it exits with \"error: invalid argument: {}\"", flag, flag));
     }
   }
   if (c.model_path.empty()) return fail("no model given (-m PATH to a .gguf file)");

@@ -99,11 +99,8 @@ const std::vector<std::string>& memory_flags() {
   return kFlags;
 }
 
-// The memory flag `name` most likely misspells: within 1 edit for short names, 2 from 8
-// characters, 3 from 12 (--max-model-length, --gpu-memory-utilisation, --tensor-paralel-size).
+// The memory flag `name` most likely misspells (core/text.h closest_spelling), or the one it abbreviates.
 std::optional<std::string> near_memory_flag(const std::string& name) {
-  std::optional<std::string> best;
-  size_t best_distance = SIZE_MAX;
   // An abbreviation ("--tensor-parallel"): argparse may expand it or refuse it depending on the
   // version; either way the flag meant is a memory flag, so it is spelled out or refused here.
   if (name.size() >= 4) {
@@ -111,16 +108,7 @@ std::optional<std::string> near_memory_flag(const std::string& name) {
       if (flag.size() > name.size() && flag.compare(0, name.size(), name) == 0) return flag;
     }
   }
-  for (const std::string& flag : memory_flags()) {
-    const size_t length = std::min(flag.size(), name.size());
-    const size_t allowed = length >= 12 ? 3 : length >= 8 ? 2 : 1;
-    const size_t distance = edit_distance(name, flag);
-    if (distance <= allowed && distance < best_distance) {
-      best = flag;
-      best_distance = distance;
-    }
-  }
-  return best;
+  return closest_spelling(name, memory_flags());
 }
 
 std::string normalize_flag(std::string_view flag) {

@@ -16,7 +16,8 @@ std::string render_estimate_text(const ModelSpec& model, const Estimate& est, co
   out += fmt::format(" ({} params, {}{})\n", format_count(model.total_params),
                      model.base_model_id.empty() ? "" : "base model " + model.base_model_id + ", ", model.source);
   if (config) out += render_config_summary(*config, style);
-  out += fmt::format("Peak per GPU during {}: {}\n\n", est.peak_phase, style.bold(format_bytes(est.device_used_bytes)));
+  const std::string phase = est.peak_phase == "forward" ? "the forward pass" : est.peak_phase;
+  out += fmt::format("Peak per GPU during {}: {}\n\n", phase, style.bold(format_bytes(est.device_used_bytes)));
   size_t width = 10;
   for (const auto& c : est.components) width = std::max(width, c.name.size());
   for (const auto& c : est.components) {

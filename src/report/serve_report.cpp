@@ -54,7 +54,10 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
   if (!s.enforce_eager) {
     row("CUDA graphs", p.cuda_graphs, p.graphs_in_budget ? "" : " (captured after the KV cache, outside the budget)");
   }
-  if (p.blocks_overridden) {
+  if (p.no_kv_cache) {
+    out += fmt::format("  {:<18} {:>11}  encoder-only model: no KV cache (the budget sizes nothing)\n", "KV cache", "none");
+    out += fmt::format("  {:<18} {:>11}  of the card after all of the above\n", "left", format_signed_bytes(p.left_bytes));
+  } else if (p.blocks_overridden) {
     out += fmt::format("  {:<18} {:>11}  = {} tokens of {} ({}); --num-gpu-blocks-override {} ({} available)\n",
                        "KV cache", format_bytes(p.capacity.bytes), format_exact_count(p.capacity.tokens),
                        format_bytes(p.kv.bytes_per_token), p.kv.formula, p.capacity.num_blocks,
@@ -66,7 +69,12 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
   out += fmt::format("\n{}\n", st.bold("vLLM would log"));
   for (const auto& line : p.log_lines) out += fmt::format("  {}\n", line);
   out += "\n";
-  if (p.fits) {
+  if (p.fits && p.no_kv_cache) {
+    out += st.green("Fits") + fmt::format(": served as a pooling model, no KV cache; {} left; up to {} requests of {} "
+                                          "tokens at once (max_num_seqs {}, max_num_batched_tokens {} / {}).\n",
+                                          format_signed_bytes(p.left_bytes), p.requests_at_once, s.max_model_len,
+                                          s.max_num_seqs, s.max_num_batched_tokens, s.max_model_len);
+  } else if (p.fits) {
     out += st.green("Fits") + fmt::format(": {} tokens of KV cache, {:.2f} requests of {} tokens at once.\n",
                                           format_exact_count(p.capacity.tokens), p.capacity.max_concurrency,
                                           s.max_model_len);
@@ -146,7 +154,10 @@ Json serve_json(const ServeReport& r) {
   components["cuda_graphs"] = component_json(p.cuda_graphs);
   components["cuda_graphs"]["in_budget"] = p.graphs_in_budget;
   doc["components"] = components;
-  doc["available_kv_cache_bytes"] = p.available_kv_bytes;
+  doc["no_kv_cache"] = p.no_kv_cache;
+  doc["available_kv_cache_bytes"] = p.no_kv_cache ? Json(nullptr) : Json(p.available_kv_bytes);
+  doc["left_bytes"] = p.no_kv_cache ? Json(p.left_bytes) : Json(nullptr);
+  doc["requests_at_once"] = p.no_kv_cache ? Json(p.requests_at_once) : Json(nullptr);
   doc["kv_cache"] = {{"bytes_per_token", p.kv.bytes_per_token},
                      {"formula", p.kv.formula},
                      {"dtype_bytes", p.kv.dtype_bytes},
@@ -165,7 +176,8 @@ Json serve_json(const ServeReport& r) {
                      {"allocated_bytes", p.capacity.bytes},
                      {"max_concurrency", p.capacity.max_concurrency},
                      {"binding_pipeline_stage", p.binding_stage}};
-  doc["max_model_len_that_fits"] = p.max_model_len_that_fits;
+  if (p.no_kv_cache) doc["kv_cache"] = nullptr;
+  doc["max_model_len_that_fits"] = p.no_kv_cache ? Json(nullptr) : Json(p.max_model_len_that_fits);
   doc["fits"] = p.fits;
   doc["error"] = p.error ? Json{{"kind", p.error->kind}, {"message", p.error->message}} : Json(nullptr);
   doc["log_lines"] = p.log_lines;

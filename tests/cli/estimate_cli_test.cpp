@@ -326,5 +326,17 @@ TEST(EstimateCli, TrainingConfigErrorsNameTheFile) {
                              ": line 4, column 8: invalid YAML: end of sequence flow not found\n");
 }
 
+// An encoder-only model generates nothing: its inference peak is the forward pass (peak_phase "forward").
+TEST(EstimateCli, EncoderOnlyInferencePeaksInTheForwardPass) {
+  auto r = run_cli({"estimate", "bert-large-uncased", "--task", "inference"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Peak per GPU during the forward pass: "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("during generation"), std::string::npos) << r.out;
+  auto j = run_cli({"estimate", "bert-large-uncased", "--task", "inference", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(j.out)["peak_phase"], "forward");
+  auto llama = run_cli({"estimate", "llama-3.1-8b", "--task", "inference", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(llama.out)["peak_phase"], "generation");
+}
+
 }  // namespace
 }  // namespace oomdoc

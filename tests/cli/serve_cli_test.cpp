@@ -224,7 +224,15 @@ TEST(ServeCli, LlamaServerCommandLinesAreSizedFromTheGgufFile) {
            {{"serve", "--gpu", "3060", "--", "llama-server", "-hf", "org/model-GGUF"}, "oomdoc: serve: llama-server: -hf: oomdoc reads the GGUF file itself"},
            {{"serve", "--gpu", "3060", "--", "llama-server", "-c", "4096"}, "oomdoc: serve: llama-server: no model given"},
            {{"serve", "--gpu", "3060", "--", "llama-server", "-m", gguf, "-c", "lots"}, "oomdoc: serve: llama-server: -c 'lots' is not a count"},
-           {{"serve", "--gpu", "3060", "--", "llama-server", "-m", gguf, "-ctk", "q5_1"}, "oomdoc: serve: llama-server: -ctk q5_1: oomdoc sizes"},
+           {{"serve", "--gpu", "3060", "--", "llama-server", "-m", gguf, "-ctk", "fp32"},
+            "oomdoc: serve: llama-server: -ctk fp32: llama.cpp's cache types are f32, f16, bf16, q8_0, q4_0, q4_1, "
+            "iq4_nl, q5_0, q5_1; it exits with \"Unsupported cache type: fp32\"\n"},
+           {{"serve", "--gpu", "4090", "--", "llama-server", "-m", gguf, "--ctx-sise", "65536"},
+            "oomdoc: serve: llama-server: --ctx-sise: not a llama.cpp flag (did you mean --ctx-size?); it exits with "
+            "\"error: invalid argument: --ctx-sise\"\n"},
+           {{"serve", "--gpu", "4090", "--", "llama-server", "-m", gguf, "--n-gpu-layer", "5"},
+            "oomdoc: serve: llama-server: --n-gpu-layer: not a llama.cpp flag (did you mean --n-gpu-layers?); it exits "
+            "with \"error: invalid argument: --n-gpu-layer\"\n"},
            {{"serve", "--gpu", "3060", "--", "llama-server", "-m", testing::fixture_path("gguf/truncated.gguf")},
             "oomdoc: serve: " + testing::fixture_path("gguf/truncated.gguf") + ": truncated or corrupt GGUF header"},
        }) {

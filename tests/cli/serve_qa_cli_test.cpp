@@ -137,5 +137,89 @@ TEST(ServeQaCli, OverrideSmallerThanOneRequestWarnsInV1) {
   EXPECT_TRUE(warned) << doc["warnings"].dump();
 }
 
+// QA: TP 16 on H100s spans two HGX boards. TP stops at the card's tensor-parallel domain (8) and
+// the second node is a pipeline stage, as vLLM's distributed-serving guide lays a multi-node launch out.
+TEST(ServeQaCli, TensorParallelNeverLeavesTheNvlinkDomain) {
+  auto r = run_cli({"serve", "--gpu", "h100-80", "--json", "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3", "-tp", "8"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_GE(doc["fixes"].size(), 1u);
+  EXPECT_EQ(doc["fixes"][0]["flag"], "--pipeline-parallel-size 2");
+  EXPECT_EQ(doc["fixes"][0]["fix_id"], "vllm_pipeline_parallel");
+  EXPECT_EQ(doc["fixes"][0]["cost"], "16 GPUs: 2 nodes of 8, TP 8 inside each node's NVLink, PP 2 across nodes");
+  EXPECT_EQ(doc["fixes"][0]["kv_tokens"], 873488);
+  for (const auto& fix : doc["fixes"]) {
+    EXPECT_EQ(fix["flag"].get<std::string>().find("--tensor-parallel-size"), std::string::npos) << fix["flag"];
+  }
+}
+
+// More GPUs: fewest first, then the most KV tokens (PP 2 holds more than TP 2 for Llama 3.1 8B on
+// a 4090: each stage keeps half the layers' KV but the whole budget).
+TEST(ServeQaCli, MoreGpuFixesAreOrderedByGpusThenTokens) {
+  auto r = run_cli({"serve", "--gpu", "4090", "--json", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                    "--max-model-len", "131072"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  std::vector<std::pair<std::string, uint64_t>> parallel;
+  const auto doc = nlohmann::json::parse(r.out);
+  for (const auto& fix : doc["fixes"]) {
+    const std::string id = fix["fix_id"];
+    if (id == "vllm_tensor_parallel" || id == "vllm_pipeline_parallel") parallel.emplace_back(fix["flag"], fix["kv_tokens"]);
+  }
+  EXPECT_EQ(parallel, (std::vector<std::pair<std::string, uint64_t>>{{"--pipeline-parallel-size 2", 214448},
+                                                                       {"--tensor-parallel-size 2", 210352}}));
+}
+
+// QA: BERT is encoder-only. vLLM V1 serves it as a pooling model with no KV cache
+// (vllm-project/vllm#21270): no KV figures, what is left of the card, and the requests one step
+// schedules without chunked prefill: min(256, 2048 / 512) = 4.
+TEST(ServeQaCli, EncoderOnlyModelsHaveNoKvCache) {
+  auto r = run_cli({"serve", "--gpu", "4090", "--json", "--", "vllm", "serve", "google-bert/bert-large-uncased"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(doc["no_kv_cache"].get<bool>());
+  EXPECT_TRUE(doc["kv_cache"].is_null());
+  EXPECT_TRUE(doc["available_kv_cache_bytes"].is_null());
+  EXPECT_TRUE(doc["max_model_len_that_fits"].is_null());
+  EXPECT_FALSE(doc["settings"]["chunked_prefill"].get<bool>());
+  // 4090's CUDA total 25,393,994,138 B minus the context 512 MiB, weights 670,283,776, activation
+  // 109,390,848, non-torch 300 MiB and graphs 240 MiB.
+  EXPECT_EQ(doc["left_bytes"], 25393994138ll - 536870912 - 670283776 - 109390848 - 314572800 - 251658240);
+  EXPECT_EQ(doc["requests_at_once"], 4);
+  EXPECT_EQ(doc["log_lines"], nlohmann::json::array({"Model loading took 0.6243 GiB",
+                                                     "Estimated CUDA graph memory: 0.23 GiB total"}));
+  auto text = run_cli({"serve", "--gpu", "4090", "--", "vllm", "serve", "google-bert/bert-large-uncased"});
+  EXPECT_NE(text.out.find("  KV cache                  none  encoder-only model: no KV cache (the budget sizes nothing)\n"
+                          "  left                 21.90 GiB  of the card after all of the above\n"),
+            std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Fits: served as a pooling model, no KV cache; 21.90 GiB left; up to 4 requests of 512 tokens "
+                          "at once (max_num_seqs 256, max_num_batched_tokens 2048 / 512).\n"),
+            std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("tokens of KV cache"), std::string::npos) << text.out;
+  // It does not fit only when the card cannot hold the forward pass: 1.5 GiB less the same parts.
+  auto small = run_cli({"serve", "--memory", "1.5GiB", "--json", "--", "vllm", "serve", "google-bert/bert-large-uncased",
+                        "--gpu-memory-utilization", "0.5"});
+  EXPECT_EQ(small.exit_code, 1) << small.err;
+  auto small_doc = nlohmann::json::parse(small.out);
+  EXPECT_EQ(small_doc["left_bytes"], 1610612736ll - 536870912 - 670283776 - 109390848 - 314572800 - 251658240);
+  EXPECT_EQ(small_doc["error"]["kind"], "forward_oom");
+  EXPECT_EQ(small_doc["error"]["message"],
+            "torch.OutOfMemoryError: CUDA out of memory in the forward pass (0.62 GiB of weights and a 0.10 GiB "
+            "activation peak, with the CUDA context, non-torch memory and CUDA graphs, need 0.25 GiB more than the "
+            "1.50 GiB GPU)");
+  // vLLM 0.9 ran encoder-only models on V0, which carves its paged cache from the budget anyway.
+  auto v0 = run_cli({"serve", "--gpu", "4090", "--json", "--vllm-version", "0.9.0", "--", "vllm", "serve",
+                     "google-bert/bert-large-uncased"});
+  ASSERT_EQ(v0.exit_code, 0) << v0.err;
+  auto v0doc = nlohmann::json::parse(v0.out);
+  EXPECT_EQ(v0doc["vllm"]["engine"], "V0");
+  EXPECT_FALSE(v0doc["no_kv_cache"].get<bool>());
+  // Before v0.6.4 (vllm-project/vllm#9056) vLLM served no encoder-only model at all.
+  auto old = run_cli({"serve", "--gpu", "4090", "--vllm-version", "0.6.3", "--", "vllm", "serve",
+                      "google-bert/bert-large-uncased"});
+  EXPECT_EQ(old.exit_code, 2);
+  EXPECT_EQ(old.err, "oomdoc: serve: google-bert/bert-large-uncased is an encoder-only model: vLLM 0.6.3 cannot serve "
+                     "it (encoder-only pooling models arrived in v0.6.4, vllm-project/vllm#9056)\n");
+}
+
 }  // namespace
 }  // namespace oomdoc

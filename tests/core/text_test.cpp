@@ -19,5 +19,16 @@ TEST(Text, EditDistance) {
   EXPECT_EQ(edit_distance("4900", "4090"), 1u);  // a swap of neighbours is one edit
 }
 
+// "Did you mean" for flags (vLLM's and llama.cpp's readers): 1 edit below 8 characters, 2 from 8, 3 from 12.
+TEST(Text, ClosestSpelling) {
+  const std::vector<std::string> flags = {"-c", "--ctx-size", "--n-gpu-layers", "max-model-len", "dtype"};
+  EXPECT_EQ(closest_spelling("--ctx-sise", flags), "--ctx-size");
+  EXPECT_EQ(closest_spelling("--n-gpu-layer", flags), "--n-gpu-layers");
+  EXPECT_EQ(closest_spelling("max-model-length", flags), "max-model-len");   // 3 edits at 13 characters
+  EXPECT_EQ(closest_spelling("dtyp", flags), "dtype");
+  EXPECT_EQ(closest_spelling("dtp", flags), std::nullopt);                   // 2 edits below 8 characters
+  EXPECT_EQ(closest_spelling("--frobnicate", flags), std::nullopt);
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -71,6 +71,9 @@ TEST(GpuCatalog, CapabilitiesFollowTheArchitecture) {
   EXPECT_TRUE(find_gpu("5090")->fp4);
   EXPECT_FALSE(find_gpu("4090")->nvlink);
   EXPECT_TRUE(find_gpu("h100 sxm")->nvlink);
+  // One tensor-parallel group spans an HGX board's 8 GPUs (tp_domain_gpus absent: 8), for fit and serve.
+  EXPECT_EQ(find_gpu("h100 sxm")->tensor_parallel_domain, 8u);
+  for (const GpuSpec& gpu : gpu_catalog()) EXPECT_GE(gpu.tensor_parallel_domain, 1u) << gpu.name;
 }
 
 struct FuzzyCase {

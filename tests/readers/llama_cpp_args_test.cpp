@@ -3,11 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "readers/llama_cpp_flags.h"
+
 namespace oomdoc {
 namespace {
 
 TEST(LlamaCppArgs, FlagsBecomeTheJob) {
-  auto c = parse_llama_cpp_command_line({"./build/bin/llama-server", "-m", "m.gguf", "--ctx-size=32768", "-ngl", "20",
+  auto c = parse_llama_cpp_command_line({"./build/bin/llama-server", "-m", "m.gguf", "--ctx-size", "32768", "-ngl", "20",
                                          "-ub", "256", "-np", "4", "-fa", "auto", "-ctk", "q8_0", "-ctv", "q8_0",
                                          "--port", "8080", "--mlock"});
   ASSERT_TRUE(c.has_value());
@@ -88,6 +92,71 @@ TEST(LlamaCppArgs, NotLlamaCppOrBadFlags) {
   auto dangling = parse_llama_cpp_command_line({"llama-server", "-m"});
   ASSERT_TRUE(dangling.has_value());
   EXPECT_FALSE(dangling->ok());
+}
+
+// llama.cpp refuses every word it does not know (common_params_parse_ex: "error: invalid
+// argument: %s"), so a typo is an error with the flag it most likely meant, never "ignored".
+TEST(LlamaCppArgs, UnknownFlagsAreRefusedWithTheFlagMeant) {
+  auto error = [](std::vector<std::string> words) {
+    auto c = parse_llama_cpp_command_line(words);
+    EXPECT_TRUE(c.has_value());
+    EXPECT_FALSE(c->ok());
+    return c->ok() ? std::string() : c->error().message;
+  };
+  EXPECT_EQ(error({"llama-server", "-m", "m.gguf", "--ctx-sise", "65536"}),
+            "llama-server: --ctx-sise: not a llama.cpp flag (did you mean --ctx-size?); it exits with \"error: invalid "
+            "argument: --ctx-sise\"");
+  EXPECT_EQ(error({"llama-cli", "-m", "m.gguf", "--n-gpu-layer", "5"}),
+            "llama-cli: --n-gpu-layer: not a llama.cpp flag (did you mean --n-gpu-layers?); it exits with \"error: "
+            "invalid argument: --n-gpu-layer\"");
+  EXPECT_EQ(error({"llama-server", "-m", "m.gguf", "--frobnicate"}),
+            "llama-server: --frobnicate: not a llama.cpp flag; it exits with \"error: invalid argument: --frobnicate\"");
+  // It looks words up whole: --ctx-size=4096 is no flag to it; nor is a stray positional word.
+  EXPECT_EQ(error({"llama-server", "-m", "m.gguf", "--ctx-size=4096"}),
+            "llama-server: --ctx-size=4096: llama.cpp takes a value as the next word (--ctx-size 4096); it exits with "
+            "\"error: invalid argument: --ctx-size=4096\"");
+  EXPECT_EQ(error({"llama-server", "-m", "m.gguf", "4096"}),
+            "llama-server: '4096': llama.cpp takes no positional arguments (a flag's value is missing its flag?); it "
+            "exits with \"error: invalid argument: 4096\"");
+  // Cache types: llama.cpp's exact names (kv_cache_types), f32 not fp32.
+  EXPECT_EQ(error({"llama-server", "-m", "m.gguf", "-ctk", "fp32"}),
+            "llama-server: -ctk fp32: llama.cpp's cache types are f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1; "
+            "it exits with \"Unsupported cache type: fp32\"");
+  EXPECT_EQ(error({"llama-server", "-m", "m.gguf", "-ctv", "Q8_0"}),
+            "llama-server: -ctv Q8_0: llama.cpp's cache types are f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1; "
+            "it exits with \"Unsupported cache type: Q8_0\"");
+}
+
+TEST(LlamaCppArgs, KnownFlagsTakeTheirValues) {
+  auto parse = [](std::vector<std::string> words) {
+    auto c = parse_llama_cpp_command_line(words);
+    EXPECT_TRUE(c.has_value() && c->ok()) << (c && !c->ok() ? c->error().message : "");
+    return c->value();
+  };
+  EXPECT_EQ(parse({"llama-server", "-m", "m.gguf", "-ctk", "f32", "-ctv", "f32"}).job.kv_cache_dtype, "fp32");
+  EXPECT_EQ(parse({"llama-server", "-m", "m.gguf", "-ctk", "iq4_nl", "-ctv", "q5_1"}).job.kv_cache_dtype, "q5_1");
+  // --log-colors: a switch in 2024 builds, on/off/auto after; --control-vector-layer-range takes two;
+  // negative values are values; draft models are named as not sized.
+  const LlamaCppCommand c = parse({"llama-server", "--log-colors", "-m", "m.gguf", "--seed", "-1", "--color", "auto",
+                                   "--control-vector-layer-range", "3", "9", "-md", "draft.gguf", "--mlock"});
+  EXPECT_EQ(c.model_path, "m.gguf");
+  EXPECT_EQ(c.ignored, (std::vector<std::string>{"--log-colors", "--seed -1", "--color auto",
+                                                 "--control-vector-layer-range 3 9", "--mlock"}));
+  EXPECT_EQ(c.not_modelled, (std::vector<std::string>{"-md draft.gguf"}));
+  auto dangling = parse_llama_cpp_command_line({"llama-server", "-m", "m.gguf", "--port"});
+  ASSERT_TRUE(dangling.has_value());
+  ASSERT_FALSE(dangling->ok());
+  EXPECT_EQ(dangling->error().message, "llama-server: --port needs a value");
+}
+
+TEST(LlamaCppFlags, EverySpellingIsOneFlag) {
+  const auto& spellings = llama_cpp_flag_spellings();
+  std::set<std::string> unique(spellings.begin(), spellings.end());
+  EXPECT_EQ(unique.size(), spellings.size());
+  for (const std::string& s : spellings) EXPECT_EQ(s[0], '-') << s;
+  EXPECT_EQ(find_llama_cpp_flag("--ctx-size")->values, 1);
+  EXPECT_TRUE(find_llama_cpp_flag("-nkvo")->changes_memory);
+  EXPECT_FALSE(find_llama_cpp_flag("--ctx-sise").has_value());
 }
 
 }  // namespace
