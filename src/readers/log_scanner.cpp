@@ -20,7 +20,8 @@
 namespace oomdoc {
 namespace {
 
-constexpr size_t kWindowLines = 16;        // a message wraps over at most this many lines
+constexpr size_t kWindowLines = 40;        // a message wraps over at most this many lines (PyTorch's
+                                           // 2.x message folded at 40 columns takes 17)
 constexpr size_t kWindowBytes = 32 << 10;
 constexpr size_t kMaxLine = 16 << 10;      // longer lines are cut around the keyword ...
 constexpr size_t kLineLead = 2 << 10;      // ... keeping this much before it (a message's start)
@@ -305,7 +306,10 @@ std::string join_lines(const std::vector<std::string>& lines, size_t count) {
   std::string out;
   for (size_t i = 0; i < count && i < lines.size(); ++i) {
     if (i > 0) out += ' ';
-    out += lines[i];
+    std::string_view line = lines[i];
+    // A wrapped line keeps the space it was broken at: one space between the parts, not two.
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    out += line;
     if (out.size() > 4096) break;
   }
   while (!out.empty() && out.back() == ' ') out.pop_back();
@@ -583,7 +587,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         *resume = end;
         return true;
       }
-      if (!any_format_triggered(c.text)) {
+      if (!any_format_triggered(c.text) && !ends_with_trigger_start(c.text)) {
         add_context_line(c.text, line_at(ls), c.rank);
         *resume = end;
         return true;
@@ -676,7 +680,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   for (const MessageFormat& format : message_formats()) {
     bool triggered = false;
     for (const auto& trigger : format.triggers) {
-      if (window.lines[0].find(trigger) != std::string::npos) {
+      if (window.first_line_holds(trigger)) {
         triggered = true;
         break;
       }
