@@ -325,10 +325,18 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
         list += fmt::format("{}pid {} holds {}", list.empty() ? "" : ", ", p.pid ? std::to_string(*p.pid) : "?",
                             format_bytes(p.memory.bytes));
       }
+      // The listed process that is this one (breakdown(): the figures only add up that way).
+      std::string self_note;
+      if (m.likely_self_pid && e.other_processes.size() > 1) {
+        self_note = fmt::format(" (not pid {}: that is this process under its host PID)", *m.likely_self_pid);
+        list += fmt::format("; pid {} holding {} is this process under its host PID", *m.likely_self_pid,
+                            format_bytes(*m.this_process));
+      }
       outside_evidence.push_back(fmt::format("Other processes hold {} ({} of the card): {}.", format_bytes(bytes),
                                              pct(bytes, total), list));
       outside_fixes.push_back(make_fix("end_other_processes", "Stale notebooks and finished runs often keep the card: "
-                                                              "check the listed pids with nvidia-smi, end the stale ones."));
+                                                              "check the listed pids with nvidia-smi, end the stale ones" +
+                                                                  self_note + "."));
     } else if (cause == "memory_outside_allocator") {
       outside_evidence.push_back(fmt::format(
           "{} ({} of the card) is held neither by this process's PyTorch allocator nor by a listed process: "
@@ -745,26 +753,43 @@ MemoryBreakdown breakdown(const OomEvent& e) {
     m.pytorch_reserved = *allocated + m.reserved_unallocated.value_or(0);
   }
   m.this_process = e.bytes("process");
-  // One "Process P has M" line, no "this process" line, and M at least PyTorch's reserve: that is
-  // this process under its host PID (containers).
-  const bool only_process_is_self =
-      !m.this_process && e.other_processes.size() == 1 &&
-      (!m.pytorch_reserved || e.other_processes[0].memory.bytes >= *m.pytorch_reserved);
-  if (only_process_is_self) {
-    m.likely_self_pid = e.other_processes[0].pid;   // null when the printed pid did not fit
-    m.this_process = e.other_processes[0].memory.bytes;
-  } else {
-    for (const auto& p : e.other_processes) m.other_processes += p.memory.bytes;
+  // No "this process" line (a container: PyTorch does not know its own host PID) and one listed
+  // process can be this one. With a single "Process P has M" line whose M is at least PyTorch's
+  // reserve, it is. With several, when PyTorch's reserve and every listed process together exceed
+  // what is used on the card (total - free), they cannot all be others: this process is the listed
+  // one whose size is the closest above PyTorch's reserve.
+  const OtherProcess* self = nullptr;
+  if (!m.this_process && !e.other_processes.empty()) {
+    if (e.other_processes.size() == 1) {
+      if (!m.pytorch_reserved || e.other_processes[0].memory.bytes >= *m.pytorch_reserved) self = &e.other_processes[0];
+    } else if (m.pytorch_reserved && m.total && m.free && *m.total >= *m.free) {
+      uint64_t listed = 0;
+      for (const auto& p : e.other_processes) listed += p.memory.bytes;
+      if (*m.pytorch_reserved + listed > *m.total - *m.free) {
+        for (const auto& p : e.other_processes) {
+          if (p.memory.bytes >= *m.pytorch_reserved && (self == nullptr || p.memory.bytes < self->memory.bytes)) self = &p;
+        }
+      }
+    }
+    if (self != nullptr) {
+      m.likely_self_pid = self->pid;   // null when the printed pid did not fit
+      m.this_process = self->memory.bytes;
+    }
+  }
+  for (const auto& p : e.other_processes) {
+    if (&p != self) m.other_processes += p.memory.bytes;
   }
   // Only when the message says what this process holds: a message cut after "is free." leaves the
   // rest of the card unexplained, not held outside PyTorch.
   if (m.total && m.free && (m.this_process || m.pytorch_reserved)) {
     const uint64_t held = m.this_process.value_or(m.pytorch_reserved.value_or(0));
-    m.unattributed = static_cast<int64_t>(*m.total) - static_cast<int64_t>(*m.free) - static_cast<int64_t>(held) -
-                     static_cast<int64_t>(m.other_processes);
+    // Printed figures are rounded (and a listed process may be this one): never below zero.
+    m.unattributed = std::max<int64_t>(0, static_cast<int64_t>(*m.total) - static_cast<int64_t>(*m.free) -
+                                              static_cast<int64_t>(held) - static_cast<int64_t>(m.other_processes));
   }
   if (m.this_process && m.pytorch_reserved) {
-    m.non_pytorch_in_process = static_cast<int64_t>(*m.this_process) - static_cast<int64_t>(*m.pytorch_reserved);
+    m.non_pytorch_in_process =
+        std::max<int64_t>(0, static_cast<int64_t>(*m.this_process) - static_cast<int64_t>(*m.pytorch_reserved));
   }
   return m;
 }
