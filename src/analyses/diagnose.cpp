@@ -169,6 +169,33 @@ bool training_evident(const OomEvent& e, const std::string& operation) {
   return false;
 }
 
+// part * 2 >= whole without the doubling overflowing (both figures come from the log).
+bool at_least_half(uint64_t part, uint64_t whole);
+
+// A request of half the card or more is one tensor whose shape is worth finding, whatever the
+// cause: the evidence and the fix that say so.
+void add_one_tensor(Diagnosis& d, uint64_t requested, uint64_t total) {
+  d.evidence.push_back(fmt::format("The one {} allocation is {} of the card: a single tensor (attention scores, logits, "
+                                   "an image batch) far larger than the rest.", format_bytes(requested),
+                                   pct(requested, total)));
+  d.fixes.push_back(make_fix("smaller_input", fmt::format("Find the {} tensor's shape and shrink the dimension that "
+                                                          "makes it (batch, sequence, resolution).",
+                                                          format_bytes(requested))));
+}
+
+// The words for "capacity_exhausted" that the figures support: "filled the card (close to the
+// limit)" needs this process to hold 90% of the card or more; one request of half the card or more
+// is that tensor; without figures, only that the device ran out.
+std::string capacity_title(const MemoryBreakdown& m) {
+  const std::optional<uint64_t> held = m.this_process ? m.this_process : m.pytorch_reserved;
+  if (m.total && held && *held >= *m.total - *m.total / 10) return "the process filled the card (close to the limit)";
+  if (m.total && m.requested && at_least_half(*m.requested, *m.total)) {
+    return "one allocation takes half the card or more (a single very large tensor)";
+  }
+  if (m.total && held) return "the card ran out: this process's memory and the request do not fit together";
+  return "the device ran out of memory (no figures show how full it was)";
+}
+
 void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m, const std::string& operation) {
   // The recipe below is written for PyTorch (TrainingArguments, bitsandbytes, PEFT): a cuDNN,
   // cuBLAS, NCCL or driver failure from another program (Caffe, CNTK, Lua Torch, JCuda, TensorRT)
@@ -252,8 +279,9 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
     d.evidence.push_back(fmt::format("One allocation of {} is larger than the whole card ({}).",
                                      format_bytes(requested), format_bytes(total)));
     d.fixes.push_back(make_fix("smaller_input",
-                               fmt::format("A single {} tensor cannot fit on a {} card at any batch: check its shape "
-                                           "(batch x seq x vocab for logits, image size for vision).",
+                               fmt::format("A single {} tensor is larger than the whole {} card: find its shape "
+                                           "(batch x seq x vocab for logits, image size for vision) and shrink the "
+                                           "dimension that makes it.",
                                            format_bytes(requested), format_bytes(total))));
     d.fixes.push_back(make_fix("shorter_sequence", "Logits and attention scores grow with sequence length."));
     d.fixes.push_back(make_fix("bigger_gpu", "Only if the shape is intended."));
@@ -266,6 +294,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
     d.fixes.push_back(make_fix("check_device_and_limits",
                                "Free memory covers the request: the failure is on another device, under a "
                                "per-process memory fraction, or the free figure changed between the attempt and the report."));
+    if (at_least_half(requested, total)) add_one_tensor(d, requested, total);
     if (e.string_field("backend") == "XPU") {
       d.fixes.push_back(make_fix("smaller_input", "Intel XPU drivers limit a single allocation (4 GB on many "
                                                   "platforms): split the tensor or shrink the batch."));
@@ -281,6 +310,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
         "others hold, so the cause cannot be told; the full message (or `oomdoc snapshot`) can.",
         m.free ? format_bytes(*m.free) : "?", m.total ? format_bytes(*m.total) : "?",
         m.requested ? fmt::format(", {} requested", format_bytes(*m.requested)) : std::string()));
+    if (m.requested && m.total && at_least_half(requested, total)) add_one_tensor(d, requested, total);
     add_training_ladder(d, e, m, operation_of(e));
     return;
   }
@@ -361,11 +391,15 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
   // secondary one. When the memory elsewhere is comparable to the tensor, freeing it is the fix.
   const bool one_tensor_dominates = m.requested && m.total && at_least_half(requested, total) &&
                                     !at_least_half(outside_bytes, requested);
+  // A request of half the card or more is one tensor whose shape is worth finding, whatever else
+  // holds memory.
+  const bool one_tensor = m.requested && m.total && at_least_half(requested, total);
   if (!outside.empty() && !one_tensor_dominates) {
     d.cause = outside.front().first;
     for (size_t i = 1; i < outside.size(); ++i) d.secondary_causes.push_back(outside[i].first);
     d.evidence.insert(d.evidence.end(), outside_evidence.begin(), outside_evidence.end());
     d.fixes.insert(d.fixes.end(), outside_fixes.begin(), outside_fixes.end());
+    if (one_tensor) add_one_tensor(d, requested, total);
     add_training_ladder(d, e, m, operation_of(e));
     return;
   }
@@ -392,15 +426,8 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
   } else if (m.requested) {
     d.evidence.push_back(fmt::format("The card could not provide {}.", format_bytes(requested)));
   }
-  if (m.requested && m.total && at_least_half(requested, total)) {
-    // Not the last straw but one tensor the size of half the card or more: its shape is the issue.
-    d.evidence.push_back(fmt::format("The one {} allocation is {} of the card: a single tensor (attention scores, logits, "
-                                     "an image batch) far larger than the rest.", format_bytes(requested),
-                                     pct(requested, total)));
-    d.fixes.push_back(make_fix("smaller_input", fmt::format("Find the {} tensor's shape and shrink the dimension that "
-                                                            "makes it (batch, sequence, resolution).",
-                                                            format_bytes(requested))));
-  }
+  // Not the last straw but one tensor the size of half the card or more: its shape is the issue.
+  if (one_tensor) add_one_tensor(d, requested, total);
   d.evidence.insert(d.evidence.end(), outside_evidence.begin(), outside_evidence.end());
   d.fixes.insert(d.fixes.end(), outside_fixes.begin(), outside_fixes.end());
   add_training_ladder(d, e, m, operation_of(e));
@@ -1047,10 +1074,32 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
         d.evidence.push_back(fmt::format("XLA could not allocate {}.", format_bytes(*m.requested)));
       }
     }
+    // A program that needs a small part of any device cannot have filled it: the memory is held
+    // elsewhere (arrays this process keeps from earlier steps, or another process's preallocation).
+    // "Small": under a quarter of the card when the message gives it, else under 1 GiB (JAX's 75%
+    // preallocation of the smallest cards in use, 2 GiB, holds it).
+    const auto program = e.bytes("xla_total_allocation");
+    const bool small_program = program && m.requested && *m.requested <= *program &&
+                               (m.total ? *program < *m.total / 4 : *program < kGiB);
+    if (small_program) {
+      d.cause = "memory_held_elsewhere";
+      d.evidence.push_back(fmt::format(
+          "The whole program needs only {}, far less than any device: the memory is held elsewhere, by arrays this "
+          "process keeps alive from earlier steps or by another process (each JAX process preallocates 75% of the "
+          "card by default).", format_bytes(*program)));
+      d.fixes.push_back(make_fix("end_other_processes", "Another JAX or PyTorch process on the same card holds its "
+                                                        "memory: nvidia-smi lists it."));
+      d.fixes.push_back(make_fix("xla_shared_card", "Two processes that each preallocate 75% of one card cannot both "
+                                                    "get it."));
+      d.fixes.push_back(make_fix("release_references", "Device arrays kept from earlier steps (outputs or metrics in a "
+                                                       "list) stay on the device.",
+                                 "metrics.append(jax.device_get(m))  # host copies, not device arrays; del big arrays"));
+    } else {
     d.fixes.push_back(make_fix("xla_preallocation", "By default JAX preallocates 75% of the card and the program "
                                                     "must fit in it; a larger fraction gives it more."));
     d.fixes.push_back(make_fix("smaller_input", "Smaller per-device batch."));
     d.fixes.push_back(make_fix("gradient_checkpointing", "jax.checkpoint (remat) recomputes activations.", "jax.checkpoint / nn.remat"));
+    }
   } else if (e.framework == "llama.cpp") {
     if (m.requested && *m.requested >= 256 * kGiB) {
       d.cause = "garbage_request_size";
@@ -1157,8 +1206,15 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     } else if (operation == "model_loading") {
       d.secondary_causes.push_back("model_does_not_fit");
       d.evidence.push_back("It failed while loading the model: the weights alone do not fit.");
-      d.fixes.push_back(make_fix("quantize_model", "4-bit weights take a quarter of bf16."));
-      d.fixes.push_back(make_fix("offload", "device_map=\"auto\" with max_memory spills layers to CPU memory."));
+      // Nothing has run yet: batch, sequence, precision-of-training and optimizer fixes cannot act;
+      // only how the weights are loaded, and where, can.
+      d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return is_recipe_fix(f.id); }),
+                    d.fixes.end());
+      d.fixes.push_back(make_fix("load_in_bf16", "fp32 weights take 4 bytes per parameter, bf16 2."));
+      d.fixes.push_back(make_fix("quantize_model", "8-bit weights take half of bf16, 4-bit a quarter."));
+      d.fixes.push_back(make_fix("offload", "device_map=\"auto\" places the layers that do not fit in CPU memory.",
+                                 "from_pretrained(..., device_map=\"auto\", max_memory={0: \"20GiB\", \"cpu\": \"64GiB\"})"));
+      d.fixes.push_back(make_fix("bigger_gpu", "The weights must fit, with room for activations or the KV cache."));
       if (d.cause == "capacity_exhausted") std::swap(d.cause, d.secondary_causes.back());
     }
   }
@@ -1244,6 +1300,10 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     if (auto own = fix_variant_snippet(f.id, amd ? FixVariant::kAmd : FixVariant::kIntel)) f.snippet = *own;
   }
   order_fixes(d.fixes);
+  if (d.cause == "capacity_exhausted" ||
+      std::find(d.secondary_causes.begin(), d.secondary_causes.end(), "capacity_exhausted") != d.secondary_causes.end()) {
+    d.capacity_title = capacity_title(m);
+  }
   return d;
 }
 

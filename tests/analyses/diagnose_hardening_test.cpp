@@ -91,5 +91,85 @@ TEST(DiagnoseHardening, DerivedValuesAreNeverNegative) {
   EXPECT_EQ(m.unattributed, 1 * static_cast<int64_t>(kGiB));
 }
 
+// An OOM inside from_pretrained(...).to("cuda"): nothing has run, so the training ladder (batch,
+// sequence, bf16 training, 8-bit optimizer, checkpointing, LoRA) cannot act; load-time fixes only.
+TEST(DiagnoseHardening, LoadTimeOomGetsLoadTimeFixesOnly) {
+  ExplainReport r = explain_text(
+      "Traceback (most recent call last):\n"
+      "  File \"/home/u/serve.py\", line 10, in <module>\n"
+      "    model = AutoModelForCausalLM.from_pretrained(\"meta-llama/Llama-2-13b-hf\").to(\"cuda\")\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/nn/modules/module.py\", line 1160, in to\n"
+      "    return self._apply(convert)\n"
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 100.00 MiB. GPU 0 has a total capacity of 23.65 "
+      "GiB of which 50.00 MiB is free. Including non-PyTorch memory, this process has 23.59 GiB memory in use. Of the "
+      "allocated memory 23.10 GiB is allocated by PyTorch, and 10.00 MiB is reserved by PyTorch but unallocated.\n");
+  const Diagnosis& d = r.events[0].diagnosis;
+  EXPECT_EQ(d.cause, "model_does_not_fit");
+  EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"load_in_bf16", "quantize_model", "offload", "bigger_gpu"}));
+  EXPECT_EQ(d.fixes[0].snippet,
+            "from_pretrained(..., torch_dtype=torch.bfloat16)  # without it transformers loads fp32: twice the memory");
+  EXPECT_EQ(d.fixes[2].snippet, "from_pretrained(..., device_map=\"auto\", max_memory={0: \"20GiB\", \"cpu\": \"64GiB\"})");
+}
+
+// JAX: the compiled program needs 12 MiB in all; it cannot have filled any card.
+TEST(DiagnoseHardening, SmallJaxProgramMeansMemoryHeldElsewhere) {
+  ExplainReport r = explain_text(
+      "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 6291456 bytes.\n"
+      "BufferAssignment OOM Debugging.\n"
+      "BufferAssignment stats:\n"
+      "             parameter allocation:    6.00MiB\n"
+      "              constant allocation:         0B\n"
+      "        maybe_live_out allocation:    6.00MiB\n"
+      "     preallocated temp allocation:         0B\n"
+      "                 total allocation:   12.00MiB\n"
+      "              total fragmentation:         0B (0.00%)\n");
+  const Diagnosis& d = r.events[0].diagnosis;
+  EXPECT_EQ(d.cause, "memory_held_elsewhere");
+  EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"release_references", "end_other_processes", "xla_shared_card"}));
+  EXPECT_NE(all_text(d).find("The whole program needs only 12.00 MiB"), std::string::npos);
+}
+
+// PyTorch 1.x: an 8.13 GiB request (76% of the card) with 8.20 GiB free: one tensor, whatever the
+// cause branch; the headline does not claim the card was filled.
+TEST(DiagnoseHardening, RequestOfHalfTheCardFindsTheShapeInEveryBranch) {
+  ExplainReport r = explain_text(
+      "RuntimeError: CUDA out of memory. Tried to allocate 8.13 GiB (GPU 0; 10.76 GiB total capacity; 643.57 MiB "
+      "already allocated; 8.20 GiB free; 32.43 MiB cached)\n");
+  const Diagnosis& d = r.events[0].diagnosis;
+  EXPECT_EQ(d.cause, "capacity_exhausted");
+  EXPECT_EQ(d.capacity_title, "one allocation takes half the card or more (a single very large tensor)");
+  ASSERT_FALSE(d.fixes.empty());
+  EXPECT_EQ(d.fixes[1].id, "smaller_input");
+  EXPECT_EQ(d.fixes[1].detail, "Find the 8.13 GiB tensor's shape and shrink the dimension that makes it (batch, "
+                               "sequence, resolution).");
+  // Another process holds more than the tensor: the cause is that process, the shape fix stays.
+  ExplainReport o = explain_text(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 12.00 GiB. GPU 0 has a total capacity of 24.00 "
+      "GiB of which 1.00 GiB is free. Process 7 has 15.00 GiB memory in use. Including non-PyTorch memory, this "
+      "process has 8.00 GiB memory in use. Of the allocated memory 7.50 GiB is allocated by PyTorch, and 0 bytes is "
+      "reserved by PyTorch but unallocated.\n");
+  const Diagnosis& od = o.events[0].diagnosis;
+  EXPECT_EQ(od.cause, "other_processes");
+  EXPECT_TRUE(has(fix_ids(od), "smaller_input"));
+  EXPECT_NE(all_text(od).find("Find the 12.00 GiB tensor's shape"), std::string::npos);
+}
+
+// "Close to the limit" needs the figures: 57% held is not it, no figures is not it, 100% is.
+TEST(DiagnoseHardening, FilledTheCardOnlyWhenTheFiguresShowIt) {
+  auto title = [](const std::string& text) { return explain_text(text).events[0].diagnosis.capacity_title; };
+  EXPECT_EQ(title("RuntimeError: CUDA out of memory. Tried to allocate 12.00 GiB (GPU 0; 23.65 GiB total capacity; "
+                  "13.00 GiB already allocated; 10.00 GiB free; 13.10 GiB reserved in total by PyTorch)\n"),
+            "one allocation takes half the card or more (a single very large tensor)");
+  EXPECT_EQ(title("RuntimeError: CUDA out of memory. Tried to allocate 8.00 GiB (GPU 0; 23.65 GiB total capacity; "
+                  "16.90 GiB already allocated; 6.50 GiB free; 17.00 GiB reserved in total by PyTorch)\n"),
+            "the card ran out: this process's memory and the request do not fit together");
+  EXPECT_EQ(title("RuntimeError: CUDA out of memory. Tried to allocate 100.00 MiB (GPU 0; 23.65 GiB total capacity; "
+                  "22.00 GiB already allocated; 50.00 MiB free; 23.10 GiB reserved in total by PyTorch)\n"),
+            "the process filled the card (close to the limit)");
+  EXPECT_EQ(title("2023-05-01 10:00:00.123456: W tensorflow/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) "
+                  "ran out of memory trying to allocate 1.50GiB (rounded to 1610612736)requested by op MatMul\n"),
+            "the device ran out of memory (no figures show how full it was)");
+}
+
 }  // namespace
 }  // namespace oomdoc
