@@ -1028,7 +1028,9 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.evidence.push_back(fmt::format("The allocator could not provide {}.", format_bytes(*m.requested)));
     }
     // With the shape printed, say what halving its first dimension (usually the batch) gives.
-    std::string batch_detail = "The first dimension of the shape is usually the batch.";
+    // Without a shape (BFC's own line), nothing about dimensions can be said.
+    std::string batch_detail = e.field("shape") ? "The first dimension of the shape is usually the batch."
+                                                : "Smaller batches or inputs need smaller tensors.";
     if (const FieldValue* shape = e.field("shape"); shape && std::holds_alternative<std::vector<int64_t>>(*shape)) {
       const auto& dims = std::get<std::vector<int64_t>>(*shape);
       if (!dims.empty() && dims[0] >= 2) {
@@ -1298,6 +1300,23 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     if (f.id == "expandable_segments" && e.framework != "pytorch-rocm") continue;
     if (!amd && !intel) continue;
     if (auto own = fix_variant_snippet(f.id, amd ? FixVariant::kAmd : FixVariant::kIntel)) f.snippet = *own;
+  }
+  // bitsandbytes on Apple Silicon: its docs list CUDA, ROCm, Intel XPU/CPU and Gaudi up to v0.48
+  // ("Apple Silicon support is planned"); v0.50 adds Apple Silicon, but the paged optimizers page
+  // through CUDA unified memory, which MPS does not have. So on MPS no paged 8-bit optimizer and no
+  // bitsandbytes 4-bit base: LoRA on the model as loaded. (ROCm: supported since the multi-backend
+  // release, experimental in v0.48, official in v0.50: the fixes stay.)
+  if (e.framework == "pytorch-mps") {
+    d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return f.id == "eight_bit_optimizer"; }),
+                  d.fixes.end());
+    for (Fix& f : d.fixes) {
+      if (f.id == "lora") {
+        f.title = "Train LoRA adapters";
+        f.snippet = "peft.LoraConfig(r=16, target_modules=\"all-linear\")  # no bitsandbytes 4-bit base on MPS";
+      } else if (f.id == "quantize_model") {
+        f.snippet = std::string(fix_snippet("quantize_model", FixVariant::kMlx)) + "  # not bitsandbytes on MPS";
+      }
+    }
   }
   order_fixes(d.fixes);
   if (d.cause == "capacity_exhausted" ||

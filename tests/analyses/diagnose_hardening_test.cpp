@@ -171,5 +171,29 @@ TEST(DiagnoseHardening, FilledTheCardOnlyWhenTheFiguresShowIt) {
             "the device ran out of memory (no figures show how full it was)");
 }
 
+// MPS: bitsandbytes' paged optimizers page through CUDA unified memory, and its 4-bit path is not
+// there on Apple Silicon before v0.50: no paged_adamw_8bit, no 4-bit base.
+TEST(DiagnoseHardening, MpsGetsNoCudaOnlyFixes) {
+  ExplainReport r = explain_text(
+      "RuntimeError: MPS backend out of memory (MPS allocated: 17.00 GB, other allocations: 1.20 GB, max allowed: "
+      "18.13 GB). Tried to allocate 256.00 MB on private pool.\n");
+  const Diagnosis& d = r.events[0].diagnosis;
+  const std::vector<std::string> ids = fix_ids(d);
+  EXPECT_FALSE(has(ids, "eight_bit_optimizer"));
+  EXPECT_EQ(all_text(d).find("paged_adamw_8bit"), std::string::npos);
+  EXPECT_EQ(all_text(d).find("load_in_4bit"), std::string::npos);
+  for (const auto& f : d.fixes) {
+    if (f.id == "lora") EXPECT_EQ(f.snippet, "peft.LoraConfig(r=16, target_modules=\"all-linear\")  # no bitsandbytes 4-bit base on MPS");
+  }
+}
+
+// TensorFlow's BFC line has no shape: its fix says nothing about the shape's first dimension.
+TEST(DiagnoseHardening, TensorFlowWithoutShapeSaysNothingOfDimensions) {
+  ExplainReport r = explain_text(
+      "2023-05-01 10:00:00.123456: W tensorflow/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out of "
+      "memory trying to allocate 1.50GiB (rounded to 1610612736)requested by op MatMul\n");
+  EXPECT_EQ(all_text(r.events[0].diagnosis).find("first dimension"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace oomdoc
