@@ -1046,8 +1046,9 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     }
     d.fixes.push_back(make_fix("smaller_input", batch_detail));
     if (e.field("hint")) d.fixes.push_back(make_fix("tf_async_allocator", "TensorFlow suggests it against BFC fragmentation."));
-    d.fixes.push_back(make_fix("mixed_precision", "tf.keras.mixed_precision.set_global_policy('mixed_float16') halves activations.",
-                               "tf.keras.mixed_precision.set_global_policy('mixed_float16')"));
+    d.fixes.push_back(make_fix("mixed_precision", "A 16-bit compute policy halves activations.",
+                               "tf.keras.mixed_precision.set_global_policy('mixed_bfloat16')  # 'mixed_float16' on GPUs "
+                               "before Ampere (Keras adds loss scaling)"));
   } else if (e.format == "xla_tpu_vmem_compile") {
     d.cause = "compile_time_oom";
     d.evidence.push_back(fmt::format("The XLA compiler ran out of {} while compiling: the program's tiles do not fit the "

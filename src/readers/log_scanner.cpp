@@ -232,6 +232,20 @@ bool any_format_triggered(const std::string& line) {
 
 // Two events carry the same numbers: the same message printed twice (logged, then raised).
 bool same_figures(const OomEvent& a, const OomEvent& b) {
+  // An error merged with the allocator's warning before it (error_after_bfc_warning) carries the
+  // warning's figures too: a second print of the error matches when all its own figures agree.
+  if (a.field("allocator_warning_line") != nullptr && b.field("allocator_warning_line") == nullptr) {
+    if (a.other_processes.size() != b.other_processes.size() || a.device != b.device) return false;
+    for (const auto& [name, q] : b.quantities) {
+      const Quantity* have = a.quantity(name);
+      if (have == nullptr || have->bytes != q.bytes) return false;
+    }
+    for (const auto& [name, v] : b.fields) {
+      const FieldValue* have = a.field(name);
+      if (have == nullptr || !(*have == v)) return false;
+    }
+    return true;
+  }
   if (a.quantities.size() != b.quantities.size() || a.fields.size() != b.fields.size() ||
       a.other_processes.size() != b.other_processes.size() || a.device != b.device) {
     return false;
@@ -268,8 +282,15 @@ uint64_t ray_repeat_count(std::string& message) {
 
 // The BFC allocator's warning and XLA's RESOURCE_EXHAUSTED error for one failed request: JAX prints
 // both (readers/formats/tensorflow.cpp attributes the warning to JAX).
-bool xla_error_after_bfc_warning(const OomEvent& bfc, const OomEvent& xla) {
-  if (bfc.format != "tf_bfc_oom" || bfc.framework != "jax" || xla.format != "xla_oom_bytes") return false;
+// The BFC allocator's warning ("ran out of memory trying to allocate 1.50GiB (rounded to N)") and
+// the error raised for the same request right after it: JAX's XlaRuntimeError, TensorFlow's "OOM
+// when allocating tensor with shape[...]".
+bool error_after_bfc_warning(const OomEvent& bfc, const OomEvent& xla) {
+  if (bfc.format != "tf_bfc_oom") return false;
+  const bool jax = bfc.framework == "jax" && xla.format == "xla_oom_bytes";
+  const bool tensorflow = bfc.framework == "tensorflow" && xla.format == "tf_oom_tensor";
+  if (!jax && !tensorflow) return false;
+  if (bfc.device && xla.device && bfc.device != xla.device) return false;
   auto requested = xla.bytes("requested");
   if (!requested) return false;
   if (bfc.int_field("requested_rounded_bytes") == static_cast<int64_t>(*requested)) return true;
@@ -429,8 +450,9 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
     }
   }
   if (previous != nullptr && event.line <= previous->end_line + kJoinLines) {
-    if (xla_error_after_bfc_warning(*previous, event)) {
-      // XLA's error carries the program's buffers and the traceback: it stands for both.
+    if (error_after_bfc_warning(*previous, event)) {
+      // The error carries the program's buffers (XLA) or the tensor's shape (TensorFlow) and the
+      // traceback: it stands for both.
       OomEvent bfc = std::move(*previous);
       add_missing_figures(event, bfc);
       if (!event.device) event.device = bfc.device;

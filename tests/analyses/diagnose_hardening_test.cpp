@@ -195,5 +195,28 @@ TEST(DiagnoseHardening, TensorFlowWithoutShapeSaysNothingOfDimensions) {
   EXPECT_EQ(all_text(r.events[0].diagnosis).find("first dimension"), std::string::npos);
 }
 
+// TensorFlow's BFC warning and the "OOM when allocating tensor" error for the same 1.50 GiB are one
+// event (as JAX's BFC warning and XlaRuntimeError are); the error printed again is a repeat.
+TEST(DiagnoseHardening, TensorFlowBfcWarningAndTensorErrorAreOneEvent) {
+  const std::string log =
+      "2023-05-01 10:00:00.123456: W tensorflow/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out of "
+      "memory trying to allocate 1.50GiB (rounded to 1610612736)requested by op MatMul\n"
+      "2023-05-01 10:00:00.123500: W tensorflow/core/framework/op_kernel.cc:1828] OP_REQUIRES failed at "
+      "matmul_op_impl.h:731 : RESOURCE_EXHAUSTED: OOM when allocating tensor with shape[32768,12288] and type float on "
+      "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n"
+      "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with "
+      "shape[32768,12288] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n";
+  ExplainReport r = explain_text(log);
+  ASSERT_EQ(r.events.size(), 1u);
+  const OomEvent& e = r.events[0].event;
+  EXPECT_EQ(e.format, "tf_oom_tensor");
+  EXPECT_EQ(e.bytes("requested"), 1610612736u);
+  EXPECT_EQ(e.int_field("allocator_warning_line"), 1);
+  EXPECT_EQ(e.repeats, 2u);
+  const Diagnosis& d = r.events[0].diagnosis;
+  EXPECT_EQ(d.fixes[0].detail, "The first dimension (32768) is usually the batch: at 16384 this tensor takes 768.00 MiB "
+                               "instead of 1.50 GiB.");
+}
+
 }  // namespace
 }  // namespace oomdoc
