@@ -329,8 +329,9 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
   if (m.reserved_unallocated && m.requested && ru >= requested) {
     d.secondary_causes.push_back("fragmentation_minor");
     d.fixes.push_back(allocator_fix(e, fmt::format(
-        "{} is reserved but unallocated, as much as the {} request: expandable segments let it be reused.",
-        format_bytes(ru), format_bytes(requested))));
+        "{} is reserved but unallocated, as much as the {} request: {} let it be reused.",
+        format_bytes(ru), format_bytes(requested),
+        starts_with(e.format, "pytorch_old") ? "smaller cached blocks (max_split_size_mb)" : "expandable segments")));
   }
 
   std::vector<std::pair<std::string, uint64_t>> outside;

@@ -419,6 +419,18 @@ struct LogScanner::State {
     add_notice(line, line_number, rank);
   }
   void compact();
+  // Whether the line at buffer offset `start` (cleaned: `text`) is the indented source line under a
+  // traceback's `File "...", line N, in f` line.
+  bool is_source_echo(size_t start, const std::string& text) const {
+    if (text.empty() || (text[0] != ' ' && text[0] != '\t') || start == 0) return false;
+    size_t end = start - 1;                       // the break ending the line above
+    if (end > 0 && buf[end] == '\n' && buf[end - 1] == '\r') --end;
+    size_t begin = end;
+    while (begin > 0 && buf[begin - 1] != '\n') --begin;
+    if (end - begin > kMaxLine) return false;
+    static const RE2 frame(R"re(^\s*File ".+", line \d+, in )re");
+    return RE2::PartialMatch(clean_line(std::string_view(buf.data() + begin, end - begin)).text, frame);
+  }
 };
 
 OomEvent* LogScanner::State::find_repeat(const OomEvent& event) {
@@ -697,6 +709,12 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     }
   }
   if (lines.empty()) return true;
+  // The source line Python echoes under a traceback frame (`File "...", line N, in f` then the
+  // code, indented) is code, not a message: `raise RuntimeError("CUDA out of memory. ...")`.
+  if (!from_json && is_source_echo(first.start, lines[0])) {
+    add_context_line(lines[0], line_numbers[0], rank);
+    return true;
+  }
 
   MessageWindow window = MessageWindow::from_lines(lines);
   for (const MessageFormat& format : message_formats()) {

@@ -186,7 +186,7 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
   if (shown == 0 && !report.inputs.empty()) {
     out += "No out-of-memory error found";
     if (report.inputs.size() == 1) out += " in " + report.inputs.front();
-    out += fmt::format(" ({} lines).\n", report.lines);
+    out += fmt::format(" ({} line{}).\n", report.lines, report.lines == 1 ? "" : "s");
   }
   if (!report.errors.empty()) {
     std::string names;

@@ -218,5 +218,36 @@ TEST(DiagnoseHardening, TensorFlowBfcWarningAndTensorErrorAreOneEvent) {
                                "instead of 1.50 GiB.");
 }
 
+// The source line Python echoes under a traceback frame is code, not a message.
+TEST(DiagnoseHardening, SourceEchoUnderAFrameIsNotAMessage) {
+  ExplainReport r = explain_text(
+      "Traceback (most recent call last):\n"
+      "  File \"/home/u/train.py\", line 120, in train_loop\n"
+      "    raise RuntimeError(\"CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity)\")\n"
+      "AttributeError: 'NoneType' object has no attribute 'shape'\n");
+  EXPECT_TRUE(r.events.empty());
+  // The same text as the exception line (not indented under a frame) is a message.
+  ExplainReport raised = explain_text(
+      "Traceback (most recent call last):\n"
+      "  File \"/home/u/train.py\", line 120, in train_loop\n"
+      "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB.\n");
+  EXPECT_EQ(raised.events.size(), 1u);
+}
+
+// PyTorch 1.x's fragmentation fix is max_split_size_mb, and its detail says so.
+TEST(DiagnoseHardening, OldFormFragmentationDetailNamesMaxSplitSize) {
+  ExplainReport r = explain_text(
+      "RuntimeError: CUDA out of memory. Tried to allocate 512.00 MiB (GPU 0; 23.65 GiB total capacity; 21.00 GiB "
+      "already allocated; 100.00 MiB free; 21.60 GiB reserved in total by PyTorch)\n");
+  bool found = false;
+  for (const auto& f : r.events[0].diagnosis.fixes) {
+    if (f.id != "max_split_size") continue;
+    found = true;
+    EXPECT_EQ(f.detail, "614.40 MiB is reserved but unallocated, as much as the 512.00 MiB request: smaller cached "
+                        "blocks (max_split_size_mb) let it be reused.");
+  }
+  EXPECT_TRUE(found);
+}
+
 }  // namespace
 }  // namespace oomdoc
