@@ -169,6 +169,33 @@ bool training_evident(const OomEvent& e, const std::string& operation) {
   return false;
 }
 
+// part * 2 >= whole without the doubling overflowing (both figures come from the log).
+bool at_least_half(uint64_t part, uint64_t whole);
+
+// A request of half the card or more is one tensor whose shape is worth finding, whatever the
+// cause: the evidence and the fix that say so.
+void add_one_tensor(Diagnosis& d, uint64_t requested, uint64_t total) {
+  d.evidence.push_back(fmt::format("The one {} allocation is {} of the card: a single tensor (attention scores, logits, "
+                                   "an image batch) far larger than the rest.", format_bytes(requested),
+                                   pct(requested, total)));
+  d.fixes.push_back(make_fix("smaller_input", fmt::format("Find the {} tensor's shape and shrink the dimension that "
+                                                          "makes it (batch, sequence, resolution).",
+                                                          format_bytes(requested))));
+}
+
+// The words for "capacity_exhausted" that the figures support: "filled the card (close to the
+// limit)" needs this process to hold 90% of the card or more; one request of half the card or more
+// is that tensor; without figures, only that the device ran out.
+std::string capacity_title(const MemoryBreakdown& m) {
+  const std::optional<uint64_t> held = m.this_process ? m.this_process : m.pytorch_reserved;
+  if (m.total && held && *held >= *m.total - *m.total / 10) return "the process filled the card (close to the limit)";
+  if (m.total && m.requested && at_least_half(*m.requested, *m.total)) {
+    return "one allocation takes half the card or more (a single very large tensor)";
+  }
+  if (m.total && held) return "the card ran out: this process's memory and the request do not fit together";
+  return "the device ran out of memory (no figures show how full it was)";
+}
+
 void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m, const std::string& operation) {
   // The recipe below is written for PyTorch (TrainingArguments, bitsandbytes, PEFT): a cuDNN,
   // cuBLAS, NCCL or driver failure from another program (Caffe, CNTK, Lua Torch, JCuda, TensorRT)
@@ -252,8 +279,9 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
     d.evidence.push_back(fmt::format("One allocation of {} is larger than the whole card ({}).",
                                      format_bytes(requested), format_bytes(total)));
     d.fixes.push_back(make_fix("smaller_input",
-                               fmt::format("A single {} tensor cannot fit on a {} card at any batch: check its shape "
-                                           "(batch x seq x vocab for logits, image size for vision).",
+                               fmt::format("A single {} tensor is larger than the whole {} card: find its shape "
+                                           "(batch x seq x vocab for logits, image size for vision) and shrink the "
+                                           "dimension that makes it.",
                                            format_bytes(requested), format_bytes(total))));
     d.fixes.push_back(make_fix("shorter_sequence", "Logits and attention scores grow with sequence length."));
     d.fixes.push_back(make_fix("bigger_gpu", "Only if the shape is intended."));
@@ -266,6 +294,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
     d.fixes.push_back(make_fix("check_device_and_limits",
                                "Free memory covers the request: the failure is on another device, under a "
                                "per-process memory fraction, or the free figure changed between the attempt and the report."));
+    if (at_least_half(requested, total)) add_one_tensor(d, requested, total);
     if (e.string_field("backend") == "XPU") {
       d.fixes.push_back(make_fix("smaller_input", "Intel XPU drivers limit a single allocation (4 GB on many "
                                                   "platforms): split the tensor or shrink the batch."));
@@ -281,6 +310,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
         "others hold, so the cause cannot be told; the full message (or `oomdoc snapshot`) can.",
         m.free ? format_bytes(*m.free) : "?", m.total ? format_bytes(*m.total) : "?",
         m.requested ? fmt::format(", {} requested", format_bytes(*m.requested)) : std::string()));
+    if (m.requested && m.total && at_least_half(requested, total)) add_one_tensor(d, requested, total);
     add_training_ladder(d, e, m, operation_of(e));
     return;
   }
@@ -299,8 +329,9 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
   if (m.reserved_unallocated && m.requested && ru >= requested) {
     d.secondary_causes.push_back("fragmentation_minor");
     d.fixes.push_back(allocator_fix(e, fmt::format(
-        "{} is reserved but unallocated, as much as the {} request: expandable segments let it be reused.",
-        format_bytes(ru), format_bytes(requested))));
+        "{} is reserved but unallocated, as much as the {} request: {} let it be reused.",
+        format_bytes(ru), format_bytes(requested),
+        starts_with(e.format, "pytorch_old") ? "smaller cached blocks (max_split_size_mb)" : "expandable segments")));
   }
 
   std::vector<std::pair<std::string, uint64_t>> outside;
@@ -325,10 +356,18 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
         list += fmt::format("{}pid {} holds {}", list.empty() ? "" : ", ", p.pid ? std::to_string(*p.pid) : "?",
                             format_bytes(p.memory.bytes));
       }
+      // The listed process that is this one (breakdown(): the figures only add up that way).
+      std::string self_note;
+      if (m.likely_self_pid && e.other_processes.size() > 1) {
+        self_note = fmt::format(" (not pid {}: that is this process under its host PID)", *m.likely_self_pid);
+        list += fmt::format("; pid {} holding {} is this process under its host PID", *m.likely_self_pid,
+                            format_bytes(*m.this_process));
+      }
       outside_evidence.push_back(fmt::format("Other processes hold {} ({} of the card): {}.", format_bytes(bytes),
                                              pct(bytes, total), list));
       outside_fixes.push_back(make_fix("end_other_processes", "Stale notebooks and finished runs often keep the card: "
-                                                              "check the listed pids with nvidia-smi, end the stale ones."));
+                                                              "check the listed pids with nvidia-smi, end the stale ones" +
+                                                                  self_note + "."));
     } else if (cause == "memory_outside_allocator") {
       outside_evidence.push_back(fmt::format(
           "{} ({} of the card) is held neither by this process's PyTorch allocator nor by a listed process: "
@@ -353,11 +392,15 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
   // secondary one. When the memory elsewhere is comparable to the tensor, freeing it is the fix.
   const bool one_tensor_dominates = m.requested && m.total && at_least_half(requested, total) &&
                                     !at_least_half(outside_bytes, requested);
+  // A request of half the card or more is one tensor whose shape is worth finding, whatever else
+  // holds memory.
+  const bool one_tensor = m.requested && m.total && at_least_half(requested, total);
   if (!outside.empty() && !one_tensor_dominates) {
     d.cause = outside.front().first;
     for (size_t i = 1; i < outside.size(); ++i) d.secondary_causes.push_back(outside[i].first);
     d.evidence.insert(d.evidence.end(), outside_evidence.begin(), outside_evidence.end());
     d.fixes.insert(d.fixes.end(), outside_fixes.begin(), outside_fixes.end());
+    if (one_tensor) add_one_tensor(d, requested, total);
     add_training_ladder(d, e, m, operation_of(e));
     return;
   }
@@ -384,15 +427,8 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
   } else if (m.requested) {
     d.evidence.push_back(fmt::format("The card could not provide {}.", format_bytes(requested)));
   }
-  if (m.requested && m.total && at_least_half(requested, total)) {
-    // Not the last straw but one tensor the size of half the card or more: its shape is the issue.
-    d.evidence.push_back(fmt::format("The one {} allocation is {} of the card: a single tensor (attention scores, logits, "
-                                     "an image batch) far larger than the rest.", format_bytes(requested),
-                                     pct(requested, total)));
-    d.fixes.push_back(make_fix("smaller_input", fmt::format("Find the {} tensor's shape and shrink the dimension that "
-                                                            "makes it (batch, sequence, resolution).",
-                                                            format_bytes(requested))));
-  }
+  // Not the last straw but one tensor the size of half the card or more: its shape is the issue.
+  if (one_tensor) add_one_tensor(d, requested, total);
   d.evidence.insert(d.evidence.end(), outside_evidence.begin(), outside_evidence.end());
   d.fixes.insert(d.fixes.end(), outside_fixes.begin(), outside_fixes.end());
   add_training_ladder(d, e, m, operation_of(e));
@@ -745,26 +781,43 @@ MemoryBreakdown breakdown(const OomEvent& e) {
     m.pytorch_reserved = *allocated + m.reserved_unallocated.value_or(0);
   }
   m.this_process = e.bytes("process");
-  // One "Process P has M" line, no "this process" line, and M at least PyTorch's reserve: that is
-  // this process under its host PID (containers).
-  const bool only_process_is_self =
-      !m.this_process && e.other_processes.size() == 1 &&
-      (!m.pytorch_reserved || e.other_processes[0].memory.bytes >= *m.pytorch_reserved);
-  if (only_process_is_self) {
-    m.likely_self_pid = e.other_processes[0].pid;   // null when the printed pid did not fit
-    m.this_process = e.other_processes[0].memory.bytes;
-  } else {
-    for (const auto& p : e.other_processes) m.other_processes += p.memory.bytes;
+  // No "this process" line (a container: PyTorch does not know its own host PID) and one listed
+  // process can be this one. With a single "Process P has M" line whose M is at least PyTorch's
+  // reserve, it is. With several, when PyTorch's reserve and every listed process together exceed
+  // what is used on the card (total - free), they cannot all be others: this process is the listed
+  // one whose size is the closest above PyTorch's reserve.
+  const OtherProcess* self = nullptr;
+  if (!m.this_process && !e.other_processes.empty()) {
+    if (e.other_processes.size() == 1) {
+      if (!m.pytorch_reserved || e.other_processes[0].memory.bytes >= *m.pytorch_reserved) self = &e.other_processes[0];
+    } else if (m.pytorch_reserved && m.total && m.free && *m.total >= *m.free) {
+      uint64_t listed = 0;
+      for (const auto& p : e.other_processes) listed += p.memory.bytes;
+      if (*m.pytorch_reserved + listed > *m.total - *m.free) {
+        for (const auto& p : e.other_processes) {
+          if (p.memory.bytes >= *m.pytorch_reserved && (self == nullptr || p.memory.bytes < self->memory.bytes)) self = &p;
+        }
+      }
+    }
+    if (self != nullptr) {
+      m.likely_self_pid = self->pid;   // null when the printed pid did not fit
+      m.this_process = self->memory.bytes;
+    }
+  }
+  for (const auto& p : e.other_processes) {
+    if (&p != self) m.other_processes += p.memory.bytes;
   }
   // Only when the message says what this process holds: a message cut after "is free." leaves the
   // rest of the card unexplained, not held outside PyTorch.
   if (m.total && m.free && (m.this_process || m.pytorch_reserved)) {
     const uint64_t held = m.this_process.value_or(m.pytorch_reserved.value_or(0));
-    m.unattributed = static_cast<int64_t>(*m.total) - static_cast<int64_t>(*m.free) - static_cast<int64_t>(held) -
-                     static_cast<int64_t>(m.other_processes);
+    // Printed figures are rounded (and a listed process may be this one): never below zero.
+    m.unattributed = std::max<int64_t>(0, static_cast<int64_t>(*m.total) - static_cast<int64_t>(*m.free) -
+                                              static_cast<int64_t>(held) - static_cast<int64_t>(m.other_processes));
   }
   if (m.this_process && m.pytorch_reserved) {
-    m.non_pytorch_in_process = static_cast<int64_t>(*m.this_process) - static_cast<int64_t>(*m.pytorch_reserved);
+    m.non_pytorch_in_process =
+        std::max<int64_t>(0, static_cast<int64_t>(*m.this_process) - static_cast<int64_t>(*m.pytorch_reserved));
   }
   return m;
 }
@@ -976,7 +1029,9 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.evidence.push_back(fmt::format("The allocator could not provide {}.", format_bytes(*m.requested)));
     }
     // With the shape printed, say what halving its first dimension (usually the batch) gives.
-    std::string batch_detail = "The first dimension of the shape is usually the batch.";
+    // Without a shape (BFC's own line), nothing about dimensions can be said.
+    std::string batch_detail = e.field("shape") ? "The first dimension of the shape is usually the batch."
+                                                : "Smaller batches or inputs need smaller tensors.";
     if (const FieldValue* shape = e.field("shape"); shape && std::holds_alternative<std::vector<int64_t>>(*shape)) {
       const auto& dims = std::get<std::vector<int64_t>>(*shape);
       if (!dims.empty() && dims[0] >= 2) {
@@ -992,8 +1047,9 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     }
     d.fixes.push_back(make_fix("smaller_input", batch_detail));
     if (e.field("hint")) d.fixes.push_back(make_fix("tf_async_allocator", "TensorFlow suggests it against BFC fragmentation."));
-    d.fixes.push_back(make_fix("mixed_precision", "tf.keras.mixed_precision.set_global_policy('mixed_float16') halves activations.",
-                               "tf.keras.mixed_precision.set_global_policy('mixed_float16')"));
+    d.fixes.push_back(make_fix("mixed_precision", "A 16-bit compute policy halves activations.",
+                               "tf.keras.mixed_precision.set_global_policy('mixed_bfloat16')  # 'mixed_float16' on GPUs "
+                               "before Ampere (Keras adds loss scaling)"));
   } else if (e.format == "xla_tpu_vmem_compile") {
     d.cause = "compile_time_oom";
     d.evidence.push_back(fmt::format("The XLA compiler ran out of {} while compiling: the program's tiles do not fit the "
@@ -1022,10 +1078,32 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
         d.evidence.push_back(fmt::format("XLA could not allocate {}.", format_bytes(*m.requested)));
       }
     }
+    // A program that needs a small part of any device cannot have filled it: the memory is held
+    // elsewhere (arrays this process keeps from earlier steps, or another process's preallocation).
+    // "Small": under a quarter of the card when the message gives it, else under 1 GiB (JAX's 75%
+    // preallocation of the smallest cards in use, 2 GiB, holds it).
+    const auto program = e.bytes("xla_total_allocation");
+    const bool small_program = program && m.requested && *m.requested <= *program &&
+                               (m.total ? *program < *m.total / 4 : *program < kGiB);
+    if (small_program) {
+      d.cause = "memory_held_elsewhere";
+      d.evidence.push_back(fmt::format(
+          "The whole program needs only {}, far less than any device: the memory is held elsewhere, by arrays this "
+          "process keeps alive from earlier steps or by another process (each JAX process preallocates 75% of the "
+          "card by default).", format_bytes(*program)));
+      d.fixes.push_back(make_fix("end_other_processes", "Another JAX or PyTorch process on the same card holds its "
+                                                        "memory: nvidia-smi lists it."));
+      d.fixes.push_back(make_fix("xla_shared_card", "Two processes that each preallocate 75% of one card cannot both "
+                                                    "get it."));
+      d.fixes.push_back(make_fix("release_references", "Device arrays kept from earlier steps (outputs or metrics in a "
+                                                       "list) stay on the device.",
+                                 "metrics.append(jax.device_get(m))  # host copies, not device arrays; del big arrays"));
+    } else {
     d.fixes.push_back(make_fix("xla_preallocation", "By default JAX preallocates 75% of the card and the program "
                                                     "must fit in it; a larger fraction gives it more."));
     d.fixes.push_back(make_fix("smaller_input", "Smaller per-device batch."));
     d.fixes.push_back(make_fix("gradient_checkpointing", "jax.checkpoint (remat) recomputes activations.", "jax.checkpoint / nn.remat"));
+    }
   } else if (e.framework == "llama.cpp") {
     if (m.requested && *m.requested >= 256 * kGiB) {
       d.cause = "garbage_request_size";
@@ -1132,8 +1210,15 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     } else if (operation == "model_loading") {
       d.secondary_causes.push_back("model_does_not_fit");
       d.evidence.push_back("It failed while loading the model: the weights alone do not fit.");
-      d.fixes.push_back(make_fix("quantize_model", "4-bit weights take a quarter of bf16."));
-      d.fixes.push_back(make_fix("offload", "device_map=\"auto\" with max_memory spills layers to CPU memory."));
+      // Nothing has run yet: batch, sequence, precision-of-training and optimizer fixes cannot act;
+      // only how the weights are loaded, and where, can.
+      d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return is_recipe_fix(f.id); }),
+                    d.fixes.end());
+      d.fixes.push_back(make_fix("load_in_bf16", "fp32 weights take 4 bytes per parameter, bf16 2."));
+      d.fixes.push_back(make_fix("quantize_model", "8-bit weights take half of bf16, 4-bit a quarter."));
+      d.fixes.push_back(make_fix("offload", "device_map=\"auto\" places the layers that do not fit in CPU memory.",
+                                 "from_pretrained(..., device_map=\"auto\", max_memory={0: \"20GiB\", \"cpu\": \"64GiB\"})"));
+      d.fixes.push_back(make_fix("bigger_gpu", "The weights must fit, with room for activations or the KV cache."));
       if (d.cause == "capacity_exhausted") std::swap(d.cause, d.secondary_causes.back());
     }
   }
@@ -1218,7 +1303,28 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     if (!amd && !intel) continue;
     if (auto own = fix_variant_snippet(f.id, amd ? FixVariant::kAmd : FixVariant::kIntel)) f.snippet = *own;
   }
+  // bitsandbytes on Apple Silicon: its docs list CUDA, ROCm, Intel XPU/CPU and Gaudi up to v0.48
+  // ("Apple Silicon support is planned"); v0.50 adds Apple Silicon, but the paged optimizers page
+  // through CUDA unified memory, which MPS does not have. So on MPS no paged 8-bit optimizer and no
+  // bitsandbytes 4-bit base: LoRA on the model as loaded. (ROCm: supported since the multi-backend
+  // release, experimental in v0.48, official in v0.50: the fixes stay.)
+  if (e.framework == "pytorch-mps") {
+    d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return f.id == "eight_bit_optimizer"; }),
+                  d.fixes.end());
+    for (Fix& f : d.fixes) {
+      if (f.id == "lora") {
+        f.title = "Train LoRA adapters";
+        f.snippet = "peft.LoraConfig(r=16, target_modules=\"all-linear\")  # no bitsandbytes 4-bit base on MPS";
+      } else if (f.id == "quantize_model") {
+        f.snippet = std::string(fix_snippet("quantize_model", FixVariant::kMlx)) + "  # not bitsandbytes on MPS";
+      }
+    }
+  }
   order_fixes(d.fixes);
+  if (d.cause == "capacity_exhausted" ||
+      std::find(d.secondary_causes.begin(), d.secondary_causes.end(), "capacity_exhausted") != d.secondary_causes.end()) {
+    d.capacity_title = capacity_title(m);
+  }
   return d;
 }
 

@@ -35,6 +35,9 @@ struct Diagnosis {
   std::vector<std::string> secondary_causes;
   std::vector<std::string> evidence;   // sentences with the numbers that decided
   std::vector<Fix> fixes;              // cheapest first
+  // How to word "capacity_exhausted" (primary or secondary) for this event: "the process filled the
+  // card (close to the limit)" only when the figures show it holds nearly all of it.
+  std::string capacity_title;
 };
 
 // Log-level context the per-event rules use: other events and memory readings.

@@ -46,6 +46,9 @@ const std::vector<FixInfo>& fix_catalog() {
        "export XLA_PYTHON_CLIENT_MEM_FRACTION=.95  # XLA_PYTHON_CLIENT_PREALLOCATE=false only to share the card "
        "with other processes: it can increase fragmentation-driven OOMs",
        2, "free if nothing else uses the card"},
+      {"xla_shared_card", "Stop every JAX process preallocating 75% of a shared card",
+       "export XLA_PYTHON_CLIENT_PREALLOCATE=false  # in every JAX process sharing the card; or "
+       "XLA_PYTHON_CLIENT_MEM_FRACTION=.45 in each of two", 2, "can increase fragmentation-driven OOMs"},
       {"mps_watermark", "Raise the MPS high-watermark limit (with care: the system can swap or hang)",
        "export PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0", 3, "free, risks system stability"},
       // macOS lets the GPU wire about two thirds to three quarters of unified memory
@@ -155,6 +158,10 @@ const std::vector<FixInfo>& fix_catalog() {
       {"lora", "Train LoRA adapters, or QLoRA on a 4-bit base",
        "peft.LoraConfig(r=16, target_modules=\"all-linear\"); BitsAndBytesConfig(load_in_4bit=True)", 9,
        "quality and method change"},
+      // At model-load time (nothing has run: the training ladder cannot act).
+      {"load_in_bf16", "Load the weights in bf16 instead of fp32",
+       "from_pretrained(..., torch_dtype=torch.bfloat16)  # without it transformers loads fp32: twice the memory", 1,
+       "none for inference (fp16 on GPUs without bf16)"},
       {"quantize_model", "Load the model quantized (4-bit or 8-bit) or pick a quantized checkpoint",
        "from_pretrained(..., quantization_config=BitsAndBytesConfig(load_in_4bit=True))", 9, "some quality"},
       // llama.cpp, cheapest first: the same order as fit's llama.cpp ladder.

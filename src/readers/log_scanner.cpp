@@ -20,7 +20,8 @@
 namespace oomdoc {
 namespace {
 
-constexpr size_t kWindowLines = 16;        // a message wraps over at most this many lines
+constexpr size_t kWindowLines = 40;        // a message wraps over at most this many lines (PyTorch's
+                                           // 2.x message folded at 40 columns takes 17)
 constexpr size_t kWindowBytes = 32 << 10;
 constexpr size_t kMaxLine = 16 << 10;      // longer lines are cut around the keyword ...
 constexpr size_t kLineLead = 2 << 10;      // ... keeping this much before it (a message's start)
@@ -231,6 +232,20 @@ bool any_format_triggered(const std::string& line) {
 
 // Two events carry the same numbers: the same message printed twice (logged, then raised).
 bool same_figures(const OomEvent& a, const OomEvent& b) {
+  // An error merged with the allocator's warning before it (error_after_bfc_warning) carries the
+  // warning's figures too: a second print of the error matches when all its own figures agree.
+  if (a.field("allocator_warning_line") != nullptr && b.field("allocator_warning_line") == nullptr) {
+    if (a.other_processes.size() != b.other_processes.size() || a.device != b.device) return false;
+    for (const auto& [name, q] : b.quantities) {
+      const Quantity* have = a.quantity(name);
+      if (have == nullptr || have->bytes != q.bytes) return false;
+    }
+    for (const auto& [name, v] : b.fields) {
+      const FieldValue* have = a.field(name);
+      if (have == nullptr || !(*have == v)) return false;
+    }
+    return true;
+  }
   if (a.quantities.size() != b.quantities.size() || a.fields.size() != b.fields.size() ||
       a.other_processes.size() != b.other_processes.size() || a.device != b.device) {
     return false;
@@ -267,8 +282,15 @@ uint64_t ray_repeat_count(std::string& message) {
 
 // The BFC allocator's warning and XLA's RESOURCE_EXHAUSTED error for one failed request: JAX prints
 // both (readers/formats/tensorflow.cpp attributes the warning to JAX).
-bool xla_error_after_bfc_warning(const OomEvent& bfc, const OomEvent& xla) {
-  if (bfc.format != "tf_bfc_oom" || bfc.framework != "jax" || xla.format != "xla_oom_bytes") return false;
+// The BFC allocator's warning ("ran out of memory trying to allocate 1.50GiB (rounded to N)") and
+// the error raised for the same request right after it: JAX's XlaRuntimeError, TensorFlow's "OOM
+// when allocating tensor with shape[...]".
+bool error_after_bfc_warning(const OomEvent& bfc, const OomEvent& xla) {
+  if (bfc.format != "tf_bfc_oom") return false;
+  const bool jax = bfc.framework == "jax" && xla.format == "xla_oom_bytes";
+  const bool tensorflow = bfc.framework == "tensorflow" && xla.format == "tf_oom_tensor";
+  if (!jax && !tensorflow) return false;
+  if (bfc.device && xla.device && bfc.device != xla.device) return false;
   auto requested = xla.bytes("requested");
   if (!requested) return false;
   if (bfc.int_field("requested_rounded_bytes") == static_cast<int64_t>(*requested)) return true;
@@ -305,7 +327,10 @@ std::string join_lines(const std::vector<std::string>& lines, size_t count) {
   std::string out;
   for (size_t i = 0; i < count && i < lines.size(); ++i) {
     if (i > 0) out += ' ';
-    out += lines[i];
+    std::string_view line = lines[i];
+    // A wrapped line keeps the space it was broken at: one space between the parts, not two.
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    out += line;
     if (out.size() > 4096) break;
   }
   while (!out.empty() && out.back() == ' ') out.pop_back();
@@ -394,6 +419,18 @@ struct LogScanner::State {
     add_notice(line, line_number, rank);
   }
   void compact();
+  // Whether the line at buffer offset `start` (cleaned: `text`) is the indented source line under a
+  // traceback's `File "...", line N, in f` line.
+  bool is_source_echo(size_t start, const std::string& text) const {
+    if (text.empty() || (text[0] != ' ' && text[0] != '\t') || start == 0) return false;
+    size_t end = start - 1;                       // the break ending the line above
+    if (end > 0 && buf[end] == '\n' && buf[end - 1] == '\r') --end;
+    size_t begin = end;
+    while (begin > 0 && buf[begin - 1] != '\n') --begin;
+    if (end - begin > kMaxLine) return false;
+    static const RE2 frame(R"re(^\s*File ".+", line \d+, in )re");
+    return RE2::PartialMatch(clean_line(std::string_view(buf.data() + begin, end - begin)).text, frame);
+  }
 };
 
 OomEvent* LogScanner::State::find_repeat(const OomEvent& event) {
@@ -425,8 +462,9 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
     }
   }
   if (previous != nullptr && event.line <= previous->end_line + kJoinLines) {
-    if (xla_error_after_bfc_warning(*previous, event)) {
-      // XLA's error carries the program's buffers and the traceback: it stands for both.
+    if (error_after_bfc_warning(*previous, event)) {
+      // The error carries the program's buffers (XLA) or the tensor's shape (TensorFlow) and the
+      // traceback: it stands for both.
       OomEvent bfc = std::move(*previous);
       add_missing_figures(event, bfc);
       if (!event.device) event.device = bfc.device;
@@ -583,7 +621,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         *resume = end;
         return true;
       }
-      if (!any_format_triggered(c.text)) {
+      if (!any_format_triggered(c.text) && !ends_with_trigger_start(c.text)) {
         add_context_line(c.text, line_at(ls), c.rank);
         *resume = end;
         return true;
@@ -671,12 +709,18 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     }
   }
   if (lines.empty()) return true;
+  // The source line Python echoes under a traceback frame (`File "...", line N, in f` then the
+  // code, indented) is code, not a message: `raise RuntimeError("CUDA out of memory. ...")`.
+  if (!from_json && is_source_echo(first.start, lines[0])) {
+    add_context_line(lines[0], line_numbers[0], rank);
+    return true;
+  }
 
   MessageWindow window = MessageWindow::from_lines(lines);
   for (const MessageFormat& format : message_formats()) {
     bool triggered = false;
     for (const auto& trigger : format.triggers) {
-      if (window.lines[0].find(trigger) != std::string::npos) {
+      if (window.first_line_holds(trigger)) {
         triggered = true;
         break;
       }

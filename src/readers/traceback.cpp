@@ -73,7 +73,57 @@ std::string classify_operation(const std::vector<TracebackFrame>& frames) {
   return "";
 }
 
-std::optional<Traceback> parse_traceback(const std::vector<std::string>& lines) {
+namespace {
+
+// `line` with every byte that is not part of valid UTF-8 replaced by U+FFFD: a Windows log in
+// cp1252 ("C:\\Users\\Jos<0xE9>\\...") keeps its frames (RE2 reads UTF-8 and skips a line with an
+// invalid byte), and what is printed or written as JSON stays valid UTF-8.
+std::string valid_utf8(std::string_view line) {
+  std::string out;
+  out.reserve(line.size());
+  size_t i = 0;
+  while (i < line.size()) {
+    const auto c = static_cast<unsigned char>(line[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 && c >= 0xC2 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E && c <= 0xF4 ? 4 : 0;
+    bool ok = len > 0 && i + len <= line.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(line[i + k]) & 0xC0) == 0x80;
+    if (ok && len == 3) {
+      const auto c1 = static_cast<unsigned char>(line[i + 1]);
+      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);   // overlong, surrogate
+    } else if (ok && len == 4) {
+      const auto c1 = static_cast<unsigned char>(line[i + 1]);
+      ok = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);   // overlong, above U+10FFFF
+    }
+    if (ok) {
+      out.append(line.substr(i, len));
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+bool has_high_bytes(std::string_view line) {
+  for (char c : line) {
+    if (static_cast<unsigned char>(c) >= 0x80) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<Traceback> parse_traceback(const std::vector<std::string>& raw_lines) {
+  // Lines are made valid UTF-8 only when they hold a non-ASCII byte (rare: no copy otherwise).
+  std::vector<std::string> cleaned;
+  bool any_high = false;
+  for (const auto& l : raw_lines) any_high = any_high || has_high_bytes(l);
+  if (any_high) {
+    cleaned.reserve(raw_lines.size());
+    for (const auto& l : raw_lines) cleaned.push_back(has_high_bytes(l) ? valid_utf8(l) : l);
+  }
+  const std::vector<std::string>& lines = any_high ? cleaned : raw_lines;
   // Find the last traceback header; frames follow it until the exception line.
   size_t header = lines.size();
   for (size_t i = lines.size(); i-- > 0;) {

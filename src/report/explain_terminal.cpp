@@ -88,6 +88,7 @@ std::string cause_title(const std::string& cause) {
       {"free_exceeds_request_yet_failed", "enough memory was free, yet the allocation failed"},
       {"fragmentation", "fragmentation: reserved memory exists but no block fits"},
       {"other_processes", "other processes hold the card"},
+      {"memory_held_elsewhere", "memory held elsewhere: the program needs far less than the card"},
       {"memory_outside_allocator", "memory held outside PyTorch (other containers, display, CUDA contexts)"},
       {"non_pytorch_memory_in_process", "this process holds memory outside PyTorch's allocator"},
       {"mps_high_watermark_exceeded", "the MPS high-watermark limit"},
@@ -165,8 +166,11 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
       out += fmt::format("  (printed {} times, line {})\n", e.repeats, e.line);
     }
     const Diagnosis& d = item.diagnosis;
-    out += fmt::format("\n  {} {}\n", style.bold("Cause:"), style.yellow(cause_title(d.cause)));
-    for (const auto& s : d.secondary_causes) out += fmt::format("    also: {}\n", cause_title(s));
+    auto title = [&](const std::string& cause) {
+      return cause == "capacity_exhausted" && !d.capacity_title.empty() ? d.capacity_title : cause_title(cause);
+    };
+    out += fmt::format("\n  {} {}\n", style.bold("Cause:"), style.yellow(title(d.cause)));
+    for (const auto& s : d.secondary_causes) out += fmt::format("    also: {}\n", title(s));
     for (const auto& ev : d.evidence) out += fmt::format("    {}\n", ev);
     if (!d.fixes.empty()) {
       out += fmt::format("\n  {}\n", style.bold("Fixes, cheapest first:"));
@@ -182,7 +186,7 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
   if (shown == 0 && !report.inputs.empty()) {
     out += "No out-of-memory error found";
     if (report.inputs.size() == 1) out += " in " + report.inputs.front();
-    out += fmt::format(" ({} lines).\n", report.lines);
+    out += fmt::format(" ({} line{}).\n", report.lines, report.lines == 1 ? "" : "s");
   }
   if (!report.errors.empty()) {
     std::string names;

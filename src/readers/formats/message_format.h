@@ -20,11 +20,25 @@ struct MessageWindow {
   std::vector<std::string> lines;       // lines[0] holds the anchor that triggered matching
   std::string flat;                     // lines joined by '\n'
   std::vector<size_t> line_starts;      // offset of each line in flat
+  // The lines up to the first blank one (or a traceback's start), joined with one space, every run
+  // of whitespace collapsed to one space, at most kJoinedBytes: a message a terminal or `fold`
+  // wrapped, with or without the trailing spaces, reads as it was printed on one line.
+  std::string joined;
+  std::vector<size_t> joined_starts;    // offset of each line in joined (a prefix of `lines`)
+  static constexpr size_t kJoinedBytes = 8 << 10;
 
   static MessageWindow from_lines(std::vector<std::string> lines);
   // Index of the line that holds flat offset `offset`.
   size_t line_of(size_t offset) const;
+  // Index of the line that holds joined offset `offset`.
+  size_t joined_line_of(size_t offset) const;
+  // Whether `trigger` starts on lines[0], possibly running on into lines[1] (a wrapped message).
+  bool first_line_holds(std::string_view trigger) const;
 };
+
+// Whether `line` ends with the start of a trigger cut at one of its spaces ("... CUDA out of" then
+// "memory. Tried ..."): the line may begin a wrapped message.
+bool ends_with_trigger_start(std::string_view line);
 
 struct FormatMatch {
   OomEvent event;        // line numbers are filled in by the scanner
@@ -70,6 +84,9 @@ bool set_printed_size(OomEvent& event, const std::string& name, std::string_view
 
 // Span of a regex submatch inside the window's flat text.
 size_t offset_in(const MessageWindow& window, std::string_view submatch);
+
+// Offset of a submatch of `window.joined`.
+size_t joined_offset_in(const MessageWindow& window, std::string_view submatch);
 
 // How many window lines a match spans, from lines[0] through the line where `match` ends.
 size_t lines_through(const MessageWindow& window, std::string_view match);

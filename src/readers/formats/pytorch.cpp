@@ -27,18 +27,35 @@ std::string framework_for_backend(std::string_view backend) {
   return "pytorch";
 }
 
-// The part of the window a message may extend over: up to the next "out of memory" (another
-// message) or 3000 characters.
+// The part of the window's joined text (MessageWindow::joined: a wrapped message reads as one
+// line) a message may extend over: up to the next "out of memory" (another message) or 3000
+// characters.
 size_t message_limit(const MessageWindow& w, size_t from) {
-  size_t next = w.flat.find("out of memory", from);
-  size_t limit = std::min(w.flat.size(), from + 3000);
+  size_t next = w.joined.find("out of memory", from);
+  size_t limit = std::min(w.joined.size(), from + 3000);
   return next == std::string::npos ? limit : std::min(limit, next);
+}
+
+// Where the message's known end is, when it follows `end` closely: the pointer to the
+// documentation (2.x: "See documentation for Memory Management  (https://pytorch.org/docs/...)";
+// 1.x: "... Memory Management and PYTORCH_CUDA_ALLOC_CONF"), so the lines it wrapped onto belong to
+// the message. The URL may be cut mid-word by the wrapping (a space inside it once joined).
+size_t known_end(const MessageWindow& w, size_t end, size_t limit) {
+  static const RE2 tail(R"(^[^()]{0,300}?See documentation for Memory Management(?: and PYTORCH_\w*ALLOC_CONF)?(?: ?\(https://pytorch\.org/docs/[^)]{0,200}\))?)");
+  std::string_view rest(w.joined.data() + end, std::min(limit, w.joined.size()) - end);
+  if (auto g = regex_search(tail, rest)) return end + (*g)[0].size();
+  return end;
 }
 
 // The allocator's fragmentation hint, as the message words it.
 void read_hint(OomEvent& event, std::string_view text) {
   static const RE2 conf(R"((PYTORCH_\w*ALLOC_CONF=expandable_segments:True))");
-  if (auto g = regex_search(conf, text)) {
+  // A narrow wrap can cut the setting mid-word ("expandable_segme nts:True").
+  std::string compact;
+  for (char c : text) {
+    if (c != ' ') compact += c;
+  }
+  if (auto g = regex_search(conf, compact)) {
     event.set_field("hint", std::string((*g)[1]));
   } else if (text.find("max_split_size_mb") != std::string_view::npos) {
     event.set_field("hint", std::string("max_split_size_mb"));
@@ -75,15 +92,15 @@ std::optional<FormatMatch> match_new(const MessageWindow& w) {
   static const RE2 head("out of memory\\.\\s*Tried to allocate (" + kSize +
                         ")\\.?(?:\\s*(GPU|NPU|XPU)\\s+(\\d+)\\s+has a total (capacity|capacty) of (" + kSize +
                         ")\\s+of which (" + kSize + ")\\s+is free\\.)?");
-  auto g = regex_search(head, w.flat);
-  if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return match_bare(w);
+  auto g = regex_search(head, w.joined);
+  if (!g || w.joined_line_of(joined_offset_in(w, (*g)[0])) != 0) return match_bare(w);
   FormatMatch m;
   OomEvent& e = m.event;
   std::string backend = backend_before(w.lines[0]).value_or("CUDA");
   e.framework = framework_for_backend(backend);
   e.set_field("backend", backend);
   set_printed_size(e, "requested", (*g)[1]);
-  size_t end = offset_in(w, (*g)[0]) + (*g)[0].size();
+  size_t end = joined_offset_in(w, (*g)[0]) + (*g)[0].size();
   if (matched((*g)[2])) {
     e.format = "pytorch_new";
     e.device = parse_decimal<int64_t>((*g)[3]);
@@ -95,7 +112,7 @@ std::optional<FormatMatch> match_new(const MessageWindow& w) {
     e.format = "pytorch_new_truncated";
   }
   const size_t limit = message_limit(w, end);
-  std::string_view rest(w.flat.data() + end, limit - end);
+  std::string_view rest(w.joined.data() + end, limit - end);
 
   static const RE2 other("Process (\\d+) has (" + kSize + ") memory in use");
   size_t from = 0;
@@ -107,18 +124,18 @@ std::optional<FormatMatch> match_new(const MessageWindow& w) {
       e.other_processes.push_back(proc);
     }
     from = static_cast<size_t>((*p)[0].data() - rest.data()) + (*p)[0].size();
-    end = std::max(end, offset_in(w, (*p)[0]) + (*p)[0].size());
+    end = std::max(end, joined_offset_in(w, (*p)[0]) + (*p)[0].size());
   }
   static const RE2 self("this process has (" + kSize + ") memory in use");
   if (auto p = regex_search(self, rest)) {
     set_printed_size(e, "process", (*p)[1]);
-    end = std::max(end, offset_in(w, (*p)[0]) + (*p)[0].size());
+    end = std::max(end, joined_offset_in(w, (*p)[0]) + (*p)[0].size());
   }
   // torch.cuda.set_per_process_memory_fraction() adds "<limit> allowed; " before the figures.
   static const RE2 allowed("(" + kSize + ") allowed;");
   if (auto p = regex_search(allowed, rest)) {
     set_printed_size(e, "pytorch_limit", (*p)[1]);
-    end = std::max(end, offset_in(w, (*p)[0]) + (*p)[0].size());
+    end = std::max(end, joined_offset_in(w, (*p)[0]) + (*p)[0].size());
   }
   // ROCm builds print "(e.g., HIP Graphs)" (the message is hipified with the rest of the allocator).
   static const RE2 allocated("Of the allocated memory (" + kSize +
@@ -129,17 +146,18 @@ std::optional<FormatMatch> match_new(const MessageWindow& w) {
     set_printed_size(e, "allocated", (*p)[1]);
     set_printed_size(e, "private_pools", (*p)[2]);
     set_printed_size(e, "reserved_unallocated", (*p)[3]);
-    end = std::max(end, offset_in(w, (*p)[0]) + (*p)[0].size());
+    end = std::max(end, joined_offset_in(w, (*p)[0]) + (*p)[0].size());
     // The hint sentence follows the figures.
     size_t hint_end = std::min(limit, end + 400);
-    std::string_view hint_text(w.flat.data() + end, hint_end - end);
+    std::string_view hint_text(w.joined.data() + end, hint_end - end);
     read_hint(e, hint_text);
     if (e.field("hint") != nullptr) {
-      size_t period = w.flat.find("avoid fragmentation", end);
+      size_t period = w.joined.find("avoid fragmentation", end);
       if (period != std::string::npos && period < hint_end) end = period;
     }
   }
-  m.lines_used = w.line_of(end == 0 ? 0 : end - 1) + 1;
+  end = known_end(w, end, w.joined.size());
+  m.lines_used = w.joined_line_of(end == 0 ? 0 : end - 1) + 1;
   return m;
 }
 
@@ -148,8 +166,8 @@ std::optional<FormatMatch> match_old(const MessageWindow& w) {
                       ") total capacity\\s*;\\s*(" + kSize + ") already allocated\\s*;(?:\\s*(" + kSize +
                       ") current active\\s*;)?(?:\\s*(" + kSize + ") free\\s*;)?\\s*(" + kSize +
                       ") (reserved in total by PyTorch|cached)\\s*\\)");
-  auto g = regex_search(re, w.flat);
-  if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
+  auto g = regex_search(re, w.joined);
+  if (!g || w.joined_line_of(joined_offset_in(w, (*g)[0])) != 0) return std::nullopt;
   FormatMatch m;
   OomEvent& e = m.event;
   const bool cached = (*g)[9] == "cached";
@@ -168,7 +186,7 @@ std::optional<FormatMatch> match_old(const MessageWindow& w) {
   set_printed_size(e, "free", (*g)[7]);
   // Before PyTorch 1.5 "cached" printed reserved minus allocated; later "reserved in total" is the total.
   set_printed_size(e, cached ? "reserved_unallocated" : "reserved_total", (*g)[8]);
-  size_t end = offset_in(w, (*g)[0]) + (*g)[0].size();
+  size_t end = joined_offset_in(w, (*g)[0]) + (*g)[0].size();
   static const RE2 limit_re(R"(larger than (\d+\s?[KMGT]B)!)");
   if (auto l = regex_search(limit_re, w.lines[0])) {
     e.format = "xpu_4gb_block_limit";
@@ -177,13 +195,14 @@ std::optional<FormatMatch> match_old(const MessageWindow& w) {
     e.set_field("allocation_limit_text", std::string((*l)[1]));
   }
   const size_t limit = message_limit(w, end);
-  std::string_view rest(w.flat.data() + end, std::min(limit, end + 300) - end);
+  std::string_view rest(w.joined.data() + end, std::min(limit, end + 300) - end);
   read_hint(e, rest);
   if (e.field("hint") != nullptr) {
-    size_t hint_at = w.flat.find("max_split_size_mb", end);
+    size_t hint_at = w.joined.find("max_split_size_mb", end);
     if (hint_at != std::string::npos && hint_at < limit) end = hint_at;
   }
-  m.lines_used = w.line_of(end == 0 ? 0 : end - 1) + 1;
+  end = known_end(w, end, w.joined.size());
+  m.lines_used = w.joined_line_of(end == 0 ? 0 : end - 1) + 1;
   return m;
 }
 
@@ -223,8 +242,8 @@ std::optional<FormatMatch> match_mps(const MessageWindow& w) {
   static const RE2 re("MPS backend out of memory \\(MPS allocated: (" + kSize + "), other allocations: (" + kSize +
                       "), max allowed: (" + kSize + ")\\)\\.?(?:\\s*Tried to allocate (" + kSize +
                       ") on (private|shared) pool)?");
-  auto g = regex_search(re, w.flat);
-  if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
+  auto g = regex_search(re, w.joined);
+  if (!g || w.joined_line_of(joined_offset_in(w, (*g)[0])) != 0) return std::nullopt;
   FormatMatch m;
   OomEvent& e = m.event;
   e.framework = "pytorch-mps";
@@ -235,7 +254,7 @@ std::optional<FormatMatch> match_mps(const MessageWindow& w) {
   set_printed_size(e, "max_allowed", (*g)[3], LabelMeaning::kBinary);
   set_printed_size(e, "requested", (*g)[4], LabelMeaning::kBinary);
   if (matched((*g)[5])) e.set_field("pool", std::string((*g)[5]));
-  m.lines_used = w.line_of(offset_in(w, (*g)[0]) + (*g)[0].size() - 1) + 1;
+  m.lines_used = w.joined_line_of(joined_offset_in(w, (*g)[0]) + (*g)[0].size() - 1) + 1;
   return m;
 }
 

@@ -12,7 +12,55 @@ MessageWindow MessageWindow::from_lines(std::vector<std::string> lines) {
     window.line_starts.push_back(window.flat.size());
     window.flat += window.lines[i];
   }
+  for (size_t i = 0; i < window.lines.size() && window.joined.size() < kJoinedBytes; ++i) {
+    const std::string& line = window.lines[i];
+    const bool blank = line.find_first_not_of(" \t\r\f\v") == std::string::npos;
+    if (i > 0 && (blank || line.starts_with("Traceback (most recent call last)"))) break;
+    if (i > 0 && !window.joined.empty() && window.joined.back() != ' ') window.joined += ' ';
+    window.joined_starts.push_back(window.joined.size());
+    for (char c : line) {
+      const bool space = c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v';
+      if (space && (window.joined.empty() || window.joined.back() == ' ')) continue;
+      window.joined += space ? ' ' : c;
+    }
+  }
   return window;
+}
+
+size_t MessageWindow::joined_line_of(size_t offset) const {
+  auto it = std::upper_bound(joined_starts.begin(), joined_starts.end(), offset);
+  return it == joined_starts.begin() ? 0 : static_cast<size_t>(it - joined_starts.begin()) - 1;
+}
+
+bool MessageWindow::first_line_holds(std::string_view trigger) const {
+  if (lines.empty()) return false;
+  if (lines[0].find(trigger) != std::string::npos) return true;
+  if (joined_starts.size() < 2 || trigger.empty()) return false;
+  // A trigger that starts on line 0 begins before line 1's offset in `joined`.
+  const size_t reach = std::min(joined.size(), joined_starts[1] + trigger.size() - 1);
+  return std::string_view(joined).substr(0, reach).find(trigger) != std::string_view::npos;
+}
+
+bool ends_with_trigger_start(std::string_view line) {
+  // Every start of a trigger up to one of its spaces ("out", "out of" for "out of memory").
+  static const std::vector<std::string> starts = [] {
+    std::vector<std::string> out;
+    for (const MessageFormat& format : message_formats()) {
+      for (const std::string& trigger : format.triggers) {
+        for (size_t space = trigger.find(' '); space != std::string::npos; space = trigger.find(' ', space + 1)) {
+          if (space > 0) out.push_back(trigger.substr(0, space));
+        }
+      }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }();
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
+  for (const std::string& start : starts) {
+    if (line.ends_with(start)) return true;
+  }
+  return false;
 }
 
 size_t MessageWindow::line_of(size_t offset) const {
@@ -22,6 +70,10 @@ size_t MessageWindow::line_of(size_t offset) const {
 
 size_t offset_in(const MessageWindow& window, std::string_view submatch) {
   return static_cast<size_t>(submatch.data() - window.flat.data());
+}
+
+size_t joined_offset_in(const MessageWindow& window, std::string_view submatch) {
+  return static_cast<size_t>(submatch.data() - window.joined.data());
 }
 
 size_t lines_through(const MessageWindow& window, std::string_view match) {

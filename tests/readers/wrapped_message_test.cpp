@@ -1,0 +1,128 @@
+// A PyTorch OOM message that a terminal, a log viewer or `fold -s` wrapped over several lines reads
+// exactly as the same message on one line: every figure, the pid, the hint, the lines it spans.
+#include <gtest/gtest.h>
+
+#include "core/units.h"
+#include "readers/log_scanner.h"
+
+namespace oomdoc {
+namespace {
+
+const std::string kMessage2x =
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total capacity of 23.65 "
+    "GiB of which 1.12 GiB is free. Process 12345 has 4.00 GiB memory in use. Including non-PyTorch memory, this "
+    "process has 18.50 GiB memory in use. Of the allocated memory 14.20 GiB is allocated by PyTorch, and 3.90 GiB is "
+    "reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+    "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory "
+    "Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)";
+
+const std::string kMessage1x =
+    "RuntimeError: CUDA out of memory. Tried to allocate 8.13 GiB (GPU 0; 10.76 GiB total capacity; 643.57 MiB "
+    "already allocated; 8.20 GiB free; 1.50 GiB reserved in total by PyTorch) If reserved memory is >> allocated "
+    "memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and "
+    "PYTORCH_CUDA_ALLOC_CONF";
+
+// What `fold -s -w width` prints: breaks after the last space that fits (the space stays at the end
+// of the line), or mid-word when a word is longer than the width. `trim` drops the trailing spaces
+// as `sed 's/ *$//'` (and many viewers) do.
+std::string fold(const std::string& text, size_t width, bool trim) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t len = std::min(width, text.size() - pos);
+    if (pos + len < text.size()) {
+      const size_t space = text.rfind(' ', pos + len - 1);
+      if (space != std::string::npos && space >= pos) len = space - pos + 1;
+    }
+    std::string line = text.substr(pos, len);
+    if (trim) {
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+    }
+    out += line + "\n";
+    pos += len;
+  }
+  return out;
+}
+
+size_t count_lines(const std::string& text) { return static_cast<size_t>(std::count(text.begin(), text.end(), '\n')); }
+
+void expect_same_event(const OomEvent& wrapped, const OomEvent& one_line, const std::string& label) {
+  ASSERT_EQ(wrapped.quantities.size(), one_line.quantities.size()) << label;
+  for (size_t i = 0; i < one_line.quantities.size(); ++i) {
+    EXPECT_EQ(wrapped.quantities[i].first, one_line.quantities[i].first) << label;
+    EXPECT_EQ(wrapped.quantities[i].second.bytes, one_line.quantities[i].second.bytes) << label << " " << one_line.quantities[i].first;
+  }
+  ASSERT_EQ(wrapped.other_processes.size(), one_line.other_processes.size()) << label;
+  for (size_t i = 0; i < one_line.other_processes.size(); ++i) {
+    EXPECT_EQ(wrapped.other_processes[i].pid, one_line.other_processes[i].pid) << label;
+    EXPECT_EQ(wrapped.other_processes[i].memory.bytes, one_line.other_processes[i].memory.bytes) << label;
+  }
+  EXPECT_EQ(wrapped.fields, one_line.fields) << label;
+  EXPECT_EQ(wrapped.format, one_line.format) << label;
+}
+
+TEST(WrappedMessage, PyTorch2xAtEveryWidthReadsAsOneLine) {
+  const ScanResult one = scan_text(kMessage2x + "\n");
+  ASSERT_EQ(one.events.size(), 1u);
+  const OomEvent& e = one.events[0];
+  EXPECT_EQ(e.format, "pytorch_new");
+  EXPECT_EQ(e.quantity("requested")->bytes, 3 * kGiB / 2);
+  EXPECT_EQ(e.quantity("process")->bytes, 37 * kGiB / 2);
+  ASSERT_EQ(e.other_processes.size(), 1u);
+  EXPECT_EQ(e.other_processes[0].pid, 12345u);
+  EXPECT_EQ(e.other_processes[0].memory.bytes, 4 * kGiB);
+  ASSERT_NE(e.quantity("allocated"), nullptr);
+  ASSERT_NE(e.quantity("reserved_unallocated"), nullptr);
+  EXPECT_EQ(std::get<std::string>(*e.field("hint")), "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  for (size_t width : {40, 60, 80, 120, 160, 300}) {
+    for (bool trim : {false, true}) {
+      const std::string text = fold(kMessage2x, width, trim);
+      const std::string label = "width " + std::to_string(width) + (trim ? " trimmed" : " with trailing spaces");
+      const ScanResult wrapped = scan_text(text);
+      ASSERT_EQ(wrapped.events.size(), 1u) << label;
+      expect_same_event(wrapped.events[0], e, label);
+      // The message runs to its documentation link: every line it was wrapped onto is its own.
+      EXPECT_EQ(wrapped.events[0].line, 1u) << label;
+      EXPECT_EQ(wrapped.events[0].end_line, count_lines(text)) << label;
+    }
+  }
+}
+
+TEST(WrappedMessage, PyTorch1xAtEveryWidthReadsAsOneLine) {
+  const ScanResult one = scan_text(kMessage1x + "\n");
+  ASSERT_EQ(one.events.size(), 1u);
+  const OomEvent& e = one.events[0];
+  EXPECT_EQ(e.format, "pytorch_old_reserved");
+  EXPECT_EQ(e.quantity("reserved_total")->bytes, 3 * kGiB / 2);
+  EXPECT_EQ(std::get<std::string>(*e.field("hint")), "max_split_size_mb");
+  for (size_t width : {40, 60, 80, 120, 160, 300}) {
+    for (bool trim : {false, true}) {
+      const std::string text = fold(kMessage1x, width, trim);
+      const std::string label = "width " + std::to_string(width) + (trim ? " trimmed" : " with trailing spaces");
+      const ScanResult wrapped = scan_text(text);
+      ASSERT_EQ(wrapped.events.size(), 1u) << label;
+      expect_same_event(wrapped.events[0], e, label);
+      EXPECT_EQ(wrapped.events[0].end_line, count_lines(text)) << label;
+    }
+  }
+}
+
+TEST(WrappedMessage, JoiningStopsAtABlankLineAndAtATraceback) {
+  // The figures after a blank line belong to another message: the first stays truncated.
+  const ScanResult blank = scan_text(
+      "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB.\n\n"
+      "GPU 0 has a total capacity of 23.65 GiB of which 1.12 GiB is free.\n");
+  ASSERT_EQ(blank.events.size(), 1u);
+  EXPECT_EQ(blank.events[0].format, "pytorch_new_truncated");
+  EXPECT_EQ(blank.events[0].quantity("total"), nullptr);
+  EXPECT_EQ(blank.events[0].end_line, 1u);
+  const ScanResult traceback = scan_text(
+      "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+      "Traceback (most recent call last):\n"
+      "GPU 0 has a total capacity of 23.65 GiB of which 1.12 GiB is free.\n");
+  ASSERT_EQ(traceback.events.size(), 1u);
+  EXPECT_EQ(traceback.events[0].quantity("total"), nullptr);
+}
+
+}  // namespace
+}  // namespace oomdoc
