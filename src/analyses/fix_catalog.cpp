@@ -29,8 +29,8 @@ const std::vector<FixInfo>& fix_catalog() {
       {"check_device_and_limits", "Check which device failed and any per-process memory limit",
        "CUDA_VISIBLE_DEVICES, torch.cuda.set_per_process_memory_fraction(), the tensor's .device", 1, "free"},
       {"expandable_segments", "Let the allocator grow segments instead of fragmenting",
-       "export PYTORCH_ALLOC_CONF=expandable_segments:True PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # 2.8+ reads the first, "
-       "2.9.1 and older only the second (pytorch#183387); max_split_size_mb:128 where expandable segments are unavailable",
+       "export PYTORCH_ALLOC_CONF=expandable_segments:True PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # 2.8+ prefers the first, but up to "
+       "2.9.1 applies expandable_segments only from the second (pytorch#183387); max_split_size_mb:128 where expandable segments are unavailable",
        2, "free"},
       {"max_split_size", "Stop the allocator from splitting large cached blocks (PyTorch before 2.1)",
        "export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128  # PyTorch before 2.1: expandable_segments needs 2.1+ "
