@@ -178,7 +178,7 @@ std::vector<std::string> StackLabeler::frames(StackId stack, size_t max) const {
       out.push_back(frame_text(id));
     }
   }
-  if (more_python) out.push_back(fmt::format("... {} more", count_noun(more_python, "Python frame")));
+  if (more_python) out.push_back("... " + count_noun(more_python, "more Python frame"));
   if (native) {
     constexpr size_t kNamesShown = 4;
     std::string names;
