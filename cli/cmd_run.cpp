@@ -5,11 +5,12 @@
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 
 #include "command.h"
+#include "output_file.h"
 #include "core/exit_codes.h"
+#include "process/alloc_conf.h"
 #include "process/child_process.h"
 #include "process/output_watcher.h"
 #include "process/python_hook.h"
@@ -45,11 +46,7 @@ Status write_json_report(const std::string& path, const ChildOutcome& outcome,
                             {"recorded", hook->recorded},
                             {"message", summary ? Json(*summary) : Json(nullptr)}};
   }
-  std::ofstream out(path, std::ios::binary);
-  out << dump_json(doc);
-  out.close();
-  if (!out) return make_error(path + ": cannot write the JSON report");
-  return Ok{};
+  return write_output_file(path, dump_json(doc), "the JSON report");
 }
 
 void say(const Style& style, const std::string& line) {
@@ -75,6 +72,16 @@ void say(const Style& style, const std::string& line) {
 int run_command(const RunOptions& options) {
   if (options.command.empty())
     return fail("run: no command given; usage: oomdoc run [options] -- COMMAND [ARGS...]");
+  // Everything that can be refused is refused before the command starts (exit 2): a mistake found
+  // after an hour of training costs the hour.
+  if (!options.alloc_conf.empty()) {
+    if (auto valid = check_alloc_conf(options.alloc_conf); !valid) return fail(valid.error().message);
+  }
+  if (!options.json_report.empty()) {
+    if (auto writable = check_output_file(options.json_report, "the JSON report"); !writable) {
+      return fail(writable.error().message);
+    }
+  }
   bool not_found = false;
   auto executable = find_executable(options.command[0], &not_found);
   if (!executable) {
@@ -133,14 +140,21 @@ int run_command(const RunOptions& options) {
   if (outcome->signal == SIGKILL && !said_oom)
     say(style, "the command was killed (SIGKILL): if nobody sent it, the Linux OOM killer may have "
                "ended it for using too much host memory; check `dmesg | grep -i 'killed process'`");
+  bool report_lost = false;
   if (!options.json_report.empty()) {
     Status written = write_json_report(options.json_report, *outcome, oom, hook_result);
-    if (!written) say(style, written.error().message);
+    if (!written) {
+      say(style, written.error().message);
+      report_lost = true;
+    }
   }
   if (outcome->signal) {
     hook.reset();  // remove the temporary directory before dying
     die_like_child(*outcome->signal, outcome->exit_code);
   }
+  // A child that succeeded but whose report could not be written is not a success for whoever reads
+  // the report: exit 2. A failing child's own status says more, and is kept.
+  if (report_lost && outcome->exit_code == 0) return kExitUsage;
   return outcome->exit_code;
 }
 
@@ -149,14 +163,16 @@ void setup(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "run", "Run a command; when it dies of an out-of-memory error, explain it");
   cmd->footer("Usage: oomdoc run [OPTIONS] -- COMMAND [ARGS...]");
-  cmd->add_option("--snapshot-on-oom", options->snapshot_dir,
-                  "For a PyTorch program: record CUDA memory history and write a snapshot into DIR "
-                  "at the out-of-memory error")
-      ->type_name("DIR");
+  CLI::Option* snapshot_on_oom =
+      cmd->add_option("--snapshot-on-oom", options->snapshot_dir,
+                      "For a PyTorch program: record CUDA memory history and write a snapshot into DIR "
+                      "at the out-of-memory error")
+          ->type_name("DIR");
   cmd->add_option("--snapshot-entries", options->snapshot_entries,
                   "Allocator events kept for the snapshot (bounds the recording's memory)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{100000000}))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(snapshot_on_oom);
   cmd->add_option("--alloc-conf", options->alloc_conf,
                   "PyTorch allocator settings, e.g. expandable_segments:True (sets "
                   "PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF)")

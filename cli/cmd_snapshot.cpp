@@ -2,15 +2,15 @@
 // card: per-device figures, the trace's peak and its stacks, each OOM with a verdict, leaks.
 #include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
-#include <optional>
 #include <iostream>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "analyses/snapshot_report.h"
 #include "command.h"
+#include "gpu_flags.h"
+#include "output_file.h"
 #include "core/exit_codes.h"
 #include "core/units.h"
 #include "readers/snapshot_reader.h"
@@ -55,23 +55,20 @@ int run(const SnapshotArgs& args) {
   if (args.device && *args.device < 0) return fail(fmt::format("--device: must be 0 or more (got {})", *args.device));
   options.device = args.device;
   if (!args.gpu_memory.empty()) {
-    auto size = parse_user_size(args.gpu_memory);
-    if (!size || *size == 0) return fail("--gpu-memory: not a size: '" + args.gpu_memory + "'");
+    auto size = parse_gpu_capacity("--gpu-memory", args.gpu_memory);
+    if (!size) return fail(size.error().message);
     options.device_total_bytes = *size;
   }
   if (!args.html.empty() && !args.compare_with.empty()) {
     return fail("--html: not available with --compare (the HTML report shows one snapshot; use --json for the comparison)");
   }
+  if (!args.gpu_memory.empty() && !args.compare_with.empty()) {
+    return fail("--gpu-memory: not available with --compare (the comparison gives no OOM verdicts)");
+  }
   // The HTML path is checked before anything is read or printed: a report on stdout followed by a
   // failure would look complete.
   if (!args.html.empty()) {
-    namespace fs = std::filesystem;
-    const fs::path target(args.html);
-    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    std::error_code ec;
-    if (fs::is_directory(target, ec)) return fail(args.html + ": is a directory, not an HTML file name");
-    if (!fs::is_directory(dir, ec)) return fail(args.html + ": cannot write the HTML report (no directory " + dir.string() + ")");
-    if (::access(dir.c_str(), W_OK) != 0) return fail(args.html + ": cannot write the HTML report (directory not writable)");
+    if (auto writable = check_output_file(args.html, "the HTML report"); !writable) return fail(writable.error().message);
   }
   auto snapshot = read_snapshot_file(args.file, read_options(args));
   if (!snapshot) return fail(snapshot.error().message);
@@ -97,11 +94,15 @@ int run(const SnapshotArgs& args) {
   }
   SnapshotReport report = analyze_snapshot(*snapshot, options);
   report.file = args.file == "-" ? "<stdin>" : args.file;
+  if (options.device_total_bytes) {
+    if (auto fits = check_device_capacity(report, *options.device_total_bytes, report.file); !fits) {
+      return fail(fits.error().message);
+    }
+  }
   if (!args.html.empty()) {
-    std::ofstream out(args.html, std::ios::binary);
-    out << render_snapshot_html(report);
-    out.close();
-    if (!out) return fail(args.html + ": cannot write the HTML report");
+    if (auto written = write_output_file(args.html, render_snapshot_html(report), "the HTML report"); !written) {
+      return fail(written.error().message);
+    }
   }
   if (args.json) {
     std::cout << dump_json(snapshot_report_json(report));

@@ -12,6 +12,17 @@ void add_gpu_flags(CLI::App* cmd, GpuFlags& flags) {
   cmd->add_option("--memory", flags.memory, "GPU memory instead of a name, as CUDA reports it: 24GiB, 23.58GiB");
 }
 
+Result<uint64_t> parse_gpu_capacity(std::string_view flag, const std::string& text) {
+  // A bare number is ambiguous (bytes? GB? GiB?): a GPU size needs its unit.
+  if (text.find_first_not_of("0123456789.eE+- ") == std::string::npos) {
+    return Error{fmt::format("{}: '{}' has no unit: write {}GiB (as CUDA and nvidia-smi count) or {}GB (decimal)",
+                             flag, text, text, text)};
+  }
+  auto bytes = parse_user_size(text);
+  if (!bytes || *bytes == 0) return Error{fmt::format("{}: '{}' is not a size (e.g. 24GiB)", flag, text)};
+  return *bytes;
+}
+
 Result<GpuChoice> resolve_gpu_flags(const GpuFlags& flags) {
   if (!flags.gpu.empty() && !flags.memory.empty()) return Error{"give --gpu or --memory, not both"};
   GpuChoice choice;
@@ -29,13 +40,8 @@ Result<GpuChoice> resolve_gpu_flags(const GpuFlags& flags) {
     return choice;
   }
   if (!flags.memory.empty()) {
-    // A bare number is ambiguous (bytes? GB? GiB?): a GPU size needs its unit.
-    if (flags.memory.find_first_not_of("0123456789.eE+- ") == std::string::npos) {
-      return Error{fmt::format("--memory: '{}' has no unit: write {}GiB (as CUDA and nvidia-smi count) or "
-                               "{}GB (decimal)", flags.memory, flags.memory, flags.memory)};
-    }
-    auto bytes = parse_user_size(flags.memory);
-    if (!bytes || *bytes == 0) return Error{fmt::format("--memory: '{}' is not a size (e.g. 24GiB)", flags.memory)};
+    auto bytes = parse_gpu_capacity("--memory", flags.memory);
+    if (!bytes) return bytes.error();
     if (*bytes < kGiB) {
       return Error{fmt::format("--memory: {} is smaller than any GPU this sizes (1 GiB at least)", format_bytes(*bytes))};
     }

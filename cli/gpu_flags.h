@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "analyses/fit_search.h"
 #include "core/result.h"
@@ -26,6 +27,10 @@ struct GpuChoice {
 };
 
 void add_gpu_flags(CLI::App* cmd, GpuFlags& flags);
+// A GPU capacity typed by a user (--memory, snapshot's --gpu-memory): a size with its unit, "80GiB"
+// (binary, as CUDA and nvidia-smi count) or "80GB" (decimal, as units.h reads decimal labels). A bare
+// number is refused (bytes? GB? GiB?), and so is 0. Errors name the flag.
+Result<uint64_t> parse_gpu_capacity(std::string_view flag, const std::string& text);
 // Errors are one line naming the flag: "--memory: 'lots' is not a size (e.g. 24GiB)".
 Result<GpuChoice> resolve_gpu_flags(const GpuFlags& flags);
 // The chosen card into fit's options (set_fit_gpu / set_fit_memory).

@@ -131,6 +131,46 @@ def fragmented():
             "external_annotations": []}
 
 
+def two_devices_oom():
+    """Two devices that each run out of memory (device 0 twice): the headline must name both, and
+    device 0's segment table is at the first of its two OOMs. No time_us."""
+    MiB = 1 << 20
+    user = [{"filename": "/home/user/project/model.py", "line": 7, "name": "forward"}]
+
+    def event(action, addr, size, **extra):
+        e = {"action": action, "addr": addr, "size": size, "stream": 0, "frames": list(user)}
+        e.update(extra)
+        return e
+
+    a0, a1 = 0x7E0000000000, 0x7D0000000000
+    trace0 = [event("segment_alloc", a0, 20 * MiB), event("alloc", a0, 8 * MiB), event("alloc", a0 + 8 * MiB, 8 * MiB),
+              event("oom", 0, 16 * MiB, device_free=1 * MiB), event("oom", 0, 8 * MiB, device_free=1 * MiB)]
+    trace1 = [event("segment_alloc", a1, 2 * MiB), event("alloc", a1, 2 * MiB),
+              event("oom", 0, 80 * MiB, device_free=3 * MiB)]
+
+    def segment(device, address, total, live):
+        blocks = [{"address": address, "size": live, "requested_size": live, "state": "active_allocated",
+                   "frames": list(user)}]
+        if total > live:
+            blocks.append({"address": address + live, "size": total - live, "requested_size": 0,
+                           "state": "inactive", "frames": []})
+        return {"device": device, "address": address, "total_size": total, "allocated_size": live,
+                "active_size": live, "requested_size": live, "stream": 0, "segment_type": "large",
+                "segment_pool_id": (0, 0), "is_expandable": False, "frames": list(user), "blocks": blocks}
+
+    return {"segments": [segment(0, a0, 20 * MiB, 16 * MiB), segment(1, a1, 2 * MiB, 2 * MiB)],
+            "device_traces": [trace0, trace1]}
+
+
+def negative_device():
+    """A segment of device -1: no CUDA ordinal, a damaged file (the reader refuses it)."""
+    return {"segments": [{"device": -1, "address": 0x7F0000000000, "total_size": 2 << 20, "allocated_size": 0,
+                          "active_size": 0, "requested_size": 0, "stream": 0, "segment_type": "large",
+                          "blocks": [{"address": 0x7F0000000000, "size": 2 << 20, "requested_size": 0,
+                                      "state": "inactive", "frames": []}]}],
+            "device_traces": []}
+
+
 def values(protocol):
     shared = {"filename": "x.py", "line": 1, "name": "f"}
     ints = [0, 1, 255, 256, 65535, 65536, -1, -256, 2**31 - 1, -2**31, 2**31, 2**48 + 5,
@@ -198,6 +238,10 @@ def main():
 
     for p in (2, 4, 5):
         write(f"values_p{p}.pickle", values(p), p)
+
+    write("two_devices_oom_p4.pickle", two_devices_oom(), 4)
+    write("negative_device_p4.pickle", negative_device(), 4)
+    write("negative_device.json", negative_device())
 
     # The per-segment fragmentation view (tools/snapshot_segments.py) of each snapshot.
     segments = {"train": snapshot_segments.fragmentation(train),

@@ -208,6 +208,7 @@ enum class FragmentationMeaning {
 std::string_view fragmentation_meaning_name(FragmentationMeaning meaning);
 struct Fragmentation {
   std::optional<uint64_t> oom_event_index;  // set: the segments at that OOM (the first); else at dump
+  size_t device_ooms = 0;                   // OOMs on the device (the table is at the first of them)
   std::optional<uint64_t> requested_bytes;  // the failed request (at an OOM)
   std::optional<uint64_t> device_free_bytes;  // what CUDA had free then (at an OOM)
   uint64_t free_bytes = 0;                  // all segments' free blocks

@@ -33,18 +33,24 @@ SnapshotComparison compare_snapshots(const Snapshot& before, const Snapshot& aft
   for (int d : after.devices()) devices.push_back(d);
   std::sort(devices.begin(), devices.end());
   devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+  const std::vector<int> held_before = before.devices(), held_after = after.devices();
+  auto holds = [](const std::vector<int>& held, int d) { return std::find(held.begin(), held.end(), d) != held.end(); };
   for (int d : devices) {
     if (options.device && *options.device != d) continue;
     DeviceDelta x;
     x.device = d;
-    DeviceMemory b = summarize_device(before, d), a = summarize_device(after, d);
-    Timeline tb = replay_timeline(before, d, options), ta = replay_timeline(after, d, options);
-    x.reserved_before = int64_t(b.reserved_bytes);
-    x.reserved_after = int64_t(a.reserved_bytes);
-    x.allocated_before = int64_t(b.allocated_bytes);
-    x.allocated_after = int64_t(a.allocated_bytes);
-    x.peak_live_before = int64_t(tb.live_at_peak_bytes);
-    x.peak_live_after = int64_t(ta.live_at_peak_bytes);
+    if (holds(held_before, d)) {
+      const DeviceMemory m = summarize_device(before, d);
+      x.reserved_before = m.reserved_bytes;
+      x.allocated_before = m.allocated_bytes;
+      if (const Timeline t = replay_timeline(before, d, options); t.events > 0) x.peak_live_before = t.live_at_peak_bytes;
+    }
+    if (holds(held_after, d)) {
+      const DeviceMemory m = summarize_device(after, d);
+      x.reserved_after = m.reserved_bytes;
+      x.allocated_after = m.allocated_bytes;
+      if (const Timeline t = replay_timeline(after, d, options); t.events > 0) x.peak_live_after = t.live_at_peak_bytes;
+    }
     c.devices.push_back(x);
   }
   auto kb = live_by_key(before, options), ka = live_by_key(after, options);

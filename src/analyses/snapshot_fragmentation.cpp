@@ -10,6 +10,7 @@
 
 #include "analyses/snapshot_analysis.h"
 #include "analyses/snapshot_layout.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace oomdoc {
@@ -118,9 +119,9 @@ std::string explain(const Fragmentation& f) {
     }
     case FragmentationMeaning::kFitsElsewhere:
       return fmt::format(
-          "{} segment{} had a free block of {} or more, but the allocator takes a block only from the request's "
+          "{} had a free block of {} or more, but the allocator takes a block only from the request's "
           "own pool (small or large, private pools apart) and stream: that memory was not the request's to use",
-          *f.segments_fitting_request, *f.segments_fitting_request == 1 ? "" : "s",
+          count_noun(*f.segments_fitting_request, "segment"),
           format_bytes(*f.requested_bytes));
     case FragmentationMeaning::kTooLittleFree:
       return fmt::format(

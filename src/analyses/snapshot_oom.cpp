@@ -26,6 +26,7 @@
 #include "analyses/snapshot_analysis.h"
 #include "analyses/snapshot_layout.h"
 #include "analyses/snapshot_replay.h"
+#include "core/text.h"
 #include "core/units.h"
 
 namespace oomdoc {
@@ -161,10 +162,10 @@ std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const 
     } else {
       r.verdict = OomVerdict::kExhaustion;
       r.explanation = fmt::format(
-          "{} live in tensors and {} reserved; only {} cached and {} free on the device for a {} "
+          "{} live in tensors and {} reserved; only {} cached and {} free on the device for {} "
           "request: the device is full of live tensors",
           format_bytes(r.live_bytes), format_bytes(r.reserved_bytes), format_bytes(cached_free),
-          format_bytes(r.device_free_bytes), format_bytes(r.requested_bytes));
+          format_bytes(r.device_free_bytes), with_article(format_bytes(r.requested_bytes)));
     }
     r.stack = labeler.frames(e.stack);
     r.stack_key = labeler.key(e.stack);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/text.h"
 #include "core/units.h"
 
 namespace oomdoc {
@@ -14,16 +15,20 @@ namespace oomdoc {
 namespace {
 
 std::string headline(const SnapshotReport& r) {
+  // Every device that ran out of memory is named: each has its own verdict.
+  std::string ooms;
   for (const DeviceReport& d : r.devices) {
     if (d.ooms.empty()) continue;
     const OomReport& o = d.ooms.front();
-    return fmt::format("OOM on cuda:{} at trace event {}: {} ({} requested, {} free on the device, "
-                       "{} reserved, largest free block {}){}",
-                       d.memory.device, o.event_index, oom_verdict_name(o.verdict),
-                       format_bytes(o.requested_bytes), format_bytes(o.device_free_bytes),
-                       format_bytes(o.reserved_bytes), format_bytes(o.largest_free_block_bytes),
-                       d.ooms.size() > 1 ? fmt::format(" and {} more OOM events", d.ooms.size() - 1) : "");
+    if (!ooms.empty()) ooms += "; ";
+    ooms += fmt::format("OOM on cuda:{} at trace event {}: {} ({} requested, {} free on the device, "
+                        "{} reserved, largest free block {}){}",
+                        d.memory.device, o.event_index, oom_verdict_name(o.verdict),
+                        format_bytes(o.requested_bytes), format_bytes(o.device_free_bytes),
+                        format_bytes(o.reserved_bytes), format_bytes(o.largest_free_block_bytes),
+                        d.ooms.size() > 1 ? " and " + count_noun(d.ooms.size() - 1, "more OOM event") : "");
   }
+  if (!ooms.empty()) return ooms;
   for (const DeviceReport& d : r.devices) {
     if (d.growth.leaks.empty()) continue;
     const LeakCandidate& l = d.growth.leaks.front();
@@ -78,6 +83,7 @@ DeviceReport analyze_device(const Snapshot& snapshot, int device, const Snapshot
   d.ooms = analyze_ooms(snapshot, device, d.timeline, labeler, options);
   d.fragmentation = analyze_fragmentation(
       snapshot, device, d.ooms.empty() ? std::nullopt : std::optional<uint64_t>(d.ooms.front().event_index));
+  d.fragmentation.device_ooms = d.ooms.size();
   d.growth = growth.get();
   if (d.growth.leaks.empty()) {  // only suggest dropping kept tensors when some were found
     for (OomReport& o : d.ooms) {
@@ -115,6 +121,19 @@ Status check_device_present(const Snapshot& snapshot, const SnapshotOptions& opt
   if (std::find(devices.begin(), devices.end(), *options.device) != devices.end()) return Ok{};
   return make_error(fmt::format("{}: no device {} (devices in the file: {})", name, *options.device,
                                 devices.empty() ? "none" : fmt::format("{}", fmt::join(devices, ", "))));
+}
+
+Status check_device_capacity(const SnapshotReport& report, uint64_t capacity_bytes, const std::string& name) {
+  for (const DeviceReport& d : report.devices) {
+    const uint64_t peak = d.timeline.events ? uint64_t(std::max<int64_t>(0, d.timeline.peak_reserved_bytes)) : 0;
+    const uint64_t reserved = std::max(d.memory.reserved_bytes, peak);
+    if (reserved <= capacity_bytes) continue;
+    return make_error(fmt::format("--gpu-memory: {} is less than the {} cuda:{} had reserved ({}) in {}",
+                                  format_bytes(capacity_bytes), format_bytes(reserved), d.memory.device,
+                                  reserved == d.memory.reserved_bytes ? "at dump time" : "at its trace's reserved peak",
+                                  name));
+  }
+  return Ok{};
 }
 
 Result<SnapshotReport> analyze_snapshot_file(const std::string& path, const SnapshotOptions& options,

@@ -41,6 +41,10 @@ SnapshotReport analyze_snapshot(const Snapshot& snapshot, const SnapshotOptions&
 // not there would read as "nothing allocated". `name` is the file, for the message
 // "x.pickle: no device 7 (devices in the file: 0, 1)".
 Status check_device_present(const Snapshot& snapshot, const SnapshotOptions& options, const std::string& name);
+// A capacity (--gpu-memory) below what a device of the report had reserved, at dump time or at its trace's
+// reserved peak, cannot be the device's: the error names both numbers, the device and the file
+// "--gpu-memory: 10.00 MiB is less than the 20.00 MiB cuda:0 had reserved (at dump time) in x.pickle".
+Status check_device_capacity(const SnapshotReport& report, uint64_t capacity_bytes, const std::string& name);
 // Reads and analyses; errors name the file ("x.pickle: offset 12: GLOBAL: refused: ...").
 Result<SnapshotReport> analyze_snapshot_file(const std::string& path,
                                              const SnapshotOptions& options = {},
@@ -53,11 +57,13 @@ struct StackDelta {
   int64_t after_bytes = 0;
   int64_t delta_bytes = 0;
 };
+// Absent values stay absent: a device one file does not hold has no reserved bytes "0 B" there, and
+// a file without a trace has no peak (its live blocks at dump are not a peak).
 struct DeviceDelta {
   int device = 0;
-  int64_t reserved_before = 0, reserved_after = 0;
-  int64_t allocated_before = 0, allocated_after = 0;
-  int64_t peak_live_before = 0, peak_live_after = 0;  // baseline + trace peak
+  std::optional<uint64_t> reserved_before, reserved_after;    // nullopt: the file does not hold the device
+  std::optional<uint64_t> allocated_before, allocated_after;  // likewise
+  std::optional<uint64_t> peak_live_before, peak_live_after;  // live_at_peak (baseline + trace peak); nullopt without a trace
 };
 struct SnapshotComparison {
   std::vector<DeviceDelta> devices;

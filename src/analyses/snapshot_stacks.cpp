@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "analyses/snapshot_analysis.h"
+#include "core/text.h"
 
 namespace oomdoc {
 
@@ -177,13 +178,13 @@ std::vector<std::string> StackLabeler::frames(StackId stack, size_t max) const {
       out.push_back(frame_text(id));
     }
   }
-  if (more_python) out.push_back(fmt::format("... {} more Python frame{}", more_python, more_python == 1 ? "" : "s"));
+  if (more_python) out.push_back("... " + count_noun(more_python, "more Python frame"));
   if (native) {
     constexpr size_t kNamesShown = 4;
     std::string names;
     for (size_t i = 0; i < native_names.size() && i < kNamesShown; ++i) names += (i ? ", " : ": ") + native_names[i];
     if (native_names.size() > kNamesShown) names += ", ...";
-    out.push_back(fmt::format("[{} C++ frame{}{}]", native, native == 1 ? "" : "s", names));
+    out.push_back(fmt::format("[{}{}]", count_noun(native, "C++ frame"), names));
   }
   return out;
 }

@@ -13,6 +13,24 @@ std::string to_lower(std::string_view s) {
   return out;
 }
 
+std::string count_noun(uint64_t count, std::string_view singular, std::string_view plural_form) {
+  std::string out = std::to_string(count) + " ";
+  if (count == 1) return out.append(singular);
+  if (plural_form.empty()) return out.append(singular).append("s");
+  return out.append(plural_form);
+}
+
+std::string with_article(std::string_view phrase) {
+  // The integer part as printed ("8.00 GiB" -> "8"; thousands separators do not occur in sizes).
+  size_t digits = 0;
+  while (digits < phrase.size() && std::isdigit(static_cast<unsigned char>(phrase[digits]))) ++digits;
+  const std::string_view number = phrase.substr(0, digits);
+  // Read aloud, a number takes "an" when its first word starts with a vowel sound: eight, eighty,
+  // eight hundred, eleven, eighteen (but "one hundred eighteen", "eleven hundred" never print here).
+  const bool vowel = !number.empty() && (number[0] == '8' || number == "11" || number == "18");
+  return std::string(vowel ? "an " : "a ").append(phrase);
+}
+
 size_t edit_distance(std::string_view a, std::string_view b) {
   // Optimal string alignment: Levenshtein plus the swap of two neighbours as one edit, the
   // commonest typo in model numbers ("4900" for "4090"). Names are short: a full table is fine.

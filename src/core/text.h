@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,14 @@ namespace oomdoc {
 
 // ASCII lower case (names and flags are ASCII; other bytes pass through).
 std::string to_lower(std::string_view s);
+
+// "1 line", "3 lines", "0 lines"; plural_form for irregular nouns ("1 process", "2 processes").
+std::string count_noun(uint64_t count, std::string_view singular, std::string_view plural_form = {});
+
+// The indefinite article for a phrase that starts with a number as it is read aloud: "an" before
+// 8, 11, 18, 80-89, 800-899 ("an 8.00 GiB buffer", "an 11.50 MiB request"), "a" otherwise
+// ("a 16.00 MiB request", "a 110 B block"). Returns "a PHRASE" or "an PHRASE".
+std::string with_article(std::string_view phrase);
 
 // Edit distance for "did you mean" suggestions: insertions, deletions, substitutions, and the swap
 // of two neighbouring characters, each counting one.

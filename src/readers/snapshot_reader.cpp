@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <unordered_map>
 
@@ -698,7 +699,7 @@ class Converter {
     std::optional<Value> blocks;
     bool has_total = false;
     std::string bad;
-    std::string negative_field;  // the first size field below zero, as the error names it
+    std::string negative_field;  // the first size field below zero (or device out of range), as the error names it
     tree_.for_each_pair(dict, [&](Value k, Value v) {
       if (k.tag() != Tag::kStr) return;
       std::string_view key = tree_.str(k);
@@ -717,7 +718,16 @@ class Converter {
         as_u(out);
       };
       if (key == "device") {
-        s.device = static_cast<int>(tree_.as_int(v).value_or(0));
+        // A CUDA ordinal is 0 or more: a negative one ("cuda:-1") or one past int is a damaged file,
+        // not a device to report (--device refuses them too).
+        const std::optional<int64_t> device = tree_.as_int(v);
+        if (device && (*device < 0 || *device > std::numeric_limits<int>::max())) {
+          if (negative_field.empty()) {
+            negative_field = fmt::format("segments[{}].device is {}: not a CUDA device ordinal", index, *device);
+          }
+        } else {
+          s.device = static_cast<int>(device.value_or(0));
+        }
       } else if (key == "address") {
         as_u(s.address);
       } else if (key == "total_size") {

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "core/text.h"
 #include "core/units.h"
 
 namespace oomdoc {
@@ -186,7 +187,7 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
   if (shown == 0 && !report.inputs.empty()) {
     out += "No out-of-memory error found";
     if (report.inputs.size() == 1) out += " in " + report.inputs.front();
-    out += fmt::format(" ({} line{}).\n", report.lines, report.lines == 1 ? "" : "s");
+    out += fmt::format(" ({}).\n", count_noun(report.lines, "line"));
   }
   if (!report.errors.empty()) {
     std::string names;

@@ -193,7 +193,7 @@ td {{ white-space: pre-line; }}
   }}
   document.getElementById('verdict').textContent = report.verdict;
   document.getElementById('source').textContent = report.file + ': ' + report.format + ', ' + report.layout +
-      '; ' + report.distinct_stacks + ' distinct stacks';
+      '; ' + report.distinct_stacks + (report.distinct_stacks === 1 ? ' distinct stack' : ' distinct stacks');
   var root = document.getElementById('devices'), drawn = 0;
   report.devices.forEach(function(d, di) {{
     var sec = el('section', {{'id': 'device-' + d.device}});

@@ -143,7 +143,7 @@ Json snapshot_report_json(const SnapshotReport& r) {
     j["private_pool_segments"] = m.private_pool_segments;
     j["expandable_segments"] = m.expandable_segments;
     j["trace_events"] = t.events;
-    j["peak_live_bytes"] = t.peak_live_delta;
+    j["peak_live_bytes"] = t.events ? Json(t.peak_live_delta) : Json(nullptr);
     j["peak_event_index"] = json_optional(t.peak_index);
     j["peak_time_us"] = json_optional(t.peak_time_us);
     j["peak_seconds"] = json_optional(t.peak_seconds);
@@ -196,12 +196,12 @@ Json comparison_json(const SnapshotComparison& c, const std::string& before, con
   Json devices = Json::array();
   for (const DeviceDelta& d : c.devices) {
     devices.push_back({{"device", d.device},
-                       {"reserved_before_bytes", d.reserved_before},
-                       {"reserved_after_bytes", d.reserved_after},
-                       {"allocated_before_bytes", d.allocated_before},
-                       {"allocated_after_bytes", d.allocated_after},
-                       {"peak_live_before_bytes", d.peak_live_before},
-                       {"peak_live_after_bytes", d.peak_live_after}});
+                       {"reserved_before_bytes", json_bytes(d.reserved_before)},
+                       {"reserved_after_bytes", json_bytes(d.reserved_after)},
+                       {"allocated_before_bytes", json_bytes(d.allocated_before)},
+                       {"allocated_after_bytes", json_bytes(d.allocated_after)},
+                       {"peak_live_before_bytes", json_bytes(d.peak_live_before)},
+                       {"peak_live_after_bytes", json_bytes(d.peak_live_after)}});
   }
   doc["devices"] = devices;
   Json stacks = Json::array();

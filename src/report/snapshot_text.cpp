@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/text.h"
 #include "core/units.h"
 #include "report/snapshot_render.h"
 
@@ -41,6 +42,17 @@ void append_fragmentation(std::string& out, const Fragmentation& f, size_t rows,
   out += '\n';
 }
 
+// "1.00 MiB -> 3.00 MiB (+2.00 MiB)"; a value a file lacks is named instead, without a change.
+std::string change_text(const std::optional<uint64_t>& before, const std::optional<uint64_t>& after,
+                        std::string_view before_missing, std::string_view after_missing) {
+  std::string text = fmt::format("{} -> {}", before ? format_bytes(*before) : std::string(before_missing),
+                                 after ? format_bytes(*after) : std::string(after_missing));
+  if (before && after) {
+    text += fmt::format(" ({})", format_signed_bytes(static_cast<int64_t>(*after) - static_cast<int64_t>(*before), true));
+  }
+  return text;
+}
+
 // "12.345 s": seconds from the trace's first event.
 std::string seconds_text(double seconds) { return fmt::format("{:.3f} s", seconds); }
 
@@ -54,35 +66,36 @@ std::string segment_pool_text(const SegmentUse& s) {
 }
 
 std::string fragmentation_heading_text(const Fragmentation& f) {
-  return f.oom_event_index
-             ? fmt::format("segments at the OOM (event {}), most free memory in pieces smaller than the request first",
-                           *f.oom_event_index)
-             : std::string("segments at dump time, most free memory stranded beside live blocks first");
+  if (!f.oom_event_index) return "segments at dump time, most free memory stranded beside live blocks first";
+  return fmt::format("segments at the {} (event {}), most free memory in pieces smaller than the request first",
+                     f.device_ooms > 1 ? fmt::format("first of {} OOMs", f.device_ooms) : std::string("OOM"),
+                     *f.oom_event_index);
 }
 
 std::string fragmentation_summary_text(const Fragmentation& f) {
   if (f.requested_bytes) {
-    return fmt::format("{} of {} segments had a free block of {} (the request); the largest free block was {}, "
+    return fmt::format("{} of {} had a free block of {} (the request); the largest free block was {}, "
                        "{} free in all",
-                       f.segments_fitting_request.value_or(0), f.segments.size(), format_bytes(*f.requested_bytes),
+                       f.segments_fitting_request.value_or(0), count_noun(f.segments.size(), "segment"),
+                       format_bytes(*f.requested_bytes),
                        format_bytes(f.largest_free_block_bytes), format_bytes(f.free_bytes));
   }
-  return fmt::format("{} free in {} segments, {} of it stranded; largest free block {}", format_bytes(f.free_bytes),
-                     f.segments.size(), format_bytes(f.unusable_free_bytes), format_bytes(f.largest_free_block_bytes));
+  return fmt::format("{} free in {}, {} of it stranded; largest free block {}", format_bytes(f.free_bytes),
+                     count_noun(f.segments.size(), "segment"), format_bytes(f.unusable_free_bytes), format_bytes(f.largest_free_block_bytes));
 }
 
 std::string render_snapshot_text(const SnapshotReport& r, const Style& style, size_t segment_rows) {
   std::string out;
   out += style.bold(r.verdict) + "\n\n";
-  out += style.dim(fmt::format("{}: {}, {}; {} distinct stacks, {} distinct frames", r.file,
-                               r.source_format, snapshot_layout_name(r.layout), r.distinct_stacks,
-                               r.distinct_frames)) + "\n";
+  out += style.dim(fmt::format("{}: {}, {}; {}, {}", r.file, r.source_format, snapshot_layout_name(r.layout),
+                               count_noun(r.distinct_stacks, "distinct stack"),
+                               count_noun(r.distinct_frames, "distinct frame"))) + "\n";
   for (const DeviceReport& d : r.devices) {
     const DeviceMemory& m = d.memory;
     const Timeline& t = d.timeline;
     out += '\n';  // appended alone: g++ 12 warns falsely (-Wrestrict) on "\n" + std::string here
     out += style.bold(fmt::format("cuda:{}", m.device)) +
-           fmt::format("  {} segments{}{}\n", m.segments,
+           fmt::format("  {}{}{}\n", count_noun(m.segments, "segment"),
                        m.expandable_segments ? fmt::format(", {} expandable", m.expandable_segments) : "",
                        m.private_pool_segments ? fmt::format(", {} in private pools", m.private_pool_segments) : "");
     out += fmt::format("  reserved   {:>11}   allocated {:>11}   active {:>11}\n", format_bytes(m.reserved_bytes),
@@ -101,7 +114,8 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style, si
       std::string span = t.time_axis ? fmt::format(" over {}", seconds_text(*t.duration_seconds))
                          : t.has_time    ? " (time_us missing on some entries or going back: event index as time)"
                                          : " (no time_us: event index as time)";
-      out += fmt::format("  trace: {} events{}; live before recording (baseline) {}; trace peak +{}", t.events, span,
+      out += fmt::format("  trace: {}{}; live before recording (baseline) {}; trace peak +{}",
+                         count_noun(t.events, "event"), span,
                          format_bytes(t.baseline_bytes), format_bytes(uint64_t(t.peak_live_delta)));
       if (t.peak_index) out += fmt::format(" at event {}", *t.peak_index);
       if (t.peak_seconds) out += fmt::format(" ({})", seconds_text(*t.peak_seconds));
@@ -109,7 +123,7 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style, si
                          format_bytes(t.live_at_peak_bytes),
                          format_bytes(uint64_t(std::max<int64_t>(0, t.peak_reserved_bytes))));
       if (t.unmatched_frees) {
-        out += fmt::format("  {} frees of memory allocated before recording ({})\n", t.unmatched_frees,
+        out += fmt::format("  {} of memory allocated before recording ({})\n", count_noun(t.unmatched_frees, "free"),
                            format_bytes(t.unmatched_free_bytes));
       }
       if (t.truncated) out += "  " + style.yellow("trace truncated: " + t.truncation_reason) + "\n";
@@ -130,7 +144,7 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style, si
       if (!o.releases_before.empty()) {
         uint64_t total = 0;
         for (const auto& c : o.releases_before) total += c.bytes;
-        out += fmt::format("    cache released just before: {} segments, {}\n", o.releases_before.size(),
+        out += fmt::format("    cache released just before: {}, {}\n", count_noun(o.releases_before.size(), "segment"),
                            format_bytes(total));
       }
       if (!o.biggest_live.empty()) {
@@ -158,10 +172,10 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style, si
                            l.iterations, l.stack_key);
       }
     } else if (d.growth.iteration_source.empty() && t.events > 0) {
-      out += fmt::format("\n  leak check: not done, the trace marks {} step{} (ProfilerStep#N or Optimizer.step "
+      out += fmt::format("\n  leak check: not done, the trace marks {} (ProfilerStep#N or Optimizer.step "
                          "annotations) and growth needs 3 or more; one step legitimately keeps activations for "
                          "backward, gradients and optimizer state\n",
-                         d.growth.steps_marked, d.growth.steps_marked == 1 ? "" : "s");
+                         count_noun(d.growth.steps_marked, "step"));
     } else if (!d.growth.iteration_source.empty()) {
       out += fmt::format("\n  leak check: no stack left allocations behind in 3 or more of the {} steps ({})\n",
                          d.growth.iterations, d.growth.iteration_source);
@@ -180,14 +194,13 @@ std::string render_comparison_text(const SnapshotComparison& c, const std::strin
                                    const std::string& after, const Style& style) {
   std::string out = style.bold(fmt::format("{} -> {}", before, after)) + "\n";
   for (const DeviceDelta& d : c.devices) {
-    out += fmt::format("cuda:{}  reserved {} -> {} ({})  allocated {} -> {} ({})  peak live {} -> {} ({})\n",
-                       d.device, format_bytes(uint64_t(d.reserved_before)), format_bytes(uint64_t(d.reserved_after)),
-                       format_signed_bytes(d.reserved_after - d.reserved_before, true),
-                       format_bytes(uint64_t(d.allocated_before)), format_bytes(uint64_t(d.allocated_after)),
-                       format_signed_bytes(d.allocated_after - d.allocated_before, true),
-                       format_bytes(uint64_t(std::max<int64_t>(0, d.peak_live_before))),
-                       format_bytes(uint64_t(std::max<int64_t>(0, d.peak_live_after))),
-                       format_signed_bytes(d.peak_live_after - d.peak_live_before, true));
+    // A device one file does not hold is "absent" there; a held device without a trace has "no trace" peak.
+    const std::string_view no_peak_before = d.reserved_before ? "no trace" : "absent";
+    const std::string_view no_peak_after = d.reserved_after ? "no trace" : "absent";
+    out += fmt::format("cuda:{}  reserved {}  allocated {}  peak live {}\n", d.device,
+                       change_text(d.reserved_before, d.reserved_after, "absent", "absent"),
+                       change_text(d.allocated_before, d.allocated_after, "absent", "absent"),
+                       change_text(d.peak_live_before, d.peak_live_after, no_peak_before, no_peak_after));
   }
   if (!c.stacks.empty()) {
     out += "\nlive at dump, by stack (largest change first):\n";

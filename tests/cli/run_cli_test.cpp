@@ -150,6 +150,71 @@ TEST(RunCli, JsonReportGoesToAFile) {
   EXPECT_EQ(doc["snapshot_hook"], nullptr);
 }
 
+// The report's path is checked before the command starts: a run of hours must not end in "cannot
+// write". The command does not run (no "ran" on stdout).
+TEST(RunCli, JsonReportPathIsCheckedBeforeTheCommandStarts) {
+  auto missing = run_cli({"run", "--json-report", "/nonexistent-oomdoc-dir/r.json", "--", "sh", "-c", "echo ran"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.out, "");
+  EXPECT_EQ(missing.err,
+            "oomdoc: /nonexistent-oomdoc-dir/r.json: cannot write the JSON report (no directory /nonexistent-oomdoc-dir)\n");
+  const std::string dir = fs::temp_directory_path().string();
+  auto directory = run_cli({"run", "--json-report", dir, "--", "sh", "-c", "echo ran"});
+  EXPECT_EQ(directory.exit_code, 2);
+  EXPECT_EQ(directory.out, "");
+  EXPECT_EQ(directory.err, "oomdoc: " + dir + ": cannot write the JSON report (it is a directory)\n");
+}
+
+// Writing can still fail at the end (here /dev/full: the disk is full). The reason is given; a child
+// that succeeded makes oomdoc exit 2, not 0; a child that failed keeps its own status.
+TEST(RunCli, JsonReportThatCannotBeWrittenAtTheEnd) {
+  auto ok_child = run_cli({"run", "--json-report", "/dev/full", "--", "sh", "-c", "echo done"}, "", {"NO_COLOR=1"});
+  EXPECT_EQ(ok_child.exit_code, 2);
+  EXPECT_EQ(ok_child.out, "done\n");
+  EXPECT_EQ(ok_child.err, "oomdoc: /dev/full: cannot write the JSON report: No space left on device\n");
+  auto failing_child = run_cli({"run", "--json-report", "/dev/full", "--", "sh", "-c", "exit 3"}, "", {"NO_COLOR=1"});
+  EXPECT_EQ(failing_child.exit_code, 3);
+  EXPECT_EQ(failing_child.err, "oomdoc: /dev/full: cannot write the JSON report: No space left on device\n");
+  // The directory removed while the command ran.
+  const fs::path dir = fs::temp_directory_path() / ("oomdoc-run-report-gone-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string report = (dir / "r.json").string();
+  auto gone = run_cli({"run", "--json-report", report, "--", "rm", "-r", dir.string()}, "", {"NO_COLOR=1"});
+  EXPECT_EQ(gone.exit_code, 2);
+  EXPECT_EQ(gone.err, "oomdoc: " + report + ": cannot write the JSON report: No such file or directory\n");
+  EXPECT_FALSE(fs::exists(dir));
+}
+
+TEST(RunCli, AllocConfIsCheckedBeforeTheCommandStarts) {
+  auto r = run_cli({"run", "--alloc-conf", "expandable_segments:true", "--", "sh", "-c", "echo ran"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "oomdoc: --alloc-conf: expandable_segments:true: must be True or False (with capitals)\n");
+  auto bogus = run_cli({"run", "--alloc-conf", "bogus", "--", "sh", "-c", "echo ran"});
+  EXPECT_EQ(bogus.exit_code, 2);
+  EXPECT_EQ(bogus.out, "");
+  EXPECT_EQ(bogus.err.rfind("oomdoc: --alloc-conf: unknown setting 'bogus'; PyTorch's CUDA allocator knows backend, ", 0), 0u)
+      << bogus.err;
+}
+
+TEST(RunCli, SnapshotEntriesNeedsSnapshotOnOom) {
+  auto r = run_cli({"run", "--snapshot-entries", "10", "--", "sh", "-c", "echo ran"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "oomdoc run: --snapshot-entries requires --snapshot-on-oom (see oomdoc run --help)\n");
+}
+
+// torch 1.13 has no torch.OutOfMemoryError: the script's own `raise torch.OutOfMemoryError("CUDA out of
+// memory. ...")` fails with AttributeError, and the traceback shows that source line. The OOM text is
+// code, not an error message. DISABLED: the fix belongs in the explain scanner (readers/log_scanner.cpp,
+// another branch's area); enable it with that fix.
+TEST(RunCli, DISABLED_OomTextInATracebackSourceLineIsNotAnOom) {
+  const std::string log = testing::fixture_path("run/oom_text_in_source_line.txt");
+  auto r = run_cli({"run", "--", "sh", "-c", "cat '" + log + "' >&2; exit 1"}, "", {"NO_COLOR=1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, testing::read_file(log));  // the child's stderr, and nothing from oomdoc
+}
+
 // ---- --snapshot-on-oom ----
 
 struct TempDir {

@@ -97,6 +97,96 @@ TEST(SnapshotCli, DeviceNotInTheFileIsBadInput) {
   EXPECT_EQ(compare.err, "oomdoc: " + file + ": no device 7 (devices in the file: 0, 1)\n");
 }
 
+// --gpu-memory is read as --memory is everywhere (cli/gpu_flags.h): a unit is required, GB is decimal,
+// GiB binary; a capacity below what the file shows reserved cannot be the device's.
+TEST(SnapshotCli, GpuMemoryNeedsAUnitAndRoomForWhatIsReserved) {
+  const std::string file = fixture_path("snapshot/two_devices_oom_p4.pickle");
+  auto bare = run_cli({"snapshot", file, "--gpu-memory", "80"});
+  EXPECT_EQ(bare.exit_code, 2);
+  EXPECT_EQ(bare.out, "");
+  EXPECT_EQ(bare.err, "oomdoc: --gpu-memory: '80' has no unit: write 80GiB (as CUDA and nvidia-smi count) or 80GB (decimal)\n");
+  auto lots = run_cli({"snapshot", file, "--gpu-memory", "lots"});
+  EXPECT_EQ(lots.exit_code, 2);
+  EXPECT_EQ(lots.err, "oomdoc: --gpu-memory: 'lots' is not a size (e.g. 24GiB)\n");
+  auto small = run_cli({"snapshot", file, "--gpu-memory", "10MiB"});
+  EXPECT_EQ(small.exit_code, 2);
+  EXPECT_EQ(small.out, "");
+  EXPECT_EQ(small.err, "oomdoc: --gpu-memory: 10.00 MiB is less than the 20.00 MiB cuda:0 had reserved (at dump time) in " +
+                           file + "\n");
+  auto enough = run_cli({"snapshot", file, "--gpu-memory", "20MiB", "--json"});
+  ASSERT_EQ(enough.exit_code, 0) << enough.err;
+  auto doc = nlohmann::json::parse(enough.out);
+  // 20 MiB capacity, 20 MiB reserved, 1 MiB free: 0 B outside PyTorch.
+  EXPECT_EQ(doc["devices"][0]["ooms"][0]["outside_pytorch_bytes"], 0);
+  auto decimal = run_cli({"snapshot", file, "--gpu-memory", "1GB", "--json"});
+  ASSERT_EQ(decimal.exit_code, 0) << decimal.err;
+  // 10^9 - 20 MiB reserved - 1 MiB free.
+  EXPECT_EQ(nlohmann::json::parse(decimal.out)["devices"][0]["ooms"][0]["outside_pytorch_bytes"], 1000000000 - 21 * 1048576);
+  auto compare = run_cli({"snapshot", file, "--compare", file, "--gpu-memory", "80GiB"});
+  EXPECT_EQ(compare.exit_code, 2);
+  EXPECT_EQ(compare.err, "oomdoc: --gpu-memory: not available with --compare (the comparison gives no OOM verdicts)\n");
+}
+
+// Each device that ran out of memory is named in the headline; a device's segment table is at its
+// first OOM, and says so when there are more.
+TEST(SnapshotCli, HeadlineNamesEveryDevicesOom) {
+  const std::string file = fixture_path("snapshot/two_devices_oom_p4.pickle");
+  auto r = run_cli({"snapshot", file}, "", {"NO_COLOR=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')),
+            "OOM on cuda:0 at trace event 3: exhaustion (16.00 MiB requested, 1.00 MiB free on the device, 20.00 MiB "
+            "reserved, largest free block 4.00 MiB) and 1 more OOM event; OOM on cuda:1 at trace event 2: "
+            "too_large_or_outside_pytorch (80.00 MiB requested, 3.00 MiB free on the device, 2.00 MiB reserved, "
+            "largest free block 0 B)");
+  EXPECT_THAT(r.out, HasSubstr("\n  segments at the first of 2 OOMs (event 3), most free memory in pieces smaller than "
+                               "the request first: 1 of 1\n"));
+  EXPECT_THAT(r.out, HasSubstr("\n  segments at the OOM (event 2), most free memory"));
+  EXPECT_THAT(r.out, HasSubstr("0 of 1 segment had a free block of 16.00 MiB (the request)"));
+  EXPECT_THAT(r.out, HasSubstr("for a 16.00 MiB request: the device is full of live tensors"));
+  EXPECT_THAT(r.out, HasSubstr("for an 8.00 MiB request: the device is full of live tensors"));
+  EXPECT_THAT(r.out, HasSubstr("\ncuda:1  1 segment\n"));
+}
+
+TEST(SnapshotCli, NegativeDeviceInTheFileIsBadInput) {
+  const std::string file = fixture_path("snapshot/negative_device_p4.pickle");
+  auto r = run_cli({"snapshot", file});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "oomdoc: " + file + ": segments[0].device is -1: not a CUDA device ordinal\n");
+}
+
+// A file without a trace has no peak (null), and a device one file lacks is absent there, not 0 B.
+TEST(SnapshotCli, CompareKeepsAbsentValuesAbsent) {
+  const std::string before = fixture_path("snapshot/list_1_13_p2.pickle");  // device 0, no trace
+  const std::string after = fixture_path("snapshot/train_p2.pickle");       // devices 0 and 1, with traces
+  auto json = run_cli({"snapshot", before, "--compare", after, "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto doc = nlohmann::json::parse(json.out);
+  ASSERT_EQ(doc["devices"].size(), 2u);
+  const auto& d0 = doc["devices"][0];
+  const auto& d1 = doc["devices"][1];
+  EXPECT_EQ(d0["peak_live_before_bytes"], nullptr);
+  EXPECT_FALSE(d0["reserved_before_bytes"].is_null());
+  EXPECT_EQ(d1["device"], 1);
+  EXPECT_EQ(d1["reserved_before_bytes"], nullptr);
+  EXPECT_EQ(d1["allocated_before_bytes"], nullptr);
+  EXPECT_EQ(d1["peak_live_before_bytes"], nullptr);
+  // The after side is each device's live_at_peak_bytes in the single-file document.
+  auto single = nlohmann::json::parse(run_cli({"snapshot", after, "--json"}).out);
+  EXPECT_EQ(d0["peak_live_after_bytes"], single["devices"][0]["live_at_peak_bytes"]);
+  EXPECT_EQ(d1["peak_live_after_bytes"], single["devices"][1]["live_at_peak_bytes"]);
+  EXPECT_EQ(d1["reserved_after_bytes"], single["devices"][1]["reserved_bytes"]);
+  auto old = nlohmann::json::parse(run_cli({"snapshot", before, "--json"}).out);
+  EXPECT_EQ(old["devices"][0]["peak_live_bytes"], nullptr);
+  EXPECT_EQ(old["devices"][0]["live_at_peak_bytes"], nullptr);
+  auto text = run_cli({"snapshot", before, "--compare", after}, "", {"NO_COLOR=1"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("\ncuda:1  reserved absent -> "));
+  EXPECT_THAT(text.out, HasSubstr("  allocated absent -> "));
+  EXPECT_THAT(text.out, HasSubstr("  peak live absent -> "));
+  EXPECT_THAT(text.out, HasSubstr("  peak live no trace -> "));
+}
+
 TEST(SnapshotCli, APickleThatImportsIsRefusedWithTheOffset) {
   // docs/snapshot.md shows this file's output; the doc check keeps the whole line in step.
   const std::string file = fixture_path("snapshot/global_p2.pickle");

@@ -10,6 +10,27 @@ TEST(Text, ToLowerIsAsciiOnly) {
   EXPECT_EQ(to_lower("H100 SXM\xC3\x89"), "h100 sxm\xC3\x89");  // UTF-8 bytes pass through
 }
 
+TEST(Text, CountNoun) {
+  EXPECT_EQ(count_noun(0, "line"), "0 lines");
+  EXPECT_EQ(count_noun(1, "line"), "1 line");
+  EXPECT_EQ(count_noun(2, "free"), "2 frees");
+  EXPECT_EQ(count_noun(1, "process", "processes"), "1 process");
+  EXPECT_EQ(count_noun(3, "process", "processes"), "3 processes");
+}
+
+TEST(Text, WithArticleFollowsTheSpokenNumber) {
+  EXPECT_EQ(with_article("8.00 GiB buffer"), "an 8.00 GiB buffer");
+  EXPECT_EQ(with_article("80.00 MiB request"), "an 80.00 MiB request");
+  EXPECT_EQ(with_article("800 B block"), "an 800 B block");
+  EXPECT_EQ(with_article("11.50 MiB"), "an 11.50 MiB");
+  EXPECT_EQ(with_article("18 B"), "an 18 B");
+  EXPECT_EQ(with_article("16.00 MiB"), "a 16.00 MiB");
+  EXPECT_EQ(with_article("1.00 GiB"), "a 1.00 GiB");
+  EXPECT_EQ(with_article("118 B"), "a 118 B");     // one hundred eighteen
+  EXPECT_EQ(with_article("110.00 MiB"), "a 110.00 MiB");
+  EXPECT_EQ(with_article("2 B"), "a 2 B");
+}
+
 TEST(Text, EditDistance) {
   EXPECT_EQ(edit_distance("", ""), 0u);
   EXPECT_EQ(edit_distance("4090", "4080"), 1u);

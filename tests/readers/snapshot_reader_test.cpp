@@ -314,6 +314,25 @@ TEST(SnapshotReader, NegativeTraceSizeInAPickleIsNamedByItsIndex) {
   EXPECT_EQ(s.error().message, "t.pickle: device_traces[0][12]: 'size' is negative (-5)");
 }
 
+// A device ordinal is 0 or more (--device refuses -1 too): a file claiming "cuda:-1" is damaged.
+TEST(SnapshotReader, NegativeOrHugeDeviceIsAnErrorNamingTheFile) {
+  auto err = [](std::string_view data) {
+    auto s = read_snapshot_bytes(data, "x.json");
+    return s.ok() ? std::string("<ok>") : s.error().message;
+  };
+  EXPECT_EQ(err(R"({"segments": [{"device": 0, "address": 0, "total_size": 1024}, {"device": -1, "address": 4096,
+                "total_size": 1024}]})"),
+            "x.json: segments[1].device is -1: not a CUDA device ordinal");
+  EXPECT_EQ(err(R"({"segments": [{"device": 4294967296, "address": 0, "total_size": 1024}]})"),
+            "x.json: segments[0].device is 4294967296: not a CUDA device ordinal");
+  for (const char* name : {"snapshot/negative_device_p4.pickle", "snapshot/negative_device.json"}) {
+    const std::string path = testing::fixture_path(name);
+    auto s = read_snapshot_file(path);
+    ASSERT_FALSE(s.ok()) << name;
+    EXPECT_EQ(s.error().message, path + ": segments[0].device is -1: not a CUDA device ordinal");
+  }
+}
+
 TEST(SnapshotReader, MissingFile) {
   auto s = read_snapshot_file("/nonexistent/snap.pickle");
   ASSERT_FALSE(s.ok());
