@@ -41,9 +41,9 @@ TEST(ModelPresets, PopularModelsByIdAliasAndInstructName) {
   };
   const Case cases[] = {
       {"mistralai/Mistral-7B-v0.3", "mistralai/Mistral-7B-v0.3", 7248023552},
-      {"MISTRALAI/mistral-7b-instruct-V0.3", "mistralai/Mistral-7B-v0.3", 7248023552},
+      {"MISTRALAI/mistral-7b-instruct-V0.3", "mistralai/Mistral-7B-Instruct-v0.3", 7248023552},
       {"mistral-7b-v0.3", "mistralai/Mistral-7B-v0.3", 7248023552},
-      {"meta-llama/Meta-Llama-3-70B-Instruct", "meta-llama/Meta-Llama-3-70B", 70553706496},
+      {"meta-llama/Meta-Llama-3-70B-Instruct", "meta-llama/Meta-Llama-3-70B-Instruct", 70553706496},
       {"llama3-70b", "meta-llama/Meta-Llama-3-70B", 70553706496},
       {"qwen2.5-0.5b", "Qwen/Qwen2.5-0.5B", 494032768},
       {"Qwen/Qwen2.5-1.5B", "Qwen/Qwen2.5-1.5B", 1543714304},
@@ -52,12 +52,12 @@ TEST(ModelPresets, PopularModelsByIdAliasAndInstructName) {
       {"qwen/qwen2.5-32b", "Qwen/Qwen2.5-32B", 32763876352},
       {"Qwen/Qwen3-4B", "Qwen/Qwen3-4B", 4022468096},
       {"qwen3-14b", "Qwen/Qwen3-14B", 14768307200},
-      {"google/gemma-2-2b-it", "google/gemma-2-2b", 2614341888},
+      {"google/gemma-2-2b-it", "google/gemma-2-2b-it", 2614341888},
       {"gemma-2-27b", "google/gemma-2-27b", 27227128320},
       {"microsoft/phi-3.5-mini-instruct", "microsoft/Phi-3.5-mini-instruct", 3821079552},
       {"phi-4", "microsoft/phi-4", 14659507200},
       {"mistral-nemo-12b", "mistralai/Mistral-Nemo-Base-2407", 12247782400},
-      {"mistralai/Mistral-Small-24B-Instruct-2501", "mistralai/Mistral-Small-24B-Base-2501", 23572403200},
+      {"mistralai/Mistral-Small-24B-Instruct-2501", "mistralai/Mistral-Small-24B-Instruct-2501", 23572403200},
       {"deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "deepseek-ai/DeepSeek-R1-Distill-Llama-8B", 8030261248},
       {"deepseek-r1-distill-qwen-32b", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", 32763876352},
       // Re-uploads under another organisation, in a 16-bit dtype named in the repo.
@@ -133,7 +133,8 @@ TEST(ModelPresets, TheIdIsWhatMatched) {
   EXPECT_EQ((*find_preset("deepseek-r1"))->id, "deepseek-ai/DeepSeek-V3");
   EXPECT_EQ((*find_preset("meta-llama/Llama-3.1-8B-Instruct"))->id, "meta-llama/Llama-3.1-8B-Instruct");
   EXPECT_EQ((*find_preset("Llama-3.1-8B-Instruct"))->id, "meta-llama/Llama-3.1-8B-Instruct");
-  EXPECT_EQ((*find_preset("meta-llama/Llama-2-7b-chat-hf"))->id, "meta-llama/Llama-2-7b-hf");
+  EXPECT_EQ((*find_preset("meta-llama/Llama-2-7b-chat-hf"))->id, "meta-llama/Llama-2-7b-chat-hf");  // an alias
+  EXPECT_EQ((*find_preset("casperhansen/llama-3-70b-fp16"))->id, "meta-llama/Meta-Llama-3-70B");  // by its key
   EXPECT_EQ((*find_preset("google/gemma-3-27b-pt"))->source, "preset:presets/gemma-3-27b.json");
 }
 

@@ -44,7 +44,7 @@ TEST_F(ResolverTest, PresetsByIdCaseInsensitiveAliasAndVariant) {
   EXPECT_EQ(resolve_model("google-bert/bert-large-uncased")->total_params, 335141888u);
   EXPECT_EQ(resolve_model("EleutherAI/gpt-j-6b")->total_params, 6050882784u);
   // Instruct / chat variants share the architecture.
-  EXPECT_EQ(resolve_model("meta-llama/Llama-2-7b-chat-hf")->id, "meta-llama/Llama-2-7b-hf");
+  EXPECT_EQ(resolve_model("meta-llama/Llama-2-7b-chat-hf")->id, "meta-llama/Llama-2-7b-chat-hf");  // an alias: shown as typed
   // ... and a variant whose config.json differs is its preset's `variants` entry: own id, own values.
   auto instruct = resolve_model("Qwen/Qwen2.5-7B-Instruct");
   ASSERT_TRUE(instruct) << instruct.error().message;
@@ -60,8 +60,9 @@ TEST_F(ResolverTest, PresetsByIdCaseInsensitiveAliasAndVariant) {
   EXPECT_EQ(resolve_model("microsoft/Phi-3-mini-4k-instruct")->max_position_embeddings, 4096u);
   EXPECT_EQ(resolve_model("Qwen/Qwen3-30B-A3B-Instruct-2507")->max_position_embeddings, 262144u);
   EXPECT_EQ(resolve_model("Qwen/Qwen3-30B-A3B")->max_position_embeddings, 40960u);
-  EXPECT_EQ(resolve_model("google/gemma-2-9b-it")->id, "google/gemma-2-9b");
-  EXPECT_EQ(resolve_model("mistralai/Mixtral-8x7B-Instruct-v0.1")->id, "mistralai/Mixtral-8x7B-v0.1");
+  EXPECT_EQ(resolve_model("google/gemma-2-9b-it")->id, "google/gemma-2-9b-it");
+  EXPECT_EQ(resolve_model("mistralai/Mixtral-8x7B-Instruct-v0.1")->id, "mistralai/Mixtral-8x7B-Instruct-v0.1");
+  EXPECT_EQ(resolve_model("mistralai/Mixtral-8x7B-Instruct-v0.1")->source, "preset:presets/mixtral-8x7b.json");
 }
 
 // Names typed with spaces find the preset whose words are joined by '-'.
