@@ -1256,7 +1256,8 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   // name read with its base preset, a path).
   report.model_id = given.model.empty() ? model.label() : given.model;
   if (!model.base_model_id.empty()) report.model_config = "base model " + model.base_model_id + " (" + model.source + ")";
-  else if (report.model_id != model.label() && report.model_id != model.source) {
+  else if (report.model_id != model.label() && !(model.id.empty() && report.model_id == model.source)) {
+    // (a local config without an id, given by its path, is its own config: nothing to add)
     report.model_config = model.label() + " (" + model.source + ")";
   }
   report.estimate = *estimate;
