@@ -167,6 +167,11 @@ TEST(ModelResolutionCli, TheModelIsNamedAsMatched) {
   auto gemma = run_cli({"estimate", "google/gemma-3-27b-pt", "--task", "inference", "--json"}, "", kEnv);
   ASSERT_EQ(gemma.exit_code, 0) << gemma.err;
   EXPECT_EQ(nlohmann::json::parse(gemma.out)["model"]["id"], "google/gemma-3-27b-pt");
+  // An error about the model names what the user typed, not the preset behind it.
+  auto r1 = run_cli({"estimate", "deepseek-ai/DeepSeek-R1"}, "", kEnv);
+  EXPECT_EQ(r1.exit_code, 2);
+  EXPECT_EQ(r1.err, "oomdoc: deepseek-ai/DeepSeek-R1: is quantized (fp8); full fine-tuning needs unquantized weights "
+                    "(use train_qlora)\n");
   auto nemo = run_cli({"estimate", "mistralai/Mistral-Nemo-Instruct-2407", "--task", "inference", "--json"}, "", kEnv);
   ASSERT_EQ(nemo.exit_code, 0) << nemo.err;
   EXPECT_EQ(nlohmann::json::parse(nemo.out)["model"]["total_params"], 12247782400ull);
