@@ -49,8 +49,11 @@ int run(EstimateOptions& o, CLI::App& app) {
                          : "estimate: no model (give MODEL, --model, --params, a job file with \"model\" or a training config)");
     }
     model = resolve_checkpoint_name(job->model);
-    // Only estimate can stand in a parameter count for a model it cannot read.
-    if (!model) return fail(model.error().message + "; or pass --params N (with --hidden-size and --layers) for a quick estimate");
+    // Only estimate can stand in a parameter count for a model it cannot identify or does not
+    // model; a malformed file is fixed in the file.
+    if (!model && model.error().unknown_kind) {
+      return fail(model.error().message + "; or pass --params N (with --hidden-size and --layers) for a quick estimate");
+    }
   }
   if (!model) return fail(model.error().message);
   auto est = estimate_memory(*model, *job);

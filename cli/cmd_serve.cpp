@@ -116,6 +116,7 @@ int run_serve(const ServeOptions& o, const std::function<bool(const std::string&
 
   auto model = resolve_served_model(inputs.config.model);
   if (!model) return fail("serve: " + model.error().message);
+  const std::vector<std::string> model_warnings = model->spec.warnings;  // said with the prediction's
   inputs.model = std::move(model->spec);
   inputs.model_note = model->note;
   inputs.checkpoint_kv_cache_dtype = model->checkpoint_kv_cache_dtype;
@@ -123,6 +124,8 @@ int run_serve(const ServeOptions& o, const std::function<bool(const std::string&
 
   auto report = analyze_serve(inputs);
   if (!report) return fail("serve: " + report.error().message);
+  auto& warnings = report->prediction.warnings;
+  warnings.insert(warnings.begin(), model_warnings.begin(), model_warnings.end());
   note(card->note);
   if (o.json) {
     std::cout << dump_json(serve_json(report.value()));

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "analyses/llama_cpp_estimate.h"
+#include "analyses/vllm_serve.h"
 #include "core/units.h"
 #include "model/architecture.h"
 #include "model/weight_formats.h"
@@ -797,10 +798,17 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     est.warnings.push_back(fmt::format("{} tokens per sequence is above the model's {} learned positions: its "
                                        "position embedding has no row past them, so the forward pass fails "
                                        "(an index error), whatever the memory", p.seq, m.position_embeddings));
-  } else if (m.max_position_embeddings && p.seq > m.max_position_embeddings && m.rope_scaling_type.empty()) {
-    est.warnings.push_back(fmt::format("{} tokens per sequence is above the model's context of {} (max_position_embeddings): "
-                                       "it was not trained for that length", p.seq, m.max_position_embeddings));
+  } else if (const uint64_t context = vllm_derived_max_model_len(m, std::nullopt); context && p.seq > context) {
+    // The context with rope scaling applied, as vLLM derives it (one place for that rule).
+    const std::string how = m.rope_scaling_type.empty()
+                                ? std::string("max_position_embeddings")
+                                : fmt::format("max_position_embeddings {} with {} rope scaling {:g}",
+                                              m.max_position_embeddings, m.rope_scaling_type, m.rope_scaling_factor);
+    est.warnings.push_back(fmt::format("{} tokens per sequence is above the model's context of {} ({}): "
+                                       "it was not trained for that length", p.seq, context, how));
   }
+  // The model reader's warnings (a checkpoint missing tensors, a path sized as a preset).
+  est.warnings.insert(est.warnings.end(), m.warnings.begin(), m.warnings.end());
   if (p.training && job.kv_cache_dtype) {
     est.warnings.push_back("kv_cache_dtype applies to generation: a training job keeps no KV cache, it is ignored");
   }

@@ -1255,9 +1255,12 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   report.job = given;
   // The name as the user gave it; the config that stood behind it when that differs (an Instruct
   // name read with its base preset, a path).
-  report.model_id = given.model.empty() ? model.id : given.model;
+  report.model_id = given.model.empty() ? model.label() : given.model;
   if (!model.base_model_id.empty()) report.model_config = "base model " + model.base_model_id + " (" + model.source + ")";
-  else if (report.model_id != model.id) report.model_config = model.id + " (" + model.source + ")";
+  else if (report.model_id != model.label() && !(model.id.empty() && report.model_id == model.source)) {
+    // (a local config without an id, given by its path, is its own config: nothing to add)
+    report.model_config = model.label() + " (" + model.source + ")";
+  }
   report.estimate = *estimate;
   const uint64_t needed = oom_view(*estimate).device_used_bytes;
   report.needed_bytes = needed;

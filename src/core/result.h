@@ -10,6 +10,10 @@ namespace oomdoc {
 
 struct Error {
   std::string message;
+  // The input was read but names something oomdoc does not know (a model found nowhere, an
+  // architecture it does not model), rather than being malformed: only then may a caller offer
+  // another way in (estimate's --params). A broken file's fix is the file.
+  bool unknown_kind = false;
 };
 
 template <typename T>

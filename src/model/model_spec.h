@@ -132,6 +132,10 @@ struct ModelSpec {
   // Published parameter count the bundled preset records (with its source), for checks only.
   std::optional<uint64_t> reference_params;
   std::vector<std::string> notes;     // what the reader assumed (missing fields, defaults)
+  // What the reader found legal but likely a mistake, said loudly (the estimate's warnings, not
+  // its assumptions): a checkpoint holding far fewer parameters than its config, a path that does
+  // not exist here sized as the bundled preset its name matches.
+  std::vector<std::string> warnings;
 
   // The one place for the shape defaults every formula needs: head_dim is hidden / heads unless
   // the config says otherwise; no num_key_value_heads means one KV head per query head (MHA).
@@ -140,6 +144,20 @@ struct ModelSpec {
     return num_attention_heads ? hidden_size / num_attention_heads : 0;
   }
   uint64_t kv_heads_or_default() const { return num_kv_heads ? num_kv_heads : num_attention_heads; }
+
+  // How outputs name the model: its id, else (a local config without `_name_or_path`) the name of
+  // the folder it was read from ("/data/ckpt/" and "/data/ckpt/config.json" are both "ckpt").
+  std::string label() const {
+    if (!id.empty()) return id;
+    std::string path = source;
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    const std::string config = "/config.json";
+    if (path.size() > config.size() && path.compare(path.size() - config.size(), config.size(), config) == 0) {
+      path.resize(path.size() - config.size());
+    }
+    const size_t slash = path.rfind('/');
+    return slash == std::string::npos || slash + 1 == path.size() ? path : path.substr(slash + 1);
+  }
 };
 
 }  // namespace oomdoc

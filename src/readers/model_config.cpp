@@ -14,6 +14,14 @@
 namespace oomdoc {
 namespace {
 
+// A config that is well formed but describes an architecture (or a variant of one) oomdoc does not
+// model: the one kind of error estimate's --params can stand in for.
+Error unmodelled(std::string message) {
+  Error e = make_error(std::move(message));
+  e.unknown_kind = true;
+  return e;
+}
+
 using nlohmann::json;
 
 // Typed access to optional config keys; a present key of the wrong type is an error, not a default.
@@ -181,7 +189,7 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
       m.qkv_bias = c.flag("use_qkv_bias", false);
       m.attn_out_bias = false;
       if (c.flag("qk_layernorm", false)) {
-        return make_error(fmt::format("{}: stablelm with qk_layernorm is not supported", m.source));
+        return unmodelled(fmt::format("{}: stablelm with qk_layernorm is not supported", m.source));
       }
       if (c.flag("use_parallel_residual", false)) m.norms_per_layer = 1;
       m.hidden_dropout = c.number("hidden_dropout", 0);
@@ -200,7 +208,7 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
       bool dense_layers = c.has("mlp_only_layers") && c.raw().at("mlp_only_layers").is_array() &&
                           !c.raw().at("mlp_only_layers").empty();
       if (step != 1 || dense_layers) {
-        return make_error(fmt::format(
+        return unmodelled(fmt::format(
             "{}: MoE layers that are not every layer (decoder_sparse_step, mlp_only_layers) are not supported",
             m.source));
       }
@@ -228,7 +236,7 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
     uint64_t freq = 1;
     TRY_ASSIGN(freq, c.count("moe_layer_freq", 1));
     if (freq != 1) {
-      return make_error(fmt::format("{}: moe_layer_freq {} is not supported (only 1)", m.source, freq));
+      return unmodelled(fmt::format("{}: moe_layer_freq {} is not supported (only 1)", m.source, freq));
     }
     m.router_score_bias = c.text("topk_method") == "noaux_tc";
     m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
@@ -287,7 +295,7 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
     m.hidden_act = c.text("hidden_act", "gelu_new");
     m.hidden_dropout = c.number("resid_pdrop", 0);
     if (c.flag("qk_layernorm", false)) {
-      return make_error(fmt::format("{}: phi with qk_layernorm is not supported", m.source));
+      return unmodelled(fmt::format("{}: phi with qk_layernorm is not supported", m.source));
     }
     return Ok{};
   }
@@ -460,7 +468,7 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
       uint64_t emb = 0;
       TRY_ASSIGN(emb, c.count("embedding_size", h));
       if (emb != h) {
-        return make_error(fmt::format("{}: embedding_size {} different from hidden_size is not supported",
+        return unmodelled(fmt::format("{}: embedding_size {} different from hidden_size is not supported",
                                       m.source, emb));
       }
       // DebertaV2Encoder: relative position embeddings (2 * buckets rows), their LayerNorm and
@@ -488,7 +496,7 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
         m.position_to_content = pos_att.find("p2c") != std::string::npos;
         if (c.text("norm_rel_ebd").find("layer_norm") != std::string::npos) m.extra_params += 2 * h;
         if (c.has("pos_att_type") && !c.flag("share_att_key", false)) {
-          return make_error(fmt::format("{}: deberta-v2 with share_att_key false is not supported", m.source));
+          return unmodelled(fmt::format("{}: deberta-v2 with share_att_key false is not supported", m.source));
         }
       }
       uint64_t kernel = 0;
@@ -524,7 +532,7 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
   }
   std::string known;
   for (const auto& k : kModelTypes) known += (known.empty() ? "" : ", ") + k;
-  return make_error(fmt::format(
+  return unmodelled(fmt::format(
       "{}: unknown model_type \"{}\" (known: {})",
       m.source, t, known));
 }

@@ -47,7 +47,28 @@ std::string without_organisation(const std::string& name) {
 struct Match {
   const PresetInfo* preset = nullptr;
   const PresetVariant* variant = nullptr;
+  std::string label;  // the id or alias that matched, as the preset file spells it
 };
+
+// The name a match is shown as: the preset file's own spelling of what the user named. An alias
+// that is a Hugging Face id ("google/gemma-3-27b-pt") is shown as itself, not as the preset's id;
+// a short alias ("llama-2-7b") or a name found through its variant key shows the preset's id,
+// unless one of its ids ends with the same name ("/models/Llama-3.1-8B-Instruct" ->
+// meta-llama/Llama-3.1-8B-Instruct).
+std::string label_for(const std::string& wanted_name, const std::string& id, const std::vector<std::string>& aliases) {
+  const std::string wanted = to_lower(wanted_name);
+  const std::string short_name = without_organisation(wanted_name);
+  auto is_hub_id = [](const std::string& name) { return name.find('/') != std::string::npos; };
+  if (to_lower(id) == wanted) return id;
+  for (const auto& a : aliases) {
+    if (to_lower(a) == wanted) return is_hub_id(a) ? a : id;
+  }
+  if (without_organisation(id) == short_name) return id;
+  for (const auto& a : aliases) {
+    if (is_hub_id(a) && without_organisation(a) == short_name) return a;
+  }
+  return id;
+}
 
 // A variant is matched before the preset's aliases and variant keys: "Qwen2.5-7B-Instruct" must not
 // fall back to the base model's config.
@@ -56,18 +77,18 @@ Match match_variant(const std::string& name) {
   const std::string short_name = without_organisation(name);
   for (const auto& p : preset_index()) {
     for (const auto& v : p.variants) {
-      if (to_lower(v.id) == wanted) return {&p, &v};
+      if (to_lower(v.id) == wanted) return {&p, &v, label_for(name, v.id, v.aliases)};
       for (const auto& a : v.aliases) {
-        if (to_lower(a) == wanted) return {&p, &v};
+        if (to_lower(a) == wanted) return {&p, &v, label_for(name, v.id, v.aliases)};
       }
     }
   }
   // The same release under another organisation or in a local folder is the same config.
   for (const auto& p : preset_index()) {
     for (const auto& v : p.variants) {
-      if (without_organisation(v.id) == short_name) return {&p, &v};
+      if (without_organisation(v.id) == short_name) return {&p, &v, label_for(name, v.id, v.aliases)};
       for (const auto& a : v.aliases) {
-        if (without_organisation(a) == short_name) return {&p, &v};
+        if (without_organisation(a) == short_name) return {&p, &v, label_for(name, v.id, v.aliases)};
       }
     }
   }
@@ -143,7 +164,10 @@ const std::vector<PresetInfo>& preset_index() {
 
 std::optional<Result<ModelSpec>> find_preset(const std::string& name) {
   Match found = match_variant(name);
-  if (!found.preset) found.preset = match(name);
+  if (!found.preset) {
+    found.preset = match(name);
+    if (found.preset) found.label = label_for(name, found.preset->id, found.preset->aliases);
+  }
   const PresetInfo* p = found.preset;
   if (!p) return std::nullopt;
   auto content = embedded(p->file);
@@ -166,7 +190,7 @@ std::optional<Result<ModelSpec>> find_preset(const std::string& name) {
   }
   auto spec = parse_model_config(config.dump(), source);
   if (!spec) return spec;
-  spec->id = found.variant ? found.variant->id : p->id;
+  spec->id = found.label;
   spec->reference_params = p->reference_params;
   return spec;
 }

@@ -35,7 +35,9 @@ struct PresetInfo {
 const std::vector<PresetInfo>& preset_index();
 
 // The preset matching name, parsed into a ModelSpec (source "preset:<file>", or
-// "preset:<file>#<variant id>" for a variant, whose id it then carries); nullopt if none.
+// "preset:<file>#<variant id>" for a variant); nullopt if none. Its id is what matched, as the
+// preset file spells it: the preset's or variant's id, or an alias that is a Hugging Face id
+// ("google/gemma-3-27b-pt" is not shown as google/gemma-3-27b-it).
 std::optional<Result<ModelSpec>> find_preset(const std::string& name);
 
 // Up to `limit` preset ids that look like name (for "did you mean" errors).

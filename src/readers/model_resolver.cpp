@@ -18,15 +18,47 @@
 namespace oomdoc {
 namespace fs = std::filesystem;
 
+namespace {
+
+// The safetensors headers may hold fewer parameters than the config implies by this share before
+// it is a warning: nothing a full unquantized checkpoint leaves out is that large (tied weights
+// are stored once and counted once).
+constexpr double kFewerParamsTolerance = 0.01;
+// ... and more by this factor: multi-token-prediction layers (DeepSeek-V3: +2%), a vision tower
+// the config reader does not count, a duplicated tied head or an MLM head stay below it; two
+// copies of the weights in one folder (consolidated.safetensors beside the shards) do not.
+constexpr double kMoreParamsFactor = 1.5;
+
+// A local config's _name_or_path is often the path it was saved from, not a Hugging Face id.
+bool is_path_like_id(const std::string& id) {
+  return !id.empty() && (id[0] == '/' || id[0] == '.' || id[0] == '~' || id.find('\\') != std::string::npos);
+}
+
+}  // namespace
+
+bool looks_like_path(const std::string& name) {
+  if (name.empty()) return false;
+  if (name[0] == '/' || name[0] == '~' || name == "." || name == ".." || name.rfind("./", 0) == 0 ||
+      name.rfind("../", 0) == 0 || name.back() == '/') {
+    return true;
+  }
+  // A Windows path, or more than the one slash of org/name.
+  const size_t slash = name.find('/');
+  return name.find('\\') != std::string::npos ||
+         (slash != std::string::npos && name.find('/', slash + 1) != std::string::npos);
+}
+
 Result<ModelSpec> model_from_folder(const std::string& folder) {
   fs::path config = fs::path(folder) / "config.json";
   if (!fs::exists(config)) {
     // Headers alone give the count but not the shape the activation formulas need.
     auto headers = read_safetensors_folder(folder);
     if (headers) {
-      return make_error(fmt::format(
+      Error e = make_error(fmt::format(
           "{}: no config.json; the safetensors headers hold {} parameters but not the model's shape",
           folder, format_exact_count(headers->total_elements)));
+      e.unknown_kind = true;
+      return e;
     }
     return make_error(fmt::format("{}: no config.json and no *.safetensors", folder));
   }
@@ -35,6 +67,7 @@ Result<ModelSpec> model_from_folder(const std::string& folder) {
   auto spec = parse_model_config(*text, config.string());
   if (!spec) return spec;
   spec->source = folder;
+  if (is_path_like_id(spec->id)) spec->id.clear();  // named by its folder (ModelSpec::label)
   bool has_weights = false;
   for (const auto& entry : fs::directory_iterator(folder)) {
     if (entry.path().extension() == ".safetensors") has_weights = true;
@@ -44,18 +77,34 @@ Result<ModelSpec> model_from_folder(const std::string& folder) {
   if (!headers) return headers.error();
   spec->params_by_dtype = headers->elements_by_dtype;
   spec->checkpoint_bytes = headers->total_bytes;
-  if (spec->quantization.empty()) {
-    // Unquantized: the headers count every parameter exactly (tied weights are stored once).
-    if (headers->total_elements != spec->total_params) {
-      spec->notes.push_back(fmt::format("config implies {} parameters, safetensors headers hold {}; using the headers",
-                                        format_exact_count(spec->total_params),
-                                        format_exact_count(headers->total_elements)));
-    }
-    spec->total_params = headers->total_elements;
-  } else {
+  if (!spec->quantization.empty()) {
     spec->notes.push_back(fmt::format("pre-quantized checkpoint ({}): {} bytes of tensors on disk",
                                       spec->quantization, headers->total_bytes));
+    return spec;
   }
+  // Unquantized: the headers count every parameter exactly (tied weights are stored once).
+  const uint64_t config_count = spec->total_params, stored = headers->total_elements;
+  if (stored == config_count) return spec;
+  const std::string counts = fmt::format("{}: the config implies {} parameters, the safetensors headers hold {}",
+                                         folder, format_exact_count(config_count), format_exact_count(stored));
+  if (static_cast<double>(stored) < static_cast<double>(config_count) * (1 - kFewerParamsTolerance)) {
+    // from_pretrained builds the config's model whatever the files hold, so that is what is sized.
+    spec->warnings.push_back(fmt::format(
+        "{} ({:.1f}% fewer): tensors are missing from the checkpoint (a partial download or a wrong config?); "
+        "sized from the config, which is what loading it builds", counts,
+        100.0 * static_cast<double>(config_count - stored) / static_cast<double>(config_count)));
+    spec->checkpoint_bytes = 0;  // the files do not hold the model that is loaded
+    return spec;
+  }
+  if (static_cast<double>(stored) > static_cast<double>(config_count) * kMoreParamsFactor) {
+    spec->warnings.push_back(fmt::format(
+        "{} ({:.2f}x): more than the model has (two copies of the weights in the folder?); sized from the headers",
+        counts, static_cast<double>(stored) / static_cast<double>(config_count)));
+  } else {
+    spec->notes.push_back(fmt::format("config implies {} parameters, safetensors headers hold {}; using the headers",
+                                      format_exact_count(config_count), format_exact_count(stored)));
+  }
+  spec->total_params = stored;
   return spec;
 }
 
@@ -106,7 +155,24 @@ Result<ModelSpec> resolve_model(const std::string& name) {
     }
     auto text = read_small_file(name);
     if (!text) return text.error();
-    return parse_model_config(*text, name);
+    auto spec = parse_model_config(*text, name);
+    if (spec && is_path_like_id(spec->id)) spec->id.clear();
+    return spec;
+  }
+  if (looks_like_path(name)) {
+    // A path from another machine (a cluster's /models/Llama-3.1-8B-Instruct): its last component
+    // may name a bundled preset, which is then sized, loudly.
+    std::string last = name;
+    while (last.size() > 1 && (last.back() == '/' || last.back() == '\\')) last.pop_back();
+    if (auto cut = last.find_last_of("/\\"); cut != std::string::npos) last = last.substr(cut + 1);
+    std::optional<Result<ModelSpec>> preset;
+    if (!last.empty() && last != "." && last != "..") preset = find_preset(last);
+    if (!preset) return make_error(fmt::format("{}: no such file or folder", name));
+    if (*preset) {
+      (*preset)->warnings.push_back(
+          fmt::format("{}: no such folder here; sized as the bundled preset {}", name, (*preset)->id));
+    }
+    return *preset;
   }
   if (auto snapshot = find_in_hf_cache(name)) {
     auto spec = model_from_folder(*snapshot);
@@ -125,9 +191,11 @@ Result<ModelSpec> resolve_model(const std::string& name) {
   }
   std::string hint;
   for (const auto& id : closest_presets(name)) hint += (hint.empty() ? "" : ", ") + id;
-  return make_error(fmt::format(
+  Error e = make_error(fmt::format(
       "{}: not a file or folder, not in the Hugging Face cache, and not a bundled preset (closest: {})",
       name, hint));
+  e.unknown_kind = true;
+  return e;
 }
 
 Result<ModelSpec> model_from_param_count(uint64_t params, const ShapeHints& hints) {

@@ -15,8 +15,15 @@ namespace oomdoc {
 // Order: an existing path (config.json file, or a folder with config.json and optional
 // *.safetensors), a repo id in the Hugging Face cache (HF_HUB_CACHE, HF_HOME/hub,
 // ~/.cache/huggingface/hub), then a bundled preset. Errors say what is missing, not which flag
-// to use instead: that depends on the command (only estimate has --params).
+// to use instead: that depends on the command (only estimate has --params; Error::unknown_kind
+// says when it applies). A path that does not exist here is sized as the bundled preset its last
+// component names, with a warning in ModelSpec::warnings; without one it is "no such file or folder".
 Result<ModelSpec> resolve_model(const std::string& name);
+
+// Whether a model name is written as a path rather than a Hugging Face id: it starts with '/',
+// './', '../' or '~', ends with '/', has a backslash, or more slashes than org/name's one.
+// "meta-llama/Llama-2-7b-hf" is an id; "/data/x", "./x" and "models/org/x" are paths.
+bool looks_like_path(const std::string& name);
 
 // A folder holding config.json (and possibly *.safetensors, whose headers give exact counts).
 Result<ModelSpec> model_from_folder(const std::string& folder);

@@ -6,7 +6,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #include "core/file_input.h"
 
@@ -23,14 +27,24 @@ bool multiply_checked(uint64_t a, uint64_t b, uint64_t& out) {
 
 }  // namespace
 
-uint64_t safetensors_dtype_bytes(std::string_view dtype) {
-  if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
-  if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
-  if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
-  if (dtype == "I8" || dtype == "U8" || dtype == "BOOL" || dtype == "F8_E4M3" || dtype == "F8_E5M2" ||
-      dtype == "F8_E8M0")
-    return 1;
+uint64_t safetensors_dtype_bits(std::string_view dtype) {
+  // The safetensors format's Dtype enum (safetensors/src/tensor.rs, Dtype::bitsize): F4 and the
+  // F6 formats are packed below a byte (MXFP4 / MX6); C64 is a pair of F32.
+  struct Width { std::string_view name; uint64_t bits; };
+  static constexpr Width kWidths[] = {
+      {"BOOL", 8},  {"F4", 4},       {"F6_E2M3", 6}, {"F6_E3M2", 6}, {"U8", 8},   {"I8", 8},
+      {"F8_E5M2", 8}, {"F8_E4M3", 8}, {"F8_E8M0", 8}, {"I16", 16},   {"U16", 16}, {"F16", 16},
+      {"BF16", 16}, {"I32", 32},     {"U32", 32},    {"F32", 32},    {"C64", 64}, {"F64", 64},
+      {"I64", 64},  {"U64", 64}};
+  for (const Width& w : kWidths) {
+    if (w.name == dtype) return w.bits;
+  }
   return 0;
+}
+
+std::string safetensors_dtype_names() {
+  return "BOOL, F4, F6_E2M3, F6_E3M2, U8, I8, F8_E5M2, F8_E4M3, F8_E8M0, I16, U16, F16, BF16, I32, U32, F32, "
+         "C64, F64, I64, U64";
 }
 
 Result<SafetensorsSummary> parse_safetensors_header(std::string_view head, uint64_t file_size,
@@ -89,9 +103,15 @@ Result<SafetensorsSummary> parse_safetensors_header(std::string_view head, uint6
       return bad(fmt::format("data_offsets [{}, {}] outside the {} data bytes", begin, end, data_size));
     }
     t.bytes = end - begin;
-    uint64_t width = safetensors_dtype_bytes(t.dtype);
-    uint64_t expected = 0;
-    if (width && (!multiply_checked(elements, width, expected) || expected != t.bytes)) {
+    // An unknown dtype has no width: counting its elements as parameters would be a guess.
+    const uint64_t bits = safetensors_dtype_bits(t.dtype);
+    if (bits == 0) {
+      return bad(fmt::format("unknown dtype \"{}\" (the safetensors dtypes: {})", t.dtype, safetensors_dtype_names()));
+    }
+    uint64_t expected_bits = 0;
+    if (!multiply_checked(elements, bits, expected_bits)) return bad("shape overflows");
+    const uint64_t expected = expected_bits / 8 + (expected_bits % 8 != 0);  // F4 / F6 pack below a byte
+    if (expected != t.bytes) {
       return bad(fmt::format("{} elements of {} need {} bytes, data_offsets give {}", elements, t.dtype,
                              expected, t.bytes));
     }
@@ -122,6 +142,63 @@ Result<SafetensorsSummary> read_safetensors_header(const std::string& path) {
   return parse_safetensors_header(head, size, path);
 }
 
+namespace {
+
+// "model-00001-of-00004.safetensors" -> the shard set "model-*-of-00004" (the names of all four);
+// nullopt for a name that is not a numbered shard.
+struct ShardName {
+  std::string prefix;      // "model"
+  std::string count_text;  // "00004", as written
+  size_t index_width = 0;  // digits of the shard number, as written
+  uint64_t count = 0;
+};
+std::optional<ShardName> parse_shard_name(const std::string& file_name) {
+  const std::string_view ext = ".safetensors";
+  if (file_name.size() <= ext.size() || !file_name.ends_with(ext)) return std::nullopt;
+  const std::string stem = file_name.substr(0, file_name.size() - ext.size());
+  const size_t of = stem.rfind("-of-");
+  if (of == std::string::npos) return std::nullopt;
+  const std::string count_text = stem.substr(of + 4);
+  const size_t dash = stem.rfind('-', of - 1);
+  if (of == 0 || dash == std::string::npos) return std::nullopt;
+  const std::string index_text = stem.substr(dash + 1, of - dash - 1);
+  auto all_digits = [](const std::string& t) {
+    return !t.empty() && t.size() <= 9 && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!all_digits(count_text) || !all_digits(index_text)) return std::nullopt;
+  ShardName out{stem.substr(0, dash), count_text, index_text.size(), std::stoull(count_text)};
+  if (out.count == 0) return std::nullopt;
+  return out;
+}
+
+// The first shard the numbered names promise that is not in `files`, with how many of the set are.
+Status check_numbered_shards(const std::set<std::string>& files, const std::string& folder) {
+  namespace fs = std::filesystem;
+  std::map<std::tuple<std::string, std::string, size_t>, std::pair<uint64_t, size_t>> sets;  // -> count, present
+  for (const std::string& file : files) {
+    if (auto shard = parse_shard_name(fs::path(file).filename().string())) {
+      auto& entry = sets[{shard->prefix, shard->count_text, shard->index_width}];
+      entry.first = shard->count;
+      ++entry.second;
+    }
+  }
+  for (const auto& [key, value] : sets) {
+    const auto& [prefix, count_text, width] = key;
+    const auto [count, present] = value;
+    if (present >= count) continue;
+    for (uint64_t k = 1; k <= count; ++k) {
+      const std::string name = fmt::format("{}-{:0{}}-of-{}.safetensors", prefix, k, width, count_text);
+      const std::string path = (fs::path(folder) / name).string();
+      if (files.count(path)) continue;
+      return make_error(fmt::format("{}: missing (the shard names say {} files, {} {} here): an incomplete download?",
+                                    path, count, present, present == 1 ? "is" : "are"));
+    }
+  }
+  return Ok{};
+}
+
+}  // namespace
+
 Result<SafetensorsSummary> read_safetensors_folder(const std::string& folder) {
   namespace fs = std::filesystem;
   std::set<std::string> files;
@@ -141,11 +218,22 @@ Result<SafetensorsSummary> read_safetensors_folder(const std::string& folder) {
       }
       files.insert((fs::path(folder) / name).string());
     }
+    // Every file the index lists must be here: a missing one is a download cut short.
+    size_t present = 0;
+    std::error_code ec;
+    for (const std::string& file : files) present += fs::exists(file, ec);
+    for (const std::string& file : files) {
+      if (fs::exists(file, ec)) continue;
+      return make_error(fmt::format("{}: missing ({} lists {} files, {} {} here): an incomplete download?", file,
+                                    index.filename().string(), files.size(), present, present == 1 ? "is" : "are"));
+    }
   } else {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(folder, ec)) {
       if (entry.path().extension() == ".safetensors") files.insert(entry.path().string());
     }
+    // Without an index the numbered names say how many shards there are.
+    if (auto complete = check_numbered_shards(files, folder); !complete) return complete.error();
   }
   if (files.empty()) return make_error(fmt::format("{}: no *.safetensors files", folder));
   SafetensorsSummary merged;

@@ -39,7 +39,10 @@ Result<SafetensorsSummary> read_safetensors_header(const std::string& path);
 // Every *.safetensors in a folder (through model.safetensors.index.json when present), merged.
 Result<SafetensorsSummary> read_safetensors_folder(const std::string& folder);
 
-// Bytes per element of a safetensors dtype; 0 when unknown.
-uint64_t safetensors_dtype_bytes(std::string_view dtype);
+// Bits per element of a safetensors dtype (F4: 4, F6_*: 6, BF16: 16); 0 when it is not one.
+uint64_t safetensors_dtype_bits(std::string_view dtype);
+
+// The dtypes the safetensors format defines, comma separated (for errors).
+std::string safetensors_dtype_names();
 
 }  // namespace oomdoc

@@ -75,6 +75,10 @@ std::optional<QuantizedBase> quantized_base(const std::string& name) {
   if (!split) return std::nullopt;
   auto spec = resolve_model(split->base);
   if (!spec) return std::nullopt;
+  // A path's warning names what the user typed, not the base name cut from it.
+  for (std::string& warning : spec->warnings) {
+    if (warning.rfind(split->base + ": ", 0) == 0) warning = name + warning.substr(split->base.size());
+  }
   return QuantizedBase{std::move(spec.value()), split->format};
 }
 

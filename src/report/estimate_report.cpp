@@ -12,7 +12,7 @@ namespace oomdoc {
 std::string render_estimate_text(const ModelSpec& model, const Estimate& est, const Style& style,
                                  const TrainingConfig* config) {
   std::string out;
-  out += style.bold(fmt::format("{}", model.id.empty() ? model.source : model.id));
+  out += style.bold(model.label());
   out += fmt::format(" ({} params, {}{})\n", format_count(model.total_params),
                      model.base_model_id.empty() ? "" : "base model " + model.base_model_id + ", ", model.source);
   if (config) out += render_config_summary(*config, style);
@@ -50,7 +50,8 @@ Json estimate_to_json(const ModelSpec& model, const Job& job, const Estimate& es
                       const TrainingConfig* config) {
   Json doc = json_document_header("estimate");
   Json m;
-  m["id"] = model.id;
+  m["id"] = model.id.empty() ? Json(nullptr) : Json(model.id);
+  m["name"] = model.label();
   m["model_type"] = model.model_type;
   m["source"] = model.source;
   m["base_model"] = model.base_model_id.empty() ? Json(nullptr) : Json(model.base_model_id);

@@ -41,9 +41,9 @@ TEST(ModelPresets, PopularModelsByIdAliasAndInstructName) {
   };
   const Case cases[] = {
       {"mistralai/Mistral-7B-v0.3", "mistralai/Mistral-7B-v0.3", 7248023552},
-      {"MISTRALAI/mistral-7b-instruct-V0.3", "mistralai/Mistral-7B-v0.3", 7248023552},
+      {"MISTRALAI/mistral-7b-instruct-V0.3", "mistralai/Mistral-7B-Instruct-v0.3", 7248023552},
       {"mistral-7b-v0.3", "mistralai/Mistral-7B-v0.3", 7248023552},
-      {"meta-llama/Meta-Llama-3-70B-Instruct", "meta-llama/Meta-Llama-3-70B", 70553706496},
+      {"meta-llama/Meta-Llama-3-70B-Instruct", "meta-llama/Meta-Llama-3-70B-Instruct", 70553706496},
       {"llama3-70b", "meta-llama/Meta-Llama-3-70B", 70553706496},
       {"qwen2.5-0.5b", "Qwen/Qwen2.5-0.5B", 494032768},
       {"Qwen/Qwen2.5-1.5B", "Qwen/Qwen2.5-1.5B", 1543714304},
@@ -52,17 +52,17 @@ TEST(ModelPresets, PopularModelsByIdAliasAndInstructName) {
       {"qwen/qwen2.5-32b", "Qwen/Qwen2.5-32B", 32763876352},
       {"Qwen/Qwen3-4B", "Qwen/Qwen3-4B", 4022468096},
       {"qwen3-14b", "Qwen/Qwen3-14B", 14768307200},
-      {"google/gemma-2-2b-it", "google/gemma-2-2b", 2614341888},
+      {"google/gemma-2-2b-it", "google/gemma-2-2b-it", 2614341888},
       {"gemma-2-27b", "google/gemma-2-27b", 27227128320},
       {"microsoft/phi-3.5-mini-instruct", "microsoft/Phi-3.5-mini-instruct", 3821079552},
       {"phi-4", "microsoft/phi-4", 14659507200},
       {"mistral-nemo-12b", "mistralai/Mistral-Nemo-Base-2407", 12247782400},
-      {"mistralai/Mistral-Small-24B-Instruct-2501", "mistralai/Mistral-Small-24B-Base-2501", 23572403200},
+      {"mistralai/Mistral-Small-24B-Instruct-2501", "mistralai/Mistral-Small-24B-Instruct-2501", 23572403200},
       {"deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "deepseek-ai/DeepSeek-R1-Distill-Llama-8B", 8030261248},
       {"deepseek-r1-distill-qwen-32b", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B", 32763876352},
       // Re-uploads under another organisation, in a 16-bit dtype named in the repo.
       {"casperhansen/llama-3-70b-fp16", "meta-llama/Meta-Llama-3-70B", 70553706496},
-      {"NousResearch/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B", 8030261248},
+      {"NousResearch/Meta-Llama-3.1-8B", "meta-llama/Meta-Llama-3.1-8B", 8030261248},
   };
   for (const auto& c : cases) {
     auto spec = find_preset(c.name);
@@ -157,7 +157,40 @@ TEST(ModelPresets, InstructVariantsWithTheirOwnContext) {
   EXPECT_EQ((*l70)->rope_scaling_type, "");
   // A base model whose own config is not bundled is not answered with another release's.
   EXPECT_FALSE(find_preset("Qwen/Qwen2.5-Coder-32B").has_value());
-  EXPECT_FALSE(find_preset("mistralai/Mistral-Nemo-Instruct-2407").has_value());
+}
+
+// Released checkpoints whose config.json has the preset's shape: variants with their own source.
+TEST(ModelPresets, SameShapeReleasesAreVariantsWithTheirSource) {
+  auto nemo = find_preset("mistralai/Mistral-Nemo-Instruct-2407");
+  ASSERT_TRUE(nemo && nemo->ok());
+  EXPECT_EQ((*nemo)->id, "mistralai/Mistral-Nemo-Instruct-2407");
+  EXPECT_EQ((*nemo)->source, "preset:presets/mistral-nemo-12b.json#mistralai/Mistral-Nemo-Instruct-2407");
+  EXPECT_EQ((*nemo)->total_params, 12247782400u);
+  EXPECT_EQ((*nemo)->max_position_embeddings, 1024000u);
+  for (const char* name : {"deepseek-ai/DeepSeek-R1-0528", "deepseek-ai/DeepSeek-V3.1", "deepseek-ai/DeepSeek-V3.1-Base"}) {
+    auto spec = find_preset(name);
+    ASSERT_TRUE(spec && spec->ok()) << name;
+    EXPECT_EQ((*spec)->id, name);
+    EXPECT_EQ((*spec)->total_params, 671026419200u) << name;
+    EXPECT_EQ((*spec)->quantization, "fp8") << name;
+  }
+  EXPECT_EQ((*find_preset("deepseek-ai/DeepSeek-V3.1-Base"))->source,
+            "preset:presets/deepseek-v3.json#deepseek-ai/DeepSeek-V3.1");
+}
+
+// The id shown is what matched, as the preset file spells it: an alias that is a Hugging Face id
+// is itself, not the preset's id; a short alias or a name matched by its key shows the preset's id.
+TEST(ModelPresets, TheIdIsWhatMatched) {
+  EXPECT_EQ((*find_preset("google/gemma-3-27b-pt"))->id, "google/gemma-3-27b-pt");
+  EXPECT_EQ((*find_preset("GOOGLE/GEMMA-3-27B-PT"))->id, "google/gemma-3-27b-pt");
+  EXPECT_EQ((*find_preset("gemma-3-27b"))->id, "google/gemma-3-27b-it");
+  EXPECT_EQ((*find_preset("deepseek-ai/DeepSeek-R1"))->id, "deepseek-ai/DeepSeek-R1");
+  EXPECT_EQ((*find_preset("deepseek-r1"))->id, "deepseek-ai/DeepSeek-V3");
+  EXPECT_EQ((*find_preset("meta-llama/Llama-3.1-8B-Instruct"))->id, "meta-llama/Llama-3.1-8B-Instruct");
+  EXPECT_EQ((*find_preset("Llama-3.1-8B-Instruct"))->id, "meta-llama/Llama-3.1-8B-Instruct");
+  EXPECT_EQ((*find_preset("meta-llama/Llama-2-7b-chat-hf"))->id, "meta-llama/Llama-2-7b-chat-hf");  // an alias
+  EXPECT_EQ((*find_preset("casperhansen/llama-3-70b-fp16"))->id, "meta-llama/Meta-Llama-3-70B");  // by its key
+  EXPECT_EQ((*find_preset("google/gemma-3-27b-pt"))->source, "preset:presets/gemma-3-27b.json");
 }
 
 // Qwen3-0.6B and -1.7B tie the output head to the embedding (tie_word_embeddings true): the model

@@ -1,6 +1,7 @@
 #include "readers/model_presets.h"
 #include "readers/model_resolver.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "model/architecture.h"
@@ -43,7 +44,7 @@ TEST_F(ResolverTest, PresetsByIdCaseInsensitiveAliasAndVariant) {
   EXPECT_EQ(resolve_model("google-bert/bert-large-uncased")->total_params, 335141888u);
   EXPECT_EQ(resolve_model("EleutherAI/gpt-j-6b")->total_params, 6050882784u);
   // Instruct / chat variants share the architecture.
-  EXPECT_EQ(resolve_model("meta-llama/Llama-2-7b-chat-hf")->id, "meta-llama/Llama-2-7b-hf");
+  EXPECT_EQ(resolve_model("meta-llama/Llama-2-7b-chat-hf")->id, "meta-llama/Llama-2-7b-chat-hf");  // an alias: shown as typed
   // ... and a variant whose config.json differs is its preset's `variants` entry: own id, own values.
   auto instruct = resolve_model("Qwen/Qwen2.5-7B-Instruct");
   ASSERT_TRUE(instruct) << instruct.error().message;
@@ -59,8 +60,9 @@ TEST_F(ResolverTest, PresetsByIdCaseInsensitiveAliasAndVariant) {
   EXPECT_EQ(resolve_model("microsoft/Phi-3-mini-4k-instruct")->max_position_embeddings, 4096u);
   EXPECT_EQ(resolve_model("Qwen/Qwen3-30B-A3B-Instruct-2507")->max_position_embeddings, 262144u);
   EXPECT_EQ(resolve_model("Qwen/Qwen3-30B-A3B")->max_position_embeddings, 40960u);
-  EXPECT_EQ(resolve_model("google/gemma-2-9b-it")->id, "google/gemma-2-9b");
-  EXPECT_EQ(resolve_model("mistralai/Mixtral-8x7B-Instruct-v0.1")->id, "mistralai/Mixtral-8x7B-v0.1");
+  EXPECT_EQ(resolve_model("google/gemma-2-9b-it")->id, "google/gemma-2-9b-it");
+  EXPECT_EQ(resolve_model("mistralai/Mixtral-8x7B-Instruct-v0.1")->id, "mistralai/Mixtral-8x7B-Instruct-v0.1");
+  EXPECT_EQ(resolve_model("mistralai/Mixtral-8x7B-Instruct-v0.1")->source, "preset:presets/mixtral-8x7b.json");
 }
 
 // Names typed with spaces find the preset whose words are joined by '-'.
@@ -115,6 +117,120 @@ TEST_F(ResolverTest, ConfigFileAndFolderWithSafetensors) {
   EXPECT_EQ(from_folder->total_params, 750u);
   EXPECT_EQ(from_folder->checkpoint_bytes, 1500u);
   EXPECT_EQ(from_folder->params_by_dtype.at("BF16"), 750u);
+}
+
+// A checkpoint holding far fewer parameters than its config is missing tensors: a warning (not an
+// assumption), and the config's count, which is what loading it builds. Far more is a warning too.
+TEST_F(ResolverTest, HeadersAndConfigThatDisagreeAreWarnings) {
+  auto write_weights = [&](const fs::path& folder, uint64_t elements) {
+    fs::create_directories(folder);
+    std::ofstream(folder / "config.json") << kTinyLlama;
+    const std::string header =
+        fmt::format(R"({{"w": {{"dtype": "BF16", "shape": [{}], "data_offsets": [0, {}]}}}})", elements, elements * 2);
+    std::string bytes(8, '\0');
+    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+    std::ofstream(folder / "model.safetensors", std::ios::binary) << bytes << header << std::string(elements * 2, '\0');
+  };
+  write_weights(dir_ / "partial", 600);
+  auto partial = resolve_model((dir_ / "partial").string());
+  ASSERT_TRUE(partial) << partial.error().message;
+  EXPECT_EQ(partial->total_params, 744u);
+  EXPECT_EQ(partial->checkpoint_bytes, 0u);
+  ASSERT_EQ(partial->warnings.size(), 1u);
+  EXPECT_EQ(partial->warnings[0], (dir_ / "partial").string() +
+                                      ": the config implies 744 parameters, the safetensors headers hold 600 (19.4% "
+                                      "fewer): tensors are missing from the checkpoint (a partial download or a wrong "
+                                      "config?); sized from the config, which is what loading it builds");
+  write_weights(dir_ / "doubled", 1488);
+  auto doubled = resolve_model((dir_ / "doubled").string());
+  ASSERT_TRUE(doubled) << doubled.error().message;
+  EXPECT_EQ(doubled->total_params, 1488u);
+  ASSERT_EQ(doubled->warnings.size(), 1u);
+  EXPECT_EQ(doubled->warnings[0], (dir_ / "doubled").string() +
+                                      ": the config implies 744 parameters, the safetensors headers hold 1,488 (2.00x): "
+                                      "more than the model has (two copies of the weights in the folder?); sized from "
+                                      "the headers");
+  // Within the margins (an extra head, multi-token-prediction layers): a note, as before.
+  write_weights(dir_ / "close", 740);
+  auto close = resolve_model((dir_ / "close").string());
+  ASSERT_TRUE(close);
+  EXPECT_TRUE(close->warnings.empty());
+  EXPECT_EQ(close->total_params, 740u);
+}
+
+// A folder whose config has no _name_or_path (or a local path there) has no id; it is named by
+// its folder.
+TEST_F(ResolverTest, ALocalConfigWithoutAnIdIsNamedByItsFolder) {
+  fs::path folder = dir_ / "my-finetune";
+  fs::create_directories(folder);
+  std::ofstream(folder / "config.json") << kTinyLlama;
+  auto m = resolve_model(folder.string() + "/");
+  ASSERT_TRUE(m) << m.error().message;
+  EXPECT_EQ(m->id, "");
+  EXPECT_EQ(m->label(), "my-finetune");
+  auto file = resolve_model((folder / "config.json").string());
+  ASSERT_TRUE(file);
+  EXPECT_EQ(file->label(), "my-finetune");
+  std::string with_path = kTinyLlama;
+  with_path.insert(1, R"("_name_or_path": "/data/out/checkpoint-500", )");
+  std::ofstream(folder / "config.json") << with_path;
+  EXPECT_EQ(resolve_model(folder.string())->id, "");
+  std::string with_id = kTinyLlama;
+  with_id.insert(1, R"("_name_or_path": "acme/tiny", )");
+  std::ofstream(folder / "config.json") << with_id;
+  EXPECT_EQ(resolve_model(folder.string())->label(), "acme/tiny");
+}
+
+TEST(ModelNames, PathsAndIds) {
+  for (const char* path : {"/data/x", "./x", "../x", "~/models/x", ".", "models/org/x", "org/name/", "C:\\models\\x"}) {
+    EXPECT_TRUE(looks_like_path(path)) << path;
+  }
+  for (const char* id : {"meta-llama/Llama-2-7b-hf", "llama-2-7b", "mistral 7b", "Qwen/Qwen2.5-7B-Instruct", ""}) {
+    EXPECT_FALSE(looks_like_path(id)) << id;
+  }
+}
+
+// A path that does not exist here is sized as the bundled preset its last component names, with a
+// warning saying so; without one it is "no such file or folder" (not a suggestion of presets).
+TEST_F(ResolverTest, AMissingPathIsSizedAsItsPresetLoudly) {
+  auto cluster = resolve_model("/nonexistent-oomdoc/models/Llama-3.1-8B-Instruct");
+  ASSERT_TRUE(cluster) << cluster.error().message;
+  EXPECT_EQ(cluster->id, "meta-llama/Llama-3.1-8B-Instruct");
+  EXPECT_EQ(cluster->source, "preset:presets/llama-3.1-8b.json");
+  ASSERT_EQ(cluster->warnings.size(), 1u);
+  EXPECT_EQ(cluster->warnings[0], "/nonexistent-oomdoc/models/Llama-3.1-8B-Instruct: no such folder here; sized as "
+                                  "the bundled preset meta-llama/Llama-3.1-8B-Instruct");
+  auto relative = resolve_model("./llama-2-7b");
+  ASSERT_TRUE(relative);
+  EXPECT_EQ(relative->id, "meta-llama/Llama-2-7b-hf");
+  EXPECT_EQ(relative->warnings,
+            std::vector<std::string>{"./llama-2-7b: no such folder here; sized as the bundled preset meta-llama/Llama-2-7b-hf"});
+  auto variant = resolve_model("/models/Qwen2.5-7B-Instruct/");
+  ASSERT_TRUE(variant);
+  EXPECT_EQ(variant->id, "Qwen/Qwen2.5-7B-Instruct");
+  EXPECT_EQ(variant->warnings.size(), 1u);
+  auto unknown = resolve_model("/nonexistent-oomdoc/models/my-finetune-v3");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().message, "/nonexistent-oomdoc/models/my-finetune-v3: no such file or folder");
+  EXPECT_FALSE(unknown.error().unknown_kind);
+  EXPECT_EQ(resolve_model("./nonexistent-oomdoc/").error().message, "./nonexistent-oomdoc/: no such file or folder");
+  // A Hugging Face id is not a path: no warning.
+  EXPECT_TRUE(resolve_model("meta-llama/Llama-3.1-8B-Instruct")->warnings.empty());
+}
+
+// Only "not found anywhere" and "an architecture oomdoc does not model" let estimate offer --params.
+TEST_F(ResolverTest, UnknownKindSetOnlyWhenTheModelIsNotKnown) {
+  EXPECT_TRUE(resolve_model("no-such-model-xyz").error().unknown_kind);
+  fs::path folder = dir_ / "kinds";
+  fs::create_directories(folder);
+  std::ofstream(folder / "config.json") << R"({"model_type": "mamba-xyz", "hidden_size": 8})";
+  auto unknown_type = resolve_model(folder.string());
+  ASSERT_FALSE(unknown_type);
+  EXPECT_TRUE(unknown_type.error().unknown_kind) << unknown_type.error().message;
+  std::ofstream(folder / "config.json") << R"({"model_type": "llama", "hidden_size": "8"})";
+  auto malformed = resolve_model(folder.string());
+  ASSERT_FALSE(malformed);
+  EXPECT_FALSE(malformed.error().unknown_kind) << malformed.error().message;
 }
 
 TEST_F(ResolverTest, HuggingFaceCacheSnapshot) {

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 namespace oomdoc {
 namespace {
 
@@ -84,6 +86,75 @@ TEST(SafetensorsHeader, FolderWithIndexReadsEveryShard) {
   auto escape = read_safetensors_folder(dir.string());
   ASSERT_FALSE(escape);
   EXPECT_NE(escape.error().message.find("outside the folder"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// A dtype the format does not define has no width: refused, naming the file, tensor and the list.
+TEST(SafetensorsHeader, UnknownDtypeIsRefusedNamingFileAndTensor) {
+  std::string bytes = file_bytes(R"({"w": {"dtype": "BF17", "shape": [2], "data_offsets": [0, 4]}})", 4);
+  auto s = parse_safetensors_header(bytes, bytes.size(), "m.safetensors");
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().message,
+            "m.safetensors: tensor \"w\": unknown dtype \"BF17\" (the safetensors dtypes: BOOL, F4, F6_E2M3, F6_E3M2, "
+            "U8, I8, F8_E5M2, F8_E4M3, F8_E8M0, I16, U16, F16, BF16, I32, U32, F32, C64, F64, I64, U64)");
+}
+
+// F4 (MXFP4) packs two elements per byte, the F6 formats four per three bytes; shapes are elements.
+TEST(SafetensorsHeader, SubByteDtypesArePacked) {
+  std::string header = R"({"blocks": {"dtype": "F4", "shape": [3, 4], "data_offsets": [0, 6]},
+    "six": {"dtype": "F6_E2M3", "shape": [8], "data_offsets": [6, 12]},
+    "scales": {"dtype": "F8_E8M0", "shape": [3], "data_offsets": [12, 15]}})";
+  std::string bytes = file_bytes(header, 15);
+  auto s = parse_safetensors_header(bytes, bytes.size(), "m.safetensors");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->total_elements, 23u);
+  EXPECT_EQ(s->total_bytes, 15u);
+  EXPECT_EQ(s->elements_by_dtype.at("F4"), 12u);
+  std::string wrong = file_bytes(R"({"blocks": {"dtype": "F4", "shape": [3, 4], "data_offsets": [0, 12]}})", 12);
+  auto w = parse_safetensors_header(wrong, wrong.size(), "m.safetensors");
+  ASSERT_FALSE(w);
+  EXPECT_EQ(w.error().message, "m.safetensors: tensor \"blocks\": 12 elements of F4 need 6 bytes, data_offsets give 12");
+  EXPECT_EQ(safetensors_dtype_bits("F6_E3M2"), 6u);
+  EXPECT_EQ(safetensors_dtype_bits("C64"), 64u);
+  EXPECT_EQ(safetensors_dtype_bits("bf16"), 0u);  // names are upper case in the format
+}
+
+// Numbered shards say how many files there are: one missing is an incomplete download, with or
+// without the index, named in the same one-line error.
+TEST(SafetensorsHeader, AMissingShardIsAnErrorNamingIt) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("oomdoc_safetensors_shards_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& content) {
+    std::ofstream(dir / name, std::ios::binary) << content;
+  };
+  const std::string shard = file_bytes(R"({"a": {"dtype": "BF16", "shape": [8], "data_offsets": [0, 16]}})", 16);
+  write("model-00001-of-00003.safetensors", shard);
+  write("model-00003-of-00003.safetensors", shard);
+  auto no_index = read_safetensors_folder(dir.string());
+  ASSERT_FALSE(no_index);
+  EXPECT_EQ(no_index.error().message, (dir / "model-00002-of-00003.safetensors").string() +
+                                          ": missing (the shard names say 3 files, 2 are here): an incomplete download?");
+  write("model.safetensors.index.json",
+        R"({"weight_map": {"a": "model-00001-of-00003.safetensors", "b": "model-00002-of-00003.safetensors",
+                           "c": "model-00003-of-00003.safetensors"}})");
+  auto index = read_safetensors_folder(dir.string());
+  ASSERT_FALSE(index);
+  EXPECT_EQ(index.error().message,
+            (dir / "model-00002-of-00003.safetensors").string() +
+                ": missing (model.safetensors.index.json lists 3 files, 2 are here): an incomplete download?");
+  write("model-00002-of-00003.safetensors", shard);
+  auto complete = read_safetensors_folder(dir.string());
+  ASSERT_TRUE(complete) << complete.error().message;
+  EXPECT_EQ(complete->total_elements, 24u);
+  fs::remove(dir / "model.safetensors.index.json");
+  EXPECT_TRUE(read_safetensors_folder(dir.string()));
+  // Names that only look numbered are not shard sets.
+  fs::remove(dir / "model-00002-of-00003.safetensors");
+  fs::rename(dir / "model-00001-of-00003.safetensors", dir / "model-of-00003.safetensors");
+  fs::rename(dir / "model-00003-of-00003.safetensors", dir / "adapter-x-of-y.safetensors");
+  EXPECT_TRUE(read_safetensors_folder(dir.string()));
   fs::remove_all(dir);
 }
 

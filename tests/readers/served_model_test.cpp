@@ -61,9 +61,9 @@ TEST(ServedModel, CheckpointNameCarriesItsQuantizationForEstimate) {
   };
   for (const Case& c : {Case{"unsloth/llama-3-8b-bnb-4bit", "meta-llama/Meta-Llama-3-8B", "bitsandbytes", 4, 64},
                         Case{"TheBloke/Llama-2-7B-Chat-AWQ", "meta-llama/Llama-2-7b-hf", "awq", 4, 128},
-                        Case{"hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4", "meta-llama/Llama-3.1-8B", "awq", 4, 128},
-                        Case{"TheBloke/Llama-2-13B-GPTQ", "meta-llama/Llama-2-13b-hf", "gptq", 4, 128},
-                        Case{"neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8", "meta-llama/Llama-3.1-8B", "fp8", 8, 0}}) {
+                        Case{"hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4", "meta-llama/Meta-Llama-3.1-8B-Instruct", "awq", 4, 128},
+                        Case{"TheBloke/Llama-2-13B-GPTQ", "meta-llama/Llama-2-13b", "gptq", 4, 128},
+                        Case{"neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8", "meta-llama/Meta-Llama-3.1-8B-Instruct", "fp8", 8, 0}}) {
     auto m = resolve_checkpoint_name(c.name);
     ASSERT_TRUE(m.ok()) << c.name << ": " << m.error().message;
     // The model is the named checkpoint; its source says which base model gave the shape.
