@@ -66,8 +66,10 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
   if (p.speculative) {
     const SpeculativeSizing& z = *p.speculative;
     const std::string name = fmt::format("drafter ({})", z.method);
-    const std::string tokens = z.num_speculative_tokens ? fmt::format("{} speculative tokens", z.num_speculative_tokens)
-                                                        : std::string("speculative tokens not given");
+    const std::string tokens = z.num_speculative_tokens
+                                   ? fmt::format("{} speculative token{}", z.num_speculative_tokens,
+                                                 z.num_speculative_tokens == 1 ? "" : "s")
+                                   : std::string("speculative tokens not given");
     if (!z.loads_model) {
       out += fmt::format("  {:<18} {:>11}  nothing to load or cache (proposes from the request's own text), {}\n", name,
                          format_bytes(0), tokens);
