@@ -121,6 +121,23 @@ int run_serve(const ServeOptions& o, const std::function<bool(const std::string&
   inputs.model_note = model->note;
   inputs.checkpoint_kv_cache_dtype = model->checkpoint_kv_cache_dtype;
   inputs.checkpoint_kv_cache_source = model->checkpoint_kv_cache_source;
+  inputs.mtp_layers = model->mtp_layers;
+  // A draft model or EAGLE head is resolved like the target. An EAGLE head that is not found is
+  // sized from the target's shape (the analysis says so); a draft model must be found.
+  if (auto speculative = speculative_choice(inputs.config); speculative && speculative->needs_model_config() &&
+                                                             !speculative->model.empty()) {
+    auto draft = resolve_served_model(speculative->model);
+    if (draft) {
+      inputs.draft_model = std::move(draft->spec);
+      inputs.draft_model_note = draft->note;
+      inputs.draft_vocab_size = draft->draft_vocab_size;
+    } else if (speculative->method == "draft_model") {
+      return fail(fmt::format("serve: --speculative-config: draft model '{}' cannot be resolved: {}", speculative->model,
+                              draft.error().message));
+    } else {
+      inputs.draft_model_note = draft.error().message;
+    }
+  }
 
   auto report = analyze_serve(inputs);
   if (!report) return fail("serve: " + report.error().message);

@@ -173,7 +173,7 @@ KvCapacity kv_capacity_for_blocks(const KvLayout& layout, uint64_t num_blocks, u
   KvCapacity capacity;
   Groups groups = hybrid_groups_of(layout, hybrid && sliding_window.has_value());
   capacity.num_groups = groups.full_groups + groups.sliding_groups;
-  const uint64_t bytes_per_block_all_groups = layout.page_bytes * groups.group_size;
+  const uint64_t bytes_per_block_all_groups = layout.page_bytes * groups.group_size + layout.extra_page_bytes;
   capacity.num_blocks = num_blocks;
   capacity.bytes = num_blocks * bytes_per_block_all_groups;
   capacity.tokens = capacity.num_blocks / std::max<uint64_t>(capacity.num_groups, 1) * layout.block_size;
@@ -196,7 +196,7 @@ KvCapacity kv_capacity(const KvLayout& layout, int64_t available_bytes, uint64_t
                        uint64_t max_num_batched_tokens, std::optional<uint64_t> sliding_window,
                        bool hybrid) {
   Groups groups = hybrid_groups_of(layout, hybrid && sliding_window.has_value());
-  const uint64_t bytes_per_block_all_groups = layout.page_bytes * groups.group_size;
+  const uint64_t bytes_per_block_all_groups = layout.page_bytes * groups.group_size + layout.extra_page_bytes;
   uint64_t num_blocks = 0;
   if (available_bytes > 0 && bytes_per_block_all_groups > 0) {
     // kv_cache_utils: num_blocks = available_memory // page_size // num_layers (per group).

@@ -51,8 +51,12 @@ struct KvLayout {
   uint64_t page_bytes = 0;             // one block of one layer
   uint64_t full_layers = 0;            // on this GPU
   uint64_t sliding_layers = 0;
-  uint64_t bytes_per_token = 0;        // all layers on this GPU
+  uint64_t bytes_per_token = 0;        // all layers on this GPU (a speculative drafter's included)
   std::string formula;                 // "2 x 32 layers x 8 KV heads x 128 x 2 B"
+  // A speculative drafter's layers whose page differs from page_bytes (another head size):
+  // one block of all of them, added to every block (analyses/vllm_speculative.h, add_draft_kv).
+  uint64_t extra_page_bytes = 0;
+  uint64_t draft_layers = 0;           // of full_layers + the extra pages: the drafter's
 };
 
 // layers: those of one pipeline stage. tp: tensor-parallel size.

@@ -94,9 +94,11 @@ uint64_t moe_expert_ranks(const ModelSpec& model, uint64_t tp, uint64_t dp);
 //   fused-MoE caches of every routed slot);
 // - sampler: sampler_peak_bytes for min(max_num_seqs, tokens) rows, plus, in V0, the forward's
 //   hidden states, which execute_model still holds while it samples.
+// speculative_extra_bytes_per_logit: what speculative decoding's rejection-sampler dummy run
+// holds beside the sampler's peak, per logit of its rows (analyses/vllm_speculative.h).
 uint64_t profile_activation_bytes(const ModelSpec& model, uint64_t batched_tokens,
                                   uint64_t num_seqs, uint64_t tp, uint64_t act_bytes, bool v1_engine,
-                                  bool sort_free_sampler = false);
+                                  bool sort_free_sampler = false, uint64_t speculative_extra_bytes_per_logit = 0);
 
 // The sampler's peak during the profile run, for `rows` dummy requests. Both engines sample the
 // dummy batch with top-k and top-p on: V0 vllm/worker/model_runner.py profile_run

@@ -53,7 +53,7 @@ void apply_scheduler_defaults(const ServeInputs& in, const VllmBehavior& b, Serv
   s.max_num_seqs = c.max_num_seqs.value_or(256);
   // V0 chunks prefills by itself above 32K of context unless LoRA or speculative decoding is on.
   bool auto_chunk = b.v0_long_context_chunking && s.max_model_len > 32768 && !c.enable_lora &&
-                    !c.num_speculative_tokens && !c.speculative_method;
+                    !c.num_speculative_tokens && !c.speculative_method && !c.speculative_model;
   s.chunked_prefill = c.enable_chunked_prefill.value_or(auto_chunk);
   uint64_t batched = s.chunked_prefill ? b.v0_chunked_batched_tokens : std::max<uint64_t>(s.max_model_len, 2048);
   s.max_num_batched_tokens = c.max_num_batched_tokens.value_or(batched);
@@ -212,6 +212,17 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     notes.erase(std::remove_if(notes.begin(), notes.end(),
                                [](const std::string& n) { return n.rfind("VLLM_USE_V1=0 ", 0) == 0; }),
                 notes.end());
+  }
+  // Speculative decoding can decide the engine (V1 in v0.8-v0.10 fell back to V0 for draft models).
+  const std::optional<SpeculativeChoice> speculative = speculative_choice(c);
+  if (speculative) {
+    auto engine = speculative_engine(*speculative, c, in.version, env("VLLM_USE_V1"));
+    if (!engine) return engine.error();
+    if (engine->falls_back_to_v0) {
+      p.behavior = vllm_behavior(in.version, std::string("0"), env("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"));
+      std::erase_if(p.behavior.notes, [](const std::string& n) { return n.rfind("VLLM_USE_V1=", 0) == 0; });
+      p.behavior.notes.push_back(engine->note);
+    }
   }
   const VllmBehavior& b = p.behavior;
   p.assumptions = b.notes;
@@ -413,6 +424,26 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   uint64_t act_bytes = s.weights.dense_bytes;
   auto kv_storage = kv_cache_storage(s.kv_cache_dtype, s.weights.dense_bytes);
   if (!kv_storage) return kv_storage.error();
+  if (speculative) {
+    SpeculativeInputs spec;
+    spec.choice = *speculative;
+    spec.target = &model;
+    spec.config = &c;
+    spec.draft = in.draft_model ? &*in.draft_model : nullptr;
+    spec.draft_note = in.draft_model_note;
+    spec.target_mtp_layers = in.mtp_layers;
+    spec.draft_vocab_size = in.draft_vocab_size;
+    spec.behavior = b;
+    spec.tensor_parallel_size = s.tensor_parallel_size;
+    spec.pipeline_parallel_size = s.pipeline_parallel_size;
+    spec.target_format = s.weights;
+    spec.kv_storage = *kv_storage;
+    spec.block_size = s.block_size;
+    spec.gpu_has_bf16 = in.target.bf16;
+    auto sized = size_speculative_decoding(spec);
+    if (!sized) return sized.error();
+    p.speculative = std::move(sized.value());
+  }
 
   // --- Budget: a share of the total CUDA reports, measured after the CUDA context exists.
   p.total_bytes = in.target.total_bytes;
@@ -427,7 +458,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   uint64_t offload = static_cast<uint64_t>(c.cpu_offload_gb * static_cast<double>(kGiB));
   p.activation.bytes = in.overrides.activation_bytes.value_or(profile_activation_bytes(
       model, s.max_num_batched_tokens, s.max_num_seqs, s.tensor_parallel_size, act_bytes, b.v1_engine,
-      b.sort_free_sampler));
+      b.sort_free_sampler, p.speculative ? p.speculative->sampler_extra_bytes_per_logit : 0));
   p.activation.from_log = in.overrides.activation_bytes.has_value();
   p.activation.detail = p.activation.from_log
       ? "from the log"
@@ -480,11 +511,16 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                                                                   b.mla_dequantized_kv_b, expert_ranks)));
     weights += mxfp4_expert_padding_bytes(model, stage, s.tensor_parallel_size, expert_ranks, s.weights, mxfp4_layout);
     weights += rotary_cache_bytes(model, s.weights.dense_bytes);
+    // The drafter sits with the last stage, which samples; "Model loading took" includes it
+    // (gpu_model_runner.load_model loads it inside the same memory profiler).
+    const bool drafter_here = p.speculative && stage.last;
+    if (drafter_here) weights += p.speculative->weights_bytes;
     weights = weights > offload ? weights - offload : 0;
     if (in.overrides.weights_bytes) weights = *in.overrides.weights_bytes;
     uint64_t graphs = in.overrides.cuda_graph_bytes.value_or(
         s.enforce_eager ? 0 : cuda_graph_bytes(model, stage, s.tensor_parallel_size, s.max_num_seqs, act_bytes));
     KvLayout layout = kv_layout(model, stage, s.tensor_parallel_size, *kv_storage, s.block_size);
+    if (drafter_here) add_draft_kv(layout, p.speculative->kv);
     int64_t available;
     if (c.kv_cache_memory_bytes) {
       available = static_cast<int64_t>(*c.kv_cache_memory_bytes);
@@ -521,6 +557,10 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   p.weights.detail = p.weights.from_log ? "from the log" : s.weights.description;
   if (mxfp4_layout.padded() && !p.weights.from_log) p.weights.detail += ", padded for " + mxfp4_layout.backend;
   if (offload && !p.weights.from_log) p.weights.detail += fmt::format(", {} GiB offloaded to CPU", c.cpu_offload_gb);
+  if (p.speculative && p.speculative->weights_bytes && !p.weights.from_log) {
+    p.weights.detail += fmt::format(", with the {} drafter's {}", p.speculative->method,
+                                    format_bytes(p.speculative->weights_bytes));
+  }
   p.cuda_graphs.from_log = in.overrides.cuda_graph_bytes.has_value();
   p.cuda_graphs.detail = s.enforce_eager ? "--enforce-eager: no CUDA graphs"
                          : p.cuda_graphs.from_log ? "from the log"
@@ -696,18 +736,11 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     p.warnings.push_back("vLLM's CUDA engine does not run on Apple GPUs (unified memory, no CUDA); "
                          "these figures size a CUDA-like budget of the same memory");
   }
-  if (c.num_speculative_tokens || c.speculative_method) {
-    // n-gram and suffix proposers match tokens already in the request (vllm/v1/spec_decode
-    // NgramProposer, suffix decoding): nothing to load, no KV of their own.
-    const std::string method = to_lower(c.speculative_method.value_or(""));
-    const bool model_free = method == "ngram" || method == "[ngram]" || method == "suffix";
-    p.assumptions.push_back(
-        model_free
-            ? fmt::format("speculative decoding by {} proposes tokens from the request's own text: no draft weights "
-                          "or KV cache to add", method)
-            : fmt::format("speculative decoding ({}{}) is read but not sized: its draft weights and KV cache come on top",
-                          c.speculative_method.value_or("draft"),
-                          c.num_speculative_tokens ? fmt::format(", {} tokens", *c.num_speculative_tokens) : ""));
+  if (p.speculative) {
+    for (const std::string& a : p.speculative->assumptions) p.assumptions.push_back(a);
+    if (s.pipeline_parallel_size > 1 && p.speculative->loads_model) {
+      p.assumptions.push_back("speculative decoding with pipeline parallelism: the drafter is sized on the last stage");
+    }
   }
   bool multimodal = std::any_of(c.limit_mm_per_prompt.begin(), c.limit_mm_per_prompt.end(),
                                 [](const auto& item) { return item.second > 0; });

@@ -10,6 +10,7 @@
 
 #include "analyses/vllm_kv_cache.h"
 #include "analyses/vllm_profile.h"
+#include "analyses/vllm_speculative.h"
 #include "analyses/vllm_version.h"
 #include "core/result.h"
 #include "model/gpu.h"
@@ -55,6 +56,14 @@ struct ServeInputs {
   // --kv-cache-dtype auto resolves to; and where it was read.
   std::optional<std::string> checkpoint_kv_cache_dtype;
   std::string checkpoint_kv_cache_source;
+  // The speculative draft model or EAGLE head's config (--speculative-config "model"), resolved
+  // like the target; nullopt when there is none or it was not found (draft_model_note says why).
+  std::optional<ModelSpec> draft_model;
+  std::string draft_model_note;
+  // config.json fields ModelSpec does not carry (readers/served_model.h): the target's
+  // num_nextn_predict_layers, the draft head's draft_vocab_size.
+  uint64_t mtp_layers = 0;
+  uint64_t draft_vocab_size = 0;
 };
 
 // Settings as vLLM will run them, with where each came from.
@@ -112,6 +121,7 @@ struct ServePrediction {
   bool no_kv_cache = false;
   int64_t left_bytes = 0;             // no_kv_cache: the card after context, weights, activation peak, non-torch, graphs
   uint64_t requests_at_once = 0;      // no_kv_cache: min(max_num_seqs, max_num_batched_tokens / max_model_len)
+  std::optional<SpeculativeSizing> speculative;   // --speculative-config: what the drafter adds
   std::vector<std::string> log_lines; // what vLLM would log
   std::optional<VllmStartupError> error;
   std::vector<std::string> warnings;

@@ -37,7 +37,12 @@ struct ServeConfig {
   std::optional<bool> enable_chunked_prefill;
   bool enable_lora = false;
   std::optional<uint64_t> num_speculative_tokens;
-  std::optional<std::string> speculative_method;   // mtp, eagle, ngram, draft model name, ...
+  // Speculative decoding (--speculative-config JSON, or the older --speculative-model,
+  // --num-speculative-tokens, --speculative-draft-tensor-parallel-size flags).
+  std::optional<std::string> speculative_method;   // "method": mtp, eagle, eagle3, ngram, draft_model, ...
+  std::optional<std::string> speculative_model;    // "model": a draft model or EAGLE head, as given
+  std::optional<uint64_t> draft_tensor_parallel_size;
+  std::optional<std::string> speculative_quantization;   // the draft's own "quantization"
   std::optional<uint64_t> max_position_override;   // --hf-overrides max_position_embeddings
   // --hf-overrides rope_scaling / rope_parameters, or --rope-scaling: the rope object as JSON text,
   // which replaces the config's and so vLLM's derived max_model_len.

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "core/embedded.h"
 #include "core/file_input.h"
 #include "model/quantized_names.h"
 #include "readers/model_resolver.h"
@@ -155,6 +156,40 @@ void read_checkpoint_kv_cache_dtype(const std::string& config_path, ServedModel&
   }
 }
 
+// The config.json a resolved model was read from: the file (a path or the Hugging Face cache),
+// else the bundled preset's "config" object.
+std::optional<nlohmann::json> config_json_of(const std::string& name, const ModelSpec& spec) {
+  if (auto path = config_path_for(name)) {
+    if (auto text = read_small_file(*path); text) {
+      auto config = nlohmann::json::parse(text.value(), nullptr, false);
+      if (config.is_object()) return config;
+    }
+    return std::nullopt;
+  }
+  const std::string prefix = "preset:";
+  if (spec.source.rfind(prefix, 0) != 0) return std::nullopt;
+  std::string file = spec.source.substr(prefix.size());
+  file = file.substr(0, file.find('#'));
+  auto content = embedded(file);
+  if (!content) return std::nullopt;
+  auto preset = nlohmann::json::parse(content->begin(), content->end(), nullptr, false);
+  if (!preset.is_object() || !preset.contains("config") || !preset["config"].is_object()) return std::nullopt;
+  return preset["config"];
+}
+
+void read_speculative_fields(const std::string& name, ServedModel& served) {
+  auto config = config_json_of(name, served.spec);
+  if (!config) return;
+  auto count = [&](const char* key) -> uint64_t {
+    // Bounded like every other count the reader takes (hostile configs).
+    if (!config->contains(key) || !(*config)[key].is_number_unsigned()) return 0;
+    const uint64_t value = (*config)[key].get<uint64_t>();
+    return value <= (1u << 24) ? value : 0;
+  };
+  served.mtp_layers = std::min<uint64_t>(count("num_nextn_predict_layers"), 64);
+  served.draft_vocab_size = count("draft_vocab_size");
+}
+
 }  // namespace
 
 std::optional<std::string> modelopt_kv_cache_dtype(const std::string& quant_config_json) {
@@ -193,6 +228,7 @@ Result<ServedModel> resolve_served_model(const std::string& name) {
     if (direct->id.empty()) direct->id = name;
     ServedModel served{std::move(direct.value()), "", std::nullopt, ""};
     if (auto path = config_path_for(name)) read_checkpoint_kv_cache_dtype(*path, served);
+    read_speculative_fields(name, served);
     return served;
   }
   auto base = quantized_base(name);
@@ -203,9 +239,11 @@ Result<ServedModel> resolve_served_model(const std::string& name) {
   base->spec.quantization_bits = 0;
   base->spec.quantization_group_size = 0;
   base->spec.quantization_double_quant = false;
-  return ServedModel{std::move(base->spec),
+  ServedModel served{std::move(base->spec),
                      fmt::format("'{}' was not found; sized as its base model {} with the quantization its name says", name, id),
                      std::nullopt, ""};
+  read_speculative_fields(id, served);
+  return served;
 }
 
 Result<ModelSpec> resolve_checkpoint_name(const std::string& name) {

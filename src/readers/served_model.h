@@ -20,6 +20,11 @@ struct ServedModel {
   // resolve_kv_cache_dtype_string): "fp8_e4m3" or "nvfp4"; with where it was read.
   std::optional<std::string> checkpoint_kv_cache_dtype;
   std::string checkpoint_kv_cache_source;
+  // What vLLM's speculative decoding reads from config.json beyond the shape: the
+  // multi-token-prediction layers past num_hidden_layers (num_nextn_predict_layers, loaded by the
+  // MTP drafter) and an EAGLE-3 head's own output vocabulary (draft_vocab_size); 0 when absent.
+  uint64_t mtp_layers = 0;
+  uint64_t draft_vocab_size = 0;
 };
 
 // For estimate and fit: resolve_model, else, for a quantized checkpoint's name, its base model

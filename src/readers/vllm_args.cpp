@@ -80,7 +80,7 @@ const std::set<std::string>& no_memory_effect_flags() {
       "max-waiting-queue-length", "log-error-stack", "enable-prefix-caching-hash", "lora-dtype",
       "disable-cascade-attn", "eplb-config", "num-redundant-experts", "enable-eplb",
       "expert-placement-strategy", "long-prefill-token-threshold", "max-num-partial-prefills",
-      "max-long-partial-prefills", "disable-chunked-mm-input", "speculative-draft-tensor-parallel-size",
+      "max-long-partial-prefills", "disable-chunked-mm-input",
       "ngram-prompt-lookup-max", "ngram-prompt-lookup-min", "spec-decoding-acceptance-method",
       "enable-lora-bias", "max-prompt-adapters", "max-prompt-adapter-token", "enable-prompt-adapter",
       "prompt-adapters", "qlora-adapter-name-or-path", "kv-sharing-fast-prefill"};
@@ -95,7 +95,7 @@ const std::vector<std::string>& memory_flags() {
       "num-gpu-blocks-override", "num-speculative-tokens", "kv-cache-dtype", "dtype", "quantization",
       "enforce-eager", "enable-prefix-caching", "enable-chunked-prefill", "cpu-offload-gb",
       "kv-cache-memory-bytes", "limit-mm-per-prompt", "speculative-config", "speculative-model",
-      "hf-overrides"};
+      "speculative-draft-tensor-parallel-size", "hf-overrides"};
   return kFlags;
 }
 
@@ -195,20 +195,35 @@ Status read_mm_limits(const std::string& value, ServeConfig& config) {
   return Ok{};
 }
 
-// --speculative-config '{"method": "mtp", "num_speculative_tokens": 3}' (or "model": "...").
+// --speculative-config '{"method": "mtp", "num_speculative_tokens": 3}' (or "model": "...",
+// "draft_tensor_parallel_size": 1, "quantization": "..."): SpeculativeConfig's fields
+// (vllm/config/speculative.py), which analyses/vllm_speculative.cpp sizes.
 Status read_speculative_config(const std::string& value, ServeConfig& config) {
   auto doc = nlohmann::json::parse(value, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
     return Error{fmt::format("--speculative-config: '{}' is not a JSON object", value)};
   }
-  if (doc.contains("num_speculative_tokens") && doc["num_speculative_tokens"].is_number_unsigned())
-    config.num_speculative_tokens = doc["num_speculative_tokens"].get<uint64_t>();
-  for (const char* key : {"method", "model"}) {
-    if (doc.contains(key) && doc[key].is_string()) {
-      config.speculative_method = doc[key].get<std::string>();
-      break;
-    }
+  // SpeculativeConfig._verify_args refuses the target's name for the draft's parallelism.
+  if (doc.contains("tensor_parallel_size")) {
+    return Error{"--speculative-config: vLLM refuses it: \"'tensor_parallel_size' is not a valid argument in the "
+                 "speculative_config. Please pass 'draft_tensor_parallel_size' instead.\""};
   }
+  auto count = [&](const char* key, std::optional<uint64_t>& into) -> Status {
+    if (!doc.contains(key) || doc[key].is_null()) return Ok{};
+    if (!doc[key].is_number_unsigned() || doc[key].get<uint64_t>() == 0 || doc[key].get<uint64_t>() > kMaxCount) {
+      return Error{fmt::format("--speculative-config: {}: '{}' is not a positive whole number", key, doc[key].dump())};
+    }
+    into = doc[key].get<uint64_t>();
+    return Ok{};
+  };
+  if (auto s = count("num_speculative_tokens", config.num_speculative_tokens); !s) return s;
+  if (auto s = count("draft_tensor_parallel_size", config.draft_tensor_parallel_size); !s) return s;
+  auto text = [&](const char* key, std::optional<std::string>& into) {
+    if (doc.contains(key) && doc[key].is_string() && !doc[key].get<std::string>().empty()) into = doc[key].get<std::string>();
+  };
+  text("method", config.speculative_method);
+  text("model", config.speculative_model);
+  text("quantization", config.speculative_quantization);
   return Ok{};
 }
 
@@ -310,7 +325,13 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
   } else if (name == "speculative-model") {
     auto v = need();
     if (!v) return v.error();
-    config.speculative_method = *v;
+    config.speculative_model = *v;
+  } else if (name == "speculative-draft-tensor-parallel-size") {
+    auto v = need();
+    if (!v) return v.error();
+    auto n = positive_count(name, *v, kMaxParallel);
+    if (!n) return n.error();
+    config.draft_tensor_parallel_size = *n;
   } else if (name == "hf-overrides") {
     auto v = need();
     if (!v) return v.error();

@@ -66,6 +66,25 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
     out += fmt::format("  {:<18} {:>11}  = {} tokens of {} ({})\n", "KV cache", format_signed_bytes(p.available_kv_bytes),
                        format_exact_count(p.capacity.tokens), format_bytes(p.kv.bytes_per_token), p.kv.formula);
   }
+  if (p.speculative) {
+    const SpeculativeSizing& z = *p.speculative;
+    const std::string name = fmt::format("drafter ({})", z.method);
+    const std::string tokens = z.num_speculative_tokens
+                                   ? fmt::format("{} speculative token{}", z.num_speculative_tokens,
+                                                 z.num_speculative_tokens == 1 ? "" : "s")
+                                   : std::string("speculative tokens not given");
+    if (!z.loads_model) {
+      out += fmt::format("  {:<18} {:>11}  nothing to load or cache (proposes from the request's own text), {}\n", name,
+                         format_bytes(0), tokens);
+    } else if (!z.sized) {
+      out += fmt::format("  {:<18} {:>11}  {}: not sized, its weights and KV cache come on top, {}\n", name, "?",
+                         z.model.empty() ? z.method : z.model, tokens);
+    } else {
+      out += fmt::format("  {:<18} {:>11}  in the weights above: {}{}; KV {} per token ({}), in the KV cache; {}\n",
+                         name, format_bytes(z.weights_bytes), z.model.empty() ? "" : z.model + ", ", z.weights_detail,
+                         format_bytes(z.kv.bytes_per_token), z.kv.formula, tokens);
+    }
+  }
   out += fmt::format("\n{}\n", st.bold("vLLM would log"));
   for (const auto& line : p.log_lines) out += fmt::format("  {}\n", line);
   out += "\n";
@@ -175,7 +194,33 @@ Json serve_json(const ServeReport& r) {
                      {"bytes_per_request", p.capacity.bytes_per_request},
                      {"allocated_bytes", p.capacity.bytes},
                      {"max_concurrency", p.capacity.max_concurrency},
-                     {"binding_pipeline_stage", p.binding_stage}};
+                     {"binding_pipeline_stage", p.binding_stage},
+                     {"draft_layers", p.kv.draft_layers},
+                     {"extra_page_bytes", p.kv.extra_page_bytes}};
+  if (p.speculative) {
+    const SpeculativeSizing& z = *p.speculative;
+    auto or_null = [](uint64_t v, bool known) { return known ? Json(v) : Json(nullptr); };
+    const bool sized_model = z.sized && z.loads_model;
+    doc["speculative"] = {
+        {"method", z.method},
+        {"model", z.model.empty() ? Json(nullptr) : Json(z.model)},
+        {"model_source", z.model_source.empty() ? Json(nullptr) : Json(z.model_source)},
+        {"num_speculative_tokens", or_null(z.num_speculative_tokens, z.num_speculative_tokens > 0)},
+        {"sized", z.sized},
+        {"loads_model", z.loads_model},
+        {"draft_tensor_parallel_size", or_null(z.draft_tensor_parallel_size, sized_model)},
+        {"draft_layers", or_null(z.draft_layers, sized_model)},
+        {"shares_embedding", sized_model ? Json(z.shares_embedding) : Json(nullptr)},
+        {"shares_lm_head", sized_model ? Json(z.shares_lm_head) : Json(nullptr)},
+        {"draft_weights_bytes", or_null(z.weights_bytes, z.sized)},
+        {"draft_kv_bytes_per_token", or_null(z.kv.bytes_per_token, z.sized)},
+        {"draft_kv_formula", sized_model ? Json(z.kv.formula) : Json(nullptr)},
+        {"sampler_extra_bytes_per_logit", z.sampler_extra_bytes_per_logit},
+        {"weights_detail", z.weights_detail.empty() ? Json(nullptr) : Json(z.weights_detail)},
+        {"assumptions", z.assumptions}};
+  } else {
+    doc["speculative"] = nullptr;
+  }
   if (p.no_kv_cache) doc["kv_cache"] = nullptr;
   doc["max_model_len_that_fits"] = p.no_kv_cache ? Json(nullptr) : Json(p.max_model_len_that_fits);
   doc["fits"] = p.fits;

@@ -103,28 +103,7 @@ TEST(VllmServe, NamedQuantizedCheckpointTakesItsNamesBitsAndGroups) {
                                 "vLLM refuses --quantization fp8 on it", 0), 0u) << c.warnings[0];
 }
 
-// Speculative decoding: n-gram and suffix proposers load nothing; a draft model or EAGLE head is
-// read and said to come on top, not silently left out.
-TEST(VllmServe, SpeculativeDecodingIsSaidForWhatItAdds) {
-  auto said = [](const ServePrediction& p, const std::string& line) {
-    return std::find(p.assumptions.begin(), p.assumptions.end(), line) != p.assumptions.end();
-  };
-  const ServePrediction plain = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192"}, 80 * kGiB));
-  const ServePrediction ngram = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192",
-                                                "--speculative-config",
-                                                R"({"method": "ngram", "num_speculative_tokens": 5, "prompt_lookup_max": 4})"},
-                                               80 * kGiB));
-  EXPECT_TRUE(said(ngram, "speculative decoding by ngram proposes tokens from the request's own text: no draft "
-                          "weights or KV cache to add"));
-  EXPECT_EQ(ngram.weights.bytes, plain.weights.bytes);
-  EXPECT_EQ(ngram.capacity.num_blocks, plain.capacity.num_blocks);
-  const ServePrediction eagle = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192",
-                                                "--speculative-config",
-                                                R"({"model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3})"},
-                                               80 * kGiB));
-  EXPECT_TRUE(said(eagle, "speculative decoding (yuhuili/EAGLE-LLaMA3.1-Instruct-8B, 3 tokens) is read but not sized: "
-                          "its draft weights and KV cache come on top"));
-}
+// Speculative decoding is sized in analyses/vllm_speculative.cpp: tests/analyses/vllm_speculative_test.cpp.
 
 TEST(VllmServe, PreQuantizedCheckpointOnDiskGivesTheExactSize) {
   ServeInputs in = inputs({"vllm", "serve", "qwen2.5-7b", "--max-model-len", "4096"}, 80 * kGiB);

@@ -256,3 +256,55 @@ TEST(ServeCli, ShortGpuNameSaysWhichSizeItRead) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// Speculative decoding end to end (sizes in tests/analyses/vllm_speculative_test.cpp).
+TEST(ServeCliSpeculative, DraftModelIsSizedAndInTheJson) {
+  auto r = testing::run_cli({"serve", "--gpu", "h100", "--json", "--", "vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct",
+                             "-tp", "4", "--max-model-len", "8192", "--speculative-config",
+                             R"({"model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 5})"},
+                            "", testing::kNoModelCache);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["speculative"]["method"], "draft_model");
+  EXPECT_EQ(doc["speculative"]["model"], "meta-llama/Llama-3.2-1B-Instruct");
+  EXPECT_EQ(doc["speculative"]["draft_weights_bytes"], 634785792u);
+  EXPECT_EQ(doc["speculative"]["draft_kv_bytes_per_token"], 8192u);
+  EXPECT_EQ(doc["speculative"]["draft_tensor_parallel_size"], 4u);
+  EXPECT_EQ(doc["kv_cache"]["bytes_per_token"], 90112u);
+  auto text = testing::run_cli({"serve", "--gpu", "h100", "--", "vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct",
+                                "-tp", "4", "--max-model-len", "8192", "--speculative-config",
+                                R"({"model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 5})"},
+                               "", testing::kNoModelCache);
+  EXPECT_NE(text.out.find("drafter (draft_model)  605.38 MiB  in the weights above: meta-llama/Llama-3.2-1B-Instruct, "
+                          "16 layers"), std::string::npos) << text.out;
+}
+
+TEST(ServeCliSpeculative, UnknownDraftModelIsNamed) {
+  auto r = testing::run_cli({"serve", "--gpu", "h100", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                             "--speculative-config", R"({"model": "someone/no-such-draft-1b", "num_speculative_tokens": 5})"},
+                            "", testing::kNoModelCache);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(r.err.rfind("oomdoc: serve: --speculative-config: draft model 'someone/no-such-draft-1b' cannot be resolved: ", 0),
+            0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(ServeCliSpeculative, EagleHeadWithoutItsConfigIsSizedFromTheTarget) {
+  auto r = testing::run_cli({"serve", "--gpu", "h100", "--json", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                             "--max-model-len", "8192", "--speculative-config",
+                             R"({"model": "yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3})"},
+                            "", testing::kNoModelCache);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["speculative"]["method"], "eagle");
+  EXPECT_EQ(doc["speculative"]["model_source"], "the target's shape (assumed)");
+  EXPECT_EQ(doc["speculative"]["draft_weights_bytes"], 503324672u);
+  EXPECT_EQ(doc["speculative"]["shares_lm_head"], true);
+}
+
+}  // namespace
+}  // namespace oomdoc

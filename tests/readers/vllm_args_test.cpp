@@ -205,3 +205,42 @@ TEST(VllmArgs, DockerImageTag) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// SpeculativeConfig's fields (vllm/config/speculative.py) and the older flags.
+TEST(VllmArgsSpeculative, ReadsTheDraftModelItsParallelismAndFormat) {
+  auto config = parse_vllm_command_line(
+      {"vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct", "--speculative-config",
+       R"({"model": "meta-llama/Llama-3.2-1B", "num_speculative_tokens": 5, "draft_tensor_parallel_size": 1, "quantization": "fp8"})"});
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->speculative_model, "meta-llama/Llama-3.2-1B");
+  EXPECT_FALSE(config->speculative_method);
+  EXPECT_EQ(config->num_speculative_tokens, 5u);
+  EXPECT_EQ(config->draft_tensor_parallel_size, 1u);
+  EXPECT_EQ(config->speculative_quantization, "fp8");
+  auto old = parse_vllm_command_line({"vllm", "serve", "m", "--speculative-model", "meta-llama/Llama-3.2-1B",
+                                      "--num-speculative-tokens", "4", "--speculative-draft-tensor-parallel-size", "1"});
+  ASSERT_TRUE(old.ok()) << old.error().message;
+  EXPECT_EQ(old->speculative_model, "meta-llama/Llama-3.2-1B");
+  EXPECT_EQ(old->draft_tensor_parallel_size, 1u);
+  EXPECT_TRUE(old->not_modeled.empty());
+}
+
+TEST(VllmArgsSpeculative, RefusesWhatVllmRefuses) {
+  auto message = [](const std::string& json) {
+    auto config = parse_vllm_command_line({"vllm", "serve", "m", "--speculative-config", json});
+    return config.ok() ? std::string("accepted") : config.error().message;
+  };
+  EXPECT_EQ(message(R"({"model": "d", "num_speculative_tokens": 3, "tensor_parallel_size": 1})"),
+            "--speculative-config: vLLM refuses it: \"'tensor_parallel_size' is not a valid argument in the "
+            "speculative_config. Please pass 'draft_tensor_parallel_size' instead.\"");
+  EXPECT_EQ(message(R"({"model": "d", "num_speculative_tokens": 0})"),
+            "--speculative-config: num_speculative_tokens: '0' is not a positive whole number");
+  EXPECT_EQ(message(R"({"model": "d", "num_speculative_tokens": "3"})"),
+            "--speculative-config: num_speculative_tokens: '\"3\"' is not a positive whole number");
+}
+
+}  // namespace
+}  // namespace oomdoc
