@@ -65,7 +65,7 @@ TEST(FitCli, NoGpuAndBadMemory) {
   expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--memory", "lots"}),
                    "oomdoc: --memory: 'lots' is not a size (e.g. 24GiB)");
   expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--gpus", "0"}),
-                   "--gpus must be at least 1");
+                   "oomdoc fit: --gpus: must be at least 1 (got 0) (see oomdoc fit --help)");
 }
 
 TEST(FitCli, BadLengthsAndPricesFiles) {
@@ -519,6 +519,67 @@ TEST(FitCli, ShortGpuNameSaysWhichSizeItRead) {
   auto rtx = run_cli({"fit", "llama-3.2-1b", "--task", "inference", "--gpu", "4090", "--json"}, "", env);
   ASSERT_EQ(rtx.exit_code, 0) << rtx.err;
   EXPECT_EQ(rtx.err, "");
+}
+
+// A job beyond 64-bit byte counts does not fit, and no plan comes from a wrapped total: whatever
+// the search proposes has its own prediction under the budget.
+TEST(FitCli, SizesBeyond64BitsDoNotFit) {
+  const std::vector<std::string> args = {"fit", "meta-llama/Llama-3.1-8B", "--micro-batch-size", "1048576",
+                                         "--seq-len", "16777216", "--gpu", "h100"};
+  auto text = run_cli(args, "", testing::kNoModelCache);
+  EXPECT_EQ(text.exit_code, 1) << text.err;
+  EXPECT_NE(text.out.find("predicted peak  over 16 EiB needed (? of the card"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("DOES NOT FIT as given: beyond any GPU (over 16 EiB)"), std::string::npos) << text.out;
+  auto with_json = args;
+  with_json.push_back("--json");
+  auto r = run_cli(with_json, "", testing::kNoModelCache);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["fits"], false);
+  EXPECT_EQ(doc["needed_bytes"], UINT64_MAX);
+  EXPECT_TRUE(doc["headroom_bytes"].is_null());
+  if (!doc["plan"].is_null()) {
+    EXPECT_LE(doc["plan"]["needed_bytes"].get<uint64_t>(), doc["usable_bytes"].get<uint64_t>());
+  }
+  for (const auto& a : doc["alternatives"]) EXPECT_LT(a["needed_bytes"].get<uint64_t>(), UINT64_MAX);
+}
+
+// --max-batch / --max-seq when even 1 does not fit: said, not left out.
+TEST(FitCli, SolversSayWhenEvenOneDoesNotFit) {
+  auto r = run_cli({"fit", "meta-llama/Llama-3.1-405B", "--task", "train_full", "--gpu", "4090", "--max-batch",
+                    "--max-seq"}, "", testing::kNoModelCache);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("\nlargest micro-batch that fits: none (even 1 sequence does not fit the 92% budget)\n"
+                       "longest sequence that fits: none (even 1 token does not fit the 92% budget)\n"),
+            std::string::npos) << r.out;
+  auto j = run_cli({"fit", "meta-llama/Llama-3.1-405B", "--task", "train_full", "--gpu", "4090", "--max-batch",
+                    "--max-seq", "--json"}, "", testing::kNoModelCache);
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_TRUE(doc["max_micro_batch"].is_null());
+  EXPECT_TRUE(doc["max_seq_len"].is_null());
+}
+
+// FlashAttention has no fp32 kernels: an fp32 job is refused with flash, and a plan for an fp32
+// job never switches flash on (padding-free batches need it), where a bf16 job's plan may.
+TEST(FitCli, NoFlashAttentionForAnFp32Job) {
+  expect_bad_input(run_cli({"fit", "llama-2-7b", "--precision", "fp32", "--attention-impl", "flash", "--gpu", "a100-80"}),
+                   "oomdoc: command line: attention_impl: flash has no fp32 kernels");
+  auto mentions_flash = [](const std::vector<std::string>& args) {
+    auto r = run_cli(args, "", testing::kNoModelCache);
+    EXPECT_NE(r.exit_code, 2) << r.err;
+    auto doc = nlohmann::json::parse(r.out);
+    bool flash = false;
+    auto scan = [&](const nlohmann::json& change) {
+      for (const auto& s : change["settings"]) flash |= s["value"].get<std::string>().find("flash") != std::string::npos;
+    };
+    if (!doc["plan"].is_null()) for (const auto& c : doc["plan"]["changes"]) scan(c);
+    for (const auto& a : doc["alternatives"]) scan(a);
+    return flash;
+  };
+  EXPECT_TRUE(mentions_flash({"fit", "llama-2-7b", "--task", "train_full", "--precision", "bf16_mixed", "--seq-len",
+                              "4096", "--gpu", "a100-80", "--json"}));
+  EXPECT_FALSE(mentions_flash({"fit", "llama-2-7b", "--task", "train_full", "--precision", "fp32", "--seq-len", "4096",
+                               "--gpu", "a100-80", "--json"}));
 }
 
 }  // namespace
