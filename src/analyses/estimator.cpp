@@ -15,6 +15,7 @@
 #include "core/units.h"
 #include "model/architecture.h"
 #include "model/weight_formats.h"
+#include "readers/job_file.h"
 
 namespace oomdoc {
 namespace {
@@ -309,6 +310,11 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   } else if (!job.attention_impl) {
     assume(unsloth_flash ? "attention_impl: flash (Unsloth runs flash-attn when installed)"
                    : "attention_impl: sdpa (not given; the transformers default)");
+  }
+  // (Every fit plan's job comes through here: one that would keep flash attention in fp32, e.g.
+  // once the precision change it came with is dropped, cannot be predicted, so is never kept.)
+  if (std::string problem = flash_attention_dtype_problem(p.precision, p.attention); !problem.empty()) {
+    return make_error("attention_impl: " + problem);
   }
   // Liger's apply_liger_kernel_to_<family> turns on its fused linear cross-entropy by default
   // (not for Granite: cross_entropy=True, fused_linear_cross_entropy=False); Unsloth computes the

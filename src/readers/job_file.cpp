@@ -246,6 +246,12 @@ std::optional<std::string> duplicate_key(std::string_view text) {
 
 }  // namespace
 
+std::string flash_attention_dtype_problem(const std::string& precision, const std::string& attention) {
+  if (precision != "fp32" || attention != "flash") return "";
+  return "flash has no fp32 kernels (FlashAttention-2 runs fp16 and bf16 only; transformers refuses: \"Flash "
+         "Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes\"): use sdpa, or precision bf16_mixed";
+}
+
 bool job_count_allows_zero(const std::string& key) {
   Job job;
   ZeroAllowed probe(key);
@@ -400,10 +406,10 @@ Status validate_job(const Job& job, const std::string& source) {
   // transformers refuses an fp32 model with flash_attention_2 ("Flash Attention 2.0 only supports
   // torch.float16 and torch.bfloat16 dtypes", huggingface/transformers#28052) and flash-attn itself
   // raises "FlashAttention only support fp16 and bf16 data type". *_mixed runs it under autocast.
-  if (!llama_cpp && job.precision && *job.precision == "fp32" && job.attention_impl && *job.attention_impl == "flash") {
-    return fail("attention_impl", "flash has no fp32 kernels (FlashAttention-2 runs fp16 and bf16 only; transformers "
-                                  "refuses: \"Flash Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes\"): "
-                                  "use sdpa, or precision bf16_mixed");
+  if (!llama_cpp && job.precision && job.attention_impl) {
+    if (std::string problem = flash_attention_dtype_problem(*job.precision, *job.attention_impl); !problem.empty()) {
+      return fail("attention_impl", problem);
+    }
   }
   if (task == "train_full" && job.weight_quantization) {
     return fail("weight_quantization", "full fine-tuning cannot train quantized weights (use train_qlora)");

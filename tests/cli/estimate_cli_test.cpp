@@ -342,7 +342,7 @@ TEST(EstimateCli, SizesBeyond64BitsAreSaidAsBeyondAnyGpu) {
   auto text = run_cli(args, "", kEmptyCache);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("Peak per GPU during backward: over 16 EiB (beyond any GPU)\n"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("  device                   over 16 EiB  nvidia-smi\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  device           over 16 EiB  nvidia-smi\n"), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("unlimited"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("warning: the prediction is beyond 64-bit byte counts (over 16 EiB; activations"),
             std::string::npos) << text.out;
