@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "readers/job_file.h"
 
 namespace oomdoc::cli {
@@ -82,6 +84,21 @@ CLI::Validator count_range(bool allow_zero) {
 }
 
 
+// A boolean flag's optional value: a word CLI11 reads as true or false. Anything else was most
+// likely the model, written after the flag: said so, rather than "not a valid value".
+static CLI::Validator boolean_word() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        std::string lower;
+        for (char c : value) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        for (const char* word : {"true", "false", "1", "0", "on", "off", "yes", "no"}) {
+          if (lower == word) return std::string();
+        }
+        return fmt::format("takes true or false, not '{}' (alone it means true; give MODEL before the flags)", value);
+      },
+      "");
+}
+
 void add_job_flags(CLI::App* cmd, JobFlags& flags, bool with_num_gpus) {
   for (const auto& [key, help] : kTextKeys) {
     flags.text[key] = "";
@@ -98,7 +115,7 @@ void add_job_flags(CLI::App* cmd, JobFlags& flags, bool with_num_gpus) {
     flags.switches[key] = false;
     // A flag that also takes one value: bare, CLI11 gives it "true" (flag_like); followed by a
     // word that is not an option, it reads that word as true/false (CLI11 App::_parse_arg).
-    cmd->add_flag(flag_name(key), flags.switches[key], help)->expected(0, 1);
+    cmd->add_flag(flag_name(key), flags.switches[key], help)->expected(0, 1)->check(boolean_word());
   }
   cmd->add_option("--offload", flags.offload, "optimizer, params, activations (repeatable)");
   cmd->add_option("--lora-r", flags.lora_r, "LoRA rank");
@@ -120,10 +137,17 @@ nlohmann::json job_flags_json(const JobFlags& flags, const CLI::App& cmd) {
     if (flags.lora_r) lora["r"] = *flags.lora_r;
     if (flags.lora_alpha) lora["alpha"] = *flags.lora_alpha;
     if (flags.lora_dropout) lora["dropout"] = *flags.lora_dropout;
-    if (flags.lora_targets.size() == 1 && flags.lora_targets[0] == "all_linear") {
+    // "q_proj, v_proj": the names without the spaces around them.
+    std::vector<std::string> targets;
+    for (std::string t : flags.lora_targets) {
+      t.erase(0, t.find_first_not_of(" \t"));
+      t.erase(t.find_last_not_of(" \t") + 1);
+      if (!t.empty()) targets.push_back(t);
+    }
+    if (targets.size() == 1 && targets[0] == "all_linear") {
       lora["target_modules"] = "all_linear";
-    } else if (!flags.lora_targets.empty()) {
-      lora["target_modules"] = flags.lora_targets;
+    } else if (!targets.empty()) {
+      lora["target_modules"] = targets;
     }
     j["lora"] = lora;
   }

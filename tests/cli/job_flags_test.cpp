@@ -76,6 +76,11 @@ TEST(JobFlags, BooleanFlagsTakeAnOptionalValue) {
   EXPECT_EQ(valued["job"]["autocast"], false);
   EXPECT_EQ(valued["job"]["padding_free"], true);
   EXPECT_EQ(valued["model"]["id"], "meta-llama/Llama-2-7b-hf");
+  // A word that is not true/false after a boolean flag is most likely the model, written late.
+  auto late = run_cli({"estimate", "--double-quant", "llama-2-7b"}, "", testing::kNoModelCache);
+  EXPECT_EQ(late.exit_code, 2);
+  EXPECT_EQ(late.err, "oomdoc estimate: --double-quant: takes true or false, not 'llama-2-7b' (alone it means true; "
+                      "give MODEL before the flags) (see oomdoc estimate --help)\n");
 }
 
 TEST(JobFlags, LoraTargetModulesSplitOnCommas) {
@@ -85,6 +90,9 @@ TEST(JobFlags, LoraTargetModulesSplitOnCommas) {
   auto repeated = estimate_json({"estimate", "llama-2-7b", "--task", "train_lora", "--lora-target-modules", "q_proj",
                                  "--lora-target-modules", "v_proj", "--json"});
   EXPECT_EQ(repeated["device_used_bytes"], doc["device_used_bytes"]);
+  auto spaced = estimate_json({"estimate", "llama-2-7b", "--task", "train_lora", "--lora-target-modules",
+                               "q_proj, v_proj", "--json"});
+  EXPECT_EQ(spaced["job"]["lora"]["target_modules"], nlohmann::json({"q_proj", "v_proj"}));
 }
 
 // A count out of range reads the same whether CLI11 or the job reader sees it.
