@@ -336,8 +336,8 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   }
   p.dp = p.num_gpus / (p.tp * p.pp * p.cp);
   if (std::string problem = tensor_parallel_problem(m, p.tp); !problem.empty()) return make_error(problem);
-  // A pipeline stage holds whole blocks, at least one (Megatron-LM requires num_layers divisible
-  // by the pipeline size; torchtitan splits by module).
+  // A pipeline stage holds whole blocks, at least one: with more stages than blocks some stage
+  // has nothing to run, and the per-stage share below would be a fraction of a block.
   const uint64_t blocks = m.num_layers + (m.is_encoder_decoder ? m.num_encoder_layers : 0);
   if (p.pp > blocks) {
     return make_error(fmt::format("pp {} is more than the model's {} layers (each pipeline stage needs at least "
