@@ -801,7 +801,8 @@ void warn_if_saturated(Estimate& est) {
   if (!is_saturated(est.device_used_bytes)) return;
   std::string parts;
   for (const auto& c : est.components) {
-    if (is_saturated(c.bytes)) parts += (parts.empty() ? "" : ", ") + c.name;
+    // (The allocator's slack is 5% of the rest: saturated because they are, not a cause.)
+    if (is_saturated(c.bytes) && c.name != "allocator_slack") parts += (parts.empty() ? "" : ", ") + c.name;
   }
   est.warnings.push_back(fmt::format("the prediction is beyond 64-bit byte counts (over 16 EiB{}): no GPU holds this "
                                      "job; its sizes (micro_batch_size x seq_len, batch_size x prompt_len) are far "
