@@ -344,7 +344,9 @@ TEST(EstimateCli, SizesBeyond64BitsAreSaidAsBeyondAnyGpu) {
   EXPECT_NE(text.out.find("Peak per GPU during backward: over 16 EiB (beyond any GPU)\n"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("  device           over 16 EiB  nvidia-smi\n"), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("unlimited"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("warning: the prediction is beyond 64-bit byte counts (over 16 EiB; activations"),
+  EXPECT_NE(text.out.find("warning: the prediction is beyond 64-bit byte counts (over 16 EiB; activations, logits): "
+                          "no GPU holds this job; its sizes (micro_batch_size x seq_len, batch_size x prompt_len) "
+                          "are far beyond any real run\n"),
             std::string::npos) << text.out;
   auto with_json = args;
   with_json.push_back("--json");
