@@ -1,6 +1,9 @@
 // oomdoc estimate: predicted peak GPU memory of a job, by component. Flags map one to one onto
 // the job file keys (docs/estimate.md); both go through readers/job_file.cpp.
+#include <cctype>
 #include <iostream>
+
+#include <fmt/format.h>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +15,7 @@
 #include "core/exit_codes.h"
 #include "core/file_input.h"
 #include "core/units.h"
+#include "model/architecture.h"
 #include "readers/job_file.h"
 #include "readers/model_resolver.h"
 #include "readers/served_model.h"
@@ -20,12 +24,64 @@
 namespace oomdoc::cli {
 namespace {
 
+constexpr const char* kShapeFlags[] = {"--hidden-size", "--layers", "--heads", "--kv-heads", "--vocab-size",
+                                       "--intermediate-size"};
+
 struct EstimateOptions {
   std::string input, model, job_file, params;
   bool json = false;
   JobFlags job;
   ShapeHints shape;
 };
+
+// --params N with its shape flags: a count with a unit (or an exact count of at least a million,
+// as a checkpoint states it), and a shape whose attention and embeddings fit in that count.
+Result<ModelSpec> params_flag(const EstimateOptions& o, const CLI::App& app) {
+  auto count = parse_count(o.params);
+  if (!count) return make_error("--params: \"" + o.params + "\" is not a parameter count such as 7B or 350M");
+  // A bare number is single parameters: "7" is a slip for 7B, as a bare --memory 24 is for 24GiB.
+  const bool has_unit = std::isalpha(static_cast<unsigned char>(o.params.back()));
+  if (!has_unit && *count < 1'000'000) {
+    return make_error(fmt::format("--params: '{}' has no unit: write {}B (billions), {}M or {}K; a bare number is an "
+                                  "exact count, at least 1000000", o.params, o.params, o.params, o.params));
+  }
+  auto model = model_from_param_count(*count, o.shape);
+  if (!model) {
+    // A field the user left out is derived from the others: say so when the error is about it.
+    std::string message = model.error().message;
+    for (const char* derived : {"--heads", "--kv-heads", "--intermediate-size"}) {
+      if (!app.count(derived) && message.find(derived) != std::string::npos) {
+        message += fmt::format(" ({} was not given: derived from --params{}; pass {})", derived,
+                               app.count("--hidden-size") ? fmt::format(" and --hidden-size {}", *o.shape.hidden_size) : "",
+                               derived);
+        break;
+      }
+    }
+    return make_error(message);
+  }
+  // Given shape flags, the count must at least hold what they fix: the attention projections of
+  // every layer and the embeddings (the MLP width, unless given, is free to shrink to the count).
+  std::string given;
+  for (const char* flag : kShapeFlags) {
+    if (app.count(flag)) given += fmt::format("{}{} {}", given.empty() ? "" : ", ", flag, app.get_option(flag)->as<std::string>());
+  }
+  if (!given.empty()) {
+    const ParamCount shape = count_parameters(*model);
+    uint64_t fixed = shape.embeddings + shape.lm_head;
+    for (const LinearShape& l : linear_layers(*model)) {
+      const bool attention = l.role == "q" || l.role == "k" || l.role == "v" || l.role == "qkv" || l.role == "o";
+      if (attention || app.count("--intermediate-size")) fixed += l.params();
+    }
+    if (*count < fixed) {
+      return make_error(fmt::format("--params {}: the shape given ({}) holds {} parameters in {} alone, more than the "
+                                    "count; raise --params or give a smaller shape", o.params, given,
+                                    format_exact_count(fixed),
+                                    app.count("--intermediate-size") ? "its layers and embeddings"
+                                                                     : "its attention and embeddings"));
+    }
+  }
+  return model;
+}
 
 int run(EstimateOptions& o, CLI::App& app) {
   auto input = read_job_input(o.input, o.model, o.job_file, job_flags_json(o.job, app));
@@ -36,12 +92,12 @@ int run(EstimateOptions& o, CLI::App& app) {
 
   Result<ModelSpec> model = make_error("");
   if (!o.params.empty()) {
-    auto count = parse_count(o.params);
-    if (!count) return fail("--params: \"" + o.params + "\" is not a parameter count such as 7B or 350M");
-    model = model_from_param_count(*count, o.shape);
+    auto count = params_flag(o, app);
+    if (!count) return fail(count.error().message);
+    model = *count;
   } else {
     // The shape flags describe a bare parameter count; a real model's config gives its own.
-    for (const char* flag : {"--hidden-size", "--layers", "--heads", "--kv-heads", "--vocab-size", "--intermediate-size"}) {
+    for (const char* flag : kShapeFlags) {
       if (app.count(flag)) return fail(std::string(flag) + " is only read with --params (the model's config gives its shape)");
     }
     if (job->model.empty()) {

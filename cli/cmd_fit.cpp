@@ -53,7 +53,6 @@ int run_fit(const FitArgs& a) {
   if (!(a.target > 0 && a.target <= 1)) {
     return fail(fmt::format("--target {} is outside (0, 1]", a.target));
   }
-  if (a.gpus == 0) return fail("--gpus must be at least 1");
 
   auto input = read_job_input(a.input, a.model, a.job_file, job_flags_json(a.job, *a.app));
   if (!input) return fail(input.error().message);
@@ -127,7 +126,8 @@ void setup(CLI::App& app, int* exit_code) {
   sub->add_option("--model", args->model, "Model id, alias, config.json or folder (overrides the config's)");
   sub->add_option("--job", args->job_file, "Job file (flat JSON, the keys of `oomdoc estimate`)");
   add_gpu_flags(sub, args->card);
-  sub->add_option("--gpus,--num-gpus", args->gpus, "Number of GPUs the job may use (default 1, or the job file's num_gpus)");
+  sub->add_option("--gpus,--num-gpus", args->gpus, "Number of GPUs the job may use (default 1, or the job file's num_gpus)")
+      ->check(count_range(/*allow_zero=*/false));
   sub->add_option("--budget", args->budget,
                   fmt::format("Usable share of GPU memory, in (0,1] (default {:.2f})", kDefaultMemoryBudget));
   sub->add_option("--target", args->target,

@@ -1,5 +1,9 @@
 #include "job_flags.h"
 
+#include <fmt/format.h>
+
+#include <cctype>
+
 #include "readers/job_file.h"
 
 namespace oomdoc::cli {
@@ -41,12 +45,12 @@ constexpr KeyHelp kCountKeys[] = {
     {"prefill_chunk", "prompt tokens per forward (llama.cpp n_ubatch)"},
     {"gpu_layers", "llama.cpp -ngl: blocks on the GPU (n_layer + 1 also the output layer; default all)"},
 };
-constexpr KeyHelp kFlagKeys[] = {
-    {"double_quant", "bitsandbytes double quantization"},
-    {"fused_backward", "optimizer step inside backward"},
-    {"padding_free", "sequences packed without padding"},
-};
+// Boolean keys: `--compile` alone is true, `--compile true|false` or `--compile=false` says which
+// (a job file's true can be switched off from the command line).
 constexpr KeyHelp kSwitchKeys[] = {
+    {"double_quant", "true/false: bitsandbytes double quantization; default false (the checkpoint's for a pre-quantized one)"},
+    {"fused_backward", "true/false: optimizer step inside backward; default false"},
+    {"padding_free", "true/false: sequences packed without padding; default false"},
     {"compile", "true/false: torch.compile (fuses the chunked loss's upcast); default false"},
     {"loss_upcast", "true/false: loss computed in fp32; default true (false: LitGPT)"},
     {"zero_grad_to_none", "true/false: zero_grad() frees gradients; default true (false: torch 1.x)"},
@@ -63,6 +67,38 @@ std::string flag_name(std::string key) {
 
 }  // namespace
 
+// One wording for a count out of range, whether CLI11 sees it ("-5") or the job reader ("0"):
+// the job-file reader says the same ("seq_len: must be at least 1 (got 0)"). Keys that take 0
+// (max_new_tokens, gpu_layers) only refuse a sign.
+CLI::Validator count_range(bool allow_zero) {
+  return CLI::Validator(
+      [allow_zero](std::string& value) -> std::string {
+        const bool negative = value.rfind('-', 0) == 0;
+        const bool zero = !negative && value.find_first_not_of('0') == std::string::npos && !value.empty();
+        if (negative || (zero && !allow_zero)) {
+          return fmt::format("must be {} (got {})", allow_zero ? "0 or more" : "at least 1", value);
+        }
+        return std::string();
+      },
+      "");
+}
+
+
+// A boolean flag's optional value: a word CLI11 reads as true or false. Anything else was most
+// likely the model, written after the flag: said so, rather than "not a valid value".
+static CLI::Validator boolean_word() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        std::string lower;
+        for (char c : value) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        for (const char* word : {"true", "false", "1", "0", "on", "off", "yes", "no"}) {
+          if (lower == word) return std::string();
+        }
+        return fmt::format("takes true or false, not '{}' (alone it means true; give MODEL before the flags)", value);
+      },
+      "");
+}
+
 void add_job_flags(CLI::App* cmd, JobFlags& flags, bool with_num_gpus) {
   for (const auto& [key, help] : kTextKeys) {
     flags.text[key] = "";
@@ -73,28 +109,27 @@ void add_job_flags(CLI::App* cmd, JobFlags& flags, bool with_num_gpus) {
     flags.counts[key] = 0;
     // fit names its GPU count --gpus: both commands take both spellings.
     const std::string names = std::string(key) == "num_gpus" ? flag_name(key) + ",--gpus" : flag_name(key);
-    cmd->add_option(names, flags.counts[key], help);
-  }
-  for (const auto& [key, help] : kFlagKeys) {
-    flags.flags[key] = false;
-    cmd->add_flag(flag_name(key), flags.flags[key], help);
+    cmd->add_option(names, flags.counts[key], help)->check(count_range(job_count_allows_zero(key)));
   }
   for (const auto& [key, help] : kSwitchKeys) {
     flags.switches[key] = false;
-    cmd->add_option(flag_name(key), flags.switches[key], help);
+    // A flag that also takes one value: bare, CLI11 gives it "true" (flag_like); followed by a
+    // word that is not an option, it reads that word as true/false (CLI11 App::_parse_arg).
+    cmd->add_flag(flag_name(key), flags.switches[key], help)->expected(0, 1)->check(boolean_word());
   }
   cmd->add_option("--offload", flags.offload, "optimizer, params, activations (repeatable)");
   cmd->add_option("--lora-r", flags.lora_r, "LoRA rank");
   cmd->add_option("--lora-alpha", flags.lora_alpha, "LoRA alpha");
   cmd->add_option("--lora-dropout", flags.lora_dropout, "LoRA dropout (0 = none, the PEFT default)");
-  cmd->add_option("--lora-target-modules", flags.lora_targets, "Module names, or all_linear");
+  // q_proj,v_proj as the config readers take it (and PEFT's target_modules list), or repeated.
+  cmd->add_option("--lora-target-modules", flags.lora_targets, "Module names (comma-separated or repeated), or all_linear")
+      ->delimiter(',');
 }
 
 nlohmann::json job_flags_json(const JobFlags& flags, const CLI::App& cmd) {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [k, v] : flags.text) if (cmd.count(flag_name(k))) j[k] = v;
   for (const auto& [k, v] : flags.counts) if (cmd.count(flag_name(k))) j[k] = v;
-  for (const auto& [k, v] : flags.flags) if (cmd.count(flag_name(k))) j[k] = v;
   for (const auto& [k, v] : flags.switches) if (cmd.count(flag_name(k))) j[k] = v;
   if (!flags.offload.empty()) j["offload"] = flags.offload;
   if (flags.lora_r || flags.lora_alpha || flags.lora_dropout || !flags.lora_targets.empty()) {
@@ -102,10 +137,17 @@ nlohmann::json job_flags_json(const JobFlags& flags, const CLI::App& cmd) {
     if (flags.lora_r) lora["r"] = *flags.lora_r;
     if (flags.lora_alpha) lora["alpha"] = *flags.lora_alpha;
     if (flags.lora_dropout) lora["dropout"] = *flags.lora_dropout;
-    if (flags.lora_targets.size() == 1 && flags.lora_targets[0] == "all_linear") {
+    // "q_proj, v_proj": the names without the spaces around them.
+    std::vector<std::string> targets;
+    for (std::string t : flags.lora_targets) {
+      t.erase(0, t.find_first_not_of(" \t"));
+      t.erase(t.find_last_not_of(" \t") + 1);
+      if (!t.empty()) targets.push_back(t);
+    }
+    if (targets.size() == 1 && targets[0] == "all_linear") {
       lora["target_modules"] = "all_linear";
-    } else if (!flags.lora_targets.empty()) {
-      lora["target_modules"] = flags.lora_targets;
+    } else if (!targets.empty()) {
+      lora["target_modules"] = targets;
     }
     j["lora"] = lora;
   }

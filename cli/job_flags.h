@@ -19,8 +19,7 @@ namespace oomdoc::cli {
 struct JobFlags {
   std::map<std::string, std::string> text;   // string-valued keys
   std::map<std::string, uint64_t> counts;    // integer keys
-  std::map<std::string, bool> flags;         // boolean keys that default to false (--padding-free)
-  std::map<std::string, bool> switches;      // boolean keys given a value (--compile true)
+  std::map<std::string, bool> switches;      // boolean keys: --compile, --compile true, --compile=false
   std::vector<std::string> offload, lora_targets;
   std::optional<uint64_t> lora_r;
   std::optional<double> lora_alpha;
@@ -32,6 +31,10 @@ void add_job_flags(CLI::App* cmd, JobFlags& flags, bool with_num_gpus);
 
 // The flags the user gave (only those), as a job-file JSON object.
 nlohmann::json job_flags_json(const JobFlags& flags, const CLI::App& cmd);
+
+// The range check of the job's count flags, for other count flags (fit's --gpus): "must be at
+// least 1 (got 0)", or with allow_zero "must be 0 or more (got -1)".
+CLI::Validator count_range(bool allow_zero);
 
 
 }  // namespace oomdoc::cli

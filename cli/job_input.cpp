@@ -41,6 +41,7 @@ Result<JobInput> read_job_input(const std::string& input, const std::string& mod
                                 const std::string& job_file_flag, const nlohmann::json& flags) {
   JobInput out;
   std::string job_file = job_file_flag;
+  std::string model_override = model_flag;  // over the job file's and the config's model
   if (!input.empty()) {
     if (!is_regular_file(input) || is_model_file(input)) {
       if (!model_flag.empty()) {
@@ -60,6 +61,8 @@ Result<JobInput> read_job_input(const std::string& input, const std::string& mod
         }
       }
       out.job.model = input;  // a model id, alias, folder, config.json or .gguf file
+      // With --job, the positional model overrides the file's, as --model and every flag do.
+      model_override = input;
     } else {
       auto text = read_small_file(input, 4ull << 20);
       if (!text) return text.error();
@@ -80,7 +83,7 @@ Result<JobInput> read_job_input(const std::string& input, const std::string& mod
     }
   }
   nlohmann::json given = flags;
-  if (!model_flag.empty()) given["model"] = model_flag;
+  if (!model_override.empty()) given["model"] = model_override;
   // The LoRA settings override the config's field by field too (--lora-r 64 keeps the config's
   // target modules): config, then the job file's lora, then the flags' (read_job puts the
   // result over the job file's own lora, a subset of it).

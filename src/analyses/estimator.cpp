@@ -12,9 +12,11 @@
 
 #include "analyses/llama_cpp_estimate.h"
 #include "analyses/vllm_serve.h"
+#include "core/saturating.h"
 #include "core/units.h"
 #include "model/architecture.h"
 #include "model/weight_formats.h"
+#include "readers/job_file.h"
 
 namespace oomdoc {
 namespace {
@@ -217,11 +219,15 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   p.state_bytes = p.param_bytes;  // torch optimizers keep state in the parameter's dtype
 
   p.quantization = job.weight_quantization;
-  if (!p.quantization && m.quantization == "mxfp4" && p.training) {
+  const bool dequantized_mxfp4 = !p.quantization && m.quantization == "mxfp4" && p.training;
+  if (dequantized_mxfp4) {
     // The gpt-oss fine-tuning recipes load the MXFP4 checkpoint dequantized to bf16
     // (Mxfp4Config(dequantize=True) in OpenAI's cookbook; NVIDIA's and LMSYS's recipes upcast to
-    // bf16 too: docs/estimator.md), so training holds 16-bit weights.
-    assume("weight_quantization: none (MXFP4 checkpoint dequantized to bf16 for training: Mxfp4Config(dequantize=True))");
+    // bf16 too: docs/estimator.md), so training holds 16-bit weights. (QLoRA then quantizes them
+    // again, below: one assumption says both.)
+    if (p.task != "train_qlora") {
+      assume("weight_quantization: none (MXFP4 checkpoint dequantized to bf16 for training: Mxfp4Config(dequantize=True))");
+    }
   } else if (!p.quantization && !m.quantization.empty() && m.quantization_bits) {
     // A pre-quantized checkpoint keeps its format.
     if (m.quantization == "mxfp4") p.quantization = "mxfp4";
@@ -236,7 +242,9 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // AWQ and FP8 bases too), else bitsandbytes NF4.
   if (!p.quantization && p.task == "train_qlora") {
     p.quantization = "nf4";
-    assume("weight_quantization: nf4 (train_qlora without a format)");
+    assume(dequantized_mxfp4 ? "weight_quantization: nf4 (train_qlora without a format: the MXFP4 checkpoint dequantized "
+                               "to bf16 by Mxfp4Config(dequantize=True), then its nn.Linear layers quantized by bitsandbytes)"
+                             : "weight_quantization: nf4 (train_qlora without a format)");
   }
   if (p.task == "train_full" && p.quantization) {
     return make_error(fmt::format("{}: is quantized ({}); full fine-tuning needs unquantized weights (use train_qlora)",
@@ -291,7 +299,9 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // Unsloth runs flash-attn when it is installed (unsloth/utils/attention_dispatch.py: flash,
   // then xformers, then SDPA), and its get_peft_model defaults to its offloaded checkpointing
   // (use_gradient_checkpointing="unsloth"), set below with the offload list.
-  p.attention = job.attention_impl.value_or(unsloth ? "flash" : "sdpa");
+  // (Not in fp32: flash-attn has no fp32 kernels; validate_job refuses flash with fp32.)
+  const bool unsloth_flash = unsloth && p.precision != "fp32";
+  p.attention = job.attention_impl.value_or(unsloth_flash ? "flash" : "sdpa");
   if (eager_attention_only(m)) {
     if (p.attention != "eager") assume("attention: eager (transformers' " + m.model_type + " has no SDPA or flash path)");
     p.attention = "eager";
@@ -299,8 +309,13 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     p.attention = "eager";
     assume("attention_impl: eager (transformers' " + m.model_type + " has no SDPA path: _supports_sdpa = False)");
   } else if (!job.attention_impl) {
-    assume(unsloth ? "attention_impl: flash (Unsloth runs flash-attn when installed)"
+    assume(unsloth_flash ? "attention_impl: flash (Unsloth runs flash-attn when installed)"
                    : "attention_impl: sdpa (not given; the transformers default)");
+  }
+  // (Every fit plan's job comes through here: one that would keep flash attention in fp32, e.g.
+  // once the precision change it came with is dropped, cannot be predicted, so is never kept.)
+  if (std::string problem = flash_attention_dtype_problem(p.precision, p.attention); !problem.empty()) {
+    return make_error("attention_impl: " + problem);
   }
   // Liger's apply_liger_kernel_to_<family> turns on its fused linear cross-entropy by default
   // (not for Granite: cross_entropy=True, fused_linear_cross_entropy=False); Unsloth computes the
@@ -322,6 +337,13 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   }
   p.dp = p.num_gpus / (p.tp * p.pp * p.cp);
   if (std::string problem = tensor_parallel_problem(m, p.tp); !problem.empty()) return make_error(problem);
+  // A pipeline stage holds whole blocks, at least one: with more stages than blocks some stage
+  // has nothing to run, and the per-stage share below would be a fraction of a block.
+  const uint64_t blocks = m.num_layers + (m.is_encoder_decoder ? m.num_encoder_layers : 0);
+  if (p.pp > blocks) {
+    return make_error(fmt::format("pp {} is more than the model's {} layers (each pipeline stage needs at least "
+                                  "one block)", p.pp, blocks));
+  }
   if (!job.parallelism && p.dp > 1) assume("parallelism: ddp (not given)");
   for (const auto& o : job.offload) {
     if (o == "optimizer") p.offload_optimizer = true;
@@ -714,9 +736,8 @@ struct Builder {
   std::vector<MemoryComponent> components;
   void add(const std::string& name, double bytes, const std::string& detail) {
     if (bytes <= 0) return;
-    // Saturate instead of wrapping (inputs are bounded by the readers; this is belt and braces).
-    uint64_t rounded = bytes >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(std::round(bytes));
-    components.push_back({name, rounded, detail});
+    // Beyond 64 bits (a million sequences of 16M tokens): saturated, never wrapped (core/saturating.h).
+    components.push_back({name, saturated_bytes(bytes), detail});
   }
 };
 
@@ -763,8 +784,9 @@ std::string dominant_component(const std::vector<MemoryComponent>& components) {
 
 Estimate oom_view(Estimate e) {
   if (e.reclaimable_bytes == 0) return e;
-  e.peak_reserved_bytes -= e.reclaimable_bytes;
-  e.device_used_bytes -= e.reclaimable_bytes;
+  // A saturated total (beyond 64 bits) stays saturated: less the cache, it is still beyond any GPU.
+  e.peak_reserved_bytes = saturating_sub(e.peak_reserved_bytes, e.reclaimable_bytes);
+  e.device_used_bytes = saturating_sub(e.device_used_bytes, e.reclaimable_bytes);
   e.components.erase(std::remove_if(e.components.begin(), e.components.end(),
                                     [](const MemoryComponent& c) { return c.name == "allocator_cache"; }),
                      e.components.end());
@@ -772,6 +794,23 @@ Estimate oom_view(Estimate e) {
   e.dominant_component = dominant_component(e.components);
   return e;
 }
+
+namespace {
+
+// Said once for both allocators: a saturated total is no number to compare with a card.
+void warn_if_saturated(Estimate& est) {
+  if (!is_saturated(est.device_used_bytes)) return;
+  std::string parts;
+  for (const auto& c : est.components) {
+    // (The allocator's slack is 5% of the rest: saturated because they are, not a cause.)
+    if (is_saturated(c.bytes) && c.name != "allocator_slack") parts += (parts.empty() ? "" : ", ") + c.name;
+  }
+  est.warnings.push_back(fmt::format("the prediction is beyond 64-bit byte counts (over 16 EiB{}): no GPU holds this "
+                                     "job; its sizes (micro_batch_size x seq_len, batch_size x prompt_len) are far "
+                                     "beyond any real run", parts.empty() ? "" : "; " + parts));
+}
+
+}  // namespace
 
 uint64_t cuda_context_bytes(bool lazy_module_loading) {
   return lazy_module_loading ? kCudaContextBytes : kCudaContextEagerLoadingBytes;
@@ -784,7 +823,11 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     return make_error(fmt::format("{}: a GGUF file runs in llama.cpp (implementation llama_cpp), not {}", m.source,
                                   *job.implementation));
   }
-  if (m.gguf || (job.implementation && *job.implementation == "llama_cpp")) return estimate_llama_cpp(m, job);
+  if (m.gguf || (job.implementation && *job.implementation == "llama_cpp")) {
+    auto est = estimate_llama_cpp(m, job);
+    if (est) warn_if_saturated(*est);
+    return est;
+  }
   Estimate est;
   auto planned = make_plan(m, job, est.assumptions);
   if (!planned) return planned.error();
@@ -903,13 +946,19 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     weights_detail = fmt::format("{} params x 2 B (16-bit copy)", format_count(total));
   }
   weights /= shard_mp;
-  const std::string model_split = shard_mp > 1 ? fmt::format(", split over {} model-parallel ranks", shard_mp) : "";
+  // The share of the most loaded rank: 1/tp, and with pipeline stages 1/stage_split of that (the
+  // stage with the embedding holds more than 1/pp): a ratio, said as one with two decimals.
+  const std::string model_split =
+      p.pp > 1 ? fmt::format(", 1/{:.2f} on the most loaded GPU (tp {} x pp {}: that stage's blocks and the "
+                             "embedding)", shard_mp, p.tp, p.pp)
+      : p.tp > 1 ? fmt::format(", split over {} tensor-parallel ranks", p.tp)
+                 : "";
   weights_detail += model_split;
   if (p.offload_params) {
     // Not on the GPU, but in host RAM: said, so the move is not mistaken for memory saved.
     est.assumptions.push_back(fmt::format("offload params: the weights ({} per GPU) live in host memory and are "
                                           "gathered onto the GPU a block at a time",
-                                          format_bytes(static_cast<uint64_t>(weights / (shard_params ? param_shards : 1)))));
+                                          format_bytes(saturated_bytes(weights / (shard_params ? param_shards : 1)))));
     weights = 0;
     weights_detail = "offloaded to CPU";
   } else if (shard_params) {
@@ -1035,9 +1084,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     const double masters_and_grads = ds_offload ? trainable * (4 + 4) / shard_mp / state_shards : 0;
     est.assumptions.push_back(fmt::format(
         "offload {}: the optimizer state ({} per GPU{}) lives in host memory and the optimizer step runs on the CPU",
-        fsdp_cpu_offload ? "params" : "optimizer", format_bytes(static_cast<uint64_t>(optimizer_state)),
+        fsdp_cpu_offload ? "params" : "optimizer", format_bytes(saturated_bytes(optimizer_state)),
         ds_offload ? fmt::format(", with the fp32 master weights and gradient partitions {} in all",
-                                 format_bytes(static_cast<uint64_t>(optimizer_state + masters_and_grads)))
+                                 format_bytes(saturated_bytes(optimizer_state + masters_and_grads)))
                    : std::string()));
   }
   if (p.offload_optimizer || fsdp_cpu_offload) optimizer_state = 0;
@@ -1097,7 +1146,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       act_detail = "block input, attention output and every second matmul output (selective)";
     } else {
       activations = stack;
-      act_detail = fmt::format("{} blocks x {} per block", layers, format_bytes(static_cast<uint64_t>(per_layer)));
+      act_detail = fmt::format("{} blocks x {} per block", layers, format_bytes(saturated_bytes(per_layer)));
     }
     // Pipeline parallel, 1F1B schedule (Narayanan et al. 2021, section 2.2): a stage holds L/pp
     // blocks; the first stage keeps up to pp micro-batches in flight, fewer when a step has fewer
@@ -1373,8 +1422,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   }
   b.add("workspace", kCublasWorkspaceBytes, "cuBLAS workspaces");
 
+  // Saturating sums: one component beyond 64 bits makes every total beyond them too.
   uint64_t allocated = 0;
-  for (const auto& c : b.components) allocated += c.bytes;
+  for (const auto& c : b.components) allocated = saturating_add(allocated, c.bytes);
   // Under checkpointing the caching allocator keeps the loss region's blocks after they are
   // freed, and the recomputed block's tensors come mostly on top of them: reserved memory holds
   // both backward moments (measured on an H200: max_memory_reserved 19-30% above
@@ -1386,12 +1436,13 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     reserved_floor = backward_start - std::max(layer_working + backward_working, logits) + layer_working +
                      backward_working + logits;
   }
-  const uint64_t cached = reserved_floor > peak ? static_cast<uint64_t>(std::round(reserved_floor - peak)) : 0;
+  const uint64_t cached = reserved_floor > peak ? saturated_bytes(reserved_floor - peak) : 0;
   if (cached > 0) {
     b.add("allocator_cache", static_cast<double>(cached),
           "blocks of both backward moments (the loss region, the recomputed block), kept by the caching allocator");
   }
-  const uint64_t slack = static_cast<uint64_t>(std::round(allocated * kAllocatorSlack));
+  // (5% of a saturated count is no number either: it stays saturated.)
+  const uint64_t slack = is_saturated(allocated) ? kSaturatedBytes : saturated_bytes(static_cast<double>(allocated) * kAllocatorSlack);
   b.add("allocator_slack", static_cast<double>(slack), fmt::format("caching allocator: cached and fragmented blocks ({:.0f}%)", kAllocatorSlack * 100));
   if (paged && optimizer_state > 0) b.add("paged_optimizer_state", optimizer_state, "bitsandbytes paged state in CUDA unified memory (not in PyTorch's counters)");
   const uint64_t context = cuda_context_bytes(p.lazy_module_loading);
@@ -1418,10 +1469,11 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     est.breakdown = all.components;
   }
   est.peak_allocated_bytes = allocated;
-  est.peak_reserved_bytes = allocated + cached + slack;
+  est.peak_reserved_bytes = saturating_add(saturating_add(allocated, cached), slack);
   est.reclaimable_bytes = cached;
-  est.device_used_bytes = est.peak_reserved_bytes + context + (p.num_gpus > 1 ? kNcclBytes : 0) +
-                          (paged ? static_cast<uint64_t>(std::round(optimizer_state)) : 0);
+  est.device_used_bytes = saturating_add(saturating_add(est.peak_reserved_bytes, context),
+                                         saturating_add(p.num_gpus > 1 ? kNcclBytes : 0,
+                                                        paged ? saturated_bytes(optimizer_state) : 0));
   est.peak_phase = phase;
   est.dominant_component = dominant_component(est.components);
   // Uncertainty: allocator and context always; more for each size the job left open.
@@ -1438,6 +1490,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   est.uncertainty_fraction = std::min(band, 0.5);
   est.assumptions.push_back(fmt::format("CUDA context {} ({} module loading), allocator slack {:.0f}% of allocated",
                                         format_bytes(context), p.lazy_module_loading ? "lazy" : "eager", kAllocatorSlack * 100));
+  warn_if_saturated(est);
   return est;
 }
 

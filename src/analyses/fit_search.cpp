@@ -125,14 +125,16 @@ std::vector<Candidate> micro_batch_candidates(const Job& job) {
 
 // The flash kernel a plan may ask for on this GPU: the family's, except gpt-oss's kernels-hub FA3
 // build, which runs on Hopper only (FlashAttention-3); "" when there is none to offer.
-std::string usable_flash_attention(const ModelSpec& model, const FitOptions& options) {
+std::string usable_flash_attention(const ModelSpec& model, const FitOptions& options, const Job& job) {
+  // FlashAttention has no fp32 kernels: an fp32 job is never offered one (validate_job refuses it).
+  if (job.precision && *job.precision == "fp32") return "";
   std::string flash = flash_attention_setting(model);
   if (flash == "kernels-community/vllm-flash-attn3" && options.gpu_architecture != "Hopper") return "";
   return flash;
 }
 
 std::vector<Candidate> padding_free_candidates(const ModelSpec& model, const FitOptions& options, const Job& job) {
-  const std::string flash = usable_flash_attention(model, options);
+  const std::string flash = usable_flash_attention(model, options, job);
   if (!is_training(job) || job.padding_free.value_or(false) || flash.empty()) return {};
   return {candidate("padding_free", "shorter_sequence", 3,
                     "padding-free batches (examples concatenated, no pad tokens)",
@@ -264,7 +266,7 @@ std::vector<Candidate> kernel_candidates(const ModelSpec& model, const FitOption
   // Eager attention as given, or as the family's only default (gpt-oss): the kernel that keeps no
   // seq x seq scores, SDPA where transformers offers it, else the family's flash kernel where it runs.
   const bool eager = job.attention_impl ? *job.attention_impl == "eager" : !supports_sdpa(model);
-  const std::string flash = usable_flash_attention(model, options);
+  const std::string flash = usable_flash_attention(model, options, job);
   if (eager && (supports_sdpa(model) || !flash.empty())) {
     const bool sdpa = supports_sdpa(model);
     Candidate c;
@@ -465,7 +467,8 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
       c.change.settings.insert(c.change.settings.begin(),
                                {{"LoraConfig", "r", "16"},
                                 {"LoraConfig", "lora_alpha", "32"},
-                                {"LoraConfig", "target_modules", "\"all-linear\""}});
+                                {"LoraConfig", "target_modules", "\"all-linear\""},
+                                {"LoraConfig", "task_type", "\"CAUSAL_LM\""}});
     }
     c.apply = [](Job& j) {
       j.task = "train_qlora";
@@ -1335,6 +1338,8 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   std::optional<uint64_t> Job::*batch_field =
       is_training(given) ? &Job::micro_batch_size : &Job::batch_size;
   std::optional<uint64_t> Job::*length_field = is_training(given) ? &Job::seq_len : &Job::prompt_len;
+  report.solved_max_micro_batch = options.solve_max_batch;
+  report.solved_max_seq_len = options.solve_max_seq;
   if (options.solve_max_batch) {
     report.max_micro_batch = solve_largest(model, given, batch_field,
                                            report.usable_bytes, 1u << 16, est);

@@ -126,6 +126,9 @@ struct FitReport {
   std::vector<FitAlternative> alternatives;
   std::optional<uint64_t> max_micro_batch;   // --max-batch: largest that fits the budget
   std::optional<uint64_t> max_seq_len;       // --max-seq
+  // Whether --max-batch / --max-seq were asked: asked with no answer means even 1 does not fit.
+  bool solved_max_micro_batch = false;
+  bool solved_max_seq_len = false;
   std::optional<LengthAnalysis> lengths;
   std::vector<std::string> notes;
 };

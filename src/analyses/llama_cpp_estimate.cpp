@@ -6,6 +6,7 @@
 #include <map>
 
 #include "analyses/estimator.h"
+#include "core/saturating.h"
 #include "core/units.h"
 #include "model/architecture.h"
 #include "model/gguf_types.h"
@@ -233,14 +234,14 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
   // ---- components and totals ----
   auto add = [&](const char* name, double bytes, std::string detail) {
     if (bytes <= 0 && std::string_view(name) != "weights") return;   // weights shown even at -ngl 0
-    est.components.push_back({name, static_cast<uint64_t>(bytes), std::move(detail)});
+    est.components.push_back({name, saturated_bytes(bytes), std::move(detail)});
   };
   std::string host_parts = "token embeddings";
   if (first_gpu_layer > 0) host_parts += fmt::format(", {} blocks", first_gpu_layer);
   if (!output_on_gpu) host_parts += ", the output layer";
   add("weights", gpu_weights,
       fmt::format("GGUF {}: {}{}", file_type, mix.empty() ? "none on the GPU" : mix,
-                  host_weights > 0 ? fmt::format("; {} in host memory ({})", format_bytes(static_cast<uint64_t>(host_weights)), host_parts)
+                  host_weights > 0 ? fmt::format("; {} in host memory ({})", format_bytes(saturated_bytes(host_weights)), host_parts)
                                    : ""));
   add("kv_cache", kv_bytes,
       fmt::format("{} cells x {} layers{} x ({}) x {}", cells, n_layer - first_gpu_layer,
@@ -250,7 +251,7 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
       fmt::format("n_ubatch {} x {} cells, f32; widest: {}{}", ubatch, static_cast<uint64_t>(kv_cells), widest,
                   flash ? " (flash attention)" : " (KQ scores materialised, no flash attention)"));
   uint64_t buffers = 0;
-  for (const auto& c : est.components) buffers += c.bytes;
+  for (const auto& c : est.components) buffers = saturating_add(buffers, c.bytes);
   const uint64_t context = cuda_context_bytes(job.lazy_module_loading.value_or(true));
   add("cuda_context", static_cast<double>(context), "CUDA context and kernels (outside llama.cpp's buffers)");
 
@@ -258,7 +259,7 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
   // llama.cpp's buffers are allocated once, at their logged sizes: no caching-allocator slack.
   est.peak_allocated_bytes = buffers;
   est.peak_reserved_bytes = buffers;
-  est.device_used_bytes = buffers + context;
+  est.device_used_bytes = saturating_add(buffers, context);
   est.peak_phase = task == "load" ? "load" : "generation";
   est.allocator = "llama_cpp";
   uint64_t best = 0;

@@ -61,11 +61,12 @@ class Reader {
   Status count(const char* key, std::optional<uint64_t>& out, bool allow_zero = false) {
     if (!present(key)) return Ok{};
     const json& v = j_.at(key);
-    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<int64_t>() < 0)) {
-      return error(key, "must be a non-negative integer, got " + v.dump());
-    }
+    // One wording for the range, as the CLI's count flags say it (cli/job_flags.cpp count_range).
+    const std::string range = allow_zero ? "0 or more" : "at least 1";
+    if (!v.is_number_integer()) return error(key, fmt::format("must be an integer, {} (got {})", range, v.dump()));
+    if (!v.is_number_unsigned() && v.get<int64_t>() < 0) return error(key, fmt::format("must be {} (got {})", range, v.dump()));
     uint64_t n = v.get<uint64_t>();
-    if (n == 0 && !allow_zero) return error(key, "must be at least 1");
+    if (n == 0 && !allow_zero) return error(key, "must be at least 1 (got 0)");
     out = n;
     return Ok{};
   }
@@ -185,7 +186,78 @@ class Overlay {
   const json& given_;
 };
 
+// Which count keys take 0: asks visit_scalar_fields, the one list.
+class ZeroAllowed {
+ public:
+  explicit ZeroAllowed(const std::string& key) : key_(key) {}
+  Status text(const char*, std::optional<std::string>&, const std::set<std::string>*) { return Ok{}; }
+  Status count(const char* key, std::optional<uint64_t>&, bool allow_zero = false) {
+    if (key_ == key) allows_ = allow_zero;
+    return Ok{};
+  }
+  Status flag(const char*, std::optional<bool>&) { return Ok{}; }
+  bool allows() const { return allows_; }
+
+ private:
+  const std::string& key_;
+  bool allows_ = false;
+};
+
+// The first key that appears twice in one object, with its path ("lora.r"); nlohmann keeps the
+// last silently, so a file that says two things would be read as one of them.
+std::optional<std::string> duplicate_key(std::string_view text) {
+  std::vector<std::set<std::string>> objects;
+  std::vector<std::string> path;  // the key that opened each nested object ("" for arrays and the top)
+  std::string last_key;
+  std::optional<std::string> found;
+  json::parser_callback_t cb = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    if (found) return true;
+    switch (event) {
+      case json::parse_event_t::object_start:
+        objects.emplace_back();
+        path.push_back(last_key);
+        last_key.clear();
+        break;
+      case json::parse_event_t::object_end:
+        if (!objects.empty()) objects.pop_back();
+        if (!path.empty()) path.pop_back();
+        break;
+      case json::parse_event_t::array_start:
+        last_key.clear();
+        break;
+      case json::parse_event_t::key: {
+        last_key = parsed.get<std::string>();
+        if (!objects.empty() && !objects.back().insert(last_key).second) {
+          std::string where;
+          for (const auto& p : path) if (!p.empty()) where += p + ".";
+          found = where + last_key;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+    return true;
+  };
+  auto parsed = json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/false);
+  (void)parsed;
+  return found;
+}
+
 }  // namespace
+
+std::string flash_attention_dtype_problem(const std::string& precision, const std::string& attention) {
+  if (precision != "fp32" || attention != "flash") return "";
+  return "flash has no fp32 kernels (FlashAttention-2 runs fp16 and bf16 only; transformers refuses: \"Flash "
+         "Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes\"): use sdpa, or precision bf16_mixed";
+}
+
+bool job_count_allows_zero(const std::string& key) {
+  Job job;
+  ZeroAllowed probe(key);
+  (void)visit_scalar_fields(job, probe);
+  return probe.allows();
+}
 
 Result<nlohmann::json> parse_json_document(std::string_view text, const std::string& source) {
   try {
@@ -273,6 +345,9 @@ Result<Job> read_job(const std::string& job_file, const nlohmann::json& override
     auto parsed = parse_json_document(*text, job_file);
     if (!parsed) return parsed.error();
     if (!parsed->is_object()) return Error{job_file + ": not a JSON object (a job file is one flat JSON object)"};
+    if (auto key = duplicate_key(*text)) {
+      return Error{fmt::format("{}: key \"{}\" appears twice (give each key once)", job_file, *key)};
+    }
     job_json = std::move(*parsed);
     source = job_file;
   }
@@ -325,6 +400,15 @@ Status validate_job(const Job& job, const std::string& source) {
     if (job.num_gpus.value_or(1) > 1 || job.tp.value_or(1) > 1 || job.pp.value_or(1) > 1) {
       return fail("num_gpus", "llama.cpp jobs are sized one GPU at a time (--tensor-split shares the layers: "
                               "size each GPU's share with gpu_layers)");
+    }
+  }
+  // FlashAttention-2 has no fp32 kernels ("fp32 is not supported", Dao-AILab/flash-attention#622):
+  // transformers refuses an fp32 model with flash_attention_2 ("Flash Attention 2.0 only supports
+  // torch.float16 and torch.bfloat16 dtypes", huggingface/transformers#28052) and flash-attn itself
+  // raises "FlashAttention only support fp16 and bf16 data type". *_mixed runs it under autocast.
+  if (!llama_cpp && job.precision && job.attention_impl) {
+    if (std::string problem = flash_attention_dtype_problem(*job.precision, *job.attention_impl); !problem.empty()) {
+      return fail("attention_impl", problem);
     }
   }
   if (task == "train_full" && job.weight_quantization) {

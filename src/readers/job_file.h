@@ -33,6 +33,15 @@ Status validate_job(const Job& job, const std::string& source);
 // back to the same Job).
 nlohmann::json job_to_json(const Job& job);
 
+// Why a transformers/LitGPT job cannot run `attention` in `precision` (FlashAttention has no fp32
+// kernels), or "" when it can. validate_job refuses the job as given; the estimator refuses the
+// resolved job too, so that no fit plan ends with flash attention in fp32.
+std::string flash_attention_dtype_problem(const std::string& precision, const std::string& attention);
+
+// Whether a count key takes 0 (max_new_tokens: prefill only; gpu_layers: none on the GPU); the
+// others must be at least 1.
+bool job_count_allows_zero(const std::string& key);
+
 // Fields set in `over` replace those of `base` (a job file or flags over a training config).
 void overlay_job(Job& base, const Job& over);
 

@@ -13,6 +13,10 @@
 
 namespace oomdoc {
 
+// A predicted byte count for people: format_bytes, or "over 16 EiB" for a count saturated beyond
+// 64 bits (core/saturating.h), which format_bytes would call "unlimited".
+std::string format_predicted_bytes(uint64_t bytes);
+
 // config: the training config the job was read from, if any (its keys and warnings are shown).
 std::string render_estimate_text(const ModelSpec& model, const Estimate& estimate, const Style& style,
                                  const TrainingConfig* config = nullptr);

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <map>
 
+#include "core/saturating.h"
 #include "core/units.h"
+#include "report/estimate_report.h"
 #include "readers/job_file.h"
 #include "report/config_report.h"
 
@@ -20,7 +22,7 @@ std::string host_ram(uint64_t per_gpu, uint64_t num_gpus) {
 }
 
 std::string percent_of(uint64_t part, uint64_t whole) {
-  if (whole == 0) return "?";
+  if (whole == 0 || is_saturated(part)) return "?";
   return fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
 }
 
@@ -126,7 +128,10 @@ Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
   doc["device_used_bytes"] = r.estimate.device_used_bytes;
   doc["needed_bytes"] = r.needed_bytes;
   doc["reclaimable_bytes"] = r.estimate.reclaimable_bytes;
-  doc["headroom_bytes"] = static_cast<int64_t>(r.usable_bytes) - static_cast<int64_t>(r.needed_bytes);
+  // null when the prediction is saturated (beyond 64 bits): no signed count says how far over it is.
+  doc["headroom_bytes"] = is_saturated(r.needed_bytes)
+                              ? Json(nullptr)
+                              : Json(static_cast<int64_t>(r.usable_bytes) - static_cast<int64_t>(r.needed_bytes));
   doc["peak_phase"] = r.estimate.peak_phase;
   doc["dominant_component"] = r.estimate.dominant_component;
   doc["config"] = training_config_json(config);
@@ -211,16 +216,16 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
   const bool llama_cpp = e.allocator == "llama_cpp";
   auto inner = [&](uint64_t reserved, uint64_t allocated) {
     return llama_cpp ? fmt::format("llama.cpp buffers {}", format_bytes(allocated))
-                     : fmt::format("reserved {}, allocated {}", format_bytes(reserved), format_bytes(allocated));
+                     : fmt::format("reserved {}, allocated {}", format_predicted_bytes(reserved), format_predicted_bytes(allocated));
   };
   // What fit decides on is what the job needs (no reclaimable cache); nvidia-smi would show more.
-  line(fmt::format("predicted peak  {} needed ({} of the card{}), at {}, mostly {}", format_bytes(r.needed_bytes),
+  line(fmt::format("predicted peak  {} needed ({} of the card{}), at {}, mostly {}", format_predicted_bytes(r.needed_bytes),
                    percent_of(r.needed_bytes, r.total_bytes),
                    e.reclaimable_bytes ? std::string() : "; " + inner(e.peak_reserved_bytes, e.peak_allocated_bytes),
                    e.peak_phase.empty() ? "?" : e.peak_phase, e.dominant_component.empty() ? "?" : e.dominant_component));
   if (e.reclaimable_bytes) {
     line(fmt::format("                device used {} ({}; {} of it cache the allocator gives back when memory is short)",
-                     format_bytes(e.device_used_bytes), inner(e.peak_reserved_bytes, e.peak_allocated_bytes),
+                     format_predicted_bytes(e.device_used_bytes), inner(e.peak_reserved_bytes, e.peak_allocated_bytes),
                      format_bytes(e.reclaimable_bytes)));
   }
   line(fmt::format("usable          {} ({:.0f}% budget)   target {} ({:.0f}%)",
@@ -231,8 +236,9 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
                                  format_bytes(r.usable_bytes - r.needed_bytes),
                                  r.fits_target ? "" : " (but above the target)")));
   } else {
-    line(style.red(fmt::format("DOES NOT FIT as given: {} over the budget",
-                               format_bytes(r.needed_bytes - r.usable_bytes))));
+    line(style.red(is_saturated(r.needed_bytes)
+                       ? std::string("DOES NOT FIT as given: beyond any GPU (over 16 EiB)")
+                       : fmt::format("DOES NOT FIT as given: {} over the budget", format_bytes(r.needed_bytes - r.usable_bytes))));
   }
 
   if (r.lengths) {
@@ -251,10 +257,20 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
     for (const auto& a : l.advice) line("  - " + a);
   }
 
-  if (r.max_micro_batch || r.max_seq_len) line("");
+  if (r.solved_max_micro_batch || r.solved_max_seq_len) line("");
   const bool serving = r.job.task && (*r.job.task == "inference" || *r.job.task == "load");
-  if (r.max_micro_batch) line(fmt::format("{} that fits: {}", serving ? "most sequences at once" : "largest micro-batch", *r.max_micro_batch));
-  if (r.max_seq_len) line(fmt::format("{} that fits: {}", serving ? "longest prompt" : "longest sequence", *r.max_seq_len));
+  // Asked and unanswered means even 1 does not fit: said, not left out.
+  auto answer = [&](const std::optional<uint64_t>& v, const char* unit) {
+    return v ? fmt::format("{}", *v)
+             : fmt::format("none (even 1 {} does not fit the {:.0f}% budget)", unit, 100 * r.budget);
+  };
+  if (r.solved_max_micro_batch) {
+    line(fmt::format("{} that fits: {}", serving ? "most sequences at once" : "largest micro-batch",
+                     answer(r.max_micro_batch, "sequence")));
+  }
+  if (r.solved_max_seq_len) {
+    line(fmt::format("{} that fits: {}", serving ? "longest prompt" : "longest sequence", answer(r.max_seq_len, "token")));
+  }
 
   if (!r.fits_target && !r.free_advice.empty()) {
     line("");
@@ -283,7 +299,7 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
       line(fmt::format("     cost: {}", c.cost));
       for (const auto& s : settings_lines(c.settings)) line("     set:  " + style.cyan(s));
       if (c.predicted) {
-        line(fmt::format("     then: {} needed ({})", format_bytes(c.predicted->needed_bytes),
+        line(fmt::format("     then: {} needed ({})", format_predicted_bytes(c.predicted->needed_bytes),
                          inner(c.predicted->peak_reserved_bytes, c.predicted->peak_allocated_bytes)));
       }
       if (c.host_ram_bytes) {

@@ -1258,5 +1258,161 @@ TEST(Estimator, QuantizedCheckpointsKeepTheirWidth) {
   EXPECT_EQ(*component(*fp4, "weights"), 6979321856ull / 2 + 6979321856ull / 16 + 2 * 1050939392ull);
 }
 
+// ---- sizes beyond 64 bits: saturated, never wrapped ------------------------------------------
+
+Job llama_full_training(uint64_t micro_batch, uint64_t seq_len) {
+  Job job;
+  job.task = "train_full";
+  job.micro_batch_size = micro_batch;
+  job.seq_len = seq_len;
+  return job;
+}
+
+// A million sequences of 16M tokens: the activations alone are beyond 2^64 bytes. Before, they
+// saturated while the sum wrapped to a plausible 108 GiB; now every total is saturated too.
+TEST(Estimator, ComponentsBeyond64BitsSaturateEveryTotal) {
+  const ModelSpec m = find_preset("meta-llama/Llama-3.1-8B")->value();
+  auto e = estimate_memory(m, llama_full_training(1u << 20, 1u << 24));
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(component(*e, "activations"), UINT64_MAX);
+  EXPECT_EQ(e->peak_allocated_bytes, UINT64_MAX);
+  EXPECT_EQ(e->peak_reserved_bytes, UINT64_MAX);
+  EXPECT_EQ(e->device_used_bytes, UINT64_MAX);
+  // What must fit is still beyond any GPU, the allocator's reclaimable cache taken out or not.
+  EXPECT_EQ(oom_view(*e).device_used_bytes, UINT64_MAX);
+  ASSERT_FALSE(e->warnings.empty());
+  EXPECT_EQ(e->warnings.back().rfind("the prediction is beyond 64-bit byte counts (over 16 EiB; activations", 0), 0u)
+      << e->warnings.back();
+}
+
+// No component is beyond 64 bits here (Llama-3.1-405B, 150,000 sequences of 1M tokens:
+// activations 17.56e18 bytes), but allocated plus the allocator's slack is: reserved and device
+// saturate instead of wrapping below their parts.
+TEST(Estimator, SumOfComponentsBeyond64BitsSaturates) {
+  const ModelSpec m = find_preset("meta-llama/Llama-3.1-405B")->value();
+  auto e = estimate_memory(m, llama_full_training(150000, 1u << 20));
+  ASSERT_TRUE(e) << e.error().message;
+  for (const auto& c : e->components) EXPECT_LT(c.bytes, UINT64_MAX) << c.name;
+  EXPECT_LT(e->peak_allocated_bytes, UINT64_MAX);
+  EXPECT_EQ(e->peak_reserved_bytes, UINT64_MAX);
+  EXPECT_EQ(e->device_used_bytes, UINT64_MAX);
+  ASSERT_FALSE(e->warnings.empty());
+  EXPECT_EQ(e->warnings.back().rfind("the prediction is beyond 64-bit byte counts (over 16 EiB): no GPU", 0), 0u)
+      << e->warnings.back();
+}
+
+// A larger job never predicts less: micro-batch x sequence length over a grid reaching past 2^64
+// bytes (the QA case: 1M x 1M gave 8.93 EiB, 1M x 4M 6.16 EiB).
+TEST(Estimator, PeakIsMonotonicInBatchAndLengthUpToSaturation) {
+  const ModelSpec m = find_preset("meta-llama/Llama-3.1-8B")->value();
+  bool saw_saturated = false;
+  for (uint64_t mb = 1; mb <= (1u << 20); mb *= 16) {
+    uint64_t previous = 0;
+    for (uint64_t seq = 256; seq <= (1u << 24); seq *= 4) {
+      auto e = estimate_memory(m, llama_full_training(mb, seq));
+      ASSERT_TRUE(e) << e.error().message;
+      const uint64_t needed = oom_view(*e).device_used_bytes;
+      EXPECT_GE(needed, previous) << "micro-batch " << mb << ", seq_len " << seq;
+      previous = needed;
+      saw_saturated |= needed == UINT64_MAX;
+    }
+  }
+  EXPECT_TRUE(saw_saturated);
+  for (uint64_t seq : {2048u, 1u << 20}) {
+    uint64_t previous = 0;
+    for (uint64_t mb = 1; mb <= (1u << 20); mb *= 4) {
+      auto e = estimate_memory(m, llama_full_training(mb, seq));
+      ASSERT_TRUE(e) << e.error().message;
+      EXPECT_GE(e->device_used_bytes, previous) << "micro-batch " << mb << ", seq_len " << seq;
+      previous = e->device_used_bytes;
+    }
+  }
+}
+
+// llama.cpp's buffers saturate the same way (a compute buffer of 2^24 tokens x 2^44 cells, f32
+// scores of 33 heads).
+TEST(Estimator, LlamaCppBuffersSaturate) {
+  const ModelSpec m = llama2_7b();
+  Job job;
+  job.task = "inference";
+  job.implementation = "llama_cpp";
+  job.weight_quantization = "q4_0";
+  job.batch_size = 1u << 20;
+  job.prompt_len = 1u << 24;
+  job.max_new_tokens = 0;
+  job.prefill_chunk = 1u << 24;
+  job.gpu_layers = 0;  // no KV cache on the GPU (llama.cpp refuses a KV cache beyond 1e18 bytes)
+  auto e = estimate_memory(m, job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(component(*e, "compute_buffer"), UINT64_MAX);
+  EXPECT_EQ(e->peak_allocated_bytes, UINT64_MAX);
+  EXPECT_EQ(e->device_used_bytes, UINT64_MAX);
+}
+
+// ---- pipeline stages ------------------------------------------------------------------------
+
+TEST(Estimator, PipelineDegreeAboveTheLayerCountIsRefused) {
+  Job job;
+  job.task = "train_full";
+  job.pp = 33;
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().message,
+            "pp 33 is more than the model's 32 layers (each pipeline stage needs at least one block)");
+  job.pp = 32;
+  EXPECT_TRUE(estimate_memory(llama2_7b(), job));
+}
+
+// The most loaded stage's share is a ratio with two decimals, not a raw double.
+TEST(Estimator, PipelineShareIsFormatted) {
+  Job job;
+  job.task = "train_full";
+  job.pp = 4;
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e) << e.error().message;
+  // Llama-2-7B: 6,738,415,616 parameters, 131,072,000 each in the embedding and the head; a stage
+  // holds 8 of the 32 blocks plus one of them: 6,738,415,616 / (6,476,271,616 / 4 + 131,072,000).
+  const double share = 6738415616.0 / (6476271616.0 / 4 + 131072000.0);
+  EXPECT_EQ(fmt::format("{:.2f}", share), "3.85");
+  EXPECT_EQ(component_detail(*e, "weights"),
+            "6.74B params x 4 B, 1/3.85 on the most loaded GPU (tp 1 x pp 4: that stage's blocks and the embedding)");
+  job.pp = 1;
+  job.tp = 4;
+  e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(component_detail(*e, "weights"), "6.74B params x 4 B, split over 4 tensor-parallel ranks");
+}
+
+// gpt-oss under QLoRA: one assumption for the weights, not "none (dequantized)" and "nf4" both.
+TEST(Estimator, GptOssQloraStatesOneWeightAssumption) {
+  const ModelSpec m = find_preset("openai/gpt-oss-20b")->value();
+  Job job;
+  job.task = "train_qlora";
+  auto e = estimate_memory(m, job);
+  ASSERT_TRUE(e) << e.error().message;
+  std::vector<std::string> weights;
+  for (const auto& a : e->assumptions) {
+    if (a.rfind("weight_quantization:", 0) == 0) weights.push_back(a);
+  }
+  ASSERT_EQ(weights.size(), 1u);
+  EXPECT_EQ(weights[0], "weight_quantization: nf4 (train_qlora without a format: the MXFP4 checkpoint dequantized "
+                        "to bf16 by Mxfp4Config(dequantize=True), then its nn.Linear layers quantized by bitsandbytes)");
+}
+
+// Unsloth runs flash-attn by default, but not in fp32: there the default is SDPA.
+TEST(Estimator, UnslothDefaultsToFlashExceptInFp32) {
+  Job job;
+  job.task = "train_lora";
+  job.kernels = "unsloth";
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_TRUE(assumed(*e, "attention_impl: flash (Unsloth runs flash-attn when installed)"));
+  job.precision = "fp32";
+  e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_FALSE(assumed(*e, "attention_impl: flash"));
+  EXPECT_TRUE(assumed(*e, "attention_impl: sdpa (not given; the transformers default)"));
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -431,5 +431,24 @@ TEST(FitPlan, GptOssAttentionChangesNameItsOwnFlashKernel) {
   }
 }
 
+// The QLoRA step's LoraConfig is the LoRA step's (r, alpha, all linear layers, task_type), with
+// the base quantized: a plan that says one without the other's task_type would build a
+// different model.
+TEST(FitPlan, QloraChangeNamesTheSameLoraConfigAsLora) {
+  Job job = training("train_full", 1, 8192);
+  job.attention_impl = "flash";
+  auto fitted = fit_on("meta-llama/Llama-3.1-70B", "h100", job, 16);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  ASSERT_TRUE(fitted->report.plan.has_value());
+  const FitChange& qlora = fitted->report.plan->changes.back();
+  ASSERT_EQ(qlora.id, "qlora");
+  std::vector<std::string> lora_config;
+  for (const auto& s : qlora.settings) {
+    if (s.target == "LoraConfig") lora_config.push_back(s.name + "=" + s.value);
+  }
+  EXPECT_EQ(lora_config, (std::vector<std::string>{"r=16", "lora_alpha=32", "target_modules=\"all-linear\"",
+                                                   "task_type=\"CAUSAL_LM\""}));
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -338,5 +338,84 @@ TEST(EstimateCli, EncoderOnlyInferencePeaksInTheForwardPass) {
   EXPECT_EQ(nlohmann::json::parse(llama.out)["peak_phase"], "generation");
 }
 
+// ---- the QA review's inputs (tests/fixtures none: each case is its command line) -------------
+
+void expect_refused(const testing::CommandResult& r, const std::string& line) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, line + "\n");
+}
+
+// A million sequences of 16M tokens: beyond 64-bit byte counts. Said as such, never wrapped to
+// a plausible number (it was "108.39 GiB").
+TEST(EstimateCli, SizesBeyond64BitsAreSaidAsBeyondAnyGpu) {
+  const std::vector<std::string> args = {"estimate", "meta-llama/Llama-3.1-8B", "--micro-batch-size", "1048576",
+                                         "--seq-len", "16777216"};
+  auto text = run_cli(args, "", kEmptyCache);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Peak per GPU during backward: over 16 EiB (beyond any GPU)\n"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("  device           over 16 EiB  nvidia-smi\n"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("unlimited"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("warning: the prediction is beyond 64-bit byte counts (over 16 EiB; activations, logits): "
+                          "no GPU holds this job; its sizes (micro_batch_size x seq_len, batch_size x prompt_len) "
+                          "are far beyond any real run\n"),
+            std::string::npos) << text.out;
+  auto with_json = args;
+  with_json.push_back("--json");
+  auto r = run_cli(with_json, "", kEmptyCache);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["saturated"], true);
+  EXPECT_EQ(doc["device_used_bytes"], UINT64_MAX);
+  EXPECT_EQ(doc["needed_bytes"], UINT64_MAX);
+  EXPECT_EQ(doc["peak_allocated_bytes"], UINT64_MAX);
+  EXPECT_EQ(doc["device_used_low_bytes"], UINT64_MAX);
+  // Every total is at least each component.
+  for (const auto& c : doc["components"]) EXPECT_LE(c["bytes"].get<uint64_t>(), doc["peak_reserved_bytes"].get<uint64_t>());
+  auto normal = run_cli({"estimate", "llama-3.1-8b", "--json"}, "", kEmptyCache);
+  ASSERT_EQ(normal.exit_code, 0) << normal.err;
+  EXPECT_EQ(nlohmann::json::parse(normal.out)["saturated"], false);
+}
+
+TEST(EstimateCli, ParamsNeedAUnitAndRoomForTheShape) {
+  expect_refused(run_cli({"estimate", "--params", "7"}, "", kEmptyCache),
+                 "oomdoc: --params: '7' has no unit: write 7B (billions), 7M or 7K; a bare number is an exact count, "
+                 "at least 1000000");
+  // An exact count as a checkpoint states it is fine.
+  EXPECT_EQ(run_cli({"estimate", "--params", "6738415616", "--json"}, "", kEmptyCache).exit_code, 0);
+  EXPECT_EQ(run_cli({"estimate", "--params", "125K", "--hidden-size", "64", "--layers", "1", "--vocab-size", "100",
+                     "--json"}, "", kEmptyCache).exit_code, 0);
+  // 80 layers of 8192 wide attention (64 heads, 8 kv heads: 150,994,944 per layer) and two
+  // 32,000 x 8,192 embeddings: 12,079,595,520 + 524,288,000 = 12,603,883,520 parameters, not 1B.
+  expect_refused(run_cli({"estimate", "--params", "1B", "--hidden-size", "8192", "--layers", "80"}, "", kEmptyCache),
+                 "oomdoc: --params 1B: the shape given (--hidden-size 8192, --layers 80) holds 12,603,883,520 "
+                 "parameters in its attention and embeddings alone, more than the count; raise --params or give a "
+                 "smaller shape");
+  // The MLP width oomdoc derives from a 3-wide hidden state is 0: the error says it was derived.
+  expect_refused(run_cli({"estimate", "--params", "7B", "--hidden-size", "3"}, "", kEmptyCache),
+                 "oomdoc: --params: --intermediate-size is 0 (--intermediate-size was not given: derived from "
+                 "--params and --hidden-size 3; pass --intermediate-size)");
+}
+
+TEST(EstimateCli, PipelineDegreeAboveTheLayersIsRefused) {
+  expect_refused(run_cli({"estimate", "llama-2-7b", "--pp", "33"}, "", kEmptyCache),
+                 "oomdoc: pp 33 is more than the model's 32 layers (each pipeline stage needs at least one block)");
+  const std::string job = std::string(OOMDOC_BINARY_DIR) + "/job_pp64.json";
+  std::ofstream(job) << R"({"model":"llama-2-7b","pp":64})";
+  expect_refused(run_cli({"estimate", "--job", job}, "", kEmptyCache),
+                 "oomdoc: pp 64 is more than the model's 32 layers (each pipeline stage needs at least one block)");
+  auto ok = run_cli({"estimate", "llama-2-7b", "--pp", "4"}, "", kEmptyCache);
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find(", 1/3.85 on the most loaded GPU (tp 1 x pp 4: that stage's blocks and the embedding)"),
+            std::string::npos) << ok.out;
+}
+
+TEST(EstimateCli, FlashAttentionInFp32IsRefused) {
+  expect_refused(run_cli({"estimate", "llama-2-7b", "--precision", "fp32", "--attention-impl", "flash"}, "", kEmptyCache),
+                 "oomdoc: command line: attention_impl: flash has no fp32 kernels (FlashAttention-2 runs fp16 and "
+                 "bf16 only; transformers refuses: \"Flash Attention 2.0 only supports torch.float16 and "
+                 "torch.bfloat16 dtypes\"): use sdpa, or precision bf16_mixed");
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -65,7 +65,7 @@ TEST(FitCli, NoGpuAndBadMemory) {
   expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--memory", "lots"}),
                    "oomdoc: --memory: 'lots' is not a size (e.g. 24GiB)");
   expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--gpus", "0"}),
-                   "--gpus must be at least 1");
+                   "oomdoc fit: --gpus: must be at least 1 (got 0) (see oomdoc fit --help)");
 }
 
 TEST(FitCli, BadLengthsAndPricesFiles) {
@@ -201,7 +201,7 @@ TEST(FitCli, NegativeCountIsRefusedAtParsing) {
   auto r = run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--gpus", "-1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
-  EXPECT_EQ(r.err, "oomdoc fit: --gpus: must be 0 or more (got -1) (see oomdoc fit --help)\n");
+  EXPECT_EQ(r.err, "oomdoc fit: --gpus: must be at least 1 (got -1) (see oomdoc fit --help)\n");
 }
 
 // fit has no --params: the resolver says what is missing and nothing more.
@@ -519,6 +519,82 @@ TEST(FitCli, ShortGpuNameSaysWhichSizeItRead) {
   auto rtx = run_cli({"fit", "llama-3.2-1b", "--task", "inference", "--gpu", "4090", "--json"}, "", env);
   ASSERT_EQ(rtx.exit_code, 0) << rtx.err;
   EXPECT_EQ(rtx.err, "");
+}
+
+// A job beyond 64-bit byte counts does not fit, and no plan comes from a wrapped total: whatever
+// the search proposes has its own prediction under the budget.
+TEST(FitCli, SizesBeyond64BitsDoNotFit) {
+  const std::vector<std::string> args = {"fit", "meta-llama/Llama-3.1-8B", "--micro-batch-size", "1048576",
+                                         "--seq-len", "16777216", "--gpu", "h100"};
+  auto text = run_cli(args, "", testing::kNoModelCache);
+  EXPECT_EQ(text.exit_code, 1) << text.err;
+  EXPECT_NE(text.out.find("predicted peak  over 16 EiB needed (? of the card"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("DOES NOT FIT as given: beyond any GPU (over 16 EiB)"), std::string::npos) << text.out;
+  auto with_json = args;
+  with_json.push_back("--json");
+  auto r = run_cli(with_json, "", testing::kNoModelCache);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["fits"], false);
+  EXPECT_EQ(doc["needed_bytes"], UINT64_MAX);
+  EXPECT_TRUE(doc["headroom_bytes"].is_null());
+  if (!doc["plan"].is_null()) {
+    EXPECT_LE(doc["plan"]["needed_bytes"].get<uint64_t>(), doc["usable_bytes"].get<uint64_t>());
+  }
+  for (const auto& a : doc["alternatives"]) EXPECT_LT(a["needed_bytes"].get<uint64_t>(), UINT64_MAX);
+}
+
+// --max-batch / --max-seq when even 1 does not fit: said, not left out.
+TEST(FitCli, SolversSayWhenEvenOneDoesNotFit) {
+  auto r = run_cli({"fit", "meta-llama/Llama-3.1-405B", "--task", "train_full", "--gpu", "4090", "--max-batch",
+                    "--max-seq"}, "", testing::kNoModelCache);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("\nlargest micro-batch that fits: none (even 1 sequence does not fit the 92% budget)\n"
+                       "longest sequence that fits: none (even 1 token does not fit the 92% budget)\n"),
+            std::string::npos) << r.out;
+  auto j = run_cli({"fit", "meta-llama/Llama-3.1-405B", "--task", "train_full", "--gpu", "4090", "--max-batch",
+                    "--max-seq", "--json"}, "", testing::kNoModelCache);
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_TRUE(doc["max_micro_batch"].is_null());
+  EXPECT_TRUE(doc["max_seq_len"].is_null());
+}
+
+// FlashAttention has no fp32 kernels: an fp32 job is refused with flash, and a fit plan never
+// ends with flash in fp32. gpt-oss (no SDPA path in transformers) at 16k tokens on an H100: a bf16
+// job is offered its flash kernel as one change; an fp32 job only together with 16-bit compute
+// (before, the search dropped the precision change as "not needed" and left flash in fp32).
+TEST(FitCli, NoFlashAttentionForAnFp32Job) {
+  expect_bad_input(run_cli({"fit", "llama-2-7b", "--precision", "fp32", "--attention-impl", "flash", "--gpu", "a100-80"}),
+                   "oomdoc: command line: attention_impl: flash has no fp32 kernels");
+  auto fit = [](const std::string& precision) {
+    auto r = run_cli({"fit", "openai/gpt-oss-20b", "--task", "train_lora", "--seq-len", "16384", "--gpu", "h100 sxm",
+                      "--precision", precision, "--json"}, "", testing::kNoModelCache);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  auto sets_flash = [](const nlohmann::json& change) {
+    for (const auto& s : change["settings"]) {
+      if (s["value"].get<std::string>().find("flash") != std::string::npos) return true;
+    }
+    return false;
+  };
+  auto bf16 = fit("bf16");
+  bool offered = false;
+  for (const auto& c : bf16["plan"]["changes"]) offered |= sets_flash(c);
+  EXPECT_TRUE(offered) << bf16["plan"].dump();
+  auto fp32 = fit("fp32");
+  bool precision_changed = false;
+  for (const auto& c : fp32["plan"]["changes"]) {
+    precision_changed |= c["id"] == "mixed_precision";
+    if (sets_flash(c)) {
+      EXPECT_TRUE(precision_changed) << fp32["plan"].dump();
+    }
+  }
+  for (const auto& a : fp32["alternatives"]) {
+    if (a["id"] != "same_method") {
+      EXPECT_FALSE(sets_flash(a)) << a.dump();
+    }
+  }
 }
 
 }  // namespace

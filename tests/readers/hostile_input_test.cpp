@@ -65,7 +65,7 @@ TEST(HostileInput, HugeNumbersAreErrorsNotOverflows) {
   EXPECT_EQ(big.error().message, "config.json: \"hidden_size\" must be a non-negative integer, got 1e+300");
   auto job = parse_job_json(R"({"seq_len": 1e30})", "job.json");
   ASSERT_FALSE(job);
-  EXPECT_EQ(job.error().message, "job.json: seq_len: must be a non-negative integer, got 1e+30");
+  EXPECT_EQ(job.error().message, "job.json: seq_len: must be an integer, at least 1 (got 1e+30)");
 }
 
 }  // namespace

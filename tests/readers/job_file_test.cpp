@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+
 #include "support/test_support.h"
 
 namespace oomdoc {
@@ -77,8 +79,16 @@ TEST(JobFile, ErrorsNameTheField) {
                "prompt_len, seq_len, sync_each_batch, task, tp, weight_quantization, zero_grad_to_none)");
   expect_error(R"({"task": "finetune"})",
                "job.json: task: \"finetune\" is not one of: inference, load, train_freeze, train_full, train_lora, train_qlora");
-  expect_error(R"({"micro_batch_size": 0})", "job.json: micro_batch_size: must be at least 1");
-  expect_error(R"({"seq_len": "2048"})", "job.json: seq_len: must be a non-negative integer, got \"2048\"");
+  // One wording for a count's range, whatever is wrong with it (the CLI's flags say the same).
+  expect_error(R"({"micro_batch_size": 0})", "job.json: micro_batch_size: must be at least 1 (got 0)");
+  expect_error(R"({"seq_len": -5})", "job.json: seq_len: must be at least 1 (got -5)");
+  expect_error(R"({"max_new_tokens": -1})", "job.json: max_new_tokens: must be 0 or more (got -1)");
+  expect_error(R"({"seq_len": "2048"})", "job.json: seq_len: must be an integer, at least 1 (got \"2048\")");
+  // FlashAttention-2 has no fp32 kernels; transformers refuses the combination.
+  expect_error(R"({"precision": "fp32", "attention_impl": "flash"})",
+               "job.json: attention_impl: flash has no fp32 kernels (FlashAttention-2 runs fp16 and bf16 only; "
+               "transformers refuses: \"Flash Attention 2.0 only supports torch.float16 and torch.bfloat16 dtypes\"): "
+               "use sdpa, or precision bf16_mixed");
   expect_error(R"({"num_gpus": 6, "tp": 4})", "job.json: num_gpus: 6 GPUs is not a multiple of tp*pp*cp = 4");
   expect_error(R"({"task": "train_full", "weight_quantization": "nf4"})",
                "job.json: weight_quantization: full fine-tuning cannot train quantized weights (use train_qlora)");
@@ -105,7 +115,43 @@ TEST(JobFile, ReadJobPutsOverridesOnTheFile) {
   EXPECT_TRUE(job->lora->all_linear);
   auto alone = read_job("", {{"seq_len", 0}});
   ASSERT_FALSE(alone.ok());
-  EXPECT_EQ(alone.error().message, "command line: seq_len: must be at least 1");
+  EXPECT_EQ(alone.error().message, "command line: seq_len: must be at least 1 (got 0)");
+}
+
+// Mixed precision runs flash attention under autocast, and llama.cpp's -fa takes any cache type:
+// only fp32 with a transformers model is refused.
+TEST(JobFile, FlashWithFp32IsRefusedOnlyWithoutAutocast) {
+  EXPECT_TRUE(parse_job_json(R"({"precision": "bf16_mixed", "attention_impl": "flash"})", "job.json"));
+  EXPECT_TRUE(parse_job_json(R"({"precision": "fp32", "attention_impl": "sdpa"})", "job.json"));
+  EXPECT_TRUE(parse_job_json(R"({"task": "inference", "precision": "fp32", "attention_impl": "flash",
+                                 "implementation": "llama_cpp"})", "job.json"));
+}
+
+// nlohmann keeps the last of two equal keys: a job file that says two things is refused instead,
+// naming the key (and where it is, inside lora).
+TEST(JobFile, DuplicateKeysAreRefused) {
+  const std::string dir = std::string(OOMDOC_BINARY_DIR);
+  const std::string top = dir + "/job_duplicate_model.json";
+  std::ofstream(top) << R"({"model": "llama-2-7b", "model": "gpt2"})";
+  auto job = read_job(top, nlohmann::json::object());
+  ASSERT_FALSE(job);
+  EXPECT_EQ(job.error().message, top + ": key \"model\" appears twice (give each key once)");
+  const std::string nested = dir + "/job_duplicate_lora_r.json";
+  std::ofstream(nested) << R"({"model": "llama-2-7b", "lora": {"r": 8, "alpha": 16, "r": 64}})";
+  job = read_job(nested, nlohmann::json::object());
+  ASSERT_FALSE(job);
+  EXPECT_EQ(job.error().message, nested + ": key \"lora.r\" appears twice (give each key once)");
+  // The same key in two objects is two keys.
+  const std::string fine = dir + "/job_same_key_two_objects.json";
+  std::ofstream(fine) << R"({"model": "llama-2-7b", "task": "train_lora", "lora": {"r": 8}, "seq_len": 128})";
+  EXPECT_TRUE(read_job(fine, nlohmann::json::object()));
+}
+
+TEST(JobFile, CountKeysThatTakeZero) {
+  EXPECT_TRUE(job_count_allows_zero("max_new_tokens"));
+  EXPECT_TRUE(job_count_allows_zero("gpu_layers"));
+  EXPECT_FALSE(job_count_allows_zero("seq_len"));
+  EXPECT_FALSE(job_count_allows_zero("num_gpus"));
 }
 
 // Only the keys set in `over` replace base's, scalars through the same key list as the reader.
