@@ -64,7 +64,9 @@ TEST(DiagnoseHardening, OneOfSeveralListedProcessesIsThisOne) {
             std::string::npos)
       << d.evidence[0];
   for (const auto& f : d.fixes) {
-    if (f.id == "end_other_processes") EXPECT_NE(f.detail.find("not pid 1111"), std::string::npos) << f.detail;
+    if (f.id == "end_other_processes") {
+      EXPECT_NE(f.detail.find("not pid 1111"), std::string::npos) << f.detail;
+    }
   }
 }
 
@@ -183,7 +185,9 @@ TEST(DiagnoseHardening, MpsGetsNoCudaOnlyFixes) {
   EXPECT_EQ(all_text(d).find("paged_adamw_8bit"), std::string::npos);
   EXPECT_EQ(all_text(d).find("load_in_4bit"), std::string::npos);
   for (const auto& f : d.fixes) {
-    if (f.id == "lora") EXPECT_EQ(f.snippet, "peft.LoraConfig(r=16, target_modules=\"all-linear\")  # no bitsandbytes 4-bit base on MPS");
+    if (f.id == "lora") {
+      EXPECT_EQ(f.snippet, "peft.LoraConfig(r=16, target_modules=\"all-linear\")  # no bitsandbytes 4-bit base on MPS");
+    }
   }
 }
 

@@ -227,7 +227,7 @@ TEST(VllmSpeculative, EagleHeadFromTheTargetsShapeWhenItsConfigIsMissing) {
   EXPECT_EQ(z.model_source, "the target's shape (assumed)");
   EXPECT_NE(std::find(p.assumptions.begin(), p.assumptions.end(),
                       "EAGLE head 'yuhuili/EAGLE-LLaMA3.1-Instruct-8B' has no config here (not in the Hugging Face "
-                      "cache): sized as one decoder layer of meta-llama/Llama-3.1-8B's shape; give its config.json "
+                      "cache): sized as one decoder layer of meta-llama/Llama-3.1-8B-Instruct's shape; give its config.json "
                       "path as \"model\" for its own"),
             p.assumptions.end());
 }
@@ -306,7 +306,7 @@ TEST(VllmSpeculative, MtpNeedsMtpLayersAndDivisibleTokens) {
   };
   EXPECT_EQ(refused("meta-llama/Llama-3.1-70B-Instruct", R"({"method": "mtp", "num_speculative_tokens": 1})"),
             "--speculative-config: method mtp needs the model's multi-token-prediction layers "
-            "(num_nextn_predict_layers in config.json); meta-llama/Llama-3.1-70B has none");
+            "(num_nextn_predict_layers in config.json); meta-llama/Llama-3.1-70B-Instruct has none");
   // One MTP layer reused for 3 tokens: any count is a multiple of 1.
   EXPECT_EQ(refused("deepseek-ai/DeepSeek-V3", R"({"method": "deepseek_mtp", "num_speculative_tokens": 3})"), "accepted");
 }

@@ -206,9 +206,9 @@ TEST(RunCli, SnapshotEntriesNeedsSnapshotOnOom) {
 
 // torch 1.13 has no torch.OutOfMemoryError: the script's own `raise torch.OutOfMemoryError("CUDA out of
 // memory. ...")` fails with AttributeError, and the traceback shows that source line. The OOM text is
-// code, not an error message. DISABLED: the fix belongs in the explain scanner (readers/log_scanner.cpp,
-// another branch's area); enable it with that fix.
-TEST(RunCli, DISABLED_OomTextInATracebackSourceLineIsNotAnOom) {
+// code, not an error message: the scanner reads a line indented under a `File "...", line N` frame as
+// the frame's source, not as a message.
+TEST(RunCli, OomTextInATracebackSourceLineIsNotAnOom) {
   const std::string log = testing::fixture_path("run/oom_text_in_source_line.txt");
   auto r = run_cli({"run", "--", "sh", "-c", "cat '" + log + "' >&2; exit 1"}, "", {"NO_COLOR=1"});
   EXPECT_EQ(r.exit_code, 1);

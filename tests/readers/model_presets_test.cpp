@@ -88,7 +88,7 @@ TEST(ModelPresets, VisionLanguageModelsCountTheirTowers) {
       {"qwen/qwen2-vl-72b-instruct", "Qwen/Qwen2-VL-72B-Instruct", 73405560320, 699356672},
       {"Qwen/Qwen2.5-VL-7B-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct", 8292166656, 676550144},
       {"qwen2.5-vl-3b", "Qwen/Qwen2.5-VL-3B-Instruct", 3754622976, 668684288},
-      {"meta-llama/Llama-3.2-11B-Vision-Instruct", "meta-llama/Llama-3.2-11B-Vision", 10670220835,
+      {"meta-llama/Llama-3.2-11B-Vision-Instruct", "meta-llama/Llama-3.2-11B-Vision-Instruct", 10670220835,
        863567379 + 31461376 + 8 * 258 + 8 * 4096},
       {"llama-3.2-11b-vision", "meta-llama/Llama-3.2-11B-Vision", 10670220835, 895063587},
   };
