@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/text.h"
 #include "core/units.h"
 #include "readers/application.h"
 
@@ -614,8 +615,8 @@ void add_image_ui_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
     const bool small_card = m.total && *m.total <= 4608 * kMiB;
     const std::string flag = small_card ? "--lowvram" : "--medvram";
     d.fixes.push_back(make_fix("webui_low_vram",
-                               m.total ? fmt::format("On a {} card: {} keeps only the part of the model in use on the GPU.",
-                                                     format_bytes(*m.total), flag)
+                               m.total ? fmt::format("On {} card: {} keeps only the part of the model in use on the GPU.",
+                                                     with_article(format_bytes(*m.total)), flag)
                                        : flag + " keeps only the part of the model in use on the GPU.",
                                small_card ? webui_args_with("--lowvram") : std::string()));
     d.fixes.push_back(make_fix("smaller_image", !size_detail.empty() ? size_detail
@@ -702,10 +703,10 @@ void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
     }
     if (v.usable_budget && v.weights) {
       uint64_t used = *v.weights + v.non_torch.value_or(0) + v.activation_peak.value_or(0);
-      d.evidence.push_back(fmt::format("Weights {} + non-torch {} + activations {} = {} of a {} budget leave nothing for the KV cache.",
+      d.evidence.push_back(fmt::format("Weights {} + non-torch {} + activations {} = {} of {} budget leave nothing for the KV cache.",
                                        format_bytes(*v.weights), format_bytes(v.non_torch.value_or(0)),
                                        format_bytes(v.activation_peak.value_or(0)), format_bytes(used),
-                                       format_bytes(*v.usable_budget)));
+                                       with_article(format_bytes(*v.usable_budget))));
       if (v.total_gpu_memory) {
         // Room for at least a little cache: 1 GiB more than what is used.
         const double u = static_cast<double>(used + kGiB) / static_cast<double>(*v.total_gpu_memory);
@@ -946,9 +947,9 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     add_training_ladder(d, e, m, operation);
   } else if (e.format == "nccl_cuda_oom") {
     d.cause = "nccl_buffer_alloc";
-    d.evidence.push_back(m.requested ? fmt::format("NCCL could not allocate a {} communication buffer: the card was "
+    d.evidence.push_back(m.requested ? fmt::format("NCCL could not allocate {} communication buffer: the card was "
                                                    "already full when it set up a channel or peer connection.",
-                                                   format_bytes(*m.requested))
+                                                   with_article(format_bytes(*m.requested)))
                                      : std::string("NCCL could not allocate its communication buffers."));
     d.fixes.push_back(make_fix("nccl_buffers", "Each channel and peer gets its own buffer."));
     add_training_ladder(d, e, m, operation);
@@ -1111,7 +1112,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                        format_bytes(*m.requested)));
     } else {
       d.cause = "capacity_exhausted";
-      d.evidence.push_back(fmt::format("The device could not provide a {} buffer{}.", format_bytes(m.requested.value_or(0)),
+      d.evidence.push_back(fmt::format("The device could not provide {} buffer{}.", with_article(format_bytes(m.requested.value_or(0))),
                                        e.device ? fmt::format(" on device {}", *e.device) : ""));
     }
     // Only the fixes that shrink the buffer that failed (ggml.cpp reads which one it was); they are
@@ -1139,9 +1140,9 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     const std::string buffer = e.string_field("llama_buffer").value_or("");
     if (m.requested) {
       d.cause = "capacity_exhausted";
-      d.evidence.push_back(fmt::format("Ollama's runner could not allocate a {} {}buffer on {}: the model's layers and KV "
+      d.evidence.push_back(fmt::format("Ollama's runner could not allocate {} {}buffer on {}: the model's layers and KV "
                                        "cache already on the GPU left less than that.",
-                                       format_bytes(*m.requested), buffer == "compute" ? "compute " : "",
+                                       with_article(format_bytes(*m.requested)), buffer == "compute" ? "compute " : "",
                                        e.string_field("buffer_backend").value_or("the GPU")));
     } else {
       d.cause = "generic_no_details";
