@@ -277,6 +277,17 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     return Error{fmt::format("--pipeline-parallel-size {} is larger than the model's {} layers",
                              s.pipeline_parallel_size, model.num_layers)};
   }
+  // A TP group wider than one NVLink domain (8 GPUs in an HGX server) runs every layer's
+  // all-reduce over the network; vLLM's distributed-serving docs: TP = GPUs per node, PP = nodes.
+  const uint64_t nvlink_domain = in.target.tensor_parallel_domain;
+  if (in.target.from_catalog && s.tensor_parallel_size > nvlink_domain) {
+    p.warnings.push_back(fmt::format(
+        "--tensor-parallel-size {} spans more than one {}-GPU NVLink domain of {}: every layer's all-reduce crosses "
+        "nodes; vLLM's docs set TP to the GPUs per node and PP to the nodes (--tensor-parallel-size {} "
+        "--pipeline-parallel-size {}); memory per GPU is sized as given",
+        s.tensor_parallel_size, nvlink_domain, in.target.name, nvlink_domain,
+        (s.tensor_parallel_size + nvlink_domain - 1) / nvlink_domain * s.pipeline_parallel_size));
+  }
 
   // --- max_model_len: the model's derived context unless the user overrides it.
   s.model_context = vllm_derived_max_model_len(model, c.max_position_override);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "support/test_support.h"
 
 namespace oomdoc {
@@ -151,6 +153,23 @@ TEST(ServeQaCli, TensorParallelNeverLeavesTheNvlinkDomain) {
   for (const auto& fix : doc["fixes"]) {
     EXPECT_EQ(fix["flag"].get<std::string>().find("--tensor-parallel-size"), std::string::npos) << fix["flag"];
   }
+}
+
+// A TP size the user gives beyond the NVLink domain is sized as given, with a warning that names
+// the per-node layout (TP 8 x PP 2 for 16 H100s).
+TEST(ServeQaCli, TensorParallelBeyondTheNvlinkDomainIsWarned) {
+  auto r = run_cli({"serve", "--gpu", "h100-80", "--json", "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3", "-tp", "16"});
+  ASSERT_LE(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  std::vector<std::string> warnings = doc["warnings"];
+  EXPECT_NE(std::find(warnings.begin(), warnings.end(),
+                      "--tensor-parallel-size 16 spans more than one 8-GPU NVLink domain of H100 SXM 80GB: every "
+                      "layer's all-reduce crosses nodes; vLLM's docs set TP to the GPUs per node and PP to the nodes "
+                      "(--tensor-parallel-size 8 --pipeline-parallel-size 2); memory per GPU is sized as given"),
+            warnings.end())
+      << doc["warnings"].dump();
+  auto inside = run_cli({"serve", "--gpu", "h100-80", "--json", "--", "vllm", "serve", "deepseek-ai/DeepSeek-V3", "-tp", "8"});
+  EXPECT_EQ(nlohmann::json::parse(inside.out)["warnings"].dump().find("NVLink domain"), std::string::npos);
 }
 
 // More GPUs: fewest first, then the most KV tokens (PP 2 holds more than TP 2 for Llama 3.1 8B on
