@@ -173,9 +173,18 @@ Result<GpuSpec> find_gpu(std::string_view name) {
     if (!exact && only_numbers) {
       std::vector<const GpuSpec*> all;
       for (const auto& m : matches) all.push_back(m.second);
-      return Error{fmt::format("ambiguous GPU '{}': a number alone names no card ({}); give the card's name, "
-                               "or --memory SIZE",
-                               name, list(all))};
+      const bool typed_only_a_number = std::none_of(name.begin(), name.end(), [](char c) {
+        return std::isalpha(static_cast<unsigned char>(c)) != 0;
+      });
+      if (typed_only_a_number) {
+        return Error{fmt::format("ambiguous GPU '{}': a number alone names no card ({}); give the card's name, "
+                                 "or --memory SIZE",
+                                 name, list(all))};
+      }
+      // "NVIDIA GB200": vendor words and memory units ("GB") are ignored, which leaves a number.
+      return Error{fmt::format("unknown GPU '{}': no catalog card has that name, and the number {} alone names none "
+                               "({}); `oomdoc gpus --catalog` lists the cards, or give --memory SIZE",
+                               name, joined(query), list(all))};
     }
     if (tied.size() == 1) return *tied.front();
     return Error{fmt::format("ambiguous GPU '{}': it fits {} equally ({}); name one (`oomdoc gpus --catalog` "

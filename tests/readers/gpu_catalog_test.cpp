@@ -144,6 +144,13 @@ TEST(FindGpu, AmbiguousNamesListTheCandidates) {
   ASSERT_FALSE(hundred.ok());
   EXPECT_NE(hundred.error().message.find("ambiguous GPU '100'"), std::string::npos);
   EXPECT_NE(hundred.error().message.find("H100 SXM 80GB"), std::string::npos);
+  // A card the catalog lacks, whose name is a unit word and a number: said as unknown, not as "a
+  // number alone" the user never typed.
+  auto gb200 = find_gpu("NVIDIA GB200");
+  ASSERT_FALSE(gb200.ok());
+  EXPECT_EQ(gb200.error().message,
+            "unknown GPU 'NVIDIA GB200': no catalog card has that name, and the number 200 alone names none "
+            "(H200 SXM 141GB, GH200 96GB, B200 180GB); `oomdoc gpus --catalog` lists the cards, or give --memory SIZE");
   auto sxm = find_gpu("sxm");
   ASSERT_FALSE(sxm.ok());
   EXPECT_NE(sxm.error().message.find("ambiguous GPU 'sxm': it fits "), std::string::npos);
