@@ -15,7 +15,6 @@
 #include "core/exit_codes.h"
 #include "core/file_input.h"
 #include "core/units.h"
-#include "model/architecture.h"
 #include "readers/job_file.h"
 #include "readers/model_resolver.h"
 #include "readers/served_model.h"
@@ -34,9 +33,9 @@ struct EstimateOptions {
   ShapeHints shape;
 };
 
-// --params N with its shape flags: a count with a unit (or an exact count of at least a million,
-// as a checkpoint states it), and a shape whose attention and embeddings fit in that count.
-Result<ModelSpec> params_flag(const EstimateOptions& o, const CLI::App& app) {
+// --params N: a count with a unit, or an exact count of at least a million as a checkpoint states
+// it; the shape flags are checked against the count where the shape is made (model_resolver).
+Result<ModelSpec> params_flag(const EstimateOptions& o) {
   auto count = parse_count(o.params);
   if (!count) return make_error("--params: \"" + o.params + "\" is not a parameter count such as 7B or 350M");
   // A bare number is single parameters: "7" is a slip for 7B, as a bare --memory 24 is for 24GiB.
@@ -45,42 +44,7 @@ Result<ModelSpec> params_flag(const EstimateOptions& o, const CLI::App& app) {
     return make_error(fmt::format("--params: '{}' has no unit: write {}B (billions), {}M or {}K; a bare number is an "
                                   "exact count, at least 1000000", o.params, o.params, o.params, o.params));
   }
-  auto model = model_from_param_count(*count, o.shape);
-  if (!model) {
-    // A field the user left out is derived from the others: say so when the error is about it.
-    std::string message = model.error().message;
-    for (const char* derived : {"--heads", "--kv-heads", "--intermediate-size"}) {
-      if (!app.count(derived) && message.find(derived) != std::string::npos) {
-        message += fmt::format(" ({} was not given: derived from --params{}; pass {})", derived,
-                               app.count("--hidden-size") ? fmt::format(" and --hidden-size {}", *o.shape.hidden_size) : "",
-                               derived);
-        break;
-      }
-    }
-    return make_error(message);
-  }
-  // Given shape flags, the count must at least hold what they fix: the attention projections of
-  // every layer and the embeddings (the MLP width, unless given, is free to shrink to the count).
-  std::string given;
-  for (const char* flag : kShapeFlags) {
-    if (app.count(flag)) given += fmt::format("{}{} {}", given.empty() ? "" : ", ", flag, app.get_option(flag)->as<std::string>());
-  }
-  if (!given.empty()) {
-    const ParamCount shape = count_parameters(*model);
-    uint64_t fixed = shape.embeddings + shape.lm_head;
-    for (const LinearShape& l : linear_layers(*model)) {
-      const bool attention = l.role == "q" || l.role == "k" || l.role == "v" || l.role == "qkv" || l.role == "o";
-      if (attention || app.count("--intermediate-size")) fixed += l.params();
-    }
-    if (*count < fixed) {
-      return make_error(fmt::format("--params {}: the shape given ({}) holds {} parameters in {} alone, more than the "
-                                    "count; raise --params or give a smaller shape", o.params, given,
-                                    format_exact_count(fixed),
-                                    app.count("--intermediate-size") ? "its layers and embeddings"
-                                                                     : "its attention and embeddings"));
-    }
-  }
-  return model;
+  return model_from_param_count(*count, o.shape);
 }
 
 int run(EstimateOptions& o, CLI::App& app) {
@@ -92,7 +56,7 @@ int run(EstimateOptions& o, CLI::App& app) {
 
   Result<ModelSpec> model = make_error("");
   if (!o.params.empty()) {
-    auto count = params_flag(o, app);
+    auto count = params_flag(o);
     if (!count) return fail(count.error().message);
     model = *count;
   } else {

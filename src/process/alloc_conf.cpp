@@ -130,14 +130,11 @@ Status check_alloc_conf(const std::string& settings) {
       if (s.key == key) known = &s;
     }
     if (known == nullptr) {
-      const KnownSetting* nearest = nullptr;
-      size_t best = 4;  // suggest only close spellings
-      for (const KnownSetting& s : kKnownSettings) {
-        const size_t d = edit_distance(to_lower(key), s.key);
-        if (d < best) best = d, nearest = &s;
-      }
+      std::vector<std::string> keys;
+      for (const KnownSetting& s : kKnownSettings) keys.emplace_back(s.key);
+      const std::optional<std::string> nearest = closest_spelling(to_lower(key), keys);
       return fail(fmt::format("unknown setting '{}'{}; PyTorch's CUDA allocator knows {}", key,
-                              nearest ? fmt::format(" (did you mean {}?)", nearest->key) : "", known_keys()));
+                              nearest ? fmt::format(" (did you mean {}?)", *nearest) : "", known_keys()));
     }
     if (i + 2 >= t.size() || t[i + 1] != ":" || t[i + 2] == ",") {
       return fail(fmt::format("'{}' has no value: write {}:VALUE", key, key));

@@ -221,8 +221,25 @@ Result<ModelSpec> model_from_param_count(uint64_t params, const ShapeHints& hint
   m.vocab_size = hints.vocab_size.value_or(32000);
   m.intermediate_size = hints.intermediate_size.value_or(static_cast<uint64_t>(std::llround(m.hidden_size * 8.0 / 3 / 256)) * 256);
   m.num_layers = hints.num_layers.value_or(1);  // one layer stands in until the count is derived below
+  // The flags given, as the user wrote them, for the messages below.
+  const std::pair<const char*, const std::optional<uint64_t>*> kGiven[] = {
+      {"--hidden-size", &hints.hidden_size}, {"--layers", &hints.num_layers},
+      {"--heads", &hints.num_attention_heads}, {"--kv-heads", &hints.num_kv_heads},
+      {"--vocab-size", &hints.vocab_size}, {"--intermediate-size", &hints.intermediate_size}};
   // Before anything divides by the shape (head_dim, the per-layer count below).
-  if (auto ok = validate_shape(m, "--params", ShapeFieldNames::kFlags); !ok) return ok.error();
+  if (auto ok = validate_shape(m, "--params", ShapeFieldNames::kFlags); !ok) {
+    // A field the user left out is derived from the others: say so when the error is about it.
+    std::string message = ok.error().message;
+    for (const auto& [flag, value] : kGiven) {
+      const std::string_view f = flag;
+      if (value->has_value() || (f != "--heads" && f != "--kv-heads" && f != "--intermediate-size")) continue;
+      if (message.find(flag) == std::string::npos) continue;
+      message += fmt::format(" ({} was not given: derived from --params{}; pass {})", flag,
+                             hints.hidden_size ? fmt::format(" and --hidden-size {}", *hints.hidden_size) : "", flag);
+      break;
+    }
+    return make_error(message);
+  }
   m.head_dim = m.hidden_size / m.num_attention_heads;
   if (!hints.num_layers) {
     ParamCount c1 = count_parameters(m);
@@ -231,6 +248,27 @@ Result<ModelSpec> model_from_param_count(uint64_t params, const ShapeHints& hint
     m.num_layers = params > outside ? std::max<uint64_t>(1, (params - outside + per_layer / 2) / per_layer) : 1;
   }
   fill_parameter_counts(m);
+  // Shape flags fix part of the count: every layer's attention projections and the embeddings
+  // (and the MLP, when its width is given; otherwise the derived depth absorbs it). A count below
+  // that cannot be this shape.
+  std::string given;
+  for (const auto& [flag, value] : kGiven) {
+    if (value->has_value()) given += fmt::format("{}{} {}", given.empty() ? "" : ", ", flag, **value);
+  }
+  if (!given.empty()) {
+    const ParamCount shape = count_parameters(m);
+    uint64_t fixed = shape.embeddings + shape.lm_head;
+    for (const LinearShape& l : linear_layers(m)) {
+      const bool attention = l.role == "q" || l.role == "k" || l.role == "v" || l.role == "qkv" || l.role == "o";
+      if (attention || hints.intermediate_size) fixed += l.params();
+    }
+    if (params < fixed) {
+      return make_error(fmt::format("--params {}: the shape given ({}) holds {} parameters in {} alone, more than "
+                                    "the count; raise --params or give a smaller shape",
+                                    format_count(params), given, format_exact_count(fixed),
+                                    hints.intermediate_size ? "its layers and embeddings" : "its attention and embeddings"));
+    }
+  }
   m.notes.push_back(fmt::format("shape from --params: hidden {}, {} layers, {} heads ({} kv), vocab {}, MLP {}; "
                                 "the shape gives {} parameters, the estimate uses the {} given",
                                 m.hidden_size, m.num_layers, m.num_attention_heads, m.num_kv_heads, m.vocab_size,

@@ -388,7 +388,7 @@ TEST(EstimateCli, ParamsNeedAUnitAndRoomForTheShape) {
   // 80 layers of 8192 wide attention (64 heads, 8 kv heads: 150,994,944 per layer) and two
   // 32,000 x 8,192 embeddings: 12,079,595,520 + 524,288,000 = 12,603,883,520 parameters, not 1B.
   expect_refused(run_cli({"estimate", "--params", "1B", "--hidden-size", "8192", "--layers", "80"}, "", kEmptyCache),
-                 "oomdoc: --params 1B: the shape given (--hidden-size 8192, --layers 80) holds 12,603,883,520 "
+                 "oomdoc: --params 1.00B: the shape given (--hidden-size 8192, --layers 80) holds 12,603,883,520 "
                  "parameters in its attention and embeddings alone, more than the count; raise --params or give a "
                  "smaller shape");
   // The MLP width oomdoc derives from a 3-wide hidden state is 0: the error says it was derived.

@@ -280,8 +280,10 @@ TEST_F(ResolverTest, ParamCountShapeFlagsAreCheckedBeforeUse) {
   EXPECT_EQ(error_with([](ShapeHints& h) { h.intermediate_size = 0; }), "--params: --intermediate-size is 0");
   EXPECT_EQ(error_with([](ShapeHints& h) { h.num_attention_heads = 3; }),
             "--params: --hidden-size 4096 is not a multiple of --heads 3");
-  EXPECT_EQ(error_with([](ShapeHints& h) { h.num_kv_heads = 5; }), "--params: --heads 32 is not a multiple of --kv-heads 5");
-  EXPECT_EQ(error_with([](ShapeHints& h) { h.num_kv_heads = 64; }), "--params: --heads 32 is not a multiple of --kv-heads 64");
+  EXPECT_EQ(error_with([](ShapeHints& h) { h.num_kv_heads = 5; }), "--params: --heads 32 is not a multiple of --kv-heads 5 (--heads was not given: derived from "
+            "--params; pass --heads)");
+  EXPECT_EQ(error_with([](ShapeHints& h) { h.num_kv_heads = 64; }), "--params: --heads 32 is not a multiple of --kv-heads 64 (--heads was not given: derived from "
+            "--params; pass --heads)");
   EXPECT_EQ(error_with([](ShapeHints& h) { h.num_layers = 100000; }),
             "--params: --layers 100000 is implausibly large (limit 4096)");
 }
