@@ -9,17 +9,12 @@
 #include "analyses/explain.h"
 #include "core/units.h"
 #include "readers/log_scanner.h"
+#include "support/explain_support.h"
 
 namespace oomdoc {
 namespace {
 
-ExplainReport explain_text(const std::string& text) {
-  ExplainReport report;
-  ScanResult scan = scan_text(text);
-  scan.input = "test.log";
-  add_to_report(report, scan);
-  return report;
-}
+using testing::explain_text;
 
 std::vector<std::string> fix_ids(const Diagnosis& d) {
   std::vector<std::string> ids;

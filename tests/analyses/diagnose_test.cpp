@@ -7,17 +7,12 @@
 
 #include "analyses/explain.h"
 #include "support/test_support.h"
+#include "support/explain_support.h"
 
 namespace oomdoc {
 namespace {
 
-ExplainReport explain_text(const std::string& text) {
-  ExplainReport report;
-  ScanResult scan = scan_text(text);
-  scan.input = "test.log";
-  add_to_report(report, scan);
-  return report;
-}
+using testing::explain_text;
 
 Diagnosis first_error(const std::string& text) {
   ExplainReport report = explain_text(text);
