@@ -78,6 +78,34 @@ void BM_ScanRepeatedOom(benchmark::State& state) {
 }
 BENCHMARK(BM_ScanRepeatedOom)->Unit(benchmark::kMillisecond);
 
+// Eight ranks failing together 1,300 times, PyTorch's figure moving each step (10,400 distinct
+// errors, 4.6 MB): each new error's traceback window is mostly the one before's, and the log-wide
+// checks (memory climbing) must be read once, not per error. Grouping is part of what explain does.
+void BM_ScanDistinctOomsAndGroup(benchmark::State& state) {
+  static const std::string log = [] {
+    std::string out;
+    for (int step = 0; step < 1300; ++step) {
+      out += "step " + std::to_string(step) + " loss 1.23\n";
+      for (int rank = 0; rank < 8; ++rank) {
+        out += "[rank" + std::to_string(rank) + "]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU " +
+               std::to_string(rank) + " has a total capacity of 79.11 GiB of which 1.05 GiB is free. Including non-PyTorch "
+               "memory, this process has 78.05 GiB memory in use. Of the allocated memory 74." + std::to_string(step % 10) +
+               "0 GiB is allocated by PyTorch, and 2.35 GiB is reserved by PyTorch but unallocated.\n";
+      }
+    }
+    return out;
+  }();
+  for (auto _ : state) {
+    oomdoc::ScanResult scan = oomdoc::scan_text(log);
+    oomdoc::ExplainReport report;
+    oomdoc::add_to_report(report, scan);
+    auto groups = oomdoc::group_similar_events(report);
+    benchmark::DoNotOptimize(groups.size());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * log.size()));
+}
+BENCHMARK(BM_ScanDistinctOomsAndGroup)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

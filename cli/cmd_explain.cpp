@@ -16,6 +16,7 @@ struct ExplainFlags {
   std::vector<std::string> files;
   bool json = false;
   bool all = false;
+  bool each = false;
 };
 
 int run_explain(const ExplainFlags& flags) {
@@ -41,6 +42,7 @@ int run_explain(const ExplainFlags& flags) {
   } else {
     ExplainTerminalOptions options;
     options.show_info = flags.all;
+    options.group_similar = !flags.each;
     std::cout << render_explain(report, Style::for_fd(STDOUT_FILENO), options);
   }
   if (!report.errors.empty()) return kExitUsage;
@@ -53,6 +55,7 @@ CommandRegistration registration(10, "explain", [](CLI::App& app, int* exit_code
   cmd->add_option("files", flags->files, "Log files (stdin when none or '-')");
   cmd->add_flag("--json", flags->json, "Print one JSON document (docs/json.md)");
   cmd->add_flag("--all", flags->all, "Also list informational memory lines (vLLM accounting, TF banners)");
+  cmd->add_flag("--each", flags->each, "List every error, not once per group of errors that say the same thing");
   cmd->footer("Exit status: 0 an error was found, 1 none found, 2 unreadable input.");
   cmd->callback([flags, exit_code]() { *exit_code = run_explain(*flags); });
 });

@@ -1224,7 +1224,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     }
   }
   if (gpu_error && context.events != nullptr && context.readings != nullptr) {
-    ClimbFinding climb = find_climbing(*context.events, *context.readings);
+    const ClimbFinding climb = context.climb ? *context.climb : find_climbing(*context.events, *context.readings);
     if (climb.climbing && climb.last_line <= e.end_line + 1) {
       d.secondary_causes.push_back("memory_climbing");
       d.evidence.push_back(fmt::format("Memory climbed from {} (line {}) to {} (line {}) over {} {}: something is kept alive "

@@ -40,15 +40,6 @@ struct Diagnosis {
   std::string capacity_title;
 };
 
-// Log-level context the per-event rules use: other events and memory readings.
-struct LogContext {
-  const std::vector<OomEvent>* events = nullptr;
-  const std::vector<MemoryReading>* readings = nullptr;
-  const std::vector<LogNotice>* notices = nullptr;
-};
-
-Diagnosis diagnose_event(const OomEvent& event, const LogContext& context);
-
 // A climbing series: allocated memory growing event after event, or readings growing step after step.
 struct ClimbFinding {
   bool climbing = false;
@@ -58,5 +49,17 @@ struct ClimbFinding {
   std::string source;   // "events" or "readings"
 };
 ClimbFinding find_climbing(const std::vector<OomEvent>& events, const std::vector<MemoryReading>& readings);
+
+// Log-level context the per-event rules use: other events and memory readings.
+struct LogContext {
+  const std::vector<OomEvent>* events = nullptr;
+  const std::vector<MemoryReading>* readings = nullptr;
+  const std::vector<LogNotice>* notices = nullptr;
+  // find_climbing(*events, *readings), computed once per log by whoever diagnoses all its events
+  // (it reads the whole log: per event, a log of 10,000 errors took seconds); null: computed here.
+  const ClimbFinding* climb = nullptr;
+};
+
+Diagnosis diagnose_event(const OomEvent& event, const LogContext& context);
 
 }  // namespace oomdoc

@@ -36,4 +36,16 @@ struct ExplainReport {
 // Diagnoses every event of one scanned input and appends it to the report.
 void add_to_report(ExplainReport& report, const ScanResult& scan);
 
+// Errors that say the same thing, to be told once: a retry loop, or eight ranks failing in the same
+// step, print one failure hundreds of times with figures a few MiB apart. Members share the input,
+// framework and format, the diagnosis (cause, secondary causes, fixes), the place (user frame and
+// operation), the card's size, and a request within 10% of the first member's. Informational
+// events each stand alone.
+struct EventGroup {
+  std::vector<size_t> members;   // indices into ExplainReport::events in input order; the first is shown
+  uint64_t prints = 0;           // every print of every member (word-for-word repeats included)
+};
+// Every event in exactly one group; groups in the order of their first member.
+std::vector<EventGroup> group_similar_events(const ExplainReport& report);
+
 }  // namespace oomdoc

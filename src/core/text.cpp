@@ -13,6 +13,25 @@ std::string to_lower(std::string_view s) {
   return out;
 }
 
+std::string integer_ranges(std::vector<int64_t> values) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  std::string out;
+  for (size_t i = 0; i < values.size();) {
+    size_t j = i;
+    // values[j + 1] - values[j] == 1 without overflow: values are sorted and distinct.
+    while (j + 1 < values.size() && values[j + 1] - 1 == values[j]) ++j;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(values[i]);
+    if (j > i) {
+      out += '-';
+      out += std::to_string(values[j]);
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
 std::string count_noun(uint64_t count, std::string_view singular, std::string_view plural_form) {
   std::string out = std::to_string(count) + " ";
   if (count == 1) return out.append(singular);

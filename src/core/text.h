@@ -25,6 +25,10 @@ std::string count_noun(uint64_t count, std::string_view singular, std::string_vi
 // ("a 16.00 MiB request", "a 110 B block"). Returns "a PHRASE" or "an PHRASE".
 std::string with_article(std::string_view phrase);
 
+// Integers as a short list with runs collapsed: {0,1,2,3,5,7,8} -> "0-3, 5, 7-8" (sorted, repeats
+// dropped).
+std::string integer_ranges(std::vector<int64_t> values);
+
 // Edit distance for "did you mean" suggestions: insertions, deletions, substitutions, and the swap
 // of two neighbouring characters, each counting one.
 size_t edit_distance(std::string_view a, std::string_view b);

@@ -70,6 +70,14 @@ std::string application_from_prefix(const CleanLine& line) {
   return "";
 }
 
+std::string application_from_line(std::string_view text, const std::string& prefix_program) {
+  if (!prefix_program.empty()) return prefix_program;
+  std::string app = from_line(text);
+  // A frame line outside a parsed traceback (its header cut off by the excerpt).
+  if (app.empty() && has(text, "File \"")) app = from_file(text);
+  return app;
+}
+
 std::string application_from_frames(const Traceback& traceback) {
   // Innermost first: the program whose code was running when memory ran out.
   for (auto it = traceback.frames.rbegin(); it != traceback.frames.rend(); ++it) {
@@ -81,7 +89,7 @@ std::string application_from_frames(const Traceback& traceback) {
 
 std::string detect_application(const std::vector<std::string>& lines_above, const OomEvent& event,
                                const std::vector<std::string>& lines_after) {
-  return detect_application(ContextLines{lines_above, {}}, event, ContextLines{lines_after, {}}, "");
+  return detect_application(ContextLines{lines_above, {}, {}}, event, ContextLines{lines_after, {}, {}}, "");
 }
 
 std::string detect_application(const ContextLines& above, const OomEvent& event, const ContextLines& after,
@@ -107,10 +115,8 @@ std::string detect_application(const ContextLines& above, const OomEvent& event,
   }
   const size_t first = lines_above.size() > kApplicationContextLines ? lines_above.size() - kApplicationContextLines : 0;
   for (size_t i = lines_above.size(); i-- > first;) {
-    std::string app = prefix_of(above, i);
-    if (app.empty()) app = from_line(lines_above[i]);
-    // A frame line outside a parsed traceback (its header cut off by the excerpt).
-    if (app.empty() && has(lines_above[i], "File \"")) app = from_file(lines_above[i]);
+    std::string app = i < above.line_program.size() ? above.line_program[i]
+                                                    : application_from_line(lines_above[i], prefix_of(above, i));
     if (!app.empty()) return app;
   }
   for (size_t i = 0; i < lines_after.size() && i < 4; ++i) {

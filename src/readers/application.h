@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/oom_event.h"
@@ -32,7 +33,14 @@ std::string application_from_frames(const Traceback& traceback);
 struct ContextLines {
   std::vector<std::string> text;
   std::vector<std::string> prefix_program;
+  // Line by line, application_from_line's answer when the caller already has it (the log scanner
+  // keeps it with each cleaned line: dense events share most of their lines above); empty: computed.
+  std::vector<std::string> line_program;
 };
+
+// What one cleaned line names by itself: its prefix's program, else the programs' own messages in
+// its words, else a stray frame line's file. "" when it names none.
+std::string application_from_line(std::string_view text, const std::string& prefix_program);
 
 // The one decision of which program failed. In order: the prefix of the event's own line (the
 // process that printed it), the traceback's frames, the event's own text, then the lines just

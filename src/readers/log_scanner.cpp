@@ -1,11 +1,13 @@
 #include "readers/log_scanner.h"
 
+#include <deque>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <deque>
 #include <memory>
 
 #include "core/file_input.h"
@@ -418,6 +420,16 @@ struct LogScanner::State {
     add_reading(line, line_number, rank);
     add_notice(line, line_number, rank);
   }
+  // The cleaned lines lines_above read last, by absolute offset: the next event's window mostly
+  // overlaps it (a log of dense errors cleaned the same 32 KiB again for each).
+  struct CleanedLine {
+    uint64_t start = 0, end = 0;   // absolute offsets of the line and of its break
+    std::optional<int64_t> rank;
+    std::string prefix_program;    // application_from_prefix
+    std::string line_program;      // application_from_line
+    std::string text;              // without the logger prefix
+  };
+  std::deque<CleanedLine> cleaned_above;
   void compact();
   // Whether the line at buffer offset `start` (cleaned: `text`) is the indented source line under a
   // traceback's `File "...", line N, in f` line.
@@ -790,27 +802,46 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
 ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t> rank,
                                             std::vector<std::string>& json_above) {
   const size_t back_start = start > kBackContext ? start - kBackContext : 0;
-  ContextLines above;
   size_t s = back_start;
   if (back_start > 0) {
     while (s < start && buf[s] != '\n') ++s;
     ++s;
   }
+  // Reuse the lines cleaned for an earlier event when this window starts inside them and ends after.
+  auto& cache = cleaned_above;
+  while (!cache.empty() && cache.front().start < base + s) cache.pop_front();
+  if (!cache.empty() && (cache.front().start != base + s || cache.back().end > base + start)) cache.clear();
+  if (!cache.empty()) s = static_cast<size_t>(cache.back().end - base) + 1;
+  std::optional<CleanedLine> unfinished;   // text before `start` on its own line: not cached
   while (s < start) {
     size_t e = s;
     while (e < start && buf[e] != '\n') ++e;
     CleanLine c = clean_line(std::string_view(buf.data() + s, e - s));
+    CleanedLine line{base + s, base + e, c.rank, application_from_prefix(c), "", ""};
     // vLLM logs each traceback line through its logger ("ERROR 06-05 06:18:13 [multiproc_executor.py:470]
     // File ..."): without that prefix the frames read as Python printed them.
-    if (!rank || !c.rank || c.rank == rank) {
-      above.prefix_program.push_back(application_from_prefix(c));
-      above.text.emplace_back(strip_logger_prefix(c.text));
+    line.text = std::string(strip_logger_prefix(c.text));
+    line.line_program = application_from_line(line.text, line.prefix_program);
+    if (e < start) {
+      cache.push_back(std::move(line));
+    } else {
+      unfinished = std::move(line);
     }
     s = e + 1;
   }
+  ContextLines above;
+  auto add = [&](const CleanedLine& line) {
+    if (rank && line.rank && line.rank != rank) return;
+    above.text.push_back(line.text);
+    above.prefix_program.push_back(line.prefix_program);
+    above.line_program.push_back(line.line_program);
+  };
+  for (const CleanedLine& line : cache) add(line);
+  if (unfinished) add(*unfinished);
   for (auto& l : json_above) {
     above.text.push_back(std::move(l));
     above.prefix_program.emplace_back();
+    above.line_program.emplace_back();
   }
   return above;
 }

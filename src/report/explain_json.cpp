@@ -123,6 +123,13 @@ Json explain_to_json(const ExplainReport& report) {
   Json events = Json::array();
   for (const auto& item : report.events) events.push_back(event_to_json(item));
   doc["events"] = events;
+  // Errors that say the same thing (analyses/explain.h): indices into `events`.
+  Json groups = Json::array();
+  for (const auto& g : group_similar_events(report)) {
+    if (!report.events[g.members.front()].event.is_error) continue;
+    groups.push_back({{"events", g.members}, {"prints", g.prints}});
+  }
+  doc["error_groups"] = groups;
   Json climbing = Json::array();
   for (const auto& c : report.climbing) {
     climbing.push_back({{"source", c.source}, {"samples", c.samples}, {"first_bytes", c.first_bytes},

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "core/text.h"
@@ -124,11 +125,78 @@ std::string cause_title(const std::string& cause) {
   return it == titles.end() ? cause : it->second;
 }
 
+namespace {
+
+// "+ 799 more like it: ranks 0-7 (GPUs 0-7), lines 2-1098, 2400 prints in all; allocated by
+// PyTorch 74.00 GiB to 74.90 GiB": what the group's other members add to the one shown.
+std::string group_line(const ExplainReport& report, const EventGroup& group) {
+  std::vector<int64_t> ranks, devices;
+  uint64_t last_line = 0;
+  for (size_t i : group.members) {
+    const OomEvent& e = report.events[i].event;
+    if (e.rank) ranks.push_back(*e.rank);
+    if (e.device) devices.push_back(*e.device);
+    last_line = std::max({last_line, e.line, e.last_repeat_line});
+  }
+  const OomEvent& first = report.events[group.members.front()].event;
+  std::string out = fmt::format("+ {} more like it:", group.members.size() - 1);
+  std::string where;
+  if (!ranks.empty()) where = "rank" + std::string(ranks.size() > 1 ? "s " : " ") + integer_ranges(ranks);
+  if (!devices.empty()) {
+    const std::string kind = first.string_field("device_kind").value_or("device");
+    const std::string list = integer_ranges(devices);
+    const std::string on = fmt::format("{}{} {}", kind, list.find_first_of(",-") == std::string::npos ? "" : "s", list);
+    where = where.empty() ? on : fmt::format("{} ({})", where, on);
+  }
+  if (!where.empty()) out += " " + where + ",";
+  out += fmt::format(" lines {}-{}", first.line, last_line);
+  if (group.prints > group.members.size()) out += fmt::format(", {} prints in all", group.prints);
+  // The figures that differ from member to member, as ranges.
+  static const std::vector<std::pair<const char*, const char*>> varying = {
+      {"requested", "requested"}, {"free", "free"}, {"process", "this process"}, {"allocated", "allocated by PyTorch"},
+      {"reserved_unallocated", "reserved but unallocated"}};
+  std::string ranges;
+  for (const auto& [name, label] : varying) {
+    std::optional<uint64_t> low, high;
+    for (size_t i : group.members) {
+      if (auto b = report.events[i].event.bytes(name)) {
+        low = std::min(low.value_or(*b), *b);
+        high = std::max(high.value_or(*b), *b);
+      }
+    }
+    if (low && *low != *high) {
+      ranges += fmt::format("{}{} {} to {}", ranges.empty() ? "" : ", ", label, format_bytes(*low), format_bytes(*high));
+    }
+  }
+  if (!ranges.empty()) out += "; " + ranges;
+  return out;
+}
+
+}  // namespace
+
 std::string render_explain(const ExplainReport& report, const Style& style, const ExplainTerminalOptions& options) {
   std::string out;
   size_t info_count = 0;
   size_t shown = 0;
-  for (const auto& item : report.events) {
+  std::vector<EventGroup> groups;
+  if (options.group_similar) {
+    groups = group_similar_events(report);
+  } else {
+    for (size_t i = 0; i < report.events.size(); ++i) groups.push_back({{i}, report.events[i].event.repeats});
+  }
+  // When errors were folded, say so first: the count the reader would otherwise scroll through.
+  const size_t errors = report.error_count();
+  size_t distinct = 0;
+  for (const auto& g : groups) distinct += report.events[g.members.front()].event.is_error ? 1 : 0;
+  if (distinct < errors) {
+    out += style.dim(fmt::format("{} in {}, {} distinct: each is shown once, with how many more are like it "
+                                 "(oomdoc explain --each lists them all).",
+                                 count_noun(errors, "out-of-memory error"),
+                                 report.inputs.size() == 1 ? report.inputs.front() : count_noun(report.inputs.size(), "input"),
+                                 distinct)) + "\n\n";
+  }
+  for (const auto& group : groups) {
+    const ExplainedEvent& item = report.events[group.members.front()];
     const OomEvent& e = item.event;
     if (!e.is_error && !options.show_info) {
       ++info_count;
@@ -166,6 +234,7 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
     } else if (e.repeats > 1) {  // one line standing for several prints (Ray's deduplication)
       out += fmt::format("  (printed {} times, line {})\n", e.repeats, e.line);
     }
+    if (group.members.size() > 1) out += fmt::format("  {}\n", group_line(report, group));
     const Diagnosis& d = item.diagnosis;
     auto title = [&](const std::string& cause) {
       return cause == "capacity_exhausted" && !d.capacity_title.empty() ? d.capacity_title : cause_title(cause);

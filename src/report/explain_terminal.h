@@ -11,6 +11,7 @@ namespace oomdoc {
 
 struct ExplainTerminalOptions {
   bool show_info = false;   // also list informational (is_error = false) events
+  bool group_similar = true; // errors that say the same thing shown once (group_similar_events)
   size_t max_fixes = 6;
 };
 

@@ -30,6 +30,29 @@ TEST(ExplainCli, ExampleLogExplainsAndExitsZero) {
   EXPECT_EQ(r.out.find("\x1b["), std::string::npos) << "no colour when stdout is not a terminal";
 }
 
+TEST(ExplainCli, JsonGroupsErrorsThatSayTheSameThing) {
+  // The same failure from three ranks, then a different one.
+  std::string log;
+  for (int rank = 0; rank < 3; ++rank) log += "[rank" + std::to_string(rank) + "]: " + kOom;
+  log += "RuntimeError: CUDA out of memory. Tried to allocate 6.00 GiB (GPU 0; 7.80 GiB total capacity; 1.00 GiB already "
+         "allocated; 6.50 GiB free; 1.02 GiB reserved in total by PyTorch)\n";
+  auto r = run_cli({"explain", "--json"}, log);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["events"].size(), 4u);
+  ASSERT_EQ(doc["error_groups"].size(), 2u);
+  EXPECT_EQ(doc["error_groups"][0]["events"], nlohmann::json::array({0, 1, 2}));
+  EXPECT_EQ(doc["error_groups"][0]["prints"], 3);
+  EXPECT_EQ(doc["error_groups"][1]["events"], nlohmann::json::array({3}));
+
+  auto text = run_cli({"explain"}, log);
+  EXPECT_NE(text.out.find("4 out-of-memory errors in <stdin>, 2 distinct"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("+ 2 more like it: ranks 0-2"), std::string::npos) << text.out;
+  auto each = run_cli({"explain", "--each"}, log);
+  EXPECT_EQ(each.out.find("more like it"), std::string::npos) << each.out;
+  EXPECT_NE(each.out.find("(rank 2)"), std::string::npos) << each.out;
+}
+
 TEST(ExplainCli, QloraExampleNamesTheFp32HiddenStates) {
   auto r = run_cli({"explain", "--json", std::string(OOMDOC_SOURCE_DIR) + "/examples/qlora-oom.log"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -146,7 +169,11 @@ TEST(ExplainCli, RetryLoopPrintsOneEventWithItsCountAndLines) {
   EXPECT_NE(r.out.find("retry_loop.log:2  PyTorch out of memory on GPU 0\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  (printed 6 times, lines 2-12)\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("retry_loop.log:14  "), std::string::npos);
-  EXPECT_NE(r.out.find("retry_loop.log:16  "), std::string::npos);
+  // Line 16 prints line 2's failure again after a different one: counted with it, listed by --each.
+  EXPECT_NE(r.out.find("  + 1 more like it: GPU 0, lines 2-16, 7 prints in all\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("retry_loop.log:16  "), std::string::npos);
+  auto each = run_cli({"explain", "--each", std::string(OOMDOC_SOURCE_DIR) + "/tests/fixtures/explain/retry_loop.log"});
+  EXPECT_NE(each.out.find("retry_loop.log:16  "), std::string::npos);
   auto j = run_cli({"explain", "--json", std::string(OOMDOC_SOURCE_DIR) + "/tests/fixtures/explain/retry_loop.log"});
   auto doc = nlohmann::json::parse(j.out);
   ASSERT_EQ(doc["events"].size(), 3u);

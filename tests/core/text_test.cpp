@@ -31,6 +31,14 @@ TEST(Text, WithArticleFollowsTheSpokenNumber) {
   EXPECT_EQ(with_article("2 B"), "a 2 B");
 }
 
+TEST(Text, IntegerRangesCollapseRuns) {
+  EXPECT_EQ(integer_ranges({}), "");
+  EXPECT_EQ(integer_ranges({4}), "4");
+  EXPECT_EQ(integer_ranges({7, 0, 1, 2, 3, 5, 8, 3}), "0-3, 5, 7-8");
+  EXPECT_EQ(integer_ranges({-2, -1, 1}), "-2--1, 1");
+  EXPECT_EQ(integer_ranges({INT64_MAX, INT64_MIN, INT64_MAX - 1}), "-9223372036854775808, 9223372036854775806-9223372036854775807");
+}
+
 TEST(Text, EditDistance) {
   EXPECT_EQ(edit_distance("", ""), 0u);
   EXPECT_EQ(edit_distance("4090", "4080"), 1u);
