@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Calibrates oomdoc's estimator against real PyTorch.
 
-Runs small transformer configurations of several families (Llama, GPT-2, GPT-NeoX, BERT) through
+Runs small transformer configurations of several families (Llama, GPT-2, GPT-NeoX, BERT, T5) through
 one training step and measures, with PyTorch's own accounting:
   - parameter, gradient and optimizer-state bytes (AdamW, foreach off),
   - the bytes of tensors saved for backward (torch.autograd.graph.saved_tensors_hooks,
@@ -9,7 +9,7 @@ one training step and measures, with PyTorch's own accounting:
   - the step's peak (profiler memory events on CPU; torch.cuda.max_memory_allocated/reserved on
     CUDA).
 Each model is written here in plain PyTorch following the Hugging Face implementation
-(modeling_llama.py, modeling_gpt2.py, modeling_gpt_neox.py, modeling_bert.py) op for op, so the
+(modeling_llama.py, modeling_gpt2.py, modeling_gpt_neox.py, modeling_bert.py, modeling_t5.py) op for op, so the
 CPU run needs only torch (Debian's python3-torch). Results go to a JSON fixture with the
 model's config.json, which tests/analyses/calibration_test.cpp feeds to the estimator.
 
@@ -310,6 +310,163 @@ class BertClassifier(nn.Module):
         return self.classifier(torch.tanh(self.pooler(x[:, 0])))
 
 
+# T5 v1.1 (modeling_t5.py): RMS-style T5LayerNorm without mean subtraction, relative position bias
+# computed by the first block of each stack and shared, unscaled scores, fp32 softmax, gated-gelu
+# feed-forward, dropout after every sublayer; the decoder adds cross-attention over the encoder
+# output (EncDecAttention: q from the decoder, k and v from the encoder output, a zero position
+# bias plus the encoder mask).
+class T5LayerNorm(nn.Module):
+    def __init__(self, h, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(h))
+        self.eps = eps
+
+    def forward(self, x):
+        variance = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        x = x * torch.rsqrt(variance + self.eps)
+        if self.weight.dtype in (torch.float16, torch.bfloat16):
+            x = x.to(self.weight.dtype)
+        return self.weight * x
+
+
+def t5_bucket(relative_position, bidirectional, num_buckets, max_distance):
+    buckets = torch.zeros_like(relative_position)
+    if bidirectional:
+        num_buckets //= 2
+        buckets += (relative_position > 0).to(torch.long) * num_buckets
+        relative_position = torch.abs(relative_position)
+    else:
+        relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+    max_exact = num_buckets // 2
+    is_small = relative_position < max_exact
+    large = max_exact + (torch.log(relative_position.float() / max_exact) / math.log(max_distance / max_exact)
+                         * (num_buckets - max_exact)).to(torch.long)
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    return buckets + torch.where(is_small, relative_position, large)
+
+
+class T5Attention(nn.Module):
+    def __init__(self, c, bidirectional, has_bias):
+        super().__init__()
+        self.nh, self.dk = c["num_heads"], c["d_kv"]
+        inner = self.nh * self.dk
+        self.q = nn.Linear(c["d_model"], inner, bias=False)
+        self.k = nn.Linear(c["d_model"], inner, bias=False)
+        self.v = nn.Linear(c["d_model"], inner, bias=False)
+        self.o = nn.Linear(inner, c["d_model"], bias=False)
+        self.bidirectional = bidirectional
+        self.buckets = c["relative_attention_num_buckets"]
+        self.max_distance = c.get("relative_attention_max_distance", 128)
+        self.dropout = Dropout(c["dropout_rate"])
+        self.relative_attention_bias = nn.Embedding(self.buckets, self.nh) if has_bias else None
+
+    def compute_bias(self, q_len, k_len):
+        context = torch.arange(q_len)[:, None]
+        memory = torch.arange(k_len)[None, :]
+        bucket = t5_bucket(memory - context, self.bidirectional, self.buckets, self.max_distance)
+        return self.relative_attention_bias(bucket).permute([2, 0, 1]).unsqueeze(0)
+
+    def forward(self, x, mask, position_bias=None, kv=None):
+        b, q_len, _ = x.shape
+        src = x if kv is None else kv
+        k_len = src.shape[1]
+        shape = lambda t: t.view(b, -1, self.nh, self.dk).transpose(1, 2)
+        q, k, v = shape(self.q(x)), shape(self.k(src)), shape(self.v(src))
+        scores = torch.matmul(q, k.transpose(3, 2))
+        if position_bias is None:
+            if self.relative_attention_bias is None:
+                position_bias = torch.zeros((1, self.nh, q_len, k_len), dtype=scores.dtype)
+            else:
+                position_bias = self.compute_bias(q_len, k_len)
+            position_bias = position_bias + mask
+        scores += position_bias
+        weights = F.softmax(scores.float(), dim=-1).type_as(scores)
+        weights = self.dropout(weights)
+        out = torch.matmul(weights, v).transpose(1, 2).contiguous().view(b, -1, self.nh * self.dk)
+        return self.o(out), position_bias
+
+
+class T5FF(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.wi_0 = nn.Linear(c["d_model"], c["d_ff"], bias=False)
+        self.wi_1 = nn.Linear(c["d_model"], c["d_ff"], bias=False)
+        self.wo = nn.Linear(c["d_ff"], c["d_model"], bias=False)
+        self.norm = T5LayerNorm(c["d_model"])
+        self.dropout = Dropout(c["dropout_rate"])
+        self.inner_dropout = Dropout(c["dropout_rate"])
+
+    def forward(self, x):
+        y = self.norm(x)
+        y = gelu_new(self.wi_0(y)) * self.wi_1(y)
+        y = self.wo(self.inner_dropout(y))
+        return x + self.dropout(y)
+
+
+class T5Block(nn.Module):
+    def __init__(self, c, decoder, has_bias):
+        super().__init__()
+        self.self_norm = T5LayerNorm(c["d_model"])
+        self.self_attn = T5Attention(c, not decoder, has_bias)
+        self.self_dropout = Dropout(c["dropout_rate"])
+        self.decoder = decoder
+        if decoder:
+            self.cross_norm = T5LayerNorm(c["d_model"])
+            self.cross_attn = T5Attention(c, True, False)
+            self.cross_dropout = Dropout(c["dropout_rate"])
+        self.ff = T5FF(c)
+
+    def forward(self, x, mask, bias, enc=None, enc_mask=None, enc_bias=None):
+        out, bias = self.self_attn(self.self_norm(x), mask, bias)
+        x = x + self.self_dropout(out)
+        if self.decoder:
+            out, enc_bias = self.cross_attn(self.cross_norm(x), enc_mask, enc_bias, kv=enc)
+            x = x + self.cross_dropout(out)
+        return self.ff(x), bias, enc_bias
+
+
+class T5Stack(nn.Module):
+    def __init__(self, c, embed, decoder):
+        super().__init__()
+        layers = c["num_decoder_layers"] if decoder else c["num_layers"]
+        self.embed = embed
+        self.blocks = nn.ModuleList([T5Block(c, decoder, i == 0) for i in range(layers)])
+        self.final_norm = T5LayerNorm(c["d_model"])
+        self.dropout = Dropout(c["dropout_rate"])
+        self.decoder = decoder
+
+    def forward(self, ids, enc=None):
+        b, s = ids.shape
+        x = self.dropout(self.embed(ids))
+        dtype = x.dtype
+        # Extended masks as transformers builds them from an all-ones attention mask: zeros, and
+        # the decoder's causal mask.
+        mask = torch.zeros((b, 1, 1, s), dtype=dtype)
+        if self.decoder:
+            mask = mask + torch.full((s, s), torch.finfo(dtype).min, dtype=dtype).triu(1)[None, None]
+        enc_mask = torch.zeros((b, 1, 1, enc.shape[1]), dtype=dtype) if enc is not None else None
+        bias = enc_bias = None
+        for block in self.blocks:
+            x, bias, enc_bias = block(x, mask, bias, enc, enc_mask, enc_bias)
+        return self.dropout(self.final_norm(x))
+
+
+class T5LM(nn.Module):
+    """T5ForConditionalGeneration with untied embeddings (v1.1); forward(ids, labels) -> logits."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.shared = nn.Embedding(c["vocab_size"], c["d_model"])
+        self.encoder = T5Stack(c, self.shared, False)
+        self.decoder = T5Stack(c, self.shared, True)
+        self.lm_head = nn.Linear(c["d_model"], c["vocab_size"], bias=False)
+
+    def forward(self, ids, labels):
+        enc = self.encoder(ids)
+        decoder_ids = F.pad(labels, (1, 0))[:, :-1]   # _shift_right with decoder_start_token_id 0
+        return self.lm_head(self.decoder(decoder_ids, enc))
+
+
 FAMILIES = {
     "llama": (LlamaLM, {"model_type": "llama", "vocab_size": 512, "hidden_size": 128, "num_hidden_layers": 2,
                         "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 344,
@@ -325,10 +482,43 @@ FAMILIES = {
                               "num_attention_heads": 4, "intermediate_size": 512, "max_position_embeddings": 256,
                               "type_vocab_size": 2, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
                               "attention_probs_dropout_prob": 0.1}),
+    "t5": (T5LM, {"model_type": "t5", "vocab_size": 512, "d_model": 128, "d_kv": 32, "num_heads": 4, "d_ff": 344,
+                  "num_layers": 2, "num_decoder_layers": 2, "relative_attention_num_buckets": 32,
+                  "relative_attention_max_distance": 128, "dropout_rate": 0.1, "feed_forward_proj": "gated-gelu",
+                  "tie_word_embeddings": False, "layer_norm_epsilon": 1e-6, "is_encoder_decoder": True}),
 }
+
+# T5 runs its decoder over the labels: a target length per (batch, seq) case, shorter than the input.
+T5_TARGET = {64: 8, 128: 16, 256: 32}
 
 
 # ---------------------------------------------------------------- measurement --------------
+
+def step_loss(family, model, ids, config):
+    """One forward: (loss, logits), the loss as the family's Hugging Face model computes it."""
+    batch, seq = ids.shape
+    if family == "bert":
+        out = model(ids)
+        return F.cross_entropy(out.float(), torch.zeros(batch, dtype=torch.long, device=ids.device)), out
+    if family == "t5":
+        # T5ForConditionalGeneration: CrossEntropyLoss on the logits as they are (no upcast).
+        gen = torch.Generator().manual_seed(1)
+        labels = torch.randint(1, config["vocab_size"], (batch, T5_TARGET[seq]), generator=gen).to(ids.device)
+        out = model(ids, labels)
+        return F.cross_entropy(out.view(-1, out.size(-1)), labels.reshape(-1), ignore_index=-100), out
+    out = model(ids)
+    # transformers ForCausalLMLoss: upcast, shift the labels (not the logits).
+    labels = F.pad(ids, (0, 1), value=-100)[:, 1:]
+    return F.cross_entropy(out.float().view(-1, out.size(-1)), labels.reshape(-1), ignore_index=-100), out
+
+
+def train_job(family, batch, seq, precision):
+    job = {"task": "train_full", "precision": precision, "optimizer": "adamw", "micro_batch_size": batch,
+           "seq_len": seq, "gradient_checkpointing": "none", "attention_impl": "eager"}
+    if family == "t5":
+        job["target_len"] = T5_TARGET[seq]
+    return job
+
 
 def storage_key(t):
     s = t.storage()
@@ -355,13 +545,7 @@ def measure(family, batch, seq, dtype):
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = model(ids)
-        if family == "bert":
-            loss = F.cross_entropy(out.float(), torch.zeros(batch, dtype=torch.long))
-        else:
-            # transformers ForCausalLMLoss: upcast, shift the labels (not the logits).
-            labels = F.pad(ids, (0, 1), value=-100)[:, 1:]
-            loss = F.cross_entropy(out.float().view(-1, out.size(-1)), labels.reshape(-1), ignore_index=-100)
+        loss, _ = step_loss(family, model, ids, config)
     loss.backward()
     grads = sum(p.grad.numel() * p.grad.element_size() for p in model.parameters() if p.grad is not None)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
@@ -371,9 +555,7 @@ def measure(family, batch, seq, dtype):
     return {
         "family": family,
         "config": config,
-        "job": {"task": "train_full", "precision": "fp32" if dtype == torch.float32 else "bf16",
-                "optimizer": "adamw", "micro_batch_size": batch, "seq_len": seq,
-                "gradient_checkpointing": "none", "attention_impl": "eager"},
+        "job": train_job(family, batch, seq, "fp32" if dtype == torch.float32 else "bf16"),
         "measured": {
             "param_bytes": params,
             "grad_bytes": grads,
@@ -393,10 +575,8 @@ def step_peak_cpu(family, batch, seq, dtype):
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
             model = cls(config).to(dtype)
             ids = torch.randint(0, config["vocab_size"], (batch, seq))
-            out = model(ids)
-            target = torch.zeros(batch, dtype=torch.long) if family == "bert" else F.pad(ids, (0, 1), value=-100)[:, 1:].reshape(-1)
-            logits = out.float() if family == "bert" else out.float().view(-1, out.size(-1))
-            F.cross_entropy(logits, target, ignore_index=-100).backward()
+            loss, logits = step_loss(family, model, ids, config)   # the logits stay referenced, as before
+            loss.backward()
             opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
             opt.step()
         events = sorted((e.start_us(), e.nbytes()) for e in prof.profiler.kineto_results.events()
@@ -422,19 +602,13 @@ def measure_cuda_plain(family, batch, seq):
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     ids = torch.randint(0, config["vocab_size"], (batch, seq), device="cuda")
     for _ in range(2):
-        out = model(ids)
-        if family == "bert":
-            loss = F.cross_entropy(out.float(), torch.zeros(batch, dtype=torch.long, device="cuda"))
-        else:
-            labels = F.pad(ids, (0, 1), value=-100)[:, 1:]
-            loss = F.cross_entropy(out.float().view(-1, out.size(-1)), labels.reshape(-1), ignore_index=-100)
+        loss, _ = step_loss(family, model, ids, config)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
     return {"family": family, "config": config,
-            "job": {"task": "train_full", "precision": "bf16", "optimizer": "adamw", "micro_batch_size": batch,
-                    "seq_len": seq, "gradient_checkpointing": "none", "attention_impl": "eager"},
+            "job": train_job(family, batch, seq, "bf16"),
             "measured": {"max_memory_allocated": torch.cuda.max_memory_allocated(),
                          "max_memory_reserved": torch.cuda.max_memory_reserved(),
                          "torch": torch.__version__}}

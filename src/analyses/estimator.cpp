@@ -67,6 +67,7 @@ struct Plan {
   uint64_t group_size = 128;
   bool fused_backward = false;
   uint64_t micro_batch = 1, accum = 1, seq = 0;
+  uint64_t target = 0;   // decoder tokens per sequence (encoder-decoder models; else seq)
   uint64_t num_gpus = 1, tp = 1, pp = 1, cp = 1, dp = 1;
   bool offload_optimizer = false, offload_params = false, offload_activations = false;
   LoraSettings lora;
@@ -268,6 +269,12 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     uint64_t max_pos = m.max_position_embeddings ? m.max_position_embeddings : kDefaultSeqLen;
     p.seq = job.seq_len.value_or(std::min(kDefaultSeqLen, max_pos));
     if (!job.seq_len) assume(fmt::format("seq_len: {} (not given)", p.seq));
+    p.target = job.target_len.value_or(p.seq);
+    if (m.is_encoder_decoder && !job.target_len) assume(fmt::format("target_len: {} (seq_len; not given)", p.target));
+    if (!m.is_encoder_decoder && job.target_len) {
+      assume(fmt::format("target_len: ignored ({} has no decoder of its own: seq_len is its length)", m.model_type));
+      p.target = p.seq;
+    }
     p.checkpointing = job.gradient_checkpointing.value_or("none");
     if (!job.gradient_checkpointing) assume("gradient_checkpointing: none (not given)");
   } else {
@@ -278,6 +285,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     p.new_tokens = job.max_new_tokens.value_or(p.task == "load" ? 0 : kDefaultNewTokens);
     if (!job.max_new_tokens && p.task != "load") assume(fmt::format("max_new_tokens: {} (not given)", p.new_tokens));
     p.seq = p.prompt + p.new_tokens;
+    p.target = p.seq;
     std::string kv = job.kv_cache_dtype.value_or("auto");
     p.kv_bytes = kv == "fp32" ? 4 : (kv == "fp8" || kv == "int8") ? 1 : (kv == "auto" ? p.act_bytes : 2);
     if (!job.kv_cache_dtype && p.task == "inference") assume("kv_cache_dtype: the activation dtype (not given)");
@@ -492,6 +500,13 @@ struct LayerActivations {
   double per_position_pair = 0;  // bytes per (query, key) position pair, shared by the micro-batch
   double fixed = 0;              // bytes per block independent of the micro-batch
   double backward_working = 0;   // bytes per token the block's backward adds at its widest moment
+  // A decoder block's cross-attention over the encoder output (T5): bytes per source token (its
+  // k and v), and per (decoder token, source position) pair under eager attention.
+  double per_source_token = 0;
+  double source_scores = 0;
+  // Bytes per source token kept once for the whole decoder stack: the encoder output itself,
+  // which every block's trainable cross-attention k and v save (one tensor, shared).
+  double shared_source = 0;
 };
 
 
@@ -527,6 +542,8 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // registers and save their input as given plus one fp32 rstd per row, trainable weight or not.
   if (p.kernels != "none" && m.norm == NormKind::kRmsNorm) norm_bytes = residual + 4 / h;
   uint64_t norms = std::min<uint64_t>(m.norms_per_layer, 2) + (m.norms_per_layer > 2 ? 2 : 0);
+  // A decoder block normalises before its cross-attention too (T5LayerCrossAttention).
+  if (cross_attention) ++norms;
   a.per_token += norms * norm_bytes * h;
   // Parallel-residual blocks with two LayerNorms (GPT-NeoX) normalise the same input twice: the
   // input is saved once.
@@ -583,6 +600,12 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
     std::string key = input_group(l);
     const bool attention_projection = key == "attn";
     if (m.parallel_attention && m.norms_per_layer == 1 && key == "mlp") key = "attn";  // one normed input feeds both
+    // Cross-attention (T5's EncDecAttention): q reads its own normed decoder state, o the cross
+    // output; k and v read the encoder output, one tensor for every block, over the source tokens.
+    const bool reads_source = l.cross_attention && (l.role == "k" || l.role == "v");
+    if (l.cross_attention) key = reads_source ? "cross_kv" : "cross_" + key;
+    double& per_unit = reads_source ? a.per_source_token : a.per_token;
+    double& shared_unit = reads_source ? a.shared_source : a.per_token;
     // Unsloth's fused LoRA functions: LoRA_QKV and LoRA_MLP save their normalised input X once
     // (`ctx.save_for_backward(..., X, ...)`); LoRA_W (o_proj) saves the attention output, the
     // tensor the attention kernel keeps (counted below); LoRA_MLP recomputes the down
@@ -594,21 +617,25 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
       continue;
     }
     if (!frozen_base || bnb_4bit_keeps_input) {
-      if (cast_per_linear || saved_inputs.insert(key).second) a.per_token += e * in;
+      if (cast_per_linear) {
+        per_unit += e * in;
+      } else if (saved_inputs.insert(key).second) {
+        shared_unit += e * in;
+      }
     }
     if (bnb_int8_base) {
       // (o_proj's input is the attention kernel's output, already counted below unless eager.)
-      if ((key != "o" || p.attention == "eager") && saved_inputs.insert(key).second) a.per_token += (key == "o" ? kern : hid) * in;
-      if (p.bnb_saves_input) a.per_token += in;
+      if ((key != "o" || p.attention == "eager") && saved_inputs.insert(key).second) shared_unit += (key == "o" ? kern : hid) * in;
+      if (p.bnb_saves_input) per_unit += in;
     }
     if (frozen_base && lora) {
       if (lora_dropout) {
-        const std::string module = p.litgpt && attention_projection ? "qkv" : l.name;
-        if (lora_modules.insert(module).second) a.per_token += lora_dropped_bytes * in;
+        const std::string module = p.litgpt && attention_projection ? "qkv" : l.name + (l.cross_attention ? "@cross" : "");
+        if (lora_modules.insert(module).second) per_unit += lora_dropped_bytes * in;
       } else if (adapter_copy_per_linear) {
-        a.per_token += adapter_copy_bytes * in;
+        per_unit += adapter_copy_bytes * in;
       } else if ((cast_per_linear ? lora_inputs : saved_inputs).insert(key).second) {
-        a.per_token += hid * in;
+        shared_unit += hid * in;
       }
     }
   }
@@ -636,14 +663,21 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
       ((m.model_type == "gpt_neox" && !p.litgpt) || (p.litgpt && nkv == nh)) &&
       (p.attention != "eager" || p.micro_batch == 1);
   if (value_view_of_fused_qkv) qkv_saved_heads = (nh + nkv) + (nh + 2 * nkv);
-  a.per_token += kern * qkv_saved_heads * hd * (cross_attention ? 2 : 1);
+  a.per_token += kern * qkv_saved_heads * hd;
+  if (cross_attention) {
+    // The cross-attention's q over the decoder tokens; its k and v, new tensors in every block,
+    // over the source tokens.
+    a.per_token += kern * nh * hd;
+    a.per_source_token += kern * 2 * kv_heads_saved * hd;
+  }
   if (m.attention == AttentionKind::kMultiLatent) {
     a.per_token += hid * (m.kv_lora_rank + m.qk_rope_head_dim + m.q_lora_rank);
   }
   if (p.attention == "eager") {
     double probs = (upcasts_softmax(m) || p.autocast) && kern < 4 ? 4 + kern : kern;
     if (m.attention_dropout > 0) probs += 1 + kern;
-    a.attention_scores = nh * probs * (cross_attention ? 2 : 1);
+    a.attention_scores = nh * probs;
+    if (cross_attention) a.source_scores = nh * probs;
   } else {
     a.per_token += 4 * nh * (cross_attention ? 2 : 1);  // fp32 logsumexp per head
   }
@@ -678,7 +712,9 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   }
   // Attention output feeds o_proj (saved above when trainable); with frozen o_proj the
   // attention kernel still keeps its output for its own backward.
-  if (frozen_base && p.attention != "eager") a.per_token += kern * nh * (m.attention == AttentionKind::kMultiLatent ? m.v_head_dim : hd);
+  if (frozen_base && p.attention != "eager") {
+    a.per_token += kern * nh * (m.attention == AttentionKind::kMultiLatent ? m.v_head_dim : hd) * (cross_attention ? 2 : 1);
+  }
 
   // MLP elementwise tensors: gated = act(gate) * up keeps gate out, up out, act out;
   // plain keeps what the activation saves. Down/fc2 input counted with the Linears.
@@ -725,8 +761,11 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
                                                                                : 2;
   a.backward_working = hid * mlp_width * grad_units;
 
-  // Dropout masks (1 byte per element) after attention and MLP when the config trains with them.
-  if (m.hidden_dropout > 0) a.per_token += 2 * h;
+  // Dropout masks (1 byte per element) after attention and MLP when the config trains with them,
+  // and after the cross-attention; T5's feed-forward also drops out its activation (the output
+  // projection then keeps the dropped tensor, counted with the Linears).
+  if (m.hidden_dropout > 0) a.per_token += (cross_attention ? 3 : 2) * h;
+  if (m.mlp_dropout > 0) a.per_token += inter;
   return a;
 }
 
@@ -1101,6 +1140,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (p.training) {
     const double tokens = static_cast<double>(p.micro_batch * p.seq) / static_cast<double>(p.cp);
     const double s_kv = static_cast<double>(p.seq) / p.cp;
+    // The decoder's tokens: the labels' length under an encoder-decoder model, else the same.
+    // The last blocks, the output head and the loss run over them.
+    const double out_tokens = static_cast<double>(p.micro_batch * p.target) / static_cast<double>(p.cp);
+    const double t_kv = static_cast<double>(p.target) / p.cp;
     // Encoder-decoder models (T5): linear_layers() lists the encoder block's Linears first
     // (self-attention 4 + MLP 2 or 3), then the decoder's.
     std::vector<LinearShape> decoder_linears, encoder_linears;
@@ -1110,25 +1153,28 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     }
     LayerActivations dec = block_activations(m, p, m.is_encoder_decoder ? decoder_linears : linears, m.is_encoder_decoder);
     const double sequences = static_cast<double>(p.micro_batch);
-    double per_layer = tokens * (dec.per_token + dec.attention_scores * s_kv) + sequences * dec.per_sequence +
-                       s_kv * static_cast<double>(p.seq) * dec.per_position_pair + dec.fixed;
-    backward_working = tokens * dec.backward_working / static_cast<double>(p.tp);
+    double per_layer = out_tokens * (dec.per_token + dec.attention_scores * t_kv) + sequences * dec.per_sequence +
+                       t_kv * static_cast<double>(p.target) * dec.per_position_pair + dec.fixed +
+                       tokens * dec.per_source_token + out_tokens * dec.source_scores * s_kv;
+    backward_working = out_tokens * dec.backward_working / static_cast<double>(p.tp);
     // Tensor parallel with sequence parallelism (Megatron --sequence-parallel, torchtitan):
     // every saved activation is split across the tp ranks (Korthikanti Table 2: sbh/t (34 + 5as/h)).
     per_layer /= static_cast<double>(p.tp);
     double layers = static_cast<double>(m.num_layers);
     if (p.task == "train_freeze") layers = std::min<double>(kFreezeTrainableLayers, layers);
     double stack = per_layer * layers;
+    const double residual = p.residual_bytes;
+    const double layer_input = out_tokens * residual * m.hidden_size / static_cast<double>(p.tp);
+    double encoder_inputs = 0;   // full checkpointing: the encoder blocks' inputs
     if (m.is_encoder_decoder) {
       LayerActivations enc = block_activations(m, p, encoder_linears, false);
-      stack += tokens * (enc.per_token + enc.attention_scores * s_kv) * m.num_encoder_layers;
+      stack += tokens * (enc.per_token + enc.attention_scores * s_kv) * m.num_encoder_layers + tokens * dec.shared_source;
+      encoder_inputs = tokens * residual * m.hidden_size / static_cast<double>(p.tp) * m.num_encoder_layers;
     }
-    const double residual = p.residual_bytes;
-    const double layer_input = tokens * residual * m.hidden_size / static_cast<double>(p.tp);
     if (p.checkpointing == "full") {
       // Only each block's input is kept; backward recomputes one block at a time.
       layer_working = per_layer;
-      activations = layer_input * (layers + (m.is_encoder_decoder ? m.num_encoder_layers : 0));
+      activations = layer_input * layers + encoder_inputs;
       act_detail = "each block's input (full checkpointing)";
     } else if (p.checkpointing == "selective") {
       // Selective (op-level) recompute: each block keeps its input, the attention kernel's output
@@ -1173,6 +1219,13 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     }
     // Embedding output: its LayerNorm's saved input (BERT, BLOOM) and dropout mask.
     double first_stage_extra = tokens * (m.hidden_dropout > 0 ? 1 : 0) * m.hidden_size;
+    if (m.is_encoder_decoder) {
+      // T5Stack: the encoder ends in its own final norm and dropout (whose output every
+      // cross-attention reads, counted with the blocks); the decoder drops out its embeddings.
+      const double final_normed = p.use_lora ? 0 : p.act_bytes;
+      first_stage_extra += tokens * ((4 + final_normed) * m.hidden_size + 4 + (m.hidden_dropout > 0 ? m.hidden_size : 0)) +
+                           out_tokens * (m.hidden_dropout > 0 ? 1 : 0) * m.hidden_size;
+    }
     if (m.embedding_norm) first_stage_extra += tokens * (residual * m.hidden_size + 8);
     if (m.conv_kernel_size > 0) {
       // DeBERTa-v2's ConvLayer after the first block (modeling_deberta_v2.py ConvLayer.forward):
@@ -1191,10 +1244,12 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     if (!m.is_encoder_only) {
       const double final_normed = p.use_lora ? 0 : p.act_bytes;  // frozen norm weight: see block_activations
       const bool fused_norm = p.kernels != "none" && m.norm == NormKind::kRmsNorm;  // block_activations
-      head += tokens * (fused_norm ? residual * m.hidden_size + 4
-                        : m.norm == NormKind::kRmsNorm ? (4 + final_normed) * m.hidden_size + 4
-                                                       : residual * m.hidden_size + 8);
-      if (!p.use_lora) head += tokens * p.act_bytes * m.hidden_size;
+      head += out_tokens * (fused_norm ? residual * m.hidden_size + 4
+                            : m.norm == NormKind::kRmsNorm ? (4 + final_normed) * m.hidden_size + 4
+                                                           : residual * m.hidden_size + 8);
+      if (!p.use_lora) head += out_tokens * p.act_bytes * m.hidden_size;
+      // T5Stack drops out the final norm's output (the head's input) too.
+      if (m.is_encoder_decoder && m.hidden_dropout > 0) head += out_tokens * m.hidden_size;
       // An fp32 head (PEFT's preparation) under autocast is cast to 16 bits at every call and the
       // matmul keeps the copy for backward (autocast caches casts of trainable weights only).
       // (Liger's fused loss takes the fp32 weight as it is, chunk by chunk.)
@@ -1223,7 +1278,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
         const double working_per_cell = (p.compile ? 4 + p.act_bytes : 2 * p.loss_bytes + cast_back) / kLossChunks;
         logits_detail = p.compile ? "chunked loss, compiled: each chunk's 16-bit logits, one chunk's gradient"
                                   : "chunked loss: each chunk's log-softmax, one chunk's gradient";
-        logits = tokens * v * (saved_per_cell + working_per_cell);
+        logits = out_tokens * v * (saved_per_cell + working_per_cell);
         // A trainable output head is used once per chunk: autograd sums the chunks' weight
         // gradients in the head's input buffer before accumulating them (torch/csrc/autograd
         // input_buffer.cpp), so from the second chunk's backward on the head's whole gradient and
@@ -1231,7 +1286,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
         // fewer). Under autocast the sum builds at the 16-bit cast's backward, in 16 bits.
         if (p.task == "train_full") {
           const double head_grad = v * static_cast<double>(m.hidden_size) * (p.autocast ? p.act_bytes : p.grad_bytes);
-          const double summing = logits - 2.0 / kLossChunks * tokens * v * saved_per_cell + 2 * head_grad;
+          const double summing = logits - 2.0 / kLossChunks * out_tokens * v * saved_per_cell + 2 * head_grad;
           if (summing > logits) {
             logits = summing;
             logits_detail += "; the head's gradient summed over the chunks and one chunk's";
@@ -1239,9 +1294,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
         }
       } else if (p.loss_impl == "fused_linear") {
         logits_detail = "fused linear cross-entropy: chunk by chunk, no full logits";
-        logits = tokens * m.hidden_size * (4 + p.act_bytes);
+        logits = out_tokens * m.hidden_size * (4 + p.act_bytes);
       } else {
-        logits = tokens * v * 12;
+        logits = out_tokens * v * 12;
       }
     } else {
       // Encoders: a small task head; the classifier logits are negligible.

@@ -145,7 +145,9 @@ std::vector<LinearShape> linear_layers(const ModelSpec& m) {
     append(attention_linears(m, m.num_encoder_layers));
     append(mlp_linears(m, m.intermediate_size, m.num_encoder_layers, 1, false));
     append(attention_linears(m, m.num_layers));
-    append(attention_linears(m, m.num_layers));  // EncDecAttention
+    std::vector<LinearShape> cross = attention_linears(m, m.num_layers);  // EncDecAttention
+    for (auto& l : cross) l.cross_attention = true;
+    append(std::move(cross));
     append(mlp_linears(m, m.intermediate_size, m.num_layers, 1, false));
     return out;
   }

@@ -27,6 +27,8 @@ struct LinearShape {
   // An nn.Linear module. gpt-oss's experts are 3-D nn.Parameters instead (GptOssExperts
   // gate_up_proj [E, hidden, 2I]): PEFT's target_modules and "all-linear" do not reach them.
   bool nn_linear = true;
+  // Reads the encoder's output (T5's EncDecAttention): its k and v see the source tokens.
+  bool cross_attention = false;
 
   uint64_t params() const {
     return (in_features * out_features + (bias ? out_features : 0)) * copies * layers;

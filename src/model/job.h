@@ -39,6 +39,9 @@ struct Job {
   std::optional<uint64_t> micro_batch_size;
   std::optional<uint64_t> grad_accum_steps;
   std::optional<uint64_t> seq_len;
+  // Encoder-decoder models (T5): the decoder's length, the labels' (HF seq2seq examples'
+  // max_target_length); seq_len is then the encoder's. Unset: seq_len.
+  std::optional<uint64_t> target_len;
   std::optional<bool> padding_free;
   std::optional<std::string> gradient_checkpointing;  // none, full, selective
   std::optional<std::string> attention_impl;          // eager, sdpa, flash

@@ -107,6 +107,7 @@ struct ModelSpec {
   std::string hidden_act;             // config hidden_act / activation_function, as written
   double attention_dropout = 0;       // dropout probabilities the training-mode forward applies
   double hidden_dropout = 0;
+  double mlp_dropout = 0;             // between the MLP's activation and its output projection (T5)
   uint64_t image_size = 0;            // ViT: tokens = (image/patch)^2 + 1
   uint64_t patch_size = 0;
   uint64_t largest_layer_params = 0;  // biggest transformer block (ZeRO-3 / FSDP gather unit)

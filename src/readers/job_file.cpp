@@ -121,6 +121,7 @@ Status visit_scalar_fields(Job& job, Fields& f) {
   TRY(f.count("micro_batch_size", job.micro_batch_size));
   TRY(f.count("grad_accum_steps", job.grad_accum_steps));
   TRY(f.count("seq_len", job.seq_len));
+  TRY(f.count("target_len", job.target_len));
   TRY(f.flag("padding_free", job.padding_free));
   TRY(f.text("gradient_checkpointing", job.gradient_checkpointing, &kCheckpointing));
   TRY(f.text("attention_impl", job.attention_impl, &kAttention));
@@ -420,6 +421,9 @@ Status validate_job(const Job& job, const std::string& source) {
   if (inference && (job.optimizer || job.micro_batch_size || job.grad_accum_steps || job.gradient_checkpointing)) {
     return fail("task", fmt::format("{} takes no optimizer, micro_batch_size, grad_accum_steps or gradient_checkpointing", task));
   }
+  if (inference && job.target_len) {
+    return fail("target_len", fmt::format("{} takes prompt_len (the encoder's) and max_new_tokens (the decoder's)", task));
+  }
   if (training && (job.batch_size || job.max_new_tokens || job.prompt_len)) {
     return fail("task", fmt::format("{} takes micro_batch_size and seq_len, not batch_size/prompt_len/max_new_tokens", task));
   }
@@ -429,7 +433,7 @@ Status validate_job(const Job& job, const std::string& source) {
   }
   // Bounds far beyond any real job keep every byte count inside 64 bits.
   struct Limit { const char* name; std::optional<uint64_t> value; uint64_t max; };
-  for (const Limit& l : {Limit{"micro_batch_size", job.micro_batch_size, 1u << 20}, Limit{"seq_len", job.seq_len, 1u << 24},
+  for (const Limit& l : {Limit{"micro_batch_size", job.micro_batch_size, 1u << 20}, Limit{"seq_len", job.seq_len, 1u << 24}, Limit{"target_len", job.target_len, 1u << 24},
                          Limit{"batch_size", job.batch_size, 1u << 20}, Limit{"prompt_len", job.prompt_len, 1u << 24},
                          Limit{"max_new_tokens", job.max_new_tokens, 1u << 24}, Limit{"num_gpus", job.num_gpus, 1u << 20},
                          Limit{"tp", job.tp, 1u << 12}, Limit{"pp", job.pp, 1u << 12}, Limit{"cp", job.cp, 1u << 12},

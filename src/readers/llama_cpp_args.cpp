@@ -58,7 +58,12 @@ std::optional<Result<LlamaCppCommand>> parse_llama_cpp_command_line(const std::v
   auto fail = [&](const std::string& what) -> Result<LlamaCppCommand> { return Error{c.launcher + ": " + what}; };
   auto count = [&](const std::string& flag, const std::string& value) -> Result<uint64_t> {
     auto n = parse_decimal<int64_t>(value);
-    if (!n || *n < -1 || *n > (1ll << 24)) return Error{fmt::format("{}: {} '{}' is not a count", c.launcher, flag, value)};
+    if (!n || *n < -1) return Error{fmt::format("{}: {} '{}' is not a count", c.launcher, flag, value)};
+    // Contexts, batches and slots past 16M tokens are no launch anyone sizes (a typo's extra zeros).
+    constexpr int64_t kMaxCount = int64_t{1} << 24;
+    if (*n > kMaxCount) {
+      return Error{fmt::format("{}: {} '{}' is out of range (at most {})", c.launcher, flag, value, kMaxCount)};
+    }
     return static_cast<uint64_t>(*n < 0 ? UINT64_MAX : *n);   // -1: llama.cpp's "all" / "auto"
   };
   std::optional<std::string> cache_k, cache_v, flash;

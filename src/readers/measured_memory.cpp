@@ -297,6 +297,14 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
         break;
       }
     }
+    // Text-to-text classification (PEFT's seq2seq examples: labels padded to the longest tokenized
+    // class name): the decoder runs over a class name of a word or few plus the end-of-sequence
+    // token, not over the input's length.
+    if (const std::string kind = to_lower(str(r, "seq_len_kind")); has(kind, "class-label") || has(kind, "class label")) {
+      constexpr uint64_t kClassLabelTokens = 4;
+      job.target_len = kClassLabelTokens;
+      note(fmt::format("target_len {}: labels are class names (a few tokens and the end-of-sequence token)", kClassLabelTokens));
+    }
     const json& gc = r["gradient_checkpointing"];
     if (gc.is_boolean()) job.gradient_checkpointing = gc.get<bool>() ? "full" : "none";
     else if (gc.is_string()) {

@@ -527,7 +527,9 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
     m.hidden_act = m.gated_mlp ? ff.substr(6) : ff;
     if (m.hidden_act == "gelu") m.hidden_act = "gelu_new";  // T5Config maps gated-gelu to gelu_new
     m.tie_word_embeddings = c.flag("tie_word_embeddings", t == "t5");
-    m.attention_dropout = m.hidden_dropout = c.number("dropout_rate", 0.1);
+    // One rate for attention, sublayer outputs, the feed-forward's inner activation
+    // (T5DenseActDense / T5DenseGatedActDense) and each stack's embeddings and final norm.
+    m.attention_dropout = m.hidden_dropout = m.mlp_dropout = c.number("dropout_rate", 0.1);
     return Ok{};
   }
   std::string known;

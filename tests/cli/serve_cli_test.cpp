@@ -224,6 +224,8 @@ TEST(ServeCli, LlamaServerCommandLinesAreSizedFromTheGgufFile) {
            {{"serve", "--gpu", "3060", "--", "llama-server", "-hf", "org/model-GGUF"}, "oomdoc: serve: llama-server: -hf: oomdoc reads the GGUF file itself"},
            {{"serve", "--gpu", "3060", "--", "llama-server", "-c", "4096"}, "oomdoc: serve: llama-server: no model given"},
            {{"serve", "--gpu", "3060", "--", "llama-server", "-m", gguf, "-c", "lots"}, "oomdoc: serve: llama-server: -c 'lots' is not a count"},
+           {{"serve", "--gpu", "3060", "--", "llama-server", "-m", gguf, "-c", "2000000000"},
+            "oomdoc: serve: llama-server: -c '2000000000' is out of range (at most 16777216)"},
            {{"serve", "--gpu", "3060", "--", "llama-server", "-m", gguf, "-ctk", "fp32"},
             "oomdoc: serve: llama-server: -ctk fp32: llama.cpp's cache types are f32, f16, bf16, q8_0, q4_0, q4_1, "
             "iq4_nl, q5_0, q5_1; it exits with \"Unsupported cache type: fp32\"\n"},
