@@ -272,7 +272,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     p.target = job.target_len.value_or(p.seq);
     if (m.is_encoder_decoder && !job.target_len) assume(fmt::format("target_len: {} (seq_len; not given)", p.target));
     if (!m.is_encoder_decoder && job.target_len) {
-      assume(fmt::format("target_len: ignored ({} has no decoder of its own: seq_len is its length)", m.model_type));
+      assume(fmt::format("target_len: ignored ({} is not an encoder-decoder model: seq_len is the whole sequence)", m.model_type));
       p.target = p.seq;
     }
     p.checkpointing = job.gradient_checkpointing.value_or("none");
@@ -1192,7 +1192,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       act_detail = "block input, attention output and every second matmul output (selective)";
     } else {
       activations = stack;
-      act_detail = fmt::format("{} blocks x {} per block", layers, format_bytes(saturated_bytes(per_layer)));
+      act_detail = m.is_encoder_decoder
+                       ? fmt::format("{} encoder blocks over {} tokens, {} decoder blocks over {} ({} each)", m.num_encoder_layers,
+                                     p.seq, layers, p.target, format_bytes(saturated_bytes(per_layer)))
+                       : fmt::format("{} blocks x {} per block", layers, format_bytes(saturated_bytes(per_layer)));
     }
     // Pipeline parallel, 1F1B schedule (Narayanan et al. 2021, section 2.2): a stage holds L/pp
     // blocks; the first stage keeps up to pp micro-batches in flight, fewer when a step has fewer

@@ -1416,3 +1416,38 @@ TEST(Estimator, UnslothDefaultsToFlashExceptInFp32) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// T5's decoder runs over the labels: the loss's logits scale with target_len, not with seq_len,
+// and a decoder-only model says it ignores the key.
+TEST(Estimator, EncoderDecoderLogitsFollowTheTargetLength) {
+  const ModelSpec t0 = find_preset("bigscience/T0_3B")->value();
+  Job job = frozen_base_job("train_lora", std::nullopt, "bf16", 512, "eager");
+  job.micro_batch_size = 4;
+  job.target_len = 16;
+  auto short_labels = estimate_memory(t0, job);
+  ASSERT_TRUE(short_labels) << short_labels.error().message;
+  // Standard loss: 12 bytes per vocabulary entry per decoder token.
+  EXPECT_EQ(component(*short_labels, "logits"), uint64_t{4} * 16 * t0.vocab_size * 12);
+  EXPECT_NE(component_detail(*short_labels, "activations").find("24 encoder blocks over 512 tokens, 24 decoder blocks over 16"),
+            std::string::npos) << component_detail(*short_labels, "activations");
+  job.target_len.reset();
+  auto equal = estimate_memory(t0, job);
+  ASSERT_TRUE(equal);
+  EXPECT_EQ(component(*equal, "logits"), uint64_t{4} * 512 * t0.vocab_size * 12);
+  EXPECT_TRUE(assumed(*equal, "target_len: 512 (seq_len; not given)"));
+  EXPECT_GT(saved_activations(equal), saved_activations(short_labels));
+
+  Job llama = frozen_base_job("train_lora", std::nullopt, "bf16", 512, "sdpa");
+  auto without = estimate_memory(llama2_7b(), llama);
+  llama.target_len = 16;
+  auto with = estimate_memory(llama2_7b(), llama);
+  ASSERT_TRUE(without && with);
+  EXPECT_EQ(with->peak_allocated_bytes, without->peak_allocated_bytes);
+  EXPECT_TRUE(assumed(*with, "target_len: ignored (llama is not an encoder-decoder model"));
+}
+
+}  // namespace
+}  // namespace oomdoc

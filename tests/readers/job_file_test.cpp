@@ -94,6 +94,9 @@ TEST(JobFile, ErrorsNameTheField) {
                "job.json: weight_quantization: full fine-tuning cannot train quantized weights (use train_qlora)");
   expect_error(R"({"task": "inference", "optimizer": "adamw"})",
                "job.json: task: inference takes no optimizer, micro_batch_size, grad_accum_steps or gradient_checkpointing");
+  expect_error(R"({"task": "inference", "target_len": 8})",
+               "job.json: target_len: inference takes prompt_len (the encoder's) and max_new_tokens (the decoder's)");
+  expect_error(R"({"target_len": 0})", "job.json: target_len: must be at least 1 (got 0)");
   expect_error(R"({"lora": {"r": 0}})", "job.json: lora.r: must be a positive integer");
   expect_error(R"({"lora": {"dropout": 1.5}})", "job.json: lora.dropout: must be a number in [0, 1)");
   expect_error(R"({"lora": {"rank": 8}})", "job.json: lora: unknown key \"rank\" (r, alpha, dropout, target_modules)");
