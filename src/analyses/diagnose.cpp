@@ -1051,6 +1051,38 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.fixes.push_back(make_fix("mixed_precision", "A 16-bit compute policy halves activations.",
                                "tf.keras.mixed_precision.set_global_policy('mixed_bfloat16')  # 'mixed_float16' on GPUs "
                                "before Ampere (Keras adds loss scaling)"));
+  } else if (e.format == "xla_tpu_hbm_compile") {
+    // The compiled program's buffers do not fit the chip's HBM: known before any step runs.
+    d.cause = "capacity_exhausted";
+    d.capacity_title = "the compiled program needs more HBM than the TPU has";
+    const auto needed = e.bytes("xla_memory_needed");
+    const auto total = e.bytes("total");
+    if (needed && total) {
+      d.evidence.push_back(fmt::format("XLA's compiler needs {} of HBM for the program on a TPU with {}{}: it stopped at "
+                                       "compile time, before any step ran.", format_bytes(*needed), format_bytes(*total),
+                                       e.bytes("xla_memory_exceeded") ? ", " + format_bytes(*e.bytes("xla_memory_exceeded")) + " over"
+                                                                      : std::string()));
+    } else {
+      d.evidence.push_back("XLA's compiler could not fit the program's buffers (parameters, optimizer state, activations "
+                           "and temporaries) in the TPU's HBM: it stopped at compile time, before any step ran.");
+    }
+    // Activations scale with the per-device batch: the share that fits is total/needed.
+    std::string batch = "A smaller per-device batch (or sequence) shrinks the activations and temporaries.";
+    if (needed && total && *needed > *total) {
+      batch = fmt::format("Activations scale with the per-device batch: {} fit where {} are needed, so try at most {:.0f}% "
+                          "of the batch (less where weights and optimizer state are most of it).",
+                          format_bytes(*total), format_bytes(*needed),
+                          std::floor(100.0 * static_cast<double>(*total) / static_cast<double>(*needed)));
+    }
+    d.fixes.push_back(make_fix("smaller_input", batch, "per_device_batch_size = ...  # the global batch over more steps or devices"));
+    d.fixes.push_back(make_fix("gradient_checkpointing", "Recomputes each block's activations in the backward pass instead of "
+                                                         "keeping them in HBM.",
+                               "jax.checkpoint(block_fn)  # flax: nn.remat(Block); torch_xla: torch_xla.utils.checkpoint"));
+    d.fixes.push_back(make_fix("mixed_precision", "bf16 parameters and activations take half of fp32.",
+                               "dtype=jnp.bfloat16, param_dtype=jnp.bfloat16  # flax modules"));
+    d.fixes.push_back(make_fix("shard_model", "Shard parameters and optimizer state over the TPU cores (FSDP-style) instead of "
+                                              "a replica on each.",
+                               "jax.sharding.NamedSharding(mesh, P('fsdp'))  # on the parameters and optimizer state"));
   } else if (e.format == "xla_tpu_vmem_compile") {
     d.cause = "compile_time_oom";
     d.evidence.push_back(fmt::format("The XLA compiler ran out of {} while compiling: the program's tiles do not fit the "
@@ -1322,8 +1354,10 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     }
   }
   order_fixes(d.fixes);
-  if (d.cause == "capacity_exhausted" ||
-      std::find(d.secondary_causes.begin(), d.secondary_causes.end(), "capacity_exhausted") != d.secondary_causes.end()) {
+  // (A rule that knows better words, such as the TPU compiler's HBM figures, has set them already.)
+  if (d.capacity_title.empty() &&
+      (d.cause == "capacity_exhausted" ||
+       std::find(d.secondary_causes.begin(), d.secondary_causes.end(), "capacity_exhausted") != d.secondary_causes.end())) {
     d.capacity_title = capacity_title(m);
   }
   return d;

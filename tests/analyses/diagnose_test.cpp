@@ -303,6 +303,35 @@ TEST(Diagnose, XlaTotalAllocationIncludesTheRequest) {
   EXPECT_FALSE(has_fix(d, "mixed_precision"));  // no tf.keras advice for a JAX program
 }
 
+// The TPU compiler's "memory space hbm" is the chip's main memory: the whole program does not fit
+// (its figures read, the batch share that fits), unlike vmem, where a kernel's tiles do not.
+TEST(Diagnose, TpuHbmCompileErrorIsTheWholeProgram) {
+  ExplainReport report = explain_text(
+      "jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory "
+      "space hbm. Used 20.00G of 15.48G hbm. Exceeded hbm capacity by 4.52G.\n");
+  ASSERT_EQ(report.events.size(), 1u);
+  const OomEvent& e = report.events[0].event;
+  EXPECT_EQ(e.format, "xla_tpu_hbm_compile");
+  EXPECT_EQ(e.bytes("xla_memory_needed"), uint64_t{20} << 30);
+  EXPECT_EQ(e.bytes("total"), uint64_t{16621523436});                 // 15.48 x 2^30, rounded
+  EXPECT_EQ(e.bytes("xla_memory_exceeded"), uint64_t{4853313044});     // 4.52 x 2^30
+  const Diagnosis& d = report.events[0].diagnosis;
+  EXPECT_EQ(d.cause, "capacity_exhausted");
+  EXPECT_EQ(d.capacity_title, "the compiled program needs more HBM than the TPU has");
+  ASSERT_FALSE(d.evidence.empty());
+  EXPECT_EQ(d.evidence[0], "XLA's compiler needs 20.00 GiB of HBM for the program on a TPU with 15.48 GiB, 4.52 GiB over: "
+                           "it stopped at compile time, before any step ran.");
+  ASSERT_GE(d.fixes.size(), 4u);
+  EXPECT_EQ(d.fixes[0].id, "smaller_input");
+  EXPECT_NE(d.fixes[0].detail.find("try at most 77% of the batch"), std::string::npos) << d.fixes[0].detail;
+  EXPECT_TRUE(has_fix(d, "gradient_checkpointing"));
+  EXPECT_TRUE(has_fix(d, "shard_model"));
+
+  Diagnosis vmem = first_error("RuntimeError: Bad StatusOr access: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. "
+                               "Ran out of memory in memory space vmem.\n");
+  EXPECT_EQ(vmem.cause, "compile_time_oom");
+}
+
 TEST(Diagnose, VllmStartupFreeMemory) {
   Diagnosis d = first_error(
       "ValueError: Free memory on device (30.50/79.19 GiB) on startup is less than desired GPU memory utilization (0.9, "

@@ -64,12 +64,30 @@ std::optional<FormatMatch> match_failed_request(const MessageWindow& w) {
   return m;
 }
 
+// The TPU compiler's "Ran out of memory in memory space <space>.": vmem (and smem, cmem) are the
+// core's on-chip memories, where a kernel's tiles must fit; hbm is the chip's main memory, where
+// the whole program's buffers must (xla_tpu_hbm_compile). Both may go on with "Used 20.00G of
+// 15.48G hbm. Exceeded hbm capacity by 4.52G." (XLA prints sizes in binary units.)
 std::optional<FormatMatch> match_tpu_compile(const MessageWindow& w) {
   static const RE2 re(R"(Ran out of memory in memory space (\w+))");
-  auto g = regex_search(re, w.lines[0]);
-  if (!g) return std::nullopt;
-  auto m = new_match("jax", "xla_tpu_vmem_compile");
-  m.event.set_field("memory_space", std::string((*g)[1]));
+  auto g = regex_search(re, w.flat);
+  if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
+  const std::string space((*g)[1]);
+  auto m = new_match("jax", space == "hbm" ? "xla_tpu_hbm_compile" : "xla_tpu_vmem_compile");
+  m.event.set_field("memory_space", space);
+  size_t end = offset_in(w, (*g)[0]) + (*g)[0].size();
+  static const RE2 used(R"(\.?\s*Used\s+()" + kSize + R"()\s+of\s+()" + kSize + R"()\s+(\w+)\.)");
+  if (auto u = regex_search(used, w.flat, end); u && offset_in(w, (*u)[0]) == end && std::string((*u)[3]) == space) {
+    set_printed_size(m.event, "xla_memory_needed", (*u)[1], LabelMeaning::kBinary);
+    set_printed_size(m.event, "total", (*u)[2], LabelMeaning::kBinary);
+    end = offset_in(w, (*u)[0]) + (*u)[0].size();
+    static const RE2 over(R"(\s*Exceeded\s+(\w+)\s+capacity\s+by\s+()" + kSize + ")");
+    if (auto x = regex_search(over, w.flat, end); x && offset_in(w, (*x)[0]) == end && std::string((*x)[1]) == space) {
+      set_printed_size(m.event, "xla_memory_exceeded", (*x)[2], LabelMeaning::kBinary);
+      end = offset_in(w, (*x)[0]) + (*x)[0].size();
+    }
+  }
+  m.lines_used = w.line_of(end - 1) + 1;
   return m;
 }
 
