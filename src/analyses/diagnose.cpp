@@ -227,19 +227,29 @@ void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
     d.fixes.push_back(make_fix("bigger_gpu", "Run `oomdoc fit` with the job to find the smallest GPU that fits."));
     return;
   }
+  if (inference) {
+    // No gradients, no accumulation: what grows is the KV cache (batch x length) and the logits.
+    d.fixes.push_back(make_fix("smaller_inference_batch",
+                               shortfall + "The KV cache and the logits scale with the sequences run at once; halve them."));
+    d.fixes.push_back(make_fix("shorter_generation", "The KV cache grows with every prompt and generated token."));
+    if (operation == "generation") {
+      d.fixes.push_back(make_fix("quantized_kv_cache", "A 4-bit cache takes about a quarter of a 16-bit one."));
+    }
+    d.fixes.push_back(make_fix("quantize_model", "Weights take half (8-bit) or a quarter (4-bit) of bf16."));
+    d.fixes.push_back(make_fix("bigger_gpu", "Run `oomdoc fit` with the job to find the smallest GPU that fits."));
+    return;
+  }
   d.fixes.push_back(make_fix("smaller_batch",
                              shortfall + "Activations scale with the micro-batch; halve it and double "
                                          "gradient_accumulation_steps to keep the effective batch."));
   d.fixes.push_back(make_fix("shorter_sequence", "Activations and logits grow with sequence length (logits with "
                                                  "batch x seq x vocab); cut max_seq_length or pack without padding."));
-  if (!inference) {
+  {
     d.fixes.push_back(make_fix("mixed_precision", "Halves activation memory relative to fp32."));
     d.fixes.push_back(make_fix("eight_bit_optimizer", "AdamW keeps 8 bytes per parameter in fp32; 8-bit keeps 2."));
     d.fixes.push_back(make_fix("gradient_checkpointing", "Keeps one activation per layer instead of all of them."));
     d.fixes.push_back(make_fix("lora", "Only the adapters get gradients and optimizer state."));
     d.fixes.push_back(make_fix("offload", "Moves optimizer state (and parameters) to host memory."));
-  } else {
-    d.fixes.push_back(make_fix("quantize_model", "Weights take half (8-bit) or a quarter (4-bit) of bf16."));
   }
   d.fixes.push_back(make_fix("bigger_gpu", "Run `oomdoc fit` with the job to find the smallest GPU that fits."));
 }

@@ -145,6 +145,18 @@ const std::vector<FixInfo>& fix_catalog() {
        "one reduce-scatter per micro-batch instead of per step"},
       {"shorter_sequence", "Shorter sequences (truncate, or pack without padding)",
        "max_seq_length=L  # or padding_free=True / group_by_length=True", 6, "truncated examples"},
+      // Inference with transformers (generate, evaluation): the KV cache and the logits grow with
+      // the sequences at once and their length; the Trainer's evaluation gathers every batch's
+      // logits on the GPU unless eval_accumulation_steps moves them to the CPU.
+      {"smaller_inference_batch", "Fewer sequences at once",
+       "model.generate(**batch) over batches of B/2  # evaluation: per_device_eval_batch_size=B/2, eval_accumulation_steps=1",
+       5, "some throughput"},
+      {"shorter_generation", "Fewer new tokens or shorter prompts",
+       "model.generate(..., max_new_tokens=N)  # and tokenizer(..., truncation=True, max_length=L)", 6,
+       "shorter answers or truncated prompts"},
+      {"quantized_kv_cache", "Quantize the KV cache during generation",
+       "model.generate(..., cache_implementation=\"quantized\", cache_config={\"backend\": \"quanto\", \"nbits\": 4})  "
+       "# transformers >= 4.42, optimum-quanto", 7, "small quality loss, slower decoding"},
       {"smaller_input", "Smaller inputs per step (batch, image size, sequence length)",
        "batch_size=B/2  # check the shape: batch x seq x vocab, image size", 5, "some throughput"},
       {"bf16_hidden_states", "Keep embeddings, norms and head in bf16 after prepare_model_for_kbit_training",

@@ -303,6 +303,27 @@ TEST(Diagnose, XlaTotalAllocationIncludesTheRequest) {
   EXPECT_FALSE(has_fix(d, "mixed_precision"));  // no tf.keras advice for a JAX program
 }
 
+// An OOM inside generate() has no micro-batch to accumulate over: the inference ladder.
+TEST(Diagnose, GenerationGetsTheInferenceLadder) {
+  ExplainReport report = explain_text(
+      "Traceback (most recent call last):\n"
+      "  File \"/app/infer.py\", line 40, in <module>\n"
+      "    out = model.generate(**inputs, max_new_tokens=512)\n"
+      "  File \"/usr/lib/python3/site-packages/transformers/generation/utils.py\", line 2215, in generate\n"
+      "    result = self._sample(\n"
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 23.64 GiB "
+      "of which 2.10 GiB is free. Including non-PyTorch memory, this process has 21.52 GiB memory in use. Of the "
+      "allocated memory 20.90 GiB is allocated by PyTorch, and 180.00 MiB is reserved by PyTorch but unallocated.\n");
+  ASSERT_EQ(report.events.size(), 1u);
+  const Diagnosis& d = report.events[0].diagnosis;
+  std::vector<std::string> ids;
+  for (const Fix& f : d.fixes) ids.push_back(f.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"smaller_inference_batch", "shorter_generation", "quantized_kv_cache",
+                                           "quantize_model", "bigger_gpu"}));
+  EXPECT_EQ(d.fixes[0].detail, "The failed request is 4.00 GiB with 2.10 GiB free: the peak must drop by at least 1.90 GiB. "
+                               "The KV cache and the logits scale with the sequences run at once; halve them.");
+}
+
 // The TPU compiler's "memory space hbm" is the chip's main memory: the whole program does not fit
 // (its figures read, the batch share that fits), unlike vmem, where a kernel's tiles do not.
 TEST(Diagnose, TpuHbmCompileErrorIsTheWholeProgram) {
