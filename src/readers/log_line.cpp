@@ -89,6 +89,67 @@ bool strip_compose_prefix(std::string_view& s) {
   return true;
 }
 
+// Whether s[i...] starts with `shape`, '0' standing for any digit.
+bool has_shape(std::string_view s, size_t i, std::string_view shape) {
+  if (s.size() < i + shape.size()) return false;
+  for (char want : shape) {
+    const char c = s[i++];
+    if (want == '0' ? !std::isdigit(static_cast<unsigned char>(c)) : c != want) return false;
+  }
+  return true;
+}
+
+// A timestamp that a collector or a logging formatter puts before every line, so that a wrapped
+// message reads on: `docker logs -t` / `kubectl logs --timestamps` ("2024-05-01T10:00:00.123456789Z "),
+// Python's logging ("2024-05-01 10:00:00,123 - ERROR - ", "... - trainer - ERROR - ") and loguru
+// ("2024-05-01 10:00:00.123 | ERROR    | train:main:42 - ").
+bool strip_timestamp(std::string_view& s) {
+  if (!has_shape(s, 0, "0000-00-00") || s.size() < 19 || (s[10] != 'T' && s[10] != ' ') || !has_shape(s, 11, "00:00:00")) {
+    return false;
+  }
+  size_t i = 19;
+  if (i < s.size() && (s[i] == '.' || s[i] == ',')) {
+    ++i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  }
+  if (i < s.size() && s[i] == 'Z') {
+    ++i;
+  } else if (i < s.size() && (s[i] == '+' || s[i] == '-') && (has_shape(s, i + 1, "00:00") || has_shape(s, i + 1, "0000"))) {
+    i += s[i + 3] == ':' ? 6 : 5;
+  }
+  if (i >= s.size() || s[i] != ' ') return false;
+  std::string_view rest = trim_left(s.substr(i));
+  // The level (and the logger's name before it, or loguru's location after it) that follow.
+  auto is_level = [](std::string_view w) {
+    return w == "DEBUG" || w == "INFO" || w == "WARNING" || w == "ERROR" || w == "CRITICAL";
+  };
+  if (rest.rfind("- ", 0) == 0 || rest.rfind("| ", 0) == 0) {
+    const char sep = rest[0];
+    std::string_view fields = rest;
+    for (int k = 0; k < 3; ++k) {   // at most: name, level, location
+      const size_t start = fields.find_first_not_of(' ', 1);
+      if (start == std::string_view::npos) break;
+      const size_t next = fields.find(std::string{' ', sep, ' '}, start);
+      const size_t loguru_end = sep == '|' ? fields.find(" - ", start) : std::string_view::npos;
+      std::string_view word = fields.substr(start, std::min(next, fields.size()) - start);
+      while (!word.empty() && word.back() == ' ') word.remove_suffix(1);
+      if (is_level(word)) {
+        // Python: "- LEVEL - message"; loguru: "| LEVEL | location - message".
+        if (sep == '-' && next != std::string_view::npos) {
+          rest = fields.substr(next + 3);
+        } else if (sep == '|' && loguru_end != std::string_view::npos && loguru_end > next) {
+          rest = fields.substr(loguru_end + 3);
+        }
+        break;
+      }
+      if (next == std::string_view::npos || next - start > 64) break;
+      fields = fields.substr(next + 1);
+    }
+  }
+  s = rest;
+  return true;
+}
+
 }  // namespace
 
 std::string strip_ansi(std::string_view line) {
@@ -170,6 +231,7 @@ CleanLine clean_line(std::string_view raw) {
     if (strip_bracket_rank(s, result.rank)) continue;
     if (strip_process_tag(s, result.rank, result.rank_is_worker, result.process_tag)) continue;
     if (strip_compose_prefix(s)) continue;
+    if (strip_timestamp(s)) continue;
     s = before;
     break;
   }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/units.h"
+#include "readers/log_line.h"
 #include "readers/log_scanner.h"
 
 namespace oomdoc {
@@ -122,6 +123,36 @@ TEST(WrappedMessage, JoiningStopsAtABlankLineAndAtATraceback) {
       "GPU 0 has a total capacity of 23.65 GiB of which 1.12 GiB is free.\n");
   ASSERT_EQ(traceback.events.size(), 1u);
   EXPECT_EQ(traceback.events[0].quantity("total"), nullptr);
+}
+
+}  // namespace
+}  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// Collectors and logging formatters put a timestamp (and a level) before every line of a wrapped
+// message: each is taken off, and the message reads as printed.
+TEST(WrappedMessage, TimestampedLinesReadAsOneMessage) {
+  const ScanResult plain = scan_text(kMessage2x + "\n");
+  ASSERT_EQ(plain.events.size(), 1u);
+  for (const std::string prefix : {"2024-05-01T10:00:00.123456789Z ", "2024-05-01T10:00:00+02:00 ", "2024-05-01 10:00:00,123 - ERROR - ",
+                                   "2024-05-01 10:00:00,123 - trainer - ERROR - ", "2024-05-01 10:00:00.123 | ERROR    | train:main:42 - ",
+                                   "2024-05-01 10:00:00 "}) {
+    std::string log;
+    const std::string folded = fold(kMessage2x, 100, true);
+    size_t start = 0;
+    for (size_t end = folded.find('\n'); end != std::string::npos; start = end + 1, end = folded.find('\n', start)) {
+      log += prefix + folded.substr(start, end - start) + "\n";
+    }
+    const ScanResult scan = scan_text(log);
+    ASSERT_EQ(scan.events.size(), 1u) << prefix;
+    expect_same_event(scan.events[0], plain.events[0], prefix);
+    EXPECT_EQ(scan.events[0].end_line, count_lines(folded)) << prefix;
+  }
+  // Only a whole date and time is a timestamp.
+  EXPECT_EQ(clean_line("2024-05-01 the run").text, "2024-05-01 the run");
+  EXPECT_EQ(clean_line("2024-05-01T10:00:00").text, "2024-05-01T10:00:00");
 }
 
 }  // namespace
