@@ -8,6 +8,7 @@
 
 #include "command.h"
 #include "core/exit_codes.h"
+#include "core/text.h"
 
 namespace oomdoc::cli {
 
@@ -19,7 +20,9 @@ std::vector<CommandInfo>& command_table() {
 int fail(const std::string& message) {
   std::string line = message;
   std::replace(line.begin(), line.end(), '\n', ' ');
-  std::cerr << "oomdoc: " << line << "\n";
+  // One line a terminal (or a program reading stderr as UTF-8) can take, whatever a corrupt file put
+  // into the message.
+  std::cerr << "oomdoc: " << printable(line) << "\n";
   return kExitUsage;
 }
 

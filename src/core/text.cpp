@@ -13,6 +13,45 @@ std::string to_lower(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i] (1-4), or 0 (a stray or overlong byte, a surrogate).
+size_t utf8_sequence(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+  }
+  if (n == 2 && c < 0xC2) return 0;                                    // overlong
+  if (n == 3 && ((c == 0xE0 && b(i + 1) < 0xA0) || (c == 0xED && b(i + 1) >= 0xA0))) return 0;  // overlong, surrogate
+  if (n == 4 && ((c == 0xF0 && b(i + 1) < 0x90) || c > 0xF4 || (c == 0xF4 && b(i + 1) >= 0x90))) return 0;
+  return n;
+}
+
+}  // namespace
+
+std::string printable(std::string_view text, size_t max_bytes) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_sequence(text, i);
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    std::string piece;
+    if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7F))) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      piece = {'\\', 'x', kHex[c >> 4], kHex[c & 0xF]};
+      i += 1;
+    } else {
+      piece.assign(text.substr(i, n));
+      i += n;
+    }
+    if (out.size() + piece.size() > max_bytes) return out + "...";
+    out += piece;
+  }
+  return out;
+}
+
 std::string integer_ranges(std::vector<int64_t> values) {
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());

@@ -25,6 +25,11 @@ std::string count_noun(uint64_t count, std::string_view singular, std::string_vi
 // ("a 16.00 MiB request", "a 110 B block"). Returns "a PHRASE" or "an PHRASE".
 std::string with_article(std::string_view phrase);
 
+// `text` safe to print on one line: valid UTF-8 kept, every control byte (newlines included) and
+// every byte that is not part of valid UTF-8 written as \xNN; longer than max_bytes, cut at a
+// character boundary with "...". For names and values read from untrusted files (a corrupt key).
+std::string printable(std::string_view text, size_t max_bytes = SIZE_MAX);
+
 // Integers as a short list with runs collapsed: {0,1,2,3,5,7,8} -> "0-3, 5, 7-8" (sorted, repeats
 // dropped).
 std::string integer_ranges(std::vector<int64_t> values);

@@ -198,10 +198,11 @@ Result<GgufHeader> parse_gguf_header(std::string_view head, uint64_t file_size, 
     if (!key) return key.error();
     auto type = c.scalar<uint32_t>("a metadata type");
     if (!type) return type.error();
-    auto value = read_value(c, *type, *key, source);
+    // A corrupt length makes the key a run of binary bytes: messages show it escaped and short.
+    auto value = read_value(c, *type, printable(*key, 80), source);
     if (!value) return value.error();
     if (!h.metadata.emplace(*key, std::move(*value)).second) {
-      return make_error(fmt::format("{}: metadata key {} appears twice", source, *key));
+      return make_error(fmt::format("{}: metadata key {} appears twice", source, printable(*key, 80)));
     }
   }
   h.tensors.reserve(static_cast<size_t>(*tensors));
@@ -213,14 +214,14 @@ Result<GgufHeader> parse_gguf_header(std::string_view head, uint64_t file_size, 
     auto dims = c.scalar<uint32_t>("a tensor's dimension count");
     if (!dims) return dims.error();
     if (*dims == 0 || *dims > kMaxDims) {
-      return make_error(fmt::format("{}: tensor {} has {} dimensions", source, t.name, *dims));
+      return make_error(fmt::format("{}: tensor {} has {} dimensions", source, printable(t.name, 80), *dims));
     }
     uint64_t elements = 1;
     for (uint32_t d = 0; d < *dims; ++d) {
       auto n = c.scalar<uint64_t>("a tensor dimension");
       if (!n) return n.error();
       if (*n == 0 || *n > (1ull << 40) || elements > (1ull << 48) / *n) {
-        return make_error(fmt::format("{}: tensor {} has an implausible shape (dimension {} is {})", source, t.name, d, *n));
+        return make_error(fmt::format("{}: tensor {} has an implausible shape (dimension {} is {})", source, printable(t.name, 80), d, *n));
       }
       elements *= *n;
       t.dims.push_back(*n);
@@ -234,7 +235,7 @@ Result<GgufHeader> parse_gguf_header(std::string_view head, uint64_t file_size, 
     if (auto info = ggml_type_by_id(t.type)) {
       // Rows are whole blocks (ggml checks ne[0], the row length).
       if (t.dims[0] % info->block_elements != 0) {
-        return make_error(fmt::format("{}: tensor {} has rows of {}, not whole {} blocks", source, t.name, t.dims[0], info->name));
+        return make_error(fmt::format("{}: tensor {} has rows of {}, not whole {} blocks", source, printable(t.name, 80), t.dims[0], info->name));
       }
       t.bytes = elements / info->block_elements * info->block_bytes;
     }
@@ -245,7 +246,7 @@ Result<GgufHeader> parse_gguf_header(std::string_view head, uint64_t file_size, 
     for (const auto& t : h.tensors) names.push_back(t.name);
     std::sort(names.begin(), names.end());
     if (auto dup = std::adjacent_find(names.begin(), names.end()); dup != names.end()) {
-      return make_error(fmt::format("{}: tensor {} appears twice", source, *dup));
+      return make_error(fmt::format("{}: tensor {} appears twice", source, printable(*dup, 80)));
     }
   }
   if (auto a = h.metadata.find("general.alignment"); a != h.metadata.end() && a->second.kind != GgufValue::Kind::kUnsigned) {
@@ -271,16 +272,16 @@ Result<GgufHeader> parse_gguf_header(std::string_view head, uint64_t file_size, 
     GgufTensor& t = h.tensors[order[k]];
     const uint64_t end = k + 1 < order.size() ? h.tensors[order[k + 1]].offset : data_size;
     if (t.offset > data_size || end < t.offset) {
-      return make_error(fmt::format("{}: tensor {} starts at {} of a {}-byte data section", source, t.name, t.offset, data_size));
+      return make_error(fmt::format("{}: tensor {} starts at {} of a {}-byte data section", source, printable(t.name, 80), t.offset, data_size));
     }
     if (t.offset % alignment != 0) {
-      return make_error(fmt::format("{}: tensor {} starts at {}, not a multiple of the alignment {}", source, t.name,
+      return make_error(fmt::format("{}: tensor {} starts at {}, not a multiple of the alignment {}", source, printable(t.name, 80),
                                     t.offset, alignment));
     }
     if (t.bytes == 0) t.bytes = end - t.offset;
     if (t.bytes > end - t.offset) {
       return make_error(fmt::format("{}: tensor {} needs {} bytes but the file has {} for it (truncated or overlapping)",
-                                    source, t.name, t.bytes, end - t.offset));
+                                    source, printable(t.name, 80), t.bytes, end - t.offset));
     }
   }
   return h;
@@ -407,7 +408,7 @@ Result<ModelSpec> model_from_gguf_header(const GgufHeader& h, const std::string&
     elements += n;
     if (auto b = block_of(t.name)) {
       if (*b >= m.num_layers) {
-        return make_error(fmt::format("{}: tensor {} is past {}.block_count {}", source, t.name, arch, m.num_layers));
+        return make_error(fmt::format("{}: tensor {} is past {}.block_count {}", source, printable(t.name, 80), arch, m.num_layers));
       }
       w.layer_bytes[*b] += t.bytes;
     } else if (t.name == "token_embd.weight") {

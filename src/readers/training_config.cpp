@@ -16,12 +16,8 @@
 namespace oomdoc {
 namespace {
 
-// Parser messages can quote the offending bytes; keep the one-line error printable.
-std::string printable(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text.substr(0, 200)) out += (c >= 0x20 && c < 0x7f) ? static_cast<char>(c) : '?';
-  return out;
-}
+// Parser messages can quote the offending bytes; keep the one-line error printable and short.
+std::string quoted_message(std::string_view text) { return printable(text, 200); }
 
 bool is_null(const YAML::Node& node) {
   return !node || node.IsNull() || (node.IsScalar() && (node.Scalar() == "~" || node.Scalar().empty()));
@@ -545,7 +541,7 @@ Status set_deepspeed(const YAML::Node& n, std::string_view key, Reader& r) {
     try {
       ds = YAML::Load(*text);
     } catch (const YAML::Exception& e) {
-      return make_error(fmt::format("{}: line {}: {}", candidate, e.mark.line + 1, printable(e.msg)));
+      return make_error(fmt::format("{}: line {}: {}", candidate, e.mark.line + 1, quoted_message(e.msg)));
     }
     // DeepSpeed itself refuses an empty config, so it cannot mean "plain DDP".
     if (ds.IsNull()) return make_error(fmt::format("{}: the file is empty (expected a DeepSpeed config object)", candidate));
@@ -1012,7 +1008,7 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     return make_error(fmt::format("{}: line {}, column {}: invalid YAML: {}", display_name,
-                                  e.mark.line + 1, e.mark.column + 1, printable(e.msg)));
+                                  e.mark.line + 1, e.mark.column + 1, quoted_message(e.msg)));
   }
   if (!root.IsMap()) {
     return make_error(fmt::format("{}: not a training config (expected a map of settings at the "
@@ -1069,7 +1065,7 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
       }
     }
   } catch (const YAML::Exception& e) {
-    return make_error(fmt::format("{}: line {}: {}", display_name, e.mark.line + 1, printable(e.msg)));
+    return make_error(fmt::format("{}: line {}: {}", display_name, e.mark.line + 1, quoted_message(e.msg)));
   }
   resolve(r);
   return std::move(r.out);

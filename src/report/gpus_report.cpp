@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/text.h"
 #include "core/units.h"
 
 namespace oomdoc {
@@ -21,15 +22,13 @@ namespace {
 std::string opt_bytes(const std::optional<uint64_t>& b) { return b ? format_bytes(*b) : "?"; }
 
 // Command lines are arbitrary bytes: newlines would break the table and escape sequences could
-// drive the terminal, so control characters are shown as spaces (whitespace) or '?'.
-std::string printable(const std::string& s) {
+// drive the terminal, so whitespace becomes a space and other control bytes are escaped.
+std::string one_line(const std::string& s) {
   std::string out = s;
   for (char& c : out) {
-    const auto u = static_cast<unsigned char>(c);
     if (c == '\n' || c == '\t' || c == '\r') c = ' ';
-    else if (u < 0x20 || u == 0x7f) c = '?';
   }
-  return out;
+  return printable(out);
 }
 
 std::string shorten(const std::string& s, size_t width) {
@@ -44,7 +43,7 @@ std::string command_of(const ProcessFinding& f) {
     case ProcessVisibility::kVisible: break;
   }
   if (f.details.command_line.empty()) return f.details.state == 'Z' ? "(zombie)" : "(no command line)";
-  return printable(f.details.command_line);
+  return one_line(f.details.command_line);
 }
 
 void render_device(const DeviceFindings& df, const Style& style, std::string* out) {
@@ -77,13 +76,13 @@ void render_device(const DeviceFindings& df, const Style& style, std::string* ou
     const auto& p = f.details;
     std::string row = fmt::format(
         "  {:<8} {:<10} {:>11} {:>4} {:>7} {:<4} {}", f.gpu.pid,
-        shorten(p.user.empty() ? "?" : printable(p.user), 10), opt_bytes(f.gpu.used_bytes),
+        shorten(p.user.empty() ? "?" : one_line(p.user), 10), opt_bytes(f.gpu.used_bytes),
         f.gpu.sm_percent ? std::to_string(*f.gpu.sm_percent) : "-", p.elapsed_seconds ? format_duration(*p.elapsed_seconds) : "?",
         f.gpu.kind_label(), shorten(command_of(f), 72));
     *out += (f.stale ? style.yellow(row) : row) + "\n";
     if (!f.explanation.empty()) {
       *out += fmt::format("  {:<8} {} {}\n", "", f.stale ? style.yellow("^ stale:") : style.dim("^"),
-                          printable(f.explanation));  // it may quote the parent's command line
+                          one_line(f.explanation));  // it may quote the parent's command line
     }
     for (const auto& s : f.suggestions) *out += fmt::format("  {:<8}   - {}\n", "", s);
   }

@@ -39,6 +39,17 @@ TEST(Text, IntegerRangesCollapseRuns) {
   EXPECT_EQ(integer_ranges({INT64_MAX, INT64_MIN, INT64_MAX - 1}), "-9223372036854775808, 9223372036854775806-9223372036854775807");
 }
 
+TEST(Text, PrintableEscapesControlAndBrokenBytes) {
+  EXPECT_EQ(printable("llama.rope.freq_base"), "llama.rope.freq_base");
+  EXPECT_EQ(printable("caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x98\x80");  // UTF-8 kept
+  EXPECT_EQ(printable(std::string("a\0b\x07\r\n\x7f", 7)), "a\\x00b\\x07\\x0d\\x0a\\x7f");
+  EXPECT_EQ(printable("\xff\xc3(\xe2\x80"), "\\xff\\xc3(\\xe2\\x80");                // stray, cut sequences
+  EXPECT_EQ(printable("\xc0\xaf\xed\xa0\x80"), "\\xc0\\xaf\\xed\\xa0\\x80");       // overlong, surrogate
+  EXPECT_EQ(printable("abcdef", 4), "abcd...");
+  EXPECT_EQ(printable("ab\xc3\xa9", 3), "ab...");   // never half a character
+  EXPECT_EQ(printable("abc", 3), "abc");
+}
+
 TEST(Text, EditDistance) {
   EXPECT_EQ(edit_distance("", ""), 0u);
   EXPECT_EQ(edit_distance("4090", "4080"), 1u);
