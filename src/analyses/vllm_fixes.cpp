@@ -267,9 +267,17 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
       changed.config.quantization = "fp8";
       add_if_fits("vllm_quantized_weights", changed, "--quantization fp8", "weights quantized to fp8 at load time: small accuracy loss");
     }
+    // A 4-bit AWQ checkpoint of the same model (the Hub's "-AWQ" repositories): the model as such a
+    // checkpoint's config describes it (4 bits, groups of 128), the launch otherwise unchanged;
+    // vLLM reads the method from the checkpoint and picks its Marlin kernel.
     ServeInputs changed = inputs;
-    changed.config.quantization = "awq";
-    add_if_fits("vllm_quantized_weights", changed, "an AWQ or GPTQ 4-bit checkpoint of the model (--quantization awq_marlin)",
+    changed.model.quantization = "awq";
+    changed.model.quantization_bits = 4;
+    changed.model.quantization_group_size = 128;
+    changed.model.checkpoint_bytes = 0;
+    changed.config.quantization.reset();
+    add_if_fits("vllm_quantized_weights", changed,
+                fmt::format("an AWQ or GPTQ 4-bit checkpoint of the model (e.g. {}-AWQ)", inputs.config.model),
                 "a different checkpoint; some accuracy loss");
   }
   // 8. CPU offload of weights: as many GiB as the shortfall.

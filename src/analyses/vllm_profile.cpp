@@ -79,9 +79,12 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
   std::string dtype = to_lower(dtype_flag.value_or("auto"));
   std::string config_dtype = to_lower(model.torch_dtype);
   if (dtype == "auto") {
-    // vLLM "auto": the checkpoint's dtype, except float32 checkpoints, which are served in 16 bits.
+    // vLLM "auto": the checkpoint's dtype, except float32 checkpoints, which are served in 16 bits:
+    // float16, but bfloat16 for Gemma 2 and 3 ("For Gemma 2 and 3, we downcast float32 to bfloat16
+    // instead of float16 by default", vllm/config.py _get_and_verify_dtype).
+    const bool gemma = model.model_type == "gemma2" || model.model_type == "gemma3" || model.model_type == "gemma3_text";
     dtype = config_dtype == "float16" ? "float16" : "bfloat16";
-    if (config_dtype == "float32" || config_dtype.empty()) dtype = "float16";
+    if (config_dtype == "float32" || config_dtype.empty()) dtype = gemma && config_dtype == "float32" ? "bfloat16" : "float16";
     if (config_dtype == "bfloat16" || config_dtype.empty()) dtype = "bfloat16";
   }
   if (dtype == "half" || dtype == "fp16") dtype = "float16";

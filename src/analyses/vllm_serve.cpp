@@ -736,7 +736,10 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
 
   // --- The lines vLLM logs, only those this version printed (docs/serve.md, "Log lines by version").
   p.blocks_overridden = c.num_gpu_blocks_override.has_value();
-  p.log_lines = vllm_log_lines(p, p.blocks_overridden, auto_fit_line);
+  // A launch whose weights do not load, or that fails the free-memory check made before loading,
+  // stops before vLLM's memory accounting: it logs none of those lines.
+  const bool stops_before_accounting = p.error && (p.error->kind == "weights_oom" || p.error->kind == "free_memory");
+  if (!stops_before_accounting) p.log_lines = vllm_log_lines(p, p.blocks_overridden, auto_fit_line);
   if (tp > 1 || s.pipeline_parallel_size > 1) {
     p.assumptions.push_back(fmt::format(
         "figures are per GPU ({} GPUs: TP {} x PP {}){}", tp * s.pipeline_parallel_size, tp,

@@ -87,6 +87,7 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
   }
   out += fmt::format("\n{}\n", st.bold("vLLM would log"));
   for (const auto& line : p.log_lines) out += fmt::format("  {}\n", line);
+  if (p.log_lines.empty() && p.error) out += "  none of its memory accounting: it stops before (below)\n";
   out += "\n";
   if (p.fits && p.no_kv_cache) {
     out += st.green("Fits") + fmt::format(": served as a pooling model, no KV cache; {} left; up to {} requests of {} "

@@ -238,3 +238,44 @@ TEST(VllmServeChecks, ParallelFixesCountTheDataParallelGpus) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+using serve_test::inputs;
+
+// Weights larger than the card: vLLM fails while loading, before its accounting, so none of its
+// accounting lines are predicted; a 4-bit checkpoint of the model is among the fixes when it fits
+// the one card (here after the two-GPU layouts, which cost less by the ladder's order).
+TEST(VllmServeChecks, WeightsThatDoNotLoadLogNoAccountingAndAFourBitCheckpointIsOffered) {
+  ServeInputs in = inputs({"vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len", "8192"}, 12 * kGiB);
+  in.target.fp8 = false;   // an RTX 3060: no fp8 to quantize to at load time
+  auto report = analyze_serve(in);
+  ASSERT_TRUE(report.ok());
+  const ServePrediction& p = report->prediction;
+  ASSERT_TRUE(p.error);
+  EXPECT_EQ(p.error->kind, "weights_oom");
+  EXPECT_TRUE(p.log_lines.empty());
+  const auto awq = std::find_if(report->fixes.begin(), report->fixes.end(),
+                                [](const ServeFix& f) { return f.id == "vllm_quantized_weights"; });
+  ASSERT_NE(awq, report->fixes.end());
+  EXPECT_EQ(awq->flag, "an AWQ or GPTQ 4-bit checkpoint of the model (e.g. Qwen/Qwen2.5-7B-Instruct-AWQ)");
+  EXPECT_TRUE(awq->fits);
+  EXPECT_GE(awq->kv_tokens, 8192u);
+}
+
+// vLLM serves a float32 checkpoint in float16, except Gemma 2 and 3: bfloat16 where the GPU has it.
+TEST(VllmServeChecks, Gemma2Float32IsServedInBfloat16) {
+  ServeInputs in = inputs({"vllm", "serve", "google/gemma-2-9b-it"}, 80 * kGiB);
+  ASSERT_EQ(in.model.torch_dtype, "float32");
+  auto p = predict_vllm_startup(in);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->settings.weights.dtype, "bfloat16");
+  in.target.bf16 = false;   // a T4, V100: no bfloat16
+  auto t4 = predict_vllm_startup(in);
+  ASSERT_TRUE(t4.ok());
+  EXPECT_EQ(t4->settings.weights.dtype, "float16");
+}
+
+}  // namespace
+}  // namespace oomdoc
