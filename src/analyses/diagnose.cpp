@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/text.h"
+#include "analyses/vllm_version.h"
 #include "core/units.h"
 #include "readers/application.h"
 
@@ -456,9 +457,14 @@ void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context,
       known ? fmt::format("vLLM's budget is {} of the card; lowering it by 0.05 leaves that much more for memory "
                           "outside the budget (activations, sampler, CUDA graphs, other processes).",
                           utilization_text(*v.gpu_memory_utilization))
-            : "Lower it (by about 0.05 from the value in use, default 0.90): memory outside vLLM's budget "
-              "(activations, sampler, CUDA graphs, other processes) ran out.",
-      known ? "--gpu-memory-utilization " + utilization_text(*v.gpu_memory_utilization - 0.05) : "--gpu-memory-utilization 0.85"));
+            : fmt::format("Lower it by about 0.05 from the value in use (the default: {} from vLLM v0.21, {} before): "
+                          "memory outside vLLM's budget (activations, sampler, CUDA graphs, other processes) ran out.",
+                          utilization_text(kVllmDefaultGpuMemoryUtilization),
+                          utilization_text(kVllmDefaultGpuMemoryUtilizationBeforeV021)),
+      known ? "--gpu-memory-utilization " + utilization_text(*v.gpu_memory_utilization - 0.05)
+            : fmt::format("--gpu-memory-utilization {}  # {} with a vLLM before v0.21",
+                          utilization_text(kVllmDefaultGpuMemoryUtilization - 0.05),
+                          utilization_text(kVllmDefaultGpuMemoryUtilizationBeforeV021 - 0.05))));
   d.fixes.push_back(make_fix("vllm_max_num_seqs", "Fewer sequences at once shrink the activation peak, the sampler and "
                                                   "the CUDA-graph batch sizes."));
   d.fixes.push_back(make_fix("vllm_enforce_eager", "CUDA graphs take memory outside the KV cache (often 0.5-2 GiB)."));

@@ -119,6 +119,7 @@ enum class SnapshotLayout {
   kSegmentList,  // 1.13 `_snapshot()` / `torch.cuda.memory_snapshot()`: a bare list of segments
   kHistory,      // 2.0: blocks carry `history`
   kDeviceTraces, // 2.1+: dict with segments and device_traces
+  kSegmentsDict, // a dict with segments but no device_traces (hand-made or cut down)
 };
 std::string_view snapshot_layout_name(SnapshotLayout layout);
 

@@ -663,6 +663,7 @@ class Converter {
     if (!has_segments && !has_traces) {
       return Error{"neither 'segments' nor 'device_traces' found: not a memory snapshot"};
     }
+    if (!has_traces) out_.layout = SnapshotLayout::kSegmentsDict;
     if (saw_history_) out_.layout = SnapshotLayout::kHistory;
     return Ok{};
   }
@@ -992,7 +993,13 @@ class JsonTreeBuilder : public nlohmann::json_sax<nlohmann::json> {
   bool start_array(std::size_t) override { return open(ContainerKind::kList); }
   bool end_array() override { return close(); }
   bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
-    error_ = fmt::format("offset {}: invalid JSON: {}", position, e.what());
+    // nlohmann's text without its "[json.exception.parse_error.101] parse error at line 1, column
+    // N: " preamble: the offset says where, the rest what ("unexpected end of input").
+    std::string_view what = e.what();
+    if (const size_t at = what.find("column "); at != std::string_view::npos && what.find(": ", at) != std::string_view::npos) {
+      what.remove_prefix(what.find(": ", at) + 2);
+    }
+    error_ = fmt::format("offset {}: invalid JSON: {}", position, what);
     return false;
   }
   const std::string& error() const { return error_; }
@@ -1144,6 +1151,7 @@ std::string_view snapshot_layout_name(SnapshotLayout layout) {
     case SnapshotLayout::kSegmentList: return "list of segments (1.13 / memory_snapshot())";
     case SnapshotLayout::kHistory: return "dict with block history (2.0)";
     case SnapshotLayout::kDeviceTraces: return "dict with device_traces (2.1+)";
+    case SnapshotLayout::kSegmentsDict: return "dict with segments, no device_traces";
   }
   return "?";
 }

@@ -503,7 +503,7 @@ TEST(Diagnose, OomInsideAVllmWorkerGetsVllmFlagsNotTrainingArguments) {
   EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"library_workspace", "vllm_max_model_len", "vllm_max_num_seqs",
                                                   "vllm_kv_cache_dtype", "vllm_enforce_eager", "vllm_gpu_memory_utilization",
                                                   "vllm_tensor_parallel", "vllm_quantized_weights"}));
-  EXPECT_EQ(fix(d, "vllm_gpu_memory_utilization")->snippet, "--gpu-memory-utilization 0.85");
+  EXPECT_EQ(fix(d, "vllm_gpu_memory_utilization")->snippet, "--gpu-memory-utilization 0.87  # 0.85 with a vLLM before v0.21");
   EXPECT_EQ(fix(d, "library_workspace")->snippet,
             "export CUBLAS_WORKSPACE_CONFIG=:16:8  # in vLLM's environment: 8 x 16 KiB per handle, down from :4096:2:16:8");
   for (const auto& f : d.fixes) EXPECT_EQ(f.snippet.find("TrainingArguments"), std::string::npos) << f.id;

@@ -90,6 +90,17 @@ TEST(SnapshotReader, EncodingsAgreeEventForEvent) {
 TEST(SnapshotReader, ListLayoutOf113) {
   Snapshot s = read_fixture("list_1_13_p2.pickle");
   EXPECT_EQ(s.layout, SnapshotLayout::kSegmentList);
+  // A dict with segments and no device_traces is not called a 2.1 trace dump.
+  auto segments_only = read_snapshot_bytes(R"({"segments": []})", "segments.json");
+  ASSERT_TRUE(segments_only.ok()) << segments_only.error().message;
+  EXPECT_EQ(segments_only->layout, SnapshotLayout::kSegmentsDict);
+  EXPECT_EQ(snapshot_layout_name(segments_only->layout), "dict with segments, no device_traces");
+  // A cut JSON file: where, and what, without the JSON library's own preamble.
+  auto cut = read_snapshot_bytes(R"({"segments": [)", "cut.json");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_EQ(cut.error().message.find("json.exception"), std::string::npos) << cut.error().message;
+  EXPECT_NE(cut.error().message.find("invalid JSON: syntax error while parsing value - unexpected end of input"),
+            std::string::npos) << cut.error().message;
   EXPECT_EQ(s.trace_device_count(), 0u);
   EXPECT_EQ(totals(s), expected()["list_1_13_p2.pickle"]);
   // Block addresses are rebuilt as running sums; requested sizes come from history.
