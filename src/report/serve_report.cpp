@@ -125,11 +125,7 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
     for (const auto& f : r.ignored_flags) list += (list.empty() ? "" : ", ") + f;
     out += fmt::format("{}\n", st.dim(fmt::format("Ignored (no effect on GPU memory): {}", list)));
   }
-  if (!r.unknown_flags.empty()) {
-    std::string list;
-    for (const auto& f : r.unknown_flags) list += (list.empty() ? "" : ", ") + f;
-    out += fmt::format("{}\n", st.dim(fmt::format("Unknown to oomdoc (not checked): {}", list)));
-  }
+  // Unknown flags are said once, as the prediction's warning (above).
   return out;
 }
 
