@@ -15,12 +15,7 @@ namespace oomdoc {
 namespace {
 
 using testing::explain_text;
-
-std::vector<std::string> fix_ids(const Diagnosis& d) {
-  std::vector<std::string> ids;
-  for (const auto& f : d.fixes) ids.push_back(f.id);
-  return ids;
-}
+using testing::fix_ids;
 
 bool has(const std::vector<std::string>& ids, const std::string& id) {
   return std::find(ids.begin(), ids.end(), id) != ids.end();

@@ -316,9 +316,7 @@ TEST(Diagnose, GenerationGetsTheInferenceLadder) {
       "allocated memory 20.90 GiB is allocated by PyTorch, and 180.00 MiB is reserved by PyTorch but unallocated.\n");
   ASSERT_EQ(report.events.size(), 1u);
   const Diagnosis& d = report.events[0].diagnosis;
-  std::vector<std::string> ids;
-  for (const Fix& f : d.fixes) ids.push_back(f.id);
-  EXPECT_EQ(ids, (std::vector<std::string>{"smaller_inference_batch", "shorter_generation", "quantized_kv_cache",
+  EXPECT_EQ(testing::fix_ids(d), (std::vector<std::string>{"smaller_inference_batch", "shorter_generation", "quantized_kv_cache",
                                            "quantize_model", "bigger_gpu"}));
   EXPECT_EQ(d.fixes[0].detail, "The failed request is 4.00 GiB with 2.10 GiB free: the peak must drop by at least 1.90 GiB. "
                                "The KV cache and the logits scale with the sequences run at once; halve them.");

@@ -2,11 +2,19 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "analyses/explain.h"
 #include "readers/log_scanner.h"
 
 namespace oomdoc::testing {
+
+// The ids of a diagnosis's fixes, in its order.
+inline std::vector<std::string> fix_ids(const Diagnosis& d) {
+  std::vector<std::string> ids;
+  for (const auto& f : d.fixes) ids.push_back(f.id);
+  return ids;
+}
 
 inline ExplainReport explain_text(const std::string& text) {
   ExplainReport report;
