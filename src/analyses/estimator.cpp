@@ -164,6 +164,10 @@ std::string flash_attention_setting(const ModelSpec& m) {
 // RMSNorm, gated-MLP decoders. Others run unpatched (the Trainer warns and goes on).
 bool liger_fuses_loss(const ModelSpec& m) { return m.model_type != "granite"; }
 
+uint64_t new_tokens_of(const Job& job) {
+  return job.max_new_tokens.value_or(job.task.value_or("") == "load" ? 0 : kDefaultNewTokens);
+}
+
 bool kernels_patch(const ModelSpec& m, const std::string& kernels) {
   static const std::set<std::string> kLiger = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe",
                                                "gemma", "gemma2", "gemma3_text", "phi3", "granite", "olmo2"};
@@ -282,7 +286,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     if (!job.batch_size) assume("batch_size: 1 (not given)");
     p.prompt = job.prompt_len.value_or(p.task == "load" ? 0 : kDefaultPromptLen);
     if (!job.prompt_len && p.task != "load") assume(fmt::format("prompt_len: {} (not given)", p.prompt));
-    p.new_tokens = job.max_new_tokens.value_or(p.task == "load" ? 0 : kDefaultNewTokens);
+    p.new_tokens = p.task == "load" ? job.max_new_tokens.value_or(0) : new_tokens_of(job);
     if (!job.max_new_tokens && p.task != "load") assume(fmt::format("max_new_tokens: {} (not given)", p.new_tokens));
     p.seq = p.prompt + p.new_tokens;
     p.target = p.seq;

@@ -1348,7 +1348,10 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     // The model's context bounds the answer too: memory may allow more than it has positions for.
     uint64_t bound = 1u << 23;
     if (model.max_position_embeddings) {
-      const uint64_t generated = is_training(given) ? 0 : given.max_new_tokens.value_or(0);
+      // A prompt leaves room for the tokens generated after it, the estimator's default included.
+      const uint64_t generated = is_training(given) ? 0 : is_llama_cpp(given)
+                                                             ? given.max_new_tokens.value_or(0)
+                                                             : new_tokens_of(given);
       bound = model.max_position_embeddings > generated ? model.max_position_embeddings - generated : 1;
     }
     report.max_seq_len = solve_largest(model, given, length_field, report.usable_bytes, bound, est);

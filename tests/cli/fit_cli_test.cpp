@@ -432,6 +432,20 @@ TEST(FitCli, LongestSequenceStopsAtTheContext) {
   EXPECT_EQ(doc["notes"].back(), "the longest sequence is the model's context (1024 positions), not memory");
 }
 
+// A prompt leaves room for the tokens generated after it: the default max_new_tokens (256) as
+// much as one given.
+TEST(FitCli, LongestPromptLeavesRoomForTheDefaultNewTokens) {
+  for (const auto& extra : std::vector<std::vector<std::string>>{{}, {"--max-new-tokens", "256"}}) {
+    std::vector<std::string> args = {"fit", "llama-2-7b", "--task", "inference", "--gpu", "h100-80", "--max-seq", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = run_cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto doc = nlohmann::json::parse(r.out);
+    EXPECT_EQ(doc["max_seq_len"], 4096 - 256);
+    EXPECT_EQ(doc["notes"].back(), "the longest prompt is the model's context (4096 positions less the tokens generated), not memory");
+  }
+}
+
 // The bigger card suggested first runs the user's own stack (an NVIDIA card for a 4090 user); a
 // smaller card of another vendor follows, saying so.
 TEST(FitCli, BiggerGpuOfTheUsersVendorFirst) {
