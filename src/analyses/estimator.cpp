@@ -53,7 +53,8 @@ constexpr double kAllocatorSlack = 0.05;
 constexpr uint64_t kDefaultSeqLen = 2048;
 constexpr uint64_t kDefaultPromptLen = 512;
 constexpr uint64_t kDefaultNewTokens = 256;
-// LLaMA-Factory's freeze tuning trains the last freeze_trainable_layers (default 2) blocks.
+// LLaMA-Factory's freeze tuning trains the last freeze_trainable_layers (default 2) blocks
+// (hparams/finetuning_args.py FreezeArguments); the job's default too.
 constexpr uint64_t kFreezeTrainableLayers = 2;
 // torchtune's CEWithChunkedOutputLoss splits the logits into 8 chunks.
 constexpr double kLossChunks = 8;
@@ -93,6 +94,8 @@ struct Plan {
   double grad_bytes = 2;
   double state_bytes = 4;      // optimizer state dtype for 32/16-bit optimizers
   double adapter_bytes = 4;    // LoRA weights (and their grads and AdamW state): fp32 in PEFT
+  uint64_t freeze_layers = 0;  // train_freeze: the trainable blocks (the last ones)
+  double trainable_bytes = 2;  // train_freeze: the trainable blocks' weights (and grads, state)
   std::string optimizer_impl = "foreach";
   bool grads_kept_by_zero_grad = false;  // torch < 2.0 zero_grad() zeroes .grad in place
   bool sync_each_batch = false;  // FSDP accumulation without no_sync()
@@ -374,6 +377,17 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   if (job.adapter_dtype) {
     const std::string& d = *job.adapter_dtype;
     p.adapter_bytes = d == "model" ? p.param_bytes : 4;  // "fp32" (PEFT) or the model's dtype
+  }
+  if (p.task == "train_freeze") {
+    p.freeze_layers = std::min(job.freeze_trainable_layers.value_or(kFreezeTrainableLayers), m.num_layers);
+    // A 16-bit model whose trainable blocks alone are upcast: LLaMA-Factory's
+    // _setup_freeze_tuning casts only the parameters it leaves trainable to fp32
+    // (cast_trainable_params_to_fp32, src/llamafactory/model/adapter.py); the frozen blocks keep
+    // the load dtype. Their gradients and optimizer state follow the fp32 weights.
+    p.trainable_bytes = job.adapter_dtype && *job.adapter_dtype == "fp32" ? 4 : p.param_bytes;
+    p.grad_bytes = p.state_bytes = p.trainable_bytes;
+  } else if (job.freeze_trainable_layers) {
+    assume(fmt::format("freeze_trainable_layers: ignored ({} trains no block subset)", p.task));
   }
   // torch.optim defaults to the foreach implementation on CUDA since PyTorch 2.0
   // (torch/optim/optimizer.py _default_to_fused_or_foreach); before, and in transformers'
@@ -976,6 +990,12 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   } else {
     weights = total * p.param_bytes;
     weights_detail = fmt::format("{} params x {} B", format_count(total), p.param_bytes);
+    if (p.task == "train_freeze" && p.trainable_bytes != p.param_bytes) {
+      const double upcast = linear_params * p.freeze_layers / std::max<uint64_t>(m.num_layers, 1);
+      weights = (total - upcast) * p.param_bytes + upcast * p.trainable_bytes;
+      weights_detail = fmt::format("{} frozen params x {} B + {} trainable (last {} blocks) x {} B", format_count(total - upcast),
+                                   p.param_bytes, format_count(upcast), p.freeze_layers, p.trainable_bytes);
+    }
     if (m.checkpoint_bytes && m.quantization.empty() && p.param_bytes == 2 && p.inference &&
         m.torch_dtype != "float32") {
       weights = static_cast<double>(m.checkpoint_bytes);
@@ -1017,10 +1037,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       trainable = total;
       trainable_linear = linear_params;
     } else if (p.task == "train_freeze") {
-      uint64_t layers = std::min(kFreezeTrainableLayers, m.num_layers);
-      trainable_linear = linear_params * layers / std::max<uint64_t>(m.num_layers, 1);
+      trainable_linear = linear_params * p.freeze_layers / std::max<uint64_t>(m.num_layers, 1);
       trainable = trainable_linear;
-      est.assumptions.push_back(fmt::format("train_freeze: the last {} blocks train", layers));
+      est.assumptions.push_back(fmt::format("train_freeze: the last {} blocks train{}", p.freeze_layers,
+                                            job.freeze_trainable_layers ? "" : " (freeze_trainable_layers not given: LLaMA-Factory's default)"));
     } else {
       trainable = static_cast<double>(lora_parameter_count(m, p.lora));
       if (trainable == 0) {
@@ -1135,8 +1155,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (p.offload_optimizer || fsdp_cpu_offload) optimizer_state = 0;
 
   // AMP without DeepSpeed: fp32 params are the master; autocast caches a 16-bit copy of every
-  // trainable weight for the step (torch autocast weight cast cache).
-  double amp_casts = p.training && p.amp && !deepspeed && !p.use_lora ? trainable_linear * 2 / shard_mp / param_shards : 0;
+  // trainable weight for the step (torch autocast weight cast cache); so for freeze tuning's fp32
+  // blocks over a 16-bit model under autocast.
+  const bool fp32_trainable = p.amp || (p.autocast && p.task == "train_freeze" && p.trainable_bytes == 4);
+  double amp_casts = p.training && fp32_trainable && !deepspeed && !p.use_lora ? trainable_linear * 2 / shard_mp / param_shards : 0;
 
   // ---- activations ----
   double activations = 0, logits = 0, layer_working = 0, temporary = 0, backward_working = 0;
@@ -1165,7 +1187,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     // every saved activation is split across the tp ranks (Korthikanti Table 2: sbh/t (34 + 5as/h)).
     per_layer /= static_cast<double>(p.tp);
     double layers = static_cast<double>(m.num_layers);
-    if (p.task == "train_freeze") layers = std::min<double>(kFreezeTrainableLayers, layers);
+    if (p.task == "train_freeze") layers = static_cast<double>(p.freeze_layers);
     double stack = per_layer * layers;
     const double residual = p.residual_bytes;
     const double layer_input = out_tokens * residual * m.hidden_size / static_cast<double>(p.tp);

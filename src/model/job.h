@@ -61,7 +61,10 @@ struct Job {
   // Accelerate and Lightning Fabric do by default; true reduce-scatters every micro-batch.
   std::optional<bool> sync_each_batch;
   std::optional<bool> lazy_module_loading;    // false: CUDA < 11.7 (or torch < 1.13) loads every kernel
-  std::optional<std::string> adapter_dtype;   // LoRA weights: fp32 (PEFT) or the model's dtype ("model")
+  // The trained weights over a frozen 16-bit base: LoRA adapters, or freeze tuning's trainable
+  // blocks: fp32 (PEFT; LLaMA-Factory upcasts the trainable blocks) or the model's dtype ("model").
+  std::optional<std::string> adapter_dtype;
+  std::optional<uint64_t> freeze_trainable_layers;  // train_freeze: the last N blocks train
   // LoRA over a bitsandbytes base (nf4, fp4, int8) on transformers: which non-quantized
   // parameters run in fp32. "all": PEFT's prepare_model_for_kbit_training (embeddings, norms,
   // head); "norms": TRL's SFTTrainer with bf16 casts embeddings, head and adapters back to bf16;

@@ -726,10 +726,29 @@ Table axolotl_table() {
   return t;
 }
 
+// LLaMA-Factory's freeze_trainable_layers: the last N blocks train; a negative value trains the
+// first N (finetuning_args.py), which backward must reach through every frozen block above.
+Status set_freeze_layers(const YAML::Node& n, std::string_view key, Reader& r) {
+  std::string text = n.IsScalar() ? n.Scalar() : "";
+  const bool first = text.rfind('-', 0) == 0;
+  YAML::Node magnitude = first ? YAML::Node(text.substr(1)) : n;
+  auto v = as_count(magnitude, key, r);
+  if (!v) return v.error();
+  if (*v == 0) return make_error(fmt::format("{}: must not be 0", r.where(n, key)));
+  if (first) {
+    r.warn(fmt::format("{}: {} trains the first {} blocks: sized as {} trainable blocks, without the "
+                       "activations of the frozen blocks above them that backward runs through",
+                       r.where(n, key), text, *v, *v));
+  }
+  r.out.job.freeze_trainable_layers = *v;
+  return Ok{};
+}
+
 Table llama_factory_table() {
   Table t;
   add_hf_keys(t);
   t["finetuning_type"] = set_adapter;
+  t["freeze_trainable_layers"] = set_freeze_layers;
   t["lora_rank"] = set_lora_r;
   t["lora_alpha"] = set_lora_alpha;
   t["lora_dropout"] = set_lora_dropout;
@@ -822,7 +841,7 @@ const std::set<std::string>& no_effect_keys() {
       // LLaMA-Factory
       "stage", "template", "dataset", "dataset_dir", "eval_dataset", "max_samples",
       "overwrite_cache", "preprocessing_num_workers", "val_size", "plot_loss",
-      "additional_target", "freeze_trainable_layers", "freeze_trainable_modules",
+      "additional_target", "freeze_trainable_modules",
       "freeze_extra_modules", "trust_remote_code", "quantization_method", "rope_scaling",
       "shift_attn", "mixture_of_depths", "neat_packing",
       "train_on_prompt", "mask_history", "tokenized_path", "use_fast_tokenizer", "resize_vocab",
@@ -932,7 +951,8 @@ void resolve(Reader& r) {
     switch (r.out.format) {
       case TrainingConfigFormat::kAxolotl: weights_16bit = !sharded_amp; break;
       case TrainingConfigFormat::kLlamaFactory:
-        weights_16bit = !sharded_amp && (job.task == "train_lora" || job.task == "train_qlora");
+        // Freeze tuning too: only the trainable blocks are upcast (adapter_dtype below).
+        weights_16bit = !sharded_amp && job.task != "train_full";
         break;
       case TrainingConfigFormat::kHfTrainingArguments:
         weights_16bit = !sharded_amp && r.weights_dtype && *r.weights_dtype != "fp32";
@@ -941,6 +961,11 @@ void resolve(Reader& r) {
     job.precision = weights_16bit ? *r.autocast : *r.autocast + "_mixed";
     // The Trainer runs the 16-bit model's forward under autocast (Accelerate mixed precision).
     if (weights_16bit) job.autocast = true;
+    // LLaMA-Factory's _setup_freeze_tuning upcasts the trainable blocks alone to fp32
+    // (cast_trainable_params_to_fp32, src/llamafactory/model/adapter.py).
+    if (weights_16bit && job.task == "train_freeze" && r.out.format == TrainingConfigFormat::kLlamaFactory) {
+      job.adapter_dtype = "fp32";
+    }
   } else if (r.weights_dtype) {
     job.precision = *r.weights_dtype;
   }

@@ -18,6 +18,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::IsSupersetOf;
+using ::testing::Not;
 using oomdoc::testing::fixture_path;
 
 TEST(TrainingConfig, AxolotlQloraExample) {
@@ -120,6 +121,35 @@ TEST(TrainingConfig, LlamaFactoryLoraDefaultsAreItsOwn) {
   EXPECT_EQ(bare->job.lora->alpha, 64);
   EXPECT_TRUE(bare->job.lora->all_linear);
   EXPECT_THAT(bare->job.lora->target_modules, IsEmpty());
+}
+
+// Freeze tuning: freeze_trainable_layers is read, and with bf16 the model loads in bf16 with only
+// the trainable blocks upcast to fp32 (LLaMA-Factory's _setup_freeze_tuning).
+TEST(TrainingConfig, LlamaFactoryFreezeTuningReadsItsLayersAndUpcastsOnlyThem) {
+  auto config = parse_training_config("model_name_or_path: Qwen/Qwen2.5-7B\nfinetuning_type: freeze\n"
+                                      "freeze_trainable_layers: 4\nbf16: true\n", "lf.yml", "");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const Job& job = config->job;
+  EXPECT_EQ(job.task, "train_freeze");
+  EXPECT_EQ(job.freeze_trainable_layers, 4u);
+  EXPECT_EQ(job.precision, "bf16");
+  EXPECT_EQ(job.autocast, true);
+  EXPECT_EQ(job.adapter_dtype, "fp32");
+  EXPECT_THAT(config->used_keys, Contains("freeze_trainable_layers"));
+  EXPECT_THAT(config->ignored_keys, Not(Contains("freeze_trainable_layers")));
+  EXPECT_THAT(config->warnings, IsEmpty());
+  // pure_bf16 keeps the trainable blocks in bf16 too; a negative count trains the first blocks.
+  auto pure = parse_training_config("model_name_or_path: m\nfinetuning_type: freeze\npure_bf16: true\n"
+                                    "freeze_trainable_layers: -3\n", "lf.yml", "");
+  ASSERT_TRUE(pure.ok()) << pure.error().message;
+  EXPECT_EQ(pure->job.precision, "bf16");
+  EXPECT_FALSE(pure->job.adapter_dtype.has_value());
+  EXPECT_EQ(pure->job.freeze_trainable_layers, 3u);
+  EXPECT_THAT(pure->warnings, ElementsAre(HasSubstr("-3 trains the first 3 blocks")));
+  auto zero = parse_training_config("model_name_or_path: m\nfinetuning_type: freeze\nfreeze_trainable_layers: 0\n",
+                                    "lf.yml", "");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_THAT(zero.error().message, HasSubstr("freeze_trainable_layers: must not be 0"));
 }
 
 TEST(TrainingConfig, LlamaFactoryQloraReadsTheDeepSpeedFile) {
