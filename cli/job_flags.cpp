@@ -124,7 +124,7 @@ void add_job_flags(CLI::App* cmd, JobFlags& flags, bool with_num_gpus) {
   cmd->add_option("--lora-alpha", flags.lora_alpha, "LoRA alpha");
   cmd->add_option("--lora-dropout", flags.lora_dropout, "LoRA dropout (0 = none, the PEFT default)");
   // q_proj,v_proj as the config readers take it (and PEFT's target_modules list), or repeated.
-  cmd->add_option("--lora-target-modules", flags.lora_targets, "Module names (comma-separated or repeated), or all_linear")
+  cmd->add_option("--lora-target-modules", flags.lora_targets, "Module names (comma-separated or repeated), or all-linear (all_linear)")
       ->delimiter(',');
 }
 
@@ -146,7 +146,7 @@ nlohmann::json job_flags_json(const JobFlags& flags, const CLI::App& cmd) {
       t.erase(t.find_last_not_of(" \t") + 1);
       if (!t.empty()) targets.push_back(t);
     }
-    if (targets.size() == 1 && targets[0] == "all_linear") {
+    if (targets.size() == 1 && names_all_linear(targets[0])) {
       lora["target_modules"] = "all_linear";
     } else if (!targets.empty()) {
       lora["target_modules"] = targets;

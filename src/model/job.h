@@ -22,6 +22,10 @@ struct LoraSettings {
   double dropout = 0;
 };
 
+// Every Linear as target_modules: PEFT's own spelling, "all-linear" (what fit's LoraConfig
+// snippets print), or the job file's "all_linear".
+inline bool names_all_linear(std::string_view target) { return target == "all-linear" || target == "all_linear"; }
+
 // FSDP's strategies (full_shard, shard_grad_op, hybrid_shard), as opposed to DDP and DeepSpeed ZeRO.
 inline bool is_fsdp(std::string_view parallelism) {
   return parallelism.starts_with("fsdp") || parallelism == "hybrid_shard";

@@ -317,7 +317,8 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
         }
         lora.dropout = value.get<double>();
       } else if (key == "target_modules") {
-        if (value.is_string() && value.get<std::string>() == "all_linear") {
+        if ((value.is_string() && names_all_linear(value.get<std::string>())) ||
+            (value.is_array() && value.size() == 1 && value[0].is_string() && names_all_linear(value[0].get<std::string>()))) {
           lora.all_linear = true;
         } else if (value.is_array() && !value.empty()) {
           for (const auto& m : value) {
@@ -325,7 +326,7 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
             lora.target_modules.push_back(m.get<std::string>());
           }
         } else {
-          return r.error("lora.target_modules", "must be \"all_linear\" or a non-empty list of module names");
+          return r.error("lora.target_modules", "must be \"all_linear\" (or PEFT's \"all-linear\") or a non-empty list of module names");
         }
       } else {
         return r.error("lora", fmt::format("unknown key \"{}\" (r, alpha, dropout, target_modules)", key));

@@ -221,8 +221,8 @@ Status set_lora_targets(const YAML::Node& n, std::string_view key, Reader& r) {
   } else {
     return make_error(fmt::format("{}: expected module names", r.where(n, key)));
   }
-  if (names.size() == 1 && (to_lower(names[0]) == "all" || to_lower(names[0]) == "all-linear" ||
-                            to_lower(names[0]) == "all_linear")) {
+  // LLaMA-Factory's "all" too.
+  if (names.size() == 1 && (to_lower(names[0]) == "all" || names_all_linear(to_lower(names[0])))) {
     lora.all_linear = true;
   } else {
     lora.all_linear = false;

@@ -289,6 +289,18 @@ TEST(EstimateCli, ReadsATrainingConfigAndPrintsTheJobItRead) {
   EXPECT_NE(text.out.find("config (axolotl): used 15; ignored"), std::string::npos) << text.out;
 }
 
+// --lora-target-modules takes PEFT's "all-linear" (fit's LoraConfig snippets print it) as it takes
+// "all_linear": the same job, the same prediction.
+TEST(EstimateCli, LoraTargetAllLinearInPeftsSpelling) {
+  auto peft = run_cli({"estimate", "llama-2-7b", "--task", "train_lora", "--lora-target-modules", "all-linear", "--json"});
+  auto ours = run_cli({"estimate", "llama-2-7b", "--task", "train_lora", "--lora-target-modules", "all_linear", "--json"});
+  ASSERT_EQ(peft.exit_code, 0) << peft.err;
+  ASSERT_EQ(ours.exit_code, 0) << ours.err;
+  auto a = nlohmann::json::parse(peft.out), b = nlohmann::json::parse(ours.out);
+  EXPECT_EQ(a["job"]["lora"]["target_modules"], "all_linear");
+  EXPECT_EQ(a["device_used_bytes"], b["device_used_bytes"]);
+}
+
 // A LoRA flag overrides the config's LoRA field by field: --lora-r 8 keeps the config's alpha,
 // dropout and target modules (it used to replace the whole object: q and v only, alpha 32).
 // Llama-3-8B, r 8 on every linear layer: 20,971,520 params x 4 B.

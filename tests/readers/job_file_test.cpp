@@ -104,6 +104,19 @@ TEST(JobFile, ErrorsNameTheField) {
                "job.json: offload: params offload needs parameter sharding (zero3, fsdp_full_shard or hybrid_shard)");
 }
 
+// Every Linear as target_modules, in PEFT's spelling ("all-linear", what fit's snippets print) as
+// in the job file's ("all_linear").
+TEST(JobFile, AllLinearInEitherSpelling) {
+  for (const char* text : {R"({"lora": {"target_modules": "all_linear"}})", R"({"lora": {"target_modules": "all-linear"}})",
+                           R"({"lora": {"target_modules": ["all-linear"]}})"}) {
+    auto job = parse_job_json(text, "job.json");
+    ASSERT_TRUE(job) << job.error().message;
+    ASSERT_TRUE(job->lora);
+    EXPECT_TRUE(job->lora->all_linear) << text;
+    EXPECT_TRUE(job->lora->target_modules.empty()) << text;
+  }
+}
+
 // A job file with the CLI's flags on top: a flag replaces the file's key, LoRA settings merge key
 // by key; without a file the flags alone, errors naming "command line".
 TEST(JobFile, ReadJobPutsOverridesOnTheFile) {
