@@ -35,6 +35,7 @@ struct Reader {
   // Set by keys whose meaning depends on others (resolved after every key is read).
   std::optional<std::string> adapter;   // lora, qlora, full, freeze
   std::optional<uint64_t> quant_bits;   // 4 or 8 (load_in_4bit / quantization_bit)
+  std::optional<uint64_t> load_in_bits;  // the load_in_4bit / load_in_8bit given as true
   std::optional<std::string> quant_type;  // nf4, fp4
   bool disable_checkpointing_llamafactory = false;
   bool upcast_layernorm = false;             // LLaMA-Factory upcast_layernorm
@@ -42,6 +43,7 @@ struct Reader {
   // Which LoRA keys the config gives: LLaMA-Factory fills the others with its own defaults.
   bool lora_r_given = false, lora_alpha_given = false, lora_targets_given = false;
   std::optional<std::string> autocast;       // bf16 / fp16 from the bf16/fp16 flags
+  std::optional<std::string> half_true;      // bf16 or fp16 given as true (not "auto")
   std::optional<std::string> pure;           // pure 16-bit training asked for explicitly
   std::optional<std::string> weights_dtype;  // torch_dtype the model is loaded in
   // A TrainingArguments-style file written for TRL (SFTConfig / ModelConfig keys), and which of
@@ -160,7 +162,15 @@ Handler set_half_flag(std::string half) {
     }
     auto v = as_bool(n, key, r);
     if (!v) return v.error();
-    if (*v) r.autocast = half;
+    if (!*v) return Ok{};
+    // transformers' TrainingArguments refuses the pair: "At most one of fp16 and bf16 can be True,
+    // but not both" (training_args.py __post_init__); Axolotl's validation does too.
+    if (r.half_true && *r.half_true != half) {
+      return make_error(fmt::format("{}: {} and {} are both true; at most one can be (transformers refuses the pair)",
+                                    r.where(n, key), *r.half_true, half));
+    }
+    r.half_true = half;
+    r.autocast = half;
     return Ok{};
   };
 }
@@ -267,11 +277,18 @@ Status set_lora_dropout(const YAML::Node& n, std::string_view key, Reader& r) {
   return Ok{};
 }
 
+// load_in_4bit / load_in_8bit: both true is no one quantization (transformers' BitsAndBytesConfig
+// refuses it: "load_in_4bit and load_in_8bit are both True, but only one can be used").
 Handler set_quant_bits(uint64_t bits) {
   return [bits](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
     auto v = as_bool(n, key, r);
     if (!v) return v.error();
-    if (*v) r.quant_bits = bits;
+    if (!*v) return Ok{};
+    if (r.load_in_bits && *r.load_in_bits != bits) {
+      return make_error(fmt::format("{}: load_in_4bit and load_in_8bit are both true; only one can be", r.where(n, key)));
+    }
+    r.load_in_bits = bits;
+    r.quant_bits = bits;
     return Ok{};
   };
 }
@@ -483,19 +500,29 @@ Status set_disable_gc(const YAML::Node& n, std::string_view key, Reader& r) {
 }
 
 // A DeepSpeed config: zero_optimization.stage and its offload_optimizer / offload_param devices.
-void apply_deepspeed_json(const YAML::Node& ds, Reader& r) {
+// A stage that is not 0 to 3 ("three", 5) is an error: DeepSpeed's config model refuses it too.
+Status apply_deepspeed_json(const YAML::Node& ds, const std::string& where, Reader& r) {
   const YAML::Node zero = ds["zero_optimization"];
   if (!zero || !zero.IsMap()) {
     r.out.job.parallelism = "ddp";
-    return;
+    return Ok{};
   }
   int stage = 0;
-  try {
-    if (zero["stage"]) stage = zero["stage"].as<int>();
-  } catch (const YAML::Exception&) {
+  if (zero["stage"]) {
+    const YAML::Node& given = zero["stage"];
+    bool valid = false;
+    try {
+      stage = given.as<int>();
+      valid = stage >= 0 && stage <= 3;
+    } catch (const YAML::Exception&) {
+    }
+    if (!valid) {
+      return make_error(fmt::format("{}: zero_optimization.stage: '{}' is not a ZeRO stage (0, 1, 2 or 3)", where,
+                                    given.IsScalar() ? printable(given.Scalar()) : "a list or map"));
+    }
   }
   static const char* kStages[] = {"ddp", "zero1", "zero2", "zero3"};
-  if (stage >= 0 && stage <= 3) r.out.job.parallelism = kStages[stage];
+  r.out.job.parallelism = kStages[stage];
   auto offloaded = [](const YAML::Node& n) {
     if (!n || !n.IsMap() || !n["device"]) return false;
     std::string device = to_lower(n["device"].Scalar());
@@ -503,6 +530,7 @@ void apply_deepspeed_json(const YAML::Node& ds, Reader& r) {
   };
   if (offloaded(zero["offload_optimizer"])) add_offload(r.out.job, "optimizer");
   if (offloaded(zero["offload_param"])) add_offload(r.out.job, "params");
+  return Ok{};
 }
 
 // DeepSpeed file names as Axolotl and LLaMA-Factory ship them: zero3_bf16_cpuoffload_all.json,
@@ -525,10 +553,7 @@ void apply_deepspeed_name(const std::string& name, Reader& r) {
 }
 
 Status set_deepspeed(const YAML::Node& n, std::string_view key, Reader& r) {
-  if (n.IsMap()) {  // a TrainingArguments dump may inline the dict
-    apply_deepspeed_json(n, r);
-    return Ok{};
-  }
+  if (n.IsMap()) return apply_deepspeed_json(n, r.where(n, key), r);  // a TrainingArguments dump may inline the dict
   if (!n.IsScalar()) return make_error(fmt::format("{}: expected a path or a map", r.where(n, key)));
   const std::string path = n.Scalar();
   std::vector<std::string> candidates;
@@ -550,8 +575,7 @@ Status set_deepspeed(const YAML::Node& n, std::string_view key, Reader& r) {
     // DeepSpeed itself refuses an empty config, so it cannot mean "plain DDP".
     if (ds.IsNull()) return make_error(fmt::format("{}: the file is empty (expected a DeepSpeed config object)", candidate));
     if (!ds.IsMap()) return make_error(fmt::format("{}: not a DeepSpeed config (expected an object)", candidate));
-    apply_deepspeed_json(ds, r);
-    return Ok{};
+    return apply_deepspeed_json(ds, candidate, r);
   }
   apply_deepspeed_name(path, r);
   r.warn(fmt::format("{}: '{}' was not found; ZeRO stage and offload read from its name ({}{})",

@@ -123,6 +123,15 @@ TEST(EstimateCli, ParamsWithShape) {
   EXPECT_EQ(doc["model"]["source"], "--params");
 }
 
+// --params stands in for a model: with a model named too, neither is silently dropped.
+TEST(EstimateCli, ParamsAndAModelAreAnError) {
+  auto r = run_cli({"estimate", "llama-2-7b", "--params", "7B"}, "", kEmptyCache);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--params 7B and the model 'llama-2-7b' (from command line) both say what to estimate: give one"),
+            std::string::npos) << r.err;
+}
+
 TEST(EstimateCli, BadInputIsOneLineAndExitTwo) {
   auto unknown = run_cli({"estimate", "no-such-model-anywhere"}, "", kEmptyCache);
   EXPECT_EQ(unknown.exit_code, 2);

@@ -1,5 +1,6 @@
 #include "readers/training_config.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -410,6 +411,31 @@ TEST(TrainingConfigHostile, DeepNestingBinaryAndHugeNumbersAreErrors) {
                                      "alias.yml");
   ASSERT_TRUE(alias.ok());
   EXPECT_EQ(alias->unknown_keys.size(), 3u);
+}
+
+// Settings the frameworks themselves refuse together are refused, naming the file, line and key:
+// bf16 and fp16 (TrainingArguments), load_in_4bit and load_in_8bit (BitsAndBytesConfig), and a
+// DeepSpeed stage that is not 0 to 3.
+TEST(TrainingConfig, ContradictorySettingsAreErrors) {
+  auto both_halves = parse_training_config(R"({"per_device_train_batch_size": 1, "bf16": true, "fp16": true})", "args.json");
+  ASSERT_FALSE(both_halves.ok());
+  EXPECT_EQ(both_halves.error().message,
+            "args.json: line 1: fp16: bf16 and fp16 are both true; at most one can be (transformers refuses the pair)");
+  auto one_off = parse_training_config(R"({"per_device_train_batch_size": 1, "bf16": true, "fp16": false})", "args.json");
+  ASSERT_TRUE(one_off.ok()) << one_off.error().message;
+  auto both_bits = parse_training_config("base_model: x\nadapter: qlora\nload_in_8bit: true\nload_in_4bit: true\n", "ax.yml");
+  ASSERT_FALSE(both_bits.ok());
+  EXPECT_EQ(both_bits.error().message, "ax.yml: line 4: load_in_4bit: load_in_4bit and load_in_8bit are both true; only one can be");
+  for (const char* stage : {"\"three\"", "5", "-1"}) {
+    auto ds = parse_training_config(fmt::format(R"({{"per_device_train_batch_size": 1, "deepspeed": {{"zero_optimization": {{"stage": {}}}}}}})", stage),
+                                    "args.json");
+    ASSERT_FALSE(ds.ok()) << stage;
+    EXPECT_THAT(ds.error().message, HasSubstr("args.json: line 1: deepspeed: zero_optimization.stage: '"));
+    EXPECT_THAT(ds.error().message, HasSubstr("' is not a ZeRO stage (0, 1, 2 or 3)"));
+  }
+  auto three = parse_training_config(R"({"per_device_train_batch_size": 1, "deepspeed": {"zero_optimization": {"stage": 3}}})", "args.json");
+  ASSERT_TRUE(three.ok()) << three.error().message;
+  EXPECT_EQ(three->job.parallelism, "zero3");
 }
 
 // deepspeed: PATH is read when it is there; only a missing path falls back to reading its name.
