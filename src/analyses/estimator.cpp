@@ -297,20 +297,24 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     p.kv_bytes = kv == "fp32" ? 4 : (kv == "fp8" || kv == "int8") ? 1 : (kv == "auto" ? p.act_bytes : 2);
     if (!job.kv_cache_dtype && p.task == "inference") assume("kv_cache_dtype: the activation dtype (not given)");
   }
-  // Kernels patch a transformers model: LitGPT and llama.cpp run their own modules. Unsloth's
-  // runtime defaults (below) hold for every model it loads; its kernels only for the families
-  // it patches.
+  // Kernels patch a transformers model: LitGPT and llama.cpp run their own modules. Where they do
+  // not apply (a family the library does not patch), neither do their defaults (flash attention,
+  // the fused loss, Unsloth's checkpointing, LoRA targets and dtype): the model runs as plain
+  // transformers and PEFT would run it.
   const bool transformers = job.implementation.value_or("transformers") == "transformers";
   p.kernels = job.kernels.value_or("none");
   if (p.kernels != "none" && !transformers) {
     assume(fmt::format("kernels: none ({} runs its own modules)", *job.implementation));
     p.kernels = "none";
   }
-  const bool unsloth = p.kernels == "unsloth";
   if (p.kernels != "none" && !kernels_patch(m, p.kernels)) {
-    assume(fmt::format("kernels: none ({} has no {} kernels for {}; it runs unpatched)", p.kernels, p.kernels, m.model_type));
+    assume(fmt::format("kernels: none ({} has no {} kernels for {}; it runs unpatched, without {}'s defaults)", p.kernels,
+                       p.kernels, m.model_type, p.kernels));
     p.kernels = "none";
   }
+  const bool unsloth = p.kernels == "unsloth";
+  Job unpatched = job;  // what the defaults below read
+  if (p.kernels == "none") unpatched.kernels.reset();
   // Unsloth runs flash-attn when it is installed (unsloth/utils/attention_dispatch.py: flash,
   // then xformers, then SDPA), and its get_peft_model defaults to its offloaded checkpointing
   // (use_gradient_checkpointing="unsloth"), set below with the offload list.
@@ -414,7 +418,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // as FSDP and DeepSpeed need one dtype. Axolotl, LLaMA-Factory, Unsloth and torchtune keep the
   // model's dtype (Axolotl casts norms and embeddings back "for flash-attn compatibility").
   if (p.training && p.use_lora && is_bitsandbytes(p.quantization) && !p.litgpt) {
-    p.kbit_upcast = job.kbit_upcast.value_or(default_kbit_upcast(job));
+    p.kbit_upcast = job.kbit_upcast.value_or(default_kbit_upcast(unpatched));
     if (!job.kbit_upcast) {
       assume(p.kbit_upcast == "all"
                  ? "kbit_upcast: all (PEFT prepare_model_for_kbit_training casts every non-quantized parameter to fp32)"

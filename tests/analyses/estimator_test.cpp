@@ -1117,6 +1117,27 @@ TEST(Estimator, KernelsForAnUnpatchedFamilyChangeNothing) {
   EXPECT_TRUE(assumed(*liger, "kernels: none (liger has no liger kernels for gpt2"));
 }
 
+// Unsloth on a family it does not patch: no kernels, and none of its defaults either (flash
+// attention, the fused loss, offloaded checkpointing, every projection as LoRA target, which GPT-2
+// does not have): the job PEFT and transformers would run.
+TEST(Estimator, UnslothOnAnUnpatchedFamilyTakesNoneOfItsDefaults) {
+  ModelSpec gpt2 = find_preset("gpt2-xl")->value();
+  Job job;
+  job.task = "train_lora";
+  job.seq_len = 1024;
+  auto plain = estimate_memory(gpt2, job);
+  job.kernels = "unsloth";
+  auto unsloth = estimate_memory(gpt2, job);
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  ASSERT_TRUE(unsloth.ok()) << unsloth.error().message;
+  EXPECT_EQ(unsloth->device_used_bytes, plain->device_used_bytes);
+  EXPECT_TRUE(assumed(*unsloth, "kernels: none (unsloth has no unsloth kernels for gpt2; it runs unpatched, without unsloth's defaults)"));
+  EXPECT_TRUE(assumed(*unsloth, "attention_impl: sdpa (not given"));
+  EXPECT_TRUE(assumed(*unsloth, "loss_impl: standard"));
+  EXPECT_TRUE(assumed(*unsloth, "gradient_checkpointing: none (not given)"));
+  EXPECT_TRUE(assumed(*unsloth, "lora: r 16, alpha 32, the query and value projections (PEFT defaults)"));
+}
+
 
 TEST(Estimator, UnslothFusesOnlyTheGroupsItsLoraFunctionsCover) {
   // LoRA on q and v only: LoRA_QKV needs q, k and v adapted, LoRA_MLP gate, up and down, so the
