@@ -133,6 +133,11 @@ std::optional<OptimizerName> optimizer_kind(std::string name) {
       {"paged_adamw_8bit", {"paged_adamw_8bit", std::nullopt}}, {"paged_adamw", {"paged_adamw_8bit", std::nullopt}},
       {"adafactor", {"adafactor", std::nullopt}}, {"sgd", {"sgd", std::nullopt}},
       {"lion_32bit", {"lion", std::nullopt}}, {"lion", {"lion", std::nullopt}},
+      // torchao's low-bit AdamW (transformers' adamw_torch_4bit / adamw_torch_8bit): AdamW4bit is
+      // the estimator's adamw_4bit; AdamW8bit keeps two 8-bit states and a scale per block of 256
+      // (torchao/optim/subclass_8bit.py, block_size 256), the same bytes as bitsandbytes' blockwise
+      // 8-bit state, so it is sized as adamw_8bit.
+      {"adamw_torch_4bit", {"adamw_4bit", std::nullopt}}, {"adamw_torch_8bit", {"adamw_8bit", std::nullopt}},
   };
   auto it = kNames.find(name);
   if (it == kNames.end()) return std::nullopt;

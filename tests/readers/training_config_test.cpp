@@ -380,6 +380,18 @@ TEST(TrainingConfig, OptimizerNotModelledWarns) {
   EXPECT_THAT(config->warnings[0], HasSubstr("c.yml: line 2: optimizer: optimizer 'galore_adamw' is not modelled"));
 }
 
+// torchao's low-bit AdamW, as TrainingArguments names it: 4-bit is adamw_4bit, 8-bit the
+// 8-bit blockwise state (two 8-bit states and a scale per 256), without a warning.
+TEST(TrainingConfig, TorchaoLowBitAdamw) {
+  for (const auto& [name, kind] : std::vector<std::pair<std::string, std::string>>{{"adamw_torch_4bit", "adamw_4bit"},
+                                                                                   {"adamw_torch_8bit", "adamw_8bit"}}) {
+    auto config = parse_training_config(R"({"per_device_train_batch_size": 1, "optim": ")" + name + R"("})", "args.json");
+    ASSERT_TRUE(config.ok()) << config.error().message;
+    EXPECT_EQ(config->job.optimizer, kind) << name;
+    EXPECT_THAT(config->warnings, IsEmpty()) << name;
+  }
+}
+
 TEST(TrainingConfig, GradientCheckpointingOffloadMovesActivationsToHost) {
   auto config = parse_training_config("base_model: x\ngradient_checkpointing: offload\n", "c.yml");
   ASSERT_TRUE(config.ok());
