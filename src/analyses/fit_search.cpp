@@ -1328,9 +1328,23 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       if (!p) return std::nullopt;
       return p->needed_bytes;
     };
+    // The longest sequence the job lets through: its max length (training truncates there), and
+    // the model's context (less the tokens generated after a prompt).
+    LengthJob seen;
+    seen.inference = !training;
+    if (model.max_position_embeddings) {
+      const uint64_t generated = training || is_llama_cpp(given) ? 0 : new_tokens_of(given);
+      seen.truncation = model.max_position_embeddings > generated ? model.max_position_embeddings - generated : 1;
+      seen.truncated_by = fmt::format("the model's context ({} positions{})", model.max_position_embeddings,
+                                      generated ? fmt::format(" less {} generated", generated) : "");
+    }
+    if (training && given.seq_len && (!seen.truncation || *given.seq_len < seen.truncation)) {
+      seen.truncation = *given.seq_len;
+      seen.truncated_by = fmt::format("the job's max length ({})", *given.seq_len);
+    }
     search.lengths = analyze_lengths(*options.lengths,
                                      training ? given.seq_len.value_or(0) : given.prompt_len.value_or(0),
-                                     peak_at);
+                                     peak_at, seen);
     report.lengths = search.lengths;
   }
   search.build_steps();
