@@ -161,6 +161,10 @@ TEST(EstimateCli, InputThatIsNoConfigIsAnInputError) {
   EXPECT_EQ(dir.err, "oomdoc: " + folder + ": not a training config or job file, and --model already names the model; give one of them\n");
   auto missing = run_cli({"estimate", "/nonexistent/x.yaml", "--model", "llama-2-7b"}, "", kEmptyCache);
   EXPECT_EQ(missing.err, "oomdoc: /nonexistent/x.yaml: no such file (and --model is given)\n");
+  // A model name and --model: the model given twice, not a missing file.
+  auto twice = run_cli({"estimate", "llama-2-7b", "--model", "gpt2"}, "", kEmptyCache);
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_EQ(twice.err, "oomdoc: the model is given twice, as 'llama-2-7b' and as --model gpt2: give one\n");
   // A name the system refuses is the input's error, not an internal one.
   const std::string too_long = std::string(5000, 'a') + ".yaml";
   auto refused = run_cli({"estimate", too_long}, "", kEmptyCache);

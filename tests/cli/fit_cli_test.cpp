@@ -432,6 +432,17 @@ TEST(FitCli, LongestSequenceStopsAtTheContext) {
   EXPECT_EQ(doc["notes"].back(), "the longest sequence is the model's context (1024 positions), not memory");
 }
 
+// An option given twice, under one name or two, is named with both values (not CLI11's "At Most 1
+// required but received 2").
+TEST(FitCli, OptionGivenTwiceIsNamed) {
+  auto aliases = run_cli({"fit", "llama-2-7b", "--gpu", "4090", "--gpus", "2", "--num-gpus", "4"});
+  EXPECT_EQ(aliases.exit_code, 2);
+  EXPECT_EQ(aliases.err, "oomdoc fit: --gpus 2 and --num-gpus 4 set the same option: give one (see oomdoc fit --help)\n");
+  auto twice = run_cli({"fit", "llama-2-7b", "--gpu", "4090", "--seq-len", "2048", "--seq-len=4096"});
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_EQ(twice.err, "oomdoc fit: --seq-len is given twice (--seq-len 2048, --seq-len 4096): give it once (see oomdoc fit --help)\n");
+}
+
 // A prompt leaves room for the tokens generated after it: the default max_new_tokens (256) as
 // much as one given.
 TEST(FitCli, LongestPromptLeavesRoomForTheDefaultNewTokens) {
