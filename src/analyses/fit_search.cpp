@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "analyses/estimator.h"
 #include "analyses/fix_catalog.h"
@@ -123,11 +124,21 @@ std::vector<Candidate> micro_batch_candidates(const Job& job) {
   return out;
 }
 
+// FlashAttention-2 runs on Ampere and newer NVIDIA cards (compute capability 8.0+: "FlashAttention-2
+// currently supports Ampere, Ada, or Hopper GPUs", Dao-AILab/flash-attention README) and on ROCm
+// (MI200, MI300); not on Turing, Volta or Pascal, nor on Apple's GPUs, where SDPA is what runs.
+// Unknown with --memory: not ruled out.
+bool runs_flash_attention_2(const FitOptions& options) {
+  static const std::set<std::string> kWithout = {"Pascal", "Volta", "Turing", "Apple M"};
+  return kWithout.count(options.gpu_architecture) == 0;
+}
+
 // The flash kernel a plan may ask for on this GPU: the family's, except gpt-oss's kernels-hub FA3
 // build, which runs on Hopper only (FlashAttention-3); "" when there is none to offer.
 std::string usable_flash_attention(const ModelSpec& model, const FitOptions& options, const Job& job) {
   // FlashAttention has no fp32 kernels: an fp32 job is never offered one (validate_job refuses it).
   if (job.precision && *job.precision == "fp32") return "";
+  if (!runs_flash_attention_2(options)) return "";
   std::string flash = flash_attention_setting(model);
   if (flash == "kernels-community/vllm-flash-attn3" && options.gpu_architecture != "Hopper") return "";
   return flash;
@@ -1281,6 +1292,12 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     report.notes.push_back(fmt::format("{} has no bfloat16 support (compute capability below 8.0): a {} job "
                                        "will not run as given; use fp16 mixed precision (fp16=True)",
                                        options.gpu_name, report.estimate.precision));
+  }
+  if (!is_llama_cpp(given) && given.attention_impl == "flash" && !runs_flash_attention_2(options)) {
+    report.notes.push_back(fmt::format("{} ({}) does not run FlashAttention-2 (it needs an Ampere or newer GPU, "
+                                       "compute capability 8.0+): attn_implementation=\"flash_attention_2\" will not "
+                                       "run as given; SDPA (attn_implementation=\"sdpa\") is what runs there",
+                                       options.gpu_name, options.gpu_architecture));
   }
   if (options.target > options.budget) {
     report.notes.push_back(fmt::format("--target {} is above --budget {}: plans aim at the budget",
