@@ -56,6 +56,11 @@ int run(EstimateOptions& o, CLI::App& app) {
 
   Result<ModelSpec> model = make_error("");
   if (!o.params.empty()) {
+    // A parameter count stands in for a model: with one named too, which was meant is a guess.
+    if (!job->model.empty()) {
+      return fail(fmt::format("--params {} and the model '{}' (from {}) both say what to estimate: give one", o.params,
+                              job->model, input->source));
+    }
     auto count = params_flag(o);
     if (!count) return fail(count.error().message);
     model = *count;

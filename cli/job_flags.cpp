@@ -27,7 +27,7 @@ constexpr KeyHelp kTextKeys[] = {
     {"kv_cache_dtype", "auto, fp32, bf16, fp16, fp8, int8; llama_cpp: f16, bf16, fp32, q8_0, q4_0"},
     {"implementation", "transformers (default), litgpt, llama_cpp (GGUF weights and llama.cpp's own buffers)"},
     {"optimizer_impl", "foreach (torch >= 2.0 default), fused, for_loop (torch 1.x, adamw_hf)"},
-    {"adapter_dtype", "fp32 (PEFT), model (LitGPT, torchtune)"},
+    {"adapter_dtype", "trained weights over a frozen 16-bit base (LoRA adapters, train_freeze's blocks): fp32 (PEFT, LLaMA-Factory), model (LitGPT, torchtune)"},
     {"kbit_upcast", "LoRA on a bitsandbytes base: all (PEFT prepare_model_for_kbit_training; the default except under FSDP/ZeRO-3), norms (TRL SFTTrainer with bf16, Dec 2023 to late 2025), none (today's TRL, LLaMA-Factory, Axolotl, Unsloth)"},
 };
 constexpr KeyHelp kCountKeys[] = {
@@ -35,6 +35,7 @@ constexpr KeyHelp kCountKeys[] = {
     {"micro_batch_size", "sequences per GPU per step"},
     {"grad_accum_steps", "micro-batches per optimizer step"},
     {"seq_len", "tokens per sequence (training; the encoder's for T5)"},
+    {"freeze_trainable_layers", "train_freeze: how many of the last blocks train (default 2, LLaMA-Factory's)"},
     {"target_len", "decoder tokens per sequence, encoder-decoder models (T5); default seq_len"},
     {"num_gpus", "GPUs in the job"},
     {"tp", "tensor-parallel degree"},
@@ -123,7 +124,7 @@ void add_job_flags(CLI::App* cmd, JobFlags& flags, bool with_num_gpus) {
   cmd->add_option("--lora-alpha", flags.lora_alpha, "LoRA alpha");
   cmd->add_option("--lora-dropout", flags.lora_dropout, "LoRA dropout (0 = none, the PEFT default)");
   // q_proj,v_proj as the config readers take it (and PEFT's target_modules list), or repeated.
-  cmd->add_option("--lora-target-modules", flags.lora_targets, "Module names (comma-separated or repeated), or all_linear")
+  cmd->add_option("--lora-target-modules", flags.lora_targets, "Module names (comma-separated or repeated), or all-linear (all_linear)")
       ->delimiter(',');
 }
 
@@ -145,7 +146,7 @@ nlohmann::json job_flags_json(const JobFlags& flags, const CLI::App& cmd) {
       t.erase(t.find_last_not_of(" \t") + 1);
       if (!t.empty()) targets.push_back(t);
     }
-    if (targets.size() == 1 && targets[0] == "all_linear") {
+    if (targets.size() == 1 && names_all_linear(targets[0])) {
       lora["target_modules"] = "all_linear";
     } else if (!targets.empty()) {
       lora["target_modules"] = targets;

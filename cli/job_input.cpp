@@ -1,5 +1,6 @@
 #include "job_input.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -46,10 +47,13 @@ Result<JobInput> read_job_input(const std::string& input, const std::string& mod
     if (!is_regular_file(input) || is_model_file(input)) {
       if (!model_flag.empty()) {
         // Two models named: a model file or folder given as INPUT is not a config --model can go with.
+        // A name that is no file is a model name: the model given twice.
         std::error_code ec;
-        return make_error(is_regular_file(input) || std::filesystem::is_directory(input, ec)
-                              ? input + ": not a training config or job file, and --model already names the model; give one of them"
-                              : input + ": no such file (and --model is given)");
+        if (is_regular_file(input) || std::filesystem::is_directory(input, ec)) {
+          return make_error(input + ": not a training config or job file, and --model already names the model; give one of them");
+        }
+        if (looks_like_config_path(input)) return make_error(input + ": no such file (and --model is given)");
+        return make_error(fmt::format("the model is given twice, as '{}' and as --model {}: give one", input, model_flag));
       }
       if (looks_like_config_path(input)) {
         // The error_code form: a name the system refuses (too long) is an input error, not an exception.

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cctype>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -94,6 +96,39 @@ std::optional<std::string> unknown_option_before_separator(CLI::App& command, in
   return std::nullopt;
 }
 
+// CLI11's "At Most 1 required but received 2" when one option is given twice, under one name or
+// under two (--gpus and --num-gpus): which, with the values given.
+std::optional<std::string> repeated_option(CLI::App& command, int argc, char** argv) {
+  std::map<const CLI::Option*, std::vector<std::string>> given;  // "--gpus 2", "--num-gpus 4"
+  bool after_command = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (!after_command) {
+      after_command = word == command.get_name();
+      continue;
+    }
+    if (word == "--") break;
+    if (word.size() < 2 || word[0] != '-' || std::isdigit(static_cast<unsigned char>(word[1]))) continue;
+    const size_t eq = word.find('=');
+    const std::string name = word.substr(0, eq);
+    const CLI::Option* option = command.get_option_no_throw(name);
+    if (!option) continue;
+    std::string value;
+    if (eq != std::string::npos) {
+      value = word.substr(eq + 1);
+    } else if (option->get_items_expected_max() > 0 && i + 1 < argc) {
+      value = argv[++i];
+    }
+    auto& uses = given[option];
+    uses.push_back(value.empty() ? name : name + " " + value);
+    if (uses.size() < 2) continue;
+    const std::string first_name = uses[0].substr(0, uses[0].find(' '));
+    if (first_name == name) return fmt::format("{} is given twice ({}, {}): give it once", name, uses[0], uses[1]);
+    return fmt::format("{} and {} set the same option: give one", uses[0], uses[1]);
+  }
+  return std::nullopt;
+}
+
 }  // namespace oomdoc::cli
 
 namespace {
@@ -158,7 +193,10 @@ int run_oomdoc(int argc, char** argv) {
         what = *option + ": unknown option";
       }
     }
-    std::cerr << who << ": " << what << " (see " << who << " --help)\n";
+    if (known && what.find("At Most 1 required but received") != std::string::npos) {
+      if (auto option = cli::repeated_option(*app.get_subcommand(word), argc, argv)) what = *option;
+    }
+        std::cerr << who << ": " << what << " (see " << who << " --help)\n";
     return kExitUsage;
   }
   return exit_code;

@@ -53,7 +53,8 @@ constexpr double kAllocatorSlack = 0.05;
 constexpr uint64_t kDefaultSeqLen = 2048;
 constexpr uint64_t kDefaultPromptLen = 512;
 constexpr uint64_t kDefaultNewTokens = 256;
-// LLaMA-Factory's freeze tuning trains the last freeze_trainable_layers (default 2) blocks.
+// LLaMA-Factory's freeze tuning trains the last freeze_trainable_layers (default 2) blocks
+// (hparams/finetuning_args.py FreezeArguments); the job's default too.
 constexpr uint64_t kFreezeTrainableLayers = 2;
 // torchtune's CEWithChunkedOutputLoss splits the logits into 8 chunks.
 constexpr double kLossChunks = 8;
@@ -93,6 +94,8 @@ struct Plan {
   double grad_bytes = 2;
   double state_bytes = 4;      // optimizer state dtype for 32/16-bit optimizers
   double adapter_bytes = 4;    // LoRA weights (and their grads and AdamW state): fp32 in PEFT
+  uint64_t freeze_layers = 0;  // train_freeze: the trainable blocks (the last ones)
+  double trainable_bytes = 2;  // train_freeze: the trainable blocks' weights (and grads, state)
   std::string optimizer_impl = "foreach";
   bool grads_kept_by_zero_grad = false;  // torch < 2.0 zero_grad() zeroes .grad in place
   bool sync_each_batch = false;  // FSDP accumulation without no_sync()
@@ -163,6 +166,10 @@ std::string flash_attention_setting(const ModelSpec& m) {
 // MODEL_TYPE_TO_APPLY_LIGER_FN) and Unsloth (unsloth/models/) replace with their kernels: the
 // RMSNorm, gated-MLP decoders. Others run unpatched (the Trainer warns and goes on).
 bool liger_fuses_loss(const ModelSpec& m) { return m.model_type != "granite"; }
+
+uint64_t new_tokens_of(const Job& job) {
+  return job.max_new_tokens.value_or(job.task.value_or("") == "load" ? 0 : kDefaultNewTokens);
+}
 
 bool kernels_patch(const ModelSpec& m, const std::string& kernels) {
   static const std::set<std::string> kLiger = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe",
@@ -282,7 +289,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     if (!job.batch_size) assume("batch_size: 1 (not given)");
     p.prompt = job.prompt_len.value_or(p.task == "load" ? 0 : kDefaultPromptLen);
     if (!job.prompt_len && p.task != "load") assume(fmt::format("prompt_len: {} (not given)", p.prompt));
-    p.new_tokens = job.max_new_tokens.value_or(p.task == "load" ? 0 : kDefaultNewTokens);
+    p.new_tokens = p.task == "load" ? job.max_new_tokens.value_or(0) : new_tokens_of(job);
     if (!job.max_new_tokens && p.task != "load") assume(fmt::format("max_new_tokens: {} (not given)", p.new_tokens));
     p.seq = p.prompt + p.new_tokens;
     p.target = p.seq;
@@ -290,20 +297,24 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     p.kv_bytes = kv == "fp32" ? 4 : (kv == "fp8" || kv == "int8") ? 1 : (kv == "auto" ? p.act_bytes : 2);
     if (!job.kv_cache_dtype && p.task == "inference") assume("kv_cache_dtype: the activation dtype (not given)");
   }
-  // Kernels patch a transformers model: LitGPT and llama.cpp run their own modules. Unsloth's
-  // runtime defaults (below) hold for every model it loads; its kernels only for the families
-  // it patches.
+  // Kernels patch a transformers model: LitGPT and llama.cpp run their own modules. Where they do
+  // not apply (a family the library does not patch), neither do their defaults (flash attention,
+  // the fused loss, Unsloth's checkpointing, LoRA targets and dtype): the model runs as plain
+  // transformers and PEFT would run it.
   const bool transformers = job.implementation.value_or("transformers") == "transformers";
   p.kernels = job.kernels.value_or("none");
   if (p.kernels != "none" && !transformers) {
     assume(fmt::format("kernels: none ({} runs its own modules)", *job.implementation));
     p.kernels = "none";
   }
-  const bool unsloth = p.kernels == "unsloth";
   if (p.kernels != "none" && !kernels_patch(m, p.kernels)) {
-    assume(fmt::format("kernels: none ({} has no {} kernels for {}; it runs unpatched)", p.kernels, p.kernels, m.model_type));
+    assume(fmt::format("kernels: none ({} has no {} kernels for {}; it runs unpatched, without {}'s defaults)", p.kernels,
+                       p.kernels, m.model_type, p.kernels));
     p.kernels = "none";
   }
+  const bool unsloth = p.kernels == "unsloth";
+  Job unpatched = job;  // what the defaults below read
+  if (p.kernels == "none") unpatched.kernels.reset();
   // Unsloth runs flash-attn when it is installed (unsloth/utils/attention_dispatch.py: flash,
   // then xformers, then SDPA), and its get_peft_model defaults to its offloaded checkpointing
   // (use_gradient_checkpointing="unsloth"), set below with the offload list.
@@ -371,6 +382,17 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     const std::string& d = *job.adapter_dtype;
     p.adapter_bytes = d == "model" ? p.param_bytes : 4;  // "fp32" (PEFT) or the model's dtype
   }
+  if (p.task == "train_freeze") {
+    p.freeze_layers = std::min(job.freeze_trainable_layers.value_or(kFreezeTrainableLayers), m.num_layers);
+    // A 16-bit model whose trainable blocks alone are upcast: LLaMA-Factory's
+    // _setup_freeze_tuning casts only the parameters it leaves trainable to fp32
+    // (cast_trainable_params_to_fp32, src/llamafactory/model/adapter.py); the frozen blocks keep
+    // the load dtype. Their gradients and optimizer state follow the fp32 weights.
+    p.trainable_bytes = job.adapter_dtype && *job.adapter_dtype == "fp32" ? 4 : p.param_bytes;
+    p.grad_bytes = p.state_bytes = p.trainable_bytes;
+  } else if (job.freeze_trainable_layers) {
+    assume(fmt::format("freeze_trainable_layers: ignored ({} trains no block subset)", p.task));
+  }
   // torch.optim defaults to the foreach implementation on CUDA since PyTorch 2.0
   // (torch/optim/optimizer.py _default_to_fused_or_foreach); before, and in transformers'
   // own AdamW ("adamw_hf"), the update runs parameter by parameter.
@@ -396,7 +418,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // as FSDP and DeepSpeed need one dtype. Axolotl, LLaMA-Factory, Unsloth and torchtune keep the
   // model's dtype (Axolotl casts norms and embeddings back "for flash-attn compatibility").
   if (p.training && p.use_lora && is_bitsandbytes(p.quantization) && !p.litgpt) {
-    p.kbit_upcast = job.kbit_upcast.value_or(default_kbit_upcast(job));
+    p.kbit_upcast = job.kbit_upcast.value_or(default_kbit_upcast(unpatched));
     if (!job.kbit_upcast) {
       assume(p.kbit_upcast == "all"
                  ? "kbit_upcast: all (PEFT prepare_model_for_kbit_training casts every non-quantized parameter to fp32)"
@@ -972,6 +994,12 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   } else {
     weights = total * p.param_bytes;
     weights_detail = fmt::format("{} params x {} B", format_count(total), p.param_bytes);
+    if (p.task == "train_freeze" && p.trainable_bytes != p.param_bytes) {
+      const double upcast = linear_params * p.freeze_layers / std::max<uint64_t>(m.num_layers, 1);
+      weights = (total - upcast) * p.param_bytes + upcast * p.trainable_bytes;
+      weights_detail = fmt::format("{} frozen params x {} B + {} trainable (last {} blocks) x {} B", format_count(total - upcast),
+                                   p.param_bytes, format_count(upcast), p.freeze_layers, p.trainable_bytes);
+    }
     if (m.checkpoint_bytes && m.quantization.empty() && p.param_bytes == 2 && p.inference &&
         m.torch_dtype != "float32") {
       weights = static_cast<double>(m.checkpoint_bytes);
@@ -1013,10 +1041,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       trainable = total;
       trainable_linear = linear_params;
     } else if (p.task == "train_freeze") {
-      uint64_t layers = std::min(kFreezeTrainableLayers, m.num_layers);
-      trainable_linear = linear_params * layers / std::max<uint64_t>(m.num_layers, 1);
+      trainable_linear = linear_params * p.freeze_layers / std::max<uint64_t>(m.num_layers, 1);
       trainable = trainable_linear;
-      est.assumptions.push_back(fmt::format("train_freeze: the last {} blocks train", layers));
+      est.assumptions.push_back(fmt::format("train_freeze: the last {} blocks train{}", p.freeze_layers,
+                                            job.freeze_trainable_layers ? "" : " (freeze_trainable_layers not given: LLaMA-Factory's default)"));
     } else {
       trainable = static_cast<double>(lora_parameter_count(m, p.lora));
       if (trainable == 0) {
@@ -1131,8 +1159,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (p.offload_optimizer || fsdp_cpu_offload) optimizer_state = 0;
 
   // AMP without DeepSpeed: fp32 params are the master; autocast caches a 16-bit copy of every
-  // trainable weight for the step (torch autocast weight cast cache).
-  double amp_casts = p.training && p.amp && !deepspeed && !p.use_lora ? trainable_linear * 2 / shard_mp / param_shards : 0;
+  // trainable weight for the step (torch autocast weight cast cache); so for freeze tuning's fp32
+  // blocks over a 16-bit model under autocast.
+  const bool fp32_trainable = p.amp || (p.autocast && p.task == "train_freeze" && p.trainable_bytes == 4);
+  double amp_casts = p.training && fp32_trainable && !deepspeed && !p.use_lora ? trainable_linear * 2 / shard_mp / param_shards : 0;
 
   // ---- activations ----
   double activations = 0, logits = 0, layer_working = 0, temporary = 0, backward_working = 0;
@@ -1161,7 +1191,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     // every saved activation is split across the tp ranks (Korthikanti Table 2: sbh/t (34 + 5as/h)).
     per_layer /= static_cast<double>(p.tp);
     double layers = static_cast<double>(m.num_layers);
-    if (p.task == "train_freeze") layers = std::min<double>(kFreezeTrainableLayers, layers);
+    if (p.task == "train_freeze") layers = static_cast<double>(p.freeze_layers);
     double stack = per_layer * layers;
     const double residual = p.residual_bytes;
     const double layer_input = out_tokens * residual * m.hidden_size / static_cast<double>(p.tp);

@@ -25,6 +25,11 @@ uint64_t cuda_context_bytes(bool lazy_module_loading = true);
 // loaded in 16 bits), bf16_mixed for the rest.
 std::string default_training_precision(const Job& job);
 
+// The tokens an inference job generates after its prompt: max_new_tokens, else the estimator's
+// default (256); none when the job only loads the model. llama.cpp jobs are sized from their
+// context (llama_cpp_context_per_sequence), which takes no default for it.
+uint64_t new_tokens_of(const Job& job);
+
 // Whether the job's `kernels` ("liger", "unsloth") patch this model's family; elsewhere the
 // model runs unpatched and the kernels change nothing.
 bool kernels_patch(const ModelSpec& model, const std::string& kernels);

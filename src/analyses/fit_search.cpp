@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "analyses/estimator.h"
 #include "analyses/fix_catalog.h"
@@ -123,11 +124,21 @@ std::vector<Candidate> micro_batch_candidates(const Job& job) {
   return out;
 }
 
+// FlashAttention-2 runs on Ampere and newer NVIDIA cards (compute capability 8.0+: "FlashAttention-2
+// currently supports Ampere, Ada, or Hopper GPUs", Dao-AILab/flash-attention README) and on ROCm
+// (MI200, MI300); not on Turing, Volta or Pascal, nor on Apple's GPUs, where SDPA is what runs.
+// Unknown with --memory: not ruled out.
+bool runs_flash_attention_2(const FitOptions& options) {
+  static const std::set<std::string> kWithout = {"Pascal", "Volta", "Turing", "Apple M"};
+  return kWithout.count(options.gpu_architecture) == 0;
+}
+
 // The flash kernel a plan may ask for on this GPU: the family's, except gpt-oss's kernels-hub FA3
 // build, which runs on Hopper only (FlashAttention-3); "" when there is none to offer.
 std::string usable_flash_attention(const ModelSpec& model, const FitOptions& options, const Job& job) {
   // FlashAttention has no fp32 kernels: an fp32 job is never offered one (validate_job refuses it).
   if (job.precision && *job.precision == "fp32") return "";
+  if (!runs_flash_attention_2(options)) return "";
   std::string flash = flash_attention_setting(model);
   if (flash == "kernels-community/vllm-flash-attn3" && options.gpu_architecture != "Hopper") return "";
   return flash;
@@ -1282,6 +1293,12 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
                                        "will not run as given; use fp16 mixed precision (fp16=True)",
                                        options.gpu_name, report.estimate.precision));
   }
+  if (!is_llama_cpp(given) && given.attention_impl == "flash" && !runs_flash_attention_2(options)) {
+    report.notes.push_back(fmt::format("{} ({}) does not run FlashAttention-2 (it needs an Ampere or newer GPU, "
+                                       "compute capability 8.0+): attn_implementation=\"flash_attention_2\" will not "
+                                       "run as given; SDPA (attn_implementation=\"sdpa\") is what runs there",
+                                       options.gpu_name, options.gpu_architecture));
+  }
   if (options.target > options.budget) {
     report.notes.push_back(fmt::format("--target {} is above --budget {}: plans aim at the budget",
                                        options.target, options.budget));
@@ -1328,9 +1345,23 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       if (!p) return std::nullopt;
       return p->needed_bytes;
     };
+    // The longest sequence the job lets through: its max length (training truncates there), and
+    // the model's context (less the tokens generated after a prompt).
+    LengthJob seen;
+    seen.inference = !training;
+    if (model.max_position_embeddings) {
+      const uint64_t generated = training || is_llama_cpp(given) ? 0 : new_tokens_of(given);
+      seen.truncation = model.max_position_embeddings > generated ? model.max_position_embeddings - generated : 1;
+      seen.truncated_by = fmt::format("the model's context ({} positions{})", model.max_position_embeddings,
+                                      generated ? fmt::format(" less {} generated", generated) : "");
+    }
+    if (training && given.seq_len && (!seen.truncation || *given.seq_len < seen.truncation)) {
+      seen.truncation = *given.seq_len;
+      seen.truncated_by = fmt::format("the job's max length ({})", *given.seq_len);
+    }
     search.lengths = analyze_lengths(*options.lengths,
                                      training ? given.seq_len.value_or(0) : given.prompt_len.value_or(0),
-                                     peak_at);
+                                     peak_at, seen);
     report.lengths = search.lengths;
   }
   search.build_steps();
@@ -1348,7 +1379,10 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     // The model's context bounds the answer too: memory may allow more than it has positions for.
     uint64_t bound = 1u << 23;
     if (model.max_position_embeddings) {
-      const uint64_t generated = is_training(given) ? 0 : given.max_new_tokens.value_or(0);
+      // A prompt leaves room for the tokens generated after it, the estimator's default included.
+      const uint64_t generated = is_training(given) ? 0 : is_llama_cpp(given)
+                                                             ? given.max_new_tokens.value_or(0)
+                                                             : new_tokens_of(given);
       bound = model.max_position_embeddings > generated ? model.max_position_embeddings - generated : 1;
     }
     report.max_seq_len = solve_largest(model, given, length_field, report.usable_bytes, bound, est);

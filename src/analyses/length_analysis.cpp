@@ -40,7 +40,7 @@ LengthStats length_stats(std::vector<uint64_t> lengths) {
 }
 
 LengthAnalysis analyze_lengths(std::vector<uint64_t> lengths, uint64_t current_seq_len,
-                               const PeakAtLength& peak_at) {
+                               const PeakAtLength& peak_at, const LengthJob& job) {
   LengthAnalysis out;
   if (lengths.empty()) return out;
   std::sort(lengths.begin(), lengths.end());
@@ -72,30 +72,40 @@ LengthAnalysis analyze_lengths(std::vector<uint64_t> lengths, uint64_t current_s
     out.cuts.push_back(c);
   }
 
-  if (peak_at && s.max > s.p99) {
-    auto at_max = peak_at(s.max);
-    auto at_p99 = peak_at(std::max<uint64_t>(s.p99, 1));
+  // The job never sees more than it truncates to: an outlier beyond that costs what the cut costs.
+  auto seen = [&](uint64_t len) { return job.truncation ? std::min(len, job.truncation) : len; };
+  const uint64_t seen_max = seen(s.max), seen_p99 = seen(std::max<uint64_t>(s.p99, 1));
+  if (peak_at && seen_max > seen_p99) {
+    auto at_max = peak_at(seen_max);
+    auto at_p99 = peak_at(seen_p99);
     if (at_max && at_p99 && *at_max > *at_p99) out.outlier_extra_bytes = *at_max - *at_p99;
   }
 
   if (out.outlier_extra_bytes) {
+    const std::string cut = seen_max < s.max ? fmt::format(", cut to {} by {}", seen_max, job.truncated_by) : "";
     out.advice.push_back(fmt::format(
-        "the longest example ({} tokens, {:.1f}x the 99th percentile of {}) raises the peak by {} "
+        "the longest {} ({} tokens{}, {:.1f}x the 99th percentile of {}) raises the peak by {} "
         "when its batch is padded to it",
-        s.max, static_cast<double>(s.max) / static_cast<double>(std::max<uint64_t>(s.p99, 1)),
-        s.p99, format_bytes(*out.outlier_extra_bytes)));
+        job.inference ? "prompt" : "example", s.max, cut, static_cast<double>(seen_max) / static_cast<double>(seen_p99),
+        seen_p99, format_bytes(*out.outlier_extra_bytes)));
     out.advice.push_back(
-        "bucket by length with a token budget per batch (TRL packing=True or padding_free=True, "
-        "Axolotl sample_packing: true, LLaMA-Factory neat_packing: true) so a long example shares "
-        "its batch's tokens instead of multiplying by the batch size; group_by_length=True only "
-        "cuts padding on average, the batch holding the longest example still sets the peak");
+        job.inference
+            ? "batch prompts of similar length together, or serve with a token budget per step (vLLM's "
+              "continuous batching), so one long prompt does not pad every sequence of its batch"
+            : "bucket by length with a token budget per batch (TRL packing=True or padding_free=True, "
+              "Axolotl sample_packing: true, LLaMA-Factory neat_packing: true) so a long example shares "
+              "its batch's tokens instead of multiplying by the batch size; group_by_length=True only "
+              "cuts padding on average, the batch holding the longest example still sets the peak");
   }
   if (out.suggested_cut && current_seq_len > *out.suggested_cut) {
     const auto& cut = *std::find_if(out.cuts.begin(), out.cuts.end(),
                                     [&](const LengthCut& c) { return c.seq_len == *out.suggested_cut; });
-    out.advice.push_back(fmt::format(
-        "max_length={} truncates {} of {} examples ({:.2f}%) and is below the job's {}",
-        cut.seq_len, cut.truncated, s.count, 100.0 * cut.truncated_share, current_seq_len));
+    out.advice.push_back(
+        job.inference
+            ? fmt::format("prompts cut at {} tokens: that truncates {} of {} ({:.2f}%), and is below the job's {}",
+                          cut.seq_len, cut.truncated, s.count, 100.0 * cut.truncated_share, current_seq_len)
+            : fmt::format("max_length={} truncates {} of {} examples ({:.2f}%) and is below the job's {}",
+                          cut.seq_len, cut.truncated, s.count, 100.0 * cut.truncated_share, current_seq_len));
   }
   return out;
 }

@@ -46,10 +46,18 @@ inline constexpr double kAcceptableTruncation = 0.01;
 // Predicted device peak (bytes) at a sequence length; nullopt when it cannot be predicted.
 using PeakAtLength = std::function<std::optional<uint64_t>(uint64_t seq_len)>;
 
+// What the job does with the lengths: the longest sequence it lets through (its max length, the
+// model's context), which caps what an outlier can cost, and whether they are prompts.
+struct LengthJob {
+  uint64_t truncation = 0;       // 0: none known
+  std::string truncated_by;      // names it: "the job's max length 2048", "the model's context (4096)"
+  bool inference = false;        // prompts: batching advice instead of training's packing
+};
+
 LengthStats length_stats(std::vector<uint64_t> lengths);
 
 // current_seq_len: the job's max length (0 when unset), listed among the cuts.
 LengthAnalysis analyze_lengths(std::vector<uint64_t> lengths, uint64_t current_seq_len,
-                               const PeakAtLength& peak_at);
+                               const PeakAtLength& peak_at, const LengthJob& job = {});
 
 }  // namespace oomdoc

@@ -22,6 +22,10 @@ struct LoraSettings {
   double dropout = 0;
 };
 
+// Every Linear as target_modules: PEFT's own spelling, "all-linear" (what fit's LoraConfig
+// snippets print), or the job file's "all_linear".
+inline bool names_all_linear(std::string_view target) { return target == "all-linear" || target == "all_linear"; }
+
 // FSDP's strategies (full_shard, shard_grad_op, hybrid_shard), as opposed to DDP and DeepSpeed ZeRO.
 inline bool is_fsdp(std::string_view parallelism) {
   return parallelism.starts_with("fsdp") || parallelism == "hybrid_shard";
@@ -61,7 +65,10 @@ struct Job {
   // Accelerate and Lightning Fabric do by default; true reduce-scatters every micro-batch.
   std::optional<bool> sync_each_batch;
   std::optional<bool> lazy_module_loading;    // false: CUDA < 11.7 (or torch < 1.13) loads every kernel
-  std::optional<std::string> adapter_dtype;   // LoRA weights: fp32 (PEFT) or the model's dtype ("model")
+  // The trained weights over a frozen 16-bit base: LoRA adapters, or freeze tuning's trainable
+  // blocks: fp32 (PEFT; LLaMA-Factory upcasts the trainable blocks) or the model's dtype ("model").
+  std::optional<std::string> adapter_dtype;
+  std::optional<uint64_t> freeze_trainable_layers;  // train_freeze: the last N blocks train
   // LoRA over a bitsandbytes base (nf4, fp4, int8) on transformers: which non-quantized
   // parameters run in fp32. "all": PEFT's prepare_model_for_kbit_training (embeddings, norms,
   // head); "norms": TRL's SFTTrainer with bf16 casts embeddings, head and adapters back to bf16;

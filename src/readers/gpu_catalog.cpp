@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "core/embedded.h"
@@ -110,6 +111,82 @@ std::vector<std::string> name_tokens(std::string_view text) {
   return tokens;
 }
 
+// Words the user wrote as one ("a40", "rtx4090"): {a, 40}, {rtx, 4090}. They must stay
+// neighbours in a card's name, so that "a40" is not "A100 40GB" (whose a is followed by 100).
+std::vector<std::pair<std::string, std::string>> glued_pairs(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = start;
+    while (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end])) != 0) ++end;
+    const std::vector<std::string> word = name_tokens(text.substr(start, end - start));
+    for (size_t i = 1; i < word.size(); ++i) pairs.emplace_back(word[i - 1], word[i]);
+    start = end + 1;
+  }
+  return pairs;
+}
+
+// A card name or alias that has every word of the query, with the words typed as one adjacent.
+bool names_card(const std::vector<std::string>& card, const std::vector<std::string>& query,
+                const std::vector<std::pair<std::string, std::string>>& glued) {
+  std::set<std::string> have(card.begin(), card.end());
+  if (!std::all_of(query.begin(), query.end(), [&](const std::string& t) { return have.count(t) > 0; })) return false;
+  return std::all_of(glued.begin(), glued.end(), [&](const auto& pair) {
+    for (size_t i = 1; i < card.size(); ++i) {
+      if (card[i - 1] == pair.first && card[i] == pair.second) return true;
+    }
+    return false;
+  });
+}
+
+// A trailing memory size: "4090 24gb", "a100-40g", "4090-24", "3060 12 GB". The size must stand
+// apart from the name (a space or dash before it), so "a10g" or "rtx4090" never split; `unit` says
+// whether it was written as a size (a unit, or a dash), as opposed to a number after a space.
+struct MemoryQualifier {
+  std::string name;
+  uint64_t gb = 0;
+  bool unit = false;
+};
+
+std::optional<MemoryQualifier> trailing_memory(std::string_view text) {
+  std::string s = to_lower(std::string(text));
+  auto trim_end = [&](const char* chars) { s.erase(s.find_last_not_of(chars) + 1); };
+  trim_end(" \t");
+  MemoryQualifier q;
+  for (const char* unit : {"gib", "gb", "g"}) {
+    const std::string_view u(unit);
+    if (s.size() <= u.size() || !s.ends_with(u)) continue;
+    const char before = s[s.size() - u.size() - 1];
+    if (std::isdigit(static_cast<unsigned char>(before)) != 0 || before == ' ') {
+      s.resize(s.size() - u.size());
+      trim_end(" \t");
+      q.unit = true;
+    }
+    break;
+  }
+  size_t digits = s.size();
+  while (digits > 0 && std::isdigit(static_cast<unsigned char>(s[digits - 1])) != 0) --digits;
+  if (digits == s.size() || s.size() - digits > 4 || digits == 0) return std::nullopt;
+  const char before = s[digits - 1];
+  if (before != ' ' && before != '-' && before != '_') return std::nullopt;
+  q.unit = q.unit || before == '-' || before == '_';
+  q.gb = std::stoull(s.substr(digits));
+  q.name = s.substr(0, digits - 1);
+  if (name_tokens(q.name).empty()) return std::nullopt;
+  return q;
+}
+
+// The memory a card's name states ("GeForce RTX 4090 24GB": 24), 0 when it states none.
+uint64_t named_gb(const GpuSpec& gpu) {
+  const std::string& n = gpu.name;
+  for (size_t at = n.find("GB"); at != std::string::npos; at = n.find("GB", at + 1)) {
+    size_t digits = at;
+    while (digits > 0 && std::isdigit(static_cast<unsigned char>(n[digits - 1])) != 0) --digits;
+    if (digits < at) return std::stoull(n.substr(digits, at - digits));
+  }
+  return 0;
+}
+
 std::string joined(const std::vector<std::string>& tokens) {
   std::string out;
   for (const auto& token : tokens) {
@@ -140,19 +217,44 @@ Result<GpuSpec> find_gpu(std::string_view name) {
   // (fewest words the user did not type) wins. The aliases spell out the names people use ("h100"
   // is the SXM card, "a100" the 80GB SXM4), so a query that is not one of them and fits several
   // cards equally well is ambiguous: "rtx" or "sxm" could be any of a dozen cards.
-  std::vector<std::pair<size_t, const GpuSpec*>> matches;  // (words not typed, card), one per card
-  for (const GpuSpec& gpu : catalog.gpus) {
-    size_t fewest_extra = std::numeric_limits<size_t>::max();
-    for (const auto& tokens : candidate_tokens(gpu)) {
-      std::set<std::string> have(tokens.begin(), tokens.end());
-      bool all = std::all_of(query.begin(), query.end(),
-                             [&](const std::string& t) { return have.count(t) > 0; });
-      if (all) fewest_extra = std::min(fewest_extra, tokens.size() - std::min(tokens.size(), query.size()));
+  // A size written after the name ("4090 24gb", "a100-40g") picks among the cards of that name.
+  using Matches = std::vector<std::pair<size_t, const GpuSpec*>>;  // (words not typed, card), one per card
+  auto match = [&](const std::vector<std::string>& words, std::string_view text, uint64_t gb) {
+    const auto glued = glued_pairs(text);
+    Matches found;
+    for (const GpuSpec& gpu : catalog.gpus) {
+      if (gb != 0 && named_gb(gpu) != gb) continue;
+      size_t fewest_extra = std::numeric_limits<size_t>::max();
+      for (const auto& tokens : candidate_tokens(gpu)) {
+        if (names_card(tokens, words, glued)) {
+          fewest_extra = std::min(fewest_extra, tokens.size() - std::min(tokens.size(), words.size()));
+        }
+      }
+      if (fewest_extra != std::numeric_limits<size_t>::max()) found.emplace_back(fewest_extra, &gpu);
     }
-    if (fewest_extra != std::numeric_limits<size_t>::max()) matches.emplace_back(fewest_extra, &gpu);
+    std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    return found;
+  };
+  Matches matches = match(query, name, 0);
+  if (matches.empty() || matches.front().first != 0) {
+    if (auto size = trailing_memory(name)) {
+      const std::vector<std::string> base = name_tokens(size->name);
+      Matches sized = match(base, size->name, size->gb);
+      if (!sized.empty()) {
+        matches = std::move(sized);
+        query = base;
+      } else if (size->unit) {
+        Matches other = match(base, size->name, 0);
+        if (!other.empty()) {
+          std::string names;
+          for (size_t i = 0; i < other.size() && i < 6; ++i) names += (i ? ", " : "") + other[i].second->name;
+          return Error{fmt::format("unknown GPU '{}': no '{}' card in the catalog has {} GB ({}); `oomdoc gpus "
+                                   "--catalog` lists the cards, or give --memory SIZE",
+                                   name, size->name, size->gb, names)};
+        }
+      }
+    }
   }
-  std::stable_sort(matches.begin(), matches.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
   auto list = [](const std::vector<const GpuSpec*>& gpus) {
     std::string out;
     for (size_t i = 0; i < gpus.size() && i < 6; ++i) out += (i ? ", " : "") + gpus[i]->name;
@@ -230,11 +332,11 @@ std::vector<const GpuSpec*> other_sizes_named(std::string_view name, const GpuSp
   std::vector<const GpuSpec*> out;
   const std::vector<std::string> query = name_tokens(name);
   if (query.empty()) return out;
+  const auto glued = glued_pairs(name);
   for (const GpuSpec& gpu : loaded().gpus) {
     if (gpu.total_bytes == chosen.total_bytes || gpu.vendor != chosen.vendor) continue;
     for (const auto& tokens : candidate_tokens(gpu)) {
-      std::set<std::string> have(tokens.begin(), tokens.end());
-      if (std::all_of(query.begin(), query.end(), [&](const std::string& t) { return have.count(t) > 0; })) {
+      if (names_card(tokens, query, glued)) {
         out.push_back(&gpu);
         break;
       }

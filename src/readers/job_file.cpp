@@ -137,6 +137,7 @@ Status visit_scalar_fields(Job& job, Fields& f) {
   TRY(f.text("kv_cache_dtype", job.kv_cache_dtype, &kKvDtypes));
   TRY(f.text("optimizer_impl", job.optimizer_impl, &kOptimizerImpl));
   TRY(f.text("adapter_dtype", job.adapter_dtype, &kAdapterDtype));
+  TRY(f.count("freeze_trainable_layers", job.freeze_trainable_layers));
   TRY(f.text("kbit_upcast", job.kbit_upcast, &kKbitUpcast));
   TRY(f.text("kernels", job.kernels, &kKernels));
   TRY(f.flag("bnb_saves_input", job.bnb_saves_input));
@@ -316,7 +317,8 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
         }
         lora.dropout = value.get<double>();
       } else if (key == "target_modules") {
-        if (value.is_string() && value.get<std::string>() == "all_linear") {
+        if ((value.is_string() && names_all_linear(value.get<std::string>())) ||
+            (value.is_array() && value.size() == 1 && value[0].is_string() && names_all_linear(value[0].get<std::string>()))) {
           lora.all_linear = true;
         } else if (value.is_array() && !value.empty()) {
           for (const auto& m : value) {
@@ -324,7 +326,7 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
             lora.target_modules.push_back(m.get<std::string>());
           }
         } else {
-          return r.error("lora.target_modules", "must be \"all_linear\" or a non-empty list of module names");
+          return r.error("lora.target_modules", "must be \"all_linear\" (or PEFT's \"all-linear\") or a non-empty list of module names");
         }
       } else {
         return r.error("lora", fmt::format("unknown key \"{}\" (r, alpha, dropout, target_modules)", key));

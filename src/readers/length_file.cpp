@@ -40,7 +40,9 @@ Result<uint64_t> length_of_object(const nlohmann::json& obj, const std::string& 
 Result<std::vector<uint64_t>> parse_lengths(std::string_view text, const std::string& display_name) {
   std::vector<uint64_t> lengths;
   size_t line_number = 0;
-  size_t start = 0;
+  // A UTF-8 byte-order mark (editors and PowerShell's Out-File write one) is not part of the
+  // first line.
+  size_t start = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;
   while (start < text.size()) {
     size_t end = text.find('\n', start);
     if (end == std::string_view::npos) end = text.size();

@@ -31,6 +31,7 @@ struct Reader {
   // Set by keys whose meaning depends on others (resolved after every key is read).
   std::optional<std::string> adapter;   // lora, qlora, full, freeze
   std::optional<uint64_t> quant_bits;   // 4 or 8 (load_in_4bit / quantization_bit)
+  std::optional<uint64_t> load_in_bits;  // the load_in_4bit / load_in_8bit given as true
   std::optional<std::string> quant_type;  // nf4, fp4
   bool disable_checkpointing_llamafactory = false;
   bool upcast_layernorm = false;             // LLaMA-Factory upcast_layernorm
@@ -38,6 +39,7 @@ struct Reader {
   // Which LoRA keys the config gives: LLaMA-Factory fills the others with its own defaults.
   bool lora_r_given = false, lora_alpha_given = false, lora_targets_given = false;
   std::optional<std::string> autocast;       // bf16 / fp16 from the bf16/fp16 flags
+  std::optional<std::string> half_true;      // bf16 or fp16 given as true (not "auto")
   std::optional<std::string> pure;           // pure 16-bit training asked for explicitly
   std::optional<std::string> weights_dtype;  // torch_dtype the model is loaded in
   // A TrainingArguments-style file written for TRL (SFTConfig / ModelConfig keys), and which of
@@ -127,6 +129,11 @@ std::optional<OptimizerName> optimizer_kind(std::string name) {
       {"paged_adamw_8bit", {"paged_adamw_8bit", std::nullopt}}, {"paged_adamw", {"paged_adamw_8bit", std::nullopt}},
       {"adafactor", {"adafactor", std::nullopt}}, {"sgd", {"sgd", std::nullopt}},
       {"lion_32bit", {"lion", std::nullopt}}, {"lion", {"lion", std::nullopt}},
+      // torchao's low-bit AdamW (transformers' adamw_torch_4bit / adamw_torch_8bit): AdamW4bit is
+      // the estimator's adamw_4bit; AdamW8bit keeps two 8-bit states and a scale per block of 256
+      // (torchao/optim/subclass_8bit.py, block_size 256), the same bytes as bitsandbytes' blockwise
+      // 8-bit state, so it is sized as adamw_8bit.
+      {"adamw_torch_4bit", {"adamw_4bit", std::nullopt}}, {"adamw_torch_8bit", {"adamw_8bit", std::nullopt}},
   };
   auto it = kNames.find(name);
   if (it == kNames.end()) return std::nullopt;
@@ -156,7 +163,15 @@ Handler set_half_flag(std::string half) {
     }
     auto v = as_bool(n, key, r);
     if (!v) return v.error();
-    if (*v) r.autocast = half;
+    if (!*v) return Ok{};
+    // transformers' TrainingArguments refuses the pair: "At most one of fp16 and bf16 can be True,
+    // but not both" (training_args.py __post_init__); Axolotl's validation does too.
+    if (r.half_true && *r.half_true != half) {
+      return make_error(fmt::format("{}: {} and {} are both true; at most one can be (transformers refuses the pair)",
+                                    r.where(n, key), *r.half_true, half));
+    }
+    r.half_true = half;
+    r.autocast = half;
     return Ok{};
   };
 }
@@ -217,8 +232,8 @@ Status set_lora_targets(const YAML::Node& n, std::string_view key, Reader& r) {
   } else {
     return make_error(fmt::format("{}: expected module names", r.where(n, key)));
   }
-  if (names.size() == 1 && (to_lower(names[0]) == "all" || to_lower(names[0]) == "all-linear" ||
-                            to_lower(names[0]) == "all_linear")) {
+  // LLaMA-Factory's "all" too.
+  if (names.size() == 1 && (to_lower(names[0]) == "all" || names_all_linear(to_lower(names[0])))) {
     lora.all_linear = true;
   } else {
     lora.all_linear = false;
@@ -263,11 +278,18 @@ Status set_lora_dropout(const YAML::Node& n, std::string_view key, Reader& r) {
   return Ok{};
 }
 
+// load_in_4bit / load_in_8bit: both true is no one quantization (transformers' BitsAndBytesConfig
+// refuses it: "load_in_4bit and load_in_8bit are both True, but only one can be used").
 Handler set_quant_bits(uint64_t bits) {
   return [bits](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
     auto v = as_bool(n, key, r);
     if (!v) return v.error();
-    if (*v) r.quant_bits = bits;
+    if (!*v) return Ok{};
+    if (r.load_in_bits && *r.load_in_bits != bits) {
+      return make_error(fmt::format("{}: load_in_4bit and load_in_8bit are both true; only one can be", r.where(n, key)));
+    }
+    r.load_in_bits = bits;
+    r.quant_bits = bits;
     return Ok{};
   };
 }
@@ -479,19 +501,29 @@ Status set_disable_gc(const YAML::Node& n, std::string_view key, Reader& r) {
 }
 
 // A DeepSpeed config: zero_optimization.stage and its offload_optimizer / offload_param devices.
-void apply_deepspeed_json(const YAML::Node& ds, Reader& r) {
+// A stage that is not 0 to 3 ("three", 5) is an error: DeepSpeed's config model refuses it too.
+Status apply_deepspeed_json(const YAML::Node& ds, const std::string& where, Reader& r) {
   const YAML::Node zero = ds["zero_optimization"];
   if (!zero || !zero.IsMap()) {
     r.out.job.parallelism = "ddp";
-    return;
+    return Ok{};
   }
   int stage = 0;
-  try {
-    if (zero["stage"]) stage = zero["stage"].as<int>();
-  } catch (const YAML::Exception&) {
+  if (zero["stage"]) {
+    const YAML::Node& given = zero["stage"];
+    bool valid = false;
+    try {
+      stage = given.as<int>();
+      valid = stage >= 0 && stage <= 3;
+    } catch (const YAML::Exception&) {
+    }
+    if (!valid) {
+      return make_error(fmt::format("{}: zero_optimization.stage: '{}' is not a ZeRO stage (0, 1, 2 or 3)", where,
+                                    given.IsScalar() ? printable(given.Scalar()) : "a list or map"));
+    }
   }
   static const char* kStages[] = {"ddp", "zero1", "zero2", "zero3"};
-  if (stage >= 0 && stage <= 3) r.out.job.parallelism = kStages[stage];
+  r.out.job.parallelism = kStages[stage];
   auto offloaded = [](const YAML::Node& n) {
     if (!n || !n.IsMap() || !n["device"]) return false;
     std::string device = to_lower(n["device"].Scalar());
@@ -499,6 +531,7 @@ void apply_deepspeed_json(const YAML::Node& ds, Reader& r) {
   };
   if (offloaded(zero["offload_optimizer"])) add_offload(r.out.job, "optimizer");
   if (offloaded(zero["offload_param"])) add_offload(r.out.job, "params");
+  return Ok{};
 }
 
 // DeepSpeed file names as Axolotl and LLaMA-Factory ship them: zero3_bf16_cpuoffload_all.json,
@@ -521,10 +554,7 @@ void apply_deepspeed_name(const std::string& name, Reader& r) {
 }
 
 Status set_deepspeed(const YAML::Node& n, std::string_view key, Reader& r) {
-  if (n.IsMap()) {  // a TrainingArguments dump may inline the dict
-    apply_deepspeed_json(n, r);
-    return Ok{};
-  }
+  if (n.IsMap()) return apply_deepspeed_json(n, r.where(n, key), r);  // a TrainingArguments dump may inline the dict
   if (!n.IsScalar()) return make_error(fmt::format("{}: expected a path or a map", r.where(n, key)));
   const std::string path = n.Scalar();
   std::vector<std::string> candidates;
@@ -546,8 +576,7 @@ Status set_deepspeed(const YAML::Node& n, std::string_view key, Reader& r) {
     // DeepSpeed itself refuses an empty config, so it cannot mean "plain DDP".
     if (ds.IsNull()) return make_error(fmt::format("{}: the file is empty (expected a DeepSpeed config object)", candidate));
     if (!ds.IsMap()) return make_error(fmt::format("{}: not a DeepSpeed config (expected an object)", candidate));
-    apply_deepspeed_json(ds, r);
-    return Ok{};
+    return apply_deepspeed_json(ds, candidate, r);
   }
   apply_deepspeed_name(path, r);
   r.warn(fmt::format("{}: '{}' was not found; ZeRO stage and offload read from its name ({}{})",
@@ -722,10 +751,29 @@ Table axolotl_table() {
   return t;
 }
 
+// LLaMA-Factory's freeze_trainable_layers: the last N blocks train; a negative value trains the
+// first N (finetuning_args.py), which backward must reach through every frozen block above.
+Status set_freeze_layers(const YAML::Node& n, std::string_view key, Reader& r) {
+  std::string text = n.IsScalar() ? n.Scalar() : "";
+  const bool first = text.rfind('-', 0) == 0;
+  YAML::Node magnitude = first ? YAML::Node(text.substr(1)) : n;
+  auto v = as_count(magnitude, key, r);
+  if (!v) return v.error();
+  if (*v == 0) return make_error(fmt::format("{}: must not be 0", r.where(n, key)));
+  if (first) {
+    r.warn(fmt::format("{}: {} trains the first {} blocks: sized as {} trainable blocks, without the "
+                       "activations of the frozen blocks above them that backward runs through",
+                       r.where(n, key), text, *v, *v));
+  }
+  r.out.job.freeze_trainable_layers = *v;
+  return Ok{};
+}
+
 Table llama_factory_table() {
   Table t;
   add_hf_keys(t);
   t["finetuning_type"] = set_adapter;
+  t["freeze_trainable_layers"] = set_freeze_layers;
   t["lora_rank"] = set_lora_r;
   t["lora_alpha"] = set_lora_alpha;
   t["lora_dropout"] = set_lora_dropout;
@@ -818,7 +866,7 @@ const std::set<std::string>& no_effect_keys() {
       // LLaMA-Factory
       "stage", "template", "dataset", "dataset_dir", "eval_dataset", "max_samples",
       "overwrite_cache", "preprocessing_num_workers", "val_size", "plot_loss",
-      "additional_target", "freeze_trainable_layers", "freeze_trainable_modules",
+      "additional_target", "freeze_trainable_modules",
       "freeze_extra_modules", "trust_remote_code", "quantization_method", "rope_scaling",
       "shift_attn", "mixture_of_depths", "neat_packing",
       "train_on_prompt", "mask_history", "tokenized_path", "use_fast_tokenizer", "resize_vocab",
@@ -928,7 +976,8 @@ void resolve(Reader& r) {
     switch (r.out.format) {
       case TrainingConfigFormat::kAxolotl: weights_16bit = !sharded_amp; break;
       case TrainingConfigFormat::kLlamaFactory:
-        weights_16bit = !sharded_amp && (job.task == "train_lora" || job.task == "train_qlora");
+        // Freeze tuning too: only the trainable blocks are upcast (adapter_dtype below).
+        weights_16bit = !sharded_amp && job.task != "train_full";
         break;
       case TrainingConfigFormat::kHfTrainingArguments:
         weights_16bit = !sharded_amp && r.weights_dtype && *r.weights_dtype != "fp32";
@@ -937,6 +986,11 @@ void resolve(Reader& r) {
     job.precision = weights_16bit ? *r.autocast : *r.autocast + "_mixed";
     // The Trainer runs the 16-bit model's forward under autocast (Accelerate mixed precision).
     if (weights_16bit) job.autocast = true;
+    // LLaMA-Factory's _setup_freeze_tuning upcasts the trainable blocks alone to fp32
+    // (cast_trainable_params_to_fp32, src/llamafactory/model/adapter.py).
+    if (weights_16bit && job.task == "train_freeze" && r.out.format == TrainingConfigFormat::kLlamaFactory) {
+      job.adapter_dtype = "fp32";
+    }
   } else if (r.weights_dtype) {
     job.precision = *r.weights_dtype;
   }

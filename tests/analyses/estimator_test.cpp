@@ -418,6 +418,42 @@ TEST(Estimator, AdaptersInTheModelDtype) {
   EXPECT_EQ(act(*peft) - act(*litgpt), 1024ull * 32 * (8 - 2) * 4096);
 }
 
+// Freeze tuning trains the last freeze_trainable_layers blocks (default 2). Over a bf16 model
+// whose trainable blocks alone are fp32 (LLaMA-Factory), the frozen weights stay 2 bytes.
+TEST(Estimator, FreezeTuningUpcastsOnlyTheTrainableBlocks) {
+  Job job;
+  job.task = "train_freeze";
+  job.precision = "bf16";
+  job.autocast = true;
+  job.micro_batch_size = 1;
+  job.seq_len = 512;
+  job.optimizer = "adamw";
+  auto two = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(two.ok()) << two.error().message;
+  EXPECT_TRUE(assumed(*two, "train_freeze: the last 2 blocks train (freeze_trainable_layers not given"));
+  const uint64_t total = 6738415616;                                 // Llama-2-7B
+  const uint64_t block = 4ull * 4096 * 4096 + 3ull * 4096 * 11008;  // one block's linear weights
+  EXPECT_EQ(*component(*two, "weights"), total * 2);
+  EXPECT_EQ(*component(*two, "optimizer_state"), 2 * block * 2 * 2);  // bf16 states of 2 blocks
+
+  job.freeze_trainable_layers = 4;
+  job.adapter_dtype = "fp32";
+  auto four = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(four.ok()) << four.error().message;
+  EXPECT_TRUE(assumed(*four, "train_freeze: the last 4 blocks train"));
+  EXPECT_EQ(*component(*four, "weights"), (total - 4 * block) * 2 + 4 * block * 4);
+  EXPECT_EQ(*component(*four, "optimizer_state"), 4 * block * 2 * 4);
+  // Autocast caches a bf16 copy of the fp32 trainable weights; the bf16 ones need none.
+  auto casts = [](const Estimate& e) {
+    for (const auto& c : e.breakdown) if (c.name == "weight_casts") return c.bytes;
+    return uint64_t{0};
+  };
+  EXPECT_EQ(casts(*four), 4 * block * 2);
+  EXPECT_EQ(casts(*two), 0u);
+  // Four blocks keep activations for backward instead of two.
+  EXPECT_GT(saved_activations(four), saved_activations(two));
+}
+
 TEST(Estimator, LoraDropoutKeepsADroppedCopyAndAMaskPerModule) {
   Job job;
   job.task = "train_lora";
@@ -1079,6 +1115,27 @@ TEST(Estimator, KernelsForAnUnpatchedFamilyChangeNothing) {
   ASSERT_TRUE(plain && liger);
   EXPECT_EQ(liger->device_used_bytes, plain->device_used_bytes);
   EXPECT_TRUE(assumed(*liger, "kernels: none (liger has no liger kernels for gpt2"));
+}
+
+// Unsloth on a family it does not patch: no kernels, and none of its defaults either (flash
+// attention, the fused loss, offloaded checkpointing, every projection as LoRA target, which GPT-2
+// does not have): the job PEFT and transformers would run.
+TEST(Estimator, UnslothOnAnUnpatchedFamilyTakesNoneOfItsDefaults) {
+  ModelSpec gpt2 = find_preset("gpt2-xl")->value();
+  Job job;
+  job.task = "train_lora";
+  job.seq_len = 1024;
+  auto plain = estimate_memory(gpt2, job);
+  job.kernels = "unsloth";
+  auto unsloth = estimate_memory(gpt2, job);
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  ASSERT_TRUE(unsloth.ok()) << unsloth.error().message;
+  EXPECT_EQ(unsloth->device_used_bytes, plain->device_used_bytes);
+  EXPECT_TRUE(assumed(*unsloth, "kernels: none (unsloth has no unsloth kernels for gpt2; it runs unpatched, without unsloth's defaults)"));
+  EXPECT_TRUE(assumed(*unsloth, "attention_impl: sdpa (not given"));
+  EXPECT_TRUE(assumed(*unsloth, "loss_impl: standard"));
+  EXPECT_TRUE(assumed(*unsloth, "gradient_checkpointing: none (not given)"));
+  EXPECT_TRUE(assumed(*unsloth, "lora: r 16, alpha 32, the query and value projections (PEFT defaults)"));
 }
 
 

@@ -50,6 +50,37 @@ TEST(LengthAnalysis, CutsTruncationAndOutlierCost) {
   EXPECT_THAT(a.advice[2], HasSubstr("max_length=1024 truncates 1 of 100 examples (1.00%)"));
 }
 
+// A job that truncates never sees the outlier whole: it costs what the truncation length costs over
+// the 99th percentile, and the line says so; a cut below the 99th percentile leaves no outlier.
+TEST(LengthAnalysis, OutlierCostStopsAtTheTruncation) {
+  PeakAtLength peak = [](uint64_t len) -> std::optional<uint64_t> { return (1ull << 30) + len * (1ull << 20); };
+  LengthJob job;
+  job.truncation = 2048;
+  job.truncated_by = "the job's max length (2048)";
+  LengthAnalysis a = analyze_lengths(sample(), 2048, peak, job);
+  ASSERT_TRUE(a.outlier_extra_bytes.has_value());
+  EXPECT_EQ(*a.outlier_extra_bytes, (2048ull - 990) * (1ull << 20));
+  ASSERT_FALSE(a.advice.empty());
+  EXPECT_THAT(a.advice[0], HasSubstr("the longest example (5000 tokens, cut to 2048 by the job's max length (2048), "
+                                     "2.1x the 99th percentile of 990) raises the peak by 1.03 GiB"));
+  job.truncation = 512;
+  job.truncated_by = "the job's max length (512)";
+  EXPECT_FALSE(analyze_lengths(sample(), 512, peak, job).outlier_extra_bytes.has_value());
+}
+
+// Prompts get batching advice, not training's packing keys.
+TEST(LengthAnalysis, InferenceAdviceIsAboutBatchingPrompts) {
+  PeakAtLength peak = [](uint64_t len) -> std::optional<uint64_t> { return (1ull << 30) + len * (1ull << 20); };
+  LengthJob job;
+  job.inference = true;
+  LengthAnalysis a = analyze_lengths(sample(), 4096, peak, job);
+  ASSERT_EQ(a.advice.size(), 3u);
+  EXPECT_THAT(a.advice[0], HasSubstr("the longest prompt (5000 tokens, 5.1x the 99th percentile of 990)"));
+  EXPECT_THAT(a.advice[1], HasSubstr("batch prompts of similar length together"));
+  EXPECT_THAT(a.advice[1], ::testing::Not(HasSubstr("packing")));
+  EXPECT_THAT(a.advice[2], HasSubstr("prompts cut at 1024 tokens: that truncates 1 of 100 (1.00%)"));
+}
+
 TEST(LengthAnalysis, WithoutPredictionStillGivesDistribution) {
   LengthAnalysis a = analyze_lengths({100, 100, 100}, 0, nullptr);
   EXPECT_EQ(a.stats.p99, 100u);

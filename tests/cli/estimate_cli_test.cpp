@@ -123,6 +123,15 @@ TEST(EstimateCli, ParamsWithShape) {
   EXPECT_EQ(doc["model"]["source"], "--params");
 }
 
+// --params stands in for a model: with a model named too, neither is silently dropped.
+TEST(EstimateCli, ParamsAndAModelAreAnError) {
+  auto r = run_cli({"estimate", "llama-2-7b", "--params", "7B"}, "", kEmptyCache);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--params 7B and the model 'llama-2-7b' (from command line) both say what to estimate: give one"),
+            std::string::npos) << r.err;
+}
+
 TEST(EstimateCli, BadInputIsOneLineAndExitTwo) {
   auto unknown = run_cli({"estimate", "no-such-model-anywhere"}, "", kEmptyCache);
   EXPECT_EQ(unknown.exit_code, 2);
@@ -152,6 +161,10 @@ TEST(EstimateCli, InputThatIsNoConfigIsAnInputError) {
   EXPECT_EQ(dir.err, "oomdoc: " + folder + ": not a training config or job file, and --model already names the model; give one of them\n");
   auto missing = run_cli({"estimate", "/nonexistent/x.yaml", "--model", "llama-2-7b"}, "", kEmptyCache);
   EXPECT_EQ(missing.err, "oomdoc: /nonexistent/x.yaml: no such file (and --model is given)\n");
+  // A model name and --model: the model given twice, not a missing file.
+  auto twice = run_cli({"estimate", "llama-2-7b", "--model", "gpt2"}, "", kEmptyCache);
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_EQ(twice.err, "oomdoc: the model is given twice, as 'llama-2-7b' and as --model gpt2: give one\n");
   // A name the system refuses is the input's error, not an internal one.
   const std::string too_long = std::string(5000, 'a') + ".yaml";
   auto refused = run_cli({"estimate", too_long}, "", kEmptyCache);
@@ -287,6 +300,18 @@ TEST(EstimateCli, ReadsATrainingConfigAndPrintsTheJobItRead) {
   auto text = run_cli({"estimate", fixture_path("fit/axolotl_llama3_qlora.yml")}, "", kEmptyCache);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("config (axolotl): used 15; ignored"), std::string::npos) << text.out;
+}
+
+// --lora-target-modules takes PEFT's "all-linear" (fit's LoraConfig snippets print it) as it takes
+// "all_linear": the same job, the same prediction.
+TEST(EstimateCli, LoraTargetAllLinearInPeftsSpelling) {
+  auto peft = run_cli({"estimate", "llama-2-7b", "--task", "train_lora", "--lora-target-modules", "all-linear", "--json"});
+  auto ours = run_cli({"estimate", "llama-2-7b", "--task", "train_lora", "--lora-target-modules", "all_linear", "--json"});
+  ASSERT_EQ(peft.exit_code, 0) << peft.err;
+  ASSERT_EQ(ours.exit_code, 0) << ours.err;
+  auto a = nlohmann::json::parse(peft.out), b = nlohmann::json::parse(ours.out);
+  EXPECT_EQ(a["job"]["lora"]["target_modules"], "all_linear");
+  EXPECT_EQ(a["device_used_bytes"], b["device_used_bytes"]);
 }
 
 // A LoRA flag overrides the config's LoRA field by field: --lora-r 8 keeps the config's alpha,

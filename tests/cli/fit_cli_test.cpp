@@ -432,6 +432,53 @@ TEST(FitCli, LongestSequenceStopsAtTheContext) {
   EXPECT_EQ(doc["notes"].back(), "the longest sequence is the model's context (1024 positions), not memory");
 }
 
+// FlashAttention-2 needs Ampere or newer: on a T4 (Turing) no plan offers it (padding_free, the
+// flash kernel), and a job that asks for it gets a note that SDPA is what runs there.
+TEST(FitCli, NoFlashAttention2BeforeAmpere) {
+  auto r = run_cli({"fit", "llama-2-7b", "--task", "train_lora", "--seq-len", "4096", "--micro-batch-size", "4",
+                    "--gpu", "t4", "--json"});
+  ASSERT_NE(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out.find("flash_attention_2"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("padding_free"), std::string::npos) << r.out;
+  auto asked = run_cli({"fit", "llama-2-7b", "--task", "train_lora", "--attention-impl", "flash", "--gpu", "t4", "--json"});
+  ASSERT_NE(asked.exit_code, 2) << asked.err;
+  auto notes = nlohmann::json::parse(asked.out)["notes"];
+  EXPECT_NE(std::find(notes.begin(), notes.end(),
+                      "Tesla T4 16GB (Turing) does not run FlashAttention-2 (it needs an Ampere or newer GPU, compute "
+                      "capability 8.0+): attn_implementation=\"flash_attention_2\" will not run as given; SDPA "
+                      "(attn_implementation=\"sdpa\") is what runs there"),
+            notes.end()) << notes.dump();
+  // On an Ampere card the same plan may use it.
+  auto a10 = run_cli({"fit", "llama-2-7b", "--task", "train_lora", "--attention-impl", "flash", "--gpu", "a10", "--json"});
+  ASSERT_NE(a10.exit_code, 2) << a10.err;
+  EXPECT_EQ(a10.out.find("does not run FlashAttention-2"), std::string::npos);
+}
+
+// An option given twice, under one name or two, is named with both values (not CLI11's "At Most 1
+// required but received 2").
+TEST(FitCli, OptionGivenTwiceIsNamed) {
+  auto aliases = run_cli({"fit", "llama-2-7b", "--gpu", "4090", "--gpus", "2", "--num-gpus", "4"});
+  EXPECT_EQ(aliases.exit_code, 2);
+  EXPECT_EQ(aliases.err, "oomdoc fit: --gpus 2 and --num-gpus 4 set the same option: give one (see oomdoc fit --help)\n");
+  auto twice = run_cli({"fit", "llama-2-7b", "--gpu", "4090", "--seq-len", "2048", "--seq-len=4096"});
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_EQ(twice.err, "oomdoc fit: --seq-len is given twice (--seq-len 2048, --seq-len 4096): give it once (see oomdoc fit --help)\n");
+}
+
+// A prompt leaves room for the tokens generated after it: the default max_new_tokens (256) as
+// much as one given.
+TEST(FitCli, LongestPromptLeavesRoomForTheDefaultNewTokens) {
+  for (const auto& extra : std::vector<std::vector<std::string>>{{}, {"--max-new-tokens", "256"}}) {
+    std::vector<std::string> args = {"fit", "llama-2-7b", "--task", "inference", "--gpu", "h100-80", "--max-seq", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = run_cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto doc = nlohmann::json::parse(r.out);
+    EXPECT_EQ(doc["max_seq_len"], 4096 - 256);
+    EXPECT_EQ(doc["notes"].back(), "the longest prompt is the model's context (4096 positions less the tokens generated), not memory");
+  }
+}
+
 // The bigger card suggested first runs the user's own stack (an NVIDIA card for a 4090 user); a
 // smaller card of another vendor follows, saying so.
 TEST(FitCli, BiggerGpuOfTheUsersVendorFirst) {

@@ -114,7 +114,40 @@ INSTANTIATE_TEST_SUITE_P(
                       FuzzyCase{"rtx pro 6000", "RTX PRO 6000 Blackwell 96GB"},
                       FuzzyCase{"m2 ultra", "Apple M-series 192GB"},
                       FuzzyCase{"mac 64gb", "Apple M-series 64GB"},
-                      FuzzyCase{"gh200", "GH200 96GB"}));
+                      FuzzyCase{"gh200", "GH200 96GB"},
+                      // A trailing size picks among the cards of that name, however it is written.
+                      FuzzyCase{"4090 24gb", "GeForce RTX 4090 24GB"},
+                      FuzzyCase{"3090 24gb", "GeForce RTX 3090 24GB"},
+                      FuzzyCase{"4080 16gb", "GeForce RTX 4080 16GB"},
+                      FuzzyCase{"3060 12gb", "GeForce RTX 3060 12GB"},
+                      FuzzyCase{"4090-24", "GeForce RTX 4090 24GB"},
+                      FuzzyCase{"4090 24", "GeForce RTX 4090 24GB"},
+                      FuzzyCase{"a100-40g", "A100 SXM4 40GB"},
+                      FuzzyCase{"a100 pcie 40g", "A100 PCIe 40GB"},
+                      FuzzyCase{"a6000 48gb", "RTX A6000 48GB"},
+                      FuzzyCase{"l4 24gb", "L4 24GB"},
+                      FuzzyCase{"a40", "A40 48GB"}));
+
+// A size no card of that name has is said as such, naming the sizes there are.
+TEST(FindGpu, TrailingSizeThatNoCardOfTheNameHas) {
+  auto gpu = find_gpu("4090 48gb");
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_EQ(gpu.error().message,
+            "unknown GPU '4090 48gb': no '4090' card in the catalog has 48 GB (GeForce RTX 4090 24GB); `oomdoc gpus "
+            "--catalog` lists the cards, or give --memory SIZE");
+}
+
+// Letters and digits typed as one word stay together: "a40" is the A40, not an A100 with 40 GB.
+TEST(FindGpu, OtherSizesKeepTheWordsTypedAsOne) {
+  auto a40 = find_gpu("a40");
+  ASSERT_TRUE(a40.ok());
+  EXPECT_TRUE(other_sizes_named("a40", *a40).empty());
+  auto a100 = find_gpu("a100");
+  ASSERT_TRUE(a100.ok());
+  std::vector<std::string> others;
+  for (const GpuSpec* g : other_sizes_named("a100", *a100)) others.push_back(g->name);
+  EXPECT_EQ(others, (std::vector<std::string>{"A100 SXM4 40GB", "A100 PCIe 40GB"}));
+}
 
 TEST(FindGpu, UnknownNameNamesTheClosestEntries) {
   auto gpu = find_gpu("h300");

@@ -72,7 +72,7 @@ TEST(JobFile, ErrorsNameTheField) {
   };
   expect_error("{", "job.json: invalid JSON: line 1, column 2: syntax error while parsing object key - unexpected end of input; expected string literal");
   expect_error("[]", "job.json: a job file is one JSON object");
-  expect_error(R"({"modle": "x"})", "job.json: unknown key \"modle\" (keys: adapter_dtype, attention_impl, autocast, batch_size, bnb_saves_input, compile, cp, double_quant, fused_backward, "
+  expect_error(R"({"modle": "x"})", "job.json: unknown key \"modle\" (keys: adapter_dtype, attention_impl, autocast, batch_size, bnb_saves_input, compile, cp, double_quant, freeze_trainable_layers, fused_backward, "
                "gpu_layers, grad_accum_steps, gradient_checkpointing, group_size, implementation, kbit_upcast, kernels, kv_cache_dtype, lazy_module_loading, "
                "lora, loss_impl, loss_upcast, max_new_tokens, micro_batch_size, model, num_gpus, offload, "
                "optimizer, optimizer_impl, padding_free, parallelism, pp, precision, prefill_chunk, "
@@ -102,6 +102,19 @@ TEST(JobFile, ErrorsNameTheField) {
   expect_error(R"({"lora": {"rank": 8}})", "job.json: lora: unknown key \"rank\" (r, alpha, dropout, target_modules)");
   expect_error(R"({"offload": ["params"]})",
                "job.json: offload: params offload needs parameter sharding (zero3, fsdp_full_shard or hybrid_shard)");
+}
+
+// Every Linear as target_modules, in PEFT's spelling ("all-linear", what fit's snippets print) as
+// in the job file's ("all_linear").
+TEST(JobFile, AllLinearInEitherSpelling) {
+  for (const char* text : {R"({"lora": {"target_modules": "all_linear"}})", R"({"lora": {"target_modules": "all-linear"}})",
+                           R"({"lora": {"target_modules": ["all-linear"]}})"}) {
+    auto job = parse_job_json(text, "job.json");
+    ASSERT_TRUE(job) << job.error().message;
+    ASSERT_TRUE(job->lora);
+    EXPECT_TRUE(job->lora->all_linear) << text;
+    EXPECT_TRUE(job->lora->target_modules.empty()) << text;
+  }
 }
 
 // A job file with the CLI's flags on top: a flag replaces the file's key, LoRA settings merge key

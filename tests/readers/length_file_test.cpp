@@ -16,6 +16,16 @@ TEST(LengthFile, PlainCountsAndJsonLines) {
   EXPECT_THAT(*lengths, ElementsAre(12u, 40u, 7u, 9u, 3u));
 }
 
+// A UTF-8 byte-order mark before the first count (Notepad, PowerShell) is skipped, in either form.
+TEST(LengthFile, LeadingByteOrderMarkIsSkipped) {
+  auto plain = parse_lengths("\xEF\xBB\xBF" "100\n200\n", "l.txt");
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_EQ(*plain, (std::vector<uint64_t>{100, 200}));
+  auto json = parse_lengths("\xEF\xBB\xBF" "{\"length\": 7}\n", "l.jsonl");
+  ASSERT_TRUE(json.ok()) << json.error().message;
+  EXPECT_EQ(*json, (std::vector<uint64_t>{7}));
+}
+
 TEST(LengthFile, ErrorsNameFileAndLine) {
   auto bad = parse_lengths("12\nabc\n", "l.txt");
   ASSERT_FALSE(bad.ok());

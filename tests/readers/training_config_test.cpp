@@ -1,5 +1,6 @@
 #include "readers/training_config.h"
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -18,6 +19,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::IsSupersetOf;
+using ::testing::Not;
 using oomdoc::testing::fixture_path;
 
 TEST(TrainingConfig, AxolotlQloraExample) {
@@ -120,6 +122,35 @@ TEST(TrainingConfig, LlamaFactoryLoraDefaultsAreItsOwn) {
   EXPECT_EQ(bare->job.lora->alpha, 64);
   EXPECT_TRUE(bare->job.lora->all_linear);
   EXPECT_THAT(bare->job.lora->target_modules, IsEmpty());
+}
+
+// Freeze tuning: freeze_trainable_layers is read, and with bf16 the model loads in bf16 with only
+// the trainable blocks upcast to fp32 (LLaMA-Factory's _setup_freeze_tuning).
+TEST(TrainingConfig, LlamaFactoryFreezeTuningReadsItsLayersAndUpcastsOnlyThem) {
+  auto config = parse_training_config("model_name_or_path: Qwen/Qwen2.5-7B\nfinetuning_type: freeze\n"
+                                      "freeze_trainable_layers: 4\nbf16: true\n", "lf.yml", "");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const Job& job = config->job;
+  EXPECT_EQ(job.task, "train_freeze");
+  EXPECT_EQ(job.freeze_trainable_layers, 4u);
+  EXPECT_EQ(job.precision, "bf16");
+  EXPECT_EQ(job.autocast, true);
+  EXPECT_EQ(job.adapter_dtype, "fp32");
+  EXPECT_THAT(config->used_keys, Contains("freeze_trainable_layers"));
+  EXPECT_THAT(config->ignored_keys, Not(Contains("freeze_trainable_layers")));
+  EXPECT_THAT(config->warnings, IsEmpty());
+  // pure_bf16 keeps the trainable blocks in bf16 too; a negative count trains the first blocks.
+  auto pure = parse_training_config("model_name_or_path: m\nfinetuning_type: freeze\npure_bf16: true\n"
+                                    "freeze_trainable_layers: -3\n", "lf.yml", "");
+  ASSERT_TRUE(pure.ok()) << pure.error().message;
+  EXPECT_EQ(pure->job.precision, "bf16");
+  EXPECT_FALSE(pure->job.adapter_dtype.has_value());
+  EXPECT_EQ(pure->job.freeze_trainable_layers, 3u);
+  EXPECT_THAT(pure->warnings, ElementsAre(HasSubstr("-3 trains the first 3 blocks")));
+  auto zero = parse_training_config("model_name_or_path: m\nfinetuning_type: freeze\nfreeze_trainable_layers: 0\n",
+                                    "lf.yml", "");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_THAT(zero.error().message, HasSubstr("freeze_trainable_layers: must not be 0"));
 }
 
 TEST(TrainingConfig, LlamaFactoryQloraReadsTheDeepSpeedFile) {
@@ -349,6 +380,18 @@ TEST(TrainingConfig, OptimizerNotModelledWarns) {
   EXPECT_THAT(config->warnings[0], HasSubstr("c.yml: line 2: optimizer: optimizer 'galore_adamw' is not modelled"));
 }
 
+// torchao's low-bit AdamW, as TrainingArguments names it: 4-bit is adamw_4bit, 8-bit the
+// 8-bit blockwise state (two 8-bit states and a scale per 256), without a warning.
+TEST(TrainingConfig, TorchaoLowBitAdamw) {
+  for (const auto& [name, kind] : std::vector<std::pair<std::string, std::string>>{{"adamw_torch_4bit", "adamw_4bit"},
+                                                                                   {"adamw_torch_8bit", "adamw_8bit"}}) {
+    auto config = parse_training_config(R"({"per_device_train_batch_size": 1, "optim": ")" + name + R"("})", "args.json");
+    ASSERT_TRUE(config.ok()) << config.error().message;
+    EXPECT_EQ(config->job.optimizer, kind) << name;
+    EXPECT_THAT(config->warnings, IsEmpty()) << name;
+  }
+}
+
 TEST(TrainingConfig, GradientCheckpointingOffloadMovesActivationsToHost) {
   auto config = parse_training_config("base_model: x\ngradient_checkpointing: offload\n", "c.yml");
   ASSERT_TRUE(config.ok());
@@ -380,6 +423,31 @@ TEST(TrainingConfigHostile, DeepNestingBinaryAndHugeNumbersAreErrors) {
                                      "alias.yml");
   ASSERT_TRUE(alias.ok());
   EXPECT_EQ(alias->unknown_keys.size(), 3u);
+}
+
+// Settings the frameworks themselves refuse together are refused, naming the file, line and key:
+// bf16 and fp16 (TrainingArguments), load_in_4bit and load_in_8bit (BitsAndBytesConfig), and a
+// DeepSpeed stage that is not 0 to 3.
+TEST(TrainingConfig, ContradictorySettingsAreErrors) {
+  auto both_halves = parse_training_config(R"({"per_device_train_batch_size": 1, "bf16": true, "fp16": true})", "args.json");
+  ASSERT_FALSE(both_halves.ok());
+  EXPECT_EQ(both_halves.error().message,
+            "args.json: line 1: fp16: bf16 and fp16 are both true; at most one can be (transformers refuses the pair)");
+  auto one_off = parse_training_config(R"({"per_device_train_batch_size": 1, "bf16": true, "fp16": false})", "args.json");
+  ASSERT_TRUE(one_off.ok()) << one_off.error().message;
+  auto both_bits = parse_training_config("base_model: x\nadapter: qlora\nload_in_8bit: true\nload_in_4bit: true\n", "ax.yml");
+  ASSERT_FALSE(both_bits.ok());
+  EXPECT_EQ(both_bits.error().message, "ax.yml: line 4: load_in_4bit: load_in_4bit and load_in_8bit are both true; only one can be");
+  for (const char* stage : {"\"three\"", "5", "-1"}) {
+    auto ds = parse_training_config(fmt::format(R"({{"per_device_train_batch_size": 1, "deepspeed": {{"zero_optimization": {{"stage": {}}}}}}})", stage),
+                                    "args.json");
+    ASSERT_FALSE(ds.ok()) << stage;
+    EXPECT_THAT(ds.error().message, HasSubstr("args.json: line 1: deepspeed: zero_optimization.stage: '"));
+    EXPECT_THAT(ds.error().message, HasSubstr("' is not a ZeRO stage (0, 1, 2 or 3)"));
+  }
+  auto three = parse_training_config(R"({"per_device_train_batch_size": 1, "deepspeed": {"zero_optimization": {"stage": 3}}})", "args.json");
+  ASSERT_TRUE(three.ok()) << three.error().message;
+  EXPECT_EQ(three->job.parallelism, "zero3");
 }
 
 // deepspeed: PATH is read when it is there; only a missing path falls back to reading its name.
