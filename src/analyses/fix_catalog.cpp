@@ -165,6 +165,8 @@ const std::vector<FixInfo>& fix_catalog() {
       {"mixed_precision", "bf16 mixed precision instead of fp32", "bf16=True  # TrainingArguments", 7, "small"},
       {"eight_bit_optimizer", "8-bit (paged) optimizer states", "optim=\"paged_adamw_8bit\"  # bitsandbytes", 7,
        "small"},
+      {"double_quant", "Double quantization of the 4-bit base's constants",
+       "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_use_double_quant=True)", 7, "negligible"},
       {"gradient_checkpointing", "Recompute activations in backward instead of keeping them",
        "gradient_checkpointing=True  # model.gradient_checkpointing_enable()", 8, "about 20-33% more compute"},
       {"lora", "Train LoRA adapters, or QLoRA on a 4-bit base",
