@@ -1141,8 +1141,11 @@ struct Search {
   }
 };
 
-uint64_t share_of(uint64_t total, double fraction) {
-  return static_cast<uint64_t>(std::floor(static_cast<double>(total) * fraction));
+// A budget's share of a card, never more than CUDA can allocate on it (a --budget near 1 on a card
+// whose driver keeps a few hundred MiB).
+uint64_t share_of(uint64_t total, double fraction, std::optional<uint64_t> allocatable = std::nullopt) {
+  const auto share = static_cast<uint64_t>(std::floor(static_cast<double>(total) * fraction));
+  return allocatable ? std::min(share, *allocatable) : share;
 }
 
 }  // namespace
@@ -1241,6 +1244,7 @@ uint64_t fit_gpu_count(const Job& job, std::optional<uint64_t> gpus_flag) {
 void set_fit_gpu(FitOptions& options, const GpuSpec& gpu) {
   options.gpu_name = gpu.name;
   options.total_bytes = gpu.total_bytes;
+  options.allocatable_bytes = gpu.cuda_total_bytes;
   options.gpu_has_bf16 = gpu.bf16;
   options.gpu_vendor = gpu.vendor;
   options.gpu_architecture = gpu.architecture;
@@ -1300,8 +1304,8 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   report.total_bytes = options.total_bytes;
   report.budget = options.budget;
   report.target = std::min(options.target, options.budget);
-  report.usable_bytes = share_of(options.total_bytes, options.budget);
-  report.target_bytes = share_of(options.total_bytes, report.target);
+  report.usable_bytes = share_of(options.total_bytes, options.budget, options.allocatable_bytes);
+  report.target_bytes = share_of(options.total_bytes, report.target, options.allocatable_bytes);
   report.fits = needed <= report.usable_bytes;
   report.fits_target = needed <= report.target_bytes;
   if (precision_note) report.notes.push_back(*precision_note);
@@ -1423,7 +1427,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   const std::vector<uint64_t> kCounts = {1, 2, 4, 8, 16};
   auto fits_card = [&](const GpuSpec& gpu, uint64_t n, double fraction) {
     auto p = predicted_on(n);
-    return p && p->needed_bytes <= share_of(gpu.total_bytes, fraction);
+    return p && p->needed_bytes <= share_of(gpu.total_bytes, fraction, gpu.cuda_total_bytes);
   };
   // The smallest catalog card the job fits unchanged on: first of the user's vendor (their CUDA or
   // ROCm stack: bitsandbytes, flash-attn and the kernels they use run there), then, when another
@@ -1447,7 +1451,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       a.gpu_total_bytes = best->total_bytes;
       a.num_gpus = hw_count;
       a.predicted = *predicted_on(hw_count);
-      a.fits_target = a.predicted.needed_bytes <= share_of(best->total_bytes, report.target);
+      a.fits_target = a.predicted.needed_bytes <= share_of(best->total_bytes, report.target, best->cuda_total_bytes);
       a.description = fmt::format("fits unchanged on {}{}{}", hw_count > 1
                                       ? fmt::format("{} x ", hw_count) : "", best->name,
                                   own ? "" : best->vendor == "amd" ? ", an AMD card (ROCm)" : best->vendor == "nvidia" ? ", an NVIDIA card (CUDA)" : "");
@@ -1477,7 +1481,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     for (uint64_t n : kCounts) {
       if (n <= options.num_gpus) continue;
       auto p = predicted_on(n);
-      if (!p || p->needed_bytes > share_of(options.total_bytes, fraction)) continue;
+      if (!p || p->needed_bytes > share_of(options.total_bytes, fraction, options.allocatable_bytes)) continue;
       FitAlternative a;
       a.gpu_name = options.gpu_name;
       a.gpu_total_bytes = options.total_bytes;

@@ -39,6 +39,9 @@ inline constexpr double kHostBufferFactor = 1.5;
 struct FitOptions {
   std::string gpu_name;            // for messages; "24.00 GiB GPU" with --memory
   uint64_t total_bytes = 0;        // per GPU, as nvidia-smi reports it
+  // What CUDA itself reports (GpuSpec::cuda_total_bytes) when the catalog knows it: the driver keeps
+  // the difference, so no budget can give a job more than this.
+  std::optional<uint64_t> allocatable_bytes;
   bool gpu_has_bf16 = true;        // decides bf16 vs fp16 mixed precision
   std::string gpu_vendor;          // nvidia, amd, apple; "" with --memory (other GPUs: nvidia, amd)
   std::string gpu_architecture;    // the catalog's (Ampere, Hopper, ...); "" with --memory
@@ -114,8 +117,8 @@ struct FitReport {
   std::string gpu_name;
   uint64_t num_gpus = 1;
   uint64_t total_bytes = 0;
-  uint64_t usable_bytes = 0;        // budget x total
-  uint64_t target_bytes = 0;        // target x total
+  uint64_t usable_bytes = 0;        // budget x total, at most what CUDA can allocate (allocatable_bytes)
+  uint64_t target_bytes = 0;        // target x total, the same
   double budget = 0;
   double target = 0;
   uint64_t needed_bytes = 0;        // the estimate without its reclaimable cache (oom_view): what must fit

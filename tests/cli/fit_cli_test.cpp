@@ -10,6 +10,7 @@
 #include <set>
 #include <fstream>
 
+#include "readers/gpu_catalog.h"
 #include "support/test_support.h"
 
 namespace oomdoc {
@@ -670,6 +671,19 @@ TEST(FitCli, QloraWithoutDoubleQuantGetsItAsACheapStep) {
   // allocator's 5% slack on it.
   ASSERT_GT(before, after);
   EXPECT_NEAR(static_cast<double>(before - after) / (1ull << 30), 2.97 * 1.05, 0.05);
+}
+
+// A budget of 1 on an RTX 4090 is what CUDA can allocate (23.65 GiB), not nvidia-smi's 23.99 GiB.
+TEST(FitCli, TheBudgetStopsAtWhatCudaCanAllocate) {
+  auto r = run_cli({"fit", "llama-2-7b", "--task", "train_lora", "--seq-len", "1790", "--gpu", "4090", "--budget", "1", "--json"});
+  auto doc = nlohmann::json::parse(r.out);
+  const auto cuda_total = find_gpu("4090")->cuda_total_bytes;
+  ASSERT_TRUE(cuda_total.has_value());
+  EXPECT_EQ(doc["usable_bytes"].get<uint64_t>(), *cuda_total);
+  EXPECT_LT(doc["usable_bytes"].get<uint64_t>(), doc["total_bytes"].get<uint64_t>());
+  EXPECT_EQ(doc["fits"].get<bool>(), doc["needed_bytes"].get<uint64_t>() <= *cuda_total);
+  auto text = run_cli({"fit", "llama-2-7b", "--task", "train_lora", "--seq-len", "1790", "--gpu", "4090", "--budget", "1"});
+  EXPECT_NE(text.out.find("(100% budget, all CUDA can allocate)"), std::string::npos) << text.out;
 }
 
 }  // namespace
