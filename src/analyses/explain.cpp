@@ -1,6 +1,9 @@
 #include "analyses/explain.h"
 
+#include <algorithm>
+#include <climits>
 #include <map>
+#include <set>
 
 #include "core/saturating.h"
 
@@ -46,11 +49,51 @@ std::string group_key(const ExplainedEvent& item) {
   return key;
 }
 
-bool close_requests(const OomEvent& a, const OomEvent& b) {
-  const auto ra = a.bytes("requested"), rb = b.bytes("requested");
-  if (!ra || !rb) return ra.has_value() == rb.has_value();
-  const uint64_t low = std::min(*ra, *rb), high = std::max(*ra, *rb);
-  return high - low <= high / 10;
+// Two figures a user would read as the same: within 10% of the larger, or 64 MiB apart at most
+// (free memory moves by a few MiB from rank to rank).
+bool close_figures(uint64_t a, uint64_t b) {
+  const uint64_t low = std::min(a, b), high = std::max(a, b);
+  return high - low <= std::max<uint64_t>(high / 10, uint64_t{64} << 20);
+}
+
+// Fields that name one print rather than what failed: they may differ within a group.
+bool per_print_field(const std::string& name) {
+  static const std::set<std::string> kPerPrint = {
+      "pid", "worker_rank", "local_rank", "device_string", "error_line", "kernel_report_line",
+      "allocator_warning_line", "requested_bytes_from_text", "requested_text", "requested_unit",
+      "requested_rounded_bytes", "requested_lower_bound_bytes", "requested_bytes_if_float32",
+      "after_progress_bar", "decimal_separator", "capacity_spelling"};
+  return kPerPrint.count(name) > 0;
+}
+
+// Whether `b` says what `a` says: every figure close (the request, the free memory, vLLM's KV
+// sizes, a killed process's RSS, the HBM a TPU program needs...), the same other processes on the
+// card, and every other field equal (max_model_len, a memory cgroup, the process killed, a shape).
+bool alike(const OomEvent& a, const OomEvent& b) {
+  if (a.quantities.size() != b.quantities.size() || a.other_processes.size() != b.other_processes.size()) return false;
+  for (const auto& [name, q] : a.quantities) {
+    const Quantity* other = b.quantity(name);
+    if (other == nullptr || q.overflow != other->overflow || !close_figures(q.bytes, other->bytes)) return false;
+  }
+  for (size_t i = 0; i < a.other_processes.size(); ++i) {
+    if (!close_figures(a.other_processes[i].memory.bytes, b.other_processes[i].memory.bytes)) return false;
+  }
+  auto decisive = [](const OomEvent& e) {
+    std::vector<std::pair<std::string, FieldValue>> out;
+    for (const auto& field : e.fields) {
+      if (!per_print_field(field.first)) out.push_back(field);
+    }
+    std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    return out;
+  };
+  return decisive(a) == decisive(b);
+}
+
+// What the member still needs once the free memory is used: the group shows its largest.
+int64_t shortfall(const OomEvent& e) {
+  const auto requested = e.bytes("requested"), free = e.bytes("free");
+  if (!requested || !free) return INT64_MIN;
+  return static_cast<int64_t>(*requested / 2) - static_cast<int64_t>(*free / 2);   // halves: no overflow
 }
 
 }  // namespace
@@ -68,7 +111,7 @@ std::vector<EventGroup> group_similar_events(const ExplainReport& report) {
       // now and then, and an old one is not worth the search.
       const std::vector<size_t>& candidates = open[key];
       for (size_t k = candidates.size(); k-- > 0 && candidates.size() - k <= 16;) {
-        if (close_requests(report.events[groups[candidates[k]].members.front()].event, item.event)) {
+        if (alike(report.events[groups[candidates[k]].members.front()].event, item.event)) {
           joined = &groups[candidates[k]];
           break;
         }
@@ -80,6 +123,8 @@ std::vector<EventGroup> group_similar_events(const ExplainReport& report) {
     }
     joined->members.push_back(i);
     joined->prints = saturating_add(joined->prints, item.event.repeats);
+    if (shortfall(item.event) > shortfall(report.events[joined->shown].event)) joined->shown = i;
+    if (joined->members.size() == 1) joined->shown = i;
   }
   return groups;
 }

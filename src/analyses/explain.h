@@ -39,10 +39,12 @@ void add_to_report(ExplainReport& report, const ScanResult& scan);
 // Errors that say the same thing, to be told once: a retry loop, or eight ranks failing in the same
 // step, print one failure hundreds of times with figures a few MiB apart. Members share the input,
 // framework and format, the diagnosis (cause, secondary causes, fixes), the place (user frame and
-// operation), the card's size, and a request within 10% of the first member's. Informational
-// events each stand alone.
+// operation) and the card's size; each of their figures is within 10% (or 64 MiB) of the first
+// member's, they list as many other processes, and their other fields (max_model_len, a memory
+// cgroup, the process killed, a shape) are equal. Informational events each stand alone.
 struct EventGroup {
-  std::vector<size_t> members;   // indices into ExplainReport::events in input order; the first is shown
+  std::vector<size_t> members;   // indices into ExplainReport::events in input order
+  size_t shown = 0;              // the member told in full: the one that misses most (request - free)
   uint64_t prints = 0;           // every print of every member (word-for-word repeats included)
 };
 // Every event in exactly one group; groups in the order of their first member.

@@ -127,7 +127,7 @@ Json explain_to_json(const ExplainReport& report) {
   Json groups = Json::array();
   for (const auto& g : group_similar_events(report)) {
     if (!report.events[g.members.front()].event.is_error) continue;
-    groups.push_back({{"events", g.members}, {"prints", g.prints}});
+    groups.push_back({{"events", g.members}, {"shown", g.shown}, {"prints", g.prints}});
   }
   doc["error_groups"] = groups;
   Json climbing = Json::array();

@@ -30,8 +30,8 @@ std::string kill_reporter(const OomEvent& e) {
   return it == names.end() ? framework_title(e) : it->second;
 }
 
-// The numbers the message printed, in a compact line.
-std::string numbers_line(const OomEvent& e) {
+// The figures the headline shows, with their words, in this order.
+const std::vector<std::pair<const char*, const char*>>& shown_figures() {
   static const std::vector<std::pair<const char*, const char*>> shown = {
       {"requested", "requested"}, {"total", "total"}, {"free", "free"}, {"process", "this process"},
       {"allocated", "allocated by PyTorch"}, {"reserved_total", "reserved by PyTorch"},
@@ -39,9 +39,25 @@ std::string numbers_line(const OomEvent& e) {
       {"pytorch_limit", "allowed (memory fraction)"},
       {"mps_allocated", "MPS allocated"}, {"other_allocations", "other allocations"}, {"max_allowed", "max allowed"},
       {"kv_needed", "KV needed"}, {"kv_available", "KV available"}, {"in_use_chunks", "in use"},
-      {"anon_rss", "resident (anon-rss)"}, {"shmem_rss", "shared (shmem-rss)"}};
+      {"anon_rss", "resident (anon-rss)"}, {"shmem_rss", "shared (shmem-rss)"},
+      {"xla_memory_needed", "needed by the program"}};
+  return shown;
+}
+
+// The words for a figure: the headline's, else its name as the message's reader calls it.
+std::string figure_label(const std::string& name) {
+  for (const auto& [n, label] : shown_figures()) {
+    if (name == n) return label;
+  }
+  std::string out = name;
+  std::replace(out.begin(), out.end(), '_', ' ');
+  return out;
+}
+
+// The numbers the message printed, in a compact line.
+std::string numbers_line(const OomEvent& e) {
   std::string out;
-  for (const auto& [name, label] : shown) {
+  for (const auto& [name, label] : shown_figures()) {
     const Quantity* q = e.quantity(name);
     if (q == nullptr) continue;
     out += fmt::format("{}{} {}", out.empty() ? "" : " · ", label, q->overflow ? "unlimited" : format_bytes(q->bytes));
@@ -139,6 +155,7 @@ std::string group_line(const ExplainReport& report, const EventGroup& group) {
     last_line = std::max({last_line, e.line, e.last_repeat_line});
   }
   const OomEvent& first = report.events[group.members.front()].event;
+  const OomEvent& shown = report.events[group.shown].event;
   std::string out = fmt::format("+ {} more like it:", group.members.size() - 1);
   std::string where;
   if (!ranks.empty()) where = "rank" + std::string(ranks.size() > 1 ? "s " : " ") + integer_ranges(ranks);
@@ -151,12 +168,9 @@ std::string group_line(const ExplainReport& report, const EventGroup& group) {
   if (!where.empty()) out += " " + where + ",";
   out += fmt::format(" lines {}-{}", first.line, last_line);
   if (group.prints > group.members.size()) out += fmt::format(", {} prints in all", group.prints);
-  // The figures that differ from member to member, as ranges.
-  static const std::vector<std::pair<const char*, const char*>> varying = {
-      {"requested", "requested"}, {"free", "free"}, {"process", "this process"}, {"allocated", "allocated by PyTorch"},
-      {"reserved_unallocated", "reserved but unallocated"}};
+  // Every figure that differs from member to member, as a range (members print the same ones).
   std::string ranges;
-  for (const auto& [name, label] : varying) {
+  for (const auto& [name, q] : shown.quantities) {
     std::optional<uint64_t> low, high;
     for (size_t i : group.members) {
       if (auto b = report.events[i].event.bytes(name)) {
@@ -165,7 +179,21 @@ std::string group_line(const ExplainReport& report, const EventGroup& group) {
       }
     }
     if (low && *low != *high) {
-      ranges += fmt::format("{}{} {} to {}", ranges.empty() ? "" : ", ", label, format_bytes(*low), format_bytes(*high));
+      ranges += fmt::format("{}{} {} to {}", ranges.empty() ? "" : ", ", figure_label(name), format_bytes(*low),
+                            format_bytes(*high));
+    }
+  }
+  for (size_t k = 0; k < shown.other_processes.size(); ++k) {
+    uint64_t low = UINT64_MAX, high = 0;
+    for (size_t i : group.members) {
+      const auto& others = report.events[i].event.other_processes;
+      if (k < others.size()) {
+        low = std::min(low, others[k].memory.bytes);
+        high = std::max(high, others[k].memory.bytes);
+      }
+    }
+    if (low < high) {
+      ranges += fmt::format("{}another process {} to {}", ranges.empty() ? "" : ", ", format_bytes(low), format_bytes(high));
     }
   }
   if (!ranges.empty()) out += "; " + ranges;
@@ -182,7 +210,7 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
   if (options.group_similar) {
     groups = group_similar_events(report);
   } else {
-    for (size_t i = 0; i < report.events.size(); ++i) groups.push_back({{i}, report.events[i].event.repeats});
+    for (size_t i = 0; i < report.events.size(); ++i) groups.push_back({{i}, i, report.events[i].event.repeats});
   }
   // When errors were folded, say so first: the count the reader would otherwise scroll through.
   const size_t errors = report.error_count();
@@ -196,7 +224,7 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
                                  distinct)) + "\n\n";
   }
   for (const auto& group : groups) {
-    const ExplainedEvent& item = report.events[group.members.front()];
+    const ExplainedEvent& item = report.events[group.shown];
     const OomEvent& e = item.event;
     if (!e.is_error && !options.show_info) {
       ++info_count;

@@ -1,6 +1,8 @@
 // Errors that say the same thing are told once: group_similar_events and how explain shows a group.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <string>
 
 #include "analyses/explain.h"
@@ -94,6 +96,51 @@ TEST(ExplainGroups, WordForWordRepeatsCountAsPrints) {
   EXPECT_EQ(groups[0].prints, 4u);
   const std::string out = render_explain(report, Style::plain());
   EXPECT_NE(out.find("  + 1 more like it: ranks 0-1 (GPUs 0-1), lines 1-4, 4 prints in all\n"), std::string::npos) << out;
+}
+
+// Without a request figure, the other figures decide: errors that need different fixes stay apart.
+TEST(ExplainGroups, DifferentFiguresWithoutARequestStayApart) {
+  // MPS: another program took the memory in the second (other allocations 2 -> 15 GB).
+  const ExplainReport mps = explain_text(
+      "RuntimeError: MPS backend out of memory (MPS allocated: 18.00 GB, other allocations: 2.00 GB, max allowed: "
+      "20.40 GB). Tried to allocate 256.00 MB on private pool.\n"
+      "RuntimeError: MPS backend out of memory (MPS allocated: 5.00 GB, other allocations: 15.00 GB, max allowed: "
+      "20.40 GB). Tried to allocate 256.00 MB on private pool.\n");
+  ASSERT_EQ(mps.error_count(), 2u);
+  EXPECT_EQ(group_similar_events(mps).size(), 2u);
+  // The kernel killed a 95 GiB process, then a 1.9 GiB one.
+  const ExplainReport kills = explain_text(
+      "[12345.678] Out of memory: Killed process 4242 (python) total-vm:120000000kB, anon-rss:100000000kB, file-rss:0kB, "
+      "shmem-rss:0kB, UID:1000 pgtables:2000kB oom_score_adj:0\n"
+      "[22345.678] Out of memory: Killed process 5252 (python) total-vm:12000000kB, anon-rss:2000000kB, file-rss:0kB, "
+      "shmem-rss:0kB, UID:1000 pgtables:2000kB oom_score_adj:0\n");
+  ASSERT_EQ(kills.error_count(), 2u);
+  EXPECT_EQ(group_similar_events(kills).size(), 2u);
+  // vLLM: the same words, another max_model_len and KV figures.
+  const std::string kv = "ValueError: To serve at least one request with the models's max seq len ({}), ({} GiB KV cache is "
+                         "needed, which is larger than the available KV cache memory ({} GiB). Based on the available "
+                         "memory, the estimated maximum model length is {}. Try increasing `gpu_memory_utilization` or "
+                         "decreasing `max_model_len` when initializing the engine.\n";
+  const ExplainReport vllm = explain_text(fmt::format(fmt::runtime(kv), 131072, "16.00", "4.00", 32768) + "step\n" +
+                                          fmt::format(fmt::runtime(kv), 32768, "4.00", "1.00", 8192));
+  ASSERT_EQ(vllm.error_count(), 2u);
+  EXPECT_EQ(group_similar_events(vllm).size(), 2u);
+}
+
+// The member told in full is the one that misses most, so the fixes' figures hold for every member.
+TEST(ExplainGroups, TheMemberThatMissesMostIsShown) {
+  const std::string log = rank_oom(0, "2.00 GiB", "74.00 GiB") + rank_oom(1, "2.20 GiB", "74.00 GiB") +
+                          rank_oom(2, "2.10 GiB", "74.00 GiB");
+  const ExplainReport report = explain_text(log);
+  const auto groups = group_similar_events(report);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].members, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(groups[0].shown, 1u);   // 2.20 GiB requested with 1.05 GiB free
+  const std::string out = render_explain(report, Style::plain());
+  EXPECT_NE(out.find("test.log:2  PyTorch out of memory on GPU 1 (rank 1)\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("  + 2 more like it: ranks 0-2 (GPUs 0-2), lines 1-3; requested 2.00 GiB to 2.20 GiB\n"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("the peak must drop by at least 1.15 GiB"), std::string::npos) << out;
 }
 
 }  // namespace
