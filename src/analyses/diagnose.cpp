@@ -232,8 +232,9 @@ void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
     // No gradients, no accumulation: what grows is the KV cache (batch x length) and the logits.
     d.fixes.push_back(make_fix("smaller_inference_batch",
                                shortfall + "The KV cache and the logits scale with the sequences run at once; halve them."));
-    d.fixes.push_back(make_fix("shorter_generation", "The KV cache grows with every prompt and generated token."));
+    // New tokens and a KV cache only where something generates (an evaluation loop computes logits).
     if (operation == "generation") {
+      d.fixes.push_back(make_fix("shorter_generation", "The KV cache grows with every prompt and generated token."));
       d.fixes.push_back(make_fix("quantized_kv_cache", "A 4-bit cache takes about a quarter of a 16-bit one."));
     }
     d.fixes.push_back(make_fix("quantize_model", "Weights take half (8-bit) or a quarter (4-bit) of bf16."));

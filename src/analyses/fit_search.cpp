@@ -1399,14 +1399,21 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   if (options.solve_max_seq) {
     // The model's context bounds the answer too: memory may allow more than it has positions for.
     uint64_t bound = 1u << 23;
+    bool room = true;
     if (model.max_position_embeddings) {
       // A prompt leaves room for the tokens generated after it, the estimator's default included.
       const uint64_t generated = is_training(given) ? 0 : is_llama_cpp(given)
                                                              ? given.max_new_tokens.value_or(0)
                                                              : new_tokens_of(given);
-      bound = model.max_position_embeddings > generated ? model.max_position_embeddings - generated : 1;
+      room = model.max_position_embeddings > generated;
+      bound = room ? model.max_position_embeddings - generated : 1;
+      if (!room) {
+        report.max_seq_len_unanswered = fmt::format("max_new_tokens {} leaves no room for a prompt in the model's context "
+                                                    "of {} positions", generated, model.max_position_embeddings);
+        report.notes.push_back(report.max_seq_len_unanswered);
+      }
     }
-    report.max_seq_len = solve_largest(model, given, length_field, report.usable_bytes, bound, est);
+    if (room) report.max_seq_len = solve_largest(model, given, length_field, report.usable_bytes, bound, est);
     if (report.max_seq_len && *report.max_seq_len == bound && bound < (1u << 23)) {
       report.notes.push_back(fmt::format("the longest {} is the model's context ({} positions{}), not memory",
                                          is_training(given) ? "sequence" : "prompt", model.max_position_embeddings,

@@ -134,6 +134,8 @@ struct FitReport {
   bool solved_max_seq_len = false;
   std::optional<LengthAnalysis> lengths;
   std::vector<std::string> notes;
+  // Why --max-seq has no answer when memory is not the reason (no room for a prompt in the context).
+  std::string max_seq_len_unanswered;
 };
 
 // The card's part of FitOptions, in one place: a catalog GPU (name, memory, bf16, vendor,

@@ -276,8 +276,11 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     changed.model.quantization_group_size = 128;
     changed.model.checkpoint_bytes = 0;
     changed.config.quantization.reset();
+    // (Not every model has one on the Hub under a predictable name: none is named.)
+    const std::string& id = inputs.config.model;
     add_if_fits("vllm_quantized_weights", changed,
-                fmt::format("an AWQ or GPTQ 4-bit checkpoint of the model (e.g. {}-AWQ)", inputs.config.model),
+                fmt::format("a 4-bit AWQ or GPTQ checkpoint of {} (published separately)",
+                            id.substr(id.find_last_of('/') == std::string::npos ? 0 : id.find_last_of('/') + 1)),
                 "a different checkpoint; some accuracy loss");
   }
   // 8. CPU offload of weights: as many GiB as the shortfall.

@@ -271,7 +271,9 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
                      answer(r.max_micro_batch, "sequence")));
   }
   if (r.solved_max_seq_len) {
-    line(fmt::format("{} that fits: {}", serving ? "longest prompt" : "longest sequence", answer(r.max_seq_len, "token")));
+    line(fmt::format("{} that fits: {}", serving ? "longest prompt" : "longest sequence",
+                     r.max_seq_len_unanswered.empty() ? answer(r.max_seq_len, "token")
+                                                      : fmt::format("none ({})", r.max_seq_len_unanswered)));
   }
 
   if (!r.fits_target && !r.free_advice.empty()) {

@@ -686,5 +686,15 @@ TEST(FitCli, TheBudgetStopsAtWhatCudaCanAllocate) {
   EXPECT_NE(text.out.find("(100% budget, all CUDA can allocate)"), std::string::npos) << text.out;
 }
 
+// Generating as many tokens as the context holds leaves no prompt: said, not "1".
+TEST(FitCli, NoPromptFitsWhenTheNewTokensFillTheContext) {
+  auto r = run_cli({"fit", "gpt2", "--task", "inference", "--gpu", "4090", "--max-seq", "--max-new-tokens", "2000"});
+  EXPECT_NE(r.out.find("longest prompt that fits: none (max_new_tokens 2000 leaves no room for a prompt in the model's "
+                       "context of 1024 positions)"), std::string::npos) << r.out;
+  auto j = run_cli({"fit", "gpt2", "--task", "inference", "--gpu", "4090", "--max-seq", "--max-new-tokens", "2000", "--json"});
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_TRUE(doc["max_seq_len"].is_null());
+}
+
 }  // namespace
 }  // namespace oomdoc
