@@ -1,6 +1,7 @@
 // oomdoc: explains GPU out-of-memory errors and predicts GPU memory. Thin wiring over src/.
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -77,29 +78,12 @@ std::string describe_parse_error(const CLI::ParseError& e, bool top_level) {
   return what;
 }
 
-std::optional<std::string> unknown_option_before_separator(CLI::App& command, int argc, char** argv) {
-  bool after_command = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string word = argv[i];
-    if (!after_command) {
-      after_command = word == command.get_name();
-      continue;
-    }
-    if (word == "--") break;
-    if (word.size() < 2 || word[0] != '-' || std::isdigit(static_cast<unsigned char>(word[1]))) continue;
-    const std::string name = word.substr(0, word.find('='));
-    const CLI::Option* option = command.get_option_no_throw(name);
-    if (!option) return name;
-    // A known option's value is not an option, whatever it looks like.
-    if (option->get_items_expected_max() > 0 && name.size() == word.size()) ++i;
-  }
-  return std::nullopt;
-}
-
-// CLI11's "At Most 1 required but received 2" when one option is given twice, under one name or
-// under two (--gpus and --num-gpus): which, with the values given.
-std::optional<std::string> repeated_option(CLI::App& command, int argc, char** argv) {
-  std::map<const CLI::Option*, std::vector<std::string>> given;  // "--gpus 2", "--num-gpus 4"
+// The options of `command` given on the command line before "--", in order: each word that names
+// one (a known option or not: `option` is null for an unknown name) and its value (the "=" part or,
+// for an option that takes one, the next word). `visit` returns a message to stop with.
+using OptionVisitor = std::function<std::optional<std::string>(const std::string& name, const CLI::Option* option,
+                                                               const std::optional<std::string>& value)>;
+std::optional<std::string> visit_options(CLI::App& command, int argc, char** argv, const OptionVisitor& visit) {
   bool after_command = false;
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
@@ -112,21 +96,40 @@ std::optional<std::string> repeated_option(CLI::App& command, int argc, char** a
     const size_t eq = word.find('=');
     const std::string name = word.substr(0, eq);
     const CLI::Option* option = command.get_option_no_throw(name);
-    if (!option) continue;
-    std::string value;
+    std::optional<std::string> value;
     if (eq != std::string::npos) {
       value = word.substr(eq + 1);
-    } else if (option->get_items_expected_max() > 0 && i + 1 < argc) {
-      value = argv[++i];
+    } else if (option && option->get_items_expected_max() > 0 && i + 1 < argc) {
+      value = argv[++i];   // a known option's value is not an option, whatever it looks like
     }
-    auto& uses = given[option];
-    uses.push_back(value.empty() ? name : name + " " + value);
-    if (uses.size() < 2) continue;
-    const std::string first_name = uses[0].substr(0, uses[0].find(' '));
-    if (first_name == name) return fmt::format("{} is given twice ({}, {}): give it once", name, uses[0], uses[1]);
-    return fmt::format("{} and {} set the same option: give one", uses[0], uses[1]);
+    if (auto stop = visit(name, option, value)) return stop;
   }
   return std::nullopt;
+}
+
+std::optional<std::string> unknown_option_before_separator(CLI::App& command, int argc, char** argv) {
+  return visit_options(command, argc, argv, [](const std::string& name, const CLI::Option* option, const auto&) {
+    return option ? std::nullopt : std::optional<std::string>(name);
+  });
+}
+
+// CLI11's "At Most 1 required but received 2" when one option is given twice, under one name or
+// under two (--gpus and --num-gpus): which, with the values given.
+std::optional<std::string> repeated_option(CLI::App& command, int argc, char** argv) {
+  std::map<const CLI::Option*, std::vector<std::string>> given;  // "--gpus 2", "--num-gpus 4"
+  return visit_options(command, argc, argv,
+                       [&](const std::string& name, const CLI::Option* option,
+                           const std::optional<std::string>& value) -> std::optional<std::string> {
+                         if (!option) return std::nullopt;
+                         auto& uses = given[option];
+                         uses.push_back(!value || value->empty() ? name : name + " " + *value);
+                         if (uses.size() < 2) return std::nullopt;
+                         const std::string first_name = uses[0].substr(0, uses[0].find(' '));
+                         if (first_name == name) {
+                           return fmt::format("{} is given twice ({}, {}): give it once", name, uses[0], uses[1]);
+                         }
+                         return fmt::format("{} and {} set the same option: give one", uses[0], uses[1]);
+                       });
 }
 
 }  // namespace oomdoc::cli
