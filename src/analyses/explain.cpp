@@ -26,6 +26,7 @@ void add_to_report(ExplainReport& report, const ScanResult& scan) {
     report.events.push_back({scan.input, event, diagnose_event(event, context)});
   }
   if (climb.climbing) report.climbing.push_back(climb);
+  report.groups = group_similar_events(report);
 }
 
 namespace {

@@ -21,21 +21,6 @@ struct InputError {
   std::string message;   // one line naming the input
 };
 
-struct ExplainReport {
-  std::vector<std::string> inputs;        // the inputs scanned
-  std::vector<InputError> errors;         // the inputs that could not be
-  std::vector<ExplainedEvent> events;     // errors and informational events, in input order
-  std::vector<ClimbFinding> climbing;     // per input where memory climbs
-  uint64_t bytes_scanned = 0;
-  uint64_t lines = 0;
-  bool truncated = false;
-
-  size_t error_count() const;
-};
-
-// Diagnoses every event of one scanned input and appends it to the report.
-void add_to_report(ExplainReport& report, const ScanResult& scan);
-
 // Errors that say the same thing, to be told once: a retry loop, or eight ranks failing in the same
 // step, print one failure hundreds of times with figures a few MiB apart. Members share the input,
 // framework and format, the diagnosis (cause, secondary causes, fixes), the place (user frame and
@@ -47,6 +32,23 @@ struct EventGroup {
   size_t shown = 0;              // the member told in full: the one that misses most (request - free)
   uint64_t prints = 0;           // every print of every member (word-for-word repeats included)
 };
+
+struct ExplainReport {
+  std::vector<std::string> inputs;        // the inputs scanned
+  std::vector<InputError> errors;         // the inputs that could not be
+  std::vector<ExplainedEvent> events;     // errors and informational events, in input order
+  std::vector<ClimbFinding> climbing;     // per input where memory climbs
+  std::vector<EventGroup> groups;         // group_similar_events(*this), kept current by add_to_report
+  uint64_t bytes_scanned = 0;
+  uint64_t lines = 0;
+  bool truncated = false;
+
+  size_t error_count() const;
+};
+
+// Diagnoses every event of one scanned input, appends it to the report and regroups.
+void add_to_report(ExplainReport& report, const ScanResult& scan);
+
 // Every event in exactly one group; groups in the order of their first member.
 std::vector<EventGroup> group_similar_events(const ExplainReport& report);
 

@@ -1305,6 +1305,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   report.budget = options.budget;
   report.target = std::min(options.target, options.budget);
   report.usable_bytes = share_of(options.total_bytes, options.budget, options.allocatable_bytes);
+  report.usable_is_allocatable = report.usable_bytes < share_of(options.total_bytes, options.budget);
   report.target_bytes = share_of(options.total_bytes, report.target, options.allocatable_bytes);
   report.fits = needed <= report.usable_bytes;
   report.fits_target = needed <= report.target_bytes;

@@ -118,6 +118,7 @@ struct FitReport {
   uint64_t num_gpus = 1;
   uint64_t total_bytes = 0;
   uint64_t usable_bytes = 0;        // budget x total, at most what CUDA can allocate (allocatable_bytes)
+  bool usable_is_allocatable = false;   // the budget reached that cap: usable_bytes is all CUDA can allocate
   uint64_t target_bytes = 0;        // target x total, the same
   double budget = 0;
   double target = 0;

@@ -32,6 +32,15 @@ size_t utf8_sequence(std::string_view s, size_t i) {
 
 }  // namespace
 
+bool has_shape(std::string_view s, size_t at, std::string_view shape) {
+  if (at > s.size() || s.size() - at < shape.size()) return false;
+  for (char want : shape) {
+    const char c = s[at++];
+    if (want == '0' ? !(c >= '0' && c <= '9') : c != want) return false;
+  }
+  return true;
+}
+
 std::string printable(std::string_view text, size_t max_bytes) {
   std::string out;
   for (size_t i = 0; i < text.size();) {

@@ -30,6 +30,10 @@ std::string with_article(std::string_view phrase);
 // character boundary with "...". For names and values read from untrusted files (a corrupt key).
 std::string printable(std::string_view text, size_t max_bytes = SIZE_MAX);
 
+// Whether s[at...] has the fixed shape `shape`, where '0' stands for any digit and every other
+// character for itself: "0000-00-00 00:00:00" for a timestamp.
+bool has_shape(std::string_view s, size_t at, std::string_view shape);
+
 // Integers as a short list with runs collapsed: {0,1,2,3,5,7,8} -> "0-3, 5, 7-8" (sorted, repeats
 // dropped).
 std::string integer_ranges(std::vector<int64_t> values);

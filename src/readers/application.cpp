@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "core/text.h"
+
 namespace oomdoc {
 namespace {
 
@@ -24,11 +26,7 @@ std::string from_file(std::string_view file) {
 // a time, then the process's parallel ranks).
 bool sglang_prefix(std::string_view line) {
   static constexpr std::string_view kShape = "[0000-00-00 00:00:00 ";
-  if (line.size() < kShape.size() + 4) return false;
-  for (size_t i = 0; i < kShape.size(); ++i) {
-    const char c = line[i];
-    if (kShape[i] == '0' ? !(c >= '0' && c <= '9') : c != kShape[i]) return false;
-  }
+  if (line.size() < kShape.size() + 4 || !has_shape(line, 0, kShape)) return false;
   const size_t close = line.find(']', kShape.size());
   if (close == std::string_view::npos || close > kShape.size() + 24) return false;
   const std::string_view ranks = line.substr(kShape.size(), close - kShape.size());

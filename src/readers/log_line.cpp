@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "core/text.h"
+
 namespace oomdoc {
 namespace {
 
@@ -86,16 +88,6 @@ bool strip_compose_prefix(std::string_view& s) {
   while (digits > 0 && std::isdigit(static_cast<unsigned char>(name[digits - 1]))) --digits;
   if (digits == name.size() || digits < 2 || (name[digits - 1] != '-' && name[digits - 1] != '_')) return false;
   s = s.substr(bar + 3);
-  return true;
-}
-
-// Whether s[i...] starts with `shape`, '0' standing for any digit.
-bool has_shape(std::string_view s, size_t i, std::string_view shape) {
-  if (s.size() < i + shape.size()) return false;
-  for (char want : shape) {
-    const char c = s[i++];
-    if (want == '0' ? !std::isdigit(static_cast<unsigned char>(c)) : c != want) return false;
-  }
   return true;
 }
 
@@ -192,11 +184,8 @@ std::string_view strip_logger_prefix(std::string_view line) {
   if (level != "DEBUG" && level != "INFO" && level != "WARNING" && level != "ERROR" && level != "CRITICAL") return line;
   // " MM-DD HH:MM:SS": digits and separators in a fixed shape.
   static constexpr std::string_view kShape = " 00-00 00:00:00";
-  if (line.size() < i + kShape.size()) return line;
-  for (char want : kShape) {
-    const char c = line[i++];
-    if (want == '0' ? !(c >= '0' && c <= '9') : c != want) return line;
-  }
+  if (!has_shape(line, i, kShape)) return line;
+  i += kShape.size();
   if (i < line.size() && line[i] == '.') {
     ++i;
     while (i < line.size() && line[i] >= '0' && line[i] <= '9') ++i;

@@ -125,7 +125,7 @@ Json explain_to_json(const ExplainReport& report) {
   doc["events"] = events;
   // Errors that say the same thing (analyses/explain.h): indices into `events`.
   Json groups = Json::array();
-  for (const auto& g : group_similar_events(report)) {
+  for (const auto& g : report.groups) {
     if (!report.events[g.members.front()].event.is_error) continue;
     groups.push_back({{"events", g.members}, {"shown", g.shown}, {"prints", g.prints}});
   }

@@ -208,7 +208,7 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
   size_t shown = 0;
   std::vector<EventGroup> groups;
   if (options.group_similar) {
-    groups = group_similar_events(report);
+    groups = report.groups;
   } else {
     for (size_t i = 0; i < report.events.size(); ++i) groups.push_back({{i}, i, report.events[i].event.repeats});
   }

@@ -229,9 +229,8 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
                      format_bytes(e.reclaimable_bytes)));
   }
   // (A budget near 1 stops at what CUDA can allocate: the driver keeps the rest of the card.)
-  const bool capped = static_cast<double>(r.usable_bytes) < std::floor(static_cast<double>(r.total_bytes) * r.budget);
   line(fmt::format("usable          {} ({:.0f}% budget{})   target {} ({:.0f}%)",
-                   format_bytes(r.usable_bytes), 100 * r.budget, capped ? ", all CUDA can allocate" : "",
+                   format_bytes(r.usable_bytes), 100 * r.budget, r.usable_is_allocatable ? ", all CUDA can allocate" : "",
                    format_bytes(r.target_bytes), 100 * r.target));
   if (r.fits) {
     line(style.green(fmt::format("FITS as given, {} of headroom under the budget{}",

@@ -36,7 +36,7 @@ std::string eight_ranks_three_steps() {
 TEST(ExplainGroups, RanksAndStepsFailingAlikeFormOneGroup) {
   const ExplainReport report = explain_text(eight_ranks_three_steps());
   ASSERT_EQ(report.error_count(), 24u);
-  const auto groups = group_similar_events(report);
+  const auto& groups = report.groups;
   ASSERT_EQ(groups.size(), 1u);
   EXPECT_EQ(groups[0].members.size(), 24u);
   EXPECT_EQ(groups[0].members.front(), 0u);
@@ -56,6 +56,9 @@ TEST(ExplainGroups, ADifferentRequestOrCauseStandsApart) {
   ASSERT_EQ(report.error_count(), 27u);
   const auto groups = group_similar_events(report);
   ASSERT_EQ(groups.size(), 3u);
+  // add_to_report keeps the same grouping in the report, for the renderers.
+  ASSERT_EQ(report.groups.size(), 3u);
+  for (size_t g = 0; g < 3; ++g) EXPECT_EQ(report.groups[g].members, groups[g].members);
   EXPECT_EQ(groups[0].members.size(), 25u);
   EXPECT_EQ(groups[0].members.back(), 24u);
   EXPECT_EQ(groups[1].members, std::vector<size_t>{25});
@@ -101,30 +104,30 @@ TEST(ExplainGroups, WordForWordRepeatsCountAsPrints) {
 // Without a request figure, the other figures decide: errors that need different fixes stay apart.
 TEST(ExplainGroups, DifferentFiguresWithoutARequestStayApart) {
   // MPS: another program took the memory in the second (other allocations 2 -> 15 GB).
-  const ExplainReport mps = explain_text(
+  // Two errors in, two groups out.
+  auto expect_apart = [](const std::string& log) {
+    const ExplainReport report = explain_text(log);
+    ASSERT_EQ(report.error_count(), 2u) << log;
+    EXPECT_EQ(report.groups.size(), 2u) << log;
+  };
+  expect_apart(
       "RuntimeError: MPS backend out of memory (MPS allocated: 18.00 GB, other allocations: 2.00 GB, max allowed: "
       "20.40 GB). Tried to allocate 256.00 MB on private pool.\n"
       "RuntimeError: MPS backend out of memory (MPS allocated: 5.00 GB, other allocations: 15.00 GB, max allowed: "
       "20.40 GB). Tried to allocate 256.00 MB on private pool.\n");
-  ASSERT_EQ(mps.error_count(), 2u);
-  EXPECT_EQ(group_similar_events(mps).size(), 2u);
   // The kernel killed a 95 GiB process, then a 1.9 GiB one.
-  const ExplainReport kills = explain_text(
+  expect_apart(
       "[12345.678] Out of memory: Killed process 4242 (python) total-vm:120000000kB, anon-rss:100000000kB, file-rss:0kB, "
       "shmem-rss:0kB, UID:1000 pgtables:2000kB oom_score_adj:0\n"
       "[22345.678] Out of memory: Killed process 5252 (python) total-vm:12000000kB, anon-rss:2000000kB, file-rss:0kB, "
       "shmem-rss:0kB, UID:1000 pgtables:2000kB oom_score_adj:0\n");
-  ASSERT_EQ(kills.error_count(), 2u);
-  EXPECT_EQ(group_similar_events(kills).size(), 2u);
   // vLLM: the same words, another max_model_len and KV figures.
   const std::string kv = "ValueError: To serve at least one request with the models's max seq len ({}), ({} GiB KV cache is "
                          "needed, which is larger than the available KV cache memory ({} GiB). Based on the available "
                          "memory, the estimated maximum model length is {}. Try increasing `gpu_memory_utilization` or "
                          "decreasing `max_model_len` when initializing the engine.\n";
-  const ExplainReport vllm = explain_text(fmt::format(fmt::runtime(kv), 131072, "16.00", "4.00", 32768) + "step\n" +
-                                          fmt::format(fmt::runtime(kv), 32768, "4.00", "1.00", 8192));
-  ASSERT_EQ(vllm.error_count(), 2u);
-  EXPECT_EQ(group_similar_events(vllm).size(), 2u);
+  expect_apart(fmt::format(fmt::runtime(kv), 131072, "16.00", "4.00", 32768) + "step\n" +
+               fmt::format(fmt::runtime(kv), 32768, "4.00", "1.00", 8192));
 }
 
 // The member told in full is the one that misses most, so the fixes' figures hold for every member.

@@ -50,6 +50,14 @@ TEST(Text, PrintableEscapesControlAndBrokenBytes) {
   EXPECT_EQ(printable("abc", 3), "abc");
 }
 
+TEST(Text, HasShapeReadsDigitsAndSeparators) {
+  EXPECT_TRUE(has_shape("2024-05-01 10:00:00 x", 0, "0000-00-00 00:00:00"));
+  EXPECT_TRUE(has_shape("INFO 05-01 12:00:00", 4, " 00-00 00:00:00"));
+  EXPECT_FALSE(has_shape("2024-05-0a", 0, "0000-00-00"));
+  EXPECT_FALSE(has_shape("2024-05", 0, "0000-00-00"));   // too short
+  EXPECT_FALSE(has_shape("ab", 3, "0"));                  // past the end
+}
+
 TEST(Text, EditDistance) {
   EXPECT_EQ(edit_distance("", ""), 0u);
   EXPECT_EQ(edit_distance("4090", "4080"), 1u);
