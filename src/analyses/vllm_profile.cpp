@@ -308,9 +308,7 @@ uint64_t mxfp4_expert_padding_bytes(const ModelSpec& model, const PipelineStage&
   return allocated > charged ? static_cast<uint64_t>(allocated - charged) : 0;
 }
 
-uint64_t profile_activation_bytes(const ModelSpec& model, uint64_t batched_tokens,
-                                  uint64_t num_seqs, uint64_t tp, uint64_t act_bytes, bool v1_engine,
-                                  bool sort_free_sampler, uint64_t speculative_extra_bytes_per_logit) {
+uint64_t profile_forward_bytes(const ModelSpec& model, uint64_t batched_tokens, uint64_t tp, uint64_t act_bytes) {
   tp = std::max<uint64_t>(tp, 1);
   const uint64_t h = model.hidden_size;
   // Gated MLPs hold the fused gate/up output (2I) and its product (I); plain ones fc1's output
@@ -327,12 +325,19 @@ uint64_t profile_activation_bytes(const ModelSpec& model, uint64_t batched_token
     uint64_t moe = moe_per_token * moe_tokens + 3 * h * (batched_tokens - moe_tokens);
     forward = std::max(model.first_dense_layers ? forward : 0, moe);
   }
+  return forward * act_bytes;
+}
+
+uint64_t profile_activation_bytes(const ModelSpec& model, uint64_t batched_tokens,
+                                  uint64_t num_seqs, uint64_t tp, uint64_t act_bytes, bool v1_engine,
+                                  bool sort_free_sampler, uint64_t speculative_extra_bytes_per_logit) {
+  const uint64_t h = model.hidden_size;
   const uint64_t rows = std::min(num_seqs, batched_tokens);
   uint64_t sampler = sampler_peak_bytes(rows, model.vocab_size, act_bytes, sort_free_sampler);
   if (rows > 0) sampler += rows * model.vocab_size * speculative_extra_bytes_per_logit;
   // V0's execute_model keeps the forward's output (every token's hidden state) alive while it samples.
   if (!v1_engine) sampler += batched_tokens * h * act_bytes;
-  return std::max(forward * act_bytes, sampler);
+  return std::max(profile_forward_bytes(model, batched_tokens, tp, act_bytes), sampler);
 }
 
 uint64_t sampler_bytes_per_logit(uint64_t rows, uint64_t act_bytes, bool sort_free) {

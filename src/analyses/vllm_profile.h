@@ -87,11 +87,18 @@ uint64_t mxfp4_expert_padding_bytes(const ModelSpec& model, const PipelineStage&
 // the embeddings are replicated on every DP rank. tp for dense models.
 uint64_t moe_expert_ranks(const ModelSpec& model, uint64_t tp, uint64_t dp);
 
-// PyTorch's peak increase during the profile run. The forward pass and the sampler run one after
-// the other, so the peak is the larger of the two:
-// - forward: one layer's live tensors for max_num_batched_tokens tokens (residual, normed input
-//   and output: 3 x hidden; fused gate/up and its product: 3 x intermediate / TP; MoE: the
-//   fused-MoE caches of every routed slot);
+// The forward pass's share of the profile run's peak: one layer's live tensors for
+// max_num_batched_tokens tokens (residual, normed input and output: 3 x hidden; fused gate/up and
+// its product: 3 x intermediate / TP; MoE: the fused-MoE caches of every routed slot). It is the
+// whole peak on a worker that does not sample: in V0 only the driver worker (the first rank of
+// each tensor-parallel group) samples (vllm/worker/model_runner.py execute_model: "Only perform
+// sampling in the driver worker"), and in both engines only the last pipeline stage computes
+// logits at all.
+uint64_t profile_forward_bytes(const ModelSpec& model, uint64_t batched_tokens, uint64_t tp, uint64_t act_bytes);
+
+// PyTorch's peak increase during the profile run on the worker that samples. The forward pass and
+// the sampler run one after the other, so the peak is the larger of the two:
+// - forward: profile_forward_bytes;
 // - sampler: sampler_peak_bytes for min(max_num_seqs, tokens) rows, plus, in V0, the forward's
 //   hidden states, which execute_model still holds while it samples.
 // speculative_extra_bytes_per_logit: what speculative decoding's rejection-sampler dummy run

@@ -92,6 +92,11 @@ std::string concurrency_line(const ServePrediction& p, bool current_v1) {
 //    v0.6.5 (vllm-project/vllm#10511); v0.6.4's one-line "Memory profiling results" is not reproduced;
 //  - V1 before v0.8 (VLLM_USE_V1=1): "Loading model weights took", "# GPU blocks: N" and, from
 //    v0.7.1 (vllm-project/vllm#12569), the concurrency line; from v0.8 the current V1 lines.
+// "rank" or "7 ranks": the tensor-parallel group's ranks besides its driver.
+std::string other_ranks(uint64_t tp) {
+  return tp == 2 ? std::string("rank") : fmt::format("{} ranks", tp - 1);
+}
+
 std::vector<std::string> vllm_log_lines(const ServePrediction& p, bool blocks_overridden,
                                         const std::string& auto_fit_line) {
   const VllmBehavior& b = p.behavior;
@@ -108,6 +113,13 @@ std::vector<std::string> vllm_log_lines(const ServePrediction& p, bool blocks_ov
                                   "activation peak memory takes {:.2f}GiB; the rest of the memory reserved for "
                                   "KV Cache is {:.2f}GiB.", gib(p.weights.bytes), gib(p.non_torch.bytes),
                                   gib(p.activation.bytes), gib(p.available_kv_bytes)));
+      if (p.non_sampling_ranks) {
+        lines.push_back(fmt::format(
+            "(VllmWorkerProcess, the other {}) model weights take {:.2f}GiB; non_torch_memory takes {:.2f}GiB; "
+            "PyTorch activation peak memory takes {:.2f}GiB; the rest of the memory reserved for KV Cache is {:.2f}GiB.",
+            other_ranks(s.tensor_parallel_size), gib(p.weights.bytes), gib(p.non_torch.bytes),
+            gib(p.non_sampling_ranks->activation_bytes), gib(p.non_sampling_ranks->available_kv_bytes)));
+      }
     }
     if (blocks_overridden) lines.push_back(override_line(p));
     const uint64_t layers = p.kv.full_layers + p.kv.sliding_layers;
@@ -467,9 +479,15 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // --- Per pipeline stage: weights, KV layout, blocks; the stage with the fewest blocks binds.
   auto stages = pipeline_stages(model, s.pipeline_parallel_size);
   uint64_t offload = static_cast<uint64_t>(c.cpu_offload_gb * static_cast<double>(kGiB));
-  p.activation.bytes = in.overrides.activation_bytes.value_or(profile_activation_bytes(
+  // The rank that samples (the last stage's driver) peaks at the sampler; stages before the last
+  // compute no logits, and in V0 the other ranks of a tensor-parallel group do not sample.
+  const uint64_t sampling_activation = in.overrides.activation_bytes.value_or(profile_activation_bytes(
       model, s.max_num_batched_tokens, s.max_num_seqs, s.tensor_parallel_size, act_bytes, b.v1_engine,
       b.sort_free_sampler, p.speculative ? p.speculative->sampler_extra_bytes_per_logit : 0));
+  const uint64_t forward_activation = in.overrides.activation_bytes.value_or(
+      std::min(sampling_activation,
+               profile_forward_bytes(model, s.max_num_batched_tokens, s.tensor_parallel_size, act_bytes)));
+  p.activation.bytes = sampling_activation;
   p.activation.from_log = in.overrides.activation_bytes.has_value();
   p.activation.detail = p.activation.from_log
       ? "from the log"
@@ -532,12 +550,13 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         s.enforce_eager ? 0 : cuda_graph_bytes(model, stage, s.tensor_parallel_size, s.max_num_seqs, act_bytes));
     KvLayout layout = kv_layout(model, stage, s.tensor_parallel_size, *kv_storage, s.block_size);
     if (drafter_here) add_draft_kv(layout, p.speculative->kv);
+    const uint64_t activation = stage.last ? sampling_activation : forward_activation;
     int64_t available;
     if (c.kv_cache_memory_bytes) {
       available = static_cast<int64_t>(*c.kv_cache_memory_bytes);
     } else {
       available = static_cast<int64_t>(p.budget_bytes) - static_cast<int64_t>(weights) -
-                  static_cast<int64_t>(p.activation.bytes) - static_cast<int64_t>(p.non_torch.bytes);
+                  static_cast<int64_t>(activation) - static_cast<int64_t>(p.non_torch.bytes);
       if (b.context_counts_against_budget) available -= static_cast<int64_t>(p.context_bytes);
       if (p.graphs_in_budget) available -= static_cast<int64_t>(graphs);
     }
@@ -558,11 +577,24 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
       p.blocks_from_memory = kv_capacity(layout, available, s.max_model_len, s.max_num_batched_tokens,
                                          model.sliding_window, b.hybrid_kv_groups).num_blocks;
       p.weights.bytes = weights;
+      p.activation.bytes = activation;
       p.cuda_graphs.bytes = graphs;
       p.kv = layout;
       p.capacity = capacity;
       p.available_kv_bytes = available;
     }
+  }
+  if (!p.activation.from_log && !stages[p.binding_stage].last) {
+    p.activation.detail = fmt::format("profile run of {} tokens, forward pass only (this pipeline stage computes "
+                                      "no logits)", s.max_num_batched_tokens);
+  }
+  if (!b.v1_engine && s.tensor_parallel_size > 1 && !c.kv_cache_memory_bytes &&
+      p.activation.bytes > forward_activation) {
+    p.non_sampling_ranks = ServePrediction::OtherRanks{
+        forward_activation,
+        p.available_kv_bytes + static_cast<int64_t>(p.activation.bytes - forward_activation)};
+    p.activation.detail += fmt::format(", on the driver rank, which samples (the other {}: {})",
+                                       other_ranks(s.tensor_parallel_size), format_bytes(forward_activation));
   }
   p.weights.from_log = in.overrides.weights_bytes.has_value();
   p.weights.detail = p.weights.from_log ? "from the log" : s.weights.description;

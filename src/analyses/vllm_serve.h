@@ -111,6 +111,15 @@ struct ServePrediction {
   bool graphs_in_budget = false;      // charged before sizing the KV cache (v0.21+)
   int64_t available_kv_bytes = 0;     // can be negative, as vLLM logs it
   uint64_t binding_stage = 0;         // pipeline stage with the fewest blocks
+  // V0 with tensor parallelism: only the driver (each group's first rank) samples, so the binding
+  // stage's other ranks peak at the forward pass alone and each logs more memory left for the KV
+  // cache than the driver ("(VllmWorkerProcess pid=N) ... the rest of the memory reserved for KV
+  // Cache is"); the executor gives every rank the fewest blocks, the driver's.
+  struct OtherRanks {
+    uint64_t activation_bytes = 0;
+    int64_t available_kv_bytes = 0;
+  };
+  std::optional<OtherRanks> non_sampling_ranks;
   KvLayout kv;
   KvCapacity capacity;
   uint64_t blocks_from_memory = 0;    // what the memory holds, before --num-gpu-blocks-override

@@ -172,6 +172,10 @@ Json serve_json(const ServeReport& r) {
   doc["components"] = components;
   doc["no_kv_cache"] = p.no_kv_cache;
   doc["available_kv_cache_bytes"] = p.no_kv_cache ? Json(nullptr) : Json(p.available_kv_bytes);
+  doc["non_sampling_ranks"] = p.non_sampling_ranks
+      ? Json{{"activation_peak_bytes", p.non_sampling_ranks->activation_bytes},
+             {"available_kv_cache_bytes", p.non_sampling_ranks->available_kv_bytes}}
+      : Json(nullptr);
   doc["left_bytes"] = p.no_kv_cache ? Json(p.left_bytes) : Json(nullptr);
   doc["requests_at_once"] = p.no_kv_cache ? Json(p.requests_at_once) : Json(nullptr);
   doc["kv_cache"] = {{"bytes_per_token", p.kv.bytes_per_token},

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "analyses/fix_catalog.h"
+#include "analyses/vllm_profile.h"
 #include "core/units.h"
 #include "readers/gpu_catalog.h"
 #include "readers/model_resolver.h"
@@ -263,12 +264,47 @@ TEST(VllmServe, ContradictoryInputIsAnError) {
   EXPECT_EQ(tp.error().message, "Total number of attention heads (32) must be divisible by tensor parallel size (3).");
 }
 
+ModelSpec llama_3_1_8b() { return inputs({"vllm", "serve", "llama-3.1-8b"}, 24 * kGiB).model; }
+
 TEST(VllmServe, PipelineStagesBindOnTheFewestBlocks) {
   ServePrediction p = predict(inputs({"vllm", "serve", "llama-3.1-8b", "-pp", "2", "--max-model-len", "8192"}, 24 * kGiB));
   EXPECT_EQ(p.kv.bytes_per_token, 64 * kKiB);
-  // Stage 0 holds the embedding, stage 1 the (untied) head of the same size: equal weights, so
-  // the first stage binds.
-  EXPECT_EQ(p.binding_stage, 0u);
+  // Stage 0 holds the embedding, stage 1 the (untied) head of the same size: equal weights. Only
+  // the last stage computes logits and samples in the profile run, so its peak is higher and it binds.
+  EXPECT_EQ(p.binding_stage, 1u);
+  EXPECT_EQ(p.activation.detail, "profile run of 2048 tokens and 256 sequences");
+  // 32 layers over 3 stages: 11, 11, 10 (vLLM's get_pp_indices gives the remainder to the
+  // earlier stages); the first stage's extra layer and embedding outweigh the sampler's peak.
+  ServePrediction three = predict(inputs({"vllm", "serve", "llama-3.1-8b", "-pp", "3", "--max-model-len", "8192"},
+                                         24 * kGiB));
+  EXPECT_EQ(three.binding_stage, 0u);
+  EXPECT_EQ(three.activation.bytes, profile_forward_bytes(llama_3_1_8b(), 2048, 1, 2));
+  EXPECT_EQ(three.activation.detail,
+            "profile run of 2048 tokens, forward pass only (this pipeline stage computes no logits)");
+}
+
+// V0: only each tensor-parallel group's driver samples (vllm/worker/model_runner.py), so the
+// other ranks log a lower activation peak and more memory for the KV cache; the executor takes
+// the fewest blocks, the driver's.
+TEST(VllmServe, V0RanksThatDoNotSampleLogTheirOwnProfile) {
+  ServePrediction p = predict(inputs({"VLLM_USE_V1=0", "vllm", "serve", "llama-3.1-8b", "-tp", "2",
+                                      "--max-model-len", "8192"}, 24 * kGiB, "0.7.3"));
+  ASSERT_TRUE(p.non_sampling_ranks.has_value());
+  const uint64_t forward = profile_forward_bytes(llama_3_1_8b(), p.settings.max_num_batched_tokens, 2, 2);
+  EXPECT_EQ(p.non_sampling_ranks->activation_bytes, forward);
+  EXPECT_LT(forward, p.activation.bytes);
+  EXPECT_EQ(p.non_sampling_ranks->available_kv_bytes,
+            p.available_kv_bytes + static_cast<int64_t>(p.activation.bytes - forward));
+  bool logged = false;
+  for (const auto& line : p.log_lines) {
+    if (line.rfind("(VllmWorkerProcess, the other rank) model weights take", 0) == 0) logged = true;
+  }
+  EXPECT_TRUE(logged);
+  // V1 samples on every rank; one rank alone has no others.
+  EXPECT_FALSE(predict(inputs({"vllm", "serve", "llama-3.1-8b", "-tp", "2", "--max-model-len", "8192"}, 24 * kGiB))
+                   .non_sampling_ranks.has_value());
+  EXPECT_FALSE(predict(inputs({"VLLM_USE_V1=0", "vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192"}, 24 * kGiB,
+                              "0.7.3")).non_sampling_ranks.has_value());
   EXPECT_TRUE(p.fits);
 }
 

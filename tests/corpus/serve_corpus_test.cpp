@@ -174,6 +174,20 @@ std::vector<Row> replay_corpus() {
     std::optional<uint64_t> logged_total = int_field(e, "total_gpu_memory_bytes");
 
     row.logged_failure = e.value("startup_fails", false);
+    // V0 workers other than the driver log their own profile ("(VllmWorkerProcess pid=N) ... the
+    // rest of the memory reserved for KV Cache is"); they do not sample, so their figure is theirs,
+    // not the driver's. When every such line in the log is a worker's, compare with those ranks.
+    const bool kv_logged_by_other_ranks = [&] {
+      std::istringstream log(r.value("log", ""));
+      std::string l;
+      bool any = false;
+      while (std::getline(log, l)) {
+        if (l.find("reserved for KV Cache") == std::string::npos) continue;
+        if (l.find("(VllmWorkerProcess") == std::string::npos) return false;
+        any = true;
+      }
+      return any;
+    }();
     auto run = [&](const ServeInputs& in, std::optional<uint64_t>& tokens, std::optional<int64_t>& kv,
                    std::string& outcome, std::optional<uint64_t>* weights = nullptr) {
       auto p = predict_vllm_startup(in);
@@ -182,7 +196,8 @@ std::vector<Row> replay_corpus() {
         return;
       }
       tokens = p->behavior.v1_engine ? p->capacity.tokens : p->capacity.num_blocks * p->settings.block_size;
-      kv = p->available_kv_bytes;
+      kv = kv_logged_by_other_ranks && p->non_sampling_ranks ? p->non_sampling_ranks->available_kv_bytes
+                                                              : p->available_kv_bytes;
       outcome = p->error ? p->error->kind : "fits";
       if (weights) *weights = p->weights.bytes;
     };
