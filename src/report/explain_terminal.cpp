@@ -192,8 +192,11 @@ std::string group_line(const ExplainReport& report, const EventGroup& group) {
         high = std::max(high, others[k].memory.bytes);
       }
     }
+    // PyTorch lists every process on the card, this one usually among them: name none as "other".
     if (low < high) {
-      ranges += fmt::format("{}another process {} to {}", ranges.empty() ? "" : ", ", format_bytes(low), format_bytes(high));
+      const std::string label = shown.other_processes.size() == 1 ? std::string("process memory in use")
+                                                                  : fmt::format("listed process {} in use", k + 1);
+      ranges += fmt::format("{}{} {} to {}", ranges.empty() ? "" : ", ", label, format_bytes(low), format_bytes(high));
     }
   }
   if (!ranges.empty()) out += "; " + ranges;

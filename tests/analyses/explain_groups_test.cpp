@@ -146,5 +146,21 @@ TEST(ExplainGroups, TheMemberThatMissesMostIsShown) {
   EXPECT_NE(out.find("the peak must drop by at least 1.15 GiB"), std::string::npos) << out;
 }
 
+// PyTorch 2.1's form lists the card's processes, this one among them: the group's range names
+// the listed process, not "another" one.
+TEST(ExplainGroups, ListedProcessFiguresAreNotCalledAnotherProcess) {
+  auto listed = [](int rank, const std::string& in_use) {
+    return "[rank" + std::to_string(rank) + "]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+           "2.00 GiB. GPU " + std::to_string(rank) + " has a total capacty of 79.15 GiB of which 1.20 GiB is free. "
+           "Process " + std::to_string(1234 + rank) + " has " + in_use + " memory in use. Of the allocated memory "
+           "75.10 GiB is allocated by PyTorch, and 1.20 GiB is reserved by PyTorch but unallocated.\n";
+  };
+  const ExplainReport report = explain_text(listed(0, "77.94 GiB") + listed(1, "78.04 GiB"));
+  ASSERT_EQ(report.groups.size(), 1u);
+  const std::string out = render_explain(report, Style::plain());
+  EXPECT_NE(out.find("; process memory in use 77.94 GiB to 78.04 GiB\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("another process"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace oomdoc
