@@ -112,10 +112,49 @@ std::string operation_of(const OomEvent& e) {
 // (@torch.no_grad()), Trainer.prediction_step, Lightning's evaluation loops. Evaluation through them
 // is no evidence of autograd left on; a generate() frame never is (there is no telling a custom
 // generate loop from Hugging Face's when the traceback is cut).
+bool in_transformers_trainer(const TracebackFrame& f) {
+  return f.file.find("transformers/trainer") != std::string::npos ||
+         f.file.find("transformers\\trainer") != std::string::npos;
+}
+
+// Trainer's evaluation loop: the model runs only inside prediction_step, under torch.no_grad(), so
+// a failure in the loop itself (gathering or keeping predictions) is no evidence of autograd; a
+// prediction_step of the user's own (a Trainer subclass) may be.
+bool in_trainer_evaluation_loop(const Traceback& tb) {
+  bool loop = false;
+  for (const TracebackFrame& f : tb.frames) {
+    if (f.function == "prediction_step" && !in_transformers_trainer(f)) return false;
+    if ((f.function == "evaluation_loop" || f.function == "prediction_loop") && in_transformers_trainer(f)) loop = true;
+  }
+  return loop;
+}
+
+// Where Trainer's evaluation loop failed while keeping predictions on the GPU: appending this
+// batch's logits to those of every earlier batch (EvalLoopContainer.add -> nested_concat ->
+// torch.cat in trainer_pt_utils.py; `preds_host = nested_concat(...)` before transformers 4.42),
+// "concatenating", or gathering them from every process ("gathering"); "" elsewhere.
+std::string trainer_predictions_step(const Traceback& tb) {
+  if (!in_trainer_evaluation_loop(tb)) return "";
+  for (const TracebackFrame& f : tb.frames) {
+    if (f.function == "nested_concat" || f.function == "torch_pad_and_concatenate" ||
+        contains(f.code, "nested_concat(") || contains(f.code, "all_preds.add(") || contains(f.code, "all_logits.add(")) {
+      return "concatenating";
+    }
+  }
+  for (const TracebackFrame& f : tb.frames) {
+    if (contains(f.code, "gather_function(") || contains(f.code, "gather_for_metrics(") ||
+        contains(f.code, "_nested_gather(") || f.function == "gather_for_metrics" || f.function == "_nested_gather") {
+      return "gathering";
+    }
+  }
+  return "";
+}
+
 bool grad_disabled_by_library(const Traceback& tb) {
+  if (in_trainer_evaluation_loop(tb)) return true;
   for (const TracebackFrame& f : tb.frames) {
     if (f.file.find("transformers/generation/") != std::string::npos) return true;
-    if (f.function == "prediction_step" && f.file.find("transformers/trainer") != std::string::npos) return true;
+    if (f.function == "prediction_step" && in_transformers_trainer(f)) return true;
     if (f.file.find("lightning/") != std::string::npos &&
         (f.file.find("evaluation_loop") != std::string::npos || f.file.find("prediction_loop") != std::string::npos)) {
       return true;
@@ -1235,7 +1274,41 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   // a process killed for host RAM (diagnose_killed reads its own context).
   const bool gpu_error = e.is_error && e.format != "process_killed";
   if (gpu_error && !vllm) {
-    if (operation == "evaluation" && !grad_disabled_by_library(*e.traceback)) {
+    const std::string predictions = operation == "evaluation" && e.traceback ? trainer_predictions_step(*e.traceback) : "";
+    if (!predictions.empty()) {
+      // The logits of every evaluation batch (batch x seq x vocab) stay on the GPU until the loop
+      // ends unless eval_accumulation_steps moves them to the CPU ("If left unset, the whole
+      // predictions are accumulated on the device before being moved to the CPU (faster but
+      // requires more memory)", TrainingArguments); preprocess_logits_for_metrics shrinks what is kept.
+      d.secondary_causes.push_back("eval_predictions_on_gpu");
+      if (predictions == "concatenating") {
+        d.evidence.push_back(fmt::format(
+            "It failed in Trainer's evaluation loop while appending this batch's logits to the predictions it keeps on "
+            "the GPU{}: without eval_accumulation_steps every evaluation batch's logits (batch x sequence x vocabulary) "
+            "stay on the card until evaluation ends.",
+            m.requested ? fmt::format(" (the {} request is the concatenated copy: the predictions so far and this batch's)",
+                                      format_bytes(*m.requested))
+                        : ""));
+        // What is kept does not shrink with the batch: every batch's logits are kept either way.
+        d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(),
+                                     [](const Fix& f) { return f.id == "smaller_inference_batch"; }),
+                      d.fixes.end());
+        d.fixes.insert(d.fixes.begin(), make_fix("eval_accumulation_steps",
+                                                 "Moves the kept predictions to the CPU every few steps instead of "
+                                                 "at the end; they then take host RAM instead."));
+      } else {
+        d.evidence.push_back(
+            "It failed in Trainer's evaluation loop while gathering this batch's logits from every process: the "
+            "gathered tensor holds every process's batch x sequence x vocabulary logits.");
+      }
+      d.fixes.insert(d.fixes.begin() + (predictions == "concatenating" ? 1 : 0),
+                     make_fix("preprocess_logits_for_metrics",
+                              "Keeps the predicted token ids (argmax) instead of the whole vocabulary's logits: "
+                              "vocabulary-size times less to gather and keep."));
+      d.fixes.insert(d.fixes.begin() + (predictions == "concatenating" ? 2 : 1),
+                     make_fix("prediction_loss_only", "When the metrics need only the loss, no logits are kept at all."));
+      if (d.cause == "capacity_exhausted") std::swap(d.cause, d.secondary_causes.back());
+    } else if (operation == "evaluation" && !grad_disabled_by_library(*e.traceback)) {
       d.secondary_causes.push_back("evaluation_with_grad");
       d.evidence.push_back("It failed during evaluation (traceback), where no gradients are needed.");
       d.fixes.push_back(make_fix("no_grad_for_eval", "Without autograd, activations are freed layer by layer."));

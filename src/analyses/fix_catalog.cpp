@@ -21,6 +21,15 @@ const std::vector<FixInfo>& fix_catalog() {
       // ---- free: change nothing about the model or the data ----
       {"release_references", "Stop keeping tensors (and their graphs) alive across steps",
        "total_loss += loss.item()   # not loss; preds.append(out.detach().cpu())", 0, "free"},
+      // Trainer's evaluation keeps every batch's logits on the GPU (TrainingArguments:
+      // eval_accumulation_steps, prediction_loss_only; Trainer(preprocess_logits_for_metrics=...)).
+      {"eval_accumulation_steps", "Move evaluation predictions to the CPU every few steps",
+       "eval_accumulation_steps=4  # TrainingArguments; 1 keeps the least on the GPU", 0, "slower evaluation, host RAM"},
+      {"preprocess_logits_for_metrics", "Keep token ids, not the whole vocabulary's logits, for the metrics",
+       "Trainer(..., preprocess_logits_for_metrics=lambda logits, labels: logits.argmax(dim=-1))", 0,
+       "a few lines; metrics must take ids"},
+      {"prediction_loss_only", "Keep no predictions when the metrics need only the loss",
+       "prediction_loss_only=True  # TrainingArguments", 0, "no logit-based metrics"},
       {"no_grad_for_eval", "Run evaluation and generation without autograd",
        "with torch.inference_mode():  # model.eval() alone still records gradients", 0, "free"},
       {"end_other_processes", "Free the card from other processes",

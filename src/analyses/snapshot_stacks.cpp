@@ -15,8 +15,6 @@ namespace oomdoc {
 
 namespace {
 
-bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
-
 constexpr std::array<std::string_view, 8> kNoiseNames = {
     "unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start",
     "__libc_start_main", "PyEval_", "PyObject_", "PyFunction_"};

@@ -17,6 +17,8 @@ namespace oomdoc {
 // ASCII lower case (names and flags are ASCII; other bytes pass through).
 std::string to_lower(std::string_view s);
 
+inline bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
 // "1 line", "3 lines", "0 lines"; plural_form for irregular nouns ("1 process", "2 processes").
 std::string count_noun(uint64_t count, std::string_view singular, std::string_view plural_form = {});
 

@@ -15,7 +15,6 @@ bool is_library_file(const std::string& file) {
   return false;
 }
 
-bool contains(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
 
 }  // namespace
 

@@ -172,6 +172,61 @@ TEST(Diagnose, EvaluationWithoutNoGradComesFirst) {
   EXPECT_EQ(d.fixes.front().id, "no_grad_for_eval");
 }
 
+// Trainer's evaluation loop runs the model under no_grad (prediction_step) but keeps every batch's
+// logits on the GPU unless eval_accumulation_steps moves them: the OOM in appending them is that.
+std::string trainer_eval_traceback(const std::string& inner_frames) {
+  return "Traceback (most recent call last):\n"
+         "  File \"/workspace/train.py\", line 120, in <module>\n"
+         "    trainer.train()\n"
+         "  File \"/usr/lib/python3/dist-packages/transformers/trainer.py\", line 3467, in evaluate\n"
+         "    output = eval_loop(\n"
+         "  File \"/usr/lib/python3/dist-packages/transformers/trainer.py\", line 3672, in evaluation_loop\n" +
+         inner_frames +
+         new_format("7.83 GiB", "79.15 GiB", "3.91 GiB",
+                    "Including non-PyTorch memory, this process has 75.23 GiB memory in use. ", "70.10 GiB", "4.61 GiB");
+}
+
+TEST(Diagnose, TrainerEvaluationKeepingLogitsOnTheGpu) {
+  Diagnosis d = first_error(trainer_eval_traceback(
+      "    all_preds.add(logits)\n"
+      "  File \"/usr/lib/python3/dist-packages/transformers/trainer_pt_utils.py\", line 327, in add\n"
+      "    self.tensors = nested_concat(self.tensors, tensors, padding_index=self.padding_index)\n"
+      "  File \"/usr/lib/python3/dist-packages/transformers/trainer_pt_utils.py\", line 99, in torch_pad_and_concatenate\n"
+      "    return torch.cat((tensor1, tensor2), dim=0)\n"));
+  EXPECT_EQ(d.cause, "eval_predictions_on_gpu");
+  EXPECT_EQ(std::find(d.secondary_causes.begin(), d.secondary_causes.end(), "evaluation_with_grad"),
+            d.secondary_causes.end());
+  ASSERT_GE(d.fixes.size(), 3u);
+  EXPECT_EQ(d.fixes[0].id, "eval_accumulation_steps");
+  EXPECT_EQ(d.fixes[1].id, "preprocess_logits_for_metrics");
+  EXPECT_EQ(d.fixes[2].id, "prediction_loss_only");
+  EXPECT_FALSE(has_fix(d, "no_grad_for_eval"));
+  EXPECT_FALSE(has_fix(d, "smaller_inference_batch"));   // every batch's logits are kept whatever the batch
+  EXPECT_NE(d.evidence.back().find("(the 7.83 GiB request is the concatenated copy"), std::string::npos);
+}
+
+TEST(Diagnose, TrainerEvaluationGatheringLogits) {
+  Diagnosis d = first_error(trainer_eval_traceback("    logits = self.gather_function((logits))\n"));
+  EXPECT_EQ(d.cause, "eval_predictions_on_gpu");
+  ASSERT_GE(d.fixes.size(), 2u);
+  EXPECT_EQ(d.fixes[0].id, "preprocess_logits_for_metrics");
+  EXPECT_FALSE(has_fix(d, "eval_accumulation_steps"));    // gathering happens every step either way
+  EXPECT_TRUE(has_fix(d, "smaller_inference_batch"));
+}
+
+TEST(Diagnose, TrainerEvaluationLoopIsNoEvidenceOfAutograd) {
+  // Failing in the loop elsewhere (a metric computed on the GPU): the model ran under no_grad.
+  Diagnosis plain = first_error(trainer_eval_traceback("    metrics = self.compute_metrics(EvalPrediction(...))\n"));
+  EXPECT_NE(plain.cause, "evaluation_with_grad");
+  EXPECT_FALSE(has_fix(plain, "no_grad_for_eval"));
+  // A Trainer subclass's own prediction_step may record gradients.
+  Diagnosis own = first_error(trainer_eval_traceback(
+      "    losses, logits, labels = self.prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)\n"
+      "  File \"/workspace/my_trainer.py\", line 30, in prediction_step\n"
+      "    outputs = model(**inputs)\n"));
+  EXPECT_EQ(own.cause, "evaluation_with_grad");
+}
+
 TEST(Diagnose, LoadingTheModelMeansItDoesNotFit) {
   Diagnosis d = first_error(
       "Traceback (most recent call last):\n"
