@@ -41,6 +41,19 @@ uint64_t round_length_down(uint64_t len) {
   return len / 16 * 16;
 }
 
+// The largest n in [0, high] with fits(n), for a fits() that only turns false as n grows (0 when
+// none does): bisection, about log2(high) predictions.
+template <typename Fits>
+uint64_t largest_fitting(uint64_t high, Fits fits) {
+  if (fits(high)) return high;
+  uint64_t low = 0;   // taken as fitting; returned only if nothing above it does
+  while (high - low > 1) {
+    const uint64_t mid = low + (high - low) / 2;
+    (fits(mid) ? low : high) = mid;
+  }
+  return low;
+}
+
 }  // namespace
 
 std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePrediction& base) {
@@ -88,23 +101,57 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
       }
     }
   }
-  //    b. A KV cache sized outright (--kv-cache-memory-bytes, --num-gpu-blocks-override) that the
+  //    b. A utilization above what is free at startup (vLLM: "Free memory on device ... is less than
+  //       desired GPU memory utilization ... Decrease GPU memory utilization or reduce GPU memory used
+  //       by other processes"): the highest two-decimal share the free memory covers.
+  if (base.error && base.error->kind == "free_memory" && base.total_bytes > 0) {
+    const double covered = std::floor(static_cast<double>(base.free_at_startup_bytes) /
+                                      static_cast<double>(base.total_bytes) * 100) / 100;
+    for (double u = covered; u >= 0.5 - 1e-9; u -= 0.01) {
+      ServeInputs changed = inputs;
+      changed.config.gpu_memory_utilization = std::round(u * 100) / 100;
+      if (add_if_fits("vllm_lower_gpu_memory_utilization", changed,
+                      fmt::format("--gpu-memory-utilization {:.2f}", *changed.config.gpu_memory_utilization),
+                      fmt::format("free: the most the {} free at startup covers", format_bytes(base.free_at_startup_bytes)))) {
+        break;
+      }
+    }
+  }
+  //    c. A KV cache sized outright (--kv-cache-memory-bytes, --num-gpu-blocks-override) that the
   //       card cannot hold: the most it holds, or the budget's own sizing.
-  if (base.error && base.error->kind == "kv_cache_oom") {
+  if (base.error && (base.error->kind == "kv_cache_oom" || base.error->kind == "sampler_warmup_oom")) {
     const ServeConfig& c = inputs.config;
     uint64_t reserve = base.context_bytes + base.weights.bytes + base.non_torch.bytes + kGiB / 4 +
                        (s.enforce_eager ? 0 : base.cuda_graphs.bytes);
     if (c.kv_cache_memory_bytes && base.total_bytes > reserve) {
-      // Whole MiB, as a person would type it.
-      uint64_t bytes = (base.total_bytes - reserve) / kMiB * kMiB;
-      ServeInputs changed = inputs;
-      changed.config.kv_cache_memory_bytes = bytes;
-      add_if_fits("vllm_kv_cache_size", changed, fmt::format("--kv-cache-memory-bytes {}", bytes),
-                  fmt::format("a {} KV cache, what the card holds next to the weights", format_bytes(bytes)));
+      // The largest whole number of MiB that fits with the graphs and the sampler warm-up after
+      // it, less a 0.25 GiB margin (fits(MiB) only turns false as the cache grows: bisection).
+      const uint64_t low = largest_fitting((base.total_bytes - reserve) / kMiB + kGiB / 4 / kMiB, [&](uint64_t mib) {
+        ServeInputs changed = inputs;
+        changed.config.kv_cache_memory_bytes = mib * kMiB;
+        auto p = try_predict(changed);
+        return p && p->fits;
+      });
+      const uint64_t bytes = low > kGiB / 4 / kMiB ? (low - kGiB / 4 / kMiB) * kMiB : 0;
+      if (bytes > 0) {
+        ServeInputs changed = inputs;
+        changed.config.kv_cache_memory_bytes = bytes;
+        add_if_fits("vllm_kv_cache_size", changed, fmt::format("--kv-cache-memory-bytes {}", bytes),
+                    fmt::format("a {} KV cache, what the card holds next to the weights, the graphs and the "
+                                "sampler warm-up, with 0.25 GiB to spare", format_bytes(bytes)));
+      }
     }
     if (c.num_gpu_blocks_override && base.capacity.num_blocks && base.total_bytes > reserve) {
+      // As many blocks as fit with the same 0.25 GiB to spare.
       const uint64_t block_bytes = base.capacity.bytes / base.capacity.num_blocks;
-      const uint64_t blocks = (base.total_bytes - reserve) / block_bytes;
+      const uint64_t spare = (kGiB / 4 + block_bytes - 1) / block_bytes;
+      const uint64_t most = largest_fitting((base.total_bytes - reserve) / block_bytes + spare, [&](uint64_t n) {
+        ServeInputs changed = inputs;
+        changed.config.num_gpu_blocks_override = n;
+        auto p = try_predict(changed);
+        return n > 0 && p && p->fits;
+      });
+      const uint64_t blocks = most > spare ? most - spare : 0;
       if (blocks > 0) {
         ServeInputs changed = inputs;
         changed.config.num_gpu_blocks_override = blocks;
@@ -119,7 +166,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
                 c.kv_cache_memory_bytes ? "drop --kv-cache-memory-bytes" : "drop --num-gpu-blocks-override",
                 "free: gpu_memory_utilization sizes the cache to the budget");
   }
-  //    c. --dtype float32 doubles weights and KV cache: serve in the checkpoint's 16 bits.
+  //    d. --dtype float32 doubles weights and KV cache: serve in the checkpoint's 16 bits.
   if (inputs.config.dtype && (*inputs.config.dtype == "float32" || *inputs.config.dtype == "float")) {
     ServeInputs changed = inputs;
     changed.config.dtype = inputs.target.bf16 ? "bfloat16" : "half";
@@ -129,8 +176,24 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
   // 1. A shorter --max-model-len, when the weights fit and only one long request does not.
   if (base.available_kv_bytes > 0 && base.max_model_len_that_fits > 0 &&
       base.max_model_len_that_fits < s.max_model_len) {
+    // What fits at the length the launch asked for is a lower bound: where the profile run grows
+    // with max_model_len (V0 without chunked prefill profiles that many tokens), a shorter length
+    // also frees activation memory. Fitting only gets harder as the length grows: bisect.
+    auto fits_at = [&](uint64_t len) {
+      ServeInputs changed = inputs;
+      changed.config.max_model_len = len;
+      changed.config.max_model_len_auto = false;
+      auto p = try_predict(changed);
+      return p && p->fits;
+    };
     uint64_t len = base.max_model_len_that_fits;
+    if (fits_at(len)) {
+      len += largest_fitting(s.max_model_len - len, [&](uint64_t more) { return fits_at(len + more); });
+    }
+    // A context far shorter than asked (448 of 8192 tokens) is no answer on its own.
+    const uint64_t shortest_useful = std::min(kMinUsefulLength, s.max_model_len / 2);
     for (uint64_t candidate : {round_length_down(len), len}) {
+      if (candidate < shortest_useful) break;
       ServeInputs changed = inputs;
       changed.config.max_model_len = candidate;
       changed.config.max_model_len_auto = false;
@@ -298,8 +361,13 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
   {
     std::vector<const GpuSpec*> gpus;
     for (const GpuSpec& gpu : gpu_catalog()) {
-      // vLLM needs compute capability 7.0+: Pascal cards are no answer.
-      if (gpu.vendor == "nvidia" && gpu.architecture != "Pascal" && gpu.total_bytes > inputs.target.total_bytes) {
+      // vLLM needs compute capability 7.0+: Pascal cards are no answer. A bigger card holds more by
+      // nvidia-smi's figure and by CUDA's (the catalog knows CUDA's for some cards only: an A5000's
+      // nvidia-smi 23.99 GiB is no more than a 4090's 23.99, though above its CUDA 23.65).
+      const uint64_t smi_now = inputs.target.nvidia_smi_total_bytes ? inputs.target.nvidia_smi_total_bytes
+                                                                    : inputs.target.total_bytes;
+      if (gpu.vendor == "nvidia" && gpu.architecture != "Pascal" && gpu.total_bytes > smi_now &&
+          serve_target(gpu).total_bytes > inputs.target.total_bytes) {
         gpus.push_back(&gpu);
       }
     }

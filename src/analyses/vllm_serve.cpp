@@ -179,6 +179,7 @@ ServeTarget serve_target(const GpuSpec& gpu) {
   t.from_catalog = true;
   t.vendor = gpu.vendor;
   t.architecture = gpu.architecture;
+  t.nvidia_smi_total_bytes = gpu.total_bytes;
   if (gpu.cuda_total_bytes) {
     t.total_bytes = *gpu.cuda_total_bytes;
     t.total_source = "catalog: total as CUDA reports it (" + gpu.cuda_total_source + ")";
@@ -330,6 +331,12 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
       return Error{"--max-model-len -1 (auto-fit) is a V1 engine feature; this vLLM version runs V0: "
                    "give a length"};
     }
+    // Auto-fit arrived with vllm-project/vllm#29431 (merged 2025-11-25, first in v0.12.0); before
+    // it argparse refuses "auto", and -1 is no length.
+    if (c.max_model_len_auto && b.version.given && !b.version.at_least(0, 12, 0)) {
+      return Error{fmt::format("--max-model-len auto/-1: vLLM {} has no auto-fit (it came in v0.12.0, "
+                               "vllm-project/vllm#29431); give a length", b.version.text)};
+    }
     s.max_model_len = s.model_context;
     s.max_model_len_source = c.max_model_len_auto ? "auto-fit" : "model context";
     uint64_t positions = c.max_position_override.value_or(model.max_position_embeddings);
@@ -355,6 +362,23 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     return Error{fmt::format("--block-size {}: {} refuses it: \"argument --block-size: invalid choice: {} "
                              "(choose from {})\"", s.block_size,
                              b.version.given ? "vLLM " + b.version.text : "current vLLM", s.block_size, choices)};
+  }
+  // MLA backends page the latent cache in their own block sizes; CudaPlatform.check_and_update_config
+  // forces them when no attention backend is chosen by hand: FlashMLA on Hopper (from v0.7.3,
+  // vllm-project/vllm#13747) "Forcing kv cache block size to 64", CUTLASS MLA on datacenter
+  // Blackwell (SM100: B200, GB200, B300; the default from v0.10.1, vllm-project/vllm#22738) to 128.
+  if (model.attention == AttentionKind::kMultiLatent && !env("VLLM_ATTENTION_BACKEND")) {
+    const std::string& gpu = in.target.name;
+    const bool sm100 = in.target.architecture == "Blackwell" &&
+                       (gpu.find("B200") != std::string::npos || gpu.find("B300") != std::string::npos);
+    uint64_t forced = 0;
+    if (in.target.architecture == "Hopper" && (!b.version.given || b.version.at_least(0, 7, 3))) forced = 64;
+    if (sm100 && (!b.version.given || b.version.at_least(0, 10, 1))) forced = 128;
+    if (forced && s.block_size % forced != 0) {
+      p.assumptions.push_back(fmt::format("block size {} for MLA: vLLM logs \"Forcing kv cache block size to {} for {} "
+                                          "backend\" on this GPU", forced, forced, forced == 64 ? "FlashMLA" : "CUTLASS_MLA"));
+      s.block_size = forced;
+    }
   }
   s.kv_cache_dtype = c.kv_cache_dtype.value_or("auto");
   // resolve_kv_cache_dtype_string (vllm/utils/torch_utils.py): "auto" takes a ModelOpt
@@ -394,7 +418,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     const bool either_compressed = flag.rfind("compressed", 0) == 0 || named_method.rfind("compressed", 0) == 0;
     if (flag != base_method(named_method) && !either_compressed) {
       p.warnings.push_back(fmt::format(
-          "'{}' is a {} checkpoint by its name (\"{}\"): vLLM refuses --quantization {} on it (\"Quantization method "
+          "'{}' is quantized with {} by its name (\"{}\"): vLLM refuses --quantization {} on it (\"Quantization method "
           "specified in the model config ({}) does not match the quantization method specified in the `quantization` "
           "argument ({}).\"); sized with --quantization {} as asked", c.model, named_method, named->format->suffix,
           *c.quantization, named_method, *c.quantization, *c.quantization));
@@ -403,6 +427,15 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   if (c.quantization && model.quantization.empty()) {
     const std::string method = base_method(to_lower(*c.quantization));
     const bool prequantized = quantized_offline(to_lower(*c.quantization));
+    if (prequantized && named && base_method(named_method) != method &&
+        !(method.rfind("compressed", 0) == 0 || named_method.rfind("compressed", 0) == 0)) {
+      // The checkpoint the name says is quantized another way: its config decides, and vLLM refuses.
+      return Error{fmt::format("--quantization {} on '{}', quantized with {} by its name (\"{}\"): vLLM refuses it: "
+                               "\"Quantization method specified in the model config ({}) does not match the "
+                               "quantization method specified in the `quantization` argument ({}).\"",
+                               *c.quantization, c.model, named_method, named->format->suffix, named_method,
+                               *c.quantization)};
+    }
     if (prequantized && !(named && base_method(named_method) == method)) {
       return Error{fmt::format("--quantization {} needs a checkpoint quantized with {}: {}'s config has no "
                                "quantization_config (vLLM: \"Cannot find the config file for {}\"); use a checkpoint "
@@ -432,6 +465,23 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   auto format = weight_format(use_named ? named_format : model, c.dtype, quantization, in.target.bf16);
   if (!format) return format.error();
   s.weights = format.value();
+  // VllmConfig._get_quantization_config refuses a method below its kernels' compute capability
+  // (each QuantizationConfig.get_min_capability): fp8, bitsandbytes, Marlin kernels and AWQ's own.
+  if (!s.weights.method.empty()) {
+    const int capability = min_compute_capability(in.target.architecture);
+    const std::string asked = c.quantization ? to_lower(*c.quantization) : s.weights.method;
+    const std::string method = to_lower(s.weights.method);
+    int needed = 0;
+    if (asked.find("marlin") != std::string::npos || method == "fp8" || method == "mxfp4") needed = 80;
+    else if (method.rfind("awq", 0) == 0) needed = 75;
+    else if (method == "bitsandbytes") needed = 70;
+    else if (method.rfind("gptq", 0) == 0) needed = 60;
+    if (capability > 0 && capability < needed && (capability == 70 || capability == 75 || capability == 60)) {
+      return Error{fmt::format("{} weights on {}: vLLM refuses them: \"The quantization method {} is not supported "
+                               "for the current GPU. Minimum capability: {}. Current capability: {}.\"",
+                               asked, in.target.name, asked, needed, capability)};
+    }
+  }
   apply_scheduler_defaults(in, b, s);
   // Launches vLLM refuses before loading anything. SchedulerConfig._verify_args (vllm/config.py;
   // vllm/config/scheduler.py in current releases): without chunked prefill one batch must hold a
@@ -443,6 +493,13 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         "maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. "
         "Please increase max_num_batched_tokens or decrease max_model_len.\"",
         s.max_num_batched_tokens, s.max_model_len, s.max_num_batched_tokens, s.max_model_len)};
+  }
+  // Every step schedules at least one token per running sequence (SchedulerConfig._verify_args).
+  if (s.max_num_batched_tokens < s.max_num_seqs) {
+    return Error{fmt::format(
+        "--max-num-batched-tokens {} below --max-num-seqs {}{}: vLLM refuses it: \"max_num_batched_tokens ({}) must "
+        "be greater than or equal to max_num_seqs ({}).\"", s.max_num_batched_tokens, s.max_num_seqs,
+        c.max_num_seqs ? "" : " (this version's default for the GPU)", s.max_num_batched_tokens, s.max_num_seqs)};
   }
   uint64_t act_bytes = s.weights.dense_bytes;
   auto kv_storage = kv_cache_storage(s.kv_cache_dtype, s.weights.dense_bytes);
@@ -763,6 +820,22 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
       p.warnings.push_back("CUDA graphs are captured after the KV cache is sized, and less than "
                            "0.25 GiB would be left afterwards: a capture OOM is likely");
     }
+  }
+  // V1 then warms the sampler up (gpu_worker.compile_or_warm_up_model: a dummy run of max_num_seqs
+  // tokens and the sampler over as many rows, "called after capture_model on purpose"). Sized
+  // through the budget, that peak was reserved by the profile; sized outright, nothing reserved it.
+  const uint64_t warmup = kv_sized_outright && b.v1_engine && !p.no_kv_cache
+      ? profile_activation_bytes(model, s.max_num_seqs, s.max_num_seqs, tp, act_bytes, true, b.sort_free_sampler,
+                                 p.speculative ? p.speculative->sampler_extra_bytes_per_logit : 0)
+      : 0;
+  const uint64_t graphs_captured = s.enforce_eager ? 0 : p.cuda_graphs.bytes;
+  if (warmup > 0 && !p.error && in_use_after_kv <= p.total_bytes &&
+      in_use_after_kv + graphs_captured + warmup > p.total_bytes) {
+    set_error("sampler_warmup_oom", fmt::format(
+        "torch.OutOfMemoryError: CUDA out of memory in the sampler warm-up after the KV cache{} ({} of "
+        "{} sequences' logits and their sort need more than the {:.2f} GiB left)",
+        s.enforce_eager ? "" : " and CUDA graphs", format_bytes(warmup), s.max_num_seqs,
+        gib(p.total_bytes - std::min(p.total_bytes, in_use_after_kv + graphs_captured))));
   }
   p.fits = !p.error.has_value();
 

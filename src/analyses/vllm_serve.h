@@ -24,6 +24,7 @@ struct ServeTarget {
   std::string name = "custom";
   uint64_t total_bytes = 0;
   std::string total_source;
+  uint64_t nvidia_smi_total_bytes = 0;   // a catalog card's nvidia-smi total (0 for --memory)
   bool bf16 = true;
   bool fp8 = true;
   bool nvlink = false;
@@ -87,7 +88,7 @@ struct ServeSettings {
 
 struct VllmStartupError {
   std::string kind;     // free_memory, weights_oom, no_cache_blocks, max_len_too_long,
-                        // auto_fit_failed, kv_cache_oom, graph_capture_oom
+                        // auto_fit_failed, kv_cache_oom, graph_capture_oom, sampler_warmup_oom
   std::string message;  // as vLLM (or PyTorch) words it
 };
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace oomdoc {
@@ -31,5 +32,19 @@ struct GpuSpec {
   std::optional<uint64_t> cuda_total_bytes;
   std::string cuda_total_source;
 };
+
+// The lowest CUDA compute capability (major x 10 + minor) of an NVIDIA architecture as the catalog
+// names it: Pascal 6.0, Volta 7.0, Turing 7.5, Ampere 8.0 (8.6 on GA10x), Ada 8.9, Hopper 9.0,
+// Blackwell 10.0 (12.0 on GB20x). Frameworks gate kernels on it; 0 for other vendors or unknown names.
+inline int min_compute_capability(std::string_view architecture) {
+  if (architecture == "Pascal") return 60;
+  if (architecture == "Volta") return 70;
+  if (architecture == "Turing") return 75;
+  if (architecture == "Ampere") return 80;
+  if (architecture == "Ada") return 89;
+  if (architecture == "Hopper") return 90;
+  if (architecture == "Blackwell") return 100;
+  return 0;
+}
 
 }  // namespace oomdoc

@@ -141,6 +141,14 @@ constexpr uint64_t kMaxKvBytes = 1ull << 50;      // 1 PiB
 
 Result<uint64_t> positive_count(const std::string& flag, const std::string& value,
                                 uint64_t limit = kMaxCount) {
+  // vLLM's human_readable_int: k/m/g are decimal and take decimals (25.6k); K/M/G are binary and
+  // do not ("Decimals are not allowed with binary suffixes").
+  if (!value.empty() && (value.back() == 'K' || value.back() == 'M' || value.back() == 'G') &&
+      value.find('.') != std::string::npos) {
+    return Error{fmt::format("--{}: '{}': vLLM refuses it: \"Decimals are not allowed with binary suffixes\" (write "
+                             "{}{} for thousands, or a whole number of {})", flag, value,
+                             value.substr(0, value.size() - 1), static_cast<char>(std::tolower(value.back())), value.back())};
+  }
   auto count = parse_vllm_token_count(value);
   if (!count || *count == 0) {
     return Error{fmt::format("--{}: '{}' is not a positive whole number", flag, value)};
@@ -385,24 +393,27 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
   return Ok{};
 }
 
-std::string describe(const std::string& flag, const std::optional<std::string>& value) {
-  return value ? fmt::format("--{} {}", flag, *value) : "--" + flag;
+// The flag as written (-O3, -p 8000, --port 8000), for the lists of ignored and unknown flags.
+std::string describe(std::string_view dashes, const std::string& flag, const std::optional<std::string>& value) {
+  return value ? fmt::format("{}{} {}", dashes, flag, *value) : std::string(dashes) + flag;
 }
 
 // Flags and one positional model from words[start...].
 Status read_flags(const std::vector<std::string>& words, size_t start, bool model_positional,
                   ServeConfig& config) {
+  std::optional<std::string> positional;
   for (size_t i = start; i < words.size(); ++i) {
     const std::string& word = words[i];
     if (word.size() < 2 || word[0] != '-') {
-      if (model_positional && config.model.empty()) {
-        config.model = word;
+      if (model_positional && !positional) {
+        positional = word;
         continue;
       }
       config.unknown.push_back(word);
       continue;
     }
-    std::string body = word.substr(word[1] == '-' ? 2 : 1);
+    const std::string_view dashes = word[1] == '-' ? "--" : "-";
+    std::string body = word.substr(dashes.size());
     std::optional<std::string> value;
     auto eq = body.find('=');
     if (eq != std::string::npos) {
@@ -410,7 +421,20 @@ Status read_flags(const std::vector<std::string>& words, size_t start, bool mode
       body = body.substr(0, eq);
     }
     std::string name = normalize_flag(body);
+    // vLLM's short forms take one dash only (-tp, -pp, -q, -O3): argparse refuses --tp.
+    std::string dashed = body;
+    std::replace(dashed.begin(), dashed.end(), '_', '-');
+    if (dashes == "--" && name != dashed && name != "kv-cache-memory-bytes") {
+      return Error{fmt::format("--{}: not a vLLM flag; its short form is -{} (or --{}); vLLM would exit with "
+                               "'unrecognized arguments'", body, body, name)};
+    }
     const bool glued_level = body.size() == 2 && body[0] == 'O' && std::isdigit(static_cast<unsigned char>(body[1]));
+    // A boolean flag takes an explicit True/False after it where vLLM declares it with nargs="?"
+    // (StoreBoolean, v0.5-v0.6: --enable-chunked-prefill False).
+    if (!value && boolean_flags().count(name) && i + 1 < words.size()) {
+      const std::string next = to_lower(words[i + 1]);
+      if (next == "true" || next == "false") value = words[++i];
+    }
     if (!value && !glued_level && !boolean_flags().count(name) && i + 1 < words.size()) {
       const std::string& next = words[i + 1];
       // A value may itself start with '-' only as a number (--max-model-len -1).
@@ -425,8 +449,16 @@ Status read_flags(const std::vector<std::string>& words, size_t start, bool mode
         }
       }
     }
-    auto status = apply_flag(name, value, describe(body, value), config);
+    auto status = apply_flag(name, value, describe(dashes, body, value), config);
     if (!status) return status;
+  }
+  // `vllm serve MODEL --model OTHER`: the positional MODEL wins (ServeSubcommand.cmd sets
+  // args.model = args.model_tag).
+  if (positional) {
+    if (!config.model.empty() && config.model != *positional) {
+      config.ignored.push_back(fmt::format("--model {} (the positional {} wins, as in vllm serve)", config.model, *positional));
+    }
+    config.model = *positional;
   }
   return Ok{};
 }
@@ -528,6 +560,50 @@ Status read_llm_call(std::string_view text, ServeConfig& config) {
     if (!status) return status;
   }
   return Ok{};
+}
+
+// The index of the image in `docker [container] run [options] IMAGE ...`, reading the options'
+// environment (-e VAR=VALUE, --env=VAR=VALUE, -eVAR=VALUE) into config.env. docker's options
+// that take a value (`docker run --help`) are skipped with it; the others are flags.
+Result<size_t> docker_image(const std::vector<std::string>& words, size_t at, ServeConfig& config) {
+  static const std::set<std::string> kTakesValue = {
+      "-e", "--env", "--env-file", "-p", "--publish", "-v", "--volume", "--name", "--gpus", "--ipc", "--shm-size",
+      "--runtime", "-w", "--workdir", "--entrypoint", "--network", "--net", "-u", "--user", "--mount", "--device",
+      "--ulimit", "-m", "--memory", "--memory-swap", "--cpus", "--cpuset-cpus", "--restart", "-l", "--label",
+      "--platform", "--pull", "-h", "--hostname", "--add-host", "--log-driver", "--log-opt", "--cap-add",
+      "--cap-drop", "--security-opt", "--tmpfs", "--group-add", "--pid", "--uts", "--userns", "--cgroupns",
+      "--stop-signal", "--stop-timeout", "--health-cmd", "--health-interval", "--health-retries",
+      "--health-timeout", "--health-start-period", "--dns", "--expose", "--link", "--volumes-from", "--cidfile",
+      "--gpus-all", "--storage-opt", "--sysctl", "--label-file", "--attach", "-a", "--annotation"};
+  if (at < words.size() && words[at] == "container") ++at;
+  if (at >= words.size() || words[at] != "run") {
+    return Error{"not a vLLM command line: a docker command other than `docker run`"};
+  }
+  auto set_env = [&](const std::string& assignment) {
+    auto eq = assignment.find('=');
+    if (eq != std::string::npos && eq > 0) config.env[assignment.substr(0, eq)] = assignment.substr(eq + 1);
+  };
+  for (size_t i = at + 1; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.size() < 2 || w[0] != '-') {
+      if (to_lower(w).find("vllm") == std::string::npos) {
+        return Error{fmt::format("not a vLLM command line: docker runs '{}', not the vllm/vllm-openai image",
+                                 printable(w, 80))};
+      }
+      return i;
+    }
+    const auto eq = w.find('=');
+    const std::string option = w.substr(0, eq);
+    if (option == "-e" || option == "--env") {
+      if (eq != std::string::npos) set_env(w.substr(eq + 1));
+      else if (i + 1 < words.size()) set_env(words[++i]);
+    } else if (w.rfind("-e", 0) == 0 && w.size() > 2 && w[1] != '-') {
+      set_env(w.substr(2));   // -eVAR=VALUE
+    } else if (eq == std::string::npos && kTakesValue.count(option)) {
+      ++i;
+    }
+  }
+  return Error{"not a vLLM command line: a docker command without the vllm/vllm-openai image"};
 }
 
 bool is_python(std::string_view word) {
@@ -638,20 +714,18 @@ Result<ServeConfig> parse_vllm_command_line(const std::vector<std::string>& inpu
     config.launcher = "python -m " + words[i + 2];
     status = read_flags(words, i + 3, /*model_positional=*/false, config);
   } else if (words[i] == "docker") {
-    // `docker run ... vllm/vllm-openai[:tag] [api_server flags]`
-    size_t image = i;
-    while (image < words.size() && words[image].find("vllm-openai") == std::string::npos) ++image;
-    if (image == words.size()) {
-      return Error{"not a vLLM command line: a docker command without the vllm/vllm-openai image"};
-    }
-    config.launcher = "docker " + words[image];
-    const std::string& name = words[image];
+    // `docker run [options] vllm/vllm-openai[:tag] [api_server flags]`: the image is the first
+    // word after docker run's options; -e/--env VAR=VALUE set the container's environment.
+    auto image = docker_image(words, i + 1, config);
+    if (!image) return image.error();
+    config.launcher = "docker " + words[*image];
+    const std::string& name = words[*image];
     // The tag follows the last ':' after the last '/' (a registry host may carry a port).
     const size_t colon = name.rfind(':'), slash = name.rfind('/');
     if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
       config.image_tag = name.substr(colon + 1);
     }
-    status = read_flags(words, image + 1, /*model_positional=*/true, config);
+    status = read_flags(words, *image + 1, /*model_positional=*/true, config);
   } else {
     return Error{fmt::format(
         "not a vLLM command line: '{}'; expected `vllm serve MODEL [flags]`, `python -m "

@@ -7,7 +7,9 @@
 
 #include "analyses/fix_catalog.h"
 #include "analyses/vllm_serve.h"
+#include "analyses/vllm_profile.h"
 #include "core/units.h"
+#include "readers/gpu_catalog.h"
 #include "readers/model_resolver.h"
 #include "readers/vllm_args.h"
 #include "vllm_serve_test_support.h"
@@ -49,11 +51,13 @@ TEST(VllmServeChecks, KvCacheMemoryBytesLargerThanTheCardFailsToAllocate) {
   EXPECT_EQ(p.error->message,
             "torch.OutOfMemoryError: CUDA out of memory while allocating the KV cache (16.00 GiB of KV tensors; "
             "the 24.00 GiB GPU has 8.22 GiB left after the CUDA context, the weights and non-torch memory)");
-  // The first fix asks for what the card holds: 24 GiB - context - weights - non-torch - graphs - 0.25 GiB,
-  // in whole MiB; then dropping the flag.
+  // The first fix asks for what the card holds: 24 GiB - context - weights - non-torch - graphs - the
+  // sampler warm-up that follows them (256 rows) - 0.25 GiB, in whole MiB; then dropping the flag.
   ASSERT_GE(report->fixes.size(), 2u);
   EXPECT_EQ(report->fixes[0].id, "vllm_kv_cache_size");
-  const uint64_t expected = (24 * kGiB - kGiB / 2 - kLlamaWeights - 300 * kMiB - kGiB / 4 - p.cuda_graphs.bytes) / kMiB * kMiB;
+  const uint64_t warmup = profile_activation_bytes(in.model, 256, 256, 1, 2, true, /*sort_free_sampler=*/true);
+  const uint64_t expected =
+      ((24 * kGiB - kGiB / 2 - kLlamaWeights - 300 * kMiB - p.cuda_graphs.bytes - warmup) / kMiB - 256) * kMiB;
   EXPECT_EQ(report->fixes[0].flag, fmt::format("--kv-cache-memory-bytes {}", expected));
   EXPECT_EQ(report->fixes[0].kv_tokens, expected / kLlamaBlockBytes * 16);
   EXPECT_EQ(report->fixes[1].flag, "drop --kv-cache-memory-bytes");
@@ -102,9 +106,11 @@ TEST(VllmServeChecks, NumGpuBlocksOverrideSizesTokensConcurrencyAndBytes) {
   auto report = analyze_serve(in);
   ASSERT_TRUE(report.ok());
   ASSERT_GE(report->fixes.size(), 2u);
-  // 24 GiB - context - weights - non-torch - graphs - 0.25 GiB, in blocks of 2 MiB.
-  const uint64_t blocks = (24 * kGiB - kGiB / 2 - kLlamaWeights - 300 * kMiB - kGiB / 4 - big.cuda_graphs.bytes) /
-                          kLlamaBlockBytes;
+  // 24 GiB - context - weights - non-torch - graphs - the sampler warm-up, in blocks of 2 MiB, less
+  // 0.25 GiB of them.
+  const uint64_t warmup = profile_activation_bytes(in.model, 256, 256, 1, 2, true, /*sort_free_sampler=*/true);
+  const uint64_t blocks = (24 * kGiB - kGiB / 2 - kLlamaWeights - 300 * kMiB - big.cuda_graphs.bytes - warmup) /
+                              kLlamaBlockBytes - 128;
   EXPECT_EQ(report->fixes[0].flag, fmt::format("--num-gpu-blocks-override {}", blocks));
   EXPECT_EQ(report->fixes[0].kv_tokens, blocks * 16);
   EXPECT_EQ(report->fixes[1].flag, "drop --num-gpu-blocks-override");
@@ -275,6 +281,137 @@ TEST(VllmServeChecks, Gemma2Float32IsServedInBfloat16) {
   auto t4 = predict_vllm_startup(in);
   ASSERT_TRUE(t4.ok());
   EXPECT_EQ(t4->settings.weights.dtype, "float16");
+}
+
+}  // namespace
+}  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+using serve_test::inputs;
+using serve_test::predict;
+
+std::string refusal(const ServeInputs& in) {
+  auto p = predict_vllm_startup(in);
+  return p.ok() ? std::string("(no error)") : p.error().message;
+}
+
+ServeInputs on_gpu(const std::vector<std::string>& command, const std::string& gpu, const std::string& version = "") {
+  ServeInputs in = inputs(command, 24 * kGiB, version);
+  in.target = serve_target(find_gpu(gpu).value());
+  return in;
+}
+
+// QA round 3: the startup check of free memory is undone by asking for less, first.
+TEST(VllmServeQa3, FreeMemoryCheckIsFixedByALowerUtilization) {
+  auto report = analyze_serve(on_gpu({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "4096",
+                                      "--gpu-memory-utilization", "0.98"}, "4090"));
+  ASSERT_TRUE(report.ok());
+  ASSERT_TRUE(report->prediction.error);
+  EXPECT_EQ(report->prediction.error->kind, "free_memory");
+  ASSERT_FALSE(report->fixes.empty());
+  // 23.65 GiB less the 0.5 GiB context is 97.9% of the card.
+  EXPECT_EQ(report->fixes[0].flag, "--gpu-memory-utilization 0.97");
+  EXPECT_EQ(report->fixes[0].id, "vllm_lower_gpu_memory_utilization");
+  EXPECT_TRUE(report->fixes[0].fits);
+}
+
+TEST(VllmServeQa3, SchedulerRefusesFewerBatchedTokensThanSequences) {
+  EXPECT_EQ(refusal(inputs({"vllm", "serve", "llama-3.1-8b", "--max-num-seqs", "512", "--max-num-batched-tokens",
+                            "256", "--max-model-len", "8192"}, 24 * kGiB)),
+            "--max-num-batched-tokens 256 below --max-num-seqs 512: vLLM refuses it: \"max_num_batched_tokens (256) "
+            "must be greater than or equal to max_num_seqs (512).\"");
+  // And no fix proposes such a pair: H100's V1 default of 1024 sequences.
+  auto report = analyze_serve(on_gpu({"vllm", "serve", "gemma-2-9b", "--gpu-memory-utilization", "0.34"},
+                                     "H100 SXM 80GB", "0.10.0"));
+  ASSERT_TRUE(report.ok());
+  for (const ServeFix& fix : report->fixes) EXPECT_NE(fix.flag, "--max-num-batched-tokens 512") << fix.flag;
+}
+
+TEST(VllmServeQa3, QuantizationBelowItsComputeCapabilityIsRefused) {
+  EXPECT_EQ(refusal(on_gpu({"vllm", "serve", "llama-3.1-8b", "--quantization", "fp8", "--max-model-len", "4096"}, "t4")),
+            "fp8 weights on Tesla T4 16GB: vLLM refuses them: \"The quantization method fp8 is not supported for the "
+            "current GPU. Minimum capability: 80. Current capability: 75.\"");
+  // An AWQ checkpoint (its config's quantization_config): AWQ's own kernels need Turing.
+  auto awq_on = [&](const std::string& gpu) {
+    ServeInputs in = on_gpu({"vllm", "serve", "qwen2.5-7b", "--max-model-len", "4096"}, gpu);
+    in.model.quantization = "awq";
+    in.model.quantization_bits = 4;
+    in.model.quantization_group_size = 128;
+    return in;
+  };
+  EXPECT_EQ(refusal(awq_on("v100")),
+            "awq weights on Tesla V100 SXM2 16GB: vLLM refuses them: \"The quantization method awq is not supported "
+            "for the current GPU. Minimum capability: 75. Current capability: 70.\"");
+  EXPECT_EQ(refusal(awq_on("t4")), "(no error)");
+}
+
+TEST(VllmServeQa3, ABiggerGpuHoldsMoreByBothTotals) {
+  auto report = analyze_serve(on_gpu({"vllm", "serve", "gemma-2-9b"}, "4090"));
+  ASSERT_TRUE(report.ok());
+  for (const ServeFix& fix : report->fixes) {
+    EXPECT_EQ(fix.flag.find("A5000"), std::string::npos) << fix.flag;   // 24 GB as well
+  }
+}
+
+TEST(VllmServeQa3, AutoFitNeedsV012) {
+  EXPECT_EQ(refusal(on_gpu({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "-1"}, "4090", "0.8.5")),
+            "--max-model-len auto/-1: vLLM 0.8.5 has no auto-fit (it came in v0.12.0, vllm-project/vllm#29431); give "
+            "a length");
+  EXPECT_EQ(refusal(on_gpu({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "auto"}, "4090", "0.12.0")),
+            "(no error)");
+}
+
+TEST(VllmServeQa3, ShorterLengthIsTheLongestThatFitsWithItsOwnProfile) {
+  // V0 without chunked prefill profiles max_model_len tokens: a shorter length frees activation
+  // memory too, so the longest that fits is longer than what the 32K profile leaves room for.
+  auto report = analyze_serve(on_gpu({"VLLM_USE_V1=0", "vllm", "serve", "llama-3.1-8b", "--max-model-len", "32768"},
+                                     "3090", "0.6.3"));
+  ASSERT_TRUE(report.ok());
+  ASSERT_FALSE(report->fixes.empty());
+  EXPECT_EQ(report->fixes[0].flag, "--max-model-len 25600");
+  ServeInputs longer = on_gpu({"VLLM_USE_V1=0", "vllm", "serve", "llama-3.1-8b", "--max-model-len", "26624"}, "3090",
+                              "0.6.3");
+  EXPECT_FALSE(predict_vllm_startup(longer)->fits);
+}
+
+TEST(VllmServeQa3, MlaBlocksFollowTheBackendVllmForces) {
+  ServePrediction hopper = predict(on_gpu({"vllm", "serve", "deepseek-v3", "-tp", "8"}, "h200"));
+  EXPECT_EQ(hopper.settings.block_size, 64u);
+  EXPECT_EQ(hopper.capacity.tokens % 64, 0u);
+  ServePrediction blackwell = predict(on_gpu({"vllm", "serve", "deepseek-v3", "-tp", "8"}, "b200"));
+  EXPECT_EQ(blackwell.settings.block_size, 128u);
+  ServePrediction chosen = predict(on_gpu({"VLLM_ATTENTION_BACKEND=TRITON_MLA", "vllm", "serve", "deepseek-v3", "-tp", "8"}, "h200"));
+  EXPECT_EQ(chosen.settings.block_size, 16u);
+  EXPECT_EQ(predict(on_gpu({"vllm", "serve", "llama-3.1-8b"}, "h200")).settings.block_size, 16u);
+}
+
+TEST(VllmServeQa3, SamplerWarmUpAfterAnOutrightKvCache) {
+  ServePrediction p = predict(on_gpu({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192",
+                                      "--kv-cache-memory-bytes", "7500000000"}, "4090"));
+  ASSERT_TRUE(p.error);
+  EXPECT_EQ(p.error->kind, "sampler_warmup_oom");
+  EXPECT_EQ(p.error->message.rfind("torch.OutOfMemoryError: CUDA out of memory in the sampler warm-up after the KV "
+                                   "cache and CUDA graphs (438.38 MiB of 256 sequences' logits", 0), 0u)
+      << p.error->message;
+}
+
+}  // namespace
+}  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+TEST(VllmServeQa3, AFlagAgainstTheQuantizationANameSaysIsRefusedAsAMismatch) {
+  ServeInputs in = serve_test::inputs({"vllm", "serve", "llama-3.1-70b", "-tp", "2", "-q", "awq"}, 80 * kGiB);
+  in.config.model = "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8";
+  auto p = predict_vllm_startup(in);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().message,
+            "--quantization awq on 'neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8', quantized with fp8 by its name "
+            "(\"-fp8\"): vLLM refuses it: \"Quantization method specified in the model config (fp8) does not match the "
+            "quantization method specified in the `quantization` argument (awq).\"");
 }
 
 }  // namespace

@@ -100,7 +100,7 @@ TEST(VllmServe, NamedQuantizedCheckpointTakesItsNamesBitsAndGroups) {
   ServePrediction c = predict(contradicted);
   EXPECT_EQ(c.settings.weights.method, "fp8");
   ASSERT_EQ(c.warnings.size(), 1u);
-  EXPECT_EQ(c.warnings[0].rfind("'Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8' is a gptq checkpoint by its name (\"-gptq-int8\"): "
+  EXPECT_EQ(c.warnings[0].rfind("'Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8' is quantized with gptq by its name (\"-gptq-int8\"): "
                                 "vLLM refuses --quantization fp8 on it", 0), 0u) << c.warnings[0];
 }
 
