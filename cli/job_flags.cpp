@@ -126,6 +126,9 @@ void add_job_flags(CLI::App* cmd, JobFlags& flags, bool with_num_gpus) {
   // q_proj,v_proj as the config readers take it (and PEFT's target_modules list), or repeated.
   cmd->add_option("--lora-target-modules", flags.lora_targets, "Module names (comma-separated or repeated), or all-linear (all_linear)")
       ->delimiter(',');
+  cmd->add_option("--lora-modules-to-save", flags.lora_modules_to_save,
+                  "Modules trained whole beside the adapters (PEFT modules_to_save: embed_tokens, lm_head)")
+      ->delimiter(',');
 }
 
 nlohmann::json job_flags_json(const JobFlags& flags, const CLI::App& cmd) {
@@ -134,7 +137,8 @@ nlohmann::json job_flags_json(const JobFlags& flags, const CLI::App& cmd) {
   for (const auto& [k, v] : flags.counts) if (cmd.count(flag_name(k))) j[k] = v;
   for (const auto& [k, v] : flags.switches) if (cmd.count(flag_name(k))) j[k] = v;
   if (!flags.offload.empty()) j["offload"] = flags.offload;
-  if (flags.lora_r || flags.lora_alpha || flags.lora_dropout || !flags.lora_targets.empty()) {
+  if (flags.lora_r || flags.lora_alpha || flags.lora_dropout || !flags.lora_targets.empty() ||
+      !flags.lora_modules_to_save.empty()) {
     nlohmann::json lora = nlohmann::json::object();
     if (flags.lora_r) lora["r"] = *flags.lora_r;
     if (flags.lora_alpha) lora["alpha"] = *flags.lora_alpha;
@@ -151,6 +155,13 @@ nlohmann::json job_flags_json(const JobFlags& flags, const CLI::App& cmd) {
     } else if (!targets.empty()) {
       lora["target_modules"] = targets;
     }
+    std::vector<std::string> saved;
+    for (std::string t : flags.lora_modules_to_save) {
+      t.erase(0, t.find_first_not_of(" \t"));
+      t.erase(t.find_last_not_of(" \t") + 1);
+      if (!t.empty()) saved.push_back(t);
+    }
+    if (!saved.empty()) lora["modules_to_save"] = saved;
     j["lora"] = lora;
   }
   return j;

@@ -20,7 +20,7 @@ struct JobFlags {
   std::map<std::string, std::string> text;   // string-valued keys
   std::map<std::string, uint64_t> counts;    // integer keys
   std::map<std::string, bool> switches;      // boolean keys: --compile, --compile true, --compile=false
-  std::vector<std::string> offload, lora_targets;
+  std::vector<std::string> offload, lora_targets, lora_modules_to_save;
   std::optional<uint64_t> lora_r;
   std::optional<double> lora_alpha;
   std::optional<double> lora_dropout;

@@ -4,6 +4,7 @@
 #include "analyses/estimator.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "analyses/llama_cpp_estimate.h"
 #include "analyses/vllm_serve.h"
 #include "core/saturating.h"
+#include "core/text.h"
 #include "core/units.h"
 #include "model/architecture.h"
 #include "model/weight_formats.h"
@@ -1063,6 +1065,32 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   // LoRA adapters live in fp32 (PEFT autocast_adapter_dtype=True) next to the frozen base, or in
   // the model's dtype (LitGPT, torchtune).
   if (p.use_lora) b.add("adapter_weights", trainable * p.adapter_bytes / shard_mp, fmt::format("{} LoRA params x {} B", format_count(trainable), p.adapter_bytes));
+  // modules_to_save: PEFT's ModulesToSaveWrapper keeps the original module and trains a deep copy
+  // of it, in the module's own dtype (fp32 after k-bit preparation), with its gradient and
+  // optimizer state like a full fine-tuning of those parameters.
+  double saved_modules = 0;
+  const double saved_module_bytes = p.kbit_upcast == "all" ? 4 : p.param_bytes;
+  if (p.training && p.use_lora) {
+    std::vector<std::string> sized, unsized;
+    for (const std::string& name : p.lora.modules_to_save) {
+      const std::string n = to_lower(name);
+      const bool embedding = n == "embed_tokens" || n == "wte" || n == "word_embeddings" || n == "embed_in" ||
+                             n == "tok_embeddings" || n == "shared" || n == "embeddings";
+      const bool head = n == "lm_head" || n == "embed_out" || n == "output";
+      if (embedding) saved_modules += static_cast<double>(m.embedding_params);
+      else if (head) saved_modules += static_cast<double>(m.lm_head_params ? m.lm_head_params : m.embedding_params);
+      (embedding || head ? sized : unsized).push_back(name);
+    }
+    if (!unsized.empty()) {
+      est.assumptions.push_back(fmt::format("modules_to_save {}: not sized (oomdoc sizes the embeddings and the output head; a "
+                         "classification head is small)", fmt::join(unsized, ", ")));
+    }
+    if (saved_modules > 0) {
+      b.add("modules_to_save", saved_modules * saved_module_bytes / shard_mp,
+            fmt::format("trainable copies of {}: {} params x {} B (PEFT modules_to_save)", fmt::join(sized, ", "),
+                        format_count(saved_modules), saved_module_bytes));
+    }
+  }
 
   // ---- master weights (16-bit params with an fp32 copy: DeepSpeed / FSDP mixed precision) ----
   if (p.training && p.mixed && deepspeed && !p.offload_optimizer) {
@@ -1144,6 +1172,17 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     state_detail = "factored second moment (rows + columns)";
   } else { state_per_param = 0; state_detail = "none"; }
   double optimizer_state = trainable * state_per_param / shard_mp / state_shards;
+  if (saved_modules > 0) {
+    // The saved modules' gradients and states in their own dtype (torch optimizers keep states in
+    // the parameter's dtype; 8-bit and factored states as for the adapters).
+    grad_bytes += saved_modules * saved_module_bytes / shard_mp / grad_shards;
+    accumulating_grad_bytes += saved_modules * saved_module_bytes / shard_mp;
+    grad_detail += fmt::format(" + {} modules_to_save x {} B", format_count(saved_modules), saved_module_bytes);
+    const double saved_state = opt == "adamw" ? 2 * saved_module_bytes
+                               : (opt == "sgd_momentum" || opt == "lion") ? saved_module_bytes
+                                                                          : state_per_param;
+    optimizer_state += saved_modules * saved_state / shard_mp / state_shards;
+  }
   bool paged = opt == "paged_adamw_8bit";
   if ((p.offload_optimizer || fsdp_cpu_offload) && optimizer_state > 0) {
     // ZeRO-Offload keeps the fp32 master weights and gradient partitions beside the state.
@@ -1478,7 +1517,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   auto add_if = [&](const char* name, double bytes, const std::string& detail) { b.add(name, bytes, detail); };
   if (p.training) {
     add_if("optimizer_state", paged ? 0 : optimizer_state,
-           fmt::format("{} trainable x {:.3f} B ({}){}", format_count(trainable), state_per_param, state_detail,
+           fmt::format("{} trainable x {:.3f} B ({}){}{}", format_count(trainable), state_per_param, state_detail,
+                       saved_modules > 0 ? fmt::format(" + {} modules_to_save", format_count(saved_modules)) : "",
                        state_shards > 1 ? fmt::format(", sharded over {}", state_shards) : ""));
     bool grads_now = phase == "optimizer_step" || peak == backward_end || grads_live_in_forward;
     if (grads_now) {

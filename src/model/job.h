@@ -20,6 +20,10 @@ struct LoraSettings {
   // Dropout on the LoRA branch's input (PEFT lora_dropout, default 0.0; LitGPT 0.05): when > 0
   // every LoRA module keeps its own dropped copy of the input and a 1-byte mask for backward.
   double dropout = 0;
+  // Whole modules trained beside the adapters (PEFT modules_to_save, LLaMA-Factory's
+  // additional_target): PEFT keeps the original and a trainable copy of each, with its gradient
+  // and optimizer state. Embeddings and output heads are sized; other names are noted.
+  std::vector<std::string> modules_to_save;
 };
 
 // Every Linear as target_modules: PEFT's own spelling, "all-linear" (what fit's LoraConfig

@@ -328,8 +328,14 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
         } else {
           return r.error("lora.target_modules", "must be \"all_linear\" (or PEFT's \"all-linear\") or a non-empty list of module names");
         }
+      } else if (key == "modules_to_save") {
+        if (!value.is_array()) return r.error("lora.modules_to_save", "must list module names such as [\"embed_tokens\", \"lm_head\"]");
+        for (const auto& m : value) {
+          if (!m.is_string() || m.get<std::string>().empty()) return r.error("lora.modules_to_save", "must list module names");
+          lora.modules_to_save.push_back(m.get<std::string>());
+        }
       } else {
-        return r.error("lora", fmt::format("unknown key \"{}\" (r, alpha, dropout, target_modules)", key));
+        return r.error("lora", fmt::format("unknown key \"{}\" (r, alpha, dropout, target_modules, modules_to_save)", key));
       }
     }
     job.lora = lora;
@@ -490,6 +496,7 @@ nlohmann::json job_to_json(const Job& job) {
     lora["dropout"] = job.lora->dropout;
     if (job.lora->all_linear) lora["target_modules"] = "all_linear";
     else if (!job.lora->target_modules.empty()) lora["target_modules"] = job.lora->target_modules;
+    if (!job.lora->modules_to_save.empty()) lora["modules_to_save"] = job.lora->modules_to_save;
     out["lora"] = lora;
   }
   return out;

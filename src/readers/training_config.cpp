@@ -37,7 +37,7 @@ struct Reader {
   bool upcast_layernorm = false;             // LLaMA-Factory upcast_layernorm
   bool checkpointing_given = false;
   // Which LoRA keys the config gives: LLaMA-Factory fills the others with its own defaults.
-  bool lora_r_given = false, lora_alpha_given = false, lora_targets_given = false;
+  bool lora_r_given = false, lora_alpha_given = false, lora_targets_given = false, lora_dropout_given = false;
   std::optional<std::string> autocast;       // bf16 / fp16 from the bf16/fp16 flags
   std::optional<std::string> half_true;      // bf16 or fp16 given as true (not "auto")
   std::optional<std::string> pure;           // pure 16-bit training asked for explicitly
@@ -206,10 +206,8 @@ Status set_gradient_checkpointing(const YAML::Node& n, std::string_view key, Rea
   return Ok{};
 }
 
-Status set_lora_targets(const YAML::Node& n, std::string_view key, Reader& r) {
-  r.lora_targets_given = true;
-  auto& lora = r.lora();
-  lora.target_modules.clear();
+// Module names as a YAML list, or LLaMA-Factory's comma-separated string ("q_proj,v_proj").
+Result<std::vector<std::string>> module_names(const YAML::Node& n, std::string_view key, Reader& r) {
   std::vector<std::string> names;
   if (n.IsSequence()) {
     for (const auto& item : n) {
@@ -217,7 +215,6 @@ Status set_lora_targets(const YAML::Node& n, std::string_view key, Reader& r) {
       names.push_back(item.Scalar());
     }
   } else if (n.IsScalar()) {
-    // LLaMA-Factory: "all" or "q_proj,v_proj".
     std::string text = n.Scalar();
     size_t start = 0;
     while (start <= text.size()) {
@@ -229,9 +226,27 @@ Status set_lora_targets(const YAML::Node& n, std::string_view key, Reader& r) {
       if (comma == std::string::npos) break;
       start = comma + 1;
     }
-  } else {
+  } else if (!n.IsNull()) {
     return make_error(fmt::format("{}: expected module names", r.where(n, key)));
   }
+  return names;
+}
+
+// lora_modules_to_save (PEFT, Axolotl, TRL), additional_target (LLaMA-Factory).
+Status set_modules_to_save(const YAML::Node& n, std::string_view key, Reader& r) {
+  auto names = module_names(n, key, r);
+  if (!names) return names.error();
+  r.lora().modules_to_save = *names;
+  return Ok{};
+}
+
+Status set_lora_targets(const YAML::Node& n, std::string_view key, Reader& r) {
+  r.lora_targets_given = true;
+  auto& lora = r.lora();
+  lora.target_modules.clear();
+  auto listed = module_names(n, key, r);
+  if (!listed) return listed.error();
+  std::vector<std::string> names = *listed;
   // LLaMA-Factory's "all" too.
   if (names.size() == 1 && (to_lower(names[0]) == "all" || names_all_linear(to_lower(names[0])))) {
     lora.all_linear = true;
@@ -275,6 +290,7 @@ Status set_lora_dropout(const YAML::Node& n, std::string_view key, Reader& r) {
   if (!v) return v.error();
   if (!(*v >= 0 && *v < 1)) return make_error(fmt::format("{}: expected a probability in [0, 1), got {}", r.where(n, key), *v));
   r.lora().dropout = *v;
+  r.lora_dropout_given = true;
   return Ok{};
 }
 
@@ -704,6 +720,7 @@ void add_hf_keys(Table& t) {
   t["lora_alpha"] = set_lora_alpha;
   t["lora_dropout"] = set_lora_dropout;
   t["lora_target_modules"] = set_lora_targets;
+  t["lora_modules_to_save"] = set_modules_to_save;
   t["load_in_4bit"] = set_quant_bits(4);
   t["load_in_8bit"] = set_quant_bits(8);
   t["bnb_4bit_quant_type"] = set_quant_type;
@@ -721,6 +738,7 @@ Table axolotl_table() {
   t["lora_alpha"] = set_lora_alpha;
   t["lora_dropout"] = set_lora_dropout;
   t["lora_target_modules"] = set_lora_targets;
+  t["lora_modules_to_save"] = set_modules_to_save;
   t["lora_target_linear"] = set_lora_all_linear;
   t["sequence_len"] = set_count(&Job::seq_len);
   t["micro_batch_size"] = set_count(&Job::micro_batch_size);
@@ -778,6 +796,7 @@ Table llama_factory_table() {
   t["lora_alpha"] = set_lora_alpha;
   t["lora_dropout"] = set_lora_dropout;
   t["lora_target"] = set_lora_targets;
+  t["additional_target"] = set_modules_to_save;
   t["quantization_bit"] = set_quantization_bit;
   t["quantization_type"] = set_quant_type;
   t["double_quantization"] = set_double_quant;
@@ -839,14 +858,14 @@ const std::set<std::string>& no_effect_keys() {
       "packing", "packing_strategy", "eval_packing", "completion_only_loss", "assistant_only_loss",
       "chat_template_path", "dataset_name", "dataset_config",
       "dataset_train_split", "dataset_test_split", "model_revision", "trust_remote_code",
-      "lora_task_type", "use_rslora", "use_dora", "lora_modules_to_save",
+      "lora_task_type", "use_rslora", "use_dora",
       "pad_token", "eos_token", "shuffle_dataset", "num_of_sequences",
       "chars_per_token", "pad_to_multiple_of",
       // Axolotl
       "base_model_config", "model_type", "tokenizer_type", "is_llama_derived_model",
       "trust_remote_code", "strict", "datasets", "dataset_prepared_path", "val_set_size",
       "output_dir", "sample_packing", "eval_sample_packing", "pad_to_sequence_len",
-      "lora_fan_in_fan_out", "lora_modules_to_save", "wandb_project", "wandb_entity",
+      "lora_fan_in_fan_out", "wandb_project", "wandb_entity",
       "wandb_watch", "wandb_name", "wandb_log_model", "wandb_run_id", "num_epochs",
       "lr_scheduler", "train_on_inputs", "group_by_length", "early_stopping_patience",
       "resume_from_checkpoint", "local_rank", "logging_steps", "warmup_steps", "warmup_ratio",
@@ -866,7 +885,7 @@ const std::set<std::string>& no_effect_keys() {
       // LLaMA-Factory
       "stage", "template", "dataset", "dataset_dir", "eval_dataset", "max_samples",
       "overwrite_cache", "preprocessing_num_workers", "val_size", "plot_loss",
-      "additional_target", "freeze_trainable_modules",
+      "freeze_trainable_modules",
       "freeze_extra_modules", "trust_remote_code", "quantization_method", "rope_scaling",
       "shift_attn", "mixture_of_depths", "neat_packing",
       "train_on_prompt", "mask_history", "tokenized_path", "use_fast_tokenizer", "resize_vocab",
@@ -993,6 +1012,13 @@ void resolve(Reader& r) {
     }
   } else if (r.weights_dtype) {
     job.precision = *r.weights_dtype;
+  } else if (r.out.format != TrainingConfigFormat::kLlamaFactory && !job.precision) {
+    // Neither bf16 nor fp16 on: Axolotl loads the model in float32 (torch_dtype follows the
+    // bf16/fp16 flags), and the Trainer trains a float32 model in float32 (transformers'
+    // from_pretrained loads float32 unless torch_dtype says otherwise).
+    job.precision = "fp32";
+    r.out.framework_defaults.push_back(
+        "precision fp32: neither bf16 nor fp16 is on, so the model is loaded and trained in float32");
   }
   if (job.task != "train_lora" && job.task != "train_qlora") job.lora.reset();
   else if (!job.lora) job.lora = LoraSettings{};
@@ -1005,6 +1031,12 @@ void resolve(Reader& r) {
       job.lora->all_linear = true;
       job.lora->target_modules.clear();
     }
+  }
+  // TRL's ModelConfig builds the LoraConfig with its own lora_dropout default, 0.05
+  // (trl/trainer/model_config.py), not PEFT's 0.0.
+  if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && r.trl && job.lora && !r.lora_dropout_given) {
+    job.lora->dropout = 0.05;
+    r.out.framework_defaults.push_back("lora_dropout 0.05: TRL ModelConfig's default");
   }
   // LLaMA-Factory turns gradient checkpointing on unless told not to.
   if (r.out.format == TrainingConfigFormat::kLlamaFactory && !r.checkpointing_given) {

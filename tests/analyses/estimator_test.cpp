@@ -1508,3 +1508,32 @@ TEST(Estimator, EncoderDecoderLogitsFollowTheTargetLength) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// PEFT modules_to_save: a trainable copy of the embeddings and the untied head, each with its
+// gradient and AdamW state in the model's dtype.
+TEST(EstimatorQa3, ModulesToSaveTrainWholeCopies) {
+  const ModelSpec llama = find_preset("meta-llama/Llama-3.1-8B")->value();
+  Job job;
+  job.task = "train_lora";
+  job.precision = "bf16";
+  job.micro_batch_size = 1;
+  job.seq_len = 512;
+  job.lora = LoraSettings{};
+  auto plain = estimate_memory(llama, job);
+  job.lora->modules_to_save = {"embed_tokens", "lm_head", "score"};
+  auto saved = estimate_memory(llama, job);
+  ASSERT_TRUE(plain && saved);
+  const uint64_t n = 2ull * 128256 * 4096;   // embeddings and the untied head
+  EXPECT_EQ(*component(*saved, "modules_to_save"), n * 2);
+  EXPECT_EQ(*component(*saved, "optimizer_state") - *component(*plain, "optimizer_state"), n * 4);
+  EXPECT_TRUE(std::any_of(saved->assumptions.begin(), saved->assumptions.end(), [](const std::string& a) {
+    return a.rfind("modules_to_save score: not sized", 0) == 0;
+  }));
+  EXPECT_GE(saved->peak_allocated_bytes, plain->peak_allocated_bytes + n * 6);   // copies and states at least
+}
+
+}  // namespace
+}  // namespace oomdoc

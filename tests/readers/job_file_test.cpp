@@ -99,7 +99,7 @@ TEST(JobFile, ErrorsNameTheField) {
   expect_error(R"({"target_len": 0})", "job.json: target_len: must be at least 1 (got 0)");
   expect_error(R"({"lora": {"r": 0}})", "job.json: lora.r: must be a positive integer");
   expect_error(R"({"lora": {"dropout": 1.5}})", "job.json: lora.dropout: must be a number in [0, 1)");
-  expect_error(R"({"lora": {"rank": 8}})", "job.json: lora: unknown key \"rank\" (r, alpha, dropout, target_modules)");
+  expect_error(R"({"lora": {"rank": 8}})", "job.json: lora: unknown key \"rank\" (r, alpha, dropout, target_modules, modules_to_save)");
   expect_error(R"({"offload": ["params"]})",
                "job.json: offload: params offload needs parameter sharding (zero3, fsdp_full_shard or hybrid_shard)");
 }

@@ -317,7 +317,10 @@ TEST(TrainingConfig, TrlRecipeTakesSftConfigDefaults) {
   const std::string loss_note = config->framework_defaults.back();
   auto given = read_training_config(fixture_path("fit/trl_sft_qlora.yaml"));
   ASSERT_TRUE(given.ok());
-  EXPECT_THAT(given->framework_defaults, ElementsAre(loss_note));
+  // (and TRL's own lora_dropout, 0.05, which the recipe leaves unsaid)
+  EXPECT_THAT(given->framework_defaults, ElementsAre(loss_note, "lora_dropout 0.05: TRL ModelConfig's default"));
+  ASSERT_TRUE(given->job.lora.has_value());
+  EXPECT_DOUBLE_EQ(given->job.lora->dropout, 0.05);
   // `max_length: null` is TRL's "no truncation": no length is assumed for it.
   auto untruncated = parse_training_config("model_name_or_path: Qwen/Qwen2.5-0.5B\nmax_length: null\nfp16: true\n"
                                            "gradient_checkpointing: false\n", "trl.yaml");
@@ -336,14 +339,23 @@ TEST(TrainingConfig, TrlRecipeTakesSftConfigDefaults) {
                                            "do_train": true, "output_dir": "/tmp/test-clm", "max_seq_length": 128})",
                                        "run_clm.json");
   ASSERT_TRUE(run_clm.ok()) << run_clm.error().message;
-  EXPECT_THAT(run_clm->framework_defaults, IsEmpty());
+  const std::string fp32_note = "precision fp32: neither bf16 nor fp16 is on, so the model is loaded and trained in float32";
+  EXPECT_THAT(run_clm->framework_defaults, ElementsAre(fp32_note));   // without --bf16 run_clm trains in fp32
+  EXPECT_EQ(run_clm->job.precision, "fp32");
   EXPECT_FALSE(run_clm->job.gradient_checkpointing.has_value());
   // A plain TrainingArguments file (no TRL key) keeps TrainingArguments' defaults.
   auto plain = parse_training_config("per_device_train_batch_size: 4\noutput_dir: out\n", "args.yaml");
   ASSERT_TRUE(plain.ok());
   EXPECT_FALSE(plain->job.seq_len.has_value());
   EXPECT_FALSE(plain->job.gradient_checkpointing.has_value());
-  EXPECT_THAT(plain->framework_defaults, IsEmpty());
+  EXPECT_THAT(plain->framework_defaults, ElementsAre(fp32_note));
+  // Axolotl with both flags off loads and trains the model in float32; bf16: auto is autocast.
+  auto axolotl_fp32 = parse_training_config("base_model: x\nadapter: lora\nbf16: false\nfp16: false\n", "axolotl.yml");
+  ASSERT_TRUE(axolotl_fp32.ok());
+  EXPECT_EQ(axolotl_fp32->job.precision, "fp32");
+  auto axolotl_auto = parse_training_config("base_model: x\nadapter: lora\nbf16: auto\n", "axolotl.yml");
+  ASSERT_TRUE(axolotl_auto.ok());
+  EXPECT_EQ(axolotl_auto->job.precision, "bf16");
 }
 
 TEST(TrainingConfig, InvalidYamlNamesFileAndLine) {
@@ -571,6 +583,26 @@ TEST(TrainingConfig, AxolotlAttentionBackendKeys) {
     EXPECT_EQ(config->job.attention_impl, c.impl) << c.text;
     EXPECT_THAT(config->unknown_keys, IsEmpty()) << c.text;
   }
+}
+
+}  // namespace
+}  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// PEFT's modules_to_save under every framework's name for it.
+TEST(TrainingConfigQa3, ModulesToSaveAreRead) {
+  auto axolotl = parse_training_config("base_model: x\nadapter: lora\nbf16: auto\nlora_modules_to_save:\n  - embed_tokens\n"
+                                       "  - lm_head\n", "axolotl.yml");
+  ASSERT_TRUE(axolotl.ok()) << axolotl.error().message;
+  ASSERT_TRUE(axolotl->job.lora.has_value());
+  EXPECT_EQ(axolotl->job.lora->modules_to_save, (std::vector<std::string>{"embed_tokens", "lm_head"}));
+  auto factory = parse_training_config("model_name_or_path: x\nstage: sft\nfinetuning_type: lora\n"
+                                       "additional_target: embed_tokens,lm_head\n", "llamafactory.yaml");
+  ASSERT_TRUE(factory.ok()) << factory.error().message;
+  ASSERT_TRUE(factory->job.lora.has_value());
+  EXPECT_EQ(factory->job.lora->modules_to_save, (std::vector<std::string>{"embed_tokens", "lm_head"}));
 }
 
 }  // namespace
