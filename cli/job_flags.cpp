@@ -23,6 +23,7 @@ constexpr KeyHelp kTextKeys[] = {
     {"attention_impl", "eager, sdpa, flash"},
     {"parallelism", "ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op, hybrid_shard"},
     {"loss_impl", "standard, chunked, fused_linear"},
+    {"objective", "sft (default); preference training as TRL runs it: dpo, ipo, orpo, simpo, cpo, reward (chosen and rejected in one batch), kto; dpo/ipo/kto keep a reference model"},
     {"kernels", "fused kernels patched into the model: none, liger (use_liger_kernel: RMSNorm, SwiGLU, RoPE and the fused linear cross-entropy), unsloth (Unsloth's kernels and fused LoRA; its offloaded checkpointing by default)"},
     {"kv_cache_dtype", "auto, fp32, bf16, fp16, fp8, int8; llama_cpp: f16, bf16, fp32, q8_0, q4_0"},
     {"implementation", "transformers (default), litgpt, llama_cpp (GGUF weights and llama.cpp's own buffers)"},

@@ -274,6 +274,13 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     p.fused_backward = job.fused_backward.value_or(false);
     p.micro_batch = job.micro_batch_size.value_or(1);
     if (!job.micro_batch_size) assume("micro_batch_size: 1 (not given)");
+    // Preference objectives forward chosen and rejected completions as one batch (TRL's
+    // concatenated_forward): activations and logits of twice the pairs.
+    if (job.objective && objective_is_paired(*job.objective) && p.training) {
+      p.micro_batch *= 2;
+      assume(fmt::format("objective {}: each pair's chosen and rejected completions run as one batch of {} sequences "
+                         "(TRL concatenated_forward)", *job.objective, p.micro_batch));
+    }
     p.accum = job.grad_accum_steps.value_or(1);
     uint64_t max_pos = m.max_position_embeddings ? m.max_position_embeddings : kDefaultSeqLen;
     p.seq = job.seq_len.value_or(std::min(kDefaultSeqLen, max_pos));
@@ -1035,6 +1042,17 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     weights_detail += fmt::format(", sharded over {}", param_shards);
   }
   b.add("weights", weights, weights_detail);
+  // DPO/IPO/KTO score a frozen reference: for full and freeze tuning a second copy of the model,
+  // loaded as the policy is and prepared (sharded) the same way; with LoRA the base with the
+  // adapters disabled (TRL's null_ref_context), no copy.
+  if (p.training && job.objective && objective_has_reference(*job.objective)) {
+    if (p.task == "train_full" || p.task == "train_freeze") {
+      b.add("reference_model", weights, fmt::format("frozen reference for {}: {}", *job.objective, weights_detail));
+    } else {
+      est.assumptions.push_back(fmt::format("objective {}: the reference is the base with the adapters disabled (no "
+                                            "second copy)", *job.objective));
+    }
+  }
 
   Builder transient;  // live at the peak of forward/backward only
   double trainable = 0, trainable_linear = 0;

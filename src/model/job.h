@@ -61,6 +61,11 @@ struct Job {
   std::optional<uint64_t> cp;
   std::vector<std::string> offload;         // optimizer, params, activations
   std::optional<std::string> loss_impl;     // standard, chunked, fused_linear
+  // The training objective: sft (unset), or a preference objective as TRL's trainers run it:
+  // dpo, ipo, orpo, simpo, cpo and reward run chosen and rejected as one batch of twice the
+  // micro-batch (concatenated_forward); dpo, ipo and kto score a frozen reference model (for
+  // full and freeze tuning a second copy of the weights; LoRA disables the adapters instead).
+  std::optional<std::string> objective;
   // The software stack's defaults that changed between versions. Unset = today's defaults
   // (PyTorch >= 2.0 with CUDA >= 11.7, PEFT); readers set them when the job says otherwise.
   std::optional<std::string> optimizer_impl;  // foreach (torch >= 2.0 on CUDA), fused, for_loop
@@ -105,5 +110,11 @@ struct Job {
   std::optional<std::string> kv_cache_dtype;      // auto, fp32, bf16, fp16, fp8, int8; llama_cpp also q8_0, q4_0
   std::optional<uint64_t> prefill_chunk;    // prompt tokens per forward (llama.cpp n_ubatch); unset = whole prompt
 };
+
+// Objectives that forward chosen and rejected together, and those that need a reference model.
+inline bool objective_is_paired(std::string_view o) {
+  return o == "dpo" || o == "ipo" || o == "orpo" || o == "simpo" || o == "cpo" || o == "reward";
+}
+inline bool objective_has_reference(std::string_view o) { return o == "dpo" || o == "ipo" || o == "kto"; }
 
 }  // namespace oomdoc

@@ -31,6 +31,7 @@ const std::set<std::string> kParallelism = {"ddp", "zero1", "zero2", "zero3", "f
                                             "fsdp_shard_grad_op", "hybrid_shard"};
 const std::set<std::string> kOffload = {"optimizer", "params", "activations"};
 const std::set<std::string> kLossImpl = {"standard", "chunked", "fused_linear"};
+const std::set<std::string> kObjectives = {"sft", "dpo", "ipo", "kto", "orpo", "simpo", "cpo", "reward"};
 const std::set<std::string> kKvDtypes = {"auto", "fp32", "bf16", "fp16", "f16", "fp8", "int8", "q8_0", "q4_0"};
 const std::set<std::string> kImplementations = {"transformers", "litgpt", "llama_cpp"};
 const std::set<std::string> kOptimizerImpl = {"foreach", "fused", "for_loop"};
@@ -131,6 +132,7 @@ Status visit_scalar_fields(Job& job, Fields& f) {
   TRY(f.count("pp", job.pp));
   TRY(f.count("cp", job.cp));
   TRY(f.text("loss_impl", job.loss_impl, &kLossImpl));
+  TRY(f.text("objective", job.objective, &kObjectives));
   TRY(f.count("batch_size", job.batch_size));
   TRY(f.count("prompt_len", job.prompt_len));
   TRY(f.count("max_new_tokens", job.max_new_tokens, /*allow_zero=*/true));

@@ -46,6 +46,9 @@ struct Reader {
   // the settings whose TRL default differs from TrainingArguments' it gives (null included).
   bool trl = false;
   bool max_length_given = false, bf16_given = false, loss_type_given = false;
+  std::optional<std::string> stage;      // LLaMA-Factory stage (sft, pt, dpo, kto, rm, ppo)
+  std::optional<std::string> pref_loss;  // LLaMA-Factory pref_loss (sigmoid, orpo, simpo, ...)
+  bool dpo_keys = false;                  // a TRL DPOConfig's reference-model keys are present
 
   std::string where(const YAML::Node& node, std::string_view key) const {
     return fmt::format("{}: line {}: {}", display_name, node.Mark().line + 1, key);
@@ -365,6 +368,25 @@ Status set_adapter(const YAML::Node& n, std::string_view key, Reader& r) {
   }
   return make_error(fmt::format("{}: unknown adapter '{}' (expected lora, qlora, full or freeze)",
                                 r.where(n, key), v));
+}
+
+// Axolotl's rl: the preference trainer it runs (TRL's).
+Status set_axolotl_rl(const YAML::Node& n, std::string_view key, Reader& r) {
+  const std::string v = n.IsScalar() ? to_lower(n.Scalar()) : "";
+  if (v.empty() || v == "false" || v == "null") return Ok{};
+  if (v == "dpo" || v == "ipo" || v == "kto" || v == "orpo" || v == "simpo") {
+    r.out.job.objective = v;
+    return Ok{};
+  }
+  r.warn(fmt::format("{}: '{}' is not modelled (it generates completions or keeps more models); sized as "
+                     "supervised fine-tuning, a lower bound", r.where(n, key), v));
+  return Ok{};
+}
+
+Status set_text_of(std::optional<std::string> Reader::*field, const YAML::Node& n, std::string_view key, Reader& r) {
+  if (!n.IsScalar()) return make_error(fmt::format("{}: expected a name", r.where(n, key)));
+  r.*field = to_lower(n.Scalar());
+  return Ok{};
 }
 
 Status set_use_peft(const YAML::Node& n, std::string_view key, Reader& r) {
@@ -692,6 +714,10 @@ using Table = std::map<std::string, Handler>;
 
 // TrainingArguments keys (transformers/training_args.py) that change memory.
 void add_hf_keys(Table& t) {
+  // TRL DPOConfig's reference-model keys: read together in resolve() (objective dpo).
+  for (const char* key : {"precompute_ref_log_probs", "ref_model_init_kwargs", "ref_adapter_name", "sync_ref_model"}) {
+    t[key] = [](const YAML::Node&, std::string_view, Reader&) -> Status { return Ok{}; };
+  }
   t["per_device_train_batch_size"] = set_count(&Job::micro_batch_size);
   t["gradient_accumulation_steps"] = set_count(&Job::grad_accum_steps);
   t["bf16"] = set_half_flag("bf16");
@@ -740,6 +766,7 @@ Table axolotl_table() {
   t["lora_target_modules"] = set_lora_targets;
   t["lora_modules_to_save"] = set_modules_to_save;
   t["lora_target_linear"] = set_lora_all_linear;
+  t["rl"] = set_axolotl_rl;
   t["sequence_len"] = set_count(&Job::seq_len);
   t["micro_batch_size"] = set_count(&Job::micro_batch_size);
   t["gradient_accumulation_steps"] = set_count(&Job::grad_accum_steps);
@@ -797,6 +824,10 @@ Table llama_factory_table() {
   t["lora_dropout"] = set_lora_dropout;
   t["lora_target"] = set_lora_targets;
   t["additional_target"] = set_modules_to_save;
+  t["stage"] = [](const YAML::Node& n, std::string_view key, Reader& r) { return set_text_of(&Reader::stage, n, key, r); };
+  t["pref_loss"] = [](const YAML::Node& n, std::string_view key, Reader& r) {
+    return set_text_of(&Reader::pref_loss, n, key, r);
+  };
   t["quantization_bit"] = set_quantization_bit;
   t["quantization_type"] = set_quant_type;
   t["double_quantization"] = set_double_quant;
@@ -883,14 +914,14 @@ const std::set<std::string>& no_effect_keys() {
       "deepspeed_config", "tf32", "learning_rate", "optim_args", "adam_beta1", "adam_beta2",
       "adam_epsilon", "cosine_min_lr_ratio", "bnb_4bit_compute_dtype",
       // LLaMA-Factory
-      "stage", "template", "dataset", "dataset_dir", "eval_dataset", "max_samples",
+      "template", "dataset", "dataset_dir", "eval_dataset", "max_samples",
       "overwrite_cache", "preprocessing_num_workers", "val_size", "plot_loss",
       "freeze_trainable_modules",
       "freeze_extra_modules", "trust_remote_code", "quantization_method", "rope_scaling",
       "shift_attn", "mixture_of_depths", "neat_packing",
       "train_on_prompt", "mask_history", "tokenized_path", "use_fast_tokenizer", "resize_vocab",
       "split_special_tokens", "new_special_tokens", "image_max_pixels", "video_max_pixels",
-      "model_revision", "adapter_name_or_path", "create_new_adapter", "pref_beta", "pref_loss",
+      "model_revision", "adapter_name_or_path", "create_new_adapter", "pref_beta",
       "streaming", "buffer_size", "mix_strategy", "interleave_probs", "compute_accuracy",
       "predict_with_generate", "upcast_lmhead_output", "moe_aux_loss_coef",
       "ddp_timeout", "report_to", "save_steps", "use_dora", "use_rslora", "pissa_init",
@@ -1032,6 +1063,26 @@ void resolve(Reader& r) {
       job.lora->target_modules.clear();
     }
   }
+  // LLaMA-Factory's stage: dpo runs a reference model unless pref_loss is orpo or simpo
+  // (workflows/dpo: use_ref_model); rm trains on chosen/rejected pairs; ppo keeps a value head,
+  // a reward model and a reference and generates, which oomdoc does not size.
+  if (r.stage) {
+    const std::string loss = r.pref_loss.value_or("sigmoid");
+    if (*r.stage == "dpo") job.objective = loss == "orpo" || loss == "simpo" ? loss : "dpo";
+    else if (*r.stage == "kto") job.objective = "kto";
+    else if (*r.stage == "rm") job.objective = "reward";
+    else if (*r.stage == "ppo") {
+      r.warn(fmt::format("{}: stage ppo (generation, a value head, a reward and a reference model) is not modelled; "
+                         "sized as supervised fine-tuning, a lower bound", r.display_name));
+    } else if (*r.stage != "sft" && *r.stage != "pt") {
+      r.warn(fmt::format("{}: stage {} is not modelled; sized as supervised fine-tuning", r.display_name, *r.stage));
+    }
+  }
+  // TRL's DPOConfig (a dump of it): its reference-model keys.
+  if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && !job.objective && r.dpo_keys) {
+    job.objective = "dpo";
+    r.out.framework_defaults.push_back("objective dpo: the file carries DPOConfig's reference-model keys");
+  }
   // TRL's ModelConfig builds the LoraConfig with its own lora_dropout default, 0.05
   // (trl/trainer/model_config.py), not PEFT's 0.0.
   if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && r.trl && job.lora && !r.lora_dropout_given) {
@@ -1111,6 +1162,7 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
   // transformers' example scripts (run_clm.py and run_glue.py take model_name_or_path,
   // dataset_name, max_seq_length), whose Trainer keeps TrainingArguments' defaults. A file
   // without one is read with those: the larger figure when it is unclear.
+  r.dpo_keys = has_any(root, {"precompute_ref_log_probs", "ref_model_init_kwargs", "ref_adapter_name", "sync_ref_model"});
   r.trl = has_any(root, {"max_length", "packing", "dataset_text_field", "completion_only_loss",
                          "assistant_only_loss", "padding_free", "use_peft", "model_init_kwargs", "lora_r",
                          "lora_target_modules", "load_in_4bit", "use_bnb_nested_quant", "eval_packing",

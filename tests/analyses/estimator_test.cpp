@@ -1537,3 +1537,37 @@ TEST(EstimatorQa3, ModulesToSaveTrainWholeCopies) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// Preference training: chosen and rejected in one batch; DPO's reference model for full tuning.
+TEST(EstimatorQa3, PreferenceObjectivesDoubleTheBatchAndKeepAReference) {
+  const ModelSpec llama = llama2_7b();
+  Job lora;
+  lora.task = "train_lora";
+  lora.precision = "bf16";
+  lora.micro_batch_size = 2;
+  lora.seq_len = 1024;
+  lora.lora = LoraSettings{};
+  Job dpo = lora;
+  dpo.micro_batch_size = 1;
+  dpo.objective = "dpo";
+  auto pairs = estimate_memory(llama, dpo);
+  auto plain = estimate_memory(llama, lora);
+  ASSERT_TRUE(pairs && plain);
+  EXPECT_EQ(pairs->peak_allocated_bytes, plain->peak_allocated_bytes);   // 1 pair = 2 sequences; no copy for LoRA
+  EXPECT_FALSE(component(*pairs, "reference_model").has_value());
+  Job full = fsdp_full_training_on_8();
+  full.objective = "dpo";
+  auto with_ref = estimate_memory(llama, full);
+  ASSERT_TRUE(with_ref);
+  EXPECT_EQ(*component(*with_ref, "reference_model"), *component(*with_ref, "weights"));
+  full.objective = "orpo";   // no reference model
+  auto orpo = estimate_memory(llama, full);
+  ASSERT_TRUE(orpo);
+  EXPECT_FALSE(component(*orpo, "reference_model").has_value());
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -607,3 +607,24 @@ TEST(TrainingConfigQa3, ModulesToSaveAreRead) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+TEST(TrainingConfigQa3, PreferenceStagesAreRead) {
+  auto objective_of = [](const std::string& text, const std::string& name) -> std::string {
+    auto c = parse_training_config(text, name);
+    EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message);
+    return c.ok() && c->job.objective ? *c->job.objective : std::string("sft");
+  };
+  EXPECT_EQ(objective_of("model_name_or_path: x\nstage: dpo\nfinetuning_type: lora\n", "lf.yaml"), "dpo");
+  EXPECT_EQ(objective_of("model_name_or_path: x\nstage: dpo\npref_loss: orpo\nfinetuning_type: lora\n", "lf.yaml"), "orpo");
+  EXPECT_EQ(objective_of("model_name_or_path: x\nstage: rm\nfinetuning_type: lora\n", "lf.yaml"), "reward");
+  EXPECT_EQ(objective_of("model_name_or_path: x\nstage: sft\nfinetuning_type: lora\n", "lf.yaml"), "sft");
+  EXPECT_EQ(objective_of("base_model: x\nadapter: lora\nbf16: auto\nrl: dpo\n", "axolotl.yml"), "dpo");
+  EXPECT_EQ(objective_of("model_name_or_path: x\nper_device_train_batch_size: 2\nbeta: 0.1\nprecompute_ref_log_probs: false\n",
+                         "dpo.yaml"), "dpo");
+}
+
+}  // namespace
+}  // namespace oomdoc
