@@ -447,6 +447,24 @@ std::vector<Candidate> checkpointing_candidates(const Job& job) {
                 [](Job& j) { j.gradient_checkpointing = "full"; })};
 }
 
+// Adapters over a frozen base: the base loads in 16 bits (no fp32 master for frozen weights) and
+// the Trainer autocasts, whatever the full fine-tuning's precision was: bf16/fp16 mixed precision
+// there means fp32 weights, which LoRA's prediction must not keep silently (nor assume away).
+// An explicit fp32 job stays fp32.
+void load_base_in_16_bits(Job& j, bool bf16) {
+  const std::string p = j.precision.value_or("");
+  if (p == "fp32" || p == "bf16" || p == "fp16") return;
+  j.precision = bf16 ? "bf16" : "fp16";
+  j.autocast = true;
+}
+
+std::vector<FitSetting> base_in_16_bits_settings(const Job& job, bool bf16) {
+  if (job.precision.value_or("") == "fp32") return {};
+  const std::string half = bf16 ? "bf16" : "fp16";
+  return {{"from_pretrained", "torch_dtype", bf16 ? "torch.bfloat16" : "torch.float16"},
+          {"TrainingArguments", half, "True"}};
+}
+
 std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
   std::vector<Candidate> out;
   const std::string task = job.task.value_or("train_full");
@@ -455,11 +473,16 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
                             "LoRA adapters (r=16 on every linear layer) instead of full fine-tuning",
                             "method change: only adapters train; quality can trail full fine-tuning on "
                             "large domain shifts",
-                            {{"LoraConfig", "r", "16"},
-                             {"LoraConfig", "lora_alpha", "32"},
-                             {"LoraConfig", "target_modules", "\"all-linear\""},
-                             {"LoraConfig", "task_type", "\"CAUSAL_LM\""}},
-                            [](Job& j) {
+                            [&] {
+                              std::vector<FitSetting> settings = {{"LoraConfig", "r", "16"},
+                                                                  {"LoraConfig", "lora_alpha", "32"},
+                                                                  {"LoraConfig", "target_modules", "\"all-linear\""},
+                                                                  {"LoraConfig", "task_type", "\"CAUSAL_LM\""}};
+                              for (auto& s : base_in_16_bits_settings(job, bf16)) settings.push_back(s);
+                              return settings;
+                            }(),
+                            [bf16](Job& j) {
+                              load_base_in_16_bits(j, bf16);
                               j.task = "train_lora";
                               LoraSettings lora;
                               lora.r = 16;
@@ -497,7 +520,13 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
                                 {"LoraConfig", "target_modules", "\"all-linear\""},
                                 {"LoraConfig", "task_type", "\"CAUSAL_LM\""}});
     }
-    c.apply = [](Job& j) {
+    for (auto& setting : base_in_16_bits_settings(job, bf16)) {
+      if (task != "train_lora" || job.precision.value_or("").find("_mixed") != std::string::npos) {
+        c.change.settings.push_back(setting);
+      }
+    }
+    c.apply = [bf16](Job& j) {
+      load_base_in_16_bits(j, bf16);
       j.task = "train_qlora";
       j.weight_quantization = "nf4";
       j.double_quant = true;
@@ -1012,6 +1041,12 @@ struct Search {
     }
     return j;
   }
+  // The job as it stands before applied[k]: the changes of cheaper steps only.
+  Job prefix(const std::vector<Applied>& applied, size_t k) const {
+    Job j = original;
+    for (size_t i = 0; i < k && i < applied.size(); ++i) applied[i].candidate.apply(j);
+    return j;
+  }
 
   // The cheapest candidate of a step that brings the job under limit; else the one that lowers the
   // prediction most (kept when it lowers it at all, so later steps build on it).
@@ -1020,9 +1055,21 @@ struct Search {
     PredictedTotals predicted;
     bool fits = false;
   };
-  std::optional<Pick> pick(const Step& step, const Job& base, uint64_t base_used, uint64_t limit) const {
+  // generated_for: the job the step's options are made for, when it differs from `base` (a step
+  // re-picked after later steps were applied: its options must suit the job as it stood at that
+  // step, not one a later step changed, e.g. LoRA's frozen-base precision on a full fine-tuning).
+  std::optional<Pick> pick(const Step& step, const Job& base, uint64_t base_used, uint64_t limit,
+                           const Job* generated_for = nullptr) const {
     std::optional<Pick> best;
-    for (auto& c : step.generate(base)) {
+    for (auto& c : step.generate(generated_for ? *generated_for : base)) {
+      // The plan lists its changes in step order, each predicted on the ones before it: an
+      // option must also be a valid job there (padding-free batches need a 16-bit job's flash
+      // attention, which a later precision step may be what provides).
+      if (generated_for) {
+        Job at_its_step = *generated_for;
+        c.apply(at_its_step);
+        if (!predict(est, model, at_its_step)) continue;
+      }
       Job j = base;
       c.apply(j);
       auto p = predict(est, model, j);
@@ -1075,6 +1122,23 @@ struct Search {
     if (!fits) return std::nullopt;
     std::stable_sort(applied.begin(), applied.end(),
                      [](const Applied& a, const Applied& b) { return a.step_index < b.step_index; });
+    // A change a later pass added may need what a dearer step set (padding-free batches need the
+    // 16-bit precision of step 4 for flash attention): listed in step order, the job after it
+    // would not be valid. Leave it out when the rest fits without it; else list it after the
+    // change it needs.
+    for (size_t i = 0; i < applied.size(); ++i) {
+      if (predict(est, model, prefix(applied, i + 1))) continue;
+      auto rest = predict(est, model, rebuild(applied, i));
+      if (rest && rest->needed_bytes <= limit) {
+        applied.erase(applied.begin() + static_cast<long>(i));
+        --i;
+        continue;
+      }
+      for (size_t k = i + 1; k < applied.size(); ++k) {
+        std::swap(applied[k - 1], applied[k]);
+        if (predict(est, model, prefix(applied, k + 1))) break;
+      }
+    }
     // Drop what the combination does not need, most expensive first (keeping the last step, which
     // made it fit), and re-pick the cheapest option of each step that stays.
     for (size_t i = applied.size(); i-- > 1;) {
@@ -1086,7 +1150,8 @@ struct Search {
         continue;
       }
       if (p) {
-        if (auto better = pick(steps[applied[k].step_index], without, p->needed_bytes, limit);
+        const Job before = prefix(applied, k);
+        if (auto better = pick(steps[applied[k].step_index], without, p->needed_bytes, limit, &before);
             better && better->fits) {
           applied[k].candidate = std::move(better->candidate);
         }
@@ -1104,7 +1169,8 @@ struct Search {
       Job without = rebuild(applied, k);
       auto p = predict(est, model, without);
       if (p) {
-        if (auto better = pick(steps[applied[k].step_index], without, p->needed_bytes, limit);
+        const Job before = prefix(applied, k);
+        if (auto better = pick(steps[applied[k].step_index], without, p->needed_bytes, limit, &before);
             better && better->fits) {
           applied[k].candidate = std::move(better->candidate);
         }

@@ -149,6 +149,8 @@ Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
     Json changes = Json::array();
     for (const auto& c : r.plan->changes) changes.push_back(change_json(c, r.plan->num_gpus));
     plan["changes"] = changes;
+    // The planned job as a job file (`oomdoc estimate --job` re-predicts it).
+    plan["job"] = job_to_json(r.plan->job);
     doc["plan"] = plan;
   } else {
     doc["plan"] = nullptr;

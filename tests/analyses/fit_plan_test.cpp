@@ -114,9 +114,10 @@ std::vector<PlanCase> cases() {
       {"tinyllama_full_on_t4", "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T", "t4", 1, training("train_full", 16, 2048)},
       {"gpt2_xl_full_fp32_on_3060", "gpt2-xl", "3060", 1, training("train_full", 8, 1024)},
       {"llama31_70b_lora_on_8_h100", "meta-llama/Llama-3.1-70B", "h100", 8, training("train_lora", 4, 8192)},
-      // Long context on GPUs without NVLink: LoRA/QLoRA leave one block's recompute too large, so
-      // the method is kept and tensor (x pipeline) parallel splits the activations.
-      {"llama31_8b_full_32k_on_8_4090", "meta-llama/Llama-3.1-8B", "4090", 8, training("train_full", 1, 32768),
+      // Long context on GPUs without NVLink: LoRA/QLoRA (on a 16-bit base) leave one block's
+      // recompute too large, so the method is kept and tensor (x pipeline) parallel splits the
+      // activations.
+      {"llama31_8b_full_64k_on_8_4090", "meta-llama/Llama-3.1-8B", "4090", 8, training("train_full", 1, 65536),
        "tensor_pipeline_parallel"},
       // Inference on several GPUs: the model is split (TP over NVLink, PP over PCIe).
       {"llama31_70b_inference_on_4_a100_80", "meta-llama/Llama-3.1-70B", "a100-80", 4, inference(8, 4096, 512),
@@ -125,7 +126,7 @@ std::vector<PlanCase> cases() {
        "tensor_pipeline_parallel"},
       {"llama31_8b_full_128k_on_8_a100_80", "meta-llama/Llama-3.1-8B", "a100-80", 8, training("train_full", 1, 131072),
        "tensor_parallel"},
-      {"llama31_8b_full_64k_on_4_l40s", "meta-llama/Llama-3.1-8B", "l40s", 4, training("train_full", 1, 65536),
+      {"llama31_8b_full_72k_on_4_l40s", "meta-llama/Llama-3.1-8B", "l40s", 4, training("train_full", 1, 73728),
        "tensor_pipeline_parallel"},
   };
   // llama.cpp jobs: its own ladder (flash attention, q8_0 cache, smaller GGUF, context, -ngl).
@@ -181,7 +182,7 @@ TEST_P(FitPlanProperty, PlanFitsAndNoCheaperStepAloneWould) {
     EXPECT_GE(change.step, previous_step) << change.id;
     previous_step = change.step;
     if (change.step == 9) continue;
-    ASSERT_TRUE(change.predicted.has_value());
+    ASSERT_TRUE(change.predicted.has_value()) << change.id << ": not a valid job after the changes before it";
     EXPECT_LT(change.predicted->needed_bytes, previous) << change.id;
     previous = change.predicted->needed_bytes;
   }
@@ -448,6 +449,31 @@ TEST(FitPlan, QloraChangeNamesTheSameLoraConfigAsLora) {
   }
   EXPECT_EQ(lora_config, (std::vector<std::string>{"r=16", "lora_alpha=32", "target_modules=\"all-linear\"",
                                                    "task_type=\"CAUSAL_LM\""}));
+}
+
+}  // namespace
+}  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// QA round 3: full fine-tuning in bf16 mixed precision holds fp32 weights; LoRA's frozen base loads
+// in 16 bits, and the plan says so (torch_dtype) and predicts it so (the plan's job re-estimates to
+// the plan's figure).
+TEST(FitPlanQa3, LoraLoadsTheFrozenBaseIn16Bits) {
+  Job job = training("train_full", 8, 2048);
+  job.precision = "bf16_mixed";
+  auto fitted = fit_on("meta-llama/Llama-2-7b-hf", "4090", job, 2);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitReport& report = fitted->report;
+  ASSERT_TRUE(report.plan.has_value());
+  const FitChange& last = report.plan->changes.back();
+  ASSERT_TRUE(last.id == "lora" || last.id == "qlora") << last.id;
+  EXPECT_EQ(report.plan->job.precision, "bf16");
+  EXPECT_TRUE(std::any_of(last.settings.begin(), last.settings.end(), [](const FitSetting& s) {
+    return s.target == "from_pretrained" && s.name == "torch_dtype" && s.value == "torch.bfloat16";
+  }));
+  EXPECT_EQ(needed_bytes(fitted->model, report.plan->job), report.plan->predicted.needed_bytes);
 }
 
 }  // namespace
