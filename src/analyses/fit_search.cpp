@@ -835,11 +835,32 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
   return out;
 }
 
+// ZeRO-Offload steps the optimizer on the CPU with DeepSpeed's own CPU Adam (fp32 master weights,
+// gradients and both states in host memory). It refuses a client optimizer such as bitsandbytes'
+// 8-bit AdamW unless zero_force_ds_cpu_optimizer is false ("You are using ZeRO-Offload with a
+// client provided optimizer ..."), and a GPU optimizer stepping host tensors is no saving: the
+// plan names DeepSpeed's AdamW in the config and sizes its fp32 state.
+bool gpu_only_optimizer(const Job& job) {
+  const std::string o = job.optimizer.value_or("adamw");
+  return o == "adamw_8bit" || o == "paged_adamw_8bit" || o == "adamw_4bit";
+}
+constexpr const char* kDeepSpeedAdamW = "\"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": \"auto\", "
+                                        "\"weight_decay\": \"auto\"}}, ";
+void use_deepspeed_cpu_adam(Job& j) {
+  if (gpu_only_optimizer(j)) j.optimizer = "adamw";
+}
+std::string deepspeed_cpu_adam_cost(const Job& job) {
+  return gpu_only_optimizer(job) ? fmt::format("; {} is replaced by DeepSpeed's CPU AdamW (fp32 states in host "
+                                               "memory): DeepSpeed refuses a client optimizer with ZeRO-Offload",
+                                               job.optimizer.value_or("adamw"))
+                                 : std::string();
+}
+
 std::vector<FitSetting> zero3_offload_settings(const Job& job) {
   std::vector<FitSetting> settings = {
       {"TrainingArguments", "deepspeed",
-       "{\"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\"}, "
-       "\"offload_param\": {\"device\": \"cpu\"}}}"}};
+       fmt::format("{{{}\"zero_optimization\": {{\"stage\": 3, \"offload_optimizer\": {{\"device\": \"cpu\"}}, "
+                   "\"offload_param\": {{\"device\": \"cpu\"}}}}}}", gpu_only_optimizer(job) ? kDeepSpeedAdamW : "")}};
   add_quant_storage_for_sharding(job, settings);
   return settings;
 }
@@ -878,15 +899,17 @@ std::vector<Candidate> offload_candidates(const Job& job) {
     c.change.step = 8;
     c.change.title = "offload the optimizer state to CPU memory (DeepSpeed ZeRO-Offload)";
     c.change.cost = "much slower: the optimizer step runs on the CPU and state crosses PCIe "
-                    "every step (Ren et al. 2021, ZeRO-Offload)";
+                    "every step (Ren et al. 2021, ZeRO-Offload)" + deepspeed_cpu_adam_cost(job);
     const bool keep_stage3 = par == "zero3";
     c.change.settings = {{"TrainingArguments", "deepspeed",
-                          fmt::format("{{\"zero_optimization\": {{\"stage\": {}, "
+                          fmt::format("{{{}\"zero_optimization\": {{\"stage\": {}, "
                                       "\"offload_optimizer\": {{\"device\": \"cpu\", "
-                                      "\"pin_memory\": True}}}}}}", keep_stage3 ? 3 : 2)}};
+                                      "\"pin_memory\": True}}}}}}", gpu_only_optimizer(job) ? kDeepSpeedAdamW : "",
+                                      keep_stage3 ? 3 : 2)}};
     if (keep_stage3) add_quant_storage_for_sharding(job, c.change.settings);
     c.apply = [keep_stage3](Job& j) {
       if (!keep_stage3) j.parallelism = "zero2";
+      use_deepspeed_cpu_adam(j);
       j.offload.push_back("optimizer");
     };
     out.push_back(std::move(c));
@@ -895,10 +918,11 @@ std::vector<Candidate> offload_candidates(const Job& job) {
     out.push_back(candidate("offload_params", "offload", 8,
                             "offload the optimizer state and parameters to CPU memory (ZeRO-3 Offload)",
                             "much slower still: every layer's parameters cross PCIe in forward and "
-                            "backward",
+                            "backward" + deepspeed_cpu_adam_cost(job),
                             zero3_offload_settings(job),
                             [](Job& j) {
                               j.parallelism = "zero3";
+                              use_deepspeed_cpu_adam(j);
                               if (!has_offload(j, "optimizer")) j.offload.push_back("optimizer");
                               j.offload.push_back("params");
                             }));
