@@ -1078,6 +1078,17 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
                                       }()));
       }
       trainable_linear = trainable;
+      // A name that matches no layer (a typo: v_porj) adapts less than asked: said, since the
+      // others still match. PEFT would refuse only when nothing matches.
+      for (const std::string& target : p.lora.target_modules) {
+        LoraSettings one = p.lora;
+        one.target_modules = {target};
+        one.all_linear = false;
+        if (lora_parameter_count(m, one) == 0) {
+          est.assumptions.push_back(fmt::format("lora.target_modules: '{}' matches no Linear layer of {}: left out "
+                                                "(is it misspelled?)", printable(target, 80), m.id.empty() ? m.source : m.id));
+        }
+      }
     }
   }
   // LoRA adapters live in fp32 (PEFT autocast_adapter_dtype=True) next to the frozen base, or in

@@ -92,9 +92,11 @@ std::vector<Candidate> micro_batch_candidates(const Job& job) {
   std::vector<Candidate> out;
   if (job.implementation && *job.implementation == "llama_cpp") return out;   // its own --parallel step
   if (!is_training(job)) {
+    // No effective batch to keep: the largest batch that reaches the goal, every size up to 32
+    // and 10% steps above (the first candidate that fits is taken).
     const uint64_t batch = job.batch_size.value_or(1);
-    for (uint64_t b = batch / 2; b >= 1 && batch > 1; b /= 2) {
-      out.push_back(candidate("batch_size", "smaller_batch", 2, fmt::format("batch {} -> {}", batch, b),
+    for (uint64_t b = batch - 1; b >= 1 && batch > 1; b = b > 32 ? b * 9 / 10 : b - 1) {
+      out.push_back(candidate("batch_size", "smaller_inference_batch", 2, fmt::format("batch {} -> {}", batch, b),
                               "fewer sequences at once: lower throughput",
                               {{"python", fmt::format("# {} prompt(s) per generate() call (pipeline(..., batch_size={}))", b, b), ""}},
                               [b](Job& j) { j.batch_size = b; }));
@@ -317,6 +319,7 @@ std::vector<Candidate> kernel_candidates(const ModelSpec& model, const FitOption
       ((kernels == "none" && loss != "chunked") || (kernels == "liger" && loss == "standard" && fuses_loss))) {
     Candidate c;
     c.change.id = "fused_loss";
+    c.change.fix_id = "fused_kernels";
     c.change.step = 4;
     c.change.title = "Liger kernels: fused linear cross-entropy (logits never materialised in full), "
                      "RMSNorm and SwiGLU kernels that keep less for backward";
@@ -628,7 +631,7 @@ std::vector<Candidate> inference_kv_cache_candidates(const Job& job) {
   if (is_training(job) || is_llama_cpp(job) || job.task.value_or("") == "load") return {};
   const std::string kv = job.kv_cache_dtype.value_or("auto");
   if (kv == "fp8" || kv == "int8") return {};
-  return {candidate("kv_cache_int8", "", 4, "KV cache in 8 bits (quantized cache)",
+  return {candidate("kv_cache_int8", "quantized_kv_cache", 4, "KV cache in 8 bits (quantized cache)",
                     "slower decoding (the cache is dequantized at every step); a small accuracy risk",
                     {{"generate", "cache_implementation", "\"quantized\""},
                      {"generate", "cache_config", "{\"backend\": \"HQQ\", \"nbits\": 8}"}},
@@ -717,6 +720,7 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
     Candidate c;
     c.only_if_fits = true;
     c.change.id = tp > 1 && pp > 1 ? "tensor_pipeline_parallel" : tp > 1 ? "tensor_parallel" : "pipeline_parallel";
+    c.change.fix_id = "shard_model";
     c.change.step = 7;
     std::vector<std::string> costs;
     if (!training) {

@@ -179,6 +179,8 @@ const std::vector<FixInfo>& fix_catalog() {
        "small"},
       {"double_quant", "Double quantization of the 4-bit base's constants",
        "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_use_double_quant=True)", 7, "negligible"},
+      {"fused_kernels", "Fused kernels: the loss without full logits, leaner norms and activations (Liger)",
+       "use_liger_kernel=True  # TrainingArguments; needs liger-kernel", 7, "small: same results"},
       {"gradient_checkpointing", "Recompute activations in backward instead of keeping them",
        "gradient_checkpointing=True  # model.gradient_checkpointing_enable()", 8, "about 20-33% more compute"},
       {"lora", "Train LoRA adapters, or QLoRA on a 4-bit base",

@@ -1571,3 +1571,24 @@ TEST(EstimatorQa3, PreferenceObjectivesDoubleTheBatchAndKeepAReference) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+TEST(EstimatorQa3, AMisspelledLoraTargetIsSaid) {
+  Job job;
+  job.task = "train_lora";
+  job.micro_batch_size = 1;
+  job.seq_len = 256;
+  job.lora = LoraSettings{};
+  job.lora->target_modules = {"q_proj", "v_porj"};
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(std::any_of(e->assumptions.begin(), e->assumptions.end(), [](const std::string& a) {
+    return a == "lora.target_modules: 'v_porj' matches no Linear layer of meta-llama/Llama-2-7b-hf: left out (is it "
+                "misspelled?)";
+  }));
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -478,3 +478,31 @@ TEST(FitPlanQa3, LoraLoadsTheFrozenBaseIn16Bits) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// Inference keeps no effective batch: the largest batch that reaches the goal, not the next half.
+TEST(FitPlanQa3, InferenceBatchIsTheLargestThatFits) {
+  Job job;
+  job.task = "inference";
+  job.batch_size = 16;
+  job.prompt_len = 512;
+  job.max_new_tokens = 512;
+  auto fitted = fit_on("meta-llama/Llama-3.1-8B", "l4", job, 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitReport& report = fitted->report;
+  ASSERT_TRUE(report.plan.has_value());
+  const FitChange& change = report.plan->changes.front();
+  EXPECT_EQ(change.id, "batch_size");
+  EXPECT_EQ(change.fix_id, "smaller_inference_batch");
+  const uint64_t chosen = *report.plan->job.batch_size;
+  Job one_more = report.plan->job;
+  one_more.batch_size = chosen + 1;
+  const uint64_t goal = report.plan->fits_target ? report.target_bytes : report.usable_bytes;
+  EXPECT_GT(needed_bytes(fitted->model, one_more), goal);
+  EXPECT_GT(chosen, 8u);
+}
+
+}  // namespace
+}  // namespace oomdoc
