@@ -8,14 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_document.h"
 #include "core/result.h"
 #include "model/job.h"
 
 namespace oomdoc {
-
-// Any JSON text, or an error naming `source` and where the syntax breaks ("job.json: invalid
-// JSON: line 3, column 1: syntax error while parsing object - unexpected '}'...").
-Result<nlohmann::json> parse_json_document(std::string_view text, const std::string& source);
 
 // `source` names the input in errors ("job.json", "--flags").
 Result<Job> parse_job_json(std::string_view text, const std::string& source);

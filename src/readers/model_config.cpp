@@ -1,5 +1,6 @@
 #include "readers/model_config.h"
 
+#include "core/json_document.h"
 #include "core/units.h"
 
 #include <fmt/format.h>
@@ -978,8 +979,9 @@ Status read_mllama_cross_attention(const ConfigView& c, ModelSpec& m) {
 const std::vector<std::string>& supported_model_types() { return kModelTypes; }
 
 Result<ModelSpec> parse_model_config(std::string_view text, const std::string& source) {
-  json root = json::parse(text.begin(), text.end(), nullptr, false);
-  if (root.is_discarded()) return make_error(fmt::format("{}: not valid JSON", source));
+  auto parsed = parse_json_document(text, source);
+  if (!parsed) return parsed.error();
+  json root = std::move(parsed.value());
   if (!root.is_object()) return make_error(fmt::format("{}: expected a JSON object", source));
   // Multimodal wrappers (Gemma 3, Llava-style, Mllama) keep the language model in text_config;
   // Qwen2-VL's and Qwen2.5-VL's is the config itself, beside its vision_config.

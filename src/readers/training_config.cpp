@@ -1179,12 +1179,24 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
                       : *format == TrainingConfigFormat::kLlamaFactory ? llama_factory_table()
                                                                        : hf_table();
   try {
+    // A key given twice: YAML forbids it, but PyYAML (which Axolotl and LLaMA-Factory read with)
+    // keeps the last value: so does oomdoc, and says so.
+    std::map<std::string, int> first_line;
     for (const auto& item : root) {
       if (!item.first.IsScalar()) {
         return make_error(fmt::format("{}: line {}: a key must be a name", display_name,
                                       item.first.Mark().line + 1));
       }
       const std::string key = item.first.Scalar();
+      const int line = item.first.Mark().line + 1;
+      if (auto [it, fresh] = first_line.emplace(key, line); !fresh) {
+        r.warn(fmt::format("{}: line {}: '{}' is given again (first on line {}); the last value is used, as PyYAML "
+                           "does", display_name, line, key, it->second));
+        auto drop = [&](std::vector<std::string>& keys) { keys.erase(std::remove(keys.begin(), keys.end(), key), keys.end()); };
+        drop(r.out.used_keys);
+        drop(r.out.ignored_keys);
+        drop(r.out.unknown_keys);
+      }
       const YAML::Node& value = item.second;
       auto handler = table.find(key);
       if (handler != table.end()) {

@@ -289,14 +289,6 @@ TEST(VllmServeChecks, Gemma2Float32IsServedInBfloat16) {
 namespace oomdoc {
 namespace {
 
-using serve_test::inputs;
-using serve_test::predict;
-
-std::string refusal(const ServeInputs& in) {
-  auto p = predict_vllm_startup(in);
-  return p.ok() ? std::string("(no error)") : p.error().message;
-}
-
 ServeInputs on_gpu(const std::vector<std::string>& command, const std::string& gpu, const std::string& version = "") {
   ServeInputs in = inputs(command, 24 * kGiB, version);
   in.target = serve_target(find_gpu(gpu).value());
@@ -318,7 +310,7 @@ TEST(VllmServeQa3, FreeMemoryCheckIsFixedByALowerUtilization) {
 }
 
 TEST(VllmServeQa3, SchedulerRefusesFewerBatchedTokensThanSequences) {
-  EXPECT_EQ(refusal(inputs({"vllm", "serve", "llama-3.1-8b", "--max-num-seqs", "512", "--max-num-batched-tokens",
+  EXPECT_EQ(error_of(inputs({"vllm", "serve", "llama-3.1-8b", "--max-num-seqs", "512", "--max-num-batched-tokens",
                             "256", "--max-model-len", "8192"}, 24 * kGiB)),
             "--max-num-batched-tokens 256 below --max-num-seqs 512: vLLM refuses it: \"max_num_batched_tokens (256) "
             "must be greater than or equal to max_num_seqs (512).\"");
@@ -330,7 +322,7 @@ TEST(VllmServeQa3, SchedulerRefusesFewerBatchedTokensThanSequences) {
 }
 
 TEST(VllmServeQa3, QuantizationBelowItsComputeCapabilityIsRefused) {
-  EXPECT_EQ(refusal(on_gpu({"vllm", "serve", "llama-3.1-8b", "--quantization", "fp8", "--max-model-len", "4096"}, "t4")),
+  EXPECT_EQ(error_of(on_gpu({"vllm", "serve", "llama-3.1-8b", "--quantization", "fp8", "--max-model-len", "4096"}, "t4")),
             "fp8 weights on Tesla T4 16GB: vLLM refuses them: \"The quantization method fp8 is not supported for the "
             "current GPU. Minimum capability: 80. Current capability: 75.\"");
   // An AWQ checkpoint (its config's quantization_config): AWQ's own kernels need Turing.
@@ -341,10 +333,10 @@ TEST(VllmServeQa3, QuantizationBelowItsComputeCapabilityIsRefused) {
     in.model.quantization_group_size = 128;
     return in;
   };
-  EXPECT_EQ(refusal(awq_on("v100")),
+  EXPECT_EQ(error_of(awq_on("v100")),
             "awq weights on Tesla V100 SXM2 16GB: vLLM refuses them: \"The quantization method awq is not supported "
             "for the current GPU. Minimum capability: 75. Current capability: 70.\"");
-  EXPECT_EQ(refusal(awq_on("t4")), "(no error)");
+  EXPECT_EQ(error_of(awq_on("t4")), "(no error)");
 }
 
 TEST(VllmServeQa3, ABiggerGpuHoldsMoreByBothTotals) {
@@ -356,10 +348,10 @@ TEST(VllmServeQa3, ABiggerGpuHoldsMoreByBothTotals) {
 }
 
 TEST(VllmServeQa3, AutoFitNeedsV012) {
-  EXPECT_EQ(refusal(on_gpu({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "-1"}, "4090", "0.8.5")),
+  EXPECT_EQ(error_of(on_gpu({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "-1"}, "4090", "0.8.5")),
             "--max-model-len auto/-1: vLLM 0.8.5 has no auto-fit (it came in v0.12.0, vllm-project/vllm#29431); give "
             "a length");
-  EXPECT_EQ(refusal(on_gpu({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "auto"}, "4090", "0.12.0")),
+  EXPECT_EQ(error_of(on_gpu({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "auto"}, "4090", "0.12.0")),
             "(no error)");
 }
 

@@ -421,7 +421,9 @@ TEST(ModelConfig, ContradictoryAndMissingFieldsAreErrors) {
                             "num_attention_heads": 2, "intermediate_size": 128})");
   ASSERT_FALSE(negative);
   EXPECT_EQ(negative.error().message, "config.json: \"vocab_size\" must be a non-negative integer, got -5");
-  EXPECT_EQ(parse("{not json").error().message, "config.json: not valid JSON");
+  EXPECT_EQ(parse("{not json").error().message,
+            "config.json: invalid JSON: line 1, column 3: syntax error while parsing object key - invalid literal; last "
+            "read: '{no'; expected string literal");
   EXPECT_EQ(parse("[1]").error().message, "config.json: expected a JSON object");
   EXPECT_EQ(parse("{}").error().message, "config.json: no \"model_type\"; not a Hugging Face model config");
 }

@@ -628,3 +628,20 @@ TEST(TrainingConfigQa3, PreferenceStagesAreRead) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+TEST(TrainingConfigQa3, AKeyGivenTwiceKeepsTheLastAndSaysSo) {
+  auto c = parse_training_config("base_model: x\nadapter: lora\nbf16: auto\nmicro_batch_size: 2\nmicro_batch_size: 8\n",
+                                 "axolotl.yml");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->job.micro_batch_size, 8u);
+  EXPECT_EQ(std::count(c->used_keys.begin(), c->used_keys.end(), "micro_batch_size"), 1);
+  ASSERT_FALSE(c->warnings.empty());
+  EXPECT_EQ(c->warnings.front(), "axolotl.yml: line 5: 'micro_batch_size' is given again (first on line 4); the last "
+                                 "value is used, as PyYAML does");
+}
+
+}  // namespace
+}  // namespace oomdoc
