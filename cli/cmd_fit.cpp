@@ -80,6 +80,10 @@ int run_fit(const FitArgs& a) {
   auto card = resolve_gpu_flags(a.card);
   if (!card) return fail(card.error().message);
   set_fit_card(options, *card);
+  std::optional<std::string> precision_fallback;
+  if (config && !a.app->count("--precision")) {
+    precision_fallback = fp16_where_no_bf16(*config, job, options.gpu_has_bf16, options.gpu_name);
+  }
   if (!a.lengths_path.empty()) {
     auto lengths = read_lengths(a.lengths_path);
     if (!lengths) return fail(lengths.error().message);
@@ -98,6 +102,7 @@ int run_fit(const FitArgs& a) {
   auto report = fit_job(*model, job, options);
   if (!report) return fail(report.error().message);
   note(card->note);
+  if (precision_fallback) report->notes.insert(report->notes.begin(), *precision_fallback);
   // Advice in the keys of the config the user gave (Axolotl, LLaMA-Factory).
   if (config) express_in_config_keys(*report, *config);
 

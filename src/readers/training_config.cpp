@@ -162,6 +162,7 @@ Handler set_half_flag(std::string half) {
   return [half](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
     if (n.IsScalar() && (to_lower(n.Scalar()) == "auto" || to_lower(n.Scalar()) == "full")) {
       r.autocast = half;
+      if (half == "bf16" && to_lower(n.Scalar()) == "auto") r.out.bf16_auto = true;
       return Ok{};
     }
     auto v = as_bool(n, key, r);
@@ -1227,6 +1228,14 @@ Result<TrainingConfig> read_training_config(const std::string& path) {
   std::string base_dir;
   if (auto slash = path.rfind('/'); slash != std::string::npos) base_dir = path.substr(0, slash);
   return parse_training_config(*text, path, base_dir);
+}
+
+std::optional<std::string> fp16_where_no_bf16(const TrainingConfig& config, Job& job, bool gpu_has_bf16,
+                                              const std::string& gpu_name) {
+  if (!config.bf16_auto || gpu_has_bf16 || !job.precision || job.precision->rfind("bf16", 0) != 0) return std::nullopt;
+  job.precision = "fp16" + job.precision->substr(4);
+  return fmt::format("bf16: auto on {} (no bfloat16): trained in fp16 as Axolotl falls back ({})", gpu_name,
+                     *job.precision);
 }
 
 }  // namespace oomdoc

@@ -31,6 +31,9 @@ struct TrainingConfig {
   // default taken and its source ("max_length 1024: TRL SFTConfig's default").
   std::vector<std::string> framework_defaults;
   bool yaml_syntax = true;                // written as YAML (false: a JSON document)
+  // bf16: auto (Axolotl): bf16 where the GPU has it, else fp16 (the reader reads bf16; the GPU,
+  // known later, may turn it into fp16: fp16_where_no_bf16).
+  bool bf16_auto = false;
 };
 
 // display_name names the input in messages; base_dir resolves relative paths the config points
@@ -40,5 +43,11 @@ Result<TrainingConfig> parse_training_config(std::string_view text,
                                              const std::string& base_dir = "");
 
 Result<TrainingConfig> read_training_config(const std::string& path);
+
+// A config's bf16: auto on a GPU without bf16: the job's bf16 precision becomes fp16, as Axolotl
+// falls back (normalize_config: bf16 only where torch.cuda.is_bf16_supported()). Returns the note
+// to show, or nothing when the job is left as it is.
+std::optional<std::string> fp16_where_no_bf16(const TrainingConfig& config, Job& job, bool gpu_has_bf16,
+                                              const std::string& gpu_name);
 
 }  // namespace oomdoc

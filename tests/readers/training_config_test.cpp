@@ -645,3 +645,27 @@ TEST(TrainingConfigQa3, AKeyGivenTwiceKeepsTheLastAndSaysSo) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+TEST(TrainingConfigQa3, Bf16AutoFallsBackToFp16WithoutBf16) {
+  auto c = parse_training_config("base_model: x\nadapter: lora\nbf16: auto\n", "axolotl.yml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->bf16_auto);
+  Job job = c->job;
+  EXPECT_FALSE(fp16_where_no_bf16(*c, job, /*gpu_has_bf16=*/true, "A100").has_value());
+  EXPECT_EQ(job.precision, "bf16");
+  auto note = fp16_where_no_bf16(*c, job, /*gpu_has_bf16=*/false, "Tesla T4 16GB");
+  ASSERT_TRUE(note.has_value());
+  EXPECT_EQ(job.precision, "fp16");
+  EXPECT_EQ(*note, "bf16: auto on Tesla T4 16GB (no bfloat16): trained in fp16 as Axolotl falls back (fp16)");
+  // bf16: true is what the file asks for: left alone (fit says it will not run).
+  auto explicit_bf16 = parse_training_config("base_model: x\nadapter: lora\nbf16: true\n", "axolotl.yml");
+  ASSERT_TRUE(explicit_bf16.ok());
+  Job kept = explicit_bf16->job;
+  EXPECT_FALSE(fp16_where_no_bf16(*explicit_bf16, kept, false, "T4").has_value());
+}
+
+}  // namespace
+}  // namespace oomdoc
