@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include <cctype>
 
 #include "readers/job_file.h"
@@ -81,6 +83,11 @@ CLI::Validator count_range(bool allow_zero) {
         if (negative || (zero && !allow_zero)) {
           return fmt::format("must be {} (got {})", allow_zero ? "0 or more" : "at least 1", value);
         }
+        // Beyond 64 bits CLI11 would clamp it and the message would show another number.
+        uint64_t parsed = 0;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+        if (ec == std::errc::result_out_of_range) return fmt::format("{} is implausibly large", value);
+        (void)end;
         return std::string();
       },
       "");

@@ -104,6 +104,9 @@ TEST(JobFlags, CountRangeMessagesAgree) {
   };
   expect({"estimate", "llama-2-7b", "--seq-len", "-5"}, "oomdoc estimate: --seq-len: must be at least 1 (got -5) (see oomdoc estimate --help)");
   expect({"estimate", "llama-2-7b", "--seq-len", "0"}, "oomdoc estimate: --seq-len: must be at least 1 (got 0) (see oomdoc estimate --help)");
+  // Beyond 64 bits: the number given, not a clamped one.
+  expect({"estimate", "llama-2-7b", "--seq-len", "18446744073709551616"},
+         "oomdoc estimate: --seq-len: 18446744073709551616 is implausibly large (see oomdoc estimate --help)");
   expect({"estimate", "llama-2-7b", "--gpus", "0"}, "oomdoc estimate: --num-gpus: must be at least 1 (got 0) (see oomdoc estimate --help)");
   expect({"estimate", "llama-2-7b", "--task", "inference", "--max-new-tokens", "-1"},
          "oomdoc estimate: --max-new-tokens: must be 0 or more (got -1) (see oomdoc estimate --help)");
