@@ -62,6 +62,7 @@ constexpr KeyHelp kSwitchKeys[] = {
     {"sync_each_batch", "true/false: FSDP reduce-scatters every micro-batch; default false (no_sync: unsharded gradients accumulate)"},
     {"lazy_module_loading", "true/false: CUDA lazy module loading; default true (false: CUDA < 11.7)"},
     {"autocast", "true/false: a bf16/fp16 model runs under autocast (Hugging Face Trainer with bf16=True); default false"},
+    {"precompute_ref_log_probs", "true/false: dpo/ipo/kto score the reference once before training (TRL), keeping no reference model; default false"},
     {"bnb_saves_input", "true/false: bitsandbytes < 0.43.3 keeps each quantized Linear's input for backward; default false"},
 };
 

@@ -1046,7 +1046,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   // loaded as the policy is and prepared (sharded) the same way; with LoRA the base with the
   // adapters disabled (TRL's null_ref_context), no copy.
   if (p.training && job.objective && objective_has_reference(*job.objective)) {
-    if (p.task == "train_full" || p.task == "train_freeze") {
+    if (job.precompute_ref_log_probs.value_or(false)) {
+      est.assumptions.push_back(fmt::format("objective {}: reference log-probabilities precomputed before training "
+                                            "(no reference model kept)", *job.objective));
+    } else if (p.task == "train_full" || p.task == "train_freeze") {
       b.add("reference_model", weights, fmt::format("frozen reference for {}: {}", *job.objective, weights_detail));
     } else {
       est.assumptions.push_back(fmt::format("objective {}: the reference is the base with the adapters disabled (no "
@@ -1093,7 +1096,12 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   }
   // LoRA adapters live in fp32 (PEFT autocast_adapter_dtype=True) next to the frozen base, or in
   // the model's dtype (LitGPT, torchtune).
-  if (p.use_lora) b.add("adapter_weights", trainable * p.adapter_bytes / shard_mp, fmt::format("{} LoRA params x {} B", format_count(trainable), p.adapter_bytes));
+  // ZeRO-3 / FSDP full sharding shard them with the rest of the parameters.
+  if (p.use_lora) {
+    b.add("adapter_weights", trainable * p.adapter_bytes / shard_mp / param_shards,
+          fmt::format("{} LoRA params x {} B{}", format_count(trainable), p.adapter_bytes,
+                      shard_params ? fmt::format(", sharded over {}", param_shards) : ""));
+  }
   // modules_to_save: PEFT's ModulesToSaveWrapper keeps the original module and trains a deep copy
   // of it, in the module's own dtype (fp32 after k-bit preparation), with its gradient and
   // optimizer state like a full fine-tuning of those parameters.
@@ -1115,9 +1123,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
                          "classification head is small)", fmt::join(unsized, ", ")));
     }
     if (saved_modules > 0) {
-      b.add("modules_to_save", saved_modules * saved_module_bytes / shard_mp,
-            fmt::format("trainable copies of {}: {} params x {} B (PEFT modules_to_save)", fmt::join(sized, ", "),
-                        format_count(saved_modules), saved_module_bytes));
+      b.add("modules_to_save", saved_modules * saved_module_bytes / shard_mp / param_shards,
+            fmt::format("trainable copies of {}: {} params x {} B (PEFT modules_to_save){}", fmt::join(sized, ", "),
+                        format_count(saved_modules), saved_module_bytes,
+                        shard_params ? fmt::format(", sharded over {}", param_shards) : ""));
     }
   }
 

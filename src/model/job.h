@@ -66,6 +66,9 @@ struct Job {
   // micro-batch (concatenated_forward); dpo, ipo and kto score a frozen reference model (for
   // full and freeze tuning a second copy of the weights; LoRA disables the adapters instead).
   std::optional<std::string> objective;
+  // TRL's precompute_ref_log_probs: the reference's log-probabilities are computed once before
+  // training, and DPOTrainer keeps no reference model (ref_model None) during it.
+  std::optional<bool> precompute_ref_log_probs;
   // The software stack's defaults that changed between versions. Unset = today's defaults
   // (PyTorch >= 2.0 with CUDA >= 11.7, PEFT); readers set them when the job says otherwise.
   std::optional<std::string> optimizer_impl;  // foreach (torch >= 2.0 on CUDA), fused, for_loop

@@ -133,6 +133,7 @@ Status visit_scalar_fields(Job& job, Fields& f) {
   TRY(f.count("cp", job.cp));
   TRY(f.text("loss_impl", job.loss_impl, &kLossImpl));
   TRY(f.text("objective", job.objective, &kObjectives));
+  TRY(f.flag("precompute_ref_log_probs", job.precompute_ref_log_probs));
   TRY(f.count("batch_size", job.batch_size));
   TRY(f.count("prompt_len", job.prompt_len));
   TRY(f.count("max_new_tokens", job.max_new_tokens, /*allow_zero=*/true));

@@ -102,6 +102,15 @@ Handler set_count(std::optional<uint64_t> Job::*field) {
   };
 }
 
+Handler set_flag(std::optional<bool> Job::*field) {
+  return [field](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
+    auto v = as_bool(n, key, r);
+    if (!v) return v.error();
+    r.out.job.*field = *v;
+    return Ok{};
+  };
+}
+
 Handler set_string(std::string Job::*field) {
   return [field](const YAML::Node& n, std::string_view key, Reader& r) -> Status {
     if (!n.IsScalar()) return make_error(fmt::format("{}: expected a name", r.where(n, key)));
@@ -716,9 +725,10 @@ using Table = std::map<std::string, Handler>;
 // TrainingArguments keys (transformers/training_args.py) that change memory.
 void add_hf_keys(Table& t) {
   // TRL DPOConfig's reference-model keys: read together in resolve() (objective dpo).
-  for (const char* key : {"precompute_ref_log_probs", "ref_model_init_kwargs", "ref_adapter_name", "sync_ref_model"}) {
+  for (const char* key : {"ref_model_init_kwargs", "ref_adapter_name", "sync_ref_model"}) {
     t[key] = [](const YAML::Node&, std::string_view, Reader&) -> Status { return Ok{}; };
   }
+  t["precompute_ref_log_probs"] = set_flag(&Job::precompute_ref_log_probs);
   t["per_device_train_batch_size"] = set_count(&Job::micro_batch_size);
   t["gradient_accumulation_steps"] = set_count(&Job::grad_accum_steps);
   t["bf16"] = set_half_flag("bf16");
@@ -891,6 +901,11 @@ const std::set<std::string>& no_effect_keys() {
       "chat_template_path", "dataset_name", "dataset_config",
       "dataset_train_split", "dataset_test_split", "model_revision", "trust_remote_code",
       "lora_task_type", "use_rslora", "use_dora",
+      // TRL DPOConfig: loss settings that do not change memory
+      "beta", "label_smoothing", "rpo_alpha", "reference_free", "max_prompt_length", "max_completion_length",
+      "truncation_mode", "generate_during_eval", "f_divergence_type", "use_weighting", "ld_alpha",
+      "discopop_tau", "ref_model_mixup_alpha", "ref_model_sync_steps", "loss_weights", "disable_dropout",
+      "label_pad_token_id", "padding_value", "use_logits_to_keep",
       "pad_token", "eos_token", "shuffle_dataset", "num_of_sequences",
       "chars_per_token", "pad_to_multiple_of",
       // Axolotl
@@ -1044,6 +1059,12 @@ void resolve(Reader& r) {
     }
   } else if (r.weights_dtype) {
     job.precision = *r.weights_dtype;
+  } else if (r.out.format == TrainingConfigFormat::kAxolotl && !job.precision && r.quant_bits == 8u) {
+    // Axolotl's normalize_config loads an 8-bit base in float16 when neither bf16 nor fp16 is on
+    // (torch_dtype float16 "elif cfg.load_in_8bit or cfg.fp16 or cfg.float16").
+    job.precision = "fp16";
+    r.out.framework_defaults.push_back(
+        "precision fp16: neither bf16 nor fp16 is on, and Axolotl loads an 8-bit base in float16");
   } else if (r.out.format != TrainingConfigFormat::kLlamaFactory && !job.precision) {
     // Neither bf16 nor fp16 on: Axolotl loads the model in float32 (torch_dtype follows the
     // bf16/fp16 flags), and the Trainer trains a float32 model in float32 (transformers'
@@ -1181,8 +1202,11 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
                                                                        : hf_table();
   try {
     // A key given twice: YAML forbids it, but PyYAML (which Axolotl and LLaMA-Factory read with)
-    // keeps the last value: so does oomdoc, and says so.
+    // keeps the last value: so does oomdoc, and says so. Only the last occurrence is applied, as
+    // handlers have effects beyond their own key (rl, adapter, bf16) that a later value must not inherit.
     std::map<std::string, int> first_line;
+    std::map<std::string, size_t> last_index;
+    size_t index = 0;
     for (const auto& item : root) {
       if (!item.first.IsScalar()) {
         return make_error(fmt::format("{}: line {}: a key must be a name", display_name,
@@ -1193,11 +1217,13 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
       if (auto [it, fresh] = first_line.emplace(key, line); !fresh) {
         r.warn(fmt::format("{}: line {}: '{}' is given again (first on line {}); the last value is used, as PyYAML "
                            "does", display_name, line, key, it->second));
-        auto drop = [&](std::vector<std::string>& keys) { keys.erase(std::remove(keys.begin(), keys.end(), key), keys.end()); };
-        drop(r.out.used_keys);
-        drop(r.out.ignored_keys);
-        drop(r.out.unknown_keys);
       }
+      last_index[key] = index++;
+    }
+    index = 0;
+    for (const auto& item : root) {
+      const std::string key = item.first.Scalar();
+      if (last_index[key] != index++) continue;
       const YAML::Node& value = item.second;
       auto handler = table.find(key);
       if (handler != table.end()) {

@@ -1592,3 +1592,41 @@ TEST(EstimatorQa3, AMisspelledLoraTargetIsSaid) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// TRL's precompute_ref_log_probs keeps no reference model during training.
+TEST(EstimatorQa4, PrecomputedReferenceLogProbsKeepNoReference) {
+  const ModelSpec llama = llama2_7b();
+  Job full = fsdp_full_training_on_8();
+  full.objective = "dpo";
+  full.precompute_ref_log_probs = true;
+  auto e = estimate_memory(llama, full);
+  ASSERT_TRUE(e);
+  EXPECT_FALSE(component(*e, "reference_model").has_value());
+  EXPECT_TRUE(assumed(*e, "objective dpo: reference log-probabilities precomputed before training"));
+}
+
+// ZeRO-3 / FSDP full sharding shard the adapters and the modules_to_save copies with the rest.
+TEST(EstimatorQa4, FullShardingShardsAdaptersAndSavedModules) {
+  const ModelSpec llama = find_preset("meta-llama/Llama-3.1-8B")->value();
+  Job job;
+  job.task = "train_lora";
+  job.precision = "bf16";
+  job.micro_batch_size = 1;
+  job.seq_len = 512;
+  job.lora = LoraSettings{};
+  job.lora->modules_to_save = {"embed_tokens", "lm_head"};
+  auto one = estimate_memory(llama, job);
+  job.num_gpus = 4;
+  job.parallelism = "fsdp_full_shard";
+  auto four = estimate_memory(llama, job);
+  ASSERT_TRUE(one && four);
+  EXPECT_EQ(*component(*four, "modules_to_save"), *component(*one, "modules_to_save") / 4);
+  EXPECT_NEAR(static_cast<double>(*component(*four, "adapter_weights")),
+              static_cast<double>(*component(*one, "adapter_weights")) / 4, 1.0);
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -75,7 +75,7 @@ TEST(JobFile, ErrorsNameTheField) {
   expect_error(R"({"modle": "x"})", "job.json: unknown key \"modle\" (keys: adapter_dtype, attention_impl, autocast, batch_size, bnb_saves_input, compile, cp, double_quant, freeze_trainable_layers, fused_backward, "
                "gpu_layers, grad_accum_steps, gradient_checkpointing, group_size, implementation, kbit_upcast, kernels, kv_cache_dtype, lazy_module_loading, "
                "lora, loss_impl, loss_upcast, max_new_tokens, micro_batch_size, model, num_gpus, objective, offload, "
-               "optimizer, optimizer_impl, padding_free, parallelism, pp, precision, prefill_chunk, "
+               "optimizer, optimizer_impl, padding_free, parallelism, pp, precision, precompute_ref_log_probs, prefill_chunk, "
                "prompt_len, seq_len, sync_each_batch, target_len, task, tp, weight_quantization, zero_grad_to_none)");
   expect_error(R"({"task": "finetune"})",
                "job.json: task: \"finetune\" is not one of: inference, load, train_freeze, train_full, train_lora, train_qlora");

@@ -669,3 +669,40 @@ TEST(TrainingConfigQa3, Bf16AutoFallsBackToFp16WithoutBf16) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// Only the last occurrence of a repeated key takes effect: the first value's side effects
+// (rl's objective, adapter's task) do not persist.
+TEST(TrainingConfigQa4, ARepeatedKeyKeepsNoEffectOfTheFirst) {
+  auto c = parse_training_config("base_model: x\nadapter: lora\nbf16: true\nrl: dpo\nrl:\n", "axolotl.yml");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_FALSE(c->job.objective.has_value());
+  auto q = parse_training_config("base_model: x\nadapter: qlora\nload_in_4bit: true\nbf16: true\nadapter: lora\nload_in_4bit: false\n",
+                                 "axolotl.yml");
+  ASSERT_TRUE(q.ok()) << q.error().message;
+  EXPECT_EQ(q->job.task, "train_lora");
+  EXPECT_FALSE(q->job.weight_quantization.has_value());
+}
+
+TEST(TrainingConfigQa4, DpoPrecomputedReferenceAndBetaAreRead) {
+  auto c = parse_training_config("model_name_or_path: x\nper_device_train_batch_size: 2\nbeta: 0.1\n"
+                                 "precompute_ref_log_probs: true\n", "dpo.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->job.objective, "dpo");
+  EXPECT_EQ(c->job.precompute_ref_log_probs, true);
+  EXPECT_TRUE(c->unknown_keys.empty());
+}
+
+TEST(TrainingConfigQa4, AxolotlLoadsAnEightBitBaseInFp16) {
+  auto c = parse_training_config("base_model: x\nadapter: lora\nload_in_8bit: true\n", "axolotl.yml");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->job.precision, "fp16");
+  auto plain = parse_training_config("base_model: x\nadapter: lora\n", "axolotl.yml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->job.precision, "fp32");
+}
+
+}  // namespace
+}  // namespace oomdoc
