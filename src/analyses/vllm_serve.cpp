@@ -411,25 +411,14 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // the format the name says (model/quantized_names.h).
   const auto named = model.quantization.empty() ? split_quantized_name(c.model) : std::nullopt;
   const std::string named_method = named ? std::string(named->format->method) : std::string();
-  // A flag that contradicts the name: the checkpoint's own config decides in vLLM, which refuses
-  // the mismatch; the name is only evidence (compressed-tensors can hold either), so a warning.
-  if (c.quantization && named) {
-    const std::string flag = base_method(to_lower(*c.quantization));
-    const bool either_compressed = flag.rfind("compressed", 0) == 0 || named_method.rfind("compressed", 0) == 0;
-    if (flag != base_method(named_method) && !either_compressed) {
-      p.warnings.push_back(fmt::format(
-          "'{}' is quantized with {} by its name (\"{}\"): vLLM refuses --quantization {} on it (\"Quantization method "
-          "specified in the model config ({}) does not match the quantization method specified in the `quantization` "
-          "argument ({}).\"); sized with --quantization {} as asked", c.model, named_method, named->format->suffix,
-          *c.quantization, named_method, *c.quantization, *c.quantization));
-    }
-  }
   if (c.quantization && model.quantization.empty()) {
     const std::string method = base_method(to_lower(*c.quantization));
     const bool prequantized = quantized_offline(to_lower(*c.quantization));
-    if (prequantized && named && base_method(named_method) != method &&
+    if (named && base_method(named_method) != method &&
         !(method.rfind("compressed", 0) == 0 || named_method.rfind("compressed", 0) == 0)) {
-      // The checkpoint the name says is quantized another way: its config decides, and vLLM refuses.
+      // The checkpoint the name says is quantized another way: its quantization_config decides, and
+      // vLLM refuses any other --quantization, one that quantizes at load (fp8, bitsandbytes) too
+      // (ModelConfig._verify_quantization). compressed-tensors can hold either format: not judged.
       return Error{fmt::format("--quantization {} on '{}', quantized with {} by its name (\"{}\"): vLLM refuses it: "
                                "\"Quantization method specified in the model config ({}) does not match the "
                                "quantization method specified in the `quantization` argument ({}).\"",

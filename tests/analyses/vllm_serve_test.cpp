@@ -93,15 +93,16 @@ TEST(VllmServe, NamedQuantizedCheckpointTakesItsNamesBitsAndGroups) {
   auto accepted = predict_vllm_startup(w4a16);
   ASSERT_TRUE(accepted.ok()) << accepted.error().message;
   EXPECT_EQ(accepted->settings.weights.description, "compressed-tensors 4-bit, group 128: 0.520 B per linear weight");
-  // A flag the name contradicts: vLLM refuses it on the real checkpoint; said, and sized as asked.
+  // A flag the name contradicts, one that quantizes at load too: vLLM refuses it on the real
+  // checkpoint (its quantization_config decides), so oomdoc does.
   ServeInputs contradicted = inputs({"vllm", "serve", "qwen2.5-7b", "--quantization", "fp8", "--max-model-len", "4096"},
                                     80 * kGiB);
   contradicted.config.model = "Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8";
-  ServePrediction c = predict(contradicted);
-  EXPECT_EQ(c.settings.weights.method, "fp8");
-  ASSERT_EQ(c.warnings.size(), 1u);
-  EXPECT_EQ(c.warnings[0].rfind("'Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8' is quantized with gptq by its name (\"-gptq-int8\"): "
-                                "vLLM refuses --quantization fp8 on it", 0), 0u) << c.warnings[0];
+  auto refused = predict_vllm_startup(contradicted);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message.rfind("--quantization fp8 on 'Qwen/Qwen2.5-7B-Instruct-GPTQ-Int8', quantized with "
+                                          "gptq by its name (\"-gptq-int8\"): vLLM refuses it", 0), 0u)
+      << refused.error().message;
 }
 
 // Speculative decoding is sized in analyses/vllm_speculative.cpp: tests/analyses/vllm_speculative_test.cpp.
