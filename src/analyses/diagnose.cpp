@@ -112,9 +112,13 @@ std::string operation_of(const OomEvent& e) {
 // (@torch.no_grad()), Trainer.prediction_step, Lightning's evaluation loops. Evaluation through them
 // is no evidence of autograd left on; a generate() frame never is (there is no telling a custom
 // generate loop from Hugging Face's when the traceback is cut).
-bool in_transformers_trainer(const TracebackFrame& f) {
-  return f.file.find("transformers/trainer") != std::string::npos ||
-         f.file.find("transformers\\trainer") != std::string::npos;
+// TRL's trainers (trl/trainer/*_trainer.py) subclass Trainer and run their own prediction_step
+// under torch.no_grad() too (DPOTrainer, RewardTrainer, KTOTrainer).
+bool in_library_trainer(const TracebackFrame& f) {
+  for (std::string_view dir : {"transformers/trainer", "transformers\\trainer", "trl/trainer/", "trl\\trainer\\"}) {
+    if (f.file.find(dir) != std::string::npos) return true;
+  }
+  return false;
 }
 
 // Trainer's evaluation loop: the model runs only inside prediction_step, under torch.no_grad(), so
@@ -123,8 +127,8 @@ bool in_transformers_trainer(const TracebackFrame& f) {
 bool in_trainer_evaluation_loop(const Traceback& tb) {
   bool loop = false;
   for (const TracebackFrame& f : tb.frames) {
-    if (f.function == "prediction_step" && !in_transformers_trainer(f)) return false;
-    if ((f.function == "evaluation_loop" || f.function == "prediction_loop") && in_transformers_trainer(f)) loop = true;
+    if (f.function == "prediction_step" && !in_library_trainer(f)) return false;
+    if ((f.function == "evaluation_loop" || f.function == "prediction_loop") && in_library_trainer(f)) loop = true;
   }
   return loop;
 }
@@ -150,11 +154,15 @@ std::string trainer_predictions_step(const Traceback& tb) {
   return "";
 }
 
+constexpr std::string_view kArgmaxDetail =
+    "Keeps the predicted token ids (argmax) instead of the whole vocabulary's logits: vocabulary-size times less "
+    "to gather and keep.";
+
 bool grad_disabled_by_library(const Traceback& tb) {
   if (in_trainer_evaluation_loop(tb)) return true;
   for (const TracebackFrame& f : tb.frames) {
     if (f.file.find("transformers/generation/") != std::string::npos) return true;
-    if (f.function == "prediction_step" && in_transformers_trainer(f)) return true;
+    if (f.function == "prediction_step" && in_library_trainer(f)) return true;
     if (f.file.find("lightning/") != std::string::npos &&
         (f.file.find("evaluation_loop") != std::string::npos || f.file.find("prediction_loop") != std::string::npos)) {
       return true;
@@ -1296,17 +1304,30 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
         d.fixes.insert(d.fixes.begin(), make_fix("eval_accumulation_steps",
                                                  "Moves the kept predictions to the CPU every few steps instead of "
                                                  "at the end; they then take host RAM instead."));
+        d.fixes.insert(d.fixes.begin() + 1, make_fix("preprocess_logits_for_metrics", std::string(kArgmaxDetail)));
       } else {
         d.evidence.push_back(
             "It failed in Trainer's evaluation loop while gathering this batch's logits from every process: the "
             "gathered tensor holds every process's batch x sequence x vocabulary logits.");
+        // The predictions gathered so far stay on the GPU beside it unless eval_accumulation_steps
+        // moves them; the gathered batch itself shrinks only with argmax or a smaller batch.
+        d.fixes.insert(d.fixes.begin(), make_fix("preprocess_logits_for_metrics", std::string(kArgmaxDetail)));
+        d.fixes.insert(d.fixes.begin() + 1, make_fix("eval_accumulation_steps",
+                                                     "Moves the predictions gathered so far to the CPU every few steps "
+                                                     "instead of keeping them on the GPU beside this batch's."));
       }
-      d.fixes.insert(d.fixes.begin() + (predictions == "concatenating" ? 1 : 0),
-                     make_fix("preprocess_logits_for_metrics",
-                              "Keeps the predicted token ids (argmax) instead of the whole vocabulary's logits: "
-                              "vocabulary-size times less to gather and keep."));
-      d.fixes.insert(d.fixes.begin() + (predictions == "concatenating" ? 2 : 1),
+      d.fixes.insert(d.fixes.begin() + 2,
                      make_fix("prediction_loss_only", "When the metrics need only the loss, no logits are kept at all."));
+      // Trainer's evaluation batch is a TrainingArguments setting, not a generate() loop.
+      for (Fix& f : d.fixes) {
+        if (f.id != "smaller_inference_batch") continue;
+        f.detail = (m.requested && m.free && *m.requested > *m.free
+                        ? fmt::format("The failed request is {} with {} free. ", format_bytes(*m.requested),
+                                      format_bytes(*m.free))
+                        : std::string()) +
+                   "The gathered logits scale with the evaluation batch; halve it.";
+        f.snippet = "per_device_eval_batch_size=B/2  # TrainingArguments; B = the current value";
+      }
       if (d.cause == "capacity_exhausted") std::swap(d.cause, d.secondary_causes.back());
     } else if (operation == "evaluation" && !grad_disabled_by_library(*e.traceback)) {
       d.secondary_causes.push_back("evaluation_with_grad");

@@ -210,8 +210,23 @@ TEST(Diagnose, TrainerEvaluationGatheringLogits) {
   EXPECT_EQ(d.cause, "eval_predictions_on_gpu");
   ASSERT_GE(d.fixes.size(), 2u);
   EXPECT_EQ(d.fixes[0].id, "preprocess_logits_for_metrics");
-  EXPECT_FALSE(has_fix(d, "eval_accumulation_steps"));    // gathering happens every step either way
-  EXPECT_TRUE(has_fix(d, "smaller_inference_batch"));
+  EXPECT_EQ(d.fixes[1].id, "eval_accumulation_steps");    // the predictions gathered so far leave the GPU
+  EXPECT_EQ(d.fixes[2].id, "prediction_loss_only");
+  auto batch = std::find_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return f.id == "smaller_inference_batch"; });
+  ASSERT_NE(batch, d.fixes.end());
+  EXPECT_EQ(batch->snippet, "per_device_eval_batch_size=B/2  # TrainingArguments; B = the current value");
+  EXPECT_EQ(batch->detail, "The failed request is 7.83 GiB with 3.91 GiB free. The gathered logits scale with the "
+                           "evaluation batch; halve it.");
+}
+
+// TRL's trainers run their own prediction_step under no_grad, as Trainer's does.
+TEST(Diagnose, TrlPredictionStepIsNoEvidenceOfAutograd) {
+  Diagnosis d = first_error(trainer_eval_traceback(
+      "    losses, logits, labels = self.prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)\n"
+      "  File \"/usr/lib/python3/dist-packages/trl/trainer/dpo_trainer.py\", line 1590, in prediction_step\n"
+      "    loss, metrics = self.get_batch_loss_metrics(model, inputs, train_eval=\"eval\")\n"));
+  EXPECT_NE(d.cause, "evaluation_with_grad");
+  EXPECT_FALSE(has_fix(d, "no_grad_for_eval"));
 }
 
 TEST(Diagnose, TrainerEvaluationLoopIsNoEvidenceOfAutograd) {
