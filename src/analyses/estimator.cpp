@@ -902,6 +902,23 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   auto planned = make_plan(m, job, est.assumptions);
   if (!planned) return planned.error();
   const Plan& p = *planned;
+  // A reward model is the causal LM with a one-output score head (TRL's RewardTrainer loads
+  // AutoModelForSequenceClassification with num_labels=1): no LM head, no vocabulary logits.
+  if (p.training && job.objective == "reward" && !m.is_encoder_only && m.score_labels == 0) {
+    auto scored = estimate_memory(with_score_head(m, 1), job);
+    if (scored) {
+      scored->assumptions.push_back("objective reward: sequence classification with one output (TRL RewardTrainer): "
+                                    "a score head of hidden x 1 replaces the LM head, no vocabulary logits");
+    }
+    return scored;
+  }
+  if (!p.training && job.objective) {
+    est.warnings.push_back(fmt::format("objective {}: a training objective; ignored for {}", *job.objective, p.task));
+  }
+  if (p.task != "train_lora" && p.task != "train_qlora" && job.lora && !job.lora->modules_to_save.empty()) {
+    est.warnings.push_back(fmt::format("lora.modules_to_save: applies to LoRA; ignored for {}{}", p.task,
+                                       p.task == "train_full" ? " (every module trains already)" : ""));
+  }
   est.kbit_upcast = p.kbit_upcast;
   est.precision = p.precision;
   // Inputs that are legal but likely a mistake: said, not refused.
@@ -1360,53 +1377,59 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       if (!p.use_lora) head += out_tokens * p.act_bytes * m.hidden_size;
       // T5Stack drops out the final norm's output (the head's input) too.
       if (m.is_encoder_decoder && m.hidden_dropout > 0) head += out_tokens * m.hidden_size;
-      // An fp32 head (PEFT's preparation) under autocast is cast to 16 bits at every call and the
-      // matmul keeps the copy for backward (autocast caches casts of trainable weights only).
-      // (Liger's fused loss takes the fp32 weight as it is, chunk by chunk.)
-      if (p.use_lora && p.kbit_upcast == "all" && p.autocast && p.loss_impl != "fused_linear") {
-        head += static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size) * p.act_bytes / p.tp;
-      }
-      // Logits and cross-entropy: logits (activation dtype), upcast to fp32, log-softmax output
-      // and its gradient: 12 bytes per vocabulary entry per token at the start of backward
-      // (transformers ForCausalLMLoss: logits.float(); torch log_softmax/nll_loss backward).
-      const double v = static_cast<double>(m.vocab_size) / p.tp;
-      // Chunked (torchtune CEWithChunkedOutputLoss, LitGPT chunked_cross_entropy): the head runs
-      // chunk by chunk, then `cross_entropy(chunk.float())` per chunk (LitGPT: on the 16-bit
-      // chunk). Per vocabulary entry and token, what stays saved until its chunk's backward:
-      // uncompiled, the log-softmax output in the loss dtype (the `.float()` copy and the
-      // 16-bit logits are not saved: torchtune deletes its logits before backward, "free logits
-      // otherwise it peaks backward memory"; LitGPT's loop keeps them, + e); compiled (torchtune
-      // compiles compute_cross_entropy, "the CE and upcasting have to be compiled together"), the
-      // 16-bit input only. One chunk's backward works on: uncompiled, the log-softmax gradient in
-      // and out in the loss dtype and its 16-bit cast; compiled, an fp32 gradient and its 16-bit
-      // cast (measured on an H200, torch 2.11: tests/fixtures/estimate/calibration_cuda.json).
-      logits_detail = fmt::format("{} loss: logits, fp32 upcast, log-softmax and its gradient", p.loss_impl);
-      if (p.loss_impl == "chunked") {
-        const double loop_keeps = p.litgpt ? p.act_bytes : 0;
-        const double saved_per_cell = p.compile ? p.act_bytes : p.loss_bytes + loop_keeps;
-        const double cast_back = p.loss_bytes != p.act_bytes ? p.act_bytes : 0;  // no cast when the loss runs in e
-        const double working_per_cell = (p.compile ? 4 + p.act_bytes : 2 * p.loss_bytes + cast_back) / kLossChunks;
-        logits_detail = p.compile ? "chunked loss, compiled: each chunk's 16-bit logits, one chunk's gradient"
-                                  : "chunked loss: each chunk's log-softmax, one chunk's gradient";
-        logits = out_tokens * v * (saved_per_cell + working_per_cell);
-        // A trainable output head is used once per chunk: autograd sums the chunks' weight
-        // gradients in the head's input buffer before accumulating them (torch/csrc/autograd
-        // input_buffer.cpp), so from the second chunk's backward on the head's whole gradient and
-        // that chunk's fresh one coexist with the later chunks' saved tensors (two chunks'
-        // fewer). Under autocast the sum builds at the 16-bit cast's backward, in 16 bits.
-        if (p.task == "train_full") {
-          const double head_grad = v * static_cast<double>(m.hidden_size) * (p.autocast ? p.act_bytes : p.grad_bytes);
-          const double summing = logits - 2.0 / kLossChunks * out_tokens * v * saved_per_cell + 2 * head_grad;
-          if (summing > logits) {
-            logits = summing;
-            logits_detail += "; the head's gradient summed over the chunks and one chunk's";
-          }
-        }
-      } else if (p.loss_impl == "fused_linear") {
-        logits_detail = "fused linear cross-entropy: chunk by chunk, no full logits";
-        logits = out_tokens * m.hidden_size * (4 + p.act_bytes);
+      if (m.score_labels) {
+        // A score head (reward model): score_labels outputs per token, read at the last one.
+        logits = 0;
+        logits_detail = "score head: no vocabulary logits";
       } else {
-        logits = out_tokens * v * 12;
+        // An fp32 head (PEFT's preparation) under autocast is cast to 16 bits at every call and the
+        // matmul keeps the copy for backward (autocast caches casts of trainable weights only).
+        // (Liger's fused loss takes the fp32 weight as it is, chunk by chunk.)
+        if (p.use_lora && p.kbit_upcast == "all" && p.autocast && p.loss_impl != "fused_linear") {
+          head += static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size) * p.act_bytes / p.tp;
+        }
+        // Logits and cross-entropy: logits (activation dtype), upcast to fp32, log-softmax output
+        // and its gradient: 12 bytes per vocabulary entry per token at the start of backward
+        // (transformers ForCausalLMLoss: logits.float(); torch log_softmax/nll_loss backward).
+        const double v = static_cast<double>(m.vocab_size) / p.tp;
+        // Chunked (torchtune CEWithChunkedOutputLoss, LitGPT chunked_cross_entropy): the head runs
+        // chunk by chunk, then `cross_entropy(chunk.float())` per chunk (LitGPT: on the 16-bit
+        // chunk). Per vocabulary entry and token, what stays saved until its chunk's backward:
+        // uncompiled, the log-softmax output in the loss dtype (the `.float()` copy and the
+        // 16-bit logits are not saved: torchtune deletes its logits before backward, "free logits
+        // otherwise it peaks backward memory"; LitGPT's loop keeps them, + e); compiled (torchtune
+        // compiles compute_cross_entropy, "the CE and upcasting have to be compiled together"), the
+        // 16-bit input only. One chunk's backward works on: uncompiled, the log-softmax gradient in
+        // and out in the loss dtype and its 16-bit cast; compiled, an fp32 gradient and its 16-bit
+        // cast (measured on an H200, torch 2.11: tests/fixtures/estimate/calibration_cuda.json).
+        logits_detail = fmt::format("{} loss: logits, fp32 upcast, log-softmax and its gradient", p.loss_impl);
+        if (p.loss_impl == "chunked") {
+          const double loop_keeps = p.litgpt ? p.act_bytes : 0;
+          const double saved_per_cell = p.compile ? p.act_bytes : p.loss_bytes + loop_keeps;
+          const double cast_back = p.loss_bytes != p.act_bytes ? p.act_bytes : 0;  // no cast when the loss runs in e
+          const double working_per_cell = (p.compile ? 4 + p.act_bytes : 2 * p.loss_bytes + cast_back) / kLossChunks;
+          logits_detail = p.compile ? "chunked loss, compiled: each chunk's 16-bit logits, one chunk's gradient"
+                                    : "chunked loss: each chunk's log-softmax, one chunk's gradient";
+          logits = out_tokens * v * (saved_per_cell + working_per_cell);
+          // A trainable output head is used once per chunk: autograd sums the chunks' weight
+          // gradients in the head's input buffer before accumulating them (torch/csrc/autograd
+          // input_buffer.cpp), so from the second chunk's backward on the head's whole gradient and
+          // that chunk's fresh one coexist with the later chunks' saved tensors (two chunks'
+          // fewer). Under autocast the sum builds at the 16-bit cast's backward, in 16 bits.
+          if (p.task == "train_full") {
+            const double head_grad = v * static_cast<double>(m.hidden_size) * (p.autocast ? p.act_bytes : p.grad_bytes);
+            const double summing = logits - 2.0 / kLossChunks * out_tokens * v * saved_per_cell + 2 * head_grad;
+            if (summing > logits) {
+              logits = summing;
+              logits_detail += "; the head's gradient summed over the chunks and one chunk's";
+            }
+          }
+        } else if (p.loss_impl == "fused_linear") {
+          logits_detail = "fused linear cross-entropy: chunk by chunk, no full logits";
+          logits = out_tokens * m.hidden_size * (4 + p.act_bytes);
+        } else {
+          logits = out_tokens * v * 12;
+        }
       }
     } else {
       // Encoders: a small task head; the classifier logits are negligible.

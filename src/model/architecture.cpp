@@ -179,7 +179,9 @@ ParamCount count_parameters(const ModelSpec& m) {
   c.embeddings = m.vocab_size * emb_dim + m.position_embeddings * h + m.token_type_embeddings * h;
   if (m.embedding_norm) c.embeddings += norm_params(m, h);
   if (emb_dim != h) c.embeddings += 2 * emb_dim * h;  // project_in, project_out (no bias)
-  if (!m.tie_word_embeddings && !m.is_encoder_only && m.vocab_size) {
+  if (m.score_labels && !m.is_encoder_only) {
+    c.lm_head = m.score_labels * h;   // transformers' ...ForSequenceClassification: score, no bias
+  } else if (!m.tie_word_embeddings && !m.is_encoder_only && m.vocab_size) {
     c.lm_head = m.vocab_size * emb_dim + (m.lm_head_bias ? m.vocab_size : 0);
   }
 
@@ -286,6 +288,19 @@ uint64_t expert_weight_params(const ModelSpec& m) {
     if (l.expert) total += l.in_features * l.out_features * l.copies * l.layers;
   }
   return total;
+}
+
+ModelSpec with_score_head(const ModelSpec& m, uint64_t labels) {
+  ModelSpec scored = m;
+  if (m.is_encoder_only || labels == 0) return scored;
+  const uint64_t lm_head = count_parameters(m).lm_head;
+  scored.score_labels = labels;
+  const ParamCount c = count_parameters(scored);
+  // A count read from safetensors or given keeps its exactness: only the head changes.
+  scored.total_params = m.total_params ? m.total_params - std::min(m.total_params, lm_head) + c.lm_head : c.total;
+  scored.lm_head_params = c.lm_head;
+  scored.largest_layer_params = c.largest_layer;
+  return scored;
 }
 
 void fill_parameter_counts(ModelSpec& m) {

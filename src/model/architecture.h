@@ -72,6 +72,9 @@ Status validate_shape(const ModelSpec& model, const std::string& source,
 
 // Sets total_params, embedding_params, lm_head_params and largest_layer_params from the shape.
 void fill_parameter_counts(ModelSpec& model);
+// The model with a sequence-classification head of `labels` outputs in place of its LM head (a
+// reward model): counts adjusted, an exact total_params kept exact.
+ModelSpec with_score_head(const ModelSpec& model, uint64_t labels);
 
 uint64_t norm_params(const ModelSpec& model, uint64_t width);
 

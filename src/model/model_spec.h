@@ -67,7 +67,11 @@ struct ModelSpec {
   // Parameters. total_params is exact when read from safetensors or computed from a full config.
   uint64_t total_params = 0;
   uint64_t embedding_params = 0;      // input embeddings (and output head when untied, separately)
-  uint64_t lm_head_params = 0;        // 0 when tied
+  uint64_t lm_head_params = 0;        // 0 when tied; the score head's with score_labels
+  // A sequence-classification head (…ForSequenceClassification, as TRL's RewardTrainer trains with
+  // num_labels=1): a bias-free score Linear of hidden x score_labels replaces the LM head, so there
+  // are no vocabulary logits. 0: the model's own head.
+  uint64_t score_labels = 0;
   std::map<std::string, uint64_t> params_by_dtype;   // from safetensors headers: "BF16" -> count
   uint64_t checkpoint_bytes = 0;      // sum of tensor bytes in safetensors, when read
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "model/architecture.h"
 #include "core/units.h"
 #include "readers/model_config.h"
 #include "readers/model_presets.h"
@@ -1626,6 +1627,56 @@ TEST(EstimatorQa4, FullShardingShardsAdaptersAndSavedModules) {
   EXPECT_EQ(*component(*four, "modules_to_save"), *component(*one, "modules_to_save") / 4);
   EXPECT_NEAR(static_cast<double>(*component(*four, "adapter_weights")),
               static_cast<double>(*component(*one, "adapter_weights")) / 4, 1.0);
+}
+
+}  // namespace
+}  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// TRL's RewardTrainer trains a sequence classifier: the untied LM head is replaced by a one-output
+// score head, and there are no vocabulary logits.
+TEST(EstimatorQa4, RewardModelsHaveAScoreHeadAndNoVocabularyLogits) {
+  const ModelSpec llama = find_preset("meta-llama/Llama-3.1-8B")->value();
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16";
+  job.micro_batch_size = 1;
+  job.seq_len = 1024;
+  job.gradient_checkpointing = "none";
+  job.objective = "dpo";   // paired, like reward: the same batch of 2 sequences
+  job.precompute_ref_log_probs = true;
+  auto lm = estimate_memory(llama, job);
+  job.objective = "reward";
+  auto reward = estimate_memory(llama, job);
+  ASSERT_TRUE(lm && reward);
+  const uint64_t head = 128256ull * 4096, score = 4096;
+  EXPECT_EQ(*component(*lm, "weights") - *component(*reward, "weights"), (head - score) * 2);
+  EXPECT_FALSE(component(*reward, "logits").has_value());
+  EXPECT_TRUE(assumed(*reward, "objective reward: sequence classification with one output"));
+  ModelSpec scored = with_score_head(llama, 1);
+  EXPECT_EQ(scored.total_params, llama.total_params - head + score);
+  EXPECT_EQ(scored.lm_head_params, score);
+}
+
+TEST(EstimatorQa4, SettingsThatDoNotApplyAreSaid) {
+  const ModelSpec llama = llama2_7b();
+  Job inference;
+  inference.task = "inference";
+  inference.objective = "dpo";
+  auto e = estimate_memory(llama, inference);
+  ASSERT_TRUE(e);
+  ASSERT_FALSE(e->warnings.empty());
+  EXPECT_EQ(e->warnings.back(), "objective dpo: a training objective; ignored for inference");
+  Job full;
+  full.task = "train_full";
+  full.lora = LoraSettings{};
+  full.lora->modules_to_save = {"lm_head"};
+  auto f = estimate_memory(llama, full);
+  ASSERT_TRUE(f);
+  ASSERT_FALSE(f->warnings.empty());
+  EXPECT_EQ(f->warnings.back(), "lora.modules_to_save: applies to LoRA; ignored for train_full (every module trains already)");
 }
 
 }  // namespace
