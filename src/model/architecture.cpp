@@ -272,11 +272,28 @@ bool lora_matches(const LinearShape& l, const LoraSettings& lora) {
   return false;
 }
 
+// The output head and the input embeddings are not in linear_layers() (PEFT's all-linear leaves
+// the head out) but can be named: PEFT wraps the head as a Linear (r x (hidden + vocab)) and the
+// embeddings as lora.Embedding (lora_embedding_A r x vocab, lora_embedding_B hidden x r).
+bool names_module(std::string_view target, std::initializer_list<std::string_view> names) {
+  const size_t dot = target.rfind('.');
+  const std::string_view last = dot == std::string_view::npos ? target : target.substr(dot + 1);
+  return std::find(names.begin(), names.end(), last) != names.end();
+}
+
 uint64_t lora_parameter_count(const ModelSpec& m, const LoraSettings& lora) {
   uint64_t total = 0;
   for (const LinearShape& l : linear_layers(m)) {
     if (lora_matches(l, lora)) total += lora.r * (l.in_features + l.out_features) * l.copies * l.layers;
   }
+  const uint64_t emb_dim = m.embedding_dim ? m.embedding_dim : m.hidden_size;
+  bool head = false, embeddings = false;
+  for (const std::string& t : lora.target_modules) {
+    head |= names_module(t, {"lm_head", "embed_out", "output"});
+    embeddings |= names_module(t, {"embed_tokens", "wte", "word_embeddings", "embed_in", "tok_embeddings"});
+  }
+  if (head && !m.is_encoder_only && m.vocab_size) total += lora.r * (emb_dim + m.vocab_size);
+  if (embeddings && m.vocab_size) total += lora.r * (m.vocab_size + emb_dim);
   return total;
 }
 

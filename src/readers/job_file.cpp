@@ -307,9 +307,12 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
             (value.is_array() && value.size() == 1 && value[0].is_string() && names_all_linear(value[0].get<std::string>()))) {
           lora.all_linear = true;
         } else if (value.is_array() && !value.empty()) {
+          // "all_linear" among names: every linear layer and the named others (the output head,
+          // the embeddings), as Axolotl's lora_target_linear with lora_target_modules.
           for (const auto& m : value) {
             if (!m.is_string()) return r.error("lora.target_modules", "must list module names");
-            lora.target_modules.push_back(m.get<std::string>());
+            if (names_all_linear(m.get<std::string>())) lora.all_linear = true;
+            else lora.target_modules.push_back(m.get<std::string>());
           }
         } else {
           return r.error("lora.target_modules", "must be \"all_linear\" (or PEFT's \"all-linear\") or a non-empty list of module names");
@@ -480,8 +483,13 @@ nlohmann::json job_to_json(const Job& job) {
     lora["r"] = job.lora->r;
     lora["alpha"] = job.lora->alpha;
     lora["dropout"] = job.lora->dropout;
-    if (job.lora->all_linear) lora["target_modules"] = "all_linear";
-    else if (!job.lora->target_modules.empty()) lora["target_modules"] = job.lora->target_modules;
+    if (job.lora->all_linear && job.lora->target_modules.empty()) {
+      lora["target_modules"] = "all_linear";
+    } else if (!job.lora->target_modules.empty()) {
+      json names = job.lora->target_modules;
+      if (job.lora->all_linear) names.insert(names.begin(), "all_linear");
+      lora["target_modules"] = names;
+    }
     if (!job.lora->modules_to_save.empty()) lora["modules_to_save"] = job.lora->modules_to_save;
     out["lora"] = lora;
   }

@@ -260,11 +260,11 @@ Status set_lora_targets(const YAML::Node& n, std::string_view key, Reader& r) {
   auto listed = module_names(n, key, r);
   if (!listed) return listed.error();
   std::vector<std::string> names = *listed;
-  // LLaMA-Factory's "all" too.
+  // LLaMA-Factory's "all" too. Axolotl's lora_target_linear adds every linear layer to the names
+  // listed here (a union), whichever key comes first.
   if (names.size() == 1 && (to_lower(names[0]) == "all" || names_all_linear(to_lower(names[0])))) {
     lora.all_linear = true;
   } else {
-    lora.all_linear = false;
     lora.target_modules = names;
   }
   return Ok{};
@@ -276,7 +276,6 @@ Status set_lora_all_linear(const YAML::Node& n, std::string_view key, Reader& r)
   if (*v) {
     r.lora_targets_given = true;
     r.lora().all_linear = true;
-    r.lora().target_modules.clear();
   }
   return Ok{};
 }

@@ -167,3 +167,25 @@ TEST(Architecture, TensorParallelProblem) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// PEFT wraps a named output head as a Linear and named embeddings as lora.Embedding; all-linear
+// leaves the head out, and a named head adds to it (Axolotl's lora_target_linear + lm_head).
+TEST(ArchitectureQa4, LoraOnTheHeadAndTheEmbeddings) {
+  const ModelSpec llama = find_preset("meta-llama/Llama-3.1-8B")->value();
+  LoraSettings all;
+  all.r = 16;
+  all.all_linear = true;
+  EXPECT_EQ(lora_parameter_count(llama, all), 41943040u);   // PEFT's print_trainable_parameters
+  all.target_modules = {"lm_head"};
+  EXPECT_EQ(lora_parameter_count(llama, all), 41943040u + 16u * (4096 + 128256));
+  LoraSettings embeddings;
+  embeddings.r = 8;
+  embeddings.target_modules = {"model.embed_tokens"};
+  EXPECT_EQ(lora_parameter_count(llama, embeddings), 8u * (128256 + 4096));
+}
+
+}  // namespace
+}  // namespace oomdoc

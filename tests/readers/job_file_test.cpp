@@ -204,3 +204,19 @@ TEST(JobFile, OverlayTakesOnlyTheSetKeys) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// "all_linear" among names: every linear layer and the others named (the output head), written
+// back the same way.
+TEST(JobFileQa4, AllLinearWithNamedModules) {
+  auto job = parse_job_json(R"({"lora": {"target_modules": ["all-linear", "lm_head"]}})", "job.json");
+  ASSERT_TRUE(job) << job.error().message;
+  EXPECT_TRUE(job->lora->all_linear);
+  EXPECT_EQ(job->lora->target_modules, std::vector<std::string>{"lm_head"});
+  EXPECT_EQ(job_to_json(*job)["lora"]["target_modules"], nlohmann::json::parse(R"(["all_linear", "lm_head"])"));
+}
+
+}  // namespace
+}  // namespace oomdoc

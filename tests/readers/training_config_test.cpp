@@ -706,3 +706,21 @@ TEST(TrainingConfigQa4, AxolotlLoadsAnEightBitBaseInFp16) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// Axolotl's lora_target_linear adds every linear layer to lora_target_modules, in either order.
+TEST(TrainingConfigQa4, AxolotlTargetLinearIsAUnionWithTheNamedModules) {
+  for (const char* text : {"base_model: x\nadapter: lora\nbf16: true\nlora_target_linear: true\nlora_target_modules: [lm_head]\n",
+                           "base_model: x\nadapter: lora\nbf16: true\nlora_target_modules: [lm_head]\nlora_target_linear: true\n"}) {
+    auto c = parse_training_config(text, "axolotl.yml");
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    ASSERT_TRUE(c->job.lora);
+    EXPECT_TRUE(c->job.lora->all_linear) << text;
+    EXPECT_EQ(c->job.lora->target_modules, std::vector<std::string>{"lm_head"}) << text;
+  }
+}
+
+}  // namespace
+}  // namespace oomdoc
