@@ -97,8 +97,16 @@ std::string other_ranks(uint64_t tp) {
   return tp == 2 ? std::string("rank") : fmt::format("{} ranks", tp - 1);
 }
 
+// vLLM's format_gib (vllm/utils/mem_utils.py): round(bytes / GiB, 2), printed as Python prints a
+// float ("6.0", "93.95").
+std::string python_gib(uint64_t bytes) {
+  std::string text = fmt::format("{}", std::round(gib(bytes) * 100) / 100);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
 std::vector<std::string> vllm_log_lines(const ServePrediction& p, bool blocks_overridden,
-                                        const std::string& auto_fit_line) {
+                                        const std::string& auto_fit_line, std::optional<uint64_t> kv_cache_memory_bytes) {
   const VllmBehavior& b = p.behavior;
   const ServeSettings& s = p.settings;
   std::vector<std::string> lines;
@@ -139,7 +147,16 @@ std::vector<std::string> vllm_log_lines(const ServePrediction& p, bool blocks_ov
   lines.push_back(fmt::format("Model loading took {:.4f} GiB", gib(p.weights.bytes)));
   if (p.graphs_in_budget) lines.push_back(graph_line(p.cuda_graphs.bytes));
   if (p.no_kv_cache) return lines;   // no KV cache to size: the engine skips the profile's report
-  lines.push_back(fmt::format("Available KV cache memory: {:.2f} GiB", gib(p.available_kv_bytes)));
+  if (kv_cache_memory_bytes) {
+    // Worker.determine_available_memory (vllm/v1/worker/gpu_worker.py) returns the given size
+    // without profiling: this line instead of "Available KV cache memory".
+    lines.push_back(fmt::format("Initial free memory {} GiB, reserved {} GiB memory for KV Cache as specified by "
+                                "kv_cache_memory_bytes config and skipped memory profiling. This does not respect the "
+                                "gpu_memory_utilization config.", python_gib(p.free_at_startup_bytes),
+                                python_gib(*kv_cache_memory_bytes)));
+  } else {
+    lines.push_back(fmt::format("Available KV cache memory: {:.2f} GiB", gib(p.available_kv_bytes)));
+  }
   if (!auto_fit_line.empty()) lines.push_back(auto_fit_line);
   if (blocks_overridden) lines.push_back(override_line(p));
   if (p.capacity.num_blocks > 0) {
@@ -833,7 +850,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // A launch whose weights do not load, or that fails the free-memory check made before loading,
   // stops before vLLM's memory accounting: it logs none of those lines.
   const bool stops_before_accounting = p.error && (p.error->kind == "weights_oom" || p.error->kind == "free_memory");
-  if (!stops_before_accounting) p.log_lines = vllm_log_lines(p, p.blocks_overridden, auto_fit_line);
+  if (!stops_before_accounting) p.log_lines = vllm_log_lines(p, p.blocks_overridden, auto_fit_line, c.kv_cache_memory_bytes);
   if (tp > 1 || s.pipeline_parallel_size > 1) {
     p.assumptions.push_back(fmt::format(
         "figures are per GPU ({} GPUs: TP {} x PP {}){}", tp * s.pipeline_parallel_size, tp,

@@ -408,3 +408,25 @@ TEST(VllmServeQa3, AFlagAgainstTheQuantizationANameSaysIsRefusedAsAMismatch) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// With the KV cache sized outright, V1 skips the profile's report and logs what it reserved
+// (vllm/v1/worker/gpu_worker.py, its figures as format_gib prints them).
+TEST(VllmServeQa4, KvCacheMemoryBytesLogsTheReservation) {
+  ServeInputs in = inputs({"vllm", "serve", "llama-3.1-8b", "--kv-cache-memory-bytes", "6G", "--max-model-len", "8192"},
+                          80 * kGiB);
+  ServePrediction p = predict(in);
+  ASSERT_FALSE(p.error);
+  EXPECT_EQ(std::count_if(p.log_lines.begin(), p.log_lines.end(),
+                          [](const std::string& l) { return l.rfind("Available KV cache memory", 0) == 0; }), 0);
+  EXPECT_NE(std::find(p.log_lines.begin(), p.log_lines.end(),
+                      "Initial free memory 79.5 GiB, reserved 6.0 GiB memory for KV Cache as specified by "
+                      "kv_cache_memory_bytes config and skipped memory profiling. This does not respect the "
+                      "gpu_memory_utilization config."),
+            p.log_lines.end());
+}
+
+}  // namespace
+}  // namespace oomdoc
