@@ -139,15 +139,28 @@ constexpr uint64_t kMaxCount = 1ull << 32;        // tokens, sequences, blocks
 constexpr uint64_t kMaxParallel = 4096;           // GPUs in one dimension
 constexpr uint64_t kMaxKvBytes = 1ull << 50;      // 1 PiB
 
+// Flags vLLM reads with human_readable_int (vllm/engine/arg_utils.py): the others are plain int.
+bool takes_suffixes(std::string_view flag) {
+  return flag == "max-model-len" || flag == "max-num-batched-tokens" || flag == "kv-cache-memory-bytes";
+}
+
 Result<uint64_t> positive_count(const std::string& flag, const std::string& value,
                                 uint64_t limit = kMaxCount) {
-  // vLLM's human_readable_int: k/m/g are decimal and take decimals (25.6k); K/M/G are binary and
-  // do not ("Decimals are not allowed with binary suffixes").
-  if (!value.empty() && (value.back() == 'K' || value.back() == 'M' || value.back() == 'G') &&
-      value.find('.') != std::string::npos) {
-    return Error{fmt::format("--{}: '{}': vLLM refuses it: \"Decimals are not allowed with binary suffixes\" (write "
-                             "{}{} for thousands, or a whole number of {})", flag, value,
-                             value.substr(0, value.size() - 1), static_cast<char>(std::tolower(value.back())), value.back())};
+  // vLLM's human_readable_int: k/m/g/t are decimal and take decimals (25.6k); K/M/G/T are binary
+  // and do not.
+  const char last = value.empty() ? '\0' : value.back();
+  const bool suffixed = std::isalpha(static_cast<unsigned char>(last)) != 0;
+  if (suffixed && !takes_suffixes(flag)) {
+    return Error{fmt::format("--{}: '{}' is not a whole number (vLLM reads it with int(); k/K suffixes are taken by "
+                             "--max-model-len, --max-num-batched-tokens and --kv-cache-memory-bytes only)", flag, value)};
+  }
+  if ((last == 'K' || last == 'M' || last == 'G' || last == 'T') && value.find('.') != std::string::npos) {
+    const std::string number = value.substr(0, value.size() - 1);
+    const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(last)));
+    return Error{fmt::format("--{}: '{}': vLLM refuses it: \"Decimals are not allowed with binary suffixes like {}. Did "
+                             "you mean to use {}{} instead?\" ({}{} is {} x 10^{}; or a whole number of {})", flag, value,
+                             last, number, lower, number, lower, number,
+                             lower == 'k' ? 3 : lower == 'm' ? 6 : lower == 'g' ? 9 : 12, last)};
   }
   auto count = parse_vllm_token_count(value);
   if (!count || *count == 0) {
@@ -429,11 +442,21 @@ Status read_flags(const std::vector<std::string>& words, size_t start, bool mode
                                "'unrecognized arguments'", body, body, name)};
     }
     const bool glued_level = body.size() == 2 && body[0] == 'O' && std::isdigit(static_cast<unsigned char>(body[1]));
-    // A boolean flag takes an explicit True/False after it where vLLM declares it with nargs="?"
-    // (StoreBoolean, v0.5-v0.6: --enable-chunked-prefill False).
+    // Only --enable-chunked-prefill takes an explicit True/False after it: vLLM declared it with
+    // nargs="?" (StoreBoolean, v0.5-v0.9); the other switches are store_true or
+    // BooleanOptionalAction, and argparse leaves the word as an unrecognized argument.
     if (!value && boolean_flags().count(name) && i + 1 < words.size()) {
       const std::string next = to_lower(words[i + 1]);
-      if (next == "true" || next == "false") value = words[++i];
+      if (next == "true" || next == "false") {
+        if (name != "enable-chunked-prefill") {
+          return Error{fmt::format("{}{} {}: the flag takes no value; vLLM would exit with 'unrecognized arguments: "
+                                   "{}'{}", dashes, body, words[i + 1], words[i + 1],
+                                   next == "false" && boolean_flags().count("no-" + name)
+                                       ? fmt::format(" (to turn it off: --no-{})", name)
+                                       : std::string())};
+        }
+        value = words[++i];
+      }
     }
     if (!value && !glued_level && !boolean_flags().count(name) && i + 1 < words.size()) {
       const std::string& next = words[i + 1];
@@ -624,6 +647,8 @@ std::optional<uint64_t> parse_vllm_token_count(std::string_view text) {
   else if (last == 'M') multiplier = 1ull << 20;
   else if (last == 'g') multiplier = 1000000000;
   else if (last == 'G') multiplier = 1ull << 30;
+  else if (last == 't') multiplier = 1000000000000ull;
+  else if (last == 'T') multiplier = 1ull << 40;
   std::string_view digits = multiplier == 1 ? text : text.substr(0, text.size() - 1);
   if (digits.empty()) return std::nullopt;
   bool dot = false;
@@ -639,7 +664,7 @@ std::optional<uint64_t> parse_vllm_token_count(std::string_view text) {
   if (!value) return std::nullopt;
   double scaled = *value * static_cast<double>(multiplier);
   if (scaled >= 1.8e19) return std::nullopt;
-  return static_cast<uint64_t>(std::llround(scaled));
+  return static_cast<uint64_t>(scaled);   // int(float(number) * mult): truncated, as Python does
 }
 
 Result<std::vector<std::string>> split_shell_words(std::string_view line) {

@@ -304,9 +304,30 @@ TEST(VllmArgsQa3, SpellingsVllmRefuses) {
             "'unrecognized arguments'");
   EXPECT_EQ(parse_ok({"vllm", "serve", "m", "-tp", "2"}).tensor_parallel_size, 2u);
   EXPECT_EQ(error_of({"vllm", "serve", "m", "--max-model-len", "1.5K"}),
-            "--max-model-len: '1.5K': vLLM refuses it: \"Decimals are not allowed with binary suffixes\" (write 1.5k "
-            "for thousands, or a whole number of K)");
+            "--max-model-len: '1.5K': vLLM refuses it: \"Decimals are not allowed with binary suffixes like K. Did you "
+            "mean to use 1.5k instead?\" (1.5k is 1.5 x 10^3; or a whole number of K)");
+  EXPECT_EQ(error_of({"vllm", "serve", "m", "--kv-cache-memory-bytes", "2.5G"}),
+            "--kv-cache-memory-bytes: '2.5G': vLLM refuses it: \"Decimals are not allowed with binary suffixes like G. "
+            "Did you mean to use 2.5g instead?\" (2.5g is 2.5 x 10^9; or a whole number of G)");
   EXPECT_EQ(parse_ok({"vllm", "serve", "m", "--max-model-len", "25.6k"}).max_model_len, 25600u);
+  EXPECT_EQ(parse_ok({"vllm", "serve", "m", "--max-model-len", "32K"}).max_model_len, 32768u);
+  EXPECT_EQ(parse_ok({"vllm", "serve", "m", "--kv-cache-memory-bytes", "1T"}).kv_cache_memory_bytes.value(), 1ull << 40);
+  // Python's int(float(...) * 1000): truncated, not rounded.
+  EXPECT_EQ(parse_ok({"vllm", "serve", "m", "--max-model-len", "1.0005k"}).max_model_len, 1000u);
+  // --max-num-seqs is a plain int in vLLM: no suffixes.
+  EXPECT_EQ(error_of({"vllm", "serve", "m", "--max-num-seqs", "1k"}),
+            "--max-num-seqs: '1k' is not a whole number (vLLM reads it with int(); k/K suffixes are taken by "
+            "--max-model-len, --max-num-batched-tokens and --kv-cache-memory-bytes only)");
+}
+
+TEST(VllmArgsQa4, OnlyChunkedPrefillTakesTrueOrFalse) {
+  // store_true and BooleanOptionalAction switches take no value: argparse leaves "True" unrecognized.
+  EXPECT_EQ(error_of({"vllm", "serve", "m", "--enforce-eager", "True"}),
+            "--enforce-eager True: the flag takes no value; vLLM would exit with 'unrecognized arguments: True'");
+  EXPECT_EQ(error_of({"vllm", "serve", "m", "--enable-prefix-caching", "False"}),
+            "--enable-prefix-caching False: the flag takes no value; vLLM would exit with 'unrecognized arguments: "
+            "False' (to turn it off: --no-enable-prefix-caching)");
+  EXPECT_EQ(parse_ok({"vllm", "serve", "m", "--enable-chunked-prefill", "False"}).enable_chunked_prefill, false);
 }
 
 TEST(VllmArgsQa3, FlagsAreListedAsWritten) {
