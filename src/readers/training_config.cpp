@@ -1201,7 +1201,7 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
                                                                        : hf_table();
   try {
     // A key given twice: YAML forbids it, but PyYAML (which Axolotl and LLaMA-Factory read with)
-    // keeps the last value: so does oomdoc, and says so. Only the last occurrence is applied, as
+    // and Python's json (TrainingArguments dumps) keep the last value: so does oomdoc, and says so. Only the last occurrence is applied, as
     // handlers have effects beyond their own key (rl, adapter, bf16) that a later value must not inherit.
     std::map<std::string, int> first_line;
     std::map<std::string, size_t> last_index;
@@ -1214,8 +1214,9 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
       const std::string key = item.first.Scalar();
       const int line = item.first.Mark().line + 1;
       if (auto [it, fresh] = first_line.emplace(key, line); !fresh) {
-        r.warn(fmt::format("{}: line {}: '{}' is given again (first on line {}); the last value is used, as PyYAML "
-                           "does", display_name, line, key, it->second));
+        r.warn(fmt::format("{}: line {}: '{}' is given again (first on line {}); the last value is used, as {} does",
+                           display_name, line, key, it->second,
+                           r.out.yaml_syntax ? "PyYAML" : "Python's json module"));
       }
       last_index[key] = index++;
     }

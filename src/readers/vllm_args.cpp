@@ -715,10 +715,24 @@ Result<ServeConfig> parse_vllm_command_line(const std::vector<std::string>& inpu
   }
   ServeConfig config;
   size_t i = 0;
-  while (i < words.size() && looks_like_env_assignment(words[i])) {
-    auto eq = words[i].find('=');
-    config.env[words[i].substr(0, eq)] = words[i].substr(eq + 1);
+  auto read_env_assignments = [&] {
+    while (i < words.size() && looks_like_env_assignment(words[i])) {
+      auto eq = words[i].find('=');
+      config.env[words[i].substr(0, eq)] = words[i].substr(eq + 1);
+      ++i;
+    }
+  };
+  read_env_assignments();
+  // `sudo [options] [VAR=VALUE...] docker run ...` is how many hosts start the container: sudo
+  // and its options (-u/-g/-C/-h/-p/-r/-t/-U take a value) run the same command.
+  if (i < words.size() && words[i] == "sudo") {
     ++i;
+    while (i < words.size() && words[i].size() > 1 && words[i][0] == '-') {
+      const std::string& option = words[i++];
+      if (option.size() == 2 && std::string_view("ugChprtU").find(option[1]) != std::string_view::npos) ++i;
+      if (option == "--") break;
+    }
+    read_env_assignments();
   }
   if (i >= words.size()) {
     return Error{"no vLLM command line given: expected `vllm serve MODEL [flags]`"};

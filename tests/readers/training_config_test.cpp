@@ -641,6 +641,14 @@ TEST(TrainingConfigQa3, AKeyGivenTwiceKeepsTheLastAndSaysSo) {
   ASSERT_FALSE(c->warnings.empty());
   EXPECT_EQ(c->warnings.front(), "axolotl.yml: line 5: 'micro_batch_size' is given again (first on line 4); the last "
                                  "value is used, as PyYAML does");
+  // A TrainingArguments JSON dump is read with Python's json, which also keeps the last value.
+  auto j = parse_training_config("{\"model_name_or_path\": \"x\",\n\"per_device_train_batch_size\": 2,\n"
+                                 "\"per_device_train_batch_size\": 4}\n", "args.json");
+  ASSERT_TRUE(j.ok()) << j.error().message;
+  EXPECT_EQ(j->job.micro_batch_size, 4u);
+  ASSERT_FALSE(j->warnings.empty());
+  EXPECT_EQ(j->warnings.front(), "args.json: line 3: 'per_device_train_batch_size' is given again (first on line 2); "
+                                 "the last value is used, as Python's json module does");
 }
 
 }  // namespace

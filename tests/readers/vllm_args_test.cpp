@@ -268,6 +268,17 @@ TEST(VllmArgsDocker, TheImageIsTheFirstWordAfterDockersOptions) {
   EXPECT_EQ(error_of({"docker", "ps"}), "not a vLLM command line: a docker command other than `docker run`");
 }
 
+TEST(VllmArgsDocker, SudoRunsTheSameCommand) {
+  ServeConfig c = parse_ok({"sudo", "-E", "-u", "ml", "docker", "run", "--gpus", "all", "vllm/vllm-openai:v0.8.5",
+                            "--model", "m", "--max-model-len", "4096"});
+  EXPECT_EQ(c.launcher, "docker vllm/vllm-openai:v0.8.5");
+  EXPECT_EQ(c.model, "m");
+  EXPECT_EQ(c.max_model_len, 4096u);
+  ServeConfig env = parse_ok({"sudo", "VLLM_USE_V1=0", "vllm", "serve", "m"});
+  EXPECT_EQ(env.env.at("VLLM_USE_V1"), "0");
+  EXPECT_EQ(env.launcher, "vllm serve");
+}
+
 TEST(VllmArgsDocker, EnvironmentOptionsReachTheContainer) {
   ServeConfig c = parse_ok({"docker", "run", "--gpus", "all", "-e", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
                             "--env=VLLM_USE_V1=0", "-eHF_TOKEN=x", "--env", "HOST_VAR", "vllm/vllm-openai:v0.9.2",
