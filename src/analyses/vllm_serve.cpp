@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 
 namespace oomdoc {
@@ -257,6 +258,20 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   const VllmBehavior& b = p.behavior;
   p.assumptions = b.notes;
   p.warnings = b.warnings;
+  // The image runs the vLLM it was built with; a --vllm-version that says otherwise is probably a
+  // slip, and the two can size the cache differently (defaults, graph accounting).
+  if (c.image_tag) {
+    auto tagged = parse_vllm_version(*c.image_tag);
+    if (tagged && tagged->given) {
+      const bool same = std::tie(tagged->major, tagged->minor, tagged->patch) ==
+                        std::tie(in.version.major, in.version.minor, in.version.patch);
+      if (!in.version.given || !same) {
+        p.warnings.push_back(fmt::format("the image vllm/vllm-openai:{} runs vLLM {}.{}.{}, but --vllm-version {} was "
+                                         "given: sized for {}", *c.image_tag, tagged->major, tagged->minor,
+                                         tagged->patch, in.version.text, in.version.text));
+      }
+    }
+  }
   if (!in.model_note.empty()) p.assumptions.push_back(in.model_note);
   ServeSettings& s = p.settings;
 

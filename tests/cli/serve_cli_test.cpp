@@ -62,6 +62,12 @@ TEST(ServeCli, ADockerImageTagNamesTheVersion) {
   auto both = run_cli({"serve", "--gpu", "h100", "--vllm-version", "0.6.4", "--", "docker", "run",
                        "vllm/vllm-openai:v0.8.5", "--model", "Qwen/Qwen2.5-7B-Instruct"});
   EXPECT_NE(both.out.find("the default of vLLM 0.6.4"), std::string::npos) << both.out;
+  // ... and the disagreement is said.
+  EXPECT_NE(both.out.find("the image vllm/vllm-openai:v0.8.5 runs vLLM 0.8.5, but --vllm-version 0.6.4 was given: "
+                          "sized for 0.6.4"), std::string::npos) << both.out;
+  auto agree = run_cli({"serve", "--gpu", "h100", "--vllm-version", "0.8.5", "--", "docker", "run",
+                        "vllm/vllm-openai:v0.8.5", "--model", "Qwen/Qwen2.5-7B-Instruct"});
+  EXPECT_EQ(agree.out.find("runs vLLM"), std::string::npos) << agree.out;
 }
 
 TEST(ServeCli, JsonDocument) {
