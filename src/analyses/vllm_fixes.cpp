@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "analyses/fix_catalog.h"
 #include "analyses/vllm_serve.h"
@@ -55,6 +57,34 @@ uint64_t largest_fitting(uint64_t high, Fits fits) {
 }
 
 }  // namespace
+
+std::string as_llm_keywords(std::string_view flags) {
+  // Words up to a parenthesised remark; oomdoc's own --gpu stays a flag of oomdoc.
+  const size_t remark = flags.find(" (");
+  std::string_view head = flags.substr(0, remark);
+  const std::string tail = remark == std::string_view::npos ? "" : std::string(flags.substr(remark));
+  if (head.rfind("--gpu ", 0) == 0) return std::string(flags);
+  std::vector<std::string> words;
+  for (size_t i = 0; i < head.size();) {
+    const size_t end = std::min(head.find(' ', i), head.size());
+    if (end > i) words.emplace_back(head.substr(i, end - i));
+    i = end + 1;
+  }
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i].rfind("--", 0) != 0) return std::string(flags);  // not a flag list: leave it as it is
+    std::string key = words[i].substr(2);
+    std::replace(key.begin(), key.end(), '-', '_');
+    std::string value = "True";   // a switch
+    if (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) {
+      value = words[++i];
+      const bool number = value.find_first_not_of("0123456789.") == std::string::npos;
+      if (!number) value = fmt::format("\"{}\"", value);
+    }
+    out += fmt::format("{}{}={}", out.empty() ? "" : ", ", key, value);
+  }
+  return out + tail;
+}
 
 std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePrediction& base) {
   std::vector<ServeFix> fixes;
@@ -384,6 +414,9 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
   if (fixes.empty()) {
     combine_with_length = true;
     more_hardware();
+  }
+  if (inputs.config.launcher == "LLM(...)") {
+    for (ServeFix& fix : fixes) fix.flag = as_llm_keywords(fix.flag);
   }
   return fixes;
 }

@@ -343,7 +343,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   }
   if (c.max_model_len) {
     s.max_model_len = *c.max_model_len;
-    s.max_model_len_source = "--max-model-len";
+    s.max_model_len_source = c.launcher == "LLM(...)" ? "LLM's max_model_len" : "--max-model-len";
     if (s.model_context && s.max_model_len > s.model_context &&
         env("VLLM_ALLOW_LONG_MAX_MODEL_LEN").value_or("0") != "1") {
       return Error{fmt::format(

@@ -180,5 +180,9 @@ Result<ServeReport> analyze_serve(const ServeInputs& inputs);
 
 // The changes that make it fit, cheapest first, each re-predicted (analyses/vllm_fixes.cpp).
 std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePrediction& base);
+// A fix's flags as LLM(...) keyword arguments, for a launch written that way:
+// "--max-model-len 8192 --kv-cache-dtype fp8" -> "max_model_len=8192, kv_cache_dtype=\"fp8\"",
+// "--enforce-eager" -> "enforce_eager=True". oomdoc's own --gpu is left as it is.
+std::string as_llm_keywords(std::string_view flags);
 
 }  // namespace oomdoc

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "analyses/vllm_serve.h"
 #include "support/test_support.h"
 
 namespace oomdoc {
@@ -312,6 +313,30 @@ TEST(ServeCliSpeculative, EagleHeadWithoutItsConfigIsSizedFromTheTarget) {
   EXPECT_EQ(doc["speculative"]["model_source"], "the target's shape (assumed)");
   EXPECT_EQ(doc["speculative"]["draft_weights_bytes"], 503324672u);
   EXPECT_EQ(doc["speculative"]["shares_lm_head"], true);
+}
+
+}  // namespace
+}  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+TEST(ServeCliQa5, FixesForAnLlmCallAreItsKeywordArguments) {
+  auto r = testing::run_cli({"serve", "--gpu", "a10g", "--",
+                             "LLM(model=\"meta-llama/Llama-3.1-8B-Instruct\", max_model_len=131072)"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("max_model_len 131072 (LLM's max_model_len)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  max_model_len=29696 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  tensor_parallel_size=2 "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\n  --max-model-len"), std::string::npos) << r.out;
+}
+
+TEST(ServeCliQa5, FlagsBecomeKeywords) {
+  EXPECT_EQ(as_llm_keywords("--max-model-len 8192 --kv-cache-dtype fp8"), "max_model_len=8192, kv_cache_dtype=\"fp8\"");
+  EXPECT_EQ(as_llm_keywords("--enforce-eager"), "enforce_eager=True");
+  EXPECT_EQ(as_llm_keywords("--gpu-memory-utilization 0.95"), "gpu_memory_utilization=0.95");
+  EXPECT_EQ(as_llm_keywords("--dtype float16 (instead of float32)"), "dtype=\"float16\" (instead of float32)");
+  EXPECT_EQ(as_llm_keywords("--gpu \"A100 SXM4 40GB\""), "--gpu \"A100 SXM4 40GB\"");
 }
 
 }  // namespace
