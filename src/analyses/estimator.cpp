@@ -298,8 +298,13 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     if (!job.batch_size) assume("batch_size: 1 (not given)");
     p.prompt = job.prompt_len.value_or(p.task == "load" ? 0 : kDefaultPromptLen);
     if (!job.prompt_len && p.task != "load") assume(fmt::format("prompt_len: {} (not given)", p.prompt));
-    p.new_tokens = p.task == "load" ? job.max_new_tokens.value_or(0) : new_tokens_of(job);
-    if (!job.max_new_tokens && p.task != "load") assume(fmt::format("max_new_tokens: {} (not given)", p.new_tokens));
+    // A sequence classifier (reward model) scores the prompt in one forward pass: it generates nothing.
+    const bool classifier = m.score_labels && !m.is_encoder_only;
+    p.new_tokens = p.task == "load" || classifier ? job.max_new_tokens.value_or(0) : new_tokens_of(job);
+    if (!job.max_new_tokens && p.task != "load") {
+      assume(classifier ? "max_new_tokens: 0 (not given; a sequence classifier scores the prompt, it does not generate)"
+                        : fmt::format("max_new_tokens: {} (not given)", p.new_tokens));
+    }
     p.seq = p.prompt + p.new_tokens;
     p.target = p.seq;
     std::string kv = job.kv_cache_dtype.value_or("auto");
@@ -907,10 +912,16 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (p.training && job.objective == "reward" && !m.is_encoder_only && m.score_labels == 0) {
     auto scored = estimate_memory(with_score_head(m, 1), job);
     if (scored) {
+      std::erase_if(scored->assumptions,
+                    [](const std::string& a) { return a.rfind("sequence classification checkpoint:", 0) == 0; });
       scored->assumptions.push_back("objective reward: sequence classification with one output (TRL RewardTrainer): "
                                     "a score head of hidden x 1 replaces the LM head, no vocabulary logits");
     }
     return scored;
+  }
+  if (m.score_labels && !m.is_encoder_only) {
+    est.assumptions.push_back(fmt::format("sequence classification checkpoint: a score head of hidden x {} replaces "
+                                          "the LM head, no vocabulary logits", m.score_labels));
   }
   if (!p.training && job.objective) {
     est.warnings.push_back(fmt::format("objective {}: a training objective; ignored for {}", *job.objective, p.task));
@@ -1472,7 +1483,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     double mlp = e * inter * (m.gated_mlp ? 3 : 2);
     double qkv = e * (m.num_attention_heads + 2 * m.num_kv_heads) * m.head_dim;
     layer_working = p.task == "load" ? 0 : tokens * (2 * e * m.hidden_size + std::max(qkv + attn, mlp)) / p.tp;
-    logits = p.task == "load" ? 0 : static_cast<double>(p.batch) * m.vocab_size * (e + 4);
+    // A score head's outputs are labels per position (pooled at the last one afterwards).
+    logits = p.task == "load"    ? 0
+             : m.score_labels ? static_cast<double>(p.batch * std::max<uint64_t>(p.prompt, 1) * m.score_labels) * e
+                              : static_cast<double>(p.batch) * m.vocab_size * (e + 4);
   }
 
   // ---- KV cache (generation) ----
@@ -1571,7 +1585,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   } else {
     peak = inference_peak;
     // An encoder-only model (BERT) generates nothing: its peak is one forward pass.
-    phase = p.task == "load" ? "load" : m.is_encoder_only ? "forward" : "generation";
+    phase = p.task == "load" ? "load" : m.is_encoder_only || p.new_tokens == 0 ? "forward" : "generation";
   }
 
   // Components live at the peak.
@@ -1606,7 +1620,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   } else {
     add_if("kv_cache", kv_cache, fmt::format("{} tokens x {} sequences", p.seq, p.batch));
     add_if("activations", layer_working, "widest moment of one block in the prefill (no grad)");
-    add_if("logits", logits, "last position's logits, fp32");
+    add_if("logits", logits, m.score_labels ? "score head outputs" : "last position's logits, fp32");
     add_if("temporary", temporary, "largest dequantized weight");
   }
   b.add("workspace", kCublasWorkspaceBytes, "cuBLAS workspaces");

@@ -978,6 +978,24 @@ Status read_mllama_cross_attention(const ConfigView& c, ModelSpec& m) {
 
 const std::vector<std::string>& supported_model_types() { return kModelTypes; }
 
+// A checkpoint saved as ...ForSequenceClassification (reward models, classifiers) has a score
+// Linear of hidden x num_labels where a causal LM has its head. transformers saves num_labels as
+// id2label (PretrainedConfig.num_labels is its length; 2 when absent).
+void read_score_head(const json& root, ModelSpec& m) {
+  if (m.is_encoder_only || !root.contains("architectures") || !root.at("architectures").is_array()) return;
+  constexpr std::string_view kSuffix = "ForSequenceClassification";
+  for (const json& name : root.at("architectures")) {
+    if (!name.is_string()) continue;
+    const std::string& text = name.get_ref<const std::string&>();
+    if (text.size() < kSuffix.size() || text.compare(text.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) continue;
+    m.score_labels = 2;
+    if (root.contains("id2label") && root.at("id2label").is_object() && !root.at("id2label").empty()) {
+      m.score_labels = root.at("id2label").size();
+    }
+    return;
+  }
+}
+
 Result<ModelSpec> parse_model_config(std::string_view text, const std::string& source) {
   auto parsed = parse_json_document(text, source);
   if (!parsed) return parsed.error();
@@ -1034,6 +1052,7 @@ Result<ModelSpec> parse_model_config(std::string_view text, const std::string& s
   if (auto s = validate(m); !s) return s.error();
   if (auto s = read_dtype_and_quantization(c, m); !s) return s.error();
   if (c.type_error()) return *c.type_error();
+  read_score_head(root, m);
   fill_parameter_counts(m);
   return m;
 }

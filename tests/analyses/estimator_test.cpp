@@ -1658,6 +1658,26 @@ TEST(EstimatorQa4, RewardModelsHaveAScoreHeadAndNoVocabularyLogits) {
   ModelSpec scored = with_score_head(llama, 1);
   EXPECT_EQ(scored.total_params, llama.total_params - head + score);
   EXPECT_EQ(scored.lm_head_params, score);
+  // Only one statement of the score head: the objective's.
+  EXPECT_FALSE(assumed(*reward, "sequence classification checkpoint"));
+}
+
+// A ...ForSequenceClassification checkpoint served for scoring: one forward pass over the prompt
+// (transformers still builds the prompt's DynamicCache: use_cache defaults to True), score
+// outputs instead of vocabulary logits, nothing generated.
+TEST(EstimatorQa5, ASequenceClassifierScoresWithoutGenerating) {
+  const ModelSpec scored = with_score_head(find_preset("meta-llama/Llama-3.1-8B")->value(), 1);
+  Job job;
+  job.task = "inference";
+  job.batch_size = 4;
+  job.prompt_len = 1024;
+  auto e = estimate_memory(scored, job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(e->peak_phase, "forward");
+  EXPECT_EQ(*component(*e, "logits"), 4u * 1024 * 1 * 2);   // batch x prompt x labels x bf16
+  EXPECT_EQ(*component(*e, "kv_cache"), 4u * 1024 * 32 * 2 * 8 * 128 * 2);   // the prompt only
+  EXPECT_TRUE(assumed(*e, "max_new_tokens: 0 (not given; a sequence classifier scores the prompt"));
+  EXPECT_TRUE(assumed(*e, "sequence classification checkpoint: a score head of hidden x 1 replaces the LM head"));
 }
 
 TEST(EstimatorQa4, SettingsThatDoNotApplyAreSaid) {

@@ -521,3 +521,31 @@ TEST(ModelConfig, QuantizationConfigKeysAreTypeChecked) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// A reward model saved as LlamaForSequenceClassification (Skywork-Reward-Llama-3.1-8B's config
+// shape): the score Linear of hidden x len(id2label) replaces the LM head.
+TEST(ModelConfigQa5, SequenceClassificationCheckpointsCarryAScoreHead) {
+  const std::string body = R"("model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+      "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+      "max_position_embeddings": 131072, "rms_norm_eps": 1e-05, "tie_word_embeddings": false)";
+  auto causal = parse_model_config("{\"architectures\": [\"LlamaForCausalLM\"], " + body + "}", "config.json");
+  ASSERT_TRUE(causal) << causal.error().message;
+  EXPECT_EQ(causal->total_params, 8030261248u);
+  EXPECT_EQ(causal->score_labels, 0u);
+  auto reward = parse_model_config("{\"architectures\": [\"LlamaForSequenceClassification\"], "
+                                   "\"id2label\": {\"0\": \"LABEL_0\"}, " + body + "}", "config.json");
+  ASSERT_TRUE(reward) << reward.error().message;
+  EXPECT_EQ(reward->score_labels, 1u);
+  EXPECT_EQ(reward->total_params, 8030261248u - 128256u * 4096u + 4096u);
+  // Without id2label, transformers' num_labels is 2.
+  auto pair = parse_model_config("{\"architectures\": [\"LlamaForSequenceClassification\"], " + body + "}",
+                                 "config.json");
+  ASSERT_TRUE(pair) << pair.error().message;
+  EXPECT_EQ(pair->score_labels, 2u);
+}
+
+}  // namespace
+}  // namespace oomdoc
