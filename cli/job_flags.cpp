@@ -31,6 +31,7 @@ constexpr KeyHelp kTextKeys[] = {
     {"implementation", "transformers (default), litgpt, llama_cpp (GGUF weights and llama.cpp's own buffers)"},
     {"optimizer_impl", "foreach (torch >= 2.0 default), fused, for_loop (torch 1.x, adamw_hf)"},
     {"adapter_dtype", "trained weights over a frozen 16-bit base (LoRA adapters, train_freeze's blocks): fp32 (PEFT, LLaMA-Factory), model (LitGPT, torchtune)"},
+    {"reference_dtype", "dpo/ipo/kto's frozen reference under full or freeze tuning: model (a copy of the policy's weights, TRL; default), bf16, fp16, fp32 (LLaMA-Factory loads it in the compute dtype)"},
     {"kbit_upcast", "LoRA on a bitsandbytes base: all (PEFT prepare_model_for_kbit_training; the default except under FSDP/ZeRO-3), norms (TRL SFTTrainer with bf16, Dec 2023 to late 2025), none (today's TRL, LLaMA-Factory, Axolotl, Unsloth)"},
 };
 constexpr KeyHelp kCountKeys[] = {

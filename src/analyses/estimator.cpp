@@ -1078,7 +1078,18 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       est.assumptions.push_back(fmt::format("objective {}: reference log-probabilities precomputed before training "
                                             "(no reference model kept)", *job.objective));
     } else if (p.task == "train_full" || p.task == "train_freeze") {
-      b.add("reference_model", weights, fmt::format("frozen reference for {}: {}", *job.objective, weights_detail));
+      const std::string dtype = job.reference_dtype.value_or("model");
+      if (dtype == "model" || p.quantization || p.offload_params) {
+        b.add("reference_model", weights, fmt::format("frozen reference for {}: {}", *job.objective, weights_detail));
+      } else {
+        // Loaded on its own in the given dtype (LLaMA-Factory: is_trainable=False casts to the
+        // compute dtype), split and sharded as the policy is.
+        const double bytes = dtype == "fp32" ? 4 : 2;
+        const double shards = shard_mp * (shard_params ? param_shards : 1);
+        b.add("reference_model", total * bytes / shards,
+              fmt::format("frozen reference for {}: {} params x {} B ({}){}{}", *job.objective, format_count(total), bytes,
+                          dtype, model_split, shard_params ? fmt::format(", sharded over {}", param_shards) : ""));
+      }
     } else {
       est.assumptions.push_back(fmt::format("objective {}: the reference is the base with the adapters disabled (no "
                                             "second copy)", *job.objective));

@@ -69,6 +69,10 @@ struct Job {
   // TRL's precompute_ref_log_probs: the reference's log-probabilities are computed once before
   // training, and DPOTrainer keeps no reference model (ref_model None) during it.
   std::optional<bool> precompute_ref_log_probs;
+  // The frozen reference's weights: "model" (unset) as the policy's weights (TRL's
+  // create_reference_model copies the policy), or a 16-bit dtype (LLaMA-Factory loads the
+  // reference with is_trainable=False, which casts it to the compute dtype).
+  std::optional<std::string> reference_dtype;
   // The software stack's defaults that changed between versions. Unset = today's defaults
   // (PyTorch >= 2.0 with CUDA >= 11.7, PEFT); readers set them when the job says otherwise.
   std::optional<std::string> optimizer_impl;  // foreach (torch >= 2.0 on CUDA), fused, for_loop

@@ -36,6 +36,7 @@ const std::set<std::string> kKvDtypes = {"auto", "fp32", "bf16", "fp16", "f16", 
 const std::set<std::string> kImplementations = {"transformers", "litgpt", "llama_cpp"};
 const std::set<std::string> kOptimizerImpl = {"foreach", "fused", "for_loop"};
 const std::set<std::string> kAdapterDtype = {"fp32", "model"};
+const std::set<std::string> kReferenceDtype = {"model", "bf16", "fp16", "fp32"};
 const std::set<std::string> kKbitUpcast = {"all", "norms", "none"};
 const std::set<std::string> kKernels = {"none", "liger", "unsloth"};
 std::string join(const std::set<std::string>& values) {
@@ -134,6 +135,7 @@ Status visit_scalar_fields(Job& job, Fields& f) {
   TRY(f.text("loss_impl", job.loss_impl, &kLossImpl));
   TRY(f.text("objective", job.objective, &kObjectives));
   TRY(f.flag("precompute_ref_log_probs", job.precompute_ref_log_probs));
+  TRY(f.text("reference_dtype", job.reference_dtype, &kReferenceDtype));
   TRY(f.count("batch_size", job.batch_size));
   TRY(f.count("prompt_len", job.prompt_len));
   TRY(f.count("max_new_tokens", job.max_new_tokens, /*allow_zero=*/true));

@@ -1099,6 +1099,15 @@ void resolve(Reader& r) {
       r.warn(fmt::format("{}: stage {} is not modelled; sized as supervised fine-tuning", r.display_name, *r.stage));
     }
   }
+  // LLaMA-Factory loads the reference on its own (create_ref_model -> load_model with
+  // is_trainable=False, which casts fp32 parameters to the compute dtype), not as a copy of the
+  // fp32 policy.
+  if (r.out.format == TrainingConfigFormat::kLlamaFactory && job.objective && objective_has_reference(*job.objective) &&
+      (job.task == "train_full" || job.task == "train_freeze") && r.autocast) {
+    job.reference_dtype = *r.autocast;
+    r.out.framework_defaults.push_back(fmt::format("reference_dtype {}: LLaMA-Factory loads the reference model in the "
+                                                   "compute dtype", *r.autocast));
+  }
   // TRL's DPOConfig (a dump of it): its reference-model keys.
   if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && !job.objective && r.dpo_keys) {
     job.objective = "dpo";

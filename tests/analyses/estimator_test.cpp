@@ -1609,6 +1609,30 @@ TEST(EstimatorQa4, PrecomputedReferenceLogProbsKeepNoReference) {
   EXPECT_TRUE(assumed(*e, "objective dpo: reference log-probabilities precomputed before training"));
 }
 
+// LLaMA-Factory's reference is loaded on its own in the compute dtype, not copied from the fp32
+// policy: half the policy's weights, split and sharded as they are.
+TEST(EstimatorQa5, AReferenceInItsOwnDtype) {
+  const ModelSpec llama = llama2_7b();
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16_mixed";
+  job.micro_batch_size = 1;
+  job.seq_len = 512;
+  job.objective = "dpo";
+  auto copy = estimate_memory(llama, job);
+  job.reference_dtype = "bf16";
+  auto own = estimate_memory(llama, job);
+  ASSERT_TRUE(copy && own);
+  EXPECT_EQ(*component(*copy, "reference_model"), *component(*copy, "weights"));
+  EXPECT_EQ(*component(*own, "reference_model"), llama.total_params * 2);
+  Job sharded = fsdp_full_training_on_8();
+  sharded.objective = "dpo";
+  sharded.reference_dtype = "bf16";
+  auto eight = estimate_memory(llama, sharded);
+  ASSERT_TRUE(eight);
+  EXPECT_NEAR(static_cast<double>(*component(*eight, "reference_model")), llama.total_params * 2.0 / 8, 1.0);
+}
+
 // ZeRO-3 / FSDP full sharding shard the adapters and the modules_to_save copies with the rest.
 TEST(EstimatorQa4, FullShardingShardsAdaptersAndSavedModules) {
   const ModelSpec llama = find_preset("meta-llama/Llama-3.1-8B")->value();

@@ -703,6 +703,21 @@ TEST(TrainingConfigQa4, DpoPrecomputedReferenceAndBetaAreRead) {
   EXPECT_TRUE(c->unknown_keys.empty());
 }
 
+TEST(TrainingConfigQa5, LlamaFactoryLoadsTheReferenceInTheComputeDtype) {
+  auto c = parse_training_config("model_name_or_path: x\nstage: dpo\nfinetuning_type: full\nbf16: true\n", "lf.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->job.objective, "dpo");
+  EXPECT_EQ(c->job.reference_dtype, "bf16");
+  // LoRA keeps no reference copy; simpo keeps no reference at all.
+  auto lora = parse_training_config("model_name_or_path: x\nstage: dpo\nfinetuning_type: lora\nbf16: true\n", "lf.yaml");
+  ASSERT_TRUE(lora.ok());
+  EXPECT_FALSE(lora->job.reference_dtype.has_value());
+  auto simpo = parse_training_config("model_name_or_path: x\nstage: dpo\npref_loss: simpo\nfinetuning_type: full\n"
+                                     "bf16: true\n", "lf.yaml");
+  ASSERT_TRUE(simpo.ok());
+  EXPECT_FALSE(simpo->job.reference_dtype.has_value());
+}
+
 TEST(TrainingConfigQa4, AxolotlLoadsAnEightBitBaseInFp16) {
   auto c = parse_training_config("base_model: x\nadapter: lora\nload_in_8bit: true\n", "axolotl.yml");
   ASSERT_TRUE(c.ok()) << c.error().message;
