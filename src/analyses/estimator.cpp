@@ -1037,8 +1037,12 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       weights_detail = fmt::format("{} frozen params x {} B + {} trainable (last {} blocks) x {} B", format_count(total - upcast),
                                    p.param_bytes, format_count(upcast), p.freeze_layers, p.trainable_bytes);
     }
-    if (m.checkpoint_bytes && m.quantization.empty() && p.param_bytes == 2 && p.inference &&
-        m.torch_dtype != "float32") {
+    // The file's own bytes when it is stored in 16 bits, as loaded: an fp32 file is cast to the
+    // job's dtype on load (torch_dtype), so its bytes on disk say nothing about the GPU.
+    uint64_t stored_elements = 0;
+    for (const auto& [dtype, count] : m.params_by_dtype) stored_elements += count;
+    const bool stored_16_bit = stored_elements && m.checkpoint_bytes <= stored_elements * 2 + stored_elements / 100;
+    if (m.checkpoint_bytes && m.quantization.empty() && p.param_bytes == 2 && p.inference && stored_16_bit) {
       weights = static_cast<double>(m.checkpoint_bytes);
       weights_detail = "tensor bytes of the safetensors checkpoint";
     }

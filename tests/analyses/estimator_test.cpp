@@ -1725,3 +1725,28 @@ TEST(EstimatorQa4, SettingsThatDoNotApplyAreSaid) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// An unquantized checkpoint's bytes stand for the weights only when it is stored as the job
+// loads it (16 bits): an fp32 file is cast to bf16 on load and takes half its size.
+TEST(EstimatorQa5, AnFp32CheckpointIsSizedAtTheLoadedDtype) {
+  ModelSpec llama = llama2_7b();
+  Job job;
+  job.task = "inference";
+  job.precision = "bf16";
+  llama.params_by_dtype = {{"F32", llama.total_params}};
+  llama.checkpoint_bytes = llama.total_params * 4;
+  auto fp32_file = estimate_memory(llama, job);
+  ASSERT_TRUE(fp32_file);
+  EXPECT_EQ(*component(*fp32_file, "weights"), llama.total_params * 2);
+  llama.params_by_dtype = {{"BF16", llama.total_params - 64}, {"F32", 64}};
+  llama.checkpoint_bytes = (llama.total_params - 64) * 2 + 64 * 4;
+  auto bf16_file = estimate_memory(llama, job);
+  ASSERT_TRUE(bf16_file);
+  EXPECT_EQ(*component(*bf16_file, "weights"), llama.checkpoint_bytes);
+}
+
+}  // namespace
+}  // namespace oomdoc
