@@ -310,6 +310,12 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     if (o && *o > (1ull << 50)) return Error{"a size override is beyond any GPU (1 PiB at most)"};
   }
 
+  // vLLM's CUDA kernels are built for compute capability 7.0 (Volta) and newer.
+  if (in.target.vendor == "nvidia" && in.target.architecture == "Pascal") {
+    return Error{fmt::format("{} is a Pascal GPU (compute capability 6.x): vLLM needs compute capability 7.0 or newer "
+                             "(Volta, Turing, Ampere and later); llama.cpp or transformers run there",
+                             in.target.name)};
+  }
   // --- Parallelism checks vLLM makes before anything is loaded.
   s.tensor_parallel_size = c.tensor_parallel_size;
   s.pipeline_parallel_size = c.pipeline_parallel_size;
@@ -317,6 +323,16 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   if (model.num_attention_heads && model.num_attention_heads % s.tensor_parallel_size != 0) {
     return Error{fmt::format("Total number of attention heads ({}) must be divisible by tensor "
                              "parallel size ({}).", model.num_attention_heads, s.tensor_parallel_size)};
+  }
+  // QKVParallelLinear: KV heads are split across the ranks, or replicated when there are fewer
+  // heads than ranks; either way one must divide the other (vllm/distributed/utils.py divide()).
+  const uint64_t kv_heads = model.num_kv_heads, tp_ranks = s.tensor_parallel_size;
+  if (model.attention != AttentionKind::kMultiLatent && kv_heads && kv_heads != model.num_attention_heads &&
+      (tp_ranks >= kv_heads ? tp_ranks % kv_heads : kv_heads % tp_ranks) != 0) {
+    return Error{fmt::format("--tensor-parallel-size {}: the model's {} KV heads can be neither split nor replicated "
+                             "evenly across {} ranks; vLLM stops with \"{} is not divisible by {}\" "
+                             "(QKVParallelLinear)", tp_ranks, kv_heads, tp_ranks, tp_ranks >= kv_heads ? tp_ranks : kv_heads,
+                             tp_ranks >= kv_heads ? kv_heads : tp_ranks)};
   }
   if (s.pipeline_parallel_size > model.num_layers) {
     return Error{fmt::format("--pipeline-parallel-size {} is larger than the model's {} layers",
@@ -464,9 +480,43 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                                *c.quantization, method, model.id, method)};
     }
   }
-  if (c.dtype && (*c.dtype == "bfloat16" || *c.dtype == "bf16") && !in.target.bf16) {
-    return Error{fmt::format("--dtype bfloat16 on {}: vLLM refuses bfloat16 on GPUs below compute "
-                             "capability 8.0; use --dtype half", in.target.name)};
+  // bfloat16 below compute capability 8.0: refused when asked for, and (before v0.9.0, vllm#17265
+  // "Auto fallback to float16 for pre-Ampere GPUs") also when "auto" picks a bf16 checkpoint's dtype.
+  // vLLM's words (_check_if_gpu_supports_dtype).
+  const std::string asked_dtype = to_lower(c.dtype.value_or("auto"));
+  const std::string config_dtype = to_lower(model.torch_dtype);
+  const std::string& mt = model.model_type;
+  const bool gemma = mt == "gemma2" || mt == "gemma3" || mt == "gemma3_text";
+  // "auto" picks bfloat16 for a bf16 checkpoint, and for a float32 Gemma 2/3 one.
+  const bool auto_bf16 = asked_dtype == "auto" && (config_dtype == "bfloat16" || config_dtype.empty() ||
+                                                   (gemma && config_dtype == "float32"));
+  if (!in.target.bf16 && (asked_dtype == "bfloat16" || (auto_bf16 && !in.version.at_least(0, 9, 0)))) {
+    const int capability = min_compute_capability(in.target.architecture);
+    return Error{fmt::format(
+        "--dtype {} on {}{}: vLLM refuses it: \"Bfloat16 is only supported on GPUs with compute capability of at "
+        "least 8.0. Your {} GPU {}. You can use float16 instead by explicitly setting the `dtype` flag in CLI, for "
+        "example: --dtype=half.\"", asked_dtype, in.target.name,
+        asked_dtype == "auto" ? fmt::format(" (the checkpoint is bfloat16; vLLM {} has no float16 fallback)",
+                                            in.version.text)
+                              : "",
+        in.target.name,
+        capability ? fmt::format("has compute capability {}.{}", capability / 10, capability % 10)
+                   : std::string("does not have a compute capability"))};
+  }
+  // Gemma 2/3, GLM-4, PLaMo2 refuse float16 from v0.9.0 (_FLOAT16_NOT_SUPPORTED_MODELS); "auto" on a
+  // GPU without bfloat16 then falls back to float32 (_resolve_auto_dtype).
+  std::optional<std::string> dtype_flag = c.dtype;
+  const bool no_float16 = in.version.at_least(0, 9, 0) && (gemma || mt == "glm4" || mt == "plamo2");
+  if (no_float16 && (asked_dtype == "half" || asked_dtype == "float16")) {
+    return Error{fmt::format("--dtype {} for {}: vLLM refuses it: \"The model type '{}' does not support float16. "
+                             "Reason: Numerical instability. Please use bfloat16 or float32 instead.\"",
+                             asked_dtype, model.id.empty() ? mt : model.id, mt)};
+  }
+  if (no_float16 && asked_dtype == "auto" && !in.target.bf16) {
+    dtype_flag = "float32";
+    p.assumptions.push_back(fmt::format("dtype float32: {} has no bfloat16 and vLLM refuses float16 for {} "
+                                        "(numerical instability), so auto falls back to float32",
+                                        in.target.name, mt));
   }
   std::optional<std::string> quantization = c.quantization;
   ModelSpec named_format;  // the model with the bits and groups its name says
@@ -483,7 +533,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         c.model, named->format->suffix, named_method, named->format->bits,
         named->format->group_size ? fmt::format("groups of {}", named->format->group_size) : "per channel"));
   }
-  auto format = weight_format(use_named ? named_format : model, c.dtype, quantization, in.target.bf16);
+  auto format = weight_format(use_named ? named_format : model, dtype_flag, quantization, in.target.bf16);
   if (!format) return format.error();
   s.weights = format.value();
   // VllmConfig._get_quantization_config refuses a method below its kernels' compute capability

@@ -306,10 +306,13 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
   } else if (name == "dtype") {
     auto v = need();
     if (!v) return v.error();
-    static const std::set<std::string> kKnown = {"auto", "half", "float16", "bfloat16", "float",
-                                                 "float32", "fp16", "bf16"};
+    // vLLM's choices (ModelDType); argparse refuses the rest with "invalid choice".
+    static const std::set<std::string> kKnown = {"auto", "half", "float16", "bfloat16", "float", "float32"};
     if (!kKnown.count(*v)) {
-      return Error{fmt::format("--dtype: '{}' is not one of auto, half, float16, bfloat16, float, float32", *v)};
+      const std::string meant = *v == "fp16" ? " (write float16 or half)" : *v == "bf16" ? " (write bfloat16)"
+                                : *v == "fp32" ? " (write float32)" : "";
+      return Error{fmt::format("--dtype: '{}' is not one of auto, half, float16, bfloat16, float, float32{}; vLLM "
+                               "would exit with 'invalid choice'", *v, meant)};
     }
     config.dtype = *v;
   } else if (name == "quantization") {

@@ -270,7 +270,8 @@ TEST(VllmServeChecks, WeightsThatDoNotLoadLogNoAccountingAndAFourBitCheckpointIs
   EXPECT_GE(awq->kv_tokens, 8192u);
 }
 
-// vLLM serves a float32 checkpoint in float16, except Gemma 2 and 3: bfloat16 where the GPU has it.
+// vLLM serves a float32 checkpoint in float16, except Gemma 2 and 3: bfloat16 where the GPU has it;
+// without bfloat16, float32 from v0.9 (float16 is refused for them) and an error before.
 TEST(VllmServeChecks, Gemma2Float32IsServedInBfloat16) {
   ServeInputs in = inputs({"vllm", "serve", "google/gemma-2-9b-it"}, 80 * kGiB);
   ASSERT_EQ(in.model.torch_dtype, "float32");
@@ -278,9 +279,22 @@ TEST(VllmServeChecks, Gemma2Float32IsServedInBfloat16) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->settings.weights.dtype, "bfloat16");
   in.target.bf16 = false;   // a T4, V100: no bfloat16
+  in.target.architecture = "Turing";
   auto t4 = predict_vllm_startup(in);
   ASSERT_TRUE(t4.ok());
-  EXPECT_EQ(t4->settings.weights.dtype, "float16");
+  EXPECT_EQ(t4->settings.weights.dtype, "float32");
+  in.version = parse_vllm_version("0.8.5").value();
+  auto old = predict_vllm_startup(in);
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.error().message.find("Your custom GPU has compute capability 7.5"), std::string::npos)
+      << old.error().message;
+  in.version = parse_vllm_version("0.9.0").value();
+  in.config.dtype = "half";
+  auto half = predict_vllm_startup(in);
+  ASSERT_FALSE(half.ok());
+  EXPECT_EQ(half.error().message, "--dtype half for google/gemma-2-9b-it: vLLM refuses it: \"The model type 'gemma2' does "
+                                  "not support float16. Reason: Numerical instability. Please use bfloat16 or float32 "
+                                  "instead.\"");
 }
 
 }  // namespace

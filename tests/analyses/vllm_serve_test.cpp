@@ -255,7 +255,8 @@ TEST(VllmServe, ContradictoryInputIsAnError) {
   t4.target.bf16 = false;
   auto bf16 = predict_vllm_startup(t4);
   ASSERT_FALSE(bf16.ok());
-  EXPECT_EQ(bf16.error().message.rfind("--dtype bfloat16 on Tesla T4 16GB: vLLM refuses bfloat16", 0), 0u);
+  EXPECT_EQ(bf16.error().message.rfind("--dtype bfloat16 on Tesla T4 16GB: vLLM refuses it: \"Bfloat16 is only "
+                                       "supported on GPUs with compute capability of at least 8.0.", 0), 0u);
   t4.config.dtype = "auto";   // auto serves the bf16 checkpoint in fp16 there
   auto fp16 = predict_vllm_startup(t4);
   ASSERT_TRUE(fp16.ok());

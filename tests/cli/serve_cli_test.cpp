@@ -331,6 +331,33 @@ TEST(ServeCliQa5, FixesForAnLlmCallAreItsKeywordArguments) {
   EXPECT_EQ(r.out.find("\n  --max-model-len"), std::string::npos) << r.out;
 }
 
+TEST(ServeCliQa5, LaunchesVllmRefusesBeforeLoading) {
+  // KV heads neither split nor replicated evenly (QKVParallelLinear's divide()).
+  auto tp = testing::run_cli({"serve", "--gpu", "h100-80", "--", "vllm", "serve", "Qwen/Qwen2.5-1.5B-Instruct", "-tp", "3"});
+  EXPECT_EQ(tp.exit_code, 2);
+  EXPECT_NE(tp.err.find("--tensor-parallel-size 3: the model's 2 KV heads can be neither split nor replicated evenly "
+                        "across 3 ranks; vLLM stops with \"3 is not divisible by 2\""), std::string::npos) << tp.err;
+  // Pascal: below vLLM's compute capability 7.0.
+  auto pascal = testing::run_cli({"serve", "--gpu", "p100", "--", "vllm", "serve", "Qwen/Qwen2.5-0.5B-Instruct"});
+  EXPECT_EQ(pascal.exit_code, 2);
+  EXPECT_NE(pascal.err.find("is a Pascal GPU (compute capability 6.x): vLLM needs compute capability 7.0 or newer"),
+            std::string::npos) << pascal.err;
+  // A bf16 checkpoint on a T4 before v0.9's float16 fallback.
+  auto t4 = testing::run_cli({"serve", "--gpu", "t4", "--vllm-version", "0.6.3", "--", "vllm", "serve",
+                              "Qwen/Qwen2.5-1.5B-Instruct", "--max-model-len", "8192"});
+  EXPECT_EQ(t4.exit_code, 2);
+  EXPECT_NE(t4.err.find("(the checkpoint is bfloat16; vLLM 0.6.3 has no float16 fallback)"), std::string::npos) << t4.err;
+  auto t4_half = testing::run_cli({"serve", "--gpu", "t4", "--vllm-version", "0.6.3", "--", "vllm", "serve",
+                                   "Qwen/Qwen2.5-1.5B-Instruct", "--max-model-len", "8192", "--dtype", "half"});
+  EXPECT_EQ(t4_half.exit_code, 0) << t4_half.err;
+  // --dtype takes vLLM's own choices only.
+  auto bf16 = testing::run_cli({"serve", "--gpu", "h100-80", "--", "vllm", "serve", "Qwen/Qwen2.5-0.5B-Instruct",
+                                "--dtype", "bf16"});
+  EXPECT_EQ(bf16.exit_code, 2);
+  EXPECT_NE(bf16.err.find("--dtype: 'bf16' is not one of auto, half, float16, bfloat16, float, float32 (write bfloat16); "
+                          "vLLM would exit with 'invalid choice'"), std::string::npos) << bf16.err;
+}
+
 TEST(ServeCliQa5, FlagsBecomeKeywords) {
   EXPECT_EQ(as_llm_keywords("--max-model-len 8192 --kv-cache-dtype fp8"), "max_model_len=8192, kv_cache_dtype=\"fp8\"");
   EXPECT_EQ(as_llm_keywords("--enforce-eager"), "enforce_eager=True");
