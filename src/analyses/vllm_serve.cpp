@@ -48,7 +48,14 @@ void apply_scheduler_defaults(const ServeInputs& in, const VllmBehavior& b, Serv
     // Models without a KV cache cannot prefill in chunks: vLLM turns it off (vllm-project/vllm#21270).
     if (in.model.is_encoder_only) s.chunked_prefill = false;
     if (!s.chunked_prefill) batched = std::max<uint64_t>(s.max_model_len, batched);
+    // Current releases fit the defaults to each other (EngineArgs.
+    // _set_default_max_num_seqs_and_batched_tokens_args): a default token budget no larger than
+    // max_num_seqs full-length requests, a default max_num_seqs no larger than the token budget.
+    // Assumed from v0.12.0.
+    const bool fitted_defaults = b.version.at_least(0, 12, 0);
+    if (fitted_defaults && s.max_model_len) batched = std::min(batched, s.max_num_seqs * s.max_model_len);
     s.max_num_batched_tokens = c.max_num_batched_tokens.value_or(batched);
+    if (fitted_defaults && !c.max_num_seqs) s.max_num_seqs = std::min(s.max_num_seqs, s.max_num_batched_tokens);
     return;
   }
   s.max_num_seqs = c.max_num_seqs.value_or(256);

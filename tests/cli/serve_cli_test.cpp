@@ -358,6 +358,24 @@ TEST(ServeCliQa5, LaunchesVllmRefusesBeforeLoading) {
                           "vLLM would exit with 'invalid choice'"), std::string::npos) << bf16.err;
 }
 
+TEST(ServeCliQa5, CurrentDefaultsFitEachOther) {
+  // The default max_num_seqs (1024 on an H100) shrinks to the token budget the user gave...
+  auto fitted = testing::run_cli({"serve", "--gpu", "h100-80", "--json", "--", "vllm", "serve",
+                                  "Qwen/Qwen2.5-0.5B-Instruct", "--max-num-batched-tokens", "512"});
+  ASSERT_EQ(fitted.exit_code, 0) << fitted.err;
+  auto doc = nlohmann::json::parse(fitted.out);
+  EXPECT_EQ(doc["settings"]["max_num_seqs"], 512);
+  // ... and the default token budget to max_num_seqs full-length requests.
+  auto short_len = testing::run_cli({"serve", "--gpu", "h100-80", "--json", "--", "vllm", "serve",
+                                     "Qwen/Qwen2.5-0.5B-Instruct", "--max-model-len", "64", "--max-num-seqs", "2"});
+  ASSERT_EQ(short_len.exit_code, 0) << short_len.err;
+  EXPECT_EQ(nlohmann::json::parse(short_len.out)["settings"]["max_num_batched_tokens"], 128);
+  // Before (v0.10), vLLM refused the first launch.
+  auto old = testing::run_cli({"serve", "--gpu", "h100-80", "--vllm-version", "0.10.0", "--", "vllm", "serve",
+                               "Qwen/Qwen2.5-0.5B-Instruct", "--max-num-batched-tokens", "512"});
+  EXPECT_EQ(old.exit_code, 2);
+}
+
 TEST(ServeCliQa5, FlagsBecomeKeywords) {
   EXPECT_EQ(as_llm_keywords("--max-model-len 8192 --kv-cache-dtype fp8"), "max_model_len=8192, kv_cache_dtype=\"fp8\"");
   EXPECT_EQ(as_llm_keywords("--enforce-eager"), "enforce_eager=True");
