@@ -204,8 +204,12 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
                 "half the bytes of weights and KV cache; float32's precision is rarely needed to serve");
   }
   // 1. A shorter --max-model-len, when the weights fit and only one long request does not.
-  if (base.available_kv_bytes > 0 && base.max_model_len_that_fits > 0 &&
-      base.max_model_len_that_fits < s.max_model_len) {
+  // Where the profile run itself is max_model_len tokens long (chunked prefill off, no token budget
+  // given: V0 before v0.5.4), a shorter length also frees the activations that left no room at all.
+  const bool profile_grows_with_length = !s.chunked_prefill && !inputs.config.max_num_batched_tokens;
+  const bool kv_short = base.available_kv_bytes > 0 && base.max_model_len_that_fits > 0 &&
+                        base.max_model_len_that_fits < s.max_model_len;
+  if (kv_short || (base.available_kv_bytes <= 0 && profile_grows_with_length && !base.fits)) {
     // What fits at the length the launch asked for is a lower bound: where the profile run grows
     // with max_model_len (V0 without chunked prefill profiles that many tokens), a shorter length
     // also frees activation memory. Fitting only gets harder as the length grows: bisect.
@@ -217,7 +221,9 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
       return p && p->fits;
     };
     uint64_t len = base.max_model_len_that_fits;
-    if (fits_at(len)) {
+    if (!kv_short) {
+      len = largest_fitting(s.max_model_len, fits_at);
+    } else if (fits_at(len)) {
       len += largest_fitting(s.max_model_len - len, [&](uint64_t more) { return fits_at(len + more); });
     }
     // A context far shorter than asked (448 of 8192 tokens) is no answer on its own.

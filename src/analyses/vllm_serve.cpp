@@ -679,7 +679,20 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     // (gpu_model_runner.load_model loads it inside the same memory profiler).
     const bool drafter_here = p.speculative && stage.last;
     if (drafter_here) weights += p.speculative->weights_bytes;
-    weights = weights > offload ? weights - offload : 0;
+    // --cpu-offload-gb takes parameters from the decoder layers only (make_layers wraps each in
+    // maybe_offload_to_cpu): the embeddings, head, final norm and rotary cache stay on the GPU.
+    PipelineStage blocks_only = stage;
+    blocks_only.first = blocks_only.last = false;
+    const uint64_t offloadable = static_cast<uint64_t>(
+        checkpoint_scale * static_cast<double>(stage_weight_bytes(model, blocks_only, s.tensor_parallel_size,
+                                                                  s.pipeline_parallel_size, s.weights,
+                                                                  b.mla_dequantized_kv_b, expert_ranks)));
+    if (offload > offloadable && first) {
+      p.warnings.push_back(fmt::format("--cpu-offload-gb {:g}: only the decoder layers can be offloaded ({:.2f} GiB per "
+                                       "GPU here); the embeddings, head and norms stay on the GPU",
+                                       c.cpu_offload_gb, gib(offloadable)));
+    }
+    weights -= std::min({offload, offloadable, weights});
     if (in.overrides.weights_bytes) weights = *in.overrides.weights_bytes;
     uint64_t graphs = in.overrides.cuda_graph_bytes.value_or(
         s.enforce_eager ? 0 : cuda_graph_bytes(model, stage, s.tensor_parallel_size, s.max_num_seqs, act_bytes));

@@ -66,6 +66,11 @@ TEST(VllmServe, WeightsFollowTheFormat) {
   // --cpu-offload-gb takes its GiB off each GPU.
   ServePrediction off = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--cpu-offload-gb", "4", "--max-model-len", "4096"}, 80 * kGiB));
   EXPECT_EQ(off.weights.bytes, 2 * 8030261248ull + kLlama31RopeCache - 4 * kGiB);
+  // ... from the decoder layers only: the embedding, head, final norm and rotary cache stay.
+  ServePrediction all = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--cpu-offload-gb", "100", "--max-model-len", "4096"}, 80 * kGiB));
+  EXPECT_EQ(all.weights.bytes, 2 * (2 * 128256ull * 4096 + 4096) + kLlama31RopeCache);
+  ASSERT_FALSE(all.warnings.empty());
+  EXPECT_EQ(all.warnings.back().rfind("--cpu-offload-gb 100: only the decoder layers can be offloaded", 0), 0u);
 }
 
 TEST(VllmServe, NamedQuantizedCheckpointTakesItsNamesBitsAndGroups) {

@@ -376,6 +376,16 @@ TEST(ServeCliQa5, CurrentDefaultsFitEachOther) {
   EXPECT_EQ(old.exit_code, 2);
 }
 
+TEST(ServeCliQa5, AShorterLengthShrinksAProfileRunThatLeftNoRoom) {
+  // V0 before v0.5.4 profiles max_model_len tokens at once: 131072 tokens leave a negative KV cache.
+  auto r = testing::run_cli({"serve", "--gpu", "4090", "--vllm-version", "0.5.3", "--", "vllm", "serve",
+                             "meta-llama/Llama-3.1-8B-Instruct"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const size_t fixes = r.out.find("Fixes, cheapest first");
+  ASSERT_NE(fixes, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\n  --max-model-len ", fixes), r.out.find('\n', fixes)) << r.out;   // the first fix
+}
+
 TEST(ServeCliQa5, FlagsBecomeKeywords) {
   EXPECT_EQ(as_llm_keywords("--max-model-len 8192 --kv-cache-dtype fp8"), "max_model_len=8192, kv_cache_dtype=\"fp8\"");
   EXPECT_EQ(as_llm_keywords("--enforce-eager"), "enforce_eager=True");
