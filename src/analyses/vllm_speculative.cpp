@@ -130,7 +130,8 @@ Result<SpeculativeSizing> size_speculative_decoding(const SpeculativeInputs& in)
         "of max_num_seqs rows (gpu_model_runner.py, _dummy_sampler_run)", z.sampler_extra_bytes_per_logit));
   }
   if (z.method.empty()) {
-    return Error{"--num-speculative-tokens without a speculative model or method: vLLM refuses it: "
+    return Error{"num_speculative_tokens without a speculative \"model\" or \"method\" (in --speculative-config, or "
+                 "--num-speculative-tokens without --speculative-model): vLLM refuses it: "
                  "\"num_speculative_tokens was provided but without speculative model.\""};
   }
   // SpeculativeConfig._verify_and_get_draft_tp.

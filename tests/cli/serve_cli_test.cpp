@@ -386,6 +386,15 @@ TEST(ServeCliQa5, AShorterLengthShrinksAProfileRunThatLeftNoRoom) {
   EXPECT_EQ(r.out.find("\n  --max-model-len ", fixes), r.out.find('\n', fixes)) << r.out;   // the first fix
 }
 
+TEST(ServeCliQa5, SpeculativeTokensWithoutADrafter) {
+  auto r = testing::run_cli({"serve", "--gpu", "h100-80", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                             "--speculative-config", "{\"num_speculative_tokens\": 3}"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("num_speculative_tokens without a speculative \"model\" or \"method\" (in --speculative-config, "
+                       "or --num-speculative-tokens without --speculative-model): vLLM refuses it: \"num_speculative_"
+                       "tokens was provided but without speculative model.\""), std::string::npos) << r.err;
+}
+
 TEST(ServeCliQa5, FlagsBecomeKeywords) {
   EXPECT_EQ(as_llm_keywords("--max-model-len 8192 --kv-cache-dtype fp8"), "max_model_len=8192, kv_cache_dtype=\"fp8\"");
   EXPECT_EQ(as_llm_keywords("--enforce-eager"), "enforce_eager=True");
