@@ -262,11 +262,31 @@ bool lora_matches(const LinearShape& l, const LoraSettings& lora) {
   if (!l.nn_linear) return false;  // PEFT's LoRA layers wrap nn.Linear modules only
   if (lora.all_linear) return true;
   if (lora.target_modules.empty()) return l.role == "q" || l.role == "v" || l.role == "qkv";
+  auto ends_with_component = [](std::string_view text, std::string_view tail) {
+    return text.size() > tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0 &&
+           text[text.size() - tail.size() - 1] == '.';
+  };
+  const bool attention_role = l.role == "q" || l.role == "k" || l.role == "v" || l.role == "qkv" || l.role == "o";
   for (const auto& t : lora.target_modules) {
-    if (t == l.name) return true;
-    if (t.size() > l.name.size() && t.compare(t.size() - l.name.size(), l.name.size(), l.name) == 0 &&
-        t[t.size() - l.name.size() - 1] == '.')
-      return true;
+    // PEFT: a module matches when its name equals the target or ends with "." + target. l.name is
+    // the module's path inside its block (BERT's "intermediate.dense"), so "dense" names every
+    // Linear called dense, and "intermediate.dense" only that one.
+    if (t == l.name || ends_with_component(l.name, t)) return true;
+    // A longer path ending in the module's: the component before it must be where that module
+    // lives ("attention.output.dense" is the attention's dense, not the MLP's "output.dense";
+    // "model.layers.0.self_attn.q_proj"); a layer index or the block's own attention/MLP container.
+    if (ends_with_component(t, l.name)) {
+      std::string_view rest(t.data(), t.size() - l.name.size() - 1);
+      const size_t dot = rest.rfind('.');
+      const std::string_view parent = dot == std::string_view::npos ? rest : rest.substr(dot + 1);
+      static const std::set<std::string_view> kAttention = {"self_attn", "attn", "attention", "self_attention",
+                                                            "self", "output", "SelfAttention", "EncDecAttention"};
+      static const std::set<std::string_view> kMlp = {"mlp", "feed_forward", "ffn", "DenseReluDense",
+                                                      "block_sparse_moe", "experts"};
+      const bool numeric = !parent.empty() && std::all_of(parent.begin(), parent.end(),
+                                                          [](char c) { return c >= '0' && c <= '9'; });
+      if (numeric || (attention_role ? kAttention.count(parent) : kMlp.count(parent))) return true;
+    }
     if (roles_for_target(t).count(l.role)) return true;
   }
   return false;

@@ -189,3 +189,32 @@ TEST(ArchitectureQa4, LoraOnTheHeadAndTheEmbeddings) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// PEFT's rule: a module matches when its name equals the target or ends with "." + target.
+// BERT has three Linears called dense: attention.output.dense, intermediate.dense, output.dense.
+TEST(ArchitectureQa5, LoraTargetsMatchAsPeftMatchesThem) {
+  const ModelSpec bert = find_preset("google-bert/bert-base-uncased")->value();
+  auto count = [&](std::vector<std::string> targets) {
+    LoraSettings lora;
+    lora.r = 8;
+    lora.target_modules = std::move(targets);
+    return lora_parameter_count(bert, lora);
+  };
+  const uint64_t attention_dense = 8 * (768 + 768), intermediate = 8 * (768 + 3072), output = 8 * (3072 + 768);
+  EXPECT_EQ(count({"dense"}), 12 * (attention_dense + intermediate + output));   // 884,736
+  EXPECT_EQ(count({"intermediate.dense"}), 12 * intermediate);
+  EXPECT_EQ(count({"attention.output.dense"}), 12 * attention_dense);
+  EXPECT_EQ(count({"output.dense"}), 12 * (attention_dense + output));   // both end in ".output.dense"
+  // A path through the block's container still names the module.
+  const ModelSpec llama = find_preset("meta-llama/Llama-3.2-3B")->value();
+  LoraSettings paths;
+  paths.r = 32;
+  paths.target_modules = {"self_attn.q_proj", "self_attn.v_proj"};
+  EXPECT_EQ(lora_parameter_count(llama, paths), 9175040u);
+}
+
+}  // namespace
+}  // namespace oomdoc
