@@ -1309,7 +1309,8 @@ Result<std::map<std::string, double>> parse_prices(std::string_view text,
     if (!parsed_price || !(price >= 0)) {
       // A header line ("gpu,price") is allowed before the first price, but not a GPU whose price
       // is wrong: that line would silently drop out of the comparison.
-      if (!seen_line && !find_gpu(name)) {
+      const bool has_digit = line.find_first_of("0123456789") != std::string::npos;
+      if (!seen_line && !has_digit && !find_gpu(name)) {
         seen_line = true;
         continue;
       }
@@ -1326,6 +1327,10 @@ Result<std::map<std::string, double>> parse_prices(std::string_view text,
     }
     line_of[gpu->name] = line_number;
     prices[gpu->name] = price;
+  }
+  if (prices.empty()) {
+    return make_error(fmt::format("{}: no prices: expected lines 'GPU NAME, PRICE PER GPU-HOUR' (e.g. 'H100 SXM, 2.49')",
+                                  display_name));
   }
   return prices;
 }

@@ -422,6 +422,14 @@ TEST(FitSearch, Prices) {
   auto unknown = parse_prices("h100, 2.49\nquantum card, 3\n", "p.csv");
   ASSERT_FALSE(unknown.ok());
   EXPECT_THAT(unknown.error().message, HasSubstr("p.csv: line 2: "));
+  // A first line with a number in it is a price line gone wrong, not a header; a file of no
+  // prices at all is an error, not a silent no-op.
+  auto worded = parse_prices("h100, 2 per hour\n", "p.csv");
+  ASSERT_FALSE(worded.ok());
+  EXPECT_EQ(worded.error().message, "p.csv: line 1: 'hour' is not a price per GPU-hour (a number, 0 or more)");
+  auto empty = parse_prices("foo, bar\n", "p.csv");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.error().message, "p.csv: no prices: expected lines 'GPU NAME, PRICE PER GPU-HOUR' (e.g. 'H100 SXM, 2.49')");
 }
 
 TEST(FitSearch, CheapestWithPrices) {
