@@ -36,6 +36,18 @@ bool is_model_file(const std::string& path) {
          std::filesystem::path(path).filename() == "config.json";
 }
 
+// A Hugging Face model config saved under another name (qwen2.json): a JSON object with a
+// "model_type" and no job "model". Training configs and TrainingArguments dumps have neither.
+bool is_model_config_json(const std::string& path) {
+  if (!path.ends_with(".json") || !is_regular_file(path)) return false;
+  auto text = read_small_file(path, 4ull << 20);
+  if (!text) return false;
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  // (Axolotl's configs carry a model_type too, beside base_model.)
+  return !j.is_discarded() && j.is_object() && j.contains("model_type") && j["model_type"].is_string() &&
+         !j.contains("model") && !j.contains("base_model") && !j.contains("model_name_or_path");
+}
+
 }  // namespace
 
 Result<JobInput> read_job_input(const std::string& input, const std::string& model_flag,
@@ -44,7 +56,7 @@ Result<JobInput> read_job_input(const std::string& input, const std::string& mod
   std::string job_file = job_file_flag;
   std::string model_override = model_flag;  // over the job file's and the config's model
   if (!input.empty()) {
-    if (!is_regular_file(input) || is_model_file(input)) {
+    if (!is_regular_file(input) || is_model_file(input) || is_model_config_json(input)) {
       if (!model_flag.empty()) {
         // Two models named: a model file or folder given as INPUT is not a config --model can go with.
         // A name that is no file is a model name: the model given twice.

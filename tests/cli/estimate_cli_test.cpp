@@ -444,3 +444,23 @@ TEST(EstimateCli, FlashAttentionInFp32IsRefused) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// A model's config.json saved under another name is still read as the model.
+TEST(EstimateCliQa5, AModelConfigUnderAnotherNameIsTheModel) {
+  const auto dir = std::filesystem::temp_directory_path() / "oomdoc_estimate_named_config";
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "qwen2.json").string();
+  std::ofstream(path) << R"({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 896,
+    "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
+    "vocab_size": 151936, "max_position_embeddings": 32768, "tie_word_embeddings": true, "torch_dtype": "bfloat16"})";
+  auto r = testing::run_cli({"estimate", path, "--task", "inference", "--json"}, "", testing::kNoModelCache);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["model"]["total_params"], 494032768);   // Qwen2.5-0.5B's published count
+}
+
+}  // namespace
+}  // namespace oomdoc
