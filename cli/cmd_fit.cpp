@@ -112,7 +112,7 @@ int run_fit(const FitArgs& a) {
   } else {
     std::cout << render_fit_text(*report, cfg, Style::for_fd(1));
   }
-  return report->fits ? kExitOk : kExitNothingFound;
+  return report->fits && report->will_not_run.empty() ? kExitOk : kExitNothingFound;
 }
 
 void setup(CLI::App& app, int* exit_code) {

@@ -939,6 +939,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     est.warnings.push_back(fmt::format("{} tokens per sequence is above the model's {} learned positions: its "
                                        "position embedding has no row past them, so the forward pass fails "
                                        "(an index error), whatever the memory", p.seq, m.position_embeddings));
+    est.will_not_run.push_back(fmt::format("{} tokens per sequence is above the model's {} learned positions (an "
+                                           "index error)", p.seq, m.position_embeddings));
   } else if (const uint64_t context = vllm_derived_max_model_len(m, std::nullopt); context && p.seq > context) {
     // The context with rope scaling applied, as vLLM derives it (one place for that rule).
     const std::string how = m.rope_scaling_type.empty()

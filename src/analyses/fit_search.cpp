@@ -1409,16 +1409,19 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   report.fits = needed <= report.usable_bytes;
   report.fits_target = needed <= report.target_bytes;
   if (precision_note) report.notes.push_back(*precision_note);
+  report.will_not_run = estimate->will_not_run;
   if (!options.gpu_has_bf16 && report.estimate.precision.rfind("bf16", 0) == 0) {
     report.notes.push_back(fmt::format("{} has no bfloat16 support (compute capability below 8.0): a {} job "
                                        "will not run as given; use fp16 mixed precision (fp16=True)",
                                        options.gpu_name, report.estimate.precision));
+    report.will_not_run.push_back(fmt::format("{} has no bfloat16 (use fp16 mixed precision)", options.gpu_name));
   }
   if (!is_llama_cpp(given) && given.attention_impl == "flash" && !runs_flash_attention_2(options)) {
     report.notes.push_back(fmt::format("{} ({}) does not run FlashAttention-2 (it needs an Ampere or newer GPU, "
                                        "compute capability 8.0+): attn_implementation=\"flash_attention_2\" will not "
                                        "run as given; SDPA (attn_implementation=\"sdpa\") is what runs there",
                                        options.gpu_name, options.gpu_architecture));
+    report.will_not_run.push_back(fmt::format("{} does not run FlashAttention-2 (use SDPA)", options.gpu_name));
   }
   if (options.target > options.budget) {
     report.notes.push_back(fmt::format("--target {} is above --budget {}: plans aim at the budget",

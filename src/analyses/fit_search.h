@@ -135,6 +135,9 @@ struct FitReport {
   bool solved_max_seq_len = false;
   std::optional<LengthAnalysis> lengths;
   std::vector<std::string> notes;
+  // Why the job as given cannot start whatever the memory (the estimate's, and this GPU's: bf16 or
+  // FlashAttention-2 below compute capability 8.0); each is also a note or a warning.
+  std::vector<std::string> will_not_run;
   // Why --max-seq has no answer when memory is not the reason (no room for a prompt in the context).
   std::string max_seq_len_unanswered;
 };

@@ -36,6 +36,9 @@ struct Estimate {
   double uncertainty_fraction = 0;          // +- band on device_used_bytes from what inputs leave open
   std::vector<std::string> assumptions;     // every default the estimator chose
   std::vector<std::string> warnings;        // inputs that look wrong (a length beyond the model's context, ...)
+  // Why the job cannot start whatever the memory (a sequence past learned position embeddings);
+  // each is among the warnings too.
+  std::vector<std::string> will_not_run;
   // Every component the estimator computed, whether or not it is live at the peak moment
   // (activations are gone by the optimizer step, gradients absent at the end of the first
   // forward): what fit and the calibration tests read.

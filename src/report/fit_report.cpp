@@ -122,6 +122,8 @@ Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
   doc["usable_bytes"] = r.usable_bytes;
   doc["target_bytes"] = r.target_bytes;
   doc["fits"] = r.fits;
+  doc["runs"] = r.will_not_run.empty();
+  doc["will_not_run"] = r.will_not_run;
   doc["fits_target"] = r.fits_target;
   doc["peak_allocated_bytes"] = r.estimate.peak_allocated_bytes;
   doc["peak_reserved_bytes"] = r.estimate.peak_reserved_bytes;
@@ -234,7 +236,10 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
   line(fmt::format("usable          {} ({:.0f}% budget{})   target {} ({:.0f}%)",
                    format_bytes(r.usable_bytes), 100 * r.budget, r.usable_is_allocatable ? ", all CUDA can allocate" : "",
                    format_bytes(r.target_bytes), 100 * r.target));
-  if (r.fits) {
+  if (r.fits && !r.will_not_run.empty()) {
+    line(style.red(fmt::format("FITS in memory as given ({} of headroom), but WILL NOT RUN: {}",
+                               format_bytes(r.usable_bytes - r.needed_bytes), fmt::join(r.will_not_run, "; "))));
+  } else if (r.fits) {
     line(style.green(fmt::format("FITS as given, {} of headroom under the budget{}",
                                  format_bytes(r.usable_bytes - r.needed_bytes),
                                  r.fits_target ? "" : " (but above the target)")));

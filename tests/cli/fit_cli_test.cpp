@@ -699,3 +699,25 @@ TEST(FitCli, NoPromptFitsWhenTheNewTokensFillTheContext) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// A job that fits in memory but cannot start (a sequence past GPT-2's 1024 learned positions) is
+// not reported as fitting: exit 1, "runs": false, and the reason in the verdict.
+TEST(FitCliQa5, FitsInMemoryButWillNotRun) {
+  auto r = testing::run_cli({"fit", "gpt2", "--gpu", "4090", "--seq-len", "2048"}, "", testing::kNoModelCache);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("but WILL NOT RUN: 2048 tokens per sequence is above the model's 1024 learned positions (an "
+                       "index error)"), std::string::npos) << r.out;
+  auto j = testing::run_cli({"fit", "gpt2", "--gpu", "4090", "--seq-len", "2048", "--json"}, "", testing::kNoModelCache);
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["fits"], true);
+  EXPECT_EQ(doc["runs"], false);
+  ASSERT_EQ(doc["will_not_run"].size(), 1u);
+  auto ok = testing::run_cli({"fit", "gpt2", "--gpu", "4090", "--seq-len", "1024"}, "", testing::kNoModelCache);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+}  // namespace
+}  // namespace oomdoc
