@@ -1272,6 +1272,12 @@ std::optional<uint64_t> solve_largest(const ModelSpec& model, const Job& job,
   return lo;
 }
 
+// The model's context in positions: max_position_embeddings, or the rows of a learned position
+// embedding (GPT-2's n_positions) where the config names no other.
+uint64_t model_context_positions(const ModelSpec& model) {
+  return model.max_position_embeddings ? model.max_position_embeddings : model.position_embeddings;
+}
+
 Result<std::map<std::string, double>> parse_prices(std::string_view text,
                                                    const std::string& display_name) {
   std::map<std::string, double> prices;
@@ -1471,12 +1477,14 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     };
     // The longest sequence the job lets through: its max length (training truncates there), and
     // the model's context (less the tokens generated after a prompt).
+    const uint64_t context_positions = model_context_positions(model);
     LengthJob seen;
     seen.inference = !training;
-    if (model.max_position_embeddings) {
+    if (context_positions) {
       const uint64_t generated = training || is_llama_cpp(given) ? 0 : new_tokens_of(given);
-      seen.truncation = model.max_position_embeddings > generated ? model.max_position_embeddings - generated : 1;
-      seen.truncated_by = fmt::format("the model's context ({} positions{})", model.max_position_embeddings,
+      seen.truncation = context_positions > generated ? context_positions - generated : 1;
+      seen.context = seen.truncation;
+      seen.truncated_by = fmt::format("the model's context ({} positions{})", context_positions,
                                       generated ? fmt::format(" less {} generated", generated) : "");
     }
     if (training && given.seq_len && (!seen.truncation || *given.seq_len < seen.truncation)) {
@@ -1501,25 +1509,26 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   }
   if (options.solve_max_seq) {
     // The model's context bounds the answer too: memory may allow more than it has positions for.
+    const uint64_t context_positions = model_context_positions(model);
     uint64_t bound = 1u << 23;
     bool room = true;
-    if (model.max_position_embeddings) {
+    if (context_positions) {
       // A prompt leaves room for the tokens generated after it, the estimator's default included.
       const uint64_t generated = is_training(given) ? 0 : is_llama_cpp(given)
                                                              ? given.max_new_tokens.value_or(0)
                                                              : new_tokens_of(given);
-      room = model.max_position_embeddings > generated;
-      bound = room ? model.max_position_embeddings - generated : 1;
+      room = context_positions > generated;
+      bound = room ? context_positions - generated : 1;
       if (!room) {
         report.max_seq_len_unanswered = fmt::format("max_new_tokens {} leaves no room for a prompt in the model's context "
-                                                    "of {} positions", generated, model.max_position_embeddings);
+                                                    "of {} positions", generated, context_positions);
         report.notes.push_back(report.max_seq_len_unanswered);
       }
     }
     if (room) report.max_seq_len = solve_largest(model, given, length_field, report.usable_bytes, bound, est);
     if (report.max_seq_len && *report.max_seq_len == bound && bound < (1u << 23)) {
       report.notes.push_back(fmt::format("the longest {} is the model's context ({} positions{}), not memory",
-                                         is_training(given) ? "sequence" : "prompt", model.max_position_embeddings,
+                                         is_training(given) ? "sequence" : "prompt", context_positions,
                                          is_training(given) ? "" : " less the tokens generated"));
     }
   }

@@ -55,6 +55,12 @@ LengthAnalysis analyze_lengths(std::vector<uint64_t> lengths, uint64_t current_s
   for (; p < s.max * 2 && candidates.size() < 16; p *= 2) candidates.push_back(p);
   if (current_seq_len > 0) candidates.push_back(current_seq_len);
   candidates.push_back(std::max<uint64_t>(s.max, 1));
+  // Nothing longer than the model's context runs: the context itself is the longest cut.
+  if (job.context && s.max > job.context) {
+    candidates.push_back(job.context);
+    candidates.erase(std::remove_if(candidates.begin(), candidates.end(), [&](uint64_t c) { return c > job.context; }),
+                     candidates.end());
+  }
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   // Cuts above the longest example truncate nothing and cost memory for nothing: keep only one.
@@ -81,6 +87,13 @@ LengthAnalysis analyze_lengths(std::vector<uint64_t> lengths, uint64_t current_s
     if (at_max && at_p99 && *at_max > *at_p99) out.outlier_extra_bytes = *at_max - *at_p99;
   }
 
+  if (job.context && s.max > job.context) {
+    const uint64_t over = count_longer_than(lengths, job.context);
+    out.advice.push_back(fmt::format("{} of {} {} ({:.2f}%) are longer than the model's context of {} tokens: they "
+                                     "must be cut (or dropped) whatever the memory",
+                                     over, s.count, job.inference ? "prompts" : "examples",
+                                     100.0 * static_cast<double>(over) / static_cast<double>(s.count), job.context));
+  }
   if (out.outlier_extra_bytes) {
     const std::string cut = seen_max < s.max ? fmt::format(", cut to {} by {}", seen_max, job.truncated_by) : "";
     out.advice.push_back(fmt::format(

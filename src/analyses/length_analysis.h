@@ -52,6 +52,9 @@ struct LengthJob {
   uint64_t truncation = 0;       // 0: none known
   std::string truncated_by;      // names it: "the job's max length 2048", "the model's context (4096)"
   bool inference = false;        // prompts: batching advice instead of training's packing
+  // The longest the model can take (its context, less generated tokens): no cut above it is
+  // offered, since a longer sequence cannot run at all. 0: unknown.
+  uint64_t context = 0;
 };
 
 LengthStats length_stats(std::vector<uint64_t> lengths);

@@ -92,3 +92,27 @@ TEST(LengthAnalysis, WithoutPredictionStillGivesDistribution) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// No cut above the model's context is offered (a longer sequence cannot run), and the examples
+// beyond it are counted.
+TEST(LengthAnalysisQa5, CutsStopAtTheModelsContext) {
+  std::vector<uint64_t> lengths;
+  for (uint64_t i = 1; i <= 10; ++i) lengths.push_back(i * 200);   // 200 ... 2000
+  LengthJob job;
+  job.context = 1024;
+  job.truncation = 1024;
+  job.truncated_by = "the model's context (1024 positions)";
+  auto a = analyze_lengths(lengths, 0, nullptr, job);
+  ASSERT_FALSE(a.cuts.empty());
+  EXPECT_EQ(a.cuts.back().seq_len, 1024u);
+  EXPECT_EQ(a.cuts.back().truncated, 5u);
+  ASSERT_FALSE(a.advice.empty());
+  EXPECT_EQ(a.advice.front(), "5 of 10 examples (50.00%) are longer than the model's context of 1024 tokens: they must "
+                              "be cut (or dropped) whatever the memory");
+}
+
+}  // namespace
+}  // namespace oomdoc
