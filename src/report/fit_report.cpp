@@ -304,13 +304,21 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
                      p.fits_target ? ", under the target"
                                    : style.yellow(", fits the budget but NOT the target")));
     int n = 1;
+    uint64_t before = r.needed_bytes;
     for (const auto& c : p.changes) {
       line(fmt::format("  {}. {}", n++, c.title));
       line(fmt::format("     cost: {}", c.cost));
       for (const auto& s : settings_lines(c.settings)) line("     set:  " + style.cyan(s));
       if (c.predicted) {
-        line(fmt::format("     then: {} needed ({})", format_predicted_bytes(c.predicted->needed_bytes),
-                         inner(c.predicted->peak_reserved_bytes, c.predicted->peak_allocated_bytes)));
+        // A change that lowers another moment than the peak saves nothing yet; the search kept it
+        // because the final combination does not fit without it.
+        const bool unchanged = c.predicted->needed_bytes >= before;
+        line(fmt::format("     then: {} needed ({}){}", format_predicted_bytes(c.predicted->needed_bytes),
+                         inner(c.predicted->peak_reserved_bytes, c.predicted->peak_allocated_bytes),
+                         unchanged ? "; no saving yet, as the peak is at another moment: the changes after it "
+                                     "need it"
+                                   : ""));
+        before = c.predicted->needed_bytes;
       }
       if (c.host_ram_bytes) {
         line(fmt::format("     host RAM: about {} (what leaves the GPU, x{:.1f} as DeepSpeed "
