@@ -395,7 +395,15 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     s.max_model_len = s.model_context;
     s.max_model_len_source = c.max_model_len_auto ? "auto-fit" : "model context";
     uint64_t positions = c.max_position_override.value_or(model.max_position_embeddings);
-    if (s.model_context != positions) {
+    if (!c.max_model_len_auto && model.rope_scaling_type == "longrope" && model.rope_original_max_position &&
+        model.rope_original_max_position < s.model_context && b.version.at_least(0, 11, 1)) {
+      // LongRoPE picks its short or long factors once, from max_model_len (vllm-project/vllm#27431,
+      // October 2025, first in v0.11.1): the default is the original context, where the short
+      // factors serve; a longer --max-model-len switches every request to the long ones.
+      s.max_model_len = model.rope_original_max_position;
+      s.max_model_len_source = fmt::format("model context: LongRoPE's original_max_position_embeddings (from vLLM "
+                                           "0.11.1; --max-model-len up to {} uses the long factors)", s.model_context);
+    } else if (s.model_context != positions) {
       s.max_model_len_source += fmt::format(": {} positions x {} rope scaling {:g}", rope_scaled_base(model, positions),
                                             model.rope_scaling_type, model.rope_scaling_factor);
     }

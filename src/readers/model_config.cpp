@@ -620,6 +620,13 @@ static void read_rope_scaling(const json& config, ModelSpec& m) {
         m.rope_scaling_type.clear();
         m.rope_scaling_factor = 1.0;
       }
+      // Phi-3's LongRoPE configs keep original_max_position_embeddings beside rope_scaling.
+      if (m.rope_scaling_type == "longrope" && !m.rope_original_max_position &&
+          config.contains("original_max_position_embeddings") &&
+          config.at("original_max_position_embeddings").is_number_unsigned()) {
+        const uint64_t original = config.at("original_max_position_embeddings").get<uint64_t>();
+        if (original <= (1ull << 26)) m.rope_original_max_position = original;
+      }
       return;
     }
   }

@@ -395,6 +395,21 @@ TEST(ServeCliQa5, SpeculativeTokensWithoutADrafter) {
                        "tokens was provided but without speculative model.\""), std::string::npos) << r.err;
 }
 
+// LongRoPE (Phi-3.5-mini): from v0.11.1 the default max_model_len is the original context, where
+// the short factors serve (vllm-project/vllm#27431); before, the whole 128K.
+TEST(ServeCliQa5, LongRopeDefaultsToTheOriginalContext) {
+  auto now = testing::run_cli({"serve", "--gpu", "4090", "--json", "--", "vllm", "serve", "microsoft/Phi-3.5-mini-instruct"});
+  ASSERT_EQ(now.exit_code, 0) << now.err;
+  EXPECT_EQ(nlohmann::json::parse(now.out)["settings"]["max_model_len"], 4096);
+  auto old = testing::run_cli({"serve", "--gpu", "4090", "--json", "--vllm-version", "0.10.0", "--", "vllm", "serve",
+                               "microsoft/Phi-3.5-mini-instruct"});
+  EXPECT_EQ(nlohmann::json::parse(old.out)["settings"]["max_model_len"], 131072);
+  auto asked = testing::run_cli({"serve", "--gpu", "h100-80", "--json", "--", "vllm", "serve",
+                                 "microsoft/Phi-3.5-mini-instruct", "--max-model-len", "131072"});
+  ASSERT_EQ(asked.exit_code, 0) << asked.err;
+  EXPECT_EQ(nlohmann::json::parse(asked.out)["settings"]["max_model_len"], 131072);
+}
+
 TEST(ServeCliQa5, FlagsBecomeKeywords) {
   EXPECT_EQ(as_llm_keywords("--max-model-len 8192 --kv-cache-dtype fp8"), "max_model_len=8192, kv_cache_dtype=\"fp8\"");
   EXPECT_EQ(as_llm_keywords("--enforce-eager"), "enforce_eager=True");
