@@ -341,6 +341,21 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                              "(QKVParallelLinear)", tp_ranks, kv_heads, tp_ranks, tp_ranks >= kv_heads ? tp_ranks : kv_heads,
                              tp_ranks >= kv_heads ? kv_heads : tp_ranks)};
   }
+  // Flags older releases do not have (the version is known only when given).
+  if (s.pipeline_parallel_size > 1 && b.version.given && !b.version.at_least(0, 5, 1)) {
+    return Error{fmt::format("--pipeline-parallel-size {}: vLLM {} refuses it: \"Pipeline parallelism is not supported "
+                             "yet.\" (ParallelConfig; it came in v0.5.1)", s.pipeline_parallel_size, b.version.text)};
+  }
+  if (s.pipeline_parallel_size > 1 && c.launcher == "LLM(...)" && !b.v1_engine) {
+    return Error{fmt::format("pipeline_parallel_size={}: the V0 engine behind LLM(...) fails at its first step: "
+                             "\"Pipeline parallelism is only supported through AsyncLLMEngine as performance will be "
+                             "severely degraded otherwise.\" (serve it with vllm serve, or use tensor_parallel_size)",
+                             s.pipeline_parallel_size)};
+  }
+  if (c.cpu_offload_gb > 0 && b.version.given && !b.version.at_least(0, 5, 3)) {
+    return Error{fmt::format("--cpu-offload-gb: vLLM {} has no such flag (it came in v0.5.3, vllm-project/vllm#6496); "
+                             "argparse would exit with 'unrecognized arguments'", b.version.text)};
+  }
   if (s.pipeline_parallel_size > model.num_layers) {
     return Error{fmt::format("--pipeline-parallel-size {} is larger than the model's {} layers",
                              s.pipeline_parallel_size, model.num_layers)};

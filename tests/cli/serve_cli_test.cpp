@@ -410,6 +410,27 @@ TEST(ServeCliQa5, LongRopeDefaultsToTheOriginalContext) {
   EXPECT_EQ(nlohmann::json::parse(asked.out)["settings"]["max_model_len"], 131072);
 }
 
+TEST(ServeCliQa5, OlderReleasesLackPipelinesAndOffload) {
+  auto pp = testing::run_cli({"serve", "--gpu", "a100-80", "--vllm-version", "0.4.0", "--", "vllm", "serve",
+                              "meta-llama/Llama-2-70b-hf", "-tp", "2", "-pp", "2"});
+  EXPECT_EQ(pp.exit_code, 2);
+  EXPECT_NE(pp.err.find("\"Pipeline parallelism is not supported yet.\""), std::string::npos) << pp.err;
+  auto offload = testing::run_cli({"serve", "--gpu", "4090", "--vllm-version", "0.5.0", "--", "vllm", "serve",
+                                   "meta-llama/Llama-3.1-8B-Instruct", "--cpu-offload-gb", "4"});
+  EXPECT_EQ(offload.exit_code, 2);
+  EXPECT_NE(offload.err.find("--cpu-offload-gb: vLLM 0.5.0 has no such flag (it came in v0.5.3"), std::string::npos)
+      << offload.err;
+  // ... and are not offered as fixes there.
+  auto fixes = testing::run_cli({"serve", "--gpu", "4090", "--vllm-version", "0.4.0", "--", "vllm", "serve",
+                                 "meta-llama/Llama-2-13b-hf"});
+  EXPECT_EQ(fixes.out.find("--pipeline-parallel-size"), std::string::npos) << fixes.out;
+  EXPECT_EQ(fixes.out.find("--cpu-offload-gb"), std::string::npos) << fixes.out;
+  // V0's LLM(...) cannot step with pipeline stages.
+  auto llm = testing::run_cli({"serve", "--gpu", "4090", "--vllm-version", "0.6.3", "--",
+                               "LLM(model=\"meta-llama/Llama-3.1-8B-Instruct\", max_model_len=65536)"});
+  EXPECT_EQ(llm.out.find("pipeline_parallel_size="), std::string::npos) << llm.out;
+}
+
 TEST(ServeCliQa5, FlagsBecomeKeywords) {
   EXPECT_EQ(as_llm_keywords("--max-model-len 8192 --kv-cache-dtype fp8"), "max_model_len=8192, kv_cache_dtype=\"fp8\"");
   EXPECT_EQ(as_llm_keywords("--enforce-eager"), "enforce_eager=True");
