@@ -301,8 +301,29 @@ bool names_module(std::string_view target, std::initializer_list<std::string_vie
   return std::find(names.begin(), names.end(), last) != names.end();
 }
 
-uint64_t lora_parameter_count(const ModelSpec& m, const LoraSettings& lora) {
+// Mixtral's (block_sparse_moe.gate) and Qwen2/3-MoE's (mlp.gate) routers are nn.Linear modules
+// named "gate": PEFT's "gate" names them, not the experts (w1 / gate_proj). DeepSeek's MoEGate
+// and gpt-oss's router are not named so.
+bool router_is_linear_gate(const ModelSpec& m) {
+  return m.num_experts && is_one_of(m.model_type, {"mixtral", "qwen2_moe", "qwen3_moe"});
+}
+bool names_router(std::string_view target) { return target == "gate" || target.ends_with(".gate"); }
+
+LoraSettings lora_targets_for_model(const ModelSpec& m, const LoraSettings& lora) {
+  if (!router_is_linear_gate(m)) return lora;
+  LoraSettings out = lora;
+  std::erase_if(out.target_modules, [](const std::string& t) { return names_router(t); });
+  if (out.target_modules.empty() && !lora.target_modules.empty()) out.target_modules.push_back("(router only)");
+  return out;
+}
+
+uint64_t lora_parameter_count(const ModelSpec& m, const LoraSettings& given) {
+  const LoraSettings lora = lora_targets_for_model(m, given);
   uint64_t total = 0;
+  if (router_is_linear_gate(m) && std::any_of(given.target_modules.begin(), given.target_modules.end(),
+                                              [](const std::string& t) { return names_router(t); })) {
+    total += given.r * (m.hidden_size + m.num_experts) * moe_layer_count(m);
+  }
   for (const LinearShape& l : linear_layers(m)) {
     if (lora_matches(l, lora)) total += lora.r * (l.in_features + l.out_features) * l.copies * l.layers;
   }

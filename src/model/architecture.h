@@ -85,6 +85,10 @@ bool lora_matches(const LinearShape& linear, const LoraSettings& lora);
 
 // Trainable LoRA parameters: r * (in + out) per targeted Linear (per expert copy, per layer).
 uint64_t lora_parameter_count(const ModelSpec& model, const LoraSettings& lora);
+// The targets as they apply to this model's linear layers: a target naming an MoE router that is
+// an nn.Linear called "gate" (Mixtral, Qwen2/3-MoE) is the router's, counted apart, and does not
+// stand for the experts' gate projections.
+LoraSettings lora_targets_for_model(const ModelSpec& model, const LoraSettings& lora);
 
 // Why tensor parallelism of degree tp cannot split this model's attention, or an empty string
 // when it can. Every rank needs whole query heads, and whole key/value heads or (tp above the

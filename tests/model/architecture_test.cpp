@@ -214,6 +214,14 @@ TEST(ArchitectureQa5, LoraTargetsMatchAsPeftMatchesThem) {
   paths.r = 32;
   paths.target_modules = {"self_attn.q_proj", "self_attn.v_proj"};
   EXPECT_EQ(lora_parameter_count(llama, paths), 9175040u);
+  // Mixtral's "gate" is its router (block_sparse_moe.gate, hidden x experts), not the experts' w1.
+  const ModelSpec mixtral = find_preset("mistralai/Mixtral-8x7B-v0.1")->value();
+  LoraSettings gate;
+  gate.r = 16;
+  gate.target_modules = {"gate"};
+  EXPECT_EQ(lora_parameter_count(mixtral, gate), 32u * 16 * (4096 + 8));
+  gate.target_modules = {"w1"};
+  EXPECT_EQ(lora_parameter_count(mixtral, gate), 32u * 8 * 16 * (4096 + 14336));
 }
 
 }  // namespace
