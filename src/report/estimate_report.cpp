@@ -101,6 +101,7 @@ Json estimate_to_json(const ModelSpec& model, const Job& job, const Estimate& es
   std::vector<std::string> warnings = config ? config->warnings : std::vector<std::string>{};
   warnings.insert(warnings.end(), est.warnings.begin(), est.warnings.end());
   doc["warnings"] = warnings;
+  doc["will_not_run"] = est.will_not_run;
   return doc;
 }
 
