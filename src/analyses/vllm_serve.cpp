@@ -251,12 +251,26 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                                [](const std::string& n) { return n.rfind("VLLM_USE_V1=0 ", 0) == 0; }),
                 notes.end());
   }
+  // v0.8-v0.10 fall back to V0 for what V1 did not run yet (older GPUs, some KV dtypes, fp32).
+  if (!encoder_only_on_v0 && env("VLLM_USE_V1").value_or("") != "0") {
+    if (auto feature = v1_oracle_fallback(in.version, in.target.architecture, to_lower(c.kv_cache_dtype.value_or("auto")),
+                                          to_lower(c.dtype.value_or("auto")))) {
+      if (env("VLLM_USE_V1")) {
+        return Error{fmt::format("VLLM_USE_V1=1 with {}: vLLM {} refuses it: \"VLLM_USE_V1=1 is not supported with {}.\"",
+                                 *feature, in.version.text, *feature)};
+      }
+      p.behavior = vllm_behavior(in.version, std::string("0"), env("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"));
+      std::erase_if(p.behavior.notes, [](const std::string& n) { return n.rfind("VLLM_USE_V1=", 0) == 0; });
+      p.behavior.notes.push_back(fmt::format("V0 engine: vLLM {} logs \"{} is not supported by the V1 Engine. Falling back "
+                                             "to V0.\" (EngineArgs._is_v1_supported_oracle)", in.version.text, *feature));
+    }
+  }
   // Speculative decoding can decide the engine (V1 in v0.8-v0.10 fell back to V0 for draft models).
   const std::optional<SpeculativeChoice> speculative = speculative_choice(c);
   if (speculative) {
     auto engine = speculative_engine(*speculative, c, in.version, env("VLLM_USE_V1"));
     if (!engine) return engine.error();
-    if (engine->falls_back_to_v0) {
+    if (engine->falls_back_to_v0 && p.behavior.v1_engine) {
       p.behavior = vllm_behavior(in.version, std::string("0"), env("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"));
       std::erase_if(p.behavior.notes, [](const std::string& n) { return n.rfind("VLLM_USE_V1=", 0) == 0; });
       p.behavior.notes.push_back(engine->note);

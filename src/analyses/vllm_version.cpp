@@ -1,5 +1,7 @@
 #include "analyses/vllm_version.h"
 
+#include "model/gpu.h"
+
 #include <fmt/format.h>
 
 #include <cctype>
@@ -86,6 +88,20 @@ VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string
   b.mla_dequantized_kv_b = version.at_least(0, 8, 0);
   b.mxfp4_triton_on_hopper = version.at_least(0, 12, 0);
   return b;
+}
+
+std::optional<std::string> v1_oracle_fallback(const VllmVersion& version, std::string_view architecture,
+                                              std::string_view kv_cache_dtype, std::string_view dtype) {
+  if (!version.given || !version.at_least(0, 8, 0) || version.at_least(0, 11, 0)) return std::nullopt;
+  const int capability = min_compute_capability(architecture);
+  if (capability && capability < 80 && !version.at_least(0, 10, 2)) return "Compute Capability < 8.0";
+  if (!kv_cache_dtype.empty() && kv_cache_dtype != "auto") {
+    const bool fp8 = kv_cache_dtype.rfind("fp8", 0) == 0;
+    const bool fa3_reads_fp8 = capability == 90 || (capability >= 100 && version.at_least(0, 10, 0));
+    if (!version.at_least(0, 8, 2) || (capability && !(fp8 && fa3_reads_fp8))) return "--kv-cache-dtype";
+  }
+  if ((dtype == "float" || dtype == "float32") && !version.at_least(0, 9, 2)) return "--dtype torch.float32";
+  return std::nullopt;
 }
 
 Result<VllmVersion> vllm_version_for(std::string_view flag, const std::optional<std::string>& image_tag) {

@@ -37,6 +37,15 @@ Result<VllmVersion> parse_vllm_version(std::string_view text);
 // names a release (v0.8.5, not "latest"), else the current one. Errors come from the flag.
 Result<VllmVersion> vllm_version_for(std::string_view flag, const std::optional<std::string>& image_tag);
 
+// The feature for which a release that defaults to V1 but still has V0 (v0.8.0 to v0.10.x) falls
+// back to V0 (EngineArgs._is_v1_supported_oracle), in vLLM's own name for it; nullopt when V1
+// runs the launch. Compute capability below 8.0 until v0.10.2 (vllm-project/vllm#23614); a
+// --kv-cache-dtype other than auto unless FlashAttention 3 can read fp8 (Hopper; Blackwell from
+// v0.10.0), any value before v0.8.2 (#15191); --dtype float32 before v0.9.2 (#19754).
+// architecture: the catalog's ("" when unknown: no capability check).
+std::optional<std::string> v1_oracle_fallback(const VllmVersion& version, std::string_view architecture,
+                                              std::string_view kv_cache_dtype, std::string_view dtype);
+
 struct VllmBehavior {
   VllmVersion version;
   bool v1_engine = true;

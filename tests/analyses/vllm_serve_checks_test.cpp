@@ -444,3 +444,35 @@ TEST(VllmServeQa4, KvCacheMemoryBytesLogsTheReservation) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// v0.8-v0.10 default to V1 but fall back to V0 for what V1 did not run yet (_is_v1_supported_oracle).
+TEST(VllmServeChecksQa5, V1FallsBackToV0WhereItCouldNotRunTheLaunch) {
+  auto v = [](const char* text) { return parse_vllm_version(text).value(); };
+  EXPECT_EQ(v1_oracle_fallback(v("0.8.5"), "Turing", "auto", "auto"), "Compute Capability < 8.0");
+  EXPECT_EQ(v1_oracle_fallback(v("0.10.2"), "Turing", "auto", "auto"), std::nullopt);   // vllm-project/vllm#23614
+  EXPECT_EQ(v1_oracle_fallback(v("0.9.2"), "Ada", "fp8", "auto"), "--kv-cache-dtype");
+  EXPECT_EQ(v1_oracle_fallback(v("0.9.2"), "Hopper", "fp8", "auto"), std::nullopt);     // FlashAttention 3 reads fp8
+  EXPECT_EQ(v1_oracle_fallback(v("0.8.1"), "Hopper", "fp8", "auto"), "--kv-cache-dtype");
+  EXPECT_EQ(v1_oracle_fallback(v("0.9.1"), "Ampere", "auto", "float32"), "--dtype torch.float32");
+  EXPECT_EQ(v1_oracle_fallback(v("0.9.2"), "Ampere", "auto", "float32"), std::nullopt);
+  EXPECT_EQ(v1_oracle_fallback(v("0.7.3"), "Turing", "fp8", "float32"), std::nullopt);  // V0 already
+  EXPECT_EQ(v1_oracle_fallback(v("0.11.0"), "Turing", "fp8", "float32"), std::nullopt); // no V0 left
+  // A launch that falls back is sized and labelled as V0; VLLM_USE_V1=1 turns it into vLLM's error.
+  ServeInputs in = inputs({"vllm", "serve", "llama-3.1-8b", "--kv-cache-dtype", "fp8", "--max-model-len", "8192"}, 24 * kGiB);
+  in.target.architecture = "Ada";
+  in.version = v("0.9.2");
+  auto p = predict_vllm_startup(in);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_FALSE(p->behavior.v1_engine);
+  in.config.env["VLLM_USE_V1"] = "1";
+  auto forced = predict_vllm_startup(in);
+  ASSERT_FALSE(forced.ok());
+  EXPECT_EQ(forced.error().message, "VLLM_USE_V1=1 with --kv-cache-dtype: vLLM 0.9.2 refuses it: \"VLLM_USE_V1=1 is not "
+                                    "supported with --kv-cache-dtype.\"");
+}
+
+}  // namespace
+}  // namespace oomdoc
