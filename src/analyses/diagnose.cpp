@@ -46,6 +46,12 @@ VllmContext vllm_context(const LogContext& context, const OomEvent& event) {
       v.gpu_memory_utilization = std::get<double>(*u);
     }
   }
+  // Else the value the launch stated (its args dump or command line): the last one before the event.
+  if (!v.gpu_memory_utilization && context.notices != nullptr) {
+    for (const LogNotice& n : *context.notices) {
+      if (n.kind == "vllm_gpu_memory_utilization" && n.line <= event.line && n.value) v.gpu_memory_utilization = n.value;
+    }
+  }
   return v;
 }
 

@@ -562,10 +562,38 @@ std::optional<double> sglang_mem_fraction_static(const std::string& line) {
   return v;
 }
 
+// vLLM's gpu_memory_utilization as its startup prints it: the args Namespace
+// ("gpu_memory_utilization=0.7"), the non-default args dict ("'gpu_memory_utilization': 0.7"),
+// a JSON config, or the command line ("--gpu-memory-utilization 0.7").
+std::optional<double> vllm_gpu_memory_utilization(const std::string& line) {
+  if (line.find("emory_utilization") == std::string::npos && line.find("emory-utilization") == std::string::npos) {
+    return std::nullopt;
+  }
+  static const RE2 re(
+      R"((?:\bgpu_memory_utilization['"]?\s*[=:]\s*|--gpu[-_]memory[-_]utilization(?:=|\s+))((?:0?\.\d+|1(?:\.0+)?)\b))");
+  auto g = regex_search(re, line);
+  if (!g) return std::nullopt;
+  auto v = parse_decimal<double>((*g)[1]);
+  if (!v || *v <= 0.0 || *v > 1.0) return std::nullopt;
+  return v;
+}
+
 }  // namespace
 
 void LogScanner::State::add_notice(const std::string& line, uint64_t line_number, std::optional<int64_t> rank) {
   static constexpr size_t kMaxNotices = 1024;
+  if (auto utilization = vllm_gpu_memory_utilization(line)) {
+    for (auto it = result.notices.rbegin(); it != result.notices.rend(); ++it) {
+      if (it->kind == "vllm_gpu_memory_utilization" && it->rank == rank) {
+        if (it->value == utilization) return;
+        break;
+      }
+    }
+    if (result.notices.size() < kMaxNotices) {
+      result.notices.push_back({line_number, rank, "vllm_gpu_memory_utilization", utilization});
+    }
+    return;
+  }
   if (auto fraction = sglang_mem_fraction_static(line)) {
     // Each new value (a restarted server, SGLang's own reduction after the command line's): the
     // diagnosis takes the last one before the error.

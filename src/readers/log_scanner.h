@@ -35,7 +35,8 @@ struct LogNotice {
   // "fp32_hidden_states": transformers' warning that flash attention got fp32 inputs "because of
   // upcasted embedding or layer norm layers" (PEFT's prepare_model_for_kbit_training does that).
   // "sglang_mem_fraction_static": the share of the card SGLang's static pool was given, as its
-  // command line or its server_args dump states it (`value`).
+  // command line or its server_args dump states it (`value`). "vllm_gpu_memory_utilization": the
+  // share vLLM was started with, from its args dump or command line (`value`).
   std::string kind;
   std::optional<double> value;
 };

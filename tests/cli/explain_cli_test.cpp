@@ -312,3 +312,30 @@ TEST(ExplainCli, RayDeduplicatedLineSaysHowManyPrints) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// A vLLM worker OOM: the utilization the server ran with comes from its args dump or command
+// line, so the fix lowers that value instead of nudging a default the user did not use.
+TEST(ExplainCliQa5, VllmUtilizationComesFromTheLaunch) {
+  const std::string oom =
+      "(VllmWorker rank=1 pid=4731) ERROR 05-09 10:47:36 [multiproc_executor.py:470] torch.OutOfMemoryError: CUDA out of "
+      "memory. Tried to allocate 150.00 MiB. GPU 1 has a total capacity of 21.99 GiB of which 39.00 MiB is free. Process "
+      "1779404 has 21.94 GiB memory in use. Of the allocated memory 15.75 GiB is allocated by PyTorch, with 35.88 MiB "
+      "allocated in private pools (e.g., CUDA Graphs), and 92.31 MiB is reserved by PyTorch but unallocated.\n";
+  for (const std::string& launch :
+       {std::string("INFO 05-09 10:40:01 [api_server.py:1044] args: Namespace(model='Qwen/Qwen3-30B-A3B', "
+                    "tensor_parallel_size=4, gpu_memory_utilization=0.7, max_model_len=8192)\n"),
+        std::string("INFO 05-09 10:40:01 [utils.py:326] non-default args: {'model': 'Qwen/Qwen3-30B-A3B', "
+                    "'gpu_memory_utilization': 0.7}\n"),
+        std::string("$ vllm serve Qwen/Qwen3-30B-A3B --tensor-parallel-size 4 --gpu-memory-utilization 0.7\n")}) {
+    auto r = run_cli({"explain", temp_file("vllm_util.log", launch + oom)});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("--gpu-memory-utilization 0.65"), std::string::npos) << launch << r.out;
+    EXPECT_EQ(r.out.find("--gpu-memory-utilization 0.87"), std::string::npos) << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace oomdoc
