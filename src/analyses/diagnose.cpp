@@ -168,6 +168,13 @@ bool grad_disabled_by_library(const Traceback& tb) {
   if (in_trainer_evaluation_loop(tb)) return true;
   for (const TracebackFrame& f : tb.frames) {
     if (f.file.find("transformers/generation/") != std::string::npos) return true;
+    // The wrapper of a function decorated with @torch.no_grad() or @torch.inference_mode():
+    // torch/utils/_contextlib.py (torch 2.x), torch/autograd/grad_mode.py (1.x). (@torch.enable_grad()
+    // uses it too, but nobody decorates an evaluation with it.)
+    if (f.function == "decorate_context" &&
+        (f.file.find("_contextlib.py") != std::string::npos || f.file.find("grad_mode.py") != std::string::npos)) {
+      return true;
+    }
     if (f.function == "prediction_step" && in_library_trainer(f)) return true;
     if (f.file.find("lightning/") != std::string::npos &&
         (f.file.find("evaluation_loop") != std::string::npos || f.file.find("prediction_loop") != std::string::npos)) {

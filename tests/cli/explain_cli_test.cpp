@@ -339,3 +339,31 @@ TEST(ExplainCliQa5, VllmUtilizationComesFromTheLaunch) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// An evaluate() decorated with @torch.no_grad(): its decorate_context frame is evidence that
+// autograd was off, so no "evaluation recorded gradients".
+TEST(ExplainCliQa5, ADecoratedEvaluationRecordsNoGradients) {
+  const std::string frames_tail =
+      "  File \"/home/u/train.py\", line 150, in evaluate\n"
+      "    logits = model(batch[\"input_ids\"])\n"
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU 0 has a total capacity of 79.15 GiB of "
+      "which 2.10 GiB is free. Including non-PyTorch memory, this process has 77.04 GiB memory in use. Of the allocated "
+      "memory 70.12 GiB is allocated by PyTorch, and 5.80 GiB is reserved by PyTorch but unallocated.\n";
+  const std::string head = "Traceback (most recent call last):\n  File \"/home/u/train.py\", line 200, in <module>\n"
+                           "    val_loss = evaluate(model, val_loader)\n";
+  auto plain = run_cli({"explain", "--json", temp_file("eval_grad.log", head + frames_tail)});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("evaluation_with_grad"), std::string::npos) << plain.out;
+  const std::string decorated =
+      head + "  File \"/usr/lib/python3.10/site-packages/torch/utils/_contextlib.py\", line 115, in decorate_context\n"
+             "    return func(*args, **kwargs)\n" + frames_tail;
+  auto r = run_cli({"explain", "--json", temp_file("eval_no_grad.log", decorated)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("evaluation_with_grad"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace oomdoc
