@@ -55,15 +55,20 @@ std::optional<std::string> binary_kind(std::string_view head) {
       return std::string(m.kind);
     }
   }
-  size_t text = 0, odd = 0;
+  size_t text = 0, odd = 0, control = 0, breaks = 0;
   for (size_t i = 0; i < head.size(); ++i) {
     const auto c = static_cast<unsigned char>(head[i]);
     if (c == 0) continue;
     ++text;
     if (c < 0x20) {
-      if (c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\b' && c != 0x1b) ++odd;
+      if (c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\b' && c != 0x1b) {
+        ++odd;
+        ++control;
+      }
+      if (c == '\n' || c == '\r') ++breaks;
     } else if (c == 0x7f) {
       ++odd;
+      ++control;
     } else if (c >= 0x80) {
       // A UTF-8 sequence counts as text; any other high byte (Latin-1, random data) as odd.
       const size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
@@ -77,7 +82,11 @@ std::optional<std::string> binary_kind(std::string_view head) {
       }
     }
   }
-  if (text > 0 && odd * 10 > text * 3) return std::string("mostly non-text bytes");
+  // A log in a legacy code page (Windows' cp1251, Shift-JIS: what Python writes there when output
+  // is redirected) is high bytes that are not UTF-8, but almost no control bytes, and it has lines;
+  // data has control bytes throughout (about one in ten of random bytes).
+  const bool legacy_code_page = control * 100 < text && breaks * 2000 >= text;
+  if (text > 0 && odd * 10 > text * 3 && !legacy_code_page) return std::string("mostly non-text bytes");
   return std::nullopt;
 }
 

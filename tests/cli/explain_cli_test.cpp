@@ -367,3 +367,31 @@ TEST(ExplainCliQa5, ADecoratedEvaluationRecordsNoGradients) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// A log written in a legacy Windows code page (cp1251 Russian around an ASCII OOM) is text: high
+// bytes that are not UTF-8 but no control bytes, and lines. Random bytes stay binary.
+TEST(ExplainCliQa5, LegacyCodePageLogsAreText) {
+  std::string log;
+  // "Эпоха 1: потеря 0.001" in cp1251.
+  const std::string russian = "\xdd\xef\xee\xf5\xe0 1: \xef\xee\xf2\xe5\xf0\xff 0.001, \xf1\xea\xee\xf0\xee\xf1\xf2\xfc\n";
+  for (int i = 0; i < 50; ++i) log += russian;
+  log += kOom;
+  auto r = run_cli({"explain", temp_file("cp1251.log", log)});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("requested 20.00 MiB"), std::string::npos) << r.out;
+  std::string noise;
+  uint32_t x = 12345;
+  for (int i = 0; i < 65536; ++i) {
+    x = x * 1103515245u + 12345u;
+    noise += static_cast<char>(x >> 24);
+  }
+  auto binary = run_cli({"explain", temp_file("noise.bin", noise)});
+  EXPECT_EQ(binary.exit_code, 2);
+  EXPECT_NE(binary.err.find("binary file (mostly non-text bytes)"), std::string::npos) << binary.err;
+}
+
+}  // namespace
+}  // namespace oomdoc
