@@ -606,13 +606,23 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
       told = "DeepSpeed's launcher reports its child exited with -9: killed by SIGKILL, with no error of its own.";
     } else if (report == "exit_code") {
       told = "Exit code 137 is 128 + 9: the process was killed by SIGKILL, with no error of its own.";
+    } else if (report == "slurm" || report == "srun" || report == "kubernetes") {
+      told = report == "kubernetes"
+                 ? "Kubernetes reports the container OOMKilled: it went over its memory limit (resources.limits.memory) "
+                   "and the kernel ended it (exit code 137)."
+                 : "Slurm reports an OOM kill in the job step: a task went over the job's memory limit (--mem, "
+                   "--mem-per-cpu or --mem-per-gpu) and the kernel ended it in the job's cgroup.";
+      d.evidence.push_back(told + " Host (CPU) RAM ran out under that limit, not GPU memory.");
+      told.clear();
     } else {
       told = "The process was killed with SIGKILL (signal 9) and printed no error of its own.";
     }
-    d.evidence.push_back(told + " On Linux that is usually the kernel's OOM killer ending it for host (CPU) RAM (loading a "
-                                "checkpoint, DataLoader workers, pinned buffers), or a scheduler's memory limit (Slurm, "
-                                "Kubernetes OOMKilled). `dmesg | grep -i 'killed process'` (or the job's accounting) "
-                                "confirms it.");
+    if (!told.empty()) {
+      d.evidence.push_back(told + " On Linux that is usually the kernel's OOM killer ending it for host (CPU) RAM (loading a "
+                                  "checkpoint, DataLoader workers, pinned buffers), or a scheduler's memory limit (Slurm, "
+                                  "Kubernetes OOMKilled). `dmesg | grep -i 'killed process'` (or the job's accounting) "
+                                  "confirms it.");
+    }
   }
   if (loading) d.evidence.push_back("It was killed while the checkpoint's shards were loading.");
   if (!dataloader) {
@@ -629,8 +639,12 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
                                           : "Each DataLoader worker is a process with its own copy of the dataset object "
                                             "and its prefetched batches."));
   }
-  d.fixes.push_back(make_fix("add_swap", "A short peak (loading, saving a checkpoint) then pages out instead of ending "
-                                         "the run; a lasting one only gets slow."));
+  // A scheduler's limit counts the job's memory whatever the node has: swap is not the job's to add.
+  const bool scheduler_limit = report == "slurm" || report == "srun" || report == "kubernetes";
+  if (!scheduler_limit) {
+    d.fixes.push_back(make_fix("add_swap", "A short peak (loading, saving a checkpoint) then pages out instead of ending "
+                                           "the run; a lasting one only gets slow."));
+  }
   const uint64_t resident = anon.value_or(0) + shmem.value_or(0);
   d.fixes.push_back(make_fix("more_host_memory",
                              resident > 0 ? fmt::format("The process held {} when it was killed: the machine, or the "

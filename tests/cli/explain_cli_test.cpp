@@ -395,3 +395,30 @@ TEST(ExplainCliQa5, LegacyCodePageLogsAreText) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// Slurm's and Kubernetes' own OOM reports are host-memory kills at the job's limit.
+TEST(ExplainCliQa5, ClusterOomReportsAreHostMemoryKills) {
+  auto slurm = run_cli({"explain", "--json", temp_file("slurm.log",
+      "step 10 loss 2.1\nslurmstepd: error: Detected 1 oom_kill event in StepId=123456.0. Some of the step tasks have "
+      "been OOM Killed.\nsrun: error: gpu01: task 0: Out Of Memory\n")});
+  ASSERT_EQ(slurm.exit_code, 0) << slurm.err;
+  auto doc = nlohmann::json::parse(slurm.out);
+  ASSERT_EQ(doc["events"].size(), 1u);   // srun's line joins slurmstepd's report
+  EXPECT_EQ(doc["events"][0]["format"], "process_killed");
+  EXPECT_EQ(doc["events"][0]["framework"], "slurm");
+  EXPECT_NE(slurm.out.find("--mem-per-gpu"), std::string::npos);
+  EXPECT_EQ(slurm.out.find("fallocate"), std::string::npos);   // no swap: the limit is the job's
+  auto k8s = run_cli({"explain", temp_file("k8s.log", "Last State:     Terminated\n      Reason:       OOMKilled\n"
+                                                      "      Exit Code:    137\n")});
+  ASSERT_EQ(k8s.exit_code, 0) << k8s.err;
+  EXPECT_NE(k8s.out.find("reported by Kubernetes (OOMKilled)"), std::string::npos) << k8s.out;
+  // A mention in prose is no report.
+  auto prose = run_cli({"explain", temp_file("prose.log", "docs: a pod can be OOMKilled when it exceeds its limit\n")});
+  EXPECT_EQ(prose.exit_code, 1) << prose.out;
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -194,6 +194,43 @@ std::optional<FormatMatch> match_exit_status_kill(const MessageWindow& w) {
   return std::nullopt;
 }
 
+// A cluster's own record of a job step killed at its memory limit (host RAM, cgroup): Slurm's
+// "slurmstepd: error: Detected 1 oom_kill event in StepId=123456.0. Some of the step tasks have
+// been OOM Killed." and srun's "srun: error: gpu01: task 0: Out Of Memory" (older releases:
+// "Exceeded step memory limit at some point."); Kubernetes' "Reason: OOMKilled" (kubectl describe
+// pod, or "reason": "OOMKilled" in its JSON), the container's exit code 137.
+std::optional<FormatMatch> match_cluster_oom(const MessageWindow& w) {
+  const std::string_view line = w.lines[0];
+  static const RE2 slurm(R"(\bDetected (\d+) oom[-_]kill events? in (?:StepId=|step )?([\w.+]+?)\.?(?:\s|$)|)"
+                         R"(\bExceeded (?:step|job) memory limit\b)");
+  if (auto g = regex_search(slurm, line)) {
+    if (line.find("slurmstepd") == std::string_view::npos && line.find("oom_kill event") == std::string_view::npos &&
+        line.find("oom-kill event") == std::string_view::npos) {
+      return std::nullopt;
+    }
+    FormatMatch m = kill_match("slurm", "slurm");
+    if (matched((*g)[1])) {
+      if (auto n = parse_decimal<int64_t>((*g)[1])) m.event.set_field("oom_kill_events", *n);
+      m.event.set_field("step", std::string((*g)[2]));
+    }
+    return m;
+  }
+  static const RE2 srun(R"(\bsrun: error: (\S+): tasks? ([\d,\-\[\]]+): Out Of Memory\b)");
+  if (auto g = regex_search(srun, line)) {
+    FormatMatch m = kill_match("slurm", "srun");
+    m.event.set_field("host", std::string((*g)[1]));
+    m.event.set_field("tasks", std::string((*g)[2]));
+    return m;
+  }
+  static const RE2 k8s(R"((?:\bReason:\s+|"reason":\s*")OOMKilled\b)");
+  if (regex_search(k8s, line)) {
+    FormatMatch m = kill_match("kubernetes", "kubernetes");
+    m.event.set_field("exit_code", int64_t{137});
+    return m;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void add_other_formats(std::vector<MessageFormat>& out) {
@@ -206,6 +243,8 @@ void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"process_killed", {"killed by signal: Killed"}, match_dataloader_killed});
   out.push_back({"process_killed", {"Killed", "killed  "}, match_shell_killed});
   out.push_back({"process_killed", {"-9", "137"}, match_exit_status_kill});
+  out.push_back({"process_killed", {"oom_kill event", "oom-kill event", "emory limit", "Out Of Memory", "OOMKilled"},
+                 match_cluster_oom});
 }
 
 }  // namespace oomdoc
