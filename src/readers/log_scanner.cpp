@@ -467,6 +467,16 @@ OomEvent* LogScanner::State::find_repeat(const OomEvent& event) {
 OomEvent* LogScanner::State::add_event(OomEvent event) {
   auto& events = result.events;
   quick_repeat_index = kNoQuickRepeat;
+  // A worker the launcher itself killed while tearing the job down is no out-of-memory kill.
+  if (event.format == "process_killed") {
+    if (auto pid = event.int_field("pid")) {
+      for (const LogNotice& n : result.notices) {
+        if (n.kind == "launcher_sent_sigkill" && n.line <= event.line && n.value == static_cast<double>(*pid)) {
+          return nullptr;
+        }
+      }
+    }
+  }
   // The same failure reported again is not a new event: a retry loop printing one OOM thousands
   // of times is one event with a count and a line range (find_repeat, before the traceback is
   // read), and a second layer's report of it joins the first.
@@ -591,6 +601,17 @@ std::optional<double> vllm_gpu_memory_utilization(const std::string& line) {
 
 void LogScanner::State::add_notice(const std::string& line, uint64_t line_number, std::optional<int64_t> rank) {
   static constexpr size_t kMaxNotices = 1024;
+  // torchrun ending the other workers after one failed ("Sending process 1235 closing signal
+  // SIGKILL", torch/distributed/elastic/multiprocessing/api.py): their -9 is its doing, no OOM.
+  if (line.find("closing signal SIGKILL") != std::string::npos) {
+    static const RE2 re(R"(Sending process (\d+) closing signal SIGKILL)");
+    if (auto g = regex_search(re, line)) {
+      if (auto pid = parse_decimal<int64_t>((*g)[1]); pid && result.notices.size() < kMaxNotices) {
+        result.notices.push_back({line_number, rank, "launcher_sent_sigkill", static_cast<double>(*pid)});
+      }
+    }
+    return;
+  }
   if (auto utilization = vllm_gpu_memory_utilization(line)) {
     for (auto it = result.notices.rbegin(); it != result.notices.rend(); ++it) {
       if (it->kind == "vllm_gpu_memory_utilization" && it->rank == rank) {

@@ -37,6 +37,8 @@ struct LogNotice {
   // "sglang_mem_fraction_static": the share of the card SGLang's static pool was given, as its
   // command line or its server_args dump states it (`value`). "vllm_gpu_memory_utilization": the
   // share vLLM was started with, from its args dump or command line (`value`).
+  // "launcher_sent_sigkill": torchrun killed process `value` (a pid) itself while tearing the job
+  // down; a later SIGKILL report of that pid is no out-of-memory kill.
   std::string kind;
   std::optional<double> value;
 };

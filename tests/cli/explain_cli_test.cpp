@@ -422,3 +422,34 @@ TEST(ExplainCliQa5, ClusterOomReportsAreHostMemoryKills) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// torchrun killing the other workers after rank 0's CUDA OOM ("Sending process 1235 closing signal
+// SIGKILL") is teardown: its "Signal 9 (SIGKILL) received by PID 1235" is no host-memory kill.
+TEST(ExplainCliQa5, TheLaunchersOwnKillIsTeardown) {
+  const std::string log =
+      "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU 0 has a total capacity of "
+      "79.15 GiB of which 2.10 GiB is free. Including non-PyTorch memory, this process has 77.04 GiB memory in use. Of "
+      "the allocated memory 70.12 GiB is allocated by PyTorch, and 5.80 GiB is reserved by PyTorch but unallocated.\n"
+      "W0501 10:00:05.000000 140 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 1235 closing "
+      "signal SIGTERM\n"
+      "W0501 10:00:35.000000 140 torch/distributed/elastic/multiprocessing/api.py:897] Sending process 1235 closing "
+      "signal SIGKILL\n"
+      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+      "  exitcode  : -9 (pid: 1235)\n"
+      "  traceback : Signal 9 (SIGKILL) received by PID 1235\n";
+  auto r = run_cli({"explain", "--json", temp_file("teardown.log", log)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["events"].size(), 1u) << r.out;
+  EXPECT_EQ(doc["events"][0]["framework"], "pytorch");
+  // Without the launcher's own kill, the same report is a suspected host-memory kill.
+  auto alone = run_cli({"explain", "--json", temp_file("sigkill.log", "  traceback : Signal 9 (SIGKILL) received by PID 1235\n")});
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_EQ(nlohmann::json::parse(alone.out)["events"][0]["format"], "process_killed");
+}
+
+}  // namespace
+}  // namespace oomdoc
