@@ -45,6 +45,39 @@ bool strip_bracket_rank(std::string_view& s, std::optional<int64_t>& rank) {
   return false;
 }
 
+// Open MPI's `mpirun --tag-output`: "[1,3]<stderr>:" (job id, rank, stream).
+bool strip_openmpi_tag(std::string_view& s, std::optional<int64_t>& rank) {
+  if (!starts_with(s, "[")) return false;
+  size_t i = 1;
+  if (!read_int(s, i) || i >= s.size() || s[i] != ',') return false;
+  ++i;
+  auto value = read_int(s, i);
+  if (!value || i >= s.size() || s[i] != ']') return false;
+  ++i;
+  std::string_view rest = s.substr(i);
+  for (std::string_view stream : {std::string_view("<stdout>:"), std::string_view("<stderr>:")}) {
+    if (starts_with(rest, stream)) {
+      rank = *value;
+      s = rest.substr(stream.size());
+      return true;
+    }
+  }
+  return false;
+}
+
+// Slurm's `srun --label`: "0: " (the task number, right-aligned when there are ten or more:
+// " 3: "). Only at the start of the line, a number of at most four digits, one space after.
+bool strip_srun_label(std::string_view& s, std::optional<int64_t>& rank) {
+  size_t i = 0;
+  auto value = read_int(s, i);
+  if (!value || i > 4 || i + 2 >= s.size() || s[i] != ':' || s[i + 1] != ' ') {
+    return false;
+  }
+  rank = *value;
+  s = s.substr(i + 2);
+  return true;
+}
+
 // "(VllmWorker rank=1 pid=123) ", "(VllmWorker TP0 pid=123) ", "(Worker_TP2 pid=99) ",
 // "(EngineCore_DP0 pid=1094) ", "(RayWorkerWrapper pid=77, ip=...) ", "(VllmWorkerProcess pid=4731) ":
 // a parenthesised process tag with a pid. Only "rank=N" gives the rank: a "TPn" name is left alone,
@@ -218,6 +251,9 @@ CleanLine clean_line(std::string_view raw) {
     std::string_view before = s;
     s = trim_left(s);
     if (strip_bracket_rank(s, result.rank)) continue;
+    if (strip_openmpi_tag(s, result.rank)) continue;
+    // A task label comes first on the line, before anything else is stripped.
+    if (guard == 0 && strip_srun_label(s, result.rank)) continue;
     if (strip_process_tag(s, result.rank, result.rank_is_worker, result.process_tag)) continue;
     if (strip_compose_prefix(s)) continue;
     if (strip_timestamp(s)) continue;

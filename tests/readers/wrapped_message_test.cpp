@@ -157,3 +157,44 @@ TEST(WrappedMessage, TimestampedLinesReadAsOneMessage) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// Launcher labels in front of every line: Slurm's `srun --label` ("0: ", " 3: ") and Open MPI's
+// `--tag-output` ("[1,3]<stderr>:") give the rank, as "[rank3]:" does.
+TEST(LogLineQa5, SrunAndOpenMpiLabelsGiveTheRank) {
+  CleanLine srun = clean_line("0:   File \"/w/train.py\", line 10, in <module>");
+  EXPECT_EQ(srun.rank, 0);
+  EXPECT_EQ(srun.text, "  File \"/w/train.py\", line 10, in <module>");
+  CleanLine padded = clean_line(" 3: torch.OutOfMemoryError: CUDA out of memory.");
+  EXPECT_EQ(padded.rank, 3);
+  EXPECT_EQ(padded.text, "torch.OutOfMemoryError: CUDA out of memory.");
+  CleanLine mpi = clean_line("[1,3]<stderr>:torch.OutOfMemoryError: CUDA out of memory.");
+  EXPECT_EQ(mpi.rank, 3);
+  EXPECT_EQ(mpi.text, "torch.OutOfMemoryError: CUDA out of memory.");
+  // A clock is no label.
+  CleanLine clock = clean_line("10:00:05 step 3");
+  EXPECT_FALSE(clock.rank.has_value());
+  // Interleaved ranks keep their own tracebacks: rank 0 failed loading, rank 1 in backward.
+  const std::string oom = " torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total "
+                          "capacity of 79.15 GiB of which 2.10 GiB is free. Including non-PyTorch memory, this process "
+                          "has 77.04 GiB memory in use. Of the allocated memory 70.12 GiB is allocated by PyTorch, and "
+                          "1.80 GiB is reserved by PyTorch but unallocated.\n";
+  const std::string log =
+      "0: Traceback (most recent call last):\n1: Traceback (most recent call last):\n"
+      "0:   File \"/w/train.py\", line 10, in <module>\n1:   File \"/w/train.py\", line 80, in <module>\n"
+      "0:     model = AutoModelForCausalLM.from_pretrained(name).cuda()\n1:     loss.backward()\n"
+      "0:" + oom + "1:" + oom;
+  ScanResult r = scan_text(log);
+  ASSERT_EQ(r.events.size(), 2u);
+  EXPECT_EQ(r.events[0].rank, 0);
+  ASSERT_TRUE(r.events[0].traceback.has_value());
+  EXPECT_EQ(r.events[0].traceback->operation, "model_loading");
+  EXPECT_EQ(r.events[1].rank, 1);
+  ASSERT_TRUE(r.events[1].traceback.has_value());
+  EXPECT_EQ(r.events[1].traceback->operation, "backward");
+}
+
+}  // namespace
+}  // namespace oomdoc
