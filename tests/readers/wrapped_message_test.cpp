@@ -198,3 +198,41 @@ TEST(LogLineQa5, SrunAndOpenMpiLabelsGiveTheRank) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// `fold -w N` (or a terminal's columns) cuts mid-word: "ha" / "s a total". At any width the first
+// line does not hide the trigger, the figures are all read; a line cut inside "Tried to allocate"
+// is a message cut short, not nothing.
+TEST(WrappedMessageQa5, HardWrapsAtAFixedWidthAreReadWhole) {
+  const std::string message =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU 0 has a total capacity of 79.15 GiB "
+      "of which 2.10 GiB is free. Including non-PyTorch memory, this process has 77.04 GiB memory in use. Of the "
+      "allocated memory 70.12 GiB is allocated by PyTorch, and 5.80 GiB is reserved by PyTorch but unallocated. If "
+      "reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+      "fragmentation.";
+  ScanResult whole = scan_text(message + "\n");
+  ASSERT_EQ(whole.events.size(), 1u);
+  const OomEvent& reference = whole.events[0];
+  ASSERT_TRUE(reference.bytes("allocated").has_value());
+  for (size_t width : {60u, 80u, 100u, 150u}) {
+    std::string folded;
+    for (size_t at = 0; at < message.size(); at += width) folded += message.substr(at, width) + "\n";
+    ScanResult r = scan_text(folded);
+    ASSERT_EQ(r.events.size(), 1u) << width;
+    const OomEvent& e = r.events[0];
+    EXPECT_EQ(e.format, "pytorch_new") << width;
+    for (const char* figure : {"requested", "total", "free", "process", "allocated", "reserved_unallocated"}) {
+      EXPECT_EQ(e.bytes(figure), reference.bytes(figure)) << width << " " << figure;
+    }
+  }
+  ScanResult cut = scan_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocat\n");
+  ASSERT_EQ(cut.events.size(), 1u);
+  EXPECT_EQ(cut.events[0].format, "pytorch_new_truncated");
+  // Prose that goes on after the words is no message.
+  EXPECT_TRUE(scan_text("RuntimeError: CUDA out of memory. Try a smaller batch\n").events.empty());
+}
+
+}  // namespace
+}  // namespace oomdoc

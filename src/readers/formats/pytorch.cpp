@@ -75,9 +75,14 @@ std::optional<std::string> backend_before(std::string_view line) {
 // cut by a log viewer, an issue title). Only the exception form, alone on its line, so that prose
 // mentioning "CUDA out of memory" is not an event.
 std::optional<FormatMatch> match_bare(const MessageWindow& w) {
-  static const RE2 re(R"(^\s*(?:[\w.]*(?:Error|Exception):\s*)?(CUDA|HIP|XPU|NPU) out of memory\.?\s*$)");
+  // Also cut inside the sentence that follows, at a terminal's or viewer's width ("... out of
+  // memory. Tried to allocat").
+  static const RE2 re(R"(^\s*(?:[\w.]*(?:Error|Exception):\s*)?(CUDA|HIP|XPU|NPU) out of memory\.?\s*([A-Za-z ]*)$)");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
+  static constexpr std::string_view kNext = "Tried to allocate";
+  const std::string_view cut = (*g)[2];
+  if (!cut.empty() && (cut.size() > kNext.size() || kNext.substr(0, cut.size()) != cut)) return std::nullopt;
   FormatMatch m;
   const std::string backend((*g)[1]);
   m.event.framework = framework_for_backend(backend);
@@ -86,7 +91,37 @@ std::optional<FormatMatch> match_bare(const MessageWindow& w) {
   return m;
 }
 
+std::optional<FormatMatch> match_new_in(const MessageWindow& w);
+
+// A message hard-wrapped at a fixed width (a terminal's columns, `fold -w 80`) is cut mid-word:
+// joined with spaces it reads "ha s a total". When the lines before the last are all as long as
+// the first, the message is also read with them glued back together, and that reading wins when
+// it gives the full figures.
 std::optional<FormatMatch> match_new(const MessageWindow& w) {
+  auto m = match_new_in(w);
+  const bool complete = m && m->event.format == "pytorch_new" && m->event.bytes("allocated");
+  if (complete || w.lines.size() < 2) return m;
+  const size_t width = w.lines[0].size();
+  if (width < 16) return m;
+  std::string glued = w.lines[0];
+  size_t k = 1;
+  while (k < w.lines.size() && w.lines[k - 1].size() == width &&
+         w.lines[k].find_first_not_of(" \t") != std::string::npos && glued.size() < MessageWindow::kJoinedBytes) {
+    glued += w.lines[k];
+    ++k;
+  }
+  if (k == 1) return m;
+  std::vector<std::string> lines{glued};
+  lines.insert(lines.end(), w.lines.begin() + static_cast<std::ptrdiff_t>(k), w.lines.end());
+  auto alt = match_new_in(MessageWindow::from_lines(std::move(lines)));
+  if (!alt || alt->event.format != "pytorch_new") return m;
+  if (m && m->event.format == "pytorch_new" && !alt->event.bytes("allocated")) return m;
+  alt->lines_used += k - 1;
+  alt->event.set_field("hard_wrapped", true);
+  return alt;
+}
+
+std::optional<FormatMatch> match_new_in(const MessageWindow& w) {
   // The period after the request is optional: PyTorch 1.x's short form and quoted messages end
   // there ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB").
   static const RE2 head("out of memory\\.\\s*Tried to allocate (" + kSize +
