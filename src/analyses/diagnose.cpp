@@ -1114,6 +1114,16 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.fixes.push_back(make_fix("end_other_processes", "Another TensorFlow process may already hold the card."));
   } else if (e.framework == "tensorflow") {
     d.cause = "capacity_exhausted";
+    // The allocator dump's totals, when the warning before the error carried them.
+    if (auto in_use = e.bytes("in_use_chunks"), limit = std::optional<uint64_t>(); in_use) {
+      if (auto l = e.int_field("memory_limit_bytes"); l && *l > 0) limit = static_cast<uint64_t>(*l);
+      if (limit) {
+        d.evidence.push_back(fmt::format("The BFC allocator used {} of its {} limit ({}) when the request came.",
+                                         format_bytes(*in_use), format_bytes(*limit), pct(*in_use, *limit)));
+        d.capacity_title = fmt::format("TensorFlow's allocator pool was full ({} of its {} limit in use)",
+                                       format_bytes(*in_use), format_bytes(*limit));
+      }
+    }
     if (auto shape = e.field("shape")) {
       (void)shape;
       d.evidence.push_back(fmt::format("A tensor of {} could not be allocated.", m.requested ? format_bytes(*m.requested) : "unknown size"));

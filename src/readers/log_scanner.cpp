@@ -31,6 +31,7 @@ constexpr size_t kBackContext = 32 << 10;  // traceback above an event
 constexpr size_t kCompactAt = 512u << 10;  // buffered bytes before old text is dropped (stays in L2)
 constexpr size_t kRecentEvents = 16;       // events looked back at for a repeat (ranks interleave)
 constexpr size_t kJoinLines = 200;         // a second report of one failure follows within these lines
+constexpr size_t kBfcDumpLines = 20000;    // TensorFlow's allocator dump after its BFC warning
                                            // (after a traceback: JAX's and vLLM's run to dozens of lines)
 constexpr size_t kBlockGapLines = 8;       // vLLM's accounting lines of one startup are this close
 
@@ -491,6 +492,15 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
       previous = &*it;
       break;
     }
+  }
+  // TensorFlow's BFC warning is followed by its allocator dump (a line per bin and chunk, hundreds
+  // of them) that ends with the totals: the totals belong to the warning, however long the dump.
+  if (previous != nullptr && previous->format == "tf_bfc_oom" && event.format == "tf_bfc_stats" &&
+      previous->framework == event.framework && event.line <= previous->end_line + kBfcDumpLines) {
+    add_missing_figures(*previous, event);
+    previous->set_field("allocator_stats_line", static_cast<int64_t>(event.line));
+    previous->end_line = std::max(previous->end_line, event.end_line);
+    return nullptr;
   }
   if (previous != nullptr && event.line <= previous->end_line + kJoinLines) {
     if (error_after_bfc_warning(*previous, event)) {

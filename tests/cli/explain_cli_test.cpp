@@ -453,3 +453,44 @@ TEST(ExplainCliQa5, TheLaunchersOwnKillIsTeardown) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// TensorFlow's BFC warning, its allocator dump (hundreds of lines) with the totals at its end, and
+// the op's OOM error are one failure; the totals say how full the pool was.
+TEST(ExplainCliQa5, TensorflowsWarningDumpAndErrorAreOneReport) {
+  std::string log =
+      "2023-03-01 10:00:05.000001: W tensorflow/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out of "
+      "memory trying to allocate 1.50GiB (rounded to 1610612736)requested by op MatMul\n"
+      "2023-03-01 10:00:05.000002: I tensorflow/tsl/framework/bfc_allocator.cc:1039] BFCAllocator dump for GPU_0_bfc\n";
+  for (int i = 0; i < 250; ++i) {
+    log += "2023-03-01 10:00:05.000003: I tensorflow/tsl/framework/bfc_allocator.cc:1062] InUse at 7f0000000000 of size "
+           "256 next 1\n";
+  }
+  log += "2023-03-01 10:00:05.000301: I tensorflow/tsl/framework/bfc_allocator.cc:1114] Sum Total of in-use chunks: "
+         "14.52GiB\n"
+         "2023-03-01 10:00:05.000302: I tensorflow/tsl/framework/bfc_allocator.cc:1116] total_region_allocated_bytes_: "
+         "15918104576 memory_limit_: 15918104576 available bytes: 0 curr_region_allocation_bytes_: 31836209152\n"
+         "2023-03-01 10:00:05.000305: W tensorflow/core/framework/op_kernel.cc:1830] OP_REQUIRES failed at "
+         "matmul_op_impl.h:728 : RESOURCE_EXHAUSTED: OOM when allocating tensor with shape[128,3072,1024] and type float "
+         "on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n";
+  auto r = run_cli({"explain", "--json", temp_file("tf_dump.log", log)});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["events"].size(), 1u) << r.out;
+  EXPECT_EQ(doc["events"][0]["format"], "tf_oom_tensor");
+  auto text = run_cli({"explain", temp_file("tf_dump.log", log)});
+  EXPECT_NE(text.out.find("Cause: TensorFlow's allocator pool was full (14.52 GiB of its 14.82 GiB limit in use)"),
+            std::string::npos) << text.out;
+  // A BFC warning from TensorFlow's own source is TensorFlow's, even with a JAX error nearby.
+  auto mixed = run_cli({"explain", "--json", temp_file("tf_jax.log",
+      "2023-03-01 10:00:05.000001: W tensorflow/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out of "
+      "memory trying to allocate 1.50GiB (rounded to 1610612736)requested by op MatMul\n"
+      "jaxlib.xla_extension.XlaRuntimeError: INTERNAL: something else\n")});
+  ASSERT_EQ(mixed.exit_code, 0) << mixed.err;
+  EXPECT_EQ(nlohmann::json::parse(mixed.out)["events"][0]["framework"], "tensorflow");
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -92,6 +92,9 @@ std::optional<FormatMatch> match_oom_tensor(const MessageWindow& w) {
 bool window_is_jax(const MessageWindow& w) {
   const std::string& first = w.lines[0];
   if (first.find("external/xla/") != std::string::npos || first.find("external/tsl/") != std::string::npos) return true;
+  // TensorFlow's own source path on the line (tensorflow/tsl/..., tensorflow/core/...) names it,
+  // whatever a JAX error nearby says.
+  if (first.find("tensorflow/") != std::string::npos) return false;
   for (const std::string& line : w.lines) {
     if (line.find("XlaRuntimeError") != std::string::npos || line.find("jaxlib") != std::string::npos ||
         line.find("jax.errors") != std::string::npos) {
