@@ -1120,8 +1120,13 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       if (limit) {
         d.evidence.push_back(fmt::format("The BFC allocator used {} of its {} limit ({}) when the request came.",
                                          format_bytes(*in_use), format_bytes(*limit), pct(*in_use, *limit)));
-        d.capacity_title = fmt::format("TensorFlow's allocator pool was full ({} of its {} limit in use)",
-                                       format_bytes(*in_use), format_bytes(*limit));
+        d.capacity_title =
+            *in_use * 10 >= *limit * 9
+                ? fmt::format("TensorFlow's allocator pool was full ({} of its {} limit in use)", format_bytes(*in_use),
+                              format_bytes(*limit))
+                : fmt::format("TensorFlow's allocator could not provide the request with {} of its {} limit in use "
+                              "(fragmented, or the pool could not grow: another process may hold the card)",
+                              format_bytes(*in_use), format_bytes(*limit));
       }
     }
     if (auto shape = e.field("shape")) {

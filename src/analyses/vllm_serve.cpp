@@ -532,8 +532,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   const std::string& mt = model.model_type;
   const bool gemma = mt == "gemma2" || mt == "gemma3" || mt == "gemma3_text";
   // "auto" picks bfloat16 for a bf16 checkpoint, and for a float32 Gemma 2/3 one.
-  const bool auto_bf16 = asked_dtype == "auto" && (config_dtype == "bfloat16" || config_dtype.empty() ||
-                                                   (gemma && config_dtype == "float32"));
+  // (A config without torch_dtype is float32 to vLLM: auto serves it in float16 there.)
+  const bool auto_bf16 = asked_dtype == "auto" && (config_dtype == "bfloat16" || (gemma && config_dtype == "float32"));
   if (!in.target.bf16 && (asked_dtype == "bfloat16" || (auto_bf16 && !in.version.at_least(0, 9, 0)))) {
     const int capability = min_compute_capability(in.target.architecture);
     return Error{fmt::format(
@@ -704,6 +704,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                                        env("VLLM_MXFP4_USE_MARLIN"));
   }
   bool first = true;
+  uint64_t offloaded_first_stage = 0;   // what --cpu-offload-gb really took off the first stage's GPU
   for (size_t i = 0; i < stages.size(); ++i) {
     const PipelineStage& stage = stages[i];
     uint64_t weights = static_cast<uint64_t>(
@@ -729,7 +730,9 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                                        "GPU here); the embeddings, head and norms stay on the GPU",
                                        c.cpu_offload_gb, gib(offloadable)));
     }
-    weights -= std::min({offload, offloadable, weights});
+    const uint64_t offloaded = std::min({offload, offloadable, weights});
+    if (first) offloaded_first_stage = offloaded;
+    weights -= offloaded;
     if (in.overrides.weights_bytes) weights = *in.overrides.weights_bytes;
     uint64_t graphs = in.overrides.cuda_graph_bytes.value_or(
         s.enforce_eager ? 0 : cuda_graph_bytes(model, stage, s.tensor_parallel_size, s.max_num_seqs, act_bytes));
@@ -784,7 +787,12 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   p.weights.from_log = in.overrides.weights_bytes.has_value();
   p.weights.detail = p.weights.from_log ? "from the log" : s.weights.description;
   if (mxfp4_layout.padded() && !p.weights.from_log) p.weights.detail += ", padded for " + mxfp4_layout.backend;
-  if (offload && !p.weights.from_log) p.weights.detail += fmt::format(", {} GiB offloaded to CPU", c.cpu_offload_gb);
+  if (offload && !p.weights.from_log) {
+    p.weights.detail += offloaded_first_stage < offload
+                            ? fmt::format(", {:.2f} GiB offloaded to CPU (of the {:g} asked)", gib(offloaded_first_stage),
+                                          c.cpu_offload_gb)
+                            : fmt::format(", {:g} GiB offloaded to CPU", c.cpu_offload_gb);
+  }
   if (p.speculative && p.speculative->weights_bytes && !p.weights.from_log) {
     p.weights.detail += fmt::format(", with the {} drafter's {}", p.speculative->method,
                                     format_bytes(p.speculative->weights_bytes));

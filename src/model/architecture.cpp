@@ -267,7 +267,13 @@ bool lora_matches(const LinearShape& l, const LoraSettings& lora) {
            text[text.size() - tail.size() - 1] == '.';
   };
   const bool attention_role = l.role == "q" || l.role == "k" || l.role == "v" || l.role == "qkv" || l.role == "o";
+  // oomdoc names a shared expert "shared_expert.*" (Qwen2-MoE's module); DeepSeek's is "shared_experts.*".
+  std::vector<std::string> names{l.name};
+  if (l.name.rfind("shared_expert.", 0) == 0) names.push_back("shared_experts." + l.name.substr(14));
   for (const auto& t : lora.target_modules) {
+    for (size_t n = 1; n < names.size(); ++n) {
+      if (t == names[n] || ends_with_component(names[n], t) || ends_with_component(t, names[n])) return true;
+    }
     // PEFT: a module matches when its name equals the target or ends with "." + target. l.name is
     // the module's path inside its block (BERT's "intermediate.dense"), so "dense" names every
     // Linear called dense, and "intermediate.dense" only that one.

@@ -71,6 +71,7 @@ TEST(VllmServe, WeightsFollowTheFormat) {
   EXPECT_EQ(all.weights.bytes, 2 * (2 * 128256ull * 4096 + 4096) + kLlama31RopeCache);
   ASSERT_FALSE(all.warnings.empty());
   EXPECT_EQ(all.warnings.back().rfind("--cpu-offload-gb 100: only the decoder layers can be offloaded", 0), 0u);
+  EXPECT_NE(all.weights.detail.find("GiB offloaded to CPU (of the 100 asked)"), std::string::npos) << all.weights.detail;
 }
 
 TEST(VllmServe, NamedQuantizedCheckpointTakesItsNamesBitsAndGroups) {

@@ -415,6 +415,18 @@ TEST(ExplainCliQa5, ClusterOomReportsAreHostMemoryKills) {
                                                       "      Exit Code:    137\n")});
   ASSERT_EQ(k8s.exit_code, 0) << k8s.err;
   EXPECT_NE(k8s.out.find("reported by Kubernetes (OOMKilled)"), std::string::npos) << k8s.out;
+  // Slurm's usual cgroup wording ("oom-kill event(s)") and its older kill line; its end-of-step
+  // warning "Exceeded step memory limit at some point." is no kill.
+  auto plural = run_cli({"explain", temp_file("slurm2.log",
+      "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=14604003.batch cgroup. Some of your processes may have "
+      "been killed by the cgroup out-of-memory handler.\n")});
+  EXPECT_EQ(plural.exit_code, 0) << plural.out;
+  auto old_kill = run_cli({"explain", temp_file("slurm3.log",
+      "slurmstepd: error: Job 123 exceeded memory limit (1234 > 1000), being killed\n")});
+  EXPECT_EQ(old_kill.exit_code, 0) << old_kill.out;
+  auto warning = run_cli({"explain", temp_file("slurm4.log",
+      "training complete\nslurmstepd: error: Exceeded step memory limit at some point.\n")});
+  EXPECT_EQ(warning.exit_code, 1) << warning.out;
   // A mention in prose is no report.
   auto prose = run_cli({"explain", temp_file("prose.log", "docs: a pod can be OOMKilled when it exceeds its limit\n")});
   EXPECT_EQ(prose.exit_code, 1) << prose.out;
@@ -483,6 +495,12 @@ TEST(ExplainCliQa5, TensorflowsWarningDumpAndErrorAreOneReport) {
   auto text = run_cli({"explain", temp_file("tf_dump.log", log)});
   EXPECT_NE(text.out.find("Cause: TensorFlow's allocator pool was full (14.52 GiB of its 14.82 GiB limit in use)"),
             std::string::npos) << text.out;
+  // A pool far from its limit is not called full.
+  std::string roomy = log;
+  roomy.replace(roomy.find("14.52GiB"), 8, "2.00GiB");
+  auto partial = run_cli({"explain", temp_file("tf_roomy.log", roomy)});
+  EXPECT_NE(partial.out.find("TensorFlow's allocator could not provide the request with 2.00 GiB of its 14.82 GiB limit "
+                             "in use"), std::string::npos) << partial.out;
   // A BFC warning from TensorFlow's own source is TensorFlow's, even with a JAX error nearby.
   auto mixed = run_cli({"explain", "--json", temp_file("tf_jax.log",
       "2023-03-01 10:00:05.000001: W tensorflow/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out of "

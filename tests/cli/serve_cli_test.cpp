@@ -347,6 +347,10 @@ TEST(ServeCliQa5, LaunchesVllmRefusesBeforeLoading) {
                               "Qwen/Qwen2.5-1.5B-Instruct", "--max-model-len", "8192"});
   EXPECT_EQ(t4.exit_code, 2);
   EXPECT_NE(t4.err.find("(the checkpoint is bfloat16; vLLM 0.6.3 has no float16 fallback)"), std::string::npos) << t4.err;
+  // A config without torch_dtype is float32 to vLLM: auto serves it in float16 on a T4.
+  auto gpt2 = testing::run_cli({"serve", "--gpu", "t4", "--vllm-version", "0.8.5", "--", "vllm", "serve",
+                                "openai-community/gpt2"});
+  EXPECT_EQ(gpt2.exit_code, 0) << gpt2.err;
   auto t4_half = testing::run_cli({"serve", "--gpu", "t4", "--vllm-version", "0.6.3", "--", "vllm", "serve",
                                    "Qwen/Qwen2.5-1.5B-Instruct", "--max-model-len", "8192", "--dtype", "half"});
   EXPECT_EQ(t4_half.exit_code, 0) << t4_half.err;

@@ -220,6 +220,14 @@ TEST(ArchitectureQa5, LoraTargetsMatchAsPeftMatchesThem) {
   gate.r = 16;
   gate.target_modules = {"gate"};
   EXPECT_EQ(lora_parameter_count(mixtral, gate), 32u * 16 * (4096 + 8));
+  // DeepSeek names its shared experts "shared_experts" (Qwen2-MoE: "shared_expert").
+  const ModelSpec deepseek = find_preset("deepseek-ai/DeepSeek-V3")->value();
+  LoraSettings shared;
+  shared.r = 16;
+  shared.target_modules = {"shared_experts.gate_proj"};
+  EXPECT_EQ(lora_parameter_count(deepseek, shared), 58u * 16 * (7168 + 2048));
+  shared.target_modules = {"mlp.shared_experts.gate_proj"};
+  EXPECT_EQ(lora_parameter_count(deepseek, shared), 58u * 16 * (7168 + 2048));
   gate.target_modules = {"w1"};
   EXPECT_EQ(lora_parameter_count(mixtral, gate), 32u * 8 * 16 * (4096 + 14336));
 }

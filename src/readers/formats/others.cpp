@@ -201,11 +201,12 @@ std::optional<FormatMatch> match_exit_status_kill(const MessageWindow& w) {
 // pod, or "reason": "OOMKilled" in its JSON), the container's exit code 137.
 std::optional<FormatMatch> match_cluster_oom(const MessageWindow& w) {
   const std::string_view line = w.lines[0];
-  static const RE2 slurm(R"(\bDetected (\d+) oom[-_]kill events? in (?:StepId=|step )?([\w.+]+?)\.?(?:\s|$)|)"
-                         R"(\bExceeded (?:step|job) memory limit\b)");
+  // ("Exceeded step memory limit at some point." is a warning at step end, not a kill.)
+  static const RE2 slurm(R"(\bDetected (\d+) oom[-_]kill events?(?:\(s\))? in (?:StepId=|step )?([\w.+]+?)\.?(?:\s|$)|)"
+                         R"(\bexceeded memory limit \([^)]*\), being killed)");
   if (auto g = regex_search(slurm, line)) {
     if (line.find("slurmstepd") == std::string_view::npos && line.find("oom_kill event") == std::string_view::npos &&
-        line.find("oom-kill event") == std::string_view::npos) {
+        line.find("oom-kill event") == std::string_view::npos && line.find("being killed") == std::string_view::npos) {
       return std::nullopt;
     }
     FormatMatch m = kill_match("slurm", "slurm");
@@ -243,7 +244,7 @@ void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"process_killed", {"killed by signal: Killed"}, match_dataloader_killed});
   out.push_back({"process_killed", {"Killed", "killed  "}, match_shell_killed});
   out.push_back({"process_killed", {"-9", "137"}, match_exit_status_kill});
-  out.push_back({"process_killed", {"oom_kill event", "oom-kill event", "emory limit", "Out Of Memory", "OOMKilled"},
+  out.push_back({"process_killed", {"oom_kill event", "oom-kill event", "emory limit (", "Out Of Memory", "OOMKilled"},
                  match_cluster_oom});
 }
 
