@@ -28,6 +28,30 @@ struct VllmContext {
   std::optional<int64_t> kv_cache_tokens;
 };
 
+// TensorFlow's BFC pool as its allocator dump totals it ("Sum Total of in-use chunks", memory_limit_).
+struct BfcPool {
+  uint64_t in_use = 0, limit = 0;
+  bool full() const { return in_use * 10 >= limit * 9; }   // 90% or more of the limit
+};
+std::optional<BfcPool> bfc_pool(const OomEvent& e) {
+  auto in_use = e.bytes("in_use_chunks");
+  auto limit = e.int_field("memory_limit_bytes");
+  if (!in_use || !limit || *limit <= 0) return std::nullopt;
+  return BfcPool{*in_use, static_cast<uint64_t>(*limit)};
+}
+
+// A server setting in use when `event` was printed: the last value of notice `kind` the log stated
+// before it, on the event's rank or on none.
+std::optional<double> stated_setting(const LogContext& context, const OomEvent& event, std::string_view kind) {
+  std::optional<double> value;
+  if (context.notices == nullptr) return value;
+  for (const LogNotice& n : *context.notices) {
+    if (n.kind != kind || n.line > event.line || (n.rank && event.rank && n.rank != event.rank)) continue;
+    value = n.value;
+  }
+  return value;
+}
+
 VllmContext vllm_context(const LogContext& context, const OomEvent& event) {
   VllmContext v;
   if (context.events == nullptr) return v;
@@ -46,12 +70,8 @@ VllmContext vllm_context(const LogContext& context, const OomEvent& event) {
       v.gpu_memory_utilization = std::get<double>(*u);
     }
   }
-  // Else the value the launch stated (its args dump or command line): the last one before the event.
-  if (!v.gpu_memory_utilization && context.notices != nullptr) {
-    for (const LogNotice& n : *context.notices) {
-      if (n.kind == "vllm_gpu_memory_utilization" && n.line <= event.line && n.value) v.gpu_memory_utilization = n.value;
-    }
-  }
+  // Else the value the launch stated (its args dump or command line).
+  if (!v.gpu_memory_utilization) v.gpu_memory_utilization = stated_setting(context, event, "vllm_gpu_memory_utilization");
   return v;
 }
 
@@ -66,18 +86,10 @@ std::string fraction_as_given(double u) {
   return std::fmod(thousandths, 10.0) != 0.0 ? fmt::format("{:.3f}", thousandths / 1000.0) : fmt::format("{:.2f}", u);
 }
 
-// SGLang's static-pool share (mem_fraction_static) in use when `event` was printed: the last value
-// the log stated before it (readers/log_scanner.cpp reads its command line and server_args dump).
+// SGLang's static-pool share (mem_fraction_static) in use when `event` was printed
+// (readers/log_scanner.cpp reads its command line and server_args dump).
 std::optional<double> sglang_mem_fraction_static(const LogContext& context, const OomEvent& event) {
-  std::optional<double> fraction;
-  if (context.notices == nullptr) return fraction;
-  for (const LogNotice& n : *context.notices) {
-    if (n.kind != "sglang_mem_fraction_static" || n.line > event.line || (n.rank && event.rank && n.rank != event.rank)) {
-      continue;
-    }
-    fraction = n.value;
-  }
-  return fraction;
+  return stated_setting(context, event, "sglang_mem_fraction_static");
 }
 
 // The program the event comes from when the log says so (readers/application.h): the scanner's
@@ -582,7 +594,17 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
   const auto shmem = e.bytes("shmem_rss");
   const bool dataloader = report == "dataloader_worker";
   const bool loading = operation == "model_loading";
-  if (kernel) {
+  // A scheduler's own record: the job went over its memory limit, whatever the node has.
+  const bool scheduler_limit = report == "slurm" || report == "srun" || report == "kubernetes";
+  if (scheduler_limit) {
+    d.evidence.push_back(std::string(report == "kubernetes"
+                                         ? "Kubernetes reports the container OOMKilled: it went over its memory limit "
+                                           "(resources.limits.memory) and the kernel ended it (exit code 137)."
+                                         : "Slurm reports an OOM kill in the job step: a task went over the job's memory "
+                                           "limit (--mem, --mem-per-cpu or --mem-per-gpu) and the kernel ended it in the "
+                                           "job's cgroup.") +
+                         " Host (CPU) RAM ran out under that limit, not GPU memory.");
+  } else if (kernel) {
     const std::string name = e.string_field("process_name").value_or("");
     std::string held;
     if (anon) {
@@ -606,23 +628,13 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
       told = "DeepSpeed's launcher reports its child exited with -9: killed by SIGKILL, with no error of its own.";
     } else if (report == "exit_code") {
       told = "Exit code 137 is 128 + 9: the process was killed by SIGKILL, with no error of its own.";
-    } else if (report == "slurm" || report == "srun" || report == "kubernetes") {
-      told = report == "kubernetes"
-                 ? "Kubernetes reports the container OOMKilled: it went over its memory limit (resources.limits.memory) "
-                   "and the kernel ended it (exit code 137)."
-                 : "Slurm reports an OOM kill in the job step: a task went over the job's memory limit (--mem, "
-                   "--mem-per-cpu or --mem-per-gpu) and the kernel ended it in the job's cgroup.";
-      d.evidence.push_back(told + " Host (CPU) RAM ran out under that limit, not GPU memory.");
-      told.clear();
     } else {
       told = "The process was killed with SIGKILL (signal 9) and printed no error of its own.";
     }
-    if (!told.empty()) {
-      d.evidence.push_back(told + " On Linux that is usually the kernel's OOM killer ending it for host (CPU) RAM (loading a "
-                                  "checkpoint, DataLoader workers, pinned buffers), or a scheduler's memory limit (Slurm, "
-                                  "Kubernetes OOMKilled). `dmesg | grep -i 'killed process'` (or the job's accounting) "
-                                  "confirms it.");
-    }
+    d.evidence.push_back(told + " On Linux that is usually the kernel's OOM killer ending it for host (CPU) RAM (loading a "
+                                "checkpoint, DataLoader workers, pinned buffers), or a scheduler's memory limit (Slurm, "
+                                "Kubernetes OOMKilled). `dmesg | grep -i 'killed process'` (or the job's accounting) "
+                                "confirms it.");
   }
   if (loading) d.evidence.push_back("It was killed while the checkpoint's shards were loading.");
   if (!dataloader) {
@@ -639,8 +651,7 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
                                           : "Each DataLoader worker is a process with its own copy of the dataset object "
                                             "and its prefetched batches."));
   }
-  // A scheduler's limit counts the job's memory whatever the node has: swap is not the job's to add.
-  const bool scheduler_limit = report == "slurm" || report == "srun" || report == "kubernetes";
+  // Swap is not the job's to add under a scheduler's limit.
   if (!scheduler_limit) {
     d.fixes.push_back(make_fix("add_swap", "A short peak (loading, saving a checkpoint) then pages out instead of ending "
                                            "the run; a lasting one only gets slow."));
@@ -1099,12 +1110,11 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   } else if (e.format == "tf_device_info") {
     d.cause = "not_an_error";
   } else if (e.format == "tf_bfc_stats") {
-    auto in_use = e.bytes("in_use_chunks");
-    auto limit = e.int_field("memory_limit_bytes");
-    d.cause = (in_use && limit && *in_use * 10 >= static_cast<uint64_t>(*limit) * 9) ? "capacity_exhausted" : "not_an_error";
-    if (in_use && limit) {
-      d.evidence.push_back(fmt::format("The BFC allocator uses {} of its {} limit ({}).", format_bytes(*in_use),
-                                       format_bytes(static_cast<uint64_t>(*limit)), pct(*in_use, static_cast<uint64_t>(*limit))));
+    const auto pool = bfc_pool(e);
+    d.cause = pool && pool->full() ? "capacity_exhausted" : "not_an_error";
+    if (pool) {
+      d.evidence.push_back(fmt::format("The BFC allocator uses {} of its {} limit ({}).", format_bytes(pool->in_use),
+                                       format_bytes(pool->limit), pct(pool->in_use, pool->limit)));
     }
   } else if (e.format == "tf_cuda_driver_alloc" || e.format == "tf_rocm_driver_alloc") {
     d.cause = "framework_preallocation";
@@ -1115,19 +1125,16 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   } else if (e.framework == "tensorflow") {
     d.cause = "capacity_exhausted";
     // The allocator dump's totals, when the warning before the error carried them.
-    if (auto in_use = e.bytes("in_use_chunks"), limit = std::optional<uint64_t>(); in_use) {
-      if (auto l = e.int_field("memory_limit_bytes"); l && *l > 0) limit = static_cast<uint64_t>(*l);
-      if (limit) {
-        d.evidence.push_back(fmt::format("The BFC allocator used {} of its {} limit ({}) when the request came.",
-                                         format_bytes(*in_use), format_bytes(*limit), pct(*in_use, *limit)));
-        d.capacity_title =
-            *in_use * 10 >= *limit * 9
-                ? fmt::format("TensorFlow's allocator pool was full ({} of its {} limit in use)", format_bytes(*in_use),
-                              format_bytes(*limit))
-                : fmt::format("TensorFlow's allocator could not provide the request with {} of its {} limit in use "
-                              "(fragmented, or the pool could not grow: another process may hold the card)",
-                              format_bytes(*in_use), format_bytes(*limit));
-      }
+    if (const auto pool = bfc_pool(e)) {
+      d.evidence.push_back(fmt::format("The BFC allocator used {} of its {} limit ({}) when the request came.",
+                                       format_bytes(pool->in_use), format_bytes(pool->limit), pct(pool->in_use, pool->limit)));
+      d.capacity_title =
+          pool->full()
+              ? fmt::format("TensorFlow's allocator pool was full ({} of its {} limit in use)", format_bytes(pool->in_use),
+                            format_bytes(pool->limit))
+              : fmt::format("TensorFlow's allocator could not provide the request with {} of its {} limit in use "
+                            "(fragmented, or the pool could not grow: another process may hold the card)",
+                            format_bytes(pool->in_use), format_bytes(pool->limit));
     }
     if (auto shape = e.field("shape")) {
       (void)shape;

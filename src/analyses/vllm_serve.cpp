@@ -48,11 +48,9 @@ void apply_scheduler_defaults(const ServeInputs& in, const VllmBehavior& b, Serv
     // Models without a KV cache cannot prefill in chunks: vLLM turns it off (vllm-project/vllm#21270).
     if (in.model.is_encoder_only) s.chunked_prefill = false;
     if (!s.chunked_prefill) batched = std::max<uint64_t>(s.max_model_len, batched);
-    // Current releases fit the defaults to each other (EngineArgs.
-    // _set_default_max_num_seqs_and_batched_tokens_args): a default token budget no larger than
+    // Current releases fit the defaults to each other: a default token budget no larger than
     // max_num_seqs full-length requests, a default max_num_seqs no larger than the token budget.
-    // Assumed from v0.12.0.
-    const bool fitted_defaults = b.version.at_least(0, 12, 0);
+    const bool fitted_defaults = b.fitted_scheduler_defaults;
     if (fitted_defaults && s.max_model_len) batched = std::min(batched, s.max_num_seqs * s.max_model_len);
     s.max_num_batched_tokens = c.max_num_batched_tokens.value_or(batched);
     if (fitted_defaults && !c.max_num_seqs) s.max_num_seqs = std::min(s.max_num_seqs, s.max_num_batched_tokens);
@@ -251,6 +249,12 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                                [](const std::string& n) { return n.rfind("VLLM_USE_V1=0 ", 0) == 0; }),
                 notes.end());
   }
+  // vLLM chose V0 by itself (not a VLLM_USE_V1 the user set): its behaviour, and why.
+  auto fall_back_to_v0 = [&](std::string why) {
+    p.behavior = vllm_behavior(in.version, std::string("0"), env("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"));
+    std::erase_if(p.behavior.notes, [](const std::string& n) { return n.rfind("VLLM_USE_V1=", 0) == 0; });
+    p.behavior.notes.push_back(std::move(why));
+  };
   // v0.8-v0.10 fall back to V0 for what V1 did not run yet (older GPUs, some KV dtypes, fp32).
   if (!encoder_only_on_v0 && env("VLLM_USE_V1").value_or("") != "0") {
     if (auto feature = v1_oracle_fallback(in.version, in.target.architecture, to_lower(c.kv_cache_dtype.value_or("auto")),
@@ -259,10 +263,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         return Error{fmt::format("VLLM_USE_V1=1 with {}: vLLM {} refuses it: \"VLLM_USE_V1=1 is not supported with {}.\"",
                                  *feature, in.version.text, *feature)};
       }
-      p.behavior = vllm_behavior(in.version, std::string("0"), env("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"));
-      std::erase_if(p.behavior.notes, [](const std::string& n) { return n.rfind("VLLM_USE_V1=", 0) == 0; });
-      p.behavior.notes.push_back(fmt::format("V0 engine: vLLM {} logs \"{} is not supported by the V1 Engine. Falling back "
-                                             "to V0.\" (EngineArgs._is_v1_supported_oracle)", in.version.text, *feature));
+      fall_back_to_v0(fmt::format("V0 engine: vLLM {} logs \"{} is not supported by the V1 Engine. Falling back "
+                                  "to V0.\" (EngineArgs._is_v1_supported_oracle)", in.version.text, *feature));
     }
   }
   // Speculative decoding can decide the engine (V1 in v0.8-v0.10 fell back to V0 for draft models).
@@ -270,11 +272,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   if (speculative) {
     auto engine = speculative_engine(*speculative, c, in.version, env("VLLM_USE_V1"));
     if (!engine) return engine.error();
-    if (engine->falls_back_to_v0 && p.behavior.v1_engine) {
-      p.behavior = vllm_behavior(in.version, std::string("0"), env("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"));
-      std::erase_if(p.behavior.notes, [](const std::string& n) { return n.rfind("VLLM_USE_V1=", 0) == 0; });
-      p.behavior.notes.push_back(engine->note);
-    }
+    if (engine->falls_back_to_v0 && p.behavior.v1_engine) fall_back_to_v0(engine->note);
   }
   const VllmBehavior& b = p.behavior;
   p.assumptions = b.notes;
@@ -332,7 +330,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   }
 
   // vLLM's CUDA kernels are built for compute capability 7.0 (Volta) and newer.
-  if (in.target.vendor == "nvidia" && in.target.architecture == "Pascal") {
+  if (const int capability = min_compute_capability(in.target.architecture);
+      in.target.vendor == "nvidia" && capability && capability < 70) {
     return Error{fmt::format("{} is a Pascal GPU (compute capability 6.x): vLLM needs compute capability 7.0 or newer "
                              "(Volta, Turing, Ampere and later); llama.cpp or transformers run there",
                              in.target.name)};
@@ -355,8 +354,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                              "(QKVParallelLinear)", tp_ranks, kv_heads, tp_ranks, tp_ranks >= kv_heads ? tp_ranks : kv_heads,
                              tp_ranks >= kv_heads ? kv_heads : tp_ranks)};
   }
-  // Flags older releases do not have (the version is known only when given).
-  if (s.pipeline_parallel_size > 1 && b.version.given && !b.version.at_least(0, 5, 1)) {
+  // Flags older releases do not have.
+  if (s.pipeline_parallel_size > 1 && !b.pipeline_parallel) {
     return Error{fmt::format("--pipeline-parallel-size {}: vLLM {} refuses it: \"Pipeline parallelism is not supported "
                              "yet.\" (ParallelConfig; it came in v0.5.1)", s.pipeline_parallel_size, b.version.text)};
   }
@@ -366,7 +365,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                              "severely degraded otherwise.\" (serve it with vllm serve, or use tensor_parallel_size)",
                              s.pipeline_parallel_size)};
   }
-  if (c.cpu_offload_gb > 0 && b.version.given && !b.version.at_least(0, 5, 3)) {
+  if (c.cpu_offload_gb > 0 && !b.cpu_offload) {
     return Error{fmt::format("--cpu-offload-gb: vLLM {} has no such flag (it came in v0.5.3, vllm-project/vllm#6496); "
                              "argparse would exit with 'unrecognized arguments'", b.version.text)};
   }
@@ -425,10 +424,10 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     s.max_model_len_source = c.max_model_len_auto ? "auto-fit" : "model context";
     uint64_t positions = c.max_position_override.value_or(model.max_position_embeddings);
     if (!c.max_model_len_auto && model.rope_scaling_type == "longrope" && model.rope_original_max_position &&
-        model.rope_original_max_position < s.model_context && b.version.at_least(0, 11, 1)) {
-      // LongRoPE picks its short or long factors once, from max_model_len (vllm-project/vllm#27431,
-      // October 2025, first in v0.11.1): the default is the original context, where the short
-      // factors serve; a longer --max-model-len switches every request to the long ones.
+        model.rope_original_max_position < s.model_context && b.longrope_original_context_default) {
+      // LongRoPE picks its short or long factors once, from max_model_len: the default is the
+      // original context, where the short factors serve; a longer --max-model-len switches every
+      // request to the long ones.
       s.max_model_len = model.rope_original_max_position;
       s.max_model_len_source = fmt::format("model context: LongRoPE's original_max_position_embeddings (from vLLM "
                                            "0.11.1; --max-model-len up to {} uses the long factors)", s.model_context);
@@ -524,9 +523,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                                *c.quantization, method, model.id, method)};
     }
   }
-  // bfloat16 below compute capability 8.0: refused when asked for, and (before v0.9.0, vllm#17265
-  // "Auto fallback to float16 for pre-Ampere GPUs") also when "auto" picks a bf16 checkpoint's dtype.
-  // vLLM's words (_check_if_gpu_supports_dtype).
+  // bfloat16 below compute capability 8.0: refused when asked for, and (before vLLM's float16
+  // fallback) also when "auto" picks a bf16 checkpoint's dtype. vLLM's words (_check_if_gpu_supports_dtype).
   const std::string asked_dtype = to_lower(c.dtype.value_or("auto"));
   const std::string config_dtype = to_lower(model.torch_dtype);
   const std::string& mt = model.model_type;
@@ -534,7 +532,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // "auto" picks bfloat16 for a bf16 checkpoint, and for a float32 Gemma 2/3 one.
   // (A config without torch_dtype is float32 to vLLM: auto serves it in float16 there.)
   const bool auto_bf16 = asked_dtype == "auto" && (config_dtype == "bfloat16" || (gemma && config_dtype == "float32"));
-  if (!in.target.bf16 && (asked_dtype == "bfloat16" || (auto_bf16 && !in.version.at_least(0, 9, 0)))) {
+  if (!in.target.bf16 && (asked_dtype == "bfloat16" || (auto_bf16 && !b.auto_float16_without_bf16))) {
     const int capability = min_compute_capability(in.target.architecture);
     return Error{fmt::format(
         "--dtype {} on {}{}: vLLM refuses it: \"Bfloat16 is only supported on GPUs with compute capability of at "
@@ -547,10 +545,10 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         capability ? fmt::format("has compute capability {}.{}", capability / 10, capability % 10)
                    : std::string("does not have a compute capability"))};
   }
-  // Gemma 2/3, GLM-4, PLaMo2 refuse float16 from v0.9.0 (_FLOAT16_NOT_SUPPORTED_MODELS); "auto" on a
-  // GPU without bfloat16 then falls back to float32 (_resolve_auto_dtype).
+  // Models vLLM refuses float16 for; "auto" on a GPU without bfloat16 then falls back to float32
+  // (_resolve_auto_dtype).
   std::optional<std::string> dtype_flag = c.dtype;
-  const bool no_float16 = in.version.at_least(0, 9, 0) && (gemma || mt == "glm4" || mt == "plamo2");
+  const bool no_float16 = b.float16_refused_for_unstable_models && (gemma || mt == "glm4" || mt == "plamo2");
   if (no_float16 && (asked_dtype == "half" || asked_dtype == "float16")) {
     return Error{fmt::format("--dtype {} for {}: vLLM refuses it: \"The model type '{}' does not support float16. "
                              "Reason: Numerical instability. Please use bfloat16 or float32 instead.\"",

@@ -87,6 +87,12 @@ VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string
   b.sort_free_sampler = b.v1_engine && version.at_least(0, 17, 0);
   b.mla_dequantized_kv_b = version.at_least(0, 8, 0);
   b.mxfp4_triton_on_hopper = version.at_least(0, 12, 0);
+  b.auto_float16_without_bf16 = version.at_least(0, 9, 0);
+  b.float16_refused_for_unstable_models = version.at_least(0, 9, 0);
+  b.pipeline_parallel = version.at_least(0, 5, 1);
+  b.cpu_offload = version.at_least(0, 5, 3);
+  b.longrope_original_context_default = version.at_least(0, 11, 1);
+  b.fitted_scheduler_defaults = version.at_least(0, 12, 0);
   return b;
 }
 

@@ -91,6 +91,22 @@ struct VllmBehavior {
   // [1, 8, 16, 32, 64, 128] from v0.9 and [1, 8, 16, 32, 64, 128, 256] in current vllm/config/cache.py
   // (v0.11 assumed). Any other value: "argument --block-size: invalid choice".
   std::vector<uint64_t> block_sizes = {1, 8, 16, 32, 64, 128, 256};
+  // dtype "auto" with a bfloat16 checkpoint on a GPU without bf16 serves float16 from v0.9.0
+  // (vllm-project/vllm#17265, "Auto fallback to float16 for pre-Ampere GPUs"); before, vLLM refused.
+  bool auto_float16_without_bf16 = true;
+  // Gemma 2/3, GLM-4 and PLaMo2 refuse float16 from v0.9.0 (_FLOAT16_NOT_SUPPORTED_MODELS, with
+  // the same change); "auto" on a GPU without bf16 then serves them in float32.
+  bool float16_refused_for_unstable_models = true;
+  // --pipeline-parallel-size from v0.5.1 ("Pipeline parallelism is not supported yet." before);
+  // --cpu-offload-gb from v0.5.3 (vllm-project/vllm#6496).
+  bool pipeline_parallel = true;
+  bool cpu_offload = true;
+  // LongRoPE models default to their original_max_position_embeddings (vllm-project/vllm#27431,
+  // October 2025, first in v0.11.1).
+  bool longrope_original_context_default = true;
+  // The default max_num_seqs and token budget fitted to each other (EngineArgs.
+  // _set_default_max_num_seqs_and_batched_tokens_args; v0.12.0 assumed).
+  bool fitted_scheduler_defaults = true;
   std::vector<std::string> notes;   // what was assumed about the version
   std::vector<std::string> warnings;  // what the user should know: a setting this version ignores
 };

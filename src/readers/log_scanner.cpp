@@ -31,8 +31,8 @@ constexpr size_t kBackContext = 32 << 10;  // traceback above an event
 constexpr size_t kCompactAt = 512u << 10;  // buffered bytes before old text is dropped (stays in L2)
 constexpr size_t kRecentEvents = 16;       // events looked back at for a repeat (ranks interleave)
 constexpr size_t kJoinLines = 200;         // a second report of one failure follows within these lines
-constexpr size_t kBfcDumpLines = 20000;    // TensorFlow's allocator dump after its BFC warning
                                            // (after a traceback: JAX's and vLLM's run to dozens of lines)
+constexpr size_t kBfcDumpLines = 20000;    // TensorFlow's allocator dump after its BFC warning
 constexpr size_t kBlockGapLines = 8;       // vLLM's accounting lines of one startup are this close
 
 bool is_break(char c) { return c == '\n' || c == '\r'; }
@@ -579,16 +579,21 @@ namespace {
 // multimodal model."). Its advice ("set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)",
 // "Please try to increase --mem-fraction-static.") names no value in use and is not read.
 
-std::optional<double> sglang_mem_fraction_static(const std::string& line) {
-  if (line.find("mem_fraction_static=") == std::string::npos && line.find("mem-fraction-static") == std::string::npos) {
-    return std::nullopt;
-  }
-  static const RE2 re(R"((?:\bmem_fraction_static=|--mem-fraction-static(?:=| +| to ))((?:0?\.\d+|1(?:\.0+)?)\b))");
+// A share of the card in (0, 1], the first group of `re` (the setting's spellings, then the number).
+std::optional<double> card_share(const RE2& re, const std::string& line) {
   auto g = regex_search(re, line);
   if (!g) return std::nullopt;
   auto v = parse_decimal<double>((*g)[1]);
   if (!v || *v <= 0.0 || *v > 1.0) return std::nullopt;
   return v;
+}
+
+std::optional<double> sglang_mem_fraction_static(const std::string& line) {
+  if (line.find("mem_fraction_static=") == std::string::npos && line.find("mem-fraction-static") == std::string::npos) {
+    return std::nullopt;
+  }
+  static const RE2 re(R"((?:\bmem_fraction_static=|--mem-fraction-static(?:=| +| to ))((?:0?\.\d+|1(?:\.0+)?)\b))");
+  return card_share(re, line);
 }
 
 // vLLM's gpu_memory_utilization as its startup prints it: the args Namespace
@@ -600,11 +605,7 @@ std::optional<double> vllm_gpu_memory_utilization(const std::string& line) {
   }
   static const RE2 re(
       R"((?:\bgpu_memory_utilization['"]?\s*[=:]\s*|--gpu[-_]memory[-_]utilization(?:=|\s+))((?:0?\.\d+|1(?:\.0+)?)\b))");
-  auto g = regex_search(re, line);
-  if (!g) return std::nullopt;
-  auto v = parse_decimal<double>((*g)[1]);
-  if (!v || *v <= 0.0 || *v > 1.0) return std::nullopt;
-  return v;
+  return card_share(re, line);
 }
 
 }  // namespace
@@ -622,32 +623,19 @@ void LogScanner::State::add_notice(const std::string& line, uint64_t line_number
     }
     return;
   }
-  if (auto utilization = vllm_gpu_memory_utilization(line)) {
+  // A server's memory share as the log states it, each new value once (a restarted server,
+  // SGLang's own reduction after the command line's): the diagnosis takes the last one before the error.
+  auto add_setting = [&](const char* kind, double value) {
     for (auto it = result.notices.rbegin(); it != result.notices.rend(); ++it) {
-      if (it->kind == "vllm_gpu_memory_utilization" && it->rank == rank) {
-        if (it->value == utilization) return;
+      if (it->kind == kind && it->rank == rank) {
+        if (it->value == value) return;
         break;
       }
     }
-    if (result.notices.size() < kMaxNotices) {
-      result.notices.push_back({line_number, rank, "vllm_gpu_memory_utilization", utilization});
-    }
-    return;
-  }
-  if (auto fraction = sglang_mem_fraction_static(line)) {
-    // Each new value (a restarted server, SGLang's own reduction after the command line's): the
-    // diagnosis takes the last one before the error.
-    for (auto it = result.notices.rbegin(); it != result.notices.rend(); ++it) {
-      if (it->kind == "sglang_mem_fraction_static" && it->rank == rank) {
-        if (it->value == fraction) return;
-        break;
-      }
-    }
-    if (result.notices.size() < kMaxNotices) {
-      result.notices.push_back({line_number, rank, "sglang_mem_fraction_static", fraction});
-    }
-    return;
-  }
+    if (result.notices.size() < kMaxNotices) result.notices.push_back({line_number, rank, kind, value});
+  };
+  if (auto utilization = vllm_gpu_memory_utilization(line)) return add_setting("vllm_gpu_memory_utilization", *utilization);
+  if (auto fraction = sglang_mem_fraction_static(line)) return add_setting("sglang_mem_fraction_static", *fraction);
   // transformers warns when flash attention gets fp32 states "because of upcasted embedding or
   // layer norm layers": "The input hidden states seems to be silently casted in float32" (until
   // 2024), "Casting fp32 inputs back to torch.bfloat16 for flash-attn compatibility." (since,
