@@ -74,7 +74,7 @@ struct Plan {
   uint64_t num_gpus = 1, tp = 1, pp = 1, cp = 1, dp = 1;
   bool offload_optimizer = false, offload_params = false, offload_activations = false;
   LoraSettings lora;
-  LoraSettings lora_linear;     // lora as it applies to linear_layers() (lora_targets_for_model)
+  bool router_is_gate = false;  // a "gate" LoRA target names the MoE router (router_is_linear_gate)
   bool use_lora = false;
   uint64_t batch = 1, prompt = 0, new_tokens = 0;
   double kv_bytes = 2;
@@ -486,14 +486,14 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // LoRA_QKV when q, k and v are all adapted and have no bias, LoRA_W when o is, LoRA_MLP when
   // gate, up and down all are. They dequantize 4-bit weights themselves (fast_dequantize), so
   // bitsandbytes' matmul keeps nothing there; other groups run PEFT's layers.
-  p.lora_linear = lora_targets_for_model(m, p.lora);
+  p.router_is_gate = router_is_linear_gate(m);
   if (p.kernels == "unsloth" && p.training && p.use_lora && p.lora.dropout == 0) {
     bool qkv = !m.qkv_bias, o = !m.attn_out_bias, mlp = m.gated_mlp && !m.mlp_bias;
     bool any_o = false, any_mlp = false;
     for (const LinearShape& l : linear_layers(m)) {
       if (l.expert) continue;
       const std::string group = input_group(l);
-      const bool adapted = lora_matches(l, p.lora_linear);
+      const bool adapted = lora_matches(l, p.lora, p.router_is_gate);
       if (group == "attn") qkv = qkv && adapted;
       if (group == "o") { o = o && adapted; any_o = true; }
       if (group == "mlp" || group == "down") { mlp = mlp && adapted; any_mlp = true; }
@@ -508,7 +508,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
 
 // ---- which Linear layers train ----------------------------------------------------------
 
-bool lora_targets(const Plan& p, const LinearShape& l) { return p.use_lora && lora_matches(l, p.lora_linear); }
+bool lora_targets(const Plan& p, const LinearShape& l) { return p.use_lora && lora_matches(l, p.lora, p.router_is_gate); }
 
 // ---- activation formulas -------------------------------------------------------------------
 

@@ -256,43 +256,45 @@ std::set<std::string> roles_for_target(const std::string& target) {
   return it == kAliases.end() ? std::set<std::string>{} : it->second;
 }
 
+bool ends_with_component(std::string_view text, std::string_view tail) {
+  return text.size() > tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0 &&
+         text[text.size() - tail.size() - 1] == '.';
+}
+
+// PEFT's rule for one module name: the name equals the target or ends with "." + target. `name`
+// is the module's path inside its block (BERT's "intermediate.dense"), so "dense" names every
+// Linear called dense, and "intermediate.dense" only that one. A longer target ending in the name
+// must have, before it, where that module lives: a layer index or the block's attention/MLP
+// container ("attention.output.dense" is the attention's dense, not the MLP's "output.dense").
+bool target_names(std::string_view target, std::string_view name, bool attention) {
+  if (target == name || ends_with_component(name, target)) return true;
+  if (!ends_with_component(target, name)) return false;
+  const std::string_view rest = target.substr(0, target.size() - name.size() - 1);
+  const size_t dot = rest.rfind('.');
+  const std::string_view parent = dot == std::string_view::npos ? rest : rest.substr(dot + 1);
+  static const std::set<std::string_view> kAttention = {"self_attn", "attn", "attention", "self_attention",
+                                                        "self", "output", "SelfAttention", "EncDecAttention"};
+  static const std::set<std::string_view> kMlp = {"mlp", "feed_forward", "ffn", "DenseReluDense", "block_sparse_moe",
+                                                  "experts"};
+  const bool numeric = !parent.empty() && std::all_of(parent.begin(), parent.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return numeric || (attention ? kAttention.count(parent) : kMlp.count(parent));
+}
+
+bool names_router(std::string_view target) { return target == "gate" || target.ends_with(".gate"); }
+
 }  // namespace
 
-bool lora_matches(const LinearShape& l, const LoraSettings& lora) {
+bool lora_matches(const LinearShape& l, const LoraSettings& lora, bool router_is_gate) {
   if (!l.nn_linear) return false;  // PEFT's LoRA layers wrap nn.Linear modules only
   if (lora.all_linear) return true;
   if (lora.target_modules.empty()) return l.role == "q" || l.role == "v" || l.role == "qkv";
-  auto ends_with_component = [](std::string_view text, std::string_view tail) {
-    return text.size() > tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0 &&
-           text[text.size() - tail.size() - 1] == '.';
-  };
-  const bool attention_role = l.role == "q" || l.role == "k" || l.role == "v" || l.role == "qkv" || l.role == "o";
+  const bool attention = l.role == "q" || l.role == "k" || l.role == "v" || l.role == "qkv" || l.role == "o";
   // oomdoc names a shared expert "shared_expert.*" (Qwen2-MoE's module); DeepSeek's is "shared_experts.*".
-  std::vector<std::string> names{l.name};
-  if (l.name.rfind("shared_expert.", 0) == 0) names.push_back("shared_experts." + l.name.substr(14));
+  const std::string plural = l.name.rfind("shared_expert.", 0) == 0 ? "shared_experts." + l.name.substr(14) : "";
   for (const auto& t : lora.target_modules) {
-    for (size_t n = 1; n < names.size(); ++n) {
-      if (t == names[n] || ends_with_component(names[n], t) || ends_with_component(t, names[n])) return true;
-    }
-    // PEFT: a module matches when its name equals the target or ends with "." + target. l.name is
-    // the module's path inside its block (BERT's "intermediate.dense"), so "dense" names every
-    // Linear called dense, and "intermediate.dense" only that one.
-    if (t == l.name || ends_with_component(l.name, t)) return true;
-    // A longer path ending in the module's: the component before it must be where that module
-    // lives ("attention.output.dense" is the attention's dense, not the MLP's "output.dense";
-    // "model.layers.0.self_attn.q_proj"); a layer index or the block's own attention/MLP container.
-    if (ends_with_component(t, l.name)) {
-      std::string_view rest(t.data(), t.size() - l.name.size() - 1);
-      const size_t dot = rest.rfind('.');
-      const std::string_view parent = dot == std::string_view::npos ? rest : rest.substr(dot + 1);
-      static const std::set<std::string_view> kAttention = {"self_attn", "attn", "attention", "self_attention",
-                                                            "self", "output", "SelfAttention", "EncDecAttention"};
-      static const std::set<std::string_view> kMlp = {"mlp", "feed_forward", "ffn", "DenseReluDense",
-                                                      "block_sparse_moe", "experts"};
-      const bool numeric = !parent.empty() && std::all_of(parent.begin(), parent.end(),
-                                                          [](char c) { return c >= '0' && c <= '9'; });
-      if (numeric || (attention_role ? kAttention.count(parent) : kMlp.count(parent))) return true;
-    }
+    if (target_names(t, l.name, attention) || (!plural.empty() && target_names(t, plural, attention))) return true;
+    // A router called "gate" is what PEFT's "gate" names there, not the experts' gate projections.
+    if (router_is_gate && names_router(t)) continue;
     if (roles_for_target(t).count(l.role)) return true;
   }
   return false;
@@ -313,25 +315,16 @@ bool names_module(std::string_view target, std::initializer_list<std::string_vie
 bool router_is_linear_gate(const ModelSpec& m) {
   return m.num_experts && is_one_of(m.model_type, {"mixtral", "qwen2_moe", "qwen3_moe"});
 }
-bool names_router(std::string_view target) { return target == "gate" || target.ends_with(".gate"); }
 
-LoraSettings lora_targets_for_model(const ModelSpec& m, const LoraSettings& lora) {
-  if (!router_is_linear_gate(m)) return lora;
-  LoraSettings out = lora;
-  std::erase_if(out.target_modules, [](const std::string& t) { return names_router(t); });
-  if (out.target_modules.empty() && !lora.target_modules.empty()) out.target_modules.push_back("(router only)");
-  return out;
-}
-
-uint64_t lora_parameter_count(const ModelSpec& m, const LoraSettings& given) {
-  const LoraSettings lora = lora_targets_for_model(m, given);
+uint64_t lora_parameter_count(const ModelSpec& m, const LoraSettings& lora) {
   uint64_t total = 0;
-  if (router_is_linear_gate(m) && std::any_of(given.target_modules.begin(), given.target_modules.end(),
-                                              [](const std::string& t) { return names_router(t); })) {
-    total += given.r * (m.hidden_size + m.num_experts) * moe_layer_count(m);
+  const bool router_is_gate = router_is_linear_gate(m);
+  if (router_is_gate && !lora.all_linear &&
+      std::any_of(lora.target_modules.begin(), lora.target_modules.end(), [](const std::string& t) { return names_router(t); })) {
+    total += lora.r * (m.hidden_size + m.num_experts) * moe_layer_count(m);
   }
   for (const LinearShape& l : linear_layers(m)) {
-    if (lora_matches(l, lora)) total += lora.r * (l.in_features + l.out_features) * l.copies * l.layers;
+    if (lora_matches(l, lora, router_is_gate)) total += lora.r * (l.in_features + l.out_features) * l.copies * l.layers;
   }
   const uint64_t emb_dim = m.embedding_dim ? m.embedding_dim : m.hidden_size;
   bool head = false, embeddings = false;

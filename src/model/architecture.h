@@ -81,14 +81,13 @@ uint64_t norm_params(const ModelSpec& model, uint64_t width);
 // Whether LoRA settings target a Linear: by its module name (or a dotted path ending in it), by
 // the framework names of its role (query/value in LitGPT, output_proj/w1 in torchtune, q/o in
 // Unsloth), or every Linear for all_linear. No targets means PEFT's default: q and v.
-bool lora_matches(const LinearShape& linear, const LoraSettings& lora);
+// router_is_gate: the model's MoE router is an nn.Linear called "gate" (router_is_linear_gate), so a
+// "gate" target names it and not the experts' gate projections.
+bool lora_matches(const LinearShape& linear, const LoraSettings& lora, bool router_is_gate = false);
+bool router_is_linear_gate(const ModelSpec& model);
 
 // Trainable LoRA parameters: r * (in + out) per targeted Linear (per expert copy, per layer).
 uint64_t lora_parameter_count(const ModelSpec& model, const LoraSettings& lora);
-// The targets as they apply to this model's linear layers: a target naming an MoE router that is
-// an nn.Linear called "gate" (Mixtral, Qwen2/3-MoE) is the router's, counted apart, and does not
-// stand for the experts' gate projections.
-LoraSettings lora_targets_for_model(const ModelSpec& model, const LoraSettings& lora);
 
 // Why tensor parallelism of degree tp cannot split this model's attention, or an empty string
 // when it can. Every rank needs whole query heads, and whole key/value heads or (tp above the
