@@ -930,12 +930,6 @@ TEST(Estimator, ContradictionsAreErrors) {
   EXPECT_NE(none.error().message.find("matches no Linear layer"), std::string::npos);
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 TEST(Estimator, PreQuantizedCheckpointUsesItsTensorBytes) {
   ModelSpec gptq = find_preset("meta-llama/Llama-2-7b-hf")->value();
   gptq.quantization = "gptq";
@@ -955,12 +949,6 @@ TEST(Estimator, PreQuantizedCheckpointUsesItsTensorBytes) {
   for (const auto& a : e->assumptions) noted = noted || a == "weight_quantization: gptq4 (the checkpoint's format)";
   EXPECT_TRUE(noted);
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 TEST(Estimator, SlidingWindowAndLatentAttentionCaches) {
   // Gemma-2-9B: 21 of 42 layers slide over 4096 tokens; at 8192 tokens they hold half.
@@ -1041,7 +1029,6 @@ TEST(Estimator, DebertaV2DisentangledAttentionKeepsPositionTermsPerBlock) {
   ASSERT_TRUE(ec);
   EXPECT_EQ(saved_activations(ec) - saved_activations(e3), 60u * 845);
 }
-
 
 // ---- fused kernels (Liger, Unsloth) ----
 
@@ -1139,7 +1126,6 @@ TEST(Estimator, UnslothOnAnUnpatchedFamilyTakesNoneOfItsDefaults) {
   EXPECT_TRUE(assumed(*unsloth, "lora: r 16, alpha 32, the query and value projections (PEFT defaults)"));
 }
 
-
 TEST(Estimator, UnslothFusesOnlyTheGroupsItsLoraFunctionsCover) {
   // LoRA on q and v only: LoRA_QKV needs q, k and v adapted, LoRA_MLP gate, up and down, so the
   // projections run PEFT's layers (Unsloth's norms still apply): the same activations as Liger's
@@ -1186,12 +1172,6 @@ TEST(Estimator, UnslothKeepsQwen2sBiasedProjectionsOnPeft) {
   EXPECT_EQ(*component(*biased, "activations") - *component(*unbiased, "activations"),
             1024ull * qwen.num_layers * (3 * 4 * h - 2 * h));
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // ZeRO-Offload keeps the gradient partitions on the CPU: the GPU holds one reduce bucket of
 // hidden_size^2 elements (the Trainer's "auto" reduce_bucket_size) in 16 bits.
@@ -1472,12 +1452,6 @@ TEST(Estimator, UnslothDefaultsToFlashExceptInFp32) {
   EXPECT_TRUE(assumed(*e, "attention_impl: sdpa (not given; the transformers default)"));
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 // T5's decoder runs over the labels: the loss's logits scale with target_len, not with seq_len,
 // and a decoder-only model says it ignores the key.
 TEST(Estimator, EncoderDecoderLogitsFollowTheTargetLength) {
@@ -1507,12 +1481,6 @@ TEST(Estimator, EncoderDecoderLogitsFollowTheTargetLength) {
   EXPECT_TRUE(assumed(*with, "target_len: ignored (llama is not an encoder-decoder model"));
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 // PEFT modules_to_save: a trainable copy of the embeddings and the untied head, each with its
 // gradient and AdamW state in the model's dtype.
 TEST(EstimatorQa3, ModulesToSaveTrainWholeCopies) {
@@ -1535,12 +1503,6 @@ TEST(EstimatorQa3, ModulesToSaveTrainWholeCopies) {
   }));
   EXPECT_GE(saved->peak_allocated_bytes, plain->peak_allocated_bytes + n * 6);   // copies and states at least
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // Preference training: chosen and rejected in one batch; DPO's reference model for full tuning.
 TEST(EstimatorQa3, PreferenceObjectivesDoubleTheBatchAndKeepAReference) {
@@ -1570,12 +1532,6 @@ TEST(EstimatorQa3, PreferenceObjectivesDoubleTheBatchAndKeepAReference) {
   EXPECT_FALSE(component(*orpo, "reference_model").has_value());
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 TEST(EstimatorQa3, AMisspelledLoraTargetIsSaid) {
   Job job;
   job.task = "train_lora";
@@ -1590,12 +1546,6 @@ TEST(EstimatorQa3, AMisspelledLoraTargetIsSaid) {
                 "misspelled?)";
   }));
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // TRL's precompute_ref_log_probs keeps no reference model during training.
 TEST(EstimatorQa4, PrecomputedReferenceLogProbsKeepNoReference) {
@@ -1652,12 +1602,6 @@ TEST(EstimatorQa4, FullShardingShardsAdaptersAndSavedModules) {
   EXPECT_NEAR(static_cast<double>(*component(*four, "adapter_weights")),
               static_cast<double>(*component(*one, "adapter_weights")) / 4, 1.0);
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // TRL's RewardTrainer trains a sequence classifier: the untied LM head is replaced by a one-output
 // score head, and there are no vocabulary logits.
@@ -1722,12 +1666,6 @@ TEST(EstimatorQa4, SettingsThatDoNotApplyAreSaid) {
   ASSERT_FALSE(f->warnings.empty());
   EXPECT_EQ(f->warnings.back(), "lora.modules_to_save: applies to LoRA; ignored for train_full (every module trains already)");
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // An unquantized checkpoint's bytes stand for the weights only when it is stored as the job
 // loads it (16 bits): an fp32 file is cast to bf16 on load and takes half its size.

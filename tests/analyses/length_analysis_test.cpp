@@ -90,12 +90,6 @@ TEST(LengthAnalysis, WithoutPredictionStillGivesDistribution) {
   EXPECT_FALSE(a.cuts.back().needed_bytes.has_value());
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 // No cut above the model's context is offered (a longer sequence cannot run), and the examples
 // beyond it are counted.
 TEST(LengthAnalysisQa5, CutsStopAtTheModelsContext) {

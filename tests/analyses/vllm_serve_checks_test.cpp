@@ -242,12 +242,6 @@ TEST(VllmServeChecks, ParallelFixesCountTheDataParallelGpus) {
   EXPECT_EQ(tp->cost, "4 GPUs; without NVLink every layer's all-reduce crosses PCIe");
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 using serve_test::inputs;
 
 // Weights larger than the card: vLLM fails while loading, before its accounting, so none of its
@@ -296,12 +290,6 @@ TEST(VllmServeChecks, Gemma2Float32IsServedInBfloat16) {
                                   "not support float16. Reason: Numerical instability. Please use bfloat16 or float32 "
                                   "instead.\"");
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 ServeInputs on_gpu(const std::vector<std::string>& command, const std::string& gpu, const std::string& version = "") {
   ServeInputs in = inputs(command, 24 * kGiB, version);
@@ -403,12 +391,6 @@ TEST(VllmServeQa3, SamplerWarmUpAfterAnOutrightKvCache) {
       << p.error->message;
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 TEST(VllmServeQa3, AFlagAgainstTheQuantizationANameSaysIsRefusedAsAMismatch) {
   ServeInputs in = serve_test::inputs({"vllm", "serve", "llama-3.1-70b", "-tp", "2", "-q", "awq"}, 80 * kGiB);
   in.config.model = "neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8";
@@ -419,12 +401,6 @@ TEST(VllmServeQa3, AFlagAgainstTheQuantizationANameSaysIsRefusedAsAMismatch) {
             "(\"-fp8\"): vLLM refuses it: \"Quantization method specified in the model config (fp8) does not match the "
             "quantization method specified in the `quantization` argument (awq).\"");
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // With the KV cache sized outright, V1 skips the profile's report and logs what it reserved
 // (vllm/v1/worker/gpu_worker.py, its figures as format_gib prints them).
@@ -441,12 +417,6 @@ TEST(VllmServeQa4, KvCacheMemoryBytesLogsTheReservation) {
                       "gpu_memory_utilization config."),
             p.log_lines.end());
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // v0.8-v0.10 default to V1 but fall back to V0 for what V1 did not run yet (_is_v1_supported_oracle).
 TEST(VllmServeChecksQa5, V1FallsBackToV0WhereItCouldNotRunTheLaunch) {

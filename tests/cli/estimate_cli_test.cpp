@@ -243,12 +243,6 @@ TEST(EstimateCli, AMistypedConfigKeyIsOneLineNamingFileAndKey) {
   EXPECT_EQ(r.err, "oomdoc: " + folder + "/config.json: \"max_relative_positions\" must be an integer, got \"512\"\n");
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 TEST(EstimateCli, WarnsOnLengthsBeyondTheContextAndRefusesShapeFlagsWithAModel) {
   auto r = run_cli({"estimate", "llama-2-7b", "--task", "inference", "--prompt-len", "16384", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -441,12 +435,6 @@ TEST(EstimateCli, FlashAttentionInFp32IsRefused) {
                  "bf16 only; transformers refuses: \"Flash Attention 2.0 only supports torch.float16 and "
                  "torch.bfloat16 dtypes\"): use sdpa, or precision bf16_mixed");
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // A model's config.json saved under another name is still read as the model.
 TEST(EstimateCliQa5, AModelConfigUnderAnotherNameIsTheModel) {

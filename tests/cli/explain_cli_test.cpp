@@ -251,7 +251,6 @@ TEST(ExplainCli, BinaryFilesAreRefusedInOneLine) {
   EXPECT_EQ(rr.err, "oomdoc: " + random + ": binary file (mostly non-text bytes), not a text log\n");
 }
 
-
 TEST(ExplainCli, EmptyFileNameIsAnErrorNotStdin) {
   auto r = run_cli({"explain", ""}, kOom);
   EXPECT_EQ(r.exit_code, 2);
@@ -302,19 +301,12 @@ TEST(ExplainCli, HostMemoryErrorSaysItIsNotTheGpu) {
   EXPECT_NE(r.out.find("<stdin>:1  PyTorch out of memory on the host (CPU RAM, not the GPU)\n"), std::string::npos) << r.out;
 }
 
-
 TEST(ExplainCli, RayDeduplicatedLineSaysHowManyPrints) {
   auto r = run_cli({"explain", "-"}, "(RayWorkerWrapper pid=77, ip=10.0.0.1) RuntimeError: CUDA out of memory. Tried to "
                                      "allocate 2.00 GiB [repeated 7x across cluster]\n");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("  (printed 7 times, line 1)\n"), std::string::npos) << r.out;
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // A vLLM worker OOM: the utilization the server ran with comes from its args dump or command
 // line, so the fix lowers that value instead of nudging a default the user did not use.
@@ -336,12 +328,6 @@ TEST(ExplainCliQa5, VllmUtilizationComesFromTheLaunch) {
     EXPECT_EQ(r.out.find("--gpu-memory-utilization 0.87"), std::string::npos) << r.out;
   }
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // An evaluate() decorated with @torch.no_grad(): its decorate_context frame is evidence that
 // autograd was off, so no "evaluation recorded gradients".
@@ -365,12 +351,6 @@ TEST(ExplainCliQa5, ADecoratedEvaluationRecordsNoGradients) {
   EXPECT_EQ(r.out.find("evaluation_with_grad"), std::string::npos) << r.out;
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 // A log written in a legacy Windows code page (cp1251 Russian around an ASCII OOM) is text: high
 // bytes that are not UTF-8 but no control bytes, and lines. Random bytes stay binary.
 TEST(ExplainCliQa5, LegacyCodePageLogsAreText) {
@@ -392,12 +372,6 @@ TEST(ExplainCliQa5, LegacyCodePageLogsAreText) {
   EXPECT_EQ(binary.exit_code, 2);
   EXPECT_NE(binary.err.find("binary file (mostly non-text bytes)"), std::string::npos) << binary.err;
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // Slurm's and Kubernetes' own OOM reports are host-memory kills at the job's limit.
 TEST(ExplainCliQa5, ClusterOomReportsAreHostMemoryKills) {
@@ -432,12 +406,6 @@ TEST(ExplainCliQa5, ClusterOomReportsAreHostMemoryKills) {
   EXPECT_EQ(prose.exit_code, 1) << prose.out;
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 // torchrun killing the other workers after rank 0's CUDA OOM ("Sending process 1235 closing signal
 // SIGKILL") is teardown: its "Signal 9 (SIGKILL) received by PID 1235" is no host-memory kill.
 TEST(ExplainCliQa5, TheLaunchersOwnKillIsTeardown) {
@@ -462,12 +430,6 @@ TEST(ExplainCliQa5, TheLaunchersOwnKillIsTeardown) {
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
   EXPECT_EQ(nlohmann::json::parse(alone.out)["events"][0]["format"], "process_killed");
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // TensorFlow's BFC warning, its allocator dump (hundreds of lines) with the totals at its end, and
 // the op's OOM error are one failure; the totals say how full the pool was.

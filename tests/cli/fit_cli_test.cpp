@@ -78,12 +78,6 @@ TEST(FitCli, BadLengthsAndPricesFiles) {
                    "/nonexistent/prices.csv");
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 using testing::fixture_path;
 using testing::run_cli;
 
@@ -240,12 +234,6 @@ TEST(FitCli, DeepSpeedPathThatIsNotAConfig) {
   EXPECT_EQ(r.err, "oomdoc: " + (dir / "ds.json").string() + ": not a DeepSpeed config (expected an object)\n");
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 // fit's own needed figure, and its device total as estimate defines it (reclaimable cache included).
 uint64_t fit_needed(const testing::CommandResult& r) {
   EXPECT_NE(r.exit_code, 2) << r.err;  // fit exits 1 when the job does not fit
@@ -279,12 +267,6 @@ TEST(JobFromFileAndFlags, EstimateAndFitMergeLoraKeyByKey) {
   EXPECT_NE(needed(run_cli({"estimate", "--job", file, "--json"})), expected);
   std::filesystem::remove(merged);
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // Generation on a card too small: the plan tries the inference levers (an 8-bit KV cache, the
 // model split over GPUs the user has, 8-/4-bit weights) before hardware, and the free advice is
@@ -364,12 +346,6 @@ TEST(FitCli, MissingConfigAndBrokenJsonAreNamed) {
   std::filesystem::remove(broken);
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 // A job read from an Axolotl config is advised in Axolotl's keys.
 TEST(FitCli, AxolotlConfigGetsAxolotlKeys) {
   const auto path = std::filesystem::temp_directory_path() / "oomdoc_axolotl_keys.yml";
@@ -389,12 +365,6 @@ TEST(FitCli, AxolotlConfigGetsAxolotlKeys) {
   EXPECT_THAT(text.out, ::testing::HasSubstr("set:  Axolotl YAML: micro_batch_size: 1; gradient_accumulation_steps: 8"));
   std::filesystem::remove(path);
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // Round 2: host RAM of an offload that also shards counts each rank's shard; the DeepSpeed JSON
 // for a YAML config is JSON (true); --tp without --gpus runs on tp GPUs; --max-seq stops at the
@@ -696,12 +666,6 @@ TEST(FitCli, NoPromptFitsWhenTheNewTokensFillTheContext) {
   auto doc = nlohmann::json::parse(j.out);
   EXPECT_TRUE(doc["max_seq_len"].is_null());
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // A job that fits in memory but cannot start (a sequence past GPT-2's 1024 learned positions) is
 // not reported as fitting: exit 1, "runs": false, and the reason in the verdict.

@@ -263,12 +263,6 @@ TEST(ServeCli, ShortGpuNameSaysWhichSizeItRead) {
                    "A100 PCIe 40GB (give the size, e.g. --gpu 'A100 SXM4 40GB')\n");
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 // Speculative decoding end to end (sizes in tests/analyses/vllm_speculative_test.cpp).
 TEST(ServeCliSpeculative, DraftModelIsSizedAndInTheJson) {
   auto r = testing::run_cli({"serve", "--gpu", "h100", "--json", "--", "vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct",
@@ -314,12 +308,6 @@ TEST(ServeCliSpeculative, EagleHeadWithoutItsConfigIsSizedFromTheTarget) {
   EXPECT_EQ(doc["speculative"]["draft_weights_bytes"], 503324672u);
   EXPECT_EQ(doc["speculative"]["shares_lm_head"], true);
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 TEST(ServeCliQa5, FixesForAnLlmCallAreItsKeywordArguments) {
   auto r = testing::run_cli({"serve", "--gpu", "a10g", "--",

@@ -165,12 +165,6 @@ TEST(Architecture, TensorParallelProblem) {
   EXPECT_NE(tensor_parallel_problem(m, 2), "");
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 // PEFT wraps a named output head as a Linear and named embeddings as lora.Embedding; all-linear
 // leaves the head out, and a named head adds to it (Axolotl's lora_target_linear + lm_head).
 TEST(ArchitectureQa4, LoraOnTheHeadAndTheEmbeddings) {
@@ -186,12 +180,6 @@ TEST(ArchitectureQa4, LoraOnTheHeadAndTheEmbeddings) {
   embeddings.target_modules = {"model.embed_tokens"};
   EXPECT_EQ(lora_parameter_count(llama, embeddings), 8u * (128256 + 4096));
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // PEFT's rule: a module matches when its name equals the target or ends with "." + target.
 // BERT has three Linears called dense: attention.output.dense, intermediate.dense, output.dense.

@@ -202,12 +202,6 @@ TEST(JobFile, OverlayTakesOnlyTheSetKeys) {
   EXPECT_EQ(job_to_json(empty), job_to_json(*full));
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 // "all_linear" among names: every linear layer and the others named (the output head), written
 // back the same way.
 TEST(JobFileQa4, AllLinearWithNamedModules) {

@@ -432,24 +432,12 @@ TEST(ModelConfig, EveryListedModelTypeIsKnown) {
   EXPECT_GE(supported_model_types().size(), 29u);
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 TEST(ModelConfig, ImplausibleSizesAreErrorsNotWrappedCounts) {
   auto m = parse_model_config(R"({"model_type": "llama", "vocab_size": 100, "hidden_size": 4294967296,
     "num_hidden_layers": 1, "num_attention_heads": 1, "intermediate_size": 1})", "config.json");
   ASSERT_FALSE(m);
   EXPECT_EQ(m.error().message, "config.json: hidden_size 4294967296 is implausibly large (limit 262144)");
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // A small DeBERTa-v2 with one key replaced: every key is read with its type checked.
 Result<ModelSpec> deberta_with(const std::string& key_and_value) {
@@ -518,12 +506,6 @@ TEST(ModelConfig, QuantizationConfigKeysAreTypeChecked) {
   ASSERT_FALSE(not_object);
   EXPECT_EQ(not_object.error().message, R"(config.json: "quantization_config" must be an object, got string)");
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // A reward model saved as LlamaForSequenceClassification (Skywork-Reward-Llama-3.1-8B's config
 // shape): the score Linear of hidden x len(id2label) replaces the LM head.

@@ -411,12 +411,6 @@ TEST(TrainingConfig, GradientCheckpointingOffloadMovesActivationsToHost) {
   EXPECT_THAT(config->job.offload, ElementsAre("activations"));
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 TEST(TrainingConfigHostile, DeepNestingBinaryAndHugeNumbersAreErrors) {
   std::string deep = "base_model: x\nfoo: " + std::string(100000, '[') + std::string(100000, ']') + "\n";
   auto nested = parse_training_config(deep, "deep.yml");
@@ -490,7 +484,6 @@ TEST(TrainingConfig, DeepSpeedFileThatIsNotAConfigIsAnError) {
   EXPECT_EQ(missing->job.parallelism, "zero2");
   EXPECT_THAT(missing->warnings, Contains(HasSubstr("'zero2_missing.json' was not found")));
 }
-
 
 // LoRA is on only where the framework turns it on: Axolotl with `adapter`, a TrainingArguments /
 // TRL config with use_peft, LLaMA-Factory by default (finetuning_type "lora").
@@ -585,12 +578,6 @@ TEST(TrainingConfig, AxolotlAttentionBackendKeys) {
   }
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 // PEFT's modules_to_save under every framework's name for it.
 TEST(TrainingConfigQa3, ModulesToSaveAreRead) {
   auto axolotl = parse_training_config("base_model: x\nadapter: lora\nbf16: auto\nlora_modules_to_save:\n  - embed_tokens\n"
@@ -604,12 +591,6 @@ TEST(TrainingConfigQa3, ModulesToSaveAreRead) {
   ASSERT_TRUE(factory->job.lora.has_value());
   EXPECT_EQ(factory->job.lora->modules_to_save, (std::vector<std::string>{"embed_tokens", "lm_head"}));
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 TEST(TrainingConfigQa3, PreferenceStagesAreRead) {
   auto objective_of = [](const std::string& text, const std::string& name) -> std::string {
@@ -625,12 +606,6 @@ TEST(TrainingConfigQa3, PreferenceStagesAreRead) {
   EXPECT_EQ(objective_of("model_name_or_path: x\nper_device_train_batch_size: 2\nbeta: 0.1\nprecompute_ref_log_probs: false\n",
                          "dpo.yaml"), "dpo");
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 TEST(TrainingConfigQa3, AKeyGivenTwiceKeepsTheLastAndSaysSo) {
   auto c = parse_training_config("base_model: x\nadapter: lora\nbf16: auto\nmicro_batch_size: 2\nmicro_batch_size: 8\n",
@@ -651,12 +626,6 @@ TEST(TrainingConfigQa3, AKeyGivenTwiceKeepsTheLastAndSaysSo) {
                                  "the last value is used, as Python's json module does");
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 TEST(TrainingConfigQa3, Bf16AutoFallsBackToFp16WithoutBf16) {
   auto c = parse_training_config("base_model: x\nadapter: lora\nbf16: auto\n", "axolotl.yml");
   ASSERT_TRUE(c.ok());
@@ -674,12 +643,6 @@ TEST(TrainingConfigQa3, Bf16AutoFallsBackToFp16WithoutBf16) {
   Job kept = explicit_bf16->job;
   EXPECT_FALSE(fp16_where_no_bf16(*explicit_bf16, kept, false, "T4").has_value());
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // Only the last occurrence of a repeated key takes effect: the first value's side effects
 // (rl's objective, adapter's task) do not persist.
@@ -726,12 +689,6 @@ TEST(TrainingConfigQa4, AxolotlLoadsAnEightBitBaseInFp16) {
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(plain->job.precision, "fp32");
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // Axolotl's lora_target_linear adds every linear layer to lora_target_modules, in either order.
 TEST(TrainingConfigQa4, AxolotlTargetLinearIsAUnionWithTheNamedModules) {

@@ -203,12 +203,6 @@ TEST(VllmArgs, DockerImageTag) {
   EXPECT_FALSE(tag("vllm/vllm-openai").has_value());
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 // SpeculativeConfig's fields (vllm/config/speculative.py) and the older flags.
 TEST(VllmArgsSpeculative, ReadsTheDraftModelItsParallelismAndFormat) {
   auto config = parse_vllm_command_line(

@@ -125,12 +125,6 @@ TEST(WrappedMessage, JoiningStopsAtABlankLineAndAtATraceback) {
   EXPECT_EQ(traceback.events[0].quantity("total"), nullptr);
 }
 
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
-
 // Collectors and logging formatters put a timestamp (and a level) before every line of a wrapped
 // message: each is taken off, and the message reads as printed.
 TEST(WrappedMessage, TimestampedLinesReadAsOneMessage) {
@@ -154,12 +148,6 @@ TEST(WrappedMessage, TimestampedLinesReadAsOneMessage) {
   EXPECT_EQ(clean_line("2024-05-01 the run").text, "2024-05-01 the run");
   EXPECT_EQ(clean_line("2024-05-01T10:00:00").text, "2024-05-01T10:00:00");
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // Launcher labels in front of every line: Slurm's `srun --label` ("0: ", " 3: ") and Open MPI's
 // `--tag-output` ("[1,3]<stderr>:") give the rank, as "[rank3]:" does.
@@ -195,12 +183,6 @@ TEST(LogLineQa5, SrunAndOpenMpiLabelsGiveTheRank) {
   ASSERT_TRUE(r.events[1].traceback.has_value());
   EXPECT_EQ(r.events[1].traceback->operation, "backward");
 }
-
-}  // namespace
-}  // namespace oomdoc
-
-namespace oomdoc {
-namespace {
 
 // `fold -w N` (or a terminal's columns) cuts mid-word: "ha" / "s a total". At any width the first
 // line does not hide the trigger, the figures are all read; a line cut inside "Tried to allocate"
