@@ -1210,6 +1210,8 @@ struct Search {
   FitPlan to_plan(const std::vector<Applied>& applied) const {
     FitPlan plan;
     Job j = original;
+    std::optional<uint64_t> needed_before;
+    if (auto p = predict(est, model, original)) needed_before = p->needed_bytes;
     for (const auto& a : applied) {
       Job before = j;
       a.candidate.apply(j);
@@ -1224,6 +1226,10 @@ struct Search {
         }
       }
       change.predicted = predict(est, model, j);
+      if (change.predicted) {
+        change.saves_nothing_here = needed_before && change.predicted->needed_bytes >= *needed_before;
+        needed_before = change.predicted->needed_bytes;
+      }
       if (change.id.rfind("offload", 0) == 0) change.host_ram_bytes = offload_host_bytes(est, model, before, j);
       plan.changes.push_back(std::move(change));
     }

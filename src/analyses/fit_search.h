@@ -80,6 +80,9 @@ struct FitChange {
   std::vector<FitSetting> settings;
   bool advice_only = false;                  // changes nothing in the prediction
   std::optional<PredictedTotals> predicted;  // the job with this change (and those before it)
+  // In a plan: no lower than the job before it, since the peak is at another moment until a later
+  // change moves it (checkpointing while the optimizer step peaks); the plan needs it all the same.
+  bool saves_nothing_here = false;
   std::optional<uint64_t> host_ram_bytes;    // offload: host memory it needs
 };
 

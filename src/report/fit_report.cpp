@@ -104,6 +104,7 @@ Json change_json(const FitChange& c, uint64_t num_gpus) {
   }
   j["host_ram_bytes"] = json_bytes(c.host_ram_bytes);
   j["host_ram_total_bytes"] = c.host_ram_bytes ? Json(*c.host_ram_bytes * num_gpus) : Json(nullptr);
+  j["saves_nothing_here"] = c.saves_nothing_here;
   return j;
 }
 
@@ -304,21 +305,16 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
                      p.fits_target ? ", under the target"
                                    : style.yellow(", fits the budget but NOT the target")));
     int n = 1;
-    uint64_t before = r.needed_bytes;
     for (const auto& c : p.changes) {
       line(fmt::format("  {}. {}", n++, c.title));
       line(fmt::format("     cost: {}", c.cost));
       for (const auto& s : settings_lines(c.settings)) line("     set:  " + style.cyan(s));
       if (c.predicted) {
-        // A change that lowers another moment than the peak saves nothing yet; the search kept it
-        // because the final combination does not fit without it.
-        const bool unchanged = c.predicted->needed_bytes >= before;
         line(fmt::format("     then: {} needed ({}){}", format_predicted_bytes(c.predicted->needed_bytes),
                          inner(c.predicted->peak_reserved_bytes, c.predicted->peak_allocated_bytes),
-                         unchanged ? "; no saving yet, as the peak is at another moment: the changes after it "
-                                     "need it"
-                                   : ""));
-        before = c.predicted->needed_bytes;
+                         c.saves_nothing_here ? "; no saving yet, as the peak is at another moment: the changes after "
+                                                "it need it"
+                                              : ""));
       }
       if (c.host_ram_bytes) {
         line(fmt::format("     host RAM: about {} (what leaves the GPU, x{:.1f} as DeepSpeed "

@@ -676,6 +676,13 @@ TEST(FitCliQa5, AChangeThatSavesNothingYetIsSaidSo) {
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.out.find("; no saving yet, as the peak is at another moment: the changes after it need it"),
             std::string::npos) << r.out;
+  auto j = testing::run_cli({"fit", "llama-2-7b", "--task", "train_full", "--gpu", "4090", "--json"}, "",
+                            testing::kNoModelCache);
+  const auto plan = nlohmann::json::parse(j.out)["plan"]["changes"];
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan[0]["id"], "gradient_checkpointing");
+  EXPECT_EQ(plan[0]["saves_nothing_here"], true);
+  EXPECT_EQ(plan[1]["saves_nothing_here"], false);
 }
 
 TEST(FitCliQa5, FitsInMemoryButWillNotRun) {
