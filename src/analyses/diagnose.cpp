@@ -969,6 +969,48 @@ ClimbFinding find_climbing(const std::vector<OomEvent>& events, const std::vecto
   return f;
 }
 
+// Whether a TensorFlow graph node creates a variable or an optimizer slot: an initializer
+// ("dense/kernel/Initializer/random_uniform"), a variable op, or Keras 2's slot zeros
+// ("training/Adam/zeros_12").
+bool names_tf_variable(std::string_view node) {
+  const std::string n = to_lower(node);
+  if (contains(n, "initializer") || contains(n, "variable") || contains(n, "varhandle")) return true;
+  if (!contains(n, "/zeros")) return false;
+  for (std::string_view optimizer : {"adam", "rmsprop", "momentum", "adagrad", "sgd"}) {
+    if (contains(n, optimizer)) return true;
+  }
+  return false;
+}
+
+// A TensorFlow activation that did not fit: what halving the shape's first dimension (usually the
+// batch) gives, the allocator hint and a 16-bit compute policy.
+void add_tf_activation_fixes(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) {
+  // With the shape printed, say what halving its first dimension (usually the batch) gives.
+  // Without a shape (BFC's own line), nothing about dimensions can be said.
+  std::string batch_detail = e.field("shape") ? "The first dimension of the shape is usually the batch."
+                                              : "Smaller batches or inputs need smaller tensors.";
+  if (const FieldValue* shape = e.field("shape"); shape && std::holds_alternative<std::vector<int64_t>>(*shape)) {
+    const auto& dims = std::get<std::vector<int64_t>>(*shape);
+    if (!dims.empty() && dims[0] >= 2) {
+      // The request is the product of the shape and the dtype size, so it divides by dims[0].
+      const int64_t half = dims[0] / 2;
+      // A 2-D activation is usually (batch x sequence, features): tokens, not sequences.
+      batch_detail = fmt::format("The first dimension ({}) is usually the batch{}: at {} this tensor takes {}.", dims[0],
+                                 dims.size() == 2 ? " (or batch x sequence length)" : "", half,
+                                 m.requested ? fmt::format("{} instead of {}",
+                                                           format_bytes(*m.requested / static_cast<uint64_t>(dims[0]) *
+                                                                        static_cast<uint64_t>(half)),
+                                                           format_bytes(*m.requested))
+                                             : std::string("about half the memory"));
+    }
+  }
+  d.fixes.push_back(make_fix("smaller_input", batch_detail));
+  if (e.field("hint")) d.fixes.push_back(make_fix("tf_async_allocator", "TensorFlow suggests it against BFC fragmentation."));
+  d.fixes.push_back(make_fix("mixed_precision", "A 16-bit compute policy halves activations.",
+                             "tf.keras.mixed_precision.set_global_policy('mixed_bfloat16')  # 'mixed_float16' on GPUs "
+                             "before Ampere (Keras adds loss scaling)"));
+}
+
 Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   Diagnosis d;
   const MemoryBreakdown m = breakdown(e);
@@ -1142,28 +1184,21 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     } else if (m.requested) {
       d.evidence.push_back(fmt::format("The allocator could not provide {}.", format_bytes(*m.requested)));
     }
-    // With the shape printed, say what halving its first dimension (usually the batch) gives.
-    // Without a shape (BFC's own line), nothing about dimensions can be said.
-    std::string batch_detail = e.field("shape") ? "The first dimension of the shape is usually the batch."
-                                                : "Smaller batches or inputs need smaller tensors.";
-    if (const FieldValue* shape = e.field("shape"); shape && std::holds_alternative<std::vector<int64_t>>(*shape)) {
-      const auto& dims = std::get<std::vector<int64_t>>(*shape);
-      if (!dims.empty() && dims[0] >= 2) {
-        // The request is the product of the shape and the dtype size, so it divides by dims[0].
-        const int64_t half = dims[0] / 2;
-        batch_detail = fmt::format("The first dimension ({}) is usually the batch: at {} this tensor takes {}.", dims[0], half,
-                                   m.requested ? fmt::format("{} instead of {}",
-                                                             format_bytes(*m.requested / static_cast<uint64_t>(dims[0]) *
-                                                                          static_cast<uint64_t>(half)),
-                                                             format_bytes(*m.requested))
-                                               : std::string("about half the memory"));
-      }
+    // A variable's initializer or an optimizer slot (graph-mode node names, Keras' "training/Adam/
+    // zeros"): the weights and their optimizer state do not fit, whatever the batch. Keras'
+    // mixed-precision policy keeps variables in float32, so it does not help here either.
+    const auto op = e.string_field("op");
+    if (op && e.format == "tf_oom_tensor" && names_tf_variable(*op)) {
+      d.evidence.push_back(fmt::format("The tensor is a model variable or optimizer slot being created (node {}): the model's "
+                                       "weights and optimizer state do not fit, whatever the batch.", *op));
+      d.fixes.push_back(make_fix("end_other_processes", "TensorFlow reserves most of the card at startup: a second process "
+                                                        "or session on it leaves too little for the variables."));
+      d.fixes.push_back(make_fix("shard_model", "Spread the variables over several GPUs instead of a full copy on each, or "
+                                                "train a smaller model.",
+                                 "tf.distribute.experimental.ParameterServerStrategy(...)  # or DTensor layouts"));
+    } else {
+      add_tf_activation_fixes(d, e, m);
     }
-    d.fixes.push_back(make_fix("smaller_input", batch_detail));
-    if (e.field("hint")) d.fixes.push_back(make_fix("tf_async_allocator", "TensorFlow suggests it against BFC fragmentation."));
-    d.fixes.push_back(make_fix("mixed_precision", "A 16-bit compute policy halves activations.",
-                               "tf.keras.mixed_precision.set_global_policy('mixed_bfloat16')  # 'mixed_float16' on GPUs "
-                               "before Ampere (Keras adds loss scaling)"));
   } else if (e.format == "xla_tpu_hbm_compile") {
     // The compiled program's buffers do not fit the chip's HBM: known before any step runs.
     d.cause = "capacity_exhausted";

@@ -208,8 +208,8 @@ TEST(DiagnoseHardening, TensorFlowBfcWarningAndTensorErrorAreOneEvent) {
   EXPECT_EQ(e.int_field("allocator_warning_line"), 1);
   EXPECT_EQ(e.repeats, 2u);
   const Diagnosis& d = r.events[0].diagnosis;
-  EXPECT_EQ(d.fixes[0].detail, "The first dimension (32768) is usually the batch: at 16384 this tensor takes 768.00 MiB "
-                               "instead of 1.50 GiB.");
+  EXPECT_EQ(d.fixes[0].detail, "The first dimension (32768) is usually the batch (or batch x sequence length): at 16384 "
+                               "this tensor takes 768.00 MiB instead of 1.50 GiB.");
 }
 
 // The source line Python echoes under a traceback frame is code, not a message.

@@ -242,6 +242,44 @@ TEST(DiagnoseRealLogs, TensorflowBatchAdviceHalvesTheFirstDimension) {
             "The first dimension (128) is usually the batch: at 64 this tensor takes 768.00 MiB instead of 1.50 GiB.");
 }
 
+// Graph mode names the node after the message: a variable's initializer is the model's weights, not
+// a batch (the shape is a kernel's, [in, out]).
+TEST(DiagnoseRealLogs, TensorflowVariableInitializerIsTheWeightsNotTheBatch) {
+  ScanResult scan = scan_text(
+      "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[25088,4096] "
+      "and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n"
+      "\t [[{{node fc1/kernel/Initializer/random_uniform/RandomUniform}}]]\n"
+      "Hint: If you want to see a list of allocated tensors when OOM happens, add report_tensor_allocations_upon_oom to "
+      "RunOptions for current allocation info.\n");
+  ExplainReport report;
+  add_to_report(report, scan);
+  ASSERT_EQ(report.events.size(), 1u);
+  const ExplainedEvent& x = report.events[0];
+  EXPECT_EQ(x.event.string_field("op"), "fc1/kernel/Initializer/random_uniform/RandomUniform");
+  EXPECT_EQ(x.event.bytes("requested"), 25088ull * 4096 * 4);
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"end_other_processes", "shard_model"}));
+  EXPECT_NE(std::find(x.diagnosis.evidence.begin(), x.diagnosis.evidence.end(),
+                      "The tensor is a model variable or optimizer slot being created (node fc1/kernel/Initializer/"
+                      "random_uniform/RandomUniform): the model's weights and optimizer state do not fit, whatever the batch."),
+            x.diagnosis.evidence.end());
+}
+
+// Eager mode prints the op on the message's own line; a 2-D activation's first dimension may be
+// batch x sequence.
+TEST(DiagnoseRealLogs, TensorflowEagerMatmulKeepsTheBatchAdvice) {
+  ScanResult scan = scan_text(
+      "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with shape[65536,50257] "
+      "and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc [Op:MatMul]\n");
+  ExplainReport report;
+  add_to_report(report, scan);
+  ASSERT_EQ(report.events.size(), 1u);
+  const ExplainedEvent& x = report.events[0];
+  EXPECT_EQ(x.event.string_field("op"), "MatMul");
+  EXPECT_EQ(fix(x.diagnosis, "smaller_input").detail,
+            "The first dimension (65536) is usually the batch (or batch x sequence length): at 32768 this tensor takes "
+            "6.13 GiB instead of 12.27 GiB.");
+}
+
 TEST(DiagnoseRealLogs, NcclEvidenceNamesTheBufferSize) {
   ExplainedEvent x = first_error("nccl_calloc.log");
   EXPECT_EQ(x.diagnosis.cause, "nccl_buffer_alloc");

@@ -33,6 +33,22 @@ void read_device_string(OomEvent& e, std::string_view device) {
   }
 }
 
+// The op that asked for the tensor, printed after the message: "[[{{node dense/kernel/Initializer/
+// random_uniform}}]]" (graph mode: TF 1.x, tf.function), "[[node model/dense/MatMul (defined at
+// ...)]]" (TF 2.0-2.4), or "[Op:MatMul]" (eager, usually on the message's own line).
+std::optional<std::string> tf_node_of(const MessageWindow& w) {
+  static const RE2 re(R"(\[\[\{\{node ([^}\s]+)\}\}|\[\[node ([^\s\]]+)|\[Op:([\w.]+)\])");
+  constexpr size_t kLinesAfter = 4;  // the node line follows the message, hints and a blank line aside
+  for (size_t i = 0; i < w.lines.size() && i <= kLinesAfter; ++i) {
+    if (auto g = regex_search(re, w.lines[i])) {
+      for (size_t k = 1; k <= 3; ++k) {
+        if (matched((*g)[k])) return std::string((*g)[k]);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<FormatMatch> match_oom_tensor(const MessageWindow& w) {
   static const RE2 re(R"(OOM when allocating tensor (?:with|of) shape\s*\[([\d,\s]*)\](?:\s*and type (\w+))?(?:\s*on (/job:\S+?/device:\w+:\d+|/device:\w+:\d+))?(?:\s*by allocator (\w+))?)");
   auto g = regex_search(re, w.lines[0]);
@@ -82,6 +98,7 @@ std::optional<FormatMatch> match_oom_tensor(const MessageWindow& w) {
   }
   if (matched((*g)[3])) read_device_string(e, (*g)[3]);
   if (matched((*g)[4])) e.set_field("allocator", std::string((*g)[4]));
+  if (auto node = tf_node_of(w)) e.set_field("op", *node);
   return m;
 }
 
