@@ -784,71 +784,92 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     return true;
   }
 
-  MessageWindow window = MessageWindow::from_lines(lines);
-  for (const MessageFormat& format : message_formats()) {
-    bool triggered = false;
-    for (const auto& trigger : format.triggers) {
-      if (window.first_line_holds(trigger)) {
-        triggered = true;
-        break;
-      }
+  const std::string candidate_line = lines[0];
+  // The last physical line of each window line: a line glued from a hard-wrapped run ends lower.
+  std::vector<uint64_t> end_numbers = line_numbers;
+  size_t glued_lines = 0;  // physical lines the glued first line holds beyond one
+  for (int reading = 0; reading < 2; ++reading) {
+    if (reading == 1) {
+      // Nothing matched, and the line ends with the start of a trigger: a message hard-wrapped
+      // inside a word ("CUDA ou" / "t of memory.") reads only with its lines glued back together
+      // (formats/message_format.h).
+      const size_t run = from_json || !ends_with_trigger_start(candidate_line) ? 0 : hard_wrapped_run(lines);
+      if (run < 2) break;
+      std::vector<std::string> glued = glue_hard_wrapped(lines, run);
+      if (!trigger_crosses(glued[0], candidate_line.size())) break;
+      lines = std::move(glued);
+      end_numbers.erase(end_numbers.begin(), end_numbers.begin() + static_cast<std::ptrdiff_t>(run - 1));
+      line_numbers.erase(line_numbers.begin() + 1, line_numbers.begin() + static_cast<std::ptrdiff_t>(run));
+      prefix_programs.erase(prefix_programs.begin() + 1, prefix_programs.begin() + static_cast<std::ptrdiff_t>(run));
+      glued_lines = run - 1;
     }
-    if (!triggered) continue;
-    std::optional<FormatMatch> match = format.match(window);
-    if (!match) continue;
-    OomEvent& event = match->event;
-    const size_t used = std::clamp<size_t>(match->lines_used, 1, lines.size());
-    event.line = line_numbers[0];
-    event.end_line = line_numbers[used - 1];
-    if (!event.rank) event.rank = rank;
-    if (rank_is_worker && rank && !event.field("worker_rank")) event.set_field("worker_rank", *rank);
-    // The process that printed the message, as its line's prefix names it.
-    const std::string& printed_by = prefix_programs[0];
-    if (printed_by == kAppVllm && event.framework != "vllm") event.set_field("vllm_process", true);
-    if (auto worker = event.int_field("worker_rank"); worker && !event.rank) event.rank = worker;
-    event.message = join_lines(lines, used);
-    // Ray's log deduplication prints one line for N occurrences across the cluster: "... [repeated
-    // 7x across cluster]". The suffix is not part of the message; N counts as N prints.
-    const uint64_t ray_count = ray_repeat_count(event.message);
-    if (physical_lines_used == 0) physical_lines_used = used;
+    MessageWindow window = MessageWindow::from_lines(lines);
+    for (const MessageFormat& format : message_formats()) {
+      bool triggered = false;
+      for (const auto& trigger : format.triggers) {
+        if (window.first_line_holds(trigger)) {
+          triggered = true;
+          break;
+        }
+      }
+      if (!triggered) continue;
+      std::optional<FormatMatch> match = format.match(window);
+      if (!match) continue;
+      OomEvent& event = match->event;
+      const size_t used = std::clamp<size_t>(match->lines_used, 1, lines.size());
+      event.line = line_numbers[0];
+      event.end_line = end_numbers[used - 1];
+      if (glued_lines > 0) event.set_field("hard_wrapped", true);
+      if (!event.rank) event.rank = rank;
+      if (rank_is_worker && rank && !event.field("worker_rank")) event.set_field("worker_rank", *rank);
+      // The process that printed the message, as its line's prefix names it.
+      const std::string& printed_by = prefix_programs[0];
+      if (printed_by == kAppVllm && event.framework != "vllm") event.set_field("vllm_process", true);
+      if (auto worker = event.int_field("worker_rank"); worker && !event.rank) event.rank = worker;
+      event.message = join_lines(lines, used);
+      // Ray's log deduplication prints one line for N occurrences across the cluster: "... [repeated
+      // 7x across cluster]". The suffix is not part of the message; N counts as N prints.
+      const uint64_t ray_count = ray_repeat_count(event.message);
+      if (physical_lines_used == 0) physical_lines_used = used + glued_lines;
 
-    const Segment& last = segments[std::min(physical_lines_used, segments.size()) - 1];
-    // A repeat is counted without reading the 32 KiB above it again (a retry loop can print the
-    // same OOM thousands of times); its traceback is read only if the first print had none.
-    if (OomEvent* same = find_repeat(event)) {
-      // The second print may be the raised one, with the traceback the logged one lacked.
-      if (!same->traceback && same->repeats == 1) same->traceback = traceback_above(first.start, rank, json_above);
-    } else {
-      const ContextLines above = lines_above(first.start, rank, json_above);
-      event.traceback = parse_traceback(above.text);
-      // Which program failed, for fixes in its own settings (readers/application.h decides).
-      const ContextLines after{std::vector<std::string>(lines.begin() + static_cast<long>(used), lines.end()),
-                               std::vector<std::string>(prefix_programs.begin() + static_cast<long>(used), prefix_programs.end())};
-      const std::string app = detect_application(above, event, after, printed_by);
-      if (!app.empty()) event.set_field("application", app);
-      if (!event.traceback || event.traceback->operation.empty()) {
-        if (std::string op = operation_from_lines(above.text, event); !op.empty()) event.set_field("log_operation", op);
+      const Segment& last = segments[std::min(physical_lines_used, segments.size()) - 1];
+      // A repeat is counted without reading the 32 KiB above it again (a retry loop can print the
+      // same OOM thousands of times); its traceback is read only if the first print had none.
+      if (OomEvent* same = find_repeat(event)) {
+        // The second print may be the raised one, with the traceback the logged one lacked.
+        if (!same->traceback && same->repeats == 1) same->traceback = traceback_above(first.start, rank, json_above);
+      } else {
+        const ContextLines above = lines_above(first.start, rank, json_above);
+        event.traceback = parse_traceback(above.text);
+        // Which program failed, for fixes in its own settings (readers/application.h decides).
+        const ContextLines after{std::vector<std::string>(lines.begin() + static_cast<long>(used), lines.end()),
+                                 std::vector<std::string>(prefix_programs.begin() + static_cast<long>(used), prefix_programs.end())};
+        const std::string app = detect_application(above, event, after, printed_by);
+        if (!app.empty()) event.set_field("application", app);
+        if (!event.traceback || event.traceback->operation.empty()) {
+          if (std::string op = operation_from_lines(above.text, event); !op.empty()) event.set_field("log_operation", op);
+        }
       }
+      consumed_until = base + last.end;
+      *resume = last.end;
+      const bool one_line = !from_json && used == 1 && glued_lines == 0 && ray_count == 0;
+      std::string first_text = one_line ? lines[0] : std::string();
+      OomEvent* kept = add_event(std::move(event));
+      if (kept != nullptr && ray_count > 1) {
+        kept->repeats = kept->repeats > UINT64_MAX - (ray_count - 1) ? UINT64_MAX : kept->repeats + (ray_count - 1);
+        if (kept->last_repeat_line == 0) kept->last_repeat_line = line_number;
+      }
+      // From the third print on (the second may bring the traceback the first lacked), a line equal
+      // to this one is counted before any matching.
+      if (kept != nullptr && one_line && kept->repeats >= 2) {
+        quick_repeat_index = static_cast<size_t>(kept - result.events.data());
+        quick_repeat_text = std::move(first_text);
+        quick_repeat_rank = rank;
+      }
+      return true;
     }
-    consumed_until = base + last.end;
-    *resume = last.end;
-    const bool one_line = !from_json && used == 1 && ray_count == 0;
-    std::string first_text = one_line ? lines[0] : std::string();
-    OomEvent* kept = add_event(std::move(event));
-    if (kept != nullptr && ray_count > 1) {
-      kept->repeats = kept->repeats > UINT64_MAX - (ray_count - 1) ? UINT64_MAX : kept->repeats + (ray_count - 1);
-      if (kept->last_repeat_line == 0) kept->last_repeat_line = line_number;
-    }
-    // From the third print on (the second may bring the traceback the first lacked), a line equal
-    // to this one is counted before any matching.
-    if (kept != nullptr && one_line && kept->repeats >= 2) {
-      quick_repeat_index = static_cast<size_t>(kept - result.events.data());
-      quick_repeat_text = std::move(first_text);
-      quick_repeat_rank = rank;
-    }
-    return true;
   }
-  add_context_line(lines[0], line_numbers[0], rank);
+  add_context_line(candidate_line, line_numbers[0], rank);
   return true;
 }
 

@@ -184,9 +184,10 @@ TEST(LogLineQa5, SrunAndOpenMpiLabelsGiveTheRank) {
   EXPECT_EQ(r.events[1].traceback->operation, "backward");
 }
 
-// `fold -w N` (or a terminal's columns) cuts mid-word: "ha" / "s a total". At any width the first
-// line does not hide the trigger, the figures are all read; a line cut inside "Tried to allocate"
-// is a message cut short, not nothing.
+// `fold -w N` (or a terminal's columns) cuts mid-word: "ha" / "s a total", or inside the trigger
+// itself ("CUDA ou" / "t of memory"). At any width, with or without a rank prefix on the first line
+// (cleaning takes it off, so that line is shorter than the others), the figures are all read; a
+// line cut inside "Tried to allocate" is a message cut short, not nothing.
 TEST(WrappedMessageQa5, HardWrapsAtAFixedWidthAreReadWhole) {
   const std::string message =
       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU 0 has a total capacity of 79.15 GiB "
@@ -198,15 +199,23 @@ TEST(WrappedMessageQa5, HardWrapsAtAFixedWidthAreReadWhole) {
   ASSERT_EQ(whole.events.size(), 1u);
   const OomEvent& reference = whole.events[0];
   ASSERT_TRUE(reference.bytes("allocated").has_value());
-  for (size_t width : {60u, 80u, 100u, 150u}) {
-    std::string folded;
-    for (size_t at = 0; at < message.size(); at += width) folded += message.substr(at, width) + "\n";
-    ScanResult r = scan_text(folded);
-    ASSERT_EQ(r.events.size(), 1u) << width;
-    const OomEvent& e = r.events[0];
-    EXPECT_EQ(e.format, "pytorch_new") << width;
-    for (const char* figure : {"requested", "total", "free", "process", "allocated", "reserved_unallocated"}) {
-      EXPECT_EQ(e.bytes(figure), reference.bytes(figure)) << width << " " << figure;
+  for (const std::string prefix : {"", "[rank1]: "}) {
+    const std::string printed = prefix + message;
+    for (size_t width : {26u, 30u, 40u, 45u, 50u, 60u, 80u, 100u, 150u}) {
+      std::string folded = "Traceback (most recent call last):\n  File \"train.py\", line 9, in <module>\n";
+      for (size_t at = 0; at < printed.size(); at += width) folded += printed.substr(at, width) + "\n";
+      folded += "step 10 done\n";
+      ScanResult r = scan_text(folded);
+      ASSERT_EQ(r.events.size(), 1u) << prefix << width;
+      const OomEvent& e = r.events[0];
+      EXPECT_EQ(e.format, "pytorch_new") << prefix << width;
+      for (const char* figure : {"requested", "total", "free", "process", "allocated", "reserved_unallocated"}) {
+        EXPECT_EQ(e.bytes(figure), reference.bytes(figure)) << prefix << width << " " << figure;
+      }
+      // The message starts on the line where "out of memory" starts (a first line cut before it
+      // holds none of the message's words) and ends on the last folded line.
+      EXPECT_EQ(e.line, printed.find("out of memory") < width ? 3u : 4u) << prefix << width;
+      EXPECT_EQ(e.end_line, 2 + (printed.size() + width - 1) / width) << prefix << width;
     }
   }
   ScanResult cut = scan_text("torch.OutOfMemoryError: CUDA out of memory. Tried to allocat\n");

@@ -36,9 +36,24 @@ struct MessageWindow {
   bool first_line_holds(std::string_view trigger) const;
 };
 
-// Whether `line` ends with the start of a trigger cut at one of its spaces ("... CUDA out of" then
-// "memory. Tried ..."): the line may begin a wrapped message.
+// Whether `line` ends with the start of a trigger, cut at one of its spaces ("... CUDA out of" then
+// "memory. Tried ...") or, at a fixed width, inside a word ("... CUDA ou" then "t of memory."): the
+// line may begin a wrapped message.
 bool ends_with_trigger_start(std::string_view line);
+
+// A message hard-wrapped at a fixed width (a terminal's columns, `fold -w 60`) is cut mid-word, so
+// joining its lines with spaces reads "Tried t o allocate". Returns how many lines from lines[0]
+// form such a run, to be glued back without spaces (0 when they do not look so): every line but
+// the last of the run has the same width, the first may be shorter by the prefix cleaning took
+// off ("[rank1]: "), and no line of the run is blank.
+size_t hard_wrapped_run(const std::vector<std::string>& lines);
+
+// Whether a trigger in `text` starts before offset `seam` and ends after it: gluing two lines at
+// `seam` made it whole.
+bool trigger_crosses(std::string_view text, size_t seam);
+
+// `lines` with the first `run` glued into one line (see hard_wrapped_run).
+std::vector<std::string> glue_hard_wrapped(const std::vector<std::string>& lines, size_t run);
 
 struct FormatMatch {
   OomEvent event;        // line numbers are filled in by the scanner

@@ -93,30 +93,19 @@ std::optional<FormatMatch> match_bare(const MessageWindow& w) {
 
 std::optional<FormatMatch> match_new_in(const MessageWindow& w);
 
-// A message hard-wrapped at a fixed width (a terminal's columns, `fold -w 80`) is cut mid-word:
-// joined with spaces it reads "ha s a total". When the lines before the last are all as long as
-// the first, the message is also read with them glued back together, and that reading wins when
-// it gives the full figures.
+// A message hard-wrapped at a fixed width is also read with its lines glued back together
+// (hard_wrapped_run), and that reading wins when it gives the full figures: the wrapped words
+// ("Tried t" / "o allocate") can cut the sentences after the one that triggered the format.
 std::optional<FormatMatch> match_new(const MessageWindow& w) {
   auto m = match_new_in(w);
   const bool complete = m && m->event.format == "pytorch_new" && m->event.bytes("allocated");
-  if (complete || w.lines.size() < 2) return m;
-  const size_t width = w.lines[0].size();
-  if (width < 16) return m;
-  std::string glued = w.lines[0];
-  size_t k = 1;
-  while (k < w.lines.size() && w.lines[k - 1].size() == width &&
-         w.lines[k].find_first_not_of(" \t") != std::string::npos && glued.size() < MessageWindow::kJoinedBytes) {
-    glued += w.lines[k];
-    ++k;
-  }
-  if (k == 1) return m;
-  std::vector<std::string> lines{glued};
-  lines.insert(lines.end(), w.lines.begin() + static_cast<std::ptrdiff_t>(k), w.lines.end());
-  auto alt = match_new_in(MessageWindow::from_lines(std::move(lines)));
+  if (complete) return m;
+  const size_t run = hard_wrapped_run(w.lines);
+  if (run < 2) return m;
+  auto alt = match_new_in(MessageWindow::from_lines(glue_hard_wrapped(w.lines, run)));
   if (!alt || alt->event.format != "pytorch_new") return m;
   if (m && m->event.format == "pytorch_new" && !alt->event.bytes("allocated")) return m;
-  alt->lines_used += k - 1;
+  alt->lines_used += run - 1;
   alt->event.set_field("hard_wrapped", true);
   return alt;
 }

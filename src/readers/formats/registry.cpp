@@ -1,6 +1,7 @@
 #include "readers/formats/message_format.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace oomdoc {
 
@@ -41,26 +42,66 @@ bool MessageWindow::first_line_holds(std::string_view trigger) const {
   return std::string_view(joined).substr(0, reach).find(trigger) != std::string_view::npos;
 }
 
-bool ends_with_trigger_start(std::string_view line) {
-  // Every start of a trigger up to one of its spaces ("out", "out of" for "out of memory").
-  static const std::vector<std::string> starts = [] {
+namespace {
+
+// Every format's triggers, once each.
+const std::vector<std::string>& all_triggers() {
+  static const std::vector<std::string> triggers = [] {
     std::vector<std::string> out;
-    for (const MessageFormat& format : message_formats()) {
-      for (const std::string& trigger : format.triggers) {
-        for (size_t space = trigger.find(' '); space != std::string::npos; space = trigger.find(' ', space + 1)) {
-          if (space > 0) out.push_back(trigger.substr(0, space));
-        }
-      }
-    }
+    for (const MessageFormat& format : message_formats()) out.insert(out.end(), format.triggers.begin(), format.triggers.end());
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
   }();
-  while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
-  for (const std::string& start : starts) {
-    if (line.ends_with(start)) return true;
+  return triggers;
+}
+
+}  // namespace
+
+bool trigger_crosses(std::string_view text, size_t seam) {
+  for (const std::string& trigger : all_triggers()) {
+    const size_t from = seam >= trigger.size() ? seam - trigger.size() + 1 : 0;
+    const size_t at = text.find(trigger, from);
+    if (at != std::string_view::npos && at < seam) return true;
   }
   return false;
+}
+
+bool ends_with_trigger_start(std::string_view line) {
+  const std::vector<std::string>& triggers = all_triggers();
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
+  for (const std::string& trigger : triggers) {
+    const size_t longest = std::min(line.size(), trigger.size() - 1);
+    for (size_t n = longest; n >= 1; --n) {
+      if (line[line.size() - n] != trigger[0] || std::string_view(trigger).substr(0, n) != line.substr(line.size() - n)) continue;
+      // A single letter counts only as a word's start ("CUDA o"): as a word's end, or a digit,
+      // it ends too many ordinary lines.
+      const bool letter = std::isalpha(static_cast<unsigned char>(trigger[0])) != 0;
+      if (n >= 2 || (letter && (line.size() == 1 || line[line.size() - 2] == ' '))) return true;
+    }
+  }
+  return false;
+}
+
+size_t hard_wrapped_run(const std::vector<std::string>& lines) {
+  // Narrower than this, a run of equal lengths is more likely chance than a terminal's width.
+  constexpr size_t kMinWidth = 16;
+  if (lines.size() < 2) return 0;
+  auto blank = [](const std::string& l) { return l.find_first_not_of(" \t") == std::string::npos; };
+  size_t width = lines[0].size();
+  if (lines.size() >= 3 && lines[1].size() > width && lines[1].size() == lines[2].size()) width = lines[1].size();
+  if (width < kMinWidth || blank(lines[0])) return 0;
+  size_t k = 1;
+  while (k < lines.size() && (k == 1 || lines[k - 1].size() == width) && !blank(lines[k])) ++k;
+  return k >= 2 ? k : 0;
+}
+
+std::vector<std::string> glue_hard_wrapped(const std::vector<std::string>& lines, size_t run) {
+  std::vector<std::string> out;
+  out.emplace_back();
+  for (size_t i = 0; i < run && i < lines.size(); ++i) out[0] += lines[i];
+  out.insert(out.end(), lines.begin() + static_cast<std::ptrdiff_t>(std::min(run, lines.size())), lines.end());
+  return out;
 }
 
 size_t MessageWindow::line_of(size_t offset) const {
