@@ -105,6 +105,21 @@ void BM_ScanDistinctOomsAndGroup(benchmark::State& state) {
 }
 BENCHMARK(BM_ScanDistinctOomsAndGroup)->Unit(benchmark::kMillisecond);
 
+// A memory reading on every line, after a logged dict (16 MB): every line is a candidate, and each
+// must take the one-line look (a memory reading for the climbing check), not a 40-line window.
+void BM_ScanMemoryReadingEveryLine(benchmark::State& state) {
+  static const std::string log = [] {
+    std::string out;
+    for (int step = 1; out.size() < (16u << 20); ++step) {
+      out += "2024-05-01 10:00:00,123 - INFO - trainer - {'loss': 0.1234, 'epoch': 0.42} mem: 17." +
+             std::to_string(step % 10) + " GiB step " + std::to_string(step) + "\n";
+    }
+    return out;
+  }();
+  scan_and_diagnose(state, log);
+}
+BENCHMARK(BM_ScanMemoryReadingEveryLine)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -678,7 +678,12 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       return true;
     }
     std::string_view raw(buf.data() + ls, end - ls);
-    const bool maybe_json = raw.find('{') != std::string_view::npos;
+    // A JSON-lines record is one object per line (decode_json_line's own test): a line that only
+    // holds a dict ("... {'loss': 0.1} mem: 17.1 GiB", every step of a training log) takes the
+    // quick look below, not a 40-line window.
+    const size_t first_char = raw.find_first_not_of(" \t");
+    const size_t last_char = raw.find_last_not_of(" \t\r");
+    const bool maybe_json = first_char != std::string_view::npos && raw[first_char] == '{' && raw[last_char] == '}';
     if (!maybe_json) {
       CleanLine c = clean_line(raw);
       if (quick_repeat_index != kNoQuickRepeat && c.rank == quick_repeat_rank && c.text == quick_repeat_text) {

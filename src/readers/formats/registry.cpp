@@ -1,6 +1,7 @@
 #include "readers/formats/message_format.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 
 namespace oomdoc {
@@ -68,16 +69,32 @@ bool trigger_crosses(std::string_view text, size_t seam) {
 }
 
 bool ends_with_trigger_start(std::string_view line) {
-  const std::vector<std::string>& triggers = all_triggers();
+  // Triggers by their first byte, and the longest: only the line's last bytes that begin one
+  // are compared (every candidate line of a log passes here).
+  struct Index {
+    std::array<std::vector<std::string_view>, 256> by_first;
+    size_t longest = 0;
+  };
+  static const Index index = [] {
+    Index out;
+    for (const std::string& trigger : all_triggers()) {
+      out.by_first[static_cast<unsigned char>(trigger[0])].push_back(trigger);
+      out.longest = std::max(out.longest, trigger.size());
+    }
+    return out;
+  }();
   while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
-  for (const std::string& trigger : triggers) {
-    const size_t longest = std::min(line.size(), trigger.size() - 1);
-    for (size_t n = longest; n >= 1; --n) {
-      if (line[line.size() - n] != trigger[0] || std::string_view(trigger).substr(0, n) != line.substr(line.size() - n)) continue;
-      // A single letter counts only as a word's start ("CUDA o"): as a word's end, or a digit,
-      // it ends too many ordinary lines.
+  const size_t from = line.size() > index.longest ? line.size() - index.longest : 0;
+  for (size_t at = from; at < line.size(); ++at) {
+    const size_t n = line.size() - at;  // how much of a trigger the line would end with
+    const std::string_view tail = line.substr(at);
+    for (std::string_view trigger : index.by_first[static_cast<unsigned char>(line[at])]) {
+      if (n >= trigger.size() || trigger.substr(0, n) != tail) continue;
+      const bool cut_at_space = trigger[n] == ' ';
+      // Cut inside a word: only a word's trigger ("ou" of "out of memory"), and a single letter
+      // only as a word's start ("CUDA o"); short numbers ("137") and word ends are too common.
       const bool letter = std::isalpha(static_cast<unsigned char>(trigger[0])) != 0;
-      if (n >= 2 || (letter && (line.size() == 1 || line[line.size() - 2] == ' '))) return true;
+      if (cut_at_space || (letter && (n >= 2 || at == 0 || line[at - 1] == ' '))) return true;
     }
   }
   return false;
