@@ -853,8 +853,16 @@ void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
                                        format_bytes(*total - std::min(*total, *free))));
       const double u = static_cast<double>(*free) / static_cast<double>(*total) - 0.01;
       d.fixes.push_back(make_fix("end_other_processes", "Another vLLM instance or a stale process holds the rest."));
-      d.fixes.push_back(make_fix("vllm_gpu_memory_utilization", "Fits what is free now (a per-instance fraction of the total).",
-                                 "--gpu-memory-utilization " + utilization_text(u)));
+      // Below a tenth of the card, a budget that fits what is free holds no model worth serving:
+      // only freeing the card helps.
+      constexpr double kSmallestUsefulUtilization = 0.1;
+      if (u >= kSmallestUsefulUtilization) {
+        d.fixes.push_back(make_fix("vllm_gpu_memory_utilization", "Fits what is free now (a per-instance fraction of the total).",
+                                   "--gpu-memory-utilization " + utilization_text(u)));
+      } else {
+        d.evidence.push_back(fmt::format("{:.1f}% of the card is free: too little for any --gpu-memory-utilization, so the card "
+                                         "must be freed first.", 100.0 * static_cast<double>(*free) / static_cast<double>(*total)));
+      }
     }
   } else if (e.format == "vllm_memory_profiling_error") {
     d.cause = "other_processes";
@@ -884,6 +892,29 @@ MemoryBreakdown breakdown(const OomEvent& e) {
     m.pytorch_reserved = *allocated + m.reserved_unallocated.value_or(0);
   }
   m.this_process = e.bytes("process");
+  // Figures no card can show are left out of the sums, and said: a process holding more than the
+  // whole card (NVML's "not available" placeholder prints as 17179869184.00 GiB, 2^64 bytes), or
+  // "this process has 0 bytes" under what PyTorch itself reserves (a container that hides
+  // per-process use). Printed figures are rounded: 1% of PyTorch's reserve is allowed.
+  auto impossible_for_card = [&](uint64_t bytes) { return m.total && bytes > *m.total; };
+  if (m.this_process && impossible_for_card(*m.this_process)) {
+    m.ignored.push_back(fmt::format("\"This process has {}\" is more than the card's {}: a placeholder for a figure the "
+                                    "driver could not read, so it is left out.", e.quantity("process")->text,
+                                    format_bytes(*m.total)));
+    m.this_process.reset();
+  } else if (m.this_process && m.pytorch_reserved && *m.this_process + *m.pytorch_reserved / 100 < *m.pytorch_reserved) {
+    m.ignored.push_back(fmt::format("\"This process has {}\" is less than the {} PyTorch itself reserves (a container "
+                                    "that hides per-process use), so it is left out.", e.quantity("process")->text,
+                                    format_bytes(*m.pytorch_reserved)));
+    m.this_process.reset();
+  }
+  size_t impossible_listed = 0;
+  for (const auto& p : e.other_processes) impossible_listed += impossible_for_card(p.memory.bytes) ? 1 : 0;
+  if (impossible_listed > 0) {
+    m.ignored.push_back(fmt::format("{} listed process{} more than the card's {}: placeholder{} for figures the driver could "
+                                    "not read, left out.", impossible_listed, impossible_listed == 1 ? " holds" : "es hold",
+                                    format_bytes(*m.total), impossible_listed == 1 ? "" : "s"));
+  }
   // No "this process" line (a container: PyTorch does not know its own host PID) and one listed
   // process can be this one. With a single "Process P has M" line whose M is at least PyTorch's
   // reserve, it is. With several, when PyTorch's reserve and every listed process together exceed
@@ -892,12 +923,16 @@ MemoryBreakdown breakdown(const OomEvent& e) {
   const OtherProcess* self = nullptr;
   if (!m.this_process && !e.other_processes.empty()) {
     if (e.other_processes.size() == 1) {
-      if (!m.pytorch_reserved || e.other_processes[0].memory.bytes >= *m.pytorch_reserved) self = &e.other_processes[0];
+      if (!impossible_for_card(e.other_processes[0].memory.bytes) &&
+          (!m.pytorch_reserved || e.other_processes[0].memory.bytes >= *m.pytorch_reserved)) {
+        self = &e.other_processes[0];
+      }
     } else if (m.pytorch_reserved && m.total && m.free && *m.total >= *m.free) {
       uint64_t listed = 0;
-      for (const auto& p : e.other_processes) listed += p.memory.bytes;
+      for (const auto& p : e.other_processes) listed += impossible_for_card(p.memory.bytes) ? 0 : p.memory.bytes;
       if (*m.pytorch_reserved + listed > *m.total - *m.free) {
         for (const auto& p : e.other_processes) {
+          if (impossible_for_card(p.memory.bytes)) continue;
           if (p.memory.bytes >= *m.pytorch_reserved && (self == nullptr || p.memory.bytes < self->memory.bytes)) self = &p;
         }
       }
@@ -908,7 +943,7 @@ MemoryBreakdown breakdown(const OomEvent& e) {
     }
   }
   for (const auto& p : e.other_processes) {
-    if (&p != self) m.other_processes += p.memory.bytes;
+    if (&p != self && !impossible_for_card(p.memory.bytes)) m.other_processes += p.memory.bytes;
   }
   // Only when the message says what this process holds: a message cut after "is free." leaves the
   // rest of the card unexplained, not held outside PyTorch.
@@ -1518,7 +1553,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   // The vendor's own tools: nvidia-smi and CUDA_VISIBLE_DEVICES do not exist on AMD or Intel GPUs.
   const bool amd = e.framework == "pytorch-rocm" || e.message.find("hipError") != std::string::npos ||
                    e.message.find("HIP out of memory") != std::string::npos;
-  const bool intel = e.message.find("XPU out of memory") != std::string::npos;
+  const bool intel = e.message.find("XPU out of memory") != std::string::npos || e.message.find("on device xpu:") != std::string::npos;
   for (Fix& f : d.fixes) {
     if (amd || intel) {
       const std::string tool = amd ? "rocm-smi" : "xpu-smi";
@@ -1548,6 +1583,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       }
     }
   }
+  d.evidence.insert(d.evidence.end(), m.ignored.begin(), m.ignored.end());
   order_fixes(d.fixes);
   // (A rule that knows better words, such as the TPU compiler's HBM figures, has set them already.)
   if (d.capacity_title.empty() &&

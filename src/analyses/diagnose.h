@@ -26,6 +26,7 @@ struct MemoryBreakdown {
   uint64_t other_processes = 0;                  // listed processes other than this one
   std::optional<int64_t> unattributed;           // total - free - this process (or reserved) - others
   std::optional<int64_t> non_pytorch_in_process; // this process - PyTorch reserved
+  std::vector<std::string> ignored;              // figures no card can show, left out of the above, said why
 };
 
 MemoryBreakdown breakdown(const OomEvent& event);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "analyses/diagnose.h"
 #include "analyses/explain.h"
@@ -72,15 +73,54 @@ TEST(DiagnoseHardening, ListedProcessesThatAddUpAreAllOthers) {
   EXPECT_EQ(m.unattributed, 0);   // 24 - 1 - 5 (PyTorch) - 18
 }
 
+// Figures no card can show (ms-swift#5943: "this process has 0 bytes" under a 51.64 GiB reserve;
+// axolotl#998: NVML's 2^64-byte placeholder for this process and a listed one) are left out of the
+// sums, and the evidence says so.
+TEST(DiagnoseHardening, ImpossibleProcessFiguresAreLeftOut) {
+  ExplainReport zero = explain_text(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.63 GiB. GPU 7 has a total capacity of 79.11 GiB "
+      "of which 2.61 GiB is free. Including non-PyTorch memory, this process has 0 bytes memory in use. Of the allocated "
+      "memory 48.15 GiB is allocated by PyTorch, with 50.00 MiB allocated in private pools (e.g., CUDA Graphs), and 3.49 "
+      "GiB is reserved by PyTorch but unallocated.\n");
+  ASSERT_EQ(zero.events.size(), 1u);
+  MemoryBreakdown m = breakdown(zero.events[0].event);
+  EXPECT_FALSE(m.this_process);
+  // 79.11 - 2.61 - (48.15 + 3.49) GiB, as printed.
+  EXPECT_EQ(m.unattributed, static_cast<int64_t>(std::llround(79.11 * kGiB)) - static_cast<int64_t>(std::llround(2.61 * kGiB)) -
+                                static_cast<int64_t>(std::llround(48.15 * kGiB)) - static_cast<int64_t>(std::llround(3.49 * kGiB)));
+  EXPECT_EQ(zero.events[0].diagnosis.evidence.back(),
+            "\"This process has 0 bytes\" is less than the 51.64 GiB PyTorch itself reserves (a container that hides "
+            "per-process use), so it is left out.");
+
+  ExplainReport placeholder = explain_text(
+      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacty of 24.00 "
+      "GiB of which 0 bytes is free. Including non-PyTorch memory, this process has 17179869184.00 GiB memory in use. "
+      "Process 2954422 has 17179869184.00 GiB memory in use. Of the allocated memory 23.01 GiB is allocated by PyTorch, "
+      "and 121.23 MiB is reserved by PyTorch but unallocated.\n");
+  ASSERT_EQ(placeholder.events.size(), 1u);
+  const ExplainedEvent& x = placeholder.events[0];
+  MemoryBreakdown p = breakdown(x.event);
+  EXPECT_FALSE(p.this_process);
+  EXPECT_EQ(p.other_processes, 0u);
+  EXPECT_EQ(x.diagnosis.cause, "capacity_exhausted");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "This process holds 23.13 GiB of 24.00 GiB (96%); the 20.00 MiB request is the last straw.");
+  const std::vector<std::string> notes(x.diagnosis.evidence.end() - 2, x.diagnosis.evidence.end());
+  EXPECT_EQ(notes, (std::vector<std::string>{
+                       "\"This process has 17179869184.00 GiB\" is more than the card's 24.00 GiB: a placeholder for a "
+                       "figure the driver could not read, so it is left out.",
+                       "1 listed process holds more than the card's 24.00 GiB: placeholder for figures the driver could not "
+                       "read, left out."}));
+}
+
 // Rounded figures that would make a derived value negative stay at zero.
 TEST(DiagnoseHardening, DerivedValuesAreNeverNegative) {
   ExplainReport r = explain_text(
       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 24.00 "
-      "GiB of which 1.00 GiB is free. Including non-PyTorch memory, this process has 22.00 GiB memory in use. Of the "
+      "GiB of which 1.00 GiB is free. Including non-PyTorch memory, this process has 22.99 GiB memory in use. Of the "
       "allocated memory 21.00 GiB is allocated by PyTorch, and 2.00 GiB is reserved by PyTorch but unallocated.\n");
   MemoryBreakdown m = breakdown(r.events[0].event);
-  EXPECT_EQ(m.non_pytorch_in_process, 0);   // 22 - 23
-  EXPECT_EQ(m.unattributed, 1 * static_cast<int64_t>(kGiB));
+  EXPECT_EQ(m.non_pytorch_in_process, 0);   // 22.99 - 23
+  EXPECT_EQ(m.unattributed, 23 * static_cast<int64_t>(kGiB) - static_cast<int64_t>(std::llround(22.99 * kGiB)));
 }
 
 // An OOM inside from_pretrained(...).to("cuda"): nothing has run, so the training ladder (batch,

@@ -429,6 +429,20 @@ TEST(Diagnose, VllmStartupFreeMemory) {
   const Fix* util = fix(d, "vllm_gpu_memory_utilization");
   ASSERT_NE(util, nullptr);
   EXPECT_EQ(util->snippet, "--gpu-memory-utilization 0.37");  // 30.50/79.19 = 0.385 - 0.01 margin
+  // Newer versions name the device (vllm-omni#276, club-3090#4); with 0.6% of the card free no
+  // utilization helps: only freeing the card (never a negative --gpu-memory-utilization).
+  ScanResult named = scan_text(
+      "ValueError: Free memory on device cuda:3 (0.49/79.32 GiB) on startup is less than desired GPU memory utilization "
+      "(0.6, 47.59 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n");
+  ASSERT_EQ(named.events.size(), 1u);
+  EXPECT_EQ(named.events[0].device, 3);
+  ExplainReport report;
+  add_to_report(report, named);
+  const Diagnosis& full = report.events[0].diagnosis;
+  EXPECT_EQ(full.cause, "startup_free_memory_below_budget");
+  EXPECT_EQ(testing::fix_ids(full), (std::vector<std::string>{"end_other_processes"}));
+  EXPECT_EQ(full.evidence.back(), "0.6% of the card is free: too little for any --gpu-memory-utilization, so the card must be "
+                                  "freed first.");
 }
 
 TEST(Diagnose, VllmSamplerWarmupHalvesMaxNumSeqs) {

@@ -72,7 +72,8 @@ std::optional<FormatMatch> match_sampler_warmup(const MessageWindow& w) {
 // is informational; "... on startup is less than desired GPU memory utilization (0.9, 71.3 GiB)" is the
 // startup error (vllm/v1/worker/utils.py request_memory).
 std::optional<FormatMatch> match_startup_free_memory(const MessageWindow& w) {
-  static const RE2 re("Free memory on device \\((\\d+(?:\\.\\d+)?)/(" + kSize +
+  // Newer versions name the device: "Free memory on device cuda:0 (22.76/24.0 GiB)", "xpu:0".
+  static const RE2 re("Free memory on device (?:[a-z]+:\\d+ )?\\((\\d+(?:\\.\\d+)?)/(" + kSize +
                       ")\\) on startup(\\.\\s*Desired GPU memory utilization is| is less than desired GPU memory utilization)"
                       "\\s*\\((\\d+(?:\\.\\d+)?),\\s*(" + kSize + ")\\)");
   auto g = regex_search(re, w.flat);
@@ -80,6 +81,8 @@ std::optional<FormatMatch> match_startup_free_memory(const MessageWindow& w) {
   const bool is_error = (*g)[3].find("less than") != std::string_view::npos;
   auto m = new_match("vllm", "vllm_startup_free_memory", is_error);
   OomEvent& e = m.event;
+  static const RE2 device_re(R"(on device ([a-z]+):(\d+) )");
+  if (auto d = regex_search(device_re, (*g)[0])) e.device = parse_decimal<int64_t>((*d)[2]);
   // Sizes beyond what parse_printed_size reads (40 digits) are left out.
   if (auto total = parse_printed_size((*g)[2], LabelMeaning::kBinary)) {
     // The free figure shares the total's unit: "(110.37/121.69 GiB)".
