@@ -1633,8 +1633,12 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       }
       add_if("temporary", temporary, "largest dequantized weight");
     }
-    if (peak == backward_end && phase != "optimizer_step") add_if("gradient_buckets", ddp_buckets, "DDP all-reduce buckets");
-    if (gather > 0) add_if("gathered_params", gather, "unsharded blocks being used and prefetched");
+    if (peak == backward_end && peak != backward_start && phase != "optimizer_step") {
+      add_if("gradient_buckets", ddp_buckets, "DDP all-reduce buckets");
+      add_if("backward_working", layer_working, "the first block's backward, every other gradient already live");
+    }
+    // ZeRO-3 and FSDP release the gathered blocks after each use: none are live at the step.
+    if (gather > 0 && phase != "optimizer_step") add_if("gathered_params", gather, "unsharded blocks being used and prefetched");
     if (phase == "optimizer_step") add_if("temporary", step_temp, "foreach AdamW sqrt(exp_avg_sq) buffer");
   } else {
     add_if("kv_cache", kv_cache, fmt::format("{} tokens x {} sequences", p.seq, p.batch));
