@@ -984,8 +984,13 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   }
   const double shard_mp = static_cast<double>(p.tp) * stage_split;
 
+  // FSDP's SHARD_GRAD_OP shards parameters at rest as FULL_SHARD does, but keeps them unsharded
+  // from the forward's all-gather to the end of backward (torch.distributed.fsdp.ShardingStrategy:
+  // "parameters are sharded outside computation", no reshard after forward): every block's copy in
+  // the compute dtype is live through forward and backward, none at the optimizer step.
+  const bool unsharded_through_backward = p.dp > 1 && p.parallelism == "fsdp_shard_grad_op";
   const bool shard_params = p.dp > 1 && (p.parallelism == "zero3" || p.parallelism == "fsdp_full_shard" ||
-                                         p.parallelism == "hybrid_shard");
+                                         p.parallelism == "hybrid_shard" || unsharded_through_backward);
   const bool shard_grads = p.dp > 1 && (shard_params || p.parallelism == "zero2" || p.parallelism == "fsdp_shard_grad_op");
   const bool shard_states = p.dp > 1 && (shard_grads || p.parallelism == "zero1");
   // hybrid_shard shards within a node of 8 GPUs and replicates across nodes (FSDP HYBRID_SHARD).
@@ -1077,6 +1082,12 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     weights /= param_shards;
     weights_detail += fmt::format(", sharded over {}", param_shards);
   }
+  // SHARD_GRAD_OP's unsharded copy: in the compute dtype under mixed precision (FSDP
+  // MixedPrecision param_dtype), as stored otherwise (a quantized base keeps its storage).
+  const double unsharded_copy =
+      unsharded_through_backward && !p.offload_params
+          ? (p.quantization ? weights * param_shards : total * (p.mixed ? p.act_bytes : p.param_bytes) / shard_mp)
+          : 0;
   b.add("weights", weights, weights_detail);
   // DPO/IPO/KTO score a frozen reference: for full and freeze tuning a second copy of the model,
   // loaded as the policy is and prepared (sharded) the same way; with LoRA the base with the
@@ -1536,6 +1547,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     // A block is split by tensor parallelism, not by the pipeline (a stage holds whole blocks).
     gather = static_cast<double>(m.largest_layer_params) * (p.use_lora || !p.training ? 4 : 6) / p.tp;
   }
+  if (unsharded_copy > 0) gather = unsharded_copy;
   // DDP keeps gradient buckets as a separate copy of the gradients
   // (torch DistributedDataParallel gradient_as_bucket_view=False, the default).
   double ddp_buckets = p.training && p.dp > 1 && p.parallelism == "ddp" ? trainable * p.grad_bytes / shard_mp : 0;
@@ -1638,7 +1650,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       add_if("backward_working", layer_working, "the first block's backward, every other gradient already live");
     }
     // ZeRO-3 and FSDP release the gathered blocks after each use: none are live at the step.
-    if (gather > 0 && phase != "optimizer_step") add_if("gathered_params", gather, "unsharded blocks being used and prefetched");
+    if (gather > 0 && phase != "optimizer_step") {
+      add_if("gathered_params", gather, unsharded_copy > 0 ? "every block unsharded from forward to the end of backward (SHARD_GRAD_OP)"
+                                                           : "unsharded blocks being used and prefetched");
+    }
     if (phase == "optimizer_step") add_if("temporary", step_temp, "foreach AdamW sqrt(exp_avg_sq) buffer");
   } else {
     add_if("kv_cache", kv_cache, fmt::format("{} tokens x {} sequences", p.seq, p.batch));
