@@ -303,7 +303,8 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     std::vector<std::pair<std::pair<uint64_t, uint64_t>, bool>> tried;   // layouts and whether they fitted
     const uint64_t domain = inputs.target.tensor_parallel_domain;
     for (bool pipeline : {false, true}) {
-      for (uint64_t factor : {2ull, 4ull, 8ull}) {
+      // Up to 32 times the GPUs: a 405B or 671B model in 16 bits needs 16 H100s (TP 8 x PP 2).
+      for (uint64_t factor : {2ull, 4ull, 8ull, 16ull, 32ull}) {
         uint64_t tp = s.tensor_parallel_size, pp = s.pipeline_parallel_size;
         if (pipeline) {
           pp *= factor;
@@ -331,7 +332,10 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
         }
         const uint64_t gpus = tp * pp * changed.config.data_parallel_size;
         std::string cost;
-        if (tp * pp > domain) {
+        if (tp * pp > domain && pipeline) {
+          cost = fmt::format("{} GPUs on {} nodes of {}; pipeline stages pass only activations (each stage adds latency)",
+                             gpus, (tp * pp + domain - 1) / domain, domain);
+        } else if (tp * pp > domain) {
           cost = fmt::format("{} GPUs: {} nodes of {}, TP {} inside each node{}, PP {} across nodes", gpus,
                              tp * pp / domain, domain, tp, inputs.target.nvlink ? "'s NVLink" : "", pp);
         } else if (pp != s.pipeline_parallel_size) {
@@ -385,7 +389,10 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
   // 8. CPU offload of weights: as many GiB as the shortfall.
   {
     int64_t need = static_cast<int64_t>(base.capacity.bytes_per_request) - base.available_kv_bytes;
-    if (need > 0) {
+    // Only up to the card's own size: vLLM's example offloads 10 GiB next to a 24 GiB card; beyond
+    // the card, every forward pass streams more weights over PCIe than the card holds, and more
+    // GPUs (below) are the answer.
+    if (need > 0 && static_cast<uint64_t>(need) <= base.total_bytes) {
       double gb = std::ceil(static_cast<double>(need) / static_cast<double>(kGiB) + 0.5);
       ServeInputs changed = inputs;
       changed.config.cpu_offload_gb = inputs.config.cpu_offload_gb + gb;

@@ -161,6 +161,24 @@ TEST(VllmServe, KvCacheMemoryBytesSkipsProfiling) {
   EXPECT_EQ(p.capacity.tokens, 32768u);   // 4 GiB / 128 KiB
 }
 
+// A model larger than any card: the answer is more GPUs (16 H100s for Llama-3.1-405B in bf16, TP 8
+// inside a node and PP 2 across two), not 704 GiB of CPU offload per GPU, which used to be the only
+// fix offered.
+TEST(VllmServe, ModelLargerThanAnyCardGetsANodeLayoutNotOffload) {
+  ServeInputs in = inputs({"vllm", "serve", "meta-llama/Llama-3.1-405B-Instruct", "--max-model-len", "8192"}, 80 * kGiB);
+  in.target.nvlink = true;
+  auto report = analyze_serve(in);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  std::vector<std::string> flags;
+  for (const auto& fix : report->fixes) {
+    EXPECT_TRUE(fix.fits) << fix.flag;
+    flags.push_back(fix.flag);
+  }
+  EXPECT_EQ(flags, (std::vector<std::string>{"--pipeline-parallel-size 16",
+                                             "--tensor-parallel-size 8 --pipeline-parallel-size 2"}));
+  EXPECT_EQ(report->fixes[1].cost, "16 GPUs: 2 nodes of 8, TP 8 inside each node's NVLink, PP 2 across nodes");
+}
+
 TEST(VllmServe, TooLongForOneRequestInVllmsWords) {
   ServeInputs in = inputs({"vllm", "serve", "llama-3.1-8b"}, 24 * kGiB);
   auto report = analyze_serve(in);
