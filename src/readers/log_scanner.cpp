@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <bit>
 #include <cstring>
 #include <deque>
@@ -795,13 +796,19 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   size_t glued_lines = 0;  // physical lines the glued first line holds beyond one
   for (int reading = 0; reading < 2; ++reading) {
     if (reading == 1) {
-      // Nothing matched, and the line ends with the start of a trigger: a message hard-wrapped
-      // inside a word ("CUDA ou" / "t of memory.") reads only with its lines glued back together
-      // (formats/message_format.h).
-      const size_t run = from_json || !ends_with_trigger_start(candidate_line) ? 0 : hard_wrapped_run(lines);
+      // Nothing matched: a message hard-wrapped at a fixed width reads only with its lines glued
+      // back together (formats/message_format.h) when the cut fell inside a trigger ("CUDA ou" /
+      // "t of memory.") or inside what the format reads ("shape[128,3,8," / "8,128]", "KV cach" /
+      // "e is needed"). Glued when at least two lines share the width; for two lines (of which
+      // only the first is full: they may be two unrelated lines), when the cut made a trigger
+      // whole, or a triggered line was cut inside a word.
+      const size_t run = from_json ? 0 : hard_wrapped_run(lines);
       if (run < 2) break;
       std::vector<std::string> glued = glue_hard_wrapped(lines, run);
-      if (!trigger_crosses(glued[0], candidate_line.size())) break;
+      auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+      const bool cut_in_word = !lines[1].empty() && word_char(candidate_line.back()) && word_char(lines[1].front());
+      const bool trigger_made_whole = ends_with_trigger_start(candidate_line) && trigger_crosses(glued[0], candidate_line.size());
+      if (run < 3 && !trigger_made_whole && !(cut_in_word && any_format_triggered(candidate_line))) break;
       lines = std::move(glued);
       end_numbers.erase(end_numbers.begin(), end_numbers.begin() + static_cast<std::ptrdiff_t>(run - 1));
       line_numbers.erase(line_numbers.begin() + 1, line_numbers.begin() + static_cast<std::ptrdiff_t>(run));

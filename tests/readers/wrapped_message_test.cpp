@@ -212,9 +212,8 @@ TEST(WrappedMessageQa5, HardWrapsAtAFixedWidthAreReadWhole) {
       for (const char* figure : {"requested", "total", "free", "process", "allocated", "reserved_unallocated"}) {
         EXPECT_EQ(e.bytes(figure), reference.bytes(figure)) << prefix << width << " " << figure;
       }
-      // The message starts on the line where "out of memory" starts (a first line cut before it
-      // holds none of the message's words) and ends on the last folded line.
-      EXPECT_EQ(e.line, printed.find("out of memory") < width ? 3u : 4u) << prefix << width;
+      // The message starts on the first folded line and ends on the last.
+      EXPECT_EQ(e.line, 3u) << prefix << width;
       EXPECT_EQ(e.end_line, 2 + (printed.size() + width - 1) / width) << prefix << width;
     }
   }
@@ -223,6 +222,39 @@ TEST(WrappedMessageQa5, HardWrapsAtAFixedWidthAreReadWhole) {
   EXPECT_EQ(cut.events[0].format, "pytorch_new_truncated");
   // Prose that goes on after the words is no message.
   EXPECT_TRUE(scan_text("RuntimeError: CUDA out of memory. Try a smaller batch\n").events.empty());
+}
+
+// Other formats cut by a fixed width: PyTorch 1.x's message at 80 columns ("by PyT" / "orch)",
+// pytorch#35901 folded), and vLLM's KV check pasted at 120 columns in two lines ("KV cach" / "e is
+// needed", a real report): the figures read as if the message were on one line. Two unrelated lines
+// of which the first holds a trigger but ends on punctuation are not glued.
+TEST(WrappedMessageQa5, OtherFormatsCutAtAFixedWidthAreReadWhole) {
+  ScanResult old = scan_text(
+      "CUDA out of memory. Tried to allocate 10.84 GiB (GPU 0; 23.65 GiB total capacity\n"
+      "; 1.06 GiB already allocated; 10.26 GiB free; 12.53 GiB reserved in total by PyT\n"
+      "orch)\n");
+  ASSERT_EQ(old.events.size(), 1u);
+  EXPECT_EQ(old.events[0].format, "pytorch_old_reserved");
+  EXPECT_EQ(old.events[0].bytes("total"), parse_quantity("23.65 GiB")->bytes);
+  EXPECT_EQ(old.events[0].bytes("reserved_total"), parse_quantity("12.53 GiB")->bytes);
+  EXPECT_EQ(old.events[0].end_line, 3u);
+
+  ScanResult kv = scan_text(
+      "ValueError: To serve at least one request with the model's max seq len (100000), (4.26 GiB KV cach\n"
+      "e is needed, which is larger than the available KV cache memory (4.25 GiB). Based on the available memory, "
+      "the estimated maximum model length is 99760. Try increasing `gpu_memory_utilization` or decreasing "
+      "`max_model_len` when initializing the engine.\n");
+  ASSERT_EQ(kv.events.size(), 1u);
+  EXPECT_EQ(kv.events[0].format, "vllm_kv_needed_gt_available");
+  EXPECT_EQ(kv.events[0].bytes("kv_needed"), parse_quantity("4.26 GiB")->bytes);
+  EXPECT_EQ(kv.events[0].int_field("estimated_max_model_len"), 99760);
+
+  ScanResult free = scan_text(
+      "ValueError: Free memory on device (0.49/79.32 GiB) on startup is less than desired GPU memor\n"
+      "y utilization (0.6, 47.59 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n");
+  ASSERT_EQ(free.events.size(), 1u);
+  EXPECT_EQ(free.events[0].format, "vllm_startup_free_memory");
+  EXPECT_EQ(free.events[0].bytes("requested"), parse_quantity("47.59 GiB")->bytes);
 }
 
 }  // namespace

@@ -185,7 +185,22 @@ std::optional<FormatMatch> match_new_in(const MessageWindow& w) {
   return m;
 }
 
+std::optional<FormatMatch> match_old_in(const MessageWindow& w);
+
+// PyTorch 1.x's message hard-wrapped at a fixed width ("... by PyT" / "orch)") reads only glued
+// back together, as match_new's does.
 std::optional<FormatMatch> match_old(const MessageWindow& w) {
+  if (auto m = match_old_in(w)) return m;
+  const size_t run = hard_wrapped_run(w.lines);
+  if (run < 2) return std::nullopt;
+  auto alt = match_old_in(MessageWindow::from_lines(glue_hard_wrapped(w.lines, run)));
+  if (!alt) return std::nullopt;
+  alt->lines_used += run - 1;
+  alt->event.set_field("hard_wrapped", true);
+  return alt;
+}
+
+std::optional<FormatMatch> match_old_in(const MessageWindow& w) {
   static const RE2 re("Tried to allocate (" + kSize + ")\\s*\\(\\s*(GPU|NPU|XPU)\\s+(\\d+)\\s*;\\s*(" + kSize +
                       ") total capacity\\s*;\\s*(" + kSize + ") already allocated\\s*;(?:\\s*(" + kSize +
                       ") current active\\s*;)?(?:\\s*(" + kSize + ") free\\s*;)?\\s*(" + kSize +
