@@ -730,7 +730,14 @@ void add_image_ui_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
 void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
   const VllmContext v = vllm_context(context, e);
   auto common_tail = [&](void) {
-    d.fixes.push_back(make_fix("vllm_enforce_eager", "CUDA graphs take memory outside the KV cache (often 0.5-2 GiB)."));
+    // V0 (the "max seq len ... stored in KV cache" wording) captures CUDA graphs after sizing the
+    // KV cache (vllm/worker/worker.py: determine_num_available_blocks, then capture_model): eager
+    // mode gives the cache no more room there. From v0.21 the graphs' estimate comes out of the
+    // budget first (docs/serve.md).
+    if (e.format != "vllm_max_seq_len_gt_kv_tokens") {
+      d.fixes.push_back(make_fix("vllm_enforce_eager", "From vLLM v0.21 the CUDA graphs' memory is taken out of the budget "
+                                                       "before the KV cache is sized (often 0.5-2 GiB)."));
+    }
     d.fixes.push_back(make_fix("vllm_tensor_parallel", "Each GPU holds 1/N of the weights, leaving more for the KV cache."));
     // A vLLM fix shows vLLM flags, never transformers code.
     d.fixes.push_back(make_fix("vllm_quantized_weights", "An AWQ/GPTQ/FP8 checkpoint halves or quarters the weights."));
@@ -770,6 +777,16 @@ void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
       if (auto estimated = e.int_field("estimated_max_model_len")) {
         d.fixes.push_back(make_fix("vllm_max_model_len", fmt::format("vLLM's own estimate of the longest length that fits is {}.", *estimated),
                                    fmt::format("--max-model-len {}", *estimated)));
+      } else if (available && *available > 0 && max_len && *max_len > 0) {
+        // The KV cache grows linearly with the length: the share of it that is available, rounded
+        // down to vLLM's 16-token blocks.
+        const auto fits = static_cast<int64_t>(static_cast<double>(*max_len) * static_cast<double>(*available) /
+                                               static_cast<double>(*needed)) / 16 * 16;
+        if (fits > 0) {
+          d.fixes.push_back(make_fix("vllm_max_model_len", fmt::format("{} of the {} needed is available: about {} tokens fit.",
+                                                                       format_bytes(*available), format_bytes(*needed), fits),
+                                     fmt::format("--max-model-len {}", fits)));
+        }
       }
       if (available && *available * 2 >= *needed) {
         d.fixes.push_back(make_fix("vllm_kv_cache_dtype", fmt::format("fp8 needs about {}, which the {} available covers.",

@@ -444,7 +444,10 @@ struct LogScanner::State {
   void compact();
   // Whether the line at buffer offset `start` (cleaned: `text`) is the indented source line under a
   // traceback's `File "...", line N, in f` line.
-  bool is_source_echo(size_t start, const std::string& text) const {
+  bool is_source_echo(size_t start, const std::string& line) const {
+    // vLLM logs each traceback line through its logger: the frame and the code under it read as
+    // Python printed them once the logger's prefix is off.
+    const std::string_view text = strip_logger_prefix(line);
     if (text.empty() || (text[0] != ' ' && text[0] != '\t') || start == 0) return false;
     size_t end = start - 1;                       // the break ending the line above
     if (end > 0 && buf[end] == '\n' && buf[end - 1] == '\r') --end;
@@ -452,7 +455,7 @@ struct LogScanner::State {
     while (begin > 0 && buf[begin - 1] != '\n') --begin;
     if (end - begin > kMaxLine) return false;
     static const RE2 frame(R"re(^\s*File ".+", line \d+, in )re");
-    return RE2::PartialMatch(clean_line(std::string_view(buf.data() + begin, end - begin)).text, frame);
+    return RE2::PartialMatch(strip_logger_prefix(clean_line(std::string_view(buf.data() + begin, end - begin)).text), frame);
   }
 };
 

@@ -445,6 +445,24 @@ TEST(Diagnose, VllmStartupFreeMemory) {
                                   "freed first.");
 }
 
+// vLLM's V1 check without its own estimate (v0.8, vllm#16118): the length that fits is the available
+// share of the needed cache, in 16-token blocks. V0's wording: its CUDA graphs are captured after
+// the KV cache is sized, so eager mode is no fix there.
+TEST(Diagnose, VllmKvCheckWithoutEstimateAndV0WithoutEagerMode) {
+  Diagnosis v1 = first_error(
+      "ERROR 04-05 01:12:55 [core.py:390] ValueError: To serve at least one request with the models's max seq len "
+      "(1048576), (24.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.97 GiB). Try "
+      "increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n");
+  ASSERT_NE(fix(v1, "vllm_max_model_len"), nullptr);
+  EXPECT_EQ(fix(v1, "vllm_max_model_len")->snippet, "--max-model-len 435584");   // 1048576 x 9.97 / 24.00, in 16s
+  EXPECT_NE(fix(v1, "vllm_enforce_eager"), nullptr);
+  Diagnosis v0 = first_error(
+      "ValueError: The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV "
+      "cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n");
+  EXPECT_EQ(fix(v0, "vllm_max_model_len")->snippet, "--max-model-len 23648");
+  EXPECT_EQ(fix(v0, "vllm_enforce_eager"), nullptr);
+}
+
 TEST(Diagnose, VllmSamplerWarmupHalvesMaxNumSeqs) {
   Diagnosis d = first_error(
       "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try lowering "

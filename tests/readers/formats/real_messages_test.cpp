@@ -119,4 +119,21 @@ TEST(RealMessages, TensorflowShapeIsReadForTheBatchAdvice) {
 }
 
 }  // namespace
+// vLLM logs its traceback through its logger: the `raise ValueError("No available memory ...")`
+// source line under the frame is code, not a first print of the error (vllm-project/vllm#27508).
+TEST(RealMessages, VllmLoggedSourceLineIsNotAPrint) {
+  const std::string p = "(EngineCore_DP0 pid=223840) ERROR 10-25 13:08:43 [core.py:708] ";
+  ScanResult scan = scan_text(
+      p + "  File \"/opt/vllm/v1/core/kv_cache_utils.py\", line 699, in check_enough_kv_cache_memory\n" +
+      p + "    raise ValueError(\"No available memory for the cache blocks. \"\n" +
+      p + "                     \"Try increasing `gpu_memory_utilization` when \"\n" +
+      p + "                     \"initializing the engine.\")\n" +
+      p + "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+          "initializing the engine.\n");
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].format, "vllm_no_cache_blocks");
+  EXPECT_EQ(scan.events[0].line, 5u);
+  EXPECT_EQ(scan.events[0].repeats, 1u);
+}
+
 }  // namespace oomdoc
