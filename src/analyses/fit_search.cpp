@@ -522,6 +522,10 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
                                 {"LoraConfig", "lora_alpha", "32"},
                                 {"LoraConfig", "target_modules", "\"all-linear\""},
                                 {"LoraConfig", "task_type", "\"CAUSAL_LM\""}});
+    } else if (!job.lora) {
+      // A LoRA job with PEFT's default targets is sized with the all-linear adapters QLoRA's
+      // recipe trains (below): the plan says so.
+      c.change.settings.insert(c.change.settings.begin(), {"LoraConfig", "target_modules", "\"all-linear\""});
     }
     for (auto& setting : base_in_16_bits_settings(job, bf16)) {
       if (task != "train_lora" || job.precision.value_or("").find("_mixed") != std::string::npos) {

@@ -504,5 +504,20 @@ TEST(FitPlanQa3, InferenceBatchIsTheLargestThatFits) {
   EXPECT_GT(chosen, 8u);
 }
 
+// A LoRA job with PEFT's default targets (q_proj, v_proj) is re-sized by the QLoRA step with the
+// all-linear adapters of QLoRA's recipe: the step says so, instead of switching targets silently.
+TEST(FitPlan, QloraOnADefaultLoraJobSaysItTargetsAllLinearLayers) {
+  Job job = training("train_lora", 4, 4096);
+  job.lora.reset();   // no targets given: PEFT's defaults
+  auto fitted = fit_on("meta-llama/Llama-2-70b-hf", "A100 SXM4 80GB", job, 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  ASSERT_TRUE(fitted->report.plan.has_value());
+  const FitChange& qlora = fitted->report.plan->changes.back();
+  ASSERT_EQ(qlora.id, "qlora");
+  ASSERT_FALSE(qlora.settings.empty());
+  EXPECT_EQ(qlora.settings[0].target + "." + qlora.settings[0].name + "=" + qlora.settings[0].value,
+            "LoraConfig.target_modules=\"all-linear\"");
+}
+
 }  // namespace
 }  // namespace oomdoc
