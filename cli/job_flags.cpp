@@ -162,7 +162,8 @@ nlohmann::json job_flags_json(const JobFlags& flags, const CLI::App& cmd) {
     }
     if (targets.size() == 1 && names_all_linear(targets[0])) {
       lora["target_modules"] = "all_linear";
-    } else if (!targets.empty()) {
+    } else if (!targets.empty() || !flags.lora_targets.empty()) {
+      // Given but empty ("" or ","): the job reader refuses it as it refuses an empty list.
       lora["target_modules"] = targets;
     }
     std::vector<std::string> saved;

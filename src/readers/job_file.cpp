@@ -1,4 +1,5 @@
 #include "readers/job_file.h"
+#include "readers/training_config.h"
 
 #include <fmt/format.h>
 
@@ -342,8 +343,17 @@ Result<Job> read_job(const std::string& job_file, const nlohmann::json& override
   if (!job_file.empty()) {
     auto text = read_small_file(job_file);
     if (!text) return text.error();
+    // A training config (Axolotl, LLaMA-Factory, TrainingArguments) that fails as a job file is
+    // said to be one, with where it goes, rather than blamed for its first odd key.
+    auto as_training_config = [&](Error job_error) -> Error {
+      auto config = parse_training_config(*text, job_file);
+      if (!config || config->used_keys.empty() || config->unknown_keys.size() >= config->used_keys.size()) return job_error;
+      return Error{fmt::format("{}: a training config ({}), not a job file: give it as the input (oomdoc estimate {}), "
+                               "not with --job", job_file, training_config_format_name(config->format), job_file)};
+    };
     auto parsed = parse_json_document(*text, job_file);
-    if (!parsed) return parsed.error();
+    if (!parsed) return as_training_config(parsed.error());
+    if (auto job = parse_job_json(*text, job_file); !job) return as_training_config(job.error());
     if (!parsed->is_object()) return Error{job_file + ": not a JSON object (a job file is one flat JSON object)"};
     if (auto key = duplicate_key(*text)) {
       return Error{fmt::format("{}: key \"{}\" appears twice (give each key once)", job_file, *key)};

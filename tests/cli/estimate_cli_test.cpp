@@ -436,6 +436,23 @@ TEST(EstimateCli, FlashAttentionInFp32IsRefused) {
                  "torch.bfloat16 dtypes\"): use sdpa, or precision bf16_mixed");
 }
 
+// An empty --lora-target-modules is refused as an empty list in a job file is, not sized as PEFT's
+// defaults.
+TEST(EstimateCli, EmptyLoraTargetsAreRefused) {
+  expect_refused(run_cli({"estimate", "llama-2-7b", "--task", "train_lora", "--lora-target-modules", ""}, "", kEmptyCache),
+                 "oomdoc: command line: lora.target_modules: must be \"all_linear\" (or PEFT's \"all-linear\") or a "
+                 "non-empty list of module names");
+}
+
+// A training config given to --job is said to be one, with where it goes, instead of failing on its
+// first key that a job file spells differently.
+TEST(EstimateCli, TrainingConfigGivenAsJobFileIsNamed) {
+  const std::string config = fixture_path("fit/hf_training_args.json");
+  expect_refused(run_cli({"estimate", "--job", config, "--model", "llama-2-7b"}, "", kEmptyCache),
+                 "oomdoc: " + config + ": a training config (hf_training_arguments), not a job file: give it as the "
+                 "input (oomdoc estimate " + config + "), not with --job");
+}
+
 // A model's config.json saved under another name is still read as the model.
 TEST(EstimateCliQa5, AModelConfigUnderAnotherNameIsTheModel) {
   const auto dir = std::filesystem::temp_directory_path() / "oomdoc_estimate_named_config";
