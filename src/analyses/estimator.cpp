@@ -230,6 +230,15 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   p.state_bytes = p.param_bytes;  // torch optimizers keep state in the parameter's dtype
 
   p.quantization = job.weight_quantization;
+  // transformers keeps a pre-quantized checkpoint's own quantization_config and ignores one passed
+  // to from_pretrained ("the `quantization_config` from the model will be used",
+  // modeling_utils.py): the checkpoint's format is sized, and the request said to be ignored.
+  // (An MXFP4 checkpoint is dequantized for training and may be quantized again: kept.)
+  std::optional<std::string> ignored_request;
+  if (p.quantization && !m.quantization.empty() && m.quantization_bits && m.quantization != "mxfp4") {
+    ignored_request = p.quantization;
+    p.quantization.reset();
+  }
   const bool dequantized_mxfp4 = !p.quantization && m.quantization == "mxfp4" && p.training;
   if (dequantized_mxfp4) {
     // The gpt-oss fine-tuning recipes load the MXFP4 checkpoint dequantized to bf16
@@ -247,7 +256,12 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     else if (m.quantization == "modelopt_fp4" || m.quantization == "nvfp4") p.quantization = "nvfp4";
     else if (m.quantization == "fp8" || m.quantization_bits == 8) p.quantization = m.quantization == "bitsandbytes" ? "int8" : "fp8";
     else if (m.quantization_bits == 4) p.quantization = m.quantization == "bitsandbytes" ? "nf4" : "int4";
-    if (p.quantization) assume("weight_quantization: " + *p.quantization + " (the checkpoint's format)");
+    if (p.quantization) {
+      assume("weight_quantization: " + *p.quantization + " (the checkpoint's format" +
+             (ignored_request ? "; " + *ignored_request + " asked for is ignored: transformers keeps a pre-quantized "
+                                "checkpoint's own quantization_config)"
+                              : ")"));
+    }
   }
   // LoRA on a quantized base: the checkpoint's own format above (PEFT trains adapters over GPTQ,
   // AWQ and FP8 bases too), else bitsandbytes NF4.
@@ -262,7 +276,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
                                   m.id.empty() ? m.source : m.id, *p.quantization));
   }
   // A pre-quantized bitsandbytes checkpoint says whether its absmax are quantized again.
-  const bool checkpoint_double_quant = !job.weight_quantization && m.quantization_double_quant;
+  const bool checkpoint_double_quant = (!job.weight_quantization || ignored_request) && m.quantization_double_quant;
   p.double_quant = job.double_quant.value_or(checkpoint_double_quant);
   if (p.quantization && (*p.quantization == "nf4" || *p.quantization == "fp4") && !job.double_quant) {
     assume(checkpoint_double_quant ? "double_quant: true (the checkpoint's format)" : "double_quant: false (bitsandbytes default)");

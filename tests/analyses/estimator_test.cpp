@@ -1764,5 +1764,26 @@ TEST(Estimator, ShardGradOpKeepsTheComputeCopyThroughBackwardOnly) {
   EXPECT_LT(*at_its_moment(*full, "gathered_params"), n * 2 / 10);
 }
 
+// A pre-quantized checkpoint keeps its own format whatever is asked (transformers uses the model's
+// quantization_config): the request is said to be ignored, not sized.
+TEST(Estimator, PreQuantizedCheckpointKeepsItsFormat) {
+  ModelSpec gptq = llama2_7b();
+  gptq.quantization = "gptq";
+  gptq.quantization_bits = 4;
+  gptq.quantization_group_size = 128;
+  Job job;
+  job.task = "inference";
+  job.precision = "fp16";
+  job.batch_size = 1;
+  job.prompt_len = 128;
+  job.max_new_tokens = 0;
+  auto own = estimate_memory(gptq, job);
+  job.weight_quantization = "nf4";
+  auto asked = estimate_memory(gptq, job);
+  ASSERT_TRUE(own && asked);
+  EXPECT_EQ(*component(*asked, "weights"), *component(*own, "weights"));
+  EXPECT_TRUE(assumed(*asked, "weight_quantization: gptq4 (the checkpoint's format; nf4 asked for is ignored"));
+}
+
 }  // namespace
 }  // namespace oomdoc
