@@ -306,7 +306,12 @@ bool error_after_bfc_warning(const OomEvent& bfc, const OomEvent& xla) {
   if (bfc.device && xla.device && bfc.device != xla.device) return false;
   auto requested = xla.bytes("requested");
   if (!requested) return false;
-  if (bfc.int_field("requested_rounded_bytes") == static_cast<int64_t>(*requested)) return true;
+  // BFC rounds a request up to its 256-byte granule (bfc_allocator.cc RoundedBytes,
+  // kMinAllocationSize): "rounded to 29995136256" for XLA's exact 29995136128.
+  if (auto rounded = bfc.int_field("requested_rounded_bytes");
+      rounded && *rounded >= static_cast<int64_t>(*requested) && *rounded - static_cast<int64_t>(*requested) < 256) {
+    return true;
+  }
   const Quantity* q = bfc.quantity("requested");
   if (q == nullptr) return false;
   const uint64_t diff = q->bytes > *requested ? q->bytes - *requested : *requested - q->bytes;

@@ -108,7 +108,11 @@ std::optional<FormatMatch> match_oom_tensor(const MessageWindow& w) {
 // the lines after a JAX failure carry jaxlib / XlaRuntimeError.
 bool window_is_jax(const MessageWindow& w) {
   const std::string& first = w.lines[0];
-  if (first.find("external/xla/") != std::string::npos || first.find("external/tsl/") != std::string::npos) return true;
+  // (jaxlib built XLA from a vendored TensorFlow until 2023: external/org_tensorflow/.)
+  if (first.find("external/xla/") != std::string::npos || first.find("external/tsl/") != std::string::npos ||
+      first.find("external/org_tensorflow/") != std::string::npos) {
+    return true;
+  }
   // TensorFlow's own source path on the line (tensorflow/tsl/..., tensorflow/core/...) names it,
   // whatever a JAX error nearby says.
   if (first.find("tensorflow/") != std::string::npos) return false;

@@ -136,4 +136,21 @@ TEST(RealMessages, VllmLoggedSourceLineIsNotAPrint) {
   EXPECT_EQ(scan.events[0].repeats, 1u);
 }
 
+// jaxlib before 2023 built XLA from a vendored TensorFlow (external/org_tensorflow/): its BFC warning
+// is JAX's, and BFC's request rounded up to 256 bytes is the XLA error's exact one (t5x#870): one
+// event.
+TEST(RealMessages, JaxWithVendoredTensorflowIsOneEvent) {
+  ScanResult scan = scan_text(
+      "2022-10-25 21:52:08.138224: W external/org_tensorflow/tensorflow/tsl/framework/bfc_allocator.cc:479] Allocator "
+      "(GPU_0_bfc) ran out of memory trying to allocate 27.93GiB (rounded to 29995136256)requested by op\n"
+      "2022-10-25 21:52:08.139090: W external/org_tensorflow/tensorflow/tsl/framework/bfc_allocator.cc:492] ****____\n"
+      "2022-10-25 21:52:08.148530: E external/org_tensorflow/tensorflow/compiler/xla/pjrt/pjrt_stream_executor_client.cc:"
+      "2153] Execution of replica 0 failed: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 29995136128 bytes.\n");
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].framework, "jax");
+  EXPECT_EQ(scan.events[0].format, "xla_oom_bytes");
+  EXPECT_EQ(scan.events[0].bytes("requested"), 29995136128u);
+  EXPECT_EQ(scan.events[0].int_field("allocator_warning_line"), 1);
+}
+
 }  // namespace oomdoc
