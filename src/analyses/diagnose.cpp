@@ -1166,8 +1166,17 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     }
     // A PyTorch program (its message, or the driver's status under PyTorch's frames) that no named
     // program runs: the driver-level steps. A named program's own ladder replaces the recipe below.
-    if (e.format != "cuda_driver_ctx_create" && (starts_with(e.framework, "pytorch") || pytorch_frames(e)) &&
-        application(e).empty()) {
+    if (e.framework == "tensorrt-llm") {
+      // TensorRT-LLM sizes its KV cache from the memory left after loading the engine: the runtime's
+      // own buffers (and other processes) get what that share leaves.
+      d.fixes.push_back(make_fix("trtllm_kv_cache_fraction", "The KV cache takes 0.9 of the memory free after loading "
+                                                             "by default: a smaller share leaves room for the runtime's "
+                                                             "own buffers."));
+      d.fixes.push_back(make_fix("trtllm_max_num_tokens", "The runtime's activation buffers grow with the tokens and "
+                                                          "requests it schedules per step."));
+      d.fixes.push_back(make_fix("end_other_processes", "Memory other processes hold is missing from that share too."));
+    } else if (e.format != "cuda_driver_ctx_create" && (starts_with(e.framework, "pytorch") || pytorch_frames(e)) &&
+               application(e).empty()) {
       add_driver_oom_ladder(d, operation);
     } else {
       d.fixes.push_back(make_fix("end_other_processes",

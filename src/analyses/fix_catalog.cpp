@@ -116,6 +116,13 @@ const std::vector<FixInfo>& fix_catalog() {
       {"vllm_quantized_weights", "Smaller weights: fp8 at load time, or a 4-bit checkpoint",
        "--quantization fp8  # or an AWQ/GPTQ checkpoint", 9, "some accuracy"},
       {"vllm_cpu_offload", "Keep part of the weights in CPU memory", "--cpu-offload-gb N", 10, "much slower"},
+      // TensorRT-LLM's runtime (trtllm-serve options; the LLM API's KvCacheConfig, whose
+      // free_gpu_memory_fraction defaults to 0.9 of the memory free after the engine loads).
+      {"trtllm_kv_cache_fraction", "Give the KV cache a smaller share of the free memory",
+       "trtllm-serve --kv_cache_free_gpu_memory_fraction 0.8  # LLM API: KvCacheConfig(free_gpu_memory_fraction=0.8)", 5,
+       "fewer tokens cached at once"},
+      {"trtllm_max_num_tokens", "Schedule fewer tokens and requests per step",
+       "trtllm-serve --max_num_tokens 4096 --max_batch_size 64", 5, "lower peak throughput"},
       // SGLang's flags (server_args.py; its troubleshooting page, docs.sglang.ai/references/faq.html,
       // and the advice its failed CUDA-graph capture prints).
       {"sglang_mem_fraction", "Give SGLang's static pool a larger share", "--mem-fraction-static 0.9", 4, "free"},

@@ -463,6 +463,21 @@ TEST(Diagnose, VllmKvCheckWithoutEstimateAndV0WithoutEagerMode) {
   EXPECT_EQ(fix(v0, "vllm_enforce_eager"), nullptr);
 }
 
+// TensorRT-LLM's failed CUDA call (TensorRT-LLM#1556): its own runtime settings, not PyTorch's.
+TEST(Diagnose, TensorrtLlmCudaRuntimeOom) {
+  ScanResult scan = scan_text(
+      "RuntimeError: [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): out of "
+      "memory (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:118)\n");
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].framework, "tensorrt-llm");
+  EXPECT_EQ(scan.events[0].string_field("cuda_call"), "::cudaMallocAsync");
+  ExplainReport report;
+  add_to_report(report, scan);
+  EXPECT_EQ(report.events[0].diagnosis.cause, "driver_oom_no_details");
+  EXPECT_EQ(testing::fix_ids(report.events[0].diagnosis),
+            (std::vector<std::string>{"end_other_processes", "trtllm_kv_cache_fraction", "trtllm_max_num_tokens"}));
+}
+
 TEST(Diagnose, VllmSamplerWarmupHalvesMaxNumSeqs) {
   Diagnosis d = first_error(
       "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try lowering "

@@ -360,8 +360,21 @@ std::optional<FormatMatch> match_cpu_allocator(const MessageWindow& w) {
 
 std::optional<FormatMatch> match_cuda_error(const MessageWindow& w) {
   static const RE2 re(R"((CUDA|HIP) error:\s*out of memory)");
+  // TensorRT-LLM's check of a CUDA runtime call (tensorrt_llm/common/cudaUtils.h check()):
+  // "[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, stream): out of memory".
+  static const RE2 runtime_re(R"(CUDA runtime error in (::\w+|\w+)\(.*\): out of memory)");
   auto g = regex_search(re, w.lines[0]);
-  if (!g) return std::nullopt;
+  if (!g) {
+    auto r = regex_search(runtime_re, w.lines[0]);
+    if (!r) return std::nullopt;
+    FormatMatch m;
+    const bool trtllm = w.lines[0].find("[TensorRT-LLM]") != std::string::npos;
+    m.event.framework = trtllm ? "tensorrt-llm" : "cuda";
+    m.event.format = "cuda_error_oom";
+    m.event.set_field("backend", std::string("CUDA"));
+    m.event.set_field("cuda_call", std::string((*r)[1]));
+    return m;
+  }
   FormatMatch m;
   m.event.framework = (*g)[1] == "HIP" ? "pytorch-rocm" : "pytorch";
   m.event.format = "cuda_error_oom";
