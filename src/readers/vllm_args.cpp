@@ -755,19 +755,25 @@ Result<ServeConfig> parse_vllm_command_line(const std::vector<std::string>& inpu
              words[i + 2].find("api_server") != std::string::npos) {
     config.launcher = "python -m " + words[i + 2];
     status = read_flags(words, i + 3, /*model_positional=*/false, config);
-  } else if (words[i] == "docker") {
+  } else if (words[i] == "docker" || words[i] == "podman") {
     // `docker run [options] vllm/vllm-openai[:tag] [api_server flags]`: the image is the first
     // word after docker run's options; -e/--env VAR=VALUE set the container's environment.
+    // (Podman's `run` takes the same options.)
     auto image = docker_image(words, i + 1, config);
     if (!image) return image.error();
-    config.launcher = "docker " + words[*image];
+    config.launcher = words[i] + " " + words[*image];
     const std::string& name = words[*image];
     // The tag follows the last ':' after the last '/' (a registry host may carry a port).
     const size_t colon = name.rfind(':'), slash = name.rfind('/');
     if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
       config.image_tag = name.substr(colon + 1);
     }
-    status = read_flags(words, *image + 1, /*model_positional=*/true, config);
+    // With `--entrypoint vllm` (or a shell entrypoint) the command after the image is `serve
+    // MODEL ...` or `vllm serve MODEL ...`: the model is the word after serve.
+    size_t flags_at = *image + 1;
+    if (flags_at < words.size() && words[flags_at] == "vllm") ++flags_at;
+    if (flags_at < words.size() && words[flags_at] == "serve") ++flags_at;
+    status = read_flags(words, flags_at, /*model_positional=*/true, config);
   } else {
     return Error{fmt::format(
         "not a vLLM command line: '{}'; expected `vllm serve MODEL [flags]`, `python -m "

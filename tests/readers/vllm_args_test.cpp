@@ -343,5 +343,18 @@ TEST(VllmArgsQa3, FlagsAreListedAsWritten) {
   EXPECT_EQ(c.ignored[0], "--port 8000");
 }
 
+// `--entrypoint vllm` puts `serve MODEL` after the image; podman takes docker's options.
+TEST(VllmArgs, DockerEntrypointServeAndPodman) {
+  ServeConfig entry = parse_ok({"docker", "run", "--gpus", "all", "--entrypoint", "vllm", "vllm/vllm-openai:v0.8.5", "serve",
+                                "meta-llama/Llama-2-7b-hf", "--max-model-len", "2048"});
+  EXPECT_EQ(entry.model, "meta-llama/Llama-2-7b-hf");
+  EXPECT_EQ(entry.max_model_len, 2048u);
+  EXPECT_EQ(entry.image_tag, "v0.8.5");
+  ServeConfig podman = parse_ok({"podman", "run", "--device", "nvidia.com/gpu=all", "vllm/vllm-openai:latest", "--model",
+                                 "meta-llama/Llama-2-7b-hf"});
+  EXPECT_EQ(podman.model, "meta-llama/Llama-2-7b-hf");
+  EXPECT_EQ(podman.launcher, "podman vllm/vllm-openai:latest");
+}
+
 }  // namespace
 }  // namespace oomdoc
