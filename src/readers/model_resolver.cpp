@@ -97,9 +97,12 @@ Result<ModelSpec> model_from_folder(const std::string& folder) {
     return spec;
   }
   if (static_cast<double>(stored) > static_cast<double>(config_count) * kMoreParamsFactor) {
+    // Loading builds the config's model and reads one copy: that is what is sized.
     spec->warnings.push_back(fmt::format(
-        "{} ({:.2f}x): more than the model has (two copies of the weights in the folder?); sized from the headers",
-        counts, static_cast<double>(stored) / static_cast<double>(config_count)));
+        "{} ({:.2f}x): more than the model has (two copies of the weights in the folder?); sized from the config, "
+        "which is what loading it builds", counts, static_cast<double>(stored) / static_cast<double>(config_count)));
+    spec->checkpoint_bytes = 0;
+    return spec;
   } else {
     spec->notes.push_back(fmt::format("config implies {} parameters, safetensors headers hold {}; using the headers",
                                       format_exact_count(config_count), format_exact_count(stored)));

@@ -232,6 +232,10 @@ Result<SafetensorsSummary> read_safetensors_folder(const std::string& folder) {
     for (const auto& entry : fs::directory_iterator(folder, ec)) {
       if (entry.path().extension() == ".safetensors") files.insert(entry.path().string());
     }
+    // Without an index transformers loads `model.safetensors` (SAFE_WEIGHTS_NAME) and nothing
+    // else: a Mistral-style consolidated.safetensors beside it is a second copy of the weights.
+    const std::string single = (fs::path(folder) / "model.safetensors").string();
+    if (files.count(single) && files.size() > 1) files = {single};
     // Without an index the numbered names say how many shards there are.
     if (auto complete = check_numbered_shards(files, folder); !complete) return complete.error();
   }

@@ -89,6 +89,23 @@ TEST(SafetensorsHeader, FolderWithIndexReadsEveryShard) {
   fs::remove_all(dir);
 }
 
+// Without an index, model.safetensors is what transformers loads: a consolidated.safetensors beside
+// it (Mistral's own format, the same weights) is not counted twice.
+TEST(SafetensorsHeader, ModelSafetensorsBesideAConsolidatedCopyIsTheModel) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("oomdoc_safetensors_copy_test_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string weights = file_bytes(R"({"a": {"dtype": "BF16", "shape": [8], "data_offsets": [0, 16]}})", 16);
+  std::ofstream(dir / "model.safetensors", std::ios::binary) << weights;
+  std::ofstream(dir / "consolidated.safetensors", std::ios::binary) << weights;
+  auto s = read_safetensors_folder(dir.string());
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->total_elements, 8u);
+  EXPECT_EQ(s->total_bytes, 16u);
+  fs::remove_all(dir);
+}
+
 // A dtype the format does not define has no width: refused, naming the file, tensor and the list.
 TEST(SafetensorsHeader, UnknownDtypeIsRefusedNamingFileAndTensor) {
   std::string bytes = file_bytes(R"({"w": {"dtype": "BF17", "shape": [2], "data_offsets": [0, 4]}})", 4);
