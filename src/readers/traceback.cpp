@@ -131,11 +131,22 @@ std::optional<Traceback> parse_traceback(const std::vector<std::string>& raw_lin
       break;
     }
   }
-  if (header == lines.size()) return std::nullopt;
   static const RE2 frame_re(R"re(^\s*File "([^"]+)", line (\d+), in (.+?)\s*$)re");
+  size_t first = header + 1;
+  if (header == lines.size()) {
+    // A traceback pasted without its header (an issue quoting its last frames): the frames and
+    // their indented code lines right above the exception line.
+    first = lines.size();
+    while (first > 0) {
+      const std::string& l = lines[first - 1];
+      const bool indented = !l.empty() && (l[0] == ' ' || l[0] == '\t');
+      if (!indented && !regex_search(frame_re, l)) break;
+      --first;
+    }
+  }
   Traceback tb;
   size_t last_frame_line = 0;
-  for (size_t i = header + 1; i < lines.size(); ++i) {
+  for (size_t i = first; i < lines.size(); ++i) {
     if (auto g = regex_search(frame_re, lines[i])) {
       last_frame_line = i;
       TracebackFrame frame;

@@ -36,5 +36,21 @@ TEST(TracebackEncoding, JsonIsValidUtf8) {
   EXPECT_EQ(r.out.find('\xe9'), std::string::npos);
 }
 
+// A traceback quoted without its "Traceback (most recent call last):" line (LlamaFactory#257): the
+// frames right above the error still say where it failed.
+TEST(TracebackEncoding, FramesWithoutTheHeaderAreRead) {
+  const ScanResult r = scan_text(
+      "  File \"/env/transformers/modeling_utils.py\", line 717, in _load_state_dict_into_meta_model\n"
+      "    set_module_tensor_to_device(model, param_name, param_device, **set_module_kwargs)\n"
+      "  File \"/env/accelerate/utils/modeling.py\", line 298, in set_module_tensor_to_device\n"
+      "    new_value = value.to(device)\n"
+      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 448.00 MiB (GPU 7; 79.32 GiB total capacity; "
+      "78.58 GiB already allocated; 259.56 MiB free; 78.58 GiB reserved in total by PyTorch)\n");
+  ASSERT_EQ(r.events.size(), 1u);
+  ASSERT_TRUE(r.events[0].traceback.has_value());
+  EXPECT_EQ(r.events[0].traceback->frames.size(), 2u);
+  EXPECT_EQ(r.events[0].traceback->operation, "model_loading");
+}
+
 }  // namespace
 }  // namespace oomdoc
