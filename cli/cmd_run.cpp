@@ -49,6 +49,22 @@ Status write_json_report(const std::string& path, const ChildOutcome& outcome,
   return write_output_file(path, dump_json(doc), "the JSON report");
 }
 
+// What the JSON report must not replace: every word of the command (a script, a config, a log it
+// writes), the value of each --option=VALUE in it, and the program PATH finds for it.
+std::vector<InputFile> files_named_by(const std::vector<std::string>& command) {
+  const std::string role = "a file the command names";
+  std::vector<InputFile> files;
+  for (const std::string& word : command) {
+    if (word.empty()) continue;
+    files.push_back({word, role});
+    if (size_t eq = word.find('='); eq != std::string::npos && eq + 1 < word.size()) {
+      files.push_back({word.substr(eq + 1), role});
+    }
+  }
+  if (auto program = find_executable(command[0])) files.push_back({*program, "the command's program"});
+  return files;
+}
+
 void say(const Style& style, const std::string& line) {
   std::cerr << style.bold("oomdoc: ") << line << "\n";
 }
@@ -78,7 +94,8 @@ int run_command(const RunOptions& options) {
     if (auto valid = check_alloc_conf(options.alloc_conf); !valid) return fail(valid.error().message);
   }
   if (!options.json_report.empty()) {
-    if (auto writable = check_output_file(options.json_report, "the JSON report"); !writable) {
+    if (auto writable = check_output_file(options.json_report, "the JSON report", files_named_by(options.command));
+        !writable) {
       return fail(writable.error().message);
     }
   }

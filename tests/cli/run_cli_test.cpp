@@ -185,6 +185,55 @@ TEST(RunCli, JsonReportThatCannotBeWrittenAtTheEnd) {
   EXPECT_FALSE(fs::exists(dir));
 }
 
+// --json-report never replaces a file the command names (its script, a config, a log it writes)
+// nor its program: refused before the command starts, the file left as it was. A device is not
+// replaced by writing to it: /dev/null stays allowed.
+TEST(RunCli, JsonReportThatWouldReplaceAFileOfTheCommandIsRefused) {
+  const fs::path dir = fs::temp_directory_path() / ("oomdoc-run-clobber-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "bin");
+  const std::string script = (dir / "myscript.sh").string();
+  std::ofstream(script) << "echo ran\n";
+  const std::string link = (dir / "link.json").string();
+  fs::create_symlink(script, link);
+
+  auto same = run_cli({"run", "--json-report", script, "--", "sh", script});
+  EXPECT_EQ(same.exit_code, 2);
+  EXPECT_EQ(same.out, "");
+  EXPECT_EQ(same.err, "oomdoc: " + script + ": cannot write the JSON report (it is a file the command names)\n");
+  auto through_link = run_cli({"run", "--json-report", link, "--", "sh", script});
+  EXPECT_EQ(through_link.exit_code, 2);
+  EXPECT_EQ(through_link.out, "");
+  EXPECT_EQ(through_link.err,
+            "oomdoc: " + link + ": cannot write the JSON report (it is " + script + ", a file the command names)\n");
+  EXPECT_EQ(testing::read_file(script), "echo ran\n");
+
+  // Not there yet, named as an --option=VALUE and spelled another way: the command may write it.
+  const std::string log = (dir / "log.txt").string(), log_respelled = (dir / "." / "log.txt").string();
+  auto option_value = run_cli({"run", "--json-report", log, "--", "sh", script, "--log=" + log_respelled});
+  EXPECT_EQ(option_value.exit_code, 2);
+  EXPECT_EQ(option_value.out, "");
+  EXPECT_EQ(option_value.err,
+            "oomdoc: " + log + ": cannot write the JSON report (it is " + log_respelled + ", a file the command names)\n");
+  EXPECT_FALSE(fs::exists(log));
+
+  // The program PATH finds for the command.
+  const std::string program = (dir / "bin" / "myprog").string();
+  std::ofstream(program) << "#!/bin/sh\necho ran\n";
+  fs::permissions(program, fs::perms::owner_all);
+  auto program_run = run_cli({"run", "--json-report", program, "--", "myprog"}, "",
+                             {"PATH=" + (dir / "bin").string() + ":/usr/bin:/bin"});
+  EXPECT_EQ(program_run.exit_code, 2);
+  EXPECT_EQ(program_run.out, "");
+  EXPECT_EQ(program_run.err, "oomdoc: " + program + ": cannot write the JSON report (it is the command's program)\n");
+  EXPECT_EQ(testing::read_file(program), "#!/bin/sh\necho ran\n");
+
+  auto device = run_cli({"run", "--json-report", "/dev/null", "--", "cat", "/dev/null"});
+  EXPECT_EQ(device.exit_code, 0);
+  EXPECT_EQ(device.err, "");
+  fs::remove_all(dir);
+}
+
 TEST(RunCli, AllocConfIsCheckedBeforeTheCommandStarts) {
   auto r = run_cli({"run", "--alloc-conf", "expandable_segments:true", "--", "sh", "-c", "echo ran"});
   EXPECT_EQ(r.exit_code, 2);
