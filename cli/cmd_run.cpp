@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
 #include "command.h"
@@ -130,6 +131,10 @@ int run_command(const RunOptions& options) {
     fail("run: " + outcome.error().message);
     return kExitCommandNotExecutable;
   }
+  // First: the explanation below may be lost the same way, and this is why the output is missing.
+  if (outcome->output_error != 0) {
+    std::cerr << "oomdoc run: writing the command's output failed: " << std::strerror(outcome->output_error) << "\n";
+  }
 
   const Style style = Style::for_fd(2);
   // Explained only when the child failed: a run that caught its OOM and went on is not news.
@@ -169,9 +174,9 @@ int run_command(const RunOptions& options) {
     hook.reset();  // remove the temporary directory before dying
     die_like_child(*outcome->signal, outcome->exit_code);
   }
-  // A child that succeeded but whose report could not be written is not a success for whoever reads
-  // the report: exit 2. A failing child's own status says more, and is kept.
-  if (report_lost && outcome->exit_code == 0) return kExitUsage;
+  // A child that succeeded but whose output or report was lost is not a success for whoever reads
+  // them: exit 2. A failing child's own status says more, and is kept.
+  if ((report_lost || outcome->output_error != 0) && outcome->exit_code == 0) return kExitUsage;
   return outcome->exit_code;
 }
 

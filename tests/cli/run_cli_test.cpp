@@ -234,6 +234,33 @@ TEST(RunCli, JsonReportThatWouldReplaceAFileOfTheCommandIsRefused) {
   fs::remove_all(dir);
 }
 
+// oomdoc's own stdout failing (a full disk: /dev/full) is said once and makes a successful command's
+// run exit 2; a failing command keeps its status. The child ran to its end all the same.
+TEST(RunCli, OutputThatCannotBeWrittenIsReported) {
+  auto ok_child = testing::run_shell("\"$OOMDOC\" run -- sh -c 'echo hi; echo done >&2' >/dev/full", {"NO_COLOR=1"});
+  EXPECT_EQ(ok_child.exit_code, 2);
+  EXPECT_EQ(ok_child.err, "done\noomdoc run: writing the command's output failed: No space left on device\n");
+  auto failing_child = testing::run_shell("\"$OOMDOC\" run -- sh -c 'echo hi; exit 3' >/dev/full", {"NO_COLOR=1"});
+  EXPECT_EQ(failing_child.exit_code, 3);
+  EXPECT_EQ(failing_child.err, "oomdoc run: writing the command's output failed: No space left on device\n");
+  // The OOM is still read from the output that could not be written, and explained.
+  const std::string log = testing::fixture_path("run/torch_oom.txt");
+  auto oom = testing::run_shell("\"$OOMDOC\" run -- sh -c 'cat \"" + log + "\"; exit 1' >/dev/full", {"NO_COLOR=1"});
+  EXPECT_EQ(oom.exit_code, 1);
+  EXPECT_EQ(oom.err.rfind("oomdoc run: writing the command's output failed: No space left on device\n\n"
+                          "oomdoc: the command ran out of memory\n\nstdout:5  PyTorch out of memory on GPU 0\n", 0),
+            0u)
+      << oom.err;
+}
+
+// A reader that leaves (`| head`) is no error: nothing is said, and the command meets the broken
+// pipe as it would without oomdoc (here `yes`, which would otherwise never end, dies of SIGPIPE),
+// and oomdoc ends with its signal.
+TEST(RunCli, AReaderThatLeavesEndsTheCommandQuietly) {
+  auto r = testing::run_shell("{ timeout 20 \"$OOMDOC\" run -- yes; echo \"oomdoc exit=$?\" >&2; } | head -n 2 >/dev/null");
+  EXPECT_EQ(r.err, "oomdoc exit=141\n");  // 128 + SIGPIPE, and nothing from oomdoc
+}
+
 TEST(RunCli, AllocConfIsCheckedBeforeTheCommandStarts) {
   auto r = run_cli({"run", "--alloc-conf", "expandable_segments:true", "--", "sh", "-c", "echo ran"});
   EXPECT_EQ(r.exit_code, 2);
