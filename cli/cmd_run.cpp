@@ -32,11 +32,15 @@ struct RunOptions {
 };
 
 // --json-report FILE: stdout belongs to the child, so the machine-readable verdict goes to a file.
+// `start_error` says why the command never ran ("nosuchcmd: command not found"); the report is
+// written then too, with the shell's status for it (127, 126).
 Status write_json_report(const std::string& path, const ChildOutcome& outcome,
-                         const std::optional<ExplainReport>& oom, const std::optional<HookOutcome>& hook) {
+                         const std::optional<ExplainReport>& oom, const std::optional<HookOutcome>& hook,
+                         const std::optional<std::string>& start_error = std::nullopt) {
   Json doc = json_document_header("run");
   doc["exit_code"] = outcome.exit_code;
   doc["signal"] = json_optional(outcome.signal);
+  doc["start_error"] = json_optional(start_error);
   // The same document `oomdoc explain --json` prints, for the child's output.
   doc["explain"] = oom ? explain_to_json(*oom) : Json(nullptr);
   doc["snapshots"] = hook ? Json(hook->snapshots) : Json::array();
@@ -100,11 +104,23 @@ int run_command(const RunOptions& options) {
       return fail(writable.error().message);
     }
   }
+  const Style style = Style::for_fd(2);
+  // A command that cannot start ends as the shell's 127 or 126, with the report FILE promises.
+  auto not_started = [&](int exit_code, const std::string& why) {
+    fail("run: " + why);
+    if (!options.json_report.empty()) {
+      ChildOutcome outcome;
+      outcome.exit_code = exit_code;
+      if (Status written = write_json_report(options.json_report, outcome, std::nullopt, std::nullopt, why); !written) {
+        say(style, written.error().message);
+      }
+    }
+    return exit_code;
+  };
   bool not_found = false;
   auto executable = find_executable(options.command[0], &not_found);
   if (!executable) {
-    fail("run: " + executable.error().message);
-    return not_found ? kExitCommandNotFound : kExitCommandNotExecutable;
+    return not_started(not_found ? kExitCommandNotFound : kExitCommandNotExecutable, executable.error().message);
   }
 
   ChildSpec spec;
@@ -127,16 +143,12 @@ int run_command(const RunOptions& options) {
   auto outcome = run_child(spec, [&](std::string_view chunk, bool from_stderr) {
     watcher.feed(chunk, from_stderr);
   });
-  if (!outcome) {
-    fail("run: " + outcome.error().message);
-    return kExitCommandNotExecutable;
-  }
+  if (!outcome) return not_started(kExitCommandNotExecutable, outcome.error().message);
   // First: the explanation below may be lost the same way, and this is why the output is missing.
   if (outcome->output_error != 0) {
     std::cerr << "oomdoc run: writing the command's output failed: " << std::strerror(outcome->output_error) << "\n";
   }
 
-  const Style style = Style::for_fd(2);
   // Explained only when the child failed: a run that caught its OOM and went on is not news.
   std::optional<ExplainReport> oom;
   if (outcome->exit_code != 0) {

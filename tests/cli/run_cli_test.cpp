@@ -118,6 +118,40 @@ TEST(RunCli, CommandNotFoundIs127WithOneLine) {
   EXPECT_EQ(r.err, "oomdoc: run: oomdoc-no-such-command-xyz: command not found\n");
 }
 
+// A command that cannot start still gets the report --json-report promises: the shell's status
+// (127 not found, 126 not executable), why, and no OOM.
+TEST(RunCli, CommandThatCannotStartStillGetsItsReport) {
+  const fs::path dir = fs::temp_directory_path() / ("oomdoc-run-not-started-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string report = (dir / "nf.json").string();
+  auto missing = run_cli({"run", "--json-report", report, "--", "oomdoc-no-such-command-xyz"});
+  EXPECT_EQ(missing.exit_code, 127);
+  EXPECT_EQ(missing.out, "");
+  EXPECT_EQ(missing.err, "oomdoc: run: oomdoc-no-such-command-xyz: command not found\n");
+  auto doc = nlohmann::json::parse(testing::read_file(report));
+  EXPECT_EQ(doc["command"], "run");
+  EXPECT_EQ(doc["exit_code"], 127);
+  EXPECT_EQ(doc["signal"], nullptr);
+  EXPECT_EQ(doc["start_error"], "oomdoc-no-such-command-xyz: command not found");
+  EXPECT_EQ(doc["explain"], nullptr);
+  EXPECT_EQ(doc["snapshots"], nlohmann::json::array());
+  EXPECT_EQ(doc["snapshot_hook"], nullptr);
+
+  const std::string not_executable = testing::fixture_path("run/torch_oom.txt");
+  auto denied = run_cli({"run", "--json-report", report, "--", not_executable});
+  EXPECT_EQ(denied.exit_code, 126);
+  EXPECT_EQ(denied.err, "oomdoc: run: " + not_executable + ": permission denied\n");
+  doc = nlohmann::json::parse(testing::read_file(report));
+  EXPECT_EQ(doc["exit_code"], 126);
+  EXPECT_EQ(doc["start_error"], not_executable + ": permission denied");
+
+  // A command that ran has a null start_error.
+  auto ran = run_cli({"run", "--json-report", report, "--", "true"});
+  EXPECT_EQ(ran.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(testing::read_file(report))["start_error"], nullptr);
+  fs::remove_all(dir);
+}
+
 TEST(RunCli, NotExecutableIs126) {
   auto r = run_cli({"run", "--", testing::fixture_path("run/torch_oom.txt")});
   EXPECT_EQ(r.exit_code, 126);
