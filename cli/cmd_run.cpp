@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
 #include "command.h"
@@ -31,11 +32,15 @@ struct RunOptions {
 };
 
 // --json-report FILE: stdout belongs to the child, so the machine-readable verdict goes to a file.
+// `start_error` says why the command never ran ("nosuchcmd: command not found"); the report is
+// written then too, with the shell's status for it (127, 126).
 Status write_json_report(const std::string& path, const ChildOutcome& outcome,
-                         const std::optional<ExplainReport>& oom, const std::optional<HookOutcome>& hook) {
+                         const std::optional<ExplainReport>& oom, const std::optional<HookOutcome>& hook,
+                         const std::optional<std::string>& start_error = std::nullopt) {
   Json doc = json_document_header("run");
   doc["exit_code"] = outcome.exit_code;
   doc["signal"] = json_optional(outcome.signal);
+  doc["start_error"] = json_optional(start_error);
   // The same document `oomdoc explain --json` prints, for the child's output.
   doc["explain"] = oom ? explain_to_json(*oom) : Json(nullptr);
   doc["snapshots"] = hook ? Json(hook->snapshots) : Json::array();
@@ -47,6 +52,22 @@ Status write_json_report(const std::string& path, const ChildOutcome& outcome,
                             {"message", summary ? Json(*summary) : Json(nullptr)}};
   }
   return write_output_file(path, dump_json(doc), "the JSON report");
+}
+
+// What the JSON report must not replace: every word of the command (a script, a config, a log it
+// writes), the value of each --option=VALUE in it, and the program PATH finds for it.
+std::vector<InputFile> files_named_by(const std::vector<std::string>& command) {
+  const std::string role = "a file the command names";
+  std::vector<InputFile> files;
+  for (const std::string& word : command) {
+    if (word.empty()) continue;
+    files.push_back({word, role});
+    if (size_t eq = word.find('='); eq != std::string::npos && eq + 1 < word.size()) {
+      files.push_back({word.substr(eq + 1), role});
+    }
+  }
+  if (auto program = find_executable(command[0])) files.push_back({*program, "the command's program"});
+  return files;
 }
 
 void say(const Style& style, const std::string& line) {
@@ -78,15 +99,28 @@ int run_command(const RunOptions& options) {
     if (auto valid = check_alloc_conf(options.alloc_conf); !valid) return fail(valid.error().message);
   }
   if (!options.json_report.empty()) {
-    if (auto writable = check_output_file(options.json_report, "the JSON report"); !writable) {
+    if (auto writable = check_output_file(options.json_report, "the JSON report", files_named_by(options.command));
+        !writable) {
       return fail(writable.error().message);
     }
   }
+  const Style style = Style::for_fd(2);
+  // A command that cannot start ends as the shell's 127 or 126, with the report FILE promises.
+  auto not_started = [&](int exit_code, const std::string& why) {
+    fail("run: " + why);
+    if (!options.json_report.empty()) {
+      ChildOutcome outcome;
+      outcome.exit_code = exit_code;
+      if (Status written = write_json_report(options.json_report, outcome, std::nullopt, std::nullopt, why); !written) {
+        say(style, written.error().message);
+      }
+    }
+    return exit_code;
+  };
   bool not_found = false;
   auto executable = find_executable(options.command[0], &not_found);
   if (!executable) {
-    fail("run: " + executable.error().message);
-    return not_found ? kExitCommandNotFound : kExitCommandNotExecutable;
+    return not_started(not_found ? kExitCommandNotFound : kExitCommandNotExecutable, executable.error().message);
   }
 
   ChildSpec spec;
@@ -109,12 +143,12 @@ int run_command(const RunOptions& options) {
   auto outcome = run_child(spec, [&](std::string_view chunk, bool from_stderr) {
     watcher.feed(chunk, from_stderr);
   });
-  if (!outcome) {
-    fail("run: " + outcome.error().message);
-    return kExitCommandNotExecutable;
+  if (!outcome) return not_started(kExitCommandNotExecutable, outcome.error().message);
+  // First: the explanation below may be lost the same way, and this is why the output is missing.
+  if (outcome->output_error != 0) {
+    std::cerr << "oomdoc run: writing the command's output failed: " << std::strerror(outcome->output_error) << "\n";
   }
 
-  const Style style = Style::for_fd(2);
   // Explained only when the child failed: a run that caught its OOM and went on is not news.
   std::optional<ExplainReport> oom;
   if (outcome->exit_code != 0) {
@@ -152,9 +186,9 @@ int run_command(const RunOptions& options) {
     hook.reset();  // remove the temporary directory before dying
     die_like_child(*outcome->signal, outcome->exit_code);
   }
-  // A child that succeeded but whose report could not be written is not a success for whoever reads
-  // the report: exit 2. A failing child's own status says more, and is kept.
-  if (report_lost && outcome->exit_code == 0) return kExitUsage;
+  // A child that succeeded but whose output or report was lost is not a success for whoever reads
+  // them: exit 2. A failing child's own status says more, and is kept.
+  if ((report_lost || outcome->output_error != 0) && outcome->exit_code == 0) return kExitUsage;
   return outcome->exit_code;
 }
 

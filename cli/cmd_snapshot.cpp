@@ -66,9 +66,12 @@ int run(const SnapshotArgs& args) {
     return fail("--gpu-memory: not available with --compare (the comparison gives no OOM verdicts)");
   }
   // The HTML path is checked before anything is read or printed: a report on stdout followed by a
-  // failure would look complete.
+  // failure would look complete. (--compare, the other input, was refused with --html above.)
   if (!args.html.empty()) {
-    if (auto writable = check_output_file(args.html, "the HTML report"); !writable) return fail(writable.error().message);
+    const InputFile snapshot_file{args.file == "-" ? "/dev/stdin" : args.file, "the snapshot being read"};
+    if (auto writable = check_output_file(args.html, "the HTML report", {&snapshot_file, 1}); !writable) {
+      return fail(writable.error().message);
+    }
   }
   auto snapshot = read_snapshot_file(args.file, read_options(args));
   if (!snapshot) return fail(snapshot.error().message);

@@ -11,13 +11,40 @@
 
 namespace oomdoc::cli {
 
-Status check_output_file(const std::string& path, std::string_view what) {
-  namespace fs = std::filesystem;
+namespace {
+
+namespace fs = std::filesystem;
+
+// The input that writing `output` would replace, if any.
+const InputFile* replaced_input(const fs::path& output, std::span<const InputFile> inputs) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(output, ec);
+  // A device or a fifo (/dev/null, /dev/stdout) is written to, not replaced.
+  if (fs::exists(status) && !fs::is_regular_file(status)) return nullptr;
+  // Resolved, a path not there yet still matches an input named another way (./r.json, dir/../r.json)
+  // that the wrapped command may create.
+  const fs::path resolved = fs::weakly_canonical(output, ec);
+  const bool has_resolved = !ec;
+  for (const InputFile& input : inputs) {
+    if (fs::exists(status) && fs::equivalent(output, input.path, ec)) return &input;  // symlinks, hard links
+    const fs::path input_resolved = fs::weakly_canonical(input.path, ec);
+    if (has_resolved && !ec && input_resolved == resolved) return &input;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Status check_output_file(const std::string& path, std::string_view what, std::span<const InputFile> inputs) {
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ec;
   if (fs::is_directory(target, ec)) return make_error(fmt::format("{}: cannot write {} (it is a directory)", path, what));
   if (!fs::is_directory(dir, ec)) return make_error(fmt::format("{}: cannot write {} (no directory {})", path, what, dir.string()));
+  if (const InputFile* input = replaced_input(target, inputs)) {
+    if (input->path == path) return make_error(fmt::format("{}: cannot write {} (it is {})", path, what, input->role));
+    return make_error(fmt::format("{}: cannot write {} (it is {}, {})", path, what, input->path, input->role));
+  }
   if (fs::exists(target, ec)) {
     if (::access(path.c_str(), W_OK) != 0) {
       return make_error(fmt::format("{}: cannot write {} ({})", path, what, std::strerror(errno)));

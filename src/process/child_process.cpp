@@ -46,6 +46,11 @@ bool write_all(int fd, const char* data, size_t size) {
     ssize_t n = write(fd, data, size);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {  // an inherited non-blocking stdout is slow, not broken
+        pollfd writable{fd, POLLOUT, 0};
+        poll(&writable, 1, -1);
+        continue;
+      }
       return false;
     }
     data += n;
@@ -67,6 +72,7 @@ struct Stream {
   int write_to = -1;
   bool from_stderr = false;
   bool is_pty = false;
+  bool write_failed = false;  // write_to failed (not EPIPE): read on, copy no more
 };
 
 bool is_executable_file(const std::string& path) {
@@ -174,6 +180,11 @@ Result<ChildOutcome> run_child(const ChildSpec& spec, const OutputObserver& obse
   sigemptyset(&action.sa_mask);
   for (size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &action, &old_actions[i]);
   sigaction(SIGCHLD, &action, &old_chld);
+  // A reader of our output that goes away (`| head`) is an EPIPE to handle, not a death that would
+  // leave the child unwaited for. Set after fork: the child keeps the default.
+  struct sigaction ignore {}, old_pipe {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &old_pipe);
   sigprocmask(SIG_SETMASK, &previous_mask, nullptr);
 
   if (pty_slave >= 0) close(pty_slave);
@@ -201,6 +212,7 @@ Result<ChildOutcome> run_child(const ChildSpec& spec, const OutputObserver& obse
   for (const auto& s : streams)
     if (!s.is_pty) fcntl(s.read_fd, F_SETPIPE_SZ, 1 << 20);
   std::vector<char> buffer(1 << 18);
+  int output_error = 0;
   int status = 0;
   bool exited = false;
   std::chrono::steady_clock::time_point exited_at;
@@ -239,9 +251,21 @@ Result<ChildOutcome> run_child(const ChildSpec& spec, const OutputObserver& obse
         s.read_fd = -1;
         continue;
       }
-      // Our stdout gone (e.g. `| head`): keep draining so the child is not blocked on a full pipe.
-      write_all(s.write_to, buffer.data(), static_cast<size_t>(n));
+      const bool copied = s.write_failed || write_all(s.write_to, buffer.data(), static_cast<size_t>(n));
+      const int write_error = copied ? 0 : errno;
       if (observer) observer(std::string_view(buffer.data(), static_cast<size_t>(n)), s.from_stderr);
+      if (copied) continue;
+      if (write_error == EPIPE) {
+        // Our reader went away (`| head`): the child's next write meets a broken pipe, as it would
+        // have without oomdoc in between, instead of running on for nobody.
+        close(s.read_fd);
+        s.read_fd = -1;
+      } else {
+        // A full disk, an I/O error: nothing the child could be told through a pipe. It runs on,
+        // drained (never blocked on a full pipe) and watched; the caller reports the loss.
+        s.write_failed = true;
+        if (output_error == 0) output_error = write_error;
+      }
     }
   }
   for (auto& s : streams)
@@ -252,6 +276,7 @@ Result<ChildOutcome> run_child(const ChildSpec& spec, const OutputObserver& obse
   g_child_pid = 0;
   for (size_t i = 0; i < std::size(kForwarded); ++i) sigaction(kForwarded[i], &old_actions[i], nullptr);
   sigaction(SIGCHLD, &old_chld, nullptr);
+  sigaction(SIGPIPE, &old_pipe, nullptr);
   g_wake_fd = -1;
   close(wake_pipe[0]);
   close(wake_pipe[1]);
@@ -260,6 +285,7 @@ Result<ChildOutcome> run_child(const ChildSpec& spec, const OutputObserver& obse
     return make_error(fmt::format("{}: cannot run: {}", spec.argv[0], std::strerror(exec_errno)));
   }
   ChildOutcome outcome;
+  outcome.output_error = output_error;
   if (WIFSIGNALED(status)) {
     outcome.signal = WTERMSIG(status);
     outcome.exit_code = 128 + WTERMSIG(status);

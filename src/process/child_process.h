@@ -27,6 +27,10 @@ struct ChildSpec {
 struct ChildOutcome {
   int exit_code = 0;              // the child's exit status, or 128+signal
   std::optional<int> signal;      // the signal that ended it
+  // errno of the first failed copy of the child's output to stdout_fd/stderr_fd (ENOSPC, EIO): that
+  // stream is no longer copied, but still read and observed. 0 when all was copied, or when only a
+  // reader that went away (EPIPE, `| head`) stopped the copy: that is how pipelines end.
+  int output_error = 0;
 };
 
 // Called with each chunk of output as it arrives, in order per stream; from_stderr tells which.

@@ -14,7 +14,8 @@ namespace oomdoc {
 
 namespace {
 
-// Text inside <script>/<style> must not close the element early.
+// Text inside <script>/<style> must not close the element early. For the vendored uPlot code and
+// CSS, which hold no "<!--" or "<script" (that would need escape_json_for_script's care).
 std::string escape_for_script(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -24,6 +25,36 @@ std::string escape_for_script(std::string_view s) {
       ++i;
     } else {
       out += s[i];
+    }
+  }
+  return out;
+}
+
+// JSON inside <script type="application/json">: a string from the snapshot (a frame's filename)
+// holding "</script>" would end the element, and "<!--<script>" would make the parser swallow the rest
+// of the page. Writing every <, > and & as a \u escape leaves no markup at all; JSON.parse reads the
+// same text back. These characters only occur inside JSON strings, where such escapes are valid.
+// U+2028/U+2029 are escaped too, for any reader that takes the JSON as JavaScript source.
+std::string escape_json_for_script(std::string_view json) {
+  std::string out;
+  out.reserve(json.size());
+  constexpr std::string_view kLineSeparator = "\xE2\x80\xA8", kParagraphSeparator = "\xE2\x80\xA9";  // UTF-8
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (c == '<') {
+      out += "\\u003c";
+    } else if (c == '>') {
+      out += "\\u003e";
+    } else if (c == '&') {
+      out += "\\u0026";
+    } else if (json.substr(i, 3) == kLineSeparator) {
+      out += "\\u2028";
+      i += 2;
+    } else if (json.substr(i, 3) == kParagraphSeparator) {
+      out += "\\u2029";
+      i += 2;
+    } else {
+      out += c;
     }
   }
   return out;
@@ -298,7 +329,7 @@ std::string render_snapshot_html(const SnapshotReport& r) {
   for (Json& device : report["devices"]) device["fragmentation"].erase("segments");  // see segment_rows
   add_byte_texts(report);
   auto dump = [](const Json& j) {
-    return escape_for_script(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return escape_json_for_script(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   };
   std::string_view js = embedded("vendor/uplot/uPlot.iife.min.js").value_or("");
   std::string_view css = embedded("vendor/uplot/uPlot.min.css").value_or("");

@@ -118,6 +118,40 @@ TEST(RunCli, CommandNotFoundIs127WithOneLine) {
   EXPECT_EQ(r.err, "oomdoc: run: oomdoc-no-such-command-xyz: command not found\n");
 }
 
+// A command that cannot start still gets the report --json-report promises: the shell's status
+// (127 not found, 126 not executable), why, and no OOM.
+TEST(RunCli, CommandThatCannotStartStillGetsItsReport) {
+  const fs::path dir = fs::temp_directory_path() / ("oomdoc-run-not-started-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string report = (dir / "nf.json").string();
+  auto missing = run_cli({"run", "--json-report", report, "--", "oomdoc-no-such-command-xyz"});
+  EXPECT_EQ(missing.exit_code, 127);
+  EXPECT_EQ(missing.out, "");
+  EXPECT_EQ(missing.err, "oomdoc: run: oomdoc-no-such-command-xyz: command not found\n");
+  auto doc = nlohmann::json::parse(testing::read_file(report));
+  EXPECT_EQ(doc["command"], "run");
+  EXPECT_EQ(doc["exit_code"], 127);
+  EXPECT_EQ(doc["signal"], nullptr);
+  EXPECT_EQ(doc["start_error"], "oomdoc-no-such-command-xyz: command not found");
+  EXPECT_EQ(doc["explain"], nullptr);
+  EXPECT_EQ(doc["snapshots"], nlohmann::json::array());
+  EXPECT_EQ(doc["snapshot_hook"], nullptr);
+
+  const std::string not_executable = testing::fixture_path("run/torch_oom.txt");
+  auto denied = run_cli({"run", "--json-report", report, "--", not_executable});
+  EXPECT_EQ(denied.exit_code, 126);
+  EXPECT_EQ(denied.err, "oomdoc: run: " + not_executable + ": permission denied\n");
+  doc = nlohmann::json::parse(testing::read_file(report));
+  EXPECT_EQ(doc["exit_code"], 126);
+  EXPECT_EQ(doc["start_error"], not_executable + ": permission denied");
+
+  // A command that ran has a null start_error.
+  auto ran = run_cli({"run", "--json-report", report, "--", "true"});
+  EXPECT_EQ(ran.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(testing::read_file(report))["start_error"], nullptr);
+  fs::remove_all(dir);
+}
+
 TEST(RunCli, NotExecutableIs126) {
   auto r = run_cli({"run", "--", testing::fixture_path("run/torch_oom.txt")});
   EXPECT_EQ(r.exit_code, 126);
@@ -183,6 +217,82 @@ TEST(RunCli, JsonReportThatCannotBeWrittenAtTheEnd) {
   EXPECT_EQ(gone.exit_code, 2);
   EXPECT_EQ(gone.err, "oomdoc: " + report + ": cannot write the JSON report: No such file or directory\n");
   EXPECT_FALSE(fs::exists(dir));
+}
+
+// --json-report never replaces a file the command names (its script, a config, a log it writes)
+// nor its program: refused before the command starts, the file left as it was. A device is not
+// replaced by writing to it: /dev/null stays allowed.
+TEST(RunCli, JsonReportThatWouldReplaceAFileOfTheCommandIsRefused) {
+  const fs::path dir = fs::temp_directory_path() / ("oomdoc-run-clobber-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "bin");
+  const std::string script = (dir / "myscript.sh").string();
+  std::ofstream(script) << "echo ran\n";
+  const std::string link = (dir / "link.json").string();
+  fs::create_symlink(script, link);
+
+  auto same = run_cli({"run", "--json-report", script, "--", "sh", script});
+  EXPECT_EQ(same.exit_code, 2);
+  EXPECT_EQ(same.out, "");
+  EXPECT_EQ(same.err, "oomdoc: " + script + ": cannot write the JSON report (it is a file the command names)\n");
+  auto through_link = run_cli({"run", "--json-report", link, "--", "sh", script});
+  EXPECT_EQ(through_link.exit_code, 2);
+  EXPECT_EQ(through_link.out, "");
+  EXPECT_EQ(through_link.err,
+            "oomdoc: " + link + ": cannot write the JSON report (it is " + script + ", a file the command names)\n");
+  EXPECT_EQ(testing::read_file(script), "echo ran\n");
+
+  // Not there yet, named as an --option=VALUE and spelled another way: the command may write it.
+  const std::string log = (dir / "log.txt").string(), log_respelled = (dir / "." / "log.txt").string();
+  auto option_value = run_cli({"run", "--json-report", log, "--", "sh", script, "--log=" + log_respelled});
+  EXPECT_EQ(option_value.exit_code, 2);
+  EXPECT_EQ(option_value.out, "");
+  EXPECT_EQ(option_value.err,
+            "oomdoc: " + log + ": cannot write the JSON report (it is " + log_respelled + ", a file the command names)\n");
+  EXPECT_FALSE(fs::exists(log));
+
+  // The program PATH finds for the command.
+  const std::string program = (dir / "bin" / "myprog").string();
+  std::ofstream(program) << "#!/bin/sh\necho ran\n";
+  fs::permissions(program, fs::perms::owner_all);
+  auto program_run = run_cli({"run", "--json-report", program, "--", "myprog"}, "",
+                             {"PATH=" + (dir / "bin").string() + ":/usr/bin:/bin"});
+  EXPECT_EQ(program_run.exit_code, 2);
+  EXPECT_EQ(program_run.out, "");
+  EXPECT_EQ(program_run.err, "oomdoc: " + program + ": cannot write the JSON report (it is the command's program)\n");
+  EXPECT_EQ(testing::read_file(program), "#!/bin/sh\necho ran\n");
+
+  auto device = run_cli({"run", "--json-report", "/dev/null", "--", "cat", "/dev/null"});
+  EXPECT_EQ(device.exit_code, 0);
+  EXPECT_EQ(device.err, "");
+  fs::remove_all(dir);
+}
+
+// oomdoc's own stdout failing (a full disk: /dev/full) is said once and makes a successful command's
+// run exit 2; a failing command keeps its status. The child ran to its end all the same.
+TEST(RunCli, OutputThatCannotBeWrittenIsReported) {
+  auto ok_child = testing::run_shell("\"$OOMDOC\" run -- sh -c 'echo hi; echo done >&2' >/dev/full", {"NO_COLOR=1"});
+  EXPECT_EQ(ok_child.exit_code, 2);
+  EXPECT_EQ(ok_child.err, "done\noomdoc run: writing the command's output failed: No space left on device\n");
+  auto failing_child = testing::run_shell("\"$OOMDOC\" run -- sh -c 'echo hi; exit 3' >/dev/full", {"NO_COLOR=1"});
+  EXPECT_EQ(failing_child.exit_code, 3);
+  EXPECT_EQ(failing_child.err, "oomdoc run: writing the command's output failed: No space left on device\n");
+  // The OOM is still read from the output that could not be written, and explained.
+  const std::string log = testing::fixture_path("run/torch_oom.txt");
+  auto oom = testing::run_shell("\"$OOMDOC\" run -- sh -c 'cat \"" + log + "\"; exit 1' >/dev/full", {"NO_COLOR=1"});
+  EXPECT_EQ(oom.exit_code, 1);
+  EXPECT_EQ(oom.err.rfind("oomdoc run: writing the command's output failed: No space left on device\n\n"
+                          "oomdoc: the command ran out of memory\n\nstdout:5  PyTorch out of memory on GPU 0\n", 0),
+            0u)
+      << oom.err;
+}
+
+// A reader that leaves (`| head`) is no error: nothing is said, and the command meets the broken
+// pipe as it would without oomdoc (here `yes`, which would otherwise never end, dies of SIGPIPE),
+// and oomdoc ends with its signal.
+TEST(RunCli, AReaderThatLeavesEndsTheCommandQuietly) {
+  auto r = testing::run_shell("{ timeout 20 \"$OOMDOC\" run -- yes; echo \"oomdoc exit=$?\" >&2; } | head -n 2 >/dev/null");
+  EXPECT_EQ(r.err, "oomdoc exit=141\n");  // 128 + SIGPIPE, and nothing from oomdoc
 }
 
 TEST(RunCli, AllocConfIsCheckedBeforeTheCommandStarts) {

@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "support/test_support.h"
@@ -215,6 +218,44 @@ TEST(SnapshotCli, HtmlWithCompareIsRefused) {
                    "comparison)\n");
   EXPECT_TRUE(r.out.empty());
   EXPECT_FALSE(std::ifstream(html).good());
+}
+
+// --html never replaces the snapshot it reads: not under its own name, not through a symlink or a
+// hard link, not spelled another way, not when the snapshot comes on stdin. The file is left as it was.
+TEST(SnapshotCli, HtmlThatWouldReplaceTheSnapshotIsRefused) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("oomdoc-snapshot-clobber-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string in = (dir / "in.pickle").string();
+  std::filesystem::copy_file(fixture_path("snapshot/train_p4.pickle"), in);
+  const std::string original = testing::read_file(in);
+  const std::string link = (dir / "link.html").string(), hard = (dir / "hard.html").string();
+  std::filesystem::create_symlink(in, link);
+  std::filesystem::create_hard_link(in, hard);
+  const std::string respelled = (dir / "." / "in.pickle").string();
+
+  auto same = run_cli({"snapshot", in, "--html", in});
+  EXPECT_EQ(same.exit_code, 2);
+  EXPECT_EQ(same.out, "");
+  EXPECT_EQ(same.err, "oomdoc: " + in + ": cannot write the HTML report (it is the snapshot being read)\n");
+  for (const std::string& other_name : {link, hard, respelled}) {
+    auto r = run_cli({"snapshot", in, "--html", other_name});
+    EXPECT_EQ(r.exit_code, 2) << other_name;
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, "oomdoc: " + other_name + ": cannot write the HTML report (it is " + in +
+                         ", the snapshot being read)\n");
+  }
+  auto stdin_file = testing::run_shell("\"$OOMDOC\" snapshot - --html '" + in + "' < '" + in + "'");
+  EXPECT_EQ(stdin_file.exit_code, 2);
+  EXPECT_EQ(stdin_file.out, "");
+  EXPECT_EQ(stdin_file.err, "oomdoc: " + in + ": cannot write the HTML report (it is /dev/stdin, the snapshot being read)\n");
+  EXPECT_TRUE(testing::read_file(in) == original);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+
+  auto elsewhere = run_cli({"snapshot", in, "--html", (dir / "report.html").string()});
+  EXPECT_EQ(elsewhere.exit_code, 0) << elsewhere.err;
+  std::filesystem::remove_all(dir);
 }
 
 // An unknown option is named as such, not hidden behind the missing file; no file is its own error.

@@ -84,6 +84,26 @@ TEST(SnapshotHtmlBrowser, TablesShowTheTerminalFigures) {
   EXPECT_EQ(dom.find("1.13 KiB"), std::string::npos);
 }
 
+// Markup in the snapshot (a frame's filename "<!--<script>...</script>&amp;") is shown as text: the
+// whole page still runs, draws its plot and lists the stack with the filename as it was written.
+TEST(SnapshotHtmlBrowser, MarkupInTheSnapshotIsShownAsText) {
+  std::string browser = chromium();
+  ASSERT_FALSE(browser.empty()) << "chromium is not installed (scripts/setup.sh installs it)";
+  std::string dir = std::string(OOMDOC_BINARY_DIR) + "/test-artifacts";
+  std::filesystem::create_directories(dir);
+  std::string html = dir + "/snapshot_markup_in_frames.html";
+  auto r = testing::run_cli({"snapshot", testing::fixture_path("snapshot/markup_in_frames.json"), "--html", html});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string dom = run_capture("timeout 120 " + browser +
+                                " --headless --no-sandbox --disable-gpu --virtual-time-budget=5000 --user-data-dir=" +
+                                dir + "/chromium-profile-markup --dump-dom file://" + html + " 2>/dev/null");
+  std::smatch body;
+  ASSERT_TRUE(std::regex_search(dom, body, std::regex("<body[^>]*>"))) << dom.substr(0, 500);
+  EXPECT_THAT(body.str(), ::testing::HasSubstr("data-console-errors=\"0\""));
+  EXPECT_THAT(body.str(), ::testing::HasSubstr("data-plots-drawn=\"1\""));  // the code after the JSON ran
+  EXPECT_THAT(dom, ::testing::HasSubstr("&lt;!--&lt;script&gt;\u2028&lt;/script&gt;&amp;amp;:7 train_step"));
+}
+
 // The segment table and the timeline's x axis, as the browser lays them out: seconds when the trace
 // has time_us, the event index when it has not.
 TEST(SnapshotHtmlBrowser, SegmentTableAndTimeAxis) {

@@ -95,6 +95,35 @@ TEST(SnapshotHtml, SelfContainedWithTheChartLibraryAndData) {
   EXPECT_LT(first_close, report_start);
 }
 
+// A frame's filename can hold markup (tests/fixtures/snapshot/markup_in_frames.json:
+// "<!--<script>", U+2028, "</script>", "&amp;"). In the page's JSON blocks every <, > and & is a \u
+// escape, so no script block holds "<!--" (which, followed by "<script", would make the parser
+// swallow the rest of the page) or an early "</script>"; JSON.parse gives the filename back whole.
+TEST(SnapshotHtml, MarkupInTheSnapshotStaysDataInsideItsScriptBlock) {
+  auto r = analyze_snapshot_file(testing::fixture_path("snapshot/markup_in_frames.json"));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const std::string html = render_snapshot_html(r.value());
+  const std::string filename = "<!--<script>\u2028</script>&amp;";
+  size_t blocks = 0;
+  for (size_t open = html.find("<script"); open != std::string::npos; open = html.find("<script", open + 1)) {
+    const size_t body = html.find('>', open) + 1;
+    const size_t close = html.find("</script>", body);
+    ASSERT_NE(close, std::string::npos);
+    const std::string content = html.substr(body, close - body);
+    EXPECT_EQ(content.find("<!--"), std::string::npos) << "script block " << blocks;
+    EXPECT_EQ(content.find("<script"), std::string::npos) << "script block " << blocks;
+    EXPECT_EQ(content.find("\u2028"), std::string::npos) << "script block " << blocks;  // the raw character
+    ++blocks;
+    open = close;
+  }
+  EXPECT_EQ(blocks, 7u);  // the error counter, four JSON blocks, uPlot, the page's code
+  EXPECT_THAT(html, HasSubstr("\\u003c!--\\u003cscript\\u003e\\u2028\\u003c/script\\u003e\\u0026amp;"));
+  const size_t report = html.find("id=\"report\">") + std::string("id=\"report\">").size();
+  const Json doc = Json::parse(html.substr(report, html.find("</script>", report) - report));
+  EXPECT_EQ(doc["devices"][0]["top_stacks"][0]["frames"][0].get<std::string>().rfind(filename, 0), 0u)
+      << doc["devices"][0]["top_stacks"][0].dump();
+}
+
 // The page's figures are oomdoc's format_bytes, not a JavaScript copy of it: 1 GiB - 512 B is
 // "1.00 GiB" (a JS formatter without the 1023.995 carry wrote "1024.00 MiB") and 1152 B is
 // "1.12 KiB" (JS toFixed rounds the tie up: "1.13 KiB").

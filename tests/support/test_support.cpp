@@ -38,10 +38,10 @@ std::string slurp_fd(int fd) {
   while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
   return out;
 }
-}  // namespace
 
-CommandResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text,
-                      const std::vector<std::string>& env) {
+// Runs `binary` with args (argv[0] is the binary), stdin_text on stdin; captures stdout and stderr.
+CommandResult run_captured(const std::string& binary, const std::vector<std::string>& args,
+                           const std::string& stdin_text, const std::vector<std::string>& env) {
   // Files rather than pipes for stdout/stderr so large outputs cannot deadlock.
   char out_path[] = "/tmp/oomdoc-test-out-XXXXXX";
   char err_path[] = "/tmp/oomdoc-test-err-XXXXXX";
@@ -56,8 +56,8 @@ CommandResult run_cli(const std::vector<std::string>& args, const std::string& s
     dup2(err_fd, 2);
     for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> argv;
-    std::string binary = OOMDOC_CLI;
-    argv.push_back(binary.data());
+    std::string argv0 = binary;
+    argv.push_back(argv0.data());
     std::vector<std::string> copy = args;
     for (auto& a : copy) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -79,6 +79,18 @@ CommandResult run_cli(const std::vector<std::string>& args, const std::string& s
   unlink(err_path);
   unlink(in_path);
   return result;
+}
+}  // namespace
+
+CommandResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text,
+                      const std::vector<std::string>& env) {
+  return run_captured(OOMDOC_CLI, args, stdin_text, env);
+}
+
+CommandResult run_shell(const std::string& script, const std::vector<std::string>& env) {
+  std::vector<std::string> with_binary = env;
+  with_binary.push_back(std::string("OOMDOC=") + OOMDOC_CLI);
+  return run_captured("/bin/sh", {"-c", script}, "", with_binary);
 }
 
 }  // namespace oomdoc::testing

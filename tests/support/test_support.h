@@ -29,5 +29,9 @@ inline const std::vector<std::string> kNoModelCache = {"HF_HUB_CACHE=/nonexisten
 // Runs the built oomdoc binary with args (and optional stdin text); captures stdout and stderr.
 CommandResult run_cli(const std::vector<std::string>& args, const std::string& stdin_text = "",
                       const std::vector<std::string>& env = {});
+// Runs `sh -c script` with $OOMDOC naming the built binary, for what run_cli cannot set up: oomdoc's
+// stdout on /dev/full or on a pipe whose reader leaves, stdin from a given file. Captures sh's
+// stdout and stderr.
+CommandResult run_shell(const std::string& script, const std::vector<std::string>& env = {});
 
 }  // namespace oomdoc::testing
