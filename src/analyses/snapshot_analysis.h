@@ -43,6 +43,12 @@ struct DeviceMemory {
   size_t expandable_segments = 0;
 };
 DeviceMemory summarize_device(const Snapshot& snapshot, int device);
+// The first segment (of `device`, when given) that breaks the allocator's own arithmetic, which
+// every real file keeps (../shared/data/snapshots/SOURCES.md): allocated <= active <= total_size,
+// blocks that add up to total_size, allocated_size and active_size, each block where the one before
+// ended. One line naming the segment and the two numbers, for a warning: figures from such a file
+// (damaged or edited by hand) may be wrong. nullopt when every segment adds up.
+std::optional<std::string> first_segment_inconsistency(const Snapshot& snapshot, std::optional<int> device);
 
 // ---- stacks: labels and grouping at the first user frame ----
 class StackLabeler {

@@ -112,6 +112,9 @@ SnapshotReport analyze_snapshot(const Snapshot& snapshot, const SnapshotOptions&
   }
   for (auto& d : devices) r.devices.push_back(d.get());
   r.verdict = headline(r);
+  if (auto wrong = first_segment_inconsistency(snapshot, options.device)) {
+    r.warnings.push_back("the snapshot does not add up, so its figures may be wrong: " + *wrong);
+  }
   return r;
 }
 

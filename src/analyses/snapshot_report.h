@@ -34,6 +34,7 @@ struct SnapshotReport {
   size_t distinct_frames = 0;
   std::vector<DeviceReport> devices;
   std::string verdict;  // one line, printed first
+  std::vector<std::string> warnings;  // why the figures may be wrong (a snapshot that does not add up)
 };
 
 SnapshotReport analyze_snapshot(const Snapshot& snapshot, const SnapshotOptions& options = {});

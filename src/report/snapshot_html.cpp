@@ -155,6 +155,7 @@ table {{ border-collapse: collapse; margin: 8px 0; }}
 td, th {{ border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }}
 td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 .hover {{ font-family: ui-monospace, monospace; min-height: 3em; white-space: pre-wrap; background: #f6f8fa; padding: 6px; }}
+.warning {{ color: #b35900; font-weight: 600; }}
 .muted {{ color: #666; }} .frames {{ font-family: ui-monospace, monospace; font-size: 12px; }}
 td {{ white-space: pre-line; }}
 </style></head>
@@ -169,6 +170,7 @@ td {{ white-space: pre-line; }}
 </script>
 <h1>oomdoc snapshot</h1>
 <div class="verdict" id="verdict"></div>
+<div id="warnings"></div>
 <p class="muted" id="source"></p>
 <div id="devices"></div>
 <h2>Allocator settings</h2><div id="settings"></div>
@@ -223,6 +225,9 @@ td {{ white-space: pre-line; }}
     }}), [true, true, false, false]);
   }}
   document.getElementById('verdict').textContent = report.verdict;
+  report.warnings.forEach(function(w) {{
+    document.getElementById('warnings').appendChild(el('p', {{'class': 'warning'}}, 'warning: ' + w));
+  }});
   document.getElementById('source').textContent = report.file + ': ' + report.format + ', ' + report.layout +
       '; ' + report.distinct_stacks + (report.distinct_stacks === 1 ? ' distinct stack' : ' distinct stacks');
   var root = document.getElementById('devices'), drawn = 0;

@@ -123,6 +123,7 @@ Json snapshot_report_json(const SnapshotReport& r) {
   doc["format"] = r.source_format;
   doc["layout"] = std::string(snapshot_layout_name(r.layout));
   doc["verdict"] = r.verdict;
+  doc["warnings"] = r.warnings;
   Json devices = Json::array();
   for (const DeviceReport& d : r.devices) {
     const DeviceMemory& m = d.memory;

@@ -86,7 +86,9 @@ std::string fragmentation_summary_text(const Fragmentation& f) {
 
 std::string render_snapshot_text(const SnapshotReport& r, const Style& style, size_t segment_rows) {
   std::string out;
-  out += style.bold(r.verdict) + "\n\n";
+  out += style.bold(r.verdict) + "\n";
+  for (const std::string& warning : r.warnings) out += "warning: " + warning + "\n";
+  out += "\n";
   out += style.dim(fmt::format("{}: {}, {}; {}, {}", r.file, r.source_format, snapshot_layout_name(r.layout),
                                count_noun(r.distinct_stacks, "distinct stack"),
                                count_noun(r.distinct_frames, "distinct frame"))) + "\n";

@@ -47,6 +47,36 @@ TEST(SummarizeDevice, RequestedUnknownWithoutSegmentOrBlockFigures) {
   EXPECT_FALSE(m.rounding_waste_bytes.has_value());
 }
 
+// Each rule of the allocator's arithmetic, as the warning names it; the first segment that breaks
+// one (of the device asked for) is the one named.
+TEST(SegmentInconsistency, NamesTheFirstSegmentThatDoesNotAddUp) {
+  auto first = [](auto edit, std::optional<int> device = std::nullopt) {
+    SnapshotBuilder b;
+    b.segment(0, 0x1000, {{1024, kA, 1000, kNoStack}, {2048, kI, 0, kNoStack}, {512, kP, 300, kNoStack}});
+    b.segment(1, 0x9000, {{4096, kA, 4096, kNoStack}});
+    edit(b.snapshot().segments);
+    return first_segment_inconsistency(b.snapshot(), device);
+  };
+  EXPECT_EQ(first([](auto&) {}), std::nullopt);
+  EXPECT_EQ(first([](auto& s) { s[0].total_size = 8192; }),
+            "segments[0] (cuda:0 at 0x1000): its blocks add up to 3.50 KiB, its total_size is 8.00 KiB");
+  EXPECT_EQ(first([](auto& s) { s[0].allocated_size = 512; }),
+            "segments[0] (cuda:0 at 0x1000): its active_allocated blocks add up to 1.00 KiB, its allocated_size is 512 B");
+  EXPECT_EQ(first([](auto& s) { s[0].active_size = 1024; }),
+            "segments[0] (cuda:0 at 0x1000): its active blocks add up to 1.50 KiB, its active_size is 1.00 KiB");
+  EXPECT_EQ(first([](auto& s) { s[1].allocated_size = 5000; }),
+            "segments[1] (cuda:1 at 0x9000): its allocated_size 4.88 KiB is more than its total_size 4.00 KiB");
+  EXPECT_EQ(first([](auto& s) { s[0].allocated_size = 2048; }),
+            "segments[0] (cuda:0 at 0x1000): its allocated_size 2.00 KiB is more than its active_size 1.50 KiB");
+  EXPECT_EQ(first([](auto& s) { s[0].blocks[1].address += 512; }),
+            "segments[0] (cuda:0 at 0x1000): block at 0x1600 should start at 0x1400, where the one before it ends");
+  // Sizes that read alike are given in bytes.
+  EXPECT_EQ(first([](auto& s) { s[1].total_size = 4097; }),
+            "segments[1] (cuda:1 at 0x9000): its blocks add up to 4096 B, its total_size is 4097 B");
+  // Only the device asked for.
+  EXPECT_EQ(first([](auto& s) { s[1].total_size = 1; }, 0), std::nullopt);
+}
+
 TEST(AllocatorSettings, ExplainsKnownKeys) {
   AllocatorSettings s;
   s.alloc_conf = "expandable_segments:True";

@@ -258,6 +258,43 @@ TEST(SnapshotCli, HtmlThatWouldReplaceTheSnapshotIsRefused) {
   std::filesystem::remove_all(dir);
 }
 
+// A snapshot that breaks the allocator's arithmetic (../shared/data/snapshots/SOURCES.md lists what
+// every real file keeps) is still analysed, under a warning naming the first segment that is off, in
+// the text (after the verdict) and in --json's warnings. A file that adds up has none.
+TEST(SnapshotCli, ASnapshotThatDoesNotAddUpIsSaidSo) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  auto write = [&](const std::string& name, const std::string& segment) {
+    const std::string path = (dir / (name + "-" + std::to_string(getpid()) + ".json")).string();
+    std::ofstream(path) << R"({"segments": [)" << segment << R"(], "device_traces": [[]]})";
+    return path;
+  };
+  // The blocks cover 1 MiB of a 2 MiB segment.
+  const std::string short_blocks = write("oomdoc-short-blocks", R"({"device": 0, "address": 4096, "total_size": 2097152,
+      "allocated_size": 1048576, "active_size": 1048576, "blocks": [{"address": 4096, "size": 1048576,
+      "requested_size": 1000000, "state": "active_allocated"}]})");
+  auto text = run_cli({"snapshot", short_blocks}, "", {"NO_COLOR=1"});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.err, "");
+  EXPECT_EQ(text.out.substr(0, text.out.find("\n\n") + 2),
+            "No OOM recorded. cuda:0 holds 2.00 MiB reserved, 1.00 MiB allocated at dump time (no trace recorded)\n"
+            "warning: the snapshot does not add up, so its figures may be wrong: segments[0] (cuda:0 at 0x1000): its "
+            "blocks add up to 1.00 MiB, its total_size is 2.00 MiB\n\n");
+  // More allocated than reserved.
+  const std::string over = write("oomdoc-over-allocated", R"({"device": 0, "address": 4096, "total_size": 1048576,
+      "allocated_size": 3145728, "active_size": 3145728, "blocks": [{"address": 4096, "size": 1048576,
+      "requested_size": 1048576, "state": "active_allocated"}]})");
+  auto json = run_cli({"snapshot", "--json", over});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(nlohmann::json::parse(json.out)["warnings"],
+            nlohmann::json::array({"the snapshot does not add up, so its figures may be wrong: segments[0] (cuda:0 at "
+                                   "0x1000): its allocated_size 3.00 MiB is more than its total_size 1.00 MiB"}));
+  auto fine = run_cli({"snapshot", "--json", fixture_path("snapshot/train_p4.pickle")});
+  ASSERT_EQ(fine.exit_code, 0) << fine.err;
+  EXPECT_EQ(nlohmann::json::parse(fine.out)["warnings"], nlohmann::json::array());
+  std::remove(short_blocks.c_str());
+  std::remove(over.c_str());
+}
+
 // An unknown option is named as such, not hidden behind the missing file; no file is its own error.
 TEST(SnapshotCli, UnknownOptionAndMissingFileAreOneLineEach) {
   auto bogus = run_cli({"snapshot", "--bogus"});
