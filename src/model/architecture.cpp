@@ -319,8 +319,10 @@ bool router_is_linear_gate(const ModelSpec& m) {
 uint64_t lora_parameter_count(const ModelSpec& m, const LoraSettings& lora) {
   uint64_t total = 0;
   const bool router_is_gate = router_is_linear_gate(m);
-  if (router_is_gate && !lora.all_linear &&
-      std::any_of(lora.target_modules.begin(), lora.target_modules.end(), [](const std::string& t) { return names_router(t); })) {
+  // The router is an nn.Linear there: PEFT's all-linear (every nn.Linear but the output layer)
+  // adapts it too, as naming "gate" does.
+  if (router_is_gate && (lora.all_linear || std::any_of(lora.target_modules.begin(), lora.target_modules.end(),
+                                                        [](const std::string& t) { return names_router(t); }))) {
     total += lora.r * (m.hidden_size + m.num_experts) * moe_layer_count(m);
   }
   for (const LinearShape& l : linear_layers(m)) {

@@ -218,6 +218,12 @@ TEST(ArchitectureQa5, LoraTargetsMatchAsPeftMatchesThem) {
   EXPECT_EQ(lora_parameter_count(deepseek, shared), 58u * 16 * (7168 + 2048));
   gate.target_modules = {"w1"};
   EXPECT_EQ(lora_parameter_count(mixtral, gate), 32u * 8 * 16 * (4096 + 14336));
+  // PEFT's all-linear takes every nn.Linear but the output layer, the router too: 242,225,152 at
+  // r=16, the count PEFT prints for Mixtral (huggingface/peft#1594).
+  LoraSettings all;
+  all.r = 16;
+  all.all_linear = true;
+  EXPECT_EQ(lora_parameter_count(mixtral, all), 242225152u);
 }
 
 }  // namespace
