@@ -365,6 +365,13 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                              "severely degraded otherwise.\" (serve it with vllm serve, or use tensor_parallel_size)",
                              s.pipeline_parallel_size)};
   }
+  if (c.chunked_prefill_value_given && !b.chunked_prefill_takes_value) {
+    return Error{fmt::format("--enable-chunked-prefill {}: {} takes no value after the switch (a "
+                             "BooleanOptionalAction from v0.10); argparse would exit with 'unrecognized arguments' "
+                             "(use --enable-chunked-prefill or --no-enable-chunked-prefill)",
+                             c.enable_chunked_prefill.value_or(false) ? "True" : "False",
+                             b.version.given ? "vLLM " + b.version.text : std::string("a current vLLM"))};
+  }
   if (c.cpu_offload_gb > 0 && !b.cpu_offload) {
     return Error{fmt::format("--cpu-offload-gb: vLLM {} has no such flag (it came in v0.5.3, vllm-project/vllm#6496); "
                              "argparse would exit with 'unrecognized arguments'", b.version.text)};

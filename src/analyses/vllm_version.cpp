@@ -91,6 +91,7 @@ VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string
   b.float16_refused_for_unstable_models = version.at_least(0, 9, 0);
   b.pipeline_parallel = version.at_least(0, 5, 1);
   b.cpu_offload = version.at_least(0, 5, 3);
+  b.chunked_prefill_takes_value = !version.at_least(0, 10, 0);
   b.longrope_original_context_default = version.at_least(0, 11, 1);
   b.fitted_scheduler_defaults = version.at_least(0, 12, 0);
   return b;

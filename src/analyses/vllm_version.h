@@ -101,6 +101,9 @@ struct VllmBehavior {
   // --cpu-offload-gb from v0.5.3 (vllm-project/vllm#6496).
   bool pipeline_parallel = true;
   bool cpu_offload = true;
+  // --enable-chunked-prefill takes True/False (nargs="?", StoreBoolean) in v0.5-v0.9 only; from
+  // v0.10 it is a BooleanOptionalAction switch and argparse refuses the word after it.
+  bool chunked_prefill_takes_value = false;
   // LongRoPE models default to their original_max_position_embeddings (vllm-project/vllm#27431,
   // October 2025, first in v0.11.1).
   bool longrope_original_context_default = true;

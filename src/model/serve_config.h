@@ -35,6 +35,7 @@ struct ServeConfig {
   std::map<std::string, uint64_t> limit_mm_per_prompt;   // modality -> items per prompt
   std::optional<bool> enable_prefix_caching;
   std::optional<bool> enable_chunked_prefill;
+  bool chunked_prefill_value_given = false;   // "--enable-chunked-prefill False": only v0.5-v0.9 take a value
   bool enable_lora = false;
   std::optional<uint64_t> num_speculative_tokens;
   // Speculative decoding (--speculative-config JSON, or the older --speculative-model,

@@ -325,6 +325,7 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
     config.enable_prefix_caching = (name == "enable-prefix-caching") && bool_value();
   } else if (name == "enable-chunked-prefill" || name == "no-enable-chunked-prefill") {
     config.enable_chunked_prefill = (name == "enable-chunked-prefill") && bool_value();
+    config.chunked_prefill_value_given = value.has_value();
   } else if (name == "cpu-offload-gb") {
     auto v = need();
     if (!v) return v.error();

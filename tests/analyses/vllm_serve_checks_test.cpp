@@ -444,5 +444,18 @@ TEST(VllmServeChecksQa5, V1FallsBackToV0WhereItCouldNotRunTheLaunch) {
                                     "supported with --kv-cache-dtype.\"");
 }
 
+// --enable-chunked-prefill False: v0.5-v0.9 took the value (nargs="?"); from v0.10 the switch is a
+// BooleanOptionalAction and argparse refuses the word after it.
+TEST(VllmServeChecks, ChunkedPrefillValueOnlyBeforeV010) {
+  const std::vector<std::string> command = {"vllm", "serve", "llama-3.1-8b", "--enable-chunked-prefill", "False"};
+  EXPECT_EQ(error_of(inputs(command, 24 * kGiB)),
+            "--enable-chunked-prefill False: a current vLLM takes no value after the switch (a BooleanOptionalAction "
+            "from v0.10); argparse would exit with 'unrecognized arguments' (use --enable-chunked-prefill or "
+            "--no-enable-chunked-prefill)");
+  EXPECT_EQ(error_of(inputs(command, 24 * kGiB, "0.11.0")).rfind("--enable-chunked-prefill False: vLLM 0.11.0 takes no value", 0), 0u);
+  ServePrediction old = predict(inputs(command, 24 * kGiB, "0.6.3"));
+  EXPECT_FALSE(old.settings.chunked_prefill);
+}
+
 }  // namespace
 }  // namespace oomdoc
