@@ -258,7 +258,18 @@ Result<ModelSpec> model_from_param_count(uint64_t params, const ShapeHints& hint
   for (const auto& [flag, value] : kGiven) {
     if (value->has_value()) given += fmt::format("{}{} {}", given.empty() ? "" : ", ", flag, **value);
   }
-  if (!given.empty()) {
+  if (given.empty()) {
+    // Without shape flags the smallest derived shape (hidden 1024, one layer, a 32,000-token
+    // vocabulary) already holds about 78M parameters: a smaller count is no model it can stand for.
+    const uint64_t derived = count_parameters(m).total;
+    if (derived > 2 * params) {
+      return make_error(fmt::format("--params {}: fewer parameters than the smallest shape oomdoc derives ({}: hidden {}, "
+                                    "{} layer{}, vocab {}); give the shape too (--hidden-size, --layers, --vocab-size) "
+                                    "or the model itself",
+                                    format_count(params), format_exact_count(derived), m.hidden_size, m.num_layers,
+                                    m.num_layers == 1 ? "" : "s", m.vocab_size));
+    }
+  } else {
     const ParamCount shape = count_parameters(m);
     uint64_t fixed = shape.embeddings + shape.lm_head;
     for (const LinearShape& l : linear_layers(m)) {

@@ -262,6 +262,13 @@ TEST_F(ResolverTest, ParamCountGivesALlamaShape) {
   EXPECT_EQ(shaped->num_layers, 40u);
   EXPECT_EQ(shaped->num_attention_heads, 40u);
   EXPECT_FALSE(model_from_param_count(0));
+  // A count below half the smallest derived shape (78,384,128) stands for no model it can derive.
+  auto tiny = model_from_param_count(125'000);
+  ASSERT_FALSE(tiny);
+  EXPECT_EQ(tiny.error().message, "--params 125.0K: fewer parameters than the smallest shape oomdoc derives (78,384,128: "
+                                  "hidden 1024, 1 layer, vocab 32000); give the shape too (--hidden-size, --layers, "
+                                  "--vocab-size) or the model itself");
+  EXPECT_TRUE(model_from_param_count(125'000'000));
 }
 
 // Shape flags go through the same validate_shape as config files, before anything divides by
