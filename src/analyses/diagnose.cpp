@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/text.h"
+#include "analyses/vllm_kv_cache.h"
 #include "analyses/vllm_version.h"
 #include "core/units.h"
 #include "readers/application.h"
@@ -779,9 +780,10 @@ void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
                                    fmt::format("--max-model-len {}", *estimated)));
       } else if (available && *available > 0 && max_len && *max_len > 0) {
         // The KV cache grows linearly with the length: the share of it that is available, rounded
-        // down to vLLM's 16-token blocks.
+        // down to whole blocks of vLLM's default size.
+        constexpr auto kBlock = static_cast<int64_t>(kVllmDefaultBlockSize);
         const auto fits = static_cast<int64_t>(static_cast<double>(*max_len) * static_cast<double>(*available) /
-                                               static_cast<double>(*needed)) / 16 * 16;
+                                               static_cast<double>(*needed)) / kBlock * kBlock;
         if (fits > 0) {
           d.fixes.push_back(make_fix("vllm_max_model_len", fmt::format("{} of the {} needed is available: about {} tokens fit.",
                                                                        format_bytes(*available), format_bytes(*needed), fits),

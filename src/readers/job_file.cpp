@@ -1,5 +1,4 @@
 #include "readers/job_file.h"
-#include "readers/training_config.h"
 
 #include <fmt/format.h>
 
@@ -11,6 +10,7 @@
 #include "core/file_input.h"
 #include "model/gguf_types.h"
 #include "readers/gguf_header.h"
+#include "readers/training_config.h"
 
 namespace oomdoc {
 namespace {
@@ -337,25 +337,31 @@ Result<Job> parse_job_json(std::string_view text, const std::string& source) {
   return job;
 }
 
+namespace {
+
+// A training config (Axolotl, LLaMA-Factory, TrainingArguments) that fails as a job file is said to
+// be one, with where it goes, rather than blamed for its first odd key.
+Error as_training_config(std::string_view text, const std::string& job_file, Error job_error) {
+  auto config = parse_training_config(text, job_file);
+  if (!config || config->used_keys.empty() || config->unknown_keys.size() >= config->used_keys.size()) return job_error;
+  return Error{fmt::format("{}: a training config ({}), not a job file: give it as the input (oomdoc estimate {}), "
+                           "not with --job", job_file, training_config_format_name(config->format), job_file)};
+}
+
+}  // namespace
+
 Result<Job> read_job(const std::string& job_file, const nlohmann::json& overrides) {
   json job_json = json::object();
   std::string source = "command line";
+  std::string text;   // the job file's, for what a failure says
   if (!job_file.empty()) {
-    auto text = read_small_file(job_file);
-    if (!text) return text.error();
-    // A training config (Axolotl, LLaMA-Factory, TrainingArguments) that fails as a job file is
-    // said to be one, with where it goes, rather than blamed for its first odd key.
-    auto as_training_config = [&](Error job_error) -> Error {
-      auto config = parse_training_config(*text, job_file);
-      if (!config || config->used_keys.empty() || config->unknown_keys.size() >= config->used_keys.size()) return job_error;
-      return Error{fmt::format("{}: a training config ({}), not a job file: give it as the input (oomdoc estimate {}), "
-                               "not with --job", job_file, training_config_format_name(config->format), job_file)};
-    };
-    auto parsed = parse_json_document(*text, job_file);
-    if (!parsed) return as_training_config(parsed.error());
-    if (auto job = parse_job_json(*text, job_file); !job) return as_training_config(job.error());
+    auto read = read_small_file(job_file);
+    if (!read) return read.error();
+    text = std::move(*read);
+    auto parsed = parse_json_document(text, job_file);
+    if (!parsed) return as_training_config(text, job_file, parsed.error());
     if (!parsed->is_object()) return Error{job_file + ": not a JSON object (a job file is one flat JSON object)"};
-    if (auto key = duplicate_key(*text)) {
+    if (auto key = duplicate_key(text)) {
       return Error{fmt::format("{}: key \"{}\" appears twice (give each key once)", job_file, *key)};
     }
     job_json = std::move(*parsed);
@@ -368,7 +374,9 @@ Result<Job> read_job(const std::string& job_file, const nlohmann::json& override
       job_json[item.key()] = item.value();
     }
   }
-  return parse_job_json(job_json.dump(), source);
+  auto job = parse_job_json(job_json.dump(), source);
+  if (!job && !job_file.empty()) return as_training_config(text, job_file, job.error());
+  return job;
 }
 
 Status validate_job(const Job& job, const std::string& source) {

@@ -451,6 +451,11 @@ TEST(EstimateCli, TrainingConfigGivenAsJobFileIsNamed) {
   expect_refused(run_cli({"estimate", "--job", config, "--model", "llama-2-7b"}, "", kEmptyCache),
                  "oomdoc: " + config + ": a training config (hf_training_arguments), not a job file: give it as the "
                  "input (oomdoc estimate " + config + "), not with --job");
+  // A job file judged with its flags: one a flag makes valid (lora with --task train_lora) is read.
+  const std::string job = std::string(OOMDOC_BINARY_DIR) + "/job_lora_needs_task.json";
+  std::ofstream(job) << R"({"model":"llama-2-7b","task":"train_full","lora":{"r":8}})";
+  auto ok = run_cli({"estimate", "--job", job, "--task", "train_lora"}, "", kEmptyCache);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 
 // A model's config.json saved under another name is still read as the model.

@@ -93,20 +93,29 @@ std::optional<FormatMatch> match_bare(const MessageWindow& w) {
 
 std::optional<FormatMatch> match_new_in(const MessageWindow& w);
 
-// A message hard-wrapped at a fixed width is also read with its lines glued back together
-// (hard_wrapped_run), and that reading wins when it gives the full figures: the wrapped words
-// ("Tried t" / "o allocate") can cut the sentences after the one that triggered the format.
+// `match` read over the window with its hard-wrapped run glued back (hard_wrapped_run), its line
+// count in the window's lines: PyTorch's formats retry this way themselves, because a cut after
+// their trigger ("Tried t" / "o allocate") leaves a match the scanner would not retry.
+std::optional<FormatMatch> read_glued(const MessageWindow& w,
+                                      std::optional<FormatMatch> (*match)(const MessageWindow&)) {
+  const size_t run = hard_wrapped_run(w.lines);
+  if (run < 2) return std::nullopt;
+  auto glued = match(MessageWindow::from_lines(glue_hard_wrapped(w.lines, run)));
+  if (!glued) return std::nullopt;
+  glued->lines_used += run - 1;
+  glued->event.set_field("hard_wrapped", true);
+  return glued;
+}
+
+// A message hard-wrapped at a fixed width is also read glued back together, and that reading wins
+// when it gives the full figures.
 std::optional<FormatMatch> match_new(const MessageWindow& w) {
   auto m = match_new_in(w);
   const bool complete = m && m->event.format == "pytorch_new" && m->event.bytes("allocated");
   if (complete) return m;
-  const size_t run = hard_wrapped_run(w.lines);
-  if (run < 2) return m;
-  auto alt = match_new_in(MessageWindow::from_lines(glue_hard_wrapped(w.lines, run)));
+  auto alt = read_glued(w, match_new_in);
   if (!alt || alt->event.format != "pytorch_new") return m;
   if (m && m->event.format == "pytorch_new" && !alt->event.bytes("allocated")) return m;
-  alt->lines_used += run - 1;
-  alt->event.set_field("hard_wrapped", true);
   return alt;
 }
 
@@ -191,13 +200,7 @@ std::optional<FormatMatch> match_old_in(const MessageWindow& w);
 // back together, as match_new's does.
 std::optional<FormatMatch> match_old(const MessageWindow& w) {
   if (auto m = match_old_in(w)) return m;
-  const size_t run = hard_wrapped_run(w.lines);
-  if (run < 2) return std::nullopt;
-  auto alt = match_old_in(MessageWindow::from_lines(glue_hard_wrapped(w.lines, run)));
-  if (!alt) return std::nullopt;
-  alt->lines_used += run - 1;
-  alt->event.set_field("hard_wrapped", true);
-  return alt;
+  return read_glued(w, match_old_in);
 }
 
 std::optional<FormatMatch> match_old_in(const MessageWindow& w) {
