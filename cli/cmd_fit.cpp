@@ -53,6 +53,12 @@ int run_fit(const FitArgs& a) {
   if (!(a.target > 0 && a.target <= 1)) {
     return fail(fmt::format("--target {} is outside (0, 1]", a.target));
   }
+  // The default target sits under the budget; one given above it asks a plan to aim past what
+  // `fits` allows, which cannot be meant (a lower --budget alone lowers the default target too).
+  if (a.app->count("--target") && a.target > a.budget) {
+    return fail(fmt::format("--target {:g} is above --budget {:g}: a plan aims at or under the usable budget",
+                            a.target, a.budget));
+  }
 
   auto input = read_job_input(a.input, a.model, a.job_file, job_flags_json(a.job, *a.app));
   if (!input) return fail(input.error().message);

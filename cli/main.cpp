@@ -169,7 +169,7 @@ int run_oomdoc(int argc, char** argv) {
     }
     try {
       CLI::App* sub = app.get_subcommand(help_topic);
-      std::cout << sub->help();
+      std::cout << sub->help(app.get_name());  // "Usage: oomdoc CMD", as CMD --help prints it
     } catch (const CLI::OptionNotFound&) {
       exit_code = cli::fail("help: unknown command '" + help_topic + "'");
     }

@@ -461,11 +461,32 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                              "(choose from {})\"", s.block_size,
                              b.version.given ? "vLLM " + b.version.text : "current vLLM", s.block_size, choices)};
   }
+  // The cache vLLM lays out for an MLA model: the one latent per token since v0.7.1 ("With vllm==0.7.1
+  // we fully implement MLA", vllm-project/vllm#12601); before, full per-head K and V, padded to a
+  // head size of 256 until v0.7.0 (ModelConfig.get_head_size, vllm-project/vllm#4650; the pad went
+  // with vllm-project/vllm#12067, "Remove hardcoded head_size=256 for Deepseek v2 and v3") and then
+  // qk_nope + qk_rope (192), which VLLM_MLA_DISABLE=1 brings back from v0.7.1.
+  ModelSpec kv_model = model;
+  if (model.attention == AttentionKind::kMultiLatent) {
+    const bool mla_disabled = b.version.at_least(0, 7, 1) && env("VLLM_MLA_DISABLE").value_or("0") != "0";
+    if (!b.version.at_least(0, 7, 1) || mla_disabled) {
+      const bool padded = !b.version.at_least(0, 7, 0);
+      kv_model.attention = AttentionKind::kMultiHead;
+      kv_model.num_kv_heads = model.num_attention_heads;
+      kv_model.head_dim = padded ? 256 : model.qk_nope_head_dim + model.qk_rope_head_dim;
+      p.assumptions.push_back(fmt::format(
+          "{}: no MLA cache; K and V are cached per head ({} heads x {}{}), {:.1f}x the latent",
+          mla_disabled ? "VLLM_MLA_DISABLE=1" : fmt::format("vLLM {} predates MLA (v0.7.1)", b.version.text),
+          model.num_attention_heads, kv_model.head_dim, padded ? ", padded to 256" : "",
+          2.0 * static_cast<double>(model.num_attention_heads * kv_model.head_dim) /
+              static_cast<double>(model.kv_lora_rank + model.qk_rope_head_dim)));
+    }
+  }
   // MLA backends page the latent cache in their own block sizes; CudaPlatform.check_and_update_config
   // forces them when no attention backend is chosen by hand: FlashMLA on Hopper (from v0.7.3,
   // vllm-project/vllm#13747) "Forcing kv cache block size to 64", CUTLASS MLA on datacenter
   // Blackwell (SM100: B200, GB200, B300; the default from v0.10.1, vllm-project/vllm#22738) to 128.
-  if (model.attention == AttentionKind::kMultiLatent && !env("VLLM_ATTENTION_BACKEND")) {
+  if (kv_model.attention == AttentionKind::kMultiLatent && !env("VLLM_ATTENTION_BACKEND")) {
     const std::string& gpu = in.target.name;
     const bool sm100 = in.target.architecture == "Blackwell" &&
                        (gpu.find("B200") != std::string::npos || gpu.find("B300") != std::string::npos);
@@ -658,9 +679,20 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   uint64_t offload = static_cast<uint64_t>(c.cpu_offload_gb * static_cast<double>(kGiB));
   // The rank that samples (the last stage's driver) peaks at the sampler; stages before the last
   // compute no logits, and in V0 the other ranks of a tensor-parallel group do not sample.
-  const uint64_t sampling_activation = in.overrides.activation_bytes.value_or(profile_activation_bytes(
-      model, s.max_num_batched_tokens, s.max_num_seqs, s.tensor_parallel_size, act_bytes, b.v1_engine,
-      b.sort_free_sampler, p.speculative ? p.speculative->sampler_extra_bytes_per_logit : 0));
+  // A pooling model runs its pooler where a generator samples (gpu_model_runner.profile_run:
+  // `if self.is_pooling_model: self._dummy_pooler_run(hidden_states)`): the profile peak is the
+  // forward's, with no logits or sort.
+  const bool pooling = c.pooling_flag.has_value();
+  if (pooling && !model.is_encoder_only) {
+    p.assumptions.push_back(fmt::format(
+        "{}: a pooling model; the profile run and warm-up pool hidden states instead of sampling (no "
+        "logits), and its causal attention still caches keys and values", *c.pooling_flag));
+  }
+  const uint64_t sampling_activation = in.overrides.activation_bytes.value_or(
+      pooling ? profile_forward_bytes(model, s.max_num_batched_tokens, s.tensor_parallel_size, act_bytes)
+              : profile_activation_bytes(model, s.max_num_batched_tokens, s.max_num_seqs, s.tensor_parallel_size,
+                                         act_bytes, b.v1_engine, b.sort_free_sampler,
+                                         p.speculative ? p.speculative->sampler_extra_bytes_per_logit : 0));
   const uint64_t forward_activation = in.overrides.activation_bytes.value_or(
       std::min(sampling_activation,
                profile_forward_bytes(model, s.max_num_batched_tokens, s.tensor_parallel_size, act_bytes)));
@@ -668,8 +700,9 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   p.activation.from_log = in.overrides.activation_bytes.has_value();
   p.activation.detail = p.activation.from_log
       ? "from the log"
-      : fmt::format("profile run of {} tokens and {} sequences", s.max_num_batched_tokens,
-                    std::min(s.max_num_seqs, s.max_num_batched_tokens));
+      : pooling ? fmt::format("profile run of {} tokens, pooled (no sampler)", s.max_num_batched_tokens)
+                : fmt::format("profile run of {} tokens and {} sequences", s.max_num_batched_tokens,
+                              std::min(s.max_num_seqs, s.max_num_batched_tokens));
   p.non_torch.bytes = in.overrides.non_torch_bytes.value_or(kVllmNonTorchBytes);
   p.non_torch.from_log = in.overrides.non_torch_bytes.has_value();
   p.non_torch.detail = p.non_torch.from_log ? "from the log"
@@ -741,7 +774,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     if (in.overrides.weights_bytes) weights = *in.overrides.weights_bytes;
     uint64_t graphs = in.overrides.cuda_graph_bytes.value_or(
         s.enforce_eager ? 0 : cuda_graph_bytes(model, stage, s.tensor_parallel_size, s.max_num_seqs, act_bytes));
-    KvLayout layout = kv_layout(model, stage, s.tensor_parallel_size, *kv_storage, s.block_size);
+    KvLayout layout = kv_layout(kv_model, stage, s.tensor_parallel_size, *kv_storage, s.block_size);
     if (drafter_here) add_draft_kv(layout, p.speculative->kv);
     const uint64_t activation = stage.last ? sampling_activation : forward_activation;
     int64_t available;
@@ -965,7 +998,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // V1 then warms the sampler up (gpu_worker.compile_or_warm_up_model: a dummy run of max_num_seqs
   // tokens and the sampler over as many rows, "called after capture_model on purpose"). Sized
   // through the budget, that peak was reserved by the profile; sized outright, nothing reserved it.
-  const uint64_t warmup = kv_sized_outright && b.v1_engine && !p.no_kv_cache
+  const uint64_t warmup = kv_sized_outright && b.v1_engine && !p.no_kv_cache && !pooling
       ? profile_activation_bytes(model, s.max_num_seqs, s.max_num_seqs, tp, act_bytes, true, b.sort_free_sampler,
                                  p.speculative ? p.speculative->sampler_extra_bytes_per_logit : 0)
       : 0;

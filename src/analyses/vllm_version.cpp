@@ -44,6 +44,9 @@ Result<VllmVersion> parse_vllm_version(std::string_view text) {
   version.minor = parts[1];
   version.patch = parts[2];
   version.given = true;
+  if (!version.at_least(0, 1, 0)) {
+    return Error{fmt::format("--vllm-version: '{}' is older than vLLM's first release (0.1.0)", text)};
+  }
   return version;
 }
 
@@ -53,6 +56,11 @@ VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string
   b.version = version;
   if (!version.given) {
     b.notes.push_back("no --vllm-version: assumed a current vLLM (v0.21 or newer)");
+  } else if (version.at_least(kNewestKnownVllmMajor, kNewestKnownVllmMinor + 1, 0)) {
+    b.warnings.push_back(fmt::format(
+        "vLLM {} is newer than any release oomdoc knows: sized with v{}.{}'s accounting, which "
+        "may have changed since",
+        version.text, kNewestKnownVllmMajor, kNewestKnownVllmMinor));
   }
   // V1 became the default engine in v0.8.0; VLLM_USE_V1 switched between them until V0 was removed
   // in v0.11.0 ("[V0 Deprecation] Remove LLMEngine", vllm-project/vllm#25033, September 2025; the

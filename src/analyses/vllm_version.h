@@ -31,7 +31,13 @@ struct VllmVersion {
 inline constexpr double kVllmDefaultGpuMemoryUtilization = 0.92;         // v0.21 and later
 inline constexpr double kVllmDefaultGpuMemoryUtilizationBeforeV021 = 0.90;
 
-// "0.6.4.post1", "v0.8.3rc2.dev224+g49c0d11ec", "0.24", "current" / "" (newest).
+// The newest release whose logs oomdoc's accounting has been compared with (shared/data/vllm-logs):
+// a later --vllm-version is sized as the newest behaviour, with a warning that it may have changed.
+inline constexpr int kNewestKnownVllmMajor = 0;
+inline constexpr int kNewestKnownVllmMinor = 24;
+
+// "0.6.4.post1", "v0.8.3rc2.dev224+g49c0d11ec", "0.24", "current" / "" (newest). Versions before
+// vLLM's first release (v0.1.0) are refused.
 Result<VllmVersion> parse_vllm_version(std::string_view text);
 // The version a prediction uses: `flag` (--vllm-version) when given, else a docker image tag that
 // names a release (v0.8.5, not "latest"), else the current one. Errors come from the flag.

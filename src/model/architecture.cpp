@@ -328,6 +328,11 @@ uint64_t lora_parameter_count(const ModelSpec& m, const LoraSettings& lora) {
   for (const LinearShape& l : linear_layers(m)) {
     if (lora_matches(l, lora, router_is_gate)) total += lora.r * (l.in_features + l.out_features) * l.copies * l.layers;
   }
+  // The pooler's dense layer sits outside the blocks, so linear_layers() does not list it.
+  if (m.pooler_dense && (lora.all_linear || std::any_of(lora.target_modules.begin(), lora.target_modules.end(),
+                                                       [](const std::string& t) { return target_names(t, "pooler.dense", false); }))) {
+    total += lora.r * 2 * m.hidden_size;
+  }
   const uint64_t emb_dim = m.embedding_dim ? m.embedding_dim : m.hidden_size;
   bool head = false, embeddings = false;
   for (const std::string& t : lora.target_modules) {

@@ -108,6 +108,9 @@ struct ModelSpec {
   uint64_t conv_kernel_size = 0;      // DeBERTa-v2 ConvLayer after the first block (0: none)
   std::string conv_act;               // its activation (config conv_act, "tanh" by default)
   uint64_t extra_params = 0;          // outside the transformer stack: pooler, patch embedding, conv
+  // BertPooler / RobertaPooler / ViTPooler: an nn.Linear(hidden, hidden) named pooler.dense, counted
+  // in extra_params; PEFT's all-linear (and a "dense" target) adapts it too.
+  bool pooler_dense = false;
   std::string hidden_act;             // config hidden_act / activation_function, as written
   double attention_dropout = 0;       // dropout probabilities the training-mode forward applies
   double hidden_dropout = 0;

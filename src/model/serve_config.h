@@ -37,6 +37,9 @@ struct ServeConfig {
   std::optional<bool> enable_chunked_prefill;
   bool chunked_prefill_value_given = false;   // "--enable-chunked-prefill False": only v0.5-v0.9 take a value
   bool enable_lora = false;
+  // --runner pooling, --convert embed/classify/reward, or (before v0.10) --task embed/classify/
+  // score/reward: the model pools hidden states instead of sampling tokens. As written, for notes.
+  std::optional<std::string> pooling_flag;
   std::optional<uint64_t> num_speculative_tokens;
   // Speculative decoding (--speculative-config JSON, or the older --speculative-model,
   // --num-speculative-tokens, --speculative-draft-tensor-parallel-size flags).

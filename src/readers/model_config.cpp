@@ -457,6 +457,7 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
       m.attention_dropout = c.number("attention_probs_dropout_prob", 0);
       // ViTModel: cls token, position table, patch Conv2d, final layernorm, pooler (dense h->h).
       m.extra_params = h + (patches + 1) * h + (channels * m.patch_size * m.patch_size * h + h) + (h * h + h);
+      m.pooler_dense = true;
       return Ok{};
     }
     TRY_ASSIGN(m.vocab_size, c.count("vocab_size"));
@@ -508,6 +509,7 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
     } else {
       m.position_embeddings = m.max_position_embeddings;
       m.extra_params = h * h + h;  // BertPooler / RobertaPooler dense layer
+      m.pooler_dense = true;
     }
     return Ok{};
   }

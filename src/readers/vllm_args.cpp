@@ -69,7 +69,7 @@ const std::set<std::string>& no_memory_effect_flags() {
       "data-parallel-hybrid-lb", "model-impl", "generation-config", "override-generation-config",
       "logits-processor-pattern", "hf-token", "hf-config-path", "log-config-file", "use-v2-block-manager",
       "num-scheduler-steps", "multi-step-stream-outputs", "preemption-mode", "ignore-patterns",
-      "pt-load-map-location", "task", "runner", "convert", "override-pooler-config", "pooler-config",
+      "pt-load-map-location", "override-pooler-config", "pooler-config",
       "kv-events-config", "worker-cls", "worker-extension-cls", "enable-request-id-headers",
       "disable-mm-preprocessor-cache", "mm-processor-cache-gb", "media-io-kwargs",
       "interleave-mm-strings", "allowed-local-media-path", "show-hidden-metrics-for-version",
@@ -377,6 +377,14 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
       else config.not_modeled.push_back(original);
       break;
     }
+  } else if (name == "runner" || name == "convert" || name == "task") {
+    // vLLM's model_config runner (v0.10+: --runner, --convert) or task (before: --task). A pooling
+    // model runs the pooler where a generator samples: no sampler in the profile run or warm-up.
+    auto v = need();
+    if (!v) return v.error();
+    static const std::set<std::string> kPooling = {"pooling", "embed", "embedding", "classify", "score", "reward"};
+    if (kPooling.count(to_lower(*v))) config.pooling_flag = original;
+    else config.ignored.push_back(original);
   } else if (name == "rope-scaling") {
     // Older vLLM's --rope-scaling '{"rope_type": "yarn", "factor": 4.0, ...}' (now --hf-overrides).
     auto v = need();

@@ -444,6 +444,64 @@ TEST(VllmServeChecksQa5, V1FallsBackToV0WhereItCouldNotRunTheLaunch) {
                                     "supported with --kv-cache-dtype.\"");
 }
 
+// A pooling run (--runner pooling, --task embed) pools where a generator samples: the profile peak
+// is the forward's alone, the KV cache gets the difference, and no sampler warm-up is predicted.
+TEST(VllmServeChecks, PoolingRunnerProfilesWithoutTheSampler) {
+  ServeInputs gen = inputs({"vllm", "serve", "Qwen/Qwen2.5-7B", "--max-model-len", "8192"}, 24 * kGiB);
+  auto generating = predict_vllm_startup(gen);
+  ASSERT_TRUE(generating.ok()) << generating.error().message;
+  for (std::string flag : {"--runner=pooling", "--task=embed", "--convert=embed"}) {
+    ServeInputs pool = inputs({"vllm", "serve", "Qwen/Qwen2.5-7B", "--max-model-len", "8192", flag}, 24 * kGiB);
+    std::replace(flag.begin(), flag.end(), '=', ' ');   // reported as written, value after a space
+    EXPECT_EQ(pool.config.pooling_flag, std::optional<std::string>(flag));
+    auto pooled = predict_vllm_startup(pool);
+    ASSERT_TRUE(pooled.ok()) << pooled.error().message;
+    EXPECT_EQ(pooled->activation.bytes,
+              profile_forward_bytes(pool.model, pooled->settings.max_num_batched_tokens, 1, 2)) << flag;
+    // 256 rows x 152,064 logits of sampler peak are gone, and the KV cache has them.
+    ASSERT_GT(generating->activation.bytes, pooled->activation.bytes);
+    EXPECT_EQ(pooled->available_kv_bytes - generating->available_kv_bytes,
+              static_cast<int64_t>(generating->activation.bytes - pooled->activation.bytes)) << flag;
+    EXPECT_EQ(pooled->activation.detail, "profile run of 2048 tokens, pooled (no sampler)");
+  }
+  // A generating task is no pooling run.
+  ServeInputs generate = inputs({"vllm", "serve", "Qwen/Qwen2.5-7B", "--task", "generate"}, 24 * kGiB);
+  EXPECT_FALSE(generate.config.pooling_flag.has_value());
+  EXPECT_TRUE(has(generate.config.ignored, "--task generate"));
+}
+
+// MLA's one latent per token arrived in v0.7.1; before, DeepSeek's K and V were cached per head,
+// padded to 256 until v0.7.0 (vllm-project/vllm#12067), and VLLM_MLA_DISABLE=1 brings back the
+// unpadded per-head cache. DeepSeek-V3 at TP 8: 16 heads per GPU, 61 layers.
+TEST(VllmServeChecks, MlaCacheOnlyFromV071) {
+  auto per_token = [](const std::string& version, bool disable) {
+    ServeInputs in = inputs({"vllm", "serve", "deepseek-ai/DeepSeek-V3", "--tensor-parallel-size", "8",
+                             "--max-model-len", "4096"}, 141 * kGiB, version);
+    if (disable) in.config.env["VLLM_MLA_DISABLE"] = "1";
+    return predict(in).kv.bytes_per_token;
+  };
+  EXPECT_EQ(per_token("0.6.6", false), 61u * 2 * 16 * 256 * 2);      // 999,424 B
+  EXPECT_EQ(per_token("0.7.0", false), 61u * 2 * 16 * (128 + 64) * 2);  // 749,568 B
+  EXPECT_EQ(per_token("0.7.1", false), 61u * (512 + 64) * 2);         // 70,272 B: the latent
+  EXPECT_EQ(per_token("0.8.5", true), 61u * 2 * 16 * (128 + 64) * 2);
+  EXPECT_EQ(per_token("0.6.6", true), 61u * 2 * 16 * 256 * 2);        // the variable came with MLA
+}
+
+// A version before vLLM's first release is refused; one past the newest oomdoc knows is sized with
+// the newest accounting and says so.
+TEST(VllmServeChecks, VersionsOutsideWhatOomdocKnows) {
+  auto old = parse_vllm_version("0.0.9");
+  ASSERT_FALSE(old.ok());
+  EXPECT_EQ(old.error().message, "--vllm-version: '0.0.9' is older than vLLM's first release (0.1.0)");
+  EXPECT_TRUE(parse_vllm_version("0.1.0").ok());
+  const VllmBehavior future = vllm_behavior(parse_vllm_version("99.0").value(), std::nullopt, std::nullopt);
+  ASSERT_EQ(future.warnings.size(), 1u);
+  EXPECT_EQ(future.warnings[0], "vLLM 99.0 is newer than any release oomdoc knows: sized with v0.24's accounting, "
+                                "which may have changed since");
+  EXPECT_TRUE(future.graph_memory_in_budget);
+  EXPECT_TRUE(vllm_behavior(parse_vllm_version("0.24.1").value(), std::nullopt, std::nullopt).warnings.empty());
+}
+
 // --enable-chunked-prefill False: v0.5-v0.9 took the value (nargs="?"); from v0.10 the switch is a
 // BooleanOptionalAction and argparse refuses the word after it.
 TEST(VllmServeChecks, ChunkedPrefillValueOnlyBeforeV010) {

@@ -215,6 +215,9 @@ TEST(Cli, VersionAndHelp) {
   auto h = run_cli({"help", "explain"});
   EXPECT_EQ(h.exit_code, 0);
   EXPECT_NE(h.out.find("--json"), std::string::npos);
+  // The same text as `oomdoc explain --help`, usage line included.
+  EXPECT_EQ(h.out, run_cli({"explain", "--help"}).out);
+  EXPECT_NE(h.out.find("Usage: oomdoc explain"), std::string::npos) << h.out;
   auto bad = run_cli({"help", "nosuch"});
   EXPECT_EQ(bad.exit_code, 2);
 }

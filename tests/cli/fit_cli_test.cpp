@@ -39,6 +39,8 @@ TEST(FitCli, BudgetOutsideZeroToOne) {
                    "--budget 0 is outside (0, 1]");
   expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--target", "-1"}),
                    "--target -1 is outside (0, 1]");
+  expect_bad_input(run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--budget", "0.8", "--target", "0.9"}),
+                   "--target 0.9 is above --budget 0.8: a plan aims at or under the usable budget");
   auto r = run_cli({"fit", "--model", "llama-2-7b", "--gpu", "4090", "--budget", "2"});
   EXPECT_EQ(r.err, "oomdoc: --budget 2 is outside (0, 1]: it is the share of the GPU's memory the job may use "
                    "(0.92 = 92%)\n");

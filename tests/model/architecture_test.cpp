@@ -192,7 +192,10 @@ TEST(ArchitectureQa5, LoraTargetsMatchAsPeftMatchesThem) {
     return lora_parameter_count(bert, lora);
   };
   const uint64_t attention_dense = 8 * (768 + 768), intermediate = 8 * (768 + 3072), output = 8 * (3072 + 768);
-  EXPECT_EQ(count({"dense"}), 12 * (attention_dense + intermediate + output));   // 884,736
+  // BertModel's pooler.dense (hidden x hidden, outside the blocks) ends in ".dense" too.
+  const uint64_t pooler = 8 * (768 + 768);
+  EXPECT_EQ(count({"dense"}), 12 * (attention_dense + intermediate + output) + pooler);   // 897,024
+  EXPECT_EQ(count({"pooler.dense"}), pooler);
   EXPECT_EQ(count({"intermediate.dense"}), 12 * intermediate);
   EXPECT_EQ(count({"attention.output.dense"}), 12 * attention_dense);
   EXPECT_EQ(count({"output.dense"}), 12 * (attention_dense + output));   // both end in ".output.dense"
@@ -224,6 +227,15 @@ TEST(ArchitectureQa5, LoraTargetsMatchAsPeftMatchesThem) {
   all.r = 16;
   all.all_linear = true;
   EXPECT_EQ(lora_parameter_count(mixtral, all), 242225152u);
+  // BERT's all-linear: every block's six Linears plus the pooler's dense, 1,339,392 at r=8.
+  LoraSettings bert_all;
+  bert_all.r = 8;
+  bert_all.all_linear = true;
+  EXPECT_EQ(lora_parameter_count(find_preset("google-bert/bert-base-uncased")->value(), bert_all),
+            12u * 8 * (4 * (768 + 768) + 2 * (768 + 3072)) + 8u * (768 + 768));
+  // DeBERTa-v2's base model has no pooler (its ContextPooler belongs to the classification head).
+  const ModelSpec deberta = find_preset("microsoft/deberta-v2-xlarge")->value();
+  EXPECT_FALSE(deberta.pooler_dense);
 }
 
 }  // namespace
