@@ -311,20 +311,34 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   } else {
     p.batch = job.batch_size.value_or(1);
     if (!job.batch_size) assume("batch_size: 1 (not given)");
-    p.prompt = job.prompt_len.value_or(p.task == "load" ? 0 : kDefaultPromptLen);
+    // An encoder (BERT, ViT) reads its input in one forward pass, at most its learned positions
+    // long (a ViT image is always its patches and the class token).
+    const uint64_t max_pos = m.max_position_embeddings ? m.max_position_embeddings : kDefaultPromptLen;
+    const uint64_t default_prompt = m.is_encoder_only ? std::min(kDefaultPromptLen, max_pos) : kDefaultPromptLen;
+    p.prompt = job.prompt_len.value_or(p.task == "load" ? 0 : default_prompt);
     if (!job.prompt_len && p.task != "load") assume(fmt::format("prompt_len: {} (not given)", p.prompt));
-    // A sequence classifier (reward model) scores the prompt in one forward pass: it generates nothing.
+    // A sequence classifier (reward model) scores the prompt in one forward pass, and an encoder
+    // has no decoder to generate with: neither generates.
     const bool classifier = m.score_labels && !m.is_encoder_only;
-    p.new_tokens = p.task == "load" || classifier ? job.max_new_tokens.value_or(0) : new_tokens_of(job);
+    if (m.is_encoder_only && job.max_new_tokens.value_or(0) > 0) {
+      return Error{fmt::format("max_new_tokens {}: {} is an encoder-only model; it embeds or classifies its input in "
+                               "one forward pass and generates no tokens (give 0, or leave it out)",
+                               *job.max_new_tokens, m.id)};
+    }
+    p.new_tokens = p.task == "load" || classifier || m.is_encoder_only ? job.max_new_tokens.value_or(0)
+                                                                       : new_tokens_of(job);
     if (!job.max_new_tokens && p.task != "load") {
       assume(classifier ? "max_new_tokens: 0 (not given; a sequence classifier scores the prompt, it does not generate)"
-                        : fmt::format("max_new_tokens: {} (not given)", p.new_tokens));
+             : m.is_encoder_only ? "max_new_tokens: 0 (an encoder-only model generates nothing)"
+                                 : fmt::format("max_new_tokens: {} (not given)", p.new_tokens));
     }
     p.seq = p.prompt + p.new_tokens;
     p.target = p.seq;
     std::string kv = job.kv_cache_dtype.value_or("auto");
     p.kv_bytes = kv == "fp32" ? 4 : (kv == "fp8" || kv == "int8") ? 1 : (kv == "auto" ? p.act_bytes : 2);
-    if (!job.kv_cache_dtype && p.task == "inference") assume("kv_cache_dtype: the activation dtype (not given)");
+    if (!job.kv_cache_dtype && p.task == "inference" && !m.is_encoder_only) {
+      assume("kv_cache_dtype: the activation dtype (not given)");
+    }
   }
   // Kernels patch a transformers model: LitGPT and llama.cpp run their own modules. Where they do
   // not apply (a family the library does not patch), neither do their defaults (flash attention,
@@ -1269,6 +1283,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   std::string state_detail;
   const std::string& opt = p.optimizer;
   if (opt == "adamw") { state_per_param = 2 * (p.use_lora ? p.adapter_bytes : p.state_bytes); state_detail = "exp_avg + exp_avg_sq"; }
+  // bitsandbytes' 32-bit optimizers keep fp32 states whatever the parameter dtype
+  // (Optimizer2State.init_state: optim_bits 32 -> torch.float32).
+  else if (opt == "paged_adamw_32bit") { state_per_param = 2 * 4; state_detail = "exp_avg + exp_avg_sq in fp32 (bitsandbytes 32-bit)"; }
   else if (opt == "adamw_8bit" || opt == "paged_adamw_8bit") { state_per_param = 2 + 2 * 4.0 / 256; state_detail = "two 8-bit states + fp32 absmax per 256 (bitsandbytes blockwise)"; }
   else if (opt == "adamw_4bit") { state_per_param = 1 + 2 * 4.0 / 128; state_detail = "two 4-bit states + fp32 scale per 128 (torchao)"; }
   else if (opt == "sgd_momentum" || opt == "lion") { state_per_param = p.use_lora ? p.adapter_bytes : p.state_bytes; state_detail = "one momentum buffer"; }
@@ -1293,7 +1310,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
                                                                           : state_per_param;
     optimizer_state += saved_modules * saved_state / shard_mp / state_shards;
   }
-  bool paged = opt == "paged_adamw_8bit";
+  // Paged states live in CUDA unified memory (bitsandbytes get_paged: cudaMallocManaged): on the
+  // device until evicted, but outside PyTorch's allocator and its counters.
+  bool paged = opt == "paged_adamw_8bit" || opt == "paged_adamw_32bit";
   if ((p.offload_optimizer || fsdp_cpu_offload) && optimizer_state > 0) {
     // ZeRO-Offload keeps the fp32 master weights and gradient partitions beside the state.
     const bool ds_offload = p.offload_optimizer && deepspeed && p.training && p.mixed;

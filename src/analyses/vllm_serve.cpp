@@ -957,6 +957,12 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
           "the engine. See {} for more details.",
           s.max_model_len, gib(p.capacity.bytes_per_request), gib(p.available_kv_bytes), estimate,
           kConservingMemoryUrl));
+    } else if (!b.max_len_startup_check) {
+      p.warnings.push_back(fmt::format(
+          "max_model_len {} is more than the KV cache holds ({} tokens), but vLLM {} does not check it at startup "
+          "(the check came in v0.2.7, vllm-project/vllm#2163): it starts, and a request longer than {} tokens "
+          "hangs waiting for blocks",
+          s.max_model_len, p.capacity.num_blocks * s.block_size, b.version.text, p.capacity.num_blocks * s.block_size));
     } else {
       set_error("max_len_too_long", fmt::format(
           "The model's max seq len ({}) is larger than the maximum number of tokens that can be "

@@ -62,6 +62,10 @@ struct VllmBehavior {
   // From v0.21.0 vLLM estimates CUDA-graph memory before sizing the KV cache; before, the
   // graphs were captured afterwards, on top of the budget.
   bool graph_memory_in_budget = true;
+  // The startup check that one max_model_len request fits the KV cache came with v0.2.7
+  // (vllm-project/vllm#2163, "Currently, vLLM hangs when the length of a single sequence is
+  // larger than the system's KV cache size"); before, vLLM started and such a request hung.
+  bool max_len_startup_check = true;
   // V1's hybrid KV cache manager (v0.10+) gives sliding-window layers their own block groups;
   // before it (and in V0), every layer is sized as full attention.
   bool hybrid_kv_groups = true;

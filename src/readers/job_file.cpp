@@ -24,7 +24,7 @@ const std::set<std::string> kQuantizations = [] {
   for (const auto& t : gguf_file_types()) q.insert(t);   // llama.cpp's file types (implementation llama_cpp)
   return q;
 }();
-const std::set<std::string> kOptimizers = {"adamw", "adamw_8bit", "paged_adamw_8bit", "adamw_4bit", "adafactor",
+const std::set<std::string> kOptimizers = {"adamw", "adamw_8bit", "paged_adamw_8bit", "paged_adamw_32bit", "adamw_4bit", "adafactor",
                                            "sgd", "sgd_momentum", "lion", "none"};
 const std::set<std::string> kCheckpointing = {"none", "full", "selective"};
 const std::set<std::string> kAttention = {"eager", "sdpa", "flash"};

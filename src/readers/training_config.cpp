@@ -123,7 +123,7 @@ Handler set_string(std::string Job::*field) {
 // the estimator's optimizer kinds and, where the name fixes it, the implementation: the fused
 // kernels (torch's fused=True, apex FusedAdam, the NPU kernel) keep no state-sized temporary,
 // transformers' own AdamW (adamw_hf) steps parameter by parameter. Paged 32-bit AdamW keeps fp32
-// states, so it is plain adamw here.
+// states in unified memory (the estimator's paged_adamw_32bit).
 struct OptimizerName {
   std::string kind;
   std::optional<std::string> impl;
@@ -136,7 +136,7 @@ std::optional<OptimizerName> optimizer_kind(std::string name) {
       {"adamw_hf", {"adamw", "for_loop"}}, {"adamw_apex_fused", {"adamw", "fused"}},
       {"adamw_torch_xla", {"adamw", std::nullopt}}, {"adamw_torch_npu_fused", {"adamw", "fused"}},
       {"adamw", {"adamw", std::nullopt}}, {"adam", {"adamw", std::nullopt}},
-      {"paged_adamw_32bit", {"adamw", std::nullopt}},
+      {"paged_adamw_32bit", {"paged_adamw_32bit", std::nullopt}},
       {"adamw_bnb_8bit", {"adamw_8bit", std::nullopt}}, {"adamw_8bit", {"adamw_8bit", std::nullopt}},
       {"paged_adamw_8bit", {"paged_adamw_8bit", std::nullopt}}, {"paged_adamw", {"paged_adamw_8bit", std::nullopt}},
       {"adafactor", {"adafactor", std::nullopt}}, {"sgd", {"sgd", std::nullopt}},

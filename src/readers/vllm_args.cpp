@@ -256,6 +256,22 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
     return unquote(*value);
   };
   auto bool_value = [&]() { return !value || truthy(*value); };
+  // "--port 8111--gpu-memory-utilization 0.95": a missing space glues a flag onto the value before
+  // it. vLLM's argparse then refuses the value (or takes it whole, losing the flag); either way the
+  // memory flag is not what vLLM reads.
+  if (value && config.launcher != "LLM(...)") {
+    const size_t dashes = value->find("--");
+    if (dashes != std::string::npos && dashes > 0) {
+      std::string glued = value->substr(dashes + 2);
+      glued = glued.substr(0, glued.find_first_of("= "));
+      std::replace(glued.begin(), glued.end(), '_', '-');
+      const auto& flags = memory_flags();
+      if (std::find(flags.begin(), flags.end(), glued) != flags.end()) {
+        return Error{fmt::format("--{} {}: --{} is glued to the value before it (a missing space?); vLLM would not "
+                                 "read it as a flag", name, *value, glued)};
+      }
+    }
+  }
 
   if (name == "model") {
     auto v = need();

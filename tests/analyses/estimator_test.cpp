@@ -871,6 +871,46 @@ TEST(Estimator, PagedOptimizerStateIsOutsidePytorchCounters) {
   EXPECT_TRUE(component(*paged, "paged_optimizer_state").has_value());
 }
 
+// bitsandbytes' paged 32-bit AdamW: two fp32 states per parameter whatever the parameter dtype,
+// in unified memory (on the device, outside max_memory_allocated).
+TEST(Estimator, Paged32BitAdamwKeepsFp32StatesOutsidePytorchCounters) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16";
+  job.optimizer = "paged_adamw_32bit";
+  job.micro_batch_size = 1;
+  job.seq_len = 64;
+  auto paged = estimate_memory(llama2_7b(), job);
+  job.optimizer = "adamw";
+  auto torch_adamw = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(paged && torch_adamw);
+  EXPECT_EQ(component(*paged, "paged_optimizer_state"), 6738415616ull * 8);
+  EXPECT_EQ(component(*torch_adamw, "optimizer_state"), 6738415616ull * 4);   // two bf16 states
+  EXPECT_LT(paged->peak_allocated_bytes, torch_adamw->peak_allocated_bytes);
+  EXPECT_GT(paged->device_used_bytes, torch_adamw->device_used_bytes);
+}
+
+// An encoder reads its input in one pass: inference defaults to its positions and no new tokens,
+// and asking it to generate is refused.
+TEST(Estimator, EncoderInferenceGeneratesNothing) {
+  const ModelSpec bert = find_preset("google-bert/bert-base-uncased")->value();
+  Job job;
+  job.task = "inference";
+  auto e = estimate_memory(bert, job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_TRUE(e->warnings.empty()) << e->warnings.front();
+  EXPECT_NE(std::find(e->assumptions.begin(), e->assumptions.end(), "prompt_len: 512 (not given)"), e->assumptions.end());
+  EXPECT_NE(std::find(e->assumptions.begin(), e->assumptions.end(),
+                      "max_new_tokens: 0 (an encoder-only model generates nothing)"), e->assumptions.end());
+  EXPECT_FALSE(component(*e, "kv_cache").has_value());
+  job.max_new_tokens = 16;
+  auto generating = estimate_memory(bert, job);
+  ASSERT_FALSE(generating);
+  EXPECT_EQ(generating.error().message,
+            "max_new_tokens 16: google-bert/bert-base-uncased is an encoder-only model; it embeds or classifies its "
+            "input in one forward pass and generates no tokens (give 0, or leave it out)");
+}
+
 TEST(Estimator, OptimizerInBackwardKeepsOneGradient) {
   Job job;
   job.task = "train_full";

@@ -487,6 +487,24 @@ TEST(VllmServeChecks, MlaCacheOnlyFromV071) {
   EXPECT_EQ(per_token("0.6.6", true), 61u * 2 * 16 * 256 * 2);        // the variable came with MLA
 }
 
+// vLLM checked one max_model_len request against the KV cache at startup from v0.2.7
+// (vllm-project/vllm#2163); before, it started and such a request hung.
+TEST(VllmServeChecks, MaxLenStartupCheckFromV027) {
+  auto run = [](const std::string& version) {
+    return predict(inputs({"python", "-m", "vllm.entrypoints.openai.api_server", "--model", "meta-llama/Llama-2-7b-hf"},
+                          15 * kGiB, version));
+  };
+  const ServePrediction checked = run("0.2.7");
+  ASSERT_TRUE(checked.error.has_value());
+  EXPECT_EQ(checked.error->kind, "max_len_too_long");
+  const ServePrediction unchecked = run("0.2.6");
+  EXPECT_FALSE(unchecked.error.has_value());
+  ASSERT_LT(unchecked.capacity.num_blocks * 16, 4096u);
+  EXPECT_TRUE(std::any_of(unchecked.warnings.begin(), unchecked.warnings.end(), [](const std::string& w) {
+    return w.find("does not check it at startup (the check came in v0.2.7, vllm-project/vllm#2163)") != std::string::npos;
+  }));
+}
+
 // A version before vLLM's first release is refused; one past the newest oomdoc knows is sized with
 // the newest accounting and says so.
 TEST(VllmServeChecks, VersionsOutsideWhatOomdocKnows) {

@@ -115,6 +115,8 @@ INSTANTIATE_TEST_SUITE_P(
                       FuzzyCase{"m2 ultra", "Apple M-series 192GB"},
                       FuzzyCase{"mac 64gb", "Apple M-series 64GB"},
                       FuzzyCase{"gh200", "GH200 96GB"},
+                      FuzzyCase{"h20", "H20 96GB"}, FuzzyCase{"NVIDIA H20", "H20 96GB"},
+                      FuzzyCase{"h200", "H200 SXM 141GB"},
                       // A trailing size picks among the cards of that name, however it is written.
                       FuzzyCase{"4090 24gb", "GeForce RTX 4090 24GB"},
                       FuzzyCase{"3090 24gb", "GeForce RTX 3090 24GB"},

@@ -40,6 +40,17 @@ TEST(VllmArgs, VllmServeWithEveryMemoryFlag) {
   EXPECT_EQ(c.ignored[0], "--port 8000");
 }
 
+// A missing space glues a memory flag onto the value before it (vllm-project/vllm#28228's command).
+TEST(VllmArgs, MemoryFlagGluedToTheValueBeforeItIsRefused) {
+  auto config = parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--port", "8111--gpu-memory-utilization",
+                                         "0.95", "--max_model_len", "32768"});
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error().message, "--port 8111--gpu-memory-utilization: --gpu-memory-utilization is glued to the "
+                                    "value before it (a missing space?); vLLM would not read it as a flag");
+  // A value that only contains two dashes is a value.
+  EXPECT_TRUE(parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--served-model-name", "qwen--8b"}).ok());
+}
+
 TEST(VllmArgs, BooleanFlagBeforeTheModelDoesNotEatIt) {
   ServeConfig c = parse_ok({"vllm", "serve", "--trust-remote-code", "--tensor_parallel_size", "2",
                             "--gpu_memory_utilization=0.98", "/models/DeepSeek-R1-Distill-Qwen-14B"});
