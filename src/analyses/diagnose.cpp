@@ -11,6 +11,7 @@
 #include "analyses/vllm_version.h"
 #include "core/units.h"
 #include "readers/application.h"
+#include "readers/gpu_catalog.h"
 
 namespace oomdoc {
 namespace {
@@ -314,6 +315,20 @@ void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
     d.fixes.push_back(make_fix("bigger_gpu", "Run `oomdoc fit` with the job to find the smallest GPU that fits."));
     return;
   }
+  // The optimizer step (or the optimizer creating its states, DeepSpeed's initialize_optimizer_states):
+  // the activations are gone by then; the states, the gradients and the weights fill the card, so
+  // a smaller batch frees nothing. What shrinks or moves the states comes first.
+  if (operation == "optimizer_step") {
+    d.fixes.push_back(make_fix("eight_bit_optimizer",
+                               shortfall + "The failure is in the optimizer step: AdamW's states take 8 bytes per "
+                                           "parameter in fp32, 8-bit ones 2; the micro-batch's activations are already freed."));
+    d.fixes.push_back(make_fix("shard_model", "ZeRO stage 1 or 2 (FSDP SHARD_GRAD_OP) splits the optimizer states over "
+                                              "the GPUs; stage 3 the weights too."));
+    d.fixes.push_back(make_fix("offload", "ZeRO-Offload keeps the optimizer states in host memory and steps them on the CPU."));
+    d.fixes.push_back(make_fix("lora", "Only the adapters get gradients and optimizer state."));
+    d.fixes.push_back(make_fix("bigger_gpu", "Run `oomdoc fit` with the job to find the smallest GPU that fits."));
+    return;
+  }
   d.fixes.push_back(make_fix("smaller_batch",
                              shortfall + "Activations scale with the micro-batch; halve it and double "
                                          "gradient_accumulation_steps to keep the effective batch."));
@@ -352,11 +367,20 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
           static_cast<double>(limit->bytes) / static_cast<double>(*m.total), format_bytes(reserved),
           format_bytes(requested),
           m.free ? fmt::format(", while {} of the card is free", format_bytes(*m.free)) : std::string()));
-      d.fixes.push_back(make_fix("check_device_and_limits", fmt::format(
-          "Raise or remove torch.cuda.set_per_process_memory_fraction() (or the framework setting that calls it): "
-          "the reserve plus this request needs {}, a fraction of at least {:.3f}.",
-          format_bytes(reserved + requested),
-          std::ceil(1000.0 * static_cast<double>(reserved + requested) / static_cast<double>(*m.total)) / 1000.0)));
+      const double fraction = static_cast<double>(limit->bytes) / static_cast<double>(*m.total);
+      const double needed = std::ceil(1000.0 * static_cast<double>(reserved + requested) / static_cast<double>(*m.total)) / 1000.0;
+      const std::string setter = e.string_field("backend") == "XPU" ? "torch.xpu.set_per_process_memory_fraction()"
+                                                                      : "torch.cuda.set_per_process_memory_fraction()";
+      d.fixes.push_back(make_fix("check_device_and_limits",
+          needed > fraction
+              ? fmt::format("Raise or remove {} (or the framework setting that calls it): the reserve plus this request "
+                            "needs {}, a fraction of at least {:.3f}.", setter, format_bytes(reserved + requested), needed)
+              // The figures fit under the limit, yet it refused: the allocator rounds the request up to
+              // its block size and counts what it is about to reserve, which the message does not print.
+              : fmt::format("Raise or remove {} (or the framework setting that calls it): the printed reserve plus "
+                            "request ({}) is just under the limit, but the allocator rounds the request up to its "
+                            "blocks; give more than the {:.3f} in use.", setter, format_bytes(reserved + requested),
+                            fraction)));
       return;
     }
   }
@@ -391,11 +415,15 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
     // The message stops after the free figure (an issue title, a cut log line): what holds the card
     // is unknown, so no cause may rest on it.
     d.cause = "insufficient_information";
-    d.evidence.push_back(fmt::format(
-        "The message was cut after the free figure ({} free of {}{}): it does not say what this process or "
-        "others hold, so the cause cannot be told; the full message (or `oomdoc snapshot`) can.",
-        m.free ? format_bytes(*m.free) : "?", m.total ? format_bytes(*m.total) : "?",
-        m.requested ? fmt::format(", {} requested", format_bytes(*m.requested)) : std::string()));
+    d.evidence.push_back(m.free
+        ? fmt::format("The message was cut after the free figure ({} free of {}{}): it does not say what this process "
+                      "or others hold, so the cause cannot be told; the full message (or `oomdoc snapshot`) can.",
+                      format_bytes(*m.free), m.total ? format_bytes(*m.total) : "?",
+                      m.requested ? fmt::format(", {} requested", format_bytes(*m.requested)) : std::string())
+        : fmt::format("The message was cut before the free figure ({} total{}): it does not say how full the card was "
+                      "or what holds it, so the cause cannot be told; the full message (or `oomdoc snapshot`) can.",
+                      m.total ? format_bytes(*m.total) : "?",
+                      m.requested ? fmt::format(", {} requested", format_bytes(*m.requested)) : std::string()));
     if (m.requested && m.total && at_least_half(requested, total)) add_one_tensor(d, requested, total);
     add_training_ladder(d, e, m, operation_of(e));
     return;
@@ -558,6 +586,19 @@ void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context,
 // prefill chunks (a prefill OOM), fewer running requests (a decode OOM), a smaller static pool.
 // With the share in use known (`fraction`), the step is concrete: 0.05 lower, as for vLLM's
 // --gpu-memory-utilization.
+// text-generation-inference's own settings, cheapest first: fewer prefill tokens per batch (half
+// the value in use when the log gives it), shorter requests, a quantized model, more shards.
+void add_tgi_ladder(Diagnosis& d, std::optional<int64_t> prefill_tokens) {
+  d.fixes.push_back(make_fix("tgi_max_batch_prefill_tokens",
+                             "The prefill's activations grow with the tokens batched into one prefill.",
+                             prefill_tokens && *prefill_tokens >= 2
+                                 ? fmt::format("--max-batch-prefill-tokens {}  # half of {}", *prefill_tokens / 2, *prefill_tokens)
+                                 : std::string()));
+  d.fixes.push_back(make_fix("tgi_max_total_tokens", "A shorter longest request needs less of the KV cache and of the prefill."));
+  d.fixes.push_back(make_fix("tgi_quantize", "4-bit weights leave about three quarters of their memory to the KV cache."));
+  d.fixes.push_back(make_fix("tgi_num_shard", "Each GPU then holds 1/N of the weights."));
+}
+
 void add_sglang_ladder(Diagnosis& d, bool graph_capture, std::optional<double> fraction) {
   std::string why = graph_capture ? "The static pool (weights and KV cache) is allocated before the graphs are "
                                     "captured: a smaller share leaves them room."
@@ -735,7 +776,18 @@ void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
     // KV cache (vllm/worker/worker.py: determine_num_available_blocks, then capture_model): eager
     // mode gives the cache no more room there. From v0.21 the graphs' estimate comes out of the
     // budget first (docs/serve.md).
-    if (e.format != "vllm_max_seq_len_gt_kv_tokens") {
+    // The V0 engine's frames (vllm/worker/, not vllm/v1/) say the same as its wording.
+    bool v0_frames = false;
+    if (e.traceback) {
+      for (const auto& frame : e.traceback->frames) {
+        if (frame.file.find("/vllm/worker/") != std::string::npos) v0_frames = true;
+        if (frame.file.find("/vllm/v1/") != std::string::npos) {
+          v0_frames = false;
+          break;
+        }
+      }
+    }
+    if (e.format != "vllm_max_seq_len_gt_kv_tokens" && !v0_frames) {
       d.fixes.push_back(make_fix("vllm_enforce_eager", "From vLLM v0.21 the CUDA graphs' memory is taken out of the budget "
                                                        "before the KV cache is sized (often 0.5-2 GiB)."));
     }
@@ -993,7 +1045,11 @@ ClimbFinding find_climbing(const std::vector<OomEvent>& events, const std::vecto
       if (*series[i]->bytes("allocated") < *series[i - 1]->bytes("allocated")) rising = false;
     }
     uint64_t first = *series.front()->bytes("allocated"), last = *series.back()->bytes("allocated");
-    if (rising && last > first + first / 10) {
+    // A rise that could fill nothing is no leak: at least a twentieth of the card (256 MiB when the
+    // message gives no total), as well as a tenth more than the first figure.
+    const uint64_t total = series.back()->bytes("total").value_or(0);
+    const uint64_t least_rise = total ? total / 20 : 256 * kMiB;
+    if (rising && last > first + first / 10 && last - first >= least_rise) {
       f = {true, first, last, series.front()->line, series.back()->line, series.size(), "events"};
       return f;
     }
@@ -1106,10 +1162,16 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.evidence.push_back(fmt::format("The platform cannot allocate one block over {}; {} was requested.",
                                      e.string_field("allocation_limit_text").value_or("4GB"), format_bytes(m.requested.value_or(0))));
     d.fixes.push_back(make_fix("smaller_input", "Split the tensor or shrink the batch so no single allocation passes the limit."));
-  } else if (e.format == "pytorch_old_reserved" && e.string_field("backend") == "XPU" && m.pytorch_reserved == 0u &&
-             m.requested && m.total && *m.requested < *m.total) {
+  } else if (e.format == "pytorch_old_reserved" && e.string_field("backend") == "XPU" && m.pytorch_reserved &&
+             m.requested && m.total && *m.pytorch_reserved + *m.requested <= *m.total / 2) {
+    // The old-format XPU message prints no free figure: a reserve and request that together fill
+    // at most half the card did not run out of it; the runtime's single-allocation limit refused it.
     d.cause = "allocation_size_limit";
-    d.evidence.push_back("Nothing was allocated and the request is below the card's size: the XPU runtime limits single allocations.");
+    d.evidence.push_back(*m.pytorch_reserved == 0
+        ? std::string("Nothing was allocated and the request is below the card's size: the XPU runtime limits single allocations.")
+        : fmt::format("PyTorch reserves only {} of the card's {} and {} was requested: far from full, so the XPU runtime's "
+                      "single-allocation limit refused it.", format_bytes(*m.pytorch_reserved), format_bytes(*m.total),
+                      format_bytes(*m.requested)));
     d.fixes.push_back(make_fix("smaller_input", "Split the tensor or shrink the batch so no single allocation passes the limit."));
   } else if (is_pytorch_numeric(e) && (m.total || m.free)) {
     diagnose_pytorch_numbers(d, e, m);
@@ -1191,7 +1253,8 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   } else if (e.format == "process_killed") {
     // A SIGKILL is not proof of memory unless the kernel's line says so: the evidence says how to check.
     diagnose_killed(d, e, operation);
-  } else if (e.format == "torch_th_host_oom" || e.format == "pytorch_cpu_allocator" || e.format == "host_or_unified_alloc" || e.format == "ggml_pinned_host" ||
+  } else if (e.format == "torch_th_host_oom" || e.format == "pytorch_cpu_allocator" || e.format == "host_or_unified_alloc" ||
+             e.format == "ggml_pinned_host" || e.format == "ggml_cpu_buffer" ||
              (e.format == "tf_oom_tensor" && e.string_field("device_kind") == "CPU")) {
     d.cause = "host_memory";
     d.evidence.push_back(fmt::format("Host (CPU) memory ran out{}: system RAM, not GPU memory.",
@@ -1201,8 +1264,19 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       // (ggml-cuda.cu ggml_cuda_host_malloc returns nullptr and the caller uses a CPU buffer).
       d.evidence.push_back("llama.cpp only warns here: it keeps going with ordinary host memory, which is slower to "
                            "copy to the GPU.");
+      if (auto status = e.string_field("status"); status && status->find("out of memory") == std::string::npos) {
+        d.secondary_causes.push_back("not_an_oom_status");
+        d.evidence.push_back(fmt::format("The status is \"{}\", not out of memory: the platform refused to pin the "
+                                         "buffer (WSL, a locked-memory limit), whatever RAM is free.", *status));
+      }
       d.fixes.push_back(make_fix("host_memory", "Pinned (page-locked) memory is limited by the OS and RAM.",
                                  std::string(fix_snippet("host_memory", FixVariant::kLlamaCpp))));
+    } else if (e.format == "ggml_cpu_buffer") {
+      d.evidence.push_back("llama.cpp reads the layers it keeps on the CPU into system RAM (with mmap off, as a copy "
+                           "the OS cannot page back to the file).");
+      d.fixes.push_back(make_fix("host_memory", "Free system RAM, keep mmap on (llama.cpp's default; Ollama: use_mmap), "
+                                                "or offload more layers to the GPU so fewer stay in RAM.",
+                                 "drop --no-mmap (Ollama: use_mmap true); raise -ngl (Ollama: num_gpu); close other programs"));
     } else if (e.framework == "tensorflow" || e.framework == "jax" || e.message.find("device_host_allocator") != std::string::npos) {
       d.fixes.push_back(make_fix("host_memory", "This is system RAM, not GPU memory: the host allocator pins buffers for transfers.",
                                  std::string(fix_snippet("host_memory", FixVariant::kTensorFlowHost))));
@@ -1221,10 +1295,32 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.evidence.push_back(fmt::format("The BFC allocator uses {} of its {} limit ({}).", format_bytes(pool->in_use),
                                        format_bytes(pool->limit), pct(pool->in_use, pool->limit)));
     }
+  } else if ((e.format == "tf_cuda_driver_alloc" || e.format == "tf_rocm_driver_alloc") && m.requested &&
+             *m.requested > largest_catalog_gpu().total_bytes) {
+    // TensorFlow sizes its first reservation from the memory the driver reports free: a size no GPU
+    // has means that report was wrong (an unsupported GPU or APU, a driver that does not match the
+    // runtime); it retries at 90% of each size, so the figure shrinks print after print.
+    d.cause = "garbage_request_size";
+    d.evidence.push_back(fmt::format(
+        "TensorFlow tried to reserve {}, more than any GPU holds: it sizes that reservation from the free memory the "
+        "{} driver reports, so the driver's figure is wrong (an unsupported GPU or APU, a driver that does not match "
+        "the runtime).", format_bytes(*m.requested), e.format == "tf_rocm_driver_alloc" ? "ROCm" : "CUDA"));
+    const bool rocm = e.format == "tf_rocm_driver_alloc";
+    d.fixes.push_back(make_fix("check_device_and_limits",
+                               rocm ? "Compare what the driver reports with the card; check that this GPU and ROCm "
+                                      "release are supported together."
+                                    : "Compare what the driver reports with the card; check that the driver matches the "
+                                      "CUDA runtime TensorFlow was built with.",
+                               rocm ? "rocm-smi --showmeminfo vram" : "nvidia-smi --query-gpu=name,memory.total,memory.free --format=csv"));
+    d.fixes.push_back(make_fix("tf_memory_growth", "Allocate as needed instead of reserving from the reported figure."));
   } else if (e.format == "tf_cuda_driver_alloc" || e.format == "tf_rocm_driver_alloc") {
     d.cause = "framework_preallocation";
     d.evidence.push_back(fmt::format("TensorFlow could not reserve {} from the driver: it grabs most of the card at startup, "
                                      "so a second process or session finds it full.", format_bytes(m.requested.value_or(0))));
+    if (auto smallest = e.bytes("smallest_retry")) {
+      d.evidence.push_back(fmt::format("It retried {} times at 90% of the last size, down to {}, and the driver refused "
+                                       "each: that much was not free on the card.", e.repeats - 1, format_bytes(*smallest)));
+    }
     d.fixes.push_back(make_fix("tf_memory_growth", "Allocate as needed instead of reserving the card."));
     d.fixes.push_back(make_fix("end_other_processes", "Another TensorFlow process may already hold the card."));
   } else if (e.framework == "tensorflow") {
@@ -1294,11 +1390,30 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.fixes.push_back(make_fix("shard_model", "Shard parameters and optimizer state over the TPU cores (FSDP-style) instead of "
                                               "a replica on each.",
                                "jax.sharding.NamedSharding(mesh, P('fsdp'))  # on the parameters and optimizer state"));
+    d.fixes.back().title = "Shard the model across the TPU cores instead of a full replica on each";
   } else if (e.format == "xla_tpu_vmem_compile") {
     d.cause = "compile_time_oom";
     d.evidence.push_back(fmt::format("The XLA compiler ran out of {} while compiling: the program's tiles do not fit the "
                                      "on-chip memory.", e.string_field("memory_space").value_or("on-chip memory")));
     d.fixes.push_back(make_fix("smaller_input", "Smaller per-device batch or sequence shrinks the compiled buffers."));
+  } else if (e.framework == "jax" && m.requested &&
+             ((m.total && *m.requested > *m.total) || *m.requested > largest_catalog_gpu().total_bytes)) {
+    // One buffer larger than the card (or than any card): a size computed wrong, an unintended
+    // broadcast or outer product; no memory fraction or remat brings it under the card.
+    const bool beyond_any = *m.requested > largest_catalog_gpu().total_bytes;
+    d.cause = beyond_any ? "garbage_request_size" : "request_exceeds_total_capacity";
+    d.evidence.push_back(beyond_any
+        ? fmt::format("XLA tried to allocate {} at once, more than any GPU holds (the largest, {}, has {}): a shape is "
+                      "far larger than intended.", format_bytes(*m.requested), largest_catalog_gpu().name,
+                      format_bytes(largest_catalog_gpu().total_bytes))
+        : fmt::format("One allocation of {} is larger than the whole card ({}).", format_bytes(*m.requested),
+                      format_bytes(*m.total)));
+    d.fixes.push_back(make_fix("smaller_input", fmt::format(
+        "A single {} buffer{}: find the array that makes it (jax.debug.print its .shape, or jax.make_jaxpr the step) "
+        "and the dimension that blows up (batch x seq x vocab, an unintended broadcast or outer product); "
+        "XLA_PYTHON_CLIENT_MEM_FRACTION cannot bring it under the card.",
+        format_bytes(*m.requested), beyond_any ? " is larger than any GPU" : " is larger than the card")));
+    if (!beyond_any) d.fixes.push_back(make_fix("bigger_gpu", "Only if the shape is intended."));
   } else if (e.framework == "jax") {
     d.cause = "capacity_exhausted";
     if (m.requested) {
@@ -1378,6 +1493,13 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     std::vector<Fix> order = buffer == "kv_cache" ? std::vector<Fix>{kv, quant, context, fewer}
                              : buffer == "model"  ? std::vector<Fix>{quant, fewer}
                                                   : std::vector<Fix>{flash, kv, quant, context, fewer};
+    // llama.cpp inside Ollama: the same settings, as Ollama's parameters and environment variables.
+    if (application(e) == kAppOllama) {
+      d.evidence.push_back("Ollama runs llama.cpp here: its settings are Ollama's (num_ctx, num_gpu, OLLAMA_* variables).");
+      for (Fix& fix : order) {
+        if (auto snippet = fix_variant_snippet(fix.id, FixVariant::kOllama)) fix.snippet = std::string(*snippet);
+      }
+    }
     d.fixes.insert(d.fixes.end(), order.begin(), order.end());
   } else if (e.format == "ollama_runner") {
     const std::string buffer = e.string_field("llama_buffer").value_or("");
@@ -1399,6 +1521,33 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     ollama_fix("ggml_smaller_context", "The KV cache and the compute buffer grow with num_ctx.");
     ollama_fix("ggml_fewer_layers", "Every layer left on the CPU frees its weights and KV cache on the GPU.");
     ollama_fix("ggml_smaller_quant", "A smaller quantization leaves room for layers and context.");
+  } else if (e.format == "tgi_warmup_prefill") {
+    d.cause = "capacity_exhausted";
+    const auto tokens = e.int_field("prefill_tokens");
+    d.evidence.push_back(fmt::format(
+        "text-generation-inference's warmup runs one prefill of {} tokens (--max-batch-prefill-tokens) to size its KV "
+        "cache, and it did not fit beside the weights.", tokens ? std::to_string(*tokens) : std::string("the configured")));
+    add_tgi_ladder(d, tokens);
+  } else if (e.format == "onnxruntime_arena") {
+    if (m.requested && *m.requested > largest_catalog_gpu().total_bytes) {
+      d.cause = "garbage_request_size";
+      d.evidence.push_back(fmt::format("ONNX Runtime was asked for {}, more than any GPU holds: a shape in the model or "
+                                       "its input is wrong (a dynamic dimension read as garbage, an overflowed size).",
+                                       format_bytes(*m.requested)));
+      d.fixes.push_back(make_fix("smaller_input", "Check the input's shape against the model's inputs "
+                                                  "(session.get_inputs()) and the node the status names."));
+    } else {
+      d.cause = "capacity_exhausted";
+      d.evidence.push_back(fmt::format("ONNX Runtime's arena could not grow by {}{}.",
+                                       m.requested ? format_bytes(*m.requested) : std::string("the buffer a node needed"),
+                                       " (by default it grows to the next power of two, so one growth can ask for far "
+                                       "more than the node needs)"));
+      d.fixes.push_back(make_fix("ort_arena_same_as_requested",
+                                 "kSameAsRequested grows the arena by what a node needs; gpu_mem_limit keeps room for "
+                                 "the rest of the process."));
+      d.fixes.push_back(make_fix("smaller_input", "A smaller batch or input size shrinks every node's buffers."));
+      d.fixes.push_back(make_fix("end_other_processes", "Memory other processes hold is missing from the arena's card."));
+    }
   } else if (e.format == "sglang_not_enough_memory") {
     d.cause = "mem_fraction_static_too_low";
     d.evidence.push_back("SGLang's static pool (weights + KV cache) is too small for the model.");
@@ -1565,6 +1714,13 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     }
   }
   const std::string app = application(e);
+  // A PyTorch error inside text-generation-inference's server: its launcher flags, not a training recipe.
+  if (!vllm && app == kAppTgi && e.is_error && e.format != "tgi_warmup_prefill") {
+    const size_t before = d.fixes.size();
+    d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return is_recipe_fix(f.id); }),
+                  d.fixes.end());
+    if (d.fixes.size() != before) add_tgi_ladder(d, std::nullopt);
+  }
   if (!vllm && (app == kAppComfyUi || app == kAppSdWebui) && e.is_error) {
     // An image-generation front end: its own launch flags and nodes, not a training recipe.
     // A size-specific reason to shrink the input (a per-allocation limit, one huge tensor) stays,

@@ -123,6 +123,19 @@ const std::vector<FixInfo>& fix_catalog() {
        "fewer tokens cached at once"},
       {"trtllm_max_num_tokens", "Schedule fewer tokens and requests per step",
        "trtllm-serve --max_num_tokens 4096 --max_batch_size 64", 5, "lower peak throughput"},
+      // text-generation-inference's launcher flags (docs: "Text-generation-launcher arguments").
+      {"tgi_max_batch_prefill_tokens", "Prefill fewer tokens per batch",
+       "--max-batch-prefill-tokens 2048  # half the value in use (4096 was TGI 1.x's default)", 5, "slower prefill of long or many prompts"},
+      {"tgi_max_total_tokens", "Cap the tokens of one request",
+       "--max-input-tokens 2048 --max-total-tokens 4096", 5, "shorter prompts and answers"},
+      {"tgi_quantize", "Serve the model quantized",
+       "--quantize bitsandbytes-nf4  # or awq / gptq with a pre-quantized checkpoint", 6, "some quality; speed"},
+      {"tgi_num_shard", "Shard the model over more GPUs", "--num-shard 2", 8, "more GPUs"},
+      // ONNX Runtime's CUDA execution provider options (onnxruntime.ai, "CUDA Execution Provider":
+      // arena_extend_strategy defaults to kNextPowerOfTwo, gpu_mem_limit to no limit).
+      {"ort_arena_same_as_requested", "Let ONNX Runtime's arena grow by what is asked, within a limit",
+       "providers=[(\"CUDAExecutionProvider\", {\"arena_extend_strategy\": \"kSameAsRequested\", "
+       "\"gpu_mem_limit\": 8 * 1024**3})]", 1, "more, smaller allocations"},
       // SGLang's flags (server_args.py; its troubleshooting page, docs.sglang.ai/references/faq.html,
       // and the advice its failed CUDA-graph capture prints).
       {"sglang_mem_fraction", "Give SGLang's static pool a larger share", "--mem-fraction-static 0.9", 4, "free"},

@@ -19,6 +19,7 @@ std::string from_file(std::string_view file) {
     return kAppComfyUi;
   }
   if (has(file, "stable-diffusion-webui")) return kAppSdWebui;
+  if (has(file, "text_generation_server")) return kAppTgi;
   return "";
 }
 
@@ -52,6 +53,17 @@ std::string from_line(std::string_view line) {
     return kAppComfyUi;
   }
   if (has(line, "stable-diffusion-webui") || has(line, "Stable diffusion model failed to load")) return kAppSdWebui;
+  // TGI's launcher, router and shards log under their crate and module names.
+  for (std::string_view marker : {"text_generation_launcher", "text_generation_client", "text_generation_router",
+                                  "text_generation_server"}) {
+    if (has(line, marker)) return kAppTgi;
+  }
+  // Ollama: its journald tag ("ollama[402476]: "), its Go server's structured lines, its model store
+  // (the runner's "panic: unable to load model: /root/.ollama/models/blobs/...").
+  if (has(line, " ollama[") || line.rfind("ollama[", 0) == 0 || has(line, "source=server.go") ||
+      has(line, "/.ollama/models") || has(line, "\\.ollama\\models") || has(line, "llama runner")) {
+    return kAppOllama;
+  }
   return "";
 }
 

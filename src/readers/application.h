@@ -1,5 +1,5 @@
 // Which program a failing run belongs to, when the log says so: vLLM, SGLang, ComfyUI,
-// AUTOMATIC1111's stable-diffusion-webui. The fixes are then written in that program's settings
+// AUTOMATIC1111's stable-diffusion-webui, Ollama, text-generation-inference. The fixes are then written in that program's settings
 // (vLLM's and SGLang's flags, ComfyUI's launch flags, the webui's COMMANDLINE_ARGS) instead of a
 // training recipe. This file is the one place that knows the markers (line prefixes, frames, the
 // programs' own messages); explain's diagnosis reads the result ("application").
@@ -18,6 +18,8 @@ inline constexpr const char* kAppVllm = "vllm";
 inline constexpr const char* kAppSglang = "sglang";
 inline constexpr const char* kAppComfyUi = "comfyui";
 inline constexpr const char* kAppSdWebui = "sd-webui";
+inline constexpr const char* kAppOllama = "ollama";   // llama.cpp inside Ollama's runner
+inline constexpr const char* kAppTgi = "tgi";         // Hugging Face text-generation-inference
 
 // From the prefix the line cleaner took off a log line (readers/log_line.h): vLLM's process tags
 // ("(VllmWorker TP0 pid=1)", "(Worker_TP2 pid=9)", "(EngineCore_DP0 pid=9)", "(APIServer pid=1)",

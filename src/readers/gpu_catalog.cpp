@@ -207,6 +207,13 @@ std::vector<std::vector<std::string>> candidate_tokens(const GpuSpec& gpu) {
 
 const std::vector<GpuSpec>& gpu_catalog() { return loaded().gpus; }
 
+const GpuSpec& largest_catalog_gpu() {
+  static const GpuSpec& largest = *std::max_element(
+      gpu_catalog().begin(), gpu_catalog().end(),
+      [](const GpuSpec& a, const GpuSpec& b) { return a.total_bytes < b.total_bytes; });
+  return largest;
+}
+
 Result<GpuSpec> find_gpu(std::string_view name) {
   const LoadedCatalog& catalog = loaded();
   if (!catalog.error.empty()) return Error{catalog.error};

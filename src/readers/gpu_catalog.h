@@ -17,6 +17,10 @@ inline constexpr double kDefaultMemoryBudget = 0.92;
 
 const std::vector<GpuSpec>& gpu_catalog();
 
+// The catalog's largest memory (Apple's 512 GB unified tier): one allocation above it is no
+// card's, a size computed wrong (a shape bug), not a card that is too small.
+const GpuSpec& largest_catalog_gpu();
+
 // Finds a GPU by a fuzzy name ("4090", "h100-80", "a100 40gb"). Errors: a name that fits several
 // cards equally, or a bare number that is no card's alias ("16"), lists the candidates; an unknown
 // name suggests only catalog entries that are close to it.

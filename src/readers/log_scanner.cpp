@@ -502,6 +502,22 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
       break;
     }
   }
+  // TensorFlow's first reservation retries at 90% of the size that failed (the driver's
+  // "failed to allocate 968.17M ..." then 871.35M, 784.21M, ...): one startup, one event; the
+  // largest request stands, the smallest tried is kept.
+  if (previous != nullptr && previous->format == event.format &&
+      (event.format == "tf_cuda_driver_alloc" || event.format == "tf_rocm_driver_alloc") &&
+      event.line <= previous->end_line + 1) {
+    const auto last = previous->bytes("smallest_retry").value_or(previous->bytes("requested").value_or(0));
+    const auto now = event.bytes("requested").value_or(0);
+    if (last > 0 && now * 100 >= last * 85 && now * 100 <= last * 95) {
+      if (const Quantity* q = event.quantity("requested")) previous->set_quantity("smallest_retry", *q);
+      ++previous->repeats;
+      previous->last_repeat_line = event.line;
+      previous->end_line = std::max(previous->end_line, event.end_line);
+      return previous;
+    }
+  }
   // TensorFlow's BFC warning is followed by its allocator dump (a line per bin and chunk, hundreds
   // of them) that ends with the totals: the totals belong to the warning, however long the dump.
   if (previous != nullptr && previous->format == "tf_bfc_oom" && event.format == "tf_bfc_stats" &&
@@ -791,6 +807,31 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     }
   }
   if (lines.empty()) return true;
+  // A message quoted as a string literal (a Rust panic's Debug print of a Python error, a repr):
+  // its newlines are the two characters '\' 'n'. Split there, all on this physical line, when at
+  // least two of them start a message line (a capital, a space, a digit): a Windows path's "\nvidia"
+  // does not.
+  size_t split_lines = 0;  // window lines the split added beyond the one physical line
+  if (!from_json && any_format_triggered(lines[0])) {
+    std::vector<std::string> parts;
+    size_t from = 0;
+    for (size_t at = lines[0].find("\\n"); at != std::string::npos; at = lines[0].find("\\n", at + 2)) {
+      const char next = at + 2 < lines[0].size() ? lines[0][at + 2] : ' ';
+      if (!(std::isupper(static_cast<unsigned char>(next)) || std::isdigit(static_cast<unsigned char>(next)) || next == ' ')) {
+        continue;
+      }
+      parts.push_back(lines[0].substr(from, at - from));
+      from = at + 2;
+    }
+    if (parts.size() >= 2) {
+      parts.push_back(lines[0].substr(from));
+      lines.erase(lines.begin());
+      lines.insert(lines.begin(), parts.begin(), parts.end());
+      line_numbers.insert(line_numbers.begin(), parts.size() - 1, line_numbers.front());
+      prefix_programs.insert(prefix_programs.begin(), parts.size() - 1, prefix_programs.front());
+      split_lines = parts.size() - 1;
+    }
+  }
   // The source line Python echoes under a traceback frame (`File "...", line N, in f` then the
   // code, indented) is code, not a message: `raise RuntimeError("CUDA out of memory. ...")`.
   if (!from_json && is_source_echo(first.start, lines[0])) {
@@ -817,6 +858,22 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       const bool cut_in_word = !lines[1].empty() && word_char(candidate_line.back()) && word_char(lines[1].front());
       const bool trigger_made_whole = ends_with_trigger_start(candidate_line) && trigger_crosses(glued[0], candidate_line.size());
       if (run < 3 && !trigger_made_whole && !(cut_in_word && any_format_triggered(candidate_line))) break;
+      // A second line that a format reads as a message of its own is the next message, not the
+      // rest of this one (llama.cpp's "failed to allocate compute buffers", then
+      // "ggml_backend_cuda_...: allocating 9866.00 MiB on device 1: cudaMalloc failed").
+      if (run < 3 && !trigger_made_whole && any_format_triggered(lines[1])) {
+        const MessageWindow next = MessageWindow::from_lines(std::vector<std::string>(lines.begin() + 1, lines.end()));
+        bool own_message = false;
+        for (const MessageFormat& format : message_formats()) {
+          const bool triggered = std::any_of(format.triggers.begin(), format.triggers.end(),
+                                             [&](const std::string& t) { return next.first_line_holds(t); });
+          if (triggered && format.match(next)) {
+            own_message = true;
+            break;
+          }
+        }
+        if (own_message) break;
+      }
       lines = std::move(glued);
       end_numbers.erase(end_numbers.begin(), end_numbers.begin() + static_cast<std::ptrdiff_t>(run - 1));
       line_numbers.erase(line_numbers.begin() + 1, line_numbers.begin() + static_cast<std::ptrdiff_t>(run));
@@ -850,7 +907,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       // Ray's log deduplication prints one line for N occurrences across the cluster: "... [repeated
       // 7x across cluster]". The suffix is not part of the message; N counts as N prints.
       const uint64_t ray_count = ray_repeat_count(event.message);
-      if (physical_lines_used == 0) physical_lines_used = used + glued_lines;
+      if (physical_lines_used == 0) physical_lines_used = (used > split_lines ? used - split_lines : 1) + glued_lines;
 
       const Segment& last = segments[std::min(physical_lines_used, segments.size()) - 1];
       // A repeat is counted without reading the 32 KiB above it again (a retry loop can print the

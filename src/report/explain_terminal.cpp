@@ -16,7 +16,7 @@ std::string framework_title(const OomEvent& e) {
       {"pytorch", "PyTorch"}, {"pytorch-rocm", "PyTorch (ROCm)"}, {"pytorch-xpu", "PyTorch (XPU)"},
       {"pytorch-npu", "PyTorch (NPU)"}, {"pytorch-mps", "PyTorch (MPS)"}, {"vllm", "vLLM"},
       {"tensorflow", "TensorFlow"}, {"jax", "JAX/XLA"}, {"llama.cpp", "llama.cpp"}, {"ollama", "Ollama"}, {"mlx", "MLX"}, {"metal", "Metal"}, {"python", "Python"},
-      {"sglang", "SGLang"}, {"tensorrt-llm", "TensorRT-LLM"}, {"nccl", "NCCL"}, {"cuda", "CUDA"}, {"cublas", "cuBLAS"}, {"cudnn", "cuDNN"}};
+      {"sglang", "SGLang"}, {"tgi", "text-generation-inference"}, {"onnxruntime", "ONNX Runtime"}, {"tensorrt-llm", "TensorRT-LLM"}, {"nccl", "NCCL"}, {"cuda", "CUDA"}, {"cublas", "cuBLAS"}, {"cudnn", "cuDNN"}};
   auto it = names.find(e.framework);
   return it == names.end() ? e.framework : it->second;
 }
@@ -119,6 +119,7 @@ std::string cause_title(const std::string& cause) {
       {"nccl_buffer_alloc", "NCCL could not allocate buffers"},
       {"garbage_request_size", "an impossible allocation size (a bug upstream)"},
       {"host_memory", "host (CPU) memory ran out"},
+      {"not_an_oom_status", "the status is not out of memory"},
       {"killed_host_oom_suspected", "killed by SIGKILL: usually the OOM killer, for host (CPU) RAM"},
       {"framework_preallocation", "the framework reserves the card up front"},
       {"kv_cache_insufficient", "the KV cache cannot hold one request of max_model_len"},

@@ -58,12 +58,20 @@ std::optional<FormatMatch> match_cuda_alloc(const MessageWindow& w) {
 }
 
 std::optional<FormatMatch> match_pinned_host(const MessageWindow& w) {
-  static const RE2 re("failed to allocate (" + kSize + ") of pinned memory");
+  // ggml_cuda_host_malloc prints cudaGetErrorString after the size: "out of memory", or a status
+  // that is none ("invalid argument": a platform that cannot pin, WSL's limits). llama.cpp goes on
+  // either way; the status is kept for the diagnosis.
+  static const RE2 re("failed to allocate (" + kSize + ") of pinned memory(?::\\s*(.*))?");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
+  std::string status;
+  if (matched((*g)[2]) && !(*g)[2].empty()) status = std::string((*g)[2]);
   FormatMatch m;
   m.event.framework = "llama.cpp";
   m.event.format = "ggml_pinned_host";
+  if (!status.empty()) m.event.set_field("status", status);
+  // Another status than out of memory is no memory error (explain lists it with --all).
+  if (!status.empty() && status.find("out of memory") == std::string::npos) m.event.is_error = false;
   m.event.set_field("memory_kind", std::string("pinned host"));
   set_printed_size(m.event, "requested", (*g)[1], LabelMeaning::kBinary);
   if ((*g)[1].find(',') != std::string_view::npos) m.event.set_field("decimal_separator", std::string(","));
@@ -109,7 +117,29 @@ std::optional<FormatMatch> match_ollama_terminated(const MessageWindow& w) {
 
 }  // namespace
 
+// System RAM for the layers llama.cpp keeps on the CPU (or, with mmap off, the whole file):
+// "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size N", then
+// "alloc_tensor_range: failed to allocate CPU buffer of size N" for the same request.
+std::optional<FormatMatch> match_cpu_buffer(const MessageWindow& w) {
+  static const RE2 re(R"((?:cpu_buffer_type_alloc_buffer: failed to allocate buffer|failed to allocate CPU buffer) of size (\d+))");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m;
+  m.event.framework = "llama.cpp";
+  m.event.format = "ggml_cpu_buffer";
+  m.event.set_field("memory_kind", std::string("host"));
+  if (auto q = parse_quantity(std::string((*g)[1]) + " bytes")) {
+    q->text = std::string((*g)[1]) + " bytes";
+    m.event.set_quantity("requested", *q);
+  }
+  if (w.lines.size() > 1) {
+    if (auto next = regex_search(re, w.lines[1]); next && (*next)[1] == (*g)[1]) m.lines_used = 2;
+  }
+  return m;
+}
+
 void add_ggml_formats(std::vector<MessageFormat>& out) {
+  out.push_back({"ggml_cpu_buffer", {"failed to allocate buffer of size", "failed to allocate CPU buffer"}, match_cpu_buffer});
   out.push_back({"ollama_runner", {"llama runner process has terminated"}, match_ollama_terminated});
   out.push_back({"ggml_cuda_alloc", {"Malloc failed: out of memory"}, match_cuda_alloc});
   out.push_back({"ggml_pinned_host", {"of pinned memory"}, match_pinned_host});

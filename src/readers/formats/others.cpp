@@ -1,4 +1,4 @@
-// Serving engines and communication libraries other than vLLM (SGLang, NCCL), and a process the
+// Serving engines, runtimes and communication libraries other than vLLM (SGLang, TGI, ONNX Runtime, NCCL), and a process the
 // kernel killed (SIGKILL): the Linux OOM killer ends a process that takes too much host RAM without
 // any error of its own, so what the log shows is the kill as others report it (the shell's
 // "Killed", torchrun's and DeepSpeed's summaries, the kernel's own dmesg line).
@@ -16,6 +16,38 @@ std::optional<FormatMatch> match_sglang(const MessageWindow& w) {
   FormatMatch m;
   m.event.framework = "sglang";
   m.event.format = "sglang_not_enough_memory";
+  return m;
+}
+
+// ONNX Runtime's arena allocator (onnxruntime/core/framework/bfc_arena.cc AllocateRawInternal):
+// "Failed to allocate memory for requested buffer of size N", inside the status of the node that
+// ran ("Non-zero status code returned while running Conv node. Name:'...'").
+std::optional<FormatMatch> match_onnxruntime_arena(const MessageWindow& w) {
+  static const RE2 re(R"(Failed to allocate memory for requested buffer of size (\d+))");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m;
+  m.event.framework = "onnxruntime";
+  m.event.format = "onnxruntime_arena";
+  // A size no 64-bit count holds is left out; one that is held but no device's is kept (diagnosis
+  // calls it what it is).
+  if (auto q = parse_quantity(std::string((*g)[1]) + " bytes")) {
+    q->text = std::string((*g)[1]) + " bytes";
+    m.event.set_quantity("requested", *q);
+  }
+  return m;
+}
+
+// text-generation-inference's warmup (server/text_generation_server/models/flash_causal_lm.py):
+// "Not enough memory to handle 4096 prefill tokens. You need to decrease `--max-batch-prefill-tokens`".
+std::optional<FormatMatch> match_tgi_warmup(const MessageWindow& w) {
+  static const RE2 re(R"(Not enough memory to handle (\d+) prefill tokens)");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m;
+  m.event.framework = "tgi";
+  m.event.format = "tgi_warmup_prefill";
+  if (auto n = parse_decimal<int64_t>((*g)[1])) m.event.set_field("prefill_tokens", *n);
   return m;
 }
 
@@ -235,7 +267,9 @@ std::optional<FormatMatch> match_cluster_oom(const MessageWindow& w) {
 }  // namespace
 
 void add_other_formats(std::vector<MessageFormat>& out) {
+  out.push_back({"tgi_warmup_prefill", {"prefill tokens"}, match_tgi_warmup});
   out.push_back({"sglang_not_enough_memory", {"Not enough memory"}, match_sglang});
+  out.push_back({"onnxruntime_arena", {"Failed to allocate memory for requested buffer"}, match_onnxruntime_arena});
   out.push_back({"nccl_cuda_oom", {"NCCL WARN"}, match_nccl});
   // A process killed by SIGKILL, each report of it; one kill reported by several of them is one
   // event (log_scanner.cpp joins them).

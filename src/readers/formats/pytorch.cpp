@@ -77,11 +77,13 @@ std::optional<std::string> backend_before(std::string_view line) {
 std::optional<FormatMatch> match_bare(const MessageWindow& w) {
   // Also cut inside the sentence that follows, at a terminal's or viewer's width ("... out of
   // memory. Tried to allocat").
-  static const RE2 re(R"(^\s*(?:[\w.]*(?:Error|Exception):\s*)?(CUDA|HIP|XPU|NPU) out of memory\.?\s*([A-Za-z ]*)$)");
+  // Or inside the request's figure ("Tried to allocate 3.3"), which is then left out.
+  static const RE2 re(R"(^\s*(?:[\w.]*(?:Error|Exception):\s*)?(CUDA|HIP|XPU|NPU) out of memory\.?\s*([A-Za-z ]*)( [\d.]+)?$)");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
   static constexpr std::string_view kNext = "Tried to allocate";
   const std::string_view cut = (*g)[2];
+  if (matched((*g)[3]) && cut != kNext) return std::nullopt;
   if (!cut.empty() && (cut.size() > kNext.size() || kNext.substr(0, cut.size()) != cut)) return std::nullopt;
   FormatMatch m;
   const std::string backend((*g)[1]);
@@ -143,6 +145,15 @@ std::optional<FormatMatch> match_new_in(const MessageWindow& w) {
     set_printed_size(e, "free", (*g)[6]);
   } else {
     e.format = "pytorch_new_truncated";
+    // Cut inside the capacity sentence: the device, and the total when its figure is whole.
+    static const RE2 partial("^\\s*(GPU|NPU|XPU)\\s+(\\d+)\\s+has a total (?:capacity|capacty) of(?:\\s+(" + kSize +
+                             ")\\s+of which)?");
+    std::string_view after(w.joined.data() + end, w.joined.size() - end);
+    if (auto p = regex_search(partial, after); p && w.joined_line_of(joined_offset_in(w, (*p)[0])) == 0) {
+      e.device = parse_decimal<int64_t>((*p)[2]);
+      e.set_field("device_kind", std::string((*p)[1]));
+      if (matched((*p)[3])) set_printed_size(e, "total", (*p)[3]);
+    }
   }
   const size_t limit = message_limit(w, end);
   std::string_view rest(w.joined.data() + end, limit - end);
@@ -380,6 +391,18 @@ std::optional<FormatMatch> match_cuda_error(const MessageWindow& w) {
   }
   FormatMatch m;
   m.event.framework = (*g)[1] == "HIP" ? "pytorch-rocm" : "pytorch";
+  // A C++ program's own check names its source file on the line ("CUDA error: out of memory
+  // (c:\projects\lc0\src\neural\cuda\network_cudnn.cc:442"); PyTorch's names none there (its
+  // "Exception raised from" lines come later and point into c10).
+  static const RE2 source(R"(\(([^()\s]+\.(?:cc|cu|cpp|cuh|cxx)):\d+)");
+  if (auto file = regex_search(source, w.lines[0]); file && (*g)[1] == "CUDA") {
+    const std::string path = to_lower(std::string((*file)[1]));
+    if (path.find("c10") == std::string::npos && path.find("aten") == std::string::npos &&
+        path.find("torch") == std::string::npos) {
+      m.event.framework = "cuda";
+      m.event.set_field("source_file", std::string((*file)[1]));
+    }
+  }
   m.event.format = "cuda_error_oom";
   m.event.set_field("backend", std::string((*g)[1]));
   return m;

@@ -178,10 +178,11 @@ std::optional<FormatMatch> match_bfc_stats(const MessageWindow& w) {
 }
 
 std::optional<FormatMatch> match_driver_alloc(const MessageWindow& w) {
-  static const RE2 re("failed to allocate (" + kSize + ")(?: \\((\\d+) bytes\\))? from device: (CUDA_ERROR_OUT_OF_MEMORY|hipError_t\\(\\d+\\))");
+  static const RE2 re("failed to allocate (" + kSize + ")(?: \\((\\d+) bytes\\))? from device: (CUDA_ERROR_OUT_OF_MEMORY|hipError_t\\(\\d+\\)|HIP_ERROR_OutOfMemory)");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
-  const bool rocm = (*g)[3].substr(0, 3) == "hip";
+  // ROCm's driver status: hipError_t(N) in older TensorFlow, HIP_ERROR_OutOfMemory in newer.
+  const bool rocm = (*g)[3].substr(0, 3) == "hip" || (*g)[3].substr(0, 3) == "HIP";
   auto m = new_match("tensorflow", rocm ? "tf_rocm_driver_alloc" : "tf_cuda_driver_alloc");
   OomEvent& e = m.event;
   // A size no one prints (40 digits) leaves the request out; the status stands.

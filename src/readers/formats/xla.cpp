@@ -64,6 +64,37 @@ std::optional<FormatMatch> match_failed_request(const MessageWindow& w) {
   return m;
 }
 
+// XLA's cudaMallocAsync allocator (xla/stream_executor/gpu/gpu_cudamallocasync_allocator.cc, used
+// by JAX and by TensorFlow under TF_GPU_ALLOCATOR=cuda_malloc_async): "cuMemAllocAsync failed to
+// allocate N bytes: RESOURCE_EXHAUSTED: ... CUDA_ERROR_OUT_OF_MEMORY", then the driver's view on
+// the next line, " Reported by CUDA: Free memory/Total memory: F/T", and the allocator's Stats.
+std::optional<FormatMatch> match_cuda_async_alloc(const MessageWindow& w) {
+  static const RE2 re(R"(cuMemAllocAsync failed to allocate (\d+) bytes)");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  // Its file sits under tensorflow/ when TensorFlow printed it; JAX's (and a bare glog path) otherwise.
+  const bool tensorflow = w.lines[0].find("tensorflow/") != std::string::npos;
+  auto m = new_match(tensorflow ? "tensorflow" : "jax", "xla_cuda_async_alloc");
+  if (auto q = parse_quantity(std::string((*g)[1]) + " bytes")) {
+    q->text = std::string((*g)[1]) + " bytes";
+    m.event.set_quantity("requested", *q);
+  }
+  static const RE2 driver(R"(Free memory/Total memory:\s*(\d+)/(\d+))");
+  for (size_t i = 0; i < std::min<size_t>(w.lines.size(), 3); ++i) {
+    auto d = regex_search(driver, w.lines[i]);
+    if (!d) continue;
+    for (auto [name, text] : {std::pair{"free", (*d)[1]}, std::pair{"total", (*d)[2]}}) {
+      if (auto q = parse_quantity(std::string(text) + " bytes")) {
+        q->text = std::string(text) + " bytes";
+        m.event.set_quantity(name, *q);
+      }
+    }
+    m.lines_used = i + 1;
+    break;
+  }
+  return m;
+}
+
 // The TPU compiler's "Ran out of memory in memory space <space>.": vmem (and smem, cmem) are the
 // core's on-chip memories, where a kernel's tiles must fit; hbm is the chip's main memory, where
 // the whole program's buffers must (xla_tpu_hbm_compile). Both may go on with "Used 20.00G of
@@ -96,6 +127,7 @@ std::optional<FormatMatch> match_tpu_compile(const MessageWindow& w) {
 void add_xla_formats(std::vector<MessageFormat>& out) {
   out.push_back({"xla_oom_bytes", {"xhausted", "XHAUSTED"}, match_oom_bytes});
   out.push_back({"xla_failed_request", {"Failed to allocate request for"}, match_failed_request});
+  out.push_back({"xla_cuda_async_alloc", {"cuMemAllocAsync failed to allocate"}, match_cuda_async_alloc});
   out.push_back({"xla_tpu_vmem_compile", {"Ran out of memory in memory space"}, match_tpu_compile});
 }
 
