@@ -263,8 +263,19 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
                               : ")"));
     }
   }
-  // LoRA on a quantized base: the checkpoint's own format above (PEFT trains adapters over GPTQ,
-  // AWQ and FP8 bases too), else bitsandbytes NF4.
+  // transformers' FP8 quantizers are not trainable (FineGrainedFP8HfQuantizer and
+  // FbgemmFp8HfQuantizer: is_trainable False), so the Trainer refuses adapters over an FP8
+  // checkpoint: "The model you are trying to fine-tune is quantized with fp8 but that quantization
+  // method do not support training".
+  if (p.training && p.quantization == "fp8" && (m.quantization == "fp8" || m.quantization == "fbgemm_fp8")) {
+    return make_error(fmt::format(
+        "{}: an FP8 checkpoint ({}); transformers cannot train over it (the Trainer refuses: \"quantized with {} but "
+        "that quantization method do not support training\"): load it dequantized "
+        "(FineGrainedFP8Config(dequantize=True)) or start from the 16-bit model",
+        m.id.empty() ? m.source : m.id, m.quantization, m.quantization));
+  }
+  // LoRA on a quantized base: the checkpoint's own format above (PEFT trains adapters over GPTQ
+  // and AWQ bases too), else bitsandbytes NF4.
   if (!p.quantization && p.task == "train_qlora") {
     p.quantization = "nf4";
     assume(dequantized_mxfp4 ? "weight_quantization: nf4 (train_qlora without a format: the MXFP4 checkpoint dequantized "

@@ -467,7 +467,19 @@ Status validate_job(const Job& job, const std::string& source) {
   if (job.parallelism && gpus / model_parallel == 1 && *job.parallelism != "ddp") {
     // Sharding over one data-parallel rank is legal (it changes nothing); no error.
   }
+  // torchtune's optimizer-in-backward steps each parameter as its gradient is ready: nothing is
+  // left to accumulate ("Gradient accumulation is not supported with optimizer in bwd").
+  if (job.fused_backward.value_or(false) && job.grad_accum_steps.value_or(1) > 1) {
+    return fail("fused_backward", fmt::format("the optimizer steps inside backward, so gradients cannot accumulate over "
+                                              "{} steps (torchtune: \"Gradient accumulation is not supported with "
+                                              "optimizer in bwd\"); use grad_accum_steps 1", *job.grad_accum_steps));
+  }
   for (const auto& o : job.offload) {
+    // Offloading the optimizer is ZeRO-Offload's or FSDP's: plain DDP keeps a whole optimizer on each GPU.
+    if (o == "optimizer" && job.parallelism && *job.parallelism == "ddp") {
+      return fail("offload", "optimizer offload needs DeepSpeed ZeRO (zero1, zero2, zero3) or FSDP: plain DDP keeps "
+                             "the optimizer on each GPU");
+    }
     if (o == "params" && !(job.parallelism && (*job.parallelism == "zero3" || *job.parallelism == "fsdp_full_shard" ||
                                                *job.parallelism == "hybrid_shard"))) {
       return fail("offload", "params offload needs parameter sharding (zero3, fsdp_full_shard or hybrid_shard)");

@@ -1253,6 +1253,18 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
   } catch (const YAML::Exception& e) {
     return make_error(fmt::format("{}: line {}: {}", display_name, e.mark.line + 1, quoted_message(e.msg)));
   }
+  // Axolotl's own validation of a QLoRA config (utils/schemas/config.py, its bitsandbytes path):
+  // "Can't load qlora in 8bit", "Require cfg.load_in_4bit to be True for qlora".
+  if (r.out.format == TrainingConfigFormat::kAxolotl && r.adapter == "qlora") {
+    if (r.load_in_bits == 8u) {
+      return make_error(fmt::format("{}: adapter: qlora with load_in_8bit: Axolotl refuses it (\"Can't load qlora in "
+                                    "8bit\"); use adapter: lora for an 8-bit base", display_name));
+    }
+    if (r.load_in_bits != 4u) {
+      return make_error(fmt::format("{}: adapter: qlora without load_in_4bit: true: Axolotl refuses it (\"Require "
+                                    "cfg.load_in_4bit to be True for qlora\")", display_name));
+    }
+  }
   resolve(r);
   return std::move(r.out);
 }

@@ -982,6 +982,24 @@ TEST(Estimator, ContradictionsAreErrors) {
   EXPECT_NE(none.error().message.find("matches no Linear layer"), std::string::npos);
 }
 
+// transformers' FP8 quantizers are not trainable: the Trainer refuses adapters over an FP8 checkpoint.
+TEST(Estimator, Fp8CheckpointIsNotTrained) {
+  ModelSpec fp8 = llama2_7b();
+  fp8.quantization = "fp8";
+  fp8.quantization_bits = 8;
+  Job lora;
+  lora.task = "train_lora";
+  auto e = estimate_memory(fp8, lora);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().message,
+            "meta-llama/Llama-2-7b-hf: an FP8 checkpoint (fp8); transformers cannot train over it (the Trainer refuses: "
+            "\"quantized with fp8 but that quantization method do not support training\"): load it dequantized "
+            "(FineGrainedFP8Config(dequantize=True)) or start from the 16-bit model");
+  Job inference;
+  inference.task = "inference";
+  EXPECT_TRUE(estimate_memory(fp8, inference));
+}
+
 TEST(Estimator, PreQuantizedCheckpointUsesItsTensorBytes) {
   ModelSpec gptq = find_preset("meta-llama/Llama-2-7b-hf")->value();
   gptq.quantization = "gptq";

@@ -170,8 +170,9 @@ TEST(ModelResolutionCli, TheModelIsNamedAsMatched) {
   // An error about the model names what the user typed, not the preset behind it.
   auto r1 = run_cli({"estimate", "deepseek-ai/DeepSeek-R1"}, "", kEnv);
   EXPECT_EQ(r1.exit_code, 2);
-  EXPECT_EQ(r1.err, "oomdoc: deepseek-ai/DeepSeek-R1: is quantized (fp8); full fine-tuning needs unquantized weights "
-                    "(use train_qlora)\n");
+  EXPECT_EQ(r1.err, "oomdoc: deepseek-ai/DeepSeek-R1: an FP8 checkpoint (fp8); transformers cannot train over it (the "
+                    "Trainer refuses: \"quantized with fp8 but that quantization method do not support training\"): "
+                    "load it dequantized (FineGrainedFP8Config(dequantize=True)) or start from the 16-bit model\n");
   auto nemo = run_cli({"estimate", "mistralai/Mistral-Nemo-Instruct-2407", "--task", "inference", "--json"}, "", kEnv);
   ASSERT_EQ(nemo.exit_code, 0) << nemo.err;
   EXPECT_EQ(nlohmann::json::parse(nemo.out)["model"]["total_params"], 12247782400ull);

@@ -163,6 +163,32 @@ TEST(JobFile, DuplicateKeysAreRefused) {
   EXPECT_TRUE(read_job(fine, nlohmann::json::object()));
 }
 
+// Combinations the training programs refuse: optimizer-in-backward with accumulation (torchtune),
+// optimizer offload under plain DDP.
+TEST(JobFile, CombinationsTheProgramsRefuse) {
+  Job fused;
+  fused.task = "train_full";
+  fused.fused_backward = true;
+  fused.grad_accum_steps = 4;
+  auto accum = validate_job(fused, "job.json");
+  ASSERT_FALSE(accum.ok());
+  EXPECT_EQ(accum.error().message,
+            "job.json: fused_backward: the optimizer steps inside backward, so gradients cannot accumulate over 4 steps "
+            "(torchtune: \"Gradient accumulation is not supported with optimizer in bwd\"); use grad_accum_steps 1");
+  fused.grad_accum_steps = 1;
+  EXPECT_TRUE(validate_job(fused, "job.json").ok());
+  Job ddp;
+  ddp.task = "train_full";
+  ddp.parallelism = "ddp";
+  ddp.offload = {"optimizer"};
+  auto offload = validate_job(ddp, "job.json");
+  ASSERT_FALSE(offload.ok());
+  EXPECT_EQ(offload.error().message, "job.json: offload: optimizer offload needs DeepSpeed ZeRO (zero1, zero2, zero3) or "
+                                     "FSDP: plain DDP keeps the optimizer on each GPU");
+  ddp.parallelism = "zero2";
+  EXPECT_TRUE(validate_job(ddp, "job.json").ok());
+}
+
 TEST(JobFile, CountKeysThatTakeZero) {
   EXPECT_TRUE(job_count_allows_zero("max_new_tokens"));
   EXPECT_TRUE(job_count_allows_zero("gpu_layers"));

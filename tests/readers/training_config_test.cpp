@@ -441,6 +441,15 @@ TEST(TrainingConfig, ContradictorySettingsAreErrors) {
             "args.json: line 1: fp16: bf16 and fp16 are both true; at most one can be (transformers refuses the pair)");
   auto one_off = parse_training_config(R"({"per_device_train_batch_size": 1, "bf16": true, "fp16": false})", "args.json");
   ASSERT_TRUE(one_off.ok()) << one_off.error().message;
+  // Axolotl's own QLoRA validation.
+  auto eight = parse_training_config("base_model: x\nadapter: qlora\nload_in_8bit: true\n", "ax.yml");
+  ASSERT_FALSE(eight.ok());
+  EXPECT_EQ(eight.error().message, "ax.yml: adapter: qlora with load_in_8bit: Axolotl refuses it (\"Can't load qlora in "
+                                   "8bit\"); use adapter: lora for an 8-bit base");
+  auto unquantized = parse_training_config("base_model: x\nadapter: qlora\n", "ax.yml");
+  ASSERT_FALSE(unquantized.ok());
+  EXPECT_EQ(unquantized.error().message, "ax.yml: adapter: qlora without load_in_4bit: true: Axolotl refuses it "
+                                         "(\"Require cfg.load_in_4bit to be True for qlora\")");
   auto both_bits = parse_training_config("base_model: x\nadapter: qlora\nload_in_8bit: true\nload_in_4bit: true\n", "ax.yml");
   ASSERT_FALSE(both_bits.ok());
   EXPECT_EQ(both_bits.error().message, "ax.yml: line 4: load_in_4bit: load_in_4bit and load_in_8bit are both true; only one can be");
