@@ -1057,8 +1057,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     for (const LinearShape& l : linears) {
       if (l.nn_linear) nn_linear_params += static_cast<double>(l.params());
     }
+    // A pre-quantized checkpoint's modules_to_not_convert stay in 16 bits (model/architecture.h).
+    const double kept = experts_only ? 0 : static_cast<double>(unquantized_linear_params(m, 0, m.num_layers)) * scale;
     const double quantized_params = experts_only ? static_cast<double>(expert_weight_params(m)) * scale
-                                                 : std::min(linear_params, nn_linear_params * scale);
+                                                 : std::max(0.0, std::min(linear_params, nn_linear_params * scale) - kept);
     const double unquantized = total - quantized_params;
     const bool fp32_model = p.precision == "fp32" || p.amp;
     double rest_bytes = fp32_model || p.kbit_upcast == "all" ? 4 : 2;

@@ -216,6 +216,14 @@ uint64_t stage_weight_bytes(const ModelSpec& model, const PipelineStage& stage, 
     bytes += replicated_layer_bytes(model, layer, tp, format, mla_dequantized_kv_b);
   }
   bytes += share * static_cast<double>(norms) * static_cast<double>(format.dense_bytes);
+  // Modules the checkpoint keeps in 16 bits (quantization_config's modules_to_not_convert: Meta's
+  // FP8 Llama 3.1 405B leaves every attention and the first and last MLPs unquantized; vLLM's
+  // is_layer_skipped loads them unquantized): the serving dtype, not the format, for those.
+  const double per_param_gap = static_cast<double>(format.dense_bytes) - format.linear_bytes;
+  if (per_param_gap > 0 && !format.experts_only) {
+    bytes += static_cast<double>(unquantized_linear_params(model, stage.first_layer, stage.layers)) * per_param_gap /
+             static_cast<double>(tp);
+  }
   // VocabParallelEmbedding / ParallelLMHead shard the vocabulary across TP ranks.
   if (stage.first) bytes += static_cast<double>(embed * format.dense_bytes) / static_cast<double>(tp);
   if (stage.last) {

@@ -5,6 +5,7 @@
 #include "analyses/estimator.h"
 #include "core/text.h"
 #include "core/units.h"
+#include "model/architecture.h"
 #include "model/quantized_names.h"
 #include "readers/model_config.h"
 
@@ -606,6 +607,11 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   auto format = weight_format(use_named ? named_format : model, dtype_flag, quantization, in.target.bf16);
   if (!format) return format.error();
   s.weights = format.value();
+  if (const uint64_t kept = unquantized_linear_params(model, 0, model.num_layers);
+      kept > 0 && static_cast<double>(s.weights.dense_bytes) > s.weights.linear_bytes && !s.weights.experts_only) {
+    s.weights.description += fmt::format(", {} weights of the modules the checkpoint keeps in 16 bits at {} B",
+                                         format_count(kept), s.weights.dense_bytes);
+  }
   // VllmConfig._get_quantization_config refuses a method below its kernels' compute capability
   // (each QuantizationConfig.get_min_capability): fp8, bitsandbytes, Marlin kernels and AWQ's own.
   if (!s.weights.method.empty()) {

@@ -344,6 +344,35 @@ uint64_t lora_parameter_count(const ModelSpec& m, const LoraSettings& lora) {
   return total;
 }
 
+uint64_t unquantized_linear_params(const ModelSpec& m, uint64_t first_layer, uint64_t layer_count) {
+  if (m.unquantized_modules.empty() || m.num_layers == 0) return 0;
+  auto names = [&](const std::string& path) {
+    for (const std::string& entry : m.unquantized_modules) {
+      if (entry.empty()) continue;
+      if (path == entry || path.starts_with(entry + ".")) return true;
+      // A bare name ("down_proj", "mlp.gate") ends the path.
+      if (entry.find("layers.") == std::string::npos && path.size() > entry.size() && path.ends_with(entry) &&
+          path[path.size() - entry.size() - 1] == '.') {
+        return true;
+      }
+    }
+    return false;
+  };
+  uint64_t total = 0;
+  const uint64_t last = std::min(m.num_layers, first_layer + layer_count);
+  for (const LinearShape& l : linear_layers(m)) {
+    // Only Linears every block holds have a known index; experts stay as the format stores them.
+    if (l.expert || l.layers != m.num_layers) continue;
+    const bool attention = l.role == "q" || l.role == "k" || l.role == "v" || l.role == "qkv" || l.role == "o";
+    const std::string container = attention ? "self_attn" : "mlp";
+    const uint64_t per_layer = l.params() / l.layers;
+    for (uint64_t i = first_layer; i < last; ++i) {
+      if (names(fmt::format("model.layers.{}.{}.{}", i, container, l.name))) total += per_layer;
+    }
+  }
+  return total;
+}
+
 bool quantizes_only_experts(const std::string& method) { return method == "mxfp4"; }
 
 uint64_t expert_weight_params(const ModelSpec& m) {

@@ -136,6 +136,10 @@ struct ModelSpec {
   uint64_t quantization_bits = 0;
   uint64_t quantization_group_size = 0;
   bool quantization_double_quant = false;  // bitsandbytes bnb_4bit_use_double_quant
+  // Modules a quantized checkpoint keeps in 16 bits (quantization_config's modules_to_not_convert,
+  // ignored_layers, ignore or llm_int8_skip_modules, as written: "model.layers.0.mlp.down_proj",
+  // "model.layers.5.self_attn", "lm_head"). See unquantized_linear_params (model/architecture.h).
+  std::vector<std::string> unquantized_modules;
 
   // Published parameter count the bundled preset records (with its source), for checks only.
   std::optional<uint64_t> reference_params;

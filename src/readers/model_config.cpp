@@ -571,6 +571,14 @@ Status read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
   }
   ConfigView qc(q, m.source, "quantization_config.");
   m.quantization = qc.text("quant_method");
+  // The modules left in 16 bits, under each format's key; compressed-tensors' "re:" patterns are
+  // regular expressions and are not read.
+  for (const char* key : {"modules_to_not_convert", "ignored_layers", "ignore", "llm_int8_skip_modules"}) {
+    if (!q.contains(key) || !q.at(key).is_array()) continue;
+    for (const auto& name : q.at(key)) {
+      if (name.is_string() && name.get<std::string>().rfind("re:", 0) != 0) m.unquantized_modules.push_back(name.get<std::string>());
+    }
+  }
   TRY_ASSIGN(m.quantization_bits, qc.count("bits", 0));
   if (auto s = read_group_size(qc, m); !s) return s;
   if (m.quantization == "bitsandbytes") {

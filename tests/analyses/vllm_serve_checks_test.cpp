@@ -505,6 +505,23 @@ TEST(VllmServeChecks, MaxLenStartupCheckFromV027) {
   }));
 }
 
+// An FP8 checkpoint that keeps modules in 16 bits (modules_to_not_convert, as Meta's FP8 Llama 3.1
+// does): those Linears load at 2 bytes per weight (vLLM's is_layer_skipped), split over TP.
+TEST(VllmServeChecks, UnquantizedModulesOfAnFp8CheckpointLoadIn16Bits) {
+  auto weights = [](std::vector<std::string> kept) {
+    ServeInputs in = inputs({"vllm", "serve", "llama-3.1-8b", "--tensor-parallel-size", "2", "--max-model-len", "8192"},
+                            80 * kGiB, "0.9.0");
+    in.model.quantization = "fbgemm_fp8";
+    in.model.quantization_bits = 8;
+    in.model.unquantized_modules = std::move(kept);
+    return predict(in).weights.bytes;
+  };
+  const uint64_t all_fp8 = weights({});
+  const uint64_t down = 14336ull * 4096, attention = 4096ull * 4096 * 2 + 4096ull * 1024 * 2;
+  EXPECT_EQ(weights({"model.layers.0.self_attn", "model.layers.0.mlp.down_proj", "model.layers.31.mlp.down_proj"}) - all_fp8,
+            (attention + 2 * down) / 2);   // one extra byte per weight, over 2 GPUs
+}
+
 // A version before vLLM's first release is refused; one past the newest oomdoc knows is sized with
 // the newest accounting and says so.
 TEST(VllmServeChecks, VersionsOutsideWhatOomdocKnows) {

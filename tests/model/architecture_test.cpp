@@ -238,5 +238,23 @@ TEST(ArchitectureQa5, LoraTargetsMatchAsPeftMatchesThem) {
   EXPECT_FALSE(deberta.pooler_dense);
 }
 
+// The Linears a quantized checkpoint keeps in 16 bits, by transformers' module paths: an exact
+// path, a parent module, or a bare name.
+TEST(Architecture, UnquantizedModulesOfAQuantizedCheckpoint) {
+  ModelSpec m = find_preset("meta-llama/Llama-3.1-8B")->value();
+  m.quantization = "fbgemm_fp8";
+  m.quantization_bits = 8;
+  m.unquantized_modules = {"model.layers.0.mlp.down_proj", "model.layers.31.mlp.down_proj", "model.layers.0.self_attn",
+                           "lm_head"};
+  const uint64_t down = 14336ull * 4096, attention = 4096ull * 4096 * 2 + 4096ull * 1024 * 2;
+  EXPECT_EQ(unquantized_linear_params(m, 0, 32), 2 * down + attention);
+  EXPECT_EQ(unquantized_linear_params(m, 1, 30), 0u);       // a pipeline stage without those blocks
+  EXPECT_EQ(unquantized_linear_params(m, 16, 16), down);    // the last stage holds block 31
+  m.unquantized_modules = {"down_proj"};                     // a bare name: every block's
+  EXPECT_EQ(unquantized_linear_params(m, 0, 32), 32 * down);
+  m.unquantized_modules = {"model.layers.1"};                // block 1, not blocks 10-19
+  EXPECT_EQ(unquantized_linear_params(m, 0, 32), 4096ull * (4096 * 2 + 1024 * 2) + 3 * 14336ull * 4096);
+}
+
 }  // namespace
 }  // namespace oomdoc

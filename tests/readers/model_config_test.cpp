@@ -11,6 +11,22 @@ namespace {
 
 Result<ModelSpec> parse(const std::string& json) { return parse_model_config(json, "config.json"); }
 
+// The modules a quantized checkpoint keeps in 16 bits, under each format's key; compressed-tensors'
+// regular expressions ("re:...") are not read.
+TEST(ModelConfig, UnquantizedModulesAreRead) {
+  auto m = parse(R"({"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+      "quantization_config": {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0,
+                              "modules_to_not_convert": ["model.layers.0.mlp.down_proj", "lm_head"]}})");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->unquantized_modules, (std::vector<std::string>{"model.layers.0.mlp.down_proj", "lm_head"}));
+  auto ct = parse(R"({"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+      "quantization_config": {"quant_method": "compressed-tensors", "ignore": ["lm_head", "re:.*mlp.gate$"]}})");
+  ASSERT_TRUE(ct.ok()) << ct.error().message;
+  EXPECT_EQ(ct->unquantized_modules, (std::vector<std::string>{"lm_head"}));
+}
+
 TEST(ModelConfig, LlamaWithExplicitHeadDim) {
   // Qwen3-style: head_dim 128 although hidden/heads = 64.
   auto m = parse(R"({"model_type": "qwen3", "vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 2,
