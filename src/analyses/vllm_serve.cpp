@@ -510,6 +510,11 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         "bfloat16 for a 16-bit cache", s.kv_cache_dtype, in.checkpoint_kv_cache_source));
   }
   s.enforce_eager = c.enforce_eager;
+  if (!b.cuda_graphs) {
+    s.enforce_eager = true;
+    p.assumptions.push_back(fmt::format("vLLM {} captures no CUDA graphs (they came in v0.2.6, vllm-project/vllm#1926)",
+                                        b.version.text));
+  }
   // vLLM refuses a --quantization that contradicts the checkpoint's own (Marlin kernels of the
   // same format are allowed).
   auto base_method = [](std::string m) {
@@ -714,7 +719,16 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   p.non_torch.detail = p.non_torch.from_log ? "from the log"
                                             : "typical 0.03-0.4 GiB in real logs (cuBLAS, attention, NCCL)";
   if (b.context_counts_against_budget) {
-    p.assumptions.push_back("vLLM 0.8 V1 counts the CUDA context as non-torch memory inside the budget");
+    p.assumptions.push_back(b.v1_engine ? "vLLM 0.8 V1 counts the CUDA context as non-torch memory inside the budget"
+                                        : fmt::format("vLLM {} takes the profile peak as total - free memory: the CUDA "
+                                                      "context (and any other process) counts inside the budget",
+                                                      b.version.text));
+  }
+  if (b.peak_from_used_memory && !in.overrides.activation_bytes) {
+    p.warnings.push_back(fmt::format(
+        "vLLM {} takes the profile run's peak from the device's free memory afterwards, so what the caching allocator "
+        "keeps from that run and NCCL's buffers count too: its KV cache is likely smaller than sized here "
+        "(v0.6.4 measured torch's own peak, vllm-project/vllm#9352)", b.version.text));
   }
   p.graphs_in_budget = b.graph_memory_in_budget && !s.enforce_eager;
 
@@ -1049,6 +1063,17 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   }
   bool multimodal = std::any_of(c.limit_mm_per_prompt.begin(), c.limit_mm_per_prompt.end(),
                                 [](const auto& item) { return item.second > 0; });
+  if (!multimodal && model.has_vision_tower && !c.limit_mm_per_prompt.empty()) {
+    // Every modality limited to 0: vLLM serves the language model alone and profiles no encoder.
+  } else if (model.has_vision_tower || multimodal) {
+    // vLLM's profile run also runs the encoder on the largest dummy images the limits allow
+    // (GPUModelRunner.profile_run: "Profile with multimodal encoder & encoder cache"), which can
+    // be several GiB: a prediction without it may say "fits" where vLLM has no memory left.
+    p.warnings.push_back(
+        "a multimodal model: vLLM's profile run also runs its vision encoder on the largest images "
+        "--limit-mm-per-prompt allows, which oomdoc does not size, so the activation peak and the KV cache "
+        "figures may be too optimistic; serving text only, --limit-mm-per-prompt '{\"image\": 0}' skips it");
+  }
   if (multimodal) {
     p.assumptions.push_back("--limit-mm-per-prompt is read but the vision/audio encoder's profile run is not sized");
   }

@@ -86,7 +86,12 @@ VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string
     b.graph_memory_in_budget = false;
     b.notes.push_back("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0: CUDA graphs are not charged to the budget");
   }
-  b.context_counts_against_budget = b.v1_engine && !version.at_least(0, 9, 0);
+  b.cuda_graphs = version.at_least(0, 2, 6);
+  b.peak_from_used_memory = !b.v1_engine && version.at_least(0, 2, 5) && !version.at_least(0, 6, 4);
+  // V1 in 0.8 added every non-torch byte on the device to the peak; V0 from v0.2.5 to v0.3.0 took
+  // total - free, the CUDA context (and any other process) included.
+  b.context_counts_against_budget = (b.v1_engine && !version.at_least(0, 9, 0)) ||
+                                    (version.at_least(0, 2, 5) && !version.at_least(0, 3, 1));
   b.hybrid_kv_groups = b.v1_engine && version.at_least(0, 10, 0);
   b.startup_free_memory_check = b.v1_engine && version.at_least(0, 9, 0);
   b.always_chunked_prefill = b.v1_engine;

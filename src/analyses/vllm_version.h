@@ -66,6 +66,14 @@ struct VllmBehavior {
   // (vllm-project/vllm#2163, "Currently, vLLM hangs when the length of a single sequence is
   // larger than the system's KV cache size"); before, vLLM started and such a request hung.
   bool max_len_startup_check = true;
+  // CUDA graphs came with v0.2.6 ("Optimize model execution with CUDA graph", vllm-project/vllm#1926,
+  // with --enforce-eager); before, the model ran eagerly.
+  bool cuda_graphs = true;
+  // From v0.2.5 ("Fix peak memory profiling", vllm-project/vllm#2031) to v0.6.3, V0 took the profile
+  // peak as device memory in use after the profile run (total - free; from v0.3.1, #2863: the
+  // memory in use at startup left out): the caching allocator's reserve and NCCL's buffers count.
+  // v0.6.4 measured torch's own peak (vllm-project/vllm#9352).
+  bool peak_from_used_memory = false;
   // V1's hybrid KV cache manager (v0.10+) gives sliding-window layers their own block groups;
   // before it (and in V0), every layer is sized as full attention.
   bool hybrid_kv_groups = true;

@@ -108,6 +108,7 @@ struct ModelSpec {
   uint64_t conv_kernel_size = 0;      // DeBERTa-v2 ConvLayer after the first block (0: none)
   std::string conv_act;               // its activation (config conv_act, "tanh" by default)
   uint64_t extra_params = 0;          // outside the transformer stack: pooler, patch embedding, conv
+  bool has_vision_tower = false;      // a multimodal config (vision_config), counted or not
   // BertPooler / RobertaPooler / ViTPooler: an nn.Linear(hidden, hidden) named pooler.dense, counted
   // in extra_params; PEFT's all-linear (and a "dense" target) adapts it too.
   bool pooler_dense = false;

@@ -903,6 +903,7 @@ Status read_vision_tower(const json& root, ModelSpec& m) {
   if (!root.contains("vision_config") || !root.at("vision_config").is_object()) return Ok{};
   const json& vision = root.at("vision_config");
   ConfigView v(vision, m.source, "vision_config.");
+  m.has_vision_tower = true;
   const std::string wrapper = root.contains("model_type") && root.at("model_type").is_string()
                                   ? root.at("model_type").get<std::string>() : "";
   std::string tower = v.text("model_type");

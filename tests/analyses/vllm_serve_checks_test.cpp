@@ -492,7 +492,7 @@ TEST(VllmServeChecks, MlaCacheOnlyFromV071) {
 TEST(VllmServeChecks, MaxLenStartupCheckFromV027) {
   auto run = [](const std::string& version) {
     return predict(inputs({"python", "-m", "vllm.entrypoints.openai.api_server", "--model", "meta-llama/Llama-2-7b-hf"},
-                          15 * kGiB, version));
+                          16 * kGiB, version));
   };
   const ServePrediction checked = run("0.2.7");
   ASSERT_TRUE(checked.error.has_value());
@@ -520,6 +520,40 @@ TEST(VllmServeChecks, UnquantizedModulesOfAnFp8CheckpointLoadIn16Bits) {
   const uint64_t down = 14336ull * 4096, attention = 4096ull * 4096 * 2 + 4096ull * 1024 * 2;
   EXPECT_EQ(weights({"model.layers.0.self_attn", "model.layers.0.mlp.down_proj", "model.layers.31.mlp.down_proj"}) - all_fp8,
             (attention + 2 * down) / 2);   // one extra byte per weight, over 2 GPUs
+}
+
+// A multimodal model's encoder is profiled by vLLM but not sized here: a warning says so, unless
+// every modality is limited to 0 (text only).
+TEST(VllmServeChecks, MultimodalModelsWarnThatTheEncoderIsNotSized) {
+  auto warned = [](std::vector<std::string> command) {
+    const ServePrediction p = predict(inputs(command, 80 * kGiB));
+    return std::any_of(p.warnings.begin(), p.warnings.end(),
+                       [](const std::string& w) { return w.rfind("a multimodal model: vLLM's profile run", 0) == 0; });
+  };
+  EXPECT_TRUE(warned({"vllm", "serve", "Qwen/Qwen2.5-VL-3B-Instruct", "--max-model-len", "8192"}));
+  EXPECT_FALSE(warned({"vllm", "serve", "Qwen/Qwen2.5-VL-3B-Instruct", "--max-model-len", "8192",
+                       "--limit-mm-per-prompt", "{\"image\": 0}"}));
+  EXPECT_FALSE(warned({"vllm", "serve", "Qwen/Qwen2.5-7B", "--max-model-len", "8192"}));
+}
+
+// V0's profile-peak accounting by release: max_memory_allocated until v0.2.4, total - free from
+// v0.2.5 (#2031, the CUDA context counted), startup memory left out from v0.3.1 (#2863), torch's own
+// peak from v0.6.4 (#9352); CUDA graphs from v0.2.6 (#1926).
+TEST(VllmServeChecks, OldV0PeakAccountingByRelease) {
+  auto behavior = [](const char* v) { return vllm_behavior(parse_vllm_version(v).value(), std::nullopt, std::nullopt); };
+  const VllmBehavior v024 = behavior("0.2.4"), v025 = behavior("0.2.5"), v031 = behavior("0.3.1"), v064 = behavior("0.6.4");
+  EXPECT_FALSE(v024.cuda_graphs);
+  EXPECT_FALSE(v024.peak_from_used_memory);
+  EXPECT_FALSE(v024.context_counts_against_budget);
+  EXPECT_TRUE(v025.peak_from_used_memory);
+  EXPECT_TRUE(v025.context_counts_against_budget);
+  EXPECT_FALSE(v025.cuda_graphs);
+  EXPECT_TRUE(v031.peak_from_used_memory);
+  EXPECT_FALSE(v031.context_counts_against_budget);
+  EXPECT_TRUE(v031.cuda_graphs);
+  EXPECT_FALSE(v064.peak_from_used_memory);
+  const ServePrediction old = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192"}, 80 * kGiB, "0.2.4"));
+  EXPECT_EQ(old.cuda_graphs.bytes, 0u);
 }
 
 // A version before vLLM's first release is refused; one past the newest oomdoc knows is sized with
