@@ -688,11 +688,13 @@ std::vector<std::pair<uint64_t, uint64_t>> model_parallel_layouts(const ModelSpe
 }
 
 // What TP costs on this GPU, from the catalog's interconnect note.
-std::string tensor_parallel_cost(const FitOptions& o, uint64_t tp) {
+std::string tensor_parallel_cost(const FitOptions& o, uint64_t tp, bool training) {
   std::string where = o.gpu_interconnect.empty() ? "interconnect unknown (--memory)" : o.gpu_interconnect;
-  return fmt::format("communication inside every layer (all-gather/reduce-scatter of activations, "
-                     "forward and backward; Shoeybi et al. 2019, Korthikanti et al. 2022): needs an "
-                     "NVLink-class interconnect between the {} GPUs{}; {}", tp,
+  return fmt::format("communication inside every layer ({}; Shoeybi et al. 2019{}): needs an "
+                     "NVLink-class interconnect between the {} GPUs{}; {}",
+                     training ? "all-gather/reduce-scatter of activations, forward and backward"
+                              : "an all-reduce of activations after each split layer, every token",
+                     training ? ", Korthikanti et al. 2022" : "", tp,
                      o.gpu_nvlink ? "" : ": NOT this one, expect a large slowdown", where);
 }
 
@@ -722,7 +724,10 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
     if (n % (tp * pp * cur_cp) != 0) continue;
     const uint64_t dp = n / (tp * pp * cur_cp);
     Candidate c;
-    c.only_if_fits = true;
+    // Training: a TP/PP layout is another training program, taken only when it fits by itself.
+    // Inference on GPUs the user has: the split is a launch setting that later steps (quantized
+    // weights: vLLM's quantized checkpoints, transformers' device_map with bitsandbytes) build on.
+    c.only_if_fits = training;
     c.change.id = tp > 1 && pp > 1 ? "tensor_pipeline_parallel" : tp > 1 ? "tensor_parallel" : "pipeline_parallel";
     c.change.fix_id = "shard_model";
     c.change.step = 7;
@@ -733,7 +738,7 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
           ? fmt::format("tensor parallel {} x pipeline parallel {} across the {} GPUs", tp, pp, n)
           : tp > 1 ? fmt::format("tensor parallel across {} GPUs (every layer split)", tp)
                    : fmt::format("pipeline parallel across {} GPUs (layers split into {} stages)", pp, pp);
-      if (tp > 1) costs.push_back(tensor_parallel_cost(options, tp));
+      if (tp > 1) costs.push_back(tensor_parallel_cost(options, tp, training));
       if (pp > 1) costs.push_back("stages run one after another for a single request: latency as one GPU, "
                                   "throughput only with several requests in flight");
       c.change.settings = {{"vllm serve", "--tensor-parallel-size", std::to_string(tp)},
@@ -769,7 +774,7 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
                                      ? fmt::format("; accumulation {} -> {} keeps the global batch {}",
                                                    accum, micro_batches, samples)
                                      : "");
-    if (tp > 1) costs.push_back(tensor_parallel_cost(options, tp));
+    if (tp > 1) costs.push_back(tensor_parallel_cost(options, tp, training));
     if (pp > 1) {
       costs.push_back(fmt::format(
           "pipeline bubble: about {:.0f}% of each step idle, (pp-1)/(m+pp-1) with m = {} micro-batches "

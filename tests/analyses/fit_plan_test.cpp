@@ -242,6 +242,27 @@ TEST(FitPlan, SameMethodAlternativeKeepsFullFineTuning) {
   EXPECT_EQ(same->change.step, 7);
 }
 
+// Inference on the GPUs the user has: the split across them comes before any cut in quality or
+// throughput, and later steps build on it. Llama-3.1-70B at batch 8 x 8192 tokens on 2 x A100 80GB:
+// tensor parallel 2, then 8-bit weights; the batch stays 8 (not halved and quantized to 4 bits).
+TEST(FitPlan, InferenceUsesTheGpusItHasBeforeCuttingTheBatch) {
+  Job job;
+  job.task = "inference";
+  job.batch_size = 8;
+  job.prompt_len = 8192;
+  auto fitted = fit_on("meta-llama/Llama-3.1-70B", "a100-80", job, 2);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitReport& report = fitted->report;
+  ASSERT_TRUE(report.plan.has_value());
+  std::vector<std::string> ids;
+  for (const auto& c : report.plan->changes) ids.push_back(c.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"tensor_parallel", "quantize_int8"}));
+  EXPECT_EQ(report.plan->job.batch_size, 8u);
+  EXPECT_EQ(report.plan->job.tp, 2u);
+  EXPECT_EQ(report.plan->predicted.needed_bytes, needed_bytes(fitted->model, report.plan->job));
+  EXPECT_LE(report.plan->predicted.needed_bytes, report.target_bytes);
+}
+
 INSTANTIATE_TEST_SUITE_P(Jobs, FitPlanProperty, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name; });
 
