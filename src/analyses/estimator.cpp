@@ -1745,11 +1745,22 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     all.add("gradients", grad_bytes, "all trainable gradients");
     all.add("optimizer_state", optimizer_state, state_detail);
     all.add("weight_casts", amp_casts, "autocast weight copies");
-    all.add("activations", activations, act_detail);
-    all.add("recompute", layer_working, "one block's working set");
-    all.add("backward_working", backward_working, "the first block's backward: MLP-width gradients");
-    all.add("logits", logits, "loss region peak");
-    all.add("kv_cache", kv_cache, "KV cache");
+    // Inference keeps nothing for backward: its block working set and logits are the components'
+    // own "activations" and "logits", named and described as there.
+    auto component_detail = [&](const char* name, const char* fallback) {
+      for (const auto& c : est.components) if (c.name == name) return c.detail;
+      return std::string(fallback);
+    };
+    if (p.training) {
+      all.add("activations", activations, act_detail);
+      all.add("recompute", layer_working, "one block's working set");
+      all.add("backward_working", backward_working, "the first block's backward: MLP-width gradients");
+      all.add("logits", logits, "loss region peak");
+    } else {
+      all.add("activations", layer_working, component_detail("activations", "one block's working set (no grad)"));
+      all.add("logits", logits, component_detail("logits", "logits"));
+    }
+    all.add("kv_cache", kv_cache, component_detail("kv_cache", "KV cache"));
     all.add("gathered_params", gather, "unsharded blocks");
     all.add("gradient_buckets", ddp_buckets, "DDP buckets");
     all.add("temporary", std::max(temporary, step_temp), "largest temporary");

@@ -890,6 +890,24 @@ TEST(Estimator, Paged32BitAdamwKeepsFp32StatesOutsidePytorchCounters) {
   EXPECT_GT(paged->device_used_bytes, torch_adamw->device_used_bytes);
 }
 
+// An inference breakdown names its entries as the components do (no "recompute", no "loss region").
+TEST(Estimator, InferenceBreakdownUsesTheComponentsNames) {
+  Job job;
+  job.task = "inference";
+  job.batch_size = 8;
+  job.prompt_len = 8192;
+  auto e = estimate_memory(find_preset("Qwen/Qwen3-30B-A3B")->value(), job);
+  ASSERT_TRUE(e) << e.error().message;
+  for (const auto& entry : e->breakdown) {
+    EXPECT_NE(entry.name, "recompute");
+    if (auto same = component(*e, entry.name)) {
+      EXPECT_EQ(*same, entry.bytes) << entry.name;
+      EXPECT_EQ(component_detail(*e, entry.name), entry.detail) << entry.name;
+    }
+  }
+  EXPECT_EQ(component_detail(*e, "activations"), "widest moment of one block in the prefill (no grad)");
+}
+
 // An encoder reads its input in one pass: inference defaults to its positions and no new tokens,
 // and asking it to generate is refused.
 TEST(Estimator, EncoderInferenceGeneratesNothing) {
