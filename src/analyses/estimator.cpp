@@ -996,6 +996,15 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (p.training && job.kv_cache_dtype) {
     est.warnings.push_back("kv_cache_dtype applies to generation: a training job keeps no KV cache, it is ignored");
   }
+  // The reference model's settings mean something only for an objective that scores one (DPO, IPO,
+  // KTO); elsewhere they are said to be ignored, not silently dropped.
+  const bool has_reference = p.training && job.objective && objective_has_reference(*job.objective);
+  if (!has_reference && (job.precompute_ref_log_probs || job.reference_dtype)) {
+    est.warnings.push_back(fmt::format(
+        "{} applies to a reference model (objectives dpo, ipo, kto); {} has none, it is ignored",
+        job.precompute_ref_log_probs ? "precompute_ref_log_probs" : "reference_dtype",
+        job.objective ? "objective " + *job.objective : p.training ? "supervised training" : "inference"));
+  }
   for (const auto& note : m.notes) est.assumptions.push_back("model: " + note);
 
   const std::vector<LinearShape> linears = linear_layers(m);

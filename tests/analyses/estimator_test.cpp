@@ -890,6 +890,34 @@ TEST(Estimator, Paged32BitAdamwKeepsFp32StatesOutsidePytorchCounters) {
   EXPECT_GT(paged->device_used_bytes, torch_adamw->device_used_bytes);
 }
 
+// Reference-model settings without a reference (SFT, reward models) are said to be ignored.
+TEST(Estimator, ReferenceSettingsWithoutAReferenceWarn) {
+  Job job;
+  job.task = "train_full";
+  job.micro_batch_size = 1;
+  job.seq_len = 256;
+  job.objective = "reward";
+  job.precompute_ref_log_probs = true;
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_NE(std::find(e->warnings.begin(), e->warnings.end(),
+                      "precompute_ref_log_probs applies to a reference model (objectives dpo, ipo, kto); objective "
+                      "reward has none, it is ignored"), e->warnings.end());
+  job.objective.reset();
+  job.precompute_ref_log_probs.reset();
+  job.reference_dtype = "bf16";
+  auto sft = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(sft);
+  EXPECT_NE(std::find(sft->warnings.begin(), sft->warnings.end(),
+                      "reference_dtype applies to a reference model (objectives dpo, ipo, kto); supervised training "
+                      "has none, it is ignored"), sft->warnings.end());
+  job.objective = "dpo";
+  auto dpo = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(dpo);
+  EXPECT_TRUE(std::none_of(dpo->warnings.begin(), dpo->warnings.end(),
+                           [](const std::string& w) { return w.find("reference model") != std::string::npos; }));
+}
+
 // An inference breakdown names its entries as the components do (no "recompute", no "loss region").
 TEST(Estimator, InferenceBreakdownUsesTheComponentsNames) {
   Job job;
