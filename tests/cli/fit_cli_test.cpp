@@ -83,6 +83,18 @@ TEST(FitCli, BadLengthsAndPricesFiles) {
 using testing::fixture_path;
 using testing::run_cli;
 
+// Prices given, none of the priced cards fits at any count: a note says so.
+TEST(FitCli, PricesWithNoCardThatFitsSaySo) {
+  auto r = run_cli({"fit", "llama-2-70b", "--task", "train_full", "--gpu", "4090", "--prices",
+                    fixture_path("fit/prices_small_cards.csv"), "--json"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  const auto notes = doc["notes"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(notes.begin(), notes.end(),
+                      "no priced GPU (L4 24GB, Tesla T4 16GB) fits the job as given at up to 16 cards; the plan's "
+                      "changes are the way"), notes.end()) << r.out;
+}
+
 // The JSON document: what fit computes itself is exact; the estimator's numbers are checked for
 // consistency (each plan total below the one before, the plan under the budget).
 TEST(FitCli, JsonDocumentForAJobThatDoesNotFit) {
