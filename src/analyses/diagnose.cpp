@@ -744,15 +744,29 @@ void add_image_ui_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
     }
   }
   if (app == kAppComfyUi) {
-    d.fixes.push_back(make_fix("comfyui_lowvram", m.total ? fmt::format("ComfyUI keeps whole models on the {} card; "
+    // One block over the runtime's per-allocation limit: loading models in parts does not split it;
+    // the image (or batch) that makes that block does.
+    const bool one_block_limit = d.cause == "allocation_size_limit";
+    if (one_block_limit) {
+      d.fixes.push_back(make_fix("smaller_image", size_detail.empty()
+                                                      ? "One block is over the runtime's single-allocation limit: a "
+                                                        "smaller image, batch or frame count shrinks it."
+                                                      : size_detail));
+    }
+    // The portable build's launcher is NVIDIA's; other cards start ComfyUI with main.py.
+    const bool nvidia = e.framework == "pytorch";
+    if (!one_block_limit) d.fixes.push_back(make_fix("comfyui_lowvram", m.total ? fmt::format("ComfyUI keeps whole models on the {} card; "
                                                                         "low-VRAM mode loads them in parts.",
                                                                         format_bytes(*m.total))
                                                           : std::string("ComfyUI keeps whole models on the card; "
-                                                                        "low-VRAM mode loads them in parts.")));
+                                                                        "low-VRAM mode loads them in parts."),
+                               nvidia ? std::string() : std::string("python main.py --lowvram")));
     if (decoding) d.fixes.push_back(make_fix("comfyui_tiled_vae", "It failed decoding the image: the tiled decoder bounds that peak."));
-    d.fixes.push_back(make_fix("smaller_image", size_detail.empty()
-                                                    ? "Activations grow with the latent size, the batch and the frame count."
-                                                    : size_detail));
+    if (!one_block_limit) {
+      d.fixes.push_back(make_fix("smaller_image", size_detail.empty()
+                                                      ? "Activations grow with the latent size, the batch and the frame count."
+                                                      : size_detail));
+    }
     d.fixes.push_back(make_fix("comfyui_fp8_weights", "fp8 weights take half of fp16/bf16."));
   } else {
     // The webui's wiki: --medvram for cards above 4 GB, --lowvram for 4 GB and smaller.
@@ -1565,7 +1579,13 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.evidence.push_back(fmt::format("--mem-fraction-static is already {}: a larger share would leave too little for "
                                        "activations and CUDA graphs.", fraction_as_given(*fraction)));
     } else {
-      d.fixes.push_back(make_fix("sglang_mem_fraction", "Gives the static pool a larger share of the card."));
+      // The value in use is not in the log: a fixed number could be a decrease (SGLang's default
+      // depends on the card), so the step is said relative to it.
+      d.fixes.push_back(make_fix("sglang_mem_fraction",
+                                 "Gives the static pool a larger share of the card: 0.05 above the value in use, which "
+                                 "SGLang logs as mem_fraction_static in its server_args line (its default depends on "
+                                 "the GPU's memory).",
+                                 "--mem-fraction-static <mem_fraction_static + 0.05>"));
     }
     d.fixes.push_back(make_fix("sglang_tensor_parallel", "Each GPU then holds 1/N of the weights, leaving more of the "
                                                          "pool for the KV cache."));

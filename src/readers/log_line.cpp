@@ -65,6 +65,21 @@ bool strip_openmpi_tag(std::string_view& s, std::optional<int64_t>& rank) {
   return false;
 }
 
+// A launcher's "[host:rank]:" ("[gpu187:1]:", huggingface/accelerate#1519's multi-node log): a host
+// name of letters, digits, '.', '-' or '_', a colon, the rank, "]:".
+bool strip_host_rank(std::string_view& s, std::optional<int64_t>& rank) {
+  if (!starts_with(s, "[")) return false;
+  size_t i = 1;
+  while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == '-' || s[i] == '_')) ++i;
+  if (i == 1 || i >= s.size() || s[i] != ':' || !std::isalpha(static_cast<unsigned char>(s[1]))) return false;
+  ++i;
+  auto value = read_int(s, i);
+  if (!value || i + 1 >= s.size() || s[i] != ']' || s[i + 1] != ':') return false;
+  rank = *value;
+  s = trim_left(s.substr(i + 2));
+  return true;
+}
+
 // Slurm's `srun --label`: "0: " (the task number, right-aligned when there are ten or more:
 // " 3: "). Only at the start of the line, a number of at most four digits, one space after.
 bool strip_srun_label(std::string_view& s, std::optional<int64_t>& rank) {
@@ -252,6 +267,7 @@ CleanLine clean_line(std::string_view raw) {
     s = trim_left(s);
     if (strip_bracket_rank(s, result.rank)) continue;
     if (strip_openmpi_tag(s, result.rank)) continue;
+    if (strip_host_rank(s, result.rank)) continue;
     // A task label comes first on the line, before anything else is stripped.
     if (guard == 0 && strip_srun_label(s, result.rank)) continue;
     if (strip_process_tag(s, result.rank, result.rank_is_worker, result.process_tag)) continue;

@@ -1095,6 +1095,13 @@ Result<ScanResult> scan_file(const std::string& path, ScanOptions options) {
     return make_error(fmt::format("{}: a Python pickle, not a log (a PyTorch memory snapshot? try 'oomdoc snapshot {}')",
                                   in.display_name(), path));
   }
+  // UTF-32 (a BOM, FF FE 00 00 or 00 00 FE FF): rare enough that it is refused with the way out,
+  // not read as UTF-16 full of NULs and reported as a log without errors.
+  if (head.size() >= 4 && (head.substr(0, 4) == std::string_view("\xff\xfe\x00\x00", 4) ||
+                           head.substr(0, 4) == std::string_view("\x00\x00\xfe\xff", 4))) {
+    return make_error(fmt::format("{}: UTF-32 text, which explain does not read; convert it first: iconv -f UTF-32 "
+                                  "-t UTF-8 {} > log.txt", in.display_name(), path));
+  }
   const std::optional<Utf16> utf16 = utf16_order(head);
   if (!utf16) {
     if (auto kind = binary_kind(head)) {

@@ -223,9 +223,10 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
   size_t distinct = 0;
   for (const auto& g : groups) distinct += report.events[g.members.front()].event.is_error ? 1 : 0;
   if (distinct < errors) {
-    out += style.dim(fmt::format("{} in {}, {} distinct: each is shown once, with how many more are like it "
+    // At the event cap the count is a floor: "at least".
+    out += style.dim(fmt::format("{}{} in {}, {} distinct: each is shown once, with how many more are like it "
                                  "(oomdoc explain --each lists them all).",
-                                 count_noun(errors, "out-of-memory error"),
+                                 report.truncated ? "at least " : "", count_noun(errors, "out-of-memory error"),
                                  report.inputs.size() == 1 ? report.inputs.front() : count_noun(report.inputs.size(), "input"),
                                  distinct)) + "\n\n";
   }

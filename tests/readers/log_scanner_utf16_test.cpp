@@ -96,6 +96,17 @@ TEST(LogScannerUtf16, EveryCharacterAndEventSurvivesTheReadPieces) {
   }
 }
 
+// UTF-32 with its BOM is refused with the conversion to run, not read as an empty log.
+TEST(LogScannerUtf16, Utf32IsRefusedWithTheWayOut) {
+  std::string bytes("\xff\xfe\x00\x00", 4);
+  for (char c : std::string("RuntimeError: CUDA out of memory.\n")) bytes += std::string{c, '\0', '\0', '\0'};
+  const std::string path = write_temp("u32le.log", bytes);
+  auto scan = scan_file(path);
+  ASSERT_FALSE(scan.ok());
+  EXPECT_EQ(scan.error().message, path + ": UTF-32 text, which explain does not read; convert it first: iconv -f "
+                                         "UTF-32 -t UTF-8 " + path + " > log.txt");
+}
+
 TEST(LogScannerUtf16, LoneSurrogatesBecomeReplacementCharacters) {
   // A high surrogate followed by an ASCII unit, and a lone low surrogate: U+FFFD each, the rest intact.
   std::string bytes = "\xff\xfe";

@@ -161,6 +161,11 @@ TEST(LogLineQa5, SrunAndOpenMpiLabelsGiveTheRank) {
   CleanLine mpi = clean_line("[1,3]<stderr>:torch.OutOfMemoryError: CUDA out of memory.");
   EXPECT_EQ(mpi.rank, 3);
   EXPECT_EQ(mpi.text, "torch.OutOfMemoryError: CUDA out of memory.");
+  // A multi-node launcher's "[host:rank]:" (huggingface/accelerate#1519).
+  CleanLine host = clean_line("[gpu187:1]:torch.cuda.OutOfMemoryError: CUDA out of memory.");
+  EXPECT_EQ(host.rank, 1);
+  EXPECT_EQ(host.text, "torch.cuda.OutOfMemoryError: CUDA out of memory.");
+  EXPECT_FALSE(clean_line("[12:00]: started").rank.has_value());
   // A clock is no label.
   CleanLine clock = clean_line("10:00:05 step 3");
   EXPECT_FALSE(clock.rank.has_value());
