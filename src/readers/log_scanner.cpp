@@ -812,7 +812,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   // least two of them start a message line (a capital, a space, a digit): a Windows path's "\nvidia"
   // does not.
   size_t split_lines = 0;  // window lines the split added beyond the one physical line
-  if (!from_json && any_format_triggered(lines[0])) {
+  if (!from_json && lines[0].find("\\n") != std::string::npos && any_format_triggered(lines[0])) {
     std::vector<std::string> parts;
     size_t from = 0;
     for (size_t at = lines[0].find("\\n"); at != std::string::npos; at = lines[0].find("\\n", at + 2)) {
