@@ -1268,7 +1268,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     // A SIGKILL is not proof of memory unless the kernel's line says so: the evidence says how to check.
     diagnose_killed(d, e, operation);
   } else if (e.format == "torch_th_host_oom" || e.format == "pytorch_cpu_allocator" || e.format == "host_or_unified_alloc" ||
-             e.format == "ggml_pinned_host" || e.format == "ggml_cpu_buffer" ||
+             e.format == "ggml_pinned_host" || e.format == "ggml_cpu_buffer" || e.format == "ollama_system_memory" ||
              (e.format == "tf_oom_tensor" && e.string_field("device_kind") == "CPU")) {
     d.cause = "host_memory";
     d.evidence.push_back(fmt::format("Host (CPU) memory ran out{}: system RAM, not GPU memory.",
@@ -1285,6 +1285,16 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       }
       d.fixes.push_back(make_fix("host_memory", "Pinned (page-locked) memory is limited by the OS and RAM.",
                                  std::string(fix_snippet("host_memory", FixVariant::kLlamaCpp))));
+    } else if (e.format == "ollama_system_memory") {
+      const auto free = e.bytes("free");
+      d.evidence.push_back(fmt::format("Ollama checks before loading: the model needs more system RAM than is free{}; "
+                                       "the layers it cannot put on a GPU are loaded into RAM.",
+                                       m.requested && free && *m.requested > *free
+                                           ? fmt::format(" ({} short)", format_bytes(*m.requested - *free)) : ""));
+      d.fixes.push_back(make_fix("host_memory", "Free system RAM (close other programs), or use a smaller quantization "
+                                                "or context so less of the model stays in RAM.",
+                                 "ollama pull <model>:<tag>-q4_K_M; PARAMETER num_ctx 4096 (a Modelfile) or "
+                                 "OLLAMA_CONTEXT_LENGTH=4096"));
     } else if (e.format == "ggml_cpu_buffer") {
       d.evidence.push_back("llama.cpp reads the layers it keeps on the CPU into system RAM (with mmap off, as a copy "
                            "the OS cannot page back to the file).");

@@ -172,5 +172,19 @@ TEST(DiagnoseQa6, CausesFollowWhatTheMessageShows) {
   }
 }
 
+// Ollama's check before loading a model into system RAM: the need and what is free, as host memory.
+TEST(DiagnoseQa6, OllamaSystemMemoryCheck) {
+  ScanResult scan = scan_text("Error: model requires more system memory (13.7 GiB) than is available (9.3 GiB)\n");
+  ExplainReport report;
+  add_to_report(report, scan);
+  const ExplainedEvent x = only_event(report);
+  EXPECT_EQ(x.event.format, "ollama_system_memory");
+  EXPECT_EQ(x.event.bytes("requested"), parse_quantity("13.7 GiB")->bytes);
+  EXPECT_EQ(x.event.bytes("free"), parse_quantity("9.3 GiB")->bytes);
+  EXPECT_EQ(x.diagnosis.cause, "host_memory");
+  EXPECT_EQ(x.diagnosis.evidence.at(1), "Ollama checks before loading: the model needs more system RAM than is free "
+                                        "(4.40 GiB short); the layers it cannot put on a GPU are loaded into RAM.");
+}
+
 }  // namespace
 }  // namespace oomdoc

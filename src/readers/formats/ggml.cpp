@@ -138,7 +138,23 @@ std::optional<FormatMatch> match_cpu_buffer(const MessageWindow& w) {
   return m;
 }
 
+// Ollama's check before it loads a model into system RAM (llm/server.go): "model requires more
+// system memory (13.7 GiB) than is available (9.3 GiB)".
+std::optional<FormatMatch> match_ollama_system_memory(const MessageWindow& w) {
+  static const RE2 re("requires more system memory \\((" + kSize + ")\\) than is available \\((" + kSize + ")\\)");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m;
+  m.event.framework = "ollama";
+  m.event.format = "ollama_system_memory";
+  m.event.set_field("memory_kind", std::string("host"));
+  set_printed_size(m.event, "requested", (*g)[1], LabelMeaning::kBinary);
+  set_printed_size(m.event, "free", (*g)[2], LabelMeaning::kBinary);
+  return m;
+}
+
 void add_ggml_formats(std::vector<MessageFormat>& out) {
+  out.push_back({"ollama_system_memory", {"requires more system memory"}, match_ollama_system_memory});
   out.push_back({"ggml_cpu_buffer", {"failed to allocate buffer of size", "failed to allocate CPU buffer"}, match_cpu_buffer});
   out.push_back({"ollama_runner", {"llama runner process has terminated"}, match_ollama_terminated});
   out.push_back({"ggml_cuda_alloc", {"Malloc failed: out of memory"}, match_cuda_alloc});
