@@ -266,7 +266,8 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
       glued = glued.substr(0, glued.find_first_of("= "));
       std::replace(glued.begin(), glued.end(), '_', '-');
       const auto& flags = memory_flags();
-      if (std::find(flags.begin(), flags.end(), glued) != flags.end()) {
+      // ("--model" is left out: "my--model" is a plausible name, not a lost flag.)
+      if (glued != "model" && std::find(flags.begin(), flags.end(), glued) != flags.end()) {
         return Error{fmt::format("--{} {}: --{} is glued to the value before it (a missing space?); vLLM would not "
                                  "read it as a flag", name, *value, glued)};
       }

@@ -49,6 +49,7 @@ TEST(VllmArgs, MemoryFlagGluedToTheValueBeforeItIsRefused) {
                                     "value before it (a missing space?); vLLM would not read it as a flag");
   // A value that only contains two dashes is a value.
   EXPECT_TRUE(parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--served-model-name", "qwen--8b"}).ok());
+  EXPECT_TRUE(parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--served-model-name", "my--model"}).ok());
 }
 
 TEST(VllmArgs, BooleanFlagBeforeTheModelDoesNotEatIt) {
