@@ -20,7 +20,7 @@ constexpr KeyHelp kTextKeys[] = {
     {"task", "train_full, train_lora, train_qlora, train_freeze, inference, load"},
     {"precision", "fp32, fp16_mixed, bf16_mixed, bf16, fp16"},
     {"weight_quantization", "nf4, fp4, int8, int4, fp8, gptq4, gptq8, awq4, nvfp4; with --implementation llama_cpp a GGUF type: f16, q8_0, q6_k, q5_k_m, q4_k_m, q4_0, ..."},
-    {"optimizer", "adamw, adamw_8bit, paged_adamw_8bit, adamw_4bit, adafactor, sgd, sgd_momentum, lion, none"},
+    {"optimizer", "adamw, adamw_8bit, paged_adamw_8bit, paged_adamw_32bit, adamw_4bit, adafactor, sgd, sgd_momentum, lion, none"},
     {"gradient_checkpointing", "none, full, selective"},
     {"attention_impl", "eager, sdpa, flash"},
     {"parallelism", "ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op, hybrid_shard"},

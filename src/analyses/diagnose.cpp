@@ -9,6 +9,7 @@
 #include "core/text.h"
 #include "analyses/vllm_kv_cache.h"
 #include "analyses/vllm_version.h"
+#include "core/saturating.h"
 #include "core/units.h"
 #include "readers/application.h"
 #include "readers/gpu_catalog.h"
@@ -347,6 +348,12 @@ void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
 // part * 2 >= whole without the doubling overflowing (both figures come from the log).
 bool at_least_half(uint64_t part, uint64_t whole) { return part >= whole - whole / 2; }
 
+// A size no device has, as printed: a count that filled 64 bits is "at least 16 EiB", not the
+// "unlimited" format_bytes gives a saturated total.
+std::string impossible_size(uint64_t bytes) {
+  return is_saturated(bytes) ? std::string("at least 16 EiB (more than 64 bits hold)") : format_bytes(bytes);
+}
+
 void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) {
   const uint64_t total = m.total.value_or(0);
   const uint64_t requested = m.requested.value_or(0);
@@ -591,8 +598,10 @@ void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context,
 void add_tgi_ladder(Diagnosis& d, std::optional<int64_t> prefill_tokens) {
   d.fixes.push_back(make_fix("tgi_max_batch_prefill_tokens",
                              "The prefill's activations grow with the tokens batched into one prefill.",
-                             prefill_tokens && *prefill_tokens >= 2
-                                 ? fmt::format("--max-batch-prefill-tokens {}  # half of {}", *prefill_tokens / 2, *prefill_tokens)
+                             prefill_tokens && *prefill_tokens >= 4
+                                 ? fmt::format("--max-batch-prefill-tokens {0} --max-input-tokens {1} --max-total-tokens {0}"
+                                               "  # half of {2}; TGI needs prefill tokens >= input tokens < total tokens",
+                                               *prefill_tokens / 2, *prefill_tokens / 2 - 1, *prefill_tokens)
                                  : std::string()));
   d.fixes.push_back(make_fix("tgi_max_total_tokens", "A shorter longest request needs less of the KV cache and of the prefill."));
   d.fixes.push_back(make_fix("tgi_quantize", "4-bit weights leave about three quarters of their memory to the KV cache."));
@@ -1177,7 +1186,9 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                      e.string_field("allocation_limit_text").value_or("4GB"), format_bytes(m.requested.value_or(0))));
     d.fixes.push_back(make_fix("smaller_input", "Split the tensor or shrink the batch so no single allocation passes the limit."));
   } else if (e.format == "pytorch_old_reserved" && e.string_field("backend") == "XPU" && m.pytorch_reserved &&
-             m.requested && m.total && *m.pytorch_reserved + *m.requested <= *m.total / 2) {
+             m.requested && m.total &&
+             ((*m.pytorch_reserved == 0 && *m.requested < *m.total) ||
+              *m.pytorch_reserved + *m.requested <= *m.total / 2)) {
     // The old-format XPU message prints no free figure: a reserve and request that together fill
     // at most half the card did not run out of it; the runtime's single-allocation limit refused it.
     d.cause = "allocation_size_limit";
@@ -1281,10 +1292,12 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       if (auto status = e.string_field("status"); status && status->find("out of memory") == std::string::npos) {
         d.secondary_causes.push_back("not_an_oom_status");
         d.evidence.push_back(fmt::format("The status is \"{}\", not out of memory: the platform refused to pin the "
-                                         "buffer (WSL, a locked-memory limit), whatever RAM is free.", *status));
+                                         "buffer (WSL, a locked-memory limit), whatever RAM is free; nothing to "
+                                         "free.", *status));
+      } else {
+        d.fixes.push_back(make_fix("host_memory", "Pinned (page-locked) memory is limited by the OS and RAM.",
+                                   std::string(fix_snippet("host_memory", FixVariant::kLlamaCpp))));
       }
-      d.fixes.push_back(make_fix("host_memory", "Pinned (page-locked) memory is limited by the OS and RAM.",
-                                 std::string(fix_snippet("host_memory", FixVariant::kLlamaCpp))));
     } else if (e.format == "ollama_system_memory") {
       const auto free = e.bytes("free");
       d.evidence.push_back(fmt::format("Ollama checks before loading: the model needs more system RAM than is free{}; "
@@ -1328,7 +1341,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.evidence.push_back(fmt::format(
         "TensorFlow tried to reserve {}, more than any GPU holds: it sizes that reservation from the free memory the "
         "{} driver reports, so the driver's figure is wrong (an unsupported GPU or APU, a driver that does not match "
-        "the runtime).", format_bytes(*m.requested), e.format == "tf_rocm_driver_alloc" ? "ROCm" : "CUDA"));
+        "the runtime).", impossible_size(*m.requested), e.format == "tf_rocm_driver_alloc" ? "ROCm" : "CUDA"));
     const bool rocm = e.format == "tf_rocm_driver_alloc";
     d.fixes.push_back(make_fix("check_device_and_limits",
                                rocm ? "Compare what the driver reports with the card; check that this GPU and ROCm "
@@ -1428,7 +1441,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.cause = beyond_any ? "garbage_request_size" : "request_exceeds_total_capacity";
     d.evidence.push_back(beyond_any
         ? fmt::format("XLA tried to allocate {} at once, more than any GPU holds (the largest, {}, has {}): a shape is "
-                      "far larger than intended.", format_bytes(*m.requested), largest_catalog_gpu().name,
+                      "far larger than intended.", impossible_size(*m.requested), largest_catalog_gpu().name,
                       format_bytes(largest_catalog_gpu().total_bytes))
         : fmt::format("One allocation of {} is larger than the whole card ({}).", format_bytes(*m.requested),
                       format_bytes(*m.total)));
@@ -1557,7 +1570,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.cause = "garbage_request_size";
       d.evidence.push_back(fmt::format("ONNX Runtime was asked for {}, more than any GPU holds: a shape in the model or "
                                        "its input is wrong (a dynamic dimension read as garbage, an overflowed size).",
-                                       format_bytes(*m.requested)));
+                                       impossible_size(*m.requested)));
       d.fixes.push_back(make_fix("smaller_input", "Check the input's shape against the model's inputs "
                                                   "(session.get_inputs()) and the node the status names."));
     } else {
@@ -1566,6 +1579,10 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                        m.requested ? format_bytes(*m.requested) : std::string("the buffer a node needed"),
                                        " (by default it grows to the next power of two, so one growth can ask for far "
                                        "more than the node needs)"));
+      if (e.message.find("CUDA") == std::string::npos && e.message.find("cuda") == std::string::npos) {
+        d.evidence.push_back("The message names no device: under the CPU execution provider this arena is system "
+                             "RAM, not GPU memory.");
+      }
       d.fixes.push_back(make_fix("ort_arena_same_as_requested",
                                  "kSameAsRequested grows the arena by what a node needs; gpu_mem_limit keeps room for "
                                  "the rest of the process."));

@@ -215,7 +215,11 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     assume("precision: " + p.precision + " (not given; from the model's torch_dtype or bf16)");
   }
   p.mixed = p.precision == "fp16_mixed" || p.precision == "bf16_mixed";
-  p.parallelism = job.parallelism.value_or("ddp");
+  // Offloading the optimizer is DeepSpeed's ZeRO-Offload (plain DDP has none): without a stated
+  // parallelism, such a job runs under ZeRO-2.
+  const bool offloads_optimizer = std::find(job.offload.begin(), job.offload.end(), "optimizer") != job.offload.end();
+  p.parallelism = job.parallelism.value_or(offloads_optimizer ? "zero2" : "ddp");
+  if (!job.parallelism && offloads_optimizer) assume("parallelism: zero2 (offload optimizer is ZeRO-Offload's; not given)");
   const bool sharded = p.parallelism != "ddp" && job.num_gpus.value_or(1) > 1;
   // Mixed precision is autocast over fp32 parameters on one GPU or DDP; sharded engines
   // (FSDP MixedPrecision, DeepSpeed bf16/fp16) compute on 16-bit copies of the parameters, so
@@ -270,9 +274,9 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   if (p.training && p.quantization == "fp8" && (m.quantization == "fp8" || m.quantization == "fbgemm_fp8")) {
     return make_error(fmt::format(
         "{}: an FP8 checkpoint ({}); transformers cannot train over it (the Trainer refuses: \"quantized with {} but "
-        "that quantization method do not support training\"): load it dequantized "
-        "(FineGrainedFP8Config(dequantize=True)) or start from the 16-bit model",
-        m.id.empty() ? m.source : m.id, m.quantization, m.quantization));
+        "that quantization method do not support training\"): {}start from the 16-bit model",
+        m.id.empty() ? m.source : m.id, m.quantization, m.quantization,
+        m.quantization == "fp8" ? "load it dequantized (FineGrainedFP8Config(dequantize=True)) or " : ""));
   }
   // LoRA on a quantized base: the checkpoint's own format above (PEFT trains adapters over GPTQ
   // and AWQ bases too), else bitsandbytes NF4.
@@ -417,7 +421,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     return make_error(fmt::format("pp {} is more than the model's {} layers (each pipeline stage needs at least "
                                   "one block)", p.pp, blocks));
   }
-  if (!job.parallelism && p.dp > 1) assume("parallelism: ddp (not given)");
+  if (!job.parallelism && p.dp > 1 && !offloads_optimizer) assume("parallelism: ddp (not given)");
   for (const auto& o : job.offload) {
     if (o == "optimizer") p.offload_optimizer = true;
     if (o == "params") p.offload_params = true;
@@ -999,11 +1003,11 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   // The reference model's settings mean something only for an objective that scores one (DPO, IPO,
   // KTO); elsewhere they are said to be ignored, not silently dropped.
   const bool has_reference = p.training && job.objective && objective_has_reference(*job.objective);
-  if (!has_reference && (job.precompute_ref_log_probs || job.reference_dtype)) {
+  if (!has_reference && (job.precompute_ref_log_probs.value_or(false) || job.reference_dtype)) {
     est.warnings.push_back(fmt::format(
-        "{} applies to a reference model (objectives dpo, ipo, kto); {} has none, it is ignored",
-        job.precompute_ref_log_probs ? "precompute_ref_log_probs" : "reference_dtype",
-        job.objective ? "objective " + *job.objective : p.training ? "supervised training" : "inference"));
+        "{} applies to a reference model (training with objectives dpo, ipo, kto); {} has none, it is ignored",
+        job.precompute_ref_log_probs.value_or(false) ? "precompute_ref_log_probs" : "reference_dtype",
+        !p.training ? std::string("inference") : job.objective ? "objective " + *job.objective : std::string("supervised training")));
   }
   for (const auto& note : m.notes) est.assumptions.push_back("model: " + note);
 

@@ -1675,7 +1675,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     }
     // Prices given but no priced card reaches the target at any count up to 16: say so, rather
     // than leave the prices unanswered.
-    if (!cheapest) {
+    if (!cheapest && options.num_gpus <= kCounts.back()) {
       std::vector<std::string> names;
       for (const auto& [name, price] : options.prices) names.push_back(name);
       report.notes.push_back(fmt::format("no priced GPU ({}) fits the job as given at up to 16 cards; the plan's "

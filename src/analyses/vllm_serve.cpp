@@ -469,17 +469,20 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // qk_nope + qk_rope (192), which VLLM_MLA_DISABLE=1 brings back from v0.7.1.
   ModelSpec kv_model = model;
   if (model.attention == AttentionKind::kMultiLatent) {
-    const bool mla_disabled = b.version.at_least(0, 7, 1) && env("VLLM_MLA_DISABLE").value_or("0") != "0";
+    // vLLM reads the variable as a boolean: "1"/"true" turn MLA off.
+    const std::string mla_env = to_lower(env("VLLM_MLA_DISABLE").value_or(""));
+    const bool mla_disabled = b.version.at_least(0, 7, 1) && (mla_env == "1" || mla_env == "true");
     if (!b.version.at_least(0, 7, 1) || mla_disabled) {
       const bool padded = !b.version.at_least(0, 7, 0);
       kv_model.attention = AttentionKind::kMultiHead;
       kv_model.num_kv_heads = model.num_attention_heads;
       kv_model.head_dim = padded ? 256 : model.qk_nope_head_dim + model.qk_rope_head_dim;
+      const uint64_t heads_per_gpu = std::max<uint64_t>(1, model.num_attention_heads / std::max<uint64_t>(s.tensor_parallel_size, 1));
       p.assumptions.push_back(fmt::format(
-          "{}: no MLA cache; K and V are cached per head ({} heads x {}{}), {:.1f}x the latent",
-          mla_disabled ? "VLLM_MLA_DISABLE=1" : fmt::format("vLLM {} predates MLA (v0.7.1)", b.version.text),
-          model.num_attention_heads, kv_model.head_dim, padded ? ", padded to 256" : "",
-          2.0 * static_cast<double>(model.num_attention_heads * kv_model.head_dim) /
+          "{}: no MLA cache; K and V are cached per head ({} heads per GPU x {}{}), {:.1f}x the latent each GPU would hold",
+          mla_disabled ? "VLLM_MLA_DISABLE=" + *env("VLLM_MLA_DISABLE") : fmt::format("vLLM {} predates MLA (v0.7.1)", b.version.text),
+          heads_per_gpu, kv_model.head_dim, padded ? ", padded to 256" : "",
+          2.0 * static_cast<double>(heads_per_gpu * kv_model.head_dim) /
               static_cast<double>(model.kv_lora_rank + model.qk_rope_head_dim)));
     }
   }
@@ -693,7 +696,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // A pooling model runs its pooler where a generator samples (gpu_model_runner.profile_run:
   // `if self.is_pooling_model: self._dummy_pooler_run(hidden_states)`): the profile peak is the
   // forward's, with no logits or sort.
-  const bool pooling = c.pooling_flag.has_value();
+  const bool pooling = c.pooling_flag.has_value() || model.is_encoder_only;  // an encoder only pools
   if (pooling && !model.is_encoder_only) {
     p.assumptions.push_back(fmt::format(
         "{}: a pooling model; the profile run and warm-up pool hidden states instead of sampling (no "
@@ -919,6 +922,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
 
   // --- The startup sequence and the first error vLLM would raise.
   const uint64_t tp = s.tensor_parallel_size;
+  bool request_hangs = false;   // before v0.2.7: starts, but a max_model_len request hangs
   auto set_error = [&](std::string kind, std::string message) {
     if (!p.error) p.error = VllmStartupError{std::move(kind), std::move(message)};
   };
@@ -978,6 +982,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
           s.max_model_len, gib(p.capacity.bytes_per_request), gib(p.available_kv_bytes), estimate,
           kConservingMemoryUrl));
     } else if (!b.max_len_startup_check) {
+      request_hangs = true;
       p.warnings.push_back(fmt::format(
           "max_model_len {} is more than the KV cache holds ({} tokens), but vLLM {} does not check it at startup "
           "(the check came in v0.2.7, vllm-project/vllm#2163): it starts, and a request longer than {} tokens "
@@ -1037,7 +1042,10 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         s.enforce_eager ? "" : " and CUDA graphs", format_bytes(warmup), s.max_num_seqs,
         gib(p.total_bytes - std::min(p.total_bytes, in_use_after_kv + graphs_captured))));
   }
-  p.fits = !p.error.has_value();
+  // Before v0.2.7 vLLM starts, but a max_model_len request never gets its blocks: no fit either
+  // (the fixes are re-predicted against this, so each holds one such request).
+  p.fits = !p.error.has_value() && !request_hangs;
+  p.request_hangs = request_hangs;
 
   // --- The lines vLLM logs, only those this version printed (docs/serve.md, "Log lines by version").
   p.blocks_overridden = c.num_gpu_blocks_override.has_value();
@@ -1063,8 +1071,9 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   }
   bool multimodal = std::any_of(c.limit_mm_per_prompt.begin(), c.limit_mm_per_prompt.end(),
                                 [](const auto& item) { return item.second > 0; });
-  if (!multimodal && model.has_vision_tower && !c.limit_mm_per_prompt.empty()) {
-    // Every modality limited to 0: vLLM serves the language model alone and profiles no encoder.
+  const auto image_limit = c.limit_mm_per_prompt.find("image");
+  if (!multimodal && model.has_vision_tower && image_limit != c.limit_mm_per_prompt.end() && image_limit->second == 0) {
+    // Images (and every other modality given) limited to 0: vLLM profiles no vision encoder.
   } else if (model.has_vision_tower || multimodal) {
     // vLLM's profile run also runs the encoder on the largest dummy images the limits allow
     // (GPUModelRunner.profile_run: "Profile with multimodal encoder & encoder cache"), which can

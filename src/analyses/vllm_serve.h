@@ -137,6 +137,9 @@ struct ServePrediction {
   std::vector<std::string> warnings;
   std::vector<std::string> assumptions;
   bool fits = false;
+  // Before v0.2.7 (no startup check): vLLM starts, but a max_model_len request never gets its
+  // blocks and hangs. Not fitting, without a startup error.
+  bool request_hangs = false;
 };
 
 struct ServeFix {

@@ -355,6 +355,11 @@ uint64_t unquantized_linear_params(const ModelSpec& m, uint64_t first_layer, uin
           path[path.size() - entry.size() - 1] == '.') {
         return true;
       }
+      // A name without dots is any component of the path ("mlp" skips every MLP), as vLLM's
+      // is_layer_skipped_bnb matches components.
+      if (entry.find('.') == std::string::npos && ("." + path + ".").find("." + entry + ".") != std::string::npos) {
+        return true;
+      }
     }
     return false;
   };

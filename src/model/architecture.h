@@ -39,7 +39,8 @@ struct LinearShape {
 // (ModelSpec::unquantized_modules) in blocks [first_layer, first_layer + layer_count). A module is
 // named "model.layers.N.self_attn.<name>" or "model.layers.N.mlp.<name>" (transformers' Llama-style
 // paths); an entry names it when equal to that path, a parent of it ("model.layers.0.self_attn"),
-// or a bare module name ("down_proj", "mlp.gate"). Routed experts are not matched.
+// a bare module name ("down_proj", "mlp.gate") or one component of it ("mlp"). Routed experts are
+// not matched.
 uint64_t unquantized_linear_params(const ModelSpec& m, uint64_t first_layer, uint64_t layer_count);
 
 // Every Linear of the transformer blocks (not the embeddings or the output head).

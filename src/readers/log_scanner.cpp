@@ -510,7 +510,10 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
       event.line <= previous->end_line + 1) {
     const auto last = previous->bytes("smallest_retry").value_or(previous->bytes("requested").value_or(0));
     const auto now = event.bytes("requested").value_or(0);
-    if (last > 0 && now * 100 >= last * 85 && now * 100 <= last * 95) {
+    // 128 bits: the sizes come from the log and may be near 2^64 (a garbage reservation).
+    const unsigned __int128 now_x100 = static_cast<unsigned __int128>(now) * 100;
+    const unsigned __int128 last_x = static_cast<unsigned __int128>(last);
+    if (last > 0 && now_x100 >= last_x * 85 && now_x100 <= last_x * 95) {
       if (const Quantity* q = event.quantity("requested")) previous->set_quantity("smallest_retry", *q);
       ++previous->repeats;
       previous->last_repeat_line = event.line;
@@ -825,11 +828,15 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     }
     if (parts.size() >= 2) {
       parts.push_back(lines[0].substr(from));
+      // A quoted traceback puts the message after its frames: the window starts at the part that
+      // holds a message (the frames before it are context, not this message's lines).
+      const auto message = std::find_if(parts.begin(), parts.end(), [](const std::string& part) { return any_format_triggered(part); });
+      if (message != parts.end()) parts.erase(parts.begin(), message);
       lines.erase(lines.begin());
       lines.insert(lines.begin(), parts.begin(), parts.end());
       line_numbers.insert(line_numbers.begin(), parts.size() - 1, line_numbers.front());
       prefix_programs.insert(prefix_programs.begin(), parts.size() - 1, prefix_programs.front());
-      split_lines = parts.size() - 1;
+      split_lines = parts.empty() ? 0 : parts.size() - 1;
     }
   }
   // The source line Python echoes under a traceback frame (`File "...", line N, in f` then the
@@ -1100,7 +1107,7 @@ Result<ScanResult> scan_file(const std::string& path, ScanOptions options) {
   if (head.size() >= 4 && (head.substr(0, 4) == std::string_view("\xff\xfe\x00\x00", 4) ||
                            head.substr(0, 4) == std::string_view("\x00\x00\xfe\xff", 4))) {
     return make_error(fmt::format("{}: UTF-32 text, which explain does not read; convert it first: iconv -f UTF-32 "
-                                  "-t UTF-8 {} > log.txt", in.display_name(), path));
+                                  "-t UTF-8 '{}' > '{}.utf8.log'", in.display_name(), path, path));
   }
   const std::optional<Utf16> utf16 = utf16_order(head);
   if (!utf16) {

@@ -138,7 +138,7 @@ std::optional<OptimizerName> optimizer_kind(std::string name) {
       {"adamw", {"adamw", std::nullopt}}, {"adam", {"adamw", std::nullopt}},
       {"paged_adamw_32bit", {"paged_adamw_32bit", std::nullopt}},
       {"adamw_bnb_8bit", {"adamw_8bit", std::nullopt}}, {"adamw_8bit", {"adamw_8bit", std::nullopt}},
-      {"paged_adamw_8bit", {"paged_adamw_8bit", std::nullopt}}, {"paged_adamw", {"paged_adamw_8bit", std::nullopt}},
+      {"paged_adamw_8bit", {"paged_adamw_8bit", std::nullopt}}, {"paged_adamw", {"paged_adamw_32bit", std::nullopt}},  // bitsandbytes PagedAdamW: 32-bit
       {"adafactor", {"adafactor", std::nullopt}}, {"sgd", {"sgd", std::nullopt}},
       {"lion_32bit", {"lion", std::nullopt}}, {"lion", {"lion", std::nullopt}},
       // torchao's low-bit AdamW (transformers' adamw_torch_4bit / adamw_torch_8bit): AdamW4bit is

@@ -98,8 +98,12 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
     out += st.green("Fits") + fmt::format(": {} tokens of KV cache, {:.2f} requests of {} tokens at once.\n",
                                           format_exact_count(p.capacity.tokens), p.capacity.max_concurrency,
                                           s.max_model_len);
-  } else {
+  } else if (p.error) {
     out += fmt::format("{}: vLLM stops at startup with\n  {}\n", st.red("Does not fit"), p.error->message);
+  } else {
+    out += fmt::format("{}: vLLM starts, but its KV cache holds {} tokens: a request of {} tokens never gets its "
+                       "blocks and hangs.\n", st.red("Does not fit"), format_exact_count(p.capacity.tokens),
+                       s.max_model_len);
   }
   for (const auto& w : p.warnings) out += fmt::format("{}{}\n", st.yellow("warning: "), w);
   if (!r.fixes.empty()) {

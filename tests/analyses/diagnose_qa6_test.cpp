@@ -107,7 +107,9 @@ TEST(DiagnoseQa6, TextGenerationInferenceGetsItsLauncherFlags) {
   EXPECT_EQ(warmup.event.format, "tgi_warmup_prefill");
   EXPECT_EQ(warmup.event.int_field("prefill_tokens"), 4096);
   EXPECT_EQ(warmup.diagnosis.fixes.at(0).id, "tgi_max_batch_prefill_tokens");
-  EXPECT_EQ(warmup.diagnosis.fixes.at(0).snippet, "--max-batch-prefill-tokens 2048  # half of 4096");
+  EXPECT_EQ(warmup.diagnosis.fixes.at(0).snippet,
+            "--max-batch-prefill-tokens 2048 --max-input-tokens 2047 --max-total-tokens 2048  # half of 4096; TGI needs "
+            "prefill tokens >= input tokens < total tokens");
 
   const ExplainedEvent router = only_event(explain_fixture("tgi_router_pytorch.log"));
   EXPECT_EQ(router.event.format, "pytorch_new");
@@ -170,6 +172,33 @@ TEST(DiagnoseQa6, CausesFollowWhatTheMessageShows) {
     EXPECT_EQ(e.diagnosis.cause, "allocation_size_limit") << e.event.line;
     EXPECT_TRUE(e.diagnosis.secondary_causes.empty()) << e.event.line;   // 176 MiB is no leak on 15.56 GiB
   }
+}
+
+// Review of this round's rules: a quoted traceback whose message comes after its frames; an XPU
+// request over half the card with nothing reserved; TensorFlow retries at sizes near 2^64.
+TEST(DiagnoseQa6, ReviewedEdgesOfTheNewRules) {
+  ScanResult quoted = scan_text(
+      "thread 'main' panicked at src/main.rs:10: PyErr { value: \"Traceback (most recent call last):\\n  File "
+      "\\\"x.py\\\", line 3, in <module>\\nRuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; "
+      "23.65 GiB total capacity; 20.10 GiB already allocated; 1.50 GiB free; 21.00 GiB reserved in total by "
+      "PyTorch)\\n\" }\n");
+  ASSERT_EQ(quoted.events.size(), 1u);
+  EXPECT_EQ(quoted.events[0].bytes("requested"), parse_quantity("2.00 GiB")->bytes);
+  EXPECT_EQ(quoted.events[0].bytes("free"), parse_quantity("1.50 GiB")->bytes);
+
+  ScanResult xpu = scan_text("RuntimeError: XPU out of memory. Tried to allocate 10.00 GiB (GPU 0; 15.56 GiB total "
+                             "capacity; 0 bytes already allocated; 0 bytes reserved in total by PyTorch)\n");
+  ExplainReport xpu_report;
+  add_to_report(xpu_report, xpu);
+  EXPECT_EQ(only_event(xpu_report).diagnosis.cause, "allocation_size_limit");
+
+  ScanResult huge = scan_text(
+      "E tensorflow/stream_executor/cuda/cuda_driver.cc:924] failed to allocate 16.00E (18446744073709551615 bytes) "
+      "from device: CUDA_ERROR_OUT_OF_MEMORY\n"
+      "E tensorflow/stream_executor/cuda/cuda_driver.cc:924] failed to allocate 14.40E (16602069666338596454 bytes) "
+      "from device: CUDA_ERROR_OUT_OF_MEMORY\n");
+  ASSERT_EQ(huge.events.size(), 1u);
+  EXPECT_EQ(huge.events[0].repeats, 2u);
 }
 
 // Ollama's check before loading a model into system RAM: the need and what is free, as host memory.

@@ -901,16 +901,16 @@ TEST(Estimator, ReferenceSettingsWithoutAReferenceWarn) {
   auto e = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(e) << e.error().message;
   EXPECT_NE(std::find(e->warnings.begin(), e->warnings.end(),
-                      "precompute_ref_log_probs applies to a reference model (objectives dpo, ipo, kto); objective "
-                      "reward has none, it is ignored"), e->warnings.end());
+                      "precompute_ref_log_probs applies to a reference model (training with objectives dpo, ipo, kto); "
+                      "objective reward has none, it is ignored"), e->warnings.end());
   job.objective.reset();
   job.precompute_ref_log_probs.reset();
   job.reference_dtype = "bf16";
   auto sft = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(sft);
   EXPECT_NE(std::find(sft->warnings.begin(), sft->warnings.end(),
-                      "reference_dtype applies to a reference model (objectives dpo, ipo, kto); supervised training "
-                      "has none, it is ignored"), sft->warnings.end());
+                      "reference_dtype applies to a reference model (training with objectives dpo, ipo, kto); "
+                      "supervised training has none, it is ignored"), sft->warnings.end());
   job.objective = "dpo";
   auto dpo = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(dpo);

@@ -503,6 +503,14 @@ TEST(VllmServeChecks, MaxLenStartupCheckFromV027) {
   EXPECT_TRUE(std::any_of(unchecked.warnings.begin(), unchecked.warnings.end(), [](const std::string& w) {
     return w.find("does not check it at startup (the check came in v0.2.7, vllm-project/vllm#2163)") != std::string::npos;
   }));
+  // It starts, but such a request hangs: no fit, and every fix holds one whole request.
+  EXPECT_FALSE(unchecked.fits);
+  EXPECT_TRUE(unchecked.request_hangs);
+  ServeInputs in = inputs({"python", "-m", "vllm.entrypoints.openai.api_server", "--model", "meta-llama/Llama-2-7b-hf"},
+                          16 * kGiB, "0.2.6");
+  const ServeReport analysis = analyze_serve(in).value();
+  ASSERT_FALSE(analysis.fixes.empty());
+  for (const ServeFix& f : analysis.fixes) EXPECT_GE(f.max_concurrency, 1.0) << f.flag;
 }
 
 // An FP8 checkpoint that keeps modules in 16 bits (modules_to_not_convert, as Meta's FP8 Llama 3.1
@@ -534,6 +542,9 @@ TEST(VllmServeChecks, MultimodalModelsWarnThatTheEncoderIsNotSized) {
   EXPECT_FALSE(warned({"vllm", "serve", "Qwen/Qwen2.5-VL-3B-Instruct", "--max-model-len", "8192",
                        "--limit-mm-per-prompt", "{\"image\": 0}"}));
   EXPECT_FALSE(warned({"vllm", "serve", "Qwen/Qwen2.5-7B", "--max-model-len", "8192"}));
+  // Video off, images still on: the encoder is still profiled.
+  EXPECT_TRUE(warned({"vllm", "serve", "Qwen/Qwen2.5-VL-3B-Instruct", "--max-model-len", "8192",
+                      "--limit-mm-per-prompt", "{\"video\": 0}"}));
 }
 
 // V0's profile-peak accounting by release: max_memory_allocated until v0.2.4, total - free from

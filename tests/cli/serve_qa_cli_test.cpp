@@ -204,16 +204,17 @@ TEST(ServeQaCli, EncoderOnlyModelsHaveNoKvCache) {
   EXPECT_TRUE(doc["max_model_len_that_fits"].is_null());
   EXPECT_FALSE(doc["settings"]["chunked_prefill"].get<bool>());
   // 4090's CUDA total 25,393,994,138 B minus the context 512 MiB, weights 670,283,776, activation
-  // 109,390,848, non-torch 300 MiB and graphs 240 MiB.
-  EXPECT_EQ(doc["left_bytes"], 25393994138ll - 536870912 - 670283776 - 109390848 - 314572800 - 251658240);
+  // 46,137,344 (the forward alone: an encoder pools, it samples nothing), non-torch 300 MiB and
+  // graphs 240 MiB.
+  EXPECT_EQ(doc["left_bytes"], 25393994138ll - 536870912 - 670283776 - 46137344 - 314572800 - 251658240);
   EXPECT_EQ(doc["requests_at_once"], 4);
   EXPECT_EQ(doc["log_lines"], nlohmann::json::array({"Model loading took 0.6243 GiB",
                                                      "Estimated CUDA graph memory: 0.23 GiB total"}));
   auto text = run_cli({"serve", "--gpu", "4090", "--", "vllm", "serve", "google-bert/bert-large-uncased"});
   EXPECT_NE(text.out.find("  KV cache                  none  encoder-only model: no KV cache (the budget sizes nothing)\n"
-                          "  left                 21.90 GiB  of the card after all of the above\n"),
+                          "  left                 21.96 GiB  of the card after all of the above\n"),
             std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("Fits: served as a pooling model, no KV cache; 21.90 GiB left; up to 4 requests of 512 tokens "
+  EXPECT_NE(text.out.find("Fits: served as a pooling model, no KV cache; 21.96 GiB left; up to 4 requests of 512 tokens "
                           "at once (max_num_seqs 256, max_num_batched_tokens 2048 / 512).\n"),
             std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("tokens of KV cache"), std::string::npos) << text.out;
@@ -222,11 +223,11 @@ TEST(ServeQaCli, EncoderOnlyModelsHaveNoKvCache) {
                         "--gpu-memory-utilization", "0.5"});
   EXPECT_EQ(small.exit_code, 1) << small.err;
   auto small_doc = nlohmann::json::parse(small.out);
-  EXPECT_EQ(small_doc["left_bytes"], 1610612736ll - 536870912 - 670283776 - 109390848 - 314572800 - 251658240);
+  EXPECT_EQ(small_doc["left_bytes"], 1610612736ll - 536870912 - 670283776 - 46137344 - 314572800 - 251658240);
   EXPECT_EQ(small_doc["error"]["kind"], "forward_oom");
   EXPECT_EQ(small_doc["error"]["message"],
-            "torch.OutOfMemoryError: CUDA out of memory in the forward pass (0.62 GiB of weights and a 0.10 GiB "
-            "activation peak, with the CUDA context, non-torch memory and CUDA graphs, need 0.25 GiB more than the "
+            "torch.OutOfMemoryError: CUDA out of memory in the forward pass (0.62 GiB of weights and a 0.04 GiB "
+            "activation peak, with the CUDA context, non-torch memory and CUDA graphs, need 0.19 GiB more than the "
             "1.50 GiB GPU)");
   // vLLM 0.9 ran encoder-only models on V0, which carves its paged cache from the budget anyway.
   auto v0 = run_cli({"serve", "--gpu", "4090", "--json", "--vllm-version", "0.9.0", "--", "vllm", "serve",

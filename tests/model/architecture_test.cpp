@@ -252,6 +252,8 @@ TEST(Architecture, UnquantizedModulesOfAQuantizedCheckpoint) {
   EXPECT_EQ(unquantized_linear_params(m, 16, 16), down);    // the last stage holds block 31
   m.unquantized_modules = {"down_proj"};                     // a bare name: every block's
   EXPECT_EQ(unquantized_linear_params(m, 0, 32), 32 * down);
+  m.unquantized_modules = {"mlp"};                           // a component: every block's MLP
+  EXPECT_EQ(unquantized_linear_params(m, 0, 32), 32 * 3 * down);
   m.unquantized_modules = {"model.layers.1"};                // block 1, not blocks 10-19
   EXPECT_EQ(unquantized_linear_params(m, 0, 32), 4096ull * (4096 * 2 + 1024 * 2) + 3 * 14336ull * 4096);
 }

@@ -1,6 +1,11 @@
 #include "readers/job_file.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "analyses/estimator.h"
+#include "readers/model_presets.h"
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -187,6 +192,16 @@ TEST(JobFile, CombinationsTheProgramsRefuse) {
                                      "FSDP: plain DDP keeps the optimizer on each GPU");
   ddp.parallelism = "zero2";
   EXPECT_TRUE(validate_job(ddp, "job.json").ok());
+  // Without a stated parallelism, an optimizer offload is ZeRO-Offload's: the estimator runs it under ZeRO-2.
+  Job implicit;
+  implicit.task = "train_full";
+  implicit.offload = {"optimizer"};
+  implicit.num_gpus = 2;
+  implicit.seq_len = 256;
+  auto e = estimate_memory(find_preset("meta-llama/Llama-3.2-1B")->value(), implicit);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_NE(std::find(e->assumptions.begin(), e->assumptions.end(),
+                      "parallelism: zero2 (offload optimizer is ZeRO-Offload's; not given)"), e->assumptions.end());
 }
 
 TEST(JobFile, CountKeysThatTakeZero) {

@@ -104,7 +104,7 @@ TEST(LogScannerUtf16, Utf32IsRefusedWithTheWayOut) {
   auto scan = scan_file(path);
   ASSERT_FALSE(scan.ok());
   EXPECT_EQ(scan.error().message, path + ": UTF-32 text, which explain does not read; convert it first: iconv -f "
-                                         "UTF-32 -t UTF-8 " + path + " > log.txt");
+                                         "UTF-32 -t UTF-8 '" + path + "' > '" + path + ".utf8.log'");
 }
 
 TEST(LogScannerUtf16, LoneSurrogatesBecomeReplacementCharacters) {

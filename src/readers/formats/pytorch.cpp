@@ -397,7 +397,10 @@ std::optional<FormatMatch> match_cuda_error(const MessageWindow& w) {
   static const RE2 source(R"(\(([^()\s]+\.(?:cc|cu|cpp|cuh|cxx)):\d+)");
   if (auto file = regex_search(source, w.lines[0]); file && (*g)[1] == "CUDA") {
     const std::string path = to_lower(std::string((*file)[1]));
-    if (path.find("c10") == std::string::npos && path.find("aten") == std::string::npos &&
+    // A PyTorch extension's kernel (csrc/x.cu) raised through torch stays PyTorch's.
+    const bool raised_by_torch = w.lines[0].find("RuntimeError") != std::string::npos ||
+                                 w.lines[0].find("torch") != std::string::npos;
+    if (!raised_by_torch && path.find("c10") == std::string::npos && path.find("aten") == std::string::npos &&
         path.find("torch") == std::string::npos) {
       m.event.framework = "cuda";
       m.event.set_field("source_file", std::string((*file)[1]));

@@ -72,8 +72,10 @@ std::optional<FormatMatch> match_cuda_async_alloc(const MessageWindow& w) {
   static const RE2 re(R"(cuMemAllocAsync failed to allocate (\d+) bytes)");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
-  // Its file sits under tensorflow/ when TensorFlow printed it; JAX's (and a bare glog path) otherwise.
-  const bool tensorflow = w.lines[0].find("tensorflow/") != std::string::npos;
+  // Its file sits under tensorflow/ (or TensorFlow's vendored external/local_xla, local_tsl) when
+  // TensorFlow printed it; JAX's (and a bare glog path) otherwise.
+  const bool tensorflow = w.lines[0].find("tensorflow/") != std::string::npos ||
+                          w.lines[0].find("external/local_") != std::string::npos;
   auto m = new_match(tensorflow ? "tensorflow" : "jax", "xla_cuda_async_alloc");
   if (auto q = parse_quantity(std::string((*g)[1]) + " bytes")) {
     q->text = std::string((*g)[1]) + " bytes";
