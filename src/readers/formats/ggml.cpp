@@ -128,10 +128,7 @@ std::optional<FormatMatch> match_cpu_buffer(const MessageWindow& w) {
   m.event.framework = "llama.cpp";
   m.event.format = "ggml_cpu_buffer";
   m.event.set_field("memory_kind", std::string("host"));
-  if (auto q = parse_quantity(std::string((*g)[1]) + " bytes")) {
-    q->text = std::string((*g)[1]) + " bytes";
-    m.event.set_quantity("requested", *q);
-  }
+  set_printed_size(m.event, "requested", std::string((*g)[1]) + " bytes");
   if (w.lines.size() > 1) {
     if (auto next = regex_search(re, w.lines[1]); next && (*next)[1] == (*g)[1]) m.lines_used = 2;
   }

@@ -31,10 +31,7 @@ std::optional<FormatMatch> match_onnxruntime_arena(const MessageWindow& w) {
   m.event.format = "onnxruntime_arena";
   // A size no 64-bit count holds is left out; one that is held but no device's is kept (diagnosis
   // calls it what it is).
-  if (auto q = parse_quantity(std::string((*g)[1]) + " bytes")) {
-    q->text = std::string((*g)[1]) + " bytes";
-    m.event.set_quantity("requested", *q);
-  }
+  set_printed_size(m.event, "requested", std::string((*g)[1]) + " bytes");
   return m;
 }
 

@@ -18,10 +18,7 @@ std::optional<FormatMatch> match_oom_bytes(const MessageWindow& w) {
   if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
   auto m = new_match("jax", "xla_oom_bytes");
   OomEvent& e = m.event;
-  if (auto q = parse_quantity(std::string((*g)[1]) + " bytes")) {
-    q->text = std::string((*g)[1]) + " bytes";
-    e.set_quantity("requested", *q);
-  }
+  set_printed_size(e, "requested", std::string((*g)[1]) + " bytes");
   size_t end = offset_in(w, (*g)[0]) + (*g)[0].size();
   // "BufferAssignment stats:" lines: each "<kind> allocation: <size>" and the total.
   static const RE2 stat("\\n\\s*(parameter|constant|maybe_live_out|preallocated temp|total) allocation:\\s*(" + kSize + ")");
@@ -77,19 +74,13 @@ std::optional<FormatMatch> match_cuda_async_alloc(const MessageWindow& w) {
   const bool tensorflow = w.lines[0].find("tensorflow/") != std::string::npos ||
                           w.lines[0].find("external/local_") != std::string::npos;
   auto m = new_match(tensorflow ? "tensorflow" : "jax", "xla_cuda_async_alloc");
-  if (auto q = parse_quantity(std::string((*g)[1]) + " bytes")) {
-    q->text = std::string((*g)[1]) + " bytes";
-    m.event.set_quantity("requested", *q);
-  }
+  set_printed_size(m.event, "requested", std::string((*g)[1]) + " bytes");
   static const RE2 driver(R"(Free memory/Total memory:\s*(\d+)/(\d+))");
   for (size_t i = 0; i < std::min<size_t>(w.lines.size(), 3); ++i) {
     auto d = regex_search(driver, w.lines[i]);
     if (!d) continue;
     for (auto [name, text] : {std::pair{"free", (*d)[1]}, std::pair{"total", (*d)[2]}}) {
-      if (auto q = parse_quantity(std::string(text) + " bytes")) {
-        q->text = std::string(text) + " bytes";
-        m.event.set_quantity(name, *q);
-      }
+      set_printed_size(m.event, name, std::string(text) + " bytes");
     }
     m.lines_used = i + 1;
     break;
