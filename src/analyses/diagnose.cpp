@@ -1453,6 +1453,16 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     if (!beyond_any) d.fixes.push_back(make_fix("bigger_gpu", "Only if the shape is intended."));
   } else if (e.framework == "jax") {
     d.cause = "capacity_exhausted";
+    // The driver's own free/total (XLA's cudaMallocAsync allocator prints them): how full the card was.
+    if (m.total && m.free && *m.free <= *m.total) {
+      if (m.requested && *m.requested > *m.free) {
+        d.capacity_title = fmt::format("the card had less free than the request ({} of {} in use)",
+                                       format_bytes(*m.total - *m.free), format_bytes(*m.total));
+      }
+      d.evidence.push_back(fmt::format("The driver reported {} free of {}{}.", format_bytes(*m.free), format_bytes(*m.total),
+                                       m.requested ? fmt::format(" when {} was asked for", format_bytes(*m.requested))
+                                                   : std::string()));
+    }
     if (m.requested) {
       // BufferAssignment's total counts every buffer of the program, the temporaries it failed to
       // allocate included (record 88: 4.44 GiB temp of a 14.44 GiB total), so it is the program's

@@ -373,6 +373,11 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                              c.enable_chunked_prefill.value_or(false) ? "True" : "False",
                              b.version.given ? "vLLM " + b.version.text : std::string("a current vLLM"))};
   }
+  if (c.enforce_eager && !b.cuda_graphs) {
+    return Error{fmt::format("--enforce-eager: vLLM {} has no such flag (it came with CUDA graphs in v0.2.6, "
+                             "vllm-project/vllm#1926; the model already runs eagerly); argparse would exit with "
+                             "'unrecognized arguments'", b.version.text)};
+  }
   if (c.cpu_offload_gb > 0 && !b.cpu_offload) {
     return Error{fmt::format("--cpu-offload-gb: vLLM {} has no such flag (it came in v0.5.3, vllm-project/vllm#6496); "
                              "argparse would exit with 'unrecognized arguments'", b.version.text)};

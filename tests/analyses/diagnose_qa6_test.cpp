@@ -201,6 +201,19 @@ TEST(DiagnoseQa6, ReviewedEdgesOfTheNewRules) {
   EXPECT_EQ(huge.events[0].repeats, 2u);
 }
 
+// XLA's async allocator prints the driver's free and total: the cause says how full the card was.
+TEST(DiagnoseQa6, XlaAsyncAllocatorSaysHowFullTheCardWas) {
+  ScanResult scan = scan_text(
+      "E0501 12:00:00.123456  1234 gpu_cudamallocasync_allocator.cc:343] gpu_async_0 cuMemAllocAsync failed to "
+      "allocate 4294967296 bytes: RESOURCE_EXHAUSTED: : CUDA_ERROR_OUT_OF_MEMORY: out of memory\n"
+      " Reported by CUDA: Free memory/Total memory: 1073741824/25393692672\n");
+  ExplainReport report;
+  add_to_report(report, scan);
+  const ExplainedEvent x = only_event(report);
+  EXPECT_EQ(x.diagnosis.capacity_title, "the card had less free than the request (22.65 GiB of 23.65 GiB in use)");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "The driver reported 1.00 GiB free of 23.65 GiB when 4.00 GiB was asked for.");
+}
+
 // Ollama's check before loading a model into system RAM: the need and what is free, as host memory.
 TEST(DiagnoseQa6, OllamaSystemMemoryCheck) {
   ScanResult scan = scan_text("Error: model requires more system memory (13.7 GiB) than is available (9.3 GiB)\n");

@@ -565,6 +565,10 @@ TEST(VllmServeChecks, OldV0PeakAccountingByRelease) {
   EXPECT_FALSE(v064.peak_from_used_memory);
   const ServePrediction old = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192"}, 80 * kGiB, "0.2.4"));
   EXPECT_EQ(old.cuda_graphs.bytes, 0u);
+  // Its --enforce-eager came with the graphs.
+  EXPECT_EQ(error_of(inputs({"vllm", "serve", "llama-3.1-8b", "--enforce-eager"}, 80 * kGiB, "0.2.5")),
+            "--enforce-eager: vLLM 0.2.5 has no such flag (it came with CUDA graphs in v0.2.6, vllm-project/vllm#1926; "
+            "the model already runs eagerly); argparse would exit with 'unrecognized arguments'");
 }
 
 // A version before vLLM's first release is refused; one past the newest oomdoc knows is sized with
