@@ -367,27 +367,33 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
     const unsigned __int128 needs = static_cast<unsigned __int128>(reserved) + requested;
     if (needs <= *m.total && needs * 100 >= static_cast<unsigned __int128>(limit->bytes) * 95) {
       d.cause = "memory_fraction_limit";
+      const double fraction = static_cast<double>(limit->bytes) / static_cast<double>(*m.total);
+      // Three decimals, five under 0.01 (a 1 GiB cap on a 288 GiB card is 0.00365, not "0.004"),
+      // so the fraction in use and the one needed never print alike.
+      const int digits = fraction < 0.01 ? 5 : 3;
+      const double scale = std::pow(10.0, digits);
+      auto shown = [&](double f) { return fmt::format("{:.{}f}", f, digits); };
       d.evidence.push_back(fmt::format(
-          "PyTorch may use only {} of this {} GPU (a per-process memory fraction of {:.3f}): it reserves {} and the {} "
+          "PyTorch may use only {} of this {} GPU (a per-process memory fraction of {}): it reserves {} and the {} "
           "request reaches the limit{}.",
-          format_bytes(limit->bytes), format_bytes(*m.total),
-          static_cast<double>(limit->bytes) / static_cast<double>(*m.total), format_bytes(reserved),
+          format_bytes(limit->bytes), format_bytes(*m.total), shown(fraction), format_bytes(reserved),
           format_bytes(requested),
           m.free ? fmt::format(", while {} of the card is free", format_bytes(*m.free)) : std::string()));
-      const double fraction = static_cast<double>(limit->bytes) / static_cast<double>(*m.total);
-      const double needed = std::ceil(1000.0 * static_cast<double>(reserved + requested) / static_cast<double>(*m.total)) / 1000.0;
+      double needed = std::ceil(scale * static_cast<double>(reserved + requested) / static_cast<double>(*m.total)) / scale;
+      // Asked for, it must read above the fraction in use: one step past it where both round alike.
+      if (needed > fraction && needed <= std::round(scale * fraction) / scale) needed = std::round(scale * fraction) / scale + 1 / scale;
       const std::string setter = e.string_field("backend") == "XPU" ? "torch.xpu.set_per_process_memory_fraction()"
                                                                       : "torch.cuda.set_per_process_memory_fraction()";
       d.fixes.push_back(make_fix("check_device_and_limits",
           needed > fraction
               ? fmt::format("Raise or remove {} (or the framework setting that calls it): the reserve plus this request "
-                            "needs {}, a fraction of at least {:.3f}.", setter, format_bytes(reserved + requested), needed)
+                            "needs {}, a fraction of at least {}.", setter, format_bytes(reserved + requested), shown(needed))
               // The figures fit under the limit, yet it refused: the allocator rounds the request up to
               // its block size and counts what it is about to reserve, which the message does not print.
               : fmt::format("Raise or remove {} (or the framework setting that calls it): the printed reserve plus "
                             "request ({}) is just under the limit, but the allocator rounds the request up to its "
-                            "blocks; give more than the {:.3f} in use.", setter, format_bytes(reserved + requested),
-                            fraction)));
+                            "blocks; give more than the {} in use.", setter, format_bytes(reserved + requested),
+                            shown(fraction))));
       return;
     }
   }

@@ -80,12 +80,12 @@ TEST(DiagnoseRealLogs, MemoryFractionIsTheCauseWhenTheCardIsFree) {
   ExplainedEvent rocm = first_error("rocm_memory_fraction.log");
   EXPECT_EQ(rocm.diagnosis.cause, "memory_fraction_limit");
   EXPECT_EQ(rocm.diagnosis.evidence.at(0),
-            "PyTorch may use only 1.05 GiB of this 287.98 GiB GPU (a per-process memory fraction of 0.004): it reserves "
+            "PyTorch may use only 1.05 GiB of this 287.98 GiB GPU (a per-process memory fraction of 0.00365): it reserves "
             "1.05 GiB and the 2.00 MiB request reaches the limit, while 275.86 GiB of the card is free.");
   ASSERT_EQ(fix_ids(rocm.diagnosis), (std::vector<std::string>{"check_device_and_limits"}));
   EXPECT_EQ(rocm.diagnosis.fixes[0].detail,
             "Raise or remove torch.cuda.set_per_process_memory_fraction() (or the framework setting that calls it): the "
-            "reserve plus this request needs 1.05 GiB, a fraction of at least 0.004.");
+            "reserve plus this request needs 1.05 GiB, a fraction of at least 0.00366.");   // never the one in use
   // ROCm: the HIP variables, not CUDA_VISIBLE_DEVICES.
   EXPECT_EQ(rocm.diagnosis.fixes[0].snippet.rfind("HIP_VISIBLE_DEVICES", 0), 0u);
   ExplainedEvent xpu = first_error("xpu_memory_fraction.log");
