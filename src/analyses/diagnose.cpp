@@ -326,27 +326,26 @@ void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
     d.fixes.push_back(make_fix("shard_model", "ZeRO stage 1 or 2 (FSDP SHARD_GRAD_OP) splits the optimizer states over "
                                               "the GPUs; stage 3 the weights too."));
     d.fixes.push_back(make_fix("offload", "ZeRO-Offload keeps the optimizer states in host memory and steps them on the CPU."));
-    d.fixes.push_back(make_fix("lora", "Only the adapters get gradients and optimizer state."));
-    d.fixes.push_back(make_fix("bigger_gpu", "Run `oomdoc fit` with the job to find the smallest GPU that fits."));
-    return;
-  }
-  d.fixes.push_back(make_fix("smaller_batch",
-                             shortfall + "Activations scale with the micro-batch; halve it and double "
-                                         "gradient_accumulation_steps to keep the effective batch."));
-  d.fixes.push_back(make_fix("shorter_sequence", "Activations and logits grow with sequence length (logits with "
-                                                 "batch x seq x vocab); cut max_seq_length or pack without padding."));
-  {
+  } else {
+    d.fixes.push_back(make_fix("smaller_batch",
+                               shortfall + "Activations scale with the micro-batch; halve it and double "
+                                           "gradient_accumulation_steps to keep the effective batch."));
+    d.fixes.push_back(make_fix("shorter_sequence", "Activations and logits grow with sequence length (logits with "
+                                                   "batch x seq x vocab); cut max_seq_length or pack without padding."));
     d.fixes.push_back(make_fix("mixed_precision", "Halves activation memory relative to fp32."));
     d.fixes.push_back(make_fix("eight_bit_optimizer", "AdamW keeps 8 bytes per parameter in fp32; 8-bit keeps 2."));
     d.fixes.push_back(make_fix("gradient_checkpointing", "Keeps one activation per layer instead of all of them."));
-    d.fixes.push_back(make_fix("lora", "Only the adapters get gradients and optimizer state."));
     d.fixes.push_back(make_fix("offload", "Moves optimizer state (and parameters) to host memory."));
   }
+  d.fixes.push_back(make_fix("lora", "Only the adapters get gradients and optimizer state."));
   d.fixes.push_back(make_fix("bigger_gpu", "Run `oomdoc fit` with the job to find the smallest GPU that fits."));
 }
 
 // part * 2 >= whole without the doubling overflowing (both figures come from the log).
 bool at_least_half(uint64_t part, uint64_t whole) { return part >= whole - whole / 2; }
+
+// One allocation larger than the catalog's largest GPU: no card's, a size computed wrong.
+bool beyond_any_gpu(uint64_t bytes) { return bytes > largest_catalog_gpu().total_bytes; }
 
 // A size no device has, as printed: a count that filled 64 bits is "at least 16 EiB", not the
 // "unlimited" format_bytes gives a saturated total.
@@ -593,12 +592,6 @@ void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context,
   d.fixes.push_back(make_fix("vllm_quantized_weights", "An AWQ/GPTQ/FP8 checkpoint halves or quarters the weights."));
 }
 
-// The ladder for a PyTorch allocation that failed inside an SGLang server, in SGLang's own flags and
-// the order its troubleshooting page and its capture failure give them: while capturing CUDA
-// graphs, a smaller static pool, graphs for smaller batches, no graphs; while serving, smaller
-// prefill chunks (a prefill OOM), fewer running requests (a decode OOM), a smaller static pool.
-// With the share in use known (`fraction`), the step is concrete: 0.05 lower, as for vLLM's
-// --gpu-memory-utilization.
 // text-generation-inference's own settings, cheapest first: fewer prefill tokens per batch (half
 // the value in use when the log gives it), shorter requests, a quantized model, more shards.
 void add_tgi_ladder(Diagnosis& d, std::optional<int64_t> prefill_tokens) {
@@ -614,6 +607,12 @@ void add_tgi_ladder(Diagnosis& d, std::optional<int64_t> prefill_tokens) {
   d.fixes.push_back(make_fix("tgi_num_shard", "Each GPU then holds 1/N of the weights."));
 }
 
+// The ladder for a PyTorch allocation that failed inside an SGLang server, in SGLang's own flags and
+// the order its troubleshooting page and its capture failure give them: while capturing CUDA
+// graphs, a smaller static pool, graphs for smaller batches, no graphs; while serving, smaller
+// prefill chunks (a prefill OOM), fewer running requests (a decode OOM), a smaller static pool.
+// With the share in use known (`fraction`), the step is concrete: 0.05 lower, as for vLLM's
+// --gpu-memory-utilization.
 void add_sglang_ladder(Diagnosis& d, bool graph_capture, std::optional<double> fraction) {
   std::string why = graph_capture ? "The static pool (weights and KV cache) is allocated before the graphs are "
                                     "captured: a smaller share leaves them room."
@@ -768,14 +767,12 @@ void add_image_ui_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
                                                         "smaller image, batch or frame count shrinks it."
                                                       : size_detail));
     }
-    // The portable build's launcher is NVIDIA's; other cards start ComfyUI with main.py.
-    const bool nvidia = e.framework == "pytorch";
+    // (Off NVIDIA the snippet is the catalogue's AMD/Intel variant, applied with the other vendor fixes.)
     if (!one_block_limit) d.fixes.push_back(make_fix("comfyui_lowvram", m.total ? fmt::format("ComfyUI keeps whole models on the {} card; "
                                                                         "low-VRAM mode loads them in parts.",
                                                                         format_bytes(*m.total))
                                                           : std::string("ComfyUI keeps whole models on the card; "
-                                                                        "low-VRAM mode loads them in parts."),
-                               nvidia ? std::string() : std::string("python main.py --lowvram")));
+                                                                        "low-VRAM mode loads them in parts.")));
     if (decoding) d.fixes.push_back(make_fix("comfyui_tiled_vae", "It failed decoding the image: the tiled decoder bounds that peak."));
     if (!one_block_limit) {
       d.fixes.push_back(make_fix("smaller_image", size_detail.empty()
@@ -1312,14 +1309,13 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                            ? fmt::format(" ({} short)", format_bytes(*m.requested - *free)) : ""));
       d.fixes.push_back(make_fix("host_memory", "Free system RAM (close other programs), or use a smaller quantization "
                                                 "or context so less of the model stays in RAM.",
-                                 "ollama pull <model>:<tag>-q4_K_M; PARAMETER num_ctx 4096 (a Modelfile) or "
-                                 "OLLAMA_CONTEXT_LENGTH=4096"));
+                                 std::string(fix_snippet("host_memory", FixVariant::kOllama))));
     } else if (e.format == "ggml_cpu_buffer") {
       d.evidence.push_back("llama.cpp reads the layers it keeps on the CPU into system RAM (with mmap off, as a copy "
                            "the OS cannot page back to the file).");
       d.fixes.push_back(make_fix("host_memory", "Free system RAM, keep mmap on (llama.cpp's default; Ollama: use_mmap), "
                                                 "or offload more layers to the GPU so fewer stay in RAM.",
-                                 "drop --no-mmap (Ollama: use_mmap true); raise -ngl (Ollama: num_gpu); close other programs"));
+                                 std::string(fix_snippet("host_memory", FixVariant::kLlamaCppHostRam))));
     } else if (e.framework == "tensorflow" || e.framework == "jax" || e.message.find("device_host_allocator") != std::string::npos) {
       d.fixes.push_back(make_fix("host_memory", "This is system RAM, not GPU memory: the host allocator pins buffers for transfers.",
                                  std::string(fix_snippet("host_memory", FixVariant::kTensorFlowHost))));
@@ -1339,7 +1335,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                        format_bytes(pool->limit), pct(pool->in_use, pool->limit)));
     }
   } else if ((e.format == "tf_cuda_driver_alloc" || e.format == "tf_rocm_driver_alloc") && m.requested &&
-             *m.requested > largest_catalog_gpu().total_bytes) {
+             beyond_any_gpu(*m.requested)) {
     // TensorFlow sizes its first reservation from the memory the driver reports free: a size no GPU
     // has means that report was wrong (an unsupported GPU or APU, a driver that does not match the
     // runtime); it retries at 90% of each size, so the figure shrinks print after print.
@@ -1440,10 +1436,10 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                      "on-chip memory.", e.string_field("memory_space").value_or("on-chip memory")));
     d.fixes.push_back(make_fix("smaller_input", "Smaller per-device batch or sequence shrinks the compiled buffers."));
   } else if (e.framework == "jax" && m.requested &&
-             ((m.total && *m.requested > *m.total) || *m.requested > largest_catalog_gpu().total_bytes)) {
+             ((m.total && *m.requested > *m.total) || beyond_any_gpu(*m.requested))) {
     // One buffer larger than the card (or than any card): a size computed wrong, an unintended
     // broadcast or outer product; no memory fraction or remat brings it under the card.
-    const bool beyond_any = *m.requested > largest_catalog_gpu().total_bytes;
+    const bool beyond_any = beyond_any_gpu(*m.requested);
     d.cause = beyond_any ? "garbage_request_size" : "request_exceeds_total_capacity";
     d.evidence.push_back(beyond_any
         ? fmt::format("XLA tried to allocate {} at once, more than any GPU holds (the largest, {}, has {}): a shape is "
@@ -1582,7 +1578,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
         "cache, and it did not fit beside the weights.", tokens ? std::to_string(*tokens) : std::string("the configured")));
     add_tgi_ladder(d, tokens);
   } else if (e.format == "onnxruntime_arena") {
-    if (m.requested && *m.requested > largest_catalog_gpu().total_bytes) {
+    if (m.requested && beyond_any_gpu(*m.requested)) {
       d.cause = "garbage_request_size";
       d.evidence.push_back(fmt::format("ONNX Runtime was asked for {}, more than any GPU holds: a shape in the model or "
                                        "its input is wrong (a dynamic dimension read as garbage, an overflowed size).",

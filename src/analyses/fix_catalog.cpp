@@ -285,7 +285,11 @@ std::optional<std::string_view> fix_variant_snippet(std::string_view id, FixVari
       // llama.cpp falls back to ordinary (pageable) memory when pinning fails (ggml-cuda.cu).
       {"host_memory", FixVariant::kLlamaCpp,
        "export GGML_CUDA_NO_PINNED=1  # skip pinned buffers; or free RAM, or a smaller -c / -b"},
+      {"host_memory", FixVariant::kLlamaCppHostRam,
+       "drop --no-mmap (Ollama: use_mmap true); raise -ngl (Ollama: num_gpu); close other programs"},
       // Ollama runs llama.cpp with its own names for the same settings (docs/faq.md, docs/modelfile.md).
+      {"host_memory", FixVariant::kOllama,
+       "ollama pull <model>:<tag>-q4_K_M; PARAMETER num_ctx 4096 (a Modelfile) or OLLAMA_CONTEXT_LENGTH=4096"},
       {"ggml_flash_attention", FixVariant::kOllama, "OLLAMA_FLASH_ATTENTION=1 ollama serve  # in the server's environment"},
       {"ggml_kv_cache_type", FixVariant::kOllama,
        "OLLAMA_FLASH_ATTENTION=1 OLLAMA_KV_CACHE_TYPE=q8_0 ollama serve  # a quantized KV cache needs flash attention"},
@@ -297,6 +301,11 @@ std::optional<std::string_view> fix_variant_snippet(std::string_view id, FixVari
       {"ggml_smaller_quant", FixVariant::kOllama, "ollama pull <model>:<tag>-q4_K_M  # a smaller quantization of the same model"},
       {"quantize_model", FixVariant::kMlx, "mlx_lm.convert --hf-path <model> -q --q-bits 4  # or an mlx-community 4-bit model"},
       {"shorter_sequence", FixVariant::kMlx, "--max-kv-size N  # mlx_lm: a rotating KV cache of N tokens; or a shorter prompt"},
+      // ComfyUI on AMD or Intel cards starts from main.py: the portable build's launcher is NVIDIA's.
+      {"comfyui_lowvram", FixVariant::kAmd,
+       "python main.py --lowvram  # --novram if that is not enough; --reserve-vram 1.0 leaves 1 GB to other programs"},
+      {"comfyui_lowvram", FixVariant::kIntel,
+       "python main.py --lowvram  # --novram if that is not enough; --reserve-vram 1.0 leaves 1 GB to other programs"},
       {"host_memory", FixVariant::kTensorFlowHost,
        "smaller input pipeline buffers (tf.data prefetch, num_parallel_calls); "
        "TF_GPU_HOST_MEM_LIMIT_IN_MB caps TensorFlow's pinned host pool"},

@@ -62,6 +62,7 @@ enum class FixVariant {
   kTorch14,        // PyTorch 1.4 and older ("... cached)"): no allocator settings
   kVllmServer,     // a vLLM process: environment variables only
   kLlamaCpp,       // llama.cpp's pinned host buffers
+  kLlamaCppHostRam,// llama.cpp's layers kept in system RAM (CPU buffers)
   kTensorFlowHost, // TensorFlow/XLA's pinned host pool
   kOllama,         // Ollama: llama.cpp's settings as Ollama parameters and environment variables
   kMlx             // Apple MLX (mlx-lm)

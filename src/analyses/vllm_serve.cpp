@@ -467,18 +467,15 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                              "(choose from {})\"", s.block_size,
                              b.version.given ? "vLLM " + b.version.text : "current vLLM", s.block_size, choices)};
   }
-  // The cache vLLM lays out for an MLA model: the one latent per token since v0.7.1 ("With vllm==0.7.1
-  // we fully implement MLA", vllm-project/vllm#12601); before, full per-head K and V, padded to a
-  // head size of 256 until v0.7.0 (ModelConfig.get_head_size, vllm-project/vllm#4650; the pad went
-  // with vllm-project/vllm#12067, "Remove hardcoded head_size=256 for Deepseek v2 and v3") and then
-  // qk_nope + qk_rope (192), which VLLM_MLA_DISABLE=1 brings back from v0.7.1.
+  // The cache vLLM lays out for an MLA model (the version table in VllmBehavior): the latent, or
+  // per-head K and V, which VLLM_MLA_DISABLE=1 also brings back where the latent cache exists.
   ModelSpec kv_model = model;
   if (model.attention == AttentionKind::kMultiLatent) {
     // vLLM reads the variable as a boolean: "1"/"true" turn MLA off.
     const std::string mla_env = to_lower(env("VLLM_MLA_DISABLE").value_or(""));
-    const bool mla_disabled = b.version.at_least(0, 7, 1) && (mla_env == "1" || mla_env == "true");
-    if (!b.version.at_least(0, 7, 1) || mla_disabled) {
-      const bool padded = !b.version.at_least(0, 7, 0);
+    const bool mla_disabled = b.mla_latent_cache && (mla_env == "1" || mla_env == "true");
+    if (!b.mla_latent_cache || mla_disabled) {
+      const bool padded = b.mla_heads_padded_to_256;
       kv_model.attention = AttentionKind::kMultiHead;
       kv_model.num_kv_heads = model.num_attention_heads;
       kv_model.head_dim = padded ? 256 : model.qk_nope_head_dim + model.qk_rope_head_dim;
@@ -1076,10 +1073,10 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   }
   bool multimodal = std::any_of(c.limit_mm_per_prompt.begin(), c.limit_mm_per_prompt.end(),
                                 [](const auto& item) { return item.second > 0; });
+  // Images (and every other modality given) limited to 0: vLLM profiles no vision encoder.
   const auto image_limit = c.limit_mm_per_prompt.find("image");
-  if (!multimodal && model.has_vision_tower && image_limit != c.limit_mm_per_prompt.end() && image_limit->second == 0) {
-    // Images (and every other modality given) limited to 0: vLLM profiles no vision encoder.
-  } else if (model.has_vision_tower || multimodal) {
+  const bool text_only = !multimodal && image_limit != c.limit_mm_per_prompt.end() && image_limit->second == 0;
+  if ((model.has_vision_tower || multimodal) && !text_only) {
     // vLLM's profile run also runs the encoder on the largest dummy images the limits allow
     // (GPUModelRunner.profile_run: "Profile with multimodal encoder & encoder cache"), which can
     // be several GiB: a prediction without it may say "fits" where vLLM has no memory left.

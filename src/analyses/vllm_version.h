@@ -74,6 +74,12 @@ struct VllmBehavior {
   // memory in use at startup left out): the caching allocator's reserve and NCCL's buffers count.
   // v0.6.4 measured torch's own peak (vllm-project/vllm#9352).
   bool peak_from_used_memory = false;
+  // MLA models (DeepSeek-V2/V3) cache one latent per token from v0.7.1 (vllm-project/vllm#12601,
+  // "With vllm==0.7.1 we fully implement MLA"); before, K and V per head, each padded to a head size
+  // of 256 until v0.7.0 (ModelConfig.get_head_size, #4650; #12067 "Remove hardcoded head_size=256
+  // for Deepseek v2 and v3"), then qk_nope + qk_rope.
+  bool mla_latent_cache = true;
+  bool mla_heads_padded_to_256 = false;
   // V1's hybrid KV cache manager (v0.10+) gives sliding-window layers their own block groups;
   // before it (and in V0), every layer is sized as full attention.
   bool hybrid_kv_groups = true;

@@ -243,6 +243,55 @@ bool any_format_triggered(const std::string& line) {
   return false;
 }
 
+// A message quoted as a string literal (a Rust panic's Debug print of a Python error, a repr) has
+// its newlines as the two characters backslash and n: its lines, when at least two of those breaks
+// start a message line (a capital, a space, a digit; a Windows path's backslash-"nvidia" does not),
+// from the first line that holds a message (a quoted traceback's frames come before it). Empty: not
+// split (the common case costs one find).
+std::vector<std::string> split_escaped_newlines(const std::string& line) {
+  if (line.find("\\n") == std::string::npos || !any_format_triggered(line)) return {};
+  std::vector<std::string> parts;
+  size_t from = 0;
+  for (size_t at = line.find("\\n"); at != std::string::npos; at = line.find("\\n", at + 2)) {
+    const char next = at + 2 < line.size() ? line[at + 2] : ' ';
+    if (!(std::isupper(static_cast<unsigned char>(next)) || std::isdigit(static_cast<unsigned char>(next)) || next == ' ')) {
+      continue;
+    }
+    parts.push_back(line.substr(from, at - from));
+    from = at + 2;
+  }
+  if (parts.size() < 2) return {};
+  parts.push_back(line.substr(from));
+  const auto message = std::find_if(parts.begin(), parts.end(), [](const std::string& part) { return any_format_triggered(part); });
+  if (message != parts.end()) parts.erase(parts.begin(), message);
+  return parts;
+}
+
+// Whether a format reads `lines` (from their first) as a message of its own.
+bool reads_as_message(const std::vector<std::string>& lines) {
+  const MessageWindow window = MessageWindow::from_lines(lines);
+  for (const MessageFormat& format : message_formats()) {
+    const bool triggered = std::any_of(format.triggers.begin(), format.triggers.end(),
+                                       [&](const std::string& t) { return window.first_line_holds(t); });
+    if (triggered && format.match(window)) return true;
+  }
+  return false;
+}
+
+// TensorFlow's first reservation retries at 90% of the size that failed (the driver's "failed to
+// allocate 968.17M ..." then 871.35M, 784.21M, ...): `event` is the next try after `previous`.
+bool next_reservation_retry(const OomEvent& previous, const OomEvent& event) {
+  if (previous.format != event.format || event.line > previous.end_line + 1 ||
+      (event.format != "tf_cuda_driver_alloc" && event.format != "tf_rocm_driver_alloc")) {
+    return false;
+  }
+  const uint64_t last = previous.bytes("smallest_retry").value_or(previous.bytes("requested").value_or(0));
+  // 128 bits: the sizes come from the log and may be near 2^64 (a garbage reservation).
+  const unsigned __int128 now_x100 = static_cast<unsigned __int128>(event.bytes("requested").value_or(0)) * 100;
+  const unsigned __int128 last_x = last;
+  return last > 0 && now_x100 >= last_x * 85 && now_x100 <= last_x * 95;
+}
+
 // Two events carry the same numbers: the same message printed twice (logged, then raised).
 bool same_figures(const OomEvent& a, const OomEvent& b) {
   // An error merged with the allocator's warning before it (error_after_bfc_warning) carries the
@@ -502,24 +551,14 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
       break;
     }
   }
-  // TensorFlow's first reservation retries at 90% of the size that failed (the driver's
-  // "failed to allocate 968.17M ..." then 871.35M, 784.21M, ...): one startup, one event; the
-  // largest request stands, the smallest tried is kept.
-  if (previous != nullptr && previous->format == event.format &&
-      (event.format == "tf_cuda_driver_alloc" || event.format == "tf_rocm_driver_alloc") &&
-      event.line <= previous->end_line + 1) {
-    const auto last = previous->bytes("smallest_retry").value_or(previous->bytes("requested").value_or(0));
-    const auto now = event.bytes("requested").value_or(0);
-    // 128 bits: the sizes come from the log and may be near 2^64 (a garbage reservation).
-    const unsigned __int128 now_x100 = static_cast<unsigned __int128>(now) * 100;
-    const unsigned __int128 last_x = static_cast<unsigned __int128>(last);
-    if (last > 0 && now_x100 >= last_x * 85 && now_x100 <= last_x * 95) {
-      if (const Quantity* q = event.quantity("requested")) previous->set_quantity("smallest_retry", *q);
-      ++previous->repeats;
-      previous->last_repeat_line = event.line;
-      previous->end_line = std::max(previous->end_line, event.end_line);
-      return previous;
-    }
+  // TensorFlow's reservation retries: one startup, one event; the largest request stands, the
+  // smallest tried is kept.
+  if (previous != nullptr && next_reservation_retry(*previous, event)) {
+    if (const Quantity* q = event.quantity("requested")) previous->set_quantity("smallest_retry", *q);
+    ++previous->repeats;
+    previous->last_repeat_line = event.line;
+    previous->end_line = std::max(previous->end_line, event.end_line);
+    return previous;
   }
   // TensorFlow's BFC warning is followed by its allocator dump (a line per bin and chunk, hundreds
   // of them) that ends with the totals: the totals belong to the warning, however long the dump.
@@ -810,33 +849,16 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     }
   }
   if (lines.empty()) return true;
-  // A message quoted as a string literal (a Rust panic's Debug print of a Python error, a repr):
-  // its newlines are the two characters '\' 'n'. Split there, all on this physical line, when at
-  // least two of them start a message line (a capital, a space, a digit): a Windows path's "\nvidia"
-  // does not.
+  // A message quoted as a string literal: its lines, all on this one physical line.
   size_t split_lines = 0;  // window lines the split added beyond the one physical line
-  if (!from_json && lines[0].find("\\n") != std::string::npos && any_format_triggered(lines[0])) {
-    std::vector<std::string> parts;
-    size_t from = 0;
-    for (size_t at = lines[0].find("\\n"); at != std::string::npos; at = lines[0].find("\\n", at + 2)) {
-      const char next = at + 2 < lines[0].size() ? lines[0][at + 2] : ' ';
-      if (!(std::isupper(static_cast<unsigned char>(next)) || std::isdigit(static_cast<unsigned char>(next)) || next == ' ')) {
-        continue;
-      }
-      parts.push_back(lines[0].substr(from, at - from));
-      from = at + 2;
-    }
-    if (parts.size() >= 2) {
-      parts.push_back(lines[0].substr(from));
-      // A quoted traceback puts the message after its frames: the window starts at the part that
-      // holds a message (the frames before it are context, not this message's lines).
-      const auto message = std::find_if(parts.begin(), parts.end(), [](const std::string& part) { return any_format_triggered(part); });
-      if (message != parts.end()) parts.erase(parts.begin(), message);
+  if (!from_json) {
+    std::vector<std::string> parts = split_escaped_newlines(lines[0]);
+    if (!parts.empty()) {
       lines.erase(lines.begin());
       lines.insert(lines.begin(), parts.begin(), parts.end());
       line_numbers.insert(line_numbers.begin(), parts.size() - 1, line_numbers.front());
       prefix_programs.insert(prefix_programs.begin(), parts.size() - 1, prefix_programs.front());
-      split_lines = parts.empty() ? 0 : parts.size() - 1;
+      split_lines = parts.size() - 1;
     }
   }
   // The source line Python echoes under a traceback frame (`File "...", line N, in f` then the
@@ -868,18 +890,9 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       // A second line that a format reads as a message of its own is the next message, not the
       // rest of this one (llama.cpp's "failed to allocate compute buffers", then
       // "ggml_backend_cuda_...: allocating 9866.00 MiB on device 1: cudaMalloc failed").
-      if (run < 3 && !trigger_made_whole && any_format_triggered(lines[1])) {
-        const MessageWindow next = MessageWindow::from_lines(std::vector<std::string>(lines.begin() + 1, lines.end()));
-        bool own_message = false;
-        for (const MessageFormat& format : message_formats()) {
-          const bool triggered = std::any_of(format.triggers.begin(), format.triggers.end(),
-                                             [&](const std::string& t) { return next.first_line_holds(t); });
-          if (triggered && format.match(next)) {
-            own_message = true;
-            break;
-          }
-        }
-        if (own_message) break;
+      if (run < 3 && !trigger_made_whole && any_format_triggered(lines[1]) &&
+          reads_as_message(std::vector<std::string>(lines.begin() + 1, lines.end()))) {
+        break;
       }
       lines = std::move(glued);
       end_numbers.erase(end_numbers.begin(), end_numbers.begin() + static_cast<std::ptrdiff_t>(run - 1));

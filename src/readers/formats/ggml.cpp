@@ -124,9 +124,7 @@ std::optional<FormatMatch> match_cpu_buffer(const MessageWindow& w) {
   static const RE2 re(R"((?:cpu_buffer_type_alloc_buffer: failed to allocate buffer|failed to allocate CPU buffer) of size (\d+))");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
-  FormatMatch m;
-  m.event.framework = "llama.cpp";
-  m.event.format = "ggml_cpu_buffer";
+  FormatMatch m = new_match("llama.cpp", "ggml_cpu_buffer");
   m.event.set_field("memory_kind", std::string("host"));
   set_printed_size(m.event, "requested", std::string((*g)[1]) + " bytes");
   if (w.lines.size() > 1) {
@@ -141,9 +139,7 @@ std::optional<FormatMatch> match_ollama_system_memory(const MessageWindow& w) {
   static const RE2 re("requires more system memory \\((" + kSize + ")\\) than is available \\((" + kSize + ")\\)");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
-  FormatMatch m;
-  m.event.framework = "ollama";
-  m.event.format = "ollama_system_memory";
+  FormatMatch m = new_match("ollama", "ollama_system_memory");
   m.event.set_field("memory_kind", std::string("host"));
   set_printed_size(m.event, "requested", (*g)[1], LabelMeaning::kBinary);
   set_printed_size(m.event, "free", (*g)[2], LabelMeaning::kBinary);

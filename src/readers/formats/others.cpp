@@ -26,9 +26,7 @@ std::optional<FormatMatch> match_onnxruntime_arena(const MessageWindow& w) {
   static const RE2 re(R"(Failed to allocate memory for requested buffer of size (\d+))");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
-  FormatMatch m;
-  m.event.framework = "onnxruntime";
-  m.event.format = "onnxruntime_arena";
+  FormatMatch m = new_match("onnxruntime", "onnxruntime_arena");
   // A size no 64-bit count holds is left out; one that is held but no device's is kept (diagnosis
   // calls it what it is).
   set_printed_size(m.event, "requested", std::string((*g)[1]) + " bytes");
@@ -41,9 +39,7 @@ std::optional<FormatMatch> match_tgi_warmup(const MessageWindow& w) {
   static const RE2 re(R"(Not enough memory to handle (\d+) prefill tokens)");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
-  FormatMatch m;
-  m.event.framework = "tgi";
-  m.event.format = "tgi_warmup_prefill";
+  FormatMatch m = new_match("tgi", "tgi_warmup_prefill");
   if (auto n = parse_decimal<int64_t>((*g)[1])) m.event.set_field("prefill_tokens", *n);
   return m;
 }
