@@ -31,16 +31,22 @@ struct VllmContext {
   std::optional<int64_t> kv_cache_tokens;
 };
 
-// TensorFlow's BFC pool as its allocator dump totals it ("Sum Total of in-use chunks", memory_limit_).
+// TensorFlow's BFC pool as its allocator dump totals it ("Sum Total of in-use chunks" or the Stats
+// block's InUse, memory_limit_ or Limit; the regions it grew to and its largest free block when printed).
 struct BfcPool {
   uint64_t in_use = 0, limit = 0;
+  std::optional<uint64_t> region_allocated, largest_free_block;
   bool full() const { return in_use * 10 >= limit * 9; }   // 90% or more of the limit
+  // The pool stopped growing well short of its limit: the driver refused the next region.
+  bool could_not_grow() const { return region_allocated && *region_allocated * 10 < limit * 9; }
 };
 std::optional<BfcPool> bfc_pool(const OomEvent& e) {
   auto in_use = e.bytes("in_use_chunks");
   auto limit = e.int_field("memory_limit_bytes");
   if (!in_use || !limit || *limit <= 0) return std::nullopt;
-  return BfcPool{*in_use, static_cast<uint64_t>(*limit)};
+  BfcPool pool{*in_use, static_cast<uint64_t>(*limit), std::nullopt, e.bytes("largest_free_block")};
+  if (auto region = e.int_field("region_allocated_bytes"); region && *region > 0) pool.region_allocated = *region;
+  return pool;
 }
 
 // A server setting in use when `event` was printed: the last value of notice `kind` the log stated
@@ -1141,7 +1147,10 @@ void add_tf_activation_fixes(Diagnosis& d, const OomEvent& e, const MemoryBreakd
     }
   }
   d.fixes.push_back(make_fix("smaller_input", batch_detail));
-  if (e.field("hint")) d.fixes.push_back(make_fix("tf_async_allocator", "TensorFlow suggests it against BFC fragmentation."));
+  const bool has_async_fix = std::any_of(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return f.id == "tf_async_allocator"; });
+  if (e.field("hint") && !has_async_fix) {
+    d.fixes.push_back(make_fix("tf_async_allocator", "TensorFlow suggests it against BFC fragmentation."));
+  }
   d.fixes.push_back(make_fix("mixed_precision", "A 16-bit compute policy halves activations.",
                              "tf.keras.mixed_precision.set_global_policy('mixed_bfloat16')  # 'mixed_float16' on GPUs "
                              "before Ampere (Keras adds loss scaling)"));
@@ -1365,16 +1374,30 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   } else if (e.framework == "tensorflow") {
     d.cause = "capacity_exhausted";
     // The allocator dump's totals, when the warning before the error carried them.
-    if (const auto pool = bfc_pool(e)) {
+    const auto pool = bfc_pool(e);
+    if (pool) {
       d.evidence.push_back(fmt::format("The BFC allocator used {} of its {} limit ({}) when the request came.",
                                        format_bytes(pool->in_use), format_bytes(pool->limit), pct(pool->in_use, pool->limit)));
-      d.capacity_title =
-          pool->full()
-              ? fmt::format("TensorFlow's allocator pool was full ({} of its {} limit in use)", format_bytes(pool->in_use),
-                            format_bytes(pool->limit))
-              : fmt::format("TensorFlow's allocator could not provide the request with {} of its {} limit in use "
-                            "(fragmented, or the pool could not grow: another process may hold the card)",
-                            format_bytes(pool->in_use), format_bytes(pool->limit));
+      if (pool->full()) {
+        d.capacity_title = fmt::format("TensorFlow's allocator pool was full ({} of its {} limit in use)",
+                                       format_bytes(pool->in_use), format_bytes(pool->limit));
+      } else if (pool->could_not_grow()) {
+        d.capacity_title = fmt::format("TensorFlow's allocator pool could grow only to {} of its {} limit: the driver "
+                                       "refused more (another process may hold the card)",
+                                       format_bytes(*pool->region_allocated), format_bytes(pool->limit));
+      } else if (pool->largest_free_block && m.requested && *pool->largest_free_block < *m.requested) {
+        // The pool has grown to its limit and much of it is free, but in pieces none of which fits.
+        d.cause = "fragmentation";
+        d.evidence.push_back(fmt::format("{} of the pool is free, but its largest free block is {}, smaller than the {} "
+                                         "request: the pool is fragmented.", format_bytes(pool->limit - pool->in_use),
+                                         format_bytes(*pool->largest_free_block), format_bytes(*m.requested)));
+        d.fixes.push_back(make_fix("tf_async_allocator", "CUDA's own asynchronous allocator does not fragment a fixed pool "
+                                                         "as BFC does."));
+      } else {
+        d.capacity_title = fmt::format("TensorFlow's allocator could not provide the request with {} of its {} limit in "
+                                       "use (fragmented, or the pool could not grow: another process may hold the card)",
+                                       format_bytes(pool->in_use), format_bytes(pool->limit));
+      }
     }
     if (auto shape = e.field("shape")) {
       (void)shape;

@@ -259,7 +259,12 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
   // "--port 8111--gpu-memory-utilization 0.95": a missing space glues a flag onto the value before
   // it. vLLM's argparse then refuses the value (or takes it whole, losing the flag); either way the
   // memory flag is not what vLLM reads.
-  if (value && config.launcher != "LLM(...)") {
+  // Flags whose values are names or paths ("--served-model-name my--max-model-len") are left out:
+  // a double dash is plausible there.
+  static const std::set<std::string> free_text = {"served-model-name", "tokenizer", "revision", "tokenizer-revision",
+                                                  "code-revision", "download-dir", "chat-template", "api-key",
+                                                  "root-path", "ssl-keyfile", "ssl-certfile", "lora-modules"};
+  if (value && config.launcher != "LLM(...)" && !free_text.count(name)) {
     const size_t dashes = value->find("--");
     if (dashes != std::string::npos && dashes > 0) {
       std::string glued = value->substr(dashes + 2);

@@ -9,29 +9,14 @@
 #include "analyses/diagnose.h"
 #include "analyses/explain.h"
 #include "core/units.h"
-#include "support/test_support.h"
+#include "support/explain_support.h"
 
 namespace oomdoc {
 namespace {
 
-ExplainReport explain_fixture(const std::string& fixture) {
-  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/" + fixture)));
-  scan.input = fixture;
-  ExplainReport report;
-  add_to_report(report, scan);
-  return report;
-}
-
-ExplainedEvent only_event(const ExplainReport& report) {
-  EXPECT_EQ(report.events.size(), 1u);
-  return report.events.empty() ? ExplainedEvent{} : report.events.front();
-}
-
-std::vector<std::string> fix_ids(const Diagnosis& d) {
-  std::vector<std::string> ids;
-  for (const auto& f : d.fixes) ids.push_back(f.id);
-  return ids;
-}
+using testing::explain_fixture;
+using testing::fix_ids;
+using testing::only_event;
 
 bool no_training_recipe(const Diagnosis& d) {
   return std::none_of(d.fixes.begin(), d.fixes.end(), [](const Fix& f) {

@@ -7,36 +7,16 @@
 
 #include "analyses/diagnose.h"
 #include "analyses/explain.h"
-#include "support/test_support.h"
+#include "support/explain_support.h"
 
 namespace oomdoc {
 namespace {
 
+using testing::fix;
+using testing::fix_ids;
+
 ExplainedEvent first_error(const std::string& fixture) {
-  ScanResult scan = scan_text(testing::read_file(testing::fixture_path("explain/real/" + fixture)));
-  scan.input = fixture;
-  ExplainReport report;
-  add_to_report(report, scan);
-  for (const auto& e : report.events) {
-    if (e.event.is_error) return e;
-  }
-  ADD_FAILURE() << "no error event in " << fixture;
-  return {};
-}
-
-std::vector<std::string> fix_ids(const Diagnosis& d) {
-  std::vector<std::string> ids;
-  for (const auto& f : d.fixes) ids.push_back(f.id);
-  return ids;
-}
-
-const Fix& fix(const Diagnosis& d, const std::string& id) {
-  for (const auto& f : d.fixes) {
-    if (f.id == id) return f;
-  }
-  static const Fix none;
-  ADD_FAILURE() << "no fix " << id;
-  return none;
+  return testing::first_error_event(testing::explain_fixture(fixture));
 }
 
 // No fix of a non-training program may be written as a training recipe.

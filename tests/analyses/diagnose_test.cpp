@@ -23,19 +23,8 @@ Diagnosis first_error(const std::string& text) {
   return {};
 }
 
-bool has_fix(const Diagnosis& d, const std::string& id) {
-  for (const auto& f : d.fixes) {
-    if (f.id == id) return true;
-  }
-  return false;
-}
-
-const Fix* fix(const Diagnosis& d, const std::string& id) {
-  for (const auto& f : d.fixes) {
-    if (f.id == id) return &f;
-  }
-  return nullptr;
-}
+using testing::find_fix;
+using testing::has_fix;
 
 std::string new_format(const std::string& req, const std::string& total, const std::string& free,
                        const std::string& process_part, const std::string& alloc, const std::string& unalloc) {
@@ -55,7 +44,7 @@ TEST(Diagnose, CloseToTheLimitGivesTheShortfall) {
                                        "Including non-PyTorch memory, this process has 23.30 GiB memory in use. ",
                                        "22.80 GiB", "100.00 MiB"));
   EXPECT_EQ(d.cause, "capacity_exhausted");
-  const Fix* batch = fix(d, "smaller_batch");
+  const Fix* batch = find_fix(d, "smaller_batch");
   ASSERT_NE(batch, nullptr);
   EXPECT_NE(batch->detail.find("must drop by at least 824.00 MiB"), std::string::npos) << batch->detail;
   // Cheapest first: the batch comes before checkpointing, which comes before a bigger GPU.
@@ -280,7 +269,7 @@ TEST(Diagnose, Fp32HiddenStatesWarningSuggestsBf16Norms) {
   ASSERT_EQ(r.events.size(), 1u);
   const Diagnosis& d = r.events[0].diagnosis;
   EXPECT_NE(std::find(d.secondary_causes.begin(), d.secondary_causes.end(), "fp32_hidden_states"), d.secondary_causes.end());
-  const Fix* f = fix(d, "bf16_hidden_states");
+  const Fix* f = find_fix(d, "bf16_hidden_states");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(std::find_if(d.evidence.begin(), d.evidence.end(),
                          [](const std::string& s) { return s.rfind("Line 2: transformers warns", 0) == 0; }),
@@ -317,10 +306,10 @@ TEST(Diagnose, VllmMaxModelLenFromTheKvTokens) {
       "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV "
       "cache (20480). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n");
   EXPECT_EQ(d.cause, "kv_cache_insufficient");
-  const Fix* len = fix(d, "vllm_max_model_len");
+  const Fix* len = find_fix(d, "vllm_max_model_len");
   ASSERT_NE(len, nullptr);
   EXPECT_EQ(len->snippet, "--max-model-len 20480");
-  const Fix* fp8 = fix(d, "vllm_kv_cache_dtype");
+  const Fix* fp8 = find_fix(d, "vllm_kv_cache_dtype");
   ASSERT_NE(fp8, nullptr);
   EXPECT_NE(fp8->detail.find("about 40960 tokens, enough for 32768"), std::string::npos) << fp8->detail;
 }
@@ -332,7 +321,7 @@ TEST(Diagnose, VllmUtilizationComputedFromTheLoggedBudget) {
       "2.99GiB; the rest of the memory reserved for KV Cache is 2.89GiB.\n"
       "ValueError: The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV "
       "cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n");
-  const Fix* util = fix(d, "vllm_gpu_memory_utilization");
+  const Fix* util = find_fix(d, "vllm_gpu_memory_utilization");
   ASSERT_NE(util, nullptr);
   // 2.89 GiB for 23648 tokens -> 5352 more tokens need 0.654 GiB: 0.90 + 0.654/23.58 = 0.928 -> 0.93.
   EXPECT_EQ(util->snippet, "--gpu-memory-utilization 0.93");
@@ -353,7 +342,7 @@ TEST(Diagnose, VllmNegativeKvCacheIsNoKvCacheMemory) {
   EXPECT_EQ(d.evidence[2], "Maximum concurrency for 8192 tokens per request is 0.00x: not one request fits.");
   EXPECT_EQ(d.evidence[3], "Weights 7.48 GiB + non-torch 122.88 MiB + activations 1.06 GiB = 8.66 GiB of a 7.88 GiB "
                            "budget leave nothing for the KV cache.");
-  const Fix* util = fix(d, "vllm_gpu_memory_utilization");
+  const Fix* util = find_fix(d, "vllm_gpu_memory_utilization");
   ASSERT_NE(util, nullptr);
   // (8.66 + 1) GiB / 15.77 GiB = 0.6126 -> 0.62
   EXPECT_EQ(util->snippet, "--gpu-memory-utilization 0.62");
@@ -426,7 +415,7 @@ TEST(Diagnose, VllmStartupFreeMemory) {
       "ValueError: Free memory on device (30.50/79.19 GiB) on startup is less than desired GPU memory utilization (0.9, "
       "71.27 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n");
   EXPECT_EQ(d.cause, "startup_free_memory_below_budget");
-  const Fix* util = fix(d, "vllm_gpu_memory_utilization");
+  const Fix* util = find_fix(d, "vllm_gpu_memory_utilization");
   ASSERT_NE(util, nullptr);
   EXPECT_EQ(util->snippet, "--gpu-memory-utilization 0.37");  // 30.50/79.19 = 0.385 - 0.01 margin
   // Newer versions name the device (vllm-omni#276, club-3090#4); with 0.6% of the card free no
@@ -453,14 +442,14 @@ TEST(Diagnose, VllmKvCheckWithoutEstimateAndV0WithoutEagerMode) {
       "ERROR 04-05 01:12:55 [core.py:390] ValueError: To serve at least one request with the models's max seq len "
       "(1048576), (24.00 GiB KV cache is needed, which is larger than the available KV cache memory (9.97 GiB). Try "
       "increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n");
-  ASSERT_NE(fix(v1, "vllm_max_model_len"), nullptr);
-  EXPECT_EQ(fix(v1, "vllm_max_model_len")->snippet, "--max-model-len 435584");   // 1048576 x 9.97 / 24.00, in 16s
-  EXPECT_NE(fix(v1, "vllm_enforce_eager"), nullptr);
+  ASSERT_NE(find_fix(v1, "vllm_max_model_len"), nullptr);
+  EXPECT_EQ(find_fix(v1, "vllm_max_model_len")->snippet, "--max-model-len 435584");   // 1048576 x 9.97 / 24.00, in 16s
+  EXPECT_NE(find_fix(v1, "vllm_enforce_eager"), nullptr);
   Diagnosis v0 = first_error(
       "ValueError: The model's max seq len (29000) is larger than the maximum number of tokens that can be stored in KV "
       "cache (23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n");
-  EXPECT_EQ(fix(v0, "vllm_max_model_len")->snippet, "--max-model-len 23648");
-  EXPECT_EQ(fix(v0, "vllm_enforce_eager"), nullptr);
+  EXPECT_EQ(find_fix(v0, "vllm_max_model_len")->snippet, "--max-model-len 23648");
+  EXPECT_EQ(find_fix(v0, "vllm_enforce_eager"), nullptr);
 }
 
 // TensorRT-LLM's failed CUDA call (TensorRT-LLM#1556): its own runtime settings, not PyTorch's.
@@ -483,13 +472,13 @@ TEST(Diagnose, VllmSamplerWarmupHalvesMaxNumSeqs) {
       "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try lowering "
       "`max_num_seqs` or `gpu_memory_utilization` when initializing the engine.\n");
   EXPECT_EQ(d.cause, "sampler_warmup_oom");
-  EXPECT_EQ(fix(d, "vllm_max_num_seqs")->snippet, "--max-num-seqs 512");
+  EXPECT_EQ(find_fix(d, "vllm_max_num_seqs")->snippet, "--max-num-seqs 512");
   // With the utilization logged, 0.05 lower: 0.95 - 0.05 is 0.8999999999999999 in binary, still 0.90.
   Diagnosis logged = first_error(
       "INFO worker.py:1] the current vLLM instance can use total_gpu_memory (79.10GiB) x gpu_memory_utilization (0.95) = 75.14GiB\n"
       "RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests. Please try lowering "
       "`max_num_seqs` or `gpu_memory_utilization` when initializing the engine.\n");
-  EXPECT_EQ(fix(logged, "vllm_gpu_memory_utilization")->snippet, "--gpu-memory-utilization 0.90");
+  EXPECT_EQ(find_fix(logged, "vllm_gpu_memory_utilization")->snippet, "--gpu-memory-utilization 0.90");
 }
 
 TEST(Diagnose, OtherFrameworks) {
@@ -551,11 +540,7 @@ TEST(Diagnose, LlamaCppFixesFollowTheBufferThatFailed) {
 
 // ---- QA round 2: missing figures, vLLM workers, generate(), allocator settings, JAX, cuBLAS ----
 
-std::vector<std::string> fix_ids(const Diagnosis& d) {
-  std::vector<std::string> ids;
-  for (const auto& f : d.fixes) ids.push_back(f.id);
-  return ids;
-}
+using testing::fix_ids;
 
 TEST(Diagnose, MessageCutAfterTheFreeFigureIsNotMemoryOutsidePyTorch) {
   // No "this process has", no allocated figures: 44.53 GiB minus 448 KiB is unexplained, not "held
@@ -618,8 +603,8 @@ TEST(Diagnose, OomInsideAVllmWorkerGetsVllmFlagsNotTrainingArguments) {
   EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"library_workspace", "vllm_max_model_len", "vllm_max_num_seqs",
                                                   "vllm_kv_cache_dtype", "vllm_enforce_eager", "vllm_gpu_memory_utilization",
                                                   "vllm_tensor_parallel", "vllm_quantized_weights"}));
-  EXPECT_EQ(fix(d, "vllm_gpu_memory_utilization")->snippet, "--gpu-memory-utilization 0.87  # 0.85 with a vLLM before v0.21");
-  EXPECT_EQ(fix(d, "library_workspace")->snippet,
+  EXPECT_EQ(find_fix(d, "vllm_gpu_memory_utilization")->snippet, "--gpu-memory-utilization 0.87  # 0.85 with a vLLM before v0.21");
+  EXPECT_EQ(find_fix(d, "library_workspace")->snippet,
             "export CUBLAS_WORKSPACE_CONFIG=:16:8  # in vLLM's environment: 8 x 16 KiB per handle, down from :4096:2:16:8");
   for (const auto& f : d.fixes) EXPECT_EQ(f.snippet.find("TrainingArguments"), std::string::npos) << f.id;
 }
@@ -685,14 +670,14 @@ TEST(Diagnose, AllocatorSettingFollowsTheMessagesPyTorchAndDevice) {
       "allocated; 500.00 MiB free; 22.00 GiB reserved in total by PyTorch)\n");
   EXPECT_EQ(old.cause, "fragmentation");
   EXPECT_FALSE(has_fix(old, "expandable_segments"));
-  ASSERT_NE(fix(old, "max_split_size"), nullptr);
-  EXPECT_EQ(fix(old, "max_split_size")->snippet.rfind("export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128", 0), 0u);
+  ASSERT_NE(find_fix(old, "max_split_size"), nullptr);
+  EXPECT_EQ(find_fix(old, "max_split_size")->snippet.rfind("export PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:128", 0), 0u);
   // Ascend NPU: PYTORCH_NPU_ALLOC_CONF.
   Diagnosis npu = first_error(
       "RuntimeError: NPU out of memory. Tried to allocate 5.03 GiB (NPU 3; 60.96 GiB total capacity; 49.47 GiB already "
       "allocated; 49.47 GiB current active; 1.32 GiB free; 57.55 GiB reserved in total by PyTorch)\n");
-  ASSERT_NE(fix(npu, "expandable_segments"), nullptr);
-  const std::string& snippet = fix(npu, "expandable_segments")->snippet;
+  ASSERT_NE(find_fix(npu, "expandable_segments"), nullptr);
+  const std::string& snippet = find_fix(npu, "expandable_segments")->snippet;
   EXPECT_EQ(snippet.rfind("export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True", 0), 0u);
   EXPECT_EQ(snippet.find("PYTORCH_CUDA_ALLOC_CONF="), std::string::npos);
   // 2.x form: expandable_segments under both variable names.
@@ -708,28 +693,28 @@ TEST(Diagnose, AmdAndIntelGetTheirOwnTools) {
       "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 3.31 GiB. GPU 0 has a total capacity of 128.00 GiB "
       "of which 780.24 MiB is free. Of the allocated memory 57.70 GiB is allocated by PyTorch, and 75.82 MiB is "
       "reserved by PyTorch but unallocated.\n");
-  ASSERT_NE(fix(hip, "end_other_processes"), nullptr);
-  EXPECT_EQ(fix(hip, "end_other_processes")->snippet, "rocm-smi --showpids  # or amd-smi process; then kill <pid>");
-  EXPECT_EQ(fix(hip, "end_other_processes")->detail.find("nvidia-smi"), std::string::npos);
+  ASSERT_NE(find_fix(hip, "end_other_processes"), nullptr);
+  EXPECT_EQ(find_fix(hip, "end_other_processes")->snippet, "rocm-smi --showpids  # or amd-smi process; then kill <pid>");
+  EXPECT_EQ(find_fix(hip, "end_other_processes")->detail.find("nvidia-smi"), std::string::npos);
   Diagnosis xpu = first_error(
       "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 4.66 GiB. GPU 0 has a total capacity of 5.65 GiB "
       "of which 5.65 GiB is free. Of the allocated memory 195.50 KiB is allocated by PyTorch, and 1.81 MiB is reserved "
       "by PyTorch but unallocated.\n");
-  ASSERT_NE(fix(xpu, "check_device_and_limits"), nullptr);
-  EXPECT_EQ(fix(xpu, "check_device_and_limits")->snippet,
+  ASSERT_NE(find_fix(xpu, "check_device_and_limits"), nullptr);
+  EXPECT_EQ(find_fix(xpu, "check_device_and_limits")->snippet,
             "ZE_AFFINITY_MASK (which devices the process sees), the tensor's .device");
   // PyTorch 1.4's "cached" form: no allocator settings to set, an upgrade is the snippet.
   Diagnosis cached = first_error(
       "RuntimeError: CUDA out of memory. Tried to allocate 26.00 MiB (GPU 0; 1024.00 MiB total capacity; 435.61 MiB "
       "already allocated; 24.17 MiB free; 26.39 MiB cached)\n");
-  ASSERT_NE(fix(cached, "max_split_size"), nullptr);
-  EXPECT_EQ(fix(cached, "max_split_size")->snippet, fix_snippet("max_split_size", FixVariant::kTorch14));
+  ASSERT_NE(find_fix(cached, "max_split_size"), nullptr);
+  EXPECT_EQ(find_fix(cached, "max_split_size")->snippet, fix_snippet("max_split_size", FixVariant::kTorch14));
   for (const Fix& f : cached.fixes) {
     EXPECT_EQ(f.snippet.find("PYTORCH_CUDA_ALLOC_CONF=max_split_size"), std::string::npos) << f.id;
   }
   // Fixes without a vendor variant keep what the diagnosis wrote.
-  ASSERT_NE(fix(xpu, "smaller_input"), nullptr);
-  EXPECT_NE(fix(xpu, "smaller_input")->snippet.find("batch"), std::string::npos);
+  ASSERT_NE(find_fix(xpu, "smaller_input"), nullptr);
+  EXPECT_NE(find_fix(xpu, "smaller_input")->snippet.find("batch"), std::string::npos);
 }
 
 // Variant snippets live in the catalogue beside the default: a variant without its own snippet
@@ -749,8 +734,8 @@ TEST(Diagnose, HostMemoryAdviceFollowsTheFramework) {
   ExplainReport llama = explain_text("ggml_cuda_host_malloc: failed to allocate 1900.00 MiB of pinned memory: out of memory\n");
   ASSERT_FALSE(llama.events.empty());
   const Diagnosis& d = llama.events[0].diagnosis;
-  ASSERT_NE(fix(d, "host_memory"), nullptr);
-  EXPECT_EQ(fix(d, "host_memory")->snippet,
+  ASSERT_NE(find_fix(d, "host_memory"), nullptr);
+  EXPECT_EQ(find_fix(d, "host_memory")->snippet,
             "export GGML_CUDA_NO_PINNED=1  # skip pinned buffers; or free RAM, or a smaller -c / -b");
 }
 

@@ -50,6 +50,11 @@ TEST(VllmArgs, MemoryFlagGluedToTheValueBeforeItIsRefused) {
   // A value that only contains two dashes is a value.
   EXPECT_TRUE(parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--served-model-name", "qwen--8b"}).ok());
   EXPECT_TRUE(parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--served-model-name", "my--model"}).ok());
+  // A name or a path may hold any double dash, a flag's name included.
+  EXPECT_TRUE(parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--served-model-name", "my--max-model-len"}).ok());
+  EXPECT_TRUE(parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--download-dir", "/data/x--max-num-seqs"}).ok());
+  // A numeric flag's value with a flag glued on is still refused.
+  EXPECT_FALSE(parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--max-num-seqs", "8--max-model-len", "4096"}).ok());
 }
 
 TEST(VllmArgs, BooleanFlagBeforeTheModelDoesNotEatIt) {

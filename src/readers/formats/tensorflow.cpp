@@ -4,6 +4,8 @@
 // TensorFlow's "M"/"G"/"MiB" sizes are binary (strings::HumanReadableNumBytes).
 #include <fmt/format.h>
 
+#include <map>
+
 #include "core/text.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
@@ -162,17 +164,53 @@ std::optional<FormatMatch> match_bfc_oom(const MessageWindow& w) {
   return m;
 }
 
+// The totals at the end of the BFC allocator's dump: "Sum Total of in-use chunks: 14.52GiB", then
+// "total_region_allocated_bytes_: R memory_limit_: L ..." (the pool grows region by region up to L).
 std::optional<FormatMatch> match_bfc_stats(const MessageWindow& w) {
   static const RE2 chunks("Sum Total of in-use chunks: (" + kSize + ")");
   auto g = regex_search(chunks, w.lines[0]);
   if (!g) return std::nullopt;
-  auto m = new_match("tensorflow", "tf_bfc_stats");
+  auto m = new_match(window_is_jax(w) ? "jax" : "tensorflow", "tf_bfc_stats");
   m.event.is_error = false;
   set_printed_size(m.event, "in_use_chunks", (*g)[1], LabelMeaning::kBinary);
-  static const RE2 limit(R"(memory_limit_: (\d+))");
+  static const RE2 limit(R"((?:total_region_allocated_bytes_: (\d+) )?memory_limit_: (\d+))");
   if (auto l = regex_search(limit, w.flat); l && w.line_of(offset_in(w, (*l)[0])) <= 2) {
-    if (auto bytes = parse_decimal<int64_t>((*l)[1])) m.event.set_field("memory_limit_bytes", *bytes);
+    if (auto bytes = parse_decimal<int64_t>((*l)[1])) m.event.set_field("region_allocated_bytes", *bytes);
+    if (auto bytes = parse_decimal<int64_t>((*l)[2])) m.event.set_field("memory_limit_bytes", *bytes);
     m.lines_used = lines_through(w, (*l)[0]);
+  }
+  return m;
+}
+
+// The allocator's "Stats:" block (tsl/framework/allocator.cc, AllocatorStats::DebugString), one
+// "Name: value" per line in bytes, printed after the BFC dump and by XLA's cudaMallocAsync
+// allocator: "Limit:" (the pool's limit; 0 when it has none), "InUse:", "MaxInUse:", and in newer
+// versions "LargestFreeBlock:" (0 when not tracked).
+std::optional<FormatMatch> match_allocator_stats_block(const MessageWindow& w) {
+  static const RE2 stats(R"(\bStats:\s*(?:Limit:\s*(\d+))?\s*$)");
+  auto g = regex_search(stats, w.lines[0]);
+  if (!g) return std::nullopt;
+  static const RE2 entry(R"(^\s*(Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize|Reserved|PeakReserved|LargestFreeBlock):\s*(\d+)\s*$)");
+  std::map<std::string, uint64_t> values;
+  if (auto limit = parse_decimal<uint64_t>((*g)[1])) values["Limit"] = *limit;
+  size_t used = 1;
+  for (size_t i = 1; i < w.lines.size(); ++i) {
+    auto e = regex_search(entry, w.lines[i]);
+    if (!e) break;
+    if (auto v = parse_decimal<uint64_t>((*e)[2])) values[std::string((*e)[1])] = *v;
+    used = i + 1;
+  }
+  // Without both figures this is some other "Stats:" line.
+  if (!values.contains("Limit") || !values.contains("InUse")) return std::nullopt;
+  auto m = new_match(window_is_jax(w) ? "jax" : "tensorflow", "tf_bfc_stats");
+  m.event.is_error = false;
+  m.lines_used = used;
+  auto bytes = [&](const char* name, uint64_t v) { set_printed_size(m.event, name, std::to_string(v) + " bytes"); };
+  bytes("in_use_chunks", values["InUse"]);
+  if (values["Limit"] > 0) m.event.set_field("memory_limit_bytes", static_cast<int64_t>(values["Limit"]));
+  if (values.contains("MaxInUse")) bytes("max_in_use", values["MaxInUse"]);
+  if (values.contains("LargestFreeBlock") && values["LargestFreeBlock"] > 0) {
+    bytes("largest_free_block", values["LargestFreeBlock"]);
   }
   return m;
 }
@@ -244,6 +282,7 @@ void add_tensorflow_formats(std::vector<MessageFormat>& out) {
   out.push_back({"tf_oom_tensor", {"OOM when allocating tensor"}, match_oom_tensor});
   out.push_back({"tf_bfc_oom", {"ran out of memory trying to allocate"}, match_bfc_oom});
   out.push_back({"tf_bfc_stats", {"Sum Total of in-use chunks"}, match_bfc_stats});
+  out.push_back({"tf_bfc_stats", {"Stats:"}, match_allocator_stats_block});
   out.push_back({"tf_driver_alloc", {"failed to allocate"}, match_driver_alloc});
   out.push_back({"host_or_unified_alloc", {"failed to alloc "}, match_host_alloc});
   out.push_back({"tf_device_info", {"totalMemory:"}, match_device_info});
