@@ -28,6 +28,7 @@ constexpr KeyHelp kTextKeys[] = {
     {"objective", "sft (default); preference training as TRL runs it: dpo, ipo, orpo, simpo, cpo, reward (chosen and rejected in one batch), kto; dpo/ipo/kto keep a reference model"},
     {"kernels", "fused kernels patched into the model: none, liger (use_liger_kernel: RMSNorm, SwiGLU, RoPE and the fused linear cross-entropy), unsloth (Unsloth's kernels and fused LoRA; its offloaded checkpointing by default)"},
     {"kv_cache_dtype", "auto, fp32, bf16, fp16, fp8, int8; llama_cpp: f16, bf16, fp32, q8_0, q4_0"},
+    {"kv_cache_impl", "generation's KV cache: dynamic (transformers >= 4.36; default), legacy (transformers < 4.36: the previous step's cache lives while the next is built), static (preallocated: StaticCache, LitGPT)"},
     {"implementation", "transformers (default), litgpt, llama_cpp (GGUF weights and llama.cpp's own buffers)"},
     {"optimizer_impl", "foreach (torch >= 2.0 default), fused, for_loop (torch 1.x, adamw_hf)"},
     {"adapter_dtype", "trained weights over a frozen 16-bit base (LoRA adapters, train_freeze's blocks): fp32 (PEFT, LLaMA-Factory), model (LitGPT, torchtune)"},

@@ -78,6 +78,7 @@ struct Plan {
   bool use_lora = false;
   uint64_t batch = 1, prompt = 0, new_tokens = 0;
   double kv_bytes = 2;
+  std::string kv_cache_impl = "dynamic";
   bool training = false, inference = false;
 
   double param_bytes = 2;      // storage dtype of the (16/32-bit) weights
@@ -353,6 +354,13 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     p.kv_bytes = kv == "fp32" ? 4 : (kv == "fp8" || kv == "int8") ? 1 : (kv == "auto" ? p.act_bytes : 2);
     if (!job.kv_cache_dtype && p.task == "inference" && !m.is_encoder_only) {
       assume("kv_cache_dtype: the activation dtype (not given)");
+    }
+    // LitGPT preallocates its cache for the longest sequence (build_kv_cache); transformers grows it.
+    const bool litgpt = job.implementation.value_or("") == "litgpt";
+    p.kv_cache_impl = job.kv_cache_impl.value_or(litgpt ? "static" : "dynamic");
+    if (!job.kv_cache_impl && p.task == "inference" && p.new_tokens > 0 && !m.is_encoder_only) {
+      assume(litgpt ? "kv_cache_impl: static (LitGPT preallocates its KV cache)"
+                    : "kv_cache_impl: dynamic (transformers >= 4.36; legacy before)");
     }
   }
   // Kernels patch a transformers model: LitGPT and llama.cpp run their own modules. Where they do
@@ -1580,6 +1588,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
 
   // ---- KV cache (generation) ----
   double kv_cache = 0;
+  double kv_growth = 0;   // the previous step's cache (or one layer of it) while the next is built
   if (p.task == "inference" && !m.is_encoder_only) {
     double per_token_layer;
     if (m.attention == AttentionKind::kMultiLatent) {
@@ -1596,6 +1605,15 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       cached_layers += sliding ? std::min<double>(1, static_cast<double>(*m.sliding_window) / std::max<uint64_t>(p.seq, 1)) : 1;
     }
     kv_cache = per_token_layer * cached_layers / p.pp * p.batch * p.seq;
+    // A decoding step grows the cache by one token with torch.cat, a new tensor beside the old:
+    // DynamicCache (transformers >= 4.36) replaces one layer's at a time; the legacy tuple cache
+    // builds a whole new tuple while generate() still holds the previous step's (its
+    // model_kwargs["past_key_values"]), so at the last step both are live; a static cache is
+    // written in place.
+    if (p.new_tokens > 0 && cached_layers > 0) {
+      const double previous = kv_cache * static_cast<double>(p.seq - 1) / static_cast<double>(p.seq);
+      kv_growth = p.kv_cache_impl == "legacy" ? previous : p.kv_cache_impl == "dynamic" ? previous / cached_layers : 0;
+    }
   }
 
   // ---- sharded-parameter gather buffers (ZeRO-3 / FSDP) ----
@@ -1663,7 +1681,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   // the reduce-scatter leaves shards.
   double backward_end = base + accumulating_grad_bytes + ddp_buckets + gather + layer_working;
   double step = base + grad_bytes + step_temp;
-  double inference_peak = base + kv_cache + layer_working + logits + temporary;
+  // The cache's growth happens in decoding steps, whose working set is one token per sequence:
+  // the larger of the two moments, not their sum.
+  double inference_peak = base + kv_cache + std::max(layer_working, kv_growth) + logits + temporary;
 
   std::string phase;
   double peak;
@@ -1716,7 +1736,13 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     if (phase == "optimizer_step") add_if("temporary", step_temp, "foreach AdamW sqrt(exp_avg_sq) buffer");
   } else {
     add_if("kv_cache", kv_cache, fmt::format("{} tokens x {} sequences", p.seq, p.batch));
-    add_if("activations", layer_working, "widest moment of one block in the prefill (no grad)");
+    if (kv_growth > layer_working) {
+      add_if("kv_cache_growth", kv_growth, p.kv_cache_impl == "legacy"
+                                               ? "the previous step's cache, live while the last token's is built (legacy tuple cache)"
+                                               : "one layer's previous cache while torch.cat grows it");
+    } else {
+      add_if("activations", layer_working, "widest moment of one block in the prefill (no grad)");
+    }
     add_if("logits", logits, m.score_labels ? "score head outputs" : "last position's logits, fp32");
     add_if("temporary", temporary, "largest dequantized weight");
   }
@@ -1774,6 +1800,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       all.add("logits", logits, component_detail("logits", "logits"));
     }
     all.add("kv_cache", kv_cache, component_detail("kv_cache", "KV cache"));
+    all.add("kv_cache_growth", kv_growth, component_detail("kv_cache_growth", "the cache's growth in a decoding step"));
     all.add("gathered_params", gather, "unsharded blocks");
     all.add("gradient_buckets", ddp_buckets, "DDP buckets");
     all.add("temporary", std::max(temporary, step_temp), "largest temporary");

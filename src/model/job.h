@@ -115,6 +115,10 @@ struct Job {
   std::optional<uint64_t> prompt_len;
   std::optional<uint64_t> max_new_tokens;   // 0 = prefill only
   std::optional<std::string> kv_cache_dtype;      // auto, fp32, bf16, fp16, fp8, int8; llama_cpp also q8_0, q4_0
+  // How generation keeps its KV cache: "dynamic" (transformers >= 4.36 DynamicCache: each layer's
+  // cache is replaced as it grows), "legacy" (transformers < 4.36 tuples: the previous step's
+  // whole cache lives until the forward returns), "static" (preallocated: StaticCache, LitGPT).
+  std::optional<std::string> kv_cache_impl;
   std::optional<uint64_t> prefill_chunk;    // prompt tokens per forward (llama.cpp n_ubatch); unset = whole prompt
 };
 

@@ -36,6 +36,7 @@ const std::set<std::string> kObjectives = {"sft", "dpo", "ipo", "kto", "orpo", "
 const std::set<std::string> kKvDtypes = {"auto", "fp32", "bf16", "fp16", "f16", "fp8", "int8", "q8_0", "q4_0"};
 const std::set<std::string> kImplementations = {"transformers", "litgpt", "llama_cpp"};
 const std::set<std::string> kOptimizerImpl = {"foreach", "fused", "for_loop"};
+const std::set<std::string> kKvCacheImpl = {"dynamic", "legacy", "static"};
 const std::set<std::string> kAdapterDtype = {"fp32", "model"};
 const std::set<std::string> kReferenceDtype = {"model", "bf16", "fp16", "fp32"};
 const std::set<std::string> kKbitUpcast = {"all", "norms", "none"};
@@ -141,6 +142,7 @@ Status visit_scalar_fields(Job& job, Fields& f) {
   TRY(f.count("prompt_len", job.prompt_len));
   TRY(f.count("max_new_tokens", job.max_new_tokens, /*allow_zero=*/true));
   TRY(f.text("kv_cache_dtype", job.kv_cache_dtype, &kKvDtypes));
+  TRY(f.text("kv_cache_impl", job.kv_cache_impl, &kKvCacheImpl));
   TRY(f.text("optimizer_impl", job.optimizer_impl, &kOptimizerImpl));
   TRY(f.text("adapter_dtype", job.adapter_dtype, &kAdapterDtype));
   TRY(f.count("freeze_trainable_layers", job.freeze_trainable_layers));

@@ -409,6 +409,14 @@ Result<MeasuredRecord> parse_measured_record(std::string_view line, const std::s
       note(fmt::format("transformers 4.{} (before SDPA, v4.36) -> eager attention", *minor));
     }
   }
+  // transformers' generate() kept the cache as tuples of tensors before DynamicCache (v4.36).
+  if (job.task == "inference" && !job.kv_cache_impl) {
+    auto minor = transformers_minor(out.framework, str(r, "framework_version"));
+    if (minor && *minor < 36) {
+      job.kv_cache_impl = "legacy";
+      note(fmt::format("transformers 4.{} (before DynamicCache, v4.36) -> legacy tuple KV cache", *minor));
+    }
+  }
 
   // Parallelism.
   auto gpus = count(r, "num_gpus");

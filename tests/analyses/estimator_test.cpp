@@ -98,6 +98,41 @@ TEST(Estimator, InferenceWeightsAndKvCacheExactly) {
   EXPECT_EQ(e->device_used_bytes, e->peak_reserved_bytes + cuda_context_bytes());
 }
 
+// Growing the cache in a decoding step: DynamicCache replaces one layer's cache at a time, the
+// legacy tuple cache (transformers < 4.36) holds the previous step's whole cache beside the new
+// one, a static cache grows in place.
+TEST(Estimator, KvCacheGrowthFollowsTheCacheImplementation) {
+  Job job;
+  job.task = "inference";
+  job.precision = "bf16";
+  job.batch_size = 2;
+  job.prompt_len = 100;
+  job.max_new_tokens = 28;
+  auto growth = [&](const char* impl) {
+    Job j = job;
+    if (impl) j.kv_cache_impl = impl;
+    auto e = estimate_memory(llama2_7b(), j);
+    EXPECT_TRUE(e) << e.error().message;
+    for (const auto& c : e->breakdown) {
+      if (c.name == "kv_cache_growth") return std::pair{c.bytes, *e};
+    }
+    return std::pair{uint64_t{0}, *e};
+  };
+  const uint64_t cache = 2ull * 32 * 128 * 2 * 32 * 2 * 128;   // 128 tokens x 2 sequences
+  const uint64_t previous = cache / 128 * 127;                  // the previous step: 127 tokens
+  auto [legacy, legacy_est] = growth("legacy");
+  EXPECT_EQ(legacy, previous);
+  // The growth (66.6 MB) is above the prefill's block working set (16.5 MB): it is at the peak.
+  EXPECT_EQ(component(legacy_est, "kv_cache_growth"), previous);
+  EXPECT_EQ(component(legacy_est, "activations"), std::nullopt);
+  auto [dynamic, dynamic_est] = growth(nullptr);
+  EXPECT_EQ(dynamic, previous / 32);                            // one of 32 layers
+  EXPECT_EQ(component(dynamic_est, "kv_cache_growth"), std::nullopt);
+  EXPECT_EQ(growth("static").first, 0u);
+  EXPECT_EQ(legacy_est.peak_allocated_bytes - dynamic_est.peak_allocated_bytes,
+            previous - *component(dynamic_est, "activations"));
+}
+
 TEST(Estimator, KvCacheDtypeAndGqa) {
   Job job;
   job.task = "inference";

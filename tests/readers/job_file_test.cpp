@@ -78,7 +78,7 @@ TEST(JobFile, ErrorsNameTheField) {
   expect_error("{", "job.json: invalid JSON: line 1, column 2: syntax error while parsing object key - unexpected end of input; expected string literal");
   expect_error("[]", "job.json: a job file is one JSON object");
   expect_error(R"({"modle": "x"})", "job.json: unknown key \"modle\" (keys: adapter_dtype, attention_impl, autocast, batch_size, bnb_saves_input, compile, cp, double_quant, freeze_trainable_layers, fused_backward, "
-               "gpu_layers, grad_accum_steps, gradient_checkpointing, group_size, implementation, kbit_upcast, kernels, kv_cache_dtype, lazy_module_loading, "
+               "gpu_layers, grad_accum_steps, gradient_checkpointing, group_size, implementation, kbit_upcast, kernels, kv_cache_dtype, kv_cache_impl, lazy_module_loading, "
                "lora, loss_impl, loss_upcast, max_new_tokens, micro_batch_size, model, num_gpus, objective, offload, "
                "optimizer, optimizer_impl, padding_free, parallelism, pp, precision, precompute_ref_log_probs, prefill_chunk, "
                "prompt_len, reference_dtype, seq_len, sync_each_batch, target_len, task, tp, weight_quantization, zero_grad_to_none)");
