@@ -450,6 +450,30 @@ std::vector<Candidate> checkpointing_candidates(const Job& job) {
                 [](Job& j) { j.gradient_checkpointing = "full"; })};
 }
 
+// Full fine-tuning in pure bf16: the weights, their gradients and the optimizer's states are bf16
+// and no fp32 master copy is kept (4 + 4 + 8 bytes per parameter under AdamW become 2 + 2 + 4).
+// torchtune fine-tunes this way by default (`dtype: bf16`), LLaMA-Factory with `pure_bf16`,
+// Axolotl with `bfloat16`. The cost: an update below about 1/256 of a weight (half of bf16's
+// spacing, 8 significant bits) is rounded away, which is why it comes after the steps that change
+// nothing numerically (checkpointing only costs compute).
+std::vector<Candidate> pure_bf16_candidates(const Job& job, bool bf16) {
+  if (!is_training(job) || !bf16) return {};
+  const std::string task = job.task.value_or("train_full");
+  if (task != "train_full" && task != "train_freeze") return {};
+  const std::string p = job.precision.value_or(default_training_precision(job));
+  if (p != "bf16_mixed" && p != "fp32") return {};
+  return {candidate("pure_bf16", "pure_bf16", 5,
+                    "pure bf16: weights, gradients and optimizer states in bf16, no fp32 master copy",
+                    "numerical: updates below bf16's resolution are lost (fine for most fine-tuning, torchtune's "
+                    "default; riskier for long pre-training). LLaMA-Factory: pure_bf16: true; Axolotl: bfloat16: "
+                    "true; torchtune: dtype: bf16",
+                    {{"from_pretrained", "torch_dtype", "torch.bfloat16"}, {"TrainingArguments", "bf16", "True"}},
+                    [](Job& j) {
+                      j.precision = "bf16";
+                      j.autocast = true;
+                    })};
+}
+
 // Adapters over a frozen base: the base loads in 16 bits (no fp32 master for frozen weights) and
 // the Trainer autocasts, whatever the full fine-tuning's precision was: bf16/fp16 mixed precision
 // there means fp32 weights, which LoRA's prediction must not keep silently (nor assume away).
@@ -788,6 +812,10 @@ std::vector<Candidate> model_parallel_candidates(const Job& job, const ModelSpec
       costs.push_back("8-bit AdamW has no torchtitan or Megatron-LM flag: build it in the training "
                       "script (torchao.optim.AdamW8bit)");
     }
+    if (job.precision.value_or("") == "bf16" && job.task.value_or("train_full") == "train_full") {
+      costs.push_back("pure bf16 is not what either program's bf16 setting does (both keep fp32 master weights "
+                      "and optimizer states): keep the model and the optimizer in bf16 in the training script");
+    }
     if (job.kernels.value_or("none") == "liger") {
       costs.push_back("Liger's kernels have no torchtitan or Megatron-LM flag: use liger_kernel's "
                       "LigerRMSNorm, LigerSiLUMulFunction and LigerFusedLinearCrossEntropyLoss in the "
@@ -1041,6 +1069,7 @@ struct Search {
            return out;
          }},
         {"gradient_checkpointing", checkpointing_candidates},
+        {"pure_bf16", [bf16](const Job& j) { return pure_bf16_candidates(j, bf16); }},
         {"lora", [bf16](const Job& j) {
            auto all = lora_candidates(j, bf16);
            std::vector<Candidate> lora;

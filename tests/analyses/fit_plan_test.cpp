@@ -117,7 +117,7 @@ std::vector<PlanCase> cases() {
       // Long context on GPUs without NVLink: LoRA/QLoRA (on a 16-bit base) leave one block's
       // recompute too large, so the method is kept and tensor (x pipeline) parallel splits the
       // activations.
-      {"llama31_8b_full_64k_on_8_4090", "meta-llama/Llama-3.1-8B", "4090", 8, training("train_full", 1, 65536),
+      {"llama31_8b_full_96k_on_8_4090", "meta-llama/Llama-3.1-8B", "4090", 8, training("train_full", 1, 98304),
        "tensor_pipeline_parallel"},
       // Inference on several GPUs: the model is split (TP over NVLink, PP over PCIe).
       {"llama31_70b_inference_on_4_a100_80", "meta-llama/Llama-3.1-70B", "a100-80", 4, inference(8, 4096, 512),
@@ -126,7 +126,7 @@ std::vector<PlanCase> cases() {
        "tensor_pipeline_parallel"},
       {"llama31_8b_full_128k_on_8_a100_80", "meta-llama/Llama-3.1-8B", "a100-80", 8, training("train_full", 1, 131072),
        "tensor_parallel"},
-      {"llama31_8b_full_72k_on_4_l40s", "meta-llama/Llama-3.1-8B", "l40s", 4, training("train_full", 1, 73728),
+      {"llama31_8b_full_96k_on_4_l40s", "meta-llama/Llama-3.1-8B", "l40s", 4, training("train_full", 1, 98304),
        "tensor_pipeline_parallel"},
   };
   // llama.cpp jobs: its own ladder (flash attention, q8_0 cache, smaller GGUF, context, -ngl).
@@ -240,6 +240,27 @@ TEST(FitPlan, SameMethodAlternativeKeepsFullFineTuning) {
   EXPECT_EQ(same->job->parallelism, "fsdp_full_shard");
   EXPECT_EQ(same->job->num_gpus, 16u);
   EXPECT_EQ(same->change.step, 7);
+}
+
+// Llama-3.1-8B full fine-tuning at batch 8 x 2048 on one H100: pure bf16 weights, gradients and
+// optimizer states (step 5) fit before LoRA (step 6) changes the method.
+TEST(FitPlan, PureBf16KeepsFullFineTuningBeforeLora) {
+  auto fitted = fit_on("meta-llama/Llama-3.1-8B", "h100", training("train_full", 8, 2048), 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitReport& report = fitted->report;
+  ASSERT_TRUE(report.plan.has_value());
+  const auto ids = change_ids(report);
+  EXPECT_NE(std::find(ids.begin(), ids.end(), "pure_bf16"), ids.end());
+  EXPECT_EQ(std::find(ids.begin(), ids.end(), "lora"), ids.end());
+  EXPECT_EQ(report.plan->job.task, "train_full");
+  EXPECT_EQ(report.plan->job.precision, "bf16");
+  EXPECT_EQ(needed_bytes(fitted->model, report.plan->job), report.plan->predicted.needed_bytes);
+  EXPECT_LE(report.plan->predicted.needed_bytes, report.target_bytes);
+  // Without bf16 on the card (a V100), the step is not offered.
+  auto v100 = fit_on("meta-llama/Llama-3.1-8B", "v100-32", training("train_full", 8, 2048), 1);
+  ASSERT_TRUE(v100.ok()) << v100.error().message;
+  const auto v100_ids = change_ids(v100->report);
+  EXPECT_EQ(std::find(v100_ids.begin(), v100_ids.end(), "pure_bf16"), v100_ids.end());
 }
 
 // Inference on the GPUs the user has: the split across them comes before any cut in quality or

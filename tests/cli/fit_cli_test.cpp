@@ -157,17 +157,17 @@ TEST(FitCli, UnknownConfigKeysWarnOnStdoutAndContinue) {
   EXPECT_THAT(r.out, ::testing::HasSubstr("unknown key 'my_custom_flag' ignored"));
 }
 
-// Long-context full fine-tuning on 4 PCIe cards (72k tokens: QLoRA on a 16-bit base no longer
-// fits): the plan ends with a tensor x pipeline layout,
+// Long-context full fine-tuning on 4 PCIe cards (96k tokens: QLoRA on a 16-bit base no longer
+// fits, nor pure bf16 with FSDP): the plan ends with a tensor x pipeline layout,
 // printed as torchtitan and Megatron-LM command-line flags with the interconnect and bubble costs.
 TEST(FitCli, TensorAndPipelineParallelPlanOnFourGpus) {
   const std::vector<std::string> args = {"fit", "meta-llama/Llama-3.1-8B", "--task", "train_full",
                                          "--micro-batch-size", "1", "--grad-accum-steps", "4",
-                                         "--seq-len", "73728", "--attention-impl", "flash",
+                                         "--seq-len", "98304", "--attention-impl", "flash",
                                          "--gpu", "l40s", "--gpus", "4"};
   auto text = run_cli(args);
   EXPECT_EQ(text.exit_code, 1) << text.err;
-  EXPECT_THAT(text.out, HasSubstr("4. tensor parallel 2 (with sequence parallelism) x pipeline parallel 2 "
+  EXPECT_THAT(text.out, HasSubstr("5. tensor parallel 2 (with sequence parallelism) x pipeline parallel 2 "
                                   "(1F1B) across the 4 GPUs; accumulation 4 -> 16 keeps the global batch 16"));
   EXPECT_THAT(text.out, HasSubstr("needs an NVLink-class interconnect between the 2 GPUs: NOT this one, "
                                   "expect a large slowdown; PCIe Gen4 only; no NVLink"));
