@@ -162,6 +162,19 @@ KvLayout kv_layout(const ModelSpec& model, const PipelineStage& stage, uint64_t 
   return layout;
 }
 
+void align_latent_entries_to_256_bytes(KvLayout& layout, uint64_t model_dtype_bytes) {
+  if (!layout.latent || layout.head_size == 0 || layout.dtype_bytes == 0) return;
+  const uint64_t per_256 = 256 / std::max<uint64_t>(model_dtype_bytes, 1);
+  const uint64_t padded = (layout.head_size + per_256 - 1) / per_256 * per_256;
+  if (padded == layout.head_size) return;
+  const uint64_t layers = layout.bytes_per_token / std::max<uint64_t>(layout.bytes_per_token_per_layer, 1);
+  layout.bytes_per_token_per_layer = padded * layout.dtype_bytes;
+  layout.page_bytes = layout.bytes_per_token_per_layer * layout.block_size;
+  layout.bytes_per_token = layout.bytes_per_token_per_layer * layers;
+  layout.formula += fmt::format(", each entry padded from {} to {} elements (V0's 256-byte alignment)", layout.head_size,
+                                padded);
+}
+
 KvLayout kv_layout(const ModelSpec& model, const PipelineStage& stage, uint64_t tp, uint64_t dtype_bytes,
                    uint64_t block_size) {
   return kv_layout(model, stage, tp, plain_kv_cache_storage(dtype_bytes), block_size);

@@ -62,6 +62,10 @@ struct KvLayout {
 // layers: those of one pipeline stage. tp: tensor-parallel size.
 KvLayout kv_layout(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
                    const KvCacheStorage& storage, uint64_t block_size);
+// V0's CacheEngine on CUDA pads each MLA latent entry to a multiple of 256 bytes of the model's
+// dtype (align_to_256bytes, "Primarily targets MLA as this typically only ends up having entries be
+// 128 byte aligned"; VLLM_CUDA_MEM_ALIGN_KV_CACHE, on by default): 576 elements become 640.
+void align_latent_entries_to_256_bytes(KvLayout& layout, uint64_t model_dtype_bytes);
 // The same for a plain cache of dtype_bytes per element.
 KvLayout kv_layout(const ModelSpec& model, const PipelineStage& stage, uint64_t tp,
                    uint64_t dtype_bytes, uint64_t block_size);

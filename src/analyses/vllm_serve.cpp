@@ -661,6 +661,13 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   uint64_t act_bytes = s.weights.dense_bytes;
   auto kv_storage = kv_cache_storage(s.kv_cache_dtype, s.weights.dense_bytes);
   if (!kv_storage) return kv_storage.error();
+  // V0's CacheEngine pads MLA latent entries to 256 bytes on CUDA unless VLLM_CUDA_MEM_ALIGN_KV_CACHE
+  // is off (vllm/worker/cache_engine.py, _align_cache; VllmBehavior says in which versions); V1's
+  // MLA pages are unpadded.
+  const std::string align_env = to_lower(env("VLLM_CUDA_MEM_ALIGN_KV_CACHE").value_or("1"));
+  const bool align_latent = b.mla_entries_aligned_256 && !b.v1_engine && in.target.vendor == "nvidia" &&
+                            kv_model.attention == AttentionKind::kMultiLatent && align_env != "0" &&
+                            align_env != "false";
   if (speculative) {
     SpeculativeInputs spec;
     spec.choice = *speculative;
@@ -800,6 +807,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     uint64_t graphs = in.overrides.cuda_graph_bytes.value_or(
         s.enforce_eager ? 0 : cuda_graph_bytes(model, stage, s.tensor_parallel_size, s.max_num_seqs, act_bytes));
     KvLayout layout = kv_layout(kv_model, stage, s.tensor_parallel_size, *kv_storage, s.block_size);
+    if (align_latent) align_latent_entries_to_256_bytes(layout, act_bytes);
     if (drafter_here) add_draft_kv(layout, p.speculative->kv);
     const uint64_t activation = stage.last ? sampling_activation : forward_activation;
     int64_t available;

@@ -105,6 +105,7 @@ VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string
   b.max_len_startup_check = version.at_least(0, 2, 7);
   b.mla_latent_cache = version.at_least(0, 7, 1);
   b.mla_heads_padded_to_256 = !version.at_least(0, 7, 0);
+  b.mla_entries_aligned_256 = version.at_least(0, 7, 2) && !version.at_least(0, 8, 0);
   b.pipeline_parallel = version.at_least(0, 5, 1);
   b.cpu_offload = version.at_least(0, 5, 3);
   b.chunked_prefill_takes_value = !version.at_least(0, 10, 0);

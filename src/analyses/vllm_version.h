@@ -80,6 +80,10 @@ struct VllmBehavior {
   // for Deepseek v2 and v3"), then qk_nope + qk_rope.
   bool mla_latent_cache = true;
   bool mla_heads_padded_to_256 = false;
+  // V0's CacheEngine padded each MLA latent entry to 256 bytes on CUDA (576 elements -> 640, "This
+  // increases the size of the cache by ~11%") from vllm-project/vllm#12676 (February 2025, v0.7.2)
+  // until #14842 "Get rid of mla cache alignment" (March 2025; v0.8.0 assumed). V1 never padded.
+  bool mla_entries_aligned_256 = false;
   // V1's hybrid KV cache manager (v0.10+) gives sliding-window layers their own block groups;
   // before it (and in V0), every layer is sized as full attention.
   bool hybrid_kv_groups = true;

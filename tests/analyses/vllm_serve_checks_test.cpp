@@ -487,6 +487,28 @@ TEST(VllmServeChecks, MlaCacheOnlyFromV071) {
   EXPECT_EQ(per_token("0.6.6", true), 61u * 2 * 16 * 256 * 2);        // the variable came with MLA
 }
 
+// V0 padded each MLA latent entry to 256 bytes on CUDA from v0.7.2 (vllm-project/vllm#12676: 576
+// elements -> 640) until v0.8 (#14842); VLLM_CUDA_MEM_ALIGN_KV_CACHE=0 turned it off. The log in
+// #13109 (DeepSeek-Coder-V2-Lite, 27 layers) gives 7,767 CPU blocks for 4 GiB: 27 x 16 x 1280 B each.
+TEST(VllmServeChecks, V0PadsMlaEntriesTo256Bytes) {
+  auto per_token = [](const std::string& version, const char* align, const char* kv_dtype = nullptr) {
+    std::vector<std::string> args = {"vllm", "serve", "deepseek-ai/DeepSeek-V3", "--tensor-parallel-size", "8",
+                                      "--max-model-len", "4096"};
+    if (kv_dtype) {
+      args.push_back("--kv-cache-dtype");
+      args.push_back(kv_dtype);
+    }
+    ServeInputs in = inputs(args, 141 * kGiB, version);
+    if (align) in.config.env["VLLM_CUDA_MEM_ALIGN_KV_CACHE"] = align;
+    return predict(in).kv.bytes_per_token;
+  };
+  EXPECT_EQ(per_token("0.7.1", nullptr), 61u * 576 * 2);
+  EXPECT_EQ(per_token("0.7.2", nullptr), 61u * 640 * 2);     // 78,080 B
+  EXPECT_EQ(per_token("0.7.3", "0"), 61u * 576 * 2);
+  EXPECT_EQ(per_token("0.7.3", nullptr, "fp8"), 61u * 640);  // padded in the model's dtype: 128 elements
+  EXPECT_EQ(per_token("0.8.0", nullptr), 61u * 576 * 2);
+}
+
 // vLLM checked one max_model_len request against the KV cache at startup from v0.2.7
 // (vllm-project/vllm#2163); before, it started and such a request hung.
 TEST(VllmServeChecks, MaxLenStartupCheckFromV027) {
