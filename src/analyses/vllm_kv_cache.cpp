@@ -56,11 +56,12 @@ uint64_t sliding_blocks_per_request(uint64_t window, uint64_t max_model_len, uin
 
 }  // namespace
 
-std::vector<PipelineStage> pipeline_stages(const ModelSpec& model, uint64_t pp) {
+std::vector<PipelineStage> pipeline_stages(const ModelSpec& model, uint64_t pp, const std::vector<uint64_t>& partition) {
   pp = std::max<uint64_t>(pp, 1);
   std::vector<uint64_t> sizes(pp, model.num_layers / pp);
   uint64_t remaining = model.num_layers % pp;
   for (uint64_t i = 2; i < remaining + 2 && i <= pp; ++i) sizes[pp - i] += 1;
+  if (partition.size() == pp) sizes = partition;
   std::vector<PipelineStage> stages;
   uint64_t next = 0;
   for (uint64_t i = 0; i < pp; ++i) {

@@ -26,7 +26,10 @@ struct PipelineStage {
   bool first = false;            // holds the input embedding
   bool last = false;             // holds the output head
 };
-std::vector<PipelineStage> pipeline_stages(const ModelSpec& model, uint64_t pipeline_parallel_size);
+// `partition`: the layers of each stage as VLLM_PP_LAYER_PARTITION gives them (already checked:
+// one count per stage, summing to the model's layers); empty: vLLM's even split.
+std::vector<PipelineStage> pipeline_stages(const ModelSpec& model, uint64_t pipeline_parallel_size,
+                                           const std::vector<uint64_t>& partition = {});
 
 // A --kv-cache-dtype resolved against the model's dtype: how one token of one KV head is stored.
 struct KvCacheStorage {

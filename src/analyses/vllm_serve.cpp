@@ -223,6 +223,10 @@ ServeTarget serve_target_memory(uint64_t total_bytes) {
   return t;
 }
 
+// vLLM's own upper figure for captured CUDA graphs (V0's capture_model: "CUDA graphs can take
+// additional 1~3 GiB memory per GPU").
+constexpr uint64_t kGraphCaptureUpperBytes = 3 * kGiB;
+
 Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   const ServeConfig& c = in.config;
   // The model as vLLM loads it: a rope scaling given with --hf-overrides (or --rope-scaling)
@@ -698,7 +702,34 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
       "CUDA context {:.2f} GiB per GPU and nothing else running on it", gib(p.context_bytes)));
 
   // --- Per pipeline stage: weights, KV layout, blocks; the stage with the fewest blocks binds.
-  auto stages = pipeline_stages(model, s.pipeline_parallel_size);
+  // VLLM_PP_LAYER_PARTITION places the layers by hand (get_pp_indices in vllm/distributed/utils.py,
+  // which refuses a list of another length or sum, in these words).
+  std::vector<uint64_t> partition;
+  if (auto text = env("VLLM_PP_LAYER_PARTITION")) {
+    uint64_t sum = 0;
+    for (size_t from = 0; from <= text->size();) {
+      size_t comma = text->find(',', from);
+      if (comma == std::string::npos) comma = text->size();
+      std::string_view part = std::string_view(*text).substr(from, comma - from);
+      while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+      while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+      from = comma + 1;
+      auto n = parse_decimal<uint64_t>(part);
+      if (!n) return Error{fmt::format("VLLM_PP_LAYER_PARTITION={}: vLLM refuses it: \"Invalid partition string: {}\"", *text, *text)};
+      partition.push_back(*n);
+      sum += *n;
+    }
+    if (partition.size() != s.pipeline_parallel_size) {
+      return Error{fmt::format("VLLM_PP_LAYER_PARTITION={}: vLLM refuses it: \"len(partitions)={} does not match "
+                               "pp_size={}.\"", *text, partition.size(), s.pipeline_parallel_size)};
+    }
+    if (sum != model.num_layers) {
+      return Error{fmt::format("VLLM_PP_LAYER_PARTITION={}: vLLM refuses it: \"sum(partitions)={} does not match "
+                               "num_hidden_layers={}.\"", *text, sum, model.num_layers)};
+    }
+    p.assumptions.push_back(fmt::format("layers per pipeline stage from VLLM_PP_LAYER_PARTITION={}", *text));
+  }
+  auto stages = pipeline_stages(model, s.pipeline_parallel_size, partition);
   uint64_t offload = static_cast<uint64_t>(c.cpu_offload_gb * static_cast<double>(kGiB));
   // The rank that samples (the last stage's driver) peaks at the sampler; stages before the last
   // compute no logits, and in V0 the other ranks of a tensor-parallel group do not sample.
@@ -1034,6 +1065,13 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     } else if (in_use + p.cuda_graphs.bytes + kGiB / 4 > p.total_bytes) {
       p.warnings.push_back("CUDA graphs are captured after the KV cache is sized, and less than "
                            "0.25 GiB would be left afterwards: a capture OOM is likely");
+    } else if (in_use + kGraphCaptureUpperBytes > p.total_bytes) {
+      // The graph estimate is rough (capture sizes, MoE and compile buffers vary): below vLLM's own
+      // upper figure, say what is left rather than a plain fit.
+      p.warnings.push_back(fmt::format(
+          "CUDA graphs are captured after the KV cache is sized, with {:.2f} GiB left for them (estimated {:.2f} GiB); "
+          "vLLM warns they \"can take additional 1~3 GiB memory per GPU\": if the capture runs out of memory, use "
+          "--enforce-eager or a lower --gpu-memory-utilization", gib(p.total_bytes - in_use), gib(p.cuda_graphs.bytes)));
     }
   }
   // V1 then warms the sampler up (gpu_worker.compile_or_warm_up_model: a dummy run of max_num_seqs

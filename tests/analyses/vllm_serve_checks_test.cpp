@@ -509,6 +509,51 @@ TEST(VllmServeChecks, V0PadsMlaEntriesTo256Bytes) {
   EXPECT_EQ(per_token("0.8.0", nullptr), 61u * 576 * 2);
 }
 
+// Graphs captured after the KV cache (before v0.21) on a 24 GB card: what is left for them is under
+// vLLM's own "1~3 GiB" figure, so the fit says so (vllm-project/vllm#17469: Qwen3-30B-A3B at TP 4 on
+// A10s started only with --enforce-eager); with eager mode, or on an 80 GB card, no such warning.
+TEST(VllmServeChecks, GraphsCapturedOutsideTheBudgetWarnBelowVllmsUpperFigure) {
+  auto warned = [](uint64_t memory, bool eager) {
+    std::vector<std::string> args = {"vllm", "serve", "Qwen/Qwen3-30B-A3B", "--tensor-parallel-size", "4",
+                                     "--max-model-len", "1024", "--max-num-seqs", "1"};
+    if (eager) args.push_back("--enforce-eager");
+    const ServePrediction p = predict(inputs(args, memory, "0.8.5"));
+    EXPECT_TRUE(p.fits);
+    return std::any_of(p.warnings.begin(), p.warnings.end(), [](const std::string& w) {
+      return w.find("vLLM warns they \"can take additional 1~3 GiB memory per GPU\"") != std::string::npos;
+    });
+  };
+  EXPECT_TRUE(warned(22 * kGiB + kGiB / 2, false));
+  EXPECT_FALSE(warned(22 * kGiB + kGiB / 2, true));
+  EXPECT_FALSE(warned(80 * kGiB, false));
+}
+
+// VLLM_PP_LAYER_PARTITION places the layers by hand: the stage with more layers holds more weights
+// and a bigger page, and binds the block count; a list vLLM refuses is refused in its words.
+TEST(VllmServeChecks, PipelineLayerPartitionFromTheEnvironment) {
+  auto run = [](const char* partition) {
+    ServeInputs in = inputs({"vllm", "serve", "Qwen/Qwen3-8B", "-pp", "2", "--max-model-len", "8192"}, 24 * kGiB);
+    if (partition) in.config.env["VLLM_PP_LAYER_PARTITION"] = partition;
+    return analyze_serve(in);
+  };
+  const auto even = run(nullptr);
+  ASSERT_TRUE(even.ok());
+  EXPECT_EQ(even->prediction.kv.bytes_per_token, 2u * 18 * 8 * 128 * 2);
+  const auto uneven = run("8,28");
+  ASSERT_TRUE(uneven.ok()) << uneven.error().message;
+  EXPECT_EQ(uneven->prediction.kv.bytes_per_token, 2u * 28 * 8 * 128 * 2);   // the 28-layer stage binds
+  EXPECT_GT(uneven->prediction.weights.bytes, even->prediction.weights.bytes);
+  EXPECT_LT(uneven->prediction.capacity.tokens, even->prediction.capacity.tokens);
+  const auto wrong_sum = run("8,27");
+  ASSERT_FALSE(wrong_sum.ok());
+  EXPECT_EQ(wrong_sum.error().message, "VLLM_PP_LAYER_PARTITION=8,27: vLLM refuses it: \"sum(partitions)=35 does not "
+                                       "match num_hidden_layers=36.\"");
+  const auto wrong_count = run("36");
+  ASSERT_FALSE(wrong_count.ok());
+  EXPECT_EQ(wrong_count.error().message, "VLLM_PP_LAYER_PARTITION=36: vLLM refuses it: \"len(partitions)=1 does not "
+                                         "match pp_size=2.\"");
+}
+
 // vLLM checked one max_model_len request against the KV cache at startup from v0.2.7
 // (vllm-project/vllm#2163); before, it started and such a request hung.
 TEST(VllmServeChecks, MaxLenStartupCheckFromV027) {
