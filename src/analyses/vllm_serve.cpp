@@ -693,6 +693,10 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     p.speculative = std::move(sized.value());
   }
 
+  if (c.config_file) {
+    p.assumptions.push_back(fmt::format("settings read from --config {}; the command line's own flags override them, as "
+                                        "in vLLM", *c.config_file));
+  }
   // --- Budget: a share of the total CUDA reports, measured after the CUDA context exists.
   p.total_bytes = in.target.total_bytes;
   p.budget_bytes = static_cast<uint64_t>(static_cast<double>(p.total_bytes) * s.gpu_memory_utilization);

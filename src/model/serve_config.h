@@ -53,6 +53,7 @@ struct ServeConfig {
   std::optional<std::string> rope_scaling_override;
   std::map<std::string, std::string> env;          // VAR=VALUE words before the command
   std::optional<std::string> image_tag;            // docker image tag (vllm/vllm-openai:v0.8.5)
+  std::optional<std::string> config_file;          // --config FILE: its settings were read before the flags
 
   // vLLM flags oomdoc knows to have no effect on GPU memory (port, served name...), as given.
   std::vector<std::string> ignored;

@@ -4,10 +4,12 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <functional>
 #include <set>
 
 #include "core/text.h"
@@ -445,9 +447,84 @@ std::string describe(std::string_view dashes, const std::string& flag, const std
   return value ? fmt::format("{}{} {}", dashes, flag, *value) : std::string(dashes) + flag;
 }
 
-// Flags and one positional model from words[start...].
-Status read_flags(const std::vector<std::string>& words, size_t start, bool model_positional,
+// The flags a `--config FILE` YAML stands for, as vLLM's FlexibleArgumentParser turns it into
+// arguments (_load_config_file): `key: value` -> --key value, `key: true` -> --key (false: left
+// out), a list -> --key v1 v2, a mapping -> its JSON.
+Result<std::vector<std::string>> config_file_words(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    return Error{fmt::format("--config {}: cannot read the file; oomdoc reads it to see the settings vLLM would take "
+                             "from it (give its path on this machine)", path)};
+  } catch (const YAML::Exception& e) {
+    return Error{fmt::format("--config {}: not valid YAML (line {}, column {}: {})", path, e.mark.line + 1,
+                             e.mark.column + 1, e.msg)};
+  }
+  if (!root.IsMap()) return Error{fmt::format("--config {}: expected a mapping of vLLM arguments (key: value)", path)};
+  std::function<nlohmann::json(const YAML::Node&)> to_json = [&](const YAML::Node& n) -> nlohmann::json {
+    if (n.IsMap()) {
+      nlohmann::json j = nlohmann::json::object();
+      for (const auto& kv : n) j[kv.first.as<std::string>()] = to_json(kv.second);
+      return j;
+    }
+    if (n.IsSequence()) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& item : n) j.push_back(to_json(item));
+      return j;
+    }
+    if (n.IsNull()) return nullptr;
+    const std::string s = n.as<std::string>();
+    if (auto i = parse_decimal<int64_t>(s)) return *i;
+    if (s == "true" || s == "True") return true;
+    if (s == "false" || s == "False") return false;
+    return s;
+  };
+  std::vector<std::string> out;
+  for (const auto& kv : root) {
+    const std::string key = "--" + kv.first.as<std::string>();
+    const YAML::Node& v = kv.second;
+    if (v.IsScalar()) {
+      const std::string s = v.as<std::string>();
+      const std::string lower = to_lower(s);
+      if (lower == "true") {
+        out.push_back(key);
+      } else if (lower != "false") {
+        out.push_back(key);
+        out.push_back(s);
+      }
+    } else if (v.IsSequence()) {
+      out.push_back(key);
+      for (const auto& item : v) out.push_back(item.IsScalar() ? item.as<std::string>() : to_json(item).dump());
+    } else if (v.IsMap()) {
+      out.push_back(key);
+      out.push_back(to_json(v).dump());
+    }
+  }
+  return out;
+}
+
+// Flags and one positional model from words[start...]. A `--config FILE`'s settings come first,
+// so the command line's own flags override them, as in vLLM.
+Status read_flags(const std::vector<std::string>& input, size_t start, bool model_positional,
                   ServeConfig& config) {
+  std::vector<std::string> from_file, rest;
+  for (size_t i = start; i < input.size(); ++i) {
+    std::optional<std::string> path;
+    if (input[i] == "--config" && i + 1 < input.size()) path = input[++i];
+    else if (input[i].rfind("--config=", 0) == 0) path = input[i].substr(9);
+    if (!path) {
+      rest.push_back(input[i]);
+      continue;
+    }
+    auto words = config_file_words(*path);
+    if (!words) return words.error();
+    from_file.insert(from_file.end(), words->begin(), words->end());
+    config.config_file = *path;
+  }
+  std::vector<std::string> words = std::move(from_file);
+  words.insert(words.end(), rest.begin(), rest.end());
+  start = 0;
   std::optional<std::string> positional;
   for (size_t i = start; i < words.size(); ++i) {
     const std::string& word = words[i];

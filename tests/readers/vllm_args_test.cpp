@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 namespace oomdoc {
 namespace {
 
@@ -55,6 +57,36 @@ TEST(VllmArgs, MemoryFlagGluedToTheValueBeforeItIsRefused) {
   EXPECT_TRUE(parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--download-dir", "/data/x--max-num-seqs"}).ok());
   // A numeric flag's value with a flag glued on is still refused.
   EXPECT_FALSE(parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--max-num-seqs", "8--max-model-len", "4096"}).ok());
+}
+
+// `--config FILE` (vLLM's YAML of arguments) is read: its settings first, the command line's own
+// flags over them; true is the bare switch, false leaves it out; an unreadable or invalid file is
+// refused with the reason.
+TEST(VllmArgs, ConfigFileSettingsUnderTheCommandLine) {
+  const std::string path = ::testing::TempDir() + "vllm_config.yaml";
+  {
+    std::ofstream f(path);
+    f << "max-model-len: 16384\ngpu_memory_utilization: 0.8\nenforce-eager: true\nenable-prefix-caching: false\n"
+         "tensor-parallel-size: 2\nlimit-mm-per-prompt:\n  image: 0\n";
+  }
+  ServeConfig c = parse_ok({"vllm", "serve", "Qwen/Qwen3-8B", "--config", path, "--max-model-len", "8192"});
+  EXPECT_EQ(c.max_model_len, 8192u);                 // the command line wins
+  EXPECT_DOUBLE_EQ(*c.gpu_memory_utilization, 0.8);
+  EXPECT_TRUE(c.enforce_eager);
+  EXPECT_EQ(c.tensor_parallel_size, 2u);
+  EXPECT_EQ(c.limit_mm_per_prompt.at("image"), 0u);
+  EXPECT_EQ(c.config_file, path);
+  auto missing = parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--config=/nonexistent/v.yaml"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().message, "--config /nonexistent/v.yaml: cannot read the file; oomdoc reads it to see the "
+                                     "settings vLLM would take from it (give its path on this machine)");
+  {
+    std::ofstream f(path);
+    f << "a: [1,\n";
+  }
+  auto invalid = parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--config", path});
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_NE(invalid.error().message.find("not valid YAML (line 2"), std::string::npos) << invalid.error().message;
 }
 
 TEST(VllmArgs, BooleanFlagBeforeTheModelDoesNotEatIt) {
