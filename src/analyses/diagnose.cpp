@@ -566,10 +566,45 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
   add_training_ladder(d, e, m, operation_of(e));
 }
 
+void add_vllm_runtime_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context, bool sampler_warmup);
+
+// When in vLLM's life a PyTorch allocation failed, from the traceback: the profile run and the
+// sampler warm-up at startup (vLLM's dummy runs), or serving requests (the engine's busy loop with
+// no dummy run under it).
+enum class VllmPhase { kUnknown, kProfile, kSamplerWarmup, kServing };
+VllmPhase vllm_phase(const OomEvent& e) {
+  const std::string from_lines = e.string_field("vllm_phase").value_or("");
+  bool sampler_warmup = from_lines == "sampler_warmup", profile = false, serving = from_lines == "serving";
+  const std::vector<TracebackFrame> none;
+  for (const TracebackFrame& f : e.traceback ? e.traceback->frames : none) {
+    // gpu_model_runner._dummy_sampler_run builds `dummy_metadata` for the sampler.
+    if (f.function == "_dummy_sampler_run" || contains(f.code, "dummy_metadata")) sampler_warmup = true;
+    if (f.function == "profile_run" || f.function == "determine_available_memory" ||
+        f.function == "determine_num_available_blocks" || f.function == "_dummy_run" ||
+        f.function == "compile_or_warm_up_model" || f.function == "_initialize_kv_caches") {
+      profile = true;
+    }
+    if (f.function == "run_busy_loop" || f.function == "_process_engine_step" || f.function == "execute_model" ||
+        f.function == "step" || f.function == "engine_step" || f.function == "_continuation_prefill" ||
+        contains(f.file, "serving_chat") || contains(f.file, "serving_completion")) {
+      serving = true;
+    }
+  }
+  if (sampler_warmup) return VllmPhase::kSamplerWarmup;
+  if (profile) return VllmPhase::kProfile;
+  if (serving) return VllmPhase::kServing;
+  return VllmPhase::kUnknown;
+}
+
 // The ladder for a PyTorch allocation that failed inside a vLLM process (profiling run, CUDA-graph
 // capture, sampler, a request's activations): memory outside the KV cache ran out, so give it room
 // and shrink what uses it.
 void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context, bool graph_capture) {
+  const VllmPhase phase = graph_capture ? VllmPhase::kUnknown : vllm_phase(e);
+  if (phase == VllmPhase::kServing || phase == VllmPhase::kSamplerWarmup) {
+    add_vllm_runtime_ladder(d, e, context, phase == VllmPhase::kSamplerWarmup);
+    return;
+  }
   const VllmContext v = vllm_context(context, e);
   const bool known = v.gpu_memory_utilization && *v.gpu_memory_utilization > 0.15;
   d.fixes.push_back(make_fix(
@@ -596,6 +631,46 @@ void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context,
   }
   d.fixes.push_back(make_fix("vllm_tensor_parallel", "Each GPU holds 1/N of the weights."));
   d.fixes.push_back(make_fix("vllm_quantized_weights", "An AWQ/GPTQ/FP8 checkpoint halves or quarters the weights."));
+}
+
+// A vLLM process that ran out while serving (or in the sampler's warm-up after the KV cache took
+// its budget): the KV cache already holds gpu_memory_utilization of the card, so a shorter context or
+// an fp8 cache only gives more tokens, not room. What helps: a smaller budget (room for the
+// activations), smaller prefill chunks, fewer sequences at once; for the sampler warm-up (logits of
+// max_num_seqs rows), fewer sequences first, as vLLM's own message says ("try lowering
+// `max_num_seqs` or `gpu_memory_utilization`").
+void add_vllm_runtime_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context, bool sampler_warmup) {
+  const VllmContext v = vllm_context(context, e);
+  const bool known = v.gpu_memory_utilization && *v.gpu_memory_utilization > 0.15;
+  Fix budget = make_fix(
+      "vllm_gpu_memory_utilization",
+      fmt::format("The KV cache already took vLLM's budget{}; a budget 0.05 lower leaves that much of the card to the "
+                  "activations of the requests being served.",
+                  known ? " (" + utilization_text(*v.gpu_memory_utilization) + " of the card)" : std::string()),
+      known ? "--gpu-memory-utilization " + utilization_text(*v.gpu_memory_utilization - 0.05)
+            : fmt::format("--gpu-memory-utilization {}  # 0.05 below the value in use ({} from vLLM v0.21, {} before)",
+                          utilization_text(kVllmDefaultGpuMemoryUtilization - 0.05),
+                          utilization_text(kVllmDefaultGpuMemoryUtilization),
+                          utilization_text(kVllmDefaultGpuMemoryUtilizationBeforeV021)));
+  Fix seqs = make_fix("vllm_max_num_seqs", sampler_warmup
+                          ? "The sampler's warm-up takes the logits of max_num_seqs sequences (and their sort): fewer "
+                            "sequences shrink it directly."
+                          : "Fewer sequences at once shrink each step's activations and the sampler.");
+  Fix chunks = make_fix("vllm_max_num_batched_tokens",
+                        "The tokens scheduled in one step (a prefill chunk) bound its activations: fewer, smaller chunks.");
+  // Their order here, whatever the catalogue's general one.
+  std::vector<Fix> ladder = sampler_warmup ? std::vector<Fix>{seqs, budget} : std::vector<Fix>{budget, chunks, seqs};
+  for (Fix& f : ladder) {
+    f.cost_rank = 2;   // ahead of the catalogue's other vLLM flags, in this order (order_fixes is stable)
+    d.fixes.push_back(std::move(f));
+  }
+  d.fixes.push_back(make_fix("vllm_enforce_eager", "CUDA graphs take memory outside the KV cache (often 0.5-2 GiB)."));
+  d.fixes.push_back(make_fix("vllm_tensor_parallel", "Each GPU holds 1/N of the weights, leaving more for the rest."));
+  d.evidence.push_back(sampler_warmup
+                           ? "The traceback is vLLM's sampler warm-up (a dummy run over max_num_seqs sequences' logits), "
+                             "after the KV cache was allocated."
+                           : "The traceback is vLLM serving requests (the engine's step loop), not its startup profile: "
+                             "the KV cache already holds its budget.");
 }
 
 // text-generation-inference's own settings, cheapest first: fewer prefill tokens per batch (half

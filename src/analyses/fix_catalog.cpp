@@ -98,7 +98,7 @@ const std::vector<FixInfo>& fix_catalog() {
       {"vllm_max_model_len", "Serve a shorter context", "--max-model-len N", 4, "longest request shrinks"},
       {"vllm_kv_cache_dtype", "Store the KV cache in fp8 (about twice the tokens)",
        "--kv-cache-dtype fp8  # uncalibrated scales can cost some accuracy", 5, "small accuracy risk"},
-      {"vllm_max_num_batched_tokens", "Prefill in smaller chunks (a smaller profile run)",
+      {"vllm_max_num_batched_tokens", "Prefill in smaller chunks (fewer tokens per step, a smaller profile run)",
        "--max-num-batched-tokens N", 5, "slower time to first token"},
       {"vllm_max_num_seqs", "Run fewer sequences at once", "--max-num-seqs N", 5, "lower peak throughput"},
       {"vllm_enforce_eager", "Skip CUDA graph capture and its memory", "--enforce-eager", 6, "slower decoding"},

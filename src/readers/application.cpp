@@ -137,6 +137,23 @@ std::string detect_application(const ContextLines& above, const OomEvent& event,
   return "";
 }
 
+std::string vllm_phase_from_lines(const std::vector<std::string>& lines_above, const OomEvent& event) {
+  auto serving = [](std::string_view line) {
+    return has(line, "EngineDeadError") || has(line, "Engine loop is not running") || has(line, "serving_chat.py") ||
+           has(line, "serving_completion.py");
+  };
+  if (serving(event.message)) return "serving";
+  constexpr size_t kNear = 40;   // a traceback's frames, each with its code lines
+  const size_t first = lines_above.size() > kNear ? lines_above.size() - kNear : 0;
+  for (size_t i = lines_above.size(); i-- > first;) {
+    if (has(lines_above[i], "dummy_metadata") || has(lines_above[i], "_dummy_sampler_run")) return "sampler_warmup";
+  }
+  for (size_t i = lines_above.size(); i-- > first;) {
+    if (serving(lines_above[i])) return "serving";
+  }
+  return "";
+}
+
 std::string operation_from_lines(const std::vector<std::string>& lines_above, const OomEvent& event) {
   auto capturing = [](std::string_view line) {
     return has(line, "capture_model") || has(line, "Capturing CUDA graph") || has(line, "Capturing cudagraphs") ||

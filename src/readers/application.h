@@ -64,4 +64,10 @@ inline constexpr size_t kApplicationContextLines = 60;
 // vocabulary, readers/traceback.h). "" otherwise.
 std::string operation_from_lines(const std::vector<std::string>& lines_above, const OomEvent& event);
 
+// Where a vLLM server was when it ran out, from its own lines where the traceback does not say it:
+// "sampler_warmup" (its dummy sampler run: `sampling_metadata=dummy_metadata` among the frames' code),
+// "serving" (the engine died while serving requests: MQEngineDeadError / EngineDeadError, or the
+// OpenAI server's serving_chat/serving_completion reporting it), "" otherwise.
+std::string vllm_phase_from_lines(const std::vector<std::string>& lines_above, const OomEvent& event);
+
 }  // namespace oomdoc

@@ -946,6 +946,9 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
                                  std::vector<std::string>(prefix_programs.begin() + static_cast<long>(used), prefix_programs.end())};
         const std::string app = detect_application(above, event, after, printed_by);
         if (!app.empty()) event.set_field("application", app);
+        if (app == "vllm" || event.framework == "vllm") {
+          if (std::string phase = vllm_phase_from_lines(above.text, event); !phase.empty()) event.set_field("vllm_phase", phase);
+        }
         if (!event.traceback || event.traceback->operation.empty()) {
           if (std::string op = operation_from_lines(above.text, event); !op.empty()) event.set_field("log_operation", op);
         }

@@ -18,6 +18,21 @@ bool is_library_file(const std::string& file) {
 
 }  // namespace
 
+// `x.cuda(...)`, or `x.to(...)` whose argument is not a dtype: `.to(qdtype)` or
+// `.to(torch.float16)` casts on the same device.
+bool moves_to_device(std::string_view code) {
+  if (contains(code, ".cuda(")) return true;
+  for (size_t at = code.find(".to("); at != std::string_view::npos; at = code.find(".to(", at + 4)) {
+    const size_t close = code.find(')', at);
+    const std::string arg = to_lower(code.substr(at + 4, close == std::string_view::npos ? std::string_view::npos : close - at - 4));
+    const bool dtype = contains(arg, "dtype") || contains(arg, "torch.float") || contains(arg, "torch.bfloat") ||
+                       contains(arg, "torch.half") || contains(arg, "torch.int") || contains(arg, "torch.uint") ||
+                       contains(arg, "torch.bool") || contains(arg, "torch.long");
+    if (!dtype || contains(arg, "device") || contains(arg, "cuda")) return true;
+  }
+  return false;
+}
+
 std::string classify_operation(const std::vector<TracebackFrame>& frames) {
   // Innermost first: the nearest recognisable step wins, except that loading and evaluation
   // context anywhere in the stack explains the whole failure.
@@ -66,7 +81,7 @@ std::string classify_operation(const std::vector<TracebackFrame>& frames) {
         (f.function == "step" && contains(f.file, "optim"))) {
       return "optimizer_step";
     }
-    if (contains(f.code, ".to(") || contains(f.code, ".cuda(")) return "moving_to_device";
+    if (moves_to_device(f.code)) return "moving_to_device";
     if (f.function == "forward" || contains(f.code, "model(") || contains(f.function, "_call_impl")) return "forward";
   }
   return "";
