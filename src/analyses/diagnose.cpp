@@ -406,6 +406,12 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
     d.cause = "request_exceeds_total_capacity";
     d.evidence.push_back(fmt::format("One allocation of {} is larger than the whole card ({}).",
                                      format_bytes(requested), format_bytes(total)));
+    // Holding more than the card has at all is Windows' sysmem fallback: said whatever the cause.
+    if (const uint64_t held = m.this_process.value_or(m.pytorch_reserved.value_or(0)); held > total) {
+      d.evidence.push_back(fmt::format("This process already holds {}, more than the card's {}: the driver spilled {} "
+                                       "into shared system memory (Windows' sysmem fallback, much slower than the card).",
+                                       format_bytes(held), format_bytes(total), format_bytes(held - total)));
+    }
     d.fixes.push_back(make_fix("smaller_input",
                                fmt::format("A single {} tensor is larger than the whole {} card: find its shape "
                                            "(batch x seq x vocab for logits, image size for vision) and shrink the "
@@ -463,6 +469,16 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
     d.fixes.push_back(allocator_fix(e, fmt::format(
         "{} is reserved but unallocated, as much as the {} request: {} let it be reused.",
         format_bytes(ru), format_bytes(requested),
+        starts_with(e.format, "pytorch_old") ? "smaller cached blocks (max_split_size_mb)" : "expandable segments")));
+  } else if (m.reserved_unallocated && ru > 0 && m.requested && m.free && *m.free < requested &&
+             *m.free + ru >= requested) {
+    // Neither the free memory nor the cache alone holds the request, together they do: the cached
+    // blocks sit in segments still partly in use, which expandable segments can grow into the free
+    // memory instead of asking for a new one.
+    d.secondary_causes.push_back("fragmentation_minor");
+    d.fixes.push_back(allocator_fix(e, fmt::format(
+        "{} free plus {} reserved but unallocated would hold the {} request: {} let the cached pieces be used with "
+        "the free memory.", format_bytes(*m.free), format_bytes(ru), format_bytes(requested),
         starts_with(e.format, "pytorch_old") ? "smaller cached blocks (max_split_size_mb)" : "expandable segments")));
   }
 
@@ -734,13 +750,14 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
   // A scheduler's own record: the job went over its memory limit, whatever the node has.
   const bool scheduler_limit = report == "slurm" || report == "srun" || report == "kubernetes";
   if (scheduler_limit) {
-    d.evidence.push_back(std::string(report == "kubernetes"
-                                         ? "Kubernetes reports the container OOMKilled: it went over its memory limit "
-                                           "(resources.limits.memory) and the kernel ended it (exit code 137)."
-                                         : "Slurm reports an OOM kill in the job step: a task went over the job's memory "
-                                           "limit (--mem, --mem-per-cpu or --mem-per-gpu) and the kernel ended it in the "
-                                           "job's cgroup.") +
-                         " Host (CPU) RAM ran out under that limit, not GPU memory.");
+    const auto exit_code = e.int_field("exit_code");
+    const std::string who =
+        report == "kubernetes"
+            ? "Kubernetes reports the container OOMKilled: it went over its memory limit (resources.limits.memory) and "
+              "the kernel ended it" + (exit_code ? fmt::format(" (exit code {}).", *exit_code) : std::string("."))
+            : std::string("Slurm reports an OOM kill in the job step: a task went over the job's memory limit (--mem, "
+                          "--mem-per-cpu or --mem-per-gpu) and the kernel ended it in the job's cgroup.");
+    d.evidence.push_back(who + " Host (CPU) RAM ran out under that limit, not GPU memory.");
   } else if (kernel) {
     const std::string name = e.string_field("process_name").value_or("");
     std::string held;
@@ -1367,7 +1384,10 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     diagnose_killed(d, e, operation);
   } else if (e.format == "torch_th_host_oom" || e.format == "pytorch_cpu_allocator" || e.format == "host_or_unified_alloc" ||
              e.format == "ggml_pinned_host" || e.format == "ggml_cpu_buffer" || e.format == "ollama_system_memory" ||
-             (e.format == "tf_oom_tensor" && e.string_field("device_kind") == "CPU")) {
+             (e.format == "tf_oom_tensor" && e.string_field("device_kind") == "CPU") ||
+             // TensorFlow's pinned host pool (cuda_host_bfc, gpu_host_bfc): host RAM the GPU copies from.
+             ((e.format == "tf_oom_tensor" || e.format == "tf_bfc_oom") &&
+              e.string_field("allocator").value_or("").find("host") != std::string::npos)) {
     d.cause = "host_memory";
     d.evidence.push_back(fmt::format("Host (CPU) memory ran out{}: system RAM, not GPU memory.",
                                      m.requested ? " allocating " + format_bytes(*m.requested) : std::string()));

@@ -251,7 +251,16 @@ std::optional<FormatMatch> match_cluster_oom(const MessageWindow& w) {
   static const RE2 k8s(R"((?:\bReason:\s+|"reason":\s*")OOMKilled\b)");
   if (regex_search(k8s, line)) {
     FormatMatch m = kill_match("kubernetes", "kubernetes");
-    m.event.set_field("exit_code", int64_t{137});
+    // The exit code as the report prints it ("Exit Code: 137" below the reason, "exitCode": 137 in
+    // JSON); a killed container usually shows 137, but not always (a process that handles the
+    // signal): none is assumed.
+    static const RE2 exit_code(R"((?:\bExit Code:\s+|"exitCode":\s*)(-?\d+))");
+    for (size_t i = 0; i < std::min<size_t>(w.lines.size(), 4); ++i) {
+      if (auto c = regex_search(exit_code, w.lines[i])) {
+        if (auto n = parse_decimal<int64_t>((*c)[1])) m.event.set_field("exit_code", *n);
+        break;
+      }
+    }
     return m;
   }
   return std::nullopt;
