@@ -67,7 +67,8 @@ std::string describe_parse_error(const CLI::ParseError& e, bool top_level) {
   if (what.rfind("Could not convert: ", 0) == 0) {  // "Could not convert: --tp = abc"
     std::string rest = after("Could not convert: ");
     size_t eq = rest.find(" = ");
-    if (eq != std::string::npos) return fmt::format("{}: '{}' is not a valid value", rest.substr(0, eq), rest.substr(eq + 3));
+    // (Only numeric options fail to convert: a text option takes any word.)
+    if (eq != std::string::npos) return fmt::format("{}: '{}' is not a number", rest.substr(0, eq), rest.substr(eq + 3));
   }
   if (what.find(" required ") != std::string::npos && what.size() > 8 && what.substr(what.size() - 8) == " missing") {
     return what.substr(0, what.find(':')) + ": needs a value";  // "--gpu: 1 required TEXT missing"

@@ -1707,8 +1707,8 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     if (!cheapest && options.num_gpus <= kCounts.back()) {
       std::vector<std::string> names;
       for (const auto& [name, price] : options.prices) names.push_back(name);
-      report.notes.push_back(fmt::format("no priced GPU ({}) fits the job as given at up to 16 cards; the plan's "
-                                         "changes are the way", fmt::join(names, ", ")));
+      report.notes.push_back(fmt::format("no priced GPU ({}) fits the job as given at up to 16 cards; make it fit with "
+                                         "the plan's changes instead", fmt::join(names, ", ")));
     }
   }
 

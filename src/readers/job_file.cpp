@@ -57,6 +57,14 @@ class Reader {
     if (!v.is_string()) return error(key, "must be a string, got " + v.dump());
     std::string s = v.get<std::string>();
     if (allowed && !allowed->count(s)) {
+      // A trainer's own optimizer name: say which job values it stands for.
+      if (std::string_view(key) == "optimizer") {
+        if (auto named = trainer_optimizer(s); named && allowed->count(named->kind)) {
+          return error(key, fmt::format("\"{}\" is a training framework's name for it: give optimizer {}{} (--optimizer "
+                                        "{}{})", s, named->kind, named->impl ? " with optimizer_impl " + *named->impl : "",
+                                        named->kind, named->impl ? " --optimizer-impl " + *named->impl : ""));
+        }
+      }
       return error(key, fmt::format("\"{}\" is not one of: {}", s, join(*allowed)));
     }
     out = s;

@@ -124,14 +124,11 @@ Handler set_string(std::string Job::*field) {
 // kernels (torch's fused=True, apex FusedAdam, the NPU kernel) keep no state-sized temporary,
 // transformers' own AdamW (adamw_hf) steps parameter by parameter. Paged 32-bit AdamW keeps fp32
 // states in unified memory (the estimator's paged_adamw_32bit).
-struct OptimizerName {
-  std::string kind;
-  std::optional<std::string> impl;
-};
+}  // namespace
 
-std::optional<OptimizerName> optimizer_kind(std::string name) {
+std::optional<TrainerOptimizer> trainer_optimizer(std::string name) {
   name = to_lower(name);
-  static const std::map<std::string, OptimizerName> kNames = {
+  static const std::map<std::string, TrainerOptimizer> kNames = {
       {"adamw_torch", {"adamw", std::nullopt}}, {"adamw_torch_fused", {"adamw", "fused"}},
       {"adamw_hf", {"adamw", "for_loop"}}, {"adamw_apex_fused", {"adamw", "fused"}},
       {"adamw_torch_xla", {"adamw", std::nullopt}}, {"adamw_torch_npu_fused", {"adamw", "fused"}},
@@ -152,9 +149,11 @@ std::optional<OptimizerName> optimizer_kind(std::string name) {
   return it->second;
 }
 
+namespace {
+
 Status set_optimizer(const YAML::Node& n, std::string_view key, Reader& r) {
   if (!n.IsScalar()) return make_error(fmt::format("{}: expected an optimizer name", r.where(n, key)));
-  if (auto name = optimizer_kind(n.Scalar())) {
+  if (auto name = trainer_optimizer(n.Scalar())) {
     r.out.job.optimizer = name->kind;
     if (name->impl) r.out.job.optimizer_impl = *name->impl;
   } else {

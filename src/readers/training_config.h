@@ -44,6 +44,15 @@ Result<TrainingConfig> parse_training_config(std::string_view text,
 
 Result<TrainingConfig> read_training_config(const std::string& path);
 
+// A training framework's optimizer name (HF TrainingArguments' `optim`, Axolotl's `optimizer`:
+// adamw_torch_fused, adamw_bnb_8bit, ...) as the job's optimizer kind and, where the name fixes
+// it, its implementation (fused, for_loop); nullopt for a name none of them uses.
+struct TrainerOptimizer {
+  std::string kind;
+  std::optional<std::string> impl;
+};
+std::optional<TrainerOptimizer> trainer_optimizer(std::string name);
+
 // A config's bf16: auto on a GPU without bf16: the job's bf16 precision becomes fp16, as Axolotl
 // falls back (normalize_config: bf16 only where torch.cuda.is_bf16_supported()). Returns the note
 // to show, or nothing when the job is left as it is.

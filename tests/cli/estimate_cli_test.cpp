@@ -221,7 +221,7 @@ TEST(EstimateCli, TensorParallelMustSplitTheHeads) {
 TEST(EstimateCli, OptionErrorsAreOneLineNamingTheCommand) {
   auto r = run_cli({"estimate", "--params", "7B", "--tp", "abc"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "oomdoc estimate: --tp: 'abc' is not a valid value (see oomdoc estimate --help)\n");
+  EXPECT_EQ(r.err, "oomdoc estimate: --tp: 'abc' is not a number (see oomdoc estimate --help)\n");
   auto missing = run_cli({"estimate", "--params"});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_EQ(missing.err, "oomdoc estimate: --params: needs a value (see oomdoc estimate --help)\n");

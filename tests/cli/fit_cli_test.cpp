@@ -91,8 +91,8 @@ TEST(FitCli, PricesWithNoCardThatFitsSaySo) {
   auto doc = nlohmann::json::parse(r.out);
   const auto notes = doc["notes"].get<std::vector<std::string>>();
   EXPECT_NE(std::find(notes.begin(), notes.end(),
-                      "no priced GPU (L4 24GB, Tesla T4 16GB) fits the job as given at up to 16 cards; the plan's "
-                      "changes are the way"), notes.end()) << r.out;
+                      "no priced GPU (L4 24GB, Tesla T4 16GB) fits the job as given at up to 16 cards; make it fit "
+                      "with the plan's changes instead"), notes.end()) << r.out;
 }
 
 // The JSON document: what fit computes itself is exact; the estimator's numbers are checked for

@@ -69,6 +69,19 @@ TEST(JobFile, StackKeys) {
   EXPECT_EQ(bad.error().message, "job.json: optimizer_impl: \"apex\" is not one of: for_loop, foreach, fused");
 }
 
+// A training framework's optimizer name is refused with the job values it stands for.
+TEST(JobFile, TrainerOptimizerNamesPointToTheJobsOwn) {
+  auto fused = parse_job_json(R"({"optimizer": "adamw_torch_fused"})", "job.json");
+  ASSERT_FALSE(fused.ok());
+  EXPECT_EQ(fused.error().message, "job.json: optimizer: \"adamw_torch_fused\" is a training framework's name for it: "
+                                   "give optimizer adamw with optimizer_impl fused (--optimizer adamw --optimizer-impl "
+                                   "fused)");
+  auto bnb = parse_job_json(R"({"optimizer": "adamw_bnb_8bit"})", "job.json");
+  ASSERT_FALSE(bnb.ok());
+  EXPECT_EQ(bnb.error().message, "job.json: optimizer: \"adamw_bnb_8bit\" is a training framework's name for it: give "
+                                 "optimizer adamw_8bit (--optimizer adamw_8bit)");
+}
+
 TEST(JobFile, ErrorsNameTheField) {
   auto expect_error = [](const std::string& text, const std::string& message) {
     auto job = parse_job_json(text, "job.json");
