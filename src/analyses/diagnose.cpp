@@ -1625,10 +1625,25 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                                        "list) stay on the device.",
                                  "metrics.append(jax.device_get(m))  # host copies, not device arrays; del big arrays"));
     } else {
+    // Peak buffers of 64-bit floats (jax_enable_x64): float32 halves each of them.
+    const auto wide = e.int_field("xla_f64_peak_buffer_bytes");
+    if (wide && program && static_cast<uint64_t>(*wide) * 4 >= *program) {
+      d.evidence.push_back(fmt::format("{} of the largest buffers are 64-bit floats (f64): float32 halves them.",
+                                       format_bytes(static_cast<uint64_t>(*wide))));
+      d.fixes.push_back(make_fix("jax_float32", fmt::format("The program's f64 peak buffers ({}) take half the bytes "
+                                                            "in float32.", format_bytes(static_cast<uint64_t>(*wide)))));
+    }
     d.fixes.push_back(make_fix("xla_preallocation", "By default JAX preallocates 75% of the card and the program "
                                                     "must fit in it; a larger fraction gives it more."));
     d.fixes.push_back(make_fix("smaller_input", "Smaller per-device batch."));
-    d.fixes.push_back(make_fix("gradient_checkpointing", "jax.checkpoint (remat) recomputes activations.", "jax.checkpoint / nn.remat"));
+    // Without temporaries (no activations between ops) there is nothing for remat to recompute.
+    const auto temp = e.bytes("xla_preallocated_temp_allocation");
+    if (!temp || *temp > 0) {
+      d.fixes.push_back(make_fix("gradient_checkpointing", "jax.checkpoint (remat) recomputes activations.", "jax.checkpoint / nn.remat"));
+    } else {
+      d.evidence.push_back("The program has no temporaries: its inputs and outputs alone do not fit, so recomputing "
+                           "activations (remat) cannot help; chunk the operation or shrink its arrays.");
+    }
     }
   } else if (e.framework == "llama.cpp") {
     if (m.requested && *m.requested >= 256 * kGiB) {

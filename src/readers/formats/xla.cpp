@@ -38,6 +38,23 @@ std::optional<FormatMatch> match_oom_bytes(const MessageWindow& w) {
     }
   }
   m.lines_used = w.line_of(end - 1) + 1;
+  // "Peak buffers:" (within the window) list each buffer's "Size:" and then its "Shape:" or "Entry
+  // Parameter Subshape:" with the element type first: the bytes of 64-bit floats (f64, c128) are
+  // those that float32 would halve (JAX's jax_enable_x64).
+  static const RE2 size_re("^\\s*Size:\\s*(" + kSize + ")");
+  static const RE2 shape_re(R"(^\s*(?:Entry Parameter Subshape|Shape):\s*(f64|c128)\[)");
+  std::optional<uint64_t> size;
+  uint64_t wide = 0;
+  for (size_t i = m.lines_used; i < w.lines.size(); ++i) {
+    if (auto s = regex_search(size_re, w.lines[i])) {
+      auto q = parse_printed_size((*s)[1], LabelMeaning::kBinary);
+      size = q ? std::optional<uint64_t>(q->bytes) : std::nullopt;
+    } else if (size && regex_search(shape_re, w.lines[i])) {
+      wide += *size;
+      size.reset();
+    }
+  }
+  if (wide > 0) e.set_field("xla_f64_peak_buffer_bytes", static_cast<int64_t>(wide));
   return m;
 }
 

@@ -1,8 +1,10 @@
-// A PyTorch OOM inside a vLLM server gets the flags for where vLLM was (tests/fixtures/explain/real/
-// README.md names each thread): serving requests, the KV cache already holds the budget, so a
-// smaller budget, smaller prefill chunks and fewer sequences come first and neither a shorter
-// context nor an fp8 cache is offered; in the sampler's warm-up, fewer sequences first, as vLLM's
-// own message says. A `.to(dtype)` cast is no move to the device.
+// The seventh explain QA round (tests/fixtures/explain/real/README.md names each thread). A PyTorch
+// OOM inside a vLLM server gets the flags for where vLLM was: serving requests, the KV cache already
+// holds the budget, so a smaller budget, smaller prefill chunks and fewer sequences come first and
+// neither a shorter context nor an fp8 cache is offered; in the sampler's warm-up, fewer sequences
+// first, as vLLM's own message says. Also: a `.to(dtype)` cast is no move to the device; free plus
+// cached memory that together hold the request; sysmem fallback beside a request larger than the
+// card; Kubernetes' own exit code; TensorFlow's pinned host pool; JAX's float64 buffers.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -98,6 +100,16 @@ TEST(DiagnoseKill, TensorflowHostBfcIsHostMemory) {
       "W tensorflow/core/common_runtime/bfc_allocator.cc:273] Allocator (cuda_host_bfc) ran out of memory trying to "
       "allocate 3.72GiB.  Current allocation summary follows.\n"));
   EXPECT_EQ(x.diagnosis.cause, "host_memory");
+}
+
+// XLA's peak buffers in float64 (jax_enable_x64) and no temporaries: float32 halves them, and remat
+// has nothing to recompute.
+TEST(DiagnoseJax, Float64PeakBuffersWithoutTemporaries) {
+  const ExplainedEvent x = only_event(explain_fixture("jax_f64_peak_buffers.log"));
+  // 23.43 GiB + 23.43 GiB + 23.16 MiB as printed (the f64 buffers; each printed size read as binary).
+  EXPECT_EQ(x.event.int_field("xla_f64_peak_buffer_bytes"), 50339826892LL);
+  const auto ids = fix_ids(x.diagnosis);
+  EXPECT_EQ(ids, (std::vector<std::string>{"xla_preallocation", "jax_float32", "smaller_input"}));
 }
 
 TEST(TracebackOperation, CastIsNotAMoveToTheDevice) {
