@@ -791,6 +791,21 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
                                 "confirms it.");
   }
   if (loading) d.evidence.push_back("It was killed while the checkpoint's shards were loading.");
+  // A vLLM server: V0 pins --swap-space GiB of host RAM per GPU for its CPU KV blocks (the "# CPU
+  // blocks" it logs), on top of each worker's own process; a transformers load or DataLoader is not
+  // what it runs.
+  if (e.string_field("application") == "vllm") {
+    d.fixes.push_back(make_fix("vllm_swap_space", "vLLM's V0 engine pins --swap-space GiB (default 4) of host RAM per "
+                                                  "GPU for swapped KV blocks, the '# CPU blocks' it logs; V1 has no "
+                                                  "swap space."));
+    if (!scheduler_limit) {
+      d.fixes.push_back(make_fix("add_swap", "A short peak (loading the weights) then pages out instead of ending "
+                                             "the server."));
+    }
+    d.fixes.push_back(make_fix("more_host_memory", "vLLM's workers each hold their share of the weights in RAM while "
+                                                   "they load, plus the swap space."));
+    return;
+  }
   if (!dataloader) {
     d.fixes.push_back(make_fix("low_cpu_mem_usage",
                                loading ? "A plain load builds the model in RAM and reads the whole state dict beside it: "

@@ -102,6 +102,9 @@ const std::vector<FixInfo>& fix_catalog() {
        "--max-num-batched-tokens N", 5, "slower time to first token"},
       {"vllm_max_num_seqs", "Run fewer sequences at once", "--max-num-seqs N", 5, "lower peak throughput"},
       {"vllm_enforce_eager", "Skip CUDA graph capture and its memory", "--enforce-eager", 6, "slower decoding"},
+      {"vllm_swap_space", "Pin less host RAM for swapped KV blocks (V0)",
+       "--swap-space 1  # GiB per GPU; 0 turns swapping off (preempted requests are recomputed)", 2,
+       "preempted requests are recomputed instead of swapped back"},
       // The same for a process that is not known to be vLLM: each engine's switch.
       {"cuda_graphs", "Capture fewer CUDA graphs, or none",
        "vLLM: --enforce-eager; SGLang: --disable-cuda-graph; torch.compile: mode=\"default\" instead of \"reduce-overhead\"",

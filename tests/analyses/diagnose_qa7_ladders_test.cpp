@@ -1,4 +1,5 @@
-// The seventh explain QA round (tests/fixtures/explain/real/README.md names each thread). A PyTorch
+// The seventh explain QA round's causes and fix ladders (tests/fixtures/explain/real/README.md names
+// each thread; its new message formats are in diagnose_qa7_test.cpp). A PyTorch
 // OOM inside a vLLM server gets the flags for where vLLM was: serving requests, the KV cache already
 // holds the budget, so a smaller budget, smaller prefill chunks and fewer sequences come first and
 // neither a shorter context nor an fp8 cache is offered; in the sampler's warm-up, fewer sequences
@@ -110,6 +111,14 @@ TEST(DiagnoseJax, Float64PeakBuffersWithoutTemporaries) {
   EXPECT_EQ(x.event.int_field("xla_f64_peak_buffer_bytes"), 50339826892LL);
   const auto ids = fix_ids(x.diagnosis);
   EXPECT_EQ(ids, (std::vector<std::string>{"xla_preallocation", "jax_float32", "smaller_input"}));
+}
+
+// A vLLM server killed for host RAM right after its "# CPU blocks" line: V0's pinned swap space
+// first, none of a transformers load's or a DataLoader's fixes.
+TEST(DiagnoseKill, KilledVllmServerGetsItsSwapSpace) {
+  const ExplainedEvent x = testing::first_error_event(explain_fixture("vllm_v0_killed_after_cpu_blocks.log"));
+  EXPECT_EQ(x.diagnosis.cause, "killed_host_oom_suspected");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"vllm_swap_space", "add_swap", "more_host_memory"}));
 }
 
 TEST(TracebackOperation, CastIsNotAMoveToTheDevice) {
