@@ -801,6 +801,87 @@ void add_image_ui_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
   }
 }
 
+// PaddlePaddle (readers/formats/paddle.cpp): its message gives the request and what was available
+// (and, from 2.x, what was allocated on the GPU), not what this process holds, so the first step is
+// the one Paddle's own message asks for: whether another process uses the card. The fixes are
+// Paddle's settings.
+void diagnose_paddle(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) {
+  auto paddle_fix = [&](std::string_view id, std::string detail) {
+    d.fixes.push_back(make_fix(id, std::move(detail), std::string(fix_snippet(id, FixVariant::kPaddle))));
+  };
+  const uint64_t requested = m.requested.value_or(0);
+  const uint64_t free = m.free.value_or(0);
+  std::string shortfall;
+  if (m.requested && m.free && requested > free) {
+    shortfall = fmt::format("The request is {} with {} available: the peak must drop by at least {}. ",
+                            format_bytes(requested), format_bytes(free), format_bytes(requested - free));
+  }
+  if (e.format == "paddle_enforce_allocating") {
+    // platform/gpu_info.cc GpuMaxChunkSize: at startup Paddle sizes its first chunk as
+    // FLAGS_fraction_of_gpu_memory_to_use of the card and checks it against the free memory, before
+    // this process has allocated anything: the memory missing is held by others.
+    d.cause = "other_processes";
+    d.secondary_causes.push_back("framework_preallocation");
+    d.evidence.push_back(fmt::format(
+        "At startup Paddle reserves a share of the card (FLAGS_fraction_of_gpu_memory_to_use) before it allocates "
+        "anything: it wanted {} but only {} was available, so other processes already held the rest of the card.",
+        format_bytes(requested), format_bytes(free)));
+    d.fixes.push_back(make_fix("end_other_processes", "Another process (a second run, a notebook) holds the card."));
+    paddle_fix("check_device_and_limits", "Start on a GPU nothing else uses.");
+    d.fixes.push_back(make_fix("paddle_fraction",
+                               fmt::format("To share the card, lower the share Paddle reserves until it fits in the {} "
+                                           "available.", format_bytes(free)),
+                               "export FLAGS_fraction_of_gpu_memory_to_use=0.1  # the share of the whole card reserved at "
+                               "startup: lower than what is free"));
+    return;
+  }
+  if (auto limit = e.int_field("gpu_memory_limit_mb")) {
+    d.cause = "memory_fraction_limit";
+    d.evidence.push_back(fmt::format("FLAGS_gpu_memory_limit_mb caps Paddle at {} MiB on this card: the {} request passed "
+                                     "that cap with {} left under it.", *limit, format_bytes(requested), format_bytes(free)));
+    d.fixes.push_back(make_fix("paddle_memory_limit", "The cap, not the card, ran out: raise it if the card has room."));
+  } else if (m.requested && m.free && free >= requested + std::max<uint64_t>(64 * kMiB, requested / 10)) {
+    d.cause = "free_exceeds_request_yet_failed";
+    d.evidence.push_back(fmt::format("{} was available, more than the {} requested, yet the allocation failed.",
+                                     format_bytes(free), format_bytes(requested)));
+  } else {
+    d.cause = "capacity_exhausted";
+    d.capacity_title = m.free && free == 0 ? "the card was full (Paddle saw 0 B available)"
+                                           : "the card had less available than the request";
+    d.evidence.push_back(fmt::format("Paddle could not allocate {}{}: only {} was available{}.", format_bytes(requested),
+                                     e.device ? fmt::format(" on GPU {}", *e.device) : std::string(), format_bytes(free),
+                                     e.bytes("gpu_allocated")
+                                         ? fmt::format(", with {} allocated", format_bytes(*e.bytes("gpu_allocated")))
+                                         : std::string()));
+  }
+  d.evidence.push_back("Paddle's message does not say how much of the card this process holds: nvidia-smi shows whether "
+                       "another process (a second worker or service process on the same GPU, a stale run) holds the rest.");
+  d.fixes.push_back(make_fix("end_other_processes", "Paddle's own message asks for this first: several workers or "
+                                                    "processes started on one GPU each take their share."));
+  paddle_fix("check_device_and_limits", "Run on a GPU nothing else uses.");
+  if (const FieldValue* f = e.field("fraction_of_gpu_memory_to_use"); f && std::holds_alternative<double>(*f)) {
+    const double fraction = std::get<double>(*f);
+    // naive_best_fit's pool: Paddle 1.x suggests a larger share; at 0.95 and above none is left to give.
+    if (fraction < 0.95) {
+      const std::string higher = fmt::format("{:.2f}", std::min(0.95, std::floor(fraction * 100.0 + 1e-6) / 100.0 + 0.05));
+      d.fixes.push_back(make_fix("paddle_fraction",
+                                 fmt::format("Paddle ran with {:.2f} of the card reserved: when nothing else uses the card, "
+                                             "{} gives its pool more.", fraction, higher),
+                                 "export FLAGS_fraction_of_gpu_memory_to_use=" + higher));
+    } else {
+      d.evidence.push_back(fmt::format("FLAGS_fraction_of_gpu_memory_to_use is already {:.2f}: a larger share has "
+                                       "nothing more to give.", fraction));
+    }
+    d.fixes.push_back(make_fix("paddle_eager_delete", "Variables no later op needs are freed at once instead of "
+                                                      "staying until the scope ends."));
+  }
+  d.fixes.push_back(make_fix("paddle_auto_growth", "With several processes on one card, each reserving a share up front "
+                                                   "(naive_best_fit) leaves the others nothing; auto_growth takes only "
+                                                   "what each needs."));
+  paddle_fix("smaller_input", shortfall + "Activations scale with the batch; halve it.");
+  d.fixes.push_back(make_fix("bigger_gpu", "When one process alone needs more than the card."));
+}
+
 void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
   const VllmContext v = vllm_context(context, e);
   auto common_tail = [&](void) {
@@ -1287,6 +1368,8 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                                    operation)));
       add_training_ladder(d, e, m, operation);
     }
+  } else if (e.framework == "paddle") {
+    diagnose_paddle(d, e, m);
   } else if (e.format == "process_killed") {
     // A SIGKILL is not proof of memory unless the kernel's line says so: the evidence says how to check.
     diagnose_killed(d, e, operation);

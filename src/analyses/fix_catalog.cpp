@@ -123,6 +123,20 @@ const std::vector<FixInfo>& fix_catalog() {
        "fewer tokens cached at once"},
       {"trtllm_max_num_tokens", "Schedule fewer tokens and requests per step",
        "trtllm-serve --max_num_tokens 4096 --max_batch_size 64", 5, "lower peak throughput"},
+      // PaddlePaddle's memory flags (paddlepaddle.org.cn, guides/flags/memory_en.html): naive_best_fit
+      // reserves FLAGS_fraction_of_gpu_memory_to_use of the card up front (Paddle 1.x's default, and
+      // inference builds'); the pip package's default since 2.0 is auto_growth.
+      {"paddle_fraction", "Size the share of the card Paddle reserves up front",
+       "export FLAGS_fraction_of_gpu_memory_to_use=0.5  # naive_best_fit reserves this share at startup: lower it when "
+       "other processes share the card, raise it (below 1.0) when Paddle has the card alone", 1, "free"},
+      {"paddle_eager_delete", "Free each variable as soon as nothing needs it (Paddle 1.x)",
+       "export FLAGS_eager_delete_tensor_gb=0.0  # garbage collection of variables; negative values turn it off", 1, "free"},
+      {"paddle_auto_growth", "Let Paddle take GPU memory as it needs it, not a fixed share up front",
+       "export FLAGS_allocator_strategy=auto_growth  # the pip package's default since 2.0; naive_best_fit reserves the card",
+       2, "can fragment more"},
+      {"paddle_memory_limit", "Raise (or drop) the cap on Paddle's GPU memory",
+       "export FLAGS_gpu_memory_limit_mb=N  # the most this process may take on the card; unset: no cap", 2,
+       "free if nothing else needs the card"},
       // text-generation-inference's launcher flags (docs: "Text-generation-launcher arguments").
       {"tgi_max_batch_prefill_tokens", "Prefill fewer tokens per batch",
        "--max-batch-prefill-tokens 2048  # half the value in use (4096 was TGI 1.x's default)", 5, "slower prefill of long or many prompts"},
@@ -299,6 +313,10 @@ std::optional<std::string_view> fix_variant_snippet(std::string_view id, FixVari
       {"ggml_fewer_layers", FixVariant::kOllama,
        "/set parameter num_gpu N  # layers on the GPU; PARAMETER num_gpu N in a Modelfile, \"num_gpu\": N in the API"},
       {"ggml_smaller_quant", FixVariant::kOllama, "ollama pull <model>:<tag>-q4_K_M  # a smaller quantization of the same model"},
+      {"check_device_and_limits", FixVariant::kPaddle,
+       "CUDA_VISIBLE_DEVICES=1 python train.py  # or paddle.set_device('gpu:1'): a GPU nothing else uses"},
+      {"smaller_input", FixVariant::kPaddle,
+       "batch_size=B/2  # paddle.io.DataLoader(..., batch_size=...); PaddleOCR/PaddleDetection configs: batch_size_per_card"},
       {"quantize_model", FixVariant::kMlx, "mlx_lm.convert --hf-path <model> -q --q-bits 4  # or an mlx-community 4-bit model"},
       {"shorter_sequence", FixVariant::kMlx, "--max-kv-size N  # mlx_lm: a rotating KV cache of N tokens; or a shorter prompt"},
       // ComfyUI on AMD or Intel cards starts from main.py: the portable build's launcher is NVIDIA's.

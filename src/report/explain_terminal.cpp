@@ -16,7 +16,7 @@ std::string framework_title(const OomEvent& e) {
       {"pytorch", "PyTorch"}, {"pytorch-rocm", "PyTorch (ROCm)"}, {"pytorch-xpu", "PyTorch (XPU)"},
       {"pytorch-npu", "PyTorch (NPU)"}, {"pytorch-mps", "PyTorch (MPS)"}, {"vllm", "vLLM"},
       {"tensorflow", "TensorFlow"}, {"jax", "JAX/XLA"}, {"llama.cpp", "llama.cpp"}, {"ollama", "Ollama"}, {"mlx", "MLX"}, {"metal", "Metal"}, {"python", "Python"},
-      {"sglang", "SGLang"}, {"tgi", "text-generation-inference"}, {"onnxruntime", "ONNX Runtime"}, {"tensorrt-llm", "TensorRT-LLM"}, {"nccl", "NCCL"}, {"cuda", "CUDA"}, {"cublas", "cuBLAS"}, {"cudnn", "cuDNN"}};
+      {"sglang", "SGLang"}, {"tgi", "text-generation-inference"}, {"onnxruntime", "ONNX Runtime"}, {"tensorrt-llm", "TensorRT-LLM"}, {"paddle", "PaddlePaddle"}, {"nccl", "NCCL"}, {"cuda", "CUDA"}, {"cublas", "cuBLAS"}, {"cudnn", "cuDNN"}};
   auto it = names.find(e.framework);
   return it == names.end() ? e.framework : it->second;
 }
@@ -35,7 +35,7 @@ std::string kill_reporter(const OomEvent& e) {
 const std::vector<std::pair<const char*, const char*>>& shown_figures() {
   static const std::vector<std::pair<const char*, const char*>> shown = {
       {"requested", "requested"}, {"total", "total"}, {"free", "free"}, {"process", "this process"},
-      {"allocated", "allocated by PyTorch"}, {"reserved_total", "reserved by PyTorch"},
+      {"allocated", "allocated by PyTorch"}, {"gpu_allocated", "allocated on the GPU"}, {"reserved_total", "reserved by PyTorch"},
       {"reserved_unallocated", "reserved but unallocated"}, {"private_pools", "in CUDA-graph pools"},
       {"pytorch_limit", "allowed (memory fraction)"},
       {"mps_allocated", "MPS allocated"}, {"other_allocations", "other allocations"}, {"max_allowed", "max allowed"},

@@ -1,0 +1,118 @@
+// The seventh explain QA round (tests/fixtures/explain/real/README.md names each thread): frameworks
+// and runtimes oomdoc did not read — PaddlePaddle, MXNet, TensorRT, DirectML, the TPU runtime's HBM
+// reservation, Metal's buffer-size limit, TensorRT-LLM's executor — each with its figures in bytes
+// and fixes in its own settings.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "analyses/diagnose.h"
+#include "analyses/explain.h"
+#include "core/units.h"
+#include "support/explain_support.h"
+
+namespace oomdoc {
+namespace {
+
+using testing::explain_fixture;
+using testing::explain_text;
+using testing::fix;
+using testing::fix_ids;
+using testing::has_fix;
+using testing::only_event;
+
+bool no_training_recipe(const Diagnosis& d) {
+  return std::none_of(d.fixes.begin(), d.fixes.end(), [](const Fix& f) {
+    return f.snippet.find("per_device_train_batch_size") != std::string::npos ||
+           f.snippet.find("TrainingArguments") != std::string::npos ||
+           f.snippet.find("PYTORCH_") != std::string::npos;
+  });
+}
+
+// ---- PaddlePaddle ----
+
+// Paddle 2.x: the request, what was allocated on the GPU and what was available, in binary units
+// (HumanReadableSize divides by 1024): 98.000244MB is 102,760,704 bytes.
+TEST(DiagnoseQa7, PaddleAllocatedAndAvailableAreBinary) {
+  const ExplainedEvent x = only_event(explain_fixture("paddle_allocated_available_zero.log"));
+  EXPECT_EQ(x.event.framework, "paddle");
+  EXPECT_EQ(x.event.format, "paddle_gpu_oom");
+  EXPECT_EQ(x.event.device, 0);
+  EXPECT_EQ(x.event.bytes("requested"), 102760704u);
+  EXPECT_EQ(x.event.bytes("gpu_allocated"), 6442450944u);
+  EXPECT_EQ(x.event.bytes("free"), 0u);
+  EXPECT_EQ(x.diagnosis.cause, "capacity_exhausted");
+  EXPECT_EQ(x.diagnosis.capacity_title, "the card was full (Paddle saw 0 B available)");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "Paddle could not allocate 98.00 MiB on GPU 0: only 0 B was available, with "
+                                        "6.00 GiB allocated.");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"end_other_processes", "check_device_and_limits",
+                                                            "paddle_auto_growth", "smaller_input", "bigger_gpu"}));
+  EXPECT_EQ(fix(x.diagnosis, "check_device_and_limits").snippet,
+            "CUDA_VISIBLE_DEVICES=1 python train.py  # or paddle.set_device('gpu:1'): a GPU nothing else uses");
+  EXPECT_EQ(fix(x.diagnosis, "paddle_auto_growth").snippet,
+            "export FLAGS_allocator_strategy=auto_growth  # the pip package's default since 2.0; naive_best_fit reserves "
+            "the card");
+  EXPECT_EQ(fix(x.diagnosis, "smaller_input").detail,
+            "The request is 98.00 MiB with 0 B available: the peak must drop by at least 98.00 MiB. Activations scale "
+            "with the batch; halve it.");
+  EXPECT_TRUE(no_training_recipe(x.diagnosis));
+}
+
+// PaddleOCR's form without the allocated clause, after "Error Message Summary", then glog's stack.
+TEST(DiagnoseQa7, PaddleOcrWithoutAllocatedClause) {
+  const ExplainedEvent big = only_event(explain_fixture("paddleocr_3gb_request.log"));
+  EXPECT_EQ(big.event.format, "paddle_gpu_oom");
+  EXPECT_EQ(big.event.bytes("requested"), 3355443200u);
+  EXPECT_EQ(big.event.bytes("free"), 123469824u);
+  EXPECT_EQ(big.event.quantity("gpu_allocated"), nullptr);
+  EXPECT_EQ(big.diagnosis.cause, "capacity_exhausted");
+  EXPECT_EQ(big.diagnosis.capacity_title, "the card had less available than the request");
+
+  const ExplainedEvent small = only_event(explain_fixture("paddleocr_cuda_allocator.log"));
+  EXPECT_EQ(small.event.bytes("requested"), 26216704u);
+  EXPECT_EQ(small.event.bytes("free"), 15925248u);
+  EXPECT_EQ(small.diagnosis.fixes.at(0).id, "end_other_processes");
+}
+
+// Paddle 1.x names the share its pool reserved (0.98): raising it has nothing more to give.
+TEST(DiagnoseQa7, Paddle1xFractionFlag) {
+  const ExplainedEvent x = only_event(explain_fixture("paddle_1x_fraction_flag.log"));
+  EXPECT_EQ(x.event.bytes("requested"), 152535296u);
+  EXPECT_EQ(x.event.bytes("free"), 75825152u);
+  const FieldValue* fraction = x.event.field("fraction_of_gpu_memory_to_use");
+  ASSERT_NE(fraction, nullptr);
+  EXPECT_DOUBLE_EQ(std::get<double>(*fraction), 0.98);
+  EXPECT_FALSE(has_fix(x.diagnosis, "paddle_fraction"));
+  EXPECT_TRUE(has_fix(x.diagnosis, "paddle_eager_delete"));
+  EXPECT_EQ(x.diagnosis.evidence.at(2),
+            "FLAGS_fraction_of_gpu_memory_to_use is already 0.98: a larger share has nothing more to give.");
+  EXPECT_EQ(fix(x.diagnosis, "paddle_eager_delete").snippet,
+            "export FLAGS_eager_delete_tensor_gb=0.0  # garbage collection of variables; negative values turn it off");
+}
+
+// The same message at a share below 0.95 gets a concrete larger share.
+TEST(DiagnoseQa7, Paddle1xFractionBelowTheTopIsRaised) {
+  const ExplainedEvent x = only_event(explain_text(
+      "Out of memory error on GPU 0. Cannot allocate 145.468994MB GPU memory, available memory is 72.312500MB.\n"
+      "If no, please try to decrease the batch size of your model. Or try to set environment variable "
+      "FLAGS_fraction_of_gpu_memory_to_use to a higher value. Currently, it is 0.800000.\n"));
+  EXPECT_EQ(fix(x.diagnosis, "paddle_fraction").snippet, "export FLAGS_fraction_of_gpu_memory_to_use=0.85");
+}
+
+// The 2018 fluid check at startup, in bytes: the first chunk did not fit what was free, before this
+// process allocated anything.
+TEST(DiagnoseQa7, PaddleFluidEnforceIsOtherProcesses) {
+  const ExplainedEvent x = only_event(explain_fixture("paddle_fluid_enforce_allocating.log"));
+  EXPECT_EQ(x.event.format, "paddle_enforce_allocating");
+  EXPECT_EQ(x.event.bytes("requested"), 10513462067u);
+  EXPECT_EQ(x.event.bytes("free"), 1369702144u);
+  EXPECT_EQ(x.diagnosis.cause, "other_processes");
+  EXPECT_EQ(x.diagnosis.secondary_causes, (std::vector<std::string>{"framework_preallocation"}));
+  EXPECT_EQ(fix_ids(x.diagnosis),
+            (std::vector<std::string>{"end_other_processes", "check_device_and_limits", "paddle_fraction"}));
+  EXPECT_EQ(fix(x.diagnosis, "paddle_fraction").detail,
+            "To share the card, lower the share Paddle reserves until it fits in the 1.28 GiB available.");
+}
+
+}  // namespace
+}  // namespace oomdoc
