@@ -882,6 +882,24 @@ void diagnose_paddle(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) 
   d.fixes.push_back(make_fix("bigger_gpu", "When one process alone needs more than the card."));
 }
 
+// MXNet's pooled allocator could not get memory from cudaMalloc (no figures): who holds the card,
+// then MXNet's own memory settings, then a smaller batch.
+void diagnose_mxnet(Diagnosis& d, const OomEvent& e) {
+  d.cause = "driver_oom_no_details";
+  d.evidence.push_back(std::string("MXNet's GPU memory pool asked cudaMalloc for more memory and the driver refused") +
+                       (e.field("retried") ? ", again after the pool released its cached buffers" : "") +
+                       ": the card was full. The message gives no figures.");
+  d.fixes.push_back(make_fix("end_other_processes", "Memory other processes hold is missing from MXNet's pool."));
+  d.fixes.push_back(make_fix("mxnet_cudnn_autotune", "Autotuning runs every convolution algorithm once, some with large "
+                                                     "workspaces, at the first batch."));
+  d.fixes.push_back(make_fix("mxnet_pool_round", "The default pool reuses a cached buffer only for the exact same size."));
+  d.fixes.push_back(make_fix("mxnet_pool_reserve", "When the failure comes from a kernel launch or a cuDNN handle rather "
+                                                   "than an array, the memory outside the pool is what ran out."));
+  d.fixes.push_back(make_fix("smaller_input", "Activations scale with the batch; halve it.",
+                             std::string(fix_snippet("smaller_input", FixVariant::kMxnet))));
+  d.fixes.push_back(make_fix("bigger_gpu", "When one batch alone needs more than the card."));
+}
+
 void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
   const VllmContext v = vllm_context(context, e);
   auto common_tail = [&](void) {
@@ -1332,7 +1350,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.fixes.push_back(make_fix("nccl_buffers", "Each channel and peer gets its own buffer."));
     add_training_ladder(d, e, m, operation);
   } else if (e.format == "cuda_error_oom" || e.format == "pytorch_thc_cuda_runtime_oom" || e.format == "cuda_driver_oom" ||
-             e.format == "cuda_driver_ctx_create") {
+             e.format == "cuda_driver_ctx_create" || e.format == "cuda_malloc_failed") {
     if (e.format == "cuda_driver_ctx_create") {
       // A context is the first thing a process puts on the card: when creating it runs out of
       // memory, this process held nothing there yet, so others (or another context of this
@@ -1370,6 +1388,8 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     }
   } else if (e.framework == "paddle") {
     diagnose_paddle(d, e, m);
+  } else if (e.format == "mxnet_cudamalloc") {
+    diagnose_mxnet(d, e);
   } else if (e.format == "process_killed") {
     // A SIGKILL is not proof of memory unless the kernel's line says so: the evidence says how to check.
     diagnose_killed(d, e, operation);

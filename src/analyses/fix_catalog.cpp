@@ -137,6 +137,17 @@ const std::vector<FixInfo>& fix_catalog() {
       {"paddle_memory_limit", "Raise (or drop) the cap on Paddle's GPU memory",
        "export FLAGS_gpu_memory_limit_mb=N  # the most this process may take on the card; unset: no cap", 2,
        "free if nothing else needs the card"},
+      // MXNet's environment variables (mxnet.apache.org, faq/env_var): the GPU memory pool's type
+      // (Naive by default) and reserve (5% by default), and cuDNN's autotuning of convolutions.
+      {"mxnet_cudnn_autotune", "Skip cuDNN autotuning's trial runs (MXNet)",
+       "export MXNET_CUDNN_AUTOTUNE_DEFAULT=0  # no trial of every convolution algorithm with its workspace", 2,
+       "maybe slower convolutions"},
+      {"mxnet_pool_round", "Let MXNet's memory pool reuse buffers of rounded sizes",
+       "export MXNET_GPU_MEM_POOL_TYPE=Round  # sizes rounded up (to powers of two below 2^MXNET_GPU_MEM_POOL_ROUND_LINEAR_CUTOFF) "
+       "so freed buffers fit later requests", 2, "some memory lost to rounding"},
+      {"mxnet_pool_reserve", "Keep more of the card outside MXNet's memory pool",
+       "export MXNET_GPU_MEM_POOL_RESERVE=10  # percent kept for cuDNN handles and kernel launches (default 5)", 2,
+       "a smaller pool"},
       // text-generation-inference's launcher flags (docs: "Text-generation-launcher arguments").
       {"tgi_max_batch_prefill_tokens", "Prefill fewer tokens per batch",
        "--max-batch-prefill-tokens 2048  # half the value in use (4096 was TGI 1.x's default)", 5, "slower prefill of long or many prompts"},
@@ -317,6 +328,8 @@ std::optional<std::string_view> fix_variant_snippet(std::string_view id, FixVari
        "CUDA_VISIBLE_DEVICES=1 python train.py  # or paddle.set_device('gpu:1'): a GPU nothing else uses"},
       {"smaller_input", FixVariant::kPaddle,
        "batch_size=B/2  # paddle.io.DataLoader(..., batch_size=...); PaddleOCR/PaddleDetection configs: batch_size_per_card"},
+      {"smaller_input", FixVariant::kMxnet,
+       "batch_size=B/2  # mx.io iterators / gluon.data.DataLoader; with several GPUs the batch is split over the contexts"},
       {"quantize_model", FixVariant::kMlx, "mlx_lm.convert --hf-path <model> -q --q-bits 4  # or an mlx-community 4-bit model"},
       {"shorter_sequence", FixVariant::kMlx, "--max-kv-size N  # mlx_lm: a rotating KV cache of N tokens; or a shorter prompt"},
       // ComfyUI on AMD or Intel cards starts from main.py: the portable build's launcher is NVIDIA's.

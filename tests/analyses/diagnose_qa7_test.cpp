@@ -114,5 +114,42 @@ TEST(DiagnoseQa7, PaddleFluidEnforceIsOtherProcesses) {
             "To share the card, lower the share Paddle reserves until it fits in the 1.28 GiB available.");
 }
 
+// ---- MXNet ----
+
+// The pooled allocator's cudaMalloc failure, in an MXNetError and in dmlc's logging line: MXNet's
+// own memory settings, no figures.
+TEST(DiagnoseQa7, MxnetPooledStorageManager) {
+  for (const char* name : {"mxnet_pooled_storage_error.log", "mxnet_dmlc_logging.log"}) {
+    const ExplainedEvent x = only_event(explain_fixture(name));
+    EXPECT_EQ(x.event.framework, "mxnet") << name;
+    EXPECT_EQ(x.event.format, "mxnet_cudamalloc") << name;
+    EXPECT_EQ(x.diagnosis.cause, "driver_oom_no_details") << name;
+    EXPECT_EQ(fix_ids(x.diagnosis),
+              (std::vector<std::string>{"end_other_processes", "mxnet_cudnn_autotune", "mxnet_pool_round",
+                                        "mxnet_pool_reserve", "smaller_input", "bigger_gpu"})) << name;
+    EXPECT_TRUE(no_training_recipe(x.diagnosis)) << name;
+  }
+  const ExplainedEvent x = only_event(explain_fixture("mxnet_pooled_storage_error.log"));
+  EXPECT_EQ(fix(x.diagnosis, "mxnet_pool_round").snippet,
+            "export MXNET_GPU_MEM_POOL_TYPE=Round  # sizes rounded up (to powers of two below "
+            "2^MXNET_GPU_MEM_POOL_ROUND_LINEAR_CUTOFF) so freed buffers fit later requests");
+  EXPECT_EQ(fix(x.diagnosis, "mxnet_cudnn_autotune").snippet,
+            "export MXNET_CUDNN_AUTOTUNE_DEFAULT=0  # no trial of every convolution algorithm with its workspace");
+  EXPECT_EQ(fix(x.diagnosis, "mxnet_pool_reserve").snippet,
+            "export MXNET_GPU_MEM_POOL_RESERVE=10  # percent kept for cuDNN handles and kernel launches (default 5)");
+}
+
+// The same words from another program (no MXNet near) are a CUDA OOM without figures; the retry
+// form is read too.
+TEST(DiagnoseQa7, BareCudaMallocFailureIsAGenericCudaOom) {
+  const ExplainedEvent x = only_event(explain_text("[12:00:01] worker.cc:88: cudaMalloc retry failed: out of memory\n"));
+  EXPECT_EQ(x.event.framework, "cuda");
+  EXPECT_EQ(x.event.format, "cuda_malloc_failed");
+  ASSERT_NE(x.event.field("retried"), nullptr);
+  EXPECT_TRUE(std::get<bool>(*x.event.field("retried")));
+  EXPECT_EQ(x.diagnosis.cause, "driver_oom_no_details");
+  EXPECT_EQ(x.diagnosis.fixes.at(0).id, "end_other_processes");
+}
+
 }  // namespace
 }  // namespace oomdoc

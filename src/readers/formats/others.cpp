@@ -1,4 +1,4 @@
-// Serving engines, runtimes and communication libraries other than vLLM (SGLang, TGI, ONNX Runtime, NCCL), and a process the
+// Serving engines, runtimes and communication libraries other than vLLM (SGLang, TGI, ONNX Runtime, NCCL, MXNet), and a process the
 // kernel killed (SIGKILL): the Linux OOM killer ends a process that takes too much host RAM without
 // any error of its own, so what the log shows is the kill as others report it (the shell's
 // "Killed", torchrun's and DeepSpeed's summaries, the kernel's own dmesg line).
@@ -59,6 +59,27 @@ std::optional<FormatMatch> match_nccl(const MessageWindow& w) {
       break;
     }
   }
+  return m;
+}
+
+// MXNet's pooled GPU allocator (src/storage/pooled_storage_manager.h) when cudaMalloc fails: "cudaMalloc
+// failed: out of memory" (1.x: "cudaMalloc retry failed: out of memory", after releasing its pool and
+// trying again), inside an MXNetError or dmlc's logging line, with libmxnet.so frames below. The same
+// words from another program are a CUDA out-of-memory error without figures. (llama.cpp's and Ollama's
+// lines that quote them are read by their own formats first.)
+std::optional<FormatMatch> match_cudamalloc_failed(const MessageWindow& w) {
+  static const RE2 re(R"(cudaMalloc (retry )?failed: out of memory)");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g || contains(w.lines[0], "ggml") || contains(w.lines[0], "llama runner")) return std::nullopt;
+  constexpr size_t kLinesAfter = 6;   // the stack trace's first frames name libmxnet.so
+  bool mxnet = false;
+  for (size_t i = 0; i < w.lines.size() && i <= kLinesAfter && !mxnet; ++i) {
+    const std::string lower = to_lower(w.lines[i]);
+    mxnet = contains(lower, "mxnet") || contains(lower, "pooled_storage_manager");
+  }
+  FormatMatch m = new_match(mxnet ? "mxnet" : "cuda", mxnet ? "mxnet_cudamalloc" : "cuda_malloc_failed");
+  m.event.set_field("backend", std::string("CUDA"));
+  if (matched((*g)[1])) m.event.set_field("retried", true);
   return m;
 }
 
@@ -264,6 +285,7 @@ void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"sglang_not_enough_memory", {"Not enough memory"}, match_sglang});
   out.push_back({"onnxruntime_arena", {"Failed to allocate memory for requested buffer"}, match_onnxruntime_arena});
   out.push_back({"nccl_cuda_oom", {"NCCL WARN"}, match_nccl});
+  out.push_back({"mxnet_cudamalloc", {"cudaMalloc failed", "cudaMalloc retry failed"}, match_cudamalloc_failed});
   // A process killed by SIGKILL, each report of it; one kill reported by several of them is one
   // event (log_scanner.cpp joins them).
   out.push_back({"process_killed", {"SIGKILL"}, match_sigkill});
