@@ -900,6 +900,38 @@ void diagnose_mxnet(Diagnosis& d, const OomEvent& e) {
   d.fixes.push_back(make_fix("bigger_gpu", "When one batch alone needs more than the card."));
 }
 
+// TensorRT (readers/formats/tensorrt.cpp): the builder's tactic warning is no failure; a fatal
+// "Error Code 2: OutOfMemory" or its allocator's CUDA error is, without figures.
+void diagnose_tensorrt(Diagnosis& d, const OomEvent& e) {
+  const auto requested = e.bytes("requested");
+  const FixVariant variant = e.field("deepstream") ? FixVariant::kDeepStream : FixVariant::kDefault;
+  auto trt_fix = [&](std::string_view id, std::string detail) {
+    d.fixes.push_back(make_fix(id, std::move(detail), std::string(fix_snippet(id, variant))));
+  };
+  if (!e.is_error) {
+    d.cause = "warning_non_fatal";
+    d.evidence.push_back(fmt::format(
+        "TensorRT's builder could not allocate {} for one tactic's workspace and skipped that tactic: it goes on with "
+        "the others and the engine still builds (perhaps with a slower tactic). This is a warning, not a failure.",
+        requested ? format_bytes(*requested) : std::string("the memory")));
+    trt_fix("tensorrt_workspace",
+            requested ? fmt::format("Only to stop the builder trying tactics the card cannot hold: a workspace limit "
+                                    "below {} skips them without the warning.", format_bytes(*requested))
+                      : std::string("Only to stop the builder trying tactics the card cannot hold."));
+    return;
+  }
+  d.cause = "driver_oom_no_details";
+  const std::string source = e.string_field("source").value_or(e.string_field("cuda_call").value_or(""));
+  d.evidence.push_back(fmt::format(
+      "TensorRT ran out of GPU memory{}{}: the builder's workspace and tactics, the engine's weights and activations, "
+      "and other processes share the card. The message gives no figures.",
+      source.empty() ? "" : " (" + source + ")", e.string_field("severity") == "F" ? ", a fatal error" : ""));
+  d.fixes.push_back(make_fix("end_other_processes", "Memory other processes hold is missing to TensorRT too."));
+  trt_fix("tensorrt_workspace", "A smaller workspace leaves the rest of the card to the engine.");
+  trt_fix("tensorrt_smaller_shapes", "The engine's activation memory is sized for the profile's largest shapes.");
+  d.fixes.push_back(make_fix("bigger_gpu", "When the engine alone needs more than the card."));
+}
+
 void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
   const VllmContext v = vllm_context(context, e);
   auto common_tail = [&](void) {
@@ -1390,6 +1422,8 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     diagnose_paddle(d, e, m);
   } else if (e.format == "mxnet_cudamalloc") {
     diagnose_mxnet(d, e);
+  } else if (e.framework == "tensorrt") {
+    diagnose_tensorrt(d, e);
   } else if (e.format == "process_killed") {
     // A SIGKILL is not proof of memory unless the kernel's line says so: the evidence says how to check.
     diagnose_killed(d, e, operation);

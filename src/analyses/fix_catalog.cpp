@@ -148,6 +148,16 @@ const std::vector<FixInfo>& fix_catalog() {
       {"mxnet_pool_reserve", "Keep more of the card outside MXNet's memory pool",
        "export MXNET_GPU_MEM_POOL_RESERVE=10  # percent kept for cuDNN handles and kernel launches (default 5)", 2,
        "a smaller pool"},
+      // TensorRT's builder: the workspace pool's limit (IBuilderConfig::setMemoryPoolLimit with
+      // MemoryPoolType::kWORKSPACE; trtexec --memPoolSize=workspace:N, N in MiB), and the largest input
+      // shapes of the optimization profile, which size the engine's activations.
+      {"tensorrt_workspace", "Cap TensorRT's builder workspace below what the card can give",
+       "config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, 4 << 30)  # C++: config->setMemoryPoolLimit("
+       "MemoryPoolType::kWORKSPACE, 4ULL << 30); trtexec --memPoolSize=workspace:4096", 2,
+       "tactics that need more are skipped"},
+      {"tensorrt_smaller_shapes", "Build for smaller inputs: the optimization profile's largest shapes, the batch",
+       "trtexec --maxShapes=input:4x3x640x640  # profile.set_shape(name, min, opt, max) with a smaller max", 5,
+       "smaller batches or inputs"},
       // text-generation-inference's launcher flags (docs: "Text-generation-launcher arguments").
       {"tgi_max_batch_prefill_tokens", "Prefill fewer tokens per batch",
        "--max-batch-prefill-tokens 2048  # half the value in use (4096 was TGI 1.x's default)", 5, "slower prefill of long or many prompts"},
@@ -330,6 +340,11 @@ std::optional<std::string_view> fix_variant_snippet(std::string_view id, FixVari
        "batch_size=B/2  # paddle.io.DataLoader(..., batch_size=...); PaddleOCR/PaddleDetection configs: batch_size_per_card"},
       {"smaller_input", FixVariant::kMxnet,
        "batch_size=B/2  # mx.io iterators / gluon.data.DataLoader; with several GPUs the batch is split over the contexts"},
+      {"tensorrt_workspace", FixVariant::kDeepStream,
+       "workspace-size=4096  # [property] of the nvinfer config (config_infer_*.txt), in MB; delete the built engine "
+       "file so it is rebuilt"},
+      {"tensorrt_smaller_shapes", FixVariant::kDeepStream,
+       "batch-size=1  # [property] of the nvinfer config (and the streammux batch-size); delete the built engine file"},
       {"quantize_model", FixVariant::kMlx, "mlx_lm.convert --hf-path <model> -q --q-bits 4  # or an mlx-community 4-bit model"},
       {"shorter_sequence", FixVariant::kMlx, "--max-kv-size N  # mlx_lm: a rotating KV cache of N tokens; or a shorter prompt"},
       // ComfyUI on AMD or Intel cards starts from main.py: the portable build's launcher is NVIDIA's.

@@ -9,6 +9,8 @@
 #include "analyses/diagnose.h"
 #include "analyses/explain.h"
 #include "core/units.h"
+#include "report/explain_terminal.h"
+#include "report/style.h"
 #include "support/explain_support.h"
 
 namespace oomdoc {
@@ -149,6 +151,63 @@ TEST(DiagnoseQa7, BareCudaMallocFailureIsAGenericCudaOom) {
   EXPECT_TRUE(std::get<bool>(*x.event.field("retried")));
   EXPECT_EQ(x.diagnosis.cause, "driver_oom_no_details");
   EXPECT_EQ(x.diagnosis.fixes.at(0).id, "end_other_processes");
+}
+
+// ---- TensorRT ----
+
+// The builder's failed tactic workspace: the "Error Code 2" lines, the 16 GiB request and "Skipping
+// tactic" are one non-fatal warning (exit status 1: no error).
+TEST(DiagnoseQa7, TensorrtTacticWorkspaceIsAWarning) {
+  const ExplainReport r = explain_fixture("tensorrt_tactic_workspace_warnings.log");
+  const ExplainedEvent x = only_event(r);
+  EXPECT_EQ(x.event.framework, "tensorrt");
+  EXPECT_EQ(x.event.format, "tensorrt_out_of_memory");
+  EXPECT_FALSE(x.event.is_error);
+  EXPECT_EQ(x.event.line, 1u);
+  EXPECT_EQ(x.event.end_line, 5u);
+  EXPECT_EQ(x.event.bytes("requested"), 17179869184u);
+  EXPECT_EQ(x.event.string_field("source"), "virtualMemoryBuffer.cpp::resizePhysical");
+  // Hidden as a warning, and named as one.
+  const std::string plain = render_explain(r, Style::plain());
+  EXPECT_NE(plain.find("1 non-fatal allocator warning not shown; --all lists them."), std::string::npos) << plain;
+  EXPECT_EQ(x.diagnosis.cause, "warning_non_fatal");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"tensorrt_workspace"}));
+  EXPECT_EQ(fix(x.diagnosis, "tensorrt_workspace").snippet,
+            "config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, 4 << 30)  # C++: config->setMemoryPoolLimit("
+            "MemoryPoolType::kWORKSPACE, 4ULL << 30); trtexec --memPoolSize=workspace:4096");
+  EXPECT_EQ(fix(x.diagnosis, "tensorrt_workspace").detail,
+            "Only to stop the builder trying tactics the card cannot hold: a workspace limit below 16.00 GiB skips "
+            "them without the warning.");
+}
+
+// DeepStream's nvinfer prints the same lines as "ERROR: [TRT]:": its config file's workspace-size.
+TEST(DiagnoseQa7, DeepstreamTacticWorkspaceGetsItsConfigKey) {
+  const ExplainedEvent x = only_event(explain_fixture("deepstream_trt_tactic_workspace.log"));
+  EXPECT_FALSE(x.event.is_error);
+  EXPECT_EQ(x.event.bytes("requested"), 4294967296u);
+  EXPECT_EQ(fix(x.diagnosis, "tensorrt_workspace").snippet,
+            "workspace-size=4096  # [property] of the nvinfer config (config_infer_*.txt), in MB; delete the built "
+            "engine file so it is rebuilt");
+}
+
+// trtexec's fatal [F] error is an error, whatever follows it; so is the default allocator's CUDA error.
+TEST(DiagnoseQa7, TensorrtFatalAndAllocatorErrorsAreErrors) {
+  const ExplainReport r = explain_fixture("tensorrt_fatal_resize_physical.log");
+  const ExplainedEvent x = only_event(r);
+  EXPECT_TRUE(x.event.is_error);
+  EXPECT_EQ(x.event.line, 5u);
+  EXPECT_EQ(x.event.end_line, 6u);
+  EXPECT_EQ(x.event.string_field("severity"), "F");
+  EXPECT_EQ(x.diagnosis.cause, "driver_oom_no_details");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"end_other_processes", "tensorrt_workspace",
+                                                            "tensorrt_smaller_shapes", "bigger_gpu"}));
+  EXPECT_TRUE(no_training_recipe(x.diagnosis));
+
+  const ExplainedEvent a = only_event(explain_fixture("tensorrt_default_allocator_cuda_error.log"));
+  EXPECT_EQ(a.event.format, "tensorrt_cuda_alloc");
+  EXPECT_TRUE(a.event.is_error);
+  EXPECT_EQ(a.event.string_field("cuda_call"), "nvinfer1::internal::DefaultAllocator::allocate");
+  EXPECT_EQ(a.diagnosis.cause, "driver_oom_no_details");
 }
 
 }  // namespace
