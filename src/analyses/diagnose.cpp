@@ -932,6 +932,24 @@ void diagnose_tensorrt(Diagnosis& d, const OomEvent& e) {
   d.fixes.push_back(make_fix("bigger_gpu", "When the engine alone needs more than the card."));
 }
 
+// DirectML (torch-directml): the GPU's video memory ran out; Windows' tools find who holds it.
+void diagnose_directml(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) {
+  d.cause = "capacity_exhausted";
+  if (e.format == "directml_alloc") {
+    d.evidence.push_back(fmt::format("DirectML could not allocate {} tensor: the GPU's video memory was used up.",
+                                     with_article(format_bytes(m.requested.value_or(0)))));
+  } else {
+    d.evidence.push_back(std::string("DirectML's heap allocator ran out of video memory") +
+                         (e.field("hresult") ? "; the error raised after it, -2147024882, is HRESULT 0x8007000E, "
+                                               "E_OUTOFMEMORY."
+                                             : "."));
+  }
+  d.fixes.push_back(make_fix("end_other_processes", "Other programs' video memory is missing here.",
+                             std::string(fix_snippet("end_other_processes", FixVariant::kDirectMl))));
+  d.fixes.push_back(make_fix("smaller_input", "Smaller batches, images or sequences need smaller tensors."));
+  d.fixes.push_back(make_fix("bigger_gpu", "When one step alone needs more than the card."));
+}
+
 void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
   const VllmContext v = vllm_context(context, e);
   auto common_tail = [&](void) {
@@ -1424,6 +1442,8 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     diagnose_mxnet(d, e);
   } else if (e.framework == "tensorrt") {
     diagnose_tensorrt(d, e);
+  } else if (e.framework == "directml") {
+    diagnose_directml(d, e, m);
   } else if (e.format == "process_killed") {
     // A SIGKILL is not proof of memory unless the kernel's line says so: the evidence says how to check.
     diagnose_killed(d, e, operation);

@@ -345,6 +345,9 @@ std::optional<std::string_view> fix_variant_snippet(std::string_view id, FixVari
        "file so it is rebuilt"},
       {"tensorrt_smaller_shapes", FixVariant::kDeepStream,
        "batch-size=1  # [property] of the nvinfer config (and the streammux batch-size); delete the built engine file"},
+      {"end_other_processes", FixVariant::kDirectMl,
+       "Task Manager > Details: add the \"Dedicated GPU memory\" column, close the programs that hold it (browsers, "
+       "games, other Python processes)"},
       {"quantize_model", FixVariant::kMlx, "mlx_lm.convert --hf-path <model> -q --q-bits 4  # or an mlx-community 4-bit model"},
       {"shorter_sequence", FixVariant::kMlx, "--max-kv-size N  # mlx_lm: a rotating KV cache of N tokens; or a shorter prompt"},
       // ComfyUI on AMD or Intel cards starts from main.py: the portable build's launcher is NVIDIA's.

@@ -210,5 +210,29 @@ TEST(DiagnoseQa7, TensorrtFatalAndAllocatorErrorsAreErrors) {
   EXPECT_EQ(a.diagnosis.cause, "driver_oom_no_details");
 }
 
+// ---- DirectML ----
+
+TEST(DiagnoseQa7, DirectmlTensorAllocation) {
+  const ExplainedEvent x = only_event(explain_fixture("directml_could_not_allocate_tensor.log"));
+  EXPECT_EQ(x.event.framework, "directml");
+  EXPECT_EQ(x.event.format, "directml_alloc");
+  EXPECT_EQ(x.event.bytes("requested"), 81544192u);
+  EXPECT_EQ(x.diagnosis.cause, "capacity_exhausted");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "DirectML could not allocate a 77.77 MiB tensor: the GPU's video memory was used up.");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"end_other_processes", "smaller_input", "bigger_gpu"}));
+  EXPECT_EQ(fix(x.diagnosis, "end_other_processes").snippet.find("nvidia-smi"), std::string::npos);
+}
+
+// The heap allocator's warning and the HRESULT raised after it (a traceback between) are one event.
+TEST(DiagnoseQa7, DirectmlHeapAllocatorAndHresult) {
+  const ExplainedEvent x = only_event(explain_fixture("directml_heap_allocator_hresult.log"));
+  EXPECT_EQ(x.event.format, "directml_heap_oom");
+  EXPECT_EQ(x.event.line, 1u);
+  EXPECT_EQ(x.event.end_line, 5u);
+  EXPECT_EQ(x.event.string_field("hresult"), "0x8007000E (E_OUTOFMEMORY)");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "DirectML's heap allocator ran out of video memory; the error raised after it, "
+                                        "-2147024882, is HRESULT 0x8007000E, E_OUTOFMEMORY.");
+}
+
 }  // namespace
 }  // namespace oomdoc
