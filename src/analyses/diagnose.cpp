@@ -950,6 +950,49 @@ void diagnose_directml(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m
   d.fixes.push_back(make_fix("bigger_gpu", "When one step alone needs more than the card."));
 }
 
+// The TPU runtime could not reserve a program's memory at the bottom of HBM (readers/formats/xla.cpp):
+// with free memory above the request but too little of it reservable, buffers that outlive a step
+// fragment HBM; with too little free, what is allocated plus the program does not fit.
+void diagnose_tpu_reserve(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) {
+  const uint64_t requested = m.requested.value_or(0), free = m.free.value_or(0);
+  const auto reservable = e.bytes("reservable");
+  const bool torch_xla = e.framework == "torch_xla";
+  // The runtime's words are the same under JAX, TensorFlow and PyTorch/XLA: unless PyTorch/XLA named
+  // itself, the snippet gives both.
+  const std::string release_snippet =
+      torch_xla ? "loss_sum += loss.item()  # host values, not XLA tensors kept across steps; del tensors no longer needed"
+                : "metrics.append(jax.device_get(m))  # JAX: host copies, not device arrays kept across steps; "
+                  "PyTorch/XLA: loss.item(), t.cpu(); del arrays no longer needed";
+  if (m.requested && m.free && reservable && free >= requested && requested > *reservable) {
+    d.cause = "fragmentation";
+    d.evidence.push_back(fmt::format(
+        "The TPU had {} free, more than the {} the program needs, but only {} of it reservable at the bottom of HBM, "
+        "where the program's memory must go in one piece: buffers that live across steps sit in the way.",
+        format_bytes(free), format_bytes(requested), format_bytes(*reservable)));
+    d.fixes.push_back(make_fix("release_references", "Fewer buffers kept from step to step leave the bottom of HBM free.",
+                               release_snippet));
+    d.fixes.push_back(make_fix("smaller_input", fmt::format("A smaller per-device batch shrinks the program's {} below "
+                                                            "the {} reservable.", format_bytes(requested),
+                                                            format_bytes(*reservable))));
+    return;
+  }
+  d.cause = "capacity_exhausted";
+  const auto allocated = e.bytes("hbm_allocated");
+  d.capacity_title = "the TPU's HBM could not hold the program beside what was already allocated";
+  d.evidence.push_back(fmt::format("The TPU runtime could not reserve {} for the program: {} was free{}{}.",
+                                   format_bytes(requested), format_bytes(free),
+                                   allocated ? fmt::format(", {} already allocated", format_bytes(*allocated)) : "",
+                                   m.total ? fmt::format(" of {} HBM", format_bytes(*m.total)) : ""));
+  d.fixes.push_back(make_fix("release_references", "Buffers kept from earlier steps (outputs, metrics, a second copy of "
+                                                   "the weights) are what is allocated beside the program.",
+                             release_snippet));
+  d.fixes.push_back(make_fix("smaller_input", "A smaller per-device batch shrinks the program's activations and temporaries."));
+  d.fixes.push_back(make_fix("mixed_precision", "bf16 parameters and activations take half of fp32.",
+                             torch_xla ? "model.to(torch.bfloat16)  # and bf16 inputs; older torch_xla: XLA_USE_BF16=1"
+                                       : "dtype=jnp.bfloat16, param_dtype=jnp.bfloat16  # flax modules; PyTorch/XLA: "
+                                         "model.to(torch.bfloat16)"));
+}
+
 void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
   const VllmContext v = vllm_context(context, e);
   auto common_tail = [&](void) {
@@ -1444,6 +1487,8 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     diagnose_tensorrt(d, e);
   } else if (e.framework == "directml") {
     diagnose_directml(d, e, m);
+  } else if (e.format == "xla_tpu_hbm_reserve") {
+    diagnose_tpu_reserve(d, e, m);
   } else if (e.format == "process_killed") {
     // A SIGKILL is not proof of memory unless the kernel's line says so: the evidence says how to check.
     diagnose_killed(d, e, operation);

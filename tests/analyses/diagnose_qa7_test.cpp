@@ -234,5 +234,45 @@ TEST(DiagnoseQa7, DirectmlHeapAllocatorAndHresult) {
                                         "-2147024882, is HRESULT 0x8007000E, E_OUTOFMEMORY.");
 }
 
+// ---- TPU runtime ----
+
+// 6.78G free, more than the 6.48G request, but only 3.33G reservable: fragmentation. (The same
+// message repeated in the "Recent warning and error logs" is the same event.)
+TEST(DiagnoseQa7, TpuReserveWithFreeAboveTheRequestIsFragmentation) {
+  const ExplainedEvent x = only_event(explain_fixture("torch_xla_tpu_reserve_fragmented.log"));
+  EXPECT_EQ(x.event.framework, "torch_xla");
+  EXPECT_EQ(x.event.format, "xla_tpu_hbm_reserve");
+  EXPECT_EQ(x.event.bytes("requested"), parse_quantity("6.48G")->bytes);
+  EXPECT_EQ(x.event.bytes("free"), parse_quantity("6.78G")->bytes);
+  EXPECT_EQ(x.event.bytes("reservable"), parse_quantity("3.33G")->bytes);
+  EXPECT_EQ(x.event.bytes("hbm_reserved"), 0u);
+  EXPECT_EQ(x.event.bytes("requested"), 6957847020u);
+  EXPECT_EQ(x.diagnosis.cause, "fragmentation");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"release_references", "smaller_input"}));
+  EXPECT_EQ(fix(x.diagnosis, "smaller_input").detail,
+            "A smaller per-device batch shrinks the program's 6.48 GiB below the 3.33 GiB reservable.");
+  EXPECT_EQ(x.event.repeats, 2u);
+}
+
+// Colab's breakdown: HBM capacity and the exact bytes of what is allocated and what the program needs.
+TEST(DiagnoseQa7, TpuReserveReadsTheHbmBreakdown) {
+  const ExplainedEvent x = only_event(explain_fixture("tpu_hbm_reserve_capacity.log"));
+  EXPECT_EQ(x.event.framework, "xla");
+  EXPECT_EQ(x.event.bytes("requested"), parse_quantity("3.95G")->bytes);
+  EXPECT_EQ(x.event.bytes("free"), parse_quantity("1.92G")->bytes);
+  EXPECT_EQ(x.event.bytes("total"), 8589934592u);
+  EXPECT_EQ(x.event.bytes("hbm_allocated"), 6532939776u);
+  EXPECT_EQ(x.event.bytes("xla_memory_needed"), 4237689856u);
+  EXPECT_EQ(x.event.bytes("hbm_top_reserved"), 554696704u);
+  EXPECT_EQ(x.diagnosis.cause, "capacity_exhausted");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "The TPU runtime could not reserve 3.95 GiB for the program: 1.92 GiB was free, "
+                                        "6.08 GiB already allocated of 8.00 GiB HBM.");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"release_references", "smaller_input", "mixed_precision"}));
+  // Nothing here names PyTorch/XLA or JAX: the snippets give both.
+  EXPECT_EQ(fix(x.diagnosis, "release_references").snippet,
+            "metrics.append(jax.device_get(m))  # JAX: host copies, not device arrays kept across steps; PyTorch/XLA: "
+            "loss.item(), t.cpu(); del arrays no longer needed");
+}
+
 }  // namespace
 }  // namespace oomdoc
