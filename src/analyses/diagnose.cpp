@@ -1384,6 +1384,21 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     } else {
       d.fixes.push_back(make_fix("smaller_input", "Smaller batches, images or sequences need smaller buffers."));
     }
+  } else if (e.format == "metal_max_buffer_size") {
+    // One buffer over Metal's maxBufferLength: the wired limit and free memory are beside the point.
+    d.cause = "allocation_size_limit";
+    const uint64_t requested = m.requested.value_or(0), limit = e.bytes("max_buffer_size").value_or(0);
+    d.evidence.push_back(fmt::format("One {} buffer is larger than the largest single buffer Metal allows on this GPU ({}, "
+                                     "its maxBufferLength): no free or wired memory lifts that limit; the array must be "
+                                     "smaller or split.", format_bytes(requested), format_bytes(limit)));
+    d.fixes.push_back(make_fix("smaller_input", limit > 0 && requested > limit
+        ? fmt::format("Split the work so no array reaches {}: fewer sequences batched at once, the prompt processed in "
+                      "chunks; this one is {:.1f}x the limit.", format_bytes(limit),
+                      static_cast<double>(requested) / static_cast<double>(limit))
+        : std::string("Split the work so no single array reaches the limit: fewer sequences at once, chunks."),
+        "fewer sequences (or images) per batch; process a long prompt in chunks"));
+    d.fixes.push_back(make_fix("shorter_sequence", "The KV cache's arrays grow with the context.",
+                               std::string(fix_snippet("shorter_sequence", FixVariant::kMlx))));
   } else if (e.format == "xpu_4gb_block_limit") {
     d.cause = "allocation_size_limit";
     d.evidence.push_back(fmt::format("The platform cannot allocate one block over {}; {} was requested.",

@@ -274,5 +274,33 @@ TEST(DiagnoseQa7, TpuReserveReadsTheHbmBreakdown) {
             "loss.item(), t.cpu(); del arrays no longer needed");
 }
 
+// ---- Apple Metal / MLX ----
+
+// One buffer over Metal's maxBufferLength: split or shrink it; the wired limit does not apply.
+TEST(DiagnoseQa7, MetalMaxBufferSizeIsASingleBufferLimit) {
+  const ExplainedEvent x = only_event(explain_fixture("mlx_metal_malloc_max_buffer.log"));
+  EXPECT_EQ(x.event.framework, "mlx");
+  EXPECT_EQ(x.event.format, "metal_max_buffer_size");
+  EXPECT_EQ(x.event.bytes("requested"), 48736917632u);
+  EXPECT_EQ(x.event.bytes("max_buffer_size"), 30150672384u);
+  EXPECT_EQ(x.diagnosis.cause, "allocation_size_limit");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"smaller_input", "shorter_sequence"}));
+  EXPECT_FALSE(has_fix(x.diagnosis, "metal_wired_limit"));
+  EXPECT_EQ(fix(x.diagnosis, "smaller_input").detail,
+            "Split the work so no array reaches 28.08 GiB: fewer sequences batched at once, the prompt processed in "
+            "chunks; this one is 1.6x the limit.");
+}
+
+// MLX's "Insufficient Memory" without the kIOGPU code is the same failure.
+TEST(DiagnoseQa7, MlxInsufficientMemoryWithoutTheCode) {
+  const ExplainedEvent x = only_event(explain_fixture("mlx_metal_insufficient_no_code.log"));
+  EXPECT_EQ(x.event.framework, "mlx");
+  EXPECT_EQ(x.event.format, "metal_insufficient_memory");
+  EXPECT_EQ(x.diagnosis.cause, "metal_working_set_exceeded");
+  EXPECT_EQ(x.diagnosis.fixes.at(0).id, "metal_wired_limit");
+  // A line that merely says "Insufficient Memory" is none.
+  EXPECT_TRUE(explain_text("warning: Insufficient Memory for thumbnails cache\n").events.empty());
+}
+
 }  // namespace
 }  // namespace oomdoc
