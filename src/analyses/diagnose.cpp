@@ -1502,6 +1502,30 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     diagnose_tensorrt(d, e);
   } else if (e.framework == "directml") {
     diagnose_directml(d, e, m);
+  } else if (e.format == "trtllm_executor_insufficient_memory") {
+    // The KV cache is sized as a share (KvCacheConfig.free_gpu_memory_fraction, 0.9 by default) of
+    // the memory free after the model loads; the runtime's buffers for max_num_tokens need the rest.
+    d.cause = "capacity_exhausted";
+    const std::string component = e.string_field("component").value_or("a component");
+    if (m.total && m.free && *m.free <= *m.total) {
+      d.capacity_title = fmt::format("TensorRT-LLM could not create its {} with {} of {} free", component,
+                                     format_bytes(*m.free), format_bytes(*m.total));
+      d.evidence.push_back(fmt::format(
+          "TensorRT-LLM could not create the executor's {}: {} of the card's {} was free before it tried ({} already "
+          "held by the weights, the runtime and any other process).", component, format_bytes(*m.free),
+          format_bytes(*m.total), format_bytes(*m.total - *m.free)));
+    } else {
+      d.evidence.push_back(fmt::format("TensorRT-LLM could not create the executor's {} for lack of GPU memory.", component));
+    }
+    d.fixes.push_back(make_fix("trtllm_kv_cache_fraction",
+                               m.free ? fmt::format("The KV cache takes 0.9 of the {} free by default; a smaller share "
+                                                    "leaves the rest to the runtime's own buffers.", format_bytes(*m.free))
+                                      : std::string("The KV cache takes 0.9 of the free memory by default; a smaller "
+                                                    "share leaves the rest to the runtime's own buffers.")));
+    d.fixes.push_back(make_fix("trtllm_max_num_tokens", "The runtime's activation buffers grow with the tokens and "
+                                                        "requests it schedules per step."));
+    d.fixes.push_back(make_fix("end_other_processes", "Memory other processes hold is missing from that share too."));
+    d.fixes.push_back(make_fix("trtllm_tensor_parallel", "Each GPU then holds 1/N of the weights (MoE: of the experts)."));
   } else if (e.format == "xla_tpu_hbm_reserve") {
     diagnose_tpu_reserve(d, e, m);
   } else if (e.format == "process_killed") {

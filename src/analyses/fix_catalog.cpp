@@ -158,6 +158,9 @@ const std::vector<FixInfo>& fix_catalog() {
       {"tensorrt_smaller_shapes", "Build for smaller inputs: the optimization profile's largest shapes, the batch",
        "trtexec --maxShapes=input:4x3x640x640  # profile.set_shape(name, min, opt, max) with a smaller max", 5,
        "smaller batches or inputs"},
+      {"trtllm_tensor_parallel", "Split the model over more GPUs",
+       "trtllm-serve <model> --tp_size 2  # LLM API: LLM(model, tensor_parallel_size=2); MoE experts: --ep_size / "
+       "moe_expert_parallel_size", 9, "more GPUs"},
       // text-generation-inference's launcher flags (docs: "Text-generation-launcher arguments").
       {"tgi_max_batch_prefill_tokens", "Prefill fewer tokens per batch",
        "--max-batch-prefill-tokens 2048  # half the value in use (4096 was TGI 1.x's default)", 5, "slower prefill of long or many prompts"},

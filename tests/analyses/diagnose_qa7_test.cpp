@@ -302,5 +302,26 @@ TEST(DiagnoseQa7, MlxInsufficientMemoryWithoutTheCode) {
   EXPECT_TRUE(explain_text("warning: Insufficient Memory for thumbnails cache\n").events.empty());
 }
 
+// ---- TensorRT-LLM (PyTorch backend) ----
+
+TEST(DiagnoseQa7, TrtllmExecutorCreationReadsTotalAndFree) {
+  const ExplainedEvent x = only_event(explain_fixture("trtllm_executor_insufficient_memory.log"));
+  EXPECT_EQ(x.event.framework, "tensorrt-llm");
+  EXPECT_EQ(x.event.format, "trtllm_executor_insufficient_memory");
+  EXPECT_EQ(x.event.line, 1u);
+  EXPECT_EQ(x.event.end_line, 5u);
+  EXPECT_EQ(x.event.string_field("component"), "KV cache");
+  EXPECT_EQ(x.event.bytes("total"), parse_quantity("140.06 GiB")->bytes);
+  EXPECT_EQ(x.event.bytes("free"), parse_quantity("108.86 GiB")->bytes);
+  EXPECT_EQ(x.event.bytes("total"), 150388279869u);
+  EXPECT_EQ(x.diagnosis.cause, "capacity_exhausted");
+  EXPECT_EQ(x.diagnosis.capacity_title, "TensorRT-LLM could not create its KV cache with 108.86 GiB of 140.06 GiB free");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"end_other_processes", "trtllm_kv_cache_fraction",
+                                                            "trtllm_max_num_tokens", "trtllm_tensor_parallel"}));
+  EXPECT_EQ(fix(x.diagnosis, "trtllm_kv_cache_fraction").snippet,
+            "trtllm-serve --kv_cache_free_gpu_memory_fraction 0.8  # LLM API: KvCacheConfig(free_gpu_memory_fraction=0.8)");
+  EXPECT_TRUE(no_training_recipe(x.diagnosis));
+}
+
 }  // namespace
 }  // namespace oomdoc

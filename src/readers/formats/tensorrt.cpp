@@ -4,7 +4,8 @@
 // default allocator's "Cuda Error in nvinfer1::internal::DefaultAllocator::allocate: 2 (out of memory)",
 // and the builder's warning that a tactic's workspace could not be allocated ("Requested amount of GPU
 // memory (N bytes) could not be allocated", then "Skipping tactic ..."): the builder skips that tactic
-// and goes on, so it is no failure unless the severity is fatal ([F]).
+// and goes on, so it is no failure unless the severity is fatal ([F]). And TensorRT-LLM's PyTorch
+// backend's executor that could not be created for lack of memory.
 #include "core/text.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
@@ -111,12 +112,42 @@ std::optional<FormatMatch> match_trt_cuda_error(const MessageWindow& w) {
   return m;
 }
 
+// TensorRT-LLM's PyTorch backend when creating the executor runs out of memory
+// (tensorrt_llm/_torch/pyexecutor): "Executor creation failed due to insufficient GPU memory.", then
+// (after a blank line) "The following component could not be created: KV cache", "Total GPU memory
+// (GiB): 140.06" and "Free GPU memory before component creation attempt (GiB): 108.86".
+std::optional<FormatMatch> match_trtllm_executor(const MessageWindow& w) {
+  if (!contains(w.lines[0], "Executor creation failed due to insufficient GPU memory")) return std::nullopt;
+  auto m = new_match("tensorrt-llm", "trtllm_executor_insufficient_memory");
+  OomEvent& e = m.event;
+  static const RE2 component(R"(The following component could not be created: (.+?)\s*$)");
+  static const RE2 total(R"(Total GPU memory \(GiB\): (\d+(?:\.\d+)?))");
+  static const RE2 free_re(R"(Free GPU memory before component creation attempt \(GiB\): (\d+(?:\.\d+)?))");
+  constexpr size_t kLinesAfter = 8;
+  for (size_t i = 1; i < w.lines.size() && i <= kLinesAfter; ++i) {
+    const std::string& line = w.lines[i];
+    if (auto c = regex_search(component, line)) {
+      e.set_field("component", std::string((*c)[1]));
+    } else if (auto t = regex_search(total, line)) {
+      set_printed_size(e, "total", std::string((*t)[1]) + " GiB");
+    } else if (auto f = regex_search(free_re, line)) {
+      set_printed_size(e, "free", std::string((*f)[1]) + " GiB");
+    } else {
+      continue;
+    }
+    m.lines_used = i + 1;
+  }
+  return m;
+}
+
 }  // namespace
 
 void add_tensorrt_formats(std::vector<MessageFormat>& out) {
   out.push_back({"tensorrt_out_of_memory", {"Error Code 2: OutOfMemory"}, match_trt_out_of_memory});
   out.push_back({"tensorrt_out_of_memory", {"Requested amount of GPU memory"}, match_trt_tactic_warning});
   out.push_back({"tensorrt_cuda_alloc", {"Cuda Error in "}, match_trt_cuda_error});
+  out.push_back({"trtllm_executor_insufficient_memory", {"Executor creation failed"},
+                 match_trtllm_executor});
 }
 
 }  // namespace oomdoc
