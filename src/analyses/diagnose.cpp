@@ -908,6 +908,198 @@ void add_image_ui_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
   }
 }
 
+// PaddlePaddle (readers/formats/paddle.cpp): its message gives the request and what was available
+// (and, from 2.x, what was allocated on the GPU), not what this process holds, so the first step is
+// the one Paddle's own message asks for: whether another process uses the card. The fixes are
+// Paddle's settings.
+void diagnose_paddle(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) {
+  auto paddle_fix = [&](std::string_view id, std::string detail) {
+    d.fixes.push_back(make_fix(id, std::move(detail), std::string(fix_snippet(id, FixVariant::kPaddle))));
+  };
+  const uint64_t requested = m.requested.value_or(0);
+  const uint64_t free = m.free.value_or(0);
+  std::string shortfall;
+  if (m.requested && m.free && requested > free) {
+    shortfall = fmt::format("The request is {} with {} available: the peak must drop by at least {}. ",
+                            format_bytes(requested), format_bytes(free), format_bytes(requested - free));
+  }
+  if (e.format == "paddle_enforce_allocating") {
+    // platform/gpu_info.cc GpuMaxChunkSize: at startup Paddle sizes its first chunk as
+    // FLAGS_fraction_of_gpu_memory_to_use of the card and checks it against the free memory, before
+    // this process has allocated anything: the memory missing is held by others.
+    d.cause = "other_processes";
+    d.secondary_causes.push_back("framework_preallocation");
+    d.evidence.push_back(fmt::format(
+        "At startup Paddle reserves a share of the card (FLAGS_fraction_of_gpu_memory_to_use) before it allocates "
+        "anything: it wanted {} but only {} was available, so other processes already held the rest of the card.",
+        format_bytes(requested), format_bytes(free)));
+    d.fixes.push_back(make_fix("end_other_processes", "Another process (a second run, a notebook) holds the card."));
+    paddle_fix("check_device_and_limits", "Start on a GPU nothing else uses.");
+    d.fixes.push_back(make_fix("paddle_fraction",
+                               fmt::format("To share the card, lower the share Paddle reserves until it fits in the {} "
+                                           "available.", format_bytes(free)),
+                               "export FLAGS_fraction_of_gpu_memory_to_use=0.1  # the share of the whole card reserved at "
+                               "startup: lower than what is free"));
+    return;
+  }
+  if (auto limit = e.int_field("gpu_memory_limit_mb")) {
+    d.cause = "memory_fraction_limit";
+    d.evidence.push_back(fmt::format("FLAGS_gpu_memory_limit_mb caps Paddle at {} MiB on this card: the {} request passed "
+                                     "that cap with {} left under it.", *limit, format_bytes(requested), format_bytes(free)));
+    d.fixes.push_back(make_fix("paddle_memory_limit", "The cap, not the card, ran out: raise it if the card has room."));
+  } else if (m.requested && m.free && free >= requested + std::max<uint64_t>(64 * kMiB, requested / 10)) {
+    d.cause = "free_exceeds_request_yet_failed";
+    d.evidence.push_back(fmt::format("{} was available, more than the {} requested, yet the allocation failed.",
+                                     format_bytes(free), format_bytes(requested)));
+  } else {
+    d.cause = "capacity_exhausted";
+    d.capacity_title = m.free && free == 0 ? "the card was full (Paddle saw 0 B available)"
+                                           : "the card had less available than the request";
+    d.evidence.push_back(fmt::format("Paddle could not allocate {}{}: only {} was available{}.", format_bytes(requested),
+                                     e.device ? fmt::format(" on GPU {}", *e.device) : std::string(), format_bytes(free),
+                                     e.bytes("gpu_allocated")
+                                         ? fmt::format(", with {} allocated", format_bytes(*e.bytes("gpu_allocated")))
+                                         : std::string()));
+  }
+  d.evidence.push_back("Paddle's message does not say how much of the card this process holds: nvidia-smi shows whether "
+                       "another process (a second worker or service process on the same GPU, a stale run) holds the rest.");
+  d.fixes.push_back(make_fix("end_other_processes", "Paddle's own message asks for this first: several workers or "
+                                                    "processes started on one GPU each take their share."));
+  paddle_fix("check_device_and_limits", "Run on a GPU nothing else uses.");
+  if (const FieldValue* f = e.field("fraction_of_gpu_memory_to_use"); f && std::holds_alternative<double>(*f)) {
+    const double fraction = std::get<double>(*f);
+    // naive_best_fit's pool: Paddle 1.x suggests a larger share; at 0.95 and above none is left to give.
+    if (fraction < 0.95) {
+      const std::string higher = fmt::format("{:.2f}", std::min(0.95, std::floor(fraction * 100.0 + 1e-6) / 100.0 + 0.05));
+      d.fixes.push_back(make_fix("paddle_fraction",
+                                 fmt::format("Paddle ran with {:.2f} of the card reserved: when nothing else uses the card, "
+                                             "{} gives its pool more.", fraction, higher),
+                                 "export FLAGS_fraction_of_gpu_memory_to_use=" + higher));
+    } else {
+      d.evidence.push_back(fmt::format("FLAGS_fraction_of_gpu_memory_to_use is already {:.2f}: a larger share has "
+                                       "nothing more to give.", fraction));
+    }
+    d.fixes.push_back(make_fix("paddle_eager_delete", "Variables no later op needs are freed at once instead of "
+                                                      "staying until the scope ends."));
+  }
+  d.fixes.push_back(make_fix("paddle_auto_growth", "With several processes on one card, each reserving a share up front "
+                                                   "(naive_best_fit) leaves the others nothing; auto_growth takes only "
+                                                   "what each needs."));
+  paddle_fix("smaller_input", shortfall + "Activations scale with the batch; halve it.");
+  d.fixes.push_back(make_fix("bigger_gpu", "When one process alone needs more than the card."));
+}
+
+// MXNet's pooled allocator could not get memory from cudaMalloc (no figures): who holds the card,
+// then MXNet's own memory settings, then a smaller batch.
+void diagnose_mxnet(Diagnosis& d, const OomEvent& e) {
+  d.cause = "driver_oom_no_details";
+  d.evidence.push_back(std::string("MXNet's GPU memory pool asked cudaMalloc for more memory and the driver refused") +
+                       (e.field("retried") ? ", again after the pool released its cached buffers" : "") +
+                       ": the card was full. The message gives no figures.");
+  d.fixes.push_back(make_fix("end_other_processes", "Memory other processes hold is missing from MXNet's pool."));
+  d.fixes.push_back(make_fix("mxnet_cudnn_autotune", "Autotuning runs every convolution algorithm once, some with large "
+                                                     "workspaces, at the first batch."));
+  d.fixes.push_back(make_fix("mxnet_pool_round", "The default pool reuses a cached buffer only for the exact same size."));
+  d.fixes.push_back(make_fix("mxnet_pool_reserve", "When the failure comes from a kernel launch or a cuDNN handle rather "
+                                                   "than an array, the memory outside the pool is what ran out."));
+  d.fixes.push_back(make_fix("smaller_input", "Activations scale with the batch; halve it.",
+                             std::string(fix_snippet("smaller_input", FixVariant::kMxnet))));
+  d.fixes.push_back(make_fix("bigger_gpu", "When one batch alone needs more than the card."));
+}
+
+// TensorRT (readers/formats/tensorrt.cpp): the builder's tactic warning is no failure; a fatal
+// "Error Code 2: OutOfMemory" or its allocator's CUDA error is, without figures.
+void diagnose_tensorrt(Diagnosis& d, const OomEvent& e) {
+  const auto requested = e.bytes("requested");
+  const FixVariant variant = e.field("deepstream") ? FixVariant::kDeepStream : FixVariant::kDefault;
+  auto trt_fix = [&](std::string_view id, std::string detail) {
+    d.fixes.push_back(make_fix(id, std::move(detail), std::string(fix_snippet(id, variant))));
+  };
+  if (!e.is_error) {
+    d.cause = "warning_non_fatal";
+    d.evidence.push_back(fmt::format(
+        "TensorRT's builder could not allocate {} for one tactic's workspace and skipped that tactic: it goes on with "
+        "the others and the engine still builds (perhaps with a slower tactic). This is a warning, not a failure.",
+        requested ? format_bytes(*requested) : std::string("the memory")));
+    trt_fix("tensorrt_workspace",
+            requested ? fmt::format("Only to stop the builder trying tactics the card cannot hold: a workspace limit "
+                                    "below {} skips them without the warning.", format_bytes(*requested))
+                      : std::string("Only to stop the builder trying tactics the card cannot hold."));
+    return;
+  }
+  d.cause = "driver_oom_no_details";
+  const std::string source = e.string_field("source").value_or(e.string_field("cuda_call").value_or(""));
+  d.evidence.push_back(fmt::format(
+      "TensorRT ran out of GPU memory{}{}: the builder's workspace and tactics, the engine's weights and activations, "
+      "and other processes share the card. The message gives no figures.",
+      source.empty() ? "" : " (" + source + ")", e.string_field("severity") == "F" ? ", a fatal error" : ""));
+  d.fixes.push_back(make_fix("end_other_processes", "Memory other processes hold is missing to TensorRT too."));
+  trt_fix("tensorrt_workspace", "A smaller workspace leaves the rest of the card to the engine.");
+  trt_fix("tensorrt_smaller_shapes", "The engine's activation memory is sized for the profile's largest shapes.");
+  d.fixes.push_back(make_fix("bigger_gpu", "When the engine alone needs more than the card."));
+}
+
+// DirectML (torch-directml): the GPU's video memory ran out; Windows' tools find who holds it.
+void diagnose_directml(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) {
+  d.cause = "capacity_exhausted";
+  if (e.format == "directml_alloc") {
+    d.evidence.push_back(fmt::format("DirectML could not allocate {} tensor: the GPU's video memory was used up.",
+                                     with_article(format_bytes(m.requested.value_or(0)))));
+  } else {
+    d.evidence.push_back(std::string("DirectML's heap allocator ran out of video memory") +
+                         (e.field("hresult") ? "; the error raised after it, -2147024882, is HRESULT 0x8007000E, "
+                                               "E_OUTOFMEMORY."
+                                             : "."));
+  }
+  d.fixes.push_back(make_fix("end_other_processes", "Other programs' video memory is missing here.",
+                             std::string(fix_snippet("end_other_processes", FixVariant::kDirectMl))));
+  d.fixes.push_back(make_fix("smaller_input", "Smaller batches, images or sequences need smaller tensors."));
+  d.fixes.push_back(make_fix("bigger_gpu", "When one step alone needs more than the card."));
+}
+
+// The TPU runtime could not reserve a program's memory at the bottom of HBM (readers/formats/xla.cpp):
+// with free memory above the request but too little of it reservable, buffers that outlive a step
+// fragment HBM; with too little free, what is allocated plus the program does not fit.
+void diagnose_tpu_reserve(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) {
+  const uint64_t requested = m.requested.value_or(0), free = m.free.value_or(0);
+  const auto reservable = e.bytes("reservable");
+  const bool torch_xla = e.framework == "torch_xla";
+  // The runtime's words are the same under JAX, TensorFlow and PyTorch/XLA: unless PyTorch/XLA named
+  // itself, the snippet gives both.
+  const std::string release_snippet =
+      torch_xla ? "loss_sum += loss.item()  # host values, not XLA tensors kept across steps; del tensors no longer needed"
+                : "metrics.append(jax.device_get(m))  # JAX: host copies, not device arrays kept across steps; "
+                  "PyTorch/XLA: loss.item(), t.cpu(); del arrays no longer needed";
+  if (m.requested && m.free && reservable && free >= requested && requested > *reservable) {
+    d.cause = "fragmentation";
+    d.evidence.push_back(fmt::format(
+        "The TPU had {} free, more than the {} the program needs, but only {} of it reservable at the bottom of HBM, "
+        "where the program's memory must go in one piece: buffers that live across steps sit in the way.",
+        format_bytes(free), format_bytes(requested), format_bytes(*reservable)));
+    d.fixes.push_back(make_fix("release_references", "Fewer buffers kept from step to step leave the bottom of HBM free.",
+                               release_snippet));
+    d.fixes.push_back(make_fix("smaller_input", fmt::format("A smaller per-device batch shrinks the program's {} below "
+                                                            "the {} reservable.", format_bytes(requested),
+                                                            format_bytes(*reservable))));
+    return;
+  }
+  d.cause = "capacity_exhausted";
+  const auto allocated = e.bytes("hbm_allocated");
+  d.capacity_title = "the TPU's HBM could not hold the program beside what was already allocated";
+  d.evidence.push_back(fmt::format("The TPU runtime could not reserve {} for the program: {} was free{}{}.",
+                                   format_bytes(requested), format_bytes(free),
+                                   allocated ? fmt::format(", {} already allocated", format_bytes(*allocated)) : "",
+                                   m.total ? fmt::format(" of {} HBM", format_bytes(*m.total)) : ""));
+  d.fixes.push_back(make_fix("release_references", "Buffers kept from earlier steps (outputs, metrics, a second copy of "
+                                                   "the weights) are what is allocated beside the program.",
+                             release_snippet));
+  d.fixes.push_back(make_fix("smaller_input", "A smaller per-device batch shrinks the program's activations and temporaries."));
+  d.fixes.push_back(make_fix("mixed_precision", "bf16 parameters and activations take half of fp32.",
+                             torch_xla ? "model.to(torch.bfloat16)  # and bf16 inputs; older torch_xla: XLA_USE_BF16=1"
+                                       : "dtype=jnp.bfloat16, param_dtype=jnp.bfloat16  # flax modules; PyTorch/XLA: "
+                                         "model.to(torch.bfloat16)"));
+}
+
 void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
   const VllmContext v = vllm_context(context, e);
   auto common_tail = [&](void) {
@@ -1299,6 +1491,21 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     } else {
       d.fixes.push_back(make_fix("smaller_input", "Smaller batches, images or sequences need smaller buffers."));
     }
+  } else if (e.format == "metal_max_buffer_size") {
+    // One buffer over Metal's maxBufferLength: the wired limit and free memory are beside the point.
+    d.cause = "allocation_size_limit";
+    const uint64_t requested = m.requested.value_or(0), limit = e.bytes("max_buffer_size").value_or(0);
+    d.evidence.push_back(fmt::format("One {} buffer is larger than the largest single buffer Metal allows on this GPU ({}, "
+                                     "its maxBufferLength): no free or wired memory lifts that limit; the array must be "
+                                     "smaller or split.", format_bytes(requested), format_bytes(limit)));
+    d.fixes.push_back(make_fix("smaller_input", limit > 0 && requested > limit
+        ? fmt::format("Split the work so no array reaches {}: fewer sequences batched at once, the prompt processed in "
+                      "chunks; this one is {:.1f}x the limit.", format_bytes(limit),
+                      static_cast<double>(requested) / static_cast<double>(limit))
+        : std::string("Split the work so no single array reaches the limit: fewer sequences at once, chunks."),
+        "fewer sequences (or images) per batch; process a long prompt in chunks"));
+    d.fixes.push_back(make_fix("shorter_sequence", "The KV cache's arrays grow with the context.",
+                               std::string(fix_snippet("shorter_sequence", FixVariant::kMlx))));
   } else if (e.format == "xpu_4gb_block_limit") {
     d.cause = "allocation_size_limit";
     d.evidence.push_back(fmt::format("The platform cannot allocate one block over {}; {} was requested.",
@@ -1358,7 +1565,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.fixes.push_back(make_fix("nccl_buffers", "Each channel and peer gets its own buffer."));
     add_training_ladder(d, e, m, operation);
   } else if (e.format == "cuda_error_oom" || e.format == "pytorch_thc_cuda_runtime_oom" || e.format == "cuda_driver_oom" ||
-             e.format == "cuda_driver_ctx_create") {
+             e.format == "cuda_driver_ctx_create" || e.format == "cuda_malloc_failed") {
     if (e.format == "cuda_driver_ctx_create") {
       // A context is the first thing a process puts on the card: when creating it runs out of
       // memory, this process held nothing there yet, so others (or another context of this
@@ -1394,6 +1601,40 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                                    operation)));
       add_training_ladder(d, e, m, operation);
     }
+  } else if (e.framework == "paddle") {
+    diagnose_paddle(d, e, m);
+  } else if (e.format == "mxnet_cudamalloc") {
+    diagnose_mxnet(d, e);
+  } else if (e.framework == "tensorrt") {
+    diagnose_tensorrt(d, e);
+  } else if (e.framework == "directml") {
+    diagnose_directml(d, e, m);
+  } else if (e.format == "trtllm_executor_insufficient_memory") {
+    // The KV cache is sized as a share (KvCacheConfig.free_gpu_memory_fraction, 0.9 by default) of
+    // the memory free after the model loads; the runtime's buffers for max_num_tokens need the rest.
+    d.cause = "capacity_exhausted";
+    const std::string component = e.string_field("component").value_or("a component");
+    if (m.total && m.free && *m.free <= *m.total) {
+      d.capacity_title = fmt::format("TensorRT-LLM could not create its {} with {} of {} free", component,
+                                     format_bytes(*m.free), format_bytes(*m.total));
+      d.evidence.push_back(fmt::format(
+          "TensorRT-LLM could not create the executor's {}: {} of the card's {} was free before it tried ({} already "
+          "held by the weights, the runtime and any other process).", component, format_bytes(*m.free),
+          format_bytes(*m.total), format_bytes(*m.total - *m.free)));
+    } else {
+      d.evidence.push_back(fmt::format("TensorRT-LLM could not create the executor's {} for lack of GPU memory.", component));
+    }
+    d.fixes.push_back(make_fix("trtllm_kv_cache_fraction",
+                               m.free ? fmt::format("The KV cache takes 0.9 of the {} free by default; a smaller share "
+                                                    "leaves the rest to the runtime's own buffers.", format_bytes(*m.free))
+                                      : std::string("The KV cache takes 0.9 of the free memory by default; a smaller "
+                                                    "share leaves the rest to the runtime's own buffers.")));
+    d.fixes.push_back(make_fix("trtllm_max_num_tokens", "The runtime's activation buffers grow with the tokens and "
+                                                        "requests it schedules per step."));
+    d.fixes.push_back(make_fix("end_other_processes", "Memory other processes hold is missing from that share too."));
+    d.fixes.push_back(make_fix("trtllm_tensor_parallel", "Each GPU then holds 1/N of the weights (MoE: of the experts)."));
+  } else if (e.format == "xla_tpu_hbm_reserve") {
+    diagnose_tpu_reserve(d, e, m);
   } else if (e.format == "process_killed") {
     // A SIGKILL is not proof of memory unless the kernel's line says so: the evidence says how to check.
     diagnose_killed(d, e, operation);

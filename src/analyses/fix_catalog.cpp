@@ -126,6 +126,44 @@ const std::vector<FixInfo>& fix_catalog() {
        "fewer tokens cached at once"},
       {"trtllm_max_num_tokens", "Schedule fewer tokens and requests per step",
        "trtllm-serve --max_num_tokens 4096 --max_batch_size 64", 5, "lower peak throughput"},
+      // PaddlePaddle's memory flags (paddlepaddle.org.cn, guides/flags/memory_en.html): naive_best_fit
+      // reserves FLAGS_fraction_of_gpu_memory_to_use of the card up front (Paddle 1.x's default, and
+      // inference builds'); the pip package's default since 2.0 is auto_growth.
+      {"paddle_fraction", "Size the share of the card Paddle reserves up front",
+       "export FLAGS_fraction_of_gpu_memory_to_use=0.5  # naive_best_fit reserves this share at startup: lower it when "
+       "other processes share the card, raise it (below 1.0) when Paddle has the card alone", 1, "free"},
+      {"paddle_eager_delete", "Free each variable as soon as nothing needs it (Paddle 1.x)",
+       "export FLAGS_eager_delete_tensor_gb=0.0  # garbage collection of variables; negative values turn it off", 1, "free"},
+      {"paddle_auto_growth", "Let Paddle take GPU memory as it needs it, not a fixed share up front",
+       "export FLAGS_allocator_strategy=auto_growth  # the pip package's default since 2.0; naive_best_fit reserves the card",
+       2, "can fragment more"},
+      {"paddle_memory_limit", "Raise (or drop) the cap on Paddle's GPU memory",
+       "export FLAGS_gpu_memory_limit_mb=N  # the most this process may take on the card; unset: no cap", 2,
+       "free if nothing else needs the card"},
+      // MXNet's environment variables (mxnet.apache.org, faq/env_var): the GPU memory pool's type
+      // (Naive by default) and reserve (5% by default), and cuDNN's autotuning of convolutions.
+      {"mxnet_cudnn_autotune", "Skip cuDNN autotuning's trial runs (MXNet)",
+       "export MXNET_CUDNN_AUTOTUNE_DEFAULT=0  # no trial of every convolution algorithm with its workspace", 2,
+       "maybe slower convolutions"},
+      {"mxnet_pool_round", "Let MXNet's memory pool reuse buffers of rounded sizes",
+       "export MXNET_GPU_MEM_POOL_TYPE=Round  # sizes rounded up (to powers of two below 2^MXNET_GPU_MEM_POOL_ROUND_LINEAR_CUTOFF) "
+       "so freed buffers fit later requests", 2, "some memory lost to rounding"},
+      {"mxnet_pool_reserve", "Keep more of the card outside MXNet's memory pool",
+       "export MXNET_GPU_MEM_POOL_RESERVE=10  # percent kept for cuDNN handles and kernel launches (default 5)", 2,
+       "a smaller pool"},
+      // TensorRT's builder: the workspace pool's limit (IBuilderConfig::setMemoryPoolLimit with
+      // MemoryPoolType::kWORKSPACE; trtexec --memPoolSize=workspace:N, N in MiB), and the largest input
+      // shapes of the optimization profile, which size the engine's activations.
+      {"tensorrt_workspace", "Cap TensorRT's builder workspace below what the card can give",
+       "config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, 4 << 30)  # C++: config->setMemoryPoolLimit("
+       "MemoryPoolType::kWORKSPACE, 4ULL << 30); trtexec --memPoolSize=workspace:4096", 2,
+       "tactics that need more are skipped"},
+      {"tensorrt_smaller_shapes", "Build for smaller inputs: the optimization profile's largest shapes, the batch",
+       "trtexec --maxShapes=input:4x3x640x640  # profile.set_shape(name, min, opt, max) with a smaller max", 5,
+       "smaller batches or inputs"},
+      {"trtllm_tensor_parallel", "Split the model over more GPUs",
+       "trtllm-serve <model> --tp_size 2  # LLM API: LLM(model, tensor_parallel_size=2); MoE experts: --ep_size / "
+       "moe_expert_parallel_size", 9, "more GPUs"},
       // text-generation-inference's launcher flags (docs: "Text-generation-launcher arguments").
       {"tgi_max_batch_prefill_tokens", "Prefill fewer tokens per batch",
        "--max-batch-prefill-tokens 2048  # half the value in use (4096 was TGI 1.x's default)", 5, "slower prefill of long or many prompts"},
@@ -308,6 +346,20 @@ std::optional<std::string_view> fix_variant_snippet(std::string_view id, FixVari
       {"ggml_fewer_layers", FixVariant::kOllama,
        "/set parameter num_gpu N  # layers on the GPU; PARAMETER num_gpu N in a Modelfile, \"num_gpu\": N in the API"},
       {"ggml_smaller_quant", FixVariant::kOllama, "ollama pull <model>:<tag>-q4_K_M  # a smaller quantization of the same model"},
+      {"check_device_and_limits", FixVariant::kPaddle,
+       "CUDA_VISIBLE_DEVICES=1 python train.py  # or paddle.set_device('gpu:1'): a GPU nothing else uses"},
+      {"smaller_input", FixVariant::kPaddle,
+       "batch_size=B/2  # paddle.io.DataLoader(..., batch_size=...); PaddleOCR/PaddleDetection configs: batch_size_per_card"},
+      {"smaller_input", FixVariant::kMxnet,
+       "batch_size=B/2  # mx.io iterators / gluon.data.DataLoader; with several GPUs the batch is split over the contexts"},
+      {"tensorrt_workspace", FixVariant::kDeepStream,
+       "workspace-size=4096  # [property] of the nvinfer config (config_infer_*.txt), in MB; delete the built engine "
+       "file so it is rebuilt"},
+      {"tensorrt_smaller_shapes", FixVariant::kDeepStream,
+       "batch-size=1  # [property] of the nvinfer config (and the streammux batch-size); delete the built engine file"},
+      {"end_other_processes", FixVariant::kDirectMl,
+       "Task Manager > Details: add the \"Dedicated GPU memory\" column, close the programs that hold it (browsers, "
+       "games, other Python processes)"},
       {"quantize_model", FixVariant::kMlx, "mlx_lm.convert --hf-path <model> -q --q-bits 4  # or an mlx-community 4-bit model"},
       {"shorter_sequence", FixVariant::kMlx, "--max-kv-size N  # mlx_lm: a rotating KV cache of N tokens; or a shorter prompt"},
       // ComfyUI on AMD or Intel cards starts from main.py: the portable build's launcher is NVIDIA's.

@@ -65,7 +65,11 @@ enum class FixVariant {
   kLlamaCppHostRam,// llama.cpp's layers kept in system RAM (CPU buffers)
   kTensorFlowHost, // TensorFlow/XLA's pinned host pool
   kOllama,         // Ollama: llama.cpp's settings as Ollama parameters and environment variables
-  kMlx             // Apple MLX (mlx-lm)
+  kMlx,            // Apple MLX (mlx-lm)
+  kPaddle,         // PaddlePaddle: paddle.set_device, its DataLoader and model configs
+  kMxnet,          // MXNet: its data iterators and Gluon DataLoader
+  kDeepStream,     // NVIDIA DeepStream's nvinfer: TensorRT's settings in its config file
+  kDirectMl        // DirectML on Windows: Task Manager, no nvidia-smi
 };
 
 // The snippet of `id` written for `variant`, or nullopt when the variant writes it as the default.

@@ -16,7 +16,7 @@ std::string framework_title(const OomEvent& e) {
       {"pytorch", "PyTorch"}, {"pytorch-rocm", "PyTorch (ROCm)"}, {"pytorch-xpu", "PyTorch (XPU)"},
       {"pytorch-npu", "PyTorch (NPU)"}, {"pytorch-mps", "PyTorch (MPS)"}, {"vllm", "vLLM"},
       {"tensorflow", "TensorFlow"}, {"jax", "JAX/XLA"}, {"llama.cpp", "llama.cpp"}, {"ollama", "Ollama"}, {"mlx", "MLX"}, {"metal", "Metal"}, {"python", "Python"},
-      {"sglang", "SGLang"}, {"tgi", "text-generation-inference"}, {"onnxruntime", "ONNX Runtime"}, {"tensorrt-llm", "TensorRT-LLM"}, {"nccl", "NCCL"}, {"cuda", "CUDA"}, {"cublas", "cuBLAS"}, {"cudnn", "cuDNN"}};
+      {"sglang", "SGLang"}, {"tgi", "text-generation-inference"}, {"onnxruntime", "ONNX Runtime"}, {"tensorrt-llm", "TensorRT-LLM"}, {"paddle", "PaddlePaddle"}, {"mxnet", "MXNet"}, {"tensorrt", "TensorRT"}, {"directml", "DirectML"}, {"torch_xla", "PyTorch/XLA"}, {"xla", "XLA (TPU)"}, {"nccl", "NCCL"}, {"cuda", "CUDA"}, {"cublas", "cuBLAS"}, {"cudnn", "cuDNN"}};
   auto it = names.find(e.framework);
   return it == names.end() ? e.framework : it->second;
 }
@@ -35,13 +35,13 @@ std::string kill_reporter(const OomEvent& e) {
 const std::vector<std::pair<const char*, const char*>>& shown_figures() {
   static const std::vector<std::pair<const char*, const char*>> shown = {
       {"requested", "requested"}, {"total", "total"}, {"free", "free"}, {"process", "this process"},
-      {"allocated", "allocated by PyTorch"}, {"reserved_total", "reserved by PyTorch"},
+      {"allocated", "allocated by PyTorch"}, {"gpu_allocated", "allocated on the GPU"}, {"reserved_total", "reserved by PyTorch"},
       {"reserved_unallocated", "reserved but unallocated"}, {"private_pools", "in CUDA-graph pools"},
       {"pytorch_limit", "allowed (memory fraction)"},
       {"mps_allocated", "MPS allocated"}, {"other_allocations", "other allocations"}, {"max_allowed", "max allowed"},
       {"kv_needed", "KV needed"}, {"kv_available", "KV available"}, {"in_use_chunks", "in use"},
       {"anon_rss", "resident (anon-rss)"}, {"shmem_rss", "shared (shmem-rss)"},
-      {"xla_memory_needed", "needed by the program"}};
+      {"xla_memory_needed", "needed by the program"}, {"max_buffer_size", "largest buffer allowed"}};
   return shown;
 }
 
@@ -211,6 +211,7 @@ std::string group_line(const ExplainReport& report, const EventGroup& group) {
 std::string render_explain(const ExplainReport& report, const Style& style, const ExplainTerminalOptions& options) {
   std::string out;
   size_t info_count = 0;
+  size_t warning_count = 0;   // of those, non-fatal allocator warnings ("fatal": false)
   size_t shown = 0;
   std::vector<EventGroup> groups;
   if (options.group_similar) {
@@ -235,6 +236,7 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
     const OomEvent& e = item.event;
     if (!e.is_error && !options.show_info) {
       ++info_count;
+      if (const FieldValue* fatal = e.field("fatal"); fatal && *fatal == FieldValue(false)) ++warning_count;
       continue;
     }
     if (shown++ > 0) out += "\n";
@@ -300,8 +302,15 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
                                     report.errors.size(), report.inputs.size() + report.errors.size(), names)) + "\n";
   }
   if (info_count > 0) {
-    out += fmt::format("\n{}\n", style.dim(fmt::format("{} informational memory line{} (vLLM accounting, TensorFlow banners) not shown; "
-                                                       "--all lists them.", info_count, info_count == 1 ? "" : "s")));
+    // Non-fatal allocator warnings (TensorFlow's "not a failure", TensorRT's skipped tactics) are named as such.
+    std::string what;
+    if (warning_count > 0) what = count_noun(warning_count, "non-fatal allocator warning");
+    if (info_count > warning_count) {
+      what += (what.empty() ? "" : " and ") +
+              fmt::format("{} informational memory line{} (vLLM accounting, TensorFlow banners)", info_count - warning_count,
+                          info_count - warning_count == 1 ? "" : "s");
+    }
+    out += fmt::format("\n{}\n", style.dim(what + " not shown; --all lists them."));
   }
   if (report.truncated) out += style.yellow("Only the first events are listed: the input holds more.\n");
   return out;

@@ -1,6 +1,6 @@
 // The contract between the log scanner and the per-framework message formats. Each framework's
 // formats live in one file (pytorch.cpp, vllm.cpp, tensorflow.cpp, xla.cpp, ggml.cpp, metal.cpp,
-// cuda_libraries.cpp, others.cpp) with their patterns and field mapping; registry.cpp lists them.
+// paddle.cpp, tensorrt.cpp, cuda_libraries.cpp, others.cpp) with their patterns and field mapping; registry.cpp lists them.
 // Adding a framework's message = one matcher in its file + a line in registry.cpp + a test.
 #pragma once
 
@@ -79,6 +79,8 @@ void add_ggml_formats(std::vector<MessageFormat>& out);
 void add_metal_formats(std::vector<MessageFormat>& out);
 void add_cuda_library_formats(std::vector<MessageFormat>& out);
 void add_other_formats(std::vector<MessageFormat>& out);
+void add_paddle_formats(std::vector<MessageFormat>& out);
+void add_tensorrt_formats(std::vector<MessageFormat>& out);
 
 // ---- helpers shared by the format files ----
 

@@ -1,6 +1,6 @@
 // Apple Metal's command-buffer failure when the GPU cannot get the unified memory it needs:
 // "Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)", as MLX raises it
-// ("[METAL] Command buffer execution failed: ..."), as llama.cpp's Metal backend logs it ("error:
+// ("[METAL] Command buffer execution failed: ...", the code sometimes left off), as llama.cpp's Metal backend logs it ("error:
 // ..." then "ggml_metal_graph_compute: command buffer N failed with status 5"), or as a Swift
 // MTLCommandBufferErrorDomain error ("Insufficient Memory (IOAF code 8)").
 #include "readers/formats/message_format.h"
@@ -10,7 +10,10 @@ namespace oomdoc {
 namespace {
 
 std::optional<FormatMatch> match_metal(const MessageWindow& w) {
-  static const RE2 re(R"(Insufficient Memory \((?:[0-9A-Fa-f]+:kIOGPUCommandBufferCallbackErrorOutOfMemory|IOAF code 8)\))");
+  // MLX's own wording may end at the words, without the driver's code (vmlx: "[METAL] Command buffer
+  // execution failed: Insufficient Memory").
+  static const RE2 re(R"(Insufficient Memory \((?:[0-9A-Fa-f]+:kIOGPUCommandBufferCallbackErrorOutOfMemory|IOAF code 8)\)|)"
+                      R"(\[METAL\] Command buffer execution failed: Insufficient Memory\b)");
   if (!regex_search(re, w.lines[0])) return std::nullopt;
   FormatMatch m;
   OomEvent& e = m.event;
@@ -27,10 +30,26 @@ std::optional<FormatMatch> match_metal(const MessageWindow& w) {
   return m;
 }
 
+// MLX's Metal allocator (mlx/backend/metal/allocator.cpp) refusing one buffer larger than the device's
+// maxBufferLength: "[metal::malloc] Attempting to allocate 48736917632 bytes which is greater than the
+// maximum allowed buffer size of 30150672384 bytes." No amount of free or wired memory lifts that limit.
+std::optional<FormatMatch> match_metal_max_buffer(const MessageWindow& w) {
+  static const RE2 re(R"(\[metal::malloc\] Attempting to allocate (\d+) bytes which is greater than the maximum allowed buffer size of (\d+) bytes)");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m = new_match("mlx", "metal_max_buffer_size");
+  m.event.set_field("backend", std::string("Metal"));
+  m.event.set_field("device_kind", std::string("GPU"));
+  set_printed_size(m.event, "requested", std::string((*g)[1]) + " bytes");
+  set_printed_size(m.event, "max_buffer_size", std::string((*g)[2]) + " bytes");
+  return m;
+}
+
 }  // namespace
 
 void add_metal_formats(std::vector<MessageFormat>& out) {
   out.push_back({"metal_insufficient_memory", {"Insufficient Memory"}, match_metal});
+  out.push_back({"metal_max_buffer_size", {"[metal::malloc]"}, match_metal_max_buffer});
 }
 
 }  // namespace oomdoc

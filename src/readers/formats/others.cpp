@@ -1,4 +1,4 @@
-// Serving engines, runtimes and communication libraries other than vLLM (SGLang, TGI, ONNX Runtime, NCCL), and a process the
+// Serving engines, runtimes and communication libraries other than vLLM (SGLang, TGI, ONNX Runtime, NCCL, MXNet, DirectML), and a process the
 // kernel killed (SIGKILL): the Linux OOM killer ends a process that takes too much host RAM without
 // any error of its own, so what the log shows is the kill as others report it (the shell's
 // "Killed", torchrun's and DeepSpeed's summaries, the kernel's own dmesg line).
@@ -55,6 +55,53 @@ std::optional<FormatMatch> match_nccl(const MessageWindow& w) {
   for (size_t i = 1; i < w.lines.size() && i <= 3; ++i) {
     if (auto s = regex_search(size, w.lines[i])) {
       if (auto q = parse_quantity(std::string((*s)[1]) + " bytes")) m.event.set_quantity("requested", *q);
+      m.lines_used = i + 1;
+      break;
+    }
+  }
+  return m;
+}
+
+// MXNet's pooled GPU allocator (src/storage/pooled_storage_manager.h) when cudaMalloc fails: "cudaMalloc
+// failed: out of memory" (1.x: "cudaMalloc retry failed: out of memory", after releasing its pool and
+// trying again), inside an MXNetError or dmlc's logging line, with libmxnet.so frames below. The same
+// words from another program are a CUDA out-of-memory error without figures. (llama.cpp's and Ollama's
+// lines that quote them are read by their own formats first.)
+std::optional<FormatMatch> match_cudamalloc_failed(const MessageWindow& w) {
+  static const RE2 re(R"(cudaMalloc (retry )?failed: out of memory)");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g || contains(w.lines[0], "ggml") || contains(w.lines[0], "llama runner")) return std::nullopt;
+  constexpr size_t kLinesAfter = 6;   // the stack trace's first frames name libmxnet.so
+  bool mxnet = false;
+  for (size_t i = 0; i < w.lines.size() && i <= kLinesAfter && !mxnet; ++i) {
+    const std::string lower = to_lower(w.lines[i]);
+    mxnet = contains(lower, "mxnet") || contains(lower, "pooled_storage_manager");
+  }
+  FormatMatch m = new_match(mxnet ? "mxnet" : "cuda", mxnet ? "mxnet_cudamalloc" : "cuda_malloc_failed");
+  m.event.set_field("backend", std::string("CUDA"));
+  if (matched((*g)[1])) m.event.set_field("retried", true);
+  return m;
+}
+
+// DirectML (torch-directml on Windows and WSL): its allocator's "Could not allocate tensor with 81544192
+// bytes. There is not enough GPU video memory available!", and its heap allocator's warning "[W
+// dml_heap_allocator.cc:97] DML allocator out of memory!" followed by the error it raises, "RuntimeError:
+// Unknown error -2147024882": that is HRESULT 0x8007000E, E_OUTOFMEMORY.
+std::optional<FormatMatch> match_directml(const MessageWindow& w) {
+  static const RE2 tensor(R"(Could not allocate tensor with (\d+) bytes\. There is not enough GPU video memory)");
+  if (auto g = regex_search(tensor, w.lines[0])) {
+    FormatMatch m = new_match("directml", "directml_alloc");
+    set_printed_size(m.event, "requested", std::string((*g)[1]) + " bytes");
+    return m;
+  }
+  if (!contains(w.lines[0], "DML allocator out of memory")) return std::nullopt;
+  FormatMatch m = new_match("directml", "directml_heap_oom");
+  // The HRESULT the caller raises (a traceback may come between): E_OUTOFMEMORY, as a signed or a hex number.
+  static const RE2 hresult(R"((?:Unknown error |HRESULT[: ]*)(-2147024882|0x8007000[Ee])\b)");
+  constexpr size_t kLinesAfter = 12;
+  for (size_t i = 1; i < w.lines.size() && i <= kLinesAfter; ++i) {
+    if (regex_search(hresult, w.lines[i])) {
+      m.event.set_field("hresult", std::string("0x8007000E (E_OUTOFMEMORY)"));
       m.lines_used = i + 1;
       break;
     }
@@ -273,6 +320,8 @@ void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"sglang_not_enough_memory", {"Not enough memory"}, match_sglang});
   out.push_back({"onnxruntime_arena", {"Failed to allocate memory for requested buffer"}, match_onnxruntime_arena});
   out.push_back({"nccl_cuda_oom", {"NCCL WARN"}, match_nccl});
+  out.push_back({"directml_alloc", {"not enough GPU video memory", "DML allocator out of memory"}, match_directml});
+  out.push_back({"mxnet_cudamalloc", {"cudaMalloc failed", "cudaMalloc retry failed"}, match_cudamalloc_failed});
   // A process killed by SIGKILL, each report of it; one kill reported by several of them is one
   // event (log_scanner.cpp joins them).
   out.push_back({"process_killed", {"SIGKILL"}, match_sigkill});

@@ -172,6 +172,8 @@ const std::vector<MessageFormat>& message_formats() {
     add_pytorch_formats(all);
     add_tensorflow_formats(all);
     add_xla_formats(all);
+    add_paddle_formats(all);
+    add_tensorrt_formats(all);
     add_other_formats(all);
     add_cuda_library_formats(all);
     return all;

@@ -132,12 +132,61 @@ std::optional<FormatMatch> match_tpu_compile(const MessageWindow& w) {
   return m;
 }
 
+// The TPU runtime's reservation of a program's memory at the bottom of HBM (TensorFlow, PyTorch/XLA and
+// JAX on TPU): "Attempting to reserve 6.48G at the bottom of memory. That was not possible. There are
+// 6.78G free, 0B reserved, and 3.33G reservable." — the program needs one contiguous region there, so
+// free memory above the request with too little of it reservable means buffers that outlive a step sit
+// in the way. It may go on with "HBM capacity 8.00G:" and the breakdown "Currently allocated: 6.08G
+// (6,532,939,776 bytes)", "Program requirement: 3.95G (4,237,689,856 bytes)". Sizes are binary.
+std::optional<FormatMatch> match_tpu_reserve(const MessageWindow& w) {
+  static const RE2 re("Attempting to reserve (" + kSize + ") at the bottom of memory\\. That was not possible\\. There are (" +
+                      kSize + ") free, (" + kSize + ") reserved, and (" + kSize + ") reservable");
+  auto g = regex_search(re, w.joined);
+  if (!g || w.joined_line_of(joined_offset_in(w, (*g)[0])) != 0) return std::nullopt;
+  // PyTorch/XLA's client names itself (xla_client, torch_xla, its XRT ops); TensorFlow and JAX print the
+  // same runtime's words.
+  bool torch_xla = false;
+  for (size_t i = 0; i < w.lines.size() && i <= 3 && !torch_xla; ++i) {
+    torch_xla = contains(w.lines[i], "xla_client") || contains(w.lines[i], "torch_xla") || contains(w.lines[i], "XRTExecute");
+  }
+  auto m = new_match(torch_xla ? "torch_xla" : "xla", "xla_tpu_hbm_reserve");
+  OomEvent& e = m.event;
+  e.set_field("device_kind", std::string("TPU"));
+  set_printed_size(e, "requested", (*g)[1], LabelMeaning::kBinary);
+  set_printed_size(e, "free", (*g)[2], LabelMeaning::kBinary);
+  set_printed_size(e, "hbm_reserved", (*g)[3], LabelMeaning::kBinary);
+  set_printed_size(e, "reservable", (*g)[4], LabelMeaning::kBinary);
+  size_t last = w.joined_line_of(joined_offset_in(w, (*g)[0]) + (*g)[0].size() - 1);
+  // The breakdown, within the next lines (exact bytes where printed).
+  static const RE2 capacity("HBM capacity (" + kSize + ")");
+  static const RE2 row(R"(^\s*(Top-of-Memory reserved|Currently allocated|Program requirement):\s+\S+\s+\(\s*([\d,]+) bytes\))");
+  constexpr size_t kLinesAfter = 10;
+  for (size_t i = 1; i < w.lines.size() && i <= kLinesAfter; ++i) {
+    if (auto c = regex_search(capacity, w.lines[i])) {
+      set_printed_size(e, "total", (*c)[1], LabelMeaning::kBinary);
+      last = i;
+    } else if (auto r = regex_search(row, w.lines[i])) {
+      std::string digits;
+      for (char ch : (*r)[2]) {
+        if (ch != ',') digits += ch;
+      }
+      const std::string name = (*r)[1] == "Currently allocated" ? "hbm_allocated"
+                               : (*r)[1] == "Program requirement" ? "xla_memory_needed" : "hbm_top_reserved";
+      set_printed_size(e, name, digits + " bytes");
+      last = i;
+    }
+  }
+  m.lines_used = last + 1;
+  return m;
+}
+
 }  // namespace
 
 void add_xla_formats(std::vector<MessageFormat>& out) {
   out.push_back({"xla_oom_bytes", {"xhausted", "XHAUSTED"}, match_oom_bytes});
   out.push_back({"xla_failed_request", {"Failed to allocate request for"}, match_failed_request});
   out.push_back({"xla_cuda_async_alloc", {"cuMemAllocAsync failed to allocate"}, match_cuda_async_alloc});
+  out.push_back({"xla_tpu_hbm_reserve", {"at the bottom of memory"}, match_tpu_reserve});
   out.push_back({"xla_tpu_vmem_compile", {"Ran out of memory in memory space"}, match_tpu_compile});
 }
 
