@@ -51,7 +51,6 @@ const KeywordFilter& KeywordFilter::standard() {
       {"OOM", 0},                // OOM when allocating tensor
       {"KV cache", 0},           // vLLM KV cache lines
       {"in-use chunks", 2},      // TensorFlow BFC stats
-      {"Stats:", 0},             // the allocator's "Stats:" block (Limit, InUse, LargestFreeBlock) ("St")
       {"Dst tensor", 0},         // TensorFlow's copy failure that hides an OOM
       {"CUDNN_STATUS", 3},       // cuDNN statuses that hide an OOM
       {"CUBLAS_STATUS", 2},      // cuBLAS statuses

@@ -562,11 +562,9 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
   }
   // TensorFlow's BFC warning is followed by its allocator dump (a line per bin and chunk, hundreds
   // of them) that ends with the totals and the "Stats:" block: they belong to the warning, however
-  // long the dump. XLA's cudaMallocAsync failure prints its Stats block (from a file that names no
-  // framework) right after it.
-  const bool async_stats = previous != nullptr && previous->format == "xla_cuda_async_alloc";
-  if (previous != nullptr && (previous->format == "tf_bfc_oom" || async_stats) && event.format == "tf_bfc_stats" &&
-      (previous->framework == event.framework || async_stats) && event.line <= previous->end_line + kBfcDumpLines) {
+  // long the dump.
+  if (previous != nullptr && previous->format == "tf_bfc_oom" && event.format == "tf_bfc_stats" &&
+      previous->framework == event.framework && event.line <= previous->end_line + kBfcDumpLines) {
     add_missing_figures(*previous, event);
     previous->set_field("allocator_stats_line", static_cast<int64_t>(event.line));
     previous->end_line = std::max(previous->end_line, event.end_line);

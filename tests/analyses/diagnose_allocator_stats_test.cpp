@@ -1,6 +1,7 @@
 // TensorFlow's and XLA's allocator dumps end with totals ("Sum Total of in-use chunks", the regions
-// and memory_limit_) and a "Stats:" block (Limit, InUse, MaxInUse, ..., LargestFreeBlock): they
-// belong to the failure above them and tell a full pool from one that is fragmented or could not grow.
+// and memory_limit_) and a "Stats:" block (Limit, InUse, MaxInUse, ..., LargestFreeBlock), read
+// with the totals (and after XLA's cudaMallocAsync failure): they belong to the failure above them
+// and tell a full pool from one that is fragmented or could not grow.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -18,18 +19,15 @@ using testing::only_event;
 constexpr const char* kPrefix = "2023-03-01 10:00:05.000001: I tensorflow/tsl/framework/bfc_allocator.cc:1110] ";
 
 // A TensorFlow 2.x failure: the BFC warning, a dump, the totals, the Stats block, then the op's error.
-std::string tf_failure(const std::string& in_use_text, uint64_t region, uint64_t in_use, uint64_t largest_free,
-                       bool with_sum_total = true) {
+std::string tf_failure(const std::string& in_use_text, uint64_t region, uint64_t in_use, uint64_t largest_free) {
   std::string log =
       "2023-03-01 10:00:05.000001: W tensorflow/tsl/framework/bfc_allocator.cc:485] Allocator (GPU_0_bfc) ran out of "
       "memory trying to allocate 1.50GiB (rounded to 1610612736)requested by op MatMul\n"
       "2023-03-01 10:00:05.000002: I tensorflow/tsl/framework/bfc_allocator.cc:1039] BFCAllocator dump for GPU_0_bfc\n";
   for (int i = 0; i < 40; ++i) log += std::string(kPrefix) + "InUse at 7f0000000000 of size 256 next 1\n";
-  if (with_sum_total) {
-    log += std::string(kPrefix) + "Sum Total of in-use chunks: " + in_use_text + "\n" + kPrefix +
-           "total_region_allocated_bytes_: " + std::to_string(region) +
-           " memory_limit_: 15918104576 available bytes: 0 curr_region_allocation_bytes_: 31836209152\n";
-  }
+  log += std::string(kPrefix) + "Sum Total of in-use chunks: " + in_use_text + "\n" + kPrefix +
+         "total_region_allocated_bytes_: " + std::to_string(region) +
+         " memory_limit_: 15918104576 available bytes: 0 curr_region_allocation_bytes_: 31836209152\n";
   log += std::string(kPrefix) + "Stats: \n"
          "Limit:                     15918104576\n"
          "InUse:                     " + std::to_string(in_use) + "\n"
@@ -73,10 +71,11 @@ TEST(DiagnoseAllocatorStats, PoolThatCouldNotGrowSaysSo) {
             "(another process may hold the card)");
 }
 
-// A dump cut before "Sum Total" still has the Stats block: InUse and Limit say the pool was full.
-TEST(DiagnoseAllocatorStats, StatsBlockAloneGivesThePool) {
-  const auto x = only_event(explain_text(tf_failure("", 0, 15590000000, 0, /*with_sum_total=*/false)));
-  EXPECT_EQ(x.event.bytes("in_use_chunks"), 15590000000u);
+// The Stats block after the totals: MaxInUse read, LargestFreeBlock 0 (not tracked) left out, and
+// a pool at its limit is full.
+TEST(DiagnoseAllocatorStats, StatsBlockAfterTheTotals) {
+  const auto x = only_event(explain_text(tf_failure("14.52GiB", 15918104576, 15590000000, 0)));
+  EXPECT_EQ(x.event.bytes("max_in_use"), 15590000000u);
   EXPECT_EQ(x.event.int_field("memory_limit_bytes"), 15918104576);
   EXPECT_EQ(x.event.bytes("largest_free_block"), std::nullopt);   // 0: not tracked
   EXPECT_EQ(x.diagnosis.capacity_title, "TensorFlow's allocator pool was full (14.52 GiB of its 14.82 GiB limit in use)");

@@ -70,6 +70,14 @@ struct MessageFormat {
 // All formats, most specific first (the first that matches a candidate line wins).
 const std::vector<MessageFormat>& message_formats();
 
+// The allocator's "Stats:" block (tsl/framework/allocator.cc, AllocatorStats::DebugString), one
+// "Name: value" per line in bytes, within a few lines of `from`: after the BFC dump's totals
+// (TensorFlow, JAX) and after XLA's cudaMallocAsync failure. "Limit" (0: none), "InUse",
+// "MaxInUse" and, in newer versions, "LargestFreeBlock" (0: not tracked) go into `e`'s
+// in_use_chunks, memory_limit_bytes, max_in_use and largest_free_block where it has none. Returns
+// the line after the block (`from` when there is none).
+size_t read_allocator_stats(const MessageWindow& w, size_t from, OomEvent& e);
+
 // Per-framework registration (one per file).
 void add_pytorch_formats(std::vector<MessageFormat>& out);
 void add_vllm_formats(std::vector<MessageFormat>& out);

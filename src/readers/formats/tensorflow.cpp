@@ -179,39 +179,8 @@ std::optional<FormatMatch> match_bfc_stats(const MessageWindow& w) {
     if (auto bytes = parse_decimal<int64_t>((*l)[2])) m.event.set_field("memory_limit_bytes", *bytes);
     m.lines_used = lines_through(w, (*l)[0]);
   }
-  return m;
-}
-
-// The allocator's "Stats:" block (tsl/framework/allocator.cc, AllocatorStats::DebugString), one
-// "Name: value" per line in bytes, printed after the BFC dump and by XLA's cudaMallocAsync
-// allocator: "Limit:" (the pool's limit; 0 when it has none), "InUse:", "MaxInUse:", and in newer
-// versions "LargestFreeBlock:" (0 when not tracked).
-std::optional<FormatMatch> match_allocator_stats_block(const MessageWindow& w) {
-  static const RE2 stats(R"(\bStats:\s*(?:Limit:\s*(\d+))?\s*$)");
-  auto g = regex_search(stats, w.lines[0]);
-  if (!g) return std::nullopt;
-  static const RE2 entry(R"(^\s*(Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize|Reserved|PeakReserved|LargestFreeBlock):\s*(\d+)\s*$)");
-  std::map<std::string, uint64_t> values;
-  if (auto limit = parse_decimal<uint64_t>((*g)[1])) values["Limit"] = *limit;
-  size_t used = 1;
-  for (size_t i = 1; i < w.lines.size(); ++i) {
-    auto e = regex_search(entry, w.lines[i]);
-    if (!e) break;
-    if (auto v = parse_decimal<uint64_t>((*e)[2])) values[std::string((*e)[1])] = *v;
-    used = i + 1;
-  }
-  // Without both figures this is some other "Stats:" line.
-  if (!values.contains("Limit") || !values.contains("InUse")) return std::nullopt;
-  auto m = new_match(window_is_jax(w) ? "jax" : "tensorflow", "tf_bfc_stats");
-  m.event.is_error = false;
-  m.lines_used = used;
-  auto bytes = [&](const char* name, uint64_t v) { set_printed_size(m.event, name, std::to_string(v) + " bytes"); };
-  bytes("in_use_chunks", values["InUse"]);
-  if (values["Limit"] > 0) m.event.set_field("memory_limit_bytes", static_cast<int64_t>(values["Limit"]));
-  if (values.contains("MaxInUse")) bytes("max_in_use", values["MaxInUse"]);
-  if (values.contains("LargestFreeBlock") && values["LargestFreeBlock"] > 0) {
-    bytes("largest_free_block", values["LargestFreeBlock"]);
-  }
+  // The Stats block printed next (its InUse is the same total; Limit the same limit).
+  m.lines_used = read_allocator_stats(w, m.lines_used, m.event);
   return m;
 }
 
@@ -278,11 +247,44 @@ std::optional<FormatMatch> match_dst_tensor(const MessageWindow& w) {
 
 }  // namespace
 
+size_t read_allocator_stats(const MessageWindow& w, size_t from, OomEvent& e) {
+  static const RE2 stats(R"(\bStats:\s*(?:Limit:\s*(\d+))?\s*$)");
+  static const RE2 entry(R"(^\s*(Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize|Reserved|PeakReserved|LargestFreeBlock):\s*(\d+)\s*$)");
+  constexpr size_t kLinesBefore = 3;   // the Stats line follows the totals within a few lines
+  for (size_t i = from; i < w.lines.size() && i <= from + kLinesBefore; ++i) {
+    auto g = regex_search(stats, w.lines[i]);
+    if (!g) continue;
+    std::map<std::string, uint64_t> values;
+    if (auto limit = parse_decimal<uint64_t>((*g)[1])) values["Limit"] = *limit;
+    size_t used = i + 1;
+    for (size_t k = i + 1; k < w.lines.size(); ++k) {
+      auto v = regex_search(entry, w.lines[k]);
+      if (!v) break;
+      if (auto n = parse_decimal<uint64_t>((*v)[2])) values[std::string((*v)[1])] = *n;
+      used = k + 1;
+    }
+    // Without both figures this is some other "Stats:" line.
+    if (!values.contains("Limit") || !values.contains("InUse")) return from;
+    auto bytes = [&](const char* name, uint64_t v) {
+      if (!e.quantity(name)) set_printed_size(e, name, std::to_string(v) + " bytes");
+    };
+    bytes("in_use_chunks", values["InUse"]);
+    if (values["Limit"] > 0 && !e.field("memory_limit_bytes")) {
+      e.set_field("memory_limit_bytes", static_cast<int64_t>(values["Limit"]));
+    }
+    if (values.contains("MaxInUse")) bytes("max_in_use", values["MaxInUse"]);
+    if (values.contains("LargestFreeBlock") && values["LargestFreeBlock"] > 0) {
+      bytes("largest_free_block", values["LargestFreeBlock"]);
+    }
+    return used;
+  }
+  return from;
+}
+
 void add_tensorflow_formats(std::vector<MessageFormat>& out) {
   out.push_back({"tf_oom_tensor", {"OOM when allocating tensor"}, match_oom_tensor});
   out.push_back({"tf_bfc_oom", {"ran out of memory trying to allocate"}, match_bfc_oom});
   out.push_back({"tf_bfc_stats", {"Sum Total of in-use chunks"}, match_bfc_stats});
-  out.push_back({"tf_bfc_stats", {"Stats:"}, match_allocator_stats_block});
   out.push_back({"tf_driver_alloc", {"failed to allocate"}, match_driver_alloc});
   out.push_back({"host_or_unified_alloc", {"failed to alloc "}, match_host_alloc});
   out.push_back({"tf_device_info", {"totalMemory:"}, match_device_info});

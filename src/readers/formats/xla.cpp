@@ -102,6 +102,7 @@ std::optional<FormatMatch> match_cuda_async_alloc(const MessageWindow& w) {
     m.lines_used = i + 1;
     break;
   }
+  m.lines_used = read_allocator_stats(w, m.lines_used, m.event);
   return m;
 }
 
