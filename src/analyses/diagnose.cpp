@@ -288,6 +288,17 @@ void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
     return;
   }
   const bool inference = operation == "generation" || operation == "evaluation";
+  // DeepSpeed ZeRO-3 gathering parameters for the next modules (partitioned_param_coordinator's
+  // fetch_sub_module): how many it keeps gathered and prefetches is its own setting.
+  const bool zero3_fetch = e.traceback && std::any_of(e.traceback->frames.begin(), e.traceback->frames.end(),
+                                                      [](const TracebackFrame& f) {
+    return f.function == "fetch_sub_module" || contains(f.file, "partitioned_param_coordinator");
+  });
+  if (zero3_fetch) {
+    d.fixes.push_back(make_fix("zero3_live_parameters", "It failed while ZeRO-3 gathered parameters ahead of use: fewer "
+                                                        "kept gathered and a smaller prefetch lower that peak, at some "
+                                                        "speed."));
+  }
   std::string shortfall;
   if (m.requested && m.free && *m.requested > *m.free) {
     shortfall = fmt::format("The failed request is {} with {} free: the peak must drop by at least {}. ",

@@ -121,6 +121,18 @@ TEST(DiagnoseKill, KilledVllmServerGetsItsSwapSpace) {
   EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"vllm_swap_space", "add_swap", "more_host_memory"}));
 }
 
+// DeepSpeed ZeRO-3 out of memory while gathering parameters (fetch_sub_module): its live-parameter
+// and prefetch settings first.
+TEST(DiagnoseTraining, ZeroThreeGatheringGetsItsLiveParameterSettings) {
+  const ExplainedEvent x = only_event(explain_fixture("deepspeed_zero3_fetch_sub_module.log"));
+  const auto ids = fix_ids(x.diagnosis);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids.front(), "zero3_live_parameters");
+  EXPECT_EQ(testing::fix(x.diagnosis, "zero3_live_parameters").snippet,
+            "\"zero_optimization\": {\"stage3_max_live_parameters\": 1e8, \"stage3_max_reuse_distance\": 1e8, "
+            "\"stage3_prefetch_bucket_size\": 1e7}  # DeepSpeed's defaults: 1e9, 1e9, 5e7");
+}
+
 TEST(TracebackOperation, CastIsNotAMoveToTheDevice) {
   auto op = [](const std::string& code) {
     return classify_operation({TracebackFrame{"/site-packages/x.py", 1, "f", code}});
