@@ -1977,6 +1977,13 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
         "text-generation-inference's warmup runs one prefill of {} tokens (--max-batch-prefill-tokens) to size its KV "
         "cache, and it did not fit beside the weights.", tokens ? std::to_string(*tokens) : std::string("the configured")));
     add_tgi_ladder(d, tokens);
+  } else if (e.format == "wgpu_out_of_memory") {
+    d.cause = "capacity_exhausted";
+    d.evidence.push_back("wgpu could not allocate a GPU buffer (wgpu-core's DeviceError::OutOfMemory): the device's "
+                         "memory, as the graphics driver gives it to this program, ran out; wgpu prints no sizes.");
+    d.fixes.push_back(make_fix("smaller_input", "Smaller images, batches or sequences need smaller buffers."));
+    d.fixes.push_back(make_fix("end_other_processes", "Other programs' GPU memory (a browser, a game, another model) is "
+                                                      "missing here too."));
   } else if (e.format == "onnxruntime_arena") {
     if (m.requested && beyond_any_gpu(*m.requested)) {
       d.cause = "garbage_request_size";

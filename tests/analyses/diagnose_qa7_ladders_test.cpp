@@ -133,6 +133,17 @@ TEST(DiagnoseTraining, ZeroThreeGatheringGetsItsLiveParameterSettings) {
             "\"stage3_prefetch_bucket_size\": 1e7}  # DeepSpeed's defaults: 1e9, 1e9, 5e7");
 }
 
+// wgpu's DeviceError::OutOfMemory ("Not enough memory left") inside a Rust panic (burn).
+TEST(DiagnoseWgpu, NotEnoughMemoryLeftIsAnOutOfMemoryError) {
+  const ExplainedEvent x = only_event(explain_fixture("wgpu_burn_create_buffer.log"));
+  EXPECT_EQ(x.event.framework, "wgpu");
+  EXPECT_EQ(x.event.format, "wgpu_out_of_memory");
+  EXPECT_EQ(x.diagnosis.cause, "capacity_exhausted");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"end_other_processes", "smaller_input"}));
+  // The phrase elsewhere in a sentence is no event.
+  EXPECT_TRUE(testing::explain_text("warning: Not enough memory left for the cache, shrinking it\n").events.empty());
+}
+
 TEST(TracebackOperation, CastIsNotAMoveToTheDevice) {
   auto op = [](const std::string& code) {
     return classify_operation({TracebackFrame{"/site-packages/x.py", 1, "f", code}});

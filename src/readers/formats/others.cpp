@@ -19,6 +19,15 @@ std::optional<FormatMatch> match_sglang(const MessageWindow& w) {
   return m;
 }
 
+// wgpu (WebGPU in Rust: burn, candle's wgpu backend, Bevy): a buffer or texture the device could
+// not allocate is wgpu-core's DeviceError::OutOfMemory, printed "Not enough memory left" under the
+// call that failed ("In Device::create_buffer"), usually inside a "wgpu error: Validation Error" panic.
+std::optional<FormatMatch> match_wgpu(const MessageWindow& w) {
+  static const RE2 re(R"(^\s*Not enough memory left\.?\s*$)");
+  if (!regex_search(re, w.lines[0])) return std::nullopt;
+  return new_match("wgpu", "wgpu_out_of_memory");
+}
+
 // ONNX Runtime's arena allocator (onnxruntime/core/framework/bfc_arena.cc AllocateRawInternal):
 // "Failed to allocate memory for requested buffer of size N", inside the status of the node that
 // ran ("Non-zero status code returned while running Conv node. Name:'...'").
@@ -319,6 +328,7 @@ void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"tgi_warmup_prefill", {"prefill tokens"}, match_tgi_warmup});
   out.push_back({"sglang_not_enough_memory", {"Not enough memory"}, match_sglang});
   out.push_back({"onnxruntime_arena", {"Failed to allocate memory for requested buffer"}, match_onnxruntime_arena});
+  out.push_back({"wgpu_out_of_memory", {"Not enough memory left"}, match_wgpu});
   out.push_back({"nccl_cuda_oom", {"NCCL WARN"}, match_nccl});
   out.push_back({"directml_alloc", {"not enough GPU video memory", "DML allocator out of memory"}, match_directml});
   out.push_back({"mxnet_cudamalloc", {"cudaMalloc failed", "cudaMalloc retry failed"}, match_cudamalloc_failed});
