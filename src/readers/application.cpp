@@ -47,9 +47,10 @@ std::string from_line(std::string_view line) {
   if (has(line, "Capture cuda graph failed") || has(line, "Scheduler hit an exception") || sglang_prefix(line)) {
     return kAppSglang;
   }
-  // ComfyUI's execution error line and its error report.
+  // ComfyUI's execution error line, its error report, and the tip its execution.py prints under an
+  // out-of-memory error ("This error means you ran out of memory on your GPU.").
   if (has(line, "!!! Exception during processing !!!") || has(line, "# ComfyUI Error Report") ||
-      has(line, "ComfyUI_windows_portable")) {
+      has(line, "ComfyUI_windows_portable") || has(line, "This error means you ran out of memory on your GPU")) {
     return kAppComfyUi;
   }
   if (has(line, "stable-diffusion-webui") || has(line, "Stable diffusion model failed to load")) return kAppSdWebui;

@@ -144,6 +144,16 @@ TEST(DiagnoseWgpu, NotEnoughMemoryLeftIsAnOutOfMemoryError) {
   EXPECT_TRUE(testing::explain_text("warning: Not enough memory left for the cache, shrinking it\n").events.empty());
 }
 
+// ComfyUI's tip under an out-of-memory error names the application.
+TEST(DiagnoseApplication, ComfyUisOutOfMemoryTipNamesIt) {
+  const ExplainedEvent x = only_event(testing::explain_text(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 11.99 GiB "
+      "of which 1.00 GiB is free. Of the allocated memory 10.20 GiB is allocated by PyTorch, and 300.00 MiB is reserved "
+      "by PyTorch but unallocated.\n"
+      "This error means you ran out of memory on your GPU.\n"));
+  EXPECT_EQ(x.event.string_field("application"), "comfyui");
+}
+
 TEST(TracebackOperation, CastIsNotAMoveToTheDevice) {
   auto op = [](const std::string& code) {
     return classify_operation({TracebackFrame{"/site-packages/x.py", 1, "f", code}});
