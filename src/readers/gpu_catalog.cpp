@@ -219,6 +219,11 @@ Result<GpuSpec> find_gpu(std::string_view name) {
   if (!catalog.error.empty()) return Error{catalog.error};
   std::vector<std::string> query = name_tokens(name);
   if (query.empty()) return Error{fmt::format("GPU name '{}' names no GPU", name)};
+  // "4090,3090" or "4090+3090": cards of different kinds in one job, which oomdoc does not size.
+  if (name.find(',') != std::string_view::npos || name.find('+') != std::string_view::npos) {
+    return Error{fmt::format("GPU name '{}': one kind of card per job; mixed GPUs are not sized. Give the card with "
+                             "the least memory: every GPU then gets at least what the prediction says", name)};
+  }
 
   // A catalog name or alias matches when it contains every word of the query; the tightest match
   // (fewest words the user did not type) wins. The aliases spell out the names people use ("h100"

@@ -215,3 +215,20 @@ TEST(FindGpu, SuggestionsAreOnlyCloseNames) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// Cards of two kinds in one job are refused with what to give instead.
+TEST(GpuCatalog, MixedCardsAreRefusedWithTheWayOut) {
+  for (const char* name : {"4090,3090", "5070ti+5090"}) {
+    auto gpu = find_gpu(name);
+    ASSERT_FALSE(gpu.ok()) << name;
+    EXPECT_EQ(gpu.error().message, std::string("GPU name '") + name + "': one kind of card per job; mixed GPUs are not "
+                                   "sized. Give the card with the least memory: every GPU then gets at least what the "
+                                   "prediction says");
+  }
+}
+
+}  // namespace
+}  // namespace oomdoc
