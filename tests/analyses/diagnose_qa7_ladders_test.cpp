@@ -154,6 +154,17 @@ TEST(DiagnoseApplication, ComfyUisOutOfMemoryTipNamesIt) {
   EXPECT_EQ(x.event.string_field("application"), "comfyui");
 }
 
+// A kernel OOM-killer line hard-wrapped by a viewer (space padding mid-number) keeps its figures
+// (tranX's issue #41 as GitHub rendered dmesg).
+TEST(DiagnoseKill, KernelLineWrappedWithPaddingKeepsItsFigures) {
+  const ExplainedEvent x = only_event(testing::explain_text(
+      "[2059991.491542] Out of memory: Killed process 25315 (python3) total-vm:53312244" + std::string(60, ' ') +
+      "kB, anon-rss:31451456kB, file-rss:74816kB, shmem-rss:12296kB\n"));
+  EXPECT_EQ(x.event.bytes("total_vm"), 53312244ull * 1024);
+  EXPECT_EQ(x.event.bytes("anon_rss"), 31451456ull * 1024);
+  EXPECT_EQ(x.event.bytes("shmem_rss"), 12296ull * 1024);
+}
+
 TEST(TracebackOperation, CastIsNotAMoveToTheDevice) {
   auto op = [](const std::string& code) {
     return classify_operation({TracebackFrame{"/site-packages/x.py", 1, "f", code}});

@@ -201,7 +201,14 @@ std::optional<FormatMatch> match_shell_killed(const MessageWindow& w) {
 // are the victim's resident memory when it was killed, in KiB ("kB").
 std::optional<FormatMatch> match_kernel_oom_kill(const MessageWindow& w) {
   static const RE2 re(R"((?:(Memory cgroup out of memory|Out of memory): )?Killed process (\d+) \(([^)]{1,64})\)((?: [a-z-]+:[\d,]+kB,?)*))");
-  auto g = regex_search(re, w.lines[0]);
+  // A viewer that hard-wraps dmesg at a fixed width pads each cut with spaces, mid-number too
+  // ("total-vm:53312244<60 spaces>kB,"): runs of 8 or more spaces are that padding, not text.
+  std::string line = w.lines[0];
+  for (size_t at = line.find("        "); at != std::string::npos; at = line.find("        ", at)) {
+    const size_t end = line.find_first_not_of(' ', at);
+    line.erase(at, (end == std::string::npos ? line.size() : end) - at);
+  }
+  auto g = regex_search(re, line);
   if (!g) return std::nullopt;
   // Without the kernel's "Out of memory" prefix, only the figures say it is the kernel's line.
   if (!matched((*g)[1]) && (*g)[4].find("anon-rss:") == std::string_view::npos) return std::nullopt;
