@@ -593,60 +593,74 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
   add_training_ladder(d, e, m, operation_of(e));
 }
 
-void add_vllm_runtime_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context, bool sampler_warmup);
+struct VllmWhere;
+void add_vllm_runtime_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context, const VllmWhere& where);
 
-// When in vLLM's life a PyTorch allocation failed, from the traceback: the profile run and the
-// sampler warm-up at startup (vLLM's dummy runs), or serving requests (the engine's busy loop with
-// no dummy run under it).
-enum class VllmPhase { kUnknown, kProfile, kSamplerWarmup, kServing };
-VllmPhase vllm_phase(const OomEvent& e) {
+// When in vLLM's life a PyTorch allocation failed, from the traceback: the profile run (before the
+// KV cache is sized), the warm-up after the KV cache took its budget (compile_or_warm_up_model),
+// serving requests (the engine's busy loop with no dummy run under it). The sampler's dummy run
+// (`sampling_metadata=dummy_metadata`) runs in both the profile (V1's profile_run calls it) and the
+// warm-up: `sampler` says it was the sampler, `when` which of the two, if the frames show it.
+enum class VllmPhase { kUnknown, kProfile, kWarmup, kServing };
+struct VllmWhere {
+  VllmPhase when = VllmPhase::kUnknown;
+  bool sampler = false;
+};
+VllmWhere vllm_phase(const OomEvent& e) {
   const std::string from_lines = e.string_field("vllm_phase").value_or("");
-  bool sampler_warmup = from_lines == "sampler_warmup", profile = false, serving = from_lines == "serving";
+  bool sampler = from_lines == "sampler", profile = false, warmup = false, serving = from_lines == "serving";
   const std::vector<TracebackFrame> none;
   for (const TracebackFrame& f : e.traceback ? e.traceback->frames : none) {
     // gpu_model_runner._dummy_sampler_run builds `dummy_metadata` for the sampler.
-    if (f.function == "_dummy_sampler_run" || contains(f.code, "dummy_metadata")) sampler_warmup = true;
+    if (f.function == "_dummy_sampler_run" || contains(f.code, "dummy_metadata")) sampler = true;
     if (f.function == "profile_run" || f.function == "determine_available_memory" ||
-        f.function == "determine_num_available_blocks" || f.function == "_dummy_run" ||
-        f.function == "compile_or_warm_up_model" || f.function == "_initialize_kv_caches") {
+        f.function == "determine_num_available_blocks") {
       profile = true;
     }
+    if (f.function == "compile_or_warm_up_model") warmup = true;
     if (f.function == "run_busy_loop" || f.function == "_process_engine_step" || f.function == "execute_model" ||
         f.function == "step" || f.function == "engine_step" || f.function == "_continuation_prefill" ||
         contains(f.file, "serving_chat") || contains(f.file, "serving_completion")) {
       serving = true;
     }
   }
-  if (sampler_warmup) return VllmPhase::kSamplerWarmup;
-  if (profile) return VllmPhase::kProfile;
-  if (serving) return VllmPhase::kServing;
-  return VllmPhase::kUnknown;
+  VllmWhere where{VllmPhase::kUnknown, sampler};
+  if (profile) where.when = VllmPhase::kProfile;
+  else if (warmup) where.when = VllmPhase::kWarmup;
+  else if (serving && !sampler) where.when = VllmPhase::kServing;
+  return where;
+}
+
+// The budget fix for a PyTorch allocation inside vLLM: the value in use (from its logs) 0.05 lower,
+// or the defaults' 0.05 lower when the log does not say it.
+Fix vllm_budget_fix(const VllmContext& v, std::string detail) {
+  const bool known = v.gpu_memory_utilization && *v.gpu_memory_utilization > 0.15;
+  return make_fix("vllm_gpu_memory_utilization", std::move(detail),
+                  known ? "--gpu-memory-utilization " + utilization_text(*v.gpu_memory_utilization - 0.05)
+                        : fmt::format("--gpu-memory-utilization {}  # {} with a vLLM before v0.21",
+                                      utilization_text(kVllmDefaultGpuMemoryUtilization - 0.05),
+                                      utilization_text(kVllmDefaultGpuMemoryUtilizationBeforeV021 - 0.05)));
 }
 
 // The ladder for a PyTorch allocation that failed inside a vLLM process (profiling run, CUDA-graph
 // capture, sampler, a request's activations): memory outside the KV cache ran out, so give it room
 // and shrink what uses it.
 void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context, bool graph_capture) {
-  const VllmPhase phase = graph_capture ? VllmPhase::kUnknown : vllm_phase(e);
-  if (phase == VllmPhase::kServing || phase == VllmPhase::kSamplerWarmup) {
-    add_vllm_runtime_ladder(d, e, context, phase == VllmPhase::kSamplerWarmup);
+  const VllmWhere where = graph_capture ? VllmWhere{} : vllm_phase(e);
+  if (where.sampler || where.when == VllmPhase::kServing) {
+    add_vllm_runtime_ladder(d, e, context, where);
     return;
   }
   const VllmContext v = vllm_context(context, e);
   const bool known = v.gpu_memory_utilization && *v.gpu_memory_utilization > 0.15;
-  d.fixes.push_back(make_fix(
-      "vllm_gpu_memory_utilization",
-      known ? fmt::format("vLLM's budget is {} of the card; lowering it by 0.05 leaves that much more for memory "
-                          "outside the budget (activations, sampler, CUDA graphs, other processes).",
-                          utilization_text(*v.gpu_memory_utilization))
-            : fmt::format("Lower it by about 0.05 from the value in use (the default: {} from vLLM v0.21, {} before): "
-                          "memory outside vLLM's budget (activations, sampler, CUDA graphs, other processes) ran out.",
-                          utilization_text(kVllmDefaultGpuMemoryUtilization),
-                          utilization_text(kVllmDefaultGpuMemoryUtilizationBeforeV021)),
-      known ? "--gpu-memory-utilization " + utilization_text(*v.gpu_memory_utilization - 0.05)
-            : fmt::format("--gpu-memory-utilization {}  # {} with a vLLM before v0.21",
-                          utilization_text(kVllmDefaultGpuMemoryUtilization - 0.05),
-                          utilization_text(kVllmDefaultGpuMemoryUtilizationBeforeV021 - 0.05))));
+  d.fixes.push_back(vllm_budget_fix(
+      v, known ? fmt::format("vLLM's budget is {} of the card; lowering it by 0.05 leaves that much more for memory "
+                             "outside the budget (activations, sampler, CUDA graphs, other processes).",
+                             utilization_text(*v.gpu_memory_utilization))
+               : fmt::format("Lower it by about 0.05 from the value in use (the default: {} from vLLM v0.21, {} before): "
+                             "memory outside vLLM's budget (activations, sampler, CUDA graphs, other processes) ran out.",
+                             utilization_text(kVllmDefaultGpuMemoryUtilization),
+                             utilization_text(kVllmDefaultGpuMemoryUtilizationBeforeV021))));
   d.fixes.push_back(make_fix("vllm_max_num_seqs", "Fewer sequences at once shrink the activation peak, the sampler and "
                                                   "the CUDA-graph batch sizes."));
   d.fixes.push_back(make_fix("vllm_enforce_eager", "CUDA graphs take memory outside the KV cache (often 0.5-2 GiB)."));
@@ -660,44 +674,49 @@ void add_vllm_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context,
   d.fixes.push_back(make_fix("vllm_quantized_weights", "An AWQ/GPTQ/FP8 checkpoint halves or quarters the weights."));
 }
 
-// A vLLM process that ran out while serving (or in the sampler's warm-up after the KV cache took
-// its budget): the KV cache already holds gpu_memory_utilization of the card, so a shorter context or
-// an fp8 cache only gives more tokens, not room. What helps: a smaller budget (room for the
-// activations), smaller prefill chunks, fewer sequences at once; for the sampler warm-up (logits of
-// max_num_seqs rows), fewer sequences first, as vLLM's own message says ("try lowering
+// A vLLM process that ran out while serving, or in the sampler's dummy run (the profile's or the
+// warm-up's). Serving, the KV cache already holds gpu_memory_utilization of the card, so a shorter
+// context or an fp8 cache only gives more tokens, not room: a smaller budget (room for the
+// activations), smaller prefill chunks, fewer sequences at once. The sampler's dummy run takes the
+// logits of max_num_seqs rows: fewer sequences first, as vLLM's own message says ("try lowering
 // `max_num_seqs` or `gpu_memory_utilization`").
-void add_vllm_runtime_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context, bool sampler_warmup) {
+void add_vllm_runtime_ladder(Diagnosis& d, const OomEvent& e, const LogContext& context, const VllmWhere& where) {
   const VllmContext v = vllm_context(context, e);
   const bool known = v.gpu_memory_utilization && *v.gpu_memory_utilization > 0.15;
-  Fix budget = make_fix(
-      "vllm_gpu_memory_utilization",
-      fmt::format("The KV cache already took vLLM's budget{}; a budget 0.05 lower leaves that much of the card to the "
-                  "activations of the requests being served.",
-                  known ? " (" + utilization_text(*v.gpu_memory_utilization) + " of the card)" : std::string()),
-      known ? "--gpu-memory-utilization " + utilization_text(*v.gpu_memory_utilization - 0.05)
-            : fmt::format("--gpu-memory-utilization {}  # 0.05 below the value in use ({} from vLLM v0.21, {} before)",
-                          utilization_text(kVllmDefaultGpuMemoryUtilization - 0.05),
-                          utilization_text(kVllmDefaultGpuMemoryUtilization),
-                          utilization_text(kVllmDefaultGpuMemoryUtilizationBeforeV021)));
-  Fix seqs = make_fix("vllm_max_num_seqs", sampler_warmup
-                          ? "The sampler's warm-up takes the logits of max_num_seqs sequences (and their sort): fewer "
+  const std::string share = known ? " (" + utilization_text(*v.gpu_memory_utilization) + " of the card)" : std::string();
+  Fix budget = vllm_budget_fix(
+      v, where.when == VllmPhase::kProfile
+             ? "The profile run measures its peak before the KV cache is sized; a budget 0.05 lower leaves more of the "
+               "card outside it."
+             : fmt::format("The KV cache already took vLLM's budget{}; a budget 0.05 lower leaves that much of the card "
+                           "to the activations.", share));
+  Fix seqs = make_fix("vllm_max_num_seqs", where.sampler
+                          ? "The sampler's dummy run takes the logits of max_num_seqs sequences (and their sort): fewer "
                             "sequences shrink it directly."
                           : "Fewer sequences at once shrink each step's activations and the sampler.");
   Fix chunks = make_fix("vllm_max_num_batched_tokens",
                         "The tokens scheduled in one step (a prefill chunk) bound its activations: fewer, smaller chunks.");
   // Their order here, whatever the catalogue's general one.
-  std::vector<Fix> ladder = sampler_warmup ? std::vector<Fix>{seqs, budget} : std::vector<Fix>{budget, chunks, seqs};
+  std::vector<Fix> ladder = where.sampler ? std::vector<Fix>{seqs, budget} : std::vector<Fix>{budget, chunks, seqs};
   for (Fix& f : ladder) {
     f.cost_rank = 2;   // ahead of the catalogue's other vLLM flags, in this order (order_fixes is stable)
     d.fixes.push_back(std::move(f));
   }
   d.fixes.push_back(make_fix("vllm_enforce_eager", "CUDA graphs take memory outside the KV cache (often 0.5-2 GiB)."));
   d.fixes.push_back(make_fix("vllm_tensor_parallel", "Each GPU holds 1/N of the weights, leaving more for the rest."));
-  d.evidence.push_back(sampler_warmup
-                           ? "The traceback is vLLM's sampler warm-up (a dummy run over max_num_seqs sequences' logits), "
-                             "after the KV cache was allocated."
-                           : "The traceback is vLLM serving requests (the engine's step loop), not its startup profile: "
-                             "the KV cache already holds its budget.");
+  if (!where.sampler) {
+    d.evidence.push_back("The traceback is vLLM serving requests (the engine's step loop), not its startup profile: "
+                         "the KV cache already holds its budget.");
+  } else if (where.when == VllmPhase::kProfile) {
+    d.evidence.push_back("The traceback is vLLM's sampler dummy run in its startup profile (the logits of max_num_seqs "
+                         "sequences), before the KV cache is sized.");
+  } else if (where.when == VllmPhase::kWarmup) {
+    d.evidence.push_back("The traceback is vLLM's sampler warm-up (a dummy run over max_num_seqs sequences' logits), "
+                         "after the KV cache was allocated.");
+  } else {
+    d.evidence.push_back("The traceback is vLLM's sampler dummy run (the logits of max_num_seqs sequences), in its "
+                         "startup profile or the warm-up after it.");
+  }
 }
 
 // text-generation-inference's own settings, cheapest first: fewer prefill tokens per batch (half
@@ -749,7 +768,7 @@ void add_sglang_ladder(Diagnosis& d, bool graph_capture, std::optional<double> f
 // A process killed by SIGKILL (readers/formats/others.cpp): host RAM, told by the shell, a launcher,
 // PyTorch's DataLoader or the kernel itself. The fixes are those for what the process was doing
 // when the log says so (loading a checkpoint, a DataLoader worker), cheapest first.
-void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operation) {
+void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operation, const LogContext& context) {
   d.cause = "killed_host_oom_suspected";
   const std::string report = e.string_field("kill_report").value_or("");
   const bool kernel = report == "kernel_oom_killer" || e.field("kernel_report_line") != nullptr;
@@ -802,10 +821,14 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
                                 "confirms it.");
   }
   if (loading) d.evidence.push_back("It was killed while the checkpoint's shards were loading.");
-  // A vLLM server: V0 pins --swap-space GiB of host RAM per GPU for its CPU KV blocks (the "# CPU
-  // blocks" it logs), on top of each worker's own process; a transformers load or DataLoader is not
-  // what it runs.
-  if (e.string_field("application") == "vllm") {
+  // A vLLM server killed after its V0 engine logged "# CPU blocks": it had just pinned --swap-space
+  // GiB of host RAM per GPU for them; a transformers load or DataLoader is not what it runs. (V1 has
+  // no swap space; a kill before that line is the load's.)
+  const bool after_cpu_blocks = context.events != nullptr &&
+      std::any_of(context.events->begin(), context.events->end(), [&](const OomEvent& x) {
+        return x.framework == "vllm" && x.line < e.line && x.int_field("cpu_blocks").value_or(0) > 0;
+      });
+  if (e.string_field("application") == "vllm" && after_cpu_blocks) {
     d.fixes.push_back(make_fix("vllm_swap_space", "vLLM's V0 engine pins --swap-space GiB (default 4) of host RAM per "
                                                   "GPU for swapped KV blocks, the '# CPU blocks' it logs; V1 has no "
                                                   "swap space."));
@@ -1648,7 +1671,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     diagnose_tpu_reserve(d, e, m);
   } else if (e.format == "process_killed") {
     // A SIGKILL is not proof of memory unless the kernel's line says so: the evidence says how to check.
-    diagnose_killed(d, e, operation);
+    diagnose_killed(d, e, operation, context);
   } else if (e.format == "torch_th_host_oom" || e.format == "pytorch_cpu_allocator" || e.format == "host_or_unified_alloc" ||
              e.format == "ggml_pinned_host" || e.format == "ggml_cpu_buffer" || e.format == "ollama_system_memory" ||
              (e.format == "tf_oom_tensor" && e.string_field("device_kind") == "CPU") ||

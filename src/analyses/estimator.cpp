@@ -1005,6 +1005,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   }
   // The model reader's warnings (a checkpoint missing tensors, a path sized as a preset).
   est.warnings.insert(est.warnings.end(), m.warnings.begin(), m.warnings.end());
+  if (p.training && job.kv_cache_impl) {
+    est.warnings.push_back("kv_cache_impl applies to generation: a training job keeps no KV cache, it is ignored");
+  }
   if (p.training && job.kv_cache_dtype) {
     est.warnings.push_back("kv_cache_dtype applies to generation: a training job keeps no KV cache, it is ignored");
   }
@@ -1612,7 +1615,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     // written in place.
     if (p.new_tokens > 0 && cached_layers > 0) {
       const double previous = kv_cache * static_cast<double>(p.seq - 1) / static_cast<double>(p.seq);
-      kv_growth = p.kv_cache_impl == "legacy" ? previous : p.kv_cache_impl == "dynamic" ? previous / cached_layers : 0;
+      // (kv_cache is this stage's: cached_layers / pp layers of it.)
+      const double stage_layers = cached_layers / static_cast<double>(p.pp);
+      kv_growth = p.kv_cache_impl == "legacy" ? previous : p.kv_cache_impl == "dynamic" ? previous / stage_layers : 0;
     }
   }
 

@@ -720,6 +720,15 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
       from = comma + 1;
       auto n = parse_decimal<uint64_t>(part);
       if (!n) return Error{fmt::format("VLLM_PP_LAYER_PARTITION={}: vLLM refuses it: \"Invalid partition string: {}\"", *text, *text)};
+      // (Each count at most the model's layers: the sum below cannot wrap.)
+      if (*n > model.num_layers) {
+        return Error{fmt::format("VLLM_PP_LAYER_PARTITION={}: a stage of {} layers, more than the model's {}", *text, *n,
+                                 model.num_layers)};
+      }
+      if (*n == 0) {
+        return Error{fmt::format("VLLM_PP_LAYER_PARTITION={}: a stage without layers holds no KV cache; oomdoc does not "
+                                 "size such a pipeline", *text)};
+      }
       partition.push_back(*n);
       sum += *n;
     }

@@ -147,7 +147,7 @@ std::string vllm_phase_from_lines(const std::vector<std::string>& lines_above, c
   constexpr size_t kNear = 40;   // a traceback's frames, each with its code lines
   const size_t first = lines_above.size() > kNear ? lines_above.size() - kNear : 0;
   for (size_t i = lines_above.size(); i-- > first;) {
-    if (has(lines_above[i], "dummy_metadata") || has(lines_above[i], "_dummy_sampler_run")) return "sampler_warmup";
+    if (has(lines_above[i], "dummy_metadata") || has(lines_above[i], "_dummy_sampler_run")) return "sampler";
   }
   for (size_t i = lines_above.size(); i-- > first;) {
     if (serving(lines_above[i])) return "serving";

@@ -65,7 +65,8 @@ inline constexpr size_t kApplicationContextLines = 60;
 std::string operation_from_lines(const std::vector<std::string>& lines_above, const OomEvent& event);
 
 // Where a vLLM server was when it ran out, from its own lines where the traceback does not say it:
-// "sampler_warmup" (its dummy sampler run: `sampling_metadata=dummy_metadata` among the frames' code),
+// "sampler" (its dummy sampler run, in the profile or the warm-up: `sampling_metadata=dummy_metadata`
+// among the frames' code),
 // "serving" (the engine died while serving requests: MQEngineDeadError / EngineDeadError, or the
 // OpenAI server's serving_chat/serving_completion reporting it), "" otherwise.
 std::string vllm_phase_from_lines(const std::vector<std::string>& lines_above, const OomEvent& event);

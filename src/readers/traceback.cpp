@@ -25,9 +25,12 @@ bool moves_to_device(std::string_view code) {
   for (size_t at = code.find(".to("); at != std::string_view::npos; at = code.find(".to(", at + 4)) {
     const size_t close = code.find(')', at);
     const std::string arg = to_lower(code.substr(at + 4, close == std::string_view::npos ? std::string_view::npos : close - at - 4));
-    const bool dtype = contains(arg, "dtype") || contains(arg, "torch.float") || contains(arg, "torch.bfloat") ||
-                       contains(arg, "torch.half") || contains(arg, "torch.int") || contains(arg, "torch.uint") ||
-                       contains(arg, "torch.bool") || contains(arg, "torch.long");
+    bool dtype = contains(arg, "dtype") || contains(arg, "memory_format");
+    for (std::string_view name : {"torch.float", "torch.bfloat", "torch.half", "torch.double", "torch.int", "torch.uint",
+                                  "torch.bool", "torch.long", "torch.short", "torch.complex", "torch.cfloat",
+                                  "torch.cdouble"}) {
+      dtype = dtype || contains(arg, name);
+    }
     if (!dtype || contains(arg, "device") || contains(arg, "cuda")) return true;
   }
   return false;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <set>
 
@@ -447,12 +448,29 @@ std::string describe(std::string_view dashes, const std::string& flag, const std
   return value ? fmt::format("{}{} {}", dashes, flag, *value) : std::string(dashes) + flag;
 }
 
+// A YAML scalar as PyYAML reads it: a boolean (true/false/yes/no/on/off in their three cases), or
+// nullopt for anything else (a quoted scalar is always a string).
+std::optional<bool> yaml_boolean(const YAML::Node& n) {
+  if (!n.IsScalar() || n.Tag() == "!") return std::nullopt;
+  const std::string& s = n.Scalar();
+  for (const char* word : {"true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON"}) {
+    if (s == word) return true;
+  }
+  for (const char* word : {"false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF"}) {
+    if (s == word) return false;
+  }
+  return std::nullopt;
+}
+
 // The flags a `--config FILE` YAML stands for, as vLLM's FlexibleArgumentParser turns it into
-// arguments (_load_config_file): `key: value` -> --key value, `key: true` -> --key (false: left
-// out), a list -> --key v1 v2, a mapping -> its JSON.
+// arguments (_load_config_file): `key: value` -> --key value, a boolean true -> --key and false
+// left out (v0.5-v0.9 passed --enable-chunked-prefill False explicitly; left out here too, as the
+// version is not known yet: its default stands), a list -> --key v1 v2 (an empty one left out), a
+// mapping -> its JSON with the YAML's own types.
 Result<std::vector<std::string>> config_file_words(const std::string& path) {
   YAML::Node root;
   try {
+    if (std::filesystem::is_directory(path)) throw YAML::BadFile(path);
     root = YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {
     return Error{fmt::format("--config {}: cannot read the file; oomdoc reads it to see the settings vLLM would take "
@@ -474,28 +492,34 @@ Result<std::vector<std::string>> config_file_words(const std::string& path) {
       return j;
     }
     if (n.IsNull()) return nullptr;
-    const std::string s = n.as<std::string>();
+    const std::string& s = n.Scalar();
+    if (n.Tag() == "!") return s;   // quoted: a string whatever it looks like
+    if (auto b = yaml_boolean(n)) return *b;
     if (auto i = parse_decimal<int64_t>(s)) return *i;
-    if (s == "true" || s == "True") return true;
-    if (s == "false" || s == "False") return false;
+    try {
+      size_t used = 0;
+      const double d = std::stod(s, &used);
+      if (used == s.size() && std::isfinite(d)) return d;
+    } catch (const std::exception&) {
+    }
     return s;
   };
   std::vector<std::string> out;
   for (const auto& kv : root) {
-    const std::string key = "--" + kv.first.as<std::string>();
+    const std::string name = kv.first.as<std::string>();
+    const std::string key = "--" + name;
     const YAML::Node& v = kv.second;
     if (v.IsScalar()) {
-      const std::string s = v.as<std::string>();
-      const std::string lower = to_lower(s);
-      if (lower == "true") {
+      if (auto b = yaml_boolean(v)) {
+        if (*b) out.push_back(key);
+      } else {
         out.push_back(key);
-      } else if (lower != "false") {
-        out.push_back(key);
-        out.push_back(s);
+        out.push_back(v.Scalar());
       }
     } else if (v.IsSequence()) {
+      if (v.size() == 0) continue;
       out.push_back(key);
-      for (const auto& item : v) out.push_back(item.IsScalar() ? item.as<std::string>() : to_json(item).dump());
+      for (const auto& item : v) out.push_back(item.IsScalar() ? item.Scalar() : to_json(item).dump());
     } else if (v.IsMap()) {
       out.push_back(key);
       out.push_back(to_json(v).dump());
@@ -511,12 +535,18 @@ Status read_flags(const std::vector<std::string>& input, size_t start, bool mode
   std::vector<std::string> from_file, rest;
   for (size_t i = start; i < input.size(); ++i) {
     std::optional<std::string> path;
-    if (input[i] == "--config" && i + 1 < input.size()) path = input[++i];
-    else if (input[i].rfind("--config=", 0) == 0) path = input[i].substr(9);
+    if (input[i] == "--config") {
+      // vLLM's own words (FlexibleArgumentParser._pull_args_from_config).
+      if (i + 1 >= input.size() || input[i + 1].rfind("-", 0) == 0) return Error{"--config: vLLM refuses it: \"No config file specified!\""};
+      path = input[++i];
+    } else if (input[i].rfind("--config=", 0) == 0) {
+      path = input[i].substr(9);
+    }
     if (!path) {
       rest.push_back(input[i]);
       continue;
     }
+    if (config.config_file) return Error{"--config: vLLM refuses it: \"More than one config file specified!\""};
     auto words = config_file_words(*path);
     if (!words) return words.error();
     from_file.insert(from_file.end(), words->begin(), words->end());

@@ -105,7 +105,7 @@ std::string cause_title(const std::string& cause) {
       {"capacity_exhausted", "the process filled the card (close to the limit)"},
       {"request_exceeds_total_capacity", "one allocation is larger than the whole card (a shape far too large)"},
       {"free_exceeds_request_yet_failed", "enough memory was free, yet the allocation failed"},
-      {"fragmentation", "fragmentation: reserved memory exists but no block fits"},
+      {"fragmentation", "fragmentation: enough memory is free or cached, but no single block holds the request"},
       {"other_processes", "other processes hold the card"},
       {"memory_held_elsewhere", "memory held elsewhere: the program needs far less than the card"},
       {"memory_outside_allocator", "memory held outside PyTorch (other containers, display, CUDA contexts)"},

@@ -129,6 +129,21 @@ TEST(Estimator, KvCacheGrowthFollowsTheCacheImplementation) {
   EXPECT_EQ(dynamic, previous / 32);                            // one of 32 layers
   EXPECT_EQ(component(dynamic_est, "kv_cache_growth"), std::nullopt);
   EXPECT_EQ(growth("static").first, 0u);
+  // Over two pipeline stages each GPU holds 16 layers' cache; one layer's growth is the same.
+  job.pp = 2;
+  job.num_gpus = 2;
+  EXPECT_EQ(growth(nullptr).first, previous / 32);
+  job.pp.reset();
+  job.num_gpus.reset();
+  // A training job keeps no KV cache: the setting is said to be ignored.
+  Job training;
+  training.task = "train_full";
+  training.kv_cache_impl = "legacy";
+  auto trained = estimate_memory(llama2_7b(), training);
+  ASSERT_TRUE(trained);
+  EXPECT_NE(std::find(trained->warnings.begin(), trained->warnings.end(),
+                      "kv_cache_impl applies to generation: a training job keeps no KV cache, it is ignored"),
+            trained->warnings.end());
   EXPECT_EQ(legacy_est.peak_allocated_bytes - dynamic_est.peak_allocated_bytes,
             previous - *component(dynamic_est, "activations"));
 }

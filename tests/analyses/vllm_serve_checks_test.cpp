@@ -548,6 +548,12 @@ TEST(VllmServeChecks, PipelineLayerPartitionFromTheEnvironment) {
   ASSERT_FALSE(wrong_sum.ok());
   EXPECT_EQ(wrong_sum.error().message, "VLLM_PP_LAYER_PARTITION=8,27: vLLM refuses it: \"sum(partitions)=35 does not "
                                        "match num_hidden_layers=36.\"");
+  // A count beyond the model's layers (its sum would wrap around) and a stage without layers.
+  const auto huge = run("18446744073709551615,33");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.error().message, "VLLM_PP_LAYER_PARTITION=18446744073709551615,33: a stage of 18446744073709551615 "
+                                  "layers, more than the model's 36");
+  EXPECT_FALSE(run("0,36").ok());
   const auto wrong_count = run("36");
   ASSERT_FALSE(wrong_count.ok());
   EXPECT_EQ(wrong_count.error().message, "VLLM_PP_LAYER_PARTITION=36: vLLM refuses it: \"len(partitions)=1 does not "

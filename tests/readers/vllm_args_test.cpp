@@ -80,6 +80,27 @@ TEST(VllmArgs, ConfigFileSettingsUnderTheCommandLine) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().message, "--config /nonexistent/v.yaml: cannot read the file; oomdoc reads it to see the "
                                      "settings vLLM would take from it (give its path on this machine)");
+  // PyYAML's booleans (yes/on), an empty list left out, a float and a quoted number in a mapping kept
+  // as they are; two files, or none, refused in vLLM's words.
+  {
+    std::ofstream f(path);
+    f << "enforce-eager: yes\nlora-modules: []\nhf-overrides:\n  rope_scaling:\n    rope_type: yarn\n    factor: 4.0\n"
+         "    original_max_position_embeddings: 32768\n  note: \"7\"\n";
+  }
+  ServeConfig typed = parse_ok({"vllm", "serve", "Qwen/Qwen2.5-7B", "--config", path});
+  EXPECT_EQ(typed.model, "Qwen/Qwen2.5-7B");
+  EXPECT_TRUE(typed.enforce_eager);
+  ASSERT_TRUE(typed.rope_scaling_override.has_value());
+  EXPECT_NE(typed.rope_scaling_override->find("\"factor\":4.0"), std::string::npos) << *typed.rope_scaling_override;
+  auto twice = parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--config", path, "--config", path});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error().message, "--config: vLLM refuses it: \"More than one config file specified!\"");
+  auto none = parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--config"});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().message, "--config: vLLM refuses it: \"No config file specified!\"");
+  auto directory = parse_vllm_command_line({"vllm", "serve", "Qwen/Qwen3-8B", "--config", ::testing::TempDir()});
+  ASSERT_FALSE(directory.ok());
+  EXPECT_NE(directory.error().message.find("cannot read the file"), std::string::npos);
   {
     std::ofstream f(path);
     f << "a: [1,\n";
