@@ -1828,14 +1828,29 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                           format_bytes(*total), format_bytes(*needed),
                           std::floor(100.0 * static_cast<double>(*total) / static_cast<double>(*needed)));
     }
-    d.fixes.push_back(make_fix("smaller_input", batch, "per_device_batch_size = ...  # the global batch over more steps or devices"));
-    d.fixes.push_back(make_fix("gradient_checkpointing", "Recomputes each block's activations in the backward pass instead of "
-                                                         "keeping them in HBM.",
-                               "jax.checkpoint(block_fn)  # flax: nn.remat(Block); torch_xla: torch_xla.utils.checkpoint"));
+    // Generation or evaluation (a sampler, generate() in the traceback) has no backward pass and no
+    // optimizer state: remat cannot help, and what grows is the batch of sequences and their cache.
+    const std::string op = operation_of(e);
+    const bool no_backward = op == "generation" || op == "evaluation";
+    if (no_backward) {
+      d.evidence.push_back("The traceback is generation (no backward pass, no optimizer state): the weights, the batch "
+                           "of sequences and their KV cache are what the program holds.");
+      batch = "Fewer sequences at once, or a shorter context, shrink the KV cache and the activations.";
+    }
+    d.fixes.push_back(make_fix("smaller_input", batch, no_backward
+                                                           ? "batch_size = ...; max_len = ...  # fewer sequences, a shorter context"
+                                                           : "per_device_batch_size = ...  # the global batch over more steps or devices"));
+    if (!no_backward) {
+      d.fixes.push_back(make_fix("gradient_checkpointing", "Recomputes each block's activations in the backward pass "
+                                                           "instead of keeping them in HBM.",
+                                 "jax.checkpoint(block_fn)  # flax: nn.remat(Block); torch_xla: torch_xla.utils.checkpoint"));
+    }
     d.fixes.push_back(make_fix("mixed_precision", "bf16 parameters and activations take half of fp32.",
                                "dtype=jnp.bfloat16, param_dtype=jnp.bfloat16  # flax modules"));
-    d.fixes.push_back(make_fix("shard_model", "Shard parameters and optimizer state over the TPU cores (FSDP-style) instead of "
-                                              "a replica on each.",
+    d.fixes.push_back(make_fix("shard_model", no_backward ? "Shard the parameters (and the KV cache) over the TPU cores "
+                                                            "instead of a replica on each."
+                                                          : "Shard parameters and optimizer state over the TPU cores "
+                                                            "(FSDP-style) instead of a replica on each.",
                                "jax.sharding.NamedSharding(mesh, P('fsdp'))  # on the parameters and optimizer state"));
     d.fixes.back().title = "Shard the model across the TPU cores instead of a full replica on each";
   } else if (e.format == "xla_tpu_vmem_compile") {

@@ -67,7 +67,8 @@ std::string classify_operation(const std::vector<TracebackFrame>& frames) {
     }
   }
   for (const auto& f : frames) {
-    if (contains(f.function, "generate") || contains(f.code, ".generate(")) return "generation";
+    // (`model.generate(`, and a program's own `self._forward_generate(` or `sample_generate(`.)
+    if (contains(f.function, "generate") || contains(f.code, "generate(")) return "generation";
   }
   for (const auto& f : frames) {
     if (contains(f.function, "evaluat") || contains(f.function, "prediction_step") ||

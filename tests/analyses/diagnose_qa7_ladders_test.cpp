@@ -166,6 +166,17 @@ TEST(DiagnoseKill, KernelLineWrappedWithPaddingKeepsItsFigures) {
   EXPECT_EQ(x.event.bytes("shmem_rss"), 12296ull * 1024);
 }
 
+// A TPU compile-time HBM failure under a program's own generate call (`self._forward_generate(`):
+// no remat and no optimizer-state sharding, fewer sequences or a shorter context instead.
+TEST(DiagnoseJax, TpuHbmCompileInGenerationGetsNoTrainingFixes) {
+  const ExplainedEvent x = only_event(explain_fixture("tpu_hbm_compile_generation.log"));
+  ASSERT_TRUE(x.event.traceback.has_value());
+  EXPECT_EQ(x.event.traceback->operation, "generation");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"smaller_input", "mixed_precision", "shard_model"}));
+  EXPECT_EQ(testing::fix(x.diagnosis, "shard_model").detail,
+            "Shard the parameters (and the KV cache) over the TPU cores instead of a replica on each.");
+}
+
 TEST(TracebackOperation, CastIsNotAMoveToTheDevice) {
   auto op = [](const std::string& code) {
     return classify_operation({TracebackFrame{"/site-packages/x.py", 1, "f", code}});
