@@ -95,7 +95,7 @@ void add_tensorrt_formats(std::vector<MessageFormat>& out);
 // Regex fragment for a printed size: "12.50 MiB", "16160MiB", "0 bytes", "1.97G", "6727663616B".
 // Decimal commas ("1900,00 MiB") are accepted; parse with parse_printed_size.
 inline constexpr std::string_view kSizePattern =
-    R"(\d+(?:[.,]\d+)?\s?(?:[KMGTP]i?B|bytes|B|[KMGT])\b)";
+    R"(\d+(?:[.,]\d+)?\s?(?:[kKMGTP]i?B|bytes|B|[KMGT])\b)";
 
 // Parses a size captured with kSizePattern; handles the decimal comma some locales print.
 std::optional<Quantity> parse_printed_size(std::string_view text,

@@ -15,11 +15,8 @@
 namespace oomdoc {
 namespace {
 
-// HumanReadableSize's output: six decimals and a label without a space.
-constexpr std::string_view kPaddleSize = R"(\d+(?:\.\d+)?\s?(?:[kKMGTP]B|B))";
-
 std::optional<FormatMatch> match_paddle_gpu(const MessageWindow& w) {
-  const std::string size(kPaddleSize);
+  const std::string size(kSizePattern);   // HumanReadableSize: six decimals, "kB"/"MB" without a space
   static const RE2 re("Out of memory error on GPU (\\d+)\\. Cannot allocate (" + size + ") (?:GPU )?memory(?: on GPU \\d+)?, (?:(" +
                       size + ") memory has been allocated and )?available memory is (?:only )?(" + size + ")");
   // A terminal may wrap it: the joined text reads it as printed.
