@@ -107,7 +107,11 @@ int run_fit(const FitArgs& a) {
   if (!model) return fail(model.error().message);
   auto report = fit_job(*model, job, options);
   if (!report) return fail(report.error().message);
-  note(card->note);
+  if (a.json && !card->note.empty()) {
+    report->notes.insert(report->notes.begin(), card->note);   // in the document, not on stderr
+  } else {
+    note(card->note);
+  }
   if (precision_fallback) report->notes.insert(report->notes.begin(), *precision_fallback);
   // Advice in the keys of the config the user gave (Axolotl, LLaMA-Factory).
   if (config) express_in_config_keys(*report, *config);

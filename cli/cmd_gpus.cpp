@@ -77,6 +77,7 @@ void setup(CLI::App& app, int* exit_code) {
       "gpus", "Show who holds each GPU's memory now, flag stale holders and how to end them");
   cmd->add_flag("--json", options->json, "Print one JSON document (JSON Lines under --watch)");
   cmd->add_option("--watch", options->watch_seconds, "Refresh every SECONDS (in place on a terminal)")
+      ->check(CLI::Number)   // "abc" is not a number, before "not in range"
       ->check(CLI::Range(0.1, 86400.0));
   cmd->add_flag("--catalog", options->catalog,
                 "List the bundled GPU catalog (names and aliases that --gpu options accept)")

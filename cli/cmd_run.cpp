@@ -169,7 +169,10 @@ int run_command(const RunOptions& options) {
     if (said_oom && hook_outcome.recorded && hook_outcome.snapshots.empty())
       say(style, "--snapshot-on-oom: the out-of-memory error left no snapshot (the error was not "
                  "raised by PyTorch's CUDA allocator?)");
-    if (auto summary = hook_outcome.summary()) say(style, *summary);
+    // Why nothing was recorded matters after a failure; a run that succeeded hears only of a
+    // recording that could never have worked.
+    if (auto summary = hook_outcome.summary(); summary && (outcome->exit_code != 0 || hook_outcome.misconfigured()))
+      say(style, *summary);
   }
   if (outcome->signal == SIGKILL && !said_oom)
     say(style, "the command was killed (SIGKILL): if nobody sent it, the Linux OOM killer may have "

@@ -34,8 +34,8 @@ struct ServeOptions {
 
 Result<std::optional<uint64_t>> size_option(const std::string& flag, const std::string& text) {
   if (text.empty()) return std::optional<uint64_t>{};
-  auto bytes = parse_user_size(text);
-  if (!bytes) return Error{fmt::format("{}: '{}' is not a size (e.g. 14.96GiB)", flag, text)};
+  auto bytes = parse_size_flag(flag, text, "14.96GiB");
+  if (!bytes) return bytes.error();
   return std::optional<uint64_t>{*bytes};
 }
 
@@ -55,8 +55,16 @@ int run_llama_cpp_serve(const ServeOptions& o, const LlamaCppCommand& command) {
   set_fit_card(options, *card);
   auto report = fit_job(*model, job, options);
   if (!report) return fail("serve: " + report.error().message);
-  note(card->note);
+  if (o.json && !card->note.empty()) {
+    report->notes.insert(report->notes.begin(), card->note);
+  } else {
+    note(card->note);
+  }
   for (auto& n : notes) report->notes.push_back(command.launcher + ": " + n);
+  for (const auto& [flag, text] : {std::pair{"--weights", &o.weights}, std::pair{"--activation", &o.activation},
+                                   std::pair{"--non-torch", &o.non_torch}, std::pair{"--cuda-graph", &o.cuda_graph}}) {
+    if (!text->empty()) report->notes.push_back(fmt::format("{} is ignored: the overrides size vLLM's profile, not llama.cpp's buffers", flag));
+  }
   for (const auto& a : report->estimate.assumptions) report->notes.push_back("assumed: " + a);
   if (o.json) {
     Json doc = fit_report_json(*report, nullptr);
@@ -143,7 +151,12 @@ int run_serve(const ServeOptions& o, const std::function<bool(const std::string&
   if (!report) return fail("serve: " + report.error().message);
   auto& warnings = report->prediction.warnings;
   warnings.insert(warnings.begin(), model_warnings.begin(), model_warnings.end());
-  note(card->note);
+  // --json keeps what the user should know in the document, not on stderr.
+  if (o.json && !card->note.empty()) {
+    warnings.insert(warnings.begin(), card->note);
+  } else {
+    note(card->note);
+  }
   if (o.json) {
     std::cout << dump_json(serve_json(report.value()));
   } else {

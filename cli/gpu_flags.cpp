@@ -12,14 +12,22 @@ void add_gpu_flags(CLI::App* cmd, GpuFlags& flags) {
   cmd->add_option("--memory", flags.memory, "GPU memory instead of a name, as CUDA reports it: 24GiB, 23.58GiB");
 }
 
-Result<uint64_t> parse_gpu_capacity(std::string_view flag, const std::string& text) {
-  // A bare number is ambiguous (bytes? GB? GiB?): a GPU size needs its unit.
-  if (text.find_first_not_of("0123456789.eE+- ") == std::string::npos) {
+Result<uint64_t> parse_size_flag(std::string_view flag, const std::string& text, std::string_view example) {
+  // A bare number is ambiguous (bytes? GB? GiB?): a size needs its unit; 0 is 0 in any unit.
+  const bool bare = text.find_first_not_of("0123456789.eE+- ") == std::string::npos;
+  if (bare && parse_user_size(text) != uint64_t{0}) {
     return Error{fmt::format("{}: '{}' has no unit: write {}GiB (as CUDA and nvidia-smi count) or {}GB (decimal)",
                              flag, text, text, text)};
   }
   auto bytes = parse_user_size(text);
-  if (!bytes || *bytes == 0) return Error{fmt::format("{}: '{}' is not a size (e.g. 24GiB)", flag, text)};
+  if (!bytes) return Error{fmt::format("{}: '{}' is not a size (e.g. {})", flag, text, example)};
+  return *bytes;
+}
+
+Result<uint64_t> parse_gpu_capacity(std::string_view flag, const std::string& text) {
+  auto bytes = parse_size_flag(flag, text, "24GiB");
+  if (!bytes) return bytes;
+  if (*bytes == 0) return Error{fmt::format("{}: '{}' is not a size (e.g. 24GiB)", flag, text)};
   return *bytes;
 }
 

@@ -165,7 +165,8 @@ int run_oomdoc(int argc, char** argv) {
   help->add_option("command", help_topic, "Command to describe");
   help->callback([&]() {
     if (help_topic.empty()) {
-      std::cout << app.help();
+      // app.help() would describe the selected subcommand (help itself): ask the formatter for oomdoc's.
+      std::cout << app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal);
       return;
     }
     try {

@@ -77,15 +77,16 @@ std::string override_line(const ServePrediction& p) {
                      p.capacity.num_blocks);
 }
 
-// V0 and early V1 divide the cache's tokens by max_model_len; current V1 counts whole blocks per
-// request (KvCapacity::max_concurrency).
-std::string concurrency_line(const ServePrediction& p, bool current_v1) {
+// Whether "Maximum concurrency" counts whole blocks per request (current V1) or divides the cache's
+// tokens by max_model_len (V0, and V1 before v0.8).
+bool concurrency_in_whole_blocks(const VllmBehavior& b) { return b.v1_engine && b.version.at_least(0, 8, 0); }
+
+// The era's figure is in p.capacity.max_concurrency (capacity_for in predict_vllm_serve).
+std::string concurrency_line(const ServePrediction& p) {
   const uint64_t len = p.settings.max_model_len;
-  const double concurrency = current_v1 ? p.capacity.max_concurrency
-                                        : static_cast<double>(p.capacity.num_blocks * p.settings.block_size) /
-                                              static_cast<double>(std::max<uint64_t>(len, 1));
   return fmt::format("Maximum concurrency for {} tokens per request: {:.2f}x",
-                     current_v1 ? with_commas(len) : std::to_string(len), concurrency);
+                     concurrency_in_whole_blocks(p.behavior) ? with_commas(len) : std::to_string(len),
+                     p.capacity.max_concurrency);
 }
 
 // The startup lines of each era, as vllm/worker/model_runner.py, vllm/worker/worker.py,
@@ -106,11 +107,14 @@ std::string other_ranks(uint64_t tp) {
 
 // vLLM's format_gib (vllm/utils/mem_utils.py): round(bytes / GiB, 2), printed as Python prints a
 // float ("6.0", "93.95").
-std::string python_gib(uint64_t bytes) {
-  std::string text = fmt::format("{}", std::round(gib(bytes) * 100) / 100);
-  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+// A float as Python's repr prints it: shortest digits, "1.0" rather than "1".
+std::string python_float(double value) {
+  std::string text = fmt::format("{}", value);
+  if (text.find_first_of(".ein") == std::string::npos) text += ".0";
   return text;
 }
+
+std::string python_gib(uint64_t bytes) { return python_float(std::round(gib(bytes) * 100) / 100); }
 
 std::vector<std::string> vllm_log_lines(const ServePrediction& p, bool blocks_overridden,
                                         const std::string& auto_fit_line, std::optional<uint64_t> kv_cache_memory_bytes) {
@@ -141,14 +145,14 @@ std::vector<std::string> vllm_log_lines(const ServePrediction& p, bool blocks_ov
     // CPU blocks: the default 4 GiB of swap space in blocks of every layer.
     lines.push_back(fmt::format("# GPU blocks: {}, # CPU blocks: {}", p.capacity.num_blocks,
                                 p.kv.page_bytes && layers ? 4 * kGiB / (p.kv.page_bytes * layers) : 0));
-    if (b.version.at_least(0, 6, 4)) lines.push_back(concurrency_line(p, false));
+    if (b.version.at_least(0, 6, 4)) lines.push_back(concurrency_line(p));
     return lines;
   }
   if (!b.version.at_least(0, 8, 0)) {
     lines.push_back(loading_v0);
     if (blocks_overridden) lines.push_back(override_line(p));
     lines.push_back(fmt::format("# GPU blocks: {}", p.capacity.num_blocks));
-    if (b.version.at_least(0, 7, 1) && p.capacity.num_blocks > 0) lines.push_back(concurrency_line(p, false));
+    if (b.version.at_least(0, 7, 1) && p.capacity.num_blocks > 0) lines.push_back(concurrency_line(p));
     return lines;
   }
   lines.push_back(fmt::format("Model loading took {:.4f} GiB", gib(p.weights.bytes)));
@@ -168,7 +172,7 @@ std::vector<std::string> vllm_log_lines(const ServePrediction& p, bool blocks_ov
   if (blocks_overridden) lines.push_back(override_line(p));
   if (p.capacity.num_blocks > 0) {
     lines.push_back(fmt::format("GPU KV cache size: {} tokens", with_commas(p.capacity.tokens)));
-    lines.push_back(concurrency_line(p, true));
+    lines.push_back(concurrency_line(p));
   }
   return lines;
 }
@@ -182,7 +186,10 @@ uint64_t rope_scaled_base(const ModelSpec& model, uint64_t positions) {
 }  // namespace
 
 uint64_t vllm_derived_max_model_len(const ModelSpec& model, std::optional<uint64_t> max_position_override) {
-  uint64_t derived = max_position_override.value_or(model.max_position_embeddings);
+  // The config's smallest context key, else the family's default (a PretrainedConfig class default
+  // vLLM's getattr would see); 0 when neither gives one.
+  uint64_t derived = max_position_override.value_or(
+      model.config_context_length ? model.config_context_length : model.max_position_embeddings);
   const std::string& type = model.rope_scaling_type;
   if (type.empty() || type == "su" || type == "longrope" || type == "llama3" ||
       model.model_type.find("gemma3") != std::string::npos) {
@@ -237,6 +244,21 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     apply_rope_scaling_json(*c.rope_scaling_override, overridden);
   }
   const ModelSpec& model = c.rope_scaling_override ? overridden : in.model;
+  // T5 and mT5 (oomdoc's encoder-decoder families) have no vLLM implementation: its model registry
+  // (vllm/model_executor/models/registry.py) lists no T5ForConditionalGeneration, so vLLM stops at
+  // "Model architectures [...] are not supported"; a decoder-style sizing of them would mislead.
+  if (model.is_encoder_decoder) {
+    return Error{fmt::format("{} is an encoder-decoder model ({}): vLLM has no implementation of it (its model "
+                             "registry lists no T5-style architecture), so it cannot be served or sized; "
+                             "`oomdoc estimate --task inference` sizes it under Hugging Face transformers",
+                             model.id, model.model_type)};
+  }
+  // vLLM's ModelConfig._init_multimodal_config refuses multimodal limits for a text-only model
+  // (v0.6 to v0.10 at least; e.g. vllm-project/vllm#21120's log).
+  if (!c.limit_mm_per_prompt.empty() && !model.has_vision_tower) {
+    return Error{fmt::format("--limit-mm-per-prompt on {}, a text-only model: vLLM refuses it: \"`limit_mm_per_prompt` "
+                             "is only supported for multimodal models.\"; drop the flag", model.id)};
+  }
   ServePrediction p;
   auto env = [&](const char* name) -> std::optional<std::string> {
     auto it = c.env.find(name);
@@ -282,6 +304,12 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   const VllmBehavior& b = p.behavior;
   p.assumptions = b.notes;
   p.warnings = b.warnings;
+  // DeBERTa-v2 and ViT are not in vLLM's registry either; sized as an encoder they serve, but say so.
+  if (model.model_type == "deberta-v2" || model.model_type == "vit") {
+    p.warnings.push_back(fmt::format("vLLM's model registry lists no {} architecture: vLLM would refuse {} (\"not "
+                                     "supported\"); the figures size it as if it served like BERT",
+                                     model.model_type == "vit" ? "ViT" : "DeBERTa-v2", model.id));
+  }
   // The image runs the vLLM it was built with; a --vllm-version that says otherwise is probably a
   // slip, and the two can size the cache differently (defaults, graph accounting).
   if (c.image_tag) {
@@ -416,16 +444,24 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         env("VLLM_ALLOW_LONG_MAX_MODEL_LEN").value_or("0") != "1") {
       return Error{fmt::format(
           "--max-model-len {} is above {}'s context of {} tokens; vLLM refuses it: \"User-specified "
-          "max_model_len ({}) is greater than the derived max_model_len (max_position_embeddings={} "
+          "max_model_len ({}) is greater than the derived max_model_len ({}={} "
           "or model_max_length=None in model's config.json). This may lead to incorrect model "
           "outputs or CUDA errors. To allow overriding this maximum, set the env var "
           "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1\"",
-          s.max_model_len, model.id, s.model_context, s.max_model_len, s.model_context)};
+          s.max_model_len, model.id, s.model_context, s.max_model_len,
+          c.max_position_override || model.config_context_key.empty() ? "max_position_embeddings"
+                                                                       : model.config_context_key,
+          s.model_context)};
     }
   } else {
     if (s.model_context == 0) {
-      return Error{fmt::format("{}: the config gives no context length (max_position_embeddings); "
-                               "pass --max-model-len", model.id)};
+      // vLLM's fallback when the config has none of its context keys (_get_and_verify_max_len).
+      s.model_context = kVllmFallbackMaxModelLen;
+      p.warnings.push_back(fmt::format(
+          "{}'s config gives none of the context-length keys vLLM reads (max_position_embeddings, n_positions, "
+          "max_seq_len, seq_length, model_max_length, max_target_positions, max_sequence_length, "
+          "max_seq_length, seq_len): vLLM assumes {} tokens, as sized here; pass --max-model-len if the model "
+          "was trained for another length", model.id, kVllmFallbackMaxModelLen));
     }
     if (c.max_model_len_auto && !b.v1_engine) {
       return Error{"--max-model-len -1 (auto-fit) is a V1 engine feature; this vLLM version runs V0: "
@@ -439,7 +475,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     }
     s.max_model_len = s.model_context;
     s.max_model_len_source = c.max_model_len_auto ? "auto-fit" : "model context";
-    uint64_t positions = c.max_position_override.value_or(model.max_position_embeddings);
+    const uint64_t positions = c.max_position_override.value_or(
+        model.config_context_length ? model.config_context_length : model.max_position_embeddings);
     if (!c.max_model_len_auto && model.rope_scaling_type == "longrope" && model.rope_original_max_position &&
         model.rope_original_max_position < s.model_context && b.longrope_original_context_default) {
       // LongRoPE picks its short or long factors once, from max_model_len: the default is the
@@ -448,6 +485,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
       s.max_model_len = model.rope_original_max_position;
       s.max_model_len_source = fmt::format("model context: LongRoPE's original_max_position_embeddings (from vLLM "
                                            "0.11.1; --max-model-len up to {} uses the long factors)", s.model_context);
+    } else if (positions == 0) {
+      s.max_model_len_source += ": vLLM's fallback (no context key in the config)";
     } else if (s.model_context != positions) {
       s.max_model_len_source += fmt::format(": {} positions x {} rope scaling {:g}", rope_scaled_base(model, positions),
                                             model.rope_scaling_type, model.rope_scaling_factor);
@@ -803,11 +842,19 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // The blocks vLLM allocates: what the available memory holds, or --num-gpu-blocks-override's
   // count whatever the memory (tokens, concurrency and bytes then follow the override).
   auto capacity_for = [&](const KvLayout& layout, int64_t available, uint64_t max_model_len) {
-    return c.num_gpu_blocks_override
-        ? kv_capacity_for_blocks(layout, *c.num_gpu_blocks_override, max_model_len, s.max_num_batched_tokens,
-                                 model.sliding_window, b.hybrid_kv_groups)
-        : kv_capacity(layout, available, max_model_len, s.max_num_batched_tokens, model.sliding_window,
-                      b.hybrid_kv_groups);
+    KvCapacity capacity =
+        c.num_gpu_blocks_override
+            ? kv_capacity_for_blocks(layout, *c.num_gpu_blocks_override, max_model_len, s.max_num_batched_tokens,
+                                     model.sliding_window, b.hybrid_kv_groups)
+            : kv_capacity(layout, available, max_model_len, s.max_num_batched_tokens, model.sliding_window,
+                          b.hybrid_kv_groups);
+    // V0 and V1 before v0.8 divide the cache's tokens by max_model_len (a fraction of a block
+    // counts); current V1 counts whole blocks per request, as kv_capacity does.
+    if (!concurrency_in_whole_blocks(b)) {
+      capacity.max_concurrency = static_cast<double>(capacity.num_blocks * layout.block_size) /
+                                 static_cast<double>(std::max<uint64_t>(max_model_len, 1));
+    }
+    return capacity;
   };
   const uint64_t expert_ranks = moe_expert_ranks(model, s.tensor_parallel_size, c.data_parallel_size);
   // MXFP4 experts as the MoE backend vLLM picks for this GPU allocates them (padded), on top of
@@ -848,8 +895,10 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     if (first) offloaded_first_stage = offloaded;
     weights -= offloaded;
     if (in.overrides.weights_bytes) weights = *in.overrides.weights_bytes;
-    uint64_t graphs = in.overrides.cuda_graph_bytes.value_or(
-        s.enforce_eager ? 0 : cuda_graph_bytes(model, stage, s.tensor_parallel_size, s.max_num_seqs, act_bytes));
+    // --enforce-eager captures no graphs: a --cuda-graph figure is then ignored (a warning says so).
+    uint64_t graphs = s.enforce_eager ? 0
+                      : in.overrides.cuda_graph_bytes.value_or(
+                            cuda_graph_bytes(model, stage, s.tensor_parallel_size, s.max_num_seqs, act_bytes));
     KvLayout layout = kv_layout(kv_model, stage, s.tensor_parallel_size, *kv_storage, s.block_size);
     if (align_latent) align_latent_entries_to_256_bytes(layout, act_bytes);
     if (drafter_here) add_draft_kv(layout, p.speculative->kv);
@@ -912,7 +961,10 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     p.weights.detail += fmt::format(", with the {} drafter's {}", p.speculative->method,
                                     format_bytes(p.speculative->weights_bytes));
   }
-  p.cuda_graphs.from_log = in.overrides.cuda_graph_bytes.has_value();
+  p.cuda_graphs.from_log = in.overrides.cuda_graph_bytes.has_value() && !s.enforce_eager;
+  if (in.overrides.cuda_graph_bytes && s.enforce_eager) {
+    p.warnings.push_back("--cuda-graph is ignored: with --enforce-eager vLLM captures no CUDA graphs");
+  }
   p.cuda_graphs.detail = s.enforce_eager ? "--enforce-eager: no CUDA graphs"
                          : p.cuda_graphs.from_log ? "from the log"
                          : "estimate; real logs show 0.1-5 GiB depending on model and capture sizes";
@@ -985,7 +1037,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         "Free memory on device ({:.2f}/{:.2f} GiB) on startup is less than desired GPU memory "
         "utilization ({}, {:.2f} GiB). Decrease GPU memory utilization or reduce GPU memory used "
         "by other processes.", gib(p.free_at_startup_bytes), gib(p.total_bytes),
-        s.gpu_memory_utilization, gib(p.budget_bytes)));
+        python_float(s.gpu_memory_utilization), gib(p.budget_bytes)));
   }
   if (p.weights.bytes + p.context_bytes > p.total_bytes) {
     set_error("weights_oom", b.version.at_least(0, 11, 0)

@@ -30,6 +30,9 @@ struct VllmVersion {
 // readers/gpu_catalog.h) was chosen equal to the current one but is a separate setting.
 inline constexpr double kVllmDefaultGpuMemoryUtilization = 0.92;         // v0.21 and later
 inline constexpr double kVllmDefaultGpuMemoryUtilizationBeforeV021 = 0.90;
+// The max_model_len vLLM assumes when config.json has none of its context keys (vllm/config.py
+// _get_and_verify_max_len: default_max_len = 2048, with a warning).
+inline constexpr uint64_t kVllmFallbackMaxModelLen = 2048;
 
 // The newest release whose logs oomdoc's accounting has been compared with (shared/data/vllm-logs):
 // a later --vllm-version is sized as the newest behaviour, with a warning that it may have changed.

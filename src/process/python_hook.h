@@ -51,6 +51,10 @@ struct HookOutcome {
   // The one line to say after the run, or nullopt when recording worked and there is nothing
   // to add (the snapshots are reported separately).
   std::optional<std::string> summary() const;
+  // Whether recording could never have worked (the hook's own errors, a hook that did not load,
+  // a torch without CUDA): worth saying even after a run that succeeded. A program that simply
+  // never used CUDA is news only after a failure.
+  bool misconfigured() const { return !errors.empty() || processes == 0 || torch_without_cuda.has_value(); }
 };
 
 HookOutcome read_hook_outcome(const std::string& hook_dir);

@@ -1014,6 +1014,24 @@ void read_score_head(const json& root, ModelSpec& m) {
   }
 }
 
+// vLLM's _get_and_verify_max_len (vllm/config.py) takes the smallest of these keys that the config
+// sets; the family readers keep only their own key, so a Falcon config with "seq_length" 8192 beside
+// max_position_embeddings 32768 is served at 8192. Keys that are not whole numbers are left out.
+void read_config_context_length(const json& config, ModelSpec& m) {
+  static constexpr const char* kKeys[] = {"max_position_embeddings", "n_positions",        "max_seq_len",
+                                          "seq_length",              "model_max_length",   "max_target_positions",
+                                          "max_sequence_length",     "max_seq_length",     "seq_len"};
+  for (const char* key : kKeys) {
+    if (!config.contains(key) || !config.at(key).is_number_unsigned()) continue;
+    const uint64_t value = config.at(key).get<uint64_t>();
+    if (value == 0) continue;
+    if (m.config_context_length == 0 || value < m.config_context_length) {
+      m.config_context_length = value;
+      m.config_context_key = key;
+    }
+  }
+}
+
 Result<ModelSpec> parse_model_config(std::string_view text, const std::string& source) {
   auto parsed = parse_json_document(text, source);
   if (!parsed) return parsed.error();
@@ -1066,6 +1084,7 @@ Result<ModelSpec> parse_model_config(std::string_view text, const std::string& s
     if (auto s = read_mllama_cross_attention(c, m); !s) return s.error();
   }
   read_rope_scaling(config, m);
+  read_config_context_length(config, m);
   if (auto s = read_vision_tower(root, m); !s) return s.error();
   if (auto s = validate(m); !s) return s.error();
   if (auto s = read_dtype_and_quantization(c, m); !s) return s.error();

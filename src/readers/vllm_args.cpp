@@ -166,6 +166,9 @@ Result<uint64_t> positive_count(const std::string& flag, const std::string& valu
                              lower == 'k' ? 3 : lower == 'm' ? 6 : lower == 'g' ? 9 : 12, last)};
   }
   auto count = parse_vllm_token_count(value);
+  if (!count && !value.empty() && value.find_first_not_of("0123456789") == std::string::npos) {
+    return Error{fmt::format("--{}: {} is beyond any real launch (at most {})", flag, value, limit)};
+  }
   if (!count || *count == 0) {
     return Error{fmt::format("--{}: '{}' is not a positive whole number", flag, value)};
   }
@@ -770,11 +773,14 @@ Result<size_t> docker_image(const std::vector<std::string>& words, size_t at, Se
   return Error{"not a vLLM command line: a docker command without the vllm/vllm-openai image"};
 }
 
-bool is_python(std::string_view word) {
+// The program's name without its directory: "/opt/venv/bin/vllm" is vllm (systemd units and
+// virtual environments name it by path).
+std::string_view program_name(std::string_view word) {
   auto slash = word.rfind('/');
-  std::string_view base = slash == std::string_view::npos ? word : word.substr(slash + 1);
-  return base.substr(0, 6) == "python";
+  return slash == std::string_view::npos ? word : word.substr(slash + 1);
 }
+
+bool is_python(std::string_view word) { return program_name(word).substr(0, 6) == "python"; }
 
 }  // namespace
 
@@ -885,7 +891,7 @@ Result<ServeConfig> parse_vllm_command_line(const std::vector<std::string>& inpu
   if (rest.find("LLM(") != std::string::npos) {
     config.launcher = "LLM(...)";
     status = read_llm_call(rest, config);
-  } else if (words[i] == "vllm" && i + 1 < words.size() && words[i + 1] == "serve") {
+  } else if (program_name(words[i]) == "vllm" && i + 1 < words.size() && words[i + 1] == "serve") {
     config.launcher = "vllm serve";
     status = read_flags(words, i + 2, /*model_positional=*/true, config);
   } else if (is_python(words[i]) && i + 2 < words.size() && words[i + 1] == "-m" &&

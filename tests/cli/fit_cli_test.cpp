@@ -546,9 +546,15 @@ TEST(FitCli, ShortGpuNameSaysWhichSizeItRead) {
   const std::vector<std::string>& env = testing::kNoModelCache;
   auto a100 = run_cli({"fit", "llama-3.2-1b", "--task", "inference", "--gpu", "a100", "--json"}, "", env);
   ASSERT_EQ(a100.exit_code, 0) << a100.err;
-  EXPECT_EQ(nlohmann::json::parse(a100.out)["gpu"], "A100 SXM4 80GB");
-  EXPECT_EQ(a100.err, "oomdoc: note: --gpu 'a100' is read as A100 SXM4 80GB; it also names A100 SXM4 40GB, "
-                      "A100 PCIe 40GB (give the size, e.g. --gpu 'A100 SXM4 40GB')\n");
+  const std::string note = "--gpu 'a100' is read as A100 SXM4 80GB; it also names A100 SXM4 40GB, "
+                           "A100 PCIe 40GB (give the size, e.g. --gpu 'A100 SXM4 40GB')";
+  const auto doc = nlohmann::json::parse(a100.out);
+  EXPECT_EQ(doc["gpu"], "A100 SXM4 80GB");
+  // --json keeps it in the document's notes; the text output says it on stderr.
+  EXPECT_EQ(doc["notes"][0], note);
+  EXPECT_EQ(a100.err, "");
+  auto text = run_cli({"fit", "llama-3.2-1b", "--task", "inference", "--gpu", "a100"}, "", env);
+  EXPECT_EQ(text.err, "oomdoc: note: " + note + "\n");
   auto rtx = run_cli({"fit", "llama-3.2-1b", "--task", "inference", "--gpu", "4090", "--json"}, "", env);
   ASSERT_EQ(rtx.exit_code, 0) << rtx.err;
   EXPECT_EQ(rtx.err, "");

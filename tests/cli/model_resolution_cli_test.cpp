@@ -117,7 +117,9 @@ TEST(ModelResolutionCli, AMissingPathIsSizedAsItsPresetWithAWarning) {
   auto serve_doc = nlohmann::json::parse(served.out);
   EXPECT_EQ(serve_doc["model"]["id"], path);
   EXPECT_EQ(serve_doc["model"]["source"], "meta-llama/Llama-3.1-8B-Instruct (preset:presets/llama-3.1-8b.json)");
-  EXPECT_EQ(serve_doc["warnings"][0], warning);
+  EXPECT_EQ(serve_doc["warnings"][0], "--gpu 'h100' is read as H100 SXM 80GB; it also names H100 NVL 94GB (give the "
+                                      "size, e.g. --gpu 'H100 NVL 94GB')");
+  EXPECT_EQ(serve_doc["warnings"][1], warning);
   auto served_text = run_cli({"serve", "--gpu", "h100", "--", "vllm", "serve", path, "--max-model-len", "8192"}, "", kEnv);
   EXPECT_NE(served_text.out.find("warning: " + warning + "\n"), std::string::npos) << served_text.out;
 

@@ -393,7 +393,13 @@ TEST(RunCli, SnapshotHookRunsTheUsersSitecustomize) {
                    "", {"NO_COLOR=1", "PYTHONPATH=" + testing::fixture_path("run/user_site")});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.out, "main\n");
-  EXPECT_EQ(r.err,
+  // A run that succeeds without torch is not told that nothing was recorded.
+  EXPECT_EQ(r.err, "user sitecustomize ran\n");
+  auto failed = run_cli({"run", "--snapshot-on-oom", snaps.path.string(), "--", "/usr/bin/python3", "-c",
+                         "import sys; print('main'); sys.exit(3)"},
+                        "", {"NO_COLOR=1", "PYTHONPATH=" + testing::fixture_path("run/user_site")});
+  EXPECT_EQ(failed.exit_code, 3);
+  EXPECT_EQ(failed.err,
             "user sitecustomize ran\n"
             "oomdoc: --snapshot-on-oom: the child never imported torch; nothing was recorded\n");
 }

@@ -259,8 +259,15 @@ TEST(ServeCli, ShortGpuNameSaysWhichSizeItRead) {
                     "--max-model-len", "8192"},
                    "", testing::kNoModelCache);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.err, "oomdoc: note: --gpu 'a100' is read as A100 SXM4 80GB; it also names A100 SXM4 40GB, "
-                   "A100 PCIe 40GB (give the size, e.g. --gpu 'A100 SXM4 40GB')\n");
+  const std::string note = "--gpu 'a100' is read as A100 SXM4 80GB; it also names A100 SXM4 40GB, "
+                           "A100 PCIe 40GB (give the size, e.g. --gpu 'A100 SXM4 40GB')";
+  // --json keeps it in the document's warnings; the text output says it on stderr.
+  EXPECT_EQ(nlohmann::json::parse(r.out)["warnings"][0], note);
+  EXPECT_EQ(r.err, "");
+  auto text = run_cli({"serve", "--gpu", "a100", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                       "--max-model-len", "8192"},
+                      "", testing::kNoModelCache);
+  EXPECT_EQ(text.err, "oomdoc: note: " + note + "\n");
 }
 
 // Speculative decoding end to end (sizes in tests/analyses/vllm_speculative_test.cpp).
