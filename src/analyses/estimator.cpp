@@ -1371,6 +1371,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
 
   // ---- activations ----
   double activations = 0, logits = 0, layer_working = 0, temporary = 0, backward_working = 0;
+  // The first block's backward, the last of the step, with every gradient live: all that block
+  // saved (or recomputed) for it, whatever the checkpointing.
+  double first_block_backward = 0;
   std::string act_detail, logits_detail;
   if (p.training) {
     const double tokens = static_cast<double>(p.micro_batch * p.seq) / static_cast<double>(p.cp);
@@ -1392,6 +1395,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
                        t_kv * static_cast<double>(p.target) * dec.per_position_pair + dec.fixed +
                        tokens * dec.per_source_token + out_tokens * dec.source_scores * s_kv;
     backward_working = out_tokens * dec.backward_working / static_cast<double>(p.tp);
+    first_block_backward = per_layer / static_cast<double>(p.tp);
     // Tensor parallel with sequence parallelism (Megatron --sequence-parallel, torchtitan):
     // every saved activation is split across the tp ranks (Korthikanti Table 2: sbh/t (34 + 5as/h)).
     per_layer /= static_cast<double>(p.tp);
@@ -1406,8 +1410,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       stack += tokens * (enc.per_token + enc.attention_scores * s_kv) * m.num_encoder_layers + tokens * dec.shared_source;
       encoder_inputs = tokens * residual * m.hidden_size / static_cast<double>(p.tp) * m.num_encoder_layers;
     }
+    double kept_per_layer = per_layer;   // what one block saves for backward
     if (p.checkpointing == "full") {
       // Only each block's input is kept; backward recomputes one block at a time.
+      kept_per_layer = layer_input;
       layer_working = per_layer;
       activations = layer_input * layers + encoder_inputs;
       act_detail = "each block's input (full checkpointing)";
@@ -1422,8 +1428,12 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
         if (l.expert || l.layers != m.num_layers) continue;
         if (++mm % 2 == 1) saved += p.act_bytes * static_cast<double>(l.out_features);
       }
-      activations = tokens * saved / static_cast<double>(p.tp) * layers;
-      layer_working = per_layer;
+      // What one block keeps, at most what it would keep without checkpointing (LoRA's frozen
+      // matmuls save less than the policy would).
+      kept_per_layer = std::min(tokens * saved / static_cast<double>(p.tp), per_layer);
+      activations = kept_per_layer * layers;
+      // Backward recomputes only what the policy dropped, beside what the block kept.
+      layer_working = per_layer - kept_per_layer;
       act_detail = "block input, attention output and every second matmul output (selective)";
     } else {
       activations = stack;
@@ -1445,11 +1455,11 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     }
     if (p.offload_activations) {
       // Saved tensors go to CPU as they are produced; about two blocks' worth stay on the GPU
-      // (the one being computed and the one being copied). Under full checkpointing what a block
-      // saves is its input, so two block inputs stay (Unsloth's offloaded checkpointing,
-      // torchtune's OffloadActivations around checkpointed blocks); the recomputed block is
-      // `layer_working`.
-      const double resident = 2 * (p.checkpointing == "full" ? layer_input : std::max(per_layer, layer_input));
+      // (the one being computed and the one being copied). Under checkpointing what a block
+      // saves is what the policy keeps: under full checkpointing its input, so two block inputs
+      // stay (Unsloth's offloaded checkpointing, torchtune's OffloadActivations around
+      // checkpointed blocks); the recomputed part is `layer_working`.
+      const double resident = 2 * std::max(kept_per_layer, layer_input);
       activations = std::min(activations, resident);
       last_stage_blocks = std::min(last_stage_blocks, resident);
       act_detail = p.checkpointing == "full" ? "offloaded to CPU (two block inputs resident)"
@@ -1684,7 +1694,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
                           std::max(layer_working + backward_working, logits) + gather + temporary;
   // Under no_sync the last micro-batch's backward adds its gradients to the unsharded ones before
   // the reduce-scatter leaves shards.
-  double backward_end = base + accumulating_grad_bytes + ddp_buckets + gather + layer_working;
+  double backward_end = base + accumulating_grad_bytes + ddp_buckets + gather + first_block_backward;
   double step = base + grad_bytes + step_temp;
   // The cache's growth happens in decoding steps, whose working set is one token per sequence:
   // the larger of the two moments, not their sum.
@@ -1731,7 +1741,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     }
     if (peak == backward_end && peak != backward_start && phase != "optimizer_step") {
       add_if("gradient_buckets", ddp_buckets, "DDP all-reduce buckets");
-      add_if("backward_working", layer_working, "the first block's backward, every other gradient already live");
+      add_if("backward_working", first_block_backward, "the first block's backward, every other gradient already live");
     }
     // ZeRO-3 and FSDP release the gathered blocks after each use: none are live at the step.
     if (gather > 0 && phase != "optimizer_step") {

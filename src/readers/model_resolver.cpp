@@ -34,6 +34,28 @@ bool is_path_like_id(const std::string& id) {
   return !id.empty() && (id[0] == '/' || id[0] == '.' || id[0] == '~' || id.find('\\') != std::string::npos);
 }
 
+// With tied embeddings the output head is the input embedding: some checkpoints still store a copy
+// as lm_head.weight (Qwen3-0.6B: 155,582,464 elements of its 751,632,384), which from_pretrained
+// ties away on load (PreTrainedModel.tie_weights). The copy is dropped from the count and the bytes,
+// so the headers give the loaded model's parameters.
+void drop_stored_copy_of_tied_head(ModelSpec& spec, SafetensorsSummary& headers) {
+  if (!spec.tie_word_embeddings) return;
+  for (auto it = headers.tensors.begin(); it != headers.tensors.end(); ++it) {
+    if (it->name != "lm_head.weight") continue;
+    headers.total_elements -= it->elements;
+    headers.total_bytes -= it->bytes;
+    if (auto dtype = headers.elements_by_dtype.find(it->dtype); dtype != headers.elements_by_dtype.end()) {
+      dtype->second -= std::min(dtype->second, it->elements);
+      if (dtype->second == 0) headers.elements_by_dtype.erase(dtype);
+    }
+    spec.notes.push_back(fmt::format("the checkpoint stores a copy of the tied output head (lm_head.weight, {} "
+                                     "parameters); loading ties it to the embeddings, so it is not counted",
+                                     format_exact_count(it->elements)));
+    headers.tensors.erase(it);
+    return;
+  }
+}
+
 }  // namespace
 
 bool looks_like_path(const std::string& name) {
@@ -75,6 +97,7 @@ Result<ModelSpec> model_from_folder(const std::string& folder) {
   if (!has_weights) return spec;
   auto headers = read_safetensors_folder(folder);
   if (!headers) return headers.error();
+  drop_stored_copy_of_tied_head(*spec, *headers);
   spec->params_by_dtype = headers->elements_by_dtype;
   spec->checkpoint_bytes = headers->total_bytes;
   if (!spec->quantization.empty()) {

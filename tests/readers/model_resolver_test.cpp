@@ -6,6 +6,7 @@
 
 #include "model/architecture.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -157,6 +158,30 @@ TEST_F(ResolverTest, HeadersAndConfigThatDisagreeAreWarnings) {
   ASSERT_TRUE(close);
   EXPECT_TRUE(close->warnings.empty());
   EXPECT_EQ(close->total_params, 740u);
+}
+
+// A tied model whose checkpoint also stores lm_head.weight (Qwen3-0.6B does) is counted without the
+// copy: loading ties it to the embeddings.
+TEST_F(ResolverTest, AStoredCopyOfATiedHeadIsNotCounted) {
+  fs::path folder = dir_ / "tied";
+  fs::create_directories(folder);
+  std::ofstream(folder / "config.json") << kTinyLlama;
+  // The 744 parameters (embed_tokens 10 x 8 among them) and the head's copy, 10 x 8 more.
+  const std::string header = R"({"model": {"dtype": "BF16", "shape": [744], "data_offsets": [0, 1488]},)"
+                             R"( "lm_head.weight": {"dtype": "BF16", "shape": [10, 8], "data_offsets": [1488, 1648]}})";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  std::ofstream(folder / "model.safetensors", std::ios::binary) << bytes << header << std::string(1648, '\0');
+  auto model = resolve_model(folder.string());
+  ASSERT_TRUE(model) << model.error().message;
+  EXPECT_EQ(model->total_params, 744u);
+  EXPECT_EQ(model->checkpoint_bytes, 1488u);
+  EXPECT_EQ(model->params_by_dtype.at("BF16"), 744u);
+  EXPECT_TRUE(model->warnings.empty());
+  EXPECT_NE(std::find(model->notes.begin(), model->notes.end(),
+                      "the checkpoint stores a copy of the tied output head (lm_head.weight, 80 parameters); loading "
+                      "ties it to the embeddings, so it is not counted"),
+            model->notes.end());
 }
 
 // A folder whose config has no _name_or_path (or a local path there) has no id; it is named by
