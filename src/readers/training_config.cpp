@@ -885,8 +885,8 @@ const std::set<std::string>& no_effect_keys() {
       "use_legacy_prediction_loop", "push_to_hub", "resume_from_checkpoint", "hub_model_id",
       "hub_strategy", "hub_token", "hub_private_repo", "hub_always_push", "hub_revision",
       "gradient_checkpointing_kwargs", "include_inputs_for_metrics", "include_for_metrics",
-      "eval_do_concat_batches", "auto_find_batch_size", "full_determinism", "torchdynamo",
-      "ray_scope", "ddp_timeout", "torch_compile", "torch_compile_backend", "torch_compile_mode",
+      "eval_do_concat_batches", "auto_find_batch_size", "full_determinism",
+      "ray_scope", "ddp_timeout",
       "include_tokens_per_second", "include_num_input_tokens_seen", "neftune_noise_alpha",
       "optim_target_modules", "batch_eval_metrics", "eval_on_start", "use_liger_kernel_config",
       "liger_kernel_config", "eval_use_gather_object", "average_tokens_across_devices",
@@ -898,7 +898,7 @@ const std::set<std::string>& no_effect_keys() {
       "packing", "packing_strategy", "eval_packing", "completion_only_loss", "assistant_only_loss",
       "chat_template_path", "dataset_name", "dataset_config",
       "dataset_train_split", "dataset_test_split", "model_revision", "trust_remote_code",
-      "lora_task_type", "use_rslora", "use_dora",
+      "lora_task_type", "use_rslora",
       // TRL DPOConfig: loss settings that do not change memory
       "beta", "label_smoothing", "rpo_alpha", "reference_free", "max_prompt_length", "max_completion_length",
       "truncation_mode", "generate_during_eval", "f_divergence_type", "use_weighting", "ld_alpha",
@@ -916,15 +916,15 @@ const std::set<std::string>& no_effect_keys() {
       "resume_from_checkpoint", "local_rank", "logging_steps", "warmup_steps", "warmup_ratio",
       "evals_per_epoch", "eval_table_size", "eval_max_new_tokens", "saves_per_epoch",
       "save_steps", "debug", "weight_decay", "special_tokens", "tokens", "chat_template",
-      "hub_model_id", "s2_attention", "eval_batch_size", "gptq", "plugins", "load_best_model_at_end",
+      "hub_model_id", "eval_batch_size", "gptq", "plugins", "load_best_model_at_end",
       "lora_model_dir", "auto_resume_from_checkpoints", "save_first_step", "dataset_processes",
       "shuffle_merged_datasets", "eval_causal_lm_metrics", "tokenizer_config", "processor_type",
       "embeddings_skip_upcast", "flash_attn_cross_entropy", "flash_attn_rms_norm",
       "flash_attn_fuse_qkv", "flash_attn_fuse_mlp", "liger_rope", "liger_layer_norm", "save_safetensors",
-      "lora_on_cpu", "peft_use_dora", "peft_use_rslora", "fsdp_version", "torch_compile",
-      "max_grad_norm", "seed", "gradient_checkpointing_kwargs", "unfrozen_parameters",
+      "lora_on_cpu", "peft_use_rslora", "fsdp_version",
+      "max_grad_norm", "seed", "gradient_checkpointing_kwargs",
       "hf_use_auth_token", "dataloader_num_workers", "dataloader_pin_memory",
-      "dataloader_prefetch_factor", "remove_unused_columns", "sequence_parallel_degree",
+      "dataloader_prefetch_factor", "remove_unused_columns",
       "deepspeed_config", "tf32", "learning_rate", "optim_args", "adam_beta1", "adam_beta2",
       "adam_epsilon", "cosine_min_lr_ratio", "bnb_4bit_compute_dtype",
       // LLaMA-Factory
@@ -932,17 +932,39 @@ const std::set<std::string>& no_effect_keys() {
       "overwrite_cache", "preprocessing_num_workers", "val_size", "plot_loss",
       "freeze_trainable_modules",
       "freeze_extra_modules", "trust_remote_code", "quantization_method", "rope_scaling",
-      "shift_attn", "mixture_of_depths", "neat_packing",
+      "neat_packing",
       "train_on_prompt", "mask_history", "tokenized_path", "use_fast_tokenizer", "resize_vocab",
       "split_special_tokens", "new_special_tokens", "image_max_pixels", "video_max_pixels",
       "model_revision", "adapter_name_or_path", "create_new_adapter", "pref_beta",
       "streaming", "buffer_size", "mix_strategy", "interleave_probs", "compute_accuracy",
       "predict_with_generate", "upcast_lmhead_output", "moe_aux_loss_coef",
-      "ddp_timeout", "report_to", "save_steps", "use_dora", "use_rslora", "pissa_init",
+      "ddp_timeout", "report_to", "save_steps", "use_rslora", "pissa_init",
       "loraplus_lr_ratio", "include_effective_tokens_per_second", "default_system",
-      "enable_thinking", "cache_dir",
+      "enable_thinking", "cache_dir", "use_reentrant_gc", "print_param_status",
+      // Axolotl
+      "loss_watchdog_threshold", "loss_watchdog_patience", "dpo_beta",
   };
   return kKeys;
+}
+
+// Known keys that do change memory in ways oomdoc does not model: said in a warning, so that a
+// prediction without them is not taken for one with them (compilation, partly frozen models,
+// sequence-parallel degrees, DoRA's extra magnitude vectors and its un-merged weight norms,
+// LLaMA-Factory's mixture-of-depths and shifted attention).
+const std::set<std::string>& unmodeled_keys() {
+  static const std::set<std::string> kKeys = {
+      "torch_compile", "torch_compile_backend", "torch_compile_mode", "torchdynamo", "unfrozen_parameters",
+      "sequence_parallel_degree", "peft_use_dora", "use_dora", "mixture_of_depths", "shift_attn", "s2_attention",
+      "use_galore", "use_badam", "use_apollo", "use_adam_mini", "freeze_vision_tower", "activation_offloading",
+      "context_parallel_size", "tensor_parallel_size", "lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel"};
+  return kKeys;
+}
+
+// A value that turns the setting off changes nothing: false, 0, 1 for a parallel degree, "none".
+bool leaves_default(const YAML::Node& value) {
+  if (is_null(value) || !value.IsScalar()) return is_null(value);
+  const std::string v = value.Scalar();
+  return v == "false" || v == "False" || v == "0" || v == "1" || v == "none" || v.empty();
 }
 
 bool has_any(const YAML::Node& root, std::initializer_list<const char*> keys) {
@@ -1243,6 +1265,14 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
         r.out.used_keys.push_back(key);
       } else if (no_effect_keys().count(key)) {
         r.out.ignored_keys.push_back(key);
+      } else if (unmodeled_keys().count(key)) {
+        if (leaves_default(value)) {
+          r.out.ignored_keys.push_back(key);
+        } else {
+          r.out.unmodeled_keys.push_back(key);
+          r.warn(fmt::format("{}: line {}: '{}' changes memory in a way oomdoc does not model; the prediction is "
+                             "without it", display_name, item.first.Mark().line + 1, key));
+        }
       } else {
         r.out.unknown_keys.push_back(key);
         r.warn(fmt::format("{}: line {}: unknown key '{}' ignored", display_name,

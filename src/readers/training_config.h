@@ -4,7 +4,8 @@
 //   - a Hugging Face TrainingArguments / TRL SFTConfig dump (JSON or YAML; TRL's CLI YAML also
 //     carries ModelConfig keys such as model_name_or_path, load_in_4bit, lora_r)
 // Parsed with yaml-cpp (JSON is YAML). Every key is sorted into used (it set a Job field),
-// ignored (known, no effect on memory) or unknown (a warning; reading continues).
+// ignored (known, no effect on memory), not modelled (known, changes memory in a way oomdoc does
+// not model: a warning) or unknown (a warning; reading continues).
 #pragma once
 
 #include <string>
@@ -25,6 +26,7 @@ struct TrainingConfig {
   TrainingConfigFormat format = TrainingConfigFormat::kAxolotl;
   std::vector<std::string> used_keys;     // in file order
   std::vector<std::string> ignored_keys;  // known keys that do not change memory
+  std::vector<std::string> unmodeled_keys;  // known, change memory, not modelled; each has a warning
   std::vector<std::string> unknown_keys;  // not recognised; each also has a warning
   std::vector<std::string> warnings;      // one line each, starting with the file name
   // Settings the file leaves to its framework's defaults that change memory, each with the

@@ -7,8 +7,11 @@ namespace oomdoc {
 
 std::string render_config_summary(const TrainingConfig& config, const Style& style) {
   std::string out;
-  out += style.dim(fmt::format("config ({}): used {}; ignored {}{}", training_config_format_name(config.format),
+  out += style.dim(fmt::format("config ({}): used {}; ignored {}{}{}", training_config_format_name(config.format),
                                config.used_keys.size(), config.ignored_keys.size(),
+                               config.unmodeled_keys.empty()
+                                   ? std::string()
+                                   : fmt::format("; not modelled {}", config.unmodeled_keys.size()),
                                config.unknown_keys.empty()
                                    ? std::string()
                                    : fmt::format("; unknown {}", config.unknown_keys.size()))) + "\n";
@@ -23,6 +26,7 @@ Json training_config_json(const TrainingConfig* config) {
   return {{"format", std::string(training_config_format_name(config->format))},
           {"used_keys", config->used_keys},
           {"ignored_keys", config->ignored_keys},
+          {"unmodeled_keys", config->unmodeled_keys},
           {"unknown_keys", config->unknown_keys},
           {"framework_defaults", config->framework_defaults}};
 }

@@ -711,5 +711,39 @@ TEST(TrainingConfigQa4, AxolotlTargetLinearIsAUnionWithTheNamedModules) {
   }
 }
 
+// Keys that change memory in ways oomdoc does not model are said aloud (QA round 8: Axolotl's
+// unfrozen_parameters was filed as "ignored" while it left 35 GiB of optimizer state oversized);
+// the same key off changes nothing; harmless keys fit advises (use_reentrant_gc) are known.
+TEST(TrainingConfig, KeysThatChangeMemoryButAreNotModelledAreWarnings) {
+  auto config = parse_training_config(R"(base_model: meta-llama/Llama-3.1-8B
+sequence_len: 2048
+micro_batch_size: 1
+unfrozen_parameters:
+  - ^lm_head.weight$
+torch_compile: false
+sequence_parallel_degree: 2
+loss_watchdog_threshold: 5.0
+)", "ax.yml");
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_THAT(config->unmodeled_keys, ElementsAre("unfrozen_parameters", "sequence_parallel_degree"));
+  EXPECT_THAT(config->ignored_keys, ElementsAre("torch_compile", "loss_watchdog_threshold"));
+  EXPECT_THAT(config->unknown_keys, IsEmpty());
+  EXPECT_THAT(config->warnings,
+              ElementsAre("ax.yml: line 4: 'unfrozen_parameters' changes memory in a way oomdoc does not model; the "
+                          "prediction is without it",
+                          "ax.yml: line 7: 'sequence_parallel_degree' changes memory in a way oomdoc does not model; "
+                          "the prediction is without it"));
+  auto factory = parse_training_config(R"(model_name_or_path: meta-llama/Llama-3.1-8B
+stage: sft
+finetuning_type: lora
+cutoff_len: 1024
+use_reentrant_gc: false
+print_param_status: true
+)", "lf.yaml");
+  ASSERT_TRUE(factory) << factory.error().message;
+  EXPECT_THAT(factory->unknown_keys, IsEmpty());
+  EXPECT_THAT(factory->ignored_keys, IsSupersetOf({"use_reentrant_gc", "print_param_status"}));
+}
+
 }  // namespace
 }  // namespace oomdoc
