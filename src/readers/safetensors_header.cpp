@@ -70,10 +70,21 @@ Result<SafetensorsSummary> parse_safetensors_header(std::string_view head, uint6
   if (!j.is_object()) return make_error(fmt::format("{}: header is not a JSON object", source));
   const uint64_t data_size = file_size - 8 - length;
   SafetensorsSummary out;
+  struct Extent {
+    uint64_t begin, end;
+    std::string name;
+  };
+  std::vector<Extent> extents;
   for (const auto& item : j.items()) {
     const std::string& name = item.key();  // plain names: the lambda below captures one
     const auto& info = item.value();
-    if (name == "__metadata__") continue;
+    if (name == "__metadata__") {
+      // safetensors reads it as a map of strings to strings, and refuses anything else.
+      const bool strings = info.is_object() && std::all_of(info.begin(), info.end(),
+                                                             [](const nlohmann::json& v) { return v.is_string(); });
+      if (!strings) return make_error(fmt::format("{}: __metadata__ is not a map of strings", source));
+      continue;
+    }
     auto bad = [&](const std::string& what) {
       return make_error(fmt::format("{}: tensor \"{}\": {}", source, name, what));
     };
@@ -119,6 +130,25 @@ Result<SafetensorsSummary> parse_safetensors_header(std::string_view head, uint6
     out.total_elements += elements;
     out.total_bytes += t.bytes;
     out.tensors.push_back(std::move(t));
+    extents.push_back({begin, end, name});
+  }
+  // The tensors tile the data exactly, as the safetensors library checks on load (Metadata::validate:
+  // InvalidOffset for a gap or an overlap, MetadataIncompleteBuffer for bytes after the last). A
+  // duplicated name, whose first entry JSON parsing drops, leaves such a gap.
+  std::sort(extents.begin(), extents.end(),
+            [](const Extent& a, const Extent& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  uint64_t covered = 0;
+  for (const Extent& e : extents) {
+    if (e.begin != covered) {
+      return make_error(fmt::format("{}: tensor \"{}\" starts at data byte {} where the previous tensor ends at {} ({}); "
+                                    "the safetensors library refuses it (InvalidOffset)", source, e.name, e.begin,
+                                    covered, e.begin < covered ? "an overlap" : "a gap"));
+    }
+    covered = e.end;
+  }
+  if (covered != data_size) {
+    return make_error(fmt::format("{}: the tensors end at data byte {} of {}; the safetensors library refuses the "
+                                  "unused bytes (MetadataIncompleteBuffer)", source, covered, data_size));
   }
   return out;
 }

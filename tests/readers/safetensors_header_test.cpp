@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include <unistd.h>
 
@@ -173,6 +174,41 @@ TEST(SafetensorsHeader, AMissingShardIsAnErrorNamingIt) {
   fs::rename(dir / "model-00003-of-00003.safetensors", dir / "adapter-x-of-y.safetensors");
   EXPECT_TRUE(read_safetensors_folder(dir.string()));
   fs::remove_all(dir);
+}
+
+// What the safetensors library refuses on load (Metadata::validate), oomdoc refuses too: the
+// tensors must tile the data exactly, and __metadata__ holds strings only.
+TEST(SafetensorsHeader, TensorsMustTileTheDataAsTheLibraryChecks) {
+  struct Case {
+    std::string header;
+    size_t data_bytes;
+    std::string message;
+  };
+  const std::string two = R"("a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, )";
+  for (const Case& c : std::vector<Case>{
+           {R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, )"
+            R"("b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}})", 12,
+            "m.safetensors: tensor \"b\" starts at data byte 8 where the previous tensor ends at 4 (a gap); the "
+            "safetensors library refuses it (InvalidOffset)"},
+           {"{" + two + R"("b": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", 4,
+            "m.safetensors: tensor \"b\" starts at data byte 0 where the previous tensor ends at 4 (an overlap); the "
+            "safetensors library refuses it (InvalidOffset)"},
+           // A name given twice: JSON parsing keeps one entry, and the other's bytes are a gap.
+           {R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, )"
+            R"("w": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})", 16,
+            "m.safetensors: tensor \"w\" starts at data byte 8 where the previous tensor ends at 0 (a gap); the "
+            "safetensors library refuses it (InvalidOffset)"},
+           {R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", 100,
+            "m.safetensors: the tensors end at data byte 4 of 100; the safetensors library refuses the unused bytes "
+            "(MetadataIncompleteBuffer)"},
+           {R"({"__metadata__": {"format": 5}, "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", 4,
+            "m.safetensors: __metadata__ is not a map of strings"},
+       }) {
+    const std::string bytes = file_bytes(c.header, c.data_bytes);
+    auto s = parse_safetensors_header(bytes, bytes.size(), "m.safetensors");
+    ASSERT_FALSE(s) << c.header;
+    EXPECT_EQ(s.error().message, c.message);
+  }
 }
 
 }  // namespace
