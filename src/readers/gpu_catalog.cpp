@@ -309,22 +309,39 @@ Result<GpuSpec> find_gpu(std::string_view name) {
   // No match: suggest only names that are close: a small edit distance over the normalized words,
   // or most of the query's words in common.
   std::string wanted = joined(query);
-  struct Suggestion { size_t shared_words, distance; const GpuSpec* gpu; };
+  // A card with the query's model number comes first ("4090ti" is nearer the RTX 4090 than the
+  // 4060 Ti, though one letter fewer separates it from the latter).
+  struct Suggestion { bool shares_number; size_t shared_words, distance; const GpuSpec* gpu; };
   std::vector<Suggestion> close;
+  auto is_number = [](const std::string& t) { return !t.empty() && std::isdigit(static_cast<unsigned char>(t[0])); };
+  const auto glued = glued_pairs(name);
   for (const GpuSpec& gpu : catalog.gpus) {
     size_t distance = std::numeric_limits<size_t>::max();
     size_t shared = 0;
+    bool shares_number = false;
     for (const auto& tokens : candidate_tokens(gpu)) {
       distance = std::min(distance, edit_distance(wanted, joined(tokens)));
       std::set<std::string> have(tokens.begin(), tokens.end());
       shared = std::max<size_t>(shared, std::count_if(query.begin(), query.end(),
                                                        [&](const std::string& t) { return have.count(t) > 0; }));
+      // The number counts with the letters typed onto its front ("h300" is not the MI300X).
+      shares_number = shares_number || std::any_of(query.begin(), query.end(), [&](const std::string& t) {
+                        if (!is_number(t) || have.count(t) == 0) return false;
+                        return std::all_of(glued.begin(), glued.end(), [&](const auto& pair) {
+                          if (pair.second != t || is_number(pair.first)) return true;
+                          for (size_t i = 1; i < tokens.size(); ++i) {
+                            if (tokens[i - 1] == pair.first && tokens[i] == t) return true;
+                          }
+                          return false;
+                        });
+                      });
     }
     const bool near_spelling = distance <= std::max<size_t>(1, wanted.size() / 3);
     const bool most_words = query.size() >= 2 && shared * 2 >= query.size() + 1;
-    if (near_spelling || most_words) close.push_back({shared, distance, &gpu});
+    if (near_spelling || most_words || shares_number) close.push_back({shares_number, shared, distance, &gpu});
   }
   std::stable_sort(close.begin(), close.end(), [](const Suggestion& a, const Suggestion& b) {
+    if (a.shares_number != b.shares_number) return a.shares_number;
     return a.distance != b.distance ? a.distance < b.distance : a.shared_words > b.shared_words;
   });
   if (close.empty()) {

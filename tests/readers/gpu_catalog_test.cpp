@@ -1,5 +1,6 @@
 #include "readers/gpu_catalog.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -211,6 +212,18 @@ TEST(FindGpu, SuggestionsAreOnlyCloseNames) {
   ASSERT_FALSE(typo.ok());
   EXPECT_EQ(typo.error().message.rfind("unknown GPU 'rtx 4900'; closest catalog entries: GeForce RTX 4090 24GB", 0), 0u)
       << typo.error().message;
+  // A card with the typed model number comes first, the letters typed onto the number included.
+  for (const char* name : {"4090ti", "4090 ti"}) {
+    auto ti = find_gpu(name);
+    ASSERT_FALSE(ti.ok());
+    EXPECT_EQ(ti.error().message, fmt::format("unknown GPU '{}'; closest catalog entries: GeForce RTX 4090 24GB, GeForce "
+                                              "RTX 3090 24GB, GeForce RTX 4060 Ti 16GB (`oomdoc gpus --catalog` lists "
+                                              "all, or give --memory SIZE)", name));
+  }
+  auto h300 = find_gpu("h300");
+  ASSERT_FALSE(h300.ok());
+  EXPECT_EQ(h300.error().message, "unknown GPU 'h300'; closest catalog entries: H100 SXM 80GB, H200 SXM 141GB "
+                                  "(`oomdoc gpus --catalog` lists all, or give --memory SIZE)");
 }
 
 }  // namespace
