@@ -72,6 +72,9 @@ struct Plan {
   uint64_t micro_batch = 1, accum = 1, seq = 0;
   uint64_t target = 0;   // decoder tokens per sequence (encoder-decoder models; else seq)
   uint64_t num_gpus = 1, tp = 1, pp = 1, cp = 1, dp = 1;
+  // The share of the blocks on the most loaded pipeline stage: whole blocks, ceil(L/pp) of L
+  // (11 of Llama-3.1-8B's 32 blocks at pp 3, not 10.67); 1 without pipeline parallelism.
+  double stage_share = 1;
   bool offload_optimizer = false, offload_params = false, offload_activations = false;
   LoraSettings lora;
   bool router_is_gate = false;  // a "gate" LoRA target names the MoE router (router_is_linear_gate)
@@ -429,6 +432,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     return make_error(fmt::format("pp {} is more than the model's {} layers (each pipeline stage needs at least "
                                   "one block)", p.pp, blocks));
   }
+  if (blocks > 0) p.stage_share = static_cast<double>((blocks + p.pp - 1) / p.pp) / static_cast<double>(blocks);
   if (!job.parallelism && p.dp > 1 && !offloads_optimizer) assume("parallelism: ddp (not given)");
   for (const auto& o : job.offload) {
     if (o == "optimizer") p.offload_optimizer = true;
@@ -1036,14 +1040,14 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
                                  ? static_cast<double>(m.vocab_size) * static_cast<double>(m.hidden_size)
                                  : 0;
   total += untied_head;
-  // Weights split by tensor and pipeline parallel. A pipeline stage holds L/pp blocks, and the
-  // most loaded one also the embedding (or output head; both when tied): Megatron-LM's
+  // Weights split by tensor and pipeline parallel. The most loaded pipeline stage holds
+  // ceil(L/pp) blocks and also the embedding (or output head; both when tied): Megatron-LM's
   // theoretical_memory_usage.py counts "transformer layers / pp + embedding" on the first stage.
   double stage_split = static_cast<double>(p.pp);
   if (p.pp > 1) {
     const double outer = static_cast<double>(std::max(m.embedding_params, m.lm_head_params)) * scale;
     const double blocks = std::max(0.0, total - static_cast<double>(m.embedding_params + m.lm_head_params) * scale);
-    if (total > 0 && blocks / stage_split + outer > 0) stage_split = total / (blocks / stage_split + outer);
+    if (total > 0 && blocks * p.stage_share + outer > 0) stage_split = total / (blocks * p.stage_share + outer);
   }
   const double shard_mp = static_cast<double>(p.tp) * stage_split;
 
@@ -1443,15 +1447,15 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
                        : fmt::format("{} blocks x {} per block", layers, format_bytes(saturated_bytes(per_layer)));
     }
     // Pipeline parallel, 1F1B schedule (Narayanan et al. 2021, section 2.2): a stage holds L/pp
-    // blocks; the first stage keeps up to pp micro-batches in flight, fewer when a step has fewer
-    // (m = grad_accum_steps): the stack x min(pp, m)/pp, as Megatron-LM's
-    // theoretical_memory_usage.py discounts it. The last stage keeps one micro-batch of its blocks
+    // blocks (ceil(L/pp) on the most loaded); the first stage keeps up to pp micro-batches in
+    // flight, fewer when a step has fewer (m = grad_accum_steps): the stack x min(pp, m)/pp, as
+    // Megatron-LM's theoretical_memory_usage.py discounts it. The last stage keeps one micro-batch of its blocks
     // plus the output head and the loss; the larger of the two stages is the peak (below).
     double last_stage_blocks = activations;
     if (p.pp > 1) {
       const double pp = static_cast<double>(p.pp);
-      last_stage_blocks = activations / pp;
-      activations *= std::min<double>(pp, static_cast<double>(p.accum)) / pp;
+      last_stage_blocks = activations * p.stage_share;
+      activations *= std::min<double>(pp, static_cast<double>(p.accum)) * p.stage_share;
     }
     if (p.offload_activations) {
       // Saved tensors go to CPU as they are produced; about two blocks' worth stay on the GPU
@@ -1617,7 +1621,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       bool sliding = m.sliding_window && (m.layer_is_sliding.empty() || m.layer_is_sliding[i]);
       cached_layers += sliding ? std::min<double>(1, static_cast<double>(*m.sliding_window) / std::max<uint64_t>(p.seq, 1)) : 1;
     }
-    kv_cache = per_token_layer * cached_layers / p.pp * p.batch * p.seq;
+    kv_cache = per_token_layer * cached_layers * p.stage_share * p.batch * p.seq;
     // A decoding step grows the cache by one token with torch.cat, a new tensor beside the old:
     // DynamicCache (transformers >= 4.36) replaces one layer's at a time; the legacy tuple cache
     // builds a whole new tuple while generate() still holds the previous step's (its
@@ -1625,8 +1629,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     // written in place.
     if (p.new_tokens > 0 && cached_layers > 0) {
       const double previous = kv_cache * static_cast<double>(p.seq - 1) / static_cast<double>(p.seq);
-      // (kv_cache is this stage's: cached_layers / pp layers of it.)
-      const double stage_layers = cached_layers / static_cast<double>(p.pp);
+      // (kv_cache is this stage's: its share of cached_layers.)
+      const double stage_layers = cached_layers * p.stage_share;
       kv_growth = p.kv_cache_impl == "legacy" ? previous : p.kv_cache_impl == "dynamic" ? previous / stage_layers : 0;
     }
   }
