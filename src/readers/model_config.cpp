@@ -999,16 +999,33 @@ const std::vector<std::string>& supported_model_types() { return kModelTypes; }
 // A checkpoint saved as ...ForSequenceClassification (reward models, classifiers) has a score
 // Linear of hidden x num_labels where a causal LM has its head. transformers saves num_labels as
 // id2label (PretrainedConfig.num_labels is its length; 2 when absent).
+// An encoder's classification head sits beside its pooled output (one vector per sequence), so it
+// only adds parameters: BERT's classifier Linear(hidden, labels) with bias after its pooler;
+// RoBERTa's RobertaClassificationHead (dense hidden x hidden and out_proj, both biased) in place of
+// the pooler its model then leaves out, the same count; DeBERTa-v2's ContextPooler (dense
+// pooler_hidden_size squared, biased) and classifier (modeling_bert.py, modeling_roberta.py,
+// modeling_deberta_v2.py ...ForSequenceClassification).
 void read_score_head(const json& root, ModelSpec& m) {
-  if (m.is_encoder_only || !root.contains("architectures") || !root.at("architectures").is_array()) return;
+  if (!root.contains("architectures") || !root.at("architectures").is_array()) return;
   constexpr std::string_view kSuffix = "ForSequenceClassification";
   for (const json& name : root.at("architectures")) {
     if (!name.is_string()) continue;
     const std::string& text = name.get_ref<const std::string&>();
     if (text.size() < kSuffix.size() || text.compare(text.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) continue;
-    m.score_labels = 2;
+    uint64_t labels = 2;
     if (root.contains("id2label") && root.at("id2label").is_object() && !root.at("id2label").empty()) {
-      m.score_labels = root.at("id2label").size();
+      labels = root.at("id2label").size();
+    }
+    if (!m.is_encoder_only) {
+      m.score_labels = labels;
+    } else if (m.model_type == "deberta-v2") {
+      uint64_t pooled = m.hidden_size;
+      if (root.contains("pooler_hidden_size") && root.at("pooler_hidden_size").is_number_unsigned()) {
+        pooled = root.at("pooler_hidden_size").get<uint64_t>();
+      }
+      m.extra_params += pooled * pooled + pooled + pooled * labels + labels;
+    } else if (m.model_type == "bert" || m.model_type == "roberta") {
+      m.extra_params += m.hidden_size * labels + labels;
     }
     return;
   }

@@ -545,5 +545,34 @@ TEST(ModelConfigQa5, SequenceClassificationCheckpointsCarryAScoreHead) {
   EXPECT_EQ(pair->score_labels, 2u);
 }
 
+// An encoder's classification head only adds parameters (QA round 8: bert-base with 3 labels was
+// counted without its classifier): BERT's biased Linear after the pooler, RoBERTa's two-Linear
+// head in place of its pooler (the same count), DeBERTa-v2's ContextPooler and classifier.
+TEST(ModelConfigQa8, EncoderClassificationHeadsAreCounted) {
+  const std::string bert = R"("model_type": "bert", "hidden_size": 768, "intermediate_size": 3072,
+      "num_hidden_layers": 12, "num_attention_heads": 12, "vocab_size": 30522, "max_position_embeddings": 512,
+      "type_vocab_size": 2)";
+  auto base = parse_model_config("{\"architectures\": [\"BertForMaskedLM\"], " + bert + "}", "config.json");
+  ASSERT_TRUE(base) << base.error().message;
+  EXPECT_EQ(base->total_params, 109482240u);
+  auto three = parse_model_config("{\"architectures\": [\"BertForSequenceClassification\"], \"id2label\": "
+                                  "{\"0\": \"NEG\", \"1\": \"POS\", \"2\": \"NEU\"}, " + bert + "}",
+                                  "config.json");
+  ASSERT_TRUE(three) << three.error().message;
+  EXPECT_EQ(three->total_params, 109482240u + 768u * 3 + 3);
+  EXPECT_EQ(three->score_labels, 0u);   // no vocabulary head to replace
+  const std::string deberta = R"("model_type": "deberta-v2", "hidden_size": 1536, "intermediate_size": 6144,
+      "num_hidden_layers": 24, "num_attention_heads": 24, "vocab_size": 128100, "max_position_embeddings": 512,
+      "type_vocab_size": 0, "relative_attention": true, "position_buckets": 256, "norm_rel_ebd": "layer_norm",
+      "share_att_key": true, "pos_att_type": "p2c|c2p", "position_biased_input": false,
+      "max_relative_positions": -1)";
+  auto deberta_base = parse_model_config("{" + deberta + "}", "config.json");
+  auto nli = parse_model_config("{\"architectures\": [\"DebertaV2ForSequenceClassification\"], \"id2label\": "
+                                "{\"0\": \"C\", \"1\": \"N\", \"2\": \"E\"}, " + deberta + "}", "config.json");
+  ASSERT_TRUE(deberta_base) << deberta_base.error().message;
+  ASSERT_TRUE(nli) << nli.error().message;
+  EXPECT_EQ(nli->total_params - deberta_base->total_params, 1536u * 1536 + 1536 + 1536u * 3 + 3);
+}
+
 }  // namespace
 }  // namespace oomdoc
