@@ -67,10 +67,17 @@ int run_fit(const FitArgs& a) {
   const std::string& source = input->source;
   // --gpus on the command line wins over the job file's num_gpus; without it, the file's count
   // is the machine's.
-  const bool gpus_given = a.app->count("--gpus") > 0;
-  if (gpus_given) job.num_gpus = a.gpus;
-  const uint64_t num_gpus = fit_gpu_count(job, gpus_given ? std::optional<uint64_t>(a.gpus) : std::nullopt);
+  // The job is checked as given, then with --gpus, so that an error names what caused it.
   if (auto valid = validate_job(job, source); !valid) return fail(valid.error().message);
+  const bool gpus_given = a.app->count("--gpus") > 0;
+  if (gpus_given) {
+    job.num_gpus = a.gpus;
+    if (auto valid = validate_job(job, source == "command line" ? fmt::format("--gpus {}", a.gpus)
+                                                                             : fmt::format("--gpus {} with {}", a.gpus, source)); !valid) {
+      return fail(valid.error().message);
+    }
+  }
+  const uint64_t num_gpus = fit_gpu_count(job, gpus_given ? std::optional<uint64_t>(a.gpus) : std::nullopt);
   if (job.model.empty()) {
     return fail(config ? a.input + ": names no model; add --model NAME"
                        : "no job: give a training config (Axolotl/LLaMA-Factory YAML, "
@@ -95,10 +102,11 @@ int run_fit(const FitArgs& a) {
     if (!lengths) return fail(lengths.error().message);
     options.lengths = std::move(*lengths);
   }
+  std::vector<std::string> price_notes;   // short names in --prices that name several cards
   if (!a.prices_path.empty()) {
     auto text = read_small_file(a.prices_path, 1 << 20);
     if (!text) return fail(text.error().message);
-    auto prices = parse_prices(*text, a.prices_path);
+    auto prices = parse_prices(*text, a.prices_path, &price_notes);
     if (!prices) return fail(prices.error().message);
     options.prices = std::move(*prices);
   }
@@ -112,6 +120,7 @@ int run_fit(const FitArgs& a) {
   } else {
     note(card->note);
   }
+  report->notes.insert(report->notes.end(), price_notes.begin(), price_notes.end());
   if (precision_fallback) report->notes.insert(report->notes.begin(), *precision_fallback);
   // Advice in the keys of the config the user gave (Axolotl, LLaMA-Factory).
   if (config) express_in_config_keys(*report, *config);

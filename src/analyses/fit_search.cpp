@@ -1322,8 +1322,8 @@ uint64_t model_context_positions(const ModelSpec& model) {
   return model.max_position_embeddings ? model.max_position_embeddings : model.position_embeddings;
 }
 
-Result<std::map<std::string, double>> parse_prices(std::string_view text,
-                                                   const std::string& display_name) {
+Result<std::map<std::string, double>> parse_prices(std::string_view text, const std::string& display_name,
+                                                   std::vector<std::string>* notes) {
   std::map<std::string, double> prices;
   std::map<std::string, size_t> line_of;   // where each GPU was priced
   size_t start = 0, line_number = 0;
@@ -1377,6 +1377,12 @@ Result<std::map<std::string, double>> parse_prices(std::string_view text,
     }
     line_of[gpu->name] = line_number;
     prices[gpu->name] = price;
+    if (auto others = other_sizes_named(name, *gpu); notes && !others.empty()) {
+      std::string names;
+      for (size_t i = 0; i < others.size() && i < 4; ++i) names += (i ? ", " : "") + others[i]->name;
+      notes->push_back(fmt::format("{}: line {}: '{}' is priced as {}; it also names {} (give the size to price "
+                                   "another)", display_name, line_number, name, gpu->name, names));
+    }
   }
   if (prices.empty()) {
     return make_error(fmt::format("{}: no prices: expected lines 'GPU NAME, PRICE PER GPU-HOUR' (e.g. 'H100 SXM, 2.49')",
@@ -1418,6 +1424,10 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   }
   if (options.total_bytes == 0) return make_error("no GPU memory size: give --gpu NAME or --memory SIZE");
   if (options.num_gpus == 0) return make_error("--gpus must be at least 1");
+  if (job.task.value_or("") == "load" && (options.solve_max_batch || options.solve_max_seq)) {
+    return make_error(fmt::format("{} does not apply to --task load: loading the weights runs no batch and no "
+                                  "sequence", options.solve_max_batch ? "--max-batch" : "--max-seq"));
+  }
 
   Job given = job;
   if (options.num_gpus > 1 && !given.num_gpus) given.num_gpus = options.num_gpus;

@@ -168,8 +168,9 @@ std::optional<uint64_t> solve_largest(const ModelSpec& model, const Job& job,
                                       uint64_t upper, const EstimateFn& estimator = estimate_memory);
 
 // GPU-hour prices: "NAME,PRICE" or "NAME PRICE" per line (# comments), names matched with
-// find_gpu. Errors name the file and line.
-Result<std::map<std::string, double>> parse_prices(std::string_view text,
-                                                   const std::string& display_name);
+// find_gpu. Errors name the file and line. A short name that also names cards of other sizes
+// ("A100") adds a note to `notes` (when given) saying which card it was read as, as --gpu does.
+Result<std::map<std::string, double>> parse_prices(std::string_view text, const std::string& display_name,
+                                                   std::vector<std::string>* notes = nullptr);
 
 }  // namespace oomdoc
