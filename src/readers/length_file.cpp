@@ -30,6 +30,11 @@ Result<uint64_t> length_of_object(const nlohmann::json& obj, const std::string& 
   }
   if (auto it = obj.find("input_ids"); it != obj.end()) {
     if (!it->is_array()) return make_error(fmt::format("{}: \"input_ids\" is not a list", where));
+    // A list of lists is a tokenized batch: its size would be the batch's, not a length.
+    if (!it->empty() && it->front().is_array()) {
+      return make_error(fmt::format("{}: \"input_ids\" is a list of lists (a batch); give one example per line",
+                                    where));
+    }
     return static_cast<uint64_t>(it->size());
   }
   return make_error(fmt::format("{}: no length, num_tokens or input_ids field", where));

@@ -45,6 +45,11 @@ TEST(LengthFile, ErrorsNameFileAndLine) {
   EXPECT_EQ(empty.error().message, "l.txt: no lengths in the file");
   auto huge = parse_lengths("99999999999999\n", "l.txt");
   ASSERT_FALSE(huge.ok());
+  // A tokenized batch is not one example: its size would be the batch's.
+  auto batched = parse_lengths("{\"input_ids\": [[1, 2, 3], [4, 5]]}\n", "l.jsonl");
+  ASSERT_FALSE(batched.ok());
+  EXPECT_EQ(batched.error().message,
+            "l.jsonl: line 1: \"input_ids\" is a list of lists (a batch); give one example per line");
 }
 
 }  // namespace
