@@ -472,5 +472,21 @@ TEST(EstimateCliQa5, AModelConfigUnderAnotherNameIsTheModel) {
   EXPECT_EQ(doc["model"]["total_params"], 494032768);   // Qwen2.5-0.5B's published count
 }
 
+// A relative model path in a job file is found beside the file, whatever the current directory.
+TEST(EstimateCli, AJobFilesRelativeModelPathIsTheFilesOwn) {
+  const auto dir = std::filesystem::temp_directory_path() / "oomdoc_estimate_relative_job" / "jobs";
+  std::filesystem::create_directories(dir);
+  const std::string model = fixture_path("models/unnamed_checkpoint");
+  const std::string relative = std::filesystem::relative(model, dir).string();
+  const auto job_path = (dir / "job.json").string();
+  std::ofstream(job_path) << nlohmann::json{{"model", relative}, {"task", "load"}}.dump();
+  auto r = testing::run_shell("cd / && \"$OOMDOC\" estimate --job '" + job_path + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto direct = run_cli({"estimate", model, "--task", "load", "--json"}, "", kEmptyCache);
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["model"]["total_params"], nlohmann::json::parse(direct.out)["model"]["total_params"]);
+  std::filesystem::remove_all(dir.parent_path());
+}
+
 }  // namespace
 }  // namespace oomdoc
