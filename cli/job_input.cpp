@@ -133,6 +133,11 @@ Result<JobInput> read_job_input(const std::string& input, const std::string& mod
     }
   }
   overlay_job(out.job, *given_job);
+  if (out.job.weight_quantization == "none") {   // unquantized, said outright: its settings go with it
+    out.job.weight_quantization.reset();
+    out.job.double_quant.reset();
+    out.job.group_size.reset();
+  }
   if (!job_file.empty()) out.source = job_file;
   return out;
 }

@@ -20,7 +20,9 @@ using nlohmann::json;
 const std::set<std::string> kTasks = {"train_full", "train_lora", "train_qlora", "train_freeze", "inference", "load"};
 const std::set<std::string> kPrecisions = {"fp32", "fp16_mixed", "bf16_mixed", "bf16", "fp16"};
 const std::set<std::string> kQuantizations = [] {
-  std::set<std::string> q = {"nf4", "fp4", "int8", "int4", "fp8", "gptq4", "gptq8", "awq4", "nvfp4"};
+  // "none" turns a job file's (or a config's) quantization off from the command line; read_job_input
+  // (cli/job_input.cpp) clears it once every layer is applied.
+  std::set<std::string> q = {"none", "nf4", "fp4", "int8", "int4", "fp8", "gptq4", "gptq8", "awq4", "nvfp4"};
   for (const auto& t : gguf_file_types()) q.insert(t);   // llama.cpp's file types (implementation llama_cpp)
   return q;
 }();
@@ -454,7 +456,7 @@ Status validate_job(const Job& job, const std::string& source) {
   if (training && (job.batch_size || job.max_new_tokens || job.prompt_len)) {
     return fail("task", fmt::format("{} takes micro_batch_size and seq_len, not batch_size/prompt_len/max_new_tokens", task));
   }
-  if (job.double_quant && *job.double_quant && job.weight_quantization &&
+  if (job.double_quant && *job.double_quant && job.weight_quantization && *job.weight_quantization != "none" &&
       *job.weight_quantization != "nf4" && *job.weight_quantization != "fp4") {
     return fail("double_quant", "applies to bitsandbytes nf4/fp4 only");
   }

@@ -488,5 +488,17 @@ TEST(EstimateCli, AJobFilesRelativeModelPathIsTheFilesOwn) {
   std::filesystem::remove_all(dir.parent_path());
 }
 
+// --weight-quantization none turns a job file's quantization off, its double quantization with it.
+TEST(EstimateCli, WeightQuantizationNoneTurnsTheFilesOff) {
+  auto r = run_cli({"estimate", "--job", fixture_path("estimate/qlora_70b_job.json"), "--task", "train_lora",
+                    "--weight-quantization", "none", "--json"},
+                   "", kEmptyCache);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto job = nlohmann::json::parse(r.out)["job"];
+  EXPECT_EQ(job["task"], "train_lora");
+  EXPECT_FALSE(job.contains("weight_quantization")) << job.dump();
+  EXPECT_FALSE(job.contains("double_quant")) << job.dump();
+}
+
 }  // namespace
 }  // namespace oomdoc
