@@ -10,6 +10,7 @@
 #include "readers/model_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <tuple>
@@ -81,7 +82,7 @@ std::string override_line(const ServePrediction& p) {
 // tokens by max_model_len (V0, and V1 before v0.8).
 bool concurrency_in_whole_blocks(const VllmBehavior& b) { return b.v1_engine && b.version.at_least(0, 8, 0); }
 
-// The era's figure is in p.capacity.max_concurrency (capacity_for in predict_vllm_serve).
+// The era's figure is in p.capacity.max_concurrency (capacity_for in predict_vllm_startup).
 std::string concurrency_line(const ServePrediction& p) {
   const uint64_t len = p.settings.max_model_len;
   return fmt::format("Maximum concurrency for {} tokens per request: {:.2f}x",
@@ -185,11 +186,23 @@ uint64_t rope_scaled_base(const ModelSpec& model, uint64_t positions) {
 
 }  // namespace
 
+VllmContextLimit vllm_context_limit(const ModelSpec& model, std::optional<uint64_t> max_position_override) {
+  std::map<std::string, uint64_t> keys = model.context_keys;
+  // --hf-overrides rewrites the config before vLLM reads it: the override joins the other keys.
+  if (max_position_override) keys["max_position_embeddings"] = *max_position_override;
+  // A model not read from a config.json (GGUF, --params) has only its own context.
+  if (keys.empty() && model.max_position_embeddings) keys["max_position_embeddings"] = model.max_position_embeddings;
+  VllmContextLimit limit;
+  for (std::string_view name : context_key_names()) {   // vLLM's order: the first smallest names it
+    auto it = keys.find(std::string(name));
+    if (it == keys.end() || (limit.tokens && it->second >= limit.tokens)) continue;
+    limit = {it->second, it->first};
+  }
+  return limit;
+}
+
 uint64_t vllm_derived_max_model_len(const ModelSpec& model, std::optional<uint64_t> max_position_override) {
-  // The config's smallest context key, else the family's default (a PretrainedConfig class default
-  // vLLM's getattr would see); 0 when neither gives one.
-  uint64_t derived = max_position_override.value_or(
-      model.config_context_length ? model.config_context_length : model.max_position_embeddings);
+  uint64_t derived = vllm_context_limit(model, max_position_override).tokens;
   const std::string& type = model.rope_scaling_type;
   if (type.empty() || type == "su" || type == "longrope" || type == "llama3" ||
       model.model_type.find("gemma3") != std::string::npos) {
@@ -440,28 +453,32 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   if (c.max_model_len) {
     s.max_model_len = *c.max_model_len;
     s.max_model_len_source = c.launcher == "LLM(...)" ? "LLM's max_model_len" : "--max-model-len";
-    if (s.model_context && s.max_model_len > s.model_context &&
+    // vLLM lets a length up to the config's model_max_length through (Command-R keeps its longer
+    // context there); above both it refuses unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
+    const auto model_max_length = model.context_keys.find("model_max_length");
+    const bool within_model_max_length =
+        model_max_length != model.context_keys.end() && s.max_model_len <= model_max_length->second;
+    if (s.model_context && s.max_model_len > s.model_context && !within_model_max_length &&
         env("VLLM_ALLOW_LONG_MAX_MODEL_LEN").value_or("0") != "1") {
       return Error{fmt::format(
           "--max-model-len {} is above {}'s context of {} tokens; vLLM refuses it: \"User-specified "
           "max_model_len ({}) is greater than the derived max_model_len ({}={} "
-          "or model_max_length=None in model's config.json). This may lead to incorrect model "
+          "or model_max_length={} in model's config.json). This may lead to incorrect model "
           "outputs or CUDA errors. To allow overriding this maximum, set the env var "
           "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1\"",
           s.max_model_len, model.id, s.model_context, s.max_model_len,
-          c.max_position_override || model.config_context_key.empty() ? "max_position_embeddings"
-                                                                       : model.config_context_key,
-          s.model_context)};
+          vllm_context_limit(model, c.max_position_override).key, s.model_context,
+          model_max_length == model.context_keys.end() ? std::string("None")
+                                                        : std::to_string(model_max_length->second))};
     }
   } else {
     if (s.model_context == 0) {
       // vLLM's fallback when the config has none of its context keys (_get_and_verify_max_len).
       s.model_context = kVllmFallbackMaxModelLen;
       p.warnings.push_back(fmt::format(
-          "{}'s config gives none of the context-length keys vLLM reads (max_position_embeddings, n_positions, "
-          "max_seq_len, seq_length, model_max_length, max_target_positions, max_sequence_length, "
-          "max_seq_length, seq_len): vLLM assumes {} tokens, as sized here; pass --max-model-len if the model "
-          "was trained for another length", model.id, kVllmFallbackMaxModelLen));
+          "{}'s config gives none of the context-length keys vLLM reads ({}): vLLM assumes {} tokens, as sized "
+          "here; pass --max-model-len if the model was trained for another length (vLLM takes it as given then)",
+          model.id, fmt::join(context_key_names(), ", "), kVllmFallbackMaxModelLen));
     }
     if (c.max_model_len_auto && !b.v1_engine) {
       return Error{"--max-model-len -1 (auto-fit) is a V1 engine feature; this vLLM version runs V0: "
@@ -475,8 +492,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     }
     s.max_model_len = s.model_context;
     s.max_model_len_source = c.max_model_len_auto ? "auto-fit" : "model context";
-    const uint64_t positions = c.max_position_override.value_or(
-        model.config_context_length ? model.config_context_length : model.max_position_embeddings);
+    const uint64_t positions = vllm_context_limit(model, c.max_position_override).tokens;
     if (!c.max_model_len_auto && model.rope_scaling_type == "longrope" && model.rope_original_max_position &&
         model.rope_original_max_position < s.model_context && b.longrope_original_context_default) {
       // LongRoPE picks its short or long factors once, from max_model_len: the default is the

@@ -165,8 +165,17 @@ struct ServeReport {
   std::vector<std::string> unknown_flags;      // unknown to oomdoc: not checked
 };
 
-// vLLM's default max_model_len (vllm/config: _get_and_verify_max_len): max_position_embeddings
-// (or the --hf-overrides value), times the rope_scaling factor for every rope type but su,
+// The smallest of the model's context keys (ModelSpec::context_keys, an --hf-overrides
+// max_position_embeddings among them) and the key that gives it, as vLLM's _get_and_verify_max_len
+// takes it; 0 tokens when the config has none (vLLM then assumes kVllmFallbackMaxModelLen).
+struct VllmContextLimit {
+  uint64_t tokens = 0;
+  std::string key;
+};
+VllmContextLimit vllm_context_limit(const ModelSpec& model, std::optional<uint64_t> max_position_override);
+
+// vLLM's default max_model_len (vllm/config: _get_and_verify_max_len): the context limit above,
+// times the rope_scaling factor for every rope type but su,
 // longrope and llama3 (yarn: original_max_position_embeddings x factor); Gemma 3's context is
 // already scaled ("NOTE(woosuk): Gemma3's max_model_len (128K) is already scaled by RoPE
 // scaling"). deepseek-coder-6.7b: 16384 x 4 (linear) = 65536.

@@ -37,11 +37,11 @@ struct ModelSpec {
   uint64_t head_dim = 0;              // explicit when config gives it; not always hidden/heads
   uint64_t intermediate_size = 0;
   uint64_t max_position_embeddings = 0;
-  // The smallest of the context-length keys config.json gives (max_position_embeddings, n_positions,
-  // max_seq_len, seq_length, ...), the rule vLLM derives its default max_model_len by; 0 when the
-  // config has none of them (analyses/vllm_serve.cpp then uses vLLM's fallback).
-  uint64_t config_context_length = 0;
-  std::string config_context_key;
+  // The context-length keys config.json sets (max_position_embeddings, n_positions, seq_length, ...),
+  // with the family's transformers default for its own key when config.json leaves it out (what
+  // getattr on the config object sees): vLLM derives its default max_model_len from them
+  // (analyses/vllm_serve.cpp vllm_context_limit).
+  std::map<std::string, uint64_t> context_keys;
   bool tie_word_embeddings = false;
   bool is_encoder_only = false;
   bool is_encoder_decoder = false;

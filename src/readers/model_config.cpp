@@ -996,6 +996,14 @@ Status read_mllama_cross_attention(const ConfigView& c, ModelSpec& m) {
 
 const std::vector<std::string>& supported_model_types() { return kModelTypes; }
 
+const std::vector<std::string_view>& context_key_names() {
+  // vllm/config.py _get_and_verify_max_len's possible_keys, in its order.
+  static const std::vector<std::string_view> kKeys = {"max_position_embeddings", "n_positions", "max_seq_len",
+                                                      "seq_length", "model_max_length", "max_target_positions",
+                                                      "max_sequence_length", "max_seq_length", "seq_len"};
+  return kKeys;
+}
+
 // A checkpoint saved as ...ForSequenceClassification (reward models, classifiers) has a score
 // Linear of hidden x num_labels where a causal LM has its head. transformers saves num_labels as
 // id2label (PretrainedConfig.num_labels is its length; 2 when absent).
@@ -1031,21 +1039,34 @@ void read_score_head(const json& root, ModelSpec& m) {
   }
 }
 
-// vLLM's _get_and_verify_max_len (vllm/config.py) takes the smallest of these keys that the config
-// sets; the family readers keep only their own key, so a Falcon config with "seq_length" 8192 beside
-// max_position_embeddings 32768 is served at 8192. Keys that are not whole numbers are left out.
-void read_config_context_length(const json& config, ModelSpec& m) {
-  static constexpr const char* kKeys[] = {"max_position_embeddings", "n_positions",        "max_seq_len",
-                                          "seq_length",              "model_max_length",   "max_target_positions",
-                                          "max_sequence_length",     "max_seq_length",     "seq_len"};
-  for (const char* key : kKeys) {
-    if (!config.contains(key) || !config.at(key).is_number_unsigned()) continue;
-    const uint64_t value = config.at(key).get<uint64_t>();
-    if (value == 0) continue;
-    if (m.config_context_length == 0 || value < m.config_context_length) {
-      m.config_context_length = value;
-      m.config_context_key = key;
+// The context-length keys vLLM reads (vllm_context_key_names(), vllm/config.py
+// _get_and_verify_max_len) that config.json sets; when it leaves out its family's own key, the
+// default the transformers config class gives it (LlamaConfig 2048, MistralConfig 4096 x 32,
+// Qwen2Config 32768, GPT2Config's n_positions 1024, ...), as vLLM's getattr on the config object
+// sees it. BLOOM's and T5's classes have none. Keys that are not whole numbers are left out.
+void read_context_keys(const json& config, ModelSpec& m) {
+  for (std::string_view key : context_key_names()) {
+    const std::string name(key);
+    if (config.contains(name) && config.at(name).is_number_unsigned() && config.at(name).get<uint64_t>() > 0) {
+      m.context_keys[name] = config.at(name).get<uint64_t>();
     }
+  }
+  static const std::map<std::string, std::pair<const char*, uint64_t>> kClassDefaults = {
+      {"llama", {"max_position_embeddings", 2048}},        {"mistral", {"max_position_embeddings", 131072}},
+      {"mixtral", {"max_position_embeddings", 131072}},    {"qwen2", {"max_position_embeddings", 32768}},
+      {"qwen2_moe", {"max_position_embeddings", 32768}},   {"qwen3", {"max_position_embeddings", 32768}},
+      {"qwen3_moe", {"max_position_embeddings", 32768}},   {"deepseek_v2", {"max_position_embeddings", 2048}},
+      {"deepseek_v3", {"max_position_embeddings", 4096}},  {"gemma", {"max_position_embeddings", 8192}},
+      {"gemma2", {"max_position_embeddings", 8192}},       {"gemma3_text", {"max_position_embeddings", 131072}},
+      {"phi", {"max_position_embeddings", 2048}},          {"phi3", {"max_position_embeddings", 4096}},
+      {"gpt2", {"n_positions", 1024}},                     {"gptj", {"n_positions", 2048}},
+      {"gpt_neox", {"max_position_embeddings", 2048}},     {"falcon", {"max_position_embeddings", 2048}},
+      {"opt", {"max_position_embeddings", 2048}},          {"gpt_bigcode", {"n_positions", 1024}},
+      {"stablelm", {"max_position_embeddings", 4096}},     {"bert", {"max_position_embeddings", 512}},
+      {"roberta", {"max_position_embeddings", 512}},       {"deberta-v2", {"max_position_embeddings", 512}},
+      {"gpt_oss", {"max_position_embeddings", 131072}}};
+  if (auto d = kClassDefaults.find(m.model_type); d != kClassDefaults.end()) {
+    m.context_keys.emplace(d->second.first, d->second.second);   // only when config.json did not set it
   }
 }
 
@@ -1101,7 +1122,7 @@ Result<ModelSpec> parse_model_config(std::string_view text, const std::string& s
     if (auto s = read_mllama_cross_attention(c, m); !s) return s.error();
   }
   read_rope_scaling(config, m);
-  read_config_context_length(config, m);
+  read_context_keys(config, m);
   if (auto s = read_vision_tower(root, m); !s) return s.error();
   if (auto s = validate(m); !s) return s.error();
   if (auto s = read_dtype_and_quantization(c, m); !s) return s.error();

@@ -17,6 +17,9 @@ Result<ModelSpec> parse_model_config(std::string_view text, const std::string& s
 
 // Model types parse_model_config understands, for error messages and docs.
 const std::vector<std::string>& supported_model_types();
+// The config keys that give a context length, as vLLM reads them (vllm/config.py
+// _get_and_verify_max_len), in its order; ModelSpec::context_keys holds those a config sets.
+const std::vector<std::string_view>& context_key_names();
 
 // A rope_scaling / rope_parameters object given apart from config.json (vLLM's --hf-overrides or
 // the older --rope-scaling flag), read as config.json's is, replacing the model's own. False (and

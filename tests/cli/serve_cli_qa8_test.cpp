@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "analyses/vllm_serve.h"
 #include "readers/model_config.h"
@@ -41,11 +42,45 @@ TEST(ServeCliQa8, TheSmallestContextKeyIsTheDefaultLength) {
   auto model = parse_model_config(config, "config.json");
   ASSERT_TRUE(model) << model.error().message;
   EXPECT_EQ(model->max_position_embeddings, 32768u);
-  EXPECT_EQ(model->config_context_length, 8192u);
-  EXPECT_EQ(model->config_context_key, "seq_length");
+  EXPECT_EQ(model->context_keys, (std::map<std::string, uint64_t>{{"max_position_embeddings", 32768},
+                                                                  {"seq_length", 8192}}));
+  EXPECT_EQ(vllm_context_limit(*model, std::nullopt).key, "seq_length");
   EXPECT_EQ(vllm_derived_max_model_len(*model, std::nullopt), 8192u);
-  // An hf-overrides max_position_embeddings replaces it.
+  // An --hf-overrides max_position_embeddings rewrites that key and joins the others.
   EXPECT_EQ(vllm_derived_max_model_len(*model, 4096), 4096u);
+  EXPECT_EQ(vllm_derived_max_model_len(*model, 16384), 8192u);
+}
+
+// A key config.json leaves out has its transformers class default, as vLLM's getattr sees it:
+// MistralConfig's max_position_embeddings is 4096 x 32.
+TEST(ServeCliQa8, AFamilysDefaultContextCountsWhenTheConfigLeavesItOut) {
+  auto model = parse_model_config(R"({"model_type": "mistral", "vocab_size": 32768, "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "head_dim": 128})", "config.json");
+  ASSERT_TRUE(model) << model.error().message;
+  EXPECT_EQ(vllm_derived_max_model_len(*model, std::nullopt), 131072u);
+}
+
+// Command-R keeps a longer context in model_max_length: vLLM lets a length up to it through.
+TEST(ServeCliQa8, ALengthUpToModelMaxLengthIsAllowed) {
+  auto model = parse_model_config(R"({"model_type": "llama", "_name_or_path": "acme/long", "vocab_size": 32000,
+    "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "intermediate_size": 11008,
+    "max_position_embeddings": 4096, "model_max_length": 16384})", "config.json");
+  ASSERT_TRUE(model) << model.error().message;
+  EXPECT_EQ(vllm_derived_max_model_len(*model, std::nullopt), 4096u);
+  ServeInputs in;
+  in.model = *model;
+  in.target = serve_target_memory(80ull << 30);
+  in.config.model = "acme/long";
+  in.config.max_model_len = 16384;
+  EXPECT_TRUE(analyze_serve(in)) << analyze_serve(in).error().message;
+  in.config.max_model_len = 16385;
+  auto refused = analyze_serve(in);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("(max_position_embeddings=4096 or model_max_length=16384 in model's "
+                                         "config.json)"),
+            std::string::npos)
+      << refused.error().message;
 }
 
 // BLOOM's config has none of the keys: vLLM assumes 2048 with a warning instead of refusing.
