@@ -210,6 +210,7 @@ enum class FragmentationMeaning {
   kFragmented,         // at an OOM: cached plus device free memory would cover the request, no block fits it
   kFitsElsewhere,      // at an OOM: a free block fits, in another pool, stream or private pool
   kTooLittleFree,      // at an OOM: cached plus device free memory is less than the request anyway
+  kNewSegmentFits,     // at an OOM: the device had room for a new segment for the request: not the cache
 };
 std::string_view fragmentation_meaning_name(FragmentationMeaning meaning);
 struct Fragmentation {
