@@ -181,6 +181,8 @@ struct OomReport {
   std::vector<StackGroup> top_stacks;
   std::vector<OomFix> fixes;
 };
+// Each OOM costs a layout replay; past the first few they repeat one another.
+constexpr size_t kMaxOomsAnalysed = 20;
 std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const Timeline& timeline,
                                     StackLabeler& labeler, const SnapshotOptions& options);
 

@@ -82,7 +82,6 @@ std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const 
   std::vector<OomReport> out;
   const auto trace = snapshot.trace(device);
   if (trace.empty()) return out;
-  constexpr size_t kMaxOomsAnalysed = 20;  // each costs a layout replay; more is repetition
   detail::LiveReplay replay(trace);  // one forward pass serves every OOM, in order
   int64_t delta = 0;
   uint64_t last_alloc_index = 0;

@@ -162,6 +162,10 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style, si
       out += "    fixes:\n";
       for (const auto& f : o.fixes) out += fmt::format("      - {} [{}]\n", f.title, f.id);
     }
+    if (d.oom_count > d.ooms.size()) {
+      out += fmt::format("\n  ({} more OOM events not analysed: only the first {} of {} are)\n",
+                         d.oom_count - d.ooms.size(), d.ooms.size(), d.oom_count);
+    }
     append_fragmentation(out, d.fragmentation, segment_rows, style);
     if (!d.top_stacks.empty()) {
       out += fmt::format("\n  top stacks {}:\n", d.top_stacks_when == "peak" ? "at the trace peak" : "live at dump time");

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "analyses/snapshot_builder.h"
 #include "support/test_support.h"
 
 namespace oomdoc {
@@ -78,6 +79,23 @@ TEST(SnapshotText, VerdictFirst) {
   EXPECT_THAT(text, HasSubstr("      nn/functional.py:1191 gelu\n      project/model.py:42 forward\n"
                               "      project/train.py:88 train_step\n      project/train.py:131 main\n"
                               "    cache released just before"));
+}
+
+TEST(SnapshotText, OomsPastTheAnalysedFirstTwentyAreStillCounted) {
+  testing::SnapshotBuilder b;
+  b.segment(0, 0x10000000, {{2 << 20, BlockState::kActiveAllocated, 2 << 20, kNoStack}});
+  for (int i = 0; i < 25; ++i) b.event(TraceAction::kOom, 0, 4 << 20);
+  SnapshotReport r = analyze_snapshot(b.snapshot());
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_EQ(r.devices[0].ooms.size(), 20u);
+  EXPECT_EQ(r.devices[0].oom_count, 25u);
+  EXPECT_THAT(r.verdict, HasSubstr(" and 24 more OOM events"));
+  const std::string text = render_snapshot_text(r, Style::plain());
+  EXPECT_THAT(text, HasSubstr("\n  (5 more OOM events not analysed: only the first 20 of 25 are)\n"));
+  EXPECT_THAT(text, HasSubstr("segments at the first of 25 OOMs (event 0)"));
+  const Json doc = snapshot_report_json(r);
+  EXPECT_EQ(doc["devices"][0]["ooms"].size(), 20u);
+  EXPECT_EQ(doc["devices"][0]["oom_count"], 25u);
 }
 
 TEST(SnapshotHtml, SelfContainedWithTheChartLibraryAndData) {
