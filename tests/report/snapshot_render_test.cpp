@@ -98,6 +98,18 @@ TEST(SnapshotText, OomsPastTheAnalysedFirstTwentyAreStillCounted) {
   EXPECT_EQ(doc["devices"][0]["oom_count"], 25u);
 }
 
+TEST(SnapshotText, ControlCharactersFromTheFileAreEscaped) {
+  testing::SnapshotBuilder b;
+  StackId evil = b.stack({{"/u/model.py", 3, "ax\x1b[31mRED\x1b]0;title\x07\r\nFAKE LINE: No OOM"}});
+  b.segment(0, 0x10000000, {{2 << 20, BlockState::kActiveAllocated, 2 << 20, evil}});
+  const std::string text = render_snapshot_text(analyze_snapshot(b.snapshot()), Style::plain());
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_EQ(text.find('\x07'), std::string::npos);
+  EXPECT_EQ(text.find('\r'), std::string::npos);
+  EXPECT_EQ(text.find("\nFAKE LINE"), std::string::npos);
+  EXPECT_THAT(text, HasSubstr("u/model.py:3 ax\\x1b[31mRED\\x1b]0;title\\x07\\x0d\\x0aFAKE LINE: No OOM\n"));
+}
+
 TEST(SnapshotHtml, SelfContainedWithTheChartLibraryAndData) {
   std::string html = render_snapshot_html(train_report());
   EXPECT_THAT(html, HasSubstr("<!DOCTYPE html>"));
