@@ -69,7 +69,8 @@ struct DeviceDelta {
 };
 struct SnapshotComparison {
   std::vector<DeviceDelta> devices;
-  std::vector<StackDelta> stacks;  // live at dump, by stack key, largest change first
+  std::vector<StackDelta> stacks;  // live at dump, by stack key, largest change first (the first --top)
+  size_t changed_stacks = 0;       // every stack whose live bytes changed, listed or not
 };
 SnapshotComparison compare_snapshots(const Snapshot& before, const Snapshot& after,
                                      const SnapshotOptions& options = {});

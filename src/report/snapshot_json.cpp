@@ -212,6 +212,7 @@ Json comparison_json(const SnapshotComparison& c, const std::string& before, con
                       {"delta_bytes", s.delta_bytes}});
   }
   doc["stacks"] = stacks;
+  doc["changed_stacks"] = c.changed_stacks;  // "stacks" holds the first --top of them
   return doc;
 }
 

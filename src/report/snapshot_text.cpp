@@ -215,6 +215,9 @@ std::string render_comparison_text(const SnapshotComparison& c, const std::strin
     for (const StackDelta& s : c.stacks) {
       out += fmt::format("  {:>12}  {}\n", format_signed_bytes(s.delta_bytes, true), printable(s.key));
     }
+    if (c.changed_stacks > c.stacks.size()) {
+      out += fmt::format("  ({} more changed stacks; --top to see more)\n", c.changed_stacks - c.stacks.size());
+    }
   }
   return out;
 }

@@ -110,6 +110,29 @@ TEST(SnapshotText, ControlCharactersFromTheFileAreEscaped) {
   EXPECT_THAT(text, HasSubstr("u/model.py:3 ax\\x1b[31mRED\\x1b]0;title\\x07\\x0d\\x0aFAKE LINE: No OOM\n"));
 }
 
+TEST(SnapshotText, CompareSaysHowManyChangedStacksTopLeftOut) {
+  testing::SnapshotBuilder before, after;
+  before.segment(0, 0x10000000, {{512, BlockState::kInactive, 0, kNoStack}});
+  std::vector<std::tuple<uint64_t, BlockState, uint64_t, StackId>> blocks;
+  for (int i = 0; i < 13; ++i) {
+    StackId s = after.stack({{"/p/model.py", i + 1, "forward"}});
+    blocks.push_back({4096, BlockState::kActiveAllocated, 1000 + uint64_t(i), s});
+  }
+  after.segment(0, 0x10000000, blocks);
+  SnapshotComparison c = compare_snapshots(before.snapshot(), after.snapshot());
+  EXPECT_EQ(c.stacks.size(), 10u);
+  EXPECT_EQ(c.changed_stacks, 13u);
+  EXPECT_THAT(render_comparison_text(c, "a", "b", Style::plain()),
+              HasSubstr("p/model.py:4 forward\n  (3 more changed stacks; --top to see more)\n"));
+  EXPECT_EQ(comparison_json(c, "a", "b")["changed_stacks"], 13u);
+  SnapshotOptions all;
+  all.top = 20;
+  EXPECT_EQ(render_comparison_text(compare_snapshots(before.snapshot(), after.snapshot(), all), "a", "b",
+                                   Style::plain())
+                .find("more changed stacks"),
+            std::string::npos);
+}
+
 TEST(SnapshotHtml, SelfContainedWithTheChartLibraryAndData) {
   std::string html = render_snapshot_html(train_report());
   EXPECT_THAT(html, HasSubstr("<!DOCTYPE html>"));
