@@ -70,6 +70,13 @@ TEST(SnapshotCli, OutputThatCannotBeWrittenIsAnError) {
   EXPECT_EQ(catalog.err, "oomdoc: gpus: cannot write the output: No space left on device\n");
 }
 
+TEST(SnapshotCli, StdinCannotBeBothSnapshotsOfACompare) {
+  auto r = run_cli({"snapshot", "-", "--compare", "-"}, testing::read_file(fixture_path("snapshot/train_p4.pickle")));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_EQ(r.err, "oomdoc: --compare: standard input (-) can be read once: give one of the two snapshots as a file\n");
+}
+
 TEST(SnapshotCli, ReadsStdin) {
   auto r = run_cli({"snapshot", "--json", "-"}, testing::read_file(fixture_path("snapshot/train_p4.pickle")));
   ASSERT_EQ(r.exit_code, 0) << r.err;
