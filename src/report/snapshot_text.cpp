@@ -165,8 +165,8 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style, si
       for (const auto& f : o.fixes) out += fmt::format("      - {} [{}]\n", f.title, f.id);
     }
     if (d.oom_count > d.ooms.size()) {
-      out += fmt::format("\n  ({} more OOM events not analysed: only the first {} of {} are)\n",
-                         d.oom_count - d.ooms.size(), d.ooms.size(), d.oom_count);
+      out += fmt::format("\n  ({} not analysed: only the first {} of {} are)\n",
+                         count_noun(d.oom_count - d.ooms.size(), "more OOM event"), d.ooms.size(), d.oom_count);
     }
     append_fragmentation(out, d.fragmentation, segment_rows, style);
     if (!d.top_stacks.empty()) {
@@ -216,7 +216,7 @@ std::string render_comparison_text(const SnapshotComparison& c, const std::strin
       out += fmt::format("  {:>12}  {}\n", format_signed_bytes(s.delta_bytes, true), printable(s.key));
     }
     if (c.changed_stacks > c.stacks.size()) {
-      out += fmt::format("  ({} more changed stacks; --top to see more)\n", c.changed_stacks - c.stacks.size());
+      out += fmt::format("  ({}; --top to see more)\n", count_noun(c.changed_stacks - c.stacks.size(), "more changed stack"));
     }
   }
   return out;
