@@ -62,6 +62,9 @@ int run(const SnapshotArgs& args) {
   if (!args.html.empty() && !args.compare_with.empty()) {
     return fail("--html: not available with --compare (the HTML report shows one snapshot; use --json for the comparison)");
   }
+  if (args.file == "-" && args.compare_with == "-") {
+    return fail("--compare: standard input (-) can be read once: give one of the two snapshots as a file");
+  }
   if (!args.gpu_memory.empty() && !args.compare_with.empty()) {
     return fail("--gpu-memory: not available with --compare (the comparison gives no OOM verdicts)");
   }

@@ -1,6 +1,9 @@
 // oomdoc: explains GPU out-of-memory errors and predicts GPU memory. Thin wiring over src/.
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -209,12 +212,30 @@ int run_oomdoc(int argc, char** argv) {
 
 }  // namespace
 
+namespace oomdoc::cli {
+
+// Every command prints its report through std::cout, whose writes fail silently (a full disk, a
+// quota): a report that was not written must not exit 0 as if it had been. Checked once here,
+// after the command, for all of them. A failed command keeps its own exit status.
+int check_stdout_written(int exit_code, const std::string& command) {
+  std::cout.flush();
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
+  if (!failed) return exit_code;
+  // errno as the failed write left it (stdio keeps no error code): nothing runs after the report.
+  const int error = errno;
+  fail(fmt::format("{}cannot write the output: {}", command.empty() ? "" : command + ": ",
+                   error != 0 ? std::strerror(error) : "write error"));
+  return exit_code == kExitOk || exit_code == kExitNothingFound ? kExitUsage : exit_code;
+}
+
+}  // namespace oomdoc::cli
+
 int main(int argc, char** argv) {
   // The safety net, not the error path: expected failures are Error values with a message that
   // names the input. An exception that gets here is a bug, and still ends as one line and exit 2
   // rather than an abort.
   try {
-    return run_oomdoc(argc, argv);
+    return oomdoc::cli::check_stdout_written(run_oomdoc(argc, argv), oomdoc::cli::first_word(argc, argv));
   } catch (const std::exception& e) {
     return oomdoc::cli::fail(std::string("internal error: ") + e.what());
   }

@@ -181,6 +181,8 @@ struct OomReport {
   std::vector<StackGroup> top_stacks;
   std::vector<OomFix> fixes;
 };
+// Each OOM costs a layout replay; past the first few they repeat one another.
+constexpr size_t kMaxOomsAnalysed = 20;
 std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const Timeline& timeline,
                                     StackLabeler& labeler, const SnapshotOptions& options);
 
@@ -210,6 +212,7 @@ enum class FragmentationMeaning {
   kFragmented,         // at an OOM: cached plus device free memory would cover the request, no block fits it
   kFitsElsewhere,      // at an OOM: a free block fits, in another pool, stream or private pool
   kTooLittleFree,      // at an OOM: cached plus device free memory is less than the request anyway
+  kNewSegmentFits,     // at an OOM: the device had room for a new segment for the request: not the cache
 };
 std::string_view fragmentation_meaning_name(FragmentationMeaning meaning);
 struct Fragmentation {

@@ -66,6 +66,7 @@ SnapshotComparison compare_snapshots(const Snapshot& before, const Snapshot& aft
     return std::llabs(x.delta_bytes) != std::llabs(y.delta_bytes) ? std::llabs(x.delta_bytes) > std::llabs(y.delta_bytes)
                                                                   : x.key < y.key;
   });
+  c.changed_stacks = c.stacks.size();
   if (c.stacks.size() > options.top) c.stacks.resize(options.top);
   return c;
 }

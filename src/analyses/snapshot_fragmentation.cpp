@@ -123,6 +123,12 @@ std::string explain(const Fragmentation& f) {
           "own pool (small or large, private pools apart) and stream: that memory was not the request's to use",
           count_noun(*f.segments_fitting_request, "segment"),
           format_bytes(*f.requested_bytes));
+    case FragmentationMeaning::kNewSegmentFits:
+      return fmt::format(
+          "no cached block fits the {} request (the largest is {}), but CUDA had {} free, room for the new {} "
+          "segment it needed: the cache's layout is not why it failed (see the OOM's verdict)",
+          format_bytes(*f.requested_bytes), largest, format_bytes(*f.device_free_bytes),
+          format_bytes(detail::new_segment_bytes(*f.requested_bytes)));
     case FragmentationMeaning::kTooLittleFree:
       return fmt::format(
           "only {} was free in PyTorch's cache and {} on the device for the {} request (largest free block {}): "
@@ -142,6 +148,7 @@ std::string_view fragmentation_meaning_name(FragmentationMeaning meaning) {
     case FragmentationMeaning::kFragmented: return "fragmented";
     case FragmentationMeaning::kFitsElsewhere: return "fits_elsewhere";
     case FragmentationMeaning::kTooLittleFree: return "too_little_free";
+    case FragmentationMeaning::kNewSegmentFits: return "new_segment_fits";
   }
   return "no_free_memory";
 }
@@ -181,6 +188,8 @@ Fragmentation analyze_fragmentation(const Snapshot& snapshot, int device, std::o
     f.segments_fitting_request = fitting;
     if (fitting > 0) {
       f.meaning = FragmentationMeaning::kFitsElsewhere;
+    } else if (*f.device_free_bytes >= detail::new_segment_bytes(*f.requested_bytes)) {  // as the OOM verdict
+      f.meaning = FragmentationMeaning::kNewSegmentFits;
     } else if (f.free_bytes + *f.device_free_bytes >= *f.requested_bytes) {  // the OOM verdict's rule
       f.meaning = FragmentationMeaning::kFragmented;
     } else {

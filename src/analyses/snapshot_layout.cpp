@@ -74,4 +74,11 @@ uint64_t largest_gap(const Layout& layout) {
   return best;
 }
 
+uint64_t new_segment_bytes(uint64_t request) {
+  constexpr uint64_t kMiB = 1ull << 20;
+  if (request <= kMiB) return 2 * kMiB;          // kSmallBuffer
+  if (request < 10 * kMiB) return 20 * kMiB;     // kLargeBuffer below kMinLargeAlloc
+  return (request + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB);  // kRoundLarge
+}
+
 }  // namespace oomdoc::detail

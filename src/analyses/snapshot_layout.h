@@ -43,4 +43,8 @@ void for_each_gap(const Layout& layout, uint64_t base, uint64_t size, Fn&& fn) {
 // The largest free gap over all segments of a layout.
 uint64_t largest_gap(const Layout& layout);
 
+// The segment cudaMalloc is asked for when no cached block takes a request (CUDACachingAllocator's
+// get_allocation_size): 2 MiB up to 1 MiB, 20 MiB below 10 MiB, else the request in 2 MiB steps.
+uint64_t new_segment_bytes(uint64_t request);
+
 }  // namespace oomdoc::detail

@@ -9,8 +9,11 @@
 //  - outside_pytorch: the device capacity is known and what PyTorch reserved plus what CUDA says is
 //    free leaves a large part of the device unaccounted for (NCCL, cuBLAS workspaces, the CUDA
 //    context, other processes);
+//  - outside_pytorch also: CUDA had room for the new segment the request needed (a
+//    per-process memory fraction or another limit refused it, not the cache's layout);
 //  - fragmentation: cached free memory plus free device memory would cover the request, but no
-//    free block or new segment fits it;
+//    free block of its pool and stream fits it and the device's free memory is less than a new
+//    segment for it (a large enough block on another stream or pool is named as such);
 //  - request_larger_than_device: with the capacity known, the request alone is larger than it;
 //  - too_large_or_outside_pytorch: the request is larger than everything PyTorch held (live or
 //    cached) plus what CUDA says is free, so freeing every tensor would not have made room: the
@@ -79,7 +82,6 @@ std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const 
   std::vector<OomReport> out;
   const auto trace = snapshot.trace(device);
   if (trace.empty()) return out;
-  constexpr size_t kMaxOomsAnalysed = 20;  // each costs a layout replay; more is repetition
   detail::LiveReplay replay(trace);  // one forward pass serves every OOM, in order
   int64_t delta = 0;
   uint64_t last_alloc_index = 0;
@@ -110,6 +112,17 @@ std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const 
       uint64_t accounted = r.reserved_bytes + r.device_free_bytes;
       r.outside_pytorch_bytes = *options.device_total_bytes > accounted ? *options.device_total_bytes - accounted : 0;
     }
+    const uint64_t new_segment = detail::new_segment_bytes(r.requested_bytes);
+    // A free block that could hold the request but on another stream: not the request's to take.
+    const int64_t request_stream = snapshot.trace_extra(snapshot.trace_ranges[device].first + i).stream;
+    std::optional<int64_t> other_stream_fit;
+    for (const auto& [base, segment] : layout.segments) {
+      detail::for_each_gap(layout, base, segment.size, [&](uint64_t, uint64_t bytes) {
+        if (bytes >= r.requested_bytes && segment.stream != request_stream && !other_stream_fit) {
+          other_stream_fit = segment.stream;
+        }
+      });
+    }
     const std::optional<uint64_t> total = options.device_total_bytes;
     const uint64_t outside = r.outside_pytorch_bytes.value_or(0);
     // Everything PyTorch could have handed out had no tensor been live, plus what CUDA had free.
@@ -127,13 +140,35 @@ std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const 
           "than the {} request",
           format_bytes(outside), format_bytes(*total), format_bytes(r.reserved_bytes),
           format_bytes(r.device_free_bytes), format_bytes(r.requested_bytes));
+    } else if (r.device_free_bytes >= new_segment) {
+      // The allocator would have taken a new segment from CUDA: its cache's layout is not the cause.
+      r.verdict = OomVerdict::kOutsidePytorch;
+      r.explanation = fmt::format(
+          "CUDA reported {} free, room for the new {} segment the {} request needed, yet it failed: "
+          "a limit outside the cache refused it (torch.cuda.set_per_process_memory_fraction, or "
+          "memory taken outside PyTorch's allocator)",
+          format_bytes(r.device_free_bytes), format_bytes(new_segment), format_bytes(r.requested_bytes));
     } else if (cached_free + r.device_free_bytes >= r.requested_bytes) {
       r.verdict = OomVerdict::kFragmentation;
-      r.explanation = fmt::format(
-          "{} free in PyTorch's cache plus {} free on the device would cover the {} request, but "
-          "the largest free block is {}: the free memory is fragmented",
-          format_bytes(cached_free), format_bytes(r.device_free_bytes), format_bytes(r.requested_bytes),
-          format_bytes(r.largest_free_block_bytes));
+      if (r.largest_free_block_bytes >= r.requested_bytes) {
+        // A block large enough was free, but not the request's to take (the segment table's
+        // fits_elsewhere).
+        const std::string where =
+            other_stream_fit ? fmt::format("on stream {}, not the request's stream {}", *other_stream_fit, request_stream)
+                             : std::string("in another pool (small or large, or a private pool)");
+        r.explanation = fmt::format(
+            "a free block of {} could hold the {} request, but it is {}: the allocator takes a block only "
+            "from the request's own pool and stream, and the {} free on the device is less than the {} "
+            "segment a new block needs",
+            format_bytes(r.largest_free_block_bytes), format_bytes(r.requested_bytes), where,
+            format_bytes(r.device_free_bytes), format_bytes(new_segment));
+      } else {
+        r.explanation = fmt::format(
+            "{} free in PyTorch's cache plus {} free on the device would cover the {} request, but "
+            "the largest free block is {}: the free memory is fragmented",
+            format_bytes(cached_free), format_bytes(r.device_free_bytes), format_bytes(r.requested_bytes),
+            format_bytes(r.largest_free_block_bytes));
+      }
     } else if (total && (r.requested_bytes > reachable || r.live_bytes * 4 < *total)) {
       // Live tensors are not what filled the device.
       if (outside + cached_free + r.device_free_bytes >= r.requested_bytes) {

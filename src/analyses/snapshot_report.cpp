@@ -26,7 +26,7 @@ std::string headline(const SnapshotReport& r) {
                         d.memory.device, o.event_index, oom_verdict_name(o.verdict),
                         format_bytes(o.requested_bytes), format_bytes(o.device_free_bytes),
                         format_bytes(o.reserved_bytes), format_bytes(o.largest_free_block_bytes),
-                        d.ooms.size() > 1 ? " and " + count_noun(d.ooms.size() - 1, "more OOM event") : "");
+                        d.oom_count > 1 ? " and " + count_noun(d.oom_count - 1, "more OOM event") : "");
   }
   if (!ooms.empty()) return ooms;
   for (const DeviceReport& d : r.devices) {
@@ -83,7 +83,11 @@ DeviceReport analyze_device(const Snapshot& snapshot, int device, const Snapshot
   d.ooms = analyze_ooms(snapshot, device, d.timeline, labeler, options);
   d.fragmentation = analyze_fragmentation(
       snapshot, device, d.ooms.empty() ? std::nullopt : std::optional<uint64_t>(d.ooms.front().event_index));
-  d.fragmentation.device_ooms = d.ooms.size();
+  const auto trace = snapshot.trace(device);
+  d.oom_count = static_cast<size_t>(std::count_if(trace.begin(), trace.end(), [](const TraceEvent& e) {
+    return e.action == TraceAction::kOom;
+  }));
+  d.fragmentation.device_ooms = d.oom_count;
   d.growth = growth.get();
   if (d.growth.leaks.empty()) {  // only suggest dropping kept tensors when some were found
     for (OomReport& o : d.ooms) {

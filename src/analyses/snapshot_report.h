@@ -19,7 +19,8 @@ struct DeviceReport {
   Timeline timeline;
   std::string top_stacks_when;        // "peak" (trace replay) or "dump" (segments only)
   std::vector<StackGroup> top_stacks;
-  std::vector<OomReport> ooms;
+  std::vector<OomReport> ooms;  // the first kMaxOomsAnalysed of the device's OOMs
+  size_t oom_count = 0;         // every `oom` event of the device's trace, analysed or not
   Fragmentation fragmentation;  // at the first OOM, else at dump time
   GrowthReport growth;
 };
@@ -68,7 +69,8 @@ struct DeviceDelta {
 };
 struct SnapshotComparison {
   std::vector<DeviceDelta> devices;
-  std::vector<StackDelta> stacks;  // live at dump, by stack key, largest change first
+  std::vector<StackDelta> stacks;  // live at dump, by stack key, largest change first (the first --top)
+  size_t changed_stacks = 0;       // every stack whose live bytes changed, listed or not
 };
 SnapshotComparison compare_snapshots(const Snapshot& before, const Snapshot& after,
                                      const SnapshotOptions& options = {});

@@ -77,6 +77,8 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
   t.events = trace.size();
   detail::AddressMap live;
   int64_t delta = 0, reserved = 0, peak_reserved_delta = 0;
+  // What the trace alone says was held: reserved never below zero, nor below what it allocated.
+  int64_t lowest_reserved_delta = 0, widest_live_over_reserved = 0;
   // A time axis needs every entry timed and the clock never going back (uPlot's x must not).
   bool time_axis = !trace.empty();
   for (size_t i = 0; i < trace.size(); ++i) {
@@ -97,7 +99,10 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
     } else {
       reserved += reserved_delta(e);
       peak_reserved_delta = std::max(peak_reserved_delta, reserved);
+      lowest_reserved_delta = std::min(lowest_reserved_delta, reserved);
     }
+    widest_live_over_reserved = std::max(widest_live_over_reserved, delta - reserved);  // the baseline aside: its
+    // blocks may have been allocated during the trace, by entries the ring buffer dropped
   }
   // Ghosts: blocks live at dump that the trace never allocated (or whose alloc was dropped).
   DeviceMemory memory = summarize_device(snapshot, device);
@@ -124,7 +129,11 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
   }
   t.baseline_bytes = t.unmatched_free_bytes + t.ghost_bytes;
   t.live_at_peak_bytes = t.baseline_bytes + static_cast<uint64_t>(t.peak_live_delta);
-  t.reserved_at_start = static_cast<int64_t>(memory.reserved_bytes) - reserved;
+  // The dump's reserved bytes less the trace's changes, but never less than the trace shows was held:
+  // a file without segments (as MLX writes) has no dump figure, and 0 there would make the reserved
+  // peak 0 B while 48 MiB is live.
+  const int64_t held_by_trace = std::max(-lowest_reserved_delta, widest_live_over_reserved);
+  t.reserved_at_start = std::max(static_cast<int64_t>(memory.reserved_bytes) - reserved, held_by_trace);
   t.peak_reserved_bytes = t.reserved_at_start + peak_reserved_delta;
 
   // Truncation: the allocator's own flag when present, else the signs of a full ring buffer.

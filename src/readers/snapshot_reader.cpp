@@ -623,13 +623,32 @@ class SnapshotFolder : public pickle::Folder {
   std::vector<StackId> stack_next_{kNoStack};  // indexed by stack id
 };
 
+// A memo reference is the same container again, so one list can be referenced from thousands of
+// places ("billion laughs"): a 757 KB file whose 20000-block list is named by every segment would
+// otherwise become 100 million blocks (54 s, 4 GB). The converter counts what it materialises or
+// walks per reference (segments, blocks, trace entries, frames, and the fields of segment and
+// block dicts). Without sharing each of those costs at least 3 bytes of pickle, and a real
+// snapshot's segment, block or trace entry with its fields 40 to 570 bytes (the corpus), so one
+// object per byte of input leaves a wide margin; the floor keeps small hand-made files readable.
+constexpr uint64_t kMinExpansionBudget = 1ull << 20;
+uint64_t expansion_budget(uint64_t input_bytes) {
+  return std::max(kMinExpansionBudget, input_bytes);
+}
+
 // Walks the (small) rest of the tree: segments, blocks, settings, annotations.
 class Converter {
  public:
-  Converter(const Tree& tree, SnapshotFolder& folder, Snapshot& out)
-      : tree_(tree), folder_(folder), out_(out) {}
+  Converter(const Tree& tree, SnapshotFolder& folder, Snapshot& out, uint64_t input_bytes)
+      : tree_(tree), folder_(folder), out_(out), budget_(expansion_budget(input_bytes)) {}
 
   Status convert(Value root) {
+    Status status = convert_root(root);
+    if (over_budget_) return *over_budget_;  // also when met where no status is returned
+    return status;
+  }
+
+ private:
+  Status convert_root(Value root) {
     if (tree_.is_container(root, ContainerKind::kList)) {
       out_.layout = SnapshotLayout::kSegmentList;
       return read_segments(root.id());
@@ -668,14 +687,27 @@ class Converter {
     return Ok{};
   }
 
- private:
   std::optional<uint64_t> uint_field(uint32_t dict, std::string_view key) const {
     auto v = tree_.get(dict, key);
     if (!v) return std::nullopt;
     return tree_.as_uint(*v);
   }
 
+  // Counts n objects about to be materialised; false (and the error set) past the budget.
+  bool charge(uint64_t n) {
+    expanded_ += n;
+    if (expanded_ <= budget_) return true;
+    if (!over_budget_) {
+      over_budget_ = Error{fmt::format("the segments, blocks and trace entries expand to more than {} "
+                                       "objects through shared references (a hostile or corrupt "
+                                       "snapshot)",
+                                       budget_)};
+    }
+    return false;
+  }
+
   Status read_segments(uint32_t list) {
+    if (!charge(tree_.container(list).count)) return *over_budget_;
     Status status = Ok{};
     size_t index = 0;
     tree_.for_each_item(list, [&](Value v) {
@@ -696,6 +728,7 @@ class Converter {
   }
 
   Result<SnapshotSegment> read_segment(uint32_t dict, size_t index) {
+    if (!charge(tree_.container(dict).count / 2)) return *over_budget_;  // its fields, for a dict named often
     SnapshotSegment s;
     std::optional<Value> blocks;
     bool has_total = false;
@@ -766,6 +799,7 @@ class Converter {
       if (!tree_.is_container(*blocks, ContainerKind::kList)) {
         return Error{fmt::format("segments[{}]: 'blocks' is not a list", index)};
       }
+      if (!charge(tree_.container(blocks->id()).count)) return *over_budget_;
       uint64_t running = s.address;  // older files: blocks are contiguous from the segment base
       size_t block_index = 0;
       tree_.for_each_item(blocks->id(), [&](Value b) {
@@ -791,6 +825,7 @@ class Converter {
 
   SnapshotBlock read_block(uint32_t dict, uint64_t running, std::string& bad) {
     SnapshotBlock b;
+    if (!charge(tree_.container(dict).count / 2)) return b;  // its fields; convert() reports it
     b.address = running;
     std::optional<Value> history;
     tree_.for_each_pair(dict, [&](Value k, Value v) {
@@ -846,6 +881,7 @@ class Converter {
     if (auto s = folder_.stack_of(tree_, v)) return *s;
     // A list the folder left alone (frames without 'filename'): intern what it has.
     if (!tree_.is_container(v, ContainerKind::kList)) return kNoStack;
+    if (!charge(tree_.container(v.id()).count)) return kNoStack;  // convert() reports it
     std::vector<FrameId> frames;
     tree_.for_each_item(v.id(), [&](Value f) {
       if (f.tag() == Tag::kRecord && f.record_kind() == kFrameRecord) {
@@ -859,12 +895,18 @@ class Converter {
 
   Status read_traces(Value v) {
     if (!tree_.is_container(v, ContainerKind::kList)) return Error{"'device_traces' is not a list"};
+    if (!charge(tree_.container(v.id()).count)) return *over_budget_;
     Status status = Ok{};
     size_t device = 0;
     tree_.for_each_item(v.id(), [&](Value trace) {
       if (!status) return;
       if (trace.tag() == Tag::kRecord && trace.record_kind() == kTraceListRecord) {
-        out_.trace_ranges.push_back(folder_.trace_ranges_[trace.record_index()]);
+        const auto range = folder_.trace_ranges_[trace.record_index()];
+        if (!charge(range.second - range.first)) {  // a list named twice is walked twice
+          status = *over_budget_;
+          return;
+        }
+        out_.trace_ranges.push_back(range);
         ++device;
         return;
       }
@@ -873,6 +915,10 @@ class Converter {
       size_t begin = events.size();
       if (!tree_.is_container(trace, ContainerKind::kList)) {
         status = Error{fmt::format("device_traces[{}] is not a list", device)};
+        return;
+      }
+      if (!charge(tree_.container(trace.id()).count)) {
+        status = *over_budget_;
         return;
       }
       events.reserve(events.size() + tree_.container(trace.id()).count);
@@ -899,7 +945,7 @@ class Converter {
     return status;
   }
 
-  std::string text_of(Value v) const {
+  std::string text_of(Value v) {
     switch (v.tag()) {
       case Tag::kStr: return std::string(tree_.str(v));
       case Tag::kInt:
@@ -915,6 +961,7 @@ class Converter {
         // Small dicts of scalars (roundup_power2_divisions): "{'1': 0, ...}".
         std::string out;
         const auto& c = tree_.container(v.id());
+        if (!charge(c.count)) return "...";  // convert() reports it
         bool dict = c.kind == ContainerKind::kDict;
         if (dict) {
           tree_.for_each_pair(v.id(), [&](Value k, Value x) {
@@ -932,13 +979,14 @@ class Converter {
       default: return "?";
     }
   }
-  std::string text_of_scalar(Value v) const {
+  std::string text_of_scalar(Value v) {
     if (v.tag() == Tag::kContainer || v.tag() == Tag::kRecord) return "...";
     if (v.tag() == Tag::kStr) return fmt::format("'{}'", tree_.str(v));
     return text_of(v);
   }
 
   void read_settings(uint32_t dict) {
+    if (!charge(tree_.container(dict).count)) return;  // convert() reports it
     AllocatorSettings s;
     tree_.for_each_pair(dict, [&](Value k, Value v) {
       if (k.tag() != Tag::kStr) return;
@@ -955,6 +1003,7 @@ class Converter {
   }
 
   void read_annotations(uint32_t list) {
+    if (!charge(tree_.container(list).count)) return;  // convert() reports it
     tree_.for_each_item(list, [&](Value a) {
       if (!tree_.is_container(a, ContainerKind::kDict)) return;
       SnapshotAnnotation ann;
@@ -974,6 +1023,9 @@ class Converter {
   SnapshotFolder& folder_;
   Snapshot& out_;
   bool saw_history_ = false;
+  const uint64_t budget_;
+  uint64_t expanded_ = 0;
+  std::optional<Error> over_budget_;
 };
 
 // JSON of the same shape, fed into the same tree (and folder) as a pickle would be.
@@ -1038,10 +1090,10 @@ class JsonTreeBuilder : public nlohmann::json_sax<nlohmann::json> {
   std::string error_;
 };
 
-Result<Snapshot> finish(Tree& tree, SnapshotFolder& folder, std::string format) {
+Result<Snapshot> finish(Tree& tree, SnapshotFolder& folder, std::string format, uint64_t input_bytes) {
   Snapshot snapshot;
   snapshot.source_format = std::move(format);
-  Converter converter(tree, folder, snapshot);
+  Converter converter(tree, folder, snapshot, input_bytes);
   if (auto ok = converter.convert(tree.root()); !ok) return ok.error();
   snapshot.trace_events = std::move(folder.events_);
   snapshot.trace_extras = std::move(folder.extras_);
@@ -1073,7 +1125,7 @@ Result<Snapshot> read_json(std::string_view text, std::string_view name) {
     return Error{fmt::format("{}: {}", name, builder.error().empty() ? "invalid JSON" : builder.error())};
   }
   tree.set_root(tree.seal(builder.root()));
-  auto result = finish(tree, folder, "json");
+  auto result = finish(tree, folder, "json", text.size());
   if (!result) return Error{fmt::format("{}: {}", name, result.error().message)};
   return result;
 }
@@ -1099,7 +1151,7 @@ Result<Snapshot> read_pickle_snapshot(std::string_view name, const SnapshotReadO
   folder.warmer_.stop();
   if (options.fast_entries_taken != nullptr) *options.fast_entries_taken = folder.dicts_taken_;
   if (!status) return status.error();
-  auto result = finish(tree, folder, fmt::format("pickle protocol {}", info.protocol));
+  auto result = finish(tree, folder, fmt::format("pickle protocol {}", info.protocol), info.bytes_read);
   if (!result) return Error{fmt::format("{}: {}", name, result.error().message)};
   return result;
 }

@@ -163,6 +163,7 @@ Json snapshot_report_json(const SnapshotReport& r) {
     Json ooms = Json::array();
     for (const OomReport& o : d.ooms) ooms.push_back(oom_json(o));
     j["ooms"] = ooms;
+    j["oom_count"] = d.oom_count;  // "ooms" holds the first kMaxOomsAnalysed of them
     j["fragmentation"] = fragmentation_json(d.fragmentation);
     j["top_stacks_when"] = d.top_stacks_when;
     j["top_stacks"] = stack_groups_json(d.top_stacks);
@@ -211,6 +212,7 @@ Json comparison_json(const SnapshotComparison& c, const std::string& before, con
                       {"delta_bytes", s.delta_bytes}});
   }
   doc["stacks"] = stacks;
+  doc["changed_stacks"] = c.changed_stacks;  // "stacks" holds the first --top of them
   return doc;
 }
 

@@ -13,7 +13,7 @@ namespace {
 void append_stacks(std::string& out, const std::vector<StackGroup>& groups, const Style& style,
                    const std::string& indent) {
   for (const StackGroup& g : groups) {
-    out += fmt::format("{}{:>11}  {:>6}x  {}\n", indent, format_bytes(g.bytes), g.count, g.key);
+    out += fmt::format("{}{:>11}  {:>6}x  {}\n", indent, format_bytes(g.bytes), g.count, printable(g.key));
   }
 }
 
@@ -86,10 +86,12 @@ std::string fragmentation_summary_text(const Fragmentation& f) {
 
 std::string render_snapshot_text(const SnapshotReport& r, const Style& style, size_t segment_rows) {
   std::string out;
-  out += style.bold(r.verdict) + "\n";
-  for (const std::string& warning : r.warnings) out += "warning: " + warning + "\n";
+  // Stack keys, frames and setting values come from the file: escaped (printable) so that a name
+  // holding ESC, BEL or a newline cannot drive the terminal or fake a line of the report.
+  out += style.bold(printable(r.verdict)) + "\n";
+  for (const std::string& warning : r.warnings) out += "warning: " + printable(warning) + "\n";
   out += "\n";
-  out += style.dim(fmt::format("{}: {}, {}; {}, {}", r.file, r.source_format, snapshot_layout_name(r.layout),
+  out += style.dim(fmt::format("{}: {}, {}; {}, {}", printable(r.file), r.source_format, snapshot_layout_name(r.layout),
                                count_noun(r.distinct_stacks, "distinct stack"),
                                count_noun(r.distinct_frames, "distinct frame"))) + "\n";
   for (const DeviceReport& d : r.devices) {
@@ -141,7 +143,7 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style, si
                          format_bytes(o.largest_free_block_bytes));
       if (!o.stack.empty()) {
         out += "    failing allocation:\n";
-        for (const std::string& frame : o.stack) out += "      " + frame + "\n";
+        for (const std::string& frame : o.stack) out += "      " + printable(frame) + "\n";
       }
       if (!o.releases_before.empty()) {
         uint64_t total = 0;
@@ -152,7 +154,7 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style, si
       if (!o.biggest_live.empty()) {
         out += "    biggest live allocations:\n";
         for (const auto& b : o.biggest_live) {
-          out += fmt::format("      {:>11}  {}\n", format_bytes(b.bytes), b.stack_key);
+          out += fmt::format("      {:>11}  {}\n", format_bytes(b.bytes), printable(b.stack_key));
         }
       }
       if (!o.top_stacks.empty()) {
@@ -161,6 +163,10 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style, si
       }
       out += "    fixes:\n";
       for (const auto& f : o.fixes) out += fmt::format("      - {} [{}]\n", f.title, f.id);
+    }
+    if (d.oom_count > d.ooms.size()) {
+      out += fmt::format("\n  ({} not analysed: only the first {} of {} are)\n",
+                         count_noun(d.oom_count - d.ooms.size(), "more OOM event"), d.ooms.size(), d.oom_count);
     }
     append_fragmentation(out, d.fragmentation, segment_rows, style);
     if (!d.top_stacks.empty()) {
@@ -171,7 +177,7 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style, si
       out += fmt::format("\n  {} (steps from {}):\n", style.yellow("possible leaks"), d.growth.iteration_source);
       for (const LeakCandidate& l : d.growth.leaks) {
         out += fmt::format("    {:>11}  {:>6}x  left by {} steps  {}\n", format_bytes(l.bytes), l.count,
-                           l.iterations, l.stack_key);
+                           l.iterations, printable(l.stack_key));
       }
     } else if (d.growth.iteration_source.empty() && t.events > 0) {
       out += fmt::format("\n  leak check: not done, the trace marks {} (ProfilerStep#N or Optimizer.step "
@@ -186,7 +192,7 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style, si
   if (!r.allocator_settings.empty()) {
     out += "\nallocator settings:\n";
     for (const SettingNote& s : r.allocator_settings) {
-      out += fmt::format("  {} = {}: {}\n", s.key, s.value, s.meaning);
+      out += fmt::format("  {} = {}: {}\n", printable(s.key), printable(s.value), printable(s.meaning));
     }
   }
   return out;
@@ -194,7 +200,7 @@ std::string render_snapshot_text(const SnapshotReport& r, const Style& style, si
 
 std::string render_comparison_text(const SnapshotComparison& c, const std::string& before,
                                    const std::string& after, const Style& style) {
-  std::string out = style.bold(fmt::format("{} -> {}", before, after)) + "\n";
+  std::string out = style.bold(fmt::format("{} -> {}", printable(before), printable(after))) + "\n";
   for (const DeviceDelta& d : c.devices) {
     // A device one file does not hold is "absent" there; a held device without a trace has "no trace" peak.
     const std::string_view no_peak_before = d.reserved_before ? "no trace" : "absent";
@@ -207,7 +213,10 @@ std::string render_comparison_text(const SnapshotComparison& c, const std::strin
   if (!c.stacks.empty()) {
     out += "\nlive at dump, by stack (largest change first):\n";
     for (const StackDelta& s : c.stacks) {
-      out += fmt::format("  {:>12}  {}\n", format_signed_bytes(s.delta_bytes, true), s.key);
+      out += fmt::format("  {:>12}  {}\n", format_signed_bytes(s.delta_bytes, true), printable(s.key));
+    }
+    if (c.changed_stacks > c.stacks.size()) {
+      out += fmt::format("  ({}; --top to see more)\n", count_noun(c.changed_stacks - c.stacks.size(), "more changed stack"));
     }
   }
   return out;

@@ -124,6 +124,43 @@ TEST(AnalyzeOoms, ARequestLargerThanAllPytorchHeldIsNotExhaustion) {
   EXPECT_EQ(big[0].outside_pytorch_bytes, 2036 * MiB);
 }
 
+TEST(AnalyzeOoms, RoomForANewSegmentIsNotFragmentation) {
+  // A full 64 MiB segment, an 8 MiB request, 100 MiB free on the device: the allocator would have
+  // taken a new 20 MiB segment, so something outside the cache (a memory fraction) refused it.
+  SnapshotBuilder b;
+  b.segment(0, 0x40000000, {{64 * MiB, kA, 64 * MiB, kNoStack}});
+  b.event(TraceAction::kOom, 100 * MiB, 8 * MiB);
+  auto r = ooms(b.snapshot());
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].verdict, OomVerdict::kOutsidePytorch);
+  EXPECT_EQ(r[0].explanation,
+            "CUDA reported 100.00 MiB free, room for the new 20.00 MiB segment the 8.00 MiB request needed, yet it "
+            "failed: a limit outside the cache refused it (torch.cuda.set_per_process_memory_fraction, or memory "
+            "taken outside PyTorch's allocator)");
+  // The segment table says the same: nothing free in the cache to blame.
+  EXPECT_EQ(analyze_fragmentation(b.snapshot(), 0, 0).meaning, FragmentationMeaning::kNoFreeMemory);
+}
+
+TEST(AnalyzeOoms, AFreeBlockOnAnotherStreamIsNamedNotCalledFragmented) {
+  // 32 MiB free on stream 7, a 16 MiB request on stream 0, 4 MiB free on the device.
+  SnapshotBuilder b;
+  SnapshotSegment& other = b.segment(0, 0x40000000, {{32 * MiB, kA, 32 * MiB, kNoStack}, {32 * MiB, kI, 0, kNoStack}});
+  other.stream = 7;
+  TraceEvent& oom = b.event(TraceAction::kOom, 4 * MiB, 16 * MiB);
+  auto r = ooms(b.snapshot());
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].largest_free_block_bytes, 32 * MiB);
+  EXPECT_EQ(r[0].verdict, OomVerdict::kFragmentation);
+  EXPECT_EQ(r[0].explanation,
+            "a free block of 32.00 MiB could hold the 16.00 MiB request, but it is on stream 7, not the request's "
+            "stream 0: the allocator takes a block only from the request's own pool and stream, and the 4.00 MiB "
+            "free on the device is less than the 16.00 MiB segment a new block needs");
+  EXPECT_EQ(analyze_fragmentation(b.snapshot(), 0, 0).meaning, FragmentationMeaning::kFitsElsewhere);
+  // With room on the device for a new segment the verdict is no longer about the cache.
+  oom.addr = 40 * MiB;
+  EXPECT_EQ(ooms(b.snapshot())[0].verdict, OomVerdict::kOutsidePytorch);
+}
+
 TEST(AnalyzeOoms, LiveTensorsASmallShareOfAKnownDeviceMeanMemoryOutsidePytorch) {
   // 8 MiB live of a 100 MiB device, 10 MiB reserved, 1 MiB free, a 90 MiB request: the 89 MiB held
   // outside PyTorch is less than the request (the plain outside rule does not fire), but live

@@ -100,14 +100,14 @@ TEST(ReplayTimeline, DownsamplingKeepsBothPeaksAndEveryOom) {
   ASSERT_EQ(t.points.size(), 3u);
   EXPECT_EQ(t.points[0].event_index, 0u);  // the live peak
   EXPECT_EQ(t.points[0].live_bytes, 600);
-  EXPECT_EQ(t.points[0].reserved_bytes, 0);
+  EXPECT_EQ(t.points[0].reserved_bytes, 600);  // no segment at dump: reserved starts at what event 0 needs
   EXPECT_EQ(t.points[1].event_index, 2u);  // the reserved peak
   EXPECT_EQ(t.points[1].live_bytes, 0);
-  EXPECT_EQ(t.points[1].reserved_bytes, 1000);
+  EXPECT_EQ(t.points[1].reserved_bytes, 1600);
   EXPECT_EQ(t.points[2].event_index, 4u);  // the OOM
   EXPECT_EQ(t.points[2].action, TraceAction::kOom);
-  EXPECT_EQ(t.points[2].reserved_bytes, 0);
-  EXPECT_EQ(t.peak_reserved_bytes, 1000);
+  EXPECT_EQ(t.points[2].reserved_bytes, 600);
+  EXPECT_EQ(t.peak_reserved_bytes, 1600);
   EXPECT_EQ(t.peak_live_delta, 600);
   // When the live peak already shows the highest reserved level, no second point is added.
   SnapshotBuilder same;
@@ -200,6 +200,25 @@ TEST(ReservedTimeline, SegmentEventsAnchoredOnTheDump) {
   // End reserved 2 MiB; net delta +1 MiB; so 1 MiB at start and 7 MiB at the highest.
   EXPECT_EQ(t.reserved_at_start, 1 << 20);
   EXPECT_EQ(t.peak_reserved_bytes, 7 << 20);
+}
+
+// A file without segments (MLX writes only the trace) has no dump figure to anchor on: reserved
+// starts where the trace needs it, never below zero nor below what is live.
+TEST(ReservedTimeline, WithoutSegmentsReservedIsNeverBelowLive) {
+  SnapshotBuilder b;
+  b.event(TraceAction::kSegmentAlloc, 0x900000, 48 << 20);
+  b.event(TraceAction::kAlloc, 0x900000, 48 << 20);
+  Timeline t = replay_timeline(b.snapshot(), 0, {});
+  EXPECT_EQ(t.reserved_at_start, 0);
+  EXPECT_EQ(t.peak_reserved_bytes, 48 << 20);
+  EXPECT_EQ(t.live_at_peak_bytes, 48u << 20);
+  // Allocations without any segment event: reserved covers them.
+  SnapshotBuilder a;
+  a.event(TraceAction::kAlloc, 0x900000, 8 << 20);
+  a.event(TraceAction::kFreeCompleted, 0x900000, 8 << 20);
+  Timeline only_allocs = replay_timeline(a.snapshot(), 0, {});
+  EXPECT_EQ(only_allocs.reserved_at_start, 8 << 20);
+  EXPECT_EQ(only_allocs.peak_reserved_bytes, 8 << 20);
 }
 
 }  // namespace

@@ -55,6 +55,28 @@ TEST(SnapshotCli, SegmentsFlagLimitsTheTableNotTheJson) {
   EXPECT_TRUE(bad.out.empty());
 }
 
+// stdout is checked once, after any command (cli/main.cpp): a report that could not be written
+// (here /dev/full: the disk is full) is an error, never exit 0.
+TEST(SnapshotCli, OutputThatCannotBeWrittenIsAnError) {
+  const std::string file = fixture_path("snapshot/train_p4.pickle");
+  for (const char* format : {"--json", "--segments=10"}) {
+    auto r = testing::run_shell("\"$OOMDOC\" snapshot " + std::string(format) + " '" + file + "' >/dev/full");
+    EXPECT_EQ(r.exit_code, 2) << format;
+    EXPECT_EQ(r.err, "oomdoc: snapshot: cannot write the output: No space left on device\n") << format;
+  }
+  // The same for the other commands, from the same place.
+  auto catalog = testing::run_shell("\"$OOMDOC\" gpus --catalog --json >/dev/full");
+  EXPECT_EQ(catalog.exit_code, 2);
+  EXPECT_EQ(catalog.err, "oomdoc: gpus: cannot write the output: No space left on device\n");
+}
+
+TEST(SnapshotCli, StdinCannotBeBothSnapshotsOfACompare) {
+  auto r = run_cli({"snapshot", "-", "--compare", "-"}, testing::read_file(fixture_path("snapshot/train_p4.pickle")));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty());
+  EXPECT_EQ(r.err, "oomdoc: --compare: standard input (-) can be read once: give one of the two snapshots as a file\n");
+}
+
 TEST(SnapshotCli, ReadsStdin) {
   auto r = run_cli({"snapshot", "--json", "-"}, testing::read_file(fixture_path("snapshot/train_p4.pickle")));
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -271,6 +271,59 @@ TEST(SnapshotReader, AnEntryReferencedTwiceIsCopiedInPlace) {
   EXPECT_EQ(trace[1201].addr, 4096u + 512 * 1201);
 }
 
+// {"segments": [segment_count segments], "device_traces": [[]]} where every segment's 'blocks'
+// is the same memoized list of block_count blocks (a memo reference, as pickle writes for an object
+// named twice): a few bytes per segment that the model would copy in full.
+std::string shared_blocks_pickle(int segment_count, int block_count) {
+  auto str = [](std::string_view s) {  // SHORT_BINUNICODE (appended piece by piece: g++ 12 warns falsely otherwise)
+    std::string out(1, '\x8c');
+    out += char(s.size());
+    out += s;
+    return out;
+  };
+  auto int32 = [](uint32_t v) {
+    std::string out = "J";
+    for (int i = 0; i < 4; ++i) out += char((v >> (8 * i)) & 0xff);
+    return out;
+  };
+  std::string out = "\x80\x04}(";
+  out += str("segments") + "](";
+  for (int k = 0; k < segment_count; ++k) {
+    out += "}(" + str("address") + int32(uint32_t(k) << 20) + str("total_size") + int32(block_count * 512) +
+           str("blocks");
+    if (k == 0) {
+      out += "]\x94(";  // EMPTY_LIST MEMOIZE (slot 0) MARK
+      for (int i = 0; i < block_count; ++i) {
+        out += "}(" + str("size") + int32(512) + str("state") + str("active_allocated") + "u";
+      }
+      out += "e";
+    } else {
+      out += std::string("h\x00", 2);  // BINGET 0: the same list again
+    }
+    out += "u";
+  }
+  out += 'e';
+  out += str("device_traces") + "]]au.";
+  return out;
+}
+
+TEST(SnapshotReader, SharedSubObjectsAreReadWithinABudget) {
+  auto fine = read_snapshot_bytes(shared_blocks_pickle(100, 2000), "t.pickle");
+  ASSERT_TRUE(fine.ok()) << fine.error().message;
+  ASSERT_EQ(fine->segments.size(), 100u);
+  EXPECT_EQ(fine->segments[99].blocks.size(), 2000u);
+  EXPECT_EQ(fine->segments[99].blocks[1999].address, (99u << 20) + 1999u * 512);
+
+  // 1000 references to 2000 blocks: 2 million blocks from 122 KB, over the 1Mi-object floor.
+  const std::string hostile = shared_blocks_pickle(1000, 2000);
+  EXPECT_EQ(hostile.size(), 122039u);
+  auto s = read_snapshot_bytes(hostile, "t.pickle");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message,
+            "t.pickle: the segments, blocks and trace entries expand to more than 1048576 objects "
+            "through shared references (a hostile or corrupt snapshot)");
+}
+
 TEST(SnapshotReader, ABadEntryInALaterBatchIsNamedByItsIndex) {
   std::vector<TraceEntry> entries;
   for (int i = 0; i < 1500; ++i) entries.push_back({4096 + 512 * i, i + 1});

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "analyses/snapshot_builder.h"
 #include "support/test_support.h"
 
 namespace oomdoc {
@@ -78,6 +79,58 @@ TEST(SnapshotText, VerdictFirst) {
   EXPECT_THAT(text, HasSubstr("      nn/functional.py:1191 gelu\n      project/model.py:42 forward\n"
                               "      project/train.py:88 train_step\n      project/train.py:131 main\n"
                               "    cache released just before"));
+}
+
+TEST(SnapshotText, OomsPastTheAnalysedFirstTwentyAreStillCounted) {
+  testing::SnapshotBuilder b;
+  b.segment(0, 0x10000000, {{2 << 20, BlockState::kActiveAllocated, 2 << 20, kNoStack}});
+  for (int i = 0; i < 25; ++i) b.event(TraceAction::kOom, 0, 4 << 20);
+  SnapshotReport r = analyze_snapshot(b.snapshot());
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_EQ(r.devices[0].ooms.size(), 20u);
+  EXPECT_EQ(r.devices[0].oom_count, 25u);
+  EXPECT_THAT(r.verdict, HasSubstr(" and 24 more OOM events"));
+  const std::string text = render_snapshot_text(r, Style::plain());
+  EXPECT_THAT(text, HasSubstr("\n  (5 more OOM events not analysed: only the first 20 of 25 are)\n"));
+  EXPECT_THAT(text, HasSubstr("segments at the first of 25 OOMs (event 0)"));
+  const Json doc = snapshot_report_json(r);
+  EXPECT_EQ(doc["devices"][0]["ooms"].size(), 20u);
+  EXPECT_EQ(doc["devices"][0]["oom_count"], 25u);
+}
+
+TEST(SnapshotText, ControlCharactersFromTheFileAreEscaped) {
+  testing::SnapshotBuilder b;
+  StackId evil = b.stack({{"/u/model.py", 3, "ax\x1b[31mRED\x1b]0;title\x07\r\nFAKE LINE: No OOM"}});
+  b.segment(0, 0x10000000, {{2 << 20, BlockState::kActiveAllocated, 2 << 20, evil}});
+  const std::string text = render_snapshot_text(analyze_snapshot(b.snapshot()), Style::plain());
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_EQ(text.find('\x07'), std::string::npos);
+  EXPECT_EQ(text.find('\r'), std::string::npos);
+  EXPECT_EQ(text.find("\nFAKE LINE"), std::string::npos);
+  EXPECT_THAT(text, HasSubstr("u/model.py:3 ax\\x1b[31mRED\\x1b]0;title\\x07\\x0d\\x0aFAKE LINE: No OOM\n"));
+}
+
+TEST(SnapshotText, CompareSaysHowManyChangedStacksTopLeftOut) {
+  testing::SnapshotBuilder before, after;
+  before.segment(0, 0x10000000, {{512, BlockState::kInactive, 0, kNoStack}});
+  std::vector<std::tuple<uint64_t, BlockState, uint64_t, StackId>> blocks;
+  for (int i = 0; i < 13; ++i) {
+    StackId s = after.stack({{"/p/model.py", i + 1, "forward"}});
+    blocks.push_back({4096, BlockState::kActiveAllocated, 1000 + uint64_t(i), s});
+  }
+  after.segment(0, 0x10000000, blocks);
+  SnapshotComparison c = compare_snapshots(before.snapshot(), after.snapshot());
+  EXPECT_EQ(c.stacks.size(), 10u);
+  EXPECT_EQ(c.changed_stacks, 13u);
+  EXPECT_THAT(render_comparison_text(c, "a", "b", Style::plain()),
+              HasSubstr("p/model.py:4 forward\n  (3 more changed stacks; --top to see more)\n"));
+  EXPECT_EQ(comparison_json(c, "a", "b")["changed_stacks"], 13u);
+  SnapshotOptions all;
+  all.top = 20;
+  EXPECT_EQ(render_comparison_text(compare_snapshots(before.snapshot(), after.snapshot(), all), "a", "b",
+                                   Style::plain())
+                .find("more changed stacks"),
+            std::string::npos);
 }
 
 TEST(SnapshotHtml, SelfContainedWithTheChartLibraryAndData) {
