@@ -60,23 +60,27 @@ int run_fit(const FitArgs& a) {
                             a.target, a.budget));
   }
 
-  auto input = read_job_input(a.input, a.model, a.job_file, job_flags_json(a.job, *a.app));
+  // --gpus on the command line wins over the job file's num_gpus (without it, the file's count is
+  // the machine's): it joins the job's flags, so the job is checked with it. An error that only
+  // that count causes names the flag, not the file.
+  const bool gpus_given = a.app->count("--gpus") > 0;
+  nlohmann::json flags = job_flags_json(a.job, *a.app);
+  if (gpus_given) flags["num_gpus"] = a.gpus;
+  auto input = read_job_input(a.input, a.model, a.job_file, flags);
+  if (!input && gpus_given) {
+    if (auto as_given = read_job_input(a.input, a.model, a.job_file, job_flags_json(a.job, *a.app))) {
+      Job with_flag = as_given->job;
+      with_flag.num_gpus = a.gpus;
+      const std::string flag = fmt::format("--gpus {}", a.gpus);
+      auto valid = validate_job(with_flag, as_given->source == kCommandLineSource ? flag : flag + " with " + as_given->source);
+      if (!valid) return fail(valid.error().message);
+    }
+  }
   if (!input) return fail(input.error().message);
   Job& job = input->job;
   const std::optional<TrainingConfig>& config = input->config;
   const std::string& source = input->source;
-  // --gpus on the command line wins over the job file's num_gpus; without it, the file's count
-  // is the machine's.
-  // The job is checked as given, then with --gpus, so that an error names what caused it.
   if (auto valid = validate_job(job, source); !valid) return fail(valid.error().message);
-  const bool gpus_given = a.app->count("--gpus") > 0;
-  if (gpus_given) {
-    job.num_gpus = a.gpus;
-    if (auto valid = validate_job(job, source == "command line" ? fmt::format("--gpus {}", a.gpus)
-                                                                             : fmt::format("--gpus {} with {}", a.gpus, source)); !valid) {
-      return fail(valid.error().message);
-    }
-  }
   const uint64_t num_gpus = fit_gpu_count(job, gpus_given ? std::optional<uint64_t>(a.gpus) : std::nullopt);
   if (job.model.empty()) {
     return fail(config ? a.input + ": names no model; add --model NAME"

@@ -15,7 +15,7 @@ void add_gpu_flags(CLI::App* cmd, GpuFlags& flags) {
 Result<uint64_t> parse_size_flag(std::string_view flag, const std::string& text, std::string_view example) {
   // A bare number is ambiguous (bytes? GB? GiB?): a size needs its unit; 0 is 0 in any unit.
   const bool bare = text.find_first_not_of("0123456789.eE+- ") == std::string::npos;
-  if (bare && parse_user_size(text) != uint64_t{0}) {
+  if (const auto number = parse_user_size(text); bare && number && *number != 0) {
     return Error{fmt::format("{}: '{}' has no unit: write {}GiB (as CUDA and nvidia-smi count) or {}GB (decimal)",
                              flag, text, text, text)};
   }
@@ -40,10 +40,8 @@ Result<GpuChoice> resolve_gpu_flags(const GpuFlags& flags) {
     choice.gpu = std::move(gpu.value());
     auto others = other_sizes_named(flags.gpu, *choice.gpu);
     if (!others.empty()) {
-      std::string names;
-      for (size_t i = 0; i < others.size() && i < 4; ++i) names += (i ? ", " : "") + others[i]->name;
       choice.note = fmt::format("--gpu '{}' is read as {}; it also names {} (give the size, e.g. --gpu '{}')",
-                                flags.gpu, choice.gpu->name, names, others.front()->name);
+                                flags.gpu, choice.gpu->name, card_names(others), others.front()->name);
     }
     return choice;
   }

@@ -9,7 +9,6 @@
 #include "core/file_input.h"
 #include "readers/gguf_header.h"
 #include "readers/job_file.h"
-#include "readers/model_resolver.h"
 
 namespace oomdoc::cli {
 namespace {
@@ -124,13 +123,10 @@ Result<JobInput> read_job_input(const std::string& input, const std::string& mod
   if (!given_job) return given_job.error();
   // A relative model path in a job file is the file's own: found beside the file first, then from
   // the current directory (as a training config's deepspeed: path is).
-  if (!job_file.empty() && model_override.empty() && !given_job->model.empty() && looks_like_path(given_job->model)) {
+  if (!job_file.empty() && model_override.empty() && !given_job->model.empty() && given_job->model[0] != '~') {
     const std::filesystem::path model(given_job->model), beside = std::filesystem::path(job_file).parent_path() / model;
     std::error_code ec;
-    if (model.is_relative() && given_job->model[0] != '~' && !std::filesystem::exists(model, ec) &&
-        std::filesystem::exists(beside, ec)) {
-      given_job->model = beside.lexically_normal().string();
-    }
+    if (model.is_relative() && std::filesystem::exists(beside, ec)) given_job->model = beside.lexically_normal().string();
   }
   overlay_job(out.job, *given_job);
   if (out.job.weight_quantization == "none") {   // unquantized, said outright: its settings go with it

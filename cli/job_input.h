@@ -14,10 +14,13 @@
 
 namespace oomdoc::cli {
 
+// The source of a job given by flags alone, as validation errors name it.
+inline constexpr const char* kCommandLineSource = "command line";
+
 struct JobInput {
   Job job;
-  std::optional<TrainingConfig> config;  // when the job came from a training config
-  std::string source = "command line";   // names the input in validation errors
+  std::optional<TrainingConfig> config;     // when the job came from a training config
+  std::string source = kCommandLineSource;  // names the input in validation errors
 };
 
 // input: the positional argument (may be empty); model_flag: --model (may be empty); job_file:

@@ -1745,7 +1745,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     }
     if (peak == backward_end && peak != backward_start && phase != "optimizer_step") {
       add_if("gradient_buckets", ddp_buckets, "DDP all-reduce buckets");
-      add_if("backward_working", first_block_backward, "the first block's backward, every other gradient already live");
+      add_if("first_block_backward", first_block_backward,
+             "the first block's backward: all it saved or recomputed, every other gradient already live");
     }
     // ZeRO-3 and FSDP release the gathered blocks after each use: none are live at the step.
     if (gather > 0 && phase != "optimizer_step") {

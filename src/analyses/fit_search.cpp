@@ -1378,10 +1378,8 @@ Result<std::map<std::string, double>> parse_prices(std::string_view text, const 
     line_of[gpu->name] = line_number;
     prices[gpu->name] = price;
     if (auto others = other_sizes_named(name, *gpu); notes && !others.empty()) {
-      std::string names;
-      for (size_t i = 0; i < others.size() && i < 4; ++i) names += (i ? ", " : "") + others[i]->name;
       notes->push_back(fmt::format("{}: line {}: '{}' is priced as {}; it also names {} (give the size to price "
-                                   "another)", display_name, line_number, name, gpu->name, names));
+                                   "another)", display_name, line_number, name, gpu->name, card_names(others)));
     }
   }
   if (prices.empty()) {

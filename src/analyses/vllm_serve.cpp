@@ -268,7 +268,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   }
   // vLLM's ModelConfig._init_multimodal_config refuses multimodal limits for a text-only model
   // (v0.6 to v0.10 at least; e.g. vllm-project/vllm#21120's log).
-  if (!c.limit_mm_per_prompt.empty() && !model.has_vision_tower) {
+  if (!c.limit_mm_per_prompt.empty() && !model.has_vision_tower && !model.is_multimodal) {
     return Error{fmt::format("--limit-mm-per-prompt on {}, a text-only model: vLLM refuses it: \"`limit_mm_per_prompt` "
                              "is only supported for multimodal models.\"; drop the flag", model.id)};
   }

@@ -114,6 +114,9 @@ struct ModelSpec {
   std::string conv_act;               // its activation (config conv_act, "tanh" by default)
   uint64_t extra_params = 0;          // outside the transformer stack: pooler, patch embedding, conv
   bool has_vision_tower = false;      // a multimodal config (vision_config), counted or not
+  // Any multimodal wrapper: a text_config, vision_config or audio_config beside the language model
+  // (Qwen2-Audio has no vision tower). vLLM takes multimodal flags only for these.
+  bool is_multimodal = false;
   // BertPooler / RobertaPooler / ViTPooler: an nn.Linear(hidden, hidden) named pooler.dense, counted
   // in extra_params; PEFT's all-linear (and a "dense" target) adapts it too.
   bool pooler_dense = false;

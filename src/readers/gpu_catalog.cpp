@@ -315,6 +315,9 @@ Result<GpuSpec> find_gpu(std::string_view name) {
   std::vector<Suggestion> close;
   auto is_number = [](const std::string& t) { return !t.empty() && std::isdigit(static_cast<unsigned char>(t[0])); };
   const auto glued = glued_pairs(name);
+  // The model number is the first number typed; a later one is a memory size ("h20 80").
+  const auto first_number = std::find_if(query.begin(), query.end(), is_number);
+  const std::string model_number = first_number == query.end() ? std::string() : *first_number;
   for (const GpuSpec& gpu : catalog.gpus) {
     size_t distance = std::numeric_limits<size_t>::max();
     size_t shared = 0;
@@ -325,16 +328,15 @@ Result<GpuSpec> find_gpu(std::string_view name) {
       shared = std::max<size_t>(shared, std::count_if(query.begin(), query.end(),
                                                        [&](const std::string& t) { return have.count(t) > 0; }));
       // The number counts with the letters typed onto its front ("h300" is not the MI300X).
-      shares_number = shares_number || std::any_of(query.begin(), query.end(), [&](const std::string& t) {
-                        if (!is_number(t) || have.count(t) == 0) return false;
-                        return std::all_of(glued.begin(), glued.end(), [&](const auto& pair) {
-                          if (pair.second != t || is_number(pair.first)) return true;
+      if (!model_number.empty() && have.count(model_number) > 0) {
+        shares_number = shares_number || std::all_of(glued.begin(), glued.end(), [&](const auto& pair) {
+                          if (pair.second != model_number || is_number(pair.first)) return true;
                           for (size_t i = 1; i < tokens.size(); ++i) {
-                            if (tokens[i - 1] == pair.first && tokens[i] == t) return true;
+                            if (tokens[i - 1] == pair.first && tokens[i] == model_number) return true;
                           }
                           return false;
                         });
-                      });
+      }
     }
     const bool near_spelling = distance <= std::max<size_t>(1, wanted.size() / 3);
     const bool most_words = query.size() >= 2 && shared * 2 >= query.size() + 1;
@@ -355,6 +357,12 @@ Result<GpuSpec> find_gpu(std::string_view name) {
       "unknown GPU '{}'; closest catalog entries: {} (`oomdoc gpus --catalog` lists all, or give "
       "--memory SIZE)",
       name, closest)};
+}
+
+std::string card_names(const std::vector<const GpuSpec*>& cards, size_t at_most) {
+  std::string names;
+  for (size_t i = 0; i < cards.size() && i < at_most; ++i) names += (i ? ", " : "") + cards[i]->name;
+  return names;
 }
 
 std::vector<const GpuSpec*> other_sizes_named(std::string_view name, const GpuSpec& chosen) {

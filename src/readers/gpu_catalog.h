@@ -29,5 +29,7 @@ Result<GpuSpec> find_gpu(std::string_view name);
 // Catalog cards of another memory size that also hold every word of `name`: what a short name
 // left open ("a100", read as the 80GB SXM4 card, also names the 40GB ones).
 std::vector<const GpuSpec*> other_sizes_named(std::string_view name, const GpuSpec& chosen);
+// "A100 SXM4 40GB, A100 PCIe 40GB": the first `at_most` names, for the notes that list them.
+std::string card_names(const std::vector<const GpuSpec*>& cards, size_t at_most = 4);
 
 }  // namespace oomdoc

@@ -1123,6 +1123,7 @@ Result<ModelSpec> parse_model_config(std::string_view text, const std::string& s
   }
   read_rope_scaling(config, m);
   read_context_keys(config, m);
+  m.is_multimodal = multimodal || root.contains("vision_config") || root.contains("audio_config");
   if (auto s = read_vision_tower(root, m); !s) return s.error();
   if (auto s = validate(m); !s) return s.error();
   if (auto s = read_dtype_and_quantization(c, m); !s) return s.error();

@@ -79,9 +79,10 @@ Result<SafetensorsSummary> parse_safetensors_header(std::string_view head, uint6
     const std::string& name = item.key();  // plain names: the lambda below captures one
     const auto& info = item.value();
     if (name == "__metadata__") {
-      // safetensors reads it as a map of strings to strings, and refuses anything else.
-      const bool strings = info.is_object() && std::all_of(info.begin(), info.end(),
-                                                             [](const nlohmann::json& v) { return v.is_string(); });
+      // safetensors reads it as an optional map of strings to strings, and refuses anything else.
+      const bool strings = info.is_null() || (info.is_object() && std::all_of(info.begin(), info.end(), [](const nlohmann::json& v) {
+                                                return v.is_string();
+                                              }));
       if (!strings) return make_error(fmt::format("{}: __metadata__ is not a map of strings", source));
       continue;
     }

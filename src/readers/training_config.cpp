@@ -762,6 +762,20 @@ void add_hf_keys(Table& t) {
   t["use_bnb_nested_quant"] = set_double_quant;
 }
 
+// A value that leaves the setting off changes nothing: null, or false as Python reads it (these
+// keys are switches, or a list or mode name that is on when given).
+bool leaves_default(const YAML::Node& value) {
+  if (is_null(value) || !value.IsScalar()) return is_null(value);
+  const std::string v = value.Scalar();
+  return v == "false" || v == "False" || v == "no" || v == "off" || v == "0" || v.empty();
+}
+
+Status set_axolotl_activation_offloading(const YAML::Node& n, std::string_view key, Reader& r) {
+  if (!leaves_default(n)) add_offload(r.out.job, "activations");
+  (void)key;
+  return Ok{};
+}
+
 Table axolotl_table() {
   Table t;
   t["base_model"] = set_string(&Job::model);
@@ -802,6 +816,12 @@ Table axolotl_table() {
   t["liger_swiglu"] = set_kernels("liger", true);
   t["cut_cross_entropy"] = set_loss("fused_linear");
   t["chunked_cross_entropy"] = set_loss("chunked");
+  // Axolotl's parallelism degrees (context parallel is its ring attention over the sequence) and
+  // activation offloading (true, or a mode name such as "legacy").
+  t["context_parallel_size"] = set_count(&Job::cp);
+  t["sequence_parallel_degree"] = set_count(&Job::cp);
+  t["tensor_parallel_size"] = set_count(&Job::tp);
+  t["activation_offloading"] = set_axolotl_activation_offloading;
   return t;
 }
 
@@ -943,6 +963,8 @@ const std::set<std::string>& no_effect_keys() {
       "enable_thinking", "cache_dir", "use_reentrant_gc", "print_param_status",
       // Axolotl
       "loss_watchdog_threshold", "loss_watchdog_patience", "dpo_beta",
+      // how to compile, not whether (torch_compile is the switch); LLaMA-Factory's default
+      "torch_compile_backend", "torch_compile_mode", "freeze_vision_tower",
   };
   return kKeys;
 }
@@ -953,19 +975,12 @@ const std::set<std::string>& no_effect_keys() {
 // LLaMA-Factory's mixture-of-depths and shifted attention).
 const std::set<std::string>& unmodeled_keys() {
   static const std::set<std::string> kKeys = {
-      "torch_compile", "torch_compile_backend", "torch_compile_mode", "torchdynamo", "unfrozen_parameters",
-      "sequence_parallel_degree", "peft_use_dora", "use_dora", "mixture_of_depths", "shift_attn", "s2_attention",
-      "use_galore", "use_badam", "use_apollo", "use_adam_mini", "freeze_vision_tower", "activation_offloading",
-      "context_parallel_size", "tensor_parallel_size", "lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel"};
+      "torch_compile", "torchdynamo", "unfrozen_parameters", "peft_use_dora", "use_dora", "mixture_of_depths", "shift_attn", "s2_attention",
+      "use_galore", "use_badam", "use_apollo", "use_adam_mini", "lora_mlp_kernel", "lora_qkv_kernel",
+      "lora_o_kernel"};
   return kKeys;
 }
 
-// A value that turns the setting off changes nothing: false, 0, 1 for a parallel degree, "none".
-bool leaves_default(const YAML::Node& value) {
-  if (is_null(value) || !value.IsScalar()) return is_null(value);
-  const std::string v = value.Scalar();
-  return v == "false" || v == "False" || v == "0" || v == "1" || v == "none" || v.empty();
-}
 
 bool has_any(const YAML::Node& root, std::initializer_list<const char*> keys) {
   for (const char* k : keys) {

@@ -472,20 +472,27 @@ TEST(EstimateCliQa5, AModelConfigUnderAnotherNameIsTheModel) {
   EXPECT_EQ(doc["model"]["total_params"], 494032768);   // Qwen2.5-0.5B's published count
 }
 
-// A relative model path in a job file is found beside the file, whatever the current directory.
+// A relative model path in a job file is found beside the file first, whatever the current
+// directory holds under the same name.
 TEST(EstimateCli, AJobFilesRelativeModelPathIsTheFilesOwn) {
-  const auto dir = std::filesystem::temp_directory_path() / "oomdoc_estimate_relative_job" / "jobs";
-  std::filesystem::create_directories(dir);
-  const std::string model = fixture_path("models/unnamed_checkpoint");
-  const std::string relative = std::filesystem::relative(model, dir).string();
-  const auto job_path = (dir / "job.json").string();
-  std::ofstream(job_path) << nlohmann::json{{"model", relative}, {"task", "load"}}.dump();
-  auto r = testing::run_shell("cd / && \"$OOMDOC\" estimate --job '" + job_path + "' --json");
+  const auto root = std::filesystem::temp_directory_path() / "oomdoc_estimate_relative_job";
+  std::filesystem::remove_all(root);
+  const auto jobs = root / "jobs", elsewhere = root / "elsewhere";
+  std::filesystem::create_directories(jobs / "model");
+  std::filesystem::create_directories(elsewhere / "model");
+  std::filesystem::copy_file(fixture_path("models/unnamed_checkpoint/config.json"), jobs / "model" / "config.json");
+  // The current directory's model of the same name is another one (a 1-layer GPT-2).
+  std::ofstream(elsewhere / "model" / "config.json")
+      << R"({"model_type": "gpt2", "vocab_size": 10, "n_embd": 8, "n_layer": 1, "n_head": 2, "n_positions": 16})";
+  const auto job_path = (jobs / "job.json").string();
+  std::ofstream(job_path) << R"({"model": "model", "task": "load"})";
+  auto r = testing::run_shell("cd '" + elsewhere.string() + "' && \"$OOMDOC\" estimate --job '" + job_path + "' --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto direct = run_cli({"estimate", model, "--task", "load", "--json"}, "", kEmptyCache);
+  auto direct = run_cli({"estimate", fixture_path("models/unnamed_checkpoint/config.json"), "--task", "load", "--json"}, "",
+                        kEmptyCache);
   ASSERT_EQ(direct.exit_code, 0) << direct.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["model"]["total_params"], nlohmann::json::parse(direct.out)["model"]["total_params"]);
-  std::filesystem::remove_all(dir.parent_path());
+  std::filesystem::remove_all(root);
 }
 
 // --weight-quantization none turns a job file's quantization off, its double quantization with it.

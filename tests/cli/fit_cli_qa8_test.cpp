@@ -49,6 +49,11 @@ TEST_F(FitCliFiles, AGpuCountFromTheCommandLineIsBlamedOnTheFlag) {
   auto flags = run_cli({"fit", "meta-llama/Llama-3.1-8B", "--tp", "4", "--gpu", "h100-80", "--gpus", "2"}, "",
                        testing::kNoModelCache);
   EXPECT_EQ(flags.err, "oomdoc: --gpus 2: num_gpus: 2 GPUs is not a multiple of tp*pp*cp = 4\n");
+  // --gpus may also mend a file's count that the flags made wrong.
+  const std::string two = write("two.json", R"({"model": "meta-llama/Llama-3.1-8B", "task": "train_full", "num_gpus": 2})");
+  auto mended = run_cli({"fit", "--job", two, "--tp", "4", "--gpus", "4", "--gpu", "h100-80", "--json"}, "",
+                        testing::kNoModelCache);
+  EXPECT_NE(mended.exit_code, 2) << mended.err;
   // The file's own mistake is still the file's.
   const std::string bad = write("bad.json", R"({"model": "meta-llama/Llama-3.1-8B", "tp": 4, "num_gpus": 6})");
   auto own = run_cli({"fit", "--job", bad, "--gpu", "h100-80"}, "", testing::kNoModelCache);

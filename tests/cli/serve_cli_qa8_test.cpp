@@ -28,6 +28,11 @@ TEST(ServeCliQa8, ASizeOverrideNeedsItsUnit) {
                                  "count) or 14.9888GB (decimal)\n", flag));
     EXPECT_TRUE(r.out.empty());
   }
+  // Text that is no number at all is not a size, whatever its characters.
+  for (const char* text : {"1.2.3", "e", "-"}) {
+    auto r = run_cli({"serve", "--gpu", "3090", "--weights", text, "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"});
+    EXPECT_EQ(r.err, fmt::format("oomdoc: serve: --weights: '{}' is not a size (e.g. 14.96GiB)\n", text));
+  }
   auto zero = run_cli({"serve", "--gpu", "h100", "--cuda-graph", "0", "--json", "--", "vllm", "serve",
                        "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "8192"});
   ASSERT_EQ(zero.exit_code, 0) << zero.err;

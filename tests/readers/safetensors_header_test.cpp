@@ -209,6 +209,10 @@ TEST(SafetensorsHeader, TensorsMustTileTheDataAsTheLibraryChecks) {
     ASSERT_FALSE(s) << c.header;
     EXPECT_EQ(s.error().message, c.message);
   }
+  // No metadata at all is the library's Option::None.
+  const std::string null_metadata =
+      file_bytes(R"({"__metadata__": null, "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", 4);
+  EXPECT_TRUE(parse_safetensors_header(null_metadata, null_metadata.size(), "m.safetensors"));
 }
 
 }  // namespace

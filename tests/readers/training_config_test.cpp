@@ -725,14 +725,21 @@ sequence_parallel_degree: 2
 loss_watchdog_threshold: 5.0
 )", "ax.yml");
   ASSERT_TRUE(config) << config.error().message;
-  EXPECT_THAT(config->unmodeled_keys, ElementsAre("unfrozen_parameters", "sequence_parallel_degree"));
+  EXPECT_THAT(config->unmodeled_keys, ElementsAre("unfrozen_parameters"));
   EXPECT_THAT(config->ignored_keys, ElementsAre("torch_compile", "loss_watchdog_threshold"));
   EXPECT_THAT(config->unknown_keys, IsEmpty());
   EXPECT_THAT(config->warnings,
               ElementsAre("ax.yml: line 4: 'unfrozen_parameters' changes memory in a way oomdoc does not model; the "
-                          "prediction is without it",
-                          "ax.yml: line 7: 'sequence_parallel_degree' changes memory in a way oomdoc does not model; "
-                          "the prediction is without it"));
+                          "prediction is without it"));
+  // Axolotl's parallel degrees and activation offloading are the job's own settings.
+  EXPECT_THAT(config->used_keys, Contains("sequence_parallel_degree"));
+  EXPECT_EQ(config->job.cp, 2u);
+  auto offloading = parse_training_config("base_model: meta-llama/Llama-3.1-8B\nactivation_offloading: legacy\n"
+                                          "tensor_parallel_size: 2\nuse_dora: 1\n", "ax2.yml");
+  ASSERT_TRUE(offloading) << offloading.error().message;
+  EXPECT_THAT(offloading->job.offload, ElementsAre("activations"));
+  EXPECT_EQ(offloading->job.tp, 2u);
+  EXPECT_THAT(offloading->unmodeled_keys, ElementsAre("use_dora"));   // 1 is true, as Python reads it
   auto factory = parse_training_config(R"(model_name_or_path: meta-llama/Llama-3.1-8B
 stage: sft
 finetuning_type: lora
