@@ -189,6 +189,23 @@ TEST(ServeCliQa8, TheFreeMemoryErrorQuotesAPythonFloat) {
   EXPECT_NE(message.find("is less than desired GPU memory utilization (1.0, "), std::string::npos) << message;
 }
 
+// An audio model is multimodal too (vLLM's own examples give Qwen2-Audio --limit-mm-per-prompt audio=5).
+TEST(ServeCliQa8, AnAudioModelTakesMultimodalLimits) {
+  auto model = parse_model_config(R"({"architectures": ["Qwen2AudioForConditionalGeneration"], "model_type": "qwen2_audio",
+    "_name_or_path": "Qwen/Qwen2-Audio-7B-Instruct", "audio_config": {"model_type": "qwen2_audio_encoder"},
+    "text_config": {"model_type": "qwen2", "vocab_size": 156032, "hidden_size": 4096, "intermediate_size": 11008,
+      "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32, "max_position_embeddings": 8192}})",
+                                  "config.json");
+  ASSERT_TRUE(model) << model.error().message;
+  EXPECT_TRUE(model->is_multimodal);
+  ServeInputs in;
+  in.model = *model;
+  in.target = serve_target_memory(80ull << 30);
+  in.config.model = "Qwen/Qwen2-Audio-7B-Instruct";
+  in.config.limit_mm_per_prompt = {{"audio", 5}};
+  EXPECT_TRUE(analyze_serve(in)) << analyze_serve(in).error().message;
+}
+
 TEST(Cli, HelpWithoutACommandIsOomdocsHelp) {
   auto help = run_cli({"help"});
   auto flag = run_cli({"--help"});
