@@ -502,13 +502,20 @@ class SnapshotFolder : public pickle::Folder {
     return id;
   }
 
+  // A frame's line number; 0 (unknown) for one that is not a positive integer, such as the -1 a
+  // hostile or odd file may give (read as unsigned it would print as 18446744073709551615).
+  static uint64_t frame_line(const Tree& tree, Value v) {
+    const auto line = tree.as_int(v);
+    return line && *line > 0 ? static_cast<uint64_t>(*line) : 0;
+  }
+
   SnapshotFrame decode_frame(const Tree& tree, uint32_t id) const {
     SnapshotFrame f;
     tree.for_each_pair(id, [&](Value k, Value v) {
       if (k.tag() != Tag::kStr) return;
       if (k.id() == kFilename && v.tag() == Tag::kStr) f.filename = v.id();
       if (k.id() == kName && v.tag() == Tag::kStr) f.name = v.id();
-      if (k.id() == kLine) f.line = tree.as_uint(v).value_or(0);
+      if (k.id() == kLine) f.line = frame_line(tree, v);
     });
     return f;
   }
@@ -581,7 +588,7 @@ class SnapshotFolder : public pickle::Folder {
       SnapshotFrame frame;
       if (f.value[kFilename].tag() == Tag::kStr) frame.filename = f.value[kFilename].id();
       if (f.has(kName) && f.value[kName].tag() == Tag::kStr) frame.name = f.value[kName].id();
-      if (f.has(kLine)) frame.line = tree.as_uint(f.value[kLine]).value_or(0);
+      if (f.has(kLine)) frame.line = frame_line(tree, f.value[kLine]);
       return Value::record(kFrameRecord, intern_frame(frame));
     }
     return std::nullopt;

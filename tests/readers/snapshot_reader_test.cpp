@@ -169,6 +169,16 @@ TEST(SnapshotReader, UnknownKeysAreIgnoredAndNewFieldsRead) {
   EXPECT_FALSE(s->segments[0].is_large);
 }
 
+// A line that is not a positive integer is unknown (0), not a negative read as unsigned.
+TEST(SnapshotReader, ANegativeFrameLineIsUnknown) {
+  std::string json = R"({"segments": [], "device_traces": [[{"action": "alloc", "addr": 4096, "size": 100,
+      "stream": 0, "frames": [{"filename": "a.py", "line": -1, "name": "f"}]}]]})";
+  auto s = read_snapshot_bytes(json, "t.json");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_EQ(s->frames.size(), 1u);
+  EXPECT_EQ(s->frames[0].line, 0u);
+}
+
 TEST(SnapshotReader, ErrorsNameTheFileAndThePlace) {
   auto err = [](std::string_view data) {
     auto s = read_snapshot_bytes(data, "x.pickle");
