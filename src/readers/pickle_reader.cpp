@@ -104,6 +104,7 @@ class Machine {
   Result<size_t> pop_mark();
   Status fill_container(size_t first, uint32_t target, bool pairs);
   Status build_from_mark(ContainerKind kind);
+  std::string too_deep() const;
   Status build_tuple(size_t n);
 
   const ByteReader* input_;
@@ -254,6 +255,10 @@ Status Machine::fill_container(size_t first, uint32_t target, bool pairs) {
   }
   stack_.resize(first);
   return Ok{};
+}
+
+std::string Machine::too_deep() const {
+  return fmt::format("more than {} values open on the stack (nesting too deep)", options_.max_stack);
 }
 
 Status Machine::build_from_mark(ContainerKind kind) {
@@ -457,17 +462,23 @@ Status Machine::run(ReadInfo* info) {
         stack_.push_back(text ? tree_.make_str(*payload) : tree_.make_bytes(*payload));
         break;
       }
+      // An empty container opened and left on the stack is how a pickle nests without MARK
+      // ("]]]]...aaaa"): bounded like MARK's nesting, or 20 million of them hold gigabytes.
       case EMPTY_LIST:
+        if (stack_.size() >= options_.max_stack) return fail(too_deep());
         stack_.push_back(Value::tagged(Tag::kContainer, tree_.new_container(ContainerKind::kList)));
         break;
       case EMPTY_DICT:
         if (Folder* folder = tree_.folder(); folder != nullptr && take_dict(*folder, opcodes)) break;
+        if (stack_.size() >= options_.max_stack) return fail(too_deep());
         stack_.push_back(Value::tagged(Tag::kContainer, tree_.new_container(ContainerKind::kDict)));
         break;
       case EMPTY_SET:
+        if (stack_.size() >= options_.max_stack) return fail(too_deep());
         stack_.push_back(Value::tagged(Tag::kContainer, tree_.new_container(ContainerKind::kSet)));
         break;
       case EMPTY_TUPLE:
+        if (stack_.size() >= options_.max_stack) return fail(too_deep());
         stack_.push_back(Value::tagged(Tag::kContainer, tree_.new_container(ContainerKind::kTuple)));
         break;
       case APPEND:

@@ -25,6 +25,9 @@ namespace oomdoc::pickle {
 struct ReadOptions {
   uint64_t max_string_bytes = 1ull << 30;  // one string/bytes object or LONG4 payload
   uint64_t max_marks = 100000;             // nesting depth of MARK ... (lists of lists of ...)
+  // Values on the stack when an empty container is opened: nesting without MARK. Real snapshots
+  // stay far below (Python's pickler batches APPENDS/SETITEMS by 1000, nesting is a few levels).
+  uint64_t max_stack = 1000000;
   uint64_t max_memo_gap = 1ull << 20;      // how far BINPUT may jump past the memo's end
   // Called about every 64 MiB with (bytes read, total bytes or 0 when unknown).
   std::function<void(uint64_t, uint64_t)> progress;

@@ -205,6 +205,11 @@ TEST(PickleReader, DeepNestingIsAnErrorNotACrash) {
   for (int i = 0; i < 1000000; ++i) nested += "]a";
   nested += '.';
   EXPECT_THAT(error_of(nested), HasSubstr("<ok>"));
+  // Nesting without MARK that keeps every level open ("]]]...aaa"): bounded, at one value past
+  // the limit, before it holds gigabytes.
+  std::string open = bytes({0x80, 4}) + std::string(1000001, ']') + std::string(1000000, 'a') + ".";
+  EXPECT_THAT(error_of(open), HasSubstr("offset 1000002: EMPTY_LIST: more than 1000000 values open on the stack "
+                                        "(nesting too deep)"));
 }
 
 TEST(PickleReader, EveryTruncationFailsCleanly) {
