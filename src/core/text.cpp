@@ -47,10 +47,16 @@ std::string printable(std::string_view text, size_t max_bytes) {
     const size_t n = utf8_sequence(text, i);
     const unsigned char c = static_cast<unsigned char>(text[i]);
     std::string piece;
+    static constexpr char kHex[] = "0123456789abcdef";
+    // The C1 controls U+0080-U+009F (UTF-8 C2 80-C2 9F) act on terminals as ESC sequences do.
+    const bool c1_control = n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) <= 0x9F;
     if (n == 0 || (n == 1 && (c < 0x20 || c == 0x7F))) {
-      static constexpr char kHex[] = "0123456789abcdef";
       piece = {'\\', 'x', kHex[c >> 4], kHex[c & 0xF]};
       i += 1;
+    } else if (c1_control) {
+      const unsigned char code = static_cast<unsigned char>(text[i + 1]);
+      piece = {'\\', 'u', '0', '0', kHex[code >> 4], kHex[code & 0xF]};
+      i += 2;
     } else {
       piece.assign(text.substr(i, n));
       i += n;

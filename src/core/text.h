@@ -28,7 +28,8 @@ std::string count_noun(uint64_t count, std::string_view singular, std::string_vi
 std::string with_article(std::string_view phrase);
 
 // `text` safe to print on one line: valid UTF-8 kept, every control byte (newlines included) and
-// every byte that is not part of valid UTF-8 written as \xNN; longer than max_bytes, cut at a
+// every byte that is not part of valid UTF-8 written as \xNN, the C1 controls U+0080-U+009F as
+// \u00NN; longer than max_bytes, cut at a
 // character boundary with "...". For names and values read from untrusted files (a corrupt key).
 std::string printable(std::string_view text, size_t max_bytes = SIZE_MAX);
 

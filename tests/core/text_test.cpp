@@ -43,6 +43,8 @@ TEST(Text, PrintableEscapesControlAndBrokenBytes) {
   EXPECT_EQ(printable("llama.rope.freq_base"), "llama.rope.freq_base");
   EXPECT_EQ(printable("caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x98\x80");  // UTF-8 kept
   EXPECT_EQ(printable(std::string("a\0b\x07\r\n\x7f", 7)), "a\\x00b\\x07\\x0d\\x0a\\x7f");
+  // C1 controls (CSI U+009B, NEL U+0085) as valid UTF-8 are escaped too; U+00A0 on is text.
+  EXPECT_EQ(printable("a\xc2\x9b" "31mb\xc2\x85" "c\xc2\xa0"), "a\\u009b31mb\\u0085c\xc2\xa0");
   EXPECT_EQ(printable("\xff\xc3(\xe2\x80"), "\\xff\\xc3(\\xe2\\x80");                // stray, cut sequences
   EXPECT_EQ(printable("\xc0\xaf\xed\xa0\x80"), "\\xc0\\xaf\\xed\\xa0\\x80");       // overlong, surrogate
   EXPECT_EQ(printable("abcdef", 4), "abcd...");
