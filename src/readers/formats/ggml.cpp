@@ -105,7 +105,7 @@ std::optional<FormatMatch> match_ollama_terminated(const MessageWindow& w) {
   for (size_t i = 1; i < w.lines.size() && i <= 2; ++i) {
     auto x = regex_search(exact, w.lines[i]);
     if (!x) continue;
-    if (auto q = parse_quantity(std::string((*x)[3]) + " bytes")) e.set_quantity("requested", *q);
+    set_printed_bytes(e, "requested", (*x)[3]);
     e.set_field("buffer_backend", std::string((*x)[1]));
     if (matched((*x)[2])) e.device = parse_decimal<int64_t>((*x)[2]);
     if (w.lines[i].find("gallocr") != std::string::npos) e.set_field("llama_buffer", std::string("compute"));
@@ -126,7 +126,7 @@ std::optional<FormatMatch> match_cpu_buffer(const MessageWindow& w) {
   if (!g) return std::nullopt;
   FormatMatch m = new_match("llama.cpp", "ggml_cpu_buffer");
   m.event.set_field("memory_kind", std::string("host"));
-  set_printed_size(m.event, "requested", std::string((*g)[1]) + " bytes");
+  set_printed_bytes(m.event, "requested", (*g)[1]);
   if (w.lines.size() > 1) {
     if (auto next = regex_search(re, w.lines[1]); next && (*next)[1] == (*g)[1]) m.lines_used = 2;
   }

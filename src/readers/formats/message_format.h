@@ -106,6 +106,9 @@ std::optional<Quantity> parse_printed_size(std::string_view text,
 // 19 decimals): a hostile line loses that figure, not the whole event.
 bool set_printed_size(OomEvent& event, const std::string& name, std::string_view text,
                       LabelMeaning meaning = LabelMeaning::kAsPrinted);
+// The same for an exact count of bytes printed as digits ("48736917632", from "... 48736917632
+// bytes"): the one place a bare byte count becomes a quantity.
+bool set_printed_bytes(OomEvent& event, const std::string& name, std::string_view digits);
 
 // Span of a regex submatch inside the window's flat text.
 size_t offset_in(const MessageWindow& window, std::string_view submatch);

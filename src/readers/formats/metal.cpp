@@ -40,8 +40,8 @@ std::optional<FormatMatch> match_metal_max_buffer(const MessageWindow& w) {
   FormatMatch m = new_match("mlx", "metal_max_buffer_size");
   m.event.set_field("backend", std::string("Metal"));
   m.event.set_field("device_kind", std::string("GPU"));
-  set_printed_size(m.event, "requested", std::string((*g)[1]) + " bytes");
-  set_printed_size(m.event, "max_buffer_size", std::string((*g)[2]) + " bytes");
+  set_printed_bytes(m.event, "requested", (*g)[1]);
+  set_printed_bytes(m.event, "max_buffer_size", (*g)[2]);
   return m;
 }
 

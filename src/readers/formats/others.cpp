@@ -38,7 +38,7 @@ std::optional<FormatMatch> match_onnxruntime_arena(const MessageWindow& w) {
   FormatMatch m = new_match("onnxruntime", "onnxruntime_arena");
   // A size no 64-bit count holds is left out; one that is held but no device's is kept (diagnosis
   // calls it what it is).
-  set_printed_size(m.event, "requested", std::string((*g)[1]) + " bytes");
+  set_printed_bytes(m.event, "requested", (*g)[1]);
   return m;
 }
 
@@ -63,7 +63,7 @@ std::optional<FormatMatch> match_nccl(const MessageWindow& w) {
   static const RE2 size(R"(NCCL WARN Failed to CUDA (?:calloc|malloc) (\d+) bytes)");
   for (size_t i = 1; i < w.lines.size() && i <= 3; ++i) {
     if (auto s = regex_search(size, w.lines[i])) {
-      if (auto q = parse_quantity(std::string((*s)[1]) + " bytes")) m.event.set_quantity("requested", *q);
+      set_printed_bytes(m.event, "requested", (*s)[1]);
       m.lines_used = i + 1;
       break;
     }
@@ -100,7 +100,7 @@ std::optional<FormatMatch> match_directml(const MessageWindow& w) {
   static const RE2 tensor(R"(Could not allocate tensor with (\d+) bytes\. There is not enough GPU video memory)");
   if (auto g = regex_search(tensor, w.lines[0])) {
     FormatMatch m = new_match("directml", "directml_alloc");
-    set_printed_size(m.event, "requested", std::string((*g)[1]) + " bytes");
+    set_printed_bytes(m.event, "requested", (*g)[1]);
     return m;
   }
   if (!contains(w.lines[0], "DML allocator out of memory")) return std::nullopt;

@@ -50,8 +50,8 @@ std::optional<FormatMatch> match_paddle_enforce(const MessageWindow& w) {
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
   auto m = new_match("paddle", "paddle_enforce_allocating");
-  set_printed_size(m.event, "requested", std::string((*g)[1]) + " bytes");
-  set_printed_size(m.event, "free", std::string((*g)[2]) + " bytes");
+  set_printed_bytes(m.event, "requested", (*g)[1]);
+  set_printed_bytes(m.event, "free", (*g)[2]);
   return m;
 }
 

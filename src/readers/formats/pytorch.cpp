@@ -368,7 +368,7 @@ std::optional<FormatMatch> match_cpu_allocator(const MessageWindow& w) {
   m.event.framework = "pytorch";
   m.event.format = "pytorch_cpu_allocator";
   m.event.set_field("device_kind", std::string("CPU"));
-  set_printed_size(m.event, "requested", std::string((*g)[1]) + " bytes");
+  set_printed_bytes(m.event, "requested", (*g)[1]);
   return m;
 }
 

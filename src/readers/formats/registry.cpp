@@ -159,6 +159,11 @@ bool set_printed_size(OomEvent& event, const std::string& name, std::string_view
   return true;
 }
 
+bool set_printed_bytes(OomEvent& event, const std::string& name, std::string_view digits) {
+  if (digits.data() == nullptr) return false;   // an optional group that did not match
+  return set_printed_bytes(event, name, digits);
+}
+
 const std::vector<MessageFormat>& message_formats() {
   // Order matters where two formats could claim one line: wrappers and specific texts come before
   // the generic "CUDA error: out of memory" family.

@@ -266,7 +266,7 @@ size_t read_allocator_stats(const MessageWindow& w, size_t from, OomEvent& e) {
     // Without both figures this is some other "Stats:" line.
     if (!values.contains("Limit") || !values.contains("InUse")) return from;
     auto bytes = [&](const char* name, uint64_t v) {
-      if (!e.quantity(name)) set_printed_size(e, name, std::to_string(v) + " bytes");
+      if (!e.quantity(name)) set_printed_bytes(e, name, std::to_string(v));
     };
     bytes("in_use_chunks", values["InUse"]);
     if (values["Limit"] > 0 && !e.field("memory_limit_bytes")) {

@@ -72,7 +72,7 @@ std::optional<FormatMatch> match_trt_out_of_memory(const MessageWindow& w) {
   }
   m.lines_used = next;
   if (auto t = tactic_warning(w, next)) {
-    if (t->requested) set_printed_size(e, "requested", std::to_string(*t->requested) + " bytes");
+    if (t->requested) set_printed_bytes(e, "requested", std::to_string(*t->requested));
     m.lines_used = t->last_line + 1;
     // The builder caught the failure and skipped the tactic: a warning, unless TensorRT itself says fatal.
     if (t->skipped && severity != "F") {
@@ -91,7 +91,7 @@ std::optional<FormatMatch> match_trt_tactic_warning(const MessageWindow& w) {
   if (!t || t->first_line != 0) return std::nullopt;
   auto m = new_match("tensorrt", "tensorrt_out_of_memory", /*is_error=*/false);
   OomEvent& e = m.event;
-  if (t->requested) set_printed_size(e, "requested", std::to_string(*t->requested) + " bytes");
+  if (t->requested) set_printed_bytes(e, "requested", std::to_string(*t->requested));
   e.set_field("fatal", false);
   if (t->skipped) e.set_field("tactic_skipped", true);
   if (const std::string severity = trt_severity(w.lines[0]); !severity.empty()) e.set_field("severity", severity);

@@ -18,7 +18,7 @@ std::optional<FormatMatch> match_oom_bytes(const MessageWindow& w) {
   if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
   auto m = new_match("jax", "xla_oom_bytes");
   OomEvent& e = m.event;
-  set_printed_size(e, "requested", std::string((*g)[1]) + " bytes");
+  set_printed_bytes(e, "requested", (*g)[1]);
   size_t end = offset_in(w, (*g)[0]) + (*g)[0].size();
   // "BufferAssignment stats:" lines: each "<kind> allocation: <size>" and the total.
   static const RE2 stat("\\n\\s*(parameter|constant|maybe_live_out|preallocated temp|total) allocation:\\s*(" + kSize + ")");
@@ -91,13 +91,13 @@ std::optional<FormatMatch> match_cuda_async_alloc(const MessageWindow& w) {
   const bool tensorflow = w.lines[0].find("tensorflow/") != std::string::npos ||
                           w.lines[0].find("external/local_") != std::string::npos;
   auto m = new_match(tensorflow ? "tensorflow" : "jax", "xla_cuda_async_alloc");
-  set_printed_size(m.event, "requested", std::string((*g)[1]) + " bytes");
+  set_printed_bytes(m.event, "requested", (*g)[1]);
   static const RE2 driver(R"(Free memory/Total memory:\s*(\d+)/(\d+))");
   for (size_t i = 0; i < std::min<size_t>(w.lines.size(), 3); ++i) {
     auto d = regex_search(driver, w.lines[i]);
     if (!d) continue;
     for (auto [name, text] : {std::pair{"free", (*d)[1]}, std::pair{"total", (*d)[2]}}) {
-      set_printed_size(m.event, name, std::string(text) + " bytes");
+      set_printed_bytes(m.event, name, text);
     }
     m.lines_used = i + 1;
     break;
@@ -173,7 +173,7 @@ std::optional<FormatMatch> match_tpu_reserve(const MessageWindow& w) {
       }
       const std::string name = (*r)[1] == "Currently allocated" ? "hbm_allocated"
                                : (*r)[1] == "Program requirement" ? "xla_memory_needed" : "hbm_top_reserved";
-      set_printed_size(e, name, digits + " bytes");
+      set_printed_bytes(e, name, digits);
       last = i;
     }
   }
