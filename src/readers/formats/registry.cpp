@@ -161,7 +161,7 @@ bool set_printed_size(OomEvent& event, const std::string& name, std::string_view
 
 bool set_printed_bytes(OomEvent& event, const std::string& name, std::string_view digits) {
   if (digits.data() == nullptr) return false;   // an optional group that did not match
-  return set_printed_bytes(event, name, digits);
+  return set_printed_size(event, name, std::string(digits) + " bytes");
 }
 
 const std::vector<MessageFormat>& message_formats() {
