@@ -69,6 +69,9 @@ struct Plan {
   bool double_quant = false;
   uint64_t group_size = 128;
   bool fused_backward = false;
+  // The transformers modules, trained by the Hugging Face Trainer (or TRL, Axolotl, LLaMA-Factory
+  // on top of it): their optimizer set-up applies.
+  bool transformers_trainer = true;
   uint64_t micro_batch = 1, accum = 1, seq = 0;
   uint64_t target = 0;   // decoder tokens per sequence (encoder-decoder models; else seq)
   uint64_t num_gpus = 1, tp = 1, pp = 1, cp = 1, dp = 1;
@@ -316,6 +319,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
                          "(TRL concatenated_forward)", *job.objective, p.micro_batch));
     }
     p.accum = job.grad_accum_steps.value_or(1);
+    if (!job.grad_accum_steps) assume("grad_accum_steps: 1 (not given)");
     uint64_t max_pos = m.max_position_embeddings ? m.max_position_embeddings : kDefaultSeqLen;
     p.seq = job.seq_len.value_or(std::min(kDefaultSeqLen, max_pos));
     if (!job.seq_len) assume(fmt::format("seq_len: {} (not given)", p.seq));
@@ -371,6 +375,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // the fused loss, Unsloth's checkpointing, LoRA targets and dtype): the model runs as plain
   // transformers and PEFT would run it.
   const bool transformers = job.implementation.value_or("transformers") == "transformers";
+  p.transformers_trainer = transformers;
   p.kernels = job.kernels.value_or("none");
   if (p.kernels != "none" && !transformers) {
     assume(fmt::format("kernels: none ({} runs its own modules)", *job.implementation));
@@ -1340,6 +1345,18 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     state_detail = "factored second moment (rows + columns)";
   } else { state_per_param = 0; state_detail = "none"; }
   double optimizer_state = trainable * state_per_param / shard_mp / state_shards;
+  // The Hugging Face Trainer keeps the embeddings' states in 32 bits under a bitsandbytes 8-bit
+  // optimizer: create_optimizer registers every nn.Embedding weight with GlobalOptimManager's
+  // override {"optim_bits": 32} ("skipped Embedding ... will optimize in fp32"). The override
+  // matches parameters by identity, which ZeRO's and FSDP's flat partitions do not keep.
+  const bool trainer_8bit_embeddings = (opt == "adamw_8bit" || opt == "paged_adamw_8bit") && p.task == "train_full" &&
+                                       p.transformers_trainer && p.parallelism == "ddp" && m.embedding_params > 0;
+  if (trainer_8bit_embeddings) {
+    const double embedding_state = static_cast<double>(m.embedding_params) * (2 * 4 - state_per_param) / shard_mp;
+    optimizer_state += embedding_state;
+    state_detail += fmt::format("; embeddings' {} in 32 bits (Trainer's optim_bits override)",
+                                format_count(m.embedding_params));
+  }
   if (saved_modules > 0) {
     // The saved modules' gradients and states in their own dtype (torch optimizers keep states in
     // the parameter's dtype; 8-bit and factored states as for the adapters).
@@ -1645,7 +1662,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   }
   if (unsharded_copy > 0) gather = unsharded_copy;
   // DDP keeps gradient buckets as a separate copy of the gradients
-  // (torch DistributedDataParallel gradient_as_bucket_view=False, the default).
+  // (torch DistributedDataParallel gradient_as_bucket_view=False, the default). The Reducer
+  // allocates them when the model is wrapped (reducer.cpp initialize_buckets: at::empty per
+  // bucket) and keeps them for the wrapper's life: live at every moment of the step.
   double ddp_buckets = p.training && p.dp > 1 && p.parallelism == "ddp" ? trainable * p.grad_bytes / shard_mp : 0;
   // Quantized layers are dequantized to 16 bits one at a time (bitsandbytes dequantize_4bit).
   if (p.quantization && p.task != "load") {
@@ -1676,11 +1695,26 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       step_temp = std::min(trainable, largest) * state_bytes / shard_mp;
     }
   }
+  // transformers' Adafactor steps one parameter at a time in fp32 (Adafactor.step): the gradient
+  // and the parameter upcast when they are 16-bit (grad.float(), p.float()), grad**2 + eps, and
+  // the factored estimate r_factor * c_factor made while that square is still referenced: two
+  // fp32 tensors of the largest parameter, four when parameters and gradients are 16-bit.
+  if (p.training && opt == "adafactor" && !p.fused_backward && !p.offload_optimizer && !fsdp_cpu_offload) {
+    double largest = p.task == "train_full" ? static_cast<double>(std::max(m.embedding_params, m.lm_head_params)) : 0;
+    for (const auto& l : linears) {
+      if (p.task == "train_full") largest = std::max(largest, static_cast<double>(l.in_features * l.out_features));
+      else if (p.use_lora && lora_targets(p, l)) largest = std::max(largest, static_cast<double>(p.lora.r * std::max(l.in_features, l.out_features)));
+    }
+    const double trained_bytes = p.use_lora ? p.adapter_bytes : p.param_bytes;
+    const double fp32_copies = 2 + (trained_bytes < 4 ? 2 : 0);
+    step_temp = std::min(trainable, largest) * 4 * fp32_copies / shard_mp;
+  }
 
   // ---- peak moment ----
   double base = 0;
   for (const auto& c : b.components) base += static_cast<double>(c.bytes);
   if (!paged) base += optimizer_state;
+  base += ddp_buckets;
   base += kCublasWorkspaceBytes;
   // Gradients are live through the forward when they accumulate, and on PyTorch < 2.0 where
   // zero_grad() zeroes them in place instead of freeing them (set_to_none became the default in
@@ -1698,7 +1732,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
                           std::max(layer_working + backward_working, logits) + gather + temporary;
   // Under no_sync the last micro-batch's backward adds its gradients to the unsharded ones before
   // the reduce-scatter leaves shards.
-  double backward_end = base + accumulating_grad_bytes + ddp_buckets + gather + first_block_backward;
+  double backward_end = base + accumulating_grad_bytes + gather + first_block_backward;
   double step = base + grad_bytes + step_temp;
   // The cache's growth happens in decoding steps, whose working set is one token per sequence:
   // the larger of the two moments, not their sum.
@@ -1743,8 +1777,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       }
       add_if("temporary", temporary, "largest dequantized weight");
     }
+    add_if("gradient_buckets", ddp_buckets, "DDP all-reduce buckets: a copy of the gradients, allocated when DDP wraps the model");
     if (peak == backward_end && peak != backward_start && phase != "optimizer_step") {
-      add_if("gradient_buckets", ddp_buckets, "DDP all-reduce buckets");
       add_if("first_block_backward", first_block_backward,
              "the first block's backward: all it saved or recomputed, every other gradient already live");
     }
@@ -1753,7 +1787,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       add_if("gathered_params", gather, unsharded_copy > 0 ? "every block unsharded from forward to the end of backward (SHARD_GRAD_OP)"
                                                            : "unsharded blocks being used and prefetched");
     }
-    if (phase == "optimizer_step") add_if("temporary", step_temp, "foreach AdamW sqrt(exp_avg_sq) buffer");
+    if (phase == "optimizer_step") {
+      add_if("temporary", step_temp, opt == "adafactor" ? "Adafactor's fp32 working copies of the largest parameter"
+                                                        : "foreach AdamW sqrt(exp_avg_sq) buffer");
+    }
   } else {
     add_if("kv_cache", kv_cache, fmt::format("{} tokens x {} sequences", p.seq, p.batch));
     if (kv_growth > layer_working) {

@@ -1004,26 +1004,40 @@ const std::vector<std::string_view>& context_key_names() {
   return kKeys;
 }
 
+// transformers saves num_labels as id2label (PretrainedConfig.num_labels is its length; 2 when absent).
+uint64_t num_labels(const json& root) {
+  if (root.contains("id2label") && root.at("id2label").is_object() && !root.at("id2label").empty()) {
+    return root.at("id2label").size();
+  }
+  return 2;
+}
+
 // A checkpoint saved as ...ForSequenceClassification (reward models, classifiers) has a score
-// Linear of hidden x num_labels where a causal LM has its head. transformers saves num_labels as
-// id2label (PretrainedConfig.num_labels is its length; 2 when absent).
+// Linear of hidden x num_labels where a causal LM has its head.
 // An encoder's classification head sits beside its pooled output (one vector per sequence), so it
 // only adds parameters: BERT's classifier Linear(hidden, labels) with bias after its pooler;
 // RoBERTa's RobertaClassificationHead (dense hidden x hidden and out_proj, both biased) in place of
 // the pooler its model then leaves out, the same count; DeBERTa-v2's ContextPooler (dense
 // pooler_hidden_size squared, biased) and classifier (modeling_bert.py, modeling_roberta.py,
 // modeling_deberta_v2.py ...ForSequenceClassification).
+// ViTForImageClassification builds its ViTModel without the pooler (add_pooling_layer=False) and
+// classifies the class token with Linear(hidden, num_labels), biased (modeling_vit.py).
 void read_score_head(const json& root, ModelSpec& m) {
   if (!root.contains("architectures") || !root.at("architectures").is_array()) return;
   constexpr std::string_view kSuffix = "ForSequenceClassification";
   for (const json& name : root.at("architectures")) {
     if (!name.is_string()) continue;
     const std::string& text = name.get_ref<const std::string&>();
-    if (text.size() < kSuffix.size() || text.compare(text.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) continue;
-    uint64_t labels = 2;
-    if (root.contains("id2label") && root.at("id2label").is_object() && !root.at("id2label").empty()) {
-      labels = root.at("id2label").size();
+    if (text == "ViTForImageClassification" && m.model_type == "vit") {
+      const uint64_t labels = num_labels(root);
+      const uint64_t h = m.hidden_size;
+      if (m.pooler_dense) m.extra_params -= std::min(m.extra_params, h * h + h);
+      m.pooler_dense = false;
+      m.extra_params += h * labels + labels;
+      return;
     }
+    if (text.size() < kSuffix.size() || text.compare(text.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) continue;
+    const uint64_t labels = num_labels(root);
     if (!m.is_encoder_only) {
       m.score_labels = labels;
     } else if (m.model_type == "deberta-v2") {
