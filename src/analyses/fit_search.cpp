@@ -17,6 +17,7 @@
 #include "model/gguf_types.h"
 #include "core/units.h"
 #include "readers/gpu_catalog.h"
+#include "readers/job_file.h"
 
 namespace oomdoc {
 namespace {
@@ -61,7 +62,10 @@ PredictedTotals totals_of(const Estimate& estimate) {
                          oom_view(estimate).device_used_bytes};
 }
 
+// A combination the job reader would refuse (params offload under DDP, once the sharding change it
+// was made for is pruned) is no plan: `oomdoc estimate --job` must accept every plan's job.
 std::optional<PredictedTotals> predict(const EstimateFn& est, const ModelSpec& model, const Job& job) {
+  if (!validate_job(job, "plan")) return std::nullopt;
   auto estimate = est(model, job);
   if (!estimate) return std::nullopt;
   return totals_of(*estimate);
@@ -1015,15 +1019,77 @@ bool usable_for(const GpuSpec& gpu, const std::string& precision, const std::str
   return true;
 }
 
-Job sharded_over(const Job& job, uint64_t n) {
-  Job j = job;
+// The job as given, run on n GPUs of a card: training shards it (FSDP full shard, as the
+// fsdp_full_shard change recommends) and keeps the global batch by lowering the accumulation where
+// n divides it; inference splits the model by tensor parallelism up to the card's TP domain and
+// what the heads allow, by pipeline stages beyond.
+struct HardwareLayout {
+  Job job;
+  std::vector<FitSetting> settings;
+  std::string note;   // what else changes: "accumulation 16 -> 2 keeps the global batch 32"
+};
+HardwareLayout layout_on(const Job& job, uint64_t n, const ModelSpec& model, const FitOptions& options) {
+  HardwareLayout out{job, {}, ""};
+  Job& j = out.job;
+  const uint64_t before = job.num_gpus.value_or(1);
   j.num_gpus = n;
-  if (is_training(j) && !is_sharded(j)) {
-    j.parallelism = "fsdp_full_shard";
-    j.sync_each_batch = true;  // as the fsdp_full_shard change recommends it
+  if (is_training(j)) {
+    if (!is_sharded(j)) {
+      j.parallelism = "fsdp_full_shard";
+      j.sync_each_batch = true;
+      if (n > 1) out.settings = fsdp_full_shard_settings(job);
+    }
+    // Data-parallel replicas before and after (a TP/PP layout keeps its degrees).
+    const uint64_t mp = std::max<uint64_t>(1, model_parallel_degree(job) * job.cp.value_or(1));
+    const uint64_t dp_before = std::max<uint64_t>(1, before / mp), dp_after = std::max<uint64_t>(1, n / mp);
+    const uint64_t micro = job.micro_batch_size.value_or(1), accum = job.grad_accum_steps.value_or(1);
+    const uint64_t global = micro * accum * dp_before;
+    if (dp_after != dp_before) {
+      if (global % (micro * dp_after) == 0) {
+        const uint64_t kept = global / (micro * dp_after);
+        if (kept != accum) {
+          j.grad_accum_steps = kept;
+          out.settings.push_back({"TrainingArguments", "gradient_accumulation_steps", std::to_string(kept)});
+          out.note = fmt::format("accumulation {} -> {} keeps the global batch {}", accum, kept, global);
+        }
+      } else {
+        const uint64_t kept = std::max<uint64_t>(1, global / (micro * dp_after));
+        j.grad_accum_steps = kept;
+        if (kept != accum) out.settings.push_back({"TrainingArguments", "gradient_accumulation_steps", std::to_string(kept)});
+        out.note = fmt::format("the global batch goes from {} to {} (micro-batch {} x accumulation {} x {} GPUs)", global,
+                               micro * kept * dp_after, micro, kept, dp_after);
+      }
+    }
+    return out;
   }
-  if (!is_training(j) && j.tp.value_or(1) < n) j.tp = n;  // inference: split layers by TP
-  return j;
+  if (is_llama_cpp(j)) {
+    if (j.tp.value_or(1) < n) j.tp = n;
+    return out;
+  }
+  if (model_parallel_degree(job) >= n) return out;
+  // The widest TP the card's domain and the heads allow (vLLM and transformers split heads
+  // evenly), then pipeline stages for the rest. (Fewest cards first: on cards without NVLink TP
+  // is slower than stages, but it splits the whole model and its cache evenly.)
+  uint64_t tp = 1;
+  for (uint64_t t = 2; t <= std::min<uint64_t>(n, options.gpu_tensor_parallel_domain); t *= 2) {
+    if (n % t == 0 && tensor_parallel_problem(model, t).empty()) tp = t;
+  }
+  const uint64_t pp = n / tp;
+  j.tp = tp;
+  j.pp = pp;
+  if (pp == 1) {
+    out.settings = {{"python", fmt::format("AutoModelForCausalLM.from_pretrained(..., tp_plan=\"auto\")  "
+                                           "# launched with torchrun --nproc-per-node {}", n), ""}};
+  } else if (tp == 1) {
+    out.settings = {{"from_pretrained", "device_map", "\"auto\""},
+                    {"vllm serve", "--pipeline-parallel-size", std::to_string(pp)}};
+    out.note = fmt::format("pipeline parallel {}: the heads do not split for tensor parallelism", pp);
+  } else {
+    out.settings = {{"vllm serve", "--tensor-parallel-size", std::to_string(tp)},
+                    {"vllm serve", "--pipeline-parallel-size", std::to_string(pp)}};
+    out.note = fmt::format("tensor parallel {} x pipeline parallel {}", tp, pp);
+  }
+  return out;
 }
 
 struct Search {
@@ -1242,6 +1308,25 @@ struct Search {
         }
       }
     }
+    // Inference split over GPUs the user has: a wider split (TP 8 instead of TP 4) may fit alone
+    // where the narrower one needed cuts as well (a smaller batch). The cuts cost the job itself;
+    // the wider split only uses cards that are already there.
+    if (applied.size() > 1 && !is_training(original) && is_model_parallel(applied.back().candidate.change)) {
+      for (size_t k = 0; k + 1 < applied.size();) {
+        std::vector<Applied> trial = applied;
+        trial.erase(trial.begin() + static_cast<long>(k));
+        const size_t last = trial.size() - 1;
+        const Job without = rebuild(trial, last);
+        if (auto p = predict(est, model, without)) {
+          if (auto wider = pick(steps[trial[last].step_index], without, p->needed_bytes, limit); wider && wider->fits) {
+            trial[last].candidate = std::move(wider->candidate);
+            applied = std::move(trial);
+            continue;
+          }
+        }
+        ++k;
+      }
+    }
     return applied;
   }
 
@@ -1443,6 +1528,27 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     precision_note = fmt::format("precision {}: {} has no bfloat16 support", *given.precision, options.gpu_name);
   }
 
+  // FlashAttention-2 asked for on a card that cannot run it: predict what runs there (SDPA), as for
+  // the precision above; the plan starts by saying so.
+  std::optional<FitChange> runnable_attention;
+  if (!is_llama_cpp(given) && given.attention_impl == "flash" && !runs_flash_attention_2(options)) {
+    Job with_sdpa = given;
+    with_sdpa.attention_impl = "sdpa";
+    if (auto runs = est(model, with_sdpa)) {
+      given = with_sdpa;
+      estimate = std::move(runs);
+      FitChange c;
+      c.id = "attention_sdpa";
+      c.step = 1;
+      c.title = fmt::format("attention flash_attention_2 -> sdpa: {} ({}) does not run FlashAttention-2", options.gpu_name,
+                            options.gpu_architecture);
+      c.cost = "none here: what runs on this GPU (the prediction is SDPA's)";
+      c.settings = {{"from_pretrained", "attn_implementation", "\"sdpa\""}};
+      c.predicted = totals_of(*estimate);
+      runnable_attention = c;
+    }
+  }
+
   FitReport report;
   report.job = given;
   // The name as the user gave it; the config that stood behind it when that differs (an Instruct
@@ -1474,11 +1580,12 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
                                        options.gpu_name, report.estimate.precision));
     report.will_not_run.push_back(fmt::format("{} has no bfloat16 (use fp16 mixed precision)", options.gpu_name));
   }
-  if (!is_llama_cpp(given) && given.attention_impl == "flash" && !runs_flash_attention_2(options)) {
+  if (runnable_attention || (!is_llama_cpp(given) && given.attention_impl == "flash" && !runs_flash_attention_2(options))) {
     report.notes.push_back(fmt::format("{} ({}) does not run FlashAttention-2 (it needs an Ampere or newer GPU, "
                                        "compute capability 8.0+): attn_implementation=\"flash_attention_2\" will not "
-                                       "run as given; SDPA (attn_implementation=\"sdpa\") is what runs there",
-                                       options.gpu_name, options.gpu_architecture));
+                                       "run as given; SDPA (attn_implementation=\"sdpa\") is what runs there{}",
+                                       options.gpu_name, options.gpu_architecture,
+                                       runnable_attention ? ", and what is predicted" : ""));
     report.will_not_run.push_back(fmt::format("{} does not run FlashAttention-2 (use SDPA)", options.gpu_name));
   }
   if (options.target > options.budget) {
@@ -1591,7 +1698,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   auto predicted_on = [&](uint64_t n) {
     auto it = by_count.find(n);
     if (it != by_count.end()) return it->second;
-    auto p = predict(est, model, n == options.num_gpus ? given : sharded_over(given, n));
+    auto p = predict(est, model, n == options.num_gpus ? given : layout_on(given, n, model, options).job);
     by_count[n] = p;
     return p;
   };
@@ -1623,13 +1730,15 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       a.num_gpus = hw_count;
       a.predicted = *predicted_on(hw_count);
       a.fits_target = a.predicted.needed_bytes <= share_of(best->total_bytes, report.target, best->cuda_total_bytes);
+      // Another vendor's card is another software stack: said wherever the card is named.
+      const std::string vendor_note = own ? "" : best->vendor == "amd" ? ", an AMD card (ROCm)"
+                                              : best->vendor == "nvidia" ? ", an NVIDIA card (CUDA)" : "";
       a.description = fmt::format("fits unchanged on {}{}{}", hw_count > 1
-                                      ? fmt::format("{} x ", hw_count) : "", best->name,
-                                  own ? "" : best->vendor == "amd" ? ", an AMD card (ROCm)" : best->vendor == "nvidia" ? ", an NVIDIA card (CUDA)" : "");
+                                      ? fmt::format("{} x ", hw_count) : "", best->name, vendor_note);
       a.change.id = "bigger_gpu";
       a.change.fix_id = "bigger_gpu";
       a.change.step = 9;
-      a.change.title = fmt::format("move to {} ({})", best->name, format_bytes(best->total_bytes));
+      a.change.title = fmt::format("move to {} ({}){}", best->name, format_bytes(best->total_bytes), vendor_note);
       a.change.cost = "hardware: a larger card";
       a.change.predicted = a.predicted;
       if (auto price = options.prices.find(best->name); price != options.prices.end()) {
@@ -1659,22 +1768,20 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       a.num_gpus = n;
       a.predicted = *p;
       a.fits_target = p->needed_bytes <= report.target_bytes;
-      Job sharded = sharded_over(given, n);
-      a.description = fmt::format("fits on {} x {}{}", n, options.gpu_name,
+      const HardwareLayout layout = layout_on(given, n, model, options);
+      const Job& sharded = layout.job;
+      a.description = fmt::format("fits on {} x {}{}{}", n, options.gpu_name,
                                   sharded.parallelism && sharded.parallelism != given.parallelism
-                                      ? fmt::format(" with {}", *sharded.parallelism) : "");
+                                      ? fmt::format(" with {}", *sharded.parallelism) : "",
+                                  layout.note.empty() ? "" : "; " + layout.note);
       a.change.id = "more_gpus";
       a.change.fix_id = "bigger_gpu";
       a.change.step = 9;
-      a.change.title = fmt::format("{} GPUs instead of {}", n, options.num_gpus);
+      a.change.title = fmt::format("{} GPUs instead of {}{}", n, options.num_gpus,
+                                   layout.note.empty() ? "" : " (" + layout.note + ")");
       a.change.cost = "hardware: more cards, and sharding's communication";
-      if (is_training(given) && !is_sharded(given)) {
-        a.change.settings = fsdp_full_shard_settings(given);  // what sharded_over() predicts
-      } else if (!is_training(given) && !is_llama_cpp(given)) {
-        // sharded_over() splits inference by tensor parallelism (transformers' tp_plan).
-        a.change.settings = {{"python", fmt::format("AutoModelForCausalLM.from_pretrained(..., tp_plan=\"auto\")  "
-                                                    "# launched with torchrun --nproc-per-node {}", n), ""}};
-      }
+      a.change.settings = layout.settings;
+      a.job = sharded;
       a.change.predicted = *p;
       if (auto price = options.prices.find(options.gpu_name); price != options.prices.end()) {
         a.price_per_hour = price->second * static_cast<double>(n);
@@ -1698,11 +1805,17 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
           a.predicted = *predicted_on(n);
           a.fits_target = true;
           a.price_per_hour = cost;
-          a.description = fmt::format("cheapest that fits: {} x {} at {:.2f}/hour", n, gpu.name, cost);
+          const HardwareLayout layout = layout_on(given, n, model, options);
+          a.description = fmt::format("cheapest that fits: {} x {} at {:.2f}/hour{}", n, gpu.name, cost,
+                                      layout.note.empty() ? "" : "; " + layout.note);
           a.change.id = "cheapest_gpu";
           a.change.fix_id = "bigger_gpu";
           a.change.step = 9;
           a.change.title = fmt::format("{} x {}", n, gpu.name);
+          if (n != options.num_gpus) {
+            a.change.settings = layout.settings;
+            a.job = layout.job;
+          }
           a.change.cost = fmt::format("{:.2f} per hour", cost);
           a.change.predicted = a.predicted;
           cheapest = a;
@@ -1743,11 +1856,16 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     // The target first, then the budget. The search is greedy: once LoRA/QLoRA is in, the TP/PP
     // layouts (full training only) are out of reach, so each limit is also searched keeping the
     // method, and that plan is taken when the method change leads nowhere or it is no dearer.
+    // A plan whose method change the pruning dropped again (QLoRA tried, then not needed once
+    // sharding and offload were in) was still searched without the TP/PP layouts: the search
+    // keeping the method is compared with it too, by its last step.
     for (uint64_t limit : {report.target_bytes, report.usable_bytes}) {
       report.plan = find_plan(limit, {});
-      if (!report.plan || changes_method(*report.plan)) {
-        auto kept = find_plan(limit, {"lora", "qlora"});
-        if (kept && (!report.plan || no_dearer(*kept, *report.plan))) report.plan = kept;
+      auto kept = find_plan(limit, {"lora", "qlora"});
+      if (kept && (!report.plan || (changes_method(*report.plan)
+                                        ? no_dearer(*kept, *report.plan)
+                                        : kept->changes.back().step < report.plan->changes.back().step))) {
+        report.plan = kept;
       }
       if (report.plan) break;
     }
@@ -1761,14 +1879,20 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
         plan.gpu_name = hw->gpu_name;
         plan.total_bytes = hw->gpu_total_bytes.value_or(options.total_bytes);
         plan.num_gpus = hw->num_gpus.value_or(options.num_gpus);
-        plan.job = hw->change.id == "more_gpus" ? sharded_over(given, plan.num_gpus) : given;
+        plan.job = hw->change.id == "more_gpus" ? layout_on(given, plan.num_gpus, model, options).job : given;
         plan.fits_target = hw->fits_target;
         plan.fits_budget = true;
         report.plan = plan;
       } else {
-        report.notes.push_back("no change searched, and no catalog GPU up to 16 of them, makes "
-                               "this job fit");
+        report.notes.push_back(fmt::format("no change searched makes this job fit, nor does {}, nor up to 16 x {}",
+                                           hw_count > 1 ? fmt::format("any catalog GPU taken {} at a time", hw_count)
+                                                        : std::string("any single catalog GPU"),
+                                           options.gpu_name));
       }
+    }
+    // On this card, the plan runs SDPA where flash attention was asked for: its first change.
+    if (report.plan && runnable_attention && !report.plan->gpu_name) {
+      report.plan->changes.insert(report.plan->changes.begin(), *runnable_attention);
     }
     if (report.plan && !report.plan->fits_target) {
       report.notes.push_back(fmt::format(

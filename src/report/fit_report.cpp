@@ -166,6 +166,8 @@ Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
     j["gpu"] = json_optional(a.gpu_name);
     j["num_gpus"] = json_optional(a.num_gpus);
     j["price_per_hour"] = json_optional(a.price_per_hour);
+    if (a.job) j["job"] = job_to_json(*a.job);
+    else j["job"] = nullptr;
     add_totals(j, a.predicted);
     alternatives.push_back(j);
   }

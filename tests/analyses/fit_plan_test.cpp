@@ -10,6 +10,7 @@
 #include "analyses/estimator.h"
 #include "analyses/fit_search.h"
 #include "readers/gpu_catalog.h"
+#include "readers/job_file.h"
 #include "readers/model_resolver.h"
 
 namespace oomdoc {
@@ -163,6 +164,9 @@ TEST_P(FitPlanProperty, PlanFitsAndNoCheaperStepAloneWould) {
   ASSERT_TRUE(report->plan.has_value());
   const FitPlan& plan = *report->plan;
   ASSERT_FALSE(plan.changes.empty());
+  // The plan's job is one `oomdoc estimate --job` accepts.
+  auto valid = validate_job(plan.job, "plan");
+  EXPECT_TRUE(valid.ok()) << valid.error().message;
 
   // The plan's totals are the estimator's for the plan's job, under the budget (and the target
   // when the plan says so).
@@ -559,6 +563,132 @@ TEST(FitPlan, QloraOnADefaultLoraJobSaysItTargetsAllLinearLayers) {
   ASSERT_FALSE(qlora.settings.empty());
   EXPECT_EQ(qlora.settings[0].target + "." + qlora.settings[0].name + "=" + qlora.settings[0].value,
             "LoraConfig.target_modules=\"all-linear\"");
+}
+
+}  // namespace
+}  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+const FitAlternative* alternative(const FitReport& report, const std::string& id) {
+  for (const auto& a : report.alternatives) {
+    if (a.change.id == id) return &a;
+  }
+  return nullptr;
+}
+
+std::optional<std::string> setting(const FitChange& change, const std::string& name) {
+  for (const auto& s : change.settings) {
+    if (s.name == name) return s.value;
+  }
+  return std::nullopt;
+}
+
+// QLoRA on two T4s: FSDP's CPU offload is an FSDP setting, so the plan keeps the FSDP change it
+// was made for (params offload under DDP is no job), and stores the 4-bit weights as fp16 to shard.
+TEST(FitPlan, FsdpOffloadKeepsTheShardingItNeeds) {
+  Job job;
+  job.task = "train_qlora";
+  job.micro_batch_size = 2;
+  job.seq_len = 2048;
+  auto fitted = fit_on("mistralai/Mixtral-8x7B-v0.1", "t4", job, 2);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitReport& report = fitted->report;
+  ASSERT_TRUE(report.plan.has_value());
+  EXPECT_EQ(change_ids(report), (std::vector<std::string>{"bf16_hidden_states", "fsdp_full_shard", "offload_params"}));
+  EXPECT_EQ(report.plan->job.parallelism, "fsdp_full_shard");
+  EXPECT_EQ(report.plan->job.offload, std::vector<std::string>{"params"});
+  EXPECT_EQ(setting(report.plan->changes[1], "bnb_4bit_quant_storage"), "torch.float16");
+  EXPECT_TRUE(validate_job(report.plan->job, "plan").ok());
+  EXPECT_EQ(report.plan->predicted.needed_bytes, needed_bytes(fitted->model, report.plan->job));
+}
+
+// More cards keep the global batch: 2 x 16 on one A100 is 2 x 2 on each of 8, and the alternative
+// says how to shard and accumulate.
+TEST(FitPlan, MoreGpusLowerTheAccumulationToKeepTheGlobalBatch) {
+  Job job = training("train_full", 2, 2048);
+  job.grad_accum_steps = 16;
+  auto fitted = fit_on("meta-llama/Llama-3.1-8B", "a100-80", job, 1, [](FitOptions& o) {
+    o.prices = {{"A100 SXM4 80GB", 1.79}, {"GeForce RTX 4090 24GB", 0.69}};
+  });
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitAlternative* more = alternative(fitted->report, "more_gpus");
+  ASSERT_NE(more, nullptr);
+  EXPECT_EQ(more->num_gpus, 8u);
+  ASSERT_TRUE(more->job.has_value());
+  EXPECT_EQ(more->job->grad_accum_steps, 2u);
+  EXPECT_EQ(more->job->parallelism, "fsdp_full_shard");
+  EXPECT_EQ(setting(more->change, "gradient_accumulation_steps"), "2");
+  EXPECT_EQ(setting(more->change, "fsdp"), "\"full_shard auto_wrap\"");
+  EXPECT_THAT(more->description, ::testing::HasSubstr("accumulation 16 -> 2 keeps the global batch 32"));
+  EXPECT_EQ(more->predicted.needed_bytes, needed_bytes(fitted->model, *more->job));
+  // The cheapest priced configuration says the same.
+  const FitAlternative* cheapest = alternative(fitted->report, "cheapest_gpu");
+  ASSERT_NE(cheapest, nullptr);
+  EXPECT_EQ(cheapest->gpu_name, "A100 SXM4 80GB");
+  EXPECT_EQ(cheapest->num_gpus, 8u);
+  EXPECT_EQ(setting(cheapest->change, "fsdp"), "\"full_shard auto_wrap\"");
+  EXPECT_EQ(setting(cheapest->change, "gradient_accumulation_steps"), "2");
+}
+
+// Serving on the 8 GPUs one has: tensor parallel 8 alone fits; it is not traded for a smaller
+// batch at tensor parallel 4.
+TEST(FitPlan, InferenceTakesTheWiderSplitOverABatchCut) {
+  auto fitted = fit_on("meta-llama/Llama-3.1-70B", "h100 sxm", inference(64, 8192, 1024), 8);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitReport& report = fitted->report;
+  EXPECT_EQ(change_ids(report), std::vector<std::string>{"tensor_parallel"});
+  ASSERT_TRUE(report.plan.has_value());
+  EXPECT_EQ(report.plan->job.tp, 8u);
+  EXPECT_EQ(report.plan->job.batch_size, 64u);
+}
+
+// More cards for a model whose 8 KV heads split at most 8 ways, on an 8-GPU NVLink domain: tensor
+// parallel 8, then pipeline stages.
+TEST(FitPlan, MoreGpusForInferenceSplitWithinTheTensorParallelDomain) {
+  auto fitted = fit_on("meta-llama/Llama-3.1-405B", "h100 sxm", inference(1, 2048, 256), 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitReport& report = fitted->report;
+  ASSERT_TRUE(report.plan.has_value());
+  EXPECT_EQ(change_ids(report), std::vector<std::string>{"more_gpus"});
+  EXPECT_EQ(report.plan->num_gpus, 16u);
+  EXPECT_EQ(report.plan->job.tp, 8u);
+  EXPECT_EQ(report.plan->job.pp, 2u);
+  EXPECT_EQ(setting(report.plan->changes[0], "--tensor-parallel-size"), "8");
+  EXPECT_EQ(setting(report.plan->changes[0], "--pipeline-parallel-size"), "2");
+}
+
+// A T4 cannot run FlashAttention-2: the prediction is SDPA's, and the plan says so first.
+TEST(FitPlan, FlashAttentionOnATuringCardIsPlannedAsSdpa) {
+  Job job = training("train_full", 4, 2048);
+  job.grad_accum_steps.reset();
+  job.attention_impl = "flash";
+  auto fitted = fit_on("meta-llama/Llama-3.2-1B", "t4", job, 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitReport& report = fitted->report;
+  ASSERT_TRUE(report.plan.has_value());
+  EXPECT_EQ(report.plan->changes.front().id, "attention_sdpa");
+  EXPECT_EQ(setting(report.plan->changes.front(), "attn_implementation"), "\"sdpa\"");
+  EXPECT_EQ(report.plan->job.attention_impl, "sdpa");
+  Job sdpa = job;
+  sdpa.model = "meta-llama/Llama-3.2-1B";
+  sdpa.attention_impl = "sdpa";
+  sdpa.precision = "fp16_mixed";
+  EXPECT_EQ(report.needed_bytes, needed_bytes(fitted->model, sdpa));
+  EXPECT_FALSE(report.will_not_run.empty());
+}
+
+// A move to another vendor's card says so in the plan too, not only among the alternatives.
+TEST(FitPlan, AnotherVendorsCardIsNamedAsSuch) {
+  Job job = training("train_full", 2, 2048);
+  job.grad_accum_steps = 16;
+  auto fitted = fit_on("meta-llama/Llama-3.1-8B", "4090", job, 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitAlternative* bigger = alternative(fitted->report, "bigger_gpu");
+  ASSERT_NE(bigger, nullptr);
+  EXPECT_EQ(bigger->gpu_name, "Instinct MI325X 256GB");
+  EXPECT_EQ(bigger->change.title, "move to Instinct MI325X 256GB (256.00 GiB), an AMD card (ROCm)");
 }
 
 }  // namespace

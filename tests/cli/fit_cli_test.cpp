@@ -432,7 +432,7 @@ TEST(FitCli, NoFlashAttention2BeforeAmpere) {
   EXPECT_NE(std::find(notes.begin(), notes.end(),
                       "Tesla T4 16GB (Turing) does not run FlashAttention-2 (it needs an Ampere or newer GPU, compute "
                       "capability 8.0+): attn_implementation=\"flash_attention_2\" will not run as given; SDPA "
-                      "(attn_implementation=\"sdpa\") is what runs there"),
+                      "(attn_implementation=\"sdpa\") is what runs there, and what is predicted"),
             notes.end()) << notes.dump();
   // On an Ampere card the same plan may use it.
   auto a10 = run_cli({"fit", "llama-2-7b", "--task", "train_lora", "--attention-impl", "flash", "--gpu", "a10", "--json"});
