@@ -774,6 +774,9 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   if (p.attention == "eager") {
     double probs = (upcasts_softmax(m) || p.autocast) && kern < 4 ? 4 + kern : kern;
     if (m.attention_dropout > 0) probs += 1 + kern;
+    // Soft-capped scores (Gemma 2's eager_attention_forward: scores / cap, tanh, * cap): tanh
+    // keeps its output for backward, one more score matrix in the compute dtype.
+    if (m.attn_logit_softcapping > 0) probs += kern;
     a.attention_scores = nh * probs;
     if (cross_attention) a.source_scores = nh * probs;
   } else {
@@ -1571,6 +1574,13 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
           logits = out_tokens * m.hidden_size * (4 + p.act_bytes);
         } else {
           logits = out_tokens * v * 12;
+          // Soft-capped logits (Gemma2ForCausalLM.forward: logits / cap, tanh, * cap): tanh keeps
+          // its output, a second copy of the logits in their dtype. (Liger's fused loss caps
+          // inside its chunks.)
+          if (m.final_logit_softcapping > 0) {
+            logits += out_tokens * v * p.act_bytes;
+            logits_detail += "; the soft-capping's tanh output";
+          }
         }
       }
     } else {

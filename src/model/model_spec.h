@@ -103,6 +103,11 @@ struct ModelSpec {
   // One learned logit per query head per layer added to the softmax (gpt-oss GptOssAttention.sinks):
   // num_attention_heads parameters per layer, nothing in the KV cache.
   bool attention_sinks = false;
+  // Gemma 2's tanh soft-capping (cap * tanh(x / cap)) of the attention scores (eager attention
+  // only: SDPA ignores it, flash-attn applies it inside its kernel) and of the output logits;
+  // 0 = none.
+  double attn_logit_softcapping = 0;
+  double final_logit_softcapping = 0;
   uint64_t relative_attention_buckets = 0;  // T5 relative position bias (first layer of each stack)
   // DeBERTa-v2/v3 disentangled attention (modeling_deberta_v2.py DisentangledSelfAttention):
   // att_span = position_buckets, else max_relative_positions (max_position_embeddings when < 1);

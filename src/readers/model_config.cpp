@@ -35,6 +35,7 @@ class ConfigView {
       : j_(j), source_(source), prefix_(std::move(prefix)) {}
 
   bool has(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  bool given_as_null(const char* key) const { return j_.contains(key) && j_.at(key).is_null(); }
 
   Result<uint64_t> count(const char* key, std::optional<uint64_t> fallback = std::nullopt) const {
     if (!has(key)) {
@@ -176,6 +177,15 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
         t == "qwen3_moe") {
       if (auto s = read_sliding_window(c, m); !s) return s;
     }
+    // Qwen's sliding window covers only the layers from max_window_layers on (Qwen2Config:
+    // "sliding_attention" if i >= max_window_layers; vLLM's Qwen2Attention the same), unless the
+    // config lists its layer_types.
+    if (m.sliding_window && t != "mistral" && t != "mixtral" && !read_layer_types(c, m)) {
+      uint64_t full_layers = 28;  // Qwen2Config / Qwen3Config default
+      TRY_ASSIGN(full_layers, c.count("max_window_layers", 28));
+      m.layer_is_sliding.assign(m.num_layers, false);
+      for (uint64_t i = full_layers; i < m.num_layers; ++i) m.layer_is_sliding[i] = true;
+    }
     if (t == "qwen2" || t == "qwen2_moe") {
       m.qkv_bias = true;  // Qwen2Attention: q/k/v with bias, o_proj without
       m.attn_out_bias = false;
@@ -259,6 +269,11 @@ Status read_family(const ConfigView& c, ModelSpec& m) {
       }
     }
     if (t == "gemma3_text") m.qk_norm = true;
+    // Gemma2Config's soft-capping defaults (30 for the logits, 50 for the scores); Gemma 3 has none
+    // by default. An explicit null turns it off.
+    const bool gemma2 = t == "gemma2";
+    m.final_logit_softcapping = c.given_as_null("final_logit_softcapping") ? 0 : c.number("final_logit_softcapping", gemma2 ? 30 : 0);
+    m.attn_logit_softcapping = c.given_as_null("attn_logit_softcapping") ? 0 : c.number("attn_logit_softcapping", gemma2 ? 50 : 0);
     return Ok{};
   }
   if (t == "gpt_oss") {

@@ -53,6 +53,27 @@ TEST(ModelConfig, GemmaTwoAlternatesSlidingLayers) {
   EXPECT_EQ(m->norms_per_layer, 4u);
 }
 
+// Qwen2's window covers the layers from max_window_layers on; without use_sliding_window, none.
+TEST(ModelConfig, QwenSlidesOnlyFromMaxWindowLayers) {
+  const std::string shape = R"("model_type": "qwen2", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 6,
+                     "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 128,
+                     "sliding_window": 4096, "max_window_layers": 4)";
+  auto on = parse("{" + shape + R"(, "use_sliding_window": true})");
+  ASSERT_TRUE(on) << on.error().message;
+  ASSERT_TRUE(on->sliding_window);
+  EXPECT_EQ(on->layer_is_sliding, (std::vector<bool>{false, false, false, false, true, true}));
+  auto off = parse("{" + shape + R"(, "use_sliding_window": false})");
+  ASSERT_TRUE(off) << off.error().message;
+  EXPECT_FALSE(off->sliding_window);
+  EXPECT_TRUE(off->layer_is_sliding.empty());
+  // Mistral's window covers every layer.
+  auto mistral = parse(R"({"model_type": "mistral", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 2,
+                     "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 128,
+                     "sliding_window": 4096, "max_window_layers": 1})");
+  ASSERT_TRUE(mistral) << mistral.error().message;
+  EXPECT_TRUE(mistral->layer_is_sliding.empty());
+}
+
 // openai/gpt-oss-20b's config.json as published (tests/fixtures/estimate/gpt-oss-20b).
 TEST(ModelConfig, GptOssTwentyB) {
   auto m = parse_model_config(testing::read_file(testing::fixture_path("estimate/gpt-oss-20b/config.json")),
