@@ -1484,9 +1484,17 @@ void add_tf_activation_fixes(Diagnosis& d, const OomEvent& e, const MemoryBreakd
   if (e.field("hint") && !has_async_fix) {
     d.fixes.push_back(make_fix("tf_async_allocator", "TensorFlow suggests it against BFC fragmentation."));
   }
-  d.fixes.push_back(make_fix("mixed_precision", "A 16-bit compute policy halves activations.",
-                             "tf.keras.mixed_precision.set_global_policy('mixed_bfloat16')  # 'mixed_float16' on GPUs "
-                             "before Ampere (Keras adds loss scaling)"));
+  // A tensor already in 16 bits (type half or bfloat16) was computed under a 16-bit policy: there
+  // is nothing left to halve. Integer tensors (indices, masks) do not follow the policy.
+  const FieldValue* dtype = e.field("dtype");
+  const std::string type = dtype && std::holds_alternative<std::string>(*dtype) ? std::get<std::string>(*dtype) : "";
+  if (type.empty() || type == "float" || type == "double") {
+    d.fixes.push_back(make_fix("mixed_precision",
+                               type == "double" ? "The tensor is float64: float32 halves it, a 16-bit policy quarters it."
+                                                : "A 16-bit compute policy halves activations.",
+                               "tf.keras.mixed_precision.set_global_policy('mixed_bfloat16')  # 'mixed_float16' on GPUs "
+                               "before Ampere (Keras adds loss scaling)"));
+  }
 }
 
 Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
@@ -1504,8 +1512,20 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.evidence.push_back(fmt::format("MPS holds {} and other allocations {}; with the {} request that passes the {} limit{}.",
                                      format_bytes(a), format_bytes(o), format_bytes(r), format_bytes(mx),
                                      a + o + r > mx ? " by " + format_bytes(a + o + r - mx) : ""));
-    add_training_ladder(d, e, m, operation);
-    d.fixes.push_back(make_fix("mps_watermark", "The limit protects the rest of the system's unified memory."));
+    if (mx && r > mx) {
+      // One request above the whole limit: a shape far larger than intended, which no freed memory
+      // makes room for; lifting the watermark would let it eat the system's unified memory.
+      d.cause = "request_exceeds_total_capacity";
+      d.secondary_causes.push_back("mps_high_watermark_exceeded");
+      d.fixes.push_back(make_fix("smaller_input",
+                                 fmt::format("A single {} tensor is larger than the whole {} MPS limit: find its shape "
+                                             "(batch x seq x vocab for logits, image size for vision) and shrink the "
+                                             "dimension that makes it.", format_bytes(r), format_bytes(mx))));
+      d.fixes.push_back(make_fix("shorter_sequence", "Logits and attention scores grow with sequence length."));
+    } else {
+      add_training_ladder(d, e, m, operation);
+      d.fixes.push_back(make_fix("mps_watermark", "The limit protects the rest of the system's unified memory."));
+    }
   } else if (e.format == "metal_insufficient_memory") {
     d.cause = "metal_working_set_exceeded";
     d.evidence.push_back("The Metal GPU could not get the unified memory a command buffer needed: the model, its KV cache "

@@ -221,6 +221,23 @@ TEST(DiagnoseHardening, MpsGetsNoCudaOnlyFixes) {
   }
 }
 
+// One MPS request above the whole limit is a shape problem: find it before lifting the watermark.
+TEST(DiagnoseHardening, MpsRequestAboveTheWholeLimitIsAShapeProblem) {
+  ExplainReport r = explain_text(
+      "RuntimeError: MPS backend out of memory (MPS allocated: 1.00 GB, other allocations: 0.50 GB, max allowed: "
+      "18.13 GB). Tried to allocate 64.00 GB on private pool.\n");
+  ASSERT_EQ(r.events.size(), 1u);
+  const Diagnosis& d = r.events[0].diagnosis;
+  EXPECT_EQ(d.cause, "request_exceeds_total_capacity");
+  const std::vector<std::string> ids = fix_ids(d);
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(ids[0], "smaller_input");
+  EXPECT_FALSE(has(ids, "mps_watermark"));
+  EXPECT_EQ(d.fixes[0].detail, "A single 64.00 GiB tensor is larger than the whole 18.13 GiB MPS limit: find its shape "
+                               "(batch x seq x vocab for logits, image size for vision) and shrink the dimension that "
+                               "makes it.");
+}
+
 // TensorFlow's BFC line has no shape: its fix says nothing about the shape's first dimension.
 TEST(DiagnoseHardening, TensorFlowWithoutShapeSaysNothingOfDimensions) {
   ExplainReport r = explain_text(
@@ -250,6 +267,27 @@ TEST(DiagnoseHardening, TensorFlowBfcWarningAndTensorErrorAreOneEvent) {
   const Diagnosis& d = r.events[0].diagnosis;
   EXPECT_EQ(d.fixes[0].detail, "The first dimension (32768) is usually the batch (or batch x sequence length): at 16384 "
                                "this tensor takes 768.00 MiB instead of 1.50 GiB.");
+}
+
+// A tensor already in 16 bits ran under a 16-bit policy: no mixed-precision advice.
+TEST(DiagnoseHardening, TensorFlowSixteenBitTensorGetsNoMixedPrecisionAdvice) {
+  auto fix_ids = [](const std::string& type) {
+    ExplainReport r = explain_text(
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with "
+        "shape[64,4096,4096] and type " + type + " on /job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc\n");
+    std::vector<std::string> ids;
+    if (!r.events.empty()) {
+      for (const auto& f : r.events[0].diagnosis.fixes) ids.push_back(f.id);
+    }
+    return ids;
+  };
+  auto has = [](const std::vector<std::string>& ids, const char* id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  EXPECT_FALSE(has(fix_ids("bfloat16"), "mixed_precision"));
+  EXPECT_FALSE(has(fix_ids("half"), "mixed_precision"));
+  EXPECT_TRUE(has(fix_ids("bfloat16"), "smaller_input"));
+  EXPECT_TRUE(has(fix_ids("float"), "mixed_precision"));
 }
 
 // The source line Python echoes under a traceback frame is code, not a message.
