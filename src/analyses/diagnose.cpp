@@ -255,6 +255,19 @@ bool training_evident(const OomEvent& e, const std::string& operation) {
 // part * 2 >= whole without the doubling overflowing (both figures come from the log).
 bool at_least_half(uint64_t part, uint64_t whole);
 
+// DeepSpeed's engine in the traceback with no trainer library above it.
+bool driven_by_deepspeed_engine(const OomEvent& e) {
+  if (!e.traceback) return false;
+  bool engine = false;
+  for (const TracebackFrame& f : e.traceback->frames) {
+    for (const char* trainer : {"transformers/trainer", "/accelerate/", "lightning/", "/trl/"}) {
+      if (f.file.find(trainer) != std::string::npos) return false;
+    }
+    if (f.file.find("/deepspeed/") != std::string::npos) engine = true;
+  }
+  return engine;
+}
+
 // A request of half the card or more is one tensor whose shape is worth finding, whatever the
 // cause: the evidence and the fix that say so.
 void add_one_tensor(Diagnosis& d, uint64_t requested, uint64_t total) {
@@ -2273,6 +2286,14 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     if (f.id == "expandable_segments" && e.framework != "pytorch-rocm") continue;
     if (!amd && !intel) continue;
     if (auto own = fix_variant_snippet(f.id, amd ? FixVariant::kAmd : FixVariant::kIntel)) f.snippet = *own;
+  }
+  // A script that drives DeepSpeed's engine itself (its frames, no Trainer, Accelerate, Lightning or
+  // TRL above them) sets the batch, precision, ZeRO stage and offload in DeepSpeed's config, not in
+  // TrainingArguments.
+  if (driven_by_deepspeed_engine(e)) {
+    for (Fix& f : d.fixes) {
+      if (auto own = fix_variant_snippet(f.id, FixVariant::kDeepSpeed)) f.snippet = *own;
+    }
   }
   // bitsandbytes on Apple Silicon: its docs list CUDA, ROCm, Intel XPU/CPU and Gaudi up to v0.48
   // ("Apple Silicon support is planned"); v0.50 adds Apple Silicon, but the paged optimizers page

@@ -364,6 +364,23 @@ std::optional<std::string_view> fix_variant_snippet(std::string_view id, FixVari
       {"end_other_processes", FixVariant::kDirectMl,
        "Task Manager > Details: add the \"Dedicated GPU memory\" column, close the programs that hold it (browsers, "
        "games, other Python processes)"},
+      // DeepSpeed's own config (deepspeed.initialize(config=...)): the batch, precision, ZeRO stage and
+      // offload are its keys (deepspeed.ai/docs/config-json); the 8-bit optimizer is a client one.
+      {"smaller_batch", FixVariant::kDeepSpeed,
+       "\"train_micro_batch_size_per_gpu\": B/2, \"gradient_accumulation_steps\": 2*G  # DeepSpeed config; "
+       "train_batch_size stays micro x accumulation x GPUs"},
+      {"mixed_precision", FixVariant::kDeepSpeed, "\"bf16\": {\"enabled\": true}  # DeepSpeed config (\"fp16\" on GPUs before Ampere)"},
+      {"eight_bit_optimizer", FixVariant::kDeepSpeed,
+       "deepspeed.initialize(model=model, optimizer=bnb.optim.AdamW8bit(model.parameters()), config=...)  # a client "
+       "optimizer instead of the config's \"optimizer\" block (ZeRO stage 0-2)"},
+      {"gradient_checkpointing", FixVariant::kDeepSpeed,
+       "model.gradient_checkpointing_enable()  # transformers models; else deepspeed.checkpointing.checkpoint(block, x) "
+       "in the forward"},
+      {"shard_model", FixVariant::kDeepSpeed, "\"zero_optimization\": {\"stage\": 3}  # DeepSpeed config; stage 2 shards "
+                                              "the optimizer states and gradients only"},
+      {"offload", FixVariant::kDeepSpeed,
+       "\"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\", \"pin_memory\": true}}  "
+       "# DeepSpeed config; stage 3 adds \"offload_param\""},
       {"quantize_model", FixVariant::kMlx, "mlx_lm.convert --hf-path <model> -q --q-bits 4  # or an mlx-community 4-bit model"},
       {"shorter_sequence", FixVariant::kMlx, "--max-kv-size N  # mlx_lm: a rotating KV cache of N tokens; or a shorter prompt"},
       // ComfyUI on AMD or Intel cards starts from main.py: the portable build's launcher is NVIDIA's.

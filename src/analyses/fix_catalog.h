@@ -69,7 +69,8 @@ enum class FixVariant {
   kPaddle,         // PaddlePaddle: paddle.set_device, its DataLoader and model configs
   kMxnet,          // MXNet: its data iterators and Gluon DataLoader
   kDeepStream,     // NVIDIA DeepStream's nvinfer: TensorRT's settings in its config file
-  kDirectMl        // DirectML on Windows: Task Manager, no nvidia-smi
+  kDirectMl,       // DirectML on Windows: Task Manager, no nvidia-smi
+  kDeepSpeed       // a script driving DeepSpeed's engine itself: its JSON config's keys
 };
 
 // The snippet of `id` written for `variant`, or nullopt when the variant writes it as the default.

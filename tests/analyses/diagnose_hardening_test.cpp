@@ -221,6 +221,38 @@ TEST(DiagnoseHardening, MpsGetsNoCudaOnlyFixes) {
   }
 }
 
+// A script driving DeepSpeed's engine itself sets the batch and offload in DeepSpeed's config; under
+// the Trainer, TrainingArguments stay.
+TEST(DiagnoseHardening, DeepSpeedEngineGetsItsConfigKeys) {
+  const std::string oom =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB "
+      "of which 1.10 GiB is free. Process 1 has 78.04 GiB memory in use. Of the allocated memory 75.20 GiB is allocated "
+      "by PyTorch, and 1.30 GiB is reserved by PyTorch but unallocated.\n";
+  auto snippet_of = [](const ExplainReport& r, const char* id) {
+    for (const auto& f : r.events.at(0).diagnosis.fixes) {
+      if (f.id == id) return f.snippet;
+    }
+    return std::string();
+  };
+  ExplainReport engine = explain_text(
+      "Traceback (most recent call last):\n"
+      "  File \"/home/u/train.py\", line 88, in <module>\n"
+      "    model_engine.backward(loss)\n"
+      "  File \"/usr/lib/python3/site-packages/deepspeed/runtime/engine.py\", line 2020, in backward\n"
+      "    self.optimizer.backward(loss)\n" + oom);
+  ASSERT_EQ(engine.events.size(), 1u);
+  EXPECT_EQ(snippet_of(engine, "smaller_batch").rfind("\"train_micro_batch_size_per_gpu\": B/2", 0), 0u)
+      << snippet_of(engine, "smaller_batch");
+  ExplainReport trainer = explain_text(
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/lib/python3/site-packages/transformers/trainer.py\", line 2240, in train\n"
+      "    return inner_training_loop(\n"
+      "  File \"/usr/lib/python3/site-packages/deepspeed/runtime/engine.py\", line 2020, in backward\n"
+      "    self.optimizer.backward(loss)\n" + oom);
+  ASSERT_EQ(trainer.events.size(), 1u);
+  EXPECT_EQ(snippet_of(trainer, "smaller_batch").find("train_micro_batch_size_per_gpu"), std::string::npos);
+}
+
 // One MPS request above the whole limit is a shape problem: find it before lifting the watermark.
 TEST(DiagnoseHardening, MpsRequestAboveTheWholeLimitIsAShapeProblem) {
   ExplainReport r = explain_text(
