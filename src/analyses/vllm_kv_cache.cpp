@@ -191,6 +191,7 @@ KvCapacity kv_capacity_for_blocks(const KvLayout& layout, uint64_t num_blocks, u
   capacity.num_blocks = num_blocks;
   capacity.bytes = num_blocks * bytes_per_block_all_groups;
   capacity.tokens = capacity.num_blocks / std::max<uint64_t>(capacity.num_groups, 1) * layout.block_size;
+  capacity.pool_tokens = capacity.tokens;
 
   uint64_t full_blocks = cdiv(max_model_len, layout.block_size);
   uint64_t per_request = groups.full_groups * full_blocks;

@@ -76,6 +76,8 @@ KvLayout kv_layout(const ModelSpec& model, const PipelineStage& stage, uint64_t 
 struct KvCapacity {
   uint64_t num_blocks = 0;
   uint64_t tokens = 0;                 // as "GPU KV cache size: N tokens" prints it
+  // The blocks over the groups, in tokens (vLLM's figure before v0.20; what one group's blocks hold).
+  uint64_t pool_tokens = 0;
   uint64_t blocks_per_request = 0;     // for one request of max_model_len
   uint64_t bytes_per_request = 0;
   double max_concurrency = 0;          // as "Maximum concurrency for L tokens per request" prints it

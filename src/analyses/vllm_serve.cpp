@@ -870,6 +870,10 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
       capacity.max_concurrency = static_cast<double>(capacity.num_blocks * layout.block_size) /
                                  static_cast<double>(std::max<uint64_t>(max_model_len, 1));
     }
+    // The logged token count (kv_cache_utils' report: int(max_model_len * max_concurrency)).
+    if (b.kv_tokens_from_concurrency) {
+      capacity.tokens = static_cast<uint64_t>(static_cast<double>(max_model_len) * capacity.max_concurrency);
+    }
     return capacity;
   };
   const uint64_t expert_ranks = moe_expert_ranks(model, s.tensor_parallel_size, c.data_parallel_size);

@@ -93,6 +93,7 @@ VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string
   b.context_counts_against_budget = (b.v1_engine && !version.at_least(0, 9, 0)) ||
                                     (version.at_least(0, 2, 5) && !version.at_least(0, 3, 1));
   b.hybrid_kv_groups = b.v1_engine && version.at_least(0, 10, 0);
+  b.kv_tokens_from_concurrency = b.v1_engine && version.at_least(0, 20, 0);
   b.startup_free_memory_check = b.v1_engine && version.at_least(0, 9, 0);
   b.always_chunked_prefill = b.v1_engine;
   b.v0_long_context_chunking = version.at_least(0, 5, 4);

@@ -90,6 +90,11 @@ struct VllmBehavior {
   // V1's hybrid KV cache manager (v0.10+) gives sliding-window layers their own block groups;
   // before it (and in V0), every layer is sized as full attention.
   bool hybrid_kv_groups = true;
+  // "GPU KV cache size: N tokens" is int(max_model_len x max_concurrency) from v0.20 (vllm-project/
+  // vllm#38364, "Fix incorrect KV cache log output": dividing the blocks evenly over the groups
+  // misstates hybrid models); the v0.19.0 log of #40691 still prints blocks / groups x block size,
+  // the corpus's v0.20.1 log the new figure. (Equal for models with one group, up to a block.)
+  bool kv_tokens_from_concurrency = true;
   // The "Free memory on device ... on startup is less than desired GPU memory utilization"
   // check (V1 workers with the startup memory snapshot, v0.9+).
   bool startup_free_memory_check = true;

@@ -195,6 +195,7 @@ Json serve_json(const ServeReport& r) {
                      {"num_blocks", p.capacity.num_blocks},
                      {"num_groups", p.capacity.num_groups},
                      {"tokens", p.capacity.tokens},
+                     {"pool_tokens", p.capacity.pool_tokens},
                      {"blocks_per_request", p.capacity.blocks_per_request},
                      {"bytes_per_request", p.capacity.bytes_per_request},
                      {"allocated_bytes", p.capacity.bytes},

@@ -364,10 +364,17 @@ TEST(VllmServe, Gemma3HybridGroupsAtFullContext) {
   // one group is 10 layers x 16 tokens x 2 x 16 heads x 128 x 2 B = 1,310,720 B.
   EXPECT_EQ(p.capacity.num_groups, 7u);
   EXPECT_EQ(p.capacity.num_blocks, 13107u);                 // 16 GiB / 1,310,720
-  EXPECT_EQ(p.capacity.tokens, 1872u * 16);                  // 13107 // 7 groups x 16
+  EXPECT_EQ(p.capacity.pool_tokens, 1872u * 16);             // 13107 // 7 groups x 16
   // One request: cdiv(131072, 16) = 8192 full blocks + 6 x (cdiv(1023 + 2048, 16) + 1) = 6 x 193.
   EXPECT_EQ(p.capacity.blocks_per_request, 8192u + 6 * 193);
   EXPECT_NEAR(p.capacity.max_concurrency, 13107.0 / 9350.0, 1e-12);
+  // The logged figure (v0.20+): int(131072 x 13107 / 9350) = 183,739 tokens.
+  EXPECT_EQ(p.capacity.tokens, 183739u);
+  // v0.19 logged the pool.
+  ServeInputs older = inputs({"vllm", "serve", gemma, "--max-model-len", "131072", "--max-num-batched-tokens", "2048",
+                              "--kv-cache-memory-bytes", "17179869184", "--limit-mm-per-prompt", "{\"image\": 4}"},
+                             80 * kGiB, "0.19.0");
+  EXPECT_EQ(predict(older).capacity.tokens, 1872u * 16);
   EXPECT_TRUE(p.fits);
   // Gemma 3's 131072 positions are not scaled again by its linear rope factor 8.
   EXPECT_EQ(p.settings.model_context, 131072u);
