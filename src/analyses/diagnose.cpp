@@ -1091,6 +1091,19 @@ void diagnose_directml(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m
   d.fixes.push_back(make_fix("bigger_gpu", "When one step alone needs more than the card."));
 }
 
+// The runtime's words are the same under JAX, TensorFlow and PyTorch/XLA: unless PyTorch/XLA named
+// itself, a TPU fix's snippet gives both.
+std::string tpu_release_snippet(bool torch_xla) {
+  return torch_xla ? "loss_sum += loss.item()  # host values, not XLA tensors kept across steps; del tensors no longer needed"
+                   : "metrics.append(jax.device_get(m))  # JAX: host copies, not device arrays kept across steps; "
+                     "PyTorch/XLA: loss.item(), t.cpu(); del arrays no longer needed";
+}
+
+std::string tpu_bf16_snippet(bool torch_xla) {
+  return torch_xla ? "model.to(torch.bfloat16)  # and bf16 inputs; older torch_xla: XLA_USE_BF16=1"
+                   : "dtype=jnp.bfloat16, param_dtype=jnp.bfloat16  # flax modules; PyTorch/XLA: model.to(torch.bfloat16)";
+}
+
 // The TPU runtime could not reserve a program's memory at the bottom of HBM (readers/formats/xla.cpp):
 // with free memory above the request but too little of it reservable, buffers that outlive a step
 // fragment HBM; with too little free, what is allocated plus the program does not fit.
@@ -1098,12 +1111,6 @@ void diagnose_tpu_reserve(Diagnosis& d, const OomEvent& e, const MemoryBreakdown
   const uint64_t requested = m.requested.value_or(0), free = m.free.value_or(0);
   const auto reservable = e.bytes("reservable");
   const bool torch_xla = e.framework == "torch_xla";
-  // The runtime's words are the same under JAX, TensorFlow and PyTorch/XLA: unless PyTorch/XLA named
-  // itself, the snippet gives both.
-  const std::string release_snippet =
-      torch_xla ? "loss_sum += loss.item()  # host values, not XLA tensors kept across steps; del tensors no longer needed"
-                : "metrics.append(jax.device_get(m))  # JAX: host copies, not device arrays kept across steps; "
-                  "PyTorch/XLA: loss.item(), t.cpu(); del arrays no longer needed";
   if (m.requested && m.free && reservable && free >= requested && requested > *reservable) {
     d.cause = "fragmentation";
     d.evidence.push_back(fmt::format(
@@ -1111,7 +1118,7 @@ void diagnose_tpu_reserve(Diagnosis& d, const OomEvent& e, const MemoryBreakdown
         "where the program's memory must go in one piece: buffers that live across steps sit in the way.",
         format_bytes(free), format_bytes(requested), format_bytes(*reservable)));
     d.fixes.push_back(make_fix("release_references", "Fewer buffers kept from step to step leave the bottom of HBM free.",
-                               release_snippet));
+                               tpu_release_snippet(torch_xla)));
     d.fixes.push_back(make_fix("smaller_input", fmt::format("A smaller per-device batch shrinks the program's {} below "
                                                             "the {} reservable.", format_bytes(requested),
                                                             format_bytes(*reservable))));
@@ -1126,12 +1133,44 @@ void diagnose_tpu_reserve(Diagnosis& d, const OomEvent& e, const MemoryBreakdown
                                    m.total ? fmt::format(" of {} HBM", format_bytes(*m.total)) : ""));
   d.fixes.push_back(make_fix("release_references", "Buffers kept from earlier steps (outputs, metrics, a second copy of "
                                                    "the weights) are what is allocated beside the program.",
-                             release_snippet));
+                             tpu_release_snippet(torch_xla)));
   d.fixes.push_back(make_fix("smaller_input", "A smaller per-device batch shrinks the program's activations and temporaries."));
-  d.fixes.push_back(make_fix("mixed_precision", "bf16 parameters and activations take half of fp32.",
-                             torch_xla ? "model.to(torch.bfloat16)  # and bf16 inputs; older torch_xla: XLA_USE_BF16=1"
-                                       : "dtype=jnp.bfloat16, param_dtype=jnp.bfloat16  # flax modules; PyTorch/XLA: "
-                                         "model.to(torch.bfloat16)"));
+  d.fixes.push_back(make_fix("mixed_precision", "bf16 parameters and activations take half of fp32.", tpu_bf16_snippet(torch_xla)));
+}
+
+// The TPU runtime could not allocate one device buffer in an HBM (readers/formats/xla.cpp): less free
+// than the buffer is a full HBM; as much free or more, yet refused, is free memory in pieces.
+void diagnose_tpu_alloc(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) {
+  const bool torch_xla = e.framework == "torch_xla";
+  const std::string where = e.string_field("device_string").value_or("the TPU");
+  if (m.requested && m.free && *m.free >= *m.requested) {
+    d.cause = "fragmentation";
+    d.evidence.push_back(fmt::format(
+        "{} had {} free, as much as the {} buffer, yet could not place it: the free HBM is in pieces, between buffers "
+        "that live across steps.", where, format_bytes(*m.free), format_bytes(*m.requested)));
+    d.fixes.push_back(make_fix("release_references", "Fewer buffers kept from step to step leave HBM in larger pieces.",
+                               tpu_release_snippet(torch_xla)));
+    d.fixes.push_back(make_fix("smaller_input", "A smaller per-device batch needs smaller buffers."));
+    return;
+  }
+  d.cause = "capacity_exhausted";
+  std::string batch = "A smaller per-device batch shrinks the activations and temporaries.";
+  if (m.requested && m.free) {
+    d.capacity_title = fmt::format("the TPU's HBM had less free than the buffer ({} requested, {} free)",
+                                   format_bytes(*m.requested), format_bytes(*m.free));
+    d.evidence.push_back(fmt::format("The TPU runtime could not allocate {} buffer on {}: only {} was free, {} short.",
+                                     with_article(format_bytes(*m.requested)), where, format_bytes(*m.free),
+                                     format_bytes(*m.requested - *m.free)));
+    batch = fmt::format("The buffer is {} with {} free: the peak must drop by at least {}. {}", format_bytes(*m.requested),
+                        format_bytes(*m.free), format_bytes(*m.requested - *m.free), batch);
+  } else {
+    d.evidence.push_back(fmt::format("The TPU runtime could not allocate a device buffer on {}.", where));
+  }
+  d.fixes.push_back(make_fix("release_references", "Buffers kept from earlier steps (outputs, metrics, a second copy of "
+                                                   "the weights) hold HBM the next step needs.",
+                             tpu_release_snippet(torch_xla)));
+  d.fixes.push_back(make_fix("smaller_input", batch));
+  d.fixes.push_back(make_fix("mixed_precision", "bf16 parameters and activations take half of fp32.", tpu_bf16_snippet(torch_xla)));
 }
 
 void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
@@ -1669,6 +1708,8 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.fixes.push_back(make_fix("trtllm_tensor_parallel", "Each GPU then holds 1/N of the weights (MoE: of the experts)."));
   } else if (e.format == "xla_tpu_hbm_reserve") {
     diagnose_tpu_reserve(d, e, m);
+  } else if (e.format == "xla_tpu_hbm_alloc") {
+    diagnose_tpu_alloc(d, e, m);
   } else if (e.format == "process_killed") {
     // A SIGKILL is not proof of memory unless the kernel's line says so: the evidence says how to check.
     diagnose_killed(d, e, operation, context);
