@@ -1998,7 +1998,10 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                        format_bytes(*m.requested)));
     } else {
       d.cause = "capacity_exhausted";
-      d.evidence.push_back(fmt::format("The device could not provide {} buffer{}.", with_article(format_bytes(m.requested.value_or(0))),
+      // The backend when it is not CUDA's (ggml.cpp): Vulkan, Metal, SYCL, ROCm.
+      const std::string backend = e.string_field("backend").value_or("");
+      d.evidence.push_back(fmt::format("The {}device could not provide {} buffer{}.", backend.empty() ? "" : backend + " ",
+                                       with_article(format_bytes(m.requested.value_or(0))),
                                        e.device ? fmt::format(" on device {}", *e.device) : ""));
     }
     // Only the fixes that shrink the buffer that failed (ggml.cpp reads which one it was); they are
@@ -2021,6 +2024,12 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     std::vector<Fix> order = buffer == "kv_cache" ? std::vector<Fix>{kv, quant, context, fewer}
                              : buffer == "model"  ? std::vector<Fix>{quant, fewer}
                                                   : std::vector<Fix>{flash, kv, quant, context, fewer};
+    // Metal's buffers come out of unified memory, of which macOS lets the GPU wire only a part.
+    if (e.string_field("backend") == "Metal") {
+      order.insert(order.begin(), make_fix("metal_wired_limit", "Metal buffers come out of unified memory, of which macOS "
+                                                                "lets the GPU wire only a part (about two thirds to three "
+                                                                "quarters of RAM); close other large applications first."));
+    }
     // llama.cpp inside Ollama: the same settings, as Ollama's parameters and environment variables.
     if (application(e) == kAppOllama) {
       d.evidence.push_back("Ollama runs llama.cpp here: its settings are Ollama's (num_ctx, num_gpu, OLLAMA_* variables).");

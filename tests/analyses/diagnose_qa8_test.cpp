@@ -84,5 +84,125 @@ TEST(DiagnoseQa8, TpuDeviceBufferNeedsTheRuntimeSentence) {
   EXPECT_TRUE(explain_text("Attempting to allocate 2 buffers for the cache\n").events.empty());
 }
 
+// ---- llama.cpp's other GPU backends ----
+
+// Vulkan: the size in bytes, the driver's status on the next line, then the buffer line that names the
+// device, and the caller that says it was the compute graph.
+TEST(DiagnoseQa8, LlamaCppVulkanDeviceMemory) {
+  const ExplainedEvent x = only_event(explain_text(
+      "ggml_vulkan: Device memory allocation of size 118497280 failed.\n"
+      "ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory\n"
+      "ggml_gallocr_reserve_n: failed to allocate Vulkan0 buffer of size 118497280\n"
+      "llama_new_context_with_model: failed to allocate compute buffers\n"));
+  EXPECT_EQ(x.event.framework, "llama.cpp");
+  EXPECT_EQ(x.event.format, "ggml_backend_alloc");
+  EXPECT_EQ(x.event.string_field("backend"), "Vulkan");
+  EXPECT_EQ(x.event.string_field("buffer_backend"), "Vulkan0");
+  EXPECT_EQ(x.event.device, 0);
+  EXPECT_EQ(x.event.bytes("requested"), 118497280u);
+  EXPECT_FALSE(x.event.field("requested_bytes_from_text"));   // the first line is exact already
+  EXPECT_EQ(x.event.string_field("llama_buffer"), "compute");
+  EXPECT_EQ(x.event.line, 1u);
+  EXPECT_EQ(x.event.end_line, 3u);
+  EXPECT_EQ(x.diagnosis.cause, "capacity_exhausted");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "The Vulkan device could not provide a 113.01 MiB buffer on device 0.");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"ggml_flash_attention", "ggml_kv_cache_type", "ggml_smaller_quant",
+                                                            "ggml_smaller_context", "ggml_fewer_layers"}));
+}
+
+// Vulkan's two lines alone: no device printed, none made up.
+TEST(DiagnoseQa8, LlamaCppVulkanWithoutBufferLine) {
+  const ExplainedEvent x = only_event(explain_text(
+      "ggml_vulkan: Device memory allocation of size 2147483648 failed.\n"
+      "ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory\n"));
+  EXPECT_EQ(x.event.format, "ggml_backend_alloc");
+  EXPECT_EQ(x.event.bytes("requested"), 2147483648u);
+  EXPECT_FALSE(x.event.device);
+  EXPECT_FALSE(x.event.field("llama_buffer"));
+  EXPECT_EQ(x.event.end_line, 2u);
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "The Vulkan device could not provide a 2.00 GiB buffer.");
+}
+
+// Metal: its MiB (binary) first, the exact bytes on the buffer line; macOS's wired limit is one more fix.
+TEST(DiagnoseQa8, LlamaCppMetalBuffer) {
+  const ExplainedEvent x = only_event(explain_text(
+      "ggml_backend_metal_buffer_type_alloc_buffer: error: failed to allocate buffer, size =  8480.00 MiB\n"
+      "ggml_gallocr_reserve_n: failed to allocate Metal buffer of size 8891928576\n"
+      "llama_new_context_with_model: failed to allocate compute buffers\n"));
+  EXPECT_EQ(x.event.format, "ggml_backend_alloc");
+  EXPECT_EQ(x.event.string_field("backend"), "Metal");
+  EXPECT_EQ(x.event.string_field("buffer_backend"), "Metal");
+  EXPECT_FALSE(x.event.device);
+  EXPECT_EQ(x.event.bytes("requested"), 8891928576u);
+  EXPECT_EQ(x.event.int_field("requested_bytes_from_text"), 8891924480);   // 8480.00 x 2^20
+  EXPECT_EQ(x.event.quantity("requested")->text, "8480.00 MiB");
+  EXPECT_EQ(x.event.string_field("llama_buffer"), "compute");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "The Metal device could not provide an 8.28 GiB buffer.");
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"metal_wired_limit", "ggml_flash_attention", "ggml_kv_cache_type",
+                                                            "ggml_smaller_quant", "ggml_smaller_context", "ggml_fewer_layers"}));
+}
+
+// Metal's line alone, and when the model's loader names itself after it: the weights' fixes only.
+TEST(DiagnoseQa8, LlamaCppMetalWeights) {
+  const ExplainedEvent alone = only_event(explain_text(
+      "ggml_backend_metal_buffer_type_alloc_buffer: error: failed to allocate buffer, size =  8480.00 MiB\n"));
+  EXPECT_EQ(alone.event.bytes("requested"), 8891924480u);
+  EXPECT_FALSE(alone.event.field("requested_bytes_from_text"));
+  EXPECT_FALSE(alone.event.field("llama_buffer"));
+  const ExplainedEvent model = only_event(explain_text(
+      "ggml_backend_metal_buffer_type_alloc_buffer: error: failed to allocate buffer, size =  8480.00 MiB\n"
+      "llama_model_load: error loading model: unable to allocate backend buffer\n"));
+  EXPECT_EQ(model.event.string_field("llama_buffer"), "model");
+  EXPECT_EQ(fix_ids(model.diagnosis), (std::vector<std::string>{"metal_wired_limit", "ggml_smaller_quant", "ggml_fewer_layers"}));
+}
+
+// SYCL (Intel GPUs).
+TEST(DiagnoseQa8, LlamaCppSyclDeviceMemory) {
+  const ExplainedEvent x = only_event(explain_text(
+      "ggml_backend_sycl_buffer_type_alloc_buffer: can't allocate 3072.00 MiB of device memory\n"));
+  EXPECT_EQ(x.event.format, "ggml_backend_alloc");
+  EXPECT_EQ(x.event.string_field("backend"), "SYCL");
+  EXPECT_EQ(x.event.bytes("requested"), 3221225472u);
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "The SYCL device could not provide a 3.00 GiB buffer.");
+}
+
+// The buffer line on its own, for each GPU backend: the backend and device from the buffer's name.
+// The graph allocator's line is the compute buffer, and so is any line followed by llama.cpp's
+// "failed to allocate compute buffers"; the tensor allocator's is told by the caller after it.
+TEST(DiagnoseQa8, LlamaCppBufferLineAlone) {
+  struct Case {
+    std::string buffer, backend;
+    int64_t device;
+  };
+  for (const Case& c : {Case{"CUDA0", "CUDA", 0}, Case{"ROCm1", "ROCm", 1}, Case{"Vulkan0", "Vulkan", 0}, Case{"SYCL0", "SYCL", 0}}) {
+    const ExplainedEvent x = only_event(explain_text("ggml_gallocr_reserve_n: failed to allocate " + c.buffer +
+                                                     " buffer of size 1258291200\n"
+                                                     "graph_reserve: failed to allocate compute buffers\n"));
+    EXPECT_EQ(x.event.format, "ggml_backend_alloc") << c.buffer;
+    EXPECT_EQ(x.event.string_field("backend"), c.backend) << c.buffer;
+    EXPECT_EQ(x.event.string_field("buffer_backend"), c.buffer);
+    EXPECT_EQ(x.event.device, c.device) << c.buffer;
+    EXPECT_EQ(x.event.bytes("requested"), 1258291200u);
+    EXPECT_EQ(x.event.string_field("llama_buffer"), "compute");
+    EXPECT_EQ(x.diagnosis.evidence.at(0), "The " + c.backend + " device could not provide a 1.17 GiB buffer on device " +
+                                              std::to_string(c.device) + ".");
+  }
+  const ExplainedEvent gallocr = only_event(explain_text("ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 1258291200\n"));
+  EXPECT_EQ(gallocr.event.string_field("llama_buffer"), "compute");
+  const ExplainedEvent tensors = only_event(explain_text("alloc_tensor_range: failed to allocate CUDA0 buffer of size 1258291200\n"));
+  EXPECT_FALSE(tensors.event.field("llama_buffer"));
+  const ExplainedEvent kv = only_event(explain_text(
+      "alloc_tensor_range: failed to allocate CUDA0 buffer of size 4294967296\n"
+      "llama_kv_cache_init: failed to allocate buffer for kv cache\n"));
+  EXPECT_EQ(kv.event.string_field("llama_buffer"), "kv_cache");
+  EXPECT_EQ(fix_ids(kv.diagnosis), (std::vector<std::string>{"ggml_kv_cache_type", "ggml_smaller_quant", "ggml_smaller_context",
+                                                             "ggml_fewer_layers"}));
+  // Host buffers are not the GPU's: system RAM (ggml_cpu_buffer) and pinned memory stay out.
+  EXPECT_EQ(only_event(explain_text("alloc_tensor_range: failed to allocate CPU buffer of size 1258291200\n")).event.format,
+            "ggml_cpu_buffer");
+  EXPECT_TRUE(explain_text("ggml_backend_cuda_host_buffer_type_alloc_buffer: failed to allocate CUDA_Host buffer of size 1258291200\n")
+                  .events.empty());
+}
+
 }  // namespace
 }  // namespace oomdoc
