@@ -1992,7 +1992,20 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     }
     }
   } else if (e.framework == "llama.cpp") {
-    if (m.requested && *m.requested >= 256 * kGiB) {
+    if (e.format == "ggml_cuda_error") {
+      // A CUDA call inside llama.cpp failed: the driver's status, with no size.
+      d.cause = "driver_oom_no_details";
+      const std::string function = e.string_field("cuda_function").value_or("");
+      d.evidence.push_back(fmt::format("A {} call inside llama.cpp ran out of memory{}{}; no size is printed.",
+                                       e.string_field("backend").value_or("CUDA"),
+                                       function.empty() ? "" : " in " + function,
+                                       e.device ? fmt::format(" on device {}", *e.device) : ""));
+      if (function.find("pool_malloc") != std::string::npos) {
+        d.evidence.push_back("That is llama.cpp's CUDA memory pool: temporary buffers of the matrix multiplications "
+                             "(dequantized weights, converted inputs), allocated while it computes, outside the model, KV "
+                             "cache and compute buffers sized at startup: a model that loaded can still run out here.");
+      }
+    } else if (m.requested && *m.requested >= 256 * kGiB) {
       d.cause = "garbage_request_size";
       d.evidence.push_back(fmt::format("A {} buffer is larger than any single GPU: the context or batch size is far larger than intended.",
                                        format_bytes(*m.requested)));

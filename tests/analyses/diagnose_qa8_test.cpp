@@ -204,5 +204,67 @@ TEST(DiagnoseQa8, LlamaCppBufferLineAlone) {
                   .events.empty());
 }
 
+// ---- llama.cpp's own CUDA error ----
+
+// ggml-cuda's check names the device and its function on the next line: llama.cpp's, not PyTorch's.
+TEST(DiagnoseQa8, LlamaCppCudaErrorInPool) {
+  const ExplainedEvent x = only_event(explain_text(
+      "CUDA error: out of memory\n"
+      "  current device: 0, in function ggml_cuda_pool_malloc at /app/ggml/src/ggml-cuda/ggml-cuda.cu:375\n"
+      "  cuMemCreate(&handle, reserve_size, &prop, 0)\n"
+      "/app/ggml/src/ggml-cuda/ggml-cuda.cu:100: CUDA error\n"));
+  EXPECT_EQ(x.event.framework, "llama.cpp");
+  EXPECT_EQ(x.event.format, "ggml_cuda_error");
+  EXPECT_EQ(x.event.device, 0);
+  EXPECT_EQ(x.event.string_field("backend"), "CUDA");
+  EXPECT_EQ(x.event.string_field("cuda_function"), "ggml_cuda_pool_malloc");
+  EXPECT_EQ(x.event.string_field("cuda_call"), "cuMemCreate");
+  EXPECT_EQ(x.event.end_line, 4u);
+  EXPECT_EQ(x.diagnosis.cause, "driver_oom_no_details");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "A CUDA call inside llama.cpp ran out of memory in ggml_cuda_pool_malloc on device 0; "
+                                        "no size is printed.");
+  EXPECT_EQ(x.diagnosis.evidence.size(), 2u);   // and what the pool is
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"ggml_flash_attention", "ggml_kv_cache_type", "ggml_smaller_quant",
+                                                            "ggml_smaller_context", "ggml_fewer_layers"}));
+  const std::string out = render_explain(explain_text(
+      "CUDA error: out of memory\n"
+      "  current device: 0, in function ggml_cuda_pool_malloc at /app/ggml/src/ggml-cuda/ggml-cuda.cu:375\n"), Style::plain());
+  EXPECT_NE(out.find("test.log:1  llama.cpp out of memory on device 0\n"), std::string::npos) << out;
+}
+
+// Another ggml function, a ROCm build, another device; the 2023 form ("CUDA error 2 at file:line")
+// with the device alone, told by ggml's file.
+TEST(DiagnoseQa8, LlamaCppCudaErrorOtherForms) {
+  const ExplainedEvent rocm = only_event(explain_text(
+      "ROCm error: out of memory\n"
+      "  current device: 1, in function ggml_backend_cuda_graph_compute at /llama.cpp/ggml/src/ggml-cuda/ggml-cuda.cu:2700\n"
+      "  hipStreamSynchronize(cuda_ctx->stream())\n"));
+  EXPECT_EQ(rocm.event.format, "ggml_cuda_error");
+  EXPECT_EQ(rocm.event.device, 1);
+  EXPECT_EQ(rocm.event.string_field("backend"), "ROCm");
+  EXPECT_EQ(rocm.event.string_field("cuda_function"), "ggml_backend_cuda_graph_compute");
+  EXPECT_EQ(rocm.diagnosis.evidence.size(), 1u);
+  const ExplainedEvent old = only_event(explain_text(
+      "CUDA error 2 at /home/u/llama.cpp/ggml-cuda.cu:6871: out of memory\n"
+      "current device: 0\n"));
+  EXPECT_EQ(old.event.framework, "llama.cpp");
+  EXPECT_EQ(old.event.device, 0);
+  EXPECT_FALSE(old.event.field("cuda_function"));
+  EXPECT_EQ(old.diagnosis.evidence.at(0), "A CUDA call inside llama.cpp ran out of memory on device 0; no size is printed.");
+}
+
+// PyTorch's "CUDA error: out of memory" has no device line: it stays PyTorch's.
+TEST(DiagnoseQa8, PytorchCudaErrorStaysPytorch) {
+  const ExplainedEvent x = only_event(explain_text(
+      "RuntimeError: CUDA error: out of memory\n"
+      "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+      "incorrect.\n"));
+  EXPECT_EQ(x.event.framework, "pytorch");
+  EXPECT_EQ(x.event.format, "cuda_error_oom");
+  // A device line without anything of ggml's is not llama.cpp's either.
+  EXPECT_EQ(only_event(explain_text("CUDA error: out of memory\ncurrent device: 0, in function my_kernel_launch\n")).event.format,
+            "cuda_error_oom");
+}
+
 }  // namespace
 }  // namespace oomdoc

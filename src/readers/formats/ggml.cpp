@@ -141,6 +141,44 @@ std::optional<FormatMatch> match_backend_alloc(const MessageWindow& w) {
   return m;
 }
 
+// ggml-cuda's check of a CUDA call (ggml_cuda_error in ggml-cuda.cu): "CUDA error: out of memory", then
+// "  current device: 0, in function ggml_cuda_pool_malloc_vmm at .../ggml-cuda.cu:375", the call that
+// failed ("  cuMemCreate(&handle, reserve_size, &prop, 0)") and ".../ggml-cuda.cu:100: CUDA error".
+// Builds for ROCm and MUSA say so instead of CUDA; 2023 builds print "CUDA error 2 at
+// ggml-cuda.cu:6871: out of memory" and the device alone. PyTorch prints the first line too
+// (pytorch.cpp), never the device line: that and a ggml function or file tell llama.cpp's.
+std::optional<FormatMatch> match_ggml_cuda_error(const MessageWindow& w) {
+  static const RE2 error(R"((CUDA|ROCm|MUSA) error(?: \d+ at \S+)?:\s*out of memory)");
+  static const RE2 where(R"(^\s*current device:\s*(\d+)(?:,\s*in function (\w+))?)");
+  auto g = regex_search(error, w.lines[0]);
+  if (!g || w.lines.size() < 2) return std::nullopt;
+  auto d = regex_search(where, w.lines[1]);
+  if (!d) return std::nullopt;
+  const std::string function = matched((*d)[2]) ? std::string((*d)[2]) : std::string();
+  bool ggml = function.starts_with("ggml_");
+  for (size_t i = 0; i < w.lines.size() && i <= 3 && !ggml; ++i) ggml = contains(w.lines[i], "ggml");
+  if (!ggml) return std::nullopt;
+  auto m = new_match("llama.cpp", "ggml_cuda_error");
+  OomEvent& e = m.event;
+  e.set_field("backend", std::string((*g)[1]));
+  e.device = parse_decimal<int64_t>((*d)[1]);
+  if (!function.empty()) e.set_field("cuda_function", function);
+  m.lines_used = 2;
+  // The call that failed ("cuMemCreate(...)"), then the source line that aborts.
+  static const RE2 call(R"(^\s*(\w+)\(.*\)\s*$)");
+  if (w.lines.size() > 2) {
+    if (auto c = regex_search(call, w.lines[2])) {
+      e.set_field("cuda_call", std::string((*c)[1]));
+      m.lines_used = 3;
+    }
+  }
+  if (w.lines.size() > m.lines_used && contains(w.lines[m.lines_used], ": CUDA error") &&
+      contains(w.lines[m.lines_used], "ggml")) {
+    ++m.lines_used;
+  }
+  return m;
+}
+
 std::optional<FormatMatch> match_pinned_host(const MessageWindow& w) {
   // ggml_cuda_host_malloc prints cudaGetErrorString after the size: "out of memory", or a status
   // that is none ("invalid argument": a platform that cannot pin, WSL's limits). llama.cpp goes on
@@ -237,6 +275,7 @@ void add_ggml_formats(std::vector<MessageFormat>& out) {
                  {"Malloc failed: out of memory", "Device memory allocation of size", "failed to allocate buffer, size",
                   "can't allocate", "buffer of size"},
                  match_backend_alloc});
+  out.push_back({"ggml_cuda_error", {": out of memory"}, match_ggml_cuda_error});
   out.push_back({"ggml_pinned_host", {"of pinned memory"}, match_pinned_host});
   out.push_back({"ollama_runner", {"enough available memory"}, match_ollama});
 }
