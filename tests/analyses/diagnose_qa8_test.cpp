@@ -266,5 +266,42 @@ TEST(DiagnoseQa8, PytorchCudaErrorStaysPytorch) {
             "cuda_error_oom");
 }
 
+// ---- Jupyter ----
+
+// An OOM inside an evaluation function called from a notebook cell: IPython's traceback is read, so
+// the evaluation without no_grad is the cause, as it is under Python's own traceback.
+TEST(DiagnoseQa8, JupyterEvaluationWithoutNoGrad) {
+  const ExplainedEvent x = only_event(explain_text(
+      "---------------------------------------------------------------------------\n"
+      "OutOfMemoryError                          Traceback (most recent call last)\n"
+      "Cell In[12], line 3\n"
+      "      1 model.eval()\n"
+      "      2 batch = next(iter(loader))\n"
+      "----> 3 loss = evaluate(model)\n"
+      "\n"
+      "File /home/ana/project/x.py:40, in evaluate(model)\n"
+      "     38 for batch in loader:\n"
+      "     39     batch = {k: v.cuda() for k, v in batch.items()}\n"
+      "---> 40     out = model(**batch)\n"
+      "     41     total += out.loss\n"
+      "\n"
+      "File ~/venv/lib/python3.10/site-packages/torch/nn/modules/module.py:1518, in Module._wrapped_call_impl(self, *args, **kwargs)\n"
+      "   1517 else:\n"
+      "-> 1518     return self._call_impl(*args, **kwargs)\n"
+      "\n"
+      "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of "
+      "which 1.08 GiB is free. Including non-PyTorch memory, this process has 22.56 GiB memory in use. Of the allocated "
+      "memory 20.14 GiB is allocated by PyTorch, and 1.97 GiB is reserved by PyTorch but unallocated.\n"));
+  ASSERT_TRUE(x.event.traceback);
+  EXPECT_EQ(x.event.traceback->operation, "evaluation");
+  ASSERT_TRUE(x.event.traceback->innermost_user_frame);
+  EXPECT_EQ(x.event.traceback->innermost_user_frame->file, "/home/ana/project/x.py");
+  EXPECT_EQ(x.event.traceback->innermost_user_frame->line, 40u);
+  EXPECT_EQ(x.diagnosis.cause, "evaluation_with_grad");
+  EXPECT_EQ(x.diagnosis.secondary_causes, (std::vector<std::string>{"fragmentation_minor", "capacity_exhausted"}));
+  EXPECT_EQ(x.diagnosis.evidence.back(), "It failed during evaluation (traceback), where no gradients are needed.");
+  EXPECT_EQ(fix_ids(x.diagnosis).at(0), "no_grad_for_eval");
+}
+
 }  // namespace
 }  // namespace oomdoc
