@@ -1173,6 +1173,14 @@ void diagnose_tpu_alloc(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& 
   d.fixes.push_back(make_fix("mixed_precision", "bf16 parameters and activations take half of fp32.", tpu_bf16_snippet(torch_xla)));
 }
 
+// vLLM's figures say no KV cache fits at all: its budget left nothing or less for it (printed as
+// "-2.35 GiB" or 0), the cache holds 0 tokens, or vLLM estimates the longest request that fits at 0
+// tokens. No shorter --max-model-len helps then: only more memory for the cache does.
+bool no_kv_room(const OomEvent& e) {
+  return e.int_field("kv_available_bytes").value_or(0) < 0 || e.bytes("kv_available") == 0u ||
+         e.int_field("kv_cache_tokens") == 0 || e.int_field("estimated_max_model_len") == 0;
+}
+
 void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
   const VllmContext v = vllm_context(context, e);
   auto common_tail = [&](void) {
@@ -1200,7 +1208,8 @@ void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
     d.fixes.push_back(make_fix("vllm_quantized_weights", "An AWQ/GPTQ/FP8 checkpoint halves or quarters the weights."));
     d.fixes.push_back(make_fix("vllm_cpu_offload", "Moves part of the weights to host memory."));
   };
-  if (e.format == "vllm_max_seq_len_gt_kv_tokens" || e.format == "vllm_kv_needed_gt_available") {
+  const bool kv_error = e.format == "vllm_max_seq_len_gt_kv_tokens" || e.format == "vllm_kv_needed_gt_available";
+  if (kv_error && !no_kv_room(e)) {
     d.cause = "kv_cache_insufficient";
     auto max_len = e.int_field("max_model_len");
     if (auto tokens = e.int_field("kv_cache_tokens")) {
@@ -1263,17 +1272,35 @@ void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
     }
     d.fixes.push_back(make_fix("vllm_gpu_memory_utilization", "Raise it only if nothing else uses the card."));
     common_tail();
-  } else if (e.format == "vllm_no_cache_blocks" || (e.format == "vllm_memory_info" && e.is_error)) {
-    // The startup accounting's own figures that say no KV cache fits (readers/formats/vllm.cpp).
+  } else if (kv_error || e.format == "vllm_no_cache_blocks" || (e.format == "vllm_memory_info" && e.is_error)) {
+    // The startup accounting's own figures that say no KV cache fits (readers/formats/vllm.cpp), or
+    // an insufficient-KV error whose figures say the same (no_kv_room).
     d.cause = "no_kv_cache_memory";
-    if (auto kv = e.int_field("kv_cache_bytes"); kv && *kv < 0) {
-      d.evidence.push_back(fmt::format("vLLM's budget minus weights and the profiling peak leaves {} for the KV cache: "
-                                       "the budget is {} too small for even an empty cache.",
-                                       e.string_field("kv_cache_text").value_or(""),
-                                       format_bytes(static_cast<uint64_t>(-*kv))));
+    // What the budget left for the cache, as the accounting ("kv_cache") or the error ("kv_available") prints it.
+    for (const std::string name : {"kv_cache", "kv_available"}) {
+      if (auto kv = e.int_field(name + "_bytes"); kv && *kv < 0) {
+        d.evidence.push_back(fmt::format("vLLM's budget minus weights and the profiling peak leaves {} for the KV cache: "
+                                         "the budget is {} too small for even an empty cache.",
+                                         e.string_field(name + "_text").value_or(""),
+                                         format_bytes(static_cast<uint64_t>(-*kv))));
+        break;
+      }
+      if (const Quantity* q = e.quantity(name); q && q->bytes == 0) {
+        d.evidence.push_back(fmt::format("vLLM's budget minus weights and the profiling peak leaves {} for the KV cache: "
+                                         "nothing for even one block.", q->text));
+        break;
+      }
     }
     if (e.int_field("gpu_blocks") == 0) d.evidence.push_back("vLLM allocated 0 GPU blocks for the KV cache.");
     if (e.int_field("kv_cache_tokens") == 0) d.evidence.push_back("The KV cache holds 0 tokens.");
+    if (auto needed = e.bytes("kv_needed")) {
+      d.evidence.push_back(fmt::format("One request of {} tokens needs {} of KV cache.", e.int_field("max_model_len").value_or(0),
+                                       format_bytes(*needed)));
+    }
+    if (e.int_field("estimated_max_model_len") == 0) {
+      d.evidence.push_back("vLLM estimates the longest request that fits at 0 tokens: no shorter --max-model-len helps, "
+                           "only more memory for the KV cache.");
+    }
     if (const FieldValue* c = e.field("max_concurrency"); c && std::holds_alternative<double>(*c) && std::get<double>(*c) <= 0.0) {
       d.evidence.push_back(fmt::format("Maximum concurrency for {} tokens per request is {:.2f}x: not one request fits.",
                                        e.int_field("concurrency_tokens_per_request").value_or(0), std::get<double>(*c)));

@@ -60,6 +60,11 @@ std::string numbers_line(const OomEvent& e) {
   std::string out;
   for (const auto& [name, label] : shown_figures()) {
     const Quantity* q = e.quantity(name);
+    // A negative figure (vLLM's KV budget) is kept as printed: "KV available -2.35 GiB".
+    if (q == nullptr && e.int_field(std::string(name) + "_bytes").value_or(0) < 0) {
+      out += fmt::format("{}{} {}", out.empty() ? "" : " · ", label, e.string_field(std::string(name) + "_text").value_or(""));
+      continue;
+    }
     if (q == nullptr) continue;
     out += fmt::format("{}{} {}", out.empty() ? "" : " · ", label, q->overflow ? "unlimited" : format_bytes(q->bytes));
   }

@@ -7,6 +7,7 @@
 #include "analyses/diagnose.h"
 #include "analyses/explain.h"
 #include "core/units.h"
+#include "report/explain_json.h"
 #include "report/explain_terminal.h"
 #include "report/style.h"
 #include "support/explain_support.h"
@@ -301,6 +302,110 @@ TEST(DiagnoseQa8, JupyterEvaluationWithoutNoGrad) {
   EXPECT_EQ(x.diagnosis.secondary_causes, (std::vector<std::string>{"fragmentation_minor", "capacity_exhausted"}));
   EXPECT_EQ(x.diagnosis.evidence.back(), "It failed during evaluation (traceback), where no gradients are needed.");
   EXPECT_EQ(fix_ids(x.diagnosis).at(0), "no_grad_for_eval");
+}
+
+// ---- vLLM with no KV cache at all ----
+
+bool offers_max_model_len(const Diagnosis& d) {
+  for (const Fix& f : d.fixes) {
+    if (f.id == "vllm_max_model_len" || f.snippet.find("--max-model-len") != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A negative KV budget in vLLM's error, and its estimate of 0 tokens: no --max-model-len 0, what frees
+// memory instead, and the negative figure kept (JSON: kv_available_bytes below zero, as printed).
+TEST(DiagnoseQa8, VllmNegativeAvailableKvCache) {
+  const ExplainReport report = explain_text(
+      "ValueError: To serve at least one request with the models's max seq len (8192), (1.00 GiB KV cache is needed, "
+      "which is larger than the available KV cache memory (-2.35 GiB). Based on the available memory, the estimated "
+      "maximum model length is 0. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+      "initializing the engine.\n");
+  const ExplainedEvent x = only_event(report);
+  EXPECT_EQ(x.event.format, "vllm_kv_needed_gt_available");
+  EXPECT_EQ(x.event.bytes("kv_needed"), kGiB);
+  EXPECT_FALSE(x.event.quantity("kv_available"));
+  EXPECT_EQ(x.event.int_field("kv_available_bytes"), -2523293286);   // -2.35 x 2^30
+  EXPECT_EQ(x.event.string_field("kv_available_text"), "-2.35 GiB");
+  EXPECT_EQ(x.event.int_field("estimated_max_model_len"), 0);
+  EXPECT_EQ(x.diagnosis.cause, "no_kv_cache_memory");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "vLLM's budget minus weights and the profiling peak leaves -2.35 GiB for the KV "
+                                        "cache: the budget is 2.35 GiB too small for even an empty cache.");
+  EXPECT_EQ(x.diagnosis.evidence.at(1), "One request of 8192 tokens needs 1.00 GiB of KV cache.");
+  EXPECT_EQ(x.diagnosis.evidence.at(2), "vLLM estimates the longest request that fits at 0 tokens: no shorter "
+                                        "--max-model-len helps, only more memory for the KV cache.");
+  EXPECT_FALSE(offers_max_model_len(x.diagnosis));
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"vllm_max_num_seqs", "vllm_gpu_memory_utilization",
+                                                            "vllm_enforce_eager", "vllm_tensor_parallel",
+                                                            "vllm_quantized_weights", "vllm_cpu_offload"}));
+  const Json json = event_to_json(x);
+  EXPECT_EQ(json["kv_available_bytes"], -2523293286);
+  EXPECT_EQ(json["kv_available_text"], "-2.35 GiB");
+  EXPECT_EQ(json["kv_available_unit"], "GiB");
+  const std::string out = render_explain(report, Style::plain());
+  EXPECT_NE(out.find("  KV needed 1.00 GiB · KV available -2.35 GiB · max_model_len 8192\n"), std::string::npos) << out;
+}
+
+// vLLM's estimate of 0 tokens with a little memory available: still no length to offer.
+TEST(DiagnoseQa8, VllmEstimatedMaximumLengthZero) {
+  const ExplainedEvent x = only_event(explain_text(
+      "ValueError: To serve at least one request with the models's max seq len (32768), (4.00 GiB KV cache is needed, "
+      "which is larger than the available KV cache memory (0.05 GiB). Based on the available memory, the estimated "
+      "maximum model length is 0. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+      "initializing the engine.\n"));
+  EXPECT_EQ(x.event.bytes("kv_available"), 53687091u);   // 0.05 x 2^30
+  EXPECT_EQ(x.diagnosis.cause, "no_kv_cache_memory");
+  EXPECT_FALSE(offers_max_model_len(x.diagnosis));
+  // A positive estimate is still the length to serve.
+  const ExplainedEvent some = only_event(explain_text(
+      "ValueError: To serve at least one request with the models's max seq len (32768), (4.00 GiB KV cache is needed, "
+      "which is larger than the available KV cache memory (2.00 GiB). Based on the available memory, the estimated "
+      "maximum model length is 16384. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+      "initializing the engine.\n"));
+  EXPECT_EQ(some.diagnosis.cause, "kv_cache_insufficient");
+  EXPECT_EQ(fix(some.diagnosis, "vllm_max_model_len").snippet, "--max-model-len 16384");
+}
+
+// V0's wording with a KV cache of 0 tokens: no "--max-model-len 0".
+TEST(DiagnoseQa8, VllmZeroKvTokens) {
+  const ExplainedEvent x = only_event(explain_text(
+      "ValueError: The model's max seq len (4096) is larger than the maximum number of tokens that can be stored in KV "
+      "cache (0). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n"));
+  EXPECT_EQ(x.event.int_field("kv_cache_tokens"), 0);
+  EXPECT_EQ(x.diagnosis.cause, "no_kv_cache_memory");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "The KV cache holds 0 tokens.");
+  EXPECT_FALSE(offers_max_model_len(x.diagnosis));
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"vllm_max_num_seqs", "vllm_gpu_memory_utilization",
+                                                            "vllm_tensor_parallel", "vllm_quantized_weights",
+                                                            "vllm_cpu_offload"}));
+}
+
+// The accounting line with a KV budget of 0 (or less) is the error itself: the error vLLM raises after
+// it joins it, and the figure stays as printed.
+TEST(DiagnoseQa8, VllmAvailableKvCacheMemoryZeroOrNegative) {
+  const ExplainReport zero = explain_text(
+      "INFO 05-01 10:00:00 [gpu_worker.py:227] Available KV cache memory: 0.00 GiB\n"
+      "ERROR 05-01 10:00:00 [core.py:396] ValueError: No available memory for the cache blocks. Try increasing "
+      "`gpu_memory_utilization` when initializing the engine.\n");
+  const ExplainedEvent z = only_event(zero);
+  EXPECT_EQ(z.event.format, "vllm_memory_info");
+  EXPECT_TRUE(z.event.is_error);
+  EXPECT_EQ(z.event.bytes("kv_cache"), 0u);
+  EXPECT_EQ(z.event.int_field("error_line"), 2);
+  EXPECT_EQ(z.diagnosis.cause, "no_kv_cache_memory");
+  EXPECT_EQ(z.diagnosis.evidence.at(0), "vLLM's budget minus weights and the profiling peak leaves 0.00 GiB for the KV "
+                                        "cache: nothing for even one block.");
+  EXPECT_FALSE(offers_max_model_len(z.diagnosis));
+  const ExplainedEvent negative = only_event(explain_text(
+      "INFO 05-01 10:00:00 [gpu_worker.py:227] Available KV cache memory: -2.35 GiB\n"
+      "ERROR 05-01 10:00:00 [core.py:396] ValueError: No available memory for the cache blocks. Try increasing "
+      "`gpu_memory_utilization` when initializing the engine.\n"));
+  EXPECT_EQ(negative.event.int_field("kv_cache_bytes"), -2523293286);
+  EXPECT_EQ(event_to_json(negative)["kv_cache_bytes"], -2523293286);
+  EXPECT_EQ(event_to_json(negative)["kv_cache_text"], "-2.35 GiB");
+  EXPECT_EQ(negative.diagnosis.evidence.at(0), "vLLM's budget minus weights and the profiling peak leaves -2.35 GiB for "
+                                               "the KV cache: the budget is 2.35 GiB too small for even an empty cache.");
+  EXPECT_FALSE(offers_max_model_len(negative.diagnosis));
 }
 
 }  // namespace
