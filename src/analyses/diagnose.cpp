@@ -221,7 +221,10 @@ Fix allocator_fix(const OomEvent& e, std::string detail) {
                                                  "settings: upgrade PyTorch to use them.",
                       std::string(fix_snippet("max_split_size", FixVariant::kTorch14)));
     }
-    if (e.format == "pytorch_old_reserved") return make_fix("max_split_size", std::move(detail));
+    // (A 1.x message cut short may have been either form: the reserved one is far more common.)
+    if (e.format == "pytorch_old_reserved" || e.format == "pytorch_old_truncated") {
+      return make_fix("max_split_size", std::move(detail));
+    }
   }
   return make_fix("expandable_segments", std::move(detail));
 }
@@ -444,6 +447,24 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
       d.fixes.push_back(make_fix("smaller_input", "Intel XPU drivers limit a single allocation (4 GB on many "
                                                   "platforms): split the tensor or shrink the batch."));
     }
+    return;
+  }
+  // A 1.x message cut before PyTorch's reserve: its allocated figure is only part of what PyTorch
+  // holds (the cache is not printed), so the rest of the card cannot be told apart either.
+  const bool reserve_cut = e.format == "pytorch_old_truncated" && !e.bytes("reserved_total") && !e.bytes("reserved_unallocated");
+  if (reserve_cut && m.total) {
+    d.cause = "insufficient_information";
+    const auto allocated = e.bytes("allocated");
+    d.evidence.push_back(fmt::format(
+        "The message was cut before PyTorch's reserve{}: {}so what holds the rest of the card (PyTorch's cache, other "
+        "processes) cannot be told; the full message (or `oomdoc snapshot`) can.",
+        m.free ? "" : " and the free figure",
+        allocated ? fmt::format("PyTorch had {} of {} allocated ({}), ", format_bytes(*allocated), format_bytes(total),
+                                pct(*allocated, total))
+                  : fmt::format("{} total{}, ", format_bytes(total),
+                                m.requested ? fmt::format(", {} requested", format_bytes(*m.requested)) : std::string())));
+    if (m.requested && at_least_half(requested, total)) add_one_tensor(d, requested, total);
+    add_training_ladder(d, e, m, operation_of(e));
     return;
   }
   if (!m.this_process && !m.pytorch_reserved && e.other_processes.empty()) {
@@ -1626,7 +1647,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.fixes.push_back(make_fix("smaller_input", "Split the tensor or shrink the batch so no single allocation passes the limit."));
   } else if (is_pytorch_numeric(e) && (m.total || m.free)) {
     diagnose_pytorch_numbers(d, e, m);
-  } else if (e.format == "pytorch_new_truncated") {
+  } else if (e.format == "pytorch_new_truncated" || e.format == "pytorch_old_truncated") {
     d.cause = "insufficient_information";
     d.evidence.push_back(m.requested ? fmt::format("The message was cut after the request ({}): it gives no "
                                                    "capacity, free or allocated figures.", format_bytes(*m.requested))

@@ -408,5 +408,61 @@ TEST(DiagnoseQa8, VllmAvailableKvCacheMemoryZeroOrNegative) {
   EXPECT_FALSE(offers_max_model_len(negative.diagnosis));
 }
 
+// ---- PyTorch 1.x's message cut short ----
+
+// Cut inside the free figure: the device, the capacity and the allocated memory were printed whole
+// and stay; the free figure does not. Without PyTorch's reserve the rest of the card cannot be told.
+TEST(DiagnoseQa8, Pytorch1xCutKeepsTheWholeFigures) {
+  const ExplainedEvent x = only_event(explain_text(
+      "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 23.70 GiB total capacity; 21.05 GiB "
+      "already allocated; 812.5\n"));
+  EXPECT_EQ(x.event.format, "pytorch_old_truncated");
+  EXPECT_EQ(x.event.framework, "pytorch");
+  EXPECT_EQ(x.event.device, 0);
+  EXPECT_EQ(x.event.string_field("device_kind"), "GPU");
+  EXPECT_EQ(x.event.bytes("requested"), 20 * kMiB);
+  EXPECT_EQ(x.event.bytes("total"), 25447681229u);       // 23.70 GiB
+  EXPECT_EQ(x.event.bytes("allocated"), 22602265395u);   // 21.05 GiB
+  EXPECT_FALSE(x.event.quantity("free"));
+  EXPECT_FALSE(x.event.quantity("reserved_total"));
+  EXPECT_EQ(x.event.end_line, 1u);
+  EXPECT_EQ(x.diagnosis.cause, "insufficient_information");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "The message was cut before PyTorch's reserve and the free figure: PyTorch had "
+                                        "21.05 GiB of 23.70 GiB allocated (89%), so what holds the rest of the card "
+                                        "(PyTorch's cache, other processes) cannot be told; the full message (or `oomdoc "
+                                        "snapshot`) can.");
+}
+
+// Cut inside a label: the figure before it is whole, named by its place or by the label's start when
+// only one field can stand there; a bare figure where several could is left out.
+TEST(DiagnoseQa8, Pytorch1xCutInsideALabel) {
+  const std::string head = "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 1; 23.70 GiB total capacity; ";
+  const ExplainedEvent alloc = only_event(explain_text(head + "21.05 GiB already alloc\n"));
+  EXPECT_EQ(alloc.event.device, 1);
+  EXPECT_EQ(alloc.event.bytes("allocated"), 22602265395u);
+  const ExplainedEvent bare = only_event(explain_text(head + "21.05 GiB already allocated; 812.50 MiB\n"));
+  EXPECT_EQ(bare.event.bytes("allocated"), 22602265395u);
+  EXPECT_FALSE(bare.event.quantity("free"));    // free, active or the reserve: the label does not say
+  const ExplainedEvent reserve = only_event(explain_text(head + "21.05 GiB already allocated; 812.50 MiB free; 21.40 GiB reser\n"));
+  EXPECT_EQ(reserve.event.format, "pytorch_old_truncated");
+  EXPECT_EQ(reserve.event.bytes("free"), 851968000u);          // 812.50 MiB
+  EXPECT_EQ(reserve.event.bytes("reserved_total"), 22978075034u);   // 21.40 GiB
+  // With every figure, the figures decide: the reserve holds the rest of the card.
+  EXPECT_NE(reserve.diagnosis.cause, "insufficient_information");
+}
+
+// Cut inside the capacity: the device alone stays; the cause cannot be told.
+TEST(DiagnoseQa8, Pytorch1xCutInsideTheCapacity) {
+  const ExplainedEvent x = only_event(explain_text(
+      "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 23.7\n"));
+  EXPECT_EQ(x.event.format, "pytorch_old_truncated");
+  EXPECT_EQ(x.event.device, 0);
+  EXPECT_EQ(x.event.bytes("requested"), 20 * kMiB);
+  EXPECT_FALSE(x.event.quantity("total"));
+  EXPECT_EQ(x.diagnosis.cause, "insufficient_information");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "The message was cut after the request (20.00 MiB): it gives no capacity, free "
+                                        "or allocated figures.");
+}
+
 }  // namespace
 }  // namespace oomdoc
