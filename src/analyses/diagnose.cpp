@@ -221,7 +221,10 @@ Fix allocator_fix(const OomEvent& e, std::string detail) {
                                                  "settings: upgrade PyTorch to use them.",
                       std::string(fix_snippet("max_split_size", FixVariant::kTorch14)));
     }
-    if (e.format == "pytorch_old_reserved") return make_fix("max_split_size", std::move(detail));
+    // (A 1.x message cut short may have been either form: the reserved one is far more common.)
+    if (e.format == "pytorch_old_reserved" || e.format == "pytorch_old_truncated") {
+      return make_fix("max_split_size", std::move(detail));
+    }
   }
   return make_fix("expandable_segments", std::move(detail));
 }
@@ -457,6 +460,24 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
       d.fixes.push_back(make_fix("smaller_input", "Intel XPU drivers limit a single allocation (4 GB on many "
                                                   "platforms): split the tensor or shrink the batch."));
     }
+    return;
+  }
+  // A 1.x message cut before PyTorch's reserve: its allocated figure is only part of what PyTorch
+  // holds (the cache is not printed), so the rest of the card cannot be told apart either.
+  const bool reserve_cut = e.format == "pytorch_old_truncated" && !e.bytes("reserved_total") && !e.bytes("reserved_unallocated");
+  if (reserve_cut && m.total) {
+    d.cause = "insufficient_information";
+    const auto allocated = e.bytes("allocated");
+    d.evidence.push_back(fmt::format(
+        "The message was cut before PyTorch's reserve{}: {}so what holds the rest of the card (PyTorch's cache, other "
+        "processes) cannot be told; the full message (or `oomdoc snapshot`) can.",
+        m.free ? "" : " and the free figure",
+        allocated ? fmt::format("PyTorch had {} of {} allocated ({}), ", format_bytes(*allocated), format_bytes(total),
+                                pct(*allocated, total))
+                  : fmt::format("{} total{}, ", format_bytes(total),
+                                m.requested ? fmt::format(", {} requested", format_bytes(*m.requested)) : std::string())));
+    if (m.requested && at_least_half(requested, total)) add_one_tensor(d, requested, total);
+    add_training_ladder(d, e, m, operation_of(e));
     return;
   }
   if (!m.this_process && !m.pytorch_reserved && e.other_processes.empty()) {
@@ -1104,6 +1125,19 @@ void diagnose_directml(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m
   d.fixes.push_back(make_fix("bigger_gpu", "When one step alone needs more than the card."));
 }
 
+// The runtime's words are the same under JAX, TensorFlow and PyTorch/XLA: unless PyTorch/XLA named
+// itself, a TPU fix's snippet gives both.
+std::string tpu_release_snippet(bool torch_xla) {
+  return torch_xla ? "loss_sum += loss.item()  # host values, not XLA tensors kept across steps; del tensors no longer needed"
+                   : "metrics.append(jax.device_get(m))  # JAX: host copies, not device arrays kept across steps; "
+                     "PyTorch/XLA: loss.item(), t.cpu(); del arrays no longer needed";
+}
+
+std::string tpu_bf16_snippet(bool torch_xla) {
+  return torch_xla ? "model.to(torch.bfloat16)  # and bf16 inputs; older torch_xla: XLA_USE_BF16=1"
+                   : "dtype=jnp.bfloat16, param_dtype=jnp.bfloat16  # flax modules; PyTorch/XLA: model.to(torch.bfloat16)";
+}
+
 // The TPU runtime could not reserve a program's memory at the bottom of HBM (readers/formats/xla.cpp):
 // with free memory above the request but too little of it reservable, buffers that outlive a step
 // fragment HBM; with too little free, what is allocated plus the program does not fit.
@@ -1111,12 +1145,6 @@ void diagnose_tpu_reserve(Diagnosis& d, const OomEvent& e, const MemoryBreakdown
   const uint64_t requested = m.requested.value_or(0), free = m.free.value_or(0);
   const auto reservable = e.bytes("reservable");
   const bool torch_xla = e.framework == "torch_xla";
-  // The runtime's words are the same under JAX, TensorFlow and PyTorch/XLA: unless PyTorch/XLA named
-  // itself, the snippet gives both.
-  const std::string release_snippet =
-      torch_xla ? "loss_sum += loss.item()  # host values, not XLA tensors kept across steps; del tensors no longer needed"
-                : "metrics.append(jax.device_get(m))  # JAX: host copies, not device arrays kept across steps; "
-                  "PyTorch/XLA: loss.item(), t.cpu(); del arrays no longer needed";
   if (m.requested && m.free && reservable && free >= requested && requested > *reservable) {
     d.cause = "fragmentation";
     d.evidence.push_back(fmt::format(
@@ -1124,7 +1152,7 @@ void diagnose_tpu_reserve(Diagnosis& d, const OomEvent& e, const MemoryBreakdown
         "where the program's memory must go in one piece: buffers that live across steps sit in the way.",
         format_bytes(free), format_bytes(requested), format_bytes(*reservable)));
     d.fixes.push_back(make_fix("release_references", "Fewer buffers kept from step to step leave the bottom of HBM free.",
-                               release_snippet));
+                               tpu_release_snippet(torch_xla)));
     d.fixes.push_back(make_fix("smaller_input", fmt::format("A smaller per-device batch shrinks the program's {} below "
                                                             "the {} reservable.", format_bytes(requested),
                                                             format_bytes(*reservable))));
@@ -1139,12 +1167,52 @@ void diagnose_tpu_reserve(Diagnosis& d, const OomEvent& e, const MemoryBreakdown
                                    m.total ? fmt::format(" of {} HBM", format_bytes(*m.total)) : ""));
   d.fixes.push_back(make_fix("release_references", "Buffers kept from earlier steps (outputs, metrics, a second copy of "
                                                    "the weights) are what is allocated beside the program.",
-                             release_snippet));
+                             tpu_release_snippet(torch_xla)));
   d.fixes.push_back(make_fix("smaller_input", "A smaller per-device batch shrinks the program's activations and temporaries."));
-  d.fixes.push_back(make_fix("mixed_precision", "bf16 parameters and activations take half of fp32.",
-                             torch_xla ? "model.to(torch.bfloat16)  # and bf16 inputs; older torch_xla: XLA_USE_BF16=1"
-                                       : "dtype=jnp.bfloat16, param_dtype=jnp.bfloat16  # flax modules; PyTorch/XLA: "
-                                         "model.to(torch.bfloat16)"));
+  d.fixes.push_back(make_fix("mixed_precision", "bf16 parameters and activations take half of fp32.", tpu_bf16_snippet(torch_xla)));
+}
+
+// The TPU runtime could not allocate one device buffer in an HBM (readers/formats/xla.cpp): less free
+// than the buffer is a full HBM; as much free or more, yet refused, is free memory in pieces.
+void diagnose_tpu_alloc(Diagnosis& d, const OomEvent& e, const MemoryBreakdown& m) {
+  const bool torch_xla = e.framework == "torch_xla";
+  const std::string where = e.string_field("device_string").value_or("the TPU");
+  if (m.requested && m.free && *m.free >= *m.requested) {
+    d.cause = "fragmentation";
+    d.evidence.push_back(fmt::format(
+        "{} had {} free, as much as the {} buffer, yet could not place it: the free HBM is in pieces, between buffers "
+        "that live across steps.", where, format_bytes(*m.free), format_bytes(*m.requested)));
+    d.fixes.push_back(make_fix("release_references", "Fewer buffers kept from step to step leave HBM in larger pieces.",
+                               tpu_release_snippet(torch_xla)));
+    d.fixes.push_back(make_fix("smaller_input", "A smaller per-device batch needs smaller buffers."));
+    return;
+  }
+  d.cause = "capacity_exhausted";
+  std::string batch = "A smaller per-device batch shrinks the activations and temporaries.";
+  if (m.requested && m.free) {
+    d.capacity_title = fmt::format("the TPU's HBM had less free than the buffer ({} requested, {} free)",
+                                   format_bytes(*m.requested), format_bytes(*m.free));
+    d.evidence.push_back(fmt::format("The TPU runtime could not allocate {} buffer on {}: only {} was free, {} short.",
+                                     with_article(format_bytes(*m.requested)), where, format_bytes(*m.free),
+                                     format_bytes(*m.requested - *m.free)));
+    batch = fmt::format("The buffer is {} with {} free: the peak must drop by at least {}. {}", format_bytes(*m.requested),
+                        format_bytes(*m.free), format_bytes(*m.requested - *m.free), batch);
+  } else {
+    d.evidence.push_back(fmt::format("The TPU runtime could not allocate a device buffer on {}.", where));
+  }
+  d.fixes.push_back(make_fix("release_references", "Buffers kept from earlier steps (outputs, metrics, a second copy of "
+                                                   "the weights) hold HBM the next step needs.",
+                             tpu_release_snippet(torch_xla)));
+  d.fixes.push_back(make_fix("smaller_input", batch));
+  d.fixes.push_back(make_fix("mixed_precision", "bf16 parameters and activations take half of fp32.", tpu_bf16_snippet(torch_xla)));
+}
+
+// vLLM's figures say no KV cache fits at all: its budget left nothing or less for it (printed as
+// "-2.35 GiB" or 0), the cache holds 0 tokens, or vLLM estimates the longest request that fits at 0
+// tokens. No shorter --max-model-len helps then: only more memory for the cache does.
+bool no_kv_room(const OomEvent& e) {
+  return e.int_field("kv_available_bytes").value_or(0) < 0 || e.bytes("kv_available") == 0u ||
+         e.int_field("kv_cache_tokens") == 0 || e.int_field("estimated_max_model_len") == 0;
 }
 
 void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
@@ -1174,7 +1242,8 @@ void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
     d.fixes.push_back(make_fix("vllm_quantized_weights", "An AWQ/GPTQ/FP8 checkpoint halves or quarters the weights."));
     d.fixes.push_back(make_fix("vllm_cpu_offload", "Moves part of the weights to host memory."));
   };
-  if (e.format == "vllm_max_seq_len_gt_kv_tokens" || e.format == "vllm_kv_needed_gt_available") {
+  const bool kv_error = e.format == "vllm_max_seq_len_gt_kv_tokens" || e.format == "vllm_kv_needed_gt_available";
+  if (kv_error && !no_kv_room(e)) {
     d.cause = "kv_cache_insufficient";
     auto max_len = e.int_field("max_model_len");
     if (auto tokens = e.int_field("kv_cache_tokens")) {
@@ -1237,17 +1306,35 @@ void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
     }
     d.fixes.push_back(make_fix("vllm_gpu_memory_utilization", "Raise it only if nothing else uses the card."));
     common_tail();
-  } else if (e.format == "vllm_no_cache_blocks" || (e.format == "vllm_memory_info" && e.is_error)) {
-    // The startup accounting's own figures that say no KV cache fits (readers/formats/vllm.cpp).
+  } else if (kv_error || e.format == "vllm_no_cache_blocks" || (e.format == "vllm_memory_info" && e.is_error)) {
+    // The startup accounting's own figures that say no KV cache fits (readers/formats/vllm.cpp), or
+    // an insufficient-KV error whose figures say the same (no_kv_room).
     d.cause = "no_kv_cache_memory";
-    if (auto kv = e.int_field("kv_cache_bytes"); kv && *kv < 0) {
-      d.evidence.push_back(fmt::format("vLLM's budget minus weights and the profiling peak leaves {} for the KV cache: "
-                                       "the budget is {} too small for even an empty cache.",
-                                       e.string_field("kv_cache_text").value_or(""),
-                                       format_bytes(static_cast<uint64_t>(-*kv))));
+    // What the budget left for the cache, as the accounting ("kv_cache") or the error ("kv_available") prints it.
+    for (const std::string name : {"kv_cache", "kv_available"}) {
+      if (auto kv = e.int_field(name + "_bytes"); kv && *kv < 0) {
+        d.evidence.push_back(fmt::format("vLLM's budget minus weights and the profiling peak leaves {} for the KV cache: "
+                                         "the budget is {} too small for even an empty cache.",
+                                         e.string_field(name + "_text").value_or(""),
+                                         format_bytes(static_cast<uint64_t>(-*kv))));
+        break;
+      }
+      if (const Quantity* q = e.quantity(name); q && q->bytes == 0) {
+        d.evidence.push_back(fmt::format("vLLM's budget minus weights and the profiling peak leaves {} for the KV cache: "
+                                         "nothing for even one block.", q->text));
+        break;
+      }
     }
     if (e.int_field("gpu_blocks") == 0) d.evidence.push_back("vLLM allocated 0 GPU blocks for the KV cache.");
     if (e.int_field("kv_cache_tokens") == 0) d.evidence.push_back("The KV cache holds 0 tokens.");
+    if (auto needed = e.bytes("kv_needed")) {
+      d.evidence.push_back(fmt::format("One request of {} tokens needs {} of KV cache.", e.int_field("max_model_len").value_or(0),
+                                       format_bytes(*needed)));
+    }
+    if (e.int_field("estimated_max_model_len") == 0) {
+      d.evidence.push_back("vLLM estimates the longest request that fits at 0 tokens: no shorter --max-model-len helps, "
+                           "only more memory for the KV cache.");
+    }
     if (const FieldValue* c = e.field("max_concurrency"); c && std::holds_alternative<double>(*c) && std::get<double>(*c) <= 0.0) {
       d.evidence.push_back(fmt::format("Maximum concurrency for {} tokens per request is {:.2f}x: not one request fits.",
                                        e.int_field("concurrency_tokens_per_request").value_or(0), std::get<double>(*c)));
@@ -1593,7 +1680,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.fixes.push_back(make_fix("smaller_input", "Split the tensor or shrink the batch so no single allocation passes the limit."));
   } else if (is_pytorch_numeric(e) && (m.total || m.free)) {
     diagnose_pytorch_numbers(d, e, m);
-  } else if (e.format == "pytorch_new_truncated") {
+  } else if (e.format == "pytorch_new_truncated" || e.format == "pytorch_old_truncated") {
     d.cause = "insufficient_information";
     d.evidence.push_back(m.requested ? fmt::format("The message was cut after the request ({}): it gives no "
                                                    "capacity, free or allocated figures.", format_bytes(*m.requested))
@@ -1702,6 +1789,8 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.fixes.push_back(make_fix("trtllm_tensor_parallel", "Each GPU then holds 1/N of the weights (MoE: of the experts)."));
   } else if (e.format == "xla_tpu_hbm_reserve") {
     diagnose_tpu_reserve(d, e, m);
+  } else if (e.format == "xla_tpu_hbm_alloc") {
+    diagnose_tpu_alloc(d, e, m);
   } else if (e.format == "process_killed") {
     // A SIGKILL is not proof of memory unless the kernel's line says so: the evidence says how to check.
     diagnose_killed(d, e, operation, context);
@@ -1984,13 +2073,29 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     }
     }
   } else if (e.framework == "llama.cpp") {
-    if (m.requested && *m.requested >= 256 * kGiB) {
+    if (e.format == "ggml_cuda_error") {
+      // A CUDA call inside llama.cpp failed: the driver's status, with no size.
+      d.cause = "driver_oom_no_details";
+      const std::string function = e.string_field("cuda_function").value_or("");
+      d.evidence.push_back(fmt::format("A {} call inside llama.cpp ran out of memory{}{}; no size is printed.",
+                                       e.string_field("backend").value_or("CUDA"),
+                                       function.empty() ? "" : " in " + function,
+                                       e.device ? fmt::format(" on device {}", *e.device) : ""));
+      if (function.find("pool_malloc") != std::string::npos) {
+        d.evidence.push_back("That is llama.cpp's CUDA memory pool: temporary buffers of the matrix multiplications "
+                             "(dequantized weights, converted inputs), allocated while it computes, outside the model, KV "
+                             "cache and compute buffers sized at startup: a model that loaded can still run out here.");
+      }
+    } else if (m.requested && *m.requested >= 256 * kGiB) {
       d.cause = "garbage_request_size";
       d.evidence.push_back(fmt::format("A {} buffer is larger than any single GPU: the context or batch size is far larger than intended.",
                                        format_bytes(*m.requested)));
     } else {
       d.cause = "capacity_exhausted";
-      d.evidence.push_back(fmt::format("The device could not provide {} buffer{}.", with_article(format_bytes(m.requested.value_or(0))),
+      // The backend when it is not CUDA's (ggml.cpp): Vulkan, Metal, SYCL, ROCm.
+      const std::string backend = e.string_field("backend").value_or("");
+      d.evidence.push_back(fmt::format("The {}device could not provide {} buffer{}.", backend.empty() ? "" : backend + " ",
+                                       with_article(format_bytes(m.requested.value_or(0))),
                                        e.device ? fmt::format(" on device {}", *e.device) : ""));
     }
     // Only the fixes that shrink the buffer that failed (ggml.cpp reads which one it was); they are
@@ -2013,6 +2118,12 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     std::vector<Fix> order = buffer == "kv_cache" ? std::vector<Fix>{kv, quant, context, fewer}
                              : buffer == "model"  ? std::vector<Fix>{quant, fewer}
                                                   : std::vector<Fix>{flash, kv, quant, context, fewer};
+    // Metal's buffers come out of unified memory, of which macOS lets the GPU wire only a part.
+    if (e.string_field("backend") == "Metal") {
+      order.insert(order.begin(), make_fix("metal_wired_limit", "Metal buffers come out of unified memory, of which macOS "
+                                                                "lets the GPU wire only a part (about two thirds to three "
+                                                                "quarters of RAM); close other large applications first."));
+    }
     // llama.cpp inside Ollama: the same settings, as Ollama's parameters and environment variables.
     if (application(e) == kAppOllama) {
       d.evidence.push_back("Ollama runs llama.cpp here: its settings are Ollama's (num_ctx, num_gpu, OLLAMA_* variables).");

@@ -449,6 +449,15 @@ struct LogScanner::State {
   size_t counted_pos = 0;        // buf offset whose line number is counted_line
   uint64_t counted_line = 1;
   uint64_t consumed_until = 0;   // absolute offset: text before it belongs to earlier events
+  // Lines after consumed_until that an earlier event took (absolute offsets of their starts): the
+  // rest of a message whose lines interleave with another rank's, read before that rank's.
+  std::vector<uint64_t> consumed_lines;
+  bool consumed(uint64_t line_start) {
+    if (line_start < consumed_until) return true;
+    // Candidates come in log order: lines above this one are behind the scan for good.
+    std::erase_if(consumed_lines, [&](uint64_t at) { return at < line_start; });
+    return std::find(consumed_lines.begin(), consumed_lines.end(), line_start) != consumed_lines.end();
+  }
   ScanResult result;
 
   uint64_t line_at(size_t pos) {
@@ -741,7 +750,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     const size_t cap = std::min(buf.size(), ls + kMaxLine);
     while (end < cap && !is_break(buf[end])) ++end;
     if (end == buf.size() && !eof) return false;  // the line is not complete yet
-    if (base + ls < consumed_until) {
+    if (consumed(base + ls)) {
       *resume = end;
       return true;
     }
@@ -798,16 +807,17 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
 
   const Segment first = segments.front();
   *resume = first.end;
-  if (base + first.start < consumed_until) return true;  // part of an earlier message
+  if (consumed(base + first.start)) return true;  // part of an earlier message
 
   const uint64_t line_number = line_at(first.start);
   std::vector<std::string> lines;
   std::vector<std::string> prefix_programs;  // the program each line's prefix names (readers/application.h)
   std::vector<uint64_t> line_numbers;
+  std::vector<size_t> end_segments;          // the last segment each window line comes from
+  std::vector<bool> other_rank(segments.size(), false);   // segments left out: another rank's lines
   std::optional<int64_t> rank;
   bool rank_is_worker = false;
   std::string_view first_raw(buf.data() + first.start, first.end - first.start);
-  size_t physical_lines_used = 0;
   std::vector<std::string> json_above;  // decoded lines before the keyword (a traceback)
   bool from_json = false;
   if (auto decoded = decode_json_line(first_raw)) {
@@ -830,9 +840,9 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       lines.push_back(std::move(c.text));
       prefix_programs.emplace_back();
       line_numbers.push_back(line_number);
+      end_segments.push_back(0);
       if (!rank) rank = c.rank;
     }
-    physical_lines_used = 1;
   } else {
     uint64_t n = line_number;
     for (size_t i = 0; i < segments.size(); ++i) {
@@ -844,22 +854,28 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         rank = c.rank;
         rank_is_worker = c.rank_is_worker;
       }
+      // Ranks printing at once interleave their lines ("[rank0]: ..." / "[rank1]: ..."): a message
+      // continues on its own rank's lines only.
+      if (i > 0 && rank && c.rank && c.rank != rank) {
+        other_rank[i] = true;
+        continue;
+      }
       prefix_programs.push_back(application_from_prefix(c));
       lines.push_back(std::move(c.text));
       line_numbers.push_back(n);
+      end_segments.push_back(i);
     }
   }
   if (lines.empty()) return true;
   // A message quoted as a string literal: its lines, all on this one physical line.
-  size_t split_lines = 0;  // window lines the split added beyond the one physical line
   if (!from_json) {
     std::vector<std::string> parts = split_escaped_newlines(lines[0]);
     if (!parts.empty()) {
       lines.erase(lines.begin());
       lines.insert(lines.begin(), parts.begin(), parts.end());
       line_numbers.insert(line_numbers.begin(), parts.size() - 1, line_numbers.front());
+      end_segments.insert(end_segments.begin(), parts.size() - 1, end_segments.front());
       prefix_programs.insert(prefix_programs.begin(), parts.size() - 1, prefix_programs.front());
-      split_lines = parts.size() - 1;
     }
   }
   // The source line Python echoes under a traceback frame (`File "...", line N, in f` then the
@@ -897,6 +913,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       }
       lines = std::move(glued);
       end_numbers.erase(end_numbers.begin(), end_numbers.begin() + static_cast<std::ptrdiff_t>(run - 1));
+      end_segments.erase(end_segments.begin(), end_segments.begin() + static_cast<std::ptrdiff_t>(run - 1));
       line_numbers.erase(line_numbers.begin() + 1, line_numbers.begin() + static_cast<std::ptrdiff_t>(run));
       prefix_programs.erase(prefix_programs.begin() + 1, prefix_programs.begin() + static_cast<std::ptrdiff_t>(run));
       glued_lines = run - 1;
@@ -928,9 +945,16 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       // Ray's log deduplication prints one line for N occurrences across the cluster: "... [repeated
       // 7x across cluster]". The suffix is not part of the message; N counts as N prints.
       const uint64_t ray_count = ray_repeat_count(event.message);
-      if (physical_lines_used == 0) physical_lines_used = (used > split_lines ? used - split_lines : 1) + glued_lines;
-
-      const Segment& last = segments[std::min(physical_lines_used, segments.size()) - 1];
+      // The physical lines the message took. Another rank's lines between them stay to be read:
+      // the scan resumes before the first of those, and this message's lines after it are marked.
+      const size_t last_segment = std::min(end_segments[used - 1], segments.size() - 1);
+      size_t unbroken = last_segment;
+      for (size_t i = 1; i <= last_segment; ++i) {
+        if (other_rank[i]) {
+          unbroken = i - 1;
+          break;
+        }
+      }
       // A repeat is counted without reading the 32 KiB above it again (a retry loop can print the
       // same OOM thousands of times); its traceback is read only if the first print had none.
       if (OomEvent* same = find_repeat(event)) {
@@ -951,8 +975,11 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
           if (std::string op = operation_from_lines(above.text, event); !op.empty()) event.set_field("log_operation", op);
         }
       }
-      consumed_until = base + last.end;
-      *resume = last.end;
+      consumed_until = base + segments[unbroken].end;
+      *resume = segments[unbroken].end;
+      for (size_t i = unbroken + 1; i <= last_segment; ++i) {
+        if (!other_rank[i]) consumed_lines.push_back(base + segments[i].start);
+      }
       const bool one_line = !from_json && used == 1 && glued_lines == 0 && ray_count == 0;
       std::string first_text = one_line ? lines[0] : std::string();
       OomEvent* kept = add_event(std::move(event));

@@ -123,6 +123,44 @@ std::string valid_utf8(std::string_view line) {
   return out;
 }
 
+// IPython names a frame's function with its class and arguments ("Module._call_impl(self, *args,
+// **kwargs)", "evaluate(model)"): the bare name, as Python's own traceback prints it ("_call_impl"),
+// which is what the operation is told from; "<module>" and "<cell line: 2>" stay as they are.
+std::string bare_function(std::string_view name) {
+  if (name.starts_with('<')) return std::string(name.substr(0, name.find('>') + 1));
+  name = name.substr(0, name.find('('));
+  if (const size_t dot = name.rfind('.'); dot != std::string_view::npos) name.remove_prefix(dot + 1);
+  while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+  return std::string(name);
+}
+
+// A frame's first line as IPython (Jupyter) prints it, its line number when given there:
+//  - "Cell In[12], line 3" (IPython 8; ", in f(x)" inside a function defined in the cell),
+//    "Input In [12], in <cell line: 3>()" (IPython 7.3x);
+//  - "File /home/u/x.py:40, in evaluate(model)" (IPython 8), "/home/u/x.py in evaluate(model)" and
+//    "<ipython-input-5-9a8b7c6d> in <module>" (IPython 7).
+std::optional<TracebackFrame> ipython_frame(const std::string& line) {
+  static const RE2 cell(R"(^((?:Cell|Input) In\s*\[\d+\])(?:, line (\d+))?(?:, in (.+?))?\s*$)");
+  static const RE2 file(R"(^File (.+):(\d+), in (.+?)\s*$)");
+  static const RE2 ipython7(R"(^(<ipython-input-[^>]*>|(?:/|~|[A-Za-z]:\\)\S*\.py) in (.+?)\s*$)");
+  TracebackFrame frame;
+  if (auto g = regex_search(cell, line)) {
+    frame.file = std::string((*g)[1]);
+    if (matched((*g)[2])) frame.line = parse_decimal<uint64_t>((*g)[2]);
+    frame.function = matched((*g)[3]) ? bare_function((*g)[3]) : "<module>";
+  } else if (auto f = regex_search(file, line)) {
+    frame.file = std::string((*f)[1]);
+    frame.line = parse_decimal<uint64_t>((*f)[2]);
+    frame.function = bare_function((*f)[3]);
+  } else if (auto o = regex_search(ipython7, line)) {
+    frame.file = std::string((*o)[1]);
+    frame.function = bare_function((*o)[2]);
+  } else {
+    return std::nullopt;
+  }
+  return frame;
+}
+
 bool has_high_bytes(std::string_view line) {
   for (char c : line) {
     if (static_cast<unsigned char>(c) >= 0x80) return true;
@@ -165,7 +203,30 @@ std::optional<Traceback> parse_traceback(const std::vector<std::string>& raw_lin
   }
   Traceback tb;
   size_t last_frame_line = 0;
+  // IPython's source lines under a frame: "     38 code", the one that ran marked "---> 40 code".
+  static const RE2 numbered(R"(^\s*(-+>)?\s*(\d+)(?: (.*))?$)");
   for (size_t i = first; i < lines.size(); ++i) {
+    // (IPython always prints the header: "OutOfMemoryError      Traceback (most recent call last)".)
+    if (header < lines.size() && !regex_search(frame_re, lines[i])) {
+      if (auto frame = ipython_frame(lines[i])) {
+        size_t k = i + 1;
+        for (; k < lines.size(); ++k) {
+          auto n = regex_search(numbered, lines[k]);
+          if (!n) break;
+          if (!matched((*n)[1])) continue;
+          if (!frame->line) frame->line = parse_decimal<uint64_t>((*n)[2]);
+          if (matched((*n)[3])) {
+            const std::string_view code = (*n)[3];
+            const size_t start = code.find_first_not_of(" \t");
+            if (start != std::string_view::npos) frame->code = std::string(code.substr(start));
+          }
+        }
+        last_frame_line = k - 1;
+        tb.frames.push_back(std::move(*frame));
+        i = k - 1;
+        continue;
+      }
+    }
     if (auto g = regex_search(frame_re, lines[i])) {
       last_frame_line = i;
       TracebackFrame frame;

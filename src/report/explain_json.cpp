@@ -79,7 +79,12 @@ Json event_to_json(const ExplainedEvent& item) {
     others.push_back({{"pid", json_optional(p.pid)}, {"bytes", p.memory.bytes}, {"text", p.memory.text}});
   }
   out["other_processes"] = others;
-  for (const char* name : kVllmQuantities) put_quantity(out, name, e.quantity(name));
+  for (const char* name : kVllmQuantities) {
+    // A negative KV budget is kept as plain fields (<name>_bytes below zero, _text, _unit): they take
+    // the quantity's keys below.
+    if (e.quantity(name) == nullptr && e.int_field(std::string(name) + "_bytes").value_or(0) < 0) continue;
+    put_quantity(out, name, e.quantity(name));
+  }
   for (const char* name : kVllmFields) {
     const FieldValue* v = e.field(name);
     out[name] = v ? field_to_json(*v) : Json(nullptr);

@@ -60,6 +60,11 @@ std::string numbers_line(const OomEvent& e) {
   std::string out;
   for (const auto& [name, label] : shown_figures()) {
     const Quantity* q = e.quantity(name);
+    // A negative figure (vLLM's KV budget) is kept as printed: "KV available -2.35 GiB".
+    if (q == nullptr && e.int_field(std::string(name) + "_bytes").value_or(0) < 0) {
+      out += fmt::format("{}{} {}", out.empty() ? "" : " · ", label, e.string_field(std::string(name) + "_text").value_or(""));
+      continue;
+    }
     if (q == nullptr) continue;
     out += fmt::format("{}{} {}", out.empty() ? "" : " · ", label, q->overflow ? "unlimited" : format_bytes(q->bytes));
   }
@@ -244,6 +249,10 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
     std::string device;
     if (e.device) device += fmt::format(" on {} {}", e.string_field("device_kind").value_or("device"), *e.device);
     if (!e.device && e.string_field("device_kind") == "CPU") device += " on the host (CPU RAM, not the GPU)";
+    // A TPU memory space has no index to show ("0x0x0_HBM0": a chip's coordinates and its HBM).
+    if (!e.device && e.string_field("device_kind") == "TPU" && e.string_field("device_string")) {
+      device += fmt::format(" on TPU {}", *e.string_field("device_string"));
+    }
     if (e.rank) device += fmt::format(" (rank {})", *e.rank);
     std::string headline = e.is_error ? fmt::format("{} out of memory{}", framework_title(e), device)
                                       : fmt::format("{} memory report{}", framework_title(e), device);

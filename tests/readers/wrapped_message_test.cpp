@@ -262,5 +262,68 @@ TEST(WrappedMessageQa5, OtherFormatsCutAtAFixedWidthAreReadWhole) {
   EXPECT_EQ(free.events[0].bytes("requested"), parse_quantity("47.59 GiB")->bytes);
 }
 
+// Two ranks failing at once, each line of their wrapped messages behind its own "[rankN]:" prefix and
+// the ranks' lines alternating: each message is read from its own rank's lines, with its own figures.
+TEST(WrappedMessage, InterleavedRanksKeepTheirOwnFigures) {
+  const ScanResult scan = scan_text(
+      "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of\n"
+      "[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 1 has a total capacity of\n"
+      "[rank0]: 79.15 GiB of which 1.25 GiB is free. Including non-PyTorch memory, this process has 77.88 GiB memory in\n"
+      "[rank1]: 79.15 GiB of which 3.50 GiB is free. Including non-PyTorch memory, this process has 75.63 GiB memory in\n"
+      "[rank0]: use. Of the allocated memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but\n"
+      "[rank1]: use. Of the allocated memory 60.00 GiB is allocated by PyTorch, and 14.00 GiB is reserved by PyTorch but\n"
+      "[rank0]: unallocated.\n"
+      "[rank1]: unallocated.\n");
+  ASSERT_EQ(scan.events.size(), 2u);
+  const OomEvent& r0 = scan.events[0];
+  EXPECT_EQ(r0.format, "pytorch_new");
+  EXPECT_EQ(r0.rank, 0);
+  EXPECT_EQ(r0.device, 0);
+  EXPECT_EQ(r0.line, 1u);
+  EXPECT_EQ(r0.end_line, 7u);
+  EXPECT_EQ(r0.bytes("requested"), 2 * kGiB);
+  EXPECT_EQ(r0.bytes("total"), 84986665370u);            // 79.15 GiB
+  EXPECT_EQ(r0.bytes("free"), 1342177280u);              // 1.25 GiB
+  EXPECT_EQ(r0.bytes("process"), 83623013253u);          // 77.88 GiB
+  EXPECT_EQ(r0.bytes("allocated"), 70 * kGiB);
+  EXPECT_EQ(r0.bytes("reserved_unallocated"), 6979321856u);   // 6.50 GiB
+  const OomEvent& r1 = scan.events[1];
+  EXPECT_EQ(r1.format, "pytorch_new");
+  EXPECT_EQ(r1.rank, 1);
+  EXPECT_EQ(r1.device, 1);
+  EXPECT_EQ(r1.line, 2u);
+  EXPECT_EQ(r1.end_line, 8u);
+  EXPECT_EQ(r1.bytes("requested"), 4 * kGiB);
+  EXPECT_EQ(r1.bytes("total"), 84986665370u);
+  EXPECT_EQ(r1.bytes("free"), 3758096384u);              // 3.50 GiB
+  EXPECT_EQ(r1.bytes("process"), 81207094149u);          // 75.63 GiB
+  EXPECT_EQ(r1.bytes("allocated"), 60 * kGiB);
+  EXPECT_EQ(r1.bytes("reserved_unallocated"), 14 * kGiB);
+  EXPECT_EQ(r1.message,
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 1 has a total capacity of 79.15 "
+            "GiB of which 3.50 GiB is free. Including non-PyTorch memory, this process has 75.63 GiB memory in use. Of the "
+            "allocated memory 60.00 GiB is allocated by PyTorch, and 14.00 GiB is reserved by PyTorch but unallocated.");
+}
+
+// A line of another rank inside one rank's message (a warning printed meanwhile) is left out of it,
+// and is read on its own afterwards.
+TEST(WrappedMessage, AnotherRanksLineInsideAMessage) {
+  const ScanResult scan = scan_text(
+      "[rank0]: RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 7.80 GiB total capacity;\n"
+      "[rank1]: RuntimeError: CUDA out of memory. Tried to allocate 64.00 MiB (GPU 1; 7.80 GiB total capacity; 7.10 GiB already allocated; 8.19 MiB free; 7.40 GiB reserved in total by PyTorch)\n"
+      "[rank0]: 6.90 GiB already allocated; 10.19 MiB free; 7.02 GiB reserved in total by PyTorch)\n");
+  ASSERT_EQ(scan.events.size(), 2u);
+  EXPECT_EQ(scan.events[0].rank, 0);
+  EXPECT_EQ(scan.events[0].format, "pytorch_old_reserved");
+  EXPECT_EQ(scan.events[0].bytes("requested"), 20 * kMiB);
+  EXPECT_EQ(scan.events[0].bytes("allocated"), 7408818586u);   // 6.90 GiB
+  EXPECT_EQ(scan.events[0].end_line, 3u);
+  EXPECT_EQ(scan.events[1].rank, 1);
+  EXPECT_EQ(scan.events[1].line, 2u);
+  EXPECT_EQ(scan.events[1].end_line, 2u);
+  EXPECT_EQ(scan.events[1].bytes("requested"), 64 * kMiB);
+  EXPECT_EQ(scan.events[1].bytes("allocated"), 7623566950u);   // 7.10 GiB
+}
+
 }  // namespace
 }  // namespace oomdoc

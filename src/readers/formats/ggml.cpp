@@ -1,5 +1,7 @@
-// llama.cpp / ggml and Ollama: cudaMalloc failures with the MiB asked for, followed by the exact
-// buffer size, pinned host buffers, and Ollama's runner exit.
+// llama.cpp / ggml and Ollama: a GPU backend's failed buffer (CUDA/HIP, Vulkan, Metal, SYCL) with the
+// size asked for, followed by the exact buffer size, pinned host buffers, and Ollama's runner exit.
+#include <memory>
+
 #include "core/text.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
@@ -9,50 +11,170 @@ namespace {
 
 const std::string kSize(kSizePattern);
 
-std::optional<FormatMatch> match_cuda_alloc(const MessageWindow& w) {
-  static const RE2 re("allocating (" + kSize + ") on device (\\d+): (?:cudaMalloc|hipMalloc) failed: out of memory");
-  auto g = regex_search(re, w.lines[0]);
+// The line llama.cpp prints after a GPU backend refused a buffer, naming the buffer and its exact size:
+// "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 2148007936" (the compute graph) or
+// "alloc_tensor_range: failed to allocate Vulkan0 buffer of size N" (weights or KV cache). The
+// buffer type is the backend and its device: CUDA0, ROCm1, Vulkan0, SYCL0, MUSA0, CANN0, or Metal
+// (one device, no index). CPU buffers are host memory (match_cpu_buffer), CUDA_Host pinned memory.
+struct BufferLine {
+  std::string buffer_backend;       // "CUDA0"
+  std::string backend;              // "CUDA"
+  std::optional<int64_t> device;    // 0; none for Metal
+  std::string_view bytes;           // the exact size's digits
+  bool graph_allocator = false;     // ggml_gallocr: the compute graph's buffer
+};
+
+std::optional<BufferLine> read_buffer_line(std::string_view line) {
+  static const RE2 re(R"(failed to allocate ((CUDA|ROCm|Vulkan|SYCL|MUSA|CANN|Metal)(\d*)) buffer of size (\d+))");
+  auto g = regex_search(re, line);
   if (!g) return std::nullopt;
+  BufferLine b;
+  b.buffer_backend = std::string((*g)[1]);
+  b.backend = std::string((*g)[2]);
+  if (!(*g)[3].empty()) b.device = parse_decimal<int64_t>((*g)[3]);
+  b.bytes = (*g)[4];
+  b.graph_allocator = line.find("gallocr") != std::string_view::npos;
+  return b;
+}
+
+// Which of llama.cpp's buffers failed, from the message's lines (each names its caller): the compute
+// graph (ggml_gallocr_reserve_n, "failed to allocate compute buffers"), the KV cache
+// (llama_kv_cache_init), or the model's weights (llama_model_load, load_tensors); "" when none says.
+std::string llama_buffer_named(const MessageWindow& w) {
+  for (size_t i = 0; i < w.lines.size() && i <= 4; ++i) {
+    const std::string& line = w.lines[i];
+    if (line.find("gallocr") != std::string::npos || line.find("compute buffer") != std::string::npos ||
+        line.find("compute pp buffer") != std::string::npos) {
+      return "compute";
+    }
+    if (line.find("kv_cache") != std::string::npos || line.find("kv cache") != std::string::npos) return "kv_cache";
+    if (line.find("llama_model_load") != std::string::npos || line.find("load_tensors") != std::string::npos ||
+        line.find("error loading model") != std::string::npos) {
+      return "model";
+    }
+  }
+  return "";
+}
+
+// A GPU backend's refusal of a buffer, as each backend words it, then what every one of them has in
+// common: the exact size the buffer line gives (the first line's MiB rounded it), the buffer and its
+// device, and which of llama.cpp's buffers it was.
+//  - CUDA/HIP (ggml-cuda.cu): "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 2048.50 MiB on
+//    device 1: cudaMalloc failed: out of memory" (format ggml_cuda_alloc);
+//  - Vulkan (ggml-vulkan.cpp): "ggml_vulkan: Device memory allocation of size 118497280 failed." then
+//    "ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory";
+//  - Metal (ggml-metal.m): "ggml_backend_metal_buffer_type_alloc_buffer: error: failed to allocate
+//    buffer, size =  8480.00 MiB";
+//  - SYCL (ggml-sycl.cpp): "ggml_backend_sycl_buffer_type_alloc_buffer: can't allocate 3072.00 MiB of
+//    device memory";
+//  - the buffer line alone (read_buffer_line), when nothing before it was kept.
+// The backend's own lines print MiB as "%.2f MiB" (binary).
+std::optional<FormatMatch> match_backend_alloc(const MessageWindow& w) {
+  struct Wording {
+    const char* backend;
+    const char* format;
+    std::unique_ptr<RE2> re;   // group 1: the size; group 2, when present: the device
+  };
+  static const std::vector<Wording> wordings = [] {
+    std::vector<Wording> out;
+    out.push_back({"CUDA", "ggml_cuda_alloc",
+                   std::make_unique<RE2>("allocating (" + kSize + ") on device (\\d+): (?:cudaMalloc|hipMalloc) failed: out of memory")});
+    out.push_back({"Vulkan", "ggml_backend_alloc", std::make_unique<RE2>(R"(ggml_vulkan: Device memory allocation of size (\d+) failed)")});
+    out.push_back({"Metal", "ggml_backend_alloc",
+                   std::make_unique<RE2>("metal_buffer_type_alloc_buffer: error: failed to allocate buffer, size =\\s*(" + kSize + ")")});
+    out.push_back({"SYCL", "ggml_backend_alloc",
+                   std::make_unique<RE2>("sycl_buffer_type_alloc_buffer: can't allocate (" + kSize + ") of device memory")});
+    return out;
+  }();
   FormatMatch m;
   OomEvent& e = m.event;
   e.framework = "llama.cpp";
-  e.format = "ggml_cuda_alloc";
-  e.device = parse_decimal<int64_t>((*g)[2]);
-  // A size beyond what parse_printed_size reads (40 digits) leaves the request out.
-  auto q = parse_printed_size((*g)[1], LabelMeaning::kBinary);
-  // The next line usually repeats the request exactly: "failed to allocate CUDA0 buffer of size N".
-  static const RE2 exact(R"(failed to allocate (\w+) buffer of size (\d+))");
-  if (auto x = regex_search(exact, w.flat); x && w.line_of(offset_in(w, (*x)[0])) <= 2) {
-    if (q) {
-      e.set_field("requested_bytes_from_text", static_cast<int64_t>(q->bytes));
-      if (auto exact = parse_decimal<uint64_t>((*x)[2])) {
-        q->bytes = *exact;
-        q->tolerance_bytes = 0;
-      }
+  std::optional<Quantity> requested;
+  const Wording* found = nullptr;
+  bool device_printed = false;
+  for (const Wording& wording : wordings) {
+    auto g = regex_search(*wording.re, w.lines[0]);
+    if (!g) continue;
+    found = &wording;
+    e.format = wording.format;
+    // A size beyond what parse_printed_size reads (40 digits) leaves the request out.
+    const bool digits = (*g)[1].find_first_not_of("0123456789") == std::string_view::npos;
+    requested = parse_printed_size(digits ? std::string((*g)[1]) + " bytes" : std::string((*g)[1]), LabelMeaning::kBinary);
+    if (wording.re->NumberOfCapturingGroups() > 1) {
+      device_printed = true;
+      e.device = parse_decimal<int64_t>((*g)[2]);   // null when it does not fit, even if the buffer names one
     }
-    e.set_field("buffer_backend", std::string((*x)[1]));
-    m.lines_used = w.line_of(offset_in(w, (*x)[0])) + 1;
+    break;
   }
-  if (q) e.set_quantity("requested", *q);
-  // Which of llama.cpp's buffers failed, from the lines that follow (each names its caller): the
-  // compute graph (ggml_gallocr_reserve_n, "failed to allocate compute buffers"), the KV cache
-  // (llama_kv_cache_init), or the model's weights (llama_model_load, load_tensors).
-  for (size_t i = 1; i < w.lines.size() && i <= 4; ++i) {
-    const std::string& line = w.lines[i];
-    const char* buffer = nullptr;
-    if (line.find("gallocr") != std::string::npos || line.find("compute buffer") != std::string::npos ||
-        line.find("compute pp buffer") != std::string::npos) {
-      buffer = "compute";
-    } else if (line.find("kv_cache") != std::string::npos || line.find("kv cache") != std::string::npos) {
-      buffer = "kv_cache";
-    } else if (line.find("llama_model_load") != std::string::npos || line.find("load_tensors") != std::string::npos ||
-               line.find("error loading model") != std::string::npos) {
-      buffer = "model";
+  std::optional<BufferLine> buffer;
+  if (found == nullptr) {
+    // The buffer line on its own.
+    buffer = read_buffer_line(w.lines[0]);
+    if (!buffer) return std::nullopt;
+    e.format = "ggml_backend_alloc";
+    e.set_field("backend", buffer->backend);
+  } else {
+    // (ggml_cuda_alloc names no backend: CUDA's and HIP's builds print the same words.)
+    if (std::string_view(found->backend) != "CUDA") e.set_field("backend", std::string(found->backend));
+    // Vulkan names the driver's status on the next line.
+    if (w.lines.size() > 1 && w.lines[1].find("ErrorOutOfDeviceMemory") != std::string::npos) m.lines_used = 2;
+    for (size_t i = 1; i < w.lines.size() && i <= 2 && !buffer; ++i) {
+      if ((buffer = read_buffer_line(w.lines[i]))) m.lines_used = i + 1;
     }
-    if (buffer) {
-      e.set_field("llama_buffer", std::string(buffer));
-      break;
+  }
+  if (buffer) {
+    e.set_field("buffer_backend", buffer->buffer_backend);
+    if (!device_printed) e.device = buffer->device;
+    if (requested && requested->unit != "bytes") {
+      // The first line's MiB, rounded; the buffer line's bytes are exact.
+      e.set_field("requested_bytes_from_text", static_cast<int64_t>(requested->bytes));
+      if (auto exact = parse_decimal<uint64_t>(buffer->bytes)) {
+        requested->bytes = *exact;
+        requested->tolerance_bytes = 0;
+      }
+    } else if (!requested) {
+      set_printed_bytes(e, "requested", buffer->bytes);
     }
+  }
+  if (requested) e.set_quantity("requested", *requested);
+  if (std::string buffer_kind = llama_buffer_named(w); !buffer_kind.empty()) e.set_field("llama_buffer", buffer_kind);
+  return m;
+}
+
+// ggml-cuda's check of a CUDA call (ggml_cuda_error in ggml-cuda.cu): "CUDA error: out of memory", then
+// "  current device: 0, in function ggml_cuda_pool_malloc_vmm at .../ggml-cuda.cu:375", the call that
+// failed ("  cuMemCreate(&handle, reserve_size, &prop, 0)") and ".../ggml-cuda.cu:100: CUDA error".
+// Builds for ROCm and MUSA say so instead of CUDA; 2023 builds print "CUDA error 2 at
+// ggml-cuda.cu:6871: out of memory" and the device alone. PyTorch prints the first line too
+// (pytorch.cpp), never the device line: that and a ggml function or file tell llama.cpp's.
+std::optional<FormatMatch> match_ggml_cuda_error(const MessageWindow& w) {
+  static const RE2 error(R"((CUDA|ROCm|MUSA) error(?: \d+ at \S+)?:\s*out of memory)");
+  static const RE2 where(R"(^\s*current device:\s*(\d+)(?:,\s*in function (\w+))?)");
+  auto g = regex_search(error, w.lines[0]);
+  if (!g || w.lines.size() < 2) return std::nullopt;
+  auto d = regex_search(where, w.lines[1]);
+  if (!d) return std::nullopt;
+  const std::string function = matched((*d)[2]) ? std::string((*d)[2]) : std::string();
+  bool ggml = function.starts_with("ggml_");
+  for (size_t i = 0; i < w.lines.size() && i <= 3 && !ggml; ++i) ggml = contains(w.lines[i], "ggml");
+  if (!ggml) return std::nullopt;
+  auto m = new_match("llama.cpp", "ggml_cuda_error");
+  OomEvent& e = m.event;
+  e.set_field("backend", std::string((*g)[1]));
+  e.device = parse_decimal<int64_t>((*d)[1]);
+  if (!function.empty()) e.set_field("cuda_function", function);
+  m.lines_used = 2;
+  // The call that failed ("cuMemCreate(...)"), then the source line that aborts.
+  static const RE2 call(R"(^\s*(\w+)\(.*\)\s*$)");
+  if (w.lines.size() > 2) {
+    if (auto c = regex_search(call, w.lines[2])) {
+      e.set_field("cuda_call", std::string((*c)[1]));
+      m.lines_used = 3;
+    }
+  }
+  if (w.lines.size() > m.lines_used && contains(w.lines[m.lines_used], ": CUDA error") &&
+      contains(w.lines[m.lines_used], "ggml")) {
+    ++m.lines_used;
   }
   return m;
 }
@@ -101,14 +223,13 @@ std::optional<FormatMatch> match_ollama_terminated(const MessageWindow& w) {
   e.framework = "ollama";
   e.format = "ollama_runner";
   e.set_field("runner_error", std::string((*g)[1]));
-  static const RE2 exact(R"(failed to allocate ((?:CUDA|ROCm|Metal|Vulkan)(\d*)) buffer of size (\d+))");
   for (size_t i = 1; i < w.lines.size() && i <= 2; ++i) {
-    auto x = regex_search(exact, w.lines[i]);
-    if (!x) continue;
-    set_printed_bytes(e, "requested", (*x)[3]);
-    e.set_field("buffer_backend", std::string((*x)[1]));
-    if (matched((*x)[2])) e.device = parse_decimal<int64_t>((*x)[2]);
-    if (w.lines[i].find("gallocr") != std::string::npos) e.set_field("llama_buffer", std::string("compute"));
+    auto buffer = read_buffer_line(w.lines[i]);
+    if (!buffer) continue;
+    set_printed_bytes(e, "requested", buffer->bytes);
+    e.set_field("buffer_backend", buffer->buffer_backend);
+    e.device = buffer->device;
+    if (buffer->graph_allocator) e.set_field("llama_buffer", std::string("compute"));
     m.lines_used = i + 1;
     break;
   }
@@ -150,7 +271,11 @@ void add_ggml_formats(std::vector<MessageFormat>& out) {
   out.push_back({"ollama_system_memory", {"requires more system memory"}, match_ollama_system_memory});
   out.push_back({"ggml_cpu_buffer", {"failed to allocate buffer of size", "failed to allocate CPU buffer"}, match_cpu_buffer});
   out.push_back({"ollama_runner", {"llama runner process has terminated"}, match_ollama_terminated});
-  out.push_back({"ggml_cuda_alloc", {"Malloc failed: out of memory"}, match_cuda_alloc});
+  out.push_back({"ggml_backend_alloc",
+                 {"Malloc failed: out of memory", "Device memory allocation of size", "failed to allocate buffer, size",
+                  "can't allocate", "buffer of size"},
+                 match_backend_alloc});
+  out.push_back({"ggml_cuda_error", {": out of memory"}, match_ggml_cuda_error});
   out.push_back({"ggml_pinned_host", {"of pinned memory"}, match_pinned_host});
   out.push_back({"ollama_runner", {"enough available memory"}, match_ollama});
 }

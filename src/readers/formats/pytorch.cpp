@@ -206,12 +206,96 @@ std::optional<FormatMatch> match_new_in(const MessageWindow& w) {
 }
 
 std::optional<FormatMatch> match_old_in(const MessageWindow& w);
+std::optional<FormatMatch> match_old_cut(const MessageWindow& w);
 
 // PyTorch 1.x's message hard-wrapped at a fixed width ("... by PyT" / "orch)") reads only glued
-// back together, as match_new's does.
+// back together, as match_new's does; one cut short keeps what was printed whole before the cut.
 std::optional<FormatMatch> match_old(const MessageWindow& w) {
   if (auto m = match_old_in(w)) return m;
-  return read_glued(w, match_old_in);
+  if (auto m = read_glued(w, match_old_in)) return m;
+  return match_old_cut(w);
+}
+
+// PyTorch 1.x's message cut short (a log viewer's width, an issue title): "CUDA out of memory. Tried
+// to allocate 20.00 MiB (GPU 0; 23.70 GiB total capacity; 21.05 GiB already allocated; 812.5". The
+// device and every figure printed whole before the cut are read, in the order 1.x prints them; the
+// figure the cut fell in is not. A figure is whole once its unit is printed. It is named by its label,
+// or, when the line ends before or inside the label, by its place where only one field can stand
+// there (the capacity, then the allocated memory) or by the part of the label printed when that names
+// one. Format pytorch_old_truncated.
+std::optional<FormatMatch> match_old_cut(const MessageWindow& w) {
+  static const RE2 head("out of memory\\.\\s*Tried to allocate (" + kSize + ")\\s*\\(\\s*(GPU|NPU|XPU)\\s+(\\d+)\\s*;");
+  auto g = regex_search(head, w.joined);
+  if (!g || w.joined_line_of(joined_offset_in(w, (*g)[0])) != 0) return std::nullopt;
+  FormatMatch m;
+  OomEvent& e = m.event;
+  e.format = "pytorch_old_truncated";
+  auto backend = backend_before(w.lines[0]);
+  const std::string kind((*g)[2]);
+  if (!backend && kind == "NPU") backend = "NPU";
+  e.framework = framework_for_backend(backend.value_or(kind == "XPU" ? "XPU" : "CUDA"));
+  if (backend) e.set_field("backend", *backend);
+  e.set_field("device_kind", kind);
+  e.device = parse_decimal<int64_t>((*g)[3]);
+  set_printed_size(e, "requested", (*g)[1]);
+  size_t end = joined_offset_in(w, (*g)[0]) + (*g)[0].size();
+
+  struct Field {
+    std::string_view label;
+    const char* name;
+  };
+  // The fields that may stand at each place: 1.x prints the capacity, the allocated memory, then
+  // (some ports) the active memory, the free memory and PyTorch's reserve ("cached" before 1.5:
+  // reserved minus allocated).
+  static const std::vector<std::vector<Field>> places = {
+      {{"total capacity", "total"}},
+      {{"already allocated", "allocated"}},
+      {{"current active", "active"}, {"free", "free"}, {"reserved in total by PyTorch", "reserved_total"},
+       {"cached", "reserved_unallocated"}}};
+  static const RE2 figure("^\\s*(" + kSize + ")\\s*");
+  const size_t limit = message_limit(w, end);
+  size_t place = 0;
+  while (place < places.size()) {
+    std::string_view rest(w.joined.data() + end, limit - end);
+    auto f = regex_search(figure, rest);
+    if (!f) break;
+    const size_t after = end + (*f)[0].size();
+    // The rest of the figure's line: where a cut shows.
+    const size_t line = w.joined_line_of(after > 0 ? after - 1 : 0);
+    const size_t line_end = std::min(limit, line + 1 < w.joined_starts.size() ? w.joined_starts[line + 1] : w.joined.size());
+    std::string_view tail(w.joined.data() + after, limit - after);
+    std::string_view on_line(w.joined.data() + after, line_end > after ? line_end - after : 0);
+    while (!on_line.empty() && on_line.back() == ' ') on_line.remove_suffix(1);
+    const Field* whole = nullptr;    // the label printed in full
+    const Field* cut = nullptr;      // a label the line's end can be the start of
+    size_t cut_candidates = 0;
+    for (const Field& field : places[place]) {
+      if (tail.starts_with(field.label)) whole = &field;
+      if (field.label.starts_with(on_line)) {
+        cut = &field;
+        ++cut_candidates;
+      }
+    }
+    if (whole != nullptr) {
+      set_printed_size(e, whole->name, (*f)[1]);
+      end = after + whole->label.size();
+      std::string_view next(w.joined.data() + end, limit - end);
+      const size_t skip = next.find_first_not_of(' ');
+      if (skip == std::string_view::npos || (next[skip] != ';' && next[skip] != ')')) break;
+      end += skip + 1;
+      // The remaining fields may stand at the last place in any order.
+      if (place + 1 < places.size()) ++place;
+      continue;
+    }
+    // Cut before its label or inside it: the figure is whole, and the place or the label's start names it.
+    if (cut_candidates == 1) {
+      set_printed_size(e, cut->name, (*f)[1]);
+      end = after + on_line.size();
+    }
+    break;
+  }
+  m.lines_used = w.joined_line_of(end == 0 ? 0 : end - 1) + 1;
+  return m;
 }
 
 std::optional<FormatMatch> match_old_in(const MessageWindow& w) {

@@ -25,6 +25,22 @@ void set_double(OomEvent& e, std::string name, std::string_view text) {
   if (auto v = parse_decimal<double>(text)) e.set_field(std::move(name), *v);
 }
 
+// A KV budget as vLLM prints it, "-2.35 GiB" when weights and activations exceed the budget: a
+// Quantity when it is not negative; a negative one cannot be, so it is kept as the fields
+// <name>_bytes (negative), <name>_text and <name>_unit, which JSON shows in the quantity's place.
+void set_signed_size(OomEvent& e, const std::string& name, std::string_view value) {
+  const bool negative = !value.empty() && value.front() == '-';
+  if (!negative) {
+    set_printed_size(e, name, value, LabelMeaning::kBinary);
+    return;
+  }
+  auto q = parse_printed_size(value.substr(1), LabelMeaning::kBinary);
+  if (!q) return;
+  if (!q->overflow && q->bytes <= static_cast<uint64_t>(INT64_MAX)) e.set_field(name + "_bytes", -static_cast<int64_t>(q->bytes));
+  e.set_field(name + "_text", std::string(value));
+  e.set_field(name + "_unit", q->unit);
+}
+
 std::optional<FormatMatch> match_max_seq_len(const MessageWindow& w) {
   static const RE2 re(R"(max seq len \((\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((\d+)\))");
   auto g = regex_search(re, w.lines[0]);
@@ -45,10 +61,7 @@ std::optional<FormatMatch> match_kv_needed(const MessageWindow& w) {
   OomEvent& e = m.event;
   set_int(e, "max_model_len", (*g)[1]);
   set_printed_size(e, "kv_needed", (*g)[2], LabelMeaning::kBinary);
-  std::string_view available = (*g)[3];
-  if (!available.empty() && available.front() != '-') {
-    set_printed_size(e, "kv_available", available, LabelMeaning::kBinary);
-  }
+  set_signed_size(e, "kv_available", (*g)[3]);
   if (matched((*g)[4])) set_int(e, "estimated_max_model_len", (*g)[4]);
   m.lines_used = lines_through(w, (*g)[0]);
   return m;
@@ -193,19 +206,7 @@ std::optional<FormatMatch> match_info(const MessageWindow& w) {
       const std::string kind = targets[t].substr(0, 1);
       const std::string name = targets[t].substr(2);
       if (kind == "q") {
-        const bool negative = !value.empty() && value.front() == '-';
-        auto q = parse_printed_size(negative ? value.substr(1) : value, LabelMeaning::kBinary);
-        if (!q) continue;
-        if (negative) {
-          // A negative KV budget (weights and activations exceed the budget) cannot be a Quantity.
-          if (!q->overflow && q->bytes <= static_cast<uint64_t>(INT64_MAX)) {
-            e.set_field(name + "_bytes", -static_cast<int64_t>(q->bytes));
-          }
-          e.set_field(name + "_text", std::string(value));
-          e.set_field(name + "_unit", q->unit);
-        } else {
-          e.set_quantity(name, *q);
-        }
+        set_signed_size(e, name, value);
       } else if (kind == "i") {
         set_int(e, name, value);
       } else {
@@ -213,12 +214,13 @@ std::optional<FormatMatch> match_info(const MessageWindow& w) {
       }
     }
   }
-  // Figures that mean the engine cannot start: a negative KV budget (weights and activations
-  // exceed the budget), no GPU blocks, no token of KV cache, room for no request at all. vLLM
-  // raises "No available memory for the cache blocks" (or an insufficient-KV error) right after.
+  // Figures that mean the engine cannot start: a KV budget of nothing or less (weights and
+  // activations exceed the budget), no GPU blocks, no token of KV cache, room for no request at all.
+  // vLLM raises "No available memory for the cache blocks" (or an insufficient-KV error) right after.
   if (result) {
     OomEvent& e = result->event;
-    const bool no_cache = e.int_field("kv_cache_bytes").value_or(0) < 0 || e.int_field("gpu_blocks") == 0 ||
+    const bool no_cache = e.int_field("kv_cache_bytes").value_or(0) < 0 || e.bytes("kv_cache") == 0u ||
+                          e.int_field("gpu_blocks") == 0 ||
                           e.int_field("kv_cache_tokens") == 0 ||
                           (e.field("max_concurrency") && std::get_if<double>(e.field("max_concurrency")) &&
                            *std::get_if<double>(e.field("max_concurrency")) <= 0.0);

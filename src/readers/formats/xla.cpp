@@ -133,6 +133,17 @@ std::optional<FormatMatch> match_tpu_compile(const MessageWindow& w) {
   return m;
 }
 
+// The TPU runtime prints the same words under TensorFlow, JAX and PyTorch/XLA: "torch_xla" when
+// PyTorch/XLA's client names itself on the first lines (xla_client, torch_xla, its XRT ops), else "xla".
+const char* tpu_runtime_framework(const MessageWindow& w) {
+  for (size_t i = 0; i < w.lines.size() && i <= 3; ++i) {
+    if (contains(w.lines[i], "xla_client") || contains(w.lines[i], "torch_xla") || contains(w.lines[i], "XRTExecute")) {
+      return "torch_xla";
+    }
+  }
+  return "xla";
+}
+
 // The TPU runtime's reservation of a program's memory at the bottom of HBM (TensorFlow, PyTorch/XLA and
 // JAX on TPU): "Attempting to reserve 6.48G at the bottom of memory. That was not possible. There are
 // 6.78G free, 0B reserved, and 3.33G reservable." — the program needs one contiguous region there, so
@@ -144,13 +155,7 @@ std::optional<FormatMatch> match_tpu_reserve(const MessageWindow& w) {
                       kSize + ") free, (" + kSize + ") reserved, and (" + kSize + ") reservable");
   auto g = regex_search(re, w.joined);
   if (!g || w.joined_line_of(joined_offset_in(w, (*g)[0])) != 0) return std::nullopt;
-  // PyTorch/XLA's client names itself (xla_client, torch_xla, its XRT ops); TensorFlow and JAX print the
-  // same runtime's words.
-  bool torch_xla = false;
-  for (size_t i = 0; i < w.lines.size() && i <= 3 && !torch_xla; ++i) {
-    torch_xla = contains(w.lines[i], "xla_client") || contains(w.lines[i], "torch_xla") || contains(w.lines[i], "XRTExecute");
-  }
-  auto m = new_match(torch_xla ? "torch_xla" : "xla", "xla_tpu_hbm_reserve");
+  auto m = new_match(tpu_runtime_framework(w), "xla_tpu_hbm_reserve");
   OomEvent& e = m.event;
   e.set_field("device_kind", std::string("TPU"));
   set_printed_size(e, "requested", (*g)[1], LabelMeaning::kBinary);
@@ -181,6 +186,26 @@ std::optional<FormatMatch> match_tpu_reserve(const MessageWindow& w) {
   return m;
 }
 
+// The TPU runtime's allocator refusing one device buffer: "RESOURCE_EXHAUSTED: Error allocating device
+// buffer: Attempting to allocate 129.50M. That was not possible. There are 78.17M free.; (0x0x0_HBM0)"
+// (or "Resource exhausted: Attempting to allocate ..."). The memory space closes it: a chip's
+// coordinates and which of its HBMs. Sizes are binary, as XLA prints them (M = MiB).
+std::optional<FormatMatch> match_tpu_hbm_alloc(const MessageWindow& w) {
+  static const RE2 re("Attempting to allocate (" + kSize + ")\\. That was not possible\\. There are (" + kSize +
+                      ") free\\.(?:;?\\s*\\((\\w+_HBM\\d+)\\))?");
+  auto g = regex_search(re, w.joined);
+  if (!g || w.joined_line_of(joined_offset_in(w, (*g)[0])) != 0) return std::nullopt;
+  auto m = new_match(tpu_runtime_framework(w), "xla_tpu_hbm_alloc");
+  OomEvent& e = m.event;
+  e.set_field("device_kind", std::string("TPU"));
+  set_printed_size(e, "requested", (*g)[1], LabelMeaning::kBinary);
+  set_printed_size(e, "free", (*g)[2], LabelMeaning::kBinary);
+  // Not a device index: HBM0 of one chip and HBM0 of another are different memories.
+  if (matched((*g)[3])) e.set_field("device_string", std::string((*g)[3]));
+  m.lines_used = w.joined_line_of(joined_offset_in(w, (*g)[0]) + (*g)[0].size() - 1) + 1;
+  return m;
+}
+
 }  // namespace
 
 void add_xla_formats(std::vector<MessageFormat>& out) {
@@ -188,6 +213,7 @@ void add_xla_formats(std::vector<MessageFormat>& out) {
   out.push_back({"xla_failed_request", {"Failed to allocate request for"}, match_failed_request});
   out.push_back({"xla_cuda_async_alloc", {"cuMemAllocAsync failed to allocate"}, match_cuda_async_alloc});
   out.push_back({"xla_tpu_hbm_reserve", {"at the bottom of memory"}, match_tpu_reserve});
+  out.push_back({"xla_tpu_hbm_alloc", {"Attempting to allocate"}, match_tpu_hbm_alloc});
   out.push_back({"xla_tpu_vmem_compile", {"Ran out of memory in memory space"}, match_tpu_compile});
 }
 
