@@ -21,9 +21,29 @@ std::optional<ServePrediction> try_predict(const ServeInputs& inputs) {
   return std::move(p.value());
 }
 
+// The vLLM arguments in a fix's text: each "--flag value" outside prose and parentheses, except
+// oomdoc's own --gpu, and nothing from a "drop --flag" (a removal).
+std::vector<std::string> vllm_args_of(std::string_view id, const std::string& flag) {
+  std::vector<std::string> args;
+  if (id == "bigger_gpu" || flag.rfind("drop ", 0) == 0) return args;
+  std::vector<std::string> words;
+  for (size_t at = 0; at < flag.size();) {
+    const size_t end = std::min(flag.find(' ', at), flag.size());
+    if (end > at) words.push_back(flag.substr(at, end - at));
+    at = end + 1;
+  }
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i].rfind("--", 0) != 0) continue;
+    args.push_back(words[i]);
+    if (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0 && words[i + 1].front() != '(') args.push_back(words[++i]);
+  }
+  return args;
+}
+
 ServeFix fix_from(std::string_view id, std::string flag, std::string cost, const ServePrediction& p) {
   ServeFix fix;
   fix.id = std::string(fix_info(id).id);  // fix_info aborts on an id the catalogue lacks
+  fix.vllm_args = vllm_args_of(id, flag);
   fix.flag = std::move(flag);
   fix.cost = std::move(cost);
   fix.fits = p.fits;
@@ -292,6 +312,31 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
       }
     }
   }
+  auto smaller_weights = [&]() {
+  // 7. Smaller weights: fp8 online quantization where the GPU has fp8, else a 4-bit checkpoint.
+  if (s.weights.method.empty()) {
+    if (inputs.target.fp8) {
+      ServeInputs changed = inputs;
+      changed.config.quantization = "fp8";
+      add_if_fits("vllm_quantized_weights", changed, "--quantization fp8", "weights quantized to fp8 at load time: small accuracy loss");
+    }
+    // A 4-bit AWQ checkpoint of the same model (the Hub's "-AWQ" repositories): the model as such a
+    // checkpoint's config describes it (4 bits, groups of 128), the launch otherwise unchanged;
+    // vLLM reads the method from the checkpoint and picks its Marlin kernel.
+    ServeInputs changed = inputs;
+    changed.model.quantization = "awq";
+    changed.model.quantization_bits = 4;
+    changed.model.quantization_group_size = 128;
+    changed.model.checkpoint_bytes = 0;
+    changed.config.quantization.reset();
+    // (Not every model has one on the Hub under a predictable name: none is named.)
+    const std::string& id = inputs.config.model;
+    add_if_fits("vllm_quantized_weights", changed,
+                fmt::format("a 4-bit AWQ or GPTQ checkpoint of {} (published separately)",
+                            id.substr(id.find_last_of('/') == std::string::npos ? 0 : id.find_last_of('/') + 1)),
+                "a different checkpoint; some accuracy loss");
+  }
+  };
   auto more_hardware = [&]() {
   // 6. More GPUs: tensor parallel inside the card's tensor-parallel domain (its NVLink domain, one
   //    server for PCIe cards), pipeline stages beyond it, one per node (vLLM's distributed serving
@@ -339,7 +384,10 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
           cost = fmt::format("{} GPUs: {} nodes of {}, TP {} inside each node{}, PP {} across nodes", gpus,
                              tp * pp / domain, domain, tp, inputs.target.nvlink ? "'s NVLink" : "", pp);
         } else if (pp != s.pipeline_parallel_size) {
-          cost = fmt::format("{} GPUs; pipeline stages pass only activations, the choice for GPUs without NVLink", gpus);
+          cost = inputs.target.nvlink
+              ? fmt::format("{} GPUs; pipeline stages pass only activations, but each adds latency: over this card's "
+                            "NVLink tensor parallel is usually faster", gpus)
+              : fmt::format("{} GPUs; pipeline stages pass only activations, the choice for GPUs without NVLink", gpus);
         } else {
           cost = fmt::format("{} GPUs{}", gpus, inputs.target.nvlink ? " over NVLink"
                                                 : "; without NVLink every layer's all-reduce crosses PCIe");
@@ -357,35 +405,17 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
       if (gpu_counts[a] != gpu_counts[b]) return gpu_counts[a] < gpu_counts[b];
+      // Equal counts: TP first over NVLink (lower latency per token), pipeline stages first without it.
+      const bool tensor_a = fixes[first_parallel + a].id == "vllm_tensor_parallel";
+      const bool tensor_b = fixes[first_parallel + b].id == "vllm_tensor_parallel";
+      if (tensor_a != tensor_b) return inputs.target.nvlink ? tensor_a : tensor_b;
       return fixes[first_parallel + a].kv_tokens > fixes[first_parallel + b].kv_tokens;
     });
     std::vector<ServeFix> sorted;
     for (size_t i : order) sorted.push_back(std::move(fixes[first_parallel + i]));
     std::move(sorted.begin(), sorted.end(), fixes.begin() + static_cast<std::ptrdiff_t>(first_parallel));
   }
-  // 7. Smaller weights: fp8 online quantization where the GPU has fp8, else a 4-bit checkpoint.
-  if (s.weights.method.empty()) {
-    if (inputs.target.fp8) {
-      ServeInputs changed = inputs;
-      changed.config.quantization = "fp8";
-      add_if_fits("vllm_quantized_weights", changed, "--quantization fp8", "weights quantized to fp8 at load time: small accuracy loss");
-    }
-    // A 4-bit AWQ checkpoint of the same model (the Hub's "-AWQ" repositories): the model as such a
-    // checkpoint's config describes it (4 bits, groups of 128), the launch otherwise unchanged;
-    // vLLM reads the method from the checkpoint and picks its Marlin kernel.
-    ServeInputs changed = inputs;
-    changed.model.quantization = "awq";
-    changed.model.quantization_bits = 4;
-    changed.model.quantization_group_size = 128;
-    changed.model.checkpoint_bytes = 0;
-    changed.config.quantization.reset();
-    // (Not every model has one on the Hub under a predictable name: none is named.)
-    const std::string& id = inputs.config.model;
-    add_if_fits("vllm_quantized_weights", changed,
-                fmt::format("a 4-bit AWQ or GPTQ checkpoint of {} (published separately)",
-                            id.substr(id.find_last_of('/') == std::string::npos ? 0 : id.find_last_of('/') + 1)),
-                "a different checkpoint; some accuracy loss");
-  }
+  smaller_weights();
   // 8. CPU offload of weights: as many GiB as the shortfall.
   {
     int64_t need = static_cast<int64_t>(base.capacity.bytes_per_request) - base.available_kv_bytes;
@@ -427,6 +457,21 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
   if (fixes.empty()) {
     combine_with_length = true;
     more_hardware();
+  } else if (std::none_of(fixes.begin(), fixes.end(), [](const ServeFix& f) { return f.id == "vllm_quantized_weights"; }) &&
+             std::none_of(fixes.begin(), fixes.end(), [](const ServeFix& f) {
+               return f.id != "vllm_tensor_parallel" && f.id != "vllm_pipeline_parallel" && f.id != "bigger_gpu";
+             })) {
+    // Only more or bigger GPUs fit: smaller weights with a shorter context may fit the GPUs there
+    // are (a 4-bit 70B on one 80 GB card at 90k tokens), listed after the layouts that keep the
+    // model and its context whole.
+    combine_with_length = true;
+    const size_t before = fixes.size();
+    smaller_weights();
+    // Placed where the order puts them: after the more-GPU layouts, before CPU offload and a bigger GPU.
+    auto first_after = std::find_if(fixes.begin(), fixes.begin() + static_cast<std::ptrdiff_t>(before), [](const ServeFix& f) {
+      return f.id != "vllm_tensor_parallel" && f.id != "vllm_pipeline_parallel";
+    });
+    std::rotate(first_after, fixes.begin() + static_cast<std::ptrdiff_t>(before), fixes.end());
   }
   if (inputs.config.launcher == "LLM(...)") {
     for (ServeFix& fix : fixes) fix.flag = as_llm_keywords(fix.flag);

@@ -436,10 +436,10 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   const uint64_t nvlink_domain = in.target.tensor_parallel_domain;
   if (in.target.from_catalog && s.tensor_parallel_size > nvlink_domain) {
     p.warnings.push_back(fmt::format(
-        "--tensor-parallel-size {} spans more than one {}-GPU NVLink domain of {}: every layer's all-reduce crosses "
+        "--tensor-parallel-size {} spans more than one {}-GPU {} of {}: every layer's all-reduce crosses "
         "nodes; vLLM's docs set TP to the GPUs per node and PP to the nodes (--tensor-parallel-size {} "
         "--pipeline-parallel-size {}); memory per GPU is sized as given",
-        s.tensor_parallel_size, nvlink_domain, in.target.name, nvlink_domain,
+        s.tensor_parallel_size, nvlink_domain, in.target.nvlink ? "NVLink domain" : "server", in.target.name, nvlink_domain,
         (s.tensor_parallel_size + nvlink_domain - 1) / nvlink_domain * s.pipeline_parallel_size));
   }
 

@@ -144,7 +144,10 @@ struct ServePrediction {
 
 struct ServeFix {
   std::string id;            // the fix catalogue's id (analyses/fix_catalog.h): its place in the order
-  std::string flag;          // "--max-model-len 20480"
+  std::string flag;          // "--max-model-len 20480"; prose where the change is no flag (another checkpoint)
+  // The vLLM arguments the change adds, as the command line takes them (["--max-model-len", "20480"]);
+  // empty when it adds none (another checkpoint, another GPU, dropping a flag).
+  std::vector<std::string> vllm_args;
   std::string cost;          // what it costs
   bool fits = false;
   uint64_t kv_tokens = 0;

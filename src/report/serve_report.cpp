@@ -236,6 +236,7 @@ Json serve_json(const ServeReport& r) {
   for (const auto& f : r.fixes) {
     fixes.push_back({{"fix_id", f.id},
                      {"flag", f.flag},
+                     {"vllm_args", f.vllm_args},
                      {"cost", f.cost},
                      {"fits", f.fits},
                      {"kv_tokens", f.kv_tokens},

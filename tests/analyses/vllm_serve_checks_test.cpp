@@ -674,3 +674,54 @@ TEST(VllmServeChecks, ChunkedPrefillValueOnlyBeforeV010) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+using serve_test::inputs;
+
+std::vector<std::string> fix_ids_of(const ServeReport& report) {
+  std::vector<std::string> ids;
+  for (const auto& f : report.fixes) ids.push_back(f.id);
+  return ids;
+}
+
+// Llama-3.1-70B in bf16 on one H100: more GPUs keep the model whole (TP first over NVLink); a 4-bit
+// checkpoint with a shorter context fits the one card, and says which vLLM arguments it adds.
+TEST(VllmServeQa9, QuantizedCheckpointWithAShorterContextFitsOneCard) {
+  ServeInputs in = inputs({"vllm", "serve", "meta-llama/Llama-3.1-70B-Instruct"}, 24 * kGiB);
+  in.target = serve_target(find_gpu("h100-80").value());
+  auto report = analyze_serve(in);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_EQ(fix_ids_of(*report),
+            (std::vector<std::string>{"vllm_tensor_parallel", "vllm_pipeline_parallel", "vllm_quantized_weights"}));
+  EXPECT_EQ(report->fixes[0].vllm_args, (std::vector<std::string>{"--tensor-parallel-size", "4"}));
+  const ServeFix& quantized = report->fixes[2];
+  EXPECT_EQ(quantized.vllm_args, (std::vector<std::string>{"--max-model-len", "97280"}));
+  EXPECT_EQ(quantized.max_model_len, 97280u);
+  EXPECT_TRUE(quantized.fits);
+}
+
+// Without NVLink, pipeline stages come first among layouts of the same GPU count.
+TEST(VllmServeQa9, PipelineFirstWithoutNvlink) {
+  ServeInputs in = inputs({"vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "131072"}, 24 * kGiB);
+  in.target = serve_target(find_gpu("4090").value());
+  auto report = analyze_serve(in);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  std::vector<std::string> layouts;
+  for (const auto& f : report->fixes) {
+    if (f.id == "vllm_tensor_parallel" || f.id == "vllm_pipeline_parallel") layouts.push_back(f.id);
+  }
+  ASSERT_GE(layouts.size(), 2u);
+  EXPECT_EQ(layouts[0], "vllm_pipeline_parallel");
+  // A TP group wider than a PCIe card's server is not called an NVLink domain.
+  ServeInputs wide = inputs({"vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "-tp", "16"}, 24 * kGiB);
+  wide.target = serve_target(find_gpu("4090").value());
+  auto p = predict_vllm_startup(wide);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  ASSERT_FALSE(p->warnings.empty());
+  EXPECT_NE(p->warnings[0].find("more than one 8-GPU server of GeForce RTX 4090 24GB"), std::string::npos) << p->warnings[0];
+}
+
+}  // namespace
+}  // namespace oomdoc
