@@ -445,6 +445,18 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
 
   // --- max_model_len: the model's derived context unless the user overrides it.
   s.model_context = vllm_derived_max_model_len(model, c.max_position_override);
+  std::string context_key = vllm_context_limit(model, c.max_position_override).key;
+  if (b.gemma2_context_capped_to_window && model.model_type == "gemma2" && model.sliding_window &&
+      *model.sliding_window < s.model_context) {
+    // _get_and_verify_max_len with the window disabled: the window bounds the length.
+    s.model_context = *model.sliding_window;
+    context_key = "sliding_window";
+    p.warnings.push_back(fmt::format(
+        "vLLM {} serves Gemma 2 without its sliding window and caps the length at the window: \"Gemma 2 uses sliding "
+        "window attention for every odd layer, which is currently not supported by vLLM. Disabling sliding window and "
+        "capping the max length to the sliding window size ({})\" (full context from v0.6.5)",
+        b.version.text, *model.sliding_window));
+  }
   if (c.rope_scaling_override) {
     p.assumptions.push_back(fmt::format("rope scaling from the command line ({} x{:g}): vLLM's derived max_model_len is {}",
                                         model.rope_scaling_type.empty() ? "none" : model.rope_scaling_type,
@@ -466,8 +478,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
           "or model_max_length={} in model's config.json). This may lead to incorrect model "
           "outputs or CUDA errors. To allow overriding this maximum, set the env var "
           "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1\"",
-          s.max_model_len, model.id, s.model_context, s.max_model_len,
-          vllm_context_limit(model, c.max_position_override).key, s.model_context,
+          s.max_model_len, model.id, s.model_context, s.max_model_len, context_key, s.model_context,
           model_max_length == model.context_keys.end() ? std::string("None")
                                                         : std::to_string(model_max_length->second))};
     }

@@ -94,6 +94,7 @@ VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string
                                     (version.at_least(0, 2, 5) && !version.at_least(0, 3, 1));
   b.hybrid_kv_groups = b.v1_engine && version.at_least(0, 10, 0);
   b.kv_tokens_from_concurrency = b.v1_engine && version.at_least(0, 20, 0);
+  b.gemma2_context_capped_to_window = version.at_least(0, 5, 1) && !version.at_least(0, 6, 5);
   b.startup_free_memory_check = b.v1_engine && version.at_least(0, 9, 0);
   b.always_chunked_prefill = b.v1_engine;
   b.v0_long_context_chunking = version.at_least(0, 5, 4);

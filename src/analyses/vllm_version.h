@@ -95,6 +95,10 @@ struct VllmBehavior {
   // misstates hybrid models); the v0.19.0 log of #40691 still prints blocks / groups x block size,
   // the corpus's v0.20.1 log the new figure. (Equal for models with one group, up to a block.)
   bool kv_tokens_from_concurrency = true;
+  // Gemma 2 served with its sliding window disabled and the context capped at the window (4096),
+  // from its first support in v0.5.1 (vllm-project/vllm#5908: "this PR temporarily truncates the
+  // model's maximum length to 4K") until v0.6.5 (#10584, "gemma2 full context length support").
+  bool gemma2_context_capped_to_window = false;
   // The "Free memory on device ... on startup is less than desired GPU memory utilization"
   // check (V1 workers with the startup memory snapshot, v0.9+).
   bool startup_free_memory_check = true;

@@ -725,3 +725,29 @@ TEST(VllmServeQa9, PipelineFirstWithoutNvlink) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// vLLM 0.5.1 to 0.6.4 served Gemma 2 without its sliding window, capped at the window's 4096
+// tokens (vllm-project/vllm#5908; full context from v0.6.5, #10584).
+TEST(VllmServeQa9, Gemma2CappedAtItsWindowBeforeV065) {
+  ServeInputs old_default = serve_test::inputs({"vllm", "serve", "google/gemma-2-9b"}, 80 * kGiB, "0.6.3");
+  auto capped = predict_vllm_startup(old_default);
+  ASSERT_TRUE(capped.ok()) << capped.error().message;
+  EXPECT_EQ(capped->settings.max_model_len, 4096u);
+  ServeInputs asked = serve_test::inputs({"vllm", "serve", "google/gemma-2-9b", "--max-model-len", "8192"}, 80 * kGiB,
+                                         "0.6.3");
+  auto refused = predict_vllm_startup(asked);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("greater than the derived max_model_len (sliding_window=4096"), std::string::npos)
+      << refused.error().message;
+  ServeInputs fixed = serve_test::inputs({"vllm", "serve", "google/gemma-2-9b", "--max-model-len", "8192"}, 80 * kGiB,
+                                         "0.6.5");
+  auto full = predict_vllm_startup(fixed);
+  ASSERT_TRUE(full.ok()) << full.error().message;
+  EXPECT_EQ(full->settings.max_model_len, 8192u);
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -342,7 +342,7 @@ TEST(VllmServe, SlidingWindowLayersGetTheirOwnGroupsFromV010) {
   // Full groups need cdiv(8192, 16) = 512 blocks per request, sliding ones
   // cdiv(min(4095 + 2048, 8192), 16) + 1 = 385.
   EXPECT_EQ(now.capacity.blocks_per_request, 512u + 385u);
-  ServePrediction v0 = predict(inputs(command, 48 * kGiB, "0.6.3"));
+  ServePrediction v0 = predict(inputs(command, 48 * kGiB, "0.6.5"));
   EXPECT_EQ(v0.capacity.num_groups, 1u);
   EXPECT_EQ(v0.capacity.blocks_per_request, 512u);
   bool said = false;
