@@ -400,6 +400,17 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                              "(QKVParallelLinear)", tp_ranks, kv_heads, tp_ranks, tp_ranks >= kv_heads ? tp_ranks : kv_heads,
                              tp_ranks >= kv_heads ? kv_heads : tp_ranks)};
   }
+  // Models older releases cannot load: Gemma 2 came with v0.5.1 (vllm-project/vllm#5908, merged
+  // 2024-06-27), Llama 3.1's "llama3" rope scaling with v0.5.3 (its release notes: "Llama 3.1 support").
+  if (b.version.given && model.model_type == "gemma2" && !b.version.at_least(0, 5, 1)) {
+    return Error{fmt::format("{}: vLLM {} has no Gemma 2 (Gemma2ForCausalLM came in v0.5.1, vllm-project/vllm#5908): "
+                             "it stops with \"Model architectures ['Gemma2ForCausalLM'] are not supported for now\"",
+                             model.id, b.version.text)};
+  }
+  if (b.version.given && model.rope_scaling_type == "llama3" && !b.version.at_least(0, 5, 3)) {
+    return Error{fmt::format("{}: vLLM {} cannot read its rope_scaling (rope_type \"llama3\", Llama 3.1's, came in "
+                             "v0.5.3 with Llama 3.1 support); it fails while loading the config", model.id, b.version.text)};
+  }
   // Flags older releases do not have.
   if (s.pipeline_parallel_size > 1 && !b.pipeline_parallel) {
     return Error{fmt::format("--pipeline-parallel-size {}: vLLM {} refuses it: \"Pipeline parallelism is not supported "

@@ -742,6 +742,15 @@ TEST(VllmServeQa9, Gemma2CappedAtItsWindowBeforeV065) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("greater than the derived max_model_len (sliding_window=4096"), std::string::npos)
       << refused.error().message;
+  // Before v0.5.1 vLLM has no Gemma 2 at all; before v0.5.3 no Llama 3.1 rope scaling.
+  auto none = predict_vllm_startup(serve_test::inputs({"vllm", "serve", "google/gemma-2-9b"}, 80 * kGiB, "0.5.0"));
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("has no Gemma 2 (Gemma2ForCausalLM came in v0.5.1"), std::string::npos);
+  auto llama31 = predict_vllm_startup(serve_test::inputs({"vllm", "serve", "meta-llama/Llama-3.1-8B"}, 80 * kGiB, "0.5.2"));
+  ASSERT_FALSE(llama31.ok());
+  EXPECT_NE(llama31.error().message.find("rope_type \"llama3\""), std::string::npos);
+  EXPECT_TRUE(predict_vllm_startup(serve_test::inputs({"vllm", "serve", "meta-llama/Llama-3.1-8B", "--max-model-len", "8192"},
+                                                      80 * kGiB, "0.5.3")).ok());
   ServeInputs fixed = serve_test::inputs({"vllm", "serve", "google/gemma-2-9b", "--max-model-len", "8192"}, 80 * kGiB,
                                          "0.6.5");
   auto full = predict_vllm_startup(fixed);
