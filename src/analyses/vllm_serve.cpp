@@ -400,17 +400,6 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                              "(QKVParallelLinear)", tp_ranks, kv_heads, tp_ranks, tp_ranks >= kv_heads ? tp_ranks : kv_heads,
                              tp_ranks >= kv_heads ? kv_heads : tp_ranks)};
   }
-  // Models older releases cannot load: Gemma 2 came with v0.5.1 (vllm-project/vllm#5908, merged
-  // 2024-06-27), Llama 3.1's "llama3" rope scaling with v0.5.3 (its release notes: "Llama 3.1 support").
-  if (b.version.given && model.model_type == "gemma2" && !b.version.at_least(0, 5, 1)) {
-    return Error{fmt::format("{}: vLLM {} has no Gemma 2 (Gemma2ForCausalLM came in v0.5.1, vllm-project/vllm#5908): "
-                             "it stops with \"Model architectures ['Gemma2ForCausalLM'] are not supported for now\"",
-                             model.id, b.version.text)};
-  }
-  if (b.version.given && model.rope_scaling_type == "llama3" && !b.version.at_least(0, 5, 3)) {
-    return Error{fmt::format("{}: vLLM {} cannot read its rope_scaling (rope_type \"llama3\", Llama 3.1's, came in "
-                             "v0.5.3 with Llama 3.1 support); it fails while loading the config", model.id, b.version.text)};
-  }
   // Flags older releases do not have.
   if (s.pipeline_parallel_size > 1 && !b.pipeline_parallel) {
     return Error{fmt::format("--pipeline-parallel-size {}: vLLM {} refuses it: \"Pipeline parallelism is not supported "
@@ -441,6 +430,27 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   if (s.pipeline_parallel_size > model.num_layers) {
     return Error{fmt::format("--pipeline-parallel-size {} is larger than the model's {} layers",
                              s.pipeline_parallel_size, model.num_layers)};
+  }
+  // argparse's choices for --block-size (VllmBehavior::block_sizes).
+  if (const uint64_t block = c.block_size.value_or(kVllmDefaultBlockSize);
+      std::find(b.block_sizes.begin(), b.block_sizes.end(), block) == b.block_sizes.end()) {
+    std::string choices;
+    for (uint64_t size : b.block_sizes) choices += (choices.empty() ? "" : ", ") + std::to_string(size);
+    return Error{fmt::format("--block-size {}: {} refuses it: \"argument --block-size: invalid choice: {} "
+                             "(choose from {})\"", block,
+                             b.version.given ? "vLLM " + b.version.text : "current vLLM", block, choices)};
+  }
+  // Models older releases cannot load (after argparse's refusals above, as vLLM parses its flags
+  // before it reads the config): Gemma 2 came with v0.5.1 (vllm-project/vllm#5908, merged
+  // 2024-06-27), Llama 3.1's "llama3" rope scaling with v0.5.3 (its release notes: "Llama 3.1 support").
+  if (b.version.given && model.model_type == "gemma2" && !b.version.at_least(0, 5, 1)) {
+    return Error{fmt::format("{}: vLLM {} has no Gemma 2 (Gemma2ForCausalLM came in v0.5.1, vllm-project/vllm#5908): "
+                             "it stops with \"Model architectures ['Gemma2ForCausalLM'] are not supported for now\"",
+                             model.id, b.version.text)};
+  }
+  if (b.version.given && model.rope_scaling_type == "llama3" && !b.version.at_least(0, 5, 3)) {
+    return Error{fmt::format("{}: vLLM {} cannot read its rope_scaling (rope_type \"llama3\", Llama 3.1's, came in "
+                             "v0.5.3 with Llama 3.1 support); it fails while loading the config", model.id, b.version.text)};
   }
   // A TP group wider than one NVLink domain (8 GPUs in an HGX server) runs every layer's
   // all-reduce over the network; vLLM's distributed-serving docs: TP = GPUs per node, PP = nodes.
@@ -541,13 +551,6 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         kVllmDefaultGpuMemoryUtilization, kVllmDefaultGpuMemoryUtilizationBeforeV021));
   }
   s.block_size = c.block_size.value_or(kVllmDefaultBlockSize);
-  if (std::find(b.block_sizes.begin(), b.block_sizes.end(), s.block_size) == b.block_sizes.end()) {
-    std::string choices;
-    for (uint64_t size : b.block_sizes) choices += (choices.empty() ? "" : ", ") + std::to_string(size);
-    return Error{fmt::format("--block-size {}: {} refuses it: \"argument --block-size: invalid choice: {} "
-                             "(choose from {})\"", s.block_size,
-                             b.version.given ? "vLLM " + b.version.text : "current vLLM", s.block_size, choices)};
-  }
   // The cache vLLM lays out for an MLA model (the version table in VllmBehavior): the latent, or
   // per-head K and V, which VLLM_MLA_DISABLE=1 also brings back where the latent cache exists.
   ModelSpec kv_model = model;

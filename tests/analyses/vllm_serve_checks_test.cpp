@@ -124,7 +124,8 @@ TEST(VllmServeChecks, LaunchesVllmRefuses) {
             "maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please "
             "increase max_num_batched_tokens or decrease max_model_len.\"");
   // V0 before v0.5.4 never chunks by itself: the same launch without the flag is refused too.
-  EXPECT_NE(error_of(inputs({"vllm", "serve", "llama-3.1-8b", "--max-num-batched-tokens", "1024", "--max-model-len",
+  // (Llama-3-8B: a 0.4.0 release cannot read Llama 3.1's rope scaling.)
+  EXPECT_NE(error_of(inputs({"vllm", "serve", "llama-3-8b", "--max-num-batched-tokens", "1024", "--max-model-len",
                              "8192"}, 80 * kGiB, "0.4.0")).find("is smaller than max_model_len (8192)"),
             std::string::npos);
   // With chunked prefill (V1 always) a small token budget is fine.
@@ -136,7 +137,7 @@ TEST(VllmServeChecks, LaunchesVllmRefuses) {
   EXPECT_EQ(error_of(inputs({"vllm", "serve", "llama-3.1-8b", "--block-size", "64"}, 80 * kGiB, "0.4.0")),
             "--block-size 64: vLLM 0.4.0 refuses it: \"argument --block-size: invalid choice: 64 (choose from "
             "8, 16, 32)\"");
-  EXPECT_TRUE(predict(inputs({"vllm", "serve", "llama-3.1-8b", "--block-size", "32", "--max-model-len", "8192"},
+  EXPECT_TRUE(predict(inputs({"vllm", "serve", "llama-3-8b", "--block-size", "32", "--max-model-len", "8192"},
                              80 * kGiB, "0.4.0")).fits);
 }
 
@@ -636,7 +637,7 @@ TEST(VllmServeChecks, OldV0PeakAccountingByRelease) {
   EXPECT_FALSE(v031.context_counts_against_budget);
   EXPECT_TRUE(v031.cuda_graphs);
   EXPECT_FALSE(v064.peak_from_used_memory);
-  const ServePrediction old = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "8192"}, 80 * kGiB, "0.2.4"));
+  const ServePrediction old = predict(inputs({"vllm", "serve", "llama-3-8b", "--max-model-len", "8192"}, 80 * kGiB, "0.2.4"));
   EXPECT_EQ(old.cuda_graphs.bytes, 0u);
   // Its --enforce-eager came with the graphs.
   EXPECT_EQ(error_of(inputs({"vllm", "serve", "llama-3.1-8b", "--enforce-eager"}, 80 * kGiB, "0.2.5")),
