@@ -207,33 +207,6 @@ class Utf16Decoder {
   uint32_t high_ = 0;
 };
 
-// Lines of a JSON-lines record: its string values in order (message, traceback, ...), split on newlines.
-std::optional<std::vector<std::string>> decode_json_line(std::string_view line) {
-  size_t first = line.find_first_not_of(" \t");
-  size_t last = line.find_last_not_of(" \t");
-  if (first == std::string_view::npos || line[first] != '{' || line[last] != '}') return std::nullopt;
-  nlohmann::json doc = nlohmann::json::parse(line.substr(first, last - first + 1), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return std::nullopt;
-  std::vector<std::string> out;
-  std::function<void(const nlohmann::json&, int)> collect = [&](const nlohmann::json& v, int depth) {
-    if (depth > 4) return;
-    if (v.is_string()) {
-      const std::string& s = v.get_ref<const std::string&>();
-      size_t start = 0;
-      while (start <= s.size()) {
-        size_t nl = s.find('\n', start);
-        out.push_back(s.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
-        if (nl == std::string::npos) break;
-        start = nl + 1;
-      }
-    } else if (v.is_object() || v.is_array()) {
-      for (const auto& item : v) collect(item, depth + 1);
-    }
-  };
-  collect(doc, 0);
-  return out;
-}
-
 bool any_format_triggered(const std::string& line) {
   for (const MessageFormat& format : message_formats()) {
     for (const auto& trigger : format.triggers) {
@@ -501,7 +474,8 @@ struct LogScanner::State {
     std::optional<int64_t> rank;
     std::string prefix_program;    // application_from_prefix
     std::string line_program;      // application_from_line
-    std::string text;              // without the logger prefix
+    std::string text;              // without the logger prefix (a JSON record's message: maybe several lines)
+    bool continues = false;        // a record cut short: the next one holds the rest of its line
   };
   std::deque<CleanedLine> cleaned_above;
   void compact();
@@ -740,6 +714,19 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   if (ls == back_limit && ls > 0 && !is_break(buf[ls - 1]) && consumed_until > base + ls && consumed_until <= base + hit) {
     ls = static_cast<size_t>(consumed_until - base);
   }
+  // A record that continues one its runtime cut short (CRI's "P", Docker's 16 KiB split) is read
+  // from the record that starts the line: the message may start there.
+  for (size_t parts = 0; parts < 4 && ls > 0 && buf[ls - 1] == '\n'; ++parts) {
+    size_t above = ls - 1;
+    while (above > 0 && buf[above - 1] != '\n') --above;
+    const char lead = buf[above];
+    // (Only a CRI record, starting with its date, or a JSON record can continue.)
+    if (ls - above > kMaxLine || !(std::isdigit(static_cast<unsigned char>(lead)) || lead == '{') ||
+        consumed(base + above) || !clean_line(std::string_view(buf.data() + above, ls - 1 - above)).continues) {
+      break;
+    }
+    ls = above;
+  }
   struct Segment {
     size_t start, end;
   };
@@ -755,14 +742,10 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       return true;
     }
     std::string_view raw(buf.data() + ls, end - ls);
-    // A JSON-lines record is one object per line (decode_json_line's own test): a line that only
-    // holds a dict ("... {'loss': 0.1} mem: 17.1 GiB", every step of a training log) takes the
-    // quick look below, not a 40-line window.
-    const size_t first_char = raw.find_first_not_of(" \t");
-    const size_t last_char = raw.find_last_not_of(" \t\r");
-    const bool maybe_json = first_char != std::string_view::npos && raw[first_char] == '{' && raw[last_char] == '}';
-    if (!maybe_json) {
-      CleanLine c = clean_line(raw);
+    // A JSON logger's record holds its strings on one line (json_record_lines): it takes the window
+    // below. A line cut short by its runtime is read with the rest of it there.
+    CleanLine c = clean_line(raw);
+    if (!c.json_record && !c.continues) {
       if (quick_repeat_index != kNoQuickRepeat && c.rank == quick_repeat_rank && c.text == quick_repeat_text) {
         OomEvent& same = result.events[quick_repeat_index];
         ++same.repeats;
@@ -813,6 +796,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   std::vector<std::string> lines;
   std::vector<std::string> prefix_programs;  // the program each line's prefix names (readers/application.h)
   std::vector<uint64_t> line_numbers;
+  std::vector<uint64_t> end_numbers;         // the last physical line of each (a record cut short ends lower)
   std::vector<size_t> end_segments;          // the last segment each window line comes from
   std::vector<bool> other_rank(segments.size(), false);   // segments left out: another rank's lines
   std::optional<int64_t> rank;
@@ -820,7 +804,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   std::string_view first_raw(buf.data() + first.start, first.end - first.start);
   std::vector<std::string> json_above;  // decoded lines before the keyword (a traceback)
   bool from_json = false;
-  if (auto decoded = decode_json_line(first_raw)) {
+  if (auto decoded = json_record_lines(first_raw)) {
     from_json = true;
     // A JSON-lines record: its strings form the window, all on this one physical line, starting
     // at the string line that holds the keyword.
@@ -840,11 +824,13 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       lines.push_back(std::move(c.text));
       prefix_programs.emplace_back();
       line_numbers.push_back(line_number);
+      end_numbers.push_back(line_number);
       end_segments.push_back(0);
       if (!rank) rank = c.rank;
     }
   } else {
     uint64_t n = line_number;
+    bool continued = false;   // the last line taken is a record cut short: this segment holds its rest
     for (size_t i = 0; i < segments.size(); ++i) {
       if (i > 0) {
         n += count_newlines(buf.data() + segments[i - 1].end, segments[i].start - segments[i - 1].end);
@@ -860,9 +846,18 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         other_rank[i] = true;
         continue;
       }
+      if (continued) {
+        lines.back() += c.text;
+        end_numbers.back() = n;
+        end_segments.back() = i;
+        continued = c.continues;
+        continue;
+      }
+      continued = c.continues;
       prefix_programs.push_back(application_from_prefix(c));
       lines.push_back(std::move(c.text));
       line_numbers.push_back(n);
+      end_numbers.push_back(n);
       end_segments.push_back(i);
     }
   }
@@ -874,6 +869,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       lines.erase(lines.begin());
       lines.insert(lines.begin(), parts.begin(), parts.end());
       line_numbers.insert(line_numbers.begin(), parts.size() - 1, line_numbers.front());
+      end_numbers.insert(end_numbers.begin(), parts.size() - 1, line_numbers.front());
       end_segments.insert(end_segments.begin(), parts.size() - 1, end_segments.front());
       prefix_programs.insert(prefix_programs.begin(), parts.size() - 1, prefix_programs.front());
     }
@@ -886,8 +882,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   }
 
   const std::string candidate_line = lines[0];
-  // The last physical line of each window line: a line glued from a hard-wrapped run ends lower.
-  std::vector<uint64_t> end_numbers = line_numbers;
+  // (A line glued from a hard-wrapped run ends lower too.)
   size_t glued_lines = 0;  // physical lines the glued first line holds beyond one
   for (int reading = 0; reading < 2; ++reading) {
     if (reading == 1) {
@@ -1022,7 +1017,7 @@ ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t>
     size_t e = s;
     while (e < start && buf[e] != '\n') ++e;
     CleanLine c = clean_line(std::string_view(buf.data() + s, e - s));
-    CleanedLine line{base + s, base + e, c.rank, application_from_prefix(c), "", ""};
+    CleanedLine line{base + s, base + e, c.rank, application_from_prefix(c), "", "", c.continues};
     // vLLM logs each traceback line through its logger ("ERROR 06-05 06:18:13 [multiproc_executor.py:470]
     // File ..."): without that prefix the frames read as Python printed them.
     line.text = std::string(strip_logger_prefix(c.text));
@@ -1035,11 +1030,29 @@ ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t>
     s = e + 1;
   }
   ContextLines above;
+  bool continued = false;   // the last line added is a record cut short: the next one holds its rest
   auto add = [&](const CleanedLine& line) {
     if (rank && line.rank && line.rank != rank) return;
-    above.text.push_back(line.text);
-    above.prefix_program.push_back(line.prefix_program);
-    above.line_program.push_back(line.line_program);
+    std::string_view text = line.text;
+    if (continued && !above.text.empty()) {
+      const size_t nl = text.find('\n');
+      above.text.back() += text.substr(0, nl);
+      text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+      if (nl == std::string_view::npos) {
+        continued = line.continues;
+        return;
+      }
+    }
+    continued = line.continues;
+    // A JSON logger's message may hold several lines (a traceback logged as one message).
+    for (size_t from = 0;;) {
+      const size_t nl = text.find('\n', from);
+      above.text.emplace_back(text.substr(from, nl == std::string_view::npos ? std::string_view::npos : nl - from));
+      above.prefix_program.push_back(line.prefix_program);
+      above.line_program.push_back(line.line_program);
+      if (nl == std::string_view::npos) break;
+      from = nl + 1;
+    }
   };
   for (const CleanedLine& line : cache) add(line);
   if (unfinished) add(*unfinished);
