@@ -352,6 +352,14 @@ CleanLine clean_line(std::string_view raw) {
   return result;
 }
 
+bool continues_on_next_record(std::string_view raw) {
+  std::string_view s = trim_left(raw);
+  bool continues = false;
+  if (strip_cri_record(s, continues)) return continues;
+  // Docker's json-file driver writes "log" first.
+  return s.starts_with("{\"log\":") && clean_line(raw).continues;
+}
+
 std::optional<std::vector<std::string>> json_record_lines(std::string_view line) {
   std::string payload;
   bool continues = false;

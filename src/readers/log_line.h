@@ -35,6 +35,9 @@ std::string strip_ansi(std::string_view line);
 
 CleanLine clean_line(std::string_view raw);
 
+// clean_line(raw).continues, at the cost of a glance for lines that are no container record.
+bool continues_on_next_record(std::string_view raw);
+
 // The string values of a JSON-lines record, in order (message, traceback, ...), split on newlines;
 // nullopt when `line` is no JSON object, or a container runtime's record (it wraps one line:
 // clean_line reads it).

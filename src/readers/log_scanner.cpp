@@ -719,10 +719,8 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   for (size_t parts = 0; parts < 4 && ls > 0 && buf[ls - 1] == '\n'; ++parts) {
     size_t above = ls - 1;
     while (above > 0 && buf[above - 1] != '\n') --above;
-    const char lead = buf[above];
-    // (Only a CRI record, starting with its date, or a JSON record can continue.)
-    if (ls - above > kMaxLine || !(std::isdigit(static_cast<unsigned char>(lead)) || lead == '{') ||
-        consumed(base + above) || !clean_line(std::string_view(buf.data() + above, ls - 1 - above)).continues) {
+    if (ls - above > kMaxLine || !continues_on_next_record(std::string_view(buf.data() + above, ls - 1 - above)) ||
+        consumed(base + above)) {
       break;
     }
     ls = above;
