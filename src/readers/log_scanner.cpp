@@ -454,8 +454,9 @@ struct LogScanner::State {
   // Returns the event that now stands for `event` when it was added or counted as a repeat
   // (nullptr when it joined another report or the list is full).
   OomEvent* add_event(OomEvent event);
-  // The last event's one-line message (cleaned) and rank: a candidate line equal to it is counted
-  // as a repeat without matching it again (a retry loop's thousands of prints).
+  // The last event's one-line message (cleaned) and rank: from its third print on (the second may
+  // bring the traceback the first lacked), a candidate line equal to it is counted as a repeat
+  // without matching it again (a retry loop's thousands of prints).
   static constexpr size_t kNoQuickRepeat = SIZE_MAX;
   size_t quick_repeat_index = kNoQuickRepeat;
   std::string quick_repeat_text;
@@ -600,6 +601,7 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
   }
   if (events.size() >= options.max_events) {
     result.events_truncated = true;
+    ++result.messages_beyond_cap;
     return nullptr;
   }
   events.push_back(std::move(event));
@@ -743,20 +745,34 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     // A JSON logger's record holds its strings on one line (json_record_lines): it takes the window
     // below. A line cut short by its runtime is read with the rest of it there.
     CleanLine c = clean_line(raw);
-    if (!c.json_record && !c.continues) {
-      if (quick_repeat_index != kNoQuickRepeat && c.rank == quick_repeat_rank && c.text == quick_repeat_text) {
-        OomEvent& same = result.events[quick_repeat_index];
-        ++same.repeats;
-        same.last_repeat_line = line_at(ls);
-        consumed_until = base + end;
-        *resume = end;
-        return true;
-      }
-      if (!any_format_triggered(c.text) && !ends_with_trigger_start(c.text)) {
-        add_context_line(c.text, line_at(ls), c.rank);
-        *resume = end;
-        return true;
-      }
+    const bool whole = !c.json_record && !c.continues;   // the cleaned line is all there is to read
+    const bool repeats_last = whole && quick_repeat_index != kNoQuickRepeat && c.rank == quick_repeat_rank &&
+                              c.text == quick_repeat_text;
+    if (repeats_last && result.events[quick_repeat_index].repeats >= 2) {
+      OomEvent& same = result.events[quick_repeat_index];
+      ++same.repeats;
+      same.last_repeat_line = line_at(ls);
+      consumed_until = base + end;
+      *resume = end;
+      return true;
+    }
+    const bool triggered = (whole ? any_format_triggered(c.text) : any_format_triggered(std::string(raw))) ||
+                           ends_with_trigger_start(c.text);
+    if (whole && !triggered) {
+      add_context_line(c.text, line_at(ls), c.rank);
+      *resume = end;
+      return true;
+    }
+    // Past the event cap a message is counted, not read (a log of 100,000 distinct errors spent
+    // most of its time reading the ones it would drop); only a print of the last event kept is
+    // read, as the repeat it may be.
+    if (triggered && !repeats_last && result.events.size() >= options.max_events) {
+      result.events_truncated = true;
+      ++result.messages_beyond_cap;
+      quick_repeat_index = kNoQuickRepeat;   // a message came between: no later line repeats the last
+      consumed_until = base + end;
+      *resume = end;
+      return true;
     }
   }
   // ... over the lines a message can wrap onto.
@@ -980,9 +996,8 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         kept->repeats = kept->repeats > UINT64_MAX - (ray_count - 1) ? UINT64_MAX : kept->repeats + (ray_count - 1);
         if (kept->last_repeat_line == 0) kept->last_repeat_line = line_number;
       }
-      // From the third print on (the second may bring the traceback the first lacked), a line equal
-      // to this one is counted before any matching.
-      if (kept != nullptr && one_line && kept->repeats >= 2) {
+      // A line equal to this one may be counted before any matching (from its third print on).
+      if (kept != nullptr && one_line) {
         quick_repeat_index = static_cast<size_t>(kept - result.events.data());
         quick_repeat_text = std::move(first_text);
         quick_repeat_rank = rank;
