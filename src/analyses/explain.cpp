@@ -20,6 +20,7 @@ void add_to_report(ExplainReport& report, const ScanResult& scan) {
   report.bytes_scanned += scan.bytes_scanned;
   report.lines += scan.lines;
   report.truncated = report.truncated || scan.events_truncated;
+  report.messages_beyond_cap = saturating_add(report.messages_beyond_cap, scan.messages_beyond_cap);
   const ClimbFinding climb = find_climbing(scan.events, scan.readings);
   LogContext context{&scan.events, &scan.readings, &scan.notices, &climb};
   for (const OomEvent& event : scan.events) {

@@ -42,6 +42,7 @@ struct ExplainReport {
   uint64_t bytes_scanned = 0;
   uint64_t lines = 0;
   bool truncated = false;
+  uint64_t messages_beyond_cap = 0;       // ScanResult::messages_beyond_cap, over the inputs
 
   size_t error_count() const;
 };

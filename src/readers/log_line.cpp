@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <functional>
+#include <nlohmann/json.hpp>
 
 #include "core/text.h"
 
@@ -139,13 +141,11 @@ bool strip_compose_prefix(std::string_view& s) {
   return true;
 }
 
-// A timestamp that a collector or a logging formatter puts before every line, so that a wrapped
-// message reads on: `docker logs -t` / `kubectl logs --timestamps` ("2024-05-01T10:00:00.123456789Z "),
-// Python's logging ("2024-05-01 10:00:00,123 - ERROR - ", "... - trainer - ERROR - ") and loguru
-// ("2024-05-01 10:00:00.123 | ERROR    | train:main:42 - ").
-bool strip_timestamp(std::string_view& s) {
+// The length of the date and time at the start of `s` ("2024-05-01T10:00:00.123456789Z",
+// "2024-05-01 10:00:00,123", with a "+02:00" or "+0200" offset), 0 without one.
+size_t timestamp_length(std::string_view s) {
   if (!has_shape(s, 0, "0000-00-00") || s.size() < 19 || (s[10] != 'T' && s[10] != ' ') || !has_shape(s, 11, "00:00:00")) {
-    return false;
+    return 0;
   }
   size_t i = 19;
   if (i < s.size() && (s[i] == '.' || s[i] == ',')) {
@@ -157,7 +157,66 @@ bool strip_timestamp(std::string_view& s) {
   } else if (i < s.size() && (s[i] == '+' || s[i] == '-') && (has_shape(s, i + 1, "00:00") || has_shape(s, i + 1, "0000"))) {
     i += s[i + 3] == ':' ? 6 : 5;
   }
-  if (i >= s.size() || s[i] != ' ') return false;
+  return i;
+}
+
+// A line of a Kubernetes CRI log file (/var/log/pods/..., what the kubelet and `kubectl logs` read):
+// "2024-05-01T10:00:00.123456789Z stderr F <line>"; tagged "P" where the runtime split a long line
+// and the next record holds the rest.
+bool strip_cri_record(std::string_view& s, bool& continues) {
+  const size_t t = timestamp_length(s);
+  if (t == 0 || s[10] != 'T') return false;
+  std::string_view rest = s.substr(t);
+  if (!rest.starts_with(" stdout ") && !rest.starts_with(" stderr ")) return false;
+  rest.remove_prefix(8);
+  if (rest.empty() || (rest[0] != 'F' && rest[0] != 'P') || (rest.size() > 1 && rest[1] != ' ')) return false;
+  continues = rest[0] == 'P';
+  s = rest.substr(std::min<size_t>(2, rest.size()));
+  return true;
+}
+
+// kLogger: a record with a message field; kObject: any other JSON object (its strings are read whole).
+enum class JsonRecord { kNone, kContainer, kLogger, kObject };
+
+// The JSON object a JSON-lines log holds on `line`, or a discarded value.
+nlohmann::json parse_json_record(std::string_view line) {
+  const size_t first = line.find_first_not_of(" \t");
+  const size_t last = line.find_last_not_of(" \t");
+  if (first == std::string_view::npos || line[first] != '{' || line[last] != '}') return nlohmann::json::value_t::discarded;
+  nlohmann::json doc = nlohmann::json::parse(line.substr(first, last - first + 1), nullptr, false);
+  return doc.is_object() ? doc : nlohmann::json(nlohmann::json::value_t::discarded);
+}
+
+// A JSON-lines record and the line it holds (`payload`): Docker's json-file driver
+// ({"log":"<line>\n","stream":"stderr","time":"..."}, each line of output in one record, split at
+// 16 KiB with the newline only on the last part) or a JSON logger's record ({"msg": ...},
+// {"message": ...}: structlog, python-json-logger, zap, pino, log shippers).
+JsonRecord unwrap_json_record(std::string_view s, std::string& payload, bool& continues) {
+  if (s.empty() || s.front() != '{') return JsonRecord::kNone;
+  const nlohmann::json doc = parse_json_record(s);
+  if (doc.is_discarded()) return JsonRecord::kNone;
+  if (auto log = doc.find("log"); log != doc.end() && log->is_string()) {
+    payload = log->get<std::string>();
+    continues = payload.empty() || payload.back() != '\n';
+    while (!payload.empty() && (payload.back() == '\n' || payload.back() == '\r')) payload.pop_back();
+    return JsonRecord::kContainer;
+  }
+  for (const char* key : {"msg", "message"}) {
+    if (auto msg = doc.find(key); msg != doc.end() && msg->is_string()) {
+      payload = msg->get<std::string>();
+      return JsonRecord::kLogger;
+    }
+  }
+  return JsonRecord::kObject;
+}
+
+// A timestamp that a collector or a logging formatter puts before every line, so that a wrapped
+// message reads on: `docker logs -t` / `kubectl logs --timestamps` ("2024-05-01T10:00:00.123456789Z "),
+// Python's logging ("2024-05-01 10:00:00,123 - ERROR - ", "... - trainer - ERROR - ") and loguru
+// ("2024-05-01 10:00:00.123 | ERROR    | train:main:42 - ").
+bool strip_timestamp(std::string_view& s) {
+  const size_t i = timestamp_length(s);
+  if (i == 0 || i >= s.size() || s[i] != ' ') return false;
   std::string_view rest = trim_left(s.substr(i));
   // The level (and the logger's name before it, or loguru's location after it) that follow.
   auto is_level = [](std::string_view w) {
@@ -261,10 +320,22 @@ CleanLine clean_line(std::string_view raw) {
   CleanLine result;
   std::string no_ansi = strip_ansi(raw);
   std::string_view s = no_ansi;
-  // Prefixes can stack ("vllm-1  | (VllmWorker rank=1 pid=2) [rank1]: ..."): strip until none applies.
+  std::string payload;   // the line a JSON record holds
+  // Prefixes can stack ("vllm-1  | (VllmWorker rank=1 pid=2) [rank1]: ..."), and a record can hold
+  // a prefixed line: strip until none applies.
   for (int guard = 0; guard < 4; ++guard) {
     std::string_view before = s;
     s = trim_left(s);
+    // A CRI record's timestamp would read as a collector's (strip_timestamp), leaving its stream and tag.
+    if (guard == 0 && strip_cri_record(s, result.continues)) continue;
+    if (const JsonRecord record = unwrap_json_record(s, payload, result.continues); record != JsonRecord::kNone) {
+      result.json_record = result.json_record || (guard == 0 && record != JsonRecord::kContainer);
+      if (record != JsonRecord::kObject) {
+        payload = strip_ansi(payload);   // the escapes were JSON-escaped in the record
+        s = payload;
+        continue;
+      }
+    }
     if (strip_bracket_rank(s, result.rank)) continue;
     if (strip_openmpi_tag(s, result.rank)) continue;
     if (strip_host_rank(s, result.rank)) continue;
@@ -279,6 +350,40 @@ CleanLine clean_line(std::string_view raw) {
   result.text = std::string(s);
   result.logger_prefix = strip_logger_prefix(result.text).size() != result.text.size();
   return result;
+}
+
+bool continues_on_next_record(std::string_view raw) {
+  std::string_view s = trim_left(raw);
+  bool continues = false;
+  if (strip_cri_record(s, continues)) return continues;
+  // Docker's json-file driver writes "log" first.
+  return s.starts_with("{\"log\":") && clean_line(raw).continues;
+}
+
+std::optional<std::vector<std::string>> json_record_lines(std::string_view line) {
+  std::string payload;
+  bool continues = false;
+  const JsonRecord record = unwrap_json_record(trim_left(line), payload, continues);
+  if (record != JsonRecord::kLogger && record != JsonRecord::kObject) return std::nullopt;
+  const nlohmann::json doc = parse_json_record(line);
+  std::vector<std::string> out;
+  std::function<void(const nlohmann::json&, int)> collect = [&](const nlohmann::json& v, int depth) {
+    if (depth > 4) return;
+    if (v.is_string()) {
+      const std::string& s = v.get_ref<const std::string&>();
+      size_t start = 0;
+      while (start <= s.size()) {
+        size_t nl = s.find('\n', start);
+        out.push_back(s.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+        if (nl == std::string::npos) break;
+        start = nl + 1;
+      }
+    } else if (v.is_object() || v.is_array()) {
+      for (const auto& item : v) collect(item, depth + 1);
+    }
+  };
+  collect(doc, 0);
+  return out;
 }
 
 }  // namespace oomdoc

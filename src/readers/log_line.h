@@ -1,12 +1,14 @@
-// Cleaning one log line before format matching: ANSI colour codes, and the prefixes that launchers
+// Cleaning one log line before format matching: ANSI colour codes, the prefixes that launchers
 // put in front of every line ([rank3]:, [default0]:, (VllmWorker rank=1 pid=123), docker-compose
-// "name-1  | "), remembering the rank a prefix names.
+// "name-1  | "), remembering the rank a prefix names, and the records that collectors wrap each line
+// in (Docker's json-file, Kubernetes' CRI files, JSON loggers), read down to the line they hold.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace oomdoc {
 
@@ -19,12 +21,27 @@ struct CleanLine {
   std::string process_tag;
   // `text` starts with a "LEVEL MM-DD HH:MM:SS [file.py:N] " logging prefix (strip_logger_prefix).
   bool logger_prefix = false;
+  // The record holds the start of a longer line that the next record continues: the runtime split
+  // it (Kubernetes' CRI tag "P"; Docker's json-file "log" without its final newline).
+  bool continues = false;
+  // The raw line is a JSON-lines record other than a container runtime's: a JSON logger's
+  // ({"msg": ...} / {"message": ...}: `text` is its message) or any other object. json_record_lines()
+  // gives all its strings (a traceback may sit in another field).
+  bool json_record = false;
 };
 
 // Removes ANSI escape sequences (CSI and OSC) and trailing '\r'.
 std::string strip_ansi(std::string_view line);
 
 CleanLine clean_line(std::string_view raw);
+
+// clean_line(raw).continues, at the cost of a glance for lines that are no container record.
+bool continues_on_next_record(std::string_view raw);
+
+// The string values of a JSON-lines record, in order (message, traceback, ...), split on newlines;
+// nullopt when `line` is no JSON object, or a container runtime's record (it wraps one line:
+// clean_line reads it).
+std::optional<std::vector<std::string>> json_record_lines(std::string_view line);
 
 // The text after a Python logging prefix as vLLM prints it: "ERROR 05-01 10:00:20 [core.py:396] "
 // (level, MM-DD, HH:MM:SS[.fff], [file:line]; before vLLM 0.8 without the opening bracket:

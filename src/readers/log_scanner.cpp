@@ -207,33 +207,6 @@ class Utf16Decoder {
   uint32_t high_ = 0;
 };
 
-// Lines of a JSON-lines record: its string values in order (message, traceback, ...), split on newlines.
-std::optional<std::vector<std::string>> decode_json_line(std::string_view line) {
-  size_t first = line.find_first_not_of(" \t");
-  size_t last = line.find_last_not_of(" \t");
-  if (first == std::string_view::npos || line[first] != '{' || line[last] != '}') return std::nullopt;
-  nlohmann::json doc = nlohmann::json::parse(line.substr(first, last - first + 1), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return std::nullopt;
-  std::vector<std::string> out;
-  std::function<void(const nlohmann::json&, int)> collect = [&](const nlohmann::json& v, int depth) {
-    if (depth > 4) return;
-    if (v.is_string()) {
-      const std::string& s = v.get_ref<const std::string&>();
-      size_t start = 0;
-      while (start <= s.size()) {
-        size_t nl = s.find('\n', start);
-        out.push_back(s.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
-        if (nl == std::string::npos) break;
-        start = nl + 1;
-      }
-    } else if (v.is_object() || v.is_array()) {
-      for (const auto& item : v) collect(item, depth + 1);
-    }
-  };
-  collect(doc, 0);
-  return out;
-}
-
 bool any_format_triggered(const std::string& line) {
   for (const MessageFormat& format : message_formats()) {
     for (const auto& trigger : format.triggers) {
@@ -481,8 +454,9 @@ struct LogScanner::State {
   // Returns the event that now stands for `event` when it was added or counted as a repeat
   // (nullptr when it joined another report or the list is full).
   OomEvent* add_event(OomEvent event);
-  // The last event's one-line message (cleaned) and rank: a candidate line equal to it is counted
-  // as a repeat without matching it again (a retry loop's thousands of prints).
+  // The last event's one-line message (cleaned) and rank: from its third print on (the second may
+  // bring the traceback the first lacked), a candidate line equal to it is counted as a repeat
+  // without matching it again (a retry loop's thousands of prints).
   static constexpr size_t kNoQuickRepeat = SIZE_MAX;
   size_t quick_repeat_index = kNoQuickRepeat;
   std::string quick_repeat_text;
@@ -501,7 +475,8 @@ struct LogScanner::State {
     std::optional<int64_t> rank;
     std::string prefix_program;    // application_from_prefix
     std::string line_program;      // application_from_line
-    std::string text;              // without the logger prefix
+    std::string text;              // without the logger prefix (a JSON record's message: maybe several lines)
+    bool continues = false;        // a record cut short: the next one holds the rest of its line
   };
   std::deque<CleanedLine> cleaned_above;
   void compact();
@@ -626,6 +601,7 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
   }
   if (events.size() >= options.max_events) {
     result.events_truncated = true;
+    ++result.messages_beyond_cap;
     return nullptr;
   }
   events.push_back(std::move(event));
@@ -740,6 +716,17 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   if (ls == back_limit && ls > 0 && !is_break(buf[ls - 1]) && consumed_until > base + ls && consumed_until <= base + hit) {
     ls = static_cast<size_t>(consumed_until - base);
   }
+  // A record that continues one its runtime cut short (CRI's "P", Docker's 16 KiB split) is read
+  // from the record that starts the line: the message may start there.
+  for (size_t parts = 0; parts < 4 && ls > 0 && buf[ls - 1] == '\n'; ++parts) {
+    size_t above = ls - 1;
+    while (above > 0 && buf[above - 1] != '\n') --above;
+    if (ls - above > kMaxLine || !continues_on_next_record(std::string_view(buf.data() + above, ls - 1 - above)) ||
+        consumed(base + above)) {
+      break;
+    }
+    ls = above;
+  }
   struct Segment {
     size_t start, end;
   };
@@ -755,27 +742,37 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       return true;
     }
     std::string_view raw(buf.data() + ls, end - ls);
-    // A JSON-lines record is one object per line (decode_json_line's own test): a line that only
-    // holds a dict ("... {'loss': 0.1} mem: 17.1 GiB", every step of a training log) takes the
-    // quick look below, not a 40-line window.
-    const size_t first_char = raw.find_first_not_of(" \t");
-    const size_t last_char = raw.find_last_not_of(" \t\r");
-    const bool maybe_json = first_char != std::string_view::npos && raw[first_char] == '{' && raw[last_char] == '}';
-    if (!maybe_json) {
-      CleanLine c = clean_line(raw);
-      if (quick_repeat_index != kNoQuickRepeat && c.rank == quick_repeat_rank && c.text == quick_repeat_text) {
-        OomEvent& same = result.events[quick_repeat_index];
-        ++same.repeats;
-        same.last_repeat_line = line_at(ls);
-        consumed_until = base + end;
-        *resume = end;
-        return true;
-      }
-      if (!any_format_triggered(c.text) && !ends_with_trigger_start(c.text)) {
-        add_context_line(c.text, line_at(ls), c.rank);
-        *resume = end;
-        return true;
-      }
+    // A JSON logger's record holds its strings on one line (json_record_lines): it takes the window
+    // below. A line cut short by its runtime is read with the rest of it there.
+    CleanLine c = clean_line(raw);
+    const bool whole = !c.json_record && !c.continues;   // the cleaned line is all there is to read
+    const bool repeats_last = whole && quick_repeat_index != kNoQuickRepeat && c.rank == quick_repeat_rank &&
+                              c.text == quick_repeat_text;
+    if (repeats_last && result.events[quick_repeat_index].repeats >= 2) {
+      OomEvent& same = result.events[quick_repeat_index];
+      ++same.repeats;
+      same.last_repeat_line = line_at(ls);
+      consumed_until = base + end;
+      *resume = end;
+      return true;
+    }
+    const bool triggered = (whole ? any_format_triggered(c.text) : any_format_triggered(std::string(raw))) ||
+                           ends_with_trigger_start(c.text);
+    if (whole && !triggered) {
+      add_context_line(c.text, line_at(ls), c.rank);
+      *resume = end;
+      return true;
+    }
+    // Past the event cap a message is counted, not read (a log of 100,000 distinct errors spent
+    // most of its time reading the ones it would drop); only a print of the last event kept is
+    // read, as the repeat it may be.
+    if (triggered && !repeats_last && result.events.size() >= options.max_events) {
+      result.events_truncated = true;
+      ++result.messages_beyond_cap;
+      quick_repeat_index = kNoQuickRepeat;   // a message came between: no later line repeats the last
+      consumed_until = base + end;
+      *resume = end;
+      return true;
     }
   }
   // ... over the lines a message can wrap onto.
@@ -813,6 +810,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   std::vector<std::string> lines;
   std::vector<std::string> prefix_programs;  // the program each line's prefix names (readers/application.h)
   std::vector<uint64_t> line_numbers;
+  std::vector<uint64_t> end_numbers;         // the last physical line of each (a record cut short ends lower)
   std::vector<size_t> end_segments;          // the last segment each window line comes from
   std::vector<bool> other_rank(segments.size(), false);   // segments left out: another rank's lines
   std::optional<int64_t> rank;
@@ -820,7 +818,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   std::string_view first_raw(buf.data() + first.start, first.end - first.start);
   std::vector<std::string> json_above;  // decoded lines before the keyword (a traceback)
   bool from_json = false;
-  if (auto decoded = decode_json_line(first_raw)) {
+  if (auto decoded = json_record_lines(first_raw)) {
     from_json = true;
     // A JSON-lines record: its strings form the window, all on this one physical line, starting
     // at the string line that holds the keyword.
@@ -840,11 +838,13 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       lines.push_back(std::move(c.text));
       prefix_programs.emplace_back();
       line_numbers.push_back(line_number);
+      end_numbers.push_back(line_number);
       end_segments.push_back(0);
       if (!rank) rank = c.rank;
     }
   } else {
     uint64_t n = line_number;
+    bool continued = false;   // the last line taken is a record cut short: this segment holds its rest
     for (size_t i = 0; i < segments.size(); ++i) {
       if (i > 0) {
         n += count_newlines(buf.data() + segments[i - 1].end, segments[i].start - segments[i - 1].end);
@@ -860,9 +860,18 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         other_rank[i] = true;
         continue;
       }
+      if (continued) {
+        lines.back() += c.text;
+        end_numbers.back() = n;
+        end_segments.back() = i;
+        continued = c.continues;
+        continue;
+      }
+      continued = c.continues;
       prefix_programs.push_back(application_from_prefix(c));
       lines.push_back(std::move(c.text));
       line_numbers.push_back(n);
+      end_numbers.push_back(n);
       end_segments.push_back(i);
     }
   }
@@ -874,6 +883,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       lines.erase(lines.begin());
       lines.insert(lines.begin(), parts.begin(), parts.end());
       line_numbers.insert(line_numbers.begin(), parts.size() - 1, line_numbers.front());
+      end_numbers.insert(end_numbers.begin(), parts.size() - 1, line_numbers.front());
       end_segments.insert(end_segments.begin(), parts.size() - 1, end_segments.front());
       prefix_programs.insert(prefix_programs.begin(), parts.size() - 1, prefix_programs.front());
     }
@@ -886,8 +896,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   }
 
   const std::string candidate_line = lines[0];
-  // The last physical line of each window line: a line glued from a hard-wrapped run ends lower.
-  std::vector<uint64_t> end_numbers = line_numbers;
+  // (A line glued from a hard-wrapped run ends lower too.)
   size_t glued_lines = 0;  // physical lines the glued first line holds beyond one
   for (int reading = 0; reading < 2; ++reading) {
     if (reading == 1) {
@@ -987,9 +996,8 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         kept->repeats = kept->repeats > UINT64_MAX - (ray_count - 1) ? UINT64_MAX : kept->repeats + (ray_count - 1);
         if (kept->last_repeat_line == 0) kept->last_repeat_line = line_number;
       }
-      // From the third print on (the second may bring the traceback the first lacked), a line equal
-      // to this one is counted before any matching.
-      if (kept != nullptr && one_line && kept->repeats >= 2) {
+      // A line equal to this one may be counted before any matching (from its third print on).
+      if (kept != nullptr && one_line) {
         quick_repeat_index = static_cast<size_t>(kept - result.events.data());
         quick_repeat_text = std::move(first_text);
         quick_repeat_rank = rank;
@@ -1022,7 +1030,7 @@ ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t>
     size_t e = s;
     while (e < start && buf[e] != '\n') ++e;
     CleanLine c = clean_line(std::string_view(buf.data() + s, e - s));
-    CleanedLine line{base + s, base + e, c.rank, application_from_prefix(c), "", ""};
+    CleanedLine line{base + s, base + e, c.rank, application_from_prefix(c), "", "", c.continues};
     // vLLM logs each traceback line through its logger ("ERROR 06-05 06:18:13 [multiproc_executor.py:470]
     // File ..."): without that prefix the frames read as Python printed them.
     line.text = std::string(strip_logger_prefix(c.text));
@@ -1035,11 +1043,29 @@ ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t>
     s = e + 1;
   }
   ContextLines above;
+  bool continued = false;   // the last line added is a record cut short: the next one holds its rest
   auto add = [&](const CleanedLine& line) {
     if (rank && line.rank && line.rank != rank) return;
-    above.text.push_back(line.text);
-    above.prefix_program.push_back(line.prefix_program);
-    above.line_program.push_back(line.line_program);
+    std::string_view text = line.text;
+    if (continued && !above.text.empty()) {
+      const size_t nl = text.find('\n');
+      above.text.back() += text.substr(0, nl);
+      text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+      if (nl == std::string_view::npos) {
+        continued = line.continues;
+        return;
+      }
+    }
+    continued = line.continues;
+    // A JSON logger's message may hold several lines (a traceback logged as one message).
+    for (size_t from = 0;;) {
+      const size_t nl = text.find('\n', from);
+      above.text.emplace_back(text.substr(from, nl == std::string_view::npos ? std::string_view::npos : nl - from));
+      above.prefix_program.push_back(line.prefix_program);
+      above.line_program.push_back(line.line_program);
+      if (nl == std::string_view::npos) break;
+      from = nl + 1;
+    }
   };
   for (const CleanedLine& line : cache) add(line);
   if (unfinished) add(*unfinished);

@@ -51,6 +51,9 @@ struct ScanResult {
   uint64_t bytes_scanned = 0;
   uint64_t lines = 0;
   bool events_truncated = false;      // more events than ScanOptions::max_events
+  // Message lines past max_events (a line holding a format's trigger, other than a one-line repeat
+  // of the last event kept): counted, not read, so some may repeat the events kept.
+  uint64_t messages_beyond_cap = 0;
 };
 
 struct ScanOptions {

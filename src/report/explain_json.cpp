@@ -120,6 +120,7 @@ Json explain_to_json(const ExplainReport& report) {
   doc["lines"] = report.lines;
   doc["error_count"] = report.error_count();
   doc["truncated"] = report.truncated;
+  doc["messages_beyond_cap"] = report.messages_beyond_cap;
   // Inputs that could not be read: the document then covers only `inputs` (exit status 2).
   Json errors = Json::array();
   for (const auto& err : report.errors) errors.push_back({{"input", err.input}, {"message", err.message}});

@@ -321,7 +321,10 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
     }
     out += fmt::format("\n{}\n", style.dim(what + " not shown; --all lists them."));
   }
-  if (report.truncated) out += style.yellow("Only the first events are listed: the input holds more.\n");
+  if (report.truncated) {
+    out += style.yellow(fmt::format("Only the first events are listed: the input holds more ({} past them, "
+                                    "counted but not read).\n", count_noun(report.messages_beyond_cap, "message line")));
+  }
   return out;
 }
 
