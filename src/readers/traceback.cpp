@@ -161,6 +161,80 @@ std::optional<TracebackFrame> ipython_frame(const std::string& line) {
   return frame;
 }
 
+// Rich's boxed traceback (rich.traceback.install(), used by many training scripts):
+//   ╭──── Traceback (most recent call last) ────╮
+//   │ /home/u/train.py:40 in evaluate            │
+//   │   39 │   │   batch = to_device(batch)      │
+//   │ ❱ 40 │   │   outputs = model(**batch)      │
+//   ╰────────────────────────────────────────────╯
+// A long path pushes "in" or the function name onto the next row. The frames from the box, and the
+// row that closes it; nullopt when `header` opens no box.
+constexpr std::string_view kBoxSide = "\u2502";      // │
+constexpr std::string_view kBoxTopLeft = "\u256d";   // ╭
+constexpr std::string_view kBoxBottomLeft = "\u2570";// ╰
+constexpr std::string_view kRichArrow = "\u2771";    // ❱
+
+// A row's content between the box's sides.
+std::string_view box_content(std::string_view row) {
+  size_t start = row.find_first_not_of(' ');
+  if (start == std::string_view::npos || row.substr(start, kBoxSide.size()) != kBoxSide) return {};
+  row.remove_prefix(start + kBoxSide.size());
+  while (!row.empty() && row.back() == ' ') row.remove_suffix(1);
+  if (row.size() >= kBoxSide.size() && row.substr(row.size() - kBoxSide.size()) == kBoxSide) {
+    row.remove_suffix(kBoxSide.size());
+  }
+  while (!row.empty() && row.front() == ' ') row.remove_prefix(1);
+  while (!row.empty() && row.back() == ' ') row.remove_suffix(1);
+  return row;
+}
+
+struct RichFrames {
+  std::vector<TracebackFrame> frames;
+  size_t closing_row = 0;
+};
+
+std::optional<RichFrames> rich_frames(const std::vector<std::string>& lines, size_t header) {
+  if (lines[header].find(kBoxTopLeft) == std::string::npos) return std::nullopt;
+  static const RE2 location(R"(^(\S.*?):(\d+)(?: in(?: (\S+))?)?$)");
+  static const RE2 code_row(R"(^(\S+ )?(\d+) \S+(?: (.*))?$)");
+  RichFrames out;
+  for (size_t i = header + 1; i < lines.size(); ++i) {
+    if (lines[i].find(kBoxBottomLeft) != std::string::npos) {
+      out.closing_row = i;
+      return out;
+    }
+    const std::string_view row = box_content(lines[i]);
+    if (row.empty()) continue;
+    if (auto g = regex_search(location, row)) {
+      TracebackFrame frame;
+      frame.file = std::string((*g)[1]);
+      frame.line = parse_decimal<uint64_t>((*g)[2]);
+      if (matched((*g)[3])) {
+        frame.function = std::string((*g)[3]);
+      } else if (i + 1 < lines.size()) {
+        // The function (or "in function") wrapped onto the next row.
+        std::string_view next = box_content(lines[i + 1]);
+        if (next.starts_with("in ")) next.remove_prefix(3);
+        if (!next.empty() && next.find(' ') == std::string_view::npos) {
+          frame.function = std::string(next);
+          ++i;
+        }
+      }
+      out.frames.push_back(std::move(frame));
+      continue;
+    }
+    // The row that ran is marked with ❱; rich draws indent guides (│) inside the code.
+    if (out.frames.empty() || !row.starts_with(kRichArrow)) continue;
+    if (auto c = regex_search(code_row, row); c && matched((*c)[3])) {
+      std::string code((*c)[3]);
+      for (size_t at; (at = code.find(kBoxSide)) != std::string::npos;) code.erase(at, kBoxSide.size());
+      const size_t start = code.find_first_not_of(' ');
+      if (start != std::string::npos) out.frames.back().code = code.substr(start);
+    }
+  }
+  return std::nullopt;   // a box never closed: not a traceback to trust
+}
+
 bool has_high_bytes(std::string_view line) {
   for (char c : line) {
     if (static_cast<unsigned char>(c) >= 0x80) return true;
@@ -188,8 +262,16 @@ std::optional<Traceback> parse_traceback(const std::vector<std::string>& raw_lin
       break;
     }
   }
+  Traceback tb;
+  size_t last_frame_line = 0;
+  if (header < lines.size()) {
+    if (auto rich = rich_frames(lines, header)) {
+      tb.frames = std::move(rich->frames);
+      last_frame_line = rich->closing_row;
+    }
+  }
   static const RE2 frame_re(R"re(^\s*File "([^"]+)", line (\d+), in (.+?)\s*$)re");
-  size_t first = header + 1;
+  size_t first = tb.frames.empty() ? header + 1 : lines.size();
   if (header == lines.size()) {
     // A traceback pasted without its header (an issue quoting its last frames): the frames and
     // their indented code lines right above the exception line.
@@ -201,8 +283,6 @@ std::optional<Traceback> parse_traceback(const std::vector<std::string>& raw_lin
       --first;
     }
   }
-  Traceback tb;
-  size_t last_frame_line = 0;
   // IPython's source lines under a frame: "     38 code", the one that ran marked "---> 40 code".
   static const RE2 numbered(R"(^\s*(-+>)?\s*(\d+)(?: (.*))?$)");
   for (size_t i = first; i < lines.size(); ++i) {

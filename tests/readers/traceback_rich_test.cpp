@@ -1,0 +1,66 @@
+// A traceback as Rich draws it (rich.traceback.install()): frames in a box, "path:line in function"
+// (the function pushed onto the next row by a long path), the row that ran marked with ❱ and
+// indent guides inside the code, so that what the program was doing is read as from Python's own.
+#include <gtest/gtest.h>
+
+#include "analyses/explain.h"
+#include "readers/log_scanner.h"
+#include "readers/traceback.h"
+#include "support/explain_support.h"
+
+namespace oomdoc {
+namespace {
+
+const std::string kRich =
+    "╭───────────────────── Traceback (most recent call last) ──────────────────────╮\n"
+    "│ /home/u/train.py:40 in evaluate                                              │\n"
+    "│                                                                              │\n"
+    "│   37 │   model.eval()                                                        │\n"
+    "│   38 │   for batch in loader:                                                │\n"
+    "│   39 │   │   batch = {k: v.cuda() for k, v in batch.items()}                 │\n"
+    "│ ❱ 40 │   │   outputs = model(**batch)                                        │\n"
+    "│   41 │   │   losses.append(outputs.loss)                                     │\n"
+    "│                                                                              │\n"
+    "│ /home/u/.venv/lib/python3.11/site-packages/torch/nn/modules/module.py:1736   │\n"
+    "│ in _wrapped_call_impl                                                        │\n"
+    "│                                                                              │\n"
+    "│   1735 │   │   else:                                                         │\n"
+    "│ ❱ 1736 │   │   │   return self._call_impl(*args, **kwargs)                   │\n"
+    "│   1737                                                                       │\n"
+    "╰──────────────────────────────────────────────────────────────────────────────╯\n"
+    "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of "
+    "which 1.08 GiB is free. Including non-PyTorch memory, this process has 22.56 GiB memory in use. Of the allocated "
+    "memory 20.14 GiB is allocated by PyTorch, and 1.97 GiB is reserved by PyTorch but unallocated.\n";
+
+TEST(TracebackRich, BoxedFramesAndTheRowThatRan) {
+  const ScanResult r = scan_text(kRich);
+  ASSERT_EQ(r.events.size(), 1u);
+  ASSERT_TRUE(r.events[0].traceback);
+  const Traceback& tb = *r.events[0].traceback;
+  ASSERT_EQ(tb.frames.size(), 2u);
+  EXPECT_EQ(tb.frames[0].file, "/home/u/train.py");
+  EXPECT_EQ(tb.frames[0].line, 40u);
+  EXPECT_EQ(tb.frames[0].function, "evaluate");
+  EXPECT_EQ(tb.frames[0].code, "outputs = model(**batch)");
+  EXPECT_EQ(tb.frames[1].file, "/home/u/.venv/lib/python3.11/site-packages/torch/nn/modules/module.py");
+  EXPECT_EQ(tb.frames[1].line, 1736u);
+  EXPECT_EQ(tb.frames[1].function, "_wrapped_call_impl");
+  EXPECT_EQ(tb.frames[1].code, "return self._call_impl(*args, **kwargs)");
+  ASSERT_TRUE(tb.innermost_user_frame);
+  EXPECT_EQ(tb.innermost_user_frame->file, "/home/u/train.py");
+  EXPECT_EQ(tb.operation, "evaluation");
+  // The cause is read from the frames as from a plain traceback.
+  const ExplainReport report = testing::explain_text(kRich);
+  ASSERT_EQ(report.events.size(), 1u);
+  EXPECT_EQ(report.events[0].diagnosis.cause, "evaluation_with_grad");
+}
+
+// A box left open (the log cut inside it) gives no frames rather than half of them.
+TEST(TracebackRich, UnclosedBoxGivesNoFrames) {
+  auto tb = parse_traceback({"╭──── Traceback (most recent call last) ────╮", "│ /home/u/train.py:40 in evaluate │",
+                             "│ ❱ 40 │   outputs = model(**batch)      │"});
+  EXPECT_FALSE(tb.has_value());
+}
+
+}  // namespace
+}  // namespace oomdoc
