@@ -69,9 +69,6 @@ struct Plan {
   bool double_quant = false;
   uint64_t group_size = 128;
   bool fused_backward = false;
-  // The transformers modules, trained by the Hugging Face Trainer (or TRL, Axolotl, LLaMA-Factory
-  // on top of it): their optimizer set-up applies.
-  bool transformers_trainer = true;
   uint64_t micro_batch = 1, accum = 1, seq = 0;
   uint64_t target = 0;   // decoder tokens per sequence (encoder-decoder models; else seq)
   uint64_t num_gpus = 1, tp = 1, pp = 1, cp = 1, dp = 1;
@@ -375,7 +372,6 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // the fused loss, Unsloth's checkpointing, LoRA targets and dtype): the model runs as plain
   // transformers and PEFT would run it.
   const bool transformers = job.implementation.value_or("transformers") == "transformers";
-  p.transformers_trainer = transformers;
   p.kernels = job.kernels.value_or("none");
   if (p.kernels != "none" && !transformers) {
     assume(fmt::format("kernels: none ({} runs its own modules)", *job.implementation));
@@ -1346,20 +1342,15 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     factored += static_cast<double>(m.vocab_size + m.hidden_size);
     state_per_param = trainable > 0 ? factored * 4 / total : 0;
     state_detail = "factored second moment (rows + columns)";
+    // DeepSpeed ZeRO hands a client optimizer flat 1-D fp32 partitions (single_partition_of_fp32_groups;
+    // ZeRO-3's fp32_partitioned_groups_flat), and Adafactor factors only tensors of 2 or more
+    // dimensions (Adafactor._get_options: factored = len(shape) >= 2): a full fp32 second moment.
+    if (deepspeed && p.training) {
+      state_per_param = 4;
+      state_detail = "full fp32 second moment: ZeRO's flat 1-D partitions are not factored";
+    }
   } else { state_per_param = 0; state_detail = "none"; }
   double optimizer_state = trainable * state_per_param / shard_mp / state_shards;
-  // The Hugging Face Trainer keeps the embeddings' states in 32 bits under a bitsandbytes 8-bit
-  // optimizer: create_optimizer registers every nn.Embedding weight with GlobalOptimManager's
-  // override {"optim_bits": 32} ("skipped Embedding ... will optimize in fp32"). The override
-  // matches parameters by identity, which ZeRO's and FSDP's flat partitions do not keep.
-  const bool trainer_8bit_embeddings = (opt == "adamw_8bit" || opt == "paged_adamw_8bit") && p.task == "train_full" &&
-                                       p.transformers_trainer && p.parallelism == "ddp" && m.embedding_params > 0;
-  if (trainer_8bit_embeddings) {
-    const double embedding_state = static_cast<double>(m.embedding_params) * (2 * 4 - state_per_param) / shard_mp;
-    optimizer_state += embedding_state;
-    state_detail += fmt::format("; embeddings' {} in 32 bits (Trainer's optim_bits override)",
-                                format_count(m.embedding_params));
-  }
   if (saved_modules > 0) {
     // The saved modules' gradients and states in their own dtype (torch optimizers keep states in
     // the parameter's dtype; 8-bit and factored states as for the adapters).
@@ -1718,6 +1709,13 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     const double trained_bytes = p.use_lora ? p.adapter_bytes : p.param_bytes;
     const double fp32_copies = 2 + (trained_bytes < 4 ? 2 : 0);
     step_temp = std::min(trainable, largest) * 4 * fp32_copies / shard_mp;
+    // Under ZeRO the "parameter" is the rank's whole flat fp32 partition (ZeRO-3: one sub-group at
+    // a time): grad**2 + eps, then its rsqrt made while the square is referenced, two copies.
+    if (deepspeed) {
+      double partition = trainable / shard_mp / state_shards;
+      if (p.parallelism == "zero3") partition = std::min(partition, kZero3SubGroupParams);
+      step_temp = partition * 4 * 2;
+    }
   }
 
   // ---- peak moment ----
