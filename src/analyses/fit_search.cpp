@@ -1327,6 +1327,53 @@ struct Search {
         ++k;
       }
     }
+    // A batch cut that stays beside a split: the layout that keeps the largest batch, each layout
+    // of the step with the batch re-picked on top of it (the widest split on the cards there,
+    // usually), whatever else the plan holds (quantized weights).
+    if (!is_training(original)) {
+      const auto cut = std::find_if(applied.begin(), applied.end(),
+                                    [&](const Applied& a) { return steps[a.step_index].id == "micro_batch"; });
+      const auto split_change = std::find_if(applied.begin(), applied.end(),
+                                             [](const Applied& a) { return is_model_parallel(a.candidate.change); });
+      if (cut != applied.end() && split_change != applied.end()) {
+        const size_t cut_index = static_cast<size_t>(cut - applied.begin());
+        const size_t split_index = static_cast<size_t>(split_change - applied.begin());
+        std::vector<Applied> rest = applied;
+        rest.erase(rest.begin() + static_cast<long>(std::max(cut_index, split_index)));
+        rest.erase(rest.begin() + static_cast<long>(std::min(cut_index, split_index)));
+        const Job without = rebuild(rest);
+        const uint64_t kept_now = rebuild(applied).batch_size.value_or(1);
+        uint64_t best_batch = kept_now;
+        std::optional<std::pair<Candidate, std::optional<Candidate>>> best;
+        for (auto& layout : steps[applied[split_index].step_index].generate(without)) {
+          if (!is_model_parallel(layout.change)) continue;
+          Job split = without;
+          layout.apply(split);
+          auto p = predict(est, model, split);
+          if (!p) continue;
+          if (p->needed_bytes <= limit) {
+            if (split.batch_size.value_or(1) > best_batch) {
+              best_batch = split.batch_size.value_or(1);
+              best = std::make_pair(layout, std::nullopt);
+            }
+            continue;
+          }
+          auto batch = pick(steps[applied[cut_index].step_index], split, p->needed_bytes, limit);
+          if (!batch || !batch->fits) continue;
+          Job cut_job = split;
+          batch->candidate.apply(cut_job);
+          if (cut_job.batch_size.value_or(1) > best_batch) {
+            best_batch = cut_job.batch_size.value_or(1);
+            best = std::make_pair(layout, std::optional<Candidate>(batch->candidate));
+          }
+        }
+        if (best) {
+          applied[split_index].candidate = best->first;
+          if (best->second) applied[cut_index].candidate = *best->second;
+          else applied.erase(applied.begin() + static_cast<long>(cut_index));
+        }
+      }
+    }
     return applied;
   }
 
@@ -1879,7 +1926,9 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
         plan.gpu_name = hw->gpu_name;
         plan.total_bytes = hw->gpu_total_bytes.value_or(options.total_bytes);
         plan.num_gpus = hw->num_gpus.value_or(options.num_gpus);
-        plan.job = hw->change.id == "more_gpus" ? layout_on(given, plan.num_gpus, model, options).job : given;
+        // The job predicted_on() sized: as given on the user's count, else laid out on the plan's
+        // (one card for an inference job that runs whole on each).
+        plan.job = plan.num_gpus == options.num_gpus ? given : layout_on(given, plan.num_gpus, model, options).job;
         plan.fits_target = hw->fits_target;
         plan.fits_budget = true;
         report.plan = plan;

@@ -693,3 +693,39 @@ TEST(FitPlan, AnotherVendorsCardIsNamedAsSuch) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// A batch cut that stays: the split that keeps the largest batch (TP 8 on the 8 cards there, not
+// TP 4 with batch 47); and with 4-bit weights the split alone, with no cut at all.
+TEST(FitPlan, InferenceSplitKeepsTheLargestBatch) {
+  auto eight = fit_on("meta-llama/Llama-3.1-70B", "h100", inference(200, 4096, 512), 8);
+  ASSERT_TRUE(eight.ok()) << eight.error().message;
+  ASSERT_TRUE(eight->report.plan.has_value());
+  EXPECT_EQ(change_ids(eight->report), (std::vector<std::string>{"batch_size", "tensor_parallel"}));
+  EXPECT_EQ(eight->report.plan->job.tp, 8u);
+  EXPECT_EQ(eight->report.plan->job.batch_size, 144u);
+  // Batch 160 (the next candidate up) would not reach the target at TP 8.
+  Job more = eight->report.plan->job;
+  more.batch_size = 160;
+  EXPECT_GT(needed_bytes(eight->model, more), eight->report.target_bytes);
+  auto l4 = fit_on("meta-llama/Llama-3.1-70B", "l4", inference(16, 2048, 256), 4);
+  ASSERT_TRUE(l4.ok()) << l4.error().message;
+  ASSERT_TRUE(l4->report.plan.has_value());
+  EXPECT_EQ(l4->report.plan->job.batch_size, 16u);
+  EXPECT_EQ(l4->report.plan->predicted.needed_bytes, needed_bytes(l4->model, l4->report.plan->job));
+}
+
+// A plan that moves an inference job to one bigger card says one card in its job, as predicted.
+TEST(FitPlan, BiggerGpuInferencePlanRunsOnOneCard) {
+  auto fitted = fit_on("meta-llama/Llama-3.1-70B", "l4", inference(3, 1024, 128), 2);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  ASSERT_TRUE(fitted->report.plan.has_value());
+  EXPECT_EQ(fitted->report.plan->num_gpus, 1u);
+  EXPECT_EQ(fitted->report.plan->job.num_gpus, 1u);
+  EXPECT_EQ(fitted->report.plan->predicted.needed_bytes, needed_bytes(fitted->model, fitted->report.plan->job));
+}
+
+}  // namespace
+}  // namespace oomdoc
