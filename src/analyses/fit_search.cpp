@@ -1037,7 +1037,12 @@ HardwareLayout layout_on(const Job& job, uint64_t n, const ModelSpec& model, con
     if (!is_sharded(j)) {
       j.parallelism = "fsdp_full_shard";
       j.sync_each_batch = true;
-      if (n > 1) out.settings = fsdp_full_shard_settings(job);
+      if (n > 1) {
+        out.settings = fsdp_full_shard_settings(job);
+        if (job.gradient_checkpointing.value_or("none") == "full") {
+          out.settings.push_back({"TrainingArguments", "gradient_checkpointing", "True"});
+        }
+      }
     }
     // Data-parallel replicas before and after (a TP/PP layout keeps its degrees).
     const uint64_t mp = std::max<uint64_t>(1, model_parallel_degree(job) * job.cp.value_or(1));
@@ -1742,10 +1747,17 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   // Hardware, shared by the plan (step 9) and the alternatives. The estimator's prediction does
   // not depend on which GPU it runs on, only on how many: one prediction per count.
   std::map<uint64_t, std::optional<PredictedTotals>> by_count;
+  // The job moved to other hardware keeps the checkpointing it was predicted with: PEFT's k-bit
+  // preparation turns it on by itself on one GPU, but not once the model is sharded (TRL skips the
+  // preparation there), where it must be asked for.
+  Job for_hardware = given;
+  if (is_training(given) && !given.gradient_checkpointing && report.estimate.kbit_upcast == "all") {
+    for_hardware.gradient_checkpointing = "full";
+  }
   auto predicted_on = [&](uint64_t n) {
     auto it = by_count.find(n);
     if (it != by_count.end()) return it->second;
-    auto p = predict(est, model, n == options.num_gpus ? given : layout_on(given, n, model, options).job);
+    auto p = predict(est, model, n == options.num_gpus ? given : layout_on(for_hardware, n, model, options).job);
     by_count[n] = p;
     return p;
   };
@@ -1815,7 +1827,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       a.num_gpus = n;
       a.predicted = *p;
       a.fits_target = p->needed_bytes <= report.target_bytes;
-      const HardwareLayout layout = layout_on(given, n, model, options);
+      const HardwareLayout layout = layout_on(for_hardware, n, model, options);
       const Job& sharded = layout.job;
       a.description = fmt::format("fits on {} x {}{}{}", n, options.gpu_name,
                                   sharded.parallelism && sharded.parallelism != given.parallelism
@@ -1852,7 +1864,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
           a.predicted = *predicted_on(n);
           a.fits_target = true;
           a.price_per_hour = cost;
-          const HardwareLayout layout = layout_on(given, n, model, options);
+          const HardwareLayout layout = layout_on(for_hardware, n, model, options);
           a.description = fmt::format("cheapest that fits: {} x {} at {:.2f}/hour{}", n, gpu.name, cost,
                                       layout.note.empty() ? "" : "; " + layout.note);
           a.change.id = "cheapest_gpu";
@@ -1928,7 +1940,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
         plan.num_gpus = hw->num_gpus.value_or(options.num_gpus);
         // The job predicted_on() sized: as given on the user's count, else laid out on the plan's
         // (one card for an inference job that runs whole on each).
-        plan.job = plan.num_gpus == options.num_gpus ? given : layout_on(given, plan.num_gpus, model, options).job;
+        plan.job = plan.num_gpus == options.num_gpus ? given : layout_on(for_hardware, plan.num_gpus, model, options).job;
         plan.fits_target = hw->fits_target;
         plan.fits_budget = true;
         report.plan = plan;

@@ -729,3 +729,34 @@ TEST(FitPlan, BiggerGpuInferencePlanRunsOnOneCard) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// QLoRA with PEFT's preparation checkpoints by itself on one GPU; sharded over more cards (where the
+// preparation is skipped) the alternative asks for the checkpointing it was predicted with.
+TEST(FitPlan, MoreGpusKeepTheCheckpointingTheJobWasPredictedWith) {
+  Job job;
+  job.task = "train_qlora";
+  job.micro_batch_size = 1;
+  job.grad_accum_steps = 4;
+  job.seq_len = 2048;
+  auto fitted = fit_on("meta-llama/Llama-3.1-70B", "l40s", job, 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitAlternative* more = nullptr;
+  for (const auto& a : fitted->report.alternatives) {
+    if (a.change.id == "more_gpus") more = &a;
+  }
+  ASSERT_NE(more, nullptr);
+  EXPECT_EQ(more->num_gpus, 2u);
+  ASSERT_TRUE(more->job.has_value());
+  EXPECT_EQ(more->job->gradient_checkpointing, "full");
+  EXPECT_EQ(more->job->grad_accum_steps, 2u);
+  EXPECT_EQ(more->predicted.needed_bytes, needed_bytes(fitted->model, *more->job));
+  bool asks = false;
+  for (const auto& s : more->change.settings) asks |= s.name == "gradient_checkpointing" && s.value == "True";
+  EXPECT_TRUE(asks);
+}
+
+}  // namespace
+}  // namespace oomdoc
