@@ -1057,6 +1057,18 @@ HardwareLayout layout_on(const Job& job, uint64_t n, const ModelSpec& model, con
           out.settings.push_back({"TrainingArguments", "gradient_accumulation_steps", std::to_string(kept)});
           out.note = fmt::format("accumulation {} -> {} keeps the global batch {}", accum, kept, global);
         }
+      } else if (uint64_t m = micro; [&] {
+                   while (m > 1 && global % (m * dp_after) != 0) --m;
+                   return global % (m * dp_after) == 0;
+                 }()) {
+        // A smaller micro-batch keeps the global batch where the accumulation alone cannot.
+        const uint64_t kept = global / (m * dp_after);
+        j.micro_batch_size = m;
+        j.grad_accum_steps = kept;
+        out.settings.push_back({"TrainingArguments", "per_device_train_batch_size", std::to_string(m)});
+        if (kept != accum) out.settings.push_back({"TrainingArguments", "gradient_accumulation_steps", std::to_string(kept)});
+        out.note = fmt::format("micro-batch {} -> {}{} keeps the global batch {}", micro, m,
+                               kept != accum ? fmt::format(", accumulation {} -> {}", accum, kept) : "", global);
       } else {
         const uint64_t kept = std::max<uint64_t>(1, global / (micro * dp_after));
         j.grad_accum_steps = kept;
@@ -2062,8 +2074,13 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   }
   const bool plan_is_hardware = report.plan && !report.plan->changes.empty() &&
                                 report.plan->changes.front().step == 9;
+  // A plan that only splits the model over the cards there already fits without more of them.
+  const bool plan_only_splits = report.plan && !report.plan->changes.empty() &&
+                                std::all_of(report.plan->changes.begin(), report.plan->changes.end(),
+                                            [](const FitChange& c) { return is_model_parallel(c); });
   for (auto* hw : {&smallest_gpu, &smallest_other_vendor, &more_gpus, &cheapest}) {
     if (!*hw || report.fits) continue;
+    if (hw == &more_gpus && plan_only_splits) continue;
     if (plan_is_hardware && (*hw)->change.title == report.plan->changes.front().title) continue;
     report.alternatives.push_back(**hw);
   }

@@ -154,8 +154,12 @@ TEST(FitSearch, SmallerMicroBatchThen8BitAdamAndTheMicroBatchIsRelaxed) {
   // 58 + 16 GiB per 1024 tokens <= 73.6 GiB: 998 tokens.
   EXPECT_EQ(r->alternatives[1].change.title, "max sequence length 2048 -> 998");
   EXPECT_EQ(r->alternatives[7].gpu_name, "H200 SXM 141GB");
-  EXPECT_EQ(r->alternatives[8].num_gpus, 2u);   // full sharding: 2 + 7 + 21 + 32 = 62 GiB
-  EXPECT_EQ(r->alternatives[8].predicted.device_used_bytes, 62 * kGiB);
+  // Full sharding over 2, the global batch of 4 kept by micro-batch 2 on each:
+  // 2 + 7 + 21 + 2 x 2 x 4 = 46 GiB.
+  EXPECT_EQ(r->alternatives[8].num_gpus, 2u);
+  EXPECT_EQ(r->alternatives[8].predicted.device_used_bytes, 46 * kGiB);
+  EXPECT_EQ(r->alternatives[8].job->micro_batch_size, 2u);
+  EXPECT_EQ(r->alternatives[8].job->grad_accum_steps, 1u);
 }
 
 TEST(FitSearch, ShardingAcrossTheGpusTheUserHas) {
