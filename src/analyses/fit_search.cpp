@@ -1615,6 +1615,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
 
   FitReport report;
   report.job = given;
+  if (runnable_attention) report.job.attention_impl = "flash";   // the job as read; the prediction is SDPA's
   // The name as the user gave it; the config that stood behind it when that differs (an Instruct
   // name read with its base preset, a path).
   report.model_id = given.model.empty() ? model.label() : given.model;
@@ -1972,6 +1973,19 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
           "the plan fits the {:.0f}% budget but not the {:.0f}% target: a longer batch than "
           "predicted may still run out of memory", 100 * options.budget, 100 * report.target));
     }
+  }
+
+  // A job that fits but asks for flash attention this card cannot run: the plan is that change alone.
+  if (!report.plan && runnable_attention && report.fits) {
+    FitPlan plan;
+    plan.changes.push_back(*runnable_attention);
+    plan.job = given;
+    plan.predicted = totals_of(report.estimate);
+    plan.num_gpus = options.num_gpus;
+    plan.total_bytes = options.total_bytes;
+    plan.fits_budget = true;
+    plan.fits_target = report.fits_target;
+    report.plan = plan;
   }
 
   // Alternatives: each single change that fits alone (cheapest option of its step), then hardware.

@@ -677,6 +677,16 @@ TEST(FitPlan, FlashAttentionOnATuringCardIsPlannedAsSdpa) {
   sdpa.precision = "fp16_mixed";
   EXPECT_EQ(report.needed_bytes, needed_bytes(fitted->model, sdpa));
   EXPECT_FALSE(report.will_not_run.empty());
+  // The job as read keeps what was asked for.
+  EXPECT_EQ(report.job.attention_impl, "flash");
+  // A job that fits still gets the change it needs to run there, as its whole plan.
+  Job small = training("train_lora", 1, 512);
+  small.attention_impl = "flash";
+  auto fits = fit_on("Qwen/Qwen2.5-0.5B", "v100", small, 1);
+  ASSERT_TRUE(fits.ok()) << fits.error().message;
+  EXPECT_TRUE(fits->report.fits);
+  EXPECT_EQ(change_ids(fits->report), std::vector<std::string>{"attention_sdpa"});
+  EXPECT_EQ(fits->report.plan->job.attention_impl, "sdpa");
 }
 
 // A move to another vendor's card says so in the plan too, not only among the alternatives.
