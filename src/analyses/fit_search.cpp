@@ -2027,11 +2027,17 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
         a.change.id = "same_method";
         a.change.step = kept.changes.empty() ? 0 : kept.changes.back().step;
         std::vector<std::string> titles;
+        // A TP/PP layout moves training to torchtitan or Megatron-LM: the Trainer's arguments of the
+        // earlier changes do not apply there (the layout's flags carry the batch, accumulation and
+        // checkpointing; its cost says what the training script must carry).
+        const bool other_program = is_training(given) && std::any_of(kept.changes.begin(), kept.changes.end(),
+                                                                     [](const FitChange& c) { return is_model_parallel(c); });
         for (const auto& c : kept.changes) {
           titles.push_back(c.title);
           // A later change's value for the same setting replaces the earlier one (FSDP, then FSDP
           // with CPU offload, is one fsdp= argument).
           for (const auto& setting : c.settings) {
+            if (other_program && (setting.target == "TrainingArguments" || setting.target == "SFTConfig")) continue;
             auto same_key = std::find_if(a.change.settings.begin(), a.change.settings.end(), [&](const FitSetting& s) {
               return s.target == setting.target && s.name == setting.name && s.target != "python";
             });

@@ -770,3 +770,30 @@ TEST(FitPlan, MoreGpusKeepTheCheckpointingTheJobWasPredictedWith) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// A same-method combination that ends on a TP layout runs in torchtitan or Megatron-LM: no
+// TrainingArguments beside their flags (the layout's cost says what the script must carry).
+TEST(FitPlan, SameMethodWithATensorParallelLayoutHasNoTrainerArguments) {
+  Job job = training("train_full", 2, 8192);
+  job.grad_accum_steps = 8;
+  auto fitted = fit_on("meta-llama/Llama-3.1-70B", "h100", job, 8);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitAlternative* same = nullptr;
+  for (const auto& a : fitted->report.alternatives) {
+    if (a.change.id == "same_method") same = &a;
+  }
+  ASSERT_NE(same, nullptr);
+  bool torchtitan = false;
+  for (const auto& s : same->change.settings) {
+    EXPECT_NE(s.target, "TrainingArguments") << s.name;
+    torchtitan |= s.target == "torchtitan";
+  }
+  EXPECT_TRUE(torchtitan);
+  EXPECT_NE(same->change.cost.find("8-bit AdamW has no torchtitan or Megatron-LM flag"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace oomdoc
