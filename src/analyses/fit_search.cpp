@@ -496,6 +496,30 @@ std::vector<FitSetting> base_in_16_bits_settings(const Job& job, bool bf16) {
           {"TrainingArguments", half, "True"}};
 }
 
+std::vector<FitSetting> fsdp_full_shard_settings(const Job& job);
+
+// LoRA and QLoRA train under the Trainer (PEFT), which has no tensor or pipeline parallelism: a
+// TP/PP job moving to adapters shards its GPUs with FSDP instead, as the FSDP change sets it.
+bool has_model_parallel_layout(const Job& job) { return job.tp.value_or(1) * job.pp.value_or(1) > 1; }
+void leave_model_parallel(Job& j) {
+  if (!has_model_parallel_layout(j)) return;
+  j.tp.reset();
+  j.pp.reset();
+  if (j.num_gpus.value_or(1) > 1) {
+    j.parallelism = "fsdp_full_shard";
+    j.sync_each_batch = true;
+  }
+}
+void add_fsdp_instead_of_layout(const Job& before, const std::string& task, Candidate& c) {
+  if (!has_model_parallel_layout(before)) return;
+  c.change.title += "; FSDP across the GPUs instead of tensor/pipeline parallel (PEFT trains under the Trainer)";
+  if (before.num_gpus.value_or(1) > 1) {
+    Job after = before;
+    after.task = task;
+    for (auto& s : fsdp_full_shard_settings(after)) c.change.settings.push_back(s);
+  }
+}
+
 std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
   std::vector<Candidate> out;
   const std::string task = job.task.value_or("train_full");
@@ -514,6 +538,7 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
                             }(),
                             [bf16](Job& j) {
                               load_base_in_16_bits(j, bf16);
+                              leave_model_parallel(j);
                               j.task = "train_lora";
                               LoraSettings lora;
                               lora.r = 16;
@@ -521,6 +546,7 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
                               lora.all_linear = true;
                               j.lora = lora;
                             }));
+    add_fsdp_instead_of_layout(job, "train_lora", out.back());
   }
   if (task == "train_full" || task == "train_freeze" || task == "train_lora") {
     Candidate c;
@@ -560,8 +586,10 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
         c.change.settings.push_back(setting);
       }
     }
+    add_fsdp_instead_of_layout(job, "train_qlora", c);
     c.apply = [bf16](Job& j) {
       load_base_in_16_bits(j, bf16);
+      leave_model_parallel(j);
       j.task = "train_qlora";
       j.weight_quantization = "nf4";
       j.double_quant = true;
@@ -2007,11 +2035,10 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       FitAlternative a;
       a.change = p->candidate.change;
       a.change.predicted = p->predicted;
-      if (a.change.id.rfind("offload", 0) == 0) {
-        Job changed = given;
-        p->candidate.apply(changed);
-        a.change.host_ram_bytes = offload_host_bytes(est, model, given, changed);
-      }
+      Job changed = given;
+      p->candidate.apply(changed);
+      if (a.change.id.rfind("offload", 0) == 0) a.change.host_ram_bytes = offload_host_bytes(est, model, given, changed);
+      a.job = changed;
       a.predicted = p->predicted;
       a.fits_target = p->predicted.needed_bytes <= report.target_bytes;
       a.description = fmt::format("fits with only: {}", a.change.title);

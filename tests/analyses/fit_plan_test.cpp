@@ -797,3 +797,37 @@ TEST(FitPlan, SameMethodWithATensorParallelLayoutHasNoTrainerArguments) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// Adapters train under the Trainer, which has no tensor parallelism: a TP job's LoRA and QLoRA
+// options shard with FSDP instead, and are sized so.
+TEST(FitPlan, AdaptersOnATensorParallelJobShardWithFsdp) {
+  Job job = training("train_full", 1, 1024);
+  job.grad_accum_steps.reset();
+  job.gradient_checkpointing = "full";
+  job.tp = 2;
+  auto fitted = fit_on("meta-llama/Llama-3.1-8B", "a100 40gb", job, 2);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitAlternative* qlora = nullptr;
+  for (const auto& a : fitted->report.alternatives) {
+    if (a.change.id == "qlora") qlora = &a;
+  }
+  ASSERT_NE(qlora, nullptr);
+  ASSERT_TRUE(qlora->job.has_value());
+  const Job& changed = *qlora->job;
+  EXPECT_EQ(changed.task, "train_qlora");
+  EXPECT_FALSE(changed.tp.has_value());
+  EXPECT_EQ(changed.parallelism, "fsdp_full_shard");
+  EXPECT_EQ(qlora->predicted.needed_bytes, needed_bytes(fitted->model, changed));
+  bool fsdp = false, storage = false;
+  for (const auto& s : qlora->change.settings) {
+    fsdp |= s.name == "fsdp";
+    storage |= s.name == "bnb_4bit_quant_storage";
+  }
+  EXPECT_TRUE(fsdp && storage);
+}
+
+}  // namespace
+}  // namespace oomdoc
