@@ -199,7 +199,9 @@ std::optional<RichFrames> rich_frames(const std::vector<std::string>& lines, siz
   static const RE2 code_row(R"(^(\S+ )?(\d+) \S+(?: (.*))?$)");
   RichFrames out;
   for (size_t i = header + 1; i < lines.size(); ++i) {
-    if (lines[i].find(kBoxBottomLeft) != std::string::npos) {
+    // The outer box's bottom row starts with ╰; a show_locals table's own ╰ sits inside a │ row.
+    if (const size_t start = lines[i].find_first_not_of(' ');
+        start != std::string::npos && std::string_view(lines[i]).substr(start, kBoxBottomLeft.size()) == kBoxBottomLeft) {
       out.closing_row = i;
       return out;
     }

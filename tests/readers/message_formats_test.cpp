@@ -234,6 +234,17 @@ TEST(GgmlFormats, RequestedMiBThenExactBuffer) {
   EXPECT_EQ(e.string_field("llama_buffer"), "compute");   // ggml_gallocr: the compute graph
 }
 
+// A HIP build words the refusal as CUDA's; the buffer line names ROCm.
+TEST(GgmlFormats, RocmBuildNamedByItsBufferLine) {
+  const OomEvent& e = only_event(scan_text(
+      "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4352.00 MiB on device 1: cudaMalloc failed: out of memory\n"
+      "ggml_gallocr_reserve_n: failed to allocate ROCm1 buffer of size 4563402752\n"));
+  EXPECT_EQ(e.string_field("backend"), "ROCm");
+  EXPECT_EQ(e.string_field("buffer_backend"), "ROCm1");
+  EXPECT_EQ(e.device, 1);
+  EXPECT_EQ(e.bytes("requested"), 4563402752u);
+}
+
 TEST(GgmlFormats, NamesTheBufferThatFailed) {
   auto buffer = [](const std::string& text) { return only_event(scan_text(text)).string_field("llama_buffer"); };
   EXPECT_EQ(buffer("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 8192.00 MiB on device 0: cudaMalloc failed: out of memory\n"

@@ -55,6 +55,22 @@ TEST(TracebackRich, BoxedFramesAndTheRowThatRan) {
   EXPECT_EQ(report.events[0].diagnosis.cause, "evaluation_with_grad");
 }
 
+// show_locals draws a table inside the box; its own bottom row does not close the traceback.
+TEST(TracebackRich, LocalsTablesInsideTheBox) {
+  std::string with_locals = kRich;
+  const std::string after = "│   41 │   │   losses.append(outputs.loss)                                     │\n";
+  with_locals.insert(with_locals.find(after) + after.size(),
+                     "│ ╭──────────────── locals ────────────────╮                                   │\n"
+                     "│ │ batch = {'input_ids': tensor([[1, 2]])} │                                   │\n"
+                     "│ ╰─────────────────────────────────────────╯                                   │\n");
+  const ScanResult r = scan_text(with_locals);
+  ASSERT_EQ(r.events.size(), 1u);
+  ASSERT_TRUE(r.events[0].traceback);
+  ASSERT_EQ(r.events[0].traceback->frames.size(), 2u);
+  EXPECT_EQ(r.events[0].traceback->frames[1].function, "_wrapped_call_impl");
+  EXPECT_EQ(r.events[0].traceback->operation, "evaluation");
+}
+
 // A box left open (the log cut inside it) gives no frames rather than half of them.
 TEST(TracebackRich, UnclosedBoxGivesNoFrames) {
   auto tb = parse_traceback({"╭──── Traceback (most recent call last) ────╮", "│ /home/u/train.py:40 in evaluate │",

@@ -124,6 +124,10 @@ std::optional<FormatMatch> match_backend_alloc(const MessageWindow& w) {
   }
   if (buffer) {
     e.set_field("buffer_backend", buffer->buffer_backend);
+    // A HIP or MUSA build words its refusal as CUDA's; its buffer line names the backend.
+    if (found != nullptr && std::string_view(found->backend) == "CUDA" && buffer->backend != "CUDA") {
+      e.set_field("backend", buffer->backend);
+    }
     if (!device_printed) e.device = buffer->device;
     if (requested && requested->unit != "bytes") {
       // The first line's MiB, rounded; the buffer line's bytes are exact.
