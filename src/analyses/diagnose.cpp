@@ -243,12 +243,16 @@ bool is_pytorch_numeric(const OomEvent& e) {
          e.format == "xpu_4gb_block_limit" || e.format == "pytorch_cudamallocasync";
 }
 
+// Frames of the libraries that run a training loop for the user.
+constexpr const char* kTrainerLibraryFiles[] = {"transformers/trainer", "/accelerate/", "lightning/", "/trl/"};
+
 // The traceback shows a training step: backward, the optimizer, or a trainer library's frames.
 bool training_evident(const OomEvent& e, const std::string& operation) {
   if (operation == "backward" || operation == "optimizer_step") return true;
   if (!e.traceback) return false;
   for (const TracebackFrame& f : e.traceback->frames) {
-    for (const char* marker : {"transformers/trainer", "/accelerate/", "/deepspeed/", "lightning/", "/trl/"}) {
+    if (f.file.find("/deepspeed/") != std::string::npos) return true;
+    for (const char* marker : kTrainerLibraryFiles) {
       if (f.file.find(marker) != std::string::npos) return true;
     }
   }
@@ -258,12 +262,22 @@ bool training_evident(const OomEvent& e, const std::string& operation) {
 // part * 2 >= whole without the doubling overflowing (both figures come from the log).
 bool at_least_half(uint64_t part, uint64_t whole);
 
+// One request larger than everything the device allows (`limit`: "23.65 GiB card"): a shape to
+// find and shrink, not memory to free.
+void add_shape_fixes(Diagnosis& d, uint64_t requested, const std::string& limit) {
+  d.fixes.push_back(make_fix("smaller_input",
+                             fmt::format("A single {} tensor is larger than the whole {}: find its shape (batch x seq x "
+                                         "vocab for logits, image size for vision) and shrink the dimension that makes it.",
+                                         format_bytes(requested), limit)));
+  d.fixes.push_back(make_fix("shorter_sequence", "Logits and attention scores grow with sequence length."));
+}
+
 // DeepSpeed's engine in the traceback with no trainer library above it.
 bool driven_by_deepspeed_engine(const OomEvent& e) {
   if (!e.traceback) return false;
   bool engine = false;
   for (const TracebackFrame& f : e.traceback->frames) {
-    for (const char* trainer : {"transformers/trainer", "/accelerate/", "lightning/", "/trl/"}) {
+    for (const char* trainer : kTrainerLibraryFiles) {
       if (f.file.find(trainer) != std::string::npos) return false;
     }
     if (f.file.find("/deepspeed/") != std::string::npos) engine = true;
@@ -439,12 +453,7 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
                                        "into shared system memory (Windows' sysmem fallback, much slower than the card).",
                                        format_bytes(held), format_bytes(total), format_bytes(held - total)));
     }
-    d.fixes.push_back(make_fix("smaller_input",
-                               fmt::format("A single {} tensor is larger than the whole {} card: find its shape "
-                                           "(batch x seq x vocab for logits, image size for vision) and shrink the "
-                                           "dimension that makes it.",
-                                           format_bytes(requested), format_bytes(total))));
-    d.fixes.push_back(make_fix("shorter_sequence", "Logits and attention scores grow with sequence length."));
+    add_shape_fixes(d, requested, fmt::format("{} card", format_bytes(total)));
     d.fixes.push_back(make_fix("bigger_gpu", "Only if the shape is intended."));
     return;
   }
@@ -1586,8 +1595,7 @@ void add_tf_activation_fixes(Diagnosis& d, const OomEvent& e, const MemoryBreakd
   }
   // A tensor already in 16 bits (type half or bfloat16) was computed under a 16-bit policy: there
   // is nothing left to halve. Integer tensors (indices, masks) do not follow the policy.
-  const FieldValue* dtype = e.field("dtype");
-  const std::string type = dtype && std::holds_alternative<std::string>(*dtype) ? std::get<std::string>(*dtype) : "";
+  const std::string type = e.string_field("dtype").value_or("");
   if (type.empty() || type == "float" || type == "double") {
     d.fixes.push_back(make_fix("mixed_precision",
                                type == "double" ? "The tensor is float64: float32 halves it, a 16-bit policy quarters it."
@@ -1617,11 +1625,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       // makes room for; lifting the watermark would let it eat the system's unified memory.
       d.cause = "request_exceeds_total_capacity";
       d.secondary_causes.push_back("mps_high_watermark_exceeded");
-      d.fixes.push_back(make_fix("smaller_input",
-                                 fmt::format("A single {} tensor is larger than the whole {} MPS limit: find its shape "
-                                             "(batch x seq x vocab for logits, image size for vision) and shrink the "
-                                             "dimension that makes it.", format_bytes(r), format_bytes(mx))));
-      d.fixes.push_back(make_fix("shorter_sequence", "Logits and attention scores grow with sequence length."));
+      add_shape_fixes(d, r, fmt::format("{} MPS limit", format_bytes(mx)));
     } else {
       add_training_ladder(d, e, m, operation);
       d.fixes.push_back(make_fix("mps_watermark", "The limit protects the rest of the system's unified memory."));
