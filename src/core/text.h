@@ -33,6 +33,26 @@ std::string with_article(std::string_view phrase);
 // character boundary with "...". For names and values read from untrusted files (a corrupt key).
 std::string printable(std::string_view text, size_t max_bytes = SIZE_MAX);
 
+// Writes code point `cp` (at most U+10FFFF) as UTF-8 at `w` (room for 4 bytes); returns the end.
+inline char* write_utf8(uint32_t cp, char* w) {
+  if (cp < 0x80) {
+    *w++ = static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    *w++ = static_cast<char>(0xc0 | cp >> 6);
+    *w++ = static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    *w++ = static_cast<char>(0xe0 | cp >> 12);
+    *w++ = static_cast<char>(0x80 | (cp >> 6 & 0x3f));
+    *w++ = static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    *w++ = static_cast<char>(0xf0 | cp >> 18);
+    *w++ = static_cast<char>(0x80 | (cp >> 12 & 0x3f));
+    *w++ = static_cast<char>(0x80 | (cp >> 6 & 0x3f));
+    *w++ = static_cast<char>(0x80 | (cp & 0x3f));
+  }
+  return w;
+}
+
 // Whether s[at...] has the fixed shape `shape`, where '0' stands for any digit and every other
 // character for itself: "0000-00-00 00:00:00" for a timestamp.
 bool has_shape(std::string_view s, size_t at, std::string_view shape);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/text.h"
+#include "readers/container_log.h"
 
 namespace oomdoc {
 namespace {
@@ -160,21 +161,6 @@ size_t timestamp_length(std::string_view s) {
   return i;
 }
 
-// A line of a Kubernetes CRI log file (/var/log/pods/..., what the kubelet and `kubectl logs` read):
-// "2024-05-01T10:00:00.123456789Z stderr F <line>"; tagged "P" where the runtime split a long line
-// and the next record holds the rest.
-bool strip_cri_record(std::string_view& s, bool& continues) {
-  const size_t t = timestamp_length(s);
-  if (t == 0 || s[10] != 'T') return false;
-  std::string_view rest = s.substr(t);
-  if (!rest.starts_with(" stdout ") && !rest.starts_with(" stderr ")) return false;
-  rest.remove_prefix(8);
-  if (rest.empty() || (rest[0] != 'F' && rest[0] != 'P') || (rest.size() > 1 && rest[1] != ' ')) return false;
-  continues = rest[0] == 'P';
-  s = rest.substr(std::min<size_t>(2, rest.size()));
-  return true;
-}
-
 // kLogger: a record with a message field; kObject: any other JSON object (its strings are read whole).
 enum class JsonRecord { kNone, kContainer, kLogger, kObject };
 
@@ -187,19 +173,18 @@ nlohmann::json parse_json_record(std::string_view line) {
   return doc.is_object() ? doc : nlohmann::json(nlohmann::json::value_t::discarded);
 }
 
-// A JSON-lines record and the line it holds (`payload`): Docker's json-file driver
-// ({"log":"<line>\n","stream":"stderr","time":"..."}, each line of output in one record, split at
-// 16 KiB with the newline only on the last part) or a JSON logger's record ({"msg": ...},
-// {"message": ...}: structlog, python-json-logger, zap, pino, log shippers).
-JsonRecord unwrap_json_record(std::string_view s, std::string& payload, bool& continues) {
+// A JSON-lines record and the line it holds (`payload`): a container runtime's record that the
+// scanner's decoder did not take (readers/container_log.h: a log that does not start with records)
+// or a JSON logger's record ({"msg": ...}, {"message": ...}: structlog, python-json-logger, zap,
+// pino, log shippers). A "log" holding several lines reads as a logger's message.
+JsonRecord unwrap_json_record(std::string_view s, std::string& payload) {
   if (s.empty() || s.front() != '{') return JsonRecord::kNone;
   const nlohmann::json doc = parse_json_record(s);
   if (doc.is_discarded()) return JsonRecord::kNone;
   if (auto log = doc.find("log"); log != doc.end() && log->is_string()) {
     payload = log->get<std::string>();
-    continues = payload.empty() || payload.back() != '\n';
     while (!payload.empty() && (payload.back() == '\n' || payload.back() == '\r')) payload.pop_back();
-    return JsonRecord::kContainer;
+    return payload.find('\n') == std::string::npos ? JsonRecord::kContainer : JsonRecord::kLogger;
   }
   for (const char* key : {"msg", "message"}) {
     if (auto msg = doc.find(key); msg != doc.end() && msg->is_string()) {
@@ -327,8 +312,14 @@ CleanLine clean_line(std::string_view raw) {
     std::string_view before = s;
     s = trim_left(s);
     // A CRI record's timestamp would read as a collector's (strip_timestamp), leaving its stream and tag.
-    if (guard == 0 && strip_cri_record(s, result.continues)) continue;
-    if (const JsonRecord record = unwrap_json_record(s, payload, result.continues); record != JsonRecord::kNone) {
+    if (guard == 0) {
+      if (auto cri = parse_cri_record(s)) {
+        payload = std::move(cri->payload);
+        s = payload;
+        continue;
+      }
+    }
+    if (const JsonRecord record = unwrap_json_record(s, payload); record != JsonRecord::kNone) {
       result.json_record = result.json_record || (guard == 0 && record != JsonRecord::kContainer);
       if (record != JsonRecord::kObject) {
         payload = strip_ansi(payload);   // the escapes were JSON-escaped in the record
@@ -352,18 +343,9 @@ CleanLine clean_line(std::string_view raw) {
   return result;
 }
 
-bool continues_on_next_record(std::string_view raw) {
-  std::string_view s = trim_left(raw);
-  bool continues = false;
-  if (strip_cri_record(s, continues)) return continues;
-  // Docker's json-file driver writes "log" first.
-  return s.starts_with("{\"log\":") && clean_line(raw).continues;
-}
-
 std::optional<std::vector<std::string>> json_record_lines(std::string_view line) {
   std::string payload;
-  bool continues = false;
-  const JsonRecord record = unwrap_json_record(trim_left(line), payload, continues);
+  const JsonRecord record = unwrap_json_record(trim_left(line), payload);
   if (record != JsonRecord::kLogger && record != JsonRecord::kObject) return std::nullopt;
   const nlohmann::json doc = parse_json_record(line);
   std::vector<std::string> out;
@@ -382,7 +364,9 @@ std::optional<std::vector<std::string>> json_record_lines(std::string_view line)
       for (const auto& item : v) collect(item, depth + 1);
     }
   };
-  collect(doc, 0);
+  // A container record's lines are its "log"; its stream and time are no text of the program's.
+  const auto log = doc.find("log");
+  collect(log != doc.end() && log->is_string() ? *log : doc, 0);
   return out;
 }
 

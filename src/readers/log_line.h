@@ -21,9 +21,6 @@ struct CleanLine {
   std::string process_tag;
   // `text` starts with a "LEVEL MM-DD HH:MM:SS [file.py:N] " logging prefix (strip_logger_prefix).
   bool logger_prefix = false;
-  // The record holds the start of a longer line that the next record continues: the runtime split
-  // it (Kubernetes' CRI tag "P"; Docker's json-file "log" without its final newline).
-  bool continues = false;
   // The raw line is a JSON-lines record other than a container runtime's: a JSON logger's
   // ({"msg": ...} / {"message": ...}: `text` is its message) or any other object. json_record_lines()
   // gives all its strings (a traceback may sit in another field).
@@ -34,9 +31,6 @@ struct CleanLine {
 std::string strip_ansi(std::string_view line);
 
 CleanLine clean_line(std::string_view raw);
-
-// clean_line(raw).continues, at the cost of a glance for lines that are no container record.
-bool continues_on_next_record(std::string_view raw);
 
 // The string values of a JSON-lines record, in order (message, traceback, ...), split on newlines;
 // nullopt when `line` is no JSON object, or a container runtime's record (it wraps one line:

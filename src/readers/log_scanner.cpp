@@ -14,6 +14,7 @@
 #include "core/file_input.h"
 #include "core/text.h"
 #include "readers/application.h"
+#include "readers/container_log.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
 #include "readers/keyword_filter.h"
@@ -169,35 +170,17 @@ class Utf16Decoder {
     if (high_) {
       const uint32_t high = high_;
       high_ = 0;
-      if (unit >= 0xdc00 && unit <= 0xdfff) return append_utf8(0x10000 + ((high - 0xd800) << 10) + (unit - 0xdc00), w);
-      w = append_utf8(0xfffd, w);
+      if (unit >= 0xdc00 && unit <= 0xdfff) return write_utf8(0x10000 + ((high - 0xd800) << 10) + (unit - 0xdc00), w);
+      w = write_utf8(0xfffd, w);
     }
     if (unit >= 0xd800 && unit <= 0xdbff) {
       high_ = unit;
     } else if (unit >= 0xdc00 && unit <= 0xdfff) {
-      w = append_utf8(0xfffd, w);
+      w = write_utf8(0xfffd, w);
     } else if (unit != 0xfeff) {
-      w = append_utf8(unit, w);
+      w = write_utf8(unit, w);
     }
     first_done_ = true;
-    return w;
-  }
-  static char* append_utf8(uint32_t cp, char* w) {
-    if (cp < 0x80) {
-      *w++ = static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      *w++ = static_cast<char>(0xc0 | cp >> 6);
-      *w++ = static_cast<char>(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-      *w++ = static_cast<char>(0xe0 | cp >> 12);
-      *w++ = static_cast<char>(0x80 | (cp >> 6 & 0x3f));
-      *w++ = static_cast<char>(0x80 | (cp & 0x3f));
-    } else {
-      *w++ = static_cast<char>(0xf0 | cp >> 18);
-      *w++ = static_cast<char>(0x80 | (cp >> 12 & 0x3f));
-      *w++ = static_cast<char>(0x80 | (cp >> 6 & 0x3f));
-      *w++ = static_cast<char>(0x80 | (cp & 0x3f));
-    }
     return w;
   }
   bool big_;
@@ -416,6 +399,14 @@ class ByteBuffer {
 
 struct LogScanner::State {
   ScanOptions options;
+  // A container runtime's file (Docker json-file, Kubernetes CRI) is read through its decoder:
+  // the scanner sees the lines the program wrote. The first line with text decides.
+  static constexpr size_t kSniffBytes = 64u << 10;
+  bool sniffed = false;
+  std::string head_pending;      // input before that line is complete
+  std::optional<ContainerLogDecoder> container;
+  std::string raw, decoded;      // input read for the decoder, and its output
+  void take(std::string_view chunk, bool eof);
   ByteBuffer buf;                // pending text; buf[0] is absolute offset `base`
   uint64_t base = 0;
   size_t scan_pos = 0;           // buf offsets below this have been searched
@@ -476,7 +467,6 @@ struct LogScanner::State {
     std::string prefix_program;    // application_from_prefix
     std::string line_program;      // application_from_line
     std::string text;              // without the logger prefix (a JSON record's message: maybe several lines)
-    bool continues = false;        // a record cut short: the next one holds the rest of its line
   };
   std::deque<CleanedLine> cleaned_above;
   void compact();
@@ -716,17 +706,6 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   if (ls == back_limit && ls > 0 && !is_break(buf[ls - 1]) && consumed_until > base + ls && consumed_until <= base + hit) {
     ls = static_cast<size_t>(consumed_until - base);
   }
-  // A record that continues one its runtime cut short (CRI's "P", Docker's 16 KiB split) is read
-  // from the record that starts the line: the message may start there.
-  for (size_t parts = 0; parts < 4 && ls > 0 && buf[ls - 1] == '\n'; ++parts) {
-    size_t above = ls - 1;
-    while (above > 0 && buf[above - 1] != '\n') --above;
-    if (ls - above > kMaxLine || !continues_on_next_record(std::string_view(buf.data() + above, ls - 1 - above)) ||
-        consumed(base + above)) {
-      break;
-    }
-    ls = above;
-  }
   struct Segment {
     size_t start, end;
   };
@@ -743,9 +722,9 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     }
     std::string_view raw(buf.data() + ls, end - ls);
     // A JSON logger's record holds its strings on one line (json_record_lines): it takes the window
-    // below. A line cut short by its runtime is read with the rest of it there.
+    // below.
     CleanLine c = clean_line(raw);
-    const bool whole = !c.json_record && !c.continues;   // the cleaned line is all there is to read
+    const bool whole = !c.json_record;   // the cleaned line is all there is to read
     const bool repeats_last = whole && quick_repeat_index != kNoQuickRepeat && c.rank == quick_repeat_rank &&
                               c.text == quick_repeat_text;
     if (repeats_last && result.events[quick_repeat_index].repeats >= 2) {
@@ -810,7 +789,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   std::vector<std::string> lines;
   std::vector<std::string> prefix_programs;  // the program each line's prefix names (readers/application.h)
   std::vector<uint64_t> line_numbers;
-  std::vector<uint64_t> end_numbers;         // the last physical line of each (a record cut short ends lower)
+  std::vector<uint64_t> end_numbers;         // the last physical line of each (a glued hard-wrapped run ends lower)
   std::vector<size_t> end_segments;          // the last segment each window line comes from
   std::vector<bool> other_rank(segments.size(), false);   // segments left out: another rank's lines
   std::optional<int64_t> rank;
@@ -844,7 +823,6 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     }
   } else {
     uint64_t n = line_number;
-    bool continued = false;   // the last line taken is a record cut short: this segment holds its rest
     for (size_t i = 0; i < segments.size(); ++i) {
       if (i > 0) {
         n += count_newlines(buf.data() + segments[i - 1].end, segments[i].start - segments[i - 1].end);
@@ -860,14 +838,6 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         other_rank[i] = true;
         continue;
       }
-      if (continued) {
-        lines.back() += c.text;
-        end_numbers.back() = n;
-        end_segments.back() = i;
-        continued = c.continues;
-        continue;
-      }
-      continued = c.continues;
       prefix_programs.push_back(application_from_prefix(c));
       lines.push_back(std::move(c.text));
       line_numbers.push_back(n);
@@ -1030,7 +1000,7 @@ ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t>
     size_t e = s;
     while (e < start && buf[e] != '\n') ++e;
     CleanLine c = clean_line(std::string_view(buf.data() + s, e - s));
-    CleanedLine line{base + s, base + e, c.rank, application_from_prefix(c), "", "", c.continues};
+    CleanedLine line{base + s, base + e, c.rank, application_from_prefix(c), "", ""};
     // vLLM logs each traceback line through its logger ("ERROR 06-05 06:18:13 [multiproc_executor.py:470]
     // File ..."): without that prefix the frames read as Python printed them.
     line.text = std::string(strip_logger_prefix(c.text));
@@ -1043,20 +1013,9 @@ ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t>
     s = e + 1;
   }
   ContextLines above;
-  bool continued = false;   // the last line added is a record cut short: the next one holds its rest
   auto add = [&](const CleanedLine& line) {
     if (rank && line.rank && line.rank != rank) return;
     std::string_view text = line.text;
-    if (continued && !above.text.empty()) {
-      const size_t nl = text.find('\n');
-      above.text.back() += text.substr(0, nl);
-      text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-      if (nl == std::string_view::npos) {
-        continued = line.continues;
-        return;
-      }
-    }
-    continued = line.continues;
     // A JSON logger's message may hold several lines (a traceback logged as one message).
     for (size_t from = 0;;) {
       const size_t nl = text.find('\n', from);
@@ -1113,26 +1072,55 @@ void LogScanner::State::compact() {
 LogScanner::LogScanner(ScanOptions options) : state_(new State) { state_->options = options; }
 LogScanner::~LogScanner() { delete state_; }
 
+void LogScanner::State::take(std::string_view chunk, bool eof) {
+  if (!sniffed) {
+    // The first line with text says whether this is a container runtime's file.
+    head_pending.append(chunk);
+    const size_t text = head_pending.find_first_not_of(" \t\r\n");
+    const bool line_done = text != std::string::npos && head_pending.find('\n', text) != std::string::npos;
+    if (!eof && !line_done && head_pending.size() < kSniffBytes) return;
+    sniffed = true;
+    if (auto kind = sniff_container_log(head_pending)) container.emplace(*kind);
+    const std::string head = std::move(head_pending);
+    head_pending = std::string();
+    take(head, eof);
+    return;
+  }
+  if (!container) {
+    buf.append(chunk.data(), chunk.size());
+    return;
+  }
+  decoded.clear();
+  container->decode(chunk, decoded);
+  if (eof) container->finish(decoded);
+  buf.append(decoded.data(), decoded.size());
+}
+
 void LogScanner::feed(std::string_view chunk) {
-  state_->buf.append(chunk.data(), chunk.size());
   state_->result.bytes_scanned += chunk.size();
+  state_->take(chunk, false);
   if (state_->buf.size() - state_->scan_pos >= (256u << 10)) state_->process(false);
 }
 
 size_t LogScanner::feed_from(InputFile& input, size_t max_bytes) {
-  char* tail = state_->buf.tail(max_bytes);
-  size_t n = input.read(tail, max_bytes);
-  state_->buf.commit(n);
+  size_t n = 0;
+  if (state_->sniffed && !state_->container) {
+    // A plain log is read straight into the buffer (no extra copy).
+    n = input.read(state_->buf.tail(max_bytes), max_bytes);
+    state_->buf.commit(n);
+  } else {
+    std::string& raw = state_->raw;
+    raw.resize(max_bytes);
+    n = input.read(raw.data(), max_bytes);
+    state_->take(std::string_view(raw.data(), n), false);
+  }
   state_->result.bytes_scanned += n;
   if (n > 0) state_->process(false);
   return n;
 }
 
-std::string_view LogScanner::head(size_t max_bytes) const {
-  return std::string_view(state_->buf).substr(0, max_bytes);
-}
-
 void LogScanner::finish() {
+  state_->take({}, true);
   state_->process(true);
   state_->line_at(state_->buf.size());
   uint64_t lines = state_->counted_line - 1;

@@ -2,9 +2,10 @@
 // MiB whatever the log's size. Text is fed in chunks (feed/finish) so `oomdoc run` can watch a
 // child's output live; scan_file() is the convenience for files and stdin.
 //
-// Pipeline: KeywordFilter (SIMD) finds candidate lines -> the candidate line and the lines after it
-// are cleaned (ANSI codes, [rankN]: prefixes, JSON-lines records decoded) -> the message formats in
-// readers/formats/ try to read an event -> the Python traceback above it is attached.
+// Pipeline: a container runtime's file is decoded back into the program's lines
+// (readers/container_log.h) -> KeywordFilter (SIMD) finds candidate lines -> the candidate line and
+// the lines after it are cleaned (ANSI codes, [rankN]: prefixes, JSON-lines records decoded) -> the
+// message formats in readers/formats/ try to read an event -> the Python traceback above it is attached.
 #pragma once
 
 #include <cstdint>
@@ -72,8 +73,6 @@ class LogScanner {
   // Reads up to max_bytes from input straight into the scanner's buffer (no extra copy) and
   // processes them; returns the bytes read, 0 at the end of input.
   size_t feed_from(InputFile& input, size_t max_bytes);
-  // The first bytes fed (for format sniffing), as long as they are still buffered.
-  std::string_view head(size_t max_bytes) const;
   // Ends the input: processes what is buffered. Call once.
   void finish();
   // Events found so far (complete ones only: a message at the end of the buffer waits for more input).

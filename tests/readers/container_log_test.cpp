@@ -3,12 +3,14 @@
 // as the plain log does: the same figures, the same frames, the same cause.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "analyses/explain.h"
+#include "readers/container_log.h"
 #include "readers/log_line.h"
 #include "support/explain_support.h"
 
@@ -141,8 +143,8 @@ TEST(ContainerLogs, CriPartialRecordsAreJoined) {
   for (const auto& r : records) log += r + "\n";
   const ExplainedEvent x = only_event(explain_text(log));
   EXPECT_EQ(x.event.format, "pytorch_new");
-  EXPECT_EQ(x.event.line, 12u);       // the record that starts the message's line
-  EXPECT_EQ(x.event.end_line, 13u);
+  EXPECT_EQ(x.event.line, 12u);       // the record that starts the message's line, which is whole there
+  EXPECT_EQ(x.event.end_line, 12u);
   EXPECT_EQ(x.event.message, kPlainLines.back());
   EXPECT_EQ(x.event.bytes("requested"), 2 * kGiB);
   ASSERT_TRUE(x.event.quantity("reserved_unallocated"));
@@ -154,16 +156,116 @@ TEST(ContainerLogs, CriPartialRecordsAreJoined) {
   EXPECT_EQ(x.diagnosis.cause, "evaluation_with_grad");
 }
 
-// Docker's json-file driver splits at 16 KiB too: a "log" without its final newline continues.
-TEST(ContainerLogs, DockerRecordWithoutNewlineContinuesOnTheNext) {
-  const CleanLine first = clean_line(R"({"log":"  File \"/app/tr","stream":"stderr","time":"2024-05-01T10:00:00.1Z"})");
-  EXPECT_EQ(first.text, "  File \"/app/tr");
-  EXPECT_TRUE(first.continues);
-  EXPECT_FALSE(first.json_record);
+// One record per line of output, whatever the runtime split: a split line comes out whole at its
+// first part's place, each later part leaves an empty line, the other stream's lines between the
+// parts keep theirs, and a line that is no record passes as it is.
+TEST(ContainerLogDecoder, JoinsSplitLinesPerStreamAndKeepsTheLineCount) {
+  const std::string docker =
+      R"({"log":"Tried to alloc","stream":"stderr","time":"t1"})" "\n"
+      R"({"log":"step 7 loss 2.1\n","stream":"stdout","time":"t2"})" "\n"
+      R"({"log":"ate 2.00 GiB \u003e free\r\n","stream":"stderr","time":"t3"})" "\n"
+      "not a record\n"
+      R"({"log":"caf\u00e9 \ud83d\ude00\n","stream":"stdout","time":"t4"})" "\n";
+  ContainerLogDecoder d(ContainerLogKind::kDockerJsonFile);
+  std::string out;
+  d.decode(docker, out);
+  d.finish(out);
+  EXPECT_EQ(out, "Tried to allocate 2.00 GiB > free\nstep 7 loss 2.1\n\nnot a record\ncaf\xc3\xa9 \xf0\x9f\x98\x80\n");
+
+  const std::string cri =
+      "2024-05-01T10:00:00.1Z stderr P CUDA out of mem\n"
+      "2024-05-01T10:00:00.2Z stdout F epoch 1\n"
+      "2024-05-01T10:00:00.3+02:00 stderr P ory. Tried\n"
+      "2024-05-01T10:00:00.4Z stderr F  to allocate 20.00 MiB";   // no final newline
+  ContainerLogDecoder c(ContainerLogKind::kKubernetesCri);
+  out.clear();
+  // Fed a byte at a time: the decoder holds what a record still lacks.
+  for (char ch : cri) c.decode(std::string_view(&ch, 1), out);
+  EXPECT_EQ(out, "");   // the first line waits for its last part
+  c.finish(out);
+  EXPECT_EQ(out, "CUDA out of memory. Tried to allocate 20.00 MiB\nepoch 1\n\n\n");
+}
+
+// A line never finished (a progress bar, a hostile file of partial records) is written out in
+// pieces of at most 1 MiB as it comes, not held to the end of the input.
+TEST(ContainerLogDecoder, AnUnfinishedLineIsWrittenOutAsItGrows) {
+  const std::string record = R"({"log":"CUDA out of memory ","stream":"stderr"})" "\n";
+  ContainerLogDecoder d(ContainerLogKind::kDockerJsonFile);
+  std::string out;
+  size_t records = 0;
+  for (; records < 100000; ++records) d.decode(record, out);   // 1.9 MB of output text
+  EXPECT_EQ(out.find("\n"), ((1u << 20) + 18) / 19 * 19);   // the first piece: the parts that pass 1 MiB
+  d.finish(out);
+  EXPECT_EQ(static_cast<size_t>(std::count(out.begin(), out.end(), '\n')), records);
+}
+
+TEST(ContainerLogDecoder, SniffsTheFirstLineWithText) {
+  EXPECT_EQ(sniff_container_log("\n" R"({"log":"x\n","stream":"stderr","time":"t"})" "\n"), ContainerLogKind::kDockerJsonFile);
+  EXPECT_EQ(sniff_container_log(R"({"time": "t", "stream": "stdout", "log": "x"})"), ContainerLogKind::kDockerJsonFile);
+  EXPECT_EQ(sniff_container_log("2024-05-01T10:00:00.123456789Z stdout F x\n"), ContainerLogKind::kKubernetesCri);
+  // A JSON logger that names its message "log" has no stream: its records are whole lines.
+  EXPECT_EQ(sniff_container_log(R"({"log":"x","level":"info"})"), std::nullopt);
+  EXPECT_EQ(sniff_container_log("2024-05-01 10:00:00,123 - ERROR - x\n"), std::nullopt);
+  EXPECT_EQ(sniff_container_log("INFO start\n" R"({"log":"x\n","stream":"stderr"})"), std::nullopt);
+}
+
+// Docker splits a line at 16 KiB (moby's copier), CRI runtimes too: wherever the cut falls in the
+// message, the event reads as in the plain log, on the same line.
+TEST(ContainerLogs, AMessageCutAt16KiBAnywhereReadsAsThePlainLog) {
+  constexpr size_t kCut = 16 << 10;
+  std::vector<std::string> plain_lines = kPlainLines;
+  const std::string message = plain_lines.back();
+  // A progress bar's redraws run on the message's line ("\r" between them, no newline).
+  plain_lines.back() = std::string(kCut - 1, '#') + "\r" + message;
+  const ExplainedEvent p = only_event(explain_text(wrap_each(plain_lines, plain)));
+  EXPECT_EQ(p.event.line, 11u);
+  for (size_t at = 0; at < message.size(); at += 5) {
+    const std::string long_line = std::string(kCut - 1 - at, '#') + "\r" + message;
+    std::string docker, cri;
+    for (size_t i = 0; i + 1 < kPlainLines.size(); ++i) {
+      docker += docker_json_file(kPlainLines[i], i) + "\n";
+      cri += kubernetes_cri(kPlainLines[i], i) + "\n";
+    }
+    for (size_t from = 0; from < long_line.size(); from += kCut) {
+      const bool last = from + kCut >= long_line.size();
+      const std::string part = long_line.substr(from, kCut);
+      docker += nlohmann::json{{"log", part + (last ? "\n" : "")}, {"stream", "stderr"}, {"time", "t"}}.dump() + "\n";
+      cri += std::string("2024-05-01T10:00:00.1Z stderr ") + (last ? "F " : "P ") + part + "\n";
+    }
+    SCOPED_TRACE(at);
+    const ExplainedEvent from_docker = only_event(explain_text(docker));
+    const ExplainedEvent from_cri = only_event(explain_text(cri));
+    EXPECT_EQ(from_docker.event.message, message);
+    EXPECT_EQ(from_cri.event.message, message);
+    EXPECT_EQ(from_docker.event.bytes("requested"), 2 * kGiB);
+    EXPECT_EQ(from_cri.event.quantity("reserved_unallocated")->bytes, 2115271393u);
+    expect_same_event(from_docker, p);
+    expect_same_event(from_cri, p);
+  }
+}
+
+// A record whose "log" holds several lines (a shipper that merged them) reads as a JSON logger's
+// message: the traceback in it is found.
+TEST(ContainerLogs, ARecordHoldingSeveralLinesKeepsItsTraceback) {
+  std::string all;
+  for (const auto& line : kPlainLines) all += line + "\n";
+  const std::string log = nlohmann::json{{"log", all}, {"stream", "stderr"}, {"time", "t"}}.dump() + "\n";
+  const ExplainedEvent x = only_event(explain_text(log));
+  EXPECT_EQ(x.event.line, 1u);
+  EXPECT_EQ(x.event.bytes("requested"), 2 * kGiB);
+  ASSERT_TRUE(x.event.traceback);
+  ASSERT_EQ(x.event.traceback->frames.size(), 4u);
+  EXPECT_EQ(x.event.traceback->frames[1].function, "evaluate");
+  EXPECT_EQ(x.diagnosis.cause, "evaluation_with_grad");
+}
+
+// Records inside another log (after a launcher's prefix, or below plain lines) are unwrapped line
+// by line.
+TEST(ContainerLogs, CleanLineUnwrapsOneRecord) {
   const CleanLine last = clean_line(R"({"log":"[rank1]: \u001b[31mdone\u001b[0m\r\n","stream":"stdout","time":"2024-05-01T10:00:00.2Z"})");
   EXPECT_EQ(last.text, "done");   // colours and the launcher's prefix inside the record come off too
   EXPECT_EQ(last.rank, 1);
-  EXPECT_FALSE(last.continues);
+  EXPECT_FALSE(last.json_record);
   const CleanLine cri = clean_line("2024-05-01T10:00:00.123456789+02:00 stdout F [rank2]: x");
   EXPECT_EQ(cri.text, "x");
   EXPECT_EQ(cri.rank, 2);
