@@ -27,6 +27,9 @@ namespace {
 constexpr size_t kWindowLines = 40;        // a message wraps over at most this many lines (PyTorch's
                                            // 2.x message folded at 40 columns takes 17)
 constexpr size_t kWindowBytes = 32 << 10;
+// Ranks failing at once interleave their wrapped lines: a message's window counts its own rank's
+// lines, over at most this many ranks' lines in all.
+constexpr size_t kMaxInterleavedRanks = 128;
 constexpr size_t kMaxLine = 16 << 10;      // longer lines are cut around the keyword ...
 constexpr size_t kLineLead = 2 << 10;      // ... keeping this much before it (a message's start)
 constexpr size_t kBackContext = 32 << 10;  // traceback above an event
@@ -756,14 +759,22 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   }
   // ... over the lines a message can wrap onto.
   std::vector<Segment> segments;
+  std::vector<CleanLine> cleaned;   // each segment's line, cleaned
+  size_t own_lines = 0, own_bytes = 0;   // the segments of the first line's rank (or of none)
   size_t pos = ls;
   bool complete = false;
-  while (segments.size() < kWindowLines) {
+  while (own_lines < kWindowLines && segments.size() < kWindowLines * kMaxInterleavedRanks) {
     size_t end = pos;
     const size_t cap = std::min(buf.size(), pos + kMaxLine);
     while (end < cap && !is_break(buf[end])) ++end;
     if (end == buf.size() && !eof) return false;  // the line is not complete yet
     segments.push_back({pos, end});
+    cleaned.push_back(clean_line(std::string_view(buf.data() + pos, end - pos)));
+    const std::optional<int64_t>& first_rank = cleaned.front().rank;
+    if (!first_rank || !cleaned.back().rank || cleaned.back().rank == first_rank) {
+      ++own_lines;
+      own_bytes += end - pos;
+    }
     if (end >= buf.size()) {
       complete = true;
       break;
@@ -774,12 +785,12 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       ++next;
     }
     pos = next;
-    if (pos - ls > kWindowBytes) {
+    if (own_bytes > kWindowBytes || pos - ls > kWindowBytes * kMaxInterleavedRanks / 8) {
       complete = true;
       break;
     }
   }
-  if (!complete && segments.size() < kWindowLines && !eof) return false;
+  if (!complete && own_lines < kWindowLines && segments.size() < kWindowLines * kMaxInterleavedRanks && !eof) return false;
 
   const Segment first = segments.front();
   *resume = first.end;
@@ -827,7 +838,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       if (i > 0) {
         n += count_newlines(buf.data() + segments[i - 1].end, segments[i].start - segments[i - 1].end);
       }
-      CleanLine c = clean_line(std::string_view(buf.data() + segments[i].start, segments[i].end - segments[i].start));
+      CleanLine& c = cleaned[i];
       if (i == 0) {
         rank = c.rank;
         rank_is_worker = c.rank_is_worker;

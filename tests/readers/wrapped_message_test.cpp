@@ -305,6 +305,44 @@ TEST(WrappedMessage, InterleavedRanksKeepTheirOwnFigures) {
             "allocated memory 60.00 GiB is allocated by PyTorch, and 14.00 GiB is reserved by PyTorch but unallocated.");
 }
 
+// Two nodes of 8 GPUs failing at once, each message folded at 60 columns (10 lines): rank 0's
+// lines are 16 physical lines apart, its last one 144 lines below its first. Each rank's message is
+// read whole from its own lines.
+TEST(WrappedMessage, SixteenRanksInterleavedKeepTheirOwnFigures) {
+  constexpr int kRanks = 16;
+  std::vector<std::vector<std::string>> folded;
+  for (int r = 0; r < kRanks; ++r) {
+    std::string message = kMessage2x;
+    message.replace(message.find("GPU 0"), 5, "GPU " + std::to_string(r % 8));
+    const std::string text = fold(message, 60, true);
+    std::vector<std::string> lines;
+    for (size_t at = 0; at < text.size();) {
+      const size_t nl = text.find('\n', at);
+      lines.push_back(text.substr(at, nl - at));
+      at = nl + 1;
+    }
+    folded.push_back(lines);
+  }
+  std::string log;
+  for (size_t i = 0; i < folded[0].size(); ++i) {
+    for (int r = 0; r < kRanks; ++r) log += "[rank" + std::to_string(r) + "]: " + folded[r][i] + "\n";
+  }
+  const OomEvent one_line = scan_text(kMessage2x + "\n").events.at(0);
+  const ScanResult scan = scan_text(log);
+  ASSERT_EQ(scan.events.size(), static_cast<size_t>(kRanks));
+  for (int r = 0; r < kRanks; ++r) {
+    const OomEvent& e = scan.events[static_cast<size_t>(r)];
+    EXPECT_EQ(e.rank, r);
+    EXPECT_EQ(e.device, r % 8);
+    EXPECT_EQ(e.line, static_cast<uint64_t>(r + 1));
+    EXPECT_EQ(e.end_line, static_cast<uint64_t>(r + 1 + kRanks * (folded[0].size() - 1)));
+    OomEvent same = one_line;
+    same.device = e.device;
+    expect_same_event(e, same, "rank " + std::to_string(r));
+  }
+  EXPECT_EQ(scan.events[3].bytes("reserved_unallocated"), 4187593114u);   // 3.90 GiB, rounded
+}
+
 // A line of another rank inside one rank's message (a warning printed meanwhile) is left out of it,
 // and is read on its own afterwards.
 TEST(WrappedMessage, AnotherRanksLineInsideAMessage) {
