@@ -832,9 +832,12 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       end_segments.push_back(0);
       if (!rank) rank = c.rank;
     }
-  } else {
+  }
+  // The lines after it (after a JSON record: the next records, their messages: a logger writes a
+  // message of several lines, llama.cpp's, one record a line).
+  {
     uint64_t n = line_number;
-    for (size_t i = 0; i < segments.size(); ++i) {
+    for (size_t i = from_json ? 1 : 0; i < segments.size(); ++i) {
       if (i > 0) {
         n += count_newlines(buf.data() + segments[i - 1].end, segments[i].start - segments[i - 1].end);
       }
@@ -849,11 +852,17 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         other_rank[i] = true;
         continue;
       }
-      prefix_programs.push_back(application_from_prefix(c));
-      lines.push_back(std::move(c.text));
-      line_numbers.push_back(n);
-      end_numbers.push_back(n);
-      end_segments.push_back(i);
+      const std::string program = application_from_prefix(c);
+      for (size_t from = 0;;) {
+        const size_t nl = from_json ? c.text.find('\n', from) : std::string::npos;
+        lines.push_back(c.text.substr(from, nl == std::string::npos ? std::string::npos : nl - from));
+        prefix_programs.push_back(program);
+        line_numbers.push_back(n);
+        end_numbers.push_back(n);
+        end_segments.push_back(i);
+        if (nl == std::string::npos) break;
+        from = nl + 1;
+      }
     }
   }
   if (lines.empty()) return true;

@@ -259,6 +259,30 @@ TEST(ContainerLogs, ARecordHoldingSeveralLinesKeepsItsTraceback) {
   EXPECT_EQ(x.diagnosis.cause, "evaluation_with_grad");
 }
 
+// A JSON logger writes each line of a message as its own record (llama.cpp's server under a log
+// shipper): the message reads across the records as in the plain log.
+TEST(ContainerLogs, AMessageOverSeveralJsonRecordsReadsAsThePlainLog) {
+  const std::vector<std::string> plain_lines = {
+      "ggml_vulkan: Device memory allocation of size 118497280 failed.",
+      "ggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory",
+      "llama_kv_cache_init: failed to allocate buffer for kv cache",
+  };
+  std::string plain_log, json_log;
+  for (const auto& line : plain_lines) {
+    plain_log += line + "\n";
+    json_log += nlohmann::json{{"level", "error"}, {"message", line}}.dump() + "\n";
+  }
+  for (const std::string& log : {plain_log, json_log}) {
+    const ExplainedEvent x = only_event(explain_text(log));
+    EXPECT_EQ(x.event.format, "ggml_backend_alloc");
+    EXPECT_EQ(x.event.string_field("backend"), "Vulkan");
+    EXPECT_EQ(x.event.bytes("requested"), 118497280u);
+    EXPECT_EQ(x.event.string_field("llama_buffer"), "kv_cache");   // from the third record
+    EXPECT_EQ(x.event.end_line, 2u);
+    EXPECT_EQ(x.event.message, plain_lines[0] + " " + plain_lines[1]);
+  }
+}
+
 // Records inside another log (after a launcher's prefix, or below plain lines) are unwrapped line
 // by line.
 TEST(ContainerLogs, CleanLineUnwrapsOneRecord) {
