@@ -615,10 +615,11 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
       // once the card is full: the process then holds more than the card has.
       d.evidence.push_back(fmt::format("This process holds {}, more than the card's {}: the driver already spilled {} into "
                                        "shared system memory (Windows' sysmem fallback, much slower than the card), and "
-                                       "the {} request found no room even there.",
+                                       "the {}request found no room even there.",
                                        format_bytes(held), format_bytes(total), format_bytes(held - total),
-                                       format_bytes(requested)));
-    } else if (m.requested && at_least_half(requested, total)) {
+                                       m.requested ? format_bytes(requested) + " " : std::string()));
+    } else if (!m.requested || at_least_half(requested, total)) {
+      // (Without a request size, as when the log printed one no number holds, there is no "last straw".)
       d.evidence.push_back(fmt::format("This process holds {} of {} ({}){}.", format_bytes(held), format_bytes(total),
                                        pct(held, total),
                                        m.free ? fmt::format("; {} was free", format_bytes(*m.free)) : std::string()));

@@ -47,6 +47,24 @@ TEST(OversizedNumbers, PytorchDeviceAndPidAreNullAndTheFiguresStay) {
   EXPECT_EQ(j["total_bytes"], 84986665370u);
 }
 
+// A request no number holds is left out, and the diagnosis does not speak of it as 0 B.
+TEST(OversizedNumbers, AnUnreadableRequestIsNoZeroByteRequest) {
+  const std::string line = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate " + k40Digits + "99999.00 GiB. "
+                           "GPU 0 has a total capacity of 79.11 GiB of which 1.05 GiB is free. Including non-PyTorch "
+                           "memory, this process has 78.05 GiB memory in use. Of the allocated memory 74.00 GiB is "
+                           "allocated by PyTorch, and 2.35 GiB is reserved by PyTorch but unallocated.\n";
+  ExplainReport report;
+  add_to_report(report, scan_text(line));
+  ASSERT_EQ(report.events.size(), 1u);
+  const ExplainedEvent& x = report.events.front();
+  EXPECT_EQ(x.event.format, "pytorch_new");
+  EXPECT_FALSE(x.event.bytes("requested"));
+  EXPECT_EQ(x.event.bytes("process"), 83805549363u);   // 78.05 GiB
+  EXPECT_EQ(x.diagnosis.cause, "capacity_exhausted");
+  ASSERT_FALSE(x.diagnosis.evidence.empty());
+  EXPECT_EQ(x.diagnosis.evidence.front(), "This process holds 78.05 GiB of 79.11 GiB (99%); 1.05 GiB was free.");
+}
+
 TEST(OversizedNumbers, PytorchOldFormatAndCudaMallocAsyncDevice) {
   const OomEvent old = only_event("RuntimeError: CUDA out of memory. Tried to allocate 64.00 MiB (GPU " + k20Digits +
                                   "; 3.95 GiB total capacity; 3.20 GiB already allocated; 20.06 MiB free; 3.30 GiB "
