@@ -167,21 +167,24 @@ std::optional<TracebackFrame> ipython_frame(const std::string& line) {
 //   │   39 │   │   batch = to_device(batch)      │
 //   │ ❱ 40 │   │   outputs = model(**batch)      │
 //   ╰────────────────────────────────────────────╯
-// A long path pushes "in" or the function name onto the next row. The frames from the box, and the
-// row that closes it; nullopt when `header` opens no box.
+// A long path folds over rows. The frames from the box, and the row that closes it; nullopt when
+// `header` opens no box.
 constexpr std::string_view kBoxSide = "\u2502";      // │
 constexpr std::string_view kBoxTopLeft = "\u256d";   // ╭
 constexpr std::string_view kBoxBottomLeft = "\u2570";// ╰
 constexpr std::string_view kRichArrow = "\u2771";    // ❱
 
-// A row's content between the box's sides.
-std::string_view box_content(std::string_view row) {
+// A row's content between the box's sides; `full` tells whether it reaches the right side (Rich
+// keeps one space of padding there), as a row folded in the middle of a word does.
+std::string_view box_content(std::string_view row, bool* full = nullptr) {
+  if (full != nullptr) *full = false;
   size_t start = row.find_first_not_of(' ');
   if (start == std::string_view::npos || row.substr(start, kBoxSide.size()) != kBoxSide) return {};
   row.remove_prefix(start + kBoxSide.size());
   while (!row.empty() && row.back() == ' ') row.remove_suffix(1);
   if (row.size() >= kBoxSide.size() && row.substr(row.size() - kBoxSide.size()) == kBoxSide) {
     row.remove_suffix(kBoxSide.size());
+    if (full != nullptr) *full = row.size() >= 2 && row.back() == ' ' && row[row.size() - 2] != ' ';
   }
   while (!row.empty() && row.front() == ' ') row.remove_prefix(1);
   while (!row.empty() && row.back() == ' ') row.remove_suffix(1);
@@ -198,40 +201,57 @@ std::optional<RichFrames> rich_frames(const std::vector<std::string>& lines, siz
   static const RE2 location(R"(^(\S.*?):(\d+)(?: in(?: (\S+))?)?$)");
   static const RE2 code_row(R"(^(\S+ )?(\d+) \S+(?: (.*))?$)");
   RichFrames out;
+  // A frame's location ("path:line in function") may fold over several rows: a long path is cut
+  // at the box's width, mid-word (the row is full), or wrapped at a space. Its rows are gathered
+  // until a blank row or the code below it.
+  // A full row was cut mid-word, unless the reading fails that way: then it ended at a space too.
+  std::string location_rows, location_spaced;
+  auto end_location = [&] {
+    for (const std::string* rows : {&location_rows, &location_spaced}) {
+      if (auto g = regex_search(location, *rows)) {
+        TracebackFrame frame;
+        frame.file = std::string((*g)[1]);
+        frame.line = parse_decimal<uint64_t>((*g)[2]);
+        if (matched((*g)[3])) frame.function = std::string((*g)[3]);
+        out.frames.push_back(std::move(frame));
+        break;
+      }
+    }
+    location_rows.clear();
+    location_spaced.clear();
+  };
+  bool last_row_full = false;
   for (size_t i = header + 1; i < lines.size(); ++i) {
     // The outer box's bottom row starts with ╰; a show_locals table's own ╰ sits inside a │ row.
     if (const size_t start = lines[i].find_first_not_of(' ');
         start != std::string::npos && std::string_view(lines[i]).substr(start, kBoxBottomLeft.size()) == kBoxBottomLeft) {
+      end_location();
       out.closing_row = i;
       return out;
     }
-    const std::string_view row = box_content(lines[i]);
-    if (row.empty()) continue;
-    if (auto g = regex_search(location, row)) {
-      TracebackFrame frame;
-      frame.file = std::string((*g)[1]);
-      frame.line = parse_decimal<uint64_t>((*g)[2]);
-      if (matched((*g)[3])) {
-        frame.function = std::string((*g)[3]);
-      } else if (i + 1 < lines.size()) {
-        // The function (or "in function") wrapped onto the next row.
-        std::string_view next = box_content(lines[i + 1]);
-        if (next.starts_with("in ")) next.remove_prefix(3);
-        if (!next.empty() && next.find(' ') == std::string_view::npos) {
-          frame.function = std::string(next);
-          ++i;
-        }
-      }
-      out.frames.push_back(std::move(frame));
+    bool full = false;
+    const std::string_view row = box_content(lines[i], &full);
+    const bool code = row.starts_with(kRichArrow) || (!row.empty() && std::isdigit(static_cast<unsigned char>(row[0])) &&
+                                                      regex_search(code_row, row) && row.find(kBoxSide) != std::string_view::npos);
+    // A show_locals table is a box inside the box.
+    const bool locals = row.starts_with(kBoxSide) || row.starts_with(kBoxTopLeft) || row.starts_with(kBoxBottomLeft);
+    if (row.empty() || code || locals) {
+      end_location();
+    } else {
+      if (!location_rows.empty() && !last_row_full) location_rows += ' ';
+      if (!location_spaced.empty()) location_spaced += ' ';
+      location_rows += row;
+      location_spaced += row;
+      last_row_full = full;
       continue;
     }
     // The row that ran is marked with ❱; rich draws indent guides (│) inside the code.
     if (out.frames.empty() || !row.starts_with(kRichArrow)) continue;
     if (auto c = regex_search(code_row, row); c && matched((*c)[3])) {
-      std::string code((*c)[3]);
-      for (size_t at; (at = code.find(kBoxSide)) != std::string::npos;) code.erase(at, kBoxSide.size());
-      const size_t start = code.find_first_not_of(' ');
-      if (start != std::string::npos) out.frames.back().code = code.substr(start);
+      std::string code_text((*c)[3]);
+      for (size_t at; (at = code_text.find(kBoxSide)) != std::string::npos;) code_text.erase(at, kBoxSide.size());
+      const size_t start = code_text.find_first_not_of(' ');
+      if (start != std::string::npos) out.frames.back().code = code_text.substr(start);
     }
   }
   return std::nullopt;   // a box never closed: not a traceback to trust

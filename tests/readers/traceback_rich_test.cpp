@@ -1,5 +1,5 @@
 // A traceback as Rich draws it (rich.traceback.install()): frames in a box, "path:line in function"
-// (the function pushed onto the next row by a long path), the row that ran marked with ❱ and
+// (folded over rows by a long path), the row that ran marked with ❱ and
 // indent guides inside the code, so that what the program was doing is read as from Python's own.
 #include <gtest/gtest.h>
 
@@ -53,6 +53,48 @@ TEST(TracebackRich, BoxedFramesAndTheRowThatRan) {
   const ExplainReport report = testing::explain_text(kRich);
   ASSERT_EQ(report.events.size(), 1u);
   EXPECT_EQ(report.events[0].diagnosis.cause, "evaluation_with_grad");
+}
+
+// A path longer than the box folds over rows: cut mid-word (the row is full), or at the ':' with
+// the line number on the next row; the frame is read whole either way.
+TEST(TracebackRich, FoldedPathsAreReadWhole) {
+  const std::string folded =
+      "╭───────────────────── Traceback (most recent call last) ──────────────────────╮\n"
+      "│ /home/someone/.local/share/virtualenvs/project-abc123/lib/python3.11/site-pa │\n"
+      "│ ckages/mylib/trainer.py:40 in evaluate                                       │\n"
+      "│                                                                              │\n"
+      "│ ❱ 40 │   │   out = model(batch)                                              │\n"
+      "│                                                                              │\n"
+      "│ /home/someone/very/long/path/to/a/project/with/many/dirs/src/pkg/trainer.py: │\n"
+      "│ 88 in evaluate_with_a_really_long_function_name                              │\n"
+      "│                                                                              │\n"
+      "│ ❱ 88 │   │   return self.step(batch)                                         │\n"
+      "│                                                                              │\n"
+      "│ /home/someone/very/long/path/to/a/project/with/many/dirs/src/pkg/trainer.py:90 │\n"
+      "│ in step                                                                      │\n"
+      "│                                                                              │\n"
+      "│ ❱ 90 │   │   return model(batch)                                             │\n"
+      "╰──────────────────────────────────────────────────────────────────────────────╯\n"
+      "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of "
+      "which 1.08 GiB is free. Including non-PyTorch memory, this process has 22.56 GiB memory in use. Of the allocated "
+      "memory 20.14 GiB is allocated by PyTorch, and 1.97 GiB is reserved by PyTorch but unallocated.\n";
+  const ScanResult r = scan_text(folded);
+  ASSERT_EQ(r.events.size(), 1u);
+  ASSERT_TRUE(r.events[0].traceback);
+  const Traceback& tb = *r.events[0].traceback;
+  ASSERT_EQ(tb.frames.size(), 3u);
+  EXPECT_EQ(tb.frames[0].file, "/home/someone/.local/share/virtualenvs/project-abc123/lib/python3.11/site-packages/mylib/trainer.py");
+  EXPECT_EQ(tb.frames[0].line, 40u);
+  EXPECT_EQ(tb.frames[0].function, "evaluate");
+  EXPECT_EQ(tb.frames[0].code, "out = model(batch)");
+  EXPECT_EQ(tb.frames[1].file, "/home/someone/very/long/path/to/a/project/with/many/dirs/src/pkg/trainer.py");
+  EXPECT_EQ(tb.frames[1].line, 88u);
+  EXPECT_EQ(tb.frames[1].function, "evaluate_with_a_really_long_function_name");
+  EXPECT_EQ(tb.frames[1].code, "return self.step(batch)");
+  // A row that fills the box but ends at a space: the next row is a new word.
+  EXPECT_EQ(tb.frames[2].file, "/home/someone/very/long/path/to/a/project/with/many/dirs/src/pkg/trainer.py");
+  EXPECT_EQ(tb.frames[2].line, 90u);
+  EXPECT_EQ(tb.frames[2].function, "step");
 }
 
 // show_locals draws a table inside the box; its own bottom row does not close the traceback.
