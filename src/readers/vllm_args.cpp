@@ -43,7 +43,9 @@ const std::set<std::string>& unmodeled_flags() {
       "mm-processor-kwargs", "long-lora-scaling-factors", "calculate-kv-scales",
       "disable-sliding-window", "enable-sleep-mode", "max-parallel-loading-workers",
       "kv-offloading-size", "mamba-ssm-cache-dtype", "async-scheduling", "max-cudagraph-capture-size",
-      "cudagraph-capture-sizes", "decode-context-parallel-size"};
+      "cudagraph-capture-sizes", "decode-context-parallel-size",
+      // EPLB's redundant experts are more expert weights on every GPU.
+      "eplb-config", "num-redundant-experts"};
   return kFlags;
 }
 
@@ -81,7 +83,7 @@ const std::set<std::string>& no_memory_effect_flags() {
       "quantization-param-path", "tool-server", "enable-tokenizer-info-endpoint", "chat-template-kwargs",
       "trust-request-chat-template", "exclude-tools-when-tool-choice-none", "disable-log-stats",
       "max-waiting-queue-length", "log-error-stack", "enable-prefix-caching-hash", "lora-dtype",
-      "disable-cascade-attn", "eplb-config", "num-redundant-experts", "enable-eplb",
+      "disable-cascade-attn", "enable-eplb",
       "expert-placement-strategy", "long-prefill-token-threshold", "max-num-partial-prefills",
       "max-long-partial-prefills", "disable-chunked-mm-input",
       "ngram-prompt-lookup-max", "ngram-prompt-lookup-min", "spec-decoding-acceptance-method",

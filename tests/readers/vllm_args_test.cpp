@@ -213,6 +213,12 @@ TEST(VllmArgs, UnmodeledFlagsAreListedApart) {
   EXPECT_TRUE(c.enable_lora);
   EXPECT_EQ(c.not_modeled, (std::vector<std::string>{"--enable-lora", "--max-lora-rank 16", "--swap-space 8"}));
   EXPECT_EQ(c.ignored, (std::vector<std::string>{"--served-model-name x"}));
+  // EPLB's redundant experts add expert weights on every GPU; enabling EPLB alone adds none.
+  ServeConfig eplb = parse_ok({"vllm", "serve", "m", "--enable-expert-parallel", "--enable-eplb",
+                               "--num-redundant-experts", "32", "--eplb-config", "{\"window_size\": 1000}"});
+  EXPECT_EQ(eplb.not_modeled, (std::vector<std::string>{"--enable-expert-parallel", "--num-redundant-experts 32",
+                                                        "--eplb-config {\"window_size\": 1000}"}));
+  EXPECT_EQ(eplb.ignored, (std::vector<std::string>{"--enable-eplb"}));
 }
 
 TEST(VllmArgs, BadInputGivesOneClearError) {
