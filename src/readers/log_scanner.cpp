@@ -738,10 +738,24 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       *resume = end;
       return true;
     }
-    const bool triggered = (whole ? any_format_triggered(c.text) : any_format_triggered(std::string(raw))) ||
-                           ends_with_trigger_start(c.text);
-    if (whole && !triggered) {
-      add_context_line(c.text, line_at(ls), c.rank);
+    bool triggered = any_format_triggered(c.text) || ends_with_trigger_start(c.text);
+    std::string context_text = std::move(c.text);   // what the line says when it holds no message
+    if (!whole && !triggered) {
+      // A JSON record: its strings (a message in another field, a traceback), read decoded.
+      auto decoded = json_record_lines(raw);
+      bool keyword_seen = false;   // the context is the first string that holds the keyword
+      for (size_t i = 0; decoded && i < decoded->size() && !triggered; ++i) {
+        std::string text = clean_line((*decoded)[i]).text;
+        triggered = any_format_triggered(text) || ends_with_trigger_start(text);
+        if (!keyword_seen && KeywordFilter::standard().find((*decoded)[i], 0) != std::string::npos) {
+          keyword_seen = true;
+          context_text = std::move(text);
+        }
+      }
+      if (!decoded) triggered = true;   // (a record clean_line took for JSON but no reader does: read it in full)
+    }
+    if (!triggered) {
+      add_context_line(context_text, line_at(ls), c.rank);
       *resume = end;
       return true;
     }
@@ -759,7 +773,8 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   }
   // ... over the lines a message can wrap onto.
   std::vector<Segment> segments;
-  std::vector<CleanLine> cleaned;   // each segment's line, cleaned
+  std::vector<CleanLine> cleaned;   // the segments' lines cleaned so far
+  std::optional<int64_t> first_rank;
   size_t own_lines = 0, own_bytes = 0;   // the segments of the first line's rank (or of none)
   size_t pos = ls;
   bool complete = false;
@@ -769,8 +784,12 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     while (end < cap && !is_break(buf[end])) ++end;
     if (end == buf.size() && !eof) return false;  // the line is not complete yet
     segments.push_back({pos, end});
-    cleaned.push_back(clean_line(std::string_view(buf.data() + pos, end - pos)));
-    const std::optional<int64_t>& first_rank = cleaned.front().rank;
+    // Without a rank on the first line every line is its own; with one, each line is cleaned here
+    // to tell (the rest are cleaned below, when read).
+    if (segments.size() == 1 || first_rank) {
+      cleaned.push_back(clean_line(std::string_view(buf.data() + pos, end - pos)));
+      if (segments.size() == 1) first_rank = cleaned.front().rank;
+    }
     if (!first_rank || !cleaned.back().rank || cleaned.back().rank == first_rank) {
       ++own_lines;
       own_bytes += end - pos;
@@ -840,6 +859,9 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     for (size_t i = from_json ? 1 : 0; i < segments.size(); ++i) {
       if (i > 0) {
         n += count_newlines(buf.data() + segments[i - 1].end, segments[i].start - segments[i - 1].end);
+      }
+      if (i >= cleaned.size()) {
+        cleaned.push_back(clean_line(std::string_view(buf.data() + segments[i].start, segments[i].end - segments[i].start)));
       }
       CleanLine& c = cleaned[i];
       if (i == 0) {
