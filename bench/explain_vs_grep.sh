@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Times `oomdoc explain` on a generated training log against `grep -c 'out of memory'` on the same
 # file, in one run, and prints MB/s, the ratio and peak memory. Usage: bench/explain_vs_grep.sh [MB]
+# CONTAINER=docker or cri: the log as a container runtime stores it (decoded before the scan).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mb=${1:-1024}
 dir=${OOMDOC_BENCH_DIR:-/tmp/oomdoc-bench}
 mkdir -p "$dir"
+container=${CONTAINER:-plain}
 log="$dir/train-${mb}m.log"
-[ -f "$log" ] || python3 bench/gen_training_log.py --mb "$mb" --out "$log"
+[ "$container" = plain ] || log="$dir/train-${mb}m-$container.log"
+[ -f "$log" ] || python3 bench/gen_training_log.py --mb "$mb" --container "$container" --out "$log"
 bin=${OOMDOC:-build/oomdoc}
 bytes=$(stat -L -c %s "$log")  # -L: the log may be a link to a shared one
 cat "$log" > /dev/null  # both read from the page cache

@@ -1,9 +1,32 @@
 #!/usr/bin/env python3
 """Writes a realistic training log of a given size for benchmarks: torchrun rank prefixes, tqdm
 progress bars redrawn with carriage returns, Trainer loss dicts, periodic GPU memory readings,
-warnings, and a few CUDA out-of-memory tracebacks spread through the file."""
+warnings, and a few CUDA out-of-memory tracebacks spread through the file. With --container, each
+line is stored as a container runtime stores it (Docker's json-file records, Kubernetes' CRI lines),
+split at 16 KiB as the runtime splits it."""
 import argparse
+import json
 import random
+
+SPLIT = 16 << 10   # Docker (moby's copier) and CRI runtimes cut longer lines into parts
+
+
+def wrap(text, container, step):
+    """The lines of `text` as the runtime `container` writes them."""
+    if container == "plain":
+        return text
+    stamp = "2024-05-01T10:%02d:%02d.%09dZ" % (step // 60 % 60, step % 60, step * 7919 % 10**9)
+    out = []
+    for line in text.split("\n")[:-1]:
+        parts = [line[i:i + SPLIT] for i in range(0, len(line), SPLIT)] or [""]
+        for k, part in enumerate(parts):
+            last = k == len(parts) - 1
+            if container == "docker":
+                out.append(json.dumps({"log": part + ("\n" if last else ""), "stream": "stderr", "time": stamp},
+                                      separators=(",", ":")))
+            else:
+                out.append("%s stderr %s %s" % (stamp, "F" if last else "P", part))
+    return "\n".join(out) + "\n"
 
 
 def block(rng, step):
@@ -38,6 +61,7 @@ def main():
     parser.add_argument("--mb", type=int, default=1024)
     parser.add_argument("--ooms", type=int, default=5)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--container", choices=["plain", "docker", "cri"], default="plain")
     args = parser.parse_args()
     rng = random.Random(7)
     target = args.mb << 20
@@ -54,6 +78,7 @@ def main():
             if pending and written + len(text) >= pending[0]:
                 text += "\n".join(l.format(r=len(pending) % 4) for l in OOM) + "\n"
                 pending.pop(0)
+            text = wrap(text, args.container, step)
             out.write(text)
             written += len(text)
 

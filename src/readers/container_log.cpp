@@ -42,9 +42,17 @@ std::optional<uint32_t> read_hex4(std::string_view s, size_t at) {
 // past the closing quote. Docker writes Go's encoding/json escapes: \n \t \" \\, \u003c for <, >
 // and &, \u00XX for other control bytes, surrogate pairs beyond the BMP.
 bool read_json_string(std::string_view s, size_t& i, std::string& out) {
+  // The next quote and the next backslash by memchr: most of a record is plain text.
+  size_t quote = 0;
+  bool quote_known = false;
   while (i < s.size()) {
-    size_t j = i;
-    while (j < s.size() && s[j] != '"' && s[j] != '\\') ++j;
+    if (!quote_known || quote < i) {
+      const void* q = std::memchr(s.data() + i, '"', s.size() - i);
+      quote = q ? static_cast<size_t>(static_cast<const char*>(q) - s.data()) : s.size();
+      quote_known = true;
+    }
+    const void* b = std::memchr(s.data() + i, '\\', quote - i);
+    const size_t j = b ? static_cast<size_t>(static_cast<const char*>(b) - s.data()) : quote;
     out.append(s.data() + i, j - i);
     i = j;
     if (i >= s.size()) return false;
@@ -213,7 +221,47 @@ void ContainerLogDecoder::finish(std::string& out) {
   close_all(out);
 }
 
+namespace {
+
+// The common case, written straight to `out`: a whole line in a record of the runtime's own
+// layout, with no split line waiting. False (and `out` as it was) for anything else.
+bool append_whole_record(ContainerLogKind kind, std::string_view line, std::string& out) {
+  const size_t mark = out.size();
+  if (kind == ContainerLogKind::kKubernetesCri) {
+    const size_t t = rfc3339_length(line);
+    if (t == 0 || line.size() < t + 10) return false;
+    const std::string_view tag = line.substr(t, 10);
+    if (tag != " stderr F " && tag != " stdout F ") return false;
+    std::string_view payload = line.substr(t + 10);
+    if (!payload.empty() && payload.back() == '\r') payload.remove_suffix(1);
+    out.append(payload);
+    return true;
+  }
+  static constexpr std::string_view kLog = "{\"log\":\"", kStream = ",\"stream\":\"";
+  if (!line.starts_with(kLog) || !line.ends_with("}")) return false;
+  size_t i = kLog.size();
+  if (!read_json_string(line, i, out) || !line.substr(i).starts_with(kStream) ||
+      line.find('"', i + kStream.size()) == std::string_view::npos) {
+    out.resize(mark);
+    return false;
+  }
+  const std::string_view payload(out.data() + mark, out.size() - mark);
+  if (payload.empty() || payload.back() != '\n' || payload.find('\n') != payload.size() - 1) {
+    out.resize(mark);
+    return false;
+  }
+  out.pop_back();
+  if (out.size() > mark && out.back() == '\r') out.pop_back();
+  return true;
+}
+
+}  // namespace
+
 void ContainerLogDecoder::take_line(std::string_view line, std::string& out) {
+  if (slots_.empty() && append_whole_record(kind_, line, out)) {
+    out += '\n';
+    return;
+  }
   std::optional<ContainerRecord> record =
       kind_ == ContainerLogKind::kDockerJsonFile ? parse_docker_record(line) : parse_cri_record(line);
   if (!record) {
