@@ -16,9 +16,8 @@ constexpr size_t kMaxJoinedLine = 1u << 20;
 // Lines held behind one still waiting for its next part (the other stream kept writing).
 constexpr size_t kMaxHeldBytes = 4u << 20;
 constexpr size_t kMaxHeldLines = 1u << 16;
-// An input line longer than this is no record (a record holds at most 16 KiB of output, escaped
-// at most 6 bytes per byte): it is written through as it comes.
-constexpr size_t kMaxRecordLine = 256u << 10;
+// An input line longer than kMaxContainerRecordLine is no record: it is written through as it comes.
+constexpr size_t kMaxRecordLine = kMaxContainerRecordLine;
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -101,6 +100,9 @@ bool read_json_string(std::string_view s, size_t& i, std::string& out) {
 // stream holds the rest. A break before the end is no runtime's record.
 std::optional<ContainerRecord> docker_record(std::string payload, std::string stream) {
   ContainerRecord r;
+  // The driver writes only these two; any other name shares one bucket, so that the parts held
+  // stay a handful whatever a file claims.
+  if (stream != "stdout" && stream != "stderr") stream = "other";
   r.partial = payload.empty() || payload.back() != '\n';
   if (!r.partial) payload.pop_back();
   if (!payload.empty() && payload.back() == '\r' && !r.partial) payload.pop_back();
@@ -167,6 +169,7 @@ std::optional<ContainerRecord> parse_docker_record(std::string_view line) {
 }
 
 std::optional<ContainerLogKind> sniff_container_log(std::string_view head) {
+  if (head.starts_with("\xef\xbb\xbf")) head.remove_prefix(3);   // a UTF-8 BOM
   size_t at = 0;
   while (at < head.size()) {
     size_t end = head.find('\n', at);
@@ -274,9 +277,25 @@ void ContainerLogDecoder::take_line(std::string_view line, std::string& out) {
     if (open != open_.end()) {
       Slot& slot = **open;
       slot.text += record->payload;
-      slot.open = record->partial && slot.text.size() < kMaxJoinedLine;
+      slot.open = record->partial;
+      std::string rest;   // what goes on past a cut, at this part's place
+      if (slot.open && slot.text.size() >= kMaxJoinedLine) {
+        // Cut at the last redraw or line break of the last 64 KiB (a progress bar's), so that a
+        // message after it stays whole; at the end when there is none.
+        const size_t from = slot.text.size() - std::min<size_t>(slot.text.size(), 64u << 10);
+        const size_t brk = slot.text.find_last_of("\r\n");
+        const size_t cut = brk != std::string::npos && brk >= from ? brk : slot.text.size();
+        rest = slot.text.substr(cut);
+        slot.text.resize(cut);
+        slot.open = false;
+      }
       if (!slot.open) open_.erase(open);
-      slots_.push_back({"", record->stream, false});   // where this part was: an empty line
+      if (rest.empty()) {
+        slots_.push_back({"", record->stream, false});   // where this part was: an empty line
+      } else {
+        slots_.push_back({std::move(rest), record->stream, true});
+        open_.push_back(&slots_.back());
+      }
     } else {
       slots_.push_back({std::move(record->payload), record->stream, record->partial});
       if (record->partial) open_.push_back(&slots_.back());

@@ -9,7 +9,8 @@
 // ContainerLogDecoder turns such a file back into the lines the program wrote, in a stream of
 // chunks, before the log scanner reads it. It writes one line per input line so that every line
 // number stays the file's: a line split over n records comes out whole at its first record's place,
-// and each later part leaves an empty line where it was.
+// and each later part leaves an empty line where it was; a line that grows past 1 MiB is cut at a
+// progress bar's redraw and goes on at the part where the cut fell.
 #pragma once
 
 #include <cstddef>
@@ -22,6 +23,10 @@
 namespace oomdoc {
 
 enum class ContainerLogKind { kDockerJsonFile, kKubernetesCri };
+
+// The longest line read as a record: a record holds at most 16 KiB of output, escaped at most 6
+// bytes per byte in JSON, and a log shipper may merge several.
+constexpr size_t kMaxContainerRecordLine = 256u << 10;
 
 // One record: the line part it holds, its stream, and whether the line goes on in the next record
 // of the same stream.

@@ -404,7 +404,7 @@ struct LogScanner::State {
   ScanOptions options;
   // A container runtime's file (Docker json-file, Kubernetes CRI) is read through its decoder:
   // the scanner sees the lines the program wrote. The first line with text decides.
-  static constexpr size_t kSniffBytes = 64u << 10;
+  static constexpr size_t kSniffBytes = kMaxContainerRecordLine;
   bool sniffed = false;
   std::string head_pending;      // input before that line is complete
   std::optional<ContainerLogDecoder> container;
@@ -844,8 +844,8 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         json_above.push_back(std::move(c.text));
         continue;
       }
+      prefix_programs.push_back(application_from_prefix(c));
       lines.push_back(std::move(c.text));
-      prefix_programs.emplace_back();
       line_numbers.push_back(line_number);
       end_numbers.push_back(line_number);
       end_segments.push_back(0);
@@ -1123,6 +1123,8 @@ void LogScanner::State::take(std::string_view chunk, bool eof) {
     if (!eof && !line_done && head_pending.size() < kSniffBytes) return;
     sniffed = true;
     if (auto kind = sniff_container_log(head_pending)) container.emplace(*kind);
+    // A UTF-8 BOM (Windows editors and tools write one) is no text of the log's first line.
+    if (head_pending.starts_with("\xef\xbb\xbf")) head_pending.erase(0, 3);
     const std::string head = std::move(head_pending);
     head_pending = std::string();
     take(head, eof);

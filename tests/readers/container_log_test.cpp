@@ -12,6 +12,7 @@
 #include "analyses/explain.h"
 #include "readers/container_log.h"
 #include "readers/log_line.h"
+#include "readers/log_scanner.h"
 #include "support/explain_support.h"
 
 namespace oomdoc {
@@ -199,6 +200,40 @@ TEST(ContainerLogDecoder, AnUnfinishedLineIsWrittenOutAsItGrows) {
   EXPECT_EQ(static_cast<size_t>(std::count(out.begin(), out.end(), '\n')), records);
 }
 
+// A line that grows past 1 MiB (a progress bar that never ends its line) is cut at its last
+// redraw, so that what follows it, a kill report here, stays whole and is read.
+TEST(ContainerLogDecoder, ALongLineIsCutAtARedraw) {
+  std::string bar;
+  while (bar.size() < (1u << 20) - 100) bar += "\r 42%|####      | 420/1000 [00:10<00:14, 41.2it/s]";
+  bar.resize((1u << 20) - 4, ' ');
+  const std::string line = bar + "\rKilled";   // 1 MiB + 3 bytes: the 1 MiB cut falls inside "Killed"
+  std::string docker;
+  for (size_t from = 0; from < line.size(); from += 16 << 10) {
+    const bool last = from + (16 << 10) >= line.size();
+    docker += nlohmann::json{{"log", line.substr(from, 16 << 10) + (last ? "\n" : "")}, {"stream", "stdout"}}.dump() + "\n";
+  }
+  const ScanResult scan = scan_text(docker);
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].format, "process_killed");
+  EXPECT_EQ(scan.events[0].line, 64u);   // the part where the cut fell: the rest goes on there
+  EXPECT_EQ(scan.lines, 65u);
+}
+
+// Docker writes only stdout and stderr; records naming other streams share one bucket, so a file
+// of 50,000 invented streams holds one waiting line, not 50,000 (100,000 took 13 s).
+TEST(ContainerLogDecoder, OtherStreamNamesShareOneBucket) {
+  ContainerLogDecoder d(ContainerLogKind::kDockerJsonFile);
+  std::string out;
+  for (int i = 0; i < 50000; ++i) {
+    d.decode(R"({"log":"y","stream":"s)" + std::to_string(i) + R"("})" "\n", out);
+  }
+  EXPECT_TRUE(out.empty());
+  d.decode(R"({"log":"\n","stream":"other"})" "\n", out);
+  EXPECT_EQ(out.find('\n'), 50000u);   // the 50,000 parts, one line
+  EXPECT_EQ(out.find_first_not_of('y'), 50000u);
+  EXPECT_EQ(static_cast<size_t>(std::count(out.begin(), out.end(), '\n')), 50001u);
+}
+
 TEST(ContainerLogDecoder, SniffsTheFirstLineWithText) {
   EXPECT_EQ(sniff_container_log("\n" R"({"log":"x\n","stream":"stderr","time":"t"})" "\n"), ContainerLogKind::kDockerJsonFile);
   EXPECT_EQ(sniff_container_log(R"({"time": "t", "stream": "stdout", "log": "x"})"), ContainerLogKind::kDockerJsonFile);
@@ -207,6 +242,19 @@ TEST(ContainerLogDecoder, SniffsTheFirstLineWithText) {
   EXPECT_EQ(sniff_container_log(R"({"log":"x","level":"info"})"), std::nullopt);
   EXPECT_EQ(sniff_container_log("2024-05-01 10:00:00,123 - ERROR - x\n"), std::nullopt);
   EXPECT_EQ(sniff_container_log("INFO start\n" R"({"log":"x\n","stream":"stderr"})"), std::nullopt);
+  EXPECT_EQ(sniff_container_log("\xef\xbb\xbf" R"({"log":"x\n","stream":"stderr"})"), ContainerLogKind::kDockerJsonFile);
+}
+
+// What decides is the whole first line, up to 256 KiB: a first record of 150 KiB (a merged one)
+// is read as a record, and a UTF-8 BOM before it changes nothing.
+TEST(ContainerLogs, ALongFirstRecordAndABomStillReadAsRecords) {
+  const std::string message = kPlainLines.back();
+  const std::string first = nlohmann::json{{"log", std::string(150 << 10, '#') + "\r" + message + "\n"}, {"stream", "stderr"}}.dump();
+  for (const std::string& log : {first + "\n", "\xef\xbb\xbf" + first + "\n"}) {
+    const ExplainedEvent x = only_event(explain_text(log));
+    EXPECT_EQ(x.event.message, message);
+    EXPECT_EQ(x.event.line, 1u);
+  }
 }
 
 // Docker splits a line at 16 KiB (moby's copier), CRI runtimes too: wherever the cut falls in the
@@ -280,6 +328,18 @@ TEST(ContainerLogs, AMessageOverSeveralJsonRecordsReadsAsThePlainLog) {
     EXPECT_EQ(x.event.string_field("llama_buffer"), "kv_cache");   // from the third record
     EXPECT_EQ(x.event.end_line, 2u);
     EXPECT_EQ(x.event.message, plain_lines[0] + " " + plain_lines[1]);
+  }
+}
+
+// The program a JSON record's message names by its logger's prefix (vLLM's) is read as in the
+// plain log.
+TEST(ContainerLogs, AJsonRecordsLoggerPrefixNamesTheProgram) {
+  const std::string line = "ERROR 05-01 10:00:07 [core.py:396] ValueError: No available memory for the cache blocks. "
+                           "Try increasing `gpu_memory_utilization` when initializing the engine.";
+  for (const std::string& log : {line + "\n", nlohmann::json{{"level", "error"}, {"message", line}}.dump() + "\n"}) {
+    const ExplainedEvent x = only_event(explain_text(log));
+    EXPECT_EQ(x.event.format, "vllm_no_cache_blocks");
+    EXPECT_EQ(x.event.string_field("application"), "vllm");
   }
 }
 
