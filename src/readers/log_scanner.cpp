@@ -30,6 +30,7 @@ constexpr size_t kWindowBytes = 32 << 10;
 // Ranks failing at once interleave their wrapped lines: a message's window counts its own rank's
 // lines, over at most this many ranks' lines in all.
 constexpr size_t kMaxInterleavedRanks = 128;
+constexpr size_t kJsonRecordsAfter = 8;    // records a message logged one record a line goes on over
 constexpr size_t kMaxLine = 16 << 10;      // longer lines are cut around the keyword ...
 constexpr size_t kLineLead = 2 << 10;      // ... keeping this much before it (a message's start)
 constexpr size_t kBackContext = 32 << 10;  // traceback above an event
@@ -419,6 +420,9 @@ struct LogScanner::State {
   // Lines after consumed_until that an earlier event took (absolute offsets of their starts): the
   // rest of a message whose lines interleave with another rank's, read before that rank's.
   std::vector<uint64_t> consumed_lines;
+  // A JSON record read up to its string `json_strings_done` (absolute offset of its line).
+  uint64_t json_record_at = UINT64_MAX;
+  size_t json_strings_done = 0;
   bool consumed(uint64_t line_start) {
     if (line_start < consumed_until) return true;
     // Candidates come in log order: lines above this one are behind the scan for good.
@@ -827,17 +831,32 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   std::string_view first_raw(buf.data() + first.start, first.end - first.start);
   std::vector<std::string> json_above;  // decoded lines before the keyword (a traceback)
   bool from_json = false;
+  size_t json_start = 0, json_strings = 0;   // the record's string the window starts at, and its count
+  // After this window, come back to the record for its strings past the first `done`.
+  auto revisit_record = [&](size_t done) {
+    if (!from_json || done >= json_strings) return false;
+    json_record_at = base + first.start;
+    json_strings_done = done;
+    *resume = hit + 1;
+    return true;
+  };
   if (auto decoded = json_record_lines(first_raw)) {
     from_json = true;
     // A JSON-lines record: its strings form the window, all on this one physical line, starting
     // at the string line that holds the keyword.
+    // A record may hold several messages (a log shipper's merge of many lines): after one is read,
+    // the scan comes back to the record for the strings after it.
+    const size_t begin = json_record_at == base + first.start ? json_strings_done : 0;
     size_t start = decoded->size();
-    for (size_t i = 0; i < decoded->size(); ++i) {
+    for (size_t i = begin; i < decoded->size(); ++i) {
       if (KeywordFilter::standard().find((*decoded)[i], 0) != std::string::npos) {
         start = i;
         break;
       }
     }
+    if (start == decoded->size()) return true;   // no (further) string of the record holds a keyword
+    json_start = start;
+    json_strings = decoded->size();
     for (size_t i = 0; i < decoded->size(); ++i) {
       CleanLine c = clean_line((*decoded)[i]);
       if (i < start) {
@@ -852,11 +871,12 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       if (!rank) rank = c.rank;
     }
   }
-  // The lines after it (after a JSON record: the next records, their messages: a logger writes a
-  // message of several lines, llama.cpp's, one record a line).
+  // The lines after it (after a JSON record: the next few records, their messages: a logger
+  // writes a message of several lines, llama.cpp's, one record a line).
   {
     uint64_t n = line_number;
-    for (size_t i = from_json ? 1 : 0; i < segments.size(); ++i) {
+    const size_t last = from_json ? std::min(segments.size(), 1 + kJsonRecordsAfter) : segments.size();
+    for (size_t i = from_json ? 1 : 0; i < last; ++i) {
       if (i > 0) {
         n += count_newlines(buf.data() + segments[i - 1].end, segments[i].start - segments[i - 1].end);
       }
@@ -998,6 +1018,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       }
       consumed_until = base + segments[unbroken].end;
       *resume = segments[unbroken].end;
+      if (end_segments[used - 1] == 0 && revisit_record(json_start + used)) consumed_until = base + first.start;
       for (size_t i = unbroken + 1; i <= last_segment; ++i) {
         if (!other_rank[i]) consumed_lines.push_back(base + segments[i].start);
       }
@@ -1018,6 +1039,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     }
   }
   add_context_line(candidate_line, line_numbers[0], rank);
+  revisit_record(json_start + 1);
   return true;
 }
 

@@ -343,6 +343,37 @@ TEST(ContainerLogs, AJsonRecordsLoggerPrefixNamesTheProgram) {
   }
 }
 
+// A record holding several lines (a shipper's merge) may hold several errors: each is read, at the
+// record's line, as from the plain lines.
+TEST(ContainerLogs, EveryErrorInOneRecordIsRead) {
+  const std::vector<std::string> plain_lines = {
+      "step 10 loss 2.1",
+      kPlainLines.back(),
+      "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 1024.00 MiB on device 1: cudaMalloc failed: out of memory",
+      "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+      "initializing the engine.",
+  };
+  std::string all;
+  for (const auto& line : plain_lines) all += line + "\n";
+  const std::string docker = nlohmann::json{{"log", all}, {"stream", "stderr"}}.dump() + "\n";
+  const std::string logger = nlohmann::json{{"level", "error"}, {"message", all}}.dump() + "\n";
+  for (const std::string& log : {all, docker, logger}) {
+    const ScanResult scan = scan_text(log);
+    ASSERT_EQ(scan.events.size(), 3u);
+    EXPECT_EQ(scan.events[0].format, "pytorch_new");
+    EXPECT_EQ(scan.events[0].bytes("requested"), 2 * kGiB);
+    EXPECT_EQ(scan.events[1].format, "ggml_cuda_alloc");
+    EXPECT_EQ(scan.events[1].bytes("requested"), kGiB);
+    EXPECT_EQ(scan.events[2].format, "vllm_no_cache_blocks");
+    for (const OomEvent& e : scan.events) {
+      EXPECT_EQ(e.repeats, 1u);
+      if (log != all) {
+        EXPECT_EQ(e.line, 1u);
+      }
+    }
+  }
+}
+
 // Records inside another log (after a launcher's prefix, or below plain lines) are unwrapped line
 // by line.
 TEST(ContainerLogs, CleanLineUnwrapsOneRecord) {
