@@ -30,7 +30,7 @@ constexpr size_t kWindowBytes = 32 << 10;
 // Ranks failing at once interleave their wrapped lines: a message's window counts its own rank's
 // lines, over at most this many ranks' lines in all.
 constexpr size_t kMaxInterleavedRanks = 128;
-constexpr size_t kJsonRecordsAfter = 8;    // records a message logged one record a line goes on over
+constexpr size_t kJsonRecordsAfter = 39;   // records a message logged one record a line goes on over
 constexpr size_t kMaxLine = 16 << 10;      // longer lines are cut around the keyword ...
 constexpr size_t kLineLead = 2 << 10;      // ... keeping this much before it (a message's start)
 constexpr size_t kBackContext = 32 << 10;  // traceback above an event
@@ -476,6 +476,32 @@ struct LogScanner::State {
     std::string text;              // without the logger prefix (a JSON record's message: maybe several lines)
   };
   std::deque<CleanedLine> cleaned_above;
+  // The lines message windows cleaned last, by absolute offsets, in order: the next candidate's
+  // window starts inside them (dense errors cleaned the same 40 lines again for each).
+  struct AheadLine {
+    uint64_t start = 0, end = 0;
+    CleanLine line;
+  };
+  std::deque<AheadLine> cleaned_ahead;
+  size_t ahead_cursor = 0;   // the next window line's place in cleaned_ahead
+  void begin_window(size_t start) {
+    while (!cleaned_ahead.empty() && cleaned_ahead.front().start < base + start) cleaned_ahead.pop_front();
+    ahead_cursor = 0;
+  }
+  // The window's next line, [start, end) in the buffer, cleaned (once). The reference stays valid
+  // for the window.
+  const CleanLine& clean_ahead(size_t start, size_t end) {
+    const uint64_t at = base + start, to = base + end;
+    if (ahead_cursor < cleaned_ahead.size()) {
+      if (cleaned_ahead[ahead_cursor].start == at && cleaned_ahead[ahead_cursor].end == to) {
+        return cleaned_ahead[ahead_cursor++].line;
+      }
+      cleaned_ahead.erase(cleaned_ahead.begin() + static_cast<std::ptrdiff_t>(ahead_cursor), cleaned_ahead.end());
+    }
+    cleaned_ahead.push_back({at, to, clean_line(std::string_view(buf.data() + start, end - start))});
+    ++ahead_cursor;
+    return cleaned_ahead.back().line;
+  }
   void compact();
   // Whether the line at buffer offset `start` (cleaned: `text`) is the indented source line under a
   // traceback's `File "...", line N, in f` line.
@@ -777,7 +803,8 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   }
   // ... over the lines a message can wrap onto.
   std::vector<Segment> segments;
-  std::vector<CleanLine> cleaned;   // the segments' lines cleaned so far
+  std::vector<const CleanLine*> cleaned;   // the segments' lines cleaned so far
+  begin_window(ls);
   std::optional<int64_t> first_rank;
   size_t own_lines = 0, own_bytes = 0;   // the segments of the first line's rank (or of none)
   size_t pos = ls;
@@ -791,10 +818,10 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     // Without a rank on the first line every line is its own; with one, each line is cleaned here
     // to tell (the rest are cleaned below, when read).
     if (segments.size() == 1 || first_rank) {
-      cleaned.push_back(clean_line(std::string_view(buf.data() + pos, end - pos)));
-      if (segments.size() == 1) first_rank = cleaned.front().rank;
+      cleaned.push_back(&clean_ahead(pos, end));
+      if (segments.size() == 1) first_rank = cleaned.front()->rank;
     }
-    if (!first_rank || !cleaned.back().rank || cleaned.back().rank == first_rank) {
+    if (!first_rank || !cleaned.back()->rank || cleaned.back()->rank == first_rank) {
       ++own_lines;
       own_bytes += end - pos;
     }
@@ -880,10 +907,8 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       if (i > 0) {
         n += count_newlines(buf.data() + segments[i - 1].end, segments[i].start - segments[i - 1].end);
       }
-      if (i >= cleaned.size()) {
-        cleaned.push_back(clean_line(std::string_view(buf.data() + segments[i].start, segments[i].end - segments[i].start)));
-      }
-      CleanLine& c = cleaned[i];
+      if (i >= cleaned.size()) cleaned.push_back(&clean_ahead(segments[i].start, segments[i].end));
+      const CleanLine& c = *cleaned[i];
       if (i == 0) {
         rank = c.rank;
         rank_is_worker = c.rank_is_worker;
@@ -938,7 +963,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       // "e is needed"). Glued when at least two lines share the width; for two lines (of which
       // only the first is full: they may be two unrelated lines), when the cut made a trigger
       // whole, or a triggered line was cut inside a word.
-      const size_t run = from_json ? 0 : hard_wrapped_run(lines);
+      const size_t run = hard_wrapped_run(lines);   // (lines of JSON records too: a logger writes what it is given)
       if (run < 2) break;
       std::vector<std::string> glued = glue_hard_wrapped(lines, run);
       auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };

@@ -374,6 +374,28 @@ TEST(ContainerLogs, EveryErrorInOneRecordIsRead) {
   }
 }
 
+// A message hard-wrapped at a fixed width and logged one record a line (every width from 30 to 99
+// columns, 6 to 20 records) reads as the plain lines do.
+TEST(ContainerLogs, AMessageFoldedOverJsonRecordsReadsAsThePlainLog) {
+  const std::string message = kPlainLines.back();
+  for (size_t width = 30; width < 100; width += 7) {
+    std::string plain_log = "start\n", json_log = nlohmann::json{{"msg", "start"}}.dump() + "\n";
+    for (size_t at = 0; at < message.size(); at += width) {
+      plain_log += message.substr(at, width) + "\n";
+      json_log += nlohmann::json{{"msg", message.substr(at, width)}}.dump() + "\n";
+    }
+    SCOPED_TRACE(width);
+    const ExplainedEvent p = only_event(explain_text(plain_log));
+    const ExplainedEvent j = only_event(explain_text(json_log));
+    EXPECT_EQ(p.event.format, "pytorch_new");
+    EXPECT_EQ(j.event.format, "pytorch_new");
+    EXPECT_EQ(j.event.line, p.event.line);
+    EXPECT_EQ(j.event.end_line, p.event.end_line);
+    EXPECT_EQ(j.event.end_line, 2 + (message.size() - 1) / width);
+    EXPECT_EQ(j.event.bytes("reserved_unallocated"), 2115271393u);   // 1.97 GiB, from the last lines
+  }
+}
+
 // Records inside another log (after a launcher's prefix, or below plain lines) are unwrapped line
 // by line.
 TEST(ContainerLogs, CleanLineUnwrapsOneRecord) {
