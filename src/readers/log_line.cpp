@@ -42,7 +42,10 @@ bool strip_bracket_rank(std::string_view& s, std::optional<int64_t>& rank) {
     ++i;
     if (i < s.size() && s[i] == ':') ++i;
     rank = *value;
-    s = trim_left(s.substr(i));
+    // torchrun writes "[rank3]: " before the line: one space, the line's own indentation kept (a
+    // traceback's, or a hard-wrapped message's line that starts with a space).
+    if (i < s.size() && s[i] == ' ') ++i;
+    s = s.substr(i);
     return true;
   }
   return false;

@@ -307,14 +307,22 @@ TEST(WrappedMessage, InterleavedRanksKeepTheirOwnFigures) {
 
 // Two nodes of 8 GPUs failing at once, each message folded at 60 columns (10 lines): rank 0's
 // lines are 16 physical lines apart, its last one 144 lines below its first. Each rank's message is
-// read whole from its own lines.
-TEST(WrappedMessage, SixteenRanksInterleavedKeepTheirOwnFigures) {
+// read whole from its own lines, folded at spaces or cut at the width mid-word (a line then may
+// start with the space it was cut before: "[rank0]:  100.00 MiB is free").
+class SixteenRanks : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(WrappedMessage, SixteenRanks, ::testing::Bool());
+TEST_P(SixteenRanks, InterleavedKeepTheirOwnFigures) {
+  const bool hard_cut = GetParam();
   constexpr int kRanks = 16;
   std::vector<std::vector<std::string>> folded;
   for (int r = 0; r < kRanks; ++r) {
     std::string message = kMessage2x;
     message.replace(message.find("GPU 0"), 5, "GPU " + std::to_string(r % 8));
-    const std::string text = fold(message, 60, true);
+    std::string text = fold(message, 60, true);
+    if (hard_cut) {
+      text.clear();
+      for (size_t at = 0; at < message.size(); at += 60) text += message.substr(at, 60) + "\n";
+    }
     std::vector<std::string> lines;
     for (size_t at = 0; at < text.size();) {
       const size_t nl = text.find('\n', at);
@@ -338,6 +346,7 @@ TEST(WrappedMessage, SixteenRanksInterleavedKeepTheirOwnFigures) {
     EXPECT_EQ(e.end_line, static_cast<uint64_t>(r + 1 + kRanks * (folded[0].size() - 1)));
     OomEvent same = one_line;
     same.device = e.device;
+    if (hard_cut) same.set_field("hard_wrapped", true);   // glued back from a fixed width
     expect_same_event(e, same, "rank " + std::to_string(r));
   }
   EXPECT_EQ(scan.events[3].bytes("reserved_unallocated"), 4187593114u);   // 3.90 GiB, rounded
