@@ -175,12 +175,16 @@ constexpr std::string_view kBoxBottomLeft = "\u2570";// ╰
 constexpr std::string_view kRichArrow = "\u2771";    // ❱
 
 // A row's content between the box's sides; `full` tells whether it reaches the right side (Rich
-// keeps one space of padding there), as a row folded in the middle of a word does.
-std::string_view box_content(std::string_view row, bool* full = nullptr) {
+// keeps one space of padding there), as a row folded in the middle of a word does, and
+// `lead_space` whether it starts with a space of its own past the left padding (a row folded just
+// before a space keeps it).
+std::string_view box_content(std::string_view row, bool* full = nullptr, bool* lead_space = nullptr) {
   if (full != nullptr) *full = false;
+  if (lead_space != nullptr) *lead_space = false;
   size_t start = row.find_first_not_of(' ');
   if (start == std::string_view::npos || row.substr(start, kBoxSide.size()) != kBoxSide) return {};
   row.remove_prefix(start + kBoxSide.size());
+  if (lead_space != nullptr) *lead_space = row.starts_with("  ");
   while (!row.empty() && row.back() == ' ') row.remove_suffix(1);
   if (row.size() >= kBoxSide.size() && row.substr(row.size() - kBoxSide.size()) == kBoxSide) {
     row.remove_suffix(kBoxSide.size());
@@ -198,27 +202,24 @@ struct RichFrames {
 
 std::optional<RichFrames> rich_frames(const std::vector<std::string>& lines, size_t header) {
   if (lines[header].find(kBoxTopLeft) == std::string::npos) return std::nullopt;
-  static const RE2 location(R"(^(\S.*?):(\d+)(?: in(?: (\S+))?)?$)");
+  // (Rich drops the space it wraps at, so " in " may lose one side at a row's end.)
+  static const RE2 location(R"(^(\S.*?):(\d+)(?: ?in(?: ?(\S+))?)?$)");
   static const RE2 code_row(R"(^(\S+ )?(\d+) \S+(?: (.*))?$)");
   RichFrames out;
-  // A frame's location ("path:line in function") may fold over several rows: a long path is cut
-  // at the box's width, mid-word (the row is full), or wrapped at a space. Its rows are gathered
-  // until a blank row or the code below it.
-  // A full row was cut mid-word, unless the reading fails that way: then it ended at a space too.
-  std::string location_rows, location_spaced;
+  // A frame's location ("path:line in function") may fold over several rows: a row that fills the
+  // box was cut there (mid-word: the next row goes on directly, with the space it starts with if
+  // any); one that does not was wrapped at a space. Its rows are gathered until a blank row or the
+  // code below it.
+  std::string location_rows;
   auto end_location = [&] {
-    for (const std::string* rows : {&location_rows, &location_spaced}) {
-      if (auto g = regex_search(location, *rows)) {
-        TracebackFrame frame;
-        frame.file = std::string((*g)[1]);
-        frame.line = parse_decimal<uint64_t>((*g)[2]);
-        if (matched((*g)[3])) frame.function = std::string((*g)[3]);
-        out.frames.push_back(std::move(frame));
-        break;
-      }
+    if (auto g = regex_search(location, location_rows)) {
+      TracebackFrame frame;
+      frame.file = std::string((*g)[1]);
+      frame.line = parse_decimal<uint64_t>((*g)[2]);
+      if (matched((*g)[3])) frame.function = std::string((*g)[3]);
+      out.frames.push_back(std::move(frame));
     }
     location_rows.clear();
-    location_spaced.clear();
   };
   bool last_row_full = false;
   for (size_t i = header + 1; i < lines.size(); ++i) {
@@ -229,8 +230,8 @@ std::optional<RichFrames> rich_frames(const std::vector<std::string>& lines, siz
       out.closing_row = i;
       return out;
     }
-    bool full = false;
-    const std::string_view row = box_content(lines[i], &full);
+    bool full = false, lead_space = false;
+    const std::string_view row = box_content(lines[i], &full, &lead_space);
     const bool code = row.starts_with(kRichArrow) || (!row.empty() && std::isdigit(static_cast<unsigned char>(row[0])) &&
                                                       regex_search(code_row, row) && row.find(kBoxSide) != std::string_view::npos);
     // A show_locals table is a box inside the box.
@@ -238,20 +239,25 @@ std::optional<RichFrames> rich_frames(const std::vector<std::string>& lines, siz
     if (row.empty() || code || locals) {
       end_location();
     } else {
-      if (!location_rows.empty() && !last_row_full) location_rows += ' ';
-      if (!location_spaced.empty()) location_spaced += ' ';
+      if (!location_rows.empty() && (!last_row_full || lead_space)) location_rows += ' ';
       location_rows += row;
-      location_spaced += row;
       last_row_full = full;
       continue;
     }
     // The row that ran is marked with ❱; rich draws indent guides (│) inside the code.
     if (out.frames.empty() || !row.starts_with(kRichArrow)) continue;
     if (auto c = regex_search(code_row, row); c && matched((*c)[3])) {
-      std::string code_text((*c)[3]);
-      for (size_t at; (at = code_text.find(kBoxSide)) != std::string::npos;) code_text.erase(at, kBoxSide.size());
-      const size_t start = code_text.find_first_not_of(' ');
-      if (start != std::string::npos) out.frames.back().code = code_text.substr(start);
+      // The indent guides before the code, then the code up to a box beside it (show_locals puts
+      // its table to the right of the code in a wide box).
+      std::string_view code_text = (*c)[3];
+      while (true) {
+        code_text.remove_prefix(std::min(code_text.size(), code_text.find_first_not_of(' ')));
+        if (!code_text.starts_with(kBoxSide)) break;
+        code_text.remove_prefix(kBoxSide.size());
+      }
+      for (std::string_view side : {kBoxSide, kBoxTopLeft, kBoxBottomLeft}) code_text = code_text.substr(0, code_text.find(side));
+      while (!code_text.empty() && code_text.back() == ' ') code_text.remove_suffix(1);
+      if (!code_text.empty()) out.frames.back().code = std::string(code_text);
     }
   }
   return std::nullopt;   // a box never closed: not a traceback to trust

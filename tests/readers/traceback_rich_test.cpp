@@ -97,6 +97,33 @@ TEST(TracebackRich, FoldedPathsAreReadWhole) {
   EXPECT_EQ(tb.frames[2].function, "step");
 }
 
+// Real Rich output (tests/fixtures/explain/rich/README.md): at every width the three frames are
+// read whole, the code of the row that ran as far as Rich prints it.
+TEST(TracebackRich, RealRichOutputAtSeveralWidths) {
+  const std::string dir = "/tmp/qa-round2/rich/src/";
+  for (const char* fixture : {"folded_w45.log", "folded_w86.log", "locals_beside_w126.log"}) {
+    SCOPED_TRACE(fixture);
+    const ScanResult r = scan_text(testing::read_file(testing::fixture_path(std::string("explain/rich/") + fixture)));
+    ASSERT_EQ(r.events.size(), 1u);
+    ASSERT_TRUE(r.events[0].traceback);
+    const Traceback& tb = *r.events[0].traceback;
+    ASSERT_EQ(tb.frames.size(), 3u);
+    EXPECT_EQ(tb.frames[0].file, dir + "short/train.py");
+    EXPECT_EQ(tb.frames[0].line, 6u);
+    EXPECT_EQ(tb.frames[0].function, "main");
+    EXPECT_TRUE(tb.frames[0].code.starts_with("return forward_pass_with_a_very_l"));
+    EXPECT_EQ(tb.frames[1].file, dir + "very_long_project_directory_name_for_testing/another_really_long_subdirectory/"
+                                       "models/transformer_block_implementation_with_long_name.py");
+    EXPECT_EQ(tb.frames[1].line, 4u);
+    EXPECT_EQ(tb.frames[1].function, "forward_pass_with_a_very_long_function_name_for_wrapping");
+    EXPECT_EQ(tb.frames[1].code, "return attn(x, hidden_states)");   // not the locals table beside it
+    EXPECT_EQ(tb.frames[2].file, dir + "pkg/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z/aa/bb/cc/dd/attention.py");
+    EXPECT_EQ(tb.frames[2].line, 7u);
+    EXPECT_EQ(tb.frames[2].function, "attn");
+    EXPECT_EQ(tb.frames[2].code, "raise OutOfMemoryError(MSG)");
+  }
+}
+
 // show_locals draws a table inside the box; its own bottom row does not close the traceback.
 TEST(TracebackRich, LocalsTablesInsideTheBox) {
   std::string with_locals = kRich;
