@@ -884,10 +884,11 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     if (start == decoded->size()) return true;   // no (further) string of the record holds a keyword
     json_start = start;
     json_strings = decoded->size();
+    std::vector<CleanLine> above;   // the record's lines before the keyword
     for (size_t i = 0; i < decoded->size(); ++i) {
       CleanLine c = clean_line((*decoded)[i]);
       if (i < start) {
-        json_above.push_back(std::move(c.text));
+        above.push_back(std::move(c));
         continue;
       }
       prefix_programs.push_back(application_from_prefix(c));
@@ -896,6 +897,10 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       end_numbers.push_back(line_number);
       end_segments.push_back(0);
       if (!rank) rank = c.rank;
+    }
+    // Ranks' lines merged into one record: the traceback is the message's own rank's.
+    for (CleanLine& c : above) {
+      if (!rank || !c.rank || c.rank == rank) json_above.push_back(std::move(c.text));
     }
   }
   // The lines after it (after a JSON record: the next few records, their messages: a logger

@@ -396,6 +396,26 @@ TEST(ContainerLogs, AMessageFoldedOverJsonRecordsReadsAsThePlainLog) {
   }
 }
 
+// Ranks' lines merged into one record: each error takes its own rank's traceback, as in the plain log.
+TEST(ContainerLogs, ARecordOfSeveralRanksGivesEachItsOwnTraceback) {
+  const std::string message = kPlainLines.back().substr(kPlainLines.back().find("CUDA out of memory"));
+  const std::string all = "[rank3]: Traceback (most recent call last):\n"
+                          "[rank3]:   File \"/app/train.py\", line 40, in main\n"
+                          "[rank3]:     loss.backward()\n"
+                          "[rank3]: torch.OutOfMemoryError: " + message + "\n"
+                          "[rank1]: torch.OutOfMemoryError: " + message + "\n";
+  for (const std::string& log : {all, nlohmann::json{{"log", all}, {"stream", "stderr"}}.dump() + "\n"}) {
+    const ScanResult scan = scan_text(log);
+    ASSERT_EQ(scan.events.size(), 2u);
+    EXPECT_EQ(scan.events[0].rank, 3);
+    ASSERT_TRUE(scan.events[0].traceback);
+    ASSERT_EQ(scan.events[0].traceback->frames.size(), 1u);
+    EXPECT_EQ(scan.events[0].traceback->frames[0].function, "main");
+    EXPECT_EQ(scan.events[1].rank, 1);
+    EXPECT_TRUE(!scan.events[1].traceback || scan.events[1].traceback->frames.empty());
+  }
+}
+
 // Records inside another log (after a launcher's prefix, or below plain lines) are unwrapped line
 // by line.
 TEST(ContainerLogs, CleanLineUnwrapsOneRecord) {
