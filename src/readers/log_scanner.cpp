@@ -908,7 +908,10 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   {
     uint64_t n = line_number;
     const size_t last = from_json ? std::min(segments.size(), 1 + kJsonRecordsAfter) : segments.size();
-    for (size_t i = from_json ? 1 : 0; i < last; ++i) {
+    // After a JSON record the next records' messages may hold many lines each (a traceback
+    // apiece): the window stops at the lines and bytes a plain window holds.
+    size_t json_bytes = 0;
+    for (size_t i = from_json ? 1 : 0; i < last && !(from_json && (lines.size() >= kWindowLines || json_bytes > kWindowBytes)); ++i) {
       if (i > 0) {
         n += count_newlines(buf.data() + segments[i - 1].end, segments[i].start - segments[i - 1].end);
       }
@@ -928,6 +931,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       for (size_t from = 0;;) {
         const size_t nl = from_json ? c.text.find('\n', from) : std::string::npos;
         lines.push_back(c.text.substr(from, nl == std::string::npos ? std::string::npos : nl - from));
+        json_bytes += lines.back().size();
         prefix_programs.push_back(program);
         line_numbers.push_back(n);
         end_numbers.push_back(n);
