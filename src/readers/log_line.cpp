@@ -337,12 +337,19 @@ CleanLine clean_line(std::string_view raw) {
     if (guard == 0 && strip_srun_label(s, result.rank)) continue;
     if (strip_process_tag(s, result.rank, result.rank_is_worker, result.process_tag)) continue;
     if (strip_compose_prefix(s)) continue;
-    if (strip_timestamp(s)) continue;
+    if (strip_timestamp(s)) {
+      result.log_record = true;
+      continue;
+    }
     s = before;
     break;
   }
   result.text = std::string(s);
   result.logger_prefix = strip_logger_prefix(result.text).size() != result.text.size();
+  // glog's header, as torchrun's own warnings print it: "W0501 10:00:05.123000 1234 api.py:897] ".
+  const bool glog = result.text.size() > 14 && std::string_view("IWEF").find(result.text[0]) != std::string_view::npos &&
+                    has_shape(result.text, 1, "0000 00:00:00");
+  result.log_record = result.log_record || result.logger_prefix || glog;
   return result;
 }
 

@@ -21,6 +21,9 @@ struct CleanLine {
   std::string process_tag;
   // `text` starts with a "LEVEL MM-DD HH:MM:SS [file.py:N] " logging prefix (strip_logger_prefix).
   bool logger_prefix = false;
+  // The line starts a logger's record: a timestamp, that prefix, or glog's "W0501 10:00:05.123 ..."
+  // (no wrapped line of another message).
+  bool log_record = false;
   // The raw line is a JSON-lines record other than a container runtime's: a JSON logger's
   // ({"msg": ...} / {"message": ...}: `text` is its message) or any other object. json_record_lines()
   // gives all its strings (a traceback may sit in another field).

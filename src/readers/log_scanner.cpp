@@ -922,8 +922,9 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         rank_is_worker = c.rank_is_worker;
       }
       // Ranks printing at once interleave their lines ("[rank0]: ..." / "[rank1]: ..."): a message
-      // continues on its own rank's lines only.
-      if (i > 0 && rank && c.rank && c.rank != rank) {
+      // continues on its own rank's lines only, and on lines without a prefix (a terminal's wrap)
+      // unless they start a logger's record (the launcher's own warning between a rank's lines).
+      if (i > 0 && rank && ((c.rank && c.rank != rank) || (!c.rank && c.log_record))) {
         other_rank[i] = true;
         continue;
       }

@@ -352,6 +352,29 @@ TEST_P(SixteenRanks, InterleavedKeepTheirOwnFigures) {
   EXPECT_EQ(scan.events[3].bytes("reserved_unallocated"), 4187593114u);   // 3.90 GiB, rounded
 }
 
+// torchrun's own warning (glog's header, no rank prefix) between a rank's wrapped lines is no
+// part of the message; a line without a prefix that starts no record (a terminal's wrap) still is.
+TEST(WrappedMessage, ALaunchersLineBetweenARanksLines) {
+  const std::string folded = fold(kMessage2x, 60, true);
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < folded.size();) {
+    const size_t nl = folded.find('\n', at);
+    lines.push_back("[rank0]: " + folded.substr(at, nl - at));
+    at = nl + 1;
+  }
+  lines.insert(lines.begin() + 1, "W0501 10:00:05.123000 1234 torch/distributed/elastic/multiprocessing/api.py:897] "
+                                  "Sending process 1235 closing signal SIGTERM");
+  std::string log;
+  for (const auto& l : lines) log += l + "\n";
+  const OomEvent one_line = scan_text(kMessage2x + "\n").events.at(0);
+  const ScanResult scan = scan_text(log);
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].rank, 0);
+  EXPECT_EQ(scan.events[0].line, 1u);
+  EXPECT_EQ(scan.events[0].end_line, static_cast<uint64_t>(lines.size()));
+  expect_same_event(scan.events[0], one_line, "launcher line");
+}
+
 // A line of another rank inside one rank's message (a warning printed meanwhile) is left out of it,
 // and is read on its own afterwards.
 TEST(WrappedMessage, AnotherRanksLineInsideAMessage) {
