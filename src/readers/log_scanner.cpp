@@ -793,8 +793,19 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     // most of its time reading the ones it would drop); only a print of the last event kept is
     // read, as the repeat it may be.
     if (triggered && !repeats_last && result.events.size() >= options.max_events) {
-      result.events_truncated = true;
-      ++result.messages_beyond_cap;
+      // A JSON record counts each of its lines that holds a trigger, as the plain lines would (one
+      // whose first messages were read before the cap, from the string after them).
+      uint64_t message_lines = 1;
+      if (!whole) {
+        if (auto decoded = json_record_lines(raw)) {
+          const size_t done = json_record_at == base + ls ? std::min(json_strings_done, decoded->size()) : 0;
+          message_lines = static_cast<uint64_t>(std::count_if(decoded->begin() + static_cast<std::ptrdiff_t>(done), decoded->end(),
+                                                              [](const std::string& l) { return any_format_triggered(clean_line(l).text); }));
+          if (done == 0) message_lines = std::max<uint64_t>(message_lines, 1);
+        }
+      }
+      if (message_lines > 0) result.events_truncated = true;
+      result.messages_beyond_cap += message_lines;
       quick_repeat_index = kNoQuickRepeat;   // a message came between: no later line repeats the last
       consumed_until = base + end;
       *resume = end;

@@ -416,6 +416,27 @@ TEST(ContainerLogs, ARecordOfSeveralRanksGivesEachItsOwnTraceback) {
   }
 }
 
+// Past the event cap, a JSON record is counted for each of its lines that holds a message, as the
+// plain lines are.
+TEST(ContainerLogs, PastTheCapARecordCountsEachMessageLine) {
+  std::string plain_log, json_log;
+  for (int i = 0; i < 3; ++i) {
+    const std::string two = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate " + std::to_string(i + 1) +
+                            ".00 GiB.\nggml_backend_cuda_buffer_type_alloc_buffer: allocating " + std::to_string(i + 1) +
+                            "024.00 MiB on device 1: cudaMalloc failed: out of memory\n";
+    plain_log += two;
+    json_log += nlohmann::json{{"message", two}}.dump() + "\n";
+  }
+  ScanOptions options;
+  options.max_events = 2;
+  for (const std::string& log : {plain_log, json_log}) {
+    const ScanResult scan = scan_text(log, options);
+    EXPECT_EQ(scan.events.size(), 2u);
+    EXPECT_TRUE(scan.events_truncated);
+    EXPECT_EQ(scan.messages_beyond_cap, 4u);
+  }
+}
+
 // Records inside another log (after a launcher's prefix, or below plain lines) are unwrapped line
 // by line.
 TEST(ContainerLogs, CleanLineUnwrapsOneRecord) {
