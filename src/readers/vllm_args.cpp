@@ -22,7 +22,7 @@ namespace {
 // Flags that take no value. Knowing them keeps `--trust-remote-code MODEL` from eating MODEL.
 const std::set<std::string>& boolean_flags() {
   static const std::set<std::string> kFlags = {
-      "enforce-eager", "enable-prefix-caching", "no-enable-prefix-caching",
+      "enforce-eager", "no-enforce-eager", "enable-prefix-caching", "no-enable-prefix-caching",
       "enable-chunked-prefill", "no-enable-chunked-prefill", "enable-lora", "fully-sharded-loras",
       "trust-remote-code", "disable-log-requests", "disable-log-stats", "enable-log-requests",
       "disable-custom-all-reduce", "enable-auto-tool-choice", "enable-expert-parallel",
@@ -349,8 +349,9 @@ Status apply_flag(const std::string& name, const std::optional<std::string>& val
     auto v = need();
     if (!v) return v.error();
     config.quantization = *v;
-  } else if (name == "enforce-eager") {
-    config.enforce_eager = bool_value();
+  } else if (name == "enforce-eager" || name == "no-enforce-eager") {
+    // A bool field of vLLM's ModelConfig: argparse's BooleanOptionalAction gives it a --no- form.
+    config.enforce_eager = name == "enforce-eager" && bool_value();
   } else if (name == "enable-prefix-caching" || name == "no-enable-prefix-caching") {
     config.enable_prefix_caching = (name == "enable-prefix-caching") && bool_value();
   } else if (name == "enable-chunked-prefill" || name == "no-enable-chunked-prefill") {

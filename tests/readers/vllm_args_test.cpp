@@ -207,6 +207,13 @@ TEST(VllmArgs, RopeScalingOverridesAreRead) {
   EXPECT_EQ(bad.not_modeled, (std::vector<std::string>{"--rope-scaling yarn"}));
 }
 
+// vLLM's bool fields take a --no- form (argparse's BooleanOptionalAction): the last one wins.
+TEST(VllmArgs, NoEnforceEagerTurnsItOff) {
+  EXPECT_FALSE(parse_ok({"vllm", "serve", "m", "--no-enforce-eager"}).enforce_eager);
+  EXPECT_FALSE(parse_ok({"vllm", "serve", "m", "--enforce-eager", "--no-enforce-eager"}).enforce_eager);
+  EXPECT_TRUE(parse_ok({"vllm", "serve", "m", "--no-enforce-eager", "--enforce-eager"}).enforce_eager);
+}
+
 TEST(VllmArgs, UnmodeledFlagsAreListedApart) {
   ServeConfig c = parse_ok({"vllm", "serve", "m", "--enable-lora", "--max-lora-rank", "16",
                             "--swap-space", "8", "--served-model-name", "x"});
