@@ -436,11 +436,12 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     for (const GpuSpec& gpu : gpu_catalog()) {
       // vLLM needs compute capability 7.0+: Pascal cards are no answer. A bigger card holds more by
       // nvidia-smi's figure and by CUDA's (the catalog knows CUDA's for some cards only: an A5000's
-      // nvidia-smi 23.99 GiB is no more than a 4090's 23.99, though above its CUDA 23.65).
+      // nvidia-smi 23.99 GiB is no more than a 4090's 23.99, though above its CUDA 23.65; an A30's
+      // nvidia-smi 24.00 GiB may be below it by CUDA's, unknown).
       const uint64_t smi_now = inputs.target.nvidia_smi_total_bytes ? inputs.target.nvidia_smi_total_bytes
                                                                     : inputs.target.total_bytes;
       if (gpu.vendor == "nvidia" && gpu.architecture != "Pascal" && gpu.total_bytes > smi_now &&
-          serve_target(gpu).total_bytes > inputs.target.total_bytes) {
+          cuda_total_at_least(gpu) > inputs.target.total_bytes) {
         gpus.push_back(&gpu);
       }
     }

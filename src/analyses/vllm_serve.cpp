@@ -213,6 +213,15 @@ uint64_t vllm_derived_max_model_len(const ModelSpec& model, std::optional<uint64
   return static_cast<uint64_t>(std::min(static_cast<double>(derived) * model.rope_scaling_factor, 4294967296.0));
 }
 
+// CUDA's total sits below nvidia-smi's by the driver's reserve: 0.3-0.9 GiB on the cards the
+// catalog has both figures for.
+constexpr uint64_t kCudaTotalGapMax = kGiB * 9 / 10;
+
+uint64_t cuda_total_at_least(const GpuSpec& gpu) {
+  if (gpu.cuda_total_bytes) return *gpu.cuda_total_bytes;
+  return gpu.total_bytes > kCudaTotalGapMax ? gpu.total_bytes - kCudaTotalGapMax : 0;
+}
+
 ServeTarget serve_target(const GpuSpec& gpu) {
   ServeTarget t;
   t.name = gpu.name;

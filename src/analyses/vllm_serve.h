@@ -35,6 +35,9 @@ struct ServeTarget {
 };
 // From a catalog entry: its CUDA-visible total when known, else nvidia-smi's total.
 ServeTarget serve_target(const GpuSpec& gpu);
+// The least total CUDA reports for `gpu`: the catalog's CUDA figure, or nvidia-smi's less the
+// widest usual gap (0.9 GiB). For deciding that a card holds more than another.
+uint64_t cuda_total_at_least(const GpuSpec& gpu);
 // From --memory SIZE (taken as CUDA's total, as vLLM logs it).
 ServeTarget serve_target_memory(uint64_t total_bytes);
 

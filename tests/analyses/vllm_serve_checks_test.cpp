@@ -348,6 +348,21 @@ TEST(VllmServeQa3, ABiggerGpuHoldsMoreByBothTotals) {
   for (const ServeFix& fix : report->fixes) {
     EXPECT_EQ(fix.flag.find("A5000"), std::string::npos) << fix.flag;   // 24 GB as well
   }
+  // The A30's CUDA total is unknown: its nvidia-smi 24.00 GiB less the widest usual gap is below
+  // the 4090's CUDA 23.65 GiB, so it is no bigger GPU for this launch (it fit only on that 0.35 GiB).
+  auto sized = analyze_serve(on_gpu({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "16384",
+                                     "--kv-cache-memory-bytes", "7.4g"}, "4090"));
+  ASSERT_TRUE(sized.ok());
+  bool bigger = false;
+  for (const ServeFix& fix : sized->fixes) {
+    EXPECT_EQ(fix.flag.find("A30"), std::string::npos) << fix.flag;
+    if (fix.id == "bigger_gpu") {
+      bigger = true;
+      EXPECT_EQ(fix.flag, "--gpu \"Tesla V100 SXM2 32GB\"");
+      EXPECT_TRUE(fix.fits);
+    }
+  }
+  EXPECT_TRUE(bigger);
 }
 
 TEST(VllmServeQa3, AutoFitNeedsV012) {
