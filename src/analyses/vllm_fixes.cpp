@@ -168,8 +168,11 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     }
   }
   //    c. A KV cache sized outright (--kv-cache-memory-bytes, --num-gpu-blocks-override) that the
-  //       card cannot hold: the most it holds, or the budget's own sizing.
-  if (base.error && (base.error->kind == "kv_cache_oom" || base.error->kind == "sampler_warmup_oom")) {
+  //       card cannot hold: the most it holds, or the budget's own sizing. It may fail at its own
+  //       allocation, at the sampler's warm-up or at the graph capture after it.
+  const bool kv_sized_outright = inputs.config.kv_cache_memory_bytes || inputs.config.num_gpu_blocks_override;
+  if (base.error && (base.error->kind == "kv_cache_oom" || base.error->kind == "sampler_warmup_oom" ||
+                     (base.error->kind == "graph_capture_oom" && kv_sized_outright))) {
     const ServeConfig& c = inputs.config;
     uint64_t reserve = base.context_bytes + base.weights.bytes + base.non_torch.bytes + kGiB / 4 +
                        (s.enforce_eager ? 0 : base.cuda_graphs.bytes);

@@ -365,6 +365,21 @@ TEST(VllmServeQa3, ABiggerGpuHoldsMoreByBothTotals) {
   EXPECT_TRUE(bigger);
 }
 
+// A KV cache sized outright that leaves no room for the graph capture gets the same fixes as one
+// that fails at its own allocation: the most the card holds, then dropping the flag.
+TEST(VllmServeQa3, AKvCacheSizedOutrightThatStarvesTheGraphsIsShrunkFirst) {
+  auto report = analyze_serve(on_gpu({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "16384",
+                                      "--num-gpu-blocks-override", "3700"}, "4090"));
+  ASSERT_TRUE(report.ok());
+  ASSERT_TRUE(report->prediction.error);
+  EXPECT_EQ(report->prediction.error->kind, "graph_capture_oom");
+  ASSERT_GE(report->fixes.size(), 2u);
+  EXPECT_EQ(report->fixes[0].flag, "--num-gpu-blocks-override 3233");
+  EXPECT_TRUE(report->fixes[0].fits);
+  EXPECT_EQ(report->fixes[0].kv_tokens, 51728u);
+  EXPECT_EQ(report->fixes[1].flag, "drop --num-gpu-blocks-override");
+}
+
 TEST(VllmServeQa3, AutoFitNeedsV012) {
   EXPECT_EQ(error_of(on_gpu({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "-1"}, "4090", "0.8.5")),
             "--max-model-len auto/-1: vLLM 0.8.5 has no auto-fit (it came in v0.12.0, vllm-project/vllm#29431); give "
