@@ -10,6 +10,7 @@
 #include "analyses/fix_catalog.h"
 #include "analyses/vllm_serve.h"
 #include "core/units.h"
+#include "model/gpu.h"
 #include "readers/gpu_catalog.h"
 
 namespace oomdoc {
@@ -325,9 +326,11 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     }
     // A 4-bit AWQ checkpoint of the same model (the Hub's "-AWQ" repositories): the model as such a
     // checkpoint's config describes it (4 bits, groups of 128), the launch otherwise unchanged;
-    // vLLM reads the method from the checkpoint and picks its Marlin kernel.
+    // vLLM reads the method from the checkpoint and picks its Marlin kernel. Below compute
+    // capability 7.5 (V100) AWQ's kernels are refused and GPTQ's (6.0) run: a GPTQ one, same size.
     ServeInputs changed = inputs;
-    changed.model.quantization = "awq";
+    const int capability = min_compute_capability(inputs.target.architecture);
+    changed.model.quantization = capability > 0 && capability < 75 ? "gptq" : "awq";
     changed.model.quantization_bits = 4;
     changed.model.quantization_group_size = 128;
     changed.model.checkpoint_bytes = 0;
@@ -335,7 +338,8 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     // (Not every model has one on the Hub under a predictable name: none is named.)
     const std::string& id = inputs.config.model;
     add_if_fits("vllm_quantized_weights", changed,
-                fmt::format("a 4-bit AWQ or GPTQ checkpoint of {} (published separately)",
+                fmt::format("a 4-bit {} checkpoint of {} (published separately)",
+                            changed.model.quantization == "gptq" ? "GPTQ" : "AWQ or GPTQ",
                             id.substr(id.find_last_of('/') == std::string::npos ? 0 : id.find_last_of('/') + 1)),
                 "a different checkpoint; some accuracy loss");
   }

@@ -380,6 +380,22 @@ TEST(VllmServeQa3, AKvCacheSizedOutrightThatStarvesTheGraphsIsShrunkFirst) {
   EXPECT_EQ(report->fixes[1].flag, "drop --num-gpu-blocks-override");
 }
 
+// On a V100 (compute capability 7.0) AWQ's kernels are refused: the 4-bit checkpoint offered is a
+// GPTQ one, which runs there (6.0) and is sized alike.
+TEST(VllmServeQa3, AFourBitCheckpointOnAV100IsGptq) {
+  auto report = analyze_serve(on_gpu({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "4096"}, "v100"));
+  ASSERT_TRUE(report.ok());
+  bool offered = false;
+  for (const ServeFix& fix : report->fixes) {
+    if (fix.id != "vllm_quantized_weights") continue;
+    offered = true;
+    EXPECT_EQ(fix.flag, "a 4-bit GPTQ checkpoint of llama-3.1-8b (published separately)");
+    EXPECT_TRUE(fix.fits);
+    EXPECT_EQ(fix.kv_tokens, 61808u);
+  }
+  EXPECT_TRUE(offered);
+}
+
 TEST(VllmServeQa3, AutoFitNeedsV012) {
   EXPECT_EQ(error_of(on_gpu({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "-1"}, "4090", "0.8.5")),
             "--max-model-len auto/-1: vLLM 0.8.5 has no auto-fit (it came in v0.12.0, vllm-project/vllm#29431); give "
