@@ -224,6 +224,14 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   const bool offloads_optimizer = std::find(job.offload.begin(), job.offload.end(), "optimizer") != job.offload.end();
   p.parallelism = job.parallelism.value_or(offloads_optimizer ? "zero2" : "ddp");
   if (!job.parallelism && offloads_optimizer) assume("parallelism: zero2 (offload optimizer is ZeRO-Offload's; not given)");
+  // DeepSpeed's ZeRO optimizers keep fp32 partitions of the parameters they step whatever the
+  // 16-bit mode ("bf16"/"fp16" enabled in its config: stage_1_and_2.py's single_partition_of_fp32_groups,
+  // stage3.py's fp32_partitioned_groups_flat): pure 16-bit training does not exist there.
+  if (p.training && p.parallelism.rfind("zero", 0) == 0 && (p.precision == "bf16" || p.precision == "fp16")) {
+    p.precision += "_mixed";
+    p.mixed = true;
+    assume("precision: " + p.precision + " (DeepSpeed ZeRO keeps fp32 master partitions; pure 16-bit is not an option there)");
+  }
   const bool sharded = p.parallelism != "ddp" && job.num_gpus.value_or(1) > 1;
   // Mixed precision is autocast over fp32 parameters on one GPU or DDP; sharded engines
   // (FSDP MixedPrecision, DeepSpeed bf16/fp16) compute on 16-bit copies of the parameters, so

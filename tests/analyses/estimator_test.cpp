@@ -239,6 +239,29 @@ TEST(Estimator, ZeroThreeStepsOneSubGroupAtATime) {
             "6.74B trainable x 2 B, sharded over 2 + fp32 gradients of one 1e9-element sub-group (ZeRO-3)");
 }
 
+// DeepSpeed's ZeRO optimizers keep fp32 partitions in any 16-bit mode: a pure-bf16 job under ZeRO
+// is sized as bf16_mixed (the master copy is there), and says so.
+TEST(Estimator, PureSixteenBitUnderZeroKeepsFp32Masters) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16";
+  job.optimizer = "adamw";
+  job.micro_batch_size = 1;
+  job.seq_len = 256;
+  job.num_gpus = 2;
+  job.parallelism = "zero2";
+  auto pure = estimate_memory(llama2_7b(), job);
+  job.precision = "bf16_mixed";
+  auto mixed = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(pure && mixed);
+  EXPECT_EQ(pure->device_used_bytes, mixed->device_used_bytes);
+  const uint64_t n = 6738415616ull;
+  EXPECT_EQ(*component(*pure, "master_weights"), n * 4 / 2);
+  EXPECT_NE(std::find(pure->assumptions.begin(), pure->assumptions.end(),
+                      "precision: bf16_mixed (DeepSpeed ZeRO keeps fp32 master partitions; pure 16-bit is not an option there)"),
+            pure->assumptions.end());
+}
+
 // Llama-2-7B: 6,738,415,616 parameters, of which the embedding and the untied output head are
 // 32000 x 4096 = 131,072,000 each; 6,476,271,616 in the 32 blocks.
 TEST(Estimator, PipelineStageHoldsItsBlocksPlusTheEmbedding) {
