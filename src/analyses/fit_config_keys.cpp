@@ -111,6 +111,9 @@ std::vector<FitSetting> llama_factory_keys(const FitSetting& s) {
   } else if (t == "from_pretrained") {
     if (n == "attn_implementation" && v == "flash_attention_2") return {key("flash_attn", "fa2")};
     if (n == "attn_implementation" && v == "sdpa") return {key("flash_attn", "sdpa")};
+    // LLaMA-Factory loads the model in its compute dtype and upcasts the trainable weights to fp32
+    // (cast_trainable_params_to_fp32) unless pure_bf16: bf16 weights are that key.
+    if (n == "torch_dtype" && v == "bfloat16") return {key("pure_bf16", "true")};
   }
   return {s};
 }

@@ -45,6 +45,9 @@ TEST(FitConfigKeys, LlamaFactoryKeys) {
             std::vector<std::string>{"LLaMA-Factory YAML disable_gradient_checkpointing: false"});
   EXPECT_EQ(keys({"from_pretrained", "attn_implementation", "\"flash_attention_2\""}, lf),
             std::vector<std::string>{"LLaMA-Factory YAML flash_attn: fa2"});
+  // bf16 weights: LLaMA-Factory upcasts trainable weights to fp32 unless pure_bf16.
+  EXPECT_EQ(keys({"from_pretrained", "torch_dtype", "torch.bfloat16"}, lf),
+            std::vector<std::string>{"LLaMA-Factory YAML pure_bf16: true"});
   // A TrainingArguments dump keeps Hugging Face's names.
   EXPECT_EQ(keys({"SFTConfig", "max_length", "2048"}, TrainingConfigFormat::kHfTrainingArguments),
             std::vector<std::string>{"SFTConfig max_length: 2048"});
