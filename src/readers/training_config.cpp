@@ -1204,6 +1204,38 @@ std::string_view training_config_format_name(TrainingConfigFormat format) {
   return "unknown";
 }
 
+// The top-level map with YAML's merge keys applied, as PyYAML's safe_load applies them (Axolotl
+// and LLaMA-Factory read their configs so; yaml-cpp leaves "<<" as a key): `<<: *defaults` or
+// `<<: [*a, *b]` adds the keys the map does not set itself, the earlier source first.
+YAML::Node with_merge_keys(const YAML::Node& root) {
+  bool any = false;
+  for (const auto& item : root) any = any || (item.first.IsScalar() && item.first.Scalar() == "<<");
+  if (!any) return root;
+  YAML::Node merged(YAML::NodeType::Map);
+  std::set<std::string> have;
+  for (const auto& item : root) {
+    if (item.first.IsScalar() && item.first.Scalar() == "<<") continue;
+    merged.force_insert(item.first, item.second);
+    if (item.first.IsScalar()) have.insert(item.first.Scalar());
+  }
+  for (const auto& item : root) {
+    if (!item.first.IsScalar() || item.first.Scalar() != "<<") continue;
+    std::vector<YAML::Node> sources;
+    if (item.second.IsMap()) sources.push_back(item.second);
+    if (item.second.IsSequence()) {
+      for (const auto& source : item.second) sources.push_back(source);
+    }
+    for (const YAML::Node& source : sources) {
+      if (!source.IsMap()) continue;
+      for (const auto& entry : source) {
+        if (!entry.first.IsScalar() || !have.insert(entry.first.Scalar()).second) continue;
+        merged.force_insert(entry.first, entry.second);
+      }
+    }
+  }
+  return merged;
+}
+
 Result<TrainingConfig> parse_training_config(std::string_view text, const std::string& display_name,
                                              const std::string& base_dir) {
   YAML::Node root;
@@ -1217,6 +1249,7 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
     return make_error(fmt::format("{}: not a training config (expected a map of settings at the "
                                   "top level)", display_name));
   }
+  root = with_merge_keys(root);
   auto format = detect_format(root);
   if (!format) {
     return make_error(fmt::format("{}: not a recognised training config (no Axolotl, "

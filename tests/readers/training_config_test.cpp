@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 
@@ -75,6 +77,20 @@ TEST(TrainingConfig, AxolotlFullFineTuneWithDeepSpeedNameAndUnknownKey) {
   ASSERT_EQ(config->warnings.size(), 2u);
   EXPECT_THAT(config->warnings[0], HasSubstr("line 27: deepspeed: 'deepspeed_configs/zero3_bf16_cpuoffload_all.json' was not found"));
   EXPECT_THAT(config->warnings[1], HasSubstr("axolotl_full_zero3.yml: line 28: unknown key 'my_custom_flag' ignored"));
+}
+
+// YAML merge keys, as PyYAML applies them: the map's own keys win, then the sources in order.
+TEST(TrainingConfig, MergeKeysAreApplied) {
+  auto config = parse_training_config("defaults: &defaults\n  micro_batch_size: 4\n  gradient_accumulation_steps: 2\n"
+                                      "base_model: mistralai/Mistral-7B-v0.1\nadapter: lora\nsequence_len: 2048\n"
+                                      "<<: [*defaults, {micro_batch_size: 16, lora_r: 32}]\ngradient_accumulation_steps: 8\n",
+                                      "ax.yml", "");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_EQ(config->job.micro_batch_size, 4u);    // the first source's
+  EXPECT_EQ(config->job.grad_accum_steps, 8u);    // the map's own
+  ASSERT_TRUE(config->job.lora);
+  EXPECT_EQ(config->job.lora->r, 32u);            // the second source's
+  EXPECT_EQ(std::count(config->unknown_keys.begin(), config->unknown_keys.end(), "<<"), 0);
 }
 
 TEST(TrainingConfig, LlamaFactoryLoraExample) {
