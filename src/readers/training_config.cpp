@@ -1250,6 +1250,15 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
                                   "top level)", display_name));
   }
   root = with_merge_keys(root);
+  // torchtune's recipes name Python classes to build ({_component_: torchtune.models...}): another
+  // trainer, whose keys (batch_size, enable_activation_checkpointing) would read as TrainingArguments'.
+  for (const auto& item : root) {
+    if (item.second.IsMap() && item.second["_component_"]) {
+      return make_error(fmt::format("{}: a torchtune recipe config ('{}' names a _component_), which oomdoc does not "
+                                    "read; give the job as flags or a --job file (docs/estimate.md)",
+                                    display_name, item.first.IsScalar() ? item.first.Scalar() : std::string("?")));
+    }
+  }
   auto format = detect_format(root);
   if (!format) {
     return make_error(fmt::format("{}: not a recognised training config (no Axolotl, "

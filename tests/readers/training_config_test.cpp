@@ -93,6 +93,17 @@ TEST(TrainingConfig, MergeKeysAreApplied) {
   EXPECT_EQ(std::count(config->unknown_keys.begin(), config->unknown_keys.end(), "<<"), 0);
 }
 
+// torchtune's recipe configs build Python components: refused, not read as TrainingArguments.
+TEST(TrainingConfig, TorchtuneRecipesAreRefused) {
+  auto config = parse_training_config("model:\n  _component_: torchtune.models.llama3.lora_llama3_8b\n  lora_rank: 8\n"
+                                      "batch_size: 2\ngradient_accumulation_steps: 8\ndtype: bf16\n"
+                                      "enable_activation_checkpointing: True\n", "8B_lora_single_device.yaml", "");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error().message,
+            "8B_lora_single_device.yaml: a torchtune recipe config ('model' names a _component_), which oomdoc does not "
+            "read; give the job as flags or a --job file (docs/estimate.md)");
+}
+
 TEST(TrainingConfig, LlamaFactoryLoraExample) {
   auto config = read_training_config(fixture_path("fit/llamafactory_llama3_lora_sft.yaml"));
   ASSERT_TRUE(config.ok()) << config.error().message;
