@@ -77,10 +77,11 @@ int run(EstimateOptions& o, CLI::App& app) {
     // Only estimate can stand in a parameter count for a model it cannot identify or does not
     // model; a malformed file is fixed in the file.
     if (!model && model.error().unknown_kind) {
-      return fail(model.error().message + "; or pass --params N (with --hidden-size and --layers) for a quick estimate");
+      return fail(model_error(*input, model.error().message) +
+                  "; or pass --params N (with --hidden-size and --layers) for a quick estimate");
     }
   }
-  if (!model) return fail(model.error().message);
+  if (!model) return fail(model_error(*input, model.error().message));
   auto est = estimate_memory(*model, *job);
   if (!est) return fail(est.error().message);
   if (o.json) {

@@ -116,7 +116,7 @@ int run_fit(const FitArgs& a) {
   }
 
   auto model = resolve_checkpoint_name(job.model);
-  if (!model) return fail(model.error().message);
+  if (!model) return fail(model_error(*input, model.error().message));
   auto report = fit_job(*model, job, options);
   if (!report) return fail(report.error().message);
   if (a.json && !card->note.empty()) {

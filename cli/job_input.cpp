@@ -135,7 +135,14 @@ Result<JobInput> read_job_input(const std::string& input, const std::string& mod
     out.job.group_size.reset();
   }
   if (!job_file.empty()) out.source = job_file;
+  // The model came from the file unless the command line named one.
+  out.model_from_file = (out.config || !job_file.empty()) && model_flag.empty() && model_override.empty() &&
+                        !flags.contains("model");
   return out;
+}
+
+std::string model_error(const JobInput& input, const std::string& message) {
+  return input.model_from_file ? input.source + ": " + message : message;   // (the message names the model)
 }
 
 }  // namespace oomdoc::cli

@@ -21,7 +21,11 @@ struct JobInput {
   Job job;
   std::optional<TrainingConfig> config;     // when the job came from a training config
   std::string source = kCommandLineSource;  // names the input in validation errors
+  bool model_from_file = false;             // the model is the one the config or job file names
 };
+
+// A model that cannot be read, named with the file that named it (the config, or the job file).
+std::string model_error(const JobInput& input, const std::string& message);
 
 // input: the positional argument (may be empty); model_flag: --model (may be empty); job_file:
 // --job (may be empty); flags: the job flags given, as job-file JSON (job_flags_json). The flags

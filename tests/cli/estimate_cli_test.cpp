@@ -200,6 +200,25 @@ TEST(EstimateCli, UnknownModelSuggestsParams) {
   EXPECT_EQ(r.err.substr(r.err.size() - hint.size()), hint);
 }
 
+// A model a training config names but oomdoc cannot find: the error names the config too; a model
+// the command line names instead is that one's error alone.
+TEST(EstimateCli, UnknownModelInAConfigNamesTheConfig) {
+  const auto dir = std::filesystem::temp_directory_path() / "oomdoc_estimate_unknown_in_config";
+  std::filesystem::create_directories(dir);
+  const std::string config = (dir / "qlora.yml").string();
+  std::ofstream(config) << "base_model: acme/no-such-model-xyz\nadapter: qlora\nload_in_4bit: true\nsequence_len: 2048\n";
+  auto r = run_cli({"estimate", config}, "", kEmptyCache);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("oomdoc: " + config + ": acme/no-such-model-xyz: not a file or folder", 0), 0u) << r.err;
+  auto fit = run_cli({"fit", config, "--gpu", "4090"}, "", kEmptyCache);
+  EXPECT_EQ(fit.exit_code, 2);
+  EXPECT_EQ(fit.err.rfind("oomdoc: " + config + ": acme/no-such-model-xyz: not a file or folder", 0), 0u) << fit.err;
+  auto named = run_cli({"estimate", config, "--model", "acme/other-xyz"}, "", kEmptyCache);
+  EXPECT_EQ(named.err.rfind("oomdoc: acme/other-xyz: not a file or folder", 0), 0u) << named.err;
+  std::filesystem::remove_all(dir);
+}
+
 // Tensor parallelism needs whole heads per rank; kv heads may instead be replicated (tp a multiple).
 TEST(EstimateCli, TensorParallelMustSplitTheHeads) {
   auto r = run_cli({"estimate", "--params", "7B", "--tp", "3"}, "", kEmptyCache);
