@@ -49,6 +49,8 @@ struct Reader {
   std::optional<std::string> stage;      // LLaMA-Factory stage (sft, pt, dpo, kto, rm, ppo)
   std::optional<std::string> pref_loss;  // LLaMA-Factory pref_loss (sigmoid, orpo, simpo, ...)
   bool dpo_keys = false;                  // a TRL DPOConfig's reference-model keys are present
+  // The optimizer a DeepSpeed config's "optimizer" block names (its "type"), as oomdoc sizes it.
+  std::optional<std::string> deepspeed_optimizer, deepspeed_optimizer_type;
 
   std::string where(const YAML::Node& node, std::string_view key) const {
     return fmt::format("{}: line {}: {}", display_name, node.Mark().line + 1, key);
@@ -546,6 +548,19 @@ Status set_disable_gc(const YAML::Node& n, std::string_view key, Reader& r) {
   return Ok{};
 }
 
+// A DeepSpeed config's "optimizer" block: DeepSpeed builds that optimizer itself and the Trainer
+// passes it none (transformers' integrations/deepspeed.py deepspeed_optim_sched), so the config's
+// `optim` has no effect. Adam, AdamW and their fused/CPU forms keep two fp32 states per parameter,
+// as DeepSpeed's 1-bit and 0/1 Adam and LAMB do; Lion one.
+void read_deepspeed_optimizer(const YAML::Node& ds, Reader& r) {
+  const YAML::Node optimizer = ds["optimizer"];
+  if (!optimizer || !optimizer.IsMap() || !optimizer["type"] || !optimizer["type"].IsScalar()) return;
+  const std::string type = optimizer["type"].Scalar();
+  const std::string t = to_lower(type);
+  r.deepspeed_optimizer_type = type;
+  r.deepspeed_optimizer = t == "lion" || t == "fusedlion" ? "lion" : "adamw";
+}
+
 // A DeepSpeed config: zero_optimization.stage and its offload_optimizer / offload_param devices.
 // A stage that is not 0 to 3 ("three", 5) is an error: DeepSpeed's config model refuses it too.
 Status apply_deepspeed_json(const YAML::Node& ds, const std::string& where, Reader& r) {
@@ -577,6 +592,7 @@ Status apply_deepspeed_json(const YAML::Node& ds, const std::string& where, Read
   };
   if (offloaded(zero["offload_optimizer"])) add_offload(r.out.job, "optimizer");
   if (offloaded(zero["offload_param"])) add_offload(r.out.job, "params");
+  read_deepspeed_optimizer(ds, r);
   return Ok{};
 }
 
@@ -1008,6 +1024,16 @@ std::optional<TrainingConfigFormat> detect_format(const YAML::Node& root) {
 // Decisions that need several keys at once.
 void resolve(Reader& r) {
   Job& job = r.out.job;
+  if (r.deepspeed_optimizer) {
+    if (job.optimizer && *job.optimizer != *r.deepspeed_optimizer) {
+      r.warn(fmt::format("{}: the DeepSpeed config's optimizer ({}) is the one that runs, not {} (the Trainer lets "
+                         "DeepSpeed build the optimizer its config names)", r.display_name, *r.deepspeed_optimizer_type,
+                         *job.optimizer));
+    }
+    job.optimizer = *r.deepspeed_optimizer;
+    r.out.framework_defaults.push_back(fmt::format("optimizer {}: the DeepSpeed config's \"optimizer\" block ({})",
+                                                   *r.deepspeed_optimizer, *r.deepspeed_optimizer_type));
+  }
   // TRL's defaults where the file is silent (trl/trainer/sft_config.py; DPO's and GRPO's configs
   // share them): max_length 1024 (max_seq_length before TRL 0.20 truncated to min(1024, the
   // tokenizer's limit)), and since TRL 0.20 gradient checkpointing (huggingface/trl#3510) and

@@ -492,6 +492,21 @@ TEST(TrainingConfig, ContradictorySettingsAreErrors) {
   EXPECT_EQ(three->job.parallelism, "zero3");
 }
 
+// A DeepSpeed config that names its optimizer: DeepSpeed builds that one, and `optim` has no effect.
+TEST(TrainingConfig, DeepSpeedsOptimizerBlockReplacesOptim) {
+  auto c = parse_training_config(R"({"per_device_train_batch_size": 1, "optim": "adamw_bnb_8bit", "bf16": true,
+      "deepspeed": {"zero_optimization": {"stage": 2}, "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}}})",
+                                 "args.json");
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->job.optimizer, "adamw");
+  EXPECT_EQ(c->job.parallelism, "zero2");
+  EXPECT_THAT(c->warnings.back(), HasSubstr("the DeepSpeed config's optimizer (AdamW) is the one that runs, not adamw_8bit"));
+  auto lion = parse_training_config(R"({"per_device_train_batch_size": 1, "deepspeed": {"zero_optimization": {"stage": 1},
+      "optimizer": {"type": "Lion"}}})", "args.json");
+  ASSERT_TRUE(lion.ok());
+  EXPECT_EQ(lion->job.optimizer, "lion");
+}
+
 // deepspeed: PATH is read when it is there; only a missing path falls back to reading its name.
 TEST(TrainingConfig, DeepSpeedFileThatIsNotAConfigIsAnError) {
   namespace fs = std::filesystem;
