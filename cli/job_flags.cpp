@@ -41,6 +41,7 @@ constexpr KeyHelp kCountKeys[] = {
     {"grad_accum_steps", "micro-batches per optimizer step"},
     {"seq_len", "tokens per sequence (training; the encoder's for T5)"},
     {"freeze_trainable_layers", "train_freeze: how many of the last blocks train (default 2, LLaMA-Factory's)"},
+    {"zero3_sub_group_size", "ZeRO-3: fp32 elements stepped at a time (DeepSpeed's sub_group_size; 0 = one parameter; default 1e9)"},
     {"target_len", "decoder tokens per sequence, encoder-decoder models (T5); default seq_len"},
     {"num_gpus", "GPUs in the job"},
     {"tp", "tensor-parallel degree"},

@@ -1274,6 +1274,29 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     b.add("master_weights", trainable * 4 / shard_mp / state_shards, "fp32 master copy (ZeRO)");
   }
 
+  // The largest trained tensor (elements): an embedding, the head or a Linear's weight in full
+  // fine-tuning, a LoRA factor otherwise.
+  auto largest_trained_param = [&]() {
+    double largest = p.task == "train_full" ? static_cast<double>(std::max(m.embedding_params, m.lm_head_params)) : 0;
+    for (const auto& l : linears) {
+      if (p.task == "train_full") largest = std::max(largest, static_cast<double>(l.in_features * l.out_features));
+      else if (p.use_lora && lora_targets(p, l)) largest = std::max(largest, static_cast<double>(p.lora.r * std::max(l.in_features, l.out_features)));
+    }
+    return std::min(trainable, largest);
+  };
+  // ZeRO-3 steps its fp32 partition one sub-group at a time: sub_group_size elements (DeepSpeed's
+  // _create_fp16_sub_groups gathers whole parameters up to it), or with 0 each parameter alone, the
+  // largest then being the biggest parameter's partition on this rank.
+  double zero3_sub_group = kZero3SubGroupParams;
+  if (job.zero3_sub_group_size) {
+    zero3_sub_group = *job.zero3_sub_group_size > 0 ? static_cast<double>(*job.zero3_sub_group_size)
+                                                    : largest_trained_param() / shard_mp / state_shards;
+  }
+  const std::string zero3_sub_group_text =
+      !job.zero3_sub_group_size ? std::string("one 1e9-element sub-group")
+      : *job.zero3_sub_group_size == 0 ? "the largest parameter's partition (sub_group_size 0: one parameter at a time)"
+                                       : fmt::format("one {}-element sub-group", *job.zero3_sub_group_size);
+
   // ---- gradients ----
   const bool fsdp_cpu_offload = p.training && p.offload_params && is_fsdp(p.parallelism);
   const double grad_dtype_bytes = p.use_lora ? p.adapter_bytes : p.grad_bytes;
@@ -1285,11 +1308,11 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     // 16-bit gradient partitions, and the fp32 gradients of the partition the optimizer steps:
     // all of it in ZeRO-1/2, one sub-group at a time in ZeRO-3.
     double fp32_partition = trainable / shard_mp / state_shards;
-    const bool by_sub_group = p.parallelism == "zero3" && fp32_partition > kZero3SubGroupParams;
-    if (by_sub_group) fp32_partition = kZero3SubGroupParams;
+    const bool by_sub_group = p.parallelism == "zero3" && fp32_partition > zero3_sub_group;
+    if (by_sub_group) fp32_partition = zero3_sub_group;
     grad_bytes = trainable * 2.0 / grad_shards / shard_mp + fp32_partition * 4;
     grad_detail = fmt::format("{} trainable x 2 B{} + fp32 gradients of {}{}", format_count(trainable), grad_split,
-                              by_sub_group ? "one 1e9-element sub-group (ZeRO-3)" : "the optimizer's partition",
+                              by_sub_group ? zero3_sub_group_text + " (ZeRO-3)" : "the optimizer's partition",
                               state_shards > 1 && !by_sub_group ? fmt::format(" (1/{})", state_shards) : "");
   } else {
     grad_bytes /= grad_shards;
@@ -1693,15 +1716,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
       step_temp = trainable * state_bytes / shard_mp / state_shards;
       // ZeRO-3 steps a client optimizer on one sub-group's flat fp32 partition at a time.
       if (deepspeed && p.parallelism == "zero3" && p.mixed) {
-        step_temp = std::min(step_temp, kZero3SubGroupParams * state_bytes);
+        step_temp = std::min(step_temp, zero3_sub_group * state_bytes);
       }
     } else if (p.optimizer_impl == "for_loop") {
-      double largest = p.task == "train_full" ? static_cast<double>(std::max(m.embedding_params, m.lm_head_params)) : 0;
-      for (const auto& l : linears) {
-        if (p.task == "train_full") largest = std::max(largest, static_cast<double>(l.in_features * l.out_features));
-        else if (p.use_lora && lora_targets(p, l)) largest = std::max(largest, static_cast<double>(p.lora.r * std::max(l.in_features, l.out_features)));
-      }
-      step_temp = std::min(trainable, largest) * state_bytes / shard_mp;
+      step_temp = largest_trained_param() * state_bytes / shard_mp;
     }
   }
   // transformers' Adafactor steps one parameter at a time in fp32 (Adafactor.step): the gradient
@@ -1709,19 +1727,14 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   // the factored estimate r_factor * c_factor made while that square is still referenced: two
   // fp32 tensors of the largest parameter, four when parameters and gradients are 16-bit.
   if (p.training && opt == "adafactor" && !p.fused_backward && !p.offload_optimizer && !fsdp_cpu_offload) {
-    double largest = p.task == "train_full" ? static_cast<double>(std::max(m.embedding_params, m.lm_head_params)) : 0;
-    for (const auto& l : linears) {
-      if (p.task == "train_full") largest = std::max(largest, static_cast<double>(l.in_features * l.out_features));
-      else if (p.use_lora && lora_targets(p, l)) largest = std::max(largest, static_cast<double>(p.lora.r * std::max(l.in_features, l.out_features)));
-    }
     const double trained_bytes = p.use_lora ? p.adapter_bytes : p.param_bytes;
     const double fp32_copies = 2 + (trained_bytes < 4 ? 2 : 0);
-    step_temp = std::min(trainable, largest) * 4 * fp32_copies / shard_mp;
+    step_temp = largest_trained_param() * 4 * fp32_copies / shard_mp;
     // Under ZeRO the "parameter" is the rank's whole flat fp32 partition (ZeRO-3: one sub-group at
     // a time): grad**2 + eps, then its rsqrt made while the square is referenced, two copies.
     if (deepspeed) {
       double partition = trainable / shard_mp / state_shards;
-      if (p.parallelism == "zero3") partition = std::min(partition, kZero3SubGroupParams);
+      if (p.parallelism == "zero3") partition = std::min(partition, zero3_sub_group);
       step_temp = partition * 4 * 2;
     }
   }

@@ -60,6 +60,9 @@ struct Job {
   std::optional<uint64_t> pp;
   std::optional<uint64_t> cp;
   std::vector<std::string> offload;         // optimizer, params, activations
+  // DeepSpeed ZeRO-3's zero_optimization.sub_group_size: the fp32 elements it steps at a time
+  // (0: each parameter alone). Unset: DeepSpeed's default, 1e9.
+  std::optional<uint64_t> zero3_sub_group_size;
   std::optional<std::string> loss_impl;     // standard, chunked, fused_linear
   // The training objective: sft (unset), or a preference objective as TRL's trainers run it:
   // dpo, ipo, orpo, simpo, cpo and reward run chosen and rejected as one batch of twice the

@@ -156,6 +156,7 @@ Status visit_scalar_fields(Job& job, Fields& f) {
   TRY(f.text("optimizer_impl", job.optimizer_impl, &kOptimizerImpl));
   TRY(f.text("adapter_dtype", job.adapter_dtype, &kAdapterDtype));
   TRY(f.count("freeze_trainable_layers", job.freeze_trainable_layers));
+  TRY(f.count("zero3_sub_group_size", job.zero3_sub_group_size, /*allow_zero=*/true));
   TRY(f.text("kbit_upcast", job.kbit_upcast, &kKbitUpcast));
   TRY(f.text("kernels", job.kernels, &kKernels));
   TRY(f.flag("bnb_saves_input", job.bnb_saves_input));

@@ -592,6 +592,13 @@ Status apply_deepspeed_json(const YAML::Node& ds, const std::string& where, Read
   };
   if (offloaded(zero["offload_optimizer"])) add_offload(r.out.job, "optimizer");
   if (offloaded(zero["offload_param"])) add_offload(r.out.job, "params");
+  // ZeRO-3 steps its fp32 partition sub-group by sub-group (Axolotl's stock zero3 configs set 0:
+  // each parameter alone); "auto" and other words leave DeepSpeed's default.
+  if (stage == 3 && zero["sub_group_size"] && zero["sub_group_size"].IsScalar()) {
+    if (auto n = parse_decimal<double>(zero["sub_group_size"].Scalar()); n && *n >= 0 && *n < 1e15) {
+      r.out.job.zero3_sub_group_size = static_cast<uint64_t>(*n);
+    }
+  }
   read_deepspeed_optimizer(ds, r);
   return Ok{};
 }

@@ -239,6 +239,33 @@ TEST(Estimator, ZeroThreeStepsOneSubGroupAtATime) {
             "6.74B trainable x 2 B, sharded over 2 + fp32 gradients of one 1e9-element sub-group (ZeRO-3)");
 }
 
+// zero_optimization.sub_group_size 0 (Axolotl's stock zero3 configs): each parameter is its own
+// sub-group, so the fp32 gradients stepped at once are the largest parameter's partition:
+// Llama-2-7B's embedding (32000 x 4096) over 2 GPUs.
+TEST(Estimator, ZeroThreeSubGroupSizeZeroStepsOneParameterAtATime) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16_mixed";
+  job.optimizer = "adamw";
+  job.micro_batch_size = 1;
+  job.seq_len = 256;
+  job.num_gpus = 2;
+  job.parallelism = "zero3";
+  job.zero3_sub_group_size = 0;
+  auto zero3 = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(zero3);
+  const uint64_t n = 6738415616ull;
+  const uint64_t embedding_partition = 32000ull * 4096 / 2;
+  EXPECT_EQ(*component(*zero3, "gradients"), n * 2 / 2 + embedding_partition * 4);
+  EXPECT_EQ(component_detail(*zero3, "gradients"),
+            "6.74B trainable x 2 B, sharded over 2 + fp32 gradients of the largest parameter's partition "
+            "(sub_group_size 0: one parameter at a time) (ZeRO-3)");
+  job.zero3_sub_group_size = 100000000;   // 1e8
+  auto smaller = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(smaller);
+  EXPECT_EQ(*component(*smaller, "gradients"), n * 2 / 2 + 400000000ull);
+}
+
 // DeepSpeed's ZeRO optimizers keep fp32 partitions in any 16-bit mode: a pure-bf16 job under ZeRO
 // is sized as bf16_mixed (the master copy is there), and says so.
 TEST(Estimator, PureSixteenBitUnderZeroKeepsFp32Masters) {

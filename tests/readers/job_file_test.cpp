@@ -94,7 +94,7 @@ TEST(JobFile, ErrorsNameTheField) {
                "gpu_layers, grad_accum_steps, gradient_checkpointing, group_size, implementation, kbit_upcast, kernels, kv_cache_dtype, kv_cache_impl, lazy_module_loading, "
                "lora, loss_impl, loss_upcast, max_new_tokens, micro_batch_size, model, num_gpus, objective, offload, "
                "optimizer, optimizer_impl, padding_free, parallelism, pp, precision, precompute_ref_log_probs, prefill_chunk, "
-               "prompt_len, reference_dtype, seq_len, sync_each_batch, target_len, task, tp, weight_quantization, zero_grad_to_none)");
+               "prompt_len, reference_dtype, seq_len, sync_each_batch, target_len, task, tp, weight_quantization, zero3_sub_group_size, zero_grad_to_none)");
   expect_error(R"({"task": "finetune"})",
                "job.json: task: \"finetune\" is not one of: inference, load, train_freeze, train_full, train_lora, train_qlora");
   // One wording for a count's range, whatever is wrong with it (the CLI's flags say the same).

@@ -501,6 +501,15 @@ TEST(TrainingConfig, DeepSpeedsOptimizerBlockReplacesOptim) {
   EXPECT_EQ(c->job.optimizer, "adamw");
   EXPECT_EQ(c->job.parallelism, "zero2");
   EXPECT_THAT(c->warnings.back(), HasSubstr("the DeepSpeed config's optimizer (AdamW) is the one that runs, not adamw_8bit"));
+  // ZeRO-3's sub_group_size is read (0 in Axolotl's stock zero3 configs; 1e9 written as a float).
+  auto z3 = parse_training_config(R"({"per_device_train_batch_size": 1, "deepspeed": {"zero_optimization": {"stage": 3,
+      "sub_group_size": 0}}})", "args.json");
+  ASSERT_TRUE(z3.ok());
+  EXPECT_EQ(z3->job.zero3_sub_group_size, 0u);
+  auto z3_float = parse_training_config(R"({"per_device_train_batch_size": 1, "deepspeed": {"zero_optimization": {"stage": 3,
+      "sub_group_size": 1e9}}})", "args.json");
+  ASSERT_TRUE(z3_float.ok());
+  EXPECT_EQ(z3_float->job.zero3_sub_group_size, 1000000000u);
   auto lion = parse_training_config(R"({"per_device_train_batch_size": 1, "deepspeed": {"zero_optimization": {"stage": 1},
       "optimizer": {"type": "Lion"}}})", "args.json");
   ASSERT_TRUE(lion.ok());
