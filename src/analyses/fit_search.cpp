@@ -498,6 +498,15 @@ std::vector<FitSetting> base_in_16_bits_settings(const Job& job, bool bf16) {
 
 std::vector<FitSetting> fsdp_full_shard_settings(const Job& job);
 
+// The Trainer's FSDP (Accelerate) over a 16-bit model run under autocast upcasts the parameters
+// it wraps to fp32 ("FSDP upcast of low precision parameters", accelerator.py), as the training
+// config readers size such a config: the job becomes *_mixed, with fp32 master weights.
+void trainer_fsdp(Job& j) {
+  j.parallelism = "fsdp_full_shard";
+  const std::string precision = j.precision.value_or("");
+  if (j.autocast.value_or(false) && (precision == "bf16" || precision == "fp16")) j.precision = precision + "_mixed";
+}
+
 // LoRA and QLoRA train under the Trainer (PEFT), which has no tensor or pipeline parallelism: a
 // TP/PP job moving to adapters shards its GPUs with FSDP instead, as the FSDP change sets it.
 bool has_model_parallel_layout(const Job& job) { return job.tp.value_or(1) * job.pp.value_or(1) > 1; }
@@ -506,7 +515,7 @@ void leave_model_parallel(Job& j) {
   j.tp.reset();
   j.pp.reset();
   if (j.num_gpus.value_or(1) > 1) {
-    j.parallelism = "fsdp_full_shard";
+    trainer_fsdp(j);
     j.sync_each_batch = true;
   }
 }
@@ -658,7 +667,7 @@ std::vector<Candidate> data_sharding_candidates(const Job& job, uint64_t num_gpu
                     "Rajbhandari et al. 2020); fast over NVLink, slower over PCIe";
     c.change.settings = fsdp_full_shard_settings(job);
     c.apply = [num_gpus](Job& j) {
-      j.parallelism = "fsdp_full_shard";
+      trainer_fsdp(j);
       j.num_gpus = num_gpus;
       j.sync_each_batch = true;  // without it, accumulation keeps unsharded gradients (no_sync)
     };
@@ -1063,7 +1072,7 @@ HardwareLayout layout_on(const Job& job, uint64_t n, const ModelSpec& model, con
   j.num_gpus = n;
   if (is_training(j)) {
     if (!is_sharded(j)) {
-      j.parallelism = "fsdp_full_shard";
+      trainer_fsdp(j);
       j.sync_each_batch = true;
       if (n > 1) {
         out.settings = fsdp_full_shard_settings(job);

@@ -774,6 +774,26 @@ TEST(FitPlan, MoreGpusKeepTheCheckpointingTheJobWasPredictedWith) {
 namespace oomdoc {
 namespace {
 
+// The Trainer's FSDP over a 16-bit model under autocast keeps fp32 flat parameters (Accelerate
+// upcasts them), as the config readers size such a config: a change to FSDP takes the job to
+// bf16_mixed, and its figure is that job's estimate.
+TEST(FitPlan, TrainerFsdpOverAnAutocastModelKeepsFp32Parameters) {
+  Job job = training("train_full", 4, 8192);
+  job.precision = "bf16";
+  job.autocast = true;
+  job.gradient_checkpointing = "full";
+  auto fitted = fit_on("meta-llama/Meta-Llama-3-8B", "a100-80", job, 2);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  size_t fsdp_jobs = 0;
+  for (const auto& a : fitted->report.alternatives) {
+    if (!a.job || a.job->parallelism != "fsdp_full_shard" || a.job->tp.value_or(1) * a.job->pp.value_or(1) > 1) continue;
+    ++fsdp_jobs;
+    EXPECT_EQ(a.job->precision, "bf16_mixed") << a.change.title;
+    EXPECT_EQ(a.predicted.needed_bytes, needed_bytes(fitted->model, *a.job)) << a.change.title;
+  }
+  EXPECT_GT(fsdp_jobs, 0u);
+}
+
 // A same-method combination that ends on a TP layout runs in torchtitan or Megatron-LM: no
 // TrainingArguments beside their flags (the layout's cost says what the script must carry).
 TEST(FitPlan, SameMethodWithATensorParallelLayoutHasNoTrainerArguments) {
