@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <span>
 #include <unordered_map>
 
@@ -717,6 +718,10 @@ class Converter {
     if (!charge(tree_.container(list).count)) return *over_budget_;
     Status status = Ok{};
     size_t index = 0;
+    // The figures are sums of segment and block sizes in 64 bits: a device whose segments or
+    // blocks add up to more than any device holds is a damaged file (as a trace size is), and
+    // refusing it keeps the sums from wrapping to a small number.
+    std::map<int, uint64_t> reserved, in_blocks;
     tree_.for_each_item(list, [&](Value v) {
       if (!status) return;
       if (!tree_.is_container(v, ContainerKind::kDict)) {
@@ -726,6 +731,18 @@ class Converter {
         if (!seg) {
           status = seg.error();
         } else {
+          uint64_t& total = reserved[seg->device];
+          uint64_t& blocks = in_blocks[seg->device];
+          total = seg->total_size > kMaxTraceSizeBytes - std::min(total, kMaxTraceSizeBytes) ? kMaxTraceSizeBytes + 1
+                                                                                             : total + seg->total_size;
+          for (const SnapshotBlock& b : seg->blocks) {
+            blocks = b.size > kMaxTraceSizeBytes - std::min(blocks, kMaxTraceSizeBytes) ? kMaxTraceSizeBytes + 1 : blocks + b.size;
+          }
+          if (total > kMaxTraceSizeBytes || blocks > kMaxTraceSizeBytes) {
+            status = Error{fmt::format("segments[{}]: the {} of cuda:{} add up to more than any device holds", index,
+                                       total > kMaxTraceSizeBytes ? "segments" : "blocks", seg->device)};
+            return;
+          }
           out_.segments.push_back(std::move(*seg));
         }
       }

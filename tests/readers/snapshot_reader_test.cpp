@@ -4,6 +4,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "analyses/snapshot_analysis.h"
@@ -371,6 +372,20 @@ TEST(SnapshotReader, NegativeSizesAreErrorsNamingTheField) {
   // Sizes beyond any device (here 2^63) are a damaged file, not a number to sum in the replay.
   EXPECT_EQ(err(R"({"device_traces": [[{"action": "alloc", "addr": 1, "size": 9223372036854775808}]]})"),
             "x.json: device_traces[0][0]: 'size' is 9223372036854775808 bytes, more than any device holds");
+  // So are segments, or blocks, that add up past it: four segments of 2^62 bytes would wrap the
+  // device's 64-bit total to 0.
+  std::string four = R"({"segments": [)";
+  for (int i = 0; i < 4; ++i) {
+    four += fmt::format(R"({}{{"device": 0, "address": {}, "total_size": 4611686018427387904, "blocks": [{{"address": {},
+                        "size": 4611686018427387904, "state": "active_allocated"}}]}})", i ? ", " : "",
+                        (uint64_t{1} << 62) * static_cast<uint64_t>(i), (uint64_t{1} << 62) * static_cast<uint64_t>(i));
+  }
+  four += "]}";
+  EXPECT_EQ(err(four), "x.json: segments[0]: the segments of cuda:0 add up to more than any device holds");
+  std::string many_blocks = R"({"segments": [{"device": 1, "address": 0, "total_size": 1048576, "blocks": [)";
+  for (int i = 0; i < 3; ++i) many_blocks += fmt::format(R"({}{{"size": 562949953421312}})", i ? ", " : "");   // 2^49 each
+  many_blocks += "]}]}";
+  EXPECT_EQ(err(many_blocks), "x.json: segments[0]: the blocks of cuda:1 add up to more than any device holds");
   // A negative address is read as the unsigned value the allocator printed.
   auto s = read_snapshot_bytes(segment("", "").replace(segment("", "").find("\"address\": 4096"), 15,
                                                        "\"address\": -4096"),
