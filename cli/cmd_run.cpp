@@ -195,6 +195,10 @@ int run_command(const RunOptions& options) {
   return outcome->exit_code;
 }
 
+// An empty path ("--json-report $REPORT" with REPORT unset) is refused, not taken as "no report".
+const CLI::Validator kNonEmptyPath(
+    [](std::string& value) { return value.empty() ? std::string("an empty path") : std::string(); }, "");
+
 void setup(CLI::App& app, int* exit_code) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand(
@@ -204,7 +208,8 @@ void setup(CLI::App& app, int* exit_code) {
       cmd->add_option("--snapshot-on-oom", options->snapshot_dir,
                       "For a PyTorch program: record CUDA memory history and write a snapshot into DIR "
                       "at the out-of-memory error")
-          ->type_name("DIR");
+          ->type_name("DIR")
+          ->check(kNonEmptyPath);
   cmd->add_option("--snapshot-entries", options->snapshot_entries,
                   "Allocator events kept for the snapshot (bounds the recording's memory)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{100000000}))
@@ -216,7 +221,8 @@ void setup(CLI::App& app, int* exit_code) {
       ->type_name("SETTINGS");
   cmd->add_option("--json-report", options->json_report,
                   "Also write the verdict as one JSON document to FILE (stdout is the child's)")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(kNonEmptyPath);
   cmd->add_option("command", options->command, "The command and its arguments, after --")
       ->expected(-1);
   cmd->positionals_at_end();

@@ -51,6 +51,16 @@ TEST(RunCli, FailingChildWithoutOomIsSilent) {
   EXPECT_EQ(r.err, "ValueError: bad\n");
 }
 
+// An empty path (a script's unset $REPORT) is refused before the command starts, not taken as none.
+TEST(RunCli, EmptyPathsAreRefusedBeforeTheCommandRuns) {
+  for (const char* flag : {"--json-report", "--snapshot-on-oom"}) {
+    auto r = run_cli({"run", flag, "", "--", "sh", "-c", "echo ran"});
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_EQ(r.out, "") << flag;
+    EXPECT_EQ(r.err, std::string("oomdoc run: ") + flag + ": an empty path (see oomdoc run --help)\n") << flag;
+  }
+}
+
 TEST(RunCli, MegabytesPassThroughUnchanged) {
   auto r = run_cli({"run", "--", "seq", "1", "1000000"});
   EXPECT_EQ(r.exit_code, 0);
