@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/saturating.h"
 #include "core/units.h"
 
 namespace oomdoc {
@@ -201,8 +202,9 @@ GpuProcessReport find_stale_processes(const DeviceState& state, ProcessTable& ta
         classify(&f, rules, window, device.utilization_percent.value_or(0) > 0);
       }
       if (gpu.used_bytes) {
-        attributed += *gpu.used_bytes;
-        if (f.stale) findings.stale_bytes += *gpu.used_bytes;
+        // Saturating: absurd per-process figures must not wrap the sum below the device's used.
+        attributed = saturating_add(attributed, *gpu.used_bytes);
+        if (f.stale) findings.stale_bytes = saturating_add(findings.stale_bytes, *gpu.used_bytes);
       } else {
         all_known = false;
       }

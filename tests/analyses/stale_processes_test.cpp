@@ -222,6 +222,14 @@ TEST(StaleProcesses, NoPidVisibleMeansHostPidNamespace) {
   EXPECT_EQ(r.devices[0].unattributed_bytes, std::nullopt);  // one amount is unknown
 }
 
+// Process figures that add up past 2^64 (a driver's garbage) do not wrap to a small sum: nothing
+// is said to be unattributed.
+TEST(StaleProcesses, AbsurdProcessFiguresDoNotWrapTheSum) {
+  FakeProcessTable table;
+  auto r = find_stale_processes(one_device({{100, UINT64_MAX - 1}, {101, 5}, {102, 6}}, 1000), table);
+  EXPECT_EQ(r.devices[0].unattributed_bytes, std::nullopt);
+}
+
 TEST(StaleProcesses, OtherContainerIsNamed) {
   FakeProcessTable table;
   auto d = running("python serve.py", 40, 100);
