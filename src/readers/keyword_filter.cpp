@@ -127,6 +127,13 @@ size_t KeywordFilter::check_candidates(std::string_view text, size_t block_start
   const auto* data = reinterpret_cast<const unsigned char*>(text.data());
   while (mask != 0) {
     const size_t pos = block_start + static_cast<unsigned>(__builtin_ctz(mask));
+    // Teddy's nibble buckets admit false pairs (runs of one letter: "xxxx" shares nibbles with
+    // "xh"/"xi" and others): the exact bigram table rejects them before the pairs are tried.
+    const unsigned bigram = (unsigned(data[pos]) << 8) | data[pos + 1];
+    if (!(bigram_bits_[bigram >> 3] & (1u << (bigram & 7)))) {
+      mask &= mask - 1;
+      continue;
+    }
     for (unsigned p = 0; p < first_.size(); ++p) {
       size_t start;
       if (data[pos] == first_[p] && data[pos + 1] == second_[p] && verify(text, pos, p, &start) && start >= from) {

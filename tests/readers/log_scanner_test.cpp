@@ -48,6 +48,10 @@ TEST(KeywordFilter, FindsEveryNeedleAtEveryAlignment) {
     }
   }
   EXPECT_EQ(filter.find(std::string(1000, 'a'), 0), std::string::npos);
+  // Runs of one character share nibbles with needles' pairs (Teddy's buckets): none is a keyword.
+  for (int c = 0x20; c < 0x7f; ++c) {
+    EXPECT_EQ(filter.find(std::string(1000, static_cast<char>(c)), 0), std::string::npos) << static_cast<char>(c);
+  }
   // A needle cut at the end of the text is not reported.
   EXPECT_EQ(filter.find("xxxxOutOfMem", 0), std::string::npos);
 }
