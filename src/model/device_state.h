@@ -48,6 +48,7 @@ struct GpuDevice {
   std::vector<GpuProcess> processes;
   std::string process_api;                   // entry point and entry layout that answered
   std::optional<std::string> process_error;  // why the process list is absent
+  std::optional<std::string> process_warning;  // entries left out of the list (they fit no layout)
 };
 
 struct DeviceState {

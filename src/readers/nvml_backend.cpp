@@ -102,12 +102,16 @@ std::vector<DecodedEntry> decode_entries(const std::vector<unsigned char>& buffe
 
 // Entries decoded with the wrong layout show pids of 0 or beyond the kernel's limit, or more
 // memory than the device has (pynvml#50 shows pid and memory swapped).
+bool entry_looks_valid(const DecodedEntry& e, std::optional<uint64_t> total) {
+  if (e.pid == 0 || e.pid > kPidLimit) return false;
+  return !(e.used != kValueNotAvailable && total && *total > 0 && e.used > *total);
+}
+size_t valid_entries(const std::vector<DecodedEntry>& entries, std::optional<uint64_t> total) {
+  return static_cast<size_t>(std::count_if(entries.begin(), entries.end(),
+                                           [&](const DecodedEntry& e) { return entry_looks_valid(e, total); }));
+}
 bool entries_look_valid(const std::vector<DecodedEntry>& entries, std::optional<uint64_t> total) {
-  for (const auto& e : entries) {
-    if (e.pid == 0 || e.pid > kPidLimit) return false;
-    if (e.used != kValueNotAvailable && total && *total > 0 && e.used > *total) return false;
-  }
-  return true;
+  return valid_entries(entries, total) == entries.size();
 }
 
 // Calls a process-list entry point until the buffer is large enough. The list can grow between
@@ -364,17 +368,27 @@ void NvmlBackend::read_processes_legacy(Device device, GpuDevice* out) const {
     size_t stride = query->entry_size;
     auto entries = decode_entries(buffer, count, stride);
     if (!entries_look_valid(entries, out->total_bytes) && stride != sizeof(ProcessInfoV1)) {
-      // The _v3 entry size is a guess (see choose_process_query): try the other one.
+      // The _v3 entry size is a guess (see choose_process_query): try the other one, and keep the
+      // layout under which more entries make sense.
       size_t other = stride == sizeof(ProcessInfoV2) ? sizeof(ProcessInfoV3) : sizeof(ProcessInfoV2);
       auto retry = decode_entries(buffer, count, other);
-      if (entries_look_valid(retry, out->total_bytes)) {
+      if (valid_entries(retry, out->total_bytes) > valid_entries(entries, out->total_bytes)) {
         entries = std::move(retry);
         stride = other;
       }
     }
     if (!entries_look_valid(entries, out->total_bytes)) {
-      out->process_error = fmt::format("{} returned entries that fit no known layout", query->name);
-      return;
+      // One odd entry (pid 0, more memory than the card) does not hide the others: it is left out
+      // and said; a list where nothing makes sense is the layout's failure.
+      const size_t before = entries.size();
+      std::erase_if(entries, [&](const DecodedEntry& e) { return !entry_looks_valid(e, out->total_bytes); });
+      if (entries.empty()) {
+        out->process_error = fmt::format("{} returned entries that fit no known layout", query->name);
+        return;
+      }
+      out->process_warning = fmt::format("{} returned {} of {} entries that fit no known layout (pid 0 or past the "
+                                         "kernel's limit, or more memory than the card): left out",
+                                         query->name, before - entries.size(), before);
     }
     if (mode == kProcessModeCompute) api = fmt::format("{} ({}-byte entries)", query->name, stride);
     for (const auto& e : entries) merge_process(&merged, e, mode);

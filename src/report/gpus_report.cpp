@@ -66,6 +66,7 @@ void render_device(const DeviceFindings& df, const Style& style, std::string* ou
     *out += fmt::format("  processes: unavailable: {}\n", *d.process_error);
     return;
   }
+  if (d.process_warning) *out += fmt::format("  note: {}\n", *d.process_warning);
   if (df.processes.empty()) {
     *out += "  no process holds memory on this GPU\n";
     return;
@@ -140,6 +141,7 @@ Json gpus_json(const GpuProcessReport& report) {
     dj["memory_error"] = json_optional(d.memory_error);
     dj["process_api"] = d.process_api.empty() ? Json(nullptr) : Json(d.process_api);
     dj["process_error"] = json_optional(d.process_error);
+    dj["process_warning"] = json_optional(d.process_warning);
     dj["unattributed_bytes"] = json_bytes(df.unattributed_bytes);
     dj["stale_bytes"] = df.stale_bytes;
     Json processes = Json::array();

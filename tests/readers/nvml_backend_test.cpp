@@ -118,6 +118,26 @@ TEST(NvmlBackend, LegacyDriverWithoutV2SymbolsFallsBackToV1) {
   expect_two_processes(d);
 }
 
+// One entry no layout explains (pid 0) is left out and said; the valid ones stay, on every
+// reader (the detail list has no layout to doubt and keeps it).
+TEST(NvmlBackend, OneOddEntryDoesNotHideTheOthers) {
+  const char* script =
+      "device name=G uuid=U total=85520809984 used=3000000000 util=0\n"
+      "process device=0 pid=4242 used=2000000000 kind=compute\n"
+      "process device=0 pid=0 used=5 kind=compute\n";
+  for (const char* lib : {OOMDOC_FAKE_NVML_LEGACY, OOMDOC_FAKE_NVML_R535, OOMDOC_FAKE_NVML_R535_NO_CONF}) {
+    SCOPED_TRACE(lib);
+    DeviceState s = read_with(lib, script);
+    const GpuDevice& d = s.devices.at(0);
+    EXPECT_EQ(d.process_error, std::nullopt);
+    ASSERT_EQ(d.processes.size(), 1u);
+    EXPECT_EQ(d.processes[0].pid, 4242u);
+    EXPECT_EQ(d.processes[0].used_bytes, 2000000000u);
+    ASSERT_TRUE(d.process_warning);
+    EXPECT_NE(d.process_warning->find("returned 1 of 2 entries that fit no known layout"), std::string::npos);
+  }
+}
+
 TEST(NvmlBackend, ProcessUtilizationSamples) {
   const char* script =
       "device name=G uuid=U total=85520809984 used=1000 util=40\n"
