@@ -212,18 +212,24 @@ TEST(Estimator, ZeroThreeShardsEveryModelState) {
   EXPECT_TRUE(component(*e, "nccl").has_value());
 }
 
-// ZeRO-3 converts and steps one sub-group (1e9 elements) of its fp32 partition at a time: on 2
-// GPUs Llama-2-7B's partition (3.37e9) is larger than a sub-group, so the fp32 gradients and the
-// foreach sqrt temporary are a sub-group's; ZeRO-2 steps its whole partition.
-TEST(Estimator, ZeroThreeStepsOneSubGroupAtATime) {
+// Llama-2-7B full fine-tuning with AdamW on 2 GPUs under DeepSpeed, one short sequence.
+Job deepspeed_job(const char* parallelism, const char* precision = "bf16_mixed") {
   Job job;
   job.task = "train_full";
-  job.precision = "bf16_mixed";
+  job.precision = precision;
   job.optimizer = "adamw";
   job.micro_batch_size = 1;
   job.seq_len = 256;
   job.num_gpus = 2;
-  job.parallelism = "zero3";
+  job.parallelism = parallelism;
+  return job;
+}
+
+// ZeRO-3 converts and steps one sub-group (1e9 elements) of its fp32 partition at a time: on 2
+// GPUs Llama-2-7B's partition (3.37e9) is larger than a sub-group, so the fp32 gradients and the
+// foreach sqrt temporary are a sub-group's; ZeRO-2 steps its whole partition.
+TEST(Estimator, ZeroThreeStepsOneSubGroupAtATime) {
+  Job job = deepspeed_job("zero3");
   auto zero3 = estimate_memory(llama2_7b(), job);
   job.parallelism = "zero2";
   auto zero2 = estimate_memory(llama2_7b(), job);
@@ -243,14 +249,7 @@ TEST(Estimator, ZeroThreeStepsOneSubGroupAtATime) {
 // sub-group, so the fp32 gradients stepped at once are the largest parameter's partition:
 // Llama-2-7B's embedding (32000 x 4096) over 2 GPUs.
 TEST(Estimator, ZeroThreeSubGroupSizeZeroStepsOneParameterAtATime) {
-  Job job;
-  job.task = "train_full";
-  job.precision = "bf16_mixed";
-  job.optimizer = "adamw";
-  job.micro_batch_size = 1;
-  job.seq_len = 256;
-  job.num_gpus = 2;
-  job.parallelism = "zero3";
+  Job job = deepspeed_job("zero3");
   job.zero3_sub_group_size = 0;
   auto zero3 = estimate_memory(llama2_7b(), job);
   ASSERT_TRUE(zero3);
@@ -269,14 +268,7 @@ TEST(Estimator, ZeroThreeSubGroupSizeZeroStepsOneParameterAtATime) {
 // DeepSpeed's ZeRO optimizers keep fp32 partitions in any 16-bit mode: a pure-bf16 job under ZeRO
 // is sized as bf16_mixed (the master copy is there), and says so.
 TEST(Estimator, PureSixteenBitUnderZeroKeepsFp32Masters) {
-  Job job;
-  job.task = "train_full";
-  job.precision = "bf16";
-  job.optimizer = "adamw";
-  job.micro_batch_size = 1;
-  job.seq_len = 256;
-  job.num_gpus = 2;
-  job.parallelism = "zero2";
+  Job job = deepspeed_job("zero2", "bf16");
   auto pure = estimate_memory(llama2_7b(), job);
   job.precision = "bf16_mixed";
   auto mixed = estimate_memory(llama2_7b(), job);
