@@ -41,6 +41,23 @@ bool has_shape(std::string_view s, size_t at, std::string_view shape) {
   return true;
 }
 
+size_t timestamp_length(std::string_view s) {
+  if (!has_shape(s, 0, "0000-00-00") || s.size() < 19 || (s[10] != 'T' && s[10] != ' ') || !has_shape(s, 11, "00:00:00")) {
+    return 0;
+  }
+  size_t i = 19;
+  if (i < s.size() && (s[i] == '.' || s[i] == ',')) {
+    ++i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  }
+  if (i < s.size() && s[i] == 'Z') {
+    ++i;
+  } else if (i < s.size() && (s[i] == '+' || s[i] == '-') && (has_shape(s, i + 1, "00:00") || has_shape(s, i + 1, "0000"))) {
+    i += s[i + 3] == ':' ? 6 : 5;
+  }
+  return i;
+}
+
 std::string printable(std::string_view text, size_t max_bytes) {
   std::string out;
   for (size_t i = 0; i < text.size();) {

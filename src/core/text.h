@@ -57,6 +57,11 @@ inline char* write_utf8(uint32_t cp, char* w) {
 // character for itself: "0000-00-00 00:00:00" for a timestamp.
 bool has_shape(std::string_view s, size_t at, std::string_view shape);
 
+// The length of the date and time at the start of `s` ("2024-05-01T10:00:00.123456789Z",
+// "2024-05-01 10:00:00,123", with a "+02:00" or "+0200" offset), 0 without one: a log line's
+// timestamp, as collectors and logging formatters write it.
+size_t timestamp_length(std::string_view s);
+
 // Integers as a short list with runs collapsed: {0,1,2,3,5,7,8} -> "0-3, 5, 7-8" (sorted, repeats
 // dropped).
 std::string integer_ranges(std::vector<int64_t> values);

@@ -112,51 +112,63 @@ std::optional<ContainerRecord> docker_record(std::string payload, std::string st
   return r;
 }
 
-// The RFC 3339 time a CRI record starts with ("2024-05-01T10:00:00.123456789Z", "+02:00" offsets):
-// its length, 0 without one.
+// The RFC 3339 time a CRI record starts with ("2024-05-01T10:00:00.123456789Z", "+02:00"
+// offsets): its length, 0 without one (core/text.h timestamp_length, with the 'T' RFC 3339 puts).
 size_t rfc3339_length(std::string_view s) {
-  if (!has_shape(s, 0, "0000-00-00T00:00:00")) return 0;
-  size_t i = 19;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+  const size_t n = timestamp_length(s);
+  return n > 10 && s[10] == 'T' ? n : 0;
+}
+
+// A CRI record's parts, as views into `line`: "<time> <stream> <P|F> <text>".
+struct CriParts {
+  std::string_view stream, payload;
+  bool partial = false;
+};
+std::optional<CriParts> split_cri(std::string_view line) {
+  const size_t t = rfc3339_length(line);
+  if (t == 0) return std::nullopt;
+  std::string_view rest = line.substr(t);
+  if (!rest.starts_with(" stdout ") && !rest.starts_with(" stderr ")) return std::nullopt;
+  CriParts parts;
+  parts.stream = rest.substr(1, 6);
+  rest.remove_prefix(8);
+  if (rest.empty() || (rest[0] != 'F' && rest[0] != 'P') || (rest.size() > 1 && rest[1] != ' ')) return std::nullopt;
+  parts.partial = rest[0] == 'P';
+  rest.remove_prefix(std::min<size_t>(2, rest.size()));
+  if (!parts.partial && !rest.empty() && rest.back() == '\r') rest.remove_suffix(1);   // a CRLF line end
+  parts.payload = rest;
+  return parts;
+}
+
+// The json-file driver's own layout, {"log":"...","stream":"...",...}, read without a JSON parser
+// (every line of a container's output): the decoded "log" is appended to `out` and the stream
+// named; nullopt, and `out` as it was, for any other line.
+std::optional<std::string_view> read_docker_layout(std::string_view line, std::string& out) {
+  static constexpr std::string_view kLog = "{\"log\":\"", kStream = ",\"stream\":\"";
+  if (!line.starts_with(kLog) || !line.ends_with("}")) return std::nullopt;
+  const size_t mark = out.size();
+  size_t i = kLog.size();
+  if (read_json_string(line, i, out) && line.substr(i).starts_with(kStream)) {
+    const size_t from = i + kStream.size();
+    const size_t close = line.find('"', from);
+    if (close != std::string_view::npos) return line.substr(from, close - from);
   }
-  if (i < s.size() && s[i] == 'Z') return i + 1;
-  if (i < s.size() && (s[i] == '+' || s[i] == '-') && has_shape(s, i + 1, "00:00")) return i + 6;
-  return 0;
+  out.resize(mark);
+  return std::nullopt;
 }
 
 }  // namespace
 
 std::optional<ContainerRecord> parse_cri_record(std::string_view line) {
-  const size_t t = rfc3339_length(line);
-  if (t == 0) return std::nullopt;
-  std::string_view rest = line.substr(t);
-  if (!rest.starts_with(" stdout ") && !rest.starts_with(" stderr ")) return std::nullopt;
-  ContainerRecord r;
-  r.stream = std::string(rest.substr(1, 6));
-  rest.remove_prefix(8);
-  if (rest.empty() || (rest[0] != 'F' && rest[0] != 'P') || (rest.size() > 1 && rest[1] != ' ')) return std::nullopt;
-  r.partial = rest[0] == 'P';
-  rest.remove_prefix(std::min<size_t>(2, rest.size()));
-  if (!r.partial && !rest.empty() && rest.back() == '\r') rest.remove_suffix(1);   // a CRLF line end
-  r.payload = std::string(rest);
-  return r;
+  auto parts = split_cri(line);
+  if (!parts) return std::nullopt;
+  return ContainerRecord{std::string(parts->payload), std::string(parts->stream), parts->partial};
 }
 
 std::optional<ContainerRecord> parse_docker_record(std::string_view line) {
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
-  // The driver's own layout, read without a JSON parser (every line of a container's output).
-  static constexpr std::string_view kLog = "{\"log\":\"", kStream = ",\"stream\":\"";
-  if (line.starts_with(kLog) && line.ends_with("}")) {
-    std::string payload;
-    size_t i = kLog.size();
-    if (read_json_string(line, i, payload) && line.substr(i).starts_with(kStream)) {
-      const size_t from = i + kStream.size();
-      const size_t close = line.find('"', from);
-      if (close != std::string_view::npos) return docker_record(std::move(payload), std::string(line.substr(from, close - from)));
-    }
-  }
+  std::string payload;
+  if (auto stream = read_docker_layout(line, payload)) return docker_record(std::move(payload), std::string(*stream));
   // Anything else shaped like a record (other key order, spaces): a JSON parser reads it.
   const size_t first = line.find_first_not_of(" \t");
   if (first == std::string_view::npos || line[first] != '{' || line.back() != '}') return std::nullopt;
@@ -229,25 +241,15 @@ namespace {
 // The common case, written straight to `out`: a whole line in a record of the runtime's own
 // layout, with no split line waiting. False (and `out` as it was) for anything else.
 bool append_whole_record(ContainerLogKind kind, std::string_view line, std::string& out) {
-  const size_t mark = out.size();
   if (kind == ContainerLogKind::kKubernetesCri) {
-    const size_t t = rfc3339_length(line);
-    if (t == 0 || line.size() < t + 10) return false;
-    const std::string_view tag = line.substr(t, 10);
-    if (tag != " stderr F " && tag != " stdout F ") return false;
-    std::string_view payload = line.substr(t + 10);
-    if (!payload.empty() && payload.back() == '\r') payload.remove_suffix(1);
-    out.append(payload);
+    auto parts = split_cri(line);
+    if (!parts || parts->partial) return false;
+    out.append(parts->payload);
     return true;
   }
-  static constexpr std::string_view kLog = "{\"log\":\"", kStream = ",\"stream\":\"";
-  if (!line.starts_with(kLog) || !line.ends_with("}")) return false;
-  size_t i = kLog.size();
-  if (!read_json_string(line, i, out) || !line.substr(i).starts_with(kStream) ||
-      line.find('"', i + kStream.size()) == std::string_view::npos) {
-    out.resize(mark);
-    return false;
-  }
+  const size_t mark = out.size();
+  if (!read_docker_layout(line, out)) return false;
+  // Whole: the one line break is the last byte.
   const std::string_view payload(out.data() + mark, out.size() - mark);
   if (payload.empty() || payload.back() != '\n' || payload.find('\n') != payload.size() - 1) {
     out.resize(mark);

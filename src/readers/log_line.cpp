@@ -145,25 +145,6 @@ bool strip_compose_prefix(std::string_view& s) {
   return true;
 }
 
-// The length of the date and time at the start of `s` ("2024-05-01T10:00:00.123456789Z",
-// "2024-05-01 10:00:00,123", with a "+02:00" or "+0200" offset), 0 without one.
-size_t timestamp_length(std::string_view s) {
-  if (!has_shape(s, 0, "0000-00-00") || s.size() < 19 || (s[10] != 'T' && s[10] != ' ') || !has_shape(s, 11, "00:00:00")) {
-    return 0;
-  }
-  size_t i = 19;
-  if (i < s.size() && (s[i] == '.' || s[i] == ',')) {
-    ++i;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
-  }
-  if (i < s.size() && s[i] == 'Z') {
-    ++i;
-  } else if (i < s.size() && (s[i] == '+' || s[i] == '-') && (has_shape(s, i + 1, "00:00") || has_shape(s, i + 1, "0000"))) {
-    i += s[i + 3] == ':' ? 6 : 5;
-  }
-  return i;
-}
-
 // kLogger: a record with a message field; kObject: any other JSON object (its strings are read whole).
 enum class JsonRecord { kNone, kContainer, kLogger, kObject };
 
