@@ -744,6 +744,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   };
   // Most candidates are ordinary lines that mention memory: look at the candidate line alone first,
   // and gather the following lines only when a message format is triggered.
+  std::optional<std::vector<std::string>> record_strings;   // a JSON record's strings, decoded once
   {
     size_t end = ls;
     const size_t cap = std::min(buf.size(), ls + kMaxLine);
@@ -758,6 +759,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     // below.
     CleanLine c = clean_line(raw);
     const bool whole = !c.json_record;   // the cleaned line is all there is to read
+    if (!whole) record_strings = json_record_lines(raw);
     const bool repeats_last = whole && quick_repeat_index != kNoQuickRepeat && c.rank == quick_repeat_rank &&
                               c.text == quick_repeat_text;
     if (repeats_last && result.events[quick_repeat_index].repeats >= 2) {
@@ -772,7 +774,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     std::string context_text = std::move(c.text);   // what the line says when it holds no message
     if (!whole && !triggered) {
       // A JSON record: its strings (a message in another field, a traceback), read decoded.
-      auto decoded = json_record_lines(raw);
+      const auto& decoded = record_strings;
       bool keyword_seen = false;   // the context is the first string that holds the keyword
       for (size_t i = 0; decoded && i < decoded->size() && !triggered; ++i) {
         std::string text = clean_line((*decoded)[i]).text;
@@ -797,7 +799,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       // whose first messages were read before the cap, from the string after them).
       uint64_t message_lines = 1;
       if (!whole) {
-        if (auto decoded = json_record_lines(raw)) {
+        if (const auto& decoded = record_strings) {
           const size_t done = json_record_at == base + ls ? std::min(json_strings_done, decoded->size()) : 0;
           message_lines = static_cast<uint64_t>(std::count_if(decoded->begin() + static_cast<std::ptrdiff_t>(done), decoded->end(),
                                                               [](const std::string& l) { return any_format_triggered(clean_line(l).text); }));
@@ -866,7 +868,6 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   std::vector<bool> other_rank(segments.size(), false);   // segments left out: another rank's lines
   std::optional<int64_t> rank;
   bool rank_is_worker = false;
-  std::string_view first_raw(buf.data() + first.start, first.end - first.start);
   std::vector<std::string> json_above;  // decoded lines before the keyword (a traceback)
   bool from_json = false;
   size_t json_start = 0, json_strings = 0;   // the record's string the window starts at, and its count
@@ -878,7 +879,8 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     *resume = hit + 1;
     return true;
   };
-  if (auto decoded = json_record_lines(first_raw)) {
+  // (The record the candidate line holds, read above: the window's first segment is that line.)
+  if (const auto& decoded = record_strings) {
     from_json = true;
     // A JSON-lines record: its strings form the window, all on this one physical line, starting
     // at the string line that holds the keyword.
