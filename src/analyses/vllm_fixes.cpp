@@ -330,7 +330,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     // capability 7.5 (V100) AWQ's kernels are refused and GPTQ's (6.0) run: a GPTQ one, same size.
     ServeInputs changed = inputs;
     const int capability = min_compute_capability(inputs.target.architecture);
-    changed.model.quantization = capability > 0 && capability < 75 ? "gptq" : "awq";
+    changed.model.quantization = capability > 0 && capability < quantization_min_capability("awq", "awq") ? "gptq" : "awq";
     changed.model.quantization_bits = 4;
     changed.model.quantization_group_size = 128;
     changed.model.checkpoint_bytes = 0;

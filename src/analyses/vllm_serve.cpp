@@ -213,6 +213,14 @@ uint64_t vllm_derived_max_model_len(const ModelSpec& model, std::optional<uint64
   return static_cast<uint64_t>(std::min(static_cast<double>(derived) * model.rope_scaling_factor, 4294967296.0));
 }
 
+int quantization_min_capability(const std::string& method, const std::string& asked) {
+  if (asked.find("marlin") != std::string::npos || method == "fp8" || method == "mxfp4") return 80;
+  if (method.rfind("awq", 0) == 0) return 75;
+  if (method == "bitsandbytes") return 70;
+  if (method.rfind("gptq", 0) == 0) return 60;
+  return 0;
+}
+
 // CUDA's total sits below nvidia-smi's by the driver's reserve: 0.3-0.9 GiB on the cards the
 // catalog has both figures for.
 constexpr uint64_t kCudaTotalGapMax = kGiB * 9 / 10;
@@ -721,11 +729,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     const int capability = min_compute_capability(in.target.architecture);
     const std::string asked = c.quantization ? to_lower(*c.quantization) : s.weights.method;
     const std::string method = to_lower(s.weights.method);
-    int needed = 0;
-    if (asked.find("marlin") != std::string::npos || method == "fp8" || method == "mxfp4") needed = 80;
-    else if (method.rfind("awq", 0) == 0) needed = 75;
-    else if (method == "bitsandbytes") needed = 70;
-    else if (method.rfind("gptq", 0) == 0) needed = 60;
+    const int needed = quantization_min_capability(method, asked);
     if (capability > 0 && capability < needed && (capability == 70 || capability == 75 || capability == 60)) {
       return Error{fmt::format("{} weights on {}: vLLM refuses them: \"The quantization method {} is not supported "
                                "for the current GPU. Minimum capability: {}. Current capability: {}.\"",

@@ -38,6 +38,10 @@ ServeTarget serve_target(const GpuSpec& gpu);
 // The least total CUDA reports for `gpu`: the catalog's CUDA figure, or nvidia-smi's less the
 // widest usual gap (0.9 GiB). For deciding that a card holds more than another.
 uint64_t cuda_total_at_least(const GpuSpec& gpu);
+// The compute capability (x10) a weight format's kernels need in vLLM (each QuantizationConfig's
+// get_min_capability): `method` as the checkpoint names it, `asked` as --quantization does
+// ("awq_marlin"); 0 for none.
+int quantization_min_capability(const std::string& method, const std::string& asked);
 // From --memory SIZE (taken as CUDA's total, as vLLM logs it).
 ServeTarget serve_target_memory(uint64_t total_bytes);
 
