@@ -32,20 +32,34 @@ const std::string kRich =
     "which 1.08 GiB is free. Including non-PyTorch memory, this process has 22.56 GiB memory in use. Of the allocated "
     "memory 20.14 GiB is allocated by PyTorch, and 1.97 GiB is reserved by PyTorch but unallocated.\n";
 
+// The frames of the traceback above the one event `text` holds (a test failure otherwise).
+std::vector<TracebackFrame> frames_of(const std::string& text) {
+  const ScanResult r = scan_text(text);
+  EXPECT_EQ(r.events.size(), 1u);
+  if (r.events.size() != 1 || !r.events[0].traceback) {
+    ADD_FAILURE() << "no traceback";
+    return {};
+  }
+  return r.events[0].traceback->frames;
+}
+
+void expect_frame(const TracebackFrame& f, const std::string& file, uint64_t line, const std::string& function,
+                  const std::string& code) {
+  EXPECT_EQ(f.file, file);
+  EXPECT_EQ(f.line, line);
+  EXPECT_EQ(f.function, function);
+  EXPECT_EQ(f.code, code);
+}
+
 TEST(TracebackRich, BoxedFramesAndTheRowThatRan) {
   const ScanResult r = scan_text(kRich);
   ASSERT_EQ(r.events.size(), 1u);
   ASSERT_TRUE(r.events[0].traceback);
   const Traceback& tb = *r.events[0].traceback;
   ASSERT_EQ(tb.frames.size(), 2u);
-  EXPECT_EQ(tb.frames[0].file, "/home/u/train.py");
-  EXPECT_EQ(tb.frames[0].line, 40u);
-  EXPECT_EQ(tb.frames[0].function, "evaluate");
-  EXPECT_EQ(tb.frames[0].code, "outputs = model(**batch)");
-  EXPECT_EQ(tb.frames[1].file, "/home/u/.venv/lib/python3.11/site-packages/torch/nn/modules/module.py");
-  EXPECT_EQ(tb.frames[1].line, 1736u);
-  EXPECT_EQ(tb.frames[1].function, "_wrapped_call_impl");
-  EXPECT_EQ(tb.frames[1].code, "return self._call_impl(*args, **kwargs)");
+  expect_frame(tb.frames[0], "/home/u/train.py", 40, "evaluate", "outputs = model(**batch)");
+  expect_frame(tb.frames[1], "/home/u/.venv/lib/python3.11/site-packages/torch/nn/modules/module.py", 1736,
+               "_wrapped_call_impl", "return self._call_impl(*args, **kwargs)");
   ASSERT_TRUE(tb.innermost_user_frame);
   EXPECT_EQ(tb.innermost_user_frame->file, "/home/u/train.py");
   EXPECT_EQ(tb.operation, "evaluation");
@@ -78,49 +92,37 @@ TEST(TracebackRich, FoldedPathsAreReadWhole) {
       "OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.65 GiB of "
       "which 1.08 GiB is free. Including non-PyTorch memory, this process has 22.56 GiB memory in use. Of the allocated "
       "memory 20.14 GiB is allocated by PyTorch, and 1.97 GiB is reserved by PyTorch but unallocated.\n";
-  const ScanResult r = scan_text(folded);
-  ASSERT_EQ(r.events.size(), 1u);
-  ASSERT_TRUE(r.events[0].traceback);
-  const Traceback& tb = *r.events[0].traceback;
-  ASSERT_EQ(tb.frames.size(), 3u);
-  EXPECT_EQ(tb.frames[0].file, "/home/someone/.local/share/virtualenvs/project-abc123/lib/python3.11/site-packages/mylib/trainer.py");
-  EXPECT_EQ(tb.frames[0].line, 40u);
-  EXPECT_EQ(tb.frames[0].function, "evaluate");
-  EXPECT_EQ(tb.frames[0].code, "out = model(batch)");
-  EXPECT_EQ(tb.frames[1].file, "/home/someone/very/long/path/to/a/project/with/many/dirs/src/pkg/trainer.py");
-  EXPECT_EQ(tb.frames[1].line, 88u);
-  EXPECT_EQ(tb.frames[1].function, "evaluate_with_a_really_long_function_name");
-  EXPECT_EQ(tb.frames[1].code, "return self.step(batch)");
+  const std::vector<TracebackFrame> frames = frames_of(folded);
+  ASSERT_EQ(frames.size(), 3u);
+  expect_frame(frames[0], "/home/someone/.local/share/virtualenvs/project-abc123/lib/python3.11/site-packages/mylib/trainer.py",
+               40, "evaluate", "out = model(batch)");
+  const std::string trainer = "/home/someone/very/long/path/to/a/project/with/many/dirs/src/pkg/trainer.py";
+  expect_frame(frames[1], trainer, 88, "evaluate_with_a_really_long_function_name", "return self.step(batch)");
   // A row that fills the box but ends at a space: the next row is a new word.
-  EXPECT_EQ(tb.frames[2].file, "/home/someone/very/long/path/to/a/project/with/many/dirs/src/pkg/trainer.py");
-  EXPECT_EQ(tb.frames[2].line, 90u);
-  EXPECT_EQ(tb.frames[2].function, "step");
+  expect_frame(frames[2], trainer, 90, "step", "return model(batch)");
 }
 
 // Real Rich output (tests/fixtures/explain/rich/README.md): at every width the three frames are
 // read whole, the code of the row that ran as far as Rich prints it.
 TEST(TracebackRich, RealRichOutputAtSeveralWidths) {
   const std::string dir = "/tmp/qa-round2/rich/src/";
-  for (const char* fixture : {"folded_w45.log", "folded_w86.log", "locals_beside_w126.log"}) {
+  const std::string call = "return forward_pass_with_a_very_long_function_name_for_wrapping(batch_of_inputs)";
+  // The row that ran, as far as each width lets Rich print it.
+  const std::pair<const char*, size_t> fixtures[] = {
+      {"folded_w45.log", 33}, {"folded_w86.log", 74}, {"locals_beside_w126.log", call.size()}};
+  for (const auto& [fixture, printed] : fixtures) {
     SCOPED_TRACE(fixture);
-    const ScanResult r = scan_text(testing::read_file(testing::fixture_path(std::string("explain/rich/") + fixture)));
-    ASSERT_EQ(r.events.size(), 1u);
-    ASSERT_TRUE(r.events[0].traceback);
-    const Traceback& tb = *r.events[0].traceback;
-    ASSERT_EQ(tb.frames.size(), 3u);
-    EXPECT_EQ(tb.frames[0].file, dir + "short/train.py");
-    EXPECT_EQ(tb.frames[0].line, 6u);
-    EXPECT_EQ(tb.frames[0].function, "main");
-    EXPECT_TRUE(tb.frames[0].code.starts_with("return forward_pass_with_a_very_l"));
-    EXPECT_EQ(tb.frames[1].file, dir + "very_long_project_directory_name_for_testing/another_really_long_subdirectory/"
-                                       "models/transformer_block_implementation_with_long_name.py");
-    EXPECT_EQ(tb.frames[1].line, 4u);
-    EXPECT_EQ(tb.frames[1].function, "forward_pass_with_a_very_long_function_name_for_wrapping");
-    EXPECT_EQ(tb.frames[1].code, "return attn(x, hidden_states)");   // not the locals table beside it
-    EXPECT_EQ(tb.frames[2].file, dir + "pkg/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z/aa/bb/cc/dd/attention.py");
-    EXPECT_EQ(tb.frames[2].line, 7u);
-    EXPECT_EQ(tb.frames[2].function, "attn");
-    EXPECT_EQ(tb.frames[2].code, "raise OutOfMemoryError(MSG)");
+    const std::vector<TracebackFrame> frames =
+        frames_of(testing::read_file(testing::fixture_path(std::string("explain/rich/") + fixture)));
+    ASSERT_EQ(frames.size(), 3u);
+    expect_frame(frames[0], dir + "short/train.py", 6, "main", call.substr(0, printed));
+    expect_frame(frames[1],
+                 dir + "very_long_project_directory_name_for_testing/another_really_long_subdirectory/models/"
+                       "transformer_block_implementation_with_long_name.py",
+                 4, "forward_pass_with_a_very_long_function_name_for_wrapping",
+                 "return attn(x, hidden_states)");   // not the locals table beside it
+    expect_frame(frames[2], dir + "pkg/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z/aa/bb/cc/dd/attention.py",
+                 7, "attn", "raise OutOfMemoryError(MSG)");
   }
 }
 
