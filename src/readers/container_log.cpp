@@ -96,16 +96,22 @@ bool read_json_string(std::string_view s, size_t& i, std::string& out) {
   return false;
 }
 
-// The line break ending a record's "log" says the line is whole; none says the next record of the
-// stream holds the rest. A break before the end is no runtime's record.
+// The line break ending a record's "log" (`out` from `from` on) says the line is whole: it comes
+// off, with a CRLF's '\r'; none says the next record of the stream holds the rest.
+bool strip_line_end(std::string& out, size_t from) {
+  if (out.size() == from || out.back() != '\n') return false;
+  out.pop_back();
+  if (out.size() > from && out.back() == '\r') out.pop_back();
+  return true;
+}
+
+// A record of the stream; a line break before the end of its "log" is no runtime's record.
 std::optional<ContainerRecord> docker_record(std::string payload, std::string stream) {
   ContainerRecord r;
   // The driver writes only these two; any other name shares one bucket, so that the parts held
   // stay a handful whatever a file claims.
   if (stream != "stdout" && stream != "stderr") stream = "other";
-  r.partial = payload.empty() || payload.back() != '\n';
-  if (!r.partial) payload.pop_back();
-  if (!payload.empty() && payload.back() == '\r' && !r.partial) payload.pop_back();
+  r.partial = !strip_line_end(payload, 0);
   if (payload.find('\n') != std::string::npos) return std::nullopt;
   r.payload = std::move(payload);
   r.stream = std::move(stream);
@@ -249,14 +255,11 @@ bool append_whole_record(ContainerLogKind kind, std::string_view line, std::stri
   }
   const size_t mark = out.size();
   if (!read_docker_layout(line, out)) return false;
-  // Whole: the one line break is the last byte.
-  const std::string_view payload(out.data() + mark, out.size() - mark);
-  if (payload.empty() || payload.back() != '\n' || payload.find('\n') != payload.size() - 1) {
+  // Whole: it ends its line, and holds no other break.
+  if (!strip_line_end(out, mark) || out.find('\n', mark) != std::string::npos) {
     out.resize(mark);
     return false;
   }
-  out.pop_back();
-  if (out.size() > mark && out.back() == '\r') out.pop_back();
   return true;
 }
 
