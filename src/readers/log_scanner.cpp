@@ -30,7 +30,6 @@ constexpr size_t kWindowBytes = 32 << 10;
 // Ranks failing at once interleave their wrapped lines: a message's window counts its own rank's
 // lines, over at most this many ranks' lines in all.
 constexpr size_t kMaxInterleavedRanks = 128;
-constexpr size_t kJsonRecordsAfter = 39;   // records a message logged one record a line goes on over
 constexpr size_t kMaxLine = 16 << 10;      // longer lines are cut around the keyword ...
 constexpr size_t kLineLead = 2 << 10;      // ... keeping this much before it (a message's start)
 constexpr size_t kBackContext = 32 << 10;  // traceback above an event
@@ -920,11 +919,11 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   // writes a message of several lines, llama.cpp's, one record a line).
   {
     uint64_t n = line_number;
-    const size_t last = from_json ? std::min(segments.size(), 1 + kJsonRecordsAfter) : segments.size();
     // After a JSON record the next records' messages may hold many lines each (a traceback
     // apiece): the window stops at the lines and bytes a plain window holds.
     size_t json_bytes = 0;
-    for (size_t i = from_json ? 1 : 0; i < last && !(from_json && (lines.size() >= kWindowLines || json_bytes > kWindowBytes)); ++i) {
+    for (size_t i = from_json ? 1 : 0;
+         i < segments.size() && !(from_json && (lines.size() >= kWindowLines || json_bytes > kWindowBytes)); ++i) {
       if (i > 0) {
         n += count_newlines(buf.data() + segments[i - 1].end, segments[i].start - segments[i - 1].end);
       }

@@ -13,6 +13,7 @@
 
 #include "core/file_input.h"
 #include "core/huge_pages.h"
+#include "core/saturating.h"
 #include "readers/pickle_opcodes.h"
 #include "readers/pickle_reader.h"
 #include "readers/pickle_tree.h"
@@ -733,11 +734,8 @@ class Converter {
         } else {
           uint64_t& total = reserved[seg->device];
           uint64_t& blocks = in_blocks[seg->device];
-          total = seg->total_size > kMaxTraceSizeBytes - std::min(total, kMaxTraceSizeBytes) ? kMaxTraceSizeBytes + 1
-                                                                                             : total + seg->total_size;
-          for (const SnapshotBlock& b : seg->blocks) {
-            blocks = b.size > kMaxTraceSizeBytes - std::min(blocks, kMaxTraceSizeBytes) ? kMaxTraceSizeBytes + 1 : blocks + b.size;
-          }
+          total = saturating_add(total, seg->total_size);
+          for (const SnapshotBlock& b : seg->blocks) blocks = saturating_add(blocks, b.size);
           if (total > kMaxTraceSizeBytes || blocks > kMaxTraceSizeBytes) {
             status = Error{fmt::format("segments[{}]: the {} of cuda:{} add up to more than any device holds", index,
                                        total > kMaxTraceSizeBytes ? "segments" : "blocks", seg->device)};
