@@ -458,6 +458,10 @@ struct LogScanner::State {
   size_t quick_repeat_index = kNoQuickRepeat;
   std::string quick_repeat_text;
   std::optional<int64_t> quick_repeat_rank;
+  bool quick_repeat_json = false;   // the text is a JSON record's one message string (json_repeats_last)
+  // Whether the record's strings `decoded` hold the quick-repeat message as their only message:
+  // the first string with a keyword equals it (cleaned, same rank) and none after it holds one.
+  bool json_repeats_last(const std::vector<std::string>& decoded) const;
   void add_reading(const std::string& line, uint64_t line_number, std::optional<int64_t> rank);
   void add_notice(const std::string& line, uint64_t line_number, std::optional<int64_t> rank);
   // A candidate line that is not an error message: a memory figure or a notice.
@@ -527,6 +531,19 @@ OomEvent* LogScanner::State::find_repeat(const OomEvent& event) {
     return same_message(*it, event) ? &*it : nullptr;
   }
   return nullptr;
+}
+
+bool LogScanner::State::json_repeats_last(const std::vector<std::string>& decoded) const {
+  const KeywordFilter& keywords = KeywordFilter::standard();
+  size_t i = 0;
+  while (i < decoded.size() && keywords.find(decoded[i], 0) == std::string::npos) ++i;
+  if (i == decoded.size()) return false;
+  const CleanLine c = clean_line(decoded[i]);
+  if (c.rank != quick_repeat_rank || c.text != quick_repeat_text) return false;
+  for (++i; i < decoded.size(); ++i) {
+    if (keywords.find(decoded[i], 0) != std::string::npos) return false;
+  }
+  return true;
 }
 
 OomEvent* LogScanner::State::add_event(OomEvent event) {
@@ -759,8 +776,11 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     CleanLine c = clean_line(raw);
     const bool whole = !c.json_record;   // the cleaned line is all there is to read
     if (!whole) record_strings = json_record_lines(raw);
-    const bool repeats_last = whole && quick_repeat_index != kNoQuickRepeat && c.rank == quick_repeat_rank &&
-                              c.text == quick_repeat_text;
+    // (A record is compared by its message string; not while its later strings are being read.)
+    const bool repeats_last =
+        quick_repeat_index != kNoQuickRepeat &&
+        (whole ? !quick_repeat_json && c.rank == quick_repeat_rank && c.text == quick_repeat_text
+               : quick_repeat_json && record_strings && json_record_at != base + ls && json_repeats_last(*record_strings));
     if (repeats_last && result.events[quick_repeat_index].repeats >= 2) {
       OomEvent& same = result.events[quick_repeat_index];
       ++same.repeats;
@@ -1069,7 +1089,14 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       for (size_t i = unbroken + 1; i <= last_segment; ++i) {
         if (!other_rank[i]) consumed_lines.push_back(base + segments[i].start);
       }
-      const bool one_line = !from_json && used == 1 && glued_lines == 0 && ray_count == 0;
+      // (A JSON record's message qualifies when it is the record's one message: the record's later
+      // strings, which the scan comes back for, hold no keyword.)
+      bool one_line = used == 1 && glued_lines == 0 && ray_count == 0;
+      if (one_line && from_json) {
+        const auto& decoded = *record_strings;
+        one_line = std::none_of(decoded.begin() + static_cast<std::ptrdiff_t>(json_start + 1), decoded.end(),
+                                [](const std::string& s) { return KeywordFilter::standard().find(s, 0) != std::string::npos; });
+      }
       std::string first_text = one_line ? lines[0] : std::string();
       OomEvent* kept = add_event(std::move(event));
       if (kept != nullptr && ray_count > 1) {
@@ -1081,6 +1108,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         quick_repeat_index = static_cast<size_t>(kept - result.events.data());
         quick_repeat_text = std::move(first_text);
         quick_repeat_rank = rank;
+        quick_repeat_json = from_json;
       }
       return true;
     }
