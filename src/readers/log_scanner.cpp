@@ -193,14 +193,7 @@ class Utf16Decoder {
   uint32_t high_ = 0;
 };
 
-bool any_format_triggered(const std::string& line) {
-  for (const MessageFormat& format : message_formats()) {
-    for (const auto& trigger : format.triggers) {
-      if (line.find(trigger) != std::string::npos) return true;
-    }
-  }
-  return false;
-}
+bool any_format_triggered(const std::string& line) { return holds_trigger(line); }
 
 // A message quoted as a string literal (a Rust panic's Debug print of a Python error, a repr) has
 // its newlines as the two characters backslash and n: its lines, when at least two of those breaks

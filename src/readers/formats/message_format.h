@@ -34,7 +34,12 @@ struct MessageWindow {
   size_t joined_line_of(size_t offset) const;
   // Whether `trigger` starts on lines[0], possibly running on into lines[1] (a wrapped message).
   bool first_line_holds(std::string_view trigger) const;
+  // Which formats' triggers first_line_holds finds, by id: filled on its first call, in one pass.
+  mutable std::vector<bool> first_line_triggers;
 };
+
+// Whether any format's trigger occurs in `text` (one pass over it).
+bool holds_trigger(std::string_view text);
 
 // Whether `line` ends with the start of a trigger, cut at one of its spaces ("... CUDA out of" then
 // "memory. Tried ...") or, at a fixed width, inside a word ("... CUDA ou" then "t of memory."): the

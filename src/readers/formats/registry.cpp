@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdint>
+#include <cstring>
 #include <cctype>
 
 namespace oomdoc {
@@ -34,18 +37,9 @@ size_t MessageWindow::joined_line_of(size_t offset) const {
   return it == joined_starts.begin() ? 0 : static_cast<size_t>(it - joined_starts.begin()) - 1;
 }
 
-bool MessageWindow::first_line_holds(std::string_view trigger) const {
-  if (lines.empty()) return false;
-  if (lines[0].find(trigger) != std::string::npos) return true;
-  if (joined_starts.size() < 2 || trigger.empty()) return false;
-  // A trigger that starts on line 0 begins before line 1's offset in `joined`.
-  const size_t reach = std::min(joined.size(), joined_starts[1] + trigger.size() - 1);
-  return std::string_view(joined).substr(0, reach).find(trigger) != std::string_view::npos;
-}
-
 namespace {
 
-// Every format's triggers, once each.
+// Every format's triggers, once each, sorted (a trigger's id is its index).
 const std::vector<std::string>& all_triggers() {
   static const std::vector<std::string> triggers = [] {
     std::vector<std::string> out;
@@ -57,13 +51,107 @@ const std::vector<std::string>& all_triggers() {
   return triggers;
 }
 
+// The triggers by their first byte, each with its first 8 bytes as a word (most places a trigger's
+// first byte occurs are ruled out by one compare), and the longest trigger.
+struct TriggerIndex {
+  struct Entry {
+    size_t id;
+    uint64_t head;   // the trigger's first bytes, up to 8, little end first
+    uint64_t mask;   // which bytes of `head` count
+  };
+  std::array<std::vector<Entry>, 256> by_first;
+  size_t longest = 0;
+};
+
+// Up to 8 bytes of `text` from `at` as a word (missing bytes are 0).
+uint64_t word_at(std::string_view text, size_t at) {
+  uint64_t w = 0;
+  const size_t n = std::min<size_t>(8, text.size() - at);
+  for (size_t i = 0; i < n; ++i) w |= static_cast<uint64_t>(static_cast<unsigned char>(text[at + i])) << (8 * i);
+  return w;
+}
+
+const TriggerIndex& trigger_index() {
+  static const TriggerIndex index = [] {
+    TriggerIndex out;
+    const auto& triggers = all_triggers();
+    for (size_t id = 0; id < triggers.size(); ++id) {
+      const std::string& t = triggers[id];
+      const size_t n = std::min<size_t>(8, t.size());
+      const uint64_t mask = n == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * n)) - 1;
+      out.by_first[static_cast<unsigned char>(t[0])].push_back({id, word_at(t, 0), mask});
+      out.longest = std::max(out.longest, t.size());
+    }
+    return out;
+  }();
+  return index;
+}
+
+// Calls `on_found(id)` for each place a trigger starts in `text` before offset `limit`, until it
+// returns true: one pass that compares, at each byte, only the triggers beginning with it. (A find
+// per trigger read a 16 KiB cut line once per trigger: a line of nothing but "memory memory ..."
+// took seconds.)
+template <typename OnFound>
+bool for_each_trigger(std::string_view text, size_t limit, OnFound on_found) {
+  const TriggerIndex& index = trigger_index();
+  const auto& triggers = all_triggers();
+  limit = std::min(limit, text.size());
+  for (size_t at = 0; at < limit; ++at) {
+    const auto& bucket = index.by_first[static_cast<unsigned char>(text[at])];
+    if (bucket.empty()) continue;
+    uint64_t word = 0;
+    if (at + 8 <= text.size()) {
+      std::memcpy(&word, text.data() + at, 8);
+      if constexpr (std::endian::native == std::endian::big) word = __builtin_bswap64(word);
+    } else {
+      word = word_at(text, at);
+    }
+    for (const auto& e : bucket) {
+      if ((word & e.mask) != e.head) continue;
+      const std::string& t = triggers[e.id];
+      if (t.size() > 8 && text.substr(at, t.size()) != t) continue;
+      if (on_found(e.id)) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
+
+bool MessageWindow::first_line_holds(std::string_view trigger) const {
+  if (lines.empty() || trigger.empty()) return false;
+  const auto& triggers = all_triggers();
+  const auto it = std::lower_bound(triggers.begin(), triggers.end(), trigger);
+  if (it == triggers.end() || *it != trigger) {
+    // (Not a format's trigger: looked for directly.)
+    if (lines[0].find(trigger) != std::string::npos) return true;
+    if (joined_starts.size() < 2) return false;
+    const size_t reach = std::min(joined.size(), joined_starts[1] + trigger.size() - 1);
+    return std::string_view(joined).substr(0, reach).find(trigger) != std::string_view::npos;
+  }
+  if (first_line_triggers.empty()) {
+    first_line_triggers.assign(triggers.size(), false);
+    auto mark = [&](size_t id) {
+      first_line_triggers[id] = true;
+      return false;
+    };
+    for_each_trigger(lines[0], lines[0].size(), mark);
+    // A trigger that starts on line 0 begins before line 1's offset in `joined`.
+    if (joined_starts.size() >= 2) for_each_trigger(joined, joined_starts[1], mark);
+  }
+  return first_line_triggers[static_cast<size_t>(it - triggers.begin())];
+}
+
+bool holds_trigger(std::string_view text) {
+  return for_each_trigger(text, text.size(), [](size_t) { return true; });
+}
 
 bool trigger_crosses(std::string_view text, size_t seam) {
   for (const std::string& trigger : all_triggers()) {
+    // Only a trigger starting within its length before the seam can cross it.
     const size_t from = seam >= trigger.size() ? seam - trigger.size() + 1 : 0;
-    const size_t at = text.find(trigger, from);
-    if (at != std::string_view::npos && at < seam) return true;
+    if (from >= text.size()) continue;
+    if (text.substr(from, seam - from + trigger.size() - 1).find(trigger) != std::string_view::npos) return true;
   }
   return false;
 }
@@ -71,24 +159,15 @@ bool trigger_crosses(std::string_view text, size_t seam) {
 bool ends_with_trigger_start(std::string_view line) {
   // Triggers by their first byte, and the longest: only the line's last bytes that begin one
   // are compared (every candidate line of a log passes here).
-  struct Index {
-    std::array<std::vector<std::string_view>, 256> by_first;
-    size_t longest = 0;
-  };
-  static const Index index = [] {
-    Index out;
-    for (const std::string& trigger : all_triggers()) {
-      out.by_first[static_cast<unsigned char>(trigger[0])].push_back(trigger);
-      out.longest = std::max(out.longest, trigger.size());
-    }
-    return out;
-  }();
+  const TriggerIndex& index = trigger_index();
+  const auto& triggers = all_triggers();
   while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
   const size_t from = line.size() > index.longest ? line.size() - index.longest : 0;
   for (size_t at = from; at < line.size(); ++at) {
     const size_t n = line.size() - at;  // how much of a trigger the line would end with
     const std::string_view tail = line.substr(at);
-    for (std::string_view trigger : index.by_first[static_cast<unsigned char>(line[at])]) {
+    for (const auto& e : index.by_first[static_cast<unsigned char>(line[at])]) {
+      const std::string_view trigger = triggers[e.id];
       if (n >= trigger.size() || trigger.substr(0, n) != tail) continue;
       const bool cut_at_space = trigger[n] == ' ';
       // Cut inside a word: only a word's trigger ("ou" of "out of memory"), and a single letter
