@@ -17,33 +17,38 @@ bool layer_is_sliding(const ModelSpec& model, uint64_t layer) {
 
 // KV cache groups of the hybrid manager (kv_cache_utils.py, _get_kv_cache_groups_uniform_page_size):
 // layers of each kind are cut into groups of the size of the smaller kind, or of the larger kind
-// when it has fewer than 1.25 times as many layers ("gpt-oss-20b + eagle, with 12 sw + 13 full. We
-// pad it to (13 sw, 13 full)"); vLLM pads uneven counts with empty layers.
+// when it has not many more (KvGrouping: "gpt-oss-20b + eagle, with 12 sw + 13 full. We pad it to
+// (13 sw, 13 full)"). Layer i of a kind goes to group i mod (its groups) ("layers[i::num_groups]").
+// Since v0.11 (vllm-project/vllm#23974) the groups are cut over the whole model and projected onto
+// each pipeline stage (_project_kv_cache_groups_to_worker): a stage's contiguous run of n layers of
+// a kind with g groups puts at most ceil(n / g) in one group, and a block costs one page per layer
+// of the fullest group (get_kv_cache_config_from_groups: the group size is the largest group's).
 struct Groups {
-  uint64_t group_size = 0;
+  uint64_t layers_per_block = 0;   // the most layers one group holds on this stage
   uint64_t full_groups = 0;
   uint64_t sliding_groups = 0;
 };
 
-Groups hybrid_groups_of(const KvLayout& layout, bool hybrid) {
+Groups hybrid_groups_of(const KvLayout& layout, const KvGrouping& grouping) {
   Groups g;
-  uint64_t full = layout.full_layers;
-  uint64_t sliding = layout.sliding_layers;
-  if (!hybrid || sliding == 0) {
-    g.group_size = full + sliding;
-    g.full_groups = 1;
+  const uint64_t full = layout.full_layers;
+  const uint64_t sliding = layout.sliding_layers;
+  const bool whole_model = layout.model_full_layers + layout.model_sliding_layers > 0;
+  const uint64_t model_full = whole_model ? layout.model_full_layers : full;
+  const uint64_t model_sliding = whole_model ? layout.model_sliding_layers : sliding;
+  if (!grouping.hybrid || model_sliding == 0 || model_full == 0) {
+    // One group of every layer: full attention, or (a model whose every layer slides) a window.
+    g.layers_per_block = full + sliding;
+    if (grouping.hybrid && model_full == 0) g.sliding_groups = 1;
+    else g.full_groups = 1;
     return g;
   }
-  if (full == 0) {
-    g.group_size = sliding;
-    g.sliding_groups = 1;
-    return g;
-  }
-  g.group_size = std::min(full, sliding);
-  const uint64_t larger = std::max(full, sliding);
-  if (larger * 4 < g.group_size * 5) g.group_size = larger;   // max < 1.25 x min
-  g.full_groups = cdiv(full, g.group_size);
-  g.sliding_groups = cdiv(sliding, g.group_size);
+  uint64_t group_size = std::min(model_full, model_sliding);
+  const uint64_t larger = std::max(model_full, model_sliding);
+  if (larger * 100 < group_size * grouping.larger_kind_ratio_percent) group_size = larger;
+  g.full_groups = cdiv(model_full, group_size);
+  g.sliding_groups = cdiv(model_sliding, group_size);
+  g.layers_per_block = std::max(cdiv(full, g.full_groups), cdiv(sliding, g.sliding_groups));
   return g;
 }
 
@@ -183,11 +188,13 @@ KvLayout kv_layout(const ModelSpec& model, const PipelineStage& stage, uint64_t 
 
 KvCapacity kv_capacity_for_blocks(const KvLayout& layout, uint64_t num_blocks, uint64_t max_model_len,
                                   uint64_t max_num_batched_tokens, std::optional<uint64_t> sliding_window,
-                                  bool hybrid) {
+                                  const KvGrouping& grouping) {
   KvCapacity capacity;
-  Groups groups = hybrid_groups_of(layout, hybrid && sliding_window.has_value());
+  KvGrouping rule = grouping;
+  rule.hybrid = grouping.hybrid && sliding_window.has_value();
+  Groups groups = hybrid_groups_of(layout, rule);
   capacity.num_groups = groups.full_groups + groups.sliding_groups;
-  const uint64_t bytes_per_block_all_groups = layout.page_bytes * groups.group_size + layout.extra_page_bytes;
+  const uint64_t bytes_per_block_all_groups = layout.page_bytes * groups.layers_per_block + layout.extra_page_bytes;
   capacity.num_blocks = num_blocks;
   capacity.bytes = num_blocks * bytes_per_block_all_groups;
   capacity.tokens = capacity.num_blocks / std::max<uint64_t>(capacity.num_groups, 1) * layout.block_size;
@@ -209,24 +216,26 @@ KvCapacity kv_capacity_for_blocks(const KvLayout& layout, uint64_t num_blocks, u
 
 KvCapacity kv_capacity(const KvLayout& layout, int64_t available_bytes, uint64_t max_model_len,
                        uint64_t max_num_batched_tokens, std::optional<uint64_t> sliding_window,
-                       bool hybrid) {
-  Groups groups = hybrid_groups_of(layout, hybrid && sliding_window.has_value());
-  const uint64_t bytes_per_block_all_groups = layout.page_bytes * groups.group_size + layout.extra_page_bytes;
+                       const KvGrouping& grouping) {
+  KvGrouping rule = grouping;
+  rule.hybrid = grouping.hybrid && sliding_window.has_value();
+  Groups groups = hybrid_groups_of(layout, rule);
+  const uint64_t bytes_per_block_all_groups = layout.page_bytes * groups.layers_per_block + layout.extra_page_bytes;
   uint64_t num_blocks = 0;
   if (available_bytes > 0 && bytes_per_block_all_groups > 0) {
     // kv_cache_utils: num_blocks = available_memory // page_size // num_layers (per group).
     num_blocks = static_cast<uint64_t>(available_bytes) / bytes_per_block_all_groups;
   }
-  return kv_capacity_for_blocks(layout, num_blocks, max_model_len, max_num_batched_tokens, sliding_window, hybrid);
+  return kv_capacity_for_blocks(layout, num_blocks, max_model_len, max_num_batched_tokens, sliding_window, grouping);
 }
 
 uint64_t max_model_len_that_fits(const KvLayout& layout, int64_t available_bytes,
                                  uint64_t max_num_batched_tokens,
-                                 std::optional<uint64_t> sliding_window, bool hybrid,
+                                 std::optional<uint64_t> sliding_window, const KvGrouping& grouping,
                                  uint64_t upper_bound) {
   // Binary search like vLLM's estimate_max_model_len: the largest length whose one request fits.
   auto fits = [&](uint64_t len) {
-    KvCapacity c = kv_capacity(layout, available_bytes, len, max_num_batched_tokens, sliding_window, hybrid);
+    KvCapacity c = kv_capacity(layout, available_bytes, len, max_num_batched_tokens, sliding_window, grouping);
     return c.num_blocks > 0 && c.blocks_per_request <= c.num_blocks;
   };
   if (upper_bound == 0 || !fits(1)) return 0;

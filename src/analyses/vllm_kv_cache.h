@@ -60,6 +60,22 @@ struct KvLayout {
   // one block of all of them, added to every block (analyses/vllm_speculative.h, add_draft_kv).
   uint64_t extra_page_bytes = 0;
   uint64_t draft_layers = 0;           // of full_layers + the extra pages: the drafter's
+  // The whole model's layers of each kind (its drafter's with them), over which vLLM cuts the
+  // hybrid manager's groups before projecting them onto each pipeline stage (v0.11+); 0 and 0:
+  // the groups are cut from this stage's own layers.
+  uint64_t model_full_layers = 0;
+  uint64_t model_sliding_layers = 0;
+};
+
+// How V1's hybrid KV cache manager cuts a model's layers into groups, as the vLLM in use does it
+// (kv_cache_utils.py, _get_kv_cache_groups_uniform_page_size).
+struct KvGrouping {
+  bool hybrid = false;   // sliding-window layers in groups of their own; otherwise every layer is
+                         // sized as full attention (V0, V1 before v0.10)
+  // Groups hold as many layers as the smaller kind has, or as the larger kind has when that is
+  // under this many hundredths of the smaller (vllm-project/vllm#29303: 125; #36684: 150); 0:
+  // always the smaller's count.
+  uint32_t larger_kind_ratio_percent = 150;
 };
 
 // layers: those of one pipeline stage. tp: tensor-parallel size.
@@ -85,24 +101,24 @@ struct KvCapacity {
   uint64_t bytes = 0;                  // the KV tensors vLLM allocates: num_blocks x one block of every layer
 };
 
-// hybrid_groups: V1's hybrid manager (sliding layers in their own groups, requests charged only
+// grouping.hybrid: V1's hybrid manager (sliding layers in their own groups, requests charged only
 // for the window); otherwise every layer is sized as full attention (V0, older V1).
 KvCapacity kv_capacity(const KvLayout& layout, int64_t available_bytes, uint64_t max_model_len,
                        uint64_t max_num_batched_tokens, std::optional<uint64_t> sliding_window,
-                       bool hybrid_groups);
+                       const KvGrouping& grouping);
 
 // The same from a block count given outright (--num-gpu-blocks-override): vLLM allocates that many
 // blocks whatever the memory (vllm/v1/core/kv_cache_utils.py, get_num_blocks: "Overriding
 // num_gpu_blocks=%d with num_gpu_blocks_override=%d"), so tokens, concurrency and bytes follow it.
 KvCapacity kv_capacity_for_blocks(const KvLayout& layout, uint64_t num_blocks, uint64_t max_model_len,
                                   uint64_t max_num_batched_tokens, std::optional<uint64_t> sliding_window,
-                                  bool hybrid_groups);
+                                  const KvGrouping& grouping);
 
 // The longest request that fits in the available KV memory (vLLM's "estimated maximum model
 // length"), 0 when not even one block fits.
 uint64_t max_model_len_that_fits(const KvLayout& layout, int64_t available_bytes,
                                  uint64_t max_num_batched_tokens,
-                                 std::optional<uint64_t> sliding_window, bool hybrid_groups,
+                                 std::optional<uint64_t> sliding_window, const KvGrouping& grouping,
                                  uint64_t upper_bound);
 
 

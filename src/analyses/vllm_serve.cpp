@@ -895,13 +895,21 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   }
   // The blocks vLLM allocates: what the available memory holds, or --num-gpu-blocks-override's
   // count whatever the memory (tokens, concurrency and bytes then follow the override).
+  const KvGrouping grouping{b.hybrid_kv_groups, b.hybrid_group_larger_kind_ratio_percent};
+  // The whole model's layers of each kind (the drafter's with them) that current vLLM cuts its
+  // groups over before projecting them onto each pipeline stage.
+  KvLayout whole_model_kv;
+  if (b.hybrid_groups_whole_model) {
+    PipelineStage whole = pipeline_stages(kv_model, 1).front();
+    whole_model_kv = kv_layout(kv_model, whole, s.tensor_parallel_size, *kv_storage, s.block_size);
+    if (p.speculative) add_draft_kv(whole_model_kv, p.speculative->kv);
+  }
   auto capacity_for = [&](const KvLayout& layout, int64_t available, uint64_t max_model_len) {
     KvCapacity capacity =
         c.num_gpu_blocks_override
             ? kv_capacity_for_blocks(layout, *c.num_gpu_blocks_override, max_model_len, s.max_num_batched_tokens,
-                                     model.sliding_window, b.hybrid_kv_groups)
-            : kv_capacity(layout, available, max_model_len, s.max_num_batched_tokens, model.sliding_window,
-                          b.hybrid_kv_groups);
+                                     model.sliding_window, grouping)
+            : kv_capacity(layout, available, max_model_len, s.max_num_batched_tokens, model.sliding_window, grouping);
     // V0 and V1 before v0.8 divide the cache's tokens by max_model_len (a fraction of a block
     // counts); current V1 counts whole blocks per request, as kv_capacity does.
     if (!concurrency_in_whole_blocks(b)) {
@@ -960,6 +968,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     KvLayout layout = kv_layout(kv_model, stage, s.tensor_parallel_size, *kv_storage, s.block_size);
     if (align_latent) align_latent_entries_to_256_bytes(layout, act_bytes);
     if (drafter_here) add_draft_kv(layout, p.speculative->kv);
+    layout.model_full_layers = whole_model_kv.full_layers;
+    layout.model_sliding_layers = whole_model_kv.sliding_layers;
     const uint64_t activation = stage.last ? sampling_activation : forward_activation;
     int64_t available;
     if (c.kv_cache_memory_bytes) {
@@ -985,7 +995,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
       first = false;
       p.binding_stage = i;
       p.blocks_from_memory = kv_capacity(layout, available, s.max_model_len, s.max_num_batched_tokens,
-                                         model.sliding_window, b.hybrid_kv_groups).num_blocks;
+                                         model.sliding_window, grouping).num_blocks;
       p.weights.bytes = weights;
       p.activation.bytes = activation;
       p.cuda_graphs.bytes = graphs;
@@ -1032,7 +1042,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                                                            : p.available_kv_bytes;
   p.max_model_len_that_fits = max_model_len_that_fits(
       p.kv, kv_sized_bytes, s.max_num_batched_tokens, model.sliding_window,
-      b.hybrid_kv_groups, std::max<uint64_t>(s.max_model_len, s.model_context));
+      grouping, std::max<uint64_t>(s.max_model_len, s.model_context));
   std::string auto_fit_line;
   if (c.max_model_len_auto && b.v1_engine) {
     uint64_t fitted = std::min(s.model_context, p.max_model_len_that_fits);

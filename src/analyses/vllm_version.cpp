@@ -93,6 +93,8 @@ VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string
   b.context_counts_against_budget = (b.v1_engine && !version.at_least(0, 9, 0)) ||
                                     (version.at_least(0, 2, 5) && !version.at_least(0, 3, 1));
   b.hybrid_kv_groups = b.v1_engine && version.at_least(0, 10, 0);
+  b.hybrid_group_larger_kind_ratio_percent = version.at_least(0, 18, 0) ? 150 : version.at_least(0, 12, 0) ? 125 : 0;
+  b.hybrid_groups_whole_model = version.at_least(0, 11, 0);
   b.kv_tokens_from_concurrency = b.v1_engine && version.at_least(0, 20, 0);
   b.gemma2_context_capped_to_window = version.at_least(0, 5, 1) && !version.at_least(0, 6, 5);
   b.startup_free_memory_check = b.v1_engine && version.at_least(0, 9, 0);

@@ -90,6 +90,14 @@ struct VllmBehavior {
   // V1's hybrid KV cache manager (v0.10+) gives sliding-window layers their own block groups;
   // before it (and in V0), every layer is sized as full attention.
   bool hybrid_kv_groups = true;
+  // How the hybrid manager sizes its groups (KvGrouping): always the smaller kind's layer count
+  // until vllm-project/vllm#29303 (November 2025, v0.12 assumed) let the larger kind's count serve
+  // when under 1.25 times it; #36684 (March 2026, v0.18 assumed) raised that to 1.5.
+  uint32_t hybrid_group_larger_kind_ratio_percent = 150;
+  // From v0.11 (vllm-project/vllm#23974, "[Hybrid Allocator] Support Pipeline Parallel") the groups
+  // are cut over the whole model and projected onto each pipeline stage; before, from each
+  // stage's own layers.
+  bool hybrid_groups_whole_model = true;
   // "GPU KV cache size: N tokens" is int(max_model_len x max_concurrency) from v0.20 (vllm-project/
   // vllm#38364, "Fix incorrect KV cache log output": dividing the blocks evenly over the groups
   // misstates hybrid models); the v0.19.0 log of #40691 still prints blocks / groups x block size,

@@ -139,16 +139,16 @@ TEST(VllmKvCapacity, BlocksTokensAndConcurrency) {
   auto layout = kv_layout(m, pipeline_stages(m, 1)[0], 1, 2, 16);
   EXPECT_EQ(layout.page_bytes, 64 * kKiB);
   // 3.81 GiB as a V0 log prints it; one block of all 32 layers is 2 MiB.
-  KvCapacity c = kv_capacity(layout, 4090956349, 20000, 20000, std::nullopt, false);
+  KvCapacity c = kv_capacity(layout, 4090956349, 20000, 20000, std::nullopt, KvGrouping{false});
   EXPECT_EQ(c.num_blocks, 1950u);          // floor(4090956349 / 2097152)
   EXPECT_EQ(c.tokens, 31200u);
   EXPECT_EQ(c.blocks_per_request, 1250u);  // cdiv(20000, 16)
   EXPECT_NEAR(c.max_concurrency, 1.56, 1e-9);
   EXPECT_EQ(c.bytes_per_request, 1250u * 2 * kMiB);
-  EXPECT_EQ(kv_capacity(layout, -5, 20000, 20000, std::nullopt, false).num_blocks, 0u);
+  EXPECT_EQ(kv_capacity(layout, -5, 20000, 20000, std::nullopt, KvGrouping{false}).num_blocks, 0u);
   // The longest request 1950 blocks hold.
-  EXPECT_EQ(max_model_len_that_fits(layout, 4090956349, 2048, std::nullopt, false, 131072), 31200u);
-  EXPECT_EQ(max_model_len_that_fits(layout, 1000, 2048, std::nullopt, false, 131072), 0u);
+  EXPECT_EQ(max_model_len_that_fits(layout, 4090956349, 2048, std::nullopt, KvGrouping{false}, 131072), 31200u);
+  EXPECT_EQ(max_model_len_that_fits(layout, 1000, 2048, std::nullopt, KvGrouping{false}, 131072), 0u);
 }
 
 TEST(VllmKvCapacity, HybridManagerGivesSlidingLayersTheirOwnGroups) {
@@ -158,7 +158,7 @@ TEST(VllmKvCapacity, HybridManagerGivesSlidingLayersTheirOwnGroups) {
   auto layout = kv_layout(m, stage, 1, 2, 16);
   EXPECT_EQ(layout.page_bytes, 16u * 2 * 8 * 256 * 2);   // 131,072 B per layer per block
   // Hybrid (V1 >= 0.10): groups of 21 layers; a block of every group is 21 pages.
-  KvCapacity hybrid = kv_capacity(layout, 10 * kGiB, 8192, 2048, m.sliding_window, true);
+  KvCapacity hybrid = kv_capacity(layout, 10 * kGiB, 8192, 2048, m.sliding_window, KvGrouping{true});
   EXPECT_EQ(hybrid.num_groups, 2u);
   EXPECT_EQ(hybrid.num_blocks, 3900u);      // floor(10 GiB / (21 x 131072))
   EXPECT_EQ(hybrid.tokens, 31200u);         // 3900 // 2 groups x 16
@@ -166,7 +166,7 @@ TEST(VllmKvCapacity, HybridManagerGivesSlidingLayersTheirOwnGroups) {
   EXPECT_EQ(hybrid.blocks_per_request, 897u);
   EXPECT_NEAR(hybrid.max_concurrency, 3900.0 / 897.0, 1e-12);
   // Without the hybrid manager every layer is full attention.
-  KvCapacity uniform = kv_capacity(layout, 10 * kGiB, 8192, 2048, m.sliding_window, false);
+  KvCapacity uniform = kv_capacity(layout, 10 * kGiB, 8192, 2048, m.sliding_window, KvGrouping{false});
   EXPECT_EQ(uniform.num_blocks, 1950u);
   EXPECT_EQ(uniform.tokens, 31200u);
   EXPECT_NEAR(uniform.max_concurrency, 1950.0 / 512.0, 1e-12);
@@ -182,13 +182,13 @@ TEST(VllmKvCapacity, GemmaThreeSlidingLayersAreGroupedByTheGlobalLayerCount) {
   auto layout = kv_layout(m, stage, 1, 2, 16);
   EXPECT_EQ(layout.bytes_per_token, 26u * 2 * 1 * 256 * 2);   // 26,624 B: every layer, as V0 sizes it
   EXPECT_EQ(layout.page_bytes, 16u * 2 * 1 * 256 * 2);        // 16,384 B per layer per block
-  KvCapacity hybrid = kv_capacity(layout, kGiB, 32768, 2048, m.sliding_window, true);
+  KvCapacity hybrid = kv_capacity(layout, kGiB, 32768, 2048, m.sliding_window, KvGrouping{true});
   EXPECT_EQ(hybrid.num_groups, 7u);
   EXPECT_EQ(hybrid.num_blocks, 16384u);       // 2^30 / (16,384 x 4 layers per group)
   EXPECT_EQ(hybrid.tokens, 37440u);           // 16384 // 7 groups x 16
   // Full: cdiv(32768, 16) = 2048; each sliding group: cdiv(min(511 + 2048, 32768), 16) + 1 = 161.
   EXPECT_EQ(hybrid.blocks_per_request, 2048u + 6 * 161);
-  KvCapacity uniform = kv_capacity(layout, kGiB, 32768, 2048, m.sliding_window, false);
+  KvCapacity uniform = kv_capacity(layout, kGiB, 32768, 2048, m.sliding_window, KvGrouping{false});
   EXPECT_EQ(uniform.num_blocks, 2520u);       // 2^30 / (16,384 x 26)
 }
 
@@ -200,16 +200,16 @@ TEST(VllmKvCapacity, MistralSlidingWindowOnEveryLayer) {
   EXPECT_EQ(stage.sliding_layers, 32u);
   auto layout = kv_layout(m, stage, 1, 2, 16);
   EXPECT_EQ(layout.bytes_per_token, 128 * kKiB);   // 2 x 32 x 8 x 128 x 2
-  KvCapacity hybrid = kv_capacity(layout, 4 * kGiB, 32768, 2048, m.sliding_window, true);
+  KvCapacity hybrid = kv_capacity(layout, 4 * kGiB, 32768, 2048, m.sliding_window, KvGrouping{true});
   EXPECT_EQ(hybrid.num_groups, 1u);
   EXPECT_EQ(hybrid.num_blocks, 2048u);        // 4 GiB / (65,536 x 32)
   EXPECT_EQ(hybrid.tokens, 32768u);
   EXPECT_EQ(hybrid.blocks_per_request, 385u);
-  EXPECT_EQ(kv_capacity(layout, 4 * kGiB, 32768, 2048, m.sliding_window, false).blocks_per_request, 2048u);
+  EXPECT_EQ(kv_capacity(layout, 4 * kGiB, 32768, 2048, m.sliding_window, KvGrouping{false}).blocks_per_request, 2048u);
 }
 
 // Nearly balanced kinds (gpt-oss-20b + eagle: 12 sliding + 13 full) are padded to groups of the
-// larger count, 13, instead of 12 groups of 1 (kv_cache_utils.py: max < 1.25 x min).
+// larger count, 13, instead of 12 groups of 1 (kv_cache_utils.py: max < 1.5 x min; 1.25 before).
 TEST(VllmKvCapacity, NearlyBalancedKindsUseTheLargerGroupSize) {
   ModelSpec m;
   m.num_layers = 25;
@@ -224,11 +224,76 @@ TEST(VllmKvCapacity, NearlyBalancedKindsUseTheLargerGroupSize) {
   EXPECT_EQ(stage.sliding_layers, 12u);
   auto layout = kv_layout(m, stage, 1, 2, 16);
   EXPECT_EQ(layout.page_bytes, 16u * 2 * 8 * 64 * 2);   // 32,768 B
-  KvCapacity c = kv_capacity(layout, kGiB, 8192, 2048, m.sliding_window, true);
+  KvCapacity c = kv_capacity(layout, kGiB, 8192, 2048, m.sliding_window, KvGrouping{true});
   EXPECT_EQ(c.num_groups, 2u);
   EXPECT_EQ(c.num_blocks, 2520u);             // 2^30 / (32,768 x 13)
   EXPECT_EQ(c.tokens, 20160u);                // 2520 // 2 x 16
   EXPECT_EQ(c.blocks_per_request, 512u + 137u);   // sliding: cdiv(127 + 2048, 16) + 1
+}
+
+// A model of 24 layers like gpt-oss-20b's (64 x 8 KV heads of 64, window 128): 12 sliding ones.
+ModelSpec gpt_oss_like(uint64_t sliding, uint64_t full) {
+  ModelSpec m;
+  m.num_layers = sliding + full;
+  m.num_attention_heads = 64;
+  m.num_kv_heads = 8;
+  m.head_dim = 64;
+  m.hidden_size = 2880;
+  m.sliding_window = 128;
+  m.layer_is_sliding.assign(m.num_layers, false);
+  for (uint64_t i = 0; i < sliding; ++i) m.layer_is_sliding[i] = true;
+  return m;
+}
+
+// 14 sliding + 10 full: 1.4 x the smaller count. vLLM since #36684 (1.5) pads them into 2 groups of
+// 14; v0.12 to v0.17 (1.25) cut groups of 10: 2 sliding + 1 full; before v0.12, always the smaller.
+TEST(VllmKvCapacity, TheLargerKindsThresholdFollowsTheVersion) {
+  auto m = gpt_oss_like(14, 10);
+  auto layout = kv_layout(m, pipeline_stages(m, 1)[0], 1, 2, 16);
+  KvCapacity now = kv_capacity(layout, kGiB, 8192, 2048, m.sliding_window, KvGrouping{true, 150});
+  EXPECT_EQ(now.num_groups, 2u);
+  EXPECT_EQ(now.num_blocks, 2340u);                 // 2^30 / (32,768 x 14)
+  EXPECT_EQ(now.blocks_per_request, 512u + 137u);
+  KvCapacity before = kv_capacity(layout, kGiB, 8192, 2048, m.sliding_window, KvGrouping{true, 125});
+  EXPECT_EQ(before.num_groups, 3u);
+  EXPECT_EQ(before.num_blocks, 3276u);              // 2^30 / (32,768 x 10)
+  EXPECT_EQ(before.blocks_per_request, 512u + 2 * 137u);
+  EXPECT_EQ(kv_capacity(layout, kGiB, 8192, 2048, m.sliding_window, KvGrouping{true, 0}).num_groups, 3u);
+  // 12 + 12 is one group of each whatever the threshold.
+  auto even = gpt_oss_like(12, 12);
+  auto even_layout = kv_layout(even, pipeline_stages(even, 1)[0], 1, 2, 16);
+  EXPECT_EQ(kv_capacity(even_layout, kGiB, 8192, 2048, even.sliding_window, KvGrouping{true, 0}).num_groups, 2u);
+}
+
+// Pipeline stages: the groups are the whole model's (12 sliding + 12 full: one of each), projected
+// onto each stage. A stage of 3 sliding and 2 full layers costs 3 pages a block, not the 2 pages
+// of its own grouping (3 groups of 2), and a request is charged for the model's 2 groups.
+TEST(VllmKvCapacity, PipelineStagesShareTheWholeModelsGroups) {
+  auto m = gpt_oss_like(12, 12);
+  for (uint64_t i = 0; i < 24; ++i) m.layer_is_sliding[i] = i % 2 == 0;   // alternating, as gpt-oss
+  PipelineStage stage;
+  stage.first_layer = 10;
+  stage.layers = 5;
+  stage.sliding_layers = 3;   // layers 10, 12, 14
+  auto layout = kv_layout(m, stage, 1, 2, 16);
+  KvCapacity own = kv_capacity(layout, kGiB, 8192, 2048, m.sliding_window, KvGrouping{true});
+  EXPECT_EQ(own.num_groups, 3u);                     // (before v0.11) 2 full + 3 sliding: groups of 2
+  EXPECT_EQ(own.num_blocks, 16384u);                 // 2^30 / (32,768 x 2)
+  layout.model_full_layers = 12;
+  layout.model_sliding_layers = 12;
+  KvCapacity projected = kv_capacity(layout, kGiB, 8192, 2048, m.sliding_window, KvGrouping{true});
+  EXPECT_EQ(projected.num_groups, 2u);
+  EXPECT_EQ(projected.num_blocks, 10922u);           // 2^30 / (32,768 x 3)
+  EXPECT_EQ(projected.blocks_per_request, 512u + 137u);
+  // Two sliding groups over the model (8 full + 16 sliding, groups of 8): the stage's 3 sliding
+  // layers are dealt round the 2 groups, so the fuller holds 2.
+  layout.model_full_layers = 8;
+  layout.model_sliding_layers = 16;
+  layout.full_layers = 1;
+  layout.sliding_layers = 3;
+  KvCapacity dealt = kv_capacity(layout, kGiB, 8192, 2048, m.sliding_window, KvGrouping{true});
+  EXPECT_EQ(dealt.num_groups, 3u);
+  EXPECT_EQ(dealt.num_blocks, 16384u);               // 2^30 / (32,768 x 2)
 }
 
 }  // namespace

@@ -461,6 +461,31 @@ bool has_assumption_starting(const ServePrediction& p, const std::string& prefix
   return false;
 }
 
+// gpt-oss-20b over 5 pipeline stages (5, 5, 5, 5, 4 layers; even layers slide): vLLM cuts the
+// whole model's 12 + 12 layers into one group of each and projects them onto every stage
+// (vllm-project/vllm#23974, v0.11). The binding stage holds 3 sliding and 2 full layers, so a block
+// costs 3 pages of 16 x 2 x 8 x 64 x 2 = 32,768 B: 65,594,277,337 B for the KV cache (the H100's
+// 0.92 budget less the given 10 + 1 + 0.5 GiB and 300 MiB non-torch) / 98,304 = 667,259 blocks,
+// and a request of 131072 tokens takes the model's 2 groups' 8192 + 521 blocks. v0.10 grouped
+// each stage's own layers (3 groups of 2 here).
+TEST(VllmServe, PipelineStagesShareTheWholeModelsKvGroups) {
+  auto sized = [](const std::string& version) {
+    ServeInputs in = on_gpu({"vllm", "serve", "openai/gpt-oss-20b", "-pp", "5"}, "h100", version);
+    in.overrides.weights_bytes = 10 * kGiB;
+    in.overrides.activation_bytes = kGiB;
+    in.overrides.cuda_graph_bytes = kGiB / 2;
+    return predict(in);
+  };
+  ServePrediction p = sized("");
+  EXPECT_EQ(p.kv.sliding_layers, 3u);
+  EXPECT_EQ(p.kv.full_layers, 2u);
+  EXPECT_EQ(p.capacity.num_groups, 2u);
+  EXPECT_EQ(p.available_kv_bytes, 65594277337);
+  EXPECT_EQ(p.capacity.num_blocks, 667259u);
+  EXPECT_EQ(p.capacity.blocks_per_request, 8192u + 521u);
+  EXPECT_EQ(sized("0.10.2").capacity.num_groups, 3u);
+}
+
 TEST(VllmServe, Mxfp4ExpertsPaddedAsTheMoeBackendAllocatesThem) {
   for (const char* gpu : {"a100", "l40s", "4090"}) {
     ServePrediction p = predict(on_gpu({"vllm", "serve", "openai/gpt-oss-20b", "--max-model-len", "4096"}, gpu));
