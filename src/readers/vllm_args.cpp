@@ -116,6 +116,23 @@ std::optional<std::string> near_memory_flag(const std::string& name) {
   return closest_spelling(name, memory_flags());
 }
 
+// The short memory flag (-tp, -pp, -dp) that a single-dash word not vLLM's misspells: one with
+// its value glued on (-tp2), or one letter more (-tpp). argparse has no such option and exits;
+// read as an unknown flag, the sizing would quietly take one GPU. Returns what was meant.
+std::optional<std::string> near_short_memory_flag(const std::string& body) {
+  static const std::vector<std::string> kShort = {"tp", "pp", "dp"};
+  for (const std::string& flag : kShort) {
+    if (body.size() > flag.size() && body.compare(0, flag.size(), flag) == 0 &&
+        std::all_of(body.begin() + static_cast<std::ptrdiff_t>(flag.size()), body.end(),
+                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+      return fmt::format("-{} {}", flag, body.substr(flag.size()));
+    }
+  }
+  if (body.size() != 3) return std::nullopt;
+  if (auto meant = closest_spelling(body, kShort)) return "-" + *meant;
+  return std::nullopt;
+}
+
 std::string normalize_flag(std::string_view flag) {
   std::string name(flag);
   std::replace(name.begin(), name.end(), '_', '-');
@@ -588,6 +605,12 @@ Status read_flags(const std::vector<std::string>& input, size_t start, bool mode
       return Error{fmt::format("--{}: not a vLLM flag; its short form is -{} (or --{}); vLLM would exit with "
                                "'unrecognized arguments'", body, body, name)};
     }
+    if (dashes == "-" && name == dashed) {
+      if (auto meant = near_short_memory_flag(body)) {
+        return Error{fmt::format("-{}: not a vLLM flag (did you mean {}?); vLLM would exit with 'unrecognized "
+                                 "arguments'", body, *meant)};
+      }
+    }
     const bool glued_level = body.size() == 2 && body[0] == 'O' && std::isdigit(static_cast<unsigned char>(body[1]));
     // Only --enable-chunked-prefill takes an explicit True/False after it: vLLM declared it with
     // nargs="?" (StoreBoolean, v0.5-v0.9); the other switches are store_true or
@@ -709,6 +732,16 @@ Status read_llm_call(std::string_view text, ServeConfig& config) {
                                key == "model" ? "\"org/name\" or a path" : "a number")};
     }
     std::string value = unquote(written);
+    // Python's digit grouping (PEP 515: 8_192, 0.9_5): one underscore between two digits.
+    if (value == written && value.find('_') != std::string::npos) {
+      bool grouped = true;
+      for (size_t k = 0; k < value.size(); ++k) {
+        if (value[k] != '_') continue;
+        auto digit = [&](size_t at) { return std::isdigit(static_cast<unsigned char>(value[at])) != 0; };
+        grouped = grouped && k > 0 && k + 1 < value.size() && digit(k - 1) && digit(k + 1);
+      }
+      if (grouped) std::erase(value, '_');
+    }
     std::string name = normalize_flag(key);
     if (value == "True") {
       auto status = in_python_words(apply_flag(name, std::nullopt, key + "=True", config), name, key);

@@ -408,6 +408,27 @@ TEST(VllmArgsQa3, SpellingsVllmRefuses) {
             "--max-model-len, --max-num-batched-tokens and --kv-cache-memory-bytes only)");
 }
 
+// A short memory flag with its value glued on, or a letter too many: argparse has no such option,
+// so vLLM exits; read as an unknown flag, the sizing would take one GPU.
+TEST(VllmArgs, MisspeltShortMemoryFlagsAreRefused) {
+  EXPECT_EQ(error_of({"vllm", "serve", "m", "-tp2"}),
+            "-tp2: not a vLLM flag (did you mean -tp 2?); vLLM would exit with 'unrecognized arguments'");
+  EXPECT_EQ(error_of({"vllm", "serve", "m", "-pp4"}),
+            "-pp4: not a vLLM flag (did you mean -pp 4?); vLLM would exit with 'unrecognized arguments'");
+  EXPECT_EQ(error_of({"vllm", "serve", "m", "-tpp", "2"}),
+            "-tpp: not a vLLM flag (did you mean -tp?); vLLM would exit with 'unrecognized arguments'");
+  EXPECT_EQ(parse_ok({"vllm", "serve", "m", "-pp", "2", "-O3"}).pipeline_parallel_size, 2u);
+}
+
+// LLM(...) takes Python's digit grouping (8_192); a misplaced underscore is still refused.
+TEST(VllmArgs, LlmKeywordNumbersWithDigitGrouping) {
+  ServeConfig c = parse_ok({"LLM(model=\"m\", max_model_len=131_072, gpu_memory_utilization=0.8_5)"});
+  EXPECT_EQ(c.max_model_len, 131072u);
+  EXPECT_DOUBLE_EQ(*c.gpu_memory_utilization, 0.85);
+  EXPECT_EQ(error_of({"LLM(model=\"m\", max_model_len=8__192)"}),
+            "LLM(...): max_model_len: '8__192' is not a positive whole number");
+}
+
 TEST(VllmArgsQa4, OnlyChunkedPrefillTakesTrueOrFalse) {
   // store_true and BooleanOptionalAction switches take no value: argparse leaves "True" unrecognized.
   EXPECT_EQ(error_of({"vllm", "serve", "m", "--enforce-eager", "True"}),
