@@ -183,7 +183,7 @@ JsonRecord unwrap_json_record(std::string_view s, std::string& payload) {
 // message reads on: `docker logs -t` / `kubectl logs --timestamps` ("2024-05-01T10:00:00.123456789Z "),
 // Python's logging ("2024-05-01 10:00:00,123 - ERROR - ", "... - trainer - ERROR - ") and loguru
 // ("2024-05-01 10:00:00.123 | ERROR    | train:main:42 - ").
-bool strip_timestamp(std::string_view& s) {
+bool strip_timestamp(std::string_view& s, bool& with_level) {
   const size_t i = timestamp_length(s);
   if (i == 0 || i >= s.size() || s[i] != ' ') return false;
   std::string_view rest = trim_left(s.substr(i));
@@ -202,6 +202,7 @@ bool strip_timestamp(std::string_view& s) {
       std::string_view word = fields.substr(start, std::min(next, fields.size()) - start);
       while (!word.empty() && word.back() == ' ') word.remove_suffix(1);
       if (is_level(word)) {
+        with_level = true;
         // Python: "- LEVEL - message"; loguru: "| LEVEL | location - message".
         if (sep == '-' && next != std::string_view::npos) {
           rest = fields.substr(next + 3);
@@ -318,7 +319,7 @@ CleanLine clean_line(std::string_view raw) {
     if (guard == 0 && strip_srun_label(s, result.rank)) continue;
     if (strip_process_tag(s, result.rank, result.rank_is_worker, result.process_tag)) continue;
     if (strip_compose_prefix(s)) continue;
-    if (strip_timestamp(s)) {
+    if (strip_timestamp(s, result.logger_record)) {
       result.log_record = true;
       continue;
     }
@@ -331,6 +332,7 @@ CleanLine clean_line(std::string_view raw) {
   const bool glog = result.text.size() > 14 && std::string_view("IWEF").find(result.text[0]) != std::string_view::npos &&
                     has_shape(result.text, 1, "0000 00:00:00");
   result.log_record = result.log_record || result.logger_prefix || glog;
+  result.logger_record = result.logger_record || result.logger_prefix || glog;
   return result;
 }
 

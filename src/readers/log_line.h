@@ -24,6 +24,9 @@ struct CleanLine {
   // The line starts a logger's record: a timestamp, that prefix, or glog's "W0501 10:00:05.123 ..."
   // (no wrapped line of another message).
   bool log_record = false;
+  // Of those, a logger's own: its level follows the timestamp ("2024-05-01 10:00:00,123 - WARNING -"),
+  // or the logging or glog prefix. (A bare timestamp may be a runtime's, on every physical line.)
+  bool logger_record = false;
   // The raw line is a JSON-lines record other than a container runtime's: a JSON logger's
   // ({"msg": ...} / {"message": ...}: `text` is its message) or any other object. json_record_lines()
   // gives all its strings (a traceback may sit in another field).

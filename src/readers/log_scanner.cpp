@@ -223,9 +223,7 @@ std::vector<std::string> split_escaped_newlines(const std::string& line) {
 bool reads_as_message(const std::vector<std::string>& lines) {
   const MessageWindow window = MessageWindow::from_lines(lines);
   for (const MessageFormat& format : message_formats()) {
-    const bool triggered = std::any_of(format.triggers.begin(), format.triggers.end(),
-                                       [&](const std::string& t) { return window.first_line_holds(t); });
-    if (triggered && format.match(window)) return true;
+    if (window.first_line_triggers(format) && format.match(window)) return true;
   }
   return false;
 }
@@ -988,6 +986,17 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   }
 
   const std::string candidate_line = lines[0];
+  // A terminal's hard wrap does not start a logger's record (with its level: `kubectl logs
+  // --timestamps` stamps every physical line): the lines that may continue the first one cut at a
+  // fixed width end before the first that does (MessageWindow::continuable_lines).
+  size_t continuable = SIZE_MAX;
+  for (size_t i = 1; !from_json && i < lines.size(); ++i) {
+    const size_t segment = end_segments[i];
+    if (segment > 0 && segment < cleaned.size() && cleaned[segment]->logger_record) {
+      continuable = i;
+      break;
+    }
+  }
   // (A line glued from a hard-wrapped run ends lower too.)
   size_t glued_lines = 0;  // physical lines the glued first line holds beyond one
   for (int reading = 0; reading < 2; ++reading) {
@@ -998,7 +1007,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       // "e is needed"). Glued when at least two lines share the width; for two lines (of which
       // only the first is full: they may be two unrelated lines), when the cut made a trigger
       // whole, or a triggered line was cut inside a word.
-      const size_t run = hard_wrapped_run(lines);   // (lines of JSON records too: a logger writes what it is given)
+      const size_t run = hard_wrapped_run(lines, continuable);   // (lines of JSON records too: a logger writes what it is given)
       if (run < 2) break;
       std::vector<std::string> glued = glue_hard_wrapped(lines, run);
       auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
@@ -1018,17 +1027,12 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       line_numbers.erase(line_numbers.begin() + 1, line_numbers.begin() + static_cast<std::ptrdiff_t>(run));
       prefix_programs.erase(prefix_programs.begin() + 1, prefix_programs.begin() + static_cast<std::ptrdiff_t>(run));
       glued_lines = run - 1;
+      if (continuable != SIZE_MAX) continuable -= run - 1;
     }
     MessageWindow window = MessageWindow::from_lines(lines);
+    window.continuable_lines = continuable;
     for (const MessageFormat& format : message_formats()) {
-      bool triggered = false;
-      for (const auto& trigger : format.triggers) {
-        if (window.first_line_holds(trigger)) {
-          triggered = true;
-          break;
-        }
-      }
-      if (!triggered) continue;
+      if (!window.first_line_triggers(format)) continue;
       std::optional<FormatMatch> match = format.match(window);
       if (!match) continue;
       OomEvent& event = match->event;

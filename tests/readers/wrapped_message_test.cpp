@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/units.h"
+#include "readers/formats/message_format.h"
 #include "readers/log_line.h"
 #include "readers/log_scanner.h"
 
@@ -227,6 +228,35 @@ TEST(WrappedMessageQa5, HardWrapsAtAFixedWidthAreReadWhole) {
   EXPECT_EQ(cut.events[0].format, "pytorch_new_truncated");
   // Prose that goes on after the words is no message.
   EXPECT_TRUE(scan_text("RuntimeError: CUDA out of memory. Try a smaller batch\n").events.empty());
+}
+
+// A hard-wrapped message stamped line by line by the runtime (`kubectl logs --timestamps`) is still
+// glued back; lines that start a logger's own record (its level after the timestamp) are not the
+// continuation of the one above, so equal-width warnings are not glued into one 40-line "message".
+TEST(WrappedMessageQa5, LoggerRecordsDoNotContinueAHardWrap) {
+  const std::string message =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU 0 has a total capacity of 79.15 GiB "
+      "of which 2.10 GiB is free. Including non-PyTorch memory, this process has 77.04 GiB memory in use.";
+  std::string stamped;
+  for (size_t at = 0; at < message.size(); at += 50) stamped += "2024-05-01T10:00:00.123456789Z " + message.substr(at, 50) + "\n";
+  const ScanResult r = scan_text(stamped);
+  ASSERT_EQ(r.events.size(), 1u);
+  EXPECT_EQ(r.events[0].bytes("requested"), 3584 * kMiB);
+  EXPECT_EQ(r.events[0].bytes("process"), scan_text(message + "\n").events.at(0).bytes("process"));
+  EXPECT_EQ(r.events[0].end_line, 5u);   // 210 characters over 5 lines of 50
+  EXPECT_TRUE(clean_line("2024-05-01 10:00:00,123 - WARNING - train - skipping").logger_record);
+  EXPECT_FALSE(clean_line("2024-05-01T10:00:00.123456789Z t of memory.").logger_record);
+  EXPECT_TRUE(clean_line("2024-05-01T10:00:00.123456789Z t of memory.").log_record);
+  // Equal-width logger warnings that mention the words: no event, and no line glued to another.
+  std::string warnings;
+  for (int i = 10; i < 60; ++i) {
+    warnings += "2024-05-01 10:00:" + std::to_string(i) + ",123 - WARNING - train - skipping batch " + std::to_string(i) +
+                ": CUDA out of memory, retrying with half batch\n";
+  }
+  EXPECT_TRUE(scan_text(warnings).events.empty());
+  EXPECT_EQ(hard_wrapped_run({std::string(20, 'a'), std::string(20, 'b'), "c"}, 1), 0u);
+  EXPECT_EQ(hard_wrapped_run({std::string(20, 'a'), std::string(20, 'b'), "c"}, 2), 2u);
+  EXPECT_EQ(hard_wrapped_run({std::string(20, 'a'), std::string(20, 'b'), "c"}), 3u);
 }
 
 // Other formats cut by a fixed width: PyTorch 1.x's message at 80 columns ("by PyT" / "orch)",

@@ -4,6 +4,7 @@
 // Adding a framework's message = one matcher in its file + a line in registry.cpp + a test.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -14,6 +15,8 @@
 #include "model/oom_event.h"
 
 namespace oomdoc {
+
+struct MessageFormat;
 
 // The cleaned candidate line and the lines after it (a message can wrap over several lines).
 struct MessageWindow {
@@ -26,6 +29,11 @@ struct MessageWindow {
   std::string joined;
   std::vector<size_t> joined_starts;    // offset of each line in joined (a prefix of `lines`)
   static constexpr size_t kJoinedBytes = 8 << 10;
+  // The lines from lines[0] that may continue it cut at a fixed width (hard_wrapped_run): up to the
+  // first after it that starts a logger's record (a level after a timestamp, a logging or glog
+  // prefix), which no terminal's wrap does. A log of equal-width records ("skipping batch 12: CUDA out of memory")
+  // was read twice per line, the second time glued into one 40-line "message".
+  size_t continuable_lines = SIZE_MAX;
 
   static MessageWindow from_lines(std::vector<std::string> lines);
   // Index of the line that holds flat offset `offset`.
@@ -34,8 +42,10 @@ struct MessageWindow {
   size_t joined_line_of(size_t offset) const;
   // Whether `trigger` starts on lines[0], possibly running on into lines[1] (a wrapped message).
   bool first_line_holds(std::string_view trigger) const;
+  // Whether any of `format`'s triggers starts on lines[0] (first_line_holds of each).
+  bool first_line_triggers(const MessageFormat& format) const;
   // Which formats' triggers first_line_holds finds, by id: filled on its first call, in one pass.
-  mutable std::vector<bool> first_line_triggers;
+  mutable std::vector<bool> first_line_trigger_ids;
 };
 
 // Whether any format's trigger occurs in `text` (one pass over it).
@@ -50,8 +60,9 @@ bool ends_with_trigger_start(std::string_view line);
 // joining its lines with spaces reads "Tried t o allocate". Returns how many lines from lines[0]
 // form such a run, to be glued back without spaces (0 when they do not look so): every line but
 // the last of the run has the same width, the first may be shorter by the prefix cleaning took
-// off ("[rank1]: "), and no line of the run is blank.
-size_t hard_wrapped_run(const std::vector<std::string>& lines);
+// off ("[rank1]: "), and no line of the run is blank. Only the first `continuable` lines can be in
+// the run (MessageWindow::continuable_lines).
+size_t hard_wrapped_run(const std::vector<std::string>& lines, size_t continuable = SIZE_MAX);
 
 // Whether a trigger in `text` starts before offset `seam` and ends after it: gluing two lines at
 // `seam` made it whole.

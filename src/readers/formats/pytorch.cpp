@@ -100,9 +100,11 @@ std::optional<FormatMatch> match_new_in(const MessageWindow& w);
 // their trigger ("Tried t" / "o allocate") leaves a match the scanner would not retry.
 std::optional<FormatMatch> read_glued(const MessageWindow& w,
                                       std::optional<FormatMatch> (*match)(const MessageWindow&)) {
-  const size_t run = hard_wrapped_run(w.lines);
+  const size_t run = hard_wrapped_run(w.lines, w.continuable_lines);
   if (run < 2) return std::nullopt;
-  auto glued = match(MessageWindow::from_lines(glue_hard_wrapped(w.lines, run)));
+  MessageWindow glued_window = MessageWindow::from_lines(glue_hard_wrapped(w.lines, run));
+  glued_window.continuable_lines = w.continuable_lines == SIZE_MAX ? SIZE_MAX : w.continuable_lines - (run - 1);
+  auto glued = match(glued_window);
   if (!glued) return std::nullopt;
   glued->lines_used += run - 1;
   glued->event.set_field("hard_wrapped", true);
