@@ -451,6 +451,10 @@ Status validate_job(const Job& job, const std::string& source) {
   if (inference && (job.optimizer || job.micro_batch_size || job.grad_accum_steps || job.gradient_checkpointing)) {
     return fail("task", fmt::format("{} takes no optimizer, micro_batch_size, grad_accum_steps or gradient_checkpointing", task));
   }
+  if (inference && job.seq_len) {
+    // (Read for training only: left in an inference job it would change nothing, silently.)
+    return fail("seq_len", fmt::format("{} takes prompt_len and max_new_tokens (seq_len is a training job's length)", task));
+  }
   if (inference && job.target_len) {
     return fail("target_len", fmt::format("{} takes prompt_len (the encoder's) and max_new_tokens (the decoder's)", task));
   }

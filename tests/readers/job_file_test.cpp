@@ -112,6 +112,9 @@ TEST(JobFile, ErrorsNameTheField) {
                "job.json: weight_quantization: full fine-tuning cannot train quantized weights (use train_qlora)");
   expect_error(R"({"task": "inference", "optimizer": "adamw"})",
                "job.json: task: inference takes no optimizer, micro_batch_size, grad_accum_steps or gradient_checkpointing");
+  // seq_len is a training job's length: an inference job left with it would be sized without it.
+  expect_error(R"({"task": "inference", "seq_len": 32000})",
+               "job.json: seq_len: inference takes prompt_len and max_new_tokens (seq_len is a training job's length)");
   expect_error(R"({"task": "inference", "target_len": 8})",
                "job.json: target_len: inference takes prompt_len (the encoder's) and max_new_tokens (the decoder's)");
   expect_error(R"({"target_len": 0})", "job.json: target_len: must be at least 1 (got 0)");
