@@ -36,6 +36,8 @@ struct Reader {
   bool disable_checkpointing_llamafactory = false;
   bool upcast_layernorm = false;             // LLaMA-Factory upcast_layernorm
   bool checkpointing_given = false;
+  bool gradient_checkpointing_true = false;   // the gradient_checkpointing key given as true
+  bool fsdp_activation_checkpointing = false; // fsdp_config's activation_checkpointing given as true
   // Which LoRA keys the config gives: LLaMA-Factory fills the others with its own defaults.
   bool lora_r_given = false, lora_alpha_given = false, lora_targets_given = false, lora_dropout_given = false;
   std::optional<std::string> autocast;       // bf16 / fp16 from the bf16/fp16 flags
@@ -216,7 +218,9 @@ Status set_gradient_checkpointing(const YAML::Node& n, std::string_view key, Rea
   }
   auto b = as_bool(n, key, r);
   if (!b) return b.error();
-  r.out.job.gradient_checkpointing = *b ? "full" : "none";
+  r.gradient_checkpointing_true = *b;
+  // (FSDP's own activation checkpointing, in fsdp_config, stays on whatever this key says.)
+  if (!r.fsdp_activation_checkpointing) r.out.job.gradient_checkpointing = *b ? "full" : "none";
   return Ok{};
 }
 
@@ -708,6 +712,7 @@ Status set_fsdp_config(const YAML::Node& n, std::string_view key, Reader& r) {
       if (*b) {
         r.out.job.gradient_checkpointing = "full";
         r.checkpointing_given = true;
+        r.fsdp_activation_checkpointing = true;
       }
     }
   }
@@ -1383,6 +1388,15 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
       return make_error(fmt::format("{}: adapter: qlora without load_in_4bit: true: Axolotl refuses it (\"Require "
                                     "cfg.load_in_4bit to be True for qlora\")", display_name));
     }
+  }
+  // transformers' Trainer (create_accelerator_and_postprocess) refuses both checkpointings at once.
+  if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && r.fsdp_activation_checkpointing &&
+      r.gradient_checkpointing_true) {
+    return make_error(fmt::format("{}: gradient_checkpointing with fsdp_config's activation_checkpointing: the Trainer "
+                                  "refuses it (\"The activation_checkpointing in FSDP config and the gradient_checkpointing "
+                                  "in training arg can't be set to True simultaneously. Please use FSDP's "
+                                  "activation_checkpointing logic when using FSDP.\"); set gradient_checkpointing false",
+                                  display_name));
   }
   resolve(r);
   return std::move(r.out);

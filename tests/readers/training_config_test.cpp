@@ -492,6 +492,28 @@ TEST(TrainingConfig, ContradictorySettingsAreErrors) {
   EXPECT_EQ(three->job.parallelism, "zero3");
 }
 
+// FSDP's own activation checkpointing (fsdp_config.activation_checkpointing) checkpoints whatever
+// gradient_checkpointing says, in either key order; both true is what the Trainer refuses.
+TEST(TrainingConfig, FsdpActivationCheckpointingInATrainingArgumentsDump) {
+  for (const char* text :
+       {R"({"per_device_train_batch_size": 1, "fsdp": "full_shard auto_wrap", "fsdp_config": {"activation_checkpointing": true}, "gradient_checkpointing": false})",
+        R"({"per_device_train_batch_size": 1, "gradient_checkpointing": false, "fsdp": "full_shard auto_wrap", "fsdp_config": {"activation_checkpointing": true}})"}) {
+    auto config = parse_training_config(text, "args.json");
+    ASSERT_TRUE(config.ok()) << config.error().message;
+    EXPECT_EQ(config->job.gradient_checkpointing, "full") << text;
+    EXPECT_EQ(config->job.parallelism, "fsdp_full_shard") << text;
+  }
+  auto both = parse_training_config(
+      R"({"per_device_train_batch_size": 1, "fsdp": "full_shard", "fsdp_config": {"activation_checkpointing": true}, "gradient_checkpointing": true})",
+      "args.json");
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.error().message,
+            "args.json: gradient_checkpointing with fsdp_config's activation_checkpointing: the Trainer refuses it (\"The "
+            "activation_checkpointing in FSDP config and the gradient_checkpointing in training arg can't be set to True "
+            "simultaneously. Please use FSDP's activation_checkpointing logic when using FSDP.\"); set "
+            "gradient_checkpointing false");
+}
+
 // A DeepSpeed config that names its optimizer: DeepSpeed builds that one, and `optim` has no effect.
 TEST(TrainingConfig, DeepSpeedsOptimizerBlockReplacesOptim) {
   auto c = parse_training_config(R"({"per_device_train_batch_size": 1, "optim": "adamw_bnb_8bit", "bf16": true,
