@@ -1115,8 +1115,17 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
                                  p.double_quant ? ", double quant" : "", format_count(unquantized),
                                  p.kbit_upcast == "norms" ? std::string("2 B (norms fp32)") : fmt::format("{} B", rest_bytes));
     if (m.checkpoint_bytes && !m.quantization.empty()) {
-      weights = static_cast<double>(m.checkpoint_bytes);
-      weights_detail = "tensor bytes of the pre-quantized safetensors checkpoint";
+      // The file's bytes as stored, and then what PEFT's preparation (or an fp32 model) does to
+      // its 16-bit unquantized parameters: cast to fp32, 2 B more each (the same count as above).
+      uint64_t stored_16_bit = 0;
+      for (const auto& [dtype, count] : m.params_by_dtype) {
+        if (dtype == "BF16" || dtype == "F16") stored_16_bit += count;
+      }
+      const double upcast = std::min(static_cast<double>(stored_16_bit), std::max(0.0, rest - unquantized * 2) / 2);
+      weights = static_cast<double>(m.checkpoint_bytes) + upcast * 2;
+      weights_detail = upcast > 0 ? fmt::format("tensor bytes of the pre-quantized safetensors checkpoint + {} 16-bit "
+                                                "params cast to fp32 x 2 B", format_count(upcast))
+                                  : std::string("tensor bytes of the pre-quantized safetensors checkpoint");
     }
   } else {
     weights = total * p.param_bytes;

@@ -1159,6 +1159,31 @@ TEST(Estimator, PreQuantizedCheckpointUsesItsTensorBytes) {
   EXPECT_TRUE(noted);
 }
 
+// A pre-quantized bitsandbytes folder under QLoRA: its bytes as stored, then PEFT's preparation
+// casts the 16-bit parameters that are not Params4bit (embeddings, head, norms: 262,410,240 for
+// Llama-2-7B) to fp32, 2 B more each; inference keeps the stored bytes.
+TEST(Estimator, PreQuantizedCheckpointUnderQloraIsUpcastByPeft) {
+  ModelSpec bnb = llama2_7b();
+  bnb.quantization = "bitsandbytes";
+  bnb.quantization_bits = 4;
+  bnb.quantization_double_quant = true;
+  bnb.params_by_dtype = {{"U8", 3'238'002'688}, {"BF16", 262'410'240}, {"F32", 1'000'000}};
+  bnb.checkpoint_bytes = 3'767'000'000;   // what the headers summed to
+  Job job;
+  job.task = "train_qlora";
+  job.micro_batch_size = 1;
+  job.seq_len = 512;
+  job.kbit_upcast = "all";
+  auto e = estimate_memory(bnb, job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(*component(*e, "weights"), 3'767'000'000ull + 262'410'240ull * 2);
+  job.kbit_upcast = "norms";   // embeddings and head back in bf16: only the 266,240 norm weights grow
+  EXPECT_EQ(*component(*estimate_memory(bnb, job), "weights"), 3'767'000'000ull + 266'240ull * 2);
+  Job inference;
+  inference.task = "inference";
+  EXPECT_EQ(*component(*estimate_memory(bnb, inference), "weights"), 3'767'000'000u);
+}
+
 TEST(Estimator, SlidingWindowAndLatentAttentionCaches) {
   // Gemma-2-9B: 21 of 42 layers slide over 4096 tokens; at 8192 tokens they hold half.
   Job job;
