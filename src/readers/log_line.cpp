@@ -145,6 +145,49 @@ bool strip_compose_prefix(std::string_view& s) {
   return true;
 }
 
+// syslog's and journalctl's record prefix: a timestamp ("Dec 31 01:55:57", RFC 3164, or an ISO one
+// from `journalctl -o short-iso`), the host, and the program with its pid: "FORGE ollama[555324]: ".
+// Left on, it hid what a format reads at a line's start (ggml's "  current device: 0, in function").
+bool strip_syslog_prefix(std::string_view& s) {
+  size_t i = 0;
+  bool iso = false;
+  static constexpr std::string_view kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
+  const size_t month = s.size() > 16 ? kMonths.find(s.substr(0, 3)) : std::string_view::npos;
+  const bool bsd_month = month != std::string_view::npos && month % 3 == 0 && s[3] == ' ';
+  if (bsd_month && (s[4] == ' ' || std::isdigit(static_cast<unsigned char>(s[4]))) &&
+      std::isdigit(static_cast<unsigned char>(s[5])) && has_shape(s, 6, " 00:00:00 ")) {
+    i = 16;
+  } else if (const size_t n = timestamp_length(s); n > 0 && n < s.size() && s[n] == ' ') {
+    i = n + 1;
+    iso = true;
+  } else {
+    return false;
+  }
+  // The host: no spaces; then the program, its pid in brackets, and ": ".
+  const size_t host_end = s.find(' ', i);
+  if (host_end == std::string_view::npos || host_end == i || host_end - i > 64) return false;
+  size_t j = host_end + 1;
+  const size_t ident_start = j;
+  while (j < s.size() && j - ident_start < 64 &&
+         (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '-' || s[j] == '_' || s[j] == '.' || s[j] == '/' || s[j] == '@')) {
+    ++j;
+  }
+  if (j == ident_start || j >= s.size()) return false;
+  // After an ISO timestamp only with the pid: Rust's tracing prints "<time> ERROR target: ".
+  if (iso && s[j] != '[') return false;
+  if (s[j] == '[') {
+    const size_t close = s.find(']', j);
+    if (close == std::string_view::npos || close == j + 1 || close - j > 12) return false;
+    for (size_t k = j + 1; k < close; ++k) {
+      if (!std::isdigit(static_cast<unsigned char>(s[k]))) return false;
+    }
+    j = close + 1;
+  }
+  if (j + 1 >= s.size() || s[j] != ':' || s[j + 1] != ' ') return false;
+  s = s.substr(j + 2);
+  return true;
+}
+
 // kLogger: a record with a message field; kObject: any other JSON object (its strings are read whole).
 enum class JsonRecord { kNone, kContainer, kLogger, kObject };
 
@@ -319,6 +362,11 @@ CleanLine clean_line(std::string_view raw) {
     if (guard == 0 && strip_srun_label(s, result.rank)) continue;
     if (strip_process_tag(s, result.rank, result.rank_is_worker, result.process_tag)) continue;
     if (strip_compose_prefix(s)) continue;
+    // (A journald record per physical line, as kubectl's timestamps: no logger's record.)
+    if (strip_syslog_prefix(s)) {
+      result.log_record = true;
+      continue;
+    }
     if (strip_timestamp(s, result.logger_record)) {
       result.log_record = true;
       continue;

@@ -315,6 +315,33 @@ TEST(LogScanner, HugeSingleLineAndCutMessagesAreSafe) {
   EXPECT_FALSE(cut.events[0].bytes("total"));
 }
 
+// journald's and syslog's prefix ("Dec 31 01:55:57 FORGE ollama[555324]: ", or with an ISO time
+// from `journalctl -o short-iso`) is taken off every line: ggml's "  current device: 0, in
+// function alloc at ...ggml-cuda.cu" after it was not read, and the error was called PyTorch's
+// (wording of ollama#8271). Rust's tracing ("<time> ERROR target: ") keeps its target.
+TEST(LogScanner, JournaldPrefixIsTakenOff) {
+  const std::string prefix = "Dec 31 01:55:57 FORGE ollama[555324]: ";
+  const auto scan = scan_text(prefix + "INFO [            update_slots] kv cache rm [p0, end) | id_slot=0\n" + prefix +
+                              "CUDA error: out of memory\n" + prefix +
+                              "  current device: 0, in function alloc at /src/ggml/src/ggml-cuda.cu:384\n" + prefix +
+                              "  cuMemCreate(&handle, reserve_size, &prop, 0)\n" + prefix +
+                              "/src/ggml/src/ggml-cuda.cu:110: CUDA error\n");
+  ASSERT_EQ(scan.events.size(), 1u);
+  EXPECT_EQ(scan.events[0].format, "ggml_cuda_error");
+  EXPECT_EQ(scan.events[0].framework, "llama.cpp");
+  EXPECT_EQ(scan.events[0].device, 0);
+  EXPECT_EQ(scan.events[0].line, 2u);
+  EXPECT_EQ(clean_line("Feb  1 01:55:57 host kernel: Out of memory: Killed process 7 (python)").text,
+            "Out of memory: Killed process 7 (python)");
+  EXPECT_EQ(clean_line("2024-12-31T01:55:57+0100 FORGE llama-server[2211]: CUDA error: out of memory").text,
+            "CUDA error: out of memory");
+  EXPECT_EQ(clean_line("2023-07-07T17:55:43.805488Z ERROR text_generation_launcher: Webserver Crashed").text,
+            "ERROR text_generation_launcher: Webserver Crashed");
+  EXPECT_EQ(clean_line("Dec 31 the run failed").text, "Dec 31 the run failed");
+  EXPECT_TRUE(clean_line(prefix + "x").log_record);
+  EXPECT_FALSE(clean_line(prefix + "x").logger_record);
+}
+
 TEST(LogScanner, InvalidUtf8DoesNotMatter) {
   auto scan = scan_text(std::string("\xff\xfe garbage \xc3\x28\n") + kNewOom + "\n");
   ASSERT_EQ(scan.events.size(), 1u);
