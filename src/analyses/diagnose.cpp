@@ -2308,10 +2308,18 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return is_recipe_fix(f.id); }),
                     d.fixes.end());
       d.fixes.push_back(make_fix("load_in_bf16", "fp32 weights take 4 bytes per parameter, bf16 2."));
-      d.fixes.push_back(make_fix("quantize_model", "8-bit weights take half of bf16, 4-bit a quarter."));
-      d.fixes.push_back(make_fix("offload", "device_map=\"auto\" places the layers that do not fit in CPU memory.",
-                                 "from_pretrained(..., device_map=\"auto\", max_memory={0: \"20GiB\", \"cpu\": \"64GiB\"})"));
-      d.fixes.push_back(make_fix("bigger_gpu", "The weights must fit, with room for activations or the KV cache."));
+      if (d.cause == "host_memory") {
+        // System RAM ran out while loading: what lowers the load's RAM peak, not the GPU's fixes
+        // (offloading to CPU memory would need more of it; a bigger GPU changes nothing in RAM).
+        d.fixes.push_back(make_fix("low_cpu_mem_usage",
+                                   "A plain load builds the model in RAM and reads the whole state dict beside it: about "
+                                   "twice the weights at its peak; device_map loads each tensor onto the GPU as it is read."));
+      } else {
+        d.fixes.push_back(make_fix("quantize_model", "8-bit weights take half of bf16, 4-bit a quarter."));
+        d.fixes.push_back(make_fix("offload", "device_map=\"auto\" places the layers that do not fit in CPU memory.",
+                                   "from_pretrained(..., device_map=\"auto\", max_memory={0: \"20GiB\", \"cpu\": \"64GiB\"})"));
+        d.fixes.push_back(make_fix("bigger_gpu", "The weights must fit, with room for activations or the KV cache."));
+      }
       if (d.cause == "capacity_exhausted") std::swap(d.cause, d.secondary_causes.back());
     }
   }

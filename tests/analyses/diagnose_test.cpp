@@ -589,6 +589,15 @@ TEST(Diagnose, DefaultCpuAllocatorIsHostMemory) {
   EXPECT_EQ(d.cause, "host_memory");
   EXPECT_EQ(d.evidence, std::vector<std::string>{"Host (CPU) memory ran out allocating 20.00 GiB: system RAM, not GPU memory."});
   EXPECT_EQ(fix_ids(d), std::vector<std::string>{"host_memory"});
+  // While from_pretrained loads: what lowers the load's RAM peak, not offloading to CPU memory
+  // (which needs more of it) or a bigger GPU.
+  Diagnosis loading = first_error(
+      "Traceback (most recent call last):\n  File \"train.py\", line 40, in <module>\n"
+      "    model = AutoModelForCausalLM.from_pretrained(\"meta-llama/Llama-2-13b-hf\")\n"
+      "RuntimeError: [enforce fail at alloc_cpu.cpp:114] data. DefaultCPUAllocator: not enough memory: you tried to "
+      "allocate 13107200000 bytes.\n");
+  EXPECT_EQ(loading.cause, "host_memory");
+  EXPECT_EQ(fix_ids(loading), (std::vector<std::string>{"load_in_bf16", "low_cpu_mem_usage", "host_memory"}));
 }
 
 const std::string kVllmWorkerOom =
