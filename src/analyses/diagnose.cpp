@@ -27,6 +27,7 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 // Numbers printed elsewhere in the log by vLLM's startup accounting (informational events).
 struct VllmContext {
   std::optional<uint64_t> total_gpu_memory, usable_budget, weights, non_torch, activation_peak, kv_cache;
+  std::optional<uint64_t> peak_torch_memory;   // vLLM 0.6's profile peak: the weights included
   std::optional<double> gpu_memory_utilization;
   std::optional<int64_t> kv_cache_tokens;
 };
@@ -74,6 +75,7 @@ VllmContext vllm_context(const LogContext& context, const OomEvent& event) {
     if (auto b = e.bytes("non_torch")) v.non_torch = b;
     if (auto b = e.bytes("activation_peak")) v.activation_peak = b;
     if (auto b = e.bytes("kv_cache")) v.kv_cache = b;
+    if (auto b = e.bytes("peak_torch_memory")) v.peak_torch_memory = b;
     if (auto t = e.int_field("kv_cache_tokens")) v.kv_cache_tokens = t;
     if (const FieldValue* u = e.field("gpu_memory_utilization"); u && std::holds_alternative<double>(*u)) {
       v.gpu_memory_utilization = std::get<double>(*u);
@@ -81,6 +83,15 @@ VllmContext vllm_context(const LogContext& context, const OomEvent& event) {
   }
   // Else the value the launch stated (its args dump or command line).
   if (!v.gpu_memory_utilization) v.gpu_memory_utilization = stated_setting(context, event, "vllm_gpu_memory_utilization");
+  // vLLM 0.6's "Memory profiling results" line gives no budget or activation peak: the budget is
+  // total x utilization, and its torch peak holds the weights and the activations
+  // (worker.py: kv_cache_size = total_gpu_memory x gpu_memory_utilization - peak_memory).
+  if (!v.usable_budget && v.total_gpu_memory && v.gpu_memory_utilization) {
+    v.usable_budget = static_cast<uint64_t>(static_cast<double>(*v.total_gpu_memory) * *v.gpu_memory_utilization);
+  }
+  if (!v.activation_peak && v.peak_torch_memory && v.weights && *v.peak_torch_memory >= *v.weights) {
+    v.activation_peak = *v.peak_torch_memory - *v.weights;
+  }
   return v;
 }
 
@@ -1367,7 +1378,16 @@ void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
       d.evidence.push_back("After weights and the profiling run, the memory budget left nothing for KV cache blocks.");
     }
     d.fixes.push_back(make_fix("vllm_gpu_memory_utilization", "A larger share of the card for this instance."));
-    d.fixes.push_back(make_fix("vllm_max_num_seqs", "Fewer sequences and a smaller --max-num-batched-tokens shrink the profiling run's activation peak."));
+    std::string fewer_seqs = "Fewer sequences and a smaller --max-num-batched-tokens shrink the profiling run's activation peak.";
+    if (v.usable_budget && v.weights && v.activation_peak) {
+      const uint64_t used = *v.weights + v.non_torch.value_or(0) + *v.activation_peak;
+      if (used > *v.usable_budget && used - *v.usable_budget >= *v.activation_peak) {
+        fewer_seqs = fmt::format("The profiling run's activation peak is {}, less than the {} missing: fewer sequences "
+                                 "alone cannot make room; combine it with another fix.",
+                                 format_bytes(*v.activation_peak), format_bytes(used - *v.usable_budget));
+      }
+    }
+    d.fixes.push_back(make_fix("vllm_max_num_seqs", fewer_seqs));
     common_tail();
   } else if (e.format == "vllm_sampler_warmup_oom") {
     d.cause = "sampler_warmup_oom";

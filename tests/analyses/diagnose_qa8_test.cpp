@@ -408,6 +408,36 @@ TEST(DiagnoseQa8, VllmAvailableKvCacheMemoryZeroOrNegative) {
   EXPECT_FALSE(offers_max_model_len(negative.diagnosis));
 }
 
+// vLLM 0.6's one-line "Memory profiling results" gives no budget or activation peak: the budget is
+// total x utilization (23.65 x 0.60 = 14.19 GiB), the torch peak (16.15 GiB) holds the weights
+// (14.96 GiB) and the activations, so 0.75 leaves about 1 GiB of cache; fewer sequences shrink
+// only the 1.19 GiB of activations, less than the 2.37 GiB missing.
+TEST(DiagnoseQa8, Vllm06ProfilingLineGivesTheUtilizationThatFits) {
+  const ExplainedEvent x = only_event(explain_text(
+      "INFO 11-18 18:07:20 model_runner.py:1072] Loading model weights took 14.9595 GB\n"
+      "INFO 11-18 18:07:27 worker.py:232] Memory profiling results: total_gpu_memory=23.65GiB "
+      "initial_memory_usage=15.32GiB peak_torch_memory=16.15GiB memory_usage_post_profile=15.41GiB "
+      "non_torch_memory=0.41GiB kv_cache_size=-2.37GiB gpu_memory_utilization=0.60\n"
+      "INFO 11-18 18:07:27 gpu_executor.py:113] # GPU blocks: 0, # CPU blocks: 2048\n"
+      "ERROR 11-18 18:07:28 engine.py:366] ValueError: No available memory for the cache blocks. Try increasing "
+      "`gpu_memory_utilization` when initializing the engine.\n"));
+  const Fix* utilization = nullptr;
+  for (const Fix& f : x.diagnosis.fixes) {
+    if (f.id == "vllm_gpu_memory_utilization" && utilization == nullptr) utilization = &f;
+  }
+  ASSERT_NE(utilization, nullptr);
+  EXPECT_EQ(utilization->snippet, "--gpu-memory-utilization 0.75");
+  EXPECT_EQ(x.diagnosis.evidence.at(2), "Weights 14.96 GiB + non-torch 419.84 MiB + activations 1.19 GiB = 16.56 GiB of a "
+                                        "14.19 GiB budget leave nothing for the KV cache.");
+  const Fix* fewer = nullptr;
+  for (const Fix& f : x.diagnosis.fixes) {
+    if (f.id == "vllm_max_num_seqs") fewer = &f;
+  }
+  ASSERT_NE(fewer, nullptr);
+  EXPECT_EQ(fewer->detail, "The profiling run's activation peak is 1.19 GiB, less than the 2.37 GiB missing: fewer "
+                           "sequences alone cannot make room; combine it with another fix.");
+}
+
 // ---- PyTorch 1.x's message cut short ----
 
 // Cut inside the free figure: the device, the capacity and the allocated memory were printed whole
