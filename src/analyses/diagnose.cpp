@@ -1875,6 +1875,11 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.evidence.push_back(fmt::format("The BFC allocator uses {} of its {} limit ({}).", format_bytes(pool->in_use),
                                        format_bytes(pool->limit), pct(pool->in_use, pool->limit)));
     }
+  } else if ((e.format == "tf_cuda_driver_alloc" || e.format == "tf_rocm_driver_alloc") && !e.is_error) {
+    d.cause = "warning_non_fatal";
+    d.evidence.push_back(fmt::format("TensorFlow logged this at INFO: the driver refused {} more for its allocator's pool, "
+                                     "and TensorFlow went on with what it holds (it retries smaller, or frees cached "
+                                     "regions); not a failure.", format_bytes(m.requested.value_or(0))));
   } else if ((e.format == "tf_cuda_driver_alloc" || e.format == "tf_rocm_driver_alloc") && m.requested &&
              beyond_any_gpu(*m.requested)) {
     // TensorFlow sizes its first reservation from the memory the driver reports free: a size no GPU

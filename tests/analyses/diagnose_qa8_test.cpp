@@ -438,6 +438,26 @@ TEST(DiagnoseQa8, Vllm06ProfilingLineGivesTheUtilizationThatFits) {
                            "sequences alone cannot make room; combine it with another fix.");
 }
 
+// TensorFlow logs a pool growth the driver refused at INFO when it goes on without it (sleap#2142:
+// then "not a failure", and an epoch completes): no error, a non-fatal warning; at E it is one.
+TEST(DiagnoseQa8, TensorflowInfoLevelDriverAllocIsNotAFailure) {
+  const ExplainReport r = explain_text(
+      "2025-03-17 17:48:09.854267: I tensorflow/stream_executor/cuda/cuda_driver.cc:739] failed to allocate 2.12G "
+      "(2282521344 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n"
+      "Epoch 1/100\n");
+  ASSERT_EQ(r.events.size(), 1u);
+  EXPECT_FALSE(r.events[0].event.is_error);
+  EXPECT_EQ(r.events[0].event.string_field("log_severity"), "I");
+  EXPECT_EQ(r.events[0].diagnosis.cause, "warning_non_fatal");
+  EXPECT_TRUE(r.events[0].diagnosis.fixes.empty());
+  const ExplainedEvent e = only_event(explain_text(
+      "2019-07-21 23:23:06.228049: E tensorflow/stream_executor/cuda/cuda_driver.cc:828] failed to allocate 32.00M "
+      "(33554432 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n"));
+  EXPECT_TRUE(e.event.is_error);
+  EXPECT_EQ(e.event.string_field("log_severity"), "E");
+  EXPECT_EQ(e.diagnosis.cause, "framework_preallocation");
+}
+
 // ---- PyTorch 1.x's message cut short ----
 
 // Cut inside the free figure: the device, the capacity and the allocated memory were printed whole

@@ -204,6 +204,17 @@ std::optional<FormatMatch> match_driver_alloc(const MessageWindow& w) {
     e.set_quantity("requested", *printed);
   }
   if (rocm) e.set_field("status", std::string((*g)[3]));
+  // The glog severity TensorFlow printed it at: I for the reservations its allocator retries
+  // smaller or does without (a growth attempt mid-run, then "not a failure"), E for one it does
+  // not. An INFO line is no failure of its own.
+  static const RE2 severity(R"((?:^|[\s:])([IWEF]) [\w./-]+\.cc:\d+\] failed to allocate)");
+  if (auto level = regex_search(severity, w.lines[0])) {
+    e.set_field("log_severity", std::string((*level)[1]));
+    if ((*level)[1] == "I") {
+      e.set_field("fatal", false);
+      e.is_error = false;
+    }
+  }
   return m;
 }
 
