@@ -2060,6 +2060,11 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       } else {
         d.evidence.push_back(fmt::format("XLA could not allocate {}.", format_bytes(*m.requested)));
       }
+      if (auto devices = e.string_field("replica_devices")) {
+        d.evidence.push_back(fmt::format("The replicas on devices {} each reported the same request (from line {}): "
+                                         "every device ran out, not one.", *devices,
+                                         e.int_field("replica_report_line").value_or(0)));
+      }
     }
     // A program that needs a small part of any device cannot have filled it: the memory is held
     // elsewhere (arrays this process keeps from earlier steps, or another process's preallocation).

@@ -558,6 +558,38 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
     same->last_repeat_line = event.line;
     return same;
   }
+  // JAX on several devices: each device's PjRt client logs "Execution of replica 0 failed:
+  // RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes" (after its BFC warning),
+  // then the program raises one XlaRuntimeError for the same request ("other replicas may have
+  // failed as well"): one failure. The raised error stands, with the devices the reports named.
+  if (event.framework == "jax" && event.message.find("XlaRuntimeError") != std::string::npos) {
+    std::vector<int64_t> devices;
+    uint64_t first_report = 0;
+    while (!events.empty()) {
+      OomEvent& report = events.back();
+      if (report.framework != "jax" || report.rank != event.rank || !report.is_error ||
+          report.message.find("Execution of replica") == std::string::npos ||
+          report.bytes("requested") != event.bytes("requested") || event.line > report.end_line + kJoinLines) {
+        break;
+      }
+      if (report.device && std::find(devices.begin(), devices.end(), *report.device) == devices.end()) {
+        devices.push_back(*report.device);
+      }
+      first_report = report.line;
+      add_missing_figures(event, report);
+      events.pop_back();
+    }
+    if (first_report > 0) {
+      std::sort(devices.begin(), devices.end());
+      if (devices.size() == 1 && !event.device) event.device = devices.front();
+      if (devices.size() > 1) {
+        std::string list;
+        for (int64_t d : devices) list += (list.empty() ? "" : ", ") + std::to_string(d);
+        event.set_field("replica_devices", list);
+      }
+      event.set_field("replica_report_line", static_cast<int64_t>(first_report));
+    }
+  }
   OomEvent* previous = nullptr;
   for (auto it = events.rbegin(); it != events.rend() && it - events.rbegin() < static_cast<long>(kRecentEvents); ++it) {
     if (it->rank == event.rank) {

@@ -174,6 +174,38 @@ TEST(LogScanner, MessageDeepInsideAVeryLongLineIsFound) {
 
 // JAX prints the BFC allocator's warning, then raises XlaRuntimeError for the same request: one
 // JAX event (the XLA error, with the allocator's name), never a TensorFlow one.
+// One JAX failure on two GPUs (an openpi log): each device's BFC warning and PjRt "Execution of
+// replica 0 failed", then one XlaRuntimeError for the same request: one event, the raised one,
+// with the devices the replicas named.
+TEST(LogScanner, JaxReplicaFailuresOnSeveralDevicesAreTheRaisedError) {
+  const std::string bfc = "W external/xla/xla/tsl/framework/bfc_allocator.cc:501] Allocator (GPU_{}_bfc) ran out of memory "
+                          "trying to allocate 4.50GiB (rounded to 4831838208)requested by op \n";
+  const std::string pjrt = "E0314 21:29:02.854727  957629 pjrt_stream_executor_client.cc:3045] Execution of replica 0 failed: "
+                           "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4831838208 bytes. "
+                           "[tf-allocator-allocation-error='']\n";
+  std::string log;
+  for (const char* device : {"0", "1"}) {
+    std::string warning = bfc;
+    warning.replace(warning.find("{}"), 2, device);
+    log += warning + pjrt;
+  }
+  log += "Traceback (most recent call last):\n  File \"train.py\", line 125, in init_train_state\n    train_state = jax.jit(\n"
+         "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4831838208 bytes.: "
+         "while running replica 0 and partition 0 of a replicated computation (other replicas may have failed as well).\n";
+  auto scan = scan_text(log);
+  ASSERT_EQ(scan.events.size(), 1u);
+  const OomEvent& e = scan.events[0];
+  EXPECT_EQ(e.line, 8u);
+  EXPECT_EQ(e.bytes("requested"), 4831838208u);
+  EXPECT_EQ(e.string_field("replica_devices"), "0, 1");
+  EXPECT_EQ(e.int_field("replica_report_line"), 2);
+  ASSERT_TRUE(e.traceback);
+  // A report of another request (device 0's here) stays its own event.
+  std::string other = log;
+  other.replace(other.find("4831838208 bytes. [tf"), 10, "4831838000");
+  EXPECT_EQ(scan_text(other).events.size(), 2u);
+}
+
 TEST(LogScanner, JaxBfcWarningAndXlaErrorAreOneJaxEvent) {
   auto scan = scan_text(testing::read_file(testing::fixture_path("explain/jax_bfc_then_xla.log")));
   ASSERT_EQ(scan.events.size(), 1u);
