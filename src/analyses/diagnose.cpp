@@ -2030,6 +2030,23 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     if (!beyond_any) d.fixes.push_back(make_fix("bigger_gpu", "Only if the shape is intended."));
   } else if (e.framework == "jax") {
     d.cause = "capacity_exhausted";
+    // The BFC allocator's dump before the error (its totals and Stats block): how full JAX's pool was.
+    if (const auto pool = bfc_pool(e); pool && !(m.total && m.free)) {
+      const uint64_t left = pool->limit > pool->in_use ? pool->limit - pool->in_use : 0;
+      d.evidence.push_back(fmt::format("JAX's BFC pool held {} of its {} limit ({}) when the request came{}.",
+                                       format_bytes(pool->in_use), format_bytes(pool->limit), pct(pool->in_use, pool->limit),
+                                       m.requested && *m.requested > left
+                                           ? fmt::format(": {} more does not fit in the {} left", format_bytes(*m.requested),
+                                                         format_bytes(left))
+                                           : std::string()));
+      if (m.requested && *m.requested > left) {
+        d.capacity_title = fmt::format("the request does not fit JAX's pool ({} in use + {} asked > its {} limit)",
+                                       format_bytes(pool->in_use), format_bytes(*m.requested), format_bytes(pool->limit));
+      } else if (pool->full()) {
+        d.capacity_title = fmt::format("JAX's allocator pool was full ({} of its {} limit in use)",
+                                       format_bytes(pool->in_use), format_bytes(pool->limit));
+      }
+    }
     // The driver's own free/total (XLA's cudaMallocAsync allocator prints them): how full the card was.
     if (m.total && m.free && *m.free <= *m.total) {
       if (m.requested && *m.requested > *m.free) {

@@ -103,6 +103,11 @@ TEST(DiagnoseAllocatorStats, JaxDumpTotalsBelongToTheJaxFailure) {
   EXPECT_EQ(x.event.framework, "jax");
   EXPECT_EQ(x.event.bytes("in_use_chunks"), 32749125632u);   // 30.50 GiB
   EXPECT_EQ(x.event.int_field("memory_limit_bytes"), 33285996544);
+  // The headline says how full the pool was: 30.50 GiB in use + 2 GiB asked > the 31.00 GiB limit.
+  EXPECT_EQ(x.diagnosis.capacity_title, "the request does not fit JAX's pool (30.50 GiB in use + 2.00 GiB asked > its 31.00 "
+                                        "GiB limit)");
+  EXPECT_EQ(x.diagnosis.evidence.at(0), "JAX's BFC pool held 30.50 GiB of its 31.00 GiB limit (98%) when the request came: "
+                                        "2.00 GiB more does not fit in the 512.00 MiB left.");
 }
 
 // XLA's cudaMallocAsync failure prints its Stats block (Limit 0: no pool limit) right after it.
