@@ -1100,6 +1100,15 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       } else {
         const ContextLines above = lines_above(first.start, rank, json_above);
         event.traceback = parse_traceback(above.text);
+        // llama.cpp's Metal backend may name itself on the line before the driver's words
+        // ("ggml_metal_graph_compute: command buffer 6 failed with status 5", then "error:
+        // Insufficient Memory (...)"; ggml-org/llama.cpp#7010) as well as on the line after.
+        if (event.format == "metal_insufficient_memory" && event.framework == "metal") {
+          const size_t n = above.text.size();
+          for (size_t k = n > 2 ? n - 2 : 0; k < n; ++k) {
+            if (above.text[k].find("ggml_metal") != std::string::npos) event.framework = "llama.cpp";
+          }
+        }
         // Which program failed, for fixes in its own settings (readers/application.h decides).
         const ContextLines after{std::vector<std::string>(lines.begin() + static_cast<long>(used), lines.end()),
                                  std::vector<std::string>(prefix_programs.begin() + static_cast<long>(used), prefix_programs.end())};

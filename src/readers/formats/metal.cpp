@@ -22,8 +22,10 @@ std::optional<FormatMatch> match_metal(const MessageWindow& w) {
   e.set_field("device_kind", std::string("GPU"));
   e.framework = "metal";
   if (w.lines[0].find("[METAL]") != std::string::npos) e.framework = "mlx";
-  // llama.cpp names itself on the next line.
-  if (w.lines.size() > 1 && w.lines[1].find("ggml_metal") != std::string::npos) {
+  // llama.cpp names itself on the next line: its Metal backend, or its scheduler failing the graph
+  // ("llama_graph_compute: ggml_backend_sched_graph_compute_async failed with error -1", koboldcpp#1371).
+  if (w.lines.size() > 1 && (w.lines[1].find("ggml_metal") != std::string::npos ||
+                             w.lines[1].find("ggml_backend_sched") != std::string::npos)) {
     e.framework = "llama.cpp";
     m.lines_used = 2;
   }

@@ -33,6 +33,22 @@ TEST(MetalFormat, LlamaCppNamesItselfOnTheNextLineAndRepeats) {
   EXPECT_EQ(e.last_repeat_line, 3u);
 }
 
+// llama.cpp may name itself on the line before (its Metal backend's "command buffer N failed",
+// ggml-org/llama.cpp#7010) or after through its scheduler (koboldcpp#1371); a bare error stays Metal's.
+TEST(MetalFormat, LlamaCppNamesItselfBeforeOrThroughItsScheduler) {
+  const std::string error = "error: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)\n";
+  ScanResult before = scan_text("ggml_metal_graph_compute: command buffer 6 failed with status 5\n" + error);
+  ASSERT_EQ(before.events.size(), 1u);
+  EXPECT_EQ(before.events[0].framework, "llama.cpp");
+  EXPECT_EQ(before.events[0].line, 2u);
+  ScanResult after = scan_text(error + "llama_graph_compute: ggml_backend_sched_graph_compute_async failed with error -1\n");
+  ASSERT_EQ(after.events.size(), 1u);
+  EXPECT_EQ(after.events[0].framework, "llama.cpp");
+  ScanResult bare = scan_text("step 3\n" + error);
+  ASSERT_EQ(bare.events.size(), 1u);
+  EXPECT_EQ(bare.events[0].framework, "metal");
+}
+
 TEST(MetalFormat, SwiftErrorDomainForm) {
   ScanResult scan = scan_text(
       "Fatal error: MetalExecutionError: Error Domain=MTLCommandBufferErrorDomain Code=8 \"Insufficient Memory (IOAF "
