@@ -590,6 +590,22 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
       event.set_field("replica_report_line", static_cast<int64_t>(first_report));
     }
   }
+  // torchrun's failure summary lists each failed rank again ("Failures:" then "Root Cause"), after
+  // the launcher's own "failed (exitcode: -9) ... (pid: N)" line: a process already reported by
+  // its pid is the same kill, whatever was reported between.
+  if (event.format == "process_killed") {
+    if (const auto pid = event.int_field("pid")) {
+      for (auto it = events.rbegin(); it != events.rend() && it - events.rbegin() < static_cast<long>(kRecentEvents); ++it) {
+        if (it->format != "process_killed" || it->int_field("pid") != pid || event.line > it->end_line + kJoinLines) continue;
+        if (event.string_field("kill_report") == "kernel_oom_killer") {
+          it->set_field("kernel_report_line", static_cast<int64_t>(event.line));
+        }
+        add_missing_figures(*it, event);
+        it->end_line = std::max(it->end_line, event.end_line);
+        return nullptr;
+      }
+    }
+  }
   OomEvent* previous = nullptr;
   for (auto it = events.rbegin(); it != events.rend() && it - events.rbegin() < static_cast<long>(kRecentEvents); ++it) {
     if (it->rank == event.rank) {

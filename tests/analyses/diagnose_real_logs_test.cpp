@@ -28,6 +28,18 @@ void expect_no_training_recipe(const Diagnosis& d) {
   }
 }
 
+// torchrun's failure summary lists each rank again ("Failures:", then "Root Cause") after its own
+// "failed (exitcode: -9) ... (pid: 12345)" line: two killed processes, two events, one per pid.
+TEST(DiagnoseRealLogs, TorchrunSummaryReportsEachKilledProcessOnce) {
+  const ExplainReport r = testing::explain_text(testing::read_file(testing::fixture_path("explain/torchrun_failure_summary.log")));
+  ASSERT_EQ(r.events.size(), 2u);
+  EXPECT_EQ(r.events[0].event.line, 2u);
+  EXPECT_EQ(r.events[0].event.int_field("pid"), 12345);
+  EXPECT_EQ(r.events[0].event.end_line, 26u);   // its Root Cause entry
+  EXPECT_EQ(r.events[1].event.line, 17u);
+  EXPECT_EQ(r.events[1].event.int_field("pid"), 12346);
+}
+
 TEST(DiagnoseRealLogs, OllamaRunnerGetsOllamaSettingsForTheComputeBuffer) {
   ExplainedEvent x = first_error("ollama_runner_terminated.log");
   EXPECT_EQ(x.diagnosis.cause, "capacity_exhausted");
