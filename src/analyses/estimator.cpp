@@ -1422,7 +1422,16 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   // trainable weight for the step (torch autocast weight cast cache); so for freeze tuning's fp32
   // blocks over a 16-bit model under autocast.
   const bool fp32_trainable = p.amp || (p.autocast && p.task == "train_freeze" && p.trainable_bytes == 4);
-  double amp_casts = p.training && fp32_trainable && !deepspeed && !p.use_lora ? trainable_linear * 2 / shard_mp / param_shards : 0;
+  // The output head is a Linear too (linear() is on autocast's lower-precision list, and the
+  // weight-cast cache keeps casts of leaves that require grad: autocast_mode.cpp cached_cast): a
+  // full fine-tune casts it as well, the embedding matrix when a decoder's head is tied to it (an
+  // encoder's fine-tune runs a task head of its own: lm_head_params).
+  const uint64_t tied_head = m.tie_word_embeddings && !m.is_encoder_only ? m.vocab_size * m.hidden_size : 0;
+  const double head_matrix =
+      p.task == "train_full" ? static_cast<double>(m.lm_head_params ? m.lm_head_params : tied_head) * scale : 0;
+  double amp_casts = p.training && fp32_trainable && !deepspeed && !p.use_lora
+                         ? (trainable_linear + head_matrix) * 2 / shard_mp / param_shards
+                         : 0;
 
   // ---- activations ----
   double activations = 0, logits = 0, layer_working = 0, temporary = 0, backward_working = 0;

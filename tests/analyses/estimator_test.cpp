@@ -792,6 +792,26 @@ TEST(Estimator, PeftKbitPreparationMakesHiddenStatesFp32) {
   EXPECT_FALSE(assumed(*gptq, "kbit_upcast"));
 }
 
+// Full fine-tuning under autocast caches a 16-bit copy of every trainable Linear's weight, the
+// output head's included (Llama-3.1-8B: 6,979,321,856 block weights + 128,256 x 4,096 head = 2 B
+// each); a model whose head is tied casts the embedding matrix in its place.
+TEST(Estimator, AutocastCastsTheOutputHeadToo) {
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16_mixed";
+  job.micro_batch_size = 4;
+  job.seq_len = 4096;
+  auto e = estimate_memory(find_preset("meta-llama/Llama-3.1-8B")->value(), job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_EQ(*component(*e, "weight_casts"), (6'979'321'856ull + 128'256ull * 4'096) * 2);
+  auto tied = estimate_memory(find_preset("Qwen/Qwen2.5-0.5B")->value(), job);
+  ASSERT_TRUE(tied) << tied.error().message;
+  const ModelSpec qwen = find_preset("Qwen/Qwen2.5-0.5B")->value();
+  ASSERT_TRUE(qwen.tie_word_embeddings);
+  const ParamCount counts = count_parameters(qwen);
+  EXPECT_EQ(*component(*tied, "weight_casts"), (counts.linear + qwen.vocab_size * qwen.hidden_size) * 2);
+}
+
 TEST(Estimator, AutocastOverA16BitModel) {
   Job job = frozen_base_job("train_lora", std::nullopt, "bf16", 1024, "sdpa");
   auto pure = estimate_memory(llama2_7b(), job);
