@@ -1,5 +1,6 @@
 #include "output_file.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,8 +20,21 @@ namespace fs = std::filesystem;
 const InputFile* replaced_input(const fs::path& output, std::span<const InputFile> inputs) {
   std::error_code ec;
   const fs::file_status status = fs::status(output, ec);
-  // A device or a fifo (/dev/null, /dev/stdout) is written to, not replaced.
-  if (fs::exists(status) && !fs::is_regular_file(status)) return nullptr;
+  // A device or a fifo (/dev/null, /dev/stdout) is written to, not replaced; but a pipe or fifo that
+  // is also the input (`--html /dev/stdin` with the snapshot piped in, a named fifo given twice)
+  // would block the write forever once the report outgrows the pipe's buffer.
+  if (fs::exists(status) && !fs::is_regular_file(status)) {
+    struct stat out_stat {};
+    if (fs::is_fifo(status) && ::stat(output.c_str(), &out_stat) == 0) {
+      for (const InputFile& input : inputs) {
+        struct stat in_stat {};
+        if (::stat(input.path.c_str(), &in_stat) == 0 && in_stat.st_dev == out_stat.st_dev && in_stat.st_ino == out_stat.st_ino) {
+          return &input;
+        }
+      }
+    }
+    return nullptr;
+  }
   // Resolved, a path not there yet still matches an input named another way (./r.json, dir/../r.json)
   // that the wrapped command may create.
   const fs::path resolved = fs::weakly_canonical(output, ec);

@@ -277,6 +277,12 @@ TEST(SnapshotCli, HtmlThatWouldReplaceTheSnapshotIsRefused) {
 
   auto elsewhere = run_cli({"snapshot", in, "--html", (dir / "report.html").string()});
   EXPECT_EQ(elsewhere.exit_code, 0) << elsewhere.err;
+  // The pipe the snapshot comes through is no place for the report either: writing it back into
+  // the pipe blocked forever once the page outgrew the pipe's buffer.
+  auto pipe = testing::run_shell("cat '" + in + "' | timeout 20 \"$OOMDOC\" snapshot - --html /dev/stdin");
+  EXPECT_EQ(pipe.exit_code, 2);
+  EXPECT_EQ(pipe.out, "");
+  EXPECT_EQ(pipe.err, "oomdoc: /dev/stdin: cannot write the HTML report (it is the snapshot being read)\n");
   std::filesystem::remove_all(dir);
 }
 
