@@ -508,7 +508,8 @@ class SnapshotFolder : public pickle::Folder {
   // hostile or odd file may give (read as unsigned it would print as 18446744073709551615).
   static uint64_t frame_line(const Tree& tree, Value v) {
     const auto line = tree.as_int(v);
-    return line && *line > 0 ? static_cast<uint64_t>(*line) : 0;
+    if (!line || *line <= 0) return 0;
+    return tree.as_uint(v).value_or(0);   // above INT64_MAX too: 2^64-1 (unsigned -1 from symbolization)
   }
 
   SnapshotFrame decode_frame(const Tree& tree, uint32_t id) const {

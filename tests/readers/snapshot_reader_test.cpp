@@ -178,6 +178,14 @@ TEST(SnapshotReader, ANegativeFrameLineIsUnknown) {
   ASSERT_TRUE(s.ok()) << s.error().message;
   ASSERT_EQ(s->frames.size(), 1u);
   EXPECT_EQ(s->frames[0].line, 0u);
+  // Above INT64_MAX a line is kept as written: 2^64-1 (unsigned -1 from C++ symbolization), 2^63.
+  for (const char* line : {"18446744073709551615", "9223372036854775808"}) {
+    auto big = read_snapshot_bytes(std::string(R"({"segments": [], "device_traces": [[{"action": "alloc", "addr": 4096,
+        "size": 100, "stream": 0, "frames": [{"filename": "a.py", "line": )") + line + R"(, "name": "f"}]}]]})",
+                                   "t.json");
+    ASSERT_TRUE(big.ok()) << big.error().message;
+    EXPECT_EQ(std::to_string(big->frames.at(0).line), line);
+  }
 }
 
 TEST(SnapshotReader, ErrorsNameTheFileAndThePlace) {
