@@ -134,11 +134,22 @@ Status check_device_capacity(const SnapshotReport& report, uint64_t capacity_byt
   for (const DeviceReport& d : report.devices) {
     const uint64_t peak = d.timeline.events ? uint64_t(std::max<int64_t>(0, d.timeline.peak_reserved_bytes)) : 0;
     const uint64_t reserved = std::max(d.memory.reserved_bytes, peak);
-    if (reserved <= capacity_bytes) continue;
-    return make_error(fmt::format("--gpu-memory: {} is less than the {} cuda:{} had reserved ({}) in {}",
-                                  format_bytes(capacity_bytes), format_bytes(reserved), d.memory.device,
-                                  reserved == d.memory.reserved_bytes ? "at dump time" : "at its trace's reserved peak",
-                                  name));
+    if (reserved > capacity_bytes) {
+      return make_error(fmt::format("--gpu-memory: {} is less than the {} cuda:{} had reserved ({}) in {}",
+                                    format_bytes(capacity_bytes), format_bytes(reserved), d.memory.device,
+                                    reserved == d.memory.reserved_bytes ? "at dump time" : "at its trace's reserved peak",
+                                    name));
+    }
+    // At an OOM, what PyTorch reserved and what CUDA still had free were both on the card.
+    for (const OomReport& oom : d.ooms) {
+      const uint64_t seen = oom.reserved_bytes > UINT64_MAX - oom.device_free_bytes ? UINT64_MAX
+                                                                                     : oom.reserved_bytes + oom.device_free_bytes;
+      if (seen <= capacity_bytes) continue;
+      return make_error(fmt::format("--gpu-memory: {} is less than the {} cuda:{} held at its OOM (event {}) in {}: {} "
+                                    "reserved by PyTorch and {} CUDA reported free",
+                                    format_bytes(capacity_bytes), format_bytes(seen), d.memory.device, oom.event_index,
+                                    name, format_bytes(oom.reserved_bytes), format_bytes(oom.device_free_bytes)));
+    }
   }
   return Ok{};
 }

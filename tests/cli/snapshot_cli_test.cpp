@@ -138,10 +138,16 @@ TEST(SnapshotCli, GpuMemoryNeedsAUnitAndRoomForWhatIsReserved) {
   EXPECT_EQ(small.out, "");
   EXPECT_EQ(small.err, "oomdoc: --gpu-memory: 10.00 MiB is less than the 20.00 MiB cuda:0 had reserved (at dump time) in " +
                            file + "\n");
-  auto enough = run_cli({"snapshot", file, "--gpu-memory", "20MiB", "--json"});
+  // At the OOM PyTorch had 20 MiB reserved and CUDA 1 MiB free: a card of 20 MiB cannot be it.
+  auto short_by_free = run_cli({"snapshot", file, "--gpu-memory", "20MiB", "--json"});
+  EXPECT_EQ(short_by_free.exit_code, 2);
+  EXPECT_EQ(short_by_free.out, "");
+  EXPECT_EQ(short_by_free.err, "oomdoc: --gpu-memory: 20.00 MiB is less than the 21.00 MiB cuda:0 held at its OOM (event 3) "
+                               "in " + file + ": 20.00 MiB reserved by PyTorch and 1.00 MiB CUDA reported free\n");
+  auto enough = run_cli({"snapshot", file, "--gpu-memory", "21MiB", "--json"});
   ASSERT_EQ(enough.exit_code, 0) << enough.err;
   auto doc = nlohmann::json::parse(enough.out);
-  // 20 MiB capacity, 20 MiB reserved, 1 MiB free: 0 B outside PyTorch.
+  // 21 MiB capacity, 20 MiB reserved, 1 MiB free: 0 B outside PyTorch.
   EXPECT_EQ(doc["devices"][0]["ooms"][0]["outside_pytorch_bytes"], 0);
   auto decimal = run_cli({"snapshot", file, "--gpu-memory", "1GB", "--json"});
   ASSERT_EQ(decimal.exit_code, 0) << decimal.err;
