@@ -116,6 +116,11 @@ SnapshotReport analyze_snapshot(const Snapshot& snapshot, const SnapshotOptions&
   }
   for (auto& d : devices) r.devices.push_back(d.get());
   r.verdict = headline(r);
+  if (snapshot.bytes_after_end > 0) {
+    r.warnings.push_back(fmt::format("data follows the end of the pickle (STOP), {} bytes seen and not read: a second "
+                                     "snapshot appended to this one, or a damaged file; only the first is analysed",
+                                     snapshot.bytes_after_end));
+  }
   if (auto wrong = first_segment_inconsistency(snapshot, options.device)) {
     r.warnings.push_back("the snapshot does not add up, so its figures may be wrong: " + *wrong);
   }

@@ -127,6 +127,9 @@ class Snapshot {
  public:
   SnapshotLayout layout = SnapshotLayout::kDeviceTraces;
   std::string source_format;  // "pickle protocol 4", "json"
+  // Bytes found after the pickle's STOP (at least so many when read from a stream): a second
+  // snapshot appended, or a damaged file. Only the first pickle is read, as Python's pickle.load does.
+  uint64_t bytes_after_end = 0;
   std::vector<SnapshotSegment> segments;
   // Every device's trace in one array, each device's entries contiguous and oldest first:
   // a reader can hand over the entries it decoded while streaming without copying them.

@@ -1170,12 +1170,14 @@ Result<Snapshot> read_pickle_snapshot(std::string_view name, const SnapshotReadO
     reserve_huge(folder.events_, std::min<uint64_t>(size_hint / 48, 1ull << 27));  // address space
     folder.warmer_.start(folder.events_.data(), folder.events_.capacity() * sizeof(TraceEvent));
   }
-  Status status = run(tree, pickle_options, info);
+  uint64_t trailing = 0;   // bytes found after the pickle's STOP
+  Status status = run(tree, pickle_options, info, trailing);
   folder.warmer_.stop();
   if (options.fast_entries_taken != nullptr) *options.fast_entries_taken = folder.dicts_taken_;
   if (!status) return status.error();
   auto result = finish(tree, folder, fmt::format("pickle protocol {}", info.protocol), info.bytes_read);
   if (!result) return Error{fmt::format("{}: {}", name, result.error().message)};
+  result->bytes_after_end = trailing;
   return result;
 }
 
@@ -1257,9 +1259,10 @@ Result<Snapshot> read_snapshot_bytes(std::string_view bytes, std::string_view na
   if (looks_like_json(bytes.substr(0, 64))) return read_json(bytes, name);
   if (static_cast<uint8_t>(bytes[0]) != 0x80) return not_a_snapshot(name, bytes);
   return read_pickle_snapshot(name, options, 0, [&](Tree& tree, const pickle::ReadOptions& o,
-                                                    pickle::ReadInfo& info) {
+                                                    pickle::ReadInfo& info, uint64_t& trailing) {
     Status status = pickle::read_pickle(bytes, tree, o, &info);
     if (!status) return Status{Error{fmt::format("{}: {}", name, status.error().message)}};
+    trailing = bytes.size() > info.bytes_read ? bytes.size() - info.bytes_read : 0;
     return status;
   });
 }
@@ -1290,21 +1293,30 @@ Result<Snapshot> read_snapshot_file(const std::string& path, const SnapshotReadO
   if (static_cast<uint8_t>(head[0]) != 0x80) return not_a_snapshot(name, head);
 
   size_t head_pos = 0;
+  uint64_t fetched = 0;   // bytes handed to the pickle reader (it reads ahead in blocks)
   pickle::ByteReader read = [&](char* buffer, size_t size) -> size_t {
+    size_t n = 0;
     if (head_pos < head.size()) {
-      size_t n = std::min(size, head.size() - head_pos);
+      n = std::min(size, head.size() - head_pos);
       std::memcpy(buffer, head.data() + head_pos, n);
       head_pos += n;
-      return n;
+    } else {
+      n = input.read(buffer, size);
     }
-    return input.read(buffer, size);
+    fetched += n;
+    return n;
   };
   return read_pickle_snapshot(name, options, input.size_hint(),
-                              [&](Tree& tree, const pickle::ReadOptions& o, pickle::ReadInfo& info) {
+                              [&](Tree& tree, const pickle::ReadOptions& o, pickle::ReadInfo& info, uint64_t& trailing) {
                                 Status status = pickle::read_pickle(read, input.size_hint(), tree, o, &info);
                                 // A read error explains the rest (and names the file).
                                 if (input.failed()) return Status{Error{input.error_message()}};
                                 if (!status) return Status{Error{fmt::format("{}: {}", name, status.error().message)}};
+                                // What the reader fetched past STOP, and a look at what is left (not all
+                                // of it: a second snapshot of gigabytes need not be read to be noticed).
+                                trailing = fetched > info.bytes_read ? fetched - info.bytes_read : 0;
+                                char probe[4096];
+                                trailing += read(probe, sizeof probe);
                                 return status;
                               });
 }

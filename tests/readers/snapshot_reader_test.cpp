@@ -4,6 +4,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -483,6 +489,35 @@ TEST(SnapshotReader, TheFastPathGivesTheModelTheVmGives) {
   auto negative = entries;
   negative[12].size = -5;
   both(trace_pickle(negative), "a negative size");
+}
+
+}  // namespace
+}  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// Bytes after the pickle's STOP (two snapshots concatenated, a damaged tail) are not read, as
+// pickle.load does not read them, but they are counted, from a file and from a stream alike, and the
+// report warns; a whole file has none.
+TEST(SnapshotReader, BytesAfterThePicklesEndAreCounted) {
+  const std::string one = testing::read_file(testing::fixture_path("snapshot/train_p4.pickle"));
+  auto whole = read_snapshot_bytes(one, "one.pickle");
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+  EXPECT_EQ(whole->bytes_after_end, 0u);
+  auto two = read_snapshot_bytes(one + one, "two.pickle");
+  ASSERT_TRUE(two.ok()) << two.error().message;
+  EXPECT_EQ(two->bytes_after_end, one.size());
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("oomdoc-two-snapshots-" + std::to_string(::getpid()) + ".pickle")).string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << one << "garbage";
+  }
+  auto file = read_snapshot_file(path);
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  EXPECT_EQ(file->bytes_after_end, 7u);
+  std::remove(path.c_str());
 }
 
 }  // namespace
