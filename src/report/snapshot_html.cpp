@@ -248,13 +248,16 @@ td {{ white-space: pre-line; }}
       var hover = el('div', {{'class': 'hover', 'id': 'hover-' + d.device}}, 'Hover over the plot to see the event.');
       sec.appendChild(plot); sec.appendChild(hover);
       root.appendChild(sec);
+      // Ticks at whole binary sizes (1, 2, 4 ... 512 KiB, MiB, GiB), as the labels are binary.
+      var binaryIncrs = [];
+      for (var p = 0; p < 6; p++) for (var m = 1; m < 1024; m *= 2) binaryIncrs.push(m * Math.pow(1024, p));
       // Seconds from the first event when every entry carries time_us, else the event index.
       var bySeconds = tl.x_axis === 'seconds';
       var opts = {{
         width: Math.min(1100, window.innerWidth - 60), height: 320,
         scales: {{ x: {{ time: false }} }},
         axes: [{{ label: bySeconds ? 'seconds from the first trace event (time_us)' : 'trace event index (the trace has no time_us)' }},
-               {{ label: 'bytes', size: 80, values: function(u, vals) {{ return vals.map(bytes); }} }}],
+               {{ label: 'bytes', size: 80, incrs: binaryIncrs, values: function(u, vals) {{ return vals.map(bytes); }} }}],
         series: [{{ label: bySeconds ? 'seconds' : 'event' }},
                  {{ label: 'live (requested)', stroke: '#1f77b4', fill: 'rgba(31,119,180,0.15)', value: function(u, v, si, i) {{ return i === null || i === undefined ? '--' : tt.live_text[i]; }} }},
                  {{ label: 'reserved', stroke: '#d62728', value: function(u, v, si, i) {{ return i === null || i === undefined ? '--' : tt.reserved_text[i]; }} }}],

@@ -138,6 +138,8 @@ TEST(SnapshotHtml, SelfContainedWithTheChartLibraryAndData) {
   EXPECT_THAT(html, HasSubstr("<!DOCTYPE html>"));
   EXPECT_THAT(html, HasSubstr("uPlot 1.6.32 | MIT License"));
   EXPECT_THAT(html, HasSubstr("\"peak_live_bytes\""));
+  // The byte axis ticks at whole binary steps, as its labels are binary (not 9.54 MiB for 10^7 B).
+  EXPECT_THAT(html, HasSubstr("incrs: binaryIncrs"));
   EXPECT_EQ(html.find("http://"), std::string::npos);
   EXPECT_EQ(html.find("src=\"http"), std::string::npos);
   // Nothing inside the inline scripts can close them early.
