@@ -52,6 +52,8 @@ int run(const SnapshotArgs& args) {
   SnapshotOptions options;
   options.top = args.top;
   options.stack_depth = args.depth;
+  // A stack's key is at least its innermost user frame: 0 frames would group everything as one.
+  if (args.depth == 0) return fail("--depth: must be 1 or more (the user frames that name a stack)");
   if (args.device && *args.device < 0) return fail(fmt::format("--device: must be 0 or more (got {})", *args.device));
   options.device = args.device;
   if (!args.gpu_memory.empty()) {

@@ -184,8 +184,8 @@ Result<std::string_view> Machine::read_payload(uint64_t length) {
 
 inline Status Machine::push_memo_get(uint64_t index) {
   if (index >= memo_.size() || memo_[index] == kUnsetMemo) {
-    return fail(fmt::format("memo slot {} was never stored (the memo holds {} slots)", index,
-                            memo_.size()));
+    return fail(fmt::format("memo slot {} was never stored (the memo holds {} slot{})", index, memo_.size(),
+                            memo_.size() == 1 ? "" : "s"));
   }
   Value v = tree_.resolve(memo_[index]);
   tree_.pin(v);  // a second reference to a container that is not complete yet
@@ -196,8 +196,8 @@ inline Status Machine::push_memo_get(uint64_t index) {
 inline Status Machine::put_memo(uint64_t index) {
   if (stack_.empty()) return fail("nothing on the stack to store in the memo");
   if (index >= memo_.size() && index - memo_.size() > options_.max_memo_gap) {
-    return fail(fmt::format("memo slot {} is far beyond the {} slots used so far", index,
-                            memo_.size()));
+    return fail(fmt::format("memo slot {} is far beyond the {} slot{} used so far", index, memo_.size(),
+                            memo_.size() == 1 ? "" : "s"));
   }
   store_memo(index, stack_.back());
   return Ok{};

@@ -1073,6 +1073,8 @@ class JsonTreeBuilder : public nlohmann::json_sax<nlohmann::json> {
     std::string_view what = e.what();
     if (const size_t at = what.find("column "); at != std::string_view::npos && what.find(": ", at) != std::string_view::npos) {
       what.remove_prefix(what.find(": ", at) + 2);
+    } else if (what.starts_with("[json.exception.") && what.find("] ") != std::string_view::npos) {
+      what.remove_prefix(what.find("] ") + 2);   // "[json.exception.out_of_range.406] number overflow ..."
     }
     error_ = fmt::format("offset {}: invalid JSON: {}", position, what);
     return false;

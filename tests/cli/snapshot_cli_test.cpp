@@ -229,6 +229,14 @@ TEST(SnapshotCli, APickleThatImportsIsRefusedWithTheOffset) {
 }
 
 
+// A stack is keyed by at least its innermost user frame.
+TEST(SnapshotCli, DepthZeroIsRefused) {
+  auto r = run_cli({"snapshot", fixture_path("snapshot/train_p4.pickle"), "--depth", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "oomdoc: --depth: must be 1 or more (the user frames that name a stack)\n");
+}
+
 TEST(SnapshotCli, HtmlPathIsCheckedBeforeAnythingIsPrinted) {
   auto r = run_cli({"snapshot", fixture_path("snapshot/train_p4.pickle"), "--html", "/nonexistent-dir/x.html"});
   EXPECT_EQ(r.exit_code, 2);

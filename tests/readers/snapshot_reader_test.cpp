@@ -522,3 +522,16 @@ TEST(SnapshotReader, BytesAfterThePicklesEndAreCounted) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// The JSON parser's own tag ("[json.exception.out_of_range.406]") stays out of the message.
+TEST(SnapshotReader, JsonNumberOverflowIsSaidPlainly) {
+  auto s = read_snapshot_bytes(R"({"segments": [{"device": 1e400}]})", "n.json");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "n.json: offset 30: invalid JSON: number overflow parsing '1e400'");
+}
+
+}  // namespace
+}  // namespace oomdoc
