@@ -1723,8 +1723,14 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.fixes.push_back(make_fix("find_failing_shape", "The failing operation's inputs show where the size comes from."));
   } else if (e.format == "library_status") {
     d.cause = "library_workspace_alloc";
-    d.evidence.push_back(fmt::format("{}: cuBLAS/cuDNN could not allocate its handle or workspace, which happens when the card is "
-                                     "(nearly) full.", e.string_field("status").value_or("")));
+    if (e.string_field("status") == "no valid cuDNN algorithm") {
+      d.evidence.push_back("No cuDNN convolution algorithm could run: each one whose workspace fails to allocate is "
+                           "skipped, so a (nearly) full card leaves none. If memory was not short, the cuDNN build "
+                           "does not match this GPU or CUDA version.");
+    } else {
+      d.evidence.push_back(fmt::format("{}: cuBLAS/cuDNN could not allocate its handle or workspace, which happens when the card "
+                                       "is (nearly) full.", e.string_field("status").value_or("")));
+    }
     if (e.framework == "tensorflow") {
       // TensorFlow reserves nearly the whole card for its BFC allocator at startup, so the handle
       // cuDNN/cuBLAS create outside it finds nothing left.

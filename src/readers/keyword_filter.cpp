@@ -54,6 +54,7 @@ const KeywordFilter& KeywordFilter::standard() {
       {"Dst tensor", 0},         // TensorFlow's copy failure that hides an OOM
       {"CUDNN_STATUS", 3},       // cuDNN statuses that hide an OOM
       {"CUBLAS_STATUS", 2},      // cuBLAS statuses
+      {"cuDNN algorithm", 2},    // "Unable to find a valid cuDNN algorithm to run convolution" ("DN")
       {"blocks:", 4},            // vLLM "# GPU blocks:"
       {"weights t", 4},          // vLLM "model weights take/took"
       {"Maximum concurrency", 2},// vLLM

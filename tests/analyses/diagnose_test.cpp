@@ -583,6 +583,18 @@ TEST(Diagnose, OldShortFormAndBareExceptionAreEvents) {
   EXPECT_EQ(b.cause, "insufficient_information");
 }
 
+// PyTorch skips each cuDNN algorithm whose workspace fails to allocate: none left is the usual
+// disguised OOM of a convolution (fastai retries it as one); a cuDNN mismatch is named as the other reading.
+TEST(Diagnose, NoValidCudnnAlgorithmIsAWorkspaceShortage) {
+  Diagnosis d = first_error("Traceback (most recent call last):\n  File \"train.py\", line 60, in <module>\n"
+                            "    out = net(images)\nRuntimeError: Unable to find a valid cuDNN algorithm to run convolution\n");
+  EXPECT_EQ(d.cause, "library_workspace_alloc");
+  EXPECT_EQ(d.evidence.at(0), "No cuDNN convolution algorithm could run: each one whose workspace fails to allocate is "
+                              "skipped, so a (nearly) full card leaves none. If memory was not short, the cuDNN build "
+                              "does not match this GPU or CUDA version.");
+  EXPECT_TRUE(has_fix(d, "library_workspace"));
+}
+
 TEST(Diagnose, DefaultCpuAllocatorIsHostMemory) {
   Diagnosis d = first_error("RuntimeError: [enforce fail at alloc_cpu.cpp:83] data. DefaultCPUAllocator: can't allocate "
                             "memory: you tried to allocate 21474836480 bytes. Error code 12 (Cannot allocate memory)\n");

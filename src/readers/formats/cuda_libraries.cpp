@@ -7,6 +7,19 @@
 namespace oomdoc {
 namespace {
 
+// PyTorch's (and ONNX Runtime's) "Unable to find a valid cuDNN algorithm to run convolution": it
+// tries each algorithm cuDNN ranks and skips those whose workspace fails to allocate, so when the
+// card is full none is left (fastai's memory retry treats it as an OOM, is_cudnn_conv_snafu). A
+// cuDNN build that does not match the GPU raises it too: the diagnosis says both.
+std::optional<FormatMatch> match_cudnn_no_algorithm(const MessageWindow& w) {
+  if (w.lines[0].find("Unable to find a valid cuDNN algorithm to run convolution") == std::string::npos) return std::nullopt;
+  FormatMatch m;
+  m.event.framework = w.lines[0].find("onnxruntime") != std::string::npos ? "onnxruntime" : "pytorch";
+  m.event.format = "library_status";
+  m.event.set_field("status", std::string("no valid cuDNN algorithm"));
+  return m;
+}
+
 std::optional<FormatMatch> match_library_status(const MessageWindow& w) {
   // CUDNN_STATUS_INTERNAL_ERROR and *_NOT_INITIALIZED are listed because cuDNN and cuBLAS report
   // a failed workspace or handle allocation with them when the device is full.
@@ -58,6 +71,7 @@ std::optional<FormatMatch> match_driver_oom(const MessageWindow& w) {
 
 void add_cuda_library_formats(std::vector<MessageFormat>& out) {
   out.push_back({"library_status", {"CUBLAS_STATUS_", "CUDNN_STATUS_"}, match_library_status});
+  out.push_back({"library_status", {"Unable to find a valid cuDNN algorithm"}, match_cudnn_no_algorithm});
   out.push_back({"cuda_driver_oom", {"CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation", "hipErrorOutOfMemory"},
                  match_driver_oom});
 }
