@@ -1512,6 +1512,8 @@ Result<std::map<std::string, double>> parse_prices(std::string_view text, const 
                                                    std::vector<std::string>* notes) {
   std::map<std::string, double> prices;
   std::map<std::string, size_t> line_of;   // where each GPU was priced
+  // A spreadsheet's UTF-8 export may begin with a byte-order mark: not part of the first name.
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
   size_t start = 0, line_number = 0;
   bool seen_line = false;   // a non-comment line before this one
   while (start < text.size()) {

@@ -111,7 +111,8 @@ Result<SafetensorsSummary> parse_safetensors_header(std::string_view head, uint6
     const auto& offsets = info["data_offsets"];
     if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) return bad("invalid data_offsets");
     uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
-    if (begin > end || end > data_size) {
+    if (begin > end) return bad(fmt::format("data_offsets [{}, {}] end before they begin", begin, end));
+    if (end > data_size) {
       return bad(fmt::format("data_offsets [{}, {}] outside the {} data bytes", begin, end, data_size));
     }
     t.bytes = end - begin;

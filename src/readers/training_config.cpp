@@ -921,7 +921,7 @@ const std::set<std::string>& no_effect_keys() {
       "save_steps", "save_total_limit", "save_safetensors", "save_on_each_node",
       "save_only_model", "restore_callback_states_from_checkpoint", "no_cuda", "use_cpu",
       "use_mps_device", "seed", "data_seed", "jit_mode_eval", "use_ipex", "fp16_opt_level",
-      "half_precision_backend", "bf16_full_eval", "fp16_full_eval", "tf32", "local_rank",
+      "half_precision_backend", "fp16_backend", "bf16_full_eval", "fp16_full_eval", "tf32", "local_rank",
       "ddp_backend", "tpu_num_cores", "tpu_metrics_debug", "debug", "dataloader_drop_last",
       "eval_steps", "dataloader_num_workers", "dataloader_prefetch_factor", "past_index",
       "run_name", "disable_tqdm", "remove_unused_columns", "label_names",

@@ -434,6 +434,10 @@ TEST(FitSearch, Prices) {
   auto empty = parse_prices("foo, bar\n", "p.csv");
   ASSERT_FALSE(empty.ok());
   EXPECT_EQ(empty.error().message, "p.csv: no prices: expected lines 'GPU NAME, PRICE PER GPU-HOUR' (e.g. 'H100 SXM, 2.49')");
+  // A spreadsheet's byte-order mark is not part of the first GPU's name.
+  auto bom = parse_prices("\xEF\xBB\xBFh100, 2.49\n", "p.csv");
+  ASSERT_TRUE(bom.ok()) << bom.error().message;
+  EXPECT_DOUBLE_EQ(bom->at("H100 SXM 80GB"), 2.49);
 }
 
 TEST(FitSearch, CheapestWithPrices) {

@@ -57,6 +57,8 @@ TEST(SafetensorsHeader, MalformedHeadersAreClearErrors) {
         "m.safetensors: tensor \"w\": 6 elements of F32 need 24 bytes, data_offsets give 20");
   check(R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}})", 10,
         "m.safetensors: tensor \"w\": data_offsets [0, 24] outside the 10 data bytes");
+  check(R"({"w": {"dtype": "F32", "shape": [2, 3], "data_offsets": [24, 0]}})", 24,
+        "m.safetensors: tensor \"w\": data_offsets [24, 0] end before they begin");
   check(R"({"w": {"shape": [1], "data_offsets": [0, 4]}})", 4, "m.safetensors: tensor \"w\": missing dtype");
   check(R"({"w": {"dtype": "F32", "shape": [4294967296, 4294967296, 16], "data_offsets": [0, 4]}})", 4,
         "m.safetensors: tensor \"w\": shape overflows");

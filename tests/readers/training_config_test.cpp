@@ -492,6 +492,14 @@ TEST(TrainingConfig, ContradictorySettingsAreErrors) {
   EXPECT_EQ(three->job.parallelism, "zero3");
 }
 
+// transformers 4.x dumps still carry the deprecated fp16_backend: known, no effect on memory.
+TEST(TrainingConfig, DeprecatedFp16BackendIsKnown) {
+  auto config = parse_training_config(R"({"per_device_train_batch_size": 1, "fp16_backend": "auto"})", "args.json");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  EXPECT_THAT(config->ignored_keys, Contains("fp16_backend"));
+  EXPECT_THAT(config->unknown_keys, IsEmpty());
+}
+
 // FSDP's own activation checkpointing (fsdp_config.activation_checkpointing) checkpoints whatever
 // gradient_checkpointing says, in either key order; both true is what the Trainer refuses.
 TEST(TrainingConfig, FsdpActivationCheckpointingInATrainingArgumentsDump) {
