@@ -2464,6 +2464,18 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     if (!amd && !intel) continue;
     if (auto own = fix_variant_snippet(f.id, amd ? FixVariant::kAmd : FixVariant::kIntel)) f.snippet = *own;
   }
+  // The launch already turned expandable segments on (its command line, an environment dump):
+  // advising them again would change nothing.
+  if (auto on = stated_setting(context, e, "expandable_segments_on")) {
+    (void)on;
+    const size_t before = d.fixes.size();
+    d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return f.id == "expandable_segments"; }),
+                  d.fixes.end());
+    if (d.fixes.size() != before) {
+      d.evidence.push_back("Expandable segments were already on for this run (the log sets "
+                           "expandable_segments:True in the allocator's settings before the error).");
+    }
+  }
   // A script that drives DeepSpeed's engine itself (its frames, no Trainer, Accelerate, Lightning or
   // TRL above them) sets the batch, precision, ZeRO stage and offload in DeepSpeed's config, not in
   // TrainingArguments.

@@ -766,6 +766,12 @@ void LogScanner::State::add_notice(const std::string& line, uint64_t line_number
     if (result.notices.size() < kMaxNotices) result.notices.push_back({line_number, rank, kind, value});
   };
   if (auto utilization = vllm_gpu_memory_utilization(line)) return add_setting("vllm_gpu_memory_utilization", *utilization);
+  // The allocator's settings as the launch line or an environment dump states them
+  // ("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun ...", PYTORCH_ALLOC_CONF in 2.8+).
+  if (line.find("_ALLOC_CONF") != std::string::npos) {
+    static const RE2 expandable(R"(PYTORCH_(?:CUDA_|HIP_)?ALLOC_CONF\s*[=:]\s*["']?[^"'\s]*expandable_segments:(?i:true)\b)");
+    if (RE2::PartialMatch(line, expandable)) return add_setting("expandable_segments_on", 1.0);
+  }
   if (auto fraction = sglang_mem_fraction_static(line)) return add_setting("sglang_mem_fraction_static", *fraction);
   // transformers warns when flash attention gets fp32 states "because of upcasted embedding or
   // layer norm layers": "The input hidden states seems to be silently casted in float32" (until

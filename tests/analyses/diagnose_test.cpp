@@ -595,6 +595,22 @@ TEST(Diagnose, NoValidCudnnAlgorithmIsAWorkspaceShortage) {
   EXPECT_TRUE(has_fix(d, "library_workspace"));
 }
 
+// The launch line already set expandable segments: they are not advised again, and the evidence
+// says they were on.
+TEST(Diagnose, ExpandableSegmentsAlreadyOnAreNotAdvisedAgain) {
+  const std::string oom = new_format("1.53 GiB", "39.39 GiB", "912.56 MiB", "Including non-PyTorch memory, this process has "
+                                     "38.49 GiB memory in use. ", "35.12 GiB", "2.67 GiB");
+  EXPECT_TRUE(has_fix(first_error(oom), "expandable_segments"));
+  for (const std::string launch : {"+ PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun train.py\n",
+                                   "export PYTORCH_ALLOC_CONF=\"max_split_size_mb:256,expandable_segments:true\"\n"}) {
+    Diagnosis d = first_error(launch + oom);
+    EXPECT_FALSE(has_fix(d, "expandable_segments")) << launch;
+    EXPECT_EQ(d.evidence.back(), "Expandable segments were already on for this run (the log sets "
+                                 "expandable_segments:True in the allocator's settings before the error).") << launch;
+  }
+  EXPECT_TRUE(has_fix(first_error("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False python x.py\n" + oom), "expandable_segments"));
+}
+
 TEST(Diagnose, DefaultCpuAllocatorIsHostMemory) {
   Diagnosis d = first_error("RuntimeError: [enforce fail at alloc_cpu.cpp:83] data. DefaultCPUAllocator: can't allocate "
                             "memory: you tried to allocate 21474836480 bytes. Error code 12 (Cannot allocate memory)\n");
