@@ -267,7 +267,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   } else if (!p.quantization && !m.quantization.empty() && m.quantization_bits) {
     // A pre-quantized checkpoint keeps its format.
     if (m.quantization == "mxfp4") p.quantization = "mxfp4";
-    else if (m.quantization == "gptq") p.quantization = m.quantization_bits == 8 ? "gptq8" : "gptq4";
+    else if (m.quantization == "gptq") p.quantization = fmt::format("gptq{}", m.quantization_bits);
     else if (m.quantization == "awq") p.quantization = "awq4";
     else if (m.quantization == "modelopt_fp4" || m.quantization == "nvfp4") p.quantization = "nvfp4";
     else if (m.quantization == "fp8" || m.quantization_bits == 8) p.quantization = m.quantization == "bitsandbytes" ? "int8" : "fp8";
@@ -891,6 +891,8 @@ double weight_bytes_per_param(const std::string& q, bool double_quant, uint64_t 
   // (auto-gptq / autoawq QuantLinear layouts).
   if (q == "gptq4" || q == "awq4") return grouped_int_bytes_per_weight(4, group_size);
   if (q == "gptq8") return grouped_int_bytes_per_weight(8, group_size);
+  // A pre-quantized GPTQ checkpoint of 2 or 3 bits (its quantization_config's bits).
+  if (q == "gptq2" || q == "gptq3") return grouped_int_bytes_per_weight(static_cast<uint64_t>(q[4] - '0'), group_size);
   if (q == "nvfp4") return kNvfp4BytesPerWeight;
   // torchao int4 weight-only: packed 4-bit + bf16 scale and zero per group (tinygemm layout).
   if (q == "int4") return 0.5 + 4.0 / group_size;

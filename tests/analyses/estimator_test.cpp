@@ -1177,6 +1177,15 @@ TEST(Estimator, PreQuantizedCheckpointUsesItsTensorBytes) {
   bool noted = false;
   for (const auto& a : e->assumptions) noted = noted || a == "weight_quantization: gptq4 (the checkpoint's format)";
   EXPECT_TRUE(noted);
+  // A 3-bit checkpoint (without its headers' bytes): 3/8 B + (16 + 3)/128/8 B per linear weight.
+  ModelSpec three = find_preset("meta-llama/Llama-2-7b-hf")->value();
+  three.quantization = "gptq";
+  three.quantization_bits = 3;
+  three.quantization_group_size = 128;
+  auto e3 = estimate_memory(three, job);
+  ASSERT_TRUE(e3) << e3.error().message;
+  EXPECT_EQ(*component(*e3, "weights"),
+            static_cast<uint64_t>(6'476'005'376.0 * (3.0 / 8 + 19.0 / 128 / 8) + 262'410'240.0 * 2));
 }
 
 // A pre-quantized bitsandbytes folder under QLoRA: its bytes as stored, then PEFT's preparation

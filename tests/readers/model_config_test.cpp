@@ -428,6 +428,34 @@ TEST(ModelConfig, QuantizationConfig) {
   EXPECT_TRUE(nested->quantization_double_quant);
 }
 
+// Every width a format packs is read (GPTQ's 2, 3, 4 or 8 bits; torchao's weight-only int4/int8);
+// an impossible width is an error; a format oomdoc cannot size is said to be counted at 16 bits.
+TEST(ModelConfig, QuantizationWidthsAndFormatsNotSized) {
+  const std::string base = R"({"model_type": "llama", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 1,
+                              "num_attention_heads": 2, "intermediate_size": 128, "quantization_config": )";
+  auto three = parse(base + R"({"quant_method": "gptq", "bits": 3, "group_size": 128}})");
+  ASSERT_TRUE(three) << three.error().message;
+  EXPECT_EQ(three->quantization_bits, 3u);
+  auto zero = parse(base + R"({"quant_method": "gptq", "bits": 0}})");
+  ASSERT_FALSE(zero);
+  EXPECT_EQ(zero.error().message, "config.json: quantization_config.bits: GPTQ packs 2, 3, 4 or 8 bits (got 0)");
+  auto torchao = parse(base + R"({"quant_method": "torchao", "quant_type": "int4_weight_only",
+                                  "quant_type_kwargs": {"group_size": 64}}})");
+  ASSERT_TRUE(torchao) << torchao.error().message;
+  EXPECT_EQ(torchao->quantization_bits, 4u);
+  EXPECT_EQ(torchao->quantization_group_size, 64u);
+  auto serialized = parse(base + R"({"quant_method": "torchao", "quant_type": {"default": {"_type": "Int8WeightOnlyConfig",
+                                                                                          "_data": {}}}}})");
+  ASSERT_TRUE(serialized) << serialized.error().message;
+  EXPECT_EQ(serialized->quantization_bits, 8u);
+  auto hqq = parse(base + R"({"quant_method": "hqq", "nbits": 4}})");
+  ASSERT_TRUE(hqq) << hqq.error().message;
+  EXPECT_EQ(hqq->quantization_bits, 0u);
+  ASSERT_EQ(hqq->notes.size(), 1u);
+  EXPECT_EQ(hqq->notes[0], "quantization_config quant_method \"hqq\" is not sized: its weights are counted at the model's "
+                           "16 bits, an upper bound");
+}
+
 TEST(ModelConfig, UnknownArchitectureSaysWhatIsMissing) {
   auto m = parse(R"({"model_type": "mamba2", "hidden_size": 64})");
   ASSERT_FALSE(m);
