@@ -325,6 +325,14 @@ uint64_t lora_parameter_count(const ModelSpec& m, const LoraSettings& lora) {
                                                         [](const std::string& t) { return names_router(t); }))) {
     total += lora.r * (m.hidden_size + m.num_experts) * moe_layer_count(m);
   }
+  // Qwen2-MoE's shared-expert gate is an nn.Linear(hidden, 1) too: all-linear adapts it, and so does
+  // naming it.
+  if (m.shared_expert_gate &&
+      (lora.all_linear || std::any_of(lora.target_modules.begin(), lora.target_modules.end(), [](const std::string& t) {
+         return target_names(t, "mlp.shared_expert_gate", false);
+       }))) {
+    total += lora.r * (m.hidden_size + 1) * moe_layer_count(m);
+  }
   for (const LinearShape& l : linear_layers(m)) {
     if (lora_matches(l, lora, router_is_gate)) total += lora.r * (l.in_features + l.out_features) * l.copies * l.layers;
   }

@@ -1,5 +1,7 @@
 #include "readers/model_config.h"
 
+#include "model/architecture.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -454,6 +456,29 @@ TEST(ModelConfig, QuantizationWidthsAndFormatsNotSized) {
   ASSERT_EQ(hqq->notes.size(), 1u);
   EXPECT_EQ(hqq->notes[0], "quantization_config quant_method \"hqq\" is not sized: its weights are counted at the model's "
                            "16 bits, an upper bound");
+}
+
+// Qwen2-MoE's shared-expert gate is an nn.Linear(hidden, 1): PEFT's all-linear adapts it, as it
+// does the router (r x (64 + 1) more per MoE layer here), and naming it adapts it alone.
+TEST(ModelConfig, Qwen2MoeSharedExpertGateTakesLora) {
+  auto m = parse(R"({"model_type": "qwen2_moe", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 2,
+                     "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 128,
+                     "moe_intermediate_size": 32, "shared_expert_intermediate_size": 96, "num_experts": 4,
+                     "num_experts_per_tok": 2})");
+  ASSERT_TRUE(m) << m.error().message;
+  ASSERT_TRUE(m->shared_expert_gate);
+  LoraSettings gate;
+  gate.r = 8;
+  gate.target_modules = {"mlp.shared_expert_gate"};
+  EXPECT_EQ(lora_parameter_count(*m, gate), 2u * 8 * (64 + 1));
+  LoraSettings all;
+  all.r = 8;
+  all.all_linear = true;
+  LoraSettings all_but_gate = all;
+  m->shared_expert_gate = false;
+  const uint64_t without = lora_parameter_count(*m, all_but_gate);
+  m->shared_expert_gate = true;
+  EXPECT_EQ(lora_parameter_count(*m, all), without + 2u * 8 * (64 + 1));
 }
 
 TEST(ModelConfig, UnknownArchitectureSaysWhatIsMissing) {
