@@ -2200,7 +2200,17 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                        e.string_field("buffer_backend").value_or("the GPU")));
     } else {
       d.cause = "generic_no_details";
-      d.evidence.push_back("The runner exited; Ollama suspects memory but prints no figures.");
+      // The runner's own error is quoted: "cudaMalloc failed: out of memory" says the GPU ran out;
+      // no size is printed with it.
+      const std::string runner = e.string_field("runner_error").value_or("");
+      d.evidence.push_back(runner.empty() ? std::string("The runner exited out of memory; Ollama prints no figures.")
+                                          : fmt::format("The runner exited with \"{}\": {} ran out while it loaded "
+                                                        "or ran the model; no size is printed.", runner,
+                                                        runner.find("cuda") != std::string::npos ||
+                                                                runner.find("CUDA") != std::string::npos ||
+                                                                runner.find("hip") != std::string::npos
+                                                            ? "the GPU"
+                                                            : "memory"));
     }
     auto ollama_fix = [&](std::string_view id, std::string detail) {
       d.fixes.push_back(make_fix(id, std::move(detail), std::string(fix_snippet(id, FixVariant::kOllama))));

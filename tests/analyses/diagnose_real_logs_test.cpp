@@ -40,6 +40,15 @@ TEST(DiagnoseRealLogs, TorchrunSummaryReportsEachKilledProcessOnce) {
   EXPECT_EQ(r.events[1].event.int_field("pid"), 12346);
 }
 
+// The ollama CLI's line alone quotes the runner's error: said as the GPU running out, not a guess.
+TEST(DiagnoseRealLogs, OllamaRunnerErrorWithoutASizeIsQuoted) {
+  const ExplainReport r = testing::explain_text(
+      "$ ollama run llama3:70b\nError: llama runner process has terminated: cudaMalloc failed: out of memory\n");
+  ASSERT_EQ(r.events.size(), 1u);
+  EXPECT_EQ(r.events[0].diagnosis.evidence.at(0), "The runner exited with \"cudaMalloc failed: out of memory\": the GPU ran "
+                                                  "out while it loaded or ran the model; no size is printed.");
+}
+
 TEST(DiagnoseRealLogs, OllamaRunnerGetsOllamaSettingsForTheComputeBuffer) {
   ExplainedEvent x = first_error("ollama_runner_terminated.log");
   EXPECT_EQ(x.diagnosis.cause, "capacity_exhausted");
