@@ -1645,6 +1645,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       // One request above the whole limit: a shape far larger than intended, which no freed memory
       // makes room for; lifting the watermark would let it eat the system's unified memory.
       d.cause = "request_exceeds_total_capacity";
+      d.cause_title = "one allocation is larger than MPS's whole limit (a shape far too large)";
       d.secondary_causes.push_back("mps_high_watermark_exceeded");
       add_shape_fixes(d, r, fmt::format("{} MPS limit", format_bytes(mx)));
     } else {

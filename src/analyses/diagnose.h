@@ -39,6 +39,9 @@ struct Diagnosis {
   // How to word "capacity_exhausted" (primary or secondary) for this event: "the process filled the
   // card (close to the limit)" only when the figures show it holds nearly all of it.
   std::string capacity_title;
+  // The primary cause in this event's words when the generic ones would be wrong (MPS has a limit,
+  // not a card: "one allocation is larger than MPS's whole limit"); empty: the generic words.
+  std::string cause_title;
 };
 
 // A climbing series: allocated memory growing event after event, or readings growing step after step.

@@ -325,7 +325,7 @@ std::optional<std::string_view> fix_variant_snippet(std::string_view id, FixVari
        "(slower; for one debugging run)"},
       {"expandable_segments", FixVariant::kAmd,
        "export PYTORCH_HIP_ALLOC_CONF=expandable_segments:True PYTORCH_ALLOC_CONF=expandable_segments:True  "
-       "# ROCm builds read the HIP name (as the message says), 2.8+ the generic one"},
+       "# ROCm builds read the HIP name (whichever name the message prints), 2.8+ the generic one"},
       {"expandable_segments", FixVariant::kAscend,
        "export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True  # torch_npu reads this, not "
        "PYTORCH_CUDA_ALLOC_CONF; max_split_size_mb:128 where expandable segments are unavailable"},

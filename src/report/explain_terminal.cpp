@@ -285,7 +285,7 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
     auto title = [&](const std::string& cause) {
       return cause == "capacity_exhausted" && !d.capacity_title.empty() ? d.capacity_title : cause_title(cause);
     };
-    out += fmt::format("\n  {} {}\n", style.bold("Cause:"), style.yellow(title(d.cause)));
+    out += fmt::format("\n  {} {}\n", style.bold("Cause:"), style.yellow(d.cause_title.empty() ? title(d.cause) : d.cause_title));
     for (const auto& s : d.secondary_causes) out += fmt::format("    also: {}\n", title(s));
     for (const auto& ev : d.evidence) out += fmt::format("    {}\n", ev);
     if (!d.fixes.empty()) {

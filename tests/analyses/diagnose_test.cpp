@@ -485,6 +485,11 @@ TEST(Diagnose, OtherFrameworks) {
   EXPECT_EQ(first_error("MPS backend out of memory (MPS allocated: 8.00 GB, other allocations: 2.00 GB, max allowed: "
                         "10.00 GB). Tried to allocate 512.00 MB on private pool.\n").cause,
             "mps_high_watermark_exceeded");
+  // One request above MPS's whole limit: said of the limit, not of a card.
+  Diagnosis over = first_error("RuntimeError: MPS backend out of memory (MPS allocated: 1.20 GB, other allocations: 2.30 GB, "
+                               "max allowed: 18.13 GB). Tried to allocate 20.00 GB on private pool.\n");
+  EXPECT_EQ(over.cause, "request_exceeds_total_capacity");
+  EXPECT_EQ(over.cause_title, "one allocation is larger than MPS's whole limit (a shape far too large)");
   EXPECT_EQ(first_error("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`\n").cause,
             "library_workspace_alloc");
   EXPECT_EQ(first_error("failed to allocate 3.77G (4046333952 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY\n").cause,
