@@ -2344,7 +2344,8 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       if (d.cause == "capacity_exhausted") std::swap(d.cause, d.secondary_causes.back());
     } else if (operation == "evaluation" && !grad_disabled_by_library(*e.traceback)) {
       d.secondary_causes.push_back("evaluation_with_grad");
-      d.evidence.push_back("It failed during evaluation (traceback), where no gradients are needed.");
+      d.evidence.push_back("It failed during evaluation (traceback), where no gradients are needed; a torch.no_grad() "
+                           "block does not show in a traceback, so check that the evaluation runs under one.");
       d.fixes.push_back(make_fix("no_grad_for_eval", "Without autograd, activations are freed layer by layer."));
       if (d.cause == "capacity_exhausted") std::swap(d.cause, d.secondary_causes.back());
     } else if (operation == "ddp_setup") {

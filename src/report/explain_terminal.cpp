@@ -139,7 +139,7 @@ std::string cause_title(const std::string& cause) {
       {"not_an_error", "informational, not an error"},
       {"generic_no_details", "out of memory (the message gives no figures)"},
       {"insufficient_information", "the message is cut short"},
-      {"evaluation_with_grad", "evaluation or generation recorded gradients it does not need"},
+      {"evaluation_with_grad", "evaluation or generation may be recording gradients it does not need"},
       {"eval_predictions_on_gpu", "evaluation kept every batch's predictions (logits) on the GPU"},
       {"model_does_not_fit", "the model itself does not fit"},
       {"ddp_replica_does_not_fit", "a full replica and its DDP gradient buckets do not fit on one GPU"},

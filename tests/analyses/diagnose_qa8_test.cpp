@@ -300,7 +300,9 @@ TEST(DiagnoseQa8, JupyterEvaluationWithoutNoGrad) {
   EXPECT_EQ(x.event.traceback->innermost_user_frame->line, 40u);
   EXPECT_EQ(x.diagnosis.cause, "evaluation_with_grad");
   EXPECT_EQ(x.diagnosis.secondary_causes, (std::vector<std::string>{"fragmentation_minor", "capacity_exhausted"}));
-  EXPECT_EQ(x.diagnosis.evidence.back(), "It failed during evaluation (traceback), where no gradients are needed.");
+  EXPECT_EQ(x.diagnosis.evidence.back(), "It failed during evaluation (traceback), where no gradients are needed; a "
+                                         "torch.no_grad() block does not show in a traceback, so check that the "
+                                         "evaluation runs under one.");
   EXPECT_EQ(fix_ids(x.diagnosis).at(0), "no_grad_for_eval");
 }
 
