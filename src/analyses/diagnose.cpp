@@ -1827,6 +1827,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     // A SIGKILL is not proof of memory unless the kernel's line says so: the evidence says how to check.
     diagnose_killed(d, e, operation, context);
   } else if (e.format == "torch_th_host_oom" || e.format == "pytorch_cpu_allocator" || e.format == "host_or_unified_alloc" ||
+             e.format == "numpy_array_alloc" ||
              e.format == "ggml_pinned_host" || e.format == "ggml_cpu_buffer" || e.format == "ollama_system_memory" ||
              (e.format == "tf_oom_tensor" && e.string_field("device_kind") == "CPU") ||
              // TensorFlow's pinned host pool (cuda_host_bfc, gpu_host_bfc): host RAM the GPU copies from.
@@ -1867,6 +1868,12 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     } else if (e.framework == "tensorflow" || e.framework == "jax" || e.message.find("device_host_allocator") != std::string::npos) {
       d.fixes.push_back(make_fix("host_memory", "This is system RAM, not GPU memory: the host allocator pins buffers for transfers.",
                                  std::string(fix_snippet("host_memory", FixVariant::kTensorFlowHost))));
+    } else if (e.format == "numpy_array_alloc") {
+      d.evidence.push_back(fmt::format("NumPy could not allocate an array of shape {} ({}) in system RAM: data "
+                                       "preparation or metrics, not the model on the GPU.",
+                                       e.string_field("shape").value_or("?"), e.string_field("dtype").value_or("?")));
+      d.fixes.push_back(make_fix("host_memory", "Process the array in chunks, a smaller dtype (float32 instead of "
+                                                "float64), or a memory-mapped array (np.memmap), before adding RAM."));
     } else {
       d.fixes.push_back(make_fix("host_memory", "This is system RAM, not GPU memory."));
     }
@@ -2204,7 +2211,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       // The runner's own error is quoted: "cudaMalloc failed: out of memory" says the GPU ran out;
       // no size is printed with it.
       const std::string runner = e.string_field("runner_error").value_or("");
-      d.evidence.push_back(runner.empty() ? std::string("The runner exited out of memory; Ollama prints no figures.")
+      d.evidence.push_back(runner.empty() ? std::string("The runner exited; Ollama suspects memory but prints no figures.")
                                           : fmt::format("The runner exited with \"{}\": {} ran out while it loaded "
                                                         "or ran the model; no size is printed.", runner,
                                                         runner.find("cuda") != std::string::npos ||

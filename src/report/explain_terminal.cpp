@@ -15,7 +15,7 @@ std::string framework_title(const OomEvent& e) {
   static const std::map<std::string, std::string> names = {
       {"pytorch", "PyTorch"}, {"pytorch-rocm", "PyTorch (ROCm)"}, {"pytorch-xpu", "PyTorch (XPU)"},
       {"pytorch-npu", "PyTorch (NPU)"}, {"pytorch-mps", "PyTorch (MPS)"}, {"vllm", "vLLM"},
-      {"tensorflow", "TensorFlow"}, {"jax", "JAX/XLA"}, {"llama.cpp", "llama.cpp"}, {"ollama", "Ollama"}, {"mlx", "MLX"}, {"metal", "Metal"}, {"python", "Python"},
+      {"tensorflow", "TensorFlow"}, {"jax", "JAX/XLA"}, {"llama.cpp", "llama.cpp"}, {"ollama", "Ollama"}, {"mlx", "MLX"}, {"metal", "Metal"}, {"python", "Python"}, {"numpy", "NumPy"},
       {"sglang", "SGLang"}, {"tgi", "text-generation-inference"}, {"onnxruntime", "ONNX Runtime"}, {"tensorrt-llm", "TensorRT-LLM"}, {"paddle", "PaddlePaddle"}, {"mxnet", "MXNet"}, {"tensorrt", "TensorRT"}, {"directml", "DirectML"}, {"torch_xla", "PyTorch/XLA"}, {"xla", "XLA (TPU)"}, {"nccl", "NCCL"}, {"cuda", "CUDA"}, {"cublas", "cuBLAS"}, {"cudnn", "cuDNN"}};
   auto it = names.find(e.framework);
   return it == names.end() ? e.framework : it->second;

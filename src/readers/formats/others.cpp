@@ -331,7 +331,24 @@ std::optional<FormatMatch> match_cluster_oom(const MessageWindow& w) {
 
 }  // namespace
 
+// NumPy's host allocation failure (numpy/core/_exceptions.py, _ArrayMemoryError, sizes printed with
+// binary units by _size_to_string): "Unable to allocate 74.5 GiB for an array with shape (100000,
+// 100000) and data type float64" — host RAM, in data preparation or metrics, not the GPU.
+std::optional<FormatMatch> match_numpy_array(const MessageWindow& w) {
+  static const RE2 re(R"(Unable to allocate ([\d.]+ (?:bytes|[KMGTPE]iB)) for an array with shape (\([^)]{0,200}\)) and data type (\w+))");
+  auto g = regex_search(re, w.joined);
+  if (!g || w.joined_line_of(joined_offset_in(w, (*g)[0])) != 0) return std::nullopt;
+  FormatMatch m = new_match("numpy", "numpy_array_alloc");
+  m.event.set_field("device_kind", std::string("CPU"));
+  set_printed_size(m.event, "requested", (*g)[1], LabelMeaning::kBinary);
+  m.event.set_field("shape", std::string((*g)[2]));
+  m.event.set_field("dtype", std::string((*g)[3]));
+  m.lines_used = w.joined_line_of(joined_offset_in(w, (*g)[0]) + (*g)[0].size() - 1) + 1;
+  return m;
+}
+
 void add_other_formats(std::vector<MessageFormat>& out) {
+  out.push_back({"numpy_array_alloc", {"for an array with shape"}, match_numpy_array});
   out.push_back({"tgi_warmup_prefill", {"prefill tokens"}, match_tgi_warmup});
   out.push_back({"sglang_not_enough_memory", {"Not enough memory"}, match_sglang});
   out.push_back({"onnxruntime_arena", {"Failed to allocate memory for requested buffer"}, match_onnxruntime_arena});
