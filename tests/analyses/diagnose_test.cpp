@@ -616,6 +616,22 @@ TEST(Diagnose, ExpandableSegmentsAlreadyOnAreNotAdvisedAgain) {
   EXPECT_TRUE(has_fix(first_error("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False python x.py\n" + oom), "expandable_segments"));
 }
 
+// NumPy's _ArrayMemoryError (binary units, as numpy prints them) is host RAM, with its shape.
+TEST(Diagnose, NumpyArrayMemoryErrorIsHostMemory) {
+  const ExplainReport r = explain_text(
+      "numpy.core._exceptions._ArrayMemoryError: Unable to allocate 74.5 GiB for an array with shape (100000, 100000) "
+      "and data type float64\n");
+  ASSERT_EQ(r.events.size(), 1u);
+  const OomEvent& e = r.events[0].event;
+  EXPECT_EQ(e.format, "numpy_array_alloc");
+  EXPECT_EQ(e.framework, "numpy");
+  EXPECT_EQ(e.bytes("requested"), static_cast<uint64_t>(74.5 * 1024 * 1024 * 1024));
+  EXPECT_EQ(e.string_field("shape"), "(100000, 100000)");
+  EXPECT_EQ(e.string_field("dtype"), "float64");
+  EXPECT_EQ(r.events[0].diagnosis.cause, "host_memory");
+  EXPECT_EQ(fix_ids(r.events[0].diagnosis), std::vector<std::string>{"host_memory"});
+}
+
 TEST(Diagnose, DefaultCpuAllocatorIsHostMemory) {
   Diagnosis d = first_error("RuntimeError: [enforce fail at alloc_cpu.cpp:83] data. DefaultCPUAllocator: can't allocate "
                             "memory: you tried to allocate 21474836480 bytes. Error code 12 (Cannot allocate memory)\n");
