@@ -450,12 +450,22 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   }
   // argparse's choices for --block-size (VllmBehavior::block_sizes).
   if (const uint64_t block = c.block_size.value_or(kVllmDefaultBlockSize);
-      std::find(b.block_sizes.begin(), b.block_sizes.end(), block) == b.block_sizes.end()) {
+      !b.block_sizes.empty() && std::find(b.block_sizes.begin(), b.block_sizes.end(), block) == b.block_sizes.end()) {
     std::string choices;
     for (uint64_t size : b.block_sizes) choices += (choices.empty() ? "" : ", ") + std::to_string(size);
     return Error{fmt::format("--block-size {}: {} refuses it: \"argument --block-size: invalid choice: {} "
                              "(choose from {})\"", block,
                              b.version.given ? "vLLM " + b.version.text : "current vLLM", block, choices)};
+  }
+  // Current vLLM takes any positive --block-size and looks for an attention backend that pages by it:
+  // on CUDA every one (FlashAttention, FlashInfer, Triton, FlexAttention) takes multiples of 16
+  // (MultipleOf(16), vllm-project/vllm#36241; a size under 16 is refused by each: #41363). MLA
+  // models have backends of their own, not checked here.
+  if (b.block_sizes.empty() && c.block_size && *c.block_size % 16 != 0 && in.target.vendor != "amd" &&
+      model.attention != AttentionKind::kMultiLatent) {
+    return Error{fmt::format("--block-size {}: {} refuses it: no CUDA attention backend pages by {} tokens (\"No valid "
+                             "attention backend found ... block_size not supported\"); use a multiple of 16",
+                             *c.block_size, b.version.given ? "vLLM " + b.version.text : "current vLLM", *c.block_size)};
   }
   // Models older releases cannot load (after argparse's refusals above, as vLLM parses its flags
   // before it reads the config): Gemma 2 came with v0.5.1 (vllm-project/vllm#5908, merged
@@ -593,7 +603,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // forces them when no attention backend is chosen by hand: FlashMLA on Hopper (from v0.7.3,
   // vllm-project/vllm#13747) "Forcing kv cache block size to 64", CUTLASS MLA on datacenter
   // Blackwell (SM100: B200, GB200, B300; the default from v0.10.1, vllm-project/vllm#22738) to 128.
-  if (kv_model.attention == AttentionKind::kMultiLatent && !env("VLLM_ATTENTION_BACKEND")) {
+  if (kv_model.attention == AttentionKind::kMultiLatent && !env("VLLM_ATTENTION_BACKEND") &&
+      !(c.block_size && b.user_block_size_kept)) {
     const std::string& gpu = in.target.name;
     const bool sm100 = in.target.architecture == "Blackwell" &&
                        (gpu.find("B200") != std::string::npos || gpu.find("B300") != std::string::npos);

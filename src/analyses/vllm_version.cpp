@@ -79,6 +79,8 @@ VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string
   if (!version.at_least(0, 6, 0)) b.block_sizes = {8, 16, 32};
   else if (!version.at_least(0, 9, 0)) b.block_sizes = {8, 16, 32, 64, 128};
   else if (!version.at_least(0, 11, 0)) b.block_sizes = {1, 8, 16, 32, 64, 128};
+  else if (!version.at_least(0, 17, 0)) b.block_sizes = {1, 8, 16, 32, 64, 128, 256};
+  b.user_block_size_kept = version.at_least(0, 17, 0);
   b.default_gpu_memory_utilization = version.at_least(0, 21, 0) ? kVllmDefaultGpuMemoryUtilization
                                                                   : kVllmDefaultGpuMemoryUtilizationBeforeV021;
   b.graph_memory_in_budget = version.at_least(0, 21, 0);

@@ -136,9 +136,15 @@ struct VllmBehavior {
   bool mxfp4_triton_on_hopper = true;
   // --block-size values argparse accepts: [8, 16, 32] in vllm/engine/arg_utils.py up to v0.5;
   // [8, 16, 32, 64, 128] in v0.6-v0.8 (arg_utils.py); the CacheConfig Literal
-  // [1, 8, 16, 32, 64, 128] from v0.9 and [1, 8, 16, 32, 64, 128, 256] in current vllm/config/cache.py
-  // (v0.11 assumed). Any other value: "argument --block-size: invalid choice".
-  std::vector<uint64_t> block_sizes = {1, 8, 16, 32, 64, 128, 256};
+  // [1, 8, 16, 32, 64, 128] from v0.9 and [1, 8, 16, 32, 64, 128, 256] from v0.11 (assumed); any
+  // other value: "argument --block-size: invalid choice". Empty: any positive size, as current
+  // vllm/config/cache.py takes it (`block_size: int = Field(default=None, gt=0)`), the attention
+  // backend chosen to suit it (vllm-project/vllm#35122, February 2026: v0.17 assumed).
+  std::vector<uint64_t> block_sizes = {};
+  // A --block-size given by hand is kept from v0.17 (#35122): the selector picks an attention
+  // backend that supports it instead of forcing the MLA backends' own size (64 on Hopper, 128 on
+  // SM100) over it.
+  bool user_block_size_kept = true;
   // dtype "auto" with a bfloat16 checkpoint on a GPU without bf16 serves float16 from v0.9.0
   // (vllm-project/vllm#17265, "Auto fallback to float16 for pre-Ampere GPUs"); before, vLLM refused.
   bool auto_float16_without_bf16 = true;

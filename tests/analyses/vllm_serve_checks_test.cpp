@@ -131,8 +131,13 @@ TEST(VllmServeChecks, LaunchesVllmRefuses) {
   // With chunked prefill (V1 always) a small token budget is fine.
   EXPECT_TRUE(predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-num-batched-tokens", "1024", "--max-model-len",
                               "8192"}, 80 * kGiB)).fits);
+  // Current vLLM takes any positive size and finds a backend for it: a multiple of 16 on CUDA.
   EXPECT_EQ(error_of(inputs({"vllm", "serve", "llama-3.1-8b", "--block-size", "7"}, 80 * kGiB)),
-            "--block-size 7: current vLLM refuses it: \"argument --block-size: invalid choice: 7 (choose from "
+            "--block-size 7: current vLLM refuses it: no CUDA attention backend pages by 7 tokens (\"No valid "
+            "attention backend found ... block_size not supported\"); use a multiple of 16");
+  EXPECT_EQ(predict(inputs({"vllm", "serve", "llama-3.1-8b", "--block-size", "48"}, 80 * kGiB)).kv.block_size, 48u);
+  EXPECT_EQ(error_of(inputs({"vllm", "serve", "llama-3.1-8b", "--block-size", "7"}, 80 * kGiB, "0.16.0")),
+            "--block-size 7: vLLM 0.16.0 refuses it: \"argument --block-size: invalid choice: 7 (choose from "
             "1, 8, 16, 32, 64, 128, 256)\"");
   EXPECT_EQ(error_of(inputs({"vllm", "serve", "llama-3.1-8b", "--block-size", "64"}, 80 * kGiB, "0.4.0")),
             "--block-size 64: vLLM 0.4.0 refuses it: \"argument --block-size: invalid choice: 64 (choose from "

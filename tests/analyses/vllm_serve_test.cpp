@@ -486,6 +486,18 @@ TEST(VllmServe, PipelineStagesShareTheWholeModelsKvGroups) {
   EXPECT_EQ(sized("0.10.2").capacity.num_groups, 3u);
 }
 
+// MLA on Hopper: FlashMLA pages by 64 tokens and vLLM forces that size when none is given; from
+// v0.17 (vllm-project/vllm#35122) a --block-size given by hand is kept and a backend that takes it is
+// chosen instead.
+TEST(VllmServe, MlaBlockSizeIsForcedOnlyWhenNotGiven) {
+  const std::vector<std::string> launch = {"vllm", "serve", "deepseek-ai/DeepSeek-V3", "-tp", "8"};
+  EXPECT_EQ(predict(on_gpu(launch, "h200")).kv.block_size, 64u);
+  std::vector<std::string> given = launch;
+  given.insert(given.end(), {"--block-size", "16"});
+  EXPECT_EQ(predict(on_gpu(given, "h200")).kv.block_size, 16u);
+  EXPECT_EQ(predict(on_gpu(given, "h200", "0.16.0")).kv.block_size, 64u);
+}
+
 TEST(VllmServe, Mxfp4ExpertsPaddedAsTheMoeBackendAllocatesThem) {
   for (const char* gpu : {"a100", "l40s", "4090"}) {
     ServePrediction p = predict(on_gpu({"vllm", "serve", "openai/gpt-oss-20b", "--max-model-len", "4096"}, gpu));
