@@ -270,7 +270,9 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     else if (m.quantization == "gptq") p.quantization = fmt::format("gptq{}", m.quantization_bits);
     else if (m.quantization == "awq") p.quantization = "awq4";
     else if (m.quantization == "modelopt_fp4" || m.quantization == "nvfp4") p.quantization = "nvfp4";
-    else if (m.quantization == "fp8" || m.quantization_bits == 8) p.quantization = m.quantization == "bitsandbytes" ? "int8" : "fp8";
+    else if (m.quantization == "fp8" || m.quantization_bits == 8) {
+      p.quantization = m.quantization == "bitsandbytes" || m.quantization == "torchao" ? "int8" : "fp8";
+    }
     else if (m.quantization_bits == 4) p.quantization = m.quantization == "bitsandbytes" ? "nf4" : "int4";
     if (p.quantization) {
       assume("weight_quantization: " + *p.quantization + " (the checkpoint's format" +
@@ -1428,7 +1430,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   // weight-cast cache keeps casts of leaves that require grad: autocast_mode.cpp cached_cast): a
   // full fine-tune casts it as well, the embedding matrix when a decoder's head is tied to it (an
   // encoder's fine-tune runs a task head of its own: lm_head_params).
-  const uint64_t tied_head = m.tie_word_embeddings && !m.is_encoder_only ? m.vocab_size * m.hidden_size : 0;
+  const uint64_t embedding_width = m.embedding_dim ? m.embedding_dim : m.hidden_size;   // OPT-350m's 512
+  const uint64_t tied_head = m.tie_word_embeddings && !m.is_encoder_only ? m.vocab_size * embedding_width : 0;
   const double head_matrix =
       p.task == "train_full" ? static_cast<double>(m.lm_head_params ? m.lm_head_params : tied_head) * scale : 0;
   double amp_casts = p.training && fp32_trainable && !deepspeed && !p.use_lora

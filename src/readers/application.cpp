@@ -78,6 +78,8 @@ std::string application_from_prefix(const CleanLine& line) {
     if (tag.substr(0, name.size()) == name) return kAppVllm;
   }
   if (line.logger_prefix) return kAppVllm;
+  // A journald/syslog record names its program ("host ollama[402476]: ").
+  if (line.syslog_ident == "ollama") return kAppOllama;
   return "";
 }
 

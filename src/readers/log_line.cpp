@@ -148,7 +148,7 @@ bool strip_compose_prefix(std::string_view& s) {
 // syslog's and journalctl's record prefix: a timestamp ("Dec 31 01:55:57", RFC 3164, or an ISO one
 // from `journalctl -o short-iso`), the host, and the program with its pid: "FORGE ollama[555324]: ".
 // Left on, it hid what a format reads at a line's start (ggml's "  current device: 0, in function").
-bool strip_syslog_prefix(std::string_view& s) {
+bool strip_syslog_prefix(std::string_view& s, std::string& ident) {
   size_t i = 0;
   bool iso = false;
   static constexpr std::string_view kMonths = "JanFebMarAprMayJunJulAugSepOctNovDec";
@@ -172,6 +172,7 @@ bool strip_syslog_prefix(std::string_view& s) {
          (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '-' || s[j] == '_' || s[j] == '.' || s[j] == '/' || s[j] == '@')) {
     ++j;
   }
+  const size_t ident_end = j;
   if (j == ident_start || j >= s.size()) return false;
   // After an ISO timestamp only with the pid: Rust's tracing prints "<time> ERROR target: ".
   if (iso && s[j] != '[') return false;
@@ -184,6 +185,7 @@ bool strip_syslog_prefix(std::string_view& s) {
     j = close + 1;
   }
   if (j + 1 >= s.size() || s[j] != ':' || s[j + 1] != ' ') return false;
+  ident = std::string(s.substr(ident_start, ident_end - ident_start));
   s = s.substr(j + 2);
   return true;
 }
@@ -363,7 +365,7 @@ CleanLine clean_line(std::string_view raw) {
     if (strip_process_tag(s, result.rank, result.rank_is_worker, result.process_tag)) continue;
     if (strip_compose_prefix(s)) continue;
     // (A journald record per physical line, as kubectl's timestamps: no logger's record.)
-    if (strip_syslog_prefix(s)) {
+    if (strip_syslog_prefix(s, result.syslog_ident)) {
       result.log_record = true;
       continue;
     }

@@ -19,6 +19,8 @@ struct CleanLine {
   // The process name a parenthesised process tag starts with ("VllmWorker", "EngineCore_DP0",
   // "Worker_TP2", "APIServer"); "" without one. Which program it names is readers/application.cpp's call.
   std::string process_tag;
+  // The program a syslog/journald prefix names ("ollama" of "Dec 31 01:55:57 host ollama[555324]: ").
+  std::string syslog_ident;
   // `text` starts with a "LEVEL MM-DD HH:MM:SS [file.py:N] " logging prefix (strip_logger_prefix).
   bool logger_prefix = false;
   // The line starts a logger's record: a timestamp, that prefix, or glog's "W0501 10:00:05.123 ..."

@@ -243,6 +243,26 @@ bool next_reservation_retry(const OomEvent& previous, const OomEvent& event) {
 }
 
 // Two events carry the same numbers: the same message printed twice (logged, then raised).
+// Fields that say where a print's parts were (another line in every print of a retry loop), not
+// what it says.
+bool names_a_line(const std::string& field) {
+  return field == "allocator_warning_line" || field == "replica_report_line" || field == "allocator_stats_line" ||
+         field == "kernel_report_line";
+}
+
+// a's and b's fields, the line numbers left out, in order.
+bool same_fields_but_lines(const OomEvent& a, const OomEvent& b) {
+  size_t i = 0, j = 0;
+  while (true) {
+    while (i < a.fields.size() && names_a_line(a.fields[i].first)) ++i;
+    while (j < b.fields.size() && names_a_line(b.fields[j].first)) ++j;
+    if (i == a.fields.size() || j == b.fields.size()) return i == a.fields.size() && j == b.fields.size();
+    if (a.fields[i] != b.fields[j]) return false;
+    ++i;
+    ++j;
+  }
+}
+
 bool same_figures(const OomEvent& a, const OomEvent& b) {
   // An error merged with the allocator's warning before it (error_after_bfc_warning) carries the
   // warning's figures too: a second print of the error matches when all its own figures agree.
@@ -253,22 +273,20 @@ bool same_figures(const OomEvent& a, const OomEvent& b) {
       if (have == nullptr || have->bytes != q.bytes) return false;
     }
     for (const auto& [name, v] : b.fields) {
+      if (names_a_line(name)) continue;
       const FieldValue* have = a.field(name);
       if (have == nullptr || !(*have == v)) return false;
     }
     return true;
   }
-  if (a.quantities.size() != b.quantities.size() || a.fields.size() != b.fields.size() ||
-      a.other_processes.size() != b.other_processes.size() || a.device != b.device) {
+  if (a.quantities.size() != b.quantities.size() || a.other_processes.size() != b.other_processes.size() ||
+      a.device != b.device) {
     return false;
   }
   for (size_t i = 0; i < a.quantities.size(); ++i) {
     if (a.quantities[i].first != b.quantities[i].first || a.quantities[i].second.bytes != b.quantities[i].second.bytes) return false;
   }
-  for (size_t i = 0; i < a.fields.size(); ++i) {
-    if (a.fields[i] != b.fields[i]) return false;
-  }
-  return true;
+  return same_fields_but_lines(a, b);
 }
 
 bool same_message(const OomEvent& a, const OomEvent& b) {
@@ -588,6 +606,12 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
         event.set_field("replica_devices", list);
       }
       event.set_field("replica_report_line", static_cast<int64_t>(first_report));
+      // A retry loop's next failure: the same as the last one once its replica reports are joined.
+      if (OomEvent* same = find_repeat(event)) {
+        ++same->repeats;
+        same->last_repeat_line = event.line;
+        return same;
+      }
     }
   }
   // torchrun's failure summary lists each failed rank again ("Failures:" then "Root Cause"), after
@@ -596,7 +620,11 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
   if (event.format == "process_killed") {
     if (const auto pid = event.int_field("pid")) {
       for (auto it = events.rbegin(); it != events.rend() && it - events.rbegin() < static_cast<long>(kRecentEvents); ++it) {
-        if (it->format != "process_killed" || it->int_field("pid") != pid || event.line > it->end_line + kJoinLines) continue;
+        // (Same rank too: on several nodes one pid can be two processes.)
+        if (it->format != "process_killed" || it->int_field("pid") != pid || it->rank != event.rank ||
+            event.line > it->end_line + kJoinLines) {
+          continue;
+        }
         if (event.string_field("kill_report") == "kernel_oom_killer") {
           it->set_field("kernel_report_line", static_cast<int64_t>(event.line));
         }
@@ -769,7 +797,9 @@ void LogScanner::State::add_notice(const std::string& line, uint64_t line_number
   // The allocator's settings as the launch line or an environment dump states them
   // ("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun ...", PYTORCH_ALLOC_CONF in 2.8+).
   if (line.find("_ALLOC_CONF") != std::string::npos) {
-    static const RE2 expandable(R"(PYTORCH_(?:CUDA_|HIP_)?ALLOC_CONF\s*[=:]\s*["']?[^"'\s]*expandable_segments:(?i:true)\b)");
+    // (Only the CUDA and HIP names: up to 2.9.1 PyTorch reads expandable_segments from them alone,
+    // pytorch#183387, so PYTORCH_ALLOC_CONF by itself may have done nothing.)
+    static const RE2 expandable(R"(PYTORCH_(?:CUDA|HIP)_ALLOC_CONF\s*[=:]\s*["']?[^"'\s]*expandable_segments:(?i:true)\b)");
     if (RE2::PartialMatch(line, expandable)) return add_setting("expandable_segments_on", 1.0);
   }
   if (auto fraction = sglang_mem_fraction_static(line)) return add_setting("sglang_mem_fraction_static", *fraction);

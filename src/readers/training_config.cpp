@@ -219,8 +219,7 @@ Status set_gradient_checkpointing(const YAML::Node& n, std::string_view key, Rea
   auto b = as_bool(n, key, r);
   if (!b) return b.error();
   r.gradient_checkpointing_true = *b;
-  // (FSDP's own activation checkpointing, in fsdp_config, stays on whatever this key says.)
-  if (!r.fsdp_activation_checkpointing) r.out.job.gradient_checkpointing = *b ? "full" : "none";
+  r.out.job.gradient_checkpointing = *b ? "full" : "none";
   return Ok{};
 }
 
@@ -709,11 +708,7 @@ Status set_fsdp_config(const YAML::Node& n, std::string_view key, Reader& r) {
                v.IsScalar()) {
       auto b = as_bool(v, k, r);
       if (!b) return b.error();
-      if (*b) {
-        r.out.job.gradient_checkpointing = "full";
-        r.checkpointing_given = true;
-        r.fsdp_activation_checkpointing = true;
-      }
+      if (*b) r.fsdp_activation_checkpointing = true;   // applied once every key is read (FSDP on?)
     }
   }
   // Axolotl's FSDP2 configs name no strategy: full sharding is the default there. A
@@ -1389,14 +1384,27 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
                                     "cfg.load_in_4bit to be True for qlora\")", display_name));
     }
   }
-  // transformers' Trainer (create_accelerator_and_postprocess) refuses both checkpointings at once.
-  if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && r.fsdp_activation_checkpointing &&
-      r.gradient_checkpointing_true) {
-    return make_error(fmt::format("{}: gradient_checkpointing with fsdp_config's activation_checkpointing: the Trainer "
-                                  "refuses it (\"The activation_checkpointing in FSDP config and the gradient_checkpointing "
-                                  "in training arg can't be set to True simultaneously. Please use FSDP's "
-                                  "activation_checkpointing logic when using FSDP.\"); set gradient_checkpointing false",
-                                  display_name));
+  // FSDP's own activation checkpointing (fsdp_config.activation_checkpointing) checkpoints whatever
+  // gradient_checkpointing says. The Trainer reads fsdp_config only with FSDP on, and then refuses
+  // both checkpointings at once (create_accelerator_and_postprocess).
+  if (r.fsdp_activation_checkpointing) {
+    const bool hf = r.out.format == TrainingConfigFormat::kHfTrainingArguments;
+    const auto& parallelism = r.out.job.parallelism;
+    const bool fsdp_on = parallelism && (parallelism->rfind("fsdp", 0) == 0 || *parallelism == "hybrid_shard");
+    if (hf && !fsdp_on) {
+      r.warn(fmt::format("{}: fsdp_config's activation_checkpointing has no effect without fsdp (the Trainer reads "
+                         "fsdp_config only with FSDP on)", display_name));
+    } else {
+      if (hf && r.gradient_checkpointing_true) {
+        return make_error(fmt::format("{}: gradient_checkpointing with fsdp_config's activation_checkpointing: the Trainer "
+                                      "refuses it (\"The activation_checkpointing in FSDP config and the gradient_checkpointing "
+                                      "in training arg can't be set to True simultaneously. Please use FSDP's "
+                                      "activation_checkpointing logic when using FSDP.\"); set gradient_checkpointing false",
+                                      display_name));
+      }
+      r.out.job.gradient_checkpointing = "full";
+      r.checkpointing_given = true;
+    }
   }
   resolve(r);
   return std::move(r.out);

@@ -120,6 +120,14 @@ TEST(DiagnoseQa6, LlamaCppUnderOllamaAndHostBuffers) {
     EXPECT_EQ(f.snippet.find("-ngl"), std::string::npos) << f.id << ": " << f.snippet;
   }
   EXPECT_EQ(ollama.diagnosis.fixes.at(0).snippet, "ollama pull <model>:<tag>-q4_K_M  # a smaller quantization of the same model");
+  // The journald tag alone names Ollama (the prefix is taken off the text, its program kept).
+  const ExplainedEvent tagged = only_event(testing::explain_text(
+      "Feb 21 01:41:02 paibo ollama[402476]: ggml_backend_cuda_buffer_type_alloc_buffer: allocating 81656.95 MiB on "
+      "device 0: cudaMalloc failed: out of memory\n"
+      "Feb 21 01:41:16 paibo ollama[402476]: llama_model_load: error loading model: unable to allocate CUDA0 buffer\n"
+      "Feb 21 01:41:16 paibo ollama[402476]: llama_load_model_from_file: failed to load model\n"));
+  EXPECT_EQ(tagged.event.string_field("application"), "ollama");
+  EXPECT_EQ(tagged.diagnosis.fixes.at(0).snippet, "ollama pull <model>:<tag>-q4_K_M  # a smaller quantization of the same model");
 
   const ExplainedEvent cpu = only_event(explain_fixture("llama_cpu_buffer.log"));
   EXPECT_EQ(cpu.event.format, "ggml_cpu_buffer");

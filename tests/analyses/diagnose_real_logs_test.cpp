@@ -38,6 +38,13 @@ TEST(DiagnoseRealLogs, TorchrunSummaryReportsEachKilledProcessOnce) {
   EXPECT_EQ(r.events[0].event.end_line, 26u);   // its Root Cause entry
   EXPECT_EQ(r.events[1].event.line, 17u);
   EXPECT_EQ(r.events[1].event.int_field("pid"), 12346);
+  // The same pid on two nodes (Slurm's task labels) is two processes.
+  const ExplainReport nodes = testing::explain_text(
+      "0: E0501 10:00:00.123000 140 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -9) "
+      "local_rank: 0 (pid: 45) of binary: /usr/bin/python3\n"
+      "1: E0501 10:00:00.123000 140 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -9) "
+      "local_rank: 0 (pid: 45) of binary: /usr/bin/python3\n");
+  EXPECT_EQ(nodes.events.size(), 2u);
 }
 
 // The ollama CLI's line alone quotes the runner's error: said as the GPU running out, not a guess.

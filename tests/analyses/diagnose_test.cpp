@@ -607,13 +607,15 @@ TEST(Diagnose, ExpandableSegmentsAlreadyOnAreNotAdvisedAgain) {
                                      "38.49 GiB memory in use. ", "35.12 GiB", "2.67 GiB");
   EXPECT_TRUE(has_fix(first_error(oom), "expandable_segments"));
   for (const std::string launch : {"+ PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun train.py\n",
-                                   "export PYTORCH_ALLOC_CONF=\"max_split_size_mb:256,expandable_segments:true\"\n"}) {
+                                   "export PYTORCH_CUDA_ALLOC_CONF=\"max_split_size_mb:256,expandable_segments:true\"\n"}) {
     Diagnosis d = first_error(launch + oom);
     EXPECT_FALSE(has_fix(d, "expandable_segments")) << launch;
     EXPECT_EQ(d.evidence.back(), "Expandable segments were already on for this run (the log sets "
                                  "expandable_segments:True in the allocator's settings before the error).") << launch;
   }
   EXPECT_TRUE(has_fix(first_error("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False python x.py\n" + oom), "expandable_segments"));
+  // PYTORCH_ALLOC_CONF alone: PyTorch up to 2.9.1 reads expandable_segments from the CUDA name only.
+  EXPECT_TRUE(has_fix(first_error("PYTORCH_ALLOC_CONF=expandable_segments:True torchrun x.py\n" + oom), "expandable_segments"));
 }
 
 // NumPy's _ArrayMemoryError (binary units, as numpy prints them) is host RAM, with its shape.

@@ -810,6 +810,12 @@ TEST(Estimator, AutocastCastsTheOutputHeadToo) {
   ASSERT_TRUE(qwen.tie_word_embeddings);
   const ParamCount counts = count_parameters(qwen);
   EXPECT_EQ(*component(*tied, "weight_casts"), (counts.linear + qwen.vocab_size * qwen.hidden_size) * 2);
+  // OPT-350m ties its head to 512-wide embeddings (word_embed_proj_dim), not the 1024-wide hidden state.
+  const ModelSpec opt = find_preset("facebook/opt-350m")->value();
+  ASSERT_EQ(opt.embedding_dim, 512u);
+  auto o = estimate_memory(opt, job);
+  ASSERT_TRUE(o) << o.error().message;
+  EXPECT_EQ(*component(*o, "weight_casts"), (count_parameters(opt).linear + opt.vocab_size * 512) * 2);
 }
 
 TEST(Estimator, AutocastOverA16BitModel) {

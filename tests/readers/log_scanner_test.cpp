@@ -200,6 +200,11 @@ TEST(LogScanner, JaxReplicaFailuresOnSeveralDevicesAreTheRaisedError) {
   EXPECT_EQ(e.string_field("replica_devices"), "0, 1");
   EXPECT_EQ(e.int_field("replica_report_line"), 2);
   ASSERT_TRUE(e.traceback);
+  // A retry loop of the same failure is one event with its count.
+  auto loop = scan_text(log + log + log);
+  ASSERT_EQ(loop.events.size(), 1u);
+  EXPECT_EQ(loop.events[0].repeats, 3u);
+  EXPECT_EQ(loop.events[0].last_repeat_line, 24u);
   // A report of another request (device 0's here) stays its own event.
   std::string other = log;
   other.replace(other.find("4831838208 bytes. [tf"), 10, "4831838000");

@@ -520,6 +520,18 @@ TEST(TrainingConfig, FsdpActivationCheckpointingInATrainingArgumentsDump) {
             "activation_checkpointing in FSDP config and the gradient_checkpointing in training arg can't be set to True "
             "simultaneously. Please use FSDP's activation_checkpointing logic when using FSDP.\"); set "
             "gradient_checkpointing false");
+  // Without FSDP the Trainer never reads fsdp_config: the key changes nothing, and says so.
+  auto off = parse_training_config(
+      R"({"per_device_train_batch_size": 1, "fsdp": "", "fsdp_config": {"activation_checkpointing": true}, "gradient_checkpointing": true})",
+      "args.json");
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_EQ(off->job.gradient_checkpointing, "full");   // from gradient_checkpointing
+  EXPECT_THAT(off->warnings, Contains(HasSubstr("fsdp_config's activation_checkpointing has no effect without fsdp")));
+  auto off_false = parse_training_config(
+      R"({"per_device_train_batch_size": 1, "fsdp": [], "fsdp_config": {"activation_checkpointing": true}, "gradient_checkpointing": false})",
+      "args.json");
+  ASSERT_TRUE(off_false.ok()) << off_false.error().message;
+  EXPECT_EQ(off_false->job.gradient_checkpointing, "none");
 }
 
 // A DeepSpeed config that names its optimizer: DeepSpeed builds that one, and `optim` has no effect.

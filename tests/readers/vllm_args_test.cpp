@@ -418,6 +418,10 @@ TEST(VllmArgs, MisspeltShortMemoryFlagsAreRefused) {
   EXPECT_EQ(error_of({"vllm", "serve", "m", "-tpp", "2"}),
             "-tpp: not a vLLM flag (did you mean -tp?); vLLM would exit with 'unrecognized arguments'");
   EXPECT_EQ(parse_ok({"vllm", "serve", "m", "-pp", "2", "-O3"}).pipeline_parallel_size, 2u);
+  // vLLM's own three-letter short flags near them are real flags.
+  for (const char* real : {"-dpp", "-dpa", "-dpn", "-pcp"}) {
+    EXPECT_EQ(parse_ok({"vllm", "serve", "m", "-dp", "2", real, "13345"}).data_parallel_size, 2u) << real;
+  }
 }
 
 // LLM(...) takes Python's digit grouping (8_192); a misplaced underscore is still refused.

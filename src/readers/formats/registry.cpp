@@ -131,6 +131,7 @@ bool for_each_trigger(std::string_view text, size_t limit, OnFound on_found) {
 }  // namespace
 
 bool MessageWindow::first_line_triggers(const MessageFormat& format) const {
+  if (lines.empty()) return false;
   // Each format's trigger ids, looked up once (the scanner asks this of every format per window).
   static const std::vector<std::vector<size_t>> ids_of = [] {
     std::vector<std::vector<size_t>> out;
