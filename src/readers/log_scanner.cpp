@@ -219,6 +219,17 @@ std::vector<std::string> split_escaped_newlines(const std::string& line) {
   return parts;
 }
 
+// Whether the first format that reads `lines` reads them as a whole message, not a cut one.
+bool reads_whole(std::vector<std::string> lines, size_t continuable) {
+  MessageWindow window = MessageWindow::from_lines(std::move(lines));
+  window.continuable_lines = continuable;
+  for (const MessageFormat& format : message_formats()) {
+    if (!window.first_line_triggers(format)) continue;
+    if (auto match = format.match(window)) return !match->event.format.ends_with("_truncated");
+  }
+  return false;
+}
+
 // Whether a format reads `lines` (from their first) as a message of its own.
 bool reads_as_message(const std::vector<std::string>& lines) {
   const MessageWindow window = MessageWindow::from_lines(lines);
@@ -1081,8 +1092,21 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       break;
     }
   }
+  // The first line as printed (colour codes aside), its prefix included: the width a terminal cut
+  // it at, when cleaning took a prefix off.
+  // Only for a record's prefix (a timestamp, journald's) on the first line alone, the lines after it
+  // kept whole; lines that all lose one compare as cleaned.
+  size_t first_width = 0;
+  if (!from_json && segments.size() > 1 && cleaned.size() > 1 && cleaned[0]->log_record) {
+    const Segment second = segments[1];
+    const size_t second_printed = strip_ansi(std::string_view(buf.data() + second.start, second.end - second.start)).size();
+    if (second_printed == cleaned[1]->text.size()) {
+      first_width = strip_ansi(std::string_view(buf.data() + first.start, first.end - first.start)).size();
+    }
+  }
   // (A line glued from a hard-wrapped run ends lower too.)
   size_t glued_lines = 0;  // physical lines the glued first line holds beyond one
+  bool glued_reads_whole = false;   // the first reading was cut short, and the glued one is whole
   for (int reading = 0; reading < 2; ++reading) {
     if (reading == 1) {
       // Nothing matched: a message hard-wrapped at a fixed width reads only with its lines glued
@@ -1091,17 +1115,17 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       // "e is needed"). Glued when at least two lines share the width; for two lines (of which
       // only the first is full: they may be two unrelated lines), when the cut made a trigger
       // whole, or a triggered line was cut inside a word.
-      const size_t run = hard_wrapped_run(lines, continuable);   // (lines of JSON records too: a logger writes what it is given)
+      const size_t run = hard_wrapped_run(lines, continuable, first_width);   // (lines of JSON records too: a logger writes what it is given)
       if (run < 2) break;
       std::vector<std::string> glued = glue_hard_wrapped(lines, run);
       auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
       const bool cut_in_word = !lines[1].empty() && word_char(candidate_line.back()) && word_char(lines[1].front());
       const bool trigger_made_whole = ends_with_trigger_start(candidate_line) && trigger_crosses(glued[0], candidate_line.size());
-      if (run < 3 && !trigger_made_whole && !(cut_in_word && any_format_triggered(candidate_line))) break;
+      if (!glued_reads_whole && run < 3 && !trigger_made_whole && !(cut_in_word && any_format_triggered(candidate_line))) break;
       // A second line that a format reads as a message of its own is the next message, not the
       // rest of this one (llama.cpp's "failed to allocate compute buffers", then
       // "ggml_backend_cuda_...: allocating 9866.00 MiB on device 1: cudaMalloc failed").
-      if (run < 3 && !trigger_made_whole && any_format_triggered(lines[1]) &&
+      if (!glued_reads_whole && run < 3 && !trigger_made_whole && any_format_triggered(lines[1]) &&
           reads_as_message(std::vector<std::string>(lines.begin() + 1, lines.end()))) {
         break;
       }
@@ -1115,10 +1139,22 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     }
     MessageWindow window = MessageWindow::from_lines(lines);
     window.continuable_lines = continuable;
+    if (glued_lines == 0) window.first_line_width = first_width;
     for (const MessageFormat& format : message_formats()) {
       if (!window.first_line_triggers(format)) continue;
       std::optional<FormatMatch> match = format.match(window);
       if (!match) continue;
+      // A message read as cut short whose lines a fixed width cut (a first line shorter by the
+      // prefix taken off: journald's, syslog's) may read whole glued: the glued reading is taken
+      // when it gives the message, not another cut one.
+      if (reading == 0 && match->event.format.ends_with("_truncated")) {
+        const size_t run = hard_wrapped_run(lines, continuable, first_width);
+        // (Three lines or more: two may be two messages, which the glued reading's own checks tell.)
+        if (run >= 3 && reads_whole(glue_hard_wrapped(lines, run), continuable == SIZE_MAX ? SIZE_MAX : continuable - (run - 1))) {
+          glued_reads_whole = true;
+          break;   // to the glued reading
+        }
+      }
       OomEvent& event = match->event;
       const size_t used = std::clamp<size_t>(match->lines_used, 1, lines.size());
       event.line = line_numbers[0];

@@ -259,6 +259,25 @@ TEST(WrappedMessageQa5, LoggerRecordsDoNotContinueAHardWrap) {
   EXPECT_EQ(hard_wrapped_run({std::string(20, 'a'), std::string(20, 'b'), "c"}), 3u);
 }
 
+// A journald prefix on the first physical line only (the terminal cut the line as printed, prefix
+// included): the first line is short once the prefix is off, yet the message reads whole glued.
+TEST(WrappedMessageQa5, JournaldPrefixOnTheFirstLineOnlyStillGlues) {
+  const std::string prefix = "Dec 31 01:55:57 gpu-node-7 python[12345]: ";
+  const std::string printed =
+      prefix + "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 23.70 GiB total capacity; 21.05 "
+               "GiB already allocated; 812.50 MiB free; 22.10 GiB reserved in total by PyTorch) If reserved memory is >> "
+               "allocated memory try setting max_split_size_mb to avoid fragmentation.";
+  for (size_t width : {80u, 96u}) {
+    std::string log;
+    for (size_t at = 0; at < printed.size(); at += width) log += printed.substr(at, width) + "\n";
+    const ScanResult r = scan_text(log);
+    ASSERT_EQ(r.events.size(), 1u) << width;
+    EXPECT_EQ(r.events[0].format, "pytorch_old_reserved") << width;
+    EXPECT_EQ(r.events[0].bytes("requested"), 20 * kMiB) << width;
+    EXPECT_EQ(r.events[0].bytes("reserved_total"), scan_text(printed.substr(prefix.size()) + "\n").events.at(0).bytes("reserved_total"));
+  }
+}
+
 // Other formats cut by a fixed width: PyTorch 1.x's message at 80 columns ("by PyT" / "orch)",
 // pytorch#35901 folded), and vLLM's KV check pasted at 120 columns in two lines ("KV cach" / "e is
 // needed", a real report): the figures read as if the message were on one line. Two unrelated lines

@@ -34,6 +34,8 @@ struct MessageWindow {
   // prefix), which no terminal's wrap does. A log of equal-width records ("skipping batch 12: CUDA out of memory")
   // was read twice per line, the second time glued into one 40-line "message".
   size_t continuable_lines = SIZE_MAX;
+  // lines[0] as printed, its prefix included (0: as cleaned): the width a hard wrap cut it at.
+  size_t first_line_width = 0;
 
   static MessageWindow from_lines(std::vector<std::string> lines);
   // Index of the line that holds flat offset `offset`.
@@ -61,8 +63,9 @@ bool ends_with_trigger_start(std::string_view line);
 // form such a run, to be glued back without spaces (0 when they do not look so): every line but
 // the last of the run has the same width, the first may be shorter by the prefix cleaning took
 // off ("[rank1]: "), and no line of the run is blank. Only the first `continuable` lines can be in
-// the run (MessageWindow::continuable_lines).
-size_t hard_wrapped_run(const std::vector<std::string>& lines, size_t continuable = SIZE_MAX);
+// the run (MessageWindow::continuable_lines). `first_width`: the first line as printed, with the
+// prefix cleaning took off (a journald prefix on the first line only), when known.
+size_t hard_wrapped_run(const std::vector<std::string>& lines, size_t continuable = SIZE_MAX, size_t first_width = 0);
 
 // Whether a trigger in `text` starts before offset `seam` and ends after it: gluing two lines at
 // `seam` made it whole.

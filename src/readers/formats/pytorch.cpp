@@ -100,7 +100,7 @@ std::optional<FormatMatch> match_new_in(const MessageWindow& w);
 // their trigger ("Tried t" / "o allocate") leaves a match the scanner would not retry.
 std::optional<FormatMatch> read_glued(const MessageWindow& w,
                                       std::optional<FormatMatch> (*match)(const MessageWindow&)) {
-  const size_t run = hard_wrapped_run(w.lines, w.continuable_lines);
+  const size_t run = hard_wrapped_run(w.lines, w.continuable_lines, w.first_line_width);
   if (run < 2) return std::nullopt;
   MessageWindow glued_window = MessageWindow::from_lines(glue_hard_wrapped(w.lines, run));
   glued_window.continuable_lines = w.continuable_lines == SIZE_MAX ? SIZE_MAX : w.continuable_lines - (run - 1);

@@ -215,14 +215,20 @@ bool ends_with_trigger_start(std::string_view line) {
   return false;
 }
 
-size_t hard_wrapped_run(const std::vector<std::string>& lines, size_t continuable) {
+size_t hard_wrapped_run(const std::vector<std::string>& lines, size_t continuable, size_t first_width) {
   // Narrower than this, a run of equal lengths is more likely chance than a terminal's width.
   constexpr size_t kMinWidth = 16;
   const size_t n = std::min(continuable, lines.size());
   if (n < 2) return 0;
   auto blank = [](const std::string& l) { return l.find_first_not_of(" \t") == std::string::npos; };
+  // Two equal lines after a shorter first give the width; else the width the first line was printed
+  // at, its prefix included, when the scanner knows it.
   size_t width = lines[0].size();
-  if (n >= 3 && lines[1].size() > width && lines[1].size() == lines[2].size()) width = lines[1].size();
+  if (n >= 3 && lines[1].size() > width && lines[1].size() == lines[2].size()) {
+    width = lines[1].size();
+  } else if (first_width > width) {
+    width = first_width;
+  }
   if (width < kMinWidth || blank(lines[0])) return 0;
   size_t k = 1;
   while (k < n && (k == 1 || lines[k - 1].size() == width) && !blank(lines[k])) ++k;
