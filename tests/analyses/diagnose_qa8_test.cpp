@@ -458,6 +458,13 @@ TEST(DiagnoseQa8, TensorflowInfoLevelDriverAllocIsNotAFailure) {
   EXPECT_TRUE(e.event.is_error);
   EXPECT_EQ(e.event.string_field("log_severity"), "E");
   EXPECT_EQ(e.diagnosis.cause, "framework_preallocation");
+  // glog's own header ("I0601 12:00:00.123456 1234 file.cc:N]") says the same.
+  const ExplainReport glog = explain_text(
+      "I0601 12:00:00.123456 1234 cuda_driver.cc:739] failed to allocate 2.12G (2282521344 bytes) from device: "
+      "CUDA_ERROR_OUT_OF_MEMORY: out of memory\n");
+  ASSERT_EQ(glog.events.size(), 1u);
+  EXPECT_FALSE(glog.events[0].event.is_error);
+  EXPECT_EQ(glog.events[0].event.string_field("log_severity"), "I");
 }
 
 // ---- PyTorch 1.x's message cut short ----

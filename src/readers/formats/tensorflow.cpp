@@ -207,10 +207,13 @@ std::optional<FormatMatch> match_driver_alloc(const MessageWindow& w) {
   // The glog severity TensorFlow printed it at: I for the reservations its allocator retries
   // smaller or does without (a growth attempt mid-run, then "not a failure"), E for one it does
   // not. An INFO line is no failure of its own.
-  static const RE2 severity(R"((?:^|[\s:])([IWEF]) [\w./-]+\.cc:\d+\] failed to allocate)");
-  if (auto level = regex_search(severity, w.lines[0])) {
-    e.set_field("log_severity", std::string((*level)[1]));
-    if ((*level)[1] == "I") {
+  // (TensorFlow's own "2025-03-17 17:48:09.854267: I tensorflow/.../cuda_driver.cc:739]", or glog's
+  // "I0601 12:00:00.123456 1234 cuda_driver.cc:739]".)
+  static const RE2 severity(R"((?:(?:^|[\s:])([IWEF]) |(?:^|\s)([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ )[\w./-]+\.cc:\d+\] failed to allocate)");
+  if (auto found = regex_search(severity, w.lines[0])) {
+    const std::string level((*found)[1].empty() ? (*found)[2] : (*found)[1]);
+    e.set_field("log_severity", level);
+    if (level == "I") {
       e.set_field("fatal", false);
       e.is_error = false;
     }
