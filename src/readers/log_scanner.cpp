@@ -810,7 +810,8 @@ void LogScanner::State::add_notice(const std::string& line, uint64_t line_number
   if (line.find("_ALLOC_CONF") != std::string::npos) {
     // (Only the CUDA and HIP names: up to 2.9.1 PyTorch reads expandable_segments from them alone,
     // pytorch#183387, so PYTORCH_ALLOC_CONF by itself may have done nothing.)
-    static const RE2 expandable(R"(PYTORCH_(?:CUDA|HIP)_ALLOC_CONF\s*[=:]\s*["']?[^"'\s]*expandable_segments:(?i:true)\b)");
+    // (Also as Python writes it: os.environ["PYTORCH_CUDA_ALLOC_CONF"] = "...", a dict's repr.)
+    static const RE2 expandable(R"(PYTORCH_(?:CUDA|HIP)_ALLOC_CONF["'\]]*\s*[=:]\s*["']?[^"'\s]*expandable_segments:(?i:true)\b)");
     if (RE2::PartialMatch(line, expandable)) return add_setting("expandable_segments_on", 1.0);
   }
   if (auto fraction = sglang_mem_fraction_static(line)) return add_setting("sglang_mem_fraction_static", *fraction);

@@ -607,7 +607,9 @@ TEST(Diagnose, ExpandableSegmentsAlreadyOnAreNotAdvisedAgain) {
                                      "38.49 GiB memory in use. ", "35.12 GiB", "2.67 GiB");
   EXPECT_TRUE(has_fix(first_error(oom), "expandable_segments"));
   for (const std::string launch : {"+ PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True torchrun train.py\n",
-                                   "export PYTORCH_CUDA_ALLOC_CONF=\"max_split_size_mb:256,expandable_segments:true\"\n"}) {
+                                   "export PYTORCH_CUDA_ALLOC_CONF=\"max_split_size_mb:256,expandable_segments:true\"\n",
+                                   "os.environ[\"PYTORCH_CUDA_ALLOC_CONF\"] = \"expandable_segments:True\"\n",
+                                   "env: {'PYTORCH_CUDA_ALLOC_CONF': 'expandable_segments:True'}\n"}) {
     Diagnosis d = first_error(launch + oom);
     EXPECT_FALSE(has_fix(d, "expandable_segments")) << launch;
     EXPECT_EQ(d.evidence.back(), "Expandable segments were already on for this run (the log sets "
