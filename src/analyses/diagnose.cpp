@@ -50,6 +50,12 @@ std::optional<BfcPool> bfc_pool(const OomEvent& e) {
   return pool;
 }
 
+// The headline for a BFC pool at its limit, `owner` naming whose allocator it is.
+std::string pool_full_title(std::string_view owner, const BfcPool& pool) {
+  return fmt::format("{}'s allocator pool was full ({} of its {} limit in use)", owner, format_bytes(pool.in_use),
+                     format_bytes(pool.limit));
+}
+
 // A server setting in use when `event` was printed: the last value of notice `kind` the log stated
 // before it, on the event's rank or on none.
 std::optional<double> stated_setting(const LogContext& context, const OomEvent& event, std::string_view kind) {
@@ -1930,8 +1936,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.evidence.push_back(fmt::format("The BFC allocator used {} of its {} limit ({}) when the request came.",
                                        format_bytes(pool->in_use), format_bytes(pool->limit), pct(pool->in_use, pool->limit)));
       if (pool->full()) {
-        d.capacity_title = fmt::format("TensorFlow's allocator pool was full ({} of its {} limit in use)",
-                                       format_bytes(pool->in_use), format_bytes(pool->limit));
+        d.capacity_title = pool_full_title("TensorFlow", *pool);
       } else if (pool->could_not_grow()) {
         d.capacity_title = fmt::format("TensorFlow's allocator pool could grow only to {} of its {} limit: the driver "
                                        "refused more (another process may hold the card)",
@@ -2057,8 +2062,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
         d.capacity_title = fmt::format("the request does not fit JAX's pool ({} in use + {} asked > its {} limit)",
                                        format_bytes(pool->in_use), format_bytes(*m.requested), format_bytes(pool->limit));
       } else if (pool->full()) {
-        d.capacity_title = fmt::format("JAX's allocator pool was full ({} of its {} limit in use)",
-                                       format_bytes(pool->in_use), format_bytes(pool->limit));
+        d.capacity_title = pool_full_title("JAX", *pool);
       }
     }
     // The driver's own free/total (XLA's cudaMallocAsync allocator prints them): how full the card was.
@@ -2485,8 +2489,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   }
   // The launch already turned expandable segments on (its command line, an environment dump):
   // advising them again would change nothing.
-  if (auto on = stated_setting(context, e, "expandable_segments_on")) {
-    (void)on;
+  if (stated_setting(context, e, "expandable_segments_on")) {
     const size_t before = d.fixes.size();
     d.fixes.erase(std::remove_if(d.fixes.begin(), d.fixes.end(), [](const Fix& f) { return f.id == "expandable_segments"; }),
                   d.fixes.end());

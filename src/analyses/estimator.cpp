@@ -891,10 +891,11 @@ double weight_bytes_per_param(const std::string& q, bool double_quant, uint64_t 
   if (q == "nf4" || q == "fp4") return double_quant ? kNf4DoubleQuantBytesPerWeight : kNf4BytesPerWeight;
   // GPTQ/AWQ: packed 4-bit weights + per group fp16 scale and packed 4-bit zero point
   // (auto-gptq / autoawq QuantLinear layouts).
-  if (q == "gptq4" || q == "awq4") return grouped_int_bytes_per_weight(4, group_size);
-  if (q == "gptq8") return grouped_int_bytes_per_weight(8, group_size);
-  // A pre-quantized GPTQ checkpoint of 2 or 3 bits (its quantization_config's bits).
-  if (q == "gptq2" || q == "gptq3") return grouped_int_bytes_per_weight(static_cast<uint64_t>(q[4] - '0'), group_size);
+  // (gptqN: N bits, 4 or 8 in a job, also 2 or 3 from a pre-quantized checkpoint's config.)
+  if (q == "awq4") return grouped_int_bytes_per_weight(4, group_size);
+  if (q.starts_with("gptq")) {
+    if (auto bits = parse_decimal<uint64_t>(std::string_view(q).substr(4))) return grouped_int_bytes_per_weight(*bits, group_size);
+  }
   if (q == "nvfp4") return kNvfp4BytesPerWeight;
   // torchao int4 weight-only: packed 4-bit + bf16 scale and zero per group (tinygemm layout).
   if (q == "int4") return 0.5 + 4.0 / group_size;

@@ -23,6 +23,11 @@ struct OtherProcess {
 // A non-byte field a message carries: a device string, a status name, a shape, a token count...
 using FieldValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>>;
 
+// Whether field `name` says where one print's parts were (the line of the allocator warning, its
+// stats block, the replica reports, the kernel's report), not what failed: two prints of one
+// failure in a retry loop differ there only.
+bool names_a_line(std::string_view name);
+
 struct TracebackFrame {
   std::string file;
   std::optional<uint64_t> line;   // null when the printed line number does not fit in 64 bits

@@ -193,7 +193,8 @@ class Utf16Decoder {
   uint32_t high_ = 0;
 };
 
-bool any_format_triggered(const std::string& line) { return holds_trigger(line); }
+// Whether `text` holds one of the scanner's keywords (a candidate for a message).
+bool holds_keyword(const std::string& text) { return KeywordFilter::standard().find(text, 0) != std::string::npos; }
 
 // A message quoted as a string literal (a Rust panic's Debug print of a Python error, a repr) has
 // its newlines as the two characters backslash and n: its lines, when at least two of those breaks
@@ -201,7 +202,7 @@ bool any_format_triggered(const std::string& line) { return holds_trigger(line);
 // from the first line that holds a message (a quoted traceback's frames come before it). Empty: not
 // split (the common case costs one find).
 std::vector<std::string> split_escaped_newlines(const std::string& line) {
-  if (line.find("\\n") == std::string::npos || !any_format_triggered(line)) return {};
+  if (line.find("\\n") == std::string::npos || !holds_trigger(line)) return {};
   std::vector<std::string> parts;
   size_t from = 0;
   for (size_t at = line.find("\\n"); at != std::string::npos; at = line.find("\\n", at + 2)) {
@@ -214,7 +215,7 @@ std::vector<std::string> split_escaped_newlines(const std::string& line) {
   }
   if (parts.size() < 2) return {};
   parts.push_back(line.substr(from));
-  const auto message = std::find_if(parts.begin(), parts.end(), [](const std::string& part) { return any_format_triggered(part); });
+  const auto message = std::find_if(parts.begin(), parts.end(), [](const std::string& part) { return holds_trigger(part); });
   if (message != parts.end()) parts.erase(parts.begin(), message);
   return parts;
 }
@@ -254,14 +255,7 @@ bool next_reservation_retry(const OomEvent& previous, const OomEvent& event) {
 }
 
 // Two events carry the same numbers: the same message printed twice (logged, then raised).
-// Fields that say where a print's parts were (another line in every print of a retry loop), not
-// what it says.
-bool names_a_line(const std::string& field) {
-  return field == "allocator_warning_line" || field == "replica_report_line" || field == "allocator_stats_line" ||
-         field == "kernel_report_line";
-}
-
-// a's and b's fields, the line numbers left out, in order.
+// a's and b's fields, the line numbers left out (names_a_line), in order.
 bool same_fields_but_lines(const OomEvent& a, const OomEvent& b) {
   size_t i = 0, j = 0;
   while (true) {
@@ -554,17 +548,29 @@ OomEvent* LogScanner::State::find_repeat(const OomEvent& event) {
 }
 
 bool LogScanner::State::json_repeats_last(const std::vector<std::string>& decoded) const {
-  const KeywordFilter& keywords = KeywordFilter::standard();
   size_t i = 0;
-  while (i < decoded.size() && keywords.find(decoded[i], 0) == std::string::npos) ++i;
+  while (i < decoded.size() && !holds_keyword(decoded[i])) ++i;
   if (i == decoded.size()) return false;
   const CleanLine c = clean_line(decoded[i]);
   if (c.rank != quick_repeat_rank || c.text != quick_repeat_text) return false;
   for (++i; i < decoded.size(); ++i) {
-    if (keywords.find(decoded[i], 0) != std::string::npos) return false;
+    if (holds_keyword(decoded[i])) return false;
   }
   return true;
 }
+
+namespace {
+
+// Another report of the SIGKILL `kept` stands for: its figures, and the kernel's line when it is the kernel's.
+void join_kill_report(OomEvent& kept, const OomEvent& report) {
+  if (report.string_field("kill_report") == "kernel_oom_killer") {
+    kept.set_field("kernel_report_line", static_cast<int64_t>(report.line));
+  }
+  add_missing_figures(kept, report);
+  kept.end_line = std::max(kept.end_line, report.end_line);
+}
+
+}  // namespace
 
 OomEvent* LogScanner::State::add_event(OomEvent event) {
   auto& events = result.events;
@@ -636,11 +642,7 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
             event.line > it->end_line + kJoinLines) {
           continue;
         }
-        if (event.string_field("kill_report") == "kernel_oom_killer") {
-          it->set_field("kernel_report_line", static_cast<int64_t>(event.line));
-        }
-        add_missing_figures(*it, event);
-        it->end_line = std::max(it->end_line, event.end_line);
+        join_kill_report(*it, event);
         return nullptr;
       }
     }
@@ -708,11 +710,7 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
     // no two of them name different processes.
     if (previous->format == "process_killed" && event.format == "process_killed" &&
         (!previous->int_field("pid") || !event.int_field("pid") || previous->int_field("pid") == event.int_field("pid"))) {
-      if (event.string_field("kill_report") == "kernel_oom_killer") {
-        previous->set_field("kernel_report_line", static_cast<int64_t>(event.line));
-      }
-      add_missing_figures(*previous, event);
-      previous->end_line = std::max(previous->end_line, event.end_line);
+      join_kill_report(*previous, event);
       return nullptr;
     }
   }
@@ -876,7 +874,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       *resume = end;
       return true;
     }
-    bool triggered = any_format_triggered(c.text) || ends_with_trigger_start(c.text);
+    bool triggered = holds_trigger(c.text) || ends_with_trigger_start(c.text);
     std::string context_text = std::move(c.text);   // what the line says when it holds no message
     if (!whole && !triggered) {
       // A JSON record: its strings (a message in another field, a traceback), read decoded.
@@ -884,8 +882,8 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       bool keyword_seen = false;   // the context is the first string that holds the keyword
       for (size_t i = 0; decoded && i < decoded->size() && !triggered; ++i) {
         std::string text = clean_line((*decoded)[i]).text;
-        triggered = any_format_triggered(text) || ends_with_trigger_start(text);
-        if (!keyword_seen && KeywordFilter::standard().find((*decoded)[i], 0) != std::string::npos) {
+        triggered = holds_trigger(text) || ends_with_trigger_start(text);
+        if (!keyword_seen && holds_keyword((*decoded)[i])) {
           keyword_seen = true;
           context_text = std::move(text);
         }
@@ -908,7 +906,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         if (const auto& decoded = record_strings) {
           const size_t done = json_record_at == base + ls ? std::min(json_strings_done, decoded->size()) : 0;
           message_lines = static_cast<uint64_t>(std::count_if(decoded->begin() + static_cast<std::ptrdiff_t>(done), decoded->end(),
-                                                              [](const std::string& l) { return any_format_triggered(clean_line(l).text); }));
+                                                              [](const std::string& l) { return holds_trigger(clean_line(l).text); }));
           if (done == 0) message_lines = std::max<uint64_t>(message_lines, 1);
         }
       }
@@ -995,7 +993,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     const size_t begin = json_record_at == base + first.start ? json_strings_done : 0;
     size_t start = decoded->size();
     for (size_t i = begin; i < decoded->size(); ++i) {
-      if (KeywordFilter::standard().find((*decoded)[i], 0) != std::string::npos) {
+      if (holds_keyword((*decoded)[i])) {
         start = i;
         break;
       }
@@ -1122,11 +1120,11 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
       const bool cut_in_word = !lines[1].empty() && word_char(candidate_line.back()) && word_char(lines[1].front());
       const bool trigger_made_whole = ends_with_trigger_start(candidate_line) && trigger_crosses(glued[0], candidate_line.size());
-      if (!glued_reads_whole && run < 3 && !trigger_made_whole && !(cut_in_word && any_format_triggered(candidate_line))) break;
+      if (!glued_reads_whole && run < 3 && !trigger_made_whole && !(cut_in_word && holds_trigger(candidate_line))) break;
       // A second line that a format reads as a message of its own is the next message, not the
       // rest of this one (llama.cpp's "failed to allocate compute buffers", then
       // "ggml_backend_cuda_...: allocating 9866.00 MiB on device 1: cudaMalloc failed").
-      if (!glued_reads_whole && run < 3 && !trigger_made_whole && any_format_triggered(lines[1]) &&
+      if (!glued_reads_whole && run < 3 && !trigger_made_whole && holds_trigger(lines[1]) &&
           reads_as_message(std::vector<std::string>(lines.begin() + 1, lines.end()))) {
         break;
       }
@@ -1136,7 +1134,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       line_numbers.erase(line_numbers.begin() + 1, line_numbers.begin() + static_cast<std::ptrdiff_t>(run));
       prefix_programs.erase(prefix_programs.begin() + 1, prefix_programs.begin() + static_cast<std::ptrdiff_t>(run));
       glued_lines = run - 1;
-      if (continuable != SIZE_MAX) continuable -= run - 1;
+      continuable = continuable_after_glue(continuable, run);
     }
     MessageWindow window = MessageWindow::from_lines(lines);
     window.continuable_lines = continuable;
@@ -1151,7 +1149,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       if (reading == 0 && match->event.format.ends_with("_truncated")) {
         const size_t run = hard_wrapped_run(lines, continuable, first_width);
         // (Three lines or more: two may be two messages, which the glued reading's own checks tell.)
-        if (run >= 3 && reads_whole(glue_hard_wrapped(lines, run), continuable == SIZE_MAX ? SIZE_MAX : continuable - (run - 1))) {
+        if (run >= 3 && reads_whole(glue_hard_wrapped(lines, run), continuable_after_glue(continuable, run))) {
           glued_reads_whole = true;
           break;   // to the glued reading
         }
@@ -1222,7 +1220,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       if (one_line && from_json) {
         const auto& decoded = *record_strings;
         one_line = std::none_of(decoded.begin() + static_cast<std::ptrdiff_t>(json_start + 1), decoded.end(),
-                                [](const std::string& s) { return KeywordFilter::standard().find(s, 0) != std::string::npos; });
+                                [](const std::string& s) { return holds_keyword(s); });
       }
       std::string first_text = one_line ? lines[0] : std::string();
       OomEvent* kept = add_event(std::move(event));

@@ -621,29 +621,32 @@ Status read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
     }
   } else if (m.quantization == "torchao") {
     // torchao's weight-only configs: the quant_type name (transformers' TorchAoConfig
-    // "int4_weight_only", "int8_weight_only"), or its serialized config ({"default": {"_type":
-    // "Int4WeightOnlyConfig", "_data": {"group_size": 128}}}).
-    std::string type = q.contains("quant_type") && q.at("quant_type").is_string() ? q.at("quant_type").get<std::string>() : "";
-    if (q.contains("quant_type") && q.at("quant_type").is_object()) {
-      for (const auto& [name, entry] : q.at("quant_type").items()) {
-        if (entry.is_object() && entry.contains("_type") && entry.at("_type").is_string()) type = entry.at("_type").get<std::string>();
-        if (entry.is_object() && entry.contains("_data") && entry.at("_data").is_object() &&
-            entry.at("_data").contains("group_size") && entry.at("_data").at("group_size").is_number_unsigned()) {
-          m.quantization_group_size = entry.at("_data").at("group_size").get<uint64_t>();
-        }
-        break;
+    // "int4_weight_only", "int8_weight_only" with quant_type_kwargs), or its serialized config
+    // ({"default": {"_type": "Int4WeightOnlyConfig", "_data": {"group_size": 128}}}).
+    std::string type = q.contains("quant_type") && q.at("quant_type").is_object() ? "" : qc.text("quant_type");
+    if (q.contains("quant_type_kwargs") && q.at("quant_type_kwargs").is_object()) {
+      if (auto s = read_group_size(ConfigView(q.at("quant_type_kwargs"), m.source, "quantization_config.quant_type_kwargs."), m); !s) {
+        return s;
       }
     }
-    if (q.contains("quant_type_kwargs") && q.at("quant_type_kwargs").is_object() &&
-        q.at("quant_type_kwargs").contains("group_size") && q.at("quant_type_kwargs").at("group_size").is_number_unsigned()) {
-      m.quantization_group_size = q.at("quant_type_kwargs").at("group_size").get<uint64_t>();
+    if (q.contains("quant_type") && q.at("quant_type").is_object() && !q.at("quant_type").empty()) {
+      const json& entry = q.at("quant_type").begin().value();
+      if (entry.is_object()) {
+        ConfigView serialized(entry, m.source, "quantization_config.quant_type.");
+        type = serialized.text("_type");
+        if (entry.contains("_data") && entry.at("_data").is_object()) {
+          if (auto s = read_group_size(ConfigView(entry.at("_data"), m.source, "quantization_config.quant_type._data."), m); !s) {
+            return s;
+          }
+        }
+      }
     }
-    const std::string lower = to_lower(type);
-    if (lower.find("int4_weight_only") != std::string::npos || lower.find("int4weightonly") != std::string::npos) {
-      m.quantization_bits = 4;
-    } else if (lower.find("int8_weight_only") != std::string::npos || lower.find("int8weightonly") != std::string::npos) {
-      m.quantization_bits = 8;
-    }
+    std::string lower = to_lower(type);
+    std::erase(lower, '_');
+    if (lower.find("int4weightonly") != std::string::npos) m.quantization_bits = 4;
+    else if (lower.find("int8weightonly") != std::string::npos) m.quantization_bits = 8;
+  } else if (m.quantization == "awq" && m.quantization_bits == 0) {
+    TRY_ASSIGN(m.quantization_bits, qc.count("w_bit", 0));   // AutoAWQ's own name for it
   }
   if (qc.type_error()) return *qc.type_error();
   // GPTQ packs 2, 3, 4 or 8 bits (auto-gptq's QuantLinear); AWQ 4.
@@ -652,7 +655,7 @@ Status read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
     return make_error(fmt::format("{}: quantization_config.bits: GPTQ packs 2, 3, 4 or 8 bits (got {})", m.source,
                                   m.quantization_bits));
   }
-  if (m.quantization == "awq" && m.quantization_bits != 4) {
+  if (m.quantization == "awq" && m.quantization_bits != 0 && m.quantization_bits != 4) {
     return make_error(fmt::format("{}: quantization_config.bits: AWQ packs 4 bits (got {})", m.source, m.quantization_bits));
   }
   // A format whose layout oomdoc does not know is sized as the 16-bit model: said, not hidden.

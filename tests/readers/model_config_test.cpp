@@ -450,6 +450,12 @@ TEST(ModelConfig, QuantizationWidthsAndFormatsNotSized) {
                                                                                           "_data": {}}}}})");
   ASSERT_TRUE(serialized) << serialized.error().message;
   EXPECT_EQ(serialized->quantization_bits, 8u);
+  auto awq = parse(base + R"({"quant_method": "awq", "w_bit": 4, "q_group_size": 128}})");   // AutoAWQ's names
+  ASSERT_TRUE(awq) << awq.error().message;
+  EXPECT_EQ(awq->quantization_bits, 4u);
+  auto awq8 = parse(base + R"({"quant_method": "awq", "bits": 8}})");
+  ASSERT_FALSE(awq8);
+  EXPECT_EQ(awq8.error().message, "config.json: quantization_config.bits: AWQ packs 4 bits (got 8)");
   auto hqq = parse(base + R"({"quant_method": "hqq", "nbits": 4}})");
   ASSERT_TRUE(hqq) << hqq.error().message;
   EXPECT_EQ(hqq->quantization_bits, 0u);

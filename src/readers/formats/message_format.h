@@ -4,6 +4,7 @@
 // Adding a framework's message = one matcher in its file + a line in registry.cpp + a test.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -46,7 +47,9 @@ struct MessageWindow {
   bool first_line_holds(std::string_view trigger) const;
   // Whether any of `format`'s triggers starts on lines[0] (first_line_holds of each).
   bool first_line_triggers(const MessageFormat& format) const;
-  // Which formats' triggers first_line_holds finds, by id: filled on its first call, in one pass.
+  // Which formats' triggers start on lines[0] (or run on from it), by id (the trigger's index in the
+  // sorted list of every format's triggers): found in one pass on first use.
+  const std::vector<bool>& first_line_trigger_set() const;
   mutable std::vector<bool> first_line_trigger_ids;
 };
 
@@ -73,6 +76,10 @@ bool trigger_crosses(std::string_view text, size_t seam);
 
 // `lines` with the first `run` glued into one line (see hard_wrapped_run).
 std::vector<std::string> glue_hard_wrapped(const std::vector<std::string>& lines, size_t run);
+// MessageWindow::continuable_lines of the glued lines, `run` of them now one.
+inline size_t continuable_after_glue(size_t continuable, size_t run) {
+  return continuable == SIZE_MAX ? SIZE_MAX : continuable - std::min(continuable, run - 1);
+}
 
 struct FormatMatch {
   OomEvent event;        // line numbers are filled in by the scanner

@@ -103,7 +103,7 @@ std::optional<FormatMatch> read_glued(const MessageWindow& w,
   const size_t run = hard_wrapped_run(w.lines, w.continuable_lines, w.first_line_width);
   if (run < 2) return std::nullopt;
   MessageWindow glued_window = MessageWindow::from_lines(glue_hard_wrapped(w.lines, run));
-  glued_window.continuable_lines = w.continuable_lines == SIZE_MAX ? SIZE_MAX : w.continuable_lines - (run - 1);
+  glued_window.continuable_lines = continuable_after_glue(w.continuable_lines, run);
   auto glued = match(glued_window);
   if (!glued) return std::nullopt;
   glued->lines_used += run - 1;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <cctype>
+#include <functional>
 
 namespace oomdoc {
 
@@ -145,13 +146,28 @@ bool MessageWindow::first_line_triggers(const MessageFormat& format) const {
     return out;
   }();
   const auto& formats = message_formats();
-  const size_t index = static_cast<size_t>(&format - formats.data());
-  if (index >= formats.size()) {
+  const std::less<const MessageFormat*> before;
+  if (before(&format, formats.data()) || !before(&format, formats.data() + formats.size())) {
+    // (A format built elsewhere, a test's: its triggers one by one.)
     return std::any_of(format.triggers.begin(), format.triggers.end(), [&](const std::string& t) { return first_line_holds(t); });
   }
-  if (ids_of[index].empty()) return false;
-  first_line_holds(format.triggers.front());   // fills first_line_triggers
-  return std::any_of(ids_of[index].begin(), ids_of[index].end(), [&](size_t id) { return first_line_trigger_ids[id]; });
+  const std::vector<bool>& found = first_line_trigger_set();
+  const auto& ids = ids_of[static_cast<size_t>(&format - formats.data())];
+  return std::any_of(ids.begin(), ids.end(), [&](size_t id) { return found[id]; });
+}
+
+const std::vector<bool>& MessageWindow::first_line_trigger_set() const {
+  if (first_line_trigger_ids.empty()) {
+    first_line_trigger_ids.assign(all_triggers().size(), false);
+    auto mark = [&](size_t id) {
+      first_line_trigger_ids[id] = true;
+      return false;
+    };
+    for_each_trigger(lines[0], lines[0].size(), mark);
+    // A trigger that starts on line 0 begins before line 1's offset in `joined`.
+    if (joined_starts.size() >= 2) for_each_trigger(joined, joined_starts[1], mark);
+  }
+  return first_line_trigger_ids;
 }
 
 bool MessageWindow::first_line_holds(std::string_view trigger) const {
@@ -165,17 +181,7 @@ bool MessageWindow::first_line_holds(std::string_view trigger) const {
     const size_t reach = std::min(joined.size(), joined_starts[1] + trigger.size() - 1);
     return std::string_view(joined).substr(0, reach).find(trigger) != std::string_view::npos;
   }
-  if (first_line_trigger_ids.empty()) {
-    first_line_trigger_ids.assign(triggers.size(), false);
-    auto mark = [&](size_t id) {
-      first_line_trigger_ids[id] = true;
-      return false;
-    };
-    for_each_trigger(lines[0], lines[0].size(), mark);
-    // A trigger that starts on line 0 begins before line 1's offset in `joined`.
-    if (joined_starts.size() >= 2) for_each_trigger(joined, joined_starts[1], mark);
-  }
-  return first_line_trigger_ids[static_cast<size_t>(it - triggers.begin())];
+  return first_line_trigger_set()[static_cast<size_t>(it - triggers.begin())];
 }
 
 bool holds_trigger(std::string_view text) {
