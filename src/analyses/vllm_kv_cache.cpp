@@ -52,6 +52,18 @@ Groups hybrid_groups_of(const KvLayout& layout, const KvGrouping& grouping) {
   return g;
 }
 
+// The groups of a model with a window or none (no window: every layer full attention).
+Groups groups_for(const KvLayout& layout, std::optional<uint64_t> sliding_window, KvGrouping grouping) {
+  grouping.hybrid = grouping.hybrid && sliding_window.has_value();
+  return hybrid_groups_of(layout, grouping);
+}
+
+// One block of every group on this GPU: a page per layer of the fullest group, and the drafter's
+// pages of another size.
+uint64_t block_bytes(const KvLayout& layout, const Groups& groups) {
+  return layout.page_bytes * groups.layers_per_block + layout.extra_page_bytes;
+}
+
 uint64_t sliding_blocks_per_request(uint64_t window, uint64_t max_model_len, uint64_t batched,
                                     uint64_t block_size) {
   // SlidingWindowSpec.max_memory_usage_bytes: the window plus one prefill chunk, plus a block.
@@ -190,11 +202,9 @@ KvCapacity kv_capacity_for_blocks(const KvLayout& layout, uint64_t num_blocks, u
                                   uint64_t max_num_batched_tokens, std::optional<uint64_t> sliding_window,
                                   const KvGrouping& grouping) {
   KvCapacity capacity;
-  KvGrouping rule = grouping;
-  rule.hybrid = grouping.hybrid && sliding_window.has_value();
-  Groups groups = hybrid_groups_of(layout, rule);
+  const Groups groups = groups_for(layout, sliding_window, grouping);
   capacity.num_groups = groups.full_groups + groups.sliding_groups;
-  const uint64_t bytes_per_block_all_groups = layout.page_bytes * groups.layers_per_block + layout.extra_page_bytes;
+  const uint64_t bytes_per_block_all_groups = block_bytes(layout, groups);
   capacity.num_blocks = num_blocks;
   capacity.bytes = num_blocks * bytes_per_block_all_groups;
   capacity.tokens = capacity.num_blocks / std::max<uint64_t>(capacity.num_groups, 1) * layout.block_size;
@@ -217,10 +227,7 @@ KvCapacity kv_capacity_for_blocks(const KvLayout& layout, uint64_t num_blocks, u
 KvCapacity kv_capacity(const KvLayout& layout, int64_t available_bytes, uint64_t max_model_len,
                        uint64_t max_num_batched_tokens, std::optional<uint64_t> sliding_window,
                        const KvGrouping& grouping) {
-  KvGrouping rule = grouping;
-  rule.hybrid = grouping.hybrid && sliding_window.has_value();
-  Groups groups = hybrid_groups_of(layout, rule);
-  const uint64_t bytes_per_block_all_groups = layout.page_bytes * groups.layers_per_block + layout.extra_page_bytes;
+  const uint64_t bytes_per_block_all_groups = block_bytes(layout, groups_for(layout, sliding_window, grouping));
   uint64_t num_blocks = 0;
   if (available_bytes > 0 && bytes_per_block_all_groups > 0) {
     // kv_cache_utils: num_blocks = available_memory // page_size // num_layers (per group).

@@ -121,9 +121,9 @@ std::optional<std::string> near_memory_flag(const std::string& name) {
 // read as an unknown flag, the sizing would quietly take one GPU. Returns what was meant.
 std::optional<std::string> near_short_memory_flag(const std::string& body) {
   static const std::vector<std::string> kShort = {"tp", "pp", "dp"};
-  // vLLM's own three-letter short flags near them (data-parallel addressing, prefill context
-  // parallelism): real flags, not typos.
-  static const std::set<std::string> kReal = {"dpn", "dpr", "dpa", "dpp", "dpb", "dpe", "dph", "dpm", "dpl", "dcp", "pcp"};
+  // vLLM's own three-letter short flags near them that oomdoc does not read (data-parallel
+  // addressing, prefill context parallelism; -dpl and -dcp are normalize_flag's): real, not typos.
+  static const std::set<std::string> kReal = {"dpn", "dpr", "dpa", "dpp", "dpb", "dpe", "dph", "dpm", "pcp"};
   if (kReal.count(body)) return std::nullopt;
   for (const std::string& flag : kShort) {
     if (body.size() > flag.size() && body.compare(0, flag.size(), flag) == 0 &&
