@@ -266,6 +266,14 @@ bool strip_timestamp(std::string_view& s, bool& with_level) {
 
 }  // namespace
 
+std::optional<char> glog_severity(std::string_view text) {
+  if (text.size() > 14 && std::string_view("IWEF").find(text[0]) != std::string_view::npos &&
+      has_shape(text, 1, "0000 00:00:00")) {
+    return text[0];
+  }
+  return std::nullopt;
+}
+
 std::string strip_ansi(std::string_view line) {
   // Most lines carry neither: one pass of memchr each instead of a byte-by-byte copy.
   if (line.find('\x1b') == std::string_view::npos && line.find('\0') == std::string_view::npos) {
@@ -378,9 +386,7 @@ CleanLine clean_line(std::string_view raw) {
   }
   result.text = std::string(s);
   result.logger_prefix = strip_logger_prefix(result.text).size() != result.text.size();
-  // glog's header, as torchrun's own warnings print it: "W0501 10:00:05.123000 1234 api.py:897] ".
-  const bool glog = result.text.size() > 14 && std::string_view("IWEF").find(result.text[0]) != std::string_view::npos &&
-                    has_shape(result.text, 1, "0000 00:00:00");
+  const bool glog = glog_severity(result.text).has_value();
   result.log_record = result.log_record || result.logger_prefix || glog;
   result.logger_record = result.logger_record || result.logger_prefix || glog;
   return result;

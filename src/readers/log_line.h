@@ -35,6 +35,10 @@ struct CleanLine {
   bool json_record = false;
 };
 
+// The severity letter (I, W, E, F) of a line that starts with glog's header ("W0501 10:00:05.123000
+// 1234 api.py:897] ": torchrun's own warnings, TensorFlow's and XLA's C++ logging), else nullopt.
+std::optional<char> glog_severity(std::string_view text);
+
 // Removes ANSI escape sequences (CSI and OSC) and trailing '\r'.
 std::string strip_ansi(std::string_view line);
 

@@ -9,6 +9,7 @@
 #include "core/text.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
+#include "readers/log_line.h"
 
 namespace oomdoc {
 namespace {
@@ -208,12 +209,14 @@ std::optional<FormatMatch> match_driver_alloc(const MessageWindow& w) {
   // smaller or does without (a growth attempt mid-run, then "not a failure"), E for one it does
   // not. An INFO line is no failure of its own.
   // (TensorFlow's own "2025-03-17 17:48:09.854267: I tensorflow/.../cuda_driver.cc:739]", or glog's
-  // "I0601 12:00:00.123456 1234 cuda_driver.cc:739]".)
-  static const RE2 severity(R"((?:(?:^|[\s:])([IWEF]) |(?:^|\s)([IWEF])\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ )[\w./-]+\.cc:\d+\] failed to allocate)");
-  if (auto found = regex_search(severity, w.lines[0])) {
-    const std::string level((*found)[1].empty() ? (*found)[2] : (*found)[1]);
-    e.set_field("log_severity", level);
-    if (level == "I") {
+  // header, readers/log_line.h.)
+  static const RE2 severity(R"((?:^|[\s:])([IWEF]) [\w./-]+\.cc:\d+\] failed to allocate)");
+  std::optional<std::string> level;
+  if (auto found = regex_search(severity, w.lines[0])) level = std::string((*found)[1]);
+  else if (auto glog = glog_severity(w.lines[0])) level = std::string(1, *glog);
+  if (level) {
+    e.set_field("log_severity", *level);
+    if (*level == "I") {
       e.set_field("fatal", false);
       e.is_error = false;
     }
