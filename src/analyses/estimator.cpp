@@ -90,6 +90,7 @@ struct Plan {
   // weights make every normalised tensor fp32, and bitsandbytes' Linear4bit/Linear8bitLt cast
   // their output back to the input's dtype, so the hidden states between matmuls are fp32.
   std::string kbit_upcast = "none";
+  bool bnb = false;              // the quantized Linears are bitsandbytes' (Linear4bit, Linear8bitLt)
   bool bnb_saves_input = false;  // bitsandbytes < 0.43.3: MatMul4Bit keeps its input (below)
   double hidden_bytes = 2;     // dtype of the hidden states between matmuls (elementwise ops, LoRA inputs)
   double residual_bytes = 2;   // dtype of the residual stream (each block's input)
@@ -256,6 +257,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     p.quantization.reset();
   }
   const bool dequantized_mxfp4 = !p.quantization && m.quantization == "mxfp4" && p.training;
+  bool kept_checkpoint_format = false;
   if (dequantized_mxfp4) {
     // The gpt-oss fine-tuning recipes load the MXFP4 checkpoint dequantized to bf16
     // (Mxfp4Config(dequantize=True) in OpenAI's cookbook; NVIDIA's and LMSYS's recipes upcast to
@@ -266,12 +268,14 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     }
   } else if (!p.quantization && !m.quantization.empty() && m.quantization_bits) {
     // A pre-quantized checkpoint keeps its format.
+    kept_checkpoint_format = true;
     if (m.quantization == "mxfp4") p.quantization = "mxfp4";
     else if (m.quantization == "gptq") p.quantization = fmt::format("gptq{}", m.quantization_bits);
     else if (m.quantization == "awq") p.quantization = "awq4";
     else if (m.quantization == "modelopt_fp4" || m.quantization == "nvfp4") p.quantization = "nvfp4";
     else if (m.quantization == "fp8" || m.quantization_bits == 8) {
-      p.quantization = m.quantization == "bitsandbytes" || m.quantization == "torchao" ? "int8" : "fp8";
+      const bool integers = m.quantization == "bitsandbytes" || m.quantization == "torchao" || m.quantization_integers;
+      p.quantization = integers ? "int8" : "fp8";
     }
     else if (m.quantization_bits == 4) p.quantization = m.quantization == "bitsandbytes" ? "nf4" : "int4";
     if (p.quantization) {
@@ -300,6 +304,9 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
                                "to bf16 by Mxfp4Config(dequantize=True), then its nn.Linear layers quantized by bitsandbytes)"
                              : "weight_quantization: nf4 (train_qlora without a format)");
   }
+  // A requested 8/4-bit format is bitsandbytes' (transformers' BitsAndBytesConfig); a checkpoint's
+  // own int8 (compressed-tensors W8A8, torchao) runs its own layers, which PEFT does not prepare.
+  p.bnb = is_bitsandbytes(p.quantization) && (!kept_checkpoint_format || m.quantization == "bitsandbytes");
   if (p.task == "train_full" && p.quantization) {
     return make_error(fmt::format("{}: is quantized ({}); full fine-tuning needs unquantized weights (use train_qlora)",
                                   m.id.empty() ? m.source : m.id, *p.quantization));
@@ -498,7 +505,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // (trl/trainer/utils.py peft_module_casting_to_bf16); it skips both for sharded QLoRA (FSDP),
   // as FSDP and DeepSpeed need one dtype. Axolotl, LLaMA-Factory, Unsloth and torchtune keep the
   // model's dtype (Axolotl casts norms and embeddings back "for flash-attn compatibility").
-  if (p.training && p.use_lora && is_bitsandbytes(p.quantization) && !p.litgpt) {
+  if (p.training && p.use_lora && p.bnb && !p.litgpt) {
     p.kbit_upcast = job.kbit_upcast.value_or(default_kbit_upcast(unpatched));
     if (!job.kbit_upcast) {
       assume(p.kbit_upcast == "all"
@@ -524,7 +531,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   const bool norm_keeps_input_dtype = m.model_type.rfind("gemma", 0) == 0 || p.kernels != "none";
   // A bitsandbytes base loaded in fp32 (autocast over an fp32 model, *_mixed on one GPU) has fp32
   // embeddings and norms whoever prepares it, and Linear4bit returns its input's dtype.
-  const bool fp32_loaded_bnb = p.amp && p.use_lora && is_bitsandbytes(p.quantization);
+  const bool fp32_loaded_bnb = p.amp && p.use_lora && p.bnb;
   const bool hidden_fp32 = p.kbit_upcast == "all" || (p.kbit_upcast == "norms" && !norm_keeps_input_dtype) ||
                            fp32_loaded_bnb;
   p.hidden_bytes = hidden_fp32 ? 4 : p.act_bytes;
@@ -686,7 +693,7 @@ LayerActivations block_activations(const ModelSpec& m, const Plan& p, const std:
   // LLM.int8 (MatMul8bitLt) keeps A as it was given (`ctx.tensors = (CAt, subA, A)` when the
   // input needs a gradient), so Linears sharing an input share it; before 0.43.3 (the same flag)
   // also its int8 transpose CAt, one byte per element and Linear.
-  const bool bnb_int8_base = frozen_base && p.quantization && *p.quantization == "int8";
+  const bool bnb_int8_base = frozen_base && p.bnb && *p.quantization == "int8";
   std::set<std::string> lora_inputs;
   // LoRA dropout (lora_dropout > 0): nn.Dropout gives each LoRA module a new tensor, the one its
   // lora_A keeps, and native_dropout keeps a 1-byte mask for backward. The dropped tensor is in

@@ -150,6 +150,9 @@ struct ModelSpec {
   uint64_t quantization_bits = 0;
   uint64_t quantization_group_size = 0;
   bool quantization_double_quant = false;  // bitsandbytes bnb_4bit_use_double_quant
+  // compressed-tensors stores integers or floats at the same width ("type": "int" or "float" per
+  // config group): W8A8-INT8 and FP8-dynamic checkpoints are both 8-bit.
+  bool quantization_integers = false;
   // Modules a quantized checkpoint keeps in 16 bits (quantization_config's modules_to_not_convert,
   // ignored_layers, ignore or llm_int8_skip_modules, as written: "model.layers.0.mlp.down_proj",
   // "model.layers.5.self_attn", "lm_head"). See unquantized_linear_params (model/architecture.h).

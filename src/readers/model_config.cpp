@@ -613,6 +613,7 @@ Status read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
           ConfigView w(group_cfg.at("weights"), m.source,
                        fmt::format("quantization_config.config_groups.{}.weights.", name));
           TRY_ASSIGN(m.quantization_bits, w.count("num_bits", 0));
+          m.quantization_integers = w.text("type") == "int";
           if (auto s = read_group_size(w, m); !s) return s;
           if (w.type_error()) return *w.type_error();
           break;

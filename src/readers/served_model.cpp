@@ -256,6 +256,8 @@ Result<ModelSpec> resolve_checkpoint_name(const std::string& name) {
   spec.quantization_bits = base->format->bits;
   spec.quantization_group_size = base->format->group_size;
   spec.quantization_double_quant = base->format->double_quant;
+  // The compressed-tensors suffixes (w8a8, w8a16, w4a16, int8) all name integer weights.
+  spec.quantization_integers = base->format->method == "compressed-tensors";
   spec.notes.push_back(fmt::format("'{}' was not found: read as its base model {} with {}-bit {} weights, as the name's "
                                    "\"{}\" says (the checkpoint's own config.json is exact)",
                                    name, spec.id, base->format->bits, base->format->method, base->format->suffix));

@@ -2043,6 +2043,39 @@ TEST(Estimator, PreQuantizedCheckpointKeepsItsFormat) {
   EXPECT_TRUE(assumed(*asked, "weight_quantization: gptq4 (the checkpoint's format; nf4 asked for is ignored"));
 }
 
+// compressed-tensors stores integers or floats at 8 bits: a W8A8-INT8 checkpoint is int8, an
+// FP8-dynamic one fp8, at 1 B per weight either way. Its int8 Linears are not bitsandbytes', so
+// LoRA over it gets no k-bit preparation (PEFT prepares bitsandbytes models only).
+TEST(Estimator, CompressedTensorsIntegersAreInt8NotBitsandbytes) {
+  ModelSpec w8a8 = llama2_7b();
+  w8a8.quantization = "compressed-tensors";
+  w8a8.quantization_bits = 8;
+  w8a8.quantization_integers = true;
+  ModelSpec fp8 = w8a8;
+  fp8.quantization_integers = false;
+  Job job;
+  job.task = "inference";
+  auto as_int = estimate_memory(w8a8, job);
+  auto as_float = estimate_memory(fp8, job);
+  ASSERT_TRUE(as_int && as_float);
+  EXPECT_TRUE(assumed(*as_int, "weight_quantization: int8 (the checkpoint's format)"));
+  EXPECT_TRUE(assumed(*as_float, "weight_quantization: fp8 (the checkpoint's format)"));
+  EXPECT_EQ(*component(*as_int, "weights"), *component(*as_float, "weights"));
+  Job lora;
+  lora.task = "train_lora";
+  lora.micro_batch_size = 1;
+  lora.seq_len = 512;
+  auto trained = estimate_memory(w8a8, lora);
+  ASSERT_TRUE(trained) << trained.error().message;
+  EXPECT_FALSE(assumed(*trained, "kbit_upcast"));
+  // The same job over bitsandbytes' LLM.int8 is prepared by PEFT (norms and embeddings to fp32).
+  ModelSpec bnb = w8a8;
+  bnb.quantization = "bitsandbytes";
+  auto prepared = estimate_memory(bnb, lora);
+  ASSERT_TRUE(prepared) << prepared.error().message;
+  EXPECT_TRUE(assumed(*prepared, "kbit_upcast: all"));
+}
+
 // Checkpointing never predicts more than keeping every activation (QA round 8 found three jobs
 // where it did): selective recompute works on what its policy dropped, beside what it kept; with
 // activations offloaded, what stays resident is what the policy keeps; and without checkpointing

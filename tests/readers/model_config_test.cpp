@@ -29,6 +29,22 @@ TEST(ModelConfig, UnquantizedModulesAreRead) {
   EXPECT_EQ(ct->unquantized_modules, (std::vector<std::string>{"lm_head"}));
 }
 
+// compressed-tensors says per config group whether its 8 bits are integers (W8A8-INT8) or floats
+// (FP8-dynamic).
+TEST(ModelConfig, CompressedTensorsWeightTypeIsRead) {
+  const std::string base = R"({"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096,
+      "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+      "quantization_config": {"quant_method": "compressed-tensors", "config_groups": {"group_0":
+      {"targets": ["Linear"], "weights": {"num_bits": 8, "strategy": "channel", "type": )";
+  auto integers = parse(base + R"("int"}}}}})");
+  ASSERT_TRUE(integers.ok()) << integers.error().message;
+  EXPECT_EQ(integers->quantization_bits, 8u);
+  EXPECT_TRUE(integers->quantization_integers);
+  auto floats = parse(base + R"("float"}}}}})");
+  ASSERT_TRUE(floats.ok()) << floats.error().message;
+  EXPECT_FALSE(floats->quantization_integers);
+}
+
 TEST(ModelConfig, LlamaWithExplicitHeadDim) {
   // Qwen3-style: head_dim 128 although hidden/heads = 64.
   auto m = parse(R"({"model_type": "qwen3", "vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 2,
