@@ -305,7 +305,7 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
                              : "weight_quantization: nf4 (train_qlora without a format)");
   }
   // A requested 8/4-bit format is bitsandbytes' (transformers' BitsAndBytesConfig); a checkpoint's
-  // own int8 (compressed-tensors W8A8, torchao) runs its own layers, which PEFT does not prepare.
+  // own int8 (compressed-tensors W8A8, torchao) runs its own layers, which TRL does not prepare.
   p.bnb = is_bitsandbytes(p.quantization) && (!kept_checkpoint_format || m.quantization == "bitsandbytes");
   if (p.task == "train_full" && p.quantization) {
     return make_error(fmt::format("{}: is quantized ({}); full fine-tuning needs unquantized weights (use train_qlora)",

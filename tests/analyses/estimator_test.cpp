@@ -2045,7 +2045,7 @@ TEST(Estimator, PreQuantizedCheckpointKeepsItsFormat) {
 
 // compressed-tensors stores integers or floats at 8 bits: a W8A8-INT8 checkpoint is int8, an
 // FP8-dynamic one fp8, at 1 B per weight either way. Its int8 Linears are not bitsandbytes', so
-// LoRA over it gets no k-bit preparation (PEFT prepares bitsandbytes models only).
+// LoRA over it gets no k-bit preparation (TRL prepares models bitsandbytes loaded).
 TEST(Estimator, CompressedTensorsIntegersAreInt8NotBitsandbytes) {
   ModelSpec w8a8 = llama2_7b();
   w8a8.quantization = "compressed-tensors";
