@@ -277,7 +277,9 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
       const bool integers = m.quantization == "bitsandbytes" || m.quantization == "torchao" || m.quantization_integers;
       p.quantization = integers ? "int8" : "fp8";
     }
-    else if (m.quantization_bits == 4) p.quantization = m.quantization == "bitsandbytes" ? "nf4" : "int4";
+    else if (m.quantization_bits == 4) {
+      p.quantization = m.quantization != "bitsandbytes" ? "int4" : m.quantization_fp4 ? "fp4" : "nf4";
+    }
     if (p.quantization) {
       assume("weight_quantization: " + *p.quantization + " (the checkpoint's format" +
              (ignored_request ? "; " + *ignored_request + " asked for is ignored: transformers keeps a pre-quantized "
@@ -317,7 +319,8 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   if (p.quantization && (*p.quantization == "nf4" || *p.quantization == "fp4") && !job.double_quant) {
     assume(checkpoint_double_quant ? "double_quant: true (the checkpoint's format)" : "double_quant: false (bitsandbytes default)");
   }
-  p.group_size = job.group_size.value_or(m.quantization_group_size ? m.quantization_group_size : 128);
+  p.group_size = job.group_size.value_or(m.quantization_per_channel ? kPerChannelGroup
+                                         : m.quantization_group_size ? m.quantization_group_size : 128);
 
   if (p.training) {
     p.optimizer = job.optimizer.value_or("adamw");
@@ -905,7 +908,7 @@ double weight_bytes_per_param(const std::string& q, bool double_quant, uint64_t 
   }
   if (q == "nvfp4") return kNvfp4BytesPerWeight;
   // torchao int4 weight-only: packed 4-bit + bf16 scale and zero per group (tinygemm layout).
-  if (q == "int4") return 0.5 + 4.0 / group_size;
+  if (q == "int4") return group_size == kPerChannelGroup ? 0.5 : 0.5 + 4.0 / group_size;
   // LLM.int8 / int8 weight-only: 1 byte + one fp32 scale per output row (negligible).
   if (q == "int8") return 1.0;
   if (q == "fp8") return 1.0;

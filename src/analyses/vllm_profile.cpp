@@ -113,10 +113,13 @@ Result<WeightFormat> weight_format(const ModelSpec& model, const std::optional<s
   } else if (compressed_tensors || method == "awq" || method == "awq_marlin" || method == "gptq" ||
              method == "gptq_marlin" || method == "auto_round" || method == "marlin" || method == "gptq_bitblas") {
     if (bits == 0) bits = 4;
-    const uint64_t group = model.quantization_group_size ? model.quantization_group_size : 128;
+    const uint64_t group = model.quantization_per_channel ? kPerChannelGroup
+                           : model.quantization_group_size ? model.quantization_group_size : 128;
     format.linear_bytes = grouped_int_bytes_per_weight(bits, group);
-    format.description = fmt::format("{} {}-bit, group {}: {:.3f} B per linear weight", method, bits,
-                                      group, format.linear_bytes);
+    format.description = group == kPerChannelGroup
+                             ? fmt::format("{} {}-bit, per channel: {:.3f} B per linear weight", method, bits, format.linear_bytes)
+                             : fmt::format("{} {}-bit, group {}: {:.3f} B per linear weight", method, bits, group,
+                                           format.linear_bytes);
   } else if (method == "fp8" || method == "fbgemm_fp8" || method == "modelopt" ||
              method == "w8a8" || method == "int8" || method == "experts_int8" || method == "ptpc_fp8") {
     format.linear_bytes = 1;

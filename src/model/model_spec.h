@@ -150,9 +150,13 @@ struct ModelSpec {
   uint64_t quantization_bits = 0;
   uint64_t quantization_group_size = 0;
   bool quantization_double_quant = false;  // bitsandbytes bnb_4bit_use_double_quant
+  bool quantization_fp4 = false;           // bitsandbytes bnb_4bit_quant_type "fp4" (else nf4)
   // compressed-tensors stores integers or floats at the same width ("type": "int" or "float" per
   // config group): W8A8-INT8 and FP8-dynamic checkpoints are both 8-bit.
   bool quantization_integers = false;
+  // GPTQ's group_size -1: one scale and zero per output channel (desc_act checkpoints often), not
+  // groups; quantization_group_size is then 0.
+  bool quantization_per_channel = false;
   // Modules a quantized checkpoint keeps in 16 bits (quantization_config's modules_to_not_convert,
   // ignored_layers, ignore or llm_int8_skip_modules, as written: "model.layers.0.mlp.down_proj",
   // "model.layers.5.self_attn", "lm_head"). See unquantized_linear_params (model/architecture.h).

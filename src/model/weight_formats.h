@@ -9,8 +9,13 @@ namespace oomdoc {
 
 // GPTQ / AWQ / compressed-tensors b-bit in groups: packed integers, an fp16 scale and a packed
 // b-bit zero point per group (auto-gptq / autoawq QuantLinear layouts): 0.52 B for 4-bit/128.
+// Group 0 is per output channel (GPTQ's group_size -1, compressed-tensors' "channel" strategy):
+// one scale and zero per row of thousands of weights, negligible.
+inline constexpr uint64_t kPerChannelGroup = 0;
 constexpr double grouped_int_bytes_per_weight(uint64_t bits, uint64_t group) {
-  return static_cast<double>(bits) / 8 + (16.0 + static_cast<double>(bits)) / static_cast<double>(group) / 8;
+  const double packed = static_cast<double>(bits) / 8;
+  if (group == kPerChannelGroup) return packed;
+  return packed + (16.0 + static_cast<double>(bits)) / static_cast<double>(group) / 8;
 }
 
 // bitsandbytes 4-bit (NF4/FP4): blocksize 64, one fp32 absmax per block; double quantization stores

@@ -575,6 +575,7 @@ Status read_group_size(const ConfigView& q, ModelSpec& m) {
   int64_t group = 0;
   TRY_ASSIGN(group, q.integer("group_size", 0));
   m.quantization_group_size = group > 0 ? static_cast<uint64_t>(group) : 0;
+  if (group == -1) m.quantization_per_channel = true;  // GPTQ/AWQ: "-1" means one group per column
   return Ok{};
 }
 
@@ -587,6 +588,24 @@ Status read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
   }
   ConfigView qc(q, m.source, "quantization_config.");
   m.quantization = qc.text("quant_method");
+  // transformers reads a quantization_config without quant_method as bitsandbytes when it sets
+  // load_in_4bit or load_in_8bit (configs saved before quant_method existed), and refuses any other
+  // (AutoQuantizationConfig.from_dict: "has no `quant_method` attribute").
+  const bool load_in_4bit = qc.flag("load_in_4bit", false), load_in_8bit = qc.flag("load_in_8bit", false);
+  if (qc.type_error()) return *qc.type_error();
+  if (m.quantization.empty() && !q.empty()) {
+    if (!load_in_4bit && !load_in_8bit) {
+      return make_error(fmt::format("{}: \"quantization_config\" has no \"quant_method\" (nor load_in_4bit or "
+                                    "load_in_8bit): transformers refuses it as not correctly quantized",
+                                    m.source));
+    }
+    m.quantization = "bitsandbytes";
+  }
+  if (m.quantization == "bitsandbytes" && load_in_4bit && load_in_8bit) {
+    return make_error(fmt::format("{}: \"quantization_config\" sets both load_in_4bit and load_in_8bit; "
+                                  "bitsandbytes uses one (BitsAndBytesConfig refuses both)",
+                                  m.source));
+  }
   // The modules left in 16 bits, under each format's key; compressed-tensors' "re:" patterns are
   // regular expressions and are not read.
   for (const char* key : {"modules_to_not_convert", "ignored_layers", "ignore", "llm_int8_skip_modules"}) {
@@ -598,9 +617,10 @@ Status read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
   TRY_ASSIGN(m.quantization_bits, qc.count("bits", 0));
   if (auto s = read_group_size(qc, m); !s) return s;
   if (m.quantization == "bitsandbytes") {
-    if (qc.flag("load_in_4bit", false)) m.quantization_bits = 4;
-    else if (qc.flag("load_in_8bit", false)) m.quantization_bits = 8;
+    if (load_in_4bit) m.quantization_bits = 4;
+    else if (load_in_8bit) m.quantization_bits = 8;
     m.quantization_double_quant = m.quantization_bits == 4 && qc.flag("bnb_4bit_use_double_quant", false);
+    m.quantization_fp4 = m.quantization_bits == 4 && qc.text("bnb_4bit_quant_type") == "fp4";
   } else if (m.quantization == "fp8" || m.quantization == "fbgemm_fp8") {
     m.quantization_bits = 8;
   } else if (m.quantization == "mxfp4") {

@@ -2076,6 +2076,29 @@ TEST(Estimator, CompressedTensorsIntegersAreInt8NotBitsandbytes) {
   EXPECT_TRUE(assumed(*prepared, "kbit_upcast: all"));
 }
 
+// GPTQ with group_size -1 keeps one scale and zero per output channel: 4 bits per weight and
+// nothing per group (was sized as groups of 128, 0.5195 B). A bitsandbytes FP4 checkpoint is
+// labelled fp4, at NF4's bytes.
+TEST(Estimator, PerChannelGptqAndFp4Checkpoints) {
+  ModelSpec gptq = llama2_7b();
+  gptq.quantization = "gptq";
+  gptq.quantization_bits = 4;
+  gptq.quantization_per_channel = true;
+  Job job;
+  job.task = "inference";
+  auto e = estimate_memory(gptq, job);
+  ASSERT_TRUE(e) << e.error().message;
+  // Llama-2-7B: 6,476,005,376 linear weights at 0.5 B, 262,410,240 others at 2 B.
+  EXPECT_EQ(*component(*e, "weights"), 6'476'005'376ull / 2 + 262'410'240ull * 2);
+  ModelSpec fp4 = llama2_7b();
+  fp4.quantization = "bitsandbytes";
+  fp4.quantization_bits = 4;
+  fp4.quantization_fp4 = true;
+  auto f = estimate_memory(fp4, job);
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_TRUE(assumed(*f, "weight_quantization: fp4 (the checkpoint's format)"));
+}
+
 // Checkpointing never predicts more than keeping every activation (QA round 8 found three jobs
 // where it did): selective recompute works on what its policy dropped, beside what it kept; with
 // activations offloaded, what stays resident is what the policy keeps; and without checkpointing

@@ -152,5 +152,19 @@ TEST(VllmWeights, DataParallelSpreadsTheRoutedExpertsOnly) {
   EXPECT_EQ(moe_expert_ranks(*dense, 2, 4), 2u);
 }
 
+// GPTQ's group_size -1 is one scale per output channel: 4 bits per weight, said as per channel.
+TEST(VllmWeightFormat, PerChannelGptqHasNoGroupOverhead) {
+  auto m = resolve_model("meta-llama/Llama-2-7b-hf");
+  ASSERT_TRUE(m.ok());
+  ModelSpec gptq = *m;
+  gptq.quantization = "gptq";
+  gptq.quantization_bits = 4;
+  gptq.quantization_per_channel = true;
+  auto format = weight_format(gptq, std::nullopt, std::nullopt, true);
+  ASSERT_TRUE(format.ok()) << format.error().message;
+  EXPECT_EQ(format->linear_bytes, 0.5);
+  EXPECT_EQ(format->description, "gptq 4-bit, per channel: 0.500 B per linear weight");
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -596,6 +596,36 @@ TEST(ModelConfig, MistypedKeysAreErrorsNamingFileAndKey) {
   EXPECT_EQ(wrapper.error().message, R"(config.json: no "model_type"; not a Hugging Face model config)");
 }
 
+// transformers' AutoQuantizationConfig.from_dict: a config without quant_method is bitsandbytes
+// when it sets load_in_4bit/8bit (saved before quant_method existed), else refused; both at once
+// is refused by BitsAndBytesConfig. bnb_4bit_quant_type "fp4" is kept; GPTQ's group_size -1 is
+// per output channel.
+TEST(ModelConfig, QuantizationConfigAsTransformersReadsIt) {
+  const std::string base = R"({"model_type": "llama", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "intermediate_size": 128, "quantization_config": )";
+  auto old_bnb = parse_model_config(base + R"({"load_in_4bit": true, "bnb_4bit_quant_type": "fp4"}})", "config.json");
+  ASSERT_TRUE(old_bnb) << old_bnb.error().message;
+  EXPECT_EQ(old_bnb->quantization, "bitsandbytes");
+  EXPECT_EQ(old_bnb->quantization_bits, 4u);
+  EXPECT_TRUE(old_bnb->quantization_fp4);
+  auto old_int8 = parse_model_config(base + R"({"load_in_8bit": true}})", "config.json");
+  ASSERT_TRUE(old_int8) << old_int8.error().message;
+  EXPECT_EQ(old_int8->quantization_bits, 8u);
+  auto no_method = parse_model_config(base + R"({"bits": 4}})", "config.json");
+  ASSERT_FALSE(no_method);
+  EXPECT_EQ(no_method.error().message,
+            R"(config.json: "quantization_config" has no "quant_method" (nor load_in_4bit or load_in_8bit): transformers refuses it as not correctly quantized)");
+  auto both = parse_model_config(base + R"({"quant_method": "bitsandbytes", "load_in_4bit": true, "load_in_8bit": true}})",
+                                 "config.json");
+  ASSERT_FALSE(both);
+  EXPECT_EQ(both.error().message,
+            R"(config.json: "quantization_config" sets both load_in_4bit and load_in_8bit; bitsandbytes uses one (BitsAndBytesConfig refuses both))");
+  auto per_channel = parse_model_config(base + R"({"quant_method": "gptq", "bits": 4, "group_size": -1}})", "config.json");
+  ASSERT_TRUE(per_channel) << per_channel.error().message;
+  EXPECT_TRUE(per_channel->quantization_per_channel);
+  EXPECT_EQ(per_channel->quantization_group_size, 0u);
+}
+
 TEST(ModelConfig, QuantizationConfigKeysAreTypeChecked) {
   const std::string base = R"({"model_type": "llama", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 2,
     "num_attention_heads": 4, "intermediate_size": 128, "quantization_config": )";
