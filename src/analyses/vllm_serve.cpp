@@ -1126,6 +1126,18 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
               " for more tips. (original error: CUDA out of memory)"
         : std::string("torch.OutOfMemoryError: CUDA out of memory while loading the weights"));
   }
+  // The profile run (determine_available_memory -> profile_run) is a dummy forward pass of
+  // max_num_batched_tokens before any KV cache exists: weights, its activation peak and the
+  // non-torch memory must fit the card itself, whatever the budget, or it dies there with a CUDA
+  // OOM and never reaches the KV-cache checks below.
+  const uint64_t profile_needs = p.context_bytes + p.weights.bytes + p.activation.bytes + p.non_torch.bytes;
+  if (!p.no_kv_cache && profile_needs > p.total_bytes) {
+    set_error("profile_oom", fmt::format(
+        "torch.OutOfMemoryError: CUDA out of memory in the profile run ({:.2f} GiB of weights and a {:.2f} GiB "
+        "activation peak for {} batched tokens, with the CUDA context and non-torch memory, need {:.2f} GiB more "
+        "than the {:.2f} GiB GPU)", gib(p.weights.bytes), gib(p.activation.bytes), s.max_num_batched_tokens,
+        gib(profile_needs - p.total_bytes), gib(p.total_bytes)));
+  }
   if (p.no_kv_cache) {
     if (p.left_bytes < 0 && !p.error) {
       set_error("forward_oom", fmt::format(
@@ -1245,6 +1257,12 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // stops before vLLM's memory accounting: it logs none of those lines.
   const bool stops_before_accounting = p.error && (p.error->kind == "weights_oom" || p.error->kind == "free_memory");
   if (!stops_before_accounting) p.log_lines = vllm_log_lines(p, p.blocks_overridden, auto_fit_line, c.kv_cache_memory_bytes);
+  // A profile run that runs out of memory stops after the weights loaded: only their line is logged.
+  if (p.error && p.error->kind == "profile_oom") {
+    std::erase_if(p.log_lines, [](const std::string& line) {
+      return !line.starts_with("Model loading took") && !line.starts_with("Loading model weights took");
+    });
+  }
   if (tp > 1 || s.pipeline_parallel_size > 1) {
     p.assumptions.push_back(fmt::format(
         "figures are per GPU ({} GPUs: TP {} x PP {}){}", tp * s.pipeline_parallel_size, tp,

@@ -94,7 +94,7 @@ struct ServeSettings {
 };
 
 struct VllmStartupError {
-  std::string kind;     // free_memory, weights_oom, no_cache_blocks, max_len_too_long,
+  std::string kind;     // free_memory, weights_oom, profile_oom, forward_oom, no_cache_blocks, max_len_too_long,
                         // auto_fit_failed, kv_cache_oom, graph_capture_oom, sampler_warmup_oom
   std::string message;  // as vLLM (or PyTorch) words it
 };

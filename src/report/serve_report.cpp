@@ -62,9 +62,17 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
                        "KV cache", format_bytes(p.capacity.bytes), format_exact_count(p.capacity.tokens),
                        format_bytes(p.kv.bytes_per_token), p.kv.formula, p.capacity.num_blocks,
                        format_signed_bytes(p.available_kv_bytes));
+  } else if (p.error && p.error->kind == "profile_oom") {
+    out += fmt::format("  {:<18} {:>11}  not reached: the profile run runs out of memory first\n", "KV cache", "none");
   } else {
-    out += fmt::format("  {:<18} {:>11}  = {} tokens of {} ({})\n", "KV cache", format_signed_bytes(p.available_kv_bytes),
-                       format_exact_count(p.capacity.tokens), format_bytes(p.kv.bytes_per_token), p.kv.formula);
+    // The equation is the pool's tokens (blocks over the groups); from v0.20 vLLM logs a hybrid
+    // model's tokens as max_model_len x concurrency, which counts the sliding layers' reuse.
+    const bool logged_differs = p.capacity.tokens != p.capacity.pool_tokens;
+    out += fmt::format("  {:<18} {:>11}  = {} tokens of {} ({}){}\n", "KV cache", format_signed_bytes(p.available_kv_bytes),
+                       format_exact_count(p.capacity.pool_tokens), format_bytes(p.kv.bytes_per_token), p.kv.formula,
+                       logged_differs ? fmt::format("; vLLM reports {} tokens (max_model_len x concurrency)",
+                                                    format_exact_count(p.capacity.tokens))
+                                      : "");
   }
   if (p.speculative) {
     const SpeculativeSizing& z = *p.speculative;

@@ -246,6 +246,29 @@ TEST(VllmServe, OtherStartupErrors) {
   EXPECT_LT(p.available_kv_bytes, 0);
 }
 
+// The profile run is a forward pass before any KV cache exists: weights, its activation peak and
+// the non-torch memory must fit the card, or it dies there (a CUDA OOM) and logs only the weights,
+// never reaching "No available memory for the cache blocks". Just under the card, the budget is
+// what is short.
+TEST(VllmServe, ProfileRunThatDoesNotFitTheCardIsACudaOom) {
+  ServeInputs in = inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "4096"}, 24 * kGiB);
+  in.overrides.weights_bytes = 21 * kGiB;
+  in.overrides.activation_bytes = 2 * kGiB;
+  in.overrides.non_torch_bytes = kGiB / 2 + 1;   // with the 0.5 GiB context: one byte over 24 GiB
+  ServePrediction p = predict(in);
+  ASSERT_TRUE(p.error);
+  EXPECT_EQ(p.error->kind, "profile_oom");
+  EXPECT_EQ(p.error->message,
+            "torch.OutOfMemoryError: CUDA out of memory in the profile run (21.00 GiB of weights and a 2.00 GiB "
+            "activation peak for 2048 batched tokens, with the CUDA context and non-torch memory, need 0.00 GiB "
+            "more than the 24.00 GiB GPU)");
+  EXPECT_EQ(p.log_lines, std::vector<std::string>{"Model loading took 21.0000 GiB"});
+  in.overrides.non_torch_bytes = kGiB / 2;       // exactly the card: the profile runs, the budget is short
+  ServePrediction q = predict(in);
+  ASSERT_TRUE(q.error);
+  EXPECT_EQ(q.error->kind, "no_cache_blocks");
+}
+
 TEST(VllmServe, AutoFitMaxModelLen) {
   ServePrediction p = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "-1"}, 24 * kGiB));
   EXPECT_TRUE(p.fits);

@@ -244,5 +244,18 @@ TEST(ServeQaCli, EncoderOnlyModelsHaveNoKvCache) {
                      "it (encoder-only pooling models arrived in v0.6.4, vllm-project/vllm#9056)\n");
 }
 
+// From v0.20 vLLM logs a hybrid model's tokens as max_model_len x concurrency, which is not what
+// the pool holds: the KV line's equation is the pool's tokens (45,437 blocks over 6 groups, x 16,
+// x 384 KiB = the 44.37 GiB), and vLLM's figure is named beside it.
+TEST(ServeQaCli, HybridKvLineMultipliesOut) {
+  auto r = run_cli({"serve", "--gpu", "H100 SXM 80GB", "--", "vllm", "serve", "google/gemma-3-12b-it",
+                    "--limit-mm-per-prompt", R"({"image": 0})"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("  KV cache             44.37 GiB  = 121,152 tokens of 384.00 KiB (2 x 48 layers x 8 KV heads x "
+                       "256 x 2 B); vLLM reports 537,647 tokens (max_model_len x concurrency)\n"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  GPU KV cache size: 537,647 tokens\n"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace oomdoc
