@@ -151,6 +151,16 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
         break;
       }
     }
+    // Not enough alone: the default with the longest --max-model-len it holds, on the same card.
+    if (!utilization_restored) {
+      ServeInputs changed = inputs;
+      changed.config.gpu_memory_utilization = default_utilization;
+      combine_with_length = true;
+      utilization_restored = add_if_fits(
+          "vllm_restore_gpu_memory_utilization", changed, fmt::format("--gpu-memory-utilization {:.2f}", default_utilization),
+          fmt::format("vLLM's default of {:.2f}, only when nothing else shares this GPU", default_utilization));
+      combine_with_length = false;
+    }
   }
   //    b. A utilization above what is free at startup (vLLM: "Free memory on device ... is less than
   //       desired GPU memory utilization ... Decrease GPU memory utilization or reduce GPU memory used

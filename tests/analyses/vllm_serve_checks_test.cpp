@@ -204,6 +204,20 @@ TEST(VllmServeChecks, FixesUndoTheLaunchsOwnChoicesFirst) {
   for (size_t i = 1; i < report->fixes.size(); ++i) {
     EXPECT_NE(report->fixes[i].id, "vllm_gpu_memory_utilization") << report->fixes[i].flag;
   }
+  // Lowered so far that the default alone is not enough (0.3 of 24 GiB under 15 GiB of weights, a
+  // 131,072-token context): the default with the longest length it holds, on the same card.
+  ServeInputs lower = inputs({"vllm", "serve", "llama-3.1-8b", "--gpu-memory-utilization", "0.3"}, 24 * kGiB);
+  auto restored = analyze_serve(lower);
+  ASSERT_TRUE(restored.ok());
+  ASSERT_FALSE(restored->fixes.empty());
+  EXPECT_EQ(restored->fixes[0].id, "vllm_restore_gpu_memory_utilization");
+  const uint64_t len = restored->fixes[0].max_model_len;
+  EXPECT_EQ(restored->fixes[0].flag, fmt::format("--gpu-memory-utilization 0.92 --max-model-len {}", len));
+  EXPECT_EQ(restored->fixes[0].vllm_args, (std::vector<std::string>{"--gpu-memory-utilization", "0.92",
+                                                                     "--max-model-len", std::to_string(len)}));
+  EXPECT_EQ(len % 1024, 0u);
+  EXPECT_GT(len, 16384u);
+  EXPECT_TRUE(restored->fixes[0].fits);
   // --dtype float32 doubles the weights: dropping it comes before more GPUs.
   ServeInputs fp32 = inputs({"vllm", "serve", "llama-3.1-8b", "--dtype", "float32", "--max-model-len", "8192"},
                             24 * kGiB);
