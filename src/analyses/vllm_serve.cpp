@@ -562,6 +562,9 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                                            "0.11.1; --max-model-len up to {} uses the long factors)", s.model_context);
     } else if (positions == 0) {
       s.max_model_len_source += ": vLLM's fallback (no context key in the config)";
+    } else if (context_key == "sliding_window") {
+      s.max_model_len_source += fmt::format(": {} positions capped at the {}-token sliding window", positions,
+                                            s.model_context);
     } else if (s.model_context != positions) {
       s.max_model_len_source += fmt::format(": {} positions x {} rope scaling {:g}", rope_scaled_base(model, positions),
                                             model.rope_scaling_type, model.rope_scaling_factor);

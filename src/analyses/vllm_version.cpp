@@ -23,6 +23,7 @@ Result<VllmVersion> parse_vllm_version(std::string_view text) {
   }
   size_t i = 0;
   if (text[0] == 'v' || text[0] == 'V') ++i;
+  version.text = std::string(text.substr(i));   // "v0.8.5" (a docker tag) is named as 0.8.5
   int parts[3] = {0, 0, 0};
   int count = 0;
   while (count < 3 && i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/text.h"
@@ -45,10 +46,22 @@ std::optional<std::string> on_off_auto(const std::string& word) {
 std::optional<Result<LlamaCppCommand>> parse_llama_cpp_command_line(const std::vector<std::string>& input) {
   std::vector<std::string> words = input;
   if (words.size() == 1) {
-    auto split = split_shell_words(words[0]);
-    if (!split) return std::nullopt;   // vLLM's reader reports the quoting error
-    words = std::move(split.value());
+    auto commands = split_shell_commands(words[0]);
+    if (!commands) return std::nullopt;   // vLLM's reader reports the quoting error
+    // Shell text: the first command that runs llama.cpp (`cd ~/llama.cpp && ./llama-server ...`).
+    words = commands->front();
+    for (const std::vector<std::string>& command : *commands) {
+      std::map<std::string, std::string> env;
+      const size_t at = skip_command_wrappers(command, 0, env);
+      if (at < command.size() && is_llama_cpp_program(command[at])) {
+        words = command;
+        break;
+      }
+    }
   }
+  // Past `nohup`, `env VAR=...`, `sudo` and the like: the program itself.
+  std::map<std::string, std::string> env;
+  words.erase(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(skip_command_wrappers(words, 0, env)));
   if (words.empty() || !is_llama_cpp_program(words[0])) return std::nullopt;
   LlamaCppCommand c;
   c.launcher = words[0].substr(words[0].find_last_of('/') == std::string::npos ? 0 : words[0].find_last_of('/') + 1);

@@ -854,11 +854,22 @@ std::optional<uint64_t> parse_vllm_token_count(std::string_view text) {
   return static_cast<uint64_t>(scaled);   // int(float(number) * mult): truncated, as Python does
 }
 
-Result<std::vector<std::string>> split_shell_words(std::string_view line) {
-  std::vector<std::string> words;
+Result<std::vector<std::vector<std::string>>> split_shell_commands(std::string_view line) {
+  std::vector<std::vector<std::string>> commands(1);
   std::string current;
   bool in_word = false;
   char quote = 0;
+  bool skip_target = false;   // the word after a redirection (`> log.txt`) is its file, not an argument
+  auto end_word = [&] {
+    if (in_word && !skip_target) commands.back().push_back(current);
+    if (in_word) skip_target = false;
+    current.clear();
+    in_word = false;
+  };
+  auto end_command = [&] {
+    end_word();
+    if (!commands.back().empty()) commands.emplace_back();
+  };
   for (size_t i = 0; i < line.size(); ++i) {
     char c = line[i];
     if (quote) {
@@ -878,49 +889,107 @@ Result<std::vector<std::string>> split_shell_words(std::string_view line) {
       if (line[i + 1] != '\n') current.push_back(line[i + 1]), in_word = true;
       ++i;
     } else if (std::isspace(static_cast<unsigned char>(c))) {
-      if (in_word) words.push_back(current);
+      if (c == '\n') end_command();   // a newline ends a command, as ';' does
+      else end_word();
+    } else if (c == '#' && !in_word) {
+      while (i + 1 < line.size() && line[i + 1] != '\n') ++i;   // a comment, to the end of the line
+    } else if (c == ';' || c == '|' || (c == '&' && (i + 1 >= line.size() || line[i + 1] != '>'))) {
+      end_command();
+      if (i + 1 < line.size() && (line[i + 1] == c || (c == '|' && line[i + 1] == '&'))) ++i;   // && || |&
+    } else if (c == '>' || c == '<' || c == '&') {
+      // A redirection: an fd number before it ("2>") is part of it; "&>", ">>", ">&2", "2>&1".
+      const bool fd_number = in_word && std::all_of(current.begin(), current.end(), [](char d) { return std::isdigit(static_cast<unsigned char>(d)); });
+      if (!fd_number) end_word();
       current.clear();
       in_word = false;
+      while (i + 1 < line.size() && (line[i + 1] == '>' || line[i + 1] == '<' || line[i + 1] == '&')) ++i;
+      if (line[i] == '&' && i + 1 < line.size() && (std::isdigit(static_cast<unsigned char>(line[i + 1])) || line[i + 1] == '-')) {
+        while (i + 1 < line.size() && (std::isdigit(static_cast<unsigned char>(line[i + 1])) || line[i + 1] == '-')) ++i;
+      } else {
+        skip_target = true;
+      }
     } else {
       current.push_back(c);
       in_word = true;
     }
   }
   if (quote) return Error{fmt::format("unterminated {} quote in the command line", quote)};
-  if (in_word) words.push_back(current);
-  return words;
+  end_word();
+  if (commands.size() > 1 && commands.back().empty()) commands.pop_back();
+  return commands;
+}
+
+Result<std::vector<std::string>> split_shell_words(std::string_view line) {
+  auto commands = split_shell_commands(line);
+  if (!commands) return commands.error();
+  return std::move(commands->front());
+}
+
+size_t skip_command_wrappers(const std::vector<std::string>& words, size_t i, std::map<std::string, std::string>& env) {
+  auto read_env_assignments = [&] {
+    while (i < words.size() && looks_like_env_assignment(words[i])) {
+      auto eq = words[i].find('=');
+      env[words[i].substr(0, eq)] = words[i].substr(eq + 1);
+      ++i;
+    }
+  };
+  // Options that take a value: sudo's -u/-g/-C/-h/-p/-r/-t/-U, env's -u/-C/-S, the run commands'.
+  static const std::set<std::string_view> kValued = {"-u", "-g", "-C", "-h", "-p", "-r", "-t", "-U", "-S",
+                                                      "--with", "-w", "--python", "--project", "--directory",
+                                                      "--env-file", "--extra", "--group", "--index", "-n", "--name",
+                                                      "--prefix", "--from", "--package", "--chdir", "--unset"};
+  for (bool again = true; again && i < words.size();) {
+    again = false;
+    read_env_assignments();
+    if (i >= words.size()) break;
+    const std::string_view program = program_name(words[i]);
+    const bool run_tool = (program == "uv" || program == "conda" || program == "poetry" || program == "pipx" ||
+                           program == "mamba" || program == "micromamba" || program == "pixi") &&
+                          i + 1 < words.size() && words[i + 1] == "run";
+    if (program == "sudo" || program == "env" || program == "nohup" || program == "exec" || program == "time" ||
+        run_tool) {
+      i += run_tool ? 2 : 1;
+      while (i < words.size() && words[i].size() > 1 && words[i][0] == '-') {
+        const std::string& option = words[i++];
+        if (option == "--") break;
+        if (kValued.count(option) && option.find('=') == std::string::npos) ++i;
+      }
+      again = true;
+    }
+  }
+  return i;
 }
 
 Result<ServeConfig> parse_vllm_command_line(const std::vector<std::string>& input) {
   std::vector<std::string> words = input;
+  std::map<std::string, std::string> exported;
   if (words.size() == 1) {
     if (words[0].find("LLM(") == std::string::npos) {
-      auto split = split_shell_words(words[0]);
-      if (!split) return split.error();
-      words = std::move(split.value());
+      // Shell text: the launch is the first command that runs vLLM (`export VAR=...; vllm serve
+      // ... > log.txt 2>&1 &`); the exports and assignments before it are its environment.
+      auto commands = split_shell_commands(words[0]);
+      if (!commands) return commands.error();
+      words = commands->front();
+      for (const std::vector<std::string>& command : *commands) {
+        std::map<std::string, std::string> env;
+        const size_t at = skip_command_wrappers(command, 0, env);
+        if (at < command.size() && command[at] == "export") {
+          skip_command_wrappers(command, at + 1, exported);
+          continue;
+        }
+        const std::string_view program = at < command.size() ? program_name(command[at]) : std::string_view();
+        if (program == "vllm" || is_python(program) || program == "docker" || program == "podman") {
+          words = command;
+          break;
+        }
+      }
     }
   }
   ServeConfig config;
-  size_t i = 0;
-  auto read_env_assignments = [&] {
-    while (i < words.size() && looks_like_env_assignment(words[i])) {
-      auto eq = words[i].find('=');
-      config.env[words[i].substr(0, eq)] = words[i].substr(eq + 1);
-      ++i;
-    }
-  };
-  read_env_assignments();
-  // `sudo [options] [VAR=VALUE...] docker run ...` is how many hosts start the container: sudo
-  // and its options (-u/-g/-C/-h/-p/-r/-t/-U take a value) run the same command.
-  if (i < words.size() && words[i] == "sudo") {
-    ++i;
-    while (i < words.size() && words[i].size() > 1 && words[i][0] == '-') {
-      const std::string& option = words[i++];
-      if (option.size() == 2 && std::string_view("ugChprtU").find(option[1]) != std::string_view::npos) ++i;
-      if (option == "--") break;
-    }
-    read_env_assignments();
-  }
+  // `sudo [options] [VAR=VALUE...] docker run ...`, `nohup`, `env`, `uv run` and the like run the
+  // same command with its environment.
+  config.env = exported;
+  size_t i = skip_command_wrappers(words, 0, config.env);
   if (i >= words.size()) {
     return Error{"no vLLM command line given: expected `vllm serve MODEL [flags]`"};
   }

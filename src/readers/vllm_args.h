@@ -5,6 +5,7 @@
 // `--flag=value` and `--flag value` both work. Leading `VAR=value` words are kept as environment.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,7 +22,14 @@ Result<ServeConfig> parse_vllm_command_line(const std::vector<std::string>& word
 // vLLM's human-readable integers: "32768", "32k" (x1000), "32K" (x1024), "1m", "1M", "25.6k".
 std::optional<uint64_t> parse_vllm_token_count(std::string_view text);
 
-// Splits a command line like a POSIX shell does for words: quotes and backslashes, no expansion.
+// Splits a command line like a POSIX shell does: quotes and backslashes, no expansion; unquoted
+// `;`, `&&`, `||`, `|`, `&` and newlines separate commands, a `#` starting a word comments out the
+// rest of its line, and redirections (`> log.txt`, `2>&1`, `&>> f`) are dropped with their files.
+Result<std::vector<std::vector<std::string>>> split_shell_commands(std::string_view line);
+// The words of the line's first command.
 Result<std::vector<std::string>> split_shell_words(std::string_view line);
+// The index of the program a command runs past its wrappers (`VAR=value`, sudo, env, nohup, exec,
+// time, `uv run`, `conda run` and their options); the assignments go to env.
+size_t skip_command_wrappers(const std::vector<std::string>& words, size_t i, std::map<std::string, std::string>& env);
 
 }  // namespace oomdoc

@@ -802,6 +802,7 @@ TEST(VllmServeQa9, Gemma2CappedAtItsWindowBeforeV065) {
   auto capped = predict_vllm_startup(old_default);
   ASSERT_TRUE(capped.ok()) << capped.error().message;
   EXPECT_EQ(capped->settings.max_model_len, 4096u);
+  EXPECT_EQ(capped->settings.max_model_len_source, "model context: 8192 positions capped at the 4096-token sliding window");
   ServeInputs asked = serve_test::inputs({"vllm", "serve", "google/gemma-2-9b", "--max-model-len", "8192"}, 80 * kGiB,
                                          "0.6.3");
   auto refused = predict_vllm_startup(asked);

@@ -50,10 +50,11 @@ TEST(ServeCli, DoesNotFitExitsOneWithTheErrorAndFixes) {
 }
 
 TEST(ServeCli, ADockerImageTagNamesTheVersion) {
+  // The tag's "v" is no part of the version's name.
   auto tagged = run_cli({"serve", "--gpu", "h100", "--", "docker", "run", "--gpus", "all",
                          "vllm/vllm-openai:v0.8.5", "--model", "Qwen/Qwen2.5-7B-Instruct"});
   EXPECT_EQ(tagged.exit_code, 0) << tagged.err;
-  EXPECT_NE(tagged.out.find("gpu_memory_utilization 0.90: the default of vLLM v0.8.5"), std::string::npos)
+  EXPECT_NE(tagged.out.find("gpu_memory_utilization 0.90: the default of vLLM 0.8.5 ("), std::string::npos)
       << tagged.out;
   // "latest" is no version: the current defaults, said as an assumption.
   auto latest = run_cli({"serve", "--gpu", "h100", "--", "docker", "run", "vllm/vllm-openai:latest",

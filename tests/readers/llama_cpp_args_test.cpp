@@ -32,6 +32,17 @@ TEST(LlamaCppArgs, FlagsBecomeTheJob) {
   EXPECT_EQ(llama_cpp_job_for(cmd, 131072).job.prompt_len, 8192u);
 }
 
+// Shell text: the command that runs llama.cpp, past cd, nohup and env, without its redirections.
+TEST(LlamaCppArgs, ShellTextAroundTheProgram) {
+  auto c = parse_llama_cpp_command_line({"cd ~/llama.cpp && nohup env CUDA_VISIBLE_DEVICES=1 ./llama-server -m m.gguf "
+                                         "-c 8192 > server.log 2>&1 &"});
+  ASSERT_TRUE(c.has_value());
+  ASSERT_TRUE(c->ok()) << c->error().message;
+  EXPECT_EQ(c->value().launcher, "llama-server");
+  EXPECT_EQ(c->value().context, 8192u);
+  EXPECT_TRUE(c->value().ignored.empty());
+}
+
 TEST(LlamaCppArgs, ContextZeroIsTheModelsAndOldProgramNamesAreRead) {
   auto c = parse_llama_cpp_command_line({"main -m m.gguf -c 0 -fa off -ngl -1"});   // one shell string
   ASSERT_TRUE(c.has_value() && c->ok());

@@ -140,6 +140,37 @@ TEST(VllmArgs, WholeCommandInOneQuotedWord) {
   EXPECT_EQ(c.speculative_method, "mtp");
 }
 
+// Shell text pasted whole: the launch is the first command that runs vLLM; redirections, a
+// trailing '&' and comments are shell syntax, not flags; exports before it and wrappers (nohup,
+// env, uv run) give its environment.
+TEST(VllmArgs, ShellTextAroundTheLaunch) {
+  ServeConfig redirected = parse_ok({"vllm serve m --max-model-len 8192 > log.txt 2>&1 & # background"});
+  EXPECT_EQ(redirected.model, "m");
+  EXPECT_EQ(redirected.max_model_len, 8192u);
+  EXPECT_TRUE(redirected.unknown.empty());
+  ServeConfig exported = parse_ok({"export VLLM_USE_V1=0 HF_HOME=/data; cd /srv && nohup env CUDA_VISIBLE_DEVICES=0,1 "
+                                   "vllm serve m --tensor-parallel-size 2 &>> out.log | tee x"});
+  EXPECT_EQ(exported.env.at("VLLM_USE_V1"), "0");
+  EXPECT_EQ(exported.env.at("HF_HOME"), "/data");
+  EXPECT_EQ(exported.env.at("CUDA_VISIBLE_DEVICES"), "0,1");
+  EXPECT_EQ(exported.tensor_parallel_size, 2u);
+  EXPECT_TRUE(exported.unknown.empty());
+  ServeConfig uv = parse_ok({"uv", "run", "--with", "vllm", "vllm", "serve", "m", "--max-model-len", "4096"});
+  EXPECT_EQ(uv.launcher, "vllm serve");
+  EXPECT_EQ(uv.max_model_len, 4096u);
+  // Quoted, the same characters are arguments.
+  ServeConfig quoted = parse_ok({"vllm serve m --chat-template '#{x} > y & z'"});
+  EXPECT_EQ(quoted.model, "m");
+  EXPECT_TRUE(quoted.unknown.empty());
+}
+
+TEST(VllmArgs, ShellCommandsSplitLikeAShell) {
+  auto commands = split_shell_commands("A=1 a 'b;c' d#e; f && g || h | i 2>&1 > out <in &>> both & j # k l\nm");
+  ASSERT_TRUE(commands.ok());
+  EXPECT_EQ(*commands, (std::vector<std::vector<std::string>>{
+                           {"A=1", "a", "b;c", "d#e"}, {"f"}, {"g"}, {"h"}, {"i"}, {"j"}, {"m"}}));
+}
+
 TEST(VllmArgs, LlmKeywordArguments) {
   ServeConfig c = parse_ok({"LLM(model=\"Qwen/Qwen2.5-7B-Instruct\", tensor_parallel_size=2, "
                             "gpu_memory_utilization=0.8, enforce_eager=True, max_model_len=8192, "
