@@ -454,7 +454,14 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
                                   "one block)", p.pp, blocks));
   }
   if (blocks > 0) p.stage_share = static_cast<double>((blocks + p.pp - 1) / p.pp) / static_cast<double>(blocks);
-  if (!job.parallelism && p.dp > 1 && !offloads_optimizer) assume("parallelism: ddp (not given)");
+  if (!job.parallelism && p.dp > 1 && !offloads_optimizer) {
+    // Generation has no gradients to average: GPUs beyond tp x pp x cp serve independent replicas.
+    const uint64_t layout = p.tp * p.pp * p.cp;
+    assume(p.training  ? std::string("parallelism: ddp (not given)")
+           : layout > 1 ? fmt::format("parallelism: {} independent replicas of the {}-GPU tp x pp x cp layout", p.dp, layout)
+                        : fmt::format("parallelism: {} independent replicas, each GPU holding the whole model (give tp "
+                                      "or pp to split it)", p.dp));
+  }
   for (const auto& o : job.offload) {
     if (o == "optimizer") p.offload_optimizer = true;
     if (o == "params") p.offload_params = true;
@@ -1893,7 +1900,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (paged && optimizer_state > 0) b.add("paged_optimizer_state", optimizer_state, "bitsandbytes paged state in CUDA unified memory (not in PyTorch's counters)");
   const uint64_t context = cuda_context_bytes(p.lazy_module_loading);
   b.add("cuda_context", static_cast<double>(context), p.lazy_module_loading ? "CUDA context and kernels (lazy loading)" : "CUDA context and every kernel (eager module loading)");
-  if (p.num_gpus > 1) b.add("nccl", static_cast<double>(kNcclBytes), "NCCL communicator buffers");
+  // Replicas that only generate share no communicator; training and tp/pp/cp layouts do.
+  const uint64_t nccl = p.num_gpus > 1 && (p.training || p.tp * p.pp * p.cp > 1) ? kNcclBytes : 0;
+  if (nccl) b.add("nccl", static_cast<double>(nccl), "NCCL communicator buffers");
 
   est.components = b.components;
   {
@@ -1930,7 +1939,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   est.peak_reserved_bytes = saturating_add(saturating_add(allocated, cached), slack);
   est.reclaimable_bytes = cached;
   est.device_used_bytes = saturating_add(saturating_add(est.peak_reserved_bytes, context),
-                                         saturating_add(p.num_gpus > 1 ? kNcclBytes : 0,
+                                         saturating_add(nccl,
                                                         paged ? saturated_bytes(optimizer_state) : 0));
   est.peak_phase = phase;
   est.dominant_component = dominant_component(est.components);

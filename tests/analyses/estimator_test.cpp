@@ -2099,6 +2099,27 @@ TEST(Estimator, PerChannelGptqAndFp4Checkpoints) {
   EXPECT_TRUE(assumed(*f, "weight_quantization: fp4 (the checkpoint's format)"));
 }
 
+// Inference on more GPUs than tp x pp x cp serves replicas: each holds the whole model (or its
+// tp/pp share), and replicas that only generate share no NCCL communicator.
+TEST(Estimator, InferenceReplicasHoldTheWholeModelWithoutNccl) {
+  Job job;
+  job.task = "inference";
+  auto one = estimate_memory(llama2_7b(), job);
+  job.num_gpus = 4;
+  auto four = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(one && four);
+  EXPECT_EQ(*component(*four, "weights"), *component(*one, "weights"));
+  EXPECT_FALSE(component(*four, "nccl"));
+  EXPECT_EQ(four->device_used_bytes, one->device_used_bytes);
+  EXPECT_TRUE(assumed(*four, "parallelism: 4 independent replicas, each GPU holding the whole model (give tp or pp to "
+                             "split it)"));
+  job.tp = 2;
+  auto split = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(split);
+  EXPECT_EQ(*component(*split, "nccl"), 256ull << 20);
+  EXPECT_TRUE(assumed(*split, "parallelism: 2 independent replicas of the 2-GPU tp x pp x cp layout"));
+}
+
 // Checkpointing never predicts more than keeping every activation (QA round 8 found three jobs
 // where it did): selective recompute works on what its policy dropped, beside what it kept; with
 // activations offloaded, what stays resident is what the policy keeps; and without checkpointing
