@@ -169,8 +169,12 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
   const uint64_t sequences = job.batch_size.value_or(1);
   const uint64_t per_sequence = llama_cpp_context_per_sequence(job);
   if (!job.prompt_len && task != "load") {
-    assume(fmt::format("prompt_len: {} (llama.cpp's -c 4096 of 2024 builds; newer ones default to the model's "
-                       "trained context: give prompt_len)", kLlamaCppDefaultContext));
+    assume(fmt::format("context: {} cells per sequence, prompt and generated tokens together (llama.cpp's -c 4096 of "
+                       "2024 builds; newer ones default to the model's trained context: give prompt_len)",
+                       kLlamaCppDefaultContext));
+  } else if (!job.max_new_tokens && task != "load") {
+    assume("max_new_tokens: 0 (the context -c is prompt_len + max_new_tokens per sequence: give max_new_tokens to "
+           "count the generated tokens)");
   }
   const uint64_t cells = task == "load" ? 0 : sequences * per_sequence;
   const uint64_t ubatch = std::min<uint64_t>(job.prefill_chunk.value_or(kLlamaCppDefaultUbatch), std::max<uint64_t>(cells, 1));

@@ -22,7 +22,9 @@ inline constexpr uint64_t kLlamaCppDefaultUbatch = 512;
 
 // Context cells per sequence: prompt_len (default -c 4096) + max_new_tokens.
 inline uint64_t llama_cpp_context_per_sequence(const Job& job) {
-  return job.prompt_len.value_or(kLlamaCppDefaultContext) + job.max_new_tokens.value_or(0);
+  // Without a prompt length the default -c is the whole context, generated tokens included.
+  if (!job.prompt_len) return kLlamaCppDefaultContext;
+  return *job.prompt_len + job.max_new_tokens.value_or(0);
 }
 
 Result<Estimate> estimate_llama_cpp(const ModelSpec& model, const Job& job);

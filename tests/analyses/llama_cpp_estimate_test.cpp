@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "analyses/estimator.h"
 #include "readers/job_file.h"
 #include "readers/model_presets.h"
@@ -87,6 +89,22 @@ TEST(LlamaCppEstimate, QuantizedKvCacheAndDefaults) {
   ASSERT_TRUE(d.ok()) << d.error().message;
   EXPECT_EQ(component(*d, "kv_cache"), 4096ull * 32 * 2 * 4096 * 2);   // -c 4096, f16
   EXPECT_EQ(component(*d, "weights"), kLinear * 2 + kVocabMatrix * 2 + kNormsF32);   // f16 file
+  // The default -c is the whole context: generated tokens do not add cells to it.
+  bare.max_new_tokens = 100;
+  auto generating = estimate_memory(llama2_7b(), bare);
+  ASSERT_TRUE(generating.ok()) << generating.error().message;
+  EXPECT_EQ(component(*generating, "kv_cache"), 4096ull * 32 * 2 * 4096 * 2);
+  // A prompt length alone is the context, and it is said that no generated tokens were added.
+  Job prompt_only;
+  prompt_only.implementation = "llama_cpp";
+  prompt_only.prompt_len = 2048;
+  auto p = estimate_memory(llama2_7b(), prompt_only);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(component(*p, "kv_cache"), 2048ull * 32 * 2 * 4096 * 2);
+  EXPECT_NE(std::find(p->assumptions.begin(), p->assumptions.end(),
+                      "max_new_tokens: 0 (the context -c is prompt_len + max_new_tokens per sequence: give "
+                      "max_new_tokens to count the generated tokens)"),
+            p->assumptions.end());
 }
 
 // A Q4_K_M mix, against a public llama.cpp log of a Llama-3-8B Q4_K_M file (llama-cpp-python on
