@@ -431,6 +431,16 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   // loss from the hidden states chunk by chunk as well.
   const bool fused_loss_default = unsloth || (p.kernels == "liger" && liger_fuses_loss(m));
   p.loss_impl = job.loss_impl.value_or(fused_loss_default ? "fused_linear" : "standard");
+  // An encoder is sized as its encoder and pooler (plus a classification head's few parameters):
+  // fine-tuning reads one vector per sequence. Masked-LM training adds vocabulary logits that are
+  // not sized; say so where the config names such a head, or none.
+  if (p.training && m.is_encoder_only && m.vocab_size > 0 && m.encoder_head != "classification") {
+    assume(fmt::format("task head: {}; sized as the encoder and its pooler (a classification head adds only hidden x "
+                       "labels): masked-LM training would add its batch x seq x {} logits, which are not sized",
+                       m.encoder_head == "masked_lm" ? "the config's architectures name a masked-LM head"
+                                                     : "none named by the config",
+                       m.vocab_size));
+  }
   if (!job.loss_impl && p.training && !m.is_encoder_only) {
     assume(fused_loss_default ? fmt::format("loss_impl: fused_linear ({}'s default)", unsloth ? "unsloth" : "liger")
                               : "loss_impl: standard (logits upcast to fp32)");

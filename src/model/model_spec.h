@@ -77,6 +77,10 @@ struct ModelSpec {
   // num_labels=1): a bias-free score Linear of hidden x score_labels replaces the LM head, so there
   // are no vocabulary logits. 0: the model's own head.
   uint64_t score_labels = 0;
+  // An encoder's task head as `architectures` names it: "classification" (…ForSequenceClassification,
+  // ViTForImageClassification, sized: it only adds parameters), "masked_lm" (…ForMaskedLM: its
+  // vocabulary logits are not sized), or "" (the bare encoder).
+  std::string encoder_head;
   std::map<std::string, uint64_t> params_by_dtype;   // from safetensors headers: "BF16" -> count
   uint64_t checkpoint_bytes = 0;      // sum of tensor bytes in safetensors, when read
 

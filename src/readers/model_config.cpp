@@ -1107,7 +1107,12 @@ void read_score_head(const json& root, ModelSpec& m) {
   for (const json& name : root.at("architectures")) {
     if (!name.is_string()) continue;
     const std::string& text = name.get_ref<const std::string&>();
+    if (m.is_encoder_only && text.ends_with("ForMaskedLM")) {
+      m.encoder_head = "masked_lm";
+      continue;
+    }
     if (text == "ViTForImageClassification" && m.model_type == "vit") {
+      m.encoder_head = "classification";
       const uint64_t labels = num_labels(root);
       const uint64_t h = m.hidden_size;
       if (m.pooler_dense) m.extra_params -= std::min(m.extra_params, h * h + h);
@@ -1117,6 +1122,7 @@ void read_score_head(const json& root, ModelSpec& m) {
     }
     if (text.size() < kSuffix.size() || text.compare(text.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) continue;
     const uint64_t labels = num_labels(root);
+    if (m.is_encoder_only) m.encoder_head = "classification";
     if (!m.is_encoder_only) {
       m.score_labels = labels;
     } else if (m.model_type == "deberta-v2") {

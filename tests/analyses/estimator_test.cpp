@@ -2120,6 +2120,28 @@ TEST(Estimator, InferenceReplicasHoldTheWholeModelWithoutNccl) {
   EXPECT_TRUE(assumed(*split, "parallelism: 2 independent replicas of the 2-GPU tp x pp x cp layout"));
 }
 
+// An encoder is sized without vocabulary logits; where the config names a masked-LM head (BERT's
+// preset: BertForMaskedLM) or none, the assumptions say masked-LM training would add them. A
+// classification head needs no such line.
+TEST(Estimator, EncoderWithoutAClassificationHeadSaysMlmLogitsAreNotSized) {
+  Job job;
+  job.task = "train_full";
+  job.micro_batch_size = 32;
+  job.seq_len = 512;
+  ModelSpec bert = find_preset("google-bert/bert-base-uncased")->value();
+  ASSERT_EQ(bert.encoder_head, "masked_lm");
+  auto mlm = estimate_memory(bert, job);
+  ASSERT_TRUE(mlm) << mlm.error().message;
+  EXPECT_FALSE(component(*mlm, "logits"));
+  EXPECT_TRUE(assumed(*mlm, "task head: the config's architectures name a masked-LM head; sized as the encoder and its "
+                            "pooler (a classification head adds only hidden x labels): masked-LM training would add its "
+                            "batch x seq x 30522 logits, which are not sized"));
+  bert.encoder_head = "classification";
+  auto cls = estimate_memory(bert, job);
+  ASSERT_TRUE(cls) << cls.error().message;
+  EXPECT_FALSE(assumed(*cls, "task head"));
+}
+
 // Checkpointing never predicts more than keeping every activation (QA round 8 found three jobs
 // where it did): selective recompute works on what its policy dropped, beside what it kept; with
 // activations offloaded, what stays resident is what the policy keeps; and without checkpointing

@@ -45,6 +45,15 @@ TEST(ModelConfig, CompressedTensorsWeightTypeIsRead) {
   EXPECT_FALSE(floats->quantization_integers);
 }
 
+// An encoder's head as `architectures` names it.
+TEST(ModelConfig, EncoderHeadIsRead) {
+  const std::string base = R"({"model_type": "bert", "vocab_size": 30522, "hidden_size": 768, "num_hidden_layers": 12,
+      "num_attention_heads": 12, "intermediate_size": 3072, "max_position_embeddings": 512, "architectures": )";
+  EXPECT_EQ(parse(base + R"(["BertForMaskedLM"]})")->encoder_head, "masked_lm");
+  EXPECT_EQ(parse(base + R"(["BertForSequenceClassification"]})")->encoder_head, "classification");
+  EXPECT_EQ(parse(base + R"(["BertModel"]})")->encoder_head, "");
+}
+
 TEST(ModelConfig, LlamaWithExplicitHeadDim) {
   // Qwen3-style: head_dim 128 although hidden/heads = 64.
   auto m = parse(R"({"model_type": "qwen3", "vocab_size": 1000, "hidden_size": 256, "num_hidden_layers": 2,
