@@ -315,6 +315,32 @@ uint64_t ray_repeat_count(std::string& message) {
   return *n;
 }
 
+// torchrun's end-of-run ChildFailedError summary ("Root Cause (first observed failure):") repeats a
+// failed rank's error file under "traceback : ", every line of it indented, a few lines below
+// "rank      : 1 (local_rank: 1)" (torch/distributed/elastic/multiprocessing/errors/__init__.py,
+// _format_failure). The rank it names when the message line `first` (cleaned) stands in such a
+// block, `above` its lines above; nullopt otherwise.
+std::optional<int64_t> torchrun_summary_rank(const std::vector<std::string>& above, const std::string& first) {
+  static const RE2 traceback_field(R"(^\s+traceback\s*: )");
+  static const RE2 rank_field(R"(^\s+rank\s*: (\d+) \(local_rank: \d+\))");
+  if (first.empty() || (first[0] != ' ' && first[0] != '\t')) return std::nullopt;
+  size_t field = SIZE_MAX;   // the "traceback : " line: the message's own (an error without frames) or above it
+  if (RE2::PartialMatch(first, traceback_field)) field = above.size();
+  // (A summary's traceback is a few dozen frames: two lines each.)
+  for (size_t i = above.size(); field == SIZE_MAX && i > 0 && above.size() - i < 400;) {
+    const std::string& line = above[--i];
+    if (line.empty() || (line[0] != ' ' && line[0] != '\t')) return std::nullopt;   // out of the block
+    if (RE2::PartialMatch(line, traceback_field)) field = i;
+  }
+  if (field == SIZE_MAX) return std::nullopt;
+  // time, host, rank, exitcode, error_file, traceback: the rank is the fourth line up.
+  for (size_t k = field; k > 0 && field - k < 6;) {
+    std::string digits;
+    if (RE2::PartialMatch(above[--k], rank_field, &digits)) return parse_decimal<int64_t>(digits);
+  }
+  return std::nullopt;
+}
+
 // The BFC allocator's warning and XLA's RESOURCE_EXHAUSTED error for one failed request: JAX prints
 // both (readers/formats/tensorflow.cpp attributes the warning to JAX).
 // The BFC allocator's warning ("ran out of memory trying to allocate 1.50GiB (rounded to N)") and
@@ -464,7 +490,8 @@ struct LogScanner::State {
   }
   // Returns the event that now stands for `event` when it was added or counted as a repeat
   // (nullptr when it joined another report or the list is full).
-  OomEvent* add_event(OomEvent event);
+  // `launcher_summary`: the event is torchrun's summary of a rank's error (torchrun_summary_rank).
+  OomEvent* add_event(OomEvent event, bool launcher_summary = false);
   // The last event's one-line message (cleaned) and rank: from its third print on (the second may
   // bring the traceback the first lacked), a candidate line equal to it is counted as a repeat
   // without matching it again (a retry loop's thousands of prints).
@@ -572,9 +599,22 @@ void join_kill_report(OomEvent& kept, const OomEvent& report) {
 
 }  // namespace
 
-OomEvent* LogScanner::State::add_event(OomEvent event) {
+OomEvent* LogScanner::State::add_event(OomEvent event, bool launcher_summary) {
   auto& events = result.events;
   quick_repeat_index = kNoQuickRepeat;
+  // torchrun's summary repeats the error a rank printed itself: that error stands, with the
+  // summary's line. (The summary alone, when the rank's own output is not in the log, is the event.)
+  if (launcher_summary) {
+    for (auto it = events.rbegin(); it != events.rend() && it - events.rbegin() < static_cast<long>(kRecentEvents); ++it) {
+      if (it->rank != event.rank || it->format != event.format || it->framework != event.framework ||
+          !figures_agree(*it, event)) {
+        continue;
+      }
+      add_missing_figures(*it, event);
+      it->set_field("launcher_summary_line", static_cast<int64_t>(event.line));
+      return nullptr;
+    }
+  }
   // A worker the launcher itself killed while tearing the job down is no out-of-memory kill.
   if (event.format == "process_killed") {
     if (auto pid = event.int_field("pid")) {
@@ -1179,6 +1219,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
           break;
         }
       }
+      bool launcher_summary = false;
       // A repeat is counted without reading the 32 KiB above it again (a retry loop can print the
       // same OOM thousands of times); its traceback is read only if the first print had none.
       if (OomEvent* same = find_repeat(event)) {
@@ -1187,6 +1228,13 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       } else {
         const ContextLines above = lines_above(first.start, rank, json_above);
         event.traceback = parse_traceback(above.text);
+        // (A SIGKILL's summary lines are joined by its pid, with the launcher's own line that has no rank.)
+        if (!event.rank && !from_json && event.format != "process_killed") {
+          if (auto summarized = torchrun_summary_rank(above.text, candidate_line)) {
+            event.rank = summarized;
+            launcher_summary = true;
+          }
+        }
         // llama.cpp's Metal backend may name itself on the line before the driver's words
         // ("ggml_metal_graph_compute: command buffer 6 failed with status 5", then "error:
         // Insufficient Memory (...)"; ggml-org/llama.cpp#7010) as well as on the line after.
@@ -1223,7 +1271,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
                                 [](const std::string& s) { return holds_keyword(s); });
       }
       std::string first_text = one_line ? lines[0] : std::string();
-      OomEvent* kept = add_event(std::move(event));
+      OomEvent* kept = add_event(std::move(event), launcher_summary);
       if (kept != nullptr && ray_count > 1) {
         kept->repeats = kept->repeats > UINT64_MAX - (ray_count - 1) ? UINT64_MAX : kept->repeats + (ray_count - 1);
         if (kept->last_repeat_line == 0) kept->last_repeat_line = line_number;
