@@ -1754,7 +1754,14 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                                    "already full when it set up a channel or peer connection.",
                                                    with_article(format_bytes(*m.requested)))
                                      : std::string("NCCL could not allocate its communication buffers."));
+    if (e.field("nccl_error") != nullptr) {
+      d.evidence.push_back("PyTorch raised NCCL's ncclUnhandledCudaError, whose last CUDA error was 'out of memory': NCCL "
+                           "allocates its buffers itself, outside PyTorch's cache, when a communicator is set up (at a "
+                           "process group's first collective), so memory PyTorch holds or caches is not available to it.");
+    }
     d.fixes.push_back(make_fix("nccl_buffers", "Each channel and peer gets its own buffer."));
+    d.fixes.push_back(make_fix("nccl_nvls_off", "NVLink SHARP allocates multicast buffers for each communicator on NVSwitch systems."));
+    d.fixes.push_back(make_fix("nccl_headroom", "NCCL allocates outside PyTorch's caching allocator: what the cache holds is lost to it."));
     add_training_ladder(d, e, m, operation);
   } else if (e.format == "cuda_error_oom" || e.format == "pytorch_thc_cuda_runtime_oom" || e.format == "cuda_driver_oom" ||
              e.format == "cuda_driver_ctx_create" || e.format == "cuda_malloc_failed") {

@@ -602,6 +602,24 @@ void join_kill_report(OomEvent& kept, const OomEvent& report) {
 OomEvent* LogScanner::State::add_event(OomEvent event, bool launcher_summary) {
   auto& events = result.events;
   quick_repeat_index = kNoQuickRepeat;
+  // NCCL's own warning ("NCCL WARN Cuda failure 'out of memory'", with NCCL_DEBUG=WARN or INFO) and
+  // the error PyTorch raises for it ("NCCL error in: ..., unhandled cuda error ... Cuda failure 'out
+  // of memory'") tell one failure: the raised error stands (its traceback and rank), with the
+  // warning's size and line. NCCL's prefix names the host, pid and device, no rank: a warning
+  // without one joins the raised error of any rank, the nearest first.
+  if (event.format == "nccl_cuda_oom" && event.field("nccl_error") != nullptr) {
+    for (auto it = events.rbegin(); it != events.rend() && it - events.rbegin() < static_cast<long>(kRecentEvents); ++it) {
+      if (it->format != "nccl_cuda_oom" || it->field("nccl_error") != nullptr || (it->rank && it->rank != event.rank) ||
+          event.line > it->end_line + kJoinLines) {
+        continue;
+      }
+      add_missing_figures(event, *it);
+      if (!event.device) event.device = it->device;
+      event.set_field("nccl_warning_line", static_cast<int64_t>(it->line));
+      events.erase(std::next(it).base());   // the raised error is added below, in its own place
+      break;
+    }
+  }
   // torchrun's summary repeats the error a rank printed itself: that error stands, with the
   // summary's line. (The summary alone, when the rank's own output is not in the log, is the event.)
   if (launcher_summary) {

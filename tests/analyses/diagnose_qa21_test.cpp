@@ -78,5 +78,88 @@ TEST(DiagnoseQa21, TorchrunRootCauseAloneIsTheEventOfItsRank) {
   EXPECT_EQ(other.events[1].event.line, 19u);
 }
 
+// ProcessGroupNCCL's error (2.x: DistBackendError) whose NCCL last error is CUDA's out of memory.
+const std::string kNcclRaised =
+    "[rank2]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
+    "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n"
+    "[rank2]: ncclUnhandledCudaError: Call to CUDA function failed.\n"
+    "[rank2]: Last error:\n"
+    "[rank2]: Cuda failure 'out of memory'\n";
+
+TEST(DiagnoseQa21, NcclUnhandledCudaErrorOutOfMemoryAsPyTorchRaisesIt) {
+  const ExplainReport r = explain_text(kNcclRaised);
+  ASSERT_EQ(r.events.size(), 1u);
+  const OomEvent& e = r.events[0].event;
+  EXPECT_EQ(e.format, "nccl_cuda_oom");
+  EXPECT_EQ(e.framework, "nccl");
+  EXPECT_EQ(e.rank, 2);
+  EXPECT_EQ(e.line, 1u);
+  EXPECT_EQ(e.end_line, 4u);
+  EXPECT_EQ(e.string_field("nccl_error"), "ncclUnhandledCudaError");
+  const Diagnosis& d = r.events[0].diagnosis;
+  EXPECT_EQ(d.cause, "nccl_buffer_alloc");
+  EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"nccl_buffers", "nccl_nvls_off", "nccl_headroom", "smaller_input"}));
+  ASSERT_EQ(d.evidence.size(), 2u);
+  EXPECT_EQ(d.evidence[1].substr(0, 56), "PyTorch raised NCCL's ncclUnhandledCudaError, whose last");
+
+  // 1.x and 2.0 raise RuntimeError; a log may hold the exception from its second line on.
+  const ExplainReport old = explain_text(
+      "RuntimeError: NCCL error in: /opt/pytorch/pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1269, unhandled "
+      "cuda error, NCCL version 2.14.3\nncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\n"
+      "Cuda failure 'out of memory'\n");
+  ASSERT_EQ(old.events.size(), 1u);
+  EXPECT_EQ(old.events[0].event.end_line, 4u);
+  const ExplainReport cut = explain_text("ncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\n"
+                                         "Cuda failure 'out of memory'\n");
+  ASSERT_EQ(cut.events.size(), 1u);
+  EXPECT_EQ(cut.events[0].event.end_line, 3u);
+}
+
+// Another last error is no out-of-memory error.
+TEST(DiagnoseQa21, NcclUnhandledCudaErrorOtherThanMemoryIsNoEvent) {
+  EXPECT_TRUE(explain_text("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+                           "NCCLUtils.hpp:275, unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version "
+                           "2.20.5\nncclUnhandledCudaError: Call to CUDA function failed.\nLast error:\n"
+                           "Cuda failure 'invalid device ordinal'\n")
+                  .events.empty());
+}
+
+// NCCL's own warning, then the traceback and the error PyTorch raised for it: one failure, the
+// raised error with the warning's size; two ranks failing are two.
+TEST(DiagnoseQa21, NcclWarningJoinsTheErrorPyTorchRaises) {
+  const std::string warning = "node01:1234:1290 [2] include/alloc.h:109 NCCL WARN Cuda failure 'out of memory'\n"
+                              "node01:1234:1290 [2] include/alloc.h:110 NCCL WARN Failed to CUDA calloc 6291456 bytes\n"
+                              "node01:1234:1290 [2] NCCL INFO transport/p2p.cc:204 -> 1\n";
+  const std::string traceback = "[rank2]: Traceback (most recent call last):\n"
+                                "[rank2]:   File \"/w/train.py\", line 77, in <module>\n"
+                                "[rank2]:     dist.all_reduce(t)\n";
+  const ExplainReport r = explain_text(warning + traceback + kNcclRaised);
+  ASSERT_EQ(r.events.size(), 1u);
+  const OomEvent& e = r.events[0].event;
+  EXPECT_EQ(e.line, 7u);
+  EXPECT_EQ(e.rank, 2);
+  EXPECT_EQ(e.bytes("requested"), 6291456u);
+  EXPECT_EQ(e.int_field("nccl_warning_line"), 1);
+  EXPECT_EQ(e.int_field("pid"), 1234);   // NCCL's prefix: host:pid:tid [device]
+  EXPECT_EQ(e.device, 2);
+  ASSERT_TRUE(e.traceback);
+  EXPECT_EQ(e.traceback->innermost_user_frame->line, 77u);
+  EXPECT_EQ(r.events[0].diagnosis.evidence.at(0), "NCCL could not allocate a 6.00 MiB communication buffer: the card was "
+                                                  "already full when it set up a channel or peer connection.");
+
+  std::string rank3 = kNcclRaised;
+  for (size_t at; (at = rank3.find("[rank2]")) != std::string::npos;) rank3.replace(at, 7, "[rank3]");
+  std::string other_process = warning;   // another pid, device 3
+  for (size_t at; (at = other_process.find("1234:1290 [2]")) != std::string::npos;) other_process.replace(at, 13, "1235:1291 [3]");
+  const ExplainReport two = explain_text(warning + other_process + kNcclRaised + rank3);
+  ASSERT_EQ(two.events.size(), 2u);
+  EXPECT_EQ(two.events[0].event.rank, 2);
+  EXPECT_EQ(two.events[0].event.int_field("nccl_warning_line"), 4);   // the nearest warning
+  EXPECT_EQ(two.events[0].event.device, 3);
+  EXPECT_EQ(two.events[1].event.rank, 3);
+  EXPECT_EQ(two.events[1].event.int_field("nccl_warning_line"), 1);
+  EXPECT_EQ(two.events[1].event.line, 11u);
+}
+
 }  // namespace
 }  // namespace oomdoc

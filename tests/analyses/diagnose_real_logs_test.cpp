@@ -296,7 +296,7 @@ TEST(DiagnoseRealLogs, NcclEvidenceNamesTheBufferSize) {
   EXPECT_EQ(x.diagnosis.cause, "nccl_buffer_alloc");
   EXPECT_EQ(x.diagnosis.evidence.at(0), "NCCL could not allocate a 6.00 MiB communication buffer: the card was already "
                                         "full when it set up a channel or peer connection.");
-  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"nccl_buffers", "smaller_input"}));
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"nccl_buffers", "nccl_nvls_off", "nccl_headroom", "smaller_input"}));
 }
 
 TEST(DiagnoseRealLogs, HostAllocatorOnWindowsIsHostMemory) {

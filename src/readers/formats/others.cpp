@@ -59,6 +59,13 @@ std::optional<FormatMatch> match_nccl(const MessageWindow& w) {
   FormatMatch m;
   m.event.framework = "nccl";
   m.event.format = "nccl_cuda_oom";
+  // NCCL's debug prefix (src/debug.cc): "host:pid:tid [cudaDev] ": several processes' warnings are
+  // several failures, not one printed again.
+  static const RE2 prefix(R"(^\s*[\w.-]+:(\d+):\d+ \[(\d+)\] )");
+  if (auto p = regex_search(prefix, w.lines[0])) {
+    if (auto pid = parse_decimal<int64_t>((*p)[1])) m.event.set_field("pid", *pid);
+    m.event.device = parse_decimal<int64_t>((*p)[2]);
+  }
   // NCCL's alloc.h names the size a line or two later: "NCCL WARN Failed to CUDA calloc 6291456 bytes".
   static const RE2 size(R"(NCCL WARN Failed to CUDA (?:calloc|malloc) (\d+) bytes)");
   for (size_t i = 1; i < w.lines.size() && i <= 3; ++i) {
@@ -69,6 +76,28 @@ std::optional<FormatMatch> match_nccl(const MessageWindow& w) {
     }
   }
   return m;
+}
+
+// The same failure as PyTorch raises it (torch/csrc/distributed/c10d/NCCLUtils.hpp, C10D_NCCL_CHECK):
+// "torch.distributed.DistBackendError: NCCL error in: .../ProcessGroupNCCL.cpp:1269, unhandled cuda
+// error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5" (1.x and 2.0: "RuntimeError:
+// NCCL error in: ..."), then NCCL's last error, ncclGetLastError(), on the lines after it:
+// "ncclUnhandledCudaError: Call to CUDA function failed." / "Last error:" / "Cuda failure 'out of
+// memory'". Only that last error makes it an out-of-memory error; the window may start at the
+// ncclUnhandledCudaError line (the exception's first line cut off).
+std::optional<FormatMatch> match_nccl_raised(const MessageWindow& w) {
+  const bool raised = contains(w.lines[0], "NCCL error") && contains(w.lines[0], "unhandled cuda error");
+  if (!raised && !contains(w.lines[0], "ncclUnhandledCudaError")) return std::nullopt;
+  static const RE2 last_error(R"(^\s*(?:Last error:\s*)?Cuda failure (?:\d+ )?'out of memory')");
+  constexpr size_t kLinesAfter = 4;   // the status line, "Last error:", the CUDA failure
+  for (size_t i = 1; i < w.lines.size() && i <= kLinesAfter; ++i) {
+    if (!regex_search(last_error, w.lines[i])) continue;
+    FormatMatch m = new_match("nccl", "nccl_cuda_oom");
+    m.event.set_field("nccl_error", std::string("ncclUnhandledCudaError"));
+    m.lines_used = i + 1;
+    return m;
+  }
+  return std::nullopt;
 }
 
 // MXNet's pooled GPU allocator (src/storage/pooled_storage_manager.h) when cudaMalloc fails: "cudaMalloc
@@ -354,6 +383,7 @@ void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"onnxruntime_arena", {"Failed to allocate memory for requested buffer"}, match_onnxruntime_arena});
   out.push_back({"wgpu_out_of_memory", {"Not enough memory left"}, match_wgpu});
   out.push_back({"nccl_cuda_oom", {"NCCL WARN"}, match_nccl});
+  out.push_back({"nccl_cuda_oom", {"unhandled cuda error", "ncclUnhandledCudaError"}, match_nccl_raised});
   out.push_back({"directml_alloc", {"not enough GPU video memory", "DML allocator out of memory"}, match_directml});
   out.push_back({"mxnet_cudamalloc", {"cudaMalloc failed", "cudaMalloc retry failed"}, match_cudamalloc_failed});
   // A process killed by SIGKILL, each report of it; one kill reported by several of them is one
