@@ -484,9 +484,11 @@ struct LogScanner::State {
   bool process_candidate(size_t hit, bool eof, size_t* resume);
   // The earlier event that `event` repeats word for word (same rank, nothing different since).
   OomEvent* find_repeat(const OomEvent& event);
-  ContextLines lines_above(size_t start, std::optional<int64_t> rank, std::vector<std::string>& json_above);
-  std::optional<Traceback> traceback_above(size_t start, std::optional<int64_t> rank, std::vector<std::string>& json_above) {
-    return parse_traceback(lines_above(start, rank, json_above).text);
+  // (`node`: the node a launcher's prefix names, "" for none: another node's lines are left out too.)
+  ContextLines lines_above(size_t start, std::optional<int64_t> rank, const std::string& node, std::vector<std::string>& json_above);
+  std::optional<Traceback> traceback_above(size_t start, std::optional<int64_t> rank, const std::string& node,
+                                           std::vector<std::string>& json_above) {
+    return parse_traceback(lines_above(start, rank, node, json_above).text);
   }
   // Returns the event that now stands for `event` when it was added or counted as a repeat
   // (nullptr when it joined another report or the list is full).
@@ -499,6 +501,7 @@ struct LogScanner::State {
   size_t quick_repeat_index = kNoQuickRepeat;
   std::string quick_repeat_text;
   std::optional<int64_t> quick_repeat_rank;
+  std::string quick_repeat_node;
   bool quick_repeat_json = false;   // the text is a JSON record's one message string (json_repeats_last)
   // Whether the record's strings `decoded` hold the quick-repeat message as their only message:
   // the first string with a keyword equals it (cleaned, same rank) and none after it holds one.
@@ -515,6 +518,7 @@ struct LogScanner::State {
   struct CleanedLine {
     uint64_t start = 0, end = 0;   // absolute offsets of the line and of its break
     std::optional<int64_t> rank;
+    std::string node;
     std::string prefix_program;    // application_from_prefix
     std::string line_program;      // application_from_line
     std::string text;              // without the logger prefix (a JSON record's message: maybe several lines)
@@ -579,7 +583,7 @@ bool LogScanner::State::json_repeats_last(const std::vector<std::string>& decode
   while (i < decoded.size() && !holds_keyword(decoded[i])) ++i;
   if (i == decoded.size()) return false;
   const CleanLine c = clean_line(decoded[i]);
-  if (c.rank != quick_repeat_rank || c.text != quick_repeat_text) return false;
+  if (c.rank != quick_repeat_rank || c.node != quick_repeat_node || c.text != quick_repeat_text) return false;
   for (++i; i < decoded.size(); ++i) {
     if (holds_keyword(decoded[i])) return false;
   }
@@ -922,7 +926,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     // (A record is compared by its message string; not while its later strings are being read.)
     const bool repeats_last =
         quick_repeat_index != kNoQuickRepeat &&
-        (whole ? !quick_repeat_json && c.rank == quick_repeat_rank && c.text == quick_repeat_text
+        (whole ? !quick_repeat_json && c.rank == quick_repeat_rank && c.node == quick_repeat_node && c.text == quick_repeat_text
                : quick_repeat_json && record_strings && json_record_at != base + ls && json_repeats_last(*record_strings));
     if (repeats_last && result.events[quick_repeat_index].repeats >= 2) {
       OomEvent& same = result.events[quick_repeat_index];
@@ -981,6 +985,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   std::vector<const CleanLine*> cleaned;   // the segments' lines cleaned so far
   begin_window(ls);
   std::optional<int64_t> first_rank;
+  std::string first_node;
   size_t own_lines = 0, own_bytes = 0;   // the segments of the first line's rank (or of none)
   size_t pos = ls;
   bool complete = false;
@@ -992,11 +997,15 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     segments.push_back({pos, end});
     // Without a rank on the first line every line is its own; with one, each line is cleaned here
     // to tell (the rest are cleaned below, when read).
-    if (segments.size() == 1 || first_rank) {
+    if (segments.size() == 1 || first_rank || !first_node.empty()) {
       cleaned.push_back(&clean_ahead(pos, end));
-      if (segments.size() == 1) first_rank = cleaned.front()->rank;
+      if (segments.size() == 1) {
+        first_rank = cleaned.front()->rank;
+        first_node = cleaned.front()->node;
+      }
     }
-    if (!first_rank || !cleaned.back()->rank || cleaned.back()->rank == first_rank) {
+    if ((!first_rank || !cleaned.back()->rank || cleaned.back()->rank == first_rank) &&
+        (first_node.empty() || cleaned.back()->node.empty() || cleaned.back()->node == first_node)) {
       ++own_lines;
       own_bytes += end - pos;
     }
@@ -1029,6 +1038,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   std::vector<size_t> end_segments;          // the last segment each window line comes from
   std::vector<bool> other_rank(segments.size(), false);   // segments left out: another rank's lines
   std::optional<int64_t> rank;
+  std::string node;
   bool rank_is_worker = false;
   std::vector<std::string> json_above;  // decoded lines before the keyword (a traceback)
   bool from_json = false;
@@ -1094,12 +1104,15 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       const CleanLine& c = *cleaned[i];
       if (i == 0) {
         rank = c.rank;
+        node = c.node;
         rank_is_worker = c.rank_is_worker;
       }
       // Ranks printing at once interleave their lines ("[rank0]: ..." / "[rank1]: ..."): a message
       // continues on its own rank's lines only, and on lines without a prefix (a terminal's wrap)
       // unless they start a logger's record (the launcher's own warning between a rank's lines).
-      if (i > 0 && rank && ((c.rank && c.rank != rank) || (!c.rank && c.log_record))) {
+      // (So do nodes: pdsh's "worker-0: " and "worker-1: ".)
+      const bool other_node = !node.empty() && !c.node.empty() && c.node != node;
+      if (i > 0 && (other_node || (rank && ((c.rank && c.rank != rank) || (!c.rank && c.log_record))))) {
         other_rank[i] = true;
         continue;
       }
@@ -1218,6 +1231,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       event.end_line = end_numbers[used - 1];
       if (glued_lines > 0) event.set_field("hard_wrapped", true);
       if (!event.rank) event.rank = rank;
+      if (!node.empty()) event.set_field("node", node);
       if (rank_is_worker && rank && !event.field("worker_rank")) event.set_field("worker_rank", *rank);
       // The process that printed the message, as its line's prefix names it.
       const std::string& printed_by = prefix_programs[0];
@@ -1242,9 +1256,9 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       // same OOM thousands of times); its traceback is read only if the first print had none.
       if (OomEvent* same = find_repeat(event)) {
         // The second print may be the raised one, with the traceback the logged one lacked.
-        if (!same->traceback && same->repeats == 1) same->traceback = traceback_above(first.start, rank, json_above);
+        if (!same->traceback && same->repeats == 1) same->traceback = traceback_above(first.start, rank, node, json_above);
       } else {
-        const ContextLines above = lines_above(first.start, rank, json_above);
+        const ContextLines above = lines_above(first.start, rank, node, json_above);
         event.traceback = parse_traceback(above.text);
         // (A SIGKILL's summary lines are joined by its pid, with the launcher's own line that has no rank.)
         if (!event.rank && !from_json && event.format != "process_killed") {
@@ -1299,6 +1313,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         quick_repeat_index = static_cast<size_t>(kept - result.events.data());
         quick_repeat_text = std::move(first_text);
         quick_repeat_rank = rank;
+        quick_repeat_node = node;
         quick_repeat_json = from_json;
       }
       return true;
@@ -1312,7 +1327,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
 // The cleaned lines above the exception line at buffer offset `start` (same rank only when ranks
 // interleave), and the lines a JSON-lines record held above the keyword: where its Python
 // traceback is.
-ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t> rank,
+ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t> rank, const std::string& node,
                                             std::vector<std::string>& json_above) {
   const size_t back_start = start > kBackContext ? start - kBackContext : 0;
   size_t s = back_start;
@@ -1330,7 +1345,7 @@ ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t>
     size_t e = s;
     while (e < start && buf[e] != '\n') ++e;
     CleanLine c = clean_line(std::string_view(buf.data() + s, e - s));
-    CleanedLine line{base + s, base + e, c.rank, application_from_prefix(c), "", ""};
+    CleanedLine line{base + s, base + e, c.rank, c.node, application_from_prefix(c), "", ""};
     // vLLM logs each traceback line through its logger ("ERROR 06-05 06:18:13 [multiproc_executor.py:470]
     // File ..."): without that prefix the frames read as Python printed them.
     line.text = std::string(strip_logger_prefix(c.text));
@@ -1345,6 +1360,7 @@ ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t>
   ContextLines above;
   auto add = [&](const CleanedLine& line) {
     if (rank && line.rank && line.rank != rank) return;
+    if (!node.empty() && !line.node.empty() && line.node != node) return;
     std::string_view text = line.text;
     // A JSON logger's message may hold several lines (a traceback logged as one message).
     for (size_t from = 0;;) {

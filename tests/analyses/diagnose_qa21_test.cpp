@@ -4,6 +4,7 @@
 
 #include "analyses/diagnose.h"
 #include "analyses/explain.h"
+#include "readers/log_line.h"
 #include "support/explain_support.h"
 
 namespace oomdoc {
@@ -159,6 +160,85 @@ TEST(DiagnoseQa21, NcclWarningJoinsTheErrorPyTorchRaises) {
   EXPECT_EQ(two.events[1].event.rank, 3);
   EXPECT_EQ(two.events[1].event.int_field("nccl_warning_line"), 1);
   EXPECT_EQ(two.events[1].event.line, 11u);
+}
+
+// pdsh's "host: " (DeepSpeed's multi-node runner) and `kubectl logs --prefix`'s "[pod/NAME/CONTAINER] "
+// come off like the other launcher prefixes, the node kept; a number alone stays Slurm's task label.
+TEST(DiagnoseQa21, MultiNodePrefixesAreStrippedAndNameTheNode) {
+  const CleanLine pdsh = clean_line("worker-0:   File \"/w/train.py\", line 50, in <module>");
+  EXPECT_EQ(pdsh.text, "  File \"/w/train.py\", line 50, in <module>");
+  EXPECT_EQ(pdsh.node, "worker-0");
+  EXPECT_FALSE(pdsh.rank);
+  EXPECT_EQ(clean_line("10.0.0.5: [rank3]: x").node, "10.0.0.5");
+  EXPECT_EQ(clean_line("10.0.0.5: [rank3]: x").rank, 3);
+  const CleanLine pod = clean_line("[pod/trainer-worker-1/pytorch] torch.OutOfMemoryError: x");
+  EXPECT_EQ(pod.text, "torch.OutOfMemoryError: x");
+  EXPECT_EQ(pod.node, "pod/trainer-worker-1/pytorch");
+  // Not a host: a word without a digit at its end, a number alone, a space before the colon.
+  EXPECT_EQ(clean_line("RuntimeError: boom").node, "");
+  EXPECT_EQ(clean_line("RuntimeError: boom").text, "RuntimeError: boom");
+  EXPECT_EQ(clean_line("3: x").rank, 3);
+  EXPECT_EQ(clean_line("3: x").node, "");
+  EXPECT_EQ(clean_line("Epoch 1: loss 2.3").text, "Epoch 1: loss 2.3");
+  EXPECT_EQ(clean_line("[pod/a] x").text, "[pod/a] x");
+}
+
+std::string prefixed(const std::string& prefix, const std::string& lines) {
+  std::string out;
+  for (size_t start = 0; start < lines.size();) {
+    const size_t nl = lines.find('\n', start);
+    out += prefix + lines.substr(start, nl - start) + "\n";
+    start = nl + 1;
+  }
+  return out;
+}
+
+const std::string kDeepSpeedTraceback =
+    "Traceback (most recent call last):\n"
+    "  File \"/w/train.py\", line 50, in <module>\n"
+    "    engine.backward(loss)\n"
+    "  File \"/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/engine.py\", line 2020, in backward\n"
+    "    self.optimizer.backward(loss, retain_graph=retain_graph)\n";
+
+// The traceback under the prefix is read: its location, and DeepSpeed's config keys, not TrainingArguments.
+TEST(DiagnoseQa21, PdshAndKubectlPrefixesKeepTheTracebackAndDeepSpeedFixes) {
+  for (const std::string prefix : {"worker-0: ", "[pod/trainer-worker-1/pytorch] "}) {
+    const ExplainReport r = explain_text(prefixed(prefix, kDeepSpeedTraceback + kOom + "\n"));
+    ASSERT_EQ(r.events.size(), 1u) << prefix;
+    const OomEvent& e = r.events[0].event;
+    EXPECT_EQ(e.line, 6u);
+    EXPECT_EQ(e.string_field("node"), prefix[0] == 'w' ? "worker-0" : "pod/trainer-worker-1/pytorch");
+    ASSERT_TRUE(e.traceback) << prefix;
+    EXPECT_EQ(e.traceback->frames.size(), 2u);
+    EXPECT_EQ(e.traceback->innermost_user_frame->line, 50u);
+    const Fix& batch = testing::fix(r.events[0].diagnosis, "smaller_batch");
+    EXPECT_EQ(batch.snippet.substr(0, 35), "\"train_micro_batch_size_per_gpu\": B") << prefix;
+  }
+}
+
+// Two nodes failing at once, their lines interleaved: two errors, each with its own node's traceback.
+TEST(DiagnoseQa21, TwoPdshNodesAreTwoErrors) {
+  const std::string log = "worker-0: Traceback (most recent call last):\n"
+                          "worker-1: Traceback (most recent call last):\n"
+                          "worker-0:   File \"/w/train.py\", line 50, in <module>\n"
+                          "worker-1:   File \"/w/train.py\", line 61, in <module>\n"
+                          "worker-0:     engine.backward(loss)\n"
+                          "worker-1:     engine.step()\n"
+                          "worker-0: " + kOom + "\n"
+                          "worker-1: " + kOom + "\n";
+  const ExplainReport r = explain_text(log);
+  ASSERT_EQ(r.events.size(), 2u);
+  EXPECT_EQ(r.events[0].event.line, 7u);
+  EXPECT_EQ(r.events[0].event.repeats, 1u);
+  EXPECT_EQ(r.events[0].event.string_field("node"), "worker-0");
+  EXPECT_EQ(r.events[0].event.traceback->innermost_user_frame->line, 50u);
+  EXPECT_EQ(r.events[1].event.line, 8u);
+  EXPECT_EQ(r.events[1].event.string_field("node"), "worker-1");
+  EXPECT_EQ(r.events[1].event.traceback->innermost_user_frame->line, 61u);
+  // One node printing it twice is one error printed twice.
+  const ExplainReport again = explain_text("worker-0: " + kOom + "\nworker-0: " + kOom + "\n");
+  ASSERT_EQ(again.events.size(), 1u);
+  EXPECT_EQ(again.events[0].event.repeats, 2u);
 }
 
 }  // namespace
