@@ -299,6 +299,11 @@ const std::vector<FixInfo>& fix_catalog() {
       {"fewer_dataloader_workers", "Fewer DataLoader workers",
        "DataLoader(..., num_workers=2, persistent_workers=False, prefetch_factor=2)  # each worker is a process "
        "with its own copy of the dataset object", 3, "slower data loading"},
+      // DataLoader workers hand batches to the main process through /dev/shm; Docker gives a
+      // container 64 MB of it (docker run --shm-size).
+      {"shm_size", "Give the container more shared memory (/dev/shm)",
+       "docker run --shm-size=16g ...  # or --ipc=host; Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm",
+       1, "free"},
       {"add_swap", "Add swap, so a short peak pages out instead of ending the run",
        "sudo fallocate -l 32G /swapfile && sudo chmod 600 /swapfile && sudo mkswap /swapfile && sudo swapon /swapfile",
        3, "free; very slow while the peak lasts"},

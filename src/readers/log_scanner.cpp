@@ -767,6 +767,13 @@ OomEvent* LogScanner::State::add_event(OomEvent event, bool launcher_summary) {
       previous->end_line = std::max(previous->end_line, event.end_line);
       return nullptr;
     }
+    // A DataLoader worker's own bus-error line, then the main process's error naming it (its pid):
+    // one worker out of shared memory.
+    if (previous->format == "dataloader_shm" && event.format == "dataloader_shm" && !previous->field("pid")) {
+      add_missing_figures(*previous, event);
+      previous->end_line = std::max(previous->end_line, event.end_line);
+      return nullptr;
+    }
     // One SIGKILL told by several programs (the shell's "Killed", the launcher's exit status, the
     // kernel's "Out of memory: Killed process"): one event with every report's figures, as long as
     // no two of them name different processes.

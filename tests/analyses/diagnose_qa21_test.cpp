@@ -241,5 +241,81 @@ TEST(DiagnoseQa21, TwoPdshNodesAreTwoErrors) {
   EXPECT_EQ(again.events[0].event.repeats, 2u);
 }
 
+// Host RAM: Python's bare MemoryError ending a traceback.
+TEST(DiagnoseQa21, BareMemoryErrorEndingATracebackIsHostMemory) {
+  const ExplainReport r = explain_text("Traceback (most recent call last):\n"
+                                       "  File \"/home/u/prep.py\", line 30, in <module>\n"
+                                       "    data = np.concatenate(chunks)\n"
+                                       "MemoryError\n");
+  ASSERT_EQ(r.events.size(), 1u);
+  const OomEvent& e = r.events[0].event;
+  EXPECT_EQ(e.format, "python_memory_error");
+  EXPECT_EQ(e.framework, "python");
+  EXPECT_EQ(e.line, 4u);
+  EXPECT_EQ(e.string_field("device_kind"), "CPU");
+  EXPECT_EQ(e.traceback->innermost_user_frame->line, 30u);
+  EXPECT_EQ(r.events[0].diagnosis.cause, "host_memory");
+  EXPECT_EQ(fix_ids(r.events[0].diagnosis), (std::vector<std::string>{"host_memory", "more_host_memory"}));
+  // A logged exception with its text, after Python logging's prefix.
+  EXPECT_EQ(explain_text("2024-05-01 10:00:00,123 - ERROR - MemoryError: cannot allocate buffer\n").events.size(), 1u);
+}
+
+// The word in ordinary text is none: a sentence, an except clause, the code a frame echoes, a
+// subclass's name.
+TEST(DiagnoseQa21, MemoryErrorInOrdinaryTextIsNoEvent) {
+  EXPECT_TRUE(explain_text("Caught a MemoryError while resizing, retrying with smaller tiles\n"
+                           "except MemoryError:\n"
+                           "  File \"/w/x.py\", line 3, in f\n"
+                           "    raise MemoryError\n"
+                           "MemoryErrors are retried three times\n"
+                           "class MyMemoryError(Exception): pass\n")
+                  .events.empty());
+}
+
+// OSError's ENOMEM from os.fork as a DataLoader starts its workers: fewer workers first.
+TEST(DiagnoseQa21, EnomemFromForkIsHostMemoryWithFewerWorkers) {
+  const ExplainReport r = explain_text("Traceback (most recent call last):\n"
+                                       "  File \"/home/u/train.py\", line 80, in <module>\n"
+                                       "    for batch in loader:\n"
+                                       "  File \"/usr/lib/python3.10/multiprocessing/popen_fork.py\", line 66, in _launch\n"
+                                       "    self.pid = os.fork()\n"
+                                       "OSError: [Errno 12] Cannot allocate memory\n");
+  ASSERT_EQ(r.events.size(), 1u);
+  EXPECT_EQ(r.events[0].event.format, "os_enomem");
+  EXPECT_EQ(r.events[0].event.line, 6u);
+  const Diagnosis& d = r.events[0].diagnosis;
+  EXPECT_EQ(d.cause, "host_memory");
+  EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"fewer_dataloader_workers", "host_memory", "more_host_memory"}));
+  ASSERT_EQ(d.evidence.size(), 3u);
+  EXPECT_EQ(d.evidence[2], "It failed starting a process (fork): each DataLoader worker starts as a copy of the main "
+                           "process, which the kernel must be able to hold whole.");
+  // Without a fork no worker advice.
+  EXPECT_EQ(fix_ids(explain_text("OSError: [Errno 12] Cannot allocate memory\n").events.at(0).diagnosis),
+            (std::vector<std::string>{"host_memory", "more_host_memory"}));
+}
+
+// A worker's bus error in shared memory and the main process's error for it: one event, the
+// container's /dev/shm first.
+TEST(DiagnoseQa21, DataLoaderSharedMemoryBusErrorIsOneEvent) {
+  const ExplainReport r = explain_text(
+      "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/local/lib/python3.10/dist-packages/torch/utils/data/dataloader.py\", line 1133, in _try_get_data\n"
+      "    data = self._data_queue.get(timeout=timeout)\n"
+      "RuntimeError: DataLoader worker (pid 4321) is killed by signal: Bus error. It is possible that dataloader's "
+      "workers are out of shared memory. Please try to raise your shared memory limit.\n");
+  ASSERT_EQ(r.events.size(), 1u);
+  const OomEvent& e = r.events[0].event;
+  EXPECT_EQ(e.format, "dataloader_shm");
+  EXPECT_EQ(e.line, 1u);
+  EXPECT_EQ(e.end_line, 5u);
+  EXPECT_EQ(e.int_field("pid"), 4321);
+  EXPECT_EQ(r.events[0].diagnosis.cause, "host_memory");
+  EXPECT_EQ(fix_ids(r.events[0].diagnosis), (std::vector<std::string>{"shm_size", "fewer_dataloader_workers"}));
+  // The SIGKILL of a worker stays a kill.
+  EXPECT_EQ(explain_text("RuntimeError: DataLoader worker (pid 4321) is killed by signal: Killed.\n").events.at(0).event.format,
+            "process_killed");
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -376,6 +376,46 @@ std::optional<FormatMatch> match_numpy_array(const MessageWindow& w) {
   return m;
 }
 
+// Python's own MemoryError (the interpreter's allocator failed: PyErr_NoMemory), as a traceback ends
+// with it or a logger prints the exception: "MemoryError", "MemoryError: <text>". Only as the line's
+// start (a traceback's exception line, indented in torchrun's summary): the word in a sentence, an
+// `except MemoryError:` or the code a frame echoes ("raise MemoryError") is none. NumPy's subclass
+// (_ArrayMemoryError) has its own format.
+std::optional<FormatMatch> match_python_memory_error(const MessageWindow& w) {
+  static const RE2 re(R"(^\s*(?:builtins\.)?MemoryError(?::\s|\s*$))");
+  if (!regex_search(re, w.lines[0])) return std::nullopt;
+  FormatMatch m = new_match("python", "python_memory_error");
+  m.event.set_field("device_kind", std::string("CPU"));
+  return m;
+}
+
+// The kernel's ENOMEM as Python raises it: "OSError: [Errno 12] Cannot allocate memory" (os.fork
+// when a DataLoader starts its workers, mmap, subprocess): the process could not get more memory
+// under the host's RAM, overcommit policy or its cgroup's limit.
+std::optional<FormatMatch> match_enomem(const MessageWindow& w) {
+  if (!contains(w.lines[0], "[Errno 12] Cannot allocate memory")) return std::nullopt;
+  FormatMatch m = new_match("python", "os_enomem");
+  m.event.set_field("device_kind", std::string("CPU"));
+  return m;
+}
+
+// A DataLoader worker that died of SIGBUS writing a batch to shared memory (/dev/shm, 64 MB in a
+// Docker container by default): the worker's own "ERROR: Unexpected bus error encountered in worker.
+// This might be caused by insufficient shared memory (shm)." (torch/csrc/DataLoader.cpp, its SIGBUS
+// handler), then the main process's "RuntimeError: DataLoader worker (pid 4321) is killed by signal:
+// Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise
+// your shared memory limit." (log_scanner.cpp joins the two).
+std::optional<FormatMatch> match_dataloader_shm(const MessageWindow& w) {
+  static const RE2 killed(R"(DataLoader worker \(pid(?:\(s\))? (\d+)[^)]*\) is killed by signal: Bus error)");
+  const auto g = regex_search(killed, w.lines[0]);
+  if (!g && !contains(w.lines[0], "Unexpected bus error encountered in worker")) return std::nullopt;
+  FormatMatch m = new_match("pytorch", "dataloader_shm");
+  m.event.set_field("device_kind", std::string("CPU"));
+  m.event.set_field("memory_kind", std::string("shared memory (/dev/shm)"));
+  if (g) set_pid(m.event, (*g)[1]);
+  return m;
+}
+
 void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"numpy_array_alloc", {"for an array with shape"}, match_numpy_array});
   out.push_back({"tgi_warmup_prefill", {"prefill tokens"}, match_tgi_warmup});
@@ -391,6 +431,10 @@ void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"process_killed", {"SIGKILL"}, match_sigkill});
   out.push_back({"process_killed", {"Killed process"}, match_kernel_oom_kill});
   out.push_back({"process_killed", {"killed by signal: Killed"}, match_dataloader_killed});
+  // Host RAM: Python's MemoryError, the kernel's ENOMEM, a DataLoader worker out of shared memory.
+  out.push_back({"python_memory_error", {"MemoryError"}, match_python_memory_error});
+  out.push_back({"os_enomem", {"[Errno 12]"}, match_enomem});
+  out.push_back({"dataloader_shm", {"Unexpected bus error encountered", "killed by signal: Bus error"}, match_dataloader_shm});
   out.push_back({"process_killed", {"Killed", "killed  "}, match_shell_killed});
   out.push_back({"process_killed", {"-9", "137"}, match_exit_status_kill});
   out.push_back({"process_killed", {"oom_kill event", "oom-kill event", "emory limit (", "Out Of Memory", "OOMKilled"},
