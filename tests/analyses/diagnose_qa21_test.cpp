@@ -317,5 +317,44 @@ TEST(DiagnoseQa21, DataLoaderSharedMemoryBusErrorIsOneEvent) {
             "process_killed");
 }
 
+// PyTorch main's device-generic wording, without the backend: every figure read.
+TEST(DiagnoseQa21, GenericOutOfMemoryWordingIsPyTorchNew) {
+  const ExplainReport r = explain_text(
+      "torch.OutOfMemoryError: Out of memory. Tried to allocate 4.00 GiB. GPU 0 has a total capacity of 79.19 GiB of "
+      "which 2.31 GiB is free. Including non-PyTorch memory, this process has 76.86 GiB memory in use. Of the allocated "
+      "memory 72.40 GiB is allocated by PyTorch, and 3.91 GiB is reserved by PyTorch but unallocated.\n");
+  ASSERT_EQ(r.events.size(), 1u);
+  const OomEvent& e = r.events[0].event;
+  EXPECT_EQ(e.format, "pytorch_new");
+  EXPECT_EQ(e.device, 0);
+  EXPECT_EQ(e.bytes("requested"), 4294967296u);
+  EXPECT_EQ(e.bytes("total"), 85029615043u);       // 79.19 GiB
+  EXPECT_EQ(e.bytes("free"), 2480343613u);         // 2.31 GiB
+  EXPECT_EQ(e.bytes("process"), 82527796593u);     // 76.86 GiB
+  EXPECT_EQ(e.bytes("allocated"), 77738908058u);   // 72.40 GiB
+  EXPECT_EQ(e.bytes("reserved_unallocated"), 4198330532u);   // 3.91 GiB
+  EXPECT_EQ(r.events[0].diagnosis.cause, "capacity_exhausted");
+}
+
+// XPU's message before it printed free memory: the total and PyTorch's figures are read, and the
+// cause is the card's capacity (13.52 GiB reserved and 3.00 GiB more do not fit in 15.11 GiB).
+TEST(DiagnoseQa21, XpuMessageWithoutFreeMemoryKeepsTheTotal) {
+  const ExplainReport r = explain_text(
+      "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 3.00 GiB. GPU 0 has a total capacity of 15.11 GiB. "
+      "Of the allocated memory 12.02 GiB is allocated by PyTorch, and 1.50 GiB is reserved by PyTorch but unallocated. "
+      "Please use `empty_cache` to release all unoccupied cached memory.\n");
+  ASSERT_EQ(r.events.size(), 1u);
+  const OomEvent& e = r.events[0].event;
+  EXPECT_EQ(e.format, "pytorch_new");
+  EXPECT_EQ(e.framework, "pytorch-xpu");
+  EXPECT_EQ(e.bytes("total"), 16224238961u);       // 15.11 GiB
+  EXPECT_FALSE(e.bytes("free"));
+  EXPECT_EQ(e.bytes("allocated"), 12906376724u);   // 12.02 GiB
+  EXPECT_EQ(e.bytes("reserved_unallocated"), 1610612736u);
+  EXPECT_EQ(r.events[0].diagnosis.cause, "capacity_exhausted");
+  EXPECT_EQ(r.events[0].diagnosis.evidence.at(0),
+            "This process holds 13.52 GiB of 15.11 GiB (89%); the 3.00 GiB request is the last straw.");
+}
+
 }  // namespace
 }  // namespace oomdoc
