@@ -1754,7 +1754,14 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                                                    "already full when it set up a channel or peer connection.",
                                                    with_article(format_bytes(*m.requested)))
                                      : std::string("NCCL could not allocate its communication buffers."));
+    if (e.field("nccl_error") != nullptr) {
+      d.evidence.push_back("PyTorch raised NCCL's ncclUnhandledCudaError, whose last CUDA error was 'out of memory': NCCL "
+                           "allocates its buffers itself, outside PyTorch's cache, when a communicator is set up (at a "
+                           "process group's first collective), so memory PyTorch holds or caches is not available to it.");
+    }
     d.fixes.push_back(make_fix("nccl_buffers", "Each channel and peer gets its own buffer."));
+    d.fixes.push_back(make_fix("nccl_nvls_off", "NVLink SHARP allocates multicast buffers for each communicator on NVSwitch systems."));
+    d.fixes.push_back(make_fix("nccl_headroom", "NCCL allocates outside PyTorch's caching allocator: what the cache holds is lost to it."));
     add_training_ladder(d, e, m, operation);
   } else if (e.format == "cuda_error_oom" || e.format == "pytorch_thc_cuda_runtime_oom" || e.format == "cuda_driver_oom" ||
              e.format == "cuda_driver_ctx_create" || e.format == "cuda_malloc_failed") {
@@ -1833,7 +1840,8 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     // A SIGKILL is not proof of memory unless the kernel's line says so: the evidence says how to check.
     diagnose_killed(d, e, operation, context);
   } else if (e.format == "torch_th_host_oom" || e.format == "pytorch_cpu_allocator" || e.format == "host_or_unified_alloc" ||
-             e.format == "numpy_array_alloc" ||
+             e.format == "numpy_array_alloc" || e.format == "python_memory_error" || e.format == "os_enomem" ||
+             e.format == "dataloader_shm" ||
              e.format == "ggml_pinned_host" || e.format == "ggml_cpu_buffer" || e.format == "ollama_system_memory" ||
              (e.format == "tf_oom_tensor" && e.string_field("device_kind") == "CPU") ||
              // TensorFlow's pinned host pool (cuda_host_bfc, gpu_host_bfc): host RAM the GPU copies from.
@@ -1874,6 +1882,35 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     } else if (e.framework == "tensorflow" || e.framework == "jax" || e.message.find("device_host_allocator") != std::string::npos) {
       d.fixes.push_back(make_fix("host_memory", "This is system RAM, not GPU memory: the host allocator pins buffers for transfers.",
                                  std::string(fix_snippet("host_memory", FixVariant::kTensorFlowHost))));
+    } else if (e.format == "dataloader_shm") {
+      d.evidence.push_back("A DataLoader worker died of a bus error writing a batch to shared memory (/dev/shm): workers "
+                           "hand batches to the main process there, and a Docker container gets 64 MB of it by default.");
+      d.fixes.push_back(make_fix("shm_size", "Batches of several workers in flight need more than Docker's 64 MB default."));
+      d.fixes.push_back(make_fix("fewer_dataloader_workers", "Fewer workers (and a smaller prefetch_factor) keep fewer "
+                                                             "batches in shared memory at once."));
+    } else if (e.format == "os_enomem" || e.format == "python_memory_error") {
+      d.evidence.push_back(e.format == "os_enomem"
+                               ? std::string("The kernel refused this process memory (ENOMEM, errno 12): the host's RAM, its "
+                                             "overcommit limit or the job's memory limit, not the GPU.")
+                               : std::string("Python could not allocate memory (MemoryError): the host's RAM or the job's "
+                                             "memory limit, not the GPU."));
+      // A worker is started by fork (multiprocessing's popen_fork): the kernel must be able to commit
+      // a copy of the whole parent, however little of it the worker will write.
+      bool fork = false;
+      if (e.traceback) {
+        for (const auto& f : e.traceback->frames) {
+          fork = fork || f.file.find("popen_fork") != std::string::npos || f.code.find("os.fork()") != std::string::npos;
+        }
+      }
+      if (fork) {
+        d.evidence.push_back("It failed starting a process (fork): each DataLoader worker starts as a copy of the main "
+                             "process, which the kernel must be able to hold whole.");
+        d.fixes.push_back(make_fix("fewer_dataloader_workers", "Each worker is a copy of the main process, with the "
+                                                               "dataset and whatever it holds."));
+      }
+      d.fixes.push_back(make_fix("host_memory", "Load or process the data in chunks (stream it, memory-map it) rather "
+                                                "than whole in RAM."));
+      d.fixes.push_back(make_fix("more_host_memory", "The process needs more RAM than the machine or the job allows."));
     } else if (e.format == "numpy_array_alloc") {
       d.evidence.push_back(fmt::format("NumPy could not allocate an array of shape {} ({}) in system RAM: data "
                                        "preparation or metrics, not the model on the GPU.",

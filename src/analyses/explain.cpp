@@ -61,7 +61,7 @@ bool close_figures(uint64_t a, uint64_t b) {
 // Fields that name one print rather than what failed: they may differ within a group.
 bool per_print_field(const std::string& name) {
   static const std::set<std::string> kPerPrint = {
-      "pid", "worker_rank", "local_rank", "device_string", "error_line", "requested_bytes_from_text", "requested_text", "requested_unit",
+      "pid", "worker_rank", "local_rank", "node", "device_string", "error_line", "requested_bytes_from_text", "requested_text", "requested_unit",
       "requested_rounded_bytes", "requested_lower_bound_bytes", "requested_bytes_if_float32",
       "after_progress_bar", "decimal_separator", "capacity_spelling"};
   return kPerPrint.count(name) > 0 || names_a_line(name);

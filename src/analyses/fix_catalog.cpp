@@ -67,6 +67,17 @@ const std::vector<FixInfo>& fix_catalog() {
        "resets at reboot", 3, "free, risks system stability"},
       {"nccl_buffers", "Shrink NCCL's communication buffers", "export NCCL_BUFFSIZE=1048576  # default 4 MiB per channel", 3,
        "free, slightly slower collectives"},
+      // NVLink SHARP (NVSwitch systems, Hopper and later) sets up multicast buffers for each
+      // communicator: memory-hungry enough that NVIDIA's own launchers turned it off to save memory
+      // (NVIDIA/NeMo-Framework-Launcher#127, NVIDIA/JAX-Toolbox#383).
+      {"nccl_nvls_off", "Turn off NVLink SHARP's buffers on NVSwitch systems (H100/H200 HGX)",
+       "export NCCL_NVLS_ENABLE=0  # only where NCCL uses NVLS (NCCL_DEBUG=INFO prints \"NVLS\" lines)", 3,
+       "free, slower all-reduce inside the node"},
+      // NCCL allocates with cudaMalloc, outside PyTorch's caching allocator: memory the cache holds
+      // stays unavailable to it (NVIDIA/nccl#295: TensorFlow tuned to leave NCCL room).
+      {"nccl_headroom", "Leave NCCL room outside PyTorch's cache",
+       "torch.cuda.set_per_process_memory_fraction(0.95)  # before the model is loaded; or torch.cuda.empty_cache() "
+       "before a new process group's first collective", 3, "free, up to 5% less for PyTorch"},
       {"find_failing_shape", "Find the operation with the impossible size",
        "CUDA_LAUNCH_BLOCKING=1 python train.py; print the shapes going into the failing op", 1, "free"},
       // A CUDA call that failed outside PyTorch's caching allocator: find the call, then who holds the card.
@@ -288,6 +299,11 @@ const std::vector<FixInfo>& fix_catalog() {
       {"fewer_dataloader_workers", "Fewer DataLoader workers",
        "DataLoader(..., num_workers=2, persistent_workers=False, prefetch_factor=2)  # each worker is a process "
        "with its own copy of the dataset object", 3, "slower data loading"},
+      // DataLoader workers hand batches to the main process through /dev/shm; Docker gives a
+      // container 64 MB of it (docker run --shm-size).
+      {"shm_size", "Give the container more shared memory (/dev/shm)",
+       "docker run --shm-size=16g ...  # or --ipc=host; Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm",
+       1, "free"},
       {"add_swap", "Add swap, so a short peak pages out instead of ending the run",
        "sudo fallocate -l 32G /swapfile && sudo chmod 600 /swapfile && sudo mkswap /swapfile && sudo swapon /swapfile",
        3, "free; very slow while the peak lasts"},

@@ -4,7 +4,8 @@ namespace oomdoc {
 
 bool names_a_line(std::string_view name) {
   return name == "allocator_warning_line" || name == "replica_report_line" || name == "allocator_stats_line" ||
-         name == "kernel_report_line";
+         name == "kernel_report_line" || name == "launcher_summary_line" ||
+         name == "nccl_warning_line";
 }
 
 const Quantity* OomEvent::quantity(std::string_view name) const {

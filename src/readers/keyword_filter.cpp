@@ -64,6 +64,10 @@ const KeywordFilter& KeywordFilter::standard() {
       {"vLLM instance", 1},      // vLLM "the current vLLM instance can use" (shares ALLOC's pair)
       {"silently casted", 5},    // transformers: flash attention got fp32 states ("tl" is rare)
       {"for flash-attn compat", 9},  // its newer wording ("-a")
+      // NCCL's CUDA failure as PyTorch raises it: "NCCL error in: ..., unhandled cuda error", then
+      // "ncclUnhandledCudaError: Call to CUDA function failed." ("dl", "lU").
+      {"unhandled cuda error", 5},
+      {"ncclUnhandledCudaError", 3},
       {"SIGKILL", 2},            // torchrun's "Signal 9 (SIGKILL) received by PID", "<Signals.SIGKILL: 9>" ("GK")
       // A process the OOM killer ended, as the shell ("Killed"), the kernel ("Killed process N"),
       // PyTorch's DataLoader ("killed by signal: Killed") and launchers (exit status -9 or 137) report it.

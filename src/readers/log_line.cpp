@@ -1,5 +1,6 @@
 #include "readers/log_line.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <functional>
@@ -96,6 +97,40 @@ bool strip_srun_label(std::string_view& s, std::optional<int64_t>& rank) {
   }
   rank = *value;
   s = s.substr(i + 2);
+  return true;
+}
+
+// pdsh's "host: " before each line of a remote command's output (DeepSpeed's multi-node runner
+// runs `pdsh -w worker-0,worker-1 ...`: "worker-0: Traceback ..."). A host name of letters,
+// digits, '.', '-', '_' that ends in a digit ("worker-0", "node01", "10.0.0.5") and is not a
+// number alone (Slurm's task label), first on the line, one space after the colon.
+bool strip_pdsh_host(std::string_view& s, std::string& node) {
+  size_t i = 0;
+  bool letter_or_dot = false;
+  while (i < s.size() && i <= 64 &&
+         (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '.' || s[i] == '-' || s[i] == '_')) {
+    letter_or_dot = letter_or_dot || !std::isdigit(static_cast<unsigned char>(s[i]));
+    ++i;
+  }
+  if (i == 0 || i > 64 || !letter_or_dot || !std::isdigit(static_cast<unsigned char>(s[i - 1])) || i + 1 >= s.size() ||
+      s[i] != ':' || s[i + 1] != ' ') {
+    return false;
+  }
+  node = std::string(s.substr(0, i));
+  s = s.substr(i + 2);
+  return true;
+}
+
+// `kubectl logs --prefix` (one pod's or a label selector's): "[pod/trainer-worker-1/pytorch] ",
+// the pod and the container.
+bool strip_kubectl_prefix(std::string_view& s, std::string& node) {
+  if (!starts_with(s, "[pod/")) return false;
+  const size_t close = s.substr(0, 512).find("] ");
+  if (close == std::string_view::npos) return false;
+  const std::string_view name = s.substr(1, close - 1);
+  if (std::count(name.begin(), name.end(), '/') != 2 || name.find(' ') != std::string_view::npos) return false;
+  node = std::string(name);
+  s = s.substr(close + 2);
   return true;
 }
 
@@ -370,6 +405,8 @@ CleanLine clean_line(std::string_view raw) {
     if (strip_host_rank(s, result.rank)) continue;
     // A task label comes first on the line, before anything else is stripped.
     if (guard == 0 && strip_srun_label(s, result.rank)) continue;
+    if (guard == 0 && strip_pdsh_host(s, result.node)) continue;
+    if (strip_kubectl_prefix(s, result.node)) continue;
     if (strip_process_tag(s, result.rank, result.rank_is_worker, result.process_tag)) continue;
     if (strip_compose_prefix(s)) continue;
     // (A journald record per physical line, as kubectl's timestamps: no logger's record.)

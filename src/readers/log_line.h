@@ -1,6 +1,6 @@
 // Cleaning one log line before format matching: ANSI colour codes, the prefixes that launchers
 // put in front of every line ([rank3]:, [default0]:, (VllmWorker rank=1 pid=123), docker-compose
-// "name-1  | "), remembering the rank a prefix names, and the records that collectors wrap each line
+// "name-1  | ", pdsh's "worker-0: ", kubectl's "[pod/NAME/CONTAINER] "), remembering the rank or node a prefix names, and the records that collectors wrap each line
 // in (Docker's json-file, Kubernetes' CRI files, JSON loggers), read down to the line they hold.
 #pragma once
 
@@ -16,6 +16,10 @@ struct CleanLine {
   std::string text;               // the line without colour codes and launcher prefixes
   std::optional<int64_t> rank;    // from [rankN]: / (VllmWorker rank=N ...) / [defaultN]:
   bool rank_is_worker = false;    // the rank came from a worker's process tag "(VllmWorker rank=N pid=P)"
+  // The node or pod a multi-node launcher's prefix names: pdsh's "worker-0" (DeepSpeed's multi-node
+  // runner), `kubectl logs --prefix`'s "pod/trainer-0/pytorch"; "" without one. Lines of two nodes
+  // are two processes' output, whatever rank each prints.
+  std::string node;
   // The process name a parenthesised process tag starts with ("VllmWorker", "EngineCore_DP0",
   // "Worker_TP2", "APIServer"); "" without one. Which program it names is readers/application.cpp's call.
   std::string process_tag;

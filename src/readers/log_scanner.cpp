@@ -315,6 +315,32 @@ uint64_t ray_repeat_count(std::string& message) {
   return *n;
 }
 
+// torchrun's end-of-run ChildFailedError summary ("Root Cause (first observed failure):") repeats a
+// failed rank's error file under "traceback : ", every line of it indented, a few lines below
+// "rank      : 1 (local_rank: 1)" (torch/distributed/elastic/multiprocessing/errors/__init__.py,
+// _format_failure). The rank it names when the message line `first` (cleaned) stands in such a
+// block, `above` its lines above; nullopt otherwise.
+std::optional<int64_t> torchrun_summary_rank(const std::vector<std::string>& above, const std::string& first) {
+  static const RE2 traceback_field(R"(^\s+traceback\s*: )");
+  static const RE2 rank_field(R"(^\s+rank\s*: (\d+) \(local_rank: \d+\))");
+  if (first.empty() || (first[0] != ' ' && first[0] != '\t')) return std::nullopt;
+  size_t field = SIZE_MAX;   // the "traceback : " line: the message's own (an error without frames) or above it
+  if (RE2::PartialMatch(first, traceback_field)) field = above.size();
+  // (A summary's traceback is a few dozen frames: two lines each.)
+  for (size_t i = above.size(); field == SIZE_MAX && i > 0 && above.size() - i < 400;) {
+    const std::string& line = above[--i];
+    if (line.empty() || (line[0] != ' ' && line[0] != '\t')) return std::nullopt;   // out of the block
+    if (RE2::PartialMatch(line, traceback_field)) field = i;
+  }
+  if (field == SIZE_MAX) return std::nullopt;
+  // time, host, rank, exitcode, error_file, traceback: the rank is the fourth line up.
+  for (size_t k = field; k > 0 && field - k < 6;) {
+    std::string digits;
+    if (RE2::PartialMatch(above[--k], rank_field, &digits)) return parse_decimal<int64_t>(digits);
+  }
+  return std::nullopt;
+}
+
 // The BFC allocator's warning and XLA's RESOURCE_EXHAUSTED error for one failed request: JAX prints
 // both (readers/formats/tensorflow.cpp attributes the warning to JAX).
 // The BFC allocator's warning ("ran out of memory trying to allocate 1.50GiB (rounded to N)") and
@@ -458,13 +484,16 @@ struct LogScanner::State {
   bool process_candidate(size_t hit, bool eof, size_t* resume);
   // The earlier event that `event` repeats word for word (same rank, nothing different since).
   OomEvent* find_repeat(const OomEvent& event);
-  ContextLines lines_above(size_t start, std::optional<int64_t> rank, std::vector<std::string>& json_above);
-  std::optional<Traceback> traceback_above(size_t start, std::optional<int64_t> rank, std::vector<std::string>& json_above) {
-    return parse_traceback(lines_above(start, rank, json_above).text);
+  // (`node`: the node a launcher's prefix names, "" for none: another node's lines are left out too.)
+  ContextLines lines_above(size_t start, std::optional<int64_t> rank, const std::string& node, std::vector<std::string>& json_above);
+  std::optional<Traceback> traceback_above(size_t start, std::optional<int64_t> rank, const std::string& node,
+                                           std::vector<std::string>& json_above) {
+    return parse_traceback(lines_above(start, rank, node, json_above).text);
   }
   // Returns the event that now stands for `event` when it was added or counted as a repeat
   // (nullptr when it joined another report or the list is full).
-  OomEvent* add_event(OomEvent event);
+  // `launcher_summary`: the event is torchrun's summary of a rank's error (torchrun_summary_rank).
+  OomEvent* add_event(OomEvent event, bool launcher_summary = false);
   // The last event's one-line message (cleaned) and rank: from its third print on (the second may
   // bring the traceback the first lacked), a candidate line equal to it is counted as a repeat
   // without matching it again (a retry loop's thousands of prints).
@@ -472,6 +501,7 @@ struct LogScanner::State {
   size_t quick_repeat_index = kNoQuickRepeat;
   std::string quick_repeat_text;
   std::optional<int64_t> quick_repeat_rank;
+  std::string quick_repeat_node;
   bool quick_repeat_json = false;   // the text is a JSON record's one message string (json_repeats_last)
   // Whether the record's strings `decoded` hold the quick-repeat message as their only message:
   // the first string with a keyword equals it (cleaned, same rank) and none after it holds one.
@@ -488,6 +518,7 @@ struct LogScanner::State {
   struct CleanedLine {
     uint64_t start = 0, end = 0;   // absolute offsets of the line and of its break
     std::optional<int64_t> rank;
+    std::string node;
     std::string prefix_program;    // application_from_prefix
     std::string line_program;      // application_from_line
     std::string text;              // without the logger prefix (a JSON record's message: maybe several lines)
@@ -552,7 +583,7 @@ bool LogScanner::State::json_repeats_last(const std::vector<std::string>& decode
   while (i < decoded.size() && !holds_keyword(decoded[i])) ++i;
   if (i == decoded.size()) return false;
   const CleanLine c = clean_line(decoded[i]);
-  if (c.rank != quick_repeat_rank || c.text != quick_repeat_text) return false;
+  if (c.rank != quick_repeat_rank || c.node != quick_repeat_node || c.text != quick_repeat_text) return false;
   for (++i; i < decoded.size(); ++i) {
     if (holds_keyword(decoded[i])) return false;
   }
@@ -572,9 +603,40 @@ void join_kill_report(OomEvent& kept, const OomEvent& report) {
 
 }  // namespace
 
-OomEvent* LogScanner::State::add_event(OomEvent event) {
+OomEvent* LogScanner::State::add_event(OomEvent event, bool launcher_summary) {
   auto& events = result.events;
   quick_repeat_index = kNoQuickRepeat;
+  // NCCL's own warning ("NCCL WARN Cuda failure 'out of memory'", with NCCL_DEBUG=WARN or INFO) and
+  // the error PyTorch raises for it ("NCCL error in: ..., unhandled cuda error ... Cuda failure 'out
+  // of memory'") tell one failure: the raised error stands (its traceback and rank), with the
+  // warning's size and line. NCCL's prefix names the host, pid and device, no rank: a warning
+  // without one joins the raised error of any rank, the nearest first.
+  if (event.format == "nccl_cuda_oom" && event.field("nccl_error") != nullptr) {
+    for (auto it = events.rbegin(); it != events.rend() && it - events.rbegin() < static_cast<long>(kRecentEvents); ++it) {
+      if (it->format != "nccl_cuda_oom" || it->field("nccl_error") != nullptr || (it->rank && it->rank != event.rank) ||
+          event.line > it->end_line + kJoinLines) {
+        continue;
+      }
+      add_missing_figures(event, *it);
+      if (!event.device) event.device = it->device;
+      event.set_field("nccl_warning_line", static_cast<int64_t>(it->line));
+      events.erase(std::next(it).base());   // the raised error is added below, in its own place
+      break;
+    }
+  }
+  // torchrun's summary repeats the error a rank printed itself: that error stands, with the
+  // summary's line. (The summary alone, when the rank's own output is not in the log, is the event.)
+  if (launcher_summary) {
+    for (auto it = events.rbegin(); it != events.rend() && it - events.rbegin() < static_cast<long>(kRecentEvents); ++it) {
+      if (it->rank != event.rank || it->format != event.format || it->framework != event.framework ||
+          !figures_agree(*it, event)) {
+        continue;
+      }
+      add_missing_figures(*it, event);
+      it->set_field("launcher_summary_line", static_cast<int64_t>(event.line));
+      return nullptr;
+    }
+  }
   // A worker the launcher itself killed while tearing the job down is no out-of-memory kill.
   if (event.format == "process_killed") {
     if (auto pid = event.int_field("pid")) {
@@ -702,6 +764,13 @@ OomEvent* LogScanner::State::add_event(OomEvent event) {
       add_missing_figures(*previous, event);
       previous->set_field("error_line", static_cast<int64_t>(event.line));
       previous->set_field("error_message", std::string(strip_logger_prefix(event.message)));
+      previous->end_line = std::max(previous->end_line, event.end_line);
+      return nullptr;
+    }
+    // A DataLoader worker's own bus-error line, then the main process's error naming it (its pid):
+    // one worker out of shared memory.
+    if (previous->format == "dataloader_shm" && event.format == "dataloader_shm" && !previous->field("pid")) {
+      add_missing_figures(*previous, event);
       previous->end_line = std::max(previous->end_line, event.end_line);
       return nullptr;
     }
@@ -864,7 +933,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     // (A record is compared by its message string; not while its later strings are being read.)
     const bool repeats_last =
         quick_repeat_index != kNoQuickRepeat &&
-        (whole ? !quick_repeat_json && c.rank == quick_repeat_rank && c.text == quick_repeat_text
+        (whole ? !quick_repeat_json && c.rank == quick_repeat_rank && c.node == quick_repeat_node && c.text == quick_repeat_text
                : quick_repeat_json && record_strings && json_record_at != base + ls && json_repeats_last(*record_strings));
     if (repeats_last && result.events[quick_repeat_index].repeats >= 2) {
       OomEvent& same = result.events[quick_repeat_index];
@@ -923,6 +992,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   std::vector<const CleanLine*> cleaned;   // the segments' lines cleaned so far
   begin_window(ls);
   std::optional<int64_t> first_rank;
+  std::string first_node;
   size_t own_lines = 0, own_bytes = 0;   // the segments of the first line's rank (or of none)
   size_t pos = ls;
   bool complete = false;
@@ -934,11 +1004,15 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
     segments.push_back({pos, end});
     // Without a rank on the first line every line is its own; with one, each line is cleaned here
     // to tell (the rest are cleaned below, when read).
-    if (segments.size() == 1 || first_rank) {
+    if (segments.size() == 1 || first_rank || !first_node.empty()) {
       cleaned.push_back(&clean_ahead(pos, end));
-      if (segments.size() == 1) first_rank = cleaned.front()->rank;
+      if (segments.size() == 1) {
+        first_rank = cleaned.front()->rank;
+        first_node = cleaned.front()->node;
+      }
     }
-    if (!first_rank || !cleaned.back()->rank || cleaned.back()->rank == first_rank) {
+    if ((!first_rank || !cleaned.back()->rank || cleaned.back()->rank == first_rank) &&
+        (first_node.empty() || cleaned.back()->node.empty() || cleaned.back()->node == first_node)) {
       ++own_lines;
       own_bytes += end - pos;
     }
@@ -971,6 +1045,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   std::vector<size_t> end_segments;          // the last segment each window line comes from
   std::vector<bool> other_rank(segments.size(), false);   // segments left out: another rank's lines
   std::optional<int64_t> rank;
+  std::string node;
   bool rank_is_worker = false;
   std::vector<std::string> json_above;  // decoded lines before the keyword (a traceback)
   bool from_json = false;
@@ -1036,12 +1111,15 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       const CleanLine& c = *cleaned[i];
       if (i == 0) {
         rank = c.rank;
+        node = c.node;
         rank_is_worker = c.rank_is_worker;
       }
       // Ranks printing at once interleave their lines ("[rank0]: ..." / "[rank1]: ..."): a message
       // continues on its own rank's lines only, and on lines without a prefix (a terminal's wrap)
       // unless they start a logger's record (the launcher's own warning between a rank's lines).
-      if (i > 0 && rank && ((c.rank && c.rank != rank) || (!c.rank && c.log_record))) {
+      // (So do nodes: pdsh's "worker-0: " and "worker-1: ".)
+      const bool other_node = !node.empty() && !c.node.empty() && c.node != node;
+      if (i > 0 && (other_node || (rank && ((c.rank && c.rank != rank) || (!c.rank && c.log_record))))) {
         other_rank[i] = true;
         continue;
       }
@@ -1160,6 +1238,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       event.end_line = end_numbers[used - 1];
       if (glued_lines > 0) event.set_field("hard_wrapped", true);
       if (!event.rank) event.rank = rank;
+      if (!node.empty()) event.set_field("node", node);
       if (rank_is_worker && rank && !event.field("worker_rank")) event.set_field("worker_rank", *rank);
       // The process that printed the message, as its line's prefix names it.
       const std::string& printed_by = prefix_programs[0];
@@ -1179,14 +1258,22 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
           break;
         }
       }
+      bool launcher_summary = false;
       // A repeat is counted without reading the 32 KiB above it again (a retry loop can print the
       // same OOM thousands of times); its traceback is read only if the first print had none.
       if (OomEvent* same = find_repeat(event)) {
         // The second print may be the raised one, with the traceback the logged one lacked.
-        if (!same->traceback && same->repeats == 1) same->traceback = traceback_above(first.start, rank, json_above);
+        if (!same->traceback && same->repeats == 1) same->traceback = traceback_above(first.start, rank, node, json_above);
       } else {
-        const ContextLines above = lines_above(first.start, rank, json_above);
+        const ContextLines above = lines_above(first.start, rank, node, json_above);
         event.traceback = parse_traceback(above.text);
+        // (A SIGKILL's summary lines are joined by its pid, with the launcher's own line that has no rank.)
+        if (!event.rank && !from_json && event.format != "process_killed") {
+          if (auto summarized = torchrun_summary_rank(above.text, candidate_line)) {
+            event.rank = summarized;
+            launcher_summary = true;
+          }
+        }
         // llama.cpp's Metal backend may name itself on the line before the driver's words
         // ("ggml_metal_graph_compute: command buffer 6 failed with status 5", then "error:
         // Insufficient Memory (...)"; ggml-org/llama.cpp#7010) as well as on the line after.
@@ -1223,7 +1310,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
                                 [](const std::string& s) { return holds_keyword(s); });
       }
       std::string first_text = one_line ? lines[0] : std::string();
-      OomEvent* kept = add_event(std::move(event));
+      OomEvent* kept = add_event(std::move(event), launcher_summary);
       if (kept != nullptr && ray_count > 1) {
         kept->repeats = kept->repeats > UINT64_MAX - (ray_count - 1) ? UINT64_MAX : kept->repeats + (ray_count - 1);
         if (kept->last_repeat_line == 0) kept->last_repeat_line = line_number;
@@ -1233,6 +1320,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         quick_repeat_index = static_cast<size_t>(kept - result.events.data());
         quick_repeat_text = std::move(first_text);
         quick_repeat_rank = rank;
+        quick_repeat_node = node;
         quick_repeat_json = from_json;
       }
       return true;
@@ -1246,7 +1334,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
 // The cleaned lines above the exception line at buffer offset `start` (same rank only when ranks
 // interleave), and the lines a JSON-lines record held above the keyword: where its Python
 // traceback is.
-ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t> rank,
+ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t> rank, const std::string& node,
                                             std::vector<std::string>& json_above) {
   const size_t back_start = start > kBackContext ? start - kBackContext : 0;
   size_t s = back_start;
@@ -1264,7 +1352,7 @@ ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t>
     size_t e = s;
     while (e < start && buf[e] != '\n') ++e;
     CleanLine c = clean_line(std::string_view(buf.data() + s, e - s));
-    CleanedLine line{base + s, base + e, c.rank, application_from_prefix(c), "", ""};
+    CleanedLine line{base + s, base + e, c.rank, c.node, application_from_prefix(c), "", ""};
     // vLLM logs each traceback line through its logger ("ERROR 06-05 06:18:13 [multiproc_executor.py:470]
     // File ..."): without that prefix the frames read as Python printed them.
     line.text = std::string(strip_logger_prefix(c.text));
@@ -1279,6 +1367,7 @@ ContextLines LogScanner::State::lines_above(size_t start, std::optional<int64_t>
   ContextLines above;
   auto add = [&](const CleanedLine& line) {
     if (rank && line.rank && line.rank != rank) return;
+    if (!node.empty() && !line.node.empty() && line.node != node) return;
     std::string_view text = line.text;
     // A JSON logger's message may hold several lines (a traceback logged as one message).
     for (size_t from = 0;;) {

@@ -254,6 +254,7 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
       device += fmt::format(" on TPU {}", *e.string_field("device_string"));
     }
     if (e.rank) device += fmt::format(" (rank {})", *e.rank);
+    if (auto node = e.string_field("node")) device += fmt::format(" on {}", *node);
     std::string headline = e.is_error ? fmt::format("{} out of memory{}", framework_title(e), device)
                                       : fmt::format("{} memory report{}", framework_title(e), device);
     // A kill is told by whoever saw it (the shell, the kernel, a launcher), not by the program.

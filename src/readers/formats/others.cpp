@@ -59,6 +59,13 @@ std::optional<FormatMatch> match_nccl(const MessageWindow& w) {
   FormatMatch m;
   m.event.framework = "nccl";
   m.event.format = "nccl_cuda_oom";
+  // NCCL's debug prefix (src/debug.cc): "host:pid:tid [cudaDev] ": several processes' warnings are
+  // several failures, not one printed again.
+  static const RE2 prefix(R"(^\s*[\w.-]+:(\d+):\d+ \[(\d+)\] )");
+  if (auto p = regex_search(prefix, w.lines[0])) {
+    if (auto pid = parse_decimal<int64_t>((*p)[1])) m.event.set_field("pid", *pid);
+    m.event.device = parse_decimal<int64_t>((*p)[2]);
+  }
   // NCCL's alloc.h names the size a line or two later: "NCCL WARN Failed to CUDA calloc 6291456 bytes".
   static const RE2 size(R"(NCCL WARN Failed to CUDA (?:calloc|malloc) (\d+) bytes)");
   for (size_t i = 1; i < w.lines.size() && i <= 3; ++i) {
@@ -69,6 +76,28 @@ std::optional<FormatMatch> match_nccl(const MessageWindow& w) {
     }
   }
   return m;
+}
+
+// The same failure as PyTorch raises it (torch/csrc/distributed/c10d/NCCLUtils.hpp, C10D_NCCL_CHECK):
+// "torch.distributed.DistBackendError: NCCL error in: .../ProcessGroupNCCL.cpp:1269, unhandled cuda
+// error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5" (1.x and 2.0: "RuntimeError:
+// NCCL error in: ..."), then NCCL's last error, ncclGetLastError(), on the lines after it:
+// "ncclUnhandledCudaError: Call to CUDA function failed." / "Last error:" / "Cuda failure 'out of
+// memory'". Only that last error makes it an out-of-memory error; the window may start at the
+// ncclUnhandledCudaError line (the exception's first line cut off).
+std::optional<FormatMatch> match_nccl_raised(const MessageWindow& w) {
+  const bool raised = contains(w.lines[0], "NCCL error") && contains(w.lines[0], "unhandled cuda error");
+  if (!raised && !contains(w.lines[0], "ncclUnhandledCudaError")) return std::nullopt;
+  static const RE2 last_error(R"(^\s*(?:Last error:\s*)?Cuda failure (?:\d+ )?'out of memory')");
+  constexpr size_t kLinesAfter = 4;   // the status line, "Last error:", the CUDA failure
+  for (size_t i = 1; i < w.lines.size() && i <= kLinesAfter; ++i) {
+    if (!regex_search(last_error, w.lines[i])) continue;
+    FormatMatch m = new_match("nccl", "nccl_cuda_oom");
+    m.event.set_field("nccl_error", std::string("ncclUnhandledCudaError"));
+    m.lines_used = i + 1;
+    return m;
+  }
+  return std::nullopt;
 }
 
 // MXNet's pooled GPU allocator (src/storage/pooled_storage_manager.h) when cudaMalloc fails: "cudaMalloc
@@ -347,6 +376,46 @@ std::optional<FormatMatch> match_numpy_array(const MessageWindow& w) {
   return m;
 }
 
+// Python's own MemoryError (the interpreter's allocator failed: PyErr_NoMemory), as a traceback ends
+// with it or a logger prints the exception: "MemoryError", "MemoryError: <text>". Only as the line's
+// start (a traceback's exception line, indented in torchrun's summary): the word in a sentence, an
+// `except MemoryError:` or the code a frame echoes ("raise MemoryError") is none. NumPy's subclass
+// (_ArrayMemoryError) has its own format.
+std::optional<FormatMatch> match_python_memory_error(const MessageWindow& w) {
+  static const RE2 re(R"(^\s*(?:builtins\.)?MemoryError(?::\s|\s*$))");
+  if (!regex_search(re, w.lines[0])) return std::nullopt;
+  FormatMatch m = new_match("python", "python_memory_error");
+  m.event.set_field("device_kind", std::string("CPU"));
+  return m;
+}
+
+// The kernel's ENOMEM as Python raises it: "OSError: [Errno 12] Cannot allocate memory" (os.fork
+// when a DataLoader starts its workers, mmap, subprocess): the process could not get more memory
+// under the host's RAM, overcommit policy or its cgroup's limit.
+std::optional<FormatMatch> match_enomem(const MessageWindow& w) {
+  if (!contains(w.lines[0], "[Errno 12] Cannot allocate memory")) return std::nullopt;
+  FormatMatch m = new_match("python", "os_enomem");
+  m.event.set_field("device_kind", std::string("CPU"));
+  return m;
+}
+
+// A DataLoader worker that died of SIGBUS writing a batch to shared memory (/dev/shm, 64 MB in a
+// Docker container by default): the worker's own "ERROR: Unexpected bus error encountered in worker.
+// This might be caused by insufficient shared memory (shm)." (torch/csrc/DataLoader.cpp, its SIGBUS
+// handler), then the main process's "RuntimeError: DataLoader worker (pid 4321) is killed by signal:
+// Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise
+// your shared memory limit." (log_scanner.cpp joins the two).
+std::optional<FormatMatch> match_dataloader_shm(const MessageWindow& w) {
+  static const RE2 killed(R"(DataLoader worker \(pid(?:\(s\))? (\d+)[^)]*\) is killed by signal: Bus error)");
+  const auto g = regex_search(killed, w.lines[0]);
+  if (!g && !contains(w.lines[0], "Unexpected bus error encountered in worker")) return std::nullopt;
+  FormatMatch m = new_match("pytorch", "dataloader_shm");
+  m.event.set_field("device_kind", std::string("CPU"));
+  m.event.set_field("memory_kind", std::string("shared memory (/dev/shm)"));
+  if (g) set_pid(m.event, (*g)[1]);
+  return m;
+}
+
 void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"numpy_array_alloc", {"for an array with shape"}, match_numpy_array});
   out.push_back({"tgi_warmup_prefill", {"prefill tokens"}, match_tgi_warmup});
@@ -354,6 +423,7 @@ void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"onnxruntime_arena", {"Failed to allocate memory for requested buffer"}, match_onnxruntime_arena});
   out.push_back({"wgpu_out_of_memory", {"Not enough memory left"}, match_wgpu});
   out.push_back({"nccl_cuda_oom", {"NCCL WARN"}, match_nccl});
+  out.push_back({"nccl_cuda_oom", {"unhandled cuda error", "ncclUnhandledCudaError"}, match_nccl_raised});
   out.push_back({"directml_alloc", {"not enough GPU video memory", "DML allocator out of memory"}, match_directml});
   out.push_back({"mxnet_cudamalloc", {"cudaMalloc failed", "cudaMalloc retry failed"}, match_cudamalloc_failed});
   // A process killed by SIGKILL, each report of it; one kill reported by several of them is one
@@ -361,6 +431,10 @@ void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"process_killed", {"SIGKILL"}, match_sigkill});
   out.push_back({"process_killed", {"Killed process"}, match_kernel_oom_kill});
   out.push_back({"process_killed", {"killed by signal: Killed"}, match_dataloader_killed});
+  // Host RAM: Python's MemoryError, the kernel's ENOMEM, a DataLoader worker out of shared memory.
+  out.push_back({"python_memory_error", {"MemoryError"}, match_python_memory_error});
+  out.push_back({"os_enomem", {"[Errno 12]"}, match_enomem});
+  out.push_back({"dataloader_shm", {"Unexpected bus error encountered", "killed by signal: Bus error"}, match_dataloader_shm});
   out.push_back({"process_killed", {"Killed", "killed  "}, match_shell_killed});
   out.push_back({"process_killed", {"-9", "137"}, match_exit_status_kill});
   out.push_back({"process_killed", {"oom_kill event", "oom-kill event", "emory limit (", "Out Of Memory", "OOMKilled"},

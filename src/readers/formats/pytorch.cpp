@@ -126,9 +126,12 @@ std::optional<FormatMatch> match_new(const MessageWindow& w) {
 std::optional<FormatMatch> match_new_in(const MessageWindow& w) {
   // The period after the request is optional: PyTorch 1.x's short form and quoted messages end
   // there ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB").
-  static const RE2 head("out of memory\\.\\s*Tried to allocate (" + kSize +
+  // PyTorch main's device-generic allocator (c10/core/CachingDeviceAllocator.h) says "Out of memory."
+  // without the backend. XPU's allocator before 2.7 printed no free figure: "GPU 0 has a total
+  // capacity of 15.11 GiB. Of the allocated memory ..." (c10/xpu/XPUCachingAllocator.cpp).
+  static const RE2 head("[Oo]ut of memory\\.\\s*Tried to allocate (" + kSize +
                         ")\\.?(?:\\s*(GPU|NPU|XPU)\\s+(\\d+)\\s+has a total (capacity|capacty) of (" + kSize +
-                        ")\\s+of which (" + kSize + ")\\s+is free\\.)?");
+                        ")(?:\\s+of which (" + kSize + ")\\s+is free)?\\.)?");
   auto g = regex_search(head, w.joined);
   if (!g || w.joined_line_of(joined_offset_in(w, (*g)[0])) != 0) return match_bare(w);
   FormatMatch m;
@@ -502,7 +505,7 @@ std::optional<FormatMatch> match_cuda_error(const MessageWindow& w) {
 void add_pytorch_formats(std::vector<MessageFormat>& out) {
   out.push_back({"pytorch_garbage_size", {"more than"}, match_garbage_size});
   out.push_back({"pytorch_old", {"Tried to allocate"}, match_old});
-  out.push_back({"pytorch_new", {"out of memory"}, match_new});
+  out.push_back({"pytorch_new", {"out of memory", "Out of memory. Tried to allocate"}, match_new});
   out.push_back({"pytorch_cudamallocasync", {"Allocation on device"}, match_cuda_malloc_async});
   out.push_back({"mps", {"MPS backend out of memory"}, match_mps});
   out.push_back({"pytorch_thc_cuda_runtime_oom", {"out of memory"}, match_thc});
