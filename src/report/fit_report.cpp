@@ -336,6 +336,9 @@ std::string render_fit_text(const FitReport& r, const TrainingConfig* config, co
       if (a.change.host_ram_bytes) {
         line(fmt::format("      host RAM: about {}", host_ram(*a.change.host_ram_bytes, a.num_gpus.value_or(r.num_gpus))));
       }
+      // A combination's cost says what its settings cannot carry (a TP/PP layout's program has no
+      // flag for 8-bit AdamW or pure bf16: the training script must do it).
+      if (a.change.id == "same_method" && !a.change.cost.empty()) line("      cost: " + a.change.cost);
       for (const auto& s : settings_lines(a.change.settings)) line("      " + style.cyan(s));
     }
   }

@@ -719,5 +719,21 @@ TEST(FitCliQa5, FitsInMemoryButWillNotRun) {
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
 }
 
+// The same-method combination prints its cost: on a TP layout that is where it says the training
+// script must carry what torchtitan's and Megatron-LM's flags cannot (8-bit AdamW, pure bf16).
+TEST(FitCli, SameMethodAlternativeSaysWhatItsFlagsCannotCarry) {
+  auto r = run_cli({"fit", "meta-llama/Llama-3.1-70B", "--task", "train_full", "--micro-batch-size", "4",
+                    "--grad-accum-steps", "4", "--seq-len", "4096", "--gpu", "A100 SXM4 80GB", "--gpus", "8"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const size_t same = r.out.find("  - without changing the training method: ");
+  ASSERT_NE(same, std::string::npos) << r.out;
+  const size_t cost = r.out.find("\n      cost: ", same);
+  ASSERT_NE(cost, std::string::npos) << r.out;
+  const std::string line = r.out.substr(cost + 1, r.out.find('\n', cost + 1) - cost - 1);
+  EXPECT_NE(line.find("8-bit AdamW has no torchtitan or Megatron-LM flag: build it in the training script "
+                      "(torchao.optim.AdamW8bit)"), std::string::npos) << line;
+  EXPECT_NE(line.find("pure bf16 is not what either program's bf16 setting does"), std::string::npos) << line;
+}
+
 }  // namespace
 }  // namespace oomdoc
