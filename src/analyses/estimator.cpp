@@ -321,6 +321,16 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
   }
   p.group_size = job.group_size.value_or(m.quantization_per_channel ? kPerChannelGroup
                                          : m.quantization_group_size ? m.quantization_group_size : 128);
+  // A grouped format quantizes each Linear's input features in whole groups (auto-gptq, AutoAWQ and
+  // torchao refuse a group that does not divide them): a group size given that does not divide the
+  // hidden size is a typo, not a layout.
+  const bool grouped = p.quantization && (p.quantization->starts_with("gptq") || *p.quantization == "awq4" ||
+                                          *p.quantization == "int4");
+  if (grouped && job.group_size && m.hidden_size && m.hidden_size % *job.group_size != 0) {
+    return make_error(fmt::format("group_size {} does not divide the model's hidden size {}: {} quantizes each "
+                                  "Linear's input features in whole groups (128 is the usual size)",
+                                  *job.group_size, m.hidden_size, *p.quantization));
+  }
 
   if (p.training) {
     p.optimizer = job.optimizer.value_or("adamw");

@@ -16,6 +16,12 @@ std::string render_config_summary(const TrainingConfig& config, const Style& sty
                                    ? std::string()
                                    : fmt::format("; unknown {}", config.unknown_keys.size()))) + "\n";
   out += style.dim(fmt::format("  used: {}", fmt::join(config.used_keys, ", "))) + "\n";
+  if (!config.ignored_keys.empty()) {
+    out += style.dim(fmt::format("  ignored (no effect on memory): {}", fmt::join(config.ignored_keys, ", "))) + "\n";
+  }
+  if (!config.unmodeled_keys.empty()) {
+    out += style.dim(fmt::format("  not modelled: {}", fmt::join(config.unmodeled_keys, ", "))) + "\n";
+  }
   for (const auto& d : config.framework_defaults) out += style.dim("  default: " + d) + "\n";
   for (const auto& w : config.warnings) out += style.yellow("warning: " + w) + "\n";
   return out;

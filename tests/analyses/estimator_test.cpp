@@ -2142,6 +2142,20 @@ TEST(Estimator, EncoderWithoutAClassificationHeadSaysMlmLogitsAreNotSized) {
   EXPECT_FALSE(assumed(*cls, "task head"));
 }
 
+// A grouped format's group must divide the input features: 7 of Llama's 4096 is a typo.
+TEST(Estimator, GroupSizeThatDoesNotDivideTheHiddenSizeIsRefused) {
+  Job job;
+  job.task = "inference";
+  job.weight_quantization = "gptq4";
+  job.group_size = 7;
+  auto e = estimate_memory(llama2_7b(), job);
+  ASSERT_FALSE(e);
+  EXPECT_EQ(e.error().message, "group_size 7 does not divide the model's hidden size 4096: gptq4 quantizes each "
+                               "Linear's input features in whole groups (128 is the usual size)");
+  job.group_size = 64;
+  EXPECT_TRUE(estimate_memory(llama2_7b(), job));
+}
+
 // Checkpointing never predicts more than keeping every activation (QA round 8 found three jobs
 // where it did): selective recompute works on what its policy dropped, beside what it kept; with
 // activations offloaded, what stays resident is what the policy keeps; and without checkpointing
