@@ -364,9 +364,19 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
     // An encoder (BERT, ViT) reads its input in one forward pass, at most its learned positions
     // long (a ViT image is always its patches and the class token).
     const uint64_t max_pos = m.max_position_embeddings ? m.max_position_embeddings : kDefaultPromptLen;
-    const uint64_t default_prompt = m.is_encoder_only ? std::min(kDefaultPromptLen, max_pos) : kDefaultPromptLen;
+    uint64_t default_prompt = m.is_encoder_only ? std::min(kDefaultPromptLen, max_pos) : kDefaultPromptLen;
+    // The defaults stay inside a short context (512 positions): the prompt is what the context
+    // leaves after the tokens to generate, rather than a length the model cannot take.
+    const uint64_t context = m.is_encoder_only ? 0 : vllm_derived_max_model_len(m, std::nullopt);
+    const uint64_t planned_new = m.score_labels ? 0 : new_tokens_of(job);
+    const bool prompt_shortened = context && default_prompt + planned_new > context && context > planned_new;
+    if (prompt_shortened) default_prompt = context - planned_new;
     p.prompt = job.prompt_len.value_or(p.task == "load" ? 0 : default_prompt);
-    if (!job.prompt_len && p.task != "load") assume(fmt::format("prompt_len: {} (not given)", p.prompt));
+    if (!job.prompt_len && p.task != "load") {
+      assume(prompt_shortened ? fmt::format("prompt_len: {} (not given; the model's context of {} less {} new tokens)",
+                                            p.prompt, context, planned_new)
+                              : fmt::format("prompt_len: {} (not given)", p.prompt));
+    }
     // A sequence classifier (reward model) scores the prompt in one forward pass, and an encoder
     // has no decoder to generate with: neither generates.
     const bool classifier = m.score_labels && !m.is_encoder_only;

@@ -2156,6 +2156,26 @@ TEST(Estimator, GroupSizeThatDoesNotDivideTheHiddenSizeIsRefused) {
   EXPECT_TRUE(estimate_memory(llama2_7b(), job));
 }
 
+// The default prompt (512) with the default 256 new tokens would pass a 512-position model's
+// context: the default prompt is then what the context leaves, and no warning blames the job.
+TEST(Estimator, DefaultPromptStaysInsideAShortContext) {
+  ModelSpec short_context = llama2_7b();
+  short_context.max_position_embeddings = 512;
+  short_context.context_keys = {{"max_position_embeddings", 512}};
+  Job job;
+  job.task = "inference";
+  auto e = estimate_memory(short_context, job);
+  ASSERT_TRUE(e) << e.error().message;
+  EXPECT_TRUE(assumed(*e, "prompt_len: 256 (not given; the model's context of 512 less 256 new tokens)"));
+  EXPECT_TRUE(e->warnings.empty()) << e->warnings.front();
+  // Given, the prompt is the job's, and past the context it is warned about.
+  job.prompt_len = 512;
+  auto given = estimate_memory(short_context, job);
+  ASSERT_TRUE(given);
+  ASSERT_FALSE(given->warnings.empty());
+  EXPECT_EQ(given->warnings.front().rfind("768 tokens per sequence is above the model's context of 512", 0), 0u);
+}
+
 // Checkpointing never predicts more than keeping every activation (QA round 8 found three jobs
 // where it did): selective recompute works on what its policy dropped, beside what it kept; with
 // activations offloaded, what stays resident is what the policy keeps; and without checkpointing
