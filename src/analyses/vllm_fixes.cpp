@@ -57,6 +57,10 @@ ServeFix fix_from(std::string_view id, std::string flag, std::string cost, const
 // A round number a person would type: multiples of 1024 above 8K, of 256 above 1K.
 // Below this a shortened context is no longer a useful answer on its own.
 constexpr uint64_t kMinUsefulLength = 2048;
+// A shorter context on fewer GPUs is offered beside the layouts that keep a model's whole context
+// only when it keeps this much: what most serving asks (Qwen2.5's default context), while a
+// model's 1M-token context is rarely what a launch needs.
+constexpr uint64_t kLongContext = 32768;
 
 uint64_t round_length_down(uint64_t len) {
   if (len >= 8192) return len / 1024 * 1024;
@@ -361,10 +365,16 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
   //    Each kind's smallest layout that fits, fewest GPUs first, then the most KV tokens.
   {
     const size_t first_parallel = fixes.size();
+    // Nothing on this card fits (the weights do not load, or not with one request): each kind's
+    // smallest layout that holds the weights is also offered with the longest --max-model-len it
+    // holds when that keeps a long context (kLongContext), so that two GPUs at 110k tokens come
+    // before sixteen for a million.
+    const bool nothing_on_this_card = fixes.empty() && !combine_with_length;
     std::vector<uint64_t> gpu_counts;   // of the fixes from first_parallel on
     std::vector<std::pair<std::pair<uint64_t, uint64_t>, bool>> tried;   // layouts and whether they fitted
     const uint64_t domain = inputs.target.tensor_parallel_domain;
     for (bool pipeline : {false, true}) {
+      bool shorter_offered = !nothing_on_this_card;
       // Up to 32 times the GPUs: a 405B or 671B model in 16 bits needs 16 H100s (TP 8 x PP 2).
       for (uint64_t factor : {2ull, 4ull, 8ull, 16ull, 32ull}) {
         uint64_t tp = s.tensor_parallel_size, pp = s.pipeline_parallel_size;
@@ -409,8 +419,18 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
           cost = fmt::format("{} GPUs{}", gpus, inputs.target.nvlink ? " over NVLink"
                                                 : "; without NVLink every layer's all-reduce crosses PCIe");
         }
-        const bool fits = add_if_fits(pp != s.pipeline_parallel_size ? "vllm_pipeline_parallel" : "vllm_tensor_parallel",
-                                      changed, flag, cost);
+        const char* id = pp != s.pipeline_parallel_size ? "vllm_pipeline_parallel" : "vllm_tensor_parallel";
+        const bool fits = add_if_fits(id, changed, flag, cost);
+        if (!fits && !shorter_offered) {
+          combine_with_length = true;
+          shorter_offered = add_if_fits(id, changed, flag, cost);
+          combine_with_length = false;
+          if (shorter_offered && fixes.back().max_model_len < std::min(s.max_model_len, kLongContext)) {
+            fixes.pop_back();
+            shorter_offered = false;
+          }
+          if (shorter_offered) gpu_counts.push_back(gpus);
+        }
         tried.push_back({{tp, pp}, fits});
         if (fits) {
           gpu_counts.push_back(gpus);

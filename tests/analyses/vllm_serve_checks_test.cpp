@@ -768,6 +768,24 @@ TEST(VllmServeQa9, QuantizedCheckpointWithAShorterContextFitsOneCard) {
   EXPECT_TRUE(quantized.fits);
 }
 
+// Mistral-Nemo's 1,024,000-token context on a 4090 (its 23 GiB of weights do not load): keeping it
+// whole takes 16 GPUs, but two hold it at more than 100k tokens, offered first (fewest GPUs); a
+// shorter context under 32k on fewer GPUs is not offered (Llama-3.1-70B above: TP 4 keeps 131,072).
+TEST(VllmServeQa9, FewerGpusAtALongButShorterContextComeFirst) {
+  ServeInputs in = inputs({"vllm", "serve", "mistralai/Mistral-Nemo-Instruct-2407"}, 24 * kGiB);
+  in.target = serve_target(find_gpu("4090").value());
+  auto report = analyze_serve(in);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  ASSERT_GE(report->fixes.size(), 3u);
+  EXPECT_EQ(report->fixes[0].vllm_args, (std::vector<std::string>{"--pipeline-parallel-size", "2", "--max-model-len",
+                                                                   std::to_string(report->fixes[0].max_model_len)}));
+  EXPECT_GE(report->fixes[0].max_model_len, 100000u);
+  EXPECT_EQ(report->fixes[1].vllm_args[0], "--tensor-parallel-size");
+  EXPECT_EQ(report->fixes[1].vllm_args[1], "2");
+  EXPECT_EQ(report->fixes[2].max_model_len, 1024000u);   // the whole context, on 16 GPUs
+  EXPECT_TRUE(report->fixes[0].fits && report->fixes[1].fits);
+}
+
 // Without NVLink, pipeline stages come first among layouts of the same GPU count.
 TEST(VllmServeQa9, PipelineFirstWithoutNvlink) {
   ServeInputs in = inputs({"vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "131072"}, 24 * kGiB);
