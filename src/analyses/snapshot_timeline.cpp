@@ -132,7 +132,13 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
   // The dump's reserved bytes less the trace's changes, but never less than the trace shows was held:
   // a file without segments (as MLX writes) has no dump figure, and 0 there would make the reserved
   // peak 0 B while 48 MiB is live.
-  const int64_t held_by_trace = std::max(-lowest_reserved_delta, widest_live_over_reserved);
+  // With no segment anywhere (no dump figure, no segment event: MLX's files, hand-made ones) nothing
+  // but the live line says what was held: the reserved line is kept at or above it, baseline
+  // included (1 GiB freed that was allocated before recording was held from the start).
+  const bool no_segment_figures = memory.reserved_bytes == 0 && peak_reserved_delta == 0 && lowest_reserved_delta == 0;
+  const int64_t held_by_trace =
+      std::max(-lowest_reserved_delta,
+               widest_live_over_reserved + (no_segment_figures ? static_cast<int64_t>(t.baseline_bytes) : 0));
   t.reserved_at_start = std::max(static_cast<int64_t>(memory.reserved_bytes) - reserved, held_by_trace);
   t.peak_reserved_bytes = t.reserved_at_start + peak_reserved_delta;
 

@@ -441,7 +441,10 @@ class SnapshotFolder : public pickle::Folder {
     // The replay sums sizes in signed 64-bit counters: a size no device has is a damaged file, and
     // refusing it keeps those sums from overflowing.
     if (e.size > kMaxTraceSizeBytes) {
-      return Error{fmt::format("'size' is {} bytes, more than any device holds", e.size)};
+      // (A pickled integer past 64 bits is read saturated: said as such, not as 2^64 - 1.)
+      const bool beyond_64_bits = f.has(kSize) && f.value[kSize].tag() == Tag::kBigInt && e.size == UINT64_MAX;
+      return Error{beyond_64_bits ? std::string("'size' does not fit in 64 bits, more than any device holds")
+                                  : fmt::format("'size' is {} bytes, more than any device holds", e.size)};
     }
     if (!read_uint(e.action == TraceAction::kOom ? kDeviceFree : kAddr, e.addr)) {
       return Error{"'addr' / 'device_free' is not an integer"};
@@ -1115,12 +1118,44 @@ class JsonTreeBuilder : public nlohmann::json_sax<nlohmann::json> {
   std::string error_;
 };
 
+// The replay sums each device's trace in signed 64-bit counters (analyses/snapshot_timeline.cpp):
+// each size is at most 1 PiB, and so must the running sums of allocations and of segments be, or
+// 2^13 entries wrap them (live bytes gone negative, a peak stuck at 8 EiB). Frees of memory held
+// before recording count too: a baseline beyond any device is as damaged.
+Status check_trace_sums(const Snapshot& snapshot) {
+  const auto limit = static_cast<int64_t>(kMaxTraceSizeBytes);
+  for (size_t d = 0; d < snapshot.trace_ranges.size(); ++d) {
+    const auto [begin, end] = snapshot.trace_ranges[d];
+    int64_t live = 0, reserved = 0;
+    for (size_t i = begin; i < end; ++i) {
+      const TraceEvent& e = snapshot.trace_events[i];
+      const auto size = static_cast<int64_t>(e.size);   // at most 1 PiB (decode_trace)
+      switch (e.action) {
+        case TraceAction::kAlloc: live += size; break;
+        case TraceAction::kFreeCompleted: live -= size; break;
+        case TraceAction::kSegmentAlloc:
+        case TraceAction::kSegmentMap: reserved += size; break;
+        case TraceAction::kSegmentFree:
+        case TraceAction::kSegmentUnmap: reserved -= size; break;
+        default: break;
+      }
+      if (live > limit || live < -limit || reserved > limit || reserved < -limit) {
+        const bool segments = reserved > limit || reserved < -limit;
+        return Error{fmt::format("device_traces[{}][{}]: the trace's {} on cuda:{} add up to more than any device holds",
+                                 d, i - begin, segments ? "segments" : "allocations", d)};
+      }
+    }
+  }
+  return Ok{};
+}
+
 Result<Snapshot> finish(Tree& tree, SnapshotFolder& folder, std::string format, uint64_t input_bytes) {
   Snapshot snapshot;
   snapshot.source_format = std::move(format);
   Converter converter(tree, folder, snapshot, input_bytes);
   if (auto ok = converter.convert(tree.root()); !ok) return ok.error();
   snapshot.trace_events = std::move(folder.events_);
+  if (auto sums = check_trace_sums(snapshot); !sums) return sums.error();
   snapshot.trace_extras = std::move(folder.extras_);
   snapshot.frames = std::move(folder.frames_);
   snapshot.stack_offsets = std::move(folder.stack_offsets_);

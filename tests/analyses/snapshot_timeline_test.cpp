@@ -40,6 +40,19 @@ TEST(ReplayTimeline, PeakIsADeltaAndBaselineCountsPreRecordingMemory) {
   EXPECT_EQ(t.points.back().live_bytes, 4700 + 7300);
 }
 
+// Without any segment figure (no segments, no segment events), the reserved line stays at or
+// above the live line, whose baseline counts memory freed in the trace but allocated before it.
+TEST(ReplayTimeline, WithoutSegmentsReservedCoversTheBaseline) {
+  SnapshotBuilder b;
+  b.event(TraceAction::kFreeCompleted, 0x1000, 1 << 30);   // allocated before recording
+  b.event(TraceAction::kAlloc, 0x2000, 1 << 20);
+  Timeline t = replay_timeline(b.snapshot(), 0, {});
+  EXPECT_EQ(t.baseline_bytes, 1u << 30);
+  EXPECT_EQ(t.live_at_peak_bytes, 1u << 30);
+  EXPECT_EQ(t.reserved_at_start, 1 << 30);
+  EXPECT_EQ(t.peak_reserved_bytes, 1 << 30);
+}
+
 TEST(ReplayTimeline, NeverBelowZeroAndNoPeakWithoutAllocations) {
   SnapshotBuilder b;
   b.event(TraceAction::kFreeCompleted, 0x10, 500);

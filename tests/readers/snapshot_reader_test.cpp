@@ -400,6 +400,32 @@ TEST(SnapshotReader, NegativeSizesAreErrorsNamingTheField) {
   for (int i = 0; i < 3; ++i) many_blocks += fmt::format(R"({}{{"size": 562949953421312}})", i ? ", " : "");   // 2^49 each
   many_blocks += "]}]}";
   EXPECT_EQ(err(many_blocks), "x.json: segments[0]: the blocks of cuda:1 add up to more than any device holds");
+  // A pickled size past 64 bits (LONG1, 2^70) is said as such, not as its saturated 2^64 - 1.
+  auto text = [](std::string_view s) {
+    std::string out = "X";
+    const uint32_t n = static_cast<uint32_t>(s.size());
+    out.append(reinterpret_cast<const char*>(&n), 4);
+    return out + std::string(s);
+  };
+  const std::string huge = std::string("\x80\x02}(") + text("device_traces") + "](](}(" + text("action") + text("alloc") +
+                           text("addr") + "K\x01" + text("size") + std::string("\x8a\x09\0\0\0\0\0\0\0\0\x40", 11) +
+                           "ueeu.";
+  auto big = read_snapshot_bytes(huge, "x.pickle");
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().message,
+            "x.pickle: device_traces[0][0]: 'size' does not fit in 64 bits, more than any device holds");
+  // And a trace's running sums: three allocations (or segments) of 2^49 bytes pass 1 PiB at the third
+  // entry (2^13 of them wrapped the replay's 64-bit sums: live negative, a peak stuck at 8 EiB);
+  // frees of memory allocated before recording count as well.
+  for (const char* action : {"alloc", "segment_alloc", "free_completed"}) {
+    std::string trace = R"({"device_traces": [[)";
+    for (int i = 0; i < 3; ++i) {
+      trace += fmt::format(R"({}{{"action": "{}", "addr": {}, "size": 562949953421312}})", i ? ", " : "", action, i + 1);
+    }
+    trace += "]]}";
+    EXPECT_EQ(err(trace), fmt::format("x.json: device_traces[0][2]: the trace's {} on cuda:0 add up to more than any "
+                                      "device holds", std::string(action) == "segment_alloc" ? "segments" : "allocations"));
+  }
   // A negative address is read as the unsigned value the allocator printed.
   auto s = read_snapshot_bytes(segment("", "").replace(segment("", "").find("\"address\": 4096"), 15,
                                                        "\"address\": -4096"),
