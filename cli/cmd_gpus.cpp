@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -77,8 +78,15 @@ void setup(CLI::App& app, int* exit_code) {
       "gpus", "Show who holds each GPU's memory now, flag stale holders and how to end them");
   cmd->add_flag("--json", options->json, "Print one JSON document (JSON Lines under --watch)");
   cmd->add_option("--watch", options->watch_seconds, "Refresh every SECONDS (in place on a terminal)")
-      ->check(CLI::Number)   // "abc" is not a number, before "not in range"
-      ->check(CLI::Range(0.1, 86400.0));
+      ->check(CLI::Number)   // "abc" is not a number, before the range
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            // (CLI11's own Range says "Value 0 not in range 0.100000 to 86400.000000".)
+            const double seconds = std::strtod(value.c_str(), nullptr);
+            if (seconds >= 0.1 && seconds <= 86400.0) return std::string();
+            return "must be between 0.1 and 86400 seconds (got " + value + ")";
+          },
+          ""));
   cmd->add_flag("--catalog", options->catalog,
                 "List the bundled GPU catalog (names and aliases that --gpu options accept)")
       ->excludes("--watch");

@@ -89,10 +89,12 @@ int run(const SnapshotArgs& args) {
       return fail(check_device_present(*snapshot, options, args.file).error().message);
     }
     SnapshotComparison c = compare_snapshots(*snapshot, *after, options);
+    // Standard input is named as a single-file report names it.
+    auto shown = [](const std::string& file) { return file == "-" ? std::string("<stdin>") : file; };
     if (args.json) {
-      std::cout << dump_json(comparison_json(c, args.file, args.compare_with));
+      std::cout << dump_json(comparison_json(c, shown(args.file), shown(args.compare_with)));
     } else {
-      std::cout << render_comparison_text(c, args.file, args.compare_with, Style::for_fd(1));
+      std::cout << render_comparison_text(c, shown(args.file), shown(args.compare_with), Style::for_fd(1));
     }
     return kExitOk;
   }

@@ -108,6 +108,13 @@ TEST(GpusCli, NoGpuIsExit2WithOneLine) {
   EXPECT_EQ(r.err, "oomdoc: no NVIDIA GPU: the driver (550.54.15) sees no device\n");
 }
 
+// A --watch interval out of range says so in seconds, not CLI11's "Value 0 not in range 0.100000".
+TEST(GpusCli, WatchIntervalOutOfRangeSaysTheRange) {
+  auto r = run_cli({"gpus", "--watch", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "oomdoc gpus: --watch: must be between 0.1 and 86400 seconds (got 0) (see oomdoc gpus --help)\n");
+}
+
 TEST(GpusCli, CatalogListsTheBundledGpus) {
   auto r = run_cli({"gpus", "--catalog", "--json"}, "", {"OOMDOC_NVML_LIBRARY=/nonexistent"});
   ASSERT_EQ(r.exit_code, 0) << r.err;  // needs no driver

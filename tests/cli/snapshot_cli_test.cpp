@@ -81,6 +81,11 @@ TEST(SnapshotCli, ReadsStdin) {
   auto r = run_cli({"snapshot", "--json", "-"}, testing::read_file(fixture_path("snapshot/train_p4.pickle")));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["file"], "<stdin>");
+  // A comparison names standard input the same way.
+  auto c = run_cli({"snapshot", "--json", "-", "--compare", fixture_path("snapshot/expandable_p4.pickle")},
+                   testing::read_file(fixture_path("snapshot/train_p4.pickle")));
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(nlohmann::json::parse(c.out)["before"], "<stdin>");
 }
 
 TEST(SnapshotCli, CompareAndHtml) {
