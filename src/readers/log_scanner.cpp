@@ -1283,6 +1283,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
             if (above.text[k].find("ggml_metal") != std::string::npos) event.framework = "llama.cpp";
           }
         }
+        if (event.framework == "llama.cpp") read_llama_settings(above.text, event);
         // Which program failed, for fixes in its own settings (readers/application.h decides).
         const ContextLines after{std::vector<std::string>(lines.begin() + static_cast<long>(used), lines.end()),
                                  std::vector<std::string>(prefix_programs.begin() + static_cast<long>(used), prefix_programs.end())};
