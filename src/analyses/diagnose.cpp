@@ -1379,8 +1379,7 @@ void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
       if (auto kv = e.int_field(name + "_bytes"); kv && *kv < 0) {
         d.evidence.push_back(fmt::format("vLLM's budget minus weights and the profiling peak leaves {} for the KV cache: "
                                          "the budget is {} too small for even an empty cache.",
-                                         e.string_field(name + "_text").value_or(""),
-                                         format_bytes(static_cast<uint64_t>(-*kv))));
+                                         format_signed_bytes(*kv), format_bytes(static_cast<uint64_t>(-*kv))));
         break;
       }
       if (const Quantity* q = e.quantity(name); q && q->bytes == 0) {

@@ -1,6 +1,7 @@
 // Explain QA review 21, finding 10: advice that must fit the case. llama.cpp's fixes name the values
 // its log printed (the context, the file type); a network outside Hugging Face's stack gets no
 // KV-cache, generate() or BitsAndBytesConfig advice; a small request gets no fragmentation fix.
+// Finding 12's cosmetics: TensorFlow's 8-bit float types are sized.
 #include <gtest/gtest.h>
 
 #include "analyses/diagnose.h"
@@ -156,6 +157,18 @@ TEST(DiagnoseQa21Advice, SmallPoolRequestGetsNoFragmentationFix) {
   ASSERT_EQ(large.events.size(), 1u);
   EXPECT_EQ(large.events[0].diagnosis.secondary_causes, (std::vector<std::string>{"fragmentation_minor"}));
   EXPECT_EQ(fix_ids(large.events[0].diagnosis)[0], "max_split_size");
+}
+
+// TensorFlow's float8 types are one byte an element: 1024 x 1024 x 256 of them is 256 MiB.
+TEST(DiagnoseQa21Advice, TensorFlowFloat8TensorIsSized) {
+  for (const std::string type : {"float8_e4m3fn", "float8_e5m2"}) {
+    const ExplainReport r = explain_text(
+        "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with "
+        "shape[1024,1024,256] and type " + type + " on /job:localhost/replica:0/task:0/device:GPU:0 by allocator "
+        "GPU_0_bfc [Op:AddV2]\n");
+    ASSERT_EQ(r.events.size(), 1u);
+    EXPECT_EQ(r.events[0].event.bytes("requested"), 256ull << 20) << type;
+  }
 }
 
 }  // namespace
