@@ -11,6 +11,7 @@
 #include "analyses/vllm_version.h"
 #include "core/saturating.h"
 #include "core/units.h"
+#include "model/gguf_types.h"
 #include "readers/application.h"
 #include "readers/gpu_catalog.h"
 
@@ -276,6 +277,21 @@ bool training_evident(const OomEvent& e, const std::string& operation) {
   return false;
 }
 
+// The traceback shows a language model run through Hugging Face's stack (transformers, PEFT, TRL) or
+// generate(): only then do a KV cache, generate() and from_pretrained's BitsAndBytesConfig apply. A
+// torchvision or other own network evaluating gets the steps every model has (qa21 t36).
+bool language_model_evident(const OomEvent& e, const std::string& operation) {
+  if (operation == "generation") return true;
+  if (!e.traceback) return false;
+  for (const TracebackFrame& f : e.traceback->frames) {
+    for (std::string_view dir : {"/transformers/", "\\transformers\\", "/peft/", "/trl/"}) {
+      if (f.file.find(dir) != std::string::npos) return true;
+    }
+    if (contains(f.code, ".generate(") || contains(f.code, "from_pretrained(")) return true;
+  }
+  return false;
+}
+
 // part * 2 >= whole without the doubling overflowing (both figures come from the log).
 bool at_least_half(uint64_t part, uint64_t whole);
 
@@ -364,6 +380,14 @@ void add_training_ladder(Diagnosis& d, const OomEvent& e, const MemoryBreakdown&
     d.fixes.push_back(make_fix("smaller_input", shortfall + "Fewer sequences at once or a shorter context shrink the "
                                                             "activations and the graphs captured for them."));
     d.fixes.push_back(make_fix("quantize_model", "Weights take half (8-bit) or a quarter (4-bit) of bf16."));
+    d.fixes.push_back(make_fix("bigger_gpu", "Run `oomdoc fit` with the job to find the smallest GPU that fits."));
+    return;
+  }
+  if (inference && !language_model_evident(e, operation)) {
+    // No gradients, no accumulation, and no sign of a language model: its activations scale with
+    // the inputs run at once.
+    d.fixes.push_back(make_fix("smaller_input", shortfall + "Activations scale with the inputs run at once (batch, image "
+                                                            "size, sequence length); halve the evaluation batch."));
     d.fixes.push_back(make_fix("bigger_gpu", "Run `oomdoc fit` with the job to find the smallest GPU that fits."));
     return;
   }
@@ -524,7 +548,21 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
     return;
   }
   const uint64_t ru = m.reserved_unallocated.value_or(0);
-  if (m.reserved_unallocated && m.requested && ru >= requested && m.total && ru >= total / 20) {
+  // PyTorch's caching allocator serves requests of up to 1 MiB (kSmallSize) from its own pool of
+  // 2 MiB segments: memory reserved but unallocated in the large blocks never serves them, and
+  // max_split_size_mb only limits how large blocks are split (c10/cuda/CUDACachingAllocator.cpp). A
+  // small request that fails means the card is full, not fragmented (qa21 t32).
+  constexpr uint64_t kSmallPoolRequest = 1ull << 20;
+  // Past that, the cached memory is the cause from a twentieth of the card; as a minor cause it must
+  // hold the request, alone or with the free memory (a real vLLM log: 118.89 MiB cached and 16 MiB
+  // free for a 128 MiB request, qa7).
+  const bool fragmentation_can_help = m.reserved_unallocated && m.requested && requested > kSmallPoolRequest;
+  if (m.requested && requested <= kSmallPoolRequest && ru > 0 && ru >= requested) {
+    d.evidence.push_back(fmt::format("The {} reserved but unallocated sits in large cached blocks, which never serve a "
+                                     "request of 1 MiB or less (PyTorch's small pool): no allocator setting helps.",
+                                     format_bytes(ru)));
+  }
+  if (fragmentation_can_help && ru >= requested && m.total && ru >= total / 20) {
     d.cause = "fragmentation";
     d.evidence.push_back(fmt::format(
         "{} is reserved by PyTorch but unallocated, {} the {} request, yet no cached block fits it: the cache is "
@@ -535,14 +573,13 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
     add_training_ladder(d, e, m, operation_of(e));
     return;
   }
-  if (m.reserved_unallocated && m.requested && ru >= requested) {
+  if (fragmentation_can_help && ru >= requested) {
     d.secondary_causes.push_back("fragmentation_minor");
     d.fixes.push_back(allocator_fix(e, fmt::format(
         "{} is reserved but unallocated, as much as the {} request: {} let it be reused.",
         format_bytes(ru), format_bytes(requested),
         starts_with(e.format, "pytorch_old") ? "smaller cached blocks (max_split_size_mb)" : "expandable segments")));
-  } else if (m.reserved_unallocated && ru > 0 && m.requested && m.free && *m.free < requested &&
-             *m.free + ru >= requested) {
+  } else if (fragmentation_can_help && ru > 0 && m.free && *m.free < requested && *m.free + ru >= requested) {
     // Neither the free memory nor the cache alone holds the request, together they do: the cached
     // blocks sit in segments still partly in use, which expandable segments can grow into the free
     // memory instead of asking for a new one.
@@ -1342,8 +1379,7 @@ void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
       if (auto kv = e.int_field(name + "_bytes"); kv && *kv < 0) {
         d.evidence.push_back(fmt::format("vLLM's budget minus weights and the profiling peak leaves {} for the KV cache: "
                                          "the budget is {} too small for even an empty cache.",
-                                         e.string_field(name + "_text").value_or(""),
-                                         format_bytes(static_cast<uint64_t>(-*kv))));
+                                         format_signed_bytes(*kv), format_bytes(static_cast<uint64_t>(-*kv))));
         break;
       }
       if (const Quantity* q = e.quantity(name); q && q->bytes == 0) {
@@ -1443,6 +1479,45 @@ void diagnose_vllm(Diagnosis& d, const OomEvent& e, const LogContext& context) {
   } else {
     d.cause = "not_an_error";
   }
+}
+
+// llama.cpp's shorter context (-c) with the value the log allows: half the n_ctx it printed, and what
+// that saves of the KV cache, which holds n_ctx cells of every layer (llama-kv-cache.cpp), so it
+// halves with -c. Without n_ctx the catalogue's snippet says what N is.
+Fix llama_context_fix(const OomEvent& e, std::string detail) {
+  const auto n_ctx = e.int_field("llama_n_ctx");
+  if (!n_ctx || *n_ctx < 512) return make_fix("ggml_smaller_context", std::move(detail));
+  const int64_t half = *n_ctx / 2;
+  std::optional<uint64_t> kv;
+  if (auto bytes = e.int_field("llama_kv_cache_bytes"); bytes && *bytes > 0) kv = static_cast<uint64_t>(*bytes);
+  if (!kv && e.string_field("llama_buffer") == "kv_cache") kv = e.bytes("requested");
+  detail += kv ? fmt::format(" The KV cache is {} at n_ctx {}: -c {} saves {} of it.", format_bytes(*kv), *n_ctx, half,
+                             format_bytes(*kv - *kv / 2))
+               : fmt::format(" -c {} halves the KV cache of n_ctx {}.", half, *n_ctx);
+  return make_fix("ggml_smaller_context", std::move(detail),
+                  fmt::format("-c {}  # half the n_ctx {} the log shows; -ub 256 shrinks the compute buffer", half, *n_ctx));
+}
+
+// A smaller GGUF file: the next type down from the one the log shows (print_info's file type), none
+// when it is already at the bottom of the ladder fit walks; a generic example when the log does not say.
+std::optional<Fix> llama_quant_fix(const OomEvent& e, std::string_view room_for) {
+  const auto current = e.string_field("llama_file_type");
+  if (!current) {
+    return make_fix("ggml_smaller_quant", fmt::format("A smaller quantization (Q4_K_M) leaves room for {}.", room_for),
+                    "a lower-bit GGUF (e.g. Q4_K_M); size any combination first: oomdoc fit MODEL "
+                    "--implementation llama_cpp --weight-quantization q4_k_m --prompt-len N --gpu NAME");
+  }
+  const auto smaller = smaller_gguf_file_type(*current);
+  if (!smaller) return std::nullopt;
+  auto upper = [](std::string s) {
+    for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return s;
+  };
+  return make_fix("ggml_smaller_quant",
+                  fmt::format("The model is {}; a {} file of it leaves room for {}.", upper(*current), upper(*smaller), room_for),
+                  fmt::format("a {} GGUF instead of {}; size it first: oomdoc fit MODEL --implementation llama_cpp "
+                              "--weight-quantization {} --prompt-len N --gpu NAME",
+                              upper(*smaller), upper(*current), *smaller));
 }
 
 }  // namespace
@@ -1666,9 +1741,9 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     d.fixes.push_back(make_fix("metal_wired_limit", "Lets the GPU wire more of the unified memory; close other large "
                                                     "applications first."));
     if (e.framework == "llama.cpp") {
-      d.fixes.push_back(make_fix("ggml_smaller_context", "The KV cache and compute buffer grow with the context (-c)."));
+      d.fixes.push_back(llama_context_fix(e, "The KV cache and compute buffer grow with the context (-c)."));
       d.fixes.push_back(make_fix("ggml_kv_cache_type", "q8_0 halves the KV cache."));
-      d.fixes.push_back(make_fix("ggml_smaller_quant", "A smaller quantization (Q4_K_M) leaves room for the context."));
+      if (auto quant = llama_quant_fix(e, "the context")) d.fixes.push_back(*quant);
     } else if (e.framework == "mlx") {
       d.fixes.push_back(make_fix("shorter_sequence", "The KV cache grows with every token of the prompt and the answer.",
                                  std::string(fix_snippet("shorter_sequence", FixVariant::kMlx))));
@@ -2217,14 +2292,12 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     }
     Fix flash = make_fix("ggml_flash_attention", "Without it the compute buffer holds f32 scores of every head over the whole context.");
     Fix kv = make_fix("ggml_kv_cache_type", "The KV cache grows with the context (-c): q8_0 halves it.");
-    Fix context = make_fix("ggml_smaller_context", "The compute buffer grows with the context (-c) and micro-batch (-ub); the KV cache with -c.");
+    Fix context = llama_context_fix(e, "The compute buffer grows with the context (-c) and micro-batch (-ub); the KV cache with -c.");
     Fix fewer = make_fix("ggml_fewer_layers", "The weights, KV cache and compute buffer on the GPU shrink with every layer left on the CPU.");
-    Fix quant = make_fix("ggml_smaller_quant", "A smaller quantization (Q4_K_M) leaves room for layers and context.",
-                         "a lower-bit GGUF (e.g. Q4_K_M); size any combination first: oomdoc fit MODEL "
-                         "--implementation llama_cpp --weight-quantization q4_k_m --prompt-len N --gpu NAME");
-    std::vector<Fix> order = buffer == "kv_cache" ? std::vector<Fix>{kv, quant, context, fewer}
-                             : buffer == "model"  ? std::vector<Fix>{quant, fewer}
-                                                  : std::vector<Fix>{flash, kv, quant, context, fewer};
+    std::vector<Fix> order = buffer == "kv_cache" ? std::vector<Fix>{kv, context, fewer}
+                             : buffer == "model"  ? std::vector<Fix>{fewer}
+                                                  : std::vector<Fix>{flash, kv, context, fewer};
+    if (auto quant = llama_quant_fix(e, "layers and context")) order.insert(order.end() - 1, std::move(*quant));
     // Metal's buffers come out of unified memory, of which macOS lets the GPU wire only a part.
     if (e.string_field("backend") == "Metal") {
       order.insert(order.begin(), make_fix("metal_wired_limit", "Metal buffers come out of unified memory, of which macOS "

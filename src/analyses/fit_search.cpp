@@ -388,7 +388,7 @@ std::vector<Candidate> llama_parallel_candidates(const Job& job) {
 // makes the job fit: as a partial step it would pile a quality cut under the steps that follow.
 std::vector<Candidate> llama_file_type_candidates(const Job& job, const ModelSpec& model) {
   if (!is_llama_cpp(job)) return {};
-  static const std::vector<std::string> kLadder = {"f32", "f16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m"};
+  const std::vector<std::string>& kLadder = gguf_file_type_ladder();
   const std::string current = job.weight_quantization.value_or(
       model.gguf ? model.gguf->file_type : job.precision.value_or("") == "fp32" ? "f32" : "f16");
   auto at = std::find(kLadder.begin(), kLadder.end(), current == "bf16" ? "f16" : current);

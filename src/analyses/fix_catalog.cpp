@@ -282,7 +282,8 @@ const std::vector<FixInfo>& fix_catalog() {
       {"ggml_smaller_quant", "A smaller GGUF quantization of the model",
        "a lower-bit GGUF file (e.g. Q4_K_M instead of Q8_0), or llama-quantize", 6, "some quality"},
       {"ggml_smaller_context", "A smaller context or micro-batch in llama.cpp",
-       "-c N (smaller context: KV cache and compute buffer), -ub 256 (smaller compute buffer)", 7, "longer prompts are cut"},
+       "-c N  # N: the context in tokens, below the n_ctx llama.cpp printed (KV cache and compute buffer); -ub 256 "
+       "(smaller compute buffer)", 7, "longer prompts are cut"},
       {"ggml_fewer_layers", "Offload fewer layers to the GPU",
        "-ngl N  # the other layers run on the CPU", 9, "much slower"},
       {"shard_model", "Shard the model across the GPUs (FSDP or DeepSpeed ZeRO) instead of a full replica and full gradients on each",

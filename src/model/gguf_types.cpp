@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <map>
 
 namespace oomdoc {
@@ -126,6 +127,50 @@ const std::vector<std::string>& gguf_file_types() {
 bool is_gguf_file_type(std::string_view name) {
   const auto& types = gguf_file_types();
   return std::find(types.begin(), types.end(), name) != types.end();
+}
+
+const std::vector<std::string>& gguf_file_type_ladder() {
+  static const std::vector<std::string> kLadder = {"f32", "f16", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m"};
+  return kLadder;
+}
+
+std::optional<std::string> smaller_gguf_file_type(std::string_view current) {
+  auto bits = [](std::string_view type) -> std::optional<double> {
+    for (const FileType& f : file_type_table()) {
+      if (type == f.name && f.base) {
+        const GgmlTypeSize& s = ggml_type_size(*f.base);
+        return 8.0 * static_cast<double>(s.block_bytes) / static_cast<double>(s.block_elements);
+      }
+    }
+    return std::nullopt;
+  };
+  const auto have = bits(current);
+  if (!have) return std::nullopt;
+  for (const std::string& type : gguf_file_type_ladder()) {
+    // (The _M mixes share their base type with the _S ones: q4_k_s steps down to q3_k_m, not q4_k_m.)
+    if (auto b = bits(type); b && *b < *have) return type;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> gguf_file_type_from_printed(std::string_view printed) {
+  std::string text;
+  for (char c : printed) text += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (auto guessed = text.find(" (guessed)"); guessed != std::string::npos) text.erase(guessed);
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  if (text == "all f32") return "f32";
+  std::string name = text.substr(0, text.find(' '));
+  // "Q4_K - Medium" is q4_k_m; Q2_K's "Medium" is plain q2_k (llama.h: LLAMA_FTYPE_MOSTLY_Q2_K).
+  const std::string size = text.find(" - ") != std::string::npos ? text.substr(text.find(" - ") + 3) : "";
+  if (name.size() > 2 && name.compare(name.size() - 2, 2, "_k") == 0) {
+    if (size == "small") name += "_s";
+    else if (size == "large") name += "_l";
+    else if (size == "medium" && name != "q2_k") name += "_m";
+  }
+  for (const FileType& f : file_type_table()) {
+    if (name == f.name) return name;
+  }
+  return std::nullopt;
 }
 
 namespace {

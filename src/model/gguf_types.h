@@ -55,6 +55,18 @@ inline constexpr std::string_view kLlamaCacheTypeNames = "f16, bf16, fp32, q8_0,
 const std::vector<std::string>& gguf_file_types();
 bool is_gguf_file_type(std::string_view name);
 
+// The file types a smaller-file step offers, largest first: f32, f16, q8_0, q6_k, q5_k_m, q4_k_m,
+// q3_k_m (fit's ladder and explain's advice both walk it).
+const std::vector<std::string>& gguf_file_type_ladder();
+// The first type on that ladder with fewer bits per weight than `current` (bf16 counts as f16),
+// or nullopt: nothing on it is smaller (q3_k_m and below), or oomdoc does not size `current`.
+std::optional<std::string> smaller_gguf_file_type(std::string_view current);
+
+// llama.cpp's printed file type (llama_model_ftype_name: "Q4_K - Medium", "Q8_0", "all F32",
+// "IQ4_XS - 4.25 bpw", with " (guessed)" when the file did not record it) as llama-quantize names
+// it ("q4_k_m"), or nullopt for a name oomdoc does not know.
+std::optional<std::string> gguf_file_type_from_printed(std::string_view printed);
+
 // The ggml type llama-quantize gives one weight matrix of `model`. role: the LinearShape role
 // (q, k, v, qkv, o, gate, up, gate_up, down, fc_in, or "" for others), "output" for the output
 // head, "token_embd" for the input embedding. layer / n_layers: the block it belongs to.

@@ -196,6 +196,51 @@ class Utf16Decoder {
 // Whether `text` holds one of the scanner's keywords (a candidate for a message).
 bool holds_keyword(const std::string& text) { return KeywordFilter::standard().find(text, 0) != std::string::npos; }
 
+// `text` without the quotations a sentence makes: a span in "...", '...' or “...” that opens
+// after a space (or at the line's start) and closes before a space and the next word, as in
+// `The test expects: "CUDA error: out of memory" to be handled` (qa21 t21). A program quoting
+// its error does not go on with prose after it: a repr `OutOfMemoryError('...')`, logfmt's
+// `error="..."`, NCCL's `Cuda failure 'out of memory'` at the line's end all stay.
+std::string without_prose_quotes(std::string_view text) {
+  std::string out;
+  size_t copied = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    std::string_view open, close;
+    if (text[i] == '"' || text[i] == '\'') {
+      open = close = text.substr(i, 1);
+    } else if (text.compare(i, 3, "\u201c") == 0) {
+      open = "\u201c";
+      close = "\u201d";
+    } else {
+      continue;
+    }
+    if (i > 0 && text[i - 1] != ' ' && text[i - 1] != '\t') continue;
+    const size_t end = text.find(close, i + open.size());
+    if (end == std::string_view::npos) break;
+    size_t after = end + close.size();
+    if (after + 1 < text.size() && text[after] == ' ' && std::isalpha(static_cast<unsigned char>(text[after + 1]))) {
+      out.append(text.substr(copied, i - copied));
+      out += ' ';
+      copied = after;
+    }
+    i = end + close.size() - 1;
+  }
+  if (copied == 0) return std::string(text);
+  out.append(text.substr(copied));
+  return out;
+}
+
+// Whether a cleaned line holds a message (a format's trigger, or the start of one cut at the line's
+// end) outside any quotation a sentence makes of it: a message quoted in prose is a mention.
+bool holds_message(const std::string& text) {
+  const bool trigger = holds_trigger(text);
+  if (!trigger) return ends_with_trigger_start(text);
+  if (text.find_first_of("\"'\xe2") == std::string::npos) return true;
+  // (Every trigger quoted: a mention, even if the line's last word could start a wrapped message.)
+  const std::string unquoted = without_prose_quotes(text);
+  return unquoted.size() == text.size() || holds_trigger(unquoted);
+}
+
 // A message quoted as a string literal (a Rust panic's Debug print of a Python error, a repr) has
 // its newlines as the two characters backslash and n: its lines, when at least two of those breaks
 // start a message line (a capital, a space, a digit; a Windows path's backslash-"nvidia" does not),
@@ -943,7 +988,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       *resume = end;
       return true;
     }
-    bool triggered = holds_trigger(c.text) || ends_with_trigger_start(c.text);
+    bool triggered = holds_message(c.text);
     std::string context_text = std::move(c.text);   // what the line says when it holds no message
     if (!whole && !triggered) {
       // A JSON record: its strings (a message in another field, a traceback), read decoded.
@@ -951,7 +996,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
       bool keyword_seen = false;   // the context is the first string that holds the keyword
       for (size_t i = 0; decoded && i < decoded->size() && !triggered; ++i) {
         std::string text = clean_line((*decoded)[i]).text;
-        triggered = holds_trigger(text) || ends_with_trigger_start(text);
+        triggered = holds_message(text);
         if (!keyword_seen && holds_keyword((*decoded)[i])) {
           keyword_seen = true;
           context_text = std::move(text);
@@ -1283,6 +1328,7 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
             if (above.text[k].find("ggml_metal") != std::string::npos) event.framework = "llama.cpp";
           }
         }
+        if (event.framework == "llama.cpp") read_llama_settings(above.text, event);
         // Which program failed, for fixes in its own settings (readers/application.h decides).
         const ContextLines after{std::vector<std::string>(lines.begin() + static_cast<long>(used), lines.end()),
                                  std::vector<std::string>(prefix_programs.begin() + static_cast<long>(used), prefix_programs.end())};

@@ -298,7 +298,15 @@ std::optional<Traceback> parse_traceback(const std::vector<std::string>& raw_lin
       last_frame_line = rich->closing_row;
     }
   }
-  static const RE2 frame_re(R"re(^\s*File "([^"]+)", line (\d+), in (.+?)\s*$)re");
+  // loguru (backtrace=True) marks the frame where the error was caught with "> " before "File".
+  static const RE2 frame_re(R"re(^\s*(?:> )?File "([^"]+)", line (\d+), in (.+?)\s*$)re");
+  // loguru's diagnose=True draws each variable of a frame's code under it ("    │    └ <method
+  // 'backward' ...>"): part of the frame, however many there are.
+  auto loguru_variable = [](const std::string& line) {
+    const size_t start = line.find_first_not_of(' ');
+    return start != std::string::npos && start > 0 &&
+           (line.compare(start, kBoxSide.size(), kBoxSide) == 0 || line.compare(start, 3, "\u2514") == 0);
+  };
   size_t first = tb.frames.empty() ? header + 1 : lines.size();
   if (header == lines.size()) {
     // A traceback pasted without its header (an issue quoting its last frames): the frames and
@@ -350,7 +358,9 @@ std::optional<Traceback> parse_traceback(const std::vector<std::string>& raw_lin
         }
       }
       tb.frames.push_back(std::move(frame));
+      continue;
     }
+    if (last_frame_line + 2 >= i && !tb.frames.empty() && loguru_variable(lines[i])) last_frame_line = i;
   }
   if (tb.frames.empty()) return std::nullopt;
   // The block must end right above the exception line, not be an older traceback.

@@ -336,7 +336,7 @@ TEST(Diagnose, VllmNegativeKvCacheIsNoKvCacheMemory) {
   const Diagnosis& d = report.events[0].diagnosis;
   EXPECT_EQ(d.cause, "no_kv_cache_memory");
   ASSERT_GE(d.evidence.size(), 4u);
-  EXPECT_EQ(d.evidence[0], "vLLM's budget minus weights and the profiling peak leaves -0.78GiB for the KV cache: the "
+  EXPECT_EQ(d.evidence[0], "vLLM's budget minus weights and the profiling peak leaves -798.72 MiB for the KV cache: the "
                            "budget is 798.72 MiB too small for even an empty cache.");
   EXPECT_EQ(d.evidence[1], "vLLM allocated 0 GPU blocks for the KV cache.");
   EXPECT_EQ(d.evidence[2], "Maximum concurrency for 8192 tokens per request is 0.00x: not one request fits.");

@@ -386,3 +386,38 @@ TEST(LogScanner, InvalidUtf8DoesNotMatter) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// A message a sentence quotes is a mention (qa21 t21, line 5); a program quoting its own error (a
+// repr, logfmt, NCCL's quoted CUDA string at the line's end, a quote with a parenthesis after it)
+// is still read, and so is a message after a quoted mention on the same line.
+TEST(LogScanner, MessageQuotedInProseIsAMention) {
+  const ScanResult mention = scan_text(
+      "The test expects: \"CUDA error: out of memory\" to be handled\n"
+      "Docs say \xe2\x80\x9c" "CUDA error: out of memory\xe2\x80\x9d is raised when the card is full\n"
+      "We saw 'CUDA error: out of memory' twice\n");
+  EXPECT_TRUE(mention.events.empty());
+
+  const ScanResult real = scan_text(
+      "ERROR 03-19 10:55:18 [engine.py:158] OutOfMemoryError('" + kNewOom + "')\n"
+      "time=2024-05-01T10:00:00 level=ERROR msg=\"load failed\" error=\"CUDA error: out of memory\"\n"
+      "NCCL WARN Cuda failure 'out of memory'\n"
+      "step failed: \"CUDA error: out of memory\" (code 2)\n"
+      "note: \"out of memory\" means what it says; RuntimeError: HIP error: out of memory\n");
+  ASSERT_EQ(real.events.size(), 5u);
+  EXPECT_EQ(real.events[0].format, "pytorch_new");
+  EXPECT_EQ(real.events[0].line, 1u);
+  EXPECT_EQ(real.events[1].format, "cuda_error_oom");
+  EXPECT_EQ(real.events[1].line, 2u);
+  EXPECT_EQ(real.events[2].line, 3u);
+  // (The same CUDA error again: a repeat of line 2's, after the NCCL one came between.)
+  EXPECT_EQ(real.events[3].format, "cuda_error_oom");
+  EXPECT_EQ(real.events[3].line, 4u);
+  EXPECT_EQ(real.events[4].line, 5u);
+  EXPECT_EQ(real.events[4].framework, "pytorch-rocm");
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "core/text.h"
+#include "model/gguf_types.h"
 #include "readers/formats/message_format.h"
 #include "readers/formats/regex_search.h"
 
@@ -269,6 +270,44 @@ std::optional<FormatMatch> match_ollama_system_memory(const MessageWindow& w) {
   set_printed_size(m.event, "requested", (*g)[1], LabelMeaning::kBinary);
   set_printed_size(m.event, "free", (*g)[2], LabelMeaning::kBinary);
   return m;
+}
+
+void read_llama_settings(const std::vector<std::string>& lines_above, OomEvent& e) {
+  // The context as llama_context (llama_new_context_with_model before mid-2025) prints it:
+  // "llama_context: n_ctx         = 131072" (not n_ctx_per_seq or n_ctx_train).
+  static const RE2 n_ctx(R"(\bn_ctx\s*=\s*(\d+)\s*$)");
+  // The model's file type (llama_model_ftype_name): "print_info: file type   = Q4_K - Medium",
+  // "llm_load_print_meta: model ftype      = Q8_0" in 2024 builds.
+  static const RE2 file_type(R"((?:print_info|llm_load_print_meta): (?:file type|model ftype)\s*=\s*(.+?)\s*$)");
+  // The whole KV cache: "llama_kv_cache_unified: size = 16384.00 MiB (131072 cells, 32 layers, 1
+  // seqs), K (f16): ...", "llama_kv_cache: size = ..." in newer builds, "KV self size  = ... MiB" in
+  // older ones (all devices together; "CUDA0 KV buffer size" is one device's part).
+  static const RE2 kv_total(R"((?:llama_kv_cache\w*: size|KV self size)\s*=\s*(\d+(?:\.\d+)?) MiB)");
+  bool have_ctx = false, have_type = false, have_kv = false;
+  // Nearest first: a log of several runs states each run's settings before its failure.
+  for (size_t i = lines_above.size(); i-- > 0 && !(have_ctx && have_type && have_kv);) {
+    const std::string& line = lines_above[i];
+    if (!have_ctx && line.find("n_ctx") != std::string::npos) {
+      if (auto g = regex_search(n_ctx, line)) {
+        if (auto v = parse_decimal<int64_t>((*g)[1]); v && *v > 0) e.set_field("llama_n_ctx", *v);
+        have_ctx = true;
+      }
+    }
+    if (!have_type && line.find("type") != std::string::npos) {
+      if (auto g = regex_search(file_type, line)) {
+        if (auto name = gguf_file_type_from_printed((*g)[1])) e.set_field("llama_file_type", *name);
+        have_type = true;
+      }
+    }
+    if (!have_kv && line.find(" size") != std::string::npos) {
+      if (auto g = regex_search(kv_total, line)) {
+        if (auto q = parse_printed_size(std::string((*g)[1]) + " MiB", LabelMeaning::kBinary)) {
+          e.set_field("llama_kv_cache_bytes", static_cast<int64_t>(q->bytes));
+        }
+        have_kv = true;
+      }
+    }
+  }
 }
 
 void add_ggml_formats(std::vector<MessageFormat>& out) {

@@ -116,6 +116,11 @@ void add_other_formats(std::vector<MessageFormat>& out);
 void add_paddle_formats(std::vector<MessageFormat>& out);
 void add_tensorrt_formats(std::vector<MessageFormat>& out);
 
+// What llama.cpp printed about the run before it failed, from the cleaned lines above a llama.cpp
+// event, nearest first, so its fixes can name values: the context (`llama_n_ctx`), the model's file
+// type as llama-quantize names it (`llama_file_type`), the whole KV cache (`llama_kv_cache_bytes`).
+void read_llama_settings(const std::vector<std::string>& lines_above, OomEvent& e);
+
 // ---- helpers shared by the format files ----
 
 // Regex fragment for a printed size: "12.50 MiB", "16160MiB", "0 bytes", "1.97G", "6727663616B".

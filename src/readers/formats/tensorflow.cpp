@@ -20,8 +20,14 @@ const std::string kSize(kSizePattern);
 std::optional<uint64_t> dtype_size(std::string_view dtype) {
   if (dtype == "float" || dtype == "int32" || dtype == "uint32" || dtype == "qint32") return 4;
   if (dtype == "double" || dtype == "int64" || dtype == "uint64" || dtype == "complex64") return 8;
-  if (dtype == "half" || dtype == "bfloat16" || dtype == "int16" || dtype == "uint16") return 2;
+  if (dtype == "half" || dtype == "bfloat16" || dtype == "int16" || dtype == "uint16" || dtype == "qint16" ||
+      dtype == "quint16") {
+    return 2;
+  }
   if (dtype == "int8" || dtype == "uint8" || dtype == "bool" || dtype == "qint8" || dtype == "quint8") return 1;
+  // The 8-bit floats (tensorflow/core/framework/types.cc DataTypeStringInternal: float8_e5m2,
+  // float8_e4m3fn, float8_e4m3fnuz, float8_e4m3b11fnuz, float8_e5m2fnuz): one byte each (qa21 t64).
+  if (dtype.starts_with("float8_")) return 1;
   if (dtype == "complex128") return 16;
   return std::nullopt;
 }
