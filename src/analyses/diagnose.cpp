@@ -558,8 +558,11 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
   // free for a 128 MiB request, qa7).
   const bool fragmentation_can_help = m.reserved_unallocated && m.requested && requested > kSmallPoolRequest;
   if (m.requested && requested <= kSmallPoolRequest && ru > 0 && ru >= requested) {
-    d.evidence.push_back(fmt::format("The {} reserved but unallocated sits in large cached blocks, which never serve a "
-                                     "request of 1 MiB or less (PyTorch's small pool): no allocator setting helps.",
+    // (Before raising, the allocator releases every wholly free cached segment and retries: what
+    // stays reserved sits in partly used segments.)
+    d.evidence.push_back(fmt::format("The {} reserved but unallocated sits in partly used cached segments with no room "
+                                     "for it; a request of 1 MiB or less needs a new 2 MiB segment of PyTorch's small "
+                                     "pool, which max_split_size_mb does not affect: no allocator setting helps.",
                                      format_bytes(ru)));
   }
   if (fragmentation_can_help && ru >= requested && m.total && ru >= total / 20) {

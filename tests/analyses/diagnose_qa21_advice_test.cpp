@@ -148,8 +148,9 @@ TEST(DiagnoseQa21Advice, SmallPoolRequestGetsNoFragmentationFix) {
   EXPECT_EQ(d.cause, "capacity_exhausted");
   EXPECT_TRUE(d.secondary_causes.empty());
   EXPECT_FALSE(testing::has_fix(d, "max_split_size"));
-  EXPECT_EQ(d.evidence[0], "The 40.96 MiB reserved but unallocated sits in large cached blocks, which never serve a request "
-                           "of 1 MiB or less (PyTorch's small pool): no allocator setting helps.");
+  EXPECT_EQ(d.evidence[0], "The 40.96 MiB reserved but unallocated sits in partly used cached segments with no room for it; "
+                           "a request of 1 MiB or less needs a new 2 MiB segment of PyTorch's small pool, which "
+                           "max_split_size_mb does not affect: no allocator setting helps.");
 
   const ExplainReport large = explain_text(
       "RuntimeError: CUDA out of memory. Tried to allocate 32.00 MiB (GPU 0; 3.95 GiB total capacity; 3.41 GiB already "
