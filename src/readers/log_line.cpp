@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <functional>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "core/text.h"
@@ -116,6 +117,18 @@ bool strip_pdsh_host(std::string_view& s, std::string& node) {
       s[i] != ':' || s[i + 1] != ' ') {
     return false;
   }
+  // A training script's own counters and devices read the same way ("GPU0: ", "rank1: ", "step10: "):
+  // a name that is one of those words and a number is no host.
+  size_t letters = 0;
+  while (letters < i && std::isalpha(static_cast<unsigned char>(s[letters]))) ++letters;
+  std::string word(s.substr(0, letters));
+  for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::set<std::string, std::less<>> kNotHosts = {"gpu", "cuda", "rank", "step", "epoch", "iter",
+                                                               "iteration", "batch", "device", "dev", "layer", "stage"};
+  const bool counter = kNotHosts.count(word) > 0 &&
+                       std::all_of(s.begin() + static_cast<std::ptrdiff_t>(letters), s.begin() + static_cast<std::ptrdiff_t>(i),
+                                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '_' || c == '-'; });
+  if (counter) return false;
   node = std::string(s.substr(0, i));
   s = s.substr(i + 2);
   return true;

@@ -181,6 +181,13 @@ TEST(DiagnoseQa21, MultiNodePrefixesAreStrippedAndNameTheNode) {
   EXPECT_EQ(clean_line("3: x").node, "");
   EXPECT_EQ(clean_line("Epoch 1: loss 2.3").text, "Epoch 1: loss 2.3");
   EXPECT_EQ(clean_line("[pod/a] x").text, "[pod/a] x");
+  // A script's own devices and counters are no hosts: "GPU0: ", "rank1: ", "step10: " stay.
+  for (const char* line : {"GPU0: RuntimeError: CUDA out of memory.", "rank1: loss 2.3", "step10: loss 2.3",
+                           "cuda_1: x", "Epoch3: x"}) {
+    EXPECT_EQ(clean_line(line).node, "") << line;
+    EXPECT_EQ(clean_line(line).text, line) << line;
+  }
+  EXPECT_EQ(clean_line("gpu-node-3: x").node, "gpu-node-3");   // a host named after its GPUs
 }
 
 std::string prefixed(const std::string& prefix, const std::string& lines) {
