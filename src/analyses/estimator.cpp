@@ -1930,8 +1930,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (paged && optimizer_state > 0) b.add("paged_optimizer_state", optimizer_state, "bitsandbytes paged state in CUDA unified memory (not in PyTorch's counters)");
   const uint64_t context = cuda_context_bytes(p.lazy_module_loading);
   b.add("cuda_context", static_cast<double>(context), p.lazy_module_loading ? "CUDA context and kernels (lazy loading)" : "CUDA context and every kernel (eager module loading)");
-  // Replicas that only generate share no communicator; training and tp/pp/cp layouts do.
-  const uint64_t nccl = p.num_gpus > 1 && (p.training || p.tp * p.pp * p.cp > 1) ? kNcclBytes : 0;
+  // Replicas that only generate share no communicator; training, tp/pp/cp layouts and sharded
+  // inference (ZeRO-3, FSDP gather every layer's weights) do.
+  const bool replicas = p.inference && p.tp * p.pp * p.cp == 1 && (!job.parallelism || *job.parallelism == "ddp");
+  const uint64_t nccl = p.num_gpus > 1 && !replicas ? kNcclBytes : 0;
   if (nccl) b.add("nccl", static_cast<double>(nccl), "NCCL communicator buffers");
 
   est.components = b.components;

@@ -169,9 +169,12 @@ Result<Estimate> estimate_llama_cpp(const ModelSpec& m, const Job& job) {
   const uint64_t sequences = job.batch_size.value_or(1);
   const uint64_t per_sequence = llama_cpp_context_per_sequence(job);
   if (!job.prompt_len && task != "load") {
-    assume(fmt::format("context: {} cells per sequence, prompt and generated tokens together (llama.cpp's -c 4096 of "
-                       "2024 builds; newer ones default to the model's trained context: give prompt_len)",
-                       kLlamaCppDefaultContext));
+    assume(per_sequence > kLlamaCppDefaultContext
+               ? fmt::format("context: {} cells per sequence, the tokens to generate (more than llama.cpp's -c 4096 "
+                             "of 2024 builds holds; give prompt_len for the prompt)", per_sequence)
+               : fmt::format("context: {} cells per sequence, prompt and generated tokens together (llama.cpp's -c "
+                             "4096 of 2024 builds; newer ones default to the model's trained context: give prompt_len)",
+                             kLlamaCppDefaultContext));
   } else if (!job.max_new_tokens && task != "load") {
     assume("max_new_tokens: 0 (the context -c is prompt_len + max_new_tokens per sequence: give max_new_tokens to "
            "count the generated tokens)");

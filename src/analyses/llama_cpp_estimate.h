@@ -6,6 +6,8 @@
 // context and cuBLAS. Formulas and sources: docs/estimator.md ("llama.cpp").
 #pragma once
 
+#include <algorithm>
+
 #include "core/result.h"
 #include "model/estimate.h"
 #include "model/job.h"
@@ -22,8 +24,9 @@ inline constexpr uint64_t kLlamaCppDefaultUbatch = 512;
 
 // Context cells per sequence: prompt_len (default -c 4096) + max_new_tokens.
 inline uint64_t llama_cpp_context_per_sequence(const Job& job) {
-  // Without a prompt length the default -c is the whole context, generated tokens included.
-  if (!job.prompt_len) return kLlamaCppDefaultContext;
+  // Without a prompt length the default -c is the whole context, generated tokens included (more
+  // when more tokens are to be generated than it holds).
+  if (!job.prompt_len) return std::max<uint64_t>(kLlamaCppDefaultContext, job.max_new_tokens.value_or(0));
   return *job.prompt_len + job.max_new_tokens.value_or(0);
 }
 

@@ -633,7 +633,11 @@ Status read_dtype_and_quantization(const ConfigView& c, ModelSpec& m) {
           ConfigView w(group_cfg.at("weights"), m.source,
                        fmt::format("quantization_config.config_groups.{}.weights.", name));
           TRY_ASSIGN(m.quantization_bits, w.count("num_bits", 0));
-          m.quantization_integers = w.text("type") == "int";
+          // compressed-tensors' QuantizationArgs: type "int" unless it says "float"; strategy
+          // "channel" (or "tensor") has no groups.
+          m.quantization_integers = w.text("type", "int") != "float";
+          const std::string strategy = w.text("strategy");
+          if (strategy == "channel" || strategy == "tensor") m.quantization_per_channel = true;
           if (auto s = read_group_size(w, m); !s) return s;
           if (w.type_error()) return *w.type_error();
           break;

@@ -886,6 +886,11 @@ Result<std::vector<std::vector<std::string>>> split_shell_commands(std::string_v
       quote = c;
       in_word = true;
     } else if (c == '\\' && i + 1 < line.size()) {
+      // A backslash before a newline (also a Windows CR LF) continues the command.
+      if (line[i + 1] == '\r' && i + 2 < line.size() && line[i + 2] == '\n') {
+        i += 2;
+        continue;
+      }
       if (line[i + 1] != '\n') current.push_back(line[i + 1]), in_word = true;
       ++i;
     } else if (std::isspace(static_cast<unsigned char>(c))) {
@@ -919,12 +924,6 @@ Result<std::vector<std::vector<std::string>>> split_shell_commands(std::string_v
   return commands;
 }
 
-Result<std::vector<std::string>> split_shell_words(std::string_view line) {
-  auto commands = split_shell_commands(line);
-  if (!commands) return commands.error();
-  return std::move(commands->front());
-}
-
 size_t skip_command_wrappers(const std::vector<std::string>& words, size_t i, std::map<std::string, std::string>& env) {
   auto read_env_assignments = [&] {
     while (i < words.size() && looks_like_env_assignment(words[i])) {
@@ -933,28 +932,46 @@ size_t skip_command_wrappers(const std::vector<std::string>& words, size_t i, st
       ++i;
     }
   };
-  // Options that take a value: sudo's -u/-g/-C/-h/-p/-r/-t/-U, env's -u/-C/-S, the run commands'.
-  static const std::set<std::string_view> kValued = {"-u", "-g", "-C", "-h", "-p", "-r", "-t", "-U", "-S",
-                                                      "--with", "-w", "--python", "--project", "--directory",
-                                                      "--env-file", "--extra", "--group", "--index", "-n", "--name",
-                                                      "--prefix", "--from", "--package", "--chdir", "--unset"};
+  // Each wrapper's options that take a value (the word after them is no program): sudo(8), env(1),
+  // GNU time(1), bash's exec -a, and the run commands of uv, conda/mamba, pipx, pixi, poetry.
+  struct Wrapper {
+    std::string_view program, subcommand;
+    std::set<std::string_view> valued;
+  };
+  static const std::vector<Wrapper> kWrappers = {
+      {"sudo", "", {"-u", "--user", "-g", "--group", "-C", "--close-from", "-h", "--host", "-p", "--prompt", "-r",
+                    "--role", "-t", "--type", "-U", "--other-user", "-D", "--chdir", "-R", "--chroot", "-T",
+                    "--command-timeout"}},
+      {"env", "", {"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}},
+      {"nohup", "", {}},
+      {"exec", "", {"-a"}},
+      {"time", "", {"-f", "--format", "-o", "--output"}},
+      {"uv", "run", {"--with", "-w", "--with-requirements", "--with-editable", "--python", "-p", "--project",
+                     "--directory", "--env-file", "--extra", "--group", "--only-group", "--index", "--package",
+                     "--from", "--config-file", "--cache-dir"}},
+      {"conda", "run", {"-n", "--name", "-p", "--prefix", "--cwd"}},
+      {"mamba", "run", {"-n", "--name", "-p", "--prefix", "--cwd"}},
+      {"micromamba", "run", {"-n", "--name", "-p", "--prefix", "--cwd"}},
+      {"pipx", "run", {"--spec", "--python", "--pip-args", "--index-url"}},
+      {"pixi", "run", {"-e", "--environment", "--manifest-path"}},
+      {"poetry", "run", {"-C", "--directory", "-P", "--project"}},
+  };
   for (bool again = true; again && i < words.size();) {
     again = false;
     read_env_assignments();
     if (i >= words.size()) break;
     const std::string_view program = program_name(words[i]);
-    const bool run_tool = (program == "uv" || program == "conda" || program == "poetry" || program == "pipx" ||
-                           program == "mamba" || program == "micromamba" || program == "pixi") &&
-                          i + 1 < words.size() && words[i + 1] == "run";
-    if (program == "sudo" || program == "env" || program == "nohup" || program == "exec" || program == "time" ||
-        run_tool) {
-      i += run_tool ? 2 : 1;
+    for (const Wrapper& w : kWrappers) {
+      if (program != w.program) continue;
+      if (!w.subcommand.empty() && (i + 1 >= words.size() || words[i + 1] != w.subcommand)) continue;
+      i += w.subcommand.empty() ? 1 : 2;
       while (i < words.size() && words[i].size() > 1 && words[i][0] == '-') {
         const std::string& option = words[i++];
         if (option == "--") break;
-        if (kValued.count(option) && option.find('=') == std::string::npos) ++i;
+        if (w.valued.count(option)) ++i;   // "--with=vllm" carries its value
       }
       again = true;
+      break;
     }
   }
   return i;
@@ -969,25 +986,49 @@ Result<ServeConfig> parse_vllm_command_line(const std::vector<std::string>& inpu
       // ... > log.txt 2>&1 &`); the exports and assignments before it are its environment.
       auto commands = split_shell_commands(words[0]);
       if (!commands) return commands.error();
-      words = commands->front();
-      for (const std::vector<std::string>& command : *commands) {
+      // A launch: `vllm serve`, `python -m vllm.entrypoints...`, `docker run ... <a vLLM image>`
+      // (`python download.py && vllm serve ...`, `docker pull ... && docker run ...`).
+      auto launches = [](const std::vector<std::string>& command, size_t at) {
+        if (at >= command.size()) return false;
+        const std::string_view program = program_name(command[at]);
+        if (program == "vllm") return at + 1 < command.size() && command[at + 1] == "serve";
+        if (is_python(program)) {
+          return at + 2 < command.size() && command[at + 1] == "-m" && command[at + 2].rfind("vllm.", 0) == 0;
+        }
+        if (program == "docker" || program == "podman") {
+          return at + 1 < command.size() && command[at + 1] == "run" &&
+                 std::any_of(command.begin() + static_cast<std::ptrdiff_t>(at) + 2, command.end(),
+                             [](const std::string& w) { return to_lower(w).find("vllm") != std::string::npos; });
+        }
+        return false;
+      };
+      std::optional<size_t> chosen, first_other;
+      for (size_t k = 0; k < commands->size() && !chosen; ++k) {
+        const std::vector<std::string>& command = (*commands)[k];
         std::map<std::string, std::string> env;
         const size_t at = skip_command_wrappers(command, 0, env);
         if (at < command.size() && command[at] == "export") {
           skip_command_wrappers(command, at + 1, exported);
-          continue;
+        } else if (launches(command, at)) {
+          chosen = k;
+        } else if (!first_other) {
+          first_other = k;
         }
-        const std::string_view program = at < command.size() ? program_name(command[at]) : std::string_view();
-        if (program == "vllm" || is_python(program) || program == "docker" || program == "podman") {
-          words = command;
-          break;
-        }
+      }
+      const size_t k = chosen.value_or(first_other.value_or(0));
+      words = (*commands)[k];
+      // Flags on lines of their own after the launch lost their backslash (a command cannot start
+      // with "--"): they are the launch's.
+      for (size_t next = k + 1; chosen && next < commands->size() && !(*commands)[next].empty() &&
+                                (*commands)[next].front().rfind("--", 0) == 0;
+           ++next) {
+        words.insert(words.end(), (*commands)[next].begin(), (*commands)[next].end());
       }
     }
   }
   ServeConfig config;
-  // `sudo [options] [VAR=VALUE...] docker run ...`, `nohup`, `env`, `uv run` and the like run the
-  // same command with its environment.
+  // `sudo [options] [VAR=VALUE...] vllm serve ...`, `nohup`, `env`, `uv run` and the like run the
+  // same command with the host's environment (a container's is only what `docker run -e` sets).
   config.env = exported;
   size_t i = skip_command_wrappers(words, 0, config.env);
   if (i >= words.size()) {
@@ -1009,6 +1050,7 @@ Result<ServeConfig> parse_vllm_command_line(const std::vector<std::string>& inpu
     config.launcher = "python -m " + words[i + 2];
     status = read_flags(words, i + 3, /*model_positional=*/false, config);
   } else if (words[i] == "docker" || words[i] == "podman") {
+    config.env.clear();   // the host's exports and VAR=value words do not reach the container
     // `docker run [options] vllm/vllm-openai[:tag] [api_server flags]`: the image is the first
     // word after docker run's options; -e/--env VAR=VALUE set the container's environment.
     // (Podman's `run` takes the same options.)

@@ -26,8 +26,6 @@ std::optional<uint64_t> parse_vllm_token_count(std::string_view text);
 // `;`, `&&`, `||`, `|`, `&` and newlines separate commands, a `#` starting a word comments out the
 // rest of its line, and redirections (`> log.txt`, `2>&1`, `&>> f`) are dropped with their files.
 Result<std::vector<std::vector<std::string>>> split_shell_commands(std::string_view line);
-// The words of the line's first command.
-Result<std::vector<std::string>> split_shell_words(std::string_view line);
 // The index of the program a command runs past its wrappers (`VAR=value`, sudo, env, nohup, exec,
 // time, `uv run`, `conda run` and their options); the assignments go to env.
 size_t skip_command_wrappers(const std::vector<std::string>& words, size_t i, std::map<std::string, std::string>& env);
