@@ -238,6 +238,96 @@ bool strip_syslog_prefix(std::string_view& s, std::string& ident) {
   return true;
 }
 
+// The level column of Rich's log renderer (rich.logging.RichHandler, rich's Console.log): the
+// level name padded to its 8 columns, then the one space between columns ("ERROR    ",
+// "WARNING  ", "CRITICAL "), then the message. Returns the message's offset, or 0.
+size_t rich_level_column(std::string_view s) {
+  static constexpr size_t kLevelColumn = 9;
+  if (s.size() <= kLevelColumn || s[kLevelColumn] == ' ') return 0;
+  size_t i = 0;
+  while (i < s.size() && s[i] >= 'A' && s[i] <= 'Z') ++i;
+  const std::string_view level = s.substr(0, i);
+  if (level != "DEBUG" && level != "INFO" && level != "WARNING" && level != "ERROR" && level != "CRITICAL") return 0;
+  for (; i < kLevelColumn; ++i) {
+    if (s[i] != ' ') return 0;
+  }
+  return kLevelColumn;
+}
+
+// The time column before it: RichHandler's default "[%x %X]" ("[05/01/24 10:00:00]", in other
+// locales "[01.05.2024 10:00:00]"), another `log_time_format` in brackets ("[10:00:00]",
+// "[2024-05-01 10:00:00]") or without ("10:00:00"): digits and date or time separators, a colon
+// among them, at most 40 bytes, one space after. Returns the column's width with that space, or 0.
+size_t rich_time_column(std::string_view s) {
+  const bool bracket = !s.empty() && s.front() == '[';
+  size_t i = bracket ? 1 : 0;
+  bool colon = false, digit = false;
+  while (i < s.size() && i <= 40) {
+    const char c = s[i];
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      digit = true;
+    } else if (c == ':') {
+      colon = true;
+    } else if (c == '/' || c == '.' || c == '-' || c == ',' || (c == ' ' && bracket)) {
+    } else if (bracket && (std::isalpha(static_cast<unsigned char>(c)) != 0)) {   // "May", "PM", "T"
+    } else {
+      break;
+    }
+    ++i;
+  }
+  if (!digit || !colon) return 0;
+  if (bracket) {
+    if (i >= s.size() || s[i] != ']') return 0;
+    ++i;
+  }
+  return i < s.size() && s[i] == ' ' ? i + 1 : 0;
+}
+
+// A file and line as RichHandler's path column prints them: a Python file's name, a colon, the
+// line ("train.py:40", "megatron_gpt_pretraining.py:1234").
+bool is_rich_path(std::string_view token) {
+  const size_t colon = token.rfind(':');
+  if (colon == std::string_view::npos || colon + 1 == token.size() || token.size() - colon > 7) return false;
+  for (char c : token.substr(colon + 1)) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  const std::string_view file = token.substr(0, colon);
+  if (file.size() < 4 || file.substr(file.size() - 3) != ".py") return false;
+  return std::all_of(file.begin(), file.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
+}
+
+// A record of Rich's log renderer, as RichHandler writes it: "[05/01/24 10:00:00] ERROR    message
+// text wrapped to the terminal     train.py:40": the time column (blank, spaces of its width, when
+// the time repeats the record before's; absent with show_time=False), the level column, the message
+// column, and the path column right-aligned at the end of the record's first line, one space or
+// more after the message's text (the message column is padded to its width). The record's later
+// lines are the message's wrap, indented to the message column. `s` starts after any leading spaces;
+// `line` is where the record starts (before those spaces, or before a time column another cleaner
+// took off), to measure the indentation. Takes the columns off and returns the message column's
+// offset from `line`, or 0 when `s` is no such record.
+size_t strip_rich_record(std::string_view& s, const char* line) {
+  const size_t time = rich_time_column(s);
+  const size_t level = rich_level_column(s.substr(time));
+  if (level == 0) return 0;
+  // vLLM's "CRITICAL 03-13 09:00:43 [core_client.py:260] " has a CRITICAL as wide: its prefix, kept.
+  if (const std::string_view rest = s.substr(time); strip_logger_prefix(rest).size() != rest.size()) return 0;
+  std::string_view message = s.substr(time + level);
+  // The padding of the columns after the message (a console writes it to a file too).
+  while (!message.empty() && (message.back() == ' ' || message.back() == '\t')) message.remove_suffix(1);
+  // The path column: the last word, a Python file and line, after a space.
+  const size_t space = message.rfind(' ');
+  if (space != std::string_view::npos && is_rich_path(message.substr(space + 1))) {
+    size_t text_end = space;
+    while (text_end > 0 && message[text_end - 1] == ' ') --text_end;
+    if (text_end > 0) message = message.substr(0, text_end);
+  }
+  const size_t column = static_cast<size_t>(message.data() - line);
+  s = message;
+  return column;
+}
+
 // kLogger: a record with a message field; kObject: any other JSON object (its strings are read whole).
 enum class JsonRecord { kNone, kContainer, kLogger, kObject };
 
@@ -394,6 +484,9 @@ CleanLine clean_line(std::string_view raw) {
   std::string payload;   // the line a JSON record holds
   // Prefixes can stack ("vllm-1  | (VllmWorker rank=1 pid=2) [rank1]: ..."), and a record can hold
   // a prefixed line: strip until none applies.
+  // Where a timestamp began that a logger's record may start with (RichHandler's own time column
+  // in a format strip_timestamp reads): the message column is measured from there.
+  const char* record_start = nullptr;
   for (int guard = 0; guard < 4; ++guard) {
     std::string_view before = s;
     s = trim_left(s);
@@ -402,6 +495,7 @@ CleanLine clean_line(std::string_view raw) {
       if (auto cri = parse_cri_record(s)) {
         payload = std::move(cri->payload);
         s = payload;
+        record_start = nullptr;
         continue;
       }
     }
@@ -410,6 +504,7 @@ CleanLine clean_line(std::string_view raw) {
       if (record != JsonRecord::kObject) {
         payload = strip_ansi(payload);   // the escapes were JSON-escaped in the record
         s = payload;
+        record_start = nullptr;
         continue;
       }
     }
@@ -422,6 +517,14 @@ CleanLine clean_line(std::string_view raw) {
     if (strip_kubectl_prefix(s, result.node)) continue;
     if (strip_process_tag(s, result.rank, result.rank_is_worker, result.process_tag)) continue;
     if (strip_compose_prefix(s)) continue;
+    // (An ISO time without brackets is strip_timestamp's below; the level column is read here next.)
+    // What follows the columns is the message's text: no prefix is looked for in it.
+    if (const size_t column = strip_rich_record(s, record_start != nullptr ? record_start : before.data()); column > 0) {
+      result.rich_message_column = column;
+      result.log_record = true;
+      result.logger_record = true;
+      break;
+    }
     // (A journald record per physical line, as kubectl's timestamps: no logger's record.)
     if (strip_syslog_prefix(s, result.syslog_ident)) {
       result.log_record = true;
@@ -429,6 +532,7 @@ CleanLine clean_line(std::string_view raw) {
     }
     if (strip_timestamp(s, result.logger_record)) {
       result.log_record = true;
+      if (record_start == nullptr) record_start = before.data();
       continue;
     }
     s = before;

@@ -33,6 +33,11 @@ struct CleanLine {
   // Of those, a logger's own: its level follows the timestamp ("2024-05-01 10:00:00,123 - WARNING -"),
   // or the logging or glog prefix. (A bare timestamp may be a runtime's, on every physical line.)
   bool logger_record = false;
+  // The line starts a record of Rich's log renderer (rich.logging.RichHandler: "[05/01/24 10:00:00]
+  // ERROR    message ...   train.py:40"): the width of its time and level columns as printed, where
+  // the message column starts and the record's wrapped lines are indented to (0: no such record).
+  // The columns and the path column after the message are off `text`.
+  size_t rich_message_column = 0;
   // The raw line is a JSON-lines record other than a container runtime's: a JSON logger's
   // ({"msg": ...} / {"message": ...}: `text` is its message) or any other object. json_record_lines()
   // gives all its strings (a traceback may sit in another field).

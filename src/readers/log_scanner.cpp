@@ -1169,6 +1169,22 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
         continue;
       }
       const std::string program = application_from_prefix(c);
+      // A record of Rich's log renderer (RichHandler) wraps its message inside the message column:
+      // its later lines are indented to that column and padded after it. The message is its text.
+      if (i > 0 && !from_json && cleaned[0]->rich_message_column > 0 && !c.log_record) {
+        std::string_view text = c.text;
+        size_t indent = 0;
+        while (indent < text.size() && indent < cleaned[0]->rich_message_column && text[indent] == ' ') ++indent;
+        text.remove_prefix(indent);
+        while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+        lines.emplace_back(text);
+        json_bytes += lines.back().size();
+        prefix_programs.push_back(program);
+        line_numbers.push_back(n);
+        end_numbers.push_back(n);
+        end_segments.push_back(i);
+        continue;
+      }
       for (size_t from = 0;;) {
         const size_t nl = from_json ? c.text.find('\n', from) : std::string::npos;
         lines.push_back(c.text.substr(from, nl == std::string::npos ? std::string::npos : nl - from));
@@ -1219,7 +1235,8 @@ bool LogScanner::State::process_candidate(size_t hit, bool eof, size_t* resume) 
   // Only for a record's prefix (a timestamp, journald's) on the first line alone, the lines after it
   // kept whole; lines that all lose one compare as cleaned.
   size_t first_width = 0;
-  if (!from_json && segments.size() > 1 && cleaned.size() > 1 && cleaned[0]->log_record) {
+  // (Not a Rich record's: its later lines are indented to the message column, not cut at a width.)
+  if (!from_json && segments.size() > 1 && cleaned.size() > 1 && cleaned[0]->log_record && cleaned[0]->rich_message_column == 0) {
     const Segment second = segments[1];
     const size_t second_printed = strip_ansi(std::string_view(buf.data() + second.start, second.end - second.start)).size();
     if (second_printed == cleaned[1]->text.size()) {
