@@ -196,8 +196,8 @@ class Utf16Decoder {
 // Whether `text` holds one of the scanner's keywords (a candidate for a message).
 bool holds_keyword(const std::string& text) { return KeywordFilter::standard().find(text, 0) != std::string::npos; }
 
-// `text` without the quotations a sentence makes: a span in "...", '...' or “...” that opens
-// after a space (or at the line's start) and closes before a space and the next word, as in
+// `text` without the quotations a sentence makes: a span in "...", '...' or “...” without a digit
+// that opens after a space (or at the line's start) and closes before a space and the next word, as in
 // `The test expects: "CUDA error: out of memory" to be handled` (qa21 t21). A program quoting
 // its error does not go on with prose after it: a repr `OutOfMemoryError('...')`, logfmt's
 // `error="..."`, NCCL's `Cuda failure 'out of memory'` at the line's end all stay.
@@ -218,7 +218,14 @@ std::string without_prose_quotes(std::string_view text) {
     const size_t end = text.find(close, i + open.size());
     if (end == std::string_view::npos) break;
     size_t after = end + close.size();
-    if (after + 1 < text.size() && text[after] == ' ' && std::isalpha(static_cast<unsigned char>(text[after + 1]))) {
+    // A quotation with figures is the error itself, logged by a retry loop or a job runner
+    // (`attempt 3 failed with "CUDA out of memory. Tried to allocate 2.00 GiB ..." giving up`):
+    // only a figureless one is taken for prose mentioning an error.
+    const std::string_view quoted = text.substr(i + open.size(), end - i - open.size());
+    const bool has_figures = std::any_of(quoted.begin(), quoted.end(),
+                                         [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (!has_figures && after + 1 < text.size() && text[after] == ' ' &&
+        std::isalpha(static_cast<unsigned char>(text[after + 1]))) {
       out.append(text.substr(copied, i - copied));
       out += ' ';
       copied = after;

@@ -417,6 +417,15 @@ TEST(LogScanner, MessageQuotedInProseIsAMention) {
   EXPECT_EQ(real.events[3].line, 4u);
   EXPECT_EQ(real.events[4].line, 5u);
   EXPECT_EQ(real.events[4].framework, "pytorch-rocm");
+
+  // A quotation with figures is the error itself, quoted by a retry loop, then prose: still read.
+  const ScanResult retried = scan_text(
+      "2024-05-01 10:00:00 WARNING attempt 3/3 failed with \"CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has "
+      "a total capacity of 23.65 GiB of which 1.00 GiB is free. Of the allocated memory 20.00 GiB is allocated by "
+      "PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated.\" giving up on job 17\n");
+  ASSERT_EQ(retried.events.size(), 1u);
+  EXPECT_EQ(retried.events[0].format, "pytorch_new");
+  EXPECT_EQ(retried.events[0].bytes("requested"), 2 * kGiB);
 }
 
 }  // namespace
