@@ -117,18 +117,19 @@ bool strip_pdsh_host(std::string_view& s, std::string& node) {
       s[i] != ':' || s[i + 1] != ' ') {
     return false;
   }
-  // A training script's own counters and devices read the same way ("GPU0: ", "rank1: ", "step10: "):
-  // a name that is one of those words and a number is no host.
-  size_t letters = 0;
-  while (letters < i && std::isalpha(static_cast<unsigned char>(s[letters]))) ++letters;
-  std::string word(s.substr(0, letters));
-  for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  static const std::set<std::string, std::less<>> kNotHosts = {"gpu", "cuda", "rank", "step", "epoch", "iter",
-                                                               "iteration", "batch", "device", "dev", "layer", "stage"};
-  const bool counter = kNotHosts.count(word) > 0 &&
-                       std::all_of(s.begin() + static_cast<std::ptrdiff_t>(letters), s.begin() + static_cast<std::ptrdiff_t>(i),
-                                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '_' || c == '-'; });
-  if (counter) return false;
+  // Only a host name as clusters name them: lowercase, with a '-' or '.' ("worker-0", "gpu-node-3",
+  // "10.0.0.5", "ip-10-0-1-5") or a host word and its number ("node01", "nid001234"). A script's own
+  // counters and devices read the same way ("GPU0: ", "fold2: ", "local_rank1: ", "step10: ").
+  const std::string_view name = s.substr(0, i);
+  if (std::any_of(name.begin(), name.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); })) {
+    return false;
+  }
+  if (name.find_first_of("-.") == std::string_view::npos) {
+    const std::string_view word = name.substr(0, name.find_first_of("0123456789"));
+    static const std::set<std::string_view> kHostWords = {"node", "host", "worker", "nid", "compute", "server",
+                                                          "machine", "instance", "gn", "cn"};
+    if (!kHostWords.count(word)) return false;
+  }
   node = std::string(s.substr(0, i));
   s = s.substr(i + 2);
   return true;

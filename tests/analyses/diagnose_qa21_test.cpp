@@ -182,12 +182,15 @@ TEST(DiagnoseQa21, MultiNodePrefixesAreStrippedAndNameTheNode) {
   EXPECT_EQ(clean_line("Epoch 1: loss 2.3").text, "Epoch 1: loss 2.3");
   EXPECT_EQ(clean_line("[pod/a] x").text, "[pod/a] x");
   // A script's own devices and counters are no hosts: "GPU0: ", "rank1: ", "step10: " stay.
+  // Only a host-like name is: lowercase, with '-' or '.', or a host word and its number.
   for (const char* line : {"GPU0: RuntimeError: CUDA out of memory.", "rank1: loss 2.3", "step10: loss 2.3",
-                           "cuda_1: x", "Epoch3: x"}) {
+                           "cuda_1: x", "Epoch3: x", "fold2: x", "trial3: x", "tp0: x", "local_rank1: x"}) {
     EXPECT_EQ(clean_line(line).node, "") << line;
     EXPECT_EQ(clean_line(line).text, line) << line;
   }
   EXPECT_EQ(clean_line("gpu-node-3: x").node, "gpu-node-3");   // a host named after its GPUs
+  EXPECT_EQ(clean_line("node01: x").node, "node01");
+  EXPECT_EQ(clean_line("nid001234: x").node, "nid001234");
 }
 
 std::string prefixed(const std::string& prefix, const std::string& lines) {

@@ -2118,6 +2118,12 @@ TEST(Estimator, InferenceReplicasHoldTheWholeModelWithoutNccl) {
   ASSERT_TRUE(split);
   EXPECT_EQ(*component(*split, "nccl"), 256ull << 20);
   EXPECT_TRUE(assumed(*split, "parallelism: 2 independent replicas of the 2-GPU tp x pp x cp layout"));
+  // Sharded inference (ZeRO-3, FSDP) gathers every layer's weights over NCCL: its buffers stay.
+  job.tp.reset();
+  job.parallelism = "zero3";
+  auto sharded = estimate_memory(llama2_7b(), job);
+  ASSERT_TRUE(sharded) << sharded.error().message;
+  EXPECT_EQ(*component(*sharded, "nccl"), 256ull << 20);
 }
 
 // An encoder is sized without vocabulary logits; where the config names a masked-LM head (BERT's

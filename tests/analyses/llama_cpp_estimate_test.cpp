@@ -94,6 +94,11 @@ TEST(LlamaCppEstimate, QuantizedKvCacheAndDefaults) {
   auto generating = estimate_memory(llama2_7b(), bare);
   ASSERT_TRUE(generating.ok()) << generating.error().message;
   EXPECT_EQ(component(*generating, "kv_cache"), 4096ull * 32 * 2 * 4096 * 2);
+  // More tokens to generate than -c 4096 holds: the context holds them all.
+  bare.max_new_tokens = 16384;
+  auto longer = estimate_memory(llama2_7b(), bare);
+  ASSERT_TRUE(longer.ok()) << longer.error().message;
+  EXPECT_EQ(component(*longer, "kv_cache"), 16384ull * 32 * 2 * 4096 * 2);
   // A prompt length alone is the context, and it is said that no generated tokens were added.
   Job prompt_only;
   prompt_only.implementation = "llama_cpp";

@@ -43,6 +43,16 @@ TEST(ModelConfig, CompressedTensorsWeightTypeIsRead) {
   auto floats = parse(base + R"("float"}}}}})");
   ASSERT_TRUE(floats.ok()) << floats.error().message;
   EXPECT_FALSE(floats->quantization_integers);
+  EXPECT_TRUE(floats->quantization_per_channel);   // "strategy": "channel": no groups
+  // QuantizationArgs' type defaults to int.
+  auto untyped = parse(R"({"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096, "num_hidden_layers": 32,
+      "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "quantization_config":
+      {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {"num_bits": 4,
+      "strategy": "group", "group_size": 128}}}}})");
+  ASSERT_TRUE(untyped.ok()) << untyped.error().message;
+  EXPECT_TRUE(untyped->quantization_integers);
+  EXPECT_FALSE(untyped->quantization_per_channel);
+  EXPECT_EQ(untyped->quantization_group_size, 128u);
 }
 
 // An encoder's head as `architectures` names it.

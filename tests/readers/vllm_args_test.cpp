@@ -164,6 +164,29 @@ TEST(VllmArgs, ShellTextAroundTheLaunch) {
   EXPECT_TRUE(quoted.unknown.empty());
 }
 
+// Each wrapper's own options (review of qa21): sudo -n and -S take no value, time -p none, pixi
+// run -e one; the first command that launches vLLM is read, not the first python or docker one; a
+// host's exports do not reach a container; a Windows CR LF continuation and flags on lines of their
+// own (their backslash lost) stay the launch's.
+TEST(VllmArgs, ShellTextWrappersAndLaunchChoice) {
+  for (const char* line : {"sudo -n vllm serve m --max-model-len 8192", "sudo -S -u ml vllm serve m --max-model-len 8192",
+                           "time -p vllm serve m --max-model-len 8192", "pixi run -e cuda vllm serve m --max-model-len 8192",
+                           "python download.py && vllm serve m --max-model-len 8192",
+                           "vllm serve m \\\r\n  --max-model-len 8192\r\n",
+                           "vllm serve m\n  --max-model-len 8192\n"}) {
+    ServeConfig c = parse_ok({line});
+    EXPECT_EQ(c.model, "m") << line;
+    EXPECT_EQ(c.max_model_len, 8192u) << line;
+    EXPECT_TRUE(c.unknown.empty()) << line;
+  }
+  ServeConfig docker = parse_ok({"export VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; docker pull vllm/vllm-openai:latest && "
+                                 "HF_TOKEN=x docker run --gpus all -e VLLM_USE_V1=1 vllm/vllm-openai:latest --model m"});
+  EXPECT_EQ(docker.launcher, "docker vllm/vllm-openai:latest");
+  EXPECT_EQ(docker.env, (std::map<std::string, std::string>{{"VLLM_USE_V1", "1"}}));
+  ServeConfig host = parse_ok({"export VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; vllm serve m"});
+  EXPECT_EQ(host.env.at("VLLM_ALLOW_LONG_MAX_MODEL_LEN"), "1");
+}
+
 TEST(VllmArgs, ShellCommandsSplitLikeAShell) {
   auto commands = split_shell_commands("A=1 a 'b;c' d#e; f && g || h | i 2>&1 > out <in &>> both & j # k l\nm");
   ASSERT_TRUE(commands.ok());
