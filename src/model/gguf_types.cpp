@@ -157,6 +157,8 @@ std::optional<std::string> gguf_file_type_from_printed(std::string_view printed)
   std::string text;
   for (char c : printed) text += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (auto guessed = text.find(" (guessed)"); guessed != std::string::npos) text.erase(guessed);
+  // Older builds (llama.cpp before mid-2024) print "mostly Q4_K - Medium" (llama_model_ftype_name).
+  if (text.rfind("mostly ", 0) == 0) text.erase(0, 7);
   while (!text.empty() && text.back() == ' ') text.pop_back();
   if (text == "all f32") return "f32";
   std::string name = text.substr(0, text.find(' '));

@@ -87,6 +87,7 @@ TEST(DiagnoseQa21Advice, GgufFileTypesReadAndStepDown) {
   EXPECT_EQ(gguf_file_type_from_printed("Q4_K - Medium"), "q4_k_m");
   EXPECT_EQ(gguf_file_type_from_printed("Q2_K - Medium"), "q2_k");
   EXPECT_EQ(gguf_file_type_from_printed("Q5_K - Small (guessed)"), "q5_k_s");
+  EXPECT_EQ(gguf_file_type_from_printed("mostly Q4_K - Medium"), "q4_k_m");   // older builds
   EXPECT_EQ(gguf_file_type_from_printed("all F32"), "f32");
   EXPECT_EQ(gguf_file_type_from_printed("IQ4_XS - 4.25 bpw"), "iq4_xs");
   EXPECT_EQ(gguf_file_type_from_printed("something else"), std::nullopt);
