@@ -277,15 +277,19 @@ bool training_evident(const OomEvent& e, const std::string& operation) {
   return false;
 }
 
-// The traceback shows a language model run through Hugging Face's stack (transformers, PEFT, TRL) or
-// generate(): only then do a KV cache, generate() and from_pretrained's BitsAndBytesConfig apply. A
-// torchvision or other own network evaluating gets the steps every model has (qa21 t36).
+// The traceback shows a language model run through an LLM stack (Hugging Face's transformers, PEFT,
+// TRL; LitGPT, torchtune, Axolotl, Unsloth) or generate(): only then do a KV cache, generate() and
+// from_pretrained's BitsAndBytesConfig apply. A torchvision or other own network evaluating gets the
+// steps every model has (qa21 t36).
 bool language_model_evident(const OomEvent& e, const std::string& operation) {
   if (operation == "generation") return true;
   if (!e.traceback) return false;
   for (const TracebackFrame& f : e.traceback->frames) {
-    for (std::string_view dir : {"/transformers/", "\\transformers\\", "/peft/", "/trl/"}) {
-      if (f.file.find(dir) != std::string::npos) return true;
+    std::string file = f.file;
+    std::replace(file.begin(), file.end(), '\\', '/');   // a Windows path's package directories too
+    for (std::string_view dir : {"/transformers/", "/peft/", "/trl/", "/litgpt/", "/lit_gpt/", "/torchtune/",
+                                 "/axolotl/", "/unsloth/"}) {
+      if (file.find(dir) != std::string::npos) return true;
     }
     if (contains(f.code, ".generate(") || contains(f.code, "from_pretrained(")) return true;
   }

@@ -136,6 +136,13 @@ TEST(DiagnoseQa21Advice, TransformersEvaluationKeepsTheLanguageModelFixes) {
   ASSERT_EQ(r.events.size(), 1u);
   EXPECT_EQ(fix_ids(r.events[0].diagnosis),
             (std::vector<std::string>{"no_grad_for_eval", "smaller_inference_batch", "quantize_model", "bigger_gpu"}));
+  // So does LitGPT's own model, on a Windows path.
+  const ExplainReport lit = explain_text(eval_traceback(
+      "  File \"C:\\venv\\Lib\\site-packages\\litgpt\\model.py\", line 94, in forward\n"
+      "    return self.lm_head(x)\n"));
+  ASSERT_EQ(lit.events.size(), 1u);
+  EXPECT_EQ(fix_ids(lit.events[0].diagnosis),
+            (std::vector<std::string>{"no_grad_for_eval", "smaller_inference_batch", "quantize_model", "bigger_gpu"}));
 }
 
 // A 512-byte request comes from PyTorch's small pool, which cached large blocks never serve: no
