@@ -2316,6 +2316,17 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.evidence.push_back("Ollama runs llama.cpp here: its settings are Ollama's (num_ctx, num_gpu, OLLAMA_* variables).");
       for (Fix& fix : order) {
         if (auto snippet = fix_variant_snippet(fix.id, FixVariant::kOllama)) fix.snippet = std::string(*snippet);
+        // The context halved from the log's n_ctx, as Ollama's num_ctx (llama_context_fix).
+        const auto n_ctx = e.int_field("llama_n_ctx");
+        if (fix.id == "ggml_smaller_context" && n_ctx && *n_ctx >= 512) {
+          fix.snippet = fmt::format("/set parameter num_ctx {0}  # half the n_ctx {1} the log shows, in `ollama run`; "
+                                    "PARAMETER num_ctx {0} in a Modelfile, \"options\": {{\"num_ctx\": {0}}} in the "
+                                    "API, OLLAMA_CONTEXT_LENGTH={0} for the server's default", *n_ctx / 2, *n_ctx);
+          const std::string flag = fmt::format("-c {}", *n_ctx / 2);
+          if (auto at = fix.detail.find(flag); at != std::string::npos) {
+            fix.detail.replace(at, flag.size(), fmt::format("num_ctx {}", *n_ctx / 2));
+          }
+        }
       }
     }
     d.fixes.insert(d.fixes.end(), order.begin(), order.end());

@@ -113,6 +113,26 @@ std::string eval_traceback(const std::string& model_frame) {
          model_frame + kEvalOom;
 }
 
+// llama.cpp under Ollama: the halved context as Ollama's num_ctx, with the value.
+TEST(DiagnoseQa21Advice, OllamaContextFixNamesNumCtx) {
+  const ExplainReport r = explain_text(
+      "time=2024-11-02T10:00:00.000Z level=INFO source=server.go:105 msg=\"system memory\" total=\"31.3 GiB\"\n"
+      "llama_new_context_with_model: n_ctx      = 32768\n"
+      "llama_new_context_with_model: KV self size  = 4096.00 MiB, K (f16): 2048.00 MiB, V (f16): 2048.00 MiB\n"
+      "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 2240.00 MiB on device 0: cudaMalloc failed: out of memory\n"
+      "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 2348810240\n"
+      "llama_new_context_with_model: failed to allocate compute buffers\n"
+      "time=2024-11-02T10:00:05.000Z level=ERROR source=sched.go:455 msg=\"error loading llama server\" "
+      "error=\"llama runner process has terminated: error:failed to create context with model\"\n");
+  ASSERT_EQ(r.events.size(), 1u);
+  const Fix& context = testing::fix(r.events[0].diagnosis, "ggml_smaller_context");
+  EXPECT_EQ(context.snippet,
+            "/set parameter num_ctx 16384  # half the n_ctx 32768 the log shows, in `ollama run`; PARAMETER num_ctx 16384 "
+            "in a Modelfile, \"options\": {\"num_ctx\": 16384} in the API, OLLAMA_CONTEXT_LENGTH=16384 for the server's "
+            "default");
+  EXPECT_NE(context.detail.find("num_ctx 16384 saves 2.00 GiB"), std::string::npos) << context.detail;
+}
+
 // A torchvision ResNet evaluating: a smaller batch, no KV cache, generate() or from_pretrained.
 TEST(DiagnoseQa21Advice, VisionEvaluationGetsNoLanguageModelFixes) {
   const ExplainReport r = explain_text(eval_traceback(
