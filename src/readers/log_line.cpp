@@ -117,15 +117,26 @@ bool strip_pdsh_host(std::string_view& s, std::string& node) {
       s[i] != ':' || s[i + 1] != ' ') {
     return false;
   }
-  // Only a host name as clusters name them: lowercase, with a '-' or '.' ("worker-0", "gpu-node-3",
-  // "10.0.0.5", "ip-10-0-1-5") or a host word and its number ("node01", "nid001234"). A script's own
-  // counters and devices read the same way ("GPU0: ", "fold2: ", "local_rank1: ", "step10: ").
+  // Only a host name as clusters name them: lowercase, an IPv4 address ("10.0.0.5"), or letters with a
+  // '-' or '.' ("worker-0", "gpu-node-3", "ip-10-0-1-5") or a host word and its number ("node01",
+  // "nid001234"). A script's own counters and devices read the same way ("GPU0: ", "fold2: ",
+  // "local_rank1: ", "rank-3: ", "gpu-0: "): a counter word and only a number after it is none.
   const std::string_view name = s.substr(0, i);
   if (std::any_of(name.begin(), name.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); })) {
     return false;
   }
-  if (name.find_first_of("-.") == std::string_view::npos) {
-    const std::string_view word = name.substr(0, name.find_first_of("0123456789"));
+  const size_t letters = name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_");
+  const std::string_view word = name.substr(0, letters);
+  const std::string_view rest = name.substr(std::min(letters, name.size()));
+  const bool ipv4 = std::count(name.begin(), name.end(), '.') == 3 &&
+                    name.find_first_not_of("0123456789.") == std::string_view::npos;
+  if (word.empty() && !ipv4) return false;   // no letters first: only a dotted IPv4 address
+  static const std::set<std::string_view> kCounterWords = {"gpu", "cuda", "rank", "local_rank", "step", "epoch", "iter",
+                                                           "iteration", "batch", "device", "dev", "layer", "stage", "fold",
+                                                           "trial", "run", "tp", "pp", "dp", "worker_rank", "proc", "process"};
+  const bool number_only = rest.find_first_not_of("0123456789-_") == std::string_view::npos;
+  if (kCounterWords.count(word) && number_only) return false;
+  if (!ipv4 && name.find_first_of("-.") == std::string_view::npos) {
     static const std::set<std::string_view> kHostWords = {"node", "host", "worker", "nid", "compute", "server",
                                                           "machine", "instance", "gn", "cn"};
     if (!kHostWords.count(word)) return false;

@@ -196,8 +196,28 @@ class Utf16Decoder {
 // Whether `text` holds one of the scanner's keywords (a candidate for a message).
 bool holds_keyword(const std::string& text) { return KeywordFilter::standard().find(text, 0) != std::string::npos; }
 
-// `text` without the quotations a sentence makes: a span in "...", '...' or “...” without a digit
-// that opens after a space (or at the line's start) and closes before a space and the next word, as in
+// How many sizes `text` prints: a number, maybe a space, then a byte unit ("2.00 GiB", "512 bytes").
+size_t size_figures(std::string_view text) {
+  size_t count = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i])) || (i > 0 && std::isdigit(static_cast<unsigned char>(text[i - 1])))) {
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.' || text[j] == ',')) ++j;
+    if (j < text.size() && text[j] == ' ') ++j;
+    const std::string_view unit = text.substr(j, 5);
+    if (unit.starts_with("bytes") || (unit.size() >= 2 && std::string_view("KMGTP").find(unit[0]) != std::string_view::npos &&
+                                      (unit[1] == 'B' || (unit[1] == 'i' && unit.size() >= 3 && unit[2] == 'B')))) {
+      ++count;
+    }
+    i = j;
+  }
+  return count;
+}
+
+// `text` without the quotations a sentence makes: a span in "...", '...' or “...” with fewer than
+// two sizes that opens after a space (or at the line's start) and closes before a space and the next word, as in
 // `The test expects: "CUDA error: out of memory" to be handled` (qa21 t21). A program quoting
 // its error does not go on with prose after it: a repr `OutOfMemoryError('...')`, logfmt's
 // `error="..."`, NCCL's `Cuda failure 'out of memory'` at the line's end all stay.
@@ -218,13 +238,12 @@ std::string without_prose_quotes(std::string_view text) {
     const size_t end = text.find(close, i + open.size());
     if (end == std::string_view::npos) break;
     size_t after = end + close.size();
-    // A quotation with figures is the error itself, logged by a retry loop or a job runner
-    // (`attempt 3 failed with "CUDA out of memory. Tried to allocate 2.00 GiB ..." giving up`):
-    // only a figureless one is taken for prose mentioning an error.
+    // A quotation with the figures of a whole message is the error itself, logged by a retry loop
+    // or a job runner (`attempt 3 failed with "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0
+    // has a total capacity of 23.65 GiB ..." giving up`); one with a size or none is prose, a test's
+    // assertion or a pattern (`assert "... Tried to allocate 2.00 GiB" in err.message`).
     const std::string_view quoted = text.substr(i + open.size(), end - i - open.size());
-    const bool has_figures = std::any_of(quoted.begin(), quoted.end(),
-                                         [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    if (!has_figures && after + 1 < text.size() && text[after] == ' ' &&
+    if (size_figures(quoted) < 2 && after + 1 < text.size() && text[after] == ' ' &&
         std::isalpha(static_cast<unsigned char>(text[after + 1]))) {
       out.append(text.substr(copied, i - copied));
       out += ' ';

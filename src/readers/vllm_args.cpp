@@ -772,7 +772,9 @@ Status read_llm_call(std::string_view text, ServeConfig& config) {
 // The index of the image in `docker [container] run [options] IMAGE ...`, reading the options'
 // environment (-e VAR=VALUE, --env=VAR=VALUE, -eVAR=VALUE) into config.env. docker's options
 // that take a value (`docker run --help`) are skipped with it; the others are flags.
-Result<size_t> docker_image(const std::vector<std::string>& words, size_t at, ServeConfig& config) {
+// `host_env`: the host's exports and assignments, which `-e NAME` (no value) passes into the container.
+Result<size_t> docker_image(const std::vector<std::string>& words, size_t at, ServeConfig& config,
+                            const std::map<std::string, std::string>& host_env) {
   static const std::set<std::string> kTakesValue = {
       "-e", "--env", "--env-file", "-p", "--publish", "-v", "--volume", "--name", "--gpus", "--ipc", "--shm-size",
       "--runtime", "-w", "--workdir", "--entrypoint", "--network", "--net", "-u", "--user", "--mount", "--device",
@@ -788,7 +790,11 @@ Result<size_t> docker_image(const std::vector<std::string>& words, size_t at, Se
   }
   auto set_env = [&](const std::string& assignment) {
     auto eq = assignment.find('=');
-    if (eq != std::string::npos && eq > 0) config.env[assignment.substr(0, eq)] = assignment.substr(eq + 1);
+    if (eq != std::string::npos && eq > 0) {
+      config.env[assignment.substr(0, eq)] = assignment.substr(eq + 1);
+    } else if (auto it = host_env.find(assignment); eq == std::string::npos && it != host_env.end()) {
+      config.env[assignment] = it->second;   // `-e NAME`: docker copies the host's value
+    }
   };
   for (size_t i = at + 1; i < words.size(); ++i) {
     const std::string& w = words[i];
@@ -821,6 +827,17 @@ std::string_view program_name(std::string_view word) {
 }
 
 bool is_python(std::string_view word) { return program_name(word).substr(0, 6) == "python"; }
+
+// The index of `-m` in `python [options] -m MODULE`, past the interpreter's own options (-u, -O,
+// -X dev, -W error); words.size() when there is none.
+size_t python_module_flag(const std::vector<std::string>& words, size_t i) {
+  for (; i < words.size() && words[i].size() > 1 && words[i][0] == '-'; ++i) {
+    if (words[i] == "-m") return i;
+    if (words[i] == "-c" || words[i] == "--") break;
+    if ((words[i] == "-X" || words[i] == "-W") && i + 1 < words.size()) ++i;
+  }
+  return words.size();
+}
 
 }  // namespace
 
@@ -870,6 +887,25 @@ Result<std::vector<std::vector<std::string>>> split_shell_commands(std::string_v
     end_word();
     if (!commands.back().empty()) commands.emplace_back();
   };
+  // Here-documents (`cat > f <<'EOF'` ... `EOF`): their bodies are data, skipped from the line after
+  // the operator's to the delimiter's; `<<-` strips leading tabs from the delimiter line.
+  std::vector<std::pair<std::string, bool>> heredocs;
+  auto skip_heredoc_bodies = [&](size_t& i) {   // i: the newline that ends the operator's line
+    for (const auto& [delimiter, strip_tabs] : heredocs) {
+      while (i < line.size()) {
+        const size_t start = i + 1;
+        const size_t eol = std::min(line.find('\n', start), line.size());
+        std::string_view body_line = line.substr(start, eol - start);
+        if (!body_line.empty() && body_line.back() == '\r') body_line.remove_suffix(1);
+        if (strip_tabs) {
+          while (!body_line.empty() && body_line.front() == '\t') body_line.remove_prefix(1);
+        }
+        i = eol;
+        if (body_line == delimiter) break;
+      }
+    }
+    heredocs.clear();
+  };
   for (size_t i = 0; i < line.size(); ++i) {
     char c = line[i];
     if (quote) {
@@ -894,8 +930,26 @@ Result<std::vector<std::vector<std::string>>> split_shell_commands(std::string_v
       if (line[i + 1] != '\n') current.push_back(line[i + 1]), in_word = true;
       ++i;
     } else if (std::isspace(static_cast<unsigned char>(c))) {
-      if (c == '\n') end_command();   // a newline ends a command, as ';' does
-      else end_word();
+      if (c == '\n') {
+        end_command();   // a newline ends a command, as ';' does
+        if (!heredocs.empty()) skip_heredoc_bodies(i);
+      } else {
+        end_word();
+      }
+    } else if (c == '<' && i + 2 < line.size() && line[i + 1] == '<' && line[i + 2] != '<') {
+      end_word();
+      size_t j = i + 2;
+      const bool strip_tabs = line[j] == '-';
+      if (strip_tabs) ++j;
+      while (j < line.size() && (line[j] == ' ' || line[j] == '\t')) ++j;
+      std::string delimiter;
+      for (; j < line.size() && !std::isspace(static_cast<unsigned char>(line[j])) && line[j] != ';' && line[j] != '&' &&
+             line[j] != '|';
+           ++j) {
+        if (line[j] != '\'' && line[j] != '"' && line[j] != '\\') delimiter += line[j];   // quoting only stops expansion
+      }
+      if (!delimiter.empty()) heredocs.emplace_back(std::move(delimiter), strip_tabs);
+      i = j - 1;
     } else if (c == '#' && !in_word) {
       while (i + 1 < line.size() && line[i + 1] != '\n') ++i;   // a comment, to the end of the line
     } else if (c == ';' || c == '|' || (c == '&' && (i + 1 >= line.size() || line[i + 1] != '>'))) {
@@ -993,12 +1047,12 @@ Result<ServeConfig> parse_vllm_command_line(const std::vector<std::string>& inpu
         const std::string_view program = program_name(command[at]);
         if (program == "vllm") return at + 1 < command.size() && command[at + 1] == "serve";
         if (is_python(program)) {
-          return at + 2 < command.size() && command[at + 1] == "-m" && command[at + 2].rfind("vllm.", 0) == 0;
+          const size_t m = python_module_flag(command, at + 1);
+          return m + 1 < command.size() && command[m + 1].rfind("vllm.", 0) == 0;
         }
         if (program == "docker" || program == "podman") {
-          return at + 1 < command.size() && command[at + 1] == "run" &&
-                 std::any_of(command.begin() + static_cast<std::ptrdiff_t>(at) + 2, command.end(),
-                             [](const std::string& w) { return to_lower(w).find("vllm") != std::string::npos; });
+          ServeConfig scratch;
+          return docker_image(command, at + 1, scratch, {}).ok();   // run with a vLLM image
         }
         return false;
       };
@@ -1044,17 +1098,19 @@ Result<ServeConfig> parse_vllm_command_line(const std::vector<std::string>& inpu
   } else if (program_name(words[i]) == "vllm" && i + 1 < words.size() && words[i + 1] == "serve") {
     config.launcher = "vllm serve";
     status = read_flags(words, i + 2, /*model_positional=*/true, config);
-  } else if (is_python(words[i]) && i + 2 < words.size() && words[i + 1] == "-m" &&
-             words[i + 2].rfind("vllm.entrypoints.", 0) == 0 &&
-             words[i + 2].find("api_server") != std::string::npos) {
-    config.launcher = "python -m " + words[i + 2];
-    status = read_flags(words, i + 3, /*model_positional=*/false, config);
+  } else if (const size_t m = is_python(words[i]) ? python_module_flag(words, i + 1) : words.size();
+             m + 1 < words.size() && words[m + 1].rfind("vllm.entrypoints.", 0) == 0 &&
+             words[m + 1].find("api_server") != std::string::npos) {
+    config.launcher = "python -m " + words[m + 1];
+    status = read_flags(words, m + 2, /*model_positional=*/false, config);
   } else if (words[i] == "docker" || words[i] == "podman") {
-    config.env.clear();   // the host's exports and VAR=value words do not reach the container
+    // The host's exports and VAR=value words reach the container only through `-e NAME`.
+    const std::map<std::string, std::string> host_env = std::move(config.env);
+    config.env.clear();
     // `docker run [options] vllm/vllm-openai[:tag] [api_server flags]`: the image is the first
     // word after docker run's options; -e/--env VAR=VALUE set the container's environment.
     // (Podman's `run` takes the same options.)
-    auto image = docker_image(words, i + 1, config);
+    auto image = docker_image(words, i + 1, config, host_env);
     if (!image) return image.error();
     config.launcher = words[i] + " " + words[*image];
     const std::string& name = words[*image];

@@ -184,7 +184,8 @@ TEST(DiagnoseQa21, MultiNodePrefixesAreStrippedAndNameTheNode) {
   // A script's own devices and counters are no hosts: "GPU0: ", "rank1: ", "step10: " stay.
   // Only a host-like name is: lowercase, with '-' or '.', or a host word and its number.
   for (const char* line : {"GPU0: RuntimeError: CUDA out of memory.", "rank1: loss 2.3", "step10: loss 2.3",
-                           "cuda_1: x", "Epoch3: x", "fold2: x", "trial3: x", "tp0: x", "local_rank1: x"}) {
+                           "cuda_1: x", "Epoch3: x", "fold2: x", "trial3: x", "tp0: x", "local_rank1: x", "rank-3: x",
+                           "gpu-0: x", "0.5: x"}) {
     EXPECT_EQ(clean_line(line).node, "") << line;
     EXPECT_EQ(clean_line(line).text, line) << line;
   }

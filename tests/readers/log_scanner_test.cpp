@@ -424,6 +424,10 @@ TEST(LogScanner, MessageQuotedInProseIsAMention) {
       "a total capacity of 23.65 GiB of which 1.00 GiB is free. Of the allocated memory 20.00 GiB is allocated by "
       "PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated.\" giving up on job 17\n");
   ASSERT_EQ(retried.events.size(), 1u);
+  // One size in the quotation is a test's assertion or a pattern, not the error.
+  EXPECT_TRUE(scan_text("E       assert \"CUDA out of memory. Tried to allocate 2.00 GiB\" in err.message\n"
+                        "watching for \"CUDA out of memory. Tried to allocate 2.00 GiB\" lines\n")
+                  .events.empty());
   EXPECT_EQ(retried.events[0].format, "pytorch_new");
   EXPECT_EQ(retried.events[0].bytes("requested"), 2 * kGiB);
 }

@@ -185,6 +185,20 @@ TEST(VllmArgs, ShellTextWrappersAndLaunchChoice) {
   EXPECT_EQ(docker.env, (std::map<std::string, std::string>{{"VLLM_USE_V1", "1"}}));
   ServeConfig host = parse_ok({"export VLLM_ALLOW_LONG_MAX_MODEL_LEN=1; vllm serve m"});
   EXPECT_EQ(host.env.at("VLLM_ALLOW_LONG_MAX_MODEL_LEN"), "1");
+  // `-e NAME` without a value passes the host's into the container.
+  ServeConfig passed = parse_ok({"export VLLM_USE_V1=0; docker run -e VLLM_USE_V1 --env HF_HOME vllm/vllm-openai:v0.8.5 "
+                                 "--model m"});
+  EXPECT_EQ(passed.env, (std::map<std::string, std::string>{{"VLLM_USE_V1", "0"}}));
+  // A here-document's body is data, not a launch; python's own options come before -m; a docker
+  // run of another image (with a vllm-named volume) is not the launch.
+  for (const char* text : {"cat > unit.conf <<'END'\nvllm serve other --max-model-len 100\nEND\nvllm serve m --max-model-len 8192",
+                           "cat <<-EOF > x\n\tvllm serve other\n\tEOF\nvllm serve m --max-model-len 8192",
+                           "cd /srv && python3 -u -X dev -m vllm.entrypoints.openai.api_server --model m --max-model-len 8192",
+                           "docker run -v /data/vllm-models:/models busybox ls && vllm serve m --max-model-len 8192"}) {
+    ServeConfig c = parse_ok({text});
+    EXPECT_EQ(c.model, "m") << text;
+    EXPECT_EQ(c.max_model_len, 8192u) << text;
+  }
 }
 
 TEST(VllmArgs, ShellCommandsSplitLikeAShell) {
