@@ -130,7 +130,8 @@ std::vector<FitSetting> trl_yaml_keys(const FitSetting& s) {
     return {key(n, v)};
   }
   if (t == "LoraConfig") {
-    if (n == "r") return {key("use_peft", "true"), key("lora_r", v)};
+    // lora_dropout 0 as sized (PEFT's LoraConfig default): TRL's ModelConfig would make it 0.05.
+    if (n == "r") return {key("use_peft", "true"), key("lora_r", v), key("lora_dropout", "0")};
     if (n == "lora_alpha") return {key("lora_alpha", v)};
     if (n == "target_modules") return {key("lora_target_modules", v)};
     if (n == "task_type") return {key("lora_task_type", v)};

@@ -1104,6 +1104,8 @@ void resolve(Reader& r) {
   // fp32 master copy. A TrainingArguments dump loads in fp32 unless torch_dtype says otherwise.
   if (r.pure) {
     job.precision = *r.pure;
+    // bf16/fp16 set as well: the Trainer runs the 16-bit model's forward under autocast all the same.
+    if (r.autocast) job.autocast = true;
   } else if (r.autocast) {
     bool weights_16bit = false;
     const bool sharded_amp = job.parallelism.has_value();

@@ -91,8 +91,9 @@ TEST(FitConfigKeys, TrlYamlKeys) {
   express_in_config_keys(report, trl);
   std::vector<std::string> got;
   for (const auto& s : report.alternatives[0].change.settings) got.push_back(s.target + " " + s.name + ": " + s.value);
+  // lora_dropout 0 as the plan was sized (TRL's ModelConfig would default to 0.05).
   EXPECT_EQ(got, (std::vector<std::string>{"TRL YAML max_length: 2048", "TRL YAML use_peft: true", "TRL YAML lora_r: 16",
-                                           "TRL YAML lora_target_modules: all-linear",
+                                           "TRL YAML lora_dropout: 0", "TRL YAML lora_target_modules: all-linear",
                                            "TRL YAML use_bnb_nested_quant: true"}));
   // The same settings from a JSON dump stay in Hugging Face's Python form.
   FitReport json_report;

@@ -174,6 +174,13 @@ TEST(TrainingConfig, LlamaFactoryFreezeTuningReadsItsLayersAndUpcastsOnlyThem) {
   EXPECT_FALSE(pure->job.adapter_dtype.has_value());
   EXPECT_EQ(pure->job.freeze_trainable_layers, 3u);
   EXPECT_THAT(pure->warnings, ElementsAre(HasSubstr("-3 trains the first 3 blocks")));
+  EXPECT_FALSE(pure->job.autocast.value_or(false));
+  // With bf16: true as well the Trainer runs the bf16 model under autocast (fit's own plans print both).
+  auto both = parse_training_config("model_name_or_path: m\nfinetuning_type: lora\npure_bf16: true\nbf16: true\n",
+                                    "lf.yml", "");
+  ASSERT_TRUE(both.ok()) << both.error().message;
+  EXPECT_EQ(both->job.precision, "bf16");
+  EXPECT_TRUE(both->job.autocast.value_or(false));
   auto zero = parse_training_config("model_name_or_path: m\nfinetuning_type: freeze\nfreeze_trainable_layers: 0\n",
                                     "lf.yml", "");
   ASSERT_FALSE(zero.ok());
