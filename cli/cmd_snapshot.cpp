@@ -34,6 +34,9 @@ struct SnapshotArgs {
 };
 
 // A progress bar on stderr for big files, only when stderr is a terminal.
+// A file as reports and comparisons name it: standard input is "<stdin>", as file_input names it.
+std::string shown_name(const std::string& file) { return file == "-" ? std::string("<stdin>") : file; }
+
 SnapshotReadOptions read_options(const SnapshotArgs& args) {
   SnapshotReadOptions options;
   if (!args.quiet && isatty(2) == 1) {
@@ -89,12 +92,10 @@ int run(const SnapshotArgs& args) {
       return fail(check_device_present(*snapshot, options, args.file).error().message);
     }
     SnapshotComparison c = compare_snapshots(*snapshot, *after, options);
-    // Standard input is named as a single-file report names it.
-    auto shown = [](const std::string& file) { return file == "-" ? std::string("<stdin>") : file; };
     if (args.json) {
-      std::cout << dump_json(comparison_json(c, shown(args.file), shown(args.compare_with)));
+      std::cout << dump_json(comparison_json(c, shown_name(args.file), shown_name(args.compare_with)));
     } else {
-      std::cout << render_comparison_text(c, shown(args.file), shown(args.compare_with), Style::for_fd(1));
+      std::cout << render_comparison_text(c, shown_name(args.file), shown_name(args.compare_with), Style::for_fd(1));
     }
     return kExitOk;
   }
@@ -103,7 +104,7 @@ int run(const SnapshotArgs& args) {
     return fail(present.error().message);
   }
   SnapshotReport report = analyze_snapshot(*snapshot, options);
-  report.file = args.file == "-" ? "<stdin>" : args.file;
+  report.file = shown_name(args.file);
   if (options.device_total_bytes) {
     if (auto fits = check_device_capacity(report, *options.device_total_bytes, report.file); !fits) {
       return fail(fits.error().message);

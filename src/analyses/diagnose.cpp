@@ -1498,21 +1498,28 @@ Fix llama_context_fix(const OomEvent& e, std::string detail) {
   std::optional<uint64_t> kv;
   if (auto bytes = e.int_field("llama_kv_cache_bytes"); bytes && *bytes > 0) kv = static_cast<uint64_t>(*bytes);
   if (!kv && e.string_field("llama_buffer") == "kv_cache") kv = e.bytes("requested");
-  detail += kv ? fmt::format(" The KV cache is {} at n_ctx {}: -c {} saves {} of it.", format_bytes(*kv), *n_ctx, half,
+  // Inside Ollama the setting is its num_ctx (fix_catalog's Ollama variant).
+  const bool ollama = application(e) == kAppOllama;
+  const std::string setting = fmt::format("{} {}", ollama ? "num_ctx" : "-c", half);
+  detail += kv ? fmt::format(" The KV cache is {} at n_ctx {}: {} saves {} of it.", format_bytes(*kv), *n_ctx, setting,
                              format_bytes(*kv - *kv / 2))
-               : fmt::format(" -c {} halves the KV cache of n_ctx {}.", half, *n_ctx);
+               : fmt::format(" {} halves the KV cache of n_ctx {}.", setting, *n_ctx);
   return make_fix("ggml_smaller_context", std::move(detail),
-                  fmt::format("-c {}  # half the n_ctx {} the log shows; -ub 256 shrinks the compute buffer", half, *n_ctx));
+                  *fix_snippet_with_value("ggml_smaller_context", ollama ? FixVariant::kOllama : FixVariant::kDefault,
+                                          std::to_string(half), fmt::format("half the n_ctx {} the log shows", *n_ctx)));
 }
 
 // A smaller GGUF file: the next type down from the one the log shows (print_info's file type), none
 // when it is already at the bottom of the ladder fit walks; a generic example when the log does not say.
 std::optional<Fix> llama_quant_fix(const OomEvent& e, std::string_view room_for) {
+  // Inside Ollama the file is a model tag (fix_catalog's Ollama variant; tags spell q4_K_M).
+  const bool ollama = application(e) == kAppOllama;
   const auto current = e.string_field("llama_file_type");
   if (!current) {
     return make_fix("ggml_smaller_quant", fmt::format("A smaller quantization (Q4_K_M) leaves room for {}.", room_for),
-                    "a lower-bit GGUF (e.g. Q4_K_M); size any combination first: oomdoc fit MODEL "
-                    "--implementation llama_cpp --weight-quantization q4_k_m --prompt-len N --gpu NAME");
+                    ollama ? std::string(fix_snippet("ggml_smaller_quant", FixVariant::kOllama))
+                           : std::string("a lower-bit GGUF (e.g. Q4_K_M); size any combination first: oomdoc fit MODEL "
+                                         "--implementation llama_cpp --weight-quantization q4_k_m --prompt-len N --gpu NAME"));
   }
   const auto smaller = smaller_gguf_file_type(*current);
   if (!smaller) return std::nullopt;
@@ -1520,11 +1527,14 @@ std::optional<Fix> llama_quant_fix(const OomEvent& e, std::string_view room_for)
     for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     return s;
   };
+  std::string tag = *smaller == "f16" ? std::string("fp16") : *smaller;
+  for (size_t i = tag.find('_'); i < tag.size(); ++i) tag[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(tag[i])));
   return make_fix("ggml_smaller_quant",
                   fmt::format("The model is {}; a {} file of it leaves room for {}.", upper(*current), upper(*smaller), room_for),
-                  fmt::format("a {} GGUF instead of {}; size it first: oomdoc fit MODEL --implementation llama_cpp "
-                              "--weight-quantization {} --prompt-len N --gpu NAME",
-                              upper(*smaller), upper(*current), *smaller));
+                  ollama ? fmt::format("ollama pull <model>:<tag>-{}  # the next quantization below {}", tag, upper(*current))
+                         : fmt::format("a {} GGUF instead of {}; size it first: oomdoc fit MODEL --implementation llama_cpp "
+                                       "--weight-quantization {} --prompt-len N --gpu NAME",
+                                       upper(*smaller), upper(*current), *smaller));
 }
 
 }  // namespace
@@ -2315,18 +2325,9 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     if (application(e) == kAppOllama) {
       d.evidence.push_back("Ollama runs llama.cpp here: its settings are Ollama's (num_ctx, num_gpu, OLLAMA_* variables).");
       for (Fix& fix : order) {
-        if (auto snippet = fix_variant_snippet(fix.id, FixVariant::kOllama)) fix.snippet = std::string(*snippet);
-        // The context halved from the log's n_ctx, as Ollama's num_ctx (llama_context_fix).
-        const auto n_ctx = e.int_field("llama_n_ctx");
-        if (fix.id == "ggml_smaller_context" && n_ctx && *n_ctx >= 512) {
-          fix.snippet = fmt::format("/set parameter num_ctx {0}  # half the n_ctx {1} the log shows, in `ollama run`; "
-                                    "PARAMETER num_ctx {0} in a Modelfile, \"options\": {{\"num_ctx\": {0}}} in the "
-                                    "API, OLLAMA_CONTEXT_LENGTH={0} for the server's default", *n_ctx / 2, *n_ctx);
-          const std::string flag = fmt::format("-c {}", *n_ctx / 2);
-          if (auto at = fix.detail.find(flag); at != std::string::npos) {
-            fix.detail.replace(at, flag.size(), fmt::format("num_ctx {}", *n_ctx / 2));
-          }
-        }
+        // (A snippet written with the log's values, llama_context_fix's, is Ollama's already.)
+        const bool generic = fix.snippet == fix_snippet(fix.id, FixVariant::kDefault);
+        if (auto snippet = fix_variant_snippet(fix.id, FixVariant::kOllama); snippet && generic) fix.snippet = std::string(*snippet);
       }
     }
     d.fixes.insert(d.fixes.end(), order.begin(), order.end());

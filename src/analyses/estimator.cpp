@@ -91,6 +91,7 @@ struct Plan {
   // their output back to the input's dtype, so the hidden states between matmuls are fp32.
   std::string kbit_upcast = "none";
   bool bnb = false;              // the quantized Linears are bitsandbytes' (Linear4bit, Linear8bitLt)
+  bool communicates = false;     // the GPUs hold an NCCL communicator (not inference replicas)
   bool bnb_saves_input = false;  // bitsandbytes < 0.43.3: MatMul4Bit keeps its input (below)
   double hidden_bytes = 2;     // dtype of the hidden states between matmuls (elementwise ops, LoRA inputs)
   double residual_bytes = 2;   // dtype of the residual stream (each block's input)
@@ -484,9 +485,12 @@ Result<Plan> make_plan(const ModelSpec& m, const Job& job, std::vector<std::stri
                                   "one block)", p.pp, blocks));
   }
   if (blocks > 0) p.stage_share = static_cast<double>((blocks + p.pp - 1) / p.pp) / static_cast<double>(blocks);
+  // Generation has no gradients to average: without a sharding parallelism, GPUs beyond tp x pp x cp
+  // serve independent replicas, which share no communicator (sharded inference, ZeRO-3 or FSDP,
+  // gathers every layer's weights over NCCL).
+  const uint64_t layout = p.tp * p.pp * p.cp;
+  p.communicates = p.num_gpus > 1 && (p.training || layout > 1 || (job.parallelism && *job.parallelism != "ddp"));
   if (!job.parallelism && p.dp > 1 && !offloads_optimizer) {
-    // Generation has no gradients to average: GPUs beyond tp x pp x cp serve independent replicas.
-    const uint64_t layout = p.tp * p.pp * p.cp;
     assume(p.training  ? std::string("parallelism: ddp (not given)")
            : layout > 1 ? fmt::format("parallelism: {} independent replicas of the {}-GPU tp x pp x cp layout", p.dp, layout)
                         : fmt::format("parallelism: {} independent replicas, each GPU holding the whole model (give tp "
@@ -1930,10 +1934,7 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   if (paged && optimizer_state > 0) b.add("paged_optimizer_state", optimizer_state, "bitsandbytes paged state in CUDA unified memory (not in PyTorch's counters)");
   const uint64_t context = cuda_context_bytes(p.lazy_module_loading);
   b.add("cuda_context", static_cast<double>(context), p.lazy_module_loading ? "CUDA context and kernels (lazy loading)" : "CUDA context and every kernel (eager module loading)");
-  // Replicas that only generate share no communicator; training, tp/pp/cp layouts and sharded
-  // inference (ZeRO-3, FSDP gather every layer's weights) do.
-  const bool replicas = p.inference && p.tp * p.pp * p.cp == 1 && (!job.parallelism || *job.parallelism == "ddp");
-  const uint64_t nccl = p.num_gpus > 1 && !replicas ? kNcclBytes : 0;
+  const uint64_t nccl = p.communicates ? kNcclBytes : 0;   // (make_plan: replicas that only generate share none)
   if (nccl) b.add("nccl", static_cast<double>(nccl), "NCCL communicator buffers");
 
   est.components = b.components;

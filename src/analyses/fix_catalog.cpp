@@ -1,5 +1,7 @@
 #include "analyses/fix_catalog.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -323,6 +325,27 @@ const FixInfo& fix_info(std::string_view id) {
   }
   std::cerr << "oomdoc: internal error: unknown fix id " << id << "\n";
   std::abort();
+}
+
+std::optional<std::string> fix_snippet_with_value(std::string_view id, FixVariant variant, std::string_view value,
+                                                  std::string_view why) {
+  struct Valued {
+    std::string_view id;
+    FixVariant variant;
+    std::string_view snippet;   // {value}, {why}
+  };
+  static constexpr Valued kValued[] = {
+      {"ggml_smaller_context", FixVariant::kDefault, "-c {value}  # {why}; -ub 256 shrinks the compute buffer"},
+      {"ggml_smaller_context", FixVariant::kOllama,
+       "/set parameter num_ctx {value}  # {why}, in `ollama run`; PARAMETER num_ctx {value} in a Modelfile, "
+       "\"options\": {{\"num_ctx\": {value}}} in the API, OLLAMA_CONTEXT_LENGTH={value} for the server's default"},
+  };
+  for (const Valued& v : kValued) {
+    if (v.id == id && v.variant == variant) {
+      return fmt::format(fmt::runtime(v.snippet), fmt::arg("value", value), fmt::arg("why", why));
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string_view> fix_variant_snippet(std::string_view id, FixVariant variant) {

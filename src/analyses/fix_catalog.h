@@ -78,6 +78,12 @@ std::optional<std::string_view> fix_variant_snippet(std::string_view id, FixVari
 // The snippet of `id` for `variant`: its own, else the catalogue's default.
 std::string_view fix_snippet(std::string_view id, FixVariant variant);
 
+// The snippet of `id` for `variant` with a value the log gave in place of its N ("-c 65536  # half
+// the n_ctx 131072 the log shows"): `value`, and `why` says where it came from. nullopt when the
+// catalogue writes no such snippet for the id.
+std::optional<std::string> fix_snippet_with_value(std::string_view id, FixVariant variant, std::string_view value,
+                                                  std::string_view why);
+
 // Sorts by cost rank (stable) and drops repeated ids.
 void order_fixes(std::vector<Fix>& fixes);
 

@@ -87,11 +87,8 @@ std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const 
   uint64_t last_alloc_index = 0;
   for (size_t i = 0; i < trace.size() && out.size() < kMaxOomsAnalysed; ++i) {
     const TraceEvent& e = trace[i];
-    if (e.action == TraceAction::kAlloc) {
-      delta += static_cast<int64_t>(e.size);
-      last_alloc_index = i;
-    }
-    if (e.action == TraceAction::kFreeCompleted) delta -= static_cast<int64_t>(e.size);
+    delta += live_delta(e);
+    if (e.action == TraceAction::kAlloc) last_alloc_index = i;
     if (e.action != TraceAction::kOom) continue;
 
     OomReport r;

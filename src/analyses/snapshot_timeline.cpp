@@ -26,19 +26,6 @@ double detail::seconds_since(int64_t time_us, int64_t start_us) {
   return static_cast<double>(static_cast<uint64_t>(time_us) - static_cast<uint64_t>(start_us)) / 1e6;
 }
 
-namespace {
-
-int64_t reserved_delta(const TraceEvent& e) {
-  switch (e.action) {
-    case TraceAction::kSegmentAlloc:
-    case TraceAction::kSegmentMap: return static_cast<int64_t>(e.size);
-    case TraceAction::kSegmentFree:
-    case TraceAction::kSegmentUnmap: return -static_cast<int64_t>(e.size);
-    default: return 0;
-  }
-}
-
-}  // namespace
 
 std::vector<StackGroup> detail::group_live(std::span<const std::pair<StackId, uint64_t>> live,
                                            std::span<const PreRecordingAllocation> pre_recording, uint64_t at,
@@ -86,7 +73,7 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
     if (e.has_time) t.has_time = true;
     if (time_axis && (!e.has_time || (i > 0 && e.time_us < trace[i - 1].time_us))) time_axis = false;
     if (e.action == TraceAction::kAlloc) {
-      delta += static_cast<int64_t>(e.size);
+      delta += live_delta(e);
       live.put(e.addr, {e.size, i, e.stack});
       if (delta > t.peak_live_delta) {
         t.peak_live_delta = delta;
@@ -94,7 +81,7 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
         if (e.has_time) t.peak_time_us = e.time_us;
       }
     } else if (e.action == TraceAction::kFreeCompleted) {
-      delta -= static_cast<int64_t>(e.size);
+      delta += live_delta(e);
       if (!live.erase(e.addr)) t.pre_recording.push_back({e.addr, e.size, kNoStack, i});
     } else {
       reserved += reserved_delta(e);
@@ -187,8 +174,7 @@ Timeline replay_timeline(const Snapshot& snapshot, int device, const SnapshotOpt
     std::vector<TimelinePoint> chosen;  // this bucket's OOMs, then its two tops
     for (size_t i = 0; i < trace.size(); ++i) {
       const TraceEvent& e = trace[i];
-      if (e.action == TraceAction::kAlloc) delta += static_cast<int64_t>(e.size);
-      if (e.action == TraceAction::kFreeCompleted) delta -= static_cast<int64_t>(e.size);
+      delta += live_delta(e);
       reserved += reserved_delta(e);
       if (!top_live || base + delta > top_live->live_bytes) top_live = point_at(i);
       if (!top_reserved || t.reserved_at_start + reserved > top_reserved->reserved_bytes) top_reserved = point_at(i);

@@ -123,8 +123,11 @@ std::vector<std::string> vllm_log_lines(const ServePrediction& p, bool blocks_ov
   const ServeSettings& s = p.settings;
   std::vector<std::string> lines;
   const std::string loading_v0 = fmt::format("Loading model weights took {:.4f} GB", gib(p.weights.bytes));
+  // A profile run that runs out of memory stops after the weights loaded: only their line.
+  const bool profile_oom = p.error && p.error->kind == "profile_oom";
   if (!b.v1_engine) {
     if (b.version.at_least(0, 4, 0)) lines.push_back(loading_v0);
+    if (profile_oom) return lines;
     if (b.version.at_least(0, 6, 5)) {
       lines.push_back(fmt::format("the current vLLM instance can use total_gpu_memory ({:.2f}GiB) x "
                                   "gpu_memory_utilization ({:.2f}) = {:.2f}GiB", gib(p.total_bytes),
@@ -151,12 +154,14 @@ std::vector<std::string> vllm_log_lines(const ServePrediction& p, bool blocks_ov
   }
   if (!b.version.at_least(0, 8, 0)) {
     lines.push_back(loading_v0);
+    if (profile_oom) return lines;
     if (blocks_overridden) lines.push_back(override_line(p));
     lines.push_back(fmt::format("# GPU blocks: {}", p.capacity.num_blocks));
     if (b.version.at_least(0, 7, 1) && p.capacity.num_blocks > 0) lines.push_back(concurrency_line(p));
     return lines;
   }
   lines.push_back(fmt::format("Model loading took {:.4f} GiB", gib(p.weights.bytes)));
+  if (profile_oom) return lines;
   if (p.graphs_in_budget) lines.push_back(graph_line(p.cuda_graphs.bytes));
   if (p.no_kv_cache) return lines;   // no KV cache to size: the engine skips the profile's report
   if (kv_cache_memory_bytes) {
@@ -1260,12 +1265,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   // stops before vLLM's memory accounting: it logs none of those lines.
   const bool stops_before_accounting = p.error && (p.error->kind == "weights_oom" || p.error->kind == "free_memory");
   if (!stops_before_accounting) p.log_lines = vllm_log_lines(p, p.blocks_overridden, auto_fit_line, c.kv_cache_memory_bytes);
-  // A profile run that runs out of memory stops after the weights loaded: only their line is logged.
-  if (p.error && p.error->kind == "profile_oom") {
-    std::erase_if(p.log_lines, [](const std::string& line) {
-      return !line.starts_with("Model loading took") && !line.starts_with("Loading model weights took");
-    });
-  }
+
   if (tp > 1 || s.pipeline_parallel_size > 1) {
     p.assumptions.push_back(fmt::format(
         "figures are per GPU ({} GPUs: TP {} x PP {}){}", tp * s.pipeline_parallel_size, tp,

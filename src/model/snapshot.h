@@ -85,6 +85,24 @@ struct TraceEvent {
 };
 static_assert(sizeof(TraceEvent) == 32);
 
+// What an entry changes, in bytes: the live allocations (alloc, free_completed; a free_requested is
+// intent only) and the reserved segments (segment_alloc/map, segment_free/unmap). One place for
+// the replay (analyses) and the reader's bound on the running sums.
+constexpr int64_t live_delta(const TraceEvent& e) {
+  return e.action == TraceAction::kAlloc          ? static_cast<int64_t>(e.size)
+         : e.action == TraceAction::kFreeCompleted ? -static_cast<int64_t>(e.size)
+                                                   : 0;
+}
+constexpr int64_t reserved_delta(const TraceEvent& e) {
+  switch (e.action) {
+    case TraceAction::kSegmentAlloc:
+    case TraceAction::kSegmentMap: return static_cast<int64_t>(e.size);
+    case TraceAction::kSegmentFree:
+    case TraceAction::kSegmentUnmap: return -static_cast<int64_t>(e.size);
+    default: return 0;
+  }
+}
+
 // The fields of a trace entry that are usually absent or zero, for the entries where they are not.
 struct TraceEventExtra {
   size_t event = 0;  // index into Snapshot::trace_events

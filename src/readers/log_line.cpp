@@ -13,6 +13,11 @@
 namespace oomdoc {
 namespace {
 
+// Python logging's level names, as its records and the loggers built on it print them.
+bool is_python_log_level(std::string_view word) {
+  return word == "DEBUG" || word == "INFO" || word == "WARNING" || word == "ERROR" || word == "CRITICAL";
+}
+
 bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
@@ -259,7 +264,7 @@ size_t rich_level_column(std::string_view s) {
   size_t i = 0;
   while (i < s.size() && s[i] >= 'A' && s[i] <= 'Z') ++i;
   const std::string_view level = s.substr(0, i);
-  if (level != "DEBUG" && level != "INFO" && level != "WARNING" && level != "ERROR" && level != "CRITICAL") return 0;
+  if (!is_python_log_level(level)) return 0;
   for (; i < kLevelColumn; ++i) {
     if (s[i] != ' ') return 0;
   }
@@ -383,9 +388,7 @@ bool strip_timestamp(std::string_view& s, bool& with_level) {
   if (i == 0 || i >= s.size() || s[i] != ' ') return false;
   std::string_view rest = trim_left(s.substr(i));
   // The level (and the logger's name before it, or loguru's location after it) that follow.
-  auto is_level = [](std::string_view w) {
-    return w == "DEBUG" || w == "INFO" || w == "WARNING" || w == "ERROR" || w == "CRITICAL";
-  };
+  auto is_level = is_python_log_level;
   if (rest.rfind("- ", 0) == 0 || rest.rfind("| ", 0) == 0) {
     const char sep = rest[0];
     std::string_view fields = rest;
@@ -461,7 +464,7 @@ std::string_view strip_logger_prefix(std::string_view line) {
   size_t i = 0;
   while (i < line.size() && line[i] >= 'A' && line[i] <= 'Z') ++i;
   const std::string_view level = line.substr(0, i);
-  if (level != "DEBUG" && level != "INFO" && level != "WARNING" && level != "ERROR" && level != "CRITICAL") return line;
+  if (!is_python_log_level(level)) return line;
   // " MM-DD HH:MM:SS": digits and separators in a fixed shape.
   static constexpr std::string_view kShape = " 00-00 00:00:00";
   if (!has_shape(line, i, kShape)) return line;

@@ -13,6 +13,7 @@
 
 #include "core/file_input.h"
 #include "core/text.h"
+#include "core/units.h"
 #include "readers/application.h"
 #include "readers/container_log.h"
 #include "readers/formats/message_format.h"
@@ -196,7 +197,8 @@ class Utf16Decoder {
 // Whether `text` holds one of the scanner's keywords (a candidate for a message).
 bool holds_keyword(const std::string& text) { return KeywordFilter::standard().find(text, 0) != std::string::npos; }
 
-// How many sizes `text` prints: a number, maybe a space, then a byte unit ("2.00 GiB", "512 bytes").
+// How many sizes `text` prints: a number, maybe a space, then a byte unit (core/units.h's labels:
+// "2.00 GiB", "512 bytes").
 size_t size_figures(std::string_view text) {
   size_t count = 0;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -206,12 +208,10 @@ size_t size_figures(std::string_view text) {
     size_t j = i;
     while (j < text.size() && (std::isdigit(static_cast<unsigned char>(text[j])) || text[j] == '.' || text[j] == ',')) ++j;
     if (j < text.size() && text[j] == ' ') ++j;
-    const std::string_view unit = text.substr(j, 5);
-    if (unit.starts_with("bytes") || (unit.size() >= 2 && std::string_view("KMGTP").find(unit[0]) != std::string_view::npos &&
-                                      (unit[1] == 'B' || (unit[1] == 'i' && unit.size() >= 3 && unit[2] == 'B')))) {
-      ++count;
-    }
-    i = j;
+    size_t label_end = j;
+    while (label_end < text.size() && std::isalpha(static_cast<unsigned char>(text[label_end]))) ++label_end;
+    if (label_end > j && unit_multiplier(text.substr(j, label_end - j), LabelMeaning::kAsPrinted)) ++count;
+    i = label_end;
   }
   return count;
 }

@@ -1128,17 +1128,9 @@ Status check_trace_sums(const Snapshot& snapshot) {
     const auto [begin, end] = snapshot.trace_ranges[d];
     int64_t live = 0, reserved = 0;
     for (size_t i = begin; i < end; ++i) {
-      const TraceEvent& e = snapshot.trace_events[i];
-      const auto size = static_cast<int64_t>(e.size);   // at most 1 PiB (decode_trace)
-      switch (e.action) {
-        case TraceAction::kAlloc: live += size; break;
-        case TraceAction::kFreeCompleted: live -= size; break;
-        case TraceAction::kSegmentAlloc:
-        case TraceAction::kSegmentMap: reserved += size; break;
-        case TraceAction::kSegmentFree:
-        case TraceAction::kSegmentUnmap: reserved -= size; break;
-        default: break;
-      }
+      const TraceEvent& e = snapshot.trace_events[i];   // each size at most 1 PiB (decode_trace)
+      live += live_delta(e);
+      reserved += reserved_delta(e);
       if (live > limit || live < -limit || reserved > limit || reserved < -limit) {
         const bool segments = reserved > limit || reserved < -limit;
         return Error{fmt::format("device_traces[{}][{}]: the trace's {} on cuda:{} add up to more than any device holds",

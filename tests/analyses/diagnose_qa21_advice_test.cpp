@@ -113,10 +113,12 @@ std::string eval_traceback(const std::string& model_frame) {
          model_frame + kEvalOom;
 }
 
-// llama.cpp under Ollama: the halved context as Ollama's num_ctx, with the value.
+// llama.cpp under Ollama: the halved context as Ollama's num_ctx, with the value, and the next smaller
+// file as an Ollama tag.
 TEST(DiagnoseQa21Advice, OllamaContextFixNamesNumCtx) {
   const ExplainReport r = explain_text(
       "time=2024-11-02T10:00:00.000Z level=INFO source=server.go:105 msg=\"system memory\" total=\"31.3 GiB\"\n"
+      "llm_load_print_meta: model ftype      = mostly Q4_K - Medium\n"
       "llama_new_context_with_model: n_ctx      = 32768\n"
       "llama_new_context_with_model: KV self size  = 4096.00 MiB, K (f16): 2048.00 MiB, V (f16): 2048.00 MiB\n"
       "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 2240.00 MiB on device 0: cudaMalloc failed: out of memory\n"
@@ -131,6 +133,9 @@ TEST(DiagnoseQa21Advice, OllamaContextFixNamesNumCtx) {
             "in a Modelfile, \"options\": {\"num_ctx\": 16384} in the API, OLLAMA_CONTEXT_LENGTH=16384 for the server's "
             "default");
   EXPECT_NE(context.detail.find("num_ctx 16384 saves 2.00 GiB"), std::string::npos) << context.detail;
+  // The smaller file as an Ollama tag, the next one down from the loaded Q4_K_M.
+  EXPECT_EQ(testing::fix(r.events[0].diagnosis, "ggml_smaller_quant").snippet,
+            "ollama pull <model>:<tag>-q3_K_M  # the next quantization below Q4_K_M");
 }
 
 // A torchvision ResNet evaluating: a smaller batch, no KV cache, generate() or from_pretrained.

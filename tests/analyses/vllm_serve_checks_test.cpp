@@ -777,9 +777,10 @@ TEST(VllmServeQa9, FewerGpusAtALongButShorterContextComeFirst) {
   auto report = analyze_serve(in);
   ASSERT_TRUE(report.ok()) << report.error().message;
   ASSERT_GE(report->fixes.size(), 3u);
-  EXPECT_EQ(report->fixes[0].vllm_args, (std::vector<std::string>{"--pipeline-parallel-size", "2", "--max-model-len",
-                                                                   std::to_string(report->fixes[0].max_model_len)}));
-  EXPECT_GE(report->fixes[0].max_model_len, 100000u);
+  EXPECT_EQ(report->fixes[0].vllm_args,
+            (std::vector<std::string>{"--pipeline-parallel-size", "2", "--max-model-len", "114688"}));
+  EXPECT_EQ(report->fixes[0].max_model_len, 114688u);
+  EXPECT_EQ(report->fixes[0].kv_tokens, 114704u);
   EXPECT_EQ(report->fixes[1].vllm_args[0], "--tensor-parallel-size");
   EXPECT_EQ(report->fixes[1].vllm_args[1], "2");
   EXPECT_EQ(report->fixes[2].max_model_len, 1024000u);   // the whole context, on 16 GPUs

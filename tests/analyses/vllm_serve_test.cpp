@@ -263,6 +263,12 @@ TEST(VllmServe, ProfileRunThatDoesNotFitTheCardIsACudaOom) {
             "activation peak for 2048 batched tokens, with the CUDA context and non-torch memory, need 0.00 GiB "
             "more than the 24.00 GiB GPU)");
   EXPECT_EQ(p.log_lines, std::vector<std::string>{"Model loading took 21.0000 GiB"});
+  ServeInputs v0 = inputs({"vllm", "serve", "llama-3.1-8b", "--max-model-len", "4096"}, 24 * kGiB, "0.6.5");
+  v0.overrides = in.overrides;
+  ServePrediction old = predict(v0);
+  ASSERT_TRUE(old.error);
+  EXPECT_EQ(old.error->kind, "profile_oom");
+  EXPECT_EQ(old.log_lines, std::vector<std::string>{"Loading model weights took 21.0000 GB"});
   in.overrides.non_torch_bytes = kGiB / 2;       // exactly the card: the profile runs, the budget is short
   ServePrediction q = predict(in);
   ASSERT_TRUE(q.error);
