@@ -28,6 +28,7 @@ LengthStats length_stats(std::vector<uint64_t> lengths) {
   if (lengths.empty()) return s;
   std::sort(lengths.begin(), lengths.end());
   s.count = lengths.size();
+  s.empty = s.count - count_longer_than(lengths, 0);
   s.min = lengths.front();
   s.max = lengths.back();
   long double sum = std::accumulate(lengths.begin(), lengths.end(), 0.0L);
@@ -93,6 +94,14 @@ LengthAnalysis analyze_lengths(std::vector<uint64_t> lengths, uint64_t current_s
                                      "must be cut (or dropped) whatever the memory",
                                      over, s.count, job.inference ? "prompts" : "examples",
                                      100.0 * static_cast<double>(over) / static_cast<double>(s.count), job.context));
+  }
+  // An empty row pads to its batch's longest member and trains on nothing (its labels are all
+  // padding, a 0/0 loss where a batch holds only such rows); it is a data bug, not a length.
+  if (s.empty) {
+    out.advice.push_back(fmt::format("{} of {} {} have no tokens: drop them before {} (an empty {} still takes a batch "
+                                     "slot padded to the batch's longest)",
+                                     s.empty, s.count, job.inference ? "prompts" : "examples",
+                                     job.inference ? "serving" : "training", job.inference ? "prompt" : "example"));
   }
   if (out.outlier_extra_bytes) {
     const std::string cut = seen_max < s.max ? fmt::format(", cut to {} by {}", seen_max, job.truncated_by) : "";

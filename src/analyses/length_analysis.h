@@ -13,6 +13,7 @@ namespace oomdoc {
 
 struct LengthStats {
   uint64_t count = 0;
+  uint64_t empty = 0;   // examples with no tokens (an empty row, an empty prompt)
   uint64_t min = 0;
   uint64_t max = 0;
   double mean = 0;

@@ -215,6 +215,10 @@ Result<ModelSpec> resolve_model(const std::string& name) {
     std::replace(dashed.begin(), dashed.end(), ' ', '-');
     if (auto preset = find_preset(dashed)) return *preset;
   }
+  // A shell variable left in a command line (`vllm serve $MODEL`) is no name to look for.
+  if (name.find_first_of("$`") != std::string::npos) {
+    return make_error(fmt::format("{}: a shell expansion, not a model name: give the model it stands for", name));
+  }
   std::string hint;
   for (const auto& id : closest_presets(name)) hint += (hint.empty() ? "" : ", ") + id;
   Error e = make_error(fmt::format(

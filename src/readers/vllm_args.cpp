@@ -170,8 +170,17 @@ bool takes_suffixes(std::string_view flag) {
   return flag == "max-model-len" || flag == "max-num-batched-tokens" || flag == "kv-cache-memory-bytes";
 }
 
+// Why a value with a `$` or a backquote is no number: the shell would have filled it in, and
+// oomdoc does not run commands or know variables set outside the text.
+std::string unexpanded_hint(const std::string& value) {
+  if (value.find_first_of("$`") == std::string::npos) return "";
+  return ": a shell expansion oomdoc cannot fill in (it runs no command and knows only the variables the "
+         "command text sets); give its value";
+}
+
 Result<uint64_t> positive_count(const std::string& flag, const std::string& value,
                                 uint64_t limit = kMaxCount) {
+  if (auto hint = unexpanded_hint(value); !hint.empty()) return Error{fmt::format("--{}: '{}'{}", flag, value, hint)};
   // vLLM's human_readable_int: k/m/g/t are decimal and take decimals (25.6k); K/M/G/T are binary
   // and do not.
   const char last = value.empty() ? '\0' : value.back();
@@ -201,7 +210,7 @@ Result<uint64_t> positive_count(const std::string& flag, const std::string& valu
 
 Result<double> number(const std::string& flag, const std::string& value) {
   if (auto parsed = parse_decimal<double>(value)) return *parsed;
-  return Error{fmt::format("--{}: '{}' is not a number", flag, value)};
+  return Error{fmt::format("--{}: '{}' is not a number{}", flag, value, unexpanded_hint(value))};
 }
 
 bool truthy(const std::string& value) {
@@ -871,21 +880,147 @@ std::optional<uint64_t> parse_vllm_token_count(std::string_view text) {
   return static_cast<uint64_t>(scaled);   // int(float(number) * mult): truncated, as Python does
 }
 
+namespace {
+
+bool is_shell_name_char(char c, bool first) {
+  return c == '_' || std::isalpha(static_cast<unsigned char>(c)) || (!first && std::isdigit(static_cast<unsigned char>(c)));
+}
+
+// NAME=value with a shell variable name (any case: `model=...` is a variable as much as MODEL).
+std::optional<std::pair<std::string, std::string>> shell_assignment(const std::string& word) {
+  const size_t eq = word.find('=');
+  if (eq == std::string::npos || eq == 0) return std::nullopt;
+  for (size_t k = 0; k < eq; ++k) {
+    if (!is_shell_name_char(word[k], k == 0)) return std::nullopt;
+  }
+  return std::pair{word.substr(0, eq), word.substr(eq + 1)};
+}
+
+// The end (one past) of a `$(...)`, `$((...))` or `` `...` `` starting at i, quotes and nesting
+// respected; line.size() when it never closes.
+size_t substitution_end(std::string_view line, size_t i) {
+  if (line[i] == '`') {
+    for (size_t j = i + 1; j < line.size(); ++j) {
+      if (line[j] == '\\') ++j;
+      else if (line[j] == '`') return j + 1;
+    }
+    return line.size();
+  }
+  int depth = 0;
+  char quote = 0;
+  for (size_t j = i + 1; j < line.size(); ++j) {
+    const char c = line[j];
+    if (quote) {
+      if (c == quote) quote = 0;
+      else if (c == '\\' && quote == '"') ++j;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '\\') {
+      ++j;
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')' && --depth == 0) {
+      return j + 1;
+    }
+  }
+  return line.size();
+}
+
+}  // namespace
+
 Result<std::vector<std::vector<std::string>>> split_shell_commands(std::string_view line) {
   std::vector<std::vector<std::string>> commands(1);
   std::string current;
   bool in_word = false;
   char quote = 0;
   bool skip_target = false;   // the word after a redirection (`> log.txt`) is its file, not an argument
+  // Shell variables the text sets (`MODEL=...`, `export TP=2`), for the expansions after them.
+  std::map<std::string, std::string> variables;
   auto end_word = [&] {
     if (in_word && !skip_target) commands.back().push_back(current);
     if (in_word) skip_target = false;
     current.clear();
     in_word = false;
   };
+  auto remember_assignments = [&](const std::vector<std::string>& words) {
+    size_t k = 0;
+    if (!words.empty() && (words[0] == "export" || words[0] == "declare" || words[0] == "readonly" ||
+                           words[0] == "local" || words[0] == "typeset")) {
+      for (k = 1; k < words.size() && words[k].size() > 1 && words[k][0] == '-';) ++k;   // export -n, declare -x
+    }
+    std::vector<std::pair<std::string, std::string>> assigned;
+    for (size_t j = k; j < words.size(); ++j) {
+      auto a = shell_assignment(words[j]);
+      if (!a) {
+        if (k == 0) return;   // `VAR=value program`: the value is the program's environment only
+        continue;             // `export NAME`: no value to remember
+      }
+      assigned.push_back(std::move(*a));
+    }
+    for (auto& [name, value] : assigned) variables[name] = std::move(value);
+  };
   auto end_command = [&] {
     end_word();
+    remember_assignments(commands.back());
     if (!commands.back().empty()) commands.emplace_back();
+  };
+  // Appends an expansion's value: inside double quotes as is, unquoted split at blanks into words
+  // (`ARGS="--max-model-len 8192 -tp 2"; vllm serve M $ARGS` is four arguments).
+  auto append_value = [&](const std::string& value, bool quoted) {
+    for (char v : value) {
+      if (!quoted && (v == ' ' || v == '\t' || v == '\n')) {
+        end_word();
+      } else {
+        current.push_back(v);
+        in_word = true;
+      }
+    }
+  };
+  // Parameter expansion at line[i] == '$' (or a backquote): $NAME, ${NAME}, ${NAME:-word},
+  // ${NAME-word}, ${NAME:=word}, ${NAME=word} from the variables set earlier in the text. What oomdoc
+  // cannot know stays literal, so an error names it: a variable set elsewhere, $1/$@, and command
+  // substitutions $(...) and `...`, which it never runs. i ends on the expansion's last character.
+  auto expand = [&](size_t& i, bool quoted) {
+    auto literal = [&](size_t end) {
+      current.append(line.substr(i, end - i));
+      in_word = true;
+      i = end - 1;
+    };
+    if (line[i] == '`' || (i + 1 < line.size() && line[i + 1] == '(')) return literal(substitution_end(line, i));
+    if (i + 1 < line.size() && line[i + 1] == '{') {
+      const size_t close = line.find('}', i + 2);
+      if (close == std::string_view::npos) return literal(line.size());
+      const std::string_view inner = line.substr(i + 2, close - i - 2);
+      size_t n = 0;
+      while (n < inner.size() && is_shell_name_char(inner[n], n == 0)) ++n;
+      const std::string name(inner.substr(0, n));
+      std::string_view op = inner.substr(n);
+      auto known = variables.find(name);
+      const bool colon = op.starts_with(":");
+      if (colon) op.remove_prefix(1);
+      if (n == 0 || !(op.empty() || op.front() == '-' || op.front() == '=') || (colon && op.empty())) {
+        return literal(close + 1);   // ${#NAME}, ${NAME%suffix}, ${NAME:?}: not worked out
+      }
+      const bool use_value = known != variables.end() && !(colon && known->second.empty());
+      if (use_value) {
+        append_value(known->second, quoted);
+      } else if (!op.empty()) {
+        const std::string fallback(op.substr(1));
+        if (op.front() == '=') variables[name] = fallback;
+        append_value(fallback, quoted);
+      } else {
+        return literal(close + 1);
+      }
+      i = close;
+      return;
+    }
+    size_t end = i + 1;
+    while (end < line.size() && is_shell_name_char(line[end], end == i + 1)) ++end;
+    if (end == i + 1) return literal(i + 1);   // a lone `$`, $1, $@, $?: kept as written
+    auto known = variables.find(std::string(line.substr(i + 1, end - i - 1)));
+    if (known == variables.end()) return literal(end);
+    append_value(known->second, quoted);
+    i = end - 1;
   };
   // Here-documents (`cat > f <<'EOF'` ... `EOF`): their bodies are data, skipped from the line after
   // the operator's to the delimiter's; `<<-` strips leading tabs from the delimiter line.
@@ -913,6 +1048,8 @@ Result<std::vector<std::vector<std::string>>> split_shell_commands(std::string_v
         quote = 0;
       } else if (c == '\\' && quote == '"' && i + 1 < line.size()) {
         current.push_back(line[++i]);
+      } else if (quote == '"' && (c == '$' || c == '`')) {
+        expand(i, /*quoted=*/true);
       } else {
         current.push_back(c);
       }
@@ -950,6 +1087,8 @@ Result<std::vector<std::vector<std::string>>> split_shell_commands(std::string_v
       }
       if (!delimiter.empty()) heredocs.emplace_back(std::move(delimiter), strip_tabs);
       i = j - 1;
+    } else if (c == '$' || c == '`') {
+      expand(i, /*quoted=*/false);
     } else if (c == '#' && !in_word) {
       while (i + 1 < line.size() && line[i + 1] != '\n') ++i;   // a comment, to the end of the line
     } else if (c == ';' || c == '|' || (c == '&' && (i + 1 >= line.size() || line[i + 1] != '>'))) {

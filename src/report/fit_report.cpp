@@ -178,6 +178,7 @@ Json fit_report_json(const FitReport& r, const TrainingConfig* config) {
     const auto& l = *r.lengths;
     Json lengths;
     lengths["count"] = l.stats.count;
+    lengths["empty"] = l.stats.empty;
     lengths["min"] = l.stats.min;
     lengths["max"] = l.stats.max;
     lengths["mean"] = l.stats.mean;

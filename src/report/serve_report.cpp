@@ -40,7 +40,8 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
                                             s.data_parallel_size > 1 ? fmt::format(" x DP {}", s.data_parallel_size) : "")
                               : "");
   out += "\n";
-  out += fmt::format("{}  {} total x {:.2f}{} = {}\n", st.bold("Budget per GPU"), format_bytes(p.total_bytes),
+  // The fraction as given (shortest form): 0.925 is not rounded to 0.93, nor 1e-4 to 0.00.
+  out += fmt::format("{}  {} total x {}{} = {}\n", st.bold("Budget per GPU"), format_bytes(p.total_bytes),
                      s.gpu_memory_utilization,
                      s.utilization_is_default ? fmt::format(" (default of {})", version_name(p.behavior)) : "",
                      format_bytes(p.budget_bytes));

@@ -90,6 +90,22 @@ TEST(LengthAnalysis, WithoutPredictionStillGivesDistribution) {
   EXPECT_FALSE(a.cuts.back().needed_bytes.has_value());
 }
 
+// Examples with no tokens are counted and named as a data bug to drop; a file without them says nothing.
+TEST(LengthAnalysis, EmptyExamplesAreCountedAndNamed) {
+  LengthAnalysis a = analyze_lengths({0, 0, 100, 200, 300}, 0, nullptr);
+  EXPECT_EQ(a.stats.count, 5u);
+  EXPECT_EQ(a.stats.empty, 2u);
+  EXPECT_EQ(a.stats.min, 0u);
+  ASSERT_EQ(a.advice.size(), 1u);
+  EXPECT_EQ(a.advice[0], "2 of 5 examples have no tokens: drop them before training (an empty example still takes "
+                         "a batch slot padded to the batch's longest)");
+  LengthJob prompts;
+  prompts.inference = true;
+  EXPECT_THAT(analyze_lengths({0, 10}, 0, nullptr, prompts).advice[0], HasSubstr("1 of 2 prompts have no tokens: drop them before serving"));
+  EXPECT_EQ(length_stats(sample()).empty, 0u);
+  EXPECT_TRUE(analyze_lengths({100, 100, 100}, 0, nullptr).advice.empty());
+}
+
 // No cut above the model's context is offered (a longer sequence cannot run), and the examples
 // beyond it are counted.
 TEST(LengthAnalysisQa5, CutsStopAtTheModelsContext) {

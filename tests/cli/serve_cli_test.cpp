@@ -23,6 +23,18 @@ TEST(ServeCli, FitsExitsZeroAndPrintsVllmsLines) {
   EXPECT_EQ(r.out.find("\x1b["), std::string::npos);  // no colour when not a terminal
 }
 
+// The budget line shows the fraction as given: 0.925 is not 0.93, a tiny one is not 0.00.
+TEST(ServeCli, BudgetLineShowsTheUtilizationAsGiven) {
+  auto given = run_cli({"serve", "--memory", "80GiB", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                        "--max-model-len", "8192", "--gpu-memory-utilization", "0.925"});
+  EXPECT_NE(given.out.find("Budget per GPU  80.00 GiB total x 0.925 = 74.00 GiB"), std::string::npos) << given.out;
+  auto tiny = run_cli({"serve", "--memory", "80GiB", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+                       "--gpu-memory-utilization", "1e-4"});
+  EXPECT_NE(tiny.out.find("total x 0.0001 = 8.19 MiB"), std::string::npos) << tiny.out;
+  auto by_default = run_cli({"serve", "--memory", "80GiB", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"});
+  EXPECT_NE(by_default.out.find("total x 0.92 (default of current vLLM)"), std::string::npos) << by_default.out;
+}
+
 TEST(ServeCli, GptOssOnH100) {
   auto r = run_cli({"serve", "--gpu", "h100", "--", "vllm", "serve", "openai/gpt-oss-20b"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -101,6 +101,14 @@ TEST_F(ResolverTest, UnknownNameSuggestsPresets) {
   EXPECT_EQ(m.error().message.find("--params"), std::string::npos);  // the estimate command adds it
 }
 
+// A variable left in a pasted command (`vllm serve $MODEL`) is said to be one, not matched to presets.
+TEST_F(ResolverTest, AShellExpansionIsNoModelName) {
+  auto m = resolve_model("${MODEL_PATH}");
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().message, "${MODEL_PATH}: a shell expansion, not a model name: give the model it stands for");
+  EXPECT_FALSE(m.error().unknown_kind);
+}
+
 TEST_F(ResolverTest, ConfigFileAndFolderWithSafetensors) {
   fs::path folder = dir_ / "model";
   fs::create_directories(folder);

@@ -208,6 +208,35 @@ TEST(VllmArgs, ShellCommandsSplitLikeAShell) {
                            {"A=1", "a", "b;c", "d#e"}, {"f"}, {"g"}, {"h"}, {"i"}, {"j"}, {"m"}}));
 }
 
+// Variables the text sets are expanded where used (unquoted values split into words, quoted ones
+// kept whole); what oomdoc cannot know stays one literal word, a command substitution's `|`
+// included, and the error says it is a shell expansion.
+TEST(VllmArgs, ShellVariablesTheTextSetsAreExpanded) {
+  auto commands = split_shell_commands(
+      "export TP=2\nmodel=org/m; ARGS=\"--max-model-len 8192  -pp 2\"\n"
+      "vllm serve $model -tp ${TP} $ARGS \"$ARGS\" ${LEN:-4096} ${UTIL:=0.85} $UTIL ${NONE} $1 '$TP' \\$TP "
+      "$(nvidia-smi -L | wc -l) `nproc` ${#TP} $EMPTY_UNSET end");
+  ASSERT_TRUE(commands.ok());
+  ASSERT_EQ(commands->size(), 4u);
+  EXPECT_EQ((*commands)[3], (std::vector<std::string>{"vllm", "serve", "org/m", "-tp", "2", "--max-model-len", "8192",
+                                                      "-pp", "2", "--max-model-len 8192  -pp 2", "4096", "0.85", "0.85",
+                                                      "${NONE}", "$1", "$TP", "$TP", "$(nvidia-smi -L | wc -l)",
+                                                      "`nproc`", "${#TP}", "$EMPTY_UNSET", "end"}));
+  // `VAR=value program` sets the program's environment only, not the shell's variable.
+  auto scoped = split_shell_commands("TP=4 true; echo $TP");
+  ASSERT_TRUE(scoped.ok());
+  EXPECT_EQ(scoped->back(), (std::vector<std::string>{"echo", "$TP"}));
+
+  ServeConfig c = parse_ok({"MODEL=Qwen/Qwen3-8B\nTP=2\nvllm serve \"$MODEL\" --tensor-parallel-size $TP"});
+  EXPECT_EQ(c.model, "Qwen/Qwen3-8B");
+  EXPECT_EQ(c.tensor_parallel_size, 2u);
+  auto unknown = parse_vllm_command_line({"vllm serve m --tensor-parallel-size $(nvidia-smi -L | wc -l)"});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().message,
+            "--tensor-parallel-size: '$(nvidia-smi -L | wc -l)': a shell expansion oomdoc cannot fill in (it runs no "
+            "command and knows only the variables the command text sets); give its value");
+}
+
 TEST(VllmArgs, LlmKeywordArguments) {
   ServeConfig c = parse_ok({"LLM(model=\"Qwen/Qwen2.5-7B-Instruct\", tensor_parallel_size=2, "
                             "gpu_memory_utilization=0.8, enforce_eager=True, max_model_len=8192, "
