@@ -46,7 +46,7 @@ void apply_scheduler_defaults(const ServeInputs& in, const VllmBehavior& b, Serv
     bool sized_by_gpu = b.version.at_least(0, 9, 0) && big_gpu;
     s.max_num_seqs = c.max_num_seqs.value_or(sized_by_gpu ? 1024 : 256);
     uint64_t batched = llm_class ? (sized_by_gpu ? 16384 : 8192) : (sized_by_gpu ? 8192 : 2048);
-    s.chunked_prefill = c.enable_chunked_prefill.value_or(true);
+    s.chunked_prefill = b.always_chunked_prefill || c.enable_chunked_prefill.value_or(true);
     // Models without a KV cache cannot prefill in chunks: vLLM turns it off (vllm-project/vllm#21270).
     if (in.model.is_encoder_only) s.chunked_prefill = false;
     if (!s.chunked_prefill) batched = std::max<uint64_t>(s.max_model_len, batched);
@@ -756,6 +756,13 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
     }
   }
   apply_scheduler_defaults(in, b, s);
+  if (b.always_chunked_prefill && c.enable_chunked_prefill == false && !in.model.is_encoder_only) {
+    p.warnings.push_back(fmt::format("--no-enable-chunked-prefill has no effect on {}: its V1 engine always chunks "
+                                     "prefills (\"V1 always uses chunked prefills\"; the flag is respected from "
+                                     "v0.11.1), so the profile run is {} tokens",
+                                     b.version.given ? "vLLM " + b.version.text : std::string("this vLLM"),
+                                     s.max_num_batched_tokens));
+  }
   // Launches vLLM refuses before loading anything. SchedulerConfig._verify_args (vllm/config.py;
   // vllm/config/scheduler.py in current releases): without chunked prefill one batch must hold a
   // whole prompt.

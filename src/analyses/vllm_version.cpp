@@ -101,7 +101,7 @@ VllmBehavior vllm_behavior(const VllmVersion& version, std::optional<std::string
   b.kv_tokens_from_concurrency = b.v1_engine && version.at_least(0, 20, 0);
   b.gemma2_context_capped_to_window = version.at_least(0, 5, 1) && !version.at_least(0, 6, 5);
   b.startup_free_memory_check = b.v1_engine && version.at_least(0, 9, 0);
-  b.always_chunked_prefill = b.v1_engine;
+  b.always_chunked_prefill = b.v1_engine && !version.at_least(0, 11, 1);
   b.v0_long_context_chunking = version.at_least(0, 5, 4);
   b.v0_chunked_batched_tokens = version.at_least(0, 6, 5) ? 2048 : 512;
   b.sort_free_sampler = b.v1_engine && version.at_least(0, 17, 0);

@@ -113,7 +113,10 @@ struct VllmBehavior {
   // V0 turned chunked prefill on by itself above 32K tokens of context (without LoRA or
   // speculative decoding) from v0.5.4 (vllm-project/vllm#6666, merged 2024-07-23, "to avoid
   // possible OOM errors during the initial memory profiling"); before, a long context meant a
-  // profile run of max_model_len tokens. V1 always chunks.
+  // profile run of max_model_len tokens. V1 chunks whatever --no-enable-chunked-prefill says up to
+  // v0.11.0 (arg_utils._set_default_args: "V1 always uses chunked prefills", for every model but
+  // pooling ones); from v0.11.1 the flag is respected
+  // (_set_default_chunked_prefill_and_prefix_caching_args: only an unset flag takes the default).
   bool always_chunked_prefill = true;
   bool v0_long_context_chunking = true;
   // V0's default token budget with chunked prefill: 2048 from v0.6.5 (vllm-project/vllm#10544,

@@ -128,6 +128,24 @@ TEST(VllmServeChecks, LaunchesVllmRefuses) {
   EXPECT_NE(error_of(inputs({"vllm", "serve", "llama-3-8b", "--max-num-batched-tokens", "1024", "--max-model-len",
                              "8192"}, 80 * kGiB, "0.4.0")).find("is smaller than max_model_len (8192)"),
             std::string::npos);
+  // V1 engines up to v0.11.0 chunk whatever --no-enable-chunked-prefill says: the same launch is no
+  // refusal there, the profile run stays at the token budget and a warning says the flag does nothing;
+  // v0.11.1 respects the flag.
+  const std::vector<std::string> unchunked = {"vllm", "serve", "llama-3.1-8b", "--no-enable-chunked-prefill",
+                                              "--max-num-batched-tokens", "1024", "--max-model-len", "8192"};
+  auto forced = predict(inputs(unchunked, 24 * kGiB, "0.10.1"));
+  EXPECT_EQ(forced.settings.max_num_batched_tokens, 1024u);
+  EXPECT_TRUE(forced.settings.chunked_prefill);
+  ASSERT_FALSE(forced.warnings.empty());
+  EXPECT_EQ(forced.warnings.back(), "--no-enable-chunked-prefill has no effect on vLLM 0.10.1: its V1 engine always "
+                                    "chunks prefills (\"V1 always uses chunked prefills\"; the flag is respected from "
+                                    "v0.11.1), so the profile run is 1024 tokens");
+  EXPECT_NE(error_of(inputs(unchunked, 24 * kGiB, "0.11.1")).find("is smaller than max_model_len (8192)"),
+            std::string::npos);
+  auto unset = predict(inputs({"vllm", "serve", "llama-3.1-8b", "--no-enable-chunked-prefill", "--max-model-len",
+                               "32768"}, 24 * kGiB, "0.11.1"));
+  EXPECT_FALSE(unset.settings.chunked_prefill);
+  EXPECT_EQ(unset.settings.max_num_batched_tokens, 32768u);
   // With chunked prefill (V1 always) a small token budget is fine.
   EXPECT_TRUE(predict(inputs({"vllm", "serve", "llama-3.1-8b", "--max-num-batched-tokens", "1024", "--max-model-len",
                               "8192"}, 80 * kGiB)).fits);
