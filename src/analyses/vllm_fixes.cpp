@@ -114,6 +114,36 @@ std::string as_llm_keywords(std::string_view flags) {
 std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePrediction& base) {
   std::vector<ServeFix> fixes;
   const ServeSettings& s = base.settings;
+  // Figures from a log (--weights, --activation, ...) were measured for this launch. A change that
+  // moves them (more GPUs split the weights, a 4-bit checkpoint shrinks them, a smaller token
+  // budget shrinks the profile run) scales each by the change oomdoc computes, keeping the log's
+  // correction: 65.76 GiB logged at TP 2 where 65.74 is computed is 32.88 at TP 4.
+  const bool has_overrides = inputs.overrides.weights_bytes || inputs.overrides.activation_bytes ||
+                             inputs.overrides.non_torch_bytes || inputs.overrides.cuda_graph_bytes;
+  std::optional<ServePrediction> computed_base;
+  if (has_overrides) {
+    ServeInputs plain = inputs;
+    plain.overrides = {};
+    computed_base = try_predict(plain);
+  }
+  auto try_predict = [&](ServeInputs changed) -> std::optional<ServePrediction> {
+    if (computed_base) {
+      ServeInputs plain = changed;
+      plain.overrides = {};
+      if (auto computed = oomdoc::try_predict(plain)) {
+        auto rescale = [](std::optional<uint64_t>& logged, uint64_t was, uint64_t now) {
+          if (logged && was > 0 && now != was) {
+            *logged = static_cast<uint64_t>(std::llround(static_cast<long double>(*logged) * now / was));
+          }
+        };
+        rescale(changed.overrides.weights_bytes, computed_base->weights.bytes, computed->weights.bytes);
+        rescale(changed.overrides.activation_bytes, computed_base->activation.bytes, computed->activation.bytes);
+        rescale(changed.overrides.non_torch_bytes, computed_base->non_torch.bytes, computed->non_torch.bytes);
+        rescale(changed.overrides.cuda_graph_bytes, computed_base->cuda_graphs.bytes, computed->cuda_graphs.bytes);
+      }
+    }
+    return oomdoc::try_predict(changed);
+  };
   // When no single change is enough, a candidate that loads the weights but cannot hold one
   // full-length request is combined with the longest --max-model-len it can hold.
   bool combine_with_length = false;

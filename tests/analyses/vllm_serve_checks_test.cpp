@@ -116,6 +116,45 @@ TEST(VllmServeChecks, NumGpuBlocksOverrideSizesTokensConcurrencyAndBytes) {
   EXPECT_EQ(report->fixes[1].flag, "drop --num-gpu-blocks-override");
 }
 
+// Figures from a log follow a fix that moves them: a logged weight figure equal to oomdoc's own gives
+// the same fixes as no figure at all (TP 4 halves it), and one 10% above scales by the same change.
+TEST(VllmServeChecks, LoggedFiguresScaleWithTheFix) {
+  const std::vector<std::string> launch = {"vllm", "serve", "llama-3.1-8b"};
+  ServeInputs plain = inputs(launch, 24 * kGiB);
+  auto computed = analyze_serve(plain);
+  ASSERT_TRUE(computed.ok());
+  ServeInputs logged = plain;
+  logged.overrides.weights_bytes = computed->prediction.weights.bytes;
+  auto same = analyze_serve(logged);
+  ASSERT_TRUE(same.ok());
+  ASSERT_EQ(same->fixes.size(), computed->fixes.size());
+  for (size_t i = 0; i < same->fixes.size(); ++i) {
+    EXPECT_EQ(same->fixes[i].flag, computed->fixes[i].flag);
+    EXPECT_EQ(same->fixes[i].kv_tokens, computed->fixes[i].kv_tokens) << same->fixes[i].flag;
+  }
+  auto tp2 = std::find_if(same->fixes.begin(), same->fixes.end(),
+                          [](const ServeFix& f) { return f.flag == "--tensor-parallel-size 2"; });
+  ASSERT_NE(tp2, same->fixes.end());
+  // 10% more weights than computed: at TP 2 each GPU holds half of that, 5% of the weights over
+  // the computed split, in whole 16-token blocks of 2 x 32 layers x 4 KV heads x 128 x 2 B.
+  ServeInputs heavier = plain;
+  heavier.overrides.weights_bytes = computed->prediction.weights.bytes * 11 / 10;
+  ServeInputs heavier_tp2 = heavier;
+  heavier_tp2.config.tensor_parallel_size = 2;
+  ServeInputs computed_tp2 = plain;
+  computed_tp2.config.tensor_parallel_size = 2;
+  const uint64_t split = predict(computed_tp2).weights.bytes;
+  heavier_tp2.overrides.weights_bytes = static_cast<uint64_t>(
+      std::llround(static_cast<long double>(*heavier.overrides.weights_bytes) * split / computed->prediction.weights.bytes));
+  auto scaled = analyze_serve(heavier);
+  ASSERT_TRUE(scaled.ok());
+  auto fix = std::find_if(scaled->fixes.begin(), scaled->fixes.end(),
+                          [](const ServeFix& f) { return f.flag == "--tensor-parallel-size 2"; });
+  ASSERT_NE(fix, scaled->fixes.end());
+  EXPECT_EQ(fix->kv_tokens, predict(heavier_tp2).capacity.tokens);
+  EXPECT_LT(fix->kv_tokens, tp2->kv_tokens);
+}
+
 TEST(VllmServeChecks, LaunchesVllmRefuses) {
   EXPECT_EQ(error_of(inputs({"vllm", "serve", "llama-3.1-8b", "--no-enable-chunked-prefill", "--max-num-batched-tokens",
                              "1024", "--max-model-len", "8192"}, 80 * kGiB, "0.6.0")),
