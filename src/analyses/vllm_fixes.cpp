@@ -23,17 +23,17 @@ std::optional<ServePrediction> try_predict(const ServeInputs& inputs) {
 }
 
 // The vLLM arguments in a fix's text: each "--flag value" outside prose and parentheses, except
-// oomdoc's own --gpu, and nothing from a "drop --flag" (a removal).
+// oomdoc's own --gpu, and not the flag of a "drop --flag" (a removal).
 std::vector<std::string> vllm_args_of(std::string_view id, const std::string& flag) {
   std::vector<std::string> args;
-  if (id == "bigger_gpu" || flag.rfind("drop ", 0) == 0) return args;
+  if (id == "bigger_gpu") return args;
   std::vector<std::string> words;
   for (size_t at = 0; at < flag.size();) {
     const size_t end = std::min(flag.find(' ', at), flag.size());
     if (end > at) words.push_back(flag.substr(at, end - at));
     at = end + 1;
   }
-  for (size_t i = 0; i < words.size(); ++i) {
+  for (size_t i = flag.rfind("drop ", 0) == 0 ? 2 : 0; i < words.size(); ++i) {
     if (words[i].rfind("--", 0) != 0) continue;
     args.push_back(words[i]);
     if (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0 && words[i + 1].front() != '(') args.push_back(words[++i]);
@@ -160,6 +160,12 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
       p = try_predict(changed);
     }
     if (!p || !p->fits) return false;
+    // An auto-fitted context (--max-model-len auto) far shorter than the model's is no answer (96
+    // tokens "fit"): the floor a shorter --max-model-len has.
+    if (changed.config.max_model_len_auto &&
+        p->settings.max_model_len < std::min(kMinUsefulLength, p->settings.model_context / 2)) {
+      return false;
+    }
     ServeFix fix = fix_from(id, std::move(flag), std::move(cost), *p);
     fix.note = std::move(note);
     fixes.push_back(std::move(fix));
@@ -216,8 +222,21 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
   //       card cannot hold: the most it holds, or the budget's own sizing. It may fail at its own
   //       allocation, at the sampler's warm-up or at the graph capture after it.
   const bool kv_sized_outright = inputs.config.kv_cache_memory_bytes || inputs.config.num_gpu_blocks_override;
-  if (base.error && (base.error->kind == "kv_cache_oom" || base.error->kind == "sampler_warmup_oom" ||
-                     (base.error->kind == "graph_capture_oom" && kv_sized_outright))) {
+  // Too small is as wrong as too large: an outright size that holds less than one request.
+  const bool kv_sized_too_small = kv_sized_outright && base.capacity.blocks_per_request > base.capacity.num_blocks;
+  // Whether the card holds a cache sized outright, asked with a one-block max_model_len (and the
+  // same token budget, so the same profile run): a cache too small for one full-length request
+  // fails too, on the short side, and would break the bisection's "only turns false as it grows".
+  auto holds = [&](ServeInputs changed) {
+    changed.config.max_model_len = s.block_size;
+    changed.config.max_model_len_auto = false;
+    changed.config.max_num_batched_tokens = s.max_num_batched_tokens;
+    auto p = try_predict(changed);
+    return p && p->fits;
+  };
+  if (kv_sized_too_small ||
+      (base.error && (base.error->kind == "kv_cache_oom" || base.error->kind == "sampler_warmup_oom" ||
+                      (base.error->kind == "graph_capture_oom" && kv_sized_outright)))) {
     const ServeConfig& c = inputs.config;
     uint64_t reserve = base.context_bytes + base.weights.bytes + base.non_torch.bytes + kGiB / 4 +
                        (s.enforce_eager ? 0 : base.cuda_graphs.bytes);
@@ -227,8 +246,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
       const uint64_t low = largest_fitting((base.total_bytes - reserve) / kMiB + kGiB / 4 / kMiB, [&](uint64_t mib) {
         ServeInputs changed = inputs;
         changed.config.kv_cache_memory_bytes = mib * kMiB;
-        auto p = try_predict(changed);
-        return p && p->fits;
+        return holds(changed);
       });
       const uint64_t bytes = low > kGiB / 4 / kMiB ? (low - kGiB / 4 / kMiB) * kMiB : 0;
       if (bytes > 0) {
@@ -246,8 +264,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
       const uint64_t most = largest_fitting((base.total_bytes - reserve) / block_bytes + spare, [&](uint64_t n) {
         ServeInputs changed = inputs;
         changed.config.num_gpu_blocks_override = n;
-        auto p = try_predict(changed);
-        return n > 0 && p && p->fits;
+        return n > 0 && holds(changed);
       });
       const uint64_t blocks = most > spare ? most - spare : 0;
       if (blocks > 0) {
@@ -260,9 +277,12 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
     ServeInputs changed = inputs;
     changed.config.kv_cache_memory_bytes.reset();
     changed.config.num_gpu_blocks_override.reset();
+    // Sized by the budget, the cache may still hold less than one request: with the longest length it holds.
+    combine_with_length = true;
     add_if_fits("vllm_kv_cache_size", changed,
                 c.kv_cache_memory_bytes ? "drop --kv-cache-memory-bytes" : "drop --num-gpu-blocks-override",
                 "free: gpu_memory_utilization sizes the cache to the budget");
+    combine_with_length = false;
   }
   //    d. --dtype float32 doubles weights and KV cache: serve in the checkpoint's 16 bits.
   if (inputs.config.dtype && (*inputs.config.dtype == "float32" || *inputs.config.dtype == "float")) {

@@ -1063,15 +1063,23 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
                          : p.cuda_graphs.from_log ? "from the log"
                          : "estimate; real logs show 0.1-5 GiB depending on model and capture sizes";
 
-  // With a block count given outright, the longest request is what those blocks hold.
-  const int64_t kv_sized_bytes = c.num_gpu_blocks_override ? static_cast<int64_t>(p.capacity.bytes)
-                                                           : p.available_kv_bytes;
-  p.max_model_len_that_fits = max_model_len_that_fits(
-      p.kv, kv_sized_bytes, s.max_num_batched_tokens, model.sliding_window,
-      grouping, std::max<uint64_t>(s.max_model_len, s.model_context));
+  // The longest request: what the memory holds, and with a --num-gpu-blocks-override what those
+  // blocks hold. V0 checks the length against the overridden blocks (raise_if_cache_size_invalid);
+  // V1 against the profiled memory before it applies the override (kv_cache_utils:
+  // check_enough_kv_cache_memory, then may_override_num_blocks), and its error's estimate is the
+  // memory's.
+  const uint64_t longest_considered = std::max<uint64_t>(s.max_model_len, s.model_context);
+  const uint64_t memory_holds = max_model_len_that_fits(p.kv, p.available_kv_bytes, s.max_num_batched_tokens,
+                                                        model.sliding_window, grouping, longest_considered);
+  p.max_model_len_that_fits =
+      c.num_gpu_blocks_override
+          ? max_model_len_that_fits(p.kv, static_cast<int64_t>(p.capacity.bytes), s.max_num_batched_tokens,
+                                    model.sliding_window, grouping, longest_considered)
+          : memory_holds;
+  if (c.num_gpu_blocks_override && b.v1_engine) p.max_model_len_that_fits = std::min(p.max_model_len_that_fits, memory_holds);
   std::string auto_fit_line;
   if (c.max_model_len_auto && b.v1_engine) {
-    uint64_t fitted = std::min(s.model_context, p.max_model_len_that_fits);
+    uint64_t fitted = std::min(s.model_context, memory_holds);
     if (fitted > 0 && fitted != s.max_model_len) {
       auto_fit_line = (fmt::format(
           "Auto-fit max_model_len: reduced from {} to {} to fit in available GPU memory ({:.2f} GiB "
@@ -1175,6 +1183,7 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
              p.capacity.bytes_per_request <= static_cast<uint64_t>(std::max<int64_t>(0, p.available_kv_bytes))) {
     // V1 checks one request against the profiled memory, then applies the override
     // (kv_cache_utils.get_kv_cache_config): it starts, but a request this long never gets its blocks.
+    request_hangs = true;
     p.warnings.push_back(fmt::format(
         "--num-gpu-blocks-override {} holds {} tokens, fewer than one request of max_model_len {}: vLLM starts, "
         "but requests longer than {} tokens can never be scheduled (raise the override to at least {} or drop it)",
@@ -1182,9 +1191,8 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
         p.capacity.num_blocks * s.block_size, p.capacity.blocks_per_request));
   } else if (p.capacity.blocks_per_request > p.capacity.num_blocks) {
     if (b.v1_engine) {
-      std::string estimate = p.max_model_len_that_fits > 0
-          ? fmt::format("Based on the available memory, the estimated maximum model length is {}. ",
-                        p.max_model_len_that_fits)
+      std::string estimate = memory_holds > 0
+          ? fmt::format("Based on the available memory, the estimated maximum model length is {}. ", memory_holds)
           : "";
       set_error("max_len_too_long", fmt::format(
           "To serve at least one request with the models's max seq len ({}), ({:.2f} GiB KV cache "

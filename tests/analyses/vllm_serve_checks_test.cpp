@@ -155,6 +155,61 @@ TEST(VllmServeChecks, LoggedFiguresScaleWithTheFix) {
   EXPECT_LT(fix->kv_tokens, tp2->kv_tokens);
 }
 
+// A KV cache sized outright too small for one request is fixed from its short side too: the
+// bisection for the largest size the card holds asks with a one-block length, so an 8 GiB cache on
+// a 4090 (too large) and a 1-block override (too small) both get a size the card holds.
+TEST(VllmServeChecks, OutrightCacheSizesTooSmallOrTooLargeGetTheLargestThatHolds) {
+  auto big = analyze_serve(inputs({"vllm", "serve", "llama-3.1-8b", "--kv-cache-memory-bytes", "8G",
+                                   "--max-model-len", "32768", "--gpu-memory-utilization", "0.5"}, 24 * kGiB));
+  ASSERT_TRUE(big.ok());
+  ASSERT_FALSE(big->fixes.empty());
+  EXPECT_EQ(big->fixes[0].flag.rfind("--kv-cache-memory-bytes ", 0), 0u) << big->fixes[0].flag;
+  EXPECT_TRUE(big->fixes[0].fits);
+  EXPECT_GT(big->fixes[0].kv_tokens, 32768u);
+
+  // V1 checks the length against the profiled memory, then applies the override: a 1-block cache
+  // starts and hangs on any request longer than 16 tokens, which is no fit.
+  ServeInputs tiny = inputs({"vllm", "serve", "llama-3.1-8b", "--num-gpu-blocks-override", "1", "--max-model-len",
+                             "8192"}, 24 * kGiB);
+  ServePrediction hangs = predict(tiny);
+  EXPECT_FALSE(hangs.error.has_value());
+  EXPECT_TRUE(hangs.request_hangs);
+  EXPECT_FALSE(hangs.fits);
+  auto fixed = analyze_serve(tiny);
+  ASSERT_TRUE(fixed.ok());
+  ASSERT_EQ(fixed->fixes.size(), 2u);
+  EXPECT_EQ(fixed->fixes[0].flag.rfind("--num-gpu-blocks-override ", 0), 0u);
+  EXPECT_GE(fixed->fixes[0].kv_tokens, 8192u);
+  EXPECT_EQ(fixed->fixes[1].flag, "drop --num-gpu-blocks-override");
+
+  // At the model's whole context V1 refuses on the profiled memory and estimates the length from
+  // it (not from the one block): the fix drops the override with that length.
+  ServeInputs whole = inputs({"vllm", "serve", "llama-3.1-8b", "--num-gpu-blocks-override", "1"}, 24 * kGiB);
+  ServePrediction refused = predict(whole);
+  ASSERT_TRUE(refused.error.has_value());
+  EXPECT_EQ(refused.error->kind, "max_len_too_long");
+  ServeInputs unset = inputs({"vllm", "serve", "llama-3.1-8b"}, 24 * kGiB);
+  const uint64_t memory_holds = predict(unset).max_model_len_that_fits;
+  EXPECT_NE(refused.error->message.find(fmt::format("the estimated maximum model length is {}.", memory_holds)),
+            std::string::npos) << refused.error->message;
+  EXPECT_EQ(refused.max_model_len_that_fits, 16u);   // what runs: the one block
+  auto dropped = analyze_serve(whole);
+  ASSERT_TRUE(dropped.ok());
+  ASSERT_EQ(dropped->fixes.size(), 1u);
+  const std::string length = std::to_string(memory_holds / 1024 * 1024);
+  EXPECT_EQ(dropped->fixes[0].flag, "drop --num-gpu-blocks-override --max-model-len " + length);
+  EXPECT_EQ(dropped->fixes[0].vllm_args, (std::vector<std::string>{"--max-model-len", length}));
+}
+
+// --max-model-len auto: a fix whose auto-fitted context is far shorter than the model's is none.
+TEST(VllmServeChecks, AutoFitFixesKeepAUsefulContext) {
+  auto r = analyze_serve(inputs({"vllm", "serve", "gemma-2-9b", "--max-model-len", "auto",
+                                 "--gpu-memory-utilization", "0.8"}, 24 * kGiB));
+  ASSERT_TRUE(r.ok());
+  ASSERT_FALSE(r->fixes.empty());
+  for (const ServeFix& f : r->fixes) EXPECT_GE(f.max_model_len, 2048u) << f.flag;
+}
+
 TEST(VllmServeChecks, LaunchesVllmRefuses) {
   EXPECT_EQ(error_of(inputs({"vllm", "serve", "llama-3.1-8b", "--no-enable-chunked-prefill", "--max-num-batched-tokens",
                              "1024", "--max-model-len", "8192"}, 80 * kGiB, "0.6.0")),

@@ -130,11 +130,14 @@ TEST(ServeQaCli, AbbreviationsAndOfflineQuantizationAreRefused) {
   EXPECT_EQ(fp8.exit_code, 0) << fp8.err;
 }
 
+// V1 starts, but a full-length request never gets its blocks: no fit (exit 1), said in a warning.
 TEST(ServeQaCli, OverrideSmallerThanOneRequestWarnsInV1) {
   auto r = run_cli({"serve", "--gpu", "4090", "--json", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
                     "--max-model-len", "8192", "--num-gpu-blocks-override", "100"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.exit_code, 1) << r.err;
   auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["fits"], false);
+  EXPECT_TRUE(doc["error"].is_null());
   bool warned = false;
   for (const auto& w : doc["warnings"]) {
     if (w.get<std::string>().find("requests longer than 1600 tokens can never be scheduled") != std::string::npos) warned = true;
