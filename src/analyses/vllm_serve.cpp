@@ -1299,17 +1299,26 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   }
   bool multimodal = std::any_of(c.limit_mm_per_prompt.begin(), c.limit_mm_per_prompt.end(),
                                 [](const auto& item) { return item.second > 0; });
-  // Images (and every other modality given) limited to 0: vLLM profiles no vision encoder.
-  const auto image_limit = c.limit_mm_per_prompt.find("image");
-  const bool text_only = !multimodal && image_limit != c.limit_mm_per_prompt.end() && image_limit->second == 0;
+  // Every modality the model takes limited to 0: vLLM profiles no encoder. A modality left out of
+  // the limits keeps its default (one item), so image=0 alone still profiles Qwen2-VL's video.
+  std::vector<std::string> modalities = model.modalities;
+  if (modalities.empty() && model.has_vision_tower) modalities.push_back("image");
+  const bool text_only = !multimodal && !modalities.empty() &&
+                         std::all_of(modalities.begin(), modalities.end(), [&](const std::string& m) {
+                           auto limit = c.limit_mm_per_prompt.find(m);
+                           return limit != c.limit_mm_per_prompt.end() && limit->second == 0;
+                         });
   if ((model.has_vision_tower || multimodal) && !text_only) {
-    // vLLM's profile run also runs the encoder on the largest dummy images the limits allow
+    // vLLM's profile run also runs the encoder on the largest dummy inputs the limits allow
     // (GPUModelRunner.profile_run: "Profile with multimodal encoder & encoder cache"), which can
     // be several GiB: a prediction without it may say "fits" where vLLM has no memory left.
-    p.warnings.push_back(
-        "a multimodal model: vLLM's profile run also runs its vision encoder on the largest images "
+    std::string zero;
+    for (const std::string& m : modalities) zero += fmt::format("{}\"{}\": 0", zero.empty() ? "" : ", ", m);
+    if (zero.empty()) zero = "\"image\": 0";
+    p.warnings.push_back(fmt::format(
+        "a multimodal model: vLLM's profile run also runs its encoder on the largest inputs "
         "--limit-mm-per-prompt allows, which oomdoc does not size, so the activation peak and the KV cache "
-        "figures may be too optimistic; serving text only, --limit-mm-per-prompt '{\"image\": 0}' skips it");
+        "figures may be too optimistic; serving text only, --limit-mm-per-prompt '{{{}}}' skips it", zero));
   }
   if (multimodal) {
     p.assumptions.push_back("--limit-mm-per-prompt is read but the vision/audio encoder's profile run is not sized");

@@ -126,6 +126,10 @@ struct ModelSpec {
   // Any multimodal wrapper: a text_config, vision_config or audio_config beside the language model
   // (Qwen2-Audio has no vision tower). vLLM takes multimodal flags only for these.
   bool is_multimodal = false;
+  // The inputs besides text a multimodal config declares: "image" (vision_config), "video"
+  // (video_token_id / video_token_index: Qwen2-VL, LLaVA-OneVision), "audio" (audio_config,
+  // audio_token_index). vLLM's profile run feeds the encoder every one whose limit is above 0.
+  std::vector<std::string> modalities;
   // BertPooler / RobertaPooler / ViTPooler: an nn.Linear(hidden, hidden) named pooler.dense, counted
   // in extra_params; PEFT's all-linear (and a "dense" target) adapts it too.
   bool pooler_dense = false;

@@ -1227,6 +1227,15 @@ Result<ModelSpec> parse_model_config(std::string_view text, const std::string& s
   read_rope_scaling(config, m);
   read_context_keys(config, m);
   m.is_multimodal = multimodal || root.contains("vision_config") || root.contains("audio_config");
+  auto declares = [&](std::initializer_list<const char*> keys) {
+    return std::any_of(keys.begin(), keys.end(), [&](const char* key) {
+      return root.contains(key) || (root.contains("text_config") && root["text_config"].is_object() &&
+                                    root["text_config"].contains(key));
+    });
+  };
+  if (declares({"vision_config", "image_token_id", "image_token_index"})) m.modalities.push_back("image");
+  if (declares({"video_token_id", "video_token_index"})) m.modalities.push_back("video");
+  if (declares({"audio_config", "audio_token_id", "audio_token_index"})) m.modalities.push_back("audio");
   if (auto s = read_vision_tower(root, m); !s) return s.error();
   if (auto s = validate(m); !s) return s.error();
   if (auto s = read_dtype_and_quantization(c, m); !s) return s.error();

@@ -790,8 +790,18 @@ TEST(VllmServeChecks, MultimodalModelsWarnThatTheEncoderIsNotSized) {
                        [](const std::string& w) { return w.rfind("a multimodal model: vLLM's profile run", 0) == 0; });
   };
   EXPECT_TRUE(warned({"vllm", "serve", "Qwen/Qwen2.5-VL-3B-Instruct", "--max-model-len", "8192"}));
+  // Qwen2.5-VL takes video too (video_token_id): images off alone still profiles the encoder on a video.
+  EXPECT_TRUE(warned({"vllm", "serve", "Qwen/Qwen2.5-VL-3B-Instruct", "--max-model-len", "8192",
+                      "--limit-mm-per-prompt", "{\"image\": 0}"}));
   EXPECT_FALSE(warned({"vllm", "serve", "Qwen/Qwen2.5-VL-3B-Instruct", "--max-model-len", "8192",
-                       "--limit-mm-per-prompt", "{\"image\": 0}"}));
+                       "--limit-mm-per-prompt", "{\"image\": 0, \"video\": 0}"}));
+  const ServePrediction qwen = predict(inputs({"vllm", "serve", "Qwen/Qwen2.5-VL-3B-Instruct"}, 80 * kGiB));
+  EXPECT_TRUE(std::any_of(qwen.warnings.begin(), qwen.warnings.end(), [](const std::string& w) {
+    return w.ends_with("serving text only, --limit-mm-per-prompt '{\"image\": 0, \"video\": 0}' skips it");
+  }));
+  // Gemma 3 takes images only.
+  EXPECT_FALSE(warned({"vllm", "serve", "google/gemma-3-4b-it", "--max-model-len", "8192",
+                       "--limit-mm-per-prompt", "image=0"}));
   EXPECT_FALSE(warned({"vllm", "serve", "Qwen/Qwen2.5-7B", "--max-model-len", "8192"}));
   // Video off, images still on: the encoder is still profiled.
   EXPECT_TRUE(warned({"vllm", "serve", "Qwen/Qwen2.5-VL-3B-Instruct", "--max-model-len", "8192",
