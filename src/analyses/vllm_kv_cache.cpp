@@ -205,6 +205,9 @@ KvCapacity kv_capacity_for_blocks(const KvLayout& layout, uint64_t num_blocks, u
   const Groups groups = groups_for(layout, sliding_window, grouping);
   capacity.num_groups = groups.full_groups + groups.sliding_groups;
   const uint64_t bytes_per_block_all_groups = block_bytes(layout, groups);
+  capacity.layers_per_group = groups.layers_per_block;
+  capacity.pool_bytes_per_token =
+      std::max<uint64_t>(capacity.num_groups, 1) * bytes_per_block_all_groups / std::max<uint64_t>(layout.block_size, 1);
   capacity.num_blocks = num_blocks;
   capacity.bytes = num_blocks * bytes_per_block_all_groups;
   capacity.tokens = capacity.num_blocks / std::max<uint64_t>(capacity.num_groups, 1) * layout.block_size;

@@ -98,6 +98,10 @@ struct KvCapacity {
   uint64_t bytes_per_request = 0;
   double max_concurrency = 0;          // as "Maximum concurrency for L tokens per request" prints it
   uint64_t num_groups = 1;             // KV cache groups (hybrid models)
+  uint64_t layers_per_group = 0;       // page slots per group and block: the fullest group's layers
+  // What one pool token costs: a page slot of every group (num_groups x layers_per_group layer
+  // pages, and a drafter's), more than the layers' own bytes per token when groups are padded.
+  uint64_t pool_bytes_per_token = 0;
   uint64_t bytes = 0;                  // the KV tensors vLLM allocates: num_blocks x one block of every layer
 };
 

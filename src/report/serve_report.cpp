@@ -69,8 +69,17 @@ std::string render_serve_text(const ServeReport& r, const Style& st) {
     // The equation is the pool's tokens (blocks over the groups); from v0.20 vLLM logs a hybrid
     // model's tokens as max_model_len x concurrency, which counts the sliding layers' reuse.
     const bool logged_differs = p.capacity.tokens != p.capacity.pool_tokens;
-    out += fmt::format("  {:<18} {:>11}  = {} tokens of {} ({}){}\n", "KV cache", format_signed_bytes(p.available_kv_bytes),
-                       format_exact_count(p.capacity.pool_tokens), format_bytes(p.kv.bytes_per_token), p.kv.formula,
+    // Groups padded to a common size (Gemma 3's 52 sliding layers in 6 groups of 10) cost more
+    // page slots than the model has layers: the pool token's own cost, so the line multiplies out.
+    const bool padded = p.capacity.pool_bytes_per_token > p.kv.bytes_per_token && p.capacity.num_groups > 1;
+    const uint64_t layers = p.kv.full_layers + p.kv.sliding_layers;
+    const std::string per_token =
+        padded ? fmt::format("{} ({} groups x {} layer pages for {} layers; {} = {})",
+                             format_bytes(p.capacity.pool_bytes_per_token), p.capacity.num_groups,
+                             p.capacity.layers_per_group, layers, p.kv.formula, format_bytes(p.kv.bytes_per_token))
+               : fmt::format("{} ({})", format_bytes(p.kv.bytes_per_token), p.kv.formula);
+    out += fmt::format("  {:<18} {:>11}  = {} tokens of {}{}\n", "KV cache", format_signed_bytes(p.available_kv_bytes),
+                       format_exact_count(p.capacity.pool_tokens), per_token,
                        logged_differs ? fmt::format("; vLLM reports {} tokens (max_model_len x concurrency)",
                                                     format_exact_count(p.capacity.tokens))
                                       : "");
@@ -205,6 +214,8 @@ Json serve_json(const ServeReport& r) {
                      {"num_groups", p.capacity.num_groups},
                      {"tokens", p.capacity.tokens},
                      {"pool_tokens", p.capacity.pool_tokens},
+                     {"layers_per_group", p.capacity.layers_per_group},
+                     {"pool_bytes_per_token", p.capacity.pool_bytes_per_token},
                      {"blocks_per_request", p.capacity.blocks_per_request},
                      {"bytes_per_request", p.capacity.bytes_per_request},
                      {"allocated_bytes", p.capacity.bytes},

@@ -35,6 +35,17 @@ TEST(ServeCli, BudgetLineShowsTheUtilizationAsGiven) {
   EXPECT_NE(by_default.out.find("total x 0.92 (default of current vLLM)"), std::string::npos) << by_default.out;
 }
 
+// Padded KV groups: Gemma 3 27B's 52 sliding and 10 full layers are 7 groups of 10 page slots, so a
+// pool token costs 70 pages of 8 KiB, not the 62 layers' 496 KiB, and the line multiplies out
+// (28,960 x 560 KiB = 15.47 GiB).
+TEST(ServeCli, PaddedKvGroupsPriceThePoolToken) {
+  auto r = run_cli({"serve", "--gpu", "H100 SXM 80GB", "--", "vllm", "serve", "google/gemma-3-27b-it", "--max-model-len",
+                    "131072"});
+  EXPECT_NE(r.out.find("KV cache             15.47 GiB  = 28,960 tokens of 560.00 KiB (7 groups x 10 layer pages for "
+                       "62 layers; 2 x 62 layers x 16 KV heads x 128 x 2 B = 496.00 KiB)"),
+            std::string::npos) << r.out;
+}
+
 TEST(ServeCli, GptOssOnH100) {
   auto r = run_cli({"serve", "--gpu", "h100", "--", "vllm", "serve", "openai/gpt-oss-20b"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
