@@ -1355,9 +1355,43 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
   return p;
 }
 
+namespace {
+
+// An error about a flag, spelled as LLM(...)'s keyword when that is what the user wrote:
+// "--max-model-len 131072 is above ..." is "max_model_len=131072 is above ...".
+std::string as_keyword_error(const std::string& message) {
+  if (!message.starts_with("--")) return message;
+  size_t end = 2;
+  while (end < message.size() && (std::islower(static_cast<unsigned char>(message[end])) ||
+                                  std::isdigit(static_cast<unsigned char>(message[end])) || message[end] == '-')) {
+    ++end;
+  }
+  std::string keyword = message.substr(2, end - 2);
+  std::replace(keyword.begin(), keyword.end(), '-', '_');
+  size_t value_end = end;
+  if (end < message.size() && message[end] == ' ') {
+    value_end = end + 1;
+    while (value_end < message.size() && (std::isdigit(static_cast<unsigned char>(message[value_end])) ||
+                                          message[value_end] == '.')) {
+      ++value_end;
+    }
+    const bool number = value_end > end + 1 && (value_end == message.size() || message[value_end] == ' ' ||
+                                                 message[value_end] == ':' || message[value_end] == ',');
+    if (number) return keyword + "=" + message.substr(end + 1, value_end - end - 1) + message.substr(value_end);
+  }
+  return keyword + message.substr(end);
+}
+
+}  // namespace
+
 Result<ServeReport> analyze_serve(const ServeInputs& inputs) {
   auto prediction = predict_vllm_startup(inputs);
-  if (!prediction) return prediction.error();
+  if (!prediction) {
+    if (inputs.config.launcher != "LLM(...)") return prediction.error();
+    Error e = prediction.error();
+    e.message = as_keyword_error(e.message);
+    return e;
+  }
   ServeReport report;
   // The name as the user typed it; the source says which config stood behind it.
   report.model_id = inputs.config.model.empty() ? inputs.model.id : inputs.config.model;

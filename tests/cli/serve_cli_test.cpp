@@ -46,6 +46,17 @@ TEST(ServeCli, PaddedKvGroupsPriceThePoolToken) {
             std::string::npos) << r.out;
 }
 
+// An LLM(...) call's error names the keyword as written, not the CLI flag.
+TEST(ServeCli, LlmCallErrorsNameTheKeyword) {
+  auto r = run_cli({"serve", "--gpu", "4090", "--", "LLM(model=\"Qwen/Qwen2.5-7B-Instruct\", max_model_len=131_072)"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("oomdoc: serve: max_model_len=131072 is above Qwen/Qwen2.5-7B-Instruct's context of 32768 "
+                        "tokens; vLLM refuses it", 0), 0u) << r.err;
+  auto cli = run_cli({"serve", "--gpu", "4090", "--", "vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len",
+                      "131072"});
+  EXPECT_EQ(cli.err.rfind("oomdoc: serve: --max-model-len 131072 is above", 0), 0u) << cli.err;
+}
+
 TEST(ServeCli, GptOssOnH100) {
   auto r = run_cli({"serve", "--gpu", "h100", "--", "vllm", "serve", "openai/gpt-oss-20b"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
