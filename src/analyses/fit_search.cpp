@@ -1064,6 +1064,9 @@ struct HardwareLayout {
   Job job;
   std::vector<FitSetting> settings;
   std::string note;   // what else changes: "accumulation 16 -> 2 keeps the global batch 32"
+  // No micro-batch and accumulation on this count keeps the global batch (8 on 16 GPUs): a
+  // different training run, no alternative for the job as given.
+  bool global_batch_changed = false;
 };
 HardwareLayout layout_on(const Job& job, uint64_t n, const ModelSpec& model, const FitOptions& options) {
   HardwareLayout out{job, {}, ""};
@@ -1108,6 +1111,7 @@ HardwareLayout layout_on(const Job& job, uint64_t n, const ModelSpec& model, con
                                kept != accum ? fmt::format(", accumulation {} -> {}", accum, kept) : "", global);
       } else {
         const uint64_t kept = std::max<uint64_t>(1, global / (micro * dp_after));
+        out.global_batch_changed = true;
         j.grad_accum_steps = kept;
         if (kept != accum) out.settings.push_back({"TrainingArguments", "gradient_accumulation_steps", std::to_string(kept)});
         out.note = fmt::format("the global batch goes from {} to {} (micro-batch {} x accumulation {} x {} GPUs)", global,
@@ -1142,6 +1146,47 @@ HardwareLayout layout_on(const Job& job, uint64_t n, const ModelSpec& model, con
     out.settings = {{"vllm serve", "--tensor-parallel-size", std::to_string(tp)},
                     {"vllm serve", "--pipeline-parallel-size", std::to_string(pp)}};
     out.note = fmt::format("tensor parallel {} x pipeline parallel {}", tp, pp);
+  }
+  return out;
+}
+
+// A layout and the same with smaller micro-batches, the global batch kept by more accumulation
+// (step 2 on the new hardware), largest first: more cards shrink the weights' and optimizer's
+// share, not the activations, so an activation-bound job may need both. Inference and jobs that
+// cannot keep the global batch at a smaller micro-batch get the layout alone.
+std::vector<HardwareLayout> with_smaller_micro_batches(HardwareLayout base, const Job& given, uint64_t given_gpus) {
+  std::vector<HardwareLayout> out;
+  const Job& j = base.job;
+  if (!is_training(j)) {
+    out.push_back(std::move(base));
+    return out;
+  }
+  const uint64_t mp = std::max<uint64_t>(1, model_parallel_degree(j) * j.cp.value_or(1));
+  const uint64_t dp = std::max<uint64_t>(1, j.num_gpus.value_or(1) / mp);
+  const uint64_t dp_given = std::max<uint64_t>(1, given_gpus / mp);
+  const uint64_t given_micro = given.micro_batch_size.value_or(1), given_accum = given.grad_accum_steps.value_or(1);
+  const uint64_t global = given_micro * given_accum * dp_given;
+  const uint64_t base_micro = j.micro_batch_size.value_or(1);
+  out.push_back(base);
+  for (uint64_t m = base_micro - 1; m >= 1 && base_micro > 1; --m) {
+    if (global % (m * dp) != 0) continue;
+    HardwareLayout smaller = base;
+    smaller.job.micro_batch_size = m;
+    smaller.job.grad_accum_steps = global / (m * dp);
+    std::erase_if(smaller.settings, [](const FitSetting& s) {
+      return s.name == "per_device_train_batch_size" || s.name == "gradient_accumulation_steps";
+    });
+    smaller.settings.push_back({"TrainingArguments", "per_device_train_batch_size", std::to_string(m)});
+    if (*smaller.job.grad_accum_steps != given_accum) {
+      smaller.settings.push_back(
+          {"TrainingArguments", "gradient_accumulation_steps", std::to_string(*smaller.job.grad_accum_steps)});
+    }
+    smaller.note = fmt::format("micro-batch {} -> {}{} keeps the global batch {}", given_micro, m,
+                               *smaller.job.grad_accum_steps != given_accum
+                                   ? fmt::format(", accumulation {} -> {}", given_accum, *smaller.job.grad_accum_steps)
+                                   : "",
+                               global);
+    out.push_back(std::move(smaller));
   }
   return out;
 }
@@ -1813,7 +1858,42 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     by_count[n] = p;
     return p;
   };
+  // Each count's layouts, the micro-batch lowered where that is what makes a count fit, and their
+  // predictions (by count and micro-batch).
+  std::map<std::pair<uint64_t, uint64_t>, std::optional<PredictedTotals>> by_layout;
+  auto layouts_on = [&](uint64_t n) {
+    HardwareLayout base = n == options.num_gpus ? HardwareLayout{given, {}, ""} : layout_on(for_hardware, n, model, options);
+    return with_smaller_micro_batches(std::move(base), given, options.num_gpus);
+  };
+  auto predicted_layout = [&](uint64_t n, const HardwareLayout& layout) {
+    const std::pair<uint64_t, uint64_t> key{n, layout.job.micro_batch_size.value_or(0)};
+    auto it = by_layout.find(key);
+    if (it != by_layout.end()) return it->second;
+    auto p = predict(est, model, layout.job);
+    by_layout[key] = p;
+    return p;
+  };
+  // A layout on more cards that fits only with a smaller micro-batch is no alternative when that
+  // micro-batch alone fits the cards the user has.
+  auto fits_with_own_cards = [&](const HardwareLayout& layout, uint64_t limit) {
+    const uint64_t micro = layout.job.micro_batch_size.value_or(1);
+    if (micro >= given.micro_batch_size.value_or(1)) return false;
+    for (const HardwareLayout& own : layouts_on(options.num_gpus)) {
+      if (own.job.micro_batch_size.value_or(1) != micro) continue;
+      auto p = predicted_layout(options.num_gpus, own);
+      return p && p->needed_bytes <= limit;
+    }
+    return false;
+  };
   const std::vector<uint64_t> kCounts = {1, 2, 4, 8, 16};
+  // A layout that changes the global batch is a different run: taken only for a job whose global
+  // batch no larger count can keep (1 x 1 on one GPU is at least 2 on two).
+  const uint64_t given_global = given.micro_batch_size.value_or(1) * given.grad_accum_steps.value_or(1) *
+                                std::max<uint64_t>(1, options.num_gpus / std::max<uint64_t>(1, model_parallel_degree(given) *
+                                                                                                   given.cp.value_or(1)));
+  const auto next_count = std::find_if(kCounts.begin(), kCounts.end(), [&](uint64_t n) { return n > options.num_gpus; });
+  const bool global_batch_may_change = next_count == kCounts.end() || given_global < *next_count;
+  auto different_run = [&](const HardwareLayout& layout) { return layout.global_batch_changed && !global_batch_may_change; };
   auto fits_card = [&](const GpuSpec& gpu, uint64_t n, double fraction) {
     auto p = predicted_on(n);
     return p && p->needed_bytes <= share_of(gpu.total_bytes, fraction, gpu.cuda_total_bytes);
@@ -1869,61 +1949,79 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   }
   for (double fraction : {report.target, options.budget}) {
     if (more_gpus) break;
+    const uint64_t limit = share_of(options.total_bytes, fraction, options.allocatable_bytes);
     for (uint64_t n : kCounts) {
+      if (more_gpus) break;
       if (n <= options.num_gpus) continue;
-      auto p = predicted_on(n);
-      if (!p || p->needed_bytes > share_of(options.total_bytes, fraction, options.allocatable_bytes)) continue;
-      FitAlternative a;
-      a.gpu_name = options.gpu_name;
-      a.gpu_total_bytes = options.total_bytes;
-      a.num_gpus = n;
-      a.predicted = *p;
-      a.fits_target = p->needed_bytes <= report.target_bytes;
-      const HardwareLayout layout = layout_on(for_hardware, n, model, options);
-      const Job& sharded = layout.job;
-      a.description = fmt::format("fits on {} x {}{}{}", n, options.gpu_name,
-                                  sharded.parallelism && sharded.parallelism != given.parallelism
-                                      ? fmt::format(" with {}", *sharded.parallelism) : "",
-                                  layout.note.empty() ? "" : "; " + layout.note);
-      a.change.id = "more_gpus";
-      a.change.fix_id = "bigger_gpu";
-      a.change.step = 9;
-      a.change.title = fmt::format("{} GPUs instead of {}{}", n, options.num_gpus,
-                                   layout.note.empty() ? "" : " (" + layout.note + ")");
-      a.change.cost = "hardware: more cards, and sharding's communication";
-      a.change.settings = layout.settings;
-      a.job = sharded;
-      a.change.predicted = *p;
-      if (auto price = options.prices.find(options.gpu_name); price != options.prices.end()) {
-        a.price_per_hour = price->second * static_cast<double>(n);
+      for (const HardwareLayout& layout : layouts_on(n)) {
+        if (different_run(layout)) break;
+        auto p = predicted_layout(n, layout);
+        if (!p || p->needed_bytes > limit) continue;
+        if (fits_with_own_cards(layout, limit)) break;
+        FitAlternative a;
+        a.gpu_name = options.gpu_name;
+        a.gpu_total_bytes = options.total_bytes;
+        a.num_gpus = n;
+        a.predicted = *p;
+        a.fits_target = p->needed_bytes <= report.target_bytes;
+        const Job& sharded = layout.job;
+        a.description = fmt::format("fits on {} x {}{}{}", n, options.gpu_name,
+                                    sharded.parallelism && sharded.parallelism != given.parallelism
+                                        ? fmt::format(" with {}", *sharded.parallelism) : "",
+                                    layout.note.empty() ? "" : "; " + layout.note);
+        a.change.id = "more_gpus";
+        a.change.fix_id = "bigger_gpu";
+        a.change.step = 9;
+        a.change.title = fmt::format("{} GPUs instead of {}{}", n, options.num_gpus,
+                                     layout.note.empty() ? "" : " (" + layout.note + ")");
+        a.change.cost = "hardware: more cards, and sharding's communication";
+        a.change.settings = layout.settings;
+        a.job = sharded;
+        a.change.predicted = *p;
+        if (auto price = options.prices.find(options.gpu_name); price != options.prices.end()) {
+          a.price_per_hour = price->second * static_cast<double>(n);
+        }
+        more_gpus = a;
+        break;
       }
-      more_gpus = a;
-      break;
     }
   }
   if (!options.prices.empty()) {
     for (const auto& gpu : gpu_catalog()) {
       auto price = options.prices.find(gpu.name);
       if (price == options.prices.end() || !usable_for(gpu, report.estimate.precision, options.gpu_vendor)) continue;
+      const uint64_t target = share_of(gpu.total_bytes, report.target, gpu.cuda_total_bytes);
       for (uint64_t n : kCounts) {
-        if (n < options.num_gpus || !fits_card(gpu, n, report.target)) continue;
+        if (n < options.num_gpus) continue;
+        // The count's first layout that reaches the target, the micro-batch lowered if need be.
+        std::optional<HardwareLayout> fitting;
+        std::optional<PredictedTotals> predicted;
+        for (HardwareLayout& layout : layouts_on(n)) {
+          if (different_run(layout)) break;
+          predicted = predicted_layout(n, layout);
+          if (predicted && predicted->needed_bytes <= target) {
+            fitting = std::move(layout);
+            break;
+          }
+        }
+        if (!fitting) continue;
         const double cost = price->second * static_cast<double>(n);
         if (!cheapest || cost < *cheapest->price_per_hour) {
           FitAlternative a;
           a.gpu_name = gpu.name;
           a.gpu_total_bytes = gpu.total_bytes;
           a.num_gpus = n;
-          a.predicted = *predicted_on(n);
+          a.predicted = *predicted;
           a.fits_target = true;
           a.price_per_hour = cost;
-          const HardwareLayout layout = layout_on(for_hardware, n, model, options);
+          const HardwareLayout& layout = *fitting;
           a.description = fmt::format("cheapest that fits: {} x {} at {:.2f}/hour{}", n, gpu.name, cost,
                                       layout.note.empty() ? "" : "; " + layout.note);
           a.change.id = "cheapest_gpu";
           a.change.fix_id = "bigger_gpu";
           a.change.step = 9;
           a.change.title = fmt::format("{} x {}", n, gpu.name);
-          if (n != options.num_gpus) {
+          if (n != options.num_gpus || !layout.note.empty()) {
             a.change.settings = layout.settings;
             a.job = layout.job;
           }
@@ -1992,7 +2090,9 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
         plan.num_gpus = hw->num_gpus.value_or(options.num_gpus);
         // The job predicted_on() sized: as given on the user's count, else laid out on the plan's
         // (one card for an inference job that runs whole on each).
-        plan.job = plan.num_gpus == options.num_gpus ? given : layout_on(for_hardware, plan.num_gpus, model, options).job;
+        plan.job = hw->job ? *hw->job
+                   : plan.num_gpus == options.num_gpus ? given
+                                                       : layout_on(for_hardware, plan.num_gpus, model, options).job;
         plan.fits_target = hw->fits_target;
         plan.fits_budget = true;
         report.plan = plan;

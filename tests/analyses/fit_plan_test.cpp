@@ -604,8 +604,29 @@ TEST(FitPlan, FsdpOffloadKeepsTheShardingItNeeds) {
   EXPECT_EQ(report.plan->predicted.needed_bytes, needed_bytes(fitted->model, report.plan->job));
 }
 
-// More cards keep the global batch: 2 x 16 on one A100 is 2 x 2 on each of 8, and the alternative
-// says how to shard and accumulate.
+// More cards that fit only at a smaller micro-batch are no alternative when that micro-batch fits
+// the card one has (the plan says so); nor is a count that keeps no global batch. Llama-3-8B QLoRA at
+// 2 x 4 x 4096 on an A10G: the plan is micro-batch 1; the alternative keeps micro-batch 2 and the
+// global batch 8 on 2 cards.
+TEST(FitPlan, MoreGpusAreAnAlternativeOnlyWhereTheCardsDoNotAlready) {
+  Job job = training("train_qlora", 2, 4096);
+  job.grad_accum_steps = 4;
+  auto fitted = fit_on("meta-llama/Meta-Llama-3-8B", "a10g", job, 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  EXPECT_EQ(change_ids(fitted->report), std::vector<std::string>{"micro_batch"});
+  const FitAlternative* more = alternative(fitted->report, "more_gpus");
+  ASSERT_NE(more, nullptr);
+  EXPECT_EQ(more->num_gpus, 2u);
+  ASSERT_TRUE(more->job.has_value());
+  EXPECT_EQ(more->job->micro_batch_size, 2u);
+  EXPECT_EQ(more->job->grad_accum_steps, 2u);
+  EXPECT_THAT(more->description, ::testing::HasSubstr("accumulation 4 -> 2 keeps the global batch 8"));
+  EXPECT_EQ(more->predicted.needed_bytes, needed_bytes(fitted->model, *more->job));
+}
+
+// More cards keep the global batch: 2 x 16 on one A100 is 1 x 8 on each of 4 (more cards shard
+// the weights and optimizer, not the activations, so the micro-batch is lowered too; at micro-batch
+// 2 it takes 8 cards), and the alternative says how to shard and accumulate.
 TEST(FitPlan, MoreGpusLowerTheAccumulationToKeepTheGlobalBatch) {
   Job job = training("train_full", 2, 2048);
   job.grad_accum_steps = 16;
@@ -615,21 +636,33 @@ TEST(FitPlan, MoreGpusLowerTheAccumulationToKeepTheGlobalBatch) {
   ASSERT_TRUE(fitted.ok()) << fitted.error().message;
   const FitAlternative* more = alternative(fitted->report, "more_gpus");
   ASSERT_NE(more, nullptr);
-  EXPECT_EQ(more->num_gpus, 8u);
+  EXPECT_EQ(more->num_gpus, 4u);
   ASSERT_TRUE(more->job.has_value());
-  EXPECT_EQ(more->job->grad_accum_steps, 2u);
+  EXPECT_EQ(more->job->micro_batch_size, 1u);
+  EXPECT_EQ(more->job->grad_accum_steps, 8u);
   EXPECT_EQ(more->job->parallelism, "fsdp_full_shard");
-  EXPECT_EQ(setting(more->change, "gradient_accumulation_steps"), "2");
+  EXPECT_EQ(setting(more->change, "per_device_train_batch_size"), "1");
+  EXPECT_EQ(setting(more->change, "gradient_accumulation_steps"), "8");
   EXPECT_EQ(setting(more->change, "fsdp"), "\"full_shard auto_wrap\"");
-  EXPECT_THAT(more->description, ::testing::HasSubstr("accumulation 16 -> 2 keeps the global batch 32"));
+  EXPECT_THAT(more->description, ::testing::HasSubstr("micro-batch 2 -> 1, accumulation 16 -> 8 keeps the global batch 32"));
   EXPECT_EQ(more->predicted.needed_bytes, needed_bytes(fitted->model, *more->job));
+  // Micro-batch 1 alone does not fit the one card (else this would be no alternative).
+  Job alone = job;
+  alone.micro_batch_size = 1;
+  alone.grad_accum_steps = 32;
+  EXPECT_GT(needed_bytes(fitted->model, alone), fitted->report.usable_bytes);
+  // At the micro-batch given it takes 8 cards: more than 4.
+  Job on4 = *more->job;
+  on4.micro_batch_size = 2;
+  on4.grad_accum_steps = 4;
+  EXPECT_GT(needed_bytes(fitted->model, on4), fitted->report.target_bytes);
   // The cheapest priced configuration says the same.
   const FitAlternative* cheapest = alternative(fitted->report, "cheapest_gpu");
   ASSERT_NE(cheapest, nullptr);
   EXPECT_EQ(cheapest->gpu_name, "A100 SXM4 80GB");
-  EXPECT_EQ(cheapest->num_gpus, 8u);
+  EXPECT_EQ(cheapest->num_gpus, 4u);
   EXPECT_EQ(setting(cheapest->change, "fsdp"), "\"full_shard auto_wrap\"");
-  EXPECT_EQ(setting(cheapest->change, "gradient_accumulation_steps"), "2");
+  EXPECT_EQ(setting(cheapest->change, "gradient_accumulation_steps"), "8");
 }
 
 // Serving on the 8 GPUs one has: tensor parallel 8 alone fits; it is not traded for a smaller
