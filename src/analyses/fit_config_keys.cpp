@@ -155,6 +155,11 @@ void rewrite(std::vector<FitSetting>& settings, TrainingConfigFormat format, boo
       for (auto& o : out) {
         if (o.target == k.target && o.name == k.name) {
           if (k.name == "adapter") o.value = (o.value == "qlora" || k.value == "qlora") ? "qlora" : k.value;
+          // Axolotl's bnb_config_kwargs is one mapping: its entries join.
+          if (k.name == "bnb_config_kwargs" && o.value.size() > 1 && k.value.size() > 1 &&
+              o.value.find(k.value.substr(1, k.value.size() - 2)) == std::string::npos) {
+            o.value = o.value.substr(0, o.value.size() - 1) + ", " + k.value.substr(1);
+          }
           seen = true;
         }
       }

@@ -497,6 +497,7 @@ std::vector<FitSetting> base_in_16_bits_settings(const Job& job, bool bf16) {
 }
 
 std::vector<FitSetting> fsdp_full_shard_settings(const Job& job);
+void add_quant_storage_for_sharding(const Job& job, std::vector<FitSetting>& settings);
 
 // The Trainer's FSDP (Accelerate) over a 16-bit model run under autocast upcasts the parameters
 // it wraps to fp32 ("FSDP upcast of low precision parameters", accelerator.py), as the training
@@ -596,6 +597,14 @@ std::vector<Candidate> lora_candidates(const Job& job, bool bf16) {
       }
     }
     add_fsdp_instead_of_layout(job, "train_qlora", c);
+    // Already sharding its parameters (ZeRO-3, any FSDP strategy): the 4-bit base must flatten with them.
+    const std::string sharding = job.parallelism.value_or("ddp");
+    if (!has_model_parallel_layout(job) && job.num_gpus.value_or(1) > 1 &&
+        (sharding == "zero3" || sharding.rfind("fsdp", 0) == 0 || sharding == "hybrid_shard")) {
+      Job after = job;
+      after.task = "train_qlora";
+      add_quant_storage_for_sharding(after, c.change.settings);
+    }
     c.apply = [bf16](Job& j) {
       load_base_in_16_bits(j, bf16);
       leave_model_parallel(j);

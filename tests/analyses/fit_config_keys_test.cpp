@@ -104,5 +104,25 @@ TEST(FitConfigKeys, TrlYamlKeys) {
   EXPECT_EQ(json_report.alternatives[0].change.settings[0].target, "SFTConfig");
 }
 
+// Axolotl's bnb_config_kwargs is one mapping: every BitsAndBytesConfig key joins it, none is lost
+// (the quant storage sharding needs came after the quant type and was dropped).
+TEST(FitConfigKeys, AxolotlBnbKwargsJoin) {
+  FitReport report;
+  FitAlternative a;
+  a.change.settings = {{"BitsAndBytesConfig", "load_in_4bit", "True"},
+                       {"BitsAndBytesConfig", "bnb_4bit_quant_type", "\"nf4\""},
+                       {"BitsAndBytesConfig", "bnb_4bit_use_double_quant", "True"},
+                       {"BitsAndBytesConfig", "bnb_4bit_quant_storage", "torch.bfloat16"}};
+  report.alternatives.push_back(a);
+  TrainingConfig axolotl;
+  axolotl.format = TrainingConfigFormat::kAxolotl;
+  express_in_config_keys(report, axolotl);
+  std::vector<std::string> got;
+  for (const auto& s : report.alternatives[0].change.settings) got.push_back(s.target + " " + s.name + ": " + s.value);
+  EXPECT_EQ(got, (std::vector<std::string>{"Axolotl YAML adapter: qlora", "Axolotl YAML load_in_4bit: true",
+                                           "Axolotl YAML bnb_config_kwargs: {bnb_4bit_quant_type: nf4, "
+                                           "bnb_4bit_use_double_quant: true, bnb_4bit_quant_storage: bfloat16}"}));
+}
+
 }  // namespace
 }  // namespace oomdoc

@@ -604,6 +604,22 @@ TEST(FitPlan, FsdpOffloadKeepsTheShardingItNeeds) {
   EXPECT_EQ(report.plan->predicted.needed_bytes, needed_bytes(fitted->model, report.plan->job));
 }
 
+// A LoRA job already sharding its parameters (FSDP) that moves to QLoRA stores the 4-bit base in
+// bf16, so FSDP can flatten it with the other parameters (PEFT's "FSDP + QLoRA").
+TEST(FitPlan, QloraOnAShardedJobStoresTheBaseForSharding) {
+  Job job = training("train_lora", 1, 4096);
+  job.parallelism = "fsdp_full_shard";
+  job.num_gpus = 2;
+  job.gradient_checkpointing = "full";
+  job.attention_impl = "flash";
+  auto fitted = fit_on("meta-llama/Llama-3.1-70B", "h100 sxm", job, 2);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  ASSERT_TRUE(fitted->report.plan.has_value());
+  const FitChange& last = fitted->report.plan->changes.back();
+  ASSERT_EQ(last.id, "qlora");
+  EXPECT_EQ(setting(last, "bnb_4bit_quant_storage"), "torch.bfloat16");
+}
+
 // More cards that fit only at a smaller micro-batch are no alternative when that micro-batch fits
 // the card one has (the plan says so); nor is a count that keeps no global batch. Llama-3-8B QLoRA at
 // 2 x 4 x 4096 on an A10G: the plan is micro-batch 1; the alternative keeps micro-batch 2 and the
