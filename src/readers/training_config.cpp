@@ -1207,8 +1207,10 @@ void resolve(Reader& r) {
   // call it and upcasts only norms with upcast_layernorm (adapters in fp32); a TrainingArguments
   // or TRL config reaches a quantized base only through TRL, whose SFTTrainer no longer prepares
   // the model and casts the adapters to bf16 (trl/trainer/sft_trainer.py, 2026; TRL 0.7 to 0.2x
-  // prepared it and cast embeddings back: kbit_upcast norms).
-  if (job.task == "train_qlora") {
+  // prepared it and cast embeddings back: kbit_upcast norms). A LoRA job may meet a bitsandbytes
+  // base without asking for one (a pre-quantized checkpoint such as unsloth/...-bnb-4bit): the same
+  // holds there (the estimator reads kbit_upcast only over a bitsandbytes base).
+  if (job.task == "train_qlora" || job.task == "train_lora") {
     switch (r.out.format) {
       case TrainingConfigFormat::kAxolotl: job.kbit_upcast = "none"; break;
       case TrainingConfigFormat::kLlamaFactory:

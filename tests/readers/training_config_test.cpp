@@ -24,6 +24,26 @@ using ::testing::IsSupersetOf;
 using ::testing::Not;
 using oomdoc::testing::fixture_path;
 
+// LoRA on a checkpoint that is already bitsandbytes 4-bit (unsloth/...-bnb-4bit): the config asks for
+// no quantization, yet each framework prepares that base its own way, as for QLoRA: no PEFT fp32
+// upcast for Axolotl, LLaMA-Factory or TRL.
+TEST(TrainingConfig, LoraOnAPreQuantizedBaseIsPreparedAsItsFrameworkDoes) {
+  auto axolotl = parse_training_config("base_model: unsloth/Meta-Llama-3.1-8B-bnb-4bit\nadapter: lora\nlora_r: 16\n"
+                                       "sequence_len: 2048\nmicro_batch_size: 1\n", "ax.yml");
+  ASSERT_TRUE(axolotl.ok()) << axolotl.error().message;
+  EXPECT_EQ(axolotl->job.task, "train_lora");
+  EXPECT_EQ(axolotl->job.kbit_upcast, "none");
+  auto factory = parse_training_config("model_name_or_path: unsloth/Meta-Llama-3.1-8B-bnb-4bit\nstage: sft\n"
+                                       "finetuning_type: lora\ncutoff_len: 2048\nbf16: true\n", "lf.yaml");
+  ASSERT_TRUE(factory.ok()) << factory.error().message;
+  EXPECT_EQ(factory->job.kbit_upcast, "none");
+  auto trl = parse_training_config("{\"model_name_or_path\": \"unsloth/Meta-Llama-3.1-8B-bnb-4bit\", \"use_peft\": true, "
+                                   "\"lora_r\": 16, \"max_length\": 2048}", "trl.json");
+  ASSERT_TRUE(trl.ok()) << trl.error().message;
+  EXPECT_EQ(trl->job.kbit_upcast, "none");
+  EXPECT_EQ(trl->job.adapter_dtype, "model");
+}
+
 TEST(TrainingConfig, AxolotlQloraExample) {
   auto config = read_training_config(fixture_path("fit/axolotl_llama3_qlora.yml"));
   ASSERT_TRUE(config.ok()) << config.error().message;
