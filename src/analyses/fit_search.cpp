@@ -1685,8 +1685,34 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     precision_note = fmt::format("precision {}: {} has no bfloat16 support", *given.precision, options.gpu_name);
   }
 
-  // FlashAttention-2 asked for on a card that cannot run it: predict what runs there (SDPA), as for
-  // the precision above; the plan starts by saying so.
+  // What the job asks for and this card cannot run, changed to what runs there and predicted so;
+  // the plan starts with these changes. bf16 asked for on a card without it: fp16, as the Trainer
+  // would need (it refuses bf16 there: "Your setup doesn't support bf16/gpu").
+  std::vector<FitChange> runnable;
+  const std::optional<std::string> asked_precision = given.precision;
+  if (given.precision && !options.gpu_has_bf16 && given.precision->rfind("bf16", 0) == 0 && !is_llama_cpp(given)) {
+    Job with_fp16 = given;
+    with_fp16.precision = "fp16" + given.precision->substr(4);
+    if (auto runs = est(model, with_fp16)) {
+      given = with_fp16;
+      estimate = std::move(runs);
+      FitChange c;
+      c.id = "precision_fp16";
+      c.fix_id = "mixed_precision";
+      c.step = 1;
+      c.title = fmt::format("precision {} -> {}: {} has no bfloat16", *asked_precision, *given.precision,
+                            options.gpu_name);
+      c.cost = "none here: what runs on this GPU (the prediction is fp16's); fp16 needs loss scaling, which the "
+               "Trainer's fp16=True does";
+      if (is_training(given)) {
+        c.settings = {{"TrainingArguments", "bf16", "False"}, {"TrainingArguments", "fp16", "True"}};
+      }
+      if (given.precision == "fp16" || !is_training(given)) c.settings.push_back({"from_pretrained", "torch_dtype", "torch.float16"});
+      c.predicted = totals_of(*estimate);
+      runnable.push_back(std::move(c));
+    }
+  }
+  // FlashAttention-2 asked for on a card that cannot run it: predict what runs there (SDPA).
   std::optional<FitChange> runnable_attention;
   if (!is_llama_cpp(given) && given.attention_impl == "flash" && !runs_flash_attention_2(options)) {
     Job with_sdpa = given;
@@ -1703,12 +1729,14 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       c.settings = {{"from_pretrained", "attn_implementation", "\"sdpa\""}};
       c.predicted = totals_of(*estimate);
       runnable_attention = c;
+      runnable.push_back(std::move(c));
     }
   }
 
   FitReport report;
   report.job = given;
   if (runnable_attention) report.job.attention_impl = "flash";   // the job as read; the prediction is SDPA's
+  report.job.precision = asked_precision;                          // the same for fp16 on a card without bf16
   // The name as the user gave it; the config that stood behind it when that differs (an Instruct
   // name read with its base preset, a path).
   report.model_id = given.model.empty() ? model.label() : given.model;
@@ -1732,10 +1760,12 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   report.fits_target = needed <= report.target_bytes;
   if (precision_note) report.notes.push_back(*precision_note);
   report.will_not_run = estimate->will_not_run;
-  if (!options.gpu_has_bf16 && report.estimate.precision.rfind("bf16", 0) == 0) {
+  const std::string precision_asked = asked_precision.value_or(report.estimate.precision);
+  if (!options.gpu_has_bf16 && precision_asked.rfind("bf16", 0) == 0 && !precision_note) {
     report.notes.push_back(fmt::format("{} has no bfloat16 support (compute capability below 8.0): a {} job "
-                                       "will not run as given; use fp16 mixed precision (fp16=True)",
-                                       options.gpu_name, report.estimate.precision));
+                                       "will not run as given; use fp16 mixed precision (fp16=True){}",
+                                       options.gpu_name, precision_asked,
+                                       given.precision != asked_precision ? ", which is what is predicted" : ""));
     report.will_not_run.push_back(fmt::format("{} has no bfloat16 (use fp16 mixed precision)", options.gpu_name));
   }
   if (runnable_attention || (!is_llama_cpp(given) && given.attention_impl == "flash" && !runs_flash_attention_2(options))) {
@@ -2112,9 +2142,10 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
                                            options.gpu_name));
       }
     }
-    // On this card, the plan runs SDPA where flash attention was asked for: its first change.
-    if (report.plan && runnable_attention && !report.plan->gpu_name) {
-      report.plan->changes.insert(report.plan->changes.begin(), *runnable_attention);
+    // On this card, the plan runs fp16 and SDPA where bf16 and flash attention were asked for:
+    // its first changes.
+    if (report.plan && !report.plan->gpu_name) {
+      report.plan->changes.insert(report.plan->changes.begin(), runnable.begin(), runnable.end());
     }
     if (report.plan && !report.plan->fits_target) {
       report.notes.push_back(fmt::format(
@@ -2123,10 +2154,10 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     }
   }
 
-  // A job that fits but asks for flash attention this card cannot run: the plan is that change alone.
-  if (!report.plan && runnable_attention && report.fits) {
+  // A job that fits but asks for what this card cannot run: the plan is those changes alone.
+  if (!report.plan && !runnable.empty() && report.fits) {
     FitPlan plan;
-    plan.changes.push_back(*runnable_attention);
+    plan.changes = runnable;
     plan.job = given;
     plan.predicted = totals_of(report.estimate);
     plan.num_gpus = options.num_gpus;

@@ -620,6 +620,34 @@ TEST(FitPlan, QloraOnAShardedJobStoresTheBaseForSharding) {
   EXPECT_EQ(setting(last, "bnb_4bit_quant_storage"), "torch.bfloat16");
 }
 
+// bf16 asked for on a card without it (T4): the plan starts with fp16, as FlashAttention-2 there
+// starts with SDPA, and is predicted in fp16; the job as read keeps its bf16 and a note says it
+// will not run as given.
+TEST(FitPlan, BfloatOnACardWithoutItStartsThePlanWithFp16) {
+  Job job = training("train_lora", 1, 1024);
+  job.grad_accum_steps = 1;
+  job.precision = "bf16";
+  auto fitted = fit_on("Qwen/Qwen3-4B", "t4", job, 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitReport& report = fitted->report;
+  EXPECT_EQ(report.job.precision, "bf16");
+  EXPECT_EQ(report.estimate.precision, "fp16");
+  ASSERT_TRUE(report.plan.has_value());
+  ASSERT_GE(report.plan->changes.size(), 2u);
+  EXPECT_EQ(report.plan->changes[0].id, "precision_fp16");
+  EXPECT_EQ(setting(report.plan->changes[0], "fp16"), "True");
+  EXPECT_EQ(setting(report.plan->changes[0], "bf16"), "False");
+  EXPECT_EQ(report.plan->job.precision, "fp16");
+  EXPECT_EQ(report.plan->predicted.needed_bytes, needed_bytes(fitted->model, report.plan->job));
+  Job fp16 = job;
+  fp16.precision = "fp16";
+  EXPECT_EQ(report.needed_bytes, needed_bytes(fitted->model, fp16));
+  EXPECT_TRUE(std::any_of(report.notes.begin(), report.notes.end(), [](const std::string& n) {
+    return n.find("a bf16 job will not run as given; use fp16 mixed precision (fp16=True), which is what is predicted") !=
+           std::string::npos;
+  }));
+}
+
 // More cards that fit only at a smaller micro-batch are no alternative when that micro-batch fits
 // the card one has (the plan says so); nor is a count that keeps no global batch. Llama-3-8B QLoRA at
 // 2 x 4 x 4096 on an A10G: the plan is micro-batch 1; the alternative keeps micro-batch 2 and the
