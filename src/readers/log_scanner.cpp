@@ -38,7 +38,10 @@ constexpr size_t kCompactAt = 512u << 10;  // buffered bytes before old text is 
 constexpr size_t kRecentEvents = 16;       // events looked back at for a repeat (ranks interleave)
 constexpr size_t kJoinLines = 200;         // a second report of one failure follows within these lines
                                            // (after a traceback: JAX's and vLLM's run to dozens of lines)
-constexpr size_t kBfcDumpLines = 20000;    // TensorFlow's allocator dump after its BFC warning
+// TensorFlow's allocator dump after its BFC warning: a line per bin and per chunk, and a pool of
+// tens of GiB holds hundreds of thousands of chunks (only the warning's own rank's events lie
+// between the two: nothing else is joined across it).
+constexpr size_t kBfcDumpLines = 2000000;
 constexpr size_t kBlockGapLines = 8;       // vLLM's accounting lines of one startup are this close
 
 bool is_break(char c) { return c == '\n' || c == '\r'; }
@@ -778,6 +781,27 @@ OomEvent* LogScanner::State::add_event(OomEvent event, bool launcher_summary) {
         join_kill_report(*it, event);
         return nullptr;
       }
+    }
+  }
+  // TensorFlow logs the failed kernel ("OP_REQUIRES failed at conv_ops.cc:1068 : RESOURCE_EXHAUSTED:
+  // OOM when allocating tensor with shape[...]") and then raises it (ResourceExhaustedError, whose
+  // "Detected at node" text repeats the message): one failure. The raised error stands, with its
+  // traceback, and takes the logged one's figures (the BFC pool's, joined to that line).
+  if (!events.empty() && event.framework == "tensorflow" && event.format == "tf_oom_tensor" && event.is_error &&
+      event.message.find("OP_REQUIRES failed") == std::string::npos) {
+    const OomEvent& logged = events.back();
+    const FieldValue* allocator = event.field("allocator");
+    const FieldValue* logged_allocator = logged.field("allocator");
+    if (logged.framework == "tensorflow" && logged.format == event.format && logged.is_error && logged.rank == event.rank &&
+        logged.message.find("OP_REQUIRES failed") != std::string::npos && logged.device == event.device &&
+        logged.bytes("requested") == event.bytes("requested") && logged.field("shape") != nullptr &&
+        event.field("shape") != nullptr && *logged.field("shape") == *event.field("shape") &&
+        (allocator == nullptr || logged_allocator == nullptr || *allocator == *logged_allocator) &&
+        event.line <= logged.end_line + kJoinLines) {
+      const uint64_t logged_line = logged.line;
+      add_missing_figures(event, logged);
+      events.pop_back();
+      event.set_field("kernel_log_line", static_cast<int64_t>(logged_line));
     }
   }
   OomEvent* previous = nullptr;

@@ -1,5 +1,6 @@
 #include "readers/log_scanner.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "readers/keyword_filter.h"
@@ -238,6 +239,37 @@ TEST(LogScanner, JaxBfcWarningAndXlaErrorAreOneJaxEvent) {
   ASSERT_EQ(alone.events.size(), 1u);
   EXPECT_EQ(alone.events[0].framework, "jax");
   EXPECT_EQ(alone.events[0].format, "tf_bfc_oom");
+}
+
+// Keras's usual output: the BFC warning, its dump and stats, the failed kernel's log line, then the
+// raised ResourceExhaustedError repeating it: one failure, the raised error with its traceback and
+// the pool's figures. A dump of 100,000 chunk lines (a large pool) changes nothing.
+TEST(LogScanner, TensorflowKernelLogAndRaisedErrorAreOneEvent) {
+  const std::string text = testing::read_file(testing::fixture_path("explain/tf_keras_op_then_raise.log"));
+  const size_t at = text.find("@DUMP@\n");
+  ASSERT_NE(at, std::string::npos);
+  for (size_t chunks : {size_t{1}, size_t{100000}}) {
+    std::string dump;
+    for (size_t i = 0; i < chunks; ++i) {
+      dump += fmt::format("2024-05-01 10:00:00.000003: I tensorflow/core/common_runtime/bfc_allocator.cc:1066] InUse at "
+                          "7f{:010x} of size 1048576 next {}\n", i, i + 1);
+    }
+    std::string log = text;
+    log.replace(at, 7, dump);
+    auto scan = scan_text(log);
+    ASSERT_EQ(scan.events.size(), 1u) << chunks;
+    const OomEvent& e = scan.events[0];
+    EXPECT_EQ(e.format, "tf_oom_tensor");
+    EXPECT_EQ(e.line, chunks + 25);   // the raised error's message line
+    EXPECT_EQ(e.int_field("kernel_log_line"), static_cast<int64_t>(chunks + 18));
+    EXPECT_EQ(e.int_field("allocator_warning_line"), 1);
+    EXPECT_EQ(e.int_field("allocator_stats_line"), static_cast<int64_t>(chunks + 5));
+    EXPECT_EQ(e.int_field("memory_limit_bytes"), 15510929408);
+    EXPECT_EQ(e.bytes("requested"), 1644167168u);
+    ASSERT_TRUE(e.traceback);
+    ASSERT_TRUE(e.traceback->innermost_user_frame);
+    EXPECT_EQ(e.traceback->innermost_user_frame->line, 30u);
+  }
 }
 
 // vLLM's accounting lines of one startup are one report; a negative KV budget, 0 cuda blocks and
