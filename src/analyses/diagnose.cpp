@@ -2314,7 +2314,13 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
     std::vector<Fix> order = buffer == "kv_cache" ? std::vector<Fix>{kv, context, fewer}
                              : buffer == "model"  ? std::vector<Fix>{fewer}
                                                   : std::vector<Fix>{flash, kv, context, fewer};
-    if (auto quant = llama_quant_fix(e, "layers and context")) order.insert(order.end() - 1, std::move(*quant));
+    // A smaller file shrinks the weights: the buffer's own fix where they failed; where the KV cache
+    // or the compute buffer failed it only frees the weights' share (a GiB of a 4.4 GiB Q4_K_M model
+    // against a 16 GiB KV cache), after what shrinks that buffer itself (-c) and before -ngl.
+    if (auto quant = llama_quant_fix(e, "layers and context")) {
+      if (buffer == "kv_cache" || buffer == "compute") quant->cost_rank = fix_info("ggml_smaller_context").cost_rank;
+      order.insert(order.end() - 1, std::move(*quant));
+    }
     // Metal's buffers come out of unified memory, of which macOS lets the GPU wire only a part.
     if (e.string_field("backend") == "Metal") {
       order.insert(order.begin(), make_fix("metal_wired_limit", "Metal buffers come out of unified memory, of which macOS "

@@ -42,8 +42,8 @@ TEST(DiagnoseQa21Advice, LlamaCppFixesNameTheLogsFileTypeAndContext) {
   EXPECT_EQ(e.string_field("llama_file_type"), "q4_k_m");
   EXPECT_EQ(e.int_field("llama_kv_cache_bytes"), 16384ll << 20);
   const Diagnosis& d = r.events[0].diagnosis;
-  EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"ggml_flash_attention", "ggml_kv_cache_type", "ggml_smaller_quant",
-                                                  "ggml_smaller_context", "ggml_fewer_layers"}));
+  EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"ggml_flash_attention", "ggml_kv_cache_type", "ggml_smaller_context",
+                                                  "ggml_smaller_quant", "ggml_fewer_layers"}));
   const Fix& quant = testing::fix(d, "ggml_smaller_quant");
   EXPECT_EQ(quant.detail, "The model is Q4_K_M; a Q3_K_M file of it leaves room for layers and context.");
   EXPECT_EQ(quant.snippet, "a Q3_K_M GGUF instead of Q4_K_M; size it first: oomdoc fit MODEL --implementation llama_cpp "

@@ -107,8 +107,8 @@ TEST(DiagnoseQa8, LlamaCppVulkanDeviceMemory) {
   EXPECT_EQ(x.event.end_line, 3u);
   EXPECT_EQ(x.diagnosis.cause, "capacity_exhausted");
   EXPECT_EQ(x.diagnosis.evidence.at(0), "The Vulkan device could not provide a 113.01 MiB buffer on device 0.");
-  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"ggml_flash_attention", "ggml_kv_cache_type", "ggml_smaller_quant",
-                                                            "ggml_smaller_context", "ggml_fewer_layers"}));
+  EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"ggml_flash_attention", "ggml_kv_cache_type", "ggml_smaller_context",
+                                                            "ggml_smaller_quant", "ggml_fewer_layers"}));
 }
 
 // Vulkan's two lines alone: no device printed, none made up.
@@ -140,7 +140,7 @@ TEST(DiagnoseQa8, LlamaCppMetalBuffer) {
   EXPECT_EQ(x.event.string_field("llama_buffer"), "compute");
   EXPECT_EQ(x.diagnosis.evidence.at(0), "The Metal device could not provide an 8.28 GiB buffer.");
   EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"metal_wired_limit", "ggml_flash_attention", "ggml_kv_cache_type",
-                                                            "ggml_smaller_quant", "ggml_smaller_context", "ggml_fewer_layers"}));
+                                                            "ggml_smaller_context", "ggml_smaller_quant", "ggml_fewer_layers"}));
 }
 
 // Metal's line alone, and when the model's loader names itself after it: the weights' fixes only.
@@ -196,7 +196,7 @@ TEST(DiagnoseQa8, LlamaCppBufferLineAlone) {
       "alloc_tensor_range: failed to allocate CUDA0 buffer of size 4294967296\n"
       "llama_kv_cache_init: failed to allocate buffer for kv cache\n"));
   EXPECT_EQ(kv.event.string_field("llama_buffer"), "kv_cache");
-  EXPECT_EQ(fix_ids(kv.diagnosis), (std::vector<std::string>{"ggml_kv_cache_type", "ggml_smaller_quant", "ggml_smaller_context",
+  EXPECT_EQ(fix_ids(kv.diagnosis), (std::vector<std::string>{"ggml_kv_cache_type", "ggml_smaller_context", "ggml_smaller_quant",
                                                              "ggml_fewer_layers"}));
   // Host buffers are not the GPU's: system RAM (ggml_cpu_buffer) and pinned memory stay out.
   EXPECT_EQ(only_event(explain_text("alloc_tensor_range: failed to allocate CPU buffer of size 1258291200\n")).event.format,
@@ -225,6 +225,7 @@ TEST(DiagnoseQa8, LlamaCppCudaErrorInPool) {
   EXPECT_EQ(x.diagnosis.evidence.at(0), "A CUDA call inside llama.cpp ran out of memory in ggml_cuda_pool_malloc on device 0; "
                                         "no size is printed.");
   EXPECT_EQ(x.diagnosis.evidence.size(), 2u);   // and what the pool is
+  // (No buffer named: the smaller file keeps its place in the ladder.)
   EXPECT_EQ(fix_ids(x.diagnosis), (std::vector<std::string>{"ggml_flash_attention", "ggml_kv_cache_type", "ggml_smaller_quant",
                                                             "ggml_smaller_context", "ggml_fewer_layers"}));
   const std::string out = render_explain(explain_text(

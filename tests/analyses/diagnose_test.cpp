@@ -534,12 +534,12 @@ TEST(Diagnose, LlamaCppFixesFollowTheBufferThatFailed) {
   };
   const std::string alloc = "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 8192.00 MiB on device 0: cudaMalloc failed: out of memory\n";
   EXPECT_EQ(fixes(alloc + "llama_kv_cache_init: failed to allocate buffer for kv cache\n"),
-            (std::vector<std::string>{"ggml_kv_cache_type", "ggml_smaller_quant", "ggml_smaller_context", "ggml_fewer_layers"}));
+            (std::vector<std::string>{"ggml_kv_cache_type", "ggml_smaller_context", "ggml_smaller_quant", "ggml_fewer_layers"}));
   EXPECT_EQ(fixes(alloc + "llama_model_load: error loading model: unable to allocate CUDA0 buffer\n"),
             (std::vector<std::string>{"ggml_smaller_quant", "ggml_fewer_layers"}));
   EXPECT_EQ(fixes(alloc + "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 8589934592\n"),
-            (std::vector<std::string>{"ggml_flash_attention", "ggml_kv_cache_type", "ggml_smaller_quant",
-                                      "ggml_smaller_context", "ggml_fewer_layers"}));
+            (std::vector<std::string>{"ggml_flash_attention", "ggml_kv_cache_type", "ggml_smaller_context",
+                                      "ggml_smaller_quant", "ggml_fewer_layers"}));
 }
 
 
