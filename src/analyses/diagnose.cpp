@@ -639,9 +639,18 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
                                                               "see; a desktop session also holds memory on small cards."));
     } else {
       outside_evidence.push_back(fmt::format(
-          "This process holds {} outside PyTorch's allocator ({} of the card): NCCL buffers, cuBLAS/cuDNN "
-          "workspaces, CUDA graphs.", format_bytes(bytes), pct(bytes, total)));
-      outside_fixes.push_back(make_fix("library_workspace", "Workspaces and communication buffers count against the card."));
+          "This process holds {} outside PyTorch's allocator ({} of the card): the CUDA context, NCCL's buffers, "
+          "other libraries' own allocations (cuBLAS and cuDNN workspaces are inside it).", format_bytes(bytes),
+          pct(bytes, total)));
+      outside_fixes.push_back(make_fix("outside_allocator_holder",
+                                       "PyTorch's caching allocator does not hold this memory: another allocator in the "
+                                       "process does, and only it can give it back."));
+      // A rank of a distributed job: NCCL's communicators are the usual holder.
+      if (e.rank) {
+        outside_fixes.push_back(make_fix("nccl_buffers", "NCCL's buffers are allocated outside PyTorch's cache, per "
+                                                         "communicator and channel."));
+        outside_fixes.push_back(make_fix("nccl_nvls_off", "NVLink SHARP's multicast buffers are the largest of NCCL's."));
+      }
       if (e.bytes("private_pools")) {
         outside_fixes.push_back(make_fix(from_vllm(e) ? "vllm_enforce_eager" : from_sglang(e) ? "sglang_disable_cuda_graph" : "cuda_graphs",
                                          fmt::format("{} sit in CUDA-graph private pools.",

@@ -90,6 +90,13 @@ const std::vector<FixInfo>& fix_catalog() {
        "PYTORCH_NO_CUDA_MEMORY_CACHING=1 python train.py  # debugging only: every free goes back to the driver; "
        "if that run gets further, torch.cuda.empty_cache() before the failing call helps", 2,
        "free (one much slower run)"},
+      // Memory this process holds outside PyTorch's caching allocator (nvidia-smi's figure less
+      // reserved): the CUDA context, NCCL's buffers, and other libraries' own cudaMalloc. cuBLAS and
+      // cuDNN workspaces are not among them: PyTorch allocates those from its cache.
+      {"outside_allocator_holder", "Find what holds memory outside PyTorch's allocator in this process",
+       "NCCL_DEBUG=INFO shows NCCL's buffers; keep CUDA_MODULE_LOADING=LAZY (PyTorch's default; EAGER loads every "
+       "kernel); call torch.cuda.mem_get_info() before and after other GPU libraries load (CuPy, TensorRT, ONNX "
+       "Runtime, a JAX or TensorFlow runtime in the same process) and cap their pools", 2, "free"},
       {"library_workspace", "Leave room for cuBLAS/cuDNN workspaces and handles",
        // CUBLAS_WORKSPACE_CONFIG=:SIZE_KiB:COUNT; PyTorch's default is :4096:2:16:8 (2 x 4 MiB + 8 x
        // 16 KiB); :16:8 (8 x 16 KiB, CUDA's small deterministic setting) shrinks it, :4096:8 would grow it.

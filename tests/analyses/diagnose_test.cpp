@@ -526,6 +526,30 @@ namespace oomdoc {
 namespace {
 
 // llama.cpp: only the fixes that shrink the buffer that failed, cheapest first.
+// Memory this process holds outside PyTorch's allocator is not cuBLAS's or cuDNN's workspace (those
+// come from PyTorch's cache): the first fix says how to find the holder; a rank's adds NCCL's.
+TEST(Diagnose, MemoryOutsideTheAllocatorInThisProcessPointsAtItsHolder) {
+  const std::string message =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB. GPU 0 has a total capacity of 23.65 GiB of "
+      "which 1.50 GiB is free. Including non-PyTorch memory, this process has 22.13 GiB memory in use. Of the allocated "
+      "memory 15.80 GiB is allocated by PyTorch, and 200.00 MiB is reserved by PyTorch but unallocated.\n";
+  auto ids = [](const std::string& text) {
+    const ExplainReport r = explain_text(text);
+    EXPECT_EQ(r.events.size(), 1u);
+    EXPECT_EQ(r.events[0].diagnosis.cause, "non_pytorch_memory_in_process");
+    return testing::fix_ids(r.events[0].diagnosis);
+  };
+  const auto single = ids(message);
+  ASSERT_FALSE(single.empty());
+  EXPECT_EQ(single[0], "outside_allocator_holder");
+  EXPECT_EQ(std::count(single.begin(), single.end(), "library_workspace"), 0);
+  EXPECT_EQ(std::count(single.begin(), single.end(), "nccl_buffers"), 0);
+  const auto rank = ids("[rank1]: " + message);
+  EXPECT_EQ(rank[0], "outside_allocator_holder");
+  EXPECT_EQ(std::count(rank.begin(), rank.end(), "nccl_buffers"), 1);
+  EXPECT_EQ(std::count(rank.begin(), rank.end(), "nccl_nvls_off"), 1);
+}
+
 TEST(Diagnose, LlamaCppFixesFollowTheBufferThatFailed) {
   auto fixes = [](const std::string& text) {
     std::vector<std::string> ids;
