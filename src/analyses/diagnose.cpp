@@ -645,8 +645,9 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
       outside_fixes.push_back(make_fix("outside_allocator_holder",
                                        "PyTorch's caching allocator does not hold this memory: another allocator in the "
                                        "process does, and only it can give it back."));
-      // A rank of a distributed job: NCCL's communicators are the usual holder.
-      if (e.rank) {
+      // A rank of a distributed training job: NCCL's communicators are the usual holder. (A serving
+      // engine's workers leave room for them by a lower memory share, among its own flags.)
+      if (e.rank && !from_vllm(e) && !from_sglang(e)) {
         outside_fixes.push_back(make_fix("nccl_buffers", "NCCL's buffers are allocated outside PyTorch's cache, per "
                                                          "communicator and channel."));
         outside_fixes.push_back(make_fix("nccl_nvls_off", "NVLink SHARP's multicast buffers are the largest of NCCL's."));

@@ -686,12 +686,12 @@ const std::string kVllmWorkerOom =
 TEST(Diagnose, OomInsideAVllmWorkerGetsVllmFlagsNotTrainingArguments) {
   Diagnosis d = first_error(kVllmWorkerOom);
   EXPECT_EQ(d.cause, "non_pytorch_memory_in_process");
-  EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"library_workspace", "vllm_max_model_len", "vllm_max_num_seqs",
-                                                  "vllm_kv_cache_dtype", "vllm_enforce_eager", "vllm_gpu_memory_utilization",
+  // A vLLM worker leaves room for NCCL by its memory share, among vLLM's own flags.
+  EXPECT_EQ(fix_ids(d), (std::vector<std::string>{"outside_allocator_holder", "vllm_max_model_len", "vllm_max_num_seqs", "vllm_kv_cache_dtype",
+                                                  "vllm_enforce_eager", "vllm_gpu_memory_utilization",
                                                   "vllm_tensor_parallel", "vllm_quantized_weights"}));
+  ASSERT_NE(find_fix(d, "vllm_gpu_memory_utilization"), nullptr);
   EXPECT_EQ(find_fix(d, "vllm_gpu_memory_utilization")->snippet, "--gpu-memory-utilization 0.87  # 0.85 with a vLLM before v0.21");
-  EXPECT_EQ(find_fix(d, "library_workspace")->snippet,
-            "export CUBLAS_WORKSPACE_CONFIG=:16:8  # in vLLM's environment: 8 x 16 KiB per handle, down from :4096:2:16:8");
   for (const auto& f : d.fixes) EXPECT_EQ(f.snippet.find("TrainingArguments"), std::string::npos) << f.id;
 }
 
