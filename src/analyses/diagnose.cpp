@@ -883,9 +883,21 @@ void add_sglang_ladder(Diagnosis& d, bool graph_capture, std::optional<double> f
 // A process killed by SIGKILL (readers/formats/others.cpp): host RAM, told by the shell, a launcher,
 // PyTorch's DataLoader or the kernel itself. The fixes are those for what the process was doing
 // when the log says so (loading a checkpoint, a DataLoader worker), cheapest first.
+// A kill while building software, not while running it: the compiler's own report, or a build
+// step's exit status (BuildKit's `process "/bin/sh -c pip install flash-attn ..." did not complete
+// successfully: exit code: 137`).
+bool killed_while_building(const OomEvent& e) {
+  if (e.string_field("kill_report") == "compiler") return true;
+  for (std::string_view step : {"pip install", "setup.py", "ninja", "cmake --build", "make -j"}) {
+    if (e.message.find(step) != std::string::npos) return true;
+  }
+  return false;
+}
+
 void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operation, const LogContext& context) {
   d.cause = "killed_host_oom_suspected";
   const std::string report = e.string_field("kill_report").value_or("");
+  const bool building = killed_while_building(e);
   const bool kernel = report == "kernel_oom_killer" || e.field("kernel_report_line") != nullptr;
   const auto pid = e.int_field("pid");
   const auto anon = e.bytes("anon_rss");
@@ -927,13 +939,19 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
       told = "DeepSpeed's launcher reports its child exited with -9: killed by SIGKILL, with no error of its own.";
     } else if (report == "exit_code") {
       told = "Exit code 137 is 128 + 9: the process was killed by SIGKILL, with no error of its own.";
+    } else if (report == "compiler") {
+      told = fmt::format("The compiler ({}) was killed by SIGKILL.", e.string_field("process_name").value_or("cc1plus"));
     } else {
       told = "The process was killed with SIGKILL (signal 9) and printed no error of its own.";
     }
-    d.evidence.push_back(told + " On Linux that is usually the kernel's OOM killer ending it for host (CPU) RAM (loading a "
-                                "checkpoint, DataLoader workers, pinned buffers), or a scheduler's memory limit (Slurm, "
-                                "Kubernetes OOMKilled). `dmesg | grep -i 'killed process'` (or the job's accounting) "
-                                "confirms it.");
+    d.evidence.push_back(
+        told + (building ? " It happened building software: compiling CUDA extensions from source (flash-attn, "
+                           "DeepSpeed's ops, xformers) runs a compiler per core, each taking several GB of host (CPU) "
+                           "RAM, and the kernel's OOM killer ends one. `dmesg | grep -i 'killed process'` confirms it."
+                         : " On Linux that is usually the kernel's OOM killer ending it for host (CPU) RAM (loading a "
+                           "checkpoint, DataLoader workers, pinned buffers), or a scheduler's memory limit (Slurm, "
+                           "Kubernetes OOMKilled). `dmesg | grep -i 'killed process'` (or the job's accounting) "
+                           "confirms it."));
   }
   if (loading) d.evidence.push_back("It was killed while the checkpoint's shards were loading.");
   // A vLLM server killed after its V0 engine logged "# CPU blocks": it had just pinned --swap-space
@@ -953,6 +971,12 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
     }
     d.fixes.push_back(make_fix("more_host_memory", "vLLM's workers each hold their share of the weights in RAM while "
                                                    "they load, plus the swap space."));
+    return;
+  }
+  if (building) {
+    d.fixes.push_back(make_fix("build_max_jobs", "Fewer compiler jobs at once need less RAM at once."));
+    d.fixes.push_back(make_fix("add_swap", "A build's peak then pages out instead of killing a compiler."));
+    d.fixes.push_back(make_fix("more_host_memory", "Or build where there is more RAM (a prebuilt wheel needs none)."));
     return;
   }
   if (!dataloader) {
@@ -1945,6 +1969,7 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
              e.format == "numpy_array_alloc" || e.format == "python_memory_error" || e.format == "os_enomem" ||
              e.format == "dataloader_shm" ||
              e.format == "ggml_pinned_host" || e.format == "ggml_cpu_buffer" || e.format == "ollama_system_memory" ||
+             e.format == "xla_host_oom" ||
              (e.format == "tf_oom_tensor" && e.string_field("device_kind") == "CPU") ||
              // TensorFlow's pinned host pool (cuda_host_bfc, gpu_host_bfc): host RAM the GPU copies from.
              ((e.format == "tf_oom_tensor" || e.format == "tf_bfc_oom") &&
@@ -1975,6 +2000,25 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.fixes.push_back(make_fix("host_memory", "Free system RAM (close other programs), or use a smaller quantization "
                                                 "or context so less of the model stays in RAM.",
                                  std::string(fix_snippet("host_memory", FixVariant::kOllama))));
+    } else if (e.format == "xla_host_oom") {
+      // The request against XLA's own cap (XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB, "the default 64 GB"):
+      // a limit in whole GB that covers it, rounded up to 8.
+      const auto limit = e.int_field("host_memory_limit_gb");
+      d.evidence.push_back(fmt::format("XLA's GPU client keeps its pinned host memory (host offloading, transfers) under "
+                                       "a limit of its own{}, whatever RAM the machine has.",
+                                       limit ? fmt::format(" ({} GB by default)", *limit) : std::string()));
+      if (m.requested) {
+        const uint64_t gb = (*m.requested + 999999999) / 1000000000;
+        const uint64_t value = (gb + 7) / 8 * 8;
+        d.fixes.push_back(make_fix("xla_host_memory_limit", "The message names the setting itself.",
+                                   *fix_snippet_with_value("xla_host_memory_limit", FixVariant::kDefault,
+                                                           std::to_string(value),
+                                                           fmt::format("the request is {} ({} GB)",
+                                                                       format_bytes(*m.requested), gb))));
+      } else {
+        d.fixes.push_back(make_fix("xla_host_memory_limit", "The message names the setting itself."));
+      }
+      d.fixes.push_back(make_fix("more_host_memory", "A limit above the machine's free RAM only moves the failure."));
     } else if (e.format == "ggml_cpu_buffer") {
       d.evidence.push_back("llama.cpp reads the layers it keeps on the CPU into system RAM (with mmap off, as a copy "
                            "the OS cannot page back to the file).");

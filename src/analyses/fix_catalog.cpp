@@ -314,6 +314,16 @@ const std::vector<FixInfo>& fix_catalog() {
       {"shm_size", "Give the container more shared memory (/dev/shm)",
        "docker run --shm-size=16g ...  # or --ipc=host; Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm",
        1, "free"},
+      // Building a CUDA extension from source (flash-attn, DeepSpeed ops, xformers): ninja runs a
+      // compiler per core, and each nvcc/cc1plus job can take several GB of RAM (flash-attn's README
+      // asks for MAX_JOBS=4 on machines with less than 96 GB of RAM and many cores).
+      {"build_max_jobs", "Build with fewer parallel compiler jobs",
+       "MAX_JOBS=4 pip install flash-attn --no-build-isolation  # or a prebuilt wheel; each compiler job can take "
+       "several GB of RAM", 1, "free; a slower build"},
+      // XLA's GPU client caps its pinned host memory (host offloading, transfers) separately.
+      {"xla_host_memory_limit", "Raise XLA's host memory limit",
+       "export XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB=N  # above what the request needs, within the machine's RAM", 2,
+       "free, if the machine has the RAM"},
       {"add_swap", "Add swap, so a short peak pages out instead of ending the run",
        "sudo fallocate -l 32G /swapfile && sudo chmod 600 /swapfile && sudo mkswap /swapfile && sudo swapon /swapfile",
        3, "free; very slow while the peak lasts"},
@@ -342,6 +352,8 @@ std::optional<std::string> fix_snippet_with_value(std::string_view id, FixVarian
     std::string_view snippet;   // {value}, {why}
   };
   static constexpr Valued kValued[] = {
+      {"xla_host_memory_limit", FixVariant::kDefault,
+       "export XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB={value}  # {why}, within the machine's RAM"},
       {"ggml_smaller_context", FixVariant::kDefault, "-c {value}  # {why}; -ub 256 shrinks the compute buffer"},
       {"ggml_smaller_context", FixVariant::kOllama,
        "/set parameter num_ctx {value}  # {why}, in `ollama run`; PARAMETER num_ctx {value} in a Modelfile, "

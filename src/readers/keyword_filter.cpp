@@ -81,6 +81,7 @@ const KeywordFilter& KeywordFilter::standard() {
       // into buckets that admit far more false candidates (bench/explain_vs_grep.sh: +25% time).
       {"unhandled cuda error", 5},
       {"ncclUnhandledCudaError", 3},
+      {"xit code: 137", 0},      // docker build (BuildKit): "did not complete successfully: exit code: 137" ("xi", a pair already in)
   });
   return filter;
 }

@@ -26,7 +26,7 @@ std::string kill_reporter(const OomEvent& e) {
       {"shell", "the shell"}, {"kernel_oom_killer", "the kernel's OOM killer"}, {"dataloader_worker", "PyTorch's DataLoader"},
       {"torchrun", "torchrun"}, {"deepspeed_launcher", "DeepSpeed's launcher"}, {"subprocess", "Python's subprocess"},
       {"exit_code", "its exit code (137)"}, {"slurm", "Slurm"}, {"srun", "Slurm's srun"},
-      {"kubernetes", "Kubernetes (OOMKilled)"}};
+      {"kubernetes", "Kubernetes (OOMKilled)"}, {"compiler", "the compiler driver (gcc)"}};
   auto it = names.find(e.string_field("kill_report").value_or(""));
   return it == names.end() ? framework_title(e) : it->second;
 }

@@ -644,6 +644,38 @@ TEST(Diagnose, ExpandableSegmentsAlreadyOnAreNotAdvisedAgain) {
   EXPECT_TRUE(has_fix(first_error("PYTORCH_ALLOC_CONF=expandable_segments:True torchrun x.py\n" + oom), "expandable_segments"));
 }
 
+// Host RAM as three more programs report it: XLA's GPU client over its own host limit (the setting
+// it names, with a value above the request), gcc's compiler killed while building a CUDA extension,
+// and BuildKit's build step that exited 137 (both: fewer compiler jobs first).
+TEST(Diagnose, HostMemoryOfXlaAndOfBuilds) {
+  const ExplainReport xla = explain_text(
+      "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of host memory while trying to allocate 73014444032 "
+      "bytes. Please set the environment variable XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB to allocate larger host memory than "
+      "the default 64 GB.\n");
+  ASSERT_EQ(xla.events.size(), 1u);
+  EXPECT_EQ(xla.events[0].event.format, "xla_host_oom");
+  EXPECT_EQ(xla.events[0].event.bytes("requested"), 73014444032u);
+  EXPECT_EQ(xla.events[0].event.int_field("host_memory_limit_gb"), 64);
+  EXPECT_EQ(xla.events[0].diagnosis.cause, "host_memory");
+  EXPECT_EQ(fix_ids(xla.events[0].diagnosis), (std::vector<std::string>{"xla_host_memory_limit", "more_host_memory"}));
+  EXPECT_EQ(xla.events[0].diagnosis.fixes[0].snippet,
+            "export XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB=80  # the request is 68.00 GiB (74 GB), within the machine's RAM");
+
+  const ExplainReport gcc = explain_text("c++: fatal error: Killed signal terminated program cc1plus\n");
+  ASSERT_EQ(gcc.events.size(), 1u);
+  EXPECT_EQ(gcc.events[0].event.format, "process_killed");
+  EXPECT_EQ(gcc.events[0].event.string_field("kill_report"), "compiler");
+  EXPECT_EQ(gcc.events[0].event.string_field("process_name"), "cc1plus");
+  EXPECT_EQ(fix_ids(gcc.events[0].diagnosis), (std::vector<std::string>{"build_max_jobs", "add_swap", "more_host_memory"}));
+
+  const ExplainReport docker = explain_text(
+      "#12 ERROR: process \"/bin/sh -c pip install flash-attn --no-build-isolation\" did not complete successfully: exit "
+      "code: 137\n");
+  ASSERT_EQ(docker.events.size(), 1u);
+  EXPECT_EQ(docker.events[0].event.int_field("exit_code"), 137);
+  EXPECT_EQ(fix_ids(docker.events[0].diagnosis)[0], "build_max_jobs");
+}
+
 // NumPy's _ArrayMemoryError (binary units, as numpy prints them) is host RAM, with its shape.
 TEST(Diagnose, NumpyArrayMemoryErrorIsHostMemory) {
   const ExplainReport r = explain_text(

@@ -191,6 +191,18 @@ void set_pid(OomEvent& event, std::string_view digits) {
 // with job control "[1]    26478 killed     python test.py"; both also glued to a progress bar
 // ("?it/s]zsh: killed     .venv/bin/python"). A line that merely contains the word ("Killed 3
 // zombie workers", "test_killed PASSED") is none.
+// A compiler killed while building a CUDA extension (flash-attn, DeepSpeed's ops, xformers from
+// source): gcc's driver reports its cc1plus (or cc1, or the linker) ended by SIGKILL, "c++: fatal
+// error: Killed signal terminated program cc1plus"; ninja runs one such job per core.
+std::optional<FormatMatch> match_compiler_killed(const MessageWindow& w) {
+  static const RE2 re(R"(\bfatal error: Killed signal terminated program (\S+))");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m = kill_match("build", "compiler");
+  m.event.set_field("process_name", std::string((*g)[1]));
+  return m;
+}
+
 std::optional<FormatMatch> match_shell_killed(const MessageWindow& w) {
   std::string_view line = w.lines[0];
   while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
@@ -302,7 +314,8 @@ std::optional<FormatMatch> match_exit_status_kill(const MessageWindow& w) {
     m.event.set_field("exit_code", int64_t{-9});
     return m;
   }
-  static const RE2 code137(R"(\bexit(?:ed with)? code 137\b)");
+  // (BuildKit: "did not complete successfully: exit code: 137".)
+  static const RE2 code137(R"(\bexit(?:ed with)? code:? 137\b)");
   if (regex_search(code137, w.lines[0])) {
     FormatMatch m = kill_match("python", "exit_code");
     m.event.set_field("exit_code", int64_t{137});
@@ -435,6 +448,7 @@ void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"python_memory_error", {"MemoryError"}, match_python_memory_error});
   out.push_back({"os_enomem", {"[Errno 12]"}, match_enomem});
   out.push_back({"dataloader_shm", {"Unexpected bus error encountered", "killed by signal: Bus error"}, match_dataloader_shm});
+  out.push_back({"process_killed", {"Killed signal terminated program"}, match_compiler_killed});
   out.push_back({"process_killed", {"Killed", "killed  "}, match_shell_killed});
   out.push_back({"process_killed", {"-9", "137"}, match_exit_status_kill});
   out.push_back({"process_killed", {"oom_kill event", "oom-kill event", "emory limit (", "Out Of Memory", "OOMKilled"},

@@ -206,9 +206,28 @@ std::optional<FormatMatch> match_tpu_hbm_alloc(const MessageWindow& w) {
   return m;
 }
 
+// The GPU client's host memory (pinned buffers for host offloading and transfers) has its own
+// limit: "RESOURCE_EXHAUSTED: Out of host memory while trying to allocate 73014444032 bytes. Please
+// set the environment variable XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB to allocate larger host memory
+// than the default 64 GB."
+std::optional<FormatMatch> match_host_oom(const MessageWindow& w) {
+  static const RE2 re(R"((?:RESOURCE_EXHAUSTED|Resource exhausted):\s*Out\s+of\s+host\s+memory (?:while trying to allocate|allocating) (\d+) bytes)");
+  auto g = regex_search(re, w.flat);
+  if (!g || w.line_of(offset_in(w, (*g)[0])) != 0) return std::nullopt;
+  auto m = new_match("jax", "xla_host_oom");
+  set_printed_bytes(m.event, "requested", (*g)[1]);
+  m.event.set_field("device_kind", std::string("CPU"));
+  static const RE2 limit(R"(XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB to allocate larger host memory than the default (\d+) ?GB)");
+  if (auto l = regex_search(limit, w.lines[0])) {
+    if (auto gb = parse_decimal<int64_t>((*l)[1])) m.event.set_field("host_memory_limit_gb", *gb);
+  }
+  return m;
+}
+
 }  // namespace
 
 void add_xla_formats(std::vector<MessageFormat>& out) {
+  out.push_back({"xla_host_oom", {"Out of host memory"}, match_host_oom});
   out.push_back({"xla_oom_bytes", {"xhausted", "XHAUSTED"}, match_oom_bytes});
   out.push_back({"xla_failed_request", {"Failed to allocate request for"}, match_failed_request});
   out.push_back({"xla_cuda_async_alloc", {"cuMemAllocAsync failed to allocate"}, match_cuda_async_alloc});
