@@ -518,18 +518,27 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
   }
   // A 1.x message cut before PyTorch's reserve: its allocated figure is only part of what PyTorch
   // holds (the cache is not printed), so the rest of the card cannot be told apart either.
-  const bool reserve_cut = e.format == "pytorch_old_truncated" && !e.bytes("reserved_total") && !e.bytes("reserved_unallocated");
-  if (reserve_cut && m.total) {
+  const bool reserve_cut = (e.format == "pytorch_old_truncated" || e.field("message_cut") != nullptr) &&
+                           !e.bytes("reserved_total") && !e.bytes("reserved_unallocated");
+  if (reserve_cut && m.total && (m.this_process || e.bytes("allocated") || e.format == "pytorch_old_truncated")) {
     d.cause = "insufficient_information";
     const auto allocated = e.bytes("allocated");
     d.evidence.push_back(fmt::format(
-        "The message was cut before PyTorch's reserve{}: {}so what holds the rest of the card (PyTorch's cache, other "
-        "processes) cannot be told; the full message (or `oomdoc snapshot`) can.",
+        "The message was cut before PyTorch's reserve{}: {}{}so {} cannot be told; the full message (or `oomdoc "
+        "snapshot`) can.",
         m.free ? "" : " and the free figure",
+        m.this_process ? fmt::format("this process held {} of {} ({}), ", format_bytes(*m.this_process),
+                                     format_bytes(total), pct(*m.this_process, total))
+                       : std::string(),
         allocated ? fmt::format("PyTorch had {} of {} allocated ({}), ", format_bytes(*allocated), format_bytes(total),
                                 pct(*allocated, total))
-                  : fmt::format("{} total{}, ", format_bytes(total),
-                                m.requested ? fmt::format(", {} requested", format_bytes(*m.requested)) : std::string())));
+                  : m.this_process ? std::string()
+                                   : fmt::format("{} total{}, ", format_bytes(total),
+                                                 m.requested ? fmt::format(", {} requested", format_bytes(*m.requested))
+                                                             : std::string()),
+        m.this_process ? "how much of this process's memory is PyTorch's cache (fragmentation) and how much lies "
+                         "outside PyTorch"
+                       : "what holds the rest of the card (PyTorch's cache, other processes)"));
     if (m.requested && at_least_half(requested, total)) add_one_tensor(d, requested, total);
     add_training_ladder(d, e, m, operation_of(e));
     return;

@@ -596,6 +596,37 @@ TEST(Diagnose, DecimalCommaMessageWithoutTheProcessPartIsInsufficientInformation
   EXPECT_EQ(d.cause, "insufficient_information");
 }
 
+// A 2.x message cut inside its last sentence (an issue title) keeps every figure printed whole, says
+// it was cut (message_cut), and rests no cause on the missing reserve.
+TEST(Diagnose, CutTwoXMessageKeepsItsWholeFiguresAndSaysWhatIsMissing) {
+  const std::string head =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB "
+      "of which 1.05 GiB is free. Including non-PyTorch memory, this process has 78.09 GiB ";
+  const ExplainReport allocated = explain_text(head + "memory in use. Of the allocated memory 70.00 GiB is allocated by "
+                                                      "PyTorch, and 7.50 GiB is rese\n");
+  ASSERT_EQ(allocated.events.size(), 1u);
+  const OomEvent& e = allocated.events[0].event;
+  EXPECT_EQ(e.bytes("process"), static_cast<uint64_t>(78.09 * (1ull << 30)));
+  EXPECT_EQ(e.bytes("allocated"), 70ull << 30);
+  EXPECT_FALSE(e.bytes("reserved_unallocated").has_value());
+  EXPECT_NE(e.field("message_cut"), nullptr);
+  const Diagnosis& d = allocated.events[0].diagnosis;
+  EXPECT_EQ(d.cause, "insufficient_information");
+  EXPECT_EQ(d.evidence.at(0), "The message was cut before PyTorch's reserve: this process held 78.09 GiB of 79.15 GiB "
+                              "(99%), PyTorch had 70.00 GiB of 79.15 GiB allocated (88%), so how much of this process's "
+                              "memory is PyTorch's cache (fragmentation) and how much lies outside PyTorch cannot be told; "
+                              "the full message (or `oomdoc snapshot`) can.");
+  const ExplainReport process = explain_text(head + "memo\n");
+  ASSERT_EQ(process.events.size(), 1u);
+  EXPECT_EQ(process.events[0].event.bytes("process"), static_cast<uint64_t>(78.09 * (1ull << 30)));
+  EXPECT_EQ(process.events[0].diagnosis.cause, "insufficient_information");
+  // The whole message is not cut.
+  const ExplainReport full = explain_text(head + "memory in use. Of the allocated memory 70.00 GiB is allocated by "
+                                                 "PyTorch, and 7.50 GiB is reserved by PyTorch but unallocated.\n");
+  EXPECT_EQ(full.events[0].event.field("message_cut"), nullptr);
+  EXPECT_NE(full.events[0].diagnosis.cause, "insufficient_information");
+}
+
 TEST(Diagnose, CutMessageStillTellsWhatTheFiguresPresentProve) {
   // The request alone is larger than the card: that needs no process figures.
   Diagnosis d = first_error("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 50.00 GiB. GPU 0 has a total "

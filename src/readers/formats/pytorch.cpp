@@ -115,11 +115,13 @@ std::optional<FormatMatch> read_glued(const MessageWindow& w,
 // when it gives the full figures.
 std::optional<FormatMatch> match_new(const MessageWindow& w) {
   auto m = match_new_in(w);
-  const bool complete = m && m->event.format == "pytorch_new" && m->event.bytes("allocated");
-  if (complete) return m;
+  auto whole = [](const std::optional<FormatMatch>& r) {
+    return r && r->event.format == "pytorch_new" && r->event.field("message_cut") == nullptr;
+  };
+  if (whole(m)) return m;
   auto alt = read_glued(w, match_new_in);
   if (!alt || alt->event.format != "pytorch_new") return m;
-  if (m && m->event.format == "pytorch_new" && !alt->event.bytes("allocated")) return m;
+  if (m && m->event.format == "pytorch_new" && !whole(alt)) return m;
   return alt;
 }
 
@@ -176,9 +178,15 @@ std::optional<FormatMatch> match_new_in(const MessageWindow& w) {
     end = std::max(end, joined_offset_in(w, (*p)[0]) + (*p)[0].size());
   }
   static const RE2 self("this process has (" + kSize + ") memory in use");
+  // Cut inside the words after the figure (an issue title: "this process has 78.09 GiB memo"): the
+  // figure is whole.
+  static const RE2 self_cut("this process has (" + kSize + ")(?: [a-z ]*)?$");
   if (auto p = regex_search(self, rest)) {
     set_printed_size(e, "process", (*p)[1]);
     end = std::max(end, joined_offset_in(w, (*p)[0]) + (*p)[0].size());
+  } else if (auto c = regex_search(self_cut, rest)) {
+    set_printed_size(e, "process", (*c)[1]);
+    end = std::max(end, joined_offset_in(w, (*c)[0]) + (*c)[0].size());
   }
   // torch.cuda.set_per_process_memory_fraction() adds "<limit> allowed; " before the figures.
   static const RE2 allowed("(" + kSize + ") allowed;");
@@ -204,6 +212,17 @@ std::optional<FormatMatch> match_new_in(const MessageWindow& w) {
       size_t period = w.joined.find("avoid fragmentation", end);
       if (period != std::string::npos && period < hint_end) end = period;
     }
+  }
+  // A 2.x message always prints its allocated figures: without them it was cut short (an issue
+  // title, a viewer's width). The allocated figure printed whole before the cut is kept, and the
+  // event says the reserve is missing (`message_cut`), so no cause rests on its absence.
+  if (e.format == "pytorch_new" && !e.bytes("reserved_unallocated")) {
+    static const RE2 allocated_cut("Of the allocated memory (" + kSize + ") is allocated by PyTorch");
+    if (auto p = regex_search(allocated_cut, rest)) {
+      set_printed_size(e, "allocated", (*p)[1]);
+      end = std::max(end, joined_offset_in(w, (*p)[0]) + (*p)[0].size());
+    }
+    e.set_field("message_cut", true);
   }
   end = known_end(w, end, w.joined.size());
   m.lines_used = w.joined_line_of(end == 0 ? 0 : end - 1) + 1;
