@@ -721,6 +721,16 @@ OomEvent* LogScanner::State::add_event(OomEvent event, bool launcher_summary) {
       }
     }
   }
+  // A markdown quotation ("> ...") of an error an earlier event carries (a GitHub comment quoting
+  // the message above it) mentions that failure: no second event, and no traceback borrowed from it.
+  if (event.message.starts_with(">") && event.bytes("requested")) {
+    for (auto it = events.rbegin(); it != events.rend() && it - events.rbegin() < static_cast<long>(kRecentEvents); ++it) {
+      if (it->framework == event.framework && it->bytes("requested") == event.bytes("requested") &&
+          figures_agree(*it, event)) {
+        return nullptr;
+      }
+    }
+  }
   // The same failure reported again is not a new event: a retry loop printing one OOM thousands
   // of times is one event with a count and a line range (find_repeat, before the traceback is
   // read), and a second layer's report of it joins the first.

@@ -241,6 +241,21 @@ TEST(LogScanner, JaxBfcWarningAndXlaErrorAreOneJaxEvent) {
   EXPECT_EQ(alone.events[0].format, "tf_bfc_oom");
 }
 
+// A markdown quote of the error above it (a GitHub comment) is a mention, not a second failure; a
+// quoted error with other figures, or with nothing before it, is one.
+TEST(LogScanner, MarkdownQuoteOfAnEarlierErrorIsAMention) {
+  const std::string full =
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB. GPU 0 has a total capacity of 23.64 GiB "
+      "of which 4.33 GiB is free. Including non-PyTorch memory, this process has 19.29 GiB memory in use. Of the "
+      "allocated memory 18.80 GiB is allocated by PyTorch, and 43.81 MiB is reserved by PyTorch but unallocated.\n";
+  const std::string quote = "> torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB\n";
+  auto mention = scan_text(full + "\nSame here:\n\n" + quote);
+  ASSERT_EQ(mention.events.size(), 1u);
+  EXPECT_EQ(mention.events[0].line, 1u);
+  EXPECT_EQ(scan_text(full + "\n> torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB\n").events.size(), 2u);
+  EXPECT_EQ(scan_text(quote).events.size(), 1u);
+}
+
 // Keras's usual output: the BFC warning, its dump and stats, the failed kernel's log line, then the
 // raised ResourceExhaustedError repeating it: one failure, the raised error with its traceback and
 // the pool's figures. A dump of 100,000 chunk lines (a large pool) changes nothing.
