@@ -921,8 +921,12 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
         report == "kubernetes"
             ? "Kubernetes reports the container OOMKilled: it went over its memory limit (resources.limits.memory) and "
               "the kernel ended it" + (exit_code ? fmt::format(" (exit code {}).", *exit_code) : std::string("."))
-            : std::string("Slurm reports an OOM kill in the job step: a task went over the job's memory limit (--mem, "
-                          "--mem-per-cpu or --mem-per-gpu) and the kernel ended it in the job's cgroup.");
+            : e.bytes("job_memory_used") && e.bytes("job_memory_limit")
+                ? fmt::format("Slurm killed the job: it used {} against its {} memory limit (--mem, --mem-per-cpu or "
+                              "--mem-per-gpu).", format_bytes(*e.bytes("job_memory_used")),
+                              format_bytes(*e.bytes("job_memory_limit")))
+                : std::string("Slurm reports an OOM kill in the job step: a task went over the job's memory limit (--mem, "
+                              "--mem-per-cpu or --mem-per-gpu) and the kernel ended it in the job's cgroup.");
     d.evidence.push_back(who + " Host (CPU) RAM ran out under that limit, not GPU memory.");
   } else if (kernel) {
     const std::string name = e.string_field("process_name").value_or("");
@@ -1006,6 +1010,17 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
   if (!scheduler_limit) {
     d.fixes.push_back(make_fix("add_swap", "A short peak (loading, saving a checkpoint) then pages out instead of ending "
                                            "the run; a lasting one only gets slow."));
+  }
+  // Slurm's figures give the limit to ask for: a quarter above what the job used, in whole GiB
+  // (Slurm's G is 1024^3).
+  if (const auto used = e.bytes("job_memory_used"); used && report == "slurm") {
+    const uint64_t gib = (*used / 4 * 5 + (1ull << 30) - 1) >> 30;
+    d.fixes.push_back(make_fix("more_host_memory",
+                               fmt::format("The job used {}: a limit a quarter above it leaves room for the peak.",
+                                           format_bytes(*used)),
+                               fmt::format("#SBATCH --mem={}G  # or srun --mem={}G; the job used {}", gib, gib,
+                                           format_bytes(*used))));
+    return;
   }
   const uint64_t resident = anon.value_or(0) + shmem.value_or(0);
   d.fixes.push_back(make_fix("more_host_memory",

@@ -41,6 +41,7 @@ const std::vector<std::pair<const char*, const char*>>& shown_figures() {
       {"mps_allocated", "MPS allocated"}, {"other_allocations", "other allocations"}, {"max_allowed", "max allowed"},
       {"kv_needed", "KV needed"}, {"kv_available", "KV available"}, {"in_use_chunks", "in use"},
       {"anon_rss", "resident (anon-rss)"}, {"shmem_rss", "shared (shmem-rss)"},
+      {"job_memory_used", "the job used"}, {"job_memory_limit", "its memory limit"},
       {"xla_memory_needed", "needed by the program"}, {"max_buffer_size", "largest buffer allowed"}};
   return shown;
 }

@@ -707,6 +707,22 @@ TEST(Diagnose, HostMemoryOfXlaAndOfBuilds) {
   EXPECT_EQ(fix_ids(docker.events[0].diagnosis)[0], "build_max_jobs");
 }
 
+// Older Slurm's polling kill prints the job's use and limit in KiB: both are read, and the limit to
+// ask for is a quarter above the use, in whole GiB.
+TEST(Diagnose, SlurmMemoryLimitKillGivesTheLimitToAskFor) {
+  const ExplainReport r = explain_text(
+      "slurmstepd: error: Job 4242 exceeded memory limit (67108864 > 65536000), being killed\n");
+  ASSERT_EQ(r.events.size(), 1u);
+  const OomEvent& e = r.events[0].event;
+  EXPECT_EQ(e.bytes("job_memory_used"), 67108864ull * 1024);
+  EXPECT_EQ(e.bytes("job_memory_limit"), 65536000ull * 1024);
+  const Diagnosis& d = r.events[0].diagnosis;
+  EXPECT_EQ(d.evidence.at(0).rfind("Slurm killed the job: it used 64.00 GiB against its 62.50 GiB memory limit", 0), 0u);
+  const Fix* more = find_fix(d, "more_host_memory");
+  ASSERT_NE(more, nullptr);
+  EXPECT_EQ(more->snippet, "#SBATCH --mem=80G  # or srun --mem=80G; the job used 64.00 GiB");
+}
+
 // NumPy's _ArrayMemoryError (binary units, as numpy prints them) is host RAM, with its shape.
 TEST(Diagnose, NumpyArrayMemoryErrorIsHostMemory) {
   const ExplainReport r = explain_text(

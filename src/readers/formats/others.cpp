@@ -333,7 +333,7 @@ std::optional<FormatMatch> match_cluster_oom(const MessageWindow& w) {
   const std::string_view line = w.lines[0];
   // ("Exceeded step memory limit at some point." is a warning at step end, not a kill.)
   static const RE2 slurm(R"(\bDetected (\d+) oom[-_]kill events?(?:\(s\))? in (?:StepId=|step )?([\w.+]+?)\.?(?:\s|$)|)"
-                         R"(\bexceeded memory limit \([^)]*\), being killed)");
+                         R"(\bexceeded memory limit \(([^)]*)\), being killed)");
   if (auto g = regex_search(slurm, line)) {
     if (line.find("slurmstepd") == std::string_view::npos && line.find("oom_kill event") == std::string_view::npos &&
         line.find("oom-kill event") == std::string_view::npos && line.find("being killed") == std::string_view::npos) {
@@ -343,6 +343,16 @@ std::optional<FormatMatch> match_cluster_oom(const MessageWindow& w) {
     if (matched((*g)[1])) {
       if (auto n = parse_decimal<int64_t>((*g)[1])) m.event.set_field("oom_kill_events", *n);
       m.event.set_field("step", std::string((*g)[2]));
+    }
+    // Older slurmstepd's polling kill: "exceeded memory limit (67108864 > 65536000)", the job's
+    // use and its limit in KiB (jobacct_gather counts kilobytes of 1024 bytes).
+    if (matched((*g)[3])) {
+      static const RE2 figures(R"(^\s*(\d+)\s*>\s*(\d+)\s*$)");
+      if (auto f = regex_search(figures, (*g)[3])) {
+        for (auto [name, digits] : {std::pair{"job_memory_used", (*f)[1]}, std::pair{"job_memory_limit", (*f)[2]}}) {
+          if (auto q = parse_quantity(std::string(digits) + "KiB", LabelMeaning::kBinary)) m.event.set_quantity(name, *q);
+        }
+      }
     }
     return m;
   }
