@@ -299,6 +299,12 @@ std::string render_explain(const ExplainReport& report, const Style& style, cons
         if (!fix.detail.empty()) out += fmt::format("       {}\n", fix.detail);
         if (!fix.snippet.empty()) out += fmt::format("       {}\n", style.cyan(fix.snippet));
       }
+      // The list is cut for reading; say what was left out and where it is.
+      if (d.fixes.size() > options.max_fixes) {
+        std::string rest;
+        for (size_t i = options.max_fixes; i < d.fixes.size(); ++i) rest += (rest.empty() ? "" : "; ") + d.fixes[i].title;
+        out += fmt::format("    (+{} more in --json, dearer: {})\n", d.fixes.size() - options.max_fixes, rest);
+      }
     }
   }
   if (shown == 0 && !report.inputs.empty()) {

@@ -2,6 +2,7 @@
 // and runtimes oomdoc did not read — PaddlePaddle, MXNet, TensorRT, DirectML, the TPU runtime's HBM
 // reservation, Metal's buffer-size limit, TensorRT-LLM's executor — each with its figures in bytes
 // and fixes in its own settings.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -157,6 +158,22 @@ TEST(DiagnoseQa7, BareCudaMallocFailureIsAGenericCudaOom) {
 
 // The builder's failed tactic workspace: the "Error Code 2" lines, the 16 GiB request and "Skipping
 // tactic" are one non-fatal warning (exit status 1: no error).
+// The text lists the six cheapest fixes and names the rest, which --json carries.
+TEST(DiagnoseQa7, TextNamesTheFixesItLeavesOut) {
+  const ExplainReport r = explain_text(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of "
+      "which 1.05 GiB is free. Including non-PyTorch memory, this process has 78.09 GiB memory in use. Of the allocated "
+      "memory 70.00 GiB is allocated by PyTorch, and 7.50 GiB is reserved by PyTorch but unallocated.\n");
+  const ExplainedEvent x = only_event(r);
+  ASSERT_GT(x.diagnosis.fixes.size(), 6u);
+  std::string rest;
+  for (size_t i = 6; i < x.diagnosis.fixes.size(); ++i) rest += (rest.empty() ? "" : "; ") + x.diagnosis.fixes[i].title;
+  const std::string plain = render_explain(r, Style::plain());
+  EXPECT_NE(plain.find(fmt::format("    (+{} more in --json, dearer: {})\n", x.diagnosis.fixes.size() - 6, rest)),
+            std::string::npos) << plain;
+  EXPECT_EQ(plain.find("    7. "), std::string::npos);
+}
+
 TEST(DiagnoseQa7, TensorrtTacticWorkspaceIsAWarning) {
   const ExplainReport r = explain_fixture("tensorrt_tactic_workspace_warnings.log");
   const ExplainedEvent x = only_event(r);
