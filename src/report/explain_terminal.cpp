@@ -69,9 +69,11 @@ std::string numbers_line(const OomEvent& e) {
     if (q == nullptr) continue;
     out += fmt::format("{}{} {}", out.empty() ? "" : " · ", label, q->overflow ? "unlimited" : format_bytes(q->bytes));
   }
+  // The listed process the figures show to be this one (a container's host PID) is said to be.
+  const auto self_pid = breakdown(e).likely_self_pid;
   for (const auto& p : e.other_processes) {
-    out += fmt::format("{}pid {} {}", out.empty() ? "" : " · ", p.pid ? std::to_string(*p.pid) : "?",
-                       format_bytes(p.memory.bytes));
+    out += fmt::format("{}pid {} {}{}", out.empty() ? "" : " · ", p.pid ? std::to_string(*p.pid) : "?",
+                       format_bytes(p.memory.bytes), self_pid && p.pid == self_pid ? " (this process)" : "");
   }
   if (auto v = e.int_field("max_model_len")) out += fmt::format("{}max_model_len {}", out.empty() ? "" : " · ", *v);
   if (auto v = e.int_field("kv_cache_tokens")) out += fmt::format("{}KV cache {} tokens", out.empty() ? "" : " · ", *v);

@@ -158,6 +158,17 @@ TEST(DiagnoseQa7, BareCudaMallocFailureIsAGenericCudaOom) {
 
 // The builder's failed tactic workspace: the "Error Code 2" lines, the 16 GiB request and "Skipping
 // tactic" are one non-fatal warning (exit status 1: no error).
+// A container's one "Process P has M" line that is this process (its host PID) is labelled so in the
+// headline's figures.
+TEST(DiagnoseQa7, TheHostPidOfThisProcessIsLabelled) {
+  const ExplainReport r = explain_text(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.96 GiB. GPU 0 has a total capacity of 39.39 GiB of "
+      "which 1.03 GiB is free. Process 23144 has 38.35 GiB memory in use. Of the allocated memory 35.20 GiB is allocated "
+      "by PyTorch, and 2.63 GiB is reserved by PyTorch but unallocated.\n");
+  const std::string plain = render_explain(r, Style::plain());
+  EXPECT_NE(plain.find("· pid 23144 38.35 GiB (this process)\n"), std::string::npos) << plain;
+}
+
 // The text lists the six cheapest fixes and names the rest, which --json carries.
 TEST(DiagnoseQa7, TextNamesTheFixesItLeavesOut) {
   const ExplainReport r = explain_text(
