@@ -134,9 +134,9 @@ Result<ModelSpec> model_from_folder(const std::string& folder) {
   return spec;
 }
 
-std::optional<std::string> find_in_hf_cache(const std::string& repo_id) {
+Result<std::optional<std::string>> find_in_hf_cache(const std::string& repo_id) {
   auto slash = repo_id.find('/');
-  if (slash == std::string::npos || repo_id.find('/', slash + 1) != std::string::npos) return std::nullopt;
+  if (slash == std::string::npos || repo_id.find('/', slash + 1) != std::string::npos) return std::optional<std::string>{};
   std::vector<fs::path> roots;
   if (const char* hub = std::getenv("HF_HUB_CACHE"); hub && *hub) roots.emplace_back(hub);
   if (const char* home = std::getenv("HF_HOME"); home && *home) roots.push_back(fs::path(home) / "hub");
@@ -154,8 +154,15 @@ std::optional<std::string> find_in_hf_cache(const std::string& repo_id) {
       ref = *text;
       while (!ref.empty() && std::isspace(static_cast<unsigned char>(ref.back()))) ref.pop_back();
     }
-    if (!ref.empty() && fs::exists(repo / "snapshots" / ref / "config.json", ec)) {
-      return (repo / "snapshots" / ref).string();
+    if (!ref.empty()) {
+      const fs::path config = repo / "snapshots" / ref / "config.json";
+      if (fs::exists(config, ec)) return std::optional<std::string>((repo / "snapshots" / ref).string());
+      if (fs::is_directory(repo / "snapshots" / ref, ec)) {
+        return make_error(fmt::format(
+            "{}: {} (the Hugging Face cache's current snapshot, refs/main) {}: an interrupted download; fetch it "
+            "again (huggingface-cli download {})", repo_id, config.string(),
+            fs::is_symlink(config, ec) ? "is a broken link, its blob missing" : "is missing", repo_id));
+      }
     }
     std::vector<fs::path> snapshots;
     for (const auto& entry : fs::directory_iterator(repo / "snapshots", ec)) {
@@ -163,10 +170,10 @@ std::optional<std::string> find_in_hf_cache(const std::string& repo_id) {
     }
     if (!snapshots.empty()) {
       std::sort(snapshots.begin(), snapshots.end());
-      return snapshots.back().string();
+      return std::optional<std::string>(snapshots.back().string());
     }
   }
-  return std::nullopt;
+  return std::optional<std::string>{};
 }
 
 Result<ModelSpec> resolve_model(const std::string& name) {
@@ -200,7 +207,9 @@ Result<ModelSpec> resolve_model(const std::string& name) {
     }
     return *preset;
   }
-  if (auto snapshot = find_in_hf_cache(name)) {
+  auto cached = find_in_hf_cache(name);
+  if (!cached) return cached.error();
+  if (const auto& snapshot = *cached) {
     auto spec = model_from_folder(*snapshot);
     if (spec) {
       spec->id = name;

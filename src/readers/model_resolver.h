@@ -28,8 +28,11 @@ bool looks_like_path(const std::string& name);
 // A folder holding config.json (and possibly *.safetensors, whose headers give exact counts).
 Result<ModelSpec> model_from_folder(const std::string& folder);
 
-// Where the Hugging Face cache keeps a repo's snapshot, if it is there.
-std::optional<std::string> find_in_hf_cache(const std::string& repo_id);
+// Where the Hugging Face cache keeps a repo's snapshot, if it is there: the one refs/main names
+// (what the hub client would load), else the newest with a config.json. An error when refs/main
+// names a snapshot whose config.json is missing or a broken link (an interrupted download): another
+// revision would be sized silently.
+Result<std::optional<std::string>> find_in_hf_cache(const std::string& repo_id);
 
 // --params 7B with optional shape flags: a Llama-shaped model of that size. The shape is picked
 // from the size (Llama-2 family widths) unless given; total_params stays exactly `params`.

@@ -33,8 +33,8 @@ std::optional<std::string> config_path_for(const std::string& name) {
   if (fs::is_directory(name, ec) && fs::is_regular_file(fs::path(name) / "config.json", ec)) {
     return (fs::path(name) / "config.json").string();
   }
-  if (auto snapshot = find_in_hf_cache(name)) {
-    auto path = fs::path(*snapshot) / "config.json";
+  if (auto snapshot = find_in_hf_cache(name); snapshot && *snapshot) {
+    auto path = fs::path(**snapshot) / "config.json";
     if (fs::is_regular_file(path, ec)) return path.string();
   }
   return std::nullopt;

@@ -279,6 +279,29 @@ TEST_F(ResolverTest, HuggingFaceCacheSnapshot) {
   EXPECT_EQ(m->source, "hf-cache:" + (repo / "snapshots" / "abc123").string());
 }
 
+// refs/main names the revision the hub client loads: when its config.json is a broken link (an
+// interrupted download) the older snapshot beside it is not sized silently; without a ref the newest
+// snapshot with a config is.
+TEST_F(ResolverTest, HuggingFaceCacheBrokenCurrentSnapshotIsAnError) {
+  fs::path repo = dir_ / "hub" / "models--acme--tiny";
+  fs::create_directories(repo / "snapshots" / "aaa");
+  fs::create_directories(repo / "snapshots" / "bbb");
+  std::ofstream(repo / "snapshots" / "aaa" / "config.json") << kTinyLlama;
+  fs::create_symlink("../../blobs/missing", repo / "snapshots" / "bbb" / "config.json");
+  fs::create_directories(repo / "refs");
+  std::ofstream(repo / "refs" / "main") << "bbb\n";
+  auto broken = resolve_model("acme/tiny");
+  ASSERT_FALSE(broken);
+  EXPECT_EQ(broken.error().message,
+            "acme/tiny: " + (repo / "snapshots" / "bbb" / "config.json").string() +
+                " (the Hugging Face cache's current snapshot, refs/main) is a broken link, its blob missing: an "
+                "interrupted download; fetch it again (huggingface-cli download acme/tiny)");
+  fs::remove(repo / "refs" / "main");
+  auto newest = resolve_model("acme/tiny");
+  ASSERT_TRUE(newest) << newest.error().message;
+  EXPECT_EQ(newest->source, "hf-cache:" + (repo / "snapshots" / "aaa").string());
+}
+
 TEST_F(ResolverTest, ParamCountGivesALlamaShape) {
   auto m = model_from_param_count(7'000'000'000);
   ASSERT_TRUE(m) << m.error().message;
