@@ -1827,6 +1827,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
     const uint64_t context_positions = model_context_positions(model);
     LengthJob seen;
     seen.inference = !training;
+    seen.packed = training && given.padding_free.value_or(false);
     if (context_positions) {
       const uint64_t generated = training || is_llama_cpp(given) ? 0 : new_tokens_of(given);
       seen.truncation = context_positions > generated ? context_positions - generated : 1;

@@ -82,7 +82,7 @@ LengthAnalysis analyze_lengths(std::vector<uint64_t> lengths, uint64_t current_s
   // The job never sees more than it truncates to: an outlier beyond that costs what the cut costs.
   auto seen = [&](uint64_t len) { return job.truncation ? std::min(len, job.truncation) : len; };
   const uint64_t seen_max = seen(s.max), seen_p99 = seen(std::max<uint64_t>(s.p99, 1));
-  if (peak_at && seen_max > seen_p99) {
+  if (peak_at && seen_max > seen_p99 && !job.packed) {
     auto at_max = peak_at(seen_max);
     auto at_p99 = peak_at(seen_p99);
     if (at_max && at_p99 && *at_max > *at_p99) out.outlier_extra_bytes = *at_max - *at_p99;
@@ -102,6 +102,11 @@ LengthAnalysis analyze_lengths(std::vector<uint64_t> lengths, uint64_t current_s
                                      "slot padded to the batch's longest)",
                                      s.empty, s.count, job.inference ? "prompts" : "examples",
                                      job.inference ? "serving" : "training", job.inference ? "prompt" : "example"));
+  }
+  if (job.packed && !job.inference && seen_max > seen_p99) {
+    out.advice.push_back(fmt::format(
+        "packing is on: rows are filled with whole examples{}, so the longest example ({} tokens) pads no batch and "
+        "raises nothing", job.truncation ? fmt::format(" up to {} tokens", job.truncation) : std::string(), s.max));
   }
   if (out.outlier_extra_bytes) {
     const std::string cut = seen_max < s.max ? fmt::format(", cut to {} by {}", seen_max, job.truncated_by) : "";

@@ -53,6 +53,9 @@ struct LengthJob {
   uint64_t truncation = 0;       // 0: none known
   std::string truncated_by;      // names it: "the job's max length 2048", "the model's context (4096)"
   bool inference = false;        // prompts: batching advice instead of training's packing
+  // Packing (padding_free: TRL packing/padding_free, Axolotl sample_packing, LLaMA-Factory
+  // neat_packing) fills rows with whole examples: no example pads its batch.
+  bool packed = false;
   // The longest the model can take (its context, less generated tokens): no cut above it is
   // offered, since a longer sequence cannot run at all. 0: unknown.
   uint64_t context = 0;

@@ -765,6 +765,9 @@ void add_hf_keys(Table& t) {
   t["max_seq_length"] = set_count(&Job::seq_len);   // TRL < 0.20
   t["max_length"] = set_count(&Job::seq_len);       // TRL >= 0.20
   t["padding_free"] = set_padding_free;
+  // Packing fills each row with whole examples to max_length: no example pads its batch, which is
+  // what padding_free says of the job (LLaMA-Factory takes the same key).
+  t["packing"] = set_padding_free;
   t["loss_type"] = set_trl_loss_type;
   t["activation_offloading"] = set_activation_offloading;
   t["model_init_kwargs"] = set_model_init_kwargs;
@@ -814,6 +817,7 @@ Table axolotl_table() {
   t["lora_target_linear"] = set_lora_all_linear;
   t["rl"] = set_axolotl_rl;
   t["sequence_len"] = set_count(&Job::seq_len);
+  t["sample_packing"] = set_padding_free;
   t["micro_batch_size"] = set_count(&Job::micro_batch_size);
   t["gradient_accumulation_steps"] = set_count(&Job::grad_accum_steps);
   t["gradient_checkpointing"] = set_gradient_checkpointing;
@@ -884,6 +888,7 @@ Table llama_factory_table() {
   t["quantization_type"] = set_quant_type;
   t["double_quantization"] = set_double_quant;
   t["cutoff_len"] = set_count(&Job::seq_len);
+  t["neat_packing"] = set_padding_free;
   t["flash_attn"] = set_attention_name;
   t["enable_liger_kernel"] = set_kernels("liger");
   t["use_unsloth"] = set_kernels("unsloth");
@@ -938,7 +943,7 @@ const std::set<std::string>& no_effect_keys() {
       "project", "trackio_space_id", "hub_revision",
       // TRL SFTConfig / ModelConfig
       "dataset_text_field", "dataset_kwargs", "dataset_num_proc", "dataset_batch_size",
-      "packing", "packing_strategy", "eval_packing", "completion_only_loss", "assistant_only_loss",
+      "packing_strategy", "eval_packing", "completion_only_loss", "assistant_only_loss",
       "chat_template_path", "dataset_name", "dataset_config",
       "dataset_train_split", "dataset_test_split", "model_revision", "trust_remote_code",
       "lora_task_type", "use_rslora",
@@ -952,7 +957,7 @@ const std::set<std::string>& no_effect_keys() {
       // Axolotl
       "base_model_config", "model_type", "tokenizer_type", "is_llama_derived_model",
       "trust_remote_code", "strict", "datasets", "dataset_prepared_path", "val_set_size",
-      "output_dir", "sample_packing", "eval_sample_packing", "pad_to_sequence_len",
+      "output_dir", "eval_sample_packing", "pad_to_sequence_len",
       "lora_fan_in_fan_out", "wandb_project", "wandb_entity",
       "wandb_watch", "wandb_name", "wandb_log_model", "wandb_run_id", "num_epochs",
       "lr_scheduler", "train_on_inputs", "group_by_length", "early_stopping_patience",
@@ -975,7 +980,6 @@ const std::set<std::string>& no_effect_keys() {
       "overwrite_cache", "preprocessing_num_workers", "val_size", "plot_loss",
       "freeze_trainable_modules",
       "freeze_extra_modules", "trust_remote_code", "quantization_method", "rope_scaling",
-      "neat_packing",
       "train_on_prompt", "mask_history", "tokenized_path", "use_fast_tokenizer", "resize_vocab",
       "split_special_tokens", "new_special_tokens", "image_max_pixels", "video_max_pixels",
       "model_revision", "adapter_name_or_path", "create_new_adapter", "pref_beta",

@@ -90,6 +90,21 @@ TEST(LengthAnalysis, WithoutPredictionStillGivesDistribution) {
   EXPECT_FALSE(a.cuts.back().needed_bytes.has_value());
 }
 
+// Packing fills rows with whole examples: the longest example pads no batch, so no outlier cost and
+// no packing advice, a line saying so instead.
+TEST(LengthAnalysis, PackingLeavesNoOutlierCost) {
+  PeakAtLength peak = [](uint64_t len) -> std::optional<uint64_t> { return (1ull << 30) + len * (1ull << 20); };
+  LengthJob job;
+  job.packed = true;
+  job.truncation = 2048;
+  LengthAnalysis a = analyze_lengths(sample(), 2048, peak, job);
+  EXPECT_FALSE(a.outlier_extra_bytes.has_value());
+  ASSERT_FALSE(a.advice.empty());
+  EXPECT_EQ(a.advice[0], "packing is on: rows are filled with whole examples up to 2048 tokens, so the longest example "
+                         "(5000 tokens) pads no batch and raises nothing");
+  for (const auto& line : a.advice) EXPECT_EQ(line.find("sample_packing: true"), std::string::npos) << line;
+}
+
 // Examples with no tokens are counted and named as a data bug to drop; a file without them says nothing.
 TEST(LengthAnalysis, EmptyExamplesAreCountedAndNamed) {
   LengthAnalysis a = analyze_lengths({0, 0, 100, 200, 300}, 0, nullptr);

@@ -312,7 +312,7 @@ TEST(EstimateCli, ReadsATrainingConfigAndPrintsTheJobItRead) {
 
   auto text = run_cli({"estimate", fixture_path("fit/axolotl_llama3_qlora.yml")}, "", kEmptyCache);
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("config (axolotl): used 15; ignored"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("config (axolotl): used 16; ignored"), std::string::npos) << text.out;
   // The ignored keys are named, as the used ones are.
   EXPECT_NE(text.out.find("\n  ignored (no effect on memory): model_type, tokenizer_type, strict, datasets,"),
             std::string::npos) << text.out;

@@ -146,7 +146,7 @@ TEST(FitCli, TrainingConfigThatFitsExitsZero) {
   EXPECT_TRUE(doc["fits"].get<bool>());
   EXPECT_TRUE(doc["plan"].is_null());
   EXPECT_EQ(doc["config"]["format"], "axolotl");
-  EXPECT_EQ(doc["config"]["used_keys"].size(), 15u);
+  EXPECT_EQ(doc["config"]["used_keys"].size(), 16u);
   EXPECT_TRUE(doc["alternatives"].empty());
 }
 

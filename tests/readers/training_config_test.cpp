@@ -24,6 +24,19 @@ using ::testing::IsSupersetOf;
 using ::testing::Not;
 using oomdoc::testing::fixture_path;
 
+// Packing keys say the job pads no batch (padding_free), and count as used.
+TEST(TrainingConfig, PackingKeysArePaddingFree) {
+  for (const auto& [text, name] : std::vector<std::pair<std::string, std::string>>{
+           {"base_model: meta-llama/Llama-3.1-8B\nsample_packing: true\nsequence_len: 4096\n", "ax.yml"},
+           {"model_name_or_path: meta-llama/Llama-3.1-8B\nstage: sft\nneat_packing: true\ncutoff_len: 4096\n", "lf.yaml"},
+           {"{\"model_name_or_path\": \"meta-llama/Llama-3.1-8B\", \"packing\": true, \"max_length\": 4096}", "trl.json"}}) {
+    auto config = parse_training_config(text, name);
+    ASSERT_TRUE(config.ok()) << config.error().message;
+    EXPECT_EQ(config->job.padding_free, true) << name;
+    EXPECT_THAT(config->ignored_keys, Not(Contains(::testing::HasSubstr("packing")))) << name;
+  }
+}
+
 // LoRA on a checkpoint that is already bitsandbytes 4-bit (unsloth/...-bnb-4bit): the config asks for
 // no quantization, yet each framework prepares that base its own way, as for QLoRA: no PEFT fp32
 // upcast for Axolotl, LLaMA-Factory or TRL.
@@ -67,8 +80,9 @@ TEST(TrainingConfig, AxolotlQloraExample) {
   EXPECT_EQ(job.gradient_checkpointing, "full");
   EXPECT_EQ(job.attention_impl, "flash");
   EXPECT_FALSE(job.parallelism.has_value());
+  EXPECT_EQ(job.padding_free, true);   // sample_packing: true
   EXPECT_THAT(config->used_keys,
-              ElementsAre("base_model", "load_in_8bit", "load_in_4bit", "adapter", "sequence_len",
+              ElementsAre("base_model", "load_in_8bit", "load_in_4bit", "adapter", "sequence_len", "sample_packing",
                           "lora_r", "lora_alpha", "lora_dropout", "lora_target_linear",
                           "gradient_accumulation_steps", "micro_batch_size", "optimizer", "bf16",
                           "gradient_checkpointing", "flash_attention"));
