@@ -1292,8 +1292,9 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
         one.target_modules = {target};
         one.all_linear = false;
         if (lora_parameter_count(m, one) == 0) {
-          est.assumptions.push_back(fmt::format("lora.target_modules: '{}' matches no Linear layer of {}: left out "
-                                                "(is it misspelled?)", printable(target, 80), m.id.empty() ? m.source : m.id));
+          // An input that looks wrong: a warning (stderr, JSON warnings), not a default chosen.
+          est.warnings.push_back(fmt::format("lora.target_modules: '{}' matches no Linear layer of {}: left out "
+                                             "(is it misspelled?)", printable(target, 80), m.id.empty() ? m.source : m.id));
         }
       }
     }

@@ -233,6 +233,13 @@ Result<std::vector<std::string>> module_names(const YAML::Node& n, std::string_v
     }
   } else if (n.IsScalar()) {
     std::string text = n.Scalar();
+    // A number or a boolean names no module (PEFT would find no target): said where it is written.
+    const std::string lower = to_lower(text);
+    if (!text.empty() && (text.find_first_not_of("0123456789.-") == std::string::npos || lower == "true" ||
+                          lower == "false")) {
+      return make_error(fmt::format("{}: expected module names (q_proj,v_proj or a list), got {}", r.where(n, key),
+                                    text));
+    }
     size_t start = 0;
     while (start <= text.size()) {
       size_t comma = text.find(',', start);

@@ -24,6 +24,15 @@ using ::testing::IsSupersetOf;
 using ::testing::Not;
 using oomdoc::testing::fixture_path;
 
+// A number or a boolean is no module name: said with the file and line.
+TEST(TrainingConfig, LoraTargetThatIsNoNameIsRefusedWhereItIsWritten) {
+  auto config = parse_training_config("base_model: meta-llama/Llama-2-7b-hf\nadapter: lora\nlora_target_modules: 5\n",
+                                      "bad.yml");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.error().message,
+            "bad.yml: line 3: lora_target_modules: expected module names (q_proj,v_proj or a list), got 5");
+}
+
 // Packing keys say the job pads no batch (padding_free), and count as used.
 TEST(TrainingConfig, PackingKeysArePaddingFree) {
   for (const auto& [text, name] : std::vector<std::pair<std::string, std::string>>{
