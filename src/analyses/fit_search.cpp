@@ -1073,6 +1073,12 @@ struct HardwareLayout {
   Job job;
   std::vector<FitSetting> settings;
   std::string note;   // what else changes: "accumulation 16 -> 2 keeps the global batch 32"
+  std::string precision_note;   // a precision the layout changes (FSDP under the Trainer)
+  // Everything the layout changes besides the cards, as one phrase.
+  std::string notes() const {
+    if (precision_note.empty()) return note;
+    return note.empty() ? precision_note : precision_note + "; " + note;
+  }
   // No micro-batch and accumulation on this count keeps the global batch (8 on 16 GPUs): a
   // different training run, no alternative for the job as given.
   bool global_batch_changed = false;
@@ -1084,7 +1090,13 @@ HardwareLayout layout_on(const Job& job, uint64_t n, const ModelSpec& model, con
   j.num_gpus = n;
   if (is_training(j)) {
     if (!is_sharded(j)) {
+      const auto precision_before = j.precision;
       trainer_fsdp(j);
+      // Said where the layout is: FSDP under the Trainer keeps fp32 shards for a bf16 autocast model.
+      if (j.precision != precision_before) {
+        out.precision_note = fmt::format("precision {} -> {} (FSDP keeps fp32 shards under the Trainer's mixed "
+                                         "precision)", precision_before.value_or("?"), j.precision.value_or("?"));
+      }
       j.sync_each_batch = true;
       if (n > 1) {
         out.settings = fsdp_full_shard_settings(job);
@@ -1903,6 +1915,10 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   std::map<std::pair<uint64_t, uint64_t>, std::optional<PredictedTotals>> by_layout;
   auto layouts_on = [&](uint64_t n) {
     HardwareLayout base = n == options.num_gpus ? HardwareLayout{given, {}, ""} : layout_on(for_hardware, n, model, options);
+    // Checkpointing the job already asks for is no setting to add.
+    if (given.gradient_checkpointing == "full") {
+      std::erase_if(base.settings, [](const FitSetting& s) { return s.name == "gradient_checkpointing"; });
+    }
     return with_smaller_micro_batches(std::move(base), given, options.num_gpus);
   };
   auto predicted_layout = [&](uint64_t n, const HardwareLayout& layout) {
@@ -2008,12 +2024,12 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
         a.description = fmt::format("fits on {} x {}{}{}", n, options.gpu_name,
                                     sharded.parallelism && sharded.parallelism != given.parallelism
                                         ? fmt::format(" with {}", *sharded.parallelism) : "",
-                                    layout.note.empty() ? "" : "; " + layout.note);
+                                    layout.notes().empty() ? "" : "; " + layout.notes());
         a.change.id = "more_gpus";
         a.change.fix_id = "bigger_gpu";
         a.change.step = 9;
         a.change.title = fmt::format("{} GPUs instead of {}{}", n, options.num_gpus,
-                                     layout.note.empty() ? "" : " (" + layout.note + ")");
+                                     layout.notes().empty() ? "" : " (" + layout.notes() + ")");
         a.change.cost = "hardware: more cards, and sharding's communication";
         a.change.settings = layout.settings;
         a.job = sharded;
@@ -2056,12 +2072,12 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
           a.price_per_hour = cost;
           const HardwareLayout& layout = *fitting;
           a.description = fmt::format("cheapest that fits: {} x {} at {:.2f}/hour{}", n, gpu.name, cost,
-                                      layout.note.empty() ? "" : "; " + layout.note);
+                                      layout.notes().empty() ? "" : "; " + layout.notes());
           a.change.id = "cheapest_gpu";
           a.change.fix_id = "bigger_gpu";
           a.change.step = 9;
           a.change.title = fmt::format("{} x {}", n, gpu.name);
-          if (n != options.num_gpus || !layout.note.empty()) {
+          if (n != options.num_gpus || !layout.notes().empty()) {
             a.change.settings = layout.settings;
             a.job = layout.job;
           }

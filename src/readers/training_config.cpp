@@ -77,9 +77,12 @@ Result<bool> as_bool(const YAML::Node& node, std::string_view key, const Reader&
 Result<uint64_t> as_count(const YAML::Node& node, std::string_view key, const Reader& r) {
   const std::string v = node.IsScalar() ? node.Scalar() : "";
   // Digits only: a negative, fractional or huge value is a mistake, not something to round.
-  if (v.empty() || v.size() > 12 || !std::all_of(v.begin(), v.end(), [](char c) {
-        return c >= '0' && c <= '9';
-      })) {
+  const bool digits = !v.empty() && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (digits && v.size() > 12) {
+    return make_error(fmt::format("{}: {} is implausibly large (more than 12 digits)", r.where(node, key),
+                                  printable(v, 40)));
+  }
+  if (!digits) {
     return make_error(fmt::format("{}: expected a whole number, got '{}'", r.where(node, key),
                                   node.IsScalar() ? v : "a list or map"));
   }
