@@ -897,12 +897,106 @@ OomEvent* LogScanner::State::add_event(OomEvent event, bool launcher_summary) {
   return &events.back();
 }
 
+namespace {
+
+bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+
+char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c; }
+
+// Whether `text` holds `word` (lower case) at `at`, in any case.
+bool has_word_at(std::string_view text, size_t at, std::string_view word) {
+  if (at > text.size() || text.size() - at < word.size()) return false;
+  for (size_t i = 0; i < word.size(); ++i) {
+    if (ascii_lower(text[at + i]) != word[i]) return false;
+  }
+  return true;
+}
+
+// The end of a printed size starting at `at` (kSizePattern, in any case: digits, an optional
+// fraction, an optional space, a unit, a word boundary), or npos.
+size_t printed_size_end(std::string_view t, size_t at) {
+  auto digit = [&](size_t i) { return i < t.size() && std::isdigit(static_cast<unsigned char>(t[i])); };
+  size_t i = at;
+  while (digit(i)) ++i;
+  if (i == at) return std::string_view::npos;
+  if (i + 1 < t.size() && (t[i] == '.' || t[i] == ',') && digit(i + 1)) {
+    i += 1;
+    while (digit(i)) ++i;
+  }
+  if (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
+  auto bounded = [&](size_t end) { return end >= t.size() || !is_word_char(t[end]) ? end : std::string_view::npos; };
+  auto lower = [&](size_t k) { return k < t.size() ? ascii_lower(t[k]) : '\0'; };
+  // [kKMGTP]i?B | bytes | B | [KMGT], each followed by \b, tried in that order.
+  if (std::string_view("kmgtp").find(lower(i)) != std::string_view::npos && lower(i) != '\0') {
+    const size_t b = lower(i + 1) == 'i' && lower(i + 2) == 'b' ? i + 3 : lower(i + 1) == 'b' ? i + 2 : 0;
+    if (b && bounded(b) != std::string_view::npos) return b;
+  }
+  if (has_word_at(t, i, "bytes") && bounded(i + 5) != std::string_view::npos) return i + 5;
+  if (lower(i) == 'b' && bounded(i + 1) != std::string_view::npos) return i + 1;
+  if (std::string_view("kmgt").find(lower(i)) != std::string_view::npos && lower(i) != '\0' &&
+      bounded(i + 1) != std::string_view::npos) {
+    return i + 1;
+  }
+  return std::string_view::npos;
+}
+
+// A memory figure in a progress or logging line, read as the pattern
+// (?i)((?:max[_ ]?)?(?:gpu[_ ]?|cuda[_ ]?)?mem(?:ory)?(?:[_ ](?:allocated|reserved|usage|used|alloc))?)['"]?\s*[:=]\s*['"]?(SIZE)
+// reads it (leftmost match; the name, then the size), by hand: on a log whose every step line
+// prints its memory (torchtitan's "memory: 34.21GiB(43.25%)") the regex was most of the scan.
+struct ReadingText {
+  std::string_view name, size;
+};
+std::optional<ReadingText> find_memory_reading(std::string_view t) {
+  auto space = [&](size_t i) { return i < t.size() && std::isspace(static_cast<unsigned char>(t[i])); };
+  auto quote = [&](size_t i) { return i < t.size() && (t[i] == '\'' || t[i] == '"'); };
+  // After the name: ['"]?\s*[:=]\s*['"]? and the size; the size's span, or nothing.
+  auto value_after = [&](size_t i) -> std::optional<std::string_view> {
+    if (quote(i)) ++i;
+    while (space(i)) ++i;
+    if (i >= t.size() || (t[i] != ':' && t[i] != '=')) return std::nullopt;
+    ++i;
+    while (space(i)) ++i;
+    if (quote(i)) ++i;
+    const size_t end = printed_size_end(t, i);
+    if (end == std::string_view::npos) return std::nullopt;
+    return t.substr(i, end - i);
+  };
+  for (size_t p = t.find_first_of("mM"); p != std::string_view::npos && p + 3 <= t.size(); p = t.find_first_of("mM", p + 1)) {
+    if (!has_word_at(t, p, "mem")) continue;
+    // The name's start: (gpu|cuda)[_ ]? and max[_ ]? right before "mem", the longest (leftmost) chain.
+    auto prefixed = [&](size_t at, std::initializer_list<std::string_view> words) -> size_t {
+      for (std::string_view w : words) {
+        if (at >= w.size() + 1 && (t[at - 1] == '_' || t[at - 1] == ' ') && has_word_at(t, at - 1 - w.size(), w)) {
+          return at - 1 - w.size();
+        }
+        if (at >= w.size() && has_word_at(t, at - w.size(), w)) return at - w.size();
+      }
+      return at;
+    };
+    const size_t start = prefixed(prefixed(p, {"gpu", "cuda"}), {"max"});
+    const size_t after_mem = p + 3;
+    for (size_t base : {has_word_at(t, after_mem, "ory") ? after_mem + 3 : std::string_view::npos, after_mem}) {
+      if (base == std::string_view::npos) continue;
+      for (std::string_view suffix : {"allocated", "reserved", "usage", "used", "alloc", ""}) {
+        size_t end = base;
+        if (!suffix.empty()) {
+          if (end >= t.size() || (t[end] != '_' && t[end] != ' ') || !has_word_at(t, end + 1, suffix)) continue;
+          end += 1 + suffix.size();
+        }
+        if (auto size = value_after(end)) return ReadingText{t.substr(start, end - start), *size};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void LogScanner::State::add_reading(const std::string& line, uint64_t line_number, std::optional<int64_t> rank) {
-  static const RE2 reading("(?i)((?:max[_ ]?)?(?:gpu[_ ]?|cuda[_ ]?)?mem(?:ory)?(?:[_ ](?:allocated|reserved|usage|used|alloc))?)['\"]?\\s*[:=]\\s*['\"]?(" +
-                           std::string(kSizePattern) + ")");
-  auto g = regex_search(reading, line);
+  auto g = find_memory_reading(line);
   if (!g) return;
-  auto q = parse_printed_size((*g)[2], LabelMeaning::kBinary);
+  auto q = parse_printed_size(g->size, LabelMeaning::kBinary);
   if (!q) return;
   if (result.readings.size() >= options.max_readings) {
     // Keep the series' shape within a bounded size: drop every other reading.
@@ -910,7 +1004,7 @@ void LogScanner::State::add_reading(const std::string& line, uint64_t line_numbe
     for (size_t i = 0; i < result.readings.size(); i += 2) kept.push_back(result.readings[i]);
     result.readings = std::move(kept);
   }
-  result.readings.push_back({line_number, rank, std::string((*g)[1]), q->bytes});
+  result.readings.push_back({line_number, rank, std::string(g->name), q->bytes});
 }
 
 namespace {

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <re2/re2.h>
 
+#include "readers/formats/message_format.h"
 #include "readers/keyword_filter.h"
 #include "readers/log_line.h"
 #include "support/test_support.h"
@@ -239,6 +241,40 @@ TEST(LogScanner, JaxBfcWarningAndXlaErrorAreOneJaxEvent) {
   ASSERT_EQ(alone.events.size(), 1u);
   EXPECT_EQ(alone.events[0].framework, "jax");
   EXPECT_EQ(alone.events[0].format, "tf_bfc_oom");
+}
+
+// The memory-reading matcher is written by hand for speed: it reads what the pattern it replaces
+// reads, the name and the size, on lines built from the pattern's pieces and its near misses.
+TEST(LogScanner, MemoryReadingsMatchThePatternTheyReplace) {
+  const RE2 pattern("(?i)((?:max[_ ]?)?(?:gpu[_ ]?|cuda[_ ]?)?mem(?:ory)?(?:[_ ](?:allocated|reserved|usage|used|alloc))?)"
+                    "['\"]?\\s*[:=]\\s*['\"]?(" + std::string(kSizePattern) + ")");
+  const std::vector<std::string> names = {"mem", "Memory", "MEM", "max_mem", "maxmem", "gpu_mem", "GPU mem",
+                                          "cuda_memory", "max_gpu_memory", "max cuda mem", "memory_allocated",
+                                          "mem reserved", "memory alloc", "memory_allocatedx", "memo", "xmem", "memmem",
+                                          "mem_usage", "mem used", "gpumemory", "cudamem"};
+  const std::vector<std::string> glue = {":", "=", ": ", " = ", "'=", "\": '", "\t:\t", " ", "::", "-"};
+  const std::vector<std::string> sizes = {"12.3G", "12.3GB", "12,5 GiB", "5 gib", "512MB", "7B", "7 bytes", "3K", "3Ki",
+                                          "2.5 GiBs", "40", "1.2.3GB", "9 T", "8P", "8PB", "6 m", "x5GB"};
+  size_t compared = 0;
+  for (const auto& name : names) {
+    for (const auto& g : glue) {
+      for (const auto& size : sizes) {
+        const std::string line = "step 10 " + name + g + size + " tail";
+        std::string want_name, want_size;
+        // (Only a line with a scanner keyword is read at all: "MEM:" alone is not.)
+        if (KeywordFilter::standard().find(line, 0) == std::string::npos) continue;
+        const bool want = RE2::PartialMatch(line, pattern, &want_name, &want_size);
+        ScanResult scan = scan_text(line + "\n");
+        ASSERT_EQ(scan.readings.size(), want && parse_printed_size(want_size, LabelMeaning::kBinary) ? 1u : 0u) << line;
+        if (!scan.readings.empty()) {
+          EXPECT_EQ(scan.readings[0].label, want_name) << line;
+          EXPECT_EQ(scan.readings[0].bytes, parse_printed_size(want_size, LabelMeaning::kBinary)->bytes) << line;
+        }
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GT(compared, names.size() * glue.size() * sizes.size() * 3 / 4);
 }
 
 // A markdown quote of the error above it (a GitHub comment) is a mention, not a second failure; a
