@@ -2,15 +2,18 @@
 # Times `oomdoc explain` on a generated training log against `grep -c 'out of memory'` on the same
 # file, in one run, and prints MB/s, the ratio and peak memory. Usage: bench/explain_vs_grep.sh [MB]
 # CONTAINER=docker or cri: the log as a container runtime stores it (decoded before the scan).
+# STYLE=titan: torchtitan's metrics line every step, each a memory reading (the busiest case).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mb=${1:-1024}
 dir=${OOMDOC_BENCH_DIR:-/tmp/oomdoc-bench}
 mkdir -p "$dir"
 container=${CONTAINER:-plain}
+style=${STYLE:-trainer}
 log="$dir/train-${mb}m.log"
 [ "$container" = plain ] || log="$dir/train-${mb}m-$container.log"
-[ -f "$log" ] || python3 bench/gen_training_log.py --mb "$mb" --container "$container" --out "$log"
+[ "$style" = trainer ] || log="${log%.log}-$style.log"
+[ -f "$log" ] || python3 bench/gen_training_log.py --mb "$mb" --container "$container" --style "$style" --out "$log"
 bin=${OOMDOC:-build/oomdoc}
 bytes=$(stat -L -c %s "$log")  # -L: the log may be a link to a shared one
 cat "$log" > /dev/null  # both read from the page cache

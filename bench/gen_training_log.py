@@ -44,6 +44,14 @@ def block(rng, step):
     return lines
 
 
+def titan_block(rng, step):
+    # torchtitan's metrics line, printed every step with the step's peak memory: every line is a
+    # memory reading the scanner reads (the worst case for explain's per-line work).
+    return ["[rank0]:[titan] 2024-11-12 10:%02d:%02d,123 - root - INFO - step: %6d  loss: %7.4f  memory: %5.2fGiB(%.2f%%)"
+            "  tps: %s  mfu: %.2f%%" % ((step // 60) % 60, step % 60, step, 8 - step * 1e-6, 30 + rng.random() * 10,
+                                      40 + rng.random() * 10, format(rng.randint(1000, 9000), ","), rng.random() * 60)]
+
+
 OOM = [
     "[rank{r}]: Traceback (most recent call last):",
     "[rank{r}]:   File \"/home/ana/finetune/train.py\", line 142, in <module>",
@@ -62,6 +70,8 @@ def main():
     parser.add_argument("--ooms", type=int, default=5)
     parser.add_argument("--out", required=True)
     parser.add_argument("--container", choices=["plain", "docker", "cri"], default="plain")
+    parser.add_argument("--style", choices=["trainer", "titan"], default="trainer",
+                        help="trainer: HF Trainer bars and loss dicts; titan: torchtitan's memory line every step")
     args = parser.parse_args()
     rng = random.Random(7)
     target = args.mb << 20
@@ -72,7 +82,7 @@ def main():
         while written < target:
             chunk = []
             for _ in range(200):
-                chunk.extend(block(rng, step))
+                chunk.extend(titan_block(rng, step) if args.style == "titan" else block(rng, step))
                 step += 1
             text = "\n".join(chunk) + "\n"
             if pending and written + len(text) >= pending[0]:
