@@ -26,6 +26,7 @@ std::string yaml_value(std::string v) {
   replace_all("False", "false");
   replace_all("torch.bfloat16", "bfloat16");
   replace_all("torch.float16", "float16");
+  replace_all("torch.float32", "float32");
   if (v.size() >= 2 && v.front() == '"' && v.back() == '"' && v.find('"', 1) == v.size() - 1) v = v.substr(1, v.size() - 2);
   return v;
 }
@@ -71,7 +72,8 @@ std::vector<FitSetting> axolotl_keys(const FitSetting& s) {
   } else if (t == "from_pretrained") {
     if (n == "attn_implementation" && v == "flash_attention_2") return {key("flash_attention", "true")};
     if (n == "attn_implementation" && v == "sdpa") return {key("sdp_attention", "true")};
-    if (n == "torch_dtype") return {key(v == "float16" ? "fp16" : "bf16", "true")};  // Axolotl loads in that dtype
+    // Axolotl loads in its bf16/fp16 setting's dtype; fp32 masters are what its fp16 AMP keeps.
+    if (n == "torch_dtype") return v == "float32" ? std::vector<FitSetting>{} : std::vector<FitSetting>{key(v == "float16" ? "fp16" : "bf16", "true")};
   }
   return {s};
 }
@@ -114,6 +116,7 @@ std::vector<FitSetting> llama_factory_keys(const FitSetting& s) {
     // LLaMA-Factory loads the model in its compute dtype and upcasts the trainable weights to fp32
     // (cast_trainable_params_to_fp32) unless pure_bf16: bf16 weights are that key.
     if (n == "torch_dtype" && v == "bfloat16") return {key("pure_bf16", "true")};
+    if (n == "torch_dtype") return {};   // LLaMA-Factory loads as its bf16/fp16 setting says
   }
   return {s};
 }

@@ -502,6 +502,17 @@ void add_quant_storage_for_sharding(const Job& job, std::vector<FitSetting>& set
 // The Trainer's FSDP (Accelerate) over a 16-bit model run under autocast upcasts the parameters
 // it wraps to fp32 ("FSDP upcast of low precision parameters", accelerator.py), as the training
 // config readers size such a config: the job becomes *_mixed, with fp32 master weights.
+// The fp16 counterpart of a bf16 precision, on a card without bf16, as the job can run it: a job
+// that trains the model's own weights (full fine-tuning, freezing) keeps fp32 masters under fp16's
+// loss scaling (the Trainer's GradScaler refuses fp16 gradients: "Attempting to unscale FP16
+// gradients."); adapters (fp32 under PEFT), inference and loading run in pure fp16.
+std::string fp16_counterpart(const std::string& bf16_precision, const Job& job) {
+  const std::string task = job.task.value_or("");
+  const bool trains_model_weights = is_training(job) && task != "train_lora" && task != "train_qlora";
+  if (bf16_precision == "bf16" && trains_model_weights) return "fp16_mixed";
+  return "fp16" + bf16_precision.substr(4);
+}
+
 void trainer_fsdp(Job& j) {
   j.parallelism = "fsdp_full_shard";
   const std::string precision = j.precision.value_or("");
@@ -1691,7 +1702,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   // A precision left open defaults to bf16 where the model is bf16; a card without bf16 runs fp16.
   std::optional<std::string> precision_note;
   if (!given.precision && !options.gpu_has_bf16 && estimate->precision.rfind("bf16", 0) == 0) {
-    given.precision = "fp16" + estimate->precision.substr(4);
+    given.precision = fp16_counterpart(estimate->precision, given);
     estimate = est(model, given);
     if (!estimate) return estimate.error();
     precision_note = fmt::format("precision {}: {} has no bfloat16 support", *given.precision, options.gpu_name);
@@ -1704,7 +1715,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   const std::optional<std::string> asked_precision = given.precision;
   if (given.precision && !options.gpu_has_bf16 && given.precision->rfind("bf16", 0) == 0 && !is_llama_cpp(given)) {
     Job with_fp16 = given;
-    with_fp16.precision = "fp16" + given.precision->substr(4);
+    with_fp16.precision = fp16_counterpart(*given.precision, given);
     if (auto runs = est(model, with_fp16)) {
       given = with_fp16;
       estimate = std::move(runs);
@@ -1719,7 +1730,10 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       if (is_training(given)) {
         c.settings = {{"TrainingArguments", "bf16", "False"}, {"TrainingArguments", "fp16", "True"}};
       }
-      if (given.precision == "fp16" || !is_training(given)) c.settings.push_back({"from_pretrained", "torch_dtype", "torch.float16"});
+      // A model loaded in bf16 is loaded again in the dtype that now runs: fp16, or fp32 masters.
+      if (*asked_precision == "bf16" || !is_training(given)) {
+        c.settings.push_back({"from_pretrained", "torch_dtype", given.precision == "fp16_mixed" ? "torch.float32" : "torch.float16"});
+      }
       c.predicted = totals_of(*estimate);
       runnable.push_back(std::move(c));
     }
@@ -1950,8 +1964,22 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   const auto next_count = std::find_if(kCounts.begin(), kCounts.end(), [&](uint64_t n) { return n > options.num_gpus; });
   const bool global_batch_may_change = next_count == kCounts.end() || given_global < *next_count;
   auto different_run = [&](const HardwareLayout& layout) { return layout.global_batch_changed && !global_batch_may_change; };
+  // Another card takes the job as asked: a bf16 job this card runs in fp16 stays bf16 there, on a
+  // card with bf16.
+  const std::string card_precision = asked_precision.value_or(report.estimate.precision);
+  std::map<uint64_t, std::optional<PredictedTotals>> asked_by_count;
+  auto predicted_as_asked = [&](uint64_t n) -> std::optional<PredictedTotals> {
+    if (asked_precision == given.precision) return predicted_on(n);
+    auto it = asked_by_count.find(n);
+    if (it != asked_by_count.end()) return it->second;
+    Job job = n == options.num_gpus ? given : layout_on(for_hardware, n, model, options).job;
+    job.precision = asked_precision;
+    auto p = predict(est, model, job);
+    asked_by_count[n] = p;
+    return p;
+  };
   auto fits_card = [&](const GpuSpec& gpu, uint64_t n, double fraction) {
-    auto p = predicted_on(n);
+    auto p = predicted_as_asked(n);
     return p && p->needed_bytes <= share_of(gpu.total_bytes, fraction, gpu.cuda_total_bytes);
   };
   // The smallest catalog card the job fits unchanged on: first of the user's vendor (their CUDA or
@@ -1966,7 +1994,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       const GpuSpec* best = nullptr;
       for (const auto& gpu : gpu_catalog()) {
         if ((gpu.vendor == own_vendor) != own) continue;
-        if (!usable_for(gpu, report.estimate.precision, options.gpu_vendor) || !fits_card(gpu, hw_count, fraction)) continue;
+        if (!usable_for(gpu, card_precision, options.gpu_vendor) || !fits_card(gpu, hw_count, fraction)) continue;
         if (!best || gpu.total_bytes < best->total_bytes) best = &gpu;
       }
       if (!best) continue;
@@ -1975,7 +2003,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       a.gpu_name = best->name;
       a.gpu_total_bytes = best->total_bytes;
       a.num_gpus = hw_count;
-      a.predicted = *predicted_on(hw_count);
+      a.predicted = *predicted_as_asked(hw_count);
       a.fits_target = a.predicted.needed_bytes <= share_of(best->total_bytes, report.target, best->cuda_total_bytes);
       // Another vendor's card is another software stack: said wherever the card is named.
       const std::string vendor_note = own ? "" : best->vendor == "amd" ? ", an AMD card (ROCm)"
@@ -2045,7 +2073,7 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   if (!options.prices.empty()) {
     for (const auto& gpu : gpu_catalog()) {
       auto price = options.prices.find(gpu.name);
-      if (price == options.prices.end() || !usable_for(gpu, report.estimate.precision, options.gpu_vendor)) continue;
+      if (price == options.prices.end() || !usable_for(gpu, card_precision, options.gpu_vendor)) continue;
       const uint64_t target = share_of(gpu.total_bytes, report.target, gpu.cuda_total_bytes);
       for (uint64_t n : kCounts) {
         if (n < options.num_gpus) continue;
@@ -2149,6 +2177,8 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
         plan.job = hw->job ? *hw->job
                    : plan.num_gpus == options.num_gpus ? given
                                                        : layout_on(for_hardware, plan.num_gpus, model, options).job;
+        // Another card runs the job as asked (predicted_as_asked).
+        if (hw == &*smallest_gpu) plan.job.precision = asked_precision;
         plan.fits_target = hw->fits_target;
         plan.fits_budget = true;
         report.plan = plan;

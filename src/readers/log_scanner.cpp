@@ -723,9 +723,11 @@ OomEvent* LogScanner::State::add_event(OomEvent event, bool launcher_summary) {
   }
   // A markdown quotation ("> ...") of an error an earlier event carries (a GitHub comment quoting
   // the message above it) mentions that failure: no second event, and no traceback borrowed from it.
+  // (A whole log pasted as a quotation quotes every rank's error: an earlier quoted one is no original.)
   if (event.message.starts_with(">") && event.bytes("requested")) {
     for (auto it = events.rbegin(); it != events.rend() && it - events.rbegin() < static_cast<long>(kRecentEvents); ++it) {
-      if (it->framework == event.framework && it->bytes("requested") == event.bytes("requested") &&
+      if (!it->message.starts_with(">") && it->framework == event.framework && it->rank == event.rank &&
+          (!event.device || it->device == event.device) && it->bytes("requested") == event.bytes("requested") &&
           figures_agree(*it, event)) {
         return nullptr;
       }

@@ -157,7 +157,14 @@ Result<std::optional<std::string>> find_in_hf_cache(const std::string& repo_id) 
     if (!ref.empty()) {
       const fs::path config = repo / "snapshots" / ref / "config.json";
       if (fs::exists(config, ec)) return std::optional<std::string>((repo / "snapshots" / ref).string());
-      if (fs::is_directory(repo / "snapshots" / ref, ec)) {
+      // A broken link, or weights without their config, is a download cut short; a snapshot of
+      // other files only (a tokenizer fetched alone, `--include`) is no model: looked past.
+      bool has_weights = false;
+      for (const auto& entry : fs::directory_iterator(repo / "snapshots" / ref, ec)) {
+        const std::string name = entry.path().filename().string();
+        has_weights = has_weights || name.ends_with(".safetensors") || name.ends_with(".bin") || name.ends_with(".gguf");
+      }
+      if (fs::is_symlink(config, ec) || has_weights) {
         return make_error(fmt::format(
             "{}: {} (the Hugging Face cache's current snapshot, refs/main) {}: an interrupted download; fetch it "
             "again (huggingface-cli download {})", repo_id, config.string(),

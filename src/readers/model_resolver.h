@@ -29,9 +29,9 @@ bool looks_like_path(const std::string& name);
 Result<ModelSpec> model_from_folder(const std::string& folder);
 
 // Where the Hugging Face cache keeps a repo's snapshot, if it is there: the one refs/main names
-// (what the hub client would load), else the newest with a config.json. An error when refs/main
-// names a snapshot whose config.json is missing or a broken link (an interrupted download): another
-// revision would be sized silently.
+// (what the hub client would load), else the last by name of those with a config.json. An error
+// when refs/main names a snapshot whose config.json is a broken link, or is missing beside weight
+// files (an interrupted download): another revision would be sized silently.
 Result<std::optional<std::string>> find_in_hf_cache(const std::string& repo_id);
 
 // --params 7B with optional shape flags: a Llama-shaped model of that size. The shape is picked

@@ -646,6 +646,28 @@ TEST(FitPlan, BfloatOnACardWithoutItStartsThePlanWithFp16) {
     return n.find("a bf16 job will not run as given; use fp16 mixed precision (fp16=True), which is what is predicted") !=
            std::string::npos;
   }));
+  // A bigger card takes the job as asked: bf16, on a card that has it.
+  if (const FitAlternative* bigger = alternative(report, "bigger_gpu")) {
+    auto card = find_gpu(*bigger->gpu_name);
+    ASSERT_TRUE(card.ok());
+    EXPECT_TRUE(card->bf16) << *bigger->gpu_name;
+  }
+}
+
+// Full fine-tuning trains the model's own weights: in fp16 they need fp32 masters (the Trainer's
+// GradScaler refuses fp16 gradients), so pure bf16 becomes fp16 mixed precision, loaded in fp32.
+TEST(FitPlan, PureBfloatFullFineTuneOnACardWithoutItBecomesFp16Mixed) {
+  Job job = training("train_full", 1, 512);
+  job.precision = "bf16";
+  auto fitted = fit_on("Qwen/Qwen2.5-0.5B", "t4", job, 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitReport& report = fitted->report;
+  EXPECT_EQ(report.estimate.precision, "fp16_mixed");
+  ASSERT_TRUE(report.plan.has_value());
+  EXPECT_EQ(report.plan->changes[0].id, "precision_fp16");
+  EXPECT_EQ(report.plan->changes[0].title, "precision bf16 -> fp16_mixed: Tesla T4 16GB has no bfloat16");
+  EXPECT_EQ(setting(report.plan->changes[0], "torch_dtype"), "torch.float32");
+  EXPECT_EQ(report.plan->job.precision, "fp16_mixed");
 }
 
 // More cards that fit only at a smaller micro-batch are no alternative when that micro-batch fits

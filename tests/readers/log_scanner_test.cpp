@@ -290,6 +290,15 @@ TEST(LogScanner, MarkdownQuoteOfAnEarlierErrorIsAMention) {
   EXPECT_EQ(mention.events[0].line, 1u);
   EXPECT_EQ(scan_text(full + "\n> torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB\n").events.size(), 2u);
   EXPECT_EQ(scan_text(quote).events.size(), 1u);
+  // A whole multi-rank log pasted as a quotation: every rank's error stays an event.
+  const std::string gpu1 =
+      "> [rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB. GPU 1 has a total capacity of "
+      "23.64 GiB of which 4.33 GiB is free. Including non-PyTorch memory, this process has 19.29 GiB memory in use. Of the "
+      "allocated memory 18.80 GiB is allocated by PyTorch, and 43.81 MiB is reserved by PyTorch but unallocated.\n";
+  std::string gpu0 = gpu1;
+  gpu0.replace(gpu0.find("[rank1]"), 7, "[rank0]");
+  gpu0.replace(gpu0.find("GPU 1"), 5, "GPU 0");
+  EXPECT_EQ(scan_text(gpu0 + "> \n" + gpu1).events.size(), 2u);
 }
 
 // Keras's usual output: the BFC warning, its dump and stats, the failed kernel's log line, then the

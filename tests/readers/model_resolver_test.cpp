@@ -296,6 +296,12 @@ TEST_F(ResolverTest, HuggingFaceCacheBrokenCurrentSnapshotIsAnError) {
             "acme/tiny: " + (repo / "snapshots" / "bbb" / "config.json").string() +
                 " (the Hugging Face cache's current snapshot, refs/main) is a broken link, its blob missing: an "
                 "interrupted download; fetch it again (huggingface-cli download acme/tiny)");
+  // A current snapshot of other files only (a tokenizer fetched alone) is looked past.
+  fs::remove(repo / "snapshots" / "bbb" / "config.json");
+  std::ofstream(repo / "snapshots" / "bbb" / "tokenizer_config.json") << "{}";
+  auto tokenizer_only = resolve_model("acme/tiny");
+  ASSERT_TRUE(tokenizer_only) << tokenizer_only.error().message;
+  EXPECT_EQ(tokenizer_only->source, "hf-cache:" + (repo / "snapshots" / "aaa").string());
   fs::remove(repo / "refs" / "main");
   auto newest = resolve_model("acme/tiny");
   ASSERT_TRUE(newest) << newest.error().message;
