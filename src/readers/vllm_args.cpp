@@ -926,6 +926,89 @@ size_t substitution_end(std::string_view line, size_t i) {
   return line.size();
 }
 
+// An expansion at text[i] ('$' or a backquote) as far as the text's own variables tell it:
+// $NAME, ${NAME}, ${NAME:-word}, ${NAME-word}, ${NAME:=word}, ${NAME=word} (the word itself
+// expanded and unquoted, nested ones included). `value` is empty when it stays as written, so an
+// error can name it: a variable set elsewhere, $1/$@, ${#NAME} and the like, and command
+// substitutions $(...) and `...`, which oomdoc never runs. `end` is one past it.
+struct Expansion {
+  std::optional<std::string> value;
+  size_t end = 0;
+};
+std::string expand_word_text(std::string_view word, std::map<std::string, std::string>& variables);
+
+Expansion expand_at(std::string_view text, size_t i, std::map<std::string, std::string>& variables) {
+  if (text[i] == '`' || (i + 1 < text.size() && text[i + 1] == '(')) return {std::nullopt, substitution_end(text, i)};
+  if (i + 1 < text.size() && text[i + 1] == '{') {
+    // The closing brace of this ${, past nested ones and quotes.
+    size_t close = std::string_view::npos;
+    int depth = 0;
+    char quote = 0;
+    for (size_t j = i + 1; j < text.size(); ++j) {
+      const char c = text[j];
+      if (quote) {
+        if (c == quote) quote = 0;
+      } else if (c == '\'' || c == '"') {
+        quote = c;
+      } else if (c == '{' && text[j - 1] == '$') {
+        ++depth;
+      } else if (c == '}' && --depth == 0) {
+        close = j;
+        break;
+      }
+    }
+    if (close == std::string_view::npos) return {std::nullopt, text.size()};
+    const std::string_view inner = text.substr(i + 2, close - i - 2);
+    size_t n = 0;
+    while (n < inner.size() && is_shell_name_char(inner[n], n == 0)) ++n;
+    const std::string name(inner.substr(0, n));
+    std::string_view op = inner.substr(n);
+    const bool colon = op.starts_with(":");
+    if (colon) op.remove_prefix(1);
+    if (n == 0 || !(op.empty() || op.front() == '-' || op.front() == '=') || (colon && op.empty())) {
+      return {std::nullopt, close + 1};   // ${#NAME}, ${NAME%suffix}, ${NAME:?}: not worked out
+    }
+    auto known = variables.find(name);
+    if (known != variables.end() && !(colon && known->second.empty())) return {known->second, close + 1};
+    if (op.empty()) return {std::nullopt, close + 1};
+    std::string fallback = expand_word_text(op.substr(1), variables);
+    if (op.front() == '=') variables[name] = fallback;
+    return {std::move(fallback), close + 1};
+  }
+  size_t end = i + 1;
+  while (end < text.size() && is_shell_name_char(text[end], end == i + 1)) ++end;
+  if (end == i + 1) return {std::nullopt, i + 1};   // a lone `$`, $1, $@, $?: kept as written
+  auto known = variables.find(std::string(text.substr(i + 1, end - i - 1)));
+  if (known == variables.end()) return {std::nullopt, end};
+  return {known->second, end};
+}
+
+// A word such as a default's (${LEN:-"$DEF"}): quotes removed, expansions done, nothing split.
+std::string expand_word_text(std::string_view word, std::map<std::string, std::string>& variables) {
+  std::string out;
+  char quote = 0;
+  for (size_t i = 0; i < word.size(); ++i) {
+    const char c = word[i];
+    if (quote == '\'') {
+      if (c == '\'') quote = 0;
+      else out += c;
+    } else if (c == '\\' && i + 1 < word.size()) {
+      out += word[++i];
+    } else if (c == '\'' && !quote) {
+      quote = c;
+    } else if (c == '"') {
+      quote = quote ? 0 : '"';
+    } else if (c == '$' || c == '`') {
+      const Expansion x = expand_at(word, i, variables);
+      out += x.value ? *x.value : std::string(word.substr(i, x.end - i));
+      i = x.end - 1;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<std::vector<std::vector<std::string>>> split_shell_commands(std::string_view line) {
@@ -967,8 +1050,11 @@ Result<std::vector<std::vector<std::string>>> split_shell_commands(std::string_v
   // Appends an expansion's value: inside double quotes as is, unquoted split at blanks into words
   // (`ARGS="--max-model-len 8192 -tp 2"; vllm serve M $ARGS` is four arguments).
   auto append_value = [&](const std::string& value, bool quoted) {
+    // NAME=value words are not split (bash expands an assignment's value whole).
+    const size_t eq = current.find('=');
+    const bool assignment = eq != std::string::npos && eq > 0 && shell_assignment(current).has_value();
     for (char v : value) {
-      if (!quoted && (v == ' ' || v == '\t' || v == '\n')) {
+      if (!quoted && !assignment && (v == ' ' || v == '\t' || v == '\n')) {
         end_word();
       } else {
         current.push_back(v);
@@ -976,51 +1062,17 @@ Result<std::vector<std::vector<std::string>>> split_shell_commands(std::string_v
       }
     }
   };
-  // Parameter expansion at line[i] == '$' (or a backquote): $NAME, ${NAME}, ${NAME:-word},
-  // ${NAME-word}, ${NAME:=word}, ${NAME=word} from the variables set earlier in the text. What oomdoc
-  // cannot know stays literal, so an error names it: a variable set elsewhere, $1/$@, and command
-  // substitutions $(...) and `...`, which it never runs. i ends on the expansion's last character.
+  // An expansion at line[i] ('$' or a backquote, expand_at): its value, split into words when
+  // unquoted, or its text as written. i ends on the expansion's last character.
   auto expand = [&](size_t& i, bool quoted) {
-    auto literal = [&](size_t end) {
-      current.append(line.substr(i, end - i));
+    const Expansion x = expand_at(line, i, variables);
+    if (x.value) {
+      append_value(*x.value, quoted);
+    } else {
+      current.append(line.substr(i, x.end - i));
       in_word = true;
-      i = end - 1;
-    };
-    if (line[i] == '`' || (i + 1 < line.size() && line[i + 1] == '(')) return literal(substitution_end(line, i));
-    if (i + 1 < line.size() && line[i + 1] == '{') {
-      const size_t close = line.find('}', i + 2);
-      if (close == std::string_view::npos) return literal(line.size());
-      const std::string_view inner = line.substr(i + 2, close - i - 2);
-      size_t n = 0;
-      while (n < inner.size() && is_shell_name_char(inner[n], n == 0)) ++n;
-      const std::string name(inner.substr(0, n));
-      std::string_view op = inner.substr(n);
-      auto known = variables.find(name);
-      const bool colon = op.starts_with(":");
-      if (colon) op.remove_prefix(1);
-      if (n == 0 || !(op.empty() || op.front() == '-' || op.front() == '=') || (colon && op.empty())) {
-        return literal(close + 1);   // ${#NAME}, ${NAME%suffix}, ${NAME:?}: not worked out
-      }
-      const bool use_value = known != variables.end() && !(colon && known->second.empty());
-      if (use_value) {
-        append_value(known->second, quoted);
-      } else if (!op.empty()) {
-        const std::string fallback(op.substr(1));
-        if (op.front() == '=') variables[name] = fallback;
-        append_value(fallback, quoted);
-      } else {
-        return literal(close + 1);
-      }
-      i = close;
-      return;
     }
-    size_t end = i + 1;
-    while (end < line.size() && is_shell_name_char(line[end], end == i + 1)) ++end;
-    if (end == i + 1) return literal(i + 1);   // a lone `$`, $1, $@, $?: kept as written
-    auto known = variables.find(std::string(line.substr(i + 1, end - i - 1)));
-    if (known == variables.end()) return literal(end);
-    append_value(known->second, quoted);
-    i = end - 1;
+    i = x.end - 1;
   };
   // Here-documents (`cat > f <<'EOF'` ... `EOF`): their bodies are data, skipped from the line after
   // the operator's to the delimiter's; `<<-` strips leading tabs from the delimiter line.
@@ -1273,6 +1325,13 @@ Result<ServeConfig> parse_vllm_command_line(const std::vector<std::string>& inpu
   if (!status) return status.error();
   if (config.model.empty()) {
     return Error{fmt::format("{}: no model given (the MODEL argument or --model)", config.launcher)};
+  }
+  // A word the shell would have filled in ($ARGS set elsewhere) may hold any flags: sizing without
+  // them would mislead.
+  for (const std::string& word : config.unknown) {
+    if (word.find_first_of("$`") != std::string::npos) {
+      return Error{fmt::format("'{}'{}", printable(word, 80), unexpanded_hint(word))};
+    }
   }
   return config;
 }

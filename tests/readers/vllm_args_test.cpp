@@ -230,6 +230,19 @@ TEST(VllmArgs, ShellVariablesTheTextSetsAreExpanded) {
   ServeConfig c = parse_ok({"MODEL=Qwen/Qwen3-8B\nTP=2\nvllm serve \"$MODEL\" --tensor-parallel-size $TP"});
   EXPECT_EQ(c.model, "Qwen/Qwen3-8B");
   EXPECT_EQ(c.tensor_parallel_size, 2u);
+  // An assignment's value is not split (bash expands it whole), so ARGS keeps both flags; a default
+  // is itself expanded and unquoted, nested braces included.
+  ServeConfig assigned = parse_ok({"OPTS=\"--max-model-len 4096 -tp 2\"\nARGS=$OPTS\nvllm serve m $ARGS"});
+  EXPECT_EQ(assigned.max_model_len, 4096u);
+  EXPECT_EQ(assigned.tensor_parallel_size, 2u);
+  EXPECT_EQ(parse_ok({"LEN=4096; vllm serve m --max-model-len ${LEN:-${DEF}}"}).max_model_len, 4096u);
+  EXPECT_EQ(parse_ok({"DEF=8192; vllm serve m --max-model-len ${LEN:-\"$DEF\"}"}).max_model_len, 8192u);
+  EXPECT_EQ(parse_ok({"vllm serve m --max-model-len ${LEN:-${DEF:-2048}}"}).max_model_len, 2048u);
+  // A word left unexpanded anywhere (a positional $ARGS may hold any flags) is refused.
+  auto positional = parse_vllm_command_line({"vllm serve m $ARGS"});
+  ASSERT_FALSE(positional.ok());
+  EXPECT_EQ(positional.error().message, "'$ARGS': a shell expansion oomdoc cannot fill in (it runs no command and knows "
+                                        "only the variables the command text sets); give its value");
   auto unknown = parse_vllm_command_line({"vllm serve m --tensor-parallel-size $(nvidia-smi -L | wc -l)"});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().message,
