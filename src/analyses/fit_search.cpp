@@ -2031,6 +2031,35 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
   } else if (smallest_other_vendor && *smallest_other_vendor->gpu_total_bytes >= *smallest_gpu->gpu_total_bytes) {
     smallest_other_vendor.reset();
   }
+  auto more_gpus_alternative = [&](uint64_t n, const HardwareLayout& layout, const PredictedTotals& predicted) {
+    FitAlternative a;
+    a.gpu_name = options.gpu_name;
+    a.gpu_total_bytes = options.total_bytes;
+    a.num_gpus = n;
+    a.predicted = predicted;
+    a.fits_target = predicted.needed_bytes <= report.target_bytes;
+    const Job& sharded = layout.job;
+    a.description = fmt::format("fits on {} x {}{}{}", n, options.gpu_name,
+                                sharded.parallelism && sharded.parallelism != given.parallelism
+                                    ? fmt::format(" with {}", *sharded.parallelism) : "",
+                                layout.notes().empty() ? "" : "; " + layout.notes());
+    a.change.id = "more_gpus";
+    a.change.fix_id = "bigger_gpu";
+    a.change.step = 9;
+    a.change.title = fmt::format("{} GPUs instead of {}{}", n, options.num_gpus,
+                                 layout.notes().empty() ? "" : " (" + layout.notes() + ")");
+    a.change.cost = "hardware: more cards, and sharding's communication";
+    a.change.settings = layout.settings;
+    a.job = sharded;
+    a.change.predicted = predicted;
+    if (auto price = options.prices.find(options.gpu_name); price != options.prices.end()) {
+      a.price_per_hour = price->second * static_cast<double>(n);
+    }
+    return a;
+  };
+  // A count that fits only by changing the global batch: offered when no count keeps it, at the
+  // target or the budget.
+  std::optional<FitAlternative> changes_the_batch;
   for (double fraction : {report.target, options.budget}) {
     if (more_gpus) break;
     const uint64_t limit = share_of(options.total_bytes, fraction, options.allocatable_bytes);
@@ -2038,38 +2067,21 @@ Result<FitReport> fit_job(const ModelSpec& model, const Job& job, const FitOptio
       if (more_gpus) break;
       if (n <= options.num_gpus) continue;
       for (const HardwareLayout& layout : layouts_on(n)) {
-        if (different_run(layout)) break;
+        if (different_run(layout)) {
+          if (auto p = predicted_layout(n, layout); !changes_the_batch && p && p->needed_bytes <= limit) {
+            changes_the_batch = more_gpus_alternative(n, layout, *p);
+          }
+          break;
+        }
         auto p = predicted_layout(n, layout);
         if (!p || p->needed_bytes > limit) continue;
         if (fits_with_own_cards(layout, limit)) break;
-        FitAlternative a;
-        a.gpu_name = options.gpu_name;
-        a.gpu_total_bytes = options.total_bytes;
-        a.num_gpus = n;
-        a.predicted = *p;
-        a.fits_target = p->needed_bytes <= report.target_bytes;
-        const Job& sharded = layout.job;
-        a.description = fmt::format("fits on {} x {}{}{}", n, options.gpu_name,
-                                    sharded.parallelism && sharded.parallelism != given.parallelism
-                                        ? fmt::format(" with {}", *sharded.parallelism) : "",
-                                    layout.notes().empty() ? "" : "; " + layout.notes());
-        a.change.id = "more_gpus";
-        a.change.fix_id = "bigger_gpu";
-        a.change.step = 9;
-        a.change.title = fmt::format("{} GPUs instead of {}{}", n, options.num_gpus,
-                                     layout.notes().empty() ? "" : " (" + layout.notes() + ")");
-        a.change.cost = "hardware: more cards, and sharding's communication";
-        a.change.settings = layout.settings;
-        a.job = sharded;
-        a.change.predicted = *p;
-        if (auto price = options.prices.find(options.gpu_name); price != options.prices.end()) {
-          a.price_per_hour = price->second * static_cast<double>(n);
-        }
-        more_gpus = a;
+        more_gpus = more_gpus_alternative(n, layout, *p);
         break;
       }
     }
   }
+  if (!more_gpus) more_gpus = std::move(changes_the_batch);
   if (!options.prices.empty()) {
     for (const auto& gpu : gpu_catalog()) {
       auto price = options.prices.find(gpu.name);

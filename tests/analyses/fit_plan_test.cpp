@@ -690,6 +690,22 @@ TEST(FitPlan, MoreGpusAreAnAlternativeOnlyWhereTheCardsDoNotAlready) {
   EXPECT_EQ(more->predicted.needed_bytes, needed_bytes(fitted->model, *more->job));
 }
 
+// When no count keeps the global batch (2 x 1 does not fit two A100s, and more cards cannot keep
+// 2), the smallest count that fits with a larger one is offered, saying so.
+TEST(FitPlan, MoreGpusThatChangeTheGlobalBatchWhenNoneKeepsIt) {
+  Job job = training("train_full", 2, 2048);
+  job.grad_accum_steps = 1;
+  job.gradient_checkpointing = "full";
+  auto fitted = fit_on("meta-llama/Llama-3.1-8B", "a100-80", job, 1);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  const FitAlternative* more = alternative(fitted->report, "more_gpus");
+  ASSERT_NE(more, nullptr);
+  EXPECT_EQ(more->num_gpus, 4u);
+  EXPECT_THAT(more->description, ::testing::HasSubstr("the global batch goes from 2 to 8"));
+  ASSERT_TRUE(more->job.has_value());
+  EXPECT_EQ(more->predicted.needed_bytes, needed_bytes(fitted->model, *more->job));
+}
+
 // More cards keep the global batch: 2 x 16 on one A100 is 1 x 8 on each of 4 (more cards shard
 // the weights and optimizer, not the activations, so the micro-batch is lowered too; at micro-batch
 // 2 it takes 8 cards), and the alternative says how to shard and accumulate.
