@@ -116,8 +116,10 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
   const ServeSettings& s = base.settings;
   // Figures from a log (--weights, --activation, ...) were measured for this launch. A change that
   // moves them (more GPUs split the weights, a 4-bit checkpoint shrinks them, a smaller token
-  // budget shrinks the profile run) scales each by the change oomdoc computes, keeping the log's
-  // correction: 65.76 GiB logged at TP 2 where 65.74 is computed is 32.88 at TP 4.
+  // budget shrinks the profile run) moves each by the change oomdoc computes, keeping the log's
+  // correction: the weights in proportion (65.76 GiB logged at TP 2 where 65.74 is computed is
+  // 32.88 at TP 4), the activation peak, non-torch memory and CUDA graphs by the difference (much
+  // of a logged peak is buffers that do not grow with the token budget).
   const bool has_overrides = inputs.overrides.weights_bytes || inputs.overrides.activation_bytes ||
                              inputs.overrides.non_torch_bytes || inputs.overrides.cuda_graph_bytes;
   std::optional<ServePrediction> computed_base;
@@ -136,10 +138,16 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
             *logged = static_cast<uint64_t>(std::llround(static_cast<long double>(*logged) * now / was));
           }
         };
+        auto shift = [](std::optional<uint64_t>& logged, uint64_t was, uint64_t now) {
+          if (logged && now != was) {
+            const int64_t moved = static_cast<int64_t>(*logged) + static_cast<int64_t>(now) - static_cast<int64_t>(was);
+            *logged = static_cast<uint64_t>(std::max<int64_t>(0, moved));
+          }
+        };
         rescale(changed.overrides.weights_bytes, computed_base->weights.bytes, computed->weights.bytes);
-        rescale(changed.overrides.activation_bytes, computed_base->activation.bytes, computed->activation.bytes);
-        rescale(changed.overrides.non_torch_bytes, computed_base->non_torch.bytes, computed->non_torch.bytes);
-        rescale(changed.overrides.cuda_graph_bytes, computed_base->cuda_graphs.bytes, computed->cuda_graphs.bytes);
+        shift(changed.overrides.activation_bytes, computed_base->activation.bytes, computed->activation.bytes);
+        shift(changed.overrides.non_torch_bytes, computed_base->non_torch.bytes, computed->non_torch.bytes);
+        shift(changed.overrides.cuda_graph_bytes, computed_base->cuda_graphs.bytes, computed->cuda_graphs.bytes);
       }
     }
     return oomdoc::try_predict(changed);

@@ -1357,29 +1357,43 @@ Result<ServePrediction> predict_vllm_startup(const ServeInputs& in) {
 
 namespace {
 
-// An error about a flag, spelled as LLM(...)'s keyword when that is what the user wrote:
-// "--max-model-len 131072 is above ..." is "max_model_len=131072 is above ...".
+// An error about flags, spelled as LLM(...)'s keywords when that is what the user wrote:
+// "--max-model-len 131072 is above ..." is "max_model_len=131072 is above ...", and every other
+// flag it names is a keyword too ("below --max-num-seqs 128" is "below max_num_seqs=128").
 std::string as_keyword_error(const std::string& message) {
-  if (!message.starts_with("--")) return message;
-  size_t end = 2;
-  while (end < message.size() && (std::islower(static_cast<unsigned char>(message[end])) ||
-                                  std::isdigit(static_cast<unsigned char>(message[end])) || message[end] == '-')) {
-    ++end;
-  }
-  std::string keyword = message.substr(2, end - 2);
-  std::replace(keyword.begin(), keyword.end(), '-', '_');
-  size_t value_end = end;
-  if (end < message.size() && message[end] == ' ') {
-    value_end = end + 1;
+  std::string out;
+  size_t i = 0;
+  while (i < message.size()) {
+    const bool flag = message.compare(i, 2, "--") == 0 && (i == 0 || !std::isalnum(static_cast<unsigned char>(message[i - 1]))) &&
+                      i + 2 < message.size() && std::islower(static_cast<unsigned char>(message[i + 2]));
+    if (!flag) {
+      out += message[i++];
+      continue;
+    }
+    size_t end = i + 2;
+    while (end < message.size() && (std::islower(static_cast<unsigned char>(message[end])) ||
+                                     std::isdigit(static_cast<unsigned char>(message[end])) || message[end] == '-')) {
+      ++end;
+    }
+    std::string keyword = message.substr(i + 2, end - i - 2);
+    std::replace(keyword.begin(), keyword.end(), '-', '_');
+    out += keyword;
+    // "--flag 123" is "flag=123".
+    size_t value_end = end + 1;
     while (value_end < message.size() && (std::isdigit(static_cast<unsigned char>(message[value_end])) ||
                                           message[value_end] == '.')) {
       ++value_end;
     }
-    const bool number = value_end > end + 1 && (value_end == message.size() || message[value_end] == ' ' ||
-                                                 message[value_end] == ':' || message[value_end] == ',');
-    if (number) return keyword + "=" + message.substr(end + 1, value_end - end - 1) + message.substr(value_end);
+    const bool number = end < message.size() && message[end] == ' ' && value_end > end + 1 &&
+                        (value_end == message.size() || message[value_end] == ' ' || message[value_end] == ':' ||
+                         message[value_end] == ',' || message[value_end] == ')');
+    if (number) {
+      out += "=" + message.substr(end + 1, value_end - end - 1);
+      end = value_end;
+    }
+    i = end;
   }
-  return keyword + message.substr(end);
+  return out;
 }
 
 }  // namespace

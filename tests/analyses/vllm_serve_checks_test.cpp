@@ -153,6 +153,18 @@ TEST(VllmServeChecks, LoggedFiguresScaleWithTheFix) {
   ASSERT_NE(fix, scaled->fixes.end());
   EXPECT_EQ(fix->kv_tokens, predict(heavier_tp2).capacity.tokens);
   EXPECT_LT(fix->kv_tokens, tp2->kv_tokens);
+  // A logged activation peak keeps its difference from oomdoc's: 1 GiB above the computed peak on
+  // one GPU is 1 GiB above it at TP 2, not a multiple of it.
+  ServeInputs logged_peak = plain;
+  logged_peak.overrides.activation_bytes = computed->prediction.activation.bytes + kGiB;
+  ServeInputs peak_tp2 = computed_tp2;
+  peak_tp2.overrides.activation_bytes = predict(computed_tp2).activation.bytes + kGiB;
+  auto shifted = analyze_serve(logged_peak);
+  ASSERT_TRUE(shifted.ok());
+  auto peak_fix = std::find_if(shifted->fixes.begin(), shifted->fixes.end(),
+                               [](const ServeFix& f) { return f.flag == "--tensor-parallel-size 2"; });
+  ASSERT_NE(peak_fix, shifted->fixes.end());
+  EXPECT_EQ(peak_fix->kv_tokens, predict(peak_tp2).capacity.tokens);
 }
 
 // A KV cache sized outright too small for one request is fixed from its short side too: the

@@ -55,6 +55,11 @@ TEST(ServeCli, LlmCallErrorsNameTheKeyword) {
   auto cli = run_cli({"serve", "--gpu", "4090", "--", "vllm", "serve", "Qwen/Qwen2.5-7B-Instruct", "--max-model-len",
                       "131072"});
   EXPECT_EQ(cli.err.rfind("oomdoc: serve: --max-model-len 131072 is above", 0), 0u) << cli.err;
+  // Every flag the error names, not only the first.
+  auto two = run_cli({"serve", "--gpu", "4090", "--",
+                      "LLM(model=\"Qwen/Qwen2.5-7B-Instruct\", max_num_batched_tokens=64, max_num_seqs=128)"});
+  EXPECT_EQ(two.err.rfind("oomdoc: serve: max_num_batched_tokens=64 below max_num_seqs=128: vLLM refuses it", 0), 0u)
+      << two.err;
 }
 
 TEST(ServeCli, GptOssOnH100) {
