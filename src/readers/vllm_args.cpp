@@ -896,20 +896,15 @@ std::optional<std::pair<std::string, std::string>> shell_assignment(const std::s
   return std::pair{word.substr(0, eq), word.substr(eq + 1)};
 }
 
-// The end (one past) of a `$(...)`, `$((...))` or `` `...` `` starting at i, quotes and nesting
-// respected; line.size() when it never closes.
-size_t substitution_end(std::string_view line, size_t i) {
-  if (line[i] == '`') {
-    for (size_t j = i + 1; j < line.size(); ++j) {
-      if (line[j] == '\\') ++j;
-      else if (line[j] == '`') return j + 1;
-    }
-    return line.size();
-  }
+// One past the bracket that closes the one at text[from] ('(' of `$(`, or '{' of `${`): quotes and
+// backslashes respected, nested pairs counted (a brace only after a `$`: a plain `{` is text);
+// npos when it never closes.
+size_t closing_bracket(std::string_view text, size_t from) {
+  const char open = text[from], close = open == '(' ? ')' : '}';
   int depth = 0;
   char quote = 0;
-  for (size_t j = i + 1; j < line.size(); ++j) {
-    const char c = line[j];
+  for (size_t j = from; j < text.size(); ++j) {
+    const char c = text[j];
     if (quote) {
       if (c == quote) quote = 0;
       else if (c == '\\' && quote == '"') ++j;
@@ -917,11 +912,22 @@ size_t substitution_end(std::string_view line, size_t i) {
       quote = c;
     } else if (c == '\\') {
       ++j;
-    } else if (c == '(') {
+    } else if (c == open && (open == '(' || (j > 0 && text[j - 1] == '$'))) {
       ++depth;
-    } else if (c == ')' && --depth == 0) {
+    } else if (c == close && --depth == 0) {
       return j + 1;
     }
+  }
+  return std::string_view::npos;
+}
+
+// The end (one past) of a `$(...)`, `$((...))` or `` `...` `` starting at i; line.size() when it
+// never closes.
+size_t substitution_end(std::string_view line, size_t i) {
+  if (line[i] != '`') return std::min(closing_bracket(line, i + 1), line.size());
+  for (size_t j = i + 1; j < line.size(); ++j) {
+    if (line[j] == '\\') ++j;
+    else if (line[j] == '`') return j + 1;
   }
   return line.size();
 }
@@ -940,24 +946,9 @@ std::string expand_word_text(std::string_view word, std::map<std::string, std::s
 Expansion expand_at(std::string_view text, size_t i, std::map<std::string, std::string>& variables) {
   if (text[i] == '`' || (i + 1 < text.size() && text[i + 1] == '(')) return {std::nullopt, substitution_end(text, i)};
   if (i + 1 < text.size() && text[i + 1] == '{') {
-    // The closing brace of this ${, past nested ones and quotes.
-    size_t close = std::string_view::npos;
-    int depth = 0;
-    char quote = 0;
-    for (size_t j = i + 1; j < text.size(); ++j) {
-      const char c = text[j];
-      if (quote) {
-        if (c == quote) quote = 0;
-      } else if (c == '\'' || c == '"') {
-        quote = c;
-      } else if (c == '{' && text[j - 1] == '$') {
-        ++depth;
-      } else if (c == '}' && --depth == 0) {
-        close = j;
-        break;
-      }
-    }
-    if (close == std::string_view::npos) return {std::nullopt, text.size()};
+    const size_t past = closing_bracket(text, i + 1);
+    if (past == std::string_view::npos) return {std::nullopt, text.size()};
+    const size_t close = past - 1;
     const std::string_view inner = text.substr(i + 2, close - i - 2);
     size_t n = 0;
     while (n < inner.size() && is_shell_name_char(inner[n], n == 0)) ++n;
