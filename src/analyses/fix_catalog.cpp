@@ -353,7 +353,7 @@ std::optional<std::string> fix_snippet_with_value(std::string_view id, FixVarian
   };
   static constexpr Valued kValued[] = {
       {"xla_host_memory_limit", FixVariant::kDefault,
-       "export XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB={value}  # {why}, within the machine's RAM"},
+       "export XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB={value}  # {why}; the machine must have that much RAM free"},
       {"ggml_smaller_context", FixVariant::kDefault, "-c {value}  # {why}; -ub 256 shrinks the compute buffer"},
       {"ggml_smaller_context", FixVariant::kOllama,
        "/set parameter num_ctx {value}  # {why}, in `ollama run`; PARAMETER num_ctx {value} in a Modelfile, "

@@ -98,10 +98,12 @@ LengthAnalysis analyze_lengths(std::vector<uint64_t> lengths, uint64_t current_s
   // An empty row pads to its batch's longest member and trains on nothing (its labels are all
   // padding, a 0/0 loss where a batch holds only such rows); it is a data bug, not a length.
   if (s.empty) {
-    out.advice.push_back(fmt::format("{} of {} {} have no tokens: drop them before {} (an empty {} still takes a batch "
-                                     "slot padded to the batch's longest)",
-                                     s.empty, s.count, job.inference ? "prompts" : "examples",
-                                     job.inference ? "serving" : "training", job.inference ? "prompt" : "example"));
+    out.advice.push_back(fmt::format("{} of {} {} have no tokens: drop them before {} ({})", s.empty, s.count,
+                                     job.inference ? "prompts" : "examples", job.inference ? "serving" : "training",
+                                     job.packed ? "packed, an empty example adds only its special tokens and trains on "
+                                                  "nothing"
+                                                : fmt::format("an empty {} still takes a batch slot padded to the "
+                                                              "batch's longest", job.inference ? "prompt" : "example")));
   }
   if (job.packed && !job.inference && seen_max > seen_p99) {
     out.advice.push_back(fmt::format(

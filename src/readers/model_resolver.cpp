@@ -164,6 +164,14 @@ Result<std::optional<std::string>> find_in_hf_cache(const std::string& repo_id) 
         const std::string name = entry.path().filename().string();
         has_weights = has_weights || name.ends_with(".safetensors") || name.ends_with(".bin") || name.ends_with(".gguf");
       }
+      // refs/main is written before the snapshot's files: a ref to no snapshot at all is a download
+      // cut short too.
+      const bool no_snapshot = !fs::exists(repo / "snapshots" / ref, ec);
+      if (no_snapshot) {
+        return make_error(fmt::format(
+            "{}: the Hugging Face cache's refs/main names snapshot {}, which is not there: an interrupted download; "
+            "fetch it again (huggingface-cli download {})", repo_id, ref, repo_id));
+      }
       if (fs::is_symlink(config, ec) || has_weights) {
         return make_error(fmt::format(
             "{}: {} (the Hugging Face cache's current snapshot, refs/main) {}: an interrupted download; fetch it "

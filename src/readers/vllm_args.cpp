@@ -1324,6 +1324,16 @@ Result<ServeConfig> parse_vllm_command_line(const std::vector<std::string>& inpu
       return Error{fmt::format("'{}'{}", printable(word, 80), unexpanded_hint(word))};
     }
   }
+  // Flags quoted into one word ("$ARGS" in double quotes): argparse takes a dashed word with a space
+  // before any '=' for a positional, and vLLM exits with "unrecognized arguments".
+  for (size_t j = i; j < words.size(); ++j) {
+    const std::string& word = words[j];
+    if (word.size() > 1 && word[0] == '-' && word.substr(0, word.find('=')).find(' ') != std::string::npos) {
+      return Error{fmt::format("'{}': one argument holding several words (a quoted \"$ARGS\"?); vLLM's argparse "
+                               "takes it for a positional and exits with 'unrecognized arguments': leave the expansion "
+                               "unquoted so it splits", printable(word, 80))};
+    }
+  }
   return config;
 }
 

@@ -690,7 +690,8 @@ TEST(Diagnose, HostMemoryOfXlaAndOfBuilds) {
   EXPECT_EQ(xla.events[0].diagnosis.cause, "host_memory");
   EXPECT_EQ(fix_ids(xla.events[0].diagnosis), (std::vector<std::string>{"xla_host_memory_limit", "more_host_memory"}));
   EXPECT_EQ(xla.events[0].diagnosis.fixes[0].snippet,
-            "export XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB=80  # the request is 68.00 GiB (74 GB), within the machine's RAM");
+            "export XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB=80  # the request is 68.00 GiB (74 GB); the machine must have that "
+            "much RAM free");
 
   const ExplainReport gcc = explain_text("c++: fatal error: Killed signal terminated program cc1plus\n");
   ASSERT_EQ(gcc.events.size(), 1u);

@@ -302,6 +302,12 @@ TEST_F(ResolverTest, HuggingFaceCacheBrokenCurrentSnapshotIsAnError) {
   auto tokenizer_only = resolve_model("acme/tiny");
   ASSERT_TRUE(tokenizer_only) << tokenizer_only.error().message;
   EXPECT_EQ(tokenizer_only->source, "hf-cache:" + (repo / "snapshots" / "aaa").string());
+  // refs/main written, its snapshot never fetched: an interrupted download too.
+  std::ofstream(repo / "refs" / "main", std::ios::trunc) << "ccc\n";
+  auto absent = resolve_model("acme/tiny");
+  ASSERT_FALSE(absent);
+  EXPECT_EQ(absent.error().message, "acme/tiny: the Hugging Face cache's refs/main names snapshot ccc, which is not "
+                                    "there: an interrupted download; fetch it again (huggingface-cli download acme/tiny)");
   fs::remove(repo / "refs" / "main");
   auto newest = resolve_model("acme/tiny");
   ASSERT_TRUE(newest) << newest.error().message;

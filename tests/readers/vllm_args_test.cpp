@@ -243,6 +243,11 @@ TEST(VllmArgs, ShellVariablesTheTextSetsAreExpanded) {
   ASSERT_FALSE(positional.ok());
   EXPECT_EQ(positional.error().message, "'$ARGS': a shell expansion oomdoc cannot fill in (it runs no command and knows "
                                         "only the variables the command text sets); give its value");
+  // Quoted, the same expansion is one argument that vLLM's argparse refuses.
+  auto quoted = parse_vllm_command_line({"ARGS=\"--max-model-len 8192 -tp 2\"; vllm serve m \"$ARGS\""});
+  ASSERT_FALSE(quoted.ok());
+  EXPECT_EQ(quoted.error().message.rfind("'--max-model-len 8192 -tp 2': one argument holding several words", 0), 0u)
+      << quoted.error().message;
   auto unknown = parse_vllm_command_line({"vllm serve m --tensor-parallel-size $(nvidia-smi -L | wc -l)"});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().message,
