@@ -1142,12 +1142,16 @@ HardwareLayout layout_on(const Job& job, uint64_t n, const ModelSpec& model, con
         out.note = fmt::format("micro-batch {} -> {}{} keeps the global batch {}", micro, m,
                                kept != accum ? fmt::format(", accumulation {} -> {}", accum, kept) : "", global);
       } else {
-        const uint64_t kept = std::max<uint64_t>(1, global / (micro * dp_after));
+        // No micro-batch keeps it: micro-batch 1, the nearest global batch the count allows (and
+        // the least memory), with the accumulation that comes closest.
+        const uint64_t kept = std::max<uint64_t>(1, (global + dp_after / 2) / dp_after);
         out.global_batch_changed = true;
+        j.micro_batch_size = 1;
         j.grad_accum_steps = kept;
+        if (micro != 1) out.settings.push_back({"TrainingArguments", "per_device_train_batch_size", "1"});
         if (kept != accum) out.settings.push_back({"TrainingArguments", "gradient_accumulation_steps", std::to_string(kept)});
-        out.note = fmt::format("the global batch goes from {} to {} (micro-batch {} x accumulation {} x {} GPUs)", global,
-                               micro * kept * dp_after, micro, kept, dp_after);
+        out.note = fmt::format("the global batch goes from {} to {} (micro-batch 1 x accumulation {} x {} GPUs)", global,
+                               kept * dp_after, kept, dp_after);
       }
     }
     return out;

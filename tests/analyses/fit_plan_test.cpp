@@ -691,7 +691,8 @@ TEST(FitPlan, MoreGpusAreAnAlternativeOnlyWhereTheCardsDoNotAlready) {
 }
 
 // When no count keeps the global batch (2 x 1 does not fit two A100s, and more cards cannot keep
-// 2), the smallest count that fits with a larger one is offered, saying so.
+// 2), the smallest count that fits with a larger one is offered, saying so, at micro-batch 1: the
+// nearest global batch the count allows, and the least memory.
 TEST(FitPlan, MoreGpusThatChangeTheGlobalBatchWhenNoneKeepsIt) {
   Job job = training("train_full", 2, 2048);
   job.grad_accum_steps = 1;
@@ -701,8 +702,9 @@ TEST(FitPlan, MoreGpusThatChangeTheGlobalBatchWhenNoneKeepsIt) {
   const FitAlternative* more = alternative(fitted->report, "more_gpus");
   ASSERT_NE(more, nullptr);
   EXPECT_EQ(more->num_gpus, 4u);
-  EXPECT_THAT(more->description, ::testing::HasSubstr("the global batch goes from 2 to 8"));
+  EXPECT_THAT(more->description, ::testing::HasSubstr("the global batch goes from 2 to 4 (micro-batch 1 x accumulation 1 x 4 GPUs)"));
   ASSERT_TRUE(more->job.has_value());
+  EXPECT_EQ(more->job->micro_batch_size, 1u);
   EXPECT_EQ(more->predicted.needed_bytes, needed_bytes(fitted->model, *more->job));
 }
 
