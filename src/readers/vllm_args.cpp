@@ -728,6 +728,7 @@ Status read_llm_call(std::string_view text, ServeConfig& config) {
     if (message.rfind(flag, 0) != 0) return status;   // already in the keyword's words
     return Error{"LLM(...): " + key + message.substr(flag.size())};
   };
+  std::set<std::string> keywords_seen;
   for (auto& raw : parts) {
     std::string part = trim(raw);
     if (part.empty()) continue;
@@ -738,6 +739,18 @@ Status read_llm_call(std::string_view text, ServeConfig& config) {
       continue;
     }
     std::string key = trim(part.substr(0, eq));
+    // What Python itself refuses: a keyword that is no identifier, or one given twice.
+    const bool identifier = !key.empty() && !std::isdigit(static_cast<unsigned char>(key[0])) &&
+                            std::all_of(key.begin(), key.end(), [](char c) {
+                              return c == '_' || std::isalnum(static_cast<unsigned char>(c));
+                            });
+    if (!identifier) {
+      return Error{fmt::format("LLM(...): '{}=' is no Python keyword (Python: SyntaxError); write it with "
+                               "underscores", printable(key, 40))};
+    }
+    if (!keywords_seen.insert(key).second) {
+      return Error{fmt::format("LLM(...): {} given twice (Python: SyntaxError: keyword argument repeated)", key)};
+    }
     const std::string written = trim(part.substr(eq + 1));
     if (!python_literal(written)) {
       return Error{fmt::format("LLM(...): {}={} is a Python expression; oomdoc does not run Python: write the value "

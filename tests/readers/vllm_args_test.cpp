@@ -270,6 +270,17 @@ TEST(VllmArgs, LlmKeywordArguments) {
   EXPECT_EQ(c.ignored[0], "seed=0");
 }
 
+// What Python refuses in a call, oomdoc refuses too: a repeated keyword, a dashed one.
+TEST(VllmArgs, LlmCallThatPythonRefuses) {
+  auto twice = parse_vllm_command_line({"LLM(model=\"m\", max_model_len=8192, max_model_len=4096)"});
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error().message, "LLM(...): max_model_len given twice (Python: SyntaxError: keyword argument repeated)");
+  auto dashed = parse_vllm_command_line({"LLM(model=\"m\", max-model-len=8192)"});
+  ASSERT_FALSE(dashed.ok());
+  EXPECT_EQ(dashed.error().message,
+            "LLM(...): 'max-model-len=' is no Python keyword (Python: SyntaxError); write it with underscores");
+}
+
 // LLM(...) errors name the keyword as written; Python expressions are not guessed at.
 TEST(VllmArgs, LlmKeywordErrorsUseThePythonSpelling) {
   // vllm#18550's call, as pasted.
