@@ -2374,6 +2374,23 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.evidence.push_back(fmt::format("The {}device could not provide {} buffer{}.", backend.empty() ? "" : backend + " ",
                                        with_article(format_bytes(m.requested.value_or(0))),
                                        e.device ? fmt::format(" on device {}", *e.device) : ""));
+      // What the device had free at load, less the buffers llama.cpp put there before this one.
+      if (const auto free = e.int_field("llama_device_free_bytes"); free && *free > 0 && m.requested) {
+        const int64_t model_buffer = e.int_field("llama_model_buffer_bytes").value_or(0);
+        const int64_t kv_buffer = e.int_field("llama_kv_buffer_bytes").value_or(0);
+        const int64_t left = *free - model_buffer - kv_buffer;
+        std::string taken;
+        if (model_buffer > 0) taken = fmt::format("the model's {}", format_bytes(static_cast<uint64_t>(model_buffer)));
+        if (kv_buffer > 0) {
+          taken += fmt::format("{}the KV cache's {}", taken.empty() ? "" : " and ", format_bytes(static_cast<uint64_t>(kv_buffer)));
+        }
+        d.capacity_title = "the card ran out: what llama.cpp had already put on it left too little for this buffer";
+        d.evidence.push_back(fmt::format(
+            "At load the device had {} free{}{}; the {} buffer needed {} more.", format_bytes(static_cast<uint64_t>(*free)),
+            taken.empty() ? "" : ": " + taken + " left ",
+            taken.empty() ? "" : format_signed_bytes(left), format_bytes(*m.requested),
+            format_signed_bytes(static_cast<int64_t>(*m.requested) - std::max<int64_t>(left, 0))));
+      }
     }
     // Only the fixes that shrink the buffer that failed (ggml.cpp reads which one it was); they are
     // then ordered by cost like every fix list.

@@ -83,6 +83,28 @@ TEST(DiagnoseQa21Advice, LlamaCppWithoutSettingsSaysWhatNIs) {
   EXPECT_EQ(testing::fix(d, "ggml_smaller_quant").detail, "A smaller quantization (Q4_K_M) leaves room for layers and context.");
 }
 
+// What the device had free at load, less the model's and the KV cache's buffers, says what was left
+// for the compute buffer that failed.
+TEST(DiagnoseQa21Advice, LlamaCppFreeAtLoadAndBuffersSayWhatWasLeft) {
+  const ExplainReport r = explain_text(
+      "llama_model_load_from_file_impl: using device CUDA0 (NVIDIA GeForce RTX 3090) - 23306 MiB free\n"
+      "load_tensors:        CUDA0 model buffer size =  4403.49 MiB\n"
+      "llama_context: n_ctx         = 131072\n"
+      "llama_kv_cache_unified:      CUDA0 KV buffer size = 16384.00 MiB\n"
+      "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 8480.01 MiB on device 0: cudaMalloc failed: out of memory\n"
+      "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 8892006400\n"
+      "llama_init_from_model: failed to initialize the context: failed to allocate compute buffers\n");
+  ASSERT_EQ(r.events.size(), 1u);
+  const OomEvent& e = r.events[0].event;
+  EXPECT_EQ(e.int_field("llama_device_free_bytes"), 23306ll << 20);
+  EXPECT_EQ(e.int_field("llama_kv_buffer_bytes"), 16384ll << 20);
+  EXPECT_EQ(e.int_field("llama_model_buffer_bytes"), static_cast<int64_t>(4403.49 * (1 << 20)));
+  const Diagnosis& d = r.events[0].diagnosis;
+  EXPECT_EQ(d.cause, "capacity_exhausted");
+  EXPECT_EQ(d.evidence.at(1), "At load the device had 22.76 GiB free: the model's 4.30 GiB and the KV cache's 16.00 GiB "
+                              "left 2.46 GiB; the 8.28 GiB buffer needed 5.82 GiB more.");
+}
+
 TEST(DiagnoseQa21Advice, GgufFileTypesReadAndStepDown) {
   EXPECT_EQ(gguf_file_type_from_printed("Q4_K - Medium"), "q4_k_m");
   EXPECT_EQ(gguf_file_type_from_printed("Q2_K - Medium"), "q2_k");

@@ -283,6 +283,39 @@ void read_llama_settings(const std::vector<std::string>& lines_above, OomEvent& 
   // seqs), K (f16): ...", "llama_kv_cache: size = ..." in newer builds, "KV self size  = ... MiB" in
   // older ones (all devices together; "CUDA0 KV buffer size" is one device's part).
   static const RE2 kv_total(R"((?:llama_kv_cache\w*: size|KV self size)\s*=\s*(\d+(?:\.\d+)?) MiB)");
+  // The failing device's memory as llama.cpp printed it while loading: what was free ("using device
+  // CUDA0 (NVIDIA GeForce RTX 3090) - 23306 MiB free") and the buffers it then put there ("CUDA0
+  // model buffer size = 4403.49 MiB", "CUDA0 KV buffer size = 16384.00 MiB", "CUDA0 compute buffer
+  // size = ..."), so the evidence can say what was left for the buffer that failed.
+  static const RE2 device_free(R"(using device ([A-Za-z]+)(\d+) \(.*\) - (\d+) MiB free)");
+  static const RE2 buffer(R"(\b([A-Za-z]+)(\d+) (model|KV|compute) buffer size\s*=\s*(\d+(?:\.\d+)?) MiB)");
+  const int64_t device = e.device.value_or(0);
+  auto on_device = [&](std::string_view index) { return parse_decimal<int64_t>(index) == device; };
+  auto mib = [](std::string_view figure) -> int64_t {
+    auto q = parse_printed_size(std::string(figure) + " MiB", LabelMeaning::kBinary);
+    return q ? static_cast<int64_t>(q->bytes) : 0;
+  };
+  bool have_free = false, have_model = false, have_kv_buffer = false;
+  for (size_t i = lines_above.size(); i-- > 0 && !have_free;) {
+    const std::string& line = lines_above[i];
+    if (line.find("buffer size") != std::string::npos) {
+      if (auto g = regex_search(buffer, line); g && on_device((*g)[2])) {
+        // (A compute buffer that was allocated is not the one that failed: not summed.)
+        if ((*g)[3] == "model" && !have_model) {
+          e.set_field("llama_model_buffer_bytes", mib((*g)[4]));
+          have_model = true;
+        } else if ((*g)[3] == "KV" && !have_kv_buffer) {
+          e.set_field("llama_kv_buffer_bytes", mib((*g)[4]));
+          have_kv_buffer = true;
+        }
+      }
+    } else if (line.find("MiB free") != std::string::npos) {
+      if (auto g = regex_search(device_free, line); g && on_device((*g)[2])) {
+        e.set_field("llama_device_free_bytes", mib((*g)[3]));
+        have_free = true;
+      }
+    }
+  }
   bool have_ctx = false, have_type = false, have_kv = false;
   // Nearest first: a log of several runs states each run's settings before its failure.
   for (size_t i = lines_above.size(); i-- > 0 && !(have_ctx && have_type && have_kv);) {
