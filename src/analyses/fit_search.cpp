@@ -111,13 +111,18 @@ std::vector<Candidate> micro_batch_candidates(const Job& job) {
   const uint64_t micro = job.micro_batch_size.value_or(1);
   const uint64_t accum = job.grad_accum_steps.value_or(1);
   const uint64_t effective = micro * accum;
+  // Data-parallel replicas multiply it: the global batch is what the alternatives on more cards keep.
+  const uint64_t replicas = std::max<uint64_t>(
+      1, job.num_gpus.value_or(1) / std::max<uint64_t>(1, job.tp.value_or(1) * job.pp.value_or(1) * job.cp.value_or(1)));
+  const std::string kept = replicas > 1 ? fmt::format("global batch {} kept: {} per GPU x {} GPUs", effective * replicas,
+                                                      effective, replicas)
+                                        : fmt::format("effective batch {} kept", effective);
   for (uint64_t m = micro - (micro > 0 ? 1 : 0); m >= 1 && micro > 1; --m) {
     if (effective % m != 0) continue;  // keep the effective batch exactly
     const uint64_t a = effective / m;
     out.push_back(candidate("micro_batch", "smaller_batch", 2,
-                            fmt::format("micro-batch {} -> {} with gradient accumulation {} -> {} "
-                                        "(effective batch {} kept)",
-                                        micro, m, accum, a, effective),
+                            fmt::format("micro-batch {} -> {} with gradient accumulation {} -> {} ({})",
+                                        micro, m, accum, a, kept),
                             "some throughput: smaller matrix multiplies use the GPU less well; the "
                             "optimisation is the same (same effective batch)",
                             {{"TrainingArguments", "per_device_train_batch_size", std::to_string(m)},

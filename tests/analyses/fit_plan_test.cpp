@@ -670,6 +670,18 @@ TEST(FitPlan, PureBfloatFullFineTuneOnACardWithoutItBecomesFp16Mixed) {
   EXPECT_EQ(report.plan->job.precision, "fp16_mixed");
 }
 
+// On several data-parallel GPUs the micro-batch step names the global batch it keeps, as the
+// alternatives on more cards do.
+TEST(FitPlan, MicroBatchStepNamesTheGlobalBatchOnSeveralGpus) {
+  Job job = training("train_full", 8, 2048);
+  auto fitted = fit_on("meta-llama/Llama-2-7b-hf", "4090", job, 2);
+  ASSERT_TRUE(fitted.ok()) << fitted.error().message;
+  ASSERT_TRUE(fitted->report.plan.has_value());
+  const FitChange& first = fitted->report.plan->changes.front();
+  ASSERT_EQ(first.id, "micro_batch");
+  EXPECT_THAT(first.title, ::testing::HasSubstr("(global batch 32 kept: 16 per GPU x 2 GPUs)"));
+}
+
 // More cards that fit only at a smaller micro-batch are no alternative when that micro-batch fits
 // the card one has (the plan says so); nor is a count that keeps no global batch. Llama-3-8B QLoRA at
 // 2 x 4 x 4096 on an A10G: the plan is micro-batch 1; the alternative keeps micro-batch 2 and the
