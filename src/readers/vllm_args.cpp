@@ -954,9 +954,13 @@ struct Expansion {
   std::optional<std::string> value;
   size_t end = 0;
 };
-std::string expand_word_text(std::string_view word, std::map<std::string, std::string>& variables);
+std::string expand_word_text(std::string_view word, std::map<std::string, std::string>& variables, int depth);
 
-Expansion expand_at(std::string_view text, size_t i, std::map<std::string, std::string>& variables) {
+// Defaults nest (${A:-${B:-8192}}); past this many levels the text stays as written (a hostile line
+// cannot exhaust the stack).
+constexpr int kMaxExpansionDepth = 32;
+
+Expansion expand_at(std::string_view text, size_t i, std::map<std::string, std::string>& variables, int depth = 0) {
   if (text[i] == '`' || (i + 1 < text.size() && text[i + 1] == '(')) return {std::nullopt, substitution_end(text, i)};
   if (i + 1 < text.size() && text[i + 1] == '{') {
     const size_t past = closing_bracket(text, i + 1);
@@ -974,8 +978,8 @@ Expansion expand_at(std::string_view text, size_t i, std::map<std::string, std::
     }
     auto known = variables.find(name);
     if (known != variables.end() && !(colon && known->second.empty())) return {known->second, close + 1};
-    if (op.empty()) return {std::nullopt, close + 1};
-    std::string fallback = expand_word_text(op.substr(1), variables);
+    if (op.empty() || depth >= kMaxExpansionDepth) return {std::nullopt, close + 1};
+    std::string fallback = expand_word_text(op.substr(1), variables, depth + 1);
     if (op.front() == '=') variables[name] = fallback;
     return {std::move(fallback), close + 1};
   }
@@ -988,7 +992,7 @@ Expansion expand_at(std::string_view text, size_t i, std::map<std::string, std::
 }
 
 // A word such as a default's (${LEN:-"$DEF"}): quotes removed, expansions done, nothing split.
-std::string expand_word_text(std::string_view word, std::map<std::string, std::string>& variables) {
+std::string expand_word_text(std::string_view word, std::map<std::string, std::string>& variables, int depth) {
   std::string out;
   char quote = 0;
   for (size_t i = 0; i < word.size(); ++i) {
@@ -1003,7 +1007,7 @@ std::string expand_word_text(std::string_view word, std::map<std::string, std::s
     } else if (c == '"') {
       quote = quote ? 0 : '"';
     } else if (c == '$' || c == '`') {
-      const Expansion x = expand_at(word, i, variables);
+      const Expansion x = expand_at(word, i, variables, depth);
       out += x.value ? *x.value : std::string(word.substr(i, x.end - i));
       i = x.end - 1;
     } else {

@@ -238,6 +238,14 @@ TEST(VllmArgs, ShellVariablesTheTextSetsAreExpanded) {
   EXPECT_EQ(parse_ok({"LEN=4096; vllm serve m --max-model-len ${LEN:-${DEF}}"}).max_model_len, 4096u);
   EXPECT_EQ(parse_ok({"DEF=8192; vllm serve m --max-model-len ${LEN:-\"$DEF\"}"}).max_model_len, 8192u);
   EXPECT_EQ(parse_ok({"vllm serve m --max-model-len ${LEN:-${DEF:-2048}}"}).max_model_len, 2048u);
+  // Defaults nested past 32 levels stay as written (and are refused), whatever their depth.
+  std::string deep;
+  for (int k = 0; k < 5000; ++k) deep += "${A:-";
+  deep += "8";
+  for (int k = 0; k < 5000; ++k) deep += "}";
+  auto nested = parse_vllm_command_line({"vllm serve m --max-model-len " + deep});
+  ASSERT_FALSE(nested.ok());
+  EXPECT_NE(nested.error().message.find("a shell expansion oomdoc cannot fill in"), std::string::npos);
   // A word left unexpanded anywhere (a positional $ARGS may hold any flags) is refused.
   auto positional = parse_vllm_command_line({"vllm serve m $ARGS"});
   ASSERT_FALSE(positional.ok());
