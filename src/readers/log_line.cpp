@@ -494,8 +494,16 @@ std::string_view strip_logger_prefix(std::string_view line) {
 
 CleanLine clean_line(std::string_view raw) {
   CleanLine result;
-  std::string no_ansi = strip_ansi(raw);
-  std::string_view s = no_ansi;
+  // Most lines carry no escape or NUL: read in place, without a copy (every candidate line of a
+  // log passes here).
+  std::string no_ansi;
+  std::string_view s = raw;
+  if (raw.find('\x1b') != std::string_view::npos || raw.find('\0') != std::string_view::npos) {
+    no_ansi = strip_ansi(raw);
+    s = no_ansi;
+  } else {
+    while (!s.empty() && (s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
+  }
   std::string payload;   // the line a JSON record holds
   // Prefixes can stack ("vllm-1  | (VllmWorker rank=1 pid=2) [rank1]: ..."), and a record can hold
   // a prefixed line: strip until none applies.
