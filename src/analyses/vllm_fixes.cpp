@@ -16,7 +16,8 @@
 namespace oomdoc {
 namespace {
 
-std::optional<ServePrediction> try_predict(const ServeInputs& inputs) {
+// The prediction for a launch, nothing where the launch is refused.
+std::optional<ServePrediction> prediction_of(const ServeInputs& inputs) {
   auto p = predict_vllm_startup(inputs);
   if (!p) return std::nullopt;
   return std::move(p.value());
@@ -126,13 +127,14 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
   if (has_overrides) {
     ServeInputs plain = inputs;
     plain.overrides = {};
-    computed_base = try_predict(plain);
+    computed_base = prediction_of(plain);
   }
+  // A changed launch predicted with the log's figures moved to it.
   auto try_predict = [&](ServeInputs changed) -> std::optional<ServePrediction> {
     if (computed_base) {
       ServeInputs plain = changed;
       plain.overrides = {};
-      if (auto computed = oomdoc::try_predict(plain)) {
+      if (auto computed = prediction_of(plain)) {
         auto rescale = [](std::optional<uint64_t>& logged, uint64_t was, uint64_t now) {
           if (logged && was > 0 && now != was) {
             *logged = static_cast<uint64_t>(std::llround(static_cast<long double>(*logged) * now / was));
@@ -150,7 +152,7 @@ std::vector<ServeFix> serve_fixes(const ServeInputs& inputs, const ServePredicti
         shift(changed.overrides.cuda_graph_bytes, computed_base->cuda_graphs.bytes, computed->cuda_graphs.bytes);
       }
     }
-    return oomdoc::try_predict(changed);
+    return prediction_of(changed);
   };
   // When no single change is enough, a candidate that loads the weights but cannot hold one
   // full-length request is combined with the longest --max-model-len it can hold.

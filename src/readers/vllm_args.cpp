@@ -152,14 +152,6 @@ std::string normalize_flag(std::string_view flag) {
   return it == kShort.end() ? name : it->second;
 }
 
-bool looks_like_env_assignment(std::string_view word) {
-  auto eq = word.find('=');
-  if (eq == std::string_view::npos || eq == 0) return false;
-  return std::all_of(word.begin(), word.begin() + eq, [](char c) {
-    return std::isupper(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_';
-  });
-}
-
 // Limits far beyond any real launch keep the arithmetic downstream inside 64 bits.
 constexpr uint64_t kMaxCount = 1ull << 32;        // tokens, sequences, blocks
 constexpr uint64_t kMaxParallel = 4096;           // GPUs in one dimension
@@ -1179,9 +1171,10 @@ Result<std::vector<std::vector<std::string>>> split_shell_commands(std::string_v
 
 size_t skip_command_wrappers(const std::vector<std::string>& words, size_t i, std::map<std::string, std::string>& env) {
   auto read_env_assignments = [&] {
-    while (i < words.size() && looks_like_env_assignment(words[i])) {
-      auto eq = words[i].find('=');
-      env[words[i].substr(0, eq)] = words[i].substr(eq + 1);
+    while (i < words.size()) {
+      auto assignment = shell_assignment(words[i]);
+      if (!assignment) break;
+      env[assignment->first] = assignment->second;
       ++i;
     }
   };

@@ -647,11 +647,17 @@ TEST(FitPlan, BfloatOnACardWithoutItStartsThePlanWithFp16) {
            std::string::npos;
   }));
   // A bigger card takes the job as asked: bf16, on a card that has it.
-  if (const FitAlternative* bigger = alternative(report, "bigger_gpu")) {
-    auto card = find_gpu(*bigger->gpu_name);
-    ASSERT_TRUE(card.ok());
-    EXPECT_TRUE(card->bf16) << *bigger->gpu_name;
-  }
+  const FitAlternative* bigger = alternative(report, "bigger_gpu");
+  ASSERT_NE(bigger, nullptr);
+  auto card = find_gpu(*bigger->gpu_name);
+  ASSERT_TRUE(card.ok());
+  EXPECT_TRUE(card->bf16) << *bigger->gpu_name;
+  // The 32 GB V100 holds as much as the 5090 but has no bf16: the 5090 is the card for the job as asked.
+  EXPECT_EQ(*bigger->gpu_name, "GeForce RTX 5090 32GB");
+  auto v100 = find_gpu("Tesla V100 SXM2 32GB");
+  ASSERT_TRUE(v100.ok());
+  EXPECT_FALSE(v100->bf16);
+  EXPECT_LE(bigger->predicted.needed_bytes, v100->total_bytes * 4 / 5);
 }
 
 // Full fine-tuning trains the model's own weights: in fp16 they need fp32 masters (the Trainer's
