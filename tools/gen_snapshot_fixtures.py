@@ -4,6 +4,8 @@ standard pickle and json only:
 
   train_p2/p3/p4/p5.pickle, train.json   one 2-device training run with an oom, a leak, a baseline,
                                           the same object in each encoding (results must be identical)
+  train_p4_optimized.pickle               the same through pickletools.optimize: memo stores only for
+                                          what is referenced again, so the entry dicts have none
   expandable_p4.pickle                    expandable segments (segment_map/unmap), a private pool,
                                           a wrapped ring buffer (trace_alloc_overflowed)
   list_1_13_p2.pickle                     1.13 layout: a bare list of segments, blocks with history,
@@ -23,6 +25,7 @@ import copy
 import json
 import os
 import pickle
+import pickletools
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -209,6 +212,8 @@ def main():
     train = build()
     for p in (2, 3, 4, 5):
         write(f"train_p{p}.pickle", train, p)
+    with open(os.path.join(out, "train_p4_optimized.pickle"), "wb") as f:
+        f.write(pickletools.optimize(pickle.dumps(train, protocol=4)))
     write("train.json", json.loads(json.dumps(train)))  # tuples become lists, as JSON has them
     expected["train"] = snapshot_totals.totals(train)
 

@@ -117,8 +117,11 @@ class SnapshotFolder : public pickle::Folder {
 
     bool entry() {
       using namespace pickle::opcode;
-      size_t self = io_.memo_store_count;
+      // The dict's own memo slot, when the pickler memoized it (pickletools.optimize and other
+      // writers leave unreferenced dicts without one: the first store inside is then not its).
+      const size_t before = io_.memo_store_count;
       if (!memo_opcode(kPending)) return false;
+      const bool memoized = io_.memo_store_count > before;
       if (!take(MARK)) return false;
       Fields f;
       while (!take(SETITEMS)) {
@@ -139,7 +142,7 @@ class SnapshotFolder : public pickle::Folder {
       if (!decoded) return false;  // the VM's path keeps it as a dict and reports the problem
       folder_.push_event(*decoded);
       io_.value = Value::record(kTraceRecord, folder_.events_.size() - 1);
-      if (io_.memo_store_count > self) io_.memo_stores[self].second = io_.value;
+      if (memoized) io_.memo_stores[before].second = io_.value;
       io_.consumed = static_cast<size_t>(p_ - io_.begin);
       io_.opcodes = opcodes_;
       return true;
@@ -258,8 +261,9 @@ class SnapshotFolder : public pickle::Folder {
     bool frames(Value& out) {
       using namespace pickle::opcode;
       if (!take(EMPTY_LIST)) return false;
-      size_t self = io_.memo_store_count;
+      const size_t before = io_.memo_store_count;
       if (!memo_opcode(kPending)) return false;
+      const bool memoized = io_.memo_store_count > before;
       frame_count_ = 0;
       for (;;) {
         if (take(MARK)) {
@@ -273,7 +277,7 @@ class SnapshotFolder : public pickle::Folder {
       }
       if (frame_count_ == 0) return false;  // an empty list stays a list on the VM's path
       out = Value::record(kStackRecord, folder_.intern_stack({frames_, frame_count_}));
-      if (io_.memo_store_count > self) io_.memo_stores[self].second = out;
+      if (memoized) io_.memo_stores[before].second = out;
       return true;
     }
 
