@@ -145,6 +145,23 @@ std::vector<OomReport> analyze_ooms(const Snapshot& snapshot, int device, const 
           "a limit outside the cache refused it (torch.cuda.set_per_process_memory_fraction, or "
           "memory taken outside PyTorch's allocator)",
           format_bytes(r.device_free_bytes), format_bytes(new_segment), format_bytes(r.requested_bytes));
+    } else if (cached_free < r.requested_bytes && r.device_free_bytes >= r.requested_bytes) {
+      // CUDA had the request's bytes but not the segment it is rounded up to, and the cache had
+      // too little free to matter: the device is full, not fragmented.
+      r.verdict = OomVerdict::kExhaustion;
+      constexpr uint64_t kPage = 2ull << 20;   // expandable segments map 2 MiB pages
+      const uint64_t paged = (r.requested_bytes + kPage - 1) / kPage * kPage;
+      r.explanation = fmt::format(
+          "CUDA reported {} free, enough for the {} request's bytes but not for the {} segment the caching "
+          "allocator rounds it up to, and only {} was free in PyTorch's cache: the device is full of live "
+          "tensors{}",
+          format_bytes(r.device_free_bytes), format_bytes(r.requested_bytes), format_bytes(new_segment),
+          format_bytes(cached_free),
+          r.device_free_bytes >= paged
+              ? fmt::format(" (with expandable_segments the request would map {} of 2 MiB pages, which was free, "
+                            "but the next allocation would meet the same wall)",
+                            format_bytes(paged))
+              : std::string());
     } else if (cached_free + r.device_free_bytes >= r.requested_bytes) {
       r.verdict = OomVerdict::kFragmentation;
       if (r.largest_free_block_bytes >= r.requested_bytes) {

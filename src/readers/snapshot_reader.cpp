@@ -450,6 +450,16 @@ class SnapshotFolder : public pickle::Folder {
       return Error{beyond_64_bits ? std::string("'size' does not fit in 64 bits, more than any device holds")
                                   : fmt::format("'size' is {} bytes, more than any device holds", e.size)};
     }
+    // A block or segment event without its address would be replayed at address 0, and an OOM
+    // without device_free would read as a full device: torch writes both, so a file without them
+    // is damaged (or not torch's), and said so rather than replayed wrong.
+    const bool block_event = e.action == TraceAction::kAlloc || e.action == TraceAction::kFreeRequested ||
+                             e.action == TraceAction::kFreeCompleted || e.action == TraceAction::kSegmentAlloc ||
+                             e.action == TraceAction::kSegmentFree || e.action == TraceAction::kSegmentMap ||
+                             e.action == TraceAction::kSegmentUnmap;
+    if (block_event && !f.has(kAddr)) return Error{"'addr' is missing"};
+    if (block_event && !f.has(kSize)) return Error{"'size' is missing"};
+    if (e.action == TraceAction::kOom && !f.has(kDeviceFree)) return Error{"'device_free' is missing from an oom entry"};
     if (!read_uint(e.action == TraceAction::kOom ? kDeviceFree : kAddr, e.addr)) {
       return Error{"'addr' / 'device_free' is not an integer"};
     }
@@ -785,12 +795,15 @@ class Converter {
         // A CUDA ordinal is 0 or more: a negative one ("cuda:-1") or one past int is a damaged file,
         // not a device to report (--device refuses them too).
         const std::optional<int64_t> device = tree_.as_int(v);
-        if (device && (*device < 0 || *device > std::numeric_limits<int>::max())) {
+        if (!device) {
+          // (None or a string: which card the segment was on is unknown, not cuda:0.)
+          if (negative_field.empty()) negative_field = fmt::format("segments[{}].device is not an integer", index);
+        } else if (*device < 0 || *device > std::numeric_limits<int>::max()) {
           if (negative_field.empty()) {
             negative_field = fmt::format("segments[{}].device is {}: not a CUDA device ordinal", index, *device);
           }
         } else {
-          s.device = static_cast<int>(device.value_or(0));
+          s.device = static_cast<int>(*device);
         }
       } else if (key == "address") {
         as_u(s.address);
@@ -1164,6 +1177,8 @@ Result<Snapshot> finish(Tree& tree, SnapshotFolder& folder, std::string format, 
 }
 
 bool looks_like_json(std::string_view head) {
+  // (PowerShell and Windows editors start UTF-8 text with a byte order mark; JSON parsers skip it.)
+  if (head.starts_with("\xef\xbb\xbf")) head.remove_prefix(3);
   for (char c : head) {
     if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
     return c == '{' || c == '[';

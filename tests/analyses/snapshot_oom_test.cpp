@@ -141,6 +141,31 @@ TEST(AnalyzeOoms, RoomForANewSegmentIsNotFragmentation) {
   EXPECT_EQ(analyze_fragmentation(b.snapshot(), 0, 0).meaning, FragmentationMeaning::kNoFreeMemory);
 }
 
+TEST(AnalyzeOoms, RoomForTheBytesButNotTheSegmentIsAFullDeviceNotFragmentation) {
+  // A full 20 MiB segment, a 5 MiB request, 6 MiB free on the device: the request's bytes were free
+  // but not the 20 MiB segment it is rounded up to, and the cache held nothing free.
+  SnapshotBuilder b;
+  b.segment(0, 0x40000000, {{20 * MiB, kA, 20 * MiB, kNoStack}});
+  b.event(TraceAction::kOom, 6 * MiB, 5 * MiB);
+  auto r = ooms(b.snapshot());
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].verdict, OomVerdict::kExhaustion);
+  EXPECT_EQ(r[0].explanation,
+            "CUDA reported 6.00 MiB free, enough for the 5.00 MiB request's bytes but not for the 20.00 MiB segment "
+            "the caching allocator rounds it up to, and only 0 B was free in PyTorch's cache: the device is full of "
+            "live tensors (with expandable_segments the request would map 6.00 MiB of 2 MiB pages, which was free, "
+            "but the next allocation would meet the same wall)");
+  EXPECT_EQ(analyze_fragmentation(b.snapshot(), 0, 0).meaning, FragmentationMeaning::kNoFreeMemory);
+  // 1 MiB less free: not even the pages.
+  SnapshotBuilder c;
+  c.segment(0, 0x40000000, {{20 * MiB, kA, 20 * MiB, kNoStack}});
+  c.event(TraceAction::kOom, 5 * MiB, 5 * MiB);
+  r = ooms(c.snapshot());
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].verdict, OomVerdict::kExhaustion);
+  EXPECT_EQ(r[0].explanation.find("expandable"), std::string::npos);
+}
+
 TEST(AnalyzeOoms, AFreeBlockOnAnotherStreamIsNamedNotCalledFragmented) {
   // 32 MiB free on stream 7, a 16 MiB request on stream 0, 4 MiB free on the device.
   SnapshotBuilder b;

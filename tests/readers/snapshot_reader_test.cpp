@@ -214,6 +214,18 @@ TEST(SnapshotReader, ErrorsNameTheFileAndThePlace) {
   EXPECT_THAT(err("{\"device_traces\": [[{\"action\": \"alloc\", \"addr\": \"x\", \"size\": 1}]]}"),
               HasSubstr("x.pickle: device_traces[0][0]: 'addr' / 'device_free' is not an integer"));
   EXPECT_THAT(err("{\"segments\": [{\"device\": 0}]}"), HasSubstr("segments[0]: 'total_size' is missing"));
+  // torch writes an address with every block and segment event, and device_free with every OOM:
+  // without them the replay would put the block at address 0, or call the device full.
+  EXPECT_EQ(err("{\"device_traces\": [[{\"action\": \"alloc\", \"address\": 4096, \"size\": 512}]]}"),
+            "x.pickle: device_traces[0][0]: 'addr' is missing");
+  EXPECT_EQ(err("{\"device_traces\": [[{\"action\": \"free_requested\", \"addr\": 4096}]]}"),
+            "x.pickle: device_traces[0][0]: 'size' is missing");
+  EXPECT_EQ(err("{\"device_traces\": [[{\"action\": \"oom\", \"size\": 512}]]}"),
+            "x.pickle: device_traces[0][0]: 'device_free' is missing from an oom entry");
+  EXPECT_THAT(err("{\"segments\": [{\"device\": null, \"address\": 0, \"total_size\": 512, \"blocks\": []}]}"),
+              HasSubstr("x.pickle: segments[0].device is not an integer"));
+  // A UTF-8 byte order mark before JSON (PowerShell's output) is skipped, as JSON parsers do.
+  EXPECT_EQ(err("\xef\xbb\xbf{\"segments\": []}"), "<ok>");
   EXPECT_THAT(err("{\"segments\": [1, 2"), HasSubstr("x.pickle: offset"));
   EXPECT_THAT(err(std::string(20000, '[')), HasSubstr("nesting deeper than 10000 levels"));
   EXPECT_THAT(err(std::string("\x80\x04\x63os\nsystem\n", 12)), HasSubstr("x.pickle: offset 2: GLOBAL: refused: this opcode"));
