@@ -51,6 +51,8 @@ struct Reader {
   std::optional<std::string> stage;      // LLaMA-Factory stage (sft, pt, dpo, kto, rm, ppo)
   std::optional<std::string> pref_loss;  // LLaMA-Factory pref_loss (sigmoid, orpo, simpo, ...)
   bool dpo_keys = false;                  // a TRL DPOConfig's reference-model keys are present
+  bool preference_keys = false;           // keys of TRL's preference trainers (beta, max_prompt_length...)
+  std::string preference_loss;            // the objective a preference trainer's loss_type names
   // The optimizer a DeepSpeed config's "optimizer" block names (its "type"), as oomdoc sizes it.
   std::optional<std::string> deepspeed_optimizer, deepspeed_optimizer_type;
 
@@ -465,12 +467,30 @@ Handler set_loss(std::string impl) {
 // computes the cross-entropy over 256-token chunks, each recomputed in backward, so no full
 // [tokens x vocab] logits exist: the estimator's fused-linear loss (huggingface/trl#5575).
 // "nll" and "dft" compute the full logits.
-// Other TRL trainers name their own objectives here (DPO's "sigmoid" or a list of them, GRPO's
-// "dr_grpo"): those change no memory the estimator sizes and are left as they are.
+// Other TRL trainers name their own losses here, and those name the trainer: DPOConfig's
+// ("sigmoid", "ipo", ... or a list of them, trl/trainer/dpo_config.py), CPOConfig's "simpo",
+// KTOConfig's "kto" and "apo_zero_unpaired". GRPO's ("grpo", "dr_grpo"...) change nothing sized.
 Status set_trl_loss_type(const YAML::Node& n, std::string_view, Reader& r) {
+  static const std::set<std::string> kDpoLosses = {"sigmoid", "hinge", "exo_pair", "nca_pair", "robust", "bco_pair",
+                                                   "sppo_hard", "aot", "aot_pair", "apo_zero", "apo_down", "discopop"};
+  auto objective_of = [](const std::string& loss) -> std::string {
+    if (loss == "ipo") return "ipo";
+    if (kDpoLosses.count(loss)) return "dpo";
+    if (loss == "simpo") return "simpo";
+    if (loss == "kto" || loss == "apo_zero_unpaired") return "kto";
+    return "";
+  };
+  if (n.IsSequence()) {
+    // (DPOConfig's combined losses, e.g. MPO's [sigmoid, bco_pair, sft]: a DPO run.)
+    for (const auto& item : n) {
+      if (item.IsScalar() && !objective_of(to_lower(item.Scalar())).empty()) r.preference_loss = "dpo";
+    }
+    return Ok{};
+  }
   const std::string v = n.IsScalar() ? to_lower(n.Scalar()) : "";
   if (v == "chunked_nll") r.out.job.loss_impl = "fused_linear";
   else if (v == "nll" || v == "dft") r.out.job.loss_impl = "standard";
+  else r.preference_loss = objective_of(v);
   return Ok{};
 }
 
@@ -1198,6 +1218,20 @@ void resolve(Reader& r) {
     job.objective = "dpo";
     r.out.framework_defaults.push_back("objective dpo: the file carries DPOConfig's reference-model keys");
   }
+  // A preference trainer's loss_type names its objective; its other keys (beta, max_prompt_length)
+  // are shared by DPO, CPO, ORPO and KTO: read as DPO, the largest (pairs and a reference model).
+  if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && !job.objective && !r.preference_loss.empty()) {
+    job.objective = r.preference_loss;
+    r.out.framework_defaults.push_back(
+        fmt::format("objective {}: loss_type is {}'s", r.preference_loss,
+                    r.preference_loss == "simpo" ? "TRL CPOConfig" : r.preference_loss == "kto" ? "TRL KTOConfig" : "TRL DPOConfig"));
+  } else if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && !job.objective && r.preference_keys) {
+    job.objective = "dpo";
+    r.warn(fmt::format(
+        "{}: keys of TRL's preference trainers (beta, max_prompt_length...) but no loss_type naming one; read as DPO "
+        "(pairs and a reference model, the largest of them); pass --objective orpo, cpo or kto for those",
+        r.display_name));
+  }
   // TRL's ModelConfig builds the LoraConfig with its own lora_dropout default, 0.05
   // (trl/trainer/model_config.py), not PEFT's 0.0.
   if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && r.trl && job.lora && !r.lora_dropout_given) {
@@ -1322,6 +1356,10 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
   // dataset_name, max_seq_length), whose Trainer keeps TrainingArguments' defaults. A file
   // without one is read with those: the larger figure when it is unclear.
   r.dpo_keys = has_any(root, {"precompute_ref_log_probs", "ref_model_init_kwargs", "ref_adapter_name", "sync_ref_model"});
+  // (GRPOConfig shares beta and the length keys but generates online: not read as DPO.)
+  r.preference_keys = has_any(root, {"beta", "max_prompt_length", "max_completion_length", "rpo_alpha",
+                                     "reference_free", "ref_model_sync_steps", "ref_model_mixup_alpha"}) &&
+                      !has_any(root, {"num_generations", "use_vllm", "vllm_mode", "reward_weights", "num_iterations"});
   r.trl = has_any(root, {"max_length", "packing", "dataset_text_field", "completion_only_loss",
                          "assistant_only_loss", "padding_free", "use_peft", "model_init_kwargs", "lora_r",
                          "lora_target_modules", "load_in_4bit", "use_bnb_nested_quant", "eval_packing",

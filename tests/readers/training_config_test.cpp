@@ -382,13 +382,17 @@ TEST(TrainingConfig, TrlRecipeTakesSftConfigDefaults) {
   auto offloaded = parse_training_config("model_name_or_path: x\nactivation_offloading: true\n", "trl.yaml");
   ASSERT_TRUE(offloaded.ok());
   EXPECT_THAT(offloaded->job.offload, ElementsAre("activations"));
-  // Other TRL trainers' objectives (DPO's "sigmoid", or a list of them in a DPOConfig dump;
-  // GRPO's "dr_grpo") are read and change nothing.
-  for (const char* other : {"loss_type: sigmoid\n", "loss_type: dr_grpo\n", "loss_type: [sigmoid, bco_pair]\n"}) {
+  // Other TRL trainers' losses (DPO's "sigmoid", or a list of them in a DPOConfig dump; CPO's
+  // "simpo"; KTO's; GRPO's "dr_grpo") set no loss implementation, and name the trainer's objective.
+  for (auto [other, objective] : std::vector<std::pair<const char*, const char*>>{
+           {"loss_type: sigmoid\n", "dpo"}, {"loss_type: ipo\n", "ipo"}, {"loss_type: dr_grpo\n", ""},
+           {"loss_type: [sigmoid, bco_pair]\n", "dpo"}, {"loss_type: simpo\n", "simpo"},
+           {"loss_type: apo_zero_unpaired\n", "kto"}}) {
     auto dpo = parse_training_config(std::string("model_name_or_path: x\nper_device_train_batch_size: 2\n") + other,
                                      "dpo.yaml");
     ASSERT_TRUE(dpo.ok()) << other << dpo.error().message;
     EXPECT_FALSE(dpo->job.loss_impl.has_value()) << other;
+    EXPECT_EQ(dpo->job.objective.value_or(""), objective) << other;
   }
   // A recipe that says them keeps its own values; only the loss is left to TRL.
   const std::string loss_note = config->framework_defaults.back();
@@ -757,6 +761,17 @@ TEST(TrainingConfigQa3, PreferenceStagesAreRead) {
   EXPECT_EQ(objective_of("base_model: x\nadapter: lora\nbf16: auto\nrl: dpo\n", "axolotl.yml"), "dpo");
   EXPECT_EQ(objective_of("model_name_or_path: x\nper_device_train_batch_size: 2\nbeta: 0.1\nprecompute_ref_log_probs: false\n",
                          "dpo.yaml"), "dpo");
+  // TRL's DPO example keys without a reference-model key: DPO, with a warning naming the others.
+  auto keys = parse_training_config("model_name_or_path: x\nper_device_train_batch_size: 2\nbeta: 0.1\n"
+                                    "max_prompt_length: 512\nmax_length: 1024\n", "dpo.yaml");
+  ASSERT_TRUE(keys.ok());
+  EXPECT_EQ(keys->job.objective.value_or(""), "dpo");
+  EXPECT_THAT(keys->warnings, Contains("dpo.yaml: keys of TRL's preference trainers (beta, max_prompt_length...) but no "
+                                       "loss_type naming one; read as DPO (pairs and a reference model, the largest of "
+                                       "them); pass --objective orpo, cpo or kto for those"));
+  // GRPO shares beta and the lengths but generates: not read as DPO.
+  EXPECT_EQ(objective_of("model_name_or_path: x\nbeta: 0.04\nmax_completion_length: 256\nnum_generations: 8\n",
+                         "grpo.yaml"), "sft");
 }
 
 TEST(TrainingConfigQa3, AKeyGivenTwiceKeepsTheLastAndSaysSo) {
