@@ -1196,7 +1196,10 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
     // job's dtype on load (torch_dtype), so its bytes on disk say nothing about the GPU.
     uint64_t stored_elements = 0;
     for (const auto& [dtype, count] : m.params_by_dtype) stored_elements += count;
-    const bool stored_16_bit = stored_elements && m.checkpoint_bytes <= stored_elements * 2 + stored_elements / 100;
+    // (An 8-bit or smaller tensor without a quantization_config is cast up to torch_dtype as
+    // well: its bytes on disk are fewer than on the GPU.)
+    const bool stored_16_bit = stored_elements && m.checkpoint_bytes >= stored_elements * 2 &&
+                               m.checkpoint_bytes <= stored_elements * 2 + stored_elements / 100;
     if (m.checkpoint_bytes && m.quantization.empty() && p.param_bytes == 2 && p.inference && stored_16_bit) {
       weights = static_cast<double>(m.checkpoint_bytes);
       weights_detail = "tensor bytes of the safetensors checkpoint";

@@ -123,7 +123,13 @@ Result<SafetensorsSummary> parse_safetensors_header(std::string_view head, uint6
     }
     uint64_t expected_bits = 0;
     if (!multiply_checked(elements, bits, expected_bits)) return bad("shape overflows");
-    const uint64_t expected = expected_bits / 8 + (expected_bits % 8 != 0);  // F4 / F6 pack below a byte
+    // F4 / F6 pack below a byte, but a tensor ends on a byte: the library refuses one that does
+    // not (safetensors/src/tensor.rs, SafeTensorError::MisalignedSlice).
+    if (expected_bits % 8 != 0) {
+      return bad(fmt::format("{} elements of {} are {} bits, not whole bytes (the safetensors library refuses it: "
+                             "MisalignedSlice)", elements, t.dtype, expected_bits));
+    }
+    const uint64_t expected = expected_bits / 8;
     if (expected != t.bytes) {
       return bad(fmt::format("{} elements of {} need {} bytes, data_offsets give {}", elements, t.dtype,
                              expected, t.bytes));
@@ -234,6 +240,7 @@ Status check_numbered_shards(const std::set<std::string>& files, const std::stri
 Result<SafetensorsSummary> read_safetensors_folder(const std::string& folder) {
   namespace fs = std::filesystem;
   std::set<std::string> files;
+  std::map<std::string, std::string> placed;   // tensor name -> the file the index puts it in
   fs::path index = fs::path(folder) / "model.safetensors.index.json";
   if (fs::exists(index)) {
     auto text = read_small_file(index.string());
@@ -249,6 +256,7 @@ Result<SafetensorsSummary> read_safetensors_folder(const std::string& folder) {
         return make_error(fmt::format("{}: weight_map names a file outside the folder: {}", index.string(), name));
       }
       files.insert((fs::path(folder) / name).string());
+      placed[tensor] = (fs::path(folder) / name).string();
     }
     // Every file the index lists must be here: a missing one is a download cut short.
     size_t present = 0;
@@ -272,14 +280,29 @@ Result<SafetensorsSummary> read_safetensors_folder(const std::string& folder) {
     if (auto complete = check_numbered_shards(files, folder); !complete) return complete.error();
   }
   if (files.empty()) return make_error(fmt::format("{}: no *.safetensors files", folder));
+  // Each tensor name counts once, from the file the index puts it in (transformers loads a name
+  // once, into one parameter); a name the index places in a file that does not hold it is a
+  // damaged index or download.
   SafetensorsSummary merged;
+  std::map<std::string, std::string> held;   // tensor name -> the file it was counted from
   for (const std::string& file : files) {
     auto one = read_safetensors_header(file);
     if (!one) return one.error();
-    for (auto& t : one->tensors) merged.tensors.push_back(std::move(t));
-    for (const auto& [dtype, n] : one->elements_by_dtype) merged.elements_by_dtype[dtype] += n;
-    merged.total_elements += one->total_elements;
-    merged.total_bytes += one->total_bytes;
+    for (auto& t : one->tensors) {
+      auto where = placed.find(t.name);
+      if (where != placed.end() && where->second != file) continue;   // a stray copy
+      if (!held.emplace(t.name, file).second) continue;                // (no index: the first copy)
+      merged.elements_by_dtype[t.dtype] += t.elements;
+      merged.total_elements += t.elements;
+      merged.total_bytes += t.bytes;
+      merged.tensors.push_back(std::move(t));
+    }
+  }
+  for (const auto& [tensor, file] : placed) {
+    if (held.count(tensor)) continue;
+    return make_error(fmt::format("{}: weight_map puts {} in {}, which does not hold it: a damaged index or an "
+                                  "incomplete download",
+                                  index.string(), tensor, fs::path(file).filename().string()));
   }
   return merged;
 }

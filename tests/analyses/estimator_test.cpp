@@ -1956,6 +1956,12 @@ TEST(EstimatorQa5, AnFp32CheckpointIsSizedAtTheLoadedDtype) {
   auto bf16_file = estimate_memory(llama, job);
   ASSERT_TRUE(bf16_file);
   EXPECT_EQ(*component(*bf16_file, "weights"), llama.checkpoint_bytes);
+  // FP8 tensors without a quantization_config: transformers casts them to torch_dtype too.
+  llama.params_by_dtype = {{"F8_E4M3", llama.total_params - 64}, {"BF16", 64}};
+  llama.checkpoint_bytes = llama.total_params - 64 + 64 * 2;
+  auto fp8_file = estimate_memory(llama, job);
+  ASSERT_TRUE(fp8_file);
+  EXPECT_EQ(*component(*fp8_file, "weights"), llama.total_params * 2);
 }
 
 // max_memory_allocated is a maximum over the step: a larger batch or a longer sequence never lowers

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include <unistd.h>
 
 namespace oomdoc {
@@ -85,6 +87,23 @@ TEST(SafetensorsHeader, FolderWithIndexReadsEveryShard) {
   ASSERT_TRUE(s) << s.error().message;
   EXPECT_EQ(s->total_elements, 12u);
   EXPECT_EQ(s->total_bytes, 24u);
+  // A name stored in two shards counts once, from the file the index names; a name the index puts
+  // in a file that does not hold it is an error.
+  write("model-00002-of-00002.safetensors",
+        file_bytes(R"({"a": {"dtype": "BF16", "shape": [8], "data_offsets": [0, 16]},
+                       "b": {"dtype": "BF16", "shape": [2, 2], "data_offsets": [16, 24]}})", 24));
+  auto twice = read_safetensors_folder(dir.string());
+  ASSERT_TRUE(twice) << twice.error().message;
+  EXPECT_EQ(twice->total_elements, 12u);
+  EXPECT_EQ(twice->total_bytes, 24u);
+  EXPECT_EQ(twice->tensors.size(), 2u);
+  write("model.safetensors.index.json",
+        R"({"weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00001-of-00002.safetensors"}})");
+  auto misplaced = read_safetensors_folder(dir.string());
+  ASSERT_FALSE(misplaced);
+  EXPECT_EQ(misplaced.error().message,
+            (dir / "model.safetensors.index.json").string() + ": weight_map puts b in model-00001-of-00002.safetensors, "
+            "which does not hold it: a damaged index or an incomplete download");
   write("model.safetensors.index.json", R"({"weight_map": {"a": "../etc/passwd"}})");
   auto escape = read_safetensors_folder(dir.string());
   ASSERT_FALSE(escape);
@@ -134,6 +153,11 @@ TEST(SafetensorsHeader, SubByteDtypesArePacked) {
   auto w = parse_safetensors_header(wrong, wrong.size(), "m.safetensors");
   ASSERT_FALSE(w);
   EXPECT_EQ(w.error().message, "m.safetensors: tensor \"blocks\": 12 elements of F4 need 6 bytes, data_offsets give 12");
+  std::string odd = file_bytes(R"({"blocks": {"dtype": "F4", "shape": [3], "data_offsets": [0, 2]}})", 2);
+  auto o = parse_safetensors_header(odd, odd.size(), "m.safetensors");
+  ASSERT_FALSE(o);
+  EXPECT_EQ(o.error().message, "m.safetensors: tensor \"blocks\": 3 elements of F4 are 12 bits, not whole bytes (the "
+                               "safetensors library refuses it: MisalignedSlice)");
   EXPECT_EQ(safetensors_dtype_bits("F6_E3M2"), 6u);
   EXPECT_EQ(safetensors_dtype_bits("C64"), 64u);
   EXPECT_EQ(safetensors_dtype_bits("bf16"), 0u);  // names are upper case in the format
@@ -149,9 +173,11 @@ TEST(SafetensorsHeader, AMissingShardIsAnErrorNamingIt) {
   auto write = [&](const std::string& name, const std::string& content) {
     std::ofstream(dir / name, std::ios::binary) << content;
   };
-  const std::string shard = file_bytes(R"({"a": {"dtype": "BF16", "shape": [8], "data_offsets": [0, 16]}})", 16);
-  write("model-00001-of-00003.safetensors", shard);
-  write("model-00003-of-00003.safetensors", shard);
+  auto shard = [](const char* name) {
+    return file_bytes(fmt::format(R"({{"{}": {{"dtype": "BF16", "shape": [8], "data_offsets": [0, 16]}}}})", name), 16);
+  };
+  write("model-00001-of-00003.safetensors", shard("a"));
+  write("model-00003-of-00003.safetensors", shard("c"));
   auto no_index = read_safetensors_folder(dir.string());
   ASSERT_FALSE(no_index);
   EXPECT_EQ(no_index.error().message, (dir / "model-00002-of-00003.safetensors").string() +
@@ -164,7 +190,7 @@ TEST(SafetensorsHeader, AMissingShardIsAnErrorNamingIt) {
   EXPECT_EQ(index.error().message,
             (dir / "model-00002-of-00003.safetensors").string() +
                 ": missing (model.safetensors.index.json lists 3 files, 2 are here): an incomplete download?");
-  write("model-00002-of-00003.safetensors", shard);
+  write("model-00002-of-00003.safetensors", shard("b"));
   auto complete = read_safetensors_folder(dir.string());
   ASSERT_TRUE(complete) << complete.error().message;
   EXPECT_EQ(complete->total_elements, 24u);
