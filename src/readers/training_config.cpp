@@ -31,6 +31,8 @@ struct Reader {
   // Set by keys whose meaning depends on others (resolved after every key is read).
   std::optional<std::string> adapter;   // lora, qlora, full, freeze
   std::optional<uint64_t> quant_bits;   // 4 or 8 (load_in_4bit / quantization_bit)
+  std::string quant_method;             // LLaMA-Factory's quantization_method ("bnb", "hqq", "eetq")
+  std::string quant_method_where;       // its file, line and key, for messages
   std::optional<uint64_t> load_in_bits;  // the load_in_4bit / load_in_8bit given as true
   std::optional<std::string> quant_type;  // nf4, fp4
   bool disable_checkpointing_llamafactory = false;
@@ -347,6 +349,16 @@ Status set_quantization_bit(const YAML::Node& n, std::string_view key, Reader& r
     return Ok{};
   }
   r.quant_bits = *v;
+  return Ok{};
+}
+
+// LLaMA-Factory's quantization_method for on-the-fly quantization (QuantizationMethod in
+// src/llamafactory/extras/constants.py; model/model_utils/quantization.py): bitsandbytes by default,
+// or HQQ or EETQ. Checked against quantization_bit once both are read.
+Status set_quantization_method(const YAML::Node& n, std::string_view key, Reader& r) {
+  if (!n.IsScalar()) return make_error(fmt::format("{}: expected a quantization method name", r.where(n, key)));
+  r.quant_method = to_lower(n.Scalar());
+  r.quant_method_where = r.where(n, key);
   return Ok{};
 }
 
@@ -915,6 +927,7 @@ Table llama_factory_table() {
     return set_text_of(&Reader::pref_loss, n, key, r);
   };
   t["quantization_bit"] = set_quantization_bit;
+  t["quantization_method"] = set_quantization_method;
   t["quantization_type"] = set_quant_type;
   t["double_quantization"] = set_double_quant;
   t["cutoff_len"] = set_count(&Job::seq_len);
@@ -1009,7 +1022,7 @@ const std::set<std::string>& no_effect_keys() {
       "template", "dataset", "dataset_dir", "eval_dataset", "max_samples",
       "overwrite_cache", "preprocessing_num_workers", "val_size", "plot_loss",
       "freeze_trainable_modules",
-      "freeze_extra_modules", "trust_remote_code", "quantization_method", "rope_scaling",
+      "freeze_extra_modules", "trust_remote_code", "rope_scaling",
       "train_on_prompt", "mask_history", "tokenized_path", "use_fast_tokenizer", "resize_vocab",
       "split_special_tokens", "new_special_tokens", "image_max_pixels", "video_max_pixels",
       "model_revision", "adapter_name_or_path", "create_new_adapter", "pref_beta",
@@ -1063,7 +1076,7 @@ std::optional<TrainingConfigFormat> detect_format(const YAML::Node& root) {
 }
 
 // Decisions that need several keys at once.
-void resolve(Reader& r) {
+Status resolve(Reader& r) {
   Job& job = r.out.job;
   if (r.deepspeed_optimizer) {
     if (job.optimizer && *job.optimizer != *r.deepspeed_optimizer) {
@@ -1104,6 +1117,34 @@ void resolve(Reader& r) {
   const bool quantized = r.quant_bits.has_value();
   if (quantized) {
     job.weight_quantization = *r.quant_bits == 8 ? "int8" : r.quant_type.value_or("nf4");
+  }
+  if (quantized && r.out.format == TrainingConfigFormat::kLlamaFactory) {
+    // LLaMA-Factory refuses what it cannot run (hparams/parser.py _verify_model_args,
+    // model_utils/quantization.py): say so before sizing it.
+    const std::string method = r.quant_method.empty() ? "bnb" : r.quant_method;
+    const std::string finetuning = r.adapter.value_or("lora");
+    if (finetuning != "lora" && finetuning != "qlora") {
+      return make_error(fmt::format("{}: quantization_bit with finetuning_type {}: LLaMA-Factory refuses it "
+                                    "(\"Quantization is only compatible with the LoRA method.\")",
+                                    r.display_name, finetuning));
+    }
+    if (method == "eetq" && *r.quant_bits != 8) {
+      return make_error(fmt::format("{}: quantization_method eetq with quantization_bit {}: LLaMA-Factory refuses it "
+                                    "(\"EETQ only accepts 8-bit quantization.\")",
+                                    r.quant_method_where, *r.quant_bits));
+    }
+    if (method == "hqq") {
+      r.warn(fmt::format("{}: HQQ is not modelled (group 64, a 16-bit scale and zero per group); sized as "
+                         "bitsandbytes {}-bit, a little smaller", r.quant_method_where, *r.quant_bits));
+    } else if (method == "eetq") {
+      r.out.framework_defaults.push_back("quantization_method eetq: int8 weights with a per-channel scale, sized as "
+                                         "bitsandbytes int8");
+    } else if (method != "bnb" && method != "bitsandbytes") {
+      return make_error(fmt::format("{}: quantization_method '{}' does not quantize on the fly (LLaMA-Factory's are "
+                                    "bnb, hqq and eetq); a GPTQ/AWQ/FP8 model is loaded pre-quantized, without "
+                                    "quantization_bit",
+                                    r.quant_method_where, r.quant_method));
+    }
   }
   // Without an explicit method, LLaMA-Factory fine-tunes with LoRA (FinetuningArguments'
   // finetuning_type default); Axolotl only with `adapter: lora|qlora`, a TrainingArguments/TRL
@@ -1276,6 +1317,7 @@ void resolve(Reader& r) {
     // Axolotl and LLaMA-Factory both default to nested (double) quantization.
     if (r.out.format != TrainingConfigFormat::kHfTrainingArguments) job.double_quant = true;
   }
+  return Ok{};
 }
 
 }  // namespace
@@ -1462,7 +1504,7 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
       r.checkpointing_given = true;
     }
   }
-  resolve(r);
+  if (auto resolved = resolve(r); !resolved) return resolved.error();
   return std::move(r.out);
 }
 

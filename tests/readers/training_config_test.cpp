@@ -774,6 +774,34 @@ TEST(TrainingConfigQa3, PreferenceStagesAreRead) {
                          "grpo.yaml"), "sft");
 }
 
+// LLaMA-Factory's quantization_method and the combinations it refuses (hparams/parser.py,
+// model_utils/quantization.py).
+TEST(TrainingConfigQa23, LlamaFactoryQuantizationMethodsAndRefusals) {
+  const std::string base = "model_name_or_path: meta-llama/Meta-Llama-3-8B-Instruct\nstage: sft\n";
+  auto full = parse_training_config(base + "finetuning_type: full\nquantization_bit: 4\n", "lf.yaml");
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.error().message, "lf.yaml: quantization_bit with finetuning_type full: LLaMA-Factory refuses it "
+                                  "(\"Quantization is only compatible with the LoRA method.\")");
+  auto eetq4 = parse_training_config(base + "quantization_bit: 4\nquantization_method: eetq\n", "lf.yaml");
+  ASSERT_FALSE(eetq4.ok());
+  EXPECT_EQ(eetq4.error().message, "lf.yaml: line 4: quantization_method: quantization_method eetq with "
+                                   "quantization_bit 4: LLaMA-Factory refuses it (\"EETQ only accepts 8-bit quantization.\")");
+  auto eetq8 = parse_training_config(base + "quantization_bit: 8\nquantization_method: eetq\n", "lf.yaml");
+  ASSERT_TRUE(eetq8.ok()) << eetq8.error().message;
+  EXPECT_EQ(eetq8->job.weight_quantization, "int8");
+  EXPECT_THAT(eetq8->used_keys, Contains("quantization_method"));
+  auto hqq = parse_training_config(base + "quantization_bit: 4\nquantization_method: hqq\n", "lf.yaml");
+  ASSERT_TRUE(hqq.ok()) << hqq.error().message;
+  EXPECT_EQ(hqq->job.task, "train_qlora");
+  EXPECT_THAT(hqq->warnings, Contains("lf.yaml: line 4: quantization_method: HQQ is not modelled (group 64, a 16-bit "
+                                      "scale and zero per group); sized as bitsandbytes 4-bit, a little smaller"));
+  auto gptq = parse_training_config(base + "quantization_bit: 4\nquantization_method: gptq\n", "lf.yaml");
+  ASSERT_FALSE(gptq.ok());
+  auto bnb = parse_training_config(base + "quantization_bit: 4\nquantization_method: bnb\n", "lf.yaml");
+  ASSERT_TRUE(bnb.ok());
+  EXPECT_EQ(bnb->job.weight_quantization, "nf4");
+}
+
 TEST(TrainingConfigQa3, AKeyGivenTwiceKeepsTheLastAndSaysSo) {
   auto c = parse_training_config("base_model: x\nadapter: lora\nbf16: auto\nmicro_batch_size: 2\nmicro_batch_size: 8\n",
                                  "axolotl.yml");
