@@ -1363,6 +1363,43 @@ YAML::Node with_merge_keys(const YAML::Node& root) {
   return merged;
 }
 
+// yaml-cpp reads a quoted scalar whose closing quote is missing up to the end of the document
+// (`base_model: "meta-llama/Llama-3.1-8B` is a name with a trailing space), where PyYAML, which the
+// frameworks use, stops with "found unexpected end of stream". The position of a quoted scalar's
+// first quote is where its closing one is looked for.
+Status check_quotes_close(const YAML::Node& node, std::string_view text, const std::string& display_name) {
+  if (node.IsMap()) {
+    for (const auto& entry : node) {
+      if (auto s = check_quotes_close(entry.first, text, display_name); !s) return s;
+      if (auto s = check_quotes_close(entry.second, text, display_name); !s) return s;
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) {
+      if (auto s = check_quotes_close(item, text, display_name); !s) return s;
+    }
+  } else if (node.IsScalar() && node.Tag() == "!") {
+    const YAML::Mark mark = node.Mark();
+    if (mark.pos < 0 || static_cast<size_t>(mark.pos) >= text.size()) return Ok{};
+    const char quote = text[static_cast<size_t>(mark.pos)];
+    if (quote != '"' && quote != '\'') return Ok{};
+    for (size_t i = static_cast<size_t>(mark.pos) + 1; i < text.size(); ++i) {
+      if (quote == '"' && text[i] == '\\') {
+        ++i;  // an escape: the next character is the escaped one
+      } else if (text[i] == quote) {
+        if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+          ++i;  // '' inside single quotes is one quote
+        } else {
+          return Ok{};
+        }
+      }
+    }
+    return make_error(fmt::format("{}: line {}, column {}: invalid YAML: the {} quoted value starting here never "
+                                  "closes (found the end of the file first)",
+                                  display_name, mark.line + 1, mark.column + 1, quote == '"' ? "double" : "single"));
+  }
+  return Ok{};
+}
+
 Result<TrainingConfig> parse_training_config(std::string_view text, const std::string& display_name,
                                              const std::string& base_dir) {
   YAML::Node root;
@@ -1372,6 +1409,7 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
     return make_error(fmt::format("{}: line {}, column {}: invalid YAML: {}", display_name,
                                   e.mark.line + 1, e.mark.column + 1, quoted_message(e.msg)));
   }
+  if (auto closed = check_quotes_close(root, text, display_name); !closed) return closed.error();
   if (!root.IsMap()) {
     return make_error(fmt::format("{}: not a training config (expected a map of settings at the "
                                   "top level)", display_name));

@@ -444,6 +444,18 @@ TEST(TrainingConfig, InvalidYamlNamesFileAndLine) {
   ASSERT_FALSE(config.ok());
   EXPECT_THAT(config.error().message, HasSubstr("invalid.yml: line 4"));
   EXPECT_THAT(config.error().message, HasSubstr("invalid YAML"));
+  // A quoted value without its closing quote: yaml-cpp would read on to the end, PyYAML refuses it.
+  auto open_quote = parse_training_config("base_model: \"meta-llama/Llama-3.1-8B\nadapter: lora\n", "a.yml");
+  ASSERT_FALSE(open_quote.ok());
+  EXPECT_EQ(open_quote.error().message, "a.yml: line 1, column 13: invalid YAML: the double quoted value starting here "
+                                        "never closes (found the end of the file first)");
+  auto open_single = parse_training_config("base_model: x\ndatasets:\n  - path: 'data.jsonl\n", "a.yml");
+  ASSERT_FALSE(open_single.ok());
+  EXPECT_EQ(open_single.error().message, "a.yml: line 3, column 11: invalid YAML: the single quoted value starting here "
+                                         "never closes (found the end of the file first)");
+  // Escaped and doubled quotes inside closed values are fine.
+  auto closed = parse_training_config("base_model: \"x\"\nwandb_name: \"a \\\" b\"\nwandb_project: 'it''s'\n", "a.yml");
+  ASSERT_TRUE(closed.ok()) << closed.error().message;
 }
 
 TEST(TrainingConfig, BadValueNamesKeyAndLine) {
