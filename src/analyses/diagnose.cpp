@@ -914,8 +914,11 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
   const bool dataloader = report == "dataloader_worker";
   const bool loading = operation == "model_loading";
   // A scheduler's own record: the job went over its memory limit, whatever the node has.
-  const bool scheduler_limit = report == "slurm" || report == "srun" || report == "kubernetes";
-  if (scheduler_limit) {
+  // (The kernel's "Memory cgroup out of memory" is such a limit too: a container's or job's cgroup,
+  // which the node's swap does not lift.)
+  const bool scheduler_limit = report == "slurm" || report == "srun" || report == "kubernetes" ||
+                               e.field("memory_cgroup") != nullptr;
+  if (scheduler_limit && e.field("memory_cgroup") == nullptr) {
     const auto exit_code = e.int_field("exit_code");
     const std::string who =
         report == "kubernetes"
@@ -1885,8 +1888,17 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                            "skipped, so a (nearly) full card leaves none. If memory was not short, the cuDNN build "
                            "does not match this GPU or CUDA version.");
     } else {
-      d.evidence.push_back(fmt::format("{}: cuBLAS/cuDNN could not allocate its handle or workspace, which happens when the card "
-                                       "is (nearly) full.", e.string_field("status").value_or("")));
+      // The library by its status code's prefix (CUFFT_ALLOC_FAILED: cuFFT's plan).
+      const std::string status = e.string_field("status").value_or("");
+      static const std::pair<const char*, const char*> kLibraries[] = {
+          {"CUBLAS", "cuBLAS"}, {"CUDNN", "cuDNN"}, {"CUFFT", "cuFFT"}, {"CUSOLVER", "cuSOLVER"},
+          {"CUSPARSE", "cuSPARSE"}, {"CURAND", "cuRAND"}, {"HIPBLAS", "hipBLAS"}};
+      std::string library = "The library";
+      for (auto [prefix, name] : kLibraries) {
+        if (status.rfind(prefix, 0) == 0) library = name;
+      }
+      d.evidence.push_back(fmt::format("{}: {} could not allocate its handle, plan or workspace, which happens when the "
+                                       "card is (nearly) full.", status, library));
     }
     if (e.framework == "tensorflow") {
       // TensorFlow reserves nearly the whole card for its BFC allocator at startup, so the handle
@@ -1925,8 +1937,11 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                            "already full, held by other processes (or another CUDA context of this program).");
     } else {
       d.cause = "driver_oom_no_details";
-      d.evidence.push_back("The CUDA runtime reported out of memory without figures (outside PyTorch's caching allocator, "
-                           "often at context creation or in a library).");
+      d.evidence.push_back(fmt::format("The {} reported out of memory without figures (outside PyTorch's caching "
+                                       "allocator, often at context creation or in a library).",
+                                       e.framework == "hip"           ? "HIP runtime"
+                                       : e.framework == "pytorch-xpu" ? "Intel GPU runtime (Unified Runtime)"
+                                                                      : "CUDA runtime"));
     }
     // A PyTorch program (its message, or the driver's status under PyTorch's frames) that no named
     // program runs: the driver-level steps. A named program's own ladder replaces the recipe below.
@@ -2704,7 +2719,8 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
   // The vendor's own tools: nvidia-smi and CUDA_VISIBLE_DEVICES do not exist on AMD or Intel GPUs.
   const bool amd = e.framework == "pytorch-rocm" || e.message.find("hipError") != std::string::npos ||
                    e.message.find("HIP out of memory") != std::string::npos;
-  const bool intel = e.message.find("XPU out of memory") != std::string::npos || e.message.find("on device xpu:") != std::string::npos;
+  const bool intel = e.message.find("XPU out of memory") != std::string::npos || e.message.find("on device xpu:") != std::string::npos ||
+                     e.message.find("_RESULT_ERROR_OUT_OF_DEVICE_MEMORY") != std::string::npos;
   for (Fix& f : d.fixes) {
     if (amd || intel) {
       const std::string tool = amd ? "rocm-smi" : "xpu-smi";

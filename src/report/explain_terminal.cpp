@@ -16,7 +16,8 @@ std::string framework_title(const OomEvent& e) {
       {"pytorch", "PyTorch"}, {"pytorch-rocm", "PyTorch (ROCm)"}, {"pytorch-xpu", "PyTorch (XPU)"},
       {"pytorch-npu", "PyTorch (NPU)"}, {"pytorch-mps", "PyTorch (MPS)"}, {"vllm", "vLLM"},
       {"tensorflow", "TensorFlow"}, {"jax", "JAX/XLA"}, {"llama.cpp", "llama.cpp"}, {"ollama", "Ollama"}, {"mlx", "MLX"}, {"metal", "Metal"}, {"python", "Python"}, {"numpy", "NumPy"},
-      {"sglang", "SGLang"}, {"tgi", "text-generation-inference"}, {"onnxruntime", "ONNX Runtime"}, {"tensorrt-llm", "TensorRT-LLM"}, {"paddle", "PaddlePaddle"}, {"mxnet", "MXNet"}, {"tensorrt", "TensorRT"}, {"directml", "DirectML"}, {"torch_xla", "PyTorch/XLA"}, {"xla", "XLA (TPU)"}, {"nccl", "NCCL"}, {"cuda", "CUDA"}, {"cublas", "cuBLAS"}, {"cudnn", "cuDNN"}};
+      {"sglang", "SGLang"}, {"tgi", "text-generation-inference"}, {"onnxruntime", "ONNX Runtime"}, {"tensorrt-llm", "TensorRT-LLM"}, {"paddle", "PaddlePaddle"}, {"mxnet", "MXNet"}, {"tensorrt", "TensorRT"}, {"directml", "DirectML"}, {"torch_xla", "PyTorch/XLA"}, {"xla", "XLA (TPU)"}, {"nccl", "NCCL"}, {"cuda", "CUDA"}, {"hip", "HIP (ROCm)"}, {"cublas", "cuBLAS"}, {"cudnn", "cuDNN"},
+      {"cufft", "cuFFT"}, {"cusolver", "cuSOLVER"}, {"cusparse", "cuSPARSE"}, {"curand", "cuRAND"}, {"hipblas", "hipBLAS"}};
   auto it = names.find(e.framework);
   return it == names.end() ? e.framework : it->second;
 }
@@ -122,8 +123,8 @@ std::string cause_title(const std::string& cause) {
       {"metal_working_set_exceeded", "the Metal GPU's share of unified memory ran out"},
       {"allocation_size_limit", "a per-allocation size limit"},
       {"memory_fraction_limit", "the per-process memory fraction, not the card, ran out"},
-      {"driver_oom_no_details", "the CUDA driver ran out of memory (no figures)"},
-      {"library_workspace_alloc", "cuBLAS/cuDNN could not get a workspace"},
+      {"driver_oom_no_details", "the GPU driver ran out of memory (no figures)"},
+      {"library_workspace_alloc", "a GPU library (cuBLAS, cuDNN...) could not get a workspace"},
       {"nccl_buffer_alloc", "NCCL could not allocate buffers"},
       {"garbage_request_size", "an impossible allocation size (a bug upstream)"},
       {"host_memory", "host (CPU) memory ran out"},

@@ -23,25 +23,37 @@ std::optional<FormatMatch> match_cudnn_no_algorithm(const MessageWindow& w) {
 std::optional<FormatMatch> match_library_status(const MessageWindow& w) {
   // CUDNN_STATUS_INTERNAL_ERROR and *_NOT_INITIALIZED are listed because cuDNN and cuBLAS report
   // a failed workspace or handle allocation with them when the device is full.
-  static const RE2 re(R"((CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|CUDNN_STATUS_NOT_ALLOCATED|CUDNN_STATUS_INTERNAL_ERROR|CUDNN_STATUS_NOT_INITIALIZED|CUBLAS_STATUS_NOT_INITIALIZED))");
+  // cuFFT, cuSOLVER, cuSPARSE, cuRAND and hipBLAS fail a plan's or handle's allocation with their
+  // own codes (torch: "cuFFT error: CUFFT_ALLOC_FAILED", "cusolver error: CUSOLVER_STATUS_ALLOC_FAILED,
+  // when calling `cusolverDnCreate(handle)`", "CUDA error: CUSPARSE_STATUS_ALLOC_FAILED when calling
+  // `cusparseCreate(handle)`").
+  static const RE2 re(R"((CUBLAS_STATUS_ALLOC_FAILED|CUDNN_STATUS_ALLOC_FAILED|CUDNN_STATUS_NOT_ALLOCATED|CUDNN_STATUS_INTERNAL_ERROR|CUDNN_STATUS_NOT_INITIALIZED|CUBLAS_STATUS_NOT_INITIALIZED|CUFFT_ALLOC_FAILED|CUSOLVER_STATUS_ALLOC_FAILED|CUSPARSE_STATUS_ALLOC_FAILED|CURAND_STATUS_ALLOCATION_FAILED|HIPBLAS_STATUS_ALLOC_FAILED))");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
   FormatMatch m;
   OomEvent& e = m.event;
   std::string status((*g)[1]);
-  const bool cublas = status.rfind("CUBLAS", 0) == 0;
+  // The library, by its status code's prefix.
+  static const std::pair<const char*, const char*> kLibraries[] = {
+      {"CUBLAS", "cublas"}, {"CUDNN", "cudnn"}, {"CUFFT", "cufft"}, {"CUSOLVER", "cusolver"},
+      {"CUSPARSE", "cusparse"}, {"CURAND", "curand"}, {"HIPBLAS", "hipblas"}};
+  std::string library = "cudnn";
+  for (auto [prefix, name] : kLibraries) {
+    if (status.rfind(prefix, 0) == 0) library = name;
+  }
   // Who reports it decides which fixes apply: PyTorch's c10 wording ("CUDA error: CUBLAS_STATUS_...
   // when calling `cublasCreate(handle)`", "cuDNN error: CUDNN_STATUS_..."), TensorFlow's
   // stream_executor ("could not create cudnn handle", "failed to create cublas handle"); CNTK's
   // "RuntimeError: CUBLAS failure 3", Caffe's and Lua Torch's lines are the library's alone.
   const std::string& line = w.lines[0];
   auto has = [&](const char* s) { return line.find(s) != std::string::npos; };
-  if (has("CUDA error: CUBLAS_STATUS") || has("cuDNN error: CUDNN_STATUS") || has("when calling `cublas")) {
+  if (has("CUDA error: CU") || has("cuDNN error: CUDNN_STATUS") || has("when calling `cu") || has("cuFFT error:") ||
+      has("cusolver error:") || has("HIP error: HIPBLAS")) {
     e.framework = "pytorch";
   } else if (has("stream_executor") || has("create cudnn handle") || has("create cublas handle")) {
     e.framework = "tensorflow";
   } else {
-    e.framework = cublas ? "cublas" : "cudnn";
+    e.framework = library;
   }
   e.format = "library_status";
   e.set_field("status", status);
@@ -51,11 +63,15 @@ std::optional<FormatMatch> match_library_status(const MessageWindow& w) {
 }
 
 std::optional<FormatMatch> match_driver_oom(const MessageWindow& w) {
-  static const RE2 re(R"((CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|hipErrorOutOfMemory))");
+  // Also ROCm's hipErrorOutOfMemory and Intel's (PyTorch on XPU: "UR backend failed. UR backend
+  // returns:40 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)"; Level Zero's ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY).
+  static const RE2 re(
+      R"((CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|hipErrorOutOfMemory|UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY|ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY))");
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
   FormatMatch m;
-  m.event.framework = "cuda";
+  const std::string_view status = (*g)[1];
+  m.event.framework = status == "hipErrorOutOfMemory" ? "hip" : status.find("_RESULT_") != std::string_view::npos ? "pytorch-xpu" : "cuda";
   m.event.format = "cuda_driver_oom";
   m.event.set_field("status", std::string((*g)[1]));
   // Java/JCuda and others print the failing driver call a few lines below.
@@ -70,9 +86,14 @@ std::optional<FormatMatch> match_driver_oom(const MessageWindow& w) {
 }  // namespace
 
 void add_cuda_library_formats(std::vector<MessageFormat>& out) {
-  out.push_back({"library_status", {"CUBLAS_STATUS_", "CUDNN_STATUS_"}, match_library_status});
+  out.push_back({"library_status",
+                 {"CUBLAS_STATUS_", "CUDNN_STATUS_", "CUFFT_ALLOC_FAILED", "CUSOLVER_STATUS_ALLOC_FAILED",
+                  "CUSPARSE_STATUS_ALLOC_FAILED", "CURAND_STATUS_ALLOCATION_FAILED", "HIPBLAS_STATUS_ALLOC_FAILED"},
+                 match_library_status});
   out.push_back({"library_status", {"Unable to find a valid cuDNN algorithm"}, match_cudnn_no_algorithm});
-  out.push_back({"cuda_driver_oom", {"CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation", "hipErrorOutOfMemory"},
+  out.push_back({"cuda_driver_oom",
+                 {"CUDA_ERROR_OUT_OF_MEMORY", "cudaErrorMemoryAllocation", "hipErrorOutOfMemory",
+                  "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY", "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"},
                  match_driver_oom});
 }
 

@@ -1,0 +1,79 @@
+// Findings of the explain QA review 23: other runtimes' and libraries' out-of-memory codes, a
+// memory cgroup's kill.
+#include <gtest/gtest.h>
+
+#include "analyses/explain.h"
+#include "support/explain_support.h"
+
+namespace oomdoc {
+namespace {
+
+using testing::explain_text;
+using testing::fix_ids;
+using testing::only_event;
+
+// ROCm's runtime status is HIP's, not CUDA's: named so, with AMD's tools.
+TEST(DiagnoseQa23, HipRuntimeStatusIsHipNotCuda) {
+  const auto x = only_event(explain_text("hipErrorOutOfMemory: out of memory\n"));
+  EXPECT_EQ(x.event.framework, "hip");
+  EXPECT_EQ(x.diagnosis.cause, "driver_oom_no_details");
+  EXPECT_EQ(x.diagnosis.evidence.front(), "The HIP runtime reported out of memory without figures (outside PyTorch's "
+                                          "caching allocator, often at context creation or in a library).");
+  ASSERT_FALSE(x.diagnosis.fixes.empty());
+  EXPECT_EQ(x.diagnosis.fixes.front().snippet, "rocm-smi --showpids  # or amd-smi process; then kill <pid>");
+}
+
+// PyTorch on an Intel GPU: the Unified Runtime's code, with Intel's tools.
+TEST(DiagnoseQa23, IntelUnifiedRuntimeOutOfDeviceMemory) {
+  const auto x = only_event(
+      explain_text("RuntimeError: UR backend failed. UR backend returns:40 (UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY)\n"));
+  EXPECT_EQ(x.event.framework, "pytorch-xpu");
+  EXPECT_EQ(x.event.string_field("status"), "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY");
+  ASSERT_GE(x.diagnosis.fixes.size(), 2u);
+  EXPECT_EQ(x.diagnosis.fixes[0].snippet, "xpu-smi ps  # Intel XPU Manager; then kill <pid>");
+  EXPECT_EQ(x.diagnosis.fixes[1].snippet, "ZE_AFFINITY_MASK (which devices the process sees), the tensor's .device");
+}
+
+// cuFFT, cuSOLVER, cuSPARSE and cuRAND fail their plan's or handle's allocation with codes of their own.
+TEST(DiagnoseQa23, MathLibraryAllocationFailures) {
+  struct Case {
+    const char* line;
+    const char* status;
+    const char* library;
+  };
+  for (const Case& c : {Case{"RuntimeError: cuFFT error: CUFFT_ALLOC_FAILED", "CUFFT_ALLOC_FAILED", "cuFFT"},
+                        Case{"RuntimeError: cusolver error: CUSOLVER_STATUS_ALLOC_FAILED, when calling "
+                             "`cusolverDnCreate(handle)`", "CUSOLVER_STATUS_ALLOC_FAILED", "cuSOLVER"},
+                        Case{"RuntimeError: CUDA error: CUSPARSE_STATUS_ALLOC_FAILED when calling `cusparseCreate(handle)`",
+                             "CUSPARSE_STATUS_ALLOC_FAILED", "cuSPARSE"}}) {
+    const auto x = only_event(explain_text(std::string(c.line) + "\n"));
+    EXPECT_EQ(x.event.format, "library_status") << c.line;
+    EXPECT_EQ(x.event.framework, "pytorch") << c.line;
+    EXPECT_EQ(x.event.string_field("status"), c.status);
+    EXPECT_EQ(x.diagnosis.cause, "library_workspace_alloc");
+    EXPECT_EQ(x.diagnosis.evidence.front(), std::string(c.status) + ": " + c.library +
+                                                " could not allocate its handle, plan or workspace, which happens when "
+                                                "the card is (nearly) full.");
+  }
+  // The status alone, as a library prints it, names the library.
+  const auto bare = only_event(explain_text("curandCreateGenerator failed: CURAND_STATUS_ALLOCATION_FAILED\n"));
+  EXPECT_EQ(bare.event.framework, "curand");
+}
+
+// A memory cgroup's limit (a container's, a job's) is not lifted by the node's swap.
+TEST(DiagnoseQa23, MemoryCgroupKillGetsNoSwapAdvice) {
+  const auto x = only_event(explain_text(
+      "[ 5123.123456] Memory cgroup out of memory: Killed process 777 (pt_main_thread) total-vm:40000000kB, "
+      "anon-rss:31457280kB, file-rss:65536kB, shmem-rss:0kB, UID:0 pgtables:70000kB oom_score_adj:-997\n"));
+  EXPECT_EQ(fix_ids(x.diagnosis),
+            (std::vector<std::string>{"low_cpu_mem_usage", "fewer_dataloader_workers", "more_host_memory"}));
+  // Without the cgroup, the host's own RAM: swap helps a short peak.
+  const auto host = only_event(explain_text(
+      "[ 5123.123456] Out of memory: Killed process 777 (pt_main_thread) total-vm:40000000kB, "
+      "anon-rss:31457280kB, file-rss:65536kB, shmem-rss:0kB, UID:0 pgtables:70000kB oom_score_adj:0\n"));
+  EXPECT_EQ(fix_ids(host.diagnosis),
+            (std::vector<std::string>{"low_cpu_mem_usage", "fewer_dataloader_workers", "add_swap", "more_host_memory"}));
+}
+
+}  // namespace
+}  // namespace oomdoc
