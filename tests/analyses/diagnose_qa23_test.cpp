@@ -77,3 +77,28 @@ TEST(DiagnoseQa23, MemoryCgroupKillGetsNoSwapAdvice) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// A quantity's text is the substring the message prints: bare digits stay bare, "N bytes" keeps its
+// unit, thousands separators stay, and TensorFlow's shape is quoted as printed.
+TEST(DiagnoseQa23, QuantityTextsAreThePrintedSubstrings) {
+  auto text_of = [](const std::string& log, const std::string& name) {
+    const auto x = testing::only_event(testing::explain_text(log));
+    const Quantity* q = x.event.quantity(name);
+    return q == nullptr ? std::string("<none>") : q->text + " = " + std::to_string(q->bytes);
+  };
+  EXPECT_EQ(text_of("2024-01-01 E external/xla/xla/stream_executor/cuda/cuda_driver.cc:1234] failed to alloc 34359738368 "
+                    "bytes on host: CUDA_ERROR_OUT_OF_MEMORY: out of memory\n", "requested"),
+            "34359738368 bytes = 34359738368");
+  EXPECT_EQ(text_of("ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 2214592512\n", "requested"),
+            "2214592512 = 2214592512");
+  EXPECT_EQ(text_of("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor with "
+                    "shape[128,3072,1024] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by allocator "
+                    "GPU_0_bfc\n", "requested"),
+            "shape[128,3072,1024] and type float = 1610612736");
+}
+
+}  // namespace
+}  // namespace oomdoc

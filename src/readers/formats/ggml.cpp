@@ -101,6 +101,7 @@ std::optional<FormatMatch> match_backend_alloc(const MessageWindow& w) {
     // A size beyond what parse_printed_size reads (40 digits) leaves the request out.
     const bool digits = (*g)[1].find_first_not_of("0123456789") == std::string_view::npos;
     requested = parse_printed_size(digits ? std::string((*g)[1]) + " bytes" : std::string((*g)[1]), LabelMeaning::kBinary);
+    if (requested && digits) requested->text = std::string((*g)[1]);   // the text as printed: the digits alone
     if (wording.re->NumberOfCapturingGroups() > 1) {
       device_printed = true;
       e.device = parse_decimal<int64_t>((*g)[2]);   // null when it does not fit, even if the buffer names one

@@ -139,7 +139,8 @@ bool set_printed_size(OomEvent& event, const std::string& name, std::string_view
                       LabelMeaning meaning = LabelMeaning::kAsPrinted);
 // The same for an exact count of bytes printed as digits ("48736917632", from "... 48736917632
 // bytes"): the one place a bare byte count becomes a quantity.
-bool set_printed_bytes(OomEvent& event, const std::string& name, std::string_view digits);
+// (`printed`: the text as the message prints it, when it is not the digits alone: "6,532,939,776".)
+bool set_printed_bytes(OomEvent& event, const std::string& name, std::string_view digits, std::string_view printed = {});
 
 // Span of a regex submatch inside the window's flat text.
 size_t offset_in(const MessageWindow& window, std::string_view submatch);

@@ -287,9 +287,13 @@ bool set_printed_size(OomEvent& event, const std::string& name, std::string_view
   return true;
 }
 
-bool set_printed_bytes(OomEvent& event, const std::string& name, std::string_view digits) {
+bool set_printed_bytes(OomEvent& event, const std::string& name, std::string_view digits, std::string_view printed) {
   if (digits.data() == nullptr) return false;   // an optional group that did not match
-  return set_printed_size(event, name, std::string(digits) + " bytes");
+  auto q = parse_printed_size(std::string(digits) + " bytes", LabelMeaning::kBinary);
+  if (!q) return false;
+  q->text = std::string(printed.data() != nullptr ? printed : digits);   // the text as printed
+  event.set_quantity(name, *q);
+  return true;
 }
 
 const std::vector<MessageFormat>& message_formats() {

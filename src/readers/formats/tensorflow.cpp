@@ -98,7 +98,11 @@ std::optional<FormatMatch> match_oom_tensor(const MessageWindow& w) {
       q.bytes = elements * *size;
       q.value = static_cast<double>(q.bytes);
       q.unit = "bytes (shape x dtype)";
-      q.text = fmt::format("shape[{}] x {}", dims, dtype);
+      // The text as printed: from "shape" to the dtype's name.
+      const std::string_view whole = (*g)[0];
+      const size_t from = whole.find("shape");
+      const size_t to = static_cast<size_t>((*g)[2].data() + (*g)[2].size() - whole.data());
+      q.text = std::string(whole.substr(from, to - from));
       e.set_quantity("requested", q);
     }
   } else if (!overflow) {
@@ -235,8 +239,7 @@ std::optional<FormatMatch> match_host_alloc(const MessageWindow& w) {
   auto g = regex_search(re, w.lines[0]);
   if (!g) return std::nullopt;
   auto m = new_match("tensorflow", "host_or_unified_alloc");
-  if (auto q = parse_quantity(std::string((*g)[1]) + " bytes")) {
-    q->text = std::string((*g)[1]);
+  if (auto q = parse_quantity(std::string((*g)[1]) + " bytes")) {   // "N bytes", as printed
     m.event.set_quantity("requested", *q);
   }
   m.event.set_field("memory_kind", std::string((*g)[2]));

@@ -178,7 +178,7 @@ std::optional<FormatMatch> match_tpu_reserve(const MessageWindow& w) {
       }
       const std::string name = (*r)[1] == "Currently allocated" ? "hbm_allocated"
                                : (*r)[1] == "Program requirement" ? "xla_memory_needed" : "hbm_top_reserved";
-      set_printed_bytes(e, name, digits);
+      set_printed_bytes(e, name, digits, (*r)[2]);   // (its text with the thousands separators printed)
       last = i;
     }
   }
