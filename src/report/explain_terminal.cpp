@@ -68,7 +68,11 @@ std::string numbers_line(const OomEvent& e) {
       continue;
     }
     if (q == nullptr) continue;
-    out += fmt::format("{}{} {}", out.empty() ? "" : " · ", label, q->overflow ? "unlimited" : format_bytes(q->bytes));
+    // Past 64 bits: a limit that large is none ("unlimited"); any other figure is said as printed.
+    const std::string shown = !q->overflow                       ? format_bytes(q->bytes)
+                              : name == std::string_view("pytorch_limit") ? std::string("unlimited")
+                                                                          : q->text;
+    out += fmt::format("{}{} {}", out.empty() ? "" : " · ", label, shown);
   }
   // The listed process the figures show to be this one (a container's host PID) is said to be.
   const auto self_pid = breakdown(e).likely_self_pid;

@@ -102,3 +102,25 @@ TEST(DiagnoseQa23, QuantityTextsAreThePrintedSubstrings) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// A negative size wrapped to 2^64 (PyTorch prints 17179869184.00 GiB) or 8 EiB: no card holds it,
+// so it is a size to find, said as printed, not a bigger GPU.
+TEST(DiagnoseQa23, ARequestBeyondAnyGpuIsAGarbageSize) {
+  for (const char* size : {"17179869184.00 GiB", "8589934592.00 GiB"}) {
+    const auto x = testing::only_event(testing::explain_text(
+        std::string("RuntimeError: CUDA out of memory. Tried to allocate ") + size +
+        " (GPU 0; 23.70 GiB total capacity; 1.05 GiB already allocated; 21.80 GiB free; 1.10 GiB reserved in total by "
+        "PyTorch)\n"));
+    EXPECT_EQ(x.diagnosis.cause, "garbage_request_size") << size;
+    ASSERT_FALSE(x.diagnosis.evidence.empty());
+    EXPECT_EQ(x.diagnosis.evidence.front().rfind(std::string("A request of ") + size + " is not a real tensor size", 0), 0u)
+        << x.diagnosis.evidence.front();
+    EXPECT_EQ(testing::fix_ids(x.diagnosis), std::vector<std::string>{"find_failing_shape"});
+  }
+}
+
+}  // namespace
+}  // namespace oomdoc
