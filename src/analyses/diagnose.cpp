@@ -907,8 +907,8 @@ void add_sglang_ladder(Diagnosis& d, bool graph_capture, std::optional<double> f
 // A kill while building software, not while running it: the compiler's own report, or a build
 // step's exit status (BuildKit's `process "/bin/sh -c pip install flash-attn ..." did not complete
 // successfully: exit code: 137`).
-bool killed_while_building(const OomEvent& e) {
-  if (e.string_field("kill_report") == "compiler") return true;
+bool killed_while_building(const OomEvent& e, const std::string& operation) {
+  if (e.string_field("kill_report") == "compiler" || operation == "building_package") return true;
   for (std::string_view step : {"pip install", "setup.py", "ninja", "cmake --build", "make -j"}) {
     if (e.message.find(step) != std::string::npos) return true;
   }
@@ -918,7 +918,7 @@ bool killed_while_building(const OomEvent& e) {
 void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operation, const LogContext& context) {
   d.cause = "killed_host_oom_suspected";
   const std::string report = e.string_field("kill_report").value_or("");
-  const bool building = killed_while_building(e);
+  const bool building = killed_while_building(e, operation);
   const bool kernel = report == "kernel_oom_killer" || e.field("kernel_report_line") != nullptr;
   const auto pid = e.int_field("pid");
   const auto anon = e.bytes("anon_rss");
@@ -966,9 +966,13 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
     } else if (report == "deepspeed_launcher") {
       told = "DeepSpeed's launcher reports its child exited with -9: killed by SIGKILL, with no error of its own.";
     } else if (report == "exit_code") {
-      told = "Exit code 137 is 128 + 9: the process was killed by SIGKILL, with no error of its own.";
+      told = e.int_field("exit_code") == -9
+                 ? "Exit code -9: the process was killed by SIGKILL (signal 9), with no error of its own."
+                 : "Exit code 137 is 128 + 9: the process was killed by SIGKILL, with no error of its own.";
     } else if (report == "compiler") {
-      told = fmt::format("The compiler ({}) was killed by SIGKILL.", e.string_field("process_name").value_or("cc1plus"));
+      const std::string name = e.string_field("process_name").value_or("cc1plus");
+      told = name.starts_with("a command") ? fmt::format("A command make ran (a compiler) was killed by SIGKILL.")
+                                           : fmt::format("The compiler ({}) was killed by SIGKILL.", name);
     } else {
       told = "The process was killed with SIGKILL (signal 9) and printed no error of its own.";
     }

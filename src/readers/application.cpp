@@ -165,8 +165,16 @@ std::string operation_from_lines(const std::vector<std::string>& lines_above, co
   // transformers' progress bar while from_pretrained reads the checkpoint's shards, unless it got to
   // 100% (then loading was over; tqdm's '\r' redraws stay on one line).
   auto loading = [](std::string_view line) { return has(line, "Loading checkpoint shards") && !has(line, "100%"); };
+  // Building a package from source (pip's wheel build, setup.py, ninja's compile steps): a kill
+  // there is a compiler's, not the program's.
+  auto building = [](std::string_view line) {
+    return has(line, "Building wheel for") || has(line, "setup.py bdist_wheel") || has(line, "Running setup.py install") ||
+           has(line, "Building CUDA extension") || has(line, "Emitting ninja build file") || has(line, "/nvcc ") ||
+           has(line, "Building editable for");
+  };
   if (capturing(event.message)) return "cuda_graph_capture";
   if (loading(event.message)) return "model_loading";
+  if (building(event.message)) return "building_package";
   // The capture's progress bar or error line sits right above the failure; so does the loading bar
   // (the nearest of them decides).
   constexpr size_t kNear = 12;
@@ -174,6 +182,7 @@ std::string operation_from_lines(const std::vector<std::string>& lines_above, co
   for (size_t i = lines_above.size(); i-- > first;) {
     if (capturing(lines_above[i])) return "cuda_graph_capture";
     if (loading(lines_above[i])) return "model_loading";
+    if (building(lines_above[i])) return "building_package";
   }
   return "";
 }

@@ -82,6 +82,8 @@ const KeywordFilter& KeywordFilter::standard() {
       {"unhandled cuda error", 5},
       {"ncclUnhandledCudaError", 3},
       {"xit code: 137", 0},      // docker build (BuildKit): "did not complete successfully: exit code: 137" ("xi", a pair already in)
+      {"code: -9", 6},           // pip's error box: "exit code: -9" ("-9", a pair already in)
+      {"signal 9 (Kill", 9},     // nvcc: "'cicc' died due to signal 9 (Kill signal)" ("(K")
   });
   return filter;
 }

@@ -124,3 +124,41 @@ TEST(DiagnoseQa23, ARequestBeyondAnyGpuIsAGarbageSize) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// Kills while building a package from source: nvcc's stage, make's recipe, pip's exit code -9 and
+// the shell's Killed under pip's wheel build all get the build's fixes (fewer compiler jobs first).
+TEST(DiagnoseQa23, BuildKillsInEveryWording) {
+  struct Case {
+    std::string log;
+    const char* report;
+    const char* first_evidence_start;
+  };
+  const std::vector<Case> cases = {
+      {"[12/49] /usr/local/cuda/bin/nvcc -c flash_fwd_hdim128.cu -o flash_fwd_hdim128.o\n"
+       "nvcc error   : 'cicc' died due to signal 9 (Kill signal)\n",
+       "compiler", "The compiler (cicc) was killed by SIGKILL."},
+      {"make: *** [Makefile:12: all] Killed\n", "compiler", "A command make ran (a compiler) was killed by SIGKILL."},
+      {"  Building wheel for flash-attn (setup.py) ... error\n  error: subprocess-exited-with-error\n\n"
+       "  × python setup.py bdist_wheel did not run successfully.\n  │ exit code: -9\n  ╰─> [0 lines of output]\n",
+       "exit_code", "Exit code -9: the process was killed by SIGKILL (signal 9), with no error of its own."},
+      {"Building wheels for collected packages: flash-attn\n  Building wheel for flash-attn (setup.py) ... \\\nKilled\n",
+       "shell", "The shell reports the process Killed"},
+  };
+  for (const Case& c : cases) {
+    const auto x = testing::only_event(testing::explain_text(c.log));
+    EXPECT_EQ(x.event.string_field("kill_report"), c.report) << c.log;
+    ASSERT_FALSE(x.diagnosis.evidence.empty()) << c.log;
+    EXPECT_EQ(x.diagnosis.evidence.front().rfind(c.first_evidence_start, 0), 0u) << x.diagnosis.evidence.front();
+    EXPECT_NE(x.diagnosis.evidence.front().find("It happened building software"), std::string::npos);
+    EXPECT_EQ(testing::fix_ids(x.diagnosis),
+              (std::vector<std::string>{"build_max_jobs", "add_swap", "more_host_memory"})) << c.log;
+  }
+  // A line that mentions make's Killed without make's own prefix is no build kill.
+  EXPECT_TRUE(testing::explain_text("[INFO] cleaned up: 3 zombie workers Killed earlier\n").events.empty());
+}
+
+}  // namespace
+}  // namespace oomdoc

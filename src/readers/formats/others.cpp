@@ -194,13 +194,28 @@ void set_pid(OomEvent& event, std::string_view digits) {
 // A compiler killed while building a CUDA extension (flash-attn, DeepSpeed's ops, xformers from
 // source): gcc's driver reports its cc1plus (or cc1, or the linker) ended by SIGKILL, "c++: fatal
 // error: Killed signal terminated program cc1plus"; ninja runs one such job per core.
+// nvcc reports its own stages the same way ("nvcc error   : 'cicc' died due to signal 9 (Kill
+// signal)", also ptxas), and make the recipe it ran ("make: *** [Makefile:12: all] Killed").
 std::optional<FormatMatch> match_compiler_killed(const MessageWindow& w) {
   static const RE2 re(R"(\bfatal error: Killed signal terminated program (\S+))");
-  auto g = regex_search(re, w.lines[0]);
-  if (!g) return std::nullopt;
-  FormatMatch m = kill_match("build", "compiler");
-  m.event.set_field("process_name", std::string((*g)[1]));
-  return m;
+  if (auto g = regex_search(re, w.lines[0])) {
+    FormatMatch m = kill_match("build", "compiler");
+    m.event.set_field("process_name", std::string((*g)[1]));
+    return m;
+  }
+  static const RE2 nvcc(R"('(\w+)' died due to signal 9 \(Kill signal\))");
+  if (auto g = regex_search(nvcc, w.lines[0])) {
+    FormatMatch m = kill_match("build", "compiler");
+    m.event.set_field("process_name", std::string((*g)[1]));
+    return m;
+  }
+  static const RE2 make(R"(\b(?:g?make|ninja)(?:\[\d+\])?: \*\*\* \[[^\]]*\] Killed\b)");
+  if (regex_search(make, w.lines[0])) {
+    FormatMatch m = kill_match("build", "compiler");
+    m.event.set_field("process_name", std::string("a command make ran"));
+    return m;
+  }
+  return std::nullopt;
 }
 
 std::optional<FormatMatch> match_shell_killed(const MessageWindow& w) {
@@ -311,6 +326,14 @@ std::optional<FormatMatch> match_exit_status_kill(const MessageWindow& w) {
   static const RE2 deepspeed(R"(exits with return code = -9\b)");
   if (regex_search(deepspeed, w.lines[0])) {
     FormatMatch m = kill_match("pytorch", "deepspeed_launcher");
+    m.event.set_field("exit_code", int64_t{-9});
+    return m;
+  }
+  // pip's error box for a build step killed by SIGKILL ("× python setup.py bdist_wheel did not run
+  // successfully." then "│ exit code: -9").
+  static const RE2 minus9(R"(\bexit code: -9\b)");
+  if (regex_search(minus9, w.lines[0])) {
+    FormatMatch m = kill_match("python", "exit_code");
     m.event.set_field("exit_code", int64_t{-9});
     return m;
   }
@@ -458,7 +481,8 @@ void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"python_memory_error", {"MemoryError"}, match_python_memory_error});
   out.push_back({"os_enomem", {"[Errno 12]"}, match_enomem});
   out.push_back({"dataloader_shm", {"Unexpected bus error encountered", "killed by signal: Bus error"}, match_dataloader_shm});
-  out.push_back({"process_killed", {"Killed signal terminated program"}, match_compiler_killed});
+  out.push_back({"process_killed", {"Killed signal terminated program", "died due to signal 9", "] Killed"},
+                 match_compiler_killed});
   out.push_back({"process_killed", {"Killed", "killed  "}, match_shell_killed});
   out.push_back({"process_killed", {"-9", "137"}, match_exit_status_kill});
   out.push_back({"process_killed", {"oom_kill event", "oom-kill event", "emory limit (", "Out Of Memory", "OOMKilled"},
