@@ -928,12 +928,15 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
   // A scheduler's own record: the job went over its memory limit, whatever the node has.
   // (The kernel's "Memory cgroup out of memory" is such a limit too: a container's or job's cgroup,
   // which the node's swap does not lift.)
-  const bool scheduler_limit = report == "slurm" || report == "srun" || report == "kubernetes" ||
+  const bool scheduler_limit = report == "slurm" || report == "srun" || report == "kubernetes" || report == "docker" ||
                                e.field("memory_cgroup") != nullptr;
   if (scheduler_limit && e.field("memory_cgroup") == nullptr) {
     const auto exit_code = e.int_field("exit_code");
     const std::string who =
-        report == "kubernetes"
+        report == "docker"
+            ? "Docker reports the container OOMKilled: it went over its memory limit (docker run --memory) and the kernel "
+              "ended it" + (exit_code ? fmt::format(" (exit code {}).", *exit_code) : std::string("."))
+        : report == "kubernetes"
             ? "Kubernetes reports the container OOMKilled: it went over its memory limit (resources.limits.memory) and "
               "the kernel ended it" + (exit_code ? fmt::format(" (exit code {}).", *exit_code) : std::string("."))
             : e.bytes("job_memory_used") && e.bytes("job_memory_limit")
@@ -965,6 +968,9 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
                          pid ? fmt::format(" (pid {})", *pid) : std::string());
     } else if (report == "deepspeed_launcher") {
       told = "DeepSpeed's launcher reports its child exited with -9: killed by SIGKILL, with no error of its own.";
+    } else if (report == "systemd") {
+      told = fmt::format("systemd reports the kernel's OOM killer ended a process of {}.",
+                         e.string_field("unit").value_or("the unit"));
     } else if (report == "exit_code") {
       told = e.int_field("exit_code") == -9
                  ? "Exit code -9: the process was killed by SIGKILL (signal 9), with no error of its own."

@@ -27,7 +27,8 @@ std::string kill_reporter(const OomEvent& e) {
       {"shell", "the shell"}, {"kernel_oom_killer", "the kernel's OOM killer"}, {"dataloader_worker", "PyTorch's DataLoader"},
       {"torchrun", "torchrun"}, {"deepspeed_launcher", "DeepSpeed's launcher"}, {"subprocess", "Python's subprocess"},
       {"exit_code", "its exit code (137)"}, {"slurm", "Slurm"}, {"srun", "Slurm's srun"},
-      {"kubernetes", "Kubernetes (OOMKilled)"}, {"compiler", "the compiler driver (gcc)"}};
+      {"kubernetes", "Kubernetes (OOMKilled)"}, {"compiler", "the compiler driver (gcc)"},
+      {"docker", "Docker (OOMKilled)"}, {"systemd", "systemd (oom-kill)"}};
   const std::string report = e.string_field("kill_report").value_or("");
   // (Said by what the log printed: the exit code, the build tool.)
   if (report == "exit_code") return fmt::format("its exit code ({})", e.int_field("exit_code").value_or(137));

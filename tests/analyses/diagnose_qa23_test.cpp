@@ -162,3 +162,36 @@ TEST(DiagnoseQa23, BuildKillsInEveryWording) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// The kill reports users paste from their container tools and init system.
+TEST(DiagnoseQa23, ContainerAndSystemdKillReports) {
+  const auto pods = testing::only_event(testing::explain_text(
+      "NAME        READY   STATUS      RESTARTS     AGE\ntrainer-0   0/1     OOMKilled   3 (2m ago)   15m\n"));
+  EXPECT_EQ(pods.event.string_field("kill_report"), "kubernetes");
+  EXPECT_EQ(pods.event.string_field("pod"), "trainer-0");
+  EXPECT_FALSE(testing::has_fix(pods.diagnosis, "add_swap"));
+  const auto docker = testing::only_event(testing::explain_text(
+      "        \"State\": {\n            \"Status\": \"exited\",\n            \"Running\": false,\n"
+      "            \"OOMKilled\": true,\n            \"Dead\": false,\n            \"Pid\": 0,\n"
+      "            \"ExitCode\": 137,\n"));
+  EXPECT_EQ(docker.event.string_field("kill_report"), "docker");
+  EXPECT_EQ(docker.event.int_field("exit_code"), 137);
+  EXPECT_EQ(docker.diagnosis.evidence.front(),
+            "Docker reports the container OOMKilled: it went over its memory limit (docker run --memory) and the kernel "
+            "ended it (exit code 137). Host (CPU) RAM ran out under that limit, not GPU memory.");
+  EXPECT_FALSE(testing::has_fix(docker.diagnosis, "add_swap"));
+  EXPECT_TRUE(testing::explain_text("            \"OOMKilled\": false,\n").events.empty());
+  const auto unit = testing::only_event(testing::explain_text(
+      "Dec 03 10:00:01 node1 systemd[1]: trainer.service: A process of this unit has been killed by the OOM killer.\n"
+      "Dec 03 10:00:01 node1 systemd[1]: trainer.service: Failed with result 'oom-kill'.\n"));
+  EXPECT_EQ(unit.event.string_field("kill_report"), "systemd");
+  EXPECT_EQ(unit.event.string_field("unit"), "trainer.service");
+  EXPECT_EQ(unit.diagnosis.evidence.front().rfind(
+                "systemd reports the kernel's OOM killer ended a process of trainer.service.", 0), 0u);
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -386,6 +386,27 @@ std::optional<FormatMatch> match_cluster_oom(const MessageWindow& w) {
     m.event.set_field("tasks", std::string((*g)[2]));
     return m;
   }
+  // Docker's own record (docker inspect's State block: "OOMKilled": true, then "ExitCode": 137): the
+  // container's --memory limit.
+  static const RE2 docker(R"("OOMKilled":\s*true\b)");
+  if (regex_search(docker, line)) {
+    FormatMatch m = kill_match("docker", "docker");
+    static const RE2 exit_code(R"("ExitCode":\s*(-?\d+))");
+    for (size_t i = 0; i < std::min<size_t>(w.lines.size(), 8); ++i) {
+      if (auto c = regex_search(exit_code, w.lines[i])) {
+        if (auto n = parse_decimal<int64_t>((*c)[1])) m.event.set_field("exit_code", *n);
+        break;
+      }
+    }
+    return m;
+  }
+  // kubectl get pods: the pod's row with OOMKilled as its status ("trainer-0   0/1   OOMKilled   3 (2m ago)   15m").
+  static const RE2 pod_row(R"(^\s*(\S+)\s+\d+/\d+\s+OOMKilled\s+\d+)");
+  if (auto g = regex_search(pod_row, line)) {
+    FormatMatch m = kill_match("kubernetes", "kubernetes");
+    m.event.set_field("pod", std::string((*g)[1]));
+    return m;
+  }
   static const RE2 k8s(R"((?:\bReason:\s+|"reason":\s*")OOMKilled\b)");
   if (regex_search(k8s, line)) {
     FormatMatch m = kill_match("kubernetes", "kubernetes");
@@ -462,6 +483,20 @@ std::optional<FormatMatch> match_dataloader_shm(const MessageWindow& w) {
   return m;
 }
 
+// systemd's record of a unit whose process the kernel's OOM killer ended ("trainer.service: A process
+// of this unit has been killed by the OOM killer.", then "Failed with result 'oom-kill'.").
+std::optional<FormatMatch> match_systemd_oom(const MessageWindow& w) {
+  static const RE2 re(R"((?:^|\s)([\w@.\-]+\.(?:service|scope)): A process of this unit has been killed by the OOM killer)");
+  auto g = regex_search(re, w.lines[0]);
+  if (!g) return std::nullopt;
+  FormatMatch m = kill_match("systemd", "systemd");
+  m.event.set_field("unit", std::string((*g)[1]));
+  for (size_t i = 1; i < std::min<size_t>(w.lines.size(), 4); ++i) {
+    if (w.lines[i].find("Failed with result 'oom-kill'") != std::string::npos) m.lines_used = i + 1;
+  }
+  return m;
+}
+
 void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"numpy_array_alloc", {"for an array with shape"}, match_numpy_array});
   out.push_back({"tgi_warmup_prefill", {"prefill tokens"}, match_tgi_warmup});
@@ -487,6 +522,7 @@ void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"process_killed", {"-9", "137"}, match_exit_status_kill});
   out.push_back({"process_killed", {"oom_kill event", "oom-kill event", "emory limit (", "Out Of Memory", "OOMKilled"},
                  match_cluster_oom});
+  out.push_back({"process_killed", {"killed by the OOM killer"}, match_systemd_oom});
 }
 
 }  // namespace oomdoc
