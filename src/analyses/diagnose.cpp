@@ -2090,8 +2090,13 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
       d.fixes.push_back(make_fix("host_memory", "This is system RAM, not GPU memory: the host allocator pins buffers for transfers.",
                                  std::string(fix_snippet("host_memory", FixVariant::kTensorFlowHost))));
     } else if (e.format == "dataloader_shm") {
-      d.evidence.push_back("A DataLoader worker died of a bus error writing a batch to shared memory (/dev/shm): workers "
-                           "hand batches to the main process there, and a Docker container gets 64 MB of it by default.");
+      const bool bus_error = e.message.find("us error") != std::string::npos;
+      d.evidence.push_back(bus_error
+          ? std::string("A DataLoader worker died of a bus error writing a batch to shared memory (/dev/shm): workers "
+                        "hand batches to the main process there, and a Docker container gets 64 MB of it by default.")
+          : std::string("PyTorch could not put a tensor in shared memory (/dev/shm/torch_*): DataLoader workers hand "
+                        "batches to the main process there, and /dev/shm was full (a Docker container gets 64 MB of it "
+                        "by default)."));
       d.fixes.push_back(make_fix("shm_size", "Batches of several workers in flight need more than Docker's 64 MB default."));
       d.fixes.push_back(make_fix("fewer_dataloader_workers", "Fewer workers (and a smaller prefetch_factor) keep fewer "
                                                              "batches in shared memory at once."));

@@ -84,6 +84,7 @@ const KeywordFilter& KeywordFilter::standard() {
       {"xit code: 137", 0},      // docker build (BuildKit): "did not complete successfully: exit code: 137" ("xi", a pair already in)
       {"code: -9", 6},           // pip's error box: "exit code: -9" ("-9", a pair already in)
       {"signal 9 (Kill", 9},     // nvcc: "'cicc' died due to signal 9 (Kill signal)" ("(K")
+      {"</torch_", 0},           // PyTorch's shared-memory file: "unable to write to file </torch_18_..._0>" ("</")
   });
   return filter;
 }

@@ -195,3 +195,22 @@ TEST(DiagnoseQa23, ContainerAndSystemdKillReports) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// PyTorch's shared-memory files refused (a full /dev/shm): the DataLoader's shared memory.
+TEST(DiagnoseQa23, SharedMemoryFilesRefused) {
+  for (const char* line : {"RuntimeError: unable to mmap 1048576 bytes from file </torch_3141_2718281828_0>: Cannot "
+                           "allocate memory (12)",
+                           "RuntimeError: unable to write to file </torch_18_1234567890_0>: No space left on device (28)"}) {
+    const auto x = testing::only_event(testing::explain_text(std::string(line) + "\n"));
+    EXPECT_EQ(x.event.format, "dataloader_shm") << line;
+    EXPECT_EQ(testing::fix_ids(x.diagnosis), (std::vector<std::string>{"shm_size", "fewer_dataloader_workers"})) << line;
+  }
+  // A disk that is full is no memory error.
+  EXPECT_TRUE(testing::explain_text("OSError: [Errno 28] No space left on device: '/data/ckpt.pt'\n").events.empty());
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -472,10 +472,18 @@ std::optional<FormatMatch> match_enomem(const MessageWindow& w) {
 // handler), then the main process's "RuntimeError: DataLoader worker (pid 4321) is killed by signal:
 // Bus error. It is possible that dataloader's workers are out of shared memory. Please try to raise
 // your shared memory limit." (log_scanner.cpp joins the two).
+// PyTorch's shared-memory files for tensors a worker hands over (/dev/shm/torch_<pid>_<n>_<i>) when
+// /dev/shm is full or its mapping is refused: "unable to write to file </torch_18_1234567890_0>: No
+// space left on device (28)", "unable to mmap 1048576 bytes from file </torch_3141_2718281828_0>:
+// Cannot allocate memory (12)" (torch/csrc/... MapAllocator.cpp).
 std::optional<FormatMatch> match_dataloader_shm(const MessageWindow& w) {
   static const RE2 killed(R"(DataLoader worker \(pid(?:\(s\))? (\d+)[^)]*\) is killed by signal: Bus error)");
+  static const RE2 shm_file(R"(unable to (?:write to|mmap \d+ bytes from|open shared memory object) (?:file )?</torch_[\w]+>: )"
+                            R"((?:No space left on device \(28\)|Cannot allocate memory \(12\)))");
   const auto g = regex_search(killed, w.lines[0]);
-  if (!g && !contains(w.lines[0], "Unexpected bus error encountered in worker")) return std::nullopt;
+  if (!g && !contains(w.lines[0], "Unexpected bus error encountered in worker") && !regex_search(shm_file, w.lines[0])) {
+    return std::nullopt;
+  }
   FormatMatch m = new_match("pytorch", "dataloader_shm");
   m.event.set_field("device_kind", std::string("CPU"));
   m.event.set_field("memory_kind", std::string("shared memory (/dev/shm)"));
@@ -515,7 +523,8 @@ void add_other_formats(std::vector<MessageFormat>& out) {
   // Host RAM: Python's MemoryError, the kernel's ENOMEM, a DataLoader worker out of shared memory.
   out.push_back({"python_memory_error", {"MemoryError"}, match_python_memory_error});
   out.push_back({"os_enomem", {"[Errno 12]"}, match_enomem});
-  out.push_back({"dataloader_shm", {"Unexpected bus error encountered", "killed by signal: Bus error"}, match_dataloader_shm});
+  out.push_back({"dataloader_shm", {"Unexpected bus error encountered", "killed by signal: Bus error", "</torch_"},
+                 match_dataloader_shm});
   out.push_back({"process_killed", {"Killed signal terminated program", "died due to signal 9", "] Killed"},
                  match_compiler_killed});
   out.push_back({"process_killed", {"Killed", "killed  "}, match_shell_killed});
