@@ -122,6 +122,22 @@ std::optional<Utf16> utf16_order(std::string_view head) {
   if (bom_be) return even_nul * 10 >= units ? std::optional(Utf16::kBig) : std::nullopt;
   if (odd_nul * 10 >= units * 9 && even_nul * 10 < units) return Utf16::kLittle;
   if (even_nul * 10 >= units * 9 && odd_nul * 10 < units) return Utf16::kBig;
+  // Text in a non-Latin script (Chinese progress lines) has a NUL high byte only in its ASCII units:
+  // a fifth of them NUL on one side and none on the other, when every unit reads as text (ASCII
+  // printable or whitespace, or a letter above U+00FF outside the surrogates), is UTF-16 too.
+  auto all_text_units = [&](bool big) {
+    for (size_t i = 0; i < n; i += 2) {
+      const auto lo = static_cast<unsigned char>(head[big ? i + 1 : i]);
+      const auto hi = static_cast<unsigned char>(head[big ? i : i + 1]);
+      const unsigned unit = (hi << 8) | lo;
+      const bool ascii_text = hi == 0 && (lo == '\n' || lo == '\r' || lo == '\t' || (lo >= 0x20 && lo < 0x7f));
+      const bool script = unit >= 0x0100 && (unit < 0xd800 || unit >= 0xe000) && unit != 0xfffe && unit != 0xffff;
+      if (!ascii_text && !script) return false;
+    }
+    return true;
+  };
+  if (odd_nul * 5 >= units && even_nul == 0 && all_text_units(false)) return Utf16::kLittle;
+  if (even_nul * 5 >= units && odd_nul == 0 && all_text_units(true)) return Utf16::kBig;
   return std::nullopt;
 }
 

@@ -97,6 +97,31 @@ TEST(LogScannerUtf16, EveryCharacterAndEventSurvivesTheReadPieces) {
 }
 
 // UTF-32 with its BOM is refused with the conversion to run, not read as an empty log.
+// Without a BOM, a log that opens with Chinese progress lines has NUL high bytes only in its ASCII
+// units (far fewer than half): still UTF-16, when every unit reads as text.
+TEST(LogScannerUtf16, NonLatinTextWithoutABomIsUtf16) {
+  std::u32string text;
+  for (int i = 0; i < 60; ++i) text += U"训练进度 " + widen(std::to_string(i)) + U"%：正在加载数据集和模型权重\r\n";
+  text += widen("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 1 has a total capacity of "
+                "23.55 GiB of which 5.12 GiB is free.\r\n");
+  for (bool big : {false, true}) {
+    const std::string bytes = utf16(text, big).substr(2);   // without the BOM
+    auto scan = scan_file(write_temp(big ? "zh_be.log" : "zh_le.log", bytes));
+    ASSERT_TRUE(scan.ok()) << scan.error().message;
+    ASSERT_EQ(scan->events.size(), 1u) << big;
+    EXPECT_EQ(scan->events[0].line, 61u);
+    EXPECT_EQ(scan->events[0].bytes("requested"), 8ull << 30);
+  }
+  // Random bytes with no NUL on one side are not taken for it: a unit that is no text (a C0 control) fails it.
+  std::string binary;
+  for (int i = 0; i < 512; ++i) {
+    binary += static_cast<char>(i % 3 == 0 ? 0 : 0x01);
+    binary += static_cast<char>(0x05);
+  }
+  auto not_text = scan_file(write_temp("ctl.log", binary));
+  EXPECT_FALSE(not_text.ok() && not_text->events.size() > 0);
+}
+
 TEST(LogScannerUtf16, Utf32IsRefusedWithTheWayOut) {
   std::string bytes("\xff\xfe\x00\x00", 4);
   for (char c : std::string("RuntimeError: CUDA out of memory.\n")) bytes += std::string{c, '\0', '\0', '\0'};
