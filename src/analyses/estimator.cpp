@@ -1123,13 +1123,20 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   // from the forward's all-gather to the end of backward (torch.distributed.fsdp.ShardingStrategy:
   // "parameters are sharded outside computation", no reshard after forward): every block's copy in
   // the compute dtype is live through forward and backward, none at the optimizer step.
-  const bool unsharded_through_backward = p.dp > 1 && p.parallelism == "fsdp_shard_grad_op";
-  const bool shard_params = p.dp > 1 && (p.parallelism == "zero3" || p.parallelism == "fsdp_full_shard" ||
-                                         p.parallelism == "hybrid_shard" || unsharded_through_backward);
-  const bool shard_grads = p.dp > 1 && (shard_params || p.parallelism == "zero2" || p.parallelism == "fsdp_shard_grad_op");
-  const bool shard_states = p.dp > 1 && (shard_grads || p.parallelism == "zero1");
+  // The model states are sharded over the context-parallel ranks too, which hold the same weights
+  // (torchtitan's FSDP mesh is dp_shard x cp, "dp_shard_cp"; Megatron's distributed optimizer uses
+  // the data-parallel group with context parallelism; DeepSpeed-Ulysses partitions ZeRO over the
+  // sequence-data-parallel group).
+  const uint64_t shard_ranks = p.dp * p.cp;
+  const bool unsharded_through_backward = shard_ranks > 1 && p.parallelism == "fsdp_shard_grad_op";
+  const bool shard_params = shard_ranks > 1 && (p.parallelism == "zero3" || p.parallelism == "fsdp_full_shard" ||
+                                                p.parallelism == "hybrid_shard" || unsharded_through_backward);
+  const bool shard_grads =
+      shard_ranks > 1 && (shard_params || p.parallelism == "zero2" || p.parallelism == "fsdp_shard_grad_op");
+  const bool shard_states = shard_ranks > 1 && (shard_grads || p.parallelism == "zero1");
   // hybrid_shard shards within a node of 8 GPUs and replicates across nodes (FSDP HYBRID_SHARD).
-  const double shard_group = p.parallelism == "hybrid_shard" ? std::min<double>(p.dp, 8) : p.dp;
+  const double shard_group =
+      p.parallelism == "hybrid_shard" ? std::min<double>(static_cast<double>(shard_ranks), 8) : static_cast<double>(shard_ranks);
   const double param_shards = shard_params ? shard_group : 1;
   const double grad_shards = shard_grads ? shard_group : 1;
   const double state_shards = shard_states ? shard_group : 1;

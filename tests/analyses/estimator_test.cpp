@@ -2245,3 +2245,31 @@ TEST(Estimator, PipelineStagesHoldWholeBlocks) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// Context-parallel ranks hold the same weights: FSDP and ZeRO shard the model states over dp x cp
+// (torchtitan's dp_shard_cp mesh, Megatron's data-parallel group with context parallelism).
+TEST(EstimatorQa23, ContextParallelRanksShareTheShards) {
+  ModelSpec llama = llama2_7b();
+  Job job;
+  job.task = "train_full";
+  job.precision = "bf16_mixed";
+  job.seq_len = 8192;
+  job.gradient_checkpointing = "full";
+  job.parallelism = "fsdp_full_shard";
+  job.cp = 2;
+  job.num_gpus = 2;
+  auto cp_only = estimate_memory(llama, job);
+  ASSERT_TRUE(cp_only) << cp_only.error().message;
+  EXPECT_EQ(*component(*cp_only, "weights"), llama.total_params * 4 / 2);
+  job.num_gpus = 4;
+  auto cp_dp = estimate_memory(llama, job);
+  ASSERT_TRUE(cp_dp);
+  EXPECT_EQ(*component(*cp_dp, "weights"), llama.total_params * 4 / 4);
+  EXPECT_EQ(*component(*cp_dp, "optimizer_state"), llama.total_params * 8 / 4);
+}
+
+}  // namespace
+}  // namespace oomdoc
