@@ -115,6 +115,8 @@ INSTANTIATE_TEST_SUITE_P(
                       FuzzyCase{"rtx pro 6000", "RTX PRO 6000 Blackwell 96GB"},
                       FuzzyCase{"m2 ultra", "Apple M-series 192GB"},
                       FuzzyCase{"mac 64gb", "Apple M-series 64GB"},
+                      FuzzyCase{"m2 ultra 128gb", "Apple M-series 128GB"}, FuzzyCase{"m2 ultra 64gb", "Apple M-series 64GB"},
+                      FuzzyCase{"m3 ultra 256gb", "Apple M-series 256GB"}, FuzzyCase{"m4 pro 24gb", "Apple M-series 24GB"},
                       FuzzyCase{"gh200", "GH200 96GB"},
                       FuzzyCase{"h20", "H20 96GB"}, FuzzyCase{"NVIDIA H20", "H20 96GB"},
                       FuzzyCase{"h200", "H200 SXM 141GB"},
