@@ -280,7 +280,8 @@ std::string without_prose_quotes(std::string_view text) {
 bool holds_message(const std::string& text) {
   const bool trigger = holds_trigger(text);
   if (!trigger) return ends_with_trigger_start(text);
-  if (text.find_first_of("\"'\xe2") == std::string::npos) return true;
+  // (No quote character at all, the common case; a plain scan, which find_first_of is not.)
+  if (std::none_of(text.begin(), text.end(), [](char c) { return c == '"' || c == '\'' || c == '\xe2'; })) return true;
   // (Every trigger quoted: a mention, even if the line's last word could start a wrapped message.)
   const std::string unquoted = without_prose_quotes(text);
   return unquoted.size() == text.size() || holds_trigger(unquoted);
@@ -980,8 +981,10 @@ std::optional<ReadingText> find_memory_reading(std::string_view t) {
     if (end == std::string_view::npos) return std::nullopt;
     return t.substr(i, end - i);
   };
-  for (size_t p = t.find_first_of("mM"); p != std::string_view::npos && p + 3 <= t.size(); p = t.find_first_of("mM", p + 1)) {
-    if (!has_word_at(t, p, "mem")) continue;
+  // (A plain loop: find_first_of calls memchr on its set once per byte of the line, and every line
+  // of a busy log comes here.)
+  for (size_t p = 0; p + 3 <= t.size(); ++p) {
+    if ((t[p] | 0x20) != 'm' || !has_word_at(t, p, "mem")) continue;
     // The name's start: (gpu|cuda)[_ ]? and max[_ ]? right before "mem", the longest (leftmost) chain.
     auto prefixed = [&](size_t at, std::initializer_list<std::string_view> words) -> size_t {
       for (std::string_view w : words) {

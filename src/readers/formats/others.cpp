@@ -525,7 +525,7 @@ void add_other_formats(std::vector<MessageFormat>& out) {
   out.push_back({"os_enomem", {"[Errno 12]"}, match_enomem});
   out.push_back({"dataloader_shm", {"Unexpected bus error encountered", "killed by signal: Bus error", "</torch_"},
                  match_dataloader_shm});
-  out.push_back({"process_killed", {"Killed signal terminated program", "died due to signal 9", "] Killed"},
+  out.push_back({"process_killed", {"Killed signal terminated program", "died due to signal 9", "Killed"},
                  match_compiler_killed});
   out.push_back({"process_killed", {"Killed", "killed  "}, match_shell_killed});
   out.push_back({"process_killed", {"-9", "137"}, match_exit_status_kill});

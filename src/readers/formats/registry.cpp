@@ -73,7 +73,14 @@ struct TriggerIndex {
     uint64_t mask;   // which bytes of `head` count
   };
   std::array<std::vector<Entry>, 256> by_first;
+  // The triggers' first two bytes, as a 65,536-bit set: most places in a line start no trigger's
+  // pair, and one bit test rules them out before the bucket is read.
+  std::array<uint64_t, 1024> pairs{};
   size_t longest = 0;
+  bool has_pair(unsigned char a, unsigned char b) const {
+    const unsigned bit = (static_cast<unsigned>(a) << 8) | b;
+    return (pairs[bit >> 6] >> (bit & 63)) & 1;
+  }
 };
 
 // Up to 8 bytes of `text` from `at` as a word (missing bytes are 0).
@@ -94,6 +101,12 @@ const TriggerIndex& trigger_index() {
       const uint64_t mask = n == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * n)) - 1;
       out.by_first[static_cast<unsigned char>(t[0])].push_back({id, word_at(t, 0), mask});
       out.longest = std::max(out.longest, t.size());
+      // (A one-byte trigger would pair with any byte.)
+      for (unsigned second = 0; second < 256; ++second) {
+        if (t.size() >= 2 && second != static_cast<unsigned char>(t[1])) continue;
+        const unsigned bit = (static_cast<unsigned>(static_cast<unsigned char>(t[0])) << 8) | second;
+        out.pairs[bit >> 6] |= uint64_t{1} << (bit & 63);
+      }
     }
     return out;
   }();
@@ -110,6 +123,10 @@ bool for_each_trigger(std::string_view text, size_t limit, OnFound on_found) {
   const auto& triggers = all_triggers();
   limit = std::min(limit, text.size());
   for (size_t at = 0; at < limit; ++at) {
+    if (at + 1 < text.size() &&
+        !index.has_pair(static_cast<unsigned char>(text[at]), static_cast<unsigned char>(text[at + 1]))) {
+      continue;
+    }
     const auto& bucket = index.by_first[static_cast<unsigned char>(text[at])];
     if (bucket.empty()) continue;
     uint64_t word = 0;
