@@ -1268,6 +1268,15 @@ Status resolve(Reader& r) {
                     r.preference_loss == "simpo" ? "TRL CPOConfig" : r.preference_loss == "kto" ? "TRL KTOConfig" : "TRL DPOConfig"));
   } else if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && !job.objective && r.preference_keys) {
     job.objective = "dpo";
+    // The keys that told it are used, not ignored.
+    for (const char* key : {"beta", "max_prompt_length", "max_completion_length", "rpo_alpha", "reference_free",
+                            "ref_model_sync_steps", "ref_model_mixup_alpha"}) {
+      auto& ignored = r.out.ignored_keys;
+      if (auto it = std::find(ignored.begin(), ignored.end(), key); it != ignored.end()) {
+        ignored.erase(it);
+        r.out.used_keys.push_back(key);
+      }
+    }
     r.warn(fmt::format(
         "{}: keys of TRL's preference trainers (beta, max_prompt_length...) but no loss_type naming one; read as DPO "
         "(pairs and a reference model, the largest of them); pass --objective orpo, cpo or kto for those",

@@ -778,6 +778,9 @@ TEST(TrainingConfigQa3, PreferenceStagesAreRead) {
                                     "max_prompt_length: 512\nmax_length: 1024\n", "dpo.yaml");
   ASSERT_TRUE(keys.ok());
   EXPECT_EQ(keys->job.objective.value_or(""), "dpo");
+  EXPECT_THAT(keys->used_keys, Contains("beta"));
+  EXPECT_THAT(keys->used_keys, Contains("max_prompt_length"));
+  EXPECT_THAT(keys->ignored_keys, Not(Contains("beta")));
   EXPECT_THAT(keys->warnings, Contains("dpo.yaml: keys of TRL's preference trainers (beta, max_prompt_length...) but no "
                                        "loss_type naming one; read as DPO (pairs and a reference model, the largest of "
                                        "them); pass --objective orpo, cpo or kto for those"));
