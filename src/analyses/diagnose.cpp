@@ -976,9 +976,9 @@ void diagnose_killed(Diagnosis& d, const OomEvent& e, const std::string& operati
                  ? "Exit code -9: the process was killed by SIGKILL (signal 9), with no error of its own."
                  : "Exit code 137 is 128 + 9: the process was killed by SIGKILL, with no error of its own.";
     } else if (report == "compiler") {
-      const std::string name = e.string_field("process_name").value_or("cc1plus");
-      told = name.starts_with("a command") ? fmt::format("A command make ran (a compiler) was killed by SIGKILL.")
-                                           : fmt::format("The compiler ({}) was killed by SIGKILL.", name);
+      told = fmt::format("The compiler ({}) was killed by SIGKILL.", e.string_field("process_name").value_or("cc1plus"));
+    } else if (report == "make") {
+      told = "make reports a command it ran Killed: it got SIGKILL and printed no error of its own.";
     } else {
       told = "The process was killed with SIGKILL (signal 9) and printed no error of its own.";
     }

@@ -1783,7 +1783,8 @@ Result<Estimate> estimate_memory(const ModelSpec& m, const Job& job) {
   // (torch DistributedDataParallel gradient_as_bucket_view=False, the default). The Reducer
   // allocates them when the model is wrapped (reducer.cpp initialize_buckets: at::empty per
   // bucket) and keeps them for the wrapper's life: live at every moment of the step.
-  double ddp_buckets = p.training && p.dp > 1 && p.parallelism == "ddp" ? trainable * p.grad_bytes / shard_mp : 0;
+  // (Context-parallel ranks all-reduce their gradients too.)
+  double ddp_buckets = p.training && p.dp * p.cp > 1 && p.parallelism == "ddp" ? trainable * p.grad_bytes / shard_mp : 0;
   // Quantized layers are dequantized to 16 bits one at a time (bitsandbytes dequantize_4bit).
   if (p.quantization && p.task != "load") {
     double largest = 0;

@@ -167,10 +167,16 @@ std::string operation_from_lines(const std::vector<std::string>& lines_above, co
   auto loading = [](std::string_view line) { return has(line, "Loading checkpoint shards") && !has(line, "100%"); };
   // Building a package from source (pip's wheel build, setup.py, ninja's compile steps): a kill
   // there is a compiler's, not the program's.
+  // (DeepSpeed's just-in-time ops print "Emitting ninja build file" and "Building extension module"
+  // even when nothing is compiled; "ninja: no work to do" or "Loading extension module" below them
+  // says the step is over.)
   auto building = [](std::string_view line) {
     return has(line, "Building wheel for") || has(line, "setup.py bdist_wheel") || has(line, "Running setup.py install") ||
-           has(line, "Building CUDA extension") || has(line, "Emitting ninja build file") || has(line, "/nvcc ") ||
-           has(line, "Building editable for");
+           has(line, "/nvcc ") || has(line, "Building editable for") || has(line, "Building CXX object") ||
+           has(line, "Building CUDA object");
+  };
+  auto built = [](std::string_view line) {
+    return has(line, "ninja: no work to do") || has(line, "Loading extension module") || has(line, "Time to load");
   };
   if (capturing(event.message)) return "cuda_graph_capture";
   if (loading(event.message)) return "model_loading";
@@ -179,10 +185,12 @@ std::string operation_from_lines(const std::vector<std::string>& lines_above, co
   // (the nearest of them decides).
   constexpr size_t kNear = 12;
   const size_t first = lines_above.size() > kNear ? lines_above.size() - kNear : 0;
+  bool build_over = false;
   for (size_t i = lines_above.size(); i-- > first;) {
     if (capturing(lines_above[i])) return "cuda_graph_capture";
     if (loading(lines_above[i])) return "model_loading";
-    if (building(lines_above[i])) return "building_package";
+    build_over = build_over || built(lines_above[i]);
+    if (!build_over && building(lines_above[i])) return "building_package";
   }
   return "";
 }

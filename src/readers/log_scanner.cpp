@@ -123,21 +123,29 @@ std::optional<Utf16> utf16_order(std::string_view head) {
   if (odd_nul * 10 >= units * 9 && even_nul * 10 < units) return Utf16::kLittle;
   if (even_nul * 10 >= units * 9 && odd_nul * 10 < units) return Utf16::kBig;
   // Text in a non-Latin script (Chinese progress lines) has a NUL high byte only in its ASCII units:
-  // a fifth of them NUL on one side and none on the other, when every unit reads as text (ASCII
+  // a fifth of them NUL on one side and under a tenth on the other, when every unit reads as text (ASCII
   // printable or whitespace, or a letter above U+00FF outside the surrogates), is UTF-16 too.
+  // (A character such as U+4E00 has a NUL low byte; an emoji is a surrogate pair.)
   auto all_text_units = [&](bool big) {
+    auto unit_at = [&](size_t i) {
+      return (static_cast<unsigned>(static_cast<unsigned char>(head[big ? i : i + 1])) << 8) |
+             static_cast<unsigned char>(head[big ? i + 1 : i]);
+    };
     for (size_t i = 0; i < n; i += 2) {
-      const auto lo = static_cast<unsigned char>(head[big ? i + 1 : i]);
-      const auto hi = static_cast<unsigned char>(head[big ? i : i + 1]);
-      const unsigned unit = (hi << 8) | lo;
-      const bool ascii_text = hi == 0 && (lo == '\n' || lo == '\r' || lo == '\t' || (lo >= 0x20 && lo < 0x7f));
+      const unsigned unit = unit_at(i);
+      if (unit >= 0xd800 && unit < 0xdc00) {   // a high surrogate: a low one must follow (or the sample ends)
+        if (i + 2 < n && !(unit_at(i + 2) >= 0xdc00 && unit_at(i + 2) < 0xe000)) return false;
+        i += 2;
+        continue;
+      }
+      const bool ascii_text = unit < 0x100 && (unit == '\n' || unit == '\r' || unit == '\t' || (unit >= 0x20 && unit < 0x7f));
       const bool script = unit >= 0x0100 && (unit < 0xd800 || unit >= 0xe000) && unit != 0xfffe && unit != 0xffff;
       if (!ascii_text && !script) return false;
     }
     return true;
   };
-  if (odd_nul * 5 >= units && even_nul == 0 && all_text_units(false)) return Utf16::kLittle;
-  if (even_nul * 5 >= units && odd_nul == 0 && all_text_units(true)) return Utf16::kBig;
+  if (odd_nul * 5 >= units && even_nul * 10 < units && all_text_units(false)) return Utf16::kLittle;
+  if (even_nul * 5 >= units && odd_nul * 10 < units && all_text_units(true)) return Utf16::kBig;
   return std::nullopt;
 }
 

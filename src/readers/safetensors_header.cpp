@@ -280,29 +280,32 @@ Result<SafetensorsSummary> read_safetensors_folder(const std::string& folder) {
     if (auto complete = check_numbered_shards(files, folder); !complete) return complete.error();
   }
   if (files.empty()) return make_error(fmt::format("{}: no *.safetensors files", folder));
-  // Each tensor name counts once, from the file the index puts it in (transformers loads a name
-  // once, into one parameter); a name the index places in a file that does not hold it is a
-  // damaged index or download.
-  SafetensorsSummary merged;
-  std::map<std::string, std::string> held;   // tensor name -> the file it was counted from
+  // Each tensor name counts once (transformers loads a name once, into one parameter): from the
+  // file the index puts it in when that file holds it, else from the first file that does. (An
+  // index may list a name no file holds: the safetensors conversion keeps the original index and
+  // drops tied copies such as lm_head.weight, which loading ties back.)
+  std::vector<SafetensorsSummary> read;
+  std::set<std::pair<std::string, std::string>> present;   // (tensor name, file)
   for (const std::string& file : files) {
     auto one = read_safetensors_header(file);
     if (!one) return one.error();
-    for (auto& t : one->tensors) {
+    for (const auto& t : one->tensors) present.emplace(t.name, file);
+    read.push_back(std::move(*one));
+  }
+  SafetensorsSummary merged;
+  std::set<std::string> counted;
+  size_t at = 0;
+  for (const std::string& file : files) {
+    for (auto& t : read[at].tensors) {
       auto where = placed.find(t.name);
-      if (where != placed.end() && where->second != file) continue;   // a stray copy
-      if (!held.emplace(t.name, file).second) continue;                // (no index: the first copy)
+      if (where != placed.end() && where->second != file && present.count({t.name, where->second})) continue;
+      if (!counted.insert(t.name).second) continue;   // a second copy
       merged.elements_by_dtype[t.dtype] += t.elements;
       merged.total_elements += t.elements;
       merged.total_bytes += t.bytes;
       merged.tensors.push_back(std::move(t));
     }
-  }
-  for (const auto& [tensor, file] : placed) {
-    if (held.count(tensor)) continue;
-    return make_error(fmt::format("{}: weight_map puts {} in {}, which does not hold it: a damaged index or an "
-                                  "incomplete download",
-                                  index.string(), tensor, fs::path(file).filename().string()));
+    ++at;
   }
   return merged;
 }

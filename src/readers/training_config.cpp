@@ -54,6 +54,7 @@ struct Reader {
   std::optional<std::string> pref_loss;  // LLaMA-Factory pref_loss (sigmoid, orpo, simpo, ...)
   bool dpo_keys = false;                  // a TRL DPOConfig's reference-model keys are present
   bool preference_keys = false;           // keys of TRL's preference trainers (beta, max_prompt_length...)
+  bool cpo_keys = false;                  // CPOConfig's own keys (cpo_alpha, simpo_gamma)
   std::string preference_loss;            // the objective a preference trainer's loss_type names
   // The optimizer a DeepSpeed config's "optimizer" block names (its "type"), as oomdoc sizes it.
   std::optional<std::string> deepspeed_optimizer, deepspeed_optimizer_type;
@@ -994,7 +995,7 @@ const std::set<std::string>& no_effect_keys() {
       "beta", "label_smoothing", "rpo_alpha", "reference_free", "max_prompt_length", "max_completion_length",
       "truncation_mode", "generate_during_eval", "f_divergence_type", "use_weighting", "ld_alpha",
       "discopop_tau", "ref_model_mixup_alpha", "ref_model_sync_steps", "loss_weights", "disable_dropout",
-      "label_pad_token_id", "padding_value", "use_logits_to_keep",
+      "label_pad_token_id", "padding_value", "use_logits_to_keep", "cpo_alpha", "simpo_gamma",
       "pad_token", "eos_token", "shuffle_dataset", "num_of_sequences",
       "chars_per_token", "pad_to_multiple_of",
       // Axolotl
@@ -1261,11 +1262,15 @@ Status resolve(Reader& r) {
   }
   // A preference trainer's loss_type names its objective; its other keys (beta, max_prompt_length)
   // are shared by DPO, CPO, ORPO and KTO: read as DPO, the largest (pairs and a reference model).
+  // CPOConfig shares DPO's loss names (its default is sigmoid) but has no reference model.
+  if (r.cpo_keys && (r.preference_loss == "dpo" || r.preference_loss == "ipo")) r.preference_loss = "cpo";
   if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && !job.objective && !r.preference_loss.empty()) {
     job.objective = r.preference_loss;
     r.out.framework_defaults.push_back(
         fmt::format("objective {}: loss_type is {}'s", r.preference_loss,
-                    r.preference_loss == "simpo" ? "TRL CPOConfig" : r.preference_loss == "kto" ? "TRL KTOConfig" : "TRL DPOConfig"));
+                    r.preference_loss == "simpo" || r.preference_loss == "cpo" ? "TRL CPOConfig"
+                    : r.preference_loss == "kto"                               ? "TRL KTOConfig"
+                                                                               : "TRL DPOConfig"));
   } else if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && !job.objective && r.preference_keys) {
     job.objective = "dpo";
     // The keys that told it are used, not ignored.
@@ -1376,18 +1381,25 @@ YAML::Node with_merge_keys(const YAML::Node& root) {
 // (`base_model: "meta-llama/Llama-3.1-8B` is a name with a trailing space), where PyYAML, which the
 // frameworks use, stops with "found unexpected end of stream". The position of a quoted scalar's
 // first quote is where its closing one is looked for.
-Status check_quotes_close(const YAML::Node& node, std::string_view text, const std::string& display_name) {
+// Each node once, by where it was written: an alias is the node its anchor names (a file can alias a
+// node inside itself, `a: &x [1, *x]`, or nest aliases nine deep), so the walk remembers the places
+// it has read. yaml-cpp's positions do not count a UTF-8 byte order mark.
+Status check_quotes_close(const YAML::Node& node, std::string_view text, const std::string& display_name,
+                          std::set<int>& visited) {
+  const YAML::Mark at = node.Mark();
+  if (!visited.insert(at.pos).second) return Ok{};
   if (node.IsMap()) {
     for (const auto& entry : node) {
-      if (auto s = check_quotes_close(entry.first, text, display_name); !s) return s;
-      if (auto s = check_quotes_close(entry.second, text, display_name); !s) return s;
+      if (auto s = check_quotes_close(entry.first, text, display_name, visited); !s) return s;
+      if (auto s = check_quotes_close(entry.second, text, display_name, visited); !s) return s;
     }
   } else if (node.IsSequence()) {
     for (const auto& item : node) {
-      if (auto s = check_quotes_close(item, text, display_name); !s) return s;
+      if (auto s = check_quotes_close(item, text, display_name, visited); !s) return s;
     }
   } else if (node.IsScalar() && node.Tag() == "!") {
     const YAML::Mark mark = node.Mark();
+    if (text.starts_with("\xef\xbb\xbf")) text.remove_prefix(3);
     if (mark.pos < 0 || static_cast<size_t>(mark.pos) >= text.size()) return Ok{};
     const char quote = text[static_cast<size_t>(mark.pos)];
     if (quote != '"' && quote != '\'') return Ok{};
@@ -1418,7 +1430,8 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
     return make_error(fmt::format("{}: line {}, column {}: invalid YAML: {}", display_name,
                                   e.mark.line + 1, e.mark.column + 1, quoted_message(e.msg)));
   }
-  if (auto closed = check_quotes_close(root, text, display_name); !closed) return closed.error();
+  std::set<int> visited;
+  if (auto closed = check_quotes_close(root, text, display_name, visited); !closed) return closed.error();
   if (!root.IsMap()) {
     return make_error(fmt::format("{}: not a training config (expected a map of settings at the "
                                   "top level)", display_name));
@@ -1445,10 +1458,13 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
   // dataset_name, max_seq_length), whose Trainer keeps TrainingArguments' defaults. A file
   // without one is read with those: the larger figure when it is unclear.
   r.dpo_keys = has_any(root, {"precompute_ref_log_probs", "ref_model_init_kwargs", "ref_adapter_name", "sync_ref_model"});
-  // (GRPOConfig shares beta and the length keys but generates online: not read as DPO.)
+  // (GRPOConfig shares beta and the length keys but generates online, GKD distils from a teacher,
+  // PRM trains a step classifier: not read as DPO. CPOConfig: cpo, with no reference model.)
   r.preference_keys = has_any(root, {"beta", "max_prompt_length", "max_completion_length", "rpo_alpha",
                                      "reference_free", "ref_model_sync_steps", "ref_model_mixup_alpha"}) &&
-                      !has_any(root, {"num_generations", "use_vllm", "vllm_mode", "reward_weights", "num_iterations"});
+                      !has_any(root, {"num_generations", "use_vllm", "vllm_mode", "reward_weights", "num_iterations",
+                                      "lmbda", "teacher_model_name_or_path", "seq_kd", "step_separator"});
+  r.cpo_keys = has_any(root, {"cpo_alpha", "simpo_gamma"});
   r.trl = has_any(root, {"max_length", "packing", "dataset_text_field", "completion_only_loss",
                          "assistant_only_loss", "padding_free", "use_peft", "model_init_kwargs", "lora_r",
                          "lora_target_modules", "load_in_4bit", "use_bnb_nested_quant", "eval_packing",

@@ -28,14 +28,13 @@ std::string kill_reporter(const OomEvent& e) {
       {"torchrun", "torchrun"}, {"deepspeed_launcher", "DeepSpeed's launcher"}, {"subprocess", "Python's subprocess"},
       {"exit_code", "its exit code (137)"}, {"slurm", "Slurm"}, {"srun", "Slurm's srun"},
       {"kubernetes", "Kubernetes (OOMKilled)"}, {"compiler", "the compiler driver (gcc)"},
-      {"docker", "Docker (OOMKilled)"}, {"systemd", "systemd (oom-kill)"}};
+      {"docker", "Docker (OOMKilled)"}, {"systemd", "systemd (oom-kill)"}, {"make", "make"}};
   const std::string report = e.string_field("kill_report").value_or("");
   // (Said by what the log printed: the exit code, the build tool.)
   if (report == "exit_code") return fmt::format("its exit code ({})", e.int_field("exit_code").value_or(137));
   if (report == "compiler") {
     const std::string name = e.string_field("process_name").value_or("");
     if (name == "cicc" || name == "ptxas") return "nvcc";
-    if (name.starts_with("a command make")) return "make";
   }
   auto it = names.find(report);
   return it == names.end() ? framework_title(e) : it->second;

@@ -140,7 +140,8 @@ TEST(DiagnoseQa23, BuildKillsInEveryWording) {
       {"[12/49] /usr/local/cuda/bin/nvcc -c flash_fwd_hdim128.cu -o flash_fwd_hdim128.o\n"
        "nvcc error   : 'cicc' died due to signal 9 (Kill signal)\n",
        "compiler", "The compiler (cicc) was killed by SIGKILL."},
-      {"make: *** [Makefile:12: all] Killed\n", "compiler", "A command make ran (a compiler) was killed by SIGKILL."},
+      {"/usr/local/cuda/bin/nvcc -c kernel.cu -o kernel.o\nmake: *** [Makefile:12: all] Killed\n", "make",
+       "make reports a command it ran Killed"},
       {"  Building wheel for flash-attn (setup.py) ... error\n  error: subprocess-exited-with-error\n\n"
        "  × python setup.py bdist_wheel did not run successfully.\n  │ exit code: -9\n  ╰─> [0 lines of output]\n",
        "exit_code", "Exit code -9: the process was killed by SIGKILL (signal 9), with no error of its own."},
@@ -158,6 +159,21 @@ TEST(DiagnoseQa23, BuildKillsInEveryWording) {
   }
   // A line that mentions make's Killed without make's own prefix is no build kill.
   EXPECT_TRUE(testing::explain_text("[INFO] cleaned up: 3 zombie workers Killed earlier\n").events.empty());
+  // make runs training too: without a build above, its kill is the program's.
+  const auto train = testing::only_event(testing::explain_text(
+      "python train.py --bs 64\nEpoch 1:  40%|####      | 400/1000 [02:00<03:00, 3.3it/s]\n"
+      "make: *** [Makefile:14: train] Killed\n"));
+  EXPECT_EQ(train.event.string_field("kill_report"), "make");
+  EXPECT_FALSE(testing::has_fix(train.diagnosis, "build_max_jobs"));
+  // DeepSpeed's prebuilt ops print a ninja step that compiles nothing: a kill after it is no build's.
+  const auto jit = testing::only_event(testing::explain_text(
+      "Emitting ninja build file /root/.cache/torch_extensions/py310_cu121/cpu_adam/build.ninja...\n"
+      "Building extension module cpu_adam...\nninja: no work to do.\nLoading extension module cpu_adam...\n"
+      "Time to load cpu_adam op: 2.5 seconds\n"
+      "[2024-05-01 10:00:00,000] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 4242\n"
+      "[2024-05-01 10:00:00,000] [ERROR] [launch.py:325:sigkill_handler] ['python', 'train.py'] exits with return code = -9\n"));
+  EXPECT_NE(jit.event.string_field("log_operation"), "building_package");
+  EXPECT_FALSE(testing::has_fix(jit.diagnosis, "build_max_jobs"));
 }
 
 }  // namespace

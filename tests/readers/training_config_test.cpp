@@ -453,6 +453,18 @@ TEST(TrainingConfig, InvalidYamlNamesFileAndLine) {
   ASSERT_FALSE(open_single.ok());
   EXPECT_EQ(open_single.error().message, "a.yml: line 3, column 11: invalid YAML: the single quoted value starting here "
                                          "never closes (found the end of the file first)");
+  // A byte order mark before the file, an alias of a node inside itself, and nested aliases: read once each.
+  auto bom = parse_training_config("\xef\xbb\xbf'base_model': \"meta-llama/Llama-3.1-8B\"\nadapter: lora\n", "a.yml");
+  EXPECT_TRUE(bom.ok()) << bom.error().message;
+  std::string laughs = "base_model: x\nadapter: lora\na0: &a0 [\"lol\", \"lol\"]\n";
+  for (int i = 1; i < 12; ++i) {
+    laughs += fmt::format("a{}: &a{} [*a{}, *a{}, *a{}, *a{}, *a{}, *a{}, *a{}, *a{}, *a{}]\n", i, i, i - 1, i - 1, i - 1,
+                          i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
+  }
+  auto nested = parse_training_config(laughs, "laughs.yml");   // (finishes at once, whatever it reports)
+  (void)nested;
+  auto self = parse_training_config("base_model: x\nadapter: lora\nfoo: &x [1, *x]\n", "self.yml");
+  (void)self;
   // Escaped and doubled quotes inside closed values are fine.
   auto closed = parse_training_config("base_model: \"x\"\nwandb_name: \"a \\\" b\"\nwandb_project: 'it''s'\n", "a.yml");
   ASSERT_TRUE(closed.ok()) << closed.error().message;
@@ -784,6 +796,12 @@ TEST(TrainingConfigQa3, PreferenceStagesAreRead) {
   EXPECT_THAT(keys->warnings, Contains("dpo.yaml: keys of TRL's preference trainers (beta, max_prompt_length...) but no "
                                        "loss_type naming one; read as DPO (pairs and a reference model, the largest of "
                                        "them); pass --objective orpo, cpo or kto for those"));
+  // CPOConfig shares DPO's loss names (its default is sigmoid), without a reference model.
+  EXPECT_EQ(objective_of("{\"model_name_or_path\": \"x\", \"beta\": 0.1, \"cpo_alpha\": 1.0, \"loss_type\": \"sigmoid\"}",
+                         "cpo.json"), "cpo");
+  // GKD (a teacher) and PRM (a step classifier) share keys with DPO: not read as DPO.
+  EXPECT_EQ(objective_of("model_name_or_path: x\nbeta: 0.5\nlmbda: 0.5\n", "gkd.yaml"), "sft");
+  EXPECT_EQ(objective_of("model_name_or_path: x\nmax_prompt_length: 512\nstep_separator: \"\\n\"\n", "prm.yaml"), "sft");
   // GRPO shares beta and the lengths but generates: not read as DPO.
   EXPECT_EQ(objective_of("model_name_or_path: x\nbeta: 0.04\nmax_completion_length: 256\nnum_generations: 8\n",
                          "grpo.yaml"), "sft");

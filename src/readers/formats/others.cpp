@@ -211,9 +211,8 @@ std::optional<FormatMatch> match_compiler_killed(const MessageWindow& w) {
   }
   static const RE2 make(R"(\b(?:g?make|ninja)(?:\[\d+\])?: \*\*\* \[[^\]]*\] Killed\b)");
   if (regex_search(make, w.lines[0])) {
-    FormatMatch m = kill_match("build", "compiler");
-    m.event.set_field("process_name", std::string("a command make ran"));
-    return m;
+    // (make runs training too, `make train`: a build only when the lines above say so.)
+    return kill_match("build", "make");
   }
   return std::nullopt;
 }
