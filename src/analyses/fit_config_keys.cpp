@@ -105,8 +105,9 @@ std::vector<FitSetting> llama_factory_keys(const FitSetting& s) {
     if (n == "target_modules" && v == "all-linear") return {key("lora_target", "all")};
     if (n == "task_type") return {};
   } else if (t == "BitsAndBytesConfig") {
-    if (n == "load_in_4bit") return {key("quantization_bit", "4")};
-    if (n == "load_in_8bit") return {key("quantization_bit", "8")};
+    // (The method said outright: a file set to HQQ or EETQ would otherwise keep it, and EETQ refuses 4 bits.)
+    if (n == "load_in_4bit") return {key("quantization_bit", "4"), key("quantization_method", "bnb")};
+    if (n == "load_in_8bit") return {key("quantization_bit", "8"), key("quantization_method", "bnb")};
     if (n == "bnb_4bit_quant_type") return {key("quantization_type", v)};
     if (n == "bnb_4bit_use_double_quant") return {key("double_quantization", v)};
     if (n == "bnb_4bit_compute_dtype") return {};  // LLaMA-Factory computes in its bf16/fp16 setting

@@ -39,8 +39,9 @@ TEST(FitConfigKeys, LlamaFactoryKeys) {
   EXPECT_EQ(keys({"SFTConfig", "max_length", "2048"}, lf), std::vector<std::string>{"LLaMA-Factory YAML cutoff_len: 2048"});
   EXPECT_EQ(keys({"LoraConfig", "r", "16"}, lf),
             (std::vector<std::string>{"LLaMA-Factory YAML finetuning_type: lora", "LLaMA-Factory YAML lora_rank: 16"}));
+  // (The method said outright: a file set to HQQ or EETQ would keep it, and EETQ refuses 4 bits.)
   EXPECT_EQ(keys({"BitsAndBytesConfig", "load_in_4bit", "True"}, lf),
-            std::vector<std::string>{"LLaMA-Factory YAML quantization_bit: 4"});
+            (std::vector<std::string>{"LLaMA-Factory YAML quantization_bit: 4", "LLaMA-Factory YAML quantization_method: bnb"}));
   EXPECT_EQ(keys({"TrainingArguments", "gradient_checkpointing", "True"}, lf),
             std::vector<std::string>{"LLaMA-Factory YAML disable_gradient_checkpointing: false"});
   EXPECT_EQ(keys({"from_pretrained", "attn_implementation", "\"flash_attention_2\""}, lf),
