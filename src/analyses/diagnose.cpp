@@ -1910,17 +1910,10 @@ Diagnosis diagnose_event(const OomEvent& e, const LogContext& context) {
                            "skipped, so a (nearly) full card leaves none. If memory was not short, the cuDNN build "
                            "does not match this GPU or CUDA version.");
     } else {
-      // The library by its status code's prefix (CUFFT_ALLOC_FAILED: cuFFT's plan).
-      const std::string status = e.string_field("status").value_or("");
-      static const std::pair<const char*, const char*> kLibraries[] = {
-          {"CUBLAS", "cuBLAS"}, {"CUDNN", "cuDNN"}, {"CUFFT", "cuFFT"}, {"CUSOLVER", "cuSOLVER"},
-          {"CUSPARSE", "cuSPARSE"}, {"CURAND", "cuRAND"}, {"HIPBLAS", "hipBLAS"}};
-      std::string library = "The library";
-      for (auto [prefix, name] : kLibraries) {
-        if (status.rfind(prefix, 0) == 0) library = name;
-      }
+      // (The library its status code names, as the reader says it.)
       d.evidence.push_back(fmt::format("{}: {} could not allocate its handle, plan or workspace, which happens when the "
-                                       "card is (nearly) full.", status, library));
+                                       "card is (nearly) full.", e.string_field("status").value_or(""),
+                                       e.string_field("library").value_or("the library")));
     }
     if (e.framework == "tensorflow") {
       // TensorFlow reserves nearly the whole card for its BFC allocator at startup, so the handle

@@ -33,14 +33,22 @@ std::optional<FormatMatch> match_library_status(const MessageWindow& w) {
   FormatMatch m;
   OomEvent& e = m.event;
   std::string status((*g)[1]);
-  // The library, by its status code's prefix.
-  static const std::pair<const char*, const char*> kLibraries[] = {
-      {"CUBLAS", "cublas"}, {"CUDNN", "cudnn"}, {"CUFFT", "cufft"}, {"CUSOLVER", "cusolver"},
-      {"CUSPARSE", "cusparse"}, {"CURAND", "curand"}, {"HIPBLAS", "hipblas"}};
-  std::string library = "cudnn";
-  for (auto [prefix, name] : kLibraries) {
-    if (status.rfind(prefix, 0) == 0) library = name;
+  // The library, by its status code's prefix: its id (the framework when no framework's wording
+  // names one) and its name as the evidence says it.
+  struct Library {
+    const char* prefix;
+    const char* id;
+    const char* name;
+  };
+  static constexpr Library kLibraries[] = {
+      {"CUBLAS", "cublas", "cuBLAS"},       {"CUDNN", "cudnn", "cuDNN"},         {"CUFFT", "cufft", "cuFFT"},
+      {"CUSOLVER", "cusolver", "cuSOLVER"}, {"CUSPARSE", "cusparse", "cuSPARSE"}, {"CURAND", "curand", "cuRAND"},
+      {"HIPBLAS", "hipblas", "hipBLAS"}};
+  const Library* library = &kLibraries[1];
+  for (const Library& l : kLibraries) {
+    if (status.rfind(l.prefix, 0) == 0) library = &l;
   }
+  e.set_field("library", std::string(library->name));
   // Who reports it decides which fixes apply: PyTorch's c10 wording ("CUDA error: CUBLAS_STATUS_...
   // when calling `cublasCreate(handle)`", "cuDNN error: CUDNN_STATUS_..."), TensorFlow's
   // stream_executor ("could not create cudnn handle", "failed to create cublas handle"); CNTK's
@@ -53,7 +61,7 @@ std::optional<FormatMatch> match_library_status(const MessageWindow& w) {
   } else if (has("stream_executor") || has("create cudnn handle") || has("create cublas handle")) {
     e.framework = "tensorflow";
   } else {
-    e.framework = library;
+    e.framework = library->id;
   }
   e.format = "library_status";
   e.set_field("status", status);

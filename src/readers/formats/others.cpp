@@ -387,16 +387,20 @@ std::optional<FormatMatch> match_cluster_oom(const MessageWindow& w) {
   }
   // Docker's own record (docker inspect's State block: "OOMKilled": true, then "ExitCode": 137): the
   // container's --memory limit.
+  // The exit code a report prints within its first `lines` lines (the first group of `re`).
+  auto read_exit_code = [&](FormatMatch& m, const RE2& re, size_t lines) {
+    for (size_t i = 0; i < std::min(w.lines.size(), lines); ++i) {
+      if (auto c = regex_search(re, w.lines[i])) {
+        if (auto n = parse_decimal<int64_t>((*c)[1])) m.event.set_field("exit_code", *n);
+        return;
+      }
+    }
+  };
   static const RE2 docker(R"("OOMKilled":\s*true\b)");
   if (regex_search(docker, line)) {
     FormatMatch m = kill_match("docker", "docker");
     static const RE2 exit_code(R"("ExitCode":\s*(-?\d+))");
-    for (size_t i = 0; i < std::min<size_t>(w.lines.size(), 8); ++i) {
-      if (auto c = regex_search(exit_code, w.lines[i])) {
-        if (auto n = parse_decimal<int64_t>((*c)[1])) m.event.set_field("exit_code", *n);
-        break;
-      }
-    }
+    read_exit_code(m, exit_code, 8);
     return m;
   }
   // kubectl get pods: the pod's row with OOMKilled as its status ("trainer-0   0/1   OOMKilled   3 (2m ago)   15m").
@@ -413,12 +417,7 @@ std::optional<FormatMatch> match_cluster_oom(const MessageWindow& w) {
     // JSON); a killed container usually shows 137, but not always (a process that handles the
     // signal): none is assumed.
     static const RE2 exit_code(R"((?:\bExit Code:\s+|"exitCode":\s*)(-?\d+))");
-    for (size_t i = 0; i < std::min<size_t>(w.lines.size(), 4); ++i) {
-      if (auto c = regex_search(exit_code, w.lines[i])) {
-        if (auto n = parse_decimal<int64_t>((*c)[1])) m.event.set_field("exit_code", *n);
-        break;
-      }
-    }
+    read_exit_code(m, exit_code, 4);
     return m;
   }
   return std::nullopt;
