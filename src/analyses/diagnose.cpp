@@ -488,15 +488,14 @@ void diagnose_pytorch_numbers(Diagnosis& d, const OomEvent& e, const MemoryBreak
       return;
     }
   }
-  if (m.requested && beyond_any_gpu(requested)) {
-    // More than any GPU holds (a negative size wrapped to 2^64, an overflowed shape): not a card to
-    // buy, a size to find.
+  // A pebibyte or more (a negative size wrapped to 2^64, an overflowed shape): not a card to buy, a
+  // size to find. (Below it a request can be real: eager attention over 128k tokens is a TiB.)
+  if (m.requested && requested >= (1ull << 50)) {
     d.cause = "garbage_request_size";
     const Quantity* printed = e.quantity("requested");
-    d.evidence.push_back(fmt::format("A request of {} is not a real tensor size, more than any GPU holds (the largest, "
-                                     "{}, has {}): an overflow, a negative dimension or a corrupted shape upstream.",
-                                     printed != nullptr && !printed->text.empty() ? printed->text : impossible_size(requested),
-                                     largest_catalog_gpu().name, format_bytes(largest_catalog_gpu().total_bytes)));
+    d.evidence.push_back(fmt::format("A request of {} is not a real tensor size (a pebibyte or more): an overflow, a "
+                                     "negative dimension or a corrupted shape upstream.",
+                                     printed != nullptr && !printed->text.empty() ? printed->text : impossible_size(requested)));
     d.fixes.push_back(make_fix("find_failing_shape", "The failing operation's inputs show where the size comes from."));
     return;
   }

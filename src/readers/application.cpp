@@ -175,8 +175,11 @@ std::string operation_from_lines(const std::vector<std::string>& lines_above, co
            has(line, "/nvcc ") || has(line, "Building editable for") || has(line, "Building CXX object") ||
            has(line, "Building CUDA object");
   };
+  // (pip's "... done", "Successfully installed" also end a build.)
   auto built = [](std::string_view line) {
-    return has(line, "ninja: no work to do") || has(line, "Loading extension module") || has(line, "Time to load");
+    return has(line, "ninja: no work to do") || has(line, "Loading extension module") || has(line, "Time to load") ||
+           has(line, "Successfully installed") || has(line, "Successfully built") || has(line, "Created wheel for") ||
+           (has(line, "Building wheel for") && has(line, "... done"));
   };
   if (capturing(event.message)) return "cuda_graph_capture";
   if (loading(event.message)) return "model_loading";

@@ -123,7 +123,7 @@ std::optional<Utf16> utf16_order(std::string_view head) {
   if (odd_nul * 10 >= units * 9 && even_nul * 10 < units) return Utf16::kLittle;
   if (even_nul * 10 >= units * 9 && odd_nul * 10 < units) return Utf16::kBig;
   // Text in a non-Latin script (Chinese progress lines) has a NUL high byte only in its ASCII units:
-  // a fifth of them NUL on one side and under a tenth on the other, when every unit reads as text (ASCII
+  // a fiftieth of them (the line breaks) NUL on one side and under a tenth on the other, when every unit reads as text (ASCII
   // printable or whitespace, or a letter above U+00FF outside the surrogates), is UTF-16 too.
   // (A character such as U+4E00 has a NUL low byte; an emoji is a surrogate pair.)
   auto all_text_units = [&](bool big) {
@@ -144,8 +144,8 @@ std::optional<Utf16> utf16_order(std::string_view head) {
     }
     return true;
   };
-  if (odd_nul * 5 >= units && even_nul * 10 < units && all_text_units(false)) return Utf16::kLittle;
-  if (even_nul * 5 >= units && odd_nul * 10 < units && all_text_units(true)) return Utf16::kBig;
+  if (odd_nul * 50 >= units && even_nul * 10 < units && all_text_units(false)) return Utf16::kLittle;
+  if (even_nul * 50 >= units && odd_nul * 10 < units && all_text_units(true)) return Utf16::kBig;
   return std::nullopt;
 }
 

@@ -55,6 +55,7 @@ struct Reader {
   bool dpo_keys = false;                  // a TRL DPOConfig's reference-model keys are present
   bool preference_keys = false;           // keys of TRL's preference trainers (beta, max_prompt_length...)
   bool cpo_keys = false;                  // CPOConfig's own keys (cpo_alpha, simpo_gamma)
+  bool online_rl = false;                 // GRPOConfig's loss_type (grpo, dr_grpo...): no preference pairs
   std::string preference_loss;            // the objective a preference trainer's loss_type names
   // The optimizer a DeepSpeed config's "optimizer" block names (its "type"), as oomdoc sizes it.
   std::optional<std::string> deepspeed_optimizer, deepspeed_optimizer_type;
@@ -503,6 +504,7 @@ Status set_trl_loss_type(const YAML::Node& n, std::string_view, Reader& r) {
   const std::string v = n.IsScalar() ? to_lower(n.Scalar()) : "";
   if (v == "chunked_nll") r.out.job.loss_impl = "fused_linear";
   else if (v == "nll" || v == "dft") r.out.job.loss_impl = "standard";
+  else if (v == "grpo" || v == "bnpo" || v == "dr_grpo" || v == "dapo") r.online_rl = true;
   else r.preference_loss = objective_of(v);
   return Ok{};
 }
@@ -1130,7 +1132,7 @@ Status resolve(Reader& r) {
                                     r.display_name, finetuning));
     }
     if (method == "eetq" && *r.quant_bits != 8) {
-      return make_error(fmt::format("{}: quantization_method eetq with quantization_bit {}: LLaMA-Factory refuses it "
+      return make_error(fmt::format("{}: eetq with quantization_bit {}: LLaMA-Factory refuses it "
                                     "(\"EETQ only accepts 8-bit quantization.\")",
                                     r.quant_method_where, *r.quant_bits));
     }
@@ -1271,7 +1273,8 @@ Status resolve(Reader& r) {
                     r.preference_loss == "simpo" || r.preference_loss == "cpo" ? "TRL CPOConfig"
                     : r.preference_loss == "kto"                               ? "TRL KTOConfig"
                                                                                : "TRL DPOConfig"));
-  } else if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && !job.objective && r.preference_keys) {
+  } else if (r.out.format == TrainingConfigFormat::kHfTrainingArguments && !job.objective && r.preference_keys &&
+             !r.online_rl) {
     job.objective = "dpo";
     // The keys that told it are used, not ignored.
     for (const char* key : {"beta", "max_prompt_length", "max_completion_length", "rpo_alpha", "reference_free",
@@ -1463,7 +1466,8 @@ Result<TrainingConfig> parse_training_config(std::string_view text, const std::s
   r.preference_keys = has_any(root, {"beta", "max_prompt_length", "max_completion_length", "rpo_alpha",
                                      "reference_free", "ref_model_sync_steps", "ref_model_mixup_alpha"}) &&
                       !has_any(root, {"num_generations", "use_vllm", "vllm_mode", "reward_weights", "num_iterations",
-                                      "lmbda", "teacher_model_name_or_path", "seq_kd", "step_separator"});
+                                      "lmbda", "teacher_model_name_or_path", "seq_kd", "step_separator", "epsilon",
+                                      "scale_rewards"});
   r.cpo_keys = has_any(root, {"cpo_alpha", "simpo_gamma"});
   r.trl = has_any(root, {"max_length", "packing", "dataset_text_field", "completion_only_loss",
                          "assistant_only_loss", "padding_free", "use_peft", "model_init_kwargs", "lora_r",

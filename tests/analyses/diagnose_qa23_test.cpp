@@ -230,3 +230,36 @@ TEST(DiagnoseQa23, SharedMemoryFilesRefused) {
 
 }  // namespace
 }  // namespace oomdoc
+
+namespace oomdoc {
+namespace {
+
+// The new reports are read only as their programs print them: prose that quotes them is no event.
+TEST(DiagnoseQa23, QuotedReportsAreNoEvents) {
+  for (const char* line : {"The build failed with exit code: -9 last night, so we lowered MAX_JOBS.",
+                           "Note: if pip reports \"exit code: -9\" the build was killed by the OOM killer",
+                           "grep for \"OOMKilled\": true in docker inspect to see if container was killed",
+                           "  │ exit code: 1"}) {
+    EXPECT_TRUE(testing::explain_text(std::string(line) + "\n").events.empty()) << line;
+  }
+}
+
+// A wheel build that finished ("... done", "Successfully installed") is over: a kill after it is the program's.
+TEST(DiagnoseQa23, AFinishedBuildIsOver) {
+  const auto x = testing::only_event(testing::explain_text(
+      "Building wheel for flash-attn (setup.py) ... done\nSuccessfully installed flash-attn-2.5.8\npython train.py\nKilled\n"));
+  EXPECT_NE(x.event.string_field("log_operation"), "building_package");
+  EXPECT_FALSE(testing::has_fix(x.diagnosis, "build_max_jobs"));
+}
+
+// A large but real request (eager attention over a long context) is larger than the card, not garbage.
+TEST(DiagnoseQa23, ALargeRealRequestIsNotGarbage) {
+  const auto x = testing::only_event(testing::explain_text(
+      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 600.00 GiB. GPU 0 has a total capacity of 79.15 GiB "
+      "of which 70.00 GiB is free. Including non-PyTorch memory, this process has 9.00 GiB memory in use. Of the "
+      "allocated memory 8.00 GiB is allocated by PyTorch, and 500.00 MiB is reserved by PyTorch but unallocated.\n"));
+  EXPECT_EQ(x.diagnosis.cause, "request_exceeds_total_capacity");
+}
+
+}  // namespace
+}  // namespace oomdoc

@@ -114,6 +114,13 @@ TEST(LogScannerUtf16, NonLatinTextWithoutABomIsUtf16) {
     EXPECT_EQ(scan->events[0].line, 62u);
     EXPECT_EQ(scan->events[0].bytes("requested"), 8ull << 30);
   }
+  // Nothing but Chinese and line breaks (a NUL high byte in one unit of 25).
+  std::u32string chinese;
+  for (int i = 0; i < 50; ++i) chinese += U"训练开始，批次大小为三十二，学习率为零点零零一\n第一轮训练完成，损失值下降\n";
+  chinese += widen("RuntimeError: CUDA error: out of memory\n");
+  auto dense = scan_file(write_temp("zh_dense.log", utf16(chinese, false).substr(2)));
+  ASSERT_TRUE(dense.ok()) << dense.error().message;
+  EXPECT_EQ(dense->events.size(), 1u);
   // Random bytes with no NUL on one side are not taken for it: a unit that is no text (a C0 control) fails it.
   std::string binary;
   for (int i = 0; i < 512; ++i) {

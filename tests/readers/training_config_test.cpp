@@ -802,7 +802,9 @@ TEST(TrainingConfigQa3, PreferenceStagesAreRead) {
   // GKD (a teacher) and PRM (a step classifier) share keys with DPO: not read as DPO.
   EXPECT_EQ(objective_of("model_name_or_path: x\nbeta: 0.5\nlmbda: 0.5\n", "gkd.yaml"), "sft");
   EXPECT_EQ(objective_of("model_name_or_path: x\nmax_prompt_length: 512\nstep_separator: \"\\n\"\n", "prm.yaml"), "sft");
-  // GRPO shares beta and the lengths but generates: not read as DPO.
+  // GRPO shares beta and the lengths but generates: not read as DPO, by its keys or by its loss_type.
+  EXPECT_EQ(objective_of("model_name_or_path: x\nloss_type: dr_grpo\nbeta: 0.04\nmax_prompt_length: 512\n", "grpo.yaml"),
+            "sft");
   EXPECT_EQ(objective_of("model_name_or_path: x\nbeta: 0.04\nmax_completion_length: 256\nnum_generations: 8\n",
                          "grpo.yaml"), "sft");
 }
@@ -817,8 +819,8 @@ TEST(TrainingConfigQa23, LlamaFactoryQuantizationMethodsAndRefusals) {
                                   "(\"Quantization is only compatible with the LoRA method.\")");
   auto eetq4 = parse_training_config(base + "quantization_bit: 4\nquantization_method: eetq\n", "lf.yaml");
   ASSERT_FALSE(eetq4.ok());
-  EXPECT_EQ(eetq4.error().message, "lf.yaml: line 4: quantization_method: quantization_method eetq with "
-                                   "quantization_bit 4: LLaMA-Factory refuses it (\"EETQ only accepts 8-bit quantization.\")");
+  EXPECT_EQ(eetq4.error().message, "lf.yaml: line 4: quantization_method: eetq with quantization_bit 4: LLaMA-Factory "
+                                   "refuses it (\"EETQ only accepts 8-bit quantization.\")");
   auto eetq8 = parse_training_config(base + "quantization_bit: 8\nquantization_method: eetq\n", "lf.yaml");
   ASSERT_TRUE(eetq8.ok()) << eetq8.error().message;
   EXPECT_EQ(eetq8->job.weight_quantization, "int8");

@@ -330,7 +330,8 @@ std::optional<FormatMatch> match_exit_status_kill(const MessageWindow& w) {
   }
   // pip's error box for a build step killed by SIGKILL ("× python setup.py bdist_wheel did not run
   // successfully." then "│ exit code: -9").
-  static const RE2 minus9(R"(\bexit code: -9\b)");
+  // (Only as the box prints it: its bar, or the line to itself; prose that quotes it is no report.)
+  static const RE2 minus9(R"(^\s*(?:│\s*)?exit code: -9\s*$)");
   if (regex_search(minus9, w.lines[0])) {
     FormatMatch m = kill_match("python", "exit_code");
     m.event.set_field("exit_code", int64_t{-9});
@@ -396,7 +397,8 @@ std::optional<FormatMatch> match_cluster_oom(const MessageWindow& w) {
       }
     }
   };
-  static const RE2 docker(R"("OOMKilled":\s*true\b)");
+  // (Only as docker inspect prints it: a line of its pretty-printed State block.)
+  static const RE2 docker(R"(^\s*"OOMKilled":\s*true,?\s*$)");
   if (regex_search(docker, line)) {
     FormatMatch m = kill_match("docker", "docker");
     static const RE2 exit_code(R"("ExitCode":\s*(-?\d+))");

@@ -116,6 +116,14 @@ std::optional<FormatMatch> match_trt_cuda_error(const MessageWindow& w) {
 // (tensorrt_llm/_torch/pyexecutor): "Executor creation failed due to insufficient GPU memory.", then
 // (after a blank line) "The following component could not be created: KV cache", "Total GPU memory
 // (GiB): 140.06" and "Free GPU memory before component creation attempt (GiB): 108.86".
+// A figure whose unit is in its label ("Total GPU memory (GiB): 140.06"): its text is the number as printed.
+void set_figure_of_gib_label(OomEvent& e, const std::string& name, std::string_view number) {
+  auto q = parse_printed_size(std::string(number) + " GiB", LabelMeaning::kBinary);
+  if (!q) return;
+  q->text = std::string(number);
+  e.set_quantity(name, *q);
+}
+
 std::optional<FormatMatch> match_trtllm_executor(const MessageWindow& w) {
   if (!contains(w.lines[0], "Executor creation failed due to insufficient GPU memory")) return std::nullopt;
   auto m = new_match("tensorrt-llm", "trtllm_executor_insufficient_memory");
@@ -129,9 +137,9 @@ std::optional<FormatMatch> match_trtllm_executor(const MessageWindow& w) {
     if (auto c = regex_search(component, line)) {
       e.set_field("component", std::string((*c)[1]));
     } else if (auto t = regex_search(total, line)) {
-      set_printed_size(e, "total", std::string((*t)[1]) + " GiB");
+      set_figure_of_gib_label(e, "total", (*t)[1]);
     } else if (auto f = regex_search(free_re, line)) {
-      set_printed_size(e, "free", std::string((*f)[1]) + " GiB");
+      set_figure_of_gib_label(e, "free", (*f)[1]);
     } else {
       continue;
     }
